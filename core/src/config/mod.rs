@@ -1,0 +1,217 @@
+//! Slurm's configuration files parsed from text into a typed cluster model.
+//!
+//! Parsing is pure: the functions here take the text of a file (and, for `Include`, already
+//! read texts handed in by a loader outside `core`). Reading files, following `Include` and
+//! resolving `SLURM_CONF` / `FLOTILLA_CONF` happen in the loader (see `flotilla-commands`'
+//! `conf` module), never here.
+//!
+//! The result is a [`ClusterConfig`]: nodes with CPUs, memory and GPUs, pods (leaf switches
+//! of `topology/tree`, or blocks of `topology/block`) and partitions.
+
+use serde::{Deserialize, Serialize};
+
+/// Where a network-level topology set comes from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub enum TopologyKind {
+    /// A job's allocation must fit inside one node (one NVLink domain).
+    Node,
+    /// A job's allocation must fit inside one pod (one leaf switch or block).
+    Pod,
+    /// No topology constraint.
+    Any,
+}
+
+impl TopologyKind {
+    /// Parses `node`, `pod` or `any` (case-insensitive), as `sbatch --topology` and the
+    /// `DefaultTopology=` partition key spell them.
+    pub fn parse(s: &str) -> Option<TopologyKind> {
+        match s.to_ascii_lowercase().as_str() {
+            "node" => Some(TopologyKind::Node),
+            "pod" => Some(TopologyKind::Pod),
+            "any" => Some(TopologyKind::Any),
+            _ => None,
+        }
+    }
+
+    /// The lower-case name used on the wire, in config and in output.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            TopologyKind::Node => "node",
+            TopologyKind::Pod => "pod",
+            TopologyKind::Any => "any",
+        }
+    }
+}
+
+/// A node's administrative state as written in `slurm.conf` (`State=`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub enum ConfNodeState {
+    /// `UNKNOWN` (the default): the node joins when its daemon registers.
+    Unknown,
+    /// `IDLE`.
+    Idle,
+    /// `DOWN`.
+    Down,
+    /// `DRAIN`.
+    Drain,
+    /// `FAIL`.
+    Fail,
+    /// `FUTURE`: configured but not yet present.
+    Future,
+    /// `CLOUD`.
+    Cloud,
+}
+
+/// One node of `slurm.conf` (`NodeName=` lines, after `DEFAULT` values and hostlist expansion),
+/// merged with its `gres.conf` GPU lines.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct NodeConfig {
+    /// Node name (`NodeName=`), e.g. `gpu01`.
+    pub name: String,
+    /// Address the node daemon listens on (`NodeAddr=`, defaults to the name).
+    pub addr: String,
+    /// Host name of the machine (`NodeHostname=`, defaults to the name).
+    pub hostname: String,
+    /// Port of this node's daemon (`Port=`, else the global `SlurmdPort`, default 6818).
+    pub port: u16,
+    /// Sockets per node (`Sockets=`, default 1).
+    pub sockets: u32,
+    /// Cores per socket (`CoresPerSocket=`, default 1).
+    pub cores_per_socket: u32,
+    /// Hardware threads per core (`ThreadsPerCore=`, default 1).
+    pub threads_per_core: u32,
+    /// Schedulable CPUs (`CPUs=`, default sockets × cores × threads).
+    pub cpus: u32,
+    /// Memory in MiB (`RealMemory=`, default 1).
+    pub real_memory_mib: u64,
+    /// GPUs on the node (from `Gres=gpu[:type]:N`).
+    pub gpus: u32,
+    /// GPU model (`Gres=gpu:h100:8` gives `h100`), if typed.
+    pub gpu_type: Option<String>,
+    /// GPU device files, one per GPU in index order (from gres.conf `File=`); empty when unknown.
+    pub gpu_files: Vec<String>,
+    /// Cores each GPU is close to (gres.conf `Cores=`), as written; empty when not given.
+    pub gpu_cores: Option<String>,
+    /// All GRES of the node as written (`Gres=`), e.g. `gpu:h100:8`.
+    pub gres: String,
+    /// Scheduling weight (`Weight=`, default 1; lower is used first).
+    pub weight: u32,
+    /// Features (`Features=` / `AvailableFeatures=`), in order.
+    pub features: Vec<String>,
+    /// Initial state (`State=`).
+    pub state: ConfNodeState,
+}
+
+/// One partition of `slurm.conf` (`PartitionName=` lines, after `DEFAULT` values).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PartitionConfig {
+    /// Partition name.
+    pub name: String,
+    /// Node names, expanded and in config order (`Nodes=`; `ALL` is every node).
+    pub nodes: Vec<String>,
+    /// The nodes as written (`Nodes=gpu[01-04]`), for display.
+    pub nodes_expr: String,
+    /// `Default=YES`.
+    pub default: bool,
+    /// Maximum time limit in minutes (`MaxTime=`); `None` is `UNLIMITED`.
+    pub max_time_min: Option<u64>,
+    /// Default time limit in minutes (`DefaultTime=`); `None` means the partition's `MaxTime`.
+    pub default_time_min: Option<u64>,
+    /// `State=UP` (true) or `DOWN`/`DRAIN`/`INACTIVE` (false).
+    pub state_up: bool,
+    /// The state as written, upper case (`UP`, `DOWN`, `DRAIN`, `INACTIVE`).
+    pub state: String,
+    /// `PriorityTier=` (default 1).
+    pub priority_tier: u32,
+    /// `PriorityJobFactor=` (default 1).
+    pub priority_job_factor: u32,
+    /// Maximum nodes per job (`MaxNodes=`); `None` is `UNLIMITED`.
+    pub max_nodes: Option<u32>,
+    /// Flotilla: the topology a job gets when it declares none (`DefaultTopology=node|pod|any`,
+    /// default `any`).
+    pub default_topology: TopologyKind,
+    /// Flotilla: nodes of this partition are a pool dedicated to sub-node shapes
+    /// (`SubNodePool=YES`): jobs of at most this many GPUs per node only.
+    pub sub_node_pool: bool,
+}
+
+/// A pod: a set of nodes under one leaf switch (`topology/tree`) or one block (`topology/block`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PodConfig {
+    /// The switch or block name (`SwitchName=leaf1`, `BlockName=b1`).
+    pub name: String,
+    /// Node names in the pod, expanded, in config order.
+    pub nodes: Vec<String>,
+    /// The nodes as written (`Nodes=gpu[01-02]`).
+    pub nodes_expr: String,
+}
+
+/// A non-leaf switch of `topology/tree` (`SwitchName=spine Switches=leaf[1-2]`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SwitchConfig {
+    /// Switch name.
+    pub name: String,
+    /// Child switch names, expanded.
+    pub switches: Vec<String>,
+    /// Child switches as written.
+    pub switches_expr: String,
+}
+
+/// The typed cluster model read from `slurm.conf`, `gres.conf` and `topology.conf`.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+pub struct ClusterConfig {
+    /// `ClusterName=`.
+    pub cluster_name: String,
+    /// Controller host (`SlurmctldHost=vm(127.0.0.1)` gives `vm`).
+    pub control_host: String,
+    /// Controller address (`SlurmctldHost=vm(127.0.0.1)` gives `127.0.0.1`; else the host).
+    pub control_addr: String,
+    /// `SlurmctldPort=` (default 6817).
+    pub slurmctld_port: u16,
+    /// `SlurmdPort=` (default 6818).
+    pub slurmd_port: u16,
+    /// `SlurmUser=` (default `root`).
+    pub slurm_user: String,
+    /// `StateSaveLocation=`.
+    pub state_save_location: String,
+    /// `SlurmdSpoolDir=` (may hold `%n`).
+    pub slurmd_spool_dir: String,
+    /// `DefMemPerCPU=` in MiB, if set.
+    pub def_mem_per_cpu_mib: Option<u64>,
+    /// `KillWait=` in seconds (default 30).
+    pub kill_wait_s: u64,
+    /// `MinJobAge=` in seconds (default 300).
+    pub min_job_age_s: u64,
+    /// `MaxJobCount=` (default 10000).
+    pub max_job_count: u64,
+    /// `MaxArraySize=` (default 1001).
+    pub max_array_size: u64,
+    /// `SelectType=`, e.g. `select/cons_tres`; chooses the placement plugin.
+    pub select_type: String,
+    /// `PriorityType=`, e.g. `priority/multifactor`.
+    pub priority_type: String,
+    /// `PreemptType=`.
+    pub preempt_type: String,
+    /// `SchedulerType=`, e.g. `sched/backfill`.
+    pub scheduler_type: String,
+    /// `TopologyPlugin=`, e.g. `topology/tree`.
+    pub topology_plugin: String,
+    /// `AlertProgram=` (Flotilla): program handed each alert/page decision as JSON.
+    pub alert_program: Option<String>,
+    /// Every key=value of the global section as read (keys in canonical case), for
+    /// `scontrol show config` and for keys later issues pick up.
+    pub raw: Vec<(String, String)>,
+    /// Nodes in config order.
+    pub nodes: Vec<NodeConfig>,
+    /// Partitions in config order.
+    pub partitions: Vec<PartitionConfig>,
+    /// Pods (leaf switches or blocks) in config order.
+    pub pods: Vec<PodConfig>,
+    /// Non-leaf switches (tree topology only).
+    pub switches: Vec<SwitchConfig>,
+    /// `BlockSizes=` of `topology/block`, if given.
+    pub block_sizes: Vec<u32>,
+    /// Warnings to print once (keys Slurm knows that Flotilla does not use yet), each with
+    /// file and line.
+    pub warnings: Vec<String>,
+}

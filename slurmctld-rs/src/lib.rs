@@ -1,0 +1,1 @@
+//! Flotilla's controller daemon: the single writer of the allocation table, driving `core`.

@@ -1,0 +1,1 @@
+//! Flotilla's node daemon: it binds, it does not decide.
