@@ -2,15 +2,25 @@
 //!
 //! This crate is pure. It never reads a clock, a file, a socket or an environment variable,
 //! never spawns a thread and never draws a random number except from a seeded RNG handed in.
-//! Time is always a parameter (`now`, seconds since the Unix epoch). The controller
-//! (`slurmctld-rs`) and the simulator (`sim`) both drive exactly this code.
+//! Time is always a parameter (`now`, seconds since the Unix epoch or a trace origin). The
+//! controller (`slurmctld-rs`) and the simulator (`sim`) both drive exactly this code.
 //!
 //! Map:
 //! - [`hostlist`]: Slurm hostlist expressions (`gpu[01-04]`), expand and compress.
 //! - [`time`]: Slurm time-limit strings (`sbatch -t`) and their display format.
 //! - [`config`]: `slurm.conf`, `gres.conf` and `topology.conf` parsed from text into a
 //!   typed [`config::ClusterConfig`].
+//! - [`cluster`]: nodes with a free [`cluster::GpuMask`], per-GPU shares, CPUs and memory;
+//!   pods; partitions.
+//! - [`job`]: what a job asks for ([`job::Request`], [`job::JobSpec`]).
+//! - [`placement`]: placement over topology sets behind the [`placement::PlacementPolicy`]
+//!   extension point, and [`placement::largest_placeable`].
+//! - [`sched`]: the scheduling core ([`sched::Scheduler`]): events and `now` in, decisions out.
 
+pub mod cluster;
 pub mod config;
 pub mod hostlist;
+pub mod job;
+pub mod placement;
+pub mod sched;
 pub mod time;

@@ -11,7 +11,7 @@
 use serde::{Deserialize, Serialize};
 
 /// Where a network-level topology set comes from.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub enum TopologyKind {
     /// A job's allocation must fit inside one node (one NVLink domain).
     Node,

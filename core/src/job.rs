@@ -1,0 +1,154 @@
+//! What a job asks for, as the scheduling core sees it.
+//!
+//! The controller's admission turns Slurm options (`-N`, `--gres=gpu:h100:4`, `--gpus`,
+//! `--gpus-per-node`, `--exclusive`, `-c`, `--mem`, `-w`, `-x`, Flotilla's `--topology`) into a
+//! [`Request`]; the simulator builds them from trace rows. The core never guesses a topology:
+//! the job declares one or inherits its partition's `DefaultTopology=`.
+
+use crate::cluster::{NodeId, PartId, Time, MILLI};
+use crate::config::TopologyKind;
+use serde::{Deserialize, Serialize};
+
+/// Slurm job id.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+pub struct JobId(pub u64);
+
+impl std::fmt::Display for JobId {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}", self.0)
+    }
+}
+
+/// The resources of one job.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct Request {
+    /// Total GPUs (whole GPUs; 1 for a fractional share).
+    pub gpus: u32,
+    /// Milli-GPUs held on each GPU: 1000 for whole GPUs, less for a share of one GPU (then
+    /// `gpus` must be 1).
+    pub gpu_milli: u32,
+    /// Exact number of nodes (`-N`), if given.
+    pub nodes: Option<u32>,
+    /// GPUs on each node (`--gpus-per-node`, or `--gres=gpu:N` with `-N`), if given.
+    pub gpus_per_node: Option<u32>,
+    /// Milli-CPUs needed on each node used.
+    pub cpu_milli_per_node: u64,
+    /// MiB needed on each node used.
+    pub mem_mib_per_node: u64,
+    /// Declared topology (the job's `--topology`, else its partition's default).
+    pub topology: TopologyKind,
+    /// Allowed GPU models (`--gres=gpu:h100:N`, or a trace's `gpu_spec`); empty = any.
+    pub gpu_types: Vec<String>,
+    /// Whole nodes only (`--exclusive`).
+    pub exclusive: bool,
+    /// Nodes the job must use (`-w`).
+    pub required_nodes: Vec<NodeId>,
+    /// Nodes the job must not use (`-x`).
+    pub excluded_nodes: Vec<NodeId>,
+}
+
+impl Default for Request {
+    fn default() -> Self {
+        Request {
+            gpus: 0,
+            gpu_milli: MILLI,
+            nodes: None,
+            gpus_per_node: None,
+            cpu_milli_per_node: 1000,
+            mem_mib_per_node: 0,
+            topology: TopologyKind::Any,
+            gpu_types: Vec::new(),
+            exclusive: false,
+            required_nodes: Vec::new(),
+            excluded_nodes: Vec::new(),
+        }
+    }
+}
+
+impl Request {
+    /// A request for `gpus` whole GPUs with the given topology and 1 CPU per node.
+    pub fn gpus(gpus: u32, topology: TopologyKind) -> Request {
+        Request {
+            gpus,
+            topology,
+            ..Request::default()
+        }
+    }
+
+    /// GPU demand in milli-GPUs.
+    pub fn gpu_demand_milli(&self) -> u64 {
+        u64::from(self.gpus) * u64::from(self.gpu_milli)
+    }
+
+    /// True for a fractional share of one GPU.
+    pub fn is_share(&self) -> bool {
+        self.gpu_milli < MILLI && self.gpus > 0
+    }
+}
+
+/// A job as the scheduling core tracks it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct JobSpec {
+    /// Job id.
+    pub id: JobId,
+    /// Partition.
+    pub partition: PartId,
+    /// Account (quota scope) the job charges, e.g. `research`.
+    pub account: String,
+    /// User name.
+    pub user: String,
+    /// Submission time (s).
+    pub submit_time: Time,
+    /// Earliest start (`--begin`), if any.
+    pub begin_time: Option<Time>,
+    /// Base priority (admin-set or QOS priority; Slurm `Priority=` of `scontrol update`).
+    pub base_priority: u32,
+    /// `--nice` (positive lowers priority).
+    pub nice: i32,
+    /// Time limit in seconds; `None` = unlimited.
+    pub time_limit_s: Option<u64>,
+    /// Resources.
+    pub request: Request,
+    /// May be preempted (Flotilla `--preemptible`).
+    pub preemptible: bool,
+    /// Checkpoint size in bytes (Flotilla `--checkpoint-bytes`); sets the preemption deadline.
+    pub checkpoint_bytes: u64,
+    /// Held (`--hold`, `scontrol hold`): never considered until released.
+    pub held: Option<HoldKind>,
+    /// Dependencies not yet satisfied (`--dependency`); the controller evaluates them.
+    pub dependency_pending: bool,
+    /// Times the job has been preempted (ages its priority).
+    pub preempt_count: u32,
+}
+
+/// Who holds a job.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub enum HoldKind {
+    /// The user (`JobHeldUser`).
+    User,
+    /// An admin or `--hold` (`JobHeldAdmin`).
+    Admin,
+}
+
+impl JobSpec {
+    /// A minimal job for tests, simulations and benchmarks: partition 0, account `default`.
+    pub fn simple(id: u64, submit_time: Time, request: Request, time_limit_s: Option<u64>) -> JobSpec {
+        JobSpec {
+            id: JobId(id),
+            partition: PartId(0),
+            account: "default".into(),
+            user: "user".into(),
+            submit_time,
+            begin_time: None,
+            base_priority: 0,
+            nice: 0,
+            time_limit_s,
+            request,
+            preemptible: false,
+            checkpoint_bytes: 0,
+            held: None,
+            dependency_pending: false,
+            preempt_count: 0,
+        }
+    }
+}

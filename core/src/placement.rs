@@ -1,0 +1,590 @@
+//! Placement over topology sets, behind an extension point modelled on the Kubernetes
+//! scheduling framework: the engine here *filters* nodes (partition, state, GPU model, CPUs,
+//! memory, reservations, required and excluded nodes), a [`PlacementPolicy`] *scores* them
+//! and chooses GPUs inside a node, and the engine assembles a gang all-or-nothing (the
+//! *permit* step): a job gets every per-node part or none.
+//!
+//! Shapes (DESIGN.md §2, seed §6):
+//! - `node`: all GPUs inside one node; a multiple of the node size takes that many whole nodes
+//!   (each node-sized group inside one NVLink domain); anything else larger than a node cannot
+//!   be placed with `node` (admission rejects it).
+//! - `pod`: all nodes inside one pod; the tightest pod that fits, whole nodes first.
+//! - `any`: whole nodes first for the node-multiple part, then best-fit for the rest, else
+//!   spread over the nodes with most free GPUs (fewest nodes).
+//!
+//! A job whose GPU count is a multiple of the node size always takes whole nodes.
+
+use crate::cluster::{Cluster, GpuMask, Node, NodeAlloc, NodeId, PartId, PodId, MILLI};
+use crate::config::TopologyKind;
+use crate::job::Request;
+use std::fmt;
+
+/// One node's share of a request: what a single node must provide.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NodeDemand<'a> {
+    /// Whole GPUs wanted on the node (1 for a share).
+    pub gpus: u32,
+    /// Milli-GPUs per GPU (1000 = whole).
+    pub gpu_milli: u32,
+    /// Milli-CPUs.
+    pub cpu_milli: u64,
+    /// MiB.
+    pub mem_mib: u64,
+    /// Allowed GPU models (empty = any).
+    pub gpu_types: &'a [String],
+    /// The node must be otherwise empty and is taken whole.
+    pub whole_node: bool,
+}
+
+/// The order in which the engine offers candidate nodes to a policy.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CandidateOrder {
+    /// Fewest available GPUs first (best-fit index); a policy may stop at its perfect score.
+    FewestFreeFirst,
+    /// Most available GPUs first (worst-fit).
+    MostFreeFirst,
+    /// Node id order (first-fit).
+    NodeOrder,
+}
+
+/// Read-only view a policy scores against.
+#[derive(Clone, Copy)]
+pub struct PlaceCtx<'a> {
+    /// The cluster.
+    pub cluster: &'a Cluster,
+    /// GPUs of a node this request may not use (held by reservations ranked above it).
+    pub blocked: &'a dyn Fn(NodeId) -> GpuMask,
+    /// Per-node rank used to break score ties (a seeded permutation in the simulator);
+    /// `None` = node id order.
+    pub tie_rank: Option<&'a [u32]>,
+    /// Partition the job runs in.
+    pub partition: PartId,
+}
+
+impl fmt::Debug for PlaceCtx<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("PlaceCtx").field("partition", &self.partition).finish()
+    }
+}
+
+impl PlaceCtx<'_> {
+    /// GPUs of `node` wholly free and usable by this request.
+    pub fn avail(&self, node: NodeId) -> GpuMask {
+        self.cluster.node(node).free_gpus.minus((self.blocked)(node))
+    }
+}
+
+/// A placement policy: scores feasible nodes and picks GPUs inside a node. Pure.
+pub trait PlacementPolicy: fmt::Debug + Send + Sync {
+    /// Registered name (`SelectType=` value or `flotilla sim --policy`).
+    fn name(&self) -> &str;
+
+    /// In which order the engine offers candidates.
+    fn order(&self) -> CandidateOrder {
+        CandidateOrder::FewestFreeFirst
+    }
+
+    /// Score of a feasible node for `demand` (higher is better). `avail` is the node's usable
+    /// wholly free GPUs.
+    fn score(&self, ctx: &PlaceCtx<'_>, node: NodeId, avail: GpuMask, demand: &NodeDemand<'_>) -> i64;
+
+    /// A score no node can beat: the engine stops at the first node reaching it.
+    fn perfect_score(&self) -> Option<i64> {
+        None
+    }
+
+    /// Chooses `n` whole GPUs among `avail` on `node`.
+    fn pick_gpus(&self, node: &Node, avail: GpuMask, n: u32) -> Option<GpuMask> {
+        avail.choose(n, node.gpus)
+    }
+
+    /// Chooses the GPU for a fractional share of `milli`: by default the tightest GPU that
+    /// still fits (most used), lowest index on ties.
+    fn pick_share_gpu(&self, node: &Node, blocked: GpuMask, milli: u32) -> Option<u32> {
+        (0..node.gpus)
+            .filter(|&g| !blocked.contains(g) && node.gpu_milli_used[g as usize] + milli <= MILLI)
+            .max_by_key(|&g| (node.gpu_milli_used[g as usize], std::cmp::Reverse(g)))
+    }
+}
+
+/// Why a request cannot be placed now (the topology detail shown next to Slurm's reason).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NoFit {
+    /// Human-readable detail, e.g. `needs 2 whole nodes in one pod; largest_placeable pod=12`.
+    pub detail: String,
+}
+
+/// Largest requests of each topology that could start now (DESIGN.md §2).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Serialize, serde::Deserialize)]
+pub struct LargestPlaceable {
+    /// Most usable whole GPUs on one node.
+    pub node: u32,
+    /// Largest GPU request that fits inside one pod.
+    pub pod: u32,
+    /// Largest GPU request that fits anywhere.
+    pub any: u32,
+}
+
+impl fmt::Display for LargestPlaceable {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "node={},pod={},any={}", self.node, self.pod, self.any)
+    }
+}
+
+/// Computes [`LargestPlaceable`] over schedulable nodes with at least one free CPU, skipping
+/// GPUs in `blocked`. A request that is a multiple of the node size needs whole nodes, so the
+/// pod and `any` figures are the largest N that really fits: the free total F, or F − 1 when F
+/// is a node multiple that the whole free nodes cannot hold. O(nodes).
+pub fn largest_placeable(cluster: &Cluster, blocked: &dyn Fn(NodeId) -> GpuMask) -> LargestPlaceable {
+    let mut lp = LargestPlaceable::default();
+    let mut pod_free = vec![0u32; cluster.pods.len()];
+    let mut pod_whole = vec![0u32; cluster.pods.len()];
+    let mut size = 0u32;
+    let (mut all_free, mut all_whole) = (0u32, 0u32);
+    for (i, n) in cluster.nodes.iter().enumerate() {
+        if !n.avail.schedulable() || n.free_cpu_milli == 0 || n.gpus == 0 {
+            continue;
+        }
+        size = size.max(n.gpus);
+        let free = n.free_gpus.minus(blocked(NodeId(i as u32))).count();
+        lp.node = lp.node.max(free);
+        pod_free[n.pod.0 as usize] += free;
+        all_free += free;
+        if free == n.gpus {
+            pod_whole[n.pod.0 as usize] += 1;
+            all_whole += 1;
+        }
+    }
+    let fit = |f: u32, whole: u32| -> u32 {
+        if size == 0 || f % size != 0 || f / size <= whole {
+            f
+        } else {
+            f - 1
+        }
+    };
+    lp.pod = pod_free
+        .iter()
+        .zip(&pod_whole)
+        .map(|(&f, &w)| fit(f, w))
+        .max()
+        .unwrap_or(0);
+    lp.any = fit(all_free, all_whole);
+    lp
+}
+
+fn node_feasible(ctx: &PlaceCtx<'_>, req: &Request, id: NodeId, d: &NodeDemand<'_>) -> Option<GpuMask> {
+    let n = ctx.cluster.node(id);
+    if !n.avail.schedulable() || !n.partitions.contains(&ctx.partition) {
+        return None;
+    }
+    if req.excluded_nodes.contains(&id) {
+        return None;
+    }
+    if !req.required_nodes.is_empty() && !req.required_nodes.contains(&id) {
+        return None;
+    }
+    if n.free_cpu_milli < d.cpu_milli || n.free_mem_mib < d.mem_mib {
+        return None;
+    }
+    if d.gpus > 0 && !n.gpu_type_ok(d.gpu_types) {
+        return None;
+    }
+    // Sub-node pools take sub-node shapes only: nothing of more than half a node.
+    if n.sub_node_pool && n.gpus > 0 && (d.whole_node || d.gpus * 2 > n.gpus) {
+        return None;
+    }
+    let blocked = (ctx.blocked)(id);
+    let avail = n.free_gpus.minus(blocked);
+    if d.whole_node {
+        if avail.count() != n.gpus || !n.is_idle() {
+            return None;
+        }
+        return Some(avail);
+    }
+    if d.gpu_milli < MILLI {
+        // A share: some GPU must have room.
+        let ok = (0..n.gpus).any(|g| !blocked.contains(g) && n.gpu_milli_used[g as usize] + d.gpu_milli <= MILLI);
+        return ok.then_some(avail);
+    }
+    (avail.count() >= d.gpus).then_some(avail)
+}
+
+/// Best feasible node for one node's demand, among `candidates` (all nodes when `None`).
+fn best_node(
+    ctx: &PlaceCtx<'_>,
+    policy: &dyn PlacementPolicy,
+    req: &Request,
+    d: &NodeDemand<'_>,
+    skip: &dyn Fn(NodeId) -> bool,
+) -> Option<NodeId> {
+    let perfect = policy.perfect_score();
+    let mut best: Option<(i64, u32, NodeId)> = None;
+    let mut consider = |id: NodeId| -> bool {
+        if skip(id) {
+            return false;
+        }
+        let Some(avail) = node_feasible(ctx, req, id, d) else {
+            return false;
+        };
+        let s = policy.score(ctx, id, avail, d);
+        let tie = ctx.tie_rank.map_or(id.0, |r| r[id.0 as usize]);
+        let better = match best {
+            None => true,
+            Some((bs, bt, _)) => s > bs || (s == bs && tie < bt),
+        };
+        if better {
+            best = Some((s, tie, id));
+        }
+        perfect.is_some_and(|p| s >= p)
+    };
+    let min_free = if d.gpu_milli < MILLI { 0 } else { d.gpus };
+    if !req.required_nodes.is_empty() {
+        for &id in &req.required_nodes {
+            if consider(id) {
+                break;
+            }
+        }
+    } else {
+        match policy.order() {
+            CandidateOrder::FewestFreeFirst => {
+                for id in ctx.cluster.nodes_by_free(min_free) {
+                    if consider(id) {
+                        break;
+                    }
+                }
+            }
+            CandidateOrder::MostFreeFirst => {
+                for id in ctx.cluster.nodes_by_free_desc(min_free) {
+                    if consider(id) {
+                        break;
+                    }
+                }
+            }
+            CandidateOrder::NodeOrder => {
+                for &id in &ctx.cluster.partitions[ctx.partition.0 as usize].nodes {
+                    if consider(id) {
+                        break;
+                    }
+                }
+            }
+        }
+    }
+    best.map(|(_, _, id)| id)
+}
+
+fn alloc_on(
+    ctx: &PlaceCtx<'_>,
+    policy: &dyn PlacementPolicy,
+    id: NodeId,
+    d: &NodeDemand<'_>,
+) -> Option<NodeAlloc> {
+    let n = ctx.cluster.node(id);
+    let blocked = (ctx.blocked)(id);
+    let (gpus, gpu_milli, cpu, mem) = if d.whole_node {
+        (GpuMask::all(n.gpus), MILLI, n.cpu_milli, n.mem_mib)
+    } else if d.gpu_milli < MILLI && d.gpus > 0 {
+        let g = policy.pick_share_gpu(n, blocked, d.gpu_milli)?;
+        (GpuMask::single(g), d.gpu_milli, d.cpu_milli, d.mem_mib)
+    } else {
+        let avail = n.free_gpus.minus(blocked);
+        (policy.pick_gpus(n, avail, d.gpus)?, MILLI, d.cpu_milli, d.mem_mib)
+    };
+    Some(NodeAlloc {
+        node: id,
+        gpus,
+        gpu_milli,
+        cpu_milli: cpu,
+        mem_mib: mem,
+    })
+}
+
+/// The node size used for whole-node rules: the most GPUs on a node of the partition.
+pub fn node_size(cluster: &Cluster, part: PartId) -> u32 {
+    cluster.partitions[part.0 as usize]
+        .nodes
+        .iter()
+        .map(|&n| cluster.node(n).gpus)
+        .max()
+        .unwrap_or(0)
+}
+
+/// How a request breaks down into per-node parts.
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Shape {
+    /// `count` nodes, each with `gpus_each` GPUs (whole nodes when `whole`).
+    Uniform { count: u32, gpus_each: u32, whole: bool },
+    /// `whole` whole nodes plus `rest` GPUs wherever they fit (spread allowed when `spread`).
+    WholePlusRest { whole: u32, rest: u32, spread: bool },
+}
+
+fn shape_of(req: &Request, size: u32) -> Result<Shape, String> {
+    if req.exclusive {
+        let count = req
+            .nodes
+            .unwrap_or(if size == 0 { 1 } else { req.gpus.div_ceil(size).max(1) });
+        return Ok(Shape::Uniform { count, gpus_each: size, whole: true });
+    }
+    if let Some(gpn) = req.gpus_per_node {
+        let count = req
+            .nodes
+            .unwrap_or(if gpn == 0 { 1 } else { req.gpus.div_ceil(gpn).max(1) });
+        let whole = gpn == size && size > 0;
+        return Ok(Shape::Uniform { count, gpus_each: gpn, whole });
+    }
+    if req.gpus == 0 {
+        return Ok(Shape::Uniform { count: req.nodes.unwrap_or(1), gpus_each: 0, whole: false });
+    }
+    if size > 0 && req.gpus % size == 0 && !req.is_share() {
+        return Ok(Shape::Uniform { count: req.gpus / size, gpus_each: size, whole: true });
+    }
+    if let Some(nodes) = req.nodes {
+        if nodes > 1 {
+            let each = req.gpus.div_ceil(nodes);
+            return Ok(Shape::Uniform { count: nodes, gpus_each: each, whole: false });
+        }
+    }
+    match req.topology {
+        TopologyKind::Node => {
+            if req.gpus > size {
+                Err(format!("{} GPUs with topology node need a multiple of {size}", req.gpus))
+            } else {
+                Ok(Shape::Uniform { count: 1, gpus_each: req.gpus, whole: false })
+            }
+        }
+        TopologyKind::Pod | TopologyKind::Any => {
+            let whole = req.gpus.checked_div(size).unwrap_or(0);
+            Ok(Shape::WholePlusRest { whole, rest: req.gpus - whole * size, spread: true })
+        }
+    }
+}
+
+/// Places `req` in partition `ctx.partition` with `policy`: all per-node parts or none.
+/// Nothing is taken from the cluster; the caller commits the result with [`Cluster::take`].
+///
+/// Errors: [`NoFit`] with the topology detail when no placement exists now.
+pub fn place(ctx: &PlaceCtx<'_>, policy: &dyn PlacementPolicy, req: &Request) -> Result<Vec<NodeAlloc>, NoFit> {
+    let size = node_size(ctx.cluster, ctx.partition);
+    let shape = shape_of(req, size).map_err(|detail| NoFit { detail })?;
+    let pods: Vec<Option<PodId>> = match req.topology {
+        TopologyKind::Pod => pod_order(ctx, req, &shape, size),
+        _ => vec![None],
+    };
+    for pod in &pods {
+        if let Some(parts) = place_in(ctx, policy, req, &shape, size, *pod) {
+            return Ok(parts);
+        }
+    }
+    Err(NoFit {
+        detail: describe_shape(req, &shape, size),
+    })
+}
+
+fn describe_shape(req: &Request, shape: &Shape, size: u32) -> String {
+    let scope = match req.topology {
+        TopologyKind::Pod => " in one pod",
+        _ => "",
+    };
+    match *shape {
+        Shape::Uniform { count, whole: true, .. } => {
+            format!("needs {count} whole node{}{scope}", if count == 1 { "" } else { "s" })
+        }
+        Shape::Uniform { count: 1, gpus_each, .. } => {
+            if req.is_share() {
+                format!("needs {} milli-GPU on one GPU", req.gpu_milli)
+            } else {
+                format!("needs {gpus_each} GPUs on one node")
+            }
+        }
+        Shape::Uniform { count, gpus_each, .. } => {
+            format!("needs {count} nodes with {gpus_each} GPUs each{scope}")
+        }
+        Shape::WholePlusRest { whole, rest, .. } => {
+            format!("needs {} GPUs ({whole} whole nodes of {size} + {rest}){scope}", req.gpus)
+        }
+    }
+}
+
+/// Pods in the order to try: tightest pod whose usable GPUs can hold the request first.
+fn pod_order(ctx: &PlaceCtx<'_>, req: &Request, shape: &Shape, _size: u32) -> Vec<Option<PodId>> {
+    let cluster = ctx.cluster;
+    let part = &cluster.partitions[ctx.partition.0 as usize];
+    let mut free = vec![0u32; cluster.pods.len()];
+    let mut whole = vec![0u32; cluster.pods.len()];
+    for &id in &part.nodes {
+        let n = cluster.node(id);
+        if !n.avail.schedulable() {
+            continue;
+        }
+        let a = ctx.avail(id).count();
+        free[n.pod.0 as usize] += a;
+        if a == n.gpus && n.is_idle() {
+            whole[n.pod.0 as usize] += 1;
+        }
+    }
+    let need_whole = match *shape {
+        Shape::Uniform { count, whole: true, .. } => count,
+        Shape::WholePlusRest { whole, .. } => whole,
+        _ => 0,
+    };
+    let mut pods: Vec<(u32, u32)> = (0..cluster.pods.len() as u32)
+        .filter(|&p| free[p as usize] >= req.gpus && whole[p as usize] >= need_whole)
+        .map(|p| (free[p as usize], p))
+        .collect();
+    pods.sort_unstable();
+    pods.into_iter().map(|(_, p)| Some(PodId(p))).collect()
+}
+
+fn place_in(
+    ctx: &PlaceCtx<'_>,
+    policy: &dyn PlacementPolicy,
+    req: &Request,
+    shape: &Shape,
+    size: u32,
+    pod: Option<PodId>,
+) -> Option<Vec<NodeAlloc>> {
+    let mut parts: Vec<NodeAlloc> = Vec::new();
+    let in_pod = |id: NodeId| pod.is_some_and(|p| ctx.cluster.node(id).pod != p);
+    match *shape {
+        Shape::Uniform { count, gpus_each, whole } => {
+            if whole {
+                return whole_nodes(ctx, req, count, pod, size).map(|ids| {
+                    ids.into_iter()
+                        .map(|id| whole_alloc(ctx.cluster, id, req))
+                        .collect()
+                });
+            }
+            let d = NodeDemand {
+                gpus: gpus_each,
+                gpu_milli: if gpus_each == 0 { MILLI } else { req.gpu_milli },
+                cpu_milli: req.cpu_milli_per_node,
+                mem_mib: req.mem_mib_per_node,
+                gpu_types: &req.gpu_types,
+                whole_node: whole && req.exclusive,
+            };
+            for _ in 0..count {
+                let used: Vec<NodeId> = parts.iter().map(|p| p.node).collect();
+                let skip = |id: NodeId| in_pod(id) || used.contains(&id);
+                let id = best_node(ctx, policy, req, &d, &skip)?;
+                parts.push(alloc_on(ctx, policy, id, &d)?);
+            }
+            Some(parts)
+        }
+        Shape::WholePlusRest { whole, rest, spread } => {
+            if whole > 0 {
+                let ids = whole_nodes(ctx, req, whole, pod, size)?;
+                parts.extend(ids.into_iter().map(|id| whole_alloc(ctx.cluster, id, req)));
+            }
+            if rest == 0 {
+                return Some(parts);
+            }
+            let used: Vec<NodeId> = parts.iter().map(|p| p.node).collect();
+            let skip = |id: NodeId| in_pod(id) || used.contains(&id);
+            let d = NodeDemand {
+                gpus: rest,
+                gpu_milli: req.gpu_milli,
+                cpu_milli: req.cpu_milli_per_node,
+                mem_mib: req.mem_mib_per_node,
+                gpu_types: &req.gpu_types,
+                whole_node: false,
+            };
+            if let Some(id) = best_node(ctx, policy, req, &d, &skip) {
+                parts.push(alloc_on(ctx, policy, id, &d)?);
+                return Some(parts);
+            }
+            if !spread || req.is_share() {
+                return None;
+            }
+            // Spread the rest over the nodes with most usable GPUs (fewest nodes).
+            let mut left = rest;
+            let mut used = used;
+            while left > 0 {
+                let one = NodeDemand { gpus: 1, ..d.clone() };
+                let mut cand: Option<(u32, NodeId)> = None;
+                for id in ctx.cluster.nodes_by_free_desc(1) {
+                    if in_pod(id) || used.contains(&id) {
+                        continue;
+                    }
+                    if let Some(avail) = node_feasible(ctx, req, id, &one) {
+                        let c = avail.count().min(left);
+                        if cand.is_none_or(|(bc, _)| c > bc) {
+                            cand = Some((c, id));
+                        }
+                        if c == left {
+                            break;
+                        }
+                    }
+                }
+                let (c, id) = cand?;
+                let dn = NodeDemand { gpus: c, ..d.clone() };
+                parts.push(alloc_on(ctx, policy, id, &dn)?);
+                used.push(id);
+                left -= c;
+            }
+            Some(parts)
+        }
+    }
+}
+
+fn whole_alloc(cluster: &Cluster, id: NodeId, req: &Request) -> NodeAlloc {
+    let n = cluster.node(id);
+    let (cpu, mem) = if req.exclusive {
+        (n.cpu_milli, n.mem_mib)
+    } else {
+        (req.cpu_milli_per_node, req.mem_mib_per_node)
+    };
+    NodeAlloc {
+        node: id,
+        gpus: GpuMask::all(n.gpus),
+        gpu_milli: MILLI,
+        cpu_milli: cpu,
+        mem_mib: mem,
+    }
+}
+
+/// Picks `count` nodes whose GPUs are all usable, packing them into as few pods as possible:
+/// the tightest pod that holds them all, else pods with most whole nodes first. With `pod`
+/// given, only that pod.
+fn whole_nodes(ctx: &PlaceCtx<'_>, req: &Request, count: u32, pod: Option<PodId>, size: u32) -> Option<Vec<NodeId>> {
+    let cluster = ctx.cluster;
+    let d = NodeDemand {
+        gpus: size,
+        gpu_milli: MILLI,
+        cpu_milli: req.cpu_milli_per_node,
+        mem_mib: req.mem_mib_per_node,
+        gpu_types: &req.gpu_types,
+        whole_node: req.exclusive,
+    };
+    let mut by_pod: Vec<Vec<NodeId>> = vec![Vec::new(); cluster.pods.len()];
+    for id in cluster.nodes_by_free(size.max(1)) {
+        let n = cluster.node(id);
+        if pod.is_some_and(|p| n.pod != p) || n.gpus != size {
+            continue;
+        }
+        if node_feasible(ctx, req, id, &d).is_some_and(|a| a.count() == n.gpus) {
+            by_pod[n.pod.0 as usize].push(id);
+        }
+    }
+    let total: usize = by_pod.iter().map(Vec::len).sum();
+    if total < count as usize {
+        return None;
+    }
+    // Tightest single pod that can hold the whole request.
+    if let Some(p) = (0..by_pod.len())
+        .filter(|&p| by_pod[p].len() >= count as usize)
+        .min_by_key(|&p| (by_pod[p].len(), p))
+    {
+        return Some(by_pod[p][..count as usize].to_vec());
+    }
+    let mut order: Vec<usize> = (0..by_pod.len()).collect();
+    order.sort_by_key(|&p| (std::cmp::Reverse(by_pod[p].len()), p));
+    let mut out = Vec::with_capacity(count as usize);
+    for p in order {
+        for &id in &by_pod[p] {
+            if out.len() == count as usize {
+                return Some(out);
+            }
+            out.push(id);
+        }
+    }
+    (out.len() == count as usize).then_some(out)
+}
