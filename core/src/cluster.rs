@@ -763,7 +763,8 @@ mod tests {
         assert_eq!(c.node(NodeId(0)).free_gpus, GpuMask(0b1111_1000));
         assert_eq!(c.node(NodeId(0)).gpu_milli_used[2], 600);
         check_accounting(&c, [&a, &s, &s].into_iter()).unwrap();
-        assert_eq!(c.nodes_by_free(6).next(), Some(NodeId(0)));
+        assert_eq!(c.nodes_by_free(5).next(), Some(NodeId(0)));
+        assert_eq!(c.nodes_by_free(6).next(), Some(NodeId(1)));
         c.give_back(&s);
         c.give_back(&s);
         c.give_back(&a);
