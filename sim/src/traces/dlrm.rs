@@ -218,3 +218,83 @@ fn empty_or_set(value: Option<f64>) -> &'static str {
         "empty"
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use std::path::Path;
+
+    use super::*;
+    use crate::traces::reader::parse;
+
+    const HEADER: &str = "submit_s,gpus,duration_s,kind,user_or_group,instance,censored,cpu,memory_gib,rdma_pct,max_per_node,creation_s,scheduled_s,deletion_s\n";
+
+    fn instances(body: &str) -> Result<Vec<DlrmInstance>, SimError> {
+        let text = format!("{HEADER}{body}");
+        parse(
+            Path::new("instances.csv"),
+            text.as_bytes(),
+            INSTANCE_COLUMNS,
+            instance_from_raw,
+        )
+    }
+
+    fn line_and_column(result: Result<Vec<DlrmInstance>, SimError>) -> (u64, String) {
+        match result {
+            Err(SimError::Malformed { line, column, .. }) => (line, column),
+            other => panic!("expected a malformed-row error, got {other:?}"),
+        }
+    }
+
+    #[test]
+    fn empty_times_are_none_and_minus_one_is_no_limit() {
+        let rows = instances(concat!(
+            "0,1,2677541,infer,app_0,0,both,12,120.0,25,-1,,,\n",
+            "3973.0000000000005,1,100.5,infer,app_1,7,none,8,16.0,1,2,3973.0000000000005,3974,4074.5\n",
+        ))
+        .unwrap();
+        assert_eq!(rows[0].censored, Censored::Both);
+        assert_eq!(
+            (rows[0].creation_s, rows[0].scheduled_s, rows[0].deletion_s),
+            (None, None, None)
+        );
+        assert_eq!(rows[0].max_per_node, None);
+        assert_eq!(rows[0].service(), "app_0");
+        assert_eq!(rows[0].duration_s, TRACE_END_S);
+        assert_eq!(rows[1].max_per_node, Some(2));
+        assert_eq!(rows[1].creation_s, Some(3973.0000000000005));
+        assert_eq!(rows[1].deletion_s, Some(4074.5));
+        assert_eq!(rows[1].memory_gib, 16.0);
+        assert_eq!(rows[1].kind, JobKind::Infer);
+    }
+
+    #[test]
+    fn censored_must_agree_with_empty_times() {
+        // `left` but creation_s is set.
+        let r = instances("0,1,1,infer,a,0,left,1,1.0,1,-1,5,5,6\n");
+        assert_eq!(line_and_column(r), (2, "censored".into()));
+        // `none` but deletion_s is empty.
+        let r = instances("0,1,1,infer,a,0,none,1,1.0,1,-1,5,5,\n");
+        assert_eq!(line_and_column(r), (2, "censored".into()));
+        let r = instances("0,1,1,infer,a,0,sometimes,1,1.0,1,-1,5,5,6\n");
+        assert_eq!(line_and_column(r), (2, "censored".into()));
+    }
+
+    #[test]
+    fn bad_numbers_name_their_column() {
+        let ok = "0,1,1,infer,a,0,none,1,1.0,1,-1,5,5,6\n";
+        let cases = [
+            ("0,1,1,infer,a,0,none,1,1.0,1,-2,5,5,6\n", "max_per_node"),
+            ("0,1,NaN,infer,a,0,none,1,1.0,1,-1,5,5,6\n", "duration_s"),
+            ("0,1,1,infer,a,0,none,1,1.0,1,-1,5,5,-6\n", "deletion_s"),
+            ("0,1,1,infer,a,0,none,1,lots,1,-1,5,5,6\n", "memory_gib"),
+            ("0,1,1,infer,a,0,none,1.5,1.0,1,-1,5,5,6\n", "cpu"),
+        ];
+        for (row, want) in cases {
+            assert_eq!(
+                line_and_column(instances(&format!("{ok}{row}"))),
+                (3, want.into()),
+                "{row}"
+            );
+        }
+    }
+}

@@ -58,19 +58,21 @@ struct RawJob {
 /// Errors: [`SimError::Io`], [`SimError::MissingColumn`], [`SimError::Malformed`] (also for
 /// an empty `cluster`).
 pub fn load_jobs(path: &Path) -> Result<Vec<ItpJob>, SimError> {
-    read_file(path, JOB_COLUMNS, |raw: RawJob| {
-        if raw.cluster.is_empty() {
-            return Err(Fault::new("cluster", "empty cluster name"));
-        }
-        Ok(ItpJob {
-            submit_s: raw.submit_s,
-            gpus: raw.gpus,
-            duration_s: raw.duration_s,
-            kind: JobKind::parse_column(&raw.kind)?,
-            user_or_group: raw.user_or_group,
-            cluster: raw.cluster,
-            job_idx: raw.job_idx,
-        })
+    read_file(path, JOB_COLUMNS, job_from_raw)
+}
+
+fn job_from_raw(raw: RawJob) -> Result<ItpJob, Fault> {
+    if raw.cluster.is_empty() {
+        return Err(Fault::new("cluster", "empty cluster name"));
+    }
+    Ok(ItpJob {
+        submit_s: raw.submit_s,
+        gpus: raw.gpus,
+        duration_s: raw.duration_s,
+        kind: JobKind::parse_column(&raw.kind)?,
+        user_or_group: raw.user_or_group,
+        cluster: raw.cluster,
+        job_idx: raw.job_idx,
     })
 }
 
@@ -85,4 +87,63 @@ pub fn clusters(jobs: &[ItpJob]) -> Vec<&str> {
     names.sort_unstable();
     names.dedup();
     names
+}
+
+#[cfg(test)]
+mod tests {
+    use std::path::Path;
+
+    use super::*;
+    use crate::traces::reader::parse;
+
+    fn jobs(body: &str) -> Result<Vec<ItpJob>, SimError> {
+        let text = format!("submit_s,gpus,duration_s,kind,user_or_group,cluster,job_idx\n{body}");
+        parse(
+            Path::new("jobs.csv"),
+            text.as_bytes(),
+            JOB_COLUMNS,
+            job_from_raw,
+        )
+    }
+
+    #[test]
+    fn rows_parse_and_clusters_select() {
+        let all = jobs(
+            "5,64,2429,train,,cluster02,0\n1,1,10,train,,cluster01,0\n9,2,20,train,,cluster02,1\n",
+        )
+        .unwrap();
+        assert_eq!(clusters(&all), vec!["cluster01", "cluster02"]);
+        let c2 = select_cluster(all, "cluster02");
+        assert_eq!(c2.iter().map(|j| j.job_idx).collect::<Vec<_>>(), vec![0, 1]);
+        assert_eq!(c2[0].kind, JobKind::Train);
+        assert_eq!(c2[0].user_or_group, None);
+    }
+
+    #[test]
+    fn malformed_rows_name_line_and_column() {
+        let err = jobs("5,64,2429,train,,cluster02,0\n5,64,2429,train,,,1\n").unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "jobs.csv:3: column `cluster`: empty cluster name"
+        );
+        let err = jobs("5,64,2429,train,,cluster02,x\n").unwrap_err();
+        assert!(
+            err.to_string()
+                .starts_with("jobs.csv:2: column `job_idx`: invalid value `x`"),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn io_errors_carry_the_path() {
+        let dir = crate::traces::TraceDir::new("/nonexistent/traces");
+        let err = dir.itp_jobs().unwrap_err();
+        assert!(
+            matches!(&err, SimError::Io { path, .. } if path == Path::new("/nonexistent/traces/itp/jobs.csv"))
+        );
+        assert_eq!(
+            err.to_string(),
+            "cannot read /nonexistent/traces/itp/jobs.csv"
+        );
+    }
 }

@@ -384,3 +384,263 @@ impl FromStr for OpenbVariant {
             .ok_or_else(|| SimError::UnknownOpenbVariant { name: s.to_owned() })
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use std::path::Path;
+
+    use super::*;
+    use crate::traces::reader::parse;
+
+    const HEADER: &str = "submit_s,gpus,duration_s,kind,user_or_group,pod,gpu_milli,cpu_milli,memory_mib,gpu_spec,qos,phase,scheduled_s,deletion_s\n";
+
+    fn pods(body: &str) -> Result<Vec<OpenbPod>, SimError> {
+        let text = format!("{HEADER}{body}");
+        parse(
+            Path::new("pods_test.csv"),
+            text.as_bytes(),
+            POD_COLUMNS,
+            pod_from_raw,
+        )
+    }
+
+    /// Unwraps a `Malformed` error into (line, column, message).
+    fn malformed(result: Result<Vec<OpenbPod>, SimError>) -> (u64, String, String) {
+        match result {
+            Err(SimError::Malformed {
+                line,
+                column,
+                message,
+                ..
+            }) => (line, column, message),
+            other => panic!("expected a malformed-row error, got {other:?}"),
+        }
+    }
+
+    const GOOD: &str = "0,1,12537496,other,,0000,1000,12000,16384,,LS,Running,0,12537496\n";
+
+    #[test]
+    fn good_rows_parse_with_units_and_options() {
+        let rows = pods(concat!(
+            "0,1,12537496,other,,0000,1000,12000,16384,,LS,Running,0,12537496\n",
+            "10,1,5,other,,0001,460,6000,12288,V100M16|V100M32,BE,Pending,,15\n",
+            ",8,,other,,0002,1000,64000,262144,,,,,\n",
+        ))
+        .unwrap();
+        assert_eq!(rows.len(), 3);
+        assert_eq!(rows[0].submit_s, Some(0));
+        assert_eq!(rows[0].qos, Some(Qos::LatencySensitive));
+        assert_eq!(rows[0].gpu_spec, Vec::<String>::new());
+        assert!(rows[0].allows_model("T4"));
+        assert_eq!(rows[1].pod, 1);
+        assert!(rows[1].is_gpu_sharing());
+        assert_eq!(rows[1].gpu_demand_milli(), 460);
+        assert_eq!(rows[1].gpu_spec, vec!["V100M16", "V100M32"]);
+        assert!(rows[1].allows_model("V100M32") && !rows[1].allows_model("T4"));
+        assert_eq!(rows[1].phase, Some(Phase::Pending));
+        assert_eq!(rows[1].scheduled_s, None);
+        // A multigpu-style row: no times, qos or phase.
+        assert_eq!(rows[2].submit_s, None);
+        assert_eq!(rows[2].duration_s, None);
+        assert_eq!((rows[2].qos, rows[2].phase), (None, None));
+        assert_eq!(rows[2].user_or_group, None);
+        assert_eq!(rows[2].gpu_demand_milli(), 8000);
+        assert_eq!(rows[2].kind, JobKind::Other);
+    }
+
+    #[test]
+    fn header_only_gives_no_rows() {
+        assert_eq!(pods("").unwrap(), vec![]);
+    }
+
+    #[test]
+    fn missing_column_is_an_error_naming_it() {
+        let text = "submit_s,gpus,duration_s,kind,user_or_group,pod,gpu_milli,cpu_milli,memory_mib,qos,phase,scheduled_s,deletion_s\n";
+        let err = parse(
+            Path::new("p.csv"),
+            text.as_bytes(),
+            POD_COLUMNS,
+            pod_from_raw,
+        )
+        .unwrap_err();
+        assert!(
+            matches!(
+                err,
+                SimError::MissingColumn {
+                    column: "gpu_spec",
+                    ..
+                }
+            ),
+            "{err:?}"
+        );
+        assert_eq!(err.to_string(), "p.csv:1: missing column `gpu_spec`");
+    }
+
+    #[test]
+    fn empty_file_is_a_missing_column() {
+        let err = parse(Path::new("p.csv"), b"", POD_COLUMNS, pod_from_raw).unwrap_err();
+        assert!(
+            matches!(
+                err,
+                SimError::MissingColumn {
+                    column: "submit_s",
+                    ..
+                }
+            ),
+            "{err:?}"
+        );
+    }
+
+    #[test]
+    fn columns_may_come_in_any_order_and_extras_are_ignored() {
+        let text = "extra,gpus,kind,submit_s,duration_s,user_or_group,pod,gpu_milli,cpu_milli,memory_mib,gpu_spec,qos,phase,scheduled_s,deletion_s\n\
+                    x,2,other,7,1,,5,1000,1000,10,,BE,Running,7,8\n";
+        let rows = parse(
+            Path::new("p.csv"),
+            text.as_bytes(),
+            POD_COLUMNS,
+            pod_from_raw,
+        )
+        .unwrap();
+        assert_eq!(
+            (rows[0].gpus, rows[0].submit_s, rows[0].pod),
+            (2, Some(7), 5)
+        );
+    }
+
+    #[test]
+    fn not_a_number_names_line_and_column() {
+        let result = pods(&format!(
+            "{GOOD}0,x,1,other,,0001,1000,12000,16384,,LS,Running,0,1\n"
+        ));
+        let err = result.unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "pods_test.csv:3: column `gpus`: invalid value `x`: invalid digit found in string"
+        );
+    }
+
+    #[test]
+    fn negative_time_names_its_column() {
+        let (line, column, message) = malformed(pods(&format!(
+            "{GOOD}{GOOD}-5,1,1,other,,0001,1000,12000,16384,,LS,Running,0,1\n"
+        )));
+        assert_eq!((line, column.as_str()), (4, "submit_s"));
+        assert!(message.contains("`-5`"), "{message}");
+    }
+
+    #[test]
+    fn empty_required_field_names_its_column() {
+        let (line, column, _) = malformed(pods("0,1,1,other,,0001,1000,,16384,,LS,Running,0,1\n"));
+        assert_eq!((line, column.as_str()), (2, "cpu_milli"));
+    }
+
+    #[test]
+    fn too_few_fields_names_the_first_missing_column() {
+        let (line, column, message) = malformed(pods(&format!(
+            "{GOOD}0,1,1,other,,0001,1000,12000,16384,,LS,Running,0\n"
+        )));
+        assert_eq!((line, column.as_str()), (3, "deletion_s"));
+        assert_eq!(message, "expected 14 fields, found 13");
+    }
+
+    #[test]
+    fn too_many_fields_is_an_error() {
+        let (line, _, message) = malformed(pods(
+            "0,1,1,other,,0001,1000,12000,16384,,LS,Running,0,1,9\n",
+        ));
+        assert_eq!(line, 2);
+        assert_eq!(message, "expected 14 fields, found 15");
+    }
+
+    #[test]
+    fn line_counts_newlines_inside_quoted_fields() {
+        // The quoted gpu_spec spans lines 2-3, so the next row is on line 4.
+        let body = "0,1,1,other,,0000,1000,12000,16384,\"T4|\nG2\",LS,Running,0,1\n\
+                    0,1,1,other,,0001,1000,12000,16384,,LS,Running,0,bad\n";
+        let (line, column, _) = malformed(pods(body));
+        assert_eq!((line, column.as_str()), (4, "deletion_s"));
+    }
+
+    #[test]
+    fn unknown_words_name_their_column() {
+        let cases = [
+            ("0,1,1,serve,,0,1000,1,1,,LS,Running,0,1\n", "kind"),
+            ("0,1,1,other,,0,1000,1,1,,XX,Running,0,1\n", "qos"),
+            ("0,1,1,other,,0,1000,1,1,,LS,Done,0,1\n", "phase"),
+        ];
+        for (row, want) in cases {
+            let (line, column, message) = malformed(pods(row));
+            assert_eq!((line, column.as_str()), (2, want), "{message}");
+        }
+    }
+
+    #[test]
+    fn gpu_rules_of_the_readme_are_checked() {
+        let cases = [
+            ("0,1,1,other,,0,1001,1,1,,LS,Running,0,1\n", "gpu_milli"), // above a whole GPU
+            ("0,2,1,other,,0,500,1,1,,LS,Running,0,1\n", "gpus"),       // sharing pod with 2 GPUs
+            ("0,0,1,other,,0,500,1,1,,LS,Running,0,1\n", "gpu_milli"),  // share without a GPU
+            ("0,1,1,other,,0,0,1,1,,LS,Running,0,1\n", "gpu_milli"),    // GPU without a share
+            (
+                "0,1,1,other,,0,1000,1,1,T4||G2,LS,Running,0,1\n",
+                "gpu_spec",
+            ),
+        ];
+        for (row, want) in cases {
+            let (line, column, message) = malformed(pods(row));
+            assert_eq!((line, column.as_str()), (2, want), "{message}");
+        }
+    }
+
+    #[test]
+    fn node_rows_parse_and_zero_gpus_is_an_error() {
+        let text = "node_id,gpus,gpu_model,cpu_milli,memory_mib\nopenb-node-0000,2,P100,64000,262144\nopenb-node-0001,0,P100,64000,262144\n";
+        let err = parse(
+            Path::new("nodes.csv"),
+            text.as_bytes(),
+            NODE_COLUMNS,
+            check_node,
+        )
+        .unwrap_err();
+        assert!(
+            matches!(&err, SimError::Malformed { line: 3, column, .. } if column == "gpus"),
+            "{err:?}"
+        );
+        let good =
+            "node_id,gpus,gpu_model,cpu_milli,memory_mib\nopenb-node-0000,2,P100,64000,262144\n";
+        let ok = parse(
+            Path::new("nodes.csv"),
+            good.as_bytes(),
+            NODE_COLUMNS,
+            check_node,
+        )
+        .unwrap();
+        assert_eq!(
+            ok,
+            vec![OpenbNode {
+                node_id: "openb-node-0000".into(),
+                gpus: 2,
+                gpu_model: "P100".into(),
+                cpu_milli: 64000,
+                memory_mib: 262144,
+            }]
+        );
+    }
+
+    #[test]
+    fn variant_names_round_trip() {
+        for v in OpenbVariant::ALL {
+            assert_eq!(v.name().parse::<OpenbVariant>().unwrap(), v);
+            assert_eq!(v.file_name(), format!("pods_{v}.csv"));
+        }
+        assert_eq!(
+            OpenbVariant::ALL.iter().filter(|v| !v.has_times()).count(),
+            4
+        );
+        let err = "gpushare20".parse::<OpenbVariant>().unwrap_err();
+        assert!(err
+            .to_string()
+            .starts_with("unknown openb pod list `gpushare20` (expected one of default, cpu050"));
+    }
+}
