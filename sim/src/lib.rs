@@ -1,2 +1,15 @@
 //! Flotilla's discrete-event simulator: replays real GPU-cluster traces through the same
 //! `core` as the controller, with a virtual clock.
+//!
+//! Map:
+//! - [`traces`]: typed loaders for every dataset in `../shared/traces` (Alibaba openb, Microsoft
+//!   ITP and Philly, Alibaba DLRM inference, node lists, a switch topology).
+//! - [`SimError`]: the crate's one error type.
+//!
+//! This crate never reads a wall clock to make a decision, and reads files only through the
+//! loaders, from a directory that is always passed in.
+
+pub mod error;
+pub mod traces;
+
+pub use error::SimError;
