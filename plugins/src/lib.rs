@@ -1,5 +1,58 @@
 //! Flotilla's policies behind the core's extension points: placement scorers, queue order and
-//! priority, preemption order, health policy, and the baselines we compare against.
+//! priority, and the baselines we compare against.
 //!
 //! Pure like `core`: no clock, no I/O. Registered statically by name and chosen with
-//! slurm.conf keys (`SelectType`, `PriorityType`, `PreemptType`, ...). No dlopen.
+//! slurm.conf keys (`SelectType`, `PriorityType`, `SchedulerType`, ...). No dlopen.
+
+pub mod placement;
+pub mod priority;
+
+use flotilla_core::placement::PlacementPolicy;
+use flotilla_core::sched::{PriorityPolicy, QueueMode, SchedConfig};
+
+/// Names of the registered placement policies, default first.
+pub const PLACEMENT_POLICIES: &[&str] = &["topo-bestfit", "first-fit", "worst-fit", "best-fit"];
+
+/// Looks a placement policy up by name. Slurm's `select/cons_tres` and `select/linear` map to
+/// Flotilla's default, `topo-bestfit`.
+pub fn placement(name: &str) -> Option<Box<dyn PlacementPolicy>> {
+    Some(match name {
+        "topo-bestfit" | "select/cons_tres" | "select/cons_res" | "select/linear" | "" => {
+            Box::new(placement::TopoBestFit)
+        }
+        "first-fit" => Box::new(placement::FirstFit),
+        "worst-fit" => Box::new(placement::WorstFit),
+        "best-fit" => Box::new(placement::PlainBestFit),
+        _ => return None,
+    })
+}
+
+/// Names of the registered priority policies.
+pub const PRIORITY_POLICIES: &[&str] = &["priority/multifactor", "priority/basic"];
+
+/// Looks a priority policy up by name (`PriorityType=`); unset means multifactor.
+pub fn priority(name: &str) -> Option<Box<dyn PriorityPolicy>> {
+    Some(match name {
+        "priority/multifactor" | "" => Box::new(priority::Multifactor::default()),
+        "priority/basic" => Box::new(priority::Basic),
+        _ => return None,
+    })
+}
+
+/// Names of the registered queue policies.
+pub const QUEUE_POLICIES: &[&str] = &["flotilla", "fifo", "easy"];
+
+/// Looks a queue policy up by name: `flotilla` (held reservations + backfill, also
+/// `sched/backfill`), `fifo` (strict FIFO, also `sched/builtin`), `easy` (EASY backfill).
+pub fn queue(name: &str) -> Option<SchedConfig> {
+    let queue = match name {
+        "flotilla" | "sched/backfill" | "" => QueueMode::HeldReservations,
+        "fifo" | "sched/builtin" => QueueMode::StrictFifo,
+        "easy" => QueueMode::EasyBackfill,
+        _ => return None,
+    };
+    Some(SchedConfig {
+        queue,
+        ..SchedConfig::default()
+    })
+}
