@@ -993,3 +993,69 @@ mod tests {
         assert_eq!(strtoul("+"), None);
     }
 }
+
+#[cfg(test)]
+mod proptests {
+    use super::*;
+    use proptest::prelude::*;
+
+    /// Realistic host names: a prefix (possibly empty) and a number with or without zero
+    /// padding, or a bare name; never empty, no separators, brackets or white space.
+    fn name() -> impl Strategy<Value = String> {
+        let prefix = prop::sample::select(vec!["n", "gpu", "rack1-n", "login", "a.b", "x_", ""]);
+        (prefix, prop::option::of((0u64..1200, 0usize..4))).prop_map(|(p, num)| match num {
+            Some((n, pad)) => {
+                let digits = n.checked_ilog10().map_or(1, |d| d as usize + 1);
+                format!("{p}{n:0w$}", w = digits + pad)
+            }
+            None if p.is_empty() => "solo".to_string(),
+            None => p.to_string(),
+        })
+    }
+
+    /// A run of consecutive numbers, as a real node list holds.
+    fn run() -> impl Strategy<Value = Vec<String>> {
+        let prefix = prop::sample::select(vec!["n", "gpu", "r1-n"]);
+        (prefix, 0u64..200, 1u64..12, 1usize..4).prop_map(|(p, start, len, w)| {
+            (start..start + len).map(|n| format!("{p}{n:0w$}")).collect()
+        })
+    }
+
+    fn names() -> impl Strategy<Value = Vec<String>> {
+        prop::collection::vec(prop_oneof![name().prop_map(|n| vec![n]), run()], 0..8)
+            .prop_map(|v| v.concat())
+    }
+
+    proptest! {
+        #[test]
+        fn expand_inverts_compress(list in names()) {
+            let c = compress(&list);
+            prop_assert_eq!(expand(&c).unwrap(), list, "compressed: {}", c);
+        }
+
+        #[test]
+        fn compress_sorted_keeps_the_multiset(list in names()) {
+            let c = compress_sorted(&list);
+            let mut got = expand(&c).unwrap();
+            let mut want = list;
+            got.sort();
+            want.sort();
+            prop_assert_eq!(got, want, "compressed: {}", c);
+        }
+
+        #[test]
+        fn expand_never_panics(s in "[a-c0-9\\[\\]\\-, x\t\n+]{0,40}") {
+            let _ = expand(&s);
+            if let Ok(mut hl) = Hostlist::parse(&s) {
+                let _ = hl.ranged_string();
+                hl.sort();
+                let _ = hl.ranged_string();
+            }
+        }
+
+        #[test]
+        fn expand_never_panics_on_any_text(s in any::<String>()) {
+            let _ = expand(&s);
+        }
+    }
+}
