@@ -87,9 +87,9 @@ impl HostlistError {
     pub fn slurm_message(&self) -> Option<String> {
         match self {
             Self::InvalidRange(r) => Some(format!("_parse_single_range: Invalid range: `{r}'")),
-            Self::TooManyHosts(r) => {
-                Some(format!("_parse_single_range: Too many hosts in range `{r}'"))
-            }
+            Self::TooManyHosts(r) => Some(format!(
+                "_parse_single_range: Too many hosts in range `{r}'"
+            )),
             Self::TooManyRanges => {
                 Some("_parse_range_list: Too many ranges, can't process entire list".into())
             }
@@ -158,7 +158,13 @@ struct HostRange {
 
 impl HostRange {
     fn single(name: &str) -> Self {
-        Self { prefix: name.to_string(), lo: 0, hi: 0, width: 0, single: true }
+        Self {
+            prefix: name.to_string(),
+            lo: 0,
+            hi: 0,
+            width: 0,
+            single: true,
+        }
     }
 
     fn count(&self) -> u64 {
@@ -222,7 +228,10 @@ impl Hostlist {
 
     /// Number of hosts, duplicates counted.
     pub fn len(&self) -> u64 {
-        self.ranges.iter().map(HostRange::count).fold(0, u64::saturating_add)
+        self.ranges
+            .iter()
+            .map(HostRange::count)
+            .fold(0, u64::saturating_add)
     }
 
     /// Whether the list holds no host.
@@ -234,7 +243,13 @@ impl Hostlist {
     pub fn iter(&self) -> impl Iterator<Item = String> + '_ {
         self.ranges.iter().flat_map(|r| {
             let (lo, hi) = if r.single { (0, 0) } else { (r.lo, r.hi) };
-            (lo..=hi).map(move |n| if r.single { r.prefix.clone() } else { r.name(n) })
+            (lo..=hi).map(move |n| {
+                if r.single {
+                    r.prefix.clone()
+                } else {
+                    r.name(n)
+                }
+            })
         })
     }
 
@@ -242,7 +257,11 @@ impl Hostlist {
     /// of ASCII digits is its number, whose text length is its zero-padding width.
     pub fn push_host(&mut self, name: &str) {
         let bytes = name.as_bytes();
-        let digits = bytes.iter().rev().take_while(|b| b.is_ascii_digit()).count();
+        let digits = bytes
+            .iter()
+            .rev()
+            .take_while(|b| b.is_ascii_digit())
+            .count();
         if digits == 0 {
             self.push_range(HostRange::single(name));
         } else {
@@ -344,7 +363,9 @@ impl Hostlist {
         ranges: &[Range],
         log: &mut Vec<HostlistError>,
     ) -> Result<(), HostlistError> {
-        let group = prefix.rfind('[').and_then(|p| prefix[p..].rfind(']').map(|q| (p, p + q)));
+        let group = prefix
+            .rfind('[')
+            .and_then(|p| prefix[p..].rfind(']').map(|q| (p, p + q)));
         let Some((open, close)) = group else {
             for r in ranges {
                 self.push_range(HostRange {
@@ -437,7 +458,11 @@ impl Hostlist {
                 let mut block = Vec::new();
                 let mut x = new.lo;
                 loop {
-                    let one = HostRange { lo: x, hi: x, ..new.clone() };
+                    let one = HostRange {
+                        lo: x,
+                        hi: x,
+                        ..new.clone()
+                    };
                     if x > prev_hi {
                         block.push(one.clone());
                     }
@@ -603,7 +628,11 @@ fn parse_single_range(s: &str) -> Result<Range, HostlistError> {
     if hi - lo >= MAX_RANGE {
         return Err(HostlistError::TooManyHosts(s.to_string()));
     }
-    Ok(Range { lo, hi, width: lo_s.len() })
+    Ok(Range {
+        lo,
+        hi,
+        width: lo_s.len(),
+    })
 }
 
 /// C's `strtoul(s, &end, 10)` in the C locale: leading white space, an optional sign,
@@ -624,7 +653,10 @@ fn strtoul(s: &str) -> Option<(u64, usize)> {
     let mut v: u64 = 0;
     let mut overflow = false;
     while i < b.len() && b[i].is_ascii_digit() {
-        match v.checked_mul(10).and_then(|x| x.checked_add(u64::from(b[i] - b'0'))) {
+        match v
+            .checked_mul(10)
+            .and_then(|x| x.checked_add(u64::from(b[i] - b'0')))
+        {
             Some(n) => v = n,
             None => overflow = true,
         }
@@ -783,7 +815,11 @@ fn intersect(a: &mut HostRange, b: &mut HostRange) -> Option<HostRange> {
         return None;
     }
     if a.hi > b.lo && prefix_cmp(a, b) == Ordering::Equal && width_combine(a, b) {
-        Some(HostRange { lo: b.lo, hi: b.hi.min(a.hi), ..a.clone() })
+        Some(HostRange {
+            lo: b.lo,
+            hi: b.hi.min(a.hi),
+            ..a.clone()
+        })
     } else {
         None
     }
@@ -835,15 +871,29 @@ mod tests {
     fn logged(s: &str) -> (Result<Vec<String>, HostlistError>, Vec<String>) {
         let mut log = Vec::new();
         let r = Hostlist::parse_logged(s, &mut log).map(|h| h.iter().collect());
-        (r, log.iter().filter_map(HostlistError::slurm_message).collect())
+        (
+            r,
+            log.iter()
+                .filter_map(HostlistError::slurm_message)
+                .collect(),
+        )
     }
 
     #[test]
     fn expand_goldens() {
-        assert_eq!(ex("n[01-03,07],gpu-[1-2]"), ["n01", "n02", "n03", "n07", "gpu-1", "gpu-2"]);
+        assert_eq!(
+            ex("n[01-03,07],gpu-[1-2]"),
+            ["n01", "n02", "n03", "n07", "gpu-1", "gpu-2"]
+        );
         assert_eq!(ex("gpu[01-04]"), ["gpu01", "gpu02", "gpu03", "gpu04"]);
-        assert_eq!(ex("n[001-003],n[8-11]"), ["n001", "n002", "n003", "n8", "n9", "n10", "n11"]);
-        assert_eq!(ex("rack[1-2]-n[1-2]"), ["rack1-n1", "rack1-n2", "rack2-n1", "rack2-n2"]);
+        assert_eq!(
+            ex("n[001-003],n[8-11]"),
+            ["n001", "n002", "n003", "n8", "n9", "n10", "n11"]
+        );
+        assert_eq!(
+            ex("rack[1-2]-n[1-2]"),
+            ["rack1-n1", "rack1-n2", "rack2-n1", "rack2-n2"]
+        );
         assert_eq!(ex("a,b,c"), ["a", "b", "c"]);
     }
 
@@ -876,7 +926,10 @@ mod tests {
         );
         assert_eq!(ex("r[01-02]n[1,3]"), ["r01n1", "r01n3", "r02n1", "r02n3"]);
         // text after the last group is refused; text after an earlier group is fine
-        assert!(matches!(expand("r[1-2]n"), Err(HostlistError::TextAfterBracket(_))));
+        assert!(matches!(
+            expand("r[1-2]n"),
+            Err(HostlistError::TextAfterBracket(_))
+        ));
         assert_eq!(ex("r[1-2]n[1]"), ["r1n1", "r2n1"]);
     }
 
@@ -909,22 +962,38 @@ mod tests {
         let (r, log) = logged("n[3-1]");
         assert_eq!(r, Err(HostlistError::InvalidRange("3-1".into())));
         assert_eq!(log, ["_parse_single_range: Invalid range: `3-1'"]);
-        for bad in ["n[a-c]", "n[]", "n[1,]", "n[1--2]", "n[-2]", "n[1-b]", "n[0x1]", "n[1-2a]"] {
-            assert!(matches!(expand(bad), Err(HostlistError::InvalidRange(_))), "{bad}");
+        for bad in [
+            "n[a-c]", "n[]", "n[1,]", "n[1--2]", "n[-2]", "n[1-b]", "n[0x1]", "n[1-2a]",
+        ] {
+            assert!(
+                matches!(expand(bad), Err(HostlistError::InvalidRange(_))),
+                "{bad}"
+            );
         }
-        assert_eq!(HostlistError::InvalidRange("3-1".into()).to_string(), "invalid range: `3-1'");
+        assert_eq!(
+            HostlistError::InvalidRange("3-1".into()).to_string(),
+            "invalid range: `3-1'"
+        );
     }
 
     #[test]
     fn range_size_limit() {
         assert_eq!(expand("n[1-65536]").unwrap().len(), 65_536);
-        assert_eq!(expand("n[0-65536]"), Err(HostlistError::TooManyHosts("0-65536".into())));
         assert_eq!(
-            HostlistError::TooManyHosts("0-65536".into()).slurm_message().unwrap(),
+            expand("n[0-65536]"),
+            Err(HostlistError::TooManyHosts("0-65536".into()))
+        );
+        assert_eq!(
+            HostlistError::TooManyHosts("0-65536".into())
+                .slurm_message()
+                .unwrap(),
             "_parse_single_range: Too many hosts in range `0-65536'"
         );
         assert_eq!(expand("a[0-65535]b[0-65535]"), Err(HostlistError::TooLarge));
-        assert!(matches!(expand("a[0-70000]b[1]"), Err(HostlistError::TooManyHosts(_))));
+        assert!(matches!(
+            expand("a[0-70000]b[1]"),
+            Err(HostlistError::TooManyHosts(_))
+        ));
     }
 
     #[test]
@@ -1017,7 +1086,9 @@ mod proptests {
     fn run() -> impl Strategy<Value = Vec<String>> {
         let prefix = prop::sample::select(vec!["n", "gpu", "r1-n"]);
         (prefix, 0u64..200, 1u64..12, 1usize..4).prop_map(|(p, start, len, w)| {
-            (start..start + len).map(|n| format!("{p}{n:0w$}")).collect()
+            (start..start + len)
+                .map(|n| format!("{p}{n:0w$}"))
+                .collect()
         })
     }
 
