@@ -310,14 +310,14 @@ pub fn node_size(cluster: &Cluster, part: PartId) -> u32 {
 
 /// How a request breaks down into per-node parts.
 #[derive(Debug, Clone, PartialEq, Eq)]
-enum Shape {
+pub(crate) enum Shape {
     /// `count` nodes, each with `gpus_each` GPUs (whole nodes when `whole`).
     Uniform { count: u32, gpus_each: u32, whole: bool },
     /// `whole` whole nodes plus `rest` GPUs wherever they fit (spread allowed when `spread`).
     WholePlusRest { whole: u32, rest: u32, spread: bool },
 }
 
-fn shape_of(req: &Request, size: u32) -> Result<Shape, String> {
+pub(crate) fn shape_of(req: &Request, size: u32) -> Result<Shape, String> {
     if req.exclusive {
         let count = req
             .nodes

@@ -578,6 +578,16 @@ impl Scheduler {
             self.reservations.remove(i);
             out.push(Decision::ReleaseReservation { job });
             self.rebuild_held();
+            // Backfill borrowed from this reservation becomes ordinary work: a re-planned
+            // reservation counts it as an occupant with its own end time.
+            for r in self.running.values_mut() {
+                r.backfill_for.retain(|j| *j != job);
+                for a in &mut r.allocs {
+                    if a.backfill_for == Some(job) {
+                        a.backfill_for = None;
+                    }
+                }
+            }
         }
     }
 
@@ -679,10 +689,10 @@ impl Scheduler {
         }
         if self.config.queue == QueueMode::EasyBackfill {
             // EASY: the shadow reservation is recomputed every cycle.
-            for r in std::mem::take(&mut self.reservations) {
-                out.push(Decision::ReleaseReservation { job: r.job });
+            let shadows: Vec<JobId> = self.reservations.iter().map(|r| r.job).collect();
+            for j in shadows {
+                self.drop_reservation(j, &mut out);
             }
-            self.rebuild_held();
         }
 
         let mut failed: HashMap<ShapeKey, Arc<str>> = HashMap::new();
@@ -753,10 +763,15 @@ impl Scheduler {
                 if let Some(limit) = spec.time_limit_s {
                     let end = now + limit;
                     if let Ok(parts) = self.try_place(&spec, Some(&key), Some(end)) {
+                        // The reservations ranked above this job whose GPUs (or, for
+                        // CPU-only work, whose wholly held node) it borrows.
                         let mut users: BTreeSet<JobId> = BTreeSet::new();
                         for part in &parts {
+                            let node_gpus = self.cluster.node(part.node).gpus;
                             for (j, g) in &self.held[part.node.0 as usize] {
-                                if !g.intersect(part.gpus).is_empty() || g.count() == self.cluster.node(part.node).gpus {
+                                let above = self.reservations.iter().any(|r| r.job == *j && outranks(&r.rank, &key));
+                                let borrows = !g.intersect(part.gpus).is_empty() || (part.gpus.is_empty() && g.count() == node_gpus);
+                                if above && borrows {
                                     users.insert(*j);
                                 }
                             }
@@ -1009,9 +1024,7 @@ impl Scheduler {
                 mem_mib: mem,
             });
         }
-        self.reservations.remove(ri);
-        self.rebuild_held();
-        out.push(Decision::ReleaseReservation { job: r.job });
+        self.drop_reservation(r.job, out);
         self.bind(&spec, parts, Vec::new(), now, out);
         true
     }
@@ -1091,15 +1104,10 @@ impl Scheduler {
             v.sort_by_key(|&(t, id, _)| (t, self.cluster.node(id).pod, id));
             v
         };
-        let (count, gpn) = if let Some(gpn) = req.gpus_per_node {
-            (req.nodes.unwrap_or(req.gpus.div_ceil(gpn.max(1))), gpn)
-        } else if req.exclusive || (size > 0 && req.gpus % size == 0) {
-            (req.nodes.unwrap_or(req.gpus.div_ceil(size.max(1)).max(1)), size)
-        } else if req.gpus <= size {
-            (1, req.gpus)
-        } else {
-            // Whole nodes plus a remainder: plan the whole nodes and one more node.
-            (req.gpus.div_ceil(size), size)
+        let (count, gpn) = match placement::shape_of(req, size).ok()? {
+            placement::Shape::Uniform { count, gpus_each, .. } => (count, gpus_each),
+            // Whole nodes plus a remainder: plan one more whole node and trim it below.
+            placement::Shape::WholePlusRest { whole, rest, .. } => (whole + u32::from(rest > 0), size),
         };
         let cands = per_node(gpn);
         let pick = |cands: &[(Time, NodeId, GpuMask)]| -> Option<Vec<(Time, NodeId, GpuMask)>> {
