@@ -1,1 +1,3 @@
 //! Flotilla's user commands, byte-compatible with Slurm 22.05 where Slurm defines the output.
+
+pub mod conf;

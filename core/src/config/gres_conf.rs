@@ -62,13 +62,19 @@ pub fn apply_gres_conf(
         for pair in rec.pairs {
             let k = match keys::lookup(Scope::Gres, &pair.key) {
                 KeyLookup::Unknown => {
-                    return Err(ConfigError::UnknownKey { at: pair.at, key: pair.key })
+                    return Err(ConfigError::UnknownKey {
+                        at: pair.at,
+                        key: pair.key,
+                    })
                 }
                 KeyLookup::SlurmOnly(n) => {
                     warn(
                         cfg,
                         n.to_string(),
-                        format!("{}: {n} is a Slurm key Flotilla does not use yet; ignored", pair.at),
+                        format!(
+                            "{}: {n} is a Slurm key Flotilla does not use yet; ignored",
+                            pair.at
+                        ),
                     );
                     continue;
                 }
@@ -129,7 +135,9 @@ pub fn apply_gres_conf(
             None => 1,
         };
         let targets: Vec<usize> = match &node_expr {
-            None => (0..cfg.nodes.len()).filter(|i| cfg.nodes[*i].gpus > 0).collect(),
+            None => (0..cfg.nodes.len())
+                .filter(|i| cfg.nodes[*i].gpus > 0)
+                .collect(),
             Some((expr, at)) => {
                 let names = hostlist::expand(expr).map_err(|source| ConfigError::Hostlist {
                     at: at.clone(),
@@ -195,7 +203,11 @@ pub fn apply_gres_conf(
                     "node {}: gres.conf gives {} GPUs but slurm.conf Gres={} gives {}",
                     node.name,
                     g.count,
-                    if node.gres.is_empty() { "(none)" } else { &node.gres },
+                    if node.gres.is_empty() {
+                        "(none)"
+                    } else {
+                        &node.gres
+                    },
                     node.gpus
                 ),
             });
@@ -203,7 +215,10 @@ pub fn apply_gres_conf(
         if g.files_incomplete && !g.files.is_empty() {
             return Err(ConfigError::Invalid {
                 at,
-                msg: format!("node {}: File= is given for some of its GPUs only", node.name),
+                msg: format!(
+                    "node {}: File= is given for some of its GPUs only",
+                    node.name
+                ),
             });
         }
         node.gpu_files = g.files;
@@ -240,8 +255,13 @@ mod tests {
     #[test]
     fn global_line_applies_to_gpu_nodes() {
         let mut c = cluster();
-        apply_gres_conf(&mut c, "name=gpu file=/dev/nvidia[0-7]", "gres.conf", &mut no_includes)
-            .unwrap();
+        apply_gres_conf(
+            &mut c,
+            "name=gpu file=/dev/nvidia[0-7]",
+            "gres.conf",
+            &mut no_includes,
+        )
+        .unwrap();
         assert_eq!(c.nodes[0].gpu_files.len(), 8);
         assert_eq!(c.nodes[1].gpu_files.len(), 8);
         assert!(c.nodes[2].gpu_files.is_empty());
@@ -261,16 +281,29 @@ mod tests {
             err.to_string(),
             "gres.conf:2: node n1: gres.conf gives 4 GPUs but slurm.conf Gres=gpu:h100:8 gives 8"
         );
-        let err = apply_gres_conf(&mut c, "Name=gpu Count=2 File=/dev/nvidia0", "g", &mut no_includes)
-            .unwrap_err();
-        assert!(err.to_string().contains("Count=2 but File= names 1 files"), "{err}");
+        let err = apply_gres_conf(
+            &mut c,
+            "Name=gpu Count=2 File=/dev/nvidia0",
+            "g",
+            &mut no_includes,
+        )
+        .unwrap_err();
+        assert!(
+            err.to_string().contains("Count=2 but File= names 1 files"),
+            "{err}"
+        );
     }
 
     #[test]
     fn type_mismatch_and_missing_name_are_errors() {
         let mut c = cluster();
-        let err = apply_gres_conf(&mut c, "NodeName=n1 Name=gpu Type=a100 Count=8", "g", &mut no_includes)
-            .unwrap_err();
+        let err = apply_gres_conf(
+            &mut c,
+            "NodeName=n1 Name=gpu Type=a100 Count=8",
+            "g",
+            &mut no_includes,
+        )
+        .unwrap_err();
         assert!(err.to_string().contains("Type=a100"), "{err}");
         let err = apply_gres_conf(&mut c, "File=/dev/nvidia0", "g", &mut no_includes).unwrap_err();
         assert_eq!(err.to_string(), "g:1: gres.conf line without Name=");
@@ -288,7 +321,17 @@ mod tests {
             &mut no_includes,
         )
         .unwrap();
-        assert!(c.warnings.iter().any(|w| w.starts_with("g:1: Flags is a Slurm key")), "{:?}", c.warnings);
-        assert!(c.warnings.iter().any(|w| w.contains("GRES `mps'")), "{:?}", c.warnings);
+        assert!(
+            c.warnings
+                .iter()
+                .any(|w| w.starts_with("g:1: Flags is a Slurm key")),
+            "{:?}",
+            c.warnings
+        );
+        assert!(
+            c.warnings.iter().any(|w| w.contains("GRES `mps'")),
+            "{:?}",
+            c.warnings
+        );
     }
 }

@@ -29,8 +29,13 @@ pub enum Scope {
 
 impl Scope {
     /// Every scope, in documentation order.
-    pub const ALL: [Scope; 5] =
-        [Scope::Global, Scope::Node, Scope::Partition, Scope::Gres, Scope::Topology];
+    pub const ALL: [Scope; 5] = [
+        Scope::Global,
+        Scope::Node,
+        Scope::Partition,
+        Scope::Gres,
+        Scope::Topology,
+    ];
 
     /// A heading for the documentation.
     pub fn title(self) -> &'static str {
@@ -131,14 +136,23 @@ const fn key(
     default: KeyDefault,
     doc: &'static str,
 ) -> KeyDoc {
-    KeyDoc { name, aliases: &[], scope, ty, default, doc }
+    KeyDoc {
+        name,
+        aliases: &[],
+        scope,
+        ty,
+        default,
+        doc,
+    }
 }
 
 use KeyDefault::{Derived, Unset, Value};
 use Scope::{Global, Gres, Node, Partition, Topology};
 
 /// Node states accepted by `NodeName ... State=`.
-pub const NODE_STATES: &[&str] = &["UNKNOWN", "IDLE", "DOWN", "DRAIN", "FAIL", "FUTURE", "CLOUD"];
+pub const NODE_STATES: &[&str] = &[
+    "UNKNOWN", "IDLE", "DOWN", "DRAIN", "FAIL", "FUTURE", "CLOUD",
+];
 /// Partition states accepted by `PartitionName ... State=`.
 pub const PARTITION_STATES: &[&str] = &["UP", "DOWN", "DRAIN", "INACTIVE"];
 /// `DefaultTopology=` values.
@@ -270,67 +284,267 @@ pub static KEYS: &[KeyDoc] = &[
 /// In `slurm.conf`, the line keys `DownNodes`, `FrontendName` and `NodeSet` are among them
 /// (the whole line is skipped).
 pub static SLURM_ONLY_KEYS: &[(Scope, &[&str])] = &[
-    (Global, &[
-        "AccountingStorageBackupHost", "AccountingStorageEnforce", "AccountingStorageExternalHost",
-        "AccountingStorageHost", "AccountingStorageLoc", "AccountingStorageParameters",
-        "AccountingStoragePass", "AccountingStoragePort", "AccountingStorageTRES",
-        "AccountingStorageType", "AccountingStorageUser", "AccountingStoreFlags",
-        "AccountingStoreJobComment", "AcctGatherEnergyType", "AcctGatherFilesystemType",
-        "AcctGatherInfinibandType", "AcctGatherInterconnectType", "AcctGatherNodeFreq",
-        "AcctGatherProfileType", "AllowSpecResourcesUsage", "AuthAltParameters", "AuthAltTypes",
-        "AuthInfo", "AuthType", "BackupAddr", "BackupController", "BatchStartTimeout",
-        "BcastExclude", "BcastParameters", "BurstBufferParameters", "BurstBufferType",
-        "CliFilterPlugins", "CommunicationParameters", "CompleteWait", "CoreSpecPlugin",
-        "CpuFreqDef", "CpuFreqGovernors", "CredType", "CryptoType", "DebugFlags", "DefCPUPerGPU",
-        "DefMemPerGPU", "DefMemPerNode", "DependencyParameters", "DisableRootJobs", "DownNodes",
-        "EioTimeout", "EnforcePartLimits", "Epilog", "EpilogMsgTime", "EpilogSlurmctld",
-        "ExtSensorsFreq", "ExtSensorsType", "FairShareDampeningFactor", "FastSchedule",
-        "FederationParameters", "FirstJobId", "FrontendName", "GetEnvTimeout", "GpuFreqDef",
-        "GroupUpdateForce", "GroupUpdateTime", "HealthCheckInterval", "HealthCheckNodeState",
-        "HealthCheckProgram", "InactiveLimit", "InteractiveStepOptions", "JobAcctGatherFrequency",
-        "JobAcctGatherParams", "JobAcctGatherType", "JobCompHost", "JobCompLoc", "JobCompParams",
-        "JobCompPass", "JobCompPort", "JobCompType", "JobCompUser", "JobContainerType",
-        "JobCredentialPrivateKey", "JobCredentialPublicCertificate", "JobFileAppend", "JobRequeue",
-        "JobSubmitPlugins", "KeepAliveTime", "KillOnBadExit", "LaunchParameters", "LaunchType",
-        "Licenses", "LogTimeFormat", "MailDomain", "MailProg", "MaxDBDMsgs", "MaxJobId",
-        "MaxMemPerCPU", "MaxMemPerNode", "MaxNodeCount", "MaxStepCount", "MaxTasksPerNode",
-        "MCSParameters", "MCSPlugin", "MessageTimeout", "MpiDefault", "MpiParams",
-        "NodeFeaturesPlugins", "NodeSet", "OverTimeLimit", "PluginDir", "PlugStackConfig",
-        "PowerParameters", "PowerPlugin", "PreemptExemptTime", "PreemptMode", "PrEpParameters",
-        "PrEpPlugins", "PriorityCalcPeriod", "PriorityDecayHalfLife", "PriorityFavorSmall",
-        "PriorityFlags", "PriorityMaxAge", "PriorityParameters", "PrioritySiteFactorParameters",
-        "PrioritySiteFactorPlugin", "PriorityUsageResetPeriod", "PriorityWeightAge",
-        "PriorityWeightAssoc", "PriorityWeightFairshare", "PriorityWeightJobSize",
-        "PriorityWeightPartition", "PriorityWeightQOS", "PriorityWeightTRES", "PrivateData",
-        "ProctrackType", "Prolog", "PrologEpilogTimeout", "PrologFlags", "PrologSlurmctld",
-        "PropagatePrioProcess", "PropagateResourceLimits", "PropagateResourceLimitsExcept",
-        "RebootProgram", "ReconfigFlags", "RequeueExit", "RequeueExitHold", "ResumeFailProgram",
-        "ResumeProgram", "ResumeRate", "ResumeTimeout", "ResvEpilog", "ResvOverRun", "ResvProlog",
-        "ReturnToService", "RoutePlugin", "SallocDefaultCommand", "SbcastParameters",
-        "SchedulerParameters", "SchedulerTimeSlice", "ScronParameters", "SelectTypeParameters",
-        "SlurmctldAddr", "SlurmctldDebug", "SlurmctldLogFile", "SlurmctldParameters",
-        "SlurmctldPidFile", "SlurmctldPlugstack", "SlurmctldPrimaryOffProg",
-        "SlurmctldPrimaryOnProg", "SlurmctldSyslogDebug", "SlurmctldTimeout", "SlurmdDebug",
-        "SlurmdLogFile", "SlurmdParameters", "SlurmdPidFile", "SlurmdSyslogDebug", "SlurmdTimeout",
-        "SlurmdUser", "SlurmSchedLogFile", "SlurmSchedLogLevel", "SrunEpilog", "SrunPortRange",
-        "SrunProlog", "SuspendExcNodes", "SuspendExcParts", "SuspendProgram", "SuspendRate",
-        "SuspendTime", "SuspendTimeout", "SwitchParameters", "SwitchType", "TaskEpilog",
-        "TaskPlugin", "TaskPluginParam", "TaskProlog", "TCPTimeout", "TmpFS", "TopologyParam",
-        "TrackWCKey", "TreeWidth", "UnkillableStepProgram", "UnkillableStepTimeout", "UsePAM",
-        "VSizeFactor", "WaitTime", "X11Parameters",
-    ]),
-    (Node, &[
-        "BcastAddr", "CoreSpecCount", "CpuBind", "CPUSpecList", "MemSpecLimit", "Reason",
-        "SocketsPerBoard", "TmpDisk", "TRESWeights",
-    ]),
-    (Partition, &[
-        "AllocNodes", "AllowAccounts", "AllowGroups", "AllowQos", "Alternate", "CpuBind",
-        "DefCPUPerGPU", "DefMemPerCPU", "DefMemPerGPU", "DefMemPerNode", "DenyAccounts", "DenyQos",
-        "DisableRootJobs", "ExclusiveUser", "GraceTime", "Hidden", "LLN", "MaxCPUsPerNode",
-        "MaxCPUsPerSocket", "MaxMemPerCPU", "MaxMemPerNode", "MinNodes", "OverSubscribe",
-        "OverTimeLimit", "PreemptMode", "QOS", "ReqResv", "ResumeTimeout", "RootOnly",
-        "SelectTypeParameters", "Shared", "SuspendTime", "SuspendTimeout", "TRESBillingWeights",
-    ]),
+    (
+        Global,
+        &[
+            "AccountingStorageBackupHost",
+            "AccountingStorageEnforce",
+            "AccountingStorageExternalHost",
+            "AccountingStorageHost",
+            "AccountingStorageLoc",
+            "AccountingStorageParameters",
+            "AccountingStoragePass",
+            "AccountingStoragePort",
+            "AccountingStorageTRES",
+            "AccountingStorageType",
+            "AccountingStorageUser",
+            "AccountingStoreFlags",
+            "AccountingStoreJobComment",
+            "AcctGatherEnergyType",
+            "AcctGatherFilesystemType",
+            "AcctGatherInfinibandType",
+            "AcctGatherInterconnectType",
+            "AcctGatherNodeFreq",
+            "AcctGatherProfileType",
+            "AllowSpecResourcesUsage",
+            "AuthAltParameters",
+            "AuthAltTypes",
+            "AuthInfo",
+            "AuthType",
+            "BackupAddr",
+            "BackupController",
+            "BatchStartTimeout",
+            "BcastExclude",
+            "BcastParameters",
+            "BurstBufferParameters",
+            "BurstBufferType",
+            "CliFilterPlugins",
+            "CommunicationParameters",
+            "CompleteWait",
+            "CoreSpecPlugin",
+            "CpuFreqDef",
+            "CpuFreqGovernors",
+            "CredType",
+            "CryptoType",
+            "DebugFlags",
+            "DefCPUPerGPU",
+            "DefMemPerGPU",
+            "DefMemPerNode",
+            "DependencyParameters",
+            "DisableRootJobs",
+            "DownNodes",
+            "EioTimeout",
+            "EnforcePartLimits",
+            "Epilog",
+            "EpilogMsgTime",
+            "EpilogSlurmctld",
+            "ExtSensorsFreq",
+            "ExtSensorsType",
+            "FairShareDampeningFactor",
+            "FastSchedule",
+            "FederationParameters",
+            "FirstJobId",
+            "FrontendName",
+            "GetEnvTimeout",
+            "GpuFreqDef",
+            "GroupUpdateForce",
+            "GroupUpdateTime",
+            "HealthCheckInterval",
+            "HealthCheckNodeState",
+            "HealthCheckProgram",
+            "InactiveLimit",
+            "InteractiveStepOptions",
+            "JobAcctGatherFrequency",
+            "JobAcctGatherParams",
+            "JobAcctGatherType",
+            "JobCompHost",
+            "JobCompLoc",
+            "JobCompParams",
+            "JobCompPass",
+            "JobCompPort",
+            "JobCompType",
+            "JobCompUser",
+            "JobContainerType",
+            "JobCredentialPrivateKey",
+            "JobCredentialPublicCertificate",
+            "JobFileAppend",
+            "JobRequeue",
+            "JobSubmitPlugins",
+            "KeepAliveTime",
+            "KillOnBadExit",
+            "LaunchParameters",
+            "LaunchType",
+            "Licenses",
+            "LogTimeFormat",
+            "MailDomain",
+            "MailProg",
+            "MaxDBDMsgs",
+            "MaxJobId",
+            "MaxMemPerCPU",
+            "MaxMemPerNode",
+            "MaxNodeCount",
+            "MaxStepCount",
+            "MaxTasksPerNode",
+            "MCSParameters",
+            "MCSPlugin",
+            "MessageTimeout",
+            "MpiDefault",
+            "MpiParams",
+            "NodeFeaturesPlugins",
+            "NodeSet",
+            "OverTimeLimit",
+            "PluginDir",
+            "PlugStackConfig",
+            "PowerParameters",
+            "PowerPlugin",
+            "PreemptExemptTime",
+            "PreemptMode",
+            "PrEpParameters",
+            "PrEpPlugins",
+            "PriorityCalcPeriod",
+            "PriorityDecayHalfLife",
+            "PriorityFavorSmall",
+            "PriorityFlags",
+            "PriorityMaxAge",
+            "PriorityParameters",
+            "PrioritySiteFactorParameters",
+            "PrioritySiteFactorPlugin",
+            "PriorityUsageResetPeriod",
+            "PriorityWeightAge",
+            "PriorityWeightAssoc",
+            "PriorityWeightFairshare",
+            "PriorityWeightJobSize",
+            "PriorityWeightPartition",
+            "PriorityWeightQOS",
+            "PriorityWeightTRES",
+            "PrivateData",
+            "ProctrackType",
+            "Prolog",
+            "PrologEpilogTimeout",
+            "PrologFlags",
+            "PrologSlurmctld",
+            "PropagatePrioProcess",
+            "PropagateResourceLimits",
+            "PropagateResourceLimitsExcept",
+            "RebootProgram",
+            "ReconfigFlags",
+            "RequeueExit",
+            "RequeueExitHold",
+            "ResumeFailProgram",
+            "ResumeProgram",
+            "ResumeRate",
+            "ResumeTimeout",
+            "ResvEpilog",
+            "ResvOverRun",
+            "ResvProlog",
+            "ReturnToService",
+            "RoutePlugin",
+            "SallocDefaultCommand",
+            "SbcastParameters",
+            "SchedulerParameters",
+            "SchedulerTimeSlice",
+            "ScronParameters",
+            "SelectTypeParameters",
+            "SlurmctldAddr",
+            "SlurmctldDebug",
+            "SlurmctldLogFile",
+            "SlurmctldParameters",
+            "SlurmctldPidFile",
+            "SlurmctldPlugstack",
+            "SlurmctldPrimaryOffProg",
+            "SlurmctldPrimaryOnProg",
+            "SlurmctldSyslogDebug",
+            "SlurmctldTimeout",
+            "SlurmdDebug",
+            "SlurmdLogFile",
+            "SlurmdParameters",
+            "SlurmdPidFile",
+            "SlurmdSyslogDebug",
+            "SlurmdTimeout",
+            "SlurmdUser",
+            "SlurmSchedLogFile",
+            "SlurmSchedLogLevel",
+            "SrunEpilog",
+            "SrunPortRange",
+            "SrunProlog",
+            "SuspendExcNodes",
+            "SuspendExcParts",
+            "SuspendProgram",
+            "SuspendRate",
+            "SuspendTime",
+            "SuspendTimeout",
+            "SwitchParameters",
+            "SwitchType",
+            "TaskEpilog",
+            "TaskPlugin",
+            "TaskPluginParam",
+            "TaskProlog",
+            "TCPTimeout",
+            "TmpFS",
+            "TopologyParam",
+            "TrackWCKey",
+            "TreeWidth",
+            "UnkillableStepProgram",
+            "UnkillableStepTimeout",
+            "UsePAM",
+            "VSizeFactor",
+            "WaitTime",
+            "X11Parameters",
+        ],
+    ),
+    (
+        Node,
+        &[
+            "BcastAddr",
+            "CoreSpecCount",
+            "CpuBind",
+            "CPUSpecList",
+            "MemSpecLimit",
+            "Reason",
+            "SocketsPerBoard",
+            "TmpDisk",
+            "TRESWeights",
+        ],
+    ),
+    (
+        Partition,
+        &[
+            "AllocNodes",
+            "AllowAccounts",
+            "AllowGroups",
+            "AllowQos",
+            "Alternate",
+            "CpuBind",
+            "DefCPUPerGPU",
+            "DefMemPerCPU",
+            "DefMemPerGPU",
+            "DefMemPerNode",
+            "DenyAccounts",
+            "DenyQos",
+            "DisableRootJobs",
+            "ExclusiveUser",
+            "GraceTime",
+            "Hidden",
+            "LLN",
+            "MaxCPUsPerNode",
+            "MaxCPUsPerSocket",
+            "MaxMemPerCPU",
+            "MaxMemPerNode",
+            "MinNodes",
+            "OverSubscribe",
+            "OverTimeLimit",
+            "PreemptMode",
+            "QOS",
+            "ReqResv",
+            "ResumeTimeout",
+            "RootOnly",
+            "SelectTypeParameters",
+            "Shared",
+            "SuspendTime",
+            "SuspendTimeout",
+            "TRESBillingWeights",
+        ],
+    ),
     (Gres, &["Flags", "Links", "MultipleFiles"]),
     (Topology, &["LinkSpeed"]),
 ];
@@ -367,7 +581,9 @@ pub fn lookup(scope: Scope, key: &str) -> KeyLookup {
 /// keys Slurm knows that Flotilla does not use yet. This is `docs/slurm-conf-keys.md`.
 pub fn keys_markdown() -> String {
     let mut s = String::new();
-    s.push_str("<!-- Generated from core/src/config/keys.rs by keys_markdown(); do not edit. -->\n");
+    s.push_str(
+        "<!-- Generated from core/src/config/keys.rs by keys_markdown(); do not edit. -->\n",
+    );
     s.push_str("<!-- Regenerate: UPDATE_GOLDENS=1 cargo test -p flotilla-core keys_doc_is_up_to_date -->\n\n");
     s.push_str("# Configuration keys\n\n");
     s.push_str(
@@ -388,7 +604,12 @@ pub fn keys_markdown() -> String {
                 KeyDefault::Unset => "unset".to_string(),
                 KeyDefault::Derived(d) => d.to_string(),
             };
-            let _ = writeln!(s, "| {name} | {} | {default} | {} |", k.ty.describe(), k.doc);
+            let _ = writeln!(
+                s,
+                "| {name} | {} | {default} | {} |",
+                k.ty.describe(),
+                k.doc
+            );
         }
     }
     s.push_str("\n## Keys Slurm knows that Flotilla does not use yet\n");
@@ -408,7 +629,9 @@ mod tests {
 
     #[test]
     fn lookup_is_case_insensitive_and_knows_aliases() {
-        assert!(matches!(lookup(Global, "slurmctldport"), KeyLookup::Used(k) if k.name == "SlurmctldPort"));
+        assert!(
+            matches!(lookup(Global, "slurmctldport"), KeyLookup::Used(k) if k.name == "SlurmctldPort")
+        );
         assert!(matches!(lookup(Node, "PROCS"), KeyLookup::Used(k) if k.name == "CPUs"));
         assert_eq!(lookup(Global, "authtype"), KeyLookup::SlurmOnly("AuthType"));
         assert_eq!(lookup(Global, "NoSuchKey"), KeyLookup::Unknown);
@@ -420,9 +643,10 @@ mod tests {
     fn no_key_is_both_used_and_slurm_only_nor_listed_twice() {
         for scope in Scope::ALL {
             let mut seen: Vec<String> = Vec::new();
-            let used = KEYS.iter().filter(|k| k.scope == scope).flat_map(|k| {
-                std::iter::once(k.name).chain(k.aliases.iter().copied())
-            });
+            let used = KEYS
+                .iter()
+                .filter(|k| k.scope == scope)
+                .flat_map(|k| std::iter::once(k.name).chain(k.aliases.iter().copied()));
             let only = SLURM_ONLY_KEYS
                 .iter()
                 .filter(|(s, _)| *s == scope)

@@ -149,7 +149,9 @@ fn process_logical(
 }
 
 fn unquote(s: &str) -> &str {
-    s.strip_prefix('"').and_then(|s| s.strip_suffix('"')).unwrap_or(s)
+    s.strip_prefix('"')
+        .and_then(|s| s.strip_suffix('"'))
+        .unwrap_or(s)
 }
 
 fn tokenize(
@@ -185,7 +187,10 @@ fn tokenize(
                 .map_or(logical.len(), |e| key_start + e);
             return Err(ConfigError::Syntax {
                 at,
-                msg: format!("expected key=value, found `{}'", &logical[key_start..token_end]),
+                msg: format!(
+                    "expected key=value, found `{}'",
+                    &logical[key_start..token_end]
+                ),
             });
         }
         pos = skip_ws(pos + 1);
@@ -253,7 +258,11 @@ mod tests {
         assert_eq!(
             got,
             vec![
-                vec![kv("NodeName", "a", 1), kv("CPUs", "4", 2), kv("Nodes", "gpu[01-04]", 3)],
+                vec![
+                    kv("NodeName", "a", 1),
+                    kv("CPUs", "4", 2),
+                    kv("Nodes", "gpu[01-04]", 3)
+                ],
                 vec![kv("X", "1", 5)]
             ]
         );
@@ -281,7 +290,10 @@ mod tests {
     #[test]
     fn token_without_equals_is_an_error_with_line() {
         let err = records("A=1\nbogus line", "f.conf", &mut no_includes).unwrap_err();
-        assert_eq!(err.to_string(), "f.conf:2: expected key=value, found `bogus'");
+        assert_eq!(
+            err.to_string(),
+            "f.conf:2: expected key=value, found `bogus'"
+        );
     }
 
     #[test]
@@ -292,7 +304,10 @@ mod tests {
         };
         let got = records("A=1\ninclude \"extra.conf\"\nC=3", "s.conf", &mut resolver);
         let err = got.unwrap_err();
-        assert_eq!(err.to_string(), "/etc/slurm/extra.conf:2: expected key=value, found `bad'");
+        assert_eq!(
+            err.to_string(),
+            "/etc/slurm/extra.conf:2: expected key=value, found `bad'"
+        );
         let mut resolver =
             |_: &str| -> Result<(String, String), String> { Ok(("x".into(), "B=2".into())) };
         let got = records("A=1\nInclude extra.conf\nC=3", "s.conf", &mut resolver).unwrap();

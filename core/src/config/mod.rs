@@ -43,7 +43,10 @@ pub struct Location {
 impl Location {
     /// A location in `file` at `line`.
     pub fn new(file: &str, line: u32) -> Location {
-        Location { file: file.to_string(), line }
+        Location {
+            file: file.to_string(),
+            line,
+        }
     }
 }
 

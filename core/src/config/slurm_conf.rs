@@ -21,7 +21,9 @@
 
 use super::keys::{self, KeyDefault, KeyDoc, KeyLookup, Scope, ValueType};
 use super::lex::{self, IncludeResolver, Pair};
-use super::{ClusterConfig, ConfNodeState, ConfigError, Location, NodeConfig, PartitionConfig, TopologyKind};
+use super::{
+    ClusterConfig, ConfNodeState, ConfigError, Location, NodeConfig, PartitionConfig, TopologyKind,
+};
 use crate::hostlist;
 
 /// A value after its type check (see [`ValueType`]).
@@ -231,7 +233,10 @@ pub(crate) fn parse_gres(v: &str) -> Result<Vec<GresItem>, String> {
                 Some(n) => (None, n),
                 None => (Some(*x), 1),
             },
-            [t, c] => (Some(*t), parse_count(c).ok_or_else(|| format!("bad GRES count in `{raw}'"))?),
+            [t, c] => (
+                Some(*t),
+                parse_count(c).ok_or_else(|| format!("bad GRES count in `{raw}'"))?,
+            ),
             _ => return Err(format!("bad GRES `{raw}'")),
         };
         if ty.is_some_and(str::is_empty) {
@@ -380,7 +385,10 @@ impl Parser {
                     match section {
                         Some(scope) => return self.section(scope, pair, iter.collect()),
                         None => {
-                            return Err(ConfigError::UnknownKey { at: pair.at, key: pair.key });
+                            return Err(ConfigError::UnknownKey {
+                                at: pair.at,
+                                key: pair.key,
+                            });
                         }
                     }
                 }
@@ -466,10 +474,14 @@ impl Parser {
         for pair in rest {
             match keys::lookup(scope, &pair.key) {
                 KeyLookup::Unknown => {
-                    return Err(ConfigError::UnknownKey { at: pair.at, key: pair.key });
+                    return Err(ConfigError::UnknownKey {
+                        at: pair.at,
+                        key: pair.key,
+                    });
                 }
                 KeyLookup::SlurmOnly(name) => {
-                    let what = format!(
+                    let what =
+                        format!(
                         "{name} is a Slurm key Flotilla does not use yet; ignored (on {} lines)",
                         if scope == Scope::Node { "NodeName" } else { "PartitionName" }
                     );
@@ -483,7 +495,12 @@ impl Parser {
                 }
                 KeyLookup::Used(k) => {
                     let val = check_value(k, &pair.value, &pair.at)?;
-                    settings.push(Setting { key: k, raw: pair.value, val, at: pair.at });
+                    settings.push(Setting {
+                        key: k,
+                        raw: pair.value,
+                        val,
+                        at: pair.at,
+                    });
                 }
             }
         }
@@ -510,7 +527,11 @@ impl Parser {
             }
             let mut all = self.node_defaults.clone();
             merge(&mut all, &settings);
-            self.node_lines.push(Line { name: head.value, at: head.at, settings: all });
+            self.node_lines.push(Line {
+                name: head.value,
+                at: head.at,
+                settings: all,
+            });
         } else {
             if is_default {
                 merge(&mut self.part_defaults, &settings);
@@ -524,7 +545,11 @@ impl Parser {
             }
             let mut all = self.part_defaults.clone();
             merge(&mut all, &settings);
-            self.part_lines.push(Line { name: head.value, at: head.at, settings: all });
+            self.part_lines.push(Line {
+                name: head.value,
+                at: head.at,
+                settings: all,
+            });
         }
         Ok(())
     }
@@ -548,8 +573,10 @@ impl Parser {
             .collect();
         if let Some((last, earlier)) = defaults.split_last() {
             if !earlier.is_empty() {
-                let names: Vec<&str> =
-                    defaults.iter().map(|i| self.cfg.partitions[*i].name.as_str()).collect();
+                let names: Vec<&str> = defaults
+                    .iter()
+                    .map(|i| self.cfg.partitions[*i].name.as_str())
+                    .collect();
                 let msg = format!(
                     "{}: several partitions have Default=YES ({}); the last, {}, is the default",
                     self.default_at[*last],
@@ -621,11 +648,12 @@ impl Parser {
                         "NodeAddr" => 1,
                         _ => 2,
                     };
-                    let expr = if s.key.name == "Port" && !s.raw.contains('[') && s.raw.contains('-') {
-                        format!("[{}]", s.raw)
-                    } else {
-                        s.raw.clone()
-                    };
+                    let expr =
+                        if s.key.name == "Port" && !s.raw.contains('[') && s.raw.contains('-') {
+                            format!("[{}]", s.raw)
+                        } else {
+                            s.raw.clone()
+                        };
                     let list = Self::expand(&expr, s.key.name, &s.at)?;
                     if list.len() != 1 && list.len() != n {
                         return Err(ConfigError::Invalid {
@@ -663,8 +691,10 @@ impl Parser {
                 }
             }
         }
-        let gpu_items: Vec<&GresItem> =
-            items.iter().filter(|i| i.name.eq_ignore_ascii_case("gpu")).collect();
+        let gpu_items: Vec<&GresItem> = items
+            .iter()
+            .filter(|i| i.name.eq_ignore_ascii_case("gpu"))
+            .collect();
         let gpus: u64 = gpu_items.iter().map(|i| i.count).sum();
         let gpus = u32::try_from(gpus).map_err(|_| ConfigError::InvalidValue {
             at: gres.1.clone(),
@@ -680,11 +710,11 @@ impl Parser {
             ));
             gpu_type = None;
         }
-        let cpus = cpus.unwrap_or_else(|| {
-            sockets.saturating_mul(cores).saturating_mul(threads)
-        });
+        let cpus = cpus.unwrap_or_else(|| sockets.saturating_mul(cores).saturating_mul(threads));
         let pick = |idx: usize, i: usize| -> Option<String> {
-            per_node[idx].as_ref().map(|(l, _)| l[if l.len() == 1 { 0 } else { i }].clone())
+            per_node[idx]
+                .as_ref()
+                .map(|(l, _)| l[if l.len() == 1 { 0 } else { i }].clone())
         };
         for (i, name) in names.iter().enumerate() {
             if self.cfg.nodes.iter().any(|x| &x.name == name) {
@@ -803,15 +833,19 @@ impl Parser {
                     p.priority_tier = small();
                     p.priority_job_factor = small();
                 }
-                "MaxNodes" => p.max_nodes = s.val.opt().map(|n| u32::try_from(n).unwrap_or(u32::MAX)),
+                "MaxNodes" => {
+                    p.max_nodes = s.val.opt().map(|n| u32::try_from(n).unwrap_or(u32::MAX))
+                }
                 "DefaultTopology" => {
-                    p.default_topology = TopologyKind::parse(s.val.str()).unwrap_or(TopologyKind::Any);
+                    p.default_topology =
+                        TopologyKind::parse(s.val.str()).unwrap_or(TopologyKind::Any);
                 }
                 "SubNodePool" => p.sub_node_pool = s.val.flag(),
                 _ => {}
             }
         }
-        if let (Some(d), Some(m), Some(at)) = (p.default_time_min, p.max_time_min, default_time_at) {
+        if let (Some(d), Some(m), Some(at)) = (p.default_time_min, p.max_time_min, default_time_at)
+        {
             if d > m {
                 return Err(ConfigError::Invalid {
                     at,
@@ -850,7 +884,9 @@ mod tests {
     }
 
     fn err(text: &str) -> String {
-        parse_slurm_conf(text, "slurm.conf", &mut no_includes).unwrap_err().to_string()
+        parse_slurm_conf(text, "slurm.conf", &mut no_includes)
+            .unwrap_err()
+            .to_string()
     }
 
     #[test]
@@ -863,7 +899,10 @@ mod tests {
              StateSaveLocation=/s\nSlurmdSpoolDir=/d/%n\nAlertProgram=/usr/bin/page\n",
         );
         assert_eq!(c.cluster_name, "oracle");
-        assert_eq!((c.control_host.as_str(), c.control_addr.as_str()), ("vm", "127.0.0.1"));
+        assert_eq!(
+            (c.control_host.as_str(), c.control_addr.as_str()),
+            ("vm", "127.0.0.1")
+        );
         assert_eq!((c.slurmctld_port, c.slurmd_port), (7817, 7818));
         assert_eq!(c.slurm_user, "slurm");
         assert_eq!(c.def_mem_per_cpu_mib, Some(1024));
@@ -877,7 +916,10 @@ mod tests {
         assert_eq!(c.slurmd_spool_dir, "/d/%n");
         assert_eq!(c.alert_program.as_deref(), Some("/usr/bin/page"));
         assert_eq!(c.raw.len(), 18);
-        assert_eq!(c.raw[1], ("SlurmctldHost".to_string(), "vm(127.0.0.1)".to_string()));
+        assert_eq!(
+            c.raw[1],
+            ("SlurmctldHost".to_string(), "vm(127.0.0.1)".to_string())
+        );
         assert!(c.warnings.is_empty(), "{:?}", c.warnings);
     }
 
@@ -886,7 +928,15 @@ mod tests {
         let c = parse("");
         assert_eq!((c.slurmctld_port, c.slurmd_port), (6817, 6818));
         assert_eq!(c.slurm_user, "root");
-        assert_eq!((c.kill_wait_s, c.min_job_age_s, c.max_job_count, c.max_array_size), (30, 300, 10000, 1001));
+        assert_eq!(
+            (
+                c.kill_wait_s,
+                c.min_job_age_s,
+                c.max_job_count,
+                c.max_array_size
+            ),
+            (30, 300, 10000, 1001)
+        );
         assert_eq!(c.select_type, "select/cons_tres");
         assert!(c.raw.is_empty());
         assert_eq!(c.def_mem_per_cpu_mib, None);
@@ -937,17 +987,38 @@ mod tests {
              NodeName=c1 Gres=gpu:h100:2(S:0)\n",
         );
         let a2 = &c.nodes[1];
-        assert_eq!((a2.addr.as_str(), a2.hostname.as_str(), a2.port), ("10.0.0.2", "a2", 17002));
-        assert_eq!((a2.boards, a2.sockets, a2.cores_per_socket, a2.threads_per_core, a2.cpus), (1, 2, 4, 2, 16));
+        assert_eq!(
+            (a2.addr.as_str(), a2.hostname.as_str(), a2.port),
+            ("10.0.0.2", "a2", 17002)
+        );
+        assert_eq!(
+            (
+                a2.boards,
+                a2.sockets,
+                a2.cores_per_socket,
+                a2.threads_per_core,
+                a2.cpus
+            ),
+            (1, 2, 4, 2, 16)
+        );
         assert_eq!((a2.weight, a2.state), (5, ConfNodeState::Idle));
         assert_eq!(a2.features, ["ib", "h100"]);
-        assert_eq!((a2.gpus, a2.gpu_type.as_deref(), a2.gres.as_str()), (8, None, "gpu:8,nic:2"));
+        assert_eq!(
+            (a2.gpus, a2.gpu_type.as_deref(), a2.gres.as_str()),
+            (8, None, "gpu:8,nic:2")
+        );
         let b = &c.nodes[2];
-        assert_eq!((b.addr.as_str(), b.hostname.as_str(), b.port, b.cpus), ("host-b", "host-b", 1234, 6));
+        assert_eq!(
+            (b.addr.as_str(), b.hostname.as_str(), b.port, b.cpus),
+            ("host-b", "host-b", 1234, 6)
+        );
         assert_eq!(b.state, ConfNodeState::Future);
         assert_eq!(b.real_memory_mib, 1);
         let c1 = &c.nodes[3];
-        assert_eq!((c1.gpus, c1.gpu_type.as_deref(), c1.port), (2, Some("h100"), 7000));
+        assert_eq!(
+            (c1.gpus, c1.gpu_type.as_deref(), c1.port),
+            (2, Some("h100"), 7000)
+        );
     }
 
     #[test]
@@ -956,8 +1027,14 @@ mod tests {
             "NodeName=a1\nNodeName=DEFAULT Sockets=2 CoresPerSocket=8 RealMemory=1000\n\
              NodeName=default RealMemory=2000 Gres=gpu:h100:8\nNodeName=b[1-2]\nNodeName=c1 RealMemory=5",
         );
-        assert_eq!((c.nodes[0].cpus, c.nodes[0].real_memory_mib, c.nodes[0].gpus), (1, 1, 0));
-        assert_eq!((c.nodes[1].cpus, c.nodes[1].real_memory_mib, c.nodes[1].gpus), (16, 2000, 8));
+        assert_eq!(
+            (c.nodes[0].cpus, c.nodes[0].real_memory_mib, c.nodes[0].gpus),
+            (1, 1, 0)
+        );
+        assert_eq!(
+            (c.nodes[1].cpus, c.nodes[1].real_memory_mib, c.nodes[1].gpus),
+            (16, 2000, 8)
+        );
         assert_eq!((c.nodes[3].cpus, c.nodes[3].real_memory_mib), (16, 5));
     }
 
@@ -970,21 +1047,38 @@ mod tests {
              PartitionName=old Nodes=\"n3 n4\" Priority=9 MaxTime=UNLIMITED State=drain MaxNodes=INFINITE\n\
              PartitionName=x Nodes=n1 MaxTime=1-12 DefaultTime=90:30\n",
         );
-        let [batch, debug, old, x] = &c.partitions[..] else { panic!() };
+        let [batch, debug, old, x] = &c.partitions[..] else {
+            panic!()
+        };
         assert_eq!(batch.nodes, ["n1", "n2", "n3", "n4"]);
         assert_eq!(batch.nodes_expr, "ALL");
         assert!(batch.default && !debug.default);
-        assert_eq!((batch.max_time_min, batch.default_time_min), (Some(2880), Some(60)));
-        assert_eq!((batch.priority_tier, batch.default_topology), (3, TopologyKind::Any));
+        assert_eq!(
+            (batch.max_time_min, batch.default_time_min),
+            (Some(2880), Some(60))
+        );
+        assert_eq!(
+            (batch.priority_tier, batch.default_topology),
+            (3, TopologyKind::Any)
+        );
         assert_eq!(debug.nodes, ["n1", "n2"]);
-        assert_eq!((debug.max_time_min, debug.default_time_min), (Some(30), None));
-        assert_eq!((debug.default_topology, debug.sub_node_pool), (TopologyKind::Node, true));
+        assert_eq!(
+            (debug.max_time_min, debug.default_time_min),
+            (Some(30), None)
+        );
+        assert_eq!(
+            (debug.default_topology, debug.sub_node_pool),
+            (TopologyKind::Node, true)
+        );
         assert_eq!((debug.max_nodes, debug.priority_job_factor), (Some(2), 7));
         assert_eq!(old.nodes, ["n3", "n4"]);
         assert_eq!((old.priority_tier, old.priority_job_factor), (9, 9));
         assert_eq!((old.max_time_min, old.max_nodes), (None, None));
         assert_eq!((old.state.as_str(), old.state_up), ("DRAIN", false));
-        assert_eq!((x.max_time_min, x.default_time_min), (Some(36 * 60), Some(91)));
+        assert_eq!(
+            (x.max_time_min, x.default_time_min),
+            (Some(36 * 60), Some(91))
+        );
     }
 
     #[test]
@@ -1004,7 +1098,15 @@ mod tests {
         for (s, want) in cases {
             assert_eq!(parse_conf_minutes(s), Ok(want), "{s}");
         }
-        for bad in ["", "x", "1:2:3:4", "1-", "-5", "1-2:3:4:5", "99999999999999999999"] {
+        for bad in [
+            "",
+            "x",
+            "1:2:3:4",
+            "1-",
+            "-5",
+            "1-2:3:4:5",
+            "99999999999999999999",
+        ] {
             assert!(parse_conf_minutes(bad).is_err(), "{bad}");
         }
     }
@@ -1012,8 +1114,10 @@ mod tests {
     #[test]
     fn gres_strings() {
         let g = parse_gres("gpu:h100:8,gpu:2,nic,bw:lustre:4G,mps:no_consume:100(S:0-1)").unwrap();
-        let t: Vec<(&str, Option<&str>, u64)> =
-            g.iter().map(|i| (i.name.as_str(), i.ty.as_deref(), i.count)).collect();
+        let t: Vec<(&str, Option<&str>, u64)> = g
+            .iter()
+            .map(|i| (i.name.as_str(), i.ty.as_deref(), i.count))
+            .collect();
         assert_eq!(
             t,
             [
@@ -1024,7 +1128,10 @@ mod tests {
                 ("mps", None, 100)
             ]
         );
-        assert_eq!(parse_gres("gpu:a100").unwrap()[0].ty.as_deref(), Some("a100"));
+        assert_eq!(
+            parse_gres("gpu:a100").unwrap()[0].ty.as_deref(),
+            Some("a100")
+        );
         for bad in ["gpu:h100:x", ":8", "gpu:a:b:c", "gpu(S:0", "gpu::8"] {
             assert!(parse_gres(bad).is_err(), "{bad}");
         }
@@ -1032,11 +1139,23 @@ mod tests {
 
     #[test]
     fn unknown_key_is_an_error_with_line() {
-        assert_eq!(err("ClusterName=x\n\nFrobnicate=3\n"), "slurm.conf:3: unknown key `Frobnicate'");
-        assert_eq!(err("NodeName=a CPUs=2 \\\n  Colour=red"), "slurm.conf:2: unknown key `Colour'");
-        assert_eq!(err("PartitionName=p Nodes=ALL Frob=1"), "slurm.conf:1: unknown key `Frob'");
+        assert_eq!(
+            err("ClusterName=x\n\nFrobnicate=3\n"),
+            "slurm.conf:3: unknown key `Frobnicate'"
+        );
+        assert_eq!(
+            err("NodeName=a CPUs=2 \\\n  Colour=red"),
+            "slurm.conf:2: unknown key `Colour'"
+        );
+        assert_eq!(
+            err("PartitionName=p Nodes=ALL Frob=1"),
+            "slurm.conf:1: unknown key `Frob'"
+        );
         // A node key is not a global key.
-        assert_eq!(err("RealMemory=5"), "slurm.conf:1: unknown key `RealMemory'");
+        assert_eq!(
+            err("RealMemory=5"),
+            "slurm.conf:1: unknown key `RealMemory'"
+        );
     }
 
     #[test]
@@ -1064,12 +1183,19 @@ mod tests {
     fn include_via_resolver() {
         let mut files = |p: &str| -> Result<(String, String), String> {
             match p {
-                "nodes.conf" => Ok(("/etc/slurm/nodes.conf".into(), "NodeName=n[1-2] CPUs=8".into())),
+                "nodes.conf" => Ok((
+                    "/etc/slurm/nodes.conf".into(),
+                    "NodeName=n[1-2] CPUs=8".into(),
+                )),
                 _ => Err(format!("/etc/slurm/{p}: No such file or directory")),
             }
         };
-        let c = parse_slurm_conf("ClusterName=c\nInclude nodes.conf\nPartitionName=p Nodes=ALL", "slurm.conf", &mut files)
-            .unwrap();
+        let c = parse_slurm_conf(
+            "ClusterName=c\nInclude nodes.conf\nPartitionName=p Nodes=ALL",
+            "slurm.conf",
+            &mut files,
+        )
+        .unwrap();
         assert_eq!(c.partitions[0].nodes, ["n1", "n2"]);
         let e = parse_slurm_conf("Include other.conf", "slurm.conf", &mut files).unwrap_err();
         assert_eq!(
@@ -1110,7 +1236,10 @@ mod tests {
             "SlurmctldHost=a\nSlurmctldHost=b(10.0.0.2)\nControlMachine=old\nNodeName=n Gres=gpu:a100:4,gpu:h100:4\n\
              PartitionName=p1 Default=YES\nPartitionName=p2 Default=YES",
         );
-        assert_eq!((c.control_host.as_str(), c.control_addr.as_str()), ("a", "a"));
+        assert_eq!(
+            (c.control_host.as_str(), c.control_addr.as_str()),
+            ("a", "a")
+        );
         assert_eq!((c.nodes[0].gpus, c.nodes[0].gpu_type.as_deref()), (8, None));
         assert!(!c.partitions[0].default && c.partitions[1].default);
         assert_eq!(c.warnings.len(), 3, "{:?}", c.warnings);
@@ -1118,6 +1247,9 @@ mod tests {
         assert!(c.warnings[1].contains("several types"));
         assert_eq!(c.warnings[2], "slurm.conf:6: several partitions have Default=YES (p1, p2); the last, p2, is the default");
         let c = parse("ControlMachine=old\nControlAddr=10.1.1.1");
-        assert_eq!((c.control_host.as_str(), c.control_addr.as_str()), ("old", "10.1.1.1"));
+        assert_eq!(
+            (c.control_host.as_str(), c.control_addr.as_str()),
+            ("old", "10.1.1.1")
+        );
     }
 }

@@ -43,7 +43,10 @@ pub fn apply_topology_conf(
         for pair in rec.pairs {
             let k = match keys::lookup(Scope::Topology, &pair.key) {
                 KeyLookup::Unknown => {
-                    return Err(ConfigError::UnknownKey { at: pair.at, key: pair.key })
+                    return Err(ConfigError::UnknownKey {
+                        at: pair.at,
+                        key: pair.key,
+                    })
                 }
                 KeyLookup::SlurmOnly(n) => {
                     if !warned_link_speed {
@@ -78,7 +81,11 @@ pub fn apply_topology_conf(
                 msg: "line without SwitchName=, BlockName= or BlockSizes=".to_string(),
             });
         };
-        let this_kind = if what == "SwitchName" { "tree" } else { "block" };
+        let this_kind = if what == "SwitchName" {
+            "tree"
+        } else {
+            "block"
+        };
         match &kind {
             Some((k, first)) if *k != this_kind => {
                 return Err(ConfigError::Invalid {
@@ -92,20 +99,28 @@ pub fn apply_topology_conf(
         if what == "BlockSizes" {
             block_sizes.clear();
             for part in value.split(',') {
-                let n = part.trim().parse::<u32>().map_err(|_| ConfigError::InvalidValue {
-                    at: head_at.clone(),
-                    key: "BlockSizes".to_string(),
-                    value: value.clone(),
-                    reason: "expected comma-separated numbers".to_string(),
-                })?;
+                let n = part
+                    .trim()
+                    .parse::<u32>()
+                    .map_err(|_| ConfigError::InvalidValue {
+                        at: head_at.clone(),
+                        key: "BlockSizes".to_string(),
+                        value: value.clone(),
+                        reason: "expected comma-separated numbers".to_string(),
+                    })?;
                 block_sizes.push(n);
             }
             continue;
         }
         if value.is_empty() {
-            return Err(ConfigError::Invalid { at: head_at, msg: format!("empty {what}") });
+            return Err(ConfigError::Invalid {
+                at: head_at,
+                msg: format!("empty {what}"),
+            });
         }
-        if pods.iter().any(|(p, _)| p.name == value) || switches.iter().any(|(s, _)| s.name == value) {
+        if pods.iter().any(|(p, _)| p.name == value)
+            || switches.iter().any(|(s, _)| s.name == value)
+        {
             return Err(ConfigError::Invalid {
                 at: head_at,
                 msg: format!("duplicate {what} `{value}'"),
@@ -144,12 +159,23 @@ pub fn apply_topology_conf(
                         list.push(name);
                     }
                 }
-                pods.push((PodConfig { name: value, nodes: list, nodes_expr: expr }, head_at));
+                pods.push((
+                    PodConfig {
+                        name: value,
+                        nodes: list,
+                        nodes_expr: expr,
+                    },
+                    head_at,
+                ));
             }
             (None, Some((expr, at))) => {
                 let names = expand(&expr, "Switches", &at)?;
                 switches.push((
-                    SwitchConfig { name: value, switches: names, switches_expr: expr },
+                    SwitchConfig {
+                        name: value,
+                        switches: names,
+                        switches_expr: expr,
+                    },
                     at,
                 ));
             }
@@ -188,7 +214,11 @@ pub fn apply_topology_conf(
             shown.join(",")
         ));
         for name in lonely {
-            pods.push(PodConfig { name: name.clone(), nodes_expr: name.clone(), nodes: vec![name] });
+            pods.push(PodConfig {
+                name: name.clone(),
+                nodes_expr: name.clone(),
+                nodes: vec![name],
+            });
         }
     }
     cfg.pods = pods;
@@ -220,11 +250,19 @@ mod tests {
         let text = "SwitchName=leaf1 Nodes=n[1-2]\nSwitchName=leaf2 Nodes=n[3-4] LinkSpeed=100\n\
                     SwitchName=spine Switches=leaf[1-2]\n";
         apply_topology_conf(&mut c, text, "topology.conf", &mut no_includes).unwrap();
-        let pods: Vec<(&str, usize)> = c.pods.iter().map(|p| (p.name.as_str(), p.nodes.len())).collect();
+        let pods: Vec<(&str, usize)> = c
+            .pods
+            .iter()
+            .map(|p| (p.name.as_str(), p.nodes.len()))
+            .collect();
         assert_eq!(pods, [("leaf1", 2), ("leaf2", 2), ("n5", 1), ("n6", 1)]);
         assert_eq!(c.switches[0].switches, ["leaf1", "leaf2"]);
         assert!(c.warnings.iter().any(|w| w.contains("LinkSpeed")));
-        assert!(c.warnings.iter().any(|w| w.contains("n5,n6")), "{:?}", c.warnings);
+        assert!(
+            c.warnings.iter().any(|w| w.contains("n5,n6")),
+            "{:?}",
+            c.warnings
+        );
     }
 
     #[test]
@@ -239,12 +277,30 @@ mod tests {
     #[test]
     fn inconsistent_topologies_are_errors() {
         let cases = [
-            ("SwitchName=a Nodes=n1\nBlockName=b Nodes=n2", "t:2: BlockName line in a tree topology (see t:1)"),
-            ("SwitchName=a Nodes=n1\nSwitchName=b Nodes=n1", "t:2: node `n1' is in both a and b"),
-            ("SwitchName=a Nodes=zz", "t:1: a: node `zz' is not defined in slurm.conf"),
-            ("SwitchName=s Switches=nope", "t:1: switch s: child switch `nope' is not defined"),
-            ("SwitchName=a Nodes=n1 Switches=x", "t:1: switch a has both Nodes= and Switches="),
-            ("Nodes=n1", "t:1: line without SwitchName=, BlockName= or BlockSizes="),
+            (
+                "SwitchName=a Nodes=n1\nBlockName=b Nodes=n2",
+                "t:2: BlockName line in a tree topology (see t:1)",
+            ),
+            (
+                "SwitchName=a Nodes=n1\nSwitchName=b Nodes=n1",
+                "t:2: node `n1' is in both a and b",
+            ),
+            (
+                "SwitchName=a Nodes=zz",
+                "t:1: a: node `zz' is not defined in slurm.conf",
+            ),
+            (
+                "SwitchName=s Switches=nope",
+                "t:1: switch s: child switch `nope' is not defined",
+            ),
+            (
+                "SwitchName=a Nodes=n1 Switches=x",
+                "t:1: switch a has both Nodes= and Switches=",
+            ),
+            (
+                "Nodes=n1",
+                "t:1: line without SwitchName=, BlockName= or BlockSizes=",
+            ),
             ("SwitchName=a Color=red", "t:1: unknown key `Color'"),
         ];
         for (text, want) in cases {
