@@ -11,7 +11,7 @@
 //! - Global keys may repeat; the last value wins. `SlurmctldHost` may repeat; the first is
 //!   the primary controller.
 //!
-//! Choices where Slurm is lenient or silent (documented in `docs/slurm-conf-keys.md` too):
+//! Choices where Slurm is lenient or silent:
 //! - a partition naming an undefined node, a duplicate node or partition name, and
 //!   `DefaultTime` above `MaxTime` are errors;
 //! - several `Default=YES` partitions: the last one is the default, with a warning;
@@ -340,6 +340,8 @@ struct Parser {
     part_lines: Vec<Line>,
     /// Location of each built partition's line (same index as `cfg.partitions`).
     default_at: Vec<Location>,
+    /// Names of the nodes built so far (for duplicate and partition checks).
+    node_names: std::collections::HashSet<String>,
 }
 
 impl Parser {
@@ -356,6 +358,7 @@ impl Parser {
             node_lines: Vec::new(),
             part_lines: Vec::new(),
             default_at: Vec::new(),
+            node_names: std::collections::HashSet::new(),
         };
         for s in table_defaults(Scope::Global) {
             p.apply_global(s.key, &s.val, &s.at);
@@ -717,7 +720,7 @@ impl Parser {
                 .map(|(l, _)| l[if l.len() == 1 { 0 } else { i }].clone())
         };
         for (i, name) in names.iter().enumerate() {
-            if self.cfg.nodes.iter().any(|x| &x.name == name) {
+            if !self.node_names.insert(name.clone()) {
                 return Err(ConfigError::Invalid {
                     at: line.at.clone(),
                     msg: format!("duplicate NodeName `{name}'"),
@@ -798,7 +801,7 @@ impl Parser {
                         let expr = s.raw.replace(char::is_whitespace, ",");
                         let mut out: Vec<String> = Vec::new();
                         for name in Self::expand(&expr, "Nodes", &s.at)? {
-                            if !self.cfg.nodes.iter().any(|n| n.name == name) {
+                            if !self.node_names.contains(&name) {
                                 return Err(ConfigError::Invalid {
                                     at: s.at.clone(),
                                     msg: format!(
