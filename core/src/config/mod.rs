@@ -7,8 +7,150 @@
 //!
 //! The result is a [`ClusterConfig`]: nodes with CPUs, memory and GPUs, pods (leaf switches
 //! of `topology/tree`, or blocks of `topology/block`) and partitions.
+//!
+//! Map:
+//! - [`keys`]: the key table (key, type, default, doc) the parsers and
+//!   `docs/slurm-conf-keys.md` come from.
+//! - `lex`: the line syntax shared by the three files (comments, `\` continuations,
+//!   `key=value`, quotes, `Include` through an [`IncludeResolver`]).
+//! - [`parse_slurm_conf`], [`apply_gres_conf`], [`apply_topology_conf`], and
+//!   [`parse_cluster`] which runs the three in order.
 
 use serde::{Deserialize, Serialize};
+use std::fmt;
+use thiserror::Error;
+
+mod gres_conf;
+pub mod keys;
+mod lex;
+mod slurm_conf;
+mod topology_conf;
+
+pub use gres_conf::apply_gres_conf;
+pub use lex::{no_includes, IncludeResolver, MAX_INCLUDE_DEPTH};
+pub use slurm_conf::parse_slurm_conf;
+pub use topology_conf::apply_topology_conf;
+
+/// A place in a configuration file, for errors and warnings: `slurm.conf:12`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Location {
+    /// The file's name as handed to the parser (or returned by the include resolver).
+    pub file: String,
+    /// 1-based line number (of the physical line where the key is written).
+    pub line: u32,
+}
+
+impl Location {
+    /// A location in `file` at `line`.
+    pub fn new(file: &str, line: u32) -> Location {
+        Location {
+            file: file.to_string(),
+            line,
+        }
+    }
+}
+
+impl fmt::Display for Location {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}:{}", self.file, self.line)
+    }
+}
+
+/// Why a configuration text could not be read. Every variant names file and line.
+#[derive(Debug, Clone, PartialEq, Eq, Error)]
+pub enum ConfigError {
+    /// The line is not a list of `key=value` (or an unterminated quote).
+    #[error("{at}: {msg}")]
+    Syntax {
+        /// Where.
+        at: Location,
+        /// What is wrong.
+        msg: String,
+    },
+    /// A key neither Flotilla nor Slurm knows (in this file and kind of line).
+    #[error("{at}: unknown key `{key}'")]
+    UnknownKey {
+        /// Where.
+        at: Location,
+        /// The key as written.
+        key: String,
+    },
+    /// A value that does not fit its key's type (see [`keys::ValueType`]).
+    #[error("{at}: invalid value `{value}' for {key}: {reason}")]
+    InvalidValue {
+        /// Where.
+        at: Location,
+        /// The key's canonical name.
+        key: String,
+        /// The value as written.
+        value: String,
+        /// Why.
+        reason: String,
+    },
+    /// A hostlist that does not expand.
+    #[error("{at}: {key}: {source}")]
+    Hostlist {
+        /// Where.
+        at: Location,
+        /// The key holding the hostlist.
+        key: String,
+        /// The hostlist error.
+        source: crate::hostlist::HostlistError,
+    },
+    /// An `Include` the resolver could not provide, or nested too deep.
+    #[error("{at}: cannot include `{path}': {reason}")]
+    Include {
+        /// Where the `Include` line is.
+        at: Location,
+        /// The path as written.
+        path: String,
+        /// The resolver's reason (it names the path it tried).
+        reason: String,
+    },
+    /// Values that are each valid but do not fit together (duplicate names, undefined
+    /// nodes, GPU counts that disagree between files, ...).
+    #[error("{at}: {msg}")]
+    Invalid {
+        /// Where.
+        at: Location,
+        /// What is wrong.
+        msg: String,
+    },
+}
+
+/// Reads a whole cluster from texts: `slurm.conf` (with its includes), then `gres.conf` and
+/// `topology.conf` when given, each as `(name for messages, text)`.
+///
+/// Pods: without `topology.conf` the network is taken as flat and every node is in one pod
+/// named `default`; with it, see [`apply_topology_conf`] (nodes in no leaf switch or block
+/// each become a pod of their own).
+///
+/// Errors: the first [`ConfigError`] of any of the files.
+pub fn parse_cluster(
+    slurm: (&str, &str),
+    gres: Option<(&str, &str)>,
+    topology: Option<(&str, &str)>,
+    include: &mut IncludeResolver<'_>,
+) -> Result<ClusterConfig, ConfigError> {
+    let mut cfg = parse_slurm_conf(slurm.1, slurm.0, include)?;
+    if let Some((name, text)) = gres {
+        apply_gres_conf(&mut cfg, text, name, include)?;
+    }
+    match topology {
+        Some((name, text)) => apply_topology_conf(&mut cfg, text, name, include)?,
+        None => {
+            if !cfg.nodes.is_empty() {
+                let names: Vec<String> = cfg.nodes.iter().map(|n| n.name.clone()).collect();
+                cfg.pods = vec![PodConfig {
+                    name: "default".to_string(),
+                    nodes_expr: names.join(","),
+                    nodes: names,
+                }];
+            }
+        }
+    }
+    Ok(cfg)
+}
 
 /// Where a network-level topology set comes from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -68,12 +210,15 @@ pub enum ConfNodeState {
 pub struct NodeConfig {
     /// Node name (`NodeName=`), e.g. `gpu01`.
     pub name: String,
-    /// Address the node daemon listens on (`NodeAddr=`, defaults to the name).
+    /// Address the node daemon listens on (`NodeAddr=`, defaults to the host name).
     pub addr: String,
     /// Host name of the machine (`NodeHostname=`, defaults to the name).
     pub hostname: String,
     /// Port of this node's daemon (`Port=`, else the global `SlurmdPort`, default 6818).
     pub port: u16,
+    /// Baseboards (`Boards=`, default 1). Added with the config parser; shown by
+    /// `scontrol show node`.
+    pub boards: u32,
     /// Sockets per node (`Sockets=`, default 1).
     pub sockets: u32,
     /// Cores per socket (`CoresPerSocket=`, default 1).
@@ -90,13 +235,15 @@ pub struct NodeConfig {
     pub gpu_type: Option<String>,
     /// GPU device files, one per GPU in index order (from gres.conf `File=`); empty when unknown.
     pub gpu_files: Vec<String>,
-    /// Cores each GPU is close to (gres.conf `Cores=`), as written; empty when not given.
+    /// Cores the node's GPUs are close to (gres.conf `Cores=`), as written; when several
+    /// gres.conf lines give different values they are joined with `,` (their union);
+    /// `None` when not given.
     pub gpu_cores: Option<String>,
     /// All GRES of the node as written (`Gres=`), e.g. `gpu:h100:8`.
     pub gres: String,
     /// Scheduling weight (`Weight=`, default 1; lower is used first).
     pub weight: u32,
-    /// Features (`Features=` / `AvailableFeatures=`), in order.
+    /// Features (`Features=` / `Feature=`), in order.
     pub features: Vec<String>,
     /// Initial state (`State=`).
     pub state: ConfNodeState,
@@ -211,7 +358,63 @@ pub struct ClusterConfig {
     pub switches: Vec<SwitchConfig>,
     /// `BlockSizes=` of `topology/block`, if given.
     pub block_sizes: Vec<u32>,
-    /// Warnings to print once (keys Slurm knows that Flotilla does not use yet), each with
-    /// file and line.
+    /// Warnings to print once (keys Slurm knows that Flotilla does not use yet, and the
+    /// leniencies documented on the parsers), each starting with file and line.
     pub warnings: Vec<String>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    fn words() -> impl Strategy<Value = String> {
+        let piece = prop_oneof![
+            Just("NodeName=".to_string()),
+            Just("PartitionName=".to_string()),
+            Just("SwitchName=".to_string()),
+            Just("Nodes=".to_string()),
+            Just("Name=gpu ".to_string()),
+            Just("File=/dev/nvidia[0-3] ".to_string()),
+            Just("Gres=gpu:h100:8 ".to_string()),
+            Just("DEFAULT ".to_string()),
+            Just("ALL ".to_string()),
+            Just("Include x ".to_string()),
+            Just("MaxTime=1-2:3:4 ".to_string()),
+            Just("n[1-4] ".to_string()),
+            Just("\\\n".to_string()),
+            Just("\n".to_string()),
+            Just("# c".to_string()),
+            Just("\"".to_string()),
+            "[ -~]{0,6}",
+        ];
+        prop::collection::vec(piece, 0..40).prop_map(|v| v.concat())
+    }
+
+    proptest! {
+        #[test]
+        fn parsers_never_panic_on_arbitrary_text(text in "(?s).{0,300}") {
+            let mut inc = |_: &str| -> Result<(String, String), String> { Ok(("inc".into(), "A=1".into())) };
+            let _ = parse_cluster(("s", &text), Some(("g", &text)), Some(("t", &text)), &mut inc);
+        }
+
+        #[test]
+        fn parsers_never_panic_on_config_like_text(text in words(), gres in words(), topo in words()) {
+            let mut inc = |_: &str| -> Result<(String, String), String> { Ok(("inc".into(), "NodeName=i1".into())) };
+            let base = format!("GresTypes=gpu\nNodeName=n[1-4] Gres=gpu:8\n{text}");
+            if let Ok(c) = parse_slurm_conf(&base, "s", &mut inc) {
+                let mut c2 = c.clone();
+                let _ = apply_gres_conf(&mut c2, &gres, "g", &mut inc);
+                let mut c3 = c;
+                if apply_topology_conf(&mut c3, &topo, "t", &mut inc).is_ok() {
+                    // Pods partition the nodes.
+                    let mut all: Vec<&String> = c3.pods.iter().flat_map(|p| &p.nodes).collect();
+                    all.sort();
+                    let mut want: Vec<&String> = c3.nodes.iter().map(|n| &n.name).collect();
+                    want.sort();
+                    prop_assert_eq!(all, want);
+                }
+            }
+        }
+    }
 }

@@ -1,0 +1,691 @@
+//! The table of configuration keys: every key Flotilla reads, with its type, default and
+//! meaning, and the keys Slurm 22.05 knows that Flotilla does not use yet.
+//!
+//! The parsers look keys up here (case-insensitively, aliases included) and type-check
+//! values by [`ValueType`]; defaults marked [`KeyDefault::Value`] are applied by the parsers
+//! from this table; `docs/slurm-conf-keys.md` is [`keys_markdown`]'s output (a test keeps it
+//! up to date; regenerate with `UPDATE_GOLDENS=1`). So a new key is added here first.
+//!
+//! A key Slurm knows but Flotilla does not use yet gives one warning (first occurrence, with
+//! file and line) and is otherwise ignored, so an admin's existing file loads. A key nobody
+//! knows is an error with file and line.
+
+use std::fmt::Write as _;
+
+/// Which file and which kind of line a key belongs to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Scope {
+    /// `slurm.conf`, outside `NodeName=`/`PartitionName=` lines.
+    Global,
+    /// `slurm.conf`, a `NodeName=` line.
+    Node,
+    /// `slurm.conf`, a `PartitionName=` line.
+    Partition,
+    /// `gres.conf`.
+    Gres,
+    /// `topology.conf`.
+    Topology,
+}
+
+impl Scope {
+    /// Every scope, in documentation order.
+    pub const ALL: [Scope; 5] = [
+        Scope::Global,
+        Scope::Node,
+        Scope::Partition,
+        Scope::Gres,
+        Scope::Topology,
+    ];
+
+    /// A heading for the documentation.
+    pub fn title(self) -> &'static str {
+        match self {
+            Scope::Global => "slurm.conf: global keys",
+            Scope::Node => "slurm.conf: `NodeName=` lines",
+            Scope::Partition => "slurm.conf: `PartitionName=` lines",
+            Scope::Gres => "gres.conf",
+            Scope::Topology => "topology.conf",
+        }
+    }
+}
+
+/// The type of a key's value, which decides how it is checked.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ValueType {
+    /// Any text.
+    String,
+    /// `YES`/`NO` (also `TRUE`/`FALSE`, `1`/`0`, `UP`/`DOWN`), any case.
+    Bool,
+    /// An integer 0..=65535.
+    U16,
+    /// An integer 0..=4294967295.
+    U32,
+    /// An integer 0..=2^64-1.
+    U64,
+    /// An integer, or `UNLIMITED`/`INFINITE` for no limit.
+    Limit,
+    /// A time limit: minutes, `MM:SS`, `HH:MM:SS`, `D-HH`, `D-HH:MM`, `D-HH:MM:SS`, or
+    /// `UNLIMITED`/`INFINITE` (Slurm `time_str2mins`; seconds round up to a minute).
+    Time,
+    /// A hostlist expression such as `gpu[01-04]`.
+    Hostlist,
+    /// A comma-separated list.
+    List,
+    /// One of the listed words, any case.
+    Enum(&'static [&'static str]),
+    /// `host` or `host(addr)`.
+    Host,
+    /// A port, or a range `first-last` of which the first is used.
+    PortRange,
+    /// GRES as `name[:type][:count]`, comma-separated.
+    Gres,
+}
+
+impl ValueType {
+    fn describe(self) -> String {
+        match self {
+            ValueType::String => "string".into(),
+            ValueType::Bool => "YES\\|NO".into(),
+            ValueType::U16 => "integer (16 bit)".into(),
+            ValueType::U32 => "integer (32 bit)".into(),
+            ValueType::U64 => "integer (64 bit)".into(),
+            ValueType::Limit => "integer or UNLIMITED".into(),
+            ValueType::Time => "time (minutes, [D-]HH:MM:SS, UNLIMITED)".into(),
+            ValueType::Hostlist => "hostlist".into(),
+            ValueType::List => "comma-separated list".into(),
+            ValueType::Enum(words) => words.join("\\|"),
+            ValueType::Host => "host or host(addr)".into(),
+            ValueType::PortRange => "port or port range".into(),
+            ValueType::Gres => "GRES list (name[:type][:count],...)".into(),
+        }
+    }
+}
+
+/// A key's default.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum KeyDefault {
+    /// This value, applied by the parser when the key is absent.
+    Value(&'static str),
+    /// Absent means unset (`None`, empty).
+    Unset,
+    /// Computed from other keys, as described.
+    Derived(&'static str),
+}
+
+/// One key Flotilla uses.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct KeyDoc {
+    /// Canonical spelling (Slurm's).
+    pub name: &'static str,
+    /// Other accepted spellings (Slurm's older names).
+    pub aliases: &'static [&'static str],
+    /// Where the key is written.
+    pub scope: Scope,
+    /// How the value is checked.
+    pub ty: ValueType,
+    /// Default when absent.
+    pub default: KeyDefault,
+    /// What it means to Flotilla (Markdown, one line).
+    pub doc: &'static str,
+}
+
+const fn key(
+    scope: Scope,
+    name: &'static str,
+    ty: ValueType,
+    default: KeyDefault,
+    doc: &'static str,
+) -> KeyDoc {
+    KeyDoc {
+        name,
+        aliases: &[],
+        scope,
+        ty,
+        default,
+        doc,
+    }
+}
+
+use KeyDefault::{Derived, Unset, Value};
+use Scope::{Global, Gres, Node, Partition, Topology};
+
+/// Node states accepted by `NodeName ... State=`.
+pub const NODE_STATES: &[&str] = &[
+    "UNKNOWN", "IDLE", "DOWN", "DRAIN", "FAIL", "FUTURE", "CLOUD",
+];
+/// Partition states accepted by `PartitionName ... State=`.
+pub const PARTITION_STATES: &[&str] = &["UP", "DOWN", "DRAIN", "INACTIVE"];
+/// `DefaultTopology=` values.
+pub const TOPOLOGY_KINDS: &[&str] = &["node", "pod", "any"];
+/// gres.conf `AutoDetect=` values.
+pub const AUTODETECT: &[&str] = &["off", "nvml", "rsmi", "oneapi", "nrt", "nvidia"];
+
+/// Every key Flotilla uses.
+pub static KEYS: &[KeyDoc] = &[
+    // slurm.conf, global.
+    key(Global, "ClusterName", ValueType::String, Unset, "Name of the cluster."),
+    key(Global, "SlurmctldHost", ValueType::Host, Unset,
+        "Controller host, `host(addr)`; the first line is the primary (backups are kept in `raw` only)."),
+    key(Global, "ControlMachine", ValueType::String, Unset,
+        "Old spelling of the controller host; used only when `SlurmctldHost` is absent."),
+    key(Global, "ControlAddr", ValueType::String, Unset,
+        "Old spelling of the controller address; used only when `SlurmctldHost` is absent."),
+    key(Global, "SlurmctldPort", ValueType::PortRange, Value("6817"),
+        "Port the controller listens on (the first of a range)."),
+    key(Global, "SlurmdPort", ValueType::U16, Value("6818"),
+        "Port of the node daemons, unless a node sets `Port=`."),
+    key(Global, "SlurmUser", ValueType::String, Value("root"), "User the controller runs as."),
+    key(Global, "StateSaveLocation", ValueType::String, Value("/var/spool/slurmctld"),
+        "Directory of the controller's state (Flotilla's SQLite database)."),
+    key(Global, "SlurmdSpoolDir", ValueType::String, Value("/var/spool/slurmd"),
+        "Node daemon spool directory; `%n` is the node name."),
+    key(Global, "DefMemPerCPU", ValueType::U64, Unset,
+        "Default memory per allocated CPU in MiB (otherwise a job gets the whole node's memory)."),
+    key(Global, "KillWait", ValueType::U16, Value("30"),
+        "Seconds between SIGTERM and SIGKILL at a job's time limit."),
+    key(Global, "MinJobAge", ValueType::U32, Value("300"),
+        "Seconds a finished job stays visible to `squeue`/`scontrol`."),
+    key(Global, "MaxJobCount", ValueType::U32, Value("10000"),
+        "Most jobs the controller holds at once; submissions beyond are refused."),
+    key(Global, "MaxArraySize", ValueType::U32, Value("1001"),
+        "Largest array index plus one."),
+    key(Global, "SelectType", ValueType::String, Value("select/cons_tres"),
+        "Placement plugin (Flotilla's placement always treats GPUs, CPUs and memory as consumable)."),
+    key(Global, "PriorityType", ValueType::String, Value("priority/basic"), "Priority plugin."),
+    key(Global, "PreemptType", ValueType::String, Value("preempt/none"), "Preemption plugin."),
+    key(Global, "SchedulerType", ValueType::String, Value("sched/backfill"), "Scheduler plugin."),
+    key(Global, "TopologyPlugin", ValueType::String, Value("topology/none"),
+        "Topology plugin; Flotilla reads `topology.conf` (tree or block) whenever it is present."),
+    key(Global, "GresTypes", ValueType::List, Unset,
+        "GRES names nodes may have; a node's `Gres=` naming another is an error (as in Slurm)."),
+    key(Global, "AlertProgram", ValueType::String, Unset,
+        "Flotilla: program handed each alert/page decision as JSON on stdin."),
+    // slurm.conf, NodeName lines.
+    key(Node, "NodeName", ValueType::Hostlist, Unset,
+        "Node names (hostlist); `DEFAULT` sets defaults for later lines; `ALL` is reserved."),
+    key(Node, "NodeAddr", ValueType::Hostlist, Derived("the NodeHostname"),
+        "Address of the node daemon; a hostlist gives one per node, in order."),
+    key(Node, "NodeHostname", ValueType::Hostlist, Derived("the NodeName"),
+        "Host name of the machine; a hostlist gives one per node, in order."),
+    key(Node, "Port", ValueType::Hostlist, Derived("SlurmdPort"),
+        "Port of this node's daemon; `[17001-17004]` gives one per node (several daemons on one host)."),
+    KeyDoc {
+        name: "CPUs",
+        aliases: &["Procs"],
+        scope: Node,
+        ty: ValueType::U16,
+        default: Derived("Sockets × CoresPerSocket × ThreadsPerCore"),
+        doc: "Schedulable CPUs.",
+    },
+    key(Node, "Boards", ValueType::U16, Value("1"), "Baseboards per node."),
+    key(Node, "Sockets", ValueType::U16, Value("1"), "Sockets per node (all baseboards)."),
+    key(Node, "CoresPerSocket", ValueType::U16, Value("1"), "Cores per socket."),
+    key(Node, "ThreadsPerCore", ValueType::U16, Value("1"), "Hardware threads per core."),
+    key(Node, "RealMemory", ValueType::U64, Value("1"), "Schedulable memory in MiB."),
+    key(Node, "Gres", ValueType::Gres, Unset,
+        "GRES, e.g. `gpu:h100:8` or `gpu:8`; Flotilla schedules `gpu` and keeps the rest as written."),
+    key(Node, "Weight", ValueType::U32, Value("1"), "Scheduling weight; lower is used first."),
+    KeyDoc {
+        name: "Features",
+        aliases: &["Feature"],
+        scope: Node,
+        ty: ValueType::List,
+        default: Unset,
+        doc: "Node features for `--constraint`.",
+    },
+    key(Node, "State", ValueType::Enum(NODE_STATES), Value("UNKNOWN"), "Initial node state."),
+    // slurm.conf, PartitionName lines.
+    key(Partition, "PartitionName", ValueType::String, Unset,
+        "Partition name; `DEFAULT` sets defaults for later lines."),
+    key(Partition, "Nodes", ValueType::Hostlist, Unset,
+        "Nodes of the partition; `ALL` is every node. Naming an undefined node is an error."),
+    key(Partition, "Default", ValueType::Bool, Value("NO"),
+        "The partition of jobs that name none; if several say YES, the last one wins (with a warning)."),
+    key(Partition, "MaxTime", ValueType::Time, Value("UNLIMITED"), "Largest time limit a job may have."),
+    key(Partition, "DefaultTime", ValueType::Time, Derived("MaxTime"),
+        "Time limit of jobs that give none."),
+    key(Partition, "State", ValueType::Enum(PARTITION_STATES), Value("UP"),
+        "UP accepts and runs jobs; DOWN accepts but does not start; DRAIN runs but refuses; INACTIVE neither."),
+    key(Partition, "PriorityTier", ValueType::U16, Value("1"),
+        "Jobs of a higher tier are considered first (and may preempt, with PreemptType=preempt/partition_prio)."),
+    key(Partition, "PriorityJobFactor", ValueType::U16, Value("1"),
+        "Partition factor of the multifactor priority."),
+    key(Partition, "Priority", ValueType::U16, Unset,
+        "Old spelling: sets both PriorityTier and PriorityJobFactor."),
+    key(Partition, "MaxNodes", ValueType::Limit, Value("UNLIMITED"), "Most nodes one job may use."),
+    key(Partition, "DefaultTopology", ValueType::Enum(TOPOLOGY_KINDS), Value("any"),
+        "Flotilla: topology set of jobs that declare none (`node`, `pod` or `any`)."),
+    key(Partition, "SubNodePool", ValueType::Bool, Value("NO"),
+        "Flotilla: the partition's nodes are a pool for jobs of less than one node's GPUs."),
+    // gres.conf.
+    key(Gres, "NodeName", ValueType::Hostlist, Derived("every node"),
+        "Nodes the line applies to; a line without it applies to every node."),
+    key(Gres, "Name", ValueType::String, Unset,
+        "GRES name; Flotilla reads `gpu` lines and skips others (with a warning)."),
+    key(Gres, "Type", ValueType::String, Unset,
+        "GPU model; must match the type in slurm.conf's `Gres=` when both are given."),
+    key(Gres, "File", ValueType::Hostlist, Unset,
+        "Device files, one per GPU, e.g. `/dev/nvidia[0-7]`, in GPU index order."),
+    key(Gres, "Count", ValueType::U32, Derived("the number of File entries"),
+        "GPUs the line describes; with `File=`, must equal the number of files."),
+    key(Gres, "Cores", ValueType::String, Unset, "Cores close to these GPUs, as written (e.g. `0-31`)."),
+    key(Gres, "AutoDetect", ValueType::Enum(AUTODETECT), Value("off"),
+        "Accepted for compatibility; Flotilla's node daemon probes GPUs itself, config files are not changed by it."),
+    // topology.conf.
+    key(Topology, "SwitchName", ValueType::String, Unset,
+        "A switch of `topology/tree`; one with `Nodes=` is a leaf and becomes a pod."),
+    key(Topology, "Switches", ValueType::Hostlist, Unset, "Child switches of a non-leaf switch."),
+    key(Topology, "Nodes", ValueType::Hostlist, Unset, "Nodes of a leaf switch or of a block."),
+    key(Topology, "BlockName", ValueType::String, Unset, "A block of `topology/block`; it becomes a pod."),
+    key(Topology, "BlockSizes", ValueType::List, Unset, "Block sizes of `topology/block` (numbers of nodes)."),
+];
+
+/// Keys of Slurm 22.05 that Flotilla accepts with a warning and otherwise ignores, by scope.
+/// In `slurm.conf`, the line keys `DownNodes`, `FrontendName` and `NodeSet` are among them
+/// (the whole line is skipped).
+pub static SLURM_ONLY_KEYS: &[(Scope, &[&str])] = &[
+    (
+        Global,
+        &[
+            "AccountingStorageBackupHost",
+            "AccountingStorageEnforce",
+            "AccountingStorageExternalHost",
+            "AccountingStorageHost",
+            "AccountingStorageLoc",
+            "AccountingStorageParameters",
+            "AccountingStoragePass",
+            "AccountingStoragePort",
+            "AccountingStorageTRES",
+            "AccountingStorageType",
+            "AccountingStorageUser",
+            "AccountingStoreFlags",
+            "AccountingStoreJobComment",
+            "AcctGatherEnergyType",
+            "AcctGatherFilesystemType",
+            "AcctGatherInfinibandType",
+            "AcctGatherInterconnectType",
+            "AcctGatherNodeFreq",
+            "AcctGatherProfileType",
+            "AllowSpecResourcesUsage",
+            "AuthAltParameters",
+            "AuthAltTypes",
+            "AuthInfo",
+            "AuthType",
+            "BackupAddr",
+            "BackupController",
+            "BatchStartTimeout",
+            "BcastExclude",
+            "BcastParameters",
+            "BurstBufferParameters",
+            "BurstBufferType",
+            "CliFilterPlugins",
+            "CommunicationParameters",
+            "CompleteWait",
+            "CoreSpecPlugin",
+            "CpuFreqDef",
+            "CpuFreqGovernors",
+            "CredType",
+            "CryptoType",
+            "DebugFlags",
+            "DefCPUPerGPU",
+            "DefMemPerGPU",
+            "DefMemPerNode",
+            "DependencyParameters",
+            "DisableRootJobs",
+            "DownNodes",
+            "EioTimeout",
+            "EnforcePartLimits",
+            "Epilog",
+            "EpilogMsgTime",
+            "EpilogSlurmctld",
+            "ExtSensorsFreq",
+            "ExtSensorsType",
+            "FairShareDampeningFactor",
+            "FastSchedule",
+            "FederationParameters",
+            "FirstJobId",
+            "FrontendName",
+            "GetEnvTimeout",
+            "GpuFreqDef",
+            "GroupUpdateForce",
+            "GroupUpdateTime",
+            "HealthCheckInterval",
+            "HealthCheckNodeState",
+            "HealthCheckProgram",
+            "InactiveLimit",
+            "InteractiveStepOptions",
+            "JobAcctGatherFrequency",
+            "JobAcctGatherParams",
+            "JobAcctGatherType",
+            "JobCompHost",
+            "JobCompLoc",
+            "JobCompParams",
+            "JobCompPass",
+            "JobCompPort",
+            "JobCompType",
+            "JobCompUser",
+            "JobContainerType",
+            "JobCredentialPrivateKey",
+            "JobCredentialPublicCertificate",
+            "JobFileAppend",
+            "JobRequeue",
+            "JobSubmitPlugins",
+            "KeepAliveTime",
+            "KillOnBadExit",
+            "LaunchParameters",
+            "LaunchType",
+            "Licenses",
+            "LogTimeFormat",
+            "MailDomain",
+            "MailProg",
+            "MaxDBDMsgs",
+            "MaxJobId",
+            "MaxMemPerCPU",
+            "MaxMemPerNode",
+            "MaxNodeCount",
+            "MaxStepCount",
+            "MaxTasksPerNode",
+            "MCSParameters",
+            "MCSPlugin",
+            "MessageTimeout",
+            "MpiDefault",
+            "MpiParams",
+            "NodeFeaturesPlugins",
+            "NodeSet",
+            "OverTimeLimit",
+            "PluginDir",
+            "PlugStackConfig",
+            "PowerParameters",
+            "PowerPlugin",
+            "PreemptExemptTime",
+            "PreemptMode",
+            "PrEpParameters",
+            "PrEpPlugins",
+            "PriorityCalcPeriod",
+            "PriorityDecayHalfLife",
+            "PriorityFavorSmall",
+            "PriorityFlags",
+            "PriorityMaxAge",
+            "PriorityParameters",
+            "PrioritySiteFactorParameters",
+            "PrioritySiteFactorPlugin",
+            "PriorityUsageResetPeriod",
+            "PriorityWeightAge",
+            "PriorityWeightAssoc",
+            "PriorityWeightFairshare",
+            "PriorityWeightJobSize",
+            "PriorityWeightPartition",
+            "PriorityWeightQOS",
+            "PriorityWeightTRES",
+            "PrivateData",
+            "ProctrackType",
+            "Prolog",
+            "PrologEpilogTimeout",
+            "PrologFlags",
+            "PrologSlurmctld",
+            "PropagatePrioProcess",
+            "PropagateResourceLimits",
+            "PropagateResourceLimitsExcept",
+            "RebootProgram",
+            "ReconfigFlags",
+            "RequeueExit",
+            "RequeueExitHold",
+            "ResumeFailProgram",
+            "ResumeProgram",
+            "ResumeRate",
+            "ResumeTimeout",
+            "ResvEpilog",
+            "ResvOverRun",
+            "ResvProlog",
+            "ReturnToService",
+            "RoutePlugin",
+            "SallocDefaultCommand",
+            "SbcastParameters",
+            "SchedulerParameters",
+            "SchedulerTimeSlice",
+            "ScronParameters",
+            "SelectTypeParameters",
+            "SlurmctldAddr",
+            "SlurmctldDebug",
+            "SlurmctldLogFile",
+            "SlurmctldParameters",
+            "SlurmctldPidFile",
+            "SlurmctldPlugstack",
+            "SlurmctldPrimaryOffProg",
+            "SlurmctldPrimaryOnProg",
+            "SlurmctldSyslogDebug",
+            "SlurmctldTimeout",
+            "SlurmdDebug",
+            "SlurmdLogFile",
+            "SlurmdParameters",
+            "SlurmdPidFile",
+            "SlurmdSyslogDebug",
+            "SlurmdTimeout",
+            "SlurmdUser",
+            "SlurmSchedLogFile",
+            "SlurmSchedLogLevel",
+            "SrunEpilog",
+            "SrunPortRange",
+            "SrunProlog",
+            "SuspendExcNodes",
+            "SuspendExcParts",
+            "SuspendProgram",
+            "SuspendRate",
+            "SuspendTime",
+            "SuspendTimeout",
+            "SwitchParameters",
+            "SwitchType",
+            "TaskEpilog",
+            "TaskPlugin",
+            "TaskPluginParam",
+            "TaskProlog",
+            "TCPTimeout",
+            "TmpFS",
+            "TopologyParam",
+            "TrackWCKey",
+            "TreeWidth",
+            "UnkillableStepProgram",
+            "UnkillableStepTimeout",
+            "UsePAM",
+            "VSizeFactor",
+            "WaitTime",
+            "X11Parameters",
+        ],
+    ),
+    (
+        Node,
+        &[
+            "BcastAddr",
+            "CoreSpecCount",
+            "CpuBind",
+            "CPUSpecList",
+            "MemSpecLimit",
+            "Reason",
+            "SocketsPerBoard",
+            "TmpDisk",
+            "TRESWeights",
+        ],
+    ),
+    (
+        Partition,
+        &[
+            "AllocNodes",
+            "AllowAccounts",
+            "AllowGroups",
+            "AllowQos",
+            "Alternate",
+            "CpuBind",
+            "DefCPUPerGPU",
+            "DefMemPerCPU",
+            "DefMemPerGPU",
+            "DefMemPerNode",
+            "DenyAccounts",
+            "DenyQos",
+            "DisableRootJobs",
+            "ExclusiveUser",
+            "GraceTime",
+            "Hidden",
+            "LLN",
+            "MaxCPUsPerNode",
+            "MaxCPUsPerSocket",
+            "MaxMemPerCPU",
+            "MaxMemPerNode",
+            "MinNodes",
+            "OverSubscribe",
+            "OverTimeLimit",
+            "PreemptMode",
+            "QOS",
+            "ReqResv",
+            "ResumeTimeout",
+            "RootOnly",
+            "SelectTypeParameters",
+            "Shared",
+            "SuspendTime",
+            "SuspendTimeout",
+            "TRESBillingWeights",
+        ],
+    ),
+    (Gres, &["Flags", "Links", "MultipleFiles"]),
+    (Topology, &["LinkSpeed"]),
+];
+
+/// What the table says about a key.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum KeyLookup {
+    /// A key Flotilla uses.
+    Used(&'static KeyDoc),
+    /// A key Slurm knows that Flotilla does not use yet (canonical spelling).
+    SlurmOnly(&'static str),
+    /// A key nobody knows.
+    Unknown,
+}
+
+/// Looks `key` up in `scope`, case-insensitively, aliases included.
+pub fn lookup(scope: Scope, key: &str) -> KeyLookup {
+    if let Some(k) = KEYS.iter().find(|k| {
+        k.scope == scope
+            && (k.name.eq_ignore_ascii_case(key)
+                || k.aliases.iter().any(|a| a.eq_ignore_ascii_case(key)))
+    }) {
+        return KeyLookup::Used(k);
+    }
+    SLURM_ONLY_KEYS
+        .iter()
+        .filter(|(s, _)| *s == scope)
+        .flat_map(|(_, names)| names.iter())
+        .find(|n| n.eq_ignore_ascii_case(key))
+        .map_or(KeyLookup::Unknown, |n| KeyLookup::SlurmOnly(n))
+}
+
+/// The key table as Markdown: one table per scope (key, type, default, description), then the
+/// keys Slurm knows that Flotilla does not use yet. This is `docs/slurm-conf-keys.md`.
+pub fn keys_markdown() -> String {
+    let mut s = String::new();
+    s.push_str(
+        "<!-- Generated from core/src/config/keys.rs by keys_markdown(); do not edit. -->\n",
+    );
+    s.push_str("<!-- Regenerate: UPDATE_GOLDENS=1 cargo test -p flotilla-core keys_doc_is_up_to_date -->\n\n");
+    s.push_str("# Configuration keys\n\n");
+    s.push_str(
+        "Keys are case-insensitive. A key Slurm knows that Flotilla does not use yet gives one \
+         warning with file and line and is ignored; a key nobody knows is an error.\n",
+    );
+    for scope in Scope::ALL {
+        let _ = write!(s, "\n## {}\n\n", scope.title());
+        s.push_str("| Key | Type | Default | Description |\n|---|---|---|---|\n");
+        for k in KEYS.iter().filter(|k| k.scope == scope) {
+            let name = if k.aliases.is_empty() {
+                format!("`{}`", k.name)
+            } else {
+                format!("`{}` (also `{}`)", k.name, k.aliases.join("`, `"))
+            };
+            let default = match k.default {
+                KeyDefault::Value(v) => format!("`{v}`"),
+                KeyDefault::Unset => "unset".to_string(),
+                KeyDefault::Derived(d) => d.to_string(),
+            };
+            let _ = writeln!(
+                s,
+                "| {name} | {} | {default} | {} |",
+                k.ty.describe(),
+                k.doc
+            );
+        }
+    }
+    s.push_str("\n## Keys Slurm knows that Flotilla does not use yet\n");
+    for (scope, names) in SLURM_ONLY_KEYS {
+        let _ = write!(s, "\n### {}\n\n", scope.title());
+        let list: Vec<String> = names.iter().map(|n| format!("`{n}`")).collect();
+        s.push_str(&list.join(", "));
+        s.push('\n');
+    }
+    s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::path::PathBuf;
+
+    #[test]
+    fn lookup_is_case_insensitive_and_knows_aliases() {
+        assert!(
+            matches!(lookup(Global, "slurmctldport"), KeyLookup::Used(k) if k.name == "SlurmctldPort")
+        );
+        assert!(matches!(lookup(Node, "PROCS"), KeyLookup::Used(k) if k.name == "CPUs"));
+        assert_eq!(lookup(Global, "authtype"), KeyLookup::SlurmOnly("AuthType"));
+        assert_eq!(lookup(Global, "NoSuchKey"), KeyLookup::Unknown);
+        // Scopes are separate: a node key is not a global key.
+        assert_eq!(lookup(Global, "RealMemory"), KeyLookup::Unknown);
+    }
+
+    #[test]
+    fn no_key_is_both_used_and_slurm_only_nor_listed_twice() {
+        for scope in Scope::ALL {
+            let mut seen: Vec<String> = Vec::new();
+            let used = KEYS
+                .iter()
+                .filter(|k| k.scope == scope)
+                .flat_map(|k| std::iter::once(k.name).chain(k.aliases.iter().copied()));
+            let only = SLURM_ONLY_KEYS
+                .iter()
+                .filter(|(s, _)| *s == scope)
+                .flat_map(|(_, n)| n.iter().copied());
+            for name in used.chain(only) {
+                let lower = name.to_ascii_lowercase();
+                assert!(!seen.contains(&lower), "{name} listed twice in {scope:?}");
+                seen.push(lower);
+            }
+        }
+    }
+
+    #[test]
+    fn defaults_in_the_table_type_check() {
+        for k in KEYS {
+            if let KeyDefault::Value(v) = k.default {
+                let at = super::super::Location::new("table", 0);
+                assert!(
+                    super::super::slurm_conf::check_value(k, v, &at).is_ok(),
+                    "default of {} does not parse",
+                    k.name
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn keys_doc_is_up_to_date() {
+        let path = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../docs/slurm-conf-keys.md");
+        let want = keys_markdown();
+        if std::env::var_os("UPDATE_GOLDENS").is_some() {
+            std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+            std::fs::write(&path, &want).unwrap();
+        }
+        let have = std::fs::read_to_string(&path).unwrap_or_default();
+        assert!(
+            have == want,
+            "{} is out of date; regenerate with UPDATE_GOLDENS=1 cargo test -p flotilla-core keys_doc_is_up_to_date",
+            path.display()
+        );
+    }
+}

@@ -1,0 +1,312 @@
+//! `topology.conf`: leaf switches (`topology/tree`) or blocks (`topology/block`) as pods.
+//!
+//! - Tree: `SwitchName=leaf1 Nodes=gpu[01-32]` is a leaf and becomes a pod;
+//!   `SwitchName=spine Switches=leaf[1-4]` is a non-leaf switch ([`super::SwitchConfig`]).
+//!   A switch with both `Nodes=` and `Switches=` is an error; one with neither is skipped with
+//!   a warning. Child switches must be defined somewhere in the file.
+//! - Block: `BlockName=b1 Nodes=...` becomes a pod; `BlockSizes=4,16` is kept in
+//!   [`ClusterConfig::block_sizes`]. Switch and block lines in one file are an error.
+//! - A node in no leaf switch or block becomes a pod of its own, named after the node, with one
+//!   warning listing such nodes: a `pod` job may use it alone but never with other nodes, since
+//!   nothing says how it is connected (Slurm's tree plugin likewise cannot place multi-node jobs
+//!   across nodes no switch reaches).
+//! - Flotilla: a node in two pods, a node slurm.conf does not define, and duplicate switch or
+//!   block names are errors (pods partition the nodes; invariant 3 of DESIGN.md rests on it).
+
+use super::keys::{self, KeyLookup, Scope};
+use super::lex::{self, IncludeResolver};
+use super::slurm_conf::check_value;
+use super::{ClusterConfig, ConfigError, Location, PodConfig, SwitchConfig};
+use crate::hostlist;
+
+/// Reads the text of `topology.conf` (named `source`) into `cfg`: replaces
+/// [`ClusterConfig::pods`], [`ClusterConfig::switches`] and [`ClusterConfig::block_sizes`].
+///
+/// Errors: [`ConfigError`] with file and line.
+pub fn apply_topology_conf(
+    cfg: &mut ClusterConfig,
+    text: &str,
+    source: &str,
+    include: &mut IncludeResolver<'_>,
+) -> Result<(), ConfigError> {
+    let records = lex::records(text, source, include)?;
+    let mut pods: Vec<(PodConfig, Location)> = Vec::new();
+    let mut switches: Vec<(SwitchConfig, Location)> = Vec::new();
+    let mut block_sizes = Vec::new();
+    let mut kind: Option<(&'static str, Location)> = None;
+    let mut warned_link_speed = false;
+    for rec in records {
+        let head_at = rec.pairs[0].at.clone();
+        let mut head: Option<(&'static str, String)> = None;
+        let mut nodes = None;
+        let mut children = None;
+        for pair in rec.pairs {
+            let k = match keys::lookup(Scope::Topology, &pair.key) {
+                KeyLookup::Unknown => {
+                    return Err(ConfigError::UnknownKey {
+                        at: pair.at,
+                        key: pair.key,
+                    })
+                }
+                KeyLookup::SlurmOnly(n) => {
+                    if !warned_link_speed {
+                        warned_link_speed = true;
+                        cfg.warnings.push(format!(
+                            "{}: {n} is a Slurm key Flotilla does not use yet; ignored",
+                            pair.at
+                        ));
+                    }
+                    continue;
+                }
+                KeyLookup::Used(k) => k,
+            };
+            check_value(k, &pair.value, &pair.at)?;
+            match k.name {
+                "SwitchName" | "BlockName" | "BlockSizes" => {
+                    if head.is_some() {
+                        return Err(ConfigError::Invalid {
+                            at: pair.at,
+                            msg: format!("{} on a line that already has a name", k.name),
+                        });
+                    }
+                    head = Some((k.name, pair.value));
+                }
+                "Nodes" => nodes = Some((pair.value, pair.at)),
+                _ => children = Some((pair.value, pair.at)),
+            }
+        }
+        let Some((what, value)) = head else {
+            return Err(ConfigError::Invalid {
+                at: head_at,
+                msg: "line without SwitchName=, BlockName= or BlockSizes=".to_string(),
+            });
+        };
+        let this_kind = if what == "SwitchName" {
+            "tree"
+        } else {
+            "block"
+        };
+        match &kind {
+            Some((k, first)) if *k != this_kind => {
+                return Err(ConfigError::Invalid {
+                    at: head_at,
+                    msg: format!("{what} line in a {k} topology (see {first})"),
+                });
+            }
+            Some(_) => {}
+            None => kind = Some((this_kind, head_at.clone())),
+        }
+        if what == "BlockSizes" {
+            block_sizes.clear();
+            for part in value.split(',') {
+                let n = part
+                    .trim()
+                    .parse::<u32>()
+                    .map_err(|_| ConfigError::InvalidValue {
+                        at: head_at.clone(),
+                        key: "BlockSizes".to_string(),
+                        value: value.clone(),
+                        reason: "expected comma-separated numbers".to_string(),
+                    })?;
+                block_sizes.push(n);
+            }
+            continue;
+        }
+        if value.is_empty() {
+            return Err(ConfigError::Invalid {
+                at: head_at,
+                msg: format!("empty {what}"),
+            });
+        }
+        if pods.iter().any(|(p, _)| p.name == value)
+            || switches.iter().any(|(s, _)| s.name == value)
+        {
+            return Err(ConfigError::Invalid {
+                at: head_at,
+                msg: format!("duplicate {what} `{value}'"),
+            });
+        }
+        if what == "BlockName" && children.is_some() {
+            return Err(ConfigError::Invalid {
+                at: head_at,
+                msg: format!("block {value}: Switches= is for SwitchName lines"),
+            });
+        }
+        match (nodes, children) {
+            (Some(_), Some(_)) => {
+                return Err(ConfigError::Invalid {
+                    at: head_at,
+                    msg: format!("switch {value} has both Nodes= and Switches="),
+                });
+            }
+            (Some((expr, at)), None) => {
+                let names = expand(&expr, "Nodes", &at)?;
+                let mut list: Vec<String> = Vec::new();
+                for name in names {
+                    if !cfg.nodes.iter().any(|n| n.name == name) {
+                        return Err(ConfigError::Invalid {
+                            at: at.clone(),
+                            msg: format!("{value}: node `{name}' is not defined in slurm.conf"),
+                        });
+                    }
+                    if let Some((other, _)) = pods.iter().find(|(p, _)| p.nodes.contains(&name)) {
+                        return Err(ConfigError::Invalid {
+                            at: at.clone(),
+                            msg: format!("node `{name}' is in both {} and {value}", other.name),
+                        });
+                    }
+                    if !list.contains(&name) {
+                        list.push(name);
+                    }
+                }
+                pods.push((
+                    PodConfig {
+                        name: value,
+                        nodes: list,
+                        nodes_expr: expr,
+                    },
+                    head_at,
+                ));
+            }
+            (None, Some((expr, at))) => {
+                let names = expand(&expr, "Switches", &at)?;
+                switches.push((
+                    SwitchConfig {
+                        name: value,
+                        switches: names,
+                        switches_expr: expr,
+                    },
+                    at,
+                ));
+            }
+            (None, None) => {
+                cfg.warnings.push(format!(
+                    "{head_at}: {what} {value} has neither Nodes= nor Switches=; ignored"
+                ));
+            }
+        }
+    }
+    for (sw, at) in &switches {
+        for child in &sw.switches {
+            let known = pods.iter().any(|(p, _)| &p.name == child)
+                || switches.iter().any(|(s, _)| &s.name == child);
+            if !known {
+                return Err(ConfigError::Invalid {
+                    at: at.clone(),
+                    msg: format!("switch {}: child switch `{child}' is not defined", sw.name),
+                });
+            }
+        }
+    }
+    let mut pods: Vec<PodConfig> = pods.into_iter().map(|(p, _)| p).collect();
+    let lonely: Vec<String> = cfg
+        .nodes
+        .iter()
+        .filter(|n| !pods.iter().any(|p| p.nodes.contains(&n.name)))
+        .map(|n| n.name.clone())
+        .collect();
+    if !lonely.is_empty() {
+        let shown: Vec<&str> = lonely.iter().take(8).map(String::as_str).collect();
+        let more = if lonely.len() > 8 { ",..." } else { "" };
+        cfg.warnings.push(format!(
+            "{source}: {} node(s) in no leaf switch or block, each made a pod of its own: {}{more}",
+            lonely.len(),
+            shown.join(",")
+        ));
+        for name in lonely {
+            pods.push(PodConfig {
+                name: name.clone(),
+                nodes_expr: name.clone(),
+                nodes: vec![name],
+            });
+        }
+    }
+    cfg.pods = pods;
+    cfg.switches = switches.into_iter().map(|(s, _)| s).collect();
+    cfg.block_sizes = block_sizes;
+    Ok(())
+}
+
+fn expand(expr: &str, key: &str, at: &Location) -> Result<Vec<String>, ConfigError> {
+    hostlist::expand(expr).map_err(|source| ConfigError::Hostlist {
+        at: at.clone(),
+        key: key.to_string(),
+        source,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::{no_includes, parse_slurm_conf};
+    use super::*;
+
+    fn cluster() -> ClusterConfig {
+        parse_slurm_conf("NodeName=n[1-6] CPUs=4", "slurm.conf", &mut no_includes).unwrap()
+    }
+
+    #[test]
+    fn tree_leaves_become_pods_and_the_rest_singletons() {
+        let mut c = cluster();
+        let text = "SwitchName=leaf1 Nodes=n[1-2]\nSwitchName=leaf2 Nodes=n[3-4] LinkSpeed=100\n\
+                    SwitchName=spine Switches=leaf[1-2]\n";
+        apply_topology_conf(&mut c, text, "topology.conf", &mut no_includes).unwrap();
+        let pods: Vec<(&str, usize)> = c
+            .pods
+            .iter()
+            .map(|p| (p.name.as_str(), p.nodes.len()))
+            .collect();
+        assert_eq!(pods, [("leaf1", 2), ("leaf2", 2), ("n5", 1), ("n6", 1)]);
+        assert_eq!(c.switches[0].switches, ["leaf1", "leaf2"]);
+        assert!(c.warnings.iter().any(|w| w.contains("LinkSpeed")));
+        assert!(
+            c.warnings.iter().any(|w| w.contains("n5,n6")),
+            "{:?}",
+            c.warnings
+        );
+    }
+
+    #[test]
+    fn blocks_become_pods() {
+        let mut c = cluster();
+        let text = "BlockName=b1 Nodes=n[1-3]\nBlockName=b2 Nodes=n[4-6]\nBlockSizes=3,6\n";
+        apply_topology_conf(&mut c, text, "t", &mut no_includes).unwrap();
+        assert_eq!(c.pods.len(), 2);
+        assert_eq!(c.block_sizes, [3, 6]);
+    }
+
+    #[test]
+    fn inconsistent_topologies_are_errors() {
+        let cases = [
+            (
+                "SwitchName=a Nodes=n1\nBlockName=b Nodes=n2",
+                "t:2: BlockName line in a tree topology (see t:1)",
+            ),
+            (
+                "SwitchName=a Nodes=n1\nSwitchName=b Nodes=n1",
+                "t:2: node `n1' is in both a and b",
+            ),
+            (
+                "SwitchName=a Nodes=zz",
+                "t:1: a: node `zz' is not defined in slurm.conf",
+            ),
+            (
+                "SwitchName=s Switches=nope",
+                "t:1: switch s: child switch `nope' is not defined",
+            ),
+            (
+                "SwitchName=a Nodes=n1 Switches=x",
+                "t:1: switch a has both Nodes= and Switches=",
+            ),
+            (
+                "Nodes=n1",
+                "t:1: line without SwitchName=, BlockName= or BlockSizes=",
+            ),
+            ("SwitchName=a Color=red", "t:1: unknown key `Color'"),
+        ];
+        for (text, want) in cases {
+            let mut c = cluster();
+            let err = apply_topology_conf(&mut c, text, "t", &mut no_includes).unwrap_err();
+            assert_eq!(err.to_string(), want);
+        }
+    }
+}
