@@ -58,9 +58,10 @@ pub struct Allocation {
 }
 
 /// Slurm's pending-reason codes, as `squeue` prints them in its `REASON` column.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
 pub enum Reason {
     /// `None`: nothing holds the job back (it has not been considered yet).
+    #[default]
     None,
     /// `Resources`: the job is waiting for resources.
     Resources,
@@ -110,12 +111,15 @@ impl fmt::Display for Reason {
 }
 
 /// What the scheduler knows about a pending job after the last cycle.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct PendingInfo {
     /// Slurm reason code.
     pub reason: Reason,
-    /// Topology detail, e.g. `needs 1 whole node; largest_placeable node=0`.
+    /// Topology detail, e.g. `needs 1 whole node; largest_placeable node=0` (Flotilla's own
+    /// field, shown next to Slurm's reason by Flotilla-specific output).
     pub detail: Option<Arc<str>>,
+    /// Text Slurm appends to the reason (`UnavailableNodes:gpu04` for `ReqNodeNotAvail`).
+    pub slurm_detail: Option<String>,
     /// Expected start (s) from the reservation plan, when the job holds a reservation.
     pub expected_start: Option<Time>,
     /// Nodes of the job's reservation (Slurm's `SchedNodeList`).
@@ -467,12 +471,7 @@ impl Scheduler {
                 let entry = self.pending.entry(id).or_insert_with(|| PendingJob {
                     spec: spec.clone(),
                     failed_cycles: 0,
-                    info: PendingInfo {
-                        reason: Reason::None,
-                        detail: None,
-                        expected_start: None,
-                        sched_nodes: Vec::new(),
-                    },
+                    info: PendingInfo::default(),
                     priority: 0,
                 });
                 let shape_changed = entry.spec.request != spec.request || entry.spec.partition != spec.partition;
@@ -552,12 +551,7 @@ impl Scheduler {
                     PendingJob {
                         spec,
                         failed_cycles: 0,
-                        info: PendingInfo {
-                            reason: Reason::None,
-                            detail: None,
-                            expected_start: None,
-                            sched_nodes: Vec::new(),
-                        },
+                        info: PendingInfo::default(),
                         priority: 0,
                     },
                 );
@@ -657,12 +651,29 @@ impl Scheduler {
             } else {
                 None
             };
+            let mut slurm_detail = None;
+            let reason = reason.or_else(|| {
+                let down: Vec<String> = p
+                    .spec
+                    .request
+                    .required_nodes
+                    .iter()
+                    .filter(|n| !self.cluster.node(**n).avail.schedulable())
+                    .map(|n| self.cluster.node(*n).name.clone())
+                    .collect();
+                if down.is_empty() {
+                    return None;
+                }
+                slurm_detail = Some(format!("UnavailableNodes:{}", crate::hostlist::compress(&down)));
+                Some(Reason::ReqNodeNotAvail)
+            });
             if let Some(reason) = reason {
                 p.info = PendingInfo {
                     reason,
                     detail: None,
                     expected_start: None,
                     sched_nodes: Vec::new(),
+                    slurm_detail,
                 };
                 continue;
             }
@@ -721,8 +732,8 @@ impl Scheduler {
                     }
                     let r = &self.reservations[ri];
                     let (est, nodes) = (r.est_fill, r.gpus.iter().map(|(n, _)| *n).collect());
-                    self.set_info(id, Reason::Resources, None, Some(est), nodes);
-                    first_blocked.insert(part);
+                    let reason = if first_blocked.insert(part) { Reason::Resources } else { Reason::Priority };
+                    self.set_info(id, reason, None, Some(est), nodes);
                     continue;
                 }
                 self.drop_reservation(id, &mut out);
@@ -808,7 +819,6 @@ impl Scheduler {
                     self.add_reservation(r, now, &mut out);
                 }
             }
-            let reason = if est.is_some() { Reason::Resources } else { reason };
             self.set_info(id, reason, detail, est, nodes);
         }
         out
@@ -821,6 +831,7 @@ impl Scheduler {
                 detail,
                 expected_start: est,
                 sched_nodes: nodes,
+                slurm_detail: None,
             };
         }
     }

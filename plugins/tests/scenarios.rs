@@ -173,8 +173,9 @@ fn big_gang_holds_reservation_while_short_jobs_backfill() {
     let d = r.cycle(200);
     assert!(d.iter().any(|d| matches!(d, Decision::Bind { job, backfill_for, .. } if *job == JobId(2) && backfill_for == &vec![JobId(1)])));
     assert!(!binds(&d).contains(&JobId(3)), "a job ending after the fill must not backfill");
-    // The long job holds a reservation of its own, ranked below the gang's and disjoint.
-    assert_eq!(r.s.pending_info(JobId(3)).unwrap().reason, Reason::Resources);
+    // The long job holds a reservation of its own, ranked below the gang's and disjoint; as
+    // in Slurm, only the first blocked job of the partition shows `Resources`.
+    assert_eq!(r.s.pending_info(JobId(3)).unwrap().reason, Reason::Priority);
     assert_eq!(r.s.reservations().iter().map(|x| x.job).collect::<Vec<_>>(), vec![JobId(1), JobId(3)]);
     // The reservation survives the next cycles (held, not released).
     let d = r.cycle(300);
@@ -244,7 +245,7 @@ fn pending_reasons_name_the_topology() {
     r.cycle(2);
     let i3 = r.s.pending_info(JobId(3)).unwrap();
     assert_eq!(i3.reason, Reason::Resources);
-    assert_eq!(r.s.pending_info(JobId(4)).unwrap().reason, Reason::Resources);
+    assert_eq!(r.s.pending_info(JobId(4)).unwrap().reason, Reason::Priority);
     assert!(i3.detail.as_deref().unwrap().contains("needs 8 GPUs on one node") || i3.detail.as_deref().unwrap().contains("whole node"), "{:?}", i3.detail);
     let lp = r.s.largest_placeable();
     assert_eq!((lp.node, lp.pod, lp.any), (0, 0, 0));
@@ -268,4 +269,17 @@ fn node_reboot_requeues_its_jobs() {
     assert!(r.s.running().is_empty());
     r.s.check_invariants().unwrap();
     assert!(r.s.cluster.node(node).is_idle());
+}
+
+#[test]
+fn required_node_down_is_req_node_not_avail() {
+    let mut r = Run::new(Cluster::uniform(4, 8, 2, 64, 512_000));
+    r.s.handle(Event::NodeAvail { node: NodeId(3), avail: flotilla_core::cluster::NodeAvail::Drain { reason: "maint".into() } }, 0);
+    let mut spec = job(1, 0, 1, Node, 5);
+    spec.request.required_nodes = vec![NodeId(3)];
+    r.submit(spec, 0);
+    assert!(r.cycle(0).is_empty());
+    let info = r.s.pending_info(JobId(1)).unwrap();
+    assert_eq!(info.reason, Reason::ReqNodeNotAvail);
+    assert_eq!(info.slurm_detail.as_deref(), Some("UnavailableNodes:n0004"));
 }
