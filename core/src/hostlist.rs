@@ -451,10 +451,10 @@ impl Hostlist {
                 r[i].lo = new.hi;
                 let prev_hi = r[i - 1].hi;
                 let next_lo = r[i].lo;
-                if r[i - 1].is_empty() {
-                    // Slurm deletes index i here (not i - 1); kept as is.
-                    r.remove(i);
-                }
+                // Slurm deletes an emptied `hprev` here (by the wrong index, `i`). Since
+                // `intersect` requires `a.lo <= b.lo`, `hprev` keeps at least `a.lo..=b.lo`
+                // and is never empty.
+                debug_assert!(!r[i - 1].is_empty());
                 let mut block = Vec::new();
                 let mut x = new.lo;
                 loop {
@@ -474,8 +474,7 @@ impl Hostlist {
                     }
                     x += 1;
                 }
-                let at = i.min(r.len());
-                r.splice(at..at, block);
+                r.splice(i..i, block);
                 i = r.len();
             }
             i -= 1;
@@ -810,8 +809,19 @@ fn hostrange_cmp(a: &mut HostRange, b: &mut HostRange) -> i32 {
 }
 
 /// Slurm's `hostrange_intersect`: the common hosts of `a <= b`, or `None`.
+///
+/// Slurm only asserts its precondition `a.lo <= b.lo` (`xassert(hostrange_cmp(h1, h2) <= 0)`,
+/// compiled out in release builds). `hostrange_cmp` is not a total order once zero padding
+/// is mixed (whether two widths combine depends on the numbers compared, and comparing
+/// adjusts widths), so after `hostlist_coalesce` splits a range, a neighbour from the sort
+/// can start *below* it: `gpu100` (width 2, left of a split `gpu[92-100]`) followed by
+/// `gpu000` (width 3). Slurm then computes a bogus "intersection", empties `a`, deletes `b`
+/// instead of `a` and keeps reading the freed `b` (a use after free), so what it prints
+/// depends on the allocator, and the list no longer holds the right hosts. Here such a pair
+/// never intersects: it is left as two ranges, which keeps every host and prints what a
+/// glibc build of Slurm prints for the single-host case (`gpu[…,99-100,100,000]`).
 fn intersect(a: &mut HostRange, b: &mut HostRange) -> Option<HostRange> {
-    if a.single || b.single {
+    if a.single || b.single || a.lo > b.lo {
         return None;
     }
     if a.hi > b.lo && prefix_cmp(a, b) == Ordering::Equal && width_combine(a, b) {
@@ -1042,6 +1052,43 @@ mod tests {
         sorted.sort();
         assert_eq!(sorted.to_string(), "n[1-5,5-6,6-9]");
         assert_eq!(sorted.len(), hl.len());
+    }
+
+    #[test]
+    fn compress_sorted_mixed_padding_keeps_every_host() {
+        // Found by the proptest. Pushing gives three ranges: gpu[92-100] (gpu100 joins
+        // gpu99 with width 2: "100" needs no padding either way), gpu000 (width 3) and
+        // gpu[91-100] (width 2). glibc's merge sort with hostrange_cmp orders them
+        // gpu[91-100], gpu[92-100], gpu000: widths 2 and 3 do not combine for 91/92 vs 0, so
+        // they compare by width. hostlist_coalesce then splits the overlap of the first two
+        // into gpu[91-92], singles 92, 93, 93, …, 99, 99, 100, and the rest gpu100 (width 2).
+        // That gpu100 and gpu000 *do* combine (100 needs no padding at width 2 or 3), and
+        // 100 > 0, so Slurm "intersects" two ranges in the wrong order (its xassert fails),
+        // deletes the wrong one and reads freed memory. The port leaves that pair alone;
+        // hostlist_collapse joins the singles pairwise. With glibc, Slurm prints the same
+        // text (the emptied gpu100 range still prints its lower bound, and the freed
+        // range's lower bound is overwritten by the tcache key, so gpu000 is inserted again).
+        let list = [
+            "gpu92", "gpu93", "gpu94", "gpu95", "gpu96", "gpu97", "gpu98", "gpu99", "gpu100",
+            "gpu000", "gpu91", "gpu92", "gpu93", "gpu94", "gpu95", "gpu96", "gpu97", "gpu98",
+            "gpu99", "gpu100",
+        ];
+        let c = compress_sorted(&list);
+        assert_eq!(
+            c,
+            "gpu[91-92,92-93,93-94,94-95,95-96,96-97,97-98,98-99,99-100,100,000]"
+        );
+        let mut got = expand(&c).unwrap();
+        let mut want: Vec<String> = list.iter().map(|s| s.to_string()).collect();
+        got.sort();
+        want.sort();
+        assert_eq!(got, want);
+        let mut hl = Hostlist::new();
+        for h in list {
+            hl.push_host(h);
+        }
+        hl.sort();
+        assert_eq!(hl.len(), 20);
     }
 
     #[test]
