@@ -14,7 +14,7 @@
 //!
 //! A job whose GPU count is a multiple of the node size always takes whole nodes.
 
-use crate::cluster::{Cluster, GpuMask, Node, NodeAlloc, NodeId, PartId, PodId, MILLI};
+use crate::cluster::{Cluster, GpuMask, Node, NodeAlloc, NodeId, PartId, PodId, Time, MILLI};
 use crate::config::TopologyKind;
 use crate::job::Request;
 use std::fmt;
@@ -59,6 +59,11 @@ pub struct PlaceCtx<'a> {
     pub tie_rank: Option<&'a [u32]>,
     /// Partition the job runs in.
     pub partition: PartId,
+    /// When the job being placed ends by its time limit (s); `None` = unknown or unlimited.
+    pub job_end: Option<Time>,
+    /// Per node, when its current allocations end by their time limits (s; 0 = idle,
+    /// `u64::MAX` = an allocation without limit); `None` when the driver has no times.
+    pub busy_until: Option<&'a [Time]>,
 }
 
 impl fmt::Debug for PlaceCtx<'_> {
@@ -68,6 +73,16 @@ impl fmt::Debug for PlaceCtx<'_> {
 }
 
 impl PlaceCtx<'_> {
+    /// True when placing the job on `node` would make the node busy for longer than its
+    /// current allocations do (lifetime alignment); false when times are unknown.
+    pub fn extends_busy(&self, node: NodeId) -> bool {
+        match (self.busy_until, self.job_end) {
+            (Some(b), Some(end)) => end > b[node.0 as usize],
+            (Some(b), None) => b[node.0 as usize] != Time::MAX,
+            _ => false,
+        }
+    }
+
     /// GPUs of `node` wholly free and usable by this request.
     pub fn avail(&self, node: NodeId) -> GpuMask {
         self.cluster.node(node).free_gpus.minus((self.blocked)(node))

@@ -348,6 +348,10 @@ pub struct Scheduler {
     held: Vec<Vec<(JobId, GpuMask)>>,
     tie_rank: Option<Vec<u32>>,
     lp_cache: Option<LargestPlaceable>,
+    /// Per node: the running jobs on it and when each ends by its limit (`u64::MAX` = never).
+    node_jobs: Vec<Vec<(JobId, Time)>>,
+    /// Per node: the latest of those ends (0 = idle); handed to placement policies.
+    busy_until: Vec<Time>,
 }
 
 /// Memo key for a request shape that failed in this cycle.
@@ -379,6 +383,8 @@ impl Scheduler {
             held: vec![Vec::new(); n],
             tie_rank: None,
             lp_cache: None,
+            node_jobs: vec![Vec::new(); n],
+            busy_until: vec![0; n],
         }
     }
 
@@ -454,6 +460,7 @@ impl Scheduler {
             self.cluster.take(&a.part);
             self.next_alloc = self.next_alloc.max(a.id.0 + 1);
         }
+        self.note_started(&job);
         self.running.insert(job.spec.id, job);
     }
 
@@ -561,10 +568,23 @@ impl Scheduler {
 
     fn release_running(&mut self, id: JobId) -> Option<RunningJob> {
         let r = self.running.remove(&id)?;
+        self.lp_cache = None;
         for a in &r.allocs {
             self.cluster.give_back(&a.part);
+            let i = a.part.node.0 as usize;
+            self.node_jobs[i].retain(|(j, _)| *j != id);
+            self.busy_until[i] = self.node_jobs[i].iter().map(|(_, e)| *e).max().unwrap_or(0);
         }
         Some(r)
+    }
+
+    fn note_started(&mut self, job: &RunningJob) {
+        let end = job.end.unwrap_or(Time::MAX);
+        for a in &job.allocs {
+            let i = a.part.node.0 as usize;
+            self.node_jobs[i].push((job.spec.id, end));
+            self.busy_until[i] = self.busy_until[i].max(end);
+        }
     }
 
     fn drop_reservation(&mut self, job: JobId, out: &mut Vec<Decision>) {
@@ -725,7 +745,7 @@ impl Scheduler {
                         continue;
                     }
                     // Resources elsewhere may have freed sooner than the reserved ones.
-                    if let Ok(parts) = self.try_place(&spec, Some(&key), None) {
+                    if let Ok(parts) = self.try_place(now, &spec, Some(&key), None) {
                         self.drop_reservation(id, &mut out);
                         self.bind(&spec, parts, Vec::new(), now, &mut out);
                         continue;
@@ -746,7 +766,7 @@ impl Scheduler {
             };
             let mut detail = failed.get(&shape).cloned();
             if detail.is_none() {
-                match self.try_place(&spec, Some(&key), None) {
+                match self.try_place(now, &spec, Some(&key), None) {
                     Ok(parts) => {
                         self.bind(&spec, parts, Vec::new(), now, &mut out);
                         continue;
@@ -773,7 +793,7 @@ impl Scheduler {
             if self.config.queue != QueueMode::StrictFifo && !self.reservations.is_empty() {
                 if let Some(limit) = spec.time_limit_s {
                     let end = now + limit;
-                    if let Ok(parts) = self.try_place(&spec, Some(&key), Some(end)) {
+                    if let Ok(parts) = self.try_place(now, &spec, Some(&key), Some(end)) {
                         // The reservations ranked above this job whose GPUs (or, for
                         // CPU-only work, whose wholly held node) it borrows.
                         let mut users: BTreeSet<JobId> = BTreeSet::new();
@@ -838,6 +858,7 @@ impl Scheduler {
 
     fn try_place(
         &self,
+        now: Time,
         spec: &JobSpec,
         rank: Option<&(u64, Time, JobId)>,
         backfill_end: Option<Time>,
@@ -855,6 +876,8 @@ impl Scheduler {
             blocked: &blocked,
             tie_rank: self.tie_rank.as_deref(),
             partition: spec.partition,
+            job_end: spec.time_limit_s.map(|l| now + l),
+            busy_until: Some(&self.busy_until),
         };
         if spec.request.gpus == 0 {
             // CPU-only work must not land on wholly held nodes.
@@ -902,17 +925,16 @@ impl Scheduler {
             allocs: allocs.clone(),
             backfill_for: backfill_for.clone(),
         });
-        self.running.insert(
-            spec.id,
-            RunningJob {
-                spec: spec.clone(),
-                allocs,
-                start: now,
-                end,
-                backfill_for,
-                preempt_pending: false,
-            },
-        );
+        let run = RunningJob {
+            spec: spec.clone(),
+            allocs,
+            start: now,
+            end,
+            backfill_for,
+            preempt_pending: false,
+        };
+        self.note_started(&run);
+        self.running.insert(spec.id, run);
     }
 
     fn add_reservation(&mut self, r: Reservation, now: Time, out: &mut Vec<Decision>) {

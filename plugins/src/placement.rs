@@ -13,8 +13,9 @@ fn lex(keys: &[(u64, u64)]) -> i64 {
     -(v.min(i64::MAX as u64) as i64)
 }
 
-/// Flotilla's default (seed §6 and revision R1): exact fill first, then shape-aligned nodes (a
-/// node hosting allocations of the same size, or none), then least remainder; sub-node shapes
+/// Flotilla's default (seed §6 and revision R1): exact fill first, then a partly used node
+/// before a whole free one, then shape-aligned nodes (a node hosting allocations of the same
+/// size), then least remainder; sub-node shapes
 /// prefer the sub-node pool; CPU-only work packs onto nodes without GPUs or with GPUs already
 /// in use, never breaking up a whole free GPU node while another choice exists; fractional
 /// shares go to the tightest GPU, on the node with the fewest whole free GPUs. Node weight
@@ -72,19 +73,36 @@ impl PlacementPolicy for TopoBestFit {
         }
         let remainder = u64::from(avail.count() - d.gpus);
         let exact = u64::from(remainder != 0);
+        // Never break a whole free node while a partly used one can take the request: an
+        // empty node has no shape yet, but opening it destroys a whole-node placement.
+        let opens_whole = u64::from(exact == 1 && avail.count() == n.gpus && n.gpus > 0);
         let aligned = match n.shape_affinity() {
             None => 0,
             Some(s) if s == d.gpus => 0,
             _ => 1,
         };
         let aligned = if exact == 0 { 0 } else { aligned };
-        lex(&[(pool_key, 2), (exact, 2), (aligned, 2), (remainder, 65), (weight, 1 << 16)])
+        // Lifetime alignment: a job that would keep a node busy past its current allocations'
+        // ends delays the moment the node is whole again; prefer nodes it does not extend.
+        let extends = u64::from(exact == 1 && opens_whole == 0 && ctx.extends_busy(id));
+        // CPUs pack too (cons_tres), so the busier node wins remaining ties.
+        let cpu_left = (n.free_cpu_milli - d.cpu_milli.min(n.free_cpu_milli)) / 1000;
+        lex(&[
+            (pool_key, 2),
+            (exact, 2),
+            (opens_whole, 2),
+            (aligned, 2),
+            (extends, 2),
+            (remainder, 65),
+            (cpu_left, 1 << 20),
+            (weight, 1 << 16),
+        ])
     }
 
     fn perfect_score(&self) -> Option<i64> {
         // Exact fill in the preferred pool with weight 1 (the default) cannot be beaten
         // except by weight 0.
-        Some(lex(&[(0, 2), (0, 2), (0, 2), (0, 65), (1, 1 << 16)]))
+        Some(lex(&[(0, 2), (0, 2), (0, 2), (0, 2), (0, 65), (1, 1 << 16)]))
     }
 }
 
@@ -178,6 +196,8 @@ mod tests {
             blocked: &|_| GpuMask::EMPTY,
             tie_rank: None,
             partition: PartId(0),
+            job_end: None,
+            busy_until: None,
         }
     }
 
@@ -213,9 +233,10 @@ mod tests {
         use_gpus(&mut c, 0, 4);
         c.take(&NodeAlloc { node: NodeId(1), gpus: GpuMask(0b11), gpu_milli: MILLI, cpu_milli: 1000, mem_mib: 0 });
         c.take(&NodeAlloc { node: NodeId(1), gpus: GpuMask(0b1100), gpu_milli: MILLI, cpu_milli: 1000, mem_mib: 0 });
-        // Both nodes have 4 free: exact fill for a 4-GPU request on either; tie by node order.
+        // Both nodes have 4 free: exact fill for a 4-GPU request on either; the busier node
+        // (fewer free CPUs: two allocations) wins the tie.
         let p = place(&ctx(&c), &TopoBestFit, &Request::gpus(4, TopologyKind::Node)).unwrap();
-        assert_eq!(p[0].node, NodeId(0));
+        assert_eq!(p[0].node, NodeId(1));
         // A 2-GPU request: not exact anywhere; node 1 (affinity 2) is aligned, node 0 is not.
         let p = place(&ctx(&c), &TopoBestFit, &Request::gpus(2, TopologyKind::Node)).unwrap();
         assert_eq!(p[0].node, NodeId(1));
