@@ -303,6 +303,8 @@ pub struct RunningJob {
 #[derive(Debug, Clone)]
 struct PendingJob {
     spec: JobSpec,
+    /// Interned request shape (see [`Scheduler::intern`]).
+    shape: u32,
     failed_cycles: u32,
     info: PendingInfo,
     priority: u64,
@@ -352,14 +354,21 @@ pub struct Scheduler {
     node_jobs: Vec<Vec<(JobId, Time)>>,
     /// Per node: the latest of those ends (0 = idle); handed to placement policies.
     busy_until: Vec<Time>,
+    /// Interned request shapes: equal requests share an id, for the per-cycle failure memo.
+    shapes: HashMap<Request, u32>,
 }
 
-/// Memo key for a request shape that failed in this cycle.
-#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+/// Memo key for a request shape that failed in this cycle: within a cycle resources only
+/// shrink, so a shape that failed against the same reservations fails again.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 struct ShapeKey {
     part: PartId,
-    req: Request,
+    /// Interned [`Request`].
+    shape: u32,
+    /// Number of reservations ranked above the job.
     blocked_by: usize,
+    /// For a backfill attempt: how many of those it may borrow from.
+    backfill: Option<usize>,
 }
 
 impl Scheduler {
@@ -385,6 +394,7 @@ impl Scheduler {
             lp_cache: None,
             node_jobs: vec![Vec::new(); n],
             busy_until: vec![0; n],
+            shapes: HashMap::new(),
         }
     }
 
@@ -475,14 +485,17 @@ impl Scheduler {
                 if self.running.contains_key(&id) {
                     return out;
                 }
+                let shape = self.intern(&spec.request);
                 let entry = self.pending.entry(id).or_insert_with(|| PendingJob {
                     spec: spec.clone(),
+                    shape,
                     failed_cycles: 0,
                     info: PendingInfo::default(),
                     priority: 0,
                 });
                 let shape_changed = entry.spec.request != spec.request || entry.spec.partition != spec.partition;
                 entry.spec = spec;
+                entry.shape = shape;
                 if shape_changed || entry.spec.held.is_some() {
                     self.drop_reservation(id, &mut out);
                 }
@@ -531,6 +544,12 @@ impl Scheduler {
         out
     }
 
+    /// The id of a request shape; equal requests share one.
+    fn intern(&mut self, req: &Request) -> u32 {
+        let next = self.shapes.len() as u32;
+        *self.shapes.entry(req.clone()).or_insert(next)
+    }
+
     fn mark_dirty(&mut self, node: NodeId) {
         for r in &mut self.reservations {
             if r.gpus.iter().any(|(n, _)| *n == node) {
@@ -553,10 +572,12 @@ impl Scheduler {
                     reason: reason.clone(),
                 });
                 let spec = r.spec;
+                let shape = self.intern(&spec.request);
                 self.pending.insert(
                     id,
                     PendingJob {
                         spec,
+                        shape,
                         failed_cycles: 0,
                         info: PendingInfo::default(),
                         priority: 0,
@@ -732,8 +753,10 @@ impl Scheduler {
 
         for (key, id) in order {
             let Some(p) = self.pending.get(&id) else { continue };
-            let spec = p.spec.clone();
-            let part = spec.partition;
+            let part = p.spec.partition;
+            let shape_id = p.shape;
+            let limit = p.spec.time_limit_s;
+            let reservable = !p.spec.request.is_share() && p.spec.request.gpus > 0;
             if self.config.queue == QueueMode::StrictFifo && blocked_parts.contains(&part) {
                 self.set_info(id, Reason::Priority, None, None, Vec::new());
                 continue;
@@ -745,7 +768,8 @@ impl Scheduler {
                         continue;
                     }
                     // Resources elsewhere may have freed sooner than the reserved ones.
-                    if let Ok(parts) = self.try_place(now, &spec, Some(&key), None) {
+                    if let Ok(parts) = self.try_place(now, &self.pending[&id].spec, Some(&key), None) {
+                        let spec = self.pending[&id].spec.clone();
                         self.drop_reservation(id, &mut out);
                         self.bind(&spec, parts, Vec::new(), now, &mut out);
                         continue;
@@ -758,16 +782,14 @@ impl Scheduler {
                 }
                 self.drop_reservation(id, &mut out);
             }
-            let n_above = self.reservations.iter().filter(|r| outranks(&r.rank, &key)).count();
-            let shape = ShapeKey {
-                part,
-                req: spec.request.clone(),
-                blocked_by: n_above,
-            };
+            // Reservations are sorted by rank: the ones above this job are a prefix.
+            let n_above = self.reservations.iter().take_while(|r| outranks(&r.rank, &key)).count();
+            let shape = ShapeKey { part, shape: shape_id, blocked_by: n_above, backfill: None };
             let mut detail = failed.get(&shape).cloned();
             if detail.is_none() {
-                match self.try_place(now, &spec, Some(&key), None) {
+                match self.try_place(now, &self.pending[&id].spec, Some(&key), None) {
                     Ok(parts) => {
+                        let spec = self.pending[&id].spec.clone();
                         self.bind(&spec, parts, Vec::new(), now, &mut out);
                         continue;
                     }
@@ -780,35 +802,45 @@ impl Scheduler {
                                 lp
                             }
                         };
-                        let d: Arc<str> = Arc::from(format!(
-                            "{}; largest_placeable {}",
-                            nofit.detail, lp
-                        ));
+                        let d: Arc<str> = Arc::from(format!("{}; largest_placeable {}", nofit.detail, lp));
                         failed.insert(shape, d.clone());
                         detail = Some(d);
                     }
                 }
             }
-            // Backfill onto reserved GPUs: only jobs that end before the fill.
-            if self.config.queue != QueueMode::StrictFifo && !self.reservations.is_empty() {
-                if let Some(limit) = spec.time_limit_s {
+            // Backfill onto reserved GPUs: only jobs that end before the fill. The reservations
+            // whose GPUs a job may borrow are those above it that fill after it ends; for a
+            // given prefix they nest by end time, so their count identifies the set.
+            if self.config.queue != QueueMode::StrictFifo && n_above > 0 {
+                if let Some(limit) = limit {
                     let end = now + limit;
-                    if let Ok(parts) = self.try_place(now, &spec, Some(&key), Some(end)) {
-                        // The reservations ranked above this job whose GPUs (or, for
-                        // CPU-only work, whose wholly held node) it borrows.
-                        let mut users: BTreeSet<JobId> = BTreeSet::new();
-                        for part in &parts {
-                            let node_gpus = self.cluster.node(part.node).gpus;
-                            for (j, g) in &self.held[part.node.0 as usize] {
-                                let above = self.reservations.iter().any(|r| r.job == *j && outranks(&r.rank, &key));
-                                let borrows = !g.intersect(part.gpus).is_empty() || (part.gpus.is_empty() && g.count() == node_gpus);
-                                if above && borrows {
-                                    users.insert(*j);
+                    let allowed = self.reservations[..n_above].iter().filter(|r| end <= r.est_fill).count();
+                    let bkey = ShapeKey { part, shape: shape_id, blocked_by: n_above, backfill: Some(allowed) };
+                    if allowed > 0 && !failed.contains_key(&bkey) {
+                        match self.try_place(now, &self.pending[&id].spec, Some(&key), Some(end)) {
+                            Ok(parts) => {
+                                // The reservations ranked above this job whose GPUs (or, for
+                                // CPU-only work, whose wholly held node) it borrows.
+                                let mut users: BTreeSet<JobId> = BTreeSet::new();
+                                for part in &parts {
+                                    let node_gpus = self.cluster.node(part.node).gpus;
+                                    for (j, g) in &self.held[part.node.0 as usize] {
+                                        let above = self.reservations[..n_above].iter().any(|r| r.job == *j);
+                                        let borrows = !g.intersect(part.gpus).is_empty()
+                                            || (part.gpus.is_empty() && g.count() == node_gpus);
+                                        if above && borrows {
+                                            users.insert(*j);
+                                        }
+                                    }
                                 }
+                                let spec = self.pending[&id].spec.clone();
+                                self.bind(&spec, parts, users.into_iter().collect(), now, &mut out);
+                                continue;
+                            }
+                            Err(_) => {
+                                failed.insert(bkey, Arc::from(""));
                             }
                         }
-                        self.bind(&spec, parts, users.into_iter().collect(), now, &mut out);
-                        continue;
                     }
                 }
             }
@@ -816,12 +848,7 @@ impl Scheduler {
             if let Some(p) = self.pending.get_mut(&id) {
                 p.failed_cycles = p.failed_cycles.saturating_add(1);
             }
-            let reason = if first_blocked.contains(&part) {
-                Reason::Priority
-            } else {
-                Reason::Resources
-            };
-            first_blocked.insert(part);
+            let reason = if first_blocked.insert(part) { Reason::Resources } else { Reason::Priority };
             if self.config.queue == QueueMode::StrictFifo {
                 blocked_parts.insert(part);
             }
@@ -832,8 +859,8 @@ impl Scheduler {
             };
             let mut est = None;
             let mut nodes = Vec::new();
-            if wants_resv && !spec.request.is_share() && spec.request.gpus > 0 {
-                if let Some(r) = self.plan_reservation(&spec, key, now) {
+            if wants_resv && reservable {
+                if let Some(r) = self.plan_reservation(&self.pending[&id].spec, key, now) {
                     est = Some(r.est_fill);
                     nodes = r.gpus.iter().map(|(n, _)| *n).collect();
                     self.add_reservation(r, now, &mut out);

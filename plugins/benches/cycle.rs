@@ -1,0 +1,133 @@
+//! Scheduling-cycle benchmarks (criterion). Goals from the core issue, reported, never
+//! asserted: one full cycle (priority + placement + reservations + backfill) on 128 × 8 GPUs
+//! with 1,000 pending jobs under 1 ms; on 10,000 × 8 with 100,000 pending under 1 s, in under
+//! 200 MiB. Also the reference cluster's job mix (`shared/slurm-reference/bench/cycle`:
+//! 4 × 8 GPUs, 2,000 and 10,000 pending) to compare with real Slurm's measured cycle times,
+//! and how the cycle scales with nodes and with pending jobs.
+//!
+//! `cargo bench -p flotilla-plugins --bench cycle`; `FLOTILLA_BENCH_BIG=0` skips the 10,000-node
+//! case.
+
+use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion};
+use flotilla_core::cluster::Cluster;
+use flotilla_core::config::TopologyKind;
+use flotilla_core::job::{JobSpec, Request};
+use flotilla_core::sched::{Event, SchedConfig, Scheduler};
+use rand::{Rng, SeedableRng};
+use rand_chacha::ChaCha8Rng;
+use std::time::Duration;
+
+fn rss_mib() -> f64 {
+    std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|s| s.lines().find(|l| l.starts_with("VmRSS:")).map(|l| l.split_whitespace().nth(1).unwrap_or("0").parse::<f64>().unwrap_or(0.0)))
+        .unwrap_or(0.0)
+        / 1024.0
+}
+
+/// A scheduler on `nodes` × 8 GPUs (32 nodes per pod) whose first cycle has filled the
+/// cluster, leaving about `pending` jobs queued: the steady state a cycle runs in.
+fn steady(nodes: u32, pending: usize, seed: u64) -> Scheduler {
+    let mut s = Scheduler::new(
+        Cluster::uniform(nodes, 8, 32, 64, 512_000),
+        flotilla_plugins::placement("topo-bestfit").unwrap(),
+        flotilla_plugins::priority("priority/multifactor").unwrap(),
+        SchedConfig::default(),
+    );
+    let mut rng = ChaCha8Rng::seed_from_u64(seed);
+    // Enough jobs to fill the cluster (mean ~6 GPUs per job) plus the pending depth.
+    let total = pending + (nodes as usize * 8) / 5;
+    for i in 0..total {
+        let g = [1u32, 2, 4, 8, 16, 64][rng.random_range(0..6)];
+        let topo = if g <= 8 { TopologyKind::Node } else { TopologyKind::Any };
+        let limit = 600 * rng.random_range(1..144u64);
+        let mut spec = JobSpec::simple(i as u64 + 1, i as u64, Request::gpus(g, topo), Some(limit));
+        spec.nice = [0, 0, 0, 100, 500][rng.random_range(0..5)];
+        s.handle(Event::Submit(spec), 0);
+    }
+    s.cycle(1);
+    s
+}
+
+/// The reference job mix (`jobmix.py N`, seed 20261129) on the reference cluster, parsed from
+/// the generator's output; `None` when python3 or the shared folder is missing.
+fn jobmix(n: usize) -> Option<Scheduler> {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../shared/slurm-reference/bench/cycle/jobmix.py");
+    let out = std::process::Command::new("python3").arg(root).arg(n.to_string()).output().ok()?;
+    if !out.status.success() {
+        return None;
+    }
+    let mut c = Cluster::uniform(4, 8, 2, 64, 512_000);
+    c.partitions[0].name = "batch".into();
+    let mut s = Scheduler::new(
+        c,
+        flotilla_plugins::placement("topo-bestfit").unwrap(),
+        flotilla_plugins::priority("priority/multifactor").unwrap(),
+        SchedConfig::default(),
+    );
+    for line in String::from_utf8_lossy(&out.stdout).lines() {
+        let f: Vec<&str> = line.split('\t').collect();
+        let (i, gpus, args) = (f[0].parse::<u64>().ok()?, f[2].parse::<u32>().ok()?, f[3]);
+        let minutes: u64 = args.split("--time=").nth(1)?.split_whitespace().next()?.parse().ok()?;
+        let nice: i32 = args.split("--nice=").nth(1).and_then(|v| v.split_whitespace().next()?.parse().ok()).unwrap_or(0);
+        let req = if gpus <= 8 {
+            Request { gpus, nodes: Some(1), topology: TopologyKind::Any, ..Request::default() }
+        } else {
+            Request { gpus, nodes: Some(gpus / 8), gpus_per_node: Some(8), topology: TopologyKind::Any, ..Request::default() }
+        };
+        let mut spec = JobSpec::simple(i + 1, i, req, Some(minutes * 60));
+        spec.nice = nice;
+        s.handle(Event::Submit(spec), 0);
+    }
+    s.cycle(1);
+    Some(s)
+}
+
+fn bench(c: &mut Criterion) {
+    let mut g = c.benchmark_group("cycle");
+    g.measurement_time(Duration::from_secs(5));
+
+    let mut s = steady(128, 1000, 1);
+    eprintln!("128x8: {} running, {} pending, {} reservations", s.running().len(), s.pending_len(), s.reservations().len());
+    g.bench_function("128x8_1000_pending", |b| b.iter(|| s.cycle(2)));
+
+    for n in [2000usize, 10_000] {
+        if let Some(mut s) = jobmix(n) {
+            eprintln!("jobmix {n}: {} running, {} pending", s.running().len(), s.pending_len());
+            g.bench_with_input(BenchmarkId::new("reference_jobmix_4x8", n), &n, |b, _| b.iter(|| s.cycle(2)));
+        } else {
+            eprintln!("SKIPPED: reference job mix {n} (python3 or ../shared missing)");
+        }
+    }
+
+    for nodes in [128u32, 512, 2048] {
+        let mut s = steady(nodes, 10_000, 2);
+        g.bench_with_input(BenchmarkId::new("scale_nodes_10000_pending", nodes), &nodes, |b, _| b.iter(|| s.cycle(2)));
+    }
+    for pending in [1000usize, 10_000, 50_000] {
+        let mut s = steady(1024, pending, 3);
+        g.bench_with_input(BenchmarkId::new("scale_pending_1024_nodes", pending), &pending, |b, _| b.iter(|| s.cycle(2)));
+    }
+    g.finish();
+
+    if std::env::var("FLOTILLA_BENCH_BIG").as_deref() != Ok("0") {
+        let mut g = c.benchmark_group("cycle_big");
+        g.sample_size(10).measurement_time(Duration::from_secs(20));
+        let before = rss_mib();
+        let mut s = steady(10_000, 100_000, 4);
+        let after = rss_mib();
+        eprintln!(
+            "10000x8: {} running, {} pending; RSS {:.0} MiB -> {:.0} MiB (scheduler state ~{:.0} MiB)",
+            s.running().len(),
+            s.pending_len(),
+            before,
+            after,
+            after - before
+        );
+        g.bench_function("10000x8_100000_pending", |b| b.iter(|| s.cycle(2)));
+        g.finish();
+    }
+}
+
+criterion_group!(benches, bench);
+criterion_main!(benches);
