@@ -441,12 +441,17 @@ fn pod_order(ctx: &PlaceCtx<'_>, req: &Request, shape: &Shape, _size: u32) -> Ve
         Shape::WholePlusRest { whole, .. } => whole,
         _ => 0,
     };
-    let mut pods: Vec<(u32, u32)> = (0..cluster.pods.len() as u32)
+    // Tightest pod first; among equals, the pod whose nodes serve fewer partitions (it is
+    // the least contended), then pod order.
+    let shared = |p: u32| -> usize {
+        cluster.pods[p as usize].nodes.iter().map(|&n| cluster.node(n).partitions.len()).sum()
+    };
+    let mut pods: Vec<(u32, usize, u32)> = (0..cluster.pods.len() as u32)
         .filter(|&p| free[p as usize] >= req.gpus && whole[p as usize] >= need_whole)
-        .map(|p| (free[p as usize], p))
+        .map(|p| (free[p as usize], shared(p), p))
         .collect();
     pods.sort_unstable();
-    pods.into_iter().map(|(_, p)| Some(PodId(p))).collect()
+    pods.into_iter().map(|(_, _, p)| Some(PodId(p))).collect()
 }
 
 fn place_in(
