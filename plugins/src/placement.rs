@@ -249,4 +249,22 @@ mod tests {
         // cpu_left-req = 124000 → 0.484375; gpu_left-req = 7000 → 0.4375; 1 - 0.921875 = 0.078125 → 7
         assert_eq!(PlainBestFit.score(&ctx(&c), NodeId(0), GpuMask::all(8), &d), 7);
     }
+
+    #[test]
+    fn sub_node_pool_takes_only_sub_node_shapes() {
+        let mut c = Cluster::uniform(4, 8, 4, 64, 512_000);
+        // Nodes 2 and 3 form a dedicated sub-node pool.
+        let pool = c.add_partition("dev", vec![NodeId(2), NodeId(3)], false);
+        c.partitions[pool.0 as usize].sub_node_pool = true;
+        c.nodes[2].sub_node_pool = true;
+        c.nodes[3].sub_node_pool = true;
+        // A 2-GPU job in the main partition goes to the pool, away from the whole nodes.
+        let p = place(&ctx(&c), &TopoBestFit, &Request::gpus(2, TopologyKind::Node)).unwrap();
+        assert!(c.node(p[0].node).sub_node_pool);
+        // A whole-node job never lands in the pool: with nodes 0 and 1 busy it cannot start.
+        use_gpus(&mut c, 0, 1);
+        use_gpus(&mut c, 1, 1);
+        assert!(place(&ctx(&c), &TopoBestFit, &Request::gpus(8, TopologyKind::Node)).is_err());
+        assert!(place(&ctx(&c), &TopoBestFit, &Request::gpus(6, TopologyKind::Node)).is_ok());
+    }
 }

@@ -82,3 +82,36 @@ impl PriorityPolicy for Basic {
         u64::from(i.job.base_priority)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use flotilla_core::cluster::Cluster;
+    use flotilla_core::config::TopologyKind;
+    use flotilla_core::job::{JobSpec, Request};
+
+    #[test]
+    fn aging_crosses_priority_classes() {
+        let c = Cluster::uniform(1, 8, 1, 64, 1024);
+        let mut high_part = c.partitions[0].clone();
+        high_part.priority_tier = 2;
+        let low = JobSpec::simple(1, 0, Request::gpus(8, TopologyKind::Node), Some(60));
+        let high = JobSpec::simple(2, 0, Request::gpus(1, TopologyKind::Node), Some(60));
+        let m = Multifactor::default();
+        let p = |job: &JobSpec, failed: u32, part: &flotilla_core::cluster::Partition, now: u64| {
+            m.priority(PriorityInput { job, failed_cycles: failed, partition: part, now })
+        };
+        // A fresh job one tier up outranks the low-tier job...
+        assert!(p(&high, 0, &high_part, 0) > p(&low, 0, &c.partitions[0], 0));
+        // ...until the low-tier job has failed enough placement cycles and waited a day.
+        assert!(p(&low, 60_000, &c.partitions[0], 86_400) > p(&high, 0, &high_part, 86_400));
+        // Each preemption raises priority too.
+        let mut pre = low.clone();
+        pre.preempt_count = 3;
+        assert!(p(&pre, 0, &c.partitions[0], 0) > p(&low, 0, &c.partitions[0], 0));
+        // Nice lowers it.
+        let mut nice = low.clone();
+        nice.nice = 500;
+        assert!(p(&nice, 0, &c.partitions[0], 0) < p(&low, 0, &c.partitions[0], 0));
+    }
+}
