@@ -15,6 +15,7 @@
 //! - [`job`]: what a job asks for ([`job::Request`], [`job::JobSpec`]).
 //! - [`placement`]: placement over topology sets behind the [`placement::PlacementPolicy`]
 //!   extension point, and [`placement::largest_placeable`].
+//! - [`quota`]: the account tree with guaranteed and maximum GPUs (borrowing, LIFO reclaim).
 //! - [`sched`]: the scheduling core ([`sched::Scheduler`]): events and `now` in, decisions out.
 
 pub mod cluster;
@@ -22,5 +23,6 @@ pub mod config;
 pub mod hostlist;
 pub mod job;
 pub mod placement;
+pub mod quota;
 pub mod sched;
 pub mod time;

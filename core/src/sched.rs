@@ -24,8 +24,12 @@ use crate::job::{HoldKind, JobId, JobSpec, Request};
 use crate::placement::{self, LargestPlaceable, PlaceCtx, PlacementPolicy};
 use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::collections::VecDeque;
 use std::fmt;
 use std::sync::Arc;
+
+mod services;
+use services::SERVICE_PRIORITY_BASE;
 
 /// Identifier of one allocation (one job's part on one node).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
@@ -36,6 +40,60 @@ pub struct AllocId(pub u64);
 pub enum Owner {
     /// A batch job (training or otherwise).
     Job(JobId),
+    /// A replica of an inference service (never preempted).
+    Replica {
+        /// The service.
+        service: ServiceId,
+        /// The replica's id (from the replica id range, see [`REPLICA_ID_BASE`]).
+        replica: JobId,
+    },
+}
+
+/// Identifier of an inference service.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+pub struct ServiceId(pub u32);
+
+impl fmt::Display for ServiceId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}", self.0)
+    }
+}
+
+/// Replica ids are job ids from this value up, so they never collide with Slurm job ids.
+pub const REPLICA_ID_BASE: u64 = 1 << 48;
+
+/// A long-lived inference deployment (DESIGN.md §2): each replica is one allocation of
+/// `replica`'s shape; the core keeps `desired_replicas` (clamped to `[min, max]`) running,
+/// level-triggered. Replicas are never preempted; scaling up may preempt training.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ServiceSpec {
+    /// Service id.
+    pub id: ServiceId,
+    /// Name.
+    pub name: String,
+    /// Partition its replicas run in.
+    pub partition: PartId,
+    /// Account charged.
+    pub account: String,
+    /// User owning it.
+    pub user: String,
+    /// Shape of one replica (GPUs and topology; `node` for a replica inside one node).
+    pub replica: Request,
+    /// Availability floor: scaling up to it is never throttled by the preemption budget.
+    pub min_replicas: u32,
+    /// Ceiling.
+    pub max_replicas: u32,
+    /// What the autoscaler wants (`sdeploy scale`).
+    pub desired_replicas: u32,
+    /// Priority among services.
+    pub priority: u32,
+}
+
+impl ServiceSpec {
+    /// The replica count the core converges to: `desired` clamped to `[min, max]`.
+    pub fn target(&self) -> u32 {
+        self.desired_replicas.clamp(self.min_replicas, self.max_replicas.max(self.min_replicas))
+    }
 }
 
 /// One allocation: a job's GPUs, CPUs and memory on one node.
@@ -83,6 +141,8 @@ pub enum Reason {
     PartitionNodeLimit,
     /// `ReqNodeNotAvail`: a required node is unavailable.
     ReqNodeNotAvail,
+    /// `AssocGrpGRES`: the account's quota (`MaxGPUs`) would be exceeded.
+    AssocGrpGRES,
 }
 
 impl Reason {
@@ -100,6 +160,7 @@ impl Reason {
             Reason::PartitionDown => "PartitionDown",
             Reason::PartitionNodeLimit => "PartitionNodeLimit",
             Reason::ReqNodeNotAvail => "ReqNodeNotAvail",
+            Reason::AssocGrpGRES => "AssocGrpGRES",
         }
     }
 }
@@ -142,10 +203,62 @@ pub enum RequeueReason {
 pub enum AlertKind {
     /// A reservation cannot fill within the configured horizon (default 4 h): a capacity signal.
     ReservationCannotFill,
+    /// Preemptions over the trailing hour passed the warning share of the budget (seed R6).
+    PreemptionBudgetWarn,
+    /// Measured storage bandwidth is below the floor: preemption is stopped.
+    StorageDegraded,
+    /// Storage bandwidth is back above the floor: preemption resumes.
+    StorageRecovered,
 }
 
-/// One decision of the core. Already applied to the model when returned.
+/// A job a page says would be preempted, with what it would lose (seed R6).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PageVictim {
+    /// Job.
+    pub job: JobId,
+    /// Its account.
+    pub account: String,
+    /// GPUs it holds.
+    pub gpus: u32,
+    /// Seconds it has run.
+    pub runtime_s: u64,
+    /// Seconds since its last acknowledged checkpoint (since start when none).
+    pub since_checkpoint_s: u64,
+}
+
+/// A page: the preemption budget blocks a service scale-up above its floor; a human decides.
+/// Costs are in GPU-hours so the two options compare in one unit.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Page {
+    /// Service.
+    pub service: ServiceId,
+    /// Service name.
+    pub name: String,
+    /// Replicas wanted (desired, clamped).
+    pub wanted: u32,
+    /// Replicas running.
+    pub have: u32,
+    /// Floor (`min_replicas`); above it nothing is preempted without a human.
+    pub min: u32,
+    /// GPUs the blocked replicas need.
+    pub gpus_blocked: u32,
+    /// Preempted share of running training GPUs over the trailing hour, in percent.
+    pub rate_pct: u32,
+    /// The budget's paging limit, in percent.
+    pub limit_pct: u32,
+    /// Jobs that would be preempted to place one more replica.
+    pub would_preempt: Vec<PageVictim>,
+    /// Training progress lost by preempting them (GPU-hours since their last checkpoints).
+    pub preempt_cost_gpu_hours: f64,
+    /// Serving capacity forgone per hour by accepting the degraded state (GPU-hours/hour).
+    pub degraded_cost_gpu_hours: f64,
+    /// What the human can choose.
+    pub actions: Vec<String>,
+}
+
+
+/// One decision of the core. Already applied to the model when returned.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub enum Decision {
     /// Start `job` on these allocations. `backfill_for` lists the reservations whose GPUs it
     /// borrows (empty for a normal start).
@@ -185,6 +298,57 @@ pub enum Decision {
         /// Why.
         reason: RequeueReason,
     },
+    /// Preempt `job`: SIGTERM now, SIGKILL at `deadline` unless it exits first, then requeue
+    /// (the driver reports [`Event::Requeued`]). Its GPUs are reserved for the preemptor.
+    Preempt {
+        /// The victim.
+        job: JobId,
+        /// The pending job or replica that needs its GPUs.
+        for_job: JobId,
+        /// The service, when the preemptor is a replica.
+        for_service: Option<ServiceId>,
+        /// Kill time (s): checkpoint bytes in flight / bandwidth × factor, at least the floor.
+        deadline: Time,
+        /// The victim's checkpoint size (bytes).
+        checkpoint_bytes: u64,
+        /// Bandwidth the deadline assumes (bytes/s).
+        bandwidth: u64,
+        /// Training progress lost, GPU-hours since its last checkpoint.
+        cost_gpu_hours: f64,
+    },
+    /// Start a replica of `service` on these allocations.
+    BindReplica {
+        /// Service.
+        service: ServiceId,
+        /// Replica id.
+        replica: JobId,
+        /// Allocations.
+        allocs: Vec<Allocation>,
+    },
+    /// Stop a replica (scale-down releases the newest first). It keeps its GPUs until the
+    /// driver reports [`Event::JobEnded`] for it.
+    StopReplica {
+        /// Service.
+        service: ServiceId,
+        /// Replica id.
+        replica: JobId,
+    },
+    /// Defragmentation (seed §6, R4): start replica `to` on `allocs`, then stop `from` once it
+    /// serves; frees a partly used node for a waiting whole-node job without touching training.
+    Relocate {
+        /// Service.
+        service: ServiceId,
+        /// Replica to drain.
+        from: JobId,
+        /// New replica.
+        to: JobId,
+        /// Where the new replica runs.
+        allocs: Vec<Allocation>,
+        /// The job the freed node is for.
+        for_job: JobId,
+    },
+    /// The preemption budget blocks a scale-up above the floor: a human decides (seed R6).
+    Page(Box<Page>),
     /// A signal for a human.
     Alert {
         /// Kind.
@@ -216,6 +380,26 @@ pub enum Event {
         /// New availability.
         avail: NodeAvail,
     },
+    /// Create or change an inference service (level-triggered: the whole spec).
+    ServiceUpsert(ServiceSpec),
+    /// The autoscaler's only verb: set `desired_replicas`.
+    ServiceScale {
+        /// Service.
+        service: ServiceId,
+        /// Desired replicas.
+        desired: u32,
+    },
+    /// Delete a service: its replicas are stopped.
+    ServiceDelete(ServiceId),
+    /// A job acknowledged a checkpoint at `at` (s) (after SIGTERM, or periodically).
+    CheckpointAck {
+        /// Job.
+        job: JobId,
+        /// When.
+        at: Time,
+    },
+    /// Storage bandwidth measured for checkpoints (bytes/s).
+    StorageBandwidth(u64),
     /// A node daemon registered with its boot epoch (invariant 8).
     NodeRegistered {
         /// Node.
@@ -249,6 +433,29 @@ pub struct SchedConfig {
     pub reservation_alert_s: u64,
     /// Time limit assumed for jobs without one, for fill estimates (s); `None` = never ends.
     pub assumed_unlimited_s: Option<u64>,
+    /// No job is preempted within this many seconds of starting (seed §7: 10 min).
+    pub min_runtime_s: u64,
+    /// Storage bandwidth assumed until one is measured (bytes/s; seed: 200 GB/s).
+    pub storage_bw_bytes_per_s: u64,
+    /// Below this measured bandwidth (bytes/s) preemption stops and an alert fires: a
+    /// preemption that cannot checkpoint is a kill.
+    pub min_storage_bw_bytes_per_s: u64,
+    /// Preemption deadline = checkpoint bytes in flight / bandwidth × this factor (seed: 3).
+    pub deadline_factor: u64,
+    /// Deadline floor (s), also for jobs that declare no checkpoint.
+    pub min_deadline_s: u64,
+    /// Concurrent preemptions are bounded so that all their checkpoints fit this deadline (s).
+    pub max_deadline_s: u64,
+    /// Preempted share of running training GPUs over the trailing hour above which each
+    /// preemption also warns (seed: 10 %), in percent.
+    pub budget_warn_pct: u32,
+    /// Above this share (seed: 25 %), preempt only to bring services up to `min_replicas`, and
+    /// page with the decision and its cost, in percent.
+    pub budget_page_pct: u32,
+    /// Most service-replica relocations in flight for defragmentation.
+    pub max_relocations: usize,
+    /// Whole nodes held back as relocation scratch (seed R4: max(1, ceil(1 % of nodes))); 0 = off.
+    pub swap_pool_nodes: usize,
 }
 
 impl Default for SchedConfig {
@@ -258,8 +465,23 @@ impl Default for SchedConfig {
             max_reservations: 32,
             reservation_alert_s: 4 * 3600,
             assumed_unlimited_s: None,
+            min_runtime_s: 600,
+            storage_bw_bytes_per_s: 200_000_000_000,
+            min_storage_bw_bytes_per_s: 10_000_000_000,
+            deadline_factor: 3,
+            min_deadline_s: 10,
+            max_deadline_s: 120,
+            budget_warn_pct: 10,
+            budget_page_pct: 25,
+            max_relocations: 2,
+            swap_pool_nodes: 0,
         }
     }
+}
+
+/// The seed's swap pool size for a cluster of `nodes` nodes: max(1, ceil(1 % of nodes)).
+pub fn default_swap_pool(nodes: usize) -> usize {
+    nodes.div_ceil(100).max(1)
 }
 
 /// Inputs to a priority computation for one pending job.
@@ -298,6 +520,30 @@ pub struct RunningJob {
     pub backfill_for: Vec<JobId>,
     /// A preemption has been decided and not yet carried out.
     pub preempt_pending: bool,
+    /// The replica has been told to stop (scale-down or relocation) and still holds its GPUs.
+    #[serde(default)]
+    pub stopping: bool,
+    /// Last checkpoint acknowledged by the job (s), if any.
+    #[serde(default)]
+    pub last_checkpoint: Option<Time>,
+    /// Deadline of a pending preemption (s).
+    #[serde(default)]
+    pub preempt_deadline: Option<Time>,
+}
+
+impl RunningJob {
+    /// GPUs held (whole GPUs counted once per mask bit).
+    pub fn gpus(&self) -> u32 {
+        self.allocs.iter().map(|a| a.part.gpus.count()).sum()
+    }
+
+    /// The service this job is a replica of, if any.
+    pub fn service(&self) -> Option<ServiceId> {
+        self.allocs.first().and_then(|a| match a.owner {
+            Owner::Replica { service, .. } => Some(service),
+            Owner::Job(_) => None,
+        })
+    }
 }
 
 #[derive(Debug, Clone)]
@@ -356,7 +602,33 @@ pub struct Scheduler {
     busy_until: Vec<Time>,
     /// Interned request shapes: equal requests share an id, for the per-cycle failure memo.
     shapes: HashMap<Request, u32>,
+    /// The account tree (empty = quotas off).
+    quotas: crate::quota::QuotaTree,
+    /// Borrow ledger: running jobs beyond their scope's guarantee and when they started to
+    /// borrow (s). Reclaimed newest first.
+    borrowed: BTreeMap<JobId, Time>,
+    /// GPUs used per quota scope (with descendants) by running jobs.
+    scope_used: Vec<u32>,
+    /// Inference services.
+    services: BTreeMap<ServiceId, ServiceSpec>,
+    /// Which service each replica (pending or running) belongs to.
+    replica_service: BTreeMap<JobId, ServiceId>,
+    next_replica: u64,
+    /// Preemptions over the trailing hour: (when, GPUs), for the budget.
+    preempt_ledger: VecDeque<(Time, u32)>,
+    /// Measured checkpoint bandwidth (bytes/s).
+    storage_bw: u64,
+    storage_degraded: bool,
+    /// When each service was last paged.
+    paged: BTreeMap<ServiceId, Time>,
+    /// Relocations in flight: new replica -> (old replica, job the freed node is for).
+    relocating: BTreeMap<JobId, (JobId, JobId)>,
+    /// Nodes held back as the swap pool this cycle.
+    swap: Vec<NodeId>,
 }
+
+/// Most preemption plans tried in one cycle (each costs a scratch copy of the cluster).
+const MAX_PREEMPT_ATTEMPTS: usize = 16;
 
 /// Memo key for a request shape that failed in this cycle: within a cycle resources only
 /// shrink, so a shape that failed against the same reservations fails again.
@@ -380,7 +652,8 @@ impl Scheduler {
         config: SchedConfig,
     ) -> Scheduler {
         let n = cluster.nodes.len();
-        Scheduler {
+        let storage_bw = config.storage_bw_bytes_per_s;
+        let mut s = Scheduler {
             cluster,
             placement,
             priority,
@@ -395,7 +668,21 @@ impl Scheduler {
             node_jobs: vec![Vec::new(); n],
             busy_until: vec![0; n],
             shapes: HashMap::new(),
-        }
+            quotas: crate::quota::QuotaTree::default(),
+            borrowed: BTreeMap::new(),
+            scope_used: Vec::new(),
+            services: BTreeMap::new(),
+            replica_service: BTreeMap::new(),
+            next_replica: REPLICA_ID_BASE,
+            preempt_ledger: VecDeque::new(),
+            storage_bw: 0,
+            storage_degraded: false,
+            paged: BTreeMap::new(),
+            relocating: BTreeMap::new(),
+            swap: Vec::new(),
+        };
+        s.storage_bw = storage_bw;
+        s
     }
 
     /// Sets a per-node tie-break rank (a seeded permutation; the simulator's protocol).
@@ -456,7 +743,11 @@ impl Scheduler {
     /// [`LargestPlaceable`] now, excluding GPUs held by reservations.
     pub fn largest_placeable(&self) -> LargestPlaceable {
         let held = &self.held;
+        let swap = &self.swap;
         placement::largest_placeable(&self.cluster, &|n: NodeId| {
+            if swap.contains(&n) {
+                return GpuMask::all(64);
+            }
             held[n.0 as usize]
                 .iter()
                 .fold(GpuMask::EMPTY, |m, (_, g)| m.union(*g))
@@ -479,6 +770,9 @@ impl Scheduler {
     #[allow(clippy::only_used_in_recursion)] // `now` is part of the stable API (core II uses it)
     pub fn handle(&mut self, event: Event, now: Time) -> Vec<Decision> {
         let mut out = Vec::new();
+        if self.handle_services(&event, now, &mut out) {
+            return out;
+        }
         match event {
             Event::Submit(spec) | Event::Update(spec) => {
                 let id = spec.id;
@@ -527,6 +821,11 @@ impl Scheduler {
                 }
                 self.mark_dirty(node);
             }
+            Event::ServiceUpsert(_)
+            | Event::ServiceScale { .. }
+            | Event::ServiceDelete(_)
+            | Event::CheckpointAck { .. }
+            | Event::StorageBandwidth(_) => unreachable!("handled by handle_services"),
             Event::NodeRegistered { node, boot_epoch } => {
                 let old = self.cluster.node(node).boot_epoch;
                 if old != boot_epoch {
@@ -590,6 +889,7 @@ impl Scheduler {
     fn release_running(&mut self, id: JobId) -> Option<RunningJob> {
         let r = self.running.remove(&id)?;
         self.lp_cache = None;
+        self.forget_running(id);
         for a in &r.allocs {
             self.cluster.give_back(&a.part);
             let i = a.part.node.0 as usize;
@@ -664,16 +964,25 @@ impl Scheduler {
     pub fn cycle(&mut self, now: Time) -> Vec<Decision> {
         let mut out = Vec::new();
         self.lp_cache = None;
+        // 0. Quotas, services, swap pool.
+        self.refresh_quota(now);
+        self.reconcile_services(now, &mut out);
+        self.choose_swap();
         // 1. Priorities and eligibility.
         let mut order: Vec<((u64, Time, JobId), JobId)> = Vec::with_capacity(self.pending.len());
         for (id, p) in self.pending.iter_mut() {
             let part = &self.cluster.partitions[p.spec.partition.0 as usize];
-            p.priority = self.priority.priority(PriorityInput {
-                job: &p.spec,
-                failed_cycles: p.failed_cycles,
-                partition: part,
-                now,
-            });
+            let replica = self.replica_service.contains_key(id);
+            p.priority = if replica {
+                SERVICE_PRIORITY_BASE + u64::from(p.spec.base_priority)
+            } else {
+                self.priority.priority(PriorityInput {
+                    job: &p.spec,
+                    failed_cycles: p.failed_cycles,
+                    partition: part,
+                    now,
+                })
+            };
             let reason = if let Some(h) = p.spec.held {
                 Some(match h {
                     HoldKind::User => Reason::JobHeldUser,
@@ -685,6 +994,8 @@ impl Scheduler {
                 Some(Reason::BeginTime)
             } else if !part.up {
                 Some(Reason::PartitionDown)
+            } else if replica {
+                None
             } else if let (Some(limit), Some(max)) = (p.spec.time_limit_s, part.max_time_min) {
                 (limit > max * 60).then_some(Reason::PartitionTimeLimit)
             } else if p.spec.time_limit_s.is_none() && part.max_time_min.is_some() {
@@ -748,6 +1059,8 @@ impl Scheduler {
         }
 
         let mut failed: HashMap<ShapeKey, Arc<str>> = HashMap::new();
+        let mut preempt_attempts = 0usize;
+        let mut waiting: Vec<(JobId, (u64, Time, JobId))> = Vec::new();
         let mut blocked_parts: BTreeSet<PartId> = BTreeSet::new();
         let mut first_blocked: BTreeSet<PartId> = BTreeSet::new();
 
@@ -759,6 +1072,11 @@ impl Scheduler {
             let reservable = !p.spec.request.is_share() && p.spec.request.gpus > 0;
             if self.config.queue == QueueMode::StrictFifo && blocked_parts.contains(&part) {
                 self.set_info(id, Reason::Priority, None, None, Vec::new());
+                continue;
+            }
+            // Quota ceiling: the scope or an ancestor would pass its MaxGPUs.
+            if !self.quotas.is_empty() && !self.replica_service.contains_key(&id) && self.over_max(&self.pending[&id].spec) {
+                self.set_info(id, Reason::AssocGrpGRES, None, None, Vec::new());
                 continue;
             }
             // A job that holds a reservation: complete it when its GPUs are free.
@@ -838,15 +1156,39 @@ impl Scheduler {
                                 continue;
                             }
                             Err(_) => {
-                                failed.insert(bkey, Arc::from(""));
+                                failed.entry(bkey).or_insert_with(|| Arc::from(""));
                             }
                         }
+                    }
+                }
+            }
+            // Make room by preemption (services; jobs reclaiming their guarantee).
+            if preempt_attempts < MAX_PREEMPT_ATTEMPTS && self.config.queue != QueueMode::StrictFifo {
+                let pkey = ShapeKey { part, shape: shape_id, blocked_by: usize::MAX, backfill: None };
+                if !failed.contains_key(&pkey) {
+                    preempt_attempts += 1;
+                    if self.try_preempt(id, key, now, &mut out) {
+                        let r = self.reservations.iter().find(|r| r.job == id);
+                        let (est, nodes) = r.map_or((None, Vec::new()), |r| (Some(r.est_fill), r.gpus.iter().map(|(n, _)| *n).collect()));
+                        let reason = if first_blocked.insert(part) { Reason::Resources } else { Reason::Priority };
+                        self.set_info(id, reason, detail, est, nodes);
+                        continue;
+                    }
+                    if !self.replica_service.contains_key(&id) {
+                        failed.entry(pkey).or_insert_with(|| Arc::from(""));
                     }
                 }
             }
             // Blocked.
             if let Some(p) = self.pending.get_mut(&id) {
                 p.failed_cycles = p.failed_cycles.saturating_add(1);
+            }
+            {
+                let req = &self.pending[&id].spec.request;
+                let size = placement::node_size(&self.cluster, part);
+                if req.topology == TopologyKind::Node && req.gpus > 0 && req.gpus <= size && !req.is_share() && waiting.len() < 4 {
+                    waiting.push((id, key));
+                }
             }
             let reason = if first_blocked.insert(part) { Reason::Resources } else { Reason::Priority };
             if self.config.queue == QueueMode::StrictFifo {
@@ -867,6 +1209,9 @@ impl Scheduler {
                 }
             }
             self.set_info(id, reason, detail, est, nodes);
+        }
+        if self.config.queue != QueueMode::StrictFifo {
+            self.defragment(&waiting, now, &mut out);
         }
         out
     }
@@ -891,6 +1236,9 @@ impl Scheduler {
         backfill_end: Option<Time>,
     ) -> Result<Vec<NodeAlloc>, placement::NoFit> {
         let blocked = |n: NodeId| {
+            if self.swap.contains(&n) {
+                return GpuMask::all(64);
+            }
             let m = self.blocked_for(n, rank, backfill_end);
             // A node wholly held by a reservation takes no CPU-only work either.
             if !m.is_empty() && m.count() == self.cluster.node(n).gpus && spec.request.gpus == 0 {
@@ -932,14 +1280,21 @@ impl Scheduler {
                 }
             }
         }
+        let service = self.replica_service.get(&spec.id).copied();
+        let owner = match service {
+            Some(service) => Owner::Replica { service, replica: spec.id },
+            None => Owner::Job(spec.id),
+        };
+        let mut gpus = 0;
         for part in parts {
             self.cluster.take(&part);
+            gpus += part.gpus.count();
             allocs.push(Allocation {
                 id: AllocId(self.next_alloc),
-                owner: Owner::Job(spec.id),
+                owner,
                 part,
                 created_at: now,
-                preemptible: spec.preemptible,
+                preemptible: spec.preemptible && service.is_none(),
                 borrowed: false,
                 backfill_for: backfill_for.first().copied(),
             });
@@ -947,11 +1302,17 @@ impl Scheduler {
         }
         self.pending.remove(&spec.id);
         let end = spec.time_limit_s.map(|l| now + l);
-        out.push(Decision::Bind {
-            job: spec.id,
-            allocs: allocs.clone(),
-            backfill_for: backfill_for.clone(),
-        });
+        match service {
+            Some(service) => out.push(Decision::BindReplica { service, replica: spec.id, allocs: allocs.clone() }),
+            None => {
+                self.charge(spec, gpus);
+                out.push(Decision::Bind {
+                    job: spec.id,
+                    allocs: allocs.clone(),
+                    backfill_for: backfill_for.clone(),
+                });
+            }
+        }
         let run = RunningJob {
             spec: spec.clone(),
             allocs,
@@ -959,6 +1320,9 @@ impl Scheduler {
             end,
             backfill_for,
             preempt_pending: false,
+            stopping: false,
+            last_checkpoint: None,
+            preempt_deadline: None,
         };
         self.note_started(&run);
         self.running.insert(spec.id, run);

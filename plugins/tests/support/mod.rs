@@ -49,6 +49,51 @@ pub fn render(s: &Scheduler, decisions: &[Decision], now: Time) -> String {
             Decision::Alert { kind, job, message } => {
                 write!(out, "alert {kind:?} job={job:?}: {message}").unwrap()
             }
+            Decision::Preempt { job, for_job, for_service, deadline, checkpoint_bytes, cost_gpu_hours, .. } => {
+                write!(
+                    out,
+                    "preempt job={job} for={for_job}{} deadline=+{}s ckpt={checkpoint_bytes}B cost={cost_gpu_hours:.2}gpuh",
+                    for_service.map(|s| format!(" service={s}")).unwrap_or_default(),
+                    deadline - now
+                )
+                .unwrap()
+            }
+            Decision::BindReplica { service, replica, allocs } => {
+                let parts: Vec<String> = allocs.iter().map(|a| format!("{}:{}", name(a.part.node), a.part.gpus)).collect();
+                write!(out, "bind-replica service={service} replica={} {}", replica.0 - flotilla_core::sched::REPLICA_ID_BASE, parts.join(",")).unwrap()
+            }
+            Decision::StopReplica { service, replica } => {
+                write!(out, "stop-replica service={service} replica={}", replica.0 - flotilla_core::sched::REPLICA_ID_BASE).unwrap()
+            }
+            Decision::Relocate { service, from, to, allocs, for_job } => {
+                let parts: Vec<String> = allocs.iter().map(|a| format!("{}:{}", name(a.part.node), a.part.gpus)).collect();
+                write!(
+                    out,
+                    "relocate service={service} replica={} -> replica={} {} for job={for_job}",
+                    from.0 - flotilla_core::sched::REPLICA_ID_BASE,
+                    to.0 - flotilla_core::sched::REPLICA_ID_BASE,
+                    parts.join(",")
+                )
+                .unwrap()
+            }
+            Decision::Page(p) => {
+                write!(
+                    out,
+                    "page service={} wanted={} have={} min={} blocked={}gpus rate={}%/{}% would-preempt={:?} preempt-cost={:.2}gpuh degraded-cost={:.2}gpuh actions={:?}",
+                    p.name,
+                    p.wanted,
+                    p.have,
+                    p.min,
+                    p.gpus_blocked,
+                    p.rate_pct,
+                    p.limit_pct,
+                    p.would_preempt.iter().map(|v| format!("{}({},{}gpu,{}m run,{}m since ckpt)", v.job, v.account, v.gpus, v.runtime_s / 60, v.since_checkpoint_s / 60)).collect::<Vec<_>>(),
+                    p.preempt_cost_gpu_hours,
+                    p.degraded_cost_gpu_hours,
+                    p.actions
+                )
+                .unwrap()
+            }
         }
         out.push('\n');
     }

@@ -1,0 +1,223 @@
+//! Hierarchical GPU quotas: Slurm's account tree (organisation → team → user) with a
+//! guaranteed and a maximum GPU count per scope.
+//!
+//! Capacity a scope uses beyond its guarantee is *borrowed*: it may be reclaimed, newest
+//! borrowed first (LIFO, seed §7: the newest work has the least progress to lose). Guaranteed
+//! capacity is never preempted (invariant 4). A scope never exceeds its `max_gpus`, nor does
+//! any ancestor.
+//!
+//! The model does not assume a file: [`QuotaTree`] is built from [`QuotaScope`]s, and
+//! [`parse_quota_conf`] reads the text format Flotilla keeps beside slurm.conf (`quota.conf`),
+//! one scope per line in slurm.conf's `Key=Value` style:
+//!
+//! ```text
+//! # organisation, teams, users
+//! Account=research  GuaranteedGPUs=512 MaxGPUs=1024
+//! Account=nlp       Parent=research GuaranteedGPUs=256 MaxGPUs=768
+//! User=alice        Account=nlp GuaranteedGPUs=16
+//! ```
+//!
+//! Keys are case-insensitive; `#` starts a comment; a `User=` scope is named `user@account`.
+
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+use thiserror::Error;
+
+/// Index of a scope in [`QuotaTree::scopes`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+pub struct ScopeId(pub u32);
+
+/// One scope of the account tree.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct QuotaScope {
+    /// Name: the account (`nlp`) or `user@account` for a user scope.
+    pub name: String,
+    /// Parent scope name; `None` for a root.
+    pub parent: Option<String>,
+    /// GPUs guaranteed to the scope (never preempted while used within it).
+    pub guaranteed_gpus: u32,
+    /// Most GPUs the scope (with its descendants) may use; `None` = no limit.
+    pub max_gpus: Option<u32>,
+}
+
+/// Why a quota file could not be read.
+#[derive(Debug, Clone, PartialEq, Eq, Error)]
+pub enum QuotaError {
+    /// A malformed line.
+    #[error("{file}:{line}: {message}")]
+    Syntax {
+        /// File name as given.
+        file: String,
+        /// 1-based line.
+        line: usize,
+        /// What is wrong.
+        message: String,
+    },
+    /// A scope names a parent that does not exist, or the tree has a cycle.
+    #[error("quota scope `{0}`: {1}")]
+    Tree(String, String),
+}
+
+/// The account tree with each scope's usage.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub struct QuotaTree {
+    /// Scopes; parents may come after children in input but are resolved here.
+    pub scopes: Vec<QuotaScope>,
+    parent: Vec<Option<ScopeId>>,
+    by_name: BTreeMap<String, ScopeId>,
+}
+
+impl QuotaTree {
+    /// Builds the tree. Errors: unknown parent, duplicate name, or a cycle.
+    pub fn new(scopes: Vec<QuotaScope>) -> Result<QuotaTree, QuotaError> {
+        let mut by_name = BTreeMap::new();
+        for (i, s) in scopes.iter().enumerate() {
+            if by_name.insert(s.name.clone(), ScopeId(i as u32)).is_some() {
+                return Err(QuotaError::Tree(s.name.clone(), "defined twice".into()));
+            }
+        }
+        let mut parent = Vec::with_capacity(scopes.len());
+        for s in &scopes {
+            parent.push(match &s.parent {
+                None => None,
+                Some(p) => Some(
+                    *by_name
+                        .get(p)
+                        .ok_or_else(|| QuotaError::Tree(s.name.clone(), format!("unknown parent `{p}`")))?,
+                ),
+            });
+        }
+        let t = QuotaTree { scopes, parent, by_name };
+        for i in 0..t.scopes.len() {
+            let mut seen = 0;
+            let mut cur = Some(ScopeId(i as u32));
+            while let Some(c) = cur {
+                seen += 1;
+                if seen > t.scopes.len() {
+                    return Err(QuotaError::Tree(t.scopes[i].name.clone(), "cycle in parents".into()));
+                }
+                cur = t.parent[c.0 as usize];
+            }
+        }
+        Ok(t)
+    }
+
+    /// The scope a job charges: `user@account` if defined, else `account`, else none (no
+    /// guarantee, no limit).
+    pub fn scope_of(&self, user: &str, account: &str) -> Option<ScopeId> {
+        self.by_name
+            .get(&format!("{user}@{account}"))
+            .or_else(|| self.by_name.get(account))
+            .copied()
+    }
+
+    /// The scope and its ancestors, leaf first.
+    pub fn chain(&self, scope: ScopeId) -> impl Iterator<Item = ScopeId> + '_ {
+        let mut cur = Some(scope);
+        std::iter::from_fn(move || {
+            let c = cur?;
+            cur = self.parent[c.0 as usize];
+            Some(c)
+        })
+    }
+
+    /// The scope's definition.
+    pub fn scope(&self, id: ScopeId) -> &QuotaScope {
+        &self.scopes[id.0 as usize]
+    }
+
+    /// Number of scopes.
+    pub fn len(&self) -> usize {
+        self.scopes.len()
+    }
+
+    /// True when there are no scopes (quotas off).
+    pub fn is_empty(&self) -> bool {
+        self.scopes.is_empty()
+    }
+}
+
+/// Parses `quota.conf` text (format in the module docs). `file` names it in errors.
+pub fn parse_quota_conf(text: &str, file: &str) -> Result<QuotaTree, QuotaError> {
+    let mut scopes = Vec::new();
+    for (i, raw) in text.lines().enumerate() {
+        let line = raw.split('#').next().unwrap_or("").trim();
+        if line.is_empty() {
+            continue;
+        }
+        let err = |message: String| QuotaError::Syntax { file: file.to_string(), line: i + 1, message };
+        let mut kv: BTreeMap<String, String> = BTreeMap::new();
+        for tok in line.split_whitespace() {
+            let (k, v) = tok
+                .split_once('=')
+                .ok_or_else(|| err(format!("expected Key=Value, found `{tok}`")))?;
+            let k = k.to_ascii_lowercase();
+            if !matches!(k.as_str(), "account" | "user" | "parent" | "guaranteedgpus" | "maxgpus") {
+                return Err(err(format!("unknown key `{k}`")));
+            }
+            if kv.insert(k.clone(), v.to_string()).is_some() {
+                return Err(err(format!("key `{k}` given twice")));
+            }
+        }
+        let num = |k: &str| -> Result<Option<u32>, QuotaError> {
+            match kv.get(k) {
+                None => Ok(None),
+                Some(v) if v.eq_ignore_ascii_case("unlimited") => Ok(None),
+                Some(v) => v.parse().map(Some).map_err(|_| err(format!("`{k}` is not a GPU count: `{v}`"))),
+            }
+        };
+        let account = kv.get("account").cloned().ok_or_else(|| err("missing Account=".into()))?;
+        let (name, parent) = match kv.get("user") {
+            Some(u) => (format!("{u}@{account}"), Some(account.clone())),
+            None => (account.clone(), kv.get("parent").cloned()),
+        };
+        scopes.push(QuotaScope {
+            name,
+            parent,
+            guaranteed_gpus: num("guaranteedgpus")?.unwrap_or(0),
+            max_gpus: num("maxgpus")?,
+        });
+    }
+    QuotaTree::new(scopes)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const CONF: &str = "# org\nAccount=research GuaranteedGPUs=512 MaxGPUs=1024\n\
+        Account=nlp Parent=research GuaranteedGPUs=256 maxgpus=768 # team\n\
+        User=alice Account=nlp GuaranteedGPUs=16\n";
+
+    #[test]
+    fn parses_the_tree() {
+        let t = parse_quota_conf(CONF, "quota.conf").unwrap();
+        assert_eq!(t.len(), 3);
+        let alice = t.scope_of("alice", "nlp").unwrap();
+        assert_eq!(t.scope(alice).guaranteed_gpus, 16);
+        let chain: Vec<&str> = t.chain(alice).map(|s| t.scope(s).name.as_str()).collect();
+        assert_eq!(chain, ["alice@nlp", "nlp", "research"]);
+        assert_eq!(t.scope_of("bob", "nlp"), t.scope_of("x", "nlp"));
+        assert_eq!(t.scope_of("bob", "other"), None);
+        assert_eq!(t.scope(t.scope_of("bob", "nlp").unwrap()).max_gpus, Some(768));
+    }
+
+    #[test]
+    fn errors_name_file_and_line() {
+        let e = parse_quota_conf("Account=a\nAccount=b Bogus=1\n", "q.conf").unwrap_err();
+        assert_eq!(e.to_string(), "q.conf:2: unknown key `bogus`");
+        let e = parse_quota_conf("Account=a GuaranteedGPUs=x\n", "q.conf").unwrap_err();
+        assert!(e.to_string().starts_with("q.conf:1: `guaranteedgpus` is not a GPU count"));
+        let e = parse_quota_conf("Account=a Parent=zz\n", "q.conf").unwrap_err();
+        assert_eq!(e.to_string(), "quota scope `a`: unknown parent `zz`");
+        let e = parse_quota_conf("Account=a Parent=b\nAccount=b Parent=a\n", "q.conf").unwrap_err();
+        assert!(e.to_string().contains("cycle"));
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn parser_never_panics(s in "\\PC*") {
+            let _ = parse_quota_conf(&s, "q");
+        }
+    }
+}
