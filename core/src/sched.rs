@@ -573,6 +573,9 @@ pub struct Reservation {
     pub alerted: bool,
     /// Needs re-planning (lost GPUs to a higher-ranked reservation, or a node failed).
     pub dirty: bool,
+    /// Made by a preemption: its GPUs are being freed by preempted jobs.
+    #[serde(default)]
+    pub preempting: bool,
 }
 
 /// Orders rank keys: true when `a` outranks `b`.
@@ -625,6 +628,8 @@ pub struct Scheduler {
     relocating: BTreeMap<JobId, (JobId, JobId)>,
     /// Nodes held back as the swap pool this cycle.
     swap: Vec<NodeId>,
+    /// Jobs whose reservation already raised the capacity alert.
+    alerted: BTreeSet<JobId>,
 }
 
 /// Most preemption plans tried in one cycle (each costs a scratch copy of the cluster).
@@ -680,6 +685,7 @@ impl Scheduler {
             paged: BTreeMap::new(),
             relocating: BTreeMap::new(),
             swap: Vec::new(),
+            alerted: BTreeSet::new(),
         };
         s.storage_bw = storage_bw;
         s
@@ -796,6 +802,7 @@ impl Scheduler {
             }
             Event::Cancel(id) => {
                 self.pending.remove(&id);
+                self.alerted.remove(&id);
                 self.drop_reservation(id, &mut out);
                 self.release_running(id);
             }
@@ -1092,7 +1099,15 @@ impl Scheduler {
                         self.bind(&spec, parts, Vec::new(), now, &mut out);
                         continue;
                     }
-                    let r = &self.reservations[ri];
+                    // A reservation waiting on natural ends may be sped up by preemption.
+                    if !self.reservations[ri].preempting
+                        && preempt_attempts < MAX_PREEMPT_ATTEMPTS
+                        && self.config.queue != QueueMode::StrictFifo
+                    {
+                        preempt_attempts += 1;
+                        self.try_preempt(id, key, now, &mut out);
+                    }
+                    let Some(r) = self.reservations.iter().find(|r| r.job == id) else { continue };
                     let (est, nodes) = (r.est_fill, r.gpus.iter().map(|(n, _)| *n).collect());
                     let reason = if first_blocked.insert(part) { Reason::Resources } else { Reason::Priority };
                     self.set_info(id, reason, None, Some(est), nodes);
@@ -1301,11 +1316,12 @@ impl Scheduler {
             self.next_alloc += 1;
         }
         self.pending.remove(&spec.id);
+        self.alerted.remove(&spec.id);
         let end = spec.time_limit_s.map(|l| now + l);
         match service {
             Some(service) => out.push(Decision::BindReplica { service, replica: spec.id, allocs: allocs.clone() }),
             None => {
-                self.charge(spec, gpus);
+                self.charge(spec, gpus, now);
                 out.push(Decision::Bind {
                     job: spec.id,
                     allocs: allocs.clone(),
@@ -1358,7 +1374,8 @@ impl Scheduler {
             est_fill: r.est_fill,
         });
         let mut r = r;
-        if r.est_fill.saturating_sub(now) > self.config.reservation_alert_s {
+        // One alert per job until it starts, however often its reservation is re-planned.
+        if r.est_fill.saturating_sub(now) > self.config.reservation_alert_s && self.alerted.insert(r.job) {
             r.alerted = true;
             out.push(Decision::Alert {
                 kind: AlertKind::ReservationCannotFill,
@@ -1576,6 +1593,7 @@ impl Scheduler {
             created: now,
             alerted: false,
             dirty: false,
+            preempting: false,
         })
     }
 

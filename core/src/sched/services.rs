@@ -76,6 +76,8 @@ impl Scheduler {
         self.share_pct(now, 0)
     }
 
+    /// The share after preempting `extra` more GPUs of running training: preempted GPUs over
+    /// the trailing hour / (training GPUs still running + those preempted).
     fn share_pct(&self, now: Time, extra: u32) -> u32 {
         let pre: u64 = self
             .preempt_ledger
@@ -89,7 +91,8 @@ impl Scheduler {
             .values()
             .filter(|r| r.service().is_none() && !r.preempt_pending)
             .map(|r| u64::from(r.gpus()))
-            .sum();
+            .sum::<u64>()
+            .saturating_sub(u64::from(extra));
         let denom = training + pre;
         if denom == 0 {
             return 0;
@@ -206,13 +209,17 @@ impl Scheduler {
     }
 
     /// Charges a started job to its scopes (usage changes within a cycle).
-    pub(super) fn charge(&mut self, spec: &JobSpec, gpus: u32) {
+    pub(super) fn charge(&mut self, spec: &JobSpec, gpus: u32, now: Time) {
         if let Some(sc) = self.quotas.scope_of(&spec.user, &spec.account) {
             let chain: Vec<ScopeId> = self.quotas.chain(sc).collect();
             for a in chain {
                 if let Some(u) = self.scope_used.get_mut(a.0 as usize) {
                     *u += gpus;
                 }
+            }
+            // The newest work of a scope is what exceeds its guarantee: it borrows from now.
+            if self.scope_used.get(sc.0 as usize).copied().unwrap_or(0) > self.quotas.scope(sc).guaranteed_gpus {
+                self.borrowed.insert(spec.id, now);
             }
         }
     }
@@ -415,9 +422,15 @@ impl Scheduler {
         let spec = p.spec.clone();
         let priority = p.priority;
         let who = if let Some(&service) = self.replica_service.get(&id) {
-            let (running, _) = self.service_replicas(service);
+            let (running, pending) = self.service_replicas(service);
+            // Replicas already on their way (their victims are checkpointing) count toward
+            // the floor: only the replicas needed to reach it are never throttled.
+            let arriving = pending
+                .iter()
+                .filter(|p| self.reservations.iter().any(|r| r.job == **p && r.preempting))
+                .count();
             let min = self.services.get(&service).map_or(0, |s| s.min_replicas);
-            Preemptor::Service { service, floor: (running.len() as u32) < min }
+            Preemptor::Service { service, floor: ((running.len() + arriving) as u32) < min }
         } else if self.within_guarantee(&spec) {
             Preemptor::Guarantee
         } else {
@@ -510,6 +523,7 @@ impl Scheduler {
             created: now,
             alerted: false,
             dirty: false,
+            preempting: true,
         };
         self.add_reservation(r, now, out);
         true
@@ -717,15 +731,15 @@ impl Scheduler {
             self.lp_cache = None;
             // Reserve the node being freed for the waiting job.
             self.drop_reservation(job, out);
-            let n = self.cluster.node(target);
             let r = Reservation {
                 job,
                 rank: key,
-                gpus: vec![(target, GpuMask::all(n.gpus))],
+                gpus: vec![(target, GpuMask::all(need))],
                 est_fill: now + 60,
                 created: now,
                 alerted: false,
                 dirty: false,
+                preempting: true,
             };
             self.add_reservation(r, now, out);
             if self.relocating.len() >= self.config.max_relocations {

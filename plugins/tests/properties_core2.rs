@@ -1,0 +1,216 @@
+//! Property tests for scheduling core II: invariant 4 of DESIGN.md §4 (nothing preempts a
+//! service replica, a non-preemptible job, or an allocation inside its quota guarantee),
+//! LIFO reclaim of borrowed capacity, minimum runtime, the preemption budget (never exceeded
+//! except to reach a service's floor), checkpoints that always fit their deadline — and all
+//! of core I's invariants after every cycle.
+
+use flotilla_core::cluster::{Cluster, PartId};
+use flotilla_core::config::TopologyKind;
+use flotilla_core::job::{JobId, JobSpec, Request};
+use flotilla_core::quota::parse_quota_conf;
+use flotilla_core::sched::{Decision, Event, SchedConfig, Scheduler, ServiceId, ServiceSpec};
+use proptest::prelude::*;
+use std::collections::BTreeMap;
+
+const QUOTA: &str = "Account=a GuaranteedGPUs=16 MaxGPUs=48\nAccount=b GuaranteedGPUs=8\nAccount=inference\n";
+const ACCOUNTS: [&str; 3] = ["a", "b", "nobody"];
+
+#[derive(Debug, Clone)]
+enum Op {
+    Train { account: usize, gpus: u32, preemptible: bool, ckpt_gb: u64 },
+    Service { id: u32, gpus: u32, min: u32, desired: u32 },
+    End(usize),
+    Ack(usize),
+    Bandwidth(u64),
+    Tick(u64),
+}
+
+fn op() -> impl Strategy<Value = Op> {
+    prop_oneof![
+        5 => (0usize..3, prop::sample::select(vec![4u32, 8, 16]), prop::bool::weighted(0.8), 0u64..3000)
+            .prop_map(|(account, gpus, preemptible, ckpt_gb)| Op::Train { account, gpus, preemptible, ckpt_gb }),
+        2 => (0u32..2, prop::sample::select(vec![4u32, 8]), 0u32..3, 0u32..6)
+            .prop_map(|(id, gpus, min, desired)| Op::Service { id, gpus, min, desired }),
+        2 => any::<usize>().prop_map(Op::End),
+        1 => any::<usize>().prop_map(Op::Ack),
+        1 => prop::sample::select(vec![5_000_000_000u64, 50_000_000_000, 200_000_000_000]).prop_map(Op::Bandwidth),
+        3 => (1u64..1200).prop_map(Op::Tick),
+    ]
+}
+
+struct Checker {
+    min_runtime: u64,
+    page_pct: u32,
+}
+
+fn run(nodes: u32, ops: &[Op], floors: bool) -> Result<(), TestCaseError> {
+    let config = SchedConfig::default();
+    let check = Checker { min_runtime: config.min_runtime_s, page_pct: config.budget_page_pct };
+    let mut s = Scheduler::new(
+        Cluster::uniform(nodes, 8, 4, 64, 512_000),
+        flotilla_plugins::placement("topo-bestfit").unwrap(),
+        flotilla_plugins::priority("priority/multifactor").unwrap(),
+        config.clone(),
+    );
+    s.set_quotas(parse_quota_conf(QUOTA, "q").unwrap());
+    let mut now = 0u64;
+    let mut next = 1u64;
+    let mut services: BTreeMap<u32, ServiceSpec> = BTreeMap::new();
+    // Preemptions being carried out: victim -> when it exits.
+    let mut exiting: BTreeMap<JobId, u64> = BTreeMap::new();
+    let mut bw = config.storage_bw_bytes_per_s;
+    for op in ops {
+        match op {
+            Op::Train { account, gpus, preemptible, ckpt_gb } => {
+                let topo = if *gpus <= 8 { TopologyKind::Node } else { TopologyKind::Any };
+                let mut j = JobSpec::simple(next, now, Request::gpus(*gpus, topo), Some(4 * 3600));
+                j.account = ACCOUNTS[*account].into();
+                j.preemptible = *preemptible;
+                j.checkpoint_bytes = ckpt_gb * 1_000_000_000;
+                next += 1;
+                s.handle(Event::Submit(j), now);
+            }
+            Op::Service { id, gpus, min, desired } => {
+                let spec = services.entry(*id).or_insert_with(|| ServiceSpec {
+                    id: ServiceId(*id),
+                    name: format!("svc{id}"),
+                    partition: PartId(0),
+                    account: "inference".into(),
+                    user: "svc".into(),
+                    replica: Request::gpus(*gpus, TopologyKind::Node),
+                    min_replicas: if floors { *min } else { 0 },
+                    max_replicas: 6,
+                    desired_replicas: *desired,
+                    priority: 10,
+                });
+                spec.desired_replicas = *desired;
+                s.handle(Event::ServiceUpsert(spec.clone()), now);
+            }
+            Op::End(k) | Op::Ack(k) => {
+                let ids: Vec<JobId> = s.running().keys().copied().collect();
+                if ids.is_empty() {
+                    continue;
+                }
+                let id = ids[k % ids.len()];
+                if matches!(op, Op::End(_)) {
+                    exiting.remove(&id);
+                    s.handle(Event::JobEnded(id), now);
+                } else {
+                    s.handle(Event::CheckpointAck { job: id, at: now }, now);
+                }
+            }
+            Op::Bandwidth(b) => {
+                bw = *b;
+                s.handle(Event::StorageBandwidth(*b), now);
+            }
+            Op::Tick(dt) => now += dt,
+        }
+        // Victims exit when their checkpoint is done (before the deadline).
+        let due: Vec<JobId> = exiting.iter().filter(|(_, t)| **t <= now).map(|(j, _)| *j).collect();
+        for j in due {
+            exiting.remove(&j);
+            s.handle(Event::Requeued(j), now);
+        }
+        // Replica stops are carried out at once.
+        let before: BTreeMap<JobId, (bool, u64, bool, bool)> = s
+            .running()
+            .iter()
+            .map(|(id, r)| (*id, (r.service().is_some(), r.start, r.spec.preemptible, s.borrow_ledger().contains_key(id))))
+            .collect();
+        let ledger_before = s.borrow_ledger().clone();
+        let d = s.cycle(now);
+        if let Err(e) = s.check_invariants() {
+            return Err(TestCaseError::fail(format!("after {op:?}: {e}")));
+        }
+        let mut victims: Vec<JobId> = Vec::new();
+        let mut inflight_bytes = 0u64;
+        for x in &d {
+            match x {
+                Decision::Preempt { job, for_job, deadline, checkpoint_bytes, bandwidth, .. } => {
+                    let (replica, start, preemptible, borrowed) = before[job];
+                    // Invariant 4.
+                    prop_assert!(!replica, "a service replica was preempted");
+                    prop_assert!(preemptible, "a non-preemptible job was preempted");
+                    let spec = &s.running()[job].spec;
+                    let scoped = s.quotas().scope_of(&spec.user, &spec.account).is_some();
+                    prop_assert!(borrowed || !scoped, "job {job} inside its guarantee was preempted");
+                    // Minimum runtime.
+                    prop_assert!(now - start >= check.min_runtime, "job {job} preempted {}s after start", now - start);
+                    // The checkpoint fits the deadline at the measured bandwidth.
+                    inflight_bytes += checkpoint_bytes;
+                    prop_assert_eq!(*bandwidth, bw);
+                    prop_assert!(
+                        (inflight_bytes as u128) * 3 <= u128::from(deadline - now) * u128::from(*bandwidth),
+                        "checkpoint of {checkpoint_bytes} B cannot fit a {}s deadline", deadline - now
+                    );
+                    prop_assert!(bw >= 10_000_000_000, "preemption while storage is degraded");
+                    let _ = for_job;
+                    victims.push(*job);
+                    exiting.insert(*job, now + 5);
+                }
+                Decision::StopReplica { replica, .. } => {
+                    s.handle(Event::JobEnded(*replica), now);
+                }
+                Decision::Relocate { from, .. } => {
+                    s.handle(Event::JobEnded(*from), now);
+                }
+                _ => {}
+            }
+        }
+        // The budget: with no service floor in play, a preemption never takes the preempted
+        // share past the paging limit (ends of other jobs may raise the share later).
+        if !floors && !victims.is_empty() {
+            let share = s.preempted_share_pct(now);
+            prop_assert!(share <= check.page_pct, "budget exceeded: {share}% after {op:?}");
+        }
+    }
+    Ok(())
+}
+
+fn cases() -> u32 {
+    std::env::var("PROPTEST_CASES").ok().and_then(|v| v.parse().ok()).map_or(256, |n: u32| n.min(1000))
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(cases()))]
+
+    #[test]
+    fn core2_invariants_hold(nodes in 2u32..10, ops in prop::collection::vec(op(), 1..70), floors in any::<bool>()) {
+        run(nodes, &ops, floors)?;
+    }
+
+    /// Borrowed capacity is reclaimed in exact LIFO order when every victim would serve
+    /// equally well (whole-node jobs, whole-node replicas, equal priority).
+    #[test]
+    fn borrowed_capacity_is_reclaimed_lifo(nodes in 2u32..12, gaps in prop::collection::vec(1u64..3600, 12), k in 1u32..12) {
+        let config = SchedConfig { budget_warn_pct: 100, budget_page_pct: 100, ..SchedConfig::default() };
+        let mut s = Scheduler::new(
+            Cluster::uniform(nodes, 8, 4, 64, 512_000),
+            flotilla_plugins::placement("topo-bestfit").unwrap(),
+            flotilla_plugins::priority("priority/basic").unwrap(),
+            config,
+        );
+        s.set_quotas(parse_quota_conf("Account=a GuaranteedGPUs=0\nAccount=inference\n", "q").unwrap());
+        let mut now = 0;
+        for i in 0..nodes as usize {
+            now += gaps[i % gaps.len()];
+            let mut j = JobSpec::simple(i as u64 + 1, now, Request::gpus(8, TopologyKind::Node), None);
+            j.account = "a".into();
+            j.preemptible = true;
+            s.handle(Event::Submit(j), now);
+            s.cycle(now);
+        }
+        now += 3600;
+        let k = k.min(nodes);
+        s.handle(Event::ServiceUpsert(ServiceSpec {
+            id: ServiceId(1), name: "svc".into(), partition: PartId(0), account: "inference".into(), user: "svc".into(),
+            replica: Request::gpus(8, TopologyKind::Node), min_replicas: 0, max_replicas: 64, desired_replicas: k, priority: 1,
+        }), now);
+        let mut ledger: Vec<(u64, JobId)> = s.borrow_ledger().iter().map(|(j, t)| (*t, *j)).collect();
+        ledger.sort_by(|a, b| b.cmp(a));
+        let d = s.cycle(now);
+        let got: Vec<JobId> = d.iter().filter_map(|x| match x { Decision::Preempt { job, .. } => Some(*job), _ => None }).collect();
+        let want: Vec<JobId> = ledger.iter().take(k as usize).map(|(_, j)| *j).collect();
+        prop_assert_eq!(got, want);
+    }
+}
