@@ -117,7 +117,6 @@ fn run(nodes: u32, ops: &[Op], floors: bool) -> Result<(), TestCaseError> {
             .iter()
             .map(|(id, r)| (*id, (r.service().is_some(), r.start, r.spec.preemptible, s.borrow_ledger().contains_key(id))))
             .collect();
-        let ledger_before = s.borrow_ledger().clone();
         let d = s.cycle(now);
         if let Err(e) = s.check_invariants() {
             return Err(TestCaseError::fail(format!("after {op:?}: {e}")));
