@@ -8,7 +8,7 @@ use flotilla_core::cluster::{Cluster, NodeId, Time};
 use flotilla_core::config::TopologyKind::{Any, Node};
 use flotilla_core::job::{JobId, JobSpec, Request};
 use flotilla_core::quota::parse_quota_conf;
-use flotilla_core::sched::{AlertKind, Decision, Event, QueueMode, SchedConfig, Scheduler, ServiceId, ServiceSpec};
+use flotilla_core::sched::{AlertKind, Decision, Event, SchedConfig, Scheduler, ServiceId, ServiceSpec};
 use support::{check_golden, job, render};
 
 struct Run {
