@@ -240,6 +240,9 @@ pub struct Node {
     pub partitions: Vec<PartId>,
     /// The node belongs to a partition dedicated to sub-node shapes (`SubNodePool=YES`).
     pub sub_node_pool: bool,
+    /// The node belongs to the inference pool (`InferencePool=YES`).
+    #[serde(default)]
+    pub inference_pool: bool,
     /// Availability.
     pub avail: NodeAvail,
     /// The node daemon's boot epoch last registered (0 = never registered).
@@ -407,6 +410,9 @@ impl Cluster {
                 if p.sub_node_pool {
                     c.nodes[n.0 as usize].sub_node_pool = true;
                 }
+                if p.inference_pool {
+                    c.nodes[n.0 as usize].inference_pool = true;
+                }
             }
             c.partitions.push(Partition {
                 name: p.name.clone(),
@@ -456,6 +462,7 @@ impl Cluster {
                 features: Vec::new(),
                 partitions: Vec::new(),
                 sub_node_pool: false,
+                inference_pool: false,
                 avail: NodeAvail::Up,
                 boot_epoch: 0,
                 free_gpus: GpuMask::all(gpus),

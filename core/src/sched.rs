@@ -630,6 +630,8 @@ pub struct Scheduler {
     swap: Vec<NodeId>,
     /// Jobs whose reservation already raised the capacity alert.
     alerted: BTreeSet<JobId>,
+    /// Some node belongs to the inference pool.
+    has_inference_pool: bool,
 }
 
 /// Most preemption plans tried in one cycle (each costs a scratch copy of the cluster).
@@ -686,7 +688,9 @@ impl Scheduler {
             relocating: BTreeMap::new(),
             swap: Vec::new(),
             alerted: BTreeSet::new(),
+            has_inference_pool: false,
         };
+        s.has_inference_pool = s.cluster.nodes.iter().any(|n| n.inference_pool);
         s.storage_bw = storage_bw;
         s
     }
@@ -1250,8 +1254,33 @@ impl Scheduler {
         rank: Option<&(u64, Time, JobId)>,
         backfill_end: Option<Time>,
     ) -> Result<Vec<NodeAlloc>, placement::NoFit> {
+        // Inference pool (seed R1): replicas try the pool first; training may use pool nodes
+        // only when preemptible (as borrowed capacity).
+        let replica = self.replica_service.contains_key(&spec.id);
+        if replica && self.has_inference_pool {
+            if let Ok(p) = self.try_place_in(now, spec, rank, backfill_end, Some(true)) {
+                return Ok(p);
+            }
+        }
+        let pool_rule = if replica || spec.preemptible { None } else { Some(false) };
+        self.try_place_in(now, spec, rank, backfill_end, pool_rule)
+    }
+
+    /// Placement with an optional inference-pool restriction: `Some(true)` = pool nodes only,
+    /// `Some(false)` = no pool nodes.
+    fn try_place_in(
+        &self,
+        now: Time,
+        spec: &JobSpec,
+        rank: Option<&(u64, Time, JobId)>,
+        backfill_end: Option<Time>,
+        pool: Option<bool>,
+    ) -> Result<Vec<NodeAlloc>, placement::NoFit> {
         let blocked = |n: NodeId| {
             if self.swap.contains(&n) {
+                return GpuMask::all(64);
+            }
+            if pool.is_some_and(|want| self.cluster.node(n).inference_pool != want) {
                 return GpuMask::all(64);
             }
             let m = self.blocked_for(n, rank, backfill_end);
@@ -1304,13 +1333,14 @@ impl Scheduler {
         for part in parts {
             self.cluster.take(&part);
             gpus += part.gpus.count();
+            let on_pool = self.cluster.node(part.node).inference_pool;
             allocs.push(Allocation {
                 id: AllocId(self.next_alloc),
                 owner,
                 part,
                 created_at: now,
                 preemptible: spec.preemptible && service.is_none(),
-                borrowed: false,
+                borrowed: service.is_none() && on_pool,
                 backfill_for: backfill_for.first().copied(),
             });
             self.next_alloc += 1;
@@ -1519,6 +1549,13 @@ impl Scheduler {
             for &id in &part.nodes {
                 let n = self.cluster.node(id);
                 if !n.avail.schedulable() || n.gpus < gpn || !n.gpu_type_ok(&req.gpu_types) {
+                    continue;
+                }
+                // The inference pool takes non-preemptible training never; the swap pool
+                // takes no normal work.
+                if (n.inference_pool && !spec.preemptible && !self.replica_service.contains_key(&spec.id))
+                    || self.swap.contains(&id)
+                {
                     continue;
                 }
                 if req.excluded_nodes.contains(&id) || (!req.required_nodes.is_empty() && !req.required_nodes.contains(&id)) {

@@ -8,7 +8,7 @@
 //! `cargo bench -p flotilla-plugins --bench cycle`; `FLOTILLA_BENCH_BIG=0` skips the 10,000-node
 //! case.
 
-use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion};
+use criterion::{criterion_group, criterion_main, BatchSize, BenchmarkId, Criterion};
 use flotilla_core::cluster::Cluster;
 use flotilla_core::config::TopologyKind;
 use flotilla_core::job::{JobSpec, Request};
@@ -129,5 +129,68 @@ fn bench(c: &mut Criterion) {
     }
 }
 
-criterion_group!(benches, bench);
+/// 128 × 8 GPUs (1,024) with 500 running preemptible jobs (1/2/8-GPU mix), all past their minimum runtime; one service replica of 8 GPUs must preempt.
+fn preemption_setup() -> Scheduler {
+    use flotilla_core::sched::{ServiceId, ServiceSpec};
+    let mut s = Scheduler::new(
+        Cluster::uniform(128, 8, 32, 64, 512_000),
+        flotilla_plugins::placement("topo-bestfit").unwrap(),
+        flotilla_plugins::priority("priority/multifactor").unwrap(),
+        SchedConfig { budget_warn_pct: 100, budget_page_pct: 100, ..SchedConfig::default() },
+    );
+    // 12 whole-node jobs, 440 of 2 GPUs and 48 of 1 GPU: exactly 1,024 GPUs in 500 jobs.
+    let mut sizes: Vec<u32> = [vec![8u32; 12], vec![2; 440], vec![1; 48]].concat();
+    let mut rng = ChaCha8Rng::seed_from_u64(7);
+    for i in (1..sizes.len()).rev() {
+        sizes.swap(i, rng.random_range(0..=i));
+    }
+    for (i, g) in sizes.into_iter().enumerate() {
+        let mut j = JobSpec::simple(i as u64 + 1, 0, Request::gpus(g, TopologyKind::Node), Some(86_400));
+        j.preemptible = true;
+        j.checkpoint_bytes = 1_000_000_000;
+        s.handle(Event::Submit(j), 0);
+    }
+    s.cycle(0);
+    s.handle(
+        Event::ServiceUpsert(ServiceSpec {
+            id: ServiceId(1),
+            name: "svc".into(),
+            partition: flotilla_core::cluster::PartId(0),
+            account: "inference".into(),
+            user: "svc".into(),
+            replica: Request::gpus(8, TopologyKind::Node),
+            min_replicas: 1,
+            max_replicas: 1,
+            desired_replicas: 1,
+            priority: 1,
+        }),
+        3600,
+    );
+    s
+}
+
+fn bench_preempt(c: &mut Criterion) {
+    let s = preemption_setup();
+    eprintln!(
+        "preemption bench: {} running jobs on {} GPUs, {} free",
+        s.running().len(),
+        s.cluster.total_gpus(),
+        s.cluster.total_gpus() * 1000 - s.cluster.used_gpu_milli()
+    );
+    let mut g = c.benchmark_group("preempt");
+    g.bench_function("plan_1024_gpus_500_jobs", |b| {
+        b.iter_batched(
+            preemption_setup,
+            |mut s| {
+                let d = s.cycle(3600);
+                assert!(d.iter().any(|x| matches!(x, flotilla_core::sched::Decision::Preempt { .. })));
+                d
+            },
+            BatchSize::LargeInput,
+        )
+    });
+    g.finish();
+}
+
+criterion_group!(benches, bench, bench_preempt);
 criterion_main!(benches);

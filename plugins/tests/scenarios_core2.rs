@@ -298,3 +298,49 @@ fn quota_ceiling_holds_jobs_with_assoc_grp_gres() {
     assert_eq!(r.s.pending_info(JobId(2)).unwrap().reason, flotilla_core::sched::Reason::AssocGrpGRES);
     let _ = NodeId(0);
 }
+
+/// Revision R1's pools: replicas go to the inference pool first; training may borrow the
+/// pool's idle headroom only as preemptible capacity, and that is reclaimed first.
+#[test]
+fn inference_pool_lends_headroom_only_as_preemptible() {
+    let mut c = Cluster::uniform(4, 8, 4, 64, 512_000);
+    for n in [2usize, 3] {
+        c.nodes[n].inference_pool = true;
+    }
+    // Budget wide open: the pool rule alone decides here.
+    let open = SchedConfig { budget_warn_pct: 100, budget_page_pct: 100, ..SchedConfig::default() };
+    let mut r = Run::new(c, open);
+    for id in 1..=3 {
+        let mut j = job(id, 0, 8, Node, 600);
+        j.preemptible = false;
+        r.s.handle(Event::Submit(j), 0);
+    }
+    r.cycle(0);
+    assert_eq!(r.s.running().len(), 2, "non-preemptible training stays out of the pool");
+    let mut borrower = job(4, 1, 8, Node, 600);
+    borrower.preemptible = true;
+    r.s.handle(Event::Submit(borrower), 1);
+    r.cycle(1);
+    let a = &r.s.running()[&JobId(4)].allocs[0];
+    assert!(r.s.cluster.node(a.part.node).inference_pool && a.borrowed, "preemptible training borrows the pool");
+    r.ev(Event::ServiceUpsert(service(1, 8, 0, 2, 2)), 700);
+    let d = r.cycle(700);
+    assert_eq!(replicas_bound(&d), 1, "the first replica takes the free pool node");
+    assert_eq!(preempted(&d), vec![JobId(4)], "the pool's borrower is reclaimed for the second");
+    check_golden("core2_inference_pool", &r.log);
+}
+
+/// Revision R4's swap pool: whole nodes held back from normal work.
+#[test]
+fn swap_pool_holds_whole_nodes_back() {
+    let config = SchedConfig { swap_pool_nodes: 1, ..SchedConfig::default() };
+    let mut r = Run::new(Cluster::uniform(3, 8, 3, 64, 512_000), config);
+    for id in 1..=3 {
+        r.s.handle(Event::Submit(job(id, 0, 8, Node, 60)), 0);
+    }
+    let d = r.cycle(0);
+    assert_eq!(d.iter().filter(|x| matches!(x, Decision::Bind { .. })).count(), 2);
+    assert_eq!(r.s.largest_placeable().node, 0, "the swap node is not placeable");
+    assert_eq!(flotilla_core::sched::default_swap_pool(128), 2);
+    assert_eq!(flotilla_core::sched::default_swap_pool(10), 1);
+}

@@ -257,6 +257,8 @@ pub static KEYS: &[KeyDoc] = &[
         "Flotilla: topology set of jobs that declare none (`node`, `pod` or `any`)."),
     key(Partition, "SubNodePool", ValueType::Bool, Value("NO"),
         "Flotilla: the partition's nodes are a pool for jobs of less than one node's GPUs."),
+    key(Partition, "InferencePool", ValueType::Bool, Value("NO"),
+        "Flotilla: the partition's nodes are the inference pool: service replicas go there first; training may use its idle headroom only as preemptible, borrowed capacity."),
     // gres.conf.
     key(Gres, "NodeName", ValueType::Hostlist, Derived("every node"),
         "Nodes the line applies to; a line without it applies to every node."),

@@ -280,6 +280,10 @@ pub struct PartitionConfig {
     /// Flotilla: nodes of this partition are a pool dedicated to sub-node shapes
     /// (`SubNodePool=YES`): jobs of at most this many GPUs per node only.
     pub sub_node_pool: bool,
+    /// Flotilla: nodes of this partition are the inference pool (`InferencePool=YES`):
+    /// replicas go there first; training may borrow its idle headroom only as preemptible.
+    #[serde(default)]
+    pub inference_pool: bool,
 }
 
 /// A pod: a set of nodes under one leaf switch (`topology/tree`) or one block (`topology/block`).

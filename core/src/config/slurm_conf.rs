@@ -785,6 +785,7 @@ impl Parser {
             max_nodes: None,
             default_topology: TopologyKind::Any,
             sub_node_pool: false,
+            inference_pool: false,
         };
         let mut default_time_at = None;
         let mut max_time_at = line.at.clone();
@@ -844,6 +845,7 @@ impl Parser {
                         TopologyKind::parse(s.val.str()).unwrap_or(TopologyKind::Any);
                 }
                 "SubNodePool" => p.sub_node_pool = s.val.flag(),
+                "InferencePool" => p.inference_pool = s.val.flag(),
                 _ => {}
             }
         }

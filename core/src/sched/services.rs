@@ -185,10 +185,12 @@ impl Scheduler {
                 }
             }
         }
+        let cluster = &self.cluster;
         for (id, r) in self.running.iter_mut() {
             let b = borrowed.contains_key(id);
             for a in &mut r.allocs {
-                a.borrowed = b;
+                let pool = matches!(a.owner, Owner::Job(_)) && cluster.node(a.part.node).inference_pool;
+                a.borrowed = b || pool;
             }
         }
         self.borrowed = borrowed;
@@ -306,7 +308,9 @@ impl Scheduler {
                 continue;
             }
             let prio = u64::from(r.spec.base_priority);
-            let tier = if let Some(&since) = self.borrowed.get(id) {
+            // Training on inference-pool nodes borrowed the pool's headroom: reclaimed first.
+            let pool_borrow = r.allocs.iter().any(|a| self.cluster.node(a.part.node).inference_pool);
+            let tier = if let Some(&since) = self.borrowed.get(id).or(pool_borrow.then_some(&r.start)) {
                 // Borrowed: lowest priority first, newest borrowed first.
                 v.push((0, prio, std::cmp::Reverse(since), std::cmp::Reverse(*id)));
                 continue;
@@ -324,84 +328,80 @@ impl Scheduler {
         v.into_iter().map(|(_, _, _, std::cmp::Reverse(id))| id).collect()
     }
 
-    /// Places `spec` on a scratch cluster where `victims` are gone.
-    fn place_without(
-        &self,
-        spec: &JobSpec,
-        rank: &(u64, Time, JobId),
-        victims: &[JobId],
-        now: Time,
-    ) -> Option<Vec<NodeAlloc>> {
-        let mut scratch = self.cluster.clone();
-        for v in victims {
-            for a in &self.running[v].allocs {
-                scratch.give_back(&a.part);
-            }
-        }
-        let blocked = |n: NodeId| self.blocked_for(n, Some(rank), None);
-        let ctx = PlaceCtx {
-            cluster: &scratch,
-            blocked: &blocked,
-            tie_rank: self.tie_rank.as_deref(),
-            partition: spec.partition,
-            job_end: spec.time_limit_s.map(|l| now + l),
-            busy_until: None,
-        };
-        placement::place(&ctx, self.placement.as_ref(), &spec.request).ok()
+    /// The per-node parts of `victims`' allocations.
+    fn parts_of(&self, victims: &[JobId]) -> Vec<NodeAlloc> {
+        victims
+            .iter()
+            .flat_map(|v| self.running[v].allocs.iter().map(|a| a.part.clone()))
+            .collect()
     }
 
-    /// The smallest prefix of the victim order that makes `spec` placeable in its topology,
-    /// then minimised: victims the placement does not touch are dropped, and each remaining
-    /// one is dropped if the placement still works without it.
-    fn plan_victims(
-        &self,
-        spec: &JobSpec,
-        rank: &(u64, Time, JobId),
-        order: &[JobId],
-        now: Time,
-    ) -> Option<(Vec<JobId>, Vec<NodeAlloc>)> {
-        let need = spec.request.gpus;
-        let mut scratch = self.cluster.clone();
-        let blocked = |n: NodeId| self.blocked_for(n, Some(rank), None);
-        let mut freed = 0u32;
-        let mut prefix = 0usize;
-        let mut placed = None;
-        for (i, v) in order.iter().enumerate() {
-            for a in &self.running[v].allocs {
-                scratch.give_back(&a.part);
-                freed += a.part.gpus.count();
-            }
-            if freed < need.min(1) {
-                continue;
-            }
+    /// Places `spec` as if `released` were free: they are given back to the cluster for the
+    /// attempt and taken again after it (no copy of the cluster).
+    fn place_with_released(&mut self, spec: &JobSpec, rank: &(u64, Time, JobId), released: &[NodeAlloc]) -> Option<Vec<NodeAlloc>> {
+        for p in released {
+            self.cluster.give_back(p);
+        }
+        let placed = {
+            let blocked = |n: NodeId| self.blocked_for(n, Some(rank), None);
             let ctx = PlaceCtx {
-                cluster: &scratch,
+                cluster: &self.cluster,
                 blocked: &blocked,
                 tie_rank: self.tie_rank.as_deref(),
                 partition: spec.partition,
                 job_end: None,
                 busy_until: None,
             };
-            if let Ok(p) = placement::place(&ctx, self.placement.as_ref(), &spec.request) {
-                prefix = i + 1;
-                placed = Some(p);
+            placement::place(&ctx, self.placement.as_ref(), &spec.request).ok()
+        };
+        for p in released {
+            self.cluster.take(p);
+        }
+        placed
+    }
+
+    /// The smallest prefix of the victim order that makes `spec` placeable in its topology,
+    /// then minimised: victims the placement does not touch are dropped, and each remaining
+    /// one is dropped if the placement still works without it.
+    fn plan_victims(
+        &mut self,
+        spec: &JobSpec,
+        rank: &(u64, Time, JobId),
+        order: &[JobId],
+    ) -> Option<(Vec<JobId>, Vec<NodeAlloc>)> {
+        // Cheap bound first: the prefix must free at least the GPUs asked for.
+        let need = spec.request.gpus;
+        let mut freed = 0u32;
+        let mut released: Vec<NodeAlloc> = Vec::new();
+        let mut found = None;
+        for (i, v) in order.iter().enumerate() {
+            let parts = self.parts_of(std::slice::from_ref(v));
+            freed += parts.iter().map(|p| p.gpus.count()).sum::<u32>();
+            released.extend(parts);
+            if freed < need {
+                continue;
+            }
+            if let Some(p) = self.place_with_released(spec, rank, &released) {
+                found = Some((i + 1, p));
                 break;
             }
         }
-        let placed = placed?;
+        let (prefix, placed) = found?;
         let nodes: BTreeSet<NodeId> = placed.iter().map(|p| p.node).collect();
         let mut set: Vec<JobId> = order[..prefix]
             .iter()
             .filter(|v| self.running[*v].allocs.iter().any(|a| nodes.contains(&a.part.node)))
             .copied()
             .collect();
-        let mut best = self.place_without(spec, rank, &set, now)?;
+        let parts = self.parts_of(&set);
+        let mut best = self.place_with_released(spec, rank, &parts)?;
         let mut i = set.len();
         while i > 0 {
             i -= 1;
             let mut trial = set.clone();
             trial.remove(i);
-            if let Some(p) = self.place_without(spec, rank, &trial, now) {
+            let parts = self.parts_of(&trial);
+            if let Some(p) = self.place_with_released(spec, rank, &parts) {
                 set = trial;
                 best = p;
             }
@@ -446,7 +446,7 @@ impl Scheduler {
         if order.is_empty() {
             return false;
         }
-        let Some((victims, parts)) = self.plan_victims(&spec, &key, &order, now) else {
+        let Some((victims, parts)) = self.plan_victims(&spec, &key, &order) else {
             return false;
         };
         if victims.is_empty() {
