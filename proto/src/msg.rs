@@ -395,6 +395,8 @@ pub struct NodeQuery {
 pub struct NodeJob {
     /// Job id.
     pub job_id: u64,
+    /// Run of the job (its requeue count) this process belongs to.
+    pub run: u32,
     /// GPUs it holds there.
     pub gpu_mask: u64,
 }
@@ -404,6 +406,8 @@ pub struct NodeJob {
 pub struct JobExit {
     /// Job id.
     pub job_id: u64,
+    /// Run of the job (its requeue count) that ended.
+    pub run: u32,
     /// Exit code of the batch script (0-255).
     pub exit_code: i32,
     /// Signal that ended it (0: none).
@@ -449,11 +453,15 @@ pub enum NodeToCtl {
     JobExited(JobExit),
 }
 
-/// Start a job's part on a node (idempotent: a node that runs or ran it this boot ignores it).
+/// Start a job's part on a node. Idempotent: a node that runs or ran `(job_id, run)` during
+/// this boot ignores it (the controller re-sends binds while reconciling, and a duplicate may
+/// arrive after the job ended).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Bind {
     /// Job id (the task's own id for an array task).
     pub job_id: u64,
+    /// Run of the job: its requeue count (a requeued job is bound again with the next run).
+    pub run: u32,
     /// Array job id and task index, for array tasks.
     pub array: Option<(u64, u32)>,
     /// Job name.
