@@ -8,6 +8,8 @@ use serde::{Deserialize, Serialize};
 
 /// `SLURM_PROTOCOL_VERSION_ERROR`.
 pub const SLURM_PROTOCOL_VERSION_ERROR: i32 = 1005;
+/// `SLURM_PROTOCOL_AUTHENTICATION_ERROR`: a credential missing, forged, expired or replayed.
+pub const SLURM_PROTOCOL_AUTHENTICATION_ERROR: i32 = 1007;
 /// `SLURM_PROTOCOL_INSANE_MSG_LENGTH`: a frame over the maximum size.
 pub const SLURM_PROTOCOL_INSANE_MSG_LENGTH: i32 = 1017;
 /// `SLURM_UNEXPECTED_MSG_ERROR`: undecodable or unexpected message.
@@ -75,6 +77,7 @@ pub fn strerror(code: i32) -> &'static str {
         SLURM_UNEXPECTED_MSG_ERROR => "Unexpected message received",
         SLURM_PROTOCOL_VERSION_ERROR => "Protocol version has changed, re-link your code",
         SLURM_PROTOCOL_INSANE_MSG_LENGTH => "Insane message length",
+        SLURM_PROTOCOL_AUTHENTICATION_ERROR => "Protocol authentication error",
         ESLURM_INVALID_PARTITION_NAME => "Invalid partition name specified",
         ESLURM_DEFAULT_PARTITION_NOT_SET => "No partition specified or system default partition",
         ESLURM_ACCESS_DENIED => "Access/permission denied",

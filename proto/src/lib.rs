@@ -16,10 +16,12 @@
 //!   [`decode_frame`], and the handshake ([`negotiate`]).
 //! - [`msg`]: requests, responses and node-daemon messages.
 //! - [`errno`]: Slurm's error codes and their texts (`slurm_strerror`).
+//! - [`client`]: a blocking client for commands and tests.
 //! - [`auth`]: HMAC-SHA256 credentials over uid, gid, host, issue time, expiry and a nonce;
 //!   the cluster key file; the replay cache.
 
 pub mod auth;
+pub mod client;
 pub mod errno;
 pub mod frame;
 pub mod msg;

@@ -9,7 +9,10 @@
 //! committed, and never trust a uid a client merely claims.
 
 pub mod admission;
+pub mod conf;
 pub mod ctld;
+pub mod daemon;
 pub mod deps;
 pub mod job;
+pub mod server;
 pub mod store;
