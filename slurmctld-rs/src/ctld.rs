@@ -117,6 +117,8 @@ pub struct CtlOptions {
     pub admission: AdmissionConf,
     /// Check the core's invariants after every cycle (fail stop on a violation).
     pub check_invariants: bool,
+    /// Seconds in one minute of a time limit: 60, except in tests that cannot wait minutes.
+    pub minute_s: i64,
 }
 
 impl Default for CtlOptions {
@@ -134,6 +136,7 @@ impl Default for CtlOptions {
                 max_array_size: 1001,
             },
             check_invariants: true,
+            minute_s: 60,
         }
     }
 }
@@ -900,6 +903,18 @@ impl Controller {
                 None => {}
             }
         }
+        if rec.state == JobState::Pending && reason == "None" {
+            // Not evaluated by a cycle yet: the reasons known without one.
+            if let Some(h) = rec.spec.held {
+                reason = match h {
+                    HoldKind::User => "JobHeldUser",
+                    HoldKind::Admin => "JobHeldAdmin",
+                }
+                .into();
+            } else if rec.spec.dependency_pending {
+                reason = "Dependency".into();
+            }
+        }
         if let Some(r) = &rec.reason {
             reason = r.clone();
         }
@@ -1432,7 +1447,7 @@ impl Controller {
                 }
                 None => {
                     if let (Some(st), Some(l)) = (rec.start_time, rec.time_limit_min) {
-                        if now >= st + i64::from(l) * 60 {
+                        if now >= st + i64::from(l) * self.opts.minute_s {
                             to_stop.push(rec.id);
                         }
                     }

@@ -64,6 +64,7 @@ fn main() -> anyhow::Result<()> {
             "--debounce-ms" => opts.debounce = Duration::from_millis(val()?.parse()?),
             "--slurmd-timeout" => slurmd_timeout = Some(val()?.parse()?),
             "--kill-wait" => kill_wait = Some(val()?.parse()?),
+            "--minute-s" => opts.minute_s = val()?.parse()?,
             "--max-conns" => max_conns = val()?.parse()?,
             "--max-frame" => max_frame = val()?.parse()?,
             "-h" | "--help" => {
