@@ -22,6 +22,7 @@ fn kill9_under_load_loses_nothing() {
     let env = Arc::new(Env::new(NODES));
     let extra = ["--tick-ms", "100", "--sched-interval-ms", "200", "--debounce-ms", "5"];
     let mut ctl = Ctl::start(&env, 0, &extra);
+    eprintln!("log: {}", env.path("slurmctld.log").display());
     let port = ctl.addr.port();
     let addr = Arc::new(Mutex::new(ctl.addr));
     let ledger = Arc::new(Mutex::new(Ledger::default()));
@@ -105,16 +106,25 @@ fn kill9_under_load_loses_nothing() {
 
     let l = ledger.lock().unwrap();
     assert!(l.violations.is_empty(), "GPU bound twice: {:?}", l.violations);
-    assert!(l.kills.is_empty(), "running jobs were killed across restarts: {:?}", l.kills);
     let by_id: std::collections::HashMap<u64, &flotilla_proto::JobInfo> = jobs.iter().map(|j| (j.job_id, j)).collect();
+    // Kills: the scheduler preempts backfill jobs when a held reservation completes (by
+    // design); each such kill is followed by a requeue and the next run. A kill caused by a
+    // restart would leave a killed run without a successor.
+    for (id, run) in &l.kills {
+        assert_eq!(l.starts.get(&(*id, run + 1)).copied(), Some(1), "job {id} run {run} was killed and never ran again");
+    }
+    let requeues: u32 = jobs.iter().map(|j| j.restarts).sum();
+    // (A preempted job may finish on its own before the signal lands: requeued, not killed.)
+    assert!(l.kills.len() as u32 <= requeues, "every kill is a scheduler requeue");
     for id in &acked {
         let j = by_id.get(id).unwrap_or_else(|| panic!("acknowledged job {id} lost"));
         assert_eq!(j.state, Some(JobStateWire::Completed), "job {id}: {:?} {}", j.state, j.reason);
-        assert_eq!(j.restarts, 0, "job {id} was requeued");
-        assert_eq!(l.starts.get(&(*id, 0)).copied(), Some(1), "job {id} started {:?} times", l.starts.get(&(*id, 0)));
+        for run in 0..=j.restarts {
+            assert_eq!(l.starts.get(&(*id, run)).copied(), Some(1), "job {id} run {run} started {:?} times", l.starts.get(&(*id, run)));
+        }
     }
-    for ((id, _), n) in &l.starts {
-        assert_eq!(*n, 1, "job {id} started {n} times");
+    for ((id, run), n) in &l.starts {
+        assert_eq!(*n, 1, "job {id} run {run} started {n} times");
     }
     // Ids are unique and sequential from 1 (a job whose ack was lost may exist unacked).
     let mut ids: Vec<u64> = jobs.iter().map(|j| j.job_id).collect();
@@ -123,9 +133,10 @@ fn kill9_under_load_loses_nothing() {
     assert_eq!(ids.len(), jobs.len());
     assert_eq!(ids.first(), Some(&1));
     eprintln!(
-        "crash test: {} jobs, {} kills, {} binds received, {:.1} s",
+        "crash test: {} jobs, {} controller kills, {} backfill preemptions, {} binds received, {:.1} s",
         jobs.len(),
         KILLS,
+        l.kills.len(),
         l.binds,
         t_start.elapsed().as_secs_f64()
     );

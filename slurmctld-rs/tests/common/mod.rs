@@ -119,6 +119,8 @@ impl Drop for Env {
         if std::thread::panicking() {
             if let Ok(log) = std::fs::read_to_string(self.path("slurmctld.log")) {
                 let lines: Vec<&str> = log.lines().collect();
+                let keep: Vec<&str> = lines.iter().copied().filter(|l| l.contains("WARN") || l.contains("ERROR") || l.contains("panicked") || l.contains("stopping") || l.contains("recovered")).collect();
+                let lines = keep;
                 let from = lines.len().saturating_sub(60);
                 eprintln!("---- slurmctld.log (last 60 lines) ----\n{}", lines[from..].join("\n"));
             }
@@ -242,7 +244,7 @@ pub struct Ledger {
     /// Violations seen (a GPU bound twice, ...).
     pub violations: Vec<String>,
     /// Kill/Signal messages received for jobs still running.
-    pub kills: Vec<u64>,
+    pub kills: Vec<(u64, u32)>,
     /// Binds received (including duplicates the agent ignored).
     pub binds: u64,
 }
@@ -461,7 +463,7 @@ fn handle_msg(st: &mut AgentState, node: &str, m: CtlToNode, ledger: &Mutex<Ledg
         CtlToNode::Signal { job_id, signal, .. } => {
             if let Some(r) = st.running.remove(&job_id) {
                 if r.batch_host {
-                    ledger.lock().unwrap().kills.push(job_id);
+                    ledger.lock().unwrap().kills.push((job_id, r.run));
                     st.finished.push(JobExit {
                         job_id,
                         run: r.run,
@@ -476,7 +478,7 @@ fn handle_msg(st: &mut AgentState, node: &str, m: CtlToNode, ledger: &Mutex<Ledg
         CtlToNode::Kill { job_id } => {
             if let Some(r) = st.running.remove(&job_id) {
                 if r.batch_host {
-                    ledger.lock().unwrap().kills.push(job_id);
+                    ledger.lock().unwrap().kills.push((job_id, r.run));
                     st.finished.push(JobExit {
                         job_id,
                         run: r.run,
