@@ -437,8 +437,8 @@ impl Controller {
             warn!(uid = ident.uid, claimed = s.uid, "submission for another uid refused");
             return Response::Error(SlurmError::new(ESLURM_USER_ID_MISSING));
         }
-        let active = self.jobs.values().filter(|j| !j.state.is_finished()).count() as u64;
-        if active >= self.opts.max_job_count {
+        // MaxJobCount counts every job in memory, finished ones until MinJobAge purges them.
+        if self.jobs.len() as u64 >= self.opts.max_job_count {
             return Response::Error(SlurmError::new(ESLURM_MAX_JOB_COUNT));
         }
         match admission::admit(&s, &self.sched.cluster, &self.opts.admission, now) {
