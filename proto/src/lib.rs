@@ -1,4 +1,35 @@
-//! Flotilla's wire protocol: length-prefixed postcard frames with a version handshake.
+//! Flotilla's wire protocol: length-prefixed postcard frames with a version handshake, the
+//! message types spoken between commands, the controller and node daemons, Slurm's error
+//! codes, and the signed credentials that identify users and daemons.
 //!
-//! Wire types here are not `core`'s domain types; conversions are explicit so that a node
-//! daemon one release behind keeps working. Message enums are append-only.
+//! Wire types here are not `core`'s domain types; conversions are explicit (they live in the
+//! controller) so that a node daemon one release behind keeps working. postcard is not
+//! self-describing, so every message enum is **append-only**: a changed message gets a new
+//! variant, never a changed field list, and the handshake refuses peers outside the supported
+//! version range.
+//!
+//! This crate does no I/O beyond the blocking helpers [`read_frame`]/[`write_frame`] and reading
+//! the key file; it never spawns tasks and never decides anything about jobs.
+//!
+//! Map:
+//! - [`frame`]: `u32` big-endian length prefix + postcard body, maximum size, the pure
+//!   [`decode_frame`], and the handshake ([`negotiate`]).
+//! - [`msg`]: requests, responses and node-daemon messages.
+//! - [`errno`]: Slurm's error codes and their texts (`slurm_strerror`).
+//! - [`client`]: a blocking client for commands and tests.
+//! - [`auth`]: HMAC-SHA256 credentials over uid, gid, host, issue time, expiry and a nonce;
+//!   the cluster key file; the replay cache.
+
+pub mod auth;
+pub mod client;
+pub mod errno;
+pub mod frame;
+pub mod msg;
+
+pub use auth::{AuthError, ClusterKey, Credential, ReplayCache, Verifier};
+pub use errno::SlurmError;
+pub use frame::{
+    decode_frame, decode_frame_max, encode_frame, negotiate, read_frame, write_frame, Frame,
+    Hello, ProtoError, DEFAULT_MAX_FRAME, PROTOCOL_VERSION_MAX, PROTOCOL_VERSION_MIN,
+};
+pub use msg::*;

@@ -1,0 +1,163 @@
+//! Slurm's error codes (`slurm/slurm_errno.h`) and texts (`slurm_strerror`), as the commands
+//! print them after `sbatch: error: Batch job submission failed: ` and friends.
+//!
+//! The numbers are Slurm's so that exit statuses derived from them match: `scancel` of another
+//! user's job exits 210, which is `ESLURM_ACCESS_DENIED` (2002) modulo 256.
+
+use serde::{Deserialize, Serialize};
+
+/// `SLURM_PROTOCOL_VERSION_ERROR`.
+pub const SLURM_PROTOCOL_VERSION_ERROR: i32 = 1005;
+/// `SLURM_PROTOCOL_AUTHENTICATION_ERROR`: a credential missing, forged, expired or replayed.
+pub const SLURM_PROTOCOL_AUTHENTICATION_ERROR: i32 = 1007;
+/// `SLURM_PROTOCOL_INSANE_MSG_LENGTH`: a frame over the maximum size.
+pub const SLURM_PROTOCOL_INSANE_MSG_LENGTH: i32 = 1017;
+/// `SLURM_UNEXPECTED_MSG_ERROR`: undecodable or unexpected message.
+pub const SLURM_UNEXPECTED_MSG_ERROR: i32 = 1000;
+/// `ESLURM_INVALID_PARTITION_NAME`.
+pub const ESLURM_INVALID_PARTITION_NAME: i32 = 2000;
+/// `ESLURM_DEFAULT_PARTITION_NOT_SET`.
+pub const ESLURM_DEFAULT_PARTITION_NOT_SET: i32 = 2001;
+/// `ESLURM_ACCESS_DENIED`.
+pub const ESLURM_ACCESS_DENIED: i32 = 2002;
+/// `ESLURM_TOO_MANY_REQUESTED_CPUS`.
+pub const ESLURM_TOO_MANY_REQUESTED_CPUS: i32 = 2005;
+/// `ESLURM_INVALID_NODE_COUNT`.
+pub const ESLURM_INVALID_NODE_COUNT: i32 = 2006;
+/// `ESLURM_MAX_JOB_COUNT` (`MaxJobCount` reached).
+pub const ESLURM_MAX_JOB_COUNT: i32 = 2007;
+/// `ESLURM_JOB_SCRIPT_MISSING`.
+pub const ESLURM_JOB_SCRIPT_MISSING: i32 = 2009;
+/// `ESLURM_USER_ID_MISSING` ("Invalid user id").
+pub const ESLURM_USER_ID_MISSING: i32 = 2010;
+/// `ESLURM_REQUESTED_NODE_CONFIG_UNAVAILABLE`.
+pub const ESLURM_REQUESTED_NODE_CONFIG_UNAVAILABLE: i32 = 2014;
+/// `ESLURM_INVALID_JOB_ID`.
+pub const ESLURM_INVALID_JOB_ID: i32 = 2017;
+/// `ESLURM_INVALID_NODE_NAME`.
+pub const ESLURM_INVALID_NODE_NAME: i32 = 2018;
+/// `ESLURM_TRANSITION_STATE_NO_UPDATE`.
+pub const ESLURM_TRANSITION_STATE_NO_UPDATE: i32 = 2020;
+/// `ESLURM_ALREADY_DONE`.
+pub const ESLURM_ALREADY_DONE: i32 = 2021;
+/// `ESLURM_JOB_PENDING`.
+pub const ESLURM_JOB_PENDING: i32 = 2024;
+/// `ESLURM_NOT_SUPPORTED`.
+pub const ESLURM_NOT_SUPPORTED: i32 = 2036;
+/// `ESLURM_DEPENDENCY`.
+pub const ESLURM_DEPENDENCY: i32 = 2038;
+/// `ESLURM_INVALID_TIME_LIMIT`.
+pub const ESLURM_INVALID_TIME_LIMIT: i32 = 2051;
+/// `ESLURM_INVALID_TIME_VALUE`.
+pub const ESLURM_INVALID_TIME_VALUE: i32 = 2054;
+/// `ESLURM_INVALID_QOS`.
+pub const ESLURM_INVALID_QOS: i32 = 2066;
+/// `ESLURM_INVALID_GRES`.
+pub const ESLURM_INVALID_GRES: i32 = 2072;
+/// `ESLURM_JOB_NOT_PENDING`.
+pub const ESLURM_JOB_NOT_PENDING: i32 = 2073;
+/// `ESLURM_INVALID_ARRAY`.
+pub const ESLURM_INVALID_ARRAY: i32 = 2081;
+/// `ESLURM_JOB_FINISHED`.
+pub const ESLURM_JOB_FINISHED: i32 = 2084;
+/// `ESLURM_JOB_NOT_RUNNING`.
+pub const ESLURM_JOB_NOT_RUNNING: i32 = 2085;
+/// `ESLURM_INTERNAL`.
+pub const ESLURM_INTERNAL: i32 = 2090;
+/// `ESLURM_INVALID_NICE`.
+pub const ESLURM_INVALID_NICE: i32 = 2123;
+/// `ESLURM_AUTH_CRED_INVALID`.
+pub const ESLURM_AUTH_CRED_INVALID: i32 = 6000;
+/// `ESLURM_AUTH_EXPIRED`.
+pub const ESLURM_AUTH_EXPIRED: i32 = 6001;
+
+/// Slurm's text for an error code (`slurm_strerror`), for the codes Flotilla returns.
+pub fn strerror(code: i32) -> &'static str {
+    match code {
+        SLURM_UNEXPECTED_MSG_ERROR => "Unexpected message received",
+        SLURM_PROTOCOL_VERSION_ERROR => "Protocol version has changed, re-link your code",
+        SLURM_PROTOCOL_INSANE_MSG_LENGTH => "Insane message length",
+        SLURM_PROTOCOL_AUTHENTICATION_ERROR => "Protocol authentication error",
+        ESLURM_INVALID_PARTITION_NAME => "Invalid partition name specified",
+        ESLURM_DEFAULT_PARTITION_NOT_SET => "No partition specified or system default partition",
+        ESLURM_ACCESS_DENIED => "Access/permission denied",
+        ESLURM_TOO_MANY_REQUESTED_CPUS => "More processors requested than permitted",
+        ESLURM_INVALID_NODE_COUNT => "Node count specification invalid",
+        ESLURM_MAX_JOB_COUNT => "Unable to create job record, try again",
+        ESLURM_JOB_SCRIPT_MISSING => "Job script not specified",
+        ESLURM_USER_ID_MISSING => "Invalid user id",
+        ESLURM_REQUESTED_NODE_CONFIG_UNAVAILABLE => "Requested node configuration is not available",
+        ESLURM_INVALID_JOB_ID => "Invalid job id specified",
+        ESLURM_INVALID_NODE_NAME => "Invalid node name specified",
+        ESLURM_TRANSITION_STATE_NO_UPDATE => "Job can not be altered now, try again later",
+        ESLURM_ALREADY_DONE => "Job/step already completing or completed",
+        ESLURM_JOB_PENDING => "Job is pending execution",
+        ESLURM_NOT_SUPPORTED => "Requested operation not supported on this system",
+        ESLURM_DEPENDENCY => "Job dependency problem",
+        ESLURM_INVALID_TIME_LIMIT => "Requested time limit is invalid (missing or exceeds some limit)",
+        ESLURM_INVALID_TIME_VALUE => "Invalid time specified",
+        ESLURM_INVALID_QOS => "Invalid qos specification",
+        ESLURM_INVALID_GRES => "Invalid generic resource (gres) specification",
+        ESLURM_JOB_NOT_PENDING => "Job is no longer pending execution",
+        ESLURM_INVALID_ARRAY => "Invalid job array specification",
+        ESLURM_JOB_FINISHED => "Job has already finished",
+        ESLURM_JOB_NOT_RUNNING => "Job is not running",
+        ESLURM_INTERNAL => "Slurm internal error, contact system administrator",
+        ESLURM_INVALID_NICE => "Invalid --nice value",
+        ESLURM_AUTH_CRED_INVALID => "Invalid authentication credential",
+        ESLURM_AUTH_EXPIRED => "Authentication credential expired",
+        _ => "Unknown error",
+    }
+}
+
+/// An error reply: Slurm's code, its text, and lines the command prints before it (as
+/// `sbatch: error: <line>`, e.g. `invalid partition specified: nosuch`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SlurmError {
+    /// Slurm error code (`ESLURM_*`).
+    pub code: i32,
+    /// Slurm's text for the code.
+    pub text: String,
+    /// Extra lines the controller sends to the user before the error itself.
+    pub messages: Vec<String>,
+}
+
+impl SlurmError {
+    /// The error for `code` with Slurm's text.
+    pub fn new(code: i32) -> SlurmError {
+        SlurmError {
+            code,
+            text: strerror(code).to_string(),
+            messages: Vec::new(),
+        }
+    }
+
+    /// The error with one extra message line.
+    pub fn with_message(code: i32, message: impl Into<String>) -> SlurmError {
+        SlurmError {
+            messages: vec![message.into()],
+            ..SlurmError::new(code)
+        }
+    }
+}
+
+impl std::fmt::Display for SlurmError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.text)
+    }
+}
+
+impl std::error::Error for SlurmError {}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn access_denied_exit_status_matches_scancel_golden() {
+        // goldens/0250_scancel_other_users_job: exit 210.
+        assert_eq!(ESLURM_ACCESS_DENIED % 256, 210);
+        assert_eq!(strerror(ESLURM_ACCESS_DENIED), "Access/permission denied");
+        assert_eq!(strerror(ESLURM_USER_ID_MISSING), "Invalid user id");
+    }
+}

@@ -1,0 +1,308 @@
+//! Framing and handshake.
+//!
+//! A frame is a `u32` big-endian body length followed by the postcard encoding of a [`Frame`].
+//! Bodies longer than the maximum (default [`DEFAULT_MAX_FRAME`], 16 MiB) are refused before
+//! any allocation. [`decode_frame`] is pure and never panics on any input (fuzzed with
+//! proptest below and in the controller's tests).
+//!
+//! Handshake: the connecting side sends [`Frame::Hello`] with the protocol versions it speaks;
+//! the listening side answers [`Frame::HelloOk`] with the highest common version, or
+//! [`Frame::Refused`] (Slurm's `SLURM_PROTOCOL_VERSION_ERROR`) and closes.
+
+use crate::auth::Credential;
+use crate::errno::{self, SlurmError};
+use crate::msg::{CtlToNode, NodeToCtl, Request, Response, Role};
+use serde::{Deserialize, Serialize};
+use std::io::{Read, Write};
+
+/// Default maximum frame body size: 16 MiB.
+pub const DEFAULT_MAX_FRAME: usize = 16 << 20;
+/// Oldest protocol version this build speaks.
+pub const PROTOCOL_VERSION_MIN: u16 = 1;
+/// Newest protocol version this build speaks.
+pub const PROTOCOL_VERSION_MAX: u16 = 1;
+
+/// Errors of framing and encoding.
+#[derive(Debug, thiserror::Error)]
+pub enum ProtoError {
+    /// The length prefix announces a body over the maximum.
+    #[error("frame of {len} bytes exceeds the maximum of {max} bytes")]
+    FrameTooLarge {
+        /// Announced length.
+        len: usize,
+        /// Maximum accepted.
+        max: usize,
+    },
+    /// The body is not a valid postcard `Frame`, or has bytes left over.
+    #[error("undecodable frame: {0}")]
+    Decode(String),
+    /// Encoding failed (a frame too large to send).
+    #[error("cannot encode frame: {0}")]
+    Encode(String),
+    /// The peer closed the connection.
+    #[error("connection closed")]
+    Closed,
+    /// I/O error on the connection.
+    #[error("i/o error: {0}")]
+    Io(#[from] std::io::Error),
+}
+
+impl ProtoError {
+    /// The Slurm error answered to a peer that sent this.
+    pub fn to_slurm(&self) -> SlurmError {
+        match self {
+            ProtoError::FrameTooLarge { .. } => SlurmError::new(errno::SLURM_PROTOCOL_INSANE_MSG_LENGTH),
+            _ => SlurmError::new(errno::SLURM_UNEXPECTED_MSG_ERROR),
+        }
+    }
+}
+
+/// The first message of a connection.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Hello {
+    /// Oldest protocol version the sender speaks.
+    pub min_version: u16,
+    /// Newest protocol version the sender speaks.
+    pub max_version: u16,
+    /// What the sender is.
+    pub role: Role,
+}
+
+impl Hello {
+    /// This build's hello for `role`.
+    pub fn current(role: Role) -> Hello {
+        Hello {
+            min_version: PROTOCOL_VERSION_MIN,
+            max_version: PROTOCOL_VERSION_MAX,
+            role,
+        }
+    }
+}
+
+/// Everything that travels on a connection. Append-only.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub enum Frame {
+    /// Handshake, first frame from the connecting side.
+    Hello(Hello),
+    /// Handshake accepted at this version.
+    HelloOk {
+        /// Negotiated version.
+        version: u16,
+    },
+    /// Handshake or connection refused; the sender closes after it.
+    Refused(SlurmError),
+    /// A request. `auth` is required on TCP; on a local Unix socket the kernel's peer
+    /// credentials are used instead.
+    Request {
+        /// Correlation id, echoed in the response.
+        id: u64,
+        /// Signed credential.
+        auth: Option<Credential>,
+        /// The request.
+        body: Request,
+    },
+    /// The answer to the request with the same id.
+    Response {
+        /// Correlation id.
+        id: u64,
+        /// The answer.
+        body: Response,
+    },
+    /// Controller to node daemon, on a registered node session.
+    ToNode(CtlToNode),
+    /// Node daemon to controller, on a registered node session.
+    FromNode(NodeToCtl),
+}
+
+/// Picks the protocol version for a peer's hello: the highest version both speak, or the
+/// refusal to send.
+pub fn negotiate(peer: &Hello) -> Result<u16, SlurmError> {
+    let hi = peer.max_version.min(PROTOCOL_VERSION_MAX);
+    let lo = peer.min_version.max(PROTOCOL_VERSION_MIN);
+    if peer.min_version > peer.max_version || hi < lo {
+        return Err(SlurmError::with_message(
+            errno::SLURM_PROTOCOL_VERSION_ERROR,
+            format!(
+                "peer speaks protocol versions {}-{}, this controller {}-{}",
+                peer.min_version, peer.max_version, PROTOCOL_VERSION_MIN, PROTOCOL_VERSION_MAX
+            ),
+        ));
+    }
+    Ok(hi)
+}
+
+/// Encodes a frame: length prefix and postcard body.
+pub fn encode_frame(frame: &Frame) -> Result<Vec<u8>, ProtoError> {
+    let mut out = postcard::to_extend(frame, vec![0u8; 4]).map_err(|e| ProtoError::Encode(e.to_string()))?;
+    let len = out.len() - 4;
+    let len32 = u32::try_from(len).map_err(|_| ProtoError::Encode(format!("{len} bytes")))?;
+    out[..4].copy_from_slice(&len32.to_be_bytes());
+    Ok(out)
+}
+
+/// Decodes one frame from the start of `buf` with the default maximum size.
+/// `Ok(None)`: more bytes are needed. `Ok(Some((frame, used)))`: a frame and the bytes it took.
+pub fn decode_frame(buf: &[u8]) -> Result<Option<(Frame, usize)>, ProtoError> {
+    decode_frame_max(buf, DEFAULT_MAX_FRAME)
+}
+
+/// [`decode_frame`] with an explicit maximum body size.
+pub fn decode_frame_max(buf: &[u8], max: usize) -> Result<Option<(Frame, usize)>, ProtoError> {
+    let Some(prefix) = buf.get(..4) else {
+        return Ok(None);
+    };
+    let len = u32::from_be_bytes([prefix[0], prefix[1], prefix[2], prefix[3]]) as usize;
+    if len > max {
+        return Err(ProtoError::FrameTooLarge { len, max });
+    }
+    let Some(body) = buf.get(4..4 + len) else {
+        return Ok(None);
+    };
+    let (frame, rest) =
+        postcard::take_from_bytes::<Frame>(body).map_err(|e| ProtoError::Decode(e.to_string()))?;
+    if !rest.is_empty() {
+        return Err(ProtoError::Decode(format!("{} trailing bytes", rest.len())));
+    }
+    Ok(Some((frame, 4 + len)))
+}
+
+/// Blocking write of one frame (commands, tests).
+pub fn write_frame<W: Write>(w: &mut W, frame: &Frame) -> Result<(), ProtoError> {
+    let bytes = encode_frame(frame)?;
+    w.write_all(&bytes)?;
+    w.flush()?;
+    Ok(())
+}
+
+/// Blocking read of one frame (commands, tests).
+pub fn read_frame<R: Read>(r: &mut R, max: usize) -> Result<Frame, ProtoError> {
+    let mut prefix = [0u8; 4];
+    match r.read_exact(&mut prefix) {
+        Ok(()) => {}
+        Err(e) if e.kind() == std::io::ErrorKind::UnexpectedEof => return Err(ProtoError::Closed),
+        Err(e) => return Err(e.into()),
+    }
+    let len = u32::from_be_bytes(prefix) as usize;
+    if len > max {
+        return Err(ProtoError::FrameTooLarge { len, max });
+    }
+    let mut buf = vec![0u8; 4 + len];
+    buf[..4].copy_from_slice(&prefix);
+    r.read_exact(&mut buf[4..])?;
+    match decode_frame_max(&buf, max)? {
+        Some((f, _)) => Ok(f),
+        None => Err(ProtoError::Decode("short frame".into())),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::msg::*;
+    use proptest::prelude::*;
+
+    fn sample() -> Frame {
+        Frame::Request {
+            id: 7,
+            auth: None,
+            body: Request::SubmitJob(Box::new(SubmitJob {
+                name: Some("train".into()),
+                script: "#!/bin/sh\ntrue\n".into(),
+                gres: vec![GresSpec {
+                    name: "gpu".into(),
+                    gpu_type: Some("h100".into()),
+                    count: 4,
+                }],
+                array: Some(ArraySpec {
+                    ranges: vec![ArrayRange { start: 0, end: 5, step: 1 }],
+                    max_running: Some(2),
+                }),
+                ..SubmitJob::default()
+            })),
+        }
+    }
+
+    #[test]
+    fn round_trip() {
+        let f = sample();
+        let bytes = encode_frame(&f).unwrap();
+        let (g, used) = decode_frame(&bytes).unwrap().unwrap();
+        assert_eq!(f, g);
+        assert_eq!(used, bytes.len());
+        // Partial input asks for more.
+        for cut in 0..bytes.len() {
+            assert!(decode_frame(&bytes[..cut]).unwrap().is_none());
+        }
+        // Two frames back to back.
+        let mut two = bytes.clone();
+        two.extend_from_slice(&bytes);
+        let (_, used) = decode_frame(&two).unwrap().unwrap();
+        assert_eq!(used, bytes.len());
+    }
+
+    #[test]
+    fn too_large_refused_before_reading_body() {
+        let mut buf = (DEFAULT_MAX_FRAME as u32 + 1).to_be_bytes().to_vec();
+        buf.push(0);
+        assert!(matches!(decode_frame(&buf), Err(ProtoError::FrameTooLarge { .. })));
+        assert!(matches!(decode_frame_max(&[0, 0, 0, 9], 8), Err(ProtoError::FrameTooLarge { len: 9, max: 8 })));
+    }
+
+    #[test]
+    fn trailing_bytes_refused() {
+        let mut bytes = encode_frame(&Frame::HelloOk { version: 1 }).unwrap();
+        bytes.push(0);
+        let len = (bytes.len() - 4) as u32;
+        bytes[..4].copy_from_slice(&len.to_be_bytes());
+        assert!(matches!(decode_frame(&bytes), Err(ProtoError::Decode(_))));
+    }
+
+    #[test]
+    fn handshake_range() {
+        assert_eq!(negotiate(&Hello::current(Role::Command)).unwrap(), PROTOCOL_VERSION_MAX);
+        let future = Hello {
+            min_version: PROTOCOL_VERSION_MAX + 1,
+            max_version: PROTOCOL_VERSION_MAX + 5,
+            role: Role::Command,
+        };
+        assert_eq!(negotiate(&future).unwrap_err().code, errno::SLURM_PROTOCOL_VERSION_ERROR);
+        let newer = Hello {
+            min_version: 1,
+            max_version: 9,
+            role: Role::NodeDaemon,
+        };
+        assert_eq!(negotiate(&newer).unwrap(), PROTOCOL_VERSION_MAX);
+        let backwards = Hello {
+            min_version: 3,
+            max_version: 1,
+            role: Role::Command,
+        };
+        assert!(negotiate(&backwards).is_err());
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(2000))]
+        #[test]
+        fn decode_never_panics(bytes in proptest::collection::vec(any::<u8>(), 0..512)) {
+            let _ = decode_frame(&bytes);
+            let _ = decode_frame_max(&bytes, 64);
+        }
+
+        #[test]
+        fn decode_never_panics_with_valid_prefix(body in proptest::collection::vec(any::<u8>(), 0..512)) {
+            let mut bytes = (body.len() as u32).to_be_bytes().to_vec();
+            bytes.extend_from_slice(&body);
+            let _ = decode_frame(&bytes);
+        }
+
+        #[test]
+        fn mutated_valid_frames_never_panic(idx in 0usize..4096, val in any::<u8>(), cut in 0usize..4096) {
+            let mut bytes = encode_frame(&sample()).unwrap();
+            let i = idx % bytes.len();
+            bytes[i] = val;
+            let c = cut % (bytes.len() + 1);
+            let _ = decode_frame(&bytes[..c]);
+            let _ = decode_frame(&bytes);
+        }
+    }
+}

@@ -1,0 +1,838 @@
+//! Messages. Every enum here is append-only (postcard is not self-describing): add a variant
+//! at the end, never change or reorder an existing one. Units: times are seconds since the
+//! Unix epoch (`i64`), time limits minutes, memory MiB, GPU masks bit `i` = GPU index `i`.
+
+use crate::auth::Credential;
+use crate::errno::SlurmError;
+use serde::{Deserialize, Serialize};
+
+/// What a peer is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub enum Role {
+    /// A user command (`sbatch`, `squeue`, ...).
+    Command,
+    /// A node daemon (`slurmd`).
+    NodeDaemon,
+    /// `sackd`.
+    Sackd,
+    /// The controller.
+    Controller,
+    /// The REST gateway or another tool.
+    Tool,
+}
+
+/// A time limit (`sbatch -t`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub enum TimeLimitWire {
+    /// `UNLIMITED` / `infinite`.
+    Unlimited,
+    /// Minutes.
+    Minutes(u32),
+}
+
+/// One GRES request (`--gres=gpu:h100:4` gives name `gpu`, type `h100`, count 4), per node.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct GresSpec {
+    /// GRES name (`gpu`).
+    pub name: String,
+    /// Type (`h100`), if given.
+    pub gpu_type: Option<String>,
+    /// Count per node.
+    pub count: u64,
+}
+
+/// A GPU count with an optional type (`--gpus=h100:4`, `--gpus-per-node=2`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct GpuCount {
+    /// Type, if given. `--gpus=abc` is type `abc`, count 1, as Slurm reads it.
+    pub gpu_type: Option<String>,
+    /// Count.
+    pub count: u32,
+}
+
+/// One range of an array spec: `start-end:step`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ArrayRange {
+    /// First index.
+    pub start: u32,
+    /// Last index (inclusive).
+    pub end: u32,
+    /// Step (≥ 1).
+    pub step: u32,
+}
+
+/// `--array=0-5%2,7`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ArraySpec {
+    /// Ranges as written.
+    pub ranges: Vec<ArrayRange>,
+    /// `%N`: most tasks running at once.
+    pub max_running: Option<u32>,
+}
+
+/// `--signal=[B:]SIG[@secs]`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SignalSpec {
+    /// Signal number.
+    pub signal: i32,
+    /// Seconds before the time limit (default 60).
+    pub secs_before: u32,
+    /// `B:`: the batch shell only.
+    pub batch_only: bool,
+}
+
+/// Everything `sbatch` can send. Option values are typed; the command parses them.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+pub struct SubmitJob {
+    /// `-J`.
+    pub name: Option<String>,
+    /// The batch script text.
+    pub script: String,
+    /// Arguments to the script.
+    pub argv: Vec<String>,
+    /// `-D` (absolute; the command resolves it).
+    pub work_dir: String,
+    /// `-o` pattern.
+    pub stdout: Option<String>,
+    /// `-e` pattern.
+    pub stderr: Option<String>,
+    /// `-i` pattern.
+    pub stdin: Option<String>,
+    /// Environment to run the script with.
+    pub environment: Vec<(String, String)>,
+    /// User id the job runs as (must match the credential unless root/SlurmUser).
+    pub uid: u32,
+    /// Group id.
+    pub gid: u32,
+    /// User name.
+    pub user: String,
+    /// Host submitted from.
+    pub submit_host: String,
+    /// `-p`.
+    pub partition: Option<String>,
+    /// `-A`.
+    pub account: Option<String>,
+    /// `-q`.
+    pub qos: Option<String>,
+    /// `-N min[-max]`: minimum.
+    pub nodes_min: Option<u32>,
+    /// `-N min-max`: maximum.
+    pub nodes_max: Option<u32>,
+    /// `-n`.
+    pub ntasks: Option<u32>,
+    /// `--ntasks-per-node`.
+    pub ntasks_per_node: Option<u32>,
+    /// `-c`.
+    pub cpus_per_task: Option<u32>,
+    /// `--mem` (MiB per node; 0 = all of the node's memory).
+    pub mem_per_node_mib: Option<u64>,
+    /// `--mem-per-cpu` (MiB).
+    pub mem_per_cpu_mib: Option<u64>,
+    /// `--gres` (per node).
+    pub gres: Vec<GresSpec>,
+    /// `--gpus` (per job).
+    pub gpus: Option<GpuCount>,
+    /// `--gpus-per-node`.
+    pub gpus_per_node: Option<GpuCount>,
+    /// `--gpus-per-task`.
+    pub gpus_per_task: Option<GpuCount>,
+    /// `--exclusive`.
+    pub exclusive: bool,
+    /// `-t`.
+    pub time_limit: Option<TimeLimitWire>,
+    /// `--time-min`.
+    pub time_min: Option<TimeLimitWire>,
+    /// `--array`.
+    pub array: Option<ArraySpec>,
+    /// `-d`, as written (`afterok:12:13,singleton`, `?` for OR).
+    pub dependency: Option<String>,
+    /// `-H`.
+    pub hold: bool,
+    /// `--begin`, resolved by the command (s since epoch).
+    pub begin: Option<i64>,
+    /// `--nice`.
+    pub nice: Option<i32>,
+    /// `--requeue` (true) / `--no-requeue` (false); `None` = `JobRequeue` default.
+    pub requeue: Option<bool>,
+    /// `--signal`.
+    pub signal: Option<SignalSpec>,
+    /// `--test-only`.
+    pub test_only: bool,
+    /// `-w`, expanded node names.
+    pub required_nodes: Vec<String>,
+    /// `-x`, expanded node names.
+    pub excluded_nodes: Vec<String>,
+    /// `-C`.
+    pub constraint: Option<String>,
+    /// `--comment`.
+    pub comment: Option<String>,
+    /// Flotilla `--topology=node|pod|any`.
+    pub topology: Option<String>,
+    /// Flotilla `--preemptible`.
+    pub preemptible: bool,
+    /// Flotilla `--checkpoint-bytes`.
+    pub checkpoint_bytes: Option<u64>,
+}
+
+/// A job reference: `123`, `123_4`, `123_[0-5]`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct JobRef {
+    /// Job id (or array job id).
+    pub job_id: u64,
+    /// Array task indices; `None` = the whole job (all tasks).
+    pub tasks: Option<Vec<u32>>,
+}
+
+impl JobRef {
+    /// A plain job id.
+    pub fn id(job_id: u64) -> JobRef {
+        JobRef { job_id, tasks: None }
+    }
+}
+
+/// Job states (Slurm's `JOB_*` base states).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+pub enum JobStateWire {
+    /// `PENDING` (PD).
+    Pending,
+    /// `RUNNING` (R).
+    Running,
+    /// `SUSPENDED` (S).
+    Suspended,
+    /// `COMPLETING` (CG).
+    Completing,
+    /// `COMPLETED` (CD).
+    Completed,
+    /// `FAILED` (F).
+    Failed,
+    /// `CANCELLED` (CA).
+    Cancelled,
+    /// `TIMEOUT` (TO).
+    Timeout,
+    /// `PREEMPTED` (PR).
+    Preempted,
+    /// `REQUEUED` (RQ).
+    Requeued,
+    /// `NODE_FAIL` (NF).
+    NodeFail,
+    /// `OUT_OF_MEMORY` (OOM).
+    OutOfMemory,
+    /// `BOOT_FAIL` (BF).
+    BootFail,
+    /// `DEADLINE` (DL).
+    Deadline,
+}
+
+impl JobStateWire {
+    /// Slurm's long name (`squeue %T`).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            JobStateWire::Pending => "PENDING",
+            JobStateWire::Running => "RUNNING",
+            JobStateWire::Suspended => "SUSPENDED",
+            JobStateWire::Completing => "COMPLETING",
+            JobStateWire::Completed => "COMPLETED",
+            JobStateWire::Failed => "FAILED",
+            JobStateWire::Cancelled => "CANCELLED",
+            JobStateWire::Timeout => "TIMEOUT",
+            JobStateWire::Preempted => "PREEMPTED",
+            JobStateWire::Requeued => "REQUEUED",
+            JobStateWire::NodeFail => "NODE_FAIL",
+            JobStateWire::OutOfMemory => "OUT_OF_MEMORY",
+            JobStateWire::BootFail => "BOOT_FAIL",
+            JobStateWire::Deadline => "DEADLINE",
+        }
+    }
+
+    /// Slurm's compact name (`squeue %t`).
+    pub fn compact(self) -> &'static str {
+        match self {
+            JobStateWire::Pending => "PD",
+            JobStateWire::Running => "R",
+            JobStateWire::Suspended => "S",
+            JobStateWire::Completing => "CG",
+            JobStateWire::Completed => "CD",
+            JobStateWire::Failed => "F",
+            JobStateWire::Cancelled => "CA",
+            JobStateWire::Timeout => "TO",
+            JobStateWire::Preempted => "PR",
+            JobStateWire::Requeued => "RQ",
+            JobStateWire::NodeFail => "NF",
+            JobStateWire::OutOfMemory => "OOM",
+            JobStateWire::BootFail => "BF",
+            JobStateWire::Deadline => "DL",
+        }
+    }
+
+    /// True for states a job never leaves.
+    pub fn is_finished(self) -> bool {
+        !matches!(
+            self,
+            JobStateWire::Pending | JobStateWire::Running | JobStateWire::Suspended | JobStateWire::Completing
+        )
+    }
+}
+
+/// Filters of `scancel`/`squeue` (all given ones must match).
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+pub struct JobFilter {
+    /// `-u`.
+    pub users: Vec<String>,
+    /// `-n`.
+    pub names: Vec<String>,
+    /// `-t`.
+    pub states: Vec<JobStateWire>,
+    /// `-p`.
+    pub partitions: Vec<String>,
+    /// `-A`.
+    pub accounts: Vec<String>,
+    /// `-w`.
+    pub nodes: Vec<String>,
+}
+
+/// `scancel`.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+pub struct CancelJob {
+    /// Jobs named on the command line (empty: all jobs matching the filter).
+    pub jobs: Vec<JobRef>,
+    /// Filters.
+    pub filter: JobFilter,
+    /// `-s`: send this signal instead of cancelling.
+    pub signal: Option<i32>,
+    /// `-b`: the batch shell only.
+    pub batch_only: bool,
+}
+
+/// `scontrol hold|uhold|release`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub enum HoldOp {
+    /// `hold` (admin hold when root/SlurmUser, else user hold).
+    Hold,
+    /// `uhold`.
+    UserHold,
+    /// `release`.
+    Release,
+}
+
+/// `scontrol hold|uhold|release`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct HoldRelease {
+    /// Jobs.
+    pub jobs: Vec<JobRef>,
+    /// Operation.
+    pub op: HoldOp,
+}
+
+/// `scontrol requeue|requeuehold`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RequeueJob {
+    /// Jobs.
+    pub jobs: Vec<JobRef>,
+    /// `requeuehold`.
+    pub hold: bool,
+}
+
+/// One field of `scontrol update job`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub enum JobChange {
+    /// `TimeLimit=`.
+    TimeLimit(TimeLimitWire),
+    /// `Name=`.
+    Name(String),
+    /// `Partition=`.
+    Partition(String),
+    /// `Priority=` (admin only).
+    Priority(u32),
+    /// `Nice=`.
+    Nice(i32),
+    /// `Gres=` (per node).
+    Gres(Vec<GresSpec>),
+    /// `NumNodes=`.
+    NumNodes(u32),
+    /// `Dependency=` (empty clears).
+    Dependency(String),
+    /// `StartTime=` (`--begin`); `None` clears.
+    Begin(Option<i64>),
+    /// `Account=`.
+    Account(String),
+    /// `QOS=`.
+    Qos(String),
+    /// `Comment=`.
+    Comment(String),
+    /// Flotilla `Topology=`.
+    Topology(String),
+}
+
+/// `scontrol update job`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct UpdateJob {
+    /// The job.
+    pub job: JobRef,
+    /// Changes, applied in order, all or nothing.
+    pub changes: Vec<JobChange>,
+}
+
+/// `squeue`/`scontrol show job`.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+pub struct JobQuery {
+    /// Jobs (empty: all).
+    pub jobs: Vec<JobRef>,
+    /// Filters.
+    pub filter: JobFilter,
+    /// Include finished jobs still in memory (`-t all`).
+    pub include_finished: bool,
+}
+
+/// `sinfo`/`scontrol show node`.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+pub struct NodeQuery {
+    /// Nodes (empty: all).
+    pub names: Vec<String>,
+}
+
+/// A job that runs on a node, as its daemon reports it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct NodeJob {
+    /// Job id.
+    pub job_id: u64,
+    /// Run of the job (its requeue count) this process belongs to.
+    pub run: u32,
+    /// GPUs it holds there.
+    pub gpu_mask: u64,
+}
+
+/// A job's end on a node, as its daemon reports it (kept and re-reported until acknowledged).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct JobExit {
+    /// Job id.
+    pub job_id: u64,
+    /// Run of the job (its requeue count) that ended.
+    pub run: u32,
+    /// Exit code of the batch script (0-255).
+    pub exit_code: i32,
+    /// Signal that ended it (0: none).
+    pub signal: i32,
+    /// Killed by the OOM killer.
+    pub oom: bool,
+    /// When (s since epoch).
+    pub end_time: i64,
+}
+
+/// A node daemon announces itself; the connection becomes its node session.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Register {
+    /// Node name (`-N` / `NodeName=`).
+    pub node: String,
+    /// Its boot epoch (persisted by the daemon, bumped at each start).
+    pub boot_epoch: u64,
+    /// GPUs found.
+    pub gpus: u32,
+    /// CPUs found.
+    pub cpus: u32,
+    /// Memory found (MiB).
+    pub mem_mib: u64,
+    /// Jobs running there now.
+    pub running: Vec<NodeJob>,
+    /// Jobs that ended and whose end the controller has not acknowledged.
+    pub finished: Vec<JobExit>,
+}
+
+/// Node daemon → controller on a node session.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub enum NodeToCtl {
+    /// Periodic full report (level-triggered: the controller converges on it).
+    Heartbeat {
+        /// Boot epoch.
+        boot_epoch: u64,
+        /// Jobs running there now.
+        running: Vec<NodeJob>,
+        /// Ended jobs not yet acknowledged.
+        finished: Vec<JobExit>,
+    },
+    /// A job ended (also repeated in heartbeats until acknowledged).
+    JobExited(JobExit),
+}
+
+/// Start a job's part on a node. Idempotent: a node that runs or ran `(job_id, run)` during
+/// this boot ignores it (the controller re-sends binds while reconciling, and a duplicate may
+/// arrive after the job ended).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Bind {
+    /// Job id (the task's own id for an array task).
+    pub job_id: u64,
+    /// Run of the job: its requeue count (a requeued job is bound again with the next run).
+    pub run: u32,
+    /// Array job id and task index, for array tasks.
+    pub array: Option<(u64, u32)>,
+    /// Job name.
+    pub name: String,
+    /// GPUs on this node.
+    pub gpu_mask: u64,
+    /// CPUs on this node.
+    pub cpus: u32,
+    /// Memory on this node (MiB).
+    pub mem_mib: u64,
+    /// This node runs the batch script.
+    pub batch_host: bool,
+    /// All nodes of the job (hostlist).
+    pub nodes: String,
+    /// User.
+    pub uid: u32,
+    /// Group.
+    pub gid: u32,
+    /// User name.
+    pub user: String,
+    /// Script.
+    pub script: String,
+    /// Script arguments.
+    pub argv: Vec<String>,
+    /// Environment.
+    pub environment: Vec<(String, String)>,
+    /// Working directory.
+    pub work_dir: String,
+    /// Stdout path pattern.
+    pub stdout: Option<String>,
+    /// Stderr path pattern.
+    pub stderr: Option<String>,
+    /// Time limit (s); `None` = unlimited. The controller enforces it; this is informational.
+    pub time_limit_s: Option<u64>,
+    /// Partition.
+    pub partition: String,
+}
+
+/// Controller → node daemon on a node session.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub enum CtlToNode {
+    /// Start a job.
+    Bind(Box<Bind>),
+    /// Deliver a signal to the job's processes (or the batch shell only).
+    Signal {
+        /// Job.
+        job_id: u64,
+        /// Signal number.
+        signal: i32,
+        /// Batch shell only.
+        batch_only: bool,
+    },
+    /// SIGKILL everything of the job and release its resources on the node.
+    Kill {
+        /// Job.
+        job_id: u64,
+    },
+    /// The controller recorded these ends; the node may forget them.
+    AckExits {
+        /// Jobs.
+        job_ids: Vec<u64>,
+    },
+}
+
+/// Answer to `SubmitJob`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Submitted {
+    /// The job id (array job id for arrays).
+    pub job_id: u64,
+}
+
+/// Answer to `SubmitJob` with `test_only` (`sbatch: Job 12 to start at ... using 1 processors on
+/// nodes gpu01 in partition batch`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TestOnly {
+    /// The id it consumed.
+    pub job_id: u64,
+    /// Expected start (s since epoch).
+    pub start_time: i64,
+    /// CPUs it would use.
+    pub cpus: u32,
+    /// Nodes (hostlist).
+    pub nodes: String,
+    /// Partition.
+    pub partition: String,
+}
+
+/// Result for one job of a multi-job request (`scancel 1 2 3`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct JobResult {
+    /// The job as named.
+    pub job: JobRef,
+    /// `None` = success.
+    pub error: Option<SlurmError>,
+}
+
+/// A job as `squeue`/`scontrol show job` need it.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+pub struct JobInfo {
+    /// Job id (the task's own id for a started array task).
+    pub job_id: u64,
+    /// Array job id.
+    pub array_job_id: Option<u64>,
+    /// Array task index (started tasks).
+    pub array_task_id: Option<u32>,
+    /// Pending tasks of an array, Slurm style (`0-5%2`).
+    pub array_task_str: Option<String>,
+    /// Name.
+    pub name: String,
+    /// User name.
+    pub user: String,
+    /// Uid.
+    pub uid: u32,
+    /// Gid.
+    pub gid: u32,
+    /// Account.
+    pub account: String,
+    /// Partition.
+    pub partition: String,
+    /// QOS.
+    pub qos: String,
+    /// State.
+    pub state: Option<JobStateWire>,
+    /// Slurm reason (`Resources`, `Priority`, `Dependency`, `None`, ...).
+    pub reason: String,
+    /// Flotilla's topology detail for a pending job.
+    pub reason_detail: Option<String>,
+    /// Priority.
+    pub priority: u64,
+    /// Nice.
+    pub nice: i32,
+    /// Submit time.
+    pub submit_time: i64,
+    /// Eligible time.
+    pub eligible_time: Option<i64>,
+    /// Start time (expected start for a pending job with a reservation).
+    pub start_time: Option<i64>,
+    /// End time (expected end while running).
+    pub end_time: Option<i64>,
+    /// Time limit.
+    pub time_limit: Option<TimeLimitWire>,
+    /// Allocated nodes (hostlist); empty while pending.
+    pub nodes: String,
+    /// Nodes of the reservation (`SchedNodeList`).
+    pub sched_nodes: String,
+    /// Node count (requested while pending).
+    pub num_nodes: u32,
+    /// CPUs.
+    pub num_cpus: u32,
+    /// Tasks.
+    pub num_tasks: u32,
+    /// CPUs per task.
+    pub cpus_per_task: u32,
+    /// Memory per node (MiB).
+    pub mem_per_node_mib: u64,
+    /// GPUs in total.
+    pub gpus: u32,
+    /// GRES requested per node.
+    pub gres: Vec<GresSpec>,
+    /// GPU masks per node (node name, mask).
+    pub gpu_alloc: Vec<(String, u64)>,
+    /// Working directory.
+    pub work_dir: String,
+    /// Stdout pattern.
+    pub stdout: Option<String>,
+    /// Stderr pattern.
+    pub stderr: Option<String>,
+    /// Dependency as given (remaining).
+    pub dependency: Option<String>,
+    /// Exit code of the batch script.
+    pub exit_code: i32,
+    /// Signal that ended it.
+    pub exit_signal: i32,
+    /// Times requeued.
+    pub restarts: u32,
+    /// May be requeued.
+    pub requeue: bool,
+    /// Batch host.
+    pub batch_host: String,
+    /// Topology.
+    pub topology: String,
+    /// Preemptible.
+    pub preemptible: bool,
+    /// Held (user or admin).
+    pub held: bool,
+    /// `--exclusive`.
+    pub exclusive: bool,
+    /// `-w`.
+    pub required_nodes: Vec<String>,
+    /// `-x`.
+    pub excluded_nodes: Vec<String>,
+    /// `--comment`.
+    pub comment: Option<String>,
+}
+
+/// A node as `sinfo`/`scontrol show node` need it.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+pub struct NodeInfo {
+    /// Name.
+    pub name: String,
+    /// Slurm state (`IDLE`, `MIXED`, `ALLOCATED`, `DOWN`, `DRAINED`, `DRAINING`, `UNKNOWN`).
+    pub state: String,
+    /// Node daemon not connected.
+    pub not_responding: bool,
+    /// Admin reason.
+    pub reason: Option<String>,
+    /// CPUs.
+    pub cpus: u32,
+    /// CPUs allocated.
+    pub cpus_alloc: u32,
+    /// Memory (MiB).
+    pub mem_mib: u64,
+    /// Memory allocated (MiB).
+    pub mem_alloc_mib: u64,
+    /// GPUs.
+    pub gpus: u32,
+    /// GPU model.
+    pub gpu_type: Option<String>,
+    /// GPUs allocated (mask).
+    pub gpu_alloc_mask: u64,
+    /// Partitions.
+    pub partitions: Vec<String>,
+    /// Pod (leaf switch).
+    pub pod: String,
+    /// Boot epoch last registered.
+    pub boot_epoch: u64,
+}
+
+/// A partition as `sinfo`/`scontrol show partition` need it.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+pub struct PartitionInfo {
+    /// Name.
+    pub name: String,
+    /// Nodes (hostlist).
+    pub nodes: String,
+    /// Default partition.
+    pub default: bool,
+    /// `MaxTime` (minutes; `None` = unlimited).
+    pub max_time_min: Option<u64>,
+    /// `DefaultTime` (minutes).
+    pub default_time_min: Option<u64>,
+    /// Up.
+    pub up: bool,
+    /// Node count.
+    pub total_nodes: u32,
+    /// CPUs.
+    pub total_cpus: u32,
+    /// GPUs.
+    pub total_gpus: u32,
+    /// Default topology.
+    pub default_topology: String,
+}
+
+/// sdiag-like counters.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+pub struct Stats {
+    /// Controller start (s since epoch).
+    pub started_at: i64,
+    /// Now.
+    pub now: i64,
+    /// Scheduling cycles run.
+    pub cycles: u64,
+    /// Last cycle (µs).
+    pub last_cycle_us: u64,
+    /// Mean cycle (µs).
+    pub mean_cycle_us: u64,
+    /// Longest cycle (µs).
+    pub max_cycle_us: u64,
+    /// Jobs submitted (accepted).
+    pub jobs_submitted: u64,
+    /// Jobs started.
+    pub jobs_started: u64,
+    /// Jobs completed.
+    pub jobs_completed: u64,
+    /// Jobs failed (incl. timeout, node fail, OOM).
+    pub jobs_failed: u64,
+    /// Jobs cancelled.
+    pub jobs_cancelled: u64,
+    /// Jobs requeued.
+    pub jobs_requeued: u64,
+    /// Jobs pending now.
+    pub jobs_pending: u64,
+    /// Jobs running now.
+    pub jobs_running: u64,
+    /// Database commits.
+    pub db_commits: u64,
+    /// Mean commit time (µs).
+    pub mean_commit_us: u64,
+    /// Mean events per commit (group commit).
+    pub mean_batch: u64,
+    /// RPCs by type.
+    pub rpc_counts: Vec<(String, u64)>,
+    /// Requests refused by authentication.
+    pub auth_failures: u64,
+    /// Node daemons connected.
+    pub nodes_connected: u32,
+}
+
+/// Requests. Append-only.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub enum Request {
+    /// `sbatch`.
+    SubmitJob(Box<SubmitJob>),
+    /// `scancel`.
+    CancelJob(CancelJob),
+    /// `scontrol hold|uhold|release`.
+    HoldRelease(HoldRelease),
+    /// `scontrol requeue|requeuehold`.
+    Requeue(RequeueJob),
+    /// `scontrol update job`.
+    UpdateJob(UpdateJob),
+    /// `squeue`, `scontrol show job`.
+    QueryJobs(JobQuery),
+    /// `sinfo`, `scontrol show node`.
+    QueryNodes(NodeQuery),
+    /// `scontrol show partition`.
+    QueryPartitions,
+    /// `sdiag`.
+    Stats,
+    /// Ask a local daemon (sackd, slurmd, the controller's Unix socket) for a credential for
+    /// the peer's uid.
+    IssueCredential,
+    /// A node daemon registers; the connection becomes its node session.
+    Register(Register),
+    /// Liveness check.
+    Ping,
+}
+
+impl Request {
+    /// The request's type name (RPC statistics, logs).
+    pub fn kind(&self) -> &'static str {
+        match self {
+            Request::SubmitJob(_) => "REQUEST_SUBMIT_BATCH_JOB",
+            Request::CancelJob(_) => "REQUEST_KILL_JOB",
+            Request::HoldRelease(_) => "REQUEST_HOLD_RELEASE",
+            Request::Requeue(_) => "REQUEST_JOB_REQUEUE",
+            Request::UpdateJob(_) => "REQUEST_UPDATE_JOB",
+            Request::QueryJobs(_) => "REQUEST_JOB_INFO",
+            Request::QueryNodes(_) => "REQUEST_NODE_INFO",
+            Request::QueryPartitions => "REQUEST_PARTITION_INFO",
+            Request::Stats => "REQUEST_STATS_INFO",
+            Request::IssueCredential => "REQUEST_CREDENTIAL",
+            Request::Register(_) => "MESSAGE_NODE_REGISTRATION_STATUS",
+            Request::Ping => "REQUEST_PING",
+        }
+    }
+}
+
+/// Responses. Append-only.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub enum Response {
+    /// Job accepted.
+    Submitted(Submitted),
+    /// `--test-only` answer.
+    TestOnly(TestOnly),
+    /// The request failed as a whole.
+    Error(SlurmError),
+    /// Per-job results.
+    JobResults(Vec<JobResult>),
+    /// Jobs.
+    Jobs(Vec<JobInfo>),
+    /// Nodes.
+    Nodes(Vec<NodeInfo>),
+    /// Partitions.
+    Partitions(Vec<PartitionInfo>),
+    /// Statistics.
+    Stats(Stats),
+    /// A credential for the peer.
+    Credential(Credential),
+    /// Node registration accepted; node-session frames follow.
+    Registered,
+    /// Answer to `Ping`.
+    Pong,
+}

@@ -1,0 +1,145 @@
+//! Submission throughput through the RPC, durable (each reply follows the commit of its
+//! job): sequential (one client, one connection) and concurrent (many clients; group commit
+//! batches their inserts into one transaction). Prints figures; asserts nothing.
+//!
+//! `cargo bench -p flotilla-slurmctld --bench submit [-- JOBS CLIENTS]`
+
+use flotilla_core::config::{ClusterConfig, ConfNodeState, NodeConfig, PartitionConfig, TopologyKind};
+use flotilla_proto::client::Client;
+use flotilla_proto::{ClusterKey, Request, Response, Role, SubmitJob};
+use flotilla_slurmctld::ctld::CtlOptions;
+use flotilla_slurmctld::daemon::{self, DaemonConfig};
+use flotilla_slurmctld::store::SyncMode;
+use std::net::SocketAddr;
+use std::time::Instant;
+
+fn cluster() -> ClusterConfig {
+    let nodes: Vec<NodeConfig> = (1..=4)
+        .map(|i| NodeConfig {
+            name: format!("gpu{i:02}"),
+            addr: "127.0.0.1".into(),
+            hostname: String::new(),
+            port: 0,
+            sockets: 2,
+            cores_per_socket: 32,
+            threads_per_core: 1,
+            boards: 1,
+            cpus: 64,
+            real_memory_mib: 512_000,
+            gpus: 8,
+            gpu_type: Some("h100".into()),
+            gpu_files: vec![],
+            gpu_cores: None,
+            gres: String::new(),
+            weight: 1,
+            features: vec![],
+            state: ConfNodeState::Unknown,
+        })
+        .collect();
+    ClusterConfig {
+        def_mem_per_cpu_mib: Some(1024),
+        max_array_size: 1001,
+        partitions: vec![PartitionConfig {
+            name: "batch".into(),
+            nodes: nodes.iter().map(|n| n.name.clone()).collect(),
+            nodes_expr: String::new(),
+            default: true,
+            max_time_min: None,
+            default_time_min: Some(60),
+            state_up: true,
+            state: "UP".into(),
+            priority_tier: 1,
+            priority_job_factor: 1,
+            max_nodes: None,
+            default_topology: TopologyKind::Any,
+            sub_node_pool: false,
+            inference_pool: false,
+        }],
+        nodes,
+        ..ClusterConfig::default()
+    }
+}
+
+fn job() -> SubmitJob {
+    SubmitJob {
+        name: Some("wrap".into()),
+        script: "#!/bin/sh\ntrue\n".into(),
+        hold: true, // as Slurm's bench.sh: sbatch --hold --wrap true
+        uid: 2001,
+        gid: 2001,
+        user: "alice".into(),
+        work_dir: "/tmp".into(),
+        ..SubmitJob::default()
+    }
+}
+
+fn submit_loop(addr: SocketAddr, key: &ClusterKey, n: usize) {
+    let mut c = Client::connect_tcp(addr, Role::Command).unwrap();
+    let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_secs();
+    for _ in 0..n {
+        let cred = key.sign(2001, 2001, "bench", now, 300);
+        match c.call(Some(cred), Request::SubmitJob(Box::new(job()))).unwrap() {
+            Response::Submitted(_) => {}
+            other => panic!("{other:?}"),
+        }
+    }
+}
+
+fn run(sync: SyncMode, label: &str, seq_jobs: usize, conc_jobs: usize, clients: usize) {
+    let dir = tempfile::tempdir().unwrap();
+    let key = ClusterKey::generate(&dir.path().join("key")).unwrap();
+    let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap();
+    let d = rt
+        .block_on(daemon::start(DaemonConfig {
+            cluster: cluster(),
+            state_dir: dir.path().join("state"),
+            key: key.clone(),
+            listen: Some("127.0.0.1:0".parse().unwrap()),
+            socket: None,
+            sync,
+            opts: CtlOptions::default(),
+            max_conns: 4096,
+            max_frame: flotilla_proto::DEFAULT_MAX_FRAME,
+            slurm_uid: 0,
+            host: "bench".into(),
+        }))
+        .unwrap();
+    let addr = d.tcp_addr.unwrap();
+    let t = Instant::now();
+    submit_loop(addr, &key, seq_jobs);
+    let seq = seq_jobs as f64 / t.elapsed().as_secs_f64();
+    let t = Instant::now();
+    let hs: Vec<_> = (0..clients)
+        .map(|_| {
+            let key = key.clone();
+            std::thread::spawn(move || submit_loop(addr, &key, conc_jobs / clients))
+        })
+        .collect();
+    for h in hs {
+        h.join().unwrap();
+    }
+    let conc = (conc_jobs / clients * clients) as f64 / t.elapsed().as_secs_f64();
+    let stats = {
+        let mut c = Client::connect_tcp(addr, Role::Command).unwrap();
+        let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_secs();
+        match c.call(Some(key.sign(0, 0, "bench", now, 300)), Request::Stats).unwrap() {
+            Response::Stats(s) => s,
+            other => panic!("{other:?}"),
+        }
+    };
+    println!(
+        "{label}: sequential {seq:.0} jobs/s ({seq_jobs} jobs, 1 client); concurrent {conc:.0} jobs/s ({conc_jobs} jobs, {clients} clients); \
+         {} commits, mean {} events/commit, mean commit {} us",
+        stats.db_commits, stats.mean_batch, stats.mean_commit_us
+    );
+    let _ = d.shutdown.send(true);
+    drop(rt);
+}
+
+fn main() {
+    let args: Vec<String> = std::env::args().skip(1).filter(|a| !a.starts_with('-')).collect();
+    let jobs: usize = args.first().and_then(|a| a.parse().ok()).unwrap_or(20_000);
+    let clients: usize = args.get(1).and_then(|a| a.parse().ok()).unwrap_or(64);
+    run(SyncMode::Full, "synchronous=FULL", 2000, jobs, clients);
+    run(SyncMode::Normal, "synchronous=NORMAL", 2000, jobs, clients);
+}

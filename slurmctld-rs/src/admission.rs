@@ -1,0 +1,498 @@
+//! Admission: a `SubmitJob` checked the way Slurm's controller checks it, and converted into
+//! the controller's [`JobRecord`] and the core's [`JobSpec`]/[`Request`].
+//!
+//! Which checks consume a job id follows the goldens (`shared/slurm-reference/goldens`
+//! 0064-0081): a bad partition, a bad GRES name or a bad array spec are refused before a job
+//! record exists (no id); a dependency syntax error consumes an id but leaves no record; a
+//! request no node of the partition can ever satisfy (too many GPUs per node, an unknown GPU
+//! type, too much memory, too many CPUs) consumes an id and leaves a `FAILED` record with
+//! reason `BadConstraints`. Limits Slurm checks only when `EnforcePartLimits` is set (`-N`
+//! above the partition's node count, a time limit above `MaxTime`) are accepted and pend.
+
+use crate::deps::{self, Dependency};
+use crate::job::{JobRecord, JobState};
+use flotilla_core::cluster::{Cluster, NodeId, PartId};
+use flotilla_core::config::TopologyKind;
+use flotilla_core::job::{HoldKind, JobId, JobSpec, Request};
+use flotilla_proto::errno::*;
+use flotilla_proto::{SlurmError, SubmitJob, TimeLimitWire};
+
+/// Site settings admission needs (from slurm.conf).
+#[derive(Debug, Clone)]
+pub struct AdmissionConf {
+    /// `DefMemPerCPU` (MiB).
+    pub def_mem_per_cpu_mib: Option<u64>,
+    /// `MaxArraySize`: array indices must be below it.
+    pub max_array_size: u64,
+}
+
+/// An accepted submission, before it gets its id.
+#[derive(Debug)]
+pub struct Admitted {
+    /// The record (id 0 until assigned; state `PENDING`).
+    pub record: JobRecord,
+    /// Array task indices (sorted, distinct) and throttle.
+    pub array: Option<(Vec<u32>, Option<u32>)>,
+    /// Parsed dependency.
+    pub dependency: Option<Dependency>,
+}
+
+/// A refused submission.
+#[derive(Debug)]
+pub enum Reject {
+    /// Refused before a job id is assigned.
+    BeforeId(SlurmError),
+    /// Refused after: the id is consumed; `failed` is the `FAILED`/`BadConstraints` record
+    /// to keep (None: no record).
+    AfterId {
+        /// The error.
+        error: SlurmError,
+        /// Record to keep.
+        failed: Option<Box<JobRecord>>,
+    },
+}
+
+fn node_config(msg: Option<&str>) -> SlurmError {
+    match msg {
+        Some(m) => SlurmError::with_message(ESLURM_REQUESTED_NODE_CONFIG_UNAVAILABLE, m),
+        None => SlurmError::new(ESLURM_REQUESTED_NODE_CONFIG_UNAVAILABLE),
+    }
+}
+
+/// The GPU demand of a submission: (GPUs per node, total GPUs, GPU type).
+type GpuDemand = (Option<u32>, Option<u32>, Option<String>);
+
+/// A built request: the core request, CPUs per node, tasks, and whether any node of the
+/// partition can ever satisfy it (else the message to show).
+pub type Built = (Request, u32, u32, Result<(), &'static str>);
+
+fn gpu_demand(req: &SubmitJob) -> Result<GpuDemand, SlurmError> {
+    let mut per_node: Option<u32> = None;
+    let mut ty: Option<String> = None;
+    for g in &req.gres {
+        if g.name != "gpu" {
+            return Err(SlurmError::new(ESLURM_INVALID_GRES));
+        }
+        per_node = Some(u32::try_from(g.count).map_err(|_| SlurmError::new(ESLURM_INVALID_GRES))?);
+        ty = g.gpu_type.clone();
+    }
+    if let Some(g) = &req.gpus_per_node {
+        per_node = Some(g.count);
+        ty = g.gpu_type.clone().or(ty);
+    }
+    let mut total = None;
+    if let Some(g) = &req.gpus {
+        total = Some(g.count);
+        ty = g.gpu_type.clone().or(ty);
+    }
+    if let Some(g) = &req.gpus_per_task {
+        let tasks = req.ntasks.unwrap_or(1).max(1);
+        total = Some(g.count.saturating_mul(tasks));
+        ty = g.gpu_type.clone().or(ty);
+    }
+    Ok((per_node, total, ty))
+}
+
+/// Builds the core request and checks it against the partition's nodes. Returns the request,
+/// CPUs per node, tasks and the error message to show when no node can ever satisfy it.
+pub fn build_request(
+    req: &SubmitJob,
+    cluster: &Cluster,
+    part: PartId,
+    conf: &AdmissionConf,
+) -> Result<Built, SlurmError> {
+    let partition = &cluster.partitions[part.0 as usize];
+    let (per_node, total, ty) = gpu_demand(req)?;
+    let nodes_min = req.nodes_min.filter(|&n| n > 0);
+    let node_count = nodes_min.unwrap_or(1);
+    let cpt = req.cpus_per_task.unwrap_or(1).max(1);
+    let ntasks = req
+        .ntasks
+        .unwrap_or_else(|| node_count * req.ntasks_per_node.unwrap_or(1))
+        .max(1);
+    let tasks_per_node = match req.ntasks_per_node {
+        Some(t) => t.max(1),
+        None => ntasks.div_ceil(node_count),
+    };
+    let cpus_per_node = tasks_per_node.saturating_mul(cpt);
+    let topology = match &req.topology {
+        Some(t) => TopologyKind::parse(t).ok_or_else(|| {
+            SlurmError::with_message(ESLURM_REQUESTED_NODE_CONFIG_UNAVAILABLE, format!("invalid topology specified: {t}"))
+        })?,
+        None => partition.default_topology,
+    };
+    let resolve = |names: &[String]| -> Result<Vec<NodeId>, SlurmError> {
+        names
+            .iter()
+            .map(|n| cluster.node_id(n).ok_or_else(|| SlurmError::new(ESLURM_INVALID_NODE_NAME)))
+            .collect()
+    };
+    let required_nodes = resolve(&req.required_nodes)?;
+    let excluded_nodes = resolve(&req.excluded_nodes)?;
+    let gpu_types: Vec<String> = ty.into_iter().collect();
+    let candidates: Vec<&flotilla_core::cluster::Node> = partition
+        .nodes
+        .iter()
+        .map(|&n| cluster.node(n))
+        .filter(|n| n.gpu_type_ok(&gpu_types))
+        .collect();
+    let max_node_mem = candidates.iter().map(|n| n.mem_mib).max().unwrap_or(0);
+    let mem_per_node = match (req.mem_per_node_mib, req.mem_per_cpu_mib, conf.def_mem_per_cpu_mib) {
+        (Some(0), _, _) => max_node_mem,
+        (Some(m), _, _) => m,
+        (None, Some(m), _) | (None, None, Some(m)) => m.saturating_mul(u64::from(cpus_per_node)),
+        (None, None, None) => 0,
+    };
+    let (gpus, nodes, gpus_per_node) = match (per_node, total) {
+        (Some(p), _) if p > 0 => (p.saturating_mul(node_count), Some(node_count), Some(p)),
+        (_, Some(t)) if t > 0 => (t, nodes_min, None),
+        _ => (0, nodes_min, None),
+    };
+    let request = Request {
+        gpus,
+        gpu_milli: flotilla_core::cluster::MILLI,
+        nodes,
+        gpus_per_node,
+        cpu_milli_per_node: u64::from(cpus_per_node) * 1000,
+        mem_mib_per_node: mem_per_node,
+        topology,
+        gpu_types,
+        exclusive: req.exclusive,
+        required_nodes,
+        excluded_nodes,
+    };
+    // Can any node of the partition ever satisfy it?
+    let satisfiable = (|| {
+        if gpus > 0 && candidates.is_empty() {
+            return Err("");
+        }
+        let max_gpus = candidates.iter().map(|n| n.gpus).max().unwrap_or(0);
+        let total_gpus: u32 = candidates.iter().map(|n| n.gpus).sum();
+        if gpus_per_node.is_some_and(|p| p > max_gpus) || (gpus_per_node.is_none() && gpus > total_gpus) {
+            return Err("");
+        }
+        let max_cpus = candidates.iter().map(|n| n.cpu_milli / 1000).max().unwrap_or(0);
+        if u64::from(cpus_per_node) > max_cpus {
+            return Err("CPU count per node can not be satisfied");
+        }
+        if mem_per_node > max_node_mem {
+            return Err("Memory specification can not be satisfied");
+        }
+        Ok(())
+    })();
+    Ok((request, cpus_per_node, ntasks, satisfiable))
+}
+
+/// Expands and checks an array spec (Slurm: every index below `MaxArraySize`).
+pub fn array_indices(spec: &flotilla_proto::ArraySpec, max_array_size: u64) -> Result<Vec<u32>, SlurmError> {
+    let bad = || SlurmError::new(ESLURM_INVALID_ARRAY);
+    if spec.ranges.is_empty() || spec.max_running == Some(0) {
+        return Err(bad());
+    }
+    let mut out = Vec::new();
+    for r in &spec.ranges {
+        if r.step == 0 || r.end < r.start || u64::from(r.end) >= max_array_size {
+            return Err(bad());
+        }
+        let mut i = r.start;
+        loop {
+            out.push(i);
+            if out.len() as u64 > max_array_size {
+                return Err(bad());
+            }
+            match i.checked_add(r.step) {
+                Some(n) if n <= r.end => i = n,
+                _ => break,
+            }
+        }
+    }
+    out.sort_unstable();
+    out.dedup();
+    Ok(out)
+}
+
+/// Admits a submission at `now` (s). The caller has checked the submitter may act as
+/// `req.uid`.
+pub fn admit(req: &SubmitJob, cluster: &Cluster, conf: &AdmissionConf, now: i64) -> Result<Admitted, Reject> {
+    // Before an id: partition, GRES names, array spec.
+    let part = match &req.partition {
+        Some(p) => cluster.partition_id(p).ok_or_else(|| {
+            Reject::BeforeId(SlurmError::with_message(
+                ESLURM_INVALID_PARTITION_NAME,
+                format!("invalid partition specified: {p}"),
+            ))
+        })?,
+        None => cluster
+            .default_partition()
+            .ok_or_else(|| Reject::BeforeId(SlurmError::new(ESLURM_DEFAULT_PARTITION_NOT_SET)))?,
+    };
+    let partition = &cluster.partitions[part.0 as usize];
+    if req.script.is_empty() {
+        return Err(Reject::BeforeId(SlurmError::new(ESLURM_JOB_SCRIPT_MISSING)));
+    }
+    let array = match &req.array {
+        Some(a) => Some((
+            array_indices(a, conf.max_array_size).map_err(Reject::BeforeId)?,
+            a.max_running,
+        )),
+        None => None,
+    };
+    let (request, cpus_per_node, ntasks, satisfiable) =
+        build_request(req, cluster, part, conf).map_err(Reject::BeforeId)?;
+    let time_limit_min = match req.time_limit {
+        Some(TimeLimitWire::Unlimited) => None,
+        Some(TimeLimitWire::Minutes(m)) => Some(m),
+        None => partition
+            .default_time_min
+            .or(partition.max_time_min)
+            .map(|m| m.min(u64::from(u32::MAX - 2)) as u32),
+    };
+    let topology = request.topology.as_str().to_string();
+    let held = req.hold.then_some(HoldKind::User);
+    let spec = JobSpec {
+        id: JobId(0),
+        partition: part,
+        account: req.account.clone().unwrap_or_default(),
+        user: req.user.clone(),
+        submit_time: now.max(0) as u64,
+        begin_time: req.begin.filter(|&b| b > now).map(|b| b as u64),
+        base_priority: 0,
+        nice: req.nice.unwrap_or(0),
+        time_limit_s: time_limit_min.map(|m| u64::from(m) * 60),
+        request: request.clone(),
+        preemptible: req.preemptible,
+        checkpoint_bytes: req.checkpoint_bytes.unwrap_or(0),
+        held,
+        dependency_pending: req.dependency.is_some(),
+        preempt_count: 0,
+    };
+    let record = JobRecord {
+        id: 0,
+        array_job_id: None,
+        array_task_id: None,
+        array_pending: Vec::new(),
+        array_max_running: None,
+        state: JobState::Pending,
+        reason: None,
+        name: req.name.clone().unwrap_or_else(|| "sbatch".into()),
+        user: req.user.clone(),
+        uid: req.uid,
+        gid: req.gid,
+        account: req.account.clone().unwrap_or_default(),
+        qos: req.qos.clone().unwrap_or_else(|| "normal".into()),
+        partition: partition.name.clone(),
+        work_dir: req.work_dir.clone(),
+        stdout: req.stdout.clone(),
+        stderr: req.stderr.clone(),
+        argv: req.argv.clone(),
+        comment: req.comment.clone(),
+        submit_time: now,
+        start_time: None,
+        end_time: None,
+        time_limit_min,
+        ntasks,
+        cpus_per_task: req.cpus_per_task.unwrap_or(1).max(1),
+        num_nodes: request.nodes.unwrap_or(1),
+        gres: req
+            .gres
+            .iter()
+            .map(|g| (g.name.clone(), g.gpu_type.clone(), g.count))
+            .collect(),
+        dependency: req.dependency.clone(),
+        requeue: req.requeue.unwrap_or(true),
+        restarts: 0,
+        spec,
+        allocs: Vec::new(),
+        nodes: Vec::new(),
+        completing_nodes: Vec::new(),
+        end_state: None,
+        exit_code: 0,
+        exit_signal: 0,
+        stopping: None,
+        topology,
+        exclusive: req.exclusive,
+        mem_per_node_mib: request.mem_mib_per_node,
+        gpus: request.gpus,
+        required_nodes: req.required_nodes.clone(),
+        excluded_nodes: req.excluded_nodes.clone(),
+    };
+    let _ = cpus_per_node;
+    // After an id: dependency syntax, then node configuration.
+    let dependency = match &req.dependency {
+        Some(d) if !d.trim().is_empty() => Some(deps::parse(d).map_err(|()| Reject::AfterId {
+            error: SlurmError::new(ESLURM_DEPENDENCY),
+            failed: None,
+        })?),
+        _ => None,
+    };
+    if let Err(msg) = satisfiable {
+        let mut failed = record;
+        failed.state = JobState::Failed;
+        failed.reason = Some("BadConstraints".into());
+        failed.end_time = Some(now);
+        return Err(Reject::AfterId {
+            error: node_config((!msg.is_empty()).then_some(msg)),
+            failed: Some(Box::new(failed)),
+        });
+    }
+    let mut record = record;
+    if dependency.is_none() {
+        record.spec.dependency_pending = false;
+        record.dependency = None;
+    }
+    Ok(Admitted {
+        record,
+        array,
+        dependency,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use flotilla_proto::{ArrayRange, ArraySpec, GpuCount, GresSpec};
+
+    /// The reference cluster of the goldens: gpu[01-04], 64 CPUs, 512000 MiB, 8 h100 each;
+    /// partition batch (default, MaxTime 2 days, DefaultTime 1 h) and debug (gpu[01-02]).
+    pub(crate) fn oracle() -> Cluster {
+        let mut c = Cluster::uniform(4, 8, 2, 64, 512_000);
+        for (i, n) in c.nodes.iter_mut().enumerate() {
+            n.name = format!("gpu{:02}", i + 1);
+        }
+        c.partitions[0].max_time_min = Some(2 * 24 * 60);
+        c.partitions[0].default_time_min = Some(60);
+        let debug = c.add_partition("debug", vec![NodeId(0), NodeId(1)], false);
+        c.partitions[debug.0 as usize].max_time_min = Some(30);
+        c
+    }
+
+    fn conf() -> AdmissionConf {
+        AdmissionConf {
+            def_mem_per_cpu_mib: Some(1024),
+            max_array_size: 1001,
+        }
+    }
+
+    fn wrap() -> SubmitJob {
+        SubmitJob {
+            script: "#!/bin/sh\ntrue\n".into(),
+            user: "alice".into(),
+            uid: 2001,
+            gid: 2001,
+            work_dir: "/home/alice/g".into(),
+            ..SubmitJob::default()
+        }
+    }
+
+    fn code(r: Result<Admitted, Reject>) -> (i32, bool, Vec<String>) {
+        match r {
+            Ok(_) => (0, false, vec![]),
+            Err(Reject::BeforeId(e)) => (e.code, false, e.messages),
+            Err(Reject::AfterId { error, .. }) => (error.code, true, error.messages),
+        }
+    }
+
+    fn gres(ty: Option<&str>, name: &str, n: u64) -> Vec<GresSpec> {
+        vec![GresSpec {
+            name: name.into(),
+            gpu_type: ty.map(Into::into),
+            count: n,
+        }]
+    }
+
+    #[test]
+    fn goldens_0064_to_0081() {
+        let c = oracle();
+        let k = conf();
+        let mut r = wrap();
+        r.partition = Some("nosuch".into());
+        assert_eq!(
+            code(admit(&r, &c, &k, 0)),
+            (ESLURM_INVALID_PARTITION_NAME, false, vec!["invalid partition specified: nosuch".into()])
+        );
+        let mut r = wrap();
+        r.gres = gres(None, "gpu", 9);
+        assert_eq!(code(admit(&r, &c, &k, 0)), (ESLURM_REQUESTED_NODE_CONFIG_UNAVAILABLE, true, vec![]));
+        let mut r = wrap();
+        r.gres = gres(Some("a100"), "gpu", 1);
+        assert_eq!(code(admit(&r, &c, &k, 0)), (ESLURM_REQUESTED_NODE_CONFIG_UNAVAILABLE, true, vec![]));
+        let mut r = wrap();
+        r.gres = gres(None, "fpga", 1);
+        assert_eq!(code(admit(&r, &c, &k, 0)).0, ESLURM_INVALID_GRES);
+        let mut r = wrap();
+        r.nodes_min = Some(5);
+        assert_eq!(code(admit(&r, &c, &k, 0)).0, 0, "-N 5 is accepted and pends");
+        let mut r = wrap();
+        r.mem_per_node_mib = Some(600 * 1024);
+        assert_eq!(
+            code(admit(&r, &c, &k, 0)),
+            (ESLURM_REQUESTED_NODE_CONFIG_UNAVAILABLE, true, vec!["Memory specification can not be satisfied".into()])
+        );
+        let mut r = wrap();
+        r.cpus_per_task = Some(65);
+        assert_eq!(
+            code(admit(&r, &c, &k, 0)),
+            (ESLURM_REQUESTED_NODE_CONFIG_UNAVAILABLE, true, vec!["CPU count per node can not be satisfied".into()])
+        );
+        let mut r = wrap();
+        r.time_limit = Some(TimeLimitWire::Minutes(3 * 24 * 60));
+        assert_eq!(code(admit(&r, &c, &k, 0)).0, 0, "over MaxTime is accepted (EnforcePartLimits=NO)");
+        let arr = |s, e, m| ArraySpec {
+            ranges: vec![ArrayRange { start: s, end: e, step: 1 }],
+            max_running: m,
+        };
+        let mut r = wrap();
+        r.array = Some(arr(5, 1, None));
+        assert_eq!(code(admit(&r, &c, &k, 0)), (ESLURM_INVALID_ARRAY, false, vec![]));
+        r.array = Some(arr(0, 20000, None));
+        assert_eq!(code(admit(&r, &c, &k, 0)), (ESLURM_INVALID_ARRAY, false, vec![]));
+        r.array = Some(arr(0, 5, Some(2)));
+        let a = admit(&r, &c, &k, 0).unwrap();
+        assert_eq!(a.array, Some(((0..=5).collect(), Some(2))));
+        let mut r = wrap();
+        r.dependency = Some("foo:1".into());
+        assert_eq!(code(admit(&r, &c, &k, 0)), (ESLURM_DEPENDENCY, true, vec![]));
+        r.dependency = Some("afterok:999999".into());
+        assert_eq!(code(admit(&r, &c, &k, 0)).0, 0);
+        let mut r = wrap();
+        r.gpus = Some(GpuCount {
+            gpu_type: Some("abc".into()),
+            count: 1,
+        });
+        assert_eq!(code(admit(&r, &c, &k, 0)), (ESLURM_REQUESTED_NODE_CONFIG_UNAVAILABLE, true, vec![]));
+    }
+
+    #[test]
+    fn conversions() {
+        let c = oracle();
+        let k = conf();
+        let mut r = wrap();
+        r.nodes_min = Some(2);
+        r.gres = gres(None, "gpu", 8);
+        let a = admit(&r, &c, &k, 100).unwrap();
+        assert_eq!(a.record.spec.request.nodes, Some(2));
+        assert_eq!(a.record.spec.request.gpus_per_node, Some(8));
+        assert_eq!(a.record.spec.request.gpus, 16);
+        assert_eq!(a.record.time_limit_min, Some(60), "partition DefaultTime");
+        assert_eq!(a.record.spec.request.mem_mib_per_node, 1024, "DefMemPerCPU x 1 CPU");
+        let mut r = wrap();
+        r.gres = gres(Some("h100"), "gpu", 4);
+        r.cpus_per_task = Some(4);
+        r.topology = Some("node".into());
+        let a = admit(&r, &c, &k, 100).unwrap();
+        assert_eq!(a.record.spec.request.gpu_types, vec!["h100".to_string()]);
+        assert_eq!(a.record.spec.request.cpu_milli_per_node, 4000);
+        assert_eq!(a.record.spec.request.mem_mib_per_node, 4096);
+        assert_eq!(a.record.spec.request.topology, TopologyKind::Node);
+        let mut r = wrap();
+        r.gpus = Some(GpuCount { gpu_type: None, count: 12 });
+        let a = admit(&r, &c, &k, 100).unwrap();
+        assert_eq!((a.record.spec.request.gpus, a.record.spec.request.nodes), (12, None));
+        let mut r = wrap();
+        r.hold = true;
+        r.time_limit = Some(TimeLimitWire::Unlimited);
+        let a = admit(&r, &c, &k, 100).unwrap();
+        assert_eq!(a.record.spec.held, Some(HoldKind::User));
+        assert_eq!(a.record.spec.time_limit_s, None);
+    }
+}

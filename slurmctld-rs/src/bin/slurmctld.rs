@@ -1,0 +1,140 @@
+//! `slurmctld`: Flotilla's controller daemon.
+//!
+//! Slurm flags: `-D` (foreground; Flotilla always stays in the foreground, as under systemd),
+//! `-f <slurm.conf>`, `-v` (more logging). Flotilla flags: `--state-dir DIR` (default
+//! `StateSaveLocation`), `--key FILE` (default `/etc/slurm/slurm.key`), `--listen ADDR`
+//! (default `0.0.0.0:SlurmctldPort`), `--socket PATH` (default `<state-dir>/slurmctld.sock`),
+//! `--addr-file FILE` (write the bound TCP address there), `--cluster-json FILE` (a
+//! `ClusterConfig` as JSON instead of slurm.conf), `--sync normal|full`, `--tick-ms`,
+//! `--sched-interval-ms`, `--debounce-ms`, `--slurmd-timeout S`, `--kill-wait S`,
+//! `--max-conns N`, `--max-frame BYTES`.
+
+use anyhow::{bail, Context};
+use flotilla_proto::ClusterKey;
+use flotilla_slurmctld::ctld::CtlOptions;
+use flotilla_slurmctld::daemon::{self, DaemonConfig};
+use flotilla_slurmctld::store::SyncMode;
+use std::path::PathBuf;
+use std::time::Duration;
+
+fn main() -> anyhow::Result<()> {
+    // Fail stop: a panic anywhere (a broken invariant, a failed commit) ends the process;
+    // restart recovers from the database.
+    let default_hook = std::panic::take_hook();
+    std::panic::set_hook(Box::new(move |info| {
+        default_hook(info);
+        std::process::abort();
+    }));
+    let mut args = std::env::args().skip(1);
+    let mut conf: Option<PathBuf> = None;
+    let mut cluster_json: Option<PathBuf> = None;
+    let mut state_dir: Option<PathBuf> = None;
+    let mut key = PathBuf::from("/etc/slurm/slurm.key");
+    let mut listen: Option<String> = None;
+    let mut socket: Option<PathBuf> = None;
+    let mut addr_file: Option<PathBuf> = None;
+    let mut sync = SyncMode::Full;
+    let mut opts = CtlOptions::default();
+    let mut verbose = 0;
+    let mut max_conns = 4096;
+    let mut max_frame = flotilla_proto::DEFAULT_MAX_FRAME;
+    let mut kill_wait: Option<i64> = None;
+    let mut slurmd_timeout: Option<i64> = None;
+    while let Some(a) = args.next() {
+        let mut val = || args.next().with_context(|| format!("{a} needs a value"));
+        match a.as_str() {
+            "-D" => {}
+            "-v" | "-vv" | "-vvv" => verbose += a.len() - 1,
+            "-f" => conf = Some(val()?.into()),
+            "--cluster-json" => cluster_json = Some(val()?.into()),
+            "--state-dir" => state_dir = Some(val()?.into()),
+            "--key" => key = val()?.into(),
+            "--listen" => listen = Some(val()?),
+            "--socket" => socket = Some(val()?.into()),
+            "--addr-file" => addr_file = Some(val()?.into()),
+            "--sync" => {
+                sync = match val()?.as_str() {
+                    "normal" => SyncMode::Normal,
+                    "full" => SyncMode::Full,
+                    s => bail!("--sync {s}: expected normal or full"),
+                }
+            }
+            "--tick-ms" => opts.tick = Duration::from_millis(val()?.parse()?),
+            "--sched-interval-ms" => opts.sched_interval = Duration::from_millis(val()?.parse()?),
+            "--debounce-ms" => opts.debounce = Duration::from_millis(val()?.parse()?),
+            "--slurmd-timeout" => slurmd_timeout = Some(val()?.parse()?),
+            "--kill-wait" => kill_wait = Some(val()?.parse()?),
+            "--minute-s" => opts.minute_s = val()?.parse()?,
+            "--max-conns" => max_conns = val()?.parse()?,
+            "--max-frame" => max_frame = val()?.parse()?,
+            "-h" | "--help" => {
+                println!("usage: slurmctld [-D] [-f slurm.conf] [-v] [--state-dir DIR] [--key FILE] [--listen ADDR] [--socket PATH] [--addr-file FILE] [--cluster-json FILE] [--sync normal|full]");
+                return Ok(());
+            }
+            other => bail!("unrecognized option '{other}'"),
+        }
+    }
+    let level = match verbose {
+        0 => tracing::Level::INFO,
+        1 => tracing::Level::DEBUG,
+        _ => tracing::Level::TRACE,
+    };
+    tracing_subscriber::fmt().with_max_level(level).with_writer(std::io::stderr).init();
+    let cluster = flotilla_slurmctld::conf::load(conf.as_deref(), cluster_json.as_deref())?;
+    for w in &cluster.warnings {
+        tracing::warn!("{w}");
+    }
+    let state_dir = state_dir
+        .or_else(|| (!cluster.state_save_location.is_empty()).then(|| cluster.state_save_location.clone().into()))
+        .unwrap_or_else(|| "/var/spool/slurmctld".into());
+    let key = ClusterKey::load(&key).with_context(|| format!("cluster key {}", key.display()))?;
+    let listen = listen.unwrap_or_else(|| format!("0.0.0.0:{}", cluster.slurmctld_port)).parse()?;
+    let socket = socket.unwrap_or_else(|| state_dir.join("slurmctld.sock"));
+    opts.kill_wait_s = kill_wait.unwrap_or(cluster.kill_wait_s as i64);
+    opts.min_job_age_s = cluster.min_job_age_s as i64;
+    opts.max_job_count = cluster.max_job_count.max(1);
+    if let Some(t) = slurmd_timeout {
+        opts.slurmd_timeout_s = t;
+    }
+    let slurm_uid = daemon::uid_of(&cluster.slurm_user).unwrap_or(0);
+    let host = nix::unistd::gethostname()
+        .ok()
+        .and_then(|h| h.into_string().ok())
+        .unwrap_or_else(|| "localhost".into());
+    let rt = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;
+    rt.block_on(async move {
+        let d = daemon::start(DaemonConfig {
+            cluster,
+            state_dir,
+            key,
+            listen: Some(listen),
+            socket: Some(socket),
+            sync,
+            opts,
+            max_conns,
+            max_frame,
+            slurm_uid,
+            host,
+        })
+        .await?;
+        if let (Some(f), Some(a)) = (addr_file, d.tcp_addr) {
+            let tmp = f.with_extension("tmp");
+            std::fs::write(&tmp, a.to_string())?;
+            std::fs::rename(&tmp, &f)?;
+        }
+        let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())?;
+        let mut owner = d.owner;
+        tokio::select! {
+            _ = tokio::signal::ctrl_c() => {}
+            _ = term.recv() => {}
+            r = &mut owner => {
+                r?;
+                bail!("controller owner task stopped");
+            }
+        }
+        tracing::info!("shutting down");
+        let _ = d.shutdown.send(true);
+        let _ = owner.await;
+        Ok(())
+    })
+}

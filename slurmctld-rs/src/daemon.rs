@@ -1,0 +1,123 @@
+//! Assembles the controller: the scheduling core from the cluster configuration and the
+//! plugin registry, the store, the owner task and the listeners. Used by the `slurmctld`
+//! binary and by in-process tests.
+
+use crate::admission::AdmissionConf;
+use crate::ctld::{wall_now, Controller, CtlOptions};
+use crate::server::{self, Shared};
+use crate::store::{Store, SyncMode};
+use anyhow::{anyhow, Context};
+use flotilla_core::cluster::Cluster;
+use flotilla_core::config::ClusterConfig;
+use flotilla_core::sched::Scheduler;
+use flotilla_proto::{ClusterKey, Verifier};
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::sync::atomic::AtomicU64;
+use std::sync::Arc;
+use tokio::sync::{mpsc, watch};
+
+/// Everything needed to start a controller.
+#[derive(Debug)]
+pub struct DaemonConfig {
+    /// The cluster.
+    pub cluster: ClusterConfig,
+    /// State directory (the SQLite database lives here).
+    pub state_dir: PathBuf,
+    /// The cluster key.
+    pub key: ClusterKey,
+    /// TCP address to listen on (`None`: no TCP).
+    pub listen: Option<SocketAddr>,
+    /// Unix socket path (`None`: none).
+    pub socket: Option<PathBuf>,
+    /// SQLite durability.
+    pub sync: SyncMode,
+    /// Controller tunables (admission settings are filled in from `cluster`).
+    pub opts: CtlOptions,
+    /// Most concurrent connections.
+    pub max_conns: usize,
+    /// Maximum frame body (bytes).
+    pub max_frame: usize,
+    /// Uid of `SlurmUser`.
+    pub slurm_uid: u32,
+    /// Host name put in issued credentials.
+    pub host: String,
+}
+
+/// A started controller.
+#[derive(Debug)]
+pub struct Daemon {
+    /// Bound TCP address.
+    pub tcp_addr: Option<SocketAddr>,
+    /// Set to true to stop.
+    pub shutdown: watch::Sender<bool>,
+    /// The owner task (ends after shutdown; a panic inside it is a broken invariant).
+    pub owner: tokio::task::JoinHandle<()>,
+}
+
+/// Resolves a user name to a uid (`root` is 0 without a lookup).
+pub fn uid_of(name: &str) -> Option<u32> {
+    if name == "root" || name.is_empty() {
+        return Some(0);
+    }
+    if let Ok(uid) = name.parse() {
+        return Some(uid);
+    }
+    nix::unistd::User::from_name(name).ok().flatten().map(|u| u.uid.as_raw())
+}
+
+/// The scheduler for a cluster configuration, with the policies its keys name.
+pub fn scheduler(conf: &ClusterConfig) -> anyhow::Result<(Scheduler, Box<dyn flotilla_core::placement::PlacementPolicy>)> {
+    let cluster = Cluster::from_config(conf);
+    let placement = flotilla_plugins::placement(&conf.select_type)
+        .ok_or_else(|| anyhow!("unknown SelectType {}", conf.select_type))?;
+    let test_placement = flotilla_plugins::placement(&conf.select_type).expect("same name");
+    let priority = flotilla_plugins::priority(&conf.priority_type)
+        .ok_or_else(|| anyhow!("unknown PriorityType {}", conf.priority_type))?;
+    let queue = flotilla_plugins::queue(&conf.scheduler_type)
+        .ok_or_else(|| anyhow!("unknown SchedulerType {}", conf.scheduler_type))?;
+    Ok((Scheduler::new(cluster, placement, priority, queue), test_placement))
+}
+
+/// Starts the controller on the current tokio runtime.
+pub async fn start(cfg: DaemonConfig) -> anyhow::Result<Daemon> {
+    let (sched, test_placement) = scheduler(&cfg.cluster)?;
+    let store = Store::open(&cfg.state_dir, cfg.sync)?;
+    let mut opts = cfg.opts;
+    opts.admission = AdmissionConf {
+        def_mem_per_cpu_mib: cfg.cluster.def_mem_per_cpu_mib,
+        max_array_size: cfg.cluster.max_array_size.max(1),
+    };
+    let auth_failures = Arc::new(AtomicU64::new(0));
+    let ctl = Controller::new(sched, test_placement, store, opts, auth_failures.clone(), wall_now())?;
+    let (tx, rx) = mpsc::channel(65_536);
+    let (shutdown, shutdown_rx) = watch::channel(false);
+    let owner = tokio::spawn(ctl.run(rx, shutdown_rx.clone()));
+    let shared = Arc::new(Shared::new(
+        Some(tx),
+        Verifier::new(cfg.key, flotilla_proto::auth::DEFAULT_TTL_S * 12),
+        cfg.slurm_uid,
+        cfg.host,
+        auth_failures,
+        cfg.max_conns,
+        cfg.max_frame,
+    ));
+    let mut tcp_addr = None;
+    if let Some(addr) = cfg.listen {
+        let l = tokio::net::TcpListener::bind(addr)
+            .await
+            .with_context(|| format!("binding {addr}"))?;
+        tcp_addr = Some(l.local_addr()?);
+        tokio::spawn(server::serve_tcp(l, shared.clone(), shutdown_rx.clone()));
+    }
+    if let Some(path) = &cfg.socket {
+        let l = server::bind_unix(path).with_context(|| format!("binding {}", path.display()))?;
+        tokio::spawn(server::serve_unix(l, shared.clone(), shutdown_rx.clone()));
+    }
+    tracing::info!(tcp = ?tcp_addr, socket = ?cfg.socket, "slurmctld listening");
+    Ok(Daemon {
+        tcp_addr,
+        shutdown,
+        owner,
+    })
+}

@@ -1,0 +1,281 @@
+//! The controller's job record: what is stored in SQLite and shown by `squeue`, around the
+//! core's [`JobSpec`].
+
+use flotilla_core::job::JobSpec;
+use flotilla_core::sched::Allocation;
+use flotilla_proto::JobStateWire;
+use serde::{Deserialize, Serialize};
+
+/// Slurm job states (base states; `COMPLETING` is a state of its own here).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum JobState {
+    /// Waiting.
+    Pending,
+    /// Bound to nodes.
+    Running,
+    /// Ended; waiting for nodes to confirm its processes are gone.
+    Completing,
+    /// Exit 0.
+    Completed,
+    /// Non-zero exit, a signal, or rejected after admission (`BadConstraints`).
+    Failed,
+    /// `scancel`.
+    Cancelled,
+    /// Time limit reached.
+    Timeout,
+    /// Preempted (and not requeued).
+    Preempted,
+    /// A node it ran on failed (and it was not requeued).
+    NodeFail,
+    /// Killed by the OOM killer.
+    OutOfMemory,
+}
+
+impl JobState {
+    /// Slurm's name, as stored in the `state` column and shown by squeue.
+    pub fn as_str(self) -> &'static str {
+        self.to_wire().as_str()
+    }
+
+    /// The wire state.
+    pub fn to_wire(self) -> JobStateWire {
+        match self {
+            JobState::Pending => JobStateWire::Pending,
+            JobState::Running => JobStateWire::Running,
+            JobState::Completing => JobStateWire::Completing,
+            JobState::Completed => JobStateWire::Completed,
+            JobState::Failed => JobStateWire::Failed,
+            JobState::Cancelled => JobStateWire::Cancelled,
+            JobState::Timeout => JobStateWire::Timeout,
+            JobState::Preempted => JobStateWire::Preempted,
+            JobState::NodeFail => JobStateWire::NodeFail,
+            JobState::OutOfMemory => JobStateWire::OutOfMemory,
+        }
+    }
+
+    /// True for states a job never leaves.
+    pub fn is_finished(self) -> bool {
+        !matches!(self, JobState::Pending | JobState::Running | JobState::Completing)
+    }
+}
+
+/// Why the controller is stopping a running job.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub enum StopWhy {
+    /// `scancel`.
+    Cancel,
+    /// Time limit.
+    Timeout,
+    /// Preempted for a reservation; requeued once stopped.
+    Preempt,
+    /// `scontrol requeue`; pending again once stopped.
+    Requeue {
+        /// `requeuehold`.
+        hold: bool,
+    },
+}
+
+/// A stop in progress: SIGTERM sent at `term_at`, SIGKILL after `KillWait`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Stopping {
+    /// Why.
+    pub why: StopWhy,
+    /// When SIGTERM went out (s).
+    pub term_at: i64,
+    /// SIGKILL sent.
+    pub kill_sent: bool,
+}
+
+/// One job (or an array's pending remainder) as the controller stores it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct JobRecord {
+    /// Job id.
+    pub id: u64,
+    /// Array job id (array tasks and the array's pending record).
+    pub array_job_id: Option<u64>,
+    /// Task index of a started array task (or of the last task, which reuses the array id).
+    pub array_task_id: Option<u32>,
+    /// Tasks of the array not started yet (only on the record holding the array's id while
+    /// tasks are pending).
+    pub array_pending: Vec<u32>,
+    /// `%N` throttle of the array.
+    pub array_max_running: Option<u32>,
+    /// State.
+    pub state: JobState,
+    /// A fixed reason (`BadConstraints`, `DependencyNeverSatisfied`, ...), overriding the
+    /// core's pending reason.
+    pub reason: Option<String>,
+    /// Name.
+    pub name: String,
+    /// User name.
+    pub user: String,
+    /// Uid.
+    pub uid: u32,
+    /// Gid.
+    pub gid: u32,
+    /// Account.
+    pub account: String,
+    /// QOS.
+    pub qos: String,
+    /// Partition name.
+    pub partition: String,
+    /// Working directory.
+    pub work_dir: String,
+    /// Stdout pattern.
+    pub stdout: Option<String>,
+    /// Stderr pattern.
+    pub stderr: Option<String>,
+    /// Script arguments.
+    pub argv: Vec<String>,
+    /// `--comment`.
+    pub comment: Option<String>,
+    /// Submit time (s).
+    pub submit_time: i64,
+    /// Start time of the current run.
+    pub start_time: Option<i64>,
+    /// End time.
+    pub end_time: Option<i64>,
+    /// Time limit in minutes; `None` = unlimited.
+    pub time_limit_min: Option<u32>,
+    /// Tasks.
+    pub ntasks: u32,
+    /// CPUs per task.
+    pub cpus_per_task: u32,
+    /// Nodes requested.
+    pub num_nodes: u32,
+    /// GRES per node as requested: (name, type, count).
+    pub gres: Vec<(String, Option<String>, u64)>,
+    /// `-d` as given.
+    pub dependency: Option<String>,
+    /// `--requeue`.
+    pub requeue: bool,
+    /// Times requeued.
+    pub restarts: u32,
+    /// The core's view of the job (its `partition` is re-resolved by name when loading).
+    pub spec: JobSpec,
+    /// Allocations of the current run.
+    pub allocs: Vec<Allocation>,
+    /// Node names of the current run, in allocation order; the first is the batch host.
+    pub nodes: Vec<String>,
+    /// Nodes that still have to confirm the job's processes are gone.
+    pub completing_nodes: Vec<String>,
+    /// The final state decided when the job entered `COMPLETING`.
+    pub end_state: Option<JobState>,
+    /// Exit code of the batch script.
+    pub exit_code: i32,
+    /// Signal that ended it.
+    pub exit_signal: i32,
+    /// A stop in progress.
+    pub stopping: Option<Stopping>,
+    /// Flotilla topology as requested (or the partition default).
+    pub topology: String,
+    /// `--exclusive`.
+    pub exclusive: bool,
+    /// Memory per node (MiB).
+    pub mem_per_node_mib: u64,
+    /// Total GPUs.
+    pub gpus: u32,
+    /// `-w`.
+    pub required_nodes: Vec<String>,
+    /// `-x`.
+    pub excluded_nodes: Vec<String>,
+}
+
+impl JobRecord {
+    /// True when this record is an array's pending remainder.
+    pub fn is_array_meta(&self) -> bool {
+        !self.array_pending.is_empty()
+    }
+
+    /// Slurm's array task string of the pending tasks, e.g. `0-5%2`, `[1,3]` style
+    /// compressed into ranges (`1,3`, `0-2`).
+    pub fn array_task_str(&self) -> Option<String> {
+        if self.array_pending.is_empty() {
+            return None;
+        }
+        let mut parts = Vec::new();
+        let mut i = 0;
+        let v = &self.array_pending;
+        while i < v.len() {
+            let mut j = i;
+            while j + 1 < v.len() && v[j + 1] == v[j] + 1 {
+                j += 1;
+            }
+            if j > i {
+                parts.push(format!("{}-{}", v[i], v[j]));
+            } else {
+                parts.push(v[i].to_string());
+            }
+            i = j + 1;
+        }
+        let mut s = parts.join(",");
+        if let Some(m) = self.array_max_running {
+            s.push_str(&format!("%{m}"));
+        }
+        Some(s)
+    }
+}
+
+/// Compresses node names into a Slurm hostlist (`gpu[01-02],login`): names sharing a prefix
+/// and digit width are merged into ranges. Order of first appearance is kept per prefix.
+pub fn compress_hostlist(names: &[String]) -> String {
+    let mut groups: Vec<(String, usize, Vec<u64>)> = Vec::new();
+    let mut plain: Vec<(usize, String)> = Vec::new();
+    for (pos, n) in names.iter().enumerate() {
+        let digits = n.chars().rev().take_while(|c| c.is_ascii_digit()).count();
+        if digits == 0 {
+            plain.push((pos, n.clone()));
+            continue;
+        }
+        let (prefix, num) = n.split_at(n.len() - digits);
+        let Ok(v) = num.parse::<u64>() else {
+            plain.push((pos, n.clone()));
+            continue;
+        };
+        match groups.iter_mut().find(|g| g.0 == prefix && g.1 == digits) {
+            Some(g) => g.2.push(v),
+            None => groups.push((prefix.to_string(), digits, vec![v])),
+        }
+    }
+    let mut out: Vec<String> = Vec::new();
+    for (prefix, width, mut nums) in groups {
+        nums.sort_unstable();
+        nums.dedup();
+        if nums.len() == 1 {
+            out.push(format!("{prefix}{:0width$}", nums[0]));
+            continue;
+        }
+        let mut ranges = Vec::new();
+        let mut i = 0;
+        while i < nums.len() {
+            let mut j = i;
+            while j + 1 < nums.len() && nums[j + 1] == nums[j] + 1 {
+                j += 1;
+            }
+            if j > i {
+                ranges.push(format!("{:0width$}-{:0width$}", nums[i], nums[j]));
+            } else {
+                ranges.push(format!("{:0width$}", nums[i]));
+            }
+            i = j + 1;
+        }
+        out.push(format!("{prefix}[{}]", ranges.join(",")));
+    }
+    out.extend(plain.into_iter().map(|(_, n)| n));
+    out.join(",")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn hostlists() {
+        let v = |s: &[&str]| s.iter().map(|x| x.to_string()).collect::<Vec<_>>();
+        assert_eq!(compress_hostlist(&v(&["gpu01"])), "gpu01");
+        assert_eq!(compress_hostlist(&v(&["gpu01", "gpu02"])), "gpu[01-02]");
+        assert_eq!(compress_hostlist(&v(&["gpu01", "gpu03", "gpu04"])), "gpu[01,03-04]");
+        assert_eq!(compress_hostlist(&v(&["login", "n1"])), "n1,login");
+        assert_eq!(compress_hostlist(&[]), "");
+    }
+}

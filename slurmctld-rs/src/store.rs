@@ -1,0 +1,448 @@
+//! The controller's durable state in SQLite: numbered migrations from `sql/`, one transaction
+//! per batch (group commit), and loading at start.
+//!
+//! Durability: WAL journal. `synchronous=FULL` (the default, [`SyncMode::Full`]) fsyncs the
+//! WAL at every commit, so a reply sent after a commit ("Submitted batch job N") survives a
+//! power loss, not only `kill -9`. `synchronous=NORMAL` ([`SyncMode::Normal`]) survives any
+//! crash of the controller process (the WAL is in the kernel's page cache once `write`
+//! returns) but may lose the last commits on an OS crash or power loss; it is offered for
+//! benchmarks and development. Because commits are batched, FULL costs one fsync per batch,
+//! not per job.
+
+use crate::job::JobRecord;
+use flotilla_core::sched::Allocation;
+use rusqlite::{params, Connection, OptionalExtension};
+use std::collections::BTreeSet;
+use std::path::{Path, PathBuf};
+
+/// Numbered migrations, applied in order; the version of each is recorded in
+/// `schema_migrations`.
+const MIGRATIONS: &[(u32, &str)] = &[(1, include_str!("../../sql/0001_init.sql"))];
+
+/// SQLite `synchronous` setting.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SyncMode {
+    /// `NORMAL`: survives process crashes.
+    Normal,
+    /// `FULL`: survives power loss too.
+    Full,
+}
+
+/// Store errors.
+#[derive(Debug, thiserror::Error)]
+pub enum StoreError {
+    /// SQLite failed.
+    #[error("state database {path}: {source}")]
+    Sqlite {
+        /// Database file.
+        path: PathBuf,
+        /// Cause.
+        source: rusqlite::Error,
+    },
+    /// A stored record cannot be read.
+    #[error("state database {path}: corrupt record: {message}")]
+    Corrupt {
+        /// Database file.
+        path: PathBuf,
+        /// What.
+        message: String,
+    },
+    /// The state directory cannot be created.
+    #[error("state directory {path}: {source}")]
+    Dir {
+        /// Directory.
+        path: PathBuf,
+        /// Cause.
+        source: std::io::Error,
+    },
+}
+
+/// A node row.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NodeRow {
+    /// Node name.
+    pub name: String,
+    /// Boot epoch last registered.
+    pub boot_epoch: u64,
+    /// Availability (JSON of `core::cluster::NodeAvail`).
+    pub avail: String,
+}
+
+/// One change of the allocation tables.
+#[derive(Debug, Clone)]
+pub enum AllocOp {
+    /// A new allocation of `job_id` on node `node`.
+    Insert {
+        /// Job.
+        job_id: u64,
+        /// Node name.
+        node: String,
+        /// The allocation.
+        alloc: Allocation,
+    },
+    /// Every allocation of `job_id` is released.
+    DeleteJob(u64),
+}
+
+/// What one commit writes. Jobs are named by id; their records are looked up at commit.
+#[derive(Debug, Default)]
+pub struct WriteBatch {
+    /// New value of the job id sequence.
+    pub next_job_id: Option<u64>,
+    /// Jobs whose record changed.
+    pub jobs: BTreeSet<u64>,
+    /// Jobs whose accounting row changed.
+    pub acct: BTreeSet<u64>,
+    /// Jobs whose batch step ended.
+    pub steps: BTreeSet<u64>,
+    /// Scripts of new jobs: (job id, script, environment as JSON).
+    pub scripts: Vec<(u64, String, String)>,
+    /// Allocation changes, in order.
+    pub allocs: Vec<AllocOp>,
+    /// Node rows.
+    pub nodes: Vec<NodeRow>,
+}
+
+impl WriteBatch {
+    /// True when there is nothing to write.
+    pub fn is_empty(&self) -> bool {
+        self.next_job_id.is_none()
+            && self.jobs.is_empty()
+            && self.acct.is_empty()
+            && self.steps.is_empty()
+            && self.scripts.is_empty()
+            && self.allocs.is_empty()
+            && self.nodes.is_empty()
+    }
+}
+
+/// What is loaded at start.
+#[derive(Debug)]
+pub struct Loaded {
+    /// Next job id.
+    pub next_job_id: u64,
+    /// Jobs not finished, and finished jobs that ended at or after the cutoff.
+    pub jobs: Vec<JobRecord>,
+    /// Nodes.
+    pub nodes: Vec<NodeRow>,
+}
+
+/// The state database.
+#[derive(Debug)]
+pub struct Store {
+    conn: Connection,
+    path: PathBuf,
+}
+
+fn i(v: u64) -> i64 {
+    v as i64
+}
+
+impl Store {
+    /// Opens (creating if needed) `<dir>/flotilla.db` and applies pending migrations.
+    pub fn open(dir: &Path, sync: SyncMode) -> Result<Store, StoreError> {
+        std::fs::create_dir_all(dir).map_err(|source| StoreError::Dir {
+            path: dir.to_path_buf(),
+            source,
+        })?;
+        let path = dir.join("flotilla.db");
+        let conn = Connection::open(&path).map_err(|source| StoreError::Sqlite {
+            path: path.clone(),
+            source,
+        })?;
+        let mut s = Store { conn, path };
+        let sync = match sync {
+            SyncMode::Normal => "NORMAL",
+            SyncMode::Full => "FULL",
+        };
+        let pragmas = format!(
+            "PRAGMA journal_mode=WAL; PRAGMA synchronous={sync}; PRAGMA foreign_keys=ON; PRAGMA busy_timeout=5000;"
+        );
+        s.conn.execute_batch(&pragmas).map_err(|e| s.err(e))?;
+        s.migrate()?;
+        Ok(s)
+    }
+
+    fn err(&self, source: rusqlite::Error) -> StoreError {
+        StoreError::Sqlite {
+            path: self.path.clone(),
+            source,
+        }
+    }
+
+    /// The database file.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// Schema version (highest migration applied).
+    pub fn schema_version(&self) -> Result<u32, StoreError> {
+        self.conn
+            .query_row("SELECT COALESCE(MAX(version), 0) FROM schema_migrations", [], |r| r.get(0))
+            .map_err(|e| self.err(e))
+    }
+
+    fn migrate(&mut self) -> Result<(), StoreError> {
+        self.conn
+            .execute_batch("CREATE TABLE IF NOT EXISTS schema_migrations (version INTEGER PRIMARY KEY, applied_at INTEGER NOT NULL);")
+            .map_err(|e| self.err(e))?;
+        let current = self.schema_version()?;
+        for &(version, sql) in MIGRATIONS {
+            if version <= current {
+                continue;
+            }
+            let now = std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map_or(0, |d| d.as_secs() as i64);
+            let path = self.path.clone();
+            let e = |source| StoreError::Sqlite {
+                path: path.clone(),
+                source,
+            };
+            let tx = self.conn.transaction().map_err(e)?;
+            tx.execute_batch(sql).map_err(e)?;
+            tx.execute(
+                "INSERT INTO schema_migrations (version, applied_at) VALUES (?1, ?2)",
+                params![version, now],
+            )
+            .map_err(e)?;
+            tx.commit().map_err(e)?;
+            tracing::info!(version, "applied state migration");
+        }
+        Ok(())
+    }
+
+    /// Loads the state. Finished jobs are loaded when they ended at or after `finished_since`.
+    pub fn load(&self, finished_since: i64) -> Result<Loaded, StoreError> {
+        let next_job_id: i64 = self
+            .conn
+            .query_row("SELECT value FROM meta WHERE key = 'next_job_id'", [], |r| r.get(0))
+            .map_err(|e| self.err(e))?;
+        let mut stmt = self
+            .conn
+            .prepare(
+                "SELECT id, record FROM jobs WHERE state IN ('PENDING','RUNNING','COMPLETING') \
+                 OR end_time >= ?1 ORDER BY id",
+            )
+            .map_err(|e| self.err(e))?;
+        let rows = stmt
+            .query_map([finished_since], |r| Ok((r.get::<_, i64>(0)?, r.get::<_, String>(1)?)))
+            .map_err(|e| self.err(e))?;
+        let mut jobs = Vec::new();
+        for row in rows {
+            let (id, text) = row.map_err(|e| self.err(e))?;
+            let rec: JobRecord = serde_json::from_str(&text).map_err(|e| StoreError::Corrupt {
+                path: self.path.clone(),
+                message: format!("job {id}: {e}"),
+            })?;
+            jobs.push(rec);
+        }
+        let mut stmt = self
+            .conn
+            .prepare("SELECT name, boot_epoch, avail FROM nodes ORDER BY name")
+            .map_err(|e| self.err(e))?;
+        let nodes = stmt
+            .query_map([], |r| {
+                Ok(NodeRow {
+                    name: r.get(0)?,
+                    boot_epoch: r.get::<_, i64>(1)? as u64,
+                    avail: r.get(2)?,
+                })
+            })
+            .map_err(|e| self.err(e))?
+            .collect::<Result<Vec<_>, _>>()
+            .map_err(|e| self.err(e))?;
+        Ok(Loaded {
+            next_job_id: next_job_id.max(1) as u64,
+            jobs,
+            nodes,
+        })
+    }
+
+    /// The script and environment (JSON) of a job.
+    pub fn script(&self, job_id: u64) -> Result<Option<(String, String)>, StoreError> {
+        self.conn
+            .query_row(
+                "SELECT script, environment FROM job_scripts WHERE job_id = ?1",
+                [i(job_id)],
+                |r| Ok((r.get(0)?, r.get(1)?)),
+            )
+            .optional()
+            .map_err(|e| self.err(e))
+    }
+
+    /// Commits one batch in one transaction. `job` looks up a record by id.
+    pub fn commit<'a>(
+        &mut self,
+        batch: &WriteBatch,
+        job: &dyn Fn(u64) -> Option<&'a JobRecord>,
+    ) -> Result<(), StoreError> {
+        if batch.is_empty() {
+            return Ok(());
+        }
+        let path = self.path.clone();
+        let e = |source| StoreError::Sqlite {
+            path: path.clone(),
+            source,
+        };
+        let tx = self.conn.transaction().map_err(e)?;
+        if let Some(n) = batch.next_job_id {
+            tx.prepare_cached("UPDATE meta SET value = ?1 WHERE key = 'next_job_id'")
+                .and_then(|mut s| s.execute([i(n)]))
+                .map_err(e)?;
+        }
+        {
+            let mut ins = tx
+                .prepare_cached("INSERT OR IGNORE INTO job_scripts (job_id, script, environment) VALUES (?1, ?2, ?3)")
+                .map_err(e)?;
+            for (id, script, env) in &batch.scripts {
+                ins.execute(params![i(*id), script, env]).map_err(e)?;
+            }
+        }
+        {
+            let mut up = tx
+                .prepare_cached(
+                    "INSERT INTO jobs (id, array_job_id, array_task_id, state, user, uid, name, partition, \
+                     submit_time, start_time, end_time, record) VALUES (?1,?2,?3,?4,?5,?6,?7,?8,?9,?10,?11,?12) \
+                     ON CONFLICT(id) DO UPDATE SET array_job_id=excluded.array_job_id, \
+                     array_task_id=excluded.array_task_id, state=excluded.state, name=excluded.name, \
+                     partition=excluded.partition, start_time=excluded.start_time, \
+                     end_time=excluded.end_time, record=excluded.record",
+                )
+                .map_err(e)?;
+            for &id in &batch.jobs {
+                let Some(r) = job(id) else { continue };
+                let json = serde_json::to_string(r).map_err(|err| StoreError::Corrupt {
+                    path: path.clone(),
+                    message: format!("job {id}: {err}"),
+                })?;
+                up.execute(params![
+                    i(r.id),
+                    r.array_job_id.map(i),
+                    r.array_task_id,
+                    r.state.as_str(),
+                    r.user,
+                    r.uid,
+                    r.name,
+                    r.partition,
+                    r.submit_time,
+                    r.start_time,
+                    r.end_time,
+                    json
+                ])
+                .map_err(e)?;
+            }
+        }
+        {
+            let mut ins = tx
+                .prepare_cached(
+                    "INSERT INTO allocations (alloc_id, job_id, node, gpu_mask, gpu_milli, cpu_milli, mem_mib, created_at) \
+                     VALUES (?1,?2,?3,?4,?5,?6,?7,?8)",
+                )
+                .map_err(e)?;
+            let mut gpu = tx
+                .prepare_cached("INSERT INTO alloc_gpus (node, gpu, job_id) VALUES (?1, ?2, ?3)")
+                .map_err(e)?;
+            let mut del = tx.prepare_cached("DELETE FROM allocations WHERE job_id = ?1").map_err(e)?;
+            let mut delg = tx.prepare_cached("DELETE FROM alloc_gpus WHERE job_id = ?1").map_err(e)?;
+            for op in &batch.allocs {
+                match op {
+                    AllocOp::Insert { job_id, node, alloc } => {
+                        ins.execute(params![
+                            i(alloc.id.0),
+                            i(*job_id),
+                            node,
+                            i(alloc.part.gpus.0),
+                            alloc.part.gpu_milli,
+                            i(alloc.part.cpu_milli),
+                            i(alloc.part.mem_mib),
+                            i(alloc.created_at)
+                        ])
+                        .map_err(e)?;
+                        if alloc.part.gpu_milli >= flotilla_core::cluster::MILLI {
+                            for g in alloc.part.gpus.iter() {
+                                gpu.execute(params![node, g, i(*job_id)]).map_err(e)?;
+                            }
+                        }
+                    }
+                    AllocOp::DeleteJob(job_id) => {
+                        del.execute([i(*job_id)]).map_err(e)?;
+                        delg.execute([i(*job_id)]).map_err(e)?;
+                    }
+                }
+            }
+        }
+        {
+            let mut up = tx
+                .prepare_cached(
+                    "INSERT OR REPLACE INTO nodes (name, boot_epoch, avail, updated_at) VALUES (?1, ?2, ?3, strftime('%s','now'))",
+                )
+                .map_err(e)?;
+            for n in &batch.nodes {
+                up.execute(params![n.name, i(n.boot_epoch), n.avail]).map_err(e)?;
+            }
+        }
+        {
+            let mut up = tx
+                .prepare_cached(
+                    "INSERT OR REPLACE INTO acct_jobs (job_id, array_job_id, array_task_id, name, user, uid, account, \
+                     partition, state, exit_code, signal, submit_time, start_time, end_time, time_limit_min, nodes, \
+                     alloc_cpus, alloc_gpus, alloc_mem_mib, restarts) \
+                     VALUES (?1,?2,?3,?4,?5,?6,?7,?8,?9,?10,?11,?12,?13,?14,?15,?16,?17,?18,?19,?20)",
+                )
+                .map_err(e)?;
+            for &id in &batch.acct {
+                let Some(r) = job(id) else { continue };
+                let cpus: u64 = r.allocs.iter().map(|a| a.part.cpu_milli / 1000).sum();
+                let gpus: u32 = r.allocs.iter().map(|a| a.part.gpus.count()).sum();
+                let mem: u64 = r.allocs.iter().map(|a| a.part.mem_mib).sum();
+                up.execute(params![
+                    i(r.id),
+                    r.array_job_id.map(i),
+                    r.array_task_id,
+                    r.name,
+                    r.user,
+                    r.uid,
+                    r.spec.account,
+                    r.partition,
+                    r.state.as_str(),
+                    r.exit_code,
+                    r.exit_signal,
+                    r.submit_time,
+                    r.start_time,
+                    r.end_time,
+                    r.time_limit_min,
+                    crate::job::compress_hostlist(&r.nodes),
+                    i(cpus),
+                    gpus,
+                    i(mem),
+                    r.restarts
+                ])
+                .map_err(e)?;
+            }
+        }
+        {
+            let mut up = tx
+                .prepare_cached(
+                    "INSERT OR REPLACE INTO job_steps (job_id, step, state, exit_code, signal, start_time, end_time, nodes) \
+                     VALUES (?1, 'batch', ?2, ?3, ?4, ?5, ?6, ?7)",
+                )
+                .map_err(e)?;
+            for &id in &batch.steps {
+                let Some(r) = job(id) else { continue };
+                up.execute(params![
+                    i(r.id),
+                    r.state.as_str(),
+                    r.exit_code,
+                    r.exit_signal,
+                    r.start_time,
+                    r.end_time,
+                    r.nodes.first().cloned().unwrap_or_default()
+                ])
+                .map_err(e)?;
+            }
+        }
+        tx.commit().map_err(e)?;
+        Ok(())
+    }
+}

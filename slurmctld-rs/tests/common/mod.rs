@@ -1,0 +1,519 @@
+//! Test support: a cluster configuration, the real `slurmctld` binary on an OS-chosen port in
+//! a temp dir, a client that signs its own credentials, and fake node agents speaking `proto`.
+#![allow(dead_code)]
+
+use flotilla_core::config::{ClusterConfig, ConfNodeState, NodeConfig, PartitionConfig, PodConfig, TopologyKind};
+use flotilla_proto::client::Client;
+use flotilla_proto::{
+    ClusterKey, CtlToNode, Frame, JobExit, JobInfo, JobQuery, NodeJob, NodeToCtl, Register, Request, Response, Role,
+    SubmitJob,
+};
+use std::collections::{HashMap, HashSet};
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+/// `n` nodes `gpu01..` of 64 CPUs, 512000 MiB, 8 h100, two per pod; partitions `batch`
+/// (default, 1 h default, 2 days max) and `debug` (first two nodes, 30 min max).
+pub fn cluster(n: usize) -> ClusterConfig {
+    let names: Vec<String> = (1..=n).map(|i| format!("gpu{i:02}")).collect();
+    let nodes = names
+        .iter()
+        .map(|name| NodeConfig {
+            name: name.clone(),
+            addr: "127.0.0.1".into(),
+            hostname: name.clone(),
+            port: 0,
+            sockets: 2,
+            cores_per_socket: 32,
+            threads_per_core: 1,
+            boards: 1,
+            cpus: 64,
+            real_memory_mib: 512_000,
+            gpus: 8,
+            gpu_type: Some("h100".into()),
+            gpu_files: Vec::new(),
+            gpu_cores: None,
+            gres: "gpu:h100:8".into(),
+            weight: 1,
+            features: Vec::new(),
+            state: ConfNodeState::Unknown,
+        })
+        .collect();
+    let part = |name: &str, nodes: Vec<String>, default: bool, max: u64, def: Option<u64>| PartitionConfig {
+        name: name.into(),
+        nodes_expr: String::new(),
+        nodes,
+        default,
+        max_time_min: Some(max),
+        default_time_min: def,
+        state_up: true,
+        state: "UP".into(),
+        priority_tier: 1,
+        priority_job_factor: 1,
+        max_nodes: None,
+        default_topology: TopologyKind::Any,
+        sub_node_pool: false,
+        inference_pool: false,
+    };
+    ClusterConfig {
+        cluster_name: "test".into(),
+        slurm_user: "root".into(),
+        def_mem_per_cpu_mib: Some(1024),
+        kill_wait_s: 1,
+        min_job_age_s: 3600,
+        max_job_count: 100_000,
+        max_array_size: 10001,
+        nodes,
+        partitions: vec![
+            part("batch", names.clone(), true, 2880, Some(60)),
+            part("debug", names.iter().take(2).cloned().collect(), false, 30, None),
+        ],
+        pods: names
+            .chunks(2)
+            .enumerate()
+            .map(|(i, c)| PodConfig {
+                name: format!("leaf{}", i + 1),
+                nodes: c.to_vec(),
+                nodes_expr: String::new(),
+            })
+            .collect(),
+        ..ClusterConfig::default()
+    }
+}
+
+pub fn now() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_secs()
+}
+
+/// A test environment: temp dir with the key and cluster JSON.
+pub struct Env {
+    pub dir: tempfile::TempDir,
+    pub key: ClusterKey,
+}
+
+impl Env {
+    pub fn new(nodes: usize) -> Env {
+        let dir = tempfile::tempdir().unwrap();
+        let key = ClusterKey::generate(&dir.path().join("slurm.key")).unwrap();
+        std::fs::write(dir.path().join("cluster.json"), serde_json::to_string(&cluster(nodes)).unwrap()).unwrap();
+        Env { dir, key }
+    }
+
+    pub fn path(&self, p: &str) -> PathBuf {
+        self.dir.path().join(p)
+    }
+
+    /// A credential for `uid` (the test holds the cluster key, as sackd would).
+    pub fn cred(&self, uid: u32) -> flotilla_proto::Credential {
+        self.key.sign(uid, uid, "testhost", now(), 300)
+    }
+}
+
+impl Drop for Env {
+    fn drop(&mut self) {
+        if std::thread::panicking() {
+            if let Ok(log) = std::fs::read_to_string(self.path("slurmctld.log")) {
+                let lines: Vec<&str> = log.lines().collect();
+                let keep: Vec<&str> = lines.iter().copied().filter(|l| l.contains("WARN") || l.contains("ERROR") || l.contains("panicked") || l.contains("stopping") || l.contains("recovered")).collect();
+                let lines = keep;
+                let from = lines.len().saturating_sub(60);
+                eprintln!("---- slurmctld.log (last 60 lines) ----\n{}", lines[from..].join("\n"));
+            }
+        }
+    }
+}
+
+/// The real `slurmctld` binary.
+pub struct Ctl {
+    pub child: Child,
+    pub addr: SocketAddr,
+    pub socket: PathBuf,
+}
+
+impl Ctl {
+    /// Starts the binary; `port` 0 lets the OS choose (restarts pass the first port).
+    pub fn start(env: &Env, port: u16, extra: &[&str]) -> Ctl {
+        let addr_file = env.path("ctld.addr");
+        let _ = std::fs::remove_file(&addr_file);
+        let socket = env.path("ctld.sock");
+        let log = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(env.path("slurmctld.log"))
+            .unwrap();
+        let child = Command::new(env!("CARGO_BIN_EXE_slurmctld"))
+            .arg("-D")
+            .arg("--cluster-json")
+            .arg(env.path("cluster.json"))
+            .arg("--state-dir")
+            .arg(env.path("state"))
+            .arg("--key")
+            .arg(env.path("slurm.key"))
+            .arg("--listen")
+            .arg(format!("127.0.0.1:{port}"))
+            .arg("--socket")
+            .arg(&socket)
+            .arg("--addr-file")
+            .arg(&addr_file)
+            .args(extra)
+            .stdout(Stdio::null())
+            .stderr(log)
+            .spawn()
+            .expect("spawn slurmctld");
+        let t0 = Instant::now();
+        let addr = loop {
+            if let Ok(s) = std::fs::read_to_string(&addr_file) {
+                break s.trim().parse().unwrap();
+            }
+            assert!(t0.elapsed() < Duration::from_secs(20), "slurmctld did not start; see {}", env.path("slurmctld.log").display());
+            std::thread::sleep(Duration::from_millis(5));
+        };
+        Ctl { child, addr, socket }
+    }
+
+    pub fn kill9(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+impl Drop for Ctl {
+    fn drop(&mut self) {
+        self.kill9();
+    }
+}
+
+/// One request over TCP with a fresh credential for `uid`.
+pub fn call(env: &Env, addr: SocketAddr, uid: u32, req: Request) -> Result<Response, String> {
+    let mut c = Client::connect_tcp(addr, Role::Command).map_err(|e| e.to_string())?;
+    c.stream_timeout(Duration::from_secs(10));
+    c.call(Some(env.cred(uid)), req).map_err(|e| e.to_string())
+}
+
+pub trait TimeoutExt {
+    fn stream_timeout(&mut self, d: Duration);
+}
+
+impl TimeoutExt for Client {
+    fn stream_timeout(&mut self, d: Duration) {
+        if let flotilla_proto::client::Stream::Tcp(s) = self.stream() {
+            let _ = s.set_read_timeout(Some(d));
+        }
+    }
+}
+
+/// A `--wrap`-like submission for `uid`; the fake agents read `#FAKE_RUNTIME_MS=` and
+/// `#FAKE_EXIT=` from the script.
+pub fn job(uid: u32, runtime_ms: u64, exit: i32) -> SubmitJob {
+    SubmitJob {
+        name: Some("wrap".into()),
+        script: format!("#!/bin/sh\n#FAKE_RUNTIME_MS={runtime_ms}\n#FAKE_EXIT={exit}\ntrue\n"),
+        work_dir: "/tmp".into(),
+        uid,
+        gid: uid,
+        user: if uid == 2002 { "bob".into() } else if uid == 0 { "root".into() } else { "alice".into() },
+        ..SubmitJob::default()
+    }
+}
+
+pub fn all_jobs(env: &Env, addr: SocketAddr) -> Vec<JobInfo> {
+    match call(
+        env,
+        addr,
+        0,
+        Request::QueryJobs(JobQuery {
+            include_finished: true,
+            ..JobQuery::default()
+        }),
+    ) {
+        Ok(Response::Jobs(j)) => j,
+        other => panic!("query failed: {other:?}"),
+    }
+}
+
+/// What the fake agents saw, across all nodes: the test's ground truth.
+#[derive(Default, Debug)]
+pub struct Ledger {
+    /// Starts of each (job, run) on its batch host.
+    pub starts: HashMap<(u64, u32), u32>,
+    /// Violations seen (a GPU bound twice, ...).
+    pub violations: Vec<String>,
+    /// Kill/Signal messages received for jobs still running.
+    pub kills: Vec<(u64, u32)>,
+    /// Binds received (including duplicates the agent ignored).
+    pub binds: u64,
+}
+
+struct RunningJob {
+    run: u32,
+    mask: u64,
+    ends: Instant,
+    exit: i32,
+    batch_host: bool,
+}
+
+struct AgentState {
+    running: HashMap<u64, RunningJob>,
+    finished: Vec<JobExit>,
+    seen: HashSet<(u64, u32)>,
+}
+
+/// A fake node daemon: registers, heartbeats, "runs" jobs for their fake runtime, reconnects
+/// forever when the controller goes away.
+pub struct Agent {
+    pub stop: Arc<AtomicBool>,
+    pub addr: Arc<Mutex<SocketAddr>>,
+    pub boot_epoch: Arc<Mutex<u64>>,
+    handle: Option<std::thread::JoinHandle<()>>,
+}
+
+impl Agent {
+    pub fn spawn(env: &Env, node: &str, addr: Arc<Mutex<SocketAddr>>, ledger: Arc<Mutex<Ledger>>) -> Agent {
+        let stop = Arc::new(AtomicBool::new(false));
+        let key = env.key.clone();
+        let node = node.to_string();
+        let boot_epoch = Arc::new(Mutex::new(1u64));
+        let (s2, a2, b2) = (stop.clone(), addr.clone(), boot_epoch.clone());
+        let handle = std::thread::spawn(move || agent_main(key, node, a2, b2, ledger, s2));
+        Agent {
+            stop,
+            addr,
+            boot_epoch,
+            handle: Some(handle),
+        }
+    }
+}
+
+impl Drop for Agent {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::SeqCst);
+        if let Some(h) = self.handle.take() {
+            let _ = h.join();
+        }
+    }
+}
+
+fn parse_tag(script: &str, tag: &str) -> Option<i64> {
+    script
+        .lines()
+        .find_map(|l| l.strip_prefix(tag))
+        .and_then(|v| v.trim().parse().ok())
+}
+
+fn agent_main(
+    key: ClusterKey,
+    node: String,
+    addr: Arc<Mutex<SocketAddr>>,
+    boot_epoch: Arc<Mutex<u64>>,
+    ledger: Arc<Mutex<Ledger>>,
+    stop: Arc<AtomicBool>,
+) {
+    let mut st = AgentState {
+        running: HashMap::new(),
+        finished: Vec::new(),
+        seen: HashSet::new(),
+    };
+    let mut my_epoch = *boot_epoch.lock().unwrap();
+    while !stop.load(Ordering::SeqCst) {
+        let a = *addr.lock().unwrap();
+        let Ok(mut c) = Client::connect_tcp(a, Role::NodeDaemon) else {
+            advance(&mut st);
+            std::thread::sleep(Duration::from_millis(20));
+            continue;
+        };
+        let epoch_now = *boot_epoch.lock().unwrap();
+        if epoch_now != my_epoch {
+            // A reboot: everything that ran here is gone.
+            my_epoch = epoch_now;
+            st.running.clear();
+            st.finished.clear();
+            st.seen.clear();
+        }
+        if let flotilla_proto::client::Stream::Tcp(s) = c.stream() {
+            let _ = s.set_read_timeout(Some(Duration::from_millis(25)));
+        }
+        advance(&mut st);
+        let reg = Register {
+            node: node.clone(),
+            boot_epoch: my_epoch,
+            gpus: 8,
+            cpus: 64,
+            mem_mib: 512_000,
+            running: running_of(&st),
+            finished: st.finished.clone(),
+        };
+        let cred = key.sign(0, 0, &node, now(), 300);
+        if c.send(&Frame::Request { id: 1, auth: Some(cred), body: Request::Register(reg) }).is_err() {
+            continue;
+        }
+        let mut registered = false;
+        let mut last_hb = Instant::now();
+        loop {
+            if stop.load(Ordering::SeqCst) || *boot_epoch.lock().unwrap() != my_epoch {
+                break;
+            }
+            match c.recv() {
+                Ok(Frame::Response { body: Response::Registered, .. }) => registered = true,
+                Ok(Frame::Response { body, .. }) => panic!("registration of {node} refused: {body:?}"),
+                Ok(Frame::ToNode(m)) => handle_msg(&mut st, &node, m, &ledger),
+                Ok(_) => {}
+                Err(flotilla_proto::client::ClientError::Proto(flotilla_proto::ProtoError::Io(e)))
+                    if matches!(e.kind(), std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut) => {}
+                Err(_) => break,
+            }
+            let newly = advance(&mut st);
+            if !registered {
+                continue;
+            }
+            let mut ok = true;
+            for e in newly {
+                ok &= c.send(&Frame::FromNode(NodeToCtl::JobExited(e))).is_ok();
+            }
+            if last_hb.elapsed() > Duration::from_millis(100) {
+                last_hb = Instant::now();
+                ok &= c
+                    .send(&Frame::FromNode(NodeToCtl::Heartbeat {
+                        boot_epoch: my_epoch,
+                        running: running_of(&st),
+                        finished: st.finished.clone(),
+                    }))
+                    .is_ok();
+            }
+            if !ok {
+                break;
+            }
+        }
+    }
+}
+
+fn running_of(st: &AgentState) -> Vec<NodeJob> {
+    st.running
+        .iter()
+        .map(|(id, r)| NodeJob {
+            job_id: *id,
+            run: r.run,
+            gpu_mask: r.mask,
+        })
+        .collect()
+}
+
+/// Ends jobs whose runtime is over; returns their exits (also kept until acknowledged).
+fn advance(st: &mut AgentState) -> Vec<JobExit> {
+    let now_i = Instant::now();
+    let done: Vec<u64> = st
+        .running
+        .iter()
+        .filter(|(_, r)| r.batch_host && r.ends <= now_i)
+        .map(|(id, _)| *id)
+        .collect();
+    let mut out = Vec::new();
+    for id in done {
+        let r = st.running.remove(&id).unwrap();
+        let e = JobExit {
+            job_id: id,
+            run: r.run,
+            exit_code: r.exit,
+            signal: 0,
+            oom: false,
+            end_time: now() as i64,
+        };
+        st.finished.push(e.clone());
+        out.push(e);
+    }
+    out
+}
+
+fn handle_msg(st: &mut AgentState, node: &str, m: CtlToNode, ledger: &Mutex<Ledger>) {
+    match m {
+        CtlToNode::Bind(b) => {
+            let mut l = ledger.lock().unwrap();
+            l.binds += 1;
+            if !st.seen.insert((b.job_id, b.run)) {
+                return;
+            }
+            for (other, r) in &st.running {
+                if r.mask & b.gpu_mask != 0 {
+                    l.violations.push(format!(
+                        "{node}: job {} bound to GPUs {:#x} held by job {other} ({:#x})",
+                        b.job_id, b.gpu_mask, r.mask
+                    ));
+                }
+            }
+            if b.batch_host {
+                *l.starts.entry((b.job_id, b.run)).or_default() += 1;
+            }
+            let ms = parse_tag(&b.script, "#FAKE_RUNTIME_MS=").unwrap_or(100) as u64;
+            let exit = parse_tag(&b.script, "#FAKE_EXIT=").unwrap_or(0) as i32;
+            st.running.insert(
+                b.job_id,
+                RunningJob {
+                    run: b.run,
+                    mask: b.gpu_mask,
+                    ends: Instant::now() + Duration::from_millis(ms),
+                    exit,
+                    batch_host: b.batch_host,
+                },
+            );
+        }
+        CtlToNode::Signal { job_id, signal, .. } => {
+            if let Some(r) = st.running.remove(&job_id) {
+                if r.batch_host {
+                    ledger.lock().unwrap().kills.push((job_id, r.run));
+                    st.finished.push(JobExit {
+                        job_id,
+                        run: r.run,
+                        exit_code: 0,
+                        signal,
+                        oom: false,
+                        end_time: now() as i64,
+                    });
+                }
+            }
+        }
+        CtlToNode::Kill { job_id } => {
+            if let Some(r) = st.running.remove(&job_id) {
+                if r.batch_host {
+                    ledger.lock().unwrap().kills.push((job_id, r.run));
+                    st.finished.push(JobExit {
+                        job_id,
+                        run: r.run,
+                        exit_code: 0,
+                        signal: 9,
+                        oom: false,
+                        end_time: now() as i64,
+                    });
+                }
+            }
+        }
+        CtlToNode::AckExits { job_ids } => {
+            st.finished.retain(|e| !job_ids.contains(&e.job_id));
+        }
+    }
+}
+
+/// Waits until `f` is true or `secs` pass.
+pub fn wait_for(secs: u64, mut f: impl FnMut() -> bool) -> bool {
+    let t0 = Instant::now();
+    while t0.elapsed() < Duration::from_secs(secs) {
+        if f() {
+            return true;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    false
+}
+
+pub fn state_dir_db(env: &Env) -> PathBuf {
+    env.path("state").join("flotilla.db")
+}
+
+pub fn exists(p: &Path) -> bool {
+    p.exists()
+}
