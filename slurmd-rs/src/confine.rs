@@ -1,0 +1,71 @@
+//! Confinement of a job's processes: the GPUs of its mask and its memory limit, through
+//! cgroups (v1 and v2), behind a trait with a real and a fake implementation (STYLE.md:
+//! fakes at the edges; the cgroup root is injected so tests use a temp dir).
+//!
+//! Interface only in this file; implementations live in `confine/`.
+
+use std::fmt;
+
+/// One GPU device file of the node.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct GpuDevice {
+    /// GPU index on the node (bit of the gpu_mask).
+    pub index: u32,
+    /// Character device major number (NVIDIA: 195).
+    pub major: u32,
+    /// Minor number.
+    pub minor: u32,
+    /// Path, e.g. `/dev/nvidia0`.
+    pub path: String,
+}
+
+/// What one job (or job step) may use.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ConfineSpec {
+    /// Cgroup name under the node's root, e.g. `job_42` or `job_42/step_0`.
+    pub name: String,
+    /// Memory limit in MiB (`--mem`); `None` = no limit.
+    pub mem_limit_mib: Option<u64>,
+    /// GPUs the job may open (indices of the allocation's gpu_mask).
+    pub allowed_gpus: Vec<u32>,
+    /// Every GPU device of the node: all not allowed are denied.
+    pub all_gpus: Vec<GpuDevice>,
+}
+
+/// Errors of confinement; I/O errors carry the path they concern.
+#[derive(Debug, thiserror::Error)]
+pub enum ConfineError {
+    /// A cgroup file could not be read or written.
+    #[error("cgroup {path}: {source}")]
+    Io {
+        /// Path.
+        path: String,
+        /// Cause.
+        source: std::io::Error,
+    },
+    /// The host offers no usable cgroup hierarchy for a controller.
+    #[error("no usable cgroup {0} controller")]
+    Unsupported(String),
+}
+
+/// A created job cgroup.
+pub trait JobCgroup: fmt::Debug + Send + Sync {
+    /// Moves a process (and so its future children) into the cgroup.
+    fn add_pid(&self, pid: i32) -> Result<(), ConfineError>;
+    /// Processes currently in the cgroup.
+    fn pids(&self) -> Result<Vec<i32>, ConfineError>;
+    /// Sends `signal` to every process of the cgroup (the whole tree, not one pid).
+    fn signal_all(&self, signal: i32) -> Result<(), ConfineError>;
+    /// True when the kernel's OOM killer killed a process of the cgroup.
+    fn oom_killed(&self) -> Result<bool, ConfineError>;
+    /// Removes the cgroup (after its processes are gone).
+    fn destroy(&self) -> Result<(), ConfineError>;
+}
+
+/// Creates job cgroups.
+pub trait Confinement: fmt::Debug + Send + Sync {
+    /// `v1`, `v2` or `fake`.
+    fn kind(&self) -> &'static str;
+    /// Creates (or re-opens, after a daemon restart) the job's cgroup with its limits.
+    fn create(&self, spec: &ConfineSpec) -> Result<Box<dyn JobCgroup>, ConfineError>;
+}
