@@ -126,7 +126,10 @@ fn run(nodes: u32, ops: &[Op], floors: bool) -> Result<(), TestCaseError> {
         for x in &d {
             match x {
                 Decision::Preempt { job, for_job, deadline, checkpoint_bytes, bandwidth, .. } => {
-                    let (replica, start, preemptible, borrowed) = before[job];
+                    let (replica, start, preemptible, _) = before[job];
+                    // The ledger as the cycle saw it (refreshed at its start; binds in the
+                    // cycle only add newer jobs).
+                    let borrowed = s.borrow_ledger().contains_key(job);
                     // Invariant 4.
                     prop_assert!(!replica, "a service replica was preempted");
                     prop_assert!(preemptible, "a non-preemptible job was preempted");
