@@ -127,42 +127,20 @@ pub(crate) fn check_value(k: &KeyDoc, value: &str, at: &Location) -> Result<Val,
 }
 
 /// A time limit of slurm.conf in minutes; `None` is `UNLIMITED`/`INFINITE`/`-1`.
-/// Forms as Slurm's `time_str2mins`: `M`, `M:S`, `H:M:S`, `D-H`, `D-H:M`, `D-H:M:S`; seconds
-/// round up to the next minute.
-// TODO: move to `crate::time` once that module is merged (it owns Slurm time strings).
+/// Forms as Slurm's `time_str2mins` ([`crate::time::time_str2mins`]): `M`, `M:S`, `H:M:S`,
+/// `D-H`, `D-H:M`, `D-H:M:S`; seconds round up to the next minute. Negative values (which
+/// `sbatch -t` wraps around) are refused in a config file.
 pub(crate) fn parse_conf_minutes(s: &str) -> Result<Option<u64>, String> {
     let s = s.trim();
     if is_unlimited(s) || s == "-1" {
         return Ok(None);
     }
-    let num = |p: &str| -> Result<u64, String> {
-        if p.is_empty() || !p.bytes().all(|b| b.is_ascii_digit()) {
-            return Err("expected minutes, [D-]HH:MM:SS or UNLIMITED".to_string());
-        }
-        p.parse::<u64>().map_err(|_| "time too large".to_string())
-    };
-    let (days, rest) = match s.split_once('-') {
-        Some((d, r)) => (Some(num(d)?), r),
-        None => (None, s),
-    };
-    let parts: Vec<u64> = rest.split(':').map(num).collect::<Result<_, _>>()?;
-    let (h, m, sec) = match (days.is_some(), parts.as_slice()) {
-        (false, [m]) => (0, *m, 0),
-        (false, [m, s]) => (0, *m, *s),
-        (false, [h, m, s]) | (true, [h, m, s]) => (*h, *m, *s),
-        (true, [h]) => (*h, 0, 0),
-        (true, [h, m]) => (*h, *m, 0),
-        _ => return Err("expected minutes, [D-]HH:MM:SS or UNLIMITED".to_string()),
-    };
-    let too_big = || "time too large".to_string();
-    let mins = days
-        .unwrap_or(0)
-        .checked_mul(24 * 60)
-        .and_then(|d| h.checked_mul(60).and_then(|h| h.checked_add(d)))
-        .and_then(|t| t.checked_add(m))
-        .and_then(|t| t.checked_add(sec.div_ceil(60)))
-        .ok_or_else(too_big)?;
-    Ok(Some(mins))
+    const EXPECTED: &str = "expected minutes, [D-]HH:MM:SS or UNLIMITED";
+    match crate::time::time_str2mins(s) {
+        Ok(crate::time::SlurmDuration::Infinite) => Ok(None),
+        Ok(crate::time::SlurmDuration::Finite(m)) if m >= 0 && !s.starts_with('-') => Ok(Some(m as u64)),
+        _ => Err(EXPECTED.to_string()),
+    }
 }
 
 /// `host` or `host(addr)` → `(host, addr)`.
@@ -1099,6 +1077,8 @@ mod tests {
             ("UNLIMITED", None),
             ("infinite", None),
             ("-1", None),
+            // As Slurm's time_str2mins: `D-` is D days.
+            ("1-", Some(1440)),
         ];
         for (s, want) in cases {
             assert_eq!(parse_conf_minutes(s), Ok(want), "{s}");
@@ -1107,7 +1087,6 @@ mod tests {
             "",
             "x",
             "1:2:3:4",
-            "1-",
             "-5",
             "1-2:3:4:5",
             "99999999999999999999",
