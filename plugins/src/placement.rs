@@ -157,6 +157,274 @@ impl PlacementPolicy for PlainBestFit {
     }
 }
 
+/// One pod shape of FGD's target workload: what a typical task asks for, and how often.
+#[derive(Debug, Clone, PartialEq)]
+pub struct FgdTarget {
+    /// Milli-CPUs.
+    pub cpu_milli: u64,
+    /// Milli-GPUs on each GPU: 1000 for whole GPUs, less for a share, 0 for CPU-only.
+    pub gpu_milli: u32,
+    /// GPUs (0 for CPU-only, 1 for a share).
+    pub gpus: u32,
+    /// Allowed GPU models (empty = any).
+    pub gpu_types: Vec<String>,
+    /// Popularity (share of the workload), normalised to sum to 1 by [`Fgd::new`].
+    pub weight: f64,
+}
+
+/// Baseline: Fragmentation Gradient Descent (Weng et al., USENIX ATC'23; `ANCHORS.md` §A1,
+/// §A1r). A node's fragmentation against the target workload M is F = Σ_m p_m · F(m), where
+/// F(m) is the node's free GPU milli that task m could not use: all of it when m cannot run
+/// there at all (too few fitting GPUs, too few CPUs, wrong model, or m is CPU-only), else the
+/// free milli of GPUs whose free part is below m's per-GPU share. The score of a node is
+/// ⌊100·sigmoid((F_before − F_after)/1000)⌋ (highest wins, ties by [`PlaceCtx::tie_rank`]); a
+/// share goes to the GPU with the best such score (lowest index on ties); whole GPUs are the
+/// lowest-index free ones. Memory is enforced by the engine, never scored.
+///
+/// F depends only on a node's state (model, free CPUs, free milli per GPU), so it is memoised
+/// by that state; the memo makes a run over the 1,213-node openb cluster cheap.
+#[derive(Debug)]
+pub struct Fgd {
+    targets: Vec<FgdTarget>,
+    memo: std::sync::Mutex<FgdMemo>,
+}
+
+/// A pod shape: (milli-CPUs, milli-GPUs per GPU, GPUs, GPU models).
+type Shape = (u64, u32, u32, Vec<String>);
+
+#[derive(Debug, Default)]
+struct FgdMemo {
+    types: Vec<Option<String>>,
+    frag: std::collections::HashMap<(u16, u64, [u16; 8], u8), f64>,
+}
+
+impl Fgd {
+    /// FGD against the given target workload (weights are renormalised to sum to 1).
+    pub fn new(mut targets: Vec<FgdTarget>) -> Fgd {
+        let total: f64 = targets.iter().map(|t| t.weight).sum();
+        if total > 0.0 {
+            for t in &mut targets {
+                t.weight /= total;
+            }
+        }
+        Fgd {
+            targets,
+            memo: std::sync::Mutex::new(FgdMemo::default()),
+        }
+    }
+
+    /// The target workload of the artifact from a list of pods, each `(cpu_milli, gpu_milli,
+    /// gpus, gpu_types)`: the distinct shapes by decreasing count (ties by decreasing shape),
+    /// taken ten at a time until they cover at least `coverage` (0.95 in `ANCHORS.md` §A1r) of
+    /// the pods, then renormalised.
+    pub fn from_pods<'a>(pods: impl IntoIterator<Item = (u64, u32, u32, &'a [String])>, coverage: f64) -> Fgd {
+        let mut counts: std::collections::BTreeMap<Shape, u64> = std::collections::BTreeMap::new();
+        let mut total = 0u64;
+        for (cpu, milli, gpus, types) in pods {
+            *counts.entry((cpu, milli, gpus, types.to_vec())).or_insert(0) += 1;
+            total += 1;
+        }
+        let mut shapes: Vec<(Shape, u64)> = counts.into_iter().collect();
+        // Decreasing count; equal counts in decreasing shape order (cpu, milli, gpus, types).
+        shapes.sort_by(|a, b| b.1.cmp(&a.1).then_with(|| b.0.cmp(&a.0)));
+        let want = coverage * total as f64;
+        let mut taken = 0usize;
+        let mut cum = 0u64;
+        while (cum as f64) < want && taken < shapes.len() {
+            let upto = (taken + 10).min(shapes.len());
+            cum += shapes[taken..upto].iter().map(|s| s.1).sum::<u64>();
+            taken = upto;
+        }
+        let targets = shapes[..taken]
+            .iter()
+            .map(|((cpu, milli, gpus, types), n)| FgdTarget {
+                cpu_milli: *cpu,
+                gpu_milli: *milli,
+                gpus: *gpus,
+                gpu_types: types.clone(),
+                weight: *n as f64,
+            })
+            .collect();
+        Fgd::new(targets)
+    }
+
+    /// The target workload, normalised.
+    pub fn targets(&self) -> &[FgdTarget] {
+        &self.targets
+    }
+
+    /// Fragmentation of a node state: `left` is the free milli of each GPU.
+    fn frag_of(&self, gpu_type: Option<&str>, cpu_left: u64, left: &[u32]) -> f64 {
+        let total: u32 = left.iter().sum();
+        if total == 0 {
+            return 0.0;
+        }
+        let mut f = 0.0;
+        for t in &self.targets {
+            let all = f64::from(total);
+            if t.gpu_milli == 0 {
+                f += t.weight * all;
+                continue;
+            }
+            let accessible = t.gpu_types.is_empty()
+                || gpu_type.is_some_and(|g| t.gpu_types.iter().any(|a| a.eq_ignore_ascii_case(g)));
+            if !accessible {
+                f += t.weight * all;
+                continue;
+            }
+            let fitting = left.iter().filter(|&&l| l >= t.gpu_milli).count() as u32;
+            if fitting >= t.gpus && cpu_left >= t.cpu_milli {
+                let frag: u32 = left.iter().filter(|&&l| l < t.gpu_milli).sum();
+                f += t.weight * f64::from(frag);
+            } else {
+                f += t.weight * all;
+            }
+        }
+        f
+    }
+
+    /// Memoised [`Fgd::frag_of`].
+    fn frag(&self, node: &flotilla_core::cluster::Node, cpu_left: u64, left: &[u32]) -> f64 {
+        if left.len() > 8 {
+            return self.frag_of(node.gpu_type.as_deref(), cpu_left, left);
+        }
+        let mut key = [0u16; 8];
+        for (k, &l) in key.iter_mut().zip(left) {
+            *k = l as u16;
+        }
+        key[..left.len()].sort_unstable();
+        let mut memo = self.memo.lock().unwrap_or_else(|e| e.into_inner());
+        let ty = match memo.types.iter().position(|t| t.as_deref() == node.gpu_type.as_deref()) {
+            Some(i) => i,
+            None => {
+                memo.types.push(node.gpu_type.clone());
+                memo.types.len() - 1
+            }
+        } as u16;
+        let k = (ty, cpu_left, key, left.len() as u8);
+        if let Some(&f) = memo.frag.get(&k) {
+            return f;
+        }
+        drop(memo);
+        let f = self.frag_of(node.gpu_type.as_deref(), cpu_left, left);
+        self.memo.lock().unwrap_or_else(|e| e.into_inner()).frag.insert(k, f);
+        f
+    }
+
+    fn left(node: &flotilla_core::cluster::Node) -> Vec<u32> {
+        node.gpu_milli_used.iter().map(|&u| MILLI - u).collect()
+    }
+
+    fn to_score(before: f64, after: f64) -> i64 {
+        let x = (before - after) / 1000.0;
+        (100.0 / (1.0 + (-x).exp())) as i64
+    }
+
+    /// Best share GPU and its score: the first GPU (by index) with the highest score.
+    fn best_share(&self, node: &flotilla_core::cluster::Node, blocked: GpuMask, d: &NodeDemand<'_>) -> Option<(u32, i64)> {
+        let mut left = Fgd::left(node);
+        let before = self.frag(node, node.free_cpu_milli, &left);
+        let cpu_after = node.free_cpu_milli.saturating_sub(d.cpu_milli);
+        let mut best: Option<(u32, i64)> = None;
+        for g in 0..node.gpus {
+            if blocked.contains(g) || left[g as usize] < d.gpu_milli {
+                continue;
+            }
+            left[g as usize] -= d.gpu_milli;
+            let s = Fgd::to_score(before, self.frag(node, cpu_after, &left));
+            left[g as usize] += d.gpu_milli;
+            if best.is_none_or(|(_, bs)| s > bs) {
+                best = Some((g, s));
+            }
+        }
+        best
+    }
+}
+
+impl PlacementPolicy for Fgd {
+    fn name(&self) -> &str {
+        "fgd"
+    }
+    fn order(&self) -> CandidateOrder {
+        CandidateOrder::NodeOrder
+    }
+    fn score(&self, ctx: &PlaceCtx<'_>, id: NodeId, avail: GpuMask, d: &NodeDemand<'_>) -> i64 {
+        let n = ctx.cluster.node(id);
+        if d.gpus > 0 && d.gpu_milli < MILLI {
+            return self.best_share(n, (ctx.blocked)(id), d).map_or(i64::MIN, |(_, s)| s);
+        }
+        let mut left = Fgd::left(n);
+        let before = self.frag(n, n.free_cpu_milli, &left);
+        if let Some(m) = lowest(avail, d.gpus) {
+            for g in m.iter() {
+                left[g as usize] = 0;
+            }
+        }
+        let after = self.frag(n, n.free_cpu_milli.saturating_sub(d.cpu_milli), &left);
+        Fgd::to_score(before, after)
+    }
+    fn pick_gpus(&self, _node: &flotilla_core::cluster::Node, avail: GpuMask, n: u32) -> Option<GpuMask> {
+        lowest(avail, n)
+    }
+    fn pick_share_gpu_for(&self, node: &flotilla_core::cluster::Node, blocked: GpuMask, d: &NodeDemand<'_>) -> Option<u32> {
+        self.best_share(node, blocked, d).map(|(g, _)| g)
+    }
+}
+
+/// Baseline: random placement (FGD artifact's `01-Random`): every feasible node gets an
+/// independent pseudo-random score, so the highest is a uniformly random feasible node; a
+/// share goes to a uniformly random GPU that fits; whole GPUs are the lowest-index free ones.
+/// The generator (splitmix64) is seeded at construction and advanced by every draw, so a run
+/// is deterministic for a seed.
+#[derive(Debug)]
+pub struct RandomFit {
+    state: std::sync::atomic::AtomicU64,
+}
+
+impl RandomFit {
+    /// A random policy seeded with `seed`.
+    pub fn new(seed: u64) -> RandomFit {
+        RandomFit {
+            state: std::sync::atomic::AtomicU64::new(seed ^ 0x5851_f42d_4c95_7f2d),
+        }
+    }
+
+    fn next(&self) -> u64 {
+        let s = self
+            .state
+            .fetch_add(0x9e37_79b9_7f4a_7c15, std::sync::atomic::Ordering::Relaxed)
+            .wrapping_add(0x9e37_79b9_7f4a_7c15);
+        let mut z = s;
+        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+        z ^ (z >> 31)
+    }
+}
+
+impl PlacementPolicy for RandomFit {
+    fn name(&self) -> &str {
+        "random"
+    }
+    fn order(&self) -> CandidateOrder {
+        CandidateOrder::NodeOrder
+    }
+    fn score(&self, _: &PlaceCtx<'_>, _: NodeId, _: GpuMask, _: &NodeDemand<'_>) -> i64 {
+        (self.next() >> 2) as i64
+    }
+    fn pick_gpus(&self, _node: &flotilla_core::cluster::Node, avail: GpuMask, n: u32) -> Option<GpuMask> {
+        lowest(avail, n)
+    }
+    fn pick_share_gpu(&self, node: &flotilla_core::cluster::Node, blocked: GpuMask, milli: u32) -> Option<u32> {
+        let fits: Vec<u32> = (0..node.gpus)
+            .filter(|&g| !blocked.contains(g) && node.gpu_milli_used[g as usize] + milli <= MILLI)
+            .collect();
+        if fits.is_empty() {
+            return None;
+        }
+        Some(fits[(self.next() % fits.len() as u64) as usize])
+    }
+}
+
 fn lowest(avail: GpuMask, n: u32) -> Option<GpuMask> {
     if avail.count() < n {
         return None;
@@ -219,6 +487,52 @@ mod tests {
         // A 2-GPU request: not exact anywhere; node 1 (affinity 2) is aligned, node 0 is not.
         let p = place(&ctx(&c), &TopoBestFit, &Request::gpus(2, TopologyKind::Node)).unwrap();
         assert_eq!(p[0].node, NodeId(1));
+    }
+
+    #[test]
+    fn fgd_scores_by_fragmentation_against_the_target() {
+        let mut c = Cluster::uniform(1, 8, 1, 64, 512_000);
+        c.take(&NodeAlloc { node: NodeId(0), gpus: GpuMask(0b1), gpu_milli: 500, cpu_milli: 0, mem_mib: 0 });
+        // One typical task: one whole GPU. GPU 0 (500 free) is the only fragment: F = 500.
+        let fgd = Fgd::new(vec![FgdTarget { cpu_milli: 1000, gpu_milli: 1000, gpus: 1, gpu_types: vec![], weight: 3.0 }]);
+        assert_eq!(fgd.targets()[0].weight, 1.0);
+        let whole = NodeDemand { gpus: 1, gpu_milli: 1000, cpu_milli: 1000, mem_mib: 0, gpu_types: &[], whole_node: false };
+        // A whole GPU leaves F at 500: ΔF = 0, sigmoid(0) = 0.5.
+        assert_eq!(fgd.score(&ctx(&c), NodeId(0), c.node(NodeId(0)).free_gpus, &whole), 50);
+        // A 500-milli share on GPU 0 removes the fragment (ΔF = 500 → 62); on a free GPU it
+        // adds one (ΔF = −500 → 37). FGD takes GPU 0.
+        let share = NodeDemand { gpu_milli: 500, ..whole.clone() };
+        assert_eq!(fgd.score(&ctx(&c), NodeId(0), c.node(NodeId(0)).free_gpus, &share), 62);
+        assert_eq!(fgd.pick_share_gpu_for(c.node(NodeId(0)), GpuMask::EMPTY, &share), Some(0));
+        // A CPU-only target counts every free milli as fragmented.
+        let cpu = Fgd::new(vec![FgdTarget { cpu_milli: 1000, gpu_milli: 0, gpus: 0, gpu_types: vec![], weight: 1.0 }]);
+        assert_eq!(cpu.frag_of(None, 64_000, &[500, 1000]), 1500.0);
+        // A model constraint the node does not meet: everything is fragmented.
+        let typed = Fgd::new(vec![FgdTarget { cpu_milli: 0, gpu_milli: 1000, gpus: 1, gpu_types: vec!["V100".into()], weight: 1.0 }]);
+        assert_eq!(typed.frag_of(Some("T4"), 64_000, &[1000]), 1000.0);
+        assert_eq!(typed.frag_of(Some("v100"), 64_000, &[1000]), 0.0);
+    }
+
+    #[test]
+    fn fgd_target_workload_covers_the_popular_shapes() {
+        let none: Vec<String> = Vec::new();
+        let mut pods = vec![(1000u64, 1000u32, 1u32, none.as_slice()); 90];
+        pods.extend(vec![(2000, 500, 1, none.as_slice()); 10]);
+        let f = Fgd::from_pods(pods, 0.95);
+        assert_eq!(f.targets().len(), 2);
+        assert!((f.targets()[0].weight - 0.9).abs() < 1e-12);
+    }
+
+    #[test]
+    fn random_fit_is_deterministic_per_seed() {
+        let c = Cluster::uniform(16, 8, 16, 64, 512_000);
+        let req = Request::gpus(1, TopologyKind::Node);
+        let pick = |seed| {
+            let r = RandomFit::new(seed);
+            (0..8).map(|_| place(&ctx(&c), &r, &req).unwrap()[0].node.0).collect::<Vec<_>>()
+        };
+        assert_eq!(pick(7), pick(7));
+        assert_ne!(pick(7), pick(8));
     }
 
     #[test]
