@@ -19,8 +19,43 @@ fn lex(keys: &[(u64, u64)]) -> i64 {
 /// in use, never breaking up a whole free GPU node while another choice exists; fractional
 /// shares go to the tightest GPU, on the node with the fewest whole free GPUs. Node weight
 /// breaks the remaining ties.
+///
+/// Stranding (CPU- and memory-aware): a node's free GPUs are only usable with CPUs and memory
+/// beside them. Each GPU of a node "comes with" its proportional part of the node's CPUs and
+/// memory (`cpu / gpus`, `mem / gpus`); the *stranded* GPU milli of a node is the free GPU
+/// milli beyond what its free CPUs and memory can still serve at that ratio. Right after exact
+/// fill (whole GPUs), and first for shares, the policy takes the node where the placement
+/// newly strands the fewest tenths of a GPU; then it avoids breaking up a wholly free node,
+/// and when it must, breaks the smallest one (fewest GPUs, then CPUs, then memory), keeping
+/// the largest nodes whole longest. CPU-only work never breaks a free GPU node while another
+/// node fits, then strands least. With requests at or below a node's ratio nothing is
+/// stranded, and the whole-GPU order (exact fill, shape-aligned, least remainder) is as above.
 #[derive(Debug, Default, Clone, Copy)]
 pub struct TopoBestFit;
+
+/// Free GPU milli of `n` that its free CPUs and memory cannot serve at the node's own ratio,
+/// after taking `cpu`, `mem` and `gpu_milli` more.
+fn stranded(n: &flotilla_core::cluster::Node, cpu: u64, mem: u64, gpu_milli: u64) -> u64 {
+    if n.gpus == 0 {
+        return 0;
+    }
+    let free_gpu: u64 = n.gpu_milli_used.iter().map(|&u| u64::from(MILLI - u)).sum::<u64>().saturating_sub(gpu_milli);
+    let g = u64::from(n.gpus) * u64::from(MILLI);
+    let by_cpu = (n.free_cpu_milli.saturating_sub(cpu) * g).checked_div(n.cpu_milli).unwrap_or(g);
+    let by_mem = (n.free_mem_mib.saturating_sub(mem) * g).checked_div(n.mem_mib).unwrap_or(g);
+    free_gpu.saturating_sub(by_cpu.min(by_mem))
+}
+
+impl TopoBestFit {
+    /// GPU milli newly stranded on `n` by placing `d` there (in tenths of a GPU, so that
+    /// rounding noise does not override the keys after it).
+    fn strands(n: &flotilla_core::cluster::Node, d: &NodeDemand<'_>) -> u64 {
+        let take = u64::from(d.gpus) * u64::from(d.gpu_milli);
+        let before = stranded(n, 0, 0, 0);
+        let after = stranded(n, d.cpu_milli, d.mem_mib, take);
+        after.saturating_sub(before).div_ceil(100)
+    }
+}
 
 impl PlacementPolicy for TopoBestFit {
     fn name(&self) -> &str {
@@ -36,6 +71,14 @@ impl PlacementPolicy for TopoBestFit {
         let weight = u64::from(n.weight);
         let sub_node = d.gpus > 0 && d.gpus * 2 <= n.gpus;
         let pool_key = u64::from(sub_node && !n.sub_node_pool && ctx.cluster.partitions.iter().any(|p| p.sub_node_pool));
+        let strands = TopoBestFit::strands(n, d);
+        // Breaking up a wholly free node costs its size: partly used nodes first, then the
+        // smallest free nodes.
+        let breaks = if n.gpus_all_free() {
+            (u64::from(n.gpus.min(127)) << 20) | ((n.cpu_milli / 1000).min(1023) << 10) | (n.mem_mib / 4096).min(1023)
+        } else {
+            0
+        };
         if d.gpus == 0 {
             // CPU-only: nodes without GPUs, then nodes whose GPUs are partly used, then fully
             // used, and whole free GPU nodes last; then the tightest CPUs.
@@ -49,7 +92,7 @@ impl PlacementPolicy for TopoBestFit {
                 3
             };
             let cpu_left = (n.free_cpu_milli - d.cpu_milli) / 1000;
-            return lex(&[(class, 4), (cpu_left, 1 << 20), (weight, 1 << 16)]);
+            return lex(&[(breaks, 1 << 27), (strands, 1 << 8), (class, 4), (cpu_left, 1 << 20), (weight, 1 << 16)]);
         }
         if d.gpu_milli < MILLI {
             // A share: prefer a GPU already shared (least milli left after), then nodes with
@@ -64,6 +107,8 @@ impl PlacementPolicy for TopoBestFit {
             };
             return lex(&[
                 (pool_key, 2),
+                (strands, 1 << 8),
+                (breaks, 1 << 27),
                 (shared, 2),
                 (left, 1001),
                 (u64::from(avail.count()), 65),
@@ -78,13 +123,21 @@ impl PlacementPolicy for TopoBestFit {
             _ => 1,
         };
         let aligned = if exact == 0 { 0 } else { aligned };
-        lex(&[(pool_key, 2), (exact, 2), (aligned, 2), (remainder, 65), (weight, 1 << 16)])
+        lex(&[
+            (pool_key, 2),
+            (exact, 2),
+            (strands, 1 << 8),
+            (breaks, 1 << 27),
+            (aligned, 2),
+            (remainder, 65),
+            (weight, 1 << 16),
+        ])
     }
 
     fn perfect_score(&self) -> Option<i64> {
-        // Exact fill in the preferred pool with weight 1 (the default) cannot be beaten
-        // except by weight 0.
-        Some(lex(&[(0, 2), (0, 2), (0, 2), (0, 65), (1, 1 << 16)]))
+        // Exact fill in the preferred pool, stranding nothing, with weight 1 (the default)
+        // cannot be beaten except by weight 0.
+        Some(lex(&[(0, 2), (0, 2), (0, 1 << 8), (0, 1 << 27), (0, 2), (0, 65), (1, 1 << 16)]))
     }
 }
 
@@ -533,6 +586,42 @@ mod tests {
         };
         assert_eq!(pick(7), pick(7));
         assert_ne!(pick(7), pick(8));
+    }
+
+    #[test]
+    fn topo_bestfit_avoids_stranding_gpus_behind_used_cpus() {
+        // Two 8-GPU, 64-CPU nodes (8 CPUs per GPU), 4 GPUs used on each. Node 0 has 24 CPUs
+        // left (enough for 3 of its 4 free GPUs), node 1 has 60. A 1-GPU job asking for 16
+        // CPUs strands one more GPU on node 0 and none on node 1.
+        let mut c = Cluster::uniform(2, 8, 2, 64, 512_000);
+        c.take(&NodeAlloc { node: NodeId(0), gpus: GpuMask(0xf), gpu_milli: MILLI, cpu_milli: 40_000, mem_mib: 0 });
+        c.take(&NodeAlloc { node: NodeId(1), gpus: GpuMask(0xf), gpu_milli: MILLI, cpu_milli: 4000, mem_mib: 0 });
+        let req = Request { cpu_milli_per_node: 16_000, ..Request::gpus(1, TopologyKind::Node) };
+        let p = place(&ctx(&c), &TopoBestFit, &req).unwrap();
+        assert_eq!(p[0].node, NodeId(1));
+        // A CPU-only job takes node 1's spare CPUs too, never node 0's last ones.
+        let cpu = Request { cpu_milli_per_node: 16_000, ..Request::gpus(0, TopologyKind::Node) };
+        assert_eq!(place(&ctx(&c), &TopoBestFit, &cpu).unwrap()[0].node, NodeId(1));
+    }
+
+    #[test]
+    fn topo_bestfit_breaks_the_smallest_free_node() {
+        let specs: Vec<flotilla_core::cluster::NodeSpec> = [(128_000, 786_432), (96_000, 393_216)]
+            .iter()
+            .enumerate()
+            .map(|(i, &(cpu, mem))| flotilla_core::cluster::NodeSpec {
+                name: format!("n{i}"),
+                gpus: 8,
+                gpu_type: None,
+                cpu_milli: cpu,
+                mem_mib: mem,
+                pod: "p".into(),
+            })
+            .collect();
+        let mut c = Cluster::from_specs(&specs);
+        c.add_partition("all", vec![NodeId(0), NodeId(1)], true);
+        let p = place(&ctx(&c), &TopoBestFit, &Request::gpus(1, TopologyKind::Node)).unwrap();
+        assert_eq!(p[0].node, NodeId(1), "the larger node stays whole");
     }
 
     #[test]
