@@ -686,6 +686,10 @@ impl Scheduler {
         }
 
         let mut failed: HashMap<ShapeKey, Arc<str>> = HashMap::new();
+        // Backfill attempts that failed this cycle, by shape and time limit: resources only
+        // shrink and reservations only grow within a cycle, so they fail again (the same
+        // reasoning as `failed`). Keeps deep queues (thousands pending) cheap.
+        let mut failed_backfill: std::collections::HashSet<(ShapeKey, u64)> = std::collections::HashSet::new();
         let mut blocked_parts: BTreeSet<PartId> = BTreeSet::new();
         let mut first_blocked: BTreeSet<PartId> = BTreeSet::new();
 
@@ -743,16 +747,20 @@ impl Scheduler {
                             "{}; largest_placeable {}",
                             nofit.detail, lp
                         ));
-                        failed.insert(shape, d.clone());
+                        failed.insert(shape.clone(), d.clone());
                         detail = Some(d);
                     }
                 }
             }
             // Backfill onto reserved GPUs: only jobs that end before the fill.
             if self.config.queue != QueueMode::StrictFifo && !self.reservations.is_empty() {
-                if let Some(limit) = spec.time_limit_s {
+                if let Some(limit) = spec.time_limit_s.filter(|&l| !failed_backfill.contains(&(shape.clone(), l))) {
                     let end = now + limit;
-                    if let Ok(parts) = self.try_place(&spec, Some(&key), Some(end)) {
+                    let tried = self.try_place(&spec, Some(&key), Some(end));
+                    if tried.is_err() {
+                        failed_backfill.insert((shape.clone(), limit));
+                    }
+                    if let Ok(parts) = tried {
                         let mut users: BTreeSet<JobId> = BTreeSet::new();
                         for part in &parts {
                             for (j, g) in &self.held[part.node.0 as usize] {
