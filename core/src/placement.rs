@@ -36,6 +36,10 @@ pub struct NodeDemand<'a> {
     pub whole_node: bool,
 }
 
+/// A node's score for a request (higher is better). 128 bits so that policies can pack many
+/// lexicographic keys into one number.
+pub type Score = i128;
+
 /// The order in which the engine offers candidate nodes to a policy.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum CandidateOrder {
@@ -101,10 +105,10 @@ pub trait PlacementPolicy: fmt::Debug + Send + Sync {
 
     /// Score of a feasible node for `demand` (higher is better). `avail` is the node's usable
     /// wholly free GPUs.
-    fn score(&self, ctx: &PlaceCtx<'_>, node: NodeId, avail: GpuMask, demand: &NodeDemand<'_>) -> i64;
+    fn score(&self, ctx: &PlaceCtx<'_>, node: NodeId, avail: GpuMask, demand: &NodeDemand<'_>) -> Score;
 
     /// A score no node can beat: the engine stops at the first node reaching it.
-    fn perfect_score(&self) -> Option<i64> {
+    fn perfect_score(&self) -> Option<Score> {
         None
     }
 
@@ -119,6 +123,13 @@ pub trait PlacementPolicy: fmt::Debug + Send + Sync {
         (0..node.gpus)
             .filter(|&g| !blocked.contains(g) && node.gpu_milli_used[g as usize] + milli <= MILLI)
             .max_by_key(|&g| (node.gpu_milli_used[g as usize], std::cmp::Reverse(g)))
+    }
+
+    /// Chooses the GPU for the fractional share of `demand` (`demand.gpu_milli` < 1000) on
+    /// `node`, seeing the whole per-node demand (CPUs, memory) for policies whose choice
+    /// depends on it (FGD). By default [`PlacementPolicy::pick_share_gpu`].
+    fn pick_share_gpu_for(&self, node: &Node, blocked: GpuMask, demand: &NodeDemand<'_>) -> Option<u32> {
+        self.pick_share_gpu(node, blocked, demand.gpu_milli)
     }
 }
 
@@ -233,7 +244,7 @@ fn best_node(
     skip: &dyn Fn(NodeId) -> bool,
 ) -> Option<NodeId> {
     let perfect = policy.perfect_score();
-    let mut best: Option<(i64, u32, NodeId)> = None;
+    let mut best: Option<(Score, u32, NodeId)> = None;
     let mut consider = |id: NodeId| -> bool {
         if skip(id) {
             return false;
@@ -298,7 +309,7 @@ fn alloc_on(
     let (gpus, gpu_milli, cpu, mem) = if d.whole_node {
         (GpuMask::all(n.gpus), MILLI, n.cpu_milli, n.mem_mib)
     } else if d.gpu_milli < MILLI && d.gpus > 0 {
-        let g = policy.pick_share_gpu(n, blocked, d.gpu_milli)?;
+        let g = policy.pick_share_gpu_for(n, blocked, d)?;
         (GpuMask::single(g), d.gpu_milli, d.cpu_milli, d.mem_mib)
     } else {
         let avail = n.free_gpus.minus(blocked);
@@ -467,7 +478,7 @@ fn place_in(
     match *shape {
         Shape::Uniform { count, gpus_each, whole } => {
             if whole {
-                return whole_nodes(ctx, req, count, pod, size).map(|ids| {
+                return whole_nodes(ctx, policy, req, count, pod, size).map(|ids| {
                     ids.into_iter()
                         .map(|id| whole_alloc(ctx.cluster, id, req))
                         .collect()
@@ -491,7 +502,7 @@ fn place_in(
         }
         Shape::WholePlusRest { whole, rest, spread } => {
             if whole > 0 {
-                let ids = whole_nodes(ctx, req, whole, pod, size)?;
+                let ids = whole_nodes(ctx, policy, req, whole, pod, size)?;
                 parts.extend(ids.into_iter().map(|id| whole_alloc(ctx.cluster, id, req)));
             }
             if rest == 0 {
@@ -563,8 +574,16 @@ fn whole_alloc(cluster: &Cluster, id: NodeId, req: &Request) -> NodeAlloc {
 
 /// Picks `count` nodes whose GPUs are all usable, packing them into as few pods as possible:
 /// the tightest pod that holds them all, else pods with most whole nodes first. With `pod`
-/// given, only that pod.
-fn whole_nodes(ctx: &PlaceCtx<'_>, req: &Request, count: u32, pod: Option<PodId>, size: u32) -> Option<Vec<NodeId>> {
+/// given, only that pod. Inside a pod, nodes are taken in the policy's order: highest
+/// [`PlacementPolicy::score`] first, then [`PlaceCtx::tie_rank`] (node id without one).
+fn whole_nodes(
+    ctx: &PlaceCtx<'_>,
+    policy: &dyn PlacementPolicy,
+    req: &Request,
+    count: u32,
+    pod: Option<PodId>,
+    size: u32,
+) -> Option<Vec<NodeId>> {
     let cluster = ctx.cluster;
     let d = NodeDemand {
         gpus: size,
@@ -574,16 +593,25 @@ fn whole_nodes(ctx: &PlaceCtx<'_>, req: &Request, count: u32, pod: Option<PodId>
         gpu_types: &req.gpu_types,
         whole_node: req.exclusive,
     };
-    let mut by_pod: Vec<Vec<NodeId>> = vec![Vec::new(); cluster.pods.len()];
+    let mut by_pod: Vec<Vec<(std::cmp::Reverse<Score>, u32, NodeId)>> = vec![Vec::new(); cluster.pods.len()];
     for id in cluster.nodes_by_free(size.max(1)) {
         let n = cluster.node(id);
         if pod.is_some_and(|p| n.pod != p) || n.gpus != size {
             continue;
         }
-        if node_feasible(ctx, req, id, &d).is_some_and(|a| a.count() == n.gpus) {
-            by_pod[n.pod.0 as usize].push(id);
+        if let Some(avail) = node_feasible(ctx, req, id, &d).filter(|a| a.count() == n.gpus) {
+            let score = policy.score(ctx, id, avail, &d);
+            let tie = ctx.tie_rank.map_or(id.0, |r| r[id.0 as usize]);
+            by_pod[n.pod.0 as usize].push((std::cmp::Reverse(score), tie, id));
         }
     }
+    for nodes in &mut by_pod {
+        nodes.sort_unstable();
+    }
+    let by_pod: Vec<Vec<NodeId>> = by_pod
+        .into_iter()
+        .map(|v| v.into_iter().map(|(_, _, id)| id).collect())
+        .collect();
     let total: usize = by_pod.iter().map(Vec::len).sum();
     if total < count as usize {
         return None;
@@ -607,4 +635,82 @@ fn whole_nodes(ctx: &PlaceCtx<'_>, req: &Request, count: u32, pod: Option<PodId>
         }
     }
     (out.len() == count as usize).then_some(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Scores a node by its id (higher id first) and picks the highest-index GPU for a share.
+    #[derive(Debug)]
+    struct ById;
+
+    impl PlacementPolicy for ById {
+        fn name(&self) -> &str {
+            "by-id"
+        }
+        fn score(&self, _: &PlaceCtx<'_>, node: NodeId, _: GpuMask, _: &NodeDemand<'_>) -> Score {
+            Score::from(node.0)
+        }
+        fn pick_share_gpu_for(&self, node: &Node, blocked: GpuMask, d: &NodeDemand<'_>) -> Option<u32> {
+            (0..node.gpus)
+                .rev()
+                .find(|&g| !blocked.contains(g) && node.gpu_milli_used[g as usize] + d.gpu_milli <= MILLI)
+        }
+    }
+
+    fn ctx<'a>(c: &'a Cluster, rank: Option<&'a [u32]>) -> PlaceCtx<'a> {
+        PlaceCtx {
+            cluster: c,
+            blocked: &|_| GpuMask::EMPTY,
+            tie_rank: rank,
+            partition: PartId(0),
+            job_end: None,
+            busy_until: None,
+        }
+    }
+
+    #[test]
+    fn whole_nodes_follow_the_policy_score() {
+        let c = Cluster::uniform(4, 8, 4, 64, 512_000);
+        let p = place(&ctx(&c, None), &ById, &Request::gpus(8, TopologyKind::Node)).unwrap();
+        assert_eq!(p.len(), 1);
+        assert_eq!(p[0].node, NodeId(3));
+        assert_eq!(p[0].gpus, GpuMask::all(8));
+    }
+
+    #[test]
+    fn whole_node_ties_follow_the_tie_rank() {
+        #[derive(Debug)]
+        struct Flat;
+        impl PlacementPolicy for Flat {
+            fn name(&self) -> &str {
+                "flat"
+            }
+            fn score(&self, _: &PlaceCtx<'_>, _: NodeId, _: GpuMask, _: &NodeDemand<'_>) -> Score {
+                0
+            }
+        }
+        let c = Cluster::uniform(4, 8, 4, 64, 512_000);
+        let rank = [3, 2, 0, 1];
+        let p = place(&ctx(&c, Some(&rank)), &Flat, &Request::gpus(16, TopologyKind::Node)).unwrap();
+        let nodes: Vec<NodeId> = p.iter().map(|a| a.node).collect();
+        assert_eq!(nodes, vec![NodeId(2), NodeId(3)]);
+        // Without a rank: node id order.
+        let p = place(&ctx(&c, None), &Flat, &Request::gpus(8, TopologyKind::Node)).unwrap();
+        assert_eq!(p[0].node, NodeId(0));
+    }
+
+    #[test]
+    fn share_gpu_choice_sees_the_whole_demand() {
+        let c = Cluster::uniform(1, 8, 1, 64, 512_000);
+        let req = Request {
+            gpus: 1,
+            gpu_milli: 300,
+            ..Request::default()
+        };
+        let p = place(&ctx(&c, None), &ById, &req).unwrap();
+        assert_eq!(p[0].gpus, GpuMask::single(7));
+        assert_eq!(p[0].gpu_milli, 300);
+    }
 }

@@ -1460,6 +1460,10 @@ impl Scheduler {
             return false;
         }
         if !occupants.is_empty() {
+            // The reservation fills now: no new backfill may start on its GPUs while its
+            // occupants leave (else the freed GPUs are backfilled again in the same cycle,
+            // and the reservation never completes).
+            self.reservations[ri].est_fill = now;
             for id in occupants {
                 if let Some(run) = self.running.get_mut(&id) {
                     if !run.preempt_pending {
@@ -1689,7 +1693,7 @@ impl Scheduler {
                     continue;
                 }
                 if let Some(end) = r.end {
-                    if end > res.est_fill && res.created <= r.start {
+                    if end > res.est_fill && res.created <= r.start && !r.preempt_pending {
                         return Err(format!("backfill job {id} ends after the fill of {}", res.job));
                     }
                 }

@@ -8,7 +8,7 @@
 use flotilla_core::cluster::{Cluster, GpuMask, Node, NodeId};
 use flotilla_core::config::TopologyKind;
 use flotilla_core::job::{JobId, JobSpec, Request};
-use flotilla_core::placement::{PlaceCtx, PlacementPolicy, NodeDemand};
+use flotilla_core::placement::{Score, PlaceCtx, PlacementPolicy, NodeDemand};
 use flotilla_core::sched::{Decision, Event, PriorityInput, PriorityPolicy, SchedConfig, Scheduler};
 use proptest::prelude::*;
 
@@ -18,8 +18,8 @@ impl PlacementPolicy for Lowest {
     fn name(&self) -> &str {
         "lowest"
     }
-    fn score(&self, _: &PlaceCtx<'_>, node: NodeId, _: GpuMask, _: &NodeDemand<'_>) -> i64 {
-        -i64::from(node.0)
+    fn score(&self, _: &PlaceCtx<'_>, node: NodeId, _: GpuMask, _: &NodeDemand<'_>) -> Score {
+        -Score::from(node.0)
     }
     fn pick_gpus(&self, node: &Node, avail: GpuMask, n: u32) -> Option<GpuMask> {
         avail.choose(n, node.gpus)

@@ -11,10 +11,11 @@ use flotilla_core::placement::PlacementPolicy;
 use flotilla_core::sched::{PriorityPolicy, QueueMode, SchedConfig};
 
 /// Names of the registered placement policies, default first.
-pub const PLACEMENT_POLICIES: &[&str] = &["topo-bestfit", "first-fit", "worst-fit", "best-fit"];
+pub const PLACEMENT_POLICIES: &[&str] = &["topo-bestfit", "first-fit", "worst-fit", "best-fit", "random"];
 
 /// Looks a placement policy up by name. Slurm's `select/cons_tres` and `select/linear` map to
-/// Flotilla's default, `topo-bestfit`.
+/// Flotilla's default, `topo-bestfit`. `random` is seeded with 0 here (the simulator seeds it
+/// per run); FGD needs its target workload and is built with [`placement::Fgd::new`].
 pub fn placement(name: &str) -> Option<Box<dyn PlacementPolicy>> {
     Some(match name {
         "topo-bestfit" | "select/cons_tres" | "select/cons_res" | "select/linear" | "" => {
@@ -23,6 +24,7 @@ pub fn placement(name: &str) -> Option<Box<dyn PlacementPolicy>> {
         "first-fit" => Box::new(placement::FirstFit),
         "worst-fit" => Box::new(placement::WorstFit),
         "best-fit" => Box::new(placement::PlainBestFit),
+        "random" => Box::new(placement::RandomFit::new(0)),
         _ => return None,
     })
 }

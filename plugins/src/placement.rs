@@ -1,27 +1,65 @@
 //! Placement scorers: the seed's default and the baselines we compare against.
 
 use flotilla_core::cluster::{GpuMask, NodeId, MILLI};
-use flotilla_core::placement::{CandidateOrder, NodeDemand, PlaceCtx, PlacementPolicy};
+use flotilla_core::placement::{Score, CandidateOrder, NodeDemand, PlaceCtx, PlacementPolicy};
 
 /// Packs lexicographic keys (each `< base`, smaller is better) into one score (higher is
 /// better).
-fn lex(keys: &[(u64, u64)]) -> i64 {
-    let mut v: u64 = 0;
+fn lex(keys: &[(u64, u64)]) -> Score {
+    let mut v: u128 = 0;
     for &(k, base) in keys {
-        v = v.saturating_mul(base).saturating_add(k.min(base - 1));
+        debug_assert!(v.checked_mul(u128::from(base)).is_some(), "score keys overflow 128 bits");
+        v = v.saturating_mul(u128::from(base)).saturating_add(u128::from(k.min(base - 1)));
     }
-    -(v.min(i64::MAX as u64) as i64)
+    -(v.min(i128::MAX as u128) as Score)
 }
 
 /// Flotilla's default (seed §6 and revision R1): exact fill first, then a partly used node
 /// before a whole free one, then shape-aligned nodes (a node hosting allocations of the same
-/// size), then least remainder; sub-node shapes
+/// size), then nodes whose current work ends no earlier than the new job (lifetime alignment:
+/// a node is whole again when all its jobs end), then least remainder, then fewest free CPUs;
+/// sub-node shapes
 /// prefer the sub-node pool; CPU-only work packs onto nodes without GPUs or with GPUs already
 /// in use, never breaking up a whole free GPU node while another choice exists; fractional
 /// shares go to the tightest GPU, on the node with the fewest whole free GPUs. Node weight
 /// breaks the remaining ties.
+///
+/// Stranding (CPU- and memory-aware): a node's free GPUs are only usable with CPUs and memory
+/// beside them. Each GPU of a node "comes with" its proportional part of the node's CPUs and
+/// memory (`cpu / gpus`, `mem / gpus`); the *stranded* GPU milli of a node is the free GPU
+/// milli beyond what its free CPUs and memory can still serve at that ratio. Right after exact
+/// fill (whole GPUs), and first for shares, the policy takes the node where the placement
+/// newly strands the fewest tenths of a GPU; then it avoids breaking up a wholly free node,
+/// and when it must, breaks the smallest one (fewest GPUs, then CPUs, then memory), keeping
+/// the largest nodes whole longest. CPU-only work never breaks a free GPU node while another
+/// node fits, then strands least. With requests at or below a node's ratio nothing is
+/// stranded, and the whole-GPU order (exact fill, shape-aligned, least remainder) is as above.
 #[derive(Debug, Default, Clone, Copy)]
 pub struct TopoBestFit;
+
+/// Free GPU milli of `n` that its free CPUs and memory cannot serve at the node's own ratio,
+/// after taking `cpu`, `mem` and `gpu_milli` more.
+fn stranded(n: &flotilla_core::cluster::Node, cpu: u64, mem: u64, gpu_milli: u64) -> u64 {
+    if n.gpus == 0 {
+        return 0;
+    }
+    let free_gpu: u64 = n.gpu_milli_used.iter().map(|&u| u64::from(MILLI - u)).sum::<u64>().saturating_sub(gpu_milli);
+    let g = u64::from(n.gpus) * u64::from(MILLI);
+    let by_cpu = (n.free_cpu_milli.saturating_sub(cpu) * g).checked_div(n.cpu_milli).unwrap_or(g);
+    let by_mem = (n.free_mem_mib.saturating_sub(mem) * g).checked_div(n.mem_mib).unwrap_or(g);
+    free_gpu.saturating_sub(by_cpu.min(by_mem))
+}
+
+impl TopoBestFit {
+    /// GPU milli newly stranded on `n` by placing `d` there (in tenths of a GPU, so that
+    /// rounding noise does not override the keys after it).
+    fn strands(n: &flotilla_core::cluster::Node, d: &NodeDemand<'_>) -> u64 {
+        let take = u64::from(d.gpus) * u64::from(d.gpu_milli);
+        let before = stranded(n, 0, 0, 0);
+        let after = stranded(n, d.cpu_milli, d.mem_mib, take);
+        after.saturating_sub(before).div_ceil(100)
+    }
+}
 
 impl PlacementPolicy for TopoBestFit {
     fn name(&self) -> &str {
@@ -32,11 +70,19 @@ impl PlacementPolicy for TopoBestFit {
         CandidateOrder::FewestFreeFirst
     }
 
-    fn score(&self, ctx: &PlaceCtx<'_>, id: NodeId, avail: GpuMask, d: &NodeDemand<'_>) -> i64 {
+    fn score(&self, ctx: &PlaceCtx<'_>, id: NodeId, avail: GpuMask, d: &NodeDemand<'_>) -> Score {
         let n = ctx.cluster.node(id);
         let weight = u64::from(n.weight);
         let sub_node = d.gpus > 0 && d.gpus * 2 <= n.gpus;
         let pool_key = u64::from(sub_node && !n.sub_node_pool && ctx.cluster.partitions.iter().any(|p| p.sub_node_pool));
+        let strands = TopoBestFit::strands(n, d);
+        // Breaking up a wholly free node costs its size: partly used nodes first, then the
+        // smallest free nodes.
+        let breaks = if n.gpus_all_free() {
+            (u64::from(n.gpus.min(127)) << 20) | ((n.cpu_milli / 1000).min(1023) << 10) | (n.mem_mib / 4096).min(1023)
+        } else {
+            0
+        };
         if d.gpus == 0 {
             // CPU-only: nodes without GPUs, then nodes whose GPUs are partly used, then fully
             // used, and whole free GPU nodes last; then the tightest CPUs.
@@ -50,7 +96,7 @@ impl PlacementPolicy for TopoBestFit {
                 3
             };
             let cpu_left = (n.free_cpu_milli - d.cpu_milli) / 1000;
-            return lex(&[(class, 4), (cpu_left, 1 << 20), (weight, 1 << 16)]);
+            return lex(&[(breaks, 1 << 27), (strands, 1 << 8), (class, 4), (cpu_left, 1 << 20), (weight, 1 << 16)]);
         }
         if d.gpu_milli < MILLI {
             // A share: prefer a GPU already shared (least milli left after), then nodes with
@@ -65,6 +111,8 @@ impl PlacementPolicy for TopoBestFit {
             };
             return lex(&[
                 (pool_key, 2),
+                (strands, 1 << 8),
+                (breaks, 1 << 27),
                 (shared, 2),
                 (left, 1001),
                 (u64::from(avail.count()), 65),
@@ -90,7 +138,8 @@ impl PlacementPolicy for TopoBestFit {
         lex(&[
             (pool_key, 2),
             (exact, 2),
-            (opens_whole, 2),
+            (strands, 1 << 8),
+            (breaks, 1 << 27),
             (aligned, 2),
             (extends, 2),
             (remainder, 65),
@@ -99,10 +148,10 @@ impl PlacementPolicy for TopoBestFit {
         ])
     }
 
-    fn perfect_score(&self) -> Option<i64> {
-        // Exact fill in the preferred pool with weight 1 (the default) cannot be beaten
-        // except by weight 0.
-        Some(lex(&[(0, 2), (0, 2), (0, 2), (0, 2), (0, 65), (1, 1 << 16)]))
+    fn perfect_score(&self) -> Option<Score> {
+        // Exact fill in the preferred pool, stranding nothing, with weight 1 (the default)
+        // cannot be beaten except by weight 0.
+        Some(lex(&[(0, 2), (0, 2), (0, 1 << 8), (0, 1 << 27), (0, 2), (0, 2), (0, 65), (0, 1 << 20), (1, 1 << 16)]))
     }
 }
 
@@ -117,10 +166,10 @@ impl PlacementPolicy for FirstFit {
     fn order(&self) -> CandidateOrder {
         CandidateOrder::NodeOrder
     }
-    fn score(&self, _: &PlaceCtx<'_>, _: NodeId, _: GpuMask, _: &NodeDemand<'_>) -> i64 {
+    fn score(&self, _: &PlaceCtx<'_>, _: NodeId, _: GpuMask, _: &NodeDemand<'_>) -> Score {
         0
     }
-    fn perfect_score(&self) -> Option<i64> {
+    fn perfect_score(&self) -> Option<Score> {
         Some(0)
     }
     fn pick_gpus(&self, _node: &flotilla_core::cluster::Node, avail: GpuMask, n: u32) -> Option<GpuMask> {
@@ -139,9 +188,9 @@ impl PlacementPolicy for WorstFit {
     fn order(&self) -> CandidateOrder {
         CandidateOrder::MostFreeFirst
     }
-    fn score(&self, ctx: &PlaceCtx<'_>, id: NodeId, avail: GpuMask, _: &NodeDemand<'_>) -> i64 {
+    fn score(&self, ctx: &PlaceCtx<'_>, id: NodeId, avail: GpuMask, _: &NodeDemand<'_>) -> Score {
         let n = ctx.cluster.node(id);
-        i64::from(avail.count()) * 1_000_000 + (n.free_cpu_milli / 1000) as i64
+        Score::from(avail.count()) * 1_000_000 + Score::from(n.free_cpu_milli / 1000)
     }
     fn pick_gpus(&self, _node: &flotilla_core::cluster::Node, avail: GpuMask, n: u32) -> Option<GpuMask> {
         lowest(avail, n)
@@ -162,16 +211,284 @@ impl PlacementPolicy for PlainBestFit {
     fn order(&self) -> CandidateOrder {
         CandidateOrder::NodeOrder
     }
-    fn score(&self, ctx: &PlaceCtx<'_>, id: NodeId, _: GpuMask, d: &NodeDemand<'_>) -> i64 {
+    fn score(&self, ctx: &PlaceCtx<'_>, id: NodeId, _: GpuMask, d: &NodeDemand<'_>) -> Score {
         let n = ctx.cluster.node(id);
         let cpu_left = n.free_cpu_milli as f64 - d.cpu_milli as f64;
         let gpu_left: f64 = n.gpu_milli_used.iter().map(|&u| f64::from(MILLI - u)).sum::<f64>()
             - f64::from(d.gpus) * f64::from(d.gpu_milli);
         let s = (1.0 - (0.5 * cpu_left / 128_000.0 + 0.5 * gpu_left / 8000.0)) * 100.0;
-        s.floor() as i64
+        s.floor() as Score
     }
     fn pick_gpus(&self, _node: &flotilla_core::cluster::Node, avail: GpuMask, n: u32) -> Option<GpuMask> {
         lowest(avail, n)
+    }
+}
+
+/// One pod shape of FGD's target workload: what a typical task asks for, and how often.
+#[derive(Debug, Clone, PartialEq)]
+pub struct FgdTarget {
+    /// Milli-CPUs.
+    pub cpu_milli: u64,
+    /// Milli-GPUs on each GPU: 1000 for whole GPUs, less for a share, 0 for CPU-only.
+    pub gpu_milli: u32,
+    /// GPUs (0 for CPU-only, 1 for a share).
+    pub gpus: u32,
+    /// Allowed GPU models (empty = any).
+    pub gpu_types: Vec<String>,
+    /// Popularity (share of the workload), normalised to sum to 1 by [`Fgd::new`].
+    pub weight: f64,
+}
+
+/// Baseline: Fragmentation Gradient Descent (Weng et al., USENIX ATC'23; `ANCHORS.md` §A1,
+/// §A1r). A node's fragmentation against the target workload M is F = Σ_m p_m · F(m), where
+/// F(m) is the node's free GPU milli that task m could not use: all of it when m cannot run
+/// there at all (too few fitting GPUs, too few CPUs, wrong model, or m is CPU-only), else the
+/// free milli of GPUs whose free part is below m's per-GPU share. The score of a node is
+/// ⌊100·sigmoid((F_before − F_after)/1000)⌋ (highest wins, ties by [`PlaceCtx::tie_rank`]); a
+/// share goes to the GPU with the best such score (lowest index on ties); whole GPUs are the
+/// lowest-index free ones. Memory is enforced by the engine, never scored.
+///
+/// F depends only on a node's state (model, free CPUs, free milli per GPU), so it is memoised
+/// by that state; the memo makes a run over the 1,213-node openb cluster cheap.
+#[derive(Debug)]
+pub struct Fgd {
+    targets: Vec<FgdTarget>,
+    memo: std::sync::Mutex<FgdMemo>,
+}
+
+/// A pod shape: (milli-CPUs, milli-GPUs per GPU, GPUs, GPU models).
+type Shape = (u64, u32, u32, Vec<String>);
+
+#[derive(Debug, Default)]
+struct FgdMemo {
+    types: Vec<Option<String>>,
+    frag: std::collections::HashMap<(u16, u64, [u16; 8], u8), f64>,
+}
+
+impl Fgd {
+    /// FGD against the given target workload (weights are renormalised to sum to 1).
+    pub fn new(mut targets: Vec<FgdTarget>) -> Fgd {
+        let total: f64 = targets.iter().map(|t| t.weight).sum();
+        if total > 0.0 {
+            for t in &mut targets {
+                t.weight /= total;
+            }
+        }
+        Fgd {
+            targets,
+            memo: std::sync::Mutex::new(FgdMemo::default()),
+        }
+    }
+
+    /// The target workload of the artifact from a list of pods, each `(cpu_milli, gpu_milli,
+    /// gpus, gpu_types)`: the distinct shapes by decreasing count (ties by decreasing shape),
+    /// taken ten at a time until they cover at least `coverage` (0.95 in `ANCHORS.md` §A1r) of
+    /// the pods, then renormalised.
+    pub fn from_pods<'a>(pods: impl IntoIterator<Item = (u64, u32, u32, &'a [String])>, coverage: f64) -> Fgd {
+        let mut counts: std::collections::BTreeMap<Shape, u64> = std::collections::BTreeMap::new();
+        let mut total = 0u64;
+        for (cpu, milli, gpus, types) in pods {
+            *counts.entry((cpu, milli, gpus, types.to_vec())).or_insert(0) += 1;
+            total += 1;
+        }
+        let mut shapes: Vec<(Shape, u64)> = counts.into_iter().collect();
+        // Decreasing count; equal counts in decreasing shape order (cpu, milli, gpus, types).
+        shapes.sort_by(|a, b| b.1.cmp(&a.1).then_with(|| b.0.cmp(&a.0)));
+        let want = coverage * total as f64;
+        let mut taken = 0usize;
+        let mut cum = 0u64;
+        while (cum as f64) < want && taken < shapes.len() {
+            let upto = (taken + 10).min(shapes.len());
+            cum += shapes[taken..upto].iter().map(|s| s.1).sum::<u64>();
+            taken = upto;
+        }
+        let targets = shapes[..taken]
+            .iter()
+            .map(|((cpu, milli, gpus, types), n)| FgdTarget {
+                cpu_milli: *cpu,
+                gpu_milli: *milli,
+                gpus: *gpus,
+                gpu_types: types.clone(),
+                weight: *n as f64,
+            })
+            .collect();
+        Fgd::new(targets)
+    }
+
+    /// The target workload, normalised.
+    pub fn targets(&self) -> &[FgdTarget] {
+        &self.targets
+    }
+
+    /// Fragmentation of a node state: `left` is the free milli of each GPU.
+    fn frag_of(&self, gpu_type: Option<&str>, cpu_left: u64, left: &[u32]) -> f64 {
+        let total: u32 = left.iter().sum();
+        if total == 0 {
+            return 0.0;
+        }
+        let mut f = 0.0;
+        for t in &self.targets {
+            let all = f64::from(total);
+            if t.gpu_milli == 0 {
+                f += t.weight * all;
+                continue;
+            }
+            let accessible = t.gpu_types.is_empty()
+                || gpu_type.is_some_and(|g| t.gpu_types.iter().any(|a| a.eq_ignore_ascii_case(g)));
+            if !accessible {
+                f += t.weight * all;
+                continue;
+            }
+            let fitting = left.iter().filter(|&&l| l >= t.gpu_milli).count() as u32;
+            if fitting >= t.gpus && cpu_left >= t.cpu_milli {
+                let frag: u32 = left.iter().filter(|&&l| l < t.gpu_milli).sum();
+                f += t.weight * f64::from(frag);
+            } else {
+                f += t.weight * all;
+            }
+        }
+        f
+    }
+
+    /// Memoised [`Fgd::frag_of`].
+    fn frag(&self, node: &flotilla_core::cluster::Node, cpu_left: u64, left: &[u32]) -> f64 {
+        if left.len() > 8 {
+            return self.frag_of(node.gpu_type.as_deref(), cpu_left, left);
+        }
+        let mut key = [0u16; 8];
+        for (k, &l) in key.iter_mut().zip(left) {
+            *k = l as u16;
+        }
+        key[..left.len()].sort_unstable();
+        let mut memo = self.memo.lock().unwrap_or_else(|e| e.into_inner());
+        let ty = match memo.types.iter().position(|t| t.as_deref() == node.gpu_type.as_deref()) {
+            Some(i) => i,
+            None => {
+                memo.types.push(node.gpu_type.clone());
+                memo.types.len() - 1
+            }
+        } as u16;
+        let k = (ty, cpu_left, key, left.len() as u8);
+        if let Some(&f) = memo.frag.get(&k) {
+            return f;
+        }
+        drop(memo);
+        let f = self.frag_of(node.gpu_type.as_deref(), cpu_left, left);
+        self.memo.lock().unwrap_or_else(|e| e.into_inner()).frag.insert(k, f);
+        f
+    }
+
+    fn left(node: &flotilla_core::cluster::Node) -> Vec<u32> {
+        node.gpu_milli_used.iter().map(|&u| MILLI - u).collect()
+    }
+
+    fn to_score(before: f64, after: f64) -> i64 {
+        let x = (before - after) / 1000.0;
+        (100.0 / (1.0 + (-x).exp())) as i64
+    }
+
+    /// Best share GPU and its score: the first GPU (by index) with the highest score.
+    fn best_share(&self, node: &flotilla_core::cluster::Node, blocked: GpuMask, d: &NodeDemand<'_>) -> Option<(u32, i64)> {
+        let mut left = Fgd::left(node);
+        let before = self.frag(node, node.free_cpu_milli, &left);
+        let cpu_after = node.free_cpu_milli.saturating_sub(d.cpu_milli);
+        let mut best: Option<(u32, i64)> = None;
+        for g in 0..node.gpus {
+            if blocked.contains(g) || left[g as usize] < d.gpu_milli {
+                continue;
+            }
+            left[g as usize] -= d.gpu_milli;
+            let s = Fgd::to_score(before, self.frag(node, cpu_after, &left));
+            left[g as usize] += d.gpu_milli;
+            if best.is_none_or(|(_, bs)| s > bs) {
+                best = Some((g, s));
+            }
+        }
+        best
+    }
+}
+
+impl PlacementPolicy for Fgd {
+    fn name(&self) -> &str {
+        "fgd"
+    }
+    fn order(&self) -> CandidateOrder {
+        CandidateOrder::NodeOrder
+    }
+    fn score(&self, ctx: &PlaceCtx<'_>, id: NodeId, avail: GpuMask, d: &NodeDemand<'_>) -> Score {
+        let n = ctx.cluster.node(id);
+        if d.gpus > 0 && d.gpu_milli < MILLI {
+            return self.best_share(n, (ctx.blocked)(id), d).map_or(Score::MIN, |(_, s)| Score::from(s));
+        }
+        let mut left = Fgd::left(n);
+        let before = self.frag(n, n.free_cpu_milli, &left);
+        if let Some(m) = lowest(avail, d.gpus) {
+            for g in m.iter() {
+                left[g as usize] = 0;
+            }
+        }
+        let after = self.frag(n, n.free_cpu_milli.saturating_sub(d.cpu_milli), &left);
+        Score::from(Fgd::to_score(before, after))
+    }
+    fn pick_gpus(&self, _node: &flotilla_core::cluster::Node, avail: GpuMask, n: u32) -> Option<GpuMask> {
+        lowest(avail, n)
+    }
+    fn pick_share_gpu_for(&self, node: &flotilla_core::cluster::Node, blocked: GpuMask, d: &NodeDemand<'_>) -> Option<u32> {
+        self.best_share(node, blocked, d).map(|(g, _)| g)
+    }
+}
+
+/// Baseline: random placement (FGD artifact's `01-Random`): every feasible node gets an
+/// independent pseudo-random score, so the highest is a uniformly random feasible node; a
+/// share goes to a uniformly random GPU that fits; whole GPUs are the lowest-index free ones.
+/// The generator (splitmix64) is seeded at construction and advanced by every draw, so a run
+/// is deterministic for a seed.
+#[derive(Debug)]
+pub struct RandomFit {
+    state: std::sync::atomic::AtomicU64,
+}
+
+impl RandomFit {
+    /// A random policy seeded with `seed`.
+    pub fn new(seed: u64) -> RandomFit {
+        RandomFit {
+            state: std::sync::atomic::AtomicU64::new(seed ^ 0x5851_f42d_4c95_7f2d),
+        }
+    }
+
+    fn next(&self) -> u64 {
+        let s = self
+            .state
+            .fetch_add(0x9e37_79b9_7f4a_7c15, std::sync::atomic::Ordering::Relaxed)
+            .wrapping_add(0x9e37_79b9_7f4a_7c15);
+        let mut z = s;
+        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+        z ^ (z >> 31)
+    }
+}
+
+impl PlacementPolicy for RandomFit {
+    fn name(&self) -> &str {
+        "random"
+    }
+    fn order(&self) -> CandidateOrder {
+        CandidateOrder::NodeOrder
+    }
+    fn score(&self, _: &PlaceCtx<'_>, _: NodeId, _: GpuMask, _: &NodeDemand<'_>) -> Score {
+        Score::from(self.next() >> 2)
+    }
+    fn pick_gpus(&self, _node: &flotilla_core::cluster::Node, avail: GpuMask, n: u32) -> Option<GpuMask> {
+        lowest(avail, n)
+    }
+    fn pick_share_gpu(&self, node: &flotilla_core::cluster::Node, blocked: GpuMask, milli: u32) -> Option<u32> {
+        let fits: Vec<u32> = (0..node.gpus)
+            .filter(|&g| !blocked.contains(g) && node.gpu_milli_used[g as usize] + milli <= MILLI)
+            .collect();
+        if fits.is_empty() {
+            return None;
+        }
+        Some(fits[(self.next() % fits.len() as u64) as usize])
     }
 }
 
@@ -240,6 +557,88 @@ mod tests {
         // A 2-GPU request: not exact anywhere; node 1 (affinity 2) is aligned, node 0 is not.
         let p = place(&ctx(&c), &TopoBestFit, &Request::gpus(2, TopologyKind::Node)).unwrap();
         assert_eq!(p[0].node, NodeId(1));
+    }
+
+    #[test]
+    fn fgd_scores_by_fragmentation_against_the_target() {
+        let mut c = Cluster::uniform(1, 8, 1, 64, 512_000);
+        c.take(&NodeAlloc { node: NodeId(0), gpus: GpuMask(0b1), gpu_milli: 500, cpu_milli: 0, mem_mib: 0 });
+        // One typical task: one whole GPU. GPU 0 (500 free) is the only fragment: F = 500.
+        let fgd = Fgd::new(vec![FgdTarget { cpu_milli: 1000, gpu_milli: 1000, gpus: 1, gpu_types: vec![], weight: 3.0 }]);
+        assert_eq!(fgd.targets()[0].weight, 1.0);
+        let whole = NodeDemand { gpus: 1, gpu_milli: 1000, cpu_milli: 1000, mem_mib: 0, gpu_types: &[], whole_node: false };
+        // A whole GPU leaves F at 500: ΔF = 0, sigmoid(0) = 0.5.
+        assert_eq!(fgd.score(&ctx(&c), NodeId(0), c.node(NodeId(0)).free_gpus, &whole), 50);
+        // A 500-milli share on GPU 0 removes the fragment (ΔF = 500 → 62); on a free GPU it
+        // adds one (ΔF = −500 → 37). FGD takes GPU 0.
+        let share = NodeDemand { gpu_milli: 500, ..whole.clone() };
+        assert_eq!(fgd.score(&ctx(&c), NodeId(0), c.node(NodeId(0)).free_gpus, &share), 62);
+        assert_eq!(fgd.pick_share_gpu_for(c.node(NodeId(0)), GpuMask::EMPTY, &share), Some(0));
+        // A CPU-only target counts every free milli as fragmented.
+        let cpu = Fgd::new(vec![FgdTarget { cpu_milli: 1000, gpu_milli: 0, gpus: 0, gpu_types: vec![], weight: 1.0 }]);
+        assert_eq!(cpu.frag_of(None, 64_000, &[500, 1000]), 1500.0);
+        // A model constraint the node does not meet: everything is fragmented.
+        let typed = Fgd::new(vec![FgdTarget { cpu_milli: 0, gpu_milli: 1000, gpus: 1, gpu_types: vec!["V100".into()], weight: 1.0 }]);
+        assert_eq!(typed.frag_of(Some("T4"), 64_000, &[1000]), 1000.0);
+        assert_eq!(typed.frag_of(Some("v100"), 64_000, &[1000]), 0.0);
+    }
+
+    #[test]
+    fn fgd_target_workload_covers_the_popular_shapes() {
+        let none: Vec<String> = Vec::new();
+        let mut pods = vec![(1000u64, 1000u32, 1u32, none.as_slice()); 90];
+        pods.extend(vec![(2000, 500, 1, none.as_slice()); 10]);
+        let f = Fgd::from_pods(pods, 0.95);
+        assert_eq!(f.targets().len(), 2);
+        assert!((f.targets()[0].weight - 0.9).abs() < 1e-12);
+    }
+
+    #[test]
+    fn random_fit_is_deterministic_per_seed() {
+        let c = Cluster::uniform(16, 8, 16, 64, 512_000);
+        let req = Request::gpus(1, TopologyKind::Node);
+        let pick = |seed| {
+            let r = RandomFit::new(seed);
+            (0..8).map(|_| place(&ctx(&c), &r, &req).unwrap()[0].node.0).collect::<Vec<_>>()
+        };
+        assert_eq!(pick(7), pick(7));
+        assert_ne!(pick(7), pick(8));
+    }
+
+    #[test]
+    fn topo_bestfit_avoids_stranding_gpus_behind_used_cpus() {
+        // Two 8-GPU, 64-CPU nodes (8 CPUs per GPU), 4 GPUs used on each. Node 0 has 24 CPUs
+        // left (enough for 3 of its 4 free GPUs), node 1 has 60. A 1-GPU job asking for 16
+        // CPUs strands one more GPU on node 0 and none on node 1.
+        let mut c = Cluster::uniform(2, 8, 2, 64, 512_000);
+        c.take(&NodeAlloc { node: NodeId(0), gpus: GpuMask(0xf), gpu_milli: MILLI, cpu_milli: 40_000, mem_mib: 0 });
+        c.take(&NodeAlloc { node: NodeId(1), gpus: GpuMask(0xf), gpu_milli: MILLI, cpu_milli: 4000, mem_mib: 0 });
+        let req = Request { cpu_milli_per_node: 16_000, ..Request::gpus(1, TopologyKind::Node) };
+        let p = place(&ctx(&c), &TopoBestFit, &req).unwrap();
+        assert_eq!(p[0].node, NodeId(1));
+        // A CPU-only job takes node 1's spare CPUs too, never node 0's last ones.
+        let cpu = Request { cpu_milli_per_node: 16_000, ..Request::gpus(0, TopologyKind::Node) };
+        assert_eq!(place(&ctx(&c), &TopoBestFit, &cpu).unwrap()[0].node, NodeId(1));
+    }
+
+    #[test]
+    fn topo_bestfit_breaks_the_smallest_free_node() {
+        let specs: Vec<flotilla_core::cluster::NodeSpec> = [(128_000, 786_432), (96_000, 393_216)]
+            .iter()
+            .enumerate()
+            .map(|(i, &(cpu, mem))| flotilla_core::cluster::NodeSpec {
+                name: format!("n{i}"),
+                gpus: 8,
+                gpu_type: None,
+                cpu_milli: cpu,
+                mem_mib: mem,
+                pod: "p".into(),
+            })
+            .collect();
+        let mut c = Cluster::from_specs(&specs);
+        c.add_partition("all", vec![NodeId(0), NodeId(1)], true);
+        let p = place(&ctx(&c), &TopoBestFit, &Request::gpus(1, TopologyKind::Node)).unwrap();
+        assert_eq!(p[0].node, NodeId(1), "the larger node stays whole");
     }
 
     #[test]

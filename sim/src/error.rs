@@ -55,4 +55,30 @@ pub enum SimError {
         /// The cluster asked for, e.g. `cluster04`.
         cluster: String,
     },
+    /// A policy name no experiment knows.
+    #[error("unknown policy `{name}`")]
+    UnknownPolicy {
+        /// The name asked for.
+        name: String,
+    },
+    /// An output file could not be written.
+    #[error("cannot write {}", path.display())]
+    Write {
+        /// The file.
+        path: PathBuf,
+        /// What the operating system said.
+        #[source]
+        source: std::io::Error,
+    },
+    /// A plot could not be drawn.
+    #[error("cannot draw {}: {message}", path.display())]
+    Plot {
+        /// The PNG file.
+        path: PathBuf,
+        /// What the plotting library said.
+        message: String,
+    },
+    /// An experiment option is out of range.
+    #[error("bad option: {0}")]
+    BadOption(String),
 }

@@ -4,12 +4,19 @@
 //! Map:
 //! - [`traces`]: typed loaders for every dataset in `../shared/traces` (Alibaba openb, Microsoft
 //!   ITP and Philly, Alibaba DLRM inference, node lists, a switch topology).
+//! - [`fgd`]: experiment `fgd`, the FGD (ATC'23) fragmentation protocol on openb.
+//! - [`gang`]: experiment `gang`, ITP and Philly replayed by time through the scheduler.
+//! - [`report`]: JSON, CSV and PNG outputs. [`progress`]: progress hooks and a thread pool.
 //! - [`SimError`]: the crate's one error type.
 //!
 //! This crate never reads a wall clock to make a decision, and reads files only through the
 //! loaders, from a directory that is always passed in.
 
 pub mod error;
+pub mod fgd;
+pub mod gang;
+pub mod progress;
+pub mod report;
 pub mod traces;
 
 pub use error::SimError;

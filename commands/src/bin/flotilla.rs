@@ -1,0 +1,196 @@
+//! `flotilla`: Flotilla's admin command. Subcommands: `sim` (trace-driven experiments through
+//! the real scheduling core); `dev` and `demo` arrive with the local-cluster issue.
+
+use std::path::PathBuf;
+use std::time::Instant;
+
+use anyhow::{bail, Context, Result};
+use clap::{Args, Parser, Subcommand, ValueEnum};
+use flotilla_sim::progress::Progress;
+use flotilla_sim::traces::openb::OpenbVariant;
+use flotilla_sim::traces::TraceDir;
+use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
+
+#[derive(Debug, Parser)]
+#[command(name = "flotilla", version, about = "Flotilla admin command")]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// Replay real GPU-cluster traces through the scheduling core and compare policies.
+    Sim(SimArgs),
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+enum Experiment {
+    /// FGD (ATC'23) fragmentation protocol on the Alibaba openb cluster.
+    Fgd,
+    /// Gang scheduling, held reservations and backfill: ITP or Philly replayed by time.
+    Gang,
+    /// Services sharing the fleet with preemptible training (needs core II; not yet).
+    SharedFleet,
+}
+
+#[derive(Debug, Args)]
+struct SimArgs {
+    /// The experiment to run.
+    #[arg(value_enum)]
+    experiment: Experiment,
+    /// The traces folder (holding openb/, itp/, philly/, anchors/).
+    #[arg(long, default_value = TraceDir::DEFAULT)]
+    traces: PathBuf,
+    /// Output folder (created): summary.json, CSV tables and PNG plots.
+    #[arg(long)]
+    out: PathBuf,
+    /// Number of seeds (fgd: 42, 43, ...; default 10, the artifact's 42–51).
+    #[arg(long, default_value_t = 10)]
+    seeds: u64,
+    /// First seed.
+    #[arg(long, default_value_t = 42)]
+    first_seed: u64,
+    /// Policies, comma-separated (fgd: topo-bestfit,best-fit,fgd,random,first-fit; gang:
+    /// fifo,easy,flotilla). Default: all of the experiment's.
+    #[arg(long, value_delimiter = ',')]
+    policies: Vec<String>,
+    /// fgd: the openb pod list (`default`, `multigpu50`, ..., or `all` for the 17).
+    #[arg(long, default_value = "default")]
+    pod_list: String,
+    /// gang: the trace (`itp` or `philly`).
+    #[arg(long, default_value = "itp")]
+    trace: String,
+    /// gang: the ITP cluster (`cluster04`, ...; `all` = every job of the 10 clusters).
+    #[arg(long, default_value = "cluster04")]
+    cluster: String,
+    /// gang: offered loads, comma-separated.
+    #[arg(long, value_delimiter = ',', default_value = "0.5,0.7,0.9,1.0")]
+    loads: Vec<f64>,
+    /// gang: walltime request as a multiple of the real duration (rounded up to an hour).
+    #[arg(long, default_value_t = 2.0)]
+    walltime_factor: f64,
+    /// gang: keep only the first N jobs of the trace (0 = all).
+    #[arg(long, default_value_t = 0)]
+    max_jobs: usize,
+    /// Threads (results never depend on it). Default: the machine's cores.
+    #[arg(long)]
+    jobs: Option<usize>,
+}
+
+/// An indicatif bar on stderr, hidden when stderr is not a terminal.
+struct Bar(ProgressBar);
+
+impl Progress for Bar {
+    fn add_total(&self, n: u64) {
+        self.0.inc_length(n);
+    }
+    fn advance(&self, n: u64, what: &str) {
+        self.0.set_message(what.to_owned());
+        self.0.inc(n);
+    }
+}
+
+fn bar() -> Bar {
+    let pb = ProgressBar::with_draw_target(Some(0), ProgressDrawTarget::stderr());
+    if !std::io::IsTerminal::is_terminal(&std::io::stderr()) {
+        pb.set_draw_target(ProgressDrawTarget::hidden());
+    }
+    pb.set_style(
+        ProgressStyle::with_template("{elapsed_precise} [{bar:40}] {pos}/{len} {msg}")
+            .expect("static template")
+            .progress_chars("=> "),
+    );
+    Bar(pb)
+}
+
+fn main() -> Result<()> {
+    let cli = Cli::parse();
+    match cli.command {
+        Command::Sim(args) => sim(args),
+    }
+}
+
+fn sim(a: SimArgs) -> Result<()> {
+    let traces = TraceDir::new(&a.traces);
+    if !traces.root().is_dir() {
+        bail!("traces folder {} not found (use --traces)", traces.root().display());
+    }
+    std::fs::create_dir_all(&a.out).with_context(|| format!("cannot create {}", a.out.display()))?;
+    let jobs = a
+        .jobs
+        .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()));
+    let seeds: Vec<u64> = (a.first_seed..a.first_seed + a.seeds.max(1)).collect();
+    let progress = bar();
+    let started = Instant::now();
+    match a.experiment {
+        Experiment::Fgd => {
+            let pod_lists = if a.pod_list == "all" {
+                OpenbVariant::ALL.to_vec()
+            } else {
+                a.pod_list
+                    .split(',')
+                    .map(|s| s.parse::<OpenbVariant>())
+                    .collect::<Result<Vec<_>, _>>()?
+            };
+            let mut opts = flotilla_sim::fgd::FgdOptions {
+                pod_lists,
+                seeds,
+                jobs,
+                ..Default::default()
+            };
+            if !a.policies.is_empty() {
+                opts.policies = a.policies.clone();
+            }
+            let report = flotilla_sim::fgd::run(&traces, &opts, &progress)?;
+            progress.0.finish_and_clear();
+            report.write(&a.out)?;
+            print_fgd(&report);
+        }
+        Experiment::Gang => {
+            let mut opts = flotilla_sim::gang::GangOptions {
+                trace: a.trace.parse()?,
+                cluster: a.cluster.clone(),
+                loads: a.loads.clone(),
+                max_jobs: (a.max_jobs > 0).then_some(a.max_jobs),
+                walltime_factor: a.walltime_factor,
+                jobs,
+                ..Default::default()
+            };
+            if !a.policies.is_empty() {
+                opts.policies = a.policies.clone();
+            }
+            let report = flotilla_sim::gang::run(&traces, &opts, &progress)?;
+            progress.0.finish_and_clear();
+            report.write(&a.out)?;
+            print!("{}", report.table());
+        }
+        Experiment::SharedFleet => {
+            bail!("experiment shared-fleet needs services and preemption (core II), which do not exist yet");
+        }
+    }
+    eprintln!("done in {:.1} s; results in {}", started.elapsed().as_secs_f64(), a.out.display());
+    Ok(())
+}
+
+fn print_fgd(r: &flotilla_sim::fgd::FgdReport) {
+    println!(
+        "{:<12} {:<13} {:>9} {:>9} {:>9} {:>12}",
+        "pod_list", "policy", "unalloc%", "artifact", "median", "free8@90"
+    );
+    for l in &r.pod_lists {
+        for p in &r.policies {
+            if let Some(s) = r.results[l].get(p) {
+                println!(
+                    "{:<12} {:<13} {:>9.2} {:>9} {:>9.2} {:>12.1}",
+                    l,
+                    p,
+                    s.unallocated_gpu_pct_at_100,
+                    s.artifact_unallocated_gpu_pct_at_100.map_or("-".into(), |x| format!("{x:.2}")),
+                    s.unallocated_gpu_pct_at_100_median,
+                    s.whole_free_nodes_at_90
+                );
+            }
+        }
+    }
+}
