@@ -5,11 +5,22 @@
 //!
 //! Implementations: [`nvml::NvmlHealth`] (real) and [`fake::FakeHealth`] (tests).
 
+pub mod fake;
+pub mod nvml;
+
 use std::fmt;
 
 /// One GPU health observation (defined in `flotilla-core`, shared with the policy in
 /// `flotilla-plugins` and the controller).
 pub use flotilla_core::health::HealthEvent;
+
+/// Errors of health sources.
+#[derive(Debug, thiserror::Error)]
+pub enum HealthError {
+    /// NVML could not be loaded or initialised: no `libnvidia-ml.so.1`, or no driver.
+    #[error("NVML unavailable (libnvidia-ml.so.1 with a loaded NVIDIA driver is needed): {0}")]
+    NvmlUnavailable(String),
+}
 
 /// A GPU as inventoried.
 #[derive(Debug, Clone, PartialEq, Eq)]
