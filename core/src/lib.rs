@@ -16,10 +16,13 @@
 //! - [`placement`]: placement over topology sets behind the [`placement::PlacementPolicy`]
 //!   extension point, and [`placement::largest_placeable`].
 //! - [`quota`]: the account tree with guaranteed and maximum GPUs (borrowing, LIFO reclaim).
+//! - [`health`]: GPU health events and the [`health::HealthPolicy`] extension point (which
+//!   events quarantine a node).
 //! - [`sched`]: the scheduling core ([`sched::Scheduler`]): events and `now` in, decisions out.
 
 pub mod cluster;
 pub mod config;
+pub mod health;
 pub mod hostlist;
 pub mod job;
 pub mod placement;

@@ -1,12 +1,15 @@
 //! Flotilla's policies behind the core's extension points: placement scorers, queue order and
-//! priority, and the baselines we compare against.
+//! priority, GPU health policies (which GPU errors quarantine a node), and the baselines we
+//! compare against.
 //!
 //! Pure like `core`: no clock, no I/O. Registered statically by name and chosen with
 //! slurm.conf keys (`SelectType`, `PriorityType`, `SchedulerType`, ...). No dlopen.
 
+pub mod health;
 pub mod placement;
 pub mod priority;
 
+use flotilla_core::health::HealthPolicy;
 use flotilla_core::placement::PlacementPolicy;
 use flotilla_core::sched::{PriorityPolicy, QueueMode, SchedConfig};
 
@@ -57,4 +60,34 @@ pub fn queue(name: &str) -> Option<SchedConfig> {
         queue,
         ..SchedConfig::default()
     })
+}
+
+/// Names of the registered GPU health policies, default first.
+pub const HEALTH_POLICIES: &[&str] = &["health/nvidia", "health/none"];
+
+/// Looks a GPU health policy up by name: `health/nvidia` (default: critical Xids, uncorrectable
+/// ECC, NVLink errors, pending retired pages and temperature quarantine the node) or
+/// `health/none` (never quarantines).
+pub fn health(name: &str) -> Option<Box<dyn HealthPolicy>> {
+    Some(match name {
+        "health/nvidia" | "nvidia" | "" => Box::new(health::NvidiaHealth::default()),
+        "health/none" | "none" => Box::new(health::NoHealth),
+        _ => return None,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn health_policies_are_registered_by_name() {
+        for name in super::HEALTH_POLICIES {
+            let policy = super::health(name).expect("registered");
+            assert_eq!(policy.name(), *name);
+        }
+        assert_eq!(
+            super::health("").map(|p| p.name().to_string()).as_deref(),
+            Some("health/nvidia")
+        );
+        assert!(super::health("health/bogus").is_none());
+    }
 }

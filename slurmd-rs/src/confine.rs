@@ -2,7 +2,20 @@
 //! cgroups (v1 and v2), behind a trait with a real and a fake implementation (STYLE.md:
 //! fakes at the edges; the cgroup root is injected so tests use a temp dir).
 //!
-//! Interface only in this file; implementations live in `confine/`.
+//! Implementations (each takes the cgroup root, e.g. `/sys/fs/cgroup`, as a parameter):
+//! - [`v1::CgroupV1`]: cgroup v1 `memory`, `devices` (and `pids` where mounted) under
+//!   `<root>/<controller>/flotilla/<node>/<name>`;
+//! - [`v2::CgroupV2`]: the unified hierarchy under `<root>/flotilla/<node>/<name>`, GPUs
+//!   filtered by a `BPF_PROG_TYPE_CGROUP_DEVICE` program ([`bpf`]);
+//! - [`fake::FakeConfinement`]: records calls, for tests of other components;
+//! - [`auto`]: picks v2, v1 or none from what the host offers.
+
+pub mod auto;
+pub mod bpf;
+pub mod fake;
+mod fsutil;
+pub mod v1;
+pub mod v2;
 
 use std::fmt;
 
@@ -46,6 +59,18 @@ pub enum ConfineError {
     /// The host offers no usable cgroup hierarchy for a controller.
     #[error("no usable cgroup {0} controller")]
     Unsupported(String),
+    /// A bpf(2) call failed (loading or attaching the device filter of a v2 cgroup).
+    #[error("bpf {op} for cgroup {path}: {source}{}", if .log.is_empty() { String::new() } else { format!(" (verifier: {})", .log) })]
+    Bpf {
+        /// `BPF_PROG_LOAD`, `BPF_PROG_ATTACH` or `BPF_PROG_QUERY`.
+        op: &'static str,
+        /// Cgroup directory.
+        path: String,
+        /// Cause.
+        source: std::io::Error,
+        /// The verifier's log, when the load was refused.
+        log: String,
+    },
 }
 
 /// A created job cgroup.
@@ -68,4 +93,21 @@ pub trait Confinement: fmt::Debug + Send + Sync {
     fn kind(&self) -> &'static str;
     /// Creates (or re-opens, after a daemon restart) the job's cgroup with its limits.
     fn create(&self, spec: &ConfineSpec) -> Result<Box<dyn JobCgroup>, ConfineError>;
+}
+
+impl ConfineSpec {
+    /// The GPU devices the job may not open: every device of `all_gpus` whose index is not in
+    /// `allowed_gpus`.
+    pub fn denied_gpus(&self) -> impl Iterator<Item = &GpuDevice> {
+        self.all_gpus
+            .iter()
+            .filter(|gpu| !self.allowed_gpus.contains(&gpu.index))
+    }
+
+    /// The GPU devices the job may open.
+    pub fn allowed_gpu_devices(&self) -> impl Iterator<Item = &GpuDevice> {
+        self.all_gpus
+            .iter()
+            .filter(|gpu| self.allowed_gpus.contains(&gpu.index))
+    }
 }

@@ -3,52 +3,23 @@
 //! in `flotilla-plugins` (pure). Real implementation: NVML, loaded at run time (absence is a
 //! log line, not a crash); fake: driven by tests.
 //!
-//! Interface only in this file; implementations live in `health/`.
+//! Implementations: [`nvml::NvmlHealth`] (real) and [`fake::FakeHealth`] (tests).
+
+pub mod fake;
+pub mod nvml;
 
 use std::fmt;
 
-/// One GPU health observation.
-#[derive(Debug, Clone, PartialEq)]
-pub enum HealthEvent {
-    /// An XID error (e.g. 79: GPU fell off the bus; 48: double-bit ECC).
-    Xid {
-        /// GPU index.
-        gpu: u32,
-        /// XID code.
-        xid: u64,
-    },
-    /// ECC error counters (volatile).
-    Ecc {
-        /// GPU index.
-        gpu: u32,
-        /// Corrected errors.
-        corrected: u64,
-        /// Uncorrected errors.
-        uncorrected: u64,
-    },
-    /// NVLink errors on a link.
-    NvLink {
-        /// GPU index.
-        gpu: u32,
-        /// Link.
-        link: u32,
-        /// Error count.
-        errors: u64,
-    },
-    /// Retired memory pages.
-    RetiredPages {
-        /// GPU index.
-        gpu: u32,
-        /// Pages pending retirement.
-        pending: u64,
-    },
-    /// Temperature in degrees Celsius.
-    Temperature {
-        /// GPU index.
-        gpu: u32,
-        /// Degrees C.
-        celsius: u32,
-    },
+/// One GPU health observation (defined in `flotilla-core`, shared with the policy in
+/// `flotilla-plugins` and the controller).
+pub use flotilla_core::health::HealthEvent;
+
+/// Errors of health sources.
+#[derive(Debug, thiserror::Error)]
+pub enum HealthError {
+    /// NVML could not be loaded or initialised: no `libnvidia-ml.so.1`, or no driver.
+    #[error("NVML unavailable (libnvidia-ml.so.1 with a loaded NVIDIA driver is needed): {0}")]
+    NvmlUnavailable(String),
 }
 
 /// A GPU as inventoried.

@@ -3,8 +3,11 @@
 //! allocation's GPUs and memory, signals them (SIGTERM → deadline → SIGKILL of the whole
 //! tree), reports exits, and watches the GPUs.
 //!
-//! - [`confine`]: the confinement interface (cgroups v1/v2, fake).
-//! - [`health`]: the GPU health interface (NVML, fake).
+//! - [`confine`]: confinement of a job to its GPUs and memory: cgroup v1 and v2 (BPF device
+//!   filter), a fake, and detection of what the host offers. Root tests:
+//!   `FLOTILLA_TEST_ROOT=1`.
+//! - [`health`]: GPU inventory and health events: NVML (loaded at run time) and a fake. GPU
+//!   tests: `FLOTILLA_TEST_GPU=1`.
 
 pub mod confine;
 pub mod health;

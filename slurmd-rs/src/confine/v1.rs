@@ -1,0 +1,315 @@
+//! cgroup v1 confinement: one directory per job in each controller,
+//! `<root>/<controller>/flotilla/<node>/<name>`, for `memory` and `devices` (required) and
+//! `pids` (where mounted, so a job's processes can be listed there too).
+//!
+//! - memory: `memory.limit_in_bytes`; OOM kills read from `memory.oom_control`'s `oom_kill`
+//!   (kernels ≥ 4.13), else `memory.failcnt` > 0 with `under_oom` (older kernels).
+//! - devices: like Slurm's task/cgroup, only GPUs are constrained: `c M:m rwm` written to
+//!   `devices.deny` for every GPU outside the mask and to `devices.allow` for the job's own;
+//!   every other device stays allowed (inherited from the parent).
+//! - processes: `cgroup.procs`; no freezer, so [`JobCgroup::signal_all`] signals each pid and,
+//!   for `SIGKILL`, repeats until no new pid appears.
+
+use super::fsutil;
+use super::{ConfineError, ConfineSpec, Confinement, JobCgroup};
+use std::path::{Path, PathBuf};
+
+/// Controllers a v1 job cgroup needs.
+pub const REQUIRED: &[&str] = &["memory", "devices"];
+/// Controllers used where mounted.
+pub const OPTIONAL: &[&str] = &["pids"];
+
+/// cgroup v1 confinement rooted at `root` (normally `/sys/fs/cgroup`, where each controller is
+/// mounted at `<root>/<controller>`).
+#[derive(Debug, Clone)]
+pub struct CgroupV1 {
+    root: PathBuf,
+    node: String,
+}
+
+impl CgroupV1 {
+    /// Confinement for node daemon `node` under `root`.
+    pub fn new(root: impl Into<PathBuf>, node: &str) -> CgroupV1 {
+        CgroupV1 {
+            root: root.into(),
+            node: node.to_string(),
+        }
+    }
+
+    /// The job directory `name` in `controller`.
+    pub fn dir(&self, controller: &str, name: &str) -> PathBuf {
+        self.root
+            .join(controller)
+            .join("flotilla")
+            .join(&self.node)
+            .join(name)
+    }
+
+    /// True when `controller` is mounted (its hierarchy's root directory exists).
+    fn mounted(&self, controller: &str) -> bool {
+        self.root.join(controller).join("cgroup.procs").exists()
+    }
+}
+
+/// A device rule in `devices.allow`/`devices.deny` syntax.
+fn rule(major: u32, minor: u32) -> String {
+    format!("c {major}:{minor} rwm")
+}
+
+impl Confinement for CgroupV1 {
+    fn kind(&self) -> &'static str {
+        "v1"
+    }
+
+    fn create(&self, spec: &ConfineSpec) -> Result<Box<dyn JobCgroup>, ConfineError> {
+        for controller in REQUIRED {
+            if !self.mounted(controller) {
+                return Err(ConfineError::Unsupported((*controller).to_string()));
+            }
+        }
+        let controllers: Vec<&str> = REQUIRED
+            .iter()
+            .chain(OPTIONAL)
+            .copied()
+            .filter(|c| self.mounted(c))
+            .collect();
+        let mut dirs = Vec::new();
+        for controller in &controllers {
+            let dir = self.dir(controller, &spec.name);
+            fsutil::create_dir_all(&dir)?;
+            dirs.push(dir);
+        }
+        let memory = self.dir("memory", &spec.name);
+        let limit = match spec.mem_limit_mib {
+            Some(mib) => (mib * 1024 * 1024).to_string(),
+            None => "-1".to_string(),
+        };
+        fsutil::write(&memory.join("memory.limit_in_bytes"), &limit)?;
+        let devices = self.dir("devices", &spec.name);
+        for gpu in spec.allowed_gpu_devices() {
+            fsutil::append(&devices.join("devices.allow"), &rule(gpu.major, gpu.minor))?;
+        }
+        for gpu in spec.denied_gpus() {
+            fsutil::append(&devices.join("devices.deny"), &rule(gpu.major, gpu.minor))?;
+        }
+        Ok(Box::new(JobCgroupV1 { memory, dirs }))
+    }
+}
+
+/// A v1 job cgroup: the same name in each controller.
+#[derive(Debug, Clone)]
+pub struct JobCgroupV1 {
+    memory: PathBuf,
+    dirs: Vec<PathBuf>,
+}
+
+impl JobCgroupV1 {
+    /// The job's directories, one per controller (memory first).
+    pub fn dirs(&self) -> &[PathBuf] {
+        &self.dirs
+    }
+
+    fn memory_file(&self, file: &str) -> PathBuf {
+        self.memory.join(file)
+    }
+}
+
+impl JobCgroup for JobCgroupV1 {
+    fn add_pid(&self, pid: i32) -> Result<(), ConfineError> {
+        for dir in &self.dirs {
+            fsutil::write(&dir.join("cgroup.procs"), &pid.to_string())?;
+        }
+        Ok(())
+    }
+
+    fn pids(&self) -> Result<Vec<i32>, ConfineError> {
+        fsutil::tree_pids(&self.memory)
+    }
+
+    fn signal_all(&self, signal: i32) -> Result<(), ConfineError> {
+        let signal = fsutil::signal_of(signal, &self.memory)?;
+        fsutil::signal_tree(&self.memory, signal, 16)
+    }
+
+    fn oom_killed(&self) -> Result<bool, ConfineError> {
+        oom_killed(
+            &self.memory_file("memory.oom_control"),
+            &self.memory_file("memory.failcnt"),
+        )
+    }
+
+    fn destroy(&self) -> Result<(), ConfineError> {
+        for dir in &self.dirs {
+            fsutil::remove_tree(dir)?;
+        }
+        Ok(())
+    }
+}
+
+fn oom_killed(oom_control: &Path, failcnt: &Path) -> Result<bool, ConfineError> {
+    let control = fsutil::read(oom_control)?;
+    if let Some(kills) = fsutil::keyed_value(&control, "oom_kill") {
+        return Ok(kills > 0);
+    }
+    let under_oom = fsutil::keyed_value(&control, "under_oom").unwrap_or(0) > 0;
+    let failures = fsutil::read(failcnt)?.trim().parse::<u64>().unwrap_or(0);
+    Ok(under_oom || failures > 0)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::confine::GpuDevice;
+
+    /// A fake v1 cgroupfs: one directory per controller with its `cgroup.procs`.
+    fn fake_root(controllers: &[&str]) -> tempfile::TempDir {
+        let tmp = tempfile::tempdir().unwrap();
+        for c in controllers {
+            std::fs::create_dir_all(tmp.path().join(c)).unwrap();
+            std::fs::write(tmp.path().join(c).join("cgroup.procs"), "").unwrap();
+        }
+        tmp
+    }
+
+    pub(crate) fn gpus(n: u32) -> Vec<GpuDevice> {
+        (0..n)
+            .map(|i| GpuDevice {
+                index: i,
+                major: 195,
+                minor: i,
+                path: format!("/dev/nvidia{i}"),
+            })
+            .collect()
+    }
+
+    fn spec(name: &str) -> ConfineSpec {
+        ConfineSpec {
+            name: name.into(),
+            mem_limit_mib: Some(512),
+            allowed_gpus: vec![1, 3],
+            all_gpus: gpus(4),
+        }
+    }
+
+    #[test]
+    fn create_writes_limits_and_device_rules() {
+        let root = fake_root(&["memory", "devices", "pids"]);
+        let v1 = CgroupV1::new(root.path(), "n1");
+        let job = v1.create(&spec("job_42")).unwrap();
+        let mem = root.path().join("memory/flotilla/n1/job_42");
+        let dev = root.path().join("devices/flotilla/n1/job_42");
+        assert!(root.path().join("pids/flotilla/n1/job_42").is_dir());
+        assert_eq!(
+            std::fs::read_to_string(mem.join("memory.limit_in_bytes")).unwrap(),
+            "536870912"
+        );
+        assert_eq!(
+            std::fs::read_to_string(dev.join("devices.deny")).unwrap(),
+            "c 195:0 rwm\nc 195:2 rwm\n"
+        );
+        assert_eq!(
+            std::fs::read_to_string(dev.join("devices.allow")).unwrap(),
+            "c 195:1 rwm\nc 195:3 rwm\n"
+        );
+        job.add_pid(77).unwrap();
+        for c in ["memory", "devices", "pids"] {
+            let procs = root.path().join(c).join("flotilla/n1/job_42/cgroup.procs");
+            assert_eq!(std::fs::read_to_string(procs).unwrap(), "77");
+        }
+        assert_eq!(job.pids().unwrap(), vec![77]);
+        job.destroy().unwrap();
+        assert!(!mem.exists() && !dev.exists());
+    }
+
+    #[test]
+    fn no_limit_and_no_pids_controller() {
+        let root = fake_root(&["memory", "devices"]);
+        let v1 = CgroupV1::new(root.path(), "n1");
+        let mut s = spec("job_7/step_0");
+        s.mem_limit_mib = None;
+        v1.create(&s).unwrap();
+        let mem = root.path().join("memory/flotilla/n1/job_7/step_0");
+        assert_eq!(
+            std::fs::read_to_string(mem.join("memory.limit_in_bytes")).unwrap(),
+            "-1"
+        );
+        assert!(!root.path().join("pids/flotilla").exists());
+    }
+
+    #[test]
+    fn missing_controllers_are_unsupported() {
+        let root = fake_root(&["memory"]);
+        let err = CgroupV1::new(root.path(), "n1")
+            .create(&spec("job_1"))
+            .unwrap_err();
+        assert_eq!(err.to_string(), "no usable cgroup devices controller");
+    }
+
+    #[test]
+    fn oom_from_oom_control_or_failcnt() {
+        let root = fake_root(&["memory", "devices"]);
+        let job = CgroupV1::new(root.path(), "n1")
+            .create(&spec("job_1"))
+            .unwrap();
+        let mem = root.path().join("memory/flotilla/n1/job_1");
+        std::fs::write(
+            mem.join("memory.oom_control"),
+            "oom_kill_disable 0\nunder_oom 0\noom_kill 0\n",
+        )
+        .unwrap();
+        std::fs::write(mem.join("memory.failcnt"), "12\n").unwrap();
+        assert!(
+            !job.oom_killed().unwrap(),
+            "oom_kill wins over failcnt when present"
+        );
+        std::fs::write(
+            mem.join("memory.oom_control"),
+            "oom_kill_disable 0\nunder_oom 0\noom_kill 1\n",
+        )
+        .unwrap();
+        assert!(job.oom_killed().unwrap());
+        // Old kernels: no oom_kill line.
+        std::fs::write(
+            mem.join("memory.oom_control"),
+            "oom_kill_disable 0\nunder_oom 0\n",
+        )
+        .unwrap();
+        assert!(job.oom_killed().unwrap());
+        std::fs::write(mem.join("memory.failcnt"), "0\n").unwrap();
+        assert!(!job.oom_killed().unwrap());
+        // Missing file: an error naming it.
+        std::fs::remove_file(mem.join("memory.oom_control")).unwrap();
+        let err = job.oom_killed().unwrap_err().to_string();
+        assert!(err.contains("memory.oom_control"), "{err}");
+    }
+
+    #[test]
+    fn signal_all_kills_listed_processes() {
+        let root = fake_root(&["memory", "devices"]);
+        let job = CgroupV1::new(root.path(), "n1")
+            .create(&spec("job_1"))
+            .unwrap();
+        let mut a = std::process::Command::new("sleep")
+            .arg("60")
+            .spawn()
+            .unwrap();
+        let mut b = std::process::Command::new("sleep")
+            .arg("60")
+            .spawn()
+            .unwrap();
+        let mem = root.path().join("memory/flotilla/n1/job_1");
+        std::fs::write(
+            mem.join("cgroup.procs"),
+            format!("{}\n{}\n", a.id(), b.id()),
+        )
+        .unwrap();
+        job.signal_all(15).unwrap();
+        use std::os::unix::process::ExitStatusExt;
+        assert_eq!(a.wait().unwrap().signal(), Some(15));
+        assert_eq!(b.wait().unwrap().signal(), Some(15));
+        assert!(
+            job.signal_all(0x7fff).is_err(),
+            "an unknown signal is an error"
+        );
+    }
+}
