@@ -1,10 +1,21 @@
 //! Flotilla's node daemon: it binds, it does not decide. It registers with its boot epoch,
 //! launches batch scripts as their users inside a cgroup that confines them to their
 //! allocation's GPUs and memory, signals them (SIGTERM → deadline → SIGKILL of the whole
-//! tree), reports exits, and watches the GPUs.
+//! tree), reports exits, and watches the GPUs. It never schedules and never changes what the
+//! controller decided; a broken invariant stops it (fail stop).
 //!
 //! - [`confine`]: the confinement interface (cgroups v1/v2, fake).
 //! - [`health`]: the GPU health interface (NVML, fake).
+//! - [`pattern`]: output file name patterns (`%j`, `%A_%a`, ...), pure.
+//! - [`env`]: the batch script's environment and `--export`, pure.
+//! - [`spool`]: the spool directory: boot epoch, job directories, exit records.
+//! - [`stepd`]: the job supervisor (`slurmd --stepd DIR`), which outlives the daemon.
+//!
+//! The daemon's owner loop and session with the controller live in the `slurmd` binary.
 
 pub mod confine;
+pub mod env;
 pub mod health;
+pub mod pattern;
+pub mod spool;
+pub mod stepd;
