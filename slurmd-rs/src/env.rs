@@ -284,9 +284,10 @@ pub fn batch_env(
 
 /// `SLURM_TOPOLOGY_ADDR` and its pattern for `node` under `topology/tree`: the switches from
 /// the top down to the node (`spine.leaf1.gpu01`, `switch.switch.node`); just the node name
-/// without a tree.
+/// (`node`) under any other topology plugin.
 pub fn topology_addr(conf: &flotilla_core::config::ClusterConfig, node: &str) -> (String, String) {
-    let Some(leaf) = conf.pods.iter().find(|p| p.nodes.iter().any(|n| n == node)) else {
+    let leaf = conf.pods.iter().find(|p| p.nodes.iter().any(|n| n == node));
+    let Some(leaf) = leaf.filter(|_| conf.topology_plugin.ends_with("tree")) else {
         return (node.to_string(), "node".to_string());
     };
     let mut path = vec![leaf.name.clone()];
