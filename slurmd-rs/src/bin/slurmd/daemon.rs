@@ -188,8 +188,8 @@ impl Daemon {
     /// Re-adopts the jobs of this boot found in the spool.
     fn recover(&mut self) {
         for (job_id, run, done, path) in self.job_dirs() {
-            self.seen.insert((job_id, run));
             if done {
+                self.seen.insert((job_id, run));
                 continue;
             }
             let dir = JobDir(path);
@@ -206,6 +206,21 @@ impl Daemon {
                     continue;
                 }
             };
+            if jf.bind.batch_host && !dir.exit().exists() && !dir.lock().exists() {
+                // The daemon stopped between writing job.json and starting the supervisor
+                // (or the supervisor is just starting): give it a moment, else the job was
+                // never launched and the controller's next bind launches it.
+                let t0 = Instant::now();
+                while !stepd::alive(&dir) && t0.elapsed() < Duration::from_secs(2) {
+                    std::thread::sleep(Duration::from_millis(20));
+                }
+                if !stepd::alive(&dir) && !dir.exit().exists() {
+                    warn!(job = job_id, run, "job was never launched: forgetting it");
+                    let _ = std::fs::remove_dir_all(&dir.0);
+                    continue;
+                }
+            }
+            self.seen.insert((job_id, run));
             info!(job = job_id, run, batch = jf.bind.batch_host, "re-adopted");
             self.jobs.insert((job_id, run), Entry {
                 gpu_mask: jf.bind.gpu_mask,
