@@ -451,6 +451,16 @@ pub enum NodeToCtl {
     },
     /// A job ended (also repeated in heartbeats until acknowledged).
     JobExited(JobExit),
+    /// A job being stopped acknowledged its checkpoint (it touched the file named by
+    /// `FLOTILLA_CHECKPOINT_ACK`): the controller need not wait for the rest of the deadline.
+    CheckpointAck {
+        /// Job.
+        job_id: u64,
+        /// Run.
+        run: u32,
+        /// When the job acknowledged (s since epoch).
+        at: i64,
+    },
 }
 
 /// Start a job's part on a node. Idempotent: a node that runs or ran `(job_id, run)` during
@@ -524,6 +534,76 @@ pub enum CtlToNode {
         /// Jobs.
         job_ids: Vec<u64>,
     },
+    /// Start a job, with what the node needs beyond [`Bind`] to give the batch script the
+    /// environment Slurm gives it and to deliver `--signal`. Idempotent like `Bind`; a node
+    /// that understands it never needs the plain `Bind`.
+    Launch {
+        /// The binding.
+        bind: Box<Bind>,
+        /// The rest.
+        details: Box<LaunchDetails>,
+    },
+}
+
+/// Array task bounds of an array job, as Slurm exports them (`SLURM_ARRAY_TASK_COUNT`,
+/// `_MIN`, `_MAX`, `_STEP`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ArrayTasks {
+    /// Number of tasks.
+    pub count: u32,
+    /// Lowest index.
+    pub min: u32,
+    /// Highest index.
+    pub max: u32,
+    /// Step between indices (1 when they are not evenly spaced).
+    pub step: u32,
+}
+
+impl ArrayTasks {
+    /// Bounds of a set of task indices (`None` when empty).
+    pub fn of(indices: &[u32]) -> Option<ArrayTasks> {
+        let mut v = indices.to_vec();
+        v.sort_unstable();
+        v.dedup();
+        let (&min, &max) = (v.first()?, v.last()?);
+        let steps: Vec<u32> = v.windows(2).map(|w| w[1] - w[0]).collect();
+        let step = match steps.first() {
+            Some(&s) if steps.iter().all(|&x| x == s) => s,
+            _ => 1,
+        };
+        Some(ArrayTasks {
+            count: v.len() as u32,
+            min,
+            max,
+            step,
+        })
+    }
+}
+
+/// The part of a job's launch that [`Bind`] does not carry (sent with it in
+/// [`CtlToNode::Launch`]).
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+pub struct LaunchDetails {
+    /// Account (`SLURM_JOB_ACCOUNT`).
+    pub account: String,
+    /// QOS (`SLURM_JOB_QOS`).
+    pub qos: String,
+    /// Host the job was submitted from (`SLURM_SUBMIT_HOST`); empty if unknown.
+    pub submit_host: String,
+    /// CPUs on each node of the job, in allocation order (the batch host first), for
+    /// `SLURM_JOB_CPUS_PER_NODE` and `SLURM_TASKS_PER_NODE`.
+    pub cpus_per_node: Vec<u32>,
+    /// CPUs per task (`-c`, at least 1).
+    pub cpus_per_task: u32,
+    /// Memory per CPU (MiB) when memory was given per CPU (`--mem-per-cpu` or
+    /// `DefMemPerCPU`): `SLURM_MEM_PER_CPU`; `None`: per node (`SLURM_MEM_PER_NODE`).
+    pub mem_per_cpu_mib: Option<u64>,
+    /// Memory per node (MiB).
+    pub mem_per_node_mib: u64,
+    /// Bounds of the array the job is a task of.
+    pub array_tasks: Option<ArrayTasks>,
+    /// `--signal`: the node delivers it `secs_before` the time limit.
+    pub signal: Option<SignalSpec>,
 }
 
 /// Answer to `SubmitJob`.
@@ -835,4 +915,17 @@ pub enum Response {
     Registered,
     /// Answer to `Ping`.
     Pong,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn array_task_bounds() {
+        assert_eq!(ArrayTasks::of(&[]), None);
+        assert_eq!(ArrayTasks::of(&[0, 1]), Some(ArrayTasks { count: 2, min: 0, max: 1, step: 1 }));
+        assert_eq!(ArrayTasks::of(&[1, 3]), Some(ArrayTasks { count: 2, min: 1, max: 3, step: 2 }));
+        assert_eq!(ArrayTasks::of(&[7, 1, 3]), Some(ArrayTasks { count: 3, min: 1, max: 7, step: 1 }));
+    }
 }

@@ -315,6 +315,13 @@ pub fn admit(req: &SubmitJob, cluster: &Cluster, conf: &AdmissionConf, now: i64)
         gpus: request.gpus,
         required_nodes: req.required_nodes.clone(),
         excluded_nodes: req.excluded_nodes.clone(),
+        submit_host: req.submit_host.clone(),
+        mem_per_cpu_mib: match (req.mem_per_node_mib, req.mem_per_cpu_mib) {
+            (Some(_), _) => None,
+            (None, m) => m.or(conf.def_mem_per_cpu_mib),
+        },
+        array_tasks: array.as_ref().and_then(|(tasks, _)| flotilla_proto::ArrayTasks::of(tasks)),
+        signal: req.signal.clone(),
     };
     let _ = cpus_per_node;
     // After an id: dependency syntax, then node configuration.

@@ -19,7 +19,7 @@ use flotilla_core::sched::{Allocation, Decision, Event as CoreEvent, RequeueReas
 use flotilla_proto::errno::*;
 use flotilla_proto::{
     Bind, CancelJob, CtlToNode, HoldOp, HoldRelease, JobChange, JobExit, JobFilter, JobInfo, JobQuery, JobRef,
-    JobResult, NodeInfo, NodeJob, NodeQuery, NodeToCtl, PartitionInfo, Register, Request, RequeueJob, Response,
+    JobResult, LaunchDetails, NodeInfo, NodeJob, NodeQuery, NodeToCtl, PartitionInfo, Register, Request, RequeueJob, Response,
     SlurmError, Stats, SubmitJob, Submitted, TestOnly, TimeLimitWire, UpdateJob,
 };
 use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
@@ -1163,6 +1163,24 @@ impl Controller {
                 self.job_exited(nid, &exit, now);
                 self.node_out.push((nid.0 as usize, Outgoing::Msg(CtlToNode::AckExits { job_ids: vec![exit.job_id] })));
             }
+            NodeToCtl::CheckpointAck { job_id, run, at } => self.checkpoint_ack(job_id, run, at),
+        }
+    }
+
+    /// A job being stopped saved its checkpoint: SIGKILL now instead of at the deadline.
+    fn checkpoint_ack(&mut self, id: u64, run: u32, at: i64) {
+        let Some(rec) = self.jobs.get_mut(&id) else { return };
+        if rec.restarts != run || rec.state != JobState::Running {
+            return;
+        }
+        let Some(s) = rec.stopping.as_mut().filter(|s| !s.kill_sent) else { return };
+        s.kill_sent = true;
+        let _span = info_span!("job", job = id).entered();
+        info!(acked_at = at, "checkpoint acknowledged: killing without waiting for the deadline");
+        let nodes = rec.nodes.clone();
+        self.dirty(id);
+        for n in nodes {
+            self.send(&n, CtlToNode::Kill { job_id: id });
         }
     }
 
@@ -1691,6 +1709,21 @@ impl Controller {
         })
     }
 
+    fn launch_details(&self, job_id: u64) -> LaunchDetails {
+        let rec = &self.jobs[&job_id];
+        LaunchDetails {
+            account: rec.account.clone(),
+            qos: rec.qos.clone(),
+            submit_host: rec.submit_host.clone(),
+            cpus_per_node: rec.allocs.iter().map(|a| (a.part.cpu_milli / 1000) as u32).collect(),
+            cpus_per_task: rec.cpus_per_task.max(1),
+            mem_per_cpu_mib: rec.mem_per_cpu_mib,
+            mem_per_node_mib: rec.mem_per_node_mib,
+            array_tasks: rec.array_tasks,
+            signal: rec.signal.clone(),
+        }
+    }
+
     /// Commits the batch, then sends replies and node messages (decisions, then effects).
     fn flush(&mut self, events: u64) {
         let batch = std::mem::take(&mut self.batch);
@@ -1716,7 +1749,10 @@ impl Controller {
             let msg = match o {
                 Outgoing::Msg(m) => m,
                 Outgoing::Bind(id) => match self.bind_msg(id, nid) {
-                    Some(b) => CtlToNode::Bind(Box::new(b)),
+                    Some(b) => CtlToNode::Launch {
+                        bind: Box::new(b),
+                        details: Box::new(self.launch_details(id)),
+                    },
                     None => continue,
                 },
             };

@@ -179,6 +179,18 @@ pub struct JobRecord {
     pub required_nodes: Vec<String>,
     /// `-x`.
     pub excluded_nodes: Vec<String>,
+    /// Host submitted from.
+    #[serde(default)]
+    pub submit_host: String,
+    /// Memory per CPU (MiB) when memory was asked per CPU (`--mem-per-cpu`, `DefMemPerCPU`).
+    #[serde(default)]
+    pub mem_per_cpu_mib: Option<u64>,
+    /// Bounds of the whole array (array jobs and their tasks).
+    #[serde(default)]
+    pub array_tasks: Option<flotilla_proto::ArrayTasks>,
+    /// `--signal`.
+    #[serde(default)]
+    pub signal: Option<flotilla_proto::SignalSpec>,
 }
 
 impl JobRecord {

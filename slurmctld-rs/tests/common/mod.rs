@@ -432,6 +432,7 @@ fn advance(st: &mut AgentState) -> Vec<JobExit> {
 
 fn handle_msg(st: &mut AgentState, node: &str, m: CtlToNode, ledger: &Mutex<Ledger>) {
     match m {
+        CtlToNode::Launch { bind, .. } => handle_msg(st, node, CtlToNode::Bind(bind), ledger),
         CtlToNode::Bind(b) => {
             let mut l = ledger.lock().unwrap();
             l.binds += 1;

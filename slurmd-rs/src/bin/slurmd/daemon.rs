@@ -1,0 +1,646 @@
+//! The node daemon's owner loop: one thread owns the node's state (its jobs, their unreported
+//! ends, the controller session) and handles a closed set of events; a reader thread per
+//! controller session forwards what the controller pushes.
+//!
+//! Session: connect to the controller, hand-shake, `Register` (node name, boot epoch, GPU
+//! inventory, CPUs, memory, the jobs it runs, the ends not yet acknowledged), then receive
+//! `Launch`/`Bind`, `Signal`, `Kill`, `AckExits`, and send `JobExited`, `CheckpointAck` and a
+//! full `Heartbeat` periodically (the controller's reconciler is level-triggered). A lost
+//! session is re-opened forever, with the same epoch.
+
+use flotilla_slurmd::env::{self, NodeFacts, UserInfo};
+use flotilla_slurmd::pattern::{self, PatternVars};
+use flotilla_slurmd::spool::{self, ExitRecord, JobDir, JobFile};
+use flotilla_slurmd::stepd;
+use flotilla_proto::client::{Client, Stream};
+use flotilla_proto::{
+    Bind, ClusterKey, CtlToNode, Frame, JobExit, LaunchDetails, NodeJob, NodeToCtl, Register, Request, Response, Role,
+};
+use std::collections::{BTreeMap, HashSet};
+use std::net::SocketAddr;
+use std::os::unix::fs::PermissionsExt;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::mpsc;
+use std::time::{Duration, Instant, SystemTime};
+use tracing::{debug, error, info, warn};
+
+/// How the node daemon is set up.
+#[derive(Debug)]
+pub struct Options {
+    /// Node name (`-N`).
+    pub node: String,
+    /// Path of slurm.conf (for `SLURM_CONF` and `FLOTILLA_CONF` of jobs).
+    pub conf_path: PathBuf,
+    /// The cluster configuration.
+    pub conf: flotilla_core::config::ClusterConfig,
+    /// Spool directory, `%n` expanded.
+    pub spool: PathBuf,
+    /// Cluster key.
+    pub key: ClusterKey,
+    /// Controller address.
+    pub ctld: SocketAddr,
+    /// GPUs of the node (from `--fake-gpus` or gres.conf).
+    pub gpus: u32,
+    /// CPUs of the node.
+    pub cpus: u32,
+    /// Memory of the node (MiB).
+    pub mem_mib: u64,
+    /// Kernel boot id (changes at each boot).
+    pub boot_id: String,
+    /// Heartbeat period.
+    pub heartbeat: Duration,
+    /// The `slurmd` executable (re-executed as `slurmd --stepd DIR`).
+    pub self_exe: PathBuf,
+    /// Confinement to pass to supervisors (`--cgroup`), as given.
+    pub cgroup: String,
+}
+
+/// What the owner handles.
+#[derive(Debug)]
+enum Event {
+    /// The controller pushed a message on session `gen`.
+    Ctl(u64, CtlToNode),
+    /// Session `gen` closed.
+    Closed(u64),
+}
+
+#[derive(Debug)]
+struct Entry {
+    gpu_mask: u64,
+    batch: bool,
+    dir: JobDir,
+    /// When the last SIGTERM went to the job (a stop: time limit, preemption, cancel).
+    stop_at: Option<SystemTime>,
+    ack_reported: bool,
+}
+
+/// The node daemon's state, owned by one thread.
+#[derive(Debug)]
+pub struct Daemon {
+    opts: Options,
+    epoch: u64,
+    facts: NodeFacts,
+    host: String,
+    jobs: BTreeMap<(u64, u32), Entry>,
+    finished: Vec<JobExit>,
+    seen: HashSet<(u64, u32)>,
+    children: Vec<Child>,
+    client: Option<Client>,
+    gen: u64,
+    next_connect: Instant,
+    last_hb: Instant,
+    tx: mpsc::Sender<Event>,
+    rx: mpsc::Receiver<Event>,
+}
+
+fn short_hostname() -> String {
+    nix::unistd::gethostname()
+        .ok()
+        .and_then(|h| h.into_string().ok())
+        .map(|h| h.split('.').next().unwrap_or_default().to_string())
+        .unwrap_or_else(|| "localhost".into())
+}
+
+fn now_s() -> i64 {
+    stepd::wall_now()
+}
+
+impl Daemon {
+    /// Prepares the spool: computes the boot epoch; after a reboot (or a new spool) kills
+    /// whatever an older boot left and forgets its jobs, else re-adopts the jobs found.
+    pub fn new(opts: Options) -> anyhow::Result<Daemon> {
+        std::fs::create_dir_all(opts.spool.join("jobs"))?;
+        let (epoch, bumped) = spool::boot_epoch(&opts.spool, &opts.boot_id)?;
+        let (tx, rx) = mpsc::channel();
+        let facts = NodeFacts {
+            node: opts.node.clone(),
+            cluster_name: opts.conf.cluster_name.clone(),
+            conf_path: opts.conf_path.to_string_lossy().into_owned(),
+            ctld_host: opts.ctld.ip().to_string(),
+            ctld_port: opts.ctld.port(),
+            topology_addr: env::topology_addr(&opts.conf, &opts.node),
+        };
+        let mut d = Daemon {
+            opts,
+            epoch,
+            facts,
+            host: short_hostname(),
+            jobs: BTreeMap::new(),
+            finished: Vec::new(),
+            seen: HashSet::new(),
+            children: Vec::new(),
+            client: None,
+            gen: 0,
+            next_connect: Instant::now(),
+            last_hb: Instant::now(),
+            tx,
+            rx,
+        };
+        if bumped {
+            info!(epoch, "new boot epoch: forgetting the jobs of the previous boot");
+            d.purge_spool();
+        } else {
+            info!(epoch, "same boot: re-adopting jobs");
+            d.recover();
+        }
+        Ok(d)
+    }
+
+    /// The boot epoch registered with.
+    pub fn epoch(&self) -> u64 {
+        self.epoch
+    }
+
+    fn job_dirs(&self) -> Vec<(u64, u32, bool, PathBuf)> {
+        let mut v = Vec::new();
+        if let Ok(rd) = std::fs::read_dir(self.opts.spool.join("jobs")) {
+            for e in rd.flatten() {
+                if let Some((j, r, done)) = e.file_name().to_str().and_then(spool::parse_name) {
+                    v.push((j, r, done, e.path()));
+                }
+            }
+        }
+        v.sort();
+        v
+    }
+
+    /// Kills every job a previous boot left (a real reboot leaves none; a changed boot id
+    /// in tests does) and empties the spool's job directory.
+    fn purge_spool(&mut self) {
+        let dirs = self.job_dirs();
+        for (j, _, done, path) in &dirs {
+            let dir = JobDir(path.clone());
+            if !done && stepd::alive(&dir) {
+                warn!(job = j, "killing a job left by the previous boot");
+                let _ = stepd::send_command(&dir, "kill");
+            }
+        }
+        let t0 = Instant::now();
+        while dirs.iter().any(|(_, _, done, p)| !done && stepd::alive(&JobDir(p.clone()))) && t0.elapsed() < Duration::from_secs(10) {
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        for (_, _, _, p) in dirs {
+            let _ = if p.is_dir() { std::fs::remove_dir_all(&p) } else { std::fs::remove_file(&p) };
+        }
+    }
+
+    /// Re-adopts the jobs of this boot found in the spool.
+    fn recover(&mut self) {
+        for (job_id, run, done, path) in self.job_dirs() {
+            if done {
+                self.seen.insert((job_id, run));
+                continue;
+            }
+            let dir = JobDir(path);
+            let jf: JobFile = match spool::read_json(&dir.job_file()) {
+                Ok(Some(j)) => j,
+                Ok(None) => {
+                    warn!(job = job_id, "job directory without job.json: removing it");
+                    let _ = std::fs::remove_dir_all(&dir.0);
+                    continue;
+                }
+                Err(e) => {
+                    error!("{e}: removing the job directory");
+                    let _ = std::fs::remove_dir_all(&dir.0);
+                    continue;
+                }
+            };
+            if jf.bind.batch_host && !dir.exit().exists() && !dir.lock().exists() {
+                // The daemon stopped between writing job.json and starting the supervisor
+                // (or the supervisor is just starting): give it a moment, else the job was
+                // never launched and the controller's next bind launches it.
+                let t0 = Instant::now();
+                while !stepd::alive(&dir) && t0.elapsed() < Duration::from_secs(2) {
+                    std::thread::sleep(Duration::from_millis(20));
+                }
+                if !stepd::alive(&dir) && !dir.exit().exists() {
+                    warn!(job = job_id, run, "job was never launched: forgetting it");
+                    let _ = std::fs::remove_dir_all(&dir.0);
+                    continue;
+                }
+            }
+            self.seen.insert((job_id, run));
+            info!(job = job_id, run, batch = jf.bind.batch_host, "re-adopted");
+            self.jobs.insert((job_id, run), Entry {
+                gpu_mask: jf.bind.gpu_mask,
+                batch: jf.bind.batch_host,
+                dir,
+                stop_at: None,
+                ack_reported: false,
+            });
+        }
+        // Ends recorded while the daemon was away are picked up by the first poll.
+    }
+
+    fn running(&self) -> Vec<NodeJob> {
+        self.jobs
+            .iter()
+            .map(|(&(job_id, run), e)| NodeJob {
+                job_id,
+                run,
+                gpu_mask: e.gpu_mask,
+            })
+            .collect()
+    }
+
+    fn send(&mut self, msg: NodeToCtl) {
+        if let Some(c) = self.client.as_mut() {
+            if let Err(e) = c.send(&Frame::FromNode(msg)) {
+                warn!("controller session lost: {e}");
+                self.client = None;
+                self.next_connect = Instant::now() + Duration::from_millis(200);
+            }
+        }
+    }
+
+    fn connect(&mut self) {
+        let addr = self.opts.ctld;
+        let mut c = match std::net::TcpStream::connect_timeout(&addr, Duration::from_secs(2)) {
+            Ok(s) => {
+                let _ = s.set_nodelay(true);
+                let _ = s.set_read_timeout(Some(Duration::from_secs(10)));
+                match Client::handshake(Stream::Tcp(s), Role::NodeDaemon) {
+                    Ok(c) => c,
+                    Err(e) => {
+                        debug!("handshake with {addr} failed: {e}");
+                        self.next_connect = Instant::now() + Duration::from_millis(500);
+                        return;
+                    }
+                }
+            }
+            Err(e) => {
+                debug!("cannot reach the controller at {addr}: {e}");
+                self.next_connect = Instant::now() + Duration::from_millis(500);
+                return;
+            }
+        };
+        let reg = Register {
+            node: self.opts.node.clone(),
+            boot_epoch: self.epoch,
+            gpus: self.opts.gpus,
+            cpus: self.opts.cpus,
+            mem_mib: self.opts.mem_mib,
+            running: self.running(),
+            finished: self.finished.clone(),
+        };
+        let cred = self.opts.key.sign(0, 0, &self.host, now_s().max(0) as u64, 300);
+        match c.call(Some(cred), Request::Register(reg)) {
+            Ok(Response::Registered) => {}
+            Ok(other) => {
+                error!("registration refused: {other:?}");
+                self.next_connect = Instant::now() + Duration::from_secs(2);
+                return;
+            }
+            Err(e) => {
+                warn!("registration failed: {e}");
+                self.next_connect = Instant::now() + Duration::from_millis(500);
+                return;
+            }
+        }
+        let Stream::Tcp(s) = c.stream() else { return };
+        let reader = match s.try_clone() {
+            Ok(r) => r,
+            Err(e) => {
+                warn!("cannot clone the session socket: {e}");
+                return;
+            }
+        };
+        let _ = reader.set_read_timeout(None);
+        self.gen += 1;
+        let gen = self.gen;
+        let tx = self.tx.clone();
+        std::thread::spawn(move || {
+            let mut r = reader;
+            loop {
+                match flotilla_proto::read_frame(&mut r, flotilla_proto::DEFAULT_MAX_FRAME) {
+                    Ok(Frame::ToNode(m)) => {
+                        if tx.send(Event::Ctl(gen, m)).is_err() {
+                            return;
+                        }
+                    }
+                    Ok(_) => {}
+                    Err(_) => {
+                        let _ = tx.send(Event::Closed(gen));
+                        return;
+                    }
+                }
+            }
+        });
+        info!(ctld = %addr, epoch = self.epoch, running = self.jobs.len(), "registered");
+        self.client = Some(c);
+        self.last_hb = Instant::now();
+    }
+
+    /// Runs forever.
+    pub fn run(mut self) -> ! {
+        loop {
+            if self.client.is_none() && Instant::now() >= self.next_connect {
+                self.connect();
+            }
+            match self.rx.recv_timeout(Duration::from_millis(50)) {
+                Ok(ev) => self.handle(ev),
+                Err(mpsc::RecvTimeoutError::Timeout) => {}
+                Err(mpsc::RecvTimeoutError::Disconnected) => unreachable!("the owner holds a sender"),
+            }
+            while let Ok(ev) = self.rx.try_recv() {
+                self.handle(ev);
+            }
+            self.poll();
+            if self.client.is_some() && self.last_hb.elapsed() >= self.opts.heartbeat {
+                self.last_hb = Instant::now();
+                let hb = NodeToCtl::Heartbeat {
+                    boot_epoch: self.epoch,
+                    running: self.running(),
+                    finished: self.finished.clone(),
+                };
+                self.send(hb);
+            }
+        }
+    }
+
+    fn handle(&mut self, ev: Event) {
+        match ev {
+            Event::Closed(gen) => {
+                if gen == self.gen && self.client.is_some() {
+                    warn!("controller closed the session");
+                    self.client = None;
+                    self.next_connect = Instant::now() + Duration::from_millis(200);
+                }
+            }
+            Event::Ctl(gen, _) if gen != self.gen => {}
+            Event::Ctl(_, msg) => match msg {
+                CtlToNode::Bind(b) => self.launch(*b, None),
+                CtlToNode::Launch { bind, details } => self.launch(*bind, Some(*details)),
+                CtlToNode::Signal {
+                    job_id,
+                    signal,
+                    batch_only,
+                } => self.signal(job_id, signal, batch_only),
+                CtlToNode::Kill { job_id } => self.kill(job_id),
+                CtlToNode::AckExits { job_ids } => self.ack_exits(&job_ids),
+            },
+        }
+    }
+
+    fn launch(&mut self, bind: Bind, details: Option<LaunchDetails>) {
+        let key = (bind.job_id, bind.run);
+        if !self.seen.insert(key) {
+            debug!(job = bind.job_id, run = bind.run, "duplicate bind ignored");
+            return;
+        }
+        for (&(other, _), e) in &self.jobs {
+            if e.gpu_mask & bind.gpu_mask != 0 {
+                error!(job = bind.job_id, other, "GPUs {:#x} bound while job {other} holds {:#x}", bind.gpu_mask, e.gpu_mask);
+            }
+        }
+        let dir = JobDir::new(&self.opts.spool, bind.job_id, bind.run);
+        let r = if bind.batch_host {
+            self.launch_batch(&dir, &bind, details)
+        } else {
+            self.record_alloc(&dir, &bind, details)
+        };
+        match r {
+            Ok(()) => {
+                info!(job = bind.job_id, run = bind.run, batch = bind.batch_host, gpus = format!("{:#x}", bind.gpu_mask), "job bound");
+                self.jobs.insert(key, Entry {
+                    gpu_mask: bind.gpu_mask,
+                    batch: bind.batch_host,
+                    dir,
+                    stop_at: None,
+                    ack_reported: false,
+                });
+            }
+            Err(e) => {
+                error!(job = bind.job_id, "launch failed: {e:#}");
+                // Report the failure as the script's end (exit code 1), as slurmstepd does.
+                if bind.batch_host {
+                    let exit = JobExit {
+                        job_id: bind.job_id,
+                        run: bind.run,
+                        exit_code: 1,
+                        signal: 0,
+                        oom: false,
+                        end_time: now_s(),
+                    };
+                    self.finished.push(exit.clone());
+                    self.send(NodeToCtl::JobExited(exit));
+                }
+                let _ = std::fs::remove_dir_all(&dir.0);
+            }
+        }
+    }
+
+    fn record_alloc(&self, dir: &JobDir, bind: &Bind, details: Option<LaunchDetails>) -> anyhow::Result<()> {
+        std::fs::create_dir_all(&dir.0)?;
+        let jf = JobFile {
+            bind: Bind {
+                script: String::new(),
+                environment: Vec::new(),
+                ..bind.clone()
+            },
+            details,
+            env: Vec::new(),
+            stdout: String::new(),
+            stderr: String::new(),
+            append: false,
+            started_at: now_s(),
+            groups: Vec::new(),
+        };
+        spool::write_json(&dir.job_file(), &jf)?;
+        Ok(())
+    }
+
+    fn launch_batch(&mut self, dir: &JobDir, bind: &Bind, details: Option<LaunchDetails>) -> anyhow::Result<()> {
+        use std::os::unix::fs::chown;
+        let pw = nix::unistd::User::from_uid(nix::unistd::Uid::from_raw(bind.uid)).ok().flatten();
+        let user = UserInfo {
+            name: pw.as_ref().map_or_else(|| bind.user.clone(), |p| p.name.clone()),
+            home: pw.as_ref().map_or_else(|| "/".into(), |p| p.dir.to_string_lossy().into_owned()),
+            shell: pw.as_ref().map_or_else(|| "/bin/sh".into(), |p| p.shell.to_string_lossy().into_owned()),
+        };
+        let groups: Vec<u32> = match &pw {
+            Some(p) => std::ffi::CString::new(p.name.clone())
+                .ok()
+                .and_then(|n| nix::unistd::getgrouplist(&n, nix::unistd::Gid::from_raw(bind.gid)).ok())
+                .map(|g| g.into_iter().map(|g| g.as_raw()).collect())
+                .unwrap_or_default(),
+            None => Vec::new(),
+        };
+        let owner = (Some(bind.uid), Some(bind.gid));
+        std::fs::create_dir_all(&dir.0)?;
+        std::fs::set_permissions(&dir.0, std::fs::Permissions::from_mode(0o711))?;
+        std::fs::create_dir_all(dir.user_dir())?;
+        chown(dir.user_dir(), owner.0, owner.1)?;
+        std::fs::set_permissions(dir.user_dir(), std::fs::Permissions::from_mode(0o700))?;
+        std::fs::write(dir.script(), &bind.script)?;
+        chown(dir.script(), owner.0, owner.1)?;
+        std::fs::set_permissions(dir.script(), std::fs::Permissions::from_mode(0o700))?;
+
+        let ack = dir.checkpoint_ack().to_string_lossy().into_owned();
+        let env = env::batch_env(bind, details.as_ref(), &self.facts, &user, &ack);
+        let vars = PatternVars {
+            job_id: bind.job_id,
+            array: bind.array,
+            job_name: &bind.name,
+            user: &user.name,
+            host: &self.host,
+        };
+        let resolve = |p: &str| -> String {
+            let e = pattern::expand(p, &vars);
+            if Path::new(&e).is_absolute() {
+                e
+            } else {
+                Path::new(&bind.work_dir).join(e).to_string_lossy().into_owned()
+            }
+        };
+        let stdout = resolve(bind.stdout.as_deref().unwrap_or(pattern::default_pattern(bind.array.is_some())));
+        let stderr = bind.stderr.as_deref().map_or_else(|| stdout.clone(), resolve);
+        let open_mode = bind.environment.iter().find(|(k, _)| k == "SLURM_OPEN_MODE").map(|(_, v)| v.as_str());
+        let append = match open_mode {
+            Some(m) if m.starts_with('a') || m.starts_with('A') => true,
+            Some(m) if m.starts_with('t') || m.starts_with('T') => false,
+            _ => bind.run > 0,
+        };
+        let jf = JobFile {
+            bind: bind.clone(),
+            details,
+            env,
+            stdout,
+            stderr,
+            append,
+            started_at: now_s(),
+            groups,
+        };
+        spool::write_json(&dir.job_file(), &jf)?;
+        let log = std::fs::File::create(dir.0.join("stepd.log"))?;
+        let child = Command::new(&self.opts.self_exe)
+            .arg("--stepd")
+            .arg(&dir.0)
+            .arg("--cgroup")
+            .arg(&self.opts.cgroup)
+            .stdin(Stdio::null())
+            .stdout(log.try_clone()?)
+            .stderr(log)
+            .spawn()?;
+        self.children.push(child);
+        // Wait until the supervisor holds its lock (or died), so that polls never take a
+        // starting supervisor for a dead one.
+        let t0 = Instant::now();
+        while !stepd::alive(dir) {
+            if let Some(c) = self.children.last_mut() {
+                if let Ok(Some(status)) = c.try_wait() {
+                    if dir.exit().exists() {
+                        return Ok(());
+                    }
+                    anyhow::bail!("supervisor exited with {status}; see {}", dir.0.join("stepd.log").display());
+                }
+            }
+            if t0.elapsed() > Duration::from_secs(10) {
+                anyhow::bail!("supervisor did not start");
+            }
+            std::thread::sleep(Duration::from_millis(2));
+        }
+        Ok(())
+    }
+
+    fn signal(&mut self, job_id: u64, signal: i32, batch_only: bool) {
+        let keys: Vec<(u64, u32)> = self.jobs.keys().filter(|k| k.0 == job_id).copied().collect();
+        for k in keys {
+            let e = self.jobs.get_mut(&k).expect("present");
+            if !e.batch {
+                continue;
+            }
+            if signal == nix::sys::signal::Signal::SIGTERM as i32 {
+                let _ = std::fs::remove_file(e.dir.checkpoint_ack());
+                e.stop_at = Some(SystemTime::now());
+                e.ack_reported = false;
+            }
+            match stepd::send_command(&e.dir, &format!("signal {signal} {}", u8::from(batch_only))) {
+                Ok(a) if a == "ok" => info!(job = job_id, signal, batch_only, "signal delivered"),
+                Ok(a) => warn!(job = job_id, "supervisor answered {a}"),
+                Err(err) => warn!(job = job_id, "supervisor unreachable: {err}"),
+            }
+        }
+    }
+
+    fn kill(&mut self, job_id: u64) {
+        let keys: Vec<(u64, u32)> = self.jobs.keys().filter(|k| k.0 == job_id).copied().collect();
+        for k in keys {
+            if self.jobs[&k].batch {
+                let dir = self.jobs[&k].dir.clone();
+                match stepd::send_command(&dir, "kill") {
+                    Ok(_) => info!(job = job_id, "killed"),
+                    Err(e) => warn!(job = job_id, "supervisor unreachable: {e}"),
+                }
+            } else if let Some(e) = self.jobs.remove(&k) {
+                info!(job = job_id, "allocation released");
+                let _ = std::fs::remove_dir_all(&e.dir.0);
+                let _ = std::fs::write(e.dir.done_marker(), b"");
+            }
+        }
+    }
+
+    fn ack_exits(&mut self, job_ids: &[u64]) {
+        let (acked, keep): (Vec<JobExit>, Vec<JobExit>) =
+            std::mem::take(&mut self.finished).into_iter().partition(|e| job_ids.contains(&e.job_id));
+        self.finished = keep;
+        for e in acked {
+            let dir = JobDir::new(&self.opts.spool, e.job_id, e.run);
+            let _ = std::fs::remove_dir_all(&dir.0);
+            let _ = std::fs::write(dir.done_marker(), b"");
+        }
+    }
+
+    /// Picks up ends and checkpoint acknowledgements; reaps supervisors.
+    fn poll(&mut self) {
+        self.children.retain_mut(|c| !matches!(c.try_wait(), Ok(Some(_))));
+        let keys: Vec<(u64, u32)> = self.jobs.iter().filter(|(_, e)| e.batch).map(|(k, _)| *k).collect();
+        for k in keys {
+            let dir = self.jobs[&k].dir.clone();
+            let mut rec: Option<ExitRecord> = spool::read_json(&dir.exit()).unwrap_or(None);
+            if rec.is_none() && !stepd::alive(&dir) {
+                rec = spool::read_json(&dir.exit()).unwrap_or(None);
+                if rec.is_none() {
+                    warn!(job = k.0, "supervisor gone without an exit record: reporting the job killed");
+                    let r = ExitRecord {
+                        exit_code: 0,
+                        signal: 9,
+                        oom: false,
+                        end_time: now_s(),
+                    };
+                    let _ = spool::write_json(&dir.exit(), &r);
+                    rec = Some(r);
+                }
+            }
+            if let Some(r) = rec {
+                self.jobs.remove(&k);
+                info!(job = k.0, run = k.1, exit_code = r.exit_code, signal = r.signal, oom = r.oom, "batch script ended");
+                let exit = JobExit {
+                    job_id: k.0,
+                    run: k.1,
+                    exit_code: r.exit_code,
+                    signal: r.signal,
+                    oom: r.oom,
+                    end_time: r.end_time,
+                };
+                self.finished.push(exit.clone());
+                self.send(NodeToCtl::JobExited(exit));
+                continue;
+            }
+            let e = self.jobs.get_mut(&k).expect("present");
+            if let (Some(stop), false) = (e.stop_at, e.ack_reported) {
+                if let Ok(m) = std::fs::metadata(e.dir.checkpoint_ack()).and_then(|m| m.modified()) {
+                    e.ack_reported = true;
+                    let at = m.max(stop).duration_since(SystemTime::UNIX_EPOCH).map_or(0, |d| d.as_secs() as i64);
+                    info!(job = k.0, "checkpoint acknowledged");
+                    self.send(NodeToCtl::CheckpointAck {
+                        job_id: k.0,
+                        run: k.1,
+                        at,
+                    });
+                }
+            }
+        }
+    }
+}

@@ -1,0 +1,204 @@
+//! `slurmd`: Flotilla's node daemon.
+//!
+//! Slurm flags: `-N NAME` (node name; several daemons may run on one host), `-f slurm.conf`,
+//! `-D` (foreground; Flotilla always stays in the foreground, as under systemd), `-v`.
+//! Flotilla flags: `--fake-gpus N` (development GPU inventory instead of gres.conf),
+//! `--spool DIR` (default `SlurmdSpoolDir` with `%n` expanded), `--ctld HOST:PORT` (or
+//! `FLOTILLA_CTLD_ADDR`; default `SlurmctldHost`'s address and `SlurmctldPort`), `--key FILE`
+//! (default `/etc/slurm/slurm.key`), `--boot-id-file PATH` (or `FLOTILLA_BOOT_ID_FILE`; default
+//! `/proc/sys/kernel/random/boot_id`), `--cgroup v1|v2|none|auto` (default `auto`),
+//! `--heartbeat-ms N` (default 2000).
+//!
+//! Internal: `slurmd --stepd DIR [--cgroup KIND]` is the job supervisor
+//! ([`flotilla_slurmd::stepd`]), started by the daemon itself.
+
+mod daemon;
+
+use anyhow::{bail, Context};
+use flotilla_proto::ClusterKey;
+use std::net::ToSocketAddrs;
+use std::path::PathBuf;
+use std::time::Duration;
+
+/// The confinement the `--cgroup` flag names, under `/sys/fs/cgroup`: `v1`, `v2`, `none`, or
+/// `auto` (what the host offers; none, with a log line, when it offers nothing usable).
+fn confinement(kind: &str, node: &str) -> anyhow::Result<Option<Box<dyn flotilla_slurmd::confine::Confinement>>> {
+    use flotilla_slurmd::confine::{auto::auto, v1::CgroupV1, v2::CgroupV2};
+    let root = std::path::Path::new("/sys/fs/cgroup");
+    match kind {
+        "none" => Ok(None),
+        "auto" => match auto(root, node) {
+            Ok(c) => Ok(Some(c)),
+            Err(e) => {
+                tracing::warn!("no cgroup confinement: {e}");
+                Ok(None)
+            }
+        },
+        "v1" => Ok(Some(Box::new(CgroupV1::new(root, node)))),
+        "v2" => Ok(Some(Box::new(CgroupV2::new(root, node)))),
+        other => bail!("--cgroup {other}: expected v1, v2, none or auto"),
+    }
+}
+
+/// The node's NVIDIA GPU character devices (`/dev/nvidia<N>`, major 195), index = N.
+fn gpu_devices() -> Vec<flotilla_slurmd::confine::GpuDevice> {
+    let mut out = Vec::new();
+    let Ok(dir) = std::fs::read_dir("/dev") else { return out };
+    for e in dir.flatten() {
+        let name = e.file_name().to_string_lossy().into_owned();
+        let Some(idx) = name.strip_prefix("nvidia").and_then(|n| n.parse::<u32>().ok()) else { continue };
+        let path = format!("/dev/{name}");
+        if let Ok(st) = nix::sys::stat::stat(path.as_str()) {
+            let rdev = st.st_rdev;
+            out.push(flotilla_slurmd::confine::GpuDevice {
+                index: idx,
+                major: nix::sys::stat::major(rdev) as u32,
+                minor: nix::sys::stat::minor(rdev) as u32,
+                path,
+            });
+        }
+    }
+    out.sort_by_key(|d| d.index);
+    out
+}
+
+fn stepd_main(args: &[String]) -> anyhow::Result<()> {
+    let dir = PathBuf::from(args.first().context("--stepd needs a directory")?);
+    let kind = match args.get(1).map(String::as_str) {
+        Some("--cgroup") => args.get(2).map_or("auto", String::as_str),
+        _ => "auto",
+    };
+    let job: flotilla_slurmd::spool::JobFile =
+        flotilla_slurmd::spool::read_json(&dir.join("job.json"))?.context("job.json missing")?;
+    // Cgroups are host-global: name them by cluster and node, so that several clusters (and
+    // several `-N` daemons) on one host never share one.
+    let var = |name: &str| job.env.iter().find(|(k, _)| k == name).map(|(_, v)| v.clone());
+    let node = format!(
+        "{}_{}",
+        var("SLURM_CLUSTER_NAME").unwrap_or_else(|| "cluster".into()),
+        var("SLURMD_NODENAME").unwrap_or_else(|| "node".into())
+    );
+    let cgroup = match confinement(kind, &node)? {
+        Some(c) => {
+            let spec = flotilla_slurmd::confine::ConfineSpec {
+                name: format!("job_{}", job.bind.job_id),
+                mem_limit_mib: (job.bind.mem_mib > 0).then_some(job.bind.mem_mib),
+                allowed_gpus: flotilla_slurmd::env::gpu_indices(job.bind.gpu_mask),
+                all_gpus: gpu_devices(),
+            };
+            Some(c.create(&spec)?)
+        }
+        None => None,
+    };
+    flotilla_slurmd::stepd::run(&dir, cgroup)?;
+    Ok(())
+}
+
+fn main() -> anyhow::Result<()> {
+    let argv: Vec<String> = std::env::args().collect();
+    // The supervisor must stay single-threaded: dispatch before anything starts a thread.
+    if argv.get(1).map(String::as_str) == Some("--stepd") {
+        return stepd_main(&argv[2..]);
+    }
+    let default_hook = std::panic::take_hook();
+    std::panic::set_hook(Box::new(move |info| {
+        default_hook(info);
+        std::process::abort();
+    }));
+    let mut args = argv.into_iter().skip(1);
+    let mut node: Option<String> = None;
+    let mut conf: Option<PathBuf> = None;
+    let mut fake_gpus: Option<u32> = None;
+    let mut spool: Option<PathBuf> = None;
+    let mut ctld: Option<String> = std::env::var("FLOTILLA_CTLD_ADDR").ok().filter(|s| !s.is_empty());
+    let mut key = PathBuf::from("/etc/slurm/slurm.key");
+    let mut boot_id_file = std::env::var("FLOTILLA_BOOT_ID_FILE")
+        .ok()
+        .filter(|s| !s.is_empty())
+        .map_or_else(|| PathBuf::from("/proc/sys/kernel/random/boot_id"), PathBuf::from);
+    let mut cgroup = "auto".to_string();
+    let mut heartbeat = Duration::from_millis(2000);
+    let mut verbose = 0;
+    while let Some(a) = args.next() {
+        let mut val = || args.next().with_context(|| format!("{a} needs a value"));
+        match a.as_str() {
+            "-D" => {}
+            "-v" | "-vv" | "-vvv" => verbose += a.len() - 1,
+            "-N" => node = Some(val()?),
+            "-f" => conf = Some(val()?.into()),
+            "--fake-gpus" => fake_gpus = Some(val()?.parse()?),
+            "--spool" => spool = Some(val()?.into()),
+            "--ctld" => ctld = Some(val()?),
+            "--key" => key = val()?.into(),
+            "--boot-id-file" => boot_id_file = val()?.into(),
+            "--cgroup" => cgroup = val()?,
+            "--heartbeat-ms" => heartbeat = Duration::from_millis(val()?.parse()?),
+            "-h" | "--help" => {
+                println!("usage: slurmd [-D] [-N name] [-f slurm.conf] [-v] [--fake-gpus N] [--spool DIR] [--ctld HOST:PORT] [--key FILE] [--boot-id-file PATH] [--cgroup v1|v2|none|auto] [--heartbeat-ms N]");
+                return Ok(());
+            }
+            other => bail!("unrecognized option '{other}'"),
+        }
+    }
+    let level = match verbose {
+        0 => tracing::Level::INFO,
+        1 => tracing::Level::DEBUG,
+        _ => tracing::Level::TRACE,
+    };
+    tracing_subscriber::fmt().with_max_level(level).with_writer(std::io::stderr).init();
+    if !matches!(cgroup.as_str(), "v1" | "v2" | "none" | "auto") {
+        bail!("--cgroup {cgroup}: expected v1, v2, none or auto");
+    }
+    let conf_path = match conf {
+        Some(p) => p,
+        None => flotilla_commands::conf::conf_path(&|k| std::env::var(k).ok()),
+    };
+    let conf_path = std::fs::canonicalize(&conf_path).unwrap_or(conf_path);
+    let cluster = flotilla_commands::conf::load_from(&conf_path).with_context(|| format!("loading {}", conf_path.display()))?;
+    for w in &cluster.warnings {
+        tracing::warn!("{w}");
+    }
+    let node = match node {
+        Some(n) => n,
+        None => nix::unistd::gethostname()?.to_string_lossy().split('.').next().unwrap_or_default().to_string(),
+    };
+    let Some(nconf) = cluster.nodes.iter().find(|n| n.name == node) else {
+        bail!("node {node} is not in {}", conf_path.display());
+    };
+    let spool = spool.unwrap_or_else(|| {
+        let d = if cluster.slurmd_spool_dir.is_empty() { "/var/spool/slurmd" } else { &cluster.slurmd_spool_dir };
+        PathBuf::from(d.replace("%n", &node).replace("%h", &node))
+    });
+    let ctld = match ctld {
+        Some(a) => a,
+        None => {
+            let host = if cluster.control_addr.is_empty() { &cluster.control_host } else { &cluster.control_addr };
+            format!("{host}:{}", cluster.slurmctld_port)
+        }
+    };
+    let ctld = ctld
+        .to_socket_addrs()
+        .with_context(|| format!("controller address {ctld}"))?
+        .next()
+        .with_context(|| format!("controller address {ctld} resolves to nothing"))?;
+    let key = ClusterKey::load(&key).with_context(|| format!("cluster key {}", key.display()))?;
+    let boot_id = std::fs::read_to_string(&boot_id_file).with_context(|| format!("boot id {}", boot_id_file.display()))?;
+    let opts = daemon::Options {
+        node: node.clone(),
+        conf_path,
+        gpus: fake_gpus.unwrap_or(nconf.gpus),
+        cpus: nconf.cpus,
+        mem_mib: nconf.real_memory_mib,
+        conf: cluster,
+        spool,
+        key,
+        ctld,
+        boot_id,
+        heartbeat,
+        self_exe: std::env::current_exe()?,
+        cgroup,
+    };
+    let d = daemon::Daemon::new(opts)?;
+    tracing::info!(node = %node, epoch = d.epoch(), "slurmd started");
+    d.run()
+}

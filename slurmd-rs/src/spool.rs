@@ -1,0 +1,217 @@
+//! The spool directory (`SlurmdSpoolDir`, `%n` expanded): the node's identity and what the job
+//! supervisors leave for the daemon. It is how a restarted daemon finds its jobs again.
+//!
+//! Layout:
+//! - `boot_epoch`: `<epoch>\n<kernel boot id>\n`. The epoch is bumped when the kernel boot id
+//!   changed or the file is new (DESIGN.md §2 `boot_epoch`), kept across a plain restart.
+//! - `jobs/<job>.<run>/`: one allocation. `job.json` ([`JobFile`]); for the batch host also
+//!   `script` (owned by the user), `stepd.lock` (held by the supervisor while it lives),
+//!   `stepd.sock` (its command socket), `exit.json` ([`ExitRecord`], written once the script
+//!   ended and every process of the job is gone) and `user/` (owned by the user; the job
+//!   touches `user/checkpoint_ack` to acknowledge a checkpoint).
+//! - `jobs/<job>.<run>.done`: an ended allocation whose end the controller acknowledged
+//!   (so that a late duplicate bind is ignored).
+
+use flotilla_proto::{Bind, LaunchDetails};
+use serde::{Deserialize, Serialize};
+use std::io;
+use std::path::{Path, PathBuf};
+
+/// Errors of the spool; each names its path.
+#[derive(Debug, thiserror::Error)]
+pub enum SpoolError {
+    /// A file could not be read or written.
+    #[error("{path}: {source}")]
+    Io {
+        /// Path.
+        path: PathBuf,
+        /// Cause.
+        source: io::Error,
+    },
+    /// A file holds something else than expected.
+    #[error("{path}: {message}")]
+    Corrupt {
+        /// Path.
+        path: PathBuf,
+        /// What is wrong.
+        message: String,
+    },
+}
+
+fn io_err(path: &Path) -> impl FnOnce(io::Error) -> SpoolError + '_ {
+    move |source| SpoolError::Io {
+        path: path.to_path_buf(),
+        source,
+    }
+}
+
+/// Writes a file atomically (temp file, fsync, rename).
+pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), SpoolError> {
+    use std::io::Write;
+    let tmp = path.with_extension("tmp");
+    let mut f = std::fs::File::create(&tmp).map_err(io_err(&tmp))?;
+    f.write_all(bytes).map_err(io_err(&tmp))?;
+    f.sync_all().map_err(io_err(&tmp))?;
+    std::fs::rename(&tmp, path).map_err(io_err(path))
+}
+
+/// Reads and parses a JSON file; `Ok(None)` when it does not exist.
+pub fn read_json<T: for<'de> Deserialize<'de>>(path: &Path) -> Result<Option<T>, SpoolError> {
+    match std::fs::read(path) {
+        Ok(b) => serde_json::from_slice(&b).map(Some).map_err(|e| SpoolError::Corrupt {
+            path: path.to_path_buf(),
+            message: e.to_string(),
+        }),
+        Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(None),
+        Err(e) => Err(io_err(path)(e)),
+    }
+}
+
+/// Writes a JSON file atomically.
+pub fn write_json<T: Serialize>(path: &Path, v: &T) -> Result<(), SpoolError> {
+    let bytes = serde_json::to_vec_pretty(v).map_err(|e| SpoolError::Corrupt {
+        path: path.to_path_buf(),
+        message: e.to_string(),
+    })?;
+    write_atomic(path, &bytes)
+}
+
+/// The epoch to register with: the stored one when the boot id is unchanged, else the stored
+/// one + 1 (1 for a new spool). Returns `(epoch, bumped)` and stores the result.
+pub fn boot_epoch(spool: &Path, boot_id: &str) -> Result<(u64, bool), SpoolError> {
+    let path = spool.join("boot_epoch");
+    let (old_epoch, old_id) = match std::fs::read_to_string(&path) {
+        Ok(t) => {
+            let mut lines = t.lines();
+            let e = lines.next().and_then(|l| l.trim().parse::<u64>().ok()).ok_or_else(|| SpoolError::Corrupt {
+                path: path.clone(),
+                message: "first line is not an epoch".into(),
+            })?;
+            (e, lines.next().unwrap_or("").trim().to_string())
+        }
+        Err(e) if e.kind() == io::ErrorKind::NotFound => (0, String::new()),
+        Err(e) => return Err(io_err(&path)(e)),
+    };
+    let bumped = old_epoch == 0 || old_id != boot_id.trim();
+    let epoch = if bumped { old_epoch + 1 } else { old_epoch };
+    write_atomic(&path, format!("{epoch}\n{}\n", boot_id.trim()).as_bytes())?;
+    Ok((epoch, bumped))
+}
+
+/// How a job's batch script ended (`exit.json`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ExitRecord {
+    /// Exit code (0-255) when it exited.
+    pub exit_code: i32,
+    /// Signal that ended it (0: none).
+    pub signal: i32,
+    /// The OOM killer killed a process of the job.
+    pub oom: bool,
+    /// When (s since epoch).
+    pub end_time: i64,
+}
+
+/// Everything the supervisor needs to run a job (`job.json`), computed by the daemon.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct JobFile {
+    /// The binding as the controller sent it.
+    pub bind: Bind,
+    /// The launch details, when the controller sent them.
+    pub details: Option<LaunchDetails>,
+    /// The script's environment (without `SLURM_TASK_PID`).
+    pub env: Vec<(String, String)>,
+    /// Absolute stdout path.
+    pub stdout: String,
+    /// Absolute stderr path (may equal `stdout`).
+    pub stderr: String,
+    /// Append to the output files instead of truncating them (`--open-mode=append`, requeued
+    /// runs).
+    pub append: bool,
+    /// Bind time (s since epoch): `--signal` and the time limit count from it.
+    pub started_at: i64,
+    /// Supplementary groups of the user (empty: the user's primary group only).
+    pub groups: Vec<u32>,
+}
+
+/// Paths of one allocation's directory.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct JobDir(pub PathBuf);
+
+impl JobDir {
+    /// `jobs/<job>.<run>` under `spool`.
+    pub fn new(spool: &Path, job_id: u64, run: u32) -> JobDir {
+        JobDir(spool.join("jobs").join(format!("{job_id}.{run}")))
+    }
+    /// `job.json`.
+    pub fn job_file(&self) -> PathBuf {
+        self.0.join("job.json")
+    }
+    /// The script.
+    pub fn script(&self) -> PathBuf {
+        self.0.join("script")
+    }
+    /// The supervisor's lock.
+    pub fn lock(&self) -> PathBuf {
+        self.0.join("stepd.lock")
+    }
+    /// The supervisor's command socket.
+    pub fn socket(&self) -> PathBuf {
+        self.0.join("stepd.sock")
+    }
+    /// The exit record.
+    pub fn exit(&self) -> PathBuf {
+        self.0.join("exit.json")
+    }
+    /// The user's directory.
+    pub fn user_dir(&self) -> PathBuf {
+        self.0.join("user")
+    }
+    /// The checkpoint acknowledgement the job touches.
+    pub fn checkpoint_ack(&self) -> PathBuf {
+        self.user_dir().join("checkpoint_ack")
+    }
+    /// The marker left after the controller acknowledged the end.
+    pub fn done_marker(&self) -> PathBuf {
+        self.0.with_extension(format!(
+            "{}.done",
+            self.0.extension().and_then(|e| e.to_str()).unwrap_or_default()
+        ))
+    }
+}
+
+/// `(job, run)` from a directory or marker name `<job>.<run>` / `<job>.<run>.done`.
+pub fn parse_name(name: &str) -> Option<(u64, u32, bool)> {
+    let (base, done) = match name.strip_suffix(".done") {
+        Some(b) => (b, true),
+        None => (name, false),
+    };
+    let (j, r) = base.split_once('.')?;
+    Some((j.parse().ok()?, r.parse().ok()?, done))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn epoch_kept_on_restart_bumped_on_reboot() {
+        let d = tempfile::tempdir().unwrap();
+        assert_eq!(boot_epoch(d.path(), "boot-a").unwrap(), (1, true));
+        assert_eq!(boot_epoch(d.path(), "boot-a\n").unwrap(), (1, false));
+        assert_eq!(boot_epoch(d.path(), "boot-b").unwrap(), (2, true));
+        assert_eq!(boot_epoch(d.path(), "boot-b").unwrap(), (2, false));
+        std::fs::write(d.path().join("boot_epoch"), "garbage").unwrap();
+        assert!(boot_epoch(d.path(), "x").is_err());
+    }
+
+    #[test]
+    fn names() {
+        let j = JobDir::new(Path::new("/s"), 42, 3);
+        assert_eq!(j.0, Path::new("/s/jobs/42.3"));
+        assert_eq!(j.done_marker(), Path::new("/s/jobs/42.3.done"));
+        assert_eq!(parse_name("42.3"), Some((42, 3, false)));
+        assert_eq!(parse_name("42.3.done"), Some((42, 3, true)));
+        assert_eq!(parse_name("42.3.tmp"), None);
+        assert_eq!(parse_name("x"), None);
+    }
+}

@@ -1,0 +1,360 @@
+//! Test support: a slurm.conf like the reference cluster's in a temp dir, the real
+//! `slurmctld` on an OS-chosen port, real `slurmd` daemons (fake 8-GPU inventories, injectable
+//! boot ids), and a client that signs its own credentials with the cluster key.
+//!
+//! The controller binary: `FLOTILLA_SLURMCTLD_BIN` if set, else `slurmctld` in the target
+//! directory beside this test binary (`target/<profile>/slurmctld`, which `cargo test
+//! --workspace` and nextest build along with every workspace binary). When it is missing the
+//! tests fail with how to build it (they are never skipped silently).
+#![allow(dead_code)]
+
+use flotilla_proto::client::Client;
+use flotilla_proto::{ClusterKey, JobInfo, JobQuery, Request, Response, Role, SubmitJob};
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+pub fn now() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_secs()
+}
+
+/// The `slurmctld` binary.
+pub fn slurmctld_bin() -> PathBuf {
+    if let Ok(p) = std::env::var("FLOTILLA_SLURMCTLD_BIN") {
+        return p.into();
+    }
+    let exe = std::env::current_exe().unwrap();
+    // target/<profile>/deps/<test> -> target/<profile>/slurmctld
+    let p = exe.parent().and_then(Path::parent).unwrap().join("slurmctld");
+    assert!(
+        p.exists(),
+        "{} not found: build it with `cargo build -p flotilla-slurmctld` (cargo test --workspace does), or set FLOTILLA_SLURMCTLD_BIN",
+        p.display()
+    );
+    p
+}
+
+pub fn hostname() -> String {
+    nix::unistd::gethostname()
+        .unwrap()
+        .to_string_lossy()
+        .split('.')
+        .next()
+        .unwrap()
+        .to_string()
+}
+
+/// A test cluster: temp dir with slurm.conf (4 nodes gpu[01-04], 8 h100 each, tree topology),
+/// topology.conf, the key.
+pub struct Cluster {
+    pub dir: tempfile::TempDir,
+    pub key: ClusterKey,
+    pub ctld: Option<Child>,
+    pub addr: SocketAddr,
+    pub nodes: Vec<(String, Option<Child>)>,
+}
+
+impl Cluster {
+    /// Writes the configuration and starts the controller with `ctld_args`.
+    pub fn start(kill_wait_s: u32, ctld_args: &[&str]) -> Cluster {
+        let dir = tempfile::Builder::new().prefix("flt").tempdir_in("/tmp").unwrap();
+        // The jobs of the non-root test run as another user: let them reach the temp dir.
+        std::fs::set_permissions(dir.path(), std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+        let key = ClusterKey::generate(&dir.path().join("slurm.key")).unwrap();
+        let d = dir.path().display();
+        let host = hostname();
+        let mut conf = format!(
+            "ClusterName=oracle\nSlurmctldHost={host}(127.0.0.1)\nSlurmctldPort=6817\nSlurmUser=root\n\
+             StateSaveLocation={d}/state\nSlurmdSpoolDir={d}/spool/%n\nSchedulerType=sched/backfill\n\
+             SelectType=select/cons_tres\nSelectTypeParameters=CR_Core_Memory\nDefMemPerCPU=1024\nGresTypes=gpu\n\
+             TopologyPlugin=topology/tree\nMaxArraySize=10001\nMinJobAge=3600\nKillWait={kill_wait_s}\n"
+        );
+        for i in 1..=4 {
+            conf.push_str(&format!(
+                "NodeName=gpu{i:02} NodeAddr=127.0.0.1 Sockets=2 CoresPerSocket=32 ThreadsPerCore=1 RealMemory=512000 Gres=gpu:h100:8 State=UNKNOWN\n"
+            ));
+        }
+        conf.push_str("PartitionName=batch Nodes=gpu[01-04] Default=YES DefaultTime=01:00:00 MaxTime=2-00:00:00 State=UP\n");
+        conf.push_str("PartitionName=debug Nodes=gpu[01-02] Default=NO MaxTime=00:30:00 State=UP\n");
+        std::fs::write(dir.path().join("slurm.conf"), conf).unwrap();
+        std::fs::write(
+            dir.path().join("topology.conf"),
+            "SwitchName=leaf1 Nodes=gpu[01-02]\nSwitchName=leaf2 Nodes=gpu[03-04]\nSwitchName=spine Switches=leaf[1-2]\n",
+        )
+        .unwrap();
+        let mut c = Cluster {
+            dir,
+            key,
+            ctld: None,
+            addr: "127.0.0.1:1".parse().unwrap(),
+            nodes: Vec::new(),
+        };
+        c.start_ctld(ctld_args);
+        c
+    }
+
+    pub fn path(&self, p: &str) -> PathBuf {
+        self.dir.path().join(p)
+    }
+
+    fn start_ctld(&mut self, extra: &[&str]) {
+        let addr_file = self.path("ctld.addr");
+        let log = std::fs::File::create(self.path("slurmctld.log")).unwrap();
+        let child = Command::new(slurmctld_bin())
+            .arg("-D")
+            .arg("-f")
+            .arg(self.path("slurm.conf"))
+            .arg("--key")
+            .arg(self.path("slurm.key"))
+            .arg("--listen")
+            .arg("127.0.0.1:0")
+            .arg("--socket")
+            .arg(self.path("ctld.sock"))
+            .arg("--addr-file")
+            .arg(&addr_file)
+            .args(["--tick-ms", "100", "--sched-interval-ms", "100", "--debounce-ms", "5", "--sync", "normal"])
+            .args(extra)
+            .stdout(Stdio::null())
+            .stderr(log)
+            .spawn()
+            .expect("spawn slurmctld");
+        self.ctld = Some(child);
+        let t0 = Instant::now();
+        self.addr = loop {
+            if let Ok(s) = std::fs::read_to_string(&addr_file) {
+                break s.trim().parse().unwrap();
+            }
+            assert!(t0.elapsed() < Duration::from_secs(30), "slurmctld did not start; see its log");
+            std::thread::sleep(Duration::from_millis(10));
+        };
+    }
+
+    /// Sets node `i`'s (1-based) kernel boot id.
+    pub fn set_boot_id(&self, i: usize, id: &str) {
+        std::fs::write(self.path(&format!("boot_id.gpu{i:02}")), format!("{id}\n")).unwrap();
+    }
+
+    /// Starts `slurmd -N gpuNN` (1-based `i`).
+    pub fn start_node(&mut self, i: usize) {
+        let name = format!("gpu{i:02}");
+        let boot = self.path(&format!("boot_id.{name}"));
+        if !boot.exists() {
+            self.set_boot_id(i, "boot-1");
+        }
+        let log = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(self.path(&format!("slurmd-{name}.log")))
+            .unwrap();
+        let child = Command::new(env!("CARGO_BIN_EXE_slurmd"))
+            // Several test clusters run at once on this host with the same node names: real
+            // cgroups would be shared between them (tests of confinement are in cgroup_root.rs).
+            .args(["-D", "-N", &name, "--fake-gpus", "8", "--heartbeat-ms", "200", "--cgroup", "none"])
+            .arg("-f")
+            .arg(self.path("slurm.conf"))
+            .arg("--key")
+            .arg(self.path("slurm.key"))
+            .arg("--ctld")
+            .arg(self.addr.to_string())
+            .arg("--boot-id-file")
+            .arg(&boot)
+            .stdout(Stdio::null())
+            .stderr(log)
+            .spawn()
+            .expect("spawn slurmd");
+        match self.nodes.iter_mut().find(|(n, _)| *n == name) {
+            Some(slot) => slot.1 = Some(child),
+            None => self.nodes.push((name, Some(child))),
+        }
+    }
+
+    /// SIGKILLs node `i`'s daemon (its jobs' supervisors live on).
+    pub fn kill_node(&mut self, i: usize) {
+        let name = format!("gpu{i:02}");
+        if let Some((_, Some(c))) = self.nodes.iter_mut().find(|(n, _)| *n == name) {
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+        if let Some(slot) = self.nodes.iter_mut().find(|(n, _)| *n == name) {
+            slot.1 = None;
+        }
+    }
+
+    /// Starts nodes `1..=n` and waits until the controller sees them idle.
+    pub fn start_nodes(&mut self, n: usize) {
+        for i in 1..=n {
+            self.start_node(i);
+        }
+        let ok = wait_for(30, || {
+            let nodes = match self.call(0, Request::QueryNodes(Default::default())) {
+                Ok(Response::Nodes(v)) => v,
+                _ => return false,
+            };
+            nodes.iter().filter(|n| !n.not_responding && n.state == "IDLE").count() >= n
+        });
+        assert!(ok, "nodes did not come up; {}", self.logs());
+    }
+
+    pub fn cred(&self, uid: u32) -> flotilla_proto::Credential {
+        self.key.sign(uid, uid, "testhost", now(), 300)
+    }
+
+    pub fn call(&self, uid: u32, req: Request) -> Result<Response, String> {
+        let mut c = Client::connect_tcp(self.addr, Role::Command).map_err(|e| e.to_string())?;
+        if let flotilla_proto::client::Stream::Tcp(s) = c.stream() {
+            let _ = s.set_read_timeout(Some(Duration::from_secs(10)));
+        }
+        c.call(Some(self.cred(uid)), req).map_err(|e| e.to_string())
+    }
+
+    /// Submits; returns the job id.
+    pub fn submit(&self, s: SubmitJob) -> u64 {
+        match self.call(s.uid, Request::SubmitJob(Box::new(s))) {
+            Ok(Response::Submitted(x)) => x.job_id,
+            other => panic!("submit failed: {other:?}"),
+        }
+    }
+
+    pub fn jobs(&self) -> Vec<JobInfo> {
+        match self.call(
+            0,
+            Request::QueryJobs(JobQuery {
+                include_finished: true,
+                ..JobQuery::default()
+            }),
+        ) {
+            Ok(Response::Jobs(j)) => j,
+            other => panic!("query failed: {other:?}"),
+        }
+    }
+
+    pub fn job(&self, id: u64) -> Option<JobInfo> {
+        self.jobs().into_iter().find(|j| j.job_id == id)
+    }
+
+    /// Waits until job `id` is in a finished state; returns it.
+    pub fn wait_done(&self, id: u64, secs: u64) -> JobInfo {
+        let mut last = None;
+        let ok = wait_for(secs, || {
+            last = self.job(id);
+            last.as_ref().is_some_and(|j| j.state.is_some_and(|s| s.is_finished()))
+        });
+        assert!(ok, "job {id} did not finish in {secs} s: {last:?}\n{}", self.logs());
+        last.unwrap()
+    }
+
+    /// Waits until job `id` runs; returns it.
+    pub fn wait_running(&self, id: u64, secs: u64) -> JobInfo {
+        let mut last = None;
+        let ok = wait_for(secs, || {
+            last = self.job(id);
+            last.as_ref().is_some_and(|j| j.state == Some(flotilla_proto::JobStateWire::Running))
+        });
+        assert!(ok, "job {id} did not start in {secs} s: {last:?}\n{}", self.logs());
+        last.unwrap()
+    }
+
+    /// The tail of every log, for failure messages.
+    pub fn logs(&self) -> String {
+        let mut out = String::new();
+        let mut names = vec!["slurmctld.log".to_string()];
+        names.extend(self.nodes.iter().map(|(n, _)| format!("slurmd-{n}.log")));
+        for n in names {
+            let text = std::fs::read_to_string(self.path(&n)).unwrap_or_default();
+            let lines: Vec<&str> = text.lines().collect();
+            let from = lines.len().saturating_sub(25);
+            out.push_str(&format!("---- {n} ----\n{}\n", lines[from..].join("\n")));
+        }
+        out
+    }
+}
+
+impl Drop for Cluster {
+    fn drop(&mut self) {
+        for (_, c) in &mut self.nodes {
+            if let Some(c) = c {
+                let _ = c.kill();
+                let _ = c.wait();
+            }
+        }
+        if let Some(c) = &mut self.ctld {
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+        // Supervisors outlive their daemons by design: end the ones this test started.
+        if let Ok(rd) = std::fs::read_dir("/proc") {
+            let me = self.dir.path().to_string_lossy().into_owned();
+            for e in rd.flatten() {
+                let Ok(cmd) = std::fs::read(e.path().join("cmdline")) else { continue };
+                let cmd = String::from_utf8_lossy(&cmd);
+                if cmd.contains("--stepd") && cmd.contains(&me) {
+                    if let Ok(pid) = e.file_name().to_string_lossy().parse::<i32>() {
+                        let _ = nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid), nix::sys::signal::Signal::SIGKILL);
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// Waits until `f` is true or `secs` pass.
+pub fn wait_for(secs: u64, mut f: impl FnMut() -> bool) -> bool {
+    let t0 = Instant::now();
+    while t0.elapsed() < Duration::from_secs(secs) {
+        if f() {
+            return true;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    false
+}
+
+/// Pids of processes whose command line contains `marker`.
+pub fn processes_with(marker: &str) -> Vec<i32> {
+    let mut v = Vec::new();
+    if let Ok(rd) = std::fs::read_dir("/proc") {
+        for e in rd.flatten() {
+            let Ok(pid) = e.file_name().to_string_lossy().parse::<i32>() else { continue };
+            if pid == std::process::id() as i32 {
+                continue;
+            }
+            let Ok(cmd) = std::fs::read(e.path().join("cmdline")) else { continue };
+            let cmd: String = String::from_utf8_lossy(&cmd).replace('\0', " ");
+            if cmd.contains(marker) {
+                v.push(pid);
+            }
+        }
+    }
+    v
+}
+
+/// A job for the current user running `script` in `dir`.
+pub fn job(script: &str, dir: &Path) -> SubmitJob {
+    let uid = nix::unistd::getuid().as_raw();
+    let gid = nix::unistd::getgid().as_raw();
+    let user = nix::unistd::User::from_uid(nix::unistd::Uid::from_raw(uid))
+        .ok()
+        .flatten()
+        .map_or_else(|| uid.to_string(), |u| u.name);
+    SubmitJob {
+        name: Some("wrap".into()),
+        script: script.into(),
+        work_dir: dir.to_string_lossy().into_owned(),
+        uid,
+        gid,
+        user,
+        submit_host: hostname(),
+        account: Some("research".into()),
+        environment: vec![
+            ("PATH".into(), "/usr/local/bin:/usr/bin:/bin".into()),
+            ("LANG".into(), "C.UTF-8".into()),
+            ("SLURM_SUBMIT_DIR".into(), dir.to_string_lossy().into_owned()),
+            ("SLURM_SUBMIT_HOST".into(), hostname()),
+        ],
+        ..SubmitJob::default()
+    }
+}
