@@ -1462,8 +1462,14 @@ impl Scheduler {
         if !occupants.is_empty() {
             // The reservation fills now: no new backfill may start on its GPUs while its
             // occupants leave (else the freed GPUs are backfilled again in the same cycle,
-            // and the reservation never completes).
+            // and the reservation never completes). Every job borrowing from it (also CPU-only
+            // work on its wholly held nodes) is preempted: its fill time has come (invariant 6).
             self.reservations[ri].est_fill = now;
+            for (id, run) in &self.running {
+                if run.backfill_for.contains(&r.job) {
+                    occupants.insert(*id);
+                }
+            }
             for id in occupants {
                 if let Some(run) = self.running.get_mut(&id) {
                     if !run.preempt_pending {
