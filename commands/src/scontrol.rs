@@ -9,7 +9,6 @@
 //! only adds entities. Keywords Slurm knows but Flotilla does not implement yet are refused
 //! with a Flotilla error and exit code 1.
 
-use std::io::Write;
 
 use flotilla_core::hostlist::{Hostlist, HostlistError};
 
@@ -22,21 +21,7 @@ const API_VERSION: u64 = (22 << 16) | (5 << 8) | 8;
 /// Largest hostlist file `show hostlist /FILE` reads (Slurm: 1 MiB, "almost certainly invalid").
 const MAX_HOSTLIST_FILE: usize = 1024 * 1024;
 
-/// Where output goes and where the environment comes from; lets tests run [`run`] in-process.
-pub struct Io<'a> {
-    /// Standard output.
-    pub out: &'a mut dyn Write,
-    /// Standard error.
-    pub err: &'a mut dyn Write,
-    /// The environment (`getenv`).
-    pub env: &'a dyn Fn(&str) -> Option<String>,
-}
-
-impl std::fmt::Debug for Io<'_> {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Io").finish_non_exhaustive()
-    }
-}
+pub use crate::common::Io;
 
 /// Runs `scontrol` with `args` (`args[0]` is the program name, as in C's `argv`) and returns
 /// its exit status. Write errors (a closed pipe) are ignored, as `printf` ignores them.
@@ -647,6 +632,7 @@ mod tests {
                 out: &mut out,
                 err: &mut err,
                 env: &getenv,
+                stdin: None,
             },
         );
         (
