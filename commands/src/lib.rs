@@ -15,6 +15,8 @@ pub mod conf;
 pub mod getopt;
 pub mod jobfmt;
 pub mod sbatch;
+pub mod scancel;
 pub mod scontrol;
+pub mod scontrol_ctl;
 pub mod signals;
 pub mod squeue;

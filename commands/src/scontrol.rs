@@ -10,7 +10,9 @@
 //! with a Flotilla error and exit code 1.
 
 
+use crate::scontrol_ctl as ctl;
 use flotilla_core::hostlist::{Hostlist, HostlistError};
+use flotilla_proto::HoldOp;
 
 /// What `scontrol --version` prints (Debian's `slurm-wlm` package of Slurm 22.05.8).
 pub const VERSION_LINE: &str = "slurm-wlm 22.05.8";
@@ -455,6 +457,27 @@ impl Scontrol<'_, '_> {
                 self.usage();
                 Ok(())
             }
+            Some(k @ ("hold" | "holdu" | "uhold" | "release")) => {
+                let op = match k {
+                    "hold" => HoldOp::Hold,
+                    "release" => HoldOp::Release,
+                    _ => HoldOp::UserHold,
+                };
+                self.state.exit_code = ctl::hold_release(op, &argv[1..], self.io);
+                Ok(())
+            }
+            Some(k @ ("requeue" | "requeuehold")) => {
+                self.state.exit_code = ctl::requeue(k == "requeuehold", &argv[1..], self.io);
+                Ok(())
+            }
+            Some("update") => {
+                self.state.exit_code = ctl::update(&argv[1..], self.io);
+                Ok(())
+            }
+            Some("top") => {
+                self.state.exit_code = ctl::top(&argv[1..], self.io);
+                Ok(())
+            }
             Some(k) => self.not_implemented(k),
             None => {
                 self.state.exit_code = 1;
@@ -513,6 +536,20 @@ impl Scontrol<'_, '_> {
                     Ok(())
                 }
             },
+            Some(e @ ("jobs" | "jobid" | "nodes" | "partitions" | "partitionname" | "topology")) => {
+                let flags = ctl::ShowFlags {
+                    one_liner: self.state.one_liner,
+                    details: self.state.details,
+                };
+                let v = val.as_deref();
+                self.state.exit_code = match e {
+                    "jobs" | "jobid" => ctl::show_job(v, flags, self.io),
+                    "nodes" => ctl::show_node(v, flags, self.io),
+                    "topology" => ctl::show_topology(self.io),
+                    _ => ctl::show_partition(v, flags, self.io),
+                };
+                Ok(())
+            }
             Some(e) => self.not_implemented(&format!("show {e}")),
             None => {
                 self.state.exit_code = 1;
