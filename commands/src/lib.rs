@@ -19,4 +19,5 @@ pub mod scancel;
 pub mod scontrol;
 pub mod scontrol_ctl;
 pub mod signals;
+pub mod sinfo;
 pub mod squeue;
