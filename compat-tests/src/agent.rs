@@ -247,7 +247,14 @@ fn handle(
                 },
             );
         }
-        CtlToNode::Signal { job_id, signal, .. } => {
+        CtlToNode::Signal { job_id, signal, batch_only } => {
+            // Slurm signals job *steps* unless `-b`/`--full`; the batch shell is not a step and
+            // these jobs run none, so such a signal reaches nothing (golden 0255: sleep.sh
+            // survives `scancel --signal=USR1`). SIGTERM/SIGKILL are the controller stopping
+            // the job and reach everything.
+            if !batch_only && signal != 15 && signal != 9 {
+                return;
+            }
             if let Some(r) = running.get(&job_id) {
                 if let (Some(ch), true) = (&r.child, r.batch_host) {
                     if let Ok(sig) = nix::sys::signal::Signal::try_from(signal) {

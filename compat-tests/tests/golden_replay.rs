@@ -11,7 +11,8 @@
 //! there is exactly one implementation of the rules), then through the documented
 //! divergences in `divergences.tsv` (applied to both sides). Cases that still differ must be
 //! listed in `known_failures.txt` with a reason; a listed case that passes fails the test
-//! (the list may only shrink). Needs root (to create and become alice/bob and run their
+//! (the list may only shrink), except entries whose reason starts with `FLAKY` (timing
+//! races of the replay, each explained), which may pass or fail. Needs root (to create and become alice/bob and run their
 //! jobs); otherwise prints `SKIPPED: <reason>`.
 
 use flotilla_compat_tests::{agent::Agent, goldens_dir, load_goldens, shared_dir, GoldenCase};
@@ -477,7 +478,7 @@ fn golden_replay() {
         let ok = r["ok"].as_bool().unwrap_or(false);
         if ok {
             pass += 1;
-            if known.contains_key(name) {
+            if known.get(name).is_some_and(|r| !r.starts_with("FLAKY")) {
                 now_passing.push(name.clone());
             }
         } else {

@@ -954,6 +954,14 @@ impl Controller {
                 reason = "Dependency".into();
             }
         }
+        if rec.state == JobState::Pending {
+            // A hold shows at once, as in Slurm, not after the next scheduling cycle.
+            match rec.spec.held {
+                Some(HoldKind::User) => reason = "JobHeldUser".into(),
+                Some(HoldKind::Admin) => reason = "JobHeldAdmin".into(),
+                None => {}
+            }
+        }
         if let Some(r) = &rec.reason {
             reason = r.clone();
         }
