@@ -1,13 +1,23 @@
 //! Flotilla's user commands, byte-compatible with Slurm 22.05 where Slurm defines the output.
 //!
 //! Each command's logic lives in a library module with a testable `run` function taking the
-//! arguments, the environment and output sinks; the binaries in `src/bin/` only wire it to the
-//! process. Commands must never reimplement Slurm's text formats: those live in
-//! `flotilla-core` (e.g. [`flotilla_core::hostlist`]).
+//! arguments and an [`common::Io`] (output sinks, environment, standard input); the binaries
+//! in `src/bin/` only wire it to the process. Commands must never reimplement Slurm's text
+//! formats that `flotilla-core` owns (e.g. [`flotilla_core::hostlist`], [`flotilla_core::time`]),
+//! and never decide anything the controller decides: they parse, ask, and print.
 //!
 //! [`conf`] is the configuration *loader*: it finds slurm.conf (`SLURM_CONF`, else
 //! `FLOTILLA_CONF`, else `/etc/slurm/slurm.conf`), reads it, follows `Include`, and hands the
-//! texts to the pure parser in `flotilla_core::config`.
+//! texts to the pure parser in `flotilla_core::config`. [`common`] reaches the controller.
 
+pub mod common;
 pub mod conf;
+pub mod getopt;
+pub mod jobfmt;
+pub mod sbatch;
+pub mod scancel;
 pub mod scontrol;
+pub mod scontrol_ctl;
+pub mod signals;
+pub mod sinfo;
+pub mod squeue;

@@ -9,9 +9,10 @@
 //! only adds entities. Keywords Slurm knows but Flotilla does not implement yet are refused
 //! with a Flotilla error and exit code 1.
 
-use std::io::Write;
 
+use crate::scontrol_ctl as ctl;
 use flotilla_core::hostlist::{Hostlist, HostlistError};
+use flotilla_proto::HoldOp;
 
 /// What `scontrol --version` prints (Debian's `slurm-wlm` package of Slurm 22.05.8).
 pub const VERSION_LINE: &str = "slurm-wlm 22.05.8";
@@ -22,21 +23,7 @@ const API_VERSION: u64 = (22 << 16) | (5 << 8) | 8;
 /// Largest hostlist file `show hostlist /FILE` reads (Slurm: 1 MiB, "almost certainly invalid").
 const MAX_HOSTLIST_FILE: usize = 1024 * 1024;
 
-/// Where output goes and where the environment comes from; lets tests run [`run`] in-process.
-pub struct Io<'a> {
-    /// Standard output.
-    pub out: &'a mut dyn Write,
-    /// Standard error.
-    pub err: &'a mut dyn Write,
-    /// The environment (`getenv`).
-    pub env: &'a dyn Fn(&str) -> Option<String>,
-}
-
-impl std::fmt::Debug for Io<'_> {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Io").finish_non_exhaustive()
-    }
-}
+pub use crate::common::Io;
 
 /// Runs `scontrol` with `args` (`args[0]` is the program name, as in C's `argv`) and returns
 /// its exit status. Write errors (a closed pipe) are ignored, as `printf` ignores them.
@@ -470,6 +457,27 @@ impl Scontrol<'_, '_> {
                 self.usage();
                 Ok(())
             }
+            Some(k @ ("hold" | "holdu" | "uhold" | "release")) => {
+                let op = match k {
+                    "hold" => HoldOp::Hold,
+                    "release" => HoldOp::Release,
+                    _ => HoldOp::UserHold,
+                };
+                self.state.exit_code = ctl::hold_release(op, &argv[1..], self.io);
+                Ok(())
+            }
+            Some(k @ ("requeue" | "requeuehold")) => {
+                self.state.exit_code = ctl::requeue(k == "requeuehold", &argv[1..], self.io);
+                Ok(())
+            }
+            Some("update") => {
+                self.state.exit_code = ctl::update(&argv[1..], self.io);
+                Ok(())
+            }
+            Some("top") => {
+                self.state.exit_code = ctl::top(&argv[1..], self.io);
+                Ok(())
+            }
             Some(k) => self.not_implemented(k),
             None => {
                 self.state.exit_code = 1;
@@ -528,6 +536,20 @@ impl Scontrol<'_, '_> {
                     Ok(())
                 }
             },
+            Some(e @ ("jobs" | "jobid" | "nodes" | "partitions" | "partitionname" | "topology")) => {
+                let flags = ctl::ShowFlags {
+                    one_liner: self.state.one_liner,
+                    details: self.state.details,
+                };
+                let v = val.as_deref();
+                self.state.exit_code = match e {
+                    "jobs" | "jobid" => ctl::show_job(v, flags, self.io),
+                    "nodes" => ctl::show_node(v, flags, self.io),
+                    "topology" => ctl::show_topology(self.io),
+                    _ => ctl::show_partition(v, flags, self.io),
+                };
+                Ok(())
+            }
             Some(e) => self.not_implemented(&format!("show {e}")),
             None => {
                 self.state.exit_code = 1;
@@ -647,6 +669,7 @@ mod tests {
                 out: &mut out,
                 err: &mut err,
                 env: &getenv,
+                stdin: None,
             },
         );
         (

@@ -299,3 +299,13 @@ mod tests {
         assert!(cases.windows(2).all(|w| w[0].seq < w[1].seq));
     }
 }
+
+pub mod agent;
+
+/// This host's name (what `%N` expands to and what a job's `hostname` prints).
+pub fn hostname() -> String {
+    nix::unistd::gethostname()
+        .ok()
+        .and_then(|h| h.into_string().ok())
+        .unwrap_or_else(|| "localhost".into())
+}

@@ -840,6 +840,17 @@ pub struct Stats {
     pub nodes_connected: u32,
 }
 
+/// `scontrol update NodeName=... State=... Reason=...` (root or `SlurmUser` only).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct UpdateNode {
+    /// Nodes, expanded.
+    pub names: Vec<String>,
+    /// `State=`: `DRAIN`, `RESUME`, `DOWN`, `IDLE` (any case).
+    pub state: Option<String>,
+    /// `Reason=`.
+    pub reason: Option<String>,
+}
+
 /// Requests. Append-only.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub enum Request {
@@ -868,6 +879,8 @@ pub enum Request {
     Register(Register),
     /// Liveness check.
     Ping,
+    /// `scontrol update NodeName=`.
+    UpdateNode(UpdateNode),
 }
 
 impl Request {
@@ -886,6 +899,7 @@ impl Request {
             Request::IssueCredential => "REQUEST_CREDENTIAL",
             Request::Register(_) => "MESSAGE_NODE_REGISTRATION_STATUS",
             Request::Ping => "REQUEST_PING",
+            Request::UpdateNode(_) => "REQUEST_UPDATE_NODE",
         }
     }
 }

@@ -418,6 +418,7 @@ impl Controller {
             Request::QueryPartitions => Response::Partitions(self.query_partitions()),
             Request::Stats => Response::Stats(self.stats(now)),
             Request::Ping => Response::Pong,
+            Request::UpdateNode(u) => self.update_node(ident, u, now),
             Request::IssueCredential | Request::Register(_) => {
                 Response::Error(SlurmError::new(SLURM_UNEXPECTED_MSG_ERROR))
             }
@@ -885,6 +886,37 @@ impl Controller {
         Response::JobResults(vec![JobResult { job: u.job, error: None }])
     }
 
+    /// `scontrol update NodeName=`: drain, resume or down nodes (admins only, as Slurm).
+    fn update_node(&mut self, ident: Ident, u: flotilla_proto::UpdateNode, now: i64) -> Response {
+        if !ident.admin {
+            warn!(uid = ident.uid, "node update by a non-admin refused");
+            return Response::Error(SlurmError::new(ESLURM_USER_ID_MISSING));
+        }
+        let mut ids = Vec::new();
+        for n in &u.names {
+            match self.sched.cluster.node_id(n) {
+                Some(id) => ids.push(id),
+                None => return Response::Error(SlurmError::new(ESLURM_INVALID_NODE_NAME)),
+            }
+        }
+        let reason = u.reason.clone().unwrap_or_default();
+        let avail = match u.state.as_deref().map(str::to_ascii_uppercase).as_deref() {
+            None => return Response::JobResults(Vec::new()),
+            Some("DRAIN") => NodeAvail::Drain { reason },
+            Some("DOWN") => NodeAvail::Down { reason },
+            Some("RESUME" | "IDLE" | "UNDRAIN") => NodeAvail::Up,
+            Some(_) => return Response::Error(SlurmError::new(ESLURM_NOT_SUPPORTED)),
+        };
+        for id in ids {
+            info!(node = %self.sched.cluster.node(id).name, ?avail, "node availability updated by an admin");
+            let d = self.sched.handle(CoreEvent::NodeAvail { node: id, avail: avail.clone() }, now as u64);
+            self.apply(d, now);
+            self.save_node(id);
+        }
+        self.sched_dirty = true;
+        Response::JobResults(Vec::new())
+    }
+
     fn job_info(&self, rec: &JobRecord) -> JobInfo {
         let (mut reason, mut detail, mut expected, mut sched_nodes, mut priority) = ("None".to_string(), None, None, String::new(), 0);
         if rec.state == JobState::Pending {
@@ -895,7 +927,11 @@ impl Controller {
             };
             match core_id.and_then(|c| self.sched.pending_info(JobId(c)).map(|i| (c, i))) {
                 Some((c, info)) => {
-                    reason = info.reason.as_str().to_string();
+                    reason = match &info.slurm_detail {
+                        // Slurm's `ReqNodeNotAvail, UnavailableNodes:gpu04`.
+                        Some(d) if !d.is_empty() => format!("{}, {d}", info.reason.as_str()),
+                        _ => info.reason.as_str().to_string(),
+                    };
                     detail = info.detail.as_deref().map(str::to_string);
                     expected = info.expected_start.filter(|&t| t != u64::MAX).map(|t| t as i64);
                     let names: Vec<String> = info.sched_nodes.iter().map(|n| self.sched.cluster.node(*n).name.clone()).collect();
@@ -916,6 +952,14 @@ impl Controller {
                 .into();
             } else if rec.spec.dependency_pending {
                 reason = "Dependency".into();
+            }
+        }
+        if rec.state == JobState::Pending {
+            // A hold shows at once, as in Slurm, not after the next scheduling cycle.
+            match rec.spec.held {
+                Some(HoldKind::User) => reason = "JobHeldUser".into(),
+                Some(HoldKind::Admin) => reason = "JobHeldAdmin".into(),
+                None => {}
             }
         }
         if let Some(r) = &rec.reason {

@@ -1,0 +1,314 @@
+//! What every command shares: its I/O sinks ([`Io`]), reaching the controller ([`Ctl`]),
+//! user and group names, and small output helpers.
+//!
+//! How a command reaches the controller (DESIGN.md §3): it reads slurm.conf (`SLURM_CONF`,
+//! else `FLOTILLA_CONF`, else `/etc/slurm/slurm.conf`), then connects to the controller's own
+//! Unix socket `<StateSaveLocation>/slurmctld.sock` when it exists (the kernel vouches for the
+//! user, `SO_PEERCRED`); otherwise it asks a local daemon's socket (`FLOTILLA_AUTH_SOCKET`,
+//! else sackd's `/run/slurm/sackd.sock`) for a short-lived credential and presents it to the
+//! controller over TCP at `SlurmctldHost`'s address and `SlurmctldPort`. A fresh credential is
+//! fetched for every request (credentials are single-use: the controller keeps a replay cache).
+
+use std::io::{Read, Write};
+use std::path::{Path, PathBuf};
+
+use flotilla_core::config::ClusterConfig;
+use flotilla_proto::client::{fetch_credential, Client};
+use flotilla_proto::{Request, Response, Role, SlurmError};
+
+/// Where output goes and where the environment and standard input come from; lets tests run
+/// a command's `run` in-process.
+pub struct Io<'a> {
+    /// Standard output.
+    pub out: &'a mut dyn Write,
+    /// Standard error.
+    pub err: &'a mut dyn Write,
+    /// The environment (`getenv`).
+    pub env: &'a dyn Fn(&str) -> Option<String>,
+    /// Standard input (`None`: the process's own).
+    pub stdin: Option<&'a mut dyn Read>,
+}
+
+impl std::fmt::Debug for Io<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Io").finish_non_exhaustive()
+    }
+}
+
+impl Io<'_> {
+    /// Writes to stdout, ignoring a closed pipe (as `printf` does).
+    pub fn out(&mut self, s: &str) {
+        let _ = self.out.write_all(s.as_bytes());
+    }
+
+    /// Writes to stderr.
+    pub fn err(&mut self, s: &str) {
+        let _ = self.err.write_all(s.as_bytes());
+    }
+
+    /// Reads all of standard input.
+    pub fn read_stdin(&mut self) -> std::io::Result<Vec<u8>> {
+        let mut buf = Vec::new();
+        match self.stdin.as_mut() {
+            Some(r) => {
+                r.read_to_end(&mut buf)?;
+            }
+            None => {
+                std::io::stdin().lock().read_to_end(&mut buf)?;
+            }
+        }
+        Ok(buf)
+    }
+}
+
+/// Runs a command's `run` function as a process: real stdout/stderr/environment, then exits
+/// with its status.
+pub fn main_with(run: fn(&[String], &mut Io<'_>) -> i32) -> ! {
+    let args: Vec<String> = std::env::args_os().map(|a| a.to_string_lossy().into_owned()).collect();
+    let stdout = std::io::stdout();
+    let stderr = std::io::stderr();
+    let mut out = std::io::BufWriter::new(stdout.lock());
+    let mut err = stderr.lock();
+    let getenv = |k: &str| std::env::var_os(k).map(|v| v.to_string_lossy().into_owned());
+    let code = run(
+        &args,
+        &mut Io {
+            out: &mut out,
+            err: &mut err,
+            env: &getenv,
+            stdin: None,
+        },
+    );
+    let _ = out.flush();
+    drop(out);
+    std::process::exit(code);
+}
+
+/// Slurm's `SLURMCTLD_COMMUNICATIONS_CONNECTION_ERROR`.
+pub const CONNECTION_ERROR: i32 = 1001;
+
+/// The error a command reports when the controller cannot be reached.
+pub fn connection_error() -> SlurmError {
+    SlurmError {
+        code: CONNECTION_ERROR,
+        text: "Unable to contact slurm controller (connect failure)".into(),
+        messages: Vec::new(),
+    }
+}
+
+/// Why a request did not get an answer.
+#[derive(Debug, thiserror::Error)]
+pub enum CtlError {
+    /// slurm.conf could not be loaded.
+    #[error(transparent)]
+    Conf(#[from] crate::conf::ConfError),
+    /// The controller (or the credential daemon) could not be reached.
+    #[error("Unable to contact slurm controller (connect failure)")]
+    Connect,
+    /// The controller answered with an error.
+    #[error("{0}")]
+    Slurm(SlurmError),
+}
+
+impl CtlError {
+    /// The Slurm error to print (`Unable to contact slurm controller (connect failure)` for
+    /// every failure to reach it).
+    pub fn slurm(&self) -> SlurmError {
+        match self {
+            CtlError::Slurm(e) => e.clone(),
+            _ => connection_error(),
+        }
+    }
+}
+
+/// A way to the controller, from slurm.conf.
+#[derive(Debug)]
+pub struct Ctl {
+    /// The cluster configuration read.
+    pub conf: ClusterConfig,
+    socket: Option<PathBuf>,
+    auth_socket: PathBuf,
+    tcp: String,
+}
+
+impl Ctl {
+    /// Reads slurm.conf and works out how to reach the controller.
+    pub fn new(env: &dyn Fn(&str) -> Option<String>) -> Result<Ctl, CtlError> {
+        let conf = crate::conf::load(env)?;
+        Ok(Ctl::from_conf(conf, env))
+    }
+
+    /// The same from an already loaded configuration.
+    pub fn from_conf(conf: ClusterConfig, env: &dyn Fn(&str) -> Option<String>) -> Ctl {
+        let socket = (!conf.state_save_location.is_empty())
+            .then(|| Path::new(&conf.state_save_location).join("slurmctld.sock"));
+        let auth_socket = env("FLOTILLA_AUTH_SOCKET")
+            .filter(|s| !s.is_empty())
+            .map_or_else(|| PathBuf::from("/run/slurm/sackd.sock"), PathBuf::from);
+        let host = if conf.control_addr.is_empty() {
+            "127.0.0.1".to_string()
+        } else {
+            conf.control_addr.clone()
+        };
+        let tcp = format!("{host}:{}", conf.slurmctld_port);
+        Ctl {
+            conf,
+            socket,
+            auth_socket,
+            tcp,
+        }
+    }
+
+    /// Sends one request and returns the answer (`Response::Error` becomes `Err`).
+    pub fn call(&self, req: Request) -> Result<Response, CtlError> {
+        let resp = match self.socket.as_deref().filter(|p| p.exists()) {
+            Some(sock) => {
+                let mut c = Client::connect_unix(sock, Role::Command).map_err(|_| CtlError::Connect)?;
+                c.call(None, req).map_err(|_| CtlError::Connect)?
+            }
+            None => {
+                let cred = fetch_credential(&self.auth_socket).map_err(|_| CtlError::Connect)?;
+                let mut c = Client::connect_tcp(self.tcp.as_str(), Role::Command).map_err(|_| CtlError::Connect)?;
+                c.call(Some(cred), req).map_err(|_| CtlError::Connect)?
+            }
+        };
+        match resp {
+            Response::Error(e) => Err(CtlError::Slurm(e)),
+            r => Ok(r),
+        }
+    }
+}
+
+/// The real uid of this process.
+pub fn my_uid() -> u32 {
+    nix::unistd::getuid().as_raw()
+}
+
+/// The real gid of this process.
+pub fn my_gid() -> u32 {
+    nix::unistd::getgid().as_raw()
+}
+
+/// A user's name (`uid` as digits when unknown).
+pub fn user_name(uid: u32) -> String {
+    nix::unistd::User::from_uid(nix::unistd::Uid::from_raw(uid))
+        .ok()
+        .flatten()
+        .map_or_else(|| uid.to_string(), |u| u.name)
+}
+
+/// A group's name (`gid` as digits when unknown).
+pub fn group_name(gid: u32) -> String {
+    nix::unistd::Group::from_gid(nix::unistd::Gid::from_raw(gid))
+        .ok()
+        .flatten()
+        .map_or_else(|| gid.to_string(), |g| g.name)
+}
+
+/// A user's uid from a name or digits.
+pub fn uid_of(name: &str) -> Option<u32> {
+    if let Ok(n) = name.parse() {
+        return Some(n);
+    }
+    nix::unistd::User::from_name(name).ok().flatten().map(|u| u.uid.as_raw())
+}
+
+/// This host's name.
+pub fn hostname() -> String {
+    nix::unistd::gethostname()
+        .ok()
+        .and_then(|h| h.into_string().ok())
+        .unwrap_or_else(|| "localhost".into())
+}
+
+/// Slurm's `slurm_make_time_str` with the default format: `YYYY-MM-DDTHH:MM:SS` in local
+/// time (the commands run with `TZ=UTC` in the goldens; Flotilla prints UTC unless `TZ`
+/// names a fixed `UTC±H` offset).
+pub fn fmt_time(t: i64) -> String {
+    let (y, mo, d, h, mi, s) = civil(t);
+    format!("{y:04}-{mo:02}-{d:02}T{h:02}:{mi:02}:{s:02}")
+}
+
+/// `Sun Nov 29 09:19:57 2026` (the first line of `squeue -l` / `sinfo -l`).
+pub fn fmt_ctime(t: i64) -> String {
+    let (y, mo, d, h, mi, s) = civil(t);
+    let wd = ["Thu", "Fri", "Sat", "Sun", "Mon", "Tue", "Wed"][t.div_euclid(86_400).rem_euclid(7) as usize];
+    let mon = ["Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"][mo as usize - 1];
+    format!("{wd} {mon} {d:2} {h:02}:{mi:02}:{s:02} {y}")
+}
+
+/// Seconds since the epoch to (year, month, day, hour, minute, second), UTC.
+pub fn civil(t: i64) -> (i64, u32, u32, u32, u32, u32) {
+    let days = t.div_euclid(86_400);
+    let secs = t.rem_euclid(86_400);
+    // Howard Hinnant's days_from_civil inverse.
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z - era * 146_097;
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let y = yoe + era * 400;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = (doy - (153 * mp + 2) / 5 + 1) as u32;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 } as u32;
+    let y = if m <= 2 { y + 1 } else { y };
+    (y, m, d, (secs / 3600) as u32, ((secs % 3600) / 60) as u32, (secs % 60) as u32)
+}
+
+/// Days since the epoch of a civil date (UTC).
+pub fn days_from_civil(y: i64, m: u32, d: u32) -> i64 {
+    let y = if m <= 2 { y - 1 } else { y };
+    let era = y.div_euclid(400);
+    let yoe = y - era * 400;
+    let m = i64::from(m);
+    let doy = (153 * (if m > 2 { m - 3 } else { m + 9 }) + 2) / 5 + i64::from(d) - 1;
+    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+    era * 146_097 + doe - 719_468
+}
+
+/// Now, seconds since the epoch.
+pub fn now() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs() as i64)
+}
+
+/// Slurm's `%.Ns`/`%-Ns` field printing: `width` 0 means natural width; `right` pads on the
+/// left; longer values are truncated to the width.
+pub fn field(s: &str, width: usize, right: bool) -> String {
+    if width == 0 {
+        return s.to_string();
+    }
+    let n = s.chars().count();
+    if n >= width {
+        return s.chars().take(width).collect();
+    }
+    if right {
+        format!("{}{s}", " ".repeat(width - n))
+    } else {
+        format!("{s}{}", " ".repeat(width - n))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn times() {
+        // 2026-11-29T09:19:57Z was a Sunday.
+        let t = days_from_civil(2026, 11, 29) * 86_400 + 9 * 3600 + 19 * 60 + 57;
+        assert_eq!(fmt_time(t), "2026-11-29T09:19:57");
+        assert_eq!(fmt_ctime(t), "Sun Nov 29 09:19:57 2026");
+        assert_eq!(fmt_time(0), "1970-01-01T00:00:00");
+        assert_eq!(fmt_ctime(0), "Thu Jan  1 00:00:00 1970");
+    }
+
+    #[test]
+    fn fields() {
+        assert_eq!(field("abc", 5, true), "  abc");
+        assert_eq!(field("abc", 5, false), "abc  ");
+        assert_eq!(field("abcdef", 4, true), "abcd");
+        assert_eq!(field("abc", 0, true), "abc");
+    }
+}

@@ -1,0 +1,249 @@
+//! Job fields as Slurm's commands print them, shared by `squeue`, `scontrol show job` and
+//! `scancel`: array ids (`64_[0-5%2]`), reasons, dependencies, memory, state names.
+
+use flotilla_core::time::{squeue_secs, squeue_time_limit, TimeLimit};
+use flotilla_proto::{JobInfo, JobStateWire, TimeLimitWire};
+
+/// Every job state name Slurm 22.05 accepts for `squeue -t` / `sacct -s`, in the order its
+/// error message lists them.
+pub const STATE_NAMES: &[(&str, &str)] = &[
+    ("PENDING", "PD"),
+    ("RUNNING", "R"),
+    ("SUSPENDED", "S"),
+    ("COMPLETED", "CD"),
+    ("CANCELLED", "CA"),
+    ("FAILED", "F"),
+    ("TIMEOUT", "TO"),
+    ("NODE_FAIL", "NF"),
+    ("PREEMPTED", "PR"),
+    ("BOOT_FAIL", "BF"),
+    ("DEADLINE", "DL"),
+    ("OUT_OF_MEMORY", "OOM"),
+    ("COMPLETING", "CG"),
+    ("CONFIGURING", "CF"),
+    ("RESIZING", "RS"),
+    ("RESV_DEL_HOLD", "RD"),
+    ("REQUEUED", "RQ"),
+    ("REQUEUE_FED", "RF"),
+    ("REQUEUE_HOLD", "RH"),
+    ("REVOKED", "RV"),
+    ("SIGNALING", "SI"),
+    ("SPECIAL_EXIT", "SE"),
+    ("STAGE_OUT", "SO"),
+    ("STOPPED", "ST"),
+];
+
+/// A state name Slurm does not know.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct BadState;
+
+/// A wire state from a long or compact name (any case). `Ok(None)`: a state Slurm knows that
+/// Flotilla never reports (matches nothing).
+pub fn parse_state(s: &str) -> Result<Option<JobStateWire>, BadState> {
+    let up = s.to_ascii_uppercase();
+    let long = STATE_NAMES
+        .iter()
+        .find(|(l, c)| *l == up || *c == up)
+        .map(|(l, _)| *l)
+        .ok_or(BadState)?;
+    Ok(ALL_STATES.iter().copied().find(|w| w.as_str() == long))
+}
+
+/// Every state the wire carries.
+pub const ALL_STATES: &[JobStateWire] = &[
+    JobStateWire::Pending,
+    JobStateWire::Running,
+    JobStateWire::Suspended,
+    JobStateWire::Completing,
+    JobStateWire::Completed,
+    JobStateWire::Failed,
+    JobStateWire::Cancelled,
+    JobStateWire::Timeout,
+    JobStateWire::Preempted,
+    JobStateWire::Requeued,
+    JobStateWire::NodeFail,
+    JobStateWire::OutOfMemory,
+    JobStateWire::BootFail,
+    JobStateWire::Deadline,
+];
+
+/// The state of a job (pending when the controller did not say).
+pub fn state(j: &JobInfo) -> JobStateWire {
+    j.state.unwrap_or(JobStateWire::Pending)
+}
+
+/// `%i`: `53`, `64_3`, `64_[0-5%2]`.
+pub fn job_id_str(j: &JobInfo) -> String {
+    match (j.array_job_id, j.array_task_id, &j.array_task_str) {
+        (Some(a), Some(t), _) => format!("{a}_{t}"),
+        (Some(a), None, Some(s)) => format!("{a}_[{s}]"),
+        (Some(a), None, None) => format!("{a}_[]"),
+        _ => j.job_id.to_string(),
+    }
+}
+
+/// The core time limit of a job.
+pub fn limit(j: &JobInfo) -> Option<TimeLimit> {
+    j.time_limit.map(|t| match t {
+        TimeLimitWire::Unlimited => TimeLimit::Unlimited,
+        TimeLimitWire::Minutes(m) => TimeLimit::Minutes(m),
+    })
+}
+
+/// `%l`.
+pub fn time_limit_str(j: &JobInfo) -> String {
+    squeue_time_limit(limit(j))
+}
+
+/// Seconds a job has run at `now`.
+pub fn run_secs(j: &JobInfo, now: i64) -> i64 {
+    match (state(j), j.start_time) {
+        (JobStateWire::Pending, _) | (_, None) => 0,
+        (JobStateWire::Running | JobStateWire::Completing | JobStateWire::Suspended, Some(s)) => (now - s).max(0),
+        (_, Some(s)) => (j.end_time.unwrap_or(now) - s).max(0),
+    }
+}
+
+/// `%M`.
+pub fn time_used_str(j: &JobInfo, now: i64) -> String {
+    squeue_secs(run_secs(j, now))
+}
+
+/// `%L`.
+pub fn time_left_str(j: &JobInfo, now: i64) -> String {
+    match limit(j) {
+        None => "NOT_SET".into(),
+        Some(TimeLimit::Unlimited) => "UNLIMITED".into(),
+        Some(TimeLimit::Minutes(m)) => squeue_secs(i64::from(m) * 60 - run_secs(j, now)),
+    }
+}
+
+/// Slurm's memory size printing (`1G`, `500M`, `4G`): MiB with the largest exact unit.
+pub fn mem_str(mib: u64) -> String {
+    if mib == 0 {
+        return "0".into();
+    }
+    if mib % (1024 * 1024) == 0 {
+        format!("{}T", mib / (1024 * 1024))
+    } else if mib % 1024 == 0 {
+        format!("{}G", mib / 1024)
+    } else {
+        format!("{mib}M")
+    }
+}
+
+/// `%b` (`gres:gpu:4`, `gres:gpu:h100:3`) or `N/A`.
+pub fn tres_per_node(j: &JobInfo) -> String {
+    if j.gres.is_empty() {
+        return "N/A".into();
+    }
+    j.gres
+        .iter()
+        .map(|g| match &g.gpu_type {
+            Some(t) => format!("gres:{}:{t}:{}", g.name, g.count),
+            None => format!("gres:{}:{}", g.name, g.count),
+        })
+        .collect::<Vec<_>>()
+        .join(",")
+}
+
+/// `%E`: `afterok:53(unfulfilled),afterany:54(unfulfilled)`, `(null)` when none.
+pub fn dependency_str(j: &JobInfo) -> String {
+    let Some(d) = j.dependency.as_deref().filter(|d| !d.is_empty()) else {
+        return "(null)".into();
+    };
+    let failed = j.reason == "DependencyNeverSatisfied";
+    let status = if failed { "(failed)" } else { "(unfulfilled)" };
+    let mut out = Vec::new();
+    for item in d.split([',', '?']) {
+        if item == "singleton" {
+            out.push(format!("singleton{status}"));
+            continue;
+        }
+        let mut parts = item.split(':');
+        let kind = parts.next().unwrap_or("");
+        for id in parts {
+            out.push(format!("{kind}:{id}{status}"));
+        }
+    }
+    out.join(",")
+}
+
+/// `%R`: the node list of a running job, `(reason)` of a pending one.
+pub fn nodelist_reason(j: &JobInfo) -> String {
+    if state(j) == JobStateWire::Pending || j.nodes.is_empty() {
+        format!("({})", j.reason)
+    } else {
+        j.nodes.clone()
+    }
+}
+
+/// `TRES=` / `tres-alloc`: `cpu=1,mem=1G,node=1,billing=1` (plus `gres/gpu=N` when GPUs).
+pub fn tres_str(j: &JobInfo) -> String {
+    let nodes = j.num_nodes.max(1);
+    let mem = j.mem_per_node_mib * u64::from(nodes);
+    let mut s = format!("cpu={},mem={},node={},billing={}", j.num_cpus, mem_str(mem), nodes, j.num_cpus);
+    if j.gpus > 0 {
+        s.push_str(&format!(",gres/gpu={}", j.gpus));
+    }
+    s
+}
+
+/// Pending array tasks of a meta record expanded (`0-5%2` → 0..=5), for `squeue -r`.
+pub fn expand_task_str(s: &str) -> Vec<u32> {
+    let list = s.split('%').next().unwrap_or("");
+    let mut out = Vec::new();
+    for item in list.split(',') {
+        let (r, step) = match item.split_once(':') {
+            Some((r, st)) => (r, st.parse().unwrap_or(1)),
+            None => (item, 1),
+        };
+        match r.split_once('-') {
+            Some((a, b)) => {
+                if let (Ok(a), Ok(b)) = (a.parse::<u32>(), b.parse::<u32>()) {
+                    let mut i = a;
+                    while i <= b {
+                        out.push(i);
+                        i += step.max(1);
+                    }
+                }
+            }
+            None => {
+                if let Ok(v) = r.parse() {
+                    out.push(v);
+                }
+            }
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ids_memory_dependencies() {
+        let mut j = JobInfo {
+            job_id: 64,
+            array_job_id: Some(64),
+            array_task_str: Some("0-5%2".into()),
+            ..JobInfo::default()
+        };
+        assert_eq!(job_id_str(&j), "64_[0-5%2]");
+        assert_eq!(expand_task_str("0-5%2"), vec![0, 1, 2, 3, 4, 5]);
+        assert_eq!(expand_task_str("1,3"), vec![1, 3]);
+        j.array_task_id = Some(3);
+        assert_eq!(job_id_str(&j), "64_3");
+        assert_eq!(mem_str(1024), "1G");
+        assert_eq!(mem_str(500), "500M");
+        j.dependency = Some("afterany:53:54,afterok:56".into());
+        assert_eq!(
+            dependency_str(&j),
+            "afterany:53(unfulfilled),afterany:54(unfulfilled),afterok:56(unfulfilled)"
+        );
+        assert_eq!(parse_state("pd"), Ok(Some(JobStateWire::Pending)));
+        assert_eq!(parse_state("STOPPED"), Ok(None));
+        assert_eq!(parse_state("XX"), Err(BadState));
+    }
+}

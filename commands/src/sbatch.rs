@@ -1,0 +1,931 @@
+//! `sbatch`, as Slurm 22.05's `src/sbatch`: options from `#SBATCH` directives, then `SBATCH_*`
+//! environment variables, then the command line (each overriding the one before); the script
+//! from a file, `--wrap`, or standard input; Slurm's messages and exit codes (255 for a bad
+//! option or value, 1 for a missing/invalid script and for everything the controller refuses).
+//!
+//! Flotilla options: `--topology=node|pod|any`, `--preemptible`, `--checkpoint-bytes=N[KMGT]`.
+
+use crate::common::{self, Ctl, CtlError, Io};
+use crate::getopt::{getopt_long, lo, HasArg, LongOpt, Opt};
+use flotilla_core::time::{parse_time_limit, TimeLimit};
+use flotilla_proto::errno::ESLURM_INVALID_GRES;
+use flotilla_proto::{
+    ArrayRange, ArraySpec, GpuCount, GresSpec, JobQuery, JobRef, Request, Response, SignalSpec, SubmitJob,
+    TimeLimitWire,
+};
+
+/// What `sbatch --version` prints.
+pub const VERSION_LINE: &str = "slurm-wlm 22.05.8";
+
+// Ids of long-only options.
+const O_WRAP: u32 = 1000;
+const O_PARSABLE: u32 = 1001;
+const O_TEST_ONLY: u32 = 1002;
+const O_GRES: u32 = 1003;
+const O_MEM: u32 = 1004;
+const O_MEM_PER_CPU: u32 = 1005;
+const O_GPUS_PER_NODE: u32 = 1006;
+const O_GPUS_PER_TASK: u32 = 1007;
+const O_EXCLUSIVE: u32 = 1008;
+const O_NICE: u32 = 1009;
+const O_NTASKS_PER_NODE: u32 = 1010;
+const O_REQUEUE: u32 = 1011;
+const O_NO_REQUEUE: u32 = 1012;
+const O_SIGNAL: u32 = 1013;
+const O_EXPORT: u32 = 1014;
+const O_COMMENT: u32 = 1015;
+const O_TIME_MIN: u32 = 1016;
+const O_TOPOLOGY: u32 = 1017;
+const O_PREEMPTIBLE: u32 = 1018;
+const O_CHECKPOINT_BYTES: u32 = 1019;
+const O_OPEN_MODE: u32 = 1020;
+const O_IGNORED_ARG: u32 = 1021;
+const O_IGNORED: u32 = 1022;
+const O_HELP: u32 = 1023;
+const O_USAGE: u32 = 1024;
+const O_CPUS_PER_GPU: u32 = 1025;
+const O_MEM_PER_GPU: u32 = 1026;
+const O_NTASKS_PER_GPU: u32 = 1027;
+const O_DEADLINE: u32 = 1028;
+const O_PRIORITY: u32 = 1029;
+const O_EXPORT_FILE: u32 = 1030;
+
+const fn c(ch: char) -> u32 {
+    ch as u32
+}
+
+/// sbatch's getopt string (Slurm 22.05 `opt.c`); `+`: stop at the script name.
+const SHORTS: &str = "+a:A:b:B:c:C:d:D:e:F:G:hHi:IJ:k::L:m:M:n:N:o:Op:q:QsS:t:uvVw:Wx:";
+
+const LONGS: &[LongOpt] = &[
+    lo("account", HasArg::Required, c('A')),
+    lo("acctg-freq", HasArg::Required, O_IGNORED_ARG),
+    lo("array", HasArg::Required, c('a')),
+    lo("batch", HasArg::Required, O_IGNORED_ARG),
+    lo("bb", HasArg::Required, O_IGNORED_ARG),
+    lo("bbf", HasArg::Required, O_IGNORED_ARG),
+    lo("begin", HasArg::Required, c('b')),
+    lo("checkpoint-bytes", HasArg::Required, O_CHECKPOINT_BYTES),
+    lo("chdir", HasArg::Required, c('D')),
+    lo("cluster-constraint", HasArg::Required, O_IGNORED_ARG),
+    lo("clusters", HasArg::Required, c('M')),
+    lo("comment", HasArg::Required, O_COMMENT),
+    lo("constraint", HasArg::Required, c('C')),
+    lo("container", HasArg::Required, O_IGNORED_ARG),
+    lo("contiguous", HasArg::No, O_IGNORED),
+    lo("core-spec", HasArg::Required, c('S')),
+    lo("cores-per-socket", HasArg::Required, O_IGNORED_ARG),
+    lo("cpu-freq", HasArg::Required, O_IGNORED_ARG),
+    lo("cpus-per-gpu", HasArg::Required, O_CPUS_PER_GPU),
+    lo("cpus-per-task", HasArg::Required, c('c')),
+    lo("deadline", HasArg::Required, O_DEADLINE),
+    lo("delay-boot", HasArg::Required, O_IGNORED_ARG),
+    lo("dependency", HasArg::Required, c('d')),
+    lo("distribution", HasArg::Required, c('m')),
+    lo("error", HasArg::Required, c('e')),
+    lo("exclude", HasArg::Required, c('x')),
+    lo("exclusive", HasArg::Optional, O_EXCLUSIVE),
+    lo("export", HasArg::Required, O_EXPORT),
+    lo("export-file", HasArg::Required, O_EXPORT_FILE),
+    lo("extra-node-info", HasArg::Required, c('B')),
+    lo("get-user-env", HasArg::Optional, O_IGNORED_ARG),
+    lo("gid", HasArg::Required, O_IGNORED_ARG),
+    lo("gpu-bind", HasArg::Required, O_IGNORED_ARG),
+    lo("gpu-freq", HasArg::Required, O_IGNORED_ARG),
+    lo("gpus", HasArg::Required, c('G')),
+    lo("gpus-per-node", HasArg::Required, O_GPUS_PER_NODE),
+    lo("gpus-per-socket", HasArg::Required, O_IGNORED_ARG),
+    lo("gpus-per-task", HasArg::Required, O_GPUS_PER_TASK),
+    lo("gres", HasArg::Required, O_GRES),
+    lo("gres-flags", HasArg::Required, O_IGNORED_ARG),
+    lo("help", HasArg::No, O_HELP),
+    lo("hint", HasArg::Required, O_IGNORED_ARG),
+    lo("hold", HasArg::No, c('H')),
+    lo("ignore-pbs", HasArg::No, O_IGNORED),
+    lo("input", HasArg::Required, c('i')),
+    lo("job-name", HasArg::Required, c('J')),
+    lo("kill-on-invalid-dep", HasArg::Required, O_IGNORED_ARG),
+    lo("licenses", HasArg::Required, c('L')),
+    lo("mail-type", HasArg::Required, O_IGNORED_ARG),
+    lo("mail-user", HasArg::Required, O_IGNORED_ARG),
+    lo("mcs-label", HasArg::Required, O_IGNORED_ARG),
+    lo("mem", HasArg::Required, O_MEM),
+    lo("mem-bind", HasArg::Required, O_IGNORED_ARG),
+    lo("mem-per-cpu", HasArg::Required, O_MEM_PER_CPU),
+    lo("mem-per-gpu", HasArg::Required, O_MEM_PER_GPU),
+    lo("mincpus", HasArg::Required, O_IGNORED_ARG),
+    lo("network", HasArg::Required, O_IGNORED_ARG),
+    lo("nice", HasArg::Optional, O_NICE),
+    lo("no-kill", HasArg::Optional, c('k')),
+    lo("no-requeue", HasArg::No, O_NO_REQUEUE),
+    lo("nodefile", HasArg::Required, c('F')),
+    lo("nodelist", HasArg::Required, c('w')),
+    lo("nodes", HasArg::Required, c('N')),
+    lo("ntasks", HasArg::Required, c('n')),
+    lo("ntasks-per-core", HasArg::Required, O_IGNORED_ARG),
+    lo("ntasks-per-gpu", HasArg::Required, O_NTASKS_PER_GPU),
+    lo("ntasks-per-node", HasArg::Required, O_NTASKS_PER_NODE),
+    lo("ntasks-per-socket", HasArg::Required, O_IGNORED_ARG),
+    lo("open-mode", HasArg::Required, O_OPEN_MODE),
+    lo("output", HasArg::Required, c('o')),
+    lo("overcommit", HasArg::No, c('O')),
+    lo("oversubscribe", HasArg::No, c('s')),
+    lo("parsable", HasArg::No, O_PARSABLE),
+    lo("partition", HasArg::Required, c('p')),
+    lo("power", HasArg::Required, O_IGNORED_ARG),
+    lo("preemptible", HasArg::No, O_PREEMPTIBLE),
+    lo("priority", HasArg::Required, O_PRIORITY),
+    lo("profile", HasArg::Required, O_IGNORED_ARG),
+    lo("propagate", HasArg::Optional, O_IGNORED_ARG),
+    lo("qos", HasArg::Required, c('q')),
+    lo("quiet", HasArg::No, c('Q')),
+    lo("reboot", HasArg::No, O_IGNORED),
+    lo("requeue", HasArg::No, O_REQUEUE),
+    lo("reservation", HasArg::Required, O_IGNORED_ARG),
+    lo("signal", HasArg::Required, O_SIGNAL),
+    lo("sockets-per-node", HasArg::Required, O_IGNORED_ARG),
+    lo("spread-job", HasArg::No, O_IGNORED),
+    lo("switches", HasArg::Required, O_IGNORED_ARG),
+    lo("test-only", HasArg::No, O_TEST_ONLY),
+    lo("thread-spec", HasArg::Required, O_IGNORED_ARG),
+    lo("threads-per-core", HasArg::Required, O_IGNORED_ARG),
+    lo("time", HasArg::Required, c('t')),
+    lo("time-min", HasArg::Required, O_TIME_MIN),
+    lo("tmp", HasArg::Required, O_IGNORED_ARG),
+    lo("topology", HasArg::Required, O_TOPOLOGY),
+    lo("uid", HasArg::Required, O_IGNORED_ARG),
+    lo("usage", HasArg::No, O_USAGE),
+    lo("use-min-nodes", HasArg::No, O_IGNORED),
+    lo("verbose", HasArg::No, c('v')),
+    lo("version", HasArg::No, c('V')),
+    lo("wait", HasArg::No, c('W')),
+    lo("wait-all-nodes", HasArg::Required, O_IGNORED_ARG),
+    lo("wckey", HasArg::Required, O_IGNORED_ARG),
+    lo("wrap", HasArg::Required, O_WRAP),
+];
+
+/// `SBATCH_*` input variables and the long option each stands for (sbatch(1) "INPUT
+/// ENVIRONMENT VARIABLES").
+const ENV_OPTS: &[(&str, &str)] = &[
+    ("SBATCH_ACCOUNT", "account"),
+    ("SBATCH_ARRAY_INX", "array"),
+    ("SBATCH_CONSTRAINT", "constraint"),
+    ("SBATCH_CPUS_PER_GPU", "cpus-per-gpu"),
+    ("SBATCH_DEBUG", "verbose"),
+    ("SBATCH_EXCLUSIVE", "exclusive"),
+    ("SBATCH_EXPORT", "export"),
+    ("SBATCH_GPUS", "gpus"),
+    ("SBATCH_GPUS_PER_NODE", "gpus-per-node"),
+    ("SBATCH_GPUS_PER_TASK", "gpus-per-task"),
+    ("SBATCH_GRES", "gres"),
+    ("SBATCH_HOLD", "hold"),
+    ("SBATCH_JOB_NAME", "job-name"),
+    ("SBATCH_MEM_PER_CPU", "mem-per-cpu"),
+    ("SBATCH_MEM_PER_GPU", "mem-per-gpu"),
+    ("SBATCH_MEM_PER_NODE", "mem"),
+    ("SBATCH_NO_REQUEUE", "no-requeue"),
+    ("SBATCH_OPEN_MODE", "open-mode"),
+    ("SBATCH_PARTITION", "partition"),
+    ("SBATCH_QOS", "qos"),
+    ("SBATCH_REQUEUE", "requeue"),
+    ("SBATCH_SIGNAL", "signal"),
+    ("SBATCH_TIMELIMIT", "time"),
+    ("SBATCH_TIME_MIN", "time-min"),
+    ("SBATCH_WAIT", "wait"),
+    ("SBATCH_WCKEY", "wckey"),
+    ("SBATCH_TOPOLOGY", "topology"),
+];
+
+/// Everything the options set.
+#[derive(Debug, Clone, Default)]
+pub struct Opts {
+    /// The request being built.
+    pub job: SubmitJob,
+    /// `--wrap`.
+    pub wrap: Option<String>,
+    /// `--parsable`.
+    pub parsable: bool,
+    /// `--wait`.
+    pub wait: bool,
+    /// `-Q`.
+    pub quiet: bool,
+    /// `-D` as given.
+    pub chdir: Option<String>,
+    /// `--export`.
+    pub export: Option<String>,
+}
+
+/// An early end: the message(s) to print on stderr and the exit status.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Fatal {
+    /// Lines for stderr, complete with their `sbatch: ` prefix.
+    pub lines: Vec<String>,
+    /// Exit status.
+    pub code: i32,
+}
+
+fn fatal(msg: impl Into<String>, code: i32) -> Fatal {
+    Fatal {
+        lines: vec![format!("sbatch: error: {}", msg.into())],
+        code,
+    }
+}
+
+fn bad_option(msg: String) -> Fatal {
+    Fatal {
+        lines: vec![msg, "Try \"sbatch --help\" for more information".into()],
+        code: 255,
+    }
+}
+
+/// Runs `sbatch` with `args` (`args[0]` is the program name); returns its exit status.
+pub fn run(args: &[String], io: &mut Io<'_>) -> i32 {
+    match main(args, io) {
+        Ok(code) => code,
+        Err(f) => {
+            for l in &f.lines {
+                io.err(&format!("{l}\n"));
+            }
+            f.code
+        }
+    }
+}
+
+fn main(args: &[String], io: &mut Io<'_>) -> Result<i32, Fatal> {
+    let argv = args.get(1..).unwrap_or(&[]);
+    // First pass: the command line alone, to find the script (and fail early on bad options).
+    let cli = getopt_long("sbatch", argv, SHORTS, LONGS).map_err(bad_option)?;
+    let mut first = Opts::default();
+    for o in &cli.opts {
+        if let Some(code) = early(o, io) {
+            return Ok(code);
+        }
+        apply(&mut first, o)?;
+    }
+    let (script, argv_script, default_name) = read_script(&first, &cli.operands, io)?;
+    // Second pass: directives, then the environment, then the command line again.
+    let mut opts = Opts::default();
+    for words in directives(&script) {
+        let mut a = vec!["sbatch".to_string()];
+        a.extend(words);
+        let p = getopt_long("sbatch", &a[1..], SHORTS, LONGS).map_err(bad_option)?;
+        for o in &p.opts {
+            apply(&mut opts, o)?;
+        }
+    }
+    for (var, long) in ENV_OPTS {
+        if let Some(v) = (io.env)(var).filter(|v| !v.is_empty()) {
+            let l = LONGS.iter().find(|l| l.name == *long).expect("table names a known option");
+            let arg = (l.has_arg != HasArg::No).then_some(v);
+            apply(
+                &mut opts,
+                &Opt {
+                    id: l.id,
+                    arg,
+                    spelled: format!("--{long}"),
+                },
+            )?;
+        }
+    }
+    for o in &cli.opts {
+        apply(&mut opts, o)?;
+    }
+    let mut job = opts.job.clone();
+    job.script = script;
+    job.argv = argv_script;
+    if job.name.is_none() {
+        job.name = Some(default_name);
+    }
+    let cwd = std::env::current_dir().map(|p| p.display().to_string()).unwrap_or_else(|_| "/".into());
+    job.work_dir = match &opts.chdir {
+        Some(d) if d.starts_with('/') => d.clone(),
+        Some(d) if d == "." => cwd.clone(),
+        Some(d) => format!("{cwd}/{d}"),
+        None => cwd,
+    };
+    job.uid = common::my_uid();
+    job.gid = common::my_gid();
+    job.user = common::user_name(job.uid);
+    job.submit_host = common::hostname();
+    job.environment = environment(opts.export.as_deref());
+    let ctl = Ctl::new(io.env).map_err(|e| submit_failed(&e))?;
+    let resp = ctl.call(Request::SubmitJob(Box::new(job))).map_err(|e| submit_failed(&e))?;
+    match resp {
+        Response::Submitted(s) => {
+            if opts.parsable {
+                io.out(&format!("{}\n", s.job_id));
+            } else if !opts.quiet {
+                io.out(&format!("Submitted batch job {}\n", s.job_id));
+            }
+            if opts.wait {
+                let _ = std::io::Write::flush(io.out);
+                return Ok(wait_for(&ctl, s.job_id, io));
+            }
+            Ok(0)
+        }
+        Response::TestOnly(t) => {
+            io.err(&format!(
+                "sbatch: Job {} to start at {} using {} processors on nodes {} in partition {}\n",
+                t.job_id,
+                common::fmt_time(t.start_time),
+                t.cpus,
+                t.nodes,
+                t.partition
+            ));
+            Ok(0)
+        }
+        _ => Err(fatal("Batch job submission failed: Unexpected message received", 1)),
+    }
+}
+
+
+fn submit_failed(e: &CtlError) -> Fatal {
+    let se = e.slurm();
+    let mut lines: Vec<String> = se.messages.iter().map(|m| format!("sbatch: error: {m}")).collect();
+    if se.code == ESLURM_INVALID_GRES {
+        // Slurm validates GRES names in the client and says so without the prefix.
+        lines.push(format!("sbatch: error: {}", se.text));
+    } else {
+        lines.push(format!("sbatch: error: Batch job submission failed: {}", se.text));
+    }
+    Fatal { lines, code: 1 }
+}
+
+/// `--wait`: polls until the job ends; its exit code becomes sbatch's.
+fn wait_for(ctl: &Ctl, id: u64, io: &mut Io<'_>) -> i32 {
+    let mut delay = std::time::Duration::from_secs(2);
+    loop {
+        std::thread::sleep(delay);
+        delay = (delay * 2).min(std::time::Duration::from_secs(10));
+        let q = JobQuery {
+            jobs: vec![JobRef::id(id)],
+            include_finished: true,
+            ..JobQuery::default()
+        };
+        let jobs = match ctl.call(Request::QueryJobs(q)) {
+            Ok(Response::Jobs(j)) => j,
+            _ => continue,
+        };
+        let all_done = !jobs.is_empty() && jobs.iter().all(|j| j.state.is_some_and(|s| s.is_finished()));
+        if all_done {
+            let worst = jobs
+                .iter()
+                .map(|j| if j.exit_signal != 0 { 128 + j.exit_signal } else { j.exit_code })
+                .max()
+                .unwrap_or(0);
+            if worst != 0 {
+                io.err(&format!("sbatch: error: Batch job {id} failed with exit code {worst}\n"));
+            }
+            return worst;
+        }
+    }
+}
+
+/// Options that print and exit at once.
+fn early(o: &Opt, io: &mut Io<'_>) -> Option<i32> {
+    match o.id {
+        x if x == c('V') => {
+            io.out(&format!("{VERSION_LINE}\n"));
+            Some(0)
+        }
+        O_HELP | O_USAGE => {
+            io.out("Usage: sbatch [OPTIONS(0)...] [ : [OPTIONS(N)...]] script(0) [args(0)...]\n");
+            Some(0)
+        }
+        x if x == c('u') => {
+            io.out("Usage: sbatch [OPTIONS(0)...] [ : [OPTIONS(N)...]] script(0) [args(0)...]\n");
+            Some(0)
+        }
+        _ => None,
+    }
+}
+
+/// The script text, its arguments and the default job name.
+fn read_script(opts: &Opts, operands: &[String], io: &mut Io<'_>) -> Result<(String, Vec<String>, String), Fatal> {
+    if let Some(w) = &opts.wrap {
+        if !operands.is_empty() {
+            return Err(fatal("Script arguments not permitted with --wrap option", 1));
+        }
+        return Ok((
+            format!("#!/bin/sh\n# This script was created by sbatch --wrap.\n\n{w}\n"),
+            Vec::new(),
+            "wrap".into(),
+        ));
+    }
+    let (bytes, name, args) = match operands.first() {
+        Some(path) => {
+            let b = std::fs::read(path).map_err(|_| fatal(format!("Unable to open file {path}"), 1))?;
+            let base = path.rsplit('/').next().unwrap_or(path).to_string();
+            (b, base, operands[1..].to_vec())
+        }
+        None => (
+            io.read_stdin().map_err(|_| fatal("Batch script is empty!", 1))?,
+            "sbatch".to_string(),
+            Vec::new(),
+        ),
+    };
+    if bytes.is_empty() {
+        return Err(fatal("Batch script is empty!", 1));
+    }
+    let text = String::from_utf8_lossy(&bytes).into_owned();
+    if !text.starts_with("#!") {
+        return Err(Fatal {
+            lines: vec![
+                "sbatch: error: This does not look like a batch script.  The first".into(),
+                "sbatch: error: line must start with #! followed by the path to an interpreter.".into(),
+                "sbatch: error: For instance: #!/bin/sh".into(),
+            ],
+            code: 1,
+        });
+    }
+    if text.contains('\0') {
+        return Err(fatal("The SBATCH script contains a NULL character, ignoring", 1));
+    }
+    Ok((text, args, name))
+}
+
+/// The option words of each `#SBATCH` directive, as Slurm's `_opt_batch_script` reads them:
+/// only lines starting with `#SBATCH` at column 0; other comment and blank lines are skipped;
+/// the first line with anything else (a command) ends the scan. Words are split like a shell
+/// word list (quotes removed, `\` escapes, an unquoted `#` starts a comment).
+pub fn directives(script: &str) -> Vec<Vec<String>> {
+    let mut out = Vec::new();
+    for line in script.lines().skip(1) {
+        if let Some(rest) = line.strip_prefix("#SBATCH") {
+            out.push(split_words(rest));
+            continue;
+        }
+        let first = line.trim_start().chars().next();
+        match first {
+            None | Some('#') => continue,
+            Some(_) => break,
+        }
+    }
+    out
+}
+
+/// Slurm's `_get_argument` loop over one directive.
+fn split_words(s: &str) -> Vec<String> {
+    let mut words = Vec::new();
+    let mut chars = s.chars().peekable();
+    loop {
+        while chars.peek().is_some_and(|c| c.is_whitespace()) {
+            chars.next();
+        }
+        let Some(&first) = chars.peek() else { break };
+        if first == '#' {
+            break;
+        }
+        let mut w = String::new();
+        let mut quote: Option<char> = None;
+        let mut comment = false;
+        while let Some(&ch) = chars.peek() {
+            if quote.is_none() && ch.is_whitespace() {
+                break;
+            }
+            chars.next();
+            match (ch, quote) {
+                ('\\', _) => {
+                    if let Some(n) = chars.next() {
+                        w.push(n);
+                    }
+                }
+                (q, Some(open)) if q == open => quote = None,
+                (_, Some(_)) => w.push(ch),
+                ('"' | '\'', None) => quote = Some(ch),
+                ('#', None) => {
+                    comment = true;
+                    break;
+                }
+                _ => w.push(ch),
+            }
+        }
+        if !w.is_empty() || quote.is_some() {
+            words.push(w);
+        }
+        if comment {
+            break;
+        }
+    }
+    words
+}
+
+/// The environment the job gets (`--export`; default `ALL`).
+fn environment(export: Option<&str>) -> Vec<(String, String)> {
+    let all: Vec<(String, String)> = std::env::vars().collect();
+    let Some(spec) = export else { return all };
+    let mut parts = spec.split(',').filter(|p| !p.is_empty());
+    let first = parts.clone().next().unwrap_or("ALL");
+    let base: Vec<(String, String)> = match first {
+        "ALL" => all.clone(),
+        _ => Vec::new(),
+    };
+    let mut env = base;
+    if first == "ALL" || first == "NONE" || first == "NIL" {
+        parts.next();
+    }
+    for p in parts {
+        match p.split_once('=') {
+            Some((k, v)) => {
+                env.retain(|(ek, _)| ek != k);
+                env.push((k.to_string(), v.to_string()));
+            }
+            None => {
+                if let Some((k, v)) = all.iter().find(|(k, _)| k == p) {
+                    env.retain(|(ek, _)| ek != k);
+                    env.push((k.clone(), v.clone()));
+                }
+            }
+        }
+    }
+    env
+}
+
+fn arg(o: &Opt) -> &str {
+    o.arg.as_deref().unwrap_or("")
+}
+
+/// Applies one option; errors are Slurm's texts with exit status 255.
+pub fn apply(opts: &mut Opts, o: &Opt) -> Result<(), Fatal> {
+    let j = &mut opts.job;
+    let a = arg(o);
+    match o.id {
+        x if x == c('A') => j.account = Some(a.into()),
+        x if x == c('a') => j.array = Some(parse_array(a).ok_or_else(|| fatal("Invalid --array specification", 255))?),
+        x if x == c('b') => j.begin = Some(parse_begin(a, common::now()).ok_or_else(|| fatal("Invalid time specification", 255))?),
+        x if x == c('c') => j.cpus_per_task = Some(parse_count(a, "--cpus-per-task")?),
+        x if x == c('C') => j.constraint = Some(a.into()),
+        x if x == c('d') => j.dependency = Some(a.into()),
+        x if x == c('D') => opts.chdir = Some(a.into()),
+        x if x == c('e') => j.stderr = Some(a.into()),
+        x if x == c('G') => j.gpus = Some(parse_gpu_count(a)),
+        x if x == c('H') => j.hold = true,
+        x if x == c('i') => j.stdin = Some(a.into()),
+        x if x == c('J') => j.name = Some(a.into()),
+        x if x == c('n') => j.ntasks = Some(parse_count(a, "--ntasks")?),
+        x if x == c('N') => {
+            let (min, max) = parse_nodes(a).ok_or_else(|| fatal(format!("\"{a}\" is not a valid node count"), 255))?;
+            j.nodes_min = Some(min);
+            j.nodes_max = max;
+        }
+        x if x == c('o') => j.stdout = Some(a.into()),
+        x if x == c('p') => j.partition = Some(a.into()),
+        x if x == c('q') => j.qos = Some(a.into()),
+        x if x == c('Q') => opts.quiet = true,
+        x if x == c('t') => j.time_limit = Some(parse_time(a, "--time")?),
+        x if x == c('w') => j.required_nodes = expand_nodes(a),
+        x if x == c('W') => opts.wait = true,
+        x if x == c('x') => j.excluded_nodes = expand_nodes(a),
+        O_WRAP => opts.wrap = Some(a.into()),
+        O_PARSABLE => opts.parsable = true,
+        O_TEST_ONLY => j.test_only = true,
+        O_GRES => j.gres = parse_gres(a).ok_or_else(|| fatal("Invalid generic resource (gres) specification", 255))?,
+        O_MEM => j.mem_per_node_mib = Some(parse_mem(a).ok_or_else(|| fatal("Invalid --mem specification", 255))?),
+        O_MEM_PER_CPU => {
+            j.mem_per_cpu_mib = Some(parse_mem(a).ok_or_else(|| fatal("Invalid --mem-per-cpu specification", 255))?)
+        }
+        O_GPUS_PER_NODE => j.gpus_per_node = Some(parse_gpu_count(a)),
+        O_GPUS_PER_TASK => j.gpus_per_task = Some(parse_gpu_count(a)),
+        O_EXCLUSIVE => j.exclusive = true,
+        O_NICE => {
+            let n = match o.arg.as_deref() {
+                None => 100,
+                Some(v) => v.parse().map_err(|_| fatal("Invalid nice value, must be between -2147483645 and 2147483645", 255))?,
+            };
+            j.nice = Some(n);
+        }
+        O_NTASKS_PER_NODE => j.ntasks_per_node = Some(parse_count(a, "--ntasks-per-node")?),
+        O_REQUEUE => j.requeue = Some(true),
+        O_NO_REQUEUE => j.requeue = Some(false),
+        O_SIGNAL => j.signal = Some(parse_signal_spec(a).ok_or_else(|| fatal(format!("Invalid --signal specification: {a}"), 255))?),
+        O_EXPORT => opts.export = Some(a.into()),
+        O_COMMENT => j.comment = Some(a.into()),
+        O_TIME_MIN => j.time_min = Some(parse_time(a, "--time-min")?),
+        O_TOPOLOGY => {
+            if !matches!(a, "node" | "pod" | "any") {
+                return Err(fatal(format!("Invalid --topology specification: {a} (node, pod or any)"), 255));
+            }
+            j.topology = Some(a.into());
+        }
+        O_PREEMPTIBLE => j.preemptible = true,
+        O_CHECKPOINT_BYTES => {
+            j.checkpoint_bytes =
+                Some(parse_bytes(a).ok_or_else(|| fatal(format!("Invalid --checkpoint-bytes specification: {a}"), 255))?)
+        }
+        // Accepted for compatibility; Flotilla has no use for them yet.
+        _ => {}
+    }
+    Ok(())
+}
+
+fn parse_time(a: &str, opt: &str) -> Result<TimeLimitWire, Fatal> {
+    match parse_time_limit(a) {
+        Ok(TimeLimit::Unlimited) => Ok(TimeLimitWire::Unlimited),
+        Ok(TimeLimit::Minutes(m)) => Ok(TimeLimitWire::Minutes(m)),
+        Err(_) => Err(fatal(format!("Invalid {opt} specification"), 255)),
+    }
+}
+
+fn parse_count(a: &str, opt: &str) -> Result<u32, Fatal> {
+    a.trim()
+        .parse::<u32>()
+        .ok()
+        .filter(|&n| n > 0)
+        .ok_or_else(|| fatal(format!("Invalid numeric value \"{a}\" for {opt}."), 255))
+}
+
+/// `-N min[-max]`.
+pub fn parse_nodes(a: &str) -> Option<(u32, Option<u32>)> {
+    let num = |s: &str| -> Option<u32> {
+        let (digits, mult) = match s.strip_suffix(['k', 'K']) {
+            Some(d) => (d, 1024),
+            None => (s, 1),
+        };
+        digits.parse::<u32>().ok().map(|n| n * mult)
+    };
+    match a.split_once('-') {
+        Some((lo, hi)) => Some((num(lo)?, Some(num(hi)?))),
+        None => Some((num(a)?, None)),
+    }
+}
+
+/// `--mem` and friends: a number of MiB with an optional `K`, `M`, `G`, `T` suffix.
+pub fn parse_mem(a: &str) -> Option<u64> {
+    let a = a.trim();
+    let split = a.find(|c: char| !c.is_ascii_digit()).unwrap_or(a.len());
+    let (num, suf) = a.split_at(split);
+    let n: u64 = num.parse().ok()?;
+    let mib = match suf.to_ascii_uppercase().as_str() {
+        "" | "M" | "MB" => n,
+        "K" | "KB" => n.div_ceil(1024),
+        "G" | "GB" => n * 1024,
+        "T" | "TB" => n * 1024 * 1024,
+        _ => return None,
+    };
+    Some(mib)
+}
+
+/// `--checkpoint-bytes`: bytes with an optional binary `K`, `M`, `G`, `T`, `P` suffix.
+pub fn parse_bytes(a: &str) -> Option<u64> {
+    let split = a.find(|c: char| !c.is_ascii_digit()).unwrap_or(a.len());
+    let (num, suf) = a.split_at(split);
+    let n: u64 = num.parse().ok()?;
+    let mult: u64 = match suf.to_ascii_uppercase().as_str() {
+        "" | "B" => 1,
+        "K" => 1 << 10,
+        "M" => 1 << 20,
+        "G" => 1 << 30,
+        "T" => 1 << 40,
+        "P" => 1 << 50,
+        _ => return None,
+    };
+    n.checked_mul(mult)
+}
+
+/// `--gres=gpu:2,gpu:h100:3` (per node).
+pub fn parse_gres(a: &str) -> Option<Vec<GresSpec>> {
+    let mut out = Vec::new();
+    for item in a.split(',').filter(|s| !s.is_empty()) {
+        let item = item.strip_prefix("gres:").or_else(|| item.strip_prefix("gres/")).unwrap_or(item);
+        let parts: Vec<&str> = item.split(':').collect();
+        let (name, ty, count) = match parts.as_slice() {
+            [n] => (*n, None, 1),
+            [n, x] => match x.parse::<u64>() {
+                Ok(k) => (*n, None, k),
+                Err(_) => (*n, Some(x.to_string()), 1),
+            },
+            [n, t, k] => (*n, Some(t.to_string()), k.parse().ok()?),
+            _ => return None,
+        };
+        if name.is_empty() {
+            return None;
+        }
+        out.push(GresSpec {
+            name: name.into(),
+            gpu_type: ty,
+            count,
+        });
+    }
+    Some(out)
+}
+
+/// `--gpus=[type:]N`; a bare word is a type with count 1, as Slurm reads `--gpus=abc`.
+pub fn parse_gpu_count(a: &str) -> GpuCount {
+    match a.rsplit_once(':') {
+        Some((t, n)) => GpuCount {
+            gpu_type: Some(t.into()),
+            count: n.parse().unwrap_or(1),
+        },
+        None => match a.parse() {
+            Ok(n) => GpuCount { gpu_type: None, count: n },
+            Err(_) => GpuCount {
+                gpu_type: Some(a.into()),
+                count: 1,
+            },
+        },
+    }
+}
+
+/// `--array=0-5%2`, `1,3,5-9:2`.
+pub fn parse_array(a: &str) -> Option<ArraySpec> {
+    let (list, max) = match a.split_once('%') {
+        Some((l, m)) => (l, Some(m.parse().ok()?)),
+        None => (a, None),
+    };
+    let mut ranges = Vec::new();
+    for item in list.split(',') {
+        let (r, step) = match item.split_once(':') {
+            Some((r, s)) => (r, s.parse().ok()?),
+            None => (item, 1),
+        };
+        let (start, end) = match r.split_once('-') {
+            Some((s, e)) => (s.parse().ok()?, e.parse().ok()?),
+            None => {
+                let v = r.parse().ok()?;
+                (v, v)
+            }
+        };
+        ranges.push(ArrayRange { start, end, step });
+    }
+    Some(ArraySpec {
+        ranges,
+        max_running: max,
+    })
+}
+
+/// `--signal=[{R|B}:]SIG[@secs]`.
+pub fn parse_signal_spec(a: &str) -> Option<SignalSpec> {
+    let (batch_only, rest) = match a.split_once(':') {
+        Some((flags, r)) if flags.chars().all(|c| c == 'B' || c == 'R') => (flags.contains('B'), r),
+        _ => (false, a),
+    };
+    let (sig, secs) = match rest.split_once('@') {
+        Some((s, t)) => (s, t.parse().ok()?),
+        None => (rest, 60),
+    };
+    Some(SignalSpec {
+        signal: crate::signals::parse(sig)?,
+        secs_before: secs,
+        batch_only,
+    })
+}
+
+fn expand_nodes(a: &str) -> Vec<String> {
+    flotilla_core::hostlist::expand(a).unwrap_or_else(|_| vec![a.to_string()])
+}
+
+/// `--begin`: `now[+N[units]]`, `today`, `tomorrow`, `midnight`, `noon`, `HH:MM[:SS]`,
+/// `YYYY-MM-DD[THH:MM[:SS]]` (UTC). Seconds since the epoch.
+pub fn parse_begin(a: &str, now: i64) -> Option<i64> {
+    let s = a.trim().to_ascii_lowercase();
+    let midnight = now - now.rem_euclid(86_400);
+    if let Some(rest) = s.strip_prefix("now") {
+        if rest.is_empty() {
+            return Some(now);
+        }
+        let rest = rest.strip_prefix('+')?;
+        let split = rest.find(|c: char| !c.is_ascii_digit()).unwrap_or(rest.len());
+        let (n, unit) = rest.split_at(split);
+        let n: i64 = n.parse().ok()?;
+        let mult = match unit {
+            "" | "s" | "sec" | "secs" | "second" | "seconds" => 1,
+            "m" | "min" | "mins" | "minute" | "minutes" => 60,
+            "h" | "hour" | "hours" => 3600,
+            "d" | "day" | "days" => 86_400,
+            "w" | "week" | "weeks" => 604_800,
+            _ => return None,
+        };
+        return Some(now + n * mult);
+    }
+    match s.as_str() {
+        "today" | "midnight" => return Some(if s == "today" { midnight } else { midnight + 86_400 }),
+        "tomorrow" => return Some(midnight + 86_400),
+        "noon" => return Some(if now < midnight + 43_200 { midnight + 43_200 } else { midnight + 86_400 + 43_200 }),
+        _ => {}
+    }
+    let hms = |t: &str| -> Option<i64> {
+        let p: Vec<&str> = t.split(':').collect();
+        let v: Vec<i64> = p.iter().map(|x| x.parse().ok()).collect::<Option<_>>()?;
+        match v.as_slice() {
+            [h, m] => Some(h * 3600 + m * 60),
+            [h, m, s] => Some(h * 3600 + m * 60 + s),
+            _ => None,
+        }
+    };
+    if let Some((d, t)) = s.split_once('t') {
+        let p: Vec<i64> = d.split('-').map(|x| x.parse().ok()).collect::<Option<_>>()?;
+        let [y, m, dd] = p.as_slice() else { return None };
+        return Some(common::days_from_civil(*y, *m as u32, *dd as u32) * 86_400 + hms(t)?);
+    }
+    if s.contains('-') {
+        let p: Vec<i64> = s.split('-').map(|x| x.parse().ok()).collect::<Option<_>>()?;
+        let [y, m, dd] = p.as_slice() else { return None };
+        return Some(common::days_from_civil(*y, *m as u32, *dd as u32) * 86_400);
+    }
+    let t = hms(&s)?;
+    Some(if midnight + t > now { midnight + t } else { midnight + 86_400 + t })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const DIRECTIVES_SH: &str = "#!/bin/bash\n#SBATCH --job-name=early\n#SBATCH -t 7\n#SBATCH --partition=batch   # trailing comment after a directive\n##SBATCH --job-name=doublehash\n# SBATCH --job-name=spacehash\n #SBATCH --job-name=leadingspace\n#SBATCH --comment=\"quoted comment with spaces\"\n\necho first command\n#SBATCH --job-name=late\n#SBATCH -t 99\n#SBATCH --gres=gpu:3\nsleep 1\n";
+
+    #[test]
+    fn directives_as_slurm_reads_them() {
+        // CONTRACT.md §A-4; goldens 0132-0135.
+        let d = directives(DIRECTIVES_SH);
+        assert_eq!(
+            d,
+            vec![
+                vec!["--job-name=early".to_string()],
+                vec!["-t".into(), "7".into()],
+                vec!["--partition=batch".into()],
+                vec!["--comment=quoted comment with spaces".into()],
+            ]
+        );
+        assert_eq!(split_words(" --a='x y' b\\ c #x"), vec!["--a=x y", "b c"]);
+        assert_eq!(split_words(" --array               0-2"), vec!["--array", "0-2"]);
+    }
+
+    fn opts_of(words: &[&str]) -> Result<Opts, Fatal> {
+        let w: Vec<String> = words.iter().map(|s| s.to_string()).collect();
+        let p = getopt_long("sbatch", &w, SHORTS, LONGS).map_err(bad_option)?;
+        let mut o = Opts::default();
+        for x in &p.opts {
+            apply(&mut o, x)?;
+        }
+        Ok(o)
+    }
+
+    #[test]
+    fn option_values_and_errors() {
+        let o = opts_of(&["-J", "n", "--time=10", "-N2", "--gres=gpu:h100:3", "--mem=4G", "--array=0-5%2", "--parsable"]).unwrap();
+        assert_eq!(o.job.name.as_deref(), Some("n"));
+        assert_eq!(o.job.time_limit, Some(TimeLimitWire::Minutes(10)));
+        assert_eq!(o.job.nodes_min, Some(2));
+        assert_eq!(o.job.gres[0].gpu_type.as_deref(), Some("h100"));
+        assert_eq!(o.job.mem_per_node_mib, Some(4096));
+        assert_eq!(o.job.array.as_ref().unwrap().max_running, Some(2));
+        assert!(o.parsable);
+        // Goldens 0050, 0056, 0076, 0077.
+        assert_eq!(
+            opts_of(&["--bogus"]).unwrap_err(),
+            Fatal {
+                lines: vec!["sbatch: unrecognized option '--bogus'".into(), "Try \"sbatch --help\" for more information".into()],
+                code: 255
+            }
+        );
+        assert_eq!(opts_of(&["-t", "abc"]).unwrap_err(), fatal("Invalid --time specification", 255));
+        assert_eq!(opts_of(&["--mem=12Q"]).unwrap_err(), fatal("Invalid --mem specification", 255));
+        assert_eq!(opts_of(&["-N", "abc"]).unwrap_err(), fatal("\"abc\" is not a valid node count", 255));
+        let o = opts_of(&["--topology=pod", "--preemptible", "--checkpoint-bytes=980G"]).unwrap();
+        assert_eq!(o.job.topology.as_deref(), Some("pod"));
+        assert!(o.job.preemptible);
+        assert_eq!(o.job.checkpoint_bytes, Some(980 << 30));
+        assert_eq!(opts_of(&["--topology=rack"]).unwrap_err().code, 255);
+    }
+
+    #[test]
+    fn signal_begin_gpus() {
+        let s = parse_signal_spec("B:USR2@30").unwrap();
+        assert_eq!((s.signal, s.secs_before, s.batch_only), (12, 30, true));
+        let s = parse_signal_spec("USR2@90").unwrap();
+        assert_eq!((s.signal, s.secs_before, s.batch_only), (12, 90, false));
+        assert_eq!(parse_begin("now+2hours", 1000), Some(1000 + 7200));
+        assert_eq!(parse_begin("2026-01-01T00:00:00", 0), Some(common::days_from_civil(2026, 1, 1) * 86_400));
+        assert_eq!(parse_gpu_count("abc"), GpuCount { gpu_type: Some("abc".into()), count: 1 });
+        assert_eq!(parse_gpu_count("h100:4"), GpuCount { gpu_type: Some("h100".into()), count: 4 });
+    }
+
+    fn run_sbatch(args: &[&str], stdin: &[u8]) -> (String, String, i32) {
+        let mut out = Vec::new();
+        let mut err = Vec::new();
+        let mut input: &[u8] = stdin;
+        let env = |k: &str| (k == "SLURM_CONF").then(|| "/nonexistent/slurm.conf".to_string());
+        let mut a = vec!["sbatch".to_string()];
+        a.extend(args.iter().map(|s| s.to_string()));
+        let code = run(&a, &mut Io { out: &mut out, err: &mut err, env: &env, stdin: Some(&mut input) });
+        (String::from_utf8(out).unwrap(), String::from_utf8(err).unwrap(), code)
+    }
+
+    #[test]
+    fn script_errors_before_contacting_the_controller() {
+        // Goldens 0051-0054, 0079; CONTRACT.md §A-3.
+        assert_eq!(run_sbatch(&[], b""), (String::new(), "sbatch: error: Batch script is empty!\n".into(), 1));
+        let (_, e, c) = run_sbatch(&[], b"echo hi\n");
+        assert_eq!(c, 1);
+        assert!(e.starts_with("sbatch: error: This does not look like a batch script.  The first\n"));
+        let (_, e, c) = run_sbatch(&["/nonexistent/x.sh"], b"");
+        assert_eq!((e.as_str(), c), ("sbatch: error: Unable to open file /nonexistent/x.sh\n", 1));
+        let (_, e, c) = run_sbatch(&["--wrap", "true", "x.sh"], b"");
+        assert_eq!((e.as_str(), c), ("sbatch: error: Script arguments not permitted with --wrap option\n", 1));
+        assert_eq!(run_sbatch(&["--version"], b"").0, "slurm-wlm 22.05.8\n");
+        // A config that cannot be read is a failure to reach the controller, exit 1.
+        let (o, e, c) = run_sbatch(&["--wrap", "true"], b"");
+        assert_eq!(o, "");
+        assert_eq!(e, "sbatch: error: Batch job submission failed: Unable to contact slurm controller (connect failure)\n");
+        assert_eq!(c, 1);
+    }
+}

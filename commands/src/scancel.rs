@@ -1,0 +1,184 @@
+//! `scancel`, as Slurm 22.05's: ids (`123`, `123_4`, `123_[3-4]`), filters (`-u -n -t -p -A
+//! -w --me`), `-s/--signal` (names with or without `SIG`, numbers), `-b`, `-v`, `-Q`.
+//! An unknown or finished job is silent with exit 0 unless signalling (then `Kill job error
+//! on job id N: Invalid job id specified`, exit 1) or `-v`; another user's job is
+//! `Access/permission denied`, exit 210 (the error code modulo 256, as Slurm exits).
+
+use crate::common::{self, Ctl, Io};
+use crate::getopt::{getopt_long, lo, HasArg, LongOpt};
+use crate::squeue::parse_job_ref;
+use flotilla_proto::errno::{ESLURM_ALREADY_DONE, ESLURM_INVALID_JOB_ID, ESLURM_JOB_FINISHED};
+use flotilla_proto::{CancelJob, JobFilter, Request, Response};
+
+const fn c(ch: char) -> u32 {
+    ch as u32
+}
+
+const O_ME: u32 = 1000;
+const O_HELP: u32 = 1001;
+const O_IGNORED: u32 = 1002;
+
+const SHORTS: &str = "A:bfHiM:n:p:Qq:R:s:t:u:vVw:x";
+
+const LONGS: &[LongOpt] = &[
+    lo("account", HasArg::Required, c('A')),
+    lo("batch", HasArg::No, c('b')),
+    lo("clusters", HasArg::Required, c('M')),
+    lo("cluster", HasArg::Required, c('M')),
+    lo("ctld", HasArg::No, O_IGNORED),
+    lo("full", HasArg::No, c('f')),
+    lo("help", HasArg::No, O_HELP),
+    lo("hurry", HasArg::No, c('H')),
+    lo("interactive", HasArg::No, c('i')),
+    lo("jobname", HasArg::Required, c('n')),
+    lo("me", HasArg::No, O_ME),
+    lo("name", HasArg::Required, c('n')),
+    lo("nodelist", HasArg::Required, c('w')),
+    lo("partition", HasArg::Required, c('p')),
+    lo("qos", HasArg::Required, c('q')),
+    lo("quiet", HasArg::No, c('Q')),
+    lo("reservation", HasArg::Required, c('R')),
+    lo("signal", HasArg::Required, c('s')),
+    lo("state", HasArg::Required, c('t')),
+    lo("usage", HasArg::No, O_HELP),
+    lo("user", HasArg::Required, c('u')),
+    lo("verbose", HasArg::No, c('v')),
+    lo("version", HasArg::No, c('V')),
+    lo("wckey", HasArg::Required, O_IGNORED),
+];
+
+/// Runs `scancel`; returns its exit status.
+pub fn run(args: &[String], io: &mut Io<'_>) -> i32 {
+    let argv = args.get(1..).unwrap_or(&[]);
+    let p = match getopt_long("scancel", argv, SHORTS, LONGS) {
+        Ok(p) => p,
+        Err(m) => {
+            io.err(&format!("{m}\nTry \"scancel --help\" for more information\n"));
+            return 1;
+        }
+    };
+    let mut req = CancelJob::default();
+    let mut filter = JobFilter::default();
+    let (mut verbose, mut quiet, mut any_filter) = (false, false, false);
+    for o in &p.opts {
+        let a = o.arg.as_deref().unwrap_or("");
+        let list = || a.split(',').filter(|s| !s.is_empty()).map(str::to_string).collect::<Vec<_>>();
+        match o.id {
+            x if x == c('b') => req.batch_only = true,
+            x if x == c('v') => verbose = true,
+            x if x == c('Q') => quiet = true,
+            x if x == c('V') => {
+                io.out(&format!("{}\n", crate::sbatch::VERSION_LINE));
+                return 0;
+            }
+            O_HELP => {
+                io.out("Usage: scancel [OPTIONS] [job_id[_array_id][.step_id]]\n");
+                return 0;
+            }
+            x if x == c('s') => match crate::signals::parse(a) {
+                Some(s) => req.signal = Some(s),
+                None => {
+                    io.err(&format!("scancel: error: Invalid job signal: {a}\n"));
+                    return 1;
+                }
+            },
+            x if x == c('u') => {
+                filter.users.extend(list());
+                any_filter = true;
+            }
+            O_ME => {
+                filter.users.push(common::user_name(common::my_uid()));
+                any_filter = true;
+            }
+            x if x == c('n') => {
+                filter.names.extend(list());
+                any_filter = true;
+            }
+            x if x == c('p') => {
+                filter.partitions.extend(list());
+                any_filter = true;
+            }
+            x if x == c('A') => {
+                filter.accounts.extend(list());
+                any_filter = true;
+            }
+            x if x == c('w') => {
+                filter.nodes.extend(flotilla_core::hostlist::expand(a).unwrap_or_else(|_| vec![a.to_string()]));
+                any_filter = true;
+            }
+            x if x == c('t') => {
+                for s in a.split(',') {
+                    match crate::jobfmt::parse_state(s) {
+                        Ok(Some(w)) => filter.states.push(w),
+                        Ok(None) => {}
+                        Err(_) => {
+                            io.err(&format!("scancel: error: Invalid job state specified: {s}\n"));
+                            return 1;
+                        }
+                    }
+                }
+                any_filter = true;
+            }
+            _ => {}
+        }
+    }
+    for id in &p.operands {
+        match parse_job_ref(id.split('.').next().unwrap_or(id)) {
+            Some(r) => req.jobs.push(r),
+            None => {
+                io.err(&format!("scancel: error: Invalid job id {id}\n"));
+                return 1;
+            }
+        }
+    }
+    if req.jobs.is_empty() && !any_filter {
+        io.err("scancel: error: No job identification provided\n");
+        return 1;
+    }
+    // Slurm users see only their own jobs through filters unless root.
+    if req.jobs.is_empty() && filter.users.is_empty() && !nix::unistd::getuid().is_root() {
+        filter.users.push(common::user_name(common::my_uid()));
+    }
+    req.filter = filter;
+    let ctl = match Ctl::new(io.env) {
+        Ok(c) => c,
+        Err(e) => {
+            io.err(&format!("scancel: error: {}\n", e.slurm().text));
+            return 1;
+        }
+    };
+    let signal = req.signal;
+    let results = match ctl.call(Request::CancelJob(req)) {
+        Ok(Response::JobResults(r)) => r,
+        Ok(_) => Vec::new(),
+        Err(e) => {
+            io.err(&format!("scancel: error: {}\n", e.slurm().text));
+            return 1;
+        }
+    };
+    let mut code = 0;
+    for r in results {
+        let id = match &r.job.tasks {
+            Some(t) if t.len() == 1 => format!("{}_{}", r.job.job_id, t[0]),
+            _ => r.job.job_id.to_string(),
+        };
+        if verbose {
+            match signal {
+                Some(s) => io.err(&format!("scancel: Signal {s} to job {id}\n")),
+                None => io.err(&format!("scancel: Terminating job {id}\n")),
+            }
+        }
+        let Some(e) = r.error else { continue };
+        let quiet_kind = matches!(e.code, ESLURM_ALREADY_DONE | ESLURM_INVALID_JOB_ID | ESLURM_JOB_FINISHED);
+        if quiet_kind && signal.is_none() && !verbose {
+            continue;
+        }
+        if !quiet {
+            io.err(&format!("scancel: error: Kill job error on job id {id}: {}\n", e.text));
+        }
+        if !(quiet_kind && signal.is_none()) {
+            code = if signal.is_some() && quiet_kind { 1 } else { e.code % 256 };
+        }
+    }
+    code
+}

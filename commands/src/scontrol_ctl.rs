@@ -1,0 +1,644 @@
+//! The parts of `scontrol` that talk to the controller: `show job|node|partition|topology`,
+//! `hold`, `uhold`, `release`, `requeue`, `requeuehold`, `update job|node`, `top`. Texts and
+//! exit codes as Slurm 22.05's `scontrol` (e.g. `Invalid job id specified for job 999999`,
+//! `slurm_suspend error: ...` after a failed hold/release).
+//!
+//! `show job` prints Slurm's record. Flotilla's own job fields (`Topology=`, `Preemptible=`)
+//! are added as one extra line only for jobs that set a Flotilla option (a topology other
+//! than the partition's default `any`, or `--preemptible`), so Slurm-only jobs print exactly
+//! as Slurm prints them.
+
+use crate::common::{self, Ctl, Io};
+use crate::jobfmt;
+use crate::squeue::parse_job_ref;
+use flotilla_core::time::{mins2time_str, secs2time_str};
+use flotilla_proto::errno::{strerror, ESLURM_ACCESS_DENIED, ESLURM_INVALID_JOB_ID};
+use flotilla_proto::{
+    HoldOp, HoldRelease, JobChange, JobInfo, JobQuery, JobRef, JobStateWire, NodeInfo, NodeQuery, PartitionInfo,
+    Request, RequeueJob, Response, TimeLimitWire, UpdateJob, UpdateNode,
+};
+
+/// Flags of `scontrol` that shape `show`.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct ShowFlags {
+    /// `-o`.
+    pub one_liner: bool,
+    /// `-d`.
+    pub details: bool,
+}
+
+fn ctl(io: &mut Io<'_>, what: &str) -> Option<Ctl> {
+    match Ctl::new(io.env) {
+        Ok(c) => Some(c),
+        Err(e) => {
+            io.err(&format!("{what} error: {}\n", e.slurm().text));
+            None
+        }
+    }
+}
+
+fn ids_of(args: &[String]) -> Result<Vec<JobRef>, String> {
+    let mut out = Vec::new();
+    for a in args {
+        for id in a.split(',').filter(|s| !s.is_empty()) {
+            out.push(parse_job_ref(id).ok_or_else(|| id.to_string())?);
+        }
+    }
+    Ok(out)
+}
+
+fn ref_str(r: &JobRef) -> String {
+    match &r.tasks {
+        Some(t) if t.len() == 1 => format!("{}_{}", r.job_id, t[0]),
+        Some(_) => format!("{}_[...]", r.job_id),
+        None => r.job_id.to_string(),
+    }
+}
+
+/// `hold`, `uhold`, `release`: exit status.
+pub fn hold_release(op: HoldOp, args: &[String], io: &mut Io<'_>) -> i32 {
+    let jobs = match ids_of(args) {
+        Ok(j) => j,
+        Err(bad) => {
+            io.err(&format!("Invalid job id specified for job {bad}\n"));
+            return 1;
+        }
+    };
+    if jobs.is_empty() {
+        io.err("too few arguments for keyword\n");
+        return 1;
+    }
+    let Some(c) = ctl(io, "slurm_suspend") else { return 1 };
+    match c.call(Request::HoldRelease(HoldRelease { jobs, op })) {
+        Ok(Response::JobResults(rs)) => {
+            let mut code = 0;
+            let mut last = None;
+            for r in rs {
+                if let Some(e) = r.error {
+                    io.err(&format!("{} for job {}\n", e.text, ref_str(&r.job)));
+                    last = Some(e.text);
+                    code = 1;
+                }
+            }
+            if let Some(t) = last {
+                io.err(&format!("slurm_suspend error: {t}\n"));
+            }
+            code
+        }
+        Ok(_) => 0,
+        Err(e) => {
+            io.err(&format!("slurm_suspend error: {}\n", e.slurm().text));
+            1
+        }
+    }
+}
+
+/// `requeue`, `requeuehold`.
+pub fn requeue(hold: bool, args: &[String], io: &mut Io<'_>) -> i32 {
+    let jobs = match ids_of(args) {
+        Ok(j) => j,
+        Err(bad) => {
+            io.err(&format!("Invalid job id specified for job {bad}\n"));
+            return 1;
+        }
+    };
+    let Some(c) = ctl(io, "slurm_requeue") else { return 1 };
+    match c.call(Request::Requeue(RequeueJob { jobs, hold })) {
+        Ok(Response::JobResults(rs)) => {
+            let mut code = 0;
+            for r in rs {
+                if let Some(e) = r.error {
+                    io.err(&format!("{} for job {}\n", e.text, ref_str(&r.job)));
+                    code = 1;
+                }
+            }
+            code
+        }
+        Ok(_) => 0,
+        Err(e) => {
+            io.err(&format!("slurm_requeue error: {}\n", e.slurm().text));
+            1
+        }
+    }
+}
+
+/// `top`: Flotilla has no queue reordering by users (Slurm's default, without
+/// `enable_user_top`, refuses users too).
+pub fn top(args: &[String], io: &mut Io<'_>) -> i32 {
+    for a in args {
+        for id in a.split(',') {
+            io.err(&format!("{} for job {id}\n", strerror(ESLURM_ACCESS_DENIED)));
+        }
+    }
+    1
+}
+
+/// `update ...`: a job (`JobId=`) or nodes (`NodeName=`).
+pub fn update(args: &[String], io: &mut Io<'_>) -> i32 {
+    let pairs: Vec<(String, String)> = args
+        .iter()
+        .map(|a| match a.split_once('=') {
+            Some((k, v)) => (k.to_string(), v.to_string()),
+            None => (a.clone(), String::new()),
+        })
+        .collect();
+    let Some((k0, v0)) = pairs.first().cloned() else {
+        io.err("too few arguments for keyword:update\n");
+        return 1;
+    };
+    if k0.eq_ignore_ascii_case("nodename") {
+        let mut u = UpdateNode {
+            names: flotilla_core::hostlist::expand(&v0).unwrap_or_else(|_| vec![v0.clone()]),
+            state: None,
+            reason: None,
+        };
+        for (k, v) in &pairs[1..] {
+            match k.to_ascii_lowercase().as_str() {
+                "state" => u.state = Some(v.clone()),
+                "reason" => u.reason = Some(v.clone()),
+                _ => {
+                    io.err(&format!("Update of this parameter is not supported: {k}={v}\nRequest aborted\n"));
+                    return 1;
+                }
+            }
+        }
+        let Some(c) = ctl(io, "slurm_update") else { return 1 };
+        return match c.call(Request::UpdateNode(u)) {
+            Ok(_) => 0,
+            Err(e) => {
+                io.err(&format!("slurm_update error: {}\n", e.slurm().text));
+                1
+            }
+        };
+    }
+    if !k0.eq_ignore_ascii_case("jobid") {
+        io.err(&format!("Update of this parameter is not supported: {k0}={v0}\nRequest aborted\n"));
+        return 1;
+    }
+    let Some(job) = parse_job_ref(&v0) else {
+        io.err(&format!("Invalid job id specified for job {v0}\n"));
+        return 1;
+    };
+    let mut changes = Vec::new();
+    for (k, v) in &pairs[1..] {
+        let ch = match k.to_ascii_lowercase().as_str() {
+            "timelimit" => match flotilla_core::time::parse_time_limit(v) {
+                Ok(flotilla_core::time::TimeLimit::Unlimited) => JobChange::TimeLimit(TimeLimitWire::Unlimited),
+                Ok(flotilla_core::time::TimeLimit::Minutes(m)) => JobChange::TimeLimit(TimeLimitWire::Minutes(m)),
+                Err(_) => {
+                    io.err("scontrol: error: Invalid TimeLimit value\n");
+                    return 1;
+                }
+            },
+            "name" | "jobname" => JobChange::Name(v.clone()),
+            "partition" => JobChange::Partition(v.clone()),
+            "priority" => match v.parse() {
+                Ok(p) => JobChange::Priority(p),
+                Err(_) => {
+                    io.err("scontrol: error: Invalid Priority value\n");
+                    return 1;
+                }
+            },
+            "nice" => JobChange::Nice(v.parse().unwrap_or(0)),
+            "gres" | "tres-per-node" => match crate::sbatch::parse_gres(v) {
+                Some(g) => JobChange::Gres(g),
+                None => {
+                    io.err("scontrol: error: Invalid Gres value\n");
+                    return 1;
+                }
+            },
+            "numnodes" => JobChange::NumNodes(v.parse().unwrap_or(1)),
+            "dependency" => JobChange::Dependency(v.clone()),
+            "account" => JobChange::Account(v.clone()),
+            "qos" => JobChange::Qos(v.clone()),
+            "comment" => JobChange::Comment(v.clone()),
+            "topology" => JobChange::Topology(v.clone()),
+            "starttime" | "begintime" => JobChange::Begin(crate::sbatch::parse_begin(v, common::now())),
+            _ => {
+                io.err(&format!("Update of this parameter is not supported: {k}={v}\nRequest aborted\n"));
+                return 1;
+            }
+        };
+        changes.push(ch);
+    }
+    let Some(c) = ctl(io, "slurm_update") else { return 1 };
+    let r = job.clone();
+    match c.call(Request::UpdateJob(UpdateJob { job, changes })) {
+        Ok(Response::JobResults(rs)) => {
+            let mut code = 0;
+            for x in rs {
+                if let Some(e) = x.error {
+                    io.err(&format!("{} for job {}\n", e.text, ref_str(&x.job)));
+                    code = 1;
+                }
+            }
+            code
+        }
+        Ok(_) => 0,
+        Err(e) => {
+            io.err(&format!("{} for job {}\n", e.slurm().text, ref_str(&r)));
+            1
+        }
+    }
+}
+
+fn t_or(t: Option<i64>, none: &str) -> String {
+    t.filter(|&v| v > 0).map_or_else(|| none.to_string(), common::fmt_time)
+}
+
+fn limit_str(j: &JobInfo) -> String {
+    match j.time_limit {
+        Some(TimeLimitWire::Minutes(m)) => mins2time_str(m),
+        Some(TimeLimitWire::Unlimited) => "UNLIMITED".into(),
+        None => "Partition_Limit".into(),
+    }
+}
+
+fn out_path(j: &JobInfo, p: Option<&str>) -> String {
+    let pat = p.map_or_else(
+        || if j.array_job_id.is_some() { "slurm-%A_%a.out".to_string() } else { "slurm-%j.out".to_string() },
+        str::to_string,
+    );
+    let id = j.job_id.to_string();
+    let aid = j.array_job_id.unwrap_or(j.job_id).to_string();
+    let task = j.array_task_id.map_or_else(|| "4294967294".to_string(), |t| t.to_string());
+    let e = pat.replace("%j", &id).replace("%A", &aid).replace("%a", &task).replace("%x", &j.name).replace("%u", &j.user);
+    if e.starts_with('/') {
+        e
+    } else {
+        format!("{}/{e}", j.work_dir)
+    }
+}
+
+/// One `scontrol show job` record (lines, each without the final newline).
+pub fn job_record(j: &JobInfo, flags: ShowFlags, now: i64) -> Vec<String> {
+    let st = jobfmt::state(j);
+    let pending = st == JobStateWire::Pending;
+    let mut l = Vec::new();
+    let mut head = format!("JobId={} ", j.job_id);
+    if let Some(a) = j.array_job_id {
+        head.push_str(&format!("ArrayJobId={a} "));
+        match (j.array_task_id, &j.array_task_str) {
+            (Some(t), _) => head.push_str(&format!("ArrayTaskId={t} ")),
+            (None, Some(s)) => head.push_str(&format!("ArrayTaskId={s} ")),
+            _ => {}
+        }
+    }
+    head.push_str(&format!("JobName={}", j.name));
+    l.push(head);
+    l.push(format!(
+        "   UserId={}({}) GroupId={}({}) MCS_label=N/A",
+        j.user,
+        j.uid,
+        common::group_name(j.gid),
+        j.gid
+    ));
+    let acct = if j.account.is_empty() { "(null)" } else { j.account.as_str() };
+    l.push(format!("   Priority={} Nice={} Account={acct} QOS={}", j.priority, j.nice, j.qos));
+    l.push(format!("   JobState={} Reason={} Dependency={}", st.as_str(), j.reason, jobfmt::dependency_str(j)));
+    l.push(format!(
+        "   Requeue={} Restarts={} BatchFlag=1 Reboot=0 ExitCode={}:{}",
+        u8::from(j.requeue),
+        j.restarts,
+        j.exit_code,
+        j.exit_signal
+    ));
+    if flags.details {
+        l.push("   DerivedExitCode=0:0".into());
+    }
+    l.push(format!(
+        "   RunTime={} TimeLimit={} TimeMin=N/A",
+        secs2time_str(jobfmt::run_secs(j, now)),
+        limit_str(j)
+    ));
+    l.push(format!(
+        "   SubmitTime={} EligibleTime={}",
+        common::fmt_time(j.submit_time),
+        if pending && j.held { "Unknown".into() } else { t_or(j.eligible_time.or(Some(j.submit_time)), "Unknown") }
+    ));
+    l.push(format!("   AccrueTime={}", if pending && j.held { "Unknown".into() } else { common::fmt_time(j.submit_time) }));
+    l.push(format!(
+        "   StartTime={} EndTime={} Deadline=N/A",
+        t_or(j.start_time, "Unknown"),
+        t_or(j.end_time, "Unknown")
+    ));
+    l.push(format!(
+        "   SuspendTime=None SecsPreSuspend=0 LastSchedEval={} Scheduler=Main",
+        common::fmt_time(j.start_time.unwrap_or(j.submit_time))
+    ));
+    l.push(format!("   Partition={} AllocNode:Sid={}:0", j.partition, common::hostname()));
+    let req = if j.required_nodes.is_empty() { "(null)".to_string() } else { j.required_nodes.join(",") };
+    let exc = if j.excluded_nodes.is_empty() { "(null)".to_string() } else { j.excluded_nodes.join(",") };
+    l.push(format!("   ReqNodeList={req} ExcNodeList={exc}"));
+    l.push(format!("   NodeList={}", j.nodes));
+    if !pending && !j.batch_host.is_empty() {
+        l.push(format!("   BatchHost={}", j.batch_host));
+    }
+    if pending && !j.sched_nodes.is_empty() {
+        l.push(format!("   SchedNodeList={}", j.sched_nodes));
+    }
+    l.push(format!(
+        "   NumNodes={} NumCPUs={} NumTasks={} CPUs/Task={} ReqB:S:C:T=0:0:*:*",
+        j.num_nodes,
+        j.num_cpus,
+        j.num_tasks.max(1),
+        j.cpus_per_task.max(1)
+    ));
+    l.push(format!("   TRES={}", jobfmt::tres_str(j)));
+    l.push("   Socks/Node=* NtasksPerN:B:S:C=0:0:*:* CoreSpec=*".into());
+    if flags.details && !pending {
+        for (node, mask) in &j.gpu_alloc {
+            let idx: Vec<u32> = (0..64).filter(|i| mask & (1 << i) != 0).collect();
+            l.push(format!(
+                "   JOB_GRES=gpu:{}",
+                idx.len()
+            ));
+            l.push(format!(
+                "     Nodes={node} CPU_IDs=0 Mem={} GRES=gpu:{}(IDX:{})",
+                j.mem_per_node_mib,
+                idx.len(),
+                idx_ranges(&idx)
+            ));
+        }
+    }
+    let cpus_per_node = (j.num_cpus / j.num_nodes.max(1)).max(1);
+    l.push(format!(
+        "   MinCPUsNode={} MinMemoryCPU={} MinTmpDiskNode=0",
+        j.cpus_per_task.max(1),
+        jobfmt::mem_str(j.mem_per_node_mib / u64::from(cpus_per_node))
+    ));
+    l.push("   Features=(null) DelayBoot=00:00:00".into());
+    l.push(format!(
+        "   OverSubscribe={} Contiguous=0 Licenses=(null) Network=(null)",
+        if j.exclusive { "NO" } else { "OK" }
+    ));
+    l.push("   Command=(null)".into());
+    l.push(format!("   WorkDir={}", j.work_dir));
+    if let Some(c) = &j.comment {
+        l.push(format!("   Comment={c} "));
+    }
+    l.push(format!("   StdErr={}", out_path(j, j.stderr.as_deref().or(j.stdout.as_deref()))));
+    l.push("   StdIn=/dev/null".into());
+    l.push(format!("   StdOut={}", out_path(j, j.stdout.as_deref())));
+    l.push("   Power=".into());
+    let tpn = jobfmt::tres_per_node(j);
+    if tpn != "N/A" {
+        l.push(format!("   TresPerNode={tpn}"));
+    }
+    if (j.topology != "any" && !j.topology.is_empty()) || j.preemptible {
+        l.push(format!(
+            "   Topology={} Preemptible={}",
+            j.topology,
+            if j.preemptible { "YES" } else { "NO" }
+        ));
+    }
+    l.push("   ".into());
+    l
+}
+
+fn idx_ranges(idx: &[u32]) -> String {
+    let mut parts = Vec::new();
+    let mut i = 0;
+    while i < idx.len() {
+        let mut k = i;
+        while k + 1 < idx.len() && idx[k + 1] == idx[k] + 1 {
+            k += 1;
+        }
+        parts.push(if k > i { format!("{}-{}", idx[i], idx[k]) } else { idx[i].to_string() });
+        i = k + 1;
+    }
+    parts.join(",")
+}
+
+/// `show job [ID]`.
+pub fn show_job(id: Option<&str>, flags: ShowFlags, io: &mut Io<'_>) -> i32 {
+    let jobs = match id {
+        Some(s) => match parse_job_ref(s) {
+            Some(r) => vec![r],
+            None => {
+                io.err(&format!("slurm_load_jobs error: {}\n", strerror(ESLURM_INVALID_JOB_ID)));
+                return 1;
+            }
+        },
+        None => Vec::new(),
+    };
+    let Some(c) = ctl(io, "slurm_load_jobs") else { return 1 };
+    let q = JobQuery {
+        jobs: jobs.clone(),
+        include_finished: true,
+        ..JobQuery::default()
+    };
+    let mut list = match c.call(Request::QueryJobs(q)) {
+        Ok(Response::Jobs(j)) => j,
+        Ok(_) => Vec::new(),
+        Err(e) => {
+            io.err(&format!("slurm_load_jobs error: {}\n", e.slurm().text));
+            return 1;
+        }
+    };
+    if list.is_empty() {
+        if id.is_some() {
+            io.err(&format!("slurm_load_jobs error: {}\n", strerror(ESLURM_INVALID_JOB_ID)));
+            return 1;
+        }
+        io.out("No jobs in the system\n");
+        return 0;
+    }
+    list.sort_by_key(|j| (j.array_job_id.unwrap_or(j.job_id), j.array_task_id, j.job_id));
+    let now = common::now();
+    for j in &list {
+        let lines = job_record(j, flags, now);
+        if flags.one_liner {
+            let body: Vec<String> = lines.iter().map(|l| l.trim().to_string()).filter(|l| !l.is_empty()).collect();
+            io.out(&format!("{}\n", body.join(" ")));
+        } else {
+            io.out(&format!("{}\n\n", lines.join("\n")));
+        }
+    }
+    0
+}
+
+/// `show partition [NAME]`.
+pub fn show_partition(name: Option<&str>, flags: ShowFlags, io: &mut Io<'_>) -> i32 {
+    let Some(c) = ctl(io, "slurm_load_partitions") else { return 1 };
+    let parts: Vec<PartitionInfo> = match c.call(Request::QueryPartitions) {
+        Ok(Response::Partitions(p)) => p,
+        Ok(_) => Vec::new(),
+        Err(e) => {
+            io.err(&format!("slurm_load_partitions error: {}\n", e.slurm().text));
+            return 1;
+        }
+    };
+    let sel: Vec<&PartitionInfo> = parts.iter().filter(|p| name.is_none_or(|n| p.name == n)).collect();
+    if sel.is_empty() {
+        match name {
+            Some(n) => {
+                io.out(&format!("Partition {n} not found\n"));
+                return 1;
+            }
+            None => {
+                io.out("No partitions in the system\n");
+                return 0;
+            }
+        }
+    }
+    for p in sel {
+        let mem: u64 = c
+            .conf
+            .nodes
+            .iter()
+            .filter(|n| flotilla_core::hostlist::expand(&p.nodes).unwrap_or_default().contains(&n.name))
+            .map(|n| n.real_memory_mib)
+            .sum();
+        let lines = vec![
+            format!("PartitionName={}", p.name),
+            "   AllowGroups=ALL AllowAccounts=ALL AllowQos=ALL".into(),
+            format!("   AllocNodes=ALL Default={} QoS=N/A", if p.default { "YES" } else { "NO" }),
+            format!(
+                "   DefaultTime={} DisableRootJobs=NO ExclusiveUser=NO GraceTime=0 Hidden=NO",
+                p.default_time_min.map_or_else(|| "NONE".into(), |m| mins2time_str(m as u32))
+            ),
+            format!(
+                "   MaxNodes=UNLIMITED MaxTime={} MinNodes=0 LLN=NO MaxCPUsPerNode=UNLIMITED",
+                p.max_time_min.map_or_else(|| "UNLIMITED".into(), |m| mins2time_str(m as u32))
+            ),
+            format!("   Nodes={}", p.nodes),
+            "   PriorityJobFactor=1 PriorityTier=1 RootOnly=NO ReqResv=NO OverSubscribe=NO".into(),
+            "   OverTimeLimit=NONE PreemptMode=OFF".into(),
+            format!(
+                "   State={} TotalCPUs={} TotalNodes={} SelectTypeParameters=NONE",
+                if p.up { "UP" } else { "DOWN" },
+                p.total_cpus,
+                p.total_nodes
+            ),
+            "   JobDefaults=(null)".into(),
+            "   DefMemPerNode=UNLIMITED MaxMemPerNode=UNLIMITED".into(),
+            format!(
+                "   TRES=cpu={},mem={},node={},billing={}{}",
+                p.total_cpus,
+                jobfmt::mem_str(mem),
+                p.total_nodes,
+                p.total_cpus,
+                if p.total_gpus > 0 { format!(",gres/gpu={}", p.total_gpus) } else { String::new() }
+            ),
+        ];
+        if flags.one_liner {
+            let body: Vec<String> = lines.iter().map(|l| l.trim().to_string()).collect();
+            io.out(&format!("{}\n", body.join(" ")));
+        } else {
+            io.out(&format!("{}\n\n", lines.join("\n")));
+        }
+    }
+    0
+}
+
+/// `show node [NAME]`.
+pub fn show_node(name: Option<&str>, flags: ShowFlags, io: &mut Io<'_>) -> i32 {
+    let Some(c) = ctl(io, "slurm_load_node") else { return 1 };
+    let names = name.map(|n| flotilla_core::hostlist::expand(n).unwrap_or_else(|_| vec![n.to_string()])).unwrap_or_default();
+    let nodes: Vec<NodeInfo> = match c.call(Request::QueryNodes(NodeQuery { names: names.clone() })) {
+        Ok(Response::Nodes(n)) => n,
+        Ok(_) => Vec::new(),
+        Err(e) => {
+            io.err(&format!("slurm_load_node error: {}\n", e.slurm().text));
+            return 1;
+        }
+    };
+    if nodes.is_empty() {
+        if let Some(n) = name {
+            io.out(&format!("Node {n} not found\n"));
+            return 1;
+        }
+    }
+    let now = common::now();
+    for n in &nodes {
+        let conf = c.conf.nodes.iter().find(|x| x.name == n.name);
+        let (cores, sockets, threads, boards, addr, port, weight) = conf.map_or((0, 0, 1, 1, n.name.clone(), 0, 1), |x| {
+            (x.cores_per_socket, x.sockets, x.threads_per_core, x.boards, x.addr.clone(), x.port, x.weight)
+        });
+        let gres = conf.map_or_else(String::new, |x| x.gres.clone());
+        let mut state = n.state.clone();
+        if n.not_responding {
+            state.push('*');
+        }
+        let gpus_used = n.gpu_alloc_mask.count_ones();
+        let mut alloc_tres = Vec::new();
+        if n.cpus_alloc > 0 {
+            alloc_tres.push(format!("cpu={}", n.cpus_alloc));
+        }
+        if n.mem_alloc_mib > 0 {
+            alloc_tres.push(format!("mem={}", jobfmt::mem_str(n.mem_alloc_mib)));
+        }
+        if gpus_used > 0 {
+            alloc_tres.push(format!("gres/gpu={gpus_used}"));
+        }
+        let mut lines = vec![
+            format!("NodeName={} Arch=x86_64 CoresPerSocket={cores} ", n.name),
+            format!("   CPUAlloc={} CPUEfctv={} CPUTot={} CPULoad=0.00", n.cpus_alloc, n.cpus, n.cpus),
+            "   AvailableFeatures=(null)".into(),
+            "   ActiveFeatures=(null)".into(),
+            format!("   Gres={gres}"),
+            format!("   NodeAddr={addr} NodeHostName={} Port={port} Version=22.05.8", n.name),
+            "   OS=Linux  ".into(),
+            format!(
+                "   RealMemory={} AllocMem={} FreeMem=0 Sockets={sockets} Boards={boards}",
+                n.mem_mib, n.mem_alloc_mib
+            ),
+            format!("   State={state} ThreadsPerCore={threads} TmpDisk=0 Weight={weight} Owner=N/A MCS_label=N/A"),
+            format!("   Partitions={} ", n.partitions.join(",")),
+            format!("   BootTime={} SlurmdStartTime={}", common::fmt_time(now), common::fmt_time(now)),
+            format!("   LastBusyTime={}", common::fmt_time(now)),
+            format!(
+                "   CfgTRES=cpu={},mem={},billing={}{}",
+                n.cpus,
+                jobfmt::mem_str(n.mem_mib),
+                n.cpus,
+                if n.gpus > 0 { format!(",gres/gpu={}", n.gpus) } else { String::new() }
+            ),
+            format!("   AllocTRES={}", alloc_tres.join(",")),
+            "   CapWatts=n/a".into(),
+            "   CurrentWatts=0 AveWatts=0".into(),
+            "   ExtSensorsJoules=n/s ExtSensorsWatts=0 ExtSensorsTemp=n/s".into(),
+        ];
+        if let Some(r) = &n.reason {
+            lines.push(format!("   Reason={r} [root@{}]", common::fmt_time(now)));
+        }
+        if flags.one_liner {
+            let body: Vec<String> = lines.iter().map(|l| l.trim().to_string()).collect();
+            io.out(&format!("{}\n", body.join(" ")));
+        } else {
+            io.out(&format!("{}\n\n", lines.join("\n")));
+        }
+    }
+    0
+}
+
+/// `show topology`: from topology.conf, as Slurm's `topology/tree` prints it.
+pub fn show_topology(io: &mut Io<'_>) -> i32 {
+    let conf = match crate::conf::load(io.env) {
+        Ok(c) => c,
+        Err(e) => {
+            io.err(&format!("slurm_load_topo error: {e}\n"));
+            return 1;
+        }
+    };
+    let host = |names: &[String]| -> String { flotilla_core::hostlist::compress(names) };
+    for p in &conf.pods {
+        io.out(&format!("SwitchName={} Level=0 LinkSpeed=1 Nodes={}\n", p.name, host(&p.nodes)));
+    }
+    for s in &conf.switches {
+        let mut nodes = Vec::new();
+        for child in &s.switches {
+            if let Some(p) = conf.pods.iter().find(|p| &p.name == child) {
+                nodes.extend(p.nodes.iter().cloned());
+            }
+        }
+        io.out(&format!(
+            "SwitchName={} Level=1 LinkSpeed=1 Nodes={} Switches={}\n",
+            s.name,
+            host(&nodes),
+            s.switches_expr
+        ));
+    }
+    0
+}

@@ -1,0 +1,428 @@
+//! `sinfo`, as Slurm 22.05's: the default partition view, `-N` (node view), `-l`, `-s`,
+//! `-o` letters, `-O` fields, `-R`, `-t`, `-p`, `-h`. Nodes sharing a partition and the
+//! printed state are grouped on one line with a hostlist, as Slurm groups them.
+
+use crate::common::{self, field, Ctl, Io};
+use crate::getopt::{getopt_long, lo, HasArg, LongOpt};
+use flotilla_core::time::{sinfo_time_limit, TimeLimit};
+use flotilla_proto::{NodeInfo, NodeQuery, PartitionInfo, Request, Response};
+
+const fn c(ch: char) -> u32 {
+    ch as u32
+}
+const O_HELP: u32 = 1000;
+const O_IGNORED: u32 = 1001;
+const SHORTS: &str = "adehi:lM:n:No:O:p:rRsS:t:TvV";
+const LONGS: &[LongOpt] = &[
+    lo("all", HasArg::No, c('a')),
+    lo("dead", HasArg::No, c('d')),
+    lo("exact", HasArg::No, c('e')),
+    lo("noheader", HasArg::No, c('h')),
+    lo("iterate", HasArg::Required, c('i')),
+    lo("long", HasArg::No, c('l')),
+    lo("cluster", HasArg::Required, c('M')),
+    lo("clusters", HasArg::Required, c('M')),
+    lo("nodes", HasArg::Required, c('n')),
+    lo("Node", HasArg::No, c('N')),
+    lo("format", HasArg::Required, c('o')),
+    lo("Format", HasArg::Required, c('O')),
+    lo("partition", HasArg::Required, c('p')),
+    lo("responding", HasArg::No, c('r')),
+    lo("list-reasons", HasArg::No, c('R')),
+    lo("summarize", HasArg::No, c('s')),
+    lo("sort", HasArg::Required, c('S')),
+    lo("states", HasArg::Required, c('t')),
+    lo("reservation", HasArg::No, c('T')),
+    lo("verbose", HasArg::No, c('v')),
+    lo("version", HasArg::No, c('V')),
+    lo("help", HasArg::No, O_HELP),
+    lo("usage", HasArg::No, O_HELP),
+    lo("hide", HasArg::No, O_IGNORED),
+    lo("future", HasArg::No, O_IGNORED),
+    lo("local", HasArg::No, O_IGNORED),
+    lo("federation", HasArg::No, O_IGNORED),
+];
+
+/// Short state names (`%t`).
+fn short_state(s: &str) -> &'static str {
+    match s {
+        "IDLE" => "idle",
+        "MIXED" => "mix",
+        "ALLOCATED" => "alloc",
+        "DRAINING" => "drng",
+        "DRAINED" => "drain",
+        "DOWN" => "down",
+        _ => "unk",
+    }
+}
+
+fn long_state(s: &str) -> String {
+    match s {
+        "MIXED" => "mixed".into(),
+        other => other.to_ascii_lowercase(),
+    }
+}
+
+/// One `%` spec: letter, width, right-justified.
+type Spec = (char, usize, bool);
+
+struct Row<'a> {
+    part: &'a PartitionInfo,
+    nodes: Vec<&'a NodeInfo>,
+}
+
+fn state_of(n: &NodeInfo, long: bool) -> String {
+    let mut s = if long { long_state(&n.state) } else { short_state(&n.state).to_string() };
+    if n.not_responding {
+        s.push('*');
+    }
+    s
+}
+
+fn gres(n: &NodeInfo) -> String {
+    match &n.gpu_type {
+        Some(t) if n.gpus > 0 => format!("gpu:{t}:{}", n.gpus),
+        None if n.gpus > 0 => format!("gpu:{}", n.gpus),
+        _ => "(null)".into(),
+    }
+}
+
+fn gres_used(n: &NodeInfo) -> String {
+    let used = n.gpu_alloc_mask.count_ones();
+    let idx: Vec<u32> = (0..64).filter(|i| n.gpu_alloc_mask & (1 << i) != 0).collect();
+    let ranges = if idx.is_empty() {
+        "N/A".to_string()
+    } else {
+        let mut parts = Vec::new();
+        let mut i = 0;
+        while i < idx.len() {
+            let mut k = i;
+            while k + 1 < idx.len() && idx[k + 1] == idx[k] + 1 {
+                k += 1;
+            }
+            parts.push(if k > i { format!("{}-{}", idx[i], idx[k]) } else { idx[i].to_string() });
+            i = k + 1;
+        }
+        parts.join(",")
+    };
+    match &n.gpu_type {
+        Some(t) => format!("gpu:{t}:{used}(IDX:{ranges})"),
+        None => format!("gpu:{used}(IDX:{ranges})"),
+    }
+}
+
+fn cpus_state(nodes: &[&NodeInfo]) -> String {
+    let (mut a, mut i, mut o, mut t) = (0, 0, 0, 0);
+    for n in nodes {
+        t += n.cpus;
+        if matches!(n.state.as_str(), "DOWN" | "DRAINED" | "DRAINING") || n.not_responding {
+            a += n.cpus_alloc;
+            o += n.cpus - n.cpus_alloc;
+        } else {
+            a += n.cpus_alloc;
+            i += n.cpus - n.cpus_alloc;
+        }
+    }
+    format!("{a}/{i}/{o}/{t}")
+}
+
+fn node_state_counts(nodes: &[&NodeInfo]) -> String {
+    let (mut a, mut i, mut o) = (0, 0, 0);
+    for n in nodes {
+        match n.state.as_str() {
+            "IDLE" if !n.not_responding => i += 1,
+            "MIXED" | "ALLOCATED" | "DRAINING" => a += 1,
+            _ => o += 1,
+        }
+    }
+    format!("{a}/{i}/{o}/{}", nodes.len())
+}
+
+fn part_name(p: &PartitionInfo) -> String {
+    if p.default {
+        format!("{}*", p.name)
+    } else {
+        p.name.clone()
+    }
+}
+
+fn value(ch: char, r: &Row<'_>, conf: &flotilla_core::config::ClusterConfig) -> Option<(&'static str, String)> {
+    let n0 = r.nodes.first();
+    let nconf = n0.and_then(|n| conf.nodes.iter().find(|x| x.name == n.name));
+    let names: Vec<String> = r.nodes.iter().map(|n| n.name.clone()).collect();
+    Some(match ch {
+        'P' => ("PARTITION", part_name(r.part)),
+        'R' => ("PARTITION", r.part.name.clone()),
+        'a' => ("AVAIL", if r.part.up { "up" } else { "down" }.into()),
+        'l' => (
+            "TIMELIMIT",
+            sinfo_time_limit(r.part.max_time_min.map_or(TimeLimit::Unlimited, |m| TimeLimit::Minutes(m as u32))),
+        ),
+        'D' => ("NODES", r.nodes.len().to_string()),
+        't' => ("STATE", n0.map_or_else(|| "n/a".into(), |n| state_of(n, false))),
+        'T' => ("STATE", n0.map_or_else(|| "n/a".into(), |n| state_of(n, true))),
+        'N' => ("NODELIST", flotilla_core::hostlist::compress(&names)),
+        'n' => ("HOSTNAMES", flotilla_core::hostlist::compress(&names)),
+        'c' => ("CPUS", n0.map_or(0, |n| n.cpus).to_string()),
+        'm' => ("MEMORY", n0.map_or(0, |n| n.mem_mib).to_string()),
+        'G' => ("GRES", n0.map_or_else(|| "(null)".into(), |n| gres(n))),
+        'f' => ("AVAIL_FEATURES", "(null)".into()),
+        'b' => ("ACTIVE_FEATURES", "(null)".into()),
+        'z' => (
+            "S:C:T",
+            nconf.map_or_else(|| "*:*:*".into(), |x| format!("{}:{}:{}", x.sockets, x.cores_per_socket, x.threads_per_core)),
+        ),
+        'O' => ("CPU_LOAD", "0.00".into()),
+        'e' => ("FREE_MEM", "0".into()),
+        'C' => ("CPUS(A/I/O/T)", cpus_state(&r.nodes)),
+        'F' => ("NODES(A/I/O/T)", node_state_counts(&r.nodes)),
+        'd' => ("TMP_DISK", "0".into()),
+        'w' => ("WEIGHT", nconf.map_or(1, |x| x.weight).to_string()),
+        'E' => ("REASON", n0.and_then(|n| n.reason.clone()).unwrap_or_else(|| "none".into())),
+        'H' => ("TIMESTAMP", "Unknown".into()),
+        'u' => ("USER", if n0.is_some_and(|n| n.reason.is_some()) { "root" } else { "Unknown" }.into()),
+        'X' => ("SOCKETS", nconf.map_or(0, |x| x.sockets).to_string()),
+        'Y' => ("CORES", nconf.map_or(0, |x| x.cores_per_socket).to_string()),
+        'Z' => ("THREADS", nconf.map_or(0, |x| x.threads_per_core).to_string()),
+        _ => return None,
+    })
+}
+
+fn o2(name: &str) -> Option<(&'static str, char)> {
+    Some(match name.to_ascii_lowercase().as_str() {
+        "partition" => ("PARTITION", 'P'),
+        "partitionname" => ("PARTITION", 'R'),
+        "nodelist" => ("NODELIST", 'N'),
+        "nodehost" => ("HOSTNAMES", 'n'),
+        "statelong" => ("STATE", 'T'),
+        "statecompact" => ("STATE", 't'),
+        "cpusstate" => ("CPUS(A/I/O/T)", 'C'),
+        "cpus" => ("CPUS", 'c'),
+        "gres" => ("GRES", 'G'),
+        "gresused" => ("GRES_USED", 'U'),
+        "memory" => ("MEMORY", 'm'),
+        "time" => ("TIMELIMIT", 'l'),
+        "nodes" => ("NODES", 'D'),
+        "nodeaist" => ("NODES(A/I/O/T)", 'F'),
+        "available" => ("AVAIL", 'a'),
+        "reason" => ("REASON", 'E'),
+        "features" => ("AVAIL_FEATURES", 'f'),
+        "cpusload" => ("CPU_LOAD", 'O'),
+        "freemem" => ("FREE_MEM", 'e'),
+        "largestplaceable" => ("LARGEST_PLACEABLE", 'L'),
+        _ => return None,
+    })
+}
+
+/// Runs `sinfo`; returns its exit status.
+pub fn run(args: &[String], io: &mut Io<'_>) -> i32 {
+    let argv = args.get(1..).unwrap_or(&[]);
+    let p = match getopt_long("sinfo", argv, SHORTS, LONGS) {
+        Ok(p) => p,
+        Err(m) => {
+            io.err(&format!("{m}\nTry \"sinfo --help\" for more information\n"));
+            return 1;
+        }
+    };
+    let (mut noheader, mut long, mut node_view, mut summarize, mut reasons) = (false, false, false, false, false);
+    let (mut fmt, mut fmt2): (Option<String>, Option<String>) = (None, None);
+    let mut parts_f: Vec<String> = Vec::new();
+    let mut states_f: Vec<String> = Vec::new();
+    for o in &p.opts {
+        let a = o.arg.clone().unwrap_or_default();
+        match o.id {
+            x if x == c('h') => noheader = true,
+            x if x == c('l') => long = true,
+            x if x == c('N') => node_view = true,
+            x if x == c('s') => summarize = true,
+            x if x == c('R') => reasons = true,
+            x if x == c('o') => fmt = Some(a),
+            x if x == c('O') => fmt2 = Some(a),
+            x if x == c('p') => parts_f.extend(a.split(',').map(str::to_string)),
+            x if x == c('t') => states_f.extend(a.split(',').map(|s| s.to_ascii_lowercase())),
+            x if x == c('V') => {
+                io.out(&format!("{}\n", crate::sbatch::VERSION_LINE));
+                return 0;
+            }
+            O_HELP => {
+                io.out("Usage: sinfo [OPTIONS]\n");
+                return 0;
+            }
+            _ => {}
+        }
+    }
+    let ctl = match Ctl::new(io.env) {
+        Ok(c) => c,
+        Err(e) => {
+            io.err(&format!("slurm_load_partitions: {}\n", e.slurm().text));
+            return 1;
+        }
+    };
+    let parts = match ctl.call(Request::QueryPartitions) {
+        Ok(Response::Partitions(p)) => p,
+        _ => Vec::new(),
+    };
+    let nodes = match ctl.call(Request::QueryNodes(NodeQuery::default())) {
+        Ok(Response::Nodes(n)) => n,
+        Err(e) => {
+            io.err(&format!("slurm_load_node: {}\n", e.slurm().text));
+            return 1;
+        }
+        _ => Vec::new(),
+    };
+    let state_ok = |n: &NodeInfo| {
+        states_f.is_empty()
+            || states_f.iter().any(|s| {
+                *s == short_state(&n.state) || *s == long_state(&n.state) || (s == "drain" && n.state.starts_with("DRAIN"))
+            })
+    };
+    if reasons {
+        let mut s = String::new();
+        if !noheader {
+            s.push_str("REASON               USER      TIMESTAMP           NODELIST\n");
+        }
+        let mut groups: Vec<(String, Vec<String>)> = Vec::new();
+        for n in nodes.iter().filter(|n| n.reason.is_some()) {
+            let r = n.reason.clone().unwrap_or_default();
+            match groups.iter_mut().find(|(g, _)| *g == r) {
+                Some((_, v)) => v.push(n.name.clone()),
+                None => groups.push((r, vec![n.name.clone()])),
+            }
+        }
+        for (r, names) in groups {
+            s.push_str(&format!(
+                "{} {} {} {}\n",
+                field(&r, 20, false),
+                field("root", 9, false),
+                common::fmt_time(common::now()),
+                flotilla_core::hostlist::compress(&names)
+            ));
+        }
+        io.out(&s);
+        return 0;
+    }
+    // Rows: per partition (config order), nodes grouped by printed state.
+    let mut rows: Vec<Row<'_>> = Vec::new();
+    for part in parts.iter().filter(|p| parts_f.is_empty() || parts_f.contains(&p.name)) {
+        let members: Vec<&NodeInfo> = nodes.iter().filter(|n| n.partitions.contains(&part.name) && state_ok(n)).collect();
+        if node_view {
+            for n in members {
+                rows.push(Row { part, nodes: vec![n] });
+            }
+            continue;
+        }
+        if summarize {
+            rows.push(Row { part, nodes: members });
+            continue;
+        }
+        let mut groups: Vec<Row<'_>> = Vec::new();
+        for n in members {
+            let key = (state_of(n, false), gres_used(n));
+            match groups.iter_mut().find(|g| (state_of(g.nodes[0], false), gres_used(g.nodes[0])) == key) {
+                Some(g) => g.nodes.push(n),
+                None => groups.push(Row { part, nodes: vec![n] }),
+            }
+        }
+        groups.sort_by_key(|g| state_of(g.nodes[0], false));
+        rows.extend(groups);
+    }
+    if node_view {
+        rows.sort_by(|a, b| a.nodes[0].name.cmp(&b.nodes[0].name));
+    }
+    let mut out = String::new();
+    if long {
+        out.push_str(&format!("{}\n", common::fmt_ctime(common::now())));
+    }
+    if let Some(f2) = fmt2 {
+        let mut cols = Vec::new();
+        for spec in f2.split(',') {
+            let (name, rest) = spec.split_once(':').map_or((spec, None), |(a, b)| (a, Some(b)));
+            let Some((title, ch)) = o2(name) else {
+                io.err(&format!("Invalid node format specification: {name}\n"));
+                continue;
+            };
+            let width = rest.map_or(20, |r| r.trim_start_matches('.').parse().unwrap_or(0));
+            let right = rest.is_some_and(|r| r.starts_with('.'));
+            cols.push((title, ch, width, right));
+        }
+        if !noheader {
+            for (t, _, w, r) in &cols {
+                out.push_str(&field(t, *w, *r));
+            }
+            out.push('\n');
+        }
+        for row in &rows {
+            for (_, ch, w, r) in &cols {
+                let v = match ch {
+                    'U' => row.nodes.first().map_or_else(|| "N/A".into(), |n| gres_used(n)),
+                    'L' => "N/A".into(),
+                    _ => value(*ch, row, &ctl.conf).map(|x| x.1).unwrap_or_default(),
+                };
+                out.push_str(&field(&v, *w, *r));
+            }
+            out.push('\n');
+        }
+        io.out(&out);
+        return 0;
+    }
+    let f = fmt.unwrap_or_else(|| {
+        match (node_view, long, summarize) {
+            (true, true, _) => "%10N %.6D %.9P %.11T %4c %.8z %.6m %.8d %.6w %.8f %20E",
+            (true, false, _) => "%10N %.6D %.9P %6t",
+            (_, _, true) => "%9P %.5a %.10l %.16F  %N",
+            (false, true, false) => "%9P %.5a %.10l %.10s %.4r %.8h %.10g %.6D %.11T %N",
+            _ => "%9P %.5a %.10l %.6D %.6t %N",
+        }
+        .to_string()
+    });
+    let mut pieces: Vec<(String, Option<Spec>)> = Vec::new();
+    let mut toks = f.split('%');
+    if let Some(t) = toks.next() {
+        pieces.push((t.to_string(), None));
+    }
+    for tok in toks {
+        let mut chars = tok.chars().peekable();
+        let right = chars.peek() == Some(&'.');
+        if right {
+            chars.next();
+        }
+        let mut w = 0usize;
+        while let Some(d) = chars.peek().and_then(|c| c.to_digit(10)) {
+            w = w * 10 + d as usize;
+            chars.next();
+        }
+        let Some(ch) = chars.next() else { continue };
+        pieces.push((String::new(), Some((ch, w, right))));
+        pieces.push((chars.collect(), None));
+    }
+    let line = |row: Option<&Row<'_>>| -> String {
+        let mut s = String::new();
+        for (text, spec) in &pieces {
+            match spec {
+                None => s.push_str(text),
+                Some((ch, w, r)) => {
+                    let dummy;
+                    let rr = match row {
+                        Some(r) => r,
+                        None => {
+                            dummy = Row { part: &parts[0], nodes: Vec::new() };
+                            &dummy
+                        }
+                    };
+                    let (t, v) = value(*ch, rr, &ctl.conf).unwrap_or(("", String::new()));
+                    s.push_str(&field(if row.is_some() { &v } else { t }, *w, *r));
+                }
+            }
+        }
+        s.push('\n');
+        s
+    };
+    if !noheader && !parts.is_empty() {
+        out.push_str(&line(None));
+    }
+    for r in &rows {
+        out.push_str(&line(Some(r)));
+    }
+    io.out(&out);
+    0
+}
