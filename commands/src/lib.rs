@@ -10,4 +10,5 @@
 //! texts to the pure parser in `flotilla_core::config`.
 
 pub mod conf;
+pub mod dev;
 pub mod scontrol;
