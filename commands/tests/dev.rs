@@ -79,3 +79,42 @@ fn rewrite_puts_nodes_on_localhost() {
     assert_eq!(name, "x");
     assert_eq!(body, "NodeName=a[1-2] NodeAddr=127.0.0.1 Gres=gpu:8\nPartitionName=p Nodes=a[1-2]\n");
 }
+
+/// Pids whose command line mentions `dir`.
+fn processes_in(dir: &Path) -> Vec<String> {
+    let d = dir.to_string_lossy().into_owned();
+    let mut v = Vec::new();
+    for e in std::fs::read_dir("/proc").unwrap().flatten() {
+        let Ok(cmd) = std::fs::read(e.path().join("cmdline")) else { continue };
+        let cmd = String::from_utf8_lossy(&cmd).replace('\0', " ");
+        if cmd.contains(&d) && !cmd.contains(" dev ") {
+            v.push(format!("{} {cmd}", e.file_name().to_string_lossy()));
+        }
+    }
+    v
+}
+
+#[test]
+fn interrupted_up_leaves_nothing() {
+    for delay_ms in [30, 120] {
+        let t = tempfile::tempdir_in("/tmp").unwrap();
+        let d = t.path().to_str().unwrap();
+        let mut child = Command::new(env!("CARGO_BIN_EXE_flotilla"))
+            .args(["dev", "up", "--dir", d, "--cgroup", "none"])
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .unwrap();
+        std::thread::sleep(std::time::Duration::from_millis(delay_ms));
+        let _ = nix::sys::signal::kill(nix::unistd::Pid::from_raw(child.id() as i32), nix::sys::signal::Signal::SIGINT);
+        let st = child.wait().unwrap();
+        if st.code() == Some(0) {
+            // It finished before the signal: stop it the ordinary way.
+            assert_eq!(flotilla(&["dev", "down", "--dir", d]).0, 0);
+        } else {
+            assert_eq!(st.code(), Some(130), "{st}");
+        }
+        std::thread::sleep(std::time::Duration::from_millis(200));
+        assert_eq!(processes_in(t.path()), Vec::<String>::new());
+    }
+}
