@@ -707,6 +707,8 @@ fn stop_daemons(dir: &Path, daemons: &mut [Daemon], grace: Duration) {
 /// Stops the cluster recorded in `dir` (see [`stop_daemons`]); removes only the record.
 /// Returns how many recorded daemons were still running.
 pub fn down(dir: &Path, grace: Duration) -> Result<usize> {
+    // Supervisors are recognised by the (canonical) spool path in their command line.
+    let dir = &std::fs::canonicalize(dir).with_context(|| format!("no cluster in {}", dir.display()))?;
     let (_, mut daemons) = read_record(dir)?;
     let running = daemons.iter().filter(|d| alive(d.pid, d.start)).count();
     stop_daemons(dir, &mut daemons, grace);

@@ -27,3 +27,47 @@ fn two_clusters_in_parallel_and_nothing_left() {
         assert!(!dev::alive(*p, s), "pid {p} still runs");
     }
 }
+
+/// A real batch job runs on the cluster; dropping the cluster also ends its supervisor.
+#[test]
+fn a_job_runs_and_drop_ends_its_supervisor() {
+    use flotilla_proto::client::Client;
+    use flotilla_proto::{ClusterKey, Request, Response, Role, SubmitJob};
+    let c = LocalCluster::start(None);
+    let work = c.dir().join("work");
+    std::fs::create_dir_all(&work).unwrap();
+    let uid = nix::unistd::getuid().as_raw();
+    let gid = nix::unistd::getgid().as_raw();
+    let user = nix::unistd::User::from_uid(nix::unistd::getuid())
+        .ok()
+        .flatten()
+        .map_or_else(|| uid.to_string(), |u| u.name);
+    let job = SubmitJob {
+        name: Some("wrap".into()),
+        script: "#!/bin/sh\necho started > started\nsleep 300\n".into(),
+        work_dir: work.to_string_lossy().into_owned(),
+        uid,
+        gid,
+        user,
+        submit_host: "localhost".into(),
+        environment: vec![("PATH".into(), "/usr/local/bin:/usr/bin:/bin".into())],
+        ..SubmitJob::default()
+    };
+    let key = ClusterKey::load(&c.dir().join("slurm.key")).unwrap();
+    let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_secs();
+    let mut client = Client::connect_tcp(c.ctld_addr(), Role::Command).unwrap();
+    match client.call(Some(key.sign(uid, gid, "localhost", now, 60)), Request::SubmitJob(Box::new(job))) {
+        Ok(Response::Submitted(_)) => {}
+        other => panic!("submit: {other:?}"),
+    }
+    let t0 = std::time::Instant::now();
+    while !work.join("started").exists() {
+        assert!(t0.elapsed().as_secs() < 30, "the job did not start");
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    let sups = dev::supervisors(c.dir());
+    assert_eq!(sups.len(), 1, "{sups:?}");
+    let start = dev::start_time(sups[0]).unwrap();
+    drop(c);
+    assert!(!dev::alive(sups[0], start), "supervisor {} still runs", sups[0]);
+}
