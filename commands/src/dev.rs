@@ -257,14 +257,23 @@ pub fn rewrite_config(text: &str) -> (String, String) {
     let mut cluster = "flotilla".to_string();
     for line in text.lines() {
         let trimmed = line.trim_start();
-        let key = trimmed.split('=').next().unwrap_or("").trim().to_ascii_lowercase();
+        let key = trimmed
+            .split('=')
+            .next()
+            .unwrap_or("")
+            .trim()
+            .to_ascii_lowercase();
         if trimmed.starts_with('#') || !trimmed.contains('=') {
             out.push_str(line);
             out.push('\n');
             continue;
         }
         if key == "clustername" {
-            cluster = trimmed.split_once('=').map_or("", |x| x.1).trim().to_string();
+            cluster = trimmed
+                .split_once('=')
+                .map_or("", |x| x.1)
+                .trim()
+                .to_string();
             continue;
         }
         if OVERRIDDEN.contains(&key.as_str()) {
@@ -303,12 +312,14 @@ fn write_config(opts: &UpOptions, port: u16) -> Result<()> {
         }
         Some(src) => {
             let p = src.join("slurm.conf");
-            let text = std::fs::read_to_string(&p).with_context(|| format!("reading {}", p.display()))?;
+            let text =
+                std::fs::read_to_string(&p).with_context(|| format!("reading {}", p.display()))?;
             let (b, c) = rewrite_config(&text);
             for f in ["gres.conf", "topology.conf", "cgroup.conf"] {
                 let from = src.join(f);
                 if from.is_file() {
-                    std::fs::copy(&from, dir.join(f)).with_context(|| format!("copying {}", from.display()))?;
+                    std::fs::copy(&from, dir.join(f))
+                        .with_context(|| format!("copying {}", from.display()))?;
                 }
             }
             (b, c, None)
@@ -359,7 +370,8 @@ fn record(dir: &Path, daemons: &[Daemon], ctld: Option<SocketAddr>) -> Result<()
 /// What `<dir>/daemons` records: the controller address and the daemons (without handles).
 pub fn read_record(dir: &Path) -> Result<(Option<SocketAddr>, Vec<Daemon>)> {
     let p = dir.join(DAEMONS_FILE);
-    let text = std::fs::read_to_string(&p).with_context(|| format!("no cluster recorded in {}", dir.display()))?;
+    let text = std::fs::read_to_string(&p)
+        .with_context(|| format!("no cluster recorded in {}", dir.display()))?;
     let mut addr = None;
     let mut daemons = Vec::new();
     for line in text.lines() {
@@ -369,8 +381,12 @@ pub fn read_record(dir: &Path) -> Result<(Option<SocketAddr>, Vec<Daemon>)> {
             [kind, node, pid, start] => daemons.push(Daemon {
                 kind: kind.to_string(),
                 node: node.to_string(),
-                pid: pid.parse().with_context(|| format!("{}: bad pid in {line:?}", p.display()))?,
-                start: start.parse().with_context(|| format!("{}: bad start in {line:?}", p.display()))?,
+                pid: pid
+                    .parse()
+                    .with_context(|| format!("{}: bad pid in {line:?}", p.display()))?,
+                start: start
+                    .parse()
+                    .with_context(|| format!("{}: bad start in {line:?}", p.display()))?,
                 child: None,
             }),
             _ => bail!("{}: unexpected line {line:?}", p.display()),
@@ -380,8 +396,15 @@ pub fn read_record(dir: &Path) -> Result<(Option<SocketAddr>, Vec<Daemon>)> {
 }
 
 fn spawn(dir: &Path, kind: &str, node: &str, cmd: &mut Command) -> Result<Daemon> {
-    let log_name = if kind == "slurmctld" { "slurmctld.log".to_string() } else { format!("slurmd-{node}.log") };
-    let log = std::fs::OpenOptions::new().create(true).append(true).open(dir.join(&log_name))?;
+    let log_name = if kind == "slurmctld" {
+        "slurmctld.log".to_string()
+    } else {
+        format!("slurmd-{node}.log")
+    };
+    let log = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(dir.join(&log_name))?;
     let child = cmd
         .stdin(Stdio::null())
         .stdout(log.try_clone()?)
@@ -417,10 +440,15 @@ pub fn query_nodes(dir: &Path, addr: SocketAddr) -> Result<Vec<(String, String, 
     }
     let uid = nix::unistd::getuid().as_raw();
     let gid = nix::unistd::getgid().as_raw();
-    let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH)?.as_secs();
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)?
+        .as_secs();
     let cred = key.sign(uid, gid, &hostname(), now, 60);
     match c.call(Some(cred), Request::QueryNodes(Default::default())) {
-        Ok(Response::Nodes(v)) => Ok(v.into_iter().map(|n| (n.name, n.state, n.not_responding)).collect()),
+        Ok(Response::Nodes(v)) => Ok(v
+            .into_iter()
+            .map(|n| (n.name, n.state, n.not_responding))
+            .collect()),
         Ok(other) => bail!("unexpected answer {other:?}"),
         Err(e) => bail!("{e}"),
     }
@@ -482,7 +510,10 @@ pub fn up(opts: &UpOptions, cancel: &AtomicBool) -> Result<DevCluster> {
         daemons: Vec::new(),
         armed: true,
     };
-    let opts = UpOptions { dir: dir.clone(), ..opts.clone() };
+    let opts = UpOptions {
+        dir: dir.clone(),
+        ..opts.clone()
+    };
 
     // The controller, on a port chosen by binding port 0; retried if someone took it meanwhile.
     let t0 = Instant::now();
@@ -508,14 +539,23 @@ pub fn up(opts: &UpOptions, cancel: &AtomicBool) -> Result<DevCluster> {
             .arg(&addr_file)
             .args(["--sync", "normal"]);
         if opts.fast {
-            cmd.args(["--tick-ms", "100", "--sched-interval-ms", "100", "--debounce-ms", "5"]);
+            cmd.args([
+                "--tick-ms",
+                "100",
+                "--sched-interval-ms",
+                "100",
+                "--debounce-ms",
+                "5",
+            ]);
         }
         g.daemons.push(spawn(&dir, "slurmctld", "-", &mut cmd)?);
         record(&dir, &g.daemons, None)?;
         let exited = loop {
             check_cancel(cancel)?;
             // slurmctld writes the file (atomically) once it listens.
-            if std::fs::read_to_string(&addr_file).is_ok_and(|s| s.trim().parse::<SocketAddr>().is_ok()) {
+            if std::fs::read_to_string(&addr_file)
+                .is_ok_and(|s| s.trim().parse::<SocketAddr>().is_ok())
+            {
                 break None;
             }
             let d = g.daemons.last_mut().expect("just pushed");
@@ -541,7 +581,10 @@ pub fn up(opts: &UpOptions, cancel: &AtomicBool) -> Result<DevCluster> {
                 g.daemons.pop();
                 let log = log_tail(&dir, "slurmctld.log", 20);
                 if !log.contains("in use") {
-                    bail!("slurmctld exited ({st}); {}/slurmctld.log:\n{log}", dir.display());
+                    bail!(
+                        "slurmctld exited ({st}); {}/slurmctld.log:\n{log}",
+                        dir.display()
+                    );
                 }
             }
         }
@@ -550,7 +593,8 @@ pub fn up(opts: &UpOptions, cancel: &AtomicBool) -> Result<DevCluster> {
     record(&dir, &g.daemons, Some(ctld_addr))?;
 
     // The node daemons.
-    let cluster = crate::conf::load_from(&dir.join("slurm.conf")).map_err(|e| anyhow::anyhow!("{e}"))?;
+    let cluster =
+        crate::conf::load_from(&dir.join("slurm.conf")).map_err(|e| anyhow::anyhow!("{e}"))?;
     let mut nodes = Vec::new();
     for n in &cluster.nodes {
         check_cancel(cancel)?;
@@ -579,15 +623,29 @@ pub fn up(opts: &UpOptions, cancel: &AtomicBool) -> Result<DevCluster> {
         check_cancel(cancel)?;
         for d in &mut g.daemons {
             if let Some(st) = d.child.as_mut().and_then(|c| c.try_wait().ok().flatten()) {
-                let log = if d.kind == "slurmctld" { "slurmctld.log".to_string() } else { format!("slurmd-{}.log", d.node) };
-                bail!("{} {} exited ({st}); {}/{log}:\n{}", d.kind, d.node, dir.display(), log_tail(&dir, &log, 20));
+                let log = if d.kind == "slurmctld" {
+                    "slurmctld.log".to_string()
+                } else {
+                    format!("slurmd-{}.log", d.node)
+                };
+                bail!(
+                    "{} {} exited ({st}); {}/{log}:\n{}",
+                    d.kind,
+                    d.node,
+                    dir.display(),
+                    log_tail(&dir, &log, 20)
+                );
             }
         }
         let last = match query_nodes(&dir, ctld_addr) {
             Ok(v) => {
                 let down: Vec<String> = nodes
                     .iter()
-                    .filter(|n| !v.iter().any(|(m, state, nr)| m == *n && !nr && !matches!(state.as_str(), "UNKNOWN" | "DOWN")))
+                    .filter(|n| {
+                        !v.iter().any(|(m, state, nr)| {
+                            m == *n && !nr && !matches!(state.as_str(), "UNKNOWN" | "DOWN")
+                        })
+                    })
                     .cloned()
                     .collect();
                 if down.is_empty() {
@@ -620,12 +678,23 @@ pub fn up(opts: &UpOptions, cancel: &AtomicBool) -> Result<DevCluster> {
 pub fn supervisors(dir: &Path) -> Vec<i32> {
     let spool = dir.join("spool").to_string_lossy().into_owned();
     let mut v = Vec::new();
-    let Ok(rd) = std::fs::read_dir("/proc") else { return v };
+    let Ok(rd) = std::fs::read_dir("/proc") else {
+        return v;
+    };
     for e in rd.flatten() {
-        let Ok(pid) = e.file_name().to_string_lossy().parse::<i32>() else { continue };
-        let Ok(cmd) = std::fs::read(e.path().join("cmdline")) else { continue };
-        let args: Vec<String> = cmd.split(|b| *b == 0).map(|a| String::from_utf8_lossy(a).into_owned()).collect();
-        if args.get(1).map(String::as_str) == Some("--stepd") && args.get(2).is_some_and(|d| d.starts_with(&spool)) {
+        let Ok(pid) = e.file_name().to_string_lossy().parse::<i32>() else {
+            continue;
+        };
+        let Ok(cmd) = std::fs::read(e.path().join("cmdline")) else {
+            continue;
+        };
+        let args: Vec<String> = cmd
+            .split(|b| *b == 0)
+            .map(|a| String::from_utf8_lossy(a).into_owned())
+            .collect();
+        if args.get(1).map(String::as_str) == Some("--stepd")
+            && args.get(2).is_some_and(|d| d.starts_with(&spool))
+        {
             v.push(pid);
         }
     }
@@ -634,7 +703,10 @@ pub fn supervisors(dir: &Path) -> Vec<i32> {
 
 fn pgid_of(pid: i32) -> Option<i32> {
     let mut s = String::new();
-    std::fs::File::open(format!("/proc/{pid}/stat")).ok()?.read_to_string(&mut s).ok()?;
+    std::fs::File::open(format!("/proc/{pid}/stat"))
+        .ok()?
+        .read_to_string(&mut s)
+        .ok()?;
     let rest = &s[s.rfind(')')? + 2..];
     // state ppid pgrp
     rest.split_whitespace().nth(2)?.parse().ok()
@@ -679,12 +751,13 @@ fn stop_daemons(dir: &Path, daemons: &mut [Daemon], grace: Duration) {
             let _ = c.wait();
         }
     }
-    // Job supervisors outlive their daemons by design: each leads its own session.
-    let mut sups: Vec<Daemon> = supervisors(dir)
+    // Job supervisors outlive their daemons by design, each in its own session, and each
+    // job in a session of its own under it: end them all, by process group.
+    let mut jobs: Vec<Daemon> = job_processes(dir)
         .into_iter()
         .filter_map(|pid| {
             Some(Daemon {
-                kind: "stepd".into(),
+                kind: "job".into(),
                 node: "-".into(),
                 pid,
                 start: start_time(pid)?,
@@ -692,23 +765,72 @@ fn stop_daemons(dir: &Path, daemons: &mut [Daemon], grace: Duration) {
             })
         })
         .collect();
-    if !sups.is_empty() {
-        for d in &sups {
+    if !jobs.is_empty() {
+        for d in &jobs {
             sig(d, Signal::SIGTERM);
         }
-        wait(&mut sups, Instant::now() + grace);
-        for d in &sups {
+        wait(&mut jobs, Instant::now() + grace);
+        for d in &jobs {
             sig(d, Signal::SIGKILL);
         }
-        wait(&mut sups, Instant::now() + Duration::from_secs(5));
+        wait(&mut jobs, Instant::now() + Duration::from_secs(5));
     }
+}
+
+/// The job supervisors of the cluster in `dir` ([`supervisors`]), every process descending
+/// from them, and any process whose command line names a file of `<dir>/spool/` (a job whose
+/// supervisor is already gone).
+pub fn job_processes(dir: &Path) -> Vec<i32> {
+    let spool = format!("{}/", dir.join("spool").display());
+    let me = std::process::id() as i32;
+    let mut table: Vec<(i32, i32, bool)> = Vec::new(); // pid, ppid, names the spool
+    if let Ok(rd) = std::fs::read_dir("/proc") {
+        for e in rd.flatten() {
+            let Ok(pid) = e.file_name().to_string_lossy().parse::<i32>() else {
+                continue;
+            };
+            let Ok(stat) = std::fs::read_to_string(e.path().join("stat")) else {
+                continue;
+            };
+            let Some(ppid) = stat
+                .rfind(')')
+                .and_then(|i| stat[i + 2..].split_whitespace().nth(1))
+                .and_then(|p| p.parse().ok())
+            else {
+                continue;
+            };
+            let cmd = std::fs::read(e.path().join("cmdline")).unwrap_or_default();
+            let names = String::from_utf8_lossy(&cmd)
+                .replace('\0', " ")
+                .contains(&spool);
+            table.push((pid, ppid, names));
+        }
+    }
+    let mut ours: Vec<i32> = supervisors(dir);
+    ours.extend(table.iter().filter(|t| t.2).map(|t| t.0));
+    loop {
+        let more: Vec<i32> = table
+            .iter()
+            .filter(|t| ours.contains(&t.1) && !ours.contains(&t.0))
+            .map(|t| t.0)
+            .collect();
+        if more.is_empty() {
+            break;
+        }
+        ours.extend(more);
+    }
+    ours.sort_unstable();
+    ours.dedup();
+    ours.retain(|p| *p != me);
+    ours
 }
 
 /// Stops the cluster recorded in `dir` (see [`stop_daemons`]); removes only the record.
 /// Returns how many recorded daemons were still running.
 pub fn down(dir: &Path, grace: Duration) -> Result<usize> {
     // Supervisors are recognised by the (canonical) spool path in their command line.
-    let dir = &std::fs::canonicalize(dir).with_context(|| format!("no cluster in {}", dir.display()))?;
+    let dir =
+        &std::fs::canonicalize(dir).with_context(|| format!("no cluster in {}", dir.display()))?;
     let (_, mut daemons) = read_record(dir)?;
     let running = daemons.iter().filter(|d| alive(d.pid, d.start)).count();
     stop_daemons(dir, &mut daemons, grace);
@@ -733,12 +855,10 @@ pub fn status(dir: &Path) -> Result<(String, bool)> {
             addr.map_or_else(|| "port ?".into(), |a| format!("port {}", a.port()))
         } else {
             match &nodes {
-                Some(Ok(v)) => v
-                    .iter()
-                    .find(|(n, _, _)| *n == d.node)
-                    .map_or_else(|| "unknown to the controller".into(), |(_, st, nr)| {
-                        format!("{st}{}", if *nr { " (not responding)" } else { "" })
-                    }),
+                Some(Ok(v)) => v.iter().find(|(n, _, _)| *n == d.node).map_or_else(
+                    || "unknown to the controller".into(),
+                    |(_, st, nr)| format!("{st}{}", if *nr { " (not responding)" } else { "" }),
+                ),
                 _ => "-".into(),
             }
         };

@@ -55,7 +55,10 @@ impl LocalCluster {
 
     /// The environment a command needs to talk to this cluster.
     pub fn env(&self) -> Vec<(String, String)> {
-        vec![("SLURM_CONF".into(), self.slurm_conf().to_string_lossy().into_owned())]
+        vec![(
+            "SLURM_CONF".into(),
+            self.slurm_conf().to_string_lossy().into_owned(),
+        )]
     }
 
     /// The node names.

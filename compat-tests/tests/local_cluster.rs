@@ -1,7 +1,7 @@
 //! The local-cluster fixture: two clusters at once, each fully stopped on drop.
 
-use flotilla_compat_tests::cluster::LocalCluster;
 use flotilla_commands::dev;
+use flotilla_compat_tests::cluster::LocalCluster;
 
 #[test]
 fn two_clusters_in_parallel_and_nothing_left() {
@@ -20,7 +20,10 @@ fn two_clusters_in_parallel_and_nothing_left() {
     }
     let pids: Vec<i32> = a.pids().into_iter().chain(b.pids()).collect();
     assert_eq!(pids.len(), 10);
-    let starts: Vec<u64> = pids.iter().map(|p| dev::start_time(*p).expect("running")).collect();
+    let starts: Vec<u64> = pids
+        .iter()
+        .map(|p| dev::start_time(*p).expect("running"))
+        .collect();
     drop(a);
     drop(b);
     for (p, s) in pids.iter().zip(starts) {
@@ -54,9 +57,15 @@ fn a_job_runs_and_drop_ends_its_supervisor() {
         ..SubmitJob::default()
     };
     let key = ClusterKey::load(&c.dir().join("slurm.key")).unwrap();
-    let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_secs();
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_secs();
     let mut client = Client::connect_tcp(c.ctld_addr(), Role::Command).unwrap();
-    match client.call(Some(key.sign(uid, gid, "localhost", now, 60)), Request::SubmitJob(Box::new(job))) {
+    match client.call(
+        Some(key.sign(uid, gid, "localhost", now, 60)),
+        Request::SubmitJob(Box::new(job)),
+    ) {
         Ok(Response::Submitted(_)) => {}
         other => panic!("submit: {other:?}"),
     }
@@ -67,7 +76,16 @@ fn a_job_runs_and_drop_ends_its_supervisor() {
     }
     let sups = dev::supervisors(c.dir());
     assert_eq!(sups.len(), 1, "{sups:?}");
-    let start = dev::start_time(sups[0]).unwrap();
+    // The supervisor, the job's shell and its `sleep`.
+    let procs: Vec<(i32, u64)> = dev::job_processes(c.dir())
+        .into_iter()
+        .filter_map(|p| Some((p, dev::start_time(p)?)))
+        .collect();
+    assert!(procs.len() >= 3, "{procs:?}");
+    let dir = c.dir().to_path_buf();
     drop(c);
-    assert!(!dev::alive(sups[0], start), "supervisor {} still runs", sups[0]);
+    for (p, start) in procs {
+        assert!(!dev::alive(p, start), "job process {p} still runs");
+    }
+    assert_eq!(dev::job_processes(&dir), Vec::<i32>::new());
 }

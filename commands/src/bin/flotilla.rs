@@ -221,9 +221,13 @@ fn dev(a: DevArgs) -> Result<()> {
 fn sim(a: SimArgs) -> Result<()> {
     let traces = TraceDir::new(&a.traces);
     if !traces.root().is_dir() {
-        bail!("traces folder {} not found (use --traces)", traces.root().display());
+        bail!(
+            "traces folder {} not found (use --traces)",
+            traces.root().display()
+        );
     }
-    std::fs::create_dir_all(&a.out).with_context(|| format!("cannot create {}", a.out.display()))?;
+    std::fs::create_dir_all(&a.out)
+        .with_context(|| format!("cannot create {}", a.out.display()))?;
     let jobs = a
         .jobs
         .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()));
@@ -276,7 +280,11 @@ fn sim(a: SimArgs) -> Result<()> {
             bail!("experiment shared-fleet needs services and preemption (core II), which do not exist yet");
         }
     }
-    eprintln!("done in {:.1} s; results in {}", started.elapsed().as_secs_f64(), a.out.display());
+    eprintln!(
+        "done in {:.1} s; results in {}",
+        started.elapsed().as_secs_f64(),
+        a.out.display()
+    );
     Ok(())
 }
 
@@ -293,7 +301,8 @@ fn print_fgd(r: &flotilla_sim::fgd::FgdReport) {
                     l,
                     p,
                     s.unallocated_gpu_pct_at_100,
-                    s.artifact_unallocated_gpu_pct_at_100.map_or("-".into(), |x| format!("{x:.2}")),
+                    s.artifact_unallocated_gpu_pct_at_100
+                        .map_or("-".into(), |x| format!("{x:.2}")),
                     s.unallocated_gpu_pct_at_100_median,
                     s.whole_free_nodes_at_90
                 );
