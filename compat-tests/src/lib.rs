@@ -5,6 +5,8 @@
 //! This crate only reads files and runs processes in tests; it never writes into `shared/`.
 //! Golden format: `shared/slurm-reference/README.md`.
 
+pub mod cluster;
+
 use std::collections::BTreeMap;
 use std::io::Write;
 use std::path::{Path, PathBuf};

@@ -1,8 +1,9 @@
 //! `flotilla`: Flotilla's admin command. Subcommands: `sim` (trace-driven experiments through
-//! the real scheduling core); `dev` and `demo` arrive with the local-cluster issue.
+//! the real scheduling core), `dev up|down|status` (a local cluster, [`flotilla_commands::dev`]).
 
 use std::path::PathBuf;
-use std::time::Instant;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context, Result};
 use clap::{Args, Parser, Subcommand, ValueEnum};
@@ -22,6 +23,52 @@ struct Cli {
 enum Command {
     /// Replay real GPU-cluster traces through the scheduling core and compare policies.
     Sim(SimArgs),
+    /// A local development cluster: controller and node daemons on localhost.
+    Dev(DevArgs),
+}
+
+#[derive(Debug, Args)]
+struct DevArgs {
+    #[command(subcommand)]
+    command: DevCommand,
+}
+
+#[derive(Debug, Subcommand)]
+enum DevCommand {
+    /// Start a controller and node daemons on localhost; print `export SLURM_CONF=...`.
+    Up {
+        /// A directory with slurm.conf (and gres.conf, topology.conf) whose nodes, partitions
+        /// and topology to run on localhost. Default: 4 nodes x 8 fake GPUs in 2 pods.
+        #[arg(long)]
+        config: Option<PathBuf>,
+        /// Nodes of the default cluster.
+        #[arg(long, default_value_t = 4)]
+        nodes: usize,
+        /// The state directory (configuration, key, state, spools, logs, pids).
+        #[arg(long)]
+        dir: Option<PathBuf>,
+        /// slurmd --cgroup: auto, none, v1 or v2.
+        #[arg(long, default_value = "auto")]
+        cgroup: String,
+        /// Seconds to wait for every node to register.
+        #[arg(long, default_value_t = 60)]
+        timeout: u64,
+    },
+    /// Stop exactly what `up` started (SIGTERM, then SIGKILL after --grace seconds).
+    Down {
+        /// The state directory.
+        #[arg(long)]
+        dir: Option<PathBuf>,
+        /// Seconds between SIGTERM and SIGKILL.
+        #[arg(long, default_value_t = 10)]
+        grace: u64,
+    },
+    /// Which daemons run (pid, node, port) and whether the controller answers.
+    Status {
+        /// The state directory.
+        #[arg(long)]
+        dir: Option<PathBuf>,
+    },
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -108,15 +155,79 @@ fn main() -> Result<()> {
     let cli = Cli::parse();
     match cli.command {
         Command::Sim(args) => sim(args),
+        Command::Dev(args) => dev(args),
+    }
+}
+
+fn dev(a: DevArgs) -> Result<()> {
+    use flotilla_commands::dev;
+    match a.command {
+        DevCommand::Up {
+            config,
+            nodes,
+            dir,
+            cgroup,
+            timeout,
+        } => {
+            // SIGINT, SIGTERM and SIGHUP are blocked here and taken by one thread, which asks
+            // `up` to stop what it started. Children start with an empty mask (std resets it).
+            use nix::sys::signal::{SigSet, Signal};
+            let mut set = SigSet::empty();
+            for s in [Signal::SIGINT, Signal::SIGTERM, Signal::SIGHUP] {
+                set.add(s);
+            }
+            set.thread_block().context("blocking signals")?;
+            static CANCEL: AtomicBool = AtomicBool::new(false);
+            std::thread::spawn(move || {
+                if let Ok(sig) = set.wait() {
+                    eprintln!("flotilla dev up: {sig}; stopping what was started");
+                    CANCEL.store(true, Ordering::SeqCst);
+                }
+            });
+            let mut opts = dev::UpOptions::new(dir.unwrap_or_else(dev::default_dir));
+            opts.config = config;
+            opts.nodes = nodes;
+            opts.cgroup = cgroup;
+            opts.timeout = Duration::from_secs(timeout);
+            match dev::up(&opts, &CANCEL) {
+                Ok(c) => {
+                    println!("{}", c.export_line());
+                    Ok(())
+                }
+                Err(e) if CANCEL.load(Ordering::SeqCst) => {
+                    eprintln!("flotilla dev up: {e:#}");
+                    std::process::exit(130);
+                }
+                Err(e) => Err(e),
+            }
+        }
+        DevCommand::Down { dir, grace } => {
+            let dir = dir.unwrap_or_else(dev::default_dir);
+            let n = dev::down(&dir, Duration::from_secs(grace))?;
+            eprintln!("stopped {n} daemons of {}", dir.display());
+            Ok(())
+        }
+        DevCommand::Status { dir } => {
+            let (text, ok) = dev::status(&dir.unwrap_or_else(dev::default_dir))?;
+            print!("{text}");
+            if !ok {
+                std::process::exit(1);
+            }
+            Ok(())
+        }
     }
 }
 
 fn sim(a: SimArgs) -> Result<()> {
     let traces = TraceDir::new(&a.traces);
     if !traces.root().is_dir() {
-        bail!("traces folder {} not found (use --traces)", traces.root().display());
+        bail!(
+            "traces folder {} not found (use --traces)",
+            traces.root().display()
+        );
     }
-    std::fs::create_dir_all(&a.out).with_context(|| format!("cannot create {}", a.out.display()))?;
+    std::fs::create_dir_all(&a.out)
+        .with_context(|| format!("cannot create {}", a.out.display()))?;
     let jobs = a
         .jobs
         .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()));
@@ -169,7 +280,11 @@ fn sim(a: SimArgs) -> Result<()> {
             bail!("experiment shared-fleet needs services and preemption (core II), which do not exist yet");
         }
     }
-    eprintln!("done in {:.1} s; results in {}", started.elapsed().as_secs_f64(), a.out.display());
+    eprintln!(
+        "done in {:.1} s; results in {}",
+        started.elapsed().as_secs_f64(),
+        a.out.display()
+    );
     Ok(())
 }
 
@@ -186,7 +301,8 @@ fn print_fgd(r: &flotilla_sim::fgd::FgdReport) {
                     l,
                     p,
                     s.unallocated_gpu_pct_at_100,
-                    s.artifact_unallocated_gpu_pct_at_100.map_or("-".into(), |x| format!("{x:.2}")),
+                    s.artifact_unallocated_gpu_pct_at_100
+                        .map_or("-".into(), |x| format!("{x:.2}")),
                     s.unallocated_gpu_pct_at_100_median,
                     s.whole_free_nodes_at_90
                 );

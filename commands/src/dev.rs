@@ -1,0 +1,888 @@
+//! `flotilla dev`: a local development cluster — one `slurmctld` and one `slurmd -N` per node,
+//! all on localhost, everything (configuration, key, state, spools, logs, the daemons' pids)
+//! inside one state directory.
+//!
+//! [`up`] writes the configuration (the default 4 nodes × 8 fake GPUs in 2 pods, or the nodes,
+//! partitions and topology of an existing `slurm.conf` rewritten for localhost), starts the
+//! daemons detached (each in its own process group, stdin closed, logs in the state dir), records
+//! them in `<dir>/daemons` as it goes and waits until every node has registered. Any failure
+//! or cancellation in the middle stops what it had started. [`down`] stops exactly what the
+//! record names (checking each pid's start time, so a recycled pid is never signalled) plus the
+//! job supervisors (`slurmd --stepd <dir>/spool/...`) by process group. [`status`] reports.
+//!
+//! The controller's port is chosen by binding port 0 and releasing it, then handed to
+//! `slurmctld --listen` and written into `slurm.conf` (`SlurmctldPort`) so that commands find
+//! it; when another process takes the port in between, the controller fails to bind and `up`
+//! retries with a new one. Node daemons listen on no port (they connect to the controller), so
+//! `NodeAddr` is rewritten to `127.0.0.1` and `Port` dropped.
+//!
+//! The same code starts the clusters of the end-to-end tests (`flotilla_compat_tests::cluster`).
+
+use std::fmt::Write as _;
+use std::io::Read as _;
+use std::net::{SocketAddr, TcpListener};
+use std::os::unix::fs::PermissionsExt;
+use std::os::unix::process::CommandExt;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
+
+use anyhow::{bail, Context, Result};
+use flotilla_proto::client::{Client, Stream};
+use flotilla_proto::{ClusterKey, Request, Response, Role};
+use nix::sys::signal::{kill, killpg, Signal};
+use nix::unistd::Pid;
+
+/// The file in the state directory that records the daemons `up` started.
+pub const DAEMONS_FILE: &str = "daemons";
+
+/// What [`up`] starts.
+#[derive(Debug, Clone)]
+pub struct UpOptions {
+    /// The state directory (created; must not hold a running cluster).
+    pub dir: PathBuf,
+    /// A directory with `slurm.conf` (and optionally `gres.conf`, `topology.conf`) whose nodes,
+    /// partitions and topology to run; `None`: the default cluster.
+    pub config: Option<PathBuf>,
+    /// Number of nodes of the default cluster (ignored with `config`).
+    pub nodes: usize,
+    /// Fake GPUs per node of the default cluster.
+    pub gpus_per_node: u32,
+    /// `slurmd --cgroup` (`none` when several clusters share a host).
+    pub cgroup: String,
+    /// How long to wait for the controller and the nodes.
+    pub timeout: Duration,
+    /// Where `slurmctld` and `slurmd` are; `None`: [`find_bin`].
+    pub bin_dir: Option<PathBuf>,
+    /// Fast scheduling ticks (tests).
+    pub fast: bool,
+}
+
+impl UpOptions {
+    /// The defaults for state directory `dir`: 4 nodes × 8 GPUs, `--cgroup auto`, 30 s.
+    pub fn new(dir: impl Into<PathBuf>) -> UpOptions {
+        UpOptions {
+            dir: dir.into(),
+            config: None,
+            nodes: 4,
+            gpus_per_node: 8,
+            cgroup: "auto".into(),
+            timeout: Duration::from_secs(30),
+            bin_dir: None,
+            fast: false,
+        }
+    }
+}
+
+/// One daemon started by [`up`].
+#[derive(Debug)]
+pub struct Daemon {
+    /// `slurmctld` or `slurmd`.
+    pub kind: String,
+    /// The node name (`-` for the controller).
+    pub node: String,
+    /// Its pid (also its process group).
+    pub pid: i32,
+    /// Its start time (`/proc/<pid>/stat` field 22), to recognise it later.
+    pub start: u64,
+    /// The child handle when this process started it (to reap it).
+    pub child: Option<Child>,
+}
+
+/// A running local cluster.
+#[derive(Debug)]
+pub struct DevCluster {
+    /// The state directory.
+    pub dir: PathBuf,
+    /// The controller's TCP address.
+    pub ctld_addr: SocketAddr,
+    /// The node names.
+    pub nodes: Vec<String>,
+    /// The daemons, controller first.
+    pub daemons: Vec<Daemon>,
+}
+
+impl DevCluster {
+    /// `<dir>/slurm.conf`.
+    pub fn slurm_conf(&self) -> PathBuf {
+        self.dir.join("slurm.conf")
+    }
+
+    /// The one line a user needs.
+    pub fn export_line(&self) -> String {
+        format!("export SLURM_CONF={}", self.slurm_conf().display())
+    }
+
+    /// Stops every daemon (and job supervisor) of this cluster; see [`stop_dir`].
+    pub fn stop(&mut self, grace: Duration) {
+        stop_daemons(&self.dir, &mut self.daemons, grace);
+    }
+}
+
+/// `$TMPDIR/flotilla-dev-<uid>`: the state directory when none is given.
+pub fn default_dir() -> PathBuf {
+    std::env::temp_dir().join(format!("flotilla-dev-{}", nix::unistd::getuid()))
+}
+
+/// Finds binary `name`: in `bin_dir`, else beside the running executable (or its parent, for
+/// test binaries in `target/<profile>/deps`), else on `PATH`.
+pub fn find_bin(name: &str, bin_dir: Option<&Path>) -> Result<PathBuf> {
+    if let Some(d) = bin_dir {
+        let p = d.join(name);
+        if p.is_file() {
+            return Ok(p);
+        }
+        bail!("{} not found", p.display());
+    }
+    if let Ok(exe) = std::env::current_exe() {
+        let mut dir = exe.parent();
+        for _ in 0..2 {
+            let Some(d) = dir else { break };
+            let p = d.join(name);
+            if p.is_file() {
+                return Ok(p);
+            }
+            dir = d.parent();
+        }
+    }
+    if let Some(path) = std::env::var_os("PATH") {
+        for d in std::env::split_paths(&path) {
+            let p = d.join(name);
+            if p.is_file() {
+                return Ok(p);
+            }
+        }
+    }
+    bail!("{name} not found beside this executable nor on PATH (build it: cargo build -p flotilla-slurmctld -p flotilla-slurmd)")
+}
+
+/// A free TCP port on 127.0.0.1 (bound to port 0, then released).
+pub fn free_port() -> Result<u16> {
+    Ok(TcpListener::bind("127.0.0.1:0")?.local_addr()?.port())
+}
+
+fn hostname() -> String {
+    nix::unistd::gethostname()
+        .ok()
+        .and_then(|h| h.into_string().ok())
+        .and_then(|h| h.split('.').next().map(str::to_string))
+        .filter(|h| !h.is_empty())
+        .unwrap_or_else(|| "localhost".into())
+}
+
+fn user_name() -> String {
+    let uid = nix::unistd::getuid();
+    nix::unistd::User::from_uid(uid)
+        .ok()
+        .flatten()
+        .map_or_else(|| uid.to_string(), |u| u.name)
+}
+
+/// The keys `up` sets itself (whatever the source `slurm.conf` says).
+const OVERRIDDEN: &[&str] = &[
+    "slurmctldhost",
+    "controlmachine",
+    "controladdr",
+    "backupcontroller",
+    "backupaddr",
+    "slurmctldport",
+    "slurmdport",
+    "slurmuser",
+    "slurmduser",
+    "statesavelocation",
+    "slurmdspooldir",
+    "slurmctldpidfile",
+    "slurmdpidfile",
+    "slurmctldlogfile",
+    "slurmdlogfile",
+];
+
+/// The header of the generated `slurm.conf`: where the controller and state are.
+fn header(dir: &Path, cluster: &str, port: u16) -> String {
+    let d = dir.display();
+    format!(
+        "# Written by `flotilla dev up`: a local cluster, every daemon on 127.0.0.1.\n\
+         ClusterName={cluster}\nSlurmctldHost={host}(127.0.0.1)\nSlurmctldPort={port}\nSlurmUser={user}\n\
+         StateSaveLocation={d}/state\nSlurmdSpoolDir={d}/spool/%n\n",
+        host = hostname(),
+        user = user_name(),
+    )
+}
+
+/// The default cluster's `slurm.conf` body and `topology.conf`: `nodes` nodes named
+/// `gpu01...`, `gpus` GPUs each, two pods (leaf switches) under one spine.
+pub fn default_config(nodes: usize, gpus: u32) -> (String, String) {
+    let nodes = nodes.max(1);
+    let mut conf = String::from(
+        "SchedulerType=sched/backfill\nSelectType=select/cons_tres\nSelectTypeParameters=CR_Core_Memory\n\
+         DefMemPerCPU=1024\nGresTypes=gpu\nTopologyPlugin=topology/tree\nMaxArraySize=10001\nMinJobAge=300\nKillWait=5\n",
+    );
+    let name = |i: usize| format!("gpu{i:02}");
+    for i in 1..=nodes {
+        let _ = writeln!(
+            conf,
+            "NodeName={} NodeAddr=127.0.0.1 Sockets=2 CoresPerSocket=32 ThreadsPerCore=1 RealMemory=512000 Gres=gpu:h100:{gpus} State=UNKNOWN",
+            name(i)
+        );
+    }
+    let all = format!("gpu[01-{nodes:02}]");
+    let _ = writeln!(
+        conf,
+        "PartitionName=batch Nodes={} Default=YES DefaultTime=01:00:00 MaxTime=2-00:00:00 State=UP",
+        if nodes == 1 { name(1) } else { all }
+    );
+    let half = nodes.div_ceil(2);
+    let mut topo = format!("SwitchName=leaf1 Nodes={}\n", range(1, half));
+    if nodes > 1 {
+        let _ = writeln!(topo, "SwitchName=leaf2 Nodes={}", range(half + 1, nodes));
+        topo.push_str("SwitchName=spine Switches=leaf[1-2]\n");
+    }
+    (conf, topo)
+}
+
+fn range(a: usize, b: usize) -> String {
+    if a == b {
+        format!("gpu{a:02}")
+    } else {
+        format!("gpu[{a:02}-{b:02}]")
+    }
+}
+
+/// Rewrites an existing `slurm.conf` for localhost: drops the keys of [`OVERRIDDEN`], and in
+/// `NodeName=` lines sets `NodeAddr=127.0.0.1` and drops `NodeHostname` and `Port`.
+/// Returns the body and the cluster name.
+pub fn rewrite_config(text: &str) -> (String, String) {
+    let mut out = String::new();
+    let mut cluster = "flotilla".to_string();
+    for line in text.lines() {
+        let trimmed = line.trim_start();
+        let key = trimmed
+            .split('=')
+            .next()
+            .unwrap_or("")
+            .trim()
+            .to_ascii_lowercase();
+        if trimmed.starts_with('#') || !trimmed.contains('=') {
+            out.push_str(line);
+            out.push('\n');
+            continue;
+        }
+        if key == "clustername" {
+            cluster = trimmed
+                .split_once('=')
+                .map_or("", |x| x.1)
+                .trim()
+                .to_string();
+            continue;
+        }
+        if OVERRIDDEN.contains(&key.as_str()) {
+            continue;
+        }
+        if key == "nodename" && !trimmed.to_ascii_lowercase().starts_with("nodename=default") {
+            let mut words: Vec<String> = Vec::new();
+            for w in trimmed.split_whitespace() {
+                let k = w.split('=').next().unwrap_or("").to_ascii_lowercase();
+                if matches!(k.as_str(), "nodeaddr" | "nodehostname" | "port") {
+                    continue;
+                }
+                words.push(w.to_string());
+                if k == "nodename" {
+                    words.push("NodeAddr=127.0.0.1".into());
+                }
+            }
+            out.push_str(&words.join(" "));
+            out.push('\n');
+            continue;
+        }
+        out.push_str(line);
+        out.push('\n');
+    }
+    (out, cluster)
+}
+
+/// Writes `slurm.conf` (controller on 127.0.0.1:`port`), `topology.conf`/`gres.conf` and the
+/// key into `dir`.
+fn write_config(opts: &UpOptions, port: u16) -> Result<()> {
+    let dir = &opts.dir;
+    let (body, cluster, topo) = match &opts.config {
+        None => {
+            let (b, t) = default_config(opts.nodes, opts.gpus_per_node);
+            (b, "dev".to_string(), Some(t))
+        }
+        Some(src) => {
+            let p = src.join("slurm.conf");
+            let text =
+                std::fs::read_to_string(&p).with_context(|| format!("reading {}", p.display()))?;
+            let (b, c) = rewrite_config(&text);
+            for f in ["gres.conf", "topology.conf", "cgroup.conf"] {
+                let from = src.join(f);
+                if from.is_file() {
+                    std::fs::copy(&from, dir.join(f))
+                        .with_context(|| format!("copying {}", from.display()))?;
+                }
+            }
+            (b, c, None)
+        }
+    };
+    if let Some(t) = topo {
+        std::fs::write(dir.join("topology.conf"), t)?;
+    }
+    let text = format!("{}{body}", header(dir, &cluster, port));
+    let tmp = dir.join("slurm.conf.tmp");
+    std::fs::write(&tmp, text)?;
+    std::fs::rename(&tmp, dir.join("slurm.conf"))?;
+    Ok(())
+}
+
+/// The start time of `pid` (`/proc/<pid>/stat` field 22), `None` when it is gone or a zombie.
+pub fn start_time(pid: i32) -> Option<u64> {
+    let s = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    let rest = &s[s.rfind(')')? + 2..];
+    let mut f = rest.split_whitespace();
+    let state = f.next()?;
+    if state == "Z" || state == "X" {
+        return None;
+    }
+    // Fields after the state start at field 4; field 22 is the 19th of them.
+    f.nth(18)?.parse().ok()
+}
+
+/// Whether the daemon `d` still runs (same pid, same start time, not a zombie).
+pub fn alive(pid: i32, start: u64) -> bool {
+    start_time(pid) == Some(start)
+}
+
+fn record(dir: &Path, daemons: &[Daemon], ctld: Option<SocketAddr>) -> Result<()> {
+    let mut s = String::new();
+    if let Some(a) = ctld {
+        let _ = writeln!(s, "addr {a}");
+    }
+    for d in daemons {
+        let _ = writeln!(s, "{} {} {} {}", d.kind, d.node, d.pid, d.start);
+    }
+    let tmp = dir.join(format!("{DAEMONS_FILE}.tmp"));
+    std::fs::write(&tmp, s)?;
+    std::fs::rename(&tmp, dir.join(DAEMONS_FILE))?;
+    Ok(())
+}
+
+/// What `<dir>/daemons` records: the controller address and the daemons (without handles).
+pub fn read_record(dir: &Path) -> Result<(Option<SocketAddr>, Vec<Daemon>)> {
+    let p = dir.join(DAEMONS_FILE);
+    let text = std::fs::read_to_string(&p)
+        .with_context(|| format!("no cluster recorded in {}", dir.display()))?;
+    let mut addr = None;
+    let mut daemons = Vec::new();
+    for line in text.lines() {
+        let w: Vec<&str> = line.split_whitespace().collect();
+        match w.as_slice() {
+            ["addr", a] => addr = a.parse().ok(),
+            [kind, node, pid, start] => daemons.push(Daemon {
+                kind: kind.to_string(),
+                node: node.to_string(),
+                pid: pid
+                    .parse()
+                    .with_context(|| format!("{}: bad pid in {line:?}", p.display()))?,
+                start: start
+                    .parse()
+                    .with_context(|| format!("{}: bad start in {line:?}", p.display()))?,
+                child: None,
+            }),
+            _ => bail!("{}: unexpected line {line:?}", p.display()),
+        }
+    }
+    Ok((addr, daemons))
+}
+
+fn spawn(dir: &Path, kind: &str, node: &str, cmd: &mut Command) -> Result<Daemon> {
+    let log_name = if kind == "slurmctld" {
+        "slurmctld.log".to_string()
+    } else {
+        format!("slurmd-{node}.log")
+    };
+    let log = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(dir.join(&log_name))?;
+    let child = cmd
+        .stdin(Stdio::null())
+        .stdout(log.try_clone()?)
+        .stderr(log)
+        // Detached from the terminal's process group: a Ctrl-C after `up` does not reach it.
+        .process_group(0)
+        .spawn()
+        .with_context(|| format!("starting {kind}"))?;
+    let pid = child.id() as i32;
+    let start = start_time(pid).unwrap_or(0);
+    Ok(Daemon {
+        kind: kind.into(),
+        node: node.into(),
+        pid,
+        start,
+        child: Some(child),
+    })
+}
+
+/// The last `n` lines of `<dir>/<name>`.
+pub fn log_tail(dir: &Path, name: &str, n: usize) -> String {
+    let text = std::fs::read_to_string(dir.join(name)).unwrap_or_default();
+    let lines: Vec<&str> = text.lines().collect();
+    lines[lines.len().saturating_sub(n)..].join("\n")
+}
+
+/// Queries the controller's nodes: `(name, state, not_responding)`.
+pub fn query_nodes(dir: &Path, addr: SocketAddr) -> Result<Vec<(String, String, bool)>> {
+    let key = ClusterKey::load(&dir.join("slurm.key")).map_err(|e| anyhow::anyhow!("{e}"))?;
+    let mut c = Client::connect_tcp(addr, Role::Command).map_err(|e| anyhow::anyhow!("{e}"))?;
+    if let Stream::Tcp(s) = c.stream() {
+        let _ = s.set_read_timeout(Some(Duration::from_secs(5)));
+    }
+    let uid = nix::unistd::getuid().as_raw();
+    let gid = nix::unistd::getgid().as_raw();
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)?
+        .as_secs();
+    let cred = key.sign(uid, gid, &hostname(), now, 60);
+    match c.call(Some(cred), Request::QueryNodes(Default::default())) {
+        Ok(Response::Nodes(v)) => Ok(v
+            .into_iter()
+            .map(|n| (n.name, n.state, n.not_responding))
+            .collect()),
+        Ok(other) => bail!("unexpected answer {other:?}"),
+        Err(e) => bail!("{e}"),
+    }
+}
+
+/// Stops what `up` started until it is disarmed.
+struct Guard<'a> {
+    dir: &'a Path,
+    daemons: Vec<Daemon>,
+    armed: bool,
+}
+
+impl Drop for Guard<'_> {
+    fn drop(&mut self) {
+        if self.armed {
+            stop_daemons(self.dir, &mut self.daemons, Duration::from_secs(5));
+            let _ = std::fs::remove_file(self.dir.join(DAEMONS_FILE));
+        }
+    }
+}
+
+fn check_cancel(cancel: &AtomicBool) -> Result<()> {
+    if cancel.load(Ordering::SeqCst) {
+        bail!("interrupted");
+    }
+    Ok(())
+}
+
+/// Starts a local cluster (see the module documentation). On any error, or when `cancel`
+/// becomes true, everything started so far is stopped before returning the error.
+pub fn up(opts: &UpOptions, cancel: &AtomicBool) -> Result<DevCluster> {
+    let dir = &opts.dir;
+    std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
+    let dir = std::fs::canonicalize(dir)?;
+    if let Ok((_, ds)) = read_record(&dir) {
+        if let Some(d) = ds.iter().find(|d| alive(d.pid, d.start)) {
+            bail!(
+                "a cluster already runs in {} ({} pid {}): `flotilla dev down --dir {}` first",
+                dir.display(),
+                d.kind,
+                d.pid,
+                dir.display()
+            );
+        }
+    }
+    // Jobs may run as other users (when root starts it): let them reach the directory.
+    std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o755))?;
+    for p in ["state", "spool"] {
+        std::fs::create_dir_all(dir.join(p))?;
+    }
+    let key_path = dir.join("slurm.key");
+    if !key_path.exists() {
+        ClusterKey::generate(&key_path).map_err(|e| anyhow::anyhow!("{e}"))?;
+    }
+    let ctld_bin = find_bin("slurmctld", opts.bin_dir.as_deref())?;
+    let slurmd_bin = find_bin("slurmd", opts.bin_dir.as_deref())?;
+    let mut g = Guard {
+        dir: &dir,
+        daemons: Vec::new(),
+        armed: true,
+    };
+    let opts = UpOptions {
+        dir: dir.clone(),
+        ..opts.clone()
+    };
+
+    // The controller, on a port chosen by binding port 0; retried if someone took it meanwhile.
+    let t0 = Instant::now();
+    let addr_file = dir.join("ctld.addr");
+    let mut ctld_addr = None;
+    for _attempt in 0..5 {
+        let port = free_port()?;
+        write_config(&opts, port)?;
+        let _ = std::fs::remove_file(&addr_file);
+        let mut cmd = Command::new(&ctld_bin);
+        cmd.arg("-D")
+            .arg("-f")
+            .arg(dir.join("slurm.conf"))
+            .arg("--key")
+            .arg(&key_path)
+            .arg("--state-dir")
+            .arg(dir.join("state"))
+            .arg("--listen")
+            .arg(format!("127.0.0.1:{port}"))
+            .arg("--socket")
+            .arg(dir.join("state/slurmctld.sock"))
+            .arg("--addr-file")
+            .arg(&addr_file)
+            .args(["--sync", "normal"]);
+        if opts.fast {
+            cmd.args([
+                "--tick-ms",
+                "100",
+                "--sched-interval-ms",
+                "100",
+                "--debounce-ms",
+                "5",
+            ]);
+        }
+        g.daemons.push(spawn(&dir, "slurmctld", "-", &mut cmd)?);
+        record(&dir, &g.daemons, None)?;
+        let exited = loop {
+            check_cancel(cancel)?;
+            // slurmctld writes the file (atomically) once it listens.
+            if std::fs::read_to_string(&addr_file)
+                .is_ok_and(|s| s.trim().parse::<SocketAddr>().is_ok())
+            {
+                break None;
+            }
+            let d = g.daemons.last_mut().expect("just pushed");
+            if let Some(st) = d.child.as_mut().and_then(|c| c.try_wait().ok().flatten()) {
+                break Some(st);
+            }
+            if t0.elapsed() > opts.timeout {
+                bail!(
+                    "slurmctld did not start within {:?}; {}/slurmctld.log:\n{}",
+                    opts.timeout,
+                    dir.display(),
+                    log_tail(&dir, "slurmctld.log", 20)
+                );
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        };
+        match exited {
+            None => {
+                ctld_addr = Some(SocketAddr::from(([127, 0, 0, 1], port)));
+                break;
+            }
+            Some(st) => {
+                g.daemons.pop();
+                let log = log_tail(&dir, "slurmctld.log", 20);
+                if !log.contains("in use") {
+                    bail!(
+                        "slurmctld exited ({st}); {}/slurmctld.log:\n{log}",
+                        dir.display()
+                    );
+                }
+            }
+        }
+    }
+    let ctld_addr = ctld_addr.context("slurmctld could not bind a free port after 5 tries")?;
+    record(&dir, &g.daemons, Some(ctld_addr))?;
+
+    // The node daemons.
+    let cluster =
+        crate::conf::load_from(&dir.join("slurm.conf")).map_err(|e| anyhow::anyhow!("{e}"))?;
+    let mut nodes = Vec::new();
+    for n in &cluster.nodes {
+        check_cancel(cancel)?;
+        let mut cmd = Command::new(&slurmd_bin);
+        cmd.args(["-D", "-N", &n.name])
+            .arg("-f")
+            .arg(dir.join("slurm.conf"))
+            .arg("--fake-gpus")
+            .arg(n.gpus.to_string())
+            .arg("--spool")
+            .arg(dir.join("spool").join(&n.name))
+            .arg("--ctld")
+            .arg(ctld_addr.to_string())
+            .arg("--key")
+            .arg(&key_path)
+            .arg("--cgroup")
+            .arg(&opts.cgroup)
+            .args(["--heartbeat-ms", if opts.fast { "200" } else { "1000" }]);
+        g.daemons.push(spawn(&dir, "slurmd", &n.name, &mut cmd)?);
+        record(&dir, &g.daemons, Some(ctld_addr))?;
+        nodes.push(n.name.clone());
+    }
+
+    // Wait until every node has registered and is up.
+    loop {
+        check_cancel(cancel)?;
+        for d in &mut g.daemons {
+            if let Some(st) = d.child.as_mut().and_then(|c| c.try_wait().ok().flatten()) {
+                let log = if d.kind == "slurmctld" {
+                    "slurmctld.log".to_string()
+                } else {
+                    format!("slurmd-{}.log", d.node)
+                };
+                bail!(
+                    "{} {} exited ({st}); {}/{log}:\n{}",
+                    d.kind,
+                    d.node,
+                    dir.display(),
+                    log_tail(&dir, &log, 20)
+                );
+            }
+        }
+        let last = match query_nodes(&dir, ctld_addr) {
+            Ok(v) => {
+                let down: Vec<String> = nodes
+                    .iter()
+                    .filter(|n| {
+                        !v.iter().any(|(m, state, nr)| {
+                            m == *n && !nr && !matches!(state.as_str(), "UNKNOWN" | "DOWN")
+                        })
+                    })
+                    .cloned()
+                    .collect();
+                if down.is_empty() {
+                    break;
+                }
+                format!("not registered yet: {}", down.join(","))
+            }
+            Err(e) => format!("controller: {e}"),
+        };
+        if t0.elapsed() > opts.timeout {
+            bail!(
+                "the nodes did not register within {:?} ({last}); logs in {}",
+                opts.timeout,
+                dir.display()
+            );
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    g.armed = false;
+    let daemons = std::mem::take(&mut g.daemons);
+    Ok(DevCluster {
+        dir: dir.clone(),
+        ctld_addr,
+        nodes,
+        daemons,
+    })
+}
+
+/// The job supervisors (`slurmd --stepd <dir>/spool/...`) of the cluster in `dir`.
+pub fn supervisors(dir: &Path) -> Vec<i32> {
+    let spool = dir.join("spool").to_string_lossy().into_owned();
+    let mut v = Vec::new();
+    let Ok(rd) = std::fs::read_dir("/proc") else {
+        return v;
+    };
+    for e in rd.flatten() {
+        let Ok(pid) = e.file_name().to_string_lossy().parse::<i32>() else {
+            continue;
+        };
+        let Ok(cmd) = std::fs::read(e.path().join("cmdline")) else {
+            continue;
+        };
+        let args: Vec<String> = cmd
+            .split(|b| *b == 0)
+            .map(|a| String::from_utf8_lossy(a).into_owned())
+            .collect();
+        if args.get(1).map(String::as_str) == Some("--stepd")
+            && args.get(2).is_some_and(|d| d.starts_with(&spool))
+        {
+            v.push(pid);
+        }
+    }
+    v
+}
+
+fn pgid_of(pid: i32) -> Option<i32> {
+    let mut s = String::new();
+    std::fs::File::open(format!("/proc/{pid}/stat"))
+        .ok()?
+        .read_to_string(&mut s)
+        .ok()?;
+    let rest = &s[s.rfind(')')? + 2..];
+    // state ppid pgrp
+    rest.split_whitespace().nth(2)?.parse().ok()
+}
+
+/// SIGTERM to each live daemon (its process group when it leads one), then SIGKILL to what
+/// still runs after `grace`; then the same for the job supervisors' process groups. Reaps
+/// children this process started. Never signals a pid whose start time changed.
+fn stop_daemons(dir: &Path, daemons: &mut [Daemon], grace: Duration) {
+    // Node daemons first (so they start nothing more), then the controller.
+    let order: Vec<usize> = (0..daemons.len()).rev().collect();
+    let sig = |d: &Daemon, s: Signal| {
+        if alive(d.pid, d.start) {
+            if pgid_of(d.pid) == Some(d.pid) {
+                let _ = killpg(Pid::from_raw(d.pid), s);
+            } else {
+                let _ = kill(Pid::from_raw(d.pid), s);
+            }
+        }
+    };
+    let wait = |daemons: &mut [Daemon], until: Instant| loop {
+        for d in daemons.iter_mut() {
+            if let Some(c) = &mut d.child {
+                let _ = c.try_wait();
+            }
+        }
+        if daemons.iter().all(|d| !alive(d.pid, d.start)) || Instant::now() >= until {
+            return;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    for &i in &order {
+        sig(&daemons[i], Signal::SIGTERM);
+    }
+    wait(daemons, Instant::now() + grace);
+    for &i in &order {
+        sig(&daemons[i], Signal::SIGKILL);
+    }
+    wait(daemons, Instant::now() + Duration::from_secs(5));
+    for d in daemons.iter_mut() {
+        if let Some(mut c) = d.child.take() {
+            let _ = c.wait();
+        }
+    }
+    // Job supervisors outlive their daemons by design, each in its own session, and each
+    // job in a session of its own under it: end them all, by process group.
+    let mut jobs: Vec<Daemon> = job_processes(dir)
+        .into_iter()
+        .filter_map(|pid| {
+            Some(Daemon {
+                kind: "job".into(),
+                node: "-".into(),
+                pid,
+                start: start_time(pid)?,
+                child: None,
+            })
+        })
+        .collect();
+    if !jobs.is_empty() {
+        for d in &jobs {
+            sig(d, Signal::SIGTERM);
+        }
+        wait(&mut jobs, Instant::now() + grace);
+        for d in &jobs {
+            sig(d, Signal::SIGKILL);
+        }
+        wait(&mut jobs, Instant::now() + Duration::from_secs(5));
+    }
+}
+
+/// The job supervisors of the cluster in `dir` ([`supervisors`]), every process descending
+/// from them, and any process whose command line names a file of `<dir>/spool/` (a job whose
+/// supervisor is already gone).
+pub fn job_processes(dir: &Path) -> Vec<i32> {
+    let spool = format!("{}/", dir.join("spool").display());
+    let me = std::process::id() as i32;
+    let mut table: Vec<(i32, i32, bool)> = Vec::new(); // pid, ppid, names the spool
+    if let Ok(rd) = std::fs::read_dir("/proc") {
+        for e in rd.flatten() {
+            let Ok(pid) = e.file_name().to_string_lossy().parse::<i32>() else {
+                continue;
+            };
+            let Ok(stat) = std::fs::read_to_string(e.path().join("stat")) else {
+                continue;
+            };
+            let Some(ppid) = stat
+                .rfind(')')
+                .and_then(|i| stat[i + 2..].split_whitespace().nth(1))
+                .and_then(|p| p.parse().ok())
+            else {
+                continue;
+            };
+            let cmd = std::fs::read(e.path().join("cmdline")).unwrap_or_default();
+            let names = String::from_utf8_lossy(&cmd)
+                .replace('\0', " ")
+                .contains(&spool);
+            table.push((pid, ppid, names));
+        }
+    }
+    let mut ours: Vec<i32> = supervisors(dir);
+    ours.extend(table.iter().filter(|t| t.2).map(|t| t.0));
+    loop {
+        let more: Vec<i32> = table
+            .iter()
+            .filter(|t| ours.contains(&t.1) && !ours.contains(&t.0))
+            .map(|t| t.0)
+            .collect();
+        if more.is_empty() {
+            break;
+        }
+        ours.extend(more);
+    }
+    ours.sort_unstable();
+    ours.dedup();
+    ours.retain(|p| *p != me);
+    ours
+}
+
+/// Stops the cluster recorded in `dir` (see [`stop_daemons`]); removes only the record.
+/// Returns how many recorded daemons were still running.
+pub fn down(dir: &Path, grace: Duration) -> Result<usize> {
+    // Supervisors are recognised by the (canonical) spool path in their command line.
+    let dir =
+        &std::fs::canonicalize(dir).with_context(|| format!("no cluster in {}", dir.display()))?;
+    let (_, mut daemons) = read_record(dir)?;
+    let running = daemons.iter().filter(|d| alive(d.pid, d.start)).count();
+    stop_daemons(dir, &mut daemons, grace);
+    if let Some(d) = daemons.iter().find(|d| alive(d.pid, d.start)) {
+        bail!("{} {} (pid {}) still runs", d.kind, d.node, d.pid);
+    }
+    std::fs::remove_file(dir.join(DAEMONS_FILE))?;
+    Ok(running)
+}
+
+/// `flotilla dev status`: one line per recorded daemon, then whether the controller answers.
+/// Returns the text and whether everything runs and answers.
+pub fn status(dir: &Path) -> Result<(String, bool)> {
+    let (addr, daemons) = read_record(dir)?;
+    let mut out = String::new();
+    let mut ok = true;
+    let nodes = addr.map(|a| query_nodes(dir, a));
+    for d in &daemons {
+        let up = alive(d.pid, d.start);
+        ok &= up;
+        let what = if d.kind == "slurmctld" {
+            addr.map_or_else(|| "port ?".into(), |a| format!("port {}", a.port()))
+        } else {
+            match &nodes {
+                Some(Ok(v)) => v.iter().find(|(n, _, _)| *n == d.node).map_or_else(
+                    || "unknown to the controller".into(),
+                    |(_, st, nr)| format!("{st}{}", if *nr { " (not responding)" } else { "" }),
+                ),
+                _ => "-".into(),
+            }
+        };
+        let _ = writeln!(
+            out,
+            "{:<10} {:<8} pid {:<8} {:<8} {what}",
+            d.kind,
+            d.node,
+            d.pid,
+            if up { "running" } else { "stopped" }
+        );
+    }
+    match (addr, &nodes) {
+        (Some(a), Some(Ok(_))) => {
+            let _ = writeln!(out, "controller {a} answers");
+        }
+        (Some(a), Some(Err(e))) => {
+            ok = false;
+            let _ = writeln!(out, "controller {a} does not answer: {e}");
+        }
+        _ => {
+            ok = false;
+            let _ = writeln!(out, "controller address not recorded");
+        }
+    }
+    Ok((out, ok))
+}

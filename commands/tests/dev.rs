@@ -1,0 +1,158 @@
+//! `flotilla dev up`, `status`, `down` as a user runs them. Needs `slurmctld` and `slurmd`
+//! built beside `flotilla` (`cargo test --workspace` builds them).
+
+use flotilla_commands::dev;
+use std::path::Path;
+use std::process::Command;
+
+fn flotilla(args: &[&str]) -> (i32, String, String) {
+    let o = Command::new(env!("CARGO_BIN_EXE_flotilla"))
+        .args(args)
+        .output()
+        .expect("run flotilla");
+    (
+        o.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&o.stdout).into_owned(),
+        String::from_utf8_lossy(&o.stderr).into_owned(),
+    )
+}
+
+fn up_status_down(dir: &Path, config: Option<&Path>) -> String {
+    let d = dir.to_str().unwrap();
+    let mut args = vec!["dev", "up", "--dir", d, "--cgroup", "none"];
+    let c;
+    if let Some(p) = config {
+        c = p.to_string_lossy().into_owned();
+        args.extend(["--config", c.as_str()]);
+    }
+    let (rc, out, err) = flotilla(&args);
+    assert_eq!(rc, 0, "up failed: {err}");
+    let canon = std::fs::canonicalize(dir).unwrap();
+    assert_eq!(
+        out,
+        format!("export SLURM_CONF={}/slurm.conf\n", canon.display()),
+        "{err}"
+    );
+    let (_, daemons) = dev::read_record(dir).unwrap();
+    assert_eq!(daemons.len(), 5);
+    assert!(daemons.iter().all(|x| dev::alive(x.pid, x.start)));
+    let (rc, status, err) = flotilla(&["dev", "status", "--dir", d]);
+    assert_eq!(rc, 0, "status: {status}{err}");
+    let (rc, _, err) = flotilla(&["dev", "down", "--dir", d, "--grace", "5"]);
+    assert_eq!(rc, 0, "down: {err}");
+    for x in &daemons {
+        assert!(
+            !dev::alive(x.pid, x.start),
+            "{} {} pid {} still runs",
+            x.kind,
+            x.node,
+            x.pid
+        );
+    }
+    assert!(!dir.join(dev::DAEMONS_FILE).exists());
+    assert!(
+        dir.join("slurm.conf").exists(),
+        "down removes nothing but the record"
+    );
+    let (rc, _, _) = flotilla(&["dev", "status", "--dir", d]);
+    assert_ne!(rc, 0);
+    status
+}
+
+#[test]
+fn up_status_down_leaves_nothing() {
+    let t = tempfile::tempdir_in("/tmp").unwrap();
+    let status = up_status_down(t.path(), None);
+    for n in ["gpu01", "gpu02", "gpu03", "gpu04"] {
+        assert!(
+            status
+                .lines()
+                .any(|l| l.contains(n) && l.contains("running") && l.contains("IDLE")),
+            "{status}"
+        );
+    }
+    assert!(status.contains("answers"), "{status}");
+    let topo = std::fs::read_to_string(t.path().join("topology.conf")).unwrap();
+    assert!(
+        topo.contains("leaf1 Nodes=gpu[01-02]") && topo.contains("leaf2 Nodes=gpu[03-04]"),
+        "{topo}"
+    );
+}
+
+#[test]
+fn up_with_the_reference_config_registers_its_nodes() {
+    let conf = flotilla_compat_tests::shared_dir().join("slurm-reference/conf");
+    if !conf.join("slurm.conf").exists() {
+        println!("SKIPPED: {} not found", conf.display());
+        return;
+    }
+    let t = tempfile::tempdir_in("/tmp").unwrap();
+    let status = up_status_down(t.path(), Some(&conf));
+    for n in ["gpu01", "gpu02", "gpu03", "gpu04"] {
+        assert!(
+            status.lines().any(|l| l.contains(n) && l.contains("IDLE")),
+            "{status}"
+        );
+    }
+    let text = std::fs::read_to_string(t.path().join("slurm.conf")).unwrap();
+    assert!(
+        text.contains("ClusterName=oracle") && !text.contains("Port=1700"),
+        "{text}"
+    );
+}
+
+#[test]
+fn rewrite_puts_nodes_on_localhost() {
+    let (body, name) = dev::rewrite_config(
+        "ClusterName=x\nSlurmctldHost=vm(10.0.0.1)\nNodeName=a[1-2] NodeAddr=10.0.0.5 Port=17001 Gres=gpu:8\nPartitionName=p Nodes=a[1-2]\n",
+    );
+    assert_eq!(name, "x");
+    assert_eq!(
+        body,
+        "NodeName=a[1-2] NodeAddr=127.0.0.1 Gres=gpu:8\nPartitionName=p Nodes=a[1-2]\n"
+    );
+}
+
+/// Pids whose command line mentions `dir`.
+fn processes_in(dir: &Path) -> Vec<String> {
+    let d = dir.to_string_lossy().into_owned();
+    let mut v = Vec::new();
+    for e in std::fs::read_dir("/proc").unwrap().flatten() {
+        let Ok(cmd) = std::fs::read(e.path().join("cmdline")) else {
+            continue;
+        };
+        let cmd = String::from_utf8_lossy(&cmd).replace('\0', " ");
+        if cmd.contains(&d) && !cmd.contains(" dev ") {
+            v.push(format!("{} {cmd}", e.file_name().to_string_lossy()));
+        }
+    }
+    v
+}
+
+#[test]
+fn interrupted_up_leaves_nothing() {
+    for delay_ms in [30, 120] {
+        let t = tempfile::tempdir_in("/tmp").unwrap();
+        let d = t.path().to_str().unwrap();
+        let mut child = Command::new(env!("CARGO_BIN_EXE_flotilla"))
+            .args(["dev", "up", "--dir", d, "--cgroup", "none"])
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .unwrap();
+        std::thread::sleep(std::time::Duration::from_millis(delay_ms));
+        let _ = nix::sys::signal::kill(
+            nix::unistd::Pid::from_raw(child.id() as i32),
+            nix::sys::signal::Signal::SIGINT,
+        );
+        let st = child.wait().unwrap();
+        if st.code() == Some(0) {
+            // It finished before the signal: stop it the ordinary way.
+            assert_eq!(flotilla(&["dev", "down", "--dir", d]).0, 0);
+        } else {
+            assert_eq!(st.code(), Some(130), "{st}");
+        }
+        std::thread::sleep(std::time::Duration::from_millis(200));
+        assert_eq!(processes_in(t.path()), Vec::<String>::new());
+    }
+}

@@ -1,0 +1,89 @@
+//! A local cluster for end-to-end tests: the same code as `flotilla dev up`
+//! ([`flotilla_commands::dev::up`]) in a fresh temp dir, with an OS-chosen controller port
+//! and `--cgroup none`, so that several clusters run at once on one host. Dropping it stops
+//! every daemon and job supervisor it started and removes the temp dir.
+//!
+//! `slurmctld` and `slurmd` must be built in the same target directory as the test
+//! (`cargo test --workspace` builds them; else `cargo build -p flotilla-slurmctld -p
+//! flotilla-slurmd`), or `FLOTILLA_BIN_DIR` names where they are.
+
+use std::path::{Path, PathBuf};
+use std::sync::atomic::AtomicBool;
+use std::time::Duration;
+
+use flotilla_commands::dev::{self, DevCluster, UpOptions};
+
+/// A running local cluster (stopped on drop).
+#[derive(Debug)]
+pub struct LocalCluster {
+    cluster: DevCluster,
+    // Dropped after `cluster` is stopped (see `Drop`).
+    dir: tempfile::TempDir,
+}
+
+impl LocalCluster {
+    /// Starts the default cluster (4 nodes × 8 fake GPUs, 2 pods), or the nodes, partitions
+    /// and topology of `config_dir`'s `slurm.conf`, and waits until every node registered.
+    /// Panics with the reason (and log tails) when it cannot.
+    pub fn start(config_dir: Option<&Path>) -> LocalCluster {
+        let dir = tempfile::Builder::new()
+            .prefix("flt-dev")
+            .tempdir_in("/tmp")
+            .expect("temp dir");
+        let mut opts = UpOptions::new(dir.path());
+        opts.config = config_dir.map(Path::to_path_buf);
+        opts.cgroup = "none".into();
+        opts.fast = true;
+        opts.timeout = Duration::from_secs(60);
+        opts.bin_dir = std::env::var_os("FLOTILLA_BIN_DIR").map(PathBuf::from);
+        let never = AtomicBool::new(false);
+        match dev::up(&opts, &never) {
+            Ok(cluster) => LocalCluster { cluster, dir },
+            Err(e) => panic!("local cluster did not start: {e:#}"),
+        }
+    }
+
+    /// The state directory (configuration, key, logs, spools).
+    pub fn dir(&self) -> &Path {
+        self.dir.path()
+    }
+
+    /// `slurm.conf` of this cluster.
+    pub fn slurm_conf(&self) -> PathBuf {
+        self.cluster.slurm_conf()
+    }
+
+    /// The environment a command needs to talk to this cluster.
+    pub fn env(&self) -> Vec<(String, String)> {
+        vec![(
+            "SLURM_CONF".into(),
+            self.slurm_conf().to_string_lossy().into_owned(),
+        )]
+    }
+
+    /// The node names.
+    pub fn nodes(&self) -> &[String] {
+        &self.cluster.nodes
+    }
+
+    /// The controller's TCP address.
+    pub fn ctld_addr(&self) -> std::net::SocketAddr {
+        self.cluster.ctld_addr
+    }
+
+    /// The daemons' pids, controller first.
+    pub fn pids(&self) -> Vec<i32> {
+        self.cluster.daemons.iter().map(|d| d.pid).collect()
+    }
+
+    /// The nodes as the controller reports them: `(name, state, not_responding)`.
+    pub fn query_nodes(&self) -> Vec<(String, String, bool)> {
+        dev::query_nodes(self.dir(), self.ctld_addr()).expect("query the controller")
+    }
+}
+
+impl Drop for LocalCluster {
+    fn drop(&mut self) {
+        self.cluster.stop(Duration::from_secs(5));
+    }
+}
