@@ -241,6 +241,17 @@ mod tests {
     }
 
     #[test]
+    fn health_report_round_trips() {
+        let f = Frame::FromNode(NodeToCtl::Health {
+            verdict: HealthLevel::Quarantine,
+            reason: "Xid 79 on gpu 3: GPU has fallen off the bus".into(),
+            events: vec!["Xid { gpu: 3, xid: 79 }".into()],
+        });
+        let bytes = encode_frame(&f).unwrap();
+        assert_eq!(decode_frame(&bytes).unwrap().unwrap().0, f);
+    }
+
+    #[test]
     fn too_large_refused_before_reading_body() {
         let mut buf = (DEFAULT_MAX_FRAME as u32 + 1).to_be_bytes().to_vec();
         buf.push(0);

@@ -461,6 +461,28 @@ pub enum NodeToCtl {
         /// When the job acknowledged (s since epoch).
         at: i64,
     },
+    /// The node's GPU health policy reached a verdict on what its health source reported
+    /// (sent once per new reason). `Quarantine`: the controller drains the node with `reason`
+    /// (`scontrol show node` `Reason=`), requeues its jobs and places nothing there until an
+    /// admin resumes it; `Warn`: logged.
+    Health {
+        /// The verdict.
+        verdict: HealthLevel,
+        /// Why, e.g. `Xid 79 on gpu 3: GPU has fallen off the bus`.
+        reason: String,
+        /// The events of the poll that led to the verdict, as text (for the log).
+        events: Vec<String>,
+    },
+}
+
+/// The severity of a [`NodeToCtl::Health`] report (`flotilla_core::health::HealthVerdict`
+/// without `Ignore`, which is never reported).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub enum HealthLevel {
+    /// Log and report; the node stays schedulable.
+    Warn,
+    /// Drain the node, requeue its jobs.
+    Quarantine,
 }
 
 /// Start a job's part on a node. Idempotent: a node that runs or ran `(job_id, run)` during

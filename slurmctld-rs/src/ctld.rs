@@ -19,7 +19,7 @@ use flotilla_core::sched::{Allocation, Decision, Event as CoreEvent, RequeueReas
 use flotilla_proto::errno::*;
 use flotilla_proto::{
     Bind, CancelJob, CtlToNode, HoldOp, HoldRelease, JobChange, JobExit, JobFilter, JobInfo, JobQuery, JobRef,
-    JobResult, LaunchDetails, NodeInfo, NodeJob, NodeQuery, NodeToCtl, PartitionInfo, Register, Request, RequeueJob, Response,
+    HealthLevel, JobResult, LaunchDetails, NodeInfo, NodeJob, NodeQuery, NodeToCtl, PartitionInfo, Register, Request, RequeueJob, Response,
     SlurmError, Stats, SubmitJob, Submitted, TestOnly, TimeLimitWire, UpdateJob,
 };
 use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
@@ -27,7 +27,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 use tokio::sync::{mpsc, oneshot, watch};
-use tracing::{debug, info, info_span, warn};
+use tracing::{debug, error, info, info_span, warn};
 
 /// Bit marking a core job id as a pending array task: `PROV | array_id << 20 | task`.
 const PROV: u64 = 1 << 62;
@@ -1208,6 +1208,37 @@ impl Controller {
                 self.node_out.push((nid.0 as usize, Outgoing::Msg(CtlToNode::AckExits { job_ids: vec![exit.job_id] })));
             }
             NodeToCtl::CheckpointAck { job_id, run, at } => self.checkpoint_ack(job_id, run, at),
+            NodeToCtl::Health { verdict, reason, events } => self.node_health(nid, verdict, reason, &events, now),
+        }
+    }
+
+    /// A node's GPU health verdict. Quarantine: the node is drained with the reason (persisted
+    /// with the node, so it survives a restart; re-registering does not lift it), the core
+    /// requeues its jobs (killed there, like a node failure) and places nothing there again
+    /// until an admin resumes it. A node already quarantined keeps its first reason. Warn:
+    /// logged.
+    fn node_health(&mut self, nid: NodeId, verdict: HealthLevel, reason: String, events: &[String], now: i64) {
+        let name = self.sched.cluster.node(nid).name.clone();
+        let _span = info_span!("node", node = %name).entered();
+        match verdict {
+            HealthLevel::Warn => warn!(reason = %reason, ?events, "GPU health warning"),
+            HealthLevel::Quarantine => {
+                if matches!(self.sched.cluster.node(nid).avail, NodeAvail::Quarantined { .. }) {
+                    info!(reason = %reason, "GPU health: node already quarantined");
+                    return;
+                }
+                error!(reason = %reason, ?events, "GPU health: node quarantined");
+                let ds = self.sched.handle(
+                    CoreEvent::NodeAvail {
+                        node: nid,
+                        avail: NodeAvail::Quarantined { reason },
+                    },
+                    now as u64,
+                );
+                self.apply(ds, now);
+                self.save_node(nid);
+                self.sched_dirty = true;
+            }
         }
     }
 

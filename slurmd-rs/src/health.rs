@@ -3,7 +3,8 @@
 //! in `flotilla-plugins` (pure). Real implementation: NVML, loaded at run time (absence is a
 //! log line, not a crash); fake: driven by tests.
 //!
-//! Implementations: [`nvml::NvmlHealth`] (real) and [`fake::FakeHealth`] (tests).
+//! Implementations: [`nvml::NvmlHealth`] (real), [`fake::FakeHealth`] and [`fake::FileHealth`]
+//! (tests).
 
 pub mod fake;
 pub mod nvml;

@@ -103,7 +103,11 @@ impl Cluster {
 
     fn start_ctld(&mut self, extra: &[&str]) {
         let addr_file = self.path("ctld.addr");
-        let log = std::fs::File::create(self.path("slurmctld.log")).unwrap();
+        let log = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(self.path("slurmctld.log"))
+            .unwrap();
         let child = Command::new(slurmctld_bin())
             .arg("-D")
             .arg("-f")
@@ -133,6 +137,18 @@ impl Cluster {
         };
     }
 
+    /// SIGKILLs the controller and starts it again (same state directory, a new port: the
+    /// daemons started after this reach it; running ones keep the old address).
+    pub fn restart_ctld(&mut self, extra: &[&str]) {
+        if let Some(mut c) = self.ctld.take() {
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+        let _ = std::fs::remove_file(self.path("ctld.addr"));
+        let _ = std::fs::remove_file(self.path("ctld.sock"));
+        self.start_ctld(extra);
+    }
+
     /// Sets node `i`'s (1-based) kernel boot id.
     pub fn set_boot_id(&self, i: usize, id: &str) {
         std::fs::write(self.path(&format!("boot_id.gpu{i:02}")), format!("{id}\n")).unwrap();
@@ -154,6 +170,11 @@ impl Cluster {
             // Several test clusters run at once on this host with the same node names: real
             // cgroups would be shared between them (tests of confinement are in cgroup_root.rs).
             .args(["-D", "-N", &name, "--fake-gpus", "8", "--heartbeat-ms", "200", "--cgroup", "none"])
+            // GPU health from a file the test appends to (never the host's NVML): see
+            // `inject_health`.
+            .arg("--health")
+            .arg(format!("fake:{}", self.path(&format!("health.{name}.jsonl")).display()))
+            .args(["--health-poll-ms", "100"])
             .arg("-f")
             .arg(self.path("slurm.conf"))
             .arg("--key")
@@ -169,6 +190,26 @@ impl Cluster {
         match self.nodes.iter_mut().find(|(n, _)| *n == name) {
             Some(slot) => slot.1 = Some(child),
             None => self.nodes.push((name, Some(child))),
+        }
+    }
+
+    /// Makes node `i`'s (1-based) health source report `event` (appended to the file its
+    /// `--health fake:PATH` reads).
+    pub fn inject_health(&self, i: usize, event: &flotilla_core::health::HealthEvent) {
+        use std::io::Write;
+        let mut f = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(self.path(&format!("health.gpu{i:02}.jsonl")))
+            .unwrap();
+        writeln!(f, "{}", serde_json::to_string(event).unwrap()).unwrap();
+    }
+
+    /// The controller's view of the nodes.
+    pub fn nodes(&self) -> Vec<flotilla_proto::NodeInfo> {
+        match self.call(0, Request::QueryNodes(Default::default())) {
+            Ok(Response::Nodes(v)) => v,
+            other => panic!("node query failed: {other:?}"),
         }
     }
 

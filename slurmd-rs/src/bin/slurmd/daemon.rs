@@ -7,15 +7,23 @@
 //! `Launch`/`Bind`, `Signal`, `Kill`, `AckExits`, and send `JobExited`, `CheckpointAck` and a
 //! full `Heartbeat` periodically (the controller's reconciler is level-triggered). A lost
 //! session is re-opened forever, with the same epoch.
+//!
+//! GPU health: a health thread polls the health source (`--health`), applies the
+//! `health/nvidia` policy to each poll and hands the owner its verdicts; the owner acts once
+//! per reason: a quarantine is sent to the controller as `Health` (kept until a session takes
+//! it), a warning is logged.
 
 use flotilla_slurmd::env::{self, NodeFacts, UserInfo};
 use flotilla_slurmd::pattern::{self, PatternVars};
 use flotilla_slurmd::spool::{self, ExitRecord, JobDir, JobFile};
 use flotilla_slurmd::stepd;
 use flotilla_proto::client::{Client, Stream};
+use flotilla_core::health::{HealthEvent, HealthVerdict};
 use flotilla_proto::{
-    Bind, ClusterKey, CtlToNode, Frame, JobExit, LaunchDetails, NodeJob, NodeToCtl, Register, Request, Response, Role,
+    Bind, ClusterKey, CtlToNode, Frame, HealthLevel, JobExit, LaunchDetails, NodeJob, NodeToCtl, Register, Request,
+    Response, Role,
 };
+use flotilla_slurmd::health::HealthSource;
 use std::collections::{BTreeMap, HashSet};
 use std::net::SocketAddr;
 use std::os::unix::fs::PermissionsExt;
@@ -54,6 +62,10 @@ pub struct Options {
     pub self_exe: PathBuf,
     /// Confinement to pass to supervisors (`--cgroup`), as given.
     pub cgroup: String,
+    /// GPU health source (`--health`); `None`: no health loop.
+    pub health: Option<Box<dyn HealthSource>>,
+    /// How long one health poll waits for events (NVML XID wait; the fake sleeps).
+    pub health_poll: Duration,
 }
 
 /// What the owner handles.
@@ -63,6 +75,8 @@ enum Event {
     Ctl(u64, CtlToNode),
     /// Session `gen` closed.
     Closed(u64),
+    /// The health loop's verdict on one poll (never `Ignore`), with the poll's events.
+    Health(HealthVerdict, Vec<HealthEvent>),
 }
 
 #[derive(Debug)]
@@ -92,6 +106,10 @@ pub struct Daemon {
     last_hb: Instant,
     tx: mpsc::Sender<Event>,
     rx: mpsc::Receiver<Event>,
+    /// Health reasons already seen (each verdict is acted on once per reason).
+    health_seen: HashSet<String>,
+    /// Quarantine reports not yet handed to a controller session.
+    health_unsent: Vec<NodeToCtl>,
 }
 
 fn short_hostname() -> String {
@@ -136,6 +154,8 @@ impl Daemon {
             last_hb: Instant::now(),
             tx,
             rx,
+            health_seen: HashSet::new(),
+            health_unsent: Vec::new(),
         };
         if bumped {
             info!(epoch, "new boot epoch: forgetting the jobs of the previous boot");
@@ -332,11 +352,70 @@ impl Daemon {
         self.last_hb = Instant::now();
     }
 
+    /// Starts the health loop: a thread that polls the health source, applies the health
+    /// policy (`health/nvidia`) to each poll's events and hands the owner every verdict that is
+    /// not `Ignore`.
+    fn start_health(&mut self) {
+        let Some(mut source) = self.opts.health.take() else { return };
+        let policy = flotilla_plugins::health("health/nvidia").expect("health/nvidia is registered");
+        let timeout_ms = u32::try_from(self.opts.health_poll.as_millis()).unwrap_or(u32::MAX);
+        let tx = self.tx.clone();
+        info!(source = source.kind(), policy = policy.name(), gpus = source.inventory().len(), "GPU health loop started");
+        std::thread::Builder::new()
+            .name("health".into())
+            .spawn(move || loop {
+                let events = source.poll(timeout_ms);
+                if events.is_empty() {
+                    continue;
+                }
+                let verdict = policy.evaluate_all(&events);
+                if verdict != HealthVerdict::Ignore && tx.send(Event::Health(verdict, events)).is_err() {
+                    return;
+                }
+            })
+            .expect("spawn the health thread");
+    }
+
+    /// A health verdict: acted on once per reason. Quarantine: reported to the controller
+    /// (kept until a session takes it); warn: logged.
+    fn health(&mut self, verdict: HealthVerdict, events: Vec<HealthEvent>) {
+        let reason = verdict.reason().to_string();
+        if !self.health_seen.insert(reason.clone()) {
+            return;
+        }
+        let events: Vec<String> = events.iter().map(|e| format!("{e:?}")).collect();
+        let verdict = match verdict {
+            HealthVerdict::Ignore => return,
+            HealthVerdict::Warn { .. } => {
+                warn!(reason = %reason, "GPU health warning");
+                return;
+            }
+            HealthVerdict::Quarantine { .. } => {
+                error!(reason = %reason, ?events, "GPU health: asking the controller to quarantine this node");
+                HealthLevel::Quarantine
+            }
+        };
+        self.health_unsent.push(NodeToCtl::Health { verdict, reason, events });
+        self.flush_health();
+    }
+
+    fn flush_health(&mut self) {
+        while self.client.is_some() && !self.health_unsent.is_empty() {
+            let msg = self.health_unsent[0].clone();
+            self.send(msg);
+            if self.client.is_some() {
+                self.health_unsent.remove(0);
+            }
+        }
+    }
+
     /// Runs forever.
     pub fn run(mut self) -> ! {
+        self.start_health();
         loop {
             if self.client.is_none() && Instant::now() >= self.next_connect {
                 self.connect();
+                self.flush_health();
             }
             match self.rx.recv_timeout(Duration::from_millis(50)) {
                 Ok(ev) => self.handle(ev),
@@ -380,6 +459,7 @@ impl Daemon {
                 CtlToNode::Kill { job_id } => self.kill(job_id),
                 CtlToNode::AckExits { job_ids } => self.ack_exits(&job_ids),
             },
+            Event::Health(verdict, events) => self.health(verdict, events),
         }
     }
 

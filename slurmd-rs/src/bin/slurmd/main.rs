@@ -7,7 +7,10 @@
 //! `FLOTILLA_CTLD_ADDR`; default `SlurmctldHost`'s address and `SlurmctldPort`), `--key FILE`
 //! (default `/etc/slurm/slurm.key`), `--boot-id-file PATH` (or `FLOTILLA_BOOT_ID_FILE`; default
 //! `/proc/sys/kernel/random/boot_id`), `--cgroup v1|v2|none|auto` (default `auto`),
-//! `--heartbeat-ms N` (default 2000).
+//! `--heartbeat-ms N` (default 2000), `--health nvml|fake:PATH|none` (GPU health source;
+//! default `nvml` when NVML loads, else none with one log line; `fake:PATH` reads JSON-lines
+//! `HealthEvent`s appended to PATH, `%n` expanded, see [`flotilla_slurmd::health::fake::FileHealth`]),
+//! `--health-poll-ms N` (default 1000: how long one health poll waits for events).
 //!
 //! Internal: `slurmd --stepd DIR [--cgroup KIND]` is the job supervisor
 //! ([`flotilla_slurmd::stepd`]), started by the daemon itself.
@@ -38,6 +41,25 @@ fn confinement(kind: &str, node: &str) -> anyhow::Result<Option<Box<dyn flotilla
         "v2" => Ok(Some(Box::new(CgroupV2::new(root, node)))),
         other => bail!("--cgroup {other}: expected v1, v2, none or auto"),
     }
+}
+
+/// The health source the `--health` flag names: `nvml` (an error when NVML does not load),
+/// `fake:PATH` (`%n` = node name), `none`; absent: NVML when it loads, else none (logged).
+fn health_source(
+    kind: Option<&str>,
+    node: &str,
+    gpus: u32,
+) -> anyhow::Result<Option<Box<dyn flotilla_slurmd::health::HealthSource>>> {
+    use flotilla_slurmd::health::{fake::FileHealth, nvml};
+    Ok(match kind {
+        None => nvml::nvml_or_log().map(|h| Box::new(h) as Box<dyn flotilla_slurmd::health::HealthSource>),
+        Some("none") => None,
+        Some("nvml") => Some(Box::new(nvml::NvmlHealth::new()?)),
+        Some(other) => match other.strip_prefix("fake:") {
+            Some(path) => Some(Box::new(FileHealth::new(path.replace("%n", node), gpus))),
+            None => bail!("--health {other}: expected nvml, fake:PATH or none"),
+        },
+    })
 }
 
 /// The node's NVIDIA GPU character devices (`/dev/nvidia<N>`, major 195), index = N.
@@ -118,6 +140,8 @@ fn main() -> anyhow::Result<()> {
         .map_or_else(|| PathBuf::from("/proc/sys/kernel/random/boot_id"), PathBuf::from);
     let mut cgroup = "auto".to_string();
     let mut heartbeat = Duration::from_millis(2000);
+    let mut health: Option<String> = None;
+    let mut health_poll = Duration::from_millis(1000);
     let mut verbose = 0;
     while let Some(a) = args.next() {
         let mut val = || args.next().with_context(|| format!("{a} needs a value"));
@@ -133,8 +157,10 @@ fn main() -> anyhow::Result<()> {
             "--boot-id-file" => boot_id_file = val()?.into(),
             "--cgroup" => cgroup = val()?,
             "--heartbeat-ms" => heartbeat = Duration::from_millis(val()?.parse()?),
+            "--health" => health = Some(val()?),
+            "--health-poll-ms" => health_poll = Duration::from_millis(val()?.parse()?),
             "-h" | "--help" => {
-                println!("usage: slurmd [-D] [-N name] [-f slurm.conf] [-v] [--fake-gpus N] [--spool DIR] [--ctld HOST:PORT] [--key FILE] [--boot-id-file PATH] [--cgroup v1|v2|none|auto] [--heartbeat-ms N]");
+                println!("usage: slurmd [-D] [-N name] [-f slurm.conf] [-v] [--fake-gpus N] [--spool DIR] [--ctld HOST:PORT] [--key FILE] [--boot-id-file PATH] [--cgroup v1|v2|none|auto] [--heartbeat-ms N] [--health nvml|fake:PATH|none] [--health-poll-ms N]");
                 return Ok(());
             }
             other => bail!("unrecognized option '{other}'"),
@@ -148,6 +174,11 @@ fn main() -> anyhow::Result<()> {
     tracing_subscriber::fmt().with_max_level(level).with_writer(std::io::stderr).init();
     if !matches!(cgroup.as_str(), "v1" | "v2" | "none" | "auto") {
         bail!("--cgroup {cgroup}: expected v1, v2, none or auto");
+    }
+    if let Some(h) = &health {
+        if !matches!(h.as_str(), "nvml" | "none") && !h.starts_with("fake:") {
+            bail!("--health {h}: expected nvml, fake:PATH or none");
+        }
     }
     let conf_path = match conf {
         Some(p) => p,
@@ -183,10 +214,12 @@ fn main() -> anyhow::Result<()> {
         .with_context(|| format!("controller address {ctld} resolves to nothing"))?;
     let key = ClusterKey::load(&key).with_context(|| format!("cluster key {}", key.display()))?;
     let boot_id = std::fs::read_to_string(&boot_id_file).with_context(|| format!("boot id {}", boot_id_file.display()))?;
+    let gpus = fake_gpus.unwrap_or(nconf.gpus);
+    let health = health_source(health.as_deref(), &node, gpus)?;
     let opts = daemon::Options {
         node: node.clone(),
         conf_path,
-        gpus: fake_gpus.unwrap_or(nconf.gpus),
+        gpus,
         cpus: nconf.cpus,
         mem_mib: nconf.real_memory_mib,
         conf: cluster,
@@ -197,6 +230,8 @@ fn main() -> anyhow::Result<()> {
         heartbeat,
         self_exe: std::env::current_exe()?,
         cgroup,
+        health,
+        health_poll,
     };
     let d = daemon::Daemon::new(opts)?;
     tracing::info!(node = %node, epoch = d.epoch(), "slurmd started");
