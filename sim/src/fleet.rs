@@ -259,6 +259,9 @@ pub struct RunSummary {
     /// Samples.
     #[serde(skip)]
     pub samples: Vec<Sample>,
+    /// Service preemptions: (time, job id), in order.
+    #[serde(skip)]
+    pub victims: Vec<(Time, u64)>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
@@ -362,6 +365,7 @@ pub fn replay(jobs: &[TraceJob], services: &[ServiceTimeline], train_nodes: u32,
     let (mut busy_train, mut busy_repl) = (0u64, 0u64);
     let (mut train_gpu_s, mut repl_gpu_s) = (0f64, 0f64);
     let mut samples = Vec::new();
+    let mut victims = Vec::new();
     let mut next_sample: Time = 0;
     let mut last_t: Time = 0;
     let spec = |i: usize| {
@@ -471,6 +475,7 @@ pub fn replay(jobs: &[TraceJob], services: &[ServiceTimeline], train_nodes: u32,
                     }
                     Decision::Preempt { job, checkpoint_bytes, deadline, .. } => {
                         preemptions += 1;
+                        victims.push((t, job.0));
                         if job.0 >= REPLICA_ID_BASE || split {
                             bad += 1;
                             continue;
@@ -557,6 +562,7 @@ pub fn replay(jobs: &[TraceJob], services: &[ServiceTimeline], train_nodes: u32,
         cycles,
         makespan_s: last_t,
         samples,
+        victims,
     })
 }
 
