@@ -41,6 +41,8 @@
 //!   the desired count to n, the service runs at least min(n, its desired count then) replicas.
 //!   The initial deployment at t = 0 is not a scale-up.
 //! - Utilisation = busy GPU-seconds / (GPUs × window) over the 31-day window only.
+//! - The driver carries decisions out at once: a stopped replica (`StopReplica`) and the old
+//!   replica of a `Relocate` end at the same instant (`JobEnded`), and the cycle repeats.
 
 use std::cmp::Reverse;
 use std::collections::{BTreeMap, BinaryHeap};
