@@ -192,7 +192,7 @@ pub struct Stats {
     pub queue_max_s: f64,
 }
 
-fn pct(sorted: &[f64], p: f64) -> f64 {
+pub(crate) fn pct(sorted: &[f64], p: f64) -> f64 {
     if sorted.is_empty() {
         return f64::NAN;
     }
@@ -200,7 +200,7 @@ fn pct(sorted: &[f64], p: f64) -> f64 {
     sorted[i.min(sorted.len() - 1)]
 }
 
-fn stats(jct: &[f64], queue: &[f64]) -> Stats {
+pub(crate) fn stats(jct: &[f64], queue: &[f64]) -> Stats {
     let mut j = jct.to_vec();
     let mut q = queue.to_vec();
     j.sort_by(f64::total_cmp);

@@ -6,6 +6,7 @@
 //!   ITP and Philly, Alibaba DLRM inference, node lists, a switch topology).
 //! - [`fgd`]: experiment `fgd`, the FGD (ATC'23) fragmentation protocol on openb.
 //! - [`gang`]: experiment `gang`, ITP and Philly replayed by time through the scheduler.
+//! - [`fleet`]: experiment `shared-fleet`, DLRM services over ITP training, static split vs shared.
 //! - [`report`]: JSON, CSV and PNG outputs. [`progress`]: progress hooks and a thread pool.
 //! - [`SimError`]: the crate's one error type.
 //!
@@ -14,6 +15,7 @@
 
 pub mod error;
 pub mod fgd;
+pub mod fleet;
 pub mod gang;
 pub mod progress;
 pub mod report;

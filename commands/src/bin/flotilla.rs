@@ -77,7 +77,7 @@ enum Experiment {
     Fgd,
     /// Gang scheduling, held reservations and backfill: ITP or Philly replayed by time.
     Gang,
-    /// Services sharing the fleet with preemptible training (needs core II; not yet).
+    /// DLRM inference services over one ITP cluster's training: static split vs shared fleet.
     SharedFleet,
 }
 
@@ -117,9 +117,30 @@ struct SimArgs {
     /// gang: walltime request as a multiple of the real duration (rounded up to an hour).
     #[arg(long, default_value_t = 2.0)]
     walltime_factor: f64,
-    /// gang: keep only the first N jobs of the trace (0 = all).
+    /// gang, shared-fleet: keep only the first N jobs of the trace (0 = all).
     #[arg(long, default_value_t = 0)]
     max_jobs: usize,
+    /// shared-fleet: keep only the first N DLRM instances (0 = all).
+    #[arg(long, default_value_t = 0)]
+    max_instances: usize,
+    /// shared-fleet: start of the 31-day ITP window, days on the ITP clock (default: the
+    /// cluster's first arrival).
+    #[arg(long)]
+    window_start_days: Option<f64>,
+    /// shared-fleet: training nodes of 8 GPUs (default: the smallest that the window loads to
+    /// at most 1.0, as gang).
+    #[arg(long)]
+    train_nodes: Option<u32>,
+    /// shared-fleet: inference pool nodes of 8 GPUs (default: service peak / 8, rounded up).
+    #[arg(long)]
+    pool_nodes: Option<u32>,
+    /// shared-fleet: periodic checkpoint interval of training (s; 0 = checkpoint at SIGTERM,
+    /// nothing lost).
+    #[arg(long, default_value_t = 1800)]
+    ckpt_interval_s: u64,
+    /// shared-fleet: checkpoint size per training GPU (GiB).
+    #[arg(long, default_value_t = 4)]
+    ckpt_gib_per_gpu: u64,
     /// Threads (results never depend on it). Default: the machine's cores.
     #[arg(long)]
     jobs: Option<usize>,
@@ -277,7 +298,23 @@ fn sim(a: SimArgs) -> Result<()> {
             print!("{}", report.table());
         }
         Experiment::SharedFleet => {
-            bail!("experiment shared-fleet needs services and preemption (core II), which do not exist yet");
+            let opts = flotilla_sim::fleet::FleetOptions {
+                cluster: a.cluster.clone(),
+                window_start_s: a.window_start_days.map(|d| (d * 86_400.0).round() as u64),
+                train_nodes: a.train_nodes,
+                pool_nodes: a.pool_nodes,
+                ckpt_interval_s: a.ckpt_interval_s,
+                ckpt_bytes_per_gpu: a.ckpt_gib_per_gpu << 30,
+                walltime_factor: a.walltime_factor,
+                max_jobs: (a.max_jobs > 0).then_some(a.max_jobs),
+                max_instances: (a.max_instances > 0).then_some(a.max_instances),
+                jobs,
+                ..Default::default()
+            };
+            let report = flotilla_sim::fleet::run(&traces, &opts, &progress)?;
+            progress.0.finish_and_clear();
+            report.write(&a.out)?;
+            print!("{}", report.table());
         }
     }
     eprintln!(
