@@ -22,7 +22,7 @@ pub const PLACEMENT_POLICIES: &[&str] = &["topo-bestfit", "first-fit", "worst-fi
 pub fn placement(name: &str) -> Option<Box<dyn PlacementPolicy>> {
     Some(match name {
         "topo-bestfit" | "select/cons_tres" | "select/cons_res" | "select/linear" | "" => {
-            Box::new(placement::TopoBestFit)
+            Box::new(placement::TopoBestFit::new())
         }
         "first-fit" => Box::new(placement::FirstFit),
         "worst-fit" => Box::new(placement::WorstFit),

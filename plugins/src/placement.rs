@@ -34,8 +34,48 @@ fn lex(keys: &[(u64, u64)]) -> Score {
 /// the largest nodes whole longest. CPU-only work never breaks a free GPU node while another
 /// node fits, then strands least. With requests at or below a node's ratio nothing is
 /// stranded, and the whole-GPU order (exact fill, shape-aligned, least remainder) is as above.
-#[derive(Debug, Default, Clone, Copy)]
-pub struct TopoBestFit;
+///
+/// With a workload model ([`TopoBestFit::with_workload`]: the shapes the cluster's pods
+/// typically ask for and how often), the policy also knows what its placements cost the work
+/// still to come: the fragmentation gradient ΔF of FGD ([`Workload`]), the change in the GPU
+/// milli that the typical pods could no longer use. It is a key of the order, in tenths of a GPU
+/// (the unit of the stranding key): right after exact fill for whole GPUs, first for shares
+/// (whose GPU is then the one with the lowest ΔF, tightest on ties) and for CPU-only work. The
+/// other keys break its ties, where FGD draws a random node. Without a model the order is
+/// exactly the one above.
+#[derive(Debug, Default, Clone)]
+pub struct TopoBestFit {
+    workload: Option<std::sync::Arc<Workload>>,
+}
+
+/// Bias that makes the gradient key non-negative: a gradient is at most the free GPU milli of
+/// one node (64 GPUs) either way.
+const GRADIENT_BIAS: f64 = 64_000.0;
+
+impl TopoBestFit {
+    /// The default: no workload model.
+    pub fn new() -> TopoBestFit {
+        TopoBestFit::default()
+    }
+
+    /// With a workload model: the fragmentation gradient against it becomes a key.
+    pub fn with_workload(workload: std::sync::Arc<Workload>) -> TopoBestFit {
+        TopoBestFit { workload: Some(workload) }
+    }
+
+    /// The workload model, if any.
+    pub fn workload(&self) -> Option<&Workload> {
+        self.workload.as_deref()
+    }
+
+    /// The gradient key: ΔF in tenths of a GPU, biased to be non-negative (smaller is better).
+    fn gradient_key(gradient: f64) -> u64 {
+        ((gradient + GRADIENT_BIAS) / 100.0).round().max(0.0) as u64
+    }
+}
+
+/// Base of [`TopoBestFit::gradient_key`].
+const GRADIENT_BASE: u64 = 2 * (GRADIENT_BIAS as u64) / 100 + 1;
 
 /// Free GPU milli of `n` that its free CPUs and memory cannot serve at the node's own ratio,
 /// after taking `cpu`, `mem` and `gpu_milli` more.
@@ -58,6 +98,17 @@ impl TopoBestFit {
         let before = stranded(n, 0, 0, 0);
         let after = stranded(n, d.cpu_milli, d.mem_mib, take);
         after.saturating_sub(before).div_ceil(100)
+    }
+}
+
+impl TopoBestFit {
+    /// For a share with a workload model: the GPU with the lowest gradient key, then the
+    /// tightest (most used), then the lowest index; with its gradient key.
+    fn share_gpu(&self, w: &Workload, node: &flotilla_core::cluster::Node, blocked: GpuMask, d: &NodeDemand<'_>) -> Option<(u32, u64)> {
+        (0..node.gpus)
+            .filter(|&g| !blocked.contains(g) && node.gpu_milli_used[g as usize] + d.gpu_milli <= MILLI)
+            .map(|g| (g, TopoBestFit::gradient_key(w.gradient(node, d, None, Some(g)))))
+            .min_by_key(|&(g, k)| (k, MILLI - node.gpu_milli_used[g as usize], g))
     }
 }
 
@@ -96,21 +147,32 @@ impl PlacementPolicy for TopoBestFit {
                 3
             };
             let cpu_left = (n.free_cpu_milli - d.cpu_milli) / 1000;
-            return lex(&[(breaks, 1 << 27), (strands, 1 << 8), (class, 4), (cpu_left, 1 << 20), (weight, 1 << 16)]);
+            let grad = self.workload().map_or(0, |w| TopoBestFit::gradient_key(w.gradient(n, d, Some(GpuMask::EMPTY), None)));
+            return lex(&[(grad, GRADIENT_BASE), (breaks, 1 << 27), (strands, 1 << 8), (class, 4), (cpu_left, 1 << 20), (weight, 1 << 16)]);
         }
         if d.gpu_milli < MILLI {
             // A share: prefer a GPU already shared (least milli left after), then nodes with
-            // the fewest whole free GPUs.
-            let best_left = (0..n.gpus)
-                .filter(|&g| n.gpu_milli_used[g as usize] > 0 && n.gpu_milli_used[g as usize] + d.gpu_milli <= MILLI)
-                .map(|g| MILLI - n.gpu_milli_used[g as usize] - d.gpu_milli)
-                .min();
-            let (shared, left) = match best_left {
-                Some(l) => (0, u64::from(l)),
-                None => (1, 0),
+            // the fewest whole free GPUs. With a model, the GPU of least gradient.
+            let (grad, gpu_left) = match self.workload() {
+                Some(w) => match self.share_gpu(w, n, (ctx.blocked)(id), d) {
+                    Some((g, k)) => (k, Some(n.gpu_milli_used[g as usize])),
+                    None => (0, None),
+                },
+                None => (
+                    0,
+                    (0..n.gpus)
+                        .filter(|&g| n.gpu_milli_used[g as usize] > 0 && n.gpu_milli_used[g as usize] + d.gpu_milli <= MILLI)
+                        .map(|g| n.gpu_milli_used[g as usize])
+                        .max(),
+                ),
+            };
+            let (shared, left) = match gpu_left {
+                Some(u) if u > 0 => (0, u64::from(MILLI - u - d.gpu_milli)),
+                _ => (1, 0),
             };
             return lex(&[
                 (pool_key, 2),
+                (grad, GRADIENT_BASE),
                 (strands, 1 << 8),
                 (breaks, 1 << 27),
                 (shared, 2),
@@ -135,9 +197,11 @@ impl PlacementPolicy for TopoBestFit {
         let extends = u64::from(exact == 1 && opens_whole == 0 && ctx.extends_busy(id));
         // CPUs pack too (cons_tres), so the busier node wins remaining ties.
         let cpu_left = (n.free_cpu_milli - d.cpu_milli.min(n.free_cpu_milli)) / 1000;
+        let grad = self.workload().map_or(0, |w| TopoBestFit::gradient_key(w.gradient(n, d, lowest(avail, d.gpus), None)));
         lex(&[
             (pool_key, 2),
             (exact, 2),
+            (grad, GRADIENT_BASE),
             (strands, 1 << 8),
             (breaks, 1 << 27),
             (aligned, 2),
@@ -150,8 +214,19 @@ impl PlacementPolicy for TopoBestFit {
 
     fn perfect_score(&self) -> Option<Score> {
         // Exact fill in the preferred pool, stranding nothing, with weight 1 (the default)
-        // cannot be beaten except by weight 0.
-        Some(lex(&[(0, 2), (0, 2), (0, 1 << 8), (0, 1 << 27), (0, 2), (0, 2), (0, 65), (0, 1 << 20), (1, 1 << 16)]))
+        // cannot be beaten except by weight 0. With a model, a better gradient could still
+        // come: no early stop.
+        if self.workload.is_some() {
+            return None;
+        }
+        Some(lex(&[(0, 2), (0, 2), (0, GRADIENT_BASE), (0, 1 << 8), (0, 1 << 27), (0, 2), (0, 2), (0, 65), (0, 1 << 20), (1, 1 << 16)]))
+    }
+
+    fn pick_share_gpu_for(&self, node: &flotilla_core::cluster::Node, blocked: GpuMask, d: &NodeDemand<'_>) -> Option<u32> {
+        match self.workload() {
+            Some(w) => self.share_gpu(w, node, blocked, d).map(|(g, _)| g),
+            None => self.pick_share_gpu(node, blocked, d.gpu_milli),
+        }
     }
 }
 
@@ -239,19 +314,18 @@ pub struct FgdTarget {
     pub weight: f64,
 }
 
-/// Baseline: Fragmentation Gradient Descent (Weng et al., USENIX ATC'23; `ANCHORS.md` §A1,
-/// §A1r). A node's fragmentation against the target workload M is F = Σ_m p_m · F(m), where
-/// F(m) is the node's free GPU milli that task m could not use: all of it when m cannot run
-/// there at all (too few fitting GPUs, too few CPUs, wrong model, or m is CPU-only), else the
-/// free milli of GPUs whose free part is below m's per-GPU share. The score of a node is
-/// ⌊100·sigmoid((F_before − F_after)/1000)⌋ (highest wins, ties by [`PlaceCtx::tie_rank`]); a
-/// share goes to the GPU with the best such score (lowest index on ties); whole GPUs are the
-/// lowest-index free ones. Memory is enforced by the engine, never scored.
+/// A target workload (FGD's model M, Weng et al., USENIX ATC'23; `ANCHORS.md` §A1, §A1r): the
+/// typical pod shapes and their popularity, and the fragmentation of a node against them. A
+/// node's fragmentation is F = Σ_m p_m · F(m), where F(m) is the node's free GPU milli that
+/// task m could not use: all of it when m cannot run there at all (too few fitting GPUs, too
+/// few CPUs, wrong model, or m is CPU-only), else the free milli of GPUs whose free part is
+/// below m's per-GPU share. In production the controller would estimate the model from recent
+/// submissions; the simulator builds it from the pod list ([`Workload::from_pods`]).
 ///
 /// F depends only on a node's state (model, free CPUs, free milli per GPU), so it is memoised
 /// by that state; the memo makes a run over the 1,213-node openb cluster cheap.
 #[derive(Debug)]
-pub struct Fgd {
+pub struct Workload {
     targets: Vec<FgdTarget>,
     memo: std::sync::Mutex<FgdMemo>,
 }
@@ -265,26 +339,26 @@ struct FgdMemo {
     frag: std::collections::HashMap<(u16, u64, [u16; 8], u8), f64>,
 }
 
-impl Fgd {
-    /// FGD against the given target workload (weights are renormalised to sum to 1).
-    pub fn new(mut targets: Vec<FgdTarget>) -> Fgd {
+impl Workload {
+    /// The given target workload (weights are renormalised to sum to 1).
+    pub fn new(mut targets: Vec<FgdTarget>) -> Workload {
         let total: f64 = targets.iter().map(|t| t.weight).sum();
         if total > 0.0 {
             for t in &mut targets {
                 t.weight /= total;
             }
         }
-        Fgd {
+        Workload {
             targets,
             memo: std::sync::Mutex::new(FgdMemo::default()),
         }
     }
 
-    /// The target workload of the artifact from a list of pods, each `(cpu_milli, gpu_milli,
-    /// gpus, gpu_types)`: the distinct shapes by decreasing count (ties by decreasing shape),
-    /// taken ten at a time until they cover at least `coverage` (0.95 in `ANCHORS.md` §A1r) of
-    /// the pods, then renormalised.
-    pub fn from_pods<'a>(pods: impl IntoIterator<Item = (u64, u32, u32, &'a [String])>, coverage: f64) -> Fgd {
+    /// The target workload of the FGD artifact from a list of pods, each `(cpu_milli,
+    /// gpu_milli, gpus, gpu_types)`: the distinct shapes by decreasing count (ties by
+    /// decreasing shape), taken ten at a time until they cover at least `coverage` (0.95 in
+    /// `ANCHORS.md` §A1r) of the pods, then renormalised.
+    pub fn from_pods<'a>(pods: impl IntoIterator<Item = (u64, u32, u32, &'a [String])>, coverage: f64) -> Workload {
         let mut counts: std::collections::BTreeMap<Shape, u64> = std::collections::BTreeMap::new();
         let mut total = 0u64;
         for (cpu, milli, gpus, types) in pods {
@@ -312,7 +386,7 @@ impl Fgd {
                 weight: *n as f64,
             })
             .collect();
-        Fgd::new(targets)
+        Workload::new(targets)
     }
 
     /// The target workload, normalised.
@@ -321,7 +395,7 @@ impl Fgd {
     }
 
     /// Fragmentation of a node state: `left` is the free milli of each GPU.
-    fn frag_of(&self, gpu_type: Option<&str>, cpu_left: u64, left: &[u32]) -> f64 {
+    pub fn frag_of(&self, gpu_type: Option<&str>, cpu_left: u64, left: &[u32]) -> f64 {
         let total: u32 = left.iter().sum();
         if total == 0 {
             return 0.0;
@@ -350,7 +424,7 @@ impl Fgd {
         f
     }
 
-    /// Memoised [`Fgd::frag_of`].
+    /// Memoised [`Workload::frag_of`].
     fn frag(&self, node: &flotilla_core::cluster::Node, cpu_left: u64, left: &[u32]) -> f64 {
         if left.len() > 8 {
             return self.frag_of(node.gpu_type.as_deref(), cpu_left, left);
@@ -382,24 +456,73 @@ impl Fgd {
         node.gpu_milli_used.iter().map(|&u| MILLI - u).collect()
     }
 
-    fn to_score(before: f64, after: f64) -> i64 {
-        let x = (before - after) / 1000.0;
+    /// The fragmentation gradient F_after − F_before (weighted milli-GPUs; negative when the
+    /// placement lowers the node's fragmentation) of taking `d` on `node`: whole GPUs `gpus`,
+    /// or a share on GPU `share`.
+    fn gradient(&self, node: &flotilla_core::cluster::Node, d: &NodeDemand<'_>, gpus: Option<GpuMask>, share: Option<u32>) -> f64 {
+        let mut left = Workload::left(node);
+        let before = self.frag(node, node.free_cpu_milli, &left);
+        if let Some(m) = gpus {
+            for g in m.iter() {
+                left[g as usize] = 0;
+            }
+        }
+        if let Some(g) = share {
+            left[g as usize] -= d.gpu_milli.min(left[g as usize]);
+        }
+        self.frag(node, node.free_cpu_milli.saturating_sub(d.cpu_milli), &left) - before
+    }
+}
+
+/// Baseline: Fragmentation Gradient Descent (Weng et al., USENIX ATC'23; `ANCHORS.md` §A1,
+/// §A1r) against a target [`Workload`]. The score of a node is
+/// ⌊100·sigmoid((F_before − F_after)/1000)⌋ (highest wins, ties by [`PlaceCtx::tie_rank`]); a
+/// share goes to the GPU with the best such score (lowest index on ties); whole GPUs are the
+/// lowest-index free ones. Memory is enforced by the engine, never scored.
+#[derive(Debug)]
+pub struct Fgd {
+    workload: std::sync::Arc<Workload>,
+}
+
+impl Fgd {
+    /// FGD against the given target workload (weights are renormalised to sum to 1).
+    pub fn new(targets: Vec<FgdTarget>) -> Fgd {
+        Fgd::with_workload(std::sync::Arc::new(Workload::new(targets)))
+    }
+
+    /// FGD against a shared workload model.
+    pub fn with_workload(workload: std::sync::Arc<Workload>) -> Fgd {
+        Fgd { workload }
+    }
+
+    /// FGD against the artifact's target workload of a pod list ([`Workload::from_pods`]).
+    pub fn from_pods<'a>(pods: impl IntoIterator<Item = (u64, u32, u32, &'a [String])>, coverage: f64) -> Fgd {
+        Fgd::with_workload(std::sync::Arc::new(Workload::from_pods(pods, coverage)))
+    }
+
+    /// The target workload, normalised.
+    pub fn targets(&self) -> &[FgdTarget] {
+        self.workload.targets()
+    }
+
+    /// Fragmentation of a node state ([`Workload::frag_of`]).
+    pub fn frag_of(&self, gpu_type: Option<&str>, cpu_left: u64, left: &[u32]) -> f64 {
+        self.workload.frag_of(gpu_type, cpu_left, left)
+    }
+
+    fn to_score(gradient: f64) -> i64 {
+        let x = -gradient / 1000.0;
         (100.0 / (1.0 + (-x).exp())) as i64
     }
 
     /// Best share GPU and its score: the first GPU (by index) with the highest score.
     fn best_share(&self, node: &flotilla_core::cluster::Node, blocked: GpuMask, d: &NodeDemand<'_>) -> Option<(u32, i64)> {
-        let mut left = Fgd::left(node);
-        let before = self.frag(node, node.free_cpu_milli, &left);
-        let cpu_after = node.free_cpu_milli.saturating_sub(d.cpu_milli);
         let mut best: Option<(u32, i64)> = None;
         for g in 0..node.gpus {
-            if blocked.contains(g) || left[g as usize] < d.gpu_milli {
+            if blocked.contains(g) || node.gpu_milli_used[g as usize] + d.gpu_milli > MILLI {
                 continue;
             }
-            left[g as usize] -= d.gpu_milli;
-            let s = Fgd::to_score(before, self.frag(node, cpu_after, &left));
-            left[g as usize] += d.gpu_milli;
+            let s = Fgd::to_score(self.workload.gradient(node, d, None, Some(g)));
             if best.is_none_or(|(_, bs)| s > bs) {
                 best = Some((g, s));
             }
@@ -420,15 +543,7 @@ impl PlacementPolicy for Fgd {
         if d.gpus > 0 && d.gpu_milli < MILLI {
             return self.best_share(n, (ctx.blocked)(id), d).map_or(Score::MIN, |(_, s)| Score::from(s));
         }
-        let mut left = Fgd::left(n);
-        let before = self.frag(n, n.free_cpu_milli, &left);
-        if let Some(m) = lowest(avail, d.gpus) {
-            for g in m.iter() {
-                left[g as usize] = 0;
-            }
-        }
-        let after = self.frag(n, n.free_cpu_milli.saturating_sub(d.cpu_milli), &left);
-        Score::from(Fgd::to_score(before, after))
+        Score::from(Fgd::to_score(self.workload.gradient(n, d, lowest(avail, d.gpus), None)))
     }
     fn pick_gpus(&self, _node: &flotilla_core::cluster::Node, avail: GpuMask, n: u32) -> Option<GpuMask> {
         lowest(avail, n)
@@ -533,7 +648,7 @@ mod tests {
         let mut c = Cluster::uniform(4, 8, 4, 64, 512_000);
         use_gpus(&mut c, 2, 6);
         use_gpus(&mut c, 1, 3);
-        let p = place(&ctx(&c), &TopoBestFit, &Request::gpus(2, TopologyKind::Node)).unwrap();
+        let p = place(&ctx(&c), &TopoBestFit::new(), &Request::gpus(2, TopologyKind::Node)).unwrap();
         assert_eq!(p.len(), 1);
         assert_eq!(p[0].node, NodeId(2));
         // First-fit takes node 0 (empty) instead; worst-fit an empty node too.
@@ -552,10 +667,10 @@ mod tests {
         c.take(&NodeAlloc { node: NodeId(1), gpus: GpuMask(0b1100), gpu_milli: MILLI, cpu_milli: 1000, mem_mib: 0 });
         // Both nodes have 4 free: exact fill for a 4-GPU request on either; the busier node
         // (fewer free CPUs: two allocations) wins the tie.
-        let p = place(&ctx(&c), &TopoBestFit, &Request::gpus(4, TopologyKind::Node)).unwrap();
+        let p = place(&ctx(&c), &TopoBestFit::new(), &Request::gpus(4, TopologyKind::Node)).unwrap();
         assert_eq!(p[0].node, NodeId(1));
         // A 2-GPU request: not exact anywhere; node 1 (affinity 2) is aligned, node 0 is not.
-        let p = place(&ctx(&c), &TopoBestFit, &Request::gpus(2, TopologyKind::Node)).unwrap();
+        let p = place(&ctx(&c), &TopoBestFit::new(), &Request::gpus(2, TopologyKind::Node)).unwrap();
         assert_eq!(p[0].node, NodeId(1));
     }
 
@@ -614,11 +729,11 @@ mod tests {
         c.take(&NodeAlloc { node: NodeId(0), gpus: GpuMask(0xf), gpu_milli: MILLI, cpu_milli: 40_000, mem_mib: 0 });
         c.take(&NodeAlloc { node: NodeId(1), gpus: GpuMask(0xf), gpu_milli: MILLI, cpu_milli: 4000, mem_mib: 0 });
         let req = Request { cpu_milli_per_node: 16_000, ..Request::gpus(1, TopologyKind::Node) };
-        let p = place(&ctx(&c), &TopoBestFit, &req).unwrap();
+        let p = place(&ctx(&c), &TopoBestFit::new(), &req).unwrap();
         assert_eq!(p[0].node, NodeId(1));
         // A CPU-only job takes node 1's spare CPUs too, never node 0's last ones.
         let cpu = Request { cpu_milli_per_node: 16_000, ..Request::gpus(0, TopologyKind::Node) };
-        assert_eq!(place(&ctx(&c), &TopoBestFit, &cpu).unwrap()[0].node, NodeId(1));
+        assert_eq!(place(&ctx(&c), &TopoBestFit::new(), &cpu).unwrap()[0].node, NodeId(1));
     }
 
     #[test]
@@ -637,8 +752,60 @@ mod tests {
             .collect();
         let mut c = Cluster::from_specs(&specs);
         c.add_partition("all", vec![NodeId(0), NodeId(1)], true);
-        let p = place(&ctx(&c), &TopoBestFit, &Request::gpus(1, TopologyKind::Node)).unwrap();
+        let p = place(&ctx(&c), &TopoBestFit::new(), &Request::gpus(1, TopologyKind::Node)).unwrap();
         assert_eq!(p[0].node, NodeId(1), "the larger node stays whole");
+    }
+
+    fn typed_cluster() -> Cluster {
+        let specs: Vec<flotilla_core::cluster::NodeSpec> = ["V100", "T4"]
+            .iter()
+            .enumerate()
+            .map(|(i, ty)| flotilla_core::cluster::NodeSpec {
+                name: format!("n{i}"),
+                gpus: 8,
+                gpu_type: Some((*ty).into()),
+                cpu_milli: 64_000,
+                mem_mib: 512_000,
+                pod: "p".into(),
+            })
+            .collect();
+        let mut c = Cluster::from_specs(&specs);
+        c.add_partition("all", vec![NodeId(0), NodeId(1)], true);
+        c
+    }
+
+    #[test]
+    fn topo_bestfit_with_a_model_keeps_the_scarce_gpu_model_for_who_needs_it() {
+        // Half of the typical pods need a V100; an untyped 1-GPU pod should take the T4 node,
+        // which costs the V100 pods nothing. Without a model the nodes tie (node order).
+        let c = typed_cluster();
+        let w = Workload::new(vec![
+            FgdTarget { cpu_milli: 1000, gpu_milli: 1000, gpus: 8, gpu_types: vec!["V100".into()], weight: 1.0 },
+            FgdTarget { cpu_milli: 1000, gpu_milli: 1000, gpus: 1, gpu_types: vec![], weight: 1.0 },
+        ]);
+        let req = Request::gpus(1, TopologyKind::Node);
+        let ours = TopoBestFit::with_workload(std::sync::Arc::new(w));
+        assert_eq!(place(&ctx(&c), &ours, &req).unwrap()[0].node, NodeId(1));
+        assert_eq!(place(&ctx(&c), &TopoBestFit::new(), &req).unwrap()[0].node, NodeId(0));
+        assert!(ours.perfect_score().is_none() && TopoBestFit::new().perfect_score().is_some());
+    }
+
+    #[test]
+    fn topo_bestfit_with_a_model_puts_a_share_where_it_fragments_least() {
+        // GPU 0 has 700 milli used, GPU 1 has 500; the typical pod is a 300-milli share. A
+        // 300-milli share on GPU 0 (300 → 0) fragments nothing; on GPU 1 (500 → 200) it would.
+        let mut c = Cluster::uniform(1, 8, 1, 64, 512_000);
+        c.take(&NodeAlloc { node: NodeId(0), gpus: GpuMask(0b1), gpu_milli: 700, cpu_milli: 0, mem_mib: 0 });
+        c.take(&NodeAlloc { node: NodeId(0), gpus: GpuMask(0b10), gpu_milli: 500, cpu_milli: 0, mem_mib: 0 });
+        let w = Workload::new(vec![FgdTarget { cpu_milli: 0, gpu_milli: 300, gpus: 1, gpu_types: vec![], weight: 1.0 }]);
+        let ours = TopoBestFit::with_workload(std::sync::Arc::new(w));
+        let d = NodeDemand { gpus: 1, gpu_milli: 300, cpu_milli: 1000, mem_mib: 0, gpu_types: &[], whole_node: false };
+        assert_eq!(ours.pick_share_gpu_for(c.node(NodeId(0)), GpuMask::EMPTY, &d), Some(0));
+        // A 400-milli share fits only GPU 1 (and the free GPUs): GPU 1 (500 → 100) fragments
+        // 100, a free GPU (1000 → 600) none: the model takes a free GPU, the tightest rule GPU 1.
+        let d4 = NodeDemand { gpu_milli: 400, ..d.clone() };
+        assert_eq!(ours.pick_share_gpu_for(c.node(NodeId(0)), GpuMask::EMPTY, &d4), Some(2));
+        assert_eq!(TopoBestFit::new().pick_share_gpu_for(c.node(NodeId(0)), GpuMask::EMPTY, &d4), Some(1));
     }
 
     #[test]
@@ -658,12 +825,12 @@ mod tests {
         c.nodes[2].sub_node_pool = true;
         c.nodes[3].sub_node_pool = true;
         // A 2-GPU job in the main partition goes to the pool, away from the whole nodes.
-        let p = place(&ctx(&c), &TopoBestFit, &Request::gpus(2, TopologyKind::Node)).unwrap();
+        let p = place(&ctx(&c), &TopoBestFit::new(), &Request::gpus(2, TopologyKind::Node)).unwrap();
         assert!(c.node(p[0].node).sub_node_pool);
         // A whole-node job never lands in the pool: with nodes 0 and 1 busy it cannot start.
         use_gpus(&mut c, 0, 1);
         use_gpus(&mut c, 1, 1);
-        assert!(place(&ctx(&c), &TopoBestFit, &Request::gpus(8, TopologyKind::Node)).is_err());
-        assert!(place(&ctx(&c), &TopoBestFit, &Request::gpus(6, TopologyKind::Node)).is_ok());
+        assert!(place(&ctx(&c), &TopoBestFit::new(), &Request::gpus(8, TopologyKind::Node)).is_err());
+        assert!(place(&ctx(&c), &TopoBestFit::new(), &Request::gpus(6, TopologyKind::Node)).is_ok());
     }
 }

@@ -17,12 +17,13 @@
 
 use std::collections::BTreeMap;
 use std::path::Path;
+use std::sync::Arc;
 
 use flotilla_core::cluster::{check_accounting, Cluster, NodeAlloc, NodeId, NodeSpec, PartId, MILLI};
 use flotilla_core::config::TopologyKind;
 use flotilla_core::job::Request;
 use flotilla_core::placement::{place, PlaceCtx, PlacementPolicy};
-use flotilla_plugins::placement::{Fgd, RandomFit};
+use flotilla_plugins::placement::{Fgd, RandomFit, TopoBestFit, Workload};
 use rand::seq::SliceRandom;
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
@@ -152,15 +153,25 @@ pub fn pod_stream(pods: &[OpenbPod], nodes: usize, capacity_milli: u64, inflatio
     (order, rank)
 }
 
-/// Builds a policy of the experiment by name. FGD's target workload is the pod list; the
-/// random policy is seeded with the run's seed.
+/// The target workload of a pod list (`ANCHORS.md` §A1r): its popular shapes, covering
+/// [`FGD_COVERAGE`] of the pods.
+pub fn workload(pods: &[OpenbPod]) -> Workload {
+    Workload::from_pods(
+        pods.iter()
+            .map(|p| (u64::from(p.cpu_milli), p.gpu_milli, p.gpus, p.gpu_spec.as_slice())),
+        FGD_COVERAGE,
+    )
+}
+
+/// Builds a policy of the experiment by name. FGD and ours (`topo-bestfit`) get the same
+/// workload model, the pod list's target workload; the random policy is seeded with the
+/// run's seed. `topo-bestfit-nomodel` (not run by default) is ours without the model, as
+/// `flotilla_plugins::placement("topo-bestfit")` builds it: the ablation.
 pub fn make_policy(name: &str, pods: &[OpenbPod], seed: u64) -> Result<Box<dyn PlacementPolicy>, SimError> {
     Ok(match name {
-        "fgd" => Box::new(Fgd::from_pods(
-            pods.iter()
-                .map(|p| (u64::from(p.cpu_milli), p.gpu_milli, p.gpus, p.gpu_spec.as_slice())),
-            FGD_COVERAGE,
-        )),
+        "fgd" => Box::new(Fgd::with_workload(Arc::new(workload(pods)))),
+        "topo-bestfit" => Box::new(TopoBestFit::with_workload(Arc::new(workload(pods)))),
+        "topo-bestfit-nomodel" => Box::new(TopoBestFit::new()),
         "random" => Box::new(RandomFit::new(seed)),
         other => flotilla_plugins::placement(other).ok_or_else(|| SimError::UnknownPolicy { name: other.to_owned() })?,
     })
