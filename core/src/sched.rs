@@ -556,6 +556,13 @@ struct PendingJob {
     priority: u64,
 }
 
+impl PendingJob {
+    /// A job entering the queue (again): no failed cycles, no reason yet.
+    fn new(spec: JobSpec, shape: u32) -> PendingJob {
+        PendingJob { spec, shape, failed_cycles: 0, info: PendingInfo::default(), priority: 0 }
+    }
+}
+
 /// A held reservation.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Reservation {
@@ -569,8 +576,6 @@ pub struct Reservation {
     pub est_fill: Time,
     /// Made at (s).
     pub created: Time,
-    /// The capacity alert has been raised.
-    pub alerted: bool,
     /// Needs re-planning (lost GPUs to a higher-ranked reservation, or a node failed).
     pub dirty: bool,
     /// Made by a preemption: its GPUs are being freed by preempted jobs.
@@ -659,8 +664,8 @@ impl Scheduler {
         config: SchedConfig,
     ) -> Scheduler {
         let n = cluster.nodes.len();
-        let storage_bw = config.storage_bw_bytes_per_s;
         let mut s = Scheduler {
+            storage_bw: config.storage_bw_bytes_per_s,
             cluster,
             placement,
             priority,
@@ -682,7 +687,6 @@ impl Scheduler {
             replica_service: BTreeMap::new(),
             next_replica: REPLICA_ID_BASE,
             preempt_ledger: VecDeque::new(),
-            storage_bw: 0,
             storage_degraded: false,
             paged: BTreeMap::new(),
             relocating: BTreeMap::new(),
@@ -691,7 +695,6 @@ impl Scheduler {
             has_inference_pool: false,
         };
         s.has_inference_pool = s.cluster.nodes.iter().any(|n| n.inference_pool);
-        s.storage_bw = storage_bw;
         s
     }
 
@@ -780,7 +783,7 @@ impl Scheduler {
     #[allow(clippy::only_used_in_recursion)] // `now` is part of the stable API (core II uses it)
     pub fn handle(&mut self, event: Event, now: Time) -> Vec<Decision> {
         let mut out = Vec::new();
-        if self.handle_services(&event, now, &mut out) {
+        if self.handle_services(&event, &mut out) {
             return out;
         }
         match event {
@@ -790,13 +793,7 @@ impl Scheduler {
                     return out;
                 }
                 let shape = self.intern(&spec.request);
-                let entry = self.pending.entry(id).or_insert_with(|| PendingJob {
-                    spec: spec.clone(),
-                    shape,
-                    failed_cycles: 0,
-                    info: PendingInfo::default(),
-                    priority: 0,
-                });
+                let entry = self.pending.entry(id).or_insert_with(|| PendingJob::new(spec.clone(), shape));
                 let shape_changed = entry.spec.request != spec.request || entry.spec.partition != spec.partition;
                 entry.spec = spec;
                 entry.shape = shape;
@@ -885,13 +882,7 @@ impl Scheduler {
                 let shape = self.intern(&spec.request);
                 self.pending.insert(
                     id,
-                    PendingJob {
-                        spec,
-                        shape,
-                        failed_cycles: 0,
-                        info: PendingInfo::default(),
-                        priority: 0,
-                    },
+                    PendingJob::new(spec, shape),
                 );
             }
         }
@@ -1403,10 +1394,8 @@ impl Scheduler {
             gpus: r.gpus.clone(),
             est_fill: r.est_fill,
         });
-        let mut r = r;
         // One alert per job until it starts, however often its reservation is re-planned.
         if r.est_fill.saturating_sub(now) > self.config.reservation_alert_s && self.alerted.insert(r.job) {
-            r.alerted = true;
             out.push(Decision::Alert {
                 kind: AlertKind::ReservationCannotFill,
                 job: Some(r.job),
@@ -1638,7 +1627,6 @@ impl Scheduler {
             gpus,
             est_fill,
             created: now,
-            alerted: false,
             dirty: false,
             preempting: false,
         })

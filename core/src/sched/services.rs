@@ -101,7 +101,7 @@ impl Scheduler {
     }
 
     /// Handles the core-II events; returns true when `event` was one of them.
-    pub(super) fn handle_services(&mut self, event: &Event, now: Time, out: &mut Vec<Decision>) -> bool {
+    pub(super) fn handle_services(&mut self, event: &Event, out: &mut Vec<Decision>) -> bool {
         match event {
             Event::ServiceUpsert(spec) => {
                 self.services.insert(spec.id, spec.clone());
@@ -140,7 +140,6 @@ impl Scheduler {
             }
             _ => return false,
         }
-        let _ = now;
         true
     }
 
@@ -254,7 +253,7 @@ impl Scheduler {
                     let shape = self.intern(&js.request);
                     self.pending.insert(
                         id,
-                        PendingJob { spec: js, shape, failed_cycles: 0, info: PendingInfo::default(), priority: 0 },
+                        PendingJob::new(js, shape),
                     );
                 }
             } else if have > target {
@@ -521,7 +520,6 @@ impl Scheduler {
             gpus: gpus_held,
             est_fill: deadline,
             created: now,
-            alerted: false,
             dirty: false,
             preempting: true,
         };
@@ -737,7 +735,6 @@ impl Scheduler {
                 gpus: vec![(target, GpuMask::all(need))],
                 est_fill: now + 60,
                 created: now,
-                alerted: false,
                 dirty: false,
                 preempting: true,
             };
