@@ -43,7 +43,8 @@ fn jobs_run_complete_and_fail() {
     let bad = submit(&env, &ctl, job(2001, 100, 3));
     assert_eq!((ok, bad), (1, 2));
     let j = wait_state(&env, &ctl, ok, JobStateWire::Completed);
-    assert_eq!(j.nodes, "gpu01");
+    // One node of the two; which one depends on which fake agent registered first.
+    assert!(["gpu01", "gpu02"].contains(&j.nodes.as_str()), "ran on {}", j.nodes);
     let j = wait_state(&env, &ctl, bad, JobStateWire::Failed);
     assert_eq!(j.exit_code, 3);
     // Rejected submissions consume ids as in Slurm (goldens 0064-0081).
