@@ -21,7 +21,7 @@ use flotilla_proto::errno::ESLURM_NODES_BUSY;
 use flotilla_proto::step::{read_msg, write_msg, SrunIo, StepComplete, StepIo, StepLayout, StepRequest};
 use flotilla_proto::{Request, Response};
 use std::collections::BTreeMap;
-use std::io::{Read, Write as _};
+use std::io::Read;
 use std::net::{TcpListener, TcpStream};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
