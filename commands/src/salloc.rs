@@ -121,7 +121,7 @@ fn takes_value(a: &str) -> bool {
             "no-requeue", "requeue", "contiguous", "preemptible", "test-only", "nice", "no-kill", "ignore-pbs",
             "get-user-env", "propagate", "spread-job", "use-min-nodes", "wait", "parsable", "no-shell",
         ];
-        return !FLAGS.iter().any(|f| *f == long);
+        return !FLAGS.contains(&long);
     }
     let chars: Vec<char> = a.chars().skip(1).collect();
     // The last letter of a bundle takes the next word when it needs a value and none is glued.

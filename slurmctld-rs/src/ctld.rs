@@ -1332,7 +1332,8 @@ impl Controller {
     fn job_exited(&mut self, nid: NodeId, exit: &JobExit, now: i64) {
         let name = &self.sched.cluster.node(nid).name;
         let Some(rec) = self.jobs.get_mut(&exit.job_id) else { return };
-        if rec.restarts != exit.run || rec.state != JobState::Running || rec.nodes.first() != Some(name) {
+        if rec.restarts != exit.run || rec.state != JobState::Running || rec.nodes.first() != Some(name) || rec.interactive {
+            // (An interactive allocation has no batch script: it ends when given back.)
             return;
         }
         let _span = info_span!("job", job = rec.id).entered();

@@ -23,9 +23,12 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use tracing::{info, warn};
 
+/// Process groups of running tasks, by (job id, step id).
+type Groups = BTreeMap<(u64, u32), Vec<i32>>;
+
 /// Process groups of the running tasks of every step on this node, by (job, step).
 #[derive(Debug, Clone, Default)]
-pub struct StepRegistry(Arc<Mutex<BTreeMap<(u64, u32), Vec<i32>>>>);
+pub struct StepRegistry(Arc<Mutex<Groups>>);
 
 impl StepRegistry {
     fn add(&self, key: (u64, u32), pgid: i32) {
