@@ -543,6 +543,8 @@ fn report(exits: &BTreeMap<u32, (i32, i32)>, node_of: &BTreeMap<u32, String>, io
             groups.entry((node_of.get(&t).cloned().unwrap_or_default(), c, s)).or_default().push(t);
         }
     }
+    let mut groups: Vec<((String, i32, i32), Vec<u32>)> = groups.into_iter().collect();
+    groups.sort_by(|a, b| (&a.0 .0, a.1[0]).cmp(&(&b.0 .0, b.1[0])));
     for ((node, c, s), tasks) in &groups {
         let what = if *s != 0 {
             signal_text(*s).to_string()
