@@ -9,10 +9,14 @@
 //! `salloc: job N has been allocated resources` when it had to wait), `salloc:
 //! Relinquishing job allocation N` when the command ended. The exit status is the command's
 //! (`128 + s` when a signal `s` ended it); option errors exit 255, a refused allocation 1.
+//! When the allocation ends under it (`scancel`, time limit) the command gets SIGHUP and
+//! `salloc: Job allocation N has been revoked.` is printed when it has ended.
 
 use crate::alloc;
 use crate::common::{self, Ctl, Io};
 use std::os::unix::process::ExitStatusExt;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
 
 /// Runs `salloc` with `args` (`args[0]` is the program name); returns its exit status.
 pub fn run(args: &[String], io: &mut Io<'_>) -> i32 {
@@ -72,7 +76,16 @@ pub fn run(args: &[String], io: &mut Io<'_>) -> i32 {
     let _ = io.err.flush();
     let conf_path = crate::conf::conf_path(io.env).to_string_lossy().into_owned();
     let env = alloc::alloc_env(&info, &ctl.conf.cluster_name, &conf_path, ntasks_given);
-    let status = std::process::Command::new(&command[0]).args(&command[1..]).envs(env).status();
+    let released = Arc::new(AtomicBool::new(false));
+    let revoked = Arc::new(AtomicBool::new(false));
+    let status = std::process::Command::new(&command[0]).args(&command[1..]).envs(env).spawn().and_then(|mut child| {
+        watch_revocation(io.env, id, child.id() as i32, released.clone(), revoked.clone());
+        child.wait()
+    });
+    released.store(true, Ordering::SeqCst);
+    if revoked.load(Ordering::SeqCst) {
+        io.err(&format!("salloc: Job allocation {id} has been revoked.\n"));
+    }
     let (exit_code, signal, code) = match status {
         Ok(s) => match (s.code(), s.signal()) {
             (Some(c), _) => (c, 0, c),
@@ -89,6 +102,25 @@ pub fn run(args: &[String], io: &mut Io<'_>) -> i32 {
         io.err(&format!("salloc: error: Unable to release job allocation {id}: {}\n", e.slurm().text));
     }
     code
+}
+
+/// Watches the allocation while the command runs: when it ends without being given back
+/// (`scancel`, time limit), sets `revoked` and sends the command SIGHUP, as salloc does.
+/// (It never prints: the command's stderr sink belongs to the main thread.)
+fn watch_revocation(env: &dyn Fn(&str) -> Option<String>, id: u64, pid: i32, released: Arc<AtomicBool>, revoked: Arc<AtomicBool>) {
+    let Ok(ctl) = Ctl::new(env) else { return };
+    std::thread::spawn(move || loop {
+        std::thread::sleep(std::time::Duration::from_millis(500));
+        let Some(j) = alloc::job_info(&ctl, id) else { continue };
+        if released.load(Ordering::SeqCst) {
+            return;
+        }
+        if j.state.is_some_and(|s| s != flotilla_proto::JobStateWire::Running) {
+            revoked.store(true, Ordering::SeqCst);
+            let _ = nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid), nix::sys::signal::Signal::SIGHUP);
+            return;
+        }
+    });
 }
 
 /// Index of the first operand: the command and its arguments start there. Follows sbatch's

@@ -193,6 +193,28 @@ fn salloc_runs_a_command_and_srun_allocates_outside_a_job() {
     let mut lines: Vec<&str> = out.lines().collect();
     assert_eq!(lines.remove(0), "2 gpu[01-02]", "{out}");
     assert_eq!(lines, [format!("in {id}"), format!("in {id}")], "{out}");
+    // Cancelled under its command: revoked, the command hung up.
+    let child = std::thread::spawn({
+        let bins = bin_dir();
+        let env = c.env();
+        let w = w.clone();
+        move || {
+            Command::new(bins.join("salloc"))
+                .args(["sh", "-c", "echo $SLURM_JOB_ID > salloc.id; exec sleep 60"])
+                .current_dir(&w)
+                .env("PATH", format!("{}:/usr/bin:/bin", bins.display()))
+                .envs(env)
+                .output()
+                .unwrap()
+        }
+    });
+    let rid = wait_file(&w.join("salloc.id"), 30);
+    let o = cmd(&c, "scancel", &[rid.trim()], &w);
+    assert!(o.status.success());
+    let o = child.join().unwrap();
+    let err = String::from_utf8_lossy(&o.stderr).into_owned();
+    assert_eq!(o.status.code(), Some(129), "{err}");
+    assert!(err.contains(&format!("salloc: Job allocation {} has been revoked.\n", rid.trim())), "{err}");
     // srun outside any allocation: allocate, run, release.
     let o = cmd(&c, "srun", &["-N", "2", "-l", "sh", "-c", "echo $SLURMD_NODENAME $SLURM_NTASKS"], &w);
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
@@ -213,7 +235,7 @@ fn salloc_runs_a_command_and_srun_allocates_outside_a_job() {
             .map(|(i, st)| (i.parse().unwrap(), st))
             .collect();
         states.sort();
-        if states == [(id, "FAILED"), (id + 1, "COMPLETED")] {
+        if states == [(id, "FAILED"), (id + 1, "CANCELLED"), (id + 2, "COMPLETED")] {
             break;
         }
         assert!(t0.elapsed() < Duration::from_secs(30), "{text}");

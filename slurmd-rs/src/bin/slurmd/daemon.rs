@@ -463,8 +463,12 @@ impl Daemon {
                 CtlToNode::Kill { job_id } => self.kill(job_id),
                 CtlToNode::AckExits { job_ids } => self.ack_exits(&job_ids),
                 CtlToNode::LaunchStep(m) => {
-                    info!(job = m.layout.job_id, step = m.layout.step_id, "launching step tasks");
-                    step_launch::launch(*m, self.facts.clone(), self.host.clone(), self.steps.clone());
+                    if self.jobs.keys().any(|&(j, _)| j == m.layout.job_id) {
+                        info!(job = m.layout.job_id, step = m.layout.step_id, "launching step tasks");
+                        step_launch::launch(*m, self.facts.clone(), self.host.clone(), self.steps.clone());
+                    } else {
+                        warn!(job = m.layout.job_id, step = m.layout.step_id, "step of a job not bound here: ignored");
+                    }
                 }
             },
             Event::Health(verdict, events) => self.health(verdict, events),
