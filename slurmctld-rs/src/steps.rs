@@ -507,6 +507,83 @@ mod tests {
         assert_eq!(p.counts, [2, 2]);
     }
 
+    proptest::proptest! {
+        /// Whatever is asked, a step that is laid out has the tasks asked for (or the job's
+        /// default), consecutive ids per node in node order, never more CPUs than the job has
+        /// free on a node, and with `--gpus-per-task` disjoint GPUs of the job's, free ones.
+        #[test]
+        fn layouts_respect_the_job(
+            nodes in 1usize..5,
+            cpus in 1u32..16,
+            gpus in 0u32..9,
+            held_cpus in proptest::collection::vec(0u32..16, 4),
+            held_gpu_bits in proptest::collection::vec(0u64..256, 4),
+            ntasks in proptest::option::of(1u32..40),
+            nnodes in proptest::option::of(1u32..6),
+            tpn in proptest::option::of(1u32..10),
+            cpt in proptest::option::of(1u32..4),
+            gpt in proptest::option::of(1u32..4),
+            overlap in proptest::bool::ANY,
+            job_ntasks in 1u32..20,
+        ) {
+            let mask = if gpus == 0 { 0 } else { (1u64 << gpus) - 1 };
+            let offers: Vec<NodeOffer> = (0..nodes)
+                .map(|i| NodeOffer {
+                    name: format!("n{i}"),
+                    cpus,
+                    gpus: mask,
+                    held_cpus: held_cpus[i % 4].min(cpus),
+                    held_gpus: held_gpu_bits[i % 4] & mask,
+                })
+                .collect();
+            let req = StepRequest {
+                ntasks,
+                nodes: nnodes,
+                ntasks_per_node: tpn,
+                cpus_per_task: cpt,
+                gpus_per_task: gpt,
+                overlap,
+                ..StepRequest::default()
+            };
+            let job = JobDefaults { ntasks: job_ntasks, cpus_per_task: 1 };
+            if let Ok(p) = layout(&req, &offers, job) {
+                let total: u32 = p.counts.iter().sum();
+                let want = ntasks.unwrap_or(match (tpn, nnodes) {
+                    (Some(t), Some(n)) => t * n,
+                    (Some(t), None) => t * nodes as u32,
+                    (None, Some(n)) => n,
+                    (None, None) => job_ntasks,
+                });
+                proptest::prop_assert_eq!(total, want);
+                proptest::prop_assert!(p.nodes.windows(2).all(|w| w[0] < w[1]));
+                proptest::prop_assert!(p.counts.iter().all(|&c| c > 0));
+                if let Some(t) = tpn {
+                    proptest::prop_assert!(p.counts.iter().all(|&c| c <= t));
+                }
+                for (k, &i) in p.nodes.iter().enumerate() {
+                    let o = &offers[i];
+                    let need = p.counts[k] * p.cpus_per_task;
+                    proptest::prop_assert!(need <= o.cpus);
+                    if !overlap {
+                        proptest::prop_assert!(need <= o.cpus - o.held_cpus);
+                    }
+                    if let Some(g) = gpt {
+                        let mut seen = 0u64;
+                        for &m in &p.task_gpus[k] {
+                            proptest::prop_assert_eq!(m.count_ones(), g);
+                            proptest::prop_assert_eq!(m & seen, 0);
+                            proptest::prop_assert_eq!(m & !o.gpus, 0);
+                            if !overlap {
+                                proptest::prop_assert_eq!(m & o.held_gpus, 0);
+                            }
+                            seen |= m;
+                        }
+                    }
+                }
+            }
+        }
+    }
+
     #[test]
     fn refusals() {
         let o = offers(2, 2, 0b11);
