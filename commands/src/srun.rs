@@ -12,12 +12,14 @@
 //! (a signal `s` counts as `128 + s`).
 //!
 //! Exit status: 255 for option errors (getopt's texts), 1 when the step cannot be created
-//! (`srun: error: Unable to create step for job N: <Slurm text>`).
+//! (`srun: error: Unable to create step for job N: <Slurm text>`, or for a `SLURM_JOB_ID`
+//! naming no job `srun: error: Unable to confirm allocation for job N: Invalid job id
+//! specified` and `srun: Check SLURM_JOB_ID environment variable. Expired or invalid job N`).
 
 use crate::alloc;
 use crate::common::{self, Ctl, Io};
 use crate::getopt::{getopt_long, lo, HasArg, LongOpt};
-use flotilla_proto::errno::ESLURM_NODES_BUSY;
+use flotilla_proto::errno::{ESLURM_INVALID_JOB_ID, ESLURM_NODES_BUSY};
 use flotilla_proto::step::{read_msg, write_msg, SrunIo, StepComplete, StepIo, StepLayout, StepRequest};
 use flotilla_proto::{Request, Response};
 use std::collections::BTreeMap;
@@ -374,6 +376,17 @@ fn run_step(
                     waited = true;
                     std::thread::sleep(Duration::from_secs(1));
                     continue;
+                }
+                if se.code == ESLURM_INVALID_JOB_ID {
+                    // srun's allocation lookup (allocate.c): a job id from the environment
+                    // that names no job.
+                    return Err(Fatal {
+                        lines: vec![
+                            format!("srun: error: Unable to confirm allocation for job {job_id}: {}", se.text),
+                            format!("srun: Check SLURM_JOB_ID environment variable. Expired or invalid job {job_id}"),
+                        ],
+                        code: 1,
+                    });
                 }
                 return Err(fatal(format!("Unable to create step for job {job_id}: {}", se.text), 1));
             }

@@ -215,6 +215,21 @@ fn salloc_runs_a_command_and_srun_allocates_outside_a_job() {
     let err = String::from_utf8_lossy(&o.stderr).into_owned();
     assert_eq!(o.status.code(), Some(129), "{err}");
     assert!(err.contains(&format!("salloc: Job allocation {} has been revoked.\n", rid.trim())), "{err}");
+    // A job id from the environment that names no job.
+    let bins = bin_dir();
+    let o = Command::new(bins.join("srun"))
+        .args(["true"])
+        .current_dir(&w)
+        .env("SLURM_JOB_ID", "999999")
+        .envs(c.env())
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(1));
+    assert_eq!(
+        String::from_utf8_lossy(&o.stderr),
+        "srun: error: Unable to confirm allocation for job 999999: Invalid job id specified\n\
+         srun: Check SLURM_JOB_ID environment variable. Expired or invalid job 999999\n"
+    );
     // srun outside any allocation: allocate, run, release.
     let o = cmd(&c, "srun", &["-N", "2", "-l", "sh", "-c", "echo $SLURMD_NODENAME $SLURM_NTASKS"], &w);
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
