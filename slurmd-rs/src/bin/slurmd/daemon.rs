@@ -230,7 +230,9 @@ impl Daemon {
                     continue;
                 }
             };
-            if jf.bind.batch_host && !dir.exit().exists() && !dir.lock().exists() {
+            // An interactive allocation (salloc) runs no supervisor: nothing to wait for.
+            let batch = jf.bind.batch_host && !jf.details.as_ref().is_some_and(|d| d.interactive);
+            if batch && !dir.exit().exists() && !dir.lock().exists() {
                 // The daemon stopped between writing job.json and starting the supervisor
                 // (or the supervisor is just starting): give it a moment, else the job was
                 // never launched and the controller's next bind launches it.
@@ -245,10 +247,10 @@ impl Daemon {
                 }
             }
             self.seen.insert((job_id, run));
-            info!(job = job_id, run, batch = jf.bind.batch_host, "re-adopted");
+            info!(job = job_id, run, batch, "re-adopted");
             self.jobs.insert((job_id, run), Entry {
                 gpu_mask: jf.bind.gpu_mask,
-                batch: jf.bind.batch_host,
+                batch,
                 dir,
                 stop_at: None,
                 ack_reported: false,
