@@ -121,8 +121,8 @@ pub fn layout(req: &StepRequest, offers: &[NodeOffer], job: JobDefaults) -> Resu
     }
     let ntasks = match (req.ntasks.filter(|&n| n > 0), tpn, nodes_req) {
         (Some(n), _, _) => n,
-        (None, Some(t), Some(n)) => t * n,
-        (None, Some(t), None) => t * candidates.len() as u32,
+        (None, Some(t), Some(n)) => t.saturating_mul(n),
+        (None, Some(t), None) => t.saturating_mul(candidates.len() as u32),
         (None, None, Some(n)) => n,
         (None, None, None) if req.nodelist.is_empty() => job.ntasks.max(1),
         (None, None, None) => candidates.len() as u32,
@@ -137,7 +137,7 @@ pub fn layout(req: &StepRequest, offers: &[NodeOffer], job: JobDefaults) -> Resu
     let chosen: Vec<usize> = candidates[..nnodes].to_vec();
     let counts: Vec<u32> = match tpn {
         Some(t) => {
-            if ntasks > t * nnodes as u32 {
+            if ntasks > t.saturating_mul(nnodes as u32) {
                 return Err(err(ESLURM_TOO_MANY_REQUESTED_CPUS));
             }
             let mut left = ntasks;
@@ -162,7 +162,7 @@ pub fn layout(req: &StepRequest, offers: &[NodeOffer], job: JobDefaults) -> Resu
     let mut held_gpus = Vec::with_capacity(nnodes);
     for (&i, &c) in chosen.iter().zip(&counts) {
         let o = &offers[i];
-        let need = c * cpt;
+        let need = c.saturating_mul(cpt);
         if need > o.cpus {
             return Err(err(ESLURM_TOO_MANY_REQUESTED_CPUS));
         }
@@ -171,7 +171,7 @@ pub fn layout(req: &StepRequest, offers: &[NodeOffer], job: JobDefaults) -> Resu
         }
         match req.gpus_per_task.filter(|&g| g > 0) {
             Some(g) => {
-                let want = (c * g) as usize;
+                let want = c.saturating_mul(g) as usize;
                 if want > o.gpus.count_ones() as usize {
                     return Err(err(ESLURM_INVALID_GRES));
                 }
@@ -241,7 +241,7 @@ impl Controller {
             .collect();
         for s in table.running.values().filter(|s| !s.overlap) {
             for ((&n, &c), &g) in s.nodes.iter().zip(&s.cpus).zip(&s.gpus) {
-                offers[n].held_cpus += c;
+                offers[n].held_cpus = offers[n].held_cpus.saturating_add(c);
                 offers[n].held_gpus |= g;
             }
         }
@@ -581,6 +581,19 @@ mod tests {
                     }
                 }
             }
+        }
+    }
+
+    #[test]
+    fn absurd_requests_are_refused_not_overflowed() {
+        let o = offers(2, 8, 0xff);
+        for r in [
+            StepRequest { ntasks_per_node: Some(u32::MAX), nodes: Some(2), ..Default::default() },
+            StepRequest { ntasks: Some(u32::MAX), cpus_per_task: Some(u32::MAX), ..Default::default() },
+            StepRequest { ntasks: Some(2), gpus_per_task: Some(u32::MAX), ..Default::default() },
+            StepRequest { ntasks_per_node: Some(u32::MAX), ..Default::default() },
+        ] {
+            assert!(layout(&r, &o, JOB).is_err(), "{r:?}");
         }
     }
 
