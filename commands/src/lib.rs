@@ -10,15 +10,18 @@
 //! `FLOTILLA_CONF`, else `/etc/slurm/slurm.conf`), reads it, follows `Include`, and hands the
 //! texts to the pure parser in `flotilla_core::config`. [`common`] reaches the controller.
 
+pub mod alloc;
 pub mod common;
 pub mod conf;
 pub mod dev;
 pub mod getopt;
 pub mod jobfmt;
 pub mod sbatch;
+pub mod salloc;
 pub mod scancel;
 pub mod scontrol;
 pub mod scontrol_ctl;
 pub mod signals;
 pub mod sinfo;
 pub mod squeue;
+pub mod srun;

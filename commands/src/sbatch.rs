@@ -511,6 +511,12 @@ fn split_words(s: &str) -> Vec<String> {
 }
 
 /// The environment the job gets (`--export`; default `ALL`).
+/// The environment a job gets under `--export` (`None`: `ALL`), from this process's own:
+/// what `srun` and `salloc` export too.
+pub fn environment_for(export: Option<&str>) -> Vec<(String, String)> {
+    environment(export)
+}
+
 fn environment(export: Option<&str>) -> Vec<(String, String)> {
     let all: Vec<(String, String)> = std::env::vars().collect();
     let Some(spec) = export else { return all };
@@ -616,6 +622,18 @@ pub fn apply(opts: &mut Opts, o: &Opt) -> Result<(), Fatal> {
         _ => {}
     }
     Ok(())
+}
+
+/// Parses sbatch options (no script) into [`Opts`]: how `salloc` and `srun` build the job
+/// request of the allocation they create from their own allocation options. Errors are
+/// sbatch's texts (the caller renames the program).
+pub fn parse_options(words: &[String]) -> Result<Opts, Fatal> {
+    let p = getopt_long("sbatch", words, SHORTS, LONGS).map_err(bad_option)?;
+    let mut opts = Opts::default();
+    for o in &p.opts {
+        apply(&mut opts, o)?;
+    }
+    Ok(opts)
 }
 
 fn parse_time(a: &str, opt: &str) -> Result<TimeLimitWire, Fatal> {

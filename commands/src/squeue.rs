@@ -240,7 +240,11 @@ pub fn run(args: &[String], io: &mut Io<'_>) -> i32 {
     let now = common::now();
     let rows = select(&p, jobs);
     if p.steps {
-        print_steps(&p, &rows, io, now);
+        let steps = match ctl.call(Request::QuerySteps(JobQuery::default())) {
+            Ok(Response::Steps(s)) => s,
+            _ => Vec::new(),
+        };
+        print_steps(&p, &rows, &steps, io, now);
         return 0;
     }
     let rows = if p.start {
@@ -746,8 +750,9 @@ fn render_o2(fmt: &str, rows: &[JobInfo], header: bool, now: i64, io: &mut Io<'_
     out
 }
 
-/// `-s`: one `.batch` step per running job, on its batch host.
-fn print_steps(p: &Params, rows: &[JobInfo], io: &mut Io<'_>, now: i64) {
+/// `-s`: per running job, its `srun` steps (`N.0`, `N.1`, ... with the step's name and
+/// nodes), then its `.batch` step on its batch host.
+fn print_steps(p: &Params, rows: &[JobInfo], steps: &[flotilla_proto::step::StepInfo], io: &mut Io<'_>, now: i64) {
     let mut s = String::new();
     let fmt = p.format.clone().unwrap_or_else(|| STEP_FMT.into());
     let _ = fmt;
@@ -765,6 +770,19 @@ fn print_steps(p: &Params, rows: &[JobInfo], io: &mut Io<'_>, now: i64) {
     let mut running: Vec<&JobInfo> = rows.iter().filter(|j| state(j) == JobStateWire::Running).collect();
     running.sort_by_key(|j| (j.partition.clone(), j.job_id));
     for j in running {
+        let mut mine: Vec<&flotilla_proto::step::StepInfo> = steps.iter().filter(|st| st.job_id == j.job_id).collect();
+        mine.sort_by_key(|st| st.step_id);
+        for st in mine {
+            s.push_str(&format!(
+                "{} {} {} {} {} {}\n",
+                field(&format!("{}.{}", jobfmt::job_id_str(j), st.step_id), 15, true),
+                field(&st.name, 8, true),
+                field(&st.partition, 9, true),
+                field(&st.user, 8, true),
+                field(&flotilla_core::time::squeue_secs((now - st.start_time).max(0)), 9, true),
+                st.nodes
+            ));
+        }
         s.push_str(&format!(
             "{} {} {} {} {} {}\n",
             field(&format!("{}.batch", jobfmt::job_id_str(j)), 15, true),

@@ -32,6 +32,8 @@ pub const ESLURM_JOB_SCRIPT_MISSING: i32 = 2009;
 pub const ESLURM_USER_ID_MISSING: i32 = 2010;
 /// `ESLURM_REQUESTED_NODE_CONFIG_UNAVAILABLE`.
 pub const ESLURM_REQUESTED_NODE_CONFIG_UNAVAILABLE: i32 = 2014;
+/// `ESLURM_NODES_BUSY` (a step waits for CPUs or GPUs other steps hold).
+pub const ESLURM_NODES_BUSY: i32 = 2016;
 /// `ESLURM_INVALID_JOB_ID`.
 pub const ESLURM_INVALID_JOB_ID: i32 = 2017;
 /// `ESLURM_INVALID_NODE_NAME`.
@@ -87,6 +89,7 @@ pub fn strerror(code: i32) -> &'static str {
         ESLURM_JOB_SCRIPT_MISSING => "Job script not specified",
         ESLURM_USER_ID_MISSING => "Invalid user id",
         ESLURM_REQUESTED_NODE_CONFIG_UNAVAILABLE => "Requested node configuration is not available",
+        ESLURM_NODES_BUSY => "Requested nodes are busy",
         ESLURM_INVALID_JOB_ID => "Invalid job id specified",
         ESLURM_INVALID_NODE_NAME => "Invalid node name specified",
         ESLURM_TRANSITION_STATE_NO_UPDATE => "Job can not be altered now, try again later",

@@ -17,6 +17,8 @@
 //! - [`msg`]: requests, responses and node-daemon messages.
 //! - [`errno`]: Slurm's error codes and their texts (`slurm_strerror`).
 //! - [`client`]: a blocking client for commands and tests.
+//! - [`step`]: job steps: creation, launch on the node daemons, the I/O connection back to
+//!   `srun`, completion.
 //! - [`auth`]: HMAC-SHA256 credentials over uid, gid, host, issue time, expiry and a nonce;
 //!   the cluster key file; the replay cache.
 
@@ -25,6 +27,7 @@ pub mod client;
 pub mod errno;
 pub mod frame;
 pub mod msg;
+pub mod step;
 
 pub use auth::{AuthError, ClusterKey, Credential, ReplayCache, Verifier};
 pub use errno::SlurmError;

@@ -4,6 +4,7 @@
 
 use crate::auth::Credential;
 use crate::errno::SlurmError;
+use crate::step::{LaunchStep, ReleaseAllocation, StepComplete, StepInfo, StepLayout, StepRequest};
 use serde::{Deserialize, Serialize};
 
 /// What a peer is.
@@ -172,6 +173,10 @@ pub struct SubmitJob {
     pub preemptible: bool,
     /// Flotilla `--checkpoint-bytes`.
     pub checkpoint_bytes: Option<u64>,
+    /// An allocation without a batch script (`salloc`, `srun` outside a job): the nodes run
+    /// nothing until steps are launched, and the job ends when its command gives it back
+    /// ([`Request::ReleaseAllocation`]).
+    pub interactive: bool,
 }
 
 /// A job reference: `123`, `123_4`, `123_[0-5]`.
@@ -565,6 +570,8 @@ pub enum CtlToNode {
         /// The rest.
         details: Box<LaunchDetails>,
     },
+    /// Start this node's tasks of a job step; they connect back to `srun`.
+    LaunchStep(Box<LaunchStep>),
 }
 
 /// Array task bounds of an array job, as Slurm exports them (`SLURM_ARRAY_TASK_COUNT`,
@@ -626,6 +633,8 @@ pub struct LaunchDetails {
     pub array_tasks: Option<ArrayTasks>,
     /// `--signal`: the node delivers it `secs_before` the time limit.
     pub signal: Option<SignalSpec>,
+    /// An interactive allocation (`salloc`): no batch script runs; the node only records it.
+    pub interactive: bool,
 }
 
 /// Answer to `SubmitJob`.
@@ -903,6 +912,14 @@ pub enum Request {
     Ping,
     /// `scontrol update NodeName=`.
     UpdateNode(UpdateNode),
+    /// `srun`: create a step of a running job.
+    CreateStep(Box<StepRequest>),
+    /// `srun`: a step ended.
+    StepComplete(StepComplete),
+    /// `squeue -s`: running steps of the jobs the query selects.
+    QuerySteps(JobQuery),
+    /// `salloc`/`srun`: an interactive allocation is given back.
+    ReleaseAllocation(ReleaseAllocation),
 }
 
 impl Request {
@@ -922,6 +939,10 @@ impl Request {
             Request::Register(_) => "MESSAGE_NODE_REGISTRATION_STATUS",
             Request::Ping => "REQUEST_PING",
             Request::UpdateNode(_) => "REQUEST_UPDATE_NODE",
+            Request::CreateStep(_) => "REQUEST_JOB_STEP_CREATE",
+            Request::StepComplete(_) => "REQUEST_STEP_COMPLETE",
+            Request::QuerySteps(_) => "REQUEST_JOB_STEP_INFO",
+            Request::ReleaseAllocation(_) => "REQUEST_COMPLETE_JOB_ALLOCATION",
         }
     }
 }
@@ -951,6 +972,10 @@ pub enum Response {
     Registered,
     /// Answer to `Ping`.
     Pong,
+    /// A step was created: its layout.
+    StepCreated(StepLayout),
+    /// Steps (`squeue -s`).
+    Steps(Vec<StepInfo>),
 }
 
 #[cfg(test)]

@@ -227,7 +227,7 @@ pub fn admit(req: &SubmitJob, cluster: &Cluster, conf: &AdmissionConf, now: i64)
             .ok_or_else(|| Reject::BeforeId(SlurmError::new(ESLURM_DEFAULT_PARTITION_NOT_SET)))?,
     };
     let partition = &cluster.partitions[part.0 as usize];
-    if req.script.is_empty() {
+    if req.script.is_empty() && !req.interactive {
         return Err(Reject::BeforeId(SlurmError::new(ESLURM_JOB_SCRIPT_MISSING)));
     }
     let array = match &req.array {
@@ -322,6 +322,7 @@ pub fn admit(req: &SubmitJob, cluster: &Cluster, conf: &AdmissionConf, now: i64)
         },
         array_tasks: array.as_ref().and_then(|(tasks, _)| flotilla_proto::ArrayTasks::of(tasks)),
         signal: req.signal.clone(),
+        interactive: req.interactive,
     };
     let _ = cpus_per_node;
     // After an id: dependency syntax, then node configuration.

@@ -29,6 +29,9 @@ use std::time::{Duration, Instant};
 use tokio::sync::{mpsc, oneshot, watch};
 use tracing::{debug, error, info, info_span, warn};
 
+#[path = "steps.rs"]
+pub mod steps;
+
 /// Bit marking a core job id as a pending array task: `PROV | array_id << 20 | task`.
 const PROV: u64 = 1 << 62;
 /// SIGTERM.
@@ -199,6 +202,7 @@ pub struct Controller {
     stats: StatsAcc,
     started_at: i64,
     auth_failures: Arc<AtomicU64>,
+    steps: steps::StepTable,
 }
 
 /// Wall clock in seconds since the epoch (read only at the edge, here).
@@ -247,6 +251,7 @@ impl Controller {
             stats: StatsAcc::default(),
             started_at: now,
             auth_failures,
+            steps: steps::StepTable::default(),
         };
         c.recover(now)?;
         Ok(c)
@@ -419,6 +424,10 @@ impl Controller {
             Request::Stats => Response::Stats(self.stats(now)),
             Request::Ping => Response::Pong,
             Request::UpdateNode(u) => self.update_node(ident, u, now),
+            Request::CreateStep(r) => self.create_step(ident, *r, now),
+            Request::StepComplete(c) => self.step_complete(ident, c, now),
+            Request::QuerySteps(q) => Response::Steps(self.query_steps(&q)),
+            Request::ReleaseAllocation(r) => self.release_allocation(ident, r, now),
             Request::IssueCredential | Request::Register(_) => {
                 Response::Error(SlurmError::new(SLURM_UNEXPECTED_MSG_ERROR))
             }
@@ -1323,7 +1332,8 @@ impl Controller {
     fn job_exited(&mut self, nid: NodeId, exit: &JobExit, now: i64) {
         let name = &self.sched.cluster.node(nid).name;
         let Some(rec) = self.jobs.get_mut(&exit.job_id) else { return };
-        if rec.restarts != exit.run || rec.state != JobState::Running || rec.nodes.first() != Some(name) {
+        if rec.restarts != exit.run || rec.state != JobState::Running || rec.nodes.first() != Some(name) || rec.interactive {
+            // (An interactive allocation has no batch script: it ends when given back.)
             return;
         }
         let _span = info_span!("job", job = rec.id).entered();
@@ -1366,6 +1376,7 @@ impl Controller {
         }
         self.batch.steps.insert(id);
         self.batch.acct.insert(id);
+        self.end_steps(id, now);
         match why {
             Some(StopWhy::Preempt) => {
                 self.sched.handle(CoreEvent::Requeued(core), now as u64);
@@ -1580,6 +1591,12 @@ impl Controller {
             self.dirty(id);
             for n in nodes {
                 self.send(&n, CtlToNode::Kill { job_id: id });
+            }
+            if self.jobs[&id].interactive {
+                // No batch script reports an end: the allocation ends with the kill.
+                let admin = Ident { uid: 0, gid: 0, admin: true };
+                let release = flotilla_proto::step::ReleaseAllocation { job_id: id, exit_code: 0, signal: 9 };
+                self.release_allocation(admin, release, now);
             }
         }
         for i in 0..self.nodes.len() {
@@ -1796,6 +1813,7 @@ impl Controller {
             mem_per_node_mib: rec.mem_per_node_mib,
             array_tasks: rec.array_tasks,
             signal: rec.signal.clone(),
+            interactive: rec.interactive,
         }
     }
 

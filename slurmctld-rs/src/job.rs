@@ -191,6 +191,9 @@ pub struct JobRecord {
     /// `--signal`.
     #[serde(default)]
     pub signal: Option<flotilla_proto::SignalSpec>,
+    /// An interactive allocation (`salloc`): no batch script; ends when given back.
+    #[serde(default)]
+    pub interactive: bool,
 }
 
 impl JobRecord {

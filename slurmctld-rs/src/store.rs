@@ -101,6 +101,29 @@ pub struct WriteBatch {
     pub allocs: Vec<AllocOp>,
     /// Node rows.
     pub nodes: Vec<NodeRow>,
+    /// Rows of `srun` steps (`job_steps`), written in order.
+    pub step_rows: Vec<StepRow>,
+}
+
+/// One `job_steps` row of an `srun` step (`step` = `"0"`, `"1"`, ...).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StepRow {
+    /// Job.
+    pub job_id: u64,
+    /// Step id as text.
+    pub step: String,
+    /// Slurm state name (`RUNNING`, `COMPLETED`, `FAILED`, `CANCELLED`).
+    pub state: String,
+    /// Exit code (worst task's).
+    pub exit_code: i32,
+    /// Signal (worst task's).
+    pub signal: i32,
+    /// Start (s since epoch).
+    pub start_time: Option<i64>,
+    /// End (s since epoch).
+    pub end_time: Option<i64>,
+    /// Nodes (hostlist).
+    pub nodes: String,
 }
 
 impl WriteBatch {
@@ -113,6 +136,7 @@ impl WriteBatch {
             && self.scripts.is_empty()
             && self.allocs.is_empty()
             && self.nodes.is_empty()
+            && self.step_rows.is_empty()
     }
 }
 
@@ -442,7 +466,35 @@ impl Store {
                 .map_err(e)?;
             }
         }
+        {
+            let mut up = tx
+                .prepare_cached(
+                    "INSERT OR REPLACE INTO job_steps (job_id, step, state, exit_code, signal, start_time, end_time, nodes) \
+                     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
+                )
+                .map_err(e)?;
+            for r in &batch.step_rows {
+                up.execute(params![i(r.job_id), r.step, r.state, r.exit_code, r.signal, r.start_time, r.end_time, r.nodes])
+                    .map_err(e)?;
+            }
+        }
         tx.commit().map_err(e)?;
         Ok(())
+    }
+
+    /// The next `srun` step id of a job: one past the highest numeric step recorded (0 when
+    /// none), so that step ids stay unique across a controller restart.
+    ///
+    /// Errors: the query's.
+    pub fn next_step_id(&self, job_id: u64) -> Result<u32, StoreError> {
+        let max: Option<i64> = self
+            .conn
+            .query_row(
+                "SELECT MAX(CAST(step AS INTEGER)) FROM job_steps WHERE job_id = ?1 AND step GLOB '[0-9]*'",
+                params![job_id as i64],
+                |r| r.get(0),
+            )
+            .map_err(|e| self.err(e))?;
+        Ok(max.map_or(0, |m| (m + 1).max(0) as u32))
     }
 }

@@ -373,6 +373,7 @@ mod tests {
             mem_per_node_mib: 1024,
             array_tasks: None,
             signal: None,
+            interactive: false,
         };
         let env = batch_env(&bind(), Some(&d), &facts(), &UserInfo::default(), "/x/ack");
         for (k, v) in [

@@ -12,6 +12,8 @@
 //! - [`pattern`]: output file name patterns (`%j`, `%A_%a`, ...), pure.
 //! - [`env`]: the batch script's environment and `--export`, pure.
 //! - [`spool`]: the spool directory: boot epoch, job directories, exit records.
+//! - [`step_launch`]: the tasks of `srun` steps: per-task environment, output patterns,
+//!   the I/O connection back to `srun`.
 //! - [`stepd`]: the job supervisor (`slurmd --stepd DIR`), which outlives the daemon.
 //!
 //! The daemon's owner loop and session with the controller live in the `slurmd` binary.
@@ -21,4 +23,5 @@ pub mod env;
 pub mod health;
 pub mod pattern;
 pub mod spool;
+pub mod step_launch;
 pub mod stepd;

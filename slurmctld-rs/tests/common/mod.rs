@@ -249,6 +249,8 @@ pub struct Ledger {
     pub kills: Vec<(u64, u32)>,
     /// Binds received (including duplicates the agent ignored).
     pub binds: u64,
+    /// Step launches received: (node, message).
+    pub launches: Vec<(String, flotilla_proto::step::LaunchStep)>,
 }
 
 struct RunningJob {
@@ -496,6 +498,7 @@ fn handle_msg(st: &mut AgentState, node: &str, m: CtlToNode, ledger: &Mutex<Ledg
         CtlToNode::AckExits { job_ids } => {
             st.finished.retain(|e| !job_ids.contains(&e.job_id));
         }
+        CtlToNode::LaunchStep(m) => ledger.lock().unwrap().launches.push((node.to_string(), *m)),
     }
 }
 

@@ -16,6 +16,7 @@
 use flotilla_slurmd::env::{self, NodeFacts, UserInfo};
 use flotilla_slurmd::pattern::{self, PatternVars};
 use flotilla_slurmd::spool::{self, ExitRecord, JobDir, JobFile};
+use flotilla_slurmd::step_launch::{self, StepRegistry};
 use flotilla_slurmd::stepd;
 use flotilla_proto::client::{Client, Stream};
 use flotilla_core::health::{HealthEvent, HealthVerdict};
@@ -110,6 +111,8 @@ pub struct Daemon {
     health_seen: HashSet<String>,
     /// Quarantine reports not yet handed to a controller session.
     health_unsent: Vec<NodeToCtl>,
+    /// Tasks of `srun` steps running here.
+    steps: StepRegistry,
 }
 
 fn short_hostname() -> String {
@@ -156,6 +159,7 @@ impl Daemon {
             rx,
             health_seen: HashSet::new(),
             health_unsent: Vec::new(),
+            steps: StepRegistry::default(),
         };
         if bumped {
             info!(epoch, "new boot epoch: forgetting the jobs of the previous boot");
@@ -226,7 +230,9 @@ impl Daemon {
                     continue;
                 }
             };
-            if jf.bind.batch_host && !dir.exit().exists() && !dir.lock().exists() {
+            // An interactive allocation (salloc) runs no supervisor: nothing to wait for.
+            let batch = jf.bind.batch_host && !jf.details.as_ref().is_some_and(|d| d.interactive);
+            if batch && !dir.exit().exists() && !dir.lock().exists() {
                 // The daemon stopped between writing job.json and starting the supervisor
                 // (or the supervisor is just starting): give it a moment, else the job was
                 // never launched and the controller's next bind launches it.
@@ -241,10 +247,10 @@ impl Daemon {
                 }
             }
             self.seen.insert((job_id, run));
-            info!(job = job_id, run, batch = jf.bind.batch_host, "re-adopted");
+            info!(job = job_id, run, batch, "re-adopted");
             self.jobs.insert((job_id, run), Entry {
                 gpu_mask: jf.bind.gpu_mask,
-                batch: jf.bind.batch_host,
+                batch,
                 dir,
                 stop_at: None,
                 ack_reported: false,
@@ -458,6 +464,14 @@ impl Daemon {
                 } => self.signal(job_id, signal, batch_only),
                 CtlToNode::Kill { job_id } => self.kill(job_id),
                 CtlToNode::AckExits { job_ids } => self.ack_exits(&job_ids),
+                CtlToNode::LaunchStep(m) => {
+                    if self.jobs.keys().any(|&(j, _)| j == m.layout.job_id) {
+                        info!(job = m.layout.job_id, step = m.layout.step_id, "launching step tasks");
+                        step_launch::launch(*m, self.facts.clone(), self.host.clone(), self.steps.clone());
+                    } else {
+                        warn!(job = m.layout.job_id, step = m.layout.step_id, "step of a job not bound here: ignored");
+                    }
+                }
             },
             Event::Health(verdict, events) => self.health(verdict, events),
         }
@@ -475,7 +489,8 @@ impl Daemon {
             }
         }
         let dir = JobDir::new(&self.opts.spool, bind.job_id, bind.run);
-        let r = if bind.batch_host {
+        let interactive = details.as_ref().is_some_and(|d| d.interactive);
+        let r = if bind.batch_host && !interactive {
             self.launch_batch(&dir, &bind, details)
         } else {
             self.record_alloc(&dir, &bind, details)
@@ -485,7 +500,7 @@ impl Daemon {
                 info!(job = bind.job_id, run = bind.run, batch = bind.batch_host, gpus = format!("{:#x}", bind.gpu_mask), "job bound");
                 self.jobs.insert(key, Entry {
                     gpu_mask: bind.gpu_mask,
-                    batch: bind.batch_host,
+                    batch: bind.batch_host && !interactive,
                     dir,
                     stop_at: None,
                     ack_reported: false,
@@ -625,6 +640,12 @@ impl Daemon {
     }
 
     fn signal(&mut self, job_id: u64, signal: i32, batch_only: bool) {
+        if !batch_only {
+            let n = self.steps.signal_job(job_id, signal);
+            if n > 0 {
+                info!(job = job_id, signal, tasks = n, "signal delivered to step tasks");
+            }
+        }
         let keys: Vec<(u64, u32)> = self.jobs.keys().filter(|k| k.0 == job_id).copied().collect();
         for k in keys {
             let e = self.jobs.get_mut(&k).expect("present");
@@ -645,6 +666,7 @@ impl Daemon {
     }
 
     fn kill(&mut self, job_id: u64) {
+        self.steps.signal_job(job_id, libc_sigkill());
         let keys: Vec<(u64, u32)> = self.jobs.keys().filter(|k| k.0 == job_id).copied().collect();
         for k in keys {
             if self.jobs[&k].batch {
@@ -723,4 +745,8 @@ impl Daemon {
             }
         }
     }
+}
+
+fn libc_sigkill() -> i32 {
+    nix::sys::signal::Signal::SIGKILL as i32
 }

@@ -1,0 +1,629 @@
+//! Job steps in the controller (Slurm's `step_mgr`): creating a step inside a running job
+//! (`srun`), its task layout, the CPUs and GPUs running steps hold, the step's end, the
+//! `job_steps` rows, `squeue -s`, and giving back an interactive allocation (`salloc`).
+//!
+//! The controller is the single writer: a step is recorded (a `RUNNING` row in `job_steps`)
+//! in the same commit that answers `srun` and sends each node daemon its `LaunchStep`. The
+//! layout ([`layout`]) is a pure function of the request and what the job holds.
+//!
+//! Rules (Slurm 22.05 `srun(1)`): tasks are laid out in blocks (consecutive task ids per
+//! node), as evenly as possible over the step's nodes; a step's CPUs (tasks × CPUs per task)
+//! and, with `--gpus-per-task`, its GPUs are its own while it runs unless it or the other step
+//! was created with `--overlap`; a step that could fit once others end waits
+//! (`ESLURM_NODES_BUSY`, srun retries); one that can never fit in the job fails with
+//! `More processors requested than permitted`.
+
+use super::{Controller, Ident};
+use crate::job::{compress_hostlist, JobState};
+use crate::store::StepRow;
+use flotilla_proto::errno::*;
+use flotilla_proto::step::{LaunchStep, ReleaseAllocation, StepComplete, StepInfo, StepLayout, StepRequest};
+use flotilla_proto::{CtlToNode, JobQuery, Response, SlurmError};
+use std::collections::BTreeMap;
+use tracing::info;
+
+/// The steps of running jobs, as the controller holds them.
+#[derive(Debug, Default)]
+pub struct StepTable {
+    jobs: BTreeMap<u64, JobSteps>,
+}
+
+#[derive(Debug, Default)]
+struct JobSteps {
+    next: u32,
+    running: BTreeMap<u32, RunningStep>,
+}
+
+#[derive(Debug, Clone)]
+struct RunningStep {
+    name: String,
+    /// Indices into the job's nodes.
+    nodes: Vec<usize>,
+    /// CPUs held on each of those nodes (0 when overlapping).
+    cpus: Vec<u32>,
+    /// GPUs held on each of those nodes (0 when overlapping or no `--gpus-per-task`).
+    gpus: Vec<u64>,
+    overlap: bool,
+    ntasks: u32,
+    start_time: i64,
+}
+
+/// What one node of the job offers a step.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NodeOffer {
+    /// Node name.
+    pub name: String,
+    /// CPUs of the job there.
+    pub cpus: u32,
+    /// GPUs of the job there.
+    pub gpus: u64,
+    /// CPUs other running steps hold there.
+    pub held_cpus: u32,
+    /// GPUs other running steps hold there.
+    pub held_gpus: u64,
+}
+
+/// The job's defaults a step falls back on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct JobDefaults {
+    /// `--ntasks` of the job (one per node when it gave none).
+    pub ntasks: u32,
+    /// `-c` of the job.
+    pub cpus_per_task: u32,
+}
+
+/// A laid-out step.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Placed {
+    /// Indices into the offers, in order.
+    pub nodes: Vec<usize>,
+    /// Tasks on each of those nodes.
+    pub counts: Vec<u32>,
+    /// CPUs per task.
+    pub cpus_per_task: u32,
+    /// GPUs of each task, per node (the node's job GPUs when no `--gpus-per-task`).
+    pub task_gpus: Vec<Vec<u64>>,
+    /// GPUs the step holds per node (`--gpus-per-task`).
+    pub held_gpus: Vec<u64>,
+}
+
+/// Lays a step out over the job's nodes (`offers`, in allocation order).
+///
+/// Errors (Slurm's codes): `ESLURM_REQUESTED_NODE_CONFIG_UNAVAILABLE` for a `-w` node that is
+/// not the job's or a node count the job or `-w` cannot give; `ESLURM_TOO_MANY_REQUESTED_CPUS`
+/// when the tasks need more CPUs than the job has on a node; `ESLURM_INVALID_GRES` for more
+/// GPUs per node than the job has; `ESLURM_NODES_BUSY` when it fits the job but other running
+/// steps hold what it needs.
+pub fn layout(req: &StepRequest, offers: &[NodeOffer], job: JobDefaults) -> Result<Placed, SlurmError> {
+    let err = SlurmError::new;
+    let candidates: Vec<usize> = if req.nodelist.is_empty() {
+        (0..offers.len()).collect()
+    } else {
+        let mut v = Vec::new();
+        for (i, o) in offers.iter().enumerate() {
+            if req.nodelist.contains(&o.name) {
+                v.push(i);
+            }
+        }
+        if v.len() != req.nodelist.len() {
+            return Err(err(ESLURM_REQUESTED_NODE_CONFIG_UNAVAILABLE));
+        }
+        v
+    };
+    if candidates.is_empty() {
+        return Err(err(ESLURM_REQUESTED_NODE_CONFIG_UNAVAILABLE));
+    }
+    let cpt = req.cpus_per_task.unwrap_or(job.cpus_per_task).max(1);
+    let tpn = req.ntasks_per_node.filter(|&t| t > 0);
+    let nodes_req = req.nodes.filter(|&n| n > 0);
+    if nodes_req.is_some_and(|n| n as usize > candidates.len()) {
+        return Err(err(ESLURM_REQUESTED_NODE_CONFIG_UNAVAILABLE));
+    }
+    let ntasks = match (req.ntasks.filter(|&n| n > 0), tpn, nodes_req) {
+        (Some(n), _, _) => n,
+        (None, Some(t), Some(n)) => t.saturating_mul(n),
+        (None, Some(t), None) => t.saturating_mul(candidates.len() as u32),
+        (None, None, Some(n)) => n,
+        (None, None, None) if req.nodelist.is_empty() => job.ntasks.max(1),
+        (None, None, None) => candidates.len() as u32,
+    };
+    let mut nnodes = match (nodes_req, tpn) {
+        (Some(n), _) => n as usize,
+        (None, Some(t)) => (ntasks.div_ceil(t) as usize).min(candidates.len()),
+        (None, None) => (ntasks as usize).min(candidates.len()),
+    };
+    // Fewer tasks than nodes: one task per node on the first ones (srun warns and shrinks).
+    nnodes = nnodes.min(ntasks as usize).max(1);
+    let chosen: Vec<usize> = candidates[..nnodes].to_vec();
+    let counts: Vec<u32> = match tpn {
+        Some(t) => {
+            if ntasks > t.saturating_mul(nnodes as u32) {
+                return Err(err(ESLURM_TOO_MANY_REQUESTED_CPUS));
+            }
+            let mut left = ntasks;
+            (0..nnodes)
+                .map(|i| {
+                    // Block: as even as possible, never over t per node.
+                    let rest = (nnodes - i) as u32;
+                    let c = left.div_ceil(rest).min(t);
+                    left -= c;
+                    c
+                })
+                .collect()
+        }
+        None => {
+            let base = ntasks / nnodes as u32;
+            let extra = (ntasks % nnodes as u32) as usize;
+            (0..nnodes).map(|i| base + u32::from(i < extra)).collect()
+        }
+    };
+    let mut busy = false;
+    let mut task_gpus = Vec::with_capacity(nnodes);
+    let mut held_gpus = Vec::with_capacity(nnodes);
+    for (&i, &c) in chosen.iter().zip(&counts) {
+        let o = &offers[i];
+        let need = c.saturating_mul(cpt);
+        if need > o.cpus {
+            return Err(err(ESLURM_TOO_MANY_REQUESTED_CPUS));
+        }
+        if !req.overlap && need > o.cpus.saturating_sub(o.held_cpus) {
+            busy = true;
+        }
+        match req.gpus_per_task.filter(|&g| g > 0) {
+            Some(g) => {
+                let want = c.saturating_mul(g) as usize;
+                if want > o.gpus.count_ones() as usize {
+                    return Err(err(ESLURM_INVALID_GRES));
+                }
+                let free = if req.overlap { o.gpus } else { o.gpus & !o.held_gpus };
+                if want > free.count_ones() as usize {
+                    busy = true;
+                    task_gpus.push(Vec::new());
+                    held_gpus.push(0);
+                    continue;
+                }
+                let bits: Vec<u32> = (0..64).filter(|b| free & (1u64 << b) != 0).collect();
+                let per: Vec<u64> = (0..c as usize)
+                    .map(|t| bits[t * g as usize..(t + 1) * g as usize].iter().fold(0u64, |m, b| m | 1u64 << b))
+                    .collect();
+                held_gpus.push(if req.overlap { 0 } else { per.iter().fold(0, |m, g| m | g) });
+                task_gpus.push(per);
+            }
+            None => {
+                task_gpus.push(vec![o.gpus; c as usize]);
+                held_gpus.push(0);
+            }
+        }
+    }
+    if busy {
+        return Err(err(ESLURM_NODES_BUSY));
+    }
+    Ok(Placed {
+        nodes: chosen,
+        counts,
+        cpus_per_task: cpt,
+        task_gpus,
+        held_gpus,
+    })
+}
+
+impl Controller {
+    /// `REQUEST_JOB_STEP_CREATE`: lays the step out, records it, and sends each node its
+    /// `LaunchStep` (after the commit, with the reply).
+    pub(super) fn create_step(&mut self, ident: Ident, req: StepRequest, now: i64) -> Response {
+        let Some(rec) = self.jobs.get(&req.job_id) else {
+            return Response::Error(SlurmError::new(ESLURM_INVALID_JOB_ID));
+        };
+        if !ident.admin && rec.uid != ident.uid {
+            return Response::Error(SlurmError::new(ESLURM_ACCESS_DENIED));
+        }
+        match rec.state {
+            JobState::Running if rec.stopping.is_none() => {}
+            JobState::Pending => return Response::Error(SlurmError::new(ESLURM_JOB_PENDING)),
+            _ => return Response::Error(SlurmError::new(ESLURM_ALREADY_DONE)),
+        }
+        let table = self.steps.jobs.entry(req.job_id).or_default();
+        if table.next == 0 && table.running.is_empty() {
+            // After a controller restart, continue after the steps already recorded.
+            table.next = self.store.next_step_id(req.job_id).unwrap_or(0);
+        }
+        let mut offers: Vec<NodeOffer> = rec
+            .nodes
+            .iter()
+            .zip(&rec.allocs)
+            .map(|(n, a)| NodeOffer {
+                name: n.clone(),
+                cpus: (a.part.cpu_milli / 1000) as u32,
+                gpus: a.part.gpus.0,
+                held_cpus: 0,
+                held_gpus: 0,
+            })
+            .collect();
+        for s in table.running.values().filter(|s| !s.overlap) {
+            for ((&n, &c), &g) in s.nodes.iter().zip(&s.cpus).zip(&s.gpus) {
+                offers[n].held_cpus = offers[n].held_cpus.saturating_add(c);
+                offers[n].held_gpus |= g;
+            }
+        }
+        let defaults = JobDefaults {
+            ntasks: rec.ntasks.max(1),
+            cpus_per_task: rec.cpus_per_task.max(1),
+        };
+        let placed = match layout(&req, &offers, defaults) {
+            Ok(p) => p,
+            Err(e) => return Response::Error(e),
+        };
+        let step_id = table.next;
+        table.next += 1;
+        let mut tasks = Vec::with_capacity(placed.nodes.len());
+        let mut first = 0u32;
+        for &c in &placed.counts {
+            tasks.push((first..first + c).collect::<Vec<u32>>());
+            first += c;
+        }
+        let layout = StepLayout {
+            job_id: req.job_id,
+            step_id,
+            nodes: placed.nodes.iter().map(|&i| offers[i].name.clone()).collect(),
+            tasks,
+            cpus_per_task: placed.cpus_per_task,
+        };
+        let ntasks = layout.ntasks();
+        let running = RunningStep {
+            name: req.name.clone(),
+            nodes: placed.nodes.clone(),
+            cpus: placed
+                .counts
+                .iter()
+                .map(|c| if req.overlap { 0 } else { c * placed.cpus_per_task })
+                .collect(),
+            gpus: placed.held_gpus.clone(),
+            overlap: req.overlap,
+            ntasks,
+            start_time: now,
+        };
+        table.running.insert(step_id, running);
+        let nodes_str = compress_hostlist(&layout.nodes);
+        info!(job = req.job_id, step = step_id, nodes = %nodes_str, tasks = ntasks, "step created");
+        self.batch.step_rows.push(StepRow {
+            job_id: req.job_id,
+            step: step_id.to_string(),
+            state: "RUNNING".into(),
+            exit_code: 0,
+            signal: 0,
+            start_time: Some(now),
+            end_time: None,
+            nodes: nodes_str,
+        });
+        let launch_base = LaunchStep {
+            layout: layout.clone(),
+            node_index: 0,
+            task_gpus: Vec::new(),
+            job_name: rec.name.clone(),
+            job_nodes: compress_hostlist(&rec.nodes),
+            job_cpus_per_node: offers.iter().map(|o| o.cpus).collect(),
+            partition: rec.partition.clone(),
+            array: rec.array_job_id.zip(rec.array_task_id),
+            uid: rec.uid,
+            gid: rec.gid,
+            user: rec.user.clone(),
+            argv: req.argv,
+            environment: req.environment,
+            work_dir: req.work_dir,
+            stdout: req.stdout,
+            stderr: req.stderr,
+            srun_addr: req.srun_addr,
+            io_key: req.io_key,
+        };
+        for (k, name) in layout.nodes.iter().enumerate() {
+            let mut m = launch_base.clone();
+            m.node_index = k as u32;
+            m.task_gpus = placed.task_gpus[k].clone();
+            self.send(name, CtlToNode::LaunchStep(Box::new(m)));
+        }
+        Response::StepCreated(layout)
+    }
+
+    /// `REQUEST_STEP_COMPLETE`: the step's row gets its end; its CPUs and GPUs are free.
+    pub(super) fn step_complete(&mut self, ident: Ident, c: StepComplete, now: i64) -> Response {
+        let Some(rec) = self.jobs.get(&c.job_id) else {
+            return Response::Error(SlurmError::new(ESLURM_INVALID_JOB_ID));
+        };
+        if !ident.admin && rec.uid != ident.uid {
+            return Response::Error(SlurmError::new(ESLURM_ACCESS_DENIED));
+        }
+        let Some(s) = self.steps.jobs.get_mut(&c.job_id).and_then(|t| t.running.remove(&c.step_id)) else {
+            // Already ended with its job (or unknown): nothing to change.
+            return Response::JobResults(Vec::new());
+        };
+        let state = if c.signal != 0 || c.exit_code != 0 { "FAILED" } else { "COMPLETED" };
+        info!(job = c.job_id, step = c.step_id, exit_code = c.exit_code, signal = c.signal, state, "step ended");
+        let nodes: Vec<String> = s.nodes.iter().filter_map(|&i| rec.nodes.get(i).cloned()).collect();
+        self.batch.step_rows.push(StepRow {
+            job_id: c.job_id,
+            step: c.step_id.to_string(),
+            state: state.into(),
+            exit_code: c.exit_code,
+            signal: c.signal,
+            start_time: Some(s.start_time),
+            end_time: Some(now),
+            nodes: compress_hostlist(&nodes),
+        });
+        Response::JobResults(Vec::new())
+    }
+
+    /// The job ended (or is ending): its running steps end with it, `CANCELLED` (Slurm
+    /// records a step killed with its job so).
+    pub(super) fn end_steps(&mut self, job_id: u64, now: i64) {
+        let Some(t) = self.steps.jobs.remove(&job_id) else { return };
+        let names: Vec<String> = self.jobs.get(&job_id).map(|r| r.nodes.clone()).unwrap_or_default();
+        for (id, s) in t.running {
+            let nodes: Vec<String> = s.nodes.iter().filter_map(|&i| names.get(i).cloned()).collect();
+            self.batch.step_rows.push(StepRow {
+                job_id,
+                step: id.to_string(),
+                state: "CANCELLED".into(),
+                exit_code: 0,
+                signal: 9,
+                start_time: Some(s.start_time),
+                end_time: Some(now),
+                nodes: compress_hostlist(&nodes),
+            });
+        }
+    }
+
+    /// `squeue -s`: the running steps of the jobs `q` names (all when it names none).
+    pub(super) fn query_steps(&self, q: &JobQuery) -> Vec<StepInfo> {
+        let wanted: Vec<u64> = q.jobs.iter().map(|r| r.job_id).collect();
+        let mut out = Vec::new();
+        for (&job_id, t) in &self.steps.jobs {
+            let Some(rec) = self.jobs.get(&job_id) else { continue };
+            if !wanted.is_empty() && !wanted.contains(&job_id) && !rec.array_job_id.is_some_and(|a| wanted.contains(&a)) {
+                continue;
+            }
+            if !q.filter.users.is_empty() && !q.filter.users.contains(&rec.user) {
+                continue;
+            }
+            for (&step_id, s) in &t.running {
+                let nodes: Vec<String> = s.nodes.iter().filter_map(|&i| rec.nodes.get(i).cloned()).collect();
+                out.push(StepInfo {
+                    job_id,
+                    step_id,
+                    array: rec.array_job_id.zip(rec.array_task_id),
+                    name: s.name.clone(),
+                    state: Some(flotilla_proto::JobStateWire::Running),
+                    partition: rec.partition.clone(),
+                    user: rec.user.clone(),
+                    start_time: s.start_time,
+                    nodes: compress_hostlist(&nodes),
+                    ntasks: s.ntasks,
+                });
+            }
+        }
+        out
+    }
+
+    /// `REQUEST_COMPLETE_JOB_ALLOCATION`: an interactive allocation is given back; the job
+    /// ends with the command's status (`COMPLETED`, or `FAILED` for a non-zero one) once
+    /// every node has released it.
+    pub(super) fn release_allocation(&mut self, ident: Ident, r: ReleaseAllocation, now: i64) -> Response {
+        let Some(rec) = self.jobs.get_mut(&r.job_id) else {
+            return Response::Error(SlurmError::new(ESLURM_INVALID_JOB_ID));
+        };
+        if !ident.admin && rec.uid != ident.uid {
+            return Response::Error(SlurmError::new(ESLURM_ACCESS_DENIED));
+        }
+        if !rec.interactive {
+            return Response::Error(SlurmError::new(ESLURM_NOT_SUPPORTED));
+        }
+        match rec.state {
+            JobState::Running => {}
+            JobState::Pending => {
+                // Given back before it started (salloc interrupted): cancel it.
+                let c = flotilla_proto::CancelJob {
+                    jobs: vec![flotilla_proto::JobRef::id(r.job_id)],
+                    ..Default::default()
+                };
+                return self.cancel(ident, c, now);
+            }
+            _ => return Response::JobResults(Vec::new()),
+        }
+        rec.exit_code = r.exit_code;
+        rec.exit_signal = r.signal;
+        rec.end_time = Some(now);
+        rec.end_state = Some(match rec.stopping.map(|s| s.why) {
+            Some(crate::job::StopWhy::Cancel) => JobState::Cancelled,
+            Some(crate::job::StopWhy::Timeout) => JobState::Timeout,
+            _ if r.signal != 0 || r.exit_code != 0 => JobState::Failed,
+            _ => JobState::Completed,
+        });
+        rec.completing_nodes = rec.nodes.clone();
+        rec.state = JobState::Completing;
+        let nodes = rec.nodes.clone();
+        info!(job = r.job_id, exit_code = r.exit_code, "allocation given back");
+        self.dirty(r.job_id);
+        self.end_steps(r.job_id, now);
+        for n in nodes {
+            self.send(&n, CtlToNode::Kill { job_id: r.job_id });
+        }
+        Response::JobResults(Vec::new())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn offers(n: usize, cpus: u32, gpus: u64) -> Vec<NodeOffer> {
+        (0..n)
+            .map(|i| NodeOffer {
+                name: format!("gpu0{}", i + 1),
+                cpus,
+                gpus,
+                held_cpus: 0,
+                held_gpus: 0,
+            })
+            .collect()
+    }
+
+    const JOB: JobDefaults = JobDefaults {
+        ntasks: 16,
+        cpus_per_task: 1,
+    };
+
+    #[test]
+    fn sixteen_ranks_over_two_nodes_with_a_gpu_each() {
+        let req = StepRequest {
+            gpus_per_task: Some(1),
+            ..StepRequest::default()
+        };
+        let p = layout(&req, &offers(2, 8, 0xff), JOB).unwrap();
+        assert_eq!(p.nodes, [0, 1]);
+        assert_eq!(p.counts, [8, 8]);
+        assert_eq!(p.task_gpus[0], (0..8).map(|b| 1u64 << b).collect::<Vec<_>>());
+        assert_eq!(p.held_gpus, [0xff, 0xff]);
+    }
+
+    #[test]
+    fn block_counts_and_node_choice() {
+        let o = offers(2, 8, 0);
+        let p = layout(&StepRequest { ntasks: Some(3), ..Default::default() }, &o, JOB).unwrap();
+        assert_eq!(p.counts, [2, 1]);
+        let p = layout(&StepRequest { ntasks: Some(1), ..Default::default() }, &o, JOB).unwrap();
+        assert_eq!((p.nodes.clone(), p.counts.clone()), (vec![0], vec![1]));
+        let p = layout(&StepRequest { nodes: Some(1), ..Default::default() }, &o, JOB).unwrap();
+        assert_eq!((p.nodes.clone(), p.counts.clone()), (vec![0], vec![1]));
+        let p = layout(
+            &StepRequest {
+                nodelist: vec!["gpu02".into()],
+                ..Default::default()
+            },
+            &o,
+            JOB,
+        )
+        .unwrap();
+        assert_eq!((p.nodes.clone(), p.counts.clone()), (vec![1], vec![1]));
+        let p = layout(&StepRequest { ntasks_per_node: Some(2), ..Default::default() }, &o, JOB).unwrap();
+        assert_eq!(p.counts, [2, 2]);
+    }
+
+    proptest::proptest! {
+        /// Whatever is asked, a step that is laid out has the tasks asked for (or the job's
+        /// default), consecutive ids per node in node order, never more CPUs than the job has
+        /// free on a node, and with `--gpus-per-task` disjoint GPUs of the job's, free ones.
+        #[test]
+        fn layouts_respect_the_job(
+            nodes in 1usize..5,
+            cpus in 1u32..16,
+            gpus in 0u32..9,
+            held_cpus in proptest::collection::vec(0u32..16, 4),
+            held_gpu_bits in proptest::collection::vec(0u64..256, 4),
+            ntasks in proptest::option::of(1u32..40),
+            nnodes in proptest::option::of(1u32..6),
+            tpn in proptest::option::of(1u32..10),
+            cpt in proptest::option::of(1u32..4),
+            gpt in proptest::option::of(1u32..4),
+            overlap in proptest::bool::ANY,
+            job_ntasks in 1u32..20,
+        ) {
+            let mask = if gpus == 0 { 0 } else { (1u64 << gpus) - 1 };
+            let offers: Vec<NodeOffer> = (0..nodes)
+                .map(|i| NodeOffer {
+                    name: format!("n{i}"),
+                    cpus,
+                    gpus: mask,
+                    held_cpus: held_cpus[i % 4].min(cpus),
+                    held_gpus: held_gpu_bits[i % 4] & mask,
+                })
+                .collect();
+            let req = StepRequest {
+                ntasks,
+                nodes: nnodes,
+                ntasks_per_node: tpn,
+                cpus_per_task: cpt,
+                gpus_per_task: gpt,
+                overlap,
+                ..StepRequest::default()
+            };
+            let job = JobDefaults { ntasks: job_ntasks, cpus_per_task: 1 };
+            if let Ok(p) = layout(&req, &offers, job) {
+                let total: u32 = p.counts.iter().sum();
+                let want = ntasks.unwrap_or(match (tpn, nnodes) {
+                    (Some(t), Some(n)) => t * n,
+                    (Some(t), None) => t * nodes as u32,
+                    (None, Some(n)) => n,
+                    (None, None) => job_ntasks,
+                });
+                proptest::prop_assert_eq!(total, want);
+                proptest::prop_assert!(p.nodes.windows(2).all(|w| w[0] < w[1]));
+                proptest::prop_assert!(p.counts.iter().all(|&c| c > 0));
+                if let Some(t) = tpn {
+                    proptest::prop_assert!(p.counts.iter().all(|&c| c <= t));
+                }
+                for (k, &i) in p.nodes.iter().enumerate() {
+                    let o = &offers[i];
+                    let need = p.counts[k] * p.cpus_per_task;
+                    proptest::prop_assert!(need <= o.cpus);
+                    if !overlap {
+                        proptest::prop_assert!(need <= o.cpus - o.held_cpus);
+                    }
+                    if let Some(g) = gpt {
+                        let mut seen = 0u64;
+                        for &m in &p.task_gpus[k] {
+                            proptest::prop_assert_eq!(m.count_ones(), g);
+                            proptest::prop_assert_eq!(m & seen, 0);
+                            proptest::prop_assert_eq!(m & !o.gpus, 0);
+                            if !overlap {
+                                proptest::prop_assert_eq!(m & o.held_gpus, 0);
+                            }
+                            seen |= m;
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn absurd_requests_are_refused_not_overflowed() {
+        let o = offers(2, 8, 0xff);
+        for r in [
+            StepRequest { ntasks_per_node: Some(u32::MAX), nodes: Some(2), ..Default::default() },
+            StepRequest { ntasks: Some(u32::MAX), cpus_per_task: Some(u32::MAX), ..Default::default() },
+            StepRequest { ntasks: Some(2), gpus_per_task: Some(u32::MAX), ..Default::default() },
+            StepRequest { ntasks_per_node: Some(u32::MAX), ..Default::default() },
+        ] {
+            assert!(layout(&r, &o, JOB).is_err(), "{r:?}");
+        }
+    }
+
+    #[test]
+    fn refusals() {
+        let o = offers(2, 2, 0b11);
+        let code = |r: StepRequest| layout(&r, &o, JOB).unwrap_err().code;
+        assert_eq!(code(StepRequest { ntasks: Some(5), ..Default::default() }), ESLURM_TOO_MANY_REQUESTED_CPUS);
+        assert_eq!(code(StepRequest { nodes: Some(3), ..Default::default() }), ESLURM_REQUESTED_NODE_CONFIG_UNAVAILABLE);
+        assert_eq!(
+            code(StepRequest {
+                nodelist: vec!["gpu09".into()],
+                ..Default::default()
+            }),
+            ESLURM_REQUESTED_NODE_CONFIG_UNAVAILABLE
+        );
+        assert_eq!(
+            code(StepRequest {
+                ntasks: Some(2),
+                gpus_per_task: Some(2),
+                nodes: Some(1),
+                ..Default::default()
+            }),
+            ESLURM_INVALID_GRES
+        );
+        // Held by another step: busy, unless overlapping.
+        let mut held = o.clone();
+        held[0].held_cpus = 2;
+        let one = StepRequest { ntasks: Some(1), ..Default::default() };
+        assert_eq!(layout(&one, &held, JOB).unwrap_err().code, ESLURM_NODES_BUSY);
+        assert!(layout(&StepRequest { overlap: true, ..one }, &held, JOB).is_ok());
+    }
+}
