@@ -97,6 +97,19 @@ for b in "${client_bins[@]}"; do [ -x "$r/usr/bin/$b" ] || fail "$b not unpacked
 dpkg --root="$r" -l 'flotilla-*' | grep '^iU' || fail "dpkg --root did not record the packages"
 n=$(cat "$r"/var/lib/dpkg/info/flotilla-*.list | wc -l)
 echo "ok unpacked: $n paths recorded"
+if command -v systemd-analyze > /dev/null && [ -f /lib/systemd/system/sysinit.target ]; then
+  # The units against the unpacked root (ExecStart binaries, keys, values); the host's
+  # targets stand in for the ones the root lacks. Any message fails.
+  cp -an /lib/systemd/system/*.target /lib/systemd/system/*.slice "$r/usr/lib/systemd/system/" 2>/dev/null || true
+  for u in slurmctld slurmd; do
+    msg=$(cd / && systemd-analyze verify --man=no --root="$r" "/usr/lib/systemd/system/$u.service" 2>&1) \
+      || fail "systemd-analyze verify $u.service: $msg"
+    [ -z "$msg" ] || fail "systemd-analyze verify $u.service: $msg"
+  done
+  echo "ok systemd-analyze verify: slurmctld.service slurmd.service"
+else
+  echo "SKIPPED: systemd-analyze verify (no systemd on this host)"
+fi
 dpkg --root="$r" --force-depends --force-remove-reinstreq --log=/dev/null --purge flotilla-node flotilla-controller flotilla-client > /dev/null 2>&1 \
   || true # prerm/postrm need a shell in the root; the full install/remove test is test-debootstrap.sh
 

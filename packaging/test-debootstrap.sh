@@ -126,6 +126,42 @@ in_root useradd -m -u 2001 -s /bin/bash alice
 mkdir -p "$root/flotilla-test"
 cp "$here/test-inside-root.sh" "$root/flotilla-test/inside.sh"
 NETNS=1 in_root --net /bin/bash /flotilla-test/inside.sh
+first_job=$(cat "$root/flotilla-test/last-job")
+
+phase "upgrade: a newer version over the running install keeps edited conffiles, key and state"
+# The same packages as version <v>+upgradetest1, with a changed default slurm.conf, so dpkg
+# meets a conffile both the admin and the package changed (it keeps the admin's: confold).
+v=$(dpkg-deb -f "$pkgdir"/flotilla-client_*.deb Version)
+nv="$v+upgradetest1"
+echo "# edited by the admin" >> "$root/etc/slurm/slurm.conf"
+conf_sum=$(sha256sum < "$root/etc/slurm/slurm.conf")
+mkdir -p "$work/repack" "$root/tmp/pkgs-new"
+for d in "$root"/tmp/pkgs/*.deb; do
+  x=$work/repack/$(basename "$d" .deb)
+  dpkg-deb -R "$d" "$x"
+  sed -i "s/^Version: .*/Version: $nv/; s/(= $v)/(= $nv)/g" "$x/DEBIAN/control"
+  [ ! -f "$x/etc/slurm/slurm.conf" ] || echo "# a new default" >> "$x/etc/slurm/slurm.conf"
+  dpkg-deb --root-owner-group -b "$x" "$root/tmp/pkgs-new/$(basename "$d")" > /dev/null
+done
+new_debs=()
+for d in "$root"/tmp/pkgs-new/*.deb; do new_debs+=("/tmp/pkgs-new/$(basename "$d")"); done
+in_root apt-get install -y -q -o Dpkg::Options::=--force-confold "${new_debs[@]}" > "$work/upgrade.log" 2>&1 \
+  || { cat "$work/upgrade.log"; exit 1; }
+grep -E '^(Setting up|Unpacking) flotilla' "$work/upgrade.log"
+in_root dpkg-query -W -f='${Package} ${Version}\n' flotilla-client flotilla-controller flotilla-node \
+  | grep -c "$nv" | grep -qx 3 || fail "not all packages upgraded to $nv"
+[ "$(sha256sum < "$root/etc/slurm/slurm.conf")" = "$conf_sum" ] || fail "upgrade replaced the edited slurm.conf"
+[ -f "$root/etc/slurm/slurm.conf.dpkg-dist" ] || fail "the new default slurm.conf was not set beside it"
+grep -q 'SLURMD_OPTIONS="-N localhost' "$root/etc/default/slurmd" || fail "upgrade replaced the edited /etc/default/slurmd"
+[ "$(sha256sum < "$root/etc/slurm/slurm.key")" = "$key_sum" ] || fail "upgrade changed the key"
+echo "ok upgraded to $nv: edited conffiles kept (new default as slurm.conf.dpkg-dist), key unchanged"
+rm -f "$root/etc/slurm/slurm.conf.dpkg-dist"
+
+phase "run again after the upgrade: the controller resumes from its state"
+NETNS=1 in_root --net /bin/bash /flotilla-test/inside.sh
+second_job=$(cat "$root/flotilla-test/last-job")
+[ "$second_job" -gt "$first_job" ] || fail "job ids restarted ($first_job, then $second_job): state lost"
+echo "ok job $second_job after job $first_job: state survived the upgrade"
 
 phase "apt-get remove: only configuration and state remain"
 in_root apt-get remove -y -q flotilla-client flotilla-controller flotilla-node > "$work/remove.log" 2>&1 \

@@ -96,3 +96,4 @@ grep -q "^hello from job $id as alice" "slurm-$id.out" || { echo "unexpected out
 echo "job output: $(cat "slurm-$id.out")"
 [ "$(stat -c %U "slurm-$id.out")" = alice ] || { echo "output file not owned by alice" >&2; exit 1; }
 echo "ok job $id COMPLETED as alice"
+echo "$id" > /flotilla-test/last-job
