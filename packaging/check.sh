@@ -68,6 +68,7 @@ expect_file "$node" /etc/default/slurmd -rw-r--r-- root/root
 unit_of() { contents "$1" | awk -v u="$2" '$3 ~ "/systemd/system/" u "$" {print $3}'; }
 [ -n "$(unit_of "$controller" slurmctld.service)" ] || fail "controller has no slurmctld.service"
 [ -n "$(unit_of "$node" slurmd.service)" ] || fail "node has no slurmd.service"
+[ -n "$(unit_of "$controller" sackd.service)" ] || fail "controller has no sackd.service"
 echo "ok files: ${#client_bins[@]} commands with man pages, daemons, units, defaults, migrations"
 
 tmp=$(mktemp -d)
@@ -101,12 +102,12 @@ if command -v systemd-analyze > /dev/null && [ -f /lib/systemd/system/sysinit.ta
   # The units against the unpacked root (ExecStart binaries, keys, values); the host's
   # targets stand in for the ones the root lacks. Any message fails.
   cp -an /lib/systemd/system/*.target /lib/systemd/system/*.slice "$r/usr/lib/systemd/system/" 2>/dev/null || true
-  for u in slurmctld slurmd; do
+  for u in slurmctld sackd slurmd; do
     msg=$(cd / && systemd-analyze verify --man=no --root="$r" "/usr/lib/systemd/system/$u.service" 2>&1) \
       || fail "systemd-analyze verify $u.service: $msg"
     [ -z "$msg" ] || fail "systemd-analyze verify $u.service: $msg"
   done
-  echo "ok systemd-analyze verify: slurmctld.service slurmd.service"
+  echo "ok systemd-analyze verify: slurmctld.service sackd.service slurmd.service"
 else
   echo "SKIPPED: systemd-analyze verify (no systemd on this host)"
 fi
@@ -139,6 +140,7 @@ if [ ${#rpms[@]} -gt 0 ]; then
   rq -c "$rclient" | grep -cx /etc/slurm/slurm.conf >/dev/null || fail "rpm: slurm.conf not %config"
   rq -c "$rctl" | grep -cx /etc/default/slurmctld >/dev/null || fail "rpm: /etc/default/slurmctld not %config"
   rq -l "$rctl" | grep -cx /usr/lib/systemd/system/slurmctld.service >/dev/null || fail "rpm: no slurmctld.service"
+  rq -l "$rctl" | grep -cx /usr/lib/systemd/system/sackd.service >/dev/null || fail "rpm: no sackd.service"
   rq -l "$rnode" | grep -cx /usr/lib/systemd/system/slurmd.service >/dev/null || fail "rpm: no slurmd.service"
   rq --conflicts "$rclient" | grep -cx slurm >/dev/null || fail "rpm client does not conflict with slurm"
   rq --conflicts "$rctl" | grep -cx slurm-slurmctld >/dev/null || fail "rpm controller does not conflict with slurm-slurmctld"

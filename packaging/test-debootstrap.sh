@@ -188,7 +188,7 @@ while read -r p; do
     # useradd's backups of the account files (the slurm user, and alice of this test).
     /etc/passwd-|/etc/group-|/etc/shadow-|/etc/gshadow-|/etc/subuid-|/etc/subgid-) continue ;;
     # debhelper masks the units of a removed (not purged) package: a link to /dev/null.
-    /etc/systemd/system/slurmctld.service|/etc/systemd/system/slurmd.service)
+    /etc/systemd/system/slurmctld.service|/etc/systemd/system/slurmd.service|/etc/systemd/system/sackd.service)
       [ "$(readlink "$root$p")" = /dev/null ] && continue ;;
   esac
   owner=$(in_root dpkg -S "$p" 2>/dev/null | head -1 | cut -d: -f1 || true)
@@ -214,7 +214,7 @@ done
 in_root getent passwd slurm > /dev/null || fail "slurm user removed"
 snapshot > "$work/purged.txt"
 leftover=$(comm -13 "$work/before.txt" "$work/purged.txt" \
-  | grep -E '^/(etc/slurm|etc/default/slurm|var/spool/slurm|etc/systemd/system/slurm)' || true)
+  | grep -E '^/(etc/slurm|etc/default/slurm|var/spool/slurm|etc/systemd/system/(slurm|sackd))' || true)
 [ -z "$leftover" ] || fail "left after purge: $leftover"
 echo "ok purged"
 

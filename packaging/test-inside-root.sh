@@ -43,6 +43,12 @@ start_unit() {
     install -d -m 0700 -o "${user:-root}" -g "${group:-root}" "$creddir"
     install -m 0400 -o "${user:-root}" -g "${group:-root}" "${cred#*:}" "$creddir/${cred%%:*}"
   done < <(sed -n 's/^LoadCredential=//p' "$unit")
+  local rdir
+  rdir=$(sed -n 's/^RuntimeDirectory=//p' "$unit")
+  if [ -n "$rdir" ]; then
+    install -d -m "$(sed -n 's/^RuntimeDirectoryMode=//p' "$unit" | grep . || echo 0755)" \
+      -o "${user:-root}" -g "${group:-root}" "/run/$rdir"
+  fi
   exec=${exec//%d/$creddir}
   # $VAR (unbraced) is split into words by systemd; ${VAR} would not be.
   local words=() w
@@ -96,4 +102,13 @@ grep -q "^hello from job $id as alice" "slurm-$id.out" || { echo "unexpected out
 echo "job output: $(cat "slurm-$id.out")"
 [ "$(stat -c %U "slurm-$id.out")" = alice ] || { echo "output file not owned by alice" >&2; exit 1; }
 echo "ok job $id COMPLETED as alice"
+# A login host: no controller socket (another StateSaveLocation), so the command asks sackd
+# (started from its unit) for a credential and reaches the controller over TCP.
+start_unit sackd
+for _ in $(seq 1 50); do [ -S /run/slurm/sackd.sock ] && break; sleep 0.1; done
+[ -S /run/slurm/sackd.sock ] || { echo "sackd socket never appeared" >&2; exit 1; }
+sed 's|^StateSaveLocation=.*|StateSaveLocation=/nonexistent|' /etc/slurm/slurm.conf > /tmp/login.conf
+via_sackd=$(as_alice env SLURM_CONF=/tmp/login.conf squeue -h -t all -j "$id" -o '%T %u')
+[ "$via_sackd" = "COMPLETED alice" ] || { echo "squeue through sackd: '$via_sackd'" >&2; exit 1; }
+echo "ok squeue through sackd and TCP: $via_sackd"
 echo "$id" > /flotilla-test/last-job
