@@ -141,7 +141,7 @@ for d in "$root"/tmp/pkgs/*.deb; do
   dpkg-deb -R "$d" "$x"
   sed -i "s/^Version: .*/Version: $nv/; s/(= $v)/(= $nv)/g" "$x/DEBIAN/control"
   [ ! -f "$x/etc/slurm/slurm.conf" ] || echo "# a new default" >> "$x/etc/slurm/slurm.conf"
-  dpkg-deb --root-owner-group -b "$x" "$root/tmp/pkgs-new/$(basename "$d")" > /dev/null
+  dpkg-deb -Zgzip -z1 --root-owner-group -b "$x" "$root/tmp/pkgs-new/$(basename "$d")" > /dev/null
 done
 new_debs=()
 for d in "$root"/tmp/pkgs-new/*.deb; do new_debs+=("/tmp/pkgs-new/$(basename "$d")"); done
