@@ -12,7 +12,9 @@
 #    LoadCredential; no systemd), submit a job as an ordinary user with sbatch and wait for
 #    COMPLETED;
 # 4. `apt-get remove`: only configuration and state may remain; `apt-get purge`: those go too
-#    (the slurm user stays).
+#    (the slurm user stays);
+# 5. when PKG_DIR has .rpm files and `rpm` is installed: the same install, job and erase with
+#    the .rpm files in a fresh copy of the root (rpm --root runs their scriptlets chrooted).
 # Prints each phase's time. Cleans up whatever happens (trap): namespaces end with their
 # processes and mounts, then the root is deleted.
 set -euo pipefail
@@ -68,6 +70,10 @@ else
   if [ -n "${FLOTILLA_CHROOT_TAR:-}" ]; then tar -C "$root" -cf "$FLOTILLA_CHROOT_TAR" .; fi
 fi
 cp /etc/resolv.conf "$root/etc/resolv.conf" 2>/dev/null || true
+grep -qw localhost "$root/etc/hosts" 2>/dev/null || echo "127.0.0.1 localhost" >> "$root/etc/hosts"
+# A pristine copy for the .rpm phase.
+rpms=("$pkgdir"/flotilla-*.rpm)
+if [ -e "${rpms[0]}" ] && command -v rpm > /dev/null; then tar -C "$root" -cf "$work/fresh.tar" .; fi
 # Install only: no service may start inside the root (Debian's policy-rc.d convention).
 printf '#!/bin/sh\nexit 101\n' > "$root/usr/sbin/policy-rc.d"
 chmod 755 "$root/usr/sbin/policy-rc.d"
@@ -78,7 +84,6 @@ snapshot() {
      -o -path ./var/lib/dpkg -o -path ./var/log -o -path ./home -o -path ./root -o -path ./run \) -prune \
      -o -print | sed 's|^\.||' | sort)
 }
-grep -qw localhost "$root/etc/hosts" 2>/dev/null || echo "127.0.0.1 localhost" >> "$root/etc/hosts"
 snapshot > "$work/before.txt"
 
 phase "apt-get install ./flotilla-*.deb"
@@ -218,4 +223,30 @@ leftover=$(comm -13 "$work/before.txt" "$work/purged.txt" \
 [ -z "$leftover" ] || fail "left after purge: $leftover"
 echo "ok purged"
 
-phase "done: the .deb end-to-end test passed in $(( $(date +%s) - t0 )) s"
+if [ -f "$work/fresh.tar" ]; then
+  phase "rpm: the .rpm files into a fresh root (rpm --root: scriptlets run chrooted), a job, erase"
+  rm -rf --one-file-system "$root" && mkdir "$root" && tar -C "$root" -xf "$work/fresh.tar"
+  rpm --root "$root" --initdb
+  # --nodeps: the Debian root's libraries and /bin/sh are not in an rpm database.
+  rpm --root "$root" -i --nodeps --nosignature "${rpms[@]}" 2>&1 | grep -v 'use Alien\|know what you are doing' || true
+  rpm --root "$root" -q flotilla-client flotilla-controller flotilla-node
+  in_root getent passwd slurm | grep -q ':/nonexistent:' || fail "rpm: no slurm system user"
+  check_stat /var/spool/slurmctld slurm:slurm 755
+  check_stat /var/spool/slurmd root:root 755
+  check_stat /etc/slurm/slurm.key root:root 600
+  echo 'SLURMD_OPTIONS="-N localhost --cgroup none"' > "$root/etc/default/slurmd"
+  in_root useradd -m -u 2001 -s /bin/bash alice
+  mkdir -p "$root/flotilla-test"
+  cp "$here/test-inside-root.sh" "$root/flotilla-test/inside.sh"
+  NETNS=1 in_root --net /bin/bash /flotilla-test/inside.sh
+  rpm --root "$root" -e flotilla-node flotilla-controller flotilla-client 2>&1 | grep -v 'use Alien\|know what you are doing' || true
+  for f in /usr/bin/sbatch /usr/sbin/slurmctld /usr/sbin/slurmd /usr/lib/systemd/system/slurmctld.service; do
+    [ ! -e "$root$f" ] || fail "rpm -e left $f"
+  done
+  for p in /etc/slurm/slurm.key /etc/default/slurmd.rpmsave /var/spool/slurmctld/flotilla.db; do
+    [ -e "$root$p" ] || fail "rpm -e removed $p (the key, an edited config and state stay)"
+  done
+  echo "ok rpm: installed with scriptlets, job COMPLETED, erased; key, edited config (.rpmsave) and state stay"
+fi
+
+phase "done: the package end-to-end test passed in $(( $(date +%s) - t0 )) s"
