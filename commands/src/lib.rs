@@ -16,6 +16,7 @@ pub mod conf;
 pub mod dev;
 pub mod getopt;
 pub mod jobfmt;
+pub mod man;
 pub mod sbatch;
 pub mod salloc;
 pub mod scancel;

@@ -55,9 +55,10 @@ const fn c(ch: char) -> u32 {
 }
 
 /// sbatch's getopt string (Slurm 22.05 `opt.c`); `+`: stop at the script name.
-const SHORTS: &str = "+a:A:b:B:c:C:d:D:e:F:G:hHi:IJ:k::L:m:M:n:N:o:Op:q:QsS:t:uvVw:Wx:";
+pub const SHORTS: &str = "+a:A:b:B:c:C:d:D:e:F:G:hHi:IJ:k::L:m:M:n:N:o:Op:q:QsS:t:uvVw:Wx:";
 
-const LONGS: &[LongOpt] = &[
+/// sbatch's long options (Slurm 22.05 `opt.c` plus Flotilla's); ids are the short letter or an `O_*`.
+pub const LONGS: &[LongOpt] = &[
     lo("account", HasArg::Required, c('A')),
     lo("acctg-freq", HasArg::Required, O_IGNORED_ARG),
     lo("array", HasArg::Required, c('a')),

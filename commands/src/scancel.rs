@@ -18,9 +18,11 @@ const O_ME: u32 = 1000;
 const O_HELP: u32 = 1001;
 const O_IGNORED: u32 = 1002;
 
-const SHORTS: &str = "A:bfHiM:n:p:Qq:R:s:t:u:vVw:x";
+/// scancel's getopt string (Slurm 22.05 `opt.c`).
+pub const SHORTS: &str = "A:bfHiM:n:p:Qq:R:s:t:u:vVw:x";
 
-const LONGS: &[LongOpt] = &[
+/// scancel's long options; ids are the short letter or an `O_*`.
+pub const LONGS: &[LongOpt] = &[
     lo("account", HasArg::Required, c('A')),
     lo("batch", HasArg::No, c('b')),
     lo("clusters", HasArg::Required, c('M')),

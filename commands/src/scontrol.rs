@@ -178,7 +178,7 @@ fn lookup<'t>(table: &'t [(&'t str, Min)], tag: &str) -> Option<&'t str> {
 }
 
 /// scontrol's long options: name, takes an argument, equivalent short option (0: none).
-const LONG_OPTIONS: &[(&str, bool, char)] = &[
+pub const LONG_OPTIONS: &[(&str, bool, char)] = &[
     ("all", false, 'a'),
     ("cluster", true, 'M'),
     ("clusters", true, 'M'),
@@ -198,7 +198,7 @@ const LONG_OPTIONS: &[(&str, bool, char)] = &[
 ];
 
 /// scontrol's `getopt_long` short options `"adhM:FoQu:vV"`: `Some(takes_argument)`.
-fn short_option(c: char) -> Option<bool> {
+pub fn short_option(c: char) -> Option<bool> {
     match c {
         'a' | 'd' | 'h' | 'F' | 'o' | 'Q' | 'v' | 'V' => Some(false),
         'M' | 'u' => Some(true),

@@ -12,8 +12,10 @@ const fn c(ch: char) -> u32 {
 }
 const O_HELP: u32 = 1000;
 const O_IGNORED: u32 = 1001;
-const SHORTS: &str = "adehi:lM:n:No:O:p:rRsS:t:TvV";
-const LONGS: &[LongOpt] = &[
+/// sinfo's getopt string (Slurm 22.05 `opts.c`).
+pub const SHORTS: &str = "adehi:lM:n:No:O:p:rRsS:t:TvV";
+/// sinfo's long options; ids are the short letter or an `O_*`.
+pub const LONGS: &[LongOpt] = &[
     lo("all", HasArg::No, c('a')),
     lo("dead", HasArg::No, c('d')),
     lo("exact", HasArg::No, c('e')),

@@ -30,9 +30,11 @@ const fn c(ch: char) -> u32 {
     ch as u32
 }
 
-const SHORTS: &str = "A:ahi:j::lL:n:M:O:o:p:P::q:R:rs::S:t:u:U:vVw:";
+/// squeue's getopt string (Slurm 22.05 `opts.c`).
+pub const SHORTS: &str = "A:ahi:j::lL:n:M:O:o:p:P::q:R:rs::S:t:u:U:vVw:";
 
-const LONGS: &[LongOpt] = &[
+/// squeue's long options; ids are the short letter or an `O_*`.
+pub const LONGS: &[LongOpt] = &[
     lo("accounts", HasArg::Required, c('A')),
     lo("all", HasArg::No, c('a')),
     lo("array", HasArg::No, c('r')),

@@ -25,6 +25,13 @@ enum Command {
     Sim(SimArgs),
     /// A local development cluster: controller and node daemons on localhost.
     Dev(DevArgs),
+    /// Write the man pages (section 1) of every command into a directory.
+    Man {
+        /// Output directory (created): `<command>.1` for each command, `flotilla-*.1` for
+        /// this command's subcommands.
+        #[arg(long)]
+        out: PathBuf,
+    },
 }
 
 #[derive(Debug, Args)]
@@ -172,11 +179,28 @@ fn bar() -> Bar {
     Bar(pb)
 }
 
+/// `flotilla man --out DIR`: the getopt commands' pages from their parsers' tables
+/// ([`flotilla_commands::man`]), and this command's from its clap definition.
+fn man(out: &std::path::Path) -> Result<()> {
+    use clap::CommandFactory;
+    std::fs::create_dir_all(out).with_context(|| format!("creating {}", out.display()))?;
+    let version = env!("CARGO_PKG_VERSION");
+    for page in flotilla_commands::man::PAGES {
+        let path = out.join(format!("{}.1", page.name));
+        std::fs::write(&path, flotilla_commands::man::render(page, version))
+            .with_context(|| format!("writing {}", path.display()))?;
+    }
+    let cmd = Cli::command().version(version);
+    clap_mangen::generate_to(cmd, out).with_context(|| format!("writing man pages into {}", out.display()))?;
+    Ok(())
+}
+
 fn main() -> Result<()> {
     let cli = Cli::parse();
     match cli.command {
         Command::Sim(args) => sim(args),
         Command::Dev(args) => dev(args),
+        Command::Man { out } => man(&out),
     }
 }
 

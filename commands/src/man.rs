@@ -1,0 +1,390 @@
+//! Man pages (section 1) for the Slurm-compatible commands, generated from the very option
+//! tables their parsers use ([`crate::getopt`] tables, scontrol's own table), so that a page
+//! cannot list an option the parser refuses or miss one it accepts. `flotilla` (clap) gets
+//! its pages from `clap_mangen` in the `flotilla man` subcommand instead.
+//!
+//! [`PAGES`] is the list of the getopt commands: a new command in `src/bin/` adds one entry
+//! here (a test fails until it does), and the packaging picks the binary up by itself.
+//! Options keep Slurm 22.05's meaning; the page says so and refers to Slurm's manual for the
+//! long descriptions instead of copying them.
+
+use crate::getopt::{HasArg, LongOpt};
+use roff::{bold, italic, roman, Inline, Roff};
+
+/// The option table of one command, as its parser holds it.
+#[derive(Debug, Clone, Copy)]
+pub enum OptionTable {
+    /// A [`crate::getopt::getopt_long`] command: the getopt string (`"+ab:c::"`) and the long
+    /// options (an id equal to a short letter makes the long option that letter's alias).
+    Getopt {
+        /// getopt's optstring.
+        shorts: &'static str,
+        /// Long options.
+        longs: &'static [LongOpt],
+    },
+    /// scontrol's own table: long options `(name, takes an argument, short letter or a
+    /// control character for none)` and its short-option function.
+    Scontrol {
+        /// Long options.
+        longs: &'static [(&'static str, bool, char)],
+        /// `Some(takes_argument)` for a short option letter.
+        short: fn(char) -> Option<bool>,
+    },
+}
+
+/// One command's man page: what it is for and how it is called, plus its parser's table.
+#[derive(Debug, Clone, Copy)]
+pub struct Page {
+    /// The command (and file name `<name>.1`).
+    pub name: &'static str,
+    /// One line for NAME (`sbatch - <summary>`).
+    pub summary: &'static str,
+    /// The SYNOPSIS line after the name, e.g. `[OPTIONS...] script [args...]`.
+    pub synopsis: &'static str,
+    /// DESCRIPTION paragraphs (plain text, one paragraph per element).
+    pub description: &'static [&'static str],
+    /// The parser's option table.
+    pub options: OptionTable,
+    /// Descriptions of some options, by long name (or the letter, for a short-only option);
+    /// the others have Slurm's meaning. A test checks that each name is in the table.
+    pub notes: &'static [(&'static str, &'static str)],
+}
+
+/// Every getopt command's page. One entry per binary in `commands/src/bin/` except
+/// `flotilla` (clap; `flotilla man` renders it with `clap_mangen`).
+pub const PAGES: &[Page] = &[
+    Page {
+        name: "sbatch",
+        summary: "submit a batch script to Flotilla",
+        synopsis: "[OPTIONS...] script [args...]",
+        description: &[
+            "sbatch submits a batch script to the Flotilla controller and prints the job id. \
+             The script is read from the file named on the command line, from --wrap, or from \
+             standard input. Options come from #SBATCH lines in the script, then SBATCH_* \
+             environment variables, then the command line, each overriding the one before.",
+            "Flotilla adds --topology=node|pod|any (the topology set a job's GPUs must share), \
+             --preemptible and --checkpoint-bytes=N[KMGT].",
+        ],
+        options: OptionTable::Getopt {
+            shorts: crate::sbatch::SHORTS,
+            longs: crate::sbatch::LONGS,
+        },
+        notes: &[
+            ("topology", "Flotilla: the topology set all of the job's GPUs must share: node (one NVLink domain), pod (nodes under one leaf switch, from topology.conf) or any."),
+            ("preemptible", "Flotilla: the job may be preempted (checkpointed and requeued) by inference services and by jobs reclaiming their quota guarantee."),
+            ("checkpoint-bytes", "Flotilla: the size of the job's checkpoint (suffixes K, M, G, T), which prices its preemption against the checkpoint bandwidth budget."),
+            ("wrap", "Run the given command line as the batch script (sh -c)."),
+            ("parsable", "Print only the job id (and ;cluster)."),
+        ],
+    },
+    Page {
+        name: "squeue",
+        summary: "view the jobs in Flotilla's queue",
+        synopsis: "[OPTIONS...]",
+        description: &["squeue lists pending and running jobs (and, with -t all, recently finished \
+                        ones) in Slurm's formats (-o letters, -O fields)."],
+        options: OptionTable::Getopt {
+            shorts: crate::squeue::SHORTS,
+            longs: crate::squeue::LONGS,
+        },
+        notes: &[],
+    },
+    Page {
+        name: "scancel",
+        summary: "cancel or signal Flotilla jobs",
+        synopsis: "[OPTIONS...] [job_id[_array_id][.step_id]...]",
+        description: &["scancel cancels the jobs named by id or selected by the filters \
+                        (-u, -n, -t, -p, -A, -w, --me), or sends them a signal (-s)."],
+        options: OptionTable::Getopt {
+            shorts: crate::scancel::SHORTS,
+            longs: crate::scancel::LONGS,
+        },
+        notes: &[],
+    },
+    Page {
+        name: "sinfo",
+        summary: "view Flotilla nodes and partitions",
+        synopsis: "[OPTIONS...]",
+        description: &["sinfo shows partitions and nodes in Slurm's formats: the partition view, \
+                        -N (node view), -l, -s, -o letters, -O fields, -R (drain reasons)."],
+        options: OptionTable::Getopt {
+            shorts: crate::sinfo::SHORTS,
+            longs: crate::sinfo::LONGS,
+        },
+        notes: &[],
+    },
+    Page {
+        name: "scontrol",
+        summary: "view and modify Flotilla's state",
+        synopsis: "[OPTIONS...] [command [arguments...]]",
+        description: &["scontrol shows and changes jobs, nodes, partitions and the configuration \
+                        (show, update, hold, release, requeue, ...) and expands or compresses \
+                        hostlists (show hostnames, show hostlist)."],
+        options: OptionTable::Scontrol {
+            longs: crate::scontrol::LONG_OPTIONS,
+            short: crate::scontrol::short_option,
+        },
+        notes: &[],
+    },
+];
+
+/// One documented option: its short letter (if any), its long names, and its argument.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct OptionEntry {
+    /// The short letter, if the option has one.
+    pub short: Option<char>,
+    /// Long names (several when the parser accepts aliases, e.g. `--user` and `--users`).
+    pub longs: Vec<&'static str>,
+    /// The argument.
+    pub arg: HasArg,
+}
+
+/// A long option as `(id, name, argument)`; the id is a short letter's code for an alias.
+type LongEntry = (u32, &'static str, HasArg);
+
+/// Every option a table accepts, each once: short letters with their long aliases (sorted by
+/// letter, lower case first), then the long-only options sorted by name. Pure.
+pub fn entries(table: &OptionTable) -> Vec<OptionEntry> {
+    // (id, name, arg) for the long options; short letters from the optstring or the function.
+    let (shorts, longs): (Vec<(char, HasArg)>, Vec<LongEntry>) = match *table {
+        OptionTable::Getopt { shorts, longs } => (
+            parse_optstring(shorts),
+            longs.iter().map(|o| (o.id, o.name, o.has_arg)).collect(),
+        ),
+        OptionTable::Scontrol { longs, short } => (
+            ('!'..='~')
+                .filter_map(|c| short(c).map(|a| (c, if a { HasArg::Required } else { HasArg::No })))
+                .collect(),
+            longs
+                .iter()
+                .map(|&(n, a, c)| (c as u32, n, if a { HasArg::Required } else { HasArg::No }))
+                .collect(),
+        ),
+    };
+    let mut out: Vec<OptionEntry> = shorts
+        .iter()
+        .map(|&(c, arg)| OptionEntry {
+            short: Some(c),
+            longs: longs.iter().filter(|l| l.0 == c as u32).map(|l| l.1).collect(),
+            arg,
+        })
+        .collect();
+    out.sort_by_key(|e| (e.short.map(|c| c.to_ascii_lowercase()), e.short));
+    let is_short = |id: u32| shorts.iter().any(|&(c, _)| c as u32 == id);
+    // Long-only options each get their own entry: ids are shared by unrelated options
+    // (every ignored option has one id), so an id says nothing about being an alias.
+    let mut long_only: Vec<OptionEntry> = longs
+        .iter()
+        .filter(|l| !is_short(l.0))
+        .map(|&(_, name, arg)| OptionEntry {
+            short: None,
+            longs: vec![name],
+            arg,
+        })
+        .collect();
+    long_only.sort_by(|a, b| a.longs[0].cmp(b.longs[0]));
+    out.extend(long_only);
+    out
+}
+
+/// getopt's optstring as `(letter, argument)` pairs (a leading `+` or `-` is a mode flag).
+fn parse_optstring(s: &str) -> Vec<(char, HasArg)> {
+    let s = s.trim_start_matches(['+', '-']);
+    let chars: Vec<char> = s.chars().collect();
+    let mut out = Vec::new();
+    let mut i = 0;
+    while i < chars.len() {
+        let c = chars[i];
+        let colons = chars[i + 1..].iter().take_while(|&&x| x == ':').count();
+        out.push((
+            c,
+            match colons {
+                0 => HasArg::No,
+                1 => HasArg::Required,
+                _ => HasArg::Optional,
+            },
+        ));
+        i += 1 + colons;
+    }
+    out
+}
+
+/// The `.TP` tag of one option, e.g. `-t, --time=<value>` or `--exclusive[=<value>]`.
+fn tag(e: &OptionEntry) -> Vec<Inline> {
+    let mut v = Vec::new();
+    let value = |v: &mut Vec<Inline>, short: bool| match e.arg {
+        HasArg::No => {}
+        HasArg::Required => {
+            v.push(roman(if short { " " } else { "=" }));
+            v.push(italic("value"));
+        }
+        HasArg::Optional => {
+            v.push(roman(if short { "[" } else { "[=" }));
+            v.push(italic("value"));
+            v.push(roman("]"));
+        }
+    };
+    if let Some(c) = e.short {
+        v.push(bold(format!("-{c}")));
+        if e.longs.is_empty() {
+            value(&mut v, true);
+        }
+    }
+    for (i, l) in e.longs.iter().enumerate() {
+        if i > 0 || e.short.is_some() {
+            v.push(roman(", "));
+        }
+        v.push(bold(format!("--{l}")));
+    }
+    if !e.longs.is_empty() {
+        value(&mut v, false);
+    }
+    v
+}
+
+/// Renders one page as roff (man(7) macros), section 1, manual "Flotilla", source
+/// `Flotilla <version>`. Deterministic: no date.
+pub fn render(page: &Page, version: &str) -> String {
+    let upper = page.name.to_uppercase();
+    let source = format!("Flotilla {version}");
+    let mut r = Roff::new();
+    r.control("TH", [upper.as_str(), "1", "", source.as_str(), "Flotilla Manual"]);
+    r.control("SH", ["NAME"]);
+    r.text([roman(format!("{} - {}", page.name, page.summary))]);
+    r.control("SH", ["SYNOPSIS"]);
+    r.text([bold(page.name), roman(" "), roman(page.synopsis)]);
+    r.control("SH", ["DESCRIPTION"]);
+    for (i, p) in page.description.iter().enumerate() {
+        if i > 0 {
+            r.control("PP", []);
+        }
+        r.text([roman(*p)]);
+    }
+    r.control("PP", []);
+    r.text([roman(format!(
+        "{} accepts Slurm 22.05's options with Slurm's meaning and error messages; see Slurm's {}(1) \
+         for the description of each. Long options may be abbreviated to any unambiguous prefix.",
+        page.name, page.name
+    ))]);
+    r.control("SH", ["OPTIONS"]);
+    r.text([roman(
+        "An option shown with =value needs a value, given as --option=value or --option value \
+         (-X value or -Xvalue for a letter); [=value] marks an optional value, which must be \
+         glued: --option=value or -Xvalue.",
+    )]);
+    for e in entries(&page.options) {
+        r.control("TP", []);
+        r.text(tag(&e));
+        let note = page.notes.iter().find(|(n, _)| {
+            e.longs.contains(n) || e.short.is_some_and(|c| n.len() == 1 && n.starts_with(c))
+        });
+        if let Some((_, text)) = note {
+            r.text([roman(*text)]);
+        }
+    }
+    r.control("SH", ["ENVIRONMENT"]);
+    r.control("TP", []);
+    r.text([bold("SLURM_CONF")]);
+    r.text([roman(
+        "The slurm.conf to read; else FLOTILLA_CONF; else /etc/slurm/slurm.conf.",
+    )]);
+    r.control("SH", ["SEE ALSO"]);
+    let others: Vec<String> =
+        PAGES.iter().filter(|p| p.name != page.name).map(|p| format!("{}(1)", p.name)).collect();
+    r.text([roman(format!("{}, flotilla(1), slurm.conf(5)", others.join(", ")))]);
+    r.render()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::getopt::lo;
+
+    #[test]
+    fn optstring_kinds() {
+        assert_eq!(
+            parse_optstring("+a:bk::"),
+            vec![('a', HasArg::Required), ('b', HasArg::No), ('k', HasArg::Optional)]
+        );
+    }
+
+    #[test]
+    fn aliases_group_with_their_short_letter() {
+        const L: &[LongOpt] = &[
+            lo("user", HasArg::Required, 'u' as u32),
+            lo("users", HasArg::Required, 'u' as u32),
+            lo("wrap", HasArg::Required, 1000),
+            lo("bbf", HasArg::Required, 1001),
+            lo("bb", HasArg::Required, 1001),
+        ];
+        let e = entries(&OptionTable::Getopt { shorts: "hu:", longs: L });
+        assert_eq!(e[0], OptionEntry { short: Some('h'), longs: vec![], arg: HasArg::No });
+        assert_eq!(e[1], OptionEntry { short: Some('u'), longs: vec!["user", "users"], arg: HasArg::Required });
+        // Long-only options sharing an id (both ignored) stay distinct, sorted by name.
+        assert_eq!(e[2].longs, vec!["bb"]);
+        assert_eq!(e[3].longs, vec!["bbf"]);
+        assert_eq!(e[4].longs, vec!["wrap"]);
+        assert_eq!(e.len(), 5);
+    }
+
+    /// Every option each parser accepts is on its page, and nothing else is: the page is
+    /// made from the table, and this checks the rendering did not drop or invent one.
+    #[test]
+    fn every_parser_option_is_on_the_page() {
+        for p in PAGES {
+            let text = render(p, "0");
+            let (shorts, longs): (Vec<char>, Vec<&str>) = match p.options {
+                OptionTable::Getopt { shorts, longs } => (
+                    parse_optstring(shorts).into_iter().map(|s| s.0).collect(),
+                    longs.iter().map(|l| l.name).collect(),
+                ),
+                OptionTable::Scontrol { longs, short } => (
+                    ('!'..='~').filter(|&c| short(c).is_some()).collect(),
+                    longs.iter().map(|l| l.0).collect(),
+                ),
+            };
+            for c in shorts {
+                assert!(text.contains(&format!("\\fB\\-{c}\\fR")), "{}: -{c} missing", p.name);
+            }
+            for l in &longs {
+                let l = l.replace('-', "\\-");
+                assert!(text.contains(&format!("\\fB\\-\\-{l}\\fR")), "{}: --{l} missing", p.name);
+            }
+            let tps = text.matches("\n.TP\n").count();
+            let n = entries(&p.options).len() + 1; // + SLURM_CONF under ENVIRONMENT
+            assert_eq!(tps, n, "{}", p.name);
+        }
+    }
+
+    #[test]
+    fn notes_name_options_the_parser_has() {
+        for p in PAGES {
+            let es = entries(&p.options);
+            for (n, _) in p.notes {
+                let found = es.iter().any(|e| {
+                    e.longs.contains(n) || e.short.is_some_and(|c| n.len() == 1 && n.starts_with(c))
+                });
+                assert!(found, "{}: note for unknown option {n}", p.name);
+            }
+        }
+        let text = render(&PAGES[0], "0");
+        assert!(text.contains("\\fB\\-\\-topology\\fR=\\fIvalue\\fR\nFlotilla: the topology set"), "{text}");
+    }
+
+    #[test]
+    fn sbatch_parses_what_its_page_lists() {
+        // A listed option with its stated argument is accepted by the real parser.
+        let page = &PAGES[0];
+        let OptionTable::Getopt { shorts, longs } = page.options else { panic!() };
+        for e in entries(&page.options) {
+            for l in &e.longs {
+                let arg = match e.arg {
+                    HasArg::No => format!("--{l}"),
+                    _ => format!("--{l}=1"),
+                };
+                let r = crate::getopt::getopt_long("sbatch", std::slice::from_ref(&arg), shorts, longs);
+                assert!(r.is_ok(), "{arg}: {r:?}");
+            }
+        }
+    }
+}
