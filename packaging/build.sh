@@ -53,19 +53,33 @@ for f in commands/src/bin/*.rs commands/src/bin/*/main.rs; do
 done
 say "client commands: ${client_bins[*]}"
 
-say "cargo build --release (stripped)"
+# FLOTILLA_PKG_PROFILE: the cargo profile to package (default release). CI passes `dev`, the
+# profile its tests already built, so that CI builds one profile only; the binaries are then
+# staged under a target directory of their own whose `release/` cargo-deb and the rpm specs read.
+profile=${FLOTILLA_PKG_PROFILE:-release}
+say "cargo build --profile $profile (stripped)"
 export CARGO_PROFILE_RELEASE_STRIP=symbols
-CARGO_TARGET_DIR=$target cargo build --release --locked \
+CARGO_TARGET_DIR=$target cargo build --profile "$profile" --locked \
   -p flotilla-commands -p flotilla-slurmctld -p flotilla-slurmd --bins
+if [ "$profile" = release ]; then
+  pkg_target=$target
+else
+  built=$target/$([ "$profile" = dev ] && echo debug || echo "$profile")
+  pkg_target=$target/pkg-$profile
+  rm -rf "$pkg_target/release"; mkdir -p "$pkg_target/release"
+  for b in "${client_bins[@]}" slurmctld sackd slurmd; do
+    strip -o "$pkg_target/release/$b" "$built/$b"
+  done
+fi
 
 # --- staging: what the client package's globs pick up ----------------------------------------
-stage=$target/release/pkgroot
+stage=$pkg_target/release/pkgroot
 rm -rf "$stage"
 mkdir -p "$stage/client/bin" "$stage/client/man1" "$stage/man-raw"
 for b in "${client_bins[@]}"; do
-  install -m 0755 "$target/release/$b" "$stage/client/bin/$b"
+  install -m 0755 "$pkg_target/release/$b" "$stage/client/bin/$b"
 done
-"$target/release/flotilla" man --out "$stage/man-raw"
+"$pkg_target/release/flotilla" man --out "$stage/man-raw"
 for b in "${client_bins[@]}"; do
   [ -e "$stage/man-raw/$b.1" ] || { echo "no man page for $b (add it to commands/src/man.rs PAGES)" >&2; exit 1; }
 done
@@ -76,7 +90,7 @@ done
 # --- .deb ----------------------------------------------------------------------------------
 for p in flotilla-commands flotilla-slurmctld flotilla-slurmd; do
   say "cargo deb -p $p"
-  CARGO_TARGET_DIR=$target cargo deb --no-build -p "$p" -o "$out"
+  CARGO_TARGET_DIR=$pkg_target cargo deb --no-build -p "$p" -o "$out"
 done
 
 # --- .rpm ----------------------------------------------------------------------------------
@@ -87,7 +101,7 @@ if [ "${FLOTILLA_PKG_NO_RPM:-0}" != 1 ]; then
     # Asset paths in packaging/rpm/*.toml are relative to the crate; target/release/ is
     # rewritten to this build's target directory here.
     tmp=$target/pkg-rpm-$name.toml
-    sed "s|\"target/release/|\"$target/release/|" "packaging/rpm/$name.toml" > "$tmp"
+    sed "s|\"target/release/|\"$pkg_target/release/|" "packaging/rpm/$name.toml" > "$tmp"
     cargo generate-rpm -p "$dir" --metadata-overwrite="$tmp" -o "$out"
   done
 fi

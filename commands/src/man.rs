@@ -78,6 +78,41 @@ pub const PAGES: &[Page] = &[
         ],
     },
     Page {
+        name: "srun",
+        summary: "run parallel tasks as a job step in Flotilla",
+        synopsis: "[OPTIONS...] executable [args...]",
+        description: &[
+            "Inside an allocation (SLURM_JOB_ID or SLURM_JOBID set, as in a batch script or \
+             under salloc) srun creates a job step on the allocation's nodes and launches its \
+             tasks through the node daemons, each with SLURM_PROCID, SLURM_LOCALID, \
+             SLURM_NODEID, SLURM_NTASKS and the step's variables; it relays their output, \
+             forwards SIGINT, SIGTERM, SIGUSR1 and SIGUSR2 to them and exits with the worst \
+             task's status. Outside an allocation it first allocates one, and gives it back at \
+             the end.",
+        ],
+        options: OptionTable::Getopt {
+            shorts: crate::srun::SHORTS,
+            longs: crate::srun::LONGS,
+        },
+        notes: &[],
+    },
+    Page {
+        name: "salloc",
+        summary: "obtain a Flotilla job allocation and run a command in it",
+        synopsis: "[OPTIONS...] [command [args...]]",
+        description: &[
+            "salloc asks for an allocation with sbatch's resource options, prints \
+             \"salloc: Granted job allocation N\" once it runs, runs the command (default: the \
+             user's shell) with the allocation's environment (SLURM_JOB_ID, \
+             SLURM_JOB_NODELIST, ...), and gives the allocation back when the command exits.",
+        ],
+        options: OptionTable::Getopt {
+            shorts: crate::sbatch::SHORTS,
+            longs: crate::sbatch::LONGS,
+        },
+        notes: &[],
+    },
+    Page {
         name: "squeue",
         summary: "view the jobs in Flotilla's queue",
         synopsis: "[OPTIONS...]",

@@ -48,9 +48,10 @@ const O_IGNORED: u32 = 1012;
 const O_MPI: u32 = 1013;
 
 /// srun's getopt string (Slurm 22.05 `opt.c`); `+`: stop at the program name.
-const SHORTS: &str = "+A:b:B:c:C:d:D:e:EG:hHi:I::jJ:k::K::lL:m:M:n:N:o:Op:q:QsS:t:T:uvVw:W:x:XZ";
+pub const SHORTS: &str = "+A:b:B:c:C:d:D:e:EG:hHi:I::jJ:k::K::lL:m:M:n:N:o:Op:q:QsS:t:T:uvVw:W:x:XZ";
 
-const LONGS: &[LongOpt] = &[
+/// srun's long options (Slurm 22.05 `opt.c`).
+pub const LONGS: &[LongOpt] = &[
     lo("account", HasArg::Required, c('A')),
     lo("chdir", HasArg::Required, c('D')),
     lo("constraint", HasArg::Required, c('C')),
