@@ -19,6 +19,7 @@ pub mod sbatch;
 pub mod scancel;
 pub mod scontrol;
 pub mod scontrol_ctl;
+pub mod sdeploy;
 pub mod signals;
 pub mod sinfo;
 pub mod squeue;

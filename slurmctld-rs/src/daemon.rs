@@ -66,24 +66,34 @@ pub fn uid_of(name: &str) -> Option<u32> {
     nix::unistd::User::from_name(name).ok().flatten().map(|u| u.uid.as_raw())
 }
 
-/// The scheduler for a cluster configuration, with the policies its keys name.
-pub fn scheduler(conf: &ClusterConfig) -> anyhow::Result<(Scheduler, Box<dyn flotilla_core::placement::PlacementPolicy>)> {
+/// The scheduler for a cluster configuration, with the policies its keys name;
+/// `preempt_exempt_s` overrides the core's minimum runtime before preemption.
+pub fn scheduler(
+    conf: &ClusterConfig,
+    preempt_exempt_s: Option<u64>,
+) -> anyhow::Result<(Scheduler, Box<dyn flotilla_core::placement::PlacementPolicy>)> {
     let cluster = Cluster::from_config(conf);
     let placement = flotilla_plugins::placement(&conf.select_type)
         .ok_or_else(|| anyhow!("unknown SelectType {}", conf.select_type))?;
     let test_placement = flotilla_plugins::placement(&conf.select_type).expect("same name");
     let priority = flotilla_plugins::priority(&conf.priority_type)
         .ok_or_else(|| anyhow!("unknown PriorityType {}", conf.priority_type))?;
-    let queue = flotilla_plugins::queue(&conf.scheduler_type)
+    let mut queue = flotilla_plugins::queue(&conf.scheduler_type)
         .ok_or_else(|| anyhow!("unknown SchedulerType {}", conf.scheduler_type))?;
+    if let Some(s) = preempt_exempt_s {
+        queue.min_runtime_s = s;
+    }
     Ok((Scheduler::new(cluster, placement, priority, queue), test_placement))
 }
 
 /// Starts the controller on the current tokio runtime.
 pub async fn start(cfg: DaemonConfig) -> anyhow::Result<Daemon> {
-    let (sched, test_placement) = scheduler(&cfg.cluster)?;
+    let (sched, test_placement) = scheduler(&cfg.cluster, cfg.opts.preempt_exempt_s)?;
     let store = Store::open(&cfg.state_dir, cfg.sync)?;
     let mut opts = cfg.opts;
+    if opts.alert_program.is_none() {
+        opts.alert_program = cfg.cluster.alert_program.as_ref().map(PathBuf::from);
+    }
     opts.admission = AdmissionConf {
         def_mem_per_cpu_mib: cfg.cluster.def_mem_per_cpu_mib,
         max_array_size: cfg.cluster.max_array_size.max(1),
