@@ -267,7 +267,9 @@ impl Controller {
     pub(super) fn raise_alert(&mut self, d: &Decision, now: i64) {
         let (kind, job_id, service, message) = match d {
             Decision::Alert { kind, job, message } => {
-                (format!("{kind:?}"), job.and_then(|j| self.job_of_core(j.0)), None, message.clone())
+                // A replica not bound yet has no record: its id is its job id already.
+                let job_id = job.and_then(|j| self.job_of_core(j.0).or((j.0 & PROV == 0).then_some(j.0)));
+                (format!("{kind:?}"), job_id, None, message.clone())
             }
             Decision::Page(p) => (
                 "Page".to_string(),
