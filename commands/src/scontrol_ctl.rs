@@ -707,3 +707,54 @@ pub fn show_topology(io: &mut Io<'_>) -> i32 {
     }
     0
 }
+
+#[cfg(test)]
+mod flotilla_field_tests {
+    use super::*;
+
+    #[test]
+    fn flotilla_line_only_when_it_says_something() {
+        let mut j = JobInfo {
+            topology: "any".into(),
+            ..JobInfo::default()
+        };
+        assert_eq!(flotilla_line(&j), None, "a Slurm-only job prints as Slurm prints it");
+        j.preempt_count = 2;
+        j.last_checkpoint_ack = Some(common::days_from_civil(2026, 11, 29) * 86_400 + 3600);
+        assert_eq!(
+            flotilla_line(&j).as_deref(),
+            Some("   Topology=any Preemptible=NO PreemptCount=2 LastCheckpointAck=2026-11-29T01:00:00 Borrowed=NO")
+        );
+        let r = JobInfo {
+            topology: "node".into(),
+            service_id: Some(3),
+            borrowed: true,
+            preemptible: true,
+            ..JobInfo::default()
+        };
+        assert_eq!(
+            flotilla_line(&r).as_deref(),
+            Some("   Topology=node Preemptible=YES PreemptCount=0 LastCheckpointAck=None Borrowed=YES ServiceId=3")
+        );
+    }
+
+    #[test]
+    fn alert_records() {
+        let a = flotilla_proto::AlertInfo {
+            id: 4,
+            time: common::days_from_civil(2026, 11, 29) * 86_400,
+            kind: "Page".into(),
+            job_id: None,
+            service_id: Some(2),
+            message: "service 2 (llm) wants 3 replicas".into(),
+        };
+        assert_eq!(
+            alert_record(&a, false),
+            "AlertId=4 Time=2026-11-29T00:00:00 Kind=Page JobId=(null) ServiceId=2\n   Message=service 2 (llm) wants 3 replicas\n\n"
+        );
+        assert_eq!(
+            alert_record(&a, true),
+            "AlertId=4 Time=2026-11-29T00:00:00 Kind=Page JobId=(null) ServiceId=2 Message=service 2 (llm) wants 3 replicas\n"
+        );
+    }
+}
