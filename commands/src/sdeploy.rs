@@ -29,7 +29,7 @@ pub struct Cli {
 #[derive(Debug, Subcommand)]
 pub enum Verb {
     /// Create a service.
-    Create(CreateArgs),
+    Create(Box<CreateArgs>),
     /// Set the desired replica count (clamped to [min, max] by the scheduler).
     Scale {
         /// Service id.
