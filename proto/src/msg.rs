@@ -1120,6 +1120,49 @@ pub enum Response {
 mod tests {
     use super::*;
 
+    /// The service, alert and partition additions round-trip, and were appended: the
+    /// variants that existed keep their index on the wire (postcard encodes it first).
+    #[test]
+    fn service_messages_round_trip_and_are_appended() {
+        let reqs = vec![
+            Request::ServiceCreate(Box::new(ServiceCreate {
+                name: "llm".into(),
+                command: "serve".into(),
+                gpus_per_replica: 4,
+                min_replicas: 1,
+                max_replicas: 3,
+                ..ServiceCreate::default()
+            })),
+            Request::ServiceScale { id: 1, replicas: 2 },
+            Request::ServiceDelete { id: 1 },
+            Request::QueryServices { ids: vec![1, 2] },
+            Request::QueryAlerts,
+        ];
+        for (i, r) in reqs.iter().enumerate() {
+            let bytes = postcard::to_allocvec(r).unwrap();
+            assert_eq!(bytes[0] as usize, 13 + i, "{r:?} appended after UpdateNode");
+            assert_eq!(&postcard::from_bytes::<Request>(&bytes).unwrap(), r);
+        }
+        assert_eq!(postcard::to_allocvec(&Request::Ping).unwrap()[0], 11);
+        let resps = vec![
+            Response::ServiceCreated { id: 3 },
+            Response::Services(vec![ServiceInfo { id: 3, replica_ids: vec![1 << 48], ..ServiceInfo::default() }]),
+            Response::Alerts(vec![AlertInfo { id: 1, kind: "Page".into(), service_id: Some(3), ..AlertInfo::default() }]),
+            Response::Partitions(vec![PartitionInfo {
+                name: "batch".into(),
+                largest_placeable: Some(LargestPlaceableWire { node: 8, pod: 16, any: 24 }),
+                ..PartitionInfo::default()
+            }]),
+        ];
+        for (i, r) in resps.iter().enumerate() {
+            let bytes = postcard::to_allocvec(r).unwrap();
+            if i < 3 {
+                assert_eq!(bytes[0] as usize, 11 + i, "{r:?} appended after Pong");
+            }
+            assert_eq!(&postcard::from_bytes::<Response>(&bytes).unwrap(), r);
+        }
+    }
+
     #[test]
     fn array_task_bounds() {
         assert_eq!(ArrayTasks::of(&[]), None);
