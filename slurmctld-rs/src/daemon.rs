@@ -86,9 +86,28 @@ pub fn scheduler(
     Ok((Scheduler::new(cluster, placement, priority, queue), test_placement))
 }
 
+/// `PreemptExemptTime=` in seconds (Slurm's `time_str2secs`; `-1`/`INFINITE` disable it, as
+/// 0, as slurm.conf(5) says); `None` when unset.
+///
+/// # Errors
+/// A value that is not a Slurm time string.
+pub fn preempt_exempt_s(conf: &ClusterConfig) -> anyhow::Result<Option<u64>> {
+    use flotilla_core::time::{time_str2secs, SlurmDuration};
+    let Some(v) = conf.preempt_exempt_time.as_deref() else { return Ok(None) };
+    match time_str2secs(v) {
+        Ok(SlurmDuration::Finite(s)) => Ok(Some(s.max(0) as u64)),
+        Ok(SlurmDuration::Infinite) => Ok(Some(0)),
+        Err(_) => Err(anyhow!("slurm.conf: invalid PreemptExemptTime={v}")),
+    }
+}
+
 /// Starts the controller on the current tokio runtime.
 pub async fn start(cfg: DaemonConfig) -> anyhow::Result<Daemon> {
-    let (sched, test_placement) = scheduler(&cfg.cluster, cfg.opts.preempt_exempt_s)?;
+    let exempt = match cfg.opts.preempt_exempt_s {
+        Some(s) => Some(s),
+        None => preempt_exempt_s(&cfg.cluster)?,
+    };
+    let (sched, test_placement) = scheduler(&cfg.cluster, exempt)?;
     let store = Store::open(&cfg.state_dir, cfg.sync)?;
     let mut opts = cfg.opts;
     if opts.alert_program.is_none() {
@@ -130,4 +149,23 @@ pub async fn start(cfg: DaemonConfig) -> anyhow::Result<Daemon> {
         shutdown,
         owner,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn preempt_exempt_time_from_slurm_conf() {
+        let with = |v: Option<&str>| ClusterConfig {
+            preempt_exempt_time: v.map(str::to_string),
+            ..ClusterConfig::default()
+        };
+        assert_eq!(preempt_exempt_s(&with(None)).unwrap(), None);
+        assert_eq!(preempt_exempt_s(&with(Some("00:05:00"))).unwrap(), Some(300));
+        assert_eq!(preempt_exempt_s(&with(Some("1-00:00:00"))).unwrap(), Some(86_400));
+        assert_eq!(preempt_exempt_s(&with(Some("-1"))).unwrap(), Some(0));
+        assert_eq!(preempt_exempt_s(&with(Some("0"))).unwrap(), Some(0));
+        assert!(preempt_exempt_s(&with(Some("soon"))).is_err());
+    }
 }

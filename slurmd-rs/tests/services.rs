@@ -38,7 +38,7 @@ fn service_scale_up_preempts_training_which_checkpoints_requeues_and_completes()
     std::fs::write(&prog, format!("#!/bin/sh\ncat >> {}\n", sink.display())).unwrap();
     std::fs::set_permissions(&prog, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
     // KillWait 60 s and a 60 s preemption deadline: only the acknowledgement ends the wait early.
-    let mut c = Cluster::start_with(60, &format!("AlertProgram={}\n", prog.display()), &["--preempt-exempt-s", "0"]);
+    let mut c = Cluster::start_with(60, &format!("AlertProgram={}\nPreemptExemptTime=0\n", prog.display()), &[]);
     c.start_nodes(4);
     let work = c.path("work");
     std::fs::create_dir_all(&work).unwrap();

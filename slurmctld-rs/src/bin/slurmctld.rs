@@ -8,7 +8,7 @@
 //! `ClusterConfig` as JSON instead of slurm.conf), `--sync normal|full`, `--tick-ms`,
 //! `--sched-interval-ms`, `--debounce-ms`, `--slurmd-timeout S`, `--kill-wait S`,
 //! `--max-conns N`, `--max-frame BYTES`, `--preempt-exempt-s S` (seconds a job runs before it
-//! may be preempted; default 600, DESIGN.md §5).
+//! may be preempted; overrides slurm.conf's `PreemptExemptTime`, default 10 min, DESIGN.md §5).
 
 use anyhow::{bail, Context};
 use flotilla_proto::ClusterKey;
