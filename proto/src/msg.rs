@@ -1124,7 +1124,7 @@ mod tests {
     /// variants that existed keep their index on the wire (postcard encodes it first).
     #[test]
     fn service_messages_round_trip_and_are_appended() {
-        let reqs = vec![
+        let reqs = [
             Request::ServiceCreate(Box::new(ServiceCreate {
                 name: "llm".into(),
                 command: "serve".into(),
@@ -1144,7 +1144,7 @@ mod tests {
             assert_eq!(&postcard::from_bytes::<Request>(&bytes).unwrap(), r);
         }
         assert_eq!(postcard::to_allocvec(&Request::Ping).unwrap()[0], 11);
-        let resps = vec![
+        let resps = [
             Response::ServiceCreated { id: 3 },
             Response::Services(vec![ServiceInfo { id: 3, replica_ids: vec![1 << 48], ..ServiceInfo::default() }]),
             Response::Alerts(vec![AlertInfo { id: 1, kind: "Page".into(), service_id: Some(3), ..AlertInfo::default() }]),
