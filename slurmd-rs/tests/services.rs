@@ -221,3 +221,84 @@ fn services_and_replicas_survive_a_controller_restart() {
     assert!(matches!(c.call(uid, Request::ServiceDelete { id: sid }), Ok(Response::JobResults(_))));
     assert!(wait_for(30, || processes_with(&marker).is_empty()), "replicas of a deleted service stop");
 }
+
+/// Past the preemption budget (25 % of running training GPUs in the trailing hour), a scale-up
+/// above the service's floor preempts nothing: it pages, through `AlertProgram` and `scontrol
+/// show alerts`, with the jobs it would preempt.
+#[test]
+fn scale_up_past_the_budget_pages_instead_of_preempting() {
+    let side = tempfile::Builder::new().prefix("fltpage").tempdir_in("/tmp").unwrap();
+    let prog = side.path().join("alert.sh");
+    let sink = side.path().join("alerts.jsonl");
+    std::fs::write(&prog, format!("#!/bin/sh\ncat >> {}\n", sink.display())).unwrap();
+    std::fs::set_permissions(&prog, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    let mut c = Cluster::start_with(5, &format!("AlertProgram={}\nPreemptExemptTime=0\n", prog.display()), &[]);
+    c.start_nodes(4);
+    let work = c.path("work");
+    std::fs::create_dir_all(&work).unwrap();
+    let whole_node = |preemptible: bool| {
+        let mut s = job("#!/bin/bash\ntrap 'touch \"$FLOTILLA_CHECKPOINT_ACK\"' TERM\nwhile true; do sleep 0.2; done\n", &work);
+        s.nodes_min = Some(1);
+        s.gpus_per_node = Some(flotilla_proto::GpuCount { gpu_type: None, count: 8 });
+        s.preemptible = preemptible;
+        s
+    };
+    // Two non-preemptible and two preemptible whole-node jobs.
+    let jobs: Vec<u64> = [false, false, true, true].iter().map(|&p| c.submit(whole_node(p))).collect();
+    for &j in &jobs {
+        c.wait_running(j, 30);
+    }
+    let uid = nix::unistd::getuid().as_raw();
+    let create = ServiceCreate {
+        name: "chat".into(),
+        command: "exec sleep 600".into(),
+        gpus_per_replica: 8,
+        min_replicas: 0,
+        max_replicas: 2,
+        desired_replicas: 1,
+        work_dir: work.to_string_lossy().into_owned(),
+        uid,
+        gid: nix::unistd::getgid().as_raw(),
+        user: job("", &work).user,
+        ..ServiceCreate::default()
+    };
+    let sid = match c.call(uid, Request::ServiceCreate(Box::new(create))) {
+        Ok(Response::ServiceCreated { id }) => id,
+        other => panic!("create failed: {other:?}"),
+    };
+    // The first replica preempts one training job: 8 of 32 GPUs, 25 %, a warning.
+    assert!(wait_for(30, || service(&c, sid).running_replicas == 1), "{}", c.logs());
+    let preempted: Vec<u64> = jobs[2..].iter().copied().filter(|&j| c.job(j).unwrap().preempt_count == 1).collect();
+    assert_eq!(preempted.len(), 1, "{:?}", c.jobs());
+    let survivor = if preempted[0] == jobs[2] { jobs[3] } else { jobs[2] };
+    // The second would take the trailing hour to 16 of 32: 50 % > 25 %, above the floor (0).
+    assert!(matches!(c.call(uid, Request::ServiceScale { id: sid, replicas: 2 }), Ok(Response::JobResults(_))));
+    let page = |c: &Cluster| match c.call(0, Request::QueryAlerts) {
+        Ok(Response::Alerts(a)) => a.into_iter().find(|a| a.kind == "Page"),
+        other => panic!("{other:?}"),
+    };
+    assert!(wait_for(30, || page(&c).is_some()), "no page\n{}", c.logs());
+    let p = page(&c).unwrap();
+    assert_eq!(p.service_id, Some(sid));
+    assert!(p.message.contains("50% (page limit 25%)"), "{}", p.message);
+    std::thread::sleep(Duration::from_millis(500));
+    let s = c.job(survivor).unwrap();
+    assert_eq!((s.state, s.preempt_count), (Some(JobStateWire::Running), 0), "nothing preempted past the budget");
+    assert_eq!(service(&c, sid).running_replicas, 1);
+    let ok = wait_for(10, || std::fs::read_to_string(&sink).is_ok_and(|t| t.contains("\"kind\":\"Page\"")));
+    assert!(ok, "AlertProgram got no page: {:?}", std::fs::read_to_string(&sink));
+    let text = std::fs::read_to_string(&sink).unwrap();
+    let line = text.lines().find(|l| l.contains("\"kind\":\"Page\"")).unwrap();
+    let v: serde_json::Value = serde_json::from_str(line).unwrap();
+    assert_eq!(v["service_id"], serde_json::json!(sid));
+    assert_eq!(v["decision"]["Page"]["would_preempt"][0]["job"], serde_json::json!(survivor), "{v}");
+    assert_eq!(v["decision"]["Page"]["rate_pct"], serde_json::json!(50));
+
+    assert!(matches!(c.call(uid, Request::ServiceDelete { id: sid }), Ok(Response::JobResults(_))));
+    let replicas_done = || c.jobs().iter().filter(|j| j.service_id == Some(sid)).all(|j| j.state.is_some_and(|s| s.is_finished()));
+    assert!(wait_for(30, replicas_done), "replicas of a deleted service stop");
+    for j in jobs {
+        let _ = c.call(0, Request::CancelJob(flotilla_proto::CancelJob { jobs: vec![flotilla_proto::JobRef::id(j)], ..Default::default() }));
+        assert!(c.wait_done(j, 30).state.is_some_and(|s| s.is_finished()));
+    }
+}
