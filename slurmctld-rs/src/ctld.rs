@@ -837,6 +837,11 @@ impl Controller {
                     error.get_or_insert(SlurmError::new(ESLURM_ACCESS_DENIED));
                     continue;
                 }
+                if self.jobs[&id].service.is_some() {
+                    // A replica belongs to its service: `sdeploy` scales it, `scancel` replaces it.
+                    error.get_or_insert(SlurmError::new(ESLURM_NOT_SUPPORTED));
+                    continue;
+                }
                 let state = self.jobs[&id].state;
                 match state {
                     JobState::Pending => {

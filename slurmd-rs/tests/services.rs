@@ -213,6 +213,9 @@ fn services_and_replicas_survive_a_controller_restart() {
         ids.len() == 2 && ids.contains(&first[0]) && ids.iter().filter(|&&i| i != first[0]).all(|&i| i > first[0]),
         "the first replica kept, the new one with a fresh id: {ids:?}"
     );
+    // A replica is not requeued by hand (its service replaces it).
+    let rq = c.call(uid, Request::Requeue(flotilla_proto::RequeueJob { jobs: vec![flotilla_proto::JobRef::id(first[0])], hold: false }));
+    assert!(matches!(&rq, Ok(Response::JobResults(r)) if r[0].error.is_some()), "{rq:?}");
     // Another user may not scale it; an unknown id is an error.
     let other = uid.wrapping_add(4242);
     assert!(matches!(c.call(other, Request::ServiceScale { id: sid, replicas: 0 }), Ok(Response::Error(_))));
