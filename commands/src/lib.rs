@@ -22,6 +22,7 @@ pub mod salloc;
 pub mod scancel;
 pub mod scontrol;
 pub mod scontrol_ctl;
+pub mod sdeploy;
 pub mod signals;
 pub mod sinfo;
 pub mod squeue;

@@ -1,7 +1,7 @@
 //! Man pages (section 1) for the Slurm-compatible commands, generated from the very option
 //! tables their parsers use ([`crate::getopt`] tables, scontrol's own table), so that a page
-//! cannot list an option the parser refuses or miss one it accepts. `flotilla` (clap) gets
-//! its pages from `clap_mangen` in the `flotilla man` subcommand instead.
+//! cannot list an option the parser refuses or miss one it accepts. `flotilla` and `sdeploy` (clap) get
+//! their pages from `clap_mangen` in the `flotilla man` subcommand instead.
 //!
 //! [`PAGES`] is the list of the getopt commands: a new command in `src/bin/` adds one entry
 //! here (a test fails until it does), and the packaging picks the binary up by itself.

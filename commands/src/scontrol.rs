@@ -168,6 +168,8 @@ const ENTITIES: &[(&str, Min)] = &[
     ("slurmd", Min::Max(2)),
     ("steps", Min::Max(2)),
     ("topology", Min::Max(1)),
+    // Flotilla: alerts and pages of the scheduler.
+    ("alerts", Min::Max(3)),
 ];
 
 fn lookup<'t>(table: &'t [(&'t str, Min)], tag: &str) -> Option<&'t str> {
@@ -536,7 +538,7 @@ impl Scontrol<'_, '_> {
                     Ok(())
                 }
             },
-            Some(e @ ("jobs" | "jobid" | "nodes" | "partitions" | "partitionname" | "topology")) => {
+            Some(e @ ("jobs" | "jobid" | "nodes" | "partitions" | "partitionname" | "topology" | "alerts")) => {
                 let flags = ctl::ShowFlags {
                     one_liner: self.state.one_liner,
                     details: self.state.details,
@@ -546,6 +548,7 @@ impl Scontrol<'_, '_> {
                     "jobs" | "jobid" => ctl::show_job(v, flags, self.io),
                     "nodes" => ctl::show_node(v, flags, self.io),
                     "topology" => ctl::show_topology(self.io),
+                    "alerts" => ctl::show_alerts(flags, self.io),
                     _ => ctl::show_partition(v, flags, self.io),
                 };
                 Ok(())

@@ -3,10 +3,12 @@
 //! exit codes as Slurm 22.05's `scontrol` (e.g. `Invalid job id specified for job 999999`,
 //! `slurm_suspend error: ...` after a failed hold/release).
 //!
-//! `show job` prints Slurm's record. Flotilla's own job fields (`Topology=`, `Preemptible=`)
-//! are added as one extra line only for jobs that set a Flotilla option (a topology other
-//! than the partition's default `any`, or `--preemptible`), so Slurm-only jobs print exactly
-//! as Slurm prints them.
+//! `show job` prints Slurm's record. Flotilla's own job fields (`Topology=`, `Preemptible=`,
+//! `PreemptCount=`, `LastCheckpointAck=`, `Borrowed=`, and `ServiceId=` for a replica) are
+//! added as one extra line only for jobs where one of them says something (a topology other
+//! than the partition's default `any`, `--preemptible`, a preemption, a checkpoint
+//! acknowledgement, borrowed capacity, a service replica), so Slurm-only jobs print exactly
+//! as Slurm prints them. `show alerts` (Flotilla) prints the scheduler's alerts and pages.
 
 use crate::common::{self, Ctl, Io};
 use crate::jobfmt;
@@ -385,15 +387,78 @@ pub fn job_record(j: &JobInfo, flags: ShowFlags, now: i64) -> Vec<String> {
     if tpn != "N/A" {
         l.push(format!("   TresPerNode={tpn}"));
     }
-    if (j.topology != "any" && !j.topology.is_empty()) || j.preemptible {
-        l.push(format!(
-            "   Topology={} Preemptible={}",
-            j.topology,
-            if j.preemptible { "YES" } else { "NO" }
-        ));
+    if let Some(f) = flotilla_line(j) {
+        l.push(f);
     }
     l.push("   ".into());
     l
+}
+
+/// The extra line of Flotilla's own job fields, when one of them says something (see the
+/// module docs).
+pub fn flotilla_line(j: &JobInfo) -> Option<String> {
+    let flotilla = (j.topology != "any" && !j.topology.is_empty())
+        || j.preemptible
+        || j.preempt_count > 0
+        || j.last_checkpoint_ack.is_some()
+        || j.borrowed
+        || j.service_id.is_some();
+    if !flotilla {
+        return None;
+    }
+    let yes = |b: bool| if b { "YES" } else { "NO" };
+    let mut s = format!(
+        "   Topology={} Preemptible={} PreemptCount={} LastCheckpointAck={} Borrowed={}",
+        j.topology,
+        yes(j.preemptible),
+        j.preempt_count,
+        j.last_checkpoint_ack.map_or_else(|| "None".to_string(), common::fmt_time),
+        yes(j.borrowed)
+    );
+    if let Some(id) = j.service_id {
+        s.push_str(&format!(" ServiceId={id}"));
+    }
+    Some(s)
+}
+
+/// `scontrol show alerts`' record of one alert: `AlertId= Time= Kind= JobId= ServiceId=`,
+/// then `Message=` on its own line, a blank line after (`one_liner`: one line).
+pub fn alert_record(a: &flotilla_proto::AlertInfo, one_liner: bool) -> String {
+    let head = format!(
+        "AlertId={} Time={} Kind={} JobId={} ServiceId={}",
+        a.id,
+        common::fmt_time(a.time),
+        a.kind,
+        a.job_id.map_or_else(|| "(null)".to_string(), |j| j.to_string()),
+        a.service_id.map_or_else(|| "(null)".to_string(), |s| s.to_string())
+    );
+    if one_liner {
+        format!("{head} Message={}\n", a.message)
+    } else {
+        format!("{head}\n   Message={}\n\n", a.message)
+    }
+}
+
+/// `scontrol show alerts` (Flotilla): the scheduler's alerts and pages, oldest first.
+pub fn show_alerts(flags: ShowFlags, io: &mut Io<'_>) -> i32 {
+    let Some(c) = ctl(io, "slurm_load_alerts") else { return 1 };
+    match c.call(Request::QueryAlerts) {
+        Ok(Response::Alerts(a)) if a.is_empty() => {
+            io.out("No alerts in the system\n");
+            0
+        }
+        Ok(Response::Alerts(a)) => {
+            for x in &a {
+                io.out(&alert_record(x, flags.one_liner));
+            }
+            0
+        }
+        Ok(_) => 1,
+        Err(e) => {
+            io.err(&format!("slurm_load_alerts error: {}\n", e.slurm().text));
+            1
+        }
+    }
 }
 
 fn idx_ranges(idx: &[u32]) -> String {
@@ -641,4 +706,55 @@ pub fn show_topology(io: &mut Io<'_>) -> i32 {
         ));
     }
     0
+}
+
+#[cfg(test)]
+mod flotilla_field_tests {
+    use super::*;
+
+    #[test]
+    fn flotilla_line_only_when_it_says_something() {
+        let mut j = JobInfo {
+            topology: "any".into(),
+            ..JobInfo::default()
+        };
+        assert_eq!(flotilla_line(&j), None, "a Slurm-only job prints as Slurm prints it");
+        j.preempt_count = 2;
+        j.last_checkpoint_ack = Some(common::days_from_civil(2026, 11, 29) * 86_400 + 3600);
+        assert_eq!(
+            flotilla_line(&j).as_deref(),
+            Some("   Topology=any Preemptible=NO PreemptCount=2 LastCheckpointAck=2026-11-29T01:00:00 Borrowed=NO")
+        );
+        let r = JobInfo {
+            topology: "node".into(),
+            service_id: Some(3),
+            borrowed: true,
+            preemptible: true,
+            ..JobInfo::default()
+        };
+        assert_eq!(
+            flotilla_line(&r).as_deref(),
+            Some("   Topology=node Preemptible=YES PreemptCount=0 LastCheckpointAck=None Borrowed=YES ServiceId=3")
+        );
+    }
+
+    #[test]
+    fn alert_records() {
+        let a = flotilla_proto::AlertInfo {
+            id: 4,
+            time: common::days_from_civil(2026, 11, 29) * 86_400,
+            kind: "Page".into(),
+            job_id: None,
+            service_id: Some(2),
+            message: "service 2 (llm) wants 3 replicas".into(),
+        };
+        assert_eq!(
+            alert_record(&a, false),
+            "AlertId=4 Time=2026-11-29T00:00:00 Kind=Page JobId=(null) ServiceId=2\n   Message=service 2 (llm) wants 3 replicas\n\n"
+        );
+        assert_eq!(
+            alert_record(&a, true),
+            "AlertId=4 Time=2026-11-29T00:00:00 Kind=Page JobId=(null) ServiceId=2 Message=service 2 (llm) wants 3 replicas\n"
+        );
+    }
 }

@@ -1,6 +1,10 @@
 //! `sinfo`, as Slurm 22.05's: the default partition view, `-N` (node view), `-l`, `-s`,
 //! `-o` letters, `-O` fields, `-R`, `-t`, `-p`, `-h`. Nodes sharing a partition and the
 //! printed state are grouped on one line with a hostlist, as Slurm groups them.
+//!
+//! Flotilla: `-O LargestPlaceable` prints the partition's `largest_placeable`
+//! (`node=8,pod=24,any=204`: the largest GPU request that could start now inside one node,
+//! one pod, anywhere; DESIGN.md §2), and `--largest` prints it per partition as a table.
 
 use crate::common::{self, field, Ctl, Io};
 use crate::getopt::{getopt_long, lo, HasArg, LongOpt};
@@ -12,6 +16,7 @@ const fn c(ch: char) -> u32 {
 }
 const O_HELP: u32 = 1000;
 const O_IGNORED: u32 = 1001;
+const O_LARGEST: u32 = 1002;
 /// sinfo's getopt string (Slurm 22.05 `opts.c`).
 pub const SHORTS: &str = "adehi:lM:n:No:O:p:rRsS:t:TvV";
 /// sinfo's long options; ids are the short letter or an `O_*`.
@@ -43,7 +48,31 @@ pub const LONGS: &[LongOpt] = &[
     lo("future", HasArg::No, O_IGNORED),
     lo("local", HasArg::No, O_IGNORED),
     lo("federation", HasArg::No, O_IGNORED),
+    lo("largest", HasArg::No, O_LARGEST),
 ];
+
+/// A partition's `largest_placeable` as `-O LargestPlaceable` prints it
+/// (`node=8,pod=24,any=204`; `N/A` when the controller did not send it).
+pub fn largest_str(p: &PartitionInfo) -> String {
+    p.largest_placeable
+        .map_or_else(|| "N/A".to_string(), |l| format!("node={},pod={},any={}", l.node, l.pod, l.any))
+}
+
+/// `sinfo --largest`: per partition (the default marked `*`), the largest GPU request that
+/// could start now inside one node, one pod, and anywhere.
+pub fn largest_table(parts: &[PartitionInfo], noheader: bool) -> String {
+    let mut out = String::new();
+    if !noheader {
+        out.push_str(&format!("{} {} {} {}\n", field("PARTITION", 9, false), field("NODE", 6, true), field("POD", 6, true), field("ANY", 6, true)));
+    }
+    for p in parts {
+        let (n, pod, any) = p
+            .largest_placeable
+            .map_or_else(|| ("N/A".into(), "N/A".into(), "N/A".into()), |l| (l.node.to_string(), l.pod.to_string(), l.any.to_string()));
+        out.push_str(&format!("{} {} {} {}\n", field(&part_name(p), 9, false), field(&n, 6, true), field(&pod, 6, true), field(&any, 6, true)));
+    }
+    out
+}
 
 /// Short state names (`%t`).
 fn short_state(s: &str) -> &'static str {
@@ -228,6 +257,7 @@ pub fn run(args: &[String], io: &mut Io<'_>) -> i32 {
     };
     let (mut noheader, mut long, mut node_view, mut summarize, mut reasons) = (false, false, false, false, false);
     let (mut fmt, mut fmt2): (Option<String>, Option<String>) = (None, None);
+    let mut largest = false;
     let mut parts_f: Vec<String> = Vec::new();
     let mut states_f: Vec<String> = Vec::new();
     for o in &p.opts {
@@ -250,6 +280,7 @@ pub fn run(args: &[String], io: &mut Io<'_>) -> i32 {
                 io.out("Usage: sinfo [OPTIONS]\n");
                 return 0;
             }
+            O_LARGEST => largest = true,
             _ => {}
         }
     }
@@ -264,6 +295,11 @@ pub fn run(args: &[String], io: &mut Io<'_>) -> i32 {
         Ok(Response::Partitions(p)) => p,
         _ => Vec::new(),
     };
+    if largest {
+        let shown: Vec<PartitionInfo> = parts.iter().filter(|p| parts_f.is_empty() || parts_f.contains(&p.name)).cloned().collect();
+        io.out(&largest_table(&shown, noheader));
+        return 0;
+    }
     let nodes = match ctl.call(Request::QueryNodes(NodeQuery::default())) {
         Ok(Response::Nodes(n)) => n,
         Err(e) => {
@@ -357,7 +393,7 @@ pub fn run(args: &[String], io: &mut Io<'_>) -> i32 {
             for (_, ch, w, r) in &cols {
                 let v = match ch {
                     'U' => row.nodes.first().map_or_else(|| "N/A".into(), |n| gres_used(n)),
-                    'L' => "N/A".into(),
+                    'L' => largest_str(row.part),
                     _ => value(*ch, row, &ctl.conf).map(|x| x.1).unwrap_or_default(),
                 };
                 out.push_str(&field(&v, *w, *r));

@@ -766,6 +766,14 @@ pub struct JobInfo {
     pub excluded_nodes: Vec<String>,
     /// `--comment`.
     pub comment: Option<String>,
+    /// Times the job was preempted (and requeued).
+    pub preempt_count: u32,
+    /// Last checkpoint the job acknowledged (s since epoch), if any.
+    pub last_checkpoint_ack: Option<i64>,
+    /// Its allocation exceeds its quota scope's guarantee (reclaimed first).
+    pub borrowed: bool,
+    /// The service this job is a replica of.
+    pub service_id: Option<u32>,
 }
 
 /// A node as `sinfo`/`scontrol show node` need it.
@@ -824,6 +832,126 @@ pub struct PartitionInfo {
     pub total_gpus: u32,
     /// Default topology.
     pub default_topology: String,
+    /// The largest GPU request that could start now in this partition, per topology level
+    /// (`None` from a controller that does not compute it).
+    pub largest_placeable: Option<LargestPlaceableWire>,
+}
+
+/// The largest request (GPUs) that could start now inside one node, one pod, and anywhere
+/// (DESIGN.md §2 `largest_placeable`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+pub struct LargestPlaceableWire {
+    /// GPUs inside one node.
+    pub node: u32,
+    /// GPUs inside one pod (leaf switch).
+    pub pod: u32,
+    /// GPUs anywhere.
+    pub any: u32,
+}
+
+/// `sdeploy create`: a long-lived inference service (DESIGN.md §2). Each replica is one
+/// allocation of `gpus_per_replica` GPUs inside one `topology` set, running `command`.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+pub struct ServiceCreate {
+    /// Service name (replicas show it as their job name).
+    pub name: String,
+    /// Command each replica runs (`/bin/sh -c`).
+    pub command: String,
+    /// GPUs per replica.
+    pub gpus_per_replica: u32,
+    /// GPU model, if required.
+    pub gpu_type: Option<String>,
+    /// Topology of one replica (`node`, `pod`, `any`); `None`: `node`.
+    pub topology: Option<String>,
+    /// CPUs per replica (`None`: 1).
+    pub cpus_per_replica: Option<u32>,
+    /// Memory per replica (MiB; `None`: `DefMemPerCPU` × CPUs).
+    pub mem_per_replica_mib: Option<u64>,
+    /// Availability floor.
+    pub min_replicas: u32,
+    /// Ceiling.
+    pub max_replicas: u32,
+    /// Replicas wanted now (clamped to `[min, max]` by the scheduler).
+    pub desired_replicas: u32,
+    /// Priority among services.
+    pub priority: u32,
+    /// Partition (`None`: the default partition).
+    pub partition: Option<String>,
+    /// Account.
+    pub account: Option<String>,
+    /// Working directory (absolute).
+    pub work_dir: String,
+    /// Environment of the replicas.
+    pub environment: Vec<(String, String)>,
+    /// Owner uid (must match the credential unless admin).
+    pub uid: u32,
+    /// Owner gid.
+    pub gid: u32,
+    /// Owner name.
+    pub user: String,
+}
+
+/// A service as `sdeploy show|list` need it.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+pub struct ServiceInfo {
+    /// Service id.
+    pub id: u32,
+    /// Name.
+    pub name: String,
+    /// Owner.
+    pub user: String,
+    /// Account.
+    pub account: String,
+    /// Partition.
+    pub partition: String,
+    /// GPUs per replica.
+    pub gpus_per_replica: u32,
+    /// GPU model, if required.
+    pub gpu_type: Option<String>,
+    /// Topology of one replica.
+    pub topology: String,
+    /// CPUs per replica.
+    pub cpus_per_replica: u32,
+    /// Memory per replica (MiB).
+    pub mem_per_replica_mib: u64,
+    /// Floor.
+    pub min_replicas: u32,
+    /// Ceiling.
+    pub max_replicas: u32,
+    /// Wanted (as last set).
+    pub desired_replicas: u32,
+    /// Running replicas.
+    pub running_replicas: u32,
+    /// Replicas waiting for resources.
+    pub pending_replicas: u32,
+    /// Priority.
+    pub priority: u32,
+    /// Command.
+    pub command: String,
+    /// Created (s since epoch).
+    pub create_time: i64,
+    /// Job ids of the running replicas.
+    pub replica_ids: Vec<u64>,
+    /// Nodes of the running replicas (hostlist).
+    pub nodes: String,
+}
+
+/// An alert or page the scheduler raised (`scontrol show alerts`).
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+pub struct AlertInfo {
+    /// Sequence number.
+    pub id: u64,
+    /// When (s since epoch).
+    pub time: i64,
+    /// Kind (`ReservationCannotFill`, `PreemptionBudgetWarn`, `StorageDegraded`,
+    /// `StorageRecovered`, `Page`).
+    pub kind: String,
+    /// Job concerned.
+    pub job_id: Option<u64>,
+    /// Service concerned.
+    pub service_id: Option<u32>,
+    /// Text.
+    pub message: String,
 }
 
 /// sdiag-like counters.
@@ -920,6 +1048,27 @@ pub enum Request {
     QuerySteps(JobQuery),
     /// `salloc`/`srun`: an interactive allocation is given back.
     ReleaseAllocation(ReleaseAllocation),
+    /// `sdeploy create`.
+    ServiceCreate(Box<ServiceCreate>),
+    /// `sdeploy scale ID --replicas N`: the autoscaler's only verb.
+    ServiceScale {
+        /// Service id.
+        id: u32,
+        /// Desired replicas.
+        replicas: u32,
+    },
+    /// `sdeploy delete ID`: its replicas are stopped.
+    ServiceDelete {
+        /// Service id.
+        id: u32,
+    },
+    /// `sdeploy show|list` (empty: all).
+    QueryServices {
+        /// Service ids.
+        ids: Vec<u32>,
+    },
+    /// `scontrol show alerts`.
+    QueryAlerts,
 }
 
 impl Request {
@@ -943,6 +1092,11 @@ impl Request {
             Request::StepComplete(_) => "REQUEST_STEP_COMPLETE",
             Request::QuerySteps(_) => "REQUEST_JOB_STEP_INFO",
             Request::ReleaseAllocation(_) => "REQUEST_COMPLETE_JOB_ALLOCATION",
+            Request::ServiceCreate(_) => "REQUEST_SERVICE_CREATE",
+            Request::ServiceScale { .. } => "REQUEST_SERVICE_SCALE",
+            Request::ServiceDelete { .. } => "REQUEST_SERVICE_DELETE",
+            Request::QueryServices { .. } => "REQUEST_SERVICE_INFO",
+            Request::QueryAlerts => "REQUEST_ALERT_INFO",
         }
     }
 }
@@ -976,11 +1130,63 @@ pub enum Response {
     StepCreated(StepLayout),
     /// Steps (`squeue -s`).
     Steps(Vec<StepInfo>),
+    /// A service was created.
+    ServiceCreated {
+        /// Its id.
+        id: u32,
+    },
+    /// Services.
+    Services(Vec<ServiceInfo>),
+    /// Alerts and pages, oldest first.
+    Alerts(Vec<AlertInfo>),
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The service, alert and partition additions round-trip, and were appended: the
+    /// variants that existed keep their index on the wire (postcard encodes it first).
+    #[test]
+    fn service_messages_round_trip_and_are_appended() {
+        let reqs = [
+            Request::ServiceCreate(Box::new(ServiceCreate {
+                name: "llm".into(),
+                command: "serve".into(),
+                gpus_per_replica: 4,
+                min_replicas: 1,
+                max_replicas: 3,
+                ..ServiceCreate::default()
+            })),
+            Request::ServiceScale { id: 1, replicas: 2 },
+            Request::ServiceDelete { id: 1 },
+            Request::QueryServices { ids: vec![1, 2] },
+            Request::QueryAlerts,
+        ];
+        for (i, r) in reqs.iter().enumerate() {
+            let bytes = postcard::to_allocvec(r).unwrap();
+            assert_eq!(bytes[0] as usize, 13 + i, "{r:?} appended after UpdateNode");
+            assert_eq!(&postcard::from_bytes::<Request>(&bytes).unwrap(), r);
+        }
+        assert_eq!(postcard::to_allocvec(&Request::Ping).unwrap()[0], 11);
+        let resps = [
+            Response::ServiceCreated { id: 3 },
+            Response::Services(vec![ServiceInfo { id: 3, replica_ids: vec![1 << 48], ..ServiceInfo::default() }]),
+            Response::Alerts(vec![AlertInfo { id: 1, kind: "Page".into(), service_id: Some(3), ..AlertInfo::default() }]),
+            Response::Partitions(vec![PartitionInfo {
+                name: "batch".into(),
+                largest_placeable: Some(LargestPlaceableWire { node: 8, pod: 16, any: 24 }),
+                ..PartitionInfo::default()
+            }]),
+        ];
+        for (i, r) in resps.iter().enumerate() {
+            let bytes = postcard::to_allocvec(r).unwrap();
+            if i < 3 {
+                assert_eq!(bytes[0] as usize, 11 + i, "{r:?} appended after Pong");
+            }
+            assert_eq!(&postcard::from_bytes::<Response>(&bytes).unwrap(), r);
+        }
+    }
 
     #[test]
     fn array_task_bounds() {

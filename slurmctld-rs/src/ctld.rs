@@ -39,6 +39,8 @@ const SIGTERM: i32 = 15;
 /// Most events handled in one turn (one transaction).
 const MAX_BATCH: usize = 8192;
 
+mod services;
+
 fn prov_id(array_id: u64, task: u32) -> u64 {
     PROV | (array_id << 20) | u64::from(task)
 }
@@ -122,6 +124,11 @@ pub struct CtlOptions {
     pub check_invariants: bool,
     /// Seconds in one minute of a time limit: 60, except in tests that cannot wait minutes.
     pub minute_s: i64,
+    /// `AlertProgram=`: run with each alert or page as JSON on its standard input.
+    pub alert_program: Option<std::path::PathBuf>,
+    /// Seconds a job runs before it may be preempted (Slurm's `PreemptExemptTime`); `None`:
+    /// the core's default (10 min, DESIGN.md §5).
+    pub preempt_exempt_s: Option<u64>,
 }
 
 impl Default for CtlOptions {
@@ -140,6 +147,8 @@ impl Default for CtlOptions {
             },
             check_invariants: true,
             minute_s: 60,
+            alert_program: None,
+            preempt_exempt_s: None,
         }
     }
 }
@@ -203,6 +212,7 @@ pub struct Controller {
     started_at: i64,
     auth_failures: Arc<AtomicU64>,
     steps: steps::StepTable,
+    svc: services::SvcState,
 }
 
 /// Wall clock in seconds since the epoch (read only at the edge, here).
@@ -252,14 +262,16 @@ impl Controller {
             started_at: now,
             auth_failures,
             steps: steps::StepTable::default(),
+            svc: services::SvcState::default(),
         };
         c.recover(now)?;
         Ok(c)
     }
 
     fn recover(&mut self, now: i64) -> Result<(), crate::store::StoreError> {
-        let loaded = self.store.load(now - self.opts.min_job_age_s)?;
+        let mut loaded = self.store.load(now - self.opts.min_job_age_s)?;
         self.next_job_id = loaded.next_job_id;
+        self.recover_services(std::mem::take(&mut loaded.svc), now);
         let mut known: HashSet<String> = HashSet::new();
         for row in &loaded.nodes {
             if let Some(id) = self.sched.cluster.node_id(&row.name) {
@@ -309,17 +321,22 @@ impl Controller {
                     }
                     rec.allocs = allocs.clone();
                     let start = rec.start_time.unwrap_or(now).max(0) as u64;
-                    self.sched.restore_running(RunningJob {
+                    let preempting = rec.stopping.filter(|s| s.why == StopWhy::Preempt);
+                    let running = RunningJob {
                         spec: rec.spec.clone(),
                         allocs,
                         start,
                         end: rec.spec.time_limit_s.map(|l| start + l),
                         backfill_for: Vec::new(),
-                        preempt_pending: false,
-                        stopping: false,
-                        last_checkpoint: None,
-                        preempt_deadline: None,
-                    });
+                        preempt_pending: preempting.is_some(),
+                        stopping: rec.service.is_some() && rec.stopping.is_some(),
+                        last_checkpoint: rec.last_checkpoint_ack.map(|t| t.max(0) as u64),
+                        preempt_deadline: preempting.and_then(|s| s.kill_at).map(|t| t.max(0) as u64),
+                    };
+                    match rec.service {
+                        Some(s) => self.sched.restore_replica(flotilla_core::sched::ServiceId(s), running),
+                        None => self.sched.restore_running(running),
+                    }
                 }
                 _ => {}
             }
@@ -428,6 +445,11 @@ impl Controller {
             Request::StepComplete(c) => self.step_complete(ident, c, now),
             Request::QuerySteps(q) => Response::Steps(self.query_steps(&q)),
             Request::ReleaseAllocation(r) => self.release_allocation(ident, r, now),
+            r @ (Request::ServiceCreate(_)
+            | Request::ServiceScale { .. }
+            | Request::ServiceDelete { .. }
+            | Request::QueryServices { .. }
+            | Request::QueryAlerts) => self.service_rpc(ident, r, now),
             Request::IssueCredential | Request::Register(_) => {
                 Response::Error(SlurmError::new(SLURM_UNEXPECTED_MSG_ERROR))
             }
@@ -739,6 +761,7 @@ impl Controller {
             why,
             term_at: now,
             kill_sent: false,
+            kill_at: None,
         });
         let _span = info_span!("job", job = id).entered();
         info!(?why, "stopping running job: SIGTERM, SIGKILL after KillWait");
@@ -821,6 +844,11 @@ impl Controller {
                 let id = t.id();
                 if !self.owner_ok(ident, id) {
                     error.get_or_insert(SlurmError::new(ESLURM_ACCESS_DENIED));
+                    continue;
+                }
+                if self.jobs[&id].service.is_some() {
+                    // A replica belongs to its service: `sdeploy` scales it, `scancel` replaces it.
+                    error.get_or_insert(SlurmError::new(ESLURM_NOT_SUPPORTED));
                     continue;
                 }
                 let state = self.jobs[&id].state;
@@ -1045,6 +1073,14 @@ impl Controller {
             required_nodes: rec.required_nodes.clone(),
             excluded_nodes: rec.excluded_nodes.clone(),
             comment: rec.comment.clone(),
+            preempt_count: rec.spec.preempt_count,
+            last_checkpoint_ack: rec.last_checkpoint_ack,
+            borrowed: self
+                .sched
+                .running()
+                .get(&rec.spec.id)
+                .is_some_and(|r| r.allocs.iter().any(|a| a.borrowed)),
+            service_id: rec.service,
         }
     }
 
@@ -1107,7 +1143,8 @@ impl Controller {
         let c = &self.sched.cluster;
         c.partitions
             .iter()
-            .map(|p| {
+            .enumerate()
+            .map(|(i, p)| {
                 let names: Vec<String> = p.nodes.iter().map(|n| c.node(*n).name.clone()).collect();
                 PartitionInfo {
                     name: p.name.clone(),
@@ -1120,6 +1157,7 @@ impl Controller {
                     total_cpus: p.nodes.iter().map(|n| (c.node(*n).cpu_milli / 1000) as u32).sum(),
                     total_gpus: p.nodes.iter().map(|n| c.node(*n).gpus).sum(),
                     default_topology: p.default_topology.as_str().to_string(),
+                    largest_placeable: Some(self.largest_placeable_of(i)),
                 }
             })
             .collect()
@@ -1257,6 +1295,11 @@ impl Controller {
         if rec.restarts != run || rec.state != JobState::Running {
             return;
         }
+        rec.last_checkpoint_ack = Some(at);
+        let core = rec.spec.id;
+        self.dirty(id);
+        self.sched.handle(CoreEvent::CheckpointAck { job: core, at: at.max(0) as u64 }, at.max(0) as u64);
+        let rec = self.jobs.get_mut(&id).expect("present");
         let Some(s) = rec.stopping.as_mut().filter(|s| !s.kill_sent) else { return };
         s.kill_sent = true;
         let _span = info_span!("job", job = id).entered();
@@ -1377,6 +1420,12 @@ impl Controller {
         self.batch.steps.insert(id);
         self.batch.acct.insert(id);
         self.end_steps(id, now);
+        let run_state = match why {
+            Some(StopWhy::Preempt) => JobState::Preempted.as_str(),
+            Some(StopWhy::Requeue { .. }) => "REQUEUED",
+            _ => self.jobs[&id].end_state.unwrap_or(JobState::Completed).as_str(),
+        };
+        self.record_run(id, run_state);
         match why {
             Some(StopWhy::Preempt) => {
                 self.sched.handle(CoreEvent::Requeued(core), now as u64);
@@ -1428,27 +1477,15 @@ impl Controller {
                         }
                     }
                 }
-                Decision::Preempt { job, for_job, deadline, .. } => {
-                    if let Some(id) = self.job_of_core(job.0) {
-                        if self.jobs[&id].stopping.is_none() && self.jobs[&id].state == JobState::Running {
-                            info!(job = id, for_job = for_job.0, deadline, "preempting");
-                            self.start_stop(id, StopWhy::Preempt, now);
-                        }
-                    }
-                }
+                Decision::Preempt { job, for_job, deadline, .. } => self.preempt(job.0, for_job.0, deadline, now),
                 Decision::Requeue { job, reason } => self.core_requeued(job.0, &reason, now),
-                Decision::Alert { message, job, .. } => {
-                    warn!(job = job.map(|j| j.0), "alert: {message}");
-                }
-                Decision::Page(p) => {
-                    warn!(service = p.service.0, "page: {p:?}");
-                }
-                Decision::BindReplica { service, .. }
-                | Decision::StopReplica { service, .. }
-                | Decision::Relocate { service, .. } => {
-                    // The controller does not create services yet (sdeploy arrives with the
-                    // commands issue), so the core cannot emit these; log rather than crash.
-                    warn!(service = service.0, "service decision ignored: services are not wired into the controller yet");
+                d @ (Decision::Alert { .. } | Decision::Page(_)) => self.raise_alert(&d, now),
+                Decision::BindReplica { service, replica, allocs } => self.bind_replica(service, replica, allocs, now),
+                Decision::StopReplica { replica, .. } => self.stop_replica(replica, now),
+                Decision::Relocate { service, from, to, allocs, .. } => {
+                    // Start the new replica, then drain the old one.
+                    self.bind_replica(service, to, allocs, now);
+                    self.stop_replica(from, now);
                 }
             }
         }
@@ -1532,6 +1569,8 @@ impl Controller {
         let nodes = rec.nodes.clone();
         let _span = info_span!("job", job = id).entered();
         info!(?reason, requeue = rec.requeue, "node lost: job requeued by the core");
+        rec.end_time = Some(now);
+        self.record_run(id, JobState::NodeFail.as_str());
         self.batch.allocs.push(AllocOp::DeleteJob(id));
         for n in &nodes {
             if let Some(nid) = self.sched.cluster.node_id(n) {
@@ -1566,7 +1605,7 @@ impl Controller {
             }
             match rec.stopping {
                 Some(s) => {
-                    if !s.kill_sent && now >= s.term_at + self.opts.kill_wait_s {
+                    if !s.kill_sent && now >= s.kill_at.unwrap_or(s.term_at + self.opts.kill_wait_s) {
                         to_kill.push(rec.id);
                     }
                 }
@@ -1834,6 +1873,7 @@ impl Controller {
         for (tx, r) in self.replies.drain(..) {
             let _ = tx.send(r);
         }
+        self.run_alert_programs();
         let out = std::mem::take(&mut self.node_out);
         for (nid, o) in out {
             if self.nodes[nid].sess.is_none() {

@@ -66,24 +66,53 @@ pub fn uid_of(name: &str) -> Option<u32> {
     nix::unistd::User::from_name(name).ok().flatten().map(|u| u.uid.as_raw())
 }
 
-/// The scheduler for a cluster configuration, with the policies its keys name.
-pub fn scheduler(conf: &ClusterConfig) -> anyhow::Result<(Scheduler, Box<dyn flotilla_core::placement::PlacementPolicy>)> {
+/// The scheduler for a cluster configuration, with the policies its keys name;
+/// `preempt_exempt_s` overrides the core's minimum runtime before preemption.
+pub fn scheduler(
+    conf: &ClusterConfig,
+    preempt_exempt_s: Option<u64>,
+) -> anyhow::Result<(Scheduler, Box<dyn flotilla_core::placement::PlacementPolicy>)> {
     let cluster = Cluster::from_config(conf);
     let placement = flotilla_plugins::placement(&conf.select_type)
         .ok_or_else(|| anyhow!("unknown SelectType {}", conf.select_type))?;
     let test_placement = flotilla_plugins::placement(&conf.select_type).expect("same name");
     let priority = flotilla_plugins::priority(&conf.priority_type)
         .ok_or_else(|| anyhow!("unknown PriorityType {}", conf.priority_type))?;
-    let queue = flotilla_plugins::queue(&conf.scheduler_type)
+    let mut queue = flotilla_plugins::queue(&conf.scheduler_type)
         .ok_or_else(|| anyhow!("unknown SchedulerType {}", conf.scheduler_type))?;
+    if let Some(s) = preempt_exempt_s {
+        queue.min_runtime_s = s;
+    }
     Ok((Scheduler::new(cluster, placement, priority, queue), test_placement))
+}
+
+/// `PreemptExemptTime=` in seconds (Slurm's `time_str2secs`; `-1`/`INFINITE` disable it, as
+/// 0, as slurm.conf(5) says); `None` when unset.
+///
+/// # Errors
+/// A value that is not a Slurm time string.
+pub fn preempt_exempt_s(conf: &ClusterConfig) -> anyhow::Result<Option<u64>> {
+    use flotilla_core::time::{time_str2secs, SlurmDuration};
+    let Some(v) = conf.preempt_exempt_time.as_deref() else { return Ok(None) };
+    match time_str2secs(v) {
+        Ok(SlurmDuration::Finite(s)) => Ok(Some(s.max(0) as u64)),
+        Ok(SlurmDuration::Infinite) => Ok(Some(0)),
+        Err(_) => Err(anyhow!("slurm.conf: invalid PreemptExemptTime={v}")),
+    }
 }
 
 /// Starts the controller on the current tokio runtime.
 pub async fn start(cfg: DaemonConfig) -> anyhow::Result<Daemon> {
-    let (sched, test_placement) = scheduler(&cfg.cluster)?;
+    let exempt = match cfg.opts.preempt_exempt_s {
+        Some(s) => Some(s),
+        None => preempt_exempt_s(&cfg.cluster)?,
+    };
+    let (sched, test_placement) = scheduler(&cfg.cluster, exempt)?;
     let store = Store::open(&cfg.state_dir, cfg.sync)?;
     let mut opts = cfg.opts;
+    if opts.alert_program.is_none() {
+        opts.alert_program = cfg.cluster.alert_program.as_ref().map(PathBuf::from);
+    }
     opts.admission = AdmissionConf {
         def_mem_per_cpu_mib: cfg.cluster.def_mem_per_cpu_mib,
         max_array_size: cfg.cluster.max_array_size.max(1),
@@ -120,4 +149,23 @@ pub async fn start(cfg: DaemonConfig) -> anyhow::Result<Daemon> {
         shutdown,
         owner,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn preempt_exempt_time_from_slurm_conf() {
+        let with = |v: Option<&str>| ClusterConfig {
+            preempt_exempt_time: v.map(str::to_string),
+            ..ClusterConfig::default()
+        };
+        assert_eq!(preempt_exempt_s(&with(None)).unwrap(), None);
+        assert_eq!(preempt_exempt_s(&with(Some("00:05:00"))).unwrap(), Some(300));
+        assert_eq!(preempt_exempt_s(&with(Some("1-00:00:00"))).unwrap(), Some(86_400));
+        assert_eq!(preempt_exempt_s(&with(Some("-1"))).unwrap(), Some(0));
+        assert_eq!(preempt_exempt_s(&with(Some("0"))).unwrap(), Some(0));
+        assert!(preempt_exempt_s(&with(Some("soon"))).is_err());
+    }
 }

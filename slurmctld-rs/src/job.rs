@@ -75,7 +75,7 @@ pub enum StopWhy {
     },
 }
 
-/// A stop in progress: SIGTERM sent at `term_at`, SIGKILL after `KillWait`.
+/// A stop in progress: SIGTERM sent at `term_at`, SIGKILL after `KillWait` (or at `kill_at`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Stopping {
     /// Why.
@@ -84,6 +84,9 @@ pub struct Stopping {
     pub term_at: i64,
     /// SIGKILL sent.
     pub kill_sent: bool,
+    /// SIGKILL at this time (s) instead of after `KillWait`: a preemption's deadline.
+    #[serde(default)]
+    pub kill_at: Option<i64>,
 }
 
 /// One job (or an array's pending remainder) as the controller stores it.
@@ -194,6 +197,12 @@ pub struct JobRecord {
     /// An interactive allocation (`salloc`): no batch script; ends when given back.
     #[serde(default)]
     pub interactive: bool,
+    /// Last checkpoint the job acknowledged (s since epoch).
+    #[serde(default)]
+    pub last_checkpoint_ack: Option<i64>,
+    /// The service this record is a replica of (replica ids are from `REPLICA_ID_BASE` up).
+    #[serde(default)]
+    pub service: Option<u32>,
 }
 
 impl JobRecord {

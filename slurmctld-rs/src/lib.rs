@@ -15,4 +15,6 @@ pub mod daemon;
 pub mod deps;
 pub mod job;
 pub mod server;
+pub mod service;
 pub mod store;
+pub mod svcstore;

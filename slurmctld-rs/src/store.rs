@@ -17,7 +17,10 @@ use std::path::{Path, PathBuf};
 
 /// Numbered migrations, applied in order; the version of each is recorded in
 /// `schema_migrations`.
-const MIGRATIONS: &[(u32, &str)] = &[(1, include_str!("../../sql/0001_init.sql"))];
+const MIGRATIONS: &[(u32, &str)] = &[
+    (1, include_str!("../../sql/0001_init.sql")),
+    (4, include_str!("../../sql/0004_services.sql")),
+];
 
 /// SQLite `synchronous` setting.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -103,6 +106,8 @@ pub struct WriteBatch {
     pub nodes: Vec<NodeRow>,
     /// Rows of `srun` steps (`job_steps`), written in order.
     pub step_rows: Vec<StepRow>,
+    /// Services, alerts and per-run accounting ([`crate::svcstore`]).
+    pub svc: crate::svcstore::SvcBatch,
 }
 
 /// One `job_steps` row of an `srun` step (`step` = `"0"`, `"1"`, ...).
@@ -137,6 +142,7 @@ impl WriteBatch {
             && self.allocs.is_empty()
             && self.nodes.is_empty()
             && self.step_rows.is_empty()
+            && self.svc.is_empty()
     }
 }
 
@@ -149,6 +155,8 @@ pub struct Loaded {
     pub jobs: Vec<JobRecord>,
     /// Nodes.
     pub nodes: Vec<NodeRow>,
+    /// Services, sequences and recent alerts.
+    pub svc: crate::svcstore::SvcLoaded,
 }
 
 /// The state database.
@@ -276,10 +284,12 @@ impl Store {
             .map_err(|e| self.err(e))?
             .collect::<Result<Vec<_>, _>>()
             .map_err(|e| self.err(e))?;
+        let svc = crate::svcstore::load(&self.conn).map_err(|e| self.err(e))?;
         Ok(Loaded {
             next_job_id: next_job_id.max(1) as u64,
             jobs,
             nodes,
+            svc,
         })
     }
 
@@ -478,6 +488,7 @@ impl Store {
                     .map_err(e)?;
             }
         }
+        crate::svcstore::commit(&tx, &batch.svc).map_err(e)?;
         tx.commit().map_err(e)?;
         Ok(())
     }
@@ -496,5 +507,10 @@ impl Store {
             )
             .map_err(|e| self.err(e))?;
         Ok(max.map_or(0, |m| (m + 1).max(0) as u32))
+    }
+
+    /// The recorded runs of a job, oldest first ([`crate::svcstore::runs`]).
+    pub fn job_runs(&self, job_id: u64) -> Result<Vec<crate::svcstore::RunRow>, StoreError> {
+        crate::svcstore::runs(&self.conn, job_id).map_err(|e| self.err(e))
     }
 }

@@ -192,6 +192,8 @@ fn man(out: &std::path::Path) -> Result<()> {
     }
     let cmd = Cli::command().version(version);
     clap_mangen::generate_to(cmd, out).with_context(|| format!("writing man pages into {}", out.display()))?;
+    let cmd = flotilla_commands::sdeploy::Cli::command().version(version);
+    clap_mangen::generate_to(cmd, out).with_context(|| format!("writing man pages into {}", out.display()))?;
     Ok(())
 }
 

@@ -200,6 +200,8 @@ pub static KEYS: &[KeyDoc] = &[
         "GRES names nodes may have; a node's `Gres=` naming another is an error (as in Slurm)."),
     key(Global, "AlertProgram", ValueType::String, Unset,
         "Flotilla: program handed each alert/page decision as JSON on stdin."),
+    key(Global, "PreemptExemptTime", ValueType::String, Value("00:10:00"),
+        "Run time before a job may be preempted (Slurm time string, `time_str2secs`; `-1` = 0)."),
     // slurm.conf, NodeName lines.
     key(Node, "NodeName", ValueType::Hostlist, Unset,
         "Node names (hostlist); `DEFAULT` sets defaults for later lines; `ALL` is reserved."),
@@ -399,7 +401,6 @@ pub static SLURM_ONLY_KEYS: &[(Scope, &[&str])] = &[
             "PlugStackConfig",
             "PowerParameters",
             "PowerPlugin",
-            "PreemptExemptTime",
             "PreemptMode",
             "PrEpParameters",
             "PrEpPlugins",

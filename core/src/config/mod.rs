@@ -349,6 +349,10 @@ pub struct ClusterConfig {
     pub topology_plugin: String,
     /// `AlertProgram=` (Flotilla): program handed each alert/page decision as JSON.
     pub alert_program: Option<String>,
+    /// `PreemptExemptTime=` as written (a Slurm time string in seconds; the controller parses
+    /// it and refuses to start on a bad one); `None`: the design's 10 min.
+    #[serde(default)]
+    pub preempt_exempt_time: Option<String>,
     /// Every key=value of the global section as read (keys in canonical case), for
     /// `scontrol show config` and for keys later issues pick up.
     pub raw: Vec<(String, String)>,

@@ -71,6 +71,41 @@ impl Scheduler {
         self.replica_service.contains_key(&id)
     }
 
+    /// Restores a running replica of `service` (controller restart): its resources as
+    /// recorded, counted toward the service's replicas. Panics like
+    /// [`Scheduler::restore_running`] when they are not free.
+    pub fn restore_replica(&mut self, service: ServiceId, job: RunningJob) {
+        let id = job.spec.id;
+        self.next_replica = self.next_replica.max(id.0 + 1);
+        self.replica_service.insert(id, service);
+        self.restore_running(job);
+    }
+
+    /// The next replica id the core will hand out (from [`REPLICA_ID_BASE`] up).
+    pub fn next_replica_id(&self) -> u64 {
+        self.next_replica
+    }
+
+    /// Replica ids start at `next` or above from now on (a restarted driver passes the
+    /// persisted sequence so a replica id is never reused).
+    pub fn set_next_replica_id(&mut self, next: u64) {
+        self.next_replica = self.next_replica.max(next).max(REPLICA_ID_BASE);
+    }
+
+    /// [`LargestPlaceable`] now inside partition `part`: as [`Scheduler::largest_placeable`],
+    /// counting only the partition's nodes (GPUs held by reservations excluded).
+    pub fn largest_placeable_in(&self, part: PartId) -> LargestPlaceable {
+        let held = &self.held;
+        let swap = &self.swap;
+        let cluster = &self.cluster;
+        placement::largest_placeable(cluster, &|n: NodeId| {
+            if swap.contains(&n) || !cluster.node(n).partitions.contains(&part) {
+                return GpuMask::all(64);
+            }
+            held[n.0 as usize].iter().fold(GpuMask::EMPTY, |m, (_, g)| m.union(*g))
+        })
+    }
+
     /// Preempted share of running training GPUs over the trailing hour, in percent.
     pub fn preempted_share_pct(&self, now: Time) -> u32 {
         self.share_pct(now, 0)

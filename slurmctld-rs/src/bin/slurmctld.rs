@@ -7,7 +7,8 @@
 //! `--addr-file FILE` (write the bound TCP address there), `--cluster-json FILE` (a
 //! `ClusterConfig` as JSON instead of slurm.conf), `--sync normal|full`, `--tick-ms`,
 //! `--sched-interval-ms`, `--debounce-ms`, `--slurmd-timeout S`, `--kill-wait S`,
-//! `--max-conns N`, `--max-frame BYTES`.
+//! `--max-conns N`, `--max-frame BYTES`, `--preempt-exempt-s S` (seconds a job runs before it
+//! may be preempted; overrides slurm.conf's `PreemptExemptTime`, default 10 min, DESIGN.md §5).
 
 use anyhow::{bail, Context};
 use flotilla_proto::ClusterKey;
@@ -65,6 +66,7 @@ fn main() -> anyhow::Result<()> {
             "--slurmd-timeout" => slurmd_timeout = Some(val()?.parse()?),
             "--kill-wait" => kill_wait = Some(val()?.parse()?),
             "--minute-s" => opts.minute_s = val()?.parse()?,
+            "--preempt-exempt-s" => opts.preempt_exempt_s = Some(val()?.parse()?),
             "--max-conns" => max_conns = val()?.parse()?,
             "--max-frame" => max_frame = val()?.parse()?,
             "-h" | "--help" => {

@@ -61,6 +61,11 @@ pub struct Cluster {
 impl Cluster {
     /// Writes the configuration and starts the controller with `ctld_args`.
     pub fn start(kill_wait_s: u32, ctld_args: &[&str]) -> Cluster {
+        Cluster::start_with(kill_wait_s, "", ctld_args)
+    }
+
+    /// [`Cluster::start`] with `extra_conf` (whole lines) appended to slurm.conf's global keys.
+    pub fn start_with(kill_wait_s: u32, extra_conf: &str, ctld_args: &[&str]) -> Cluster {
         let dir = tempfile::Builder::new().prefix("flt").tempdir_in("/tmp").unwrap();
         // The jobs of the non-root test run as another user: let them reach the temp dir.
         std::fs::set_permissions(dir.path(), std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
@@ -71,7 +76,7 @@ impl Cluster {
             "ClusterName=oracle\nSlurmctldHost={host}(127.0.0.1)\nSlurmctldPort=6817\nSlurmUser=root\n\
              StateSaveLocation={d}/state\nSlurmdSpoolDir={d}/spool/%n\nSchedulerType=sched/backfill\n\
              SelectType=select/cons_tres\nSelectTypeParameters=CR_Core_Memory\nDefMemPerCPU=1024\nGresTypes=gpu\n\
-             TopologyPlugin=topology/tree\nMaxArraySize=10001\nMinJobAge=3600\nKillWait={kill_wait_s}\n"
+             TopologyPlugin=topology/tree\nMaxArraySize=10001\nMinJobAge=3600\nKillWait={kill_wait_s}\n{extra_conf}"
         );
         for i in 1..=4 {
             conf.push_str(&format!(

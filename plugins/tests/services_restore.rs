@@ -1,0 +1,98 @@
+//! The core's driver-facing pieces of services: a restarted driver restores running replicas
+//! with `restore_replica` (counted toward their service, never started twice) and the replica
+//! id sequence with `set_next_replica_id` (never reused); `largest_placeable_in` counts only
+//! a partition's nodes.
+
+use flotilla_core::cluster::{Cluster, NodeId, PartId};
+use flotilla_core::config::TopologyKind::Node;
+use flotilla_core::job::Request;
+use flotilla_core::placement::LargestPlaceable;
+use flotilla_core::sched::{Decision, Event, RunningJob, SchedConfig, Scheduler, ServiceId, ServiceSpec, REPLICA_ID_BASE};
+
+fn sched(c: Cluster) -> Scheduler {
+    Scheduler::new(
+        c,
+        flotilla_plugins::placement("topo-bestfit").unwrap(),
+        flotilla_plugins::priority("priority/basic").unwrap(),
+        SchedConfig::default(),
+    )
+}
+
+fn cluster() -> Cluster {
+    // 4 nodes × 8 GPUs, pods of 2; partition 0 holds all, `debug` the first two.
+    let mut c = Cluster::uniform(4, 8, 2, 64, 512_000);
+    c.add_partition("debug", vec![NodeId(0), NodeId(1)], false);
+    c
+}
+
+fn spec(desired: u32) -> ServiceSpec {
+    ServiceSpec {
+        id: ServiceId(7),
+        name: "llm".into(),
+        partition: PartId(0),
+        account: "inference".into(),
+        user: "svc".into(),
+        replica: Request::gpus(2, Node),
+        min_replicas: 1,
+        max_replicas: 4,
+        desired_replicas: desired,
+        priority: 10,
+    }
+}
+
+fn bound(d: &[Decision]) -> Vec<u64> {
+    d.iter()
+        .filter_map(|d| match d {
+            Decision::BindReplica { replica, .. } => Some(replica.0),
+            _ => None,
+        })
+        .collect()
+}
+
+#[test]
+fn largest_placeable_per_partition() {
+    let mut s = sched(cluster());
+    let lp = |node, pod, any| LargestPlaceable { node, pod, any };
+    assert_eq!(s.largest_placeable_in(PartId(0)), lp(8, 16, 32));
+    assert_eq!(s.largest_placeable_in(PartId(1)), lp(8, 16, 16));
+    s.handle(Event::ServiceUpsert(spec(1)), 0);
+    assert_eq!(bound(&s.cycle(0)).len(), 1);
+    // Best fit puts the 2-GPU replica on the first node: the debug partition loses 2 GPUs.
+    assert_eq!(s.largest_placeable_in(PartId(1)), lp(8, 14, 14));
+    assert_eq!(s.largest_placeable_in(PartId(0)), lp(8, 16, 30));
+    assert_eq!(s.largest_placeable(), s.largest_placeable_in(PartId(0)));
+}
+
+#[test]
+fn restored_replicas_count_and_ids_are_not_reused() {
+    let mut a = sched(cluster());
+    a.handle(Event::ServiceUpsert(spec(1)), 0);
+    let ids = bound(&a.cycle(0));
+    assert_eq!(ids, vec![REPLICA_ID_BASE]);
+    let running: RunningJob = a.running()[&flotilla_core::job::JobId(REPLICA_ID_BASE)].clone();
+
+    // Restart: the service, then its running replica and the id sequence.
+    let mut b = sched(cluster());
+    b.handle(Event::ServiceUpsert(spec(1)), 10);
+    b.restore_replica(ServiceId(7), running.clone());
+    b.set_next_replica_id(a.next_replica_id());
+    assert!(bound(&b.cycle(10)).is_empty(), "the restored replica counts: none started twice");
+    assert_eq!(b.service_replicas(ServiceId(7)).0.len(), 1);
+    b.handle(Event::ServiceScale { service: ServiceId(7), desired: 2 }, 11);
+    assert_eq!(bound(&b.cycle(11)), vec![REPLICA_ID_BASE + 1], "a fresh id");
+    b.check_invariants().unwrap();
+
+    // Restored as a plain job, the replica would not count and a second would start.
+    let mut c = sched(cluster());
+    c.handle(Event::ServiceUpsert(spec(1)), 10);
+    c.restore_running(running);
+    assert_eq!(bound(&c.cycle(10)).len(), 1);
+
+    // The sequence only moves forward.
+    let mut d = sched(cluster());
+    d.set_next_replica_id(5);
+    assert_eq!(d.next_replica_id(), REPLICA_ID_BASE);
+    d.set_next_replica_id(REPLICA_ID_BASE + 9);
+    d.set_next_replica_id(REPLICA_ID_BASE + 3);
+    assert_eq!(d.next_replica_id(), REPLICA_ID_BASE + 9);
+}

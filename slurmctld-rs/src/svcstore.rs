@@ -1,0 +1,197 @@
+//! Durable state of services, alerts and per-run accounting (migration `sql/0004_services.sql`),
+//! written inside the controller's one transaction per batch ([`crate::store::Store::commit`])
+//! and read back at start.
+
+use rusqlite::{params, Connection, Transaction};
+
+/// One alert or page as stored (and as handed to `AlertProgram`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AlertRow {
+    /// Sequence number (from 1).
+    pub id: u64,
+    /// When (s since epoch).
+    pub time: i64,
+    /// Kind (`PreemptionBudgetWarn`, `Page`, ...).
+    pub kind: String,
+    /// Job concerned (controller id).
+    pub job_id: Option<u64>,
+    /// Service concerned.
+    pub service: Option<u32>,
+    /// Text.
+    pub message: String,
+    /// The core's decision as JSON.
+    pub decision: String,
+}
+
+/// One ended run of a job (`sacct --duplicates` shows one line per run).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RunRow {
+    /// Job id.
+    pub job_id: u64,
+    /// Run (the job's requeue count when it ran).
+    pub run: u32,
+    /// Slurm state of the run: `PREEMPTED`, `REQUEUED`, or the job's final state.
+    pub state: String,
+    /// Exit code of the batch script.
+    pub exit_code: i32,
+    /// Signal that ended it.
+    pub signal: i32,
+    /// Start (s since epoch).
+    pub start_time: Option<i64>,
+    /// End (s since epoch).
+    pub end_time: Option<i64>,
+    /// Nodes (hostlist).
+    pub nodes: String,
+}
+
+/// A change of the services table.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ServiceOp {
+    /// Insert or replace service `id` (`record`: the controller's record as JSON).
+    Upsert {
+        /// Id.
+        id: u32,
+        /// Name.
+        name: String,
+        /// Record.
+        record: String,
+    },
+    /// Delete service `id`.
+    Delete(u32),
+}
+
+/// What one commit writes to these tables.
+#[derive(Debug, Default)]
+pub struct SvcBatch {
+    /// Service changes, in order.
+    pub services: Vec<ServiceOp>,
+    /// New value of the service id sequence.
+    pub next_service_id: Option<u32>,
+    /// New value of the replica id sequence.
+    pub next_replica_id: Option<u64>,
+    /// New alerts.
+    pub alerts: Vec<AlertRow>,
+    /// Ended runs.
+    pub runs: Vec<RunRow>,
+}
+
+impl SvcBatch {
+    /// True when there is nothing to write.
+    pub fn is_empty(&self) -> bool {
+        self.services.is_empty()
+            && self.next_service_id.is_none()
+            && self.next_replica_id.is_none()
+            && self.alerts.is_empty()
+            && self.runs.is_empty()
+    }
+}
+
+/// What is loaded at start.
+#[derive(Debug, Default)]
+pub struct SvcLoaded {
+    /// Service records (JSON), by id.
+    pub services: Vec<(u32, String)>,
+    /// Next service id.
+    pub next_service_id: u32,
+    /// Next replica id.
+    pub next_replica_id: u64,
+    /// The most recent alerts (at most [`ALERTS_KEPT`]), oldest first.
+    pub alerts: Vec<AlertRow>,
+}
+
+/// Alerts kept in memory and loaded at start (older ones stay in the table).
+pub const ALERTS_KEPT: usize = 1000;
+
+fn i(v: u64) -> i64 {
+    i64::try_from(v).unwrap_or(i64::MAX)
+}
+
+/// Writes `b` inside `tx`.
+pub fn commit(tx: &Transaction<'_>, b: &SvcBatch) -> rusqlite::Result<()> {
+    for op in &b.services {
+        match op {
+            ServiceOp::Upsert { id, name, record } => {
+                tx.prepare_cached("INSERT OR REPLACE INTO services (id, name, record) VALUES (?1, ?2, ?3)")?
+                    .execute(params![id, name, record])?;
+            }
+            ServiceOp::Delete(id) => {
+                tx.prepare_cached("DELETE FROM services WHERE id = ?1")?.execute([id])?;
+            }
+        }
+    }
+    if let Some(n) = b.next_service_id {
+        tx.prepare_cached("INSERT OR REPLACE INTO meta (key, value) VALUES ('next_service_id', ?1)")?
+            .execute([n])?;
+    }
+    if let Some(n) = b.next_replica_id {
+        tx.prepare_cached("INSERT OR REPLACE INTO meta (key, value) VALUES ('next_replica_id', ?1)")?
+            .execute([i(n)])?;
+    }
+    for a in &b.alerts {
+        tx.prepare_cached(
+            "INSERT OR REPLACE INTO alerts (id, time, kind, job_id, service, message, decision) VALUES (?1,?2,?3,?4,?5,?6,?7)",
+        )?
+        .execute(params![i(a.id), a.time, a.kind, a.job_id.map(i), a.service, a.message, a.decision])?;
+    }
+    for r in &b.runs {
+        tx.prepare_cached(
+            "INSERT OR REPLACE INTO job_runs (job_id, run, state, exit_code, signal, start_time, end_time, nodes) \
+             VALUES (?1,?2,?3,?4,?5,?6,?7,?8)",
+        )?
+        .execute(params![i(r.job_id), r.run, r.state, r.exit_code, r.signal, r.start_time, r.end_time, r.nodes])?;
+    }
+    Ok(())
+}
+
+/// Loads services, sequences and recent alerts.
+pub fn load(conn: &Connection) -> rusqlite::Result<SvcLoaded> {
+    let meta = |k: &str| -> rusqlite::Result<Option<i64>> {
+        use rusqlite::OptionalExtension;
+        conn.query_row("SELECT value FROM meta WHERE key = ?1", [k], |r| r.get(0)).optional()
+    };
+    let services = conn
+        .prepare("SELECT id, record FROM services ORDER BY id")?
+        .query_map([], |r| Ok((r.get::<_, u32>(0)?, r.get::<_, String>(1)?)))?
+        .collect::<Result<Vec<_>, _>>()?;
+    let mut alerts = conn
+        .prepare("SELECT id, time, kind, job_id, service, message, decision FROM alerts ORDER BY id DESC LIMIT ?1")?
+        .query_map([ALERTS_KEPT as i64], |r| {
+            Ok(AlertRow {
+                id: r.get::<_, i64>(0)? as u64,
+                time: r.get(1)?,
+                kind: r.get(2)?,
+                job_id: r.get::<_, Option<i64>>(3)?.map(|v| v as u64),
+                service: r.get(4)?,
+                message: r.get(5)?,
+                decision: r.get(6)?,
+            })
+        })?
+        .collect::<Result<Vec<_>, _>>()?;
+    alerts.reverse();
+    Ok(SvcLoaded {
+        services,
+        next_service_id: meta("next_service_id")?.unwrap_or(1).max(1) as u32,
+        next_replica_id: meta("next_replica_id")?.unwrap_or(0).max(0) as u64,
+        alerts,
+    })
+}
+
+/// The runs of `job_id` recorded so far, oldest first (`sacct --duplicates`).
+pub fn runs(conn: &Connection, job_id: u64) -> rusqlite::Result<Vec<RunRow>> {
+    conn.prepare(
+        "SELECT job_id, run, state, exit_code, signal, start_time, end_time, nodes FROM job_runs WHERE job_id = ?1 ORDER BY run",
+    )?
+    .query_map([i(job_id)], |r| {
+        Ok(RunRow {
+            job_id: r.get::<_, i64>(0)? as u64,
+            run: r.get(1)?,
+            state: r.get(2)?,
+            exit_code: r.get(3)?,
+            signal: r.get(4)?,
+            start_time: r.get(5)?,
+            end_time: r.get(6)?,
+            nodes: r.get(7)?,
+        })
+    })?
+    .collect()
+}
