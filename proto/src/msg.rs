@@ -1165,7 +1165,7 @@ mod tests {
         ];
         for (i, r) in reqs.iter().enumerate() {
             let bytes = postcard::to_allocvec(r).unwrap();
-            assert_eq!(bytes[0] as usize, 13 + i, "{r:?} appended after UpdateNode");
+            assert_eq!(bytes[0] as usize, 17 + i, "{r:?} appended after UpdateNode and the step requests");
             assert_eq!(&postcard::from_bytes::<Request>(&bytes).unwrap(), r);
         }
         assert_eq!(postcard::to_allocvec(&Request::Ping).unwrap()[0], 11);
@@ -1182,7 +1182,7 @@ mod tests {
         for (i, r) in resps.iter().enumerate() {
             let bytes = postcard::to_allocvec(r).unwrap();
             if i < 3 {
-                assert_eq!(bytes[0] as usize, 11 + i, "{r:?} appended after Pong");
+                assert_eq!(bytes[0] as usize, 13 + i, "{r:?} appended after Pong and the step responses");
             }
             assert_eq!(&postcard::from_bytes::<Response>(&bytes).unwrap(), r);
         }
