@@ -903,6 +903,8 @@ pub enum Request {
     Ping,
     /// `scontrol update NodeName=`.
     UpdateNode(UpdateNode),
+    /// `sacct`: accounting records (see [`crate::acct`]).
+    QueryAcct(crate::acct::AcctQuery),
 }
 
 impl Request {
@@ -922,6 +924,7 @@ impl Request {
             Request::Register(_) => "MESSAGE_NODE_REGISTRATION_STATUS",
             Request::Ping => "REQUEST_PING",
             Request::UpdateNode(_) => "REQUEST_UPDATE_NODE",
+            Request::QueryAcct(_) => "DBD_GET_JOBS_COND",
         }
     }
 }
@@ -951,6 +954,8 @@ pub enum Response {
     Registered,
     /// Answer to `Ping`.
     Pong,
+    /// Accounting records (`sacct`).
+    Acct(Vec<crate::acct::AcctJob>),
 }
 
 #[cfg(test)]

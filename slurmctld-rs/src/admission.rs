@@ -322,6 +322,7 @@ pub fn admit(req: &SubmitJob, cluster: &Cluster, conf: &AdmissionConf, now: i64)
         },
         array_tasks: array.as_ref().and_then(|(tasks, _)| flotilla_proto::ArrayTasks::of(tasks)),
         signal: req.signal.clone(),
+        acct: Default::default(),
     };
     let _ = cpus_per_node;
     // After an id: dependency syntax, then node configuration.

@@ -199,6 +199,8 @@ pub struct Controller {
     stats: StatsAcc,
     started_at: i64,
     auth_failures: Arc<AtomicU64>,
+    /// `sacct` queries, answered after this turn's commit so they see it.
+    acct_queries: Vec<(flotilla_proto::AcctQuery, oneshot::Sender<Response>)>,
 }
 
 /// Wall clock in seconds since the epoch (read only at the edge, here).
@@ -247,6 +249,7 @@ impl Controller {
             stats: StatsAcc::default(),
             started_at: now,
             auth_failures,
+            acct_queries: Vec::new(),
         };
         c.recover(now)?;
         Ok(c)
@@ -374,7 +377,7 @@ impl Controller {
                 last_cycle = inst;
                 next_cycle = None;
             }
-            self.flush(n_events);
+            self.flush(n_events, now);
         }
         info!("controller owner task stopped");
     }
@@ -382,6 +385,14 @@ impl Controller {
     /// Handles one event at `now`.
     pub fn handle(&mut self, event: Event, now: i64) {
         match event {
+            Event::Rpc {
+                req: Request::QueryAcct(q),
+                reply,
+                ..
+            } => {
+                *self.stats.rpc.entry("DBD_GET_JOBS_COND").or_default() += 1;
+                self.acct_queries.push((q, reply));
+            }
             Event::Rpc { ident, req, reply } => {
                 *self.stats.rpc.entry(req.kind()).or_default() += 1;
                 let resp = self.rpc(ident, req, now);
@@ -419,7 +430,7 @@ impl Controller {
             Request::Stats => Response::Stats(self.stats(now)),
             Request::Ping => Response::Pong,
             Request::UpdateNode(u) => self.update_node(ident, u, now),
-            Request::IssueCredential | Request::Register(_) => {
+            Request::IssueCredential | Request::Register(_) | Request::QueryAcct(_) => {
                 Response::Error(SlurmError::new(SLURM_UNEXPECTED_MSG_ERROR))
             }
         }
@@ -452,6 +463,7 @@ impl Controller {
                 if let Some(mut f) = failed {
                     f.id = id;
                     f.spec.id = JobId(id);
+                    crate::acct::failed_at_submit(&mut f, now);
                     self.jobs.insert(id, *f);
                     self.dirty(id);
                     self.batch.acct.insert(id);
@@ -483,6 +495,7 @@ impl Controller {
                 debug!(job = id, user = %rec.user, "job submitted");
                 self.jobs.insert(id, rec);
                 self.dirty(id);
+                self.batch.acct.insert(id);
                 self.sched_dirty = true;
                 self.stats.submitted += 1;
                 Response::Submitted(Submitted { job_id: id })
@@ -627,7 +640,7 @@ impl Controller {
                 let r = match c.signal {
                     Some(sig) => self.signal_target(&t, sig, c.batch_only),
                     None => {
-                        self.cancel_target(&t, now);
+                        self.cancel_target(&t, ident.uid, now);
                         Ok(())
                     }
                 };
@@ -672,7 +685,10 @@ impl Controller {
         }
     }
 
-    fn cancel_target(&mut self, t: &Target, now: i64) {
+    fn cancel_target(&mut self, t: &Target, by: u32, now: i64) {
+        if let Some(rec) = self.jobs.get_mut(&t.id()) {
+            rec.acct.cancelled_by = Some(by);
+        }
         match t {
             Target::Tasks(aid, tasks) => {
                 let set: BTreeSet<u32> = tasks.iter().copied().collect();
@@ -742,6 +758,14 @@ impl Controller {
                 batch_only: false,
             });
         }
+    }
+
+    /// A run ends in a requeue: its accounting record becomes `REQUEUED` (see [`crate::acct`]).
+    fn acct_requeued(&mut self, id: u64, now: i64, step_state: Option<&str>) {
+        let (row, step) = crate::acct::requeued_rows(&self.jobs[&id], now, step_state);
+        self.batch.acct_rows.push(row);
+        self.batch.steps.remove(&id);
+        self.batch.step_rows.extend(step);
     }
 
     fn push_core_update(&mut self, id: u64) {
@@ -1366,6 +1390,9 @@ impl Controller {
         }
         self.batch.steps.insert(id);
         self.batch.acct.insert(id);
+        if matches!(why, Some(StopWhy::Preempt | StopWhy::Requeue { .. })) {
+            self.acct_requeued(id, now, None);
+        }
         match why {
             Some(StopWhy::Preempt) => {
                 self.sched.handle(CoreEvent::Requeued(core), now as u64);
@@ -1481,9 +1508,11 @@ impl Controller {
         rec.exit_code = 0;
         rec.exit_signal = 0;
         rec.reason = None;
+        crate::acct::on_start(rec, now);
         self.deps.remove(&id);
         self.dirty(id);
         self.batch.acct.insert(id);
+        self.batch.steps.insert(id);
         self.stats.started += 1;
     }
 
@@ -1528,6 +1557,9 @@ impl Controller {
             }
             self.send(n, CtlToNode::Kill { job_id: id });
         }
+        if self.jobs[&id].requeue {
+            self.acct_requeued(id, now, Some("NODE_FAIL"));
+        }
         let rec = self.jobs.get_mut(&id).expect("job exists");
         if rec.requeue {
             reset_for_requeue(rec, false);
@@ -1538,6 +1570,7 @@ impl Controller {
             rec.allocs.clear();
             self.sched.handle(CoreEvent::Cancel(JobId(core)), now as u64);
             self.batch.acct.insert(id);
+            self.batch.steps.insert(id);
             self.stats.failed += 1;
         }
         self.dirty(id);
@@ -1800,7 +1833,13 @@ impl Controller {
     }
 
     /// Commits the batch, then sends replies and node messages (decisions, then effects).
-    fn flush(&mut self, events: u64) {
+    fn flush(&mut self, events: u64, now: i64) {
+        let dirty: Vec<u64> = self.batch.jobs.iter().copied().collect();
+        for id in dirty {
+            if self.jobs.get_mut(&id).is_some_and(|r| crate::acct::refresh_eligible(r, now)) {
+                self.batch.acct.insert(id);
+            }
+        }
         let batch = std::mem::take(&mut self.batch);
         if !batch.is_empty() {
             let t = Instant::now();
@@ -1814,6 +1853,16 @@ impl Controller {
             self.stats.batch_events_total += events;
         }
         for (tx, r) in self.replies.drain(..) {
+            let _ = tx.send(r);
+        }
+        for (q, tx) in std::mem::take(&mut self.acct_queries) {
+            let r = match crate::acct::query(self.store.conn(), &q) {
+                Ok(jobs) => Response::Acct(jobs),
+                Err(e) => {
+                    error!("accounting query failed: {e}");
+                    Response::Error(SlurmError::new(ESLURM_INTERNAL))
+                }
+            };
             let _ = tx.send(r);
         }
         let out = std::mem::take(&mut self.node_out);
@@ -1883,6 +1932,7 @@ fn reset_for_requeue(rec: &mut JobRecord, hold: bool) {
     rec.exit_code = 0;
     rec.exit_signal = 0;
     rec.reason = None;
+    rec.acct.eligible_time = None;
     if hold {
         rec.spec.held = Some(HoldKind::User);
     }

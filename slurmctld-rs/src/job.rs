@@ -191,6 +191,10 @@ pub struct JobRecord {
     /// `--signal`.
     #[serde(default)]
     pub signal: Option<flotilla_proto::SignalSpec>,
+    /// Accounting beyond the scheduling fields (eligibility, who cancelled, the last run's
+    /// allocation), for `sacct`.
+    #[serde(default)]
+    pub acct: crate::acct::AcctInfo,
 }
 
 impl JobRecord {

@@ -17,7 +17,10 @@ use std::path::{Path, PathBuf};
 
 /// Numbered migrations, applied in order; the version of each is recorded in
 /// `schema_migrations`.
-const MIGRATIONS: &[(u32, &str)] = &[(1, include_str!("../../sql/0001_init.sql"))];
+const MIGRATIONS: &[(u32, &str)] = &[
+    (1, include_str!("../../sql/0001_init.sql")),
+    (2, include_str!("../../sql/0002_acct.sql")),
+];
 
 /// SQLite `synchronous` setting.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -101,6 +104,10 @@ pub struct WriteBatch {
     pub allocs: Vec<AllocOp>,
     /// Node rows.
     pub nodes: Vec<NodeRow>,
+    /// Accounting rows taken at the event (a requeued run), written before `acct`'s.
+    pub acct_rows: Vec<crate::acct::AcctRow>,
+    /// Step rows taken at the event, written before `steps`'.
+    pub step_rows: Vec<crate::acct::StepRow>,
 }
 
 impl WriteBatch {
@@ -113,6 +120,8 @@ impl WriteBatch {
             && self.scripts.is_empty()
             && self.allocs.is_empty()
             && self.nodes.is_empty()
+            && self.acct_rows.is_empty()
+            && self.step_rows.is_empty()
     }
 }
 
@@ -168,6 +177,11 @@ impl Store {
             path: self.path.clone(),
             source,
         }
+    }
+
+    /// The connection (read-only uses: accounting queries, [`crate::acct::query`]).
+    pub fn conn(&self) -> &Connection {
+        &self.conn
     }
 
     /// The database file.
@@ -383,64 +397,11 @@ impl Store {
             }
         }
         {
-            let mut up = tx
-                .prepare_cached(
-                    "INSERT OR REPLACE INTO acct_jobs (job_id, array_job_id, array_task_id, name, user, uid, account, \
-                     partition, state, exit_code, signal, submit_time, start_time, end_time, time_limit_min, nodes, \
-                     alloc_cpus, alloc_gpus, alloc_mem_mib, restarts) \
-                     VALUES (?1,?2,?3,?4,?5,?6,?7,?8,?9,?10,?11,?12,?13,?14,?15,?16,?17,?18,?19,?20)",
-                )
-                .map_err(e)?;
-            for &id in &batch.acct {
-                let Some(r) = job(id) else { continue };
-                let cpus: u64 = r.allocs.iter().map(|a| a.part.cpu_milli / 1000).sum();
-                let gpus: u32 = r.allocs.iter().map(|a| a.part.gpus.count()).sum();
-                let mem: u64 = r.allocs.iter().map(|a| a.part.mem_mib).sum();
-                up.execute(params![
-                    i(r.id),
-                    r.array_job_id.map(i),
-                    r.array_task_id,
-                    r.name,
-                    r.user,
-                    r.uid,
-                    r.spec.account,
-                    r.partition,
-                    r.state.as_str(),
-                    r.exit_code,
-                    r.exit_signal,
-                    r.submit_time,
-                    r.start_time,
-                    r.end_time,
-                    r.time_limit_min,
-                    crate::job::compress_hostlist(&r.nodes),
-                    i(cpus),
-                    gpus,
-                    i(mem),
-                    r.restarts
-                ])
-                .map_err(e)?;
-            }
-        }
-        {
-            let mut up = tx
-                .prepare_cached(
-                    "INSERT OR REPLACE INTO job_steps (job_id, step, state, exit_code, signal, start_time, end_time, nodes) \
-                     VALUES (?1, 'batch', ?2, ?3, ?4, ?5, ?6, ?7)",
-                )
-                .map_err(e)?;
-            for &id in &batch.steps {
-                let Some(r) = job(id) else { continue };
-                up.execute(params![
-                    i(r.id),
-                    r.state.as_str(),
-                    r.exit_code,
-                    r.exit_signal,
-                    r.start_time,
-                    r.end_time,
-                    r.nodes.first().cloned().unwrap_or_default()
-                ])
-                .map_err(e)?;
-            }
+            let current: Vec<crate::acct::AcctRow> =
+                batch.acct.iter().filter_map(|&id| job(id)).filter_map(crate::acct::current_row).collect();
+            let mut steps = batch.step_rows.clone();
+            steps.extend(batch.steps.iter().filter_map(|&id| job(id)).filter_map(crate::acct::batch_step_row));
+            crate::acct::write(&tx, &batch.acct_rows, &current, &steps).map_err(e)?;
         }
         tx.commit().map_err(e)?;
         Ok(())
