@@ -15,6 +15,7 @@ pub mod conf;
 pub mod dev;
 pub mod getopt;
 pub mod jobfmt;
+pub mod sacct;
 pub mod sbatch;
 pub mod scancel;
 pub mod scontrol;
