@@ -431,6 +431,16 @@ pub fn query(conn: &Connection, q: &AcctQuery) -> rusqlite::Result<Vec<AcctJob>>
         let ids = ids.join(",");
         conds.push(format!("(job_id IN ({ids}) OR array_job_id IN ({ids}))"));
     }
+    if q.states.is_empty() {
+        // The window's bound on the end, in SQL so that old records are not read at all
+        // (`acct_jobs_end`); `in_window` applies the whole rule.
+        if let Some(s) = q.start {
+            conds.push(format!("(end_time IS NULL OR end_time >= {s})"));
+        }
+        if q.start.is_some() || q.end.is_some() {
+            conds.push("eligible_time IS NOT NULL".into());
+        }
+    }
     if !conds.is_empty() {
         sql.push_str(" WHERE ");
         sql.push_str(&conds.join(" AND "));
