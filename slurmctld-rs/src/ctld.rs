@@ -1836,7 +1836,13 @@ impl Controller {
     fn flush(&mut self, events: u64, now: i64) {
         let dirty: Vec<u64> = self.batch.jobs.iter().copied().collect();
         for id in dirty {
-            if self.jobs.get_mut(&id).is_some_and(|r| crate::acct::refresh_eligible(r, now)) {
+            // An array's pending remainder is accounted as `A_[tasks]`: rewritten as tasks
+            // start or are cancelled.
+            if self
+                .jobs
+                .get_mut(&id)
+                .is_some_and(|r| crate::acct::refresh_eligible(r, now) || r.is_array_meta())
+            {
                 self.batch.acct.insert(id);
             }
         }

@@ -171,3 +171,42 @@ fn requeued_run_is_accounted_requeued_until_it_runs_again() {
     assert_eq!(j.restarts, 1);
     assert_eq!(batch(&j), ("RUNNING", 0, 0));
 }
+
+#[test]
+fn array_tasks_accounted_from_the_pending_remainder_to_their_own_records() {
+    let env = Env::new(1);
+    let extra = ["--tick-ms", "100", "--sched-interval-ms", "200", "--debounce-ms", "5", "--minute-s", "1"];
+    let ctl = Ctl::start(&env, 0, &extra);
+    let addr = Arc::new(Mutex::new(ctl.addr));
+    let ledger = Arc::new(Mutex::new(Ledger::default()));
+    let _agent = Agent::spawn(&env, "gpu01", addr, ledger);
+    let a = ctl.addr;
+    let mut j = job(2001, 400, 0);
+    j.array = Some(ArraySpec { ranges: vec![ArrayRange { start: 0, end: 2, step: 1 }], max_running: Some(1) });
+    let aid = submit(&env, a, j);
+    let r = acct(&env, a, 2001, by_id(&[aid]));
+    assert_eq!(r.len(), 1, "{r:?}");
+    assert_eq!((r[0].array_job_id, r[0].array_task_id, r[0].array_task_str.as_deref()), (Some(aid), None, Some("0-2%1")));
+    // While task 0 runs, the remainder is `A_[1-2%1]`.
+    let ok = wait_for(20, || {
+        acct(&env, a, 2001, by_id(&[aid])).iter().any(|j| j.array_task_str.as_deref() == Some("1-2%1"))
+    });
+    assert!(ok, "{:?}", acct(&env, a, 2001, by_id(&[aid])));
+    // All done: one record per task, the last one reusing the array's id, each with its step.
+    let ok = wait_for(30, || {
+        let r = acct(&env, a, 2001, by_id(&[aid]));
+        r.len() == 3 && r.iter().all(|j| j.state == "COMPLETED")
+    });
+    let r = acct(&env, a, 2001, by_id(&[aid]));
+    assert!(ok, "{r:?}");
+    let tasks: Vec<(Option<u32>, bool)> = r.iter().map(|j| (j.array_task_id, j.steps.len() == 1)).collect();
+    assert_eq!(tasks, vec![(Some(0), true), (Some(1), true), (Some(2), true)]);
+    assert_eq!(r[2].job_id, aid);
+    // `A_T` selects one task.
+    let one = acct(&env, a, 2001, AcctQuery {
+        jobs: vec![AcctJobRef { job_id: aid, task: Some(1), step: None }],
+        ..AcctQuery::default()
+    });
+    assert_eq!(one.len(), 1);
+    assert_eq!(one[0].array_task_id, Some(1));
+}
