@@ -587,6 +587,36 @@ pub fn parse_time(a: &str, now: i64) -> Option<i64> {
     Some(t)
 }
 
+/// `sacct --help`.
+const HELP: &str = "\
+sacct [<OPTION>]
+  -a, --allusers          all users' jobs (root, and -j or -N without -u, also see everybody's)
+  -A, --accounts=LIST     jobs of these accounts
+  -b, --brief             jobid,state,exitcode
+  -D, --duplicates        accepted; every job id has one record (its latest run)
+  -e, --helpformat        list the fields -o accepts
+  -E, --endtime=TIME      end of the window (default: now; with -s: the start)
+  -j, --jobs=LIST         jobs (N, N_T, N.step), repeatable; no time window unless -S/-E
+  -l, --long              the long field list
+  -L, --allclusters       accepted (one cluster)
+  -M, --clusters=LIST     accepted (one cluster)
+  -n, --noheader          no header
+  -N, --nodelist=HOSTS    jobs that ran on these nodes
+      --name=LIST         jobs with these names
+  -o, --format=LIST       fields, Name%N for a width (negative: left-aligned)
+  -p, --parsable          '|' after every field
+  -P, --parsable2         '|' between fields
+      --delimiter=STR     the delimiter of -p/-P
+  -r, --partition=LIST    jobs of these partitions
+  -s, --state=LIST        jobs in these states during the window
+  -S, --starttime=TIME    start of the window (default: midnight; with -s: now)
+  -u, --user=LIST         these users' jobs (default: your own)
+  -V, --version           version
+  -X, --allocations       jobs only, no steps
+TIME: now[+N{s,m,h,d,w}], today, midnight, noon, tomorrow, HH:MM[:SS], YYYY-MM-DD[THH:MM[:SS]],
+MMDD[YY], MM/DD[/YY][-HH:MM[:SS]]
+";
+
 fn usage() -> &'static str {
     "Usage: sacct [options]\n\tUse --help for help\n"
 }
@@ -782,11 +812,7 @@ pub fn parse(args: &[String], env: &dyn Fn(&str) -> Option<String>, uid: u32, no
         return done_err(e);
     }
     match help {
-        1 => Parsed::Done(
-            0,
-            "sacct [<OPTION>]\n    Valid <OPTION> values are those of Slurm 22.05's sacct; see sacct(1).\n".into(),
-            String::new(),
-        ),
+        1 => Parsed::Done(0, HELP.into(), String::new()),
         2 => Parsed::Done(0, help_fields(), String::new()),
         3 => Parsed::Done(0, usage().into(), String::new()),
         _ => Parsed::Query(Box::new(Plan {
