@@ -111,13 +111,19 @@ pub fn on_start(rec: &mut JobRecord, now: i64) {
     let a = &mut rec.acct;
     a.eligible_time.get_or_insert(now);
     a.alloc_nodes = rec.allocs.len() as u32;
-    a.alloc_cpus = rec.allocs.iter().map(|x| (x.part.cpu_milli / 1000) as u32).sum();
-    a.alloc_gpus = rec.allocs.iter().map(|x| x.part.gpus.count()).sum();
-    a.alloc_mem_mib = rec.allocs.iter().map(|x| x.part.mem_mib).sum();
+    a.alloc_cpus = rec.allocs.iter().fold(0u32, |n, x| n.saturating_add(cpus(x.part.cpu_milli)));
+    a.alloc_gpus = rec.allocs.iter().fold(0u32, |n, x| n.saturating_add(x.part.gpus.count()));
+    a.alloc_mem_mib = rec.allocs.iter().fold(0u64, |n, x| n.saturating_add(x.part.mem_mib));
     let first = rec.allocs.first();
-    a.batch_cpus = first.map_or(0, |x| (x.part.cpu_milli / 1000) as u32);
+    a.batch_cpus = first.map_or(0, |x| cpus(x.part.cpu_milli));
     a.batch_gpus = first.map_or(0, |x| x.part.gpus.count());
     a.batch_mem_mib = first.map_or(0, |x| x.part.mem_mib);
+}
+
+/// Whole CPUs of milli-CPUs, saturating (a request may ask for absurd amounts; accounting
+/// never panics on it).
+fn cpus(milli: u64) -> u32 {
+    u32::try_from(milli / 1000).unwrap_or(u32::MAX)
 }
 
 /// The job is requeued: the finished run's record (`REQUEUED`) and its batch step, taken
@@ -229,9 +235,9 @@ fn job_row(rec: &JobRecord) -> AcctRow {
             alloc_gpus: if rec.start_time.is_some() { a.alloc_gpus } else { 0 },
             alloc_mem_mib: if rec.start_time.is_some() { a.alloc_mem_mib } else { 0 },
             req_nodes,
-            req_cpus: (rec.spec.request.cpu_milli_per_node / 1000) as u32 * req_nodes,
+            req_cpus: cpus(rec.spec.request.cpu_milli_per_node).saturating_mul(req_nodes),
             req_gpus: rec.gpus,
-            req_mem_mib: rec.mem_per_node_mib * u64::from(req_nodes),
+            req_mem_mib: rec.mem_per_node_mib.saturating_mul(u64::from(req_nodes)),
             restarts: rec.restarts,
             work_dir: rec.work_dir.clone(),
             comment: rec.comment.clone().unwrap_or_default(),
@@ -492,9 +498,9 @@ pub fn query(conn: &Connection, q: &AcctQuery) -> rusqlite::Result<Vec<AcctJob>>
                 // Numbered steps: the job's allocation on the step's nodes is not recorded per
                 // step; the job's per-node share times the step's node count stands in.
                 let n = j.alloc_nodes.max(1);
-                s.cpus = j.alloc_cpus / n * s.nnodes;
-                s.gpus = j.alloc_gpus / n * s.nnodes;
-                s.mem_mib = j.alloc_mem_mib / u64::from(n) * u64::from(s.nnodes);
+                s.cpus = (j.alloc_cpus / n).saturating_mul(s.nnodes);
+                s.gpus = (j.alloc_gpus / n).saturating_mul(s.nnodes);
+                s.mem_mib = (j.alloc_mem_mib / u64::from(n)).saturating_mul(u64::from(s.nnodes));
             }
         }
         steps.sort_by_key(|s| step_rank(&s.step));
