@@ -17,6 +17,7 @@ pub mod dev;
 pub mod getopt;
 pub mod jobfmt;
 pub mod man;
+pub mod sacct;
 pub mod sbatch;
 pub mod salloc;
 pub mod scancel;

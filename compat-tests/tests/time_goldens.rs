@@ -139,9 +139,58 @@ impl Shown {
     fn format(self, limit: TimeLimit) -> String {
         match self {
             Shown::Squeue => squeue_time_limit(Some(limit)),
-            Shown::Scontrol | Shown::Sacct => mins2time_str(limit.to_slurm_u32()),
+            Shown::Scontrol => mins2time_str(limit.to_slurm_u32()),
+            Shown::Sacct => sacct_timelimit(limit),
         }
     }
+}
+
+/// The `Timelimit` column our `sacct` prints (its own field formatter,
+/// `flotilla_commands::sacct::job_value`) for an accounting record holding `limit` as the
+/// controller stores it (minutes; `None` = UNLIMITED).
+fn sacct_timelimit(limit: TimeLimit) -> String {
+    let raw = limit.to_slurm_u32();
+    let rec = flotilla_proto::AcctJob {
+        job_id: 1,
+        array_job_id: None,
+        array_task_id: None,
+        array_task_str: None,
+        name: String::new(),
+        user: String::new(),
+        uid: 0,
+        gid: 0,
+        account: String::new(),
+        qos: String::new(),
+        partition: String::new(),
+        state: "PENDING".into(),
+        cancelled_by: None,
+        exit_code: 0,
+        signal: 0,
+        submit_time: 0,
+        eligible_time: None,
+        start_time: None,
+        end_time: None,
+        time_limit_min: (raw != flotilla_core::time::INFINITE).then_some(raw),
+        nodes: String::new(),
+        alloc_nodes: 0,
+        alloc_cpus: 0,
+        alloc_gpus: 0,
+        alloc_mem_mib: 0,
+        req_nodes: 1,
+        req_cpus: 1,
+        req_gpus: 0,
+        req_mem_mib: 0,
+        restarts: 0,
+        work_dir: String::new(),
+        comment: String::new(),
+        steps: Vec::new(),
+        show_job: true,
+    };
+    let ctx = flotilla_commands::sacct::Ctx {
+        now: 0,
+        cluster: String::new(),
+    };
+    flotilla_commands::sacct::job_value("Timelimit", &rec, &ctx).expect("sacct prints Timelimit")
 }
 
 /// A time limit real Slurm printed for a job.

@@ -15,6 +15,7 @@
 //! - [`frame`]: `u32` big-endian length prefix + postcard body, maximum size, the pure
 //!   [`decode_frame`], and the handshake ([`negotiate`]).
 //! - [`msg`]: requests, responses and node-daemon messages.
+//! - [`acct`]: the accounting query (`sacct`) and its records.
 //! - [`errno`]: Slurm's error codes and their texts (`slurm_strerror`).
 //! - [`client`]: a blocking client for commands and tests.
 //! - [`step`]: job steps: creation, launch on the node daemons, the I/O connection back to
@@ -22,6 +23,7 @@
 //! - [`auth`]: HMAC-SHA256 credentials over uid, gid, host, issue time, expiry and a nonce;
 //!   the cluster key file; the replay cache.
 
+pub mod acct;
 pub mod auth;
 pub mod client;
 pub mod errno;
@@ -29,6 +31,7 @@ pub mod frame;
 pub mod msg;
 pub mod step;
 
+pub use acct::{AcctJob, AcctJobRef, AcctQuery, AcctStep};
 pub use auth::{AuthError, ClusterKey, Credential, ReplayCache, Verifier};
 pub use errno::SlurmError;
 pub use frame::{

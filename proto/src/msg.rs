@@ -1069,6 +1069,8 @@ pub enum Request {
     },
     /// `scontrol show alerts`.
     QueryAlerts,
+    /// `sacct`: accounting records (see [`crate::acct`]).
+    QueryAcct(crate::acct::AcctQuery),
 }
 
 impl Request {
@@ -1097,6 +1099,7 @@ impl Request {
             Request::ServiceDelete { .. } => "REQUEST_SERVICE_DELETE",
             Request::QueryServices { .. } => "REQUEST_SERVICE_INFO",
             Request::QueryAlerts => "REQUEST_ALERT_INFO",
+            Request::QueryAcct(_) => "DBD_GET_JOBS_COND",
         }
     }
 }
@@ -1139,6 +1142,8 @@ pub enum Response {
     Services(Vec<ServiceInfo>),
     /// Alerts and pages, oldest first.
     Alerts(Vec<AlertInfo>),
+    /// Accounting records (`sacct`).
+    Acct(Vec<crate::acct::AcctJob>),
 }
 
 #[cfg(test)]

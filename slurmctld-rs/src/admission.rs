@@ -325,6 +325,7 @@ pub fn admit(req: &SubmitJob, cluster: &Cluster, conf: &AdmissionConf, now: i64)
         interactive: req.interactive,
         last_checkpoint_ack: None,
         service: None,
+        acct: Default::default(),
     };
     let _ = cpus_per_node;
     // After an id: dependency syntax, then node configuration.

@@ -213,6 +213,8 @@ pub struct Controller {
     auth_failures: Arc<AtomicU64>,
     steps: steps::StepTable,
     svc: services::SvcState,
+    /// `sacct` queries, answered after this turn's commit so they see it.
+    acct_queries: Vec<(flotilla_proto::AcctQuery, oneshot::Sender<Response>)>,
 }
 
 /// Wall clock in seconds since the epoch (read only at the edge, here).
@@ -263,6 +265,7 @@ impl Controller {
             auth_failures,
             steps: steps::StepTable::default(),
             svc: services::SvcState::default(),
+            acct_queries: Vec::new(),
         };
         c.recover(now)?;
         Ok(c)
@@ -396,7 +399,7 @@ impl Controller {
                 last_cycle = inst;
                 next_cycle = None;
             }
-            self.flush(n_events);
+            self.flush(n_events, now);
         }
         info!("controller owner task stopped");
     }
@@ -404,6 +407,14 @@ impl Controller {
     /// Handles one event at `now`.
     pub fn handle(&mut self, event: Event, now: i64) {
         match event {
+            Event::Rpc {
+                req: Request::QueryAcct(q),
+                reply,
+                ..
+            } => {
+                *self.stats.rpc.entry("DBD_GET_JOBS_COND").or_default() += 1;
+                self.acct_queries.push((q, reply));
+            }
             Event::Rpc { ident, req, reply } => {
                 *self.stats.rpc.entry(req.kind()).or_default() += 1;
                 let resp = self.rpc(ident, req, now);
@@ -450,7 +461,7 @@ impl Controller {
             | Request::ServiceDelete { .. }
             | Request::QueryServices { .. }
             | Request::QueryAlerts) => self.service_rpc(ident, r, now),
-            Request::IssueCredential | Request::Register(_) => {
+            Request::IssueCredential | Request::Register(_) | Request::QueryAcct(_) => {
                 Response::Error(SlurmError::new(SLURM_UNEXPECTED_MSG_ERROR))
             }
         }
@@ -483,6 +494,7 @@ impl Controller {
                 if let Some(mut f) = failed {
                     f.id = id;
                     f.spec.id = JobId(id);
+                    crate::acct::failed_at_submit(&mut f, now);
                     self.jobs.insert(id, *f);
                     self.dirty(id);
                     self.batch.acct.insert(id);
@@ -514,6 +526,7 @@ impl Controller {
                 debug!(job = id, user = %rec.user, "job submitted");
                 self.jobs.insert(id, rec);
                 self.dirty(id);
+                self.batch.acct.insert(id);
                 self.sched_dirty = true;
                 self.stats.submitted += 1;
                 Response::Submitted(Submitted { job_id: id })
@@ -658,7 +671,7 @@ impl Controller {
                 let r = match c.signal {
                     Some(sig) => self.signal_target(&t, sig, c.batch_only),
                     None => {
-                        self.cancel_target(&t, now);
+                        self.cancel_target(&t, ident.uid, now);
                         Ok(())
                     }
                 };
@@ -703,7 +716,10 @@ impl Controller {
         }
     }
 
-    fn cancel_target(&mut self, t: &Target, now: i64) {
+    fn cancel_target(&mut self, t: &Target, by: u32, now: i64) {
+        if let Some(rec) = self.jobs.get_mut(&t.id()) {
+            rec.acct.cancelled_by = Some(by);
+        }
         match t {
             Target::Tasks(aid, tasks) => {
                 let set: BTreeSet<u32> = tasks.iter().copied().collect();
@@ -774,6 +790,15 @@ impl Controller {
                 batch_only: false,
             });
         }
+    }
+
+    /// A run ends in a requeue: its accounting record becomes `run_state` (`REQUEUED` or
+    /// `PREEMPTED`; see [`crate::acct`]).
+    fn acct_requeued(&mut self, id: u64, now: i64, step_state: Option<&str>, run_state: &str) {
+        let (row, step) = crate::acct::requeued_rows(&self.jobs[&id], now, step_state, run_state);
+        self.batch.acct_rows.push(row);
+        self.batch.steps.remove(&id);
+        self.batch.step_rows.extend(step);
     }
 
     fn push_core_update(&mut self, id: u64) {
@@ -1426,6 +1451,9 @@ impl Controller {
             _ => self.jobs[&id].end_state.unwrap_or(JobState::Completed).as_str(),
         };
         self.record_run(id, run_state);
+        if matches!(why, Some(StopWhy::Preempt | StopWhy::Requeue { .. })) {
+            self.acct_requeued(id, now, None, run_state);
+        }
         match why {
             Some(StopWhy::Preempt) => {
                 self.sched.handle(CoreEvent::Requeued(core), now as u64);
@@ -1529,9 +1557,11 @@ impl Controller {
         rec.exit_code = 0;
         rec.exit_signal = 0;
         rec.reason = None;
+        crate::acct::on_start(rec, now);
         self.deps.remove(&id);
         self.dirty(id);
         self.batch.acct.insert(id);
+        self.batch.steps.insert(id);
         self.stats.started += 1;
     }
 
@@ -1578,6 +1608,9 @@ impl Controller {
             }
             self.send(n, CtlToNode::Kill { job_id: id });
         }
+        if self.jobs[&id].requeue {
+            self.acct_requeued(id, now, Some("NODE_FAIL"), "REQUEUED");
+        }
         let rec = self.jobs.get_mut(&id).expect("job exists");
         if rec.requeue {
             reset_for_requeue(rec, false);
@@ -1588,6 +1621,7 @@ impl Controller {
             rec.allocs.clear();
             self.sched.handle(CoreEvent::Cancel(JobId(core)), now as u64);
             self.batch.acct.insert(id);
+            self.batch.steps.insert(id);
             self.stats.failed += 1;
         }
         self.dirty(id);
@@ -1857,7 +1891,19 @@ impl Controller {
     }
 
     /// Commits the batch, then sends replies and node messages (decisions, then effects).
-    fn flush(&mut self, events: u64) {
+    fn flush(&mut self, events: u64, now: i64) {
+        let dirty: Vec<u64> = self.batch.jobs.iter().copied().collect();
+        for id in dirty {
+            // An array's pending remainder is accounted as `A_[tasks]`: rewritten as tasks
+            // start or are cancelled.
+            if self
+                .jobs
+                .get_mut(&id)
+                .is_some_and(|r| crate::acct::refresh_eligible(r, now) || r.is_array_meta())
+            {
+                self.batch.acct.insert(id);
+            }
+        }
         let batch = std::mem::take(&mut self.batch);
         if !batch.is_empty() {
             let t = Instant::now();
@@ -1874,6 +1920,16 @@ impl Controller {
             let _ = tx.send(r);
         }
         self.run_alert_programs();
+        for (q, tx) in std::mem::take(&mut self.acct_queries) {
+            let r = match crate::acct::query(self.store.conn(), &q) {
+                Ok(jobs) => Response::Acct(jobs),
+                Err(e) => {
+                    error!("accounting query failed: {e}");
+                    Response::Error(SlurmError::new(ESLURM_INTERNAL))
+                }
+            };
+            let _ = tx.send(r);
+        }
         let out = std::mem::take(&mut self.node_out);
         for (nid, o) in out {
             if self.nodes[nid].sess.is_none() {
@@ -1941,6 +1997,7 @@ fn reset_for_requeue(rec: &mut JobRecord, hold: bool) {
     rec.exit_code = 0;
     rec.exit_signal = 0;
     rec.reason = None;
+    rec.acct.eligible_time = None;
     if hold {
         rec.spec.held = Some(HoldKind::User);
     }

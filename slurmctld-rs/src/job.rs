@@ -203,6 +203,10 @@ pub struct JobRecord {
     /// The service this record is a replica of (replica ids are from `REPLICA_ID_BASE` up).
     #[serde(default)]
     pub service: Option<u32>,
+    /// Accounting beyond the scheduling fields (eligibility, who cancelled, the last run's
+    /// allocation), for `sacct`.
+    #[serde(default)]
+    pub acct: crate::acct::AcctInfo,
 }
 
 impl JobRecord {

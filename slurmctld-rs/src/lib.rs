@@ -4,10 +4,12 @@
 //! It owns: the RPC server ([`server`]: TCP with signed credentials, a local Unix socket with
 //! `SO_PEERCRED`), admission ([`admission`]), the job lifecycle and the scheduling loop around
 //! the core ([`ctld`], one owner task with a closed event enum), dependencies ([`deps`]), and
-//! the durable state in SQLite ([`store`], schema in `sql/`). It must never decide placement
+//! the durable state in SQLite ([`store`], schema in `sql/`) with the job accounting `sacct`
+//! reads ([`acct`]). It must never decide placement
 //! itself (that is the core's), never send an RPC for a decision before the decision is
 //! committed, and never trust a uid a client merely claims.
 
+pub mod acct;
 pub mod admission;
 pub mod conf;
 pub mod ctld;

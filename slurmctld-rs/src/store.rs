@@ -19,6 +19,7 @@ use std::path::{Path, PathBuf};
 /// `schema_migrations`.
 const MIGRATIONS: &[(u32, &str)] = &[
     (1, include_str!("../../sql/0001_init.sql")),
+    (2, include_str!("../../sql/0002_acct.sql")),
     (4, include_str!("../../sql/0004_services.sql")),
 ];
 
@@ -104,32 +105,17 @@ pub struct WriteBatch {
     pub allocs: Vec<AllocOp>,
     /// Node rows.
     pub nodes: Vec<NodeRow>,
-    /// Rows of `srun` steps (`job_steps`), written in order.
+    /// Step rows taken at the event (the batch step of a requeued run, `srun` steps), written
+    /// before `steps`'.
     pub step_rows: Vec<StepRow>,
     /// Services, alerts and per-run accounting ([`crate::svcstore`]).
     pub svc: crate::svcstore::SvcBatch,
+    /// Accounting rows taken at the event (a requeued run), written before `acct`'s.
+    pub acct_rows: Vec<crate::acct::AcctRow>,
 }
 
-/// One `job_steps` row of an `srun` step (`step` = `"0"`, `"1"`, ...).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct StepRow {
-    /// Job.
-    pub job_id: u64,
-    /// Step id as text.
-    pub step: String,
-    /// Slurm state name (`RUNNING`, `COMPLETED`, `FAILED`, `CANCELLED`).
-    pub state: String,
-    /// Exit code (worst task's).
-    pub exit_code: i32,
-    /// Signal (worst task's).
-    pub signal: i32,
-    /// Start (s since epoch).
-    pub start_time: Option<i64>,
-    /// End (s since epoch).
-    pub end_time: Option<i64>,
-    /// Nodes (hostlist).
-    pub nodes: String,
-}
+/// One `job_steps` row (the batch step, or an `srun` step: `step` = `"0"`, `"1"`, ...).
+pub use crate::acct::StepRow;
 
 impl WriteBatch {
     /// True when there is nothing to write.
@@ -143,6 +129,7 @@ impl WriteBatch {
             && self.nodes.is_empty()
             && self.step_rows.is_empty()
             && self.svc.is_empty()
+            && self.acct_rows.is_empty()
     }
 }
 
@@ -200,6 +187,11 @@ impl Store {
             path: self.path.clone(),
             source,
         }
+    }
+
+    /// The connection (read-only uses: accounting queries, [`crate::acct::query`]).
+    pub fn conn(&self) -> &Connection {
+        &self.conn
     }
 
     /// The database file.
@@ -417,76 +409,11 @@ impl Store {
             }
         }
         {
-            let mut up = tx
-                .prepare_cached(
-                    "INSERT OR REPLACE INTO acct_jobs (job_id, array_job_id, array_task_id, name, user, uid, account, \
-                     partition, state, exit_code, signal, submit_time, start_time, end_time, time_limit_min, nodes, \
-                     alloc_cpus, alloc_gpus, alloc_mem_mib, restarts) \
-                     VALUES (?1,?2,?3,?4,?5,?6,?7,?8,?9,?10,?11,?12,?13,?14,?15,?16,?17,?18,?19,?20)",
-                )
-                .map_err(e)?;
-            for &id in &batch.acct {
-                let Some(r) = job(id) else { continue };
-                let cpus: u64 = r.allocs.iter().map(|a| a.part.cpu_milli / 1000).sum();
-                let gpus: u32 = r.allocs.iter().map(|a| a.part.gpus.count()).sum();
-                let mem: u64 = r.allocs.iter().map(|a| a.part.mem_mib).sum();
-                up.execute(params![
-                    i(r.id),
-                    r.array_job_id.map(i),
-                    r.array_task_id,
-                    r.name,
-                    r.user,
-                    r.uid,
-                    r.spec.account,
-                    r.partition,
-                    r.state.as_str(),
-                    r.exit_code,
-                    r.exit_signal,
-                    r.submit_time,
-                    r.start_time,
-                    r.end_time,
-                    r.time_limit_min,
-                    crate::job::compress_hostlist(&r.nodes),
-                    i(cpus),
-                    gpus,
-                    i(mem),
-                    r.restarts
-                ])
-                .map_err(e)?;
-            }
-        }
-        {
-            let mut up = tx
-                .prepare_cached(
-                    "INSERT OR REPLACE INTO job_steps (job_id, step, state, exit_code, signal, start_time, end_time, nodes) \
-                     VALUES (?1, 'batch', ?2, ?3, ?4, ?5, ?6, ?7)",
-                )
-                .map_err(e)?;
-            for &id in &batch.steps {
-                let Some(r) = job(id) else { continue };
-                up.execute(params![
-                    i(r.id),
-                    r.state.as_str(),
-                    r.exit_code,
-                    r.exit_signal,
-                    r.start_time,
-                    r.end_time,
-                    r.nodes.first().cloned().unwrap_or_default()
-                ])
-                .map_err(e)?;
-            }
-        }
-        {
-            let mut up = tx
-                .prepare_cached(
-                    "INSERT OR REPLACE INTO job_steps (job_id, step, state, exit_code, signal, start_time, end_time, nodes) \
-                     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
-                )
-                .map_err(e)?;
-            for r in &batch.step_rows {
-                up.execute(params![i(r.job_id), r.step, r.state, r.exit_code, r.signal, r.start_time, r.end_time, r.nodes])
-                    .map_err(e)?;
-            }
+            let current: Vec<crate::acct::AcctRow> =
+                batch.acct.iter().filter_map(|&id| job(id)).filter_map(crate::acct::current_row).collect();
+            let mut steps = batch.step_rows.clone();
+            steps.extend(batch.steps.iter().filter_map(|&id| job(id)).filter_map(crate::acct::batch_step_row));
+            crate::acct::write(&tx, &batch.acct_rows, &current, &steps).map_err(e)?;
         }
         crate::svcstore::commit(&tx, &batch.svc).map_err(e)?;
         tx.commit().map_err(e)?;

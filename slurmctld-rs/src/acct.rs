@@ -1,0 +1,629 @@
+//! Job accounting for `sacct`: what the controller writes into `acct_jobs` and `job_steps`
+//! (SQLite, `sql/0001_init.sql` + `sql/0002_acct.sql`) and how an accounting query reads
+//! them back.
+//!
+//! One `acct_jobs` row per job id is the job's *latest record*, as Slurm's `sacct` shows it
+//! without `--duplicates`:
+//! - written at submission (a job is in sacct from the moment `sbatch` returns; clients poll
+//!   it right away, CONTRACT.md §A-7), when it becomes eligible, starts, ends or is cancelled;
+//! - a requeue writes the run's record as `REQUEUED` and that record stays until the job
+//!   starts again (Slurm records the next run only once the requeued job is eligible again);
+//! - the job's `ExitCode` is the batch script's `status:signal`, except `0:0` for jobs
+//!   cancelled, timed out, requeued or preempted (their batch step carries the signal), and
+//!   `1:0` for a job that failed at submission (Slurm's `BadConstraints`).
+//!
+//! Steps are read generically from `job_steps` (`batch`, `extern`, and the numbered steps
+//! `srun` writes). The controller writes the batch step when the script starts (`RUNNING`)
+//! and when it ends: `COMPLETED 0:0`, `FAILED N:0`, or `CANCELLED 0:S` when a signal ended it
+//! (goldens 0284, 0298).
+//!
+//! Nothing here reads a clock: `now` is passed in.
+
+use crate::job::{compress_hostlist, JobRecord, JobState};
+use flotilla_proto::{AcctJob, AcctQuery, AcctStep};
+use rusqlite::{params, Connection};
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+
+/// What accounting keeps about a job beyond its record's scheduling fields. Stored inside the
+/// job record (`serde(default)`: records written before it existed load with none).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct AcctInfo {
+    /// When the job (this run) became eligible (s); `None`: not yet.
+    pub eligible_time: Option<i64>,
+    /// Uid that cancelled it.
+    pub cancelled_by: Option<u32>,
+    /// Nodes of the last run.
+    pub alloc_nodes: u32,
+    /// CPUs of the last run.
+    pub alloc_cpus: u32,
+    /// Whole GPUs of the last run.
+    pub alloc_gpus: u32,
+    /// Memory of the last run (MiB).
+    pub alloc_mem_mib: u64,
+    /// CPUs on the batch host.
+    pub batch_cpus: u32,
+    /// Whole GPUs on the batch host.
+    pub batch_gpus: u32,
+    /// Memory on the batch host (MiB).
+    pub batch_mem_mib: u64,
+}
+
+/// One `acct_jobs` row.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AcctRow {
+    /// The record as the wire carries it (steps empty).
+    pub job: AcctJob,
+    /// The batch host's share: CPUs, GPUs, MiB.
+    pub batch: (u32, u32, u64),
+}
+
+/// One `job_steps` row written by the controller (the batch step).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StepRow {
+    /// Job id.
+    pub job_id: u64,
+    /// Step name (`batch`).
+    pub step: String,
+    /// Slurm state name.
+    pub state: String,
+    /// Exit status.
+    pub exit_code: i32,
+    /// Signal.
+    pub signal: i32,
+    /// Start (s).
+    pub start_time: Option<i64>,
+    /// End (s).
+    pub end_time: Option<i64>,
+    /// Nodes.
+    pub nodes: String,
+}
+
+/// Slurm: a job is eligible once it is not held, its dependencies are met and its begin time
+/// has come. Pending jobs only.
+fn eligible(rec: &JobRecord, now: i64) -> bool {
+    rec.state == JobState::Pending
+        && rec.spec.held.is_none()
+        && !rec.spec.dependency_pending
+        && rec.reason.as_deref() != Some("DependencyNeverSatisfied")
+        && rec.spec.begin_time.is_none_or(|b| b as i64 <= now)
+}
+
+/// Records the moment a pending job becomes eligible (its begin time when that is what it
+/// waited for). Returns true when the accounting row must be rewritten.
+pub fn refresh_eligible(rec: &mut JobRecord, now: i64) -> bool {
+    if rec.acct.eligible_time.is_some() || !eligible(rec, now) {
+        return false;
+    }
+    let t = rec.spec.begin_time.map_or(now, |b| (b as i64).min(now)).max(rec.submit_time);
+    rec.acct.eligible_time = Some(t);
+    true
+}
+
+/// A job failed at submission (after getting an id): Slurm accounts it as eligible at once.
+pub fn failed_at_submit(rec: &mut JobRecord, now: i64) {
+    rec.acct.eligible_time = Some(now);
+}
+
+/// The run starts: keeps its allocation (the record's allocations are released at the end,
+/// the accounting keeps them).
+pub fn on_start(rec: &mut JobRecord, now: i64) {
+    let a = &mut rec.acct;
+    a.eligible_time.get_or_insert(now);
+    a.alloc_nodes = rec.allocs.len() as u32;
+    a.alloc_cpus = rec.allocs.iter().fold(0u32, |n, x| n.saturating_add(cpus(x.part.cpu_milli)));
+    a.alloc_gpus = rec.allocs.iter().fold(0u32, |n, x| n.saturating_add(x.part.gpus.count()));
+    a.alloc_mem_mib = rec.allocs.iter().fold(0u64, |n, x| n.saturating_add(x.part.mem_mib));
+    let first = rec.allocs.first();
+    a.batch_cpus = first.map_or(0, |x| cpus(x.part.cpu_milli));
+    a.batch_gpus = first.map_or(0, |x| x.part.gpus.count());
+    a.batch_mem_mib = first.map_or(0, |x| x.part.mem_mib);
+}
+
+/// Whole CPUs of milli-CPUs, saturating (a request may ask for absurd amounts; accounting
+/// never panics on it).
+fn cpus(milli: u64) -> u32 {
+    u32::try_from(milli / 1000).unwrap_or(u32::MAX)
+}
+
+/// The job is requeued: the finished run's record (`run_state`: `REQUEUED`, or `PREEMPTED`
+/// when inference preempted it) and its batch step, taken before the record is reset.
+/// `step_state`: how the batch step ended (`CANCELLED` when the controller stopped it,
+/// `NODE_FAIL` when its node was lost).
+pub fn requeued_rows(rec: &JobRecord, now: i64, step_state: Option<&str>, run_state: &str) -> (AcctRow, Option<StepRow>) {
+    let mut row = job_row(rec);
+    row.job.state = run_state.into();
+    row.job.exit_code = 0;
+    row.job.signal = 0;
+    row.job.end_time = Some(now);
+    row.job.cancelled_by = None;
+    let step = rec.start_time.map(|st| StepRow {
+        job_id: rec.id,
+        step: "batch".into(),
+        state: step_state.map_or_else(|| step_state_of(rec.exit_code, rec.exit_signal).to_string(), str::to_string),
+        exit_code: rec.exit_code,
+        signal: rec.exit_signal,
+        start_time: Some(st),
+        end_time: Some(now),
+        nodes: rec.nodes.first().cloned().unwrap_or_default(),
+    });
+    (row, step)
+}
+
+/// The row a job's current record gives, or `None` while a requeued job waits for its next
+/// run (its `REQUEUED` row stands).
+pub fn current_row(rec: &JobRecord) -> Option<AcctRow> {
+    if rec.restarts > 0 && rec.start_time.is_none() {
+        return None;
+    }
+    Some(job_row(rec))
+}
+
+fn step_state_of(exit_code: i32, signal: i32) -> &'static str {
+    if signal != 0 {
+        "CANCELLED"
+    } else if exit_code != 0 {
+        "FAILED"
+    } else {
+        "COMPLETED"
+    }
+}
+
+/// The batch step of the current run: `RUNNING` while the script runs, its end state once
+/// the job has finished; `None` when the job never ran.
+pub fn batch_step_row(rec: &JobRecord) -> Option<StepRow> {
+    let start = rec.start_time?;
+    let (state, end) = match rec.state {
+        JobState::Pending => return None,
+        JobState::Running => ("RUNNING", None),
+        JobState::Completing | JobState::Completed | JobState::Failed | JobState::Cancelled | JobState::Timeout => {
+            (step_state_of(rec.exit_code, rec.exit_signal), rec.end_time)
+        }
+        JobState::OutOfMemory => ("OUT_OF_MEMORY", rec.end_time),
+        JobState::NodeFail => ("NODE_FAIL", rec.end_time),
+        JobState::Preempted => ("CANCELLED", rec.end_time),
+    };
+    Some(StepRow {
+        job_id: rec.id,
+        step: "batch".into(),
+        state: state.into(),
+        exit_code: rec.exit_code,
+        signal: rec.exit_signal,
+        start_time: Some(start),
+        end_time: end,
+        nodes: rec.nodes.first().cloned().unwrap_or_default(),
+    })
+}
+
+fn job_row(rec: &JobRecord) -> AcctRow {
+    let state = match rec.state {
+        // Slurm's accounting sees COMPLETING as still running.
+        JobState::Completing => JobState::Running,
+        s => s,
+    };
+    let (exit_code, signal) = match state {
+        JobState::Cancelled | JobState::Timeout | JobState::Preempted | JobState::NodeFail => (0, 0),
+        JobState::Failed if rec.start_time.is_none() => (1, 0),
+        _ => (rec.exit_code, rec.exit_signal),
+    };
+    let req_nodes = rec.num_nodes.max(1);
+    let a = &rec.acct;
+    AcctRow {
+        job: AcctJob {
+            job_id: rec.id,
+            array_job_id: rec.array_job_id,
+            array_task_id: if rec.is_array_meta() { None } else { rec.array_task_id },
+            array_task_str: rec.array_task_str(),
+            name: rec.name.clone(),
+            user: rec.user.clone(),
+            uid: rec.uid,
+            gid: rec.gid,
+            account: rec.account.clone(),
+            qos: rec.qos.clone(),
+            partition: rec.partition.clone(),
+            state: state.as_str().to_string(),
+            cancelled_by: if state == JobState::Cancelled { a.cancelled_by } else { None },
+            exit_code,
+            signal,
+            submit_time: rec.submit_time,
+            eligible_time: a.eligible_time,
+            start_time: rec.start_time,
+            end_time: rec.end_time,
+            time_limit_min: rec.time_limit_min,
+            nodes: compress_hostlist(&rec.nodes),
+            alloc_nodes: if rec.start_time.is_some() { a.alloc_nodes } else { 0 },
+            alloc_cpus: if rec.start_time.is_some() { a.alloc_cpus } else { 0 },
+            alloc_gpus: if rec.start_time.is_some() { a.alloc_gpus } else { 0 },
+            alloc_mem_mib: if rec.start_time.is_some() { a.alloc_mem_mib } else { 0 },
+            req_nodes,
+            req_cpus: cpus(rec.spec.request.cpu_milli_per_node).saturating_mul(req_nodes),
+            req_gpus: rec.gpus,
+            req_mem_mib: rec.mem_per_node_mib.saturating_mul(u64::from(req_nodes)),
+            restarts: rec.restarts,
+            work_dir: rec.work_dir.clone(),
+            comment: rec.comment.clone().unwrap_or_default(),
+            steps: Vec::new(),
+            show_job: true,
+        },
+        batch: (a.batch_cpus, a.batch_gpus, a.batch_mem_mib),
+    }
+}
+
+fn i(v: u64) -> i64 {
+    v as i64
+}
+
+/// Writes accounting rows inside the commit's transaction: `rows` (snapshots taken at the
+/// event, e.g. a requeue) first, then `current` (rows of current records, which win when both
+/// name a job), then step rows.
+pub fn write(conn: &Connection, rows: &[AcctRow], current: &[AcctRow], steps: &[StepRow]) -> rusqlite::Result<()> {
+    let mut up = conn.prepare_cached(
+        "INSERT OR REPLACE INTO acct_jobs (job_id, array_job_id, array_task_id, name, user, uid, account, \
+         partition, state, exit_code, signal, submit_time, start_time, end_time, time_limit_min, nodes, \
+         alloc_cpus, alloc_gpus, alloc_mem_mib, restarts, eligible_time, cancelled_by, gid, qos, alloc_nodes, \
+         req_nodes, req_cpus, req_gpus, req_mem_mib, batch_cpus, batch_gpus, batch_mem_mib, work_dir, comment, \
+         array_task_str) \
+         VALUES (?1,?2,?3,?4,?5,?6,?7,?8,?9,?10,?11,?12,?13,?14,?15,?16,?17,?18,?19,?20,?21,?22,?23,?24,?25,?26,\
+         ?27,?28,?29,?30,?31,?32,?33,?34,?35)",
+    )?;
+    for r in rows.iter().chain(current) {
+        let j = &r.job;
+        up.execute(params![
+            i(j.job_id),
+            j.array_job_id.map(i),
+            j.array_task_id,
+            j.name,
+            j.user,
+            j.uid,
+            j.account,
+            j.partition,
+            j.state,
+            j.exit_code,
+            j.signal,
+            j.submit_time,
+            j.start_time,
+            j.end_time,
+            j.time_limit_min,
+            j.nodes,
+            j.alloc_cpus,
+            j.alloc_gpus,
+            i(j.alloc_mem_mib),
+            j.restarts,
+            j.eligible_time,
+            j.cancelled_by,
+            j.gid,
+            j.qos,
+            j.alloc_nodes,
+            j.req_nodes,
+            j.req_cpus,
+            j.req_gpus,
+            i(j.req_mem_mib),
+            r.batch.0,
+            r.batch.1,
+            i(r.batch.2),
+            j.work_dir,
+            j.comment,
+            j.array_task_str,
+        ])?;
+    }
+    let mut st = conn.prepare_cached(
+        "INSERT OR REPLACE INTO job_steps (job_id, step, state, exit_code, signal, start_time, end_time, nodes) \
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
+    )?;
+    for s in steps {
+        st.execute(params![i(s.job_id), s.step, s.state, s.exit_code, s.signal, s.start_time, s.end_time, s.nodes])?;
+    }
+    Ok(())
+}
+
+const JOB_COLS: &str = "job_id, array_job_id, array_task_id, name, user, uid, account, partition, state, exit_code, \
+     signal, submit_time, start_time, end_time, time_limit_min, nodes, alloc_cpus, alloc_gpus, alloc_mem_mib, \
+     restarts, eligible_time, cancelled_by, gid, qos, alloc_nodes, req_nodes, req_cpus, req_gpus, req_mem_mib, \
+     batch_cpus, batch_gpus, batch_mem_mib, work_dir, comment, array_task_str";
+
+fn read_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<AcctRow> {
+    Ok(AcctRow {
+        job: AcctJob {
+            job_id: r.get::<_, i64>(0)? as u64,
+            array_job_id: r.get::<_, Option<i64>>(1)?.map(|v| v as u64),
+            array_task_id: r.get(2)?,
+            name: r.get(3)?,
+            user: r.get(4)?,
+            uid: r.get(5)?,
+            account: r.get(6)?,
+            partition: r.get(7)?,
+            state: r.get(8)?,
+            exit_code: r.get(9)?,
+            signal: r.get(10)?,
+            submit_time: r.get(11)?,
+            start_time: r.get(12)?,
+            end_time: r.get(13)?,
+            time_limit_min: r.get(14)?,
+            nodes: r.get(15)?,
+            alloc_cpus: r.get(16)?,
+            alloc_gpus: r.get(17)?,
+            alloc_mem_mib: r.get::<_, i64>(18)? as u64,
+            restarts: r.get(19)?,
+            eligible_time: r.get(20)?,
+            cancelled_by: r.get(21)?,
+            gid: r.get(22)?,
+            qos: r.get(23)?,
+            alloc_nodes: r.get(24)?,
+            req_nodes: r.get(25)?,
+            req_cpus: r.get(26)?,
+            req_gpus: r.get(27)?,
+            req_mem_mib: r.get::<_, i64>(28)? as u64,
+            work_dir: r.get(32)?,
+            comment: r.get(33)?,
+            array_task_str: r.get(34)?,
+            steps: Vec::new(),
+            show_job: true,
+        },
+        batch: (r.get(29)?, r.get(30)?, r.get::<_, i64>(31)? as u64),
+    })
+}
+
+/// Whether a job's record falls in the query's time window and states (Slurm 22.05's
+/// `setup_job_cond_limits` / `_state_time_string`, see [`AcctQuery`]).
+pub fn in_window(j: &AcctJob, q: &AcctQuery) -> bool {
+    let (start, end) = (q.start, q.end);
+    if q.states.is_empty() {
+        if start.is_none() && end.is_none() {
+            return true;
+        }
+        let Some(el) = j.eligible_time else { return false };
+        return end.is_none_or(|e| el < e) && start.is_none_or(|s| j.end_time.is_none_or(|t| t >= s));
+    }
+    q.states.iter().any(|s| match s.as_str() {
+        "PENDING" => {
+            let Some(el) = j.eligible_time else { return false };
+            let left = j.start_time.or(j.end_time);
+            end.is_none_or(|e| el <= e) && start.is_none_or(|s| left.is_none_or(|t| t >= s))
+        }
+        "RUNNING" | "SUSPENDED" => {
+            let Some(st) = j.start_time else { return false };
+            end.is_none_or(|e| st <= e) && start.is_none_or(|s| j.end_time.is_none_or(|t| t >= s))
+        }
+        other => {
+            j.state == other
+                && (start.is_none() && end.is_none()
+                    || j.end_time.is_some_and(|t| start.is_none_or(|s| t >= s) && end.is_none_or(|e| t <= e)))
+        }
+    })
+}
+
+fn selected(j: &AcctJob, q: &AcctQuery) -> Option<Option<Vec<String>>> {
+    // Some(None): the job and all its steps; Some(Some(steps)): only these steps.
+    if !q.jobs.is_empty() {
+        let mut whole = false;
+        let mut steps = Vec::new();
+        let mut any = false;
+        for r in &q.jobs {
+            let hit = match r.task {
+                None => j.job_id == r.job_id || j.array_job_id == Some(r.job_id),
+                Some(t) => j.array_job_id == Some(r.job_id) && j.array_task_id == Some(t),
+            };
+            if hit {
+                any = true;
+                match &r.step {
+                    None => whole = true,
+                    Some(s) => steps.push(s.clone()),
+                }
+            }
+        }
+        if !any {
+            return None;
+        }
+        if !whole {
+            return Some(Some(steps));
+        }
+    }
+    Some(None)
+}
+
+fn hostnames(list: &str) -> Vec<String> {
+    flotilla_core::hostlist::expand(list).unwrap_or_else(|_| vec![list.to_string()])
+}
+
+/// Answers an accounting query from the database: matching jobs (latest record per job id)
+/// with their steps, ordered by job id (array tasks by array id, then task).
+pub fn query(conn: &Connection, q: &AcctQuery) -> rusqlite::Result<Vec<AcctJob>> {
+    let mut sql = format!("SELECT {JOB_COLS} FROM acct_jobs");
+    let mut conds = Vec::new();
+    if !q.uids.is_empty() {
+        conds.push(format!("uid IN ({})", q.uids.iter().map(u32::to_string).collect::<Vec<_>>().join(",")));
+    }
+    if !q.jobs.is_empty() {
+        let ids: Vec<String> = q.jobs.iter().map(|r| r.job_id.to_string()).collect();
+        let ids = ids.join(",");
+        conds.push(format!("(job_id IN ({ids}) OR array_job_id IN ({ids}))"));
+    }
+    if q.states.is_empty() {
+        // The window's bound on the end, in SQL so that old records are not read at all
+        // (`acct_jobs_end`); `in_window` applies the whole rule.
+        if let Some(s) = q.start {
+            conds.push(format!("(end_time IS NULL OR end_time >= {s})"));
+        }
+        if q.start.is_some() || q.end.is_some() {
+            conds.push("eligible_time IS NOT NULL".into());
+        }
+    }
+    if !conds.is_empty() {
+        sql.push_str(" WHERE ");
+        sql.push_str(&conds.join(" AND "));
+    }
+    let mut stmt = conn.prepare(&sql)?;
+    let rows = stmt.query_map([], read_row)?.collect::<Result<Vec<_>, _>>()?;
+    let want_nodes: Vec<String> = q.nodes.iter().flat_map(|n| hostnames(n)).collect();
+    let mut steps_stmt = conn.prepare_cached(
+        "SELECT step, state, exit_code, signal, start_time, end_time, nodes FROM job_steps WHERE job_id = ?1",
+    )?;
+    let mut out: BTreeMap<(u64, u32, u64), AcctJob> = BTreeMap::new();
+    for row in rows {
+        let mut j = row.job;
+        let Some(only_steps) = selected(&j, q) else { continue };
+        if !in_window(&j, q)
+            || !q.names.is_empty() && !q.names.contains(&j.name)
+            || !q.partitions.is_empty() && !q.partitions.contains(&j.partition)
+            || !q.accounts.is_empty() && !q.accounts.contains(&j.account)
+            || !want_nodes.is_empty() && !hostnames(&j.nodes).iter().any(|n| want_nodes.contains(n))
+        {
+            continue;
+        }
+        let mut steps: Vec<AcctStep> = steps_stmt
+            .query_map([i(j.job_id)], |r| {
+                Ok(AcctStep {
+                    step: r.get(0)?,
+                    state: r.get(1)?,
+                    exit_code: r.get(2)?,
+                    signal: r.get(3)?,
+                    start_time: r.get(4)?,
+                    end_time: r.get(5)?,
+                    nodes: r.get(6)?,
+                    cpus: 0,
+                    gpus: 0,
+                    mem_mib: 0,
+                    nnodes: 0,
+                })
+            })?
+            .collect::<Result<Vec<_>, _>>()?;
+        // A step started before the job's latest run belongs to an earlier run.
+        if let Some(st) = j.start_time {
+            steps.retain(|s| s.start_time.is_none_or(|t| t >= st));
+        }
+        for s in &mut steps {
+            s.nnodes = hostnames(&s.nodes).len() as u32;
+            if s.step == "batch" {
+                (s.cpus, s.gpus, s.mem_mib) = row.batch;
+            } else {
+                // Numbered steps: the job's allocation on the step's nodes is not recorded per
+                // step; the job's per-node share times the step's node count stands in.
+                let n = j.alloc_nodes.max(1);
+                s.cpus = (j.alloc_cpus / n).saturating_mul(s.nnodes);
+                s.gpus = (j.alloc_gpus / n).saturating_mul(s.nnodes);
+                s.mem_mib = (j.alloc_mem_mib / u64::from(n)).saturating_mul(u64::from(s.nnodes));
+            }
+        }
+        steps.sort_by_key(|s| step_rank(&s.step));
+        if let Some(names) = only_steps {
+            steps.retain(|s| names.contains(&s.step));
+            if steps.is_empty() {
+                continue;
+            }
+            // Only the steps asked for: the job line is left out (sacct's show_full).
+            j.show_job = false;
+        }
+        j.steps = steps;
+        let key = match (j.array_job_id, j.array_task_id) {
+            (Some(a), Some(t)) => (a, t, j.job_id),
+            (Some(a), None) => (a, u32::MAX, j.job_id),
+            _ => (j.job_id, 0, j.job_id),
+        };
+        out.insert(key, j);
+    }
+    Ok(out.into_values().collect())
+}
+
+/// Slurm lists a job's steps `batch`, `extern`, then numbered steps in order.
+fn step_rank(s: &str) -> (u8, u64, String) {
+    match s {
+        "batch" => (0, 0, String::new()),
+        "extern" => (1, 0, String::new()),
+        _ => match s.parse::<u64>() {
+            Ok(n) => (2, n, String::new()),
+            Err(_) => (3, 0, s.to_string()),
+        },
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn job(state: &str) -> AcctJob {
+        AcctJob {
+            job_id: 7,
+            array_job_id: None,
+            array_task_id: None,
+            array_task_str: None,
+            name: "x".into(),
+            user: "alice".into(),
+            uid: 2001,
+            gid: 2001,
+            account: String::new(),
+            qos: String::new(),
+            partition: "batch".into(),
+            state: state.into(),
+            cancelled_by: None,
+            exit_code: 0,
+            signal: 0,
+            submit_time: 100,
+            eligible_time: Some(100),
+            start_time: Some(110),
+            end_time: Some(200),
+            time_limit_min: None,
+            nodes: "gpu01".into(),
+            alloc_nodes: 1,
+            alloc_cpus: 1,
+            alloc_gpus: 0,
+            alloc_mem_mib: 1024,
+            req_nodes: 1,
+            req_cpus: 1,
+            req_gpus: 0,
+            req_mem_mib: 1024,
+            restarts: 0,
+            work_dir: String::new(),
+            comment: String::new(),
+            steps: Vec::new(),
+            show_job: true,
+        }
+    }
+
+    #[test]
+    fn window_without_states_selects_on_eligibility() {
+        let q = |s: Option<i64>, e: Option<i64>| AcctQuery {
+            start: s,
+            end: e,
+            ..AcctQuery::default()
+        };
+        let j = job("COMPLETED");
+        assert!(in_window(&j, &q(None, None)));
+        assert!(in_window(&j, &q(Some(150), Some(300))));
+        assert!(in_window(&j, &q(Some(200), Some(300))), "ended at the window's start");
+        assert!(!in_window(&j, &q(Some(201), Some(300))), "ended before the window");
+        assert!(!in_window(&j, &q(Some(0), Some(100))), "eligible at the window's end");
+        let mut never = job("CANCELLED");
+        never.eligible_time = None;
+        assert!(!in_window(&never, &q(Some(0), Some(300))), "never eligible: held, dependency");
+        assert!(in_window(&never, &q(None, None)), "-j without -S: every record");
+    }
+
+    #[test]
+    fn window_with_states_selects_on_end_time() {
+        let q = |s: i64, e: i64| AcctQuery {
+            start: Some(s),
+            end: Some(e),
+            states: vec!["FAILED".into()],
+            ..AcctQuery::default()
+        };
+        let j = job("FAILED");
+        assert!(in_window(&j, &q(0, 300)));
+        // Slurm 22.05: `-s F -S today` without -E is the window [today, today] (golden 0295).
+        assert!(!in_window(&j, &q(0, 0)));
+        assert!(!in_window(&job("COMPLETED"), &q(0, 300)));
+        let r = AcctQuery {
+            start: Some(150),
+            end: Some(150),
+            states: vec!["RUNNING".into()],
+            ..AcctQuery::default()
+        };
+        assert!(in_window(&j, &r), "it ran at 150");
+    }
+
+    #[test]
+    fn steps_order() {
+        let mut v = vec!["1", "extern", "0", "batch", "10", "2"];
+        v.sort_by_key(|s| step_rank(s));
+        assert_eq!(v, vec!["batch", "extern", "0", "1", "2", "10"]);
+    }
+}
