@@ -593,7 +593,7 @@ sacct [<OPTION>]
   -a, --allusers          all users' jobs (root, and -j or -N without -u, also see everybody's)
   -A, --accounts=LIST     jobs of these accounts
   -b, --brief             jobid,state,exitcode
-  -D, --duplicates        accepted; every job id has one record (its latest run)
+  -D, --duplicates        also list the earlier runs of requeued jobs
   -e, --helpformat        list the fields -o accepts
   -E, --endtime=TIME      end of the window (default: now; with -s: the start)
   -j, --jobs=LIST         jobs (N, N_T, N.step), repeatable; no time window unless -S/-E
@@ -760,6 +760,7 @@ pub fn parse(args: &[String], env: &dyn Fn(&str) -> Option<String>, uid: u32, no
             }
             x if x == c('V') => return Parsed::Done(0, format!("{}\n", crate::sbatch::VERSION_LINE), String::new()),
             x if x == c('X') || x == c('t') => no_steps = true,
+            x if x == c('D') => q.duplicates = true,
             _ => {}
         }
     }

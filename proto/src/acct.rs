@@ -49,6 +49,9 @@ pub struct AcctQuery {
     /// The controller's clock when the window's open end (`now`) is meant: the command sends
     /// its own `now` so that both sides agree on `-E now`.
     pub now: i64,
+    /// `-D/--duplicates`: also the earlier runs of requeued jobs (each `PREEMPTED`,
+    /// `REQUEUED` or `NODE_FAIL`), oldest first, before the job's latest record.
+    pub duplicates: bool,
 }
 
 /// One step of a job as accounted (`N.batch`, `N.extern`, `N.0`, ...).

@@ -458,7 +458,8 @@ pub fn query(conn: &Connection, q: &AcctQuery) -> rusqlite::Result<Vec<AcctJob>>
     let mut steps_stmt = conn.prepare_cached(
         "SELECT step, state, exit_code, signal, start_time, end_time, nodes FROM job_steps WHERE job_id = ?1",
     )?;
-    let mut out: BTreeMap<(u64, u32, u64), AcctJob> = BTreeMap::new();
+    // Keyed (array or job id, task, job id, run): Slurm's order, a job's runs oldest first.
+    let mut out: BTreeMap<(u64, u32, u64, u32), AcctJob> = BTreeMap::new();
     for row in rows {
         let mut j = row.job;
         let Some(only_steps) = selected(&j, q) else { continue };
@@ -487,6 +488,7 @@ pub fn query(conn: &Connection, q: &AcctQuery) -> rusqlite::Result<Vec<AcctJob>>
                 })
             })?
             .collect::<Result<Vec<_>, _>>()?;
+        let all_steps = steps.clone();
         // A step started before the job's latest run belongs to an earlier run.
         if let Some(st) = j.start_time {
             steps.retain(|s| s.start_time.is_none_or(|t| t >= st));
@@ -513,13 +515,42 @@ pub fn query(conn: &Connection, q: &AcctQuery) -> rusqlite::Result<Vec<AcctJob>>
             // Only the steps asked for: the job line is left out (sacct's show_full).
             j.show_job = false;
         }
-        j.steps = steps;
         let key = match (j.array_job_id, j.array_task_id) {
             (Some(a), Some(t)) => (a, t, j.job_id),
             (Some(a), None) => (a, u32::MAX, j.job_id),
             _ => (j.job_id, 0, j.job_id),
         };
-        out.insert(key, j);
+        if q.duplicates && j.restarts > 0 && j.show_job {
+            // Earlier runs (`job_runs`, one row per ended run): the job's record with that
+            // run's state, times, nodes and exit, and the steps that ran in it.
+            let mut runs_stmt = conn.prepare_cached(
+                "SELECT run, state, exit_code, signal, start_time, end_time, nodes FROM job_runs \
+                 WHERE job_id = ?1 AND run < ?2 ORDER BY run",
+            )?;
+            let runs = runs_stmt
+                .query_map(params![i(j.job_id), j.restarts], |r| {
+                    Ok((r.get::<_, u32>(0)?, r.get::<_, String>(1)?, r.get::<_, i32>(2)?, r.get::<_, i32>(3)?,
+                        r.get::<_, Option<i64>>(4)?, r.get::<_, Option<i64>>(5)?, r.get::<_, String>(6)?))
+                })?
+                .collect::<Result<Vec<_>, _>>()?;
+            for (run, state, exit_code, signal, start, end, nodes) in runs {
+                let mut e = j.clone();
+                e.state = state;
+                e.cancelled_by = None;
+                (e.exit_code, e.signal) = (exit_code, signal);
+                (e.start_time, e.end_time) = (start, end);
+                e.nodes = nodes;
+                e.restarts = run;
+                e.steps = all_steps
+                    .iter()
+                    .filter(|s| s.start_time.is_some_and(|t| start.is_some_and(|st| t >= st) && end.is_none_or(|en| t <= en)))
+                    .cloned()
+                    .collect();
+                out.insert((key.0, key.1, key.2, run), e);
+            }
+        }
+        j.steps = steps;
+        out.insert((key.0, key.1, key.2, j.restarts), j);
     }
     Ok(out.into_values().collect())
 }
