@@ -42,7 +42,7 @@ pub const DAEMONS_FILE: &str = "daemons";
 pub struct UpOptions {
     /// The state directory (created; must not hold a running cluster).
     pub dir: PathBuf,
-    /// A directory with `slurm.conf` (and optionally `gres.conf`, `topology.conf`) whose nodes,
+    /// A directory with `slurm.conf` (and optionally `gres.conf`, `topology.conf`, `cgroup.conf`, `quota.conf`) whose nodes,
     /// partitions and topology to run; `None`: the default cluster.
     pub config: Option<PathBuf>,
     /// Number of nodes of the default cluster (ignored with `config`).
@@ -57,6 +57,8 @@ pub struct UpOptions {
     pub bin_dir: Option<PathBuf>,
     /// Fast scheduling ticks (tests).
     pub fast: bool,
+    /// More `slurmctld` arguments, after the ones `up` gives (tests: `--minute-s 10`).
+    pub ctld_args: Vec<String>,
 }
 
 impl UpOptions {
@@ -71,6 +73,7 @@ impl UpOptions {
             timeout: Duration::from_secs(30),
             bin_dir: None,
             fast: false,
+            ctld_args: Vec::new(),
         }
     }
 }
@@ -315,7 +318,7 @@ fn write_config(opts: &UpOptions, port: u16) -> Result<()> {
             let text =
                 std::fs::read_to_string(&p).with_context(|| format!("reading {}", p.display()))?;
             let (b, c) = rewrite_config(&text);
-            for f in ["gres.conf", "topology.conf", "cgroup.conf"] {
+            for f in ["gres.conf", "topology.conf", "cgroup.conf", "quota.conf"] {
                 let from = src.join(f);
                 if from.is_file() {
                     std::fs::copy(&from, dir.join(f))
@@ -548,6 +551,7 @@ pub fn up(opts: &UpOptions, cancel: &AtomicBool) -> Result<DevCluster> {
                 "5",
             ]);
         }
+        cmd.args(&opts.ctld_args);
         g.daemons.push(spawn(&dir, "slurmctld", "-", &mut cmd)?);
         record(&dir, &g.daemons, None)?;
         let exited = loop {

@@ -14,6 +14,7 @@ pub mod common;
 pub mod conf;
 pub mod dev;
 pub mod getopt;
+pub mod job_gres;
 pub mod jobfmt;
 pub mod sbatch;
 pub mod scancel;

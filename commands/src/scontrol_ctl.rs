@@ -8,6 +8,7 @@
 //! than the partition's default `any`, or `--preemptible`), so Slurm-only jobs print exactly
 //! as Slurm prints them.
 
+use std::collections::BTreeMap;
 use crate::common::{self, Ctl, Io};
 use crate::jobfmt;
 use crate::squeue::parse_job_ref;
@@ -270,8 +271,9 @@ fn out_path(j: &JobInfo, p: Option<&str>) -> String {
     }
 }
 
-/// One `scontrol show job` record (lines, each without the final newline).
-pub fn job_record(j: &JobInfo, flags: ShowFlags, now: i64) -> Vec<String> {
+/// One `scontrol show job` record (lines, each without the final newline). `gpu_types`: each
+/// node's GPU model (for `-d`'s `JOB_GRES=gpu:h100:N`).
+pub fn job_record(j: &JobInfo, flags: ShowFlags, now: i64, gpu_types: &BTreeMap<String, String>) -> Vec<String> {
     let st = jobfmt::state(j);
     let pending = st == JobStateWire::Pending;
     let mut l = Vec::new();
@@ -346,20 +348,20 @@ pub fn job_record(j: &JobInfo, flags: ShowFlags, now: i64) -> Vec<String> {
     ));
     l.push(format!("   TRES={}", jobfmt::tres_str(j)));
     l.push("   Socks/Node=* NtasksPerN:B:S:C=0:0:*:* CoreSpec=*".into());
-    if flags.details && !pending {
-        for (node, mask) in &j.gpu_alloc {
-            let idx: Vec<u32> = (0..64).filter(|i| mask & (1 << i) != 0).collect();
-            l.push(format!(
-                "   JOB_GRES=gpu:{}",
-                idx.len()
-            ));
-            l.push(format!(
-                "     Nodes={node} CPU_IDs=0 Mem={} GRES=gpu:{}(IDX:{})",
-                j.mem_per_node_mib,
-                idx.len(),
-                idx_ranges(&idx)
-            ));
-        }
+    if flags.details && !pending && !j.gpu_alloc.is_empty() {
+        let cpus = (j.num_cpus / j.num_nodes.max(1)).max(1);
+        let nodes: Vec<crate::job_gres::NodeGres> = j
+            .gpu_alloc
+            .iter()
+            .map(|(node, mask)| crate::job_gres::NodeGres {
+                node: node.clone(),
+                cpus,
+                mem_mib: j.mem_per_node_mib,
+                gpu_mask: *mask,
+                gpu_type: gpu_types.get(node).cloned(),
+            })
+            .collect();
+        l.extend(crate::job_gres::lines(&nodes));
     }
     let cpus_per_node = (j.num_cpus / j.num_nodes.max(1)).max(1);
     l.push(format!(
@@ -372,7 +374,7 @@ pub fn job_record(j: &JobInfo, flags: ShowFlags, now: i64) -> Vec<String> {
         "   OverSubscribe={} Contiguous=0 Licenses=(null) Network=(null)",
         if j.exclusive { "NO" } else { "OK" }
     ));
-    l.push("   Command=(null)".into());
+    l.push(format!("   Command={}", j.command.as_deref().unwrap_or("(null)")));
     l.push(format!("   WorkDir={}", j.work_dir));
     if let Some(c) = &j.comment {
         l.push(format!("   Comment={c} "));
@@ -394,20 +396,6 @@ pub fn job_record(j: &JobInfo, flags: ShowFlags, now: i64) -> Vec<String> {
     }
     l.push("   ".into());
     l
-}
-
-fn idx_ranges(idx: &[u32]) -> String {
-    let mut parts = Vec::new();
-    let mut i = 0;
-    while i < idx.len() {
-        let mut k = i;
-        while k + 1 < idx.len() && idx[k + 1] == idx[k] + 1 {
-            k += 1;
-        }
-        parts.push(if k > i { format!("{}-{}", idx[i], idx[k]) } else { idx[i].to_string() });
-        i = k + 1;
-    }
-    parts.join(",")
 }
 
 /// `show job [ID]`.
@@ -446,8 +434,14 @@ pub fn show_job(id: Option<&str>, flags: ShowFlags, io: &mut Io<'_>) -> i32 {
     }
     list.sort_by_key(|j| (j.array_job_id.unwrap_or(j.job_id), j.array_task_id, j.job_id));
     let now = common::now();
+    let mut gpu_types = BTreeMap::new();
+    if flags.details {
+        if let Ok(Response::Nodes(nodes)) = c.call(Request::QueryNodes(Default::default())) {
+            gpu_types = nodes.into_iter().filter_map(|n| Some((n.name, n.gpu_type?))).collect();
+        }
+    }
     for j in &list {
-        let lines = job_record(j, flags, now);
+        let lines = job_record(j, flags, now, &gpu_types);
         if flags.one_liner {
             let body: Vec<String> = lines.iter().map(|l| l.trim().to_string()).filter(|l| !l.is_empty()).collect();
             io.out(&format!("{}\n", body.join(" ")));

@@ -24,6 +24,10 @@ pub struct AdmissionConf {
     pub def_mem_per_cpu_mib: Option<u64>,
     /// `MaxArraySize`: array indices must be below it.
     pub max_array_size: u64,
+    /// Each user's default account (`quota.conf` associations,
+    /// [`flotilla_core::quota::QuotaTree::default_accounts`]): a job without `-A` is charged
+    /// to it, as Slurm charges the user's `DefaultAccount`. Users without one get no account.
+    pub default_accounts: std::collections::BTreeMap<String, String>,
 }
 
 /// An accepted submission, before it gets its id.
@@ -249,10 +253,14 @@ pub fn admit(req: &SubmitJob, cluster: &Cluster, conf: &AdmissionConf, now: i64)
     };
     let topology = request.topology.as_str().to_string();
     let held = req.hold.then_some(HoldKind::User);
+    let account = match req.account.as_deref() {
+        Some(a) if !a.is_empty() => a.to_string(),
+        _ => conf.default_accounts.get(&req.user).cloned().unwrap_or_default(),
+    };
     let spec = JobSpec {
         id: JobId(0),
         partition: part,
-        account: req.account.clone().unwrap_or_default(),
+        account: account.clone(),
         user: req.user.clone(),
         submit_time: now.max(0) as u64,
         begin_time: req.begin.filter(|&b| b > now).map(|b| b as u64),
@@ -278,7 +286,7 @@ pub fn admit(req: &SubmitJob, cluster: &Cluster, conf: &AdmissionConf, now: i64)
         user: req.user.clone(),
         uid: req.uid,
         gid: req.gid,
-        account: req.account.clone().unwrap_or_default(),
+        account: account.clone(),
         qos: req.qos.clone().unwrap_or_else(|| "normal".into()),
         partition: partition.name.clone(),
         work_dir: req.work_dir.clone(),
@@ -322,6 +330,7 @@ pub fn admit(req: &SubmitJob, cluster: &Cluster, conf: &AdmissionConf, now: i64)
         },
         array_tasks: array.as_ref().and_then(|(tasks, _)| flotilla_proto::ArrayTasks::of(tasks)),
         signal: req.signal.clone(),
+        command: req.command.as_ref().map(|c| std::iter::once(c.as_str()).chain(req.argv.iter().map(String::as_str)).collect::<Vec<_>>().join(" ")),
     };
     let _ = cpus_per_node;
     // After an id: dependency syntax, then node configuration.
@@ -377,6 +386,7 @@ mod tests {
         AdmissionConf {
             def_mem_per_cpu_mib: Some(1024),
             max_array_size: 1001,
+            default_accounts: [("alice".to_string(), "research".to_string())].into(),
         }
     }
 
@@ -467,6 +477,19 @@ mod tests {
             count: 1,
         });
         assert_eq!(code(admit(&r, &c, &k, 0)), (ESLURM_REQUESTED_NODE_CONFIG_UNAVAILABLE, true, vec![]));
+    }
+
+    #[test]
+    fn default_account_without_dash_a() {
+        let (c, k) = (oracle(), conf());
+        let a = admit(&wrap(), &c, &k, 0).unwrap();
+        assert_eq!((a.record.account.as_str(), a.record.spec.account.as_str()), ("research", "research"));
+        let mut r = wrap();
+        r.account = Some("other".into());
+        assert_eq!(admit(&r, &c, &k, 0).unwrap().record.account, "other", "-A wins");
+        let mut r = wrap();
+        r.user = "bob".into();
+        assert_eq!(admit(&r, &c, &k, 0).unwrap().record.account, "", "no association: no account");
     }
 
     #[test]

@@ -119,6 +119,9 @@ pub struct CtlOptions {
     pub check_invariants: bool,
     /// Seconds in one minute of a time limit: 60, except in tests that cannot wait minutes.
     pub minute_s: i64,
+    /// How long a requeued job is held back before it may start again (s); Slurm's
+    /// `cred_expire` + 1 = 121 ([`requeue_begin`]).
+    pub requeue_holdoff_s: i64,
 }
 
 impl Default for CtlOptions {
@@ -134,9 +137,11 @@ impl Default for CtlOptions {
             admission: AdmissionConf {
                 def_mem_per_cpu_mib: None,
                 max_array_size: 1001,
+                default_accounts: Default::default(),
             },
             check_invariants: true,
             minute_s: 60,
+            requeue_holdoff_s: 121,
         }
     }
 }
@@ -697,7 +702,13 @@ impl Controller {
                 let state = self.jobs[&id].state;
                 match state {
                     JobState::Pending => {
+                        // A cancelled pending job keeps the reason it was waiting for, as in
+                        // Slurm (`squeue -t all`: `62 later CANCELLED BeginTime`).
+                        let last = self.job_info(&self.jobs[&id]).reason;
                         let rec = self.jobs.get_mut(&id).expect("resolved");
+                        if last != "None" {
+                            rec.reason = Some(last);
+                        }
                         if rec.is_array_meta() {
                             for task in self.in_core_tasks.remove(&id).unwrap_or_default() {
                                 self.sched.handle(CoreEvent::Cancel(JobId(prov_id(id, task))), now as u64);
@@ -735,7 +746,9 @@ impl Controller {
         info!(?why, "stopping running job: SIGTERM, SIGKILL after KillWait");
         let nodes = rec.nodes.clone();
         self.dirty(id);
+        let cause = crate::job::stop_cause(why);
         for n in nodes {
+            self.send(&n, CtlToNode::StopNotice { job_id: id, at: now, cause });
             self.send(&n, CtlToNode::Signal {
                 job_id: id,
                 signal: SIGTERM,
@@ -819,10 +832,18 @@ impl Controller {
                     JobState::Pending => {
                         if r.hold {
                             error.get_or_insert(SlurmError::new(ESLURM_JOB_PENDING));
+                        } else if !self.jobs[&id].is_array_meta() {
+                            let rec = self.jobs.get_mut(&id).expect("resolved");
+                            rec.spec.begin_time = Some(requeue_begin(now, self.opts.requeue_holdoff_s));
+                            self.dirty(id);
+                            self.push_core_update(id);
+                            self.sched_dirty = true;
                         }
                     }
                     JobState::Running => {
                         if self.jobs[&id].stopping.is_none() {
+                            let rec = self.jobs.get_mut(&id).expect("resolved");
+                            rec.spec.begin_time = Some(requeue_begin(now, self.opts.requeue_holdoff_s));
                             self.start_stop(id, StopWhy::Requeue { hold: r.hold }, now);
                         }
                     }
@@ -952,6 +973,8 @@ impl Controller {
                 .into();
             } else if rec.spec.dependency_pending {
                 reason = "Dependency".into();
+            } else if rec.spec.begin_time.is_some_and(|b| b as i64 > wall_now()) {
+                reason = "BeginTime".into();
             }
         }
         if rec.state == JobState::Pending {
@@ -965,6 +988,12 @@ impl Controller {
         if let Some(r) = &rec.reason {
             reason = r.clone();
         }
+        // A pending job shows when it is expected to start; without an estimate, its begin
+        // time (`--begin`, a requeue's hold-off), as Slurm sets `start_time` to it. Either
+        // way the end shown is that start plus the time limit.
+        let shown_start = rec.start_time.or(expected).or_else(|| {
+            (rec.state == JobState::Pending).then_some(rec.spec.begin_time.map(|b| b as i64)).flatten()
+        });
         let gpu_alloc = rec
             .allocs
             .iter()
@@ -995,12 +1024,8 @@ impl Controller {
             nice: rec.spec.nice,
             submit_time: rec.submit_time,
             eligible_time: rec.spec.begin_time.map(|b| b as i64),
-            start_time: rec.start_time.or(expected),
-            end_time: rec.end_time.or_else(|| {
-                rec.start_time
-                    .zip(rec.time_limit_min)
-                    .map(|(s, l)| s + i64::from(l) * 60)
-            }),
+            start_time: shown_start,
+            end_time: rec.end_time.or_else(|| shown_start.zip(rec.time_limit_min).map(|(s, l)| s + i64::from(l) * 60)),
             time_limit: Some(rec.time_limit_min.map_or(TimeLimitWire::Unlimited, TimeLimitWire::Minutes)),
             nodes: compress_hostlist(&rec.nodes),
             sched_nodes,
@@ -1036,6 +1061,7 @@ impl Controller {
             required_nodes: rec.required_nodes.clone(),
             excluded_nodes: rec.excluded_nodes.clone(),
             comment: rec.comment.clone(),
+            command: rec.command.clone(),
         }
     }
 
@@ -1868,6 +1894,15 @@ impl Target {
             Target::Job(id) | Target::Tasks(id, _) => *id,
         }
     }
+}
+
+/// When a job requeued at `now` may start again: `now + holdoff`. Slurm holds a requeued job
+/// back for the job credential's lifetime plus one second (`AuthInfo` `cred_expire`, default
+/// 120 s; `job_mgr.c` `_job_requeue_op`), so that its old processes are surely gone; it shows
+/// as `PENDING` with reason `BeginTime` meanwhile. The golden
+/// `0241_scontrol_show_job_requeued`: requeued 09:41:12, EligibleTime 09:43:13.
+pub fn requeue_begin(now: i64, holdoff: i64) -> u64 {
+    (now + holdoff.max(0)).max(0) as u64
 }
 
 fn reset_for_requeue(rec: &mut JobRecord, hold: bool) {

@@ -75,6 +75,17 @@ pub enum StopWhy {
     },
 }
 
+/// The notice a stop gives the job's nodes (what `slurmstepd` prints in the job's stderr).
+pub fn stop_cause(why: StopWhy) -> flotilla_proto::StopCause {
+    use flotilla_proto::StopCause;
+    match why {
+        StopWhy::Cancel => StopCause::Cancelled,
+        StopWhy::Timeout => StopCause::TimeLimit,
+        StopWhy::Preempt => StopCause::Preempted,
+        StopWhy::Requeue { .. } => StopCause::Requeued,
+    }
+}
+
 /// A stop in progress: SIGTERM sent at `term_at`, SIGKILL after `KillWait`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Stopping {
@@ -191,6 +202,9 @@ pub struct JobRecord {
     /// `--signal`.
     #[serde(default)]
     pub signal: Option<flotilla_proto::SignalSpec>,
+    /// `Command=`: the script's absolute path and arguments (`None`: `--wrap`, stdin).
+    #[serde(default)]
+    pub command: Option<String>,
 }
 
 impl JobRecord {

@@ -7,7 +7,9 @@
 //! `--addr-file FILE` (write the bound TCP address there), `--cluster-json FILE` (a
 //! `ClusterConfig` as JSON instead of slurm.conf), `--sync normal|full`, `--tick-ms`,
 //! `--sched-interval-ms`, `--debounce-ms`, `--slurmd-timeout S`, `--kill-wait S`,
-//! `--max-conns N`, `--max-frame BYTES`.
+//! `--requeue-holdoff S` (how long a requeued job waits before it may start; default 121),
+//! `--max-conns N`, `--max-frame BYTES`. Users' default accounts come from `quota.conf`
+//! beside `slurm.conf` ([`flotilla_slurmctld::conf::default_accounts`]).
 
 use anyhow::{bail, Context};
 use flotilla_proto::ClusterKey;
@@ -65,6 +67,7 @@ fn main() -> anyhow::Result<()> {
             "--slurmd-timeout" => slurmd_timeout = Some(val()?.parse()?),
             "--kill-wait" => kill_wait = Some(val()?.parse()?),
             "--minute-s" => opts.minute_s = val()?.parse()?,
+            "--requeue-holdoff" => opts.requeue_holdoff_s = val()?.parse()?,
             "--max-conns" => max_conns = val()?.parse()?,
             "--max-frame" => max_frame = val()?.parse()?,
             "-h" | "--help" => {
@@ -81,6 +84,10 @@ fn main() -> anyhow::Result<()> {
     };
     tracing_subscriber::fmt().with_max_level(level).with_writer(std::io::stderr).init();
     let cluster = flotilla_slurmctld::conf::load(conf.as_deref(), cluster_json.as_deref())?;
+    if cluster_json.is_none() {
+        let path = conf.clone().unwrap_or_else(|| flotilla_commands::conf::conf_path(&|k| std::env::var(k).ok()));
+        opts.admission.default_accounts = flotilla_slurmctld::conf::default_accounts(&path)?;
+    }
     for w in &cluster.warnings {
         tracing::warn!("{w}");
     }

@@ -249,6 +249,8 @@ pub struct Ledger {
     pub kills: Vec<(u64, u32)>,
     /// Binds received (including duplicates the agent ignored).
     pub binds: u64,
+    /// Stop notices received: (job, cause).
+    pub notices: Vec<(u64, flotilla_proto::StopCause)>,
 }
 
 struct RunningJob {
@@ -495,6 +497,11 @@ fn handle_msg(st: &mut AgentState, node: &str, m: CtlToNode, ledger: &Mutex<Ledg
         }
         CtlToNode::AckExits { job_ids } => {
             st.finished.retain(|e| !job_ids.contains(&e.job_id));
+        }
+        CtlToNode::StopNotice { job_id, cause, .. } => {
+            if st.running.get(&job_id).is_some_and(|r| r.batch_host) {
+                ledger.lock().unwrap().notices.push((job_id, cause));
+            }
         }
     }
 }
