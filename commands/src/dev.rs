@@ -14,7 +14,8 @@
 //! `slurmctld --listen` and written into `slurm.conf` (`SlurmctldPort`) so that commands find
 //! it; when another process takes the port in between, the controller fails to bind and `up`
 //! retries with a new one. Node daemons listen on no port (they connect to the controller), so
-//! `NodeAddr` is rewritten to `127.0.0.1` and `Port` dropped.
+//! `NodeAddr` is rewritten to `127.0.0.1` (`Port` is kept for `scontrol show node`; it binds
+//! nothing).
 //!
 //! The same code starts the clusters of the end-to-end tests (`flotilla_compat_tests::cluster`).
 
@@ -253,7 +254,8 @@ fn range(a: usize, b: usize) -> String {
 }
 
 /// Rewrites an existing `slurm.conf` for localhost: drops the keys of [`OVERRIDDEN`], and in
-/// `NodeName=` lines sets `NodeAddr=127.0.0.1` and drops `NodeHostname` and `Port`.
+/// `NodeName=` lines sets `NodeAddr=127.0.0.1` and drops `NodeHostname` (keeps `Port`, which
+/// Flotilla's node daemons never bind).
 /// Returns the body and the cluster name.
 pub fn rewrite_config(text: &str) -> (String, String) {
     let mut out = String::new();
@@ -286,7 +288,7 @@ pub fn rewrite_config(text: &str) -> (String, String) {
             let mut words: Vec<String> = Vec::new();
             for w in trimmed.split_whitespace() {
                 let k = w.split('=').next().unwrap_or("").to_ascii_lowercase();
-                if matches!(k.as_str(), "nodeaddr" | "nodehostname" | "port") {
+                if matches!(k.as_str(), "nodeaddr" | "nodehostname") {
                     continue;
                 }
                 words.push(w.to_string());

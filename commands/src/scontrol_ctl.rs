@@ -332,12 +332,14 @@ pub fn job_record(j: &JobInfo, flags: ShowFlags, now: i64, gpu_types: &BTreeMap<
     let req = if j.required_nodes.is_empty() { "(null)".to_string() } else { j.required_nodes.join(",") };
     let exc = if j.excluded_nodes.is_empty() { "(null)".to_string() } else { j.excluded_nodes.join(",") };
     l.push(format!("   ReqNodeList={req} ExcNodeList={exc}"));
-    l.push(format!("   NodeList={}", j.nodes));
+    if pending && !j.sched_nodes.is_empty() {
+        // Slurm prints the planned nodes on the NodeList line (goldens 0208-0210).
+        l.push(format!("   NodeList={} SchedNodeList={}", j.nodes, j.sched_nodes));
+    } else {
+        l.push(format!("   NodeList={}", j.nodes));
+    }
     if !pending && !j.batch_host.is_empty() {
         l.push(format!("   BatchHost={}", j.batch_host));
-    }
-    if pending && !j.sched_nodes.is_empty() {
-        l.push(format!("   SchedNodeList={}", j.sched_nodes));
     }
     l.push(format!(
         "   NumNodes={} NumCPUs={} NumTasks={} CPUs/Task={} ReqB:S:C:T=0:0:*:*",
@@ -383,9 +385,16 @@ pub fn job_record(j: &JobInfo, flags: ShowFlags, now: i64, gpu_types: &BTreeMap<
     l.push("   StdIn=/dev/null".into());
     l.push(format!("   StdOut={}", out_path(j, j.stdout.as_deref())));
     l.push("   Power=".into());
+    // Slurm's order: TresPerJob, TresPerNode, TresPerTask (goldens 0112, 0115, 0121).
+    if let Some(t) = &j.tres_per_job {
+        l.push(format!("   TresPerJob={t}"));
+    }
     let tpn = jobfmt::tres_per_node(j);
     if tpn != "N/A" {
         l.push(format!("   TresPerNode={tpn}"));
+    }
+    if let Some(t) = &j.tres_per_task {
+        l.push(format!("   TresPerTask={t}"));
     }
     if (j.topology != "any" && !j.topology.is_empty()) || j.preemptible {
         l.push(format!(
@@ -450,6 +459,20 @@ pub fn show_job(id: Option<&str>, flags: ShowFlags, io: &mut Io<'_>) -> i32 {
         }
     }
     0
+}
+
+/// The node state as `scontrol show node` prints it (Slurm's `node_state_string_complete`):
+/// the base state and its flags, `MIXED+DRAIN` where `sinfo` says `draining` (golden 0213),
+/// `IDLE+DRAIN` where it says `drained`.
+pub fn node_state_complete(n: &NodeInfo) -> String {
+    match n.state.as_str() {
+        "DRAINING" => {
+            let base = if n.cpus > 0 && n.cpus_alloc >= n.cpus { "ALLOCATED" } else { "MIXED" };
+            format!("{base}+DRAIN")
+        }
+        "DRAINED" => "IDLE+DRAIN".into(),
+        s => s.to_string(),
+    }
 }
 
 /// `show partition [NAME]`.
@@ -551,7 +574,7 @@ pub fn show_node(name: Option<&str>, flags: ShowFlags, io: &mut Io<'_>) -> i32 {
             (x.cores_per_socket, x.sockets, x.threads_per_core, x.boards, x.addr.clone(), x.port, x.weight)
         });
         let gres = conf.map_or_else(String::new, |x| x.gres.clone());
-        let mut state = n.state.clone();
+        let mut state = node_state_complete(n);
         if n.not_responding {
             state.push('*');
         }
@@ -573,7 +596,8 @@ pub fn show_node(name: Option<&str>, flags: ShowFlags, io: &mut Io<'_>) -> i32 {
             "   ActiveFeatures=(null)".into(),
             format!("   Gres={gres}"),
             format!("   NodeAddr={addr} NodeHostName={} Port={port} Version=22.05.8", n.name),
-            "   OS=Linux  ".into(),
+            // `OS=<sysname release version> `: Flotilla's nodes do not report their kernel.
+            "   OS=Linux ".into(),
             format!(
                 "   RealMemory={} AllocMem={} FreeMem=0 Sockets={sockets} Boards={boards}",
                 n.mem_mib, n.mem_alloc_mib
@@ -635,4 +659,39 @@ pub fn show_topology(io: &mut Io<'_>) -> i32 {
         ));
     }
     0
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn node_states_with_flags() {
+        let n = |state: &str, alloc: u32| NodeInfo {
+            state: state.into(),
+            cpus: 64,
+            cpus_alloc: alloc,
+            ..NodeInfo::default()
+        };
+        // Golden 0213: draining with 1 of 64 CPUs in use.
+        assert_eq!(node_state_complete(&n("DRAINING", 1)), "MIXED+DRAIN");
+        assert_eq!(node_state_complete(&n("DRAINING", 64)), "ALLOCATED+DRAIN");
+        assert_eq!(node_state_complete(&n("DRAINED", 0)), "IDLE+DRAIN");
+        assert_eq!(node_state_complete(&n("MIXED", 2)), "MIXED");
+    }
+
+    #[test]
+    fn pending_job_lists_planned_nodes_on_the_nodelist_line() {
+        let j = JobInfo {
+            job_id: 57,
+            state: Some(JobStateWire::Pending),
+            sched_nodes: "gpu02".into(),
+            tres_per_job: Some("gres:gpu:4".into()),
+            ..JobInfo::default()
+        };
+        let lines = job_record(&j, ShowFlags::default(), 0, &BTreeMap::new());
+        assert!(lines.contains(&"   NodeList= SchedNodeList=gpu02".to_string()), "{lines:#?}");
+        assert!(lines.contains(&"   TresPerJob=gres:gpu:4".to_string()), "{lines:#?}");
+        assert!(!lines.iter().any(|l| l.starts_with("   SchedNodeList")));
+    }
 }

@@ -800,6 +800,10 @@ pub struct JobInfo {
     /// `Command=` of `scontrol show job`, `%o` of `squeue`: the script's absolute path and its
     /// arguments, space-separated; `None` for `--wrap` and stdin scripts (`(null)`).
     pub command: Option<String>,
+    /// `TresPerJob=` (`--gpus`): `gres:gpu[:type]:N`.
+    pub tres_per_job: Option<String>,
+    /// `TresPerTask=` (`--gpus-per-task`): `gres:gpu[:type]:N`.
+    pub tres_per_task: Option<String>,
 }
 
 /// A node as `sinfo`/`scontrol show node` need it.

@@ -301,11 +301,11 @@ pub fn admit(req: &SubmitJob, cluster: &Cluster, conf: &AdmissionConf, now: i64)
         ntasks,
         cpus_per_task: req.cpus_per_task.unwrap_or(1).max(1),
         num_nodes: request.nodes.unwrap_or(1),
-        gres: req
-            .gres
-            .iter()
-            .map(|g| (g.name.clone(), g.gpu_type.clone(), g.count))
-            .collect(),
+        // `--gpus-per-node` is GRES per node, as in Slurm (`TresPerNode=gres:gpu:2`).
+        gres: match (&req.gpus_per_node, req.gres.is_empty()) {
+            (Some(g), true) => vec![("gpu".to_string(), g.gpu_type.clone(), u64::from(g.count))],
+            _ => req.gres.iter().map(|g| (g.name.clone(), g.gpu_type.clone(), g.count)).collect(),
+        },
         dependency: req.dependency.clone(),
         requeue: req.requeue.unwrap_or(true),
         restarts: 0,
@@ -330,6 +330,8 @@ pub fn admit(req: &SubmitJob, cluster: &Cluster, conf: &AdmissionConf, now: i64)
         },
         array_tasks: array.as_ref().and_then(|(tasks, _)| flotilla_proto::ArrayTasks::of(tasks)),
         signal: req.signal.clone(),
+        tres_per_job: req.gpus.as_ref().map(crate::job::gpu_tres),
+        tres_per_task: req.gpus_per_task.as_ref().map(crate::job::gpu_tres),
         command: req.command.as_ref().map(|c| std::iter::once(c.as_str()).chain(req.argv.iter().map(String::as_str)).collect::<Vec<_>>().join(" ")),
     };
     let _ = cpus_per_node;
@@ -490,6 +492,26 @@ mod tests {
         let mut r = wrap();
         r.user = "bob".into();
         assert_eq!(admit(&r, &c, &k, 0).unwrap().record.account, "", "no association: no account");
+    }
+
+    #[test]
+    fn tres_per_job_node_task_as_asked() {
+        let (c, k) = (oracle(), conf());
+        let mut r = wrap();
+        r.gpus = Some(GpuCount { gpu_type: None, count: 4 });
+        let a = admit(&r, &c, &k, 0).unwrap().record;
+        assert_eq!((a.tres_per_job.as_deref(), a.tres_per_task.as_deref()), (Some("gres:gpu:4"), None));
+        let mut r = wrap();
+        r.nodes_min = Some(2);
+        r.gpus_per_node = Some(GpuCount { gpu_type: Some("h100".into()), count: 2 });
+        let a = admit(&r, &c, &k, 0).unwrap().record;
+        assert_eq!(a.gres, vec![("gpu".to_string(), Some("h100".to_string()), 2)], "--gpus-per-node is GRES per node");
+        let mut r = wrap();
+        r.ntasks = Some(4);
+        r.gpus_per_task = Some(GpuCount { gpu_type: None, count: 1 });
+        let a = admit(&r, &c, &k, 0).unwrap().record;
+        assert_eq!((a.tres_per_job, a.tres_per_task.as_deref()), (None, Some("gres:gpu:1")));
+        assert!(a.gres.is_empty());
     }
 
     #[test]

@@ -1062,6 +1062,8 @@ impl Controller {
             excluded_nodes: rec.excluded_nodes.clone(),
             comment: rec.comment.clone(),
             command: rec.command.clone(),
+            tres_per_job: rec.tres_per_job.clone(),
+            tres_per_task: rec.tres_per_task.clone(),
         }
     }
 
@@ -1084,7 +1086,9 @@ impl Controller {
             .map(|(i, n)| {
                 let used_gpus = GpuMask::all(n.gpus).minus(n.free_gpus);
                 let busy = n.free_cpu_milli < n.cpu_milli || !used_gpus.is_empty();
-                let full = n.free_cpu_milli == 0 || (n.gpus > 0 && n.free_gpus.is_empty());
+                // Slurm (cons_tres): ALLOCATED when every CPU is allocated, MIXED when some are
+                // or any GPU is (goldens 0200-0204: all 8 GPUs and 2 of 64 CPUs in use: mixed).
+                let full = n.free_cpu_milli == 0;
                 let (state, reason) = match &n.avail {
                     NodeAvail::Down { reason } => ("DOWN".to_string(), Some(reason.clone())),
                     NodeAvail::Drain { reason } | NodeAvail::Quarantined { reason } => {

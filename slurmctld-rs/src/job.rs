@@ -205,6 +205,20 @@ pub struct JobRecord {
     /// `Command=`: the script's absolute path and arguments (`None`: `--wrap`, stdin).
     #[serde(default)]
     pub command: Option<String>,
+    /// `TresPerJob=` (`--gpus`), `gres:gpu[:type]:N`.
+    #[serde(default)]
+    pub tres_per_job: Option<String>,
+    /// `TresPerTask=` (`--gpus-per-task`), `gres:gpu[:type]:N`.
+    #[serde(default)]
+    pub tres_per_task: Option<String>,
+}
+
+/// `gres:gpu:4`, `gres:gpu:h100:4`: a GPU count as Slurm's `TresPer*` fields show it.
+pub fn gpu_tres(g: &flotilla_proto::GpuCount) -> String {
+    match &g.gpu_type {
+        Some(t) => format!("gres:gpu:{t}:{}", g.count),
+        None => format!("gres:gpu:{}", g.count),
+    }
 }
 
 impl JobRecord {
