@@ -452,7 +452,9 @@ pub fn show_job(id: Option<&str>, flags: ShowFlags, io: &mut Io<'_>) -> i32 {
     for j in &list {
         let lines = job_record(j, flags, now, &gpu_types);
         if flags.one_liner {
-            let body: Vec<String> = lines.iter().map(|l| l.trim().to_string()).filter(|l| !l.is_empty()).collect();
+            // Slurm joins the lines with one space, keeping their trailing blanks (golden
+            // 0210 ends in `TresPerNode=gres:gpu:1 `: the record's last, empty line).
+            let body: Vec<&str> = lines.iter().map(|l| l.trim_start()).collect();
             io.out(&format!("{}\n", body.join(" ")));
         } else {
             io.out(&format!("{}\n\n", lines.join("\n")));
@@ -622,7 +624,8 @@ pub fn show_node(name: Option<&str>, flags: ShowFlags, io: &mut Io<'_>) -> i32 {
             lines.push(format!("   Reason={r} [root@{}]", common::fmt_time(now)));
         }
         if flags.one_liner {
-            let body: Vec<String> = lines.iter().map(|l| l.trim().to_string()).collect();
+            // Joined with one space, trailing blanks kept (golden 0036: `CoresPerSocket=32  CPUAlloc`).
+            let body: Vec<&str> = lines.iter().map(|l| l.trim_start()).collect();
             io.out(&format!("{}\n", body.join(" ")));
         } else {
             io.out(&format!("{}\n\n", lines.join("\n")));

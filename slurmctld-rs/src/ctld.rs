@@ -518,17 +518,7 @@ impl Controller {
         };
         let (start, parts) = match placement::place(&ctx, self.test_placement.as_ref(), &rec.spec.request) {
             Ok(parts) => (now, parts),
-            Err(_) => {
-                // Not now: the latest end among running jobs bounds the wait.
-                let end = self
-                    .sched
-                    .running()
-                    .values()
-                    .filter_map(|r| r.end)
-                    .max()
-                    .map_or(now, |e| e as i64);
-                (end.max(now), Vec::new())
-            }
+            Err(_) => self.will_run(rec, &blocked, now),
         };
         let names: Vec<String> = parts.iter().map(|p| self.sched.cluster.node(p.node).name.clone()).collect();
         let cpus = if parts.is_empty() {
@@ -543,6 +533,33 @@ impl Controller {
             nodes: compress_hostlist(&names),
             partition: rec.partition.clone(),
         })
+    }
+
+    /// When and where `rec` could start if nothing new arrived (Slurm's will-run test behind
+    /// `sbatch --test-only`): running jobs end at their time limits, earliest first, each
+    /// giving its resources back, until the job fits. Without a fit (unlimited jobs in the
+    /// way) the latest known end, and no nodes.
+    fn will_run(&self, rec: &JobRecord, blocked: &dyn Fn(NodeId) -> GpuMask, now: i64) -> (i64, Vec<flotilla_core::cluster::NodeAlloc>) {
+        let mut ends: Vec<(u64, &RunningJob)> = self.sched.running().values().filter_map(|r| Some((r.end?, r))).collect();
+        ends.sort_by_key(|(e, _)| *e);
+        let mut cluster = self.sched.cluster.clone();
+        for (end, r) in &ends {
+            for a in &r.allocs {
+                cluster.give_back(&a.part);
+            }
+            let ctx = PlaceCtx {
+                cluster: &cluster,
+                blocked,
+                tie_rank: None,
+                partition: rec.spec.partition,
+                job_end: None,
+                busy_until: None,
+            };
+            if let Ok(parts) = placement::place(&ctx, self.test_placement.as_ref(), &rec.spec.request) {
+                return ((*end as i64).max(now), parts);
+            }
+        }
+        (ends.last().map_or(now, |(e, _)| *e as i64).max(now), Vec::new())
     }
 
     /// Jobs a reference names: record ids, and pending tasks of array records.

@@ -142,3 +142,30 @@ fn dependencies_time_limits_hold_requeue() {
     let j = wait_state(&env, &ctl, victim, JobStateWire::Completed);
     assert_eq!(j.restarts, 1);
 }
+
+/// `sbatch --test-only` on a full cluster: the job would start when the first running job
+/// reaches its time limit, on that job's node (Slurm's will-run; golden 0168).
+#[test]
+fn test_only_on_a_busy_cluster_names_the_node_that_frees_first() {
+    let (env, ctl, _l, _agents) = setup(2);
+    let mut ids = Vec::new();
+    for (limit, gpus) in [(30, 8), (10, 8)] {
+        let mut j = job(2001, 60_000, 0);
+        j.time_limit = Some(TimeLimitWire::Minutes(limit));
+        j.gres = vec![GresSpec { name: "gpu".into(), gpu_type: None, count: gpus }];
+        let id = submit(&env, &ctl, j);
+        ids.push(wait_state(&env, &ctl, id, JobStateWire::Running));
+    }
+    let mut t = job(2001, 50, 0);
+    t.test_only = true;
+    t.gres = vec![GresSpec { name: "gpu".into(), gpu_type: None, count: 1 }];
+    let Ok(Response::TestOnly(r)) = call(&env, ctl.addr, 2001, Request::SubmitJob(Box::new(t))) else {
+        panic!("no test-only answer");
+    };
+    // The 10-minute job ends first (by its limit as planned: 600 s after its start); its node
+    // is where the job would go.
+    let short = &ids[1];
+    assert_eq!(r.nodes, short.nodes);
+    let end = short.start_time.unwrap() + 600;
+    assert!((end - 1..=end + 1).contains(&r.start_time), "{r:?} {short:?}");
+}
