@@ -313,12 +313,14 @@ pub fn job_record(j: &JobInfo, flags: ShowFlags, now: i64, gpu_types: &BTreeMap<
         secs2time_str(jobfmt::run_secs(j, now)),
         limit_str(j)
     ));
+    // Not eligible yet: held, or waiting on a dependency (golden 0211).
+    let not_eligible = pending && (j.held || matches!(j.reason.as_str(), "Dependency" | "DependencyNeverSatisfied"));
     l.push(format!(
         "   SubmitTime={} EligibleTime={}",
         common::fmt_time(j.submit_time),
-        if pending && j.held { "Unknown".into() } else { t_or(j.eligible_time.or(Some(j.submit_time)), "Unknown") }
+        if not_eligible { "Unknown".into() } else { t_or(j.eligible_time.or(Some(j.submit_time)), "Unknown") }
     ));
-    l.push(format!("   AccrueTime={}", if pending && j.held { "Unknown".into() } else { common::fmt_time(j.submit_time) }));
+    l.push(format!("   AccrueTime={}", if not_eligible { "Unknown".into() } else { common::fmt_time(j.submit_time) }));
     l.push(format!(
         "   StartTime={} EndTime={} Deadline=N/A",
         t_or(j.start_time, "Unknown"),
@@ -345,7 +347,8 @@ pub fn job_record(j: &JobInfo, flags: ShowFlags, now: i64, gpu_types: &BTreeMap<
         "   NumNodes={} NumCPUs={} NumTasks={} CPUs/Task={} ReqB:S:C:T=0:0:*:*",
         j.num_nodes,
         j.num_cpus,
-        j.num_tasks.max(1),
+        // Without -n, one task per allocated node (golden 0124: --gpus=12 on 2 nodes).
+        j.num_tasks.max(j.num_nodes).max(1),
         j.cpus_per_task.max(1)
     ));
     l.push(format!("   TRES={}", jobfmt::tres_str(j)));
@@ -365,12 +368,12 @@ pub fn job_record(j: &JobInfo, flags: ShowFlags, now: i64, gpu_types: &BTreeMap<
             .collect();
         l.extend(crate::job_gres::lines(&nodes));
     }
-    let cpus_per_node = (j.num_cpus / j.num_nodes.max(1)).max(1);
-    l.push(format!(
-        "   MinCPUsNode={} MinMemoryCPU={} MinTmpDiskNode=0",
-        j.cpus_per_task.max(1),
-        jobfmt::mem_str(j.mem_per_node_mib / u64::from(cpus_per_node))
-    ));
+    // Memory as asked: per CPU (`--mem-per-cpu`, `DefMemPerCPU`) or per node (`--mem`, 0127).
+    let min_mem = match j.mem_per_cpu_mib {
+        Some(m) => format!("MinMemoryCPU={}", jobfmt::mem_str(m)),
+        None => format!("MinMemoryNode={}", jobfmt::mem_str(j.mem_per_node_mib)),
+    };
+    l.push(format!("   MinCPUsNode={} {min_mem} MinTmpDiskNode=0", j.cpus_per_task.max(1)));
     l.push("   Features=(null) DelayBoot=00:00:00".into());
     l.push(format!(
         "   OverSubscribe={} Contiguous=0 Licenses=(null) Network=(null)",
@@ -696,5 +699,33 @@ mod tests {
         assert!(lines.contains(&"   NodeList= SchedNodeList=gpu02".to_string()), "{lines:#?}");
         assert!(lines.contains(&"   TresPerJob=gres:gpu:4".to_string()), "{lines:#?}");
         assert!(!lines.iter().any(|l| l.starts_with("   SchedNodeList")));
+    }
+
+    #[test]
+    fn memory_tasks_and_eligibility_as_asked() {
+        let mut j = JobInfo {
+            job_id: 39,
+            state: Some(JobStateWire::Running),
+            submit_time: 1_795_945_358,
+            num_nodes: 1,
+            cpus_per_task: 2,
+            mem_per_node_mib: 4096,
+            ..JobInfo::default()
+        };
+        let has = |j: &JobInfo, want: &str| job_record(j, ShowFlags::default(), 0, &BTreeMap::new()).iter().any(|l| l.contains(want));
+        // 0127 --mem=4G -c 2: per node.
+        assert!(has(&j, "MinCPUsNode=2 MinMemoryNode=4G MinTmpDiskNode=0"));
+        j.mem_per_cpu_mib = Some(1024);
+        assert!(has(&j, "MinCPUsNode=2 MinMemoryCPU=1G MinTmpDiskNode=0"));
+        // 0124: no -n, two nodes: two tasks.
+        j.num_nodes = 2;
+        j.num_tasks = 1;
+        assert!(has(&j, "NumNodes=2 NumCPUs=0 NumTasks=2 "));
+        // 0211: waiting on a dependency: not eligible yet.
+        j.state = Some(JobStateWire::Pending);
+        j.reason = "Dependency".into();
+        assert!(has(&j, "EligibleTime=Unknown") && has(&j, "AccrueTime=Unknown"));
+        j.reason = "Priority".into();
+        assert!(!has(&j, "EligibleTime=Unknown"));
     }
 }

@@ -804,6 +804,9 @@ pub struct JobInfo {
     pub tres_per_job: Option<String>,
     /// `TresPerTask=` (`--gpus-per-task`): `gres:gpu[:type]:N`.
     pub tres_per_task: Option<String>,
+    /// Memory per CPU (MiB) when memory was asked per CPU (`--mem-per-cpu`, `DefMemPerCPU`);
+    /// `None` when asked per node (`--mem`): `MinMemoryCPU=` or `MinMemoryNode=`.
+    pub mem_per_cpu_mib: Option<u64>,
 }
 
 /// A node as `sinfo`/`scontrol show node` need it.

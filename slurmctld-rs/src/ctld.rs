@@ -1081,6 +1081,7 @@ impl Controller {
             command: rec.command.clone(),
             tres_per_job: rec.tres_per_job.clone(),
             tres_per_task: rec.tres_per_task.clone(),
+            mem_per_cpu_mib: rec.mem_per_cpu_mib,
         }
     }
 
