@@ -14,7 +14,8 @@
 //! `slurmctld --listen` and written into `slurm.conf` (`SlurmctldPort`) so that commands find
 //! it; when another process takes the port in between, the controller fails to bind and `up`
 //! retries with a new one. Node daemons listen on no port (they connect to the controller), so
-//! `NodeAddr` is rewritten to `127.0.0.1` and `Port` dropped.
+//! `NodeAddr` is rewritten to `127.0.0.1` (`Port` is kept for `scontrol show node`; it binds
+//! nothing).
 //!
 //! The same code starts the clusters of the end-to-end tests (`flotilla_compat_tests::cluster`).
 
@@ -42,7 +43,7 @@ pub const DAEMONS_FILE: &str = "daemons";
 pub struct UpOptions {
     /// The state directory (created; must not hold a running cluster).
     pub dir: PathBuf,
-    /// A directory with `slurm.conf` (and optionally `gres.conf`, `topology.conf`) whose nodes,
+    /// A directory with `slurm.conf` (and optionally `gres.conf`, `topology.conf`, `cgroup.conf`, `quota.conf`) whose nodes,
     /// partitions and topology to run; `None`: the default cluster.
     pub config: Option<PathBuf>,
     /// Number of nodes of the default cluster (ignored with `config`).
@@ -57,6 +58,8 @@ pub struct UpOptions {
     pub bin_dir: Option<PathBuf>,
     /// Fast scheduling ticks (tests).
     pub fast: bool,
+    /// More `slurmctld` arguments, after the ones `up` gives (tests: `--minute-s 10`).
+    pub ctld_args: Vec<String>,
 }
 
 impl UpOptions {
@@ -71,6 +74,7 @@ impl UpOptions {
             timeout: Duration::from_secs(30),
             bin_dir: None,
             fast: false,
+            ctld_args: Vec::new(),
         }
     }
 }
@@ -250,7 +254,8 @@ fn range(a: usize, b: usize) -> String {
 }
 
 /// Rewrites an existing `slurm.conf` for localhost: drops the keys of [`OVERRIDDEN`], and in
-/// `NodeName=` lines sets `NodeAddr=127.0.0.1` and drops `NodeHostname` and `Port`.
+/// `NodeName=` lines sets `NodeAddr=127.0.0.1` and drops `NodeHostname` (keeps `Port`, which
+/// Flotilla's node daemons never bind).
 /// Returns the body and the cluster name.
 pub fn rewrite_config(text: &str) -> (String, String) {
     let mut out = String::new();
@@ -283,7 +288,7 @@ pub fn rewrite_config(text: &str) -> (String, String) {
             let mut words: Vec<String> = Vec::new();
             for w in trimmed.split_whitespace() {
                 let k = w.split('=').next().unwrap_or("").to_ascii_lowercase();
-                if matches!(k.as_str(), "nodeaddr" | "nodehostname" | "port") {
+                if matches!(k.as_str(), "nodeaddr" | "nodehostname") {
                     continue;
                 }
                 words.push(w.to_string());
@@ -315,7 +320,7 @@ fn write_config(opts: &UpOptions, port: u16) -> Result<()> {
             let text =
                 std::fs::read_to_string(&p).with_context(|| format!("reading {}", p.display()))?;
             let (b, c) = rewrite_config(&text);
-            for f in ["gres.conf", "topology.conf", "cgroup.conf"] {
+            for f in ["gres.conf", "topology.conf", "cgroup.conf", "quota.conf"] {
                 let from = src.join(f);
                 if from.is_file() {
                     std::fs::copy(&from, dir.join(f))
@@ -548,6 +553,7 @@ pub fn up(opts: &UpOptions, cancel: &AtomicBool) -> Result<DevCluster> {
                 "5",
             ]);
         }
+        cmd.args(&opts.ctld_args);
         g.daemons.push(spawn(&dir, "slurmctld", "-", &mut cmd)?);
         record(&dir, &g.daemons, None)?;
         let exited = loop {

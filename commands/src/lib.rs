@@ -15,6 +15,7 @@ pub mod common;
 pub mod conf;
 pub mod dev;
 pub mod getopt;
+pub mod job_gres;
 pub mod jobfmt;
 pub mod man;
 pub mod sacct;

@@ -294,6 +294,10 @@ fn main(args: &[String], io: &mut Io<'_>) -> Result<i32, Fatal> {
     let mut job = opts.job.clone();
     job.script = script;
     job.argv = argv_script;
+    job.command = match (&opts.wrap, cli.operands.first()) {
+        (None, Some(path)) => Some(absolute(path)),
+        _ => None,
+    };
     if job.name.is_none() {
         job.name = Some(default_name);
     }
@@ -309,6 +313,10 @@ fn main(args: &[String], io: &mut Io<'_>) -> Result<i32, Fatal> {
     job.user = common::user_name(job.uid);
     job.submit_host = common::hostname();
     job.environment = environment(opts.export.as_deref());
+    for (k, v) in option_env(&job) {
+        job.environment.retain(|(ek, _)| *ek != k);
+        job.environment.push((k, v));
+    }
     let ctl = Ctl::new(io.env).map_err(|e| submit_failed(&e))?;
     let resp = ctl.call(Request::SubmitJob(Box::new(job))).map_err(|e| submit_failed(&e))?;
     match resp {
@@ -399,6 +407,16 @@ fn early(o: &Opt, io: &mut Io<'_>) -> Option<i32> {
         }
         _ => None,
     }
+}
+
+/// `path` made absolute against the current directory (Slurm's `search_path` for the script:
+/// `env.sh` in `/home/alice/g` is `/home/alice/g/env.sh`).
+fn absolute(path: &str) -> String {
+    if path.starts_with('/') {
+        return path.to_string();
+    }
+    let cwd = std::env::current_dir().map(|p| p.display().to_string()).unwrap_or_else(|_| "/".into());
+    format!("{}/{}", cwd.trim_end_matches('/'), path.strip_prefix("./").unwrap_or(path))
 }
 
 /// The script text, its arguments and the default job name.
@@ -546,6 +564,33 @@ fn environment(export: Option<&str>) -> Vec<(String, String)> {
         }
     }
     env
+}
+
+/// The variables `sbatch` itself exports for its options (Slurm 22.05 `sbatch/opt.c`,
+/// `_opt_verify`; the goldens `jobout_env_*`): `SLURM_NTASKS` and `SLURM_NPROCS` for `-n`,
+/// `SLURM_GPUS` for `--gpus`, `SLURM_GPUS_PER_NODE` for `--gpus-per-node`,
+/// `SLURM_GPUS_PER_TASK` for `--gpus-per-task` (`[type:]count` as given). They go into the job's
+/// environment whatever `--export` says (the node keeps every `SLURM_*` variable).
+pub fn option_env(job: &SubmitJob) -> Vec<(String, String)> {
+    let gpus = |g: &GpuCount| match &g.gpu_type {
+        Some(t) => format!("{t}:{}", g.count),
+        None => g.count.to_string(),
+    };
+    let mut v = Vec::new();
+    if let Some(g) = &job.gpus {
+        v.push(("SLURM_GPUS".to_string(), gpus(g)));
+    }
+    if let Some(g) = &job.gpus_per_node {
+        v.push(("SLURM_GPUS_PER_NODE".to_string(), gpus(g)));
+    }
+    if let Some(g) = &job.gpus_per_task {
+        v.push(("SLURM_GPUS_PER_TASK".to_string(), gpus(g)));
+    }
+    if let Some(n) = job.ntasks {
+        v.push(("SLURM_NPROCS".to_string(), n.to_string()));
+        v.push(("SLURM_NTASKS".to_string(), n.to_string()));
+    }
+    v
 }
 
 fn arg(o: &Opt) -> &str {
@@ -850,6 +895,29 @@ mod tests {
     use super::*;
 
     const DIRECTIVES_SH: &str = "#!/bin/bash\n#SBATCH --job-name=early\n#SBATCH -t 7\n#SBATCH --partition=batch   # trailing comment after a directive\n##SBATCH --job-name=doublehash\n# SBATCH --job-name=spacehash\n #SBATCH --job-name=leadingspace\n#SBATCH --comment=\"quoted comment with spaces\"\n\necho first command\n#SBATCH --job-name=late\n#SBATCH -t 99\n#SBATCH --gres=gpu:3\nsleep 1\n";
+
+    #[test]
+    fn option_env_as_the_goldens_show() {
+        // 0113 --gpus=4, 0116 --gpus-per-node=2, 0122 -n 4 --gpus-per-task=1.
+        let mut j = SubmitJob::default();
+        assert!(option_env(&j).is_empty());
+        j.gpus = Some(parse_gpu_count("4"));
+        j.gpus_per_node = Some(parse_gpu_count("h100:2"));
+        j.gpus_per_task = Some(parse_gpu_count("1"));
+        j.ntasks = Some(4);
+        let e = option_env(&j);
+        let want: Vec<(String, String)> = [
+            ("SLURM_GPUS", "4"),
+            ("SLURM_GPUS_PER_NODE", "h100:2"),
+            ("SLURM_GPUS_PER_TASK", "1"),
+            ("SLURM_NPROCS", "4"),
+            ("SLURM_NTASKS", "4"),
+        ]
+        .iter()
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect();
+        assert_eq!(e, want);
+    }
 
     #[test]
     fn directives_as_slurm_reads_them() {

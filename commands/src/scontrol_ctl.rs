@@ -10,6 +10,7 @@
 //! acknowledgement, borrowed capacity, a service replica), so Slurm-only jobs print exactly
 //! as Slurm prints them. `show alerts` (Flotilla) prints the scheduler's alerts and pages.
 
+use std::collections::BTreeMap;
 use crate::common::{self, Ctl, Io};
 use crate::jobfmt;
 use crate::squeue::parse_job_ref;
@@ -272,8 +273,9 @@ fn out_path(j: &JobInfo, p: Option<&str>) -> String {
     }
 }
 
-/// One `scontrol show job` record (lines, each without the final newline).
-pub fn job_record(j: &JobInfo, flags: ShowFlags, now: i64) -> Vec<String> {
+/// One `scontrol show job` record (lines, each without the final newline). `gpu_types`: each
+/// node's GPU model (for `-d`'s `JOB_GRES=gpu:h100:N`).
+pub fn job_record(j: &JobInfo, flags: ShowFlags, now: i64, gpu_types: &BTreeMap<String, String>) -> Vec<String> {
     let st = jobfmt::state(j);
     let pending = st == JobStateWire::Pending;
     let mut l = Vec::new();
@@ -313,12 +315,14 @@ pub fn job_record(j: &JobInfo, flags: ShowFlags, now: i64) -> Vec<String> {
         secs2time_str(jobfmt::run_secs(j, now)),
         limit_str(j)
     ));
+    // Not eligible yet: held, or waiting on a dependency (golden 0211).
+    let not_eligible = pending && (j.held || matches!(j.reason.as_str(), "Dependency" | "DependencyNeverSatisfied"));
     l.push(format!(
         "   SubmitTime={} EligibleTime={}",
         common::fmt_time(j.submit_time),
-        if pending && j.held { "Unknown".into() } else { t_or(j.eligible_time.or(Some(j.submit_time)), "Unknown") }
+        if not_eligible { "Unknown".into() } else { t_or(j.eligible_time.or(Some(j.submit_time)), "Unknown") }
     ));
-    l.push(format!("   AccrueTime={}", if pending && j.held { "Unknown".into() } else { common::fmt_time(j.submit_time) }));
+    l.push(format!("   AccrueTime={}", if not_eligible { "Unknown".into() } else { common::fmt_time(j.submit_time) }));
     l.push(format!(
         "   StartTime={} EndTime={} Deadline=N/A",
         t_or(j.start_time, "Unknown"),
@@ -332,49 +336,52 @@ pub fn job_record(j: &JobInfo, flags: ShowFlags, now: i64) -> Vec<String> {
     let req = if j.required_nodes.is_empty() { "(null)".to_string() } else { j.required_nodes.join(",") };
     let exc = if j.excluded_nodes.is_empty() { "(null)".to_string() } else { j.excluded_nodes.join(",") };
     l.push(format!("   ReqNodeList={req} ExcNodeList={exc}"));
-    l.push(format!("   NodeList={}", j.nodes));
+    if pending && !j.sched_nodes.is_empty() {
+        // Slurm prints the planned nodes on the NodeList line (goldens 0208-0210).
+        l.push(format!("   NodeList={} SchedNodeList={}", j.nodes, j.sched_nodes));
+    } else {
+        l.push(format!("   NodeList={}", j.nodes));
+    }
     if !pending && !j.batch_host.is_empty() {
         l.push(format!("   BatchHost={}", j.batch_host));
-    }
-    if pending && !j.sched_nodes.is_empty() {
-        l.push(format!("   SchedNodeList={}", j.sched_nodes));
     }
     l.push(format!(
         "   NumNodes={} NumCPUs={} NumTasks={} CPUs/Task={} ReqB:S:C:T=0:0:*:*",
         j.num_nodes,
         j.num_cpus,
-        j.num_tasks.max(1),
+        // Without -n, one task per allocated node (golden 0124: --gpus=12 on 2 nodes).
+        j.num_tasks.max(j.num_nodes).max(1),
         j.cpus_per_task.max(1)
     ));
     l.push(format!("   TRES={}", jobfmt::tres_str(j)));
     l.push("   Socks/Node=* NtasksPerN:B:S:C=0:0:*:* CoreSpec=*".into());
-    if flags.details && !pending {
-        for (node, mask) in &j.gpu_alloc {
-            let idx: Vec<u32> = (0..64).filter(|i| mask & (1 << i) != 0).collect();
-            l.push(format!(
-                "   JOB_GRES=gpu:{}",
-                idx.len()
-            ));
-            l.push(format!(
-                "     Nodes={node} CPU_IDs=0 Mem={} GRES=gpu:{}(IDX:{})",
-                j.mem_per_node_mib,
-                idx.len(),
-                idx_ranges(&idx)
-            ));
-        }
+    if flags.details && !pending && !j.gpu_alloc.is_empty() {
+        let cpus = (j.num_cpus / j.num_nodes.max(1)).max(1);
+        let nodes: Vec<crate::job_gres::NodeGres> = j
+            .gpu_alloc
+            .iter()
+            .map(|(node, mask)| crate::job_gres::NodeGres {
+                node: node.clone(),
+                cpus,
+                mem_mib: j.mem_per_node_mib,
+                gpu_mask: *mask,
+                gpu_type: gpu_types.get(node).cloned(),
+            })
+            .collect();
+        l.extend(crate::job_gres::lines(&nodes));
     }
-    let cpus_per_node = (j.num_cpus / j.num_nodes.max(1)).max(1);
-    l.push(format!(
-        "   MinCPUsNode={} MinMemoryCPU={} MinTmpDiskNode=0",
-        j.cpus_per_task.max(1),
-        jobfmt::mem_str(j.mem_per_node_mib / u64::from(cpus_per_node))
-    ));
+    // Memory as asked: per CPU (`--mem-per-cpu`, `DefMemPerCPU`) or per node (`--mem`, 0127).
+    let min_mem = match j.mem_per_cpu_mib {
+        Some(m) => format!("MinMemoryCPU={}", jobfmt::mem_str(m)),
+        None => format!("MinMemoryNode={}", jobfmt::mem_str(j.mem_per_node_mib)),
+    };
+    l.push(format!("   MinCPUsNode={} {min_mem} MinTmpDiskNode=0", j.cpus_per_task.max(1)));
     l.push("   Features=(null) DelayBoot=00:00:00".into());
     l.push(format!(
         "   OverSubscribe={} Contiguous=0 Licenses=(null) Network=(null)",
         if j.exclusive { "NO" } else { "OK" }
     ));
-    l.push("   Command=(null)".into());
+    l.push(format!("   Command={}", j.command.as_deref().unwrap_or("(null)")));
     l.push(format!("   WorkDir={}", j.work_dir));
     if let Some(c) = &j.comment {
         l.push(format!("   Comment={c} "));
@@ -383,9 +390,16 @@ pub fn job_record(j: &JobInfo, flags: ShowFlags, now: i64) -> Vec<String> {
     l.push("   StdIn=/dev/null".into());
     l.push(format!("   StdOut={}", out_path(j, j.stdout.as_deref())));
     l.push("   Power=".into());
+    // Slurm's order: TresPerJob, TresPerNode, TresPerTask (goldens 0112, 0115, 0121).
+    if let Some(t) = &j.tres_per_job {
+        l.push(format!("   TresPerJob={t}"));
+    }
     let tpn = jobfmt::tres_per_node(j);
     if tpn != "N/A" {
         l.push(format!("   TresPerNode={tpn}"));
+    }
+    if let Some(t) = &j.tres_per_task {
+        l.push(format!("   TresPerTask={t}"));
     }
     if let Some(f) = flotilla_line(j) {
         l.push(f);
@@ -461,20 +475,6 @@ pub fn show_alerts(flags: ShowFlags, io: &mut Io<'_>) -> i32 {
     }
 }
 
-fn idx_ranges(idx: &[u32]) -> String {
-    let mut parts = Vec::new();
-    let mut i = 0;
-    while i < idx.len() {
-        let mut k = i;
-        while k + 1 < idx.len() && idx[k + 1] == idx[k] + 1 {
-            k += 1;
-        }
-        parts.push(if k > i { format!("{}-{}", idx[i], idx[k]) } else { idx[i].to_string() });
-        i = k + 1;
-    }
-    parts.join(",")
-}
-
 /// `show job [ID]`.
 pub fn show_job(id: Option<&str>, flags: ShowFlags, io: &mut Io<'_>) -> i32 {
     let jobs = match id {
@@ -511,16 +511,38 @@ pub fn show_job(id: Option<&str>, flags: ShowFlags, io: &mut Io<'_>) -> i32 {
     }
     list.sort_by_key(|j| (j.array_job_id.unwrap_or(j.job_id), j.array_task_id, j.job_id));
     let now = common::now();
+    let mut gpu_types = BTreeMap::new();
+    if flags.details {
+        if let Ok(Response::Nodes(nodes)) = c.call(Request::QueryNodes(Default::default())) {
+            gpu_types = nodes.into_iter().filter_map(|n| Some((n.name, n.gpu_type?))).collect();
+        }
+    }
     for j in &list {
-        let lines = job_record(j, flags, now);
+        let lines = job_record(j, flags, now, &gpu_types);
         if flags.one_liner {
-            let body: Vec<String> = lines.iter().map(|l| l.trim().to_string()).filter(|l| !l.is_empty()).collect();
+            // Slurm joins the lines with one space, keeping their trailing blanks (golden
+            // 0210 ends in `TresPerNode=gres:gpu:1 `: the record's last, empty line).
+            let body: Vec<&str> = lines.iter().map(|l| l.trim_start()).collect();
             io.out(&format!("{}\n", body.join(" ")));
         } else {
             io.out(&format!("{}\n\n", lines.join("\n")));
         }
     }
     0
+}
+
+/// The node state as `scontrol show node` prints it (Slurm's `node_state_string_complete`):
+/// the base state and its flags, `MIXED+DRAIN` where `sinfo` says `draining` (golden 0213),
+/// `IDLE+DRAIN` where it says `drained`.
+pub fn node_state_complete(n: &NodeInfo) -> String {
+    match n.state.as_str() {
+        "DRAINING" => {
+            let base = if n.cpus > 0 && n.cpus_alloc >= n.cpus { "ALLOCATED" } else { "MIXED" };
+            format!("{base}+DRAIN")
+        }
+        "DRAINED" => "IDLE+DRAIN".into(),
+        s => s.to_string(),
+    }
 }
 
 /// `show partition [NAME]`.
@@ -622,7 +644,7 @@ pub fn show_node(name: Option<&str>, flags: ShowFlags, io: &mut Io<'_>) -> i32 {
             (x.cores_per_socket, x.sockets, x.threads_per_core, x.boards, x.addr.clone(), x.port, x.weight)
         });
         let gres = conf.map_or_else(String::new, |x| x.gres.clone());
-        let mut state = n.state.clone();
+        let mut state = node_state_complete(n);
         if n.not_responding {
             state.push('*');
         }
@@ -644,7 +666,8 @@ pub fn show_node(name: Option<&str>, flags: ShowFlags, io: &mut Io<'_>) -> i32 {
             "   ActiveFeatures=(null)".into(),
             format!("   Gres={gres}"),
             format!("   NodeAddr={addr} NodeHostName={} Port={port} Version=22.05.8", n.name),
-            "   OS=Linux  ".into(),
+            // `OS=<sysname release version> `: Flotilla's nodes do not report their kernel.
+            "   OS=Linux ".into(),
             format!(
                 "   RealMemory={} AllocMem={} FreeMem=0 Sockets={sockets} Boards={boards}",
                 n.mem_mib, n.mem_alloc_mib
@@ -669,7 +692,8 @@ pub fn show_node(name: Option<&str>, flags: ShowFlags, io: &mut Io<'_>) -> i32 {
             lines.push(format!("   Reason={r} [root@{}]", common::fmt_time(now)));
         }
         if flags.one_liner {
-            let body: Vec<String> = lines.iter().map(|l| l.trim().to_string()).collect();
+            // Joined with one space, trailing blanks kept (golden 0036: `CoresPerSocket=32  CPUAlloc`).
+            let body: Vec<&str> = lines.iter().map(|l| l.trim_start()).collect();
             io.out(&format!("{}\n", body.join(" ")));
         } else {
             io.out(&format!("{}\n\n", lines.join("\n")));
@@ -756,5 +780,68 @@ mod flotilla_field_tests {
             alert_record(&a, true),
             "AlertId=4 Time=2026-11-29T00:00:00 Kind=Page JobId=(null) ServiceId=2 Message=service 2 (llm) wants 3 replicas\n"
         );
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn node_states_with_flags() {
+        let n = |state: &str, alloc: u32| NodeInfo {
+            state: state.into(),
+            cpus: 64,
+            cpus_alloc: alloc,
+            ..NodeInfo::default()
+        };
+        // Golden 0213: draining with 1 of 64 CPUs in use.
+        assert_eq!(node_state_complete(&n("DRAINING", 1)), "MIXED+DRAIN");
+        assert_eq!(node_state_complete(&n("DRAINING", 64)), "ALLOCATED+DRAIN");
+        assert_eq!(node_state_complete(&n("DRAINED", 0)), "IDLE+DRAIN");
+        assert_eq!(node_state_complete(&n("MIXED", 2)), "MIXED");
+    }
+
+    #[test]
+    fn pending_job_lists_planned_nodes_on_the_nodelist_line() {
+        let j = JobInfo {
+            job_id: 57,
+            state: Some(JobStateWire::Pending),
+            sched_nodes: "gpu02".into(),
+            tres_per_job: Some("gres:gpu:4".into()),
+            ..JobInfo::default()
+        };
+        let lines = job_record(&j, ShowFlags::default(), 0, &BTreeMap::new());
+        assert!(lines.contains(&"   NodeList= SchedNodeList=gpu02".to_string()), "{lines:#?}");
+        assert!(lines.contains(&"   TresPerJob=gres:gpu:4".to_string()), "{lines:#?}");
+        assert!(!lines.iter().any(|l| l.starts_with("   SchedNodeList")));
+    }
+
+    #[test]
+    fn memory_tasks_and_eligibility_as_asked() {
+        let mut j = JobInfo {
+            job_id: 39,
+            state: Some(JobStateWire::Running),
+            submit_time: 1_795_945_358,
+            num_nodes: 1,
+            cpus_per_task: 2,
+            mem_per_node_mib: 4096,
+            ..JobInfo::default()
+        };
+        let has = |j: &JobInfo, want: &str| job_record(j, ShowFlags::default(), 0, &BTreeMap::new()).iter().any(|l| l.contains(want));
+        // 0127 --mem=4G -c 2: per node.
+        assert!(has(&j, "MinCPUsNode=2 MinMemoryNode=4G MinTmpDiskNode=0"));
+        j.mem_per_cpu_mib = Some(1024);
+        assert!(has(&j, "MinCPUsNode=2 MinMemoryCPU=1G MinTmpDiskNode=0"));
+        // 0124: no -n, two nodes: two tasks.
+        j.num_nodes = 2;
+        j.num_tasks = 1;
+        assert!(has(&j, "NumNodes=2 NumCPUs=0 NumTasks=2 "));
+        // 0211: waiting on a dependency: not eligible yet.
+        j.state = Some(JobStateWire::Pending);
+        j.reason = "Dependency".into();
+        assert!(has(&j, "EligibleTime=Unknown") && has(&j, "AccrueTime=Unknown"));
+        j.reason = "Priority".into();
+        assert!(!has(&j, "EligibleTime=Unknown"));
     }
 }

@@ -362,6 +362,10 @@ pub fn run(args: &[String], io: &mut Io<'_>) -> i32 {
             }
         }
         groups.sort_by_key(|g| state_of(g.nodes[0], false));
+        if groups.is_empty() {
+            // A partition none of whose nodes match still shows, with no nodes (`n/a`).
+            groups.push(Row { part, nodes: Vec::new() });
+        }
         rows.extend(groups);
     }
     if node_view {
@@ -403,15 +407,20 @@ pub fn run(args: &[String], io: &mut Io<'_>) -> i32 {
         io.out(&out);
         return 0;
     }
-    let f = fmt.unwrap_or_else(|| {
-        match (node_view, long, summarize) {
-            (true, true, _) => "%10N %.6D %.9P %.11T %4c %.8z %.6m %.8d %.6w %.8f %20E",
-            (true, false, _) => "%10N %.6D %.9P %6t",
-            (_, _, true) => "%9P %.5a %.10l %.16F  %N",
-            (false, true, false) => "%9P %.5a %.10l %.10s %.4r %.8h %.10g %.6D %.11T %N",
-            _ => "%9P %.5a %.10l %.6D %.6t %N",
-        }
-        .to_string()
+    // `-N`: the node list column is as wide as the widest row's list, at least 9
+    // (Slurm 22.05 `sinfo/print.c` `MIN_NODE_FIELD_SIZE`, `_set_node_field_size`).
+    let node_w = rows
+        .iter()
+        .map(|r| flotilla_core::hostlist::compress(&r.nodes.iter().map(|n| n.name.as_str()).collect::<Vec<_>>()).len())
+        .max()
+        .unwrap_or(0)
+        .max(9);
+    let f = fmt.unwrap_or_else(|| match (node_view, long, summarize) {
+        (true, true, _) => format!("%{node_w}N %.6D %.9P %.11T %4c %.8z %.6m %.8d %.6w %.8f %20E"),
+        (true, false, _) => format!("%{node_w}N %.6D %.9P %6t"),
+        (_, _, true) => "%9P %.5a %.10l %.16F %N".to_string(),
+        (false, true, false) => "%9P %.5a %.10l %.10s %.4r %.8h %.10g %.6D %.11T %N".to_string(),
+        _ => "%9P %.5a %.10l %.6D %.6t %N".to_string(),
     });
     let mut pieces: Vec<(String, Option<Spec>)> = Vec::new();
     let mut toks = f.split('%');

@@ -483,7 +483,7 @@ fn o_field(ch: char, j: Option<&JobInfo>, now: i64) -> Option<(&'static str, Str
         'M' => jobfmt::time_used_str(j, now),
         'n' => j.required_nodes.join(","),
         'N' => j.nodes.clone(),
-        'o' => j.work_dir.clone(),
+        'o' => j.command.clone().unwrap_or_else(|| "(null)".into()),
         'O' => "0".into(),
         'p' => format!("{:.14}", j.priority as f64 / f64::from(u32::MAX)),
         'Q' => j.priority.to_string(),

@@ -96,7 +96,7 @@ fn up_with_the_reference_config_registers_its_nodes() {
     }
     let text = std::fs::read_to_string(t.path().join("slurm.conf")).unwrap();
     assert!(
-        text.contains("ClusterName=oracle") && !text.contains("Port=1700"),
+        text.contains("ClusterName=oracle") && text.contains("NodeName=gpu01 NodeAddr=127.0.0.1 Port=17001"),
         "{text}"
     );
 }
@@ -109,7 +109,7 @@ fn rewrite_puts_nodes_on_localhost() {
     assert_eq!(name, "x");
     assert_eq!(
         body,
-        "NodeName=a[1-2] NodeAddr=127.0.0.1 Gres=gpu:8\nPartitionName=p Nodes=a[1-2]\n"
+        "NodeName=a[1-2] NodeAddr=127.0.0.1 Port=17001 Gres=gpu:8\nPartitionName=p Nodes=a[1-2]\n"
     );
 }
 

@@ -26,6 +26,12 @@ impl LocalCluster {
     /// and topology of `config_dir`'s `slurm.conf`, and waits until every node registered.
     /// Panics with the reason (and log tails) when it cannot.
     pub fn start(config_dir: Option<&Path>) -> LocalCluster {
+        LocalCluster::start_with(config_dir, |_| {})
+    }
+
+    /// [`LocalCluster::start`] with the options (`fast`, `ctld_args`, `timeout`, ...) adjusted
+    /// by `adjust` before the cluster starts; the state directory is always a fresh temp dir.
+    pub fn start_with(config_dir: Option<&Path>, adjust: impl FnOnce(&mut UpOptions)) -> LocalCluster {
         let dir = tempfile::Builder::new()
             .prefix("flt-dev")
             .tempdir_in("/tmp")
@@ -36,6 +42,8 @@ impl LocalCluster {
         opts.fast = true;
         opts.timeout = Duration::from_secs(60);
         opts.bin_dir = std::env::var_os("FLOTILLA_BIN_DIR").map(PathBuf::from);
+        adjust(&mut opts);
+        opts.dir = dir.path().to_path_buf();
         let never = AtomicBool::new(false);
         match dev::up(&opts, &never) {
             Ok(cluster) => LocalCluster { cluster, dir },
@@ -64,6 +72,12 @@ impl LocalCluster {
     /// The node names.
     pub fn nodes(&self) -> &[String] {
         &self.cluster.nodes
+    }
+
+    /// The controller's local socket (`<dir>/state/slurmctld.sock`), where a client needs no
+    /// credential.
+    pub fn socket(&self) -> PathBuf {
+        self.dir().join("state").join("slurmctld.sock")
     }
 
     /// The controller's TCP address.

@@ -256,6 +256,14 @@ fn word_end(s: &str) -> usize {
     s.len()
 }
 
+/// This host's name (what `%N` expands to and what a job's `hostname` prints).
+pub fn hostname() -> String {
+    nix::unistd::gethostname()
+        .ok()
+        .and_then(|h| h.into_string().ok())
+        .unwrap_or_else(|| "localhost".into())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -300,14 +308,4 @@ mod tests {
         assert!(cases.len() >= 300, "{} cases", cases.len());
         assert!(cases.windows(2).all(|w| w[0].seq < w[1].seq));
     }
-}
-
-pub mod agent;
-
-/// This host's name (what `%N` expands to and what a job's `hostname` prints).
-pub fn hostname() -> String {
-    nix::unistd::gethostname()
-        .ok()
-        .and_then(|h| h.into_string().ok())
-        .unwrap_or_else(|| "localhost".into())
 }

@@ -1,11 +1,11 @@
 //! Replays every golden of real Slurm 22.05 (`shared/slurm-reference/goldens`), in recorded
-//! order, against Flotilla: the real `slurmctld` binary configured like the reference
-//! (`shared/slurm-reference/conf`, nodes gpu01-04, partitions batch/debug, leaf1/leaf2) on an
-//! OS-chosen port, four stand-in node daemons ([`flotilla_compat_tests::agent`]) that really
-//! run the jobs' scripts, and Flotilla's commands first on `PATH`. Each case runs as its
-//! user (`runuser`, as `capture_goldens.py` does) with exactly the recorded environment plus
-//! `FLOTILLA_CONF` (the goldens had `/etc/slurm/slurm.conf`; ours is in a temp dir), and the
-//! waits of `capture_goldens.py` are repeated between cases.
+//! order, against Flotilla: a local cluster ([`LocalCluster`], the code of `flotilla dev up`)
+//! of the real `slurmctld` and four real `slurmd -N gpu01..gpu04` (8 fake GPUs each,
+//! `--cgroup none`) configured like the reference (`shared/slurm-reference/conf`, plus its
+//! accounting associations as `quota.conf`), with Flotilla's commands first on `PATH`. Each
+//! case runs as its user (`runuser`, as `capture_goldens.py` does) with exactly the recorded
+//! environment plus `FLOTILLA_CONF` (the goldens had `/etc/slurm/slurm.conf`; ours is in a temp
+//! dir), and the waits of `capture_goldens.py` are repeated between cases.
 //!
 //! Comparison: both sides go through the reference `normalize.py` (called with `python3`, so
 //! there is exactly one implementation of the rules), then through the documented
@@ -15,9 +15,10 @@
 //! races of the replay, each explained), which may pass or fail. Needs root (to create and become alice/bob and run their
 //! jobs); otherwise prints `SKIPPED: <reason>`.
 
-use flotilla_compat_tests::{agent::Agent, goldens_dir, load_goldens, shared_dir, GoldenCase};
+use flotilla_compat_tests::cluster::LocalCluster;
+use flotilla_compat_tests::{goldens_dir, load_goldens, shared_dir, GoldenCase};
 use flotilla_proto::client::Client;
-use flotilla_proto::{ClusterKey, JobInfo, JobQuery, JobRef, JobStateWire, NodeQuery, Request, Response, Role};
+use flotilla_proto::{JobInfo, JobQuery, JobRef, JobStateWire, NodeQuery, Request, Response, Role};
 use std::collections::{BTreeMap, BTreeSet};
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -27,6 +28,10 @@ use std::time::{Duration, Instant};
 /// Seconds a time-limit minute lasts in the replay (the 1-minute timeout case would
 /// otherwise take a minute; every fill job's limit is ≥ 20 minutes = 200 s).
 const MINUTE_S: u32 = 10;
+
+/// The reference's accounting associations (`setup.sh`: `sacctmgr add account research`,
+/// `sacctmgr add user alice,bob account=research`), as Flotilla's `quota.conf`.
+const QUOTA_CONF: &str = "# The reference cluster's accounting associations.\nAccount=research Users=alice,bob\n";
 
 const SCRIPTS: &[(&str, &str)] = &[
     ("env.sh", "#!/bin/bash\n# prints the job's Slurm/GPU environment, sorted\nenv | grep -E '^(SLURM|SLURMD|CUDA|GPU|ROCR|ZE_)' | sort\necho \"HOSTNAME_CMD=$(hostname)\"\necho \"PWD=$PWD\"\nsleep 2\n"),
@@ -66,6 +71,8 @@ struct Harness {
     socket: PathBuf,
     conf: PathBuf,
     bin_dir: PathBuf,
+    /// Stand-ins that fail for the Slurm commands Flotilla does not build ([`stub_commands`]).
+    stub_dir: PathBuf,
 }
 
 impl Harness {
@@ -240,7 +247,12 @@ impl Harness {
 
     fn run_case(&self, case: &GoldenCase) -> (i32, String, String) {
         let mut env: BTreeMap<String, String> = case.env.clone();
-        let path = format!("{}:{}", self.bin_dir.display(), env.get("PATH").cloned().unwrap_or_default());
+        let path = format!(
+            "{}:{}:{}",
+            self.bin_dir.display(),
+            self.stub_dir.display(),
+            env.get("PATH").cloned().unwrap_or_default()
+        );
         env.insert("PATH".into(), path);
         env.insert("FLOTILLA_CONF".into(), self.conf.display().to_string());
         let mut argv: Vec<String> = Vec::new();
@@ -280,12 +292,33 @@ fn build_binaries() {
     let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
     let profile_release = bin_dir().ends_with("release");
     let mut c = Command::new(cargo);
-    c.args(["build", "--bins", "-p", "flotilla-commands", "-p", "flotilla-slurmctld"]);
+    c.args(["build", "--bins", "-p", "flotilla-commands", "-p", "flotilla-slurmctld", "-p", "flotilla-slurmd"]);
     if profile_release {
         c.arg("--release");
     }
     let st = c.current_dir(flotilla_compat_tests::workspace_root()).status().expect("cargo runs");
     assert!(st.success(), "building the binaries failed");
+}
+
+/// Slurm's client commands that may be installed on the host (a reference Slurm runs beside
+/// the replay on development machines).
+const SLURM_COMMANDS: &[&str] = &[
+    "sacct", "sacctmgr", "salloc", "sattach", "sbatch", "sbcast", "scancel", "scontrol", "sdiag", "sinfo", "sprio",
+    "squeue", "sreport", "srun", "sshare", "sstat", "strigger",
+];
+
+/// Writes `<dir>/stubs/<cmd>` for each of [`SLURM_COMMANDS`] that `bins` lacks: it fails with
+/// status 127 like a missing command, so that a case never measures the host's own Slurm.
+fn stub_commands(dir: &Path, bins: &Path) -> PathBuf {
+    let stubs = dir.join("stubs");
+    std::fs::create_dir_all(&stubs).unwrap();
+    for c in SLURM_COMMANDS.iter().filter(|c| !bins.join(c).is_file()) {
+        let p = stubs.join(c);
+        std::fs::write(&p, format!("#!/bin/sh\necho \"{c}: not built by Flotilla (the replay never runs the host's Slurm)\" >&2\nexit 127\n")).unwrap();
+        sh(&format!("chmod 755 {}", p.display()));
+    }
+    sh(&format!("chmod 755 {}", stubs.display()));
+    stubs
 }
 
 fn read_list(path: &Path) -> BTreeMap<String, String> {
@@ -353,69 +386,27 @@ fn golden_replay() {
     build_binaries();
     let dir = tempfile::Builder::new().prefix("flotilla-replay").tempdir().expect("tempdir");
     sh(&format!("chmod 755 {}", dir.path().display()));
+    // The reference configuration, plus the accounting associations the reference made with
+    // sacctmgr (alice and bob in account `research`, their default) as Flotilla's quota.conf.
     let confdir = dir.path().join("conf");
-    let state = dir.path().join("state");
     std::fs::create_dir_all(&confdir).unwrap();
-    std::fs::create_dir_all(&state).unwrap();
-    sh(&format!("chmod 755 {}", state.display()));
     let refconf = shared_dir().join("slurm-reference").join("conf");
-    let slurm_conf = std::fs::read_to_string(refconf.join("slurm.conf")).expect("reference slurm.conf");
-    let slurm_conf: String = slurm_conf
-        .lines()
-        .map(|l| {
-            if l.starts_with("StateSaveLocation=") {
-                format!("StateSaveLocation={}", state.display())
-            } else {
-                l.to_string()
-            }
-        })
-        .collect::<Vec<_>>()
-        .join("\n");
-    std::fs::write(confdir.join("slurm.conf"), slurm_conf + "\n").unwrap();
-    for f in ["gres.conf", "topology.conf"] {
+    for f in ["slurm.conf", "gres.conf", "topology.conf"] {
         std::fs::copy(refconf.join(f), confdir.join(f)).unwrap();
     }
-    let key = ClusterKey::generate(&dir.path().join("slurm.key")).expect("key");
-    let bins = bin_dir();
-    let socket = state.join("slurmctld.sock");
-    let addr_file = dir.path().join("addr");
-    let log = std::fs::File::create(dir.path().join("slurmctld.log")).unwrap();
-    let mut ctld = Command::new(bins.join("slurmctld"))
-        .args(["-D", "-f"])
-        .arg(confdir.join("slurm.conf"))
-        .arg("--state-dir")
-        .arg(&state)
-        .arg("--key")
-        .arg(dir.path().join("slurm.key"))
-        .args(["--listen", "127.0.0.1:0", "--sync", "normal", "--minute-s", &MINUTE_S.to_string()])
-        .arg("--socket")
-        .arg(&socket)
-        .arg("--addr-file")
-        .arg(&addr_file)
-        .stdout(Stdio::null())
-        .stderr(log)
-        .spawn()
-        .expect("slurmctld starts");
-    let t0 = Instant::now();
-    let addr = loop {
-        if let Ok(s) = std::fs::read_to_string(&addr_file) {
-            break s.trim().parse().expect("address");
-        }
-        assert!(t0.elapsed() < Duration::from_secs(30), "slurmctld did not start");
-        std::thread::sleep(Duration::from_millis(20));
-    };
-    let spool = dir.path().join("spool");
-    std::fs::create_dir_all(&spool).unwrap();
-    sh(&format!("chmod 755 {}", spool.display()));
-    let agents: Vec<Agent> = ["gpu01", "gpu02", "gpu03", "gpu04"]
-        .iter()
-        .map(|n| Agent::spawn(key.clone(), n, addr, spool.clone(), "oracle"))
-        .collect();
+    std::fs::write(confdir.join("quota.conf"), QUOTA_CONF).unwrap();
+    let cluster = LocalCluster::start_with(Some(&confdir), |o| {
+        o.fast = false;
+        o.bin_dir = Some(bin_dir());
+        o.ctld_args = vec!["--minute-s".into(), MINUTE_S.to_string()];
+    });
+    let stub_dir = stub_commands(dir.path(), &bin_dir());
     let h = Harness {
         dir,
-        socket,
-        conf: confdir.join("slurm.conf"),
-        bin_dir: bins,
+        socket: cluster.socket(),
+        conf: cluster.slurm_conf(),
+        bin_dir: bin_dir(),
+        stub_dir,
     };
     let t0 = Instant::now();
     loop {
@@ -453,9 +444,12 @@ fn golden_replay() {
         let file = format!("{:04}_{}.json", case.seq, sanitize(&case.case));
         std::fs::write(got_dir.join(file), serde_json::to_string(&rec).unwrap()).unwrap();
     }
-    drop(agents);
-    let _ = ctld.kill();
-    let _ = ctld.wait();
+    if std::env::var_os("FLOTILLA_REPLAY_KEEP").is_some() {
+        let keep = std::env::temp_dir().join("flotilla-replay-cluster");
+        let _ = std::fs::remove_dir_all(&keep);
+        sh(&format!("mkdir -p {k} && cp {d}/*.log {k}/", k = keep.display(), d = cluster.dir().display()));
+    }
+    drop(cluster);
     let here = flotilla_compat_tests::workspace_root().join("compat-tests");
     let out = Command::new("python3")
         .arg("-c")
@@ -493,7 +487,6 @@ fn golden_replay() {
         let keep = std::env::temp_dir().join("flotilla-replay-got");
         let _ = std::fs::remove_dir_all(&keep);
         sh(&format!("cp -r {} {}", got_dir.display(), keep.display()));
-        sh(&format!("cp {} {}", h.dir.path().join("slurmctld.log").display(), keep.display()));
     }
     eprintln!(
         "golden replay: {pass} of {} goldens pass ({} known failures listed); diffs in {}",

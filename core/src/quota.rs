@@ -18,6 +18,16 @@
 //! ```
 //!
 //! Keys are case-insensitive; `#` starts a comment; a `User=` scope is named `user@account`.
+//!
+//! Associations (Slurm's `sacctmgr add user alice account=research`): a `User=` line, or
+//! `Users=alice,bob` on an `Account=` line (members without a scope of their own), associates
+//! users with an account. A user's *default account* — what a job submitted without `-A` is
+//! charged to — is the account of the user's first association in file order, as `sacctmgr`
+//! makes the first account a user is added to their `DefaultAccount`:
+//!
+//! ```text
+//! Account=research GuaranteedGPUs=512 Users=alice,bob   # default account of alice and bob
+//! ```
 
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
@@ -65,6 +75,9 @@ pub struct QuotaTree {
     pub scopes: Vec<QuotaScope>,
     parent: Vec<Option<ScopeId>>,
     by_name: BTreeMap<String, ScopeId>,
+    /// Associations `(user, account)` in file order (see the module docs).
+    #[serde(default)]
+    associations: Vec<(String, String)>,
 }
 
 impl QuotaTree {
@@ -87,7 +100,12 @@ impl QuotaTree {
                 ),
             });
         }
-        let t = QuotaTree { scopes, parent, by_name };
+        let t = QuotaTree {
+            scopes,
+            parent,
+            by_name,
+            associations: Vec::new(),
+        };
         for i in 0..t.scopes.len() {
             let mut seen = 0;
             let mut cur = Some(ScopeId(i as u32));
@@ -100,6 +118,26 @@ impl QuotaTree {
             }
         }
         Ok(t)
+    }
+
+    /// The users associated with accounts, `(user, account)` in file order.
+    pub fn associations(&self) -> &[(String, String)] {
+        &self.associations
+    }
+
+    /// The account `user` is charged to without `-A`: the account of their first association;
+    /// `None` when the user has none.
+    pub fn default_account(&self, user: &str) -> Option<&str> {
+        self.associations.iter().find(|(u, _)| u == user).map(|(_, a)| a.as_str())
+    }
+
+    /// Every user's default account ([`QuotaTree::default_account`]), by user name.
+    pub fn default_accounts(&self) -> BTreeMap<String, String> {
+        let mut m = BTreeMap::new();
+        for (u, a) in &self.associations {
+            m.entry(u.clone()).or_insert_with(|| a.clone());
+        }
+        m
     }
 
     /// The scope a job charges: `user@account` if defined, else `account`, else none (no
@@ -140,6 +178,7 @@ impl QuotaTree {
 /// Parses `quota.conf` text (format in the module docs). `file` names it in errors.
 pub fn parse_quota_conf(text: &str, file: &str) -> Result<QuotaTree, QuotaError> {
     let mut scopes = Vec::new();
+    let mut associations = Vec::new();
     for (i, raw) in text.lines().enumerate() {
         let line = raw.split('#').next().unwrap_or("").trim();
         if line.is_empty() {
@@ -152,7 +191,7 @@ pub fn parse_quota_conf(text: &str, file: &str) -> Result<QuotaTree, QuotaError>
                 .split_once('=')
                 .ok_or_else(|| err(format!("expected Key=Value, found `{tok}`")))?;
             let k = k.to_ascii_lowercase();
-            if !matches!(k.as_str(), "account" | "user" | "parent" | "guaranteedgpus" | "maxgpus") {
+            if !matches!(k.as_str(), "account" | "user" | "users" | "parent" | "guaranteedgpus" | "maxgpus") {
                 return Err(err(format!("unknown key `{k}`")));
             }
             if kv.insert(k.clone(), v.to_string()).is_some() {
@@ -168,9 +207,21 @@ pub fn parse_quota_conf(text: &str, file: &str) -> Result<QuotaTree, QuotaError>
         };
         let account = kv.get("account").cloned().ok_or_else(|| err("missing Account=".into()))?;
         let (name, parent) = match kv.get("user") {
-            Some(u) => (format!("{u}@{account}"), Some(account.clone())),
+            Some(u) => {
+                if kv.contains_key("users") {
+                    return Err(err("`Users=` belongs on an `Account=` line, not a `User=` line".into()));
+                }
+                associations.push((u.clone(), account.clone()));
+                (format!("{u}@{account}"), Some(account.clone()))
+            }
             None => (account.clone(), kv.get("parent").cloned()),
         };
+        for u in kv.get("users").map(|v| v.split(',')).into_iter().flatten() {
+            if u.is_empty() {
+                return Err(err(format!("empty user name in `Users={}`", kv["users"])));
+            }
+            associations.push((u.to_string(), account.clone()));
+        }
         scopes.push(QuotaScope {
             name,
             parent,
@@ -178,7 +229,9 @@ pub fn parse_quota_conf(text: &str, file: &str) -> Result<QuotaTree, QuotaError>
             max_gpus: num("maxgpus")?,
         });
     }
-    QuotaTree::new(scopes)
+    let mut t = QuotaTree::new(scopes)?;
+    t.associations = associations;
+    Ok(t)
 }
 
 #[cfg(test)]
@@ -200,6 +253,31 @@ mod tests {
         assert_eq!(t.scope_of("bob", "nlp"), t.scope_of("x", "nlp"));
         assert_eq!(t.scope_of("bob", "other"), None);
         assert_eq!(t.scope(t.scope_of("bob", "nlp").unwrap()).max_gpus, Some(768));
+    }
+
+    #[test]
+    fn default_accounts_are_the_first_association() {
+        // The reference cluster: `sacctmgr add user alice,bob account=research`.
+        let t = parse_quota_conf("Account=research Users=alice,bob\n", "quota.conf").unwrap();
+        assert_eq!(t.default_account("alice"), Some("research"));
+        assert_eq!(t.default_account("bob"), Some("research"));
+        assert_eq!(t.default_account("carol"), None);
+        assert_eq!(t.len(), 1, "Users= adds no scope");
+        let t = parse_quota_conf(
+            "Account=org\nAccount=nlp Parent=org users=carol\nUser=alice Account=nlp GuaranteedGPUs=4\nAccount=cv Parent=org Users=alice\n",
+            "q",
+        )
+        .unwrap();
+        assert_eq!(t.default_account("alice"), Some("nlp"));
+        assert_eq!(t.default_account("carol"), Some("nlp"));
+        assert_eq!(t.associations().len(), 3);
+        let all = t.default_accounts();
+        assert_eq!(all.len(), 2);
+        assert_eq!(all["alice"], "nlp");
+        let e = parse_quota_conf("Account=a Users=x,,y\n", "q").unwrap_err();
+        assert_eq!(e.to_string(), "q:1: empty user name in `Users=x,,y`");
+        let e = parse_quota_conf("Account=a\nUser=x Account=a Users=y\n", "q").unwrap_err();
+        assert!(e.to_string().starts_with("q:2: `Users=` belongs on an `Account=` line"));
     }
 
     #[test]

@@ -177,6 +177,9 @@ pub struct SubmitJob {
     /// nothing until steps are launched, and the job ends when its command gives it back
     /// ([`Request::ReleaseAllocation`]).
     pub interactive: bool,
+    /// The batch script file as named on the command line, made absolute (Slurm's
+    /// `Command=`, `sbatch` `search_path`); `None` for `--wrap` and a script read from stdin.
+    pub command: Option<String>,
 }
 
 /// A job reference: `123`, `123_4`, `123_[0-5]`.
@@ -572,6 +575,43 @@ pub enum CtlToNode {
     },
     /// Start this node's tasks of a job step; they connect back to `srun`.
     LaunchStep(Box<LaunchStep>),
+    /// Why a running job is being stopped, sent just before the stop's first signal. The node
+    /// writes Slurm's notice into the batch script's stderr file, as `slurmstepd` does
+    /// (`*** JOB 78 ON gpu01 CANCELLED AT 2026-11-29T09:42:38 DUE TO TIME LIMIT ***`).
+    StopNotice {
+        /// Job.
+        job_id: u64,
+        /// When the controller decided the stop (seconds since the epoch).
+        at: i64,
+        /// Why.
+        cause: StopCause,
+    },
+}
+
+/// Why a running job is stopped ([`CtlToNode::StopNotice`]); the phrase `slurmstepd` prints
+/// after `CANCELLED AT <time>` (Slurm 22.05 `slurmstepd/req.c`). Append-only on the wire.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub enum StopCause {
+    /// `scancel`: no phrase.
+    Cancelled,
+    /// The time limit: `DUE TO TIME LIMIT`.
+    TimeLimit,
+    /// Preempted: `DUE TO PREEMPTION`.
+    Preempted,
+    /// `scontrol requeue`: `DUE TO JOB REQUEUE`.
+    Requeued,
+}
+
+impl StopCause {
+    /// The phrase after `CANCELLED AT <time>`, with its leading space (empty for `scancel`).
+    pub fn phrase(self) -> &'static str {
+        match self {
+            StopCause::Cancelled => "",
+            StopCause::TimeLimit => " DUE TO TIME LIMIT",
+            StopCause::Preempted => " DUE TO PREEMPTION",
+            StopCause::Requeued => " DUE TO JOB REQUEUE",
+        }
+    }
 }
 
 /// Array task bounds of an array job, as Slurm exports them (`SLURM_ARRAY_TASK_COUNT`,
@@ -774,6 +814,16 @@ pub struct JobInfo {
     pub borrowed: bool,
     /// The service this job is a replica of.
     pub service_id: Option<u32>,
+    /// `Command=` of `scontrol show job`, `%o` of `squeue`: the script's absolute path and its
+    /// arguments, space-separated; `None` for `--wrap` and stdin scripts (`(null)`).
+    pub command: Option<String>,
+    /// `TresPerJob=` (`--gpus`): `gres:gpu[:type]:N`.
+    pub tres_per_job: Option<String>,
+    /// `TresPerTask=` (`--gpus-per-task`): `gres:gpu[:type]:N`.
+    pub tres_per_task: Option<String>,
+    /// Memory per CPU (MiB) when memory was asked per CPU (`--mem-per-cpu`, `DefMemPerCPU`);
+    /// `None` when asked per node (`--mem`): `MinMemoryCPU=` or `MinMemoryNode=`.
+    pub mem_per_cpu_mib: Option<u64>,
 }
 
 /// A node as `sinfo`/`scontrol show node` need it.

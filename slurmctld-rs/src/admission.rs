@@ -24,6 +24,10 @@ pub struct AdmissionConf {
     pub def_mem_per_cpu_mib: Option<u64>,
     /// `MaxArraySize`: array indices must be below it.
     pub max_array_size: u64,
+    /// Each user's default account (`quota.conf` associations,
+    /// [`flotilla_core::quota::QuotaTree::default_accounts`]): a job without `-A` is charged
+    /// to it, as Slurm charges the user's `DefaultAccount`. Users without one get no account.
+    pub default_accounts: std::collections::BTreeMap<String, String>,
 }
 
 /// An accepted submission, before it gets its id.
@@ -249,10 +253,14 @@ pub fn admit(req: &SubmitJob, cluster: &Cluster, conf: &AdmissionConf, now: i64)
     };
     let topology = request.topology.as_str().to_string();
     let held = req.hold.then_some(HoldKind::User);
+    let account = match req.account.as_deref() {
+        Some(a) if !a.is_empty() => a.to_string(),
+        _ => conf.default_accounts.get(&req.user).cloned().unwrap_or_default(),
+    };
     let spec = JobSpec {
         id: JobId(0),
         partition: part,
-        account: req.account.clone().unwrap_or_default(),
+        account: account.clone(),
         user: req.user.clone(),
         submit_time: now.max(0) as u64,
         begin_time: req.begin.filter(|&b| b > now).map(|b| b as u64),
@@ -278,7 +286,7 @@ pub fn admit(req: &SubmitJob, cluster: &Cluster, conf: &AdmissionConf, now: i64)
         user: req.user.clone(),
         uid: req.uid,
         gid: req.gid,
-        account: req.account.clone().unwrap_or_default(),
+        account: account.clone(),
         qos: req.qos.clone().unwrap_or_else(|| "normal".into()),
         partition: partition.name.clone(),
         work_dir: req.work_dir.clone(),
@@ -293,11 +301,11 @@ pub fn admit(req: &SubmitJob, cluster: &Cluster, conf: &AdmissionConf, now: i64)
         ntasks,
         cpus_per_task: req.cpus_per_task.unwrap_or(1).max(1),
         num_nodes: request.nodes.unwrap_or(1),
-        gres: req
-            .gres
-            .iter()
-            .map(|g| (g.name.clone(), g.gpu_type.clone(), g.count))
-            .collect(),
+        // `--gpus-per-node` is GRES per node, as in Slurm (`TresPerNode=gres:gpu:2`).
+        gres: match (&req.gpus_per_node, req.gres.is_empty()) {
+            (Some(g), true) => vec![("gpu".to_string(), g.gpu_type.clone(), u64::from(g.count))],
+            _ => req.gres.iter().map(|g| (g.name.clone(), g.gpu_type.clone(), g.count)).collect(),
+        },
         dependency: req.dependency.clone(),
         requeue: req.requeue.unwrap_or(true),
         restarts: 0,
@@ -326,6 +334,9 @@ pub fn admit(req: &SubmitJob, cluster: &Cluster, conf: &AdmissionConf, now: i64)
         last_checkpoint_ack: None,
         service: None,
         acct: Default::default(),
+        tres_per_job: req.gpus.as_ref().map(crate::job::gpu_tres),
+        tres_per_task: req.gpus_per_task.as_ref().map(crate::job::gpu_tres),
+        command: req.command.as_ref().map(|c| std::iter::once(c.as_str()).chain(req.argv.iter().map(String::as_str)).collect::<Vec<_>>().join(" ")),
     };
     let _ = cpus_per_node;
     // After an id: dependency syntax, then node configuration.
@@ -381,6 +392,7 @@ mod tests {
         AdmissionConf {
             def_mem_per_cpu_mib: Some(1024),
             max_array_size: 1001,
+            default_accounts: [("alice".to_string(), "research".to_string())].into(),
         }
     }
 
@@ -471,6 +483,39 @@ mod tests {
             count: 1,
         });
         assert_eq!(code(admit(&r, &c, &k, 0)), (ESLURM_REQUESTED_NODE_CONFIG_UNAVAILABLE, true, vec![]));
+    }
+
+    #[test]
+    fn default_account_without_dash_a() {
+        let (c, k) = (oracle(), conf());
+        let a = admit(&wrap(), &c, &k, 0).unwrap();
+        assert_eq!((a.record.account.as_str(), a.record.spec.account.as_str()), ("research", "research"));
+        let mut r = wrap();
+        r.account = Some("other".into());
+        assert_eq!(admit(&r, &c, &k, 0).unwrap().record.account, "other", "-A wins");
+        let mut r = wrap();
+        r.user = "bob".into();
+        assert_eq!(admit(&r, &c, &k, 0).unwrap().record.account, "", "no association: no account");
+    }
+
+    #[test]
+    fn tres_per_job_node_task_as_asked() {
+        let (c, k) = (oracle(), conf());
+        let mut r = wrap();
+        r.gpus = Some(GpuCount { gpu_type: None, count: 4 });
+        let a = admit(&r, &c, &k, 0).unwrap().record;
+        assert_eq!((a.tres_per_job.as_deref(), a.tres_per_task.as_deref()), (Some("gres:gpu:4"), None));
+        let mut r = wrap();
+        r.nodes_min = Some(2);
+        r.gpus_per_node = Some(GpuCount { gpu_type: Some("h100".into()), count: 2 });
+        let a = admit(&r, &c, &k, 0).unwrap().record;
+        assert_eq!(a.gres, vec![("gpu".to_string(), Some("h100".to_string()), 2)], "--gpus-per-node is GRES per node");
+        let mut r = wrap();
+        r.ntasks = Some(4);
+        r.gpus_per_task = Some(GpuCount { gpu_type: None, count: 1 });
+        let a = admit(&r, &c, &k, 0).unwrap().record;
+        assert_eq!((a.tres_per_job, a.tres_per_task.as_deref()), (None, Some("gres:gpu:1")));
+        assert!(a.gres.is_empty());
     }
 
     #[test]

@@ -1,10 +1,12 @@
 //! Where the controller gets its cluster configuration: the shared loader
 //! (`flotilla_commands::conf`, which reads slurm.conf, follows `Include`, reads gres.conf and
 //! topology.conf beside it, and resolves `SLURM_CONF` / `FLOTILLA_CONF`), or a
-//! `ClusterConfig` as JSON (`--cluster-json`, for tests that build clusters by hand).
+//! `ClusterConfig` as JSON (`--cluster-json`, for tests that build clusters by hand); and the
+//! users' default accounts from `quota.conf` beside `slurm.conf`.
 
 use anyhow::Context;
 use flotilla_core::config::ClusterConfig;
+use std::collections::BTreeMap;
 use std::path::Path;
 
 /// Loads the cluster configuration: `cluster_json` if given, else `slurm_conf`, else the path
@@ -25,6 +27,20 @@ pub fn load(slurm_conf: Option<&Path>, cluster_json: Option<&Path>) -> anyhow::R
     Ok(conf)
 }
 
+/// Each user's default account from `quota.conf` beside `slurm_conf` (format:
+/// [`flotilla_core::quota`]): `user → account`, empty when there is no `quota.conf`.
+/// Errors: the file exists but cannot be read or parsed (the message names file and line).
+pub fn default_accounts(slurm_conf: &Path) -> anyhow::Result<BTreeMap<String, String>> {
+    let p = slurm_conf.parent().unwrap_or(Path::new(".")).join("quota.conf");
+    let text = match std::fs::read_to_string(&p) {
+        Ok(t) => t,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(BTreeMap::new()),
+        Err(e) => return Err(e).with_context(|| format!("reading {}", p.display())),
+    };
+    let tree = flotilla_core::quota::parse_quota_conf(&text, &p.display().to_string())?;
+    Ok(tree.default_accounts())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -37,5 +53,18 @@ mod tests {
         assert_eq!(c.pods.len(), 2);
         assert_eq!(c.partitions.len(), 2);
         assert_eq!(c.slurmctld_port, 6817);
+    }
+
+    #[test]
+    fn default_accounts_from_quota_conf_beside_slurm_conf() {
+        let d = tempfile::tempdir().unwrap();
+        let conf = d.path().join("slurm.conf");
+        assert!(default_accounts(&conf).unwrap().is_empty(), "no quota.conf");
+        std::fs::write(d.path().join("quota.conf"), "Account=research Users=alice,bob\n").unwrap();
+        let m = default_accounts(&conf).unwrap();
+        assert_eq!(m.get("bob").map(String::as_str), Some("research"));
+        std::fs::write(d.path().join("quota.conf"), "Account=research Bogus=1\n").unwrap();
+        let e = default_accounts(&conf).unwrap_err().to_string();
+        assert!(e.ends_with("quota.conf:1: unknown key `bogus`"), "{e}");
     }
 }

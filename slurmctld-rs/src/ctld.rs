@@ -129,6 +129,9 @@ pub struct CtlOptions {
     /// Seconds a job runs before it may be preempted (Slurm's `PreemptExemptTime`); `None`:
     /// the core's default (10 min, DESIGN.md §5).
     pub preempt_exempt_s: Option<u64>,
+    /// How long a requeued job is held back before it may start again (s); Slurm's
+    /// `cred_expire` + 1 = 121 ([`requeue_begin`]).
+    pub requeue_holdoff_s: i64,
 }
 
 impl Default for CtlOptions {
@@ -144,11 +147,13 @@ impl Default for CtlOptions {
             admission: AdmissionConf {
                 def_mem_per_cpu_mib: None,
                 max_array_size: 1001,
+                default_accounts: Default::default(),
             },
             check_invariants: true,
             minute_s: 60,
             alert_program: None,
             preempt_exempt_s: None,
+            requeue_holdoff_s: 121,
         }
     }
 }
@@ -557,17 +562,7 @@ impl Controller {
         };
         let (start, parts) = match placement::place(&ctx, self.test_placement.as_ref(), &rec.spec.request) {
             Ok(parts) => (now, parts),
-            Err(_) => {
-                // Not now: the latest end among running jobs bounds the wait.
-                let end = self
-                    .sched
-                    .running()
-                    .values()
-                    .filter_map(|r| r.end)
-                    .max()
-                    .map_or(now, |e| e as i64);
-                (end.max(now), Vec::new())
-            }
+            Err(_) => self.will_run(rec, &blocked, now),
         };
         let names: Vec<String> = parts.iter().map(|p| self.sched.cluster.node(p.node).name.clone()).collect();
         let cpus = if parts.is_empty() {
@@ -582,6 +577,33 @@ impl Controller {
             nodes: compress_hostlist(&names),
             partition: rec.partition.clone(),
         })
+    }
+
+    /// When and where `rec` could start if nothing new arrived (Slurm's will-run test behind
+    /// `sbatch --test-only`): running jobs end at their time limits, earliest first, each
+    /// giving its resources back, until the job fits. Without a fit (unlimited jobs in the
+    /// way) the latest known end, and no nodes.
+    fn will_run(&self, rec: &JobRecord, blocked: &dyn Fn(NodeId) -> GpuMask, now: i64) -> (i64, Vec<flotilla_core::cluster::NodeAlloc>) {
+        let mut ends: Vec<(u64, &RunningJob)> = self.sched.running().values().filter_map(|r| Some((r.end?, r))).collect();
+        ends.sort_by_key(|(e, _)| *e);
+        let mut cluster = self.sched.cluster.clone();
+        for (end, r) in &ends {
+            for a in &r.allocs {
+                cluster.give_back(&a.part);
+            }
+            let ctx = PlaceCtx {
+                cluster: &cluster,
+                blocked,
+                tie_rank: None,
+                partition: rec.spec.partition,
+                job_end: None,
+                busy_until: None,
+            };
+            if let Ok(parts) = placement::place(&ctx, self.test_placement.as_ref(), &rec.spec.request) {
+                return ((*end as i64).max(now), parts);
+            }
+        }
+        (ends.last().map_or(now, |(e, _)| *e as i64).max(now), Vec::new())
     }
 
     /// Jobs a reference names: record ids, and pending tasks of array records.
@@ -744,7 +766,13 @@ impl Controller {
                 let state = self.jobs[&id].state;
                 match state {
                     JobState::Pending => {
+                        // A cancelled pending job keeps the reason it was waiting for, as in
+                        // Slurm (`squeue -t all`: `62 later CANCELLED BeginTime`).
+                        let last = self.job_info(&self.jobs[&id]).reason;
                         let rec = self.jobs.get_mut(&id).expect("resolved");
+                        if last != "None" {
+                            rec.reason = Some(last);
+                        }
                         if rec.is_array_meta() {
                             for task in self.in_core_tasks.remove(&id).unwrap_or_default() {
                                 self.sched.handle(CoreEvent::Cancel(JobId(prov_id(id, task))), now as u64);
@@ -783,7 +811,9 @@ impl Controller {
         info!(?why, "stopping running job: SIGTERM, SIGKILL after KillWait");
         let nodes = rec.nodes.clone();
         self.dirty(id);
+        let cause = crate::job::stop_cause(why);
         for n in nodes {
+            self.send(&n, CtlToNode::StopNotice { job_id: id, at: now, cause });
             self.send(&n, CtlToNode::Signal {
                 job_id: id,
                 signal: SIGTERM,
@@ -881,10 +911,18 @@ impl Controller {
                     JobState::Pending => {
                         if r.hold {
                             error.get_or_insert(SlurmError::new(ESLURM_JOB_PENDING));
+                        } else if !self.jobs[&id].is_array_meta() {
+                            let rec = self.jobs.get_mut(&id).expect("resolved");
+                            rec.spec.begin_time = Some(requeue_begin(now, self.opts.requeue_holdoff_s));
+                            self.dirty(id);
+                            self.push_core_update(id);
+                            self.sched_dirty = true;
                         }
                     }
                     JobState::Running => {
                         if self.jobs[&id].stopping.is_none() {
+                            let rec = self.jobs.get_mut(&id).expect("resolved");
+                            rec.spec.begin_time = Some(requeue_begin(now, self.opts.requeue_holdoff_s));
                             self.start_stop(id, StopWhy::Requeue { hold: r.hold }, now);
                         }
                     }
@@ -1014,6 +1052,8 @@ impl Controller {
                 .into();
             } else if rec.spec.dependency_pending {
                 reason = "Dependency".into();
+            } else if rec.spec.begin_time.is_some_and(|b| b as i64 > wall_now()) {
+                reason = "BeginTime".into();
             }
         }
         if rec.state == JobState::Pending {
@@ -1027,6 +1067,12 @@ impl Controller {
         if let Some(r) = &rec.reason {
             reason = r.clone();
         }
+        // A pending job shows when it is expected to start; without an estimate, its begin
+        // time (`--begin`, a requeue's hold-off), as Slurm sets `start_time` to it. Either
+        // way the end shown is that start plus the time limit.
+        let shown_start = rec.start_time.or(expected).or_else(|| {
+            (rec.state == JobState::Pending).then_some(rec.spec.begin_time.map(|b| b as i64)).flatten()
+        });
         let gpu_alloc = rec
             .allocs
             .iter()
@@ -1057,12 +1103,8 @@ impl Controller {
             nice: rec.spec.nice,
             submit_time: rec.submit_time,
             eligible_time: rec.spec.begin_time.map(|b| b as i64),
-            start_time: rec.start_time.or(expected),
-            end_time: rec.end_time.or_else(|| {
-                rec.start_time
-                    .zip(rec.time_limit_min)
-                    .map(|(s, l)| s + i64::from(l) * 60)
-            }),
+            start_time: shown_start,
+            end_time: rec.end_time.or_else(|| shown_start.zip(rec.time_limit_min).map(|(s, l)| s + i64::from(l) * 60)),
             time_limit: Some(rec.time_limit_min.map_or(TimeLimitWire::Unlimited, TimeLimitWire::Minutes)),
             nodes: compress_hostlist(&rec.nodes),
             sched_nodes,
@@ -1106,6 +1148,10 @@ impl Controller {
                 .get(&rec.spec.id)
                 .is_some_and(|r| r.allocs.iter().any(|a| a.borrowed)),
             service_id: rec.service,
+            command: rec.command.clone(),
+            tres_per_job: rec.tres_per_job.clone(),
+            tres_per_task: rec.tres_per_task.clone(),
+            mem_per_cpu_mib: rec.mem_per_cpu_mib,
         }
     }
 
@@ -1128,7 +1174,9 @@ impl Controller {
             .map(|(i, n)| {
                 let used_gpus = GpuMask::all(n.gpus).minus(n.free_gpus);
                 let busy = n.free_cpu_milli < n.cpu_milli || !used_gpus.is_empty();
-                let full = n.free_cpu_milli == 0 || (n.gpus > 0 && n.free_gpus.is_empty());
+                // Slurm (cons_tres): ALLOCATED when every CPU is allocated, MIXED when some are
+                // or any GPU is (goldens 0200-0204: all 8 GPUs and 2 of 64 CPUs in use: mixed).
+                let full = n.free_cpu_milli == 0;
                 let (state, reason) = match &n.avail {
                     NodeAvail::Down { reason } => ("DOWN".to_string(), Some(reason.clone())),
                     NodeAvail::Drain { reason } | NodeAvail::Quarantined { reason } => {
@@ -1982,6 +2030,15 @@ impl Target {
             Target::Job(id) | Target::Tasks(id, _) => *id,
         }
     }
+}
+
+/// When a job requeued at `now` may start again: `now + holdoff`. Slurm holds a requeued job
+/// back for the job credential's lifetime plus one second (`AuthInfo` `cred_expire`, default
+/// 120 s; `job_mgr.c` `_job_requeue_op`), so that its old processes are surely gone; it shows
+/// as `PENDING` with reason `BeginTime` meanwhile. The golden
+/// `0241_scontrol_show_job_requeued`: requeued 09:41:12, EligibleTime 09:43:13.
+pub fn requeue_begin(now: i64, holdoff: i64) -> u64 {
+    (now + holdoff.max(0)).max(0) as u64
 }
 
 fn reset_for_requeue(rec: &mut JobRecord, hold: bool) {

@@ -32,7 +32,8 @@ pub struct DaemonConfig {
     pub socket: Option<PathBuf>,
     /// SQLite durability.
     pub sync: SyncMode,
-    /// Controller tunables (admission settings are filled in from `cluster`).
+    /// Controller tunables (admission settings are filled in from `cluster`, except
+    /// `admission.default_accounts`, kept as given).
     pub opts: CtlOptions,
     /// Most concurrent connections.
     pub max_conns: usize,
@@ -116,6 +117,7 @@ pub async fn start(cfg: DaemonConfig) -> anyhow::Result<Daemon> {
     opts.admission = AdmissionConf {
         def_mem_per_cpu_mib: cfg.cluster.def_mem_per_cpu_mib,
         max_array_size: cfg.cluster.max_array_size.max(1),
+        default_accounts: std::mem::take(&mut opts.admission.default_accounts),
     };
     let auth_failures = Arc::new(AtomicU64::new(0));
     let ctl = Controller::new(sched, test_placement, store, opts, auth_failures.clone(), wall_now())?;

@@ -75,6 +75,17 @@ pub enum StopWhy {
     },
 }
 
+/// The notice a stop gives the job's nodes (what `slurmstepd` prints in the job's stderr).
+pub fn stop_cause(why: StopWhy) -> flotilla_proto::StopCause {
+    use flotilla_proto::StopCause;
+    match why {
+        StopWhy::Cancel => StopCause::Cancelled,
+        StopWhy::Timeout => StopCause::TimeLimit,
+        StopWhy::Preempt => StopCause::Preempted,
+        StopWhy::Requeue { .. } => StopCause::Requeued,
+    }
+}
+
 /// A stop in progress: SIGTERM sent at `term_at`, SIGKILL after `KillWait` (or at `kill_at`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Stopping {
@@ -207,6 +218,23 @@ pub struct JobRecord {
     /// allocation), for `sacct`.
     #[serde(default)]
     pub acct: crate::acct::AcctInfo,
+    /// `Command=`: the script's absolute path and arguments (`None`: `--wrap`, stdin).
+    #[serde(default)]
+    pub command: Option<String>,
+    /// `TresPerJob=` (`--gpus`), `gres:gpu[:type]:N`.
+    #[serde(default)]
+    pub tres_per_job: Option<String>,
+    /// `TresPerTask=` (`--gpus-per-task`), `gres:gpu[:type]:N`.
+    #[serde(default)]
+    pub tres_per_task: Option<String>,
+}
+
+/// `gres:gpu:4`, `gres:gpu:h100:4`: a GPU count as Slurm's `TresPer*` fields show it.
+pub fn gpu_tres(g: &flotilla_proto::GpuCount) -> String {
+    match &g.gpu_type {
+        Some(t) => format!("gres:gpu:{t}:{}", g.count),
+        None => format!("gres:gpu:{}", g.count),
+    }
 }
 
 impl JobRecord {

@@ -27,7 +27,7 @@ fn wait_state(env: &Env, ctl: &Ctl, id: u64, want: JobStateWire) -> JobInfo {
 
 fn setup(nodes: usize) -> (Env, Ctl, Arc<Mutex<Ledger>>, Vec<Agent>) {
     let env = Env::new(nodes);
-    let ctl = Ctl::start(&env, 0, &["--tick-ms", "100", "--sched-interval-ms", "200", "--debounce-ms", "5", "--minute-s", "1"]);
+    let ctl = Ctl::start(&env, 0, &["--tick-ms", "100", "--sched-interval-ms", "200", "--debounce-ms", "5", "--minute-s", "1", "--requeue-holdoff", "2"]);
     let addr = Arc::new(Mutex::new(ctl.addr));
     let ledger = Arc::new(Mutex::new(Ledger::default()));
     let agents = (1..=nodes)
@@ -109,6 +109,8 @@ fn dependencies_time_limits_hold_requeue() {
     long.time_limit = Some(TimeLimitWire::Minutes(1));
     let t = submit(&env, &ctl, long);
     wait_state(&env, &ctl, t, JobStateWire::Timeout);
+    // Its batch host was told why, before the signals (for slurmstepd's notice).
+    assert_eq!(ledger.lock().unwrap().notices, vec![(t, flotilla_proto::StopCause::TimeLimit)]);
 
     // Hold / release.
     let mut h = job(2001, 50, 0);
@@ -123,9 +125,14 @@ fn dependencies_time_limits_hold_requeue() {
     let rq = submit(&env, &ctl, job(2001, 1500, 0));
     wait_state(&env, &ctl, rq, JobStateWire::Running);
     call(&env, ctl.addr, 2001, Request::Requeue(RequeueJob { jobs: vec![JobRef::id(rq)], hold: false })).unwrap();
+    // Held back (Slurm: cred_expire + 1 s; here --requeue-holdoff 2) as PENDING BeginTime.
+    let j = wait_state(&env, &ctl, rq, JobStateWire::Pending);
+    assert_eq!(j.reason, "BeginTime");
+    assert!(j.eligible_time.is_some_and(|t| t > now() as i64), "{:?}", j.eligible_time);
     let j = wait_state(&env, &ctl, rq, JobStateWire::Completed);
     assert_eq!(j.restarts, 1);
     assert_eq!(ledger.lock().unwrap().starts.get(&(rq, 1)), Some(&1));
+    assert_eq!(ledger.lock().unwrap().notices.last(), Some(&(rq, flotilla_proto::StopCause::Requeued)));
 
     // A node reboots (new boot epoch) under a running job: the job is requeued and runs again.
     let victim = submit(&env, &ctl, job(2001, 2000, 0));
@@ -134,4 +141,31 @@ fn dependencies_time_limits_hold_requeue() {
     *agents[idx].boot_epoch.lock().unwrap() += 1;
     let j = wait_state(&env, &ctl, victim, JobStateWire::Completed);
     assert_eq!(j.restarts, 1);
+}
+
+/// `sbatch --test-only` on a full cluster: the job would start when the first running job
+/// reaches its time limit, on that job's node (Slurm's will-run; golden 0168).
+#[test]
+fn test_only_on_a_busy_cluster_names_the_node_that_frees_first() {
+    let (env, ctl, _l, _agents) = setup(2);
+    let mut ids = Vec::new();
+    for (limit, gpus) in [(30, 8), (10, 8)] {
+        let mut j = job(2001, 60_000, 0);
+        j.time_limit = Some(TimeLimitWire::Minutes(limit));
+        j.gres = vec![GresSpec { name: "gpu".into(), gpu_type: None, count: gpus }];
+        let id = submit(&env, &ctl, j);
+        ids.push(wait_state(&env, &ctl, id, JobStateWire::Running));
+    }
+    let mut t = job(2001, 50, 0);
+    t.test_only = true;
+    t.gres = vec![GresSpec { name: "gpu".into(), gpu_type: None, count: 1 }];
+    let Ok(Response::TestOnly(r)) = call(&env, ctl.addr, 2001, Request::SubmitJob(Box::new(t))) else {
+        panic!("no test-only answer");
+    };
+    // The 10-minute job ends first (by its limit as planned: 600 s after its start); its node
+    // is where the job would go.
+    let short = &ids[1];
+    assert_eq!(r.nodes, short.nodes);
+    let end = short.start_time.unwrap() + 600;
+    assert!((end - 1..=end + 1).contains(&r.start_time), "{r:?} {short:?}");
 }

@@ -8,7 +8,9 @@
 //! - `signal <n> <batch_only 0|1>`: deliver signal `n` to every process of the job (or the
 //!   batch shell only);
 //! - `kill`: SIGKILL every process of the job;
-//! - `ping`.
+//! - `ping`;
+//! - `notice <text>`: append `text` and a newline to the job's stderr file
+//!   ([`crate::notice::append_to_job_file`]), as slurmstepd writes its stop notice.
 //!
 //! It forks the batch script as the user (supplementary groups, gid, uid — never root unless
 //! the user is root), in its working directory, with its output files, and waits. When the
@@ -136,6 +138,13 @@ impl Stepd {
     }
 
     fn command(&self, line: &str) -> String {
+        if let Some(text) = line.strip_prefix("notice ") {
+            let text = format!("{}\n", text.trim_end_matches(['\r', '\n']));
+            return match crate::notice::append_to_job_file(Path::new(&self.job.stderr), self.job.bind.uid, &text) {
+                Ok(()) => "ok".into(),
+                Err(e) => format!("error {e}"),
+            };
+        }
         let words: Vec<&str> = line.split_whitespace().collect();
         match words.as_slice() {
             ["ping"] => "ok".into(),

@@ -9,6 +9,9 @@
 //! `--sched-interval-ms`, `--debounce-ms`, `--slurmd-timeout S`, `--kill-wait S`,
 //! `--max-conns N`, `--max-frame BYTES`, `--preempt-exempt-s S` (seconds a job runs before it
 //! may be preempted; overrides slurm.conf's `PreemptExemptTime`, default 10 min, DESIGN.md §5).
+//! `--requeue-holdoff S` (how long a requeued job waits before it may start; default 121),
+//! `--max-conns N`, `--max-frame BYTES`. Users' default accounts come from `quota.conf`
+//! beside `slurm.conf` ([`flotilla_slurmctld::conf::default_accounts`]).
 
 use anyhow::{bail, Context};
 use flotilla_proto::ClusterKey;
@@ -67,6 +70,7 @@ fn main() -> anyhow::Result<()> {
             "--kill-wait" => kill_wait = Some(val()?.parse()?),
             "--minute-s" => opts.minute_s = val()?.parse()?,
             "--preempt-exempt-s" => opts.preempt_exempt_s = Some(val()?.parse()?),
+            "--requeue-holdoff" => opts.requeue_holdoff_s = val()?.parse()?,
             "--max-conns" => max_conns = val()?.parse()?,
             "--max-frame" => max_frame = val()?.parse()?,
             "-h" | "--help" => {
@@ -83,6 +87,10 @@ fn main() -> anyhow::Result<()> {
     };
     tracing_subscriber::fmt().with_max_level(level).with_writer(std::io::stderr).init();
     let cluster = flotilla_slurmctld::conf::load(conf.as_deref(), cluster_json.as_deref())?;
+    if cluster_json.is_none() {
+        let path = conf.clone().unwrap_or_else(|| flotilla_commands::conf::conf_path(&|k| std::env::var(k).ok()));
+        opts.admission.default_accounts = flotilla_slurmctld::conf::default_accounts(&path)?;
+    }
     for w in &cluster.warnings {
         tracing::warn!("{w}");
     }

@@ -251,6 +251,8 @@ pub struct Ledger {
     pub binds: u64,
     /// Step launches received: (node, message).
     pub launches: Vec<(String, flotilla_proto::step::LaunchStep)>,
+    /// Stop notices received: (job, cause).
+    pub notices: Vec<(u64, flotilla_proto::StopCause)>,
 }
 
 struct RunningJob {
@@ -499,6 +501,11 @@ fn handle_msg(st: &mut AgentState, node: &str, m: CtlToNode, ledger: &Mutex<Ledg
             st.finished.retain(|e| !job_ids.contains(&e.job_id));
         }
         CtlToNode::LaunchStep(m) => ledger.lock().unwrap().launches.push((node.to_string(), *m)),
+        CtlToNode::StopNotice { job_id, cause, .. } => {
+            if st.running.get(&job_id).is_some_and(|r| r.batch_host) {
+                ledger.lock().unwrap().notices.push((job_id, cause));
+            }
+        }
     }
 }
 

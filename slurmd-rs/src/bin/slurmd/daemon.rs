@@ -4,7 +4,7 @@
 //!
 //! Session: connect to the controller, hand-shake, `Register` (node name, boot epoch, GPU
 //! inventory, CPUs, memory, the jobs it runs, the ends not yet acknowledged), then receive
-//! `Launch`/`Bind`, `Signal`, `Kill`, `AckExits`, and send `JobExited`, `CheckpointAck` and a
+//! `Launch`/`Bind`, `StopNotice`, `Signal`, `Kill`, `AckExits`, and send `JobExited`, `CheckpointAck` and a
 //! full `Heartbeat` periodically (the controller's reconciler is level-triggered). A lost
 //! session is re-opened forever, with the same epoch.
 //!
@@ -472,6 +472,7 @@ impl Daemon {
                         warn!(job = m.layout.job_id, step = m.layout.step_id, "step of a job not bound here: ignored");
                     }
                 }
+                CtlToNode::StopNotice { job_id, at, cause } => self.stop_notice(job_id, at, cause),
             },
             Event::Health(verdict, events) => self.health(verdict, events),
         }
@@ -661,6 +662,21 @@ impl Daemon {
                 Ok(a) if a == "ok" => info!(job = job_id, signal, batch_only, "signal delivered"),
                 Ok(a) => warn!(job = job_id, "supervisor answered {a}"),
                 Err(err) => warn!(job = job_id, "supervisor unreachable: {err}"),
+            }
+        }
+    }
+
+    /// Has the supervisor of the job's batch script write slurmstepd's stop notice into the
+    /// job's stderr file.
+    fn stop_notice(&mut self, job_id: u64, at: i64, cause: flotilla_proto::StopCause) {
+        // Several daemons on one host (Slurm's multiple-slurmd): the node is not the host.
+        let multiple = self.opts.node != self.host;
+        let text = flotilla_slurmd::notice::stop_notice(&self.opts.node, multiple, job_id, at, cause);
+        for e in self.jobs.iter().filter(|(k, e)| k.0 == job_id && e.batch).map(|(_, e)| e) {
+            match stepd::send_command(&e.dir, &format!("notice {}", text.trim_end())) {
+                Ok(a) if a == "ok" => debug!(job = job_id, "stop notice written"),
+                Ok(a) => warn!(job = job_id, "stop notice: supervisor answered {a}"),
+                Err(err) => warn!(job = job_id, "stop notice: supervisor unreachable: {err}"),
             }
         }
     }
