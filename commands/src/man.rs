@@ -78,6 +78,23 @@ pub const PAGES: &[Page] = &[
         ],
     },
     Page {
+        name: "sacct",
+        summary: "display Flotilla's accounting records of jobs and job steps",
+        synopsis: "[OPTIONS...]",
+        description: &[
+            "sacct lists the accounting records the controller keeps from the moment a job is \
+             submitted: one record per job (its latest run; -D adds the earlier runs of a \
+             requeued or preempted job) and its steps (batch, and srun's numbered steps), in \
+             Slurm's formats (-o/--format with %N widths, -P/-p, --delimiter, -X, -n, -b, -l). \
+             Without -j the window starts at midnight; with -j it is all time.",
+        ],
+        options: OptionTable::Getopt {
+            shorts: crate::sacct::SHORTS,
+            longs: crate::sacct::LONGS,
+        },
+        notes: &[],
+    },
+    Page {
         name: "srun",
         summary: "run parallel tasks as a job step in Flotilla",
         synopsis: "[OPTIONS...] executable [args...]",

@@ -31,9 +31,10 @@ const fn c(ch: char) -> u32 {
 }
 
 /// Slurm 22.05's short options for sacct.
-const SHORTS: &str = "aA:bcC:DeE:f:F:g:hi:I:j:k:K:lLM:nN:o:pPq:r:R:s:S:Ttu:UvVW:x:X";
+pub const SHORTS: &str = "aA:bcC:DeE:f:F:g:hi:I:j:k:K:lLM:nN:o:pPq:r:R:s:S:Ttu:UvVW:x:X";
 
-const LONGS: &[LongOpt] = &[
+/// sacct's long options (Slurm 22.05 `sacct/options.c`).
+pub const LONGS: &[LongOpt] = &[
     lo("allusers", HasArg::No, c('a')),
     lo("accounts", HasArg::Required, c('A')),
     lo("allocations", HasArg::No, c('X')),

@@ -147,7 +147,8 @@ fn accounted_from_submission_with_slurm_end_states_and_kept_across_restart() {
 #[test]
 fn requeued_run_is_accounted_requeued_until_it_runs_again() {
     let env = Env::new(1);
-    let extra = ["--tick-ms", "100", "--sched-interval-ms", "200", "--debounce-ms", "5", "--minute-s", "1"];
+    // No hold-off after the requeue (Slurm's is 121 s): the released job may run at once.
+    let extra = ["--tick-ms", "100", "--sched-interval-ms", "200", "--debounce-ms", "5", "--minute-s", "1", "--requeue-holdoff", "0"];
     let ctl = Ctl::start(&env, 0, &extra);
     let addr = Arc::new(Mutex::new(ctl.addr));
     let ledger = Arc::new(Mutex::new(Ledger::default()));
