@@ -162,14 +162,11 @@ impl Ctl {
     /// Sends one request and returns the answer (`Response::Error` becomes `Err`).
     pub fn call(&self, req: Request) -> Result<Response, CtlError> {
         let resp = match self.socket.as_deref().filter(|p| p.exists()) {
-            Some(sock) => {
-                let mut c = Client::connect_unix(sock, Role::Command).map_err(|_| CtlError::Connect)?;
-                c.call(None, req).map_err(|_| CtlError::Connect)?
-            }
+            // One call per connection, pipelined (hello and request in one write).
+            Some(sock) => Client::call_once_unix(sock, Role::Command, None, req).map_err(|_| CtlError::Connect)?,
             None => {
                 let cred = fetch_credential(&self.auth_socket).map_err(|_| CtlError::Connect)?;
-                let mut c = Client::connect_tcp(self.tcp.as_str(), Role::Command).map_err(|_| CtlError::Connect)?;
-                c.call(Some(cred), req).map_err(|_| CtlError::Connect)?
+                Client::call_once_tcp(self.tcp.as_str(), Role::Command, Some(cred), req).map_err(|_| CtlError::Connect)?
             }
         };
         match resp {
