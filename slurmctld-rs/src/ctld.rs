@@ -190,6 +190,9 @@ pub struct Controller {
     core_map: HashMap<u64, u64>,
     deps: BTreeMap<u64, Dependency>,
     in_core_tasks: BTreeMap<u64, BTreeSet<u32>>,
+    /// Ids of array metas (records with pending tasks), so that a cycle need not scan every
+    /// job to find them (see `refresh_arrays`). A superset: ids leave it lazily.
+    array_metas: BTreeSet<u64>,
     next_job_id: u64,
     nodes: Vec<NodeRt>,
     batch: WriteBatch,
@@ -238,6 +241,7 @@ impl Controller {
             core_map: HashMap::new(),
             deps: BTreeMap::new(),
             in_core_tasks: BTreeMap::new(),
+            array_metas: BTreeSet::new(),
             next_job_id: 1,
             nodes: (0..n).map(|_| NodeRt::default()).collect(),
             batch: WriteBatch::default(),
@@ -320,6 +324,9 @@ impl Controller {
             }
             if rec.spec.id.0 != rec.id {
                 self.core_map.insert(rec.spec.id.0, rec.id);
+            }
+            if rec.is_array_meta() {
+                self.array_metas.insert(rec.id);
             }
             self.jobs.insert(rec.id, rec);
         }
@@ -474,16 +481,21 @@ impl Controller {
                     rec.array_job_id = Some(id);
                     rec.array_pending = tasks;
                     rec.array_max_running = throttle;
+                    self.array_metas.insert(id);
                 } else {
                     self.sched.handle(CoreEvent::Submit(rec.spec.clone()), now as u64);
                 }
+                // A held job (not an array, no dependency) cannot change what a cycle decides:
+                // no event-triggered cycle for it (its hold shows at once; the periodic cycle
+                // refreshes its priority). `sbatch --hold` floods stay cheap (issue #6).
+                let inert = rec.spec.held.is_some() && !rec.is_array_meta() && a.dependency.is_none();
                 if let Some(d) = a.dependency {
                     self.deps.insert(id, d);
                 }
                 debug!(job = id, user = %rec.user, "job submitted");
                 self.jobs.insert(id, rec);
                 self.dirty(id);
-                self.sched_dirty = true;
+                self.sched_dirty |= !inert;
                 self.stats.submitted += 1;
                 Response::Submitted(Submitted { job_id: id })
             }
@@ -1618,11 +1630,14 @@ impl Controller {
     }
 
     fn refresh_arrays(&mut self, now: i64) {
+        // A record stops being a meta for good (its pending tasks only shrink) or is purged.
+        let jobs = &self.jobs;
+        self.array_metas.retain(|id| jobs.get(id).is_some_and(JobRecord::is_array_meta));
         let metas: Vec<u64> = self
-            .jobs
-            .values()
-            .filter(|r| r.state == JobState::Pending && r.is_array_meta())
-            .map(|r| r.id)
+            .array_metas
+            .iter()
+            .filter(|id| self.jobs[id].state == JobState::Pending)
+            .copied()
             .collect();
         if metas.is_empty() {
             return;
