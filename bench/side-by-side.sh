@@ -7,6 +7,9 @@
 #  2. Fill both queues to Q held (pending) jobs (4 parallel submission loops each).
 #  3. squeue latency with Q jobs queued: RUNS runs of each form, one call on Slurm then one on
 #     ours (alternating who goes first); median and ratio.
+# Besides wall time, CPU time is counted (less sensitive to other load on the machine): the
+# clients' (bash `times`, children of the timing shell) and the daemons' that serve the call
+# (/proc/PID/stat utime+stime: Slurm's slurmctld, slurmdbd, munged, mariadbd; our slurmctld).
 # Every client call runs as one user (alice when run as root, as the reference cluster's
 # bench.sh does; else the caller) inside ONE `bash` per phase, each call timed there with
 # $EPOCHREALTIME, so that runuser/bash start-up is in neither side's figure.
@@ -116,7 +119,9 @@ if [ -n "$SYNC" ]; then
   # Restart the controller alone with another synchronous mode (same state, same port).
   CTLD_PID=$(awk '$1=="slurmctld"{print $3}' "$DEV/daemons")
   ARGS=$(tr '\0' ' ' < "/proc/$CTLD_PID/cmdline")
-  kill "$CTLD_PID"; while kill -0 "$CTLD_PID" 2>/dev/null; do sleep 0.05; done
+  # SIGKILL: daemons started by `flotilla dev up` inherit its blocked SIGTERM, and the
+  # controller's state survives kill -9 at any instant (invariant 7).
+  kill -9 "$CTLD_PID"; for _ in $(seq 1 100); do kill -0 "$CTLD_PID" 2>/dev/null || break; sleep 0.05; done
   rm -f "$DEV/ctld.addr"
   # shellcheck disable=SC2086
   setsid ${ARGS/--sync normal/--sync $SYNC} >> "$DEV/slurmctld.log" 2>&1 < /dev/null &
@@ -126,6 +131,28 @@ if [ -n "$SYNC" ]; then
 fi
 
 host_load() { awk '{print $1" "$2" "$3}' /proc/loadavg; }
+TCK=$(getconf CLK_TCK)
+# daemon_pids SIDE: the daemons that serve a client call.
+daemon_pids() {
+  if [ "$1" = slurm ]; then
+    for f in /run/slurmctld.pid /run/slurmdbd.pid /run/munge/munged.pid /run/mysqld/mysqld.pid; do
+      [ -r "$f" ] && cat "$f"
+    done
+  else
+    if [ -n "$NEW_CTLD" ]; then echo "$NEW_CTLD"; else awk '$1=="slurmctld"{print $3}' "$DEV/daemons"; fi
+  fi
+}
+# dcpu SIDE: CPU seconds used so far by those daemons.
+dcpu() {
+  local t=0 p
+  for p in $(daemon_pids "$1"); do
+    [ -r "/proc/$p/stat" ] && t=$(( t + $(awk '{print $14+$15}' "/proc/$p/stat") ))
+  done
+  echo "$t $TCK" | awk '{printf "%.3f", $1/$2}'
+}
+# CCPU: shell code printing the CPU seconds (user+sys) of the timing shell's children so far
+# (`times` must run in that shell itself, not in a subshell, whose counts start at zero).
+CCPU='times > .cputimes; awk '"'"'NR==2{split($1,a,"m"); split($2,b,"m"); printf "%.3f\n", a[1]*60+a[2]+b[1]*60+b[2]}'"'"' .cputimes' 
 log "# side-by-side  $(date -u +%FT%TZ)  host: $(nproc) cores, $(free -g | awk '/^Mem:/{print $2}') GiB RAM, load $(host_load)"
 log "# ours: $BIN (flotilla dev up --config $REF/conf; sync ${SYNC:-normal})   user: $RUNAS"
 if [ "$SLURM_UP" = 1 ]; then
@@ -151,27 +178,34 @@ for r in $(seq 1 "$REPS"); do
   for side in $order; do
     if [ "$side" = slurm ]; then envp=$S_ENV; else envp=$O_ENV; fi
     sb=$(cmd_of "$side" sbatch)
-    res=$(as_user "$envp t0=\$EPOCHREALTIME; f=0; for i in \$(seq 1 $N); do $sb --hold --wrap true > /dev/null || f=\$((f+1)); done; t1=\$EPOCHREALTIME; echo \$t0 \$t1 \$f")
-    read -r t0 t1 fails <<< "$res"
+    d0=$(dcpu "$side")
+    res=$(as_user "$envp t0=\$EPOCHREALTIME; f=0; for i in \$(seq 1 $N); do $sb --hold --wrap true > /dev/null || f=\$((f+1)); done; t1=\$EPOCHREALTIME; echo -n \$t0 \$t1 \$f ''; $CCPU")
+    d1=$(dcpu "$side")
+    read -r t0 t1 fails ccpu <<< "$res"
     rate=$(py "$N" "$t0" "$t1" <<< 'import sys; n,a,b=map(float,sys.argv[1:]); print("%.1f" % (n/(b-a)))')
-    printf '%s\t%s\t%s\t%s\n' "$side" "$r" "$rate" "$fails" >> "$WORK/seq.tsv"
-    log "  loop $r $side: $rate jobs/s (failures: $fails; load $(host_load))"
+    cpu=$(py "$N" "$ccpu" "$d0" "$d1" <<< 'import sys; n,c,a,b=map(float,sys.argv[1:]); print("%.2f %.2f" % (c/n*1000, (b-a)/n*1000))')
+    read -r cms dms <<< "$cpu"
+    printf '%s\t%s\t%s\t%s\t%s\t%s\n' "$side" "$r" "$rate" "$fails" "$cms" "$dms" >> "$WORK/seq.tsv"
+    log "  loop $r $side: $rate jobs/s; CPU per job: clients $cms ms + daemons $dms ms (failures: $fails; load $(host_load))"
   done
 done
 py "$WORK/seq.tsv" <<'EOF' | tee -a "$WORK/out.txt"
 import sys, statistics as st
 rows = [l.split('\t') for l in open(sys.argv[1]).read().splitlines()]
-by = {}
-for side, r, rate, f in rows:
+by, cpu = {}, {}
+for side, r, rate, f, c, d in rows:
     by.setdefault(side, {})[r] = float(rate)
+    cpu.setdefault(side, []).append(float(c) + float(d))
 med = {s: st.median(v.values()) for s, v in by.items()}
+mcpu = {s: st.median(v) for s, v in cpu.items()}
 for s in ("slurm", "ours"):
     if s in med:
-        print(f"  median {s}: {med[s]:.1f} jobs/s")
+        print(f"  median {s}: {med[s]:.1f} jobs/s; {mcpu[s]:.2f} ms CPU per job (clients + daemons)")
 if "slurm" in by:
     ratios = [by["ours"][r] / by["slurm"][r] for r in by["slurm"] if r in by["ours"]]
     print(f"  RATIO sequential submit ours/slurm: {med['ours']/med['slurm']:.2f}x (per loop: "
           + ", ".join(f"{x:.2f}" for x in ratios) + ")  target >= 5x")
+    print(f"  RATIO CPU per submitted job slurm/ours: {mcpu['slurm']/mcpu['ours']:.2f}x")
 EOF
 
 # --- 2. fill to Q pending jobs (4 parallel loops per system)
@@ -209,26 +243,32 @@ for form in "${FORMS[@]}"; do
     if [ $((r % 2)) = 1 ]; then order=$(sides slurm ours); else order=$(sides ours slurm); fi
     for side in $order; do
       if [ "$side" = slurm ]; then envp=$S_ENV; else envp=$O_ENV; fi
-      res=$(as_user "$envp t0=\$EPOCHREALTIME; $(cmd_of "$side" "$form") > /dev/null; t1=\$EPOCHREALTIME; echo \$t0 \$t1")
-      read -r t0 t1 <<< "$res"
-      printf '%s\t%s\t%s\t%s\t%s\n' "$form" "$side" "$r" "$t0" "$t1" >> "$WORK/sq.tsv"
+      d0=$(dcpu "$side")
+      res=$(as_user "$envp t0=\$EPOCHREALTIME; $(cmd_of "$side" "$form") > /dev/null; t1=\$EPOCHREALTIME; echo -n \$t0 \$t1 ''; $CCPU")
+      d1=$(dcpu "$side")
+      read -r t0 t1 ccpu <<< "$res"
+      printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$form" "$side" "$r" "$t0" "$t1" "$ccpu" "$(py "$d0" "$d1" <<< 'import sys; a,b=map(float,sys.argv[1:]); print("%.3f" % (b-a))')" >> "$WORK/sq.tsv"
     done
   done
 done
 py "$WORK/sq.tsv" <<'EOF' | tee -a "$WORK/out.txt"
 import sys, statistics as st
-by = {}
+by, cpu = {}, {}
 for l in open(sys.argv[1]).read().splitlines():
-    form, side, r, a, b = l.split('\t')
+    form, side, r, a, b, c, d = l.split('\t')
     by.setdefault(form, {}).setdefault(side, []).append((float(b) - float(a)) * 1000)
+    cpu.setdefault(form, {}).setdefault(side, []).append((float(c) + float(d)) * 1000)
 for form, d in by.items():
+    # CPU: the mean (daemon CPU is read in clock ticks, so single calls are coarse).
+    cm = {s: sum(v) / len(v) for s, v in cpu[form].items()}
     o = st.median(d["ours"])
-    line = f"  '{form}': ours {o:.1f} ms (min {min(d['ours']):.1f})"
+    line = f"  '{form}': ours {o:.1f} ms (min {min(d['ours']):.1f}, CPU {cm['ours']:.1f})"
     if "slurm" in d:
         s = st.median(d["slurm"])
-        line += f"; slurm {s:.1f} ms (min {min(d['slurm']):.1f}); RATIO slurm/ours {s/o:.2f}x"
+        line += f"; slurm {s:.1f} ms (min {min(d['slurm']):.1f}, CPU {cm['slurm']:.1f}); RATIO slurm/ours {s/o:.2f}x"
         if form == "squeue":
-            line += "  target >= 5x"
+            line += " (target >= 5x)"
+        line += f", CPU {cm['slurm']/cm['ours']:.2f}x"
     print(line)
 EOF
 log ""
