@@ -108,6 +108,16 @@ if [ -x /usr/bin/sbatch ] && as_user "unset SLURM_CONF; /usr/bin/squeue -h -o %A
     exit 1
   fi
   SLURM_UP=1
+  # Finished jobs stay in slurmctld's memory for MinJobAge (300 s here) and every squeue
+  # fetches them: wait until the last run's are purged, or Slurm's squeue would be measured
+  # over more jobs than ours.
+  for i in $(seq 1 80); do
+    left=$(as_user "unset SLURM_CONF; /usr/bin/squeue -h -t all -o %A" | wc -l)
+    [ "$left" = 0 ] && break
+    [ "$i" = 1 ] && echo "side-by-side.sh: waiting for Slurm to purge $left finished jobs (MinJobAge)" >&2
+    sleep 5
+  done
+  [ "$left" = 0 ] || echo "side-by-side.sh: WARNING: Slurm still holds $left finished jobs" | tee -a "$WORK/out.txt"
 fi
 
 # --- ours: a fresh local cluster with the reference configuration.
