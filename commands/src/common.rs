@@ -162,14 +162,11 @@ impl Ctl {
     /// Sends one request and returns the answer (`Response::Error` becomes `Err`).
     pub fn call(&self, req: Request) -> Result<Response, CtlError> {
         let resp = match self.socket.as_deref().filter(|p| p.exists()) {
-            Some(sock) => {
-                let mut c = Client::connect_unix(sock, Role::Command).map_err(|_| CtlError::Connect)?;
-                c.call(None, req).map_err(|_| CtlError::Connect)?
-            }
+            // One call per connection, pipelined (hello and request in one write).
+            Some(sock) => Client::call_once_unix(sock, Role::Command, None, req).map_err(|_| CtlError::Connect)?,
             None => {
                 let cred = fetch_credential(&self.auth_socket).map_err(|_| CtlError::Connect)?;
-                let mut c = Client::connect_tcp(self.tcp.as_str(), Role::Command).map_err(|_| CtlError::Connect)?;
-                c.call(Some(cred), req).map_err(|_| CtlError::Connect)?
+                Client::call_once_tcp(self.tcp.as_str(), Role::Command, Some(cred), req).map_err(|_| CtlError::Connect)?
             }
         };
         match resp {
@@ -290,6 +287,31 @@ pub fn field(s: &str, width: usize, right: bool) -> String {
     }
 }
 
+/// [`field`] appended to `out` instead of returned: `s` padded to `width` characters (on the
+/// left when `right`), or cut to `width`; `width` 0 leaves it as it is.
+pub fn push_field(out: &mut String, s: &str, width: usize, right: bool) {
+    if width == 0 {
+        out.push_str(s);
+        return;
+    }
+    let n = if s.is_ascii() { s.len() } else { s.chars().count() };
+    if n >= width {
+        match s.char_indices().nth(width) {
+            Some((cut, _)) => out.push_str(&s[..cut]),
+            None => out.push_str(s),
+        }
+        return;
+    }
+    let pad = width - n;
+    if right {
+        out.extend(std::iter::repeat_n(' ', pad));
+        out.push_str(s);
+    } else {
+        out.push_str(s);
+        out.extend(std::iter::repeat_n(' ', pad));
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -302,6 +324,19 @@ mod tests {
         assert_eq!(fmt_ctime(t), "Sun Nov 29 09:19:57 2026");
         assert_eq!(fmt_time(0), "1970-01-01T00:00:00");
         assert_eq!(fmt_ctime(0), "Thu Jan  1 00:00:00 1970");
+    }
+
+    #[test]
+    fn push_field_is_field_appended() {
+        for s in ["", "a", "abc", "abcdef", "héllo", "日本語テキスト", "JobHeldUser", "(Resources)"] {
+            for width in [0, 1, 2, 3, 5, 8, 11, 20] {
+                for right in [false, true] {
+                    let mut out = String::from(">");
+                    push_field(&mut out, s, width, right);
+                    assert_eq!(out, format!(">{}", field(s, width, right)), "{s:?} {width} {right}");
+                }
+            }
+        }
     }
 
     #[test]

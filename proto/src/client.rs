@@ -2,7 +2,7 @@
 
 use crate::auth::Credential;
 use crate::errno::SlurmError;
-use crate::frame::{read_frame, write_frame, Frame, Hello, ProtoError, DEFAULT_MAX_FRAME};
+use crate::frame::{encode_frame, read_frame, write_frame, Frame, Hello, ProtoError, DEFAULT_MAX_FRAME};
 use crate::msg::{Request, Response, Role};
 use std::io::{Read, Write};
 use std::net::{TcpStream, ToSocketAddrs};
@@ -95,6 +95,57 @@ impl Client {
         }
     }
 
+    /// Connects to a Unix socket and makes ONE call, pipelined: the hello and the request go
+    /// out in one write, without waiting for the peer's `HelloOk` first, which saves a round
+    /// trip (and two process wake-ups) for commands that make a single call. The server reads
+    /// frames from a buffer, so a request behind the hello is simply the next frame.
+    ///
+    /// Errors: as [`Client::connect_unix`] and [`Client::call`]; a refused handshake is
+    /// [`ClientError::Refused`] (the request is then never looked at by the server).
+    pub fn call_once_unix(path: &Path, role: Role, auth: Option<Credential>, body: Request) -> Result<Response, ClientError> {
+        let s = UnixStream::connect(path).map_err(ProtoError::from)?;
+        Client::call_once(Stream::Unix(s), role, auth, body)
+    }
+
+    /// [`Client::call_once_unix`] over TCP.
+    pub fn call_once_tcp(
+        addr: impl ToSocketAddrs,
+        role: Role,
+        auth: Option<Credential>,
+        body: Request,
+    ) -> Result<Response, ClientError> {
+        let s = TcpStream::connect(addr).map_err(ProtoError::from)?;
+        let _ = s.set_nodelay(true);
+        Client::call_once(Stream::Tcp(s), role, auth, body)
+    }
+
+    /// One pipelined call on an open stream (see [`Client::call_once_unix`]): hello and request
+    /// (id 1) written together, then the handshake answer and the response read in order.
+    pub fn call_once(mut stream: Stream, role: Role, auth: Option<Credential>, body: Request) -> Result<Response, ClientError> {
+        let mut bytes = encode_frame(&Frame::Hello(Hello::current(role)))?;
+        bytes.extend_from_slice(&encode_frame(&Frame::Request { id: 1, auth, body })?);
+        stream.write_all(&bytes).map_err(ProtoError::from)?;
+        stream.flush().map_err(ProtoError::from)?;
+        let version = match read_frame(&mut stream, DEFAULT_MAX_FRAME)? {
+            Frame::HelloOk { version } => version,
+            Frame::Refused(e) => return Err(ClientError::Refused(e)),
+            _ => return Err(ClientError::Unexpected),
+        };
+        let mut c = Client {
+            stream,
+            next_id: 2,
+            version,
+            max_frame: DEFAULT_MAX_FRAME,
+        };
+        loop {
+            match c.recv()? {
+                Frame::Response { id, body } if id == 1 || id == 0 => return Ok(body),
+                Frame::Response { .. } => continue,
+                _ => return Err(ClientError::Unexpected),
+            }
+        }
+    }
+
     /// Sends a request and waits for its response.
     pub fn call(&mut self, auth: Option<Credential>, body: Request) -> Result<Response, ClientError> {
         let id = self.next_id;
@@ -128,10 +179,65 @@ impl Client {
 
 /// Asks a local daemon (sackd, slurmd, the controller's Unix socket) for a credential.
 pub fn fetch_credential(socket: &Path) -> Result<Credential, ClientError> {
-    let mut c = Client::connect_unix(socket, Role::Command)?;
-    match c.call(None, Request::IssueCredential)? {
+    match Client::call_once_unix(socket, Role::Command, None, Request::IssueCredential)? {
         Response::Credential(cred) => Ok(cred),
         Response::Error(e) => Err(ClientError::Refused(e)),
         _ => Err(ClientError::Unexpected),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::frame::negotiate;
+    use std::time::Duration;
+
+    /// A peer that reads BOTH frames before it answers the hello: a client that waited for
+    /// `HelloOk` before sending its request would leave it without a request (the read times
+    /// out and the test fails instead of hanging).
+    fn pipelined_peer(mut s: UnixStream, refuse: bool) -> std::thread::JoinHandle<Result<(Hello, Frame), String>> {
+        std::thread::spawn(move || {
+            s.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+            let hello = match read_frame(&mut s, DEFAULT_MAX_FRAME).map_err(|e| e.to_string())? {
+                Frame::Hello(h) => h,
+                f => return Err(format!("first frame {f:?}")),
+            };
+            let req = read_frame(&mut s, DEFAULT_MAX_FRAME).map_err(|e| format!("no request behind the hello: {e}"))?;
+            if refuse {
+                write_frame(&mut s, &Frame::Refused(SlurmError::new(crate::errno::SLURM_PROTOCOL_VERSION_ERROR))).unwrap();
+                return Ok((hello, req));
+            }
+            let version = negotiate(&hello).unwrap();
+            write_frame(&mut s, &Frame::HelloOk { version }).unwrap();
+            // A stray response for another id first: the client must skip it.
+            write_frame(&mut s, &Frame::Response { id: 7, body: Response::Error(SlurmError::new(1)) }).unwrap();
+            write_frame(&mut s, &Frame::Response { id: 1, body: Response::Pong }).unwrap();
+            Ok((hello, req))
+        })
+    }
+
+    #[test]
+    fn call_once_sends_hello_and_request_together() {
+        let (a, b) = UnixStream::pair().unwrap();
+        let peer = pipelined_peer(b, false);
+        let resp = Client::call_once(Stream::Unix(a), Role::Command, None, Request::Ping).unwrap();
+        assert_eq!(resp, Response::Pong);
+        let (hello, req) = peer.join().unwrap().unwrap();
+        assert_eq!(hello, Hello::current(Role::Command));
+        match req {
+            Frame::Request { id: 1, auth: None, body: Request::Ping } => {}
+            f => panic!("request frame {f:?}"),
+        }
+    }
+
+    #[test]
+    fn call_once_reports_a_refused_handshake() {
+        let (a, b) = UnixStream::pair().unwrap();
+        let peer = pipelined_peer(b, true);
+        match Client::call_once(Stream::Unix(a), Role::Command, None, Request::Ping) {
+            Err(ClientError::Refused(e)) => assert_eq!(e.code, crate::errno::SLURM_PROTOCOL_VERSION_ERROR),
+            r => panic!("{r:?}"),
+        }
+        peer.join().unwrap().unwrap();
     }
 }

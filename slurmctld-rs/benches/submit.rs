@@ -2,7 +2,10 @@
 //! job): sequential (one client, one connection) and concurrent (many clients; group commit
 //! batches their inserts into one transaction). Prints figures; asserts nothing.
 //!
-//! `cargo bench -p flotilla-slurmctld --bench submit [-- JOBS CLIENTS]`
+//! `cargo bench -p flotilla-slurmctld --bench submit [-- JOBS CLIENTS [held|plain]]`: `held`
+//! (default) submits `--hold` jobs as Slurm's bench.sh does (no scheduling cycle is triggered
+//! by them); `plain` submits jobs that can run (no node registers, so they stay pending, and
+//! every turn of the controller may run a debounced cycle over the growing queue).
 
 use flotilla_core::config::{ClusterConfig, ConfNodeState, NodeConfig, PartitionConfig, TopologyKind};
 use flotilla_proto::client::Client;
@@ -60,11 +63,11 @@ fn cluster() -> ClusterConfig {
     }
 }
 
-fn job() -> SubmitJob {
+fn job(hold: bool) -> SubmitJob {
     SubmitJob {
         name: Some("wrap".into()),
         script: "#!/bin/sh\ntrue\n".into(),
-        hold: true, // as Slurm's bench.sh: sbatch --hold --wrap true
+        hold, // as Slurm's bench.sh: sbatch --hold --wrap true
         uid: 2001,
         gid: 2001,
         user: "alice".into(),
@@ -73,19 +76,19 @@ fn job() -> SubmitJob {
     }
 }
 
-fn submit_loop(addr: SocketAddr, key: &ClusterKey, n: usize) {
+fn submit_loop(addr: SocketAddr, key: &ClusterKey, n: usize, hold: bool) {
     let mut c = Client::connect_tcp(addr, Role::Command).unwrap();
     let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_secs();
     for _ in 0..n {
         let cred = key.sign(2001, 2001, "bench", now, 300);
-        match c.call(Some(cred), Request::SubmitJob(Box::new(job()))).unwrap() {
+        match c.call(Some(cred), Request::SubmitJob(Box::new(job(hold)))).unwrap() {
             Response::Submitted(_) => {}
             other => panic!("{other:?}"),
         }
     }
 }
 
-fn run(sync: SyncMode, label: &str, seq_jobs: usize, conc_jobs: usize, clients: usize) {
+fn run(sync: SyncMode, label: &str, seq_jobs: usize, conc_jobs: usize, clients: usize, hold: bool) {
     let dir = tempfile::tempdir().unwrap();
     let key = ClusterKey::generate(&dir.path().join("key")).unwrap();
     let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap();
@@ -106,13 +109,13 @@ fn run(sync: SyncMode, label: &str, seq_jobs: usize, conc_jobs: usize, clients: 
         .unwrap();
     let addr = d.tcp_addr.unwrap();
     let t = Instant::now();
-    submit_loop(addr, &key, seq_jobs);
+    submit_loop(addr, &key, seq_jobs, hold);
     let seq = seq_jobs as f64 / t.elapsed().as_secs_f64();
     let t = Instant::now();
     let hs: Vec<_> = (0..clients)
         .map(|_| {
             let key = key.clone();
-            std::thread::spawn(move || submit_loop(addr, &key, conc_jobs / clients))
+            std::thread::spawn(move || submit_loop(addr, &key, conc_jobs / clients, hold))
         })
         .collect();
     for h in hs {
@@ -140,6 +143,8 @@ fn main() {
     let args: Vec<String> = std::env::args().skip(1).filter(|a| !a.starts_with('-')).collect();
     let jobs: usize = args.first().and_then(|a| a.parse().ok()).unwrap_or(20_000);
     let clients: usize = args.get(1).and_then(|a| a.parse().ok()).unwrap_or(64);
-    run(SyncMode::Full, "synchronous=FULL", 2000, jobs, clients);
-    run(SyncMode::Normal, "synchronous=NORMAL", 2000, jobs, clients);
+    let hold = args.get(2).is_none_or(|a| a != "plain");
+    let what = if hold { "held jobs" } else { "plain jobs" };
+    run(SyncMode::Full, &format!("synchronous=FULL, {what}"), 2000, jobs, clients, hold);
+    run(SyncMode::Normal, &format!("synchronous=NORMAL, {what}"), 2000, jobs, clients, hold);
 }

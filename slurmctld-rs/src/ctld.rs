@@ -207,6 +207,9 @@ pub struct Controller {
     core_map: HashMap<u64, u64>,
     deps: BTreeMap<u64, Dependency>,
     in_core_tasks: BTreeMap<u64, BTreeSet<u32>>,
+    /// Ids of array metas (records with pending tasks), so that a cycle need not scan every
+    /// job to find them (see `refresh_arrays`). A superset: ids leave it lazily.
+    array_metas: BTreeSet<u64>,
     next_job_id: u64,
     nodes: Vec<NodeRt>,
     batch: WriteBatch,
@@ -259,6 +262,7 @@ impl Controller {
             core_map: HashMap::new(),
             deps: BTreeMap::new(),
             in_core_tasks: BTreeMap::new(),
+            array_metas: BTreeSet::new(),
             next_job_id: 1,
             nodes: (0..n).map(|_| NodeRt::default()).collect(),
             batch: WriteBatch::default(),
@@ -350,6 +354,9 @@ impl Controller {
             }
             if rec.spec.id.0 != rec.id {
                 self.core_map.insert(rec.spec.id.0, rec.id);
+            }
+            if rec.is_array_meta() {
+                self.array_metas.insert(rec.id);
             }
             self.jobs.insert(rec.id, rec);
         }
@@ -522,9 +529,14 @@ impl Controller {
                     rec.array_job_id = Some(id);
                     rec.array_pending = tasks;
                     rec.array_max_running = throttle;
+                    self.array_metas.insert(id);
                 } else {
                     self.sched.handle(CoreEvent::Submit(rec.spec.clone()), now as u64);
                 }
+                // A held job (not an array, no dependency) cannot change what a cycle decides:
+                // no event-triggered cycle for it (its hold shows at once; the periodic cycle
+                // refreshes its priority). `sbatch --hold` floods stay cheap (issue #6).
+                let inert = rec.spec.held.is_some() && !rec.is_array_meta() && a.dependency.is_none();
                 if let Some(d) = a.dependency {
                     self.deps.insert(id, d);
                 }
@@ -532,7 +544,7 @@ impl Controller {
                 self.jobs.insert(id, rec);
                 self.dirty(id);
                 self.batch.acct.insert(id);
-                self.sched_dirty = true;
+                self.sched_dirty |= !inert;
                 self.stats.submitted += 1;
                 Response::Submitted(Submitted { job_id: id })
             }
@@ -1156,13 +1168,17 @@ impl Controller {
     }
 
     fn query_jobs(&self, q: &JobQuery) -> Vec<JobInfo> {
-        self.jobs
-            .values()
-            .filter(|r| q.include_finished || !r.state.is_finished())
-            .filter(|r| q.jobs.is_empty() || q.jobs.iter().any(|j| ref_matches(j, r)))
-            .filter(|r| matches_filter(r, &q.filter, &self.sched))
-            .map(|r| self.job_info(r))
-            .collect()
+        // Sized up front: a JobInfo is large, and doubling a 10,000-job answer copies it thrice.
+        let mut out = Vec::with_capacity(if q.jobs.is_empty() { self.jobs.len() } else { q.jobs.len() });
+        out.extend(
+            self.jobs
+                .values()
+                .filter(|r| q.include_finished || !r.state.is_finished())
+                .filter(|r| q.jobs.is_empty() || q.jobs.iter().any(|j| ref_matches(j, r)))
+                .filter(|r| matches_filter(r, &q.filter, &self.sched))
+                .map(|r| self.job_info(r)),
+        );
+        out
     }
 
     fn query_nodes(&self, q: &NodeQuery) -> Vec<NodeInfo> {
@@ -1756,11 +1772,14 @@ impl Controller {
     }
 
     fn refresh_arrays(&mut self, now: i64) {
+        // A record stops being a meta for good (its pending tasks only shrink) or is purged.
+        let jobs = &self.jobs;
+        self.array_metas.retain(|id| jobs.get(id).is_some_and(JobRecord::is_array_meta));
         let metas: Vec<u64> = self
-            .jobs
-            .values()
-            .filter(|r| r.state == JobState::Pending && r.is_array_meta())
-            .map(|r| r.id)
+            .array_metas
+            .iter()
+            .filter(|id| self.jobs[id].state == JobState::Pending)
+            .copied()
             .collect();
         if metas.is_empty() {
             return;

@@ -1,0 +1,84 @@
+//! The controller's shortcuts for speed (issue #6) keep its behaviour: a held submission does
+//! not trigger a scheduling cycle (a non-held one does), and array jobs are still found by the
+//! cycle without scanning every job — also after a restart.
+
+mod common;
+
+use common::*;
+use flotilla_proto::*;
+
+fn submit(env: &Env, ctl: &Ctl, j: SubmitJob) -> u64 {
+    match call(env, ctl.addr, j.uid, Request::SubmitJob(Box::new(j))) {
+        Ok(Response::Submitted(s)) => s.job_id,
+        other => panic!("submit: {other:?}"),
+    }
+}
+
+fn cycles(env: &Env, ctl: &Ctl) -> u64 {
+    match call(env, ctl.addr, 0, Request::Stats) {
+        Ok(Response::Stats(s)) => s.cycles,
+        other => panic!("stats: {other:?}"),
+    }
+}
+
+fn reason_of(env: &Env, ctl: &Ctl, id: u64) -> String {
+    all_jobs(env, ctl.addr).into_iter().find(|j| j.job_id == id).map(|j| j.reason).unwrap_or_default()
+}
+
+#[test]
+fn held_submissions_do_not_trigger_a_cycle() {
+    let env = Env::new(1);
+    // Periodic cycles far apart; event-triggered ones 1 ms after the event.
+    let ctl = Ctl::start(&env, 0, &["--sched-interval-ms", "600000", "--debounce-ms", "1"]);
+    // The start-up cycle has run once the controller answers twice with the same count.
+    let mut c0 = cycles(&env, &ctl);
+    assert!(wait_for(10, || {
+        std::thread::sleep(std::time::Duration::from_millis(50));
+        let c = cycles(&env, &ctl);
+        std::mem::replace(&mut c0, c) == c
+    }));
+    let mut ids = Vec::new();
+    for _ in 0..5 {
+        let mut h = job(2001, 50, 0);
+        h.hold = true;
+        ids.push(submit(&env, &ctl, h));
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    assert_eq!(cycles(&env, &ctl), c0, "a held submission triggered a cycle");
+    for id in ids {
+        assert_eq!(reason_of(&env, &ctl, id), "JobHeldUser", "the hold shows without a cycle");
+    }
+    // The same submission without --hold triggers one.
+    submit(&env, &ctl, job(2001, 50, 0));
+    assert!(wait_for(5, || cycles(&env, &ctl) > c0), "a submission did not trigger a cycle");
+}
+
+#[test]
+fn array_jobs_reach_the_core_before_and_after_a_restart() {
+    // No node agents: the array's tasks stay pending, with the core's reason once a cycle
+    // has moved them into the core (`JobArrayTaskLimit` before).
+    let env = Env::new(1);
+    let fast = ["--tick-ms", "100", "--sched-interval-ms", "200", "--debounce-ms", "5"];
+    let mut ctl = Ctl::start(&env, 0, &fast);
+    let mut plain = job(2001, 50, 0);
+    plain.hold = true; // many inert jobs beside the array
+    for _ in 0..3 {
+        submit(&env, &ctl, plain.clone());
+    }
+    let mut a = job(2001, 50, 0);
+    a.array = Some(ArraySpec { ranges: vec![ArrayRange { start: 0, end: 3, step: 1 }], max_running: None });
+    let aid = submit(&env, &ctl, a);
+    assert!(
+        wait_for(10, || !["", "JobArrayTaskLimit"].contains(&reason_of(&env, &ctl, aid).as_str())),
+        "array {aid} never reached the core: {}",
+        reason_of(&env, &ctl, aid)
+    );
+    let port = ctl.addr.port();
+    ctl.kill9();
+    let ctl = Ctl::start(&env, port, &fast);
+    assert!(
+        wait_for(10, || !["", "JobArrayTaskLimit"].contains(&reason_of(&env, &ctl, aid).as_str())),
+        "after a restart, array {aid} never reached the core: {}",
+        reason_of(&env, &ctl, aid)
+    );
+}
