@@ -9,6 +9,7 @@
 //!   `FLOTILLA_TEST_ROOT=1`.
 //! - [`health`]: GPU inventory and health events: NVML (loaded at run time) and a fake. GPU
 //!   tests: `FLOTILLA_TEST_GPU=1`.
+//! - [`outdir`]: a job waits (bounded) for the directory of its output files.
 //! - [`pattern`]: output file name patterns (`%j`, `%A_%a`, ...), pure.
 //! - [`env`]: the batch script's environment and `--export`, pure.
 //! - [`spool`]: the spool directory: boot epoch, job directories, exit records.
@@ -19,6 +20,7 @@
 pub mod confine;
 pub mod env;
 pub mod health;
+pub mod outdir;
 pub mod pattern;
 pub mod spool;
 pub mod stepd;
