@@ -213,6 +213,8 @@ pub struct Opts {
     pub chdir: Option<String>,
     /// `--export`.
     pub export: Option<String>,
+    /// `--open-mode`.
+    pub open_mode: Option<String>,
 }
 
 /// An early end: the message(s) to print on stderr and the exit status.
@@ -301,13 +303,21 @@ fn main(args: &[String], io: &mut Io<'_>) -> Result<i32, Fatal> {
         Some(d) if d.starts_with('/') => d.clone(),
         Some(d) if d == "." => cwd.clone(),
         Some(d) => format!("{cwd}/{d}"),
-        None => cwd,
+        None => cwd.clone(),
     };
     job.uid = common::my_uid();
     job.gid = common::my_gid();
     job.user = common::user_name(job.uid);
     job.submit_host = common::hostname();
-    job.environment = environment(opts.export.as_deref());
+    let host = job.submit_host.clone();
+    let ctx = crate::sbatch_env::SubmitContext {
+        export: opts.export.as_deref(),
+        open_mode: opts.open_mode.as_deref(),
+        cwd: &cwd,
+        host: &host,
+        umask: crate::sbatch_env::process_umask(),
+    };
+    job.environment = crate::sbatch_env::submit_environment(std::env::vars().collect(), &job, &ctx);
     let ctl = Ctl::new(io.env).map_err(|e| submit_failed(&e))?;
     let resp = ctl.call(Request::SubmitJob(Box::new(job))).map_err(|e| submit_failed(&e))?;
     match resp {
@@ -510,37 +520,6 @@ fn split_words(s: &str) -> Vec<String> {
     words
 }
 
-/// The environment the job gets (`--export`; default `ALL`).
-fn environment(export: Option<&str>) -> Vec<(String, String)> {
-    let all: Vec<(String, String)> = std::env::vars().collect();
-    let Some(spec) = export else { return all };
-    let mut parts = spec.split(',').filter(|p| !p.is_empty());
-    let first = parts.clone().next().unwrap_or("ALL");
-    let base: Vec<(String, String)> = match first {
-        "ALL" => all.clone(),
-        _ => Vec::new(),
-    };
-    let mut env = base;
-    if first == "ALL" || first == "NONE" || first == "NIL" {
-        parts.next();
-    }
-    for p in parts {
-        match p.split_once('=') {
-            Some((k, v)) => {
-                env.retain(|(ek, _)| ek != k);
-                env.push((k.to_string(), v.to_string()));
-            }
-            None => {
-                if let Some((k, v)) = all.iter().find(|(k, _)| k == p) {
-                    env.retain(|(ek, _)| ek != k);
-                    env.push((k.clone(), v.clone()));
-                }
-            }
-        }
-    }
-    env
-}
-
 fn arg(o: &Opt) -> &str {
     o.arg.as_deref().unwrap_or("")
 }
@@ -599,6 +578,7 @@ pub fn apply(opts: &mut Opts, o: &Opt) -> Result<(), Fatal> {
         O_NO_REQUEUE => j.requeue = Some(false),
         O_SIGNAL => j.signal = Some(parse_signal_spec(a).ok_or_else(|| fatal(format!("Invalid --signal specification: {a}"), 255))?),
         O_EXPORT => opts.export = Some(a.into()),
+        O_OPEN_MODE => opts.open_mode = Some(a.into()),
         O_COMMENT => j.comment = Some(a.into()),
         O_TIME_MIN => j.time_min = Some(parse_time(a, "--time-min")?),
         O_TOPOLOGY => {
