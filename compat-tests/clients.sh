@@ -21,8 +21,8 @@ harness=$shared/clients/harness
 venv=${CLIENTS_VENV:-$HOME/.cache/flotilla-clients-venv}
 t0=$(date +%s)
 
-for b in sbatch squeue sacct scancel sinfo scontrol srun slurmctld slurmd flotilla; do
-  [ -x "$bin/$b" ] || echo "clients.sh: WARNING: $bin/$b is missing" >&2
+for b in slurmctld slurmd flotilla; do
+  [ -x "$bin/$b" ] || { echo "clients.sh: $bin/$b is missing (build first)" >&2; exit 2; }
 done
 if [ ! -f "$venv/bin/activate" ]; then
   bash "$harness/setup-venv.sh" "$venv"
@@ -38,6 +38,10 @@ trap cleanup EXIT
 cat "$work/up.out"
 eval "$(grep '^export SLURM_CONF=' "$work/up.out")"
 export PATH="$bin:$PATH"
+for c in sbatch squeue sacct scancel sinfo scontrol srun; do
+  w=$(command -v "$c" || true)
+  [ "$w" = "$bin/$c" ] || echo "clients.sh: WARNING: $c is ${w:-not on PATH}, not Flotilla's" >&2
+done
 
 rc=0
 CLIENTS_VENV=$venv bash "$harness/run_all.sh" "$work/run" || rc=$?
