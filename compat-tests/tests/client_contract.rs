@@ -854,7 +854,8 @@ fn b5_srun_command_lines() {
     );
     let id = e.submit("s.sh");
     assert_eq!(e.wait_state(&id.to_string(), &["COMPLETED", "FAILED"], 60), "COMPLETED");
-    assert_eq!(e.wait_file("s.out", 5), "smk\n0: psl\nmlf\n");
+    // The MLF step takes the job's 2 tasks (default task count = the allocation's ntasks).
+    assert_eq!(e.wait_file("s.out", 5), "smk\n0: psl\nmlf\nmlf\n");
     assert_eq!(e.wait_file(&format!("st_{id}_0.out"), 5), "0\n");
     assert_eq!(e.wait_file(&format!("st_{id}_1.out"), 5), "1\n");
 }
