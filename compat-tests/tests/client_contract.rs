@@ -793,7 +793,10 @@ fn b3_sacct_command_lines() {
     assert_eq!(o.lines().next(), Some("JobID|State|NodeList"));
     let top: Vec<&str> = o.lines().skip(1).filter(|l| !l.split('|').next().unwrap().contains('.')).collect();
     assert_eq!(top.len(), 2, "{o}");
-    // SMK status and efficiency report.
+    // SMK status and efficiency report. The window [S, E) holds jobs eligible before E, so
+    // `--endtime now` misses a job submitted within the same second (as in slurmdbd); SMK's
+    // first poll comes seconds later.
+    std::thread::sleep(Duration::from_millis(1100));
     let o = e.ok("sacct -X --parsable2 --clusters all --noheader --format=JobIdRaw,State --starttime 2000-01-01T00:00 --endtime now --name uuid1");
     assert_eq!(o, format!("{a}|COMPLETED\n"));
     let o = e.ok("sacct --name=uuid1 --parsable2 --noheader --format=JobID,JobName,Comment,Elapsed,TotalCPU,NNodes,NCPUS,MaxRSS,ReqMem");
