@@ -475,6 +475,27 @@ fn a13_batch_environment() {
     assert_eq!(get("FLOTILLA_CONF"), e.c.slurm_conf().to_string_lossy());
 }
 
+/// §A-13 / §B1 (OOD's `SBATCH_EXPORT=NONE`, MLF's `--export=A,B,`): `--export` decides which
+/// submitted variables the job sees; `SLURM_*` always pass.
+#[test]
+fn a13_export_rules() {
+    let e = Env::new();
+    let show = "--wrap 'echo ${FOO:-unset} ${BAR:-unset} ${SLURM_SUBMIT_DIR:+dir} ${HOME:+home}'";
+    let extra = [("FOO", "1"), ("BAR", "2")];
+    let run = |args: &str, env: &[(&str, &str)], out: &str| -> String {
+        let o = e.sh_env(&format!("sbatch --parsable -o {out} {args} {show}"), env, None);
+        assert_eq!(o.code, 0, "{o:?}");
+        e.wait_file(out, 30)
+    };
+    assert_eq!(run("", &extra, "all.out"), "1 2 dir home\n");
+    assert_eq!(run("--export=NONE", &extra, "none.out"), "unset unset dir home\n");
+    let mut with_sbatch_export = extra.to_vec();
+    with_sbatch_export.push(("SBATCH_EXPORT", "NONE"));
+    assert_eq!(run("", &with_sbatch_export, "sbx.out"), "unset unset dir home\n");
+    assert_eq!(run("--export=FOO,", &extra, "list.out"), "1 unset dir home\n");
+    assert_eq!(run("--export=ALL,BAR=9", &extra, "allset.out"), "1 9 dir home\n");
+}
+
 /// §A-14: output files: default name, patterns, stderr into stdout, append, `/dev/null`.
 #[test]
 fn a14_output_files() {
