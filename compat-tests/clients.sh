@@ -43,8 +43,19 @@ for c in sbatch squeue sacct scancel sinfo scontrol srun; do
   [ "$w" = "$bin/$c" ] || echo "clients.sh: WARNING: $c is ${w:-not on PATH}, not Flotilla's" >&2
 done
 
+# run_all.sh in a session of its own, killed whole after $CLIENTS_TIMEOUT s (default 2400):
+# a client that ignores SIGTERM (snakemake waiting for a status it cannot get) would
+# otherwise outlive run_all's per-check timeouts and hang CI.
 rc=0
-CLIENTS_VENV=$venv bash "$harness/run_all.sh" "$work/run" || rc=$?
+CLIENTS_VENV=$venv setsid bash "$harness/run_all.sh" "$work/run" &
+run_pid=$!
+( sleep "${CLIENTS_TIMEOUT:-2400}"
+  echo "clients.sh: harness ran past ${CLIENTS_TIMEOUT:-2400} s: killing its session" >&2
+  pkill -TERM -s "$run_pid"; sleep 10; pkill -KILL -s "$run_pid" ) &
+watchdog=$!
+wait "$run_pid" || rc=$?
+kill "$watchdog" 2>/dev/null || true
+pkill -KILL -s "$run_pid" 2>/dev/null || true
 echo "clients.sh: harness took $(( $(date +%s) - t0 )) s in all; exit $rc"
 cleanup
 trap - EXIT
