@@ -214,6 +214,8 @@ pub struct Opts {
     pub chdir: Option<String>,
     /// `--export`.
     pub export: Option<String>,
+    /// `--open-mode`.
+    pub open_mode: Option<String>,
 }
 
 /// An early end: the message(s) to print on stderr and the exit status.
@@ -306,17 +308,21 @@ fn main(args: &[String], io: &mut Io<'_>) -> Result<i32, Fatal> {
         Some(d) if d.starts_with('/') => d.clone(),
         Some(d) if d == "." => cwd.clone(),
         Some(d) => format!("{cwd}/{d}"),
-        None => cwd,
+        None => cwd.clone(),
     };
     job.uid = common::my_uid();
     job.gid = common::my_gid();
     job.user = common::user_name(job.uid);
     job.submit_host = common::hostname();
-    job.environment = environment(opts.export.as_deref());
-    for (k, v) in option_env(&job) {
-        job.environment.retain(|(ek, _)| *ek != k);
-        job.environment.push((k, v));
-    }
+    let host = job.submit_host.clone();
+    let ctx = crate::sbatch_env::SubmitContext {
+        export: opts.export.as_deref(),
+        open_mode: opts.open_mode.as_deref(),
+        cwd: &cwd,
+        host: &host,
+        umask: crate::sbatch_env::process_umask(),
+    };
+    job.environment = crate::sbatch_env::submit_environment(std::env::vars().collect(), &job, &ctx);
     let ctl = Ctl::new(io.env).map_err(|e| submit_failed(&e))?;
     let resp = ctl.call(Request::SubmitJob(Box::new(job))).map_err(|e| submit_failed(&e))?;
     match resp {
@@ -529,7 +535,6 @@ fn split_words(s: &str) -> Vec<String> {
     words
 }
 
-/// The environment the job gets (`--export`; default `ALL`).
 /// The environment a job gets under `--export` (`None`: `ALL`), from this process's own:
 /// what `srun` and `salloc` export too.
 pub fn environment_for(export: Option<&str>) -> Vec<(String, String)> {
@@ -564,33 +569,6 @@ fn environment(export: Option<&str>) -> Vec<(String, String)> {
         }
     }
     env
-}
-
-/// The variables `sbatch` itself exports for its options (Slurm 22.05 `sbatch/opt.c`,
-/// `_opt_verify`; the goldens `jobout_env_*`): `SLURM_NTASKS` and `SLURM_NPROCS` for `-n`,
-/// `SLURM_GPUS` for `--gpus`, `SLURM_GPUS_PER_NODE` for `--gpus-per-node`,
-/// `SLURM_GPUS_PER_TASK` for `--gpus-per-task` (`[type:]count` as given). They go into the job's
-/// environment whatever `--export` says (the node keeps every `SLURM_*` variable).
-pub fn option_env(job: &SubmitJob) -> Vec<(String, String)> {
-    let gpus = |g: &GpuCount| match &g.gpu_type {
-        Some(t) => format!("{t}:{}", g.count),
-        None => g.count.to_string(),
-    };
-    let mut v = Vec::new();
-    if let Some(g) = &job.gpus {
-        v.push(("SLURM_GPUS".to_string(), gpus(g)));
-    }
-    if let Some(g) = &job.gpus_per_node {
-        v.push(("SLURM_GPUS_PER_NODE".to_string(), gpus(g)));
-    }
-    if let Some(g) = &job.gpus_per_task {
-        v.push(("SLURM_GPUS_PER_TASK".to_string(), gpus(g)));
-    }
-    if let Some(n) = job.ntasks {
-        v.push(("SLURM_NPROCS".to_string(), n.to_string()));
-        v.push(("SLURM_NTASKS".to_string(), n.to_string()));
-    }
-    v
 }
 
 fn arg(o: &Opt) -> &str {
@@ -651,6 +629,7 @@ pub fn apply(opts: &mut Opts, o: &Opt) -> Result<(), Fatal> {
         O_NO_REQUEUE => j.requeue = Some(false),
         O_SIGNAL => j.signal = Some(parse_signal_spec(a).ok_or_else(|| fatal(format!("Invalid --signal specification: {a}"), 255))?),
         O_EXPORT => opts.export = Some(a.into()),
+        O_OPEN_MODE => opts.open_mode = Some(a.into()),
         O_COMMENT => j.comment = Some(a.into()),
         O_TIME_MIN => j.time_min = Some(parse_time(a, "--time-min")?),
         O_TOPOLOGY => {
@@ -895,29 +874,6 @@ mod tests {
     use super::*;
 
     const DIRECTIVES_SH: &str = "#!/bin/bash\n#SBATCH --job-name=early\n#SBATCH -t 7\n#SBATCH --partition=batch   # trailing comment after a directive\n##SBATCH --job-name=doublehash\n# SBATCH --job-name=spacehash\n #SBATCH --job-name=leadingspace\n#SBATCH --comment=\"quoted comment with spaces\"\n\necho first command\n#SBATCH --job-name=late\n#SBATCH -t 99\n#SBATCH --gres=gpu:3\nsleep 1\n";
-
-    #[test]
-    fn option_env_as_the_goldens_show() {
-        // 0113 --gpus=4, 0116 --gpus-per-node=2, 0122 -n 4 --gpus-per-task=1.
-        let mut j = SubmitJob::default();
-        assert!(option_env(&j).is_empty());
-        j.gpus = Some(parse_gpu_count("4"));
-        j.gpus_per_node = Some(parse_gpu_count("h100:2"));
-        j.gpus_per_task = Some(parse_gpu_count("1"));
-        j.ntasks = Some(4);
-        let e = option_env(&j);
-        let want: Vec<(String, String)> = [
-            ("SLURM_GPUS", "4"),
-            ("SLURM_GPUS_PER_NODE", "h100:2"),
-            ("SLURM_GPUS_PER_TASK", "1"),
-            ("SLURM_NPROCS", "4"),
-            ("SLURM_NTASKS", "4"),
-        ]
-        .iter()
-        .map(|(k, v)| (k.to_string(), v.to_string()))
-        .collect();
-        assert_eq!(e, want);
-    }
 
     #[test]
     fn directives_as_slurm_reads_them() {

@@ -553,6 +553,10 @@ impl Scontrol<'_, '_> {
                 };
                 Ok(())
             }
+            Some("config") => {
+                self.state.exit_code = crate::scontrol_config::show_config(val.as_deref(), self.io);
+                Ok(())
+            }
             Some(e) => self.not_implemented(&format!("show {e}")),
             None => {
                 self.state.exit_code = 1;

@@ -184,6 +184,11 @@ fn value(ch: char, r: &Row<'_>, conf: &flotilla_core::config::ClusterConfig) -> 
     Some(match ch {
         'P' => ("PARTITION", part_name(r.part)),
         'R' => ("PARTITION", r.part.name.clone()),
+        // Partition scheduling tier (`PriorityTier`, default 1), as TOIL reads it.
+        'p' => (
+            "PRIO_TIER",
+            conf.partitions.iter().find(|p| p.name == r.part.name).map_or(1, |p| p.priority_tier).to_string(),
+        ),
         'a' => ("AVAIL", if r.part.up { "up" } else { "down" }.into()),
         'l' => (
             "TIMELIMIT",

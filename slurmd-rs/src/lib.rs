@@ -10,6 +10,7 @@
 //! - [`health`]: GPU inventory and health events: NVML (loaded at run time) and a fake. GPU
 //!   tests: `FLOTILLA_TEST_GPU=1`.
 //! - [`notice`]: the `*** JOB N ON node CANCELLED AT ... ***` notice a stopped job's stderr gets.
+//! - [`outdir`]: a job waits (bounded) for the directory of its output files.
 //! - [`pattern`]: output file name patterns (`%j`, `%A_%a`, ...), pure.
 //! - [`env`]: the batch script's environment and `--export`, pure.
 //! - [`spool`]: the spool directory: boot epoch, job directories, exit records.
@@ -23,6 +24,7 @@ pub mod confine;
 pub mod env;
 pub mod health;
 pub mod notice;
+pub mod outdir;
 pub mod pattern;
 pub mod spool;
 pub mod step_launch;

@@ -2,7 +2,8 @@
 //! pattern"). Pure: the caller passes every value in.
 //!
 //! `%%` a `%`; `%A` the array's job id (the job id for a plain job); `%a` the array task id
-//! (`4294967294` for a plain job, as Slurm prints NO_VAL-1); `%J` `jobid.batch`; `%j` the
+//! (`4294967294` for a plain job, as Slurm prints NO_VAL-1); `%J` the job id (in the batch
+//! step Slurm prints no step suffix); `%j` the
 //! job id; `%N` the short host name of the batch host; `%n` the node index (0); `%s` the step
 //! (`batch`); `%t` the task (0); `%u` the user name; `%x` the job name. A number between `%`
 //! and the letter pads numeric values with zeros (`%5j` → `00044`). A pattern holding `\` is
@@ -76,7 +77,9 @@ pub fn expand(pattern: &str, vars: &PatternVars<'_>) -> String {
             '%' if digits.is_empty() => Some(("%".to_string(), false)),
             'A' => Some((array_job.to_string(), true)),
             'a' => Some((task.to_string(), true)),
-            'J' => Some((format!("{}.batch", vars.job_id), false)),
+            // In the batch step `%J` is the bare job id (CONTRACT.md §A-14: dask-jobqueue's
+            // `-o dask-worker-%J.out` gives `dask-worker-<id>.out` on Slurm 22.05).
+            'J' => Some((vars.job_id.to_string(), true)),
             'j' => Some((vars.job_id.to_string(), true)),
             'N' => Some((vars.host.to_string(), false)),
             'n' | 't' => Some(("0".to_string(), true)),
@@ -138,7 +141,9 @@ mod tests {
         assert_eq!(expand("x%", &v), "x%");
         assert_eq!(expand("%q%j", &v), "%q7");
         assert_eq!(expand("%3q", &v), "%3q");
-        assert_eq!(expand("%J.%s.%n.%t", &v), "7.batch.batch.0.0");
+        assert_eq!(expand("%J.%s.%n.%t", &v), "7.batch.0.0");
+        assert_eq!(expand("dask-worker-%J.err", &v), "dask-worker-7.err");
+        assert_eq!(expand("%3J", &v), "007");
         assert_eq!(expand("%10x", &v), "n", "names are not padded");
         assert_eq!(expand("a\\%j", &v), "a%j");
         assert_eq!(expand("%2j", &plain(123, "n")), "123");

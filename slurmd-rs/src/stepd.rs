@@ -22,6 +22,7 @@
 //! tree (descendants of the supervisor) is the job.
 
 use crate::confine::JobCgroup;
+use crate::outdir;
 use crate::spool::{self, ExitRecord, JobDir, JobFile};
 use nix::sys::signal::{kill, Signal};
 use nix::sys::wait::{waitpid, WaitPidFlag, WaitStatus};
@@ -240,8 +241,8 @@ fn exec_job(dir: &JobDir, job: &JobFile) -> ! {
     } else if nix::unistd::getuid().as_raw() != b.uid {
         fail(format!("cannot run a job of uid {} as uid {}", b.uid, nix::unistd::getuid()));
     }
-    // Output files, opened as the user.
-    let open = |p: &str| {
+    // Output files, opened as the user; a missing directory is waited for (`outdir`).
+    let open = |p: &Path| {
         let mut o = std::fs::OpenOptions::new();
         o.create(true).write(true);
         if job.append {
@@ -252,14 +253,15 @@ fn exec_job(dir: &JobDir, job: &JobFile) -> ! {
         std::os::unix::fs::OpenOptionsExt::mode(&mut o, 0o644);
         o.open(p)
     };
-    let out = match open(&job.stdout) {
+    let open_waiting = |p: &str| outdir::open_waiting_for_dir(Path::new(p), outdir::OUTPUT_DIR_WAIT, outdir::POLL, open);
+    let out = match open_waiting(&job.stdout) {
         Ok(f) => f,
-        Err(e) => fail(format!("could not open stdout file {}: {e}", job.stdout)),
+        Err(e) => fail(format!("Could not open stdout file {}: {e}", job.stdout)),
     };
     let err = if job.stderr == job.stdout {
         out.try_clone().ok()
     } else {
-        open(&job.stderr).ok()
+        open_waiting(&job.stderr).ok()
     };
     if let Err(e) = nix::unistd::dup2_stdout(&out) {
         fail(format!("dup2 stdout: {e}"));
