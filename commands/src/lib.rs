@@ -12,6 +12,7 @@
 
 pub mod common;
 pub mod conf;
+pub mod demo;
 pub mod dev;
 pub mod getopt;
 pub mod jobfmt;
