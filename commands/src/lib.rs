@@ -13,6 +13,7 @@
 pub mod alloc;
 pub mod common;
 pub mod conf;
+pub mod demo;
 pub mod dev;
 pub mod getopt;
 pub mod job_gres;

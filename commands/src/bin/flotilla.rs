@@ -25,6 +25,10 @@ enum Command {
     Sim(SimArgs),
     /// A local development cluster: controller and node daemons on localhost.
     Dev(DevArgs),
+    /// A local cluster running a real workload end to end: training with srun, an array, a
+    /// dependency chain, a preemptible checkpointing job and an inference service; prints
+    /// squeue, sinfo and sacct and exits non-zero unless every outcome is as expected.
+    Demo(DemoArgs),
     /// Write the man pages (section 1) of every command into a directory.
     Man {
         /// Output directory (created): `<command>.1` for each command, `flotilla-*.1` for
@@ -32,6 +36,22 @@ enum Command {
         #[arg(long)]
         out: PathBuf,
     },
+}
+
+#[derive(Debug, Args)]
+struct DemoArgs {
+    /// The state directory (configuration, key, state, spools, logs, the jobs' files).
+    #[arg(long)]
+    dir: Option<PathBuf>,
+    /// Leave the cluster running at the end (stop it with `flotilla dev down`).
+    #[arg(long)]
+    keep: bool,
+    /// slurmd --cgroup: auto, none, v1 or v2.
+    #[arg(long, default_value = "auto")]
+    cgroup: String,
+    /// Seconds the whole workload may take.
+    #[arg(long, default_value_t = 900)]
+    timeout: u64,
 }
 
 #[derive(Debug, Args)]
@@ -202,7 +222,58 @@ fn main() -> Result<()> {
     match cli.command {
         Command::Sim(args) => sim(args),
         Command::Dev(args) => dev(args),
+        Command::Demo(args) => demo(args),
         Command::Man { out } => man(&out),
+    }
+}
+
+/// Blocks SIGINT, SIGTERM and SIGHUP in every thread and lets one thread turn them into
+/// `cancel`, so that whatever was started is stopped by the code that started it.
+fn cancel_on_signals() -> Result<&'static AtomicBool> {
+    use nix::sys::signal::{SigSet, Signal};
+    static CANCEL: AtomicBool = AtomicBool::new(false);
+    let mut set = SigSet::empty();
+    for s in [Signal::SIGINT, Signal::SIGTERM, Signal::SIGHUP] {
+        set.add(s);
+    }
+    set.thread_block().context("blocking signals")?;
+    std::thread::spawn(move || {
+        if let Ok(sig) = set.wait() {
+            eprintln!("flotilla: {sig}; stopping what was started");
+            CANCEL.store(true, Ordering::SeqCst);
+        }
+    });
+    Ok(&CANCEL)
+}
+
+fn demo(a: DemoArgs) -> Result<()> {
+    use flotilla_commands::{demo, dev};
+    let cancel = cancel_on_signals()?;
+    let mut up = dev::UpOptions::new(a.dir.unwrap_or_else(|| dev::default_dir().with_extension("demo")));
+    up.cgroup = a.cgroup;
+    up.timeout = Duration::from_secs(60);
+    up.ctld_args = demo::CTLD_ARGS.iter().map(|s| s.to_string()).collect();
+    let opts = demo::DemoOptions { up, keep: a.keep, timeout: Duration::from_secs(a.timeout) };
+    let report = match demo::run(&opts, cancel) {
+        Ok(r) => r,
+        Err(e) if cancel.load(Ordering::SeqCst) => {
+            eprintln!("flotilla demo: {e:#}");
+            std::process::exit(130);
+        }
+        Err(e) => return Err(e),
+    };
+    println!("\n== outcome (job files in {})", report.work_dir.display());
+    for (role, id, states) in &report.jobs {
+        println!("{role:<14} job {id:<6} {states}");
+    }
+    if report.failures.is_empty() {
+        println!("demo passed");
+        Ok(())
+    } else {
+        for f in &report.failures {
+            eprintln!("FAILED: {f}");
+        }
+        bail!("demo failed {} check(s)", report.failures.len())
     }
 }
 
@@ -216,32 +287,20 @@ fn dev(a: DevArgs) -> Result<()> {
             cgroup,
             timeout,
         } => {
-            // SIGINT, SIGTERM and SIGHUP are blocked here and taken by one thread, which asks
-            // `up` to stop what it started. Children start with an empty mask (std resets it).
-            use nix::sys::signal::{SigSet, Signal};
-            let mut set = SigSet::empty();
-            for s in [Signal::SIGINT, Signal::SIGTERM, Signal::SIGHUP] {
-                set.add(s);
-            }
-            set.thread_block().context("blocking signals")?;
-            static CANCEL: AtomicBool = AtomicBool::new(false);
-            std::thread::spawn(move || {
-                if let Ok(sig) = set.wait() {
-                    eprintln!("flotilla dev up: {sig}; stopping what was started");
-                    CANCEL.store(true, Ordering::SeqCst);
-                }
-            });
+            // SIGINT, SIGTERM and SIGHUP are taken by one thread, which asks `up` to stop
+            // what it started. Children start with an empty mask (std resets it).
+            let cancel = cancel_on_signals()?;
             let mut opts = dev::UpOptions::new(dir.unwrap_or_else(dev::default_dir));
             opts.config = config;
             opts.nodes = nodes;
             opts.cgroup = cgroup;
             opts.timeout = Duration::from_secs(timeout);
-            match dev::up(&opts, &CANCEL) {
+            match dev::up(&opts, cancel) {
                 Ok(c) => {
                     println!("{}", c.export_line());
                     Ok(())
                 }
-                Err(e) if CANCEL.load(Ordering::SeqCst) => {
+                Err(e) if cancel.load(Ordering::SeqCst) => {
                     eprintln!("flotilla dev up: {e:#}");
                     std::process::exit(130);
                 }
