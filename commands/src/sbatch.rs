@@ -314,6 +314,13 @@ fn main(args: &[String], io: &mut Io<'_>) -> Result<i32, Fatal> {
     job.gid = common::my_gid();
     job.user = common::user_name(job.uid);
     job.submit_host = common::hostname();
+    // Slurm 22.05 sbatch `opt.c` `_opt_verify`: --ntasks-per-node without -n asks for
+    // nodes × ntasks-per-node tasks (SLURM_NTASKS in the job, srun's default task count).
+    if job.ntasks.is_none() {
+        if let Some(t) = job.ntasks_per_node {
+            job.ntasks = Some(job.nodes_min.unwrap_or(1).saturating_mul(t));
+        }
+    }
     let host = job.submit_host.clone();
     let ctx = crate::sbatch_env::SubmitContext {
         export: opts.export.as_deref(),
