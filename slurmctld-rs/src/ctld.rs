@@ -129,6 +129,9 @@ pub struct CtlOptions {
     /// Seconds a job runs before it may be preempted (Slurm's `PreemptExemptTime`); `None`:
     /// the core's default (10 min, DESIGN.md §5).
     pub preempt_exempt_s: Option<u64>,
+    /// The preemption budget's paging limit in percent (`--preempt-budget-pct`); `None`: the
+    /// core's default (25 %).
+    pub preempt_budget_pct: Option<u32>,
     /// How long a requeued job is held back before it may start again (s); Slurm's
     /// `cred_expire` + 1 = 121 ([`requeue_begin`]).
     pub requeue_holdoff_s: i64,
@@ -153,6 +156,7 @@ impl Default for CtlOptions {
             minute_s: 60,
             alert_program: None,
             preempt_exempt_s: None,
+            preempt_budget_pct: None,
             requeue_holdoff_s: 121,
         }
     }

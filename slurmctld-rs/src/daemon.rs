@@ -68,10 +68,13 @@ pub fn uid_of(name: &str) -> Option<u32> {
 }
 
 /// The scheduler for a cluster configuration, with the policies its keys name;
-/// `preempt_exempt_s` overrides the core's minimum runtime before preemption.
+/// `preempt_exempt_s` overrides the core's minimum runtime before preemption, and
+/// `preempt_budget_pct` the preemption budget's paging limit (percent of running training
+/// preempted in the trailing hour; the warning share is capped at it; seed R6).
 pub fn scheduler(
     conf: &ClusterConfig,
     preempt_exempt_s: Option<u64>,
+    preempt_budget_pct: Option<u32>,
 ) -> anyhow::Result<(Scheduler, Box<dyn flotilla_core::placement::PlacementPolicy>)> {
     let cluster = Cluster::from_config(conf);
     let placement = flotilla_plugins::placement(&conf.select_type)
@@ -83,6 +86,10 @@ pub fn scheduler(
         .ok_or_else(|| anyhow!("unknown SchedulerType {}", conf.scheduler_type))?;
     if let Some(s) = preempt_exempt_s {
         queue.min_runtime_s = s;
+    }
+    if let Some(p) = preempt_budget_pct {
+        queue.budget_page_pct = p;
+        queue.budget_warn_pct = queue.budget_warn_pct.min(p);
     }
     Ok((Scheduler::new(cluster, placement, priority, queue), test_placement))
 }
@@ -108,7 +115,7 @@ pub async fn start(cfg: DaemonConfig) -> anyhow::Result<Daemon> {
         Some(s) => Some(s),
         None => preempt_exempt_s(&cfg.cluster)?,
     };
-    let (sched, test_placement) = scheduler(&cfg.cluster, exempt)?;
+    let (sched, test_placement) = scheduler(&cfg.cluster, exempt, cfg.opts.preempt_budget_pct)?;
     let store = Store::open(&cfg.state_dir, cfg.sync)?;
     let mut opts = cfg.opts;
     if opts.alert_program.is_none() {

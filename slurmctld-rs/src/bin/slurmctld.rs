@@ -8,7 +8,8 @@
 //! `ClusterConfig` as JSON instead of slurm.conf), `--sync normal|full`, `--tick-ms`,
 //! `--sched-interval-ms`, `--debounce-ms`, `--slurmd-timeout S`, `--kill-wait S`,
 //! `--max-conns N`, `--max-frame BYTES`, `--preempt-exempt-s S` (seconds a job runs before it
-//! may be preempted; overrides slurm.conf's `PreemptExemptTime`, default 10 min, DESIGN.md §5).
+//! may be preempted; overrides slurm.conf's `PreemptExemptTime`, default 10 min, DESIGN.md §5),
+//! `--preempt-budget-pct P` (the preemption budget's paging limit, default 25).
 //! `--requeue-holdoff S` (how long a requeued job waits before it may start; default 121),
 //! `--max-conns N`, `--max-frame BYTES`. Users' default accounts come from `quota.conf`
 //! beside `slurm.conf` ([`flotilla_slurmctld::conf::default_accounts`]).
@@ -70,6 +71,7 @@ fn main() -> anyhow::Result<()> {
             "--kill-wait" => kill_wait = Some(val()?.parse()?),
             "--minute-s" => opts.minute_s = val()?.parse()?,
             "--preempt-exempt-s" => opts.preempt_exempt_s = Some(val()?.parse()?),
+            "--preempt-budget-pct" => opts.preempt_budget_pct = Some(val()?.parse()?),
             "--requeue-holdoff" => opts.requeue_holdoff_s = val()?.parse()?,
             "--max-conns" => max_conns = val()?.parse()?,
             "--max-frame" => max_frame = val()?.parse()?,
