@@ -280,6 +280,7 @@ fn exec_job(dir: &JobDir, job: &JobFile) -> ! {
         );
         let _ = std::env::set_current_dir("/tmp");
     }
+    reset_signals();
     let pid = std::process::id();
     let mut env: Vec<std::ffi::CString> = job.env.iter().map(|(k, v)| cstring(&format!("{k}={v}"))).collect();
     env.push(cstring(&format!("SLURM_TASK_PID={pid}")));
@@ -295,6 +296,37 @@ fn exec_job(dir: &JobDir, job: &JobFile) -> ! {
         fail(format!("execve /bin/sh: {e2}"));
     }
     fail(format!("execve {}: {e}", dir.script().display()))
+}
+
+/// The job starts with no signal blocked and the default action for every signal a job may
+/// be sent or rely on, as `slurmstepd` does before it execs (Slurm 22.05 `xsignal_default`):
+/// ignored and blocked signals survive `execve`, and this process inherited both (Rust ignores
+/// SIGPIPE; the daemons' starters block SIGINT, SIGTERM and SIGHUP to wait for them), which
+/// would make a job's `trap ... TERM` (its checkpoint on preemption) never run.
+#[allow(unsafe_code)]
+fn reset_signals() {
+    use nix::sys::signal::{sigaction, SaFlags, SigAction, SigHandler, SigSet, SigmaskHow, Signal};
+    let dfl = SigAction::new(SigHandler::SigDfl, SaFlags::empty(), SigSet::empty());
+    for sig in [
+        Signal::SIGHUP,
+        Signal::SIGINT,
+        Signal::SIGQUIT,
+        Signal::SIGPIPE,
+        Signal::SIGTERM,
+        Signal::SIGUSR1,
+        Signal::SIGUSR2,
+        Signal::SIGALRM,
+        Signal::SIGCHLD,
+        Signal::SIGTSTP,
+        Signal::SIGTTIN,
+        Signal::SIGTTOU,
+        Signal::SIGXCPU,
+        Signal::SIGXFSZ,
+    ] {
+        // SAFETY: installing SIG_DFL runs no handler code; this is the forked child, alone.
+        let _ = unsafe { sigaction(sig, &dfl) };
+    }
+    let _ = nix::sys::signal::sigprocmask(SigmaskHow::SIG_SETMASK, Some(&SigSet::empty()), None);
 }
 
 /// Forks the job. The supervisor is single-threaded, so the child may allocate.
