@@ -23,6 +23,13 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 fn main() -> anyhow::Result<()> {
+    // A blocked signal mask is inherited from whoever started us (`flotilla dev up` blocks
+    // SIGTERM to wait for it): SIGTERM must stop this daemon.
+    let _ = nix::sys::signal::sigprocmask(
+        nix::sys::signal::SigmaskHow::SIG_SETMASK,
+        Some(&nix::sys::signal::SigSet::empty()),
+        None,
+    );
     // Fail stop: a panic anywhere (a broken invariant, a failed commit) ends the process;
     // restart recovers from the database.
     let default_hook = std::panic::take_hook();

@@ -117,6 +117,14 @@ fn stepd_main(args: &[String]) -> anyhow::Result<()> {
 }
 
 fn main() -> anyhow::Result<()> {
+    // Whoever started us may have blocked signals (a starter waiting for SIGTERM with
+    // sigwait, as `flotilla dev up` does): a blocked mask is inherited, and SIGTERM must stop
+    // this daemon and reach its jobs.
+    let _ = nix::sys::signal::sigprocmask(
+        nix::sys::signal::SigmaskHow::SIG_SETMASK,
+        Some(&nix::sys::signal::SigSet::empty()),
+        None,
+    );
     let argv: Vec<String> = std::env::args().collect();
     // The supervisor must stay single-threaded: dispatch before anything starts a thread.
     if argv.get(1).map(String::as_str) == Some("--stepd") {
