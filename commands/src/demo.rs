@@ -291,13 +291,18 @@ fn workload(opts: &DemoOptions, dir: &Path, cancel: &AtomicBool) -> Result<DemoR
             fail(format!("{role} job {id} ended {s:?}, not COMPLETED"));
         }
     }
-    let array_states = acct
-        .lines()
-        .filter(|l| l.starts_with(&format!("{primes}_")))
-        .map(|l| l.split('|').nth(1).unwrap_or("").to_string())
-        .collect::<Vec<_>>();
-    if array_states.len() != 8 || array_states.iter().any(|s| s != "COMPLETED") {
-        fail(format!("array {primes}: tasks ended {array_states:?}, not 8 x COMPLETED"));
+    // Each array task's last record (earlier runs: a backfilled task preempted when the
+    // reservation it borrowed from filled, then requeued).
+    let mut last: std::collections::BTreeMap<&str, &str> = std::collections::BTreeMap::new();
+    for l in acct.lines() {
+        if let Some((j, s)) = l.split_once('|') {
+            if array_of(j, &primes) {
+                last.insert(j, s);
+            }
+        }
+    }
+    if last.len() != 8 || last.values().any(|s| *s != "COMPLETED") {
+        fail(format!("array {primes}: tasks ended {last:?}, not 8 x COMPLETED"));
     }
     let ck = states(&ckpt);
     if !(seen_preempted && ck.iter().any(|s| s == "PREEMPTED") && ck.last().map(String::as_str) == Some("COMPLETED")) {
