@@ -177,7 +177,7 @@ pub fn run(opts: &DemoOptions, cancel: &AtomicBool) -> Result<DemoReport> {
     let mut cluster = dev::up(&opts.up, cancel)?;
     println!("{}", cluster.export_line());
     let result = workload(opts, &cluster.dir, cancel);
-    if !opts.keep || cancel.load(Ordering::SeqCst) || result.is_err() && !opts.keep {
+    if !opts.keep || cancel.load(Ordering::SeqCst) {
         cluster.stop(Duration::from_secs(5));
     } else {
         println!("cluster kept running: {}", cluster.export_line());
