@@ -55,7 +55,8 @@ struct Env {
 impl Env {
     fn new() -> Env {
         build_binaries();
-        let c = LocalCluster::start(None);
+        // A requeued job may start again at once (Slurm holds it back 121 s).
+        let c = LocalCluster::start_with(None, |o| o.ctld_args = vec!["--requeue-holdoff".into(), "0".into()]);
         let work = tempfile::Builder::new().prefix("flt-contract").tempdir_in("/tmp").unwrap();
         Env { c, work, bin: bin_dir() }
     }
@@ -664,11 +665,16 @@ fn a19_scontrol_subcommands() {
     e.wait_file("rq.out", 30);
     e.ok(&format!("scontrol requeue {r}"));
     let t = Instant::now();
-    while e.wait_file("rq.out", 5).lines().count() < 2 {
+    while e.wait_file("rq.out", 5).lines().count() < 3 {
         assert!(t.elapsed() < Duration::from_secs(60), "not run again");
         std::thread::sleep(Duration::from_millis(200));
     }
-    assert_eq!(e.wait_file("rq.out", 5), "run 0\nrun 1\n");
+    // Between the runs, slurmstepd's notice in the job's stderr (here the same file).
+    let out = e.wait_file("rq.out", 5);
+    let lines: Vec<&str> = out.lines().collect();
+    assert_eq!((lines[0], lines[2]), ("run 0", "run 1"), "{out}");
+    assert!(lines[1].starts_with("slurmstepd-gpu0") && lines[1].ends_with("DUE TO JOB REQUEUE ***"), "{out}");
+    assert!(lines[1].contains(&format!("*** JOB {r} ON gpu0")), "{out}");
     e.ok(&format!("scancel {r}"));
 }
 

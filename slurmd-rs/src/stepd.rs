@@ -282,7 +282,13 @@ fn exec_job(dir: &JobDir, job: &JobFile) -> ! {
     }
     reset_signals();
     let pid = std::process::id();
-    let mut env: Vec<std::ffi::CString> = job.env.iter().map(|(k, v)| cstring(&format!("{k}={v}"))).collect();
+    // SLURM_UMASK is applied above and, as slurmstepd's `_set_umask` does, not passed on.
+    let mut env: Vec<std::ffi::CString> = job
+        .env
+        .iter()
+        .filter(|(k, _)| k != "SLURM_UMASK")
+        .map(|(k, v)| cstring(&format!("{k}={v}")))
+        .collect();
     env.push(cstring(&format!("SLURM_TASK_PID={pid}")));
     let script = cstring(&dir.script().to_string_lossy());
     let mut argv = vec![script.clone()];
