@@ -542,38 +542,13 @@ fn split_words(s: &str) -> Vec<String> {
     words
 }
 
-/// The environment a job gets under `--export` (`None`: `ALL`), from this process's own:
-/// what `srun` and `salloc` export too.
+/// What `srun` and `salloc` send as the job's or step's environment: this process's own, with
+/// `SLURM_EXPORT_ENV` set when `--export` was given; the node applies the export rules, as it
+/// does for `sbatch` (`flotilla_slurmd::env::exported`).
 pub fn environment_for(export: Option<&str>) -> Vec<(String, String)> {
-    environment(export)
-}
-
-fn environment(export: Option<&str>) -> Vec<(String, String)> {
-    let all: Vec<(String, String)> = std::env::vars().collect();
-    let Some(spec) = export else { return all };
-    let mut parts = spec.split(',').filter(|p| !p.is_empty());
-    let first = parts.clone().next().unwrap_or("ALL");
-    let base: Vec<(String, String)> = match first {
-        "ALL" => all.clone(),
-        _ => Vec::new(),
-    };
-    let mut env = base;
-    if first == "ALL" || first == "NONE" || first == "NIL" {
-        parts.next();
-    }
-    for p in parts {
-        match p.split_once('=') {
-            Some((k, v)) => {
-                env.retain(|(ek, _)| ek != k);
-                env.push((k.to_string(), v.to_string()));
-            }
-            None => {
-                if let Some((k, v)) = all.iter().find(|(k, _)| k == p) {
-                    env.retain(|(ek, _)| ek != k);
-                    env.push((k.clone(), v.clone()));
-                }
-            }
-        }
+    let mut env: Vec<(String, String)> = std::env::vars().filter(|(k, _)| k != "SLURM_EXPORT_ENV").collect();
+    if let Some(x) = export {
+        env.push(("SLURM_EXPORT_ENV".into(), x.to_string()));
     }
     env
 }

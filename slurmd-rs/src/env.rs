@@ -79,6 +79,19 @@ pub struct UserInfo {
     pub shell: String,
 }
 
+impl UserInfo {
+    /// The passwd entry of `uid`; `name` (the name the controller recorded) with `/` as home
+    /// and `/bin/sh` as shell when the node has no entry for it.
+    pub fn of_uid(uid: u32, name: &str) -> UserInfo {
+        let pw = nix::unistd::User::from_uid(nix::unistd::Uid::from_raw(uid)).ok().flatten();
+        UserInfo {
+            name: pw.as_ref().map_or_else(|| name.to_string(), |p| p.name.clone()),
+            home: pw.as_ref().map_or_else(|| "/".into(), |p| p.dir.to_string_lossy().into_owned()),
+            shell: pw.as_ref().map_or_else(|| "/bin/sh".into(), |p| p.shell.to_string_lossy().into_owned()),
+        }
+    }
+}
+
 /// What the node knows about itself and the cluster.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct NodeFacts {

@@ -87,13 +87,14 @@ fn set(env: &mut Vec<(String, String)>, k: &str, v: impl Into<String>) {
 /// `SLURM_NODELIST`, `SLURM_NTASKS`, `SLURM_TASKS_PER_NODE` as the step's), the task's
 /// (`SLURM_PROCID` global rank, `SLURM_LOCALID` rank on the node, `SLURM_NODEID` node index in
 /// the step), and its GPUs (`CUDA_VISIBLE_DEVICES` and friends; removed when it has none).
-/// `local` is the task's index among this node's tasks.
-pub fn task_env(msg: &LaunchStep, facts: &NodeFacts, local: usize) -> Vec<(String, String)> {
+/// `local` is the task's index among this node's tasks. `srun --export` applies as it does to a
+/// batch job ([`crate::env::exported`], from `SLURM_EXPORT_ENV`).
+pub fn task_env(msg: &LaunchStep, facts: &NodeFacts, user: &crate::env::UserInfo, local: usize) -> Vec<(String, String)> {
     let l = &msg.layout;
     let node = msg.node_index as usize;
     let here = &l.tasks[node];
     let task = here[local];
-    let mut env = msg.environment.clone();
+    let mut env = crate::env::exported(&msg.environment, user);
     let job = l.job_id.to_string();
     let step = l.step_id.to_string();
     let step_nodes = flotilla_core::hostlist::compress(&l.nodes);
@@ -274,6 +275,7 @@ struct Task {
 
 fn run_step(msg: &LaunchStep, facts: &NodeFacts, host: &str, registry: &StepRegistry) -> std::io::Result<()> {
     let key = (msg.layout.job_id, msg.layout.step_id);
+    let user = crate::env::UserInfo::of_uid(msg.uid, &msg.user);
     let stream = connect(&msg.srun_addr)?;
     let _ = stream.set_nodelay(true);
     let mut reader = stream.try_clone()?;
@@ -309,7 +311,7 @@ fn run_step(msg: &LaunchStep, facts: &NodeFacts, host: &str, registry: &StepRegi
         let mut cmd = Command::new(prog);
         cmd.args(&msg.argv[1..])
             .env_clear()
-            .envs(task_env(msg, facts, local))
+            .envs(task_env(msg, facts, &user, local))
             .current_dir(work_dir)
             .process_group(0)
             .stdin(Stdio::piped());
@@ -452,6 +454,7 @@ fn resolve(p: &str, work_dir: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::env::UserInfo;
     use flotilla_proto::step::StepLayout;
 
     fn msg() -> LaunchStep {
@@ -496,7 +499,7 @@ mod tests {
 
     #[test]
     fn rank_variables_of_the_second_node() {
-        let env = task_env(&msg(), &facts(), 3);
+        let env = task_env(&msg(), &facts(), &UserInfo::default(), 3);
         for (k, v) in [
             ("SLURM_PROCID", "11"),
             ("SLURM_LOCALID", "3"),
@@ -534,7 +537,7 @@ mod tests {
     fn no_gpus_removes_the_inherited_ones() {
         let mut m = msg();
         m.task_gpus = vec![0; 8];
-        let env = task_env(&m, &facts(), 0);
+        let env = task_env(&m, &facts(), &UserInfo::default(), 0);
         assert_eq!(get(&env, "CUDA_VISIBLE_DEVICES"), None);
     }
 

@@ -550,11 +550,7 @@ impl Daemon {
     fn launch_batch(&mut self, dir: &JobDir, bind: &Bind, details: Option<LaunchDetails>) -> anyhow::Result<()> {
         use std::os::unix::fs::chown;
         let pw = nix::unistd::User::from_uid(nix::unistd::Uid::from_raw(bind.uid)).ok().flatten();
-        let user = UserInfo {
-            name: pw.as_ref().map_or_else(|| bind.user.clone(), |p| p.name.clone()),
-            home: pw.as_ref().map_or_else(|| "/".into(), |p| p.dir.to_string_lossy().into_owned()),
-            shell: pw.as_ref().map_or_else(|| "/bin/sh".into(), |p| p.shell.to_string_lossy().into_owned()),
-        };
+        let user = UserInfo::of_uid(bind.uid, &bind.user);
         let groups: Vec<u32> = match &pw {
             Some(p) => std::ffi::CString::new(p.name.clone())
                 .ok()
