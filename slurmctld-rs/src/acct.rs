@@ -150,10 +150,12 @@ pub fn requeued_rows(rec: &JobRecord, now: i64, step_state: Option<&str>, run_st
     (row, step)
 }
 
-/// The row a job's current record gives, or `None` while a requeued job waits for its next
-/// run (its `REQUEUED` row stands).
+/// The row a job's current record gives, or `None` while a requeued job is held (its
+/// `REQUEUED` row stands). Checked against real Slurm 22.05: a requeued job that is not held
+/// shows as `PENDING` in sacct at once (`-D` adds the `REQUEUED` run, from `job_runs`), while
+/// a `requeuehold` one keeps showing `REQUEUED` (golden 0282, job 54).
 pub fn current_row(rec: &JobRecord) -> Option<AcctRow> {
-    if rec.restarts > 0 && rec.start_time.is_none() {
+    if rec.restarts > 0 && rec.start_time.is_none() && rec.spec.held.is_some() {
         return None;
     }
     Some(job_row(rec))

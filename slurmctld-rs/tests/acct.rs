@@ -174,6 +174,26 @@ fn requeued_run_is_accounted_requeued_until_it_runs_again() {
 }
 
 #[test]
+fn requeued_job_not_held_is_accounted_pending_at_once() {
+    // Real Slurm 22.05: after `scontrol requeue` (no hold) sacct shows the job PENDING; the
+    // REQUEUED run is an earlier record (`sacct -D`).
+    let env = Env::new(1);
+    let extra = ["--tick-ms", "100", "--sched-interval-ms", "200", "--debounce-ms", "5", "--minute-s", "1"];
+    let ctl = Ctl::start(&env, 0, &extra);
+    let addr = Arc::new(Mutex::new(ctl.addr));
+    let ledger = Arc::new(Mutex::new(Ledger::default()));
+    let _agent = Agent::spawn(&env, "gpu01", addr, ledger);
+    let a = ctl.addr;
+    let id = submit(&env, a, job(2001, 60_000, 0));
+    wait_acct(&env, a, id, "RUNNING");
+    let r = call(&env, a, 2001, Request::Requeue(RequeueJob { jobs: vec![JobRef::id(id)], hold: false }));
+    assert!(matches!(r, Ok(Response::JobResults(_))), "{r:?}");
+    // Slurm's hold-off (121 s) keeps it pending for the rest of the test.
+    let j = wait_acct(&env, a, id, "PENDING");
+    assert_eq!(j.restarts, 1);
+}
+
+#[test]
 fn array_tasks_accounted_from_the_pending_remainder_to_their_own_records() {
     let env = Env::new(1);
     let extra = ["--tick-ms", "100", "--sched-interval-ms", "200", "--debounce-ms", "5", "--minute-s", "1"];
