@@ -328,6 +328,9 @@ impl Controller {
     /// Runs `AlertProgram` once per alert committed this turn, with the alert as JSON on its
     /// standard input, each in its own thread: the owner task never waits for it.
     pub(super) fn run_alert_programs(&mut self) {
+        if self.svc.alert_out.is_empty() {
+            return; // every turn's flush: nothing to clone or spawn
+        }
         let out = std::mem::take(&mut self.svc.alert_out);
         let Some(prog) = self.opts.alert_program.clone() else { return };
         for json in out {
