@@ -2,7 +2,7 @@
 //! `scancel`: array ids (`64_[0-5%2]`), reasons, dependencies, memory, state names.
 
 use flotilla_core::time::{squeue_secs, squeue_time_limit, TimeLimit};
-use flotilla_proto::{JobInfo, JobStateWire, TimeLimitWire};
+use flotilla_proto::{JobView, JobStateWire, TimeLimitWire};
 
 /// Every job state name Slurm 22.05 accepts for `squeue -t` / `sacct -s`, in the order its
 /// error message lists them.
@@ -68,12 +68,12 @@ pub const ALL_STATES: &[JobStateWire] = &[
 ];
 
 /// The state of a job (pending when the controller did not say).
-pub fn state(j: &JobInfo) -> JobStateWire {
+pub fn state(j: &JobView<'_>) -> JobStateWire {
     j.state.unwrap_or(JobStateWire::Pending)
 }
 
 /// `%i`: `53`, `64_3`, `64_[0-5%2]`.
-pub fn job_id_str(j: &JobInfo) -> String {
+pub fn job_id_str(j: &JobView<'_>) -> String {
     match (j.array_job_id, j.array_task_id, &j.array_task_str) {
         (Some(a), Some(t), _) => format!("{a}_{t}"),
         (Some(a), None, Some(s)) => format!("{a}_[{s}]"),
@@ -83,7 +83,7 @@ pub fn job_id_str(j: &JobInfo) -> String {
 }
 
 /// The core time limit of a job.
-pub fn limit(j: &JobInfo) -> Option<TimeLimit> {
+pub fn limit(j: &JobView<'_>) -> Option<TimeLimit> {
     j.time_limit.map(|t| match t {
         TimeLimitWire::Unlimited => TimeLimit::Unlimited,
         TimeLimitWire::Minutes(m) => TimeLimit::Minutes(m),
@@ -91,12 +91,12 @@ pub fn limit(j: &JobInfo) -> Option<TimeLimit> {
 }
 
 /// `%l`.
-pub fn time_limit_str(j: &JobInfo) -> String {
+pub fn time_limit_str(j: &JobView<'_>) -> String {
     squeue_time_limit(limit(j))
 }
 
 /// Seconds a job has run at `now`.
-pub fn run_secs(j: &JobInfo, now: i64) -> i64 {
+pub fn run_secs(j: &JobView<'_>, now: i64) -> i64 {
     match (state(j), j.start_time) {
         (JobStateWire::Pending, _) | (_, None) => 0,
         (JobStateWire::Running | JobStateWire::Completing | JobStateWire::Suspended, Some(s)) => (now - s).max(0),
@@ -105,12 +105,12 @@ pub fn run_secs(j: &JobInfo, now: i64) -> i64 {
 }
 
 /// `%M`.
-pub fn time_used_str(j: &JobInfo, now: i64) -> String {
+pub fn time_used_str(j: &JobView<'_>, now: i64) -> String {
     squeue_secs(run_secs(j, now))
 }
 
 /// `%L`.
-pub fn time_left_str(j: &JobInfo, now: i64) -> String {
+pub fn time_left_str(j: &JobView<'_>, now: i64) -> String {
     match limit(j) {
         None => "NOT_SET".into(),
         Some(TimeLimit::Unlimited) => "UNLIMITED".into(),
@@ -133,7 +133,7 @@ pub fn mem_str(mib: u64) -> String {
 }
 
 /// `%b` (`gres:gpu:4`, `gres:gpu:h100:3`) or `N/A`.
-pub fn tres_per_node(j: &JobInfo) -> String {
+pub fn tres_per_node(j: &JobView<'_>) -> String {
     if j.gres.is_empty() {
         return "N/A".into();
     }
@@ -148,7 +148,7 @@ pub fn tres_per_node(j: &JobInfo) -> String {
 }
 
 /// `%E`: `afterok:53(unfulfilled),afterany:54(unfulfilled)`, `(null)` when none.
-pub fn dependency_str(j: &JobInfo) -> String {
+pub fn dependency_str(j: &JobView<'_>) -> String {
     let Some(d) = j.dependency.as_deref().filter(|d| !d.is_empty()) else {
         return "(null)".into();
     };
@@ -170,16 +170,16 @@ pub fn dependency_str(j: &JobInfo) -> String {
 }
 
 /// `%R`: the node list of a running job, `(reason)` of a pending one.
-pub fn nodelist_reason(j: &JobInfo) -> String {
+pub fn nodelist_reason<'b>(j: &'b JobView<'_>) -> std::borrow::Cow<'b, str> {
     if state(j) == JobStateWire::Pending || j.nodes.is_empty() {
-        format!("({})", j.reason)
+        format!("({})", j.reason).into()
     } else {
-        j.nodes.clone()
+        std::borrow::Cow::Borrowed(&j.nodes)
     }
 }
 
 /// `TRES=` / `tres-alloc`: `cpu=1,mem=1G,node=1,billing=1` (plus `gres/gpu=N` when GPUs).
-pub fn tres_str(j: &JobInfo) -> String {
+pub fn tres_str(j: &JobView<'_>) -> String {
     let nodes = j.num_nodes.max(1);
     let mem = j.mem_per_node_mib * u64::from(nodes);
     let mut s = format!("cpu={},mem={},node={},billing={}", j.num_cpus, mem_str(mem), nodes, j.num_cpus);
@@ -224,11 +224,11 @@ mod tests {
 
     #[test]
     fn ids_memory_dependencies() {
-        let mut j = JobInfo {
+        let mut j = JobView {
             job_id: 64,
             array_job_id: Some(64),
             array_task_str: Some("0-5%2".into()),
-            ..JobInfo::default()
+            ..JobView::default()
         };
         assert_eq!(job_id_str(&j), "64_[0-5%2]");
         assert_eq!(expand_task_str("0-5%2"), vec![0, 1, 2, 3, 4, 5]);

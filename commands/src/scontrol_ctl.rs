@@ -276,7 +276,8 @@ fn out_path(j: &JobInfo, p: Option<&str>) -> String {
 /// One `scontrol show job` record (lines, each without the final newline). `gpu_types`: each
 /// node's GPU model (for `-d`'s `JOB_GRES=gpu:h100:N`).
 pub fn job_record(j: &JobInfo, flags: ShowFlags, now: i64, gpu_types: &BTreeMap<String, String>) -> Vec<String> {
-    let st = jobfmt::state(j);
+    let v = flotilla_proto::JobView::from(j);
+    let st = jobfmt::state(&v);
     let pending = st == JobStateWire::Pending;
     let mut l = Vec::new();
     let mut head = format!("JobId={} ", j.job_id);
@@ -299,7 +300,7 @@ pub fn job_record(j: &JobInfo, flags: ShowFlags, now: i64, gpu_types: &BTreeMap<
     ));
     let acct = if j.account.is_empty() { "(null)" } else { j.account.as_str() };
     l.push(format!("   Priority={} Nice={} Account={acct} QOS={}", j.priority, j.nice, j.qos));
-    l.push(format!("   JobState={} Reason={} Dependency={}", st.as_str(), j.reason, jobfmt::dependency_str(j)));
+    l.push(format!("   JobState={} Reason={} Dependency={}", st.as_str(), j.reason, jobfmt::dependency_str(&v)));
     l.push(format!(
         "   Requeue={} Restarts={} BatchFlag=1 Reboot=0 ExitCode={}:{}",
         u8::from(j.requeue),
@@ -312,7 +313,7 @@ pub fn job_record(j: &JobInfo, flags: ShowFlags, now: i64, gpu_types: &BTreeMap<
     }
     l.push(format!(
         "   RunTime={} TimeLimit={} TimeMin=N/A",
-        secs2time_str(jobfmt::run_secs(j, now)),
+        secs2time_str(jobfmt::run_secs(&v, now)),
         limit_str(j)
     ));
     // Not eligible yet: held, or waiting on a dependency (golden 0211).
@@ -353,7 +354,7 @@ pub fn job_record(j: &JobInfo, flags: ShowFlags, now: i64, gpu_types: &BTreeMap<
         j.num_tasks.max(j.num_nodes).max(1),
         j.cpus_per_task.max(1)
     ));
-    l.push(format!("   TRES={}", jobfmt::tres_str(j)));
+    l.push(format!("   TRES={}", jobfmt::tres_str(&v)));
     l.push("   Socks/Node=* NtasksPerN:B:S:C=0:0:*:* CoreSpec=*".into());
     if flags.details && !pending && !j.gpu_alloc.is_empty() {
         let cpus = (j.num_cpus / j.num_nodes.max(1)).max(1);
@@ -394,7 +395,7 @@ pub fn job_record(j: &JobInfo, flags: ShowFlags, now: i64, gpu_types: &BTreeMap<
     if let Some(t) = &j.tres_per_job {
         l.push(format!("   TresPerJob={t}"));
     }
-    let tpn = jobfmt::tres_per_node(j);
+    let tpn = jobfmt::tres_per_node(&v);
     if tpn != "N/A" {
         l.push(format!("   TresPerNode={tpn}"));
     }

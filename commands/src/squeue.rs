@@ -8,11 +8,12 @@
 //! controller (not even finished) is Slurm's `slurm_load_jobs error: Invalid job id
 //! specified`, exit 1.
 
-use crate::common::{self, field, Ctl, Io};
+use crate::common::{self, field, Ctl, CtlError, Io};
 use crate::getopt::{getopt_long, lo, HasArg, LongOpt};
 use crate::jobfmt::{self, state};
 use flotilla_proto::errno::ESLURM_INVALID_JOB_ID;
-use flotilla_proto::{JobInfo, JobQuery, JobRef, JobStateWire, Request, Response};
+use flotilla_proto::{JobField, JobQuery, JobRef, JobStateWire, JobView, QueueQuery, QueueRows, Request, Response};
+use std::borrow::Cow;
 
 const DEFAULT_FMT: &str = "%.18i %.9P %.8j %.8u %.2t %.10M %.6D %R";
 const LONG_FMT: &str = "%.18i %.9P %.8j %.8u %.8T %.10M %.9l %.6D %R";
@@ -227,54 +228,97 @@ pub fn run(args: &[String], io: &mut Io<'_>) -> i32 {
         include_finished: true,
         ..JobQuery::default()
     };
-    let jobs = match ctl.call(Request::QueryJobs(q)) {
-        Ok(Response::Jobs(j)) => j,
-        Ok(_) => Vec::new(),
+    // Only the fields the format, the filters and the sort read travel; each job is decoded
+    // into a view borrowing the answer's bytes (no string copied for 10,000 jobs).
+    let sort_spec = p.sort.clone().unwrap_or_else(|| if p.start { "S" } else { "P,t,-p" }.into());
+    let keys = SortKeys::parse(&sort_spec);
+    let fmt = p.format.clone().unwrap_or_else(|| {
+        if p.start {
+            START_FMT.into()
+        } else if p.long {
+            LONG_FMT.into()
+        } else {
+            DEFAULT_FMT.into()
+        }
+    });
+    let fields = needed_fields(&p, &fmt, &keys);
+    let answer = match ctl.call(Request::QueryQueue(QueueQuery { query: q, fields: fields.clone() })) {
+        Ok(Response::Queue(rows)) => rows,
+        Ok(_) => QueueRows::default(),
         Err(e) => {
             io.err(&format!("slurm_load_jobs error: {}\n", e.slurm().text));
             return 1;
         }
     };
-    if p.job_id_count == 1 && jobs.is_empty() {
+    // One pass decodes, filters and writes each selected job's line into `lines`; a row keeps
+    // where its line is and its sort keys (a decoded job is hundreds of bytes, 10,000 of them
+    // megabytes of fresh memory). `-s` needs the jobs themselves.
+    let now = common::now();
+    let renderer = match &p.format2 {
+        Some(f2) if !p.steps => Some(Renderer::o2(f2, io)),
+        _ if !p.steps => Some(Renderer::o(&fmt, io)),
+        _ => None,
+    };
+    let mut rows: Vec<Row> = Vec::with_capacity(answer.count.min(1 << 20) as usize);
+    let mut key_vals: Vec<Key<'_>> = Vec::with_capacity(rows.capacity() * keys.keys.len());
+    let mut lines = String::with_capacity(answer.bytes.len().min(64 << 20));
+    let mut for_steps: Vec<JobView<'_>> = Vec::new();
+    let mut any = false;
+    let mut reader = answer.reader(&fields);
+    // One view receives every job's fields in turn (only those fields: the rest stay default).
+    let mut j = JobView::default();
+    while let Some(r) = reader.next_into(&mut j) {
+        if r.is_err() {
+            io.err(&format!("slurm_load_jobs error: {}\n", CtlError::Connect.slurm().text));
+            return 1;
+        }
+        any = true;
+        if !selected(&p, &j) {
+            continue;
+        }
+        let Some(renderer) = &renderer else {
+            for_steps.push(j.clone());
+            continue;
+        };
+        match (&j.array_task_str, j.array_task_id) {
+            // `-r`: one row per pending task of an array's remainder.
+            (Some(tasks), None) if p.array_unfold && j.array_job_id.is_some() => {
+                for t in jobfmt::expand_task_str(tasks) {
+                    let mut k = j.clone();
+                    (k.array_task_id, k.array_task_str) = (Some(t), None);
+                    rows.push(Row::render(&k, renderer, &mut lines, &keys, &mut key_vals, now));
+                }
+            }
+            _ => rows.push(Row::render(&j, renderer, &mut lines, &keys, &mut key_vals, now)),
+        }
+    }
+    if p.job_id_count == 1 && !any {
         io.err(&format!("slurm_load_jobs error: {}\n", flotilla_proto::errno::strerror(ESLURM_INVALID_JOB_ID)));
         return 1;
     }
-    let now = common::now();
-    let rows = select(&p, jobs);
-    if p.steps {
+    let Some(renderer) = renderer else {
         let steps = match ctl.call(Request::QuerySteps(JobQuery::default())) {
             Ok(Response::Steps(s)) => s,
             _ => Vec::new(),
         };
-        print_steps(&p, &rows, &steps, io, now);
+        print_steps(&p, &for_steps, &steps, io, now);
         return 0;
+    };
+    if p.start {
+        rows.retain(|r| r.state == JobStateWire::Pending);
     }
-    let rows = if p.start {
-        rows.into_iter().filter(|j| state(j) == JobStateWire::Pending).collect()
-    } else {
-        rows
-    };
-    let mut rows = if p.array_unfold { unfold(rows) } else { rows };
-    sort_jobs(&mut rows, p.sort.as_deref().unwrap_or(if p.start { "S" } else { "P,t,-p" }));
-    let out = if let Some(f2) = &p.format2 {
-        render_o2(f2, &rows, !p.noheader, now, io)
-    } else {
-        let f = p.format.clone().unwrap_or_else(|| {
-            if p.start {
-                START_FMT.into()
-            } else if p.long {
-                LONG_FMT.into()
-            } else {
-                DEFAULT_FMT.into()
-            }
-        });
-        let mut s = String::new();
-        if p.long {
-            s.push_str(&format!("{}\n", common::fmt_ctime(now)));
-        }
-        s.push_str(&render_o(&f, &rows, !p.noheader, now, io));
-        s
-    };
+    keys.sort(&mut rows, &key_vals);
+    let mut out = String::with_capacity(lines.len() + 256);
+    if p.long {
+        out.push_str(&common::fmt_ctime(now));
+        out.push('\n');
+    }
+    if !p.noheader {
+        renderer.line(&mut out, None, now);
+    }
+    for r in &rows {
+        out.push_str(&lines[r.line.clone()]);
+    }
     io.out(&out);
     0
 }
@@ -305,93 +349,264 @@ fn default_state(s: JobStateWire) -> bool {
     )
 }
 
-fn select(p: &Params, jobs: Vec<JobInfo>) -> Vec<JobInfo> {
-    jobs.into_iter()
-        .filter(|j| {
-            let s = state(j);
-            let state_ok = if p.all_states {
-                true
-            } else {
-                match &p.states {
-                    Some(v) => v.contains(&s),
-                    None => default_state(s),
-                }
-            };
-            state_ok
-                && (p.users.is_empty() || p.users.contains(&j.uid))
-                && (p.names.is_empty() || p.names.contains(&j.name))
-                && (p.partitions.is_empty() || p.partitions.contains(&j.partition))
-                && (p.accounts.is_empty() || p.accounts.contains(&j.account))
-                && (p.qos.is_empty() || p.qos.contains(&j.qos))
-                && (p.nodes.is_empty() || {
-                    let mine = flotilla_core::hostlist::expand(&j.nodes).unwrap_or_default();
-                    mine.iter().any(|n| p.nodes.contains(n))
-                })
+/// The rows squeue's filters keep (`-t`, `-u`, `-n`, `-p`, `-A`, `-q`, `-w`).
+fn selected(p: &Params, j: &JobView<'_>) -> bool {
+    let s = state(j);
+    let state_ok = if p.all_states {
+        true
+    } else {
+        match &p.states {
+            Some(v) => v.contains(&s),
+            None => default_state(s),
+        }
+    };
+    state_ok
+        && (p.users.is_empty() || p.users.contains(&j.uid))
+        && (p.names.is_empty() || p.names.iter().any(|n| *n == *j.name))
+        && (p.partitions.is_empty() || p.partitions.iter().any(|n| *n == *j.partition))
+        && (p.accounts.is_empty() || p.accounts.iter().any(|n| *n == *j.account))
+        && (p.qos.is_empty() || p.qos.iter().any(|n| *n == *j.qos))
+        && (p.nodes.is_empty() || {
+            let mine = flotilla_core::hostlist::expand(&j.nodes).unwrap_or_default();
+            mine.iter().any(|n| p.nodes.contains(n))
         })
-        .collect()
 }
 
-/// `-r`: one row per pending array task.
-fn unfold(rows: Vec<JobInfo>) -> Vec<JobInfo> {
-    let mut out = Vec::new();
-    for j in rows {
-        match (&j.array_task_str, j.array_task_id) {
-            (Some(s), None) if j.array_job_id.is_some() => {
-                for t in jobfmt::expand_task_str(s) {
-                    let mut k = j.clone();
-                    k.array_task_id = Some(t);
-                    k.array_task_str = None;
-                    out.push(k);
-                }
-            }
-            _ => out.push(j),
+/// A job squeue lists: where its line is, its state (`--start`), and where its sort keys are
+/// (all rows' keys are in one vector, `SortKeys::keys.len()` per row).
+struct Row {
+    line: std::ops::Range<usize>,
+    state: JobStateWire,
+    /// Job-id order, under every `-S`: (array id or id, task, id).
+    base: (u64, u32, u64),
+    keys_at: usize,
+}
+
+impl Row {
+    /// Writes `j`'s line at the end of `lines` and its sort keys at the end of `key_vals`; its
+    /// row.
+    fn render<'a>(j: &JobView<'a>, r: &Renderer, lines: &mut String, spec: &SortKeys, key_vals: &mut Vec<Key<'a>>, now: i64) -> Row {
+        let start = lines.len();
+        r.line(lines, Some(j), now);
+        Row::new(j, start..lines.len(), spec, key_vals)
+    }
+
+    fn new<'a>(j: &JobView<'a>, line: std::ops::Range<usize>, spec: &SortKeys, key_vals: &mut Vec<Key<'a>>) -> Row {
+        let keys_at = key_vals.len();
+        key_vals.extend(spec.keys.iter().map(|(k, _)| Key::of(k, j)));
+        Row {
+            line,
+            state: state(j),
+            base: (j.array_job_id.unwrap_or(j.job_id), j.array_task_id.unwrap_or(0), j.job_id),
+            keys_at,
         }
     }
-    out
 }
 
-/// Sorts by Slurm's `-S` keys (`i,-p,t,...`; a leading `-` reverses); equal rows keep job-id
-/// order.
-pub fn sort_jobs(rows: &mut [JobInfo], spec: &str) {
-    rows.sort_by_key(|j| (j.array_job_id.unwrap_or(j.job_id), j.array_task_id.unwrap_or(0), j.job_id));
-    for key in spec.split(',').rev() {
-        let (rev, k) = match key.strip_prefix('-') {
-            Some(k) => (true, k),
-            None => (false, key.strip_prefix('+').unwrap_or(key)),
-        };
-        let cmp = |a: &JobInfo, b: &JobInfo| -> std::cmp::Ordering {
-            match k {
-                "i" | "A" => (a.array_job_id.unwrap_or(a.job_id), a.array_task_id).cmp(&(b.array_job_id.unwrap_or(b.job_id), b.array_task_id)),
-                "P" => a.partition.cmp(&b.partition),
-                "t" | "T" => state(a).as_str().cmp(state(b).as_str()),
-                "p" | "Q" => a.priority.cmp(&b.priority),
-                "u" => a.user.cmp(&b.user),
-                "U" => a.uid.cmp(&b.uid),
-                "j" => a.name.cmp(&b.name),
-                "S" => a.start_time.unwrap_or(i64::MAX).cmp(&b.start_time.unwrap_or(i64::MAX)),
-                "V" => a.submit_time.cmp(&b.submit_time),
-                "e" => a.end_time.unwrap_or(i64::MAX).cmp(&b.end_time.unwrap_or(i64::MAX)),
-                "D" => a.num_nodes.cmp(&b.num_nodes),
-                "C" => a.num_cpus.cmp(&b.num_cpus),
-                "N" => a.nodes.cmp(&b.nodes),
-                "a" => a.account.cmp(&b.account),
-                "q" => a.qos.cmp(&b.qos),
-                "r" => a.reason.cmp(&b.reason),
-                "y" => a.nice.cmp(&b.nice),
-                "l" => jobfmt::limit(a).map(|l| l.to_slurm_u32()).cmp(&jobfmt::limit(b).map(|l| l.to_slurm_u32())),
-                _ => std::cmp::Ordering::Equal,
-            }
-        };
-        if rev {
-            rows.sort_by(|a, b| cmp(b, a));
-        } else {
-            rows.sort_by(cmp);
+/// One sort key's value for one job.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
+enum Key<'a> {
+    None,
+    U(u64),
+    I(i64),
+    S(flotilla_proto::Str<'a>),
+    Id(u64, Option<u32>),
+    Limit(Option<u32>),
+}
+
+impl<'a> Key<'a> {
+    /// Slurm's `-S` letters (squeue `sort.c`): `i,P,t,p,u,U,j,S,V,e,D,C,N,a,q,r,y,l`; others
+    /// leave the order alone.
+    fn of(k: &str, j: &JobView<'a>) -> Key<'a> {
+        match k {
+            "i" | "A" => Key::Id(j.array_job_id.unwrap_or(j.job_id), j.array_task_id),
+            "P" => Key::S(j.partition.clone()),
+            "t" | "T" => Key::S(state(j).as_str().into()),
+            "p" | "Q" => Key::U(j.priority),
+            "u" => Key::S(j.user.clone()),
+            "U" => Key::U(j.uid.into()),
+            "j" => Key::S(j.name.clone()),
+            "S" => Key::I(j.start_time.unwrap_or(i64::MAX)),
+            "V" => Key::I(j.submit_time),
+            "e" => Key::I(j.end_time.unwrap_or(i64::MAX)),
+            "D" => Key::U(j.num_nodes.into()),
+            "C" => Key::U(j.num_cpus.into()),
+            "N" => Key::S(j.nodes.clone()),
+            "a" => Key::S(j.account.clone()),
+            "q" => Key::S(j.qos.clone()),
+            "r" => Key::S(j.reason.clone()),
+            "y" => Key::I(j.nice.into()),
+            "l" => Key::Limit(jobfmt::limit(j).map(|l| l.to_slurm_u32())),
+            _ => Key::None,
         }
+    }
+}
+
+/// A parsed `-S` (`i,-p,t,...`; a leading `-` reverses a key, `+` is ascending).
+struct SortKeys {
+    keys: Vec<(String, bool)>,
+}
+
+impl SortKeys {
+    fn parse(spec: &str) -> SortKeys {
+        let keys = spec
+            .split(',')
+            .map(|key| match key.strip_prefix('-') {
+                Some(k) => (k.to_string(), true),
+                None => (key.strip_prefix('+').unwrap_or(key).to_string(), false),
+            })
+            .collect();
+        SortKeys { keys }
+    }
+
+    /// Sorts by the keys, first key first, equal rows in job-id order: what Slurm's stable
+    /// sorts, one per key from the last to the first over job-id order, give.
+    fn sort(&self, rows: &mut [Row], key_vals: &[Key<'_>]) {
+        rows.sort_by(|a, b| {
+            for (i, (_, rev)) in self.keys.iter().enumerate() {
+                let (ka, kb) = (&key_vals[a.keys_at + i], &key_vals[b.keys_at + i]);
+                let o = if *rev { kb.cmp(ka) } else { ka.cmp(kb) };
+                if o != std::cmp::Ordering::Equal {
+                    return o;
+                }
+            }
+            a.base.cmp(&b.base)
+        });
+    }
+}
+
+/// The fields squeue needs: the job's id and state always (ids, `-r`, `--start`, states),
+/// those its filters, sort keys and format read, everything for `-s`.
+fn needed_fields(p: &Params, fmt: &str, keys: &SortKeys) -> Vec<JobField> {
+    use JobField as F;
+    if p.steps {
+        return F::ALL.to_vec();
+    }
+    let mut f = vec![F::JobId, F::ArrayJobId, F::ArrayTaskId, F::ArrayTaskStr, F::State];
+    for (on, field) in [
+        (!p.users.is_empty(), F::Uid),
+        (!p.names.is_empty(), F::Name),
+        (!p.partitions.is_empty(), F::Partition),
+        (!p.accounts.is_empty(), F::Account),
+        (!p.qos.is_empty(), F::Qos),
+        (!p.nodes.is_empty(), F::Nodes),
+    ] {
+        if on {
+            f.push(field);
+        }
+    }
+    for (k, _) in &keys.keys {
+        f.extend_from_slice(key_fields(k));
+    }
+    match &p.format2 {
+        Some(f2) => {
+            for spec in f2.split(',') {
+                if let Some((_, o2)) = o2_field(spec.split(':').next().unwrap_or("")) {
+                    f.extend_from_slice(o2_fields(o2));
+                }
+            }
+        }
+        None => {
+            // Every `%[.][width]X` of the format (invalid letters need nothing).
+            for tok in fmt.split('%').skip(1) {
+                if let Some(ch) = tok.trim_start_matches('.').trim_start_matches(|c: char| c.is_ascii_digit()).chars().next() {
+                    f.extend_from_slice(letter_fields(ch));
+                }
+            }
+        }
+    }
+    f.sort();
+    f.dedup();
+    f
+}
+
+/// The fields `-o %X` reads (`o_field`, and the `jobfmt` helpers it calls).
+fn letter_fields(ch: char) -> &'static [JobField] {
+    use JobField as F;
+    match ch {
+        'a' => &[F::Account],
+        'A' => &[F::JobId],
+        'i' | 'F' | 'K' => &[F::JobId, F::ArrayJobId, F::ArrayTaskId, F::ArrayTaskStr],
+        'b' => &[F::Gres],
+        'B' => &[F::State, F::BatchHost],
+        'c' => &[F::NumCpus, F::NumNodes],
+        'C' => &[F::NumCpus],
+        'D' => &[F::NumNodes],
+        'e' => &[F::EndTime],
+        'E' => &[F::Dependency, F::Reason],
+        'g' | 'G' => &[F::Gid],
+        'h' => &[F::Exclusive],
+        'j' => &[F::Name],
+        'k' => &[F::Comment],
+        'l' => &[F::TimeLimit],
+        'L' => &[F::TimeLimit, F::State, F::StartTime, F::EndTime],
+        'm' => &[F::MemPerNodeMib, F::NumCpus, F::NumNodes],
+        'M' => &[F::State, F::StartTime, F::EndTime],
+        'n' => &[F::RequiredNodes],
+        'N' => &[F::Nodes],
+        'o' => &[F::Command],
+        'p' | 'Q' => &[F::Priority],
+        'P' => &[F::Partition],
+        'q' => &[F::Qos],
+        'r' => &[F::Reason],
+        'R' => &[F::State, F::Nodes, F::Reason],
+        'S' => &[F::StartTime],
+        't' | 'T' => &[F::State],
+        'u' => &[F::User],
+        'U' => &[F::Uid],
+        'x' => &[F::ExcludedNodes],
+        'y' => &[F::Nice],
+        'Y' => &[F::SchedNodes],
+        'Z' => &[F::WorkDir],
+        _ => &[],
+    }
+}
+
+/// The fields an `-O` column reads.
+fn o2_fields(f: O2) -> &'static [JobField] {
+    use JobField as F;
+    match f {
+        O2::Letter(ch) => letter_fields(ch),
+        O2::TresAlloc => &[F::State, F::NumCpus, F::MemPerNodeMib, F::NumNodes, F::Gpus],
+        O2::NumTasks => &[F::NumTasks],
+        O2::ExitCode => &[F::ExitCode, F::ExitSignal],
+        O2::StdOut => &[F::Stdout],
+        O2::StdErr => &[F::Stderr],
+        O2::Restarts => &[F::Restarts],
+        O2::Requeue => &[F::Requeue],
+        O2::Topology => &[F::Topology],
+        O2::Preemptible => &[F::Preemptible],
+    }
+}
+
+/// The fields a `-S` key reads (`Key::of`).
+fn key_fields(k: &str) -> &'static [JobField] {
+    use JobField as F;
+    match k {
+        "i" | "A" => &[F::JobId, F::ArrayJobId, F::ArrayTaskId],
+        "P" => &[F::Partition],
+        "t" | "T" => &[F::State],
+        "p" | "Q" => &[F::Priority],
+        "u" => &[F::User],
+        "U" => &[F::Uid],
+        "j" => &[F::Name],
+        "S" => &[F::StartTime],
+        "V" => &[F::SubmitTime],
+        "e" => &[F::EndTime],
+        "D" => &[F::NumNodes],
+        "C" => &[F::NumCpus],
+        "N" => &[F::Nodes],
+        "a" => &[F::Account],
+        "q" => &[F::Qos],
+        "r" => &[F::Reason],
+        "y" => &[F::Nice],
+        "l" => &[F::TimeLimit],
+        _ => &[],
     }
 }
 
 /// One `%` field of `-o`: header and value.
-fn o_field(ch: char, j: Option<&JobInfo>, now: i64) -> Option<(&'static str, String)> {
+fn o_field<'b>(ch: char, j: Option<&'b JobView<'_>>, now: i64) -> Option<(&'static str, Cow<'b, str>)> {
     let title = match ch {
         'a' => "ACCOUNT",
         'A' | 'i' => "JOBID",
@@ -443,76 +658,76 @@ fn o_field(ch: char, j: Option<&JobInfo>, now: i64) -> Option<(&'static str, Str
         'Z' => "WORK_DIR",
         _ => return None,
     };
-    let Some(j) = j else { return Some((title, String::new())) };
+    let Some(j) = j else { return Some((title, Cow::Borrowed(""))) };
     let pending = state(j) == JobStateWire::Pending;
-    let t = |x: Option<i64>| x.filter(|&v| v > 0).map_or_else(|| "N/A".to_string(), common::fmt_time);
-    let v = match ch {
-        'a' => j.account.clone(),
-        'A' => j.job_id.to_string(),
-        'i' => jobfmt::job_id_str(j),
-        'b' => jobfmt::tres_per_node(j),
+    let t = |x: Option<i64>| -> Cow<'b, str> { x.filter(|&v| v > 0).map_or(Cow::Borrowed("N/A"), |v| common::fmt_time(v).into()) };
+    // Borrowed where the job holds the text already: 10,000 rows are 80,000 fields.
+    let b = |s: &'b str| Cow::Borrowed(s);
+    let or_null = |s: &'b Option<flotilla_proto::Str<'_>>| s.as_deref().map_or(Cow::Borrowed("(null)"), Cow::Borrowed);
+    let v: Cow<'b, str> = match ch {
+        'a' => b(&j.account),
+        'A' => j.job_id.to_string().into(),
+        'i' => jobfmt::job_id_str(j).into(),
+        'b' => jobfmt::tres_per_node(j).into(),
         'B' => {
             if pending || j.batch_host.is_empty() {
-                "n/a".into()
+                b("n/a")
             } else {
-                j.batch_host.clone()
+                b(&j.batch_host)
             }
         }
-        'c' => (j.num_cpus / j.num_nodes.max(1)).max(1).to_string(),
-        'C' => j.num_cpus.to_string(),
-        'd' => "0".into(),
-        'D' => j.num_nodes.to_string(),
+        'c' => (j.num_cpus / j.num_nodes.max(1)).max(1).to_string().into(),
+        'C' => j.num_cpus.to_string().into(),
+        'd' => b("0"),
+        'D' => j.num_nodes.to_string().into(),
         'e' => t(j.end_time),
-        'E' => jobfmt::dependency_str(j),
-        'f' => "(null)".into(),
-        'F' => j.array_job_id.unwrap_or(j.job_id).to_string(),
-        'g' => common::group_name(j.gid),
-        'G' => j.gid.to_string(),
-        'h' => if j.exclusive { "NO" } else { "OK" }.into(),
-        'H' | 'I' | 'J' => "*".into(),
-        'j' => j.name.clone(),
-        'k' => j.comment.clone().unwrap_or_else(|| "(null)".into()),
+        'E' => jobfmt::dependency_str(j).into(),
+        'f' => b("(null)"),
+        'F' => j.array_job_id.unwrap_or(j.job_id).to_string().into(),
+        'g' => common::group_name(j.gid).into(),
+        'G' => j.gid.to_string().into(),
+        'h' => b(if j.exclusive { "NO" } else { "OK" }),
+        'H' | 'I' | 'J' => b("*"),
+        'j' => b(&j.name),
+        'k' => or_null(&j.comment),
         'K' => match (j.array_task_id, &j.array_task_str) {
-            (Some(t), _) => t.to_string(),
-            (None, Some(s)) => s.clone(),
-            _ => "N/A".into(),
+            (Some(t), _) => t.to_string().into(),
+            (None, Some(s)) => b(s),
+            _ => b("N/A"),
         },
-        'l' => jobfmt::time_limit_str(j),
-        'L' => jobfmt::time_left_str(j, now),
-        'm' => jobfmt::mem_str(j.mem_per_node_mib / u64::from((j.num_cpus / j.num_nodes.max(1)).max(1))),
-        'M' => jobfmt::time_used_str(j, now),
-        'n' => j.required_nodes.join(","),
-        'N' => j.nodes.clone(),
-        'o' => j.command.clone().unwrap_or_else(|| "(null)".into()),
-        'O' => "0".into(),
-        'p' => format!("{:.14}", j.priority as f64 / f64::from(u32::MAX)),
-        'Q' => j.priority.to_string(),
-        'P' => j.partition.clone(),
-        'q' => j.qos.clone(),
-        'r' => j.reason.clone(),
+        'l' => jobfmt::time_limit_str(j).into(),
+        'L' => jobfmt::time_left_str(j, now).into(),
+        'm' => jobfmt::mem_str(j.mem_per_node_mib / u64::from((j.num_cpus / j.num_nodes.max(1)).max(1))).into(),
+        'M' => jobfmt::time_used_str(j, now).into(),
+        'n' => j.required_nodes.iter().map(|s| s.as_str()).collect::<Vec<_>>().join(",").into(),
+        'N' => b(&j.nodes),
+        'o' => or_null(&j.command),
+        'O' => b("0"),
+        'p' => format!("{:.14}", j.priority as f64 / f64::from(u32::MAX)).into(),
+        'Q' => j.priority.to_string().into(),
+        'P' => b(&j.partition),
+        'q' => b(&j.qos),
+        'r' => b(&j.reason),
         'R' => jobfmt::nodelist_reason(j),
         'S' => t(j.start_time),
-        't' => state(j).compact().into(),
-        'T' => state(j).as_str().into(),
-        'u' => j.user.clone(),
-        'U' => j.uid.to_string(),
-        'v' => "(null)".into(),
-        'V' => common::fmt_time(j.submit_time),
-        'w' => "(null)".into(),
-        'W' => "(null)".into(),
-        'x' => j.excluded_nodes.join(","),
-        'X' => "N/A".into(),
-        'y' => j.nice.to_string(),
+        't' => b(state(j).compact()),
+        'T' => b(state(j).as_str()),
+        'u' => b(&j.user),
+        'U' => j.uid.to_string().into(),
+        'v' | 'w' | 'W' => b("(null)"),
+        'x' => j.excluded_nodes.iter().map(|s| s.as_str()).collect::<Vec<_>>().join(",").into(),
+        'X' => b("N/A"),
+        'y' => j.nice.to_string().into(),
         'Y' => {
             if j.sched_nodes.is_empty() {
-                "(null)".into()
+                b("(null)")
             } else {
-                j.sched_nodes.clone()
+                b(&j.sched_nodes)
             }
         }
-        'z' => "*:*:*".into(),
-        'Z' => j.work_dir.clone(),
-        _ => String::new(),
+        'z' => b("*:*:*"),
+        'Z' => b(&j.work_dir),
+        _ => b(""),
     };
     Some((title, v))
 }
@@ -562,30 +777,102 @@ fn parse_o(fmt: &str, io: &mut Io<'_>) -> Vec<Piece> {
     out
 }
 
-fn render_o(fmt: &str, rows: &[JobInfo], header: bool, now: i64, io: &mut Io<'_>) -> String {
-    let pieces = parse_o(fmt, io);
-    // Every line is written straight into `out` (no String per line or per padded field: a
-    // 10,000-job queue is 80,000 fields).
-    let line = |out: &mut String, j: Option<&JobInfo>| {
-        for p in &pieces {
-            match p {
-                Piece::Text(t) => out.push_str(t),
-                Piece::Field { ch, width, right } => {
-                    let (title, v) = o_field(*ch, j, now).expect("validated");
-                    common::push_field(out, if j.is_some() { &v } else { title }, *width, *right);
+/// `-o`'s table for `rows` (a header first when `header`).
+#[cfg(test)]
+fn render_o<'a>(fmt: &str, rows: impl Iterator<Item = JobView<'a>>, header: bool, now: i64, io: &mut Io<'_>) -> String {
+    let r = Renderer::o(fmt, io);
+    let mut out = String::new();
+    if header {
+        r.line(&mut out, None, now);
+    }
+    for j in rows {
+        r.line(&mut out, Some(&j), now);
+    }
+    out
+}
+
+/// A parsed `-o` or `-O` format: writes the header and the line of each job.
+enum Renderer {
+    /// `-o`.
+    O(Vec<Piece>),
+    /// `-O`.
+    O2(Vec<Col>),
+}
+
+/// One `-O` column.
+struct Col {
+    title: &'static str,
+    f: O2,
+    width: usize,
+    right: bool,
+    suffix: String,
+}
+
+impl Renderer {
+    /// `-o FMT` (invalid specs are reported on `io` once, here).
+    fn o(fmt: &str, io: &mut Io<'_>) -> Renderer {
+        Renderer::O(parse_o(fmt, io))
+    }
+
+    /// `-O FMT` (invalid names are reported on `io` once, here).
+    fn o2(fmt: &str, io: &mut Io<'_>) -> Renderer {
+        let mut cols = Vec::new();
+        for spec in fmt.split(',') {
+            let (name, rest) = match spec.split_once(':') {
+                Some((n, r)) => (n, Some(r)),
+                None => (spec, None),
+            };
+            let Some((title, f)) = o2_field(name) else {
+                io.err(&format!("squeue: error: Invalid job format specification: {name}\n"));
+                continue;
+            };
+            let (mut width, mut right, mut suffix) = (20usize, false, String::new());
+            if let Some(r) = rest {
+                let mut chars = r.chars().peekable();
+                if chars.peek() == Some(&'.') {
+                    right = true;
+                    chars.next();
+                }
+                let mut w = 0usize;
+                while let Some(d) = chars.peek().and_then(|c| c.to_digit(10)) {
+                    w = w * 10 + d as usize;
+                    chars.next();
+                }
+                width = w;
+                suffix = chars.collect();
+            }
+            cols.push(Col { title, f, width, right, suffix });
+        }
+        Renderer::O2(cols)
+    }
+
+    /// Appends the line of `j` (the header when `None`) to `out`, fields padded in place (no
+    /// String per line or per field: a 10,000-job queue is 80,000 fields).
+    fn line(&self, out: &mut String, j: Option<&JobView<'_>>, now: i64) {
+        match self {
+            Renderer::O(pieces) => {
+                for p in pieces {
+                    match p {
+                        Piece::Text(t) => out.push_str(t),
+                        Piece::Field { ch, width, right } => {
+                            let (title, v) = o_field(*ch, j, now).expect("validated");
+                            common::push_field(out, if j.is_some() { &v } else { title }, *width, *right);
+                        }
+                    }
+                }
+            }
+            Renderer::O2(cols) => {
+                for c in cols {
+                    match j {
+                        Some(j) => common::push_field(out, &o2_value(c.f, j, now), c.width, c.right),
+                        None => common::push_field(out, c.title, c.width, c.right),
+                    }
+                    out.push_str(&c.suffix);
                 }
             }
         }
         out.push('\n');
-    };
-    let mut out = String::with_capacity((rows.len() + 1) * 80);
-    if header {
-        line(&mut out, None);
     }
-    for j in rows {
-        line(&mut out, Some(j));
-    }
-    out
 }
 
 /// `-O` field names (case-insensitive) and the `-o` letter or header they stand for.
@@ -664,7 +951,7 @@ enum O2 {
     Preemptible,
 }
 
-fn o2_value(f: O2, j: &JobInfo, now: i64) -> String {
+fn o2_value<'b>(f: O2, j: &'b JobView<'_>, now: i64) -> Cow<'b, str> {
     match f {
         O2::Letter(ch) => o_field(ch, Some(j), now).map(|x| x.1).unwrap_or_default(),
         O2::TresAlloc => {
@@ -677,83 +964,26 @@ fn o2_value(f: O2, j: &JobInfo, now: i64) -> String {
                     jobfmt::mem_str(j.mem_per_node_mib * u64::from(nodes)),
                     nodes
                 )
+                .into()
             } else {
-                jobfmt::tres_str(j)
+                jobfmt::tres_str(j).into()
             }
         }
-        O2::NumTasks => j.num_tasks.to_string(),
-        O2::ExitCode => format!("{}:{}", j.exit_code, j.exit_signal),
-        O2::StdOut => j.stdout.clone().unwrap_or_default(),
-        O2::StdErr => j.stderr.clone().unwrap_or_default(),
-        O2::Restarts => j.restarts.to_string(),
-        O2::Requeue => u8::from(j.requeue).to_string(),
-        O2::Topology => j.topology.clone(),
-        O2::Preemptible => if j.preemptible { "YES" } else { "NO" }.into(),
+        O2::NumTasks => j.num_tasks.to_string().into(),
+        O2::ExitCode => format!("{}:{}", j.exit_code, j.exit_signal).into(),
+        O2::StdOut => j.stdout.as_deref().map_or(Cow::Borrowed(""), Cow::Borrowed),
+        O2::StdErr => j.stderr.as_deref().map_or(Cow::Borrowed(""), Cow::Borrowed),
+        O2::Restarts => j.restarts.to_string().into(),
+        O2::Requeue => u8::from(j.requeue).to_string().into(),
+        O2::Topology => Cow::Borrowed(&j.topology),
+        O2::Preemptible => Cow::Borrowed(if j.preemptible { "YES" } else { "NO" }),
     }
 }
 
-fn render_o2(fmt: &str, rows: &[JobInfo], header: bool, now: i64, io: &mut Io<'_>) -> String {
-    struct Col {
-        title: &'static str,
-        f: O2,
-        width: usize,
-        right: bool,
-        suffix: String,
-    }
-    let mut cols = Vec::new();
-    for spec in fmt.split(',') {
-        let (name, rest) = match spec.split_once(':') {
-            Some((n, r)) => (n, Some(r)),
-            None => (spec, None),
-        };
-        let Some((title, f)) = o2_field(name) else {
-            io.err(&format!("squeue: error: Invalid job format specification: {name}\n"));
-            continue;
-        };
-        let (mut width, mut right, mut suffix) = (20usize, false, String::new());
-        if let Some(r) = rest {
-            let mut chars = r.chars().peekable();
-            if chars.peek() == Some(&'.') {
-                right = true;
-                chars.next();
-            }
-            let mut w = 0usize;
-            while let Some(d) = chars.peek().and_then(|c| c.to_digit(10)) {
-                w = w * 10 + d as usize;
-                chars.next();
-            }
-            width = w;
-            suffix = chars.collect();
-        }
-        cols.push(Col {
-            title,
-            f,
-            width,
-            right,
-            suffix,
-        });
-    }
-    let mut out = String::new();
-    if header {
-        for c in &cols {
-            out.push_str(&field(c.title, c.width, c.right));
-            out.push_str(&c.suffix);
-        }
-        out.push('\n');
-    }
-    for j in rows {
-        for c in &cols {
-            out.push_str(&field(&o2_value(c.f, j, now), c.width, c.right));
-            out.push_str(&c.suffix);
-        }
-        out.push('\n');
-    }
-    out
-}
 
 /// `-s`: per running job, its `srun` steps (`N.0`, `N.1`, ... with the step's name and
 /// nodes), then its `.batch` step on its batch host.
-fn print_steps(p: &Params, rows: &[JobInfo], steps: &[flotilla_proto::step::StepInfo], io: &mut Io<'_>, now: i64) {
+fn print_steps(p: &Params, rows: &[JobView<'_>], steps: &[flotilla_proto::step::StepInfo], io: &mut Io<'_>, now: i64) {
     let mut s = String::new();
     let fmt = p.format.clone().unwrap_or_else(|| STEP_FMT.into());
     let _ = fmt;
@@ -768,7 +998,7 @@ fn print_steps(p: &Params, rows: &[JobInfo], steps: &[flotilla_proto::step::Step
             "NODELIST"
         ));
     }
-    let mut running: Vec<&JobInfo> = rows.iter().filter(|j| state(j) == JobStateWire::Running).collect();
+    let mut running: Vec<&JobView<'_>> = rows.iter().filter(|j| state(j) == JobStateWire::Running).collect();
     running.sort_by_key(|j| (j.partition.clone(), j.job_id));
     for j in running {
         let mut mine: Vec<&flotilla_proto::step::StepInfo> = steps.iter().filter(|st| st.job_id == j.job_id).collect();
@@ -800,6 +1030,7 @@ fn print_steps(p: &Params, rows: &[JobInfo], steps: &[flotilla_proto::step::Step
 #[cfg(test)]
 mod tests {
     use super::*;
+    use flotilla_proto::JobInfo;
 
     fn job(id: u64, state: JobStateWire, prio: u64) -> JobInfo {
         JobInfo {
@@ -825,7 +1056,7 @@ mod tests {
         let env = |_: &str| None;
         let s = {
             let mut io = Io { out: &mut out, err: &mut err, env: &env, stdin: None };
-            render_o(fmt, rows, true, 0, &mut io)
+            render_o(fmt, rows.iter().map(JobView::from), true, 0, &mut io)
         };
         (s, String::from_utf8(err).unwrap())
     }
@@ -852,9 +1083,141 @@ mod tests {
             job(59, JobStateWire::Pending, 0),
         ];
         rows[3].partition = "debug".into();
-        sort_jobs(&mut rows, "P,t,-p");
-        let ids: Vec<u64> = rows.iter().map(|j| j.job_id).collect();
-        assert_eq!(ids, vec![58, 57, 53, 59]);
+        assert_eq!(sorted_ids(&rows, "P,t,-p"), vec![58, 57, 53, 59]);
+        // Reversed and unknown keys; ties in job-id order.
+        assert_eq!(sorted_ids(&rows, "-i"), vec![59, 58, 57, 53]);
+        assert_eq!(sorted_ids(&rows, "t,Z"), vec![57, 58, 59, 53]);
+        assert_eq!(sorted_ids(&rows, "-P,p"), vec![59, 57, 58, 53]);
+    }
+
+    /// The job ids of `rows` after squeue's sort by `spec`, through the rows squeue keeps
+    /// (line positions and sort keys).
+    fn sorted_ids(rows: &[JobInfo], spec: &str) -> Vec<u64> {
+        let keys = SortKeys::parse(spec);
+        let views: Vec<JobView<'_>> = rows.iter().map(JobView::from).collect();
+        let mut key_vals = Vec::new();
+        let mut out: Vec<Row> = views.iter().map(|j| Row::new(j, 0..0, &keys, &mut key_vals)).collect();
+        keys.sort(&mut out, &key_vals);
+        out.iter().map(|r| r.base.2).collect()
+    }
+
+    /// Jobs in many states with every field set, for the field-subset tests.
+    fn rich_jobs() -> Vec<JobInfo> {
+        let mut run = job(61, JobStateWire::Running, 9);
+        run.nodes = "gpu[01-02]".into();
+        run.batch_host = "gpu01".into();
+        run.start_time = Some(1_000);
+        run.num_nodes = 2;
+        run.num_cpus = 8;
+        run.gres = vec![flotilla_proto::GresSpec { name: "gpu".into(), gpu_type: Some("h100".into()), count: 4 }];
+        run.gpus = 8;
+        run.comment = Some("hello".into());
+        run.command = Some("/home/a/train.sh --lr 3".into());
+        run.required_nodes = vec!["gpu01".into()];
+        run.excluded_nodes = vec!["gpu04".into()];
+        run.exclusive = true;
+        run.work_dir = "/home/a".into();
+        run.stdout = Some("/home/a/out".into());
+        run.stderr = Some("/home/a/err".into());
+        run.account = "research".into();
+        run.qos = "normal".into();
+        run.uid = 2001;
+        run.gid = 2001;
+        run.nice = 5;
+        run.num_tasks = 4;
+        run.topology = "node".into();
+        run.preemptible = true;
+        run.restarts = 1;
+        run.requeue = true;
+        let mut pend = job(62, JobStateWire::Pending, 7);
+        pend.array_job_id = Some(62);
+        pend.array_task_str = Some("0-5%2".into());
+        pend.reason = "Dependency".into();
+        pend.dependency = Some("afterok:61".into());
+        pend.sched_nodes = "gpu03".into();
+        pend.start_time = Some(5_000);
+        pend.end_time = Some(5_600);
+        let mut done = job(63, JobStateWire::Failed, 0);
+        done.array_job_id = Some(62);
+        done.array_task_id = Some(3);
+        done.start_time = Some(100);
+        done.end_time = Some(400);
+        done.exit_code = 3;
+        done.exit_signal = 9;
+        done.time_limit = Some(flotilla_proto::TimeLimitWire::Unlimited);
+        done.submit_time = 50;
+        vec![run, pend, done]
+    }
+
+    /// `squeue` asks for a subset of the fields: every format letter, `-O` column, sort key
+    /// and filter reads the same from a job carrying only the fields `needed_fields` names as
+    /// from the whole job (a letter missing a field it reads fails here).
+    #[test]
+    fn needed_fields_read_as_all_fields() {
+        let now = 2_000;
+        let jobs = rich_jobs();
+        let subset = |fields: &[JobField], j: &JobInfo| -> ((), QueueRows) {
+            ((), QueueRows::encode(fields, [JobView::from(j)].into_iter()).unwrap())
+        };
+        let keys = SortKeys::parse("");
+        let mut letters = 0;
+        for ch in ('a'..='z').chain('A'..='Z') {
+            if o_field(ch, None, 0).is_none() {
+                continue;
+            }
+            letters += 1;
+            let fields = needed_fields(&Params::default(), &format!("%.10{ch}"), &keys);
+            for j in &jobs {
+                let (_, rows) = subset(&fields, j);
+                let (sub, _) = QueueRows::decode_one(&fields, &rows.bytes).unwrap();
+                let full = JobView::from(j);
+                assert_eq!(o_field(ch, Some(&sub), now), o_field(ch, Some(&full), now), "%{ch} of job {}", j.job_id);
+            }
+        }
+        assert!(letters > 40, "{letters} letters");
+        for name in [
+            "account", "arrayjobid", "arraytaskid", "batchhost", "command", "comment", "dependency", "endtime",
+            "exit_code", "groupname", "jobarrayid", "jobid", "minmemory", "name", "nodelist", "numcpus",
+            "numnodes", "numtasks", "partition", "priority", "qos", "reason", "reasonlist", "reqnodes",
+            "exclnodes", "schednodes", "starttime", "state", "stderr", "stdout", "submittime", "timeleft",
+            "timelimit", "timeused", "tres-alloc", "tres-per-node", "userid", "username", "workdir",
+            "restartcnt", "requeue", "topology", "preemptible",
+        ] {
+            let p = Params { format2: Some(format!("{name}:10")), ..Params::default() };
+            let fields = needed_fields(&p, "", &keys);
+            let (_, o2) = o2_field(name).expect(name);
+            for j in &jobs {
+                let (_, rows) = subset(&fields, j);
+                let (sub, _) = QueueRows::decode_one(&fields, &rows.bytes).unwrap();
+                assert_eq!(o2_value(o2, &sub, now), o2_value(o2, &JobView::from(j), now), "-O {name} of job {}", j.job_id);
+            }
+        }
+        for k in ["i", "A", "P", "t", "T", "p", "Q", "u", "U", "j", "S", "V", "e", "D", "C", "N", "a", "q", "r", "y", "l"] {
+            let keys = SortKeys::parse(k);
+            let fields = needed_fields(&Params::default(), "", &keys);
+            for j in &jobs {
+                let (_, rows) = subset(&fields, j);
+                let (sub, _) = QueueRows::decode_one(&fields, &rows.bytes).unwrap();
+                assert_eq!(Key::of(k, &sub), Key::of(k, &JobView::from(j)), "-S {k}");
+            }
+        }
+        let p = Params {
+            users: vec![2001],
+            names: vec!["j61".into()],
+            partitions: vec!["batch".into()],
+            accounts: vec!["research".into()],
+            qos: vec!["normal".into()],
+            nodes: vec!["gpu02".into()],
+            all_states: true,
+            ..Params::default()
+        };
+        let fields = needed_fields(&p, "", &SortKeys::parse(""));
+        for j in &jobs {
+            let (_, rows) = subset(&fields, j);
+            let (sub, _) = QueueRows::decode_one(&fields, &rows.bytes).unwrap();
+            assert_eq!(selected(&p, &sub), selected(&p, &JobView::from(j)), "filters, job {}", j.job_id);
+        }
+        assert!(selected(&p, &JobView::from(&jobs[0])), "the filters select the running job");
     }
 
     #[test]

@@ -166,6 +166,22 @@ pub fn decode_frame_max(buf: &[u8], max: usize) -> Result<Option<(Frame, usize)>
     Ok(Some((frame, 4 + len)))
 }
 
+/// The frame `encode_frame(&Frame::Response { id, body })` gives, from `body` already encoded
+/// (postcard) — for answers encoded without building the `Response` (see
+/// [`crate::jobview::encode_jobs_response`]).
+pub fn encode_response_frame(id: u64, body: &[u8]) -> Result<Vec<u8>, ProtoError> {
+    // The variant's index and the id, as the derived encoding writes them before the body.
+    let mut out = postcard::to_extend(&(RESPONSE_VARIANT, id), vec![0u8; 4]).map_err(|e| ProtoError::Encode(e.to_string()))?;
+    out.extend_from_slice(body);
+    let len = out.len() - 4;
+    let len32 = u32::try_from(len).map_err(|_| ProtoError::Encode(format!("{len} bytes")))?;
+    out[..4].copy_from_slice(&len32.to_be_bytes());
+    Ok(out)
+}
+
+/// `Frame::Response`'s index among `Frame`'s variants (postcard's varint tag).
+const RESPONSE_VARIANT: u32 = 4;
+
 /// Blocking write of one frame (commands, tests).
 pub fn write_frame<W: Write>(w: &mut W, frame: &Frame) -> Result<(), ProtoError> {
     let bytes = encode_frame(frame)?;
@@ -219,6 +235,23 @@ mod tests {
                 }),
                 ..SubmitJob::default()
             })),
+        }
+    }
+
+    /// A response frame built from an encoded body is the frame `encode_frame` gives.
+    #[test]
+    fn response_frames_from_encoded_bodies() {
+        let bodies = [
+            Response::Pong,
+            Response::Error(SlurmError::new(crate::errno::ESLURM_INVALID_JOB_ID)),
+            Response::Jobs(vec![JobInfo { job_id: 42, name: "x".into(), ..JobInfo::default() }]),
+        ];
+        for (i, body) in bodies.into_iter().enumerate() {
+            let id = [0u64, 1, 300, u64::MAX][i];
+            let enc = postcard::to_allocvec(&body).unwrap();
+            let frame = encode_response_frame(id, &enc).unwrap();
+            assert_eq!(frame, encode_frame(&Frame::Response { id, body: body.clone() }).unwrap());
+            assert_eq!(read_frame(&mut &frame[..], DEFAULT_MAX_FRAME).unwrap(), Frame::Response { id, body });
         }
     }
 

@@ -28,6 +28,7 @@ pub mod auth;
 pub mod client;
 pub mod errno;
 pub mod frame;
+pub mod jobview;
 pub mod msg;
 pub mod step;
 
@@ -35,7 +36,8 @@ pub use acct::{AcctJob, AcctJobRef, AcctQuery, AcctStep};
 pub use auth::{AuthError, ClusterKey, Credential, ReplayCache, Verifier};
 pub use errno::SlurmError;
 pub use frame::{
-    decode_frame, decode_frame_max, encode_frame, negotiate, read_frame, write_frame, Frame,
+    decode_frame, decode_frame_max, encode_frame, encode_response_frame, negotiate, read_frame, write_frame, Frame,
     Hello, ProtoError, DEFAULT_MAX_FRAME, PROTOCOL_VERSION_MAX, PROTOCOL_VERSION_MIN,
 };
+pub use jobview::{FieldSet, GresView, JobField, JobView, QueueQuery, QueueReader, QueueRows, Str};
 pub use msg::*;

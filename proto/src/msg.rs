@@ -1121,6 +1121,8 @@ pub enum Request {
     QueryAlerts,
     /// `sacct`: accounting records (see [`crate::acct`]).
     QueryAcct(crate::acct::AcctQuery),
+    /// `squeue`: jobs, only the fields asked for.
+    QueryQueue(crate::jobview::QueueQuery),
 }
 
 impl Request {
@@ -1150,6 +1152,7 @@ impl Request {
             Request::QueryServices { .. } => "REQUEST_SERVICE_INFO",
             Request::QueryAlerts => "REQUEST_ALERT_INFO",
             Request::QueryAcct(_) => "DBD_GET_JOBS_COND",
+            Request::QueryQueue(_) => "REQUEST_JOB_INFO",
         }
     }
 }
@@ -1194,6 +1197,8 @@ pub enum Response {
     Alerts(Vec<AlertInfo>),
     /// Accounting records (`sacct`).
     Acct(Vec<crate::acct::AcctJob>),
+    /// Jobs, the fields a `QueryQueue` asked for.
+    Queue(crate::jobview::QueueRows),
 }
 
 #[cfg(test)]

@@ -20,7 +20,7 @@ use flotilla_proto::errno::*;
 use flotilla_proto::{
     Bind, CancelJob, CtlToNode, HoldOp, HoldRelease, JobChange, JobExit, JobFilter, JobInfo, JobQuery, JobRef,
     HealthLevel, JobResult, LaunchDetails, NodeInfo, NodeJob, NodeQuery, NodeToCtl, PartitionInfo, Register, Request, RequeueJob, Response,
-    SlurmError, Stats, SubmitJob, Submitted, TestOnly, TimeLimitWire, UpdateJob,
+    SlurmError, Stats, Str, SubmitJob, Submitted, TestOnly, TimeLimitWire, UpdateJob, JobView, FieldSet,
 };
 use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -60,6 +60,23 @@ pub struct Ident {
     pub admin: bool,
 }
 
+/// An answer to a request: a message, or a `Response` already encoded (postcard) by the owner
+/// task — job queries are encoded from borrowed views ([`flotilla_proto::jobview`]) instead of
+/// being built as owned `JobInfo`s first.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Reply {
+    /// A message, encoded by the connection task.
+    Msg(Response),
+    /// The postcard encoding of a `Response`.
+    Encoded(Vec<u8>),
+}
+
+impl From<Response> for Reply {
+    fn from(r: Response) -> Reply {
+        Reply::Msg(r)
+    }
+}
+
 /// Everything the owner task handles. Closed: every variant is matched exhaustively.
 #[derive(Debug)]
 pub enum Event {
@@ -70,7 +87,7 @@ pub enum Event {
         /// What.
         req: Request,
         /// Where the answer goes (after the commit).
-        reply: oneshot::Sender<Response>,
+        reply: oneshot::Sender<Reply>,
     },
     /// A node daemon registers on connection `conn`; `tx` carries frames to it.
     NodeRegister {
@@ -81,7 +98,7 @@ pub enum Event {
         /// Frames to the node.
         tx: mpsc::UnboundedSender<CtlToNode>,
         /// Answer.
-        reply: oneshot::Sender<Response>,
+        reply: oneshot::Sender<Reply>,
     },
     /// A node-session message.
     NodeMsg {
@@ -217,7 +234,7 @@ pub struct Controller {
     next_job_id: u64,
     nodes: Vec<NodeRt>,
     batch: WriteBatch,
-    replies: Vec<(oneshot::Sender<Response>, Response)>,
+    replies: Vec<(oneshot::Sender<Reply>, Reply)>,
     node_out: Vec<(usize, Outgoing)>,
     sched_dirty: bool,
     stats: StatsAcc,
@@ -226,7 +243,7 @@ pub struct Controller {
     steps: steps::StepTable,
     svc: services::SvcState,
     /// `sacct` queries, answered after this turn's commit so they see it.
-    acct_queries: Vec<(flotilla_proto::AcctQuery, oneshot::Sender<Response>)>,
+    acct_queries: Vec<(flotilla_proto::AcctQuery, oneshot::Sender<Reply>)>,
 }
 
 /// Wall clock in seconds since the epoch (read only at the edge, here).
@@ -431,15 +448,24 @@ impl Controller {
                 *self.stats.rpc.entry("DBD_GET_JOBS_COND").or_default() += 1;
                 self.acct_queries.push((q, reply));
             }
+            Event::Rpc {
+                req: Request::QueryJobs(q),
+                reply,
+                ..
+            } => {
+                *self.stats.rpc.entry("REQUEST_JOB_INFO").or_default() += 1;
+                let resp = self.query_jobs_encoded(&q);
+                self.replies.push((reply, resp));
+            }
             Event::Rpc { ident, req, reply } => {
                 *self.stats.rpc.entry(req.kind()).or_default() += 1;
                 let resp = self.rpc(ident, req, now);
-                self.replies.push((reply, resp));
+                self.replies.push((reply, resp.into()));
             }
             Event::NodeRegister { conn, reg, tx, reply } => {
                 *self.stats.rpc.entry("MESSAGE_NODE_REGISTRATION_STATUS").or_default() += 1;
                 let resp = self.node_register(conn, reg, tx, now);
-                self.replies.push((reply, resp));
+                self.replies.push((reply, resp.into()));
             }
             Event::NodeMsg { conn, node, msg } => self.node_msg(conn, &node, msg, now),
             Event::NodeGone { conn, node } => {
@@ -463,6 +489,7 @@ impl Controller {
             Request::Requeue(r) => self.requeue_rpc(ident, r, now),
             Request::UpdateJob(u) => self.update(ident, u),
             Request::QueryJobs(q) => Response::Jobs(self.query_jobs(&q)),
+            Request::QueryQueue(q) => self.query_queue(&q),
             Request::QueryNodes(q) => Response::Nodes(self.query_nodes(&q)),
             Request::QueryPartitions => Response::Partitions(self.query_partitions()),
             Request::Stats => Response::Stats(self.stats(now)),
@@ -1034,8 +1061,27 @@ impl Controller {
     }
 
     fn job_info(&self, rec: &JobRecord) -> JobInfo {
-        let (mut reason, mut detail, mut expected, mut sched_nodes, mut priority) = ("None".to_string(), None, None, String::new(), 0);
-        if rec.state == JobState::Pending {
+        self.job_view(rec, FieldSet::ALL).into_owned()
+    }
+
+    /// A job as queries show it, borrowing from its record and the scheduler: `squeue` over
+    /// 10,000 jobs encodes views without cloning a string of theirs. Only the fields in `want`
+    /// are filled (the others default): the rest of the record is not even read, and a record
+    /// is a kilobyte of memory that is rarely in cache.
+    fn job_view<'a>(&'a self, rec: &'a JobRecord, want: FieldSet) -> JobView<'a> {
+        use flotilla_proto::JobField as F;
+        macro_rules! pick {
+            ($f:ident, $e:expr) => {
+                if want.has(F::$f) {
+                    $e
+                } else {
+                    Default::default()
+                }
+            };
+        }
+        let (mut reason, mut detail, mut expected, mut sched_nodes, mut priority) = (Str::b("None"), None, None, Str::default(), 0);
+        let pending_fields = [F::Reason, F::ReasonDetail, F::SchedNodes, F::Priority, F::StartTime, F::EndTime];
+        if rec.state == JobState::Pending && want.any(&pending_fields) {
             let core_id = if rec.is_array_meta() {
                 self.in_core_tasks.get(&rec.id).and_then(|s| s.iter().next()).map(|&t| prov_id(rec.id, t))
             } else {
@@ -1045,43 +1091,44 @@ impl Controller {
                 Some((c, info)) => {
                     reason = match &info.slurm_detail {
                         // Slurm's `ReqNodeNotAvail, UnavailableNodes:gpu04`.
-                        Some(d) if !d.is_empty() => format!("{}, {d}", info.reason.as_str()),
-                        _ => info.reason.as_str().to_string(),
+                        Some(d) if !d.is_empty() => Str::from(format!("{}, {d}", info.reason.as_str())),
+                        _ => Str::b(info.reason.as_str()),
                     };
-                    detail = info.detail.as_deref().map(str::to_string);
+                    detail = info.detail.as_deref().map(Str::b);
                     expected = info.expected_start.filter(|&t| t != u64::MAX).map(|t| t as i64);
-                    let names: Vec<String> = info.sched_nodes.iter().map(|n| self.sched.cluster.node(*n).name.clone()).collect();
-                    sched_nodes = compress_hostlist(&names);
+                    if !info.sched_nodes.is_empty() && want.has(F::SchedNodes) {
+                        let names: Vec<String> = info.sched_nodes.iter().map(|n| self.sched.cluster.node(*n).name.clone()).collect();
+                        sched_nodes = Str::from(compress_hostlist(&names));
+                    }
                     priority = self.sched.pending_priority(JobId(c)).unwrap_or(0);
                 }
-                None if rec.is_array_meta() => reason = "JobArrayTaskLimit".into(),
+                None if rec.is_array_meta() => reason = Str::b("JobArrayTaskLimit"),
                 None => {}
             }
         }
-        if rec.state == JobState::Pending && reason == "None" {
+        if rec.state == JobState::Pending && reason == "None" && want.has(F::Reason) {
             // Not evaluated by a cycle yet: the reasons known without one.
             if let Some(h) = rec.spec.held {
-                reason = match h {
+                reason = Str::b(match h {
                     HoldKind::User => "JobHeldUser",
                     HoldKind::Admin => "JobHeldAdmin",
-                }
-                .into();
+                });
             } else if rec.spec.dependency_pending {
-                reason = "Dependency".into();
+                reason = Str::b("Dependency");
             } else if rec.spec.begin_time.is_some_and(|b| b as i64 > wall_now()) {
-                reason = "BeginTime".into();
+                reason = Str::b("BeginTime");
             }
         }
         if rec.state == JobState::Pending {
             // A hold shows at once, as in Slurm, not after the next scheduling cycle.
             match rec.spec.held {
-                Some(HoldKind::User) => reason = "JobHeldUser".into(),
-                Some(HoldKind::Admin) => reason = "JobHeldAdmin".into(),
+                Some(HoldKind::User) => reason = Str::b("JobHeldUser"),
+                Some(HoldKind::Admin) => reason = Str::b("JobHeldAdmin"),
                 None => {}
             }
         }
         if let Some(r) = &rec.reason {
-            reason = r.clone();
+            reason = Str::b(r);
         }
         // A pending job shows when it is expected to start; without an estimate, its begin
         // time (`--begin`, a requeue's hold-off), as Slurm sets `start_time` to it. Either
@@ -1089,100 +1136,122 @@ impl Controller {
         let shown_start = rec.start_time.or(expected).or_else(|| {
             (rec.state == JobState::Pending).then_some(rec.spec.begin_time.map(|b| b as i64)).flatten()
         });
-        let gpu_alloc = rec
-            .allocs
-            .iter()
-            .zip(&rec.nodes)
-            .map(|(a, n)| (n.clone(), a.part.gpus.0))
-            .collect();
-        let num_cpus = if rec.allocs.is_empty() {
-            (rec.spec.request.cpu_milli_per_node / 1000) as u32 * rec.num_nodes.max(1)
-        } else {
-            rec.allocs.iter().map(|a| (a.part.cpu_milli / 1000) as u32).sum()
-        };
-        JobInfo {
-            job_id: rec.id,
-            array_job_id: rec.array_job_id,
-            array_task_id: if rec.is_array_meta() { None } else { rec.array_task_id },
-            array_task_str: rec.array_task_str(),
-            name: rec.name.clone(),
-            user: rec.user.clone(),
-            uid: rec.uid,
-            gid: rec.gid,
-            account: rec.account.clone(),
-            partition: rec.partition.clone(),
-            qos: rec.qos.clone(),
-            state: Some(rec.state.to_wire()),
-            reason,
-            reason_detail: detail,
-            priority,
-            nice: rec.spec.nice,
-            submit_time: rec.submit_time,
-            eligible_time: rec.spec.begin_time.map(|b| b as i64),
-            start_time: shown_start,
-            end_time: rec.end_time.or_else(|| shown_start.zip(rec.time_limit_min).map(|(s, l)| s + i64::from(l) * 60)),
-            time_limit: Some(rec.time_limit_min.map_or(TimeLimitWire::Unlimited, TimeLimitWire::Minutes)),
-            nodes: compress_hostlist(&rec.nodes),
-            sched_nodes,
-            num_nodes: if rec.nodes.is_empty() { rec.num_nodes } else { rec.nodes.len() as u32 },
+        let gpu_alloc = pick!(GpuAlloc, rec.allocs.iter().zip(&rec.nodes).map(|(a, n)| (Str::b(n), a.part.gpus.0)).collect());
+        let num_cpus = pick!(
+            NumCpus,
+            if rec.allocs.is_empty() {
+                (rec.spec.request.cpu_milli_per_node / 1000) as u32 * rec.num_nodes.max(1)
+            } else {
+                rec.allocs.iter().map(|a| (a.part.cpu_milli / 1000) as u32).sum()
+            }
+        );
+        JobView {
+            job_id: pick!(JobId, rec.id),
+            array_job_id: pick!(ArrayJobId, rec.array_job_id),
+            array_task_id: pick!(ArrayTaskId, if rec.is_array_meta() { None } else { rec.array_task_id }),
+            array_task_str: pick!(ArrayTaskStr, rec.array_task_str().map(Str::from)),
+            name: pick!(Name, Str::b(&rec.name)),
+            user: pick!(User, Str::b(&rec.user)),
+            uid: pick!(Uid, rec.uid),
+            gid: pick!(Gid, rec.gid),
+            account: pick!(Account, Str::b(&rec.account)),
+            partition: pick!(Partition, Str::b(&rec.partition)),
+            qos: pick!(Qos, Str::b(&rec.qos)),
+            state: pick!(State, Some(rec.state.to_wire())),
+            reason: pick!(Reason, reason),
+            reason_detail: pick!(ReasonDetail, detail),
+            priority: pick!(Priority, priority),
+            nice: pick!(Nice, rec.spec.nice),
+            submit_time: pick!(SubmitTime, rec.submit_time),
+            eligible_time: pick!(EligibleTime, rec.spec.begin_time.map(|b| b as i64)),
+            start_time: pick!(StartTime, shown_start),
+            end_time: pick!(EndTime, rec.end_time.or_else(|| shown_start.zip(rec.time_limit_min).map(|(s, l)| s + i64::from(l) * 60))),
+            time_limit: pick!(TimeLimit, Some(rec.time_limit_min.map_or(TimeLimitWire::Unlimited, TimeLimitWire::Minutes))),
+            nodes: pick!(Nodes, if rec.nodes.is_empty() { Str::default() } else { Str::from(compress_hostlist(&rec.nodes)) }),
+            sched_nodes: pick!(SchedNodes, sched_nodes),
+            num_nodes: pick!(NumNodes, if rec.nodes.is_empty() { rec.num_nodes } else { rec.nodes.len() as u32 }),
             num_cpus,
-            num_tasks: rec.ntasks,
-            cpus_per_task: rec.cpus_per_task,
-            mem_per_node_mib: rec.mem_per_node_mib,
-            gpus: rec.gpus,
-            gres: rec
+            num_tasks: pick!(NumTasks, rec.ntasks),
+            cpus_per_task: pick!(CpusPerTask, rec.cpus_per_task),
+            mem_per_node_mib: pick!(MemPerNodeMib, rec.mem_per_node_mib),
+            gpus: pick!(Gpus, rec.gpus),
+            gres: pick!(Gres, rec
                 .gres
                 .iter()
-                .map(|(n, t, c)| flotilla_proto::GresSpec {
-                    name: n.clone(),
-                    gpu_type: t.clone(),
+                .map(|(n, t, c)| flotilla_proto::GresView {
+                    name: Str::b(n),
+                    gpu_type: t.as_deref().map(Str::b),
                     count: *c,
                 })
-                .collect(),
+                .collect()),
             gpu_alloc,
-            work_dir: rec.work_dir.clone(),
-            stdout: rec.stdout.clone(),
-            stderr: rec.stderr.clone(),
-            dependency: rec.dependency.clone(),
-            exit_code: rec.exit_code,
-            exit_signal: rec.exit_signal,
-            restarts: rec.restarts,
-            requeue: rec.requeue,
-            batch_host: rec.nodes.first().cloned().unwrap_or_default(),
-            topology: rec.topology.clone(),
-            preemptible: rec.spec.preemptible,
-            held: rec.spec.held.is_some(),
-            exclusive: rec.exclusive,
-            required_nodes: rec.required_nodes.clone(),
-            excluded_nodes: rec.excluded_nodes.clone(),
-            comment: rec.comment.clone(),
-            preempt_count: rec.spec.preempt_count,
-            last_checkpoint_ack: rec.last_checkpoint_ack,
-            borrowed: self
+            work_dir: pick!(WorkDir, Str::b(&rec.work_dir)),
+            stdout: pick!(Stdout, rec.stdout.as_deref().map(Str::b)),
+            stderr: pick!(Stderr, rec.stderr.as_deref().map(Str::b)),
+            dependency: pick!(Dependency, rec.dependency.as_deref().map(Str::b)),
+            exit_code: pick!(ExitCode, rec.exit_code),
+            exit_signal: pick!(ExitSignal, rec.exit_signal),
+            restarts: pick!(Restarts, rec.restarts),
+            requeue: pick!(Requeue, rec.requeue),
+            batch_host: pick!(BatchHost, rec.nodes.first().map_or_else(Str::default, |n| Str::b(n))),
+            topology: pick!(Topology, Str::b(&rec.topology)),
+            preemptible: pick!(Preemptible, rec.spec.preemptible),
+            held: pick!(Held, rec.spec.held.is_some()),
+            exclusive: pick!(Exclusive, rec.exclusive),
+            required_nodes: pick!(RequiredNodes, rec.required_nodes.iter().map(|s| Str::b(s)).collect()),
+            excluded_nodes: pick!(ExcludedNodes, rec.excluded_nodes.iter().map(|s| Str::b(s)).collect()),
+            comment: pick!(Comment, rec.comment.as_deref().map(Str::b)),
+            preempt_count: pick!(PreemptCount, rec.spec.preempt_count),
+            last_checkpoint_ack: pick!(LastCheckpointAck, rec.last_checkpoint_ack),
+            borrowed: pick!(Borrowed, self
                 .sched
                 .running()
                 .get(&rec.spec.id)
-                .is_some_and(|r| r.allocs.iter().any(|a| a.borrowed)),
-            service_id: rec.service,
-            command: rec.command.clone(),
-            tres_per_job: rec.tres_per_job.clone(),
-            tres_per_task: rec.tres_per_task.clone(),
-            mem_per_cpu_mib: rec.mem_per_cpu_mib,
+                .is_some_and(|r| r.allocs.iter().any(|a| a.borrowed))),
+            service_id: pick!(ServiceId, rec.service),
+            command: pick!(Command, rec.command.as_deref().map(Str::b)),
+            tres_per_job: pick!(TresPerJob, rec.tres_per_job.as_deref().map(Str::b)),
+            tres_per_task: pick!(TresPerTask, rec.tres_per_task.as_deref().map(Str::b)),
+            mem_per_cpu_mib: pick!(MemPerCpuMib, rec.mem_per_cpu_mib),
         }
     }
 
+    /// The records a job query selects, in job-id order.
+    fn query_matches<'a>(&'a self, q: &'a JobQuery) -> impl Iterator<Item = &'a JobRecord> + 'a {
+        self.jobs
+            .values()
+            .filter(|r| q.include_finished || !r.state.is_finished())
+            .filter(|r| q.jobs.is_empty() || q.jobs.iter().any(|j| ref_matches(j, r)))
+            .filter(|r| matches_filter(r, &q.filter, &self.sched))
+    }
+
     fn query_jobs(&self, q: &JobQuery) -> Vec<JobInfo> {
-        // Sized up front: a JobInfo is large, and doubling a 10,000-job answer copies it thrice.
-        let mut out = Vec::with_capacity(if q.jobs.is_empty() { self.jobs.len() } else { q.jobs.len() });
-        out.extend(
-            self.jobs
-                .values()
-                .filter(|r| q.include_finished || !r.state.is_finished())
-                .filter(|r| q.jobs.is_empty() || q.jobs.iter().any(|j| ref_matches(j, r)))
-                .filter(|r| matches_filter(r, &q.filter, &self.sched))
-                .map(|r| self.job_info(r)),
-        );
-        out
+        self.query_matches(q).map(|r| self.job_info(r)).collect()
+    }
+
+    /// `squeue`'s query: the fields asked for of each job `q.query` selects, encoded from
+    /// views of the records.
+    fn query_queue(&self, q: &flotilla_proto::QueueQuery) -> Response {
+        let want = FieldSet::of(&q.fields);
+        match flotilla_proto::QueueRows::encode(&q.fields, self.query_matches(&q.query).map(|r| self.job_view(r, want))) {
+            Ok(rows) => Response::Queue(rows),
+            Err(e) => {
+                error!("cannot encode a queue query's answer: {e}");
+                Response::Error(SlurmError::new(ESLURM_INTERNAL))
+            }
+        }
+    }
+
+    /// `Response::Jobs` for `q`, encoded straight from views of the records.
+    fn query_jobs_encoded(&self, q: &JobQuery) -> Reply {
+        let recs: Vec<&JobRecord> = self.query_matches(q).collect();
+        match flotilla_proto::jobview::encode_jobs_response(recs.iter().map(|r| self.job_view(r, FieldSet::ALL))) {
+            Ok(bytes) => Reply::Encoded(bytes),
+            Err(e) => {
+                error!("cannot encode a job query's answer: {e}");
+                Reply::Msg(Response::Error(SlurmError::new(ESLURM_INTERNAL)))
+            }
+        }
     }
 
     fn query_nodes(&self, q: &NodeQuery) -> Vec<NodeInfo> {
@@ -1999,7 +2068,7 @@ impl Controller {
                     Response::Error(SlurmError::new(ESLURM_INTERNAL))
                 }
             };
-            let _ = tx.send(r);
+            let _ = tx.send(r.into());
         }
         let out = std::mem::take(&mut self.node_out);
         for (nid, o) in out {

@@ -13,7 +13,7 @@
 //! The same server, without an owner task, is `sackd`: it only issues credentials to local
 //! peers.
 
-use crate::ctld::{wall_now, Event, Ident};
+use crate::ctld::{wall_now, Event, Ident, Reply};
 use flotilla_proto::errno::*;
 use flotilla_proto::{
     decode_frame_max, encode_frame, negotiate, Frame, ProtoError, Request, Response, SlurmError, Verifier,
@@ -193,6 +193,17 @@ async fn write_frame<W: AsyncWrite + Unpin>(wr: &mut W, f: &Frame) -> Result<(),
     Ok(())
 }
 
+/// Writes the owner task's answer to request `id`.
+async fn write_reply<W: AsyncWrite + Unpin>(wr: &mut W, id: u64, reply: Reply) -> Result<(), ProtoError> {
+    match reply {
+        Reply::Msg(body) => write_frame(wr, &Frame::Response { id, body }).await,
+        Reply::Encoded(body) => {
+            wr.write_all(&flotilla_proto::encode_response_frame(id, &body)?).await?;
+            Ok(())
+        }
+    }
+}
+
 fn authenticate(peer: &Peer, auth: Option<&flotilla_proto::Credential>, shared: &Shared) -> Result<Ident, SlurmError> {
     let admin = |uid: u32| uid == 0 || uid == shared.slurm_uid;
     match peer {
@@ -294,7 +305,7 @@ where
                 continue;
             }
         };
-        let body = match body {
+        let body: Reply = match body {
             Request::IssueCredential => match peer {
                 Peer::Unix { uid, gid, .. } => Response::Credential(shared.verifier.key().sign(
                     uid,
@@ -302,19 +313,20 @@ where
                     &shared.host,
                     wall_now().max(0) as u64,
                     shared.issue_ttl_s,
-                )),
-                Peer::Tcp(_) => Response::Error(SlurmError::new(ESLURM_ACCESS_DENIED)),
+                ))
+                .into(),
+                Peer::Tcp(_) => Response::Error(SlurmError::new(ESLURM_ACCESS_DENIED)).into(),
             },
-            Request::Ping => Response::Pong,
+            Request::Ping => Response::Pong.into(),
             Request::Register(reg) => {
                 if !ident.admin {
                     warn!(peer = %peer, uid = ident.uid, "node registration by a non-admin refused");
-                    Response::Error(SlurmError::new(ESLURM_ACCESS_DENIED))
+                    Response::Error(SlurmError::new(ESLURM_ACCESS_DENIED)).into()
                 } else if let Some(tx) = shared.tx.clone() {
                     node_session(rd, wr, buf, tx, id, reg, shared.clone(), shutdown).await;
                     return;
                 } else {
-                    Response::Error(SlurmError::new(ESLURM_NOT_SUPPORTED))
+                    Response::Error(SlurmError::new(ESLURM_NOT_SUPPORTED)).into()
                 }
             }
             req => match &shared.tx {
@@ -328,10 +340,10 @@ where
                         Err(_) => return,
                     }
                 }
-                None => Response::Error(SlurmError::new(ESLURM_NOT_SUPPORTED)),
+                None => Response::Error(SlurmError::new(ESLURM_NOT_SUPPORTED)).into(),
             },
         };
-        if write_frame(&mut wr, &Frame::Response { id, body }).await.is_err() {
+        if write_reply(&mut wr, id, body).await.is_err() {
             return;
         }
     }
@@ -368,8 +380,8 @@ async fn node_session<R, W>(
         return;
     }
     let Ok(resp) = orx.await else { return };
-    let ok = resp == Response::Registered;
-    if write_frame(&mut wr, &Frame::Response { id, body: resp }).await.is_err() || !ok {
+    let ok = resp == Reply::Msg(Response::Registered);
+    if write_reply(&mut wr, id, resp).await.is_err() || !ok {
         return;
     }
     info!(node = %node, conn, "node session open");
