@@ -300,7 +300,9 @@ pub fn job_record(j: &JobInfo, flags: ShowFlags, now: i64, gpu_types: &BTreeMap<
     ));
     let acct = if j.account.is_empty() { "(null)" } else { j.account.as_str() };
     l.push(format!("   Priority={} Nice={} Account={acct} QOS={}", j.priority, j.nice, j.qos));
-    l.push(format!("   JobState={} Reason={} Dependency={}", st.as_str(), j.reason, jobfmt::dependency_str(&v)));
+    // Slurm's scontrol prints a free-text reason with its blanks as underscores
+    // (`job_requeued_in_held_state`).
+    l.push(format!("   JobState={} Reason={} Dependency={}", st.as_str(), j.reason.replace(' ', "_"), jobfmt::dependency_str(&v)));
     l.push(format!(
         "   Requeue={} Restarts={} BatchFlag=1 Reboot=0 ExitCode={}:{}",
         u8::from(j.requeue),
@@ -816,6 +818,20 @@ mod tests {
         assert!(lines.contains(&"   NodeList= SchedNodeList=gpu02".to_string()), "{lines:#?}");
         assert!(lines.contains(&"   TresPerJob=gres:gpu:4".to_string()), "{lines:#?}");
         assert!(!lines.iter().any(|l| l.starts_with("   SchedNodeList")));
+    }
+
+    /// A free-text reason is printed with underscores for blanks, as Slurm 22.05's scontrol
+    /// prints `Reason=job_requeued_in_held_state`.
+    #[test]
+    fn free_text_reason_has_underscores() {
+        let j = JobInfo {
+            job_id: 58,
+            state: Some(JobStateWire::Pending),
+            reason: "job requeued in held state".into(),
+            ..JobInfo::default()
+        };
+        let lines = job_record(&j, ShowFlags::default(), 0, &BTreeMap::new());
+        assert!(lines.iter().any(|l| l.contains(" Reason=job_requeued_in_held_state ")), "{lines:#?}");
     }
 
     #[test]

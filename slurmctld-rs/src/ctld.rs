@@ -912,6 +912,10 @@ impl Controller {
                     error.get_or_insert(SlurmError::new(ESLURM_JOB_NOT_PENDING));
                     continue;
                 }
+                if rec.reason.as_deref() == Some(REQUEUE_HOLD_REASON) {
+                    // A new hold shows as such; a release shows what the job waits for next.
+                    rec.reason = None;
+                }
                 match h.op {
                     HoldOp::Hold => rec.spec.held = Some(if ident.admin { HoldKind::Admin } else { HoldKind::User }),
                     HoldOp::UserHold => rec.spec.held = Some(HoldKind::User),
@@ -2133,6 +2137,10 @@ pub fn requeue_begin(now: i64, holdoff: i64) -> u64 {
     (now + holdoff.max(0)).max(0) as u64
 }
 
+/// The reason a job requeued with a hold shows until it is released (Slurm 22.05
+/// `job_requeue`'s `state_desc`; `scontrol` prints it with underscores, `squeue` as is).
+pub const REQUEUE_HOLD_REASON: &str = "job requeued in held state";
+
 fn reset_for_requeue(rec: &mut JobRecord, hold: bool) {
     rec.state = JobState::Pending;
     rec.restarts += 1;
@@ -2149,6 +2157,7 @@ fn reset_for_requeue(rec: &mut JobRecord, hold: bool) {
     rec.acct.eligible_time = None;
     if hold {
         rec.spec.held = Some(HoldKind::User);
+        rec.reason = Some(REQUEUE_HOLD_REASON.into());
     }
 }
 

@@ -134,6 +134,19 @@ fn dependencies_time_limits_hold_requeue() {
     assert_eq!(ledger.lock().unwrap().starts.get(&(rq, 1)), Some(&1));
     assert_eq!(ledger.lock().unwrap().notices.last(), Some(&(rq, flotilla_proto::StopCause::Requeued)));
 
+    // Requeue with a hold (`scontrol requeuehold`): PENDING with Slurm's `job requeued in held
+    // state` until released, then BeginTime (checked on Slurm 22.05), then it runs again.
+    let rh = submit(&env, &ctl, job(2001, 1500, 0));
+    wait_state(&env, &ctl, rh, JobStateWire::Running);
+    call(&env, ctl.addr, 2001, Request::Requeue(RequeueJob { jobs: vec![JobRef::id(rh)], hold: true })).unwrap();
+    assert!(wait_for(5, || state_of(&env, &ctl, rh).unwrap().reason == "job requeued in held state"));
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    assert_eq!(state_of(&env, &ctl, rh).unwrap().state, Some(JobStateWire::Pending), "held: does not run");
+    call(&env, ctl.addr, 2001, Request::HoldRelease(HoldRelease { jobs: vec![JobRef::id(rh)], op: HoldOp::Release })).unwrap();
+    let j = state_of(&env, &ctl, rh).unwrap();
+    assert_eq!((j.state, j.reason.as_str()), (Some(JobStateWire::Pending), "BeginTime"));
+    assert_eq!(wait_state(&env, &ctl, rh, JobStateWire::Completed).restarts, 1);
+
     // A node reboots (new boot epoch) under a running job: the job is requeued and runs again.
     let victim = submit(&env, &ctl, job(2001, 2000, 0));
     let j = wait_state(&env, &ctl, victim, JobStateWire::Running);
