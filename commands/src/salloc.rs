@@ -59,7 +59,7 @@ pub fn run(args: &[String], io: &mut Io<'_>) -> i32 {
     };
     job.uid = common::my_uid();
     job.gid = common::my_gid();
-    job.user = common::user_name(job.uid);
+    // `job.user` stays empty: the controller names the user from the uid it authenticated.
     job.submit_host = common::hostname();
     job.environment = crate::sbatch::environment_for(opts.export.as_deref());
     let info = match alloc::allocate(&ctl, opts.job, "salloc", io) {

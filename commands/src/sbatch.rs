@@ -312,7 +312,7 @@ fn main(args: &[String], io: &mut Io<'_>) -> Result<i32, Fatal> {
     };
     job.uid = common::my_uid();
     job.gid = common::my_gid();
-    job.user = common::user_name(job.uid);
+    // `job.user` stays empty: the controller names the user from the uid it authenticated.
     job.submit_host = common::hostname();
     // Slurm 22.05 sbatch `opt.c` `_opt_verify`: --ntasks-per-node without -n asks for
     // nodes × ntasks-per-node tasks (SLURM_NTASKS in the job, srun's default task count).

@@ -283,7 +283,7 @@ fn main(args: &[String], io: &mut Io<'_>) -> Result<i32, Fatal> {
             job.work_dir = work_dir.clone();
             job.uid = common::my_uid();
             job.gid = common::my_gid();
-            job.user = common::user_name(job.uid);
+            // `job.user` stays empty: the controller names the user from the uid it authenticated.
             job.submit_host = common::hostname();
             job.environment = environment.clone();
             match alloc::allocate(&ctl, opts.job, "srun", io) {

@@ -20,3 +20,4 @@ pub mod server;
 pub mod service;
 pub mod store;
 pub mod svcstore;
+pub mod users;

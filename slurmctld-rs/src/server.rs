@@ -49,6 +49,8 @@ pub struct Shared {
     pub auth_failures: Arc<AtomicU64>,
     /// Caps concurrent connections.
     pub conns: Arc<Semaphore>,
+    /// Names of the users requests are for (never the name a command claims).
+    pub user_names: crate::users::UserNames,
     next_conn: AtomicU64,
 }
 
@@ -72,6 +74,7 @@ impl Shared {
             issue_ttl_s: flotilla_proto::auth::DEFAULT_TTL_S,
             auth_failures,
             conns: Arc::new(Semaphore::new(max_conns)),
+            user_names: crate::users::UserNames::new(),
             next_conn: AtomicU64::new(1),
         }
     }
@@ -204,6 +207,23 @@ async fn write_reply<W: AsyncWrite + Unpin>(wr: &mut W, id: u64, reply: Reply) -
     }
 }
 
+/// A submission or service carries the name of the uid it is for, from the password
+/// database ([`crate::users`]), whatever name the command sent (the owner task refuses a uid
+/// that is not the caller's unless the caller is an admin).
+async fn name_the_user(req: Request, shared: &Shared) -> Request {
+    match req {
+        Request::SubmitJob(mut s) => {
+            s.user = shared.user_names.name(s.uid).await;
+            Request::SubmitJob(s)
+        }
+        Request::ServiceCreate(mut c) => {
+            c.user = shared.user_names.name(c.uid).await;
+            Request::ServiceCreate(c)
+        }
+        r => r,
+    }
+}
+
 fn authenticate(peer: &Peer, auth: Option<&flotilla_proto::Credential>, shared: &Shared) -> Result<Ident, SlurmError> {
     let admin = |uid: u32| uid == 0 || uid == shared.slurm_uid;
     match peer {
@@ -331,6 +351,7 @@ where
             }
             req => match &shared.tx {
                 Some(tx) => {
+                    let req = name_the_user(req, &shared).await;
                     let (otx, orx) = oneshot::channel();
                     if tx.send(Event::Rpc { ident, req, reply: otx }).await.is_err() {
                         return;

@@ -45,6 +45,15 @@ fn credentials_and_permissions() {
     j.uid = 0;
     assert_eq!(err_code(call(&env, ctl.addr, 2001, Request::SubmitJob(Box::new(j))).unwrap()), (ESLURM_USER_ID_MISSING, "Invalid user id".into()));
 
+    // The name a job shows is the password database's for its uid, not the one the command
+    // sent (a claimed name would also pick another user's default account).
+    let mut claim = job(2001, 10, 0);
+    claim.user = "bob".into();
+    let Ok(Response::Submitted(s)) = call(&env, ctl.addr, 2001, Request::SubmitJob(Box::new(claim))) else { panic!() };
+    let shown = all_jobs(&env, ctl.addr).into_iter().find(|j| j.job_id == s.job_id).unwrap().user;
+    assert_eq!(shown, flotilla_slurmctld::users::lookup(2001));
+    assert_ne!(shown, "bob");
+
     // Alice's job; Bob may not touch it (goldens 0250, 0222).
     let Ok(Response::Submitted(s)) = call(&env, ctl.addr, 2001, Request::SubmitJob(Box::new(job(2001, 10, 0)))) else { panic!() };
     let id = s.job_id;
