@@ -291,17 +291,25 @@ impl NodeCgroups {
     }
 
     /// The end of step `step_id` on this node: SIGKILLs what is left in its cgroup, waits
-    /// (bounded) for it to empty and removes it. A step of a job already released is drained
-    /// with its job.
+    /// (bounded) for it to empty and removes it — unless the OOM killer killed one of its
+    /// processes: cgroup v1 records that only in the step's own cgroup, so the empty cgroup
+    /// stays (with the record) until the job's release, for the job's end to read. A step of a
+    /// job already released is drained with its job.
     pub fn end_step(&self, job_id: u64, step_id: u32) {
         let cgroup = {
             let mut st = self.state();
             st.jobs.get_mut(&job_id).and_then(|j| j.steps.remove(&step_id))
         };
-        if let Some(cg) = cgroup {
-            if let Err(e) = drain(cg.as_ref(), DRAIN_WAIT) {
-                warn!(job = job_id, step = step_id, "step cgroup not removed: {e}");
+        let Some(cg) = cgroup else { return };
+        if cg.oom_killed().unwrap_or(false) {
+            info!(job = job_id, step = step_id, "a process of the step was OOM-killed: its cgroup stays until the job ends");
+            if let Err(e) = kill_until_empty(cg.as_ref(), DRAIN_WAIT) {
+                warn!(job = job_id, step = step_id, "step cgroup: {e}");
             }
+            return;
+        }
+        if let Err(e) = drain(cg.as_ref(), DRAIN_WAIT) {
+            warn!(job = job_id, step = step_id, "step cgroup not removed: {e}");
         }
     }
 
@@ -379,11 +387,17 @@ impl NodeCgroups {
 
 /// SIGKILLs `cg`'s tree until it is empty (at most `wait`), then removes it.
 fn drain(cg: &dyn JobCgroup, wait: Duration) -> Result<(), ConfineError> {
+    kill_until_empty(cg, wait)?;
+    cg.destroy()
+}
+
+/// SIGKILLs `cg`'s tree until it is empty (at most `wait`).
+fn kill_until_empty(cg: &dyn JobCgroup, wait: Duration) -> Result<(), ConfineError> {
     let t0 = Instant::now();
     loop {
         let _ = cg.signal_all(SIGKILL);
         if cg.pids()?.is_empty() {
-            return cg.destroy();
+            return Ok(());
         }
         if t0.elapsed() > wait {
             return Err(ConfineError::Io {
