@@ -77,17 +77,17 @@ pub struct BatchCgroups {
 }
 
 impl BatchCgroups {
-    /// Re-opens the job's cgroup and creates the batch step's: `(job, step)`. Errors: the
-    /// confinement's, or [`ConfineError::Unsupported`] for an unknown kind.
-    pub fn open(&self) -> Result<(Box<dyn JobCgroup>, Box<dyn JobCgroup>), ConfineError> {
+    /// Re-opens the job's cgroup and creates the batch step's. Errors: the confinement's, or
+    /// [`ConfineError::Unsupported`] for an unknown kind.
+    pub fn open(&self) -> Result<crate::stepd::StepdCgroups, ConfineError> {
         let confinement: Box<dyn Confinement> = match self.kind.as_str() {
             "v1" => Box::new(CgroupV1::new(&self.root, &self.node)),
             "v2" => Box::new(CgroupV2::new(&self.root, &self.node)),
             other => return Err(ConfineError::Unsupported(format!("kind {other}"))),
         };
         let job = confinement.create(&self.job)?;
-        let step = confinement.create(&self.step)?;
-        Ok((job, step))
+        let batch = confinement.create(&self.step)?;
+        Ok(crate::stepd::StepdCgroups { job, batch })
     }
 
     /// Reads `cgroup.json` of the job directory `dir`; `Ok(None)` when there is none (the

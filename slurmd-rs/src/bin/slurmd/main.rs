@@ -116,10 +116,7 @@ fn stepd_main(args: &[String]) -> anyhow::Result<()> {
     };
     // The daemon created the job's cgroup and says which to use (none: unconfined).
     let cgroups = match flotilla_slurmd::jobcg::BatchCgroups::read(&dir)? {
-        Some(b) if kind != "none" => {
-            let (job, batch) = b.open()?;
-            Some(flotilla_slurmd::stepd::StepdCgroups { job, batch })
-        }
+        Some(b) if kind != "none" => Some(b.open()?),
         _ => None,
     };
     flotilla_slurmd::stepd::run(&dir, cgroups)?;
