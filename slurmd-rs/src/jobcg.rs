@@ -25,8 +25,9 @@
 //! Restarts: the job's cgroup survives the daemon (it is the kernel's), and its name follows
 //! from (cluster, node, job), so a restarted daemon re-opens the cgroups of the jobs it
 //! re-adopts from the spool ([`NodeCgroups::open_job`] creates or re-opens) and releases them
-//! when those jobs end — it survives what the batch supervisor survives. After a reboot (new
-//! boot epoch) the daemon kills and removes the cgroups of the jobs the spool still lists. Not
+//! when those jobs end — it survives what the batch supervisor survives. At start, after
+//! re-adopting (or, after a reboot's new boot epoch, forgetting) the spool's jobs, the daemon
+//! kills and removes every other job cgroup of its node ([`NodeCgroups::sweep`]). Not
 //! covered: step tasks are children of the daemon and do not survive its restart as working
 //! tasks (their I/O threads die with it); they stay confined and are killed with their job.
 //!
@@ -378,6 +379,49 @@ impl NodeCgroups {
         }
     }
 
+    /// The directories that hold this node's job cgroups: one per v1 controller, or the v2
+    /// one; none for another kind or unconfined.
+    fn node_dirs(&self) -> Vec<PathBuf> {
+        match self.kind() {
+            Some("v1") => crate::confine::v1::REQUIRED
+                .iter()
+                .chain(crate::confine::v1::OPTIONAL)
+                .map(|c| self.root.join(c).join("flotilla").join(&self.node))
+                .collect(),
+            Some("v2") => vec![self.root.join("flotilla").join(&self.node)],
+            _ => Vec::new(),
+        }
+    }
+
+    /// Releases every job cgroup of this node that no job holds: left by jobs the daemon
+    /// forgot (a reboot's new epoch, a job directory lost from the spool) or by a cluster
+    /// stopped while jobs ran. Called once at start, after the jobs of the spool were
+    /// re-adopted ([`NodeCgroups::open_job`]). Returns the job ids released.
+    pub fn sweep(&self) -> Vec<u64> {
+        let mut found = std::collections::BTreeSet::new();
+        for dir in self.node_dirs() {
+            for e in std::fs::read_dir(&dir).into_iter().flatten().flatten() {
+                let name = e.file_name();
+                if let Some(id) = name.to_str().and_then(|n| n.strip_prefix("job_")).and_then(|n| n.parse::<u64>().ok()) {
+                    found.insert(id);
+                }
+            }
+        }
+        let held: Vec<u64> = self.state().jobs.keys().copied().collect();
+        let mut released = Vec::new();
+        for id in found.into_iter().filter(|id| !held.contains(id)) {
+            match self.open_job(id, 0, 0) {
+                Ok(()) => {
+                    warn!(job = id, "a cgroup of a job not bound here: killing what is in it and removing it");
+                    self.release(id);
+                    released.push(id);
+                }
+                Err(e) => warn!(job = id, "stale job cgroup: {e}"),
+            }
+        }
+        released
+    }
+
     /// Jobs with a cgroup here, and released ones not yet removed (for tests and logs).
     pub fn jobs(&self) -> (Vec<u64>, Vec<u64>) {
         let st = self.state();
@@ -551,6 +595,31 @@ mod tests {
         assert_eq!(read(&mem.join("memory.limit_in_bytes")), (32u64 << 20).to_string());
         cgs.release(9);
         assert!(!mem.exists() && !dev.exists());
+    }
+
+    /// At start, the cgroups of jobs the daemon does not hold are killed and removed; those of
+    /// re-adopted jobs stay.
+    #[test]
+    fn sweep_removes_the_cgroups_of_jobs_not_held() {
+        let tmp = tempfile::tempdir().unwrap();
+        for c in ["memory", "devices"] {
+            std::fs::create_dir_all(tmp.path().join(c)).unwrap();
+            std::fs::write(tmp.path().join(c).join("cgroup.procs"), "").unwrap();
+            for j in ["job_3/step_0", "job_4/step_batch"] {
+                std::fs::create_dir_all(tmp.path().join(c).join("flotilla/c_n1").join(j)).unwrap();
+            }
+            std::fs::create_dir_all(tmp.path().join(c).join("flotilla/c_n1/not_a_job")).unwrap();
+        }
+        let cgs = NodeCgroups::new(Some(Box::new(CgroupV1::new(tmp.path(), "c_n1"))), tmp.path(), "c_n1", gpus(2));
+        cgs.open_job(4, 0b11, 0).unwrap();
+        assert_eq!(cgs.sweep(), vec![3]);
+        for c in ["memory", "devices"] {
+            let node = tmp.path().join(c).join("flotilla/c_n1");
+            assert!(!node.join("job_3").exists(), "{c}");
+            assert!(node.join("job_4/step_batch").is_dir() && node.join("not_a_job").is_dir(), "{c}");
+        }
+        assert_eq!(cgs.jobs(), (vec![4], vec![]));
+        assert!(NodeCgroups::none().sweep().is_empty());
     }
 
     #[test]

@@ -171,6 +171,8 @@ impl Daemon {
             info!(epoch, "same boot: re-adopting jobs");
             d.recover();
         }
+        // Cgroups of jobs not re-adopted (step tasks of an earlier daemon included) go.
+        d.opts.cgroups.sweep();
         Ok(d)
     }
 
@@ -207,13 +209,7 @@ impl Daemon {
         while dirs.iter().any(|(_, _, done, p)| !done && stepd::alive(&JobDir(p.clone()))) && t0.elapsed() < Duration::from_secs(10) {
             std::thread::sleep(Duration::from_millis(20));
         }
-        for (j, _, done, p) in dirs {
-            if !done {
-                // Whatever is left of the job (step tasks of the old daemon) goes with its cgroup.
-                if self.opts.cgroups.open_job(j, 0, 0).is_ok() {
-                    self.opts.cgroups.release(j);
-                }
-            }
+        for (_, _, _, p) in dirs {
             let _ = if p.is_dir() { std::fs::remove_dir_all(&p) } else { std::fs::remove_file(&p) };
         }
     }
