@@ -436,3 +436,97 @@ fn an_srun_task_over_the_jobs_memory_ends_it_out_of_memory() {
     let status = std::fs::read_to_string(w.join("status.txt")).unwrap();
     assert_ne!(status, "srun=0\n", "the task was killed");
 }
+
+/// A process this test started, SIGKILLed on drop.
+struct Started(std::process::Child);
+
+impl Drop for Started {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// The job's cgroup outlives its node daemon: SIGKILL the non-batch node's `slurmd` while
+/// the job's tasks run there (they live on, orphaned, still in the job's cgroup), start it
+/// again (same boot: it re-adopts the job and re-opens its cgroup, and its start-up sweep of
+/// stale cgroups leaves the job's alone), then `scancel`: the restarted daemon kills every
+/// process of the job there (the old daemon's tasks included) and removes the cgroups.
+#[test]
+fn a_restarted_node_daemon_readopts_the_job_cgroup_and_its_kill_reaches_the_old_tasks() {
+    if !root_enabled() {
+        return;
+    }
+    let mode = cgroup_mode();
+    let cluster = format!("extrst{}", std::process::id());
+    let _cleanup = CgCleanup(cluster.clone());
+    let dev = FakeDev::new(GPUS);
+    let conf = config(&cluster, &dev.dir);
+    let c = LocalCluster::start_with(Some(conf.path()), |o| o.cgroup = "auto".into());
+    let w = c.dir().join("work");
+    std::fs::create_dir_all(&w).unwrap();
+    let mark = format!("2{}", std::process::id());
+    let (fg, bg) = (format!("{mark}.25"), format!("{mark}.75"));
+    // The script outlives srun (which gives up on the step when a node's daemon dies).
+    let id = sbatch(
+        &c,
+        &w,
+        &format!(
+            "#!/bin/sh\n#SBATCH -N 2 --ntasks-per-node=1 -o batch.out\n\
+             srun sh -c 'setsid sleep {bg} < /dev/null > /dev/null 2>&1 & exec sleep {fg}' &\n\
+             exec sleep 3{}\n",
+            std::process::id()
+        ),
+    );
+    let on_gpu02 = || -> Vec<i32> {
+        processes_with(&mark)
+            .into_iter()
+            .filter(|(pid, _)| {
+                std::fs::read_to_string(format!("/proc/{pid}/cgroup"))
+                    .is_ok_and(|cg| cg.contains(&format!("/flotilla/{cluster}_gpu02/job_{id}/step_0")))
+            })
+            .map(|(pid, _)| pid)
+            .collect()
+    };
+    wait_until("2 task processes in the job's cgroup on gpu02", 60, || on_gpu02().len() == 2, || {
+        format!("{:?}\n{}", processes_with(&mark), logs(&c))
+    });
+    let tasks = on_gpu02();
+    // gpu02's daemon: the third daemon (controller, gpu01, gpu02).
+    let pid = c.pids()[2];
+    let cmdline = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap();
+    let argv: Vec<String> = cmdline.split(|&b| b == 0).filter(|a| !a.is_empty()).map(|a| String::from_utf8_lossy(a).into_owned()).collect();
+    assert!(argv.windows(2).any(|w| w[0] == "-N" && w[1] == "gpu02"), "{argv:?}");
+    nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid), nix::sys::signal::Signal::SIGKILL).unwrap();
+    wait_until("the old daemon to be gone", 10, || !Path::new(&format!("/proc/{pid}/cmdline")).exists() || std::fs::read(format!("/proc/{pid}/cmdline")).is_ok_and(|c| c.is_empty()), String::new);
+    std::thread::sleep(Duration::from_millis(300));
+    assert_eq!(on_gpu02(), tasks, "the tasks outlive their daemon, in the job's cgroup");
+    let log_path = c.dir().join("slurmd-gpu02.log");
+    let before = std::fs::read_to_string(&log_path).unwrap_or_default().matches("re-adopted").count();
+    let log = std::fs::OpenOptions::new().append(true).open(&log_path).unwrap();
+    let restarted = Started(
+        std::process::Command::new(&argv[0])
+            .args(&argv[1..])
+            .stdin(std::process::Stdio::null())
+            .stdout(log.try_clone().unwrap())
+            .stderr(log)
+            .spawn()
+            .unwrap(),
+    );
+    wait_until("the restarted daemon to re-adopt the job and register", 30, || {
+        let text = std::fs::read_to_string(&log_path).unwrap_or_default();
+        text.matches("re-adopted").count() > before && text.rsplit("re-adopted").next().is_some_and(|t| t.contains("registered"))
+    }, || logs(&c));
+    std::thread::sleep(Duration::from_millis(500));
+    assert_eq!(on_gpu02(), tasks, "the restart kept the job's tasks and cgroup");
+    let o = cmd(&c, "scancel", &[&id.to_string()], &w);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    wait_until("every task process to be gone", 30, || processes_with(&mark).is_empty(), || {
+        format!("left: {:?}\n{}", processes_with(&mark), logs(&c))
+    });
+    for n in ["gpu01", "gpu02"] {
+        let dirs = job_dirs(mode, &format!("{cluster}_{n}"), id);
+        wait_until("the job's cgroups to be removed", 30, || dirs.iter().all(|d| !d.exists()), || format!("{dirs:?}\n{}", logs(&c)));
+    }
+    drop(restarted);
+}
