@@ -19,6 +19,7 @@ use nix::mount::{mount, umount2, MntFlags, MsFlags};
 use nix::sys::stat::{makedev, mknod, Mode, SFlag};
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
+use std::os::unix::process::CommandExt;
 use std::process::{Command, Output};
 use std::time::{Duration, Instant};
 
@@ -529,4 +530,62 @@ fn a_restarted_node_daemon_readopts_the_job_cgroup_and_its_kill_reaches_the_old_
         wait_until("the job's cgroups to be removed", 30, || dirs.iter().all(|d| !d.exists()), || format!("{dirs:?}\n{}", logs(&c)));
     }
     drop(restarted);
+}
+
+/// A job of another user (alice, uid 2001, as CI creates her): its `srun` tasks join the
+/// step's cgroup (as root, before the uid change) and then run as alice, in her working
+/// directory, denied the GPUs outside the job's mask.
+#[test]
+fn tasks_of_another_user_join_the_cgroup_then_run_as_that_user() {
+    if !root_enabled() {
+        return;
+    }
+    let mode = cgroup_mode();
+    let alice = nix::unistd::User::from_name("alice")
+        .ok()
+        .flatten()
+        .expect("FLOTILLA_TEST_ROOT=1 needs user alice (uid 2001), as .ci/run creates her");
+    let cluster = format!("extusr{}", std::process::id());
+    let _cleanup = CgCleanup(cluster.clone());
+    let dev = FakeDev::new(GPUS);
+    let conf = config(&cluster, &dev.dir);
+    let c = LocalCluster::start_with(Some(conf.path()), |o| o.cgroup = "auto".into());
+    std::fs::set_permissions(c.dir(), std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    let w = c.dir().join("alice");
+    std::fs::create_dir_all(&w).unwrap();
+    std::os::unix::fs::chown(&w, Some(alice.uid.as_raw()), Some(alice.gid.as_raw())).unwrap();
+    std::fs::write(w.join("probe.sh"), PROBE).unwrap();
+    let d = dev.dir.display();
+    std::fs::write(
+        w.join("job.sh"),
+        format!(
+            "#!/bin/sh\n#SBATCH -N 2 --ntasks-per-node=1 --gpus-per-node=1 -o batch.out\n\
+             srun sh -c 'sh probe.sh task_$SLURM_PROCID.txt {d}; echo \"$(id -u) $(pwd)\" > who_$SLURM_PROCID.txt'\n"
+        ),
+    )
+    .unwrap();
+    let bins = bin_dir();
+    let o = Command::new(bins.join("sbatch"))
+        .args(["--parsable", "job.sh"])
+        .current_dir(&w)
+        .env_clear()
+        .env("PATH", format!("{}:/usr/local/bin:/usr/bin:/bin", bins.display()))
+        .env("HOME", &w)
+        .envs(c.env())
+        .uid(alice.uid.as_raw())
+        .gid(alice.gid.as_raw())
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "sbatch as alice: {}", String::from_utf8_lossy(&o.stderr));
+    let id: u64 = String::from_utf8(o.stdout).unwrap().trim().parse().unwrap();
+    wait_until("the job's end", 90, || state(&c, &w, id) == "COMPLETED", || {
+        format!("state {}\n{}\n{}", state(&c, &w, id), std::fs::read_to_string(w.join("batch.out")).unwrap_or_default(), logs(&c))
+    });
+    for t in 0..2 {
+        let who = std::fs::read_to_string(w.join(format!("who_{t}.txt"))).unwrap();
+        assert_eq!(who, format!("{} {}\n", alice.uid, w.display()), "task {t}");
+        let p = parse_probe(&std::fs::read_to_string(w.join(format!("task_{t}.txt"))).unwrap());
+        assert_in_step(&p, mode, &format!("{cluster}_{}", p.host), id, "step_0", &format!("task {t}"));
+        assert_eq!((p.allowed.len(), p.denied.len()), (1, 3), "task {t} on {}", p.host);
+    }
 }

@@ -165,6 +165,50 @@ impl StepCgroup {
     }
 }
 
+/// What a confined task's child does between fork and exec ([`TaskJoin::in_child`]): join
+/// the step's cgroup first, as the launcher (root), then drop to the user and change to the
+/// working directory as the user (the order `std::process::Command` uses for its own `uid`
+/// and `current_dir`). Joining before the uid change matters on cgroup v2 before Linux 5.16,
+/// which checks the writer's own credentials (not the opener's) against the common ancestor's
+/// `cgroup.procs`.
+#[derive(Debug)]
+pub struct TaskJoin {
+    files: Vec<std::fs::File>,
+    user: Option<(u32, u32)>,
+    dir: std::ffi::CString,
+}
+
+impl TaskJoin {
+    /// Prepares (in the parent: opens the files, builds the path) the join of `step`, then the
+    /// change to `user` (`(uid, gid)`; `None` when the launcher is not root) and to `dir`.
+    pub fn new(step: &StepCgroup, user: Option<(u32, u32)>, dir: &str) -> Result<TaskJoin, ConfineError> {
+        let dir = std::ffi::CString::new(dir.replace('\0', "")).expect("NULs removed");
+        Ok(TaskJoin {
+            files: step.join_files()?,
+            user,
+            dir,
+        })
+    }
+
+    /// In the forked child: joins, drops supplementary groups, sets the gid and uid, changes
+    /// directory. Async-signal-safe (system calls only, on data prepared before the fork).
+    #[allow(unsafe_code)]
+    pub fn in_child(&self) -> std::io::Result<()> {
+        let check = |r: libc::c_int| if r == 0 { Ok(()) } else { Err(std::io::Error::last_os_error()) };
+        join_in_child(&self.files)?;
+        if let Some((uid, gid)) = self.user {
+            // SAFETY: plain system calls with valid arguments (an empty group list).
+            unsafe {
+                check(libc::setgroups(0, std::ptr::null()))?;
+                check(libc::setgid(gid))?;
+                check(libc::setuid(uid))?;
+            }
+        }
+        // SAFETY: chdir(2) of a NUL-terminated path owned by `self`.
+        check(unsafe { libc::chdir(self.dir.as_ptr()) })
+    }
+}
+
 /// In a forked child, before exec: joins the cgroup of `files` (from
 /// [`StepCgroup::join_files`]) by writing `0` to each. Async-signal-safe (one `write(2)` per
 /// file, no allocation), so it may run in the child of a multi-threaded process.

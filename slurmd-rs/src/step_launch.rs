@@ -15,7 +15,7 @@
 //! Threads: one per step (waits for tasks), one per output pipe, one reading `srun`'s frames.
 
 use crate::env::{compress_counts, gpu_indices, NodeFacts};
-use crate::jobcg::{NodeCgroups, StepCgroup};
+use crate::jobcg::{NodeCgroups, StepCgroup, TaskJoin};
 use crate::pattern::{self, PatternVars};
 use flotilla_proto::step::{read_msg, write_msg, LaunchStep, SrunIo, StepIo};
 use std::collections::BTreeMap;
@@ -339,25 +339,31 @@ fn run_step(msg: &LaunchStep, facts: &NodeFacts, host: &str, registry: &StepRegi
         cmd.args(&msg.argv[1..])
             .env_clear()
             .envs(task_env(msg, facts, &user, local))
-            .current_dir(work_dir)
             .process_group(0)
             .stdin(Stdio::piped());
-        if me.is_root() {
-            cmd.uid(msg.uid).gid(msg.gid);
-        }
-        if let Some(cg) = &cgroup {
-            let files = match cg.join_files() {
-                Ok(f) => f,
-                Err(e) => {
-                    fail(format!("step cgroup: {e}"));
-                    continue;
+        match &cgroup {
+            None => {
+                cmd.current_dir(work_dir);
+                if me.is_root() {
+                    cmd.uid(msg.uid).gid(msg.gid);
                 }
-            };
-            // SAFETY: the closure only calls `join_in_child`, which is async-signal-safe
-            // (write(2) on descriptors opened before the fork, no allocation).
-            #[allow(unsafe_code)]
-            unsafe {
-                cmd.pre_exec(move || crate::jobcg::join_in_child(&files));
+            }
+            // Confined: the child joins the step's cgroup, then becomes the user and changes
+            // directory ([`TaskJoin`]), all before it execs.
+            Some(cg) => {
+                let join = match TaskJoin::new(cg, me.is_root().then_some((msg.uid, msg.gid)), work_dir) {
+                    Ok(j) => j,
+                    Err(e) => {
+                        fail(format!("step cgroup: {e}"));
+                        continue;
+                    }
+                };
+                // SAFETY: the closure only calls `TaskJoin::in_child`, which is
+                // async-signal-safe (system calls on data prepared before the fork).
+                #[allow(unsafe_code)]
+                unsafe {
+                    cmd.pre_exec(move || join.in_child());
+                }
             }
         }
         let out_path = msg.stdout.as_deref().map(|p| resolve(&expand_pattern(p, msg, id, host), &msg.work_dir));
