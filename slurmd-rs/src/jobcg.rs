@@ -110,6 +110,7 @@ pub fn job_name(job_id: u64) -> String {
 
 #[derive(Debug)]
 struct Job {
+    run: u32,
     spec: ConfineSpec,
     cgroup: Arc<dyn JobCgroup>,
     steps: BTreeMap<u32, Arc<dyn JobCgroup>>,
@@ -281,13 +282,27 @@ impl NodeCgroups {
         }
     }
 
-    /// Creates job `job_id`'s cgroup with its limits on this node, or re-opens it (a daemon
-    /// restart, a duplicate bind). A cgroup of an earlier run of the job still draining is
-    /// killed and removed first (bounded wait). Errors: the confinement's (the caller fails
-    /// the launch), or an `Io` error when the earlier run's processes do not go.
-    pub fn open_job(&self, job_id: u64, gpu_mask: u64, mem_mib: u64) -> Result<(), ConfineError> {
+    /// Creates the cgroup of run `run` of job `job_id` (cgroups are named by job: a requeued
+    /// job's runs share the name) with its limits on this node, or re-opens it (a daemon
+    /// restart). A cgroup of an earlier run of the job, still held or draining, is killed and
+    /// removed first (bounded wait): the controller binds a new run only once the old one
+    /// ended. Errors: the confinement's (the caller fails the launch), or an `Io` error when
+    /// the earlier run's processes do not go.
+    pub fn open_job(&self, job_id: u64, run: u32, gpu_mask: u64, mem_mib: u64) -> Result<(), ConfineError> {
         let Some(confinement) = &self.confinement else { return Ok(()) };
         let mut st = self.state();
+        if st.jobs.get(&job_id).is_some_and(|j| j.run != run) {
+            let old = st.jobs.remove(&job_id).expect("present");
+            info!(job = job_id, old_run = old.run, run, "a new run of the job: the earlier run's cgroup goes first");
+            st.draining.insert(
+                job_id,
+                Draining {
+                    cgroup: old.cgroup,
+                    since: Instant::now(),
+                    warned: false,
+                },
+            );
+        }
         if let Some(old) = st.draining.remove(&job_id) {
             if let Err(e) = drain(old.cgroup.as_ref(), DRAIN_WAIT) {
                 st.draining.insert(job_id, old);
@@ -297,7 +312,7 @@ impl NodeCgroups {
         let spec = self.spec(job_id, gpu_mask, mem_mib);
         let cgroup: Arc<dyn JobCgroup> = Arc::from(confinement.create(&spec)?);
         let steps = st.jobs.remove(&job_id).map(|j| j.steps).unwrap_or_default();
-        st.jobs.insert(job_id, Job { spec, cgroup, steps });
+        st.jobs.insert(job_id, Job { run, spec, cgroup, steps });
         Ok(())
     }
 
@@ -385,10 +400,17 @@ impl NodeCgroups {
         }
     }
 
-    /// The job has ended on this node: SIGKILLs its tree and removes it once no process is
-    /// left (now, or in a later [`NodeCgroups::poll`]).
-    pub fn release(&self, job_id: u64) {
-        let job = self.state().jobs.remove(&job_id);
+    /// Run `run` of the job has ended on this node: SIGKILLs its tree and removes it once no
+    /// process is left (now, or in a later [`NodeCgroups::poll`]). A cgroup held by another
+    /// run of the job is left alone.
+    pub fn release(&self, job_id: u64, run: u32) {
+        let job = {
+            let mut st = self.state();
+            if st.jobs.get(&job_id).is_some_and(|j| j.run != run) {
+                return;
+            }
+            st.jobs.remove(&job_id)
+        };
         let Some(job) = job else { return };
         let _ = job.cgroup.signal_all(SIGKILL);
         self.state().draining.insert(
@@ -454,10 +476,10 @@ impl NodeCgroups {
         let held: Vec<u64> = self.state().jobs.keys().copied().collect();
         let mut released = Vec::new();
         for id in found.into_iter().filter(|id| !held.contains(id)) {
-            match self.open_job(id, 0, 0) {
+            match self.open_job(id, 0, 0, 0) {
                 Ok(()) => {
                     warn!(job = id, "a cgroup of a job not bound here: killing what is in it and removing it");
-                    self.release(id);
+                    self.release(id, 0);
                     released.push(id);
                 }
                 Err(e) => warn!(job = id, "stale job cgroup: {e}"),
@@ -541,7 +563,7 @@ mod tests {
         let cgs = NodeCgroups::new(Some(Box::new(v2)), tmp.path(), "c_n1", gpus(4));
         assert!(cgs.confined());
         // GPUs 1 and 2 (mask 0b0110), 2048 MiB.
-        cgs.open_job(42, 0b0110, 2048).unwrap();
+        cgs.open_job(42, 0, 0b0110, 2048).unwrap();
         let job = tmp.path().join("flotilla/c_n1/job_42");
         assert_eq!(read(&job.join("memory.max")), (2048u64 << 20).to_string());
         let denied = bpf::device_filter(&[(195, 0), (195, 3)]);
@@ -571,7 +593,9 @@ mod tests {
 
         // Release: gone once empty; a new step is refused.
         cgs.step(42, 1).unwrap();
-        cgs.release(42);
+        cgs.release(42, 1);
+        assert!(job.is_dir(), "another run's release leaves it");
+        cgs.release(42, 0);
         assert!(!job.exists(), "{}", job.display());
         assert_eq!(cgs.jobs(), (vec![], vec![]));
         assert!(matches!(cgs.step(42, 2), Err(ConfineError::NoJob(42))));
@@ -583,23 +607,23 @@ mod tests {
     fn signals_release_and_unconfined() {
         let fake = FakeConfinement::new();
         let cgs = NodeCgroups::new(Some(Box::new(fake.clone())), "/x", "c_n1", gpus(2));
-        cgs.open_job(5, 0b01, 0).unwrap();
+        cgs.open_job(5, 0, 0b01, 0).unwrap();
         let step = cgs.step(5, 0).unwrap().unwrap();
         step.cgroup.add_pid(100).unwrap();
         assert_eq!(cgs.signal_steps(5, 10), 1);
         assert!(fake.calls().contains(&FakeCall::SignalAll { name: "job_5/step_0".into(), signal: 10 }));
-        cgs.release(5);
+        cgs.release(5, 0);
         assert_eq!(cgs.jobs(), (vec![], vec![]), "the fake's SIGKILL emptied it: removed at once");
         assert!(fake.calls().contains(&FakeCall::SignalAll { name: "job_5".into(), signal: 9 }));
         assert!(fake.calls().contains(&FakeCall::Destroy { name: "job_5".into() }));
 
         // Unconfined: no-ops.
         let none = NodeCgroups::none();
-        none.open_job(1, 1, 1).unwrap();
+        none.open_job(1, 0, 1, 1).unwrap();
         assert!(none.step(1, 0).unwrap().is_none());
         assert!(none.batch_cgroups(1).is_none());
         assert_eq!(none.signal_steps(1, 9), 0);
-        none.release(1);
+        none.release(1, 0);
     }
 
     /// On a fake v1 root (plain files) a process that stays in the job's cgroup keeps it
@@ -614,7 +638,7 @@ mod tests {
         }
         let v1 = CgroupV1::new(tmp.path(), "c_n2");
         let cgs = NodeCgroups::new(Some(Box::new(v1)), tmp.path(), "c_n2", gpus(2));
-        cgs.open_job(9, 0b10, 64).unwrap();
+        cgs.open_job(9, 0, 0b10, 64).unwrap();
         let mem = tmp.path().join("memory/flotilla/c_n2/job_9");
         let dev = tmp.path().join("devices/flotilla/c_n2/job_9");
         assert_eq!(read(&mem.join("memory.limit_in_bytes")), (64u64 << 20).to_string());
@@ -626,18 +650,38 @@ mod tests {
         // A process listed in the step (a plain file: SIGKILL kills it, the file keeps it).
         let mut child = std::process::Command::new("sleep").arg("60").spawn().unwrap();
         std::fs::write(mem.join("step_3/cgroup.procs"), format!("{}\n", child.id())).unwrap();
-        cgs.release(9);
+        cgs.release(9, 0);
         use std::os::unix::process::ExitStatusExt;
         assert_eq!(child.wait().unwrap().signal(), Some(9), "the release SIGKILLs the step's processes");
         assert_eq!(cgs.jobs(), (vec![], vec![9]), "still listed: draining");
         cgs.poll();
         assert_eq!(cgs.jobs(), (vec![], vec![9]));
         std::fs::write(mem.join("step_3/cgroup.procs"), "").unwrap();
-        cgs.open_job(9, 0b01, 32).unwrap();
+        cgs.open_job(9, 1, 0b01, 32).unwrap();
         assert_eq!(cgs.jobs(), (vec![9], vec![]), "the re-bind drained the old run first");
         assert!(!mem.join("step_3").exists(), "the old run's step is gone");
         assert_eq!(read(&mem.join("memory.limit_in_bytes")), (32u64 << 20).to_string());
-        cgs.release(9);
+        // A new run while the earlier one still holds the cgroup (its end not yet seen): the
+        // earlier run's processes go first, and the earlier run's late release leaves the new one.
+        let step = cgs.step(9, 0).unwrap().unwrap();
+        let mut child = std::process::Command::new("sleep").arg("60").spawn().unwrap();
+        std::fs::write(mem.join("step_0/cgroup.procs"), format!("{}\n", child.id())).unwrap();
+        drop(step);
+        let killer = std::thread::spawn(move || child.wait().unwrap().signal());
+        // The listed pid stays in the plain file: empty it once the kill landed.
+        let procs = mem.join("step_0/cgroup.procs");
+        let emptier = std::thread::spawn(move || {
+            std::thread::sleep(Duration::from_millis(300));
+            std::fs::write(procs, "").unwrap();
+        });
+        cgs.open_job(9, 2, 0b01, 16).unwrap();
+        assert_eq!(killer.join().unwrap(), Some(9), "run 1's processes were killed");
+        emptier.join().unwrap();
+        assert!(!mem.join("step_0").exists());
+        assert_eq!(read(&mem.join("memory.limit_in_bytes")), (16u64 << 20).to_string());
+        cgs.release(9, 1);
+        assert_eq!(cgs.jobs(), (vec![9], vec![]), "run 1's release leaves run 2's cgroup");
+        cgs.release(9, 2);
         assert!(!mem.exists() && !dev.exists());
     }
 
@@ -655,7 +699,7 @@ mod tests {
             std::fs::create_dir_all(tmp.path().join(c).join("flotilla/c_n1/not_a_job")).unwrap();
         }
         let cgs = NodeCgroups::new(Some(Box::new(CgroupV1::new(tmp.path(), "c_n1"))), tmp.path(), "c_n1", gpus(2));
-        cgs.open_job(4, 0b11, 0).unwrap();
+        cgs.open_job(4, 0, 0b11, 0).unwrap();
         assert_eq!(cgs.sweep(), vec![3]);
         for c in ["memory", "devices"] {
             let node = tmp.path().join(c).join("flotilla/c_n1");

@@ -253,7 +253,7 @@ impl Daemon {
             }
             self.seen.insert((job_id, run));
             // The job's cgroup outlived the daemon: re-open it (or re-create it).
-            if let Err(e) = self.opts.cgroups.open_job(job_id, jf.bind.gpu_mask, jf.bind.mem_mib) {
+            if let Err(e) = self.opts.cgroups.open_job(job_id, run, jf.bind.gpu_mask, jf.bind.mem_mib) {
                 error!(job = job_id, "re-adopted job: its cgroup: {e}");
             }
             info!(job = job_id, run, batch, "re-adopted");
@@ -501,7 +501,7 @@ impl Daemon {
         let dir = JobDir::new(&self.opts.spool, bind.job_id, bind.run);
         let interactive = details.as_ref().is_some_and(|d| d.interactive);
         // The job's cgroup on this node first: nothing of the job runs here before it.
-        let r = match self.opts.cgroups.open_job(bind.job_id, bind.gpu_mask, bind.mem_mib) {
+        let r = match self.opts.cgroups.open_job(bind.job_id, bind.run, bind.gpu_mask, bind.mem_mib) {
             Err(e) => Err(anyhow::anyhow!("job cgroup: {e}")),
             Ok(()) if bind.batch_host && !interactive => self.launch_batch(&dir, &bind, details),
             Ok(()) => self.record_alloc(&dir, &bind, details),
@@ -519,7 +519,7 @@ impl Daemon {
             }
             Err(e) => {
                 error!(job = bind.job_id, "launch failed: {e:#}");
-                self.opts.cgroups.release(bind.job_id);
+                self.opts.cgroups.release(bind.job_id, bind.run);
                 // Report the failure as the script's end (exit code 1), as slurmstepd does.
                 if bind.batch_host {
                     let exit = JobExit {
@@ -705,7 +705,7 @@ impl Daemon {
                 }
             } else if let Some(e) = self.jobs.remove(&k) {
                 info!(job = job_id, "allocation released");
-                self.opts.cgroups.release(job_id);
+                self.opts.cgroups.release(job_id, k.1);
                 let _ = std::fs::remove_dir_all(&e.dir.0);
                 let _ = std::fs::write(e.dir.done_marker(), b"");
             }
@@ -748,7 +748,7 @@ impl Daemon {
             if let Some(r) = rec {
                 self.jobs.remove(&k);
                 // The job has ended here (the supervisor killed what was left).
-                self.opts.cgroups.release(k.0);
+                self.opts.cgroups.release(k.0, k.1);
                 info!(job = k.0, run = k.1, exit_code = r.exit_code, signal = r.signal, oom = r.oom, "batch script ended");
                 let exit = JobExit {
                     job_id: k.0,
