@@ -589,3 +589,45 @@ fn tasks_of_another_user_join_the_cgroup_then_run_as_that_user() {
         assert_eq!((p.allowed.len(), p.denied.len()), (1, 3), "task {t} on {}", p.host);
     }
 }
+
+/// The time limit: a 2-node job whose tasks (and their daemonized children) ignore SIGTERM
+/// ends TIMEOUT, and every one of its processes on both nodes is gone (SIGKILL through the
+/// cgroups), and so are its cgroups. A minute lasts 2 s here (`slurmctld --minute-s 2`).
+#[test]
+fn time_limit_kills_every_task_process_on_both_nodes() {
+    if !root_enabled() {
+        return;
+    }
+    let mode = cgroup_mode();
+    let cluster = format!("extto{}", std::process::id());
+    let _cleanup = CgCleanup(cluster.clone());
+    let dev = FakeDev::new(GPUS);
+    let conf = config(&cluster, &dev.dir);
+    let c = LocalCluster::start_with(Some(conf.path()), |o| {
+        o.cgroup = "auto".into();
+        o.ctld_args = vec!["--minute-s".into(), "2".into()];
+    });
+    let w = c.dir().join("work");
+    std::fs::create_dir_all(&w).unwrap();
+    let mark = format!("3{}", std::process::id());
+    let (fg, bg) = (format!("{mark}.25"), format!("{mark}.75"));
+    let id = sbatch(
+        &c,
+        &w,
+        &format!(
+            "#!/bin/sh\n#SBATCH -N 2 --ntasks-per-node=1 -t 1 -o batch.out\n\
+             srun sh -c \"trap '' TERM; setsid sleep {bg} < /dev/null > /dev/null 2>&1 & exec sleep {fg}\"\n"
+        ),
+    );
+    wait_until("4 sleeping processes (2 per task, 2 tasks)", 60, || processes_with(&mark).len() == 4, || {
+        format!("{:?}\n{}", processes_with(&mark), logs(&c))
+    });
+    wait_until("TIMEOUT", 60, || state(&c, &w, id) == "TIMEOUT", || format!("{}\n{}", state(&c, &w, id), logs(&c)));
+    wait_until("every task process to be gone", 30, || processes_with(&mark).is_empty(), || {
+        format!("left: {:?}\n{}", processes_with(&mark), logs(&c))
+    });
+    for n in ["gpu01", "gpu02"] {
+        let dirs = job_dirs(mode, &format!("{cluster}_{n}"), id);
+        wait_until("the job's cgroups to be removed", 30, || dirs.iter().all(|d| !d.exists()), || format!("{dirs:?}\n{}", logs(&c)));
+    }
+}
