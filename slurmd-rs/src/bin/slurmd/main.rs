@@ -32,14 +32,23 @@ use std::time::Duration;
 const CGROUP_ROOT: &str = "/sys/fs/cgroup";
 
 /// The confinement the `--cgroup` flag names, under `/sys/fs/cgroup`: `v1`, `v2`, `none`, or
-/// `auto` (what the host offers; none, with a log line, when it offers nothing usable).
+/// `auto` (what the host offers; none, with a log line, when it offers nothing usable or this
+/// user may not create cgroups there).
 fn confinement(kind: &str, node: &str) -> anyhow::Result<Option<Box<dyn flotilla_slurmd::confine::Confinement>>> {
     use flotilla_slurmd::confine::{auto::auto, v1::CgroupV1, v2::CgroupV2};
     let root = std::path::Path::new(CGROUP_ROOT);
     match kind {
         "none" => Ok(None),
         "auto" => match auto(root, node) {
-            Ok(c) => Ok(Some(c)),
+            Ok(c) => {
+                // Where the node's cgroups would be created (v1: the memory hierarchy).
+                let base = if c.kind() == "v1" { root.join("memory") } else { root.to_path_buf() };
+                if nix::unistd::access(&base, nix::unistd::AccessFlags::W_OK).is_err() {
+                    tracing::warn!("no cgroup confinement: {} is not writable by this user (run as root, or --cgroup none)", base.display());
+                    return Ok(None);
+                }
+                Ok(Some(c))
+            }
             Err(e) => {
                 tracing::warn!("no cgroup confinement: {e}");
                 Ok(None)
