@@ -17,10 +17,12 @@ mod fsutil;
 pub mod v1;
 pub mod v2;
 
+use serde::{Deserialize, Serialize};
 use std::fmt;
+use std::path::PathBuf;
 
 /// One GPU device file of the node.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct GpuDevice {
     /// GPU index on the node (bit of the gpu_mask).
     pub index: u32,
@@ -33,7 +35,7 @@ pub struct GpuDevice {
 }
 
 /// What one job (or job step) may use.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ConfineSpec {
     /// Cgroup name under the node's root, e.g. `job_42` or `job_42/step_0`.
     pub name: String,
@@ -71,12 +73,22 @@ pub enum ConfineError {
         /// The verifier's log, when the load was refused.
         log: String,
     },
+    /// A step cgroup was asked for a job that has no cgroup on this node (not bound here, or
+    /// already ended).
+    #[error("job {0} has no cgroup on this node")]
+    NoJob(u64),
 }
 
 /// A created job cgroup.
 pub trait JobCgroup: fmt::Debug + Send + Sync {
     /// Moves a process (and so its future children) into the cgroup.
     fn add_pid(&self, pid: i32) -> Result<(), ConfineError>;
+    /// The `cgroup.procs` files a process writes `0` to in order to join the cgroup itself
+    /// (one per v1 controller, one for v2; empty for the fake). A launcher opens them before
+    /// it forks and the child writes to them between fork and exec, so no instruction of the
+    /// new program runs outside the cgroup (the kernel checks the opener's credentials, so
+    /// this works after the child dropped root).
+    fn procs_files(&self) -> Vec<PathBuf>;
     /// Processes currently in the cgroup.
     fn pids(&self) -> Result<Vec<i32>, ConfineError>;
     /// Sends `signal` to every process of the cgroup (the whole tree, not one pid).

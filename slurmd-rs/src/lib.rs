@@ -9,6 +9,8 @@
 //!   `FLOTILLA_TEST_ROOT=1`.
 //! - [`health`]: GPU inventory and health events: NVML (loaded at run time) and a fake. GPU
 //!   tests: `FLOTILLA_TEST_GPU=1`.
+//! - [`jobcg`]: the job's cgroup on every node it is bound to (Slurm's extern step), with a
+//!   step cgroup below it for the batch script and for each `srun` step's tasks.
 //! - [`notice`]: the `*** JOB N ON node CANCELLED AT ... ***` notice a stopped job's stderr gets.
 //! - [`outdir`]: a job waits (bounded) for the directory of its output files.
 //! - [`pattern`]: output file name patterns (`%j`, `%A_%a`, ...), pure.
@@ -23,6 +25,7 @@
 pub mod confine;
 pub mod env;
 pub mod health;
+pub mod jobcg;
 pub mod notice;
 pub mod outdir;
 pub mod pattern;

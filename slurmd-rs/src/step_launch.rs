@@ -5,13 +5,17 @@
 //! to `srun` over that connection ([`StepIo`]); `srun` sends signals and standard input back
 //! ([`SrunIo`]). When `srun` goes away the tasks are killed, as Slurm does.
 //!
-//! Each task runs in a process group of its own; signals from `srun`, `scancel` or the job's
-//! end go to every task's group ([`StepRegistry`]). Tasks are not yet moved into the job's
-//! cgroup (a gap: with `--cgroup none`, as in the tests, there is none).
+//! Each task runs in a process group of its own. Confined ([`crate::jobcg`]): each task joins
+//! the step's cgroup `job_<id>/step_<s>` (below the job's, with the job's limits and GPUs)
+//! between fork and exec, signals from `srun`, `scancel` or the job's stop go to every process
+//! of the step's cgroup, and the step's end kills what is left in it and removes it; a task
+//! whose cgroup cannot be joined does not start (`slurmstepd: error: ...`, exit code 2).
+//! Unconfined: signals go to every task's process group ([`StepRegistry`]).
 //!
 //! Threads: one per step (waits for tasks), one per output pipe, one reading `srun`'s frames.
 
 use crate::env::{compress_counts, gpu_indices, NodeFacts};
+use crate::jobcg::{NodeCgroups, StepCgroup, TaskJoin};
 use crate::pattern::{self, PatternVars};
 use flotilla_proto::step::{read_msg, write_msg, LaunchStep, SrunIo, StepIo};
 use std::collections::BTreeMap;
@@ -26,11 +30,17 @@ use tracing::{info, warn};
 /// Process groups of running tasks, by (job id, step id).
 type Groups = BTreeMap<(u64, u32), Vec<i32>>;
 
-/// Process groups of the running tasks of every step on this node, by (job, step).
+/// Process groups of the running tasks of every step on this node, by (job, step), and the
+/// node's job cgroups.
 #[derive(Debug, Clone, Default)]
-pub struct StepRegistry(Arc<Mutex<Groups>>);
+pub struct StepRegistry(Arc<Mutex<Groups>>, Arc<NodeCgroups>);
 
 impl StepRegistry {
+    /// A registry whose steps are confined by `cgroups`.
+    pub fn with_cgroups(cgroups: Arc<NodeCgroups>) -> StepRegistry {
+        StepRegistry(Arc::default(), cgroups)
+    }
+
     fn add(&self, key: (u64, u32), pgid: i32) {
         self.0.lock().expect("registry lock").entry(key).or_default().push(pgid);
     }
@@ -46,8 +56,12 @@ impl StepRegistry {
     }
 
     /// Sends `signal` to every task of every step of `job_id` on this node (`scancel`, the
-    /// job's stop and kill). Returns how many task groups it reached.
+    /// job's stop and kill): to every process of the steps' cgroups when confined, else to
+    /// every task's process group. Returns how many step cgroups or task groups it reached.
     pub fn signal_job(&self, job_id: u64, signal: i32) -> usize {
+        if self.1.confined() {
+            return self.1.signal_steps(job_id, signal);
+        }
         let groups: Vec<i32> = self
             .0
             .lock()
@@ -291,6 +305,19 @@ fn run_step(msg: &LaunchStep, facts: &NodeFacts, host: &str, registry: &StepRegi
     }
     let me = nix::unistd::getuid();
     let here = msg.layout.tasks.get(msg.node_index as usize).cloned().unwrap_or_default();
+    // The step's cgroup, joined by each task before it execs: no task starts unconfined.
+    let cgroup: Option<StepCgroup> = match registry.1.step(key.0, key.1) {
+        Ok(c) => c,
+        Err(e) => {
+            for &id in &here {
+                let text = format!("slurmstepd: error: step cgroup: {e}\n");
+                let _ = send(&sink, &StepIo::Stderr { task: id, data: text.into_bytes() });
+                let _ = send(&sink, &StepIo::TaskExit { task: id, exit_code: 2, signal: 0 });
+            }
+            let _ = sink.lock().expect("sink lock").shutdown(std::net::Shutdown::Write);
+            return Err(std::io::Error::other(format!("step cgroup: {e}")));
+        }
+    };
     let mut tasks: Vec<Task> = Vec::new();
     let mut stdins: Vec<ChildStdin> = Vec::new();
     let mut opened: BTreeMap<String, std::fs::File> = BTreeMap::new();
@@ -312,11 +339,32 @@ fn run_step(msg: &LaunchStep, facts: &NodeFacts, host: &str, registry: &StepRegi
         cmd.args(&msg.argv[1..])
             .env_clear()
             .envs(task_env(msg, facts, &user, local))
-            .current_dir(work_dir)
             .process_group(0)
             .stdin(Stdio::piped());
-        if me.is_root() {
-            cmd.uid(msg.uid).gid(msg.gid);
+        match &cgroup {
+            None => {
+                cmd.current_dir(work_dir);
+                if me.is_root() {
+                    cmd.uid(msg.uid).gid(msg.gid);
+                }
+            }
+            // Confined: the child joins the step's cgroup, then becomes the user and changes
+            // directory ([`TaskJoin`]), all before it execs.
+            Some(cg) => {
+                let join = match TaskJoin::new(cg, me.is_root().then_some((msg.uid, msg.gid)), work_dir) {
+                    Ok(j) => j,
+                    Err(e) => {
+                        fail(format!("step cgroup: {e}"));
+                        continue;
+                    }
+                };
+                // SAFETY: the closure only calls `TaskJoin::in_child`, which is
+                // async-signal-safe (system calls on data prepared before the fork).
+                #[allow(unsafe_code)]
+                unsafe {
+                    cmd.pre_exec(move || join.in_child());
+                }
+            }
         }
         let out_path = msg.stdout.as_deref().map(|p| resolve(&expand_pattern(p, msg, id, host), &msg.work_dir));
         let err_path = msg.stderr.as_deref().map(|p| resolve(&expand_pattern(p, msg, id, host), &msg.work_dir));
@@ -394,16 +442,23 @@ fn run_step(msg: &LaunchStep, facts: &NodeFacts, host: &str, registry: &StepRegi
     // srun → tasks: signals and standard input; srun gone: kill the tasks.
     let pgids: Vec<i32> = tasks.iter().map(|t| t.pgid).collect();
     {
-        let pgids = pgids.clone();
+        let cgroup = cgroup.clone();
+        // Every process of the step when confined, else every task's process group.
+        let signal_step = move |sig: i32| match &cgroup {
+            Some(cg) => {
+                let _ = cg.cgroup.signal_all(sig);
+            }
+            None => {
+                for &g in &pgids {
+                    signal_group(g, sig);
+                }
+            }
+        };
         std::thread::spawn(move || {
             let mut stdins = Some(stdins);
             loop {
                 match read_msg::<_, SrunIo>(&mut reader) {
-                    Ok(SrunIo::Signal(sig)) => {
-                        for &g in &pgids {
-                            signal_group(g, sig);
-                        }
-                    }
+                    Ok(SrunIo::Signal(sig)) => signal_step(sig),
                     Ok(SrunIo::Stdin(data)) => {
                         if let Some(v) = stdins.as_mut() {
                             v.retain_mut(|i| i.write_all(&data).is_ok());
@@ -411,9 +466,7 @@ fn run_step(msg: &LaunchStep, facts: &NodeFacts, host: &str, registry: &StepRegi
                     }
                     Ok(SrunIo::StdinEof) => stdins = None,
                     Err(_) => {
-                        for &g in &pgids {
-                            signal_group(g, libc::SIGKILL);
-                        }
+                        signal_step(libc::SIGKILL);
                         return;
                     }
                 }
@@ -437,6 +490,10 @@ fn run_step(msg: &LaunchStep, facts: &NodeFacts, host: &str, registry: &StepRegi
             Err(_) => (0, libc::SIGKILL),
         };
         let _ = send(&sink, &StepIo::TaskExit { task: t.id, exit_code, signal });
+    }
+    if cgroup.is_some() {
+        // Whatever the tasks left (daemonized children too) goes with the step.
+        registry.1.end_step(key.0, key.1);
     }
     info!(job = key.0, step = key.1, "step tasks ended");
     let _ = sink.lock().expect("sink lock").shutdown(std::net::Shutdown::Write);

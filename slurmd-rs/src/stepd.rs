@@ -17,9 +17,12 @@
 //! script ends it SIGKILLs what the script left behind, writes `exit.json`, and exits.
 //! `--signal` is delivered here, `secs_before` the time limit counted from the bind.
 //!
-//! Confinement: with a [`crate::confine::Confinement`] the job's processes are put in its
-//! cgroup, signals go to the cgroup, and OOM kills are read from it; without one the process
-//! tree (descendants of the supervisor) is the job.
+//! Confinement ([`crate::jobcg`]): with [`StepdCgroups`] the script joins the batch step's
+//! cgroup (`job_<id>/step_batch`) in the forked child before it execs, signals go to that
+//! cgroup, and a kill (the `kill` command, and what the script left at its end) goes to the
+//! job's whole cgroup on this node, `srun` step tasks included; OOM kills are read from the
+//! job's tree. The supervisor removes the batch step's cgroup; the daemon removes the job's.
+//! Without cgroups the process tree (descendants of the supervisor) is the job.
 
 use crate::confine::JobCgroup;
 use crate::outdir;
@@ -101,12 +104,21 @@ pub enum StepdError {
     },
 }
 
+/// The cgroups of a confined batch job on its batch host ([`crate::jobcg::BatchCgroups::open`]).
+#[derive(Debug)]
+pub struct StepdCgroups {
+    /// The job's cgroup (`job_<id>`): kills and OOM kills.
+    pub job: Box<dyn JobCgroup>,
+    /// The batch step's (`job_<id>/step_batch`): the script joins it; signals.
+    pub batch: Box<dyn JobCgroup>,
+}
+
 /// The supervisor's state.
 struct Stepd {
     dir: JobDir,
     job: JobFile,
     main: Pid,
-    cgroup: Option<Box<dyn JobCgroup>>,
+    cgroup: Option<StepdCgroups>,
     signal_at: Option<Instant>,
 }
 
@@ -115,10 +127,12 @@ impl Stepd {
         std::process::id() as i32
     }
 
-    /// Signals every process of the job.
+    /// Signals every process of the batch script; SIGKILL goes to every process of the job on
+    /// this node (step tasks included). Other signals reach step tasks from the daemon.
     fn signal_all(&self, sig: Signal) {
         if let Some(cg) = &self.cgroup {
-            let _ = cg.signal_all(sig as i32);
+            let target = if sig == Signal::SIGKILL { &cg.job } else { &cg.batch };
+            let _ = target.signal_all(sig as i32);
         }
         for p in descendants(Self::me()) {
             let _ = kill(Pid::from_raw(p), sig);
@@ -182,7 +196,7 @@ impl Stepd {
     fn kill_rest(&self) {
         for _ in 0..500 {
             let left = descendants(Self::me());
-            let cg_left = self.cgroup.as_ref().and_then(|c| c.pids().ok()).unwrap_or_default();
+            let cg_left = self.cgroup.as_ref().and_then(|c| c.job.pids().ok()).unwrap_or_default();
             if left.is_empty() && cg_left.is_empty() {
                 return;
             }
@@ -208,13 +222,20 @@ fn cstring(s: &str) -> std::ffi::CString {
     std::ffi::CString::new(s.replace('\0', "")).expect("NULs removed")
 }
 
-/// In the forked child: become the user, set up files, exec the script. Never returns.
-fn exec_job(dir: &JobDir, job: &JobFile) -> ! {
+/// In the forked child: join the batch step's cgroup, become the user, set up files, exec the
+/// script. Never returns.
+fn exec_job(dir: &JobDir, job: &JobFile, cgroup: Option<&dyn JobCgroup>) -> ! {
     use nix::unistd::{Gid, Uid};
     let fail = |msg: String| -> ! {
         let _ = writeln!(std::io::stderr(), "slurmstepd: error: {msg}");
         std::process::exit(1);
     };
+    // First, so that nothing of the job runs outside its cgroup.
+    if let Some(cg) = cgroup {
+        if let Err(e) = cg.add_pid(std::process::id() as i32) {
+            fail(format!("cannot join the job's cgroup: {e}"));
+        }
+    }
     let b = &job.bind;
     let _ = nix::unistd::setsid();
     let umask = job
@@ -337,12 +358,12 @@ fn reset_signals() {
 
 /// Forks the job. The supervisor is single-threaded, so the child may allocate.
 #[allow(unsafe_code)]
-fn fork_job(dir: &JobDir, job: &JobFile) -> Result<Pid, StepdError> {
+fn fork_job(dir: &JobDir, job: &JobFile, cgroup: Option<&dyn JobCgroup>) -> Result<Pid, StepdError> {
     // SAFETY: the supervisor runs no other thread (it is started with `--stepd` before any
     // thread is created), so the child of fork() may allocate and run ordinary Rust code.
     match unsafe { nix::unistd::fork() } {
         Ok(nix::unistd::ForkResult::Parent { child }) => Ok(child),
-        Ok(nix::unistd::ForkResult::Child) => exec_job(dir, job),
+        Ok(nix::unistd::ForkResult::Child) => exec_job(dir, job, cgroup),
         Err(source) => Err(StepdError::Sys {
             what: "fork".into(),
             source,
@@ -350,9 +371,9 @@ fn fork_job(dir: &JobDir, job: &JobFile) -> Result<Pid, StepdError> {
     }
 }
 
-/// The supervisor's main: runs the job of `dir` to its end. `cgroup` is the job's cgroup
-/// when confinement is configured.
-pub fn run(dir: &Path, cgroup: Option<Box<dyn JobCgroup>>) -> Result<(), StepdError> {
+/// The supervisor's main: runs the job of `dir` to its end. `cgroup`: the job's cgroups when
+/// it is confined.
+pub fn run(dir: &Path, cgroup: Option<StepdCgroups>) -> Result<(), StepdError> {
     let dir = JobDir(dir.to_path_buf());
     let _ = nix::unistd::setsid();
     nix::sys::prctl::set_child_subreaper(true).map_err(|source| StepdError::Sys {
@@ -390,10 +411,7 @@ pub fn run(dir: &Path, cgroup: Option<Box<dyn JobCgroup>>) -> Result<(), StepdEr
         what: "nonblocking socket".into(),
         source,
     })?;
-    let main = fork_job(&dir, &job)?;
-    if let Some(cg) = &cgroup {
-        let _ = cg.add_pid(main.as_raw());
-    }
+    let main = fork_job(&dir, &job, cgroup.as_ref().map(|c| c.batch.as_ref()))?;
     let signal_at = job.details.as_ref().and_then(|d| d.signal.as_ref()).and_then(|s| {
         let limit = job.bind.time_limit_s? as i64;
         let at = job.started_at + limit - i64::from(s.secs_before);
@@ -428,9 +446,9 @@ pub fn run(dir: &Path, cgroup: Option<Box<dyn JobCgroup>>) -> Result<(), StepdEr
         std::thread::sleep(Duration::from_millis(10));
     };
     st.kill_rest();
-    let oom = st.cgroup.as_ref().and_then(|c| c.oom_killed().ok()).unwrap_or(false);
+    let oom = st.cgroup.as_ref().and_then(|c| c.job.oom_killed().ok()).unwrap_or(false);
     if let Some(cg) = &st.cgroup {
-        let _ = cg.destroy();
+        let _ = cg.batch.destroy();
     }
     let rec = ExitRecord {
         exit_code: status.0,

@@ -134,6 +134,11 @@ impl JobCgroup for FakeJobCgroup {
         }
     }
 
+    /// None: the fake has no files; tests of launches use [`JobCgroup::add_pid`].
+    fn procs_files(&self) -> Vec<std::path::PathBuf> {
+        Vec::new()
+    }
+
     fn pids(&self) -> Result<Vec<i32>, ConfineError> {
         self.state()
             .cgroups

@@ -109,9 +109,6 @@ impl JobCgroupV1 {
         &self.dirs
     }
 
-    fn memory_file(&self, file: &str) -> PathBuf {
-        self.memory.join(file)
-    }
 }
 
 impl JobCgroup for JobCgroupV1 {
@@ -120,6 +117,10 @@ impl JobCgroup for JobCgroupV1 {
             fsutil::write(&dir.join("cgroup.procs"), &pid.to_string())?;
         }
         Ok(())
+    }
+
+    fn procs_files(&self) -> Vec<PathBuf> {
+        self.dirs.iter().map(|d| d.join("cgroup.procs")).collect()
     }
 
     fn pids(&self) -> Result<Vec<i32>, ConfineError> {
@@ -131,11 +132,16 @@ impl JobCgroup for JobCgroupV1 {
         fsutil::signal_tree(&self.memory, signal, 16)
     }
 
+    /// v1 counts an OOM kill only in the memory cgroup of the killed process (not in its
+    /// ancestors, unlike v2's `memory.events`), so every cgroup of the tree is read: a job's
+    /// processes live in its step cgroups below it.
     fn oom_killed(&self) -> Result<bool, ConfineError> {
-        oom_killed(
-            &self.memory_file("memory.oom_control"),
-            &self.memory_file("memory.failcnt"),
-        )
+        for dir in fsutil::cgroup_tree(&self.memory)? {
+            if oom_killed(&dir.join("memory.oom_control"), &dir.join("memory.failcnt"))? {
+                return Ok(true);
+            }
+        }
+        Ok(false)
     }
 
     fn destroy(&self) -> Result<(), ConfineError> {

@@ -130,6 +130,10 @@ impl JobCgroup for JobCgroupV2 {
         fsutil::write(&self.dir.join("cgroup.procs"), &pid.to_string())
     }
 
+    fn procs_files(&self) -> Vec<PathBuf> {
+        vec![self.dir.join("cgroup.procs")]
+    }
+
     fn pids(&self) -> Result<Vec<i32>, ConfineError> {
         fsutil::tree_pids(&self.dir)
     }

@@ -63,6 +63,8 @@ pub struct Options {
     pub self_exe: PathBuf,
     /// Confinement to pass to supervisors (`--cgroup`), as given.
     pub cgroup: String,
+    /// The jobs' cgroups on this node (created at bind, removed at the job's end here).
+    pub cgroups: std::sync::Arc<flotilla_slurmd::jobcg::NodeCgroups>,
     /// GPU health source (`--health`); `None`: no health loop.
     pub health: Option<Box<dyn HealthSource>>,
     /// How long one health poll waits for events (NVML XID wait; the fake sleeps).
@@ -142,6 +144,7 @@ impl Daemon {
             ctld_port: opts.ctld.port(),
             topology_addr: env::topology_addr(&opts.conf, &opts.node),
         };
+        let steps = StepRegistry::with_cgroups(opts.cgroups.clone());
         let mut d = Daemon {
             opts,
             epoch,
@@ -159,7 +162,7 @@ impl Daemon {
             rx,
             health_seen: HashSet::new(),
             health_unsent: Vec::new(),
-            steps: StepRegistry::default(),
+            steps,
         };
         if bumped {
             info!(epoch, "new boot epoch: forgetting the jobs of the previous boot");
@@ -168,6 +171,8 @@ impl Daemon {
             info!(epoch, "same boot: re-adopting jobs");
             d.recover();
         }
+        // Cgroups of jobs not re-adopted (step tasks of an earlier daemon included) go.
+        d.opts.cgroups.sweep();
         Ok(d)
     }
 
@@ -247,6 +252,10 @@ impl Daemon {
                 }
             }
             self.seen.insert((job_id, run));
+            // The job's cgroup outlived the daemon: re-open it (or re-create it).
+            if let Err(e) = self.opts.cgroups.open_job(job_id, run, jf.bind.gpu_mask, jf.bind.mem_mib) {
+                error!(job = job_id, "re-adopted job: its cgroup: {e}");
+            }
             info!(job = job_id, run, batch, "re-adopted");
             self.jobs.insert((job_id, run), Entry {
                 gpu_mask: jf.bind.gpu_mask,
@@ -491,10 +500,11 @@ impl Daemon {
         }
         let dir = JobDir::new(&self.opts.spool, bind.job_id, bind.run);
         let interactive = details.as_ref().is_some_and(|d| d.interactive);
-        let r = if bind.batch_host && !interactive {
-            self.launch_batch(&dir, &bind, details)
-        } else {
-            self.record_alloc(&dir, &bind, details)
+        // The job's cgroup on this node first: nothing of the job runs here before it.
+        let r = match self.opts.cgroups.open_job(bind.job_id, bind.run, bind.gpu_mask, bind.mem_mib) {
+            Err(e) => Err(anyhow::anyhow!("job cgroup: {e}")),
+            Ok(()) if bind.batch_host && !interactive => self.launch_batch(&dir, &bind, details),
+            Ok(()) => self.record_alloc(&dir, &bind, details),
         };
         match r {
             Ok(()) => {
@@ -509,6 +519,7 @@ impl Daemon {
             }
             Err(e) => {
                 error!(job = bind.job_id, "launch failed: {e:#}");
+                self.opts.cgroups.release(bind.job_id, bind.run);
                 // Report the failure as the script's end (exit code 1), as slurmstepd does.
                 if bind.batch_host {
                     let exit = JobExit {
@@ -605,6 +616,9 @@ impl Daemon {
             groups,
         };
         spool::write_json(&dir.job_file(), &jf)?;
+        if let Some(cg) = self.opts.cgroups.batch_cgroups(bind.job_id) {
+            spool::write_json(&dir.0.join(flotilla_slurmd::jobcg::BATCH_FILE), &cg)?;
+        }
         let log = std::fs::File::create(dir.0.join("stepd.log"))?;
         let child = Command::new(&self.opts.self_exe)
             .arg("--stepd")
@@ -679,6 +693,8 @@ impl Daemon {
 
     fn kill(&mut self, job_id: u64) {
         self.steps.signal_job(job_id, libc_sigkill());
+        // Every process of the job here, daemonized ones too.
+        self.opts.cgroups.kill_job(job_id);
         let keys: Vec<(u64, u32)> = self.jobs.keys().filter(|k| k.0 == job_id).copied().collect();
         for k in keys {
             if self.jobs[&k].batch {
@@ -689,6 +705,7 @@ impl Daemon {
                 }
             } else if let Some(e) = self.jobs.remove(&k) {
                 info!(job = job_id, "allocation released");
+                self.opts.cgroups.release(job_id, k.1);
                 let _ = std::fs::remove_dir_all(&e.dir.0);
                 let _ = std::fs::write(e.dir.done_marker(), b"");
             }
@@ -709,6 +726,7 @@ impl Daemon {
     /// Picks up ends and checkpoint acknowledgements; reaps supervisors.
     fn poll(&mut self) {
         self.children.retain_mut(|c| !matches!(c.try_wait(), Ok(Some(_))));
+        self.opts.cgroups.poll();
         let keys: Vec<(u64, u32)> = self.jobs.iter().filter(|(_, e)| e.batch).map(|(k, _)| *k).collect();
         for k in keys {
             let dir = self.jobs[&k].dir.clone();
@@ -729,6 +747,8 @@ impl Daemon {
             }
             if let Some(r) = rec {
                 self.jobs.remove(&k);
+                // The job has ended here (the supervisor killed what was left).
+                self.opts.cgroups.release(k.0, k.1);
                 info!(job = k.0, run = k.1, exit_code = r.exit_code, signal = r.signal, oom = r.oom, "batch script ended");
                 let exit = JobExit {
                     job_id: k.0,

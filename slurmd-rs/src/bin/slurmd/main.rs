@@ -13,7 +13,12 @@
 //! `--health-poll-ms N` (default 1000: how long one health poll waits for events).
 //!
 //! Internal: `slurmd --stepd DIR [--cgroup KIND]` is the job supervisor
-//! ([`flotilla_slurmd::stepd`]), started by the daemon itself.
+//! ([`flotilla_slurmd::stepd`]), started by the daemon itself; it confines the script to the
+//! cgroups the daemon wrote in `DIR/cgroup.json` ([`flotilla_slurmd::jobcg`]), none when there
+//! is no such file or KIND is `none`.
+//!
+//! GPU devices the cgroups deny outside a job's mask: gres.conf's `File=` for this node where
+//! given (as Slurm's `ConstrainDevices` uses it), else the host's `/dev/nvidia<N>`.
 
 mod daemon;
 
@@ -23,15 +28,27 @@ use std::net::ToSocketAddrs;
 use std::path::PathBuf;
 use std::time::Duration;
 
+/// Where the cgroup hierarchies are mounted.
+const CGROUP_ROOT: &str = "/sys/fs/cgroup";
+
 /// The confinement the `--cgroup` flag names, under `/sys/fs/cgroup`: `v1`, `v2`, `none`, or
-/// `auto` (what the host offers; none, with a log line, when it offers nothing usable).
+/// `auto` (what the host offers; none, with a log line, when it offers nothing usable or this
+/// user may not create cgroups there).
 fn confinement(kind: &str, node: &str) -> anyhow::Result<Option<Box<dyn flotilla_slurmd::confine::Confinement>>> {
     use flotilla_slurmd::confine::{auto::auto, v1::CgroupV1, v2::CgroupV2};
-    let root = std::path::Path::new("/sys/fs/cgroup");
+    let root = std::path::Path::new(CGROUP_ROOT);
     match kind {
         "none" => Ok(None),
         "auto" => match auto(root, node) {
-            Ok(c) => Ok(Some(c)),
+            Ok(c) => {
+                // Where the node's cgroups would be created (v1: the memory hierarchy).
+                let base = if c.kind() == "v1" { root.join("memory") } else { root.to_path_buf() };
+                if nix::unistd::access(&base, nix::unistd::AccessFlags::W_OK).is_err() {
+                    tracing::warn!("no cgroup confinement: {} is not writable by this user (run as root, or --cgroup none)", base.display());
+                    return Ok(None);
+                }
+                Ok(Some(c))
+            }
             Err(e) => {
                 tracing::warn!("no cgroup confinement: {e}");
                 Ok(None)
@@ -62,9 +79,25 @@ fn health_source(
     })
 }
 
-/// The node's NVIDIA GPU character devices (`/dev/nvidia<N>`, major 195), index = N.
-fn gpu_devices() -> Vec<flotilla_slurmd::confine::GpuDevice> {
+/// The node's GPU character devices: gres.conf's `File=` list (index = position) when the
+/// node has one, else NVIDIA's `/dev/nvidia<N>` (major 195), index = N. A listed file that is
+/// not there is left out with a warning.
+fn gpu_devices(files: &[String]) -> Vec<flotilla_slurmd::confine::GpuDevice> {
     let mut out = Vec::new();
+    if !files.is_empty() {
+        for (index, path) in files.iter().enumerate() {
+            match nix::sys::stat::stat(path.as_str()) {
+                Ok(st) => out.push(flotilla_slurmd::confine::GpuDevice {
+                    index: index as u32,
+                    major: nix::sys::stat::major(st.st_rdev) as u32,
+                    minor: nix::sys::stat::minor(st.st_rdev) as u32,
+                    path: path.clone(),
+                }),
+                Err(e) => tracing::warn!("gres.conf File={path}: {e}: this GPU is not constrained"),
+            }
+        }
+        return out;
+    }
     let Ok(dir) = std::fs::read_dir("/dev") else { return out };
     for e in dir.flatten() {
         let name = e.file_name().to_string_lossy().into_owned();
@@ -90,29 +123,12 @@ fn stepd_main(args: &[String]) -> anyhow::Result<()> {
         Some("--cgroup") => args.get(2).map_or("auto", String::as_str),
         _ => "auto",
     };
-    let job: flotilla_slurmd::spool::JobFile =
-        flotilla_slurmd::spool::read_json(&dir.join("job.json"))?.context("job.json missing")?;
-    // Cgroups are host-global: name them by cluster and node, so that several clusters (and
-    // several `-N` daemons) on one host never share one.
-    let var = |name: &str| job.env.iter().find(|(k, _)| k == name).map(|(_, v)| v.clone());
-    let node = format!(
-        "{}_{}",
-        var("SLURM_CLUSTER_NAME").unwrap_or_else(|| "cluster".into()),
-        var("SLURMD_NODENAME").unwrap_or_else(|| "node".into())
-    );
-    let cgroup = match confinement(kind, &node)? {
-        Some(c) => {
-            let spec = flotilla_slurmd::confine::ConfineSpec {
-                name: format!("job_{}", job.bind.job_id),
-                mem_limit_mib: (job.bind.mem_mib > 0).then_some(job.bind.mem_mib),
-                allowed_gpus: flotilla_slurmd::env::gpu_indices(job.bind.gpu_mask),
-                all_gpus: gpu_devices(),
-            };
-            Some(c.create(&spec)?)
-        }
-        None => None,
+    // The daemon created the job's cgroup and says which to use (none: unconfined).
+    let cgroups = match flotilla_slurmd::jobcg::BatchCgroups::read(&dir)? {
+        Some(b) if kind != "none" => Some(b.open()?),
+        _ => None,
     };
-    flotilla_slurmd::stepd::run(&dir, cgroup)?;
+    flotilla_slurmd::stepd::run(&dir, cgroups)?;
     Ok(())
 }
 
@@ -223,6 +239,18 @@ fn main() -> anyhow::Result<()> {
     let key = ClusterKey::load(&key).with_context(|| format!("cluster key {}", key.display()))?;
     let boot_id = std::fs::read_to_string(&boot_id_file).with_context(|| format!("boot id {}", boot_id_file.display()))?;
     let gpus = fake_gpus.unwrap_or(nconf.gpus);
+    // Cgroups are host-global: they are named by cluster and node, so that several clusters
+    // (and several `-N` daemons) on one host never share one.
+    let cg_node = flotilla_slurmd::jobcg::node_part(&cluster.cluster_name, &node);
+    let cgroups = flotilla_slurmd::jobcg::NodeCgroups::new(
+        confinement(&cgroup, &cg_node)?,
+        CGROUP_ROOT,
+        &cg_node,
+        gpu_devices(&nconf.gpu_files),
+    );
+    if let Some(kind) = cgroups.kind() {
+        tracing::info!(kind, node = %cg_node, "jobs are confined by cgroups");
+    }
     let health = health_source(health.as_deref(), &node, gpus)?;
     let opts = daemon::Options {
         node: node.clone(),
@@ -238,6 +266,7 @@ fn main() -> anyhow::Result<()> {
         heartbeat,
         self_exe: std::env::current_exe()?,
         cgroup,
+        cgroups: std::sync::Arc::new(cgroups),
         health,
         health_poll,
     };
