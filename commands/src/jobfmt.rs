@@ -169,15 +169,6 @@ pub fn dependency_str(j: &JobView<'_>) -> String {
     out.join(",")
 }
 
-/// `%R`: the node list of a running job, `(reason)` of a pending one.
-pub fn nodelist_reason<'b>(j: &'b JobView<'_>) -> std::borrow::Cow<'b, str> {
-    if state(j) == JobStateWire::Pending || j.nodes.is_empty() {
-        format!("({})", j.reason).into()
-    } else {
-        std::borrow::Cow::Borrowed(&j.nodes)
-    }
-}
-
 /// `TRES=` / `tres-alloc`: `cpu=1,mem=1G,node=1,billing=1` (plus `gres/gpu=N` when GPUs).
 pub fn tres_str(j: &JobView<'_>) -> String {
     let nodes = j.num_nodes.max(1);

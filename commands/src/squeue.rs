@@ -267,6 +267,7 @@ pub fn run(args: &[String], io: &mut Io<'_>) -> i32 {
     let mut reader = answer.reader(&fields);
     // One view receives every job's fields in turn (only those fields: the rest stay default).
     let mut j = JobView::default();
+    let mut scratch = String::new();
     while let Some(r) = reader.next_into(&mut j) {
         if r.is_err() {
             io.err(&format!("slurm_load_jobs error: {}\n", CtlError::Connect.slurm().text));
@@ -286,10 +287,10 @@ pub fn run(args: &[String], io: &mut Io<'_>) -> i32 {
                 for t in jobfmt::expand_task_str(tasks) {
                     let mut k = j.clone();
                     (k.array_task_id, k.array_task_str) = (Some(t), None);
-                    rows.push(Row::render(&k, renderer, &mut lines, &keys, &mut key_vals, now));
+                    rows.push(Row::render(&k, renderer, &mut lines, &keys, &mut key_vals, now, &mut scratch));
                 }
             }
-            _ => rows.push(Row::render(&j, renderer, &mut lines, &keys, &mut key_vals, now)),
+            _ => rows.push(Row::render(&j, renderer, &mut lines, &keys, &mut key_vals, now, &mut scratch)),
         }
     }
     if p.job_id_count == 1 && !any {
@@ -308,18 +309,19 @@ pub fn run(args: &[String], io: &mut Io<'_>) -> i32 {
         rows.retain(|r| r.state == JobStateWire::Pending);
     }
     keys.sort(&mut rows, &key_vals);
-    let mut out = String::with_capacity(lines.len() + 256);
+    let mut head = String::new();
     if p.long {
-        out.push_str(&common::fmt_ctime(now));
-        out.push('\n');
+        head.push_str(&common::fmt_ctime(now));
+        head.push('\n');
     }
     if !p.noheader {
-        renderer.line(&mut out, None, now);
+        renderer.line(&mut head, None, now, &mut String::new());
     }
+    io.out(&head);
+    // Straight from the lines into the (buffered) output, in sorted order.
     for r in &rows {
-        out.push_str(&lines[r.line.clone()]);
+        io.out(&lines[r.line.clone()]);
     }
-    io.out(&out);
     0
 }
 
@@ -385,9 +387,10 @@ struct Row {
 impl Row {
     /// Writes `j`'s line at the end of `lines` and its sort keys at the end of `key_vals`; its
     /// row.
-    fn render<'a>(j: &JobView<'a>, r: &Renderer, lines: &mut String, spec: &SortKeys, key_vals: &mut Vec<Key<'a>>, now: i64) -> Row {
+    #[allow(clippy::too_many_arguments)]
+    fn render<'a>(j: &JobView<'a>, r: &Renderer, lines: &mut String, spec: &SortKeys, key_vals: &mut Vec<Key<'a>>, now: i64, scratch: &mut String) -> Row {
         let start = lines.len();
-        r.line(lines, Some(j), now);
+        r.line(lines, Some(j), now, scratch);
         Row::new(j, start..lines.len(), spec, key_vals)
     }
 
@@ -606,7 +609,7 @@ fn key_fields(k: &str) -> &'static [JobField] {
 }
 
 /// One `%` field of `-o`: header and value.
-fn o_field<'b>(ch: char, j: Option<&'b JobView<'_>>, now: i64) -> Option<(&'static str, Cow<'b, str>)> {
+fn o_field<'b>(ch: char, j: Option<&'b JobView<'_>>, now: i64, scratch: &'b mut String) -> Option<(&'static str, Cow<'b, str>)> {
     let title = match ch {
         'a' => "ACCOUNT",
         'A' | 'i' => "JOBID",
@@ -664,10 +667,22 @@ fn o_field<'b>(ch: char, j: Option<&'b JobView<'_>>, now: i64) -> Option<(&'stat
     // Borrowed where the job holds the text already: 10,000 rows are 80,000 fields.
     let b = |s: &'b str| Cow::Borrowed(s);
     let or_null = |s: &'b Option<flotilla_proto::Str<'_>>| s.as_deref().map_or(Cow::Borrowed("(null)"), Cow::Borrowed);
+    // Computed values are written into the caller's `scratch` (no String per field).
+    macro_rules! put {
+        ($($arg:tt)*) => {{
+            use std::fmt::Write as _;
+            scratch.clear();
+            let _ = write!(scratch, $($arg)*);
+            Cow::Borrowed(scratch.as_str())
+        }};
+    }
     let v: Cow<'b, str> = match ch {
         'a' => b(&j.account),
-        'A' => j.job_id.to_string().into(),
-        'i' => jobfmt::job_id_str(j).into(),
+        'A' => put!("{}", j.job_id),
+        'i' => match (j.array_job_id, j.array_task_id, &j.array_task_str) {
+            (Some(_), _, _) => jobfmt::job_id_str(j).into(),
+            _ => put!("{}", j.job_id),
+        },
         'b' => jobfmt::tres_per_node(j).into(),
         'B' => {
             if pending || j.batch_host.is_empty() {
@@ -676,16 +691,16 @@ fn o_field<'b>(ch: char, j: Option<&'b JobView<'_>>, now: i64) -> Option<(&'stat
                 b(&j.batch_host)
             }
         }
-        'c' => (j.num_cpus / j.num_nodes.max(1)).max(1).to_string().into(),
-        'C' => j.num_cpus.to_string().into(),
+        'c' => put!("{}", (j.num_cpus / j.num_nodes.max(1)).max(1)),
+        'C' => put!("{}", j.num_cpus),
         'd' => b("0"),
-        'D' => j.num_nodes.to_string().into(),
+        'D' => put!("{}", j.num_nodes),
         'e' => t(j.end_time),
         'E' => jobfmt::dependency_str(j).into(),
         'f' => b("(null)"),
-        'F' => j.array_job_id.unwrap_or(j.job_id).to_string().into(),
+        'F' => put!("{}", j.array_job_id.unwrap_or(j.job_id)),
         'g' => common::group_name(j.gid).into(),
-        'G' => j.gid.to_string().into(),
+        'G' => put!("{}", j.gid),
         'h' => b(if j.exclusive { "NO" } else { "OK" }),
         'H' | 'I' | 'J' => b("*"),
         'j' => b(&j.name),
@@ -704,20 +719,27 @@ fn o_field<'b>(ch: char, j: Option<&'b JobView<'_>>, now: i64) -> Option<(&'stat
         'o' => or_null(&j.command),
         'O' => b("0"),
         'p' => format!("{:.14}", j.priority as f64 / f64::from(u32::MAX)).into(),
-        'Q' => j.priority.to_string().into(),
+        'Q' => put!("{}", j.priority),
         'P' => b(&j.partition),
         'q' => b(&j.qos),
         'r' => b(&j.reason),
-        'R' => jobfmt::nodelist_reason(j),
+        // The node list of a running job, `(reason)` of a pending one.
+        'R' => {
+            if pending || j.nodes.is_empty() {
+                put!("({})", j.reason)
+            } else {
+                b(&j.nodes)
+            }
+        }
         'S' => t(j.start_time),
         't' => b(state(j).compact()),
         'T' => b(state(j).as_str()),
         'u' => b(&j.user),
-        'U' => j.uid.to_string().into(),
+        'U' => put!("{}", j.uid),
         'v' | 'w' | 'W' => b("(null)"),
         'x' => j.excluded_nodes.iter().map(|s| s.as_str()).collect::<Vec<_>>().join(",").into(),
         'X' => b("N/A"),
-        'y' => j.nice.to_string().into(),
+        'y' => put!("{}", j.nice),
         'Y' => {
             if j.sched_nodes.is_empty() {
                 b("(null)")
@@ -764,7 +786,7 @@ fn parse_o(fmt: &str, io: &mut Io<'_>) -> Vec<Piece> {
             continue;
         };
         let rest: String = chars.collect();
-        if o_field(ch, None, 0).is_some() {
+        if o_field(ch, None, 0, &mut String::new()).is_some() {
             out.push(Piece::Field { ch, width, right });
             if !rest.is_empty() {
                 out.push(Piece::Text(rest));
@@ -781,12 +803,12 @@ fn parse_o(fmt: &str, io: &mut Io<'_>) -> Vec<Piece> {
 #[cfg(test)]
 fn render_o<'a>(fmt: &str, rows: impl Iterator<Item = JobView<'a>>, header: bool, now: i64, io: &mut Io<'_>) -> String {
     let r = Renderer::o(fmt, io);
-    let mut out = String::new();
+    let (mut out, mut scratch) = (String::new(), String::new());
     if header {
-        r.line(&mut out, None, now);
+        r.line(&mut out, None, now, &mut scratch);
     }
     for j in rows {
-        r.line(&mut out, Some(&j), now);
+        r.line(&mut out, Some(&j), now, &mut scratch);
     }
     out
 }
@@ -848,14 +870,14 @@ impl Renderer {
 
     /// Appends the line of `j` (the header when `None`) to `out`, fields padded in place (no
     /// String per line or per field: a 10,000-job queue is 80,000 fields).
-    fn line(&self, out: &mut String, j: Option<&JobView<'_>>, now: i64) {
+    fn line(&self, out: &mut String, j: Option<&JobView<'_>>, now: i64, scratch: &mut String) {
         match self {
             Renderer::O(pieces) => {
                 for p in pieces {
                     match p {
                         Piece::Text(t) => out.push_str(t),
                         Piece::Field { ch, width, right } => {
-                            let (title, v) = o_field(*ch, j, now).expect("validated");
+                            let (title, v) = o_field(*ch, j, now, scratch).expect("validated");
                             common::push_field(out, if j.is_some() { &v } else { title }, *width, *right);
                         }
                     }
@@ -864,7 +886,7 @@ impl Renderer {
             Renderer::O2(cols) => {
                 for c in cols {
                     match j {
-                        Some(j) => common::push_field(out, &o2_value(c.f, j, now), c.width, c.right),
+                        Some(j) => common::push_field(out, &o2_value(c.f, j, now, scratch), c.width, c.right),
                         None => common::push_field(out, c.title, c.width, c.right),
                     }
                     out.push_str(&c.suffix);
@@ -951,9 +973,9 @@ enum O2 {
     Preemptible,
 }
 
-fn o2_value<'b>(f: O2, j: &'b JobView<'_>, now: i64) -> Cow<'b, str> {
+fn o2_value<'b>(f: O2, j: &'b JobView<'_>, now: i64, scratch: &'b mut String) -> Cow<'b, str> {
     match f {
-        O2::Letter(ch) => o_field(ch, Some(j), now).map(|x| x.1).unwrap_or_default(),
+        O2::Letter(ch) => o_field(ch, Some(j), now, scratch).map(|x| x.1).unwrap_or_default(),
         O2::TresAlloc => {
             if state(j) == JobStateWire::Pending {
                 // Slurm shows the requested TRES while pending, without billing.
@@ -1162,7 +1184,7 @@ mod tests {
         let keys = SortKeys::parse("");
         let mut letters = 0;
         for ch in ('a'..='z').chain('A'..='Z') {
-            if o_field(ch, None, 0).is_none() {
+            if o_field(ch, None, 0, &mut String::new()).is_none() {
                 continue;
             }
             letters += 1;
@@ -1171,7 +1193,8 @@ mod tests {
                 let (_, rows) = subset(&fields, j);
                 let (sub, _) = QueueRows::decode_one(&fields, &rows.bytes).unwrap();
                 let full = JobView::from(j);
-                assert_eq!(o_field(ch, Some(&sub), now), o_field(ch, Some(&full), now), "%{ch} of job {}", j.job_id);
+                let (mut s1, mut s2) = (String::new(), String::new());
+                assert_eq!(o_field(ch, Some(&sub), now, &mut s1), o_field(ch, Some(&full), now, &mut s2), "%{ch} of job {}", j.job_id);
             }
         }
         assert!(letters > 40, "{letters} letters");
@@ -1189,7 +1212,9 @@ mod tests {
             for j in &jobs {
                 let (_, rows) = subset(&fields, j);
                 let (sub, _) = QueueRows::decode_one(&fields, &rows.bytes).unwrap();
-                assert_eq!(o2_value(o2, &sub, now), o2_value(o2, &JobView::from(j), now), "-O {name} of job {}", j.job_id);
+                let (mut s1, mut s2) = (String::new(), String::new());
+                let full = JobView::from(j);
+                assert_eq!(o2_value(o2, &sub, now, &mut s1), o2_value(o2, &full, now, &mut s2), "-O {name} of job {}", j.job_id);
             }
         }
         for k in ["i", "A", "P", "t", "T", "p", "Q", "u", "U", "j", "S", "V", "e", "D", "C", "N", "a", "q", "r", "y", "l"] {

@@ -748,6 +748,11 @@ impl Scheduler {
         self.pending.get(&job).map(|p| p.priority)
     }
 
+    /// [`Scheduler::pending_info`] and [`Scheduler::pending_priority`] in one lookup.
+    pub fn pending_state(&self, job: JobId) -> Option<(&PendingInfo, u64)> {
+        self.pending.get(&job).map(|p| (&p.info, p.priority))
+    }
+
     /// Every live allocation.
     pub fn allocations(&self) -> impl Iterator<Item = &Allocation> {
         self.running.values().flat_map(|r| r.allocs.iter())

@@ -372,16 +372,24 @@ impl<'a> QueueReader<'a> {
             return Some(Err(postcard::Error::DeserializeBadEncoding));
         }
         self.left -= 1;
-        for f in self.fields {
-            match f.decode(j, self.rest) {
-                Ok(r) => self.rest = r,
-                Err(e) => {
-                    self.failed = true;
-                    return Some(Err(e));
-                }
+        // One deserializer for the job's fields (not one per field).
+        let mut de = postcard::Deserializer::from_bytes(self.rest);
+        let read = || -> Result<&'a [u8], postcard::Error> {
+            for f in self.fields {
+                f.decode_from(j, &mut de)?;
+            }
+            de.finalize()
+        };
+        match read() {
+            Ok(rest) => {
+                self.rest = rest;
+                Some(Ok(()))
+            }
+            Err(e) => {
+                self.failed = true;
+                Some(Err(e))
             }
         }
-        Some(Ok(()))
     }
 
     /// Jobs not read yet.
@@ -411,8 +419,13 @@ macro_rules! job_fields {
             ///
             /// Errors: postcard's.
             pub fn encode(self, j: &JobView<'_>, out: Vec<u8>) -> Result<Vec<u8>, postcard::Error> {
+                postcard::to_extend(&Selected(j, &[self]), out)
+            }
+
+            /// Serializes this field of `j` as the next element of `t`.
+            fn serialize_element<T: serde::ser::SerializeTuple>(self, j: &JobView<'_>, t: &mut T) -> Result<(), T::Error> {
                 match self {
-                    $(JobField::$variant => postcard::to_extend(&j.$field, out)),*
+                    $(JobField::$variant => t.serialize_element(&j.$field)),*
                 }
             }
 
@@ -420,13 +433,17 @@ macro_rules! job_fields {
             ///
             /// Errors: postcard's, for a malformed or cut value.
             pub fn decode<'a>(self, j: &mut JobView<'a>, bytes: &'a [u8]) -> Result<&'a [u8], postcard::Error> {
+                let mut de = postcard::Deserializer::from_bytes(bytes);
+                self.decode_from(j, &mut de)?;
+                de.finalize()
+            }
+
+            /// Decodes this field from `de` into `j` (a job's fields, one deserializer).
+            fn decode_from<'a>(self, j: &mut JobView<'a>, de: &mut postcard::Deserializer<'a, postcard::de_flavors::Slice<'a>>) -> Result<(), postcard::Error> {
                 match self {
-                    $(JobField::$variant => {
-                        let (v, rest) = postcard::take_from_bytes(bytes)?;
-                        j.$field = v;
-                        Ok(rest)
-                    }),*
+                    $(JobField::$variant => j.$field = Deserialize::deserialize(&mut *de)?),*
                 }
+                Ok(())
             }
         }
     };
@@ -471,6 +488,21 @@ impl FieldSet {
     /// Whether any of `fs` is in the set.
     pub fn any(self, fs: &[JobField]) -> bool {
         fs.iter().any(|f| self.has(*f))
+    }
+}
+
+/// Some fields of a job, serialized one after the other (postcard writes a tuple's elements
+/// without a length), so that a job's fields take one serializer.
+struct Selected<'j, 'a>(&'j JobView<'a>, &'j [JobField]);
+
+impl Serialize for Selected<'_, '_> {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeTuple;
+        let mut t = s.serialize_tuple(self.1.len())?;
+        for f in self.1 {
+            f.serialize_element(self.0, &mut t)?;
+        }
+        t.end()
     }
 }
 
@@ -528,9 +560,7 @@ impl QueueRows {
     pub fn encode<'a>(fields: &[JobField], jobs: impl Iterator<Item = JobView<'a>>) -> Result<QueueRows, postcard::Error> {
         let (mut count, mut bytes) = (0u64, Vec::new());
         for j in jobs {
-            for f in fields {
-                bytes = f.encode(&j, bytes)?;
-            }
+            bytes = postcard::to_extend(&Selected(&j, fields), bytes)?;
             count += 1;
         }
         Ok(QueueRows { count, bytes })
@@ -556,12 +586,13 @@ impl QueueRows {
     /// Decodes one job's `fields` from the start of `bytes`; the job and the bytes after it.
     ///
     /// Errors: postcard's.
-    pub fn decode_one<'a>(fields: &[JobField], mut bytes: &'a [u8]) -> Result<(JobView<'a>, &'a [u8]), postcard::Error> {
+    pub fn decode_one<'a>(fields: &[JobField], bytes: &'a [u8]) -> Result<(JobView<'a>, &'a [u8]), postcard::Error> {
         let mut j = JobView::default();
+        let mut de = postcard::Deserializer::from_bytes(bytes);
         for f in fields {
-            bytes = f.decode(&mut j, bytes)?;
+            f.decode_from(&mut j, &mut de)?;
         }
-        Ok((j, bytes))
+        Ok((j, de.finalize()?))
     }
 }
 

@@ -1091,8 +1091,8 @@ impl Controller {
             } else {
                 Some(rec.spec.id.0)
             };
-            match core_id.and_then(|c| self.sched.pending_info(JobId(c)).map(|i| (c, i))) {
-                Some((c, info)) => {
+            match core_id.and_then(|c| self.sched.pending_state(JobId(c))) {
+                Some((info, prio)) => {
                     reason = match &info.slurm_detail {
                         // Slurm's `ReqNodeNotAvail, UnavailableNodes:gpu04`.
                         Some(d) if !d.is_empty() => Str::from(format!("{}, {d}", info.reason.as_str())),
@@ -1104,7 +1104,7 @@ impl Controller {
                         let names: Vec<String> = info.sched_nodes.iter().map(|n| self.sched.cluster.node(*n).name.clone()).collect();
                         sched_nodes = Str::from(compress_hostlist(&names));
                     }
-                    priority = self.sched.pending_priority(JobId(c)).unwrap_or(0);
+                    priority = prio;
                 }
                 None if rec.is_array_meta() => reason = Str::b("JobArrayTaskLimit"),
                 None => {}
