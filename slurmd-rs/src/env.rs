@@ -79,6 +79,21 @@ pub struct UserInfo {
     pub shell: String,
 }
 
+/// The groups a process of user `name` runs with: `gid` and the user's supplementary groups
+/// from the group database (`getgrouplist(3)`, as Slurm's slurmstepd takes them with
+/// `initgroups`); just `gid` when the user or the lookup is unknown.
+pub fn groups_of(name: &str, gid: u32) -> Vec<u32> {
+    let mut g: Vec<u32> = std::ffi::CString::new(name)
+        .ok()
+        .and_then(|n| nix::unistd::getgrouplist(&n, nix::unistd::Gid::from_raw(gid)).ok())
+        .map(|g| g.into_iter().map(|g| g.as_raw()).collect())
+        .unwrap_or_default();
+    if !g.contains(&gid) {
+        g.insert(0, gid);
+    }
+    g
+}
+
 impl UserInfo {
     /// The passwd entry of `uid`; `name` (the name the controller recorded) with `/` as home
     /// and `/bin/sh` as shell when the node has no entry for it.

@@ -176,31 +176,40 @@ impl StepCgroup {
 pub struct TaskJoin {
     files: Vec<std::fs::File>,
     user: Option<(u32, u32)>,
+    groups: Vec<libc::gid_t>,
     dir: std::ffi::CString,
 }
 
 impl TaskJoin {
-    /// Prepares (in the parent: opens the files, builds the path) the join of `step`, then the
-    /// change to `user` (`(uid, gid)`; `None` when the launcher is not root) and to `dir`.
-    pub fn new(step: &StepCgroup, user: Option<(u32, u32)>, dir: &str) -> Result<TaskJoin, ConfineError> {
+    /// Prepares (in the parent: opens the files, builds the path) the join of `step` (none:
+    /// unconfined), then the change to `user` (`(uid, gid)`, with the supplementary `groups`
+    /// of [`crate::env::groups_of`]; `None` when the launcher is not root) and to `dir`.
+    pub fn new(step: Option<&StepCgroup>, user: Option<(u32, u32)>, groups: &[u32], dir: &str) -> Result<TaskJoin, ConfineError> {
         let dir = std::ffi::CString::new(dir.replace('\0', "")).expect("NULs removed");
         Ok(TaskJoin {
-            files: step.join_files()?,
+            files: match step {
+                Some(s) => s.join_files()?,
+                None => Vec::new(),
+            },
             user,
+            groups: groups.to_vec(),
             dir,
         })
     }
 
-    /// In the forked child: joins, drops supplementary groups, sets the gid and uid, changes
-    /// directory. Async-signal-safe (system calls only, on data prepared before the fork).
+    /// In the forked child: joins, sets the supplementary groups (only the gid when none were
+    /// given), the gid and the uid, changes directory. Async-signal-safe (system calls only,
+    /// on data prepared before the fork).
     #[allow(unsafe_code)]
     pub fn in_child(&self) -> std::io::Result<()> {
         let check = |r: libc::c_int| if r == 0 { Ok(()) } else { Err(std::io::Error::last_os_error()) };
         join_in_child(&self.files)?;
         if let Some((uid, gid)) = self.user {
-            // SAFETY: plain system calls with valid arguments (an empty group list).
+            let only_gid = [gid as libc::gid_t];
+            let groups: &[libc::gid_t] = if self.groups.is_empty() { &only_gid } else { &self.groups };
+            // SAFETY: plain system calls with valid arguments (a group list owned by `self`).
             unsafe {
-                check(libc::setgroups(0, std::ptr::null()))?;
+                check(libc::setgroups(groups.len(), groups.as_ptr()))?;
                 check(libc::setgid(gid))?;
                 check(libc::setuid(uid))?;
             }
@@ -708,6 +717,44 @@ mod tests {
         }
         assert_eq!(cgs.jobs(), (vec![4], vec![]));
         assert!(NodeCgroups::none().sweep().is_empty());
+    }
+
+    /// A task launched as another user keeps her supplementary groups (what `Command::uid`
+    /// would drop), joins its cgroup's files and runs in its directory. Root test: it changes
+    /// uid in the child.
+    #[test]
+    fn task_becomes_the_user_with_her_groups() {
+        use std::os::unix::process::CommandExt;
+        if std::env::var("FLOTILLA_TEST_ROOT").as_deref() != Ok("1") || !nix::unistd::geteuid().is_root() {
+            println!("SKIPPED: set FLOTILLA_TEST_ROOT=1 and run as root (the child changes uid)");
+            return;
+        }
+        let tmp = tempfile::tempdir().unwrap();
+        std::fs::set_permissions(tmp.path(), std::os::unix::fs::PermissionsExt::from_mode(0o777)).unwrap();
+        let join = TaskJoin::new(None, Some((2001, 2001)), &[2001, 4242, 4343], tmp.path().to_str().unwrap()).unwrap();
+        let mut cmd = std::process::Command::new("sh");
+        cmd.args(["-c", "id -u; id -G; pwd"]);
+        // SAFETY: `in_child` makes system calls only (see there).
+        #[allow(unsafe_code)]
+        unsafe {
+            cmd.pre_exec(move || join.in_child());
+        }
+        let out = cmd.output().unwrap();
+        assert!(out.status.success(), "{out:?}");
+        let text = String::from_utf8(out.stdout).unwrap();
+        let lines: Vec<&str> = text.lines().collect();
+        assert_eq!(lines[0], "2001");
+        let mut groups: Vec<&str> = lines[1].split_whitespace().collect();
+        groups.sort();
+        assert_eq!(groups, ["2001", "4242", "4343"]);
+        assert_eq!(std::path::Path::new(lines[2]), tmp.path().canonicalize().unwrap());
+    }
+
+    #[test]
+    fn groups_of_users() {
+        assert!(crate::env::groups_of("root", 0).contains(&0));
+        // No such user: the gid alone.
+        assert_eq!(crate::env::groups_of("no-such-user-flotilla", 4242), vec![4242]);
     }
 
     #[test]

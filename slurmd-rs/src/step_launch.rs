@@ -318,6 +318,7 @@ fn run_step(msg: &LaunchStep, facts: &NodeFacts, host: &str, registry: &StepRegi
             return Err(std::io::Error::other(format!("step cgroup: {e}")));
         }
     };
+    let groups = crate::env::groups_of(&user.name, msg.gid);
     let mut tasks: Vec<Task> = Vec::new();
     let mut stdins: Vec<ChildStdin> = Vec::new();
     let mut opened: BTreeMap<String, std::fs::File> = BTreeMap::new();
@@ -341,29 +342,25 @@ fn run_step(msg: &LaunchStep, facts: &NodeFacts, host: &str, registry: &StepRegi
             .envs(task_env(msg, facts, &user, local))
             .process_group(0)
             .stdin(Stdio::piped());
-        match &cgroup {
-            None => {
-                cmd.current_dir(work_dir);
-                if me.is_root() {
-                    cmd.uid(msg.uid).gid(msg.gid);
+        // The child joins the step's cgroup (when confined), then becomes the user with her
+        // supplementary groups and changes directory ([`TaskJoin`]), all before it execs: no
+        // task starts unconfined, and a task reads what the user's groups may read (as the
+        // batch script does; `Command::uid` would drop every supplementary group).
+        if cgroup.is_none() && !me.is_root() {
+            cmd.current_dir(work_dir);
+        } else {
+            let join = match TaskJoin::new(cgroup.as_ref(), me.is_root().then_some((msg.uid, msg.gid)), &groups, work_dir) {
+                Ok(j) => j,
+                Err(e) => {
+                    fail(format!("step cgroup: {e}"));
+                    continue;
                 }
-            }
-            // Confined: the child joins the step's cgroup, then becomes the user and changes
-            // directory ([`TaskJoin`]), all before it execs.
-            Some(cg) => {
-                let join = match TaskJoin::new(cg, me.is_root().then_some((msg.uid, msg.gid)), work_dir) {
-                    Ok(j) => j,
-                    Err(e) => {
-                        fail(format!("step cgroup: {e}"));
-                        continue;
-                    }
-                };
-                // SAFETY: the closure only calls `TaskJoin::in_child`, which is
-                // async-signal-safe (system calls on data prepared before the fork).
-                #[allow(unsafe_code)]
-                unsafe {
-                    cmd.pre_exec(move || join.in_child());
-                }
+            };
+            // SAFETY: the closure only calls `TaskJoin::in_child`, which is
+            // async-signal-safe (system calls on data prepared before the fork).
+            #[allow(unsafe_code)]
+            unsafe {
+                cmd.pre_exec(move || join.in_child());
             }
         }
         let out_path = msg.stdout.as_deref().map(|p| resolve(&expand_pattern(p, msg, id, host), &msg.work_dir));

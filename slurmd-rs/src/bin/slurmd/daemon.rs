@@ -563,11 +563,7 @@ impl Daemon {
         let pw = nix::unistd::User::from_uid(nix::unistd::Uid::from_raw(bind.uid)).ok().flatten();
         let user = UserInfo::of_uid(bind.uid, &bind.user);
         let groups: Vec<u32> = match &pw {
-            Some(p) => std::ffi::CString::new(p.name.clone())
-                .ok()
-                .and_then(|n| nix::unistd::getgrouplist(&n, nix::unistd::Gid::from_raw(bind.gid)).ok())
-                .map(|g| g.into_iter().map(|g| g.as_raw()).collect())
-                .unwrap_or_default(),
+            Some(p) => flotilla_slurmd::env::groups_of(&p.name, bind.gid),
             None => Vec::new(),
         };
         let owner = (Some(bind.uid), Some(bind.gid));
