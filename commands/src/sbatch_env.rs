@@ -35,17 +35,13 @@ pub struct SubmitContext<'a> {
     pub umask: u32,
 }
 
-/// The process's umask, read from `/proc/self/status` (`Umask:\t0022`); `0o022` when it
-/// cannot be read.
+/// The process's umask (`umask(2)` has no read-only form: it is set and put back, as Slurm's
+/// sbatch does in `_set_umask_env`).
 pub fn process_umask() -> u32 {
-    std::fs::read_to_string("/proc/self/status")
-        .ok()
-        .and_then(|s| {
-            s.lines()
-                .find_map(|l| l.strip_prefix("Umask:"))
-                .and_then(|v| u32::from_str_radix(v.trim(), 8).ok())
-        })
-        .unwrap_or(0o022)
+    use nix::sys::stat::{umask, Mode};
+    let old = umask(Mode::from_bits_truncate(0o022));
+    umask(old);
+    old.bits()
 }
 
 fn set(env: &mut Vec<(String, String)>, k: &str, v: String) {
@@ -173,6 +169,21 @@ mod tests {
             assert_eq!(get(&env, k), Some(v), "{k}");
         }
         assert_eq!(env.iter().filter(|(k, _)| k == "SLURM_NTASKS").count(), 1);
+    }
+
+    /// The umask read is the process's (as /proc says), and reading it leaves it as it was.
+    #[test]
+    fn process_umask_reads_without_changing() {
+        let proc_umask = || {
+            std::fs::read_to_string("/proc/self/status")
+                .unwrap()
+                .lines()
+                .find_map(|l| l.strip_prefix("Umask:").map(|v| u32::from_str_radix(v.trim(), 8).unwrap()))
+                .unwrap()
+        };
+        let before = proc_umask();
+        assert_eq!(process_umask(), before);
+        assert_eq!(proc_umask(), before, "put back");
     }
 
     #[test]
