@@ -318,14 +318,20 @@ pub fn job_record(j: &JobInfo, flags: ShowFlags, now: i64, gpu_types: &BTreeMap<
         secs2time_str(jobfmt::run_secs(&v, now)),
         limit_str(j)
     ));
-    // Not eligible yet: held, or waiting on a dependency (golden 0211).
-    let not_eligible = pending && (j.held || matches!(j.reason.as_str(), "Dependency" | "DependencyNeverSatisfied"));
+    // Not eligible yet: held without a begin time, or waiting on a dependency (golden 0211).
+    // A job requeued with a hold keeps the begin time of its requeue (requeue + hold-off) as
+    // both times, as Slurm 22.05 shows it (checked live).
+    let held_until = j.eligible_time.filter(|_| pending && j.held);
+    let not_eligible = pending && ((j.held && held_until.is_none()) || matches!(j.reason.as_str(), "Dependency" | "DependencyNeverSatisfied"));
     l.push(format!(
         "   SubmitTime={} EligibleTime={}",
         common::fmt_time(j.submit_time),
         if not_eligible { "Unknown".into() } else { t_or(j.eligible_time.or(Some(j.submit_time)), "Unknown") }
     ));
-    l.push(format!("   AccrueTime={}", if not_eligible { "Unknown".into() } else { common::fmt_time(j.submit_time) }));
+    l.push(format!(
+        "   AccrueTime={}",
+        if not_eligible { "Unknown".into() } else { common::fmt_time(held_until.unwrap_or(j.submit_time)) }
+    ));
     l.push(format!(
         "   StartTime={} EndTime={} Deadline=N/A",
         t_or(j.start_time, "Unknown"),
@@ -860,5 +866,11 @@ mod tests {
         assert!(has(&j, "EligibleTime=Unknown") && has(&j, "AccrueTime=Unknown"));
         j.reason = "Priority".into();
         assert!(!has(&j, "EligibleTime=Unknown"));
+        // Held: Unknown; held after a requeue (a begin time): that time, twice.
+        j.held = true;
+        assert!(has(&j, "EligibleTime=Unknown") && has(&j, "AccrueTime=Unknown"));
+        j.eligible_time = Some(j.submit_time + 121);
+        let when = common::fmt_time(j.submit_time + 121);
+        assert!(has(&j, &format!("EligibleTime={when}")) && has(&j, &format!("AccrueTime={when}")));
     }
 }
