@@ -22,6 +22,22 @@ pub struct LocalCluster {
 }
 
 impl LocalCluster {
+    /// Runs our command `name` (from [`crate::bin_dir`]) with this cluster's configuration, a
+    /// PATH holding our binaries first, `HOME` and the working directory `cwd`, and nothing
+    /// else of the caller's environment.
+    pub fn run(&self, name: &str, args: &[&str], cwd: &Path) -> std::process::Output {
+        let bins = crate::bin_dir();
+        std::process::Command::new(bins.join(name))
+            .args(args)
+            .current_dir(cwd)
+            .env_clear()
+            .env("PATH", format!("{}:/usr/local/bin:/usr/bin:/bin", bins.display()))
+            .env("HOME", cwd)
+            .envs(self.env())
+            .output()
+            .expect("our command runs")
+    }
+
     /// Starts the default cluster (4 nodes × 8 fake GPUs, 2 pods), or the nodes, partitions
     /// and topology of `config_dir`'s `slurm.conf`, and waits until every node registered.
     /// Panics with the reason (and log tails) when it cannot.

@@ -47,6 +47,41 @@ pub fn workspace_root() -> PathBuf {
         .to_path_buf()
 }
 
+/// Where the workspace's binaries are for the running test: `$FLOTILLA_BIN_DIR` if set, else
+/// the test executable's `target/<profile>` (tests live in `target/<profile>/deps`).
+pub fn bin_dir() -> PathBuf {
+    if let Some(d) = std::env::var_os("FLOTILLA_BIN_DIR") {
+        return PathBuf::from(d);
+    }
+    let exe = std::env::current_exe().expect("test executable");
+    exe.parent().and_then(Path::parent).expect("target/<profile>").to_path_buf()
+}
+
+/// [`bin_dir`], after checking that `names` were built there (`cargo build --bins`).
+pub fn bin_dir_with(names: &[&str]) -> PathBuf {
+    let d = bin_dir();
+    for b in names {
+        assert!(d.join(b).is_file(), "{} missing: cargo build -p flotilla-commands --bins", d.join(b).display());
+    }
+    d
+}
+
+/// Builds the commands and daemons for the running test's profile (once per test process;
+/// cargo does nothing when they are up to date).
+pub fn build_binaries() {
+    static BUILD: std::sync::Once = std::sync::Once::new();
+    BUILD.call_once(|| {
+        let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+        let mut c = Command::new(cargo);
+        c.args(["build", "--bins", "-p", "flotilla-commands", "-p", "flotilla-slurmctld", "-p", "flotilla-slurmd"]);
+        if bin_dir().ends_with("release") {
+            c.arg("--release");
+        }
+        let st = c.current_dir(workspace_root()).status().expect("cargo runs");
+        assert!(st.success(), "building the binaries failed");
+    });
+}
+
 /// The shared data directory: `$FLOTILLA_SHARED_DIR` if set, else `<workspace root>/../shared`.
 pub fn shared_dir() -> PathBuf {
     match std::env::var_os("FLOTILLA_SHARED_DIR") {

@@ -13,29 +13,9 @@
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
-use std::sync::Once;
 use std::time::{Duration, Instant};
 
 use flotilla_compat_tests::cluster::LocalCluster;
-
-fn bin_dir() -> PathBuf {
-    let exe = std::env::current_exe().expect("test executable");
-    exe.parent().and_then(Path::parent).expect("target/<profile>").to_path_buf()
-}
-
-fn build_binaries() {
-    static BUILD: Once = Once::new();
-    BUILD.call_once(|| {
-        let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
-        let mut c = Command::new(cargo);
-        c.args(["build", "--bins", "-p", "flotilla-commands", "-p", "flotilla-slurmctld", "-p", "flotilla-slurmd"]);
-        if bin_dir().ends_with("release") {
-            c.arg("--release");
-        }
-        let st = c.current_dir(flotilla_compat_tests::workspace_root()).status().expect("cargo runs");
-        assert!(st.success(), "building the binaries failed");
-    });
-}
 
 /// What a command line printed.
 #[derive(Debug)]
@@ -54,11 +34,11 @@ struct Env {
 
 impl Env {
     fn new() -> Env {
-        build_binaries();
+        flotilla_compat_tests::build_binaries();
         // A requeued job may start again at once (Slurm holds it back 121 s).
         let c = LocalCluster::start_with(None, |o| o.ctld_args = vec!["--requeue-holdoff".into(), "0".into()]);
         let work = tempfile::Builder::new().prefix("flt-contract").tempdir_in("/tmp").unwrap();
-        Env { c, work, bin: bin_dir() }
+        Env { c, work, bin: flotilla_compat_tests::bin_dir() }
     }
 
     fn work(&self) -> &Path {

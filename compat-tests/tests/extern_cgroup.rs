@@ -15,6 +15,12 @@
 //! -p flotilla-slurmctld -p flotilla-slurmd`; `cargo test --workspace` does it).
 
 use flotilla_compat_tests::cluster::LocalCluster;
+
+/// Our command `name` run on cluster `c`, after checking that the commands were built.
+fn checked_run(c: &LocalCluster, name: &str, args: &[&str], cwd: &Path) -> Output {
+    flotilla_compat_tests::bin_dir_with(&["srun", "sbatch", "scancel", "squeue"]);
+    c.run(name, args, cwd)
+}
 use nix::mount::{mount, umount2, MntFlags, MsFlags};
 use nix::sys::stat::{makedev, mknod, Mode, SFlag};
 use std::collections::BTreeSet;
@@ -154,34 +160,9 @@ fn config(cluster: &str, dev: &Path) -> tempfile::TempDir {
     d
 }
 
-fn bin_dir() -> PathBuf {
-    if let Some(d) = std::env::var_os("FLOTILLA_BIN_DIR") {
-        return PathBuf::from(d);
-    }
-    let exe = std::env::current_exe().unwrap();
-    let d = exe.parent().unwrap().parent().unwrap().to_path_buf();
-    for b in ["srun", "sbatch", "scancel", "squeue"] {
-        assert!(d.join(b).is_file(), "{} missing: cargo build -p flotilla-commands --bins", d.join(b).display());
-    }
-    d
-}
-
-fn cmd(c: &LocalCluster, name: &str, args: &[&str], cwd: &Path) -> Output {
-    let bins = bin_dir();
-    Command::new(bins.join(name))
-        .args(args)
-        .current_dir(cwd)
-        .env_clear()
-        .env("PATH", format!("{}:/usr/local/bin:/usr/bin:/bin", bins.display()))
-        .env("HOME", cwd)
-        .envs(c.env())
-        .output()
-        .unwrap()
-}
-
 fn sbatch(c: &LocalCluster, w: &Path, script: &str) -> u64 {
     std::fs::write(w.join("job.sh"), script).unwrap();
-    let o = cmd(c, "sbatch", &["--parsable", "job.sh"], w);
+    let o = checked_run(c, "sbatch", &["--parsable", "job.sh"], w);
     assert!(o.status.success(), "sbatch: {}", String::from_utf8_lossy(&o.stderr));
     String::from_utf8(o.stdout).unwrap().trim().parse().unwrap()
 }
@@ -196,7 +177,7 @@ fn wait_until(what: &str, secs: u64, mut f: impl FnMut() -> bool, diag: impl Fn(
 
 /// The job's state as `squeue -t all` shows it.
 fn state(c: &LocalCluster, w: &Path, id: u64) -> String {
-    let o = cmd(c, "squeue", &["-t", "all", "-h", "-j", &id.to_string(), "-o", "%T"], w);
+    let o = checked_run(c, "squeue", &["-t", "all", "-h", "-j", &id.to_string(), "-o", "%T"], w);
     String::from_utf8_lossy(&o.stdout).trim().to_string()
 }
 
@@ -393,7 +374,7 @@ fn cancel_kills_every_task_process_on_both_nodes_and_removes_the_cgroups() {
         assert!(cg.contains(&format!("/job_{id}/step_0")), "{pid} {cmd}: {cg}");
         assert!(cg.contains(&format!("/flotilla/{cluster}_gpu0")), "{pid} {cmd}: {cg}");
     }
-    let o = cmd(&c, "scancel", &[&id.to_string()], &w);
+    let o = checked_run(&c, "scancel", &[&id.to_string()], &w);
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     let t0 = Instant::now();
     wait_until("every task process to be gone", 30, || processes_with(&mark).is_empty(), || {
@@ -520,7 +501,7 @@ fn a_restarted_node_daemon_readopts_the_job_cgroup_and_its_kill_reaches_the_old_
     }, || logs(&c));
     std::thread::sleep(Duration::from_millis(500));
     assert_eq!(on_gpu02(), tasks, "the restart kept the job's tasks and cgroup");
-    let o = cmd(&c, "scancel", &[&id.to_string()], &w);
+    let o = checked_run(&c, "scancel", &[&id.to_string()], &w);
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     wait_until("every task process to be gone", 30, || processes_with(&mark).is_empty(), || {
         format!("left: {:?}\n{}", processes_with(&mark), logs(&c))
@@ -564,7 +545,7 @@ fn tasks_of_another_user_join_the_cgroup_then_run_as_that_user() {
         ),
     )
     .unwrap();
-    let bins = bin_dir();
+    let bins = flotilla_compat_tests::bin_dir_with(&["srun", "sbatch", "scancel", "squeue"]);
     let o = Command::new(bins.join("sbatch"))
         .args(["--parsable", "job.sh"])
         .current_dir(&w)

@@ -283,23 +283,6 @@ impl Harness {
     }
 }
 
-fn bin_dir() -> PathBuf {
-    let exe = std::env::current_exe().expect("test executable");
-    exe.parent().and_then(Path::parent).expect("target/<profile>").to_path_buf()
-}
-
-fn build_binaries() {
-    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
-    let profile_release = bin_dir().ends_with("release");
-    let mut c = Command::new(cargo);
-    c.args(["build", "--bins", "-p", "flotilla-commands", "-p", "flotilla-slurmctld", "-p", "flotilla-slurmd"]);
-    if profile_release {
-        c.arg("--release");
-    }
-    let st = c.current_dir(flotilla_compat_tests::workspace_root()).status().expect("cargo runs");
-    assert!(st.success(), "building the binaries failed");
-}
-
 /// Slurm's client commands that may be installed on the host (a reference Slurm runs beside
 /// the replay on development machines).
 const SLURM_COMMANDS: &[&str] = &[
@@ -383,7 +366,7 @@ fn golden_replay() {
         eprintln!("SKIPPED: {e}");
         return;
     }
-    build_binaries();
+    flotilla_compat_tests::build_binaries();
     let dir = tempfile::Builder::new().prefix("flotilla-replay").tempdir().expect("tempdir");
     sh(&format!("chmod 755 {}", dir.path().display()));
     // The reference configuration, plus the accounting associations the reference made with
@@ -397,15 +380,15 @@ fn golden_replay() {
     std::fs::write(confdir.join("quota.conf"), QUOTA_CONF).unwrap();
     let cluster = LocalCluster::start_with(Some(&confdir), |o| {
         o.fast = false;
-        o.bin_dir = Some(bin_dir());
+        o.bin_dir = Some(flotilla_compat_tests::bin_dir());
         o.ctld_args = vec!["--minute-s".into(), MINUTE_S.to_string()];
     });
-    let stub_dir = stub_commands(dir.path(), &bin_dir());
+    let stub_dir = stub_commands(dir.path(), &flotilla_compat_tests::bin_dir());
     let h = Harness {
         dir,
         socket: cluster.socket(),
         conf: cluster.slurm_conf(),
-        bin_dir: bin_dir(),
+        bin_dir: flotilla_compat_tests::bin_dir(),
         stub_dir,
     };
     let t0 = Instant::now();

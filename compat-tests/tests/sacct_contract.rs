@@ -8,17 +8,6 @@ use std::path::PathBuf;
 use std::process::Command;
 use std::time::{Duration, Instant};
 
-fn build_binaries() {
-    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
-    let mut c = Command::new(cargo);
-    c.args(["build", "--bins", "-p", "flotilla-commands", "-p", "flotilla-slurmctld", "-p", "flotilla-slurmd"]);
-    if std::env::current_exe().is_ok_and(|e| e.components().any(|c| c.as_os_str() == "release")) {
-        c.arg("--release");
-    }
-    let st = c.current_dir(flotilla_compat_tests::workspace_root()).status().expect("cargo runs");
-    assert!(st.success(), "building the binaries failed");
-}
-
 fn bin(name: &str) -> PathBuf {
     flotilla_commands::dev::find_bin(name, std::env::var_os("FLOTILLA_BIN_DIR").as_deref().map(std::path::Path::new))
         .expect("binary built")
@@ -49,7 +38,7 @@ fn sbatch(c: &LocalCluster, wrap: &str) -> u64 {
 
 #[test]
 fn sacct_client_contract() {
-    build_binaries();
+    flotilla_compat_tests::build_binaries();
     let c = LocalCluster::start(None);
     let me = flotilla_commands::common::user_name(nix::unistd::getuid().as_raw());
 

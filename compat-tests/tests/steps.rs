@@ -8,35 +8,15 @@
 //! -p flotilla-slurmctld -p flotilla-slurmd`; `cargo test --workspace` does it).
 
 use flotilla_compat_tests::cluster::LocalCluster;
+
+/// Our command `name` run on cluster `c`, after checking that the commands were built.
+fn checked_run(c: &LocalCluster, name: &str, args: &[&str], cwd: &Path) -> Output {
+    flotilla_compat_tests::bin_dir_with(&["srun", "salloc", "sbatch", "squeue"]);
+    c.run(name, args, cwd)
+}
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 use std::time::{Duration, Instant};
-
-fn bin_dir() -> PathBuf {
-    if let Some(d) = std::env::var_os("FLOTILLA_BIN_DIR") {
-        return PathBuf::from(d);
-    }
-    let exe = std::env::current_exe().unwrap();
-    let d = exe.parent().unwrap().parent().unwrap().to_path_buf();
-    for b in ["srun", "salloc", "sbatch", "squeue"] {
-        assert!(d.join(b).is_file(), "{} missing: cargo build -p flotilla-commands --bins", d.join(b).display());
-    }
-    d
-}
-
-/// Runs a command of ours with the cluster's configuration and a PATH holding our binaries.
-fn cmd(c: &LocalCluster, name: &str, args: &[&str], cwd: &Path) -> Output {
-    let bins = bin_dir();
-    Command::new(bins.join(name))
-        .args(args)
-        .current_dir(cwd)
-        .env_clear()
-        .env("PATH", format!("{}:/usr/local/bin:/usr/bin:/bin", bins.display()))
-        .env("HOME", cwd)
-        .envs(c.env())
-        .output()
-        .unwrap()
-}
 
 fn wait_file(p: &Path, secs: u64) -> String {
     let t0 = Instant::now();
@@ -55,7 +35,7 @@ fn work(c: &LocalCluster) -> PathBuf {
 
 fn sbatch(c: &LocalCluster, w: &Path, script: &str) -> u64 {
     std::fs::write(w.join("job.sh"), script).unwrap();
-    let o = cmd(c, "sbatch", &["--parsable", "job.sh"], w);
+    let o = checked_run(c, "sbatch", &["--parsable", "job.sh"], w);
     assert!(o.status.success(), "sbatch: {}", String::from_utf8_lossy(&o.stderr));
     String::from_utf8(o.stdout).unwrap().trim().parse().unwrap()
 }
@@ -152,7 +132,7 @@ touch done
 "#,
     );
     wait_file(&w.join("ready"), 60);
-    let sq = cmd(&c, "squeue", &["-s", "-h"], &w);
+    let sq = checked_run(&c, "squeue", &["-s", "-h"], &w);
     let text = String::from_utf8_lossy(&sq.stdout).into_owned();
     let step: Vec<&str> = text
         .lines()
@@ -174,8 +154,7 @@ touch done
 fn salloc_runs_a_command_and_srun_allocates_outside_a_job() {
     let c = LocalCluster::start(None);
     let w = work(&c);
-    let o = cmd(
-        &c,
+    let o = checked_run(&c,
         "salloc",
         &["-N", "2", "sh", "-c", "echo \"$SLURM_JOB_NUM_NODES $SLURM_JOB_NODELIST\"; srun sh -c 'echo in $SLURM_JOB_ID'; exit 3"],
         &w,
@@ -195,7 +174,7 @@ fn salloc_runs_a_command_and_srun_allocates_outside_a_job() {
     assert_eq!(lines, [format!("in {id}"), format!("in {id}")], "{out}");
     // Cancelled under its command: revoked, the command hung up.
     let child = std::thread::spawn({
-        let bins = bin_dir();
+        let bins = flotilla_compat_tests::bin_dir_with(&["srun", "salloc", "sbatch", "squeue"]);
         let env = c.env();
         let w = w.clone();
         move || {
@@ -209,14 +188,14 @@ fn salloc_runs_a_command_and_srun_allocates_outside_a_job() {
         }
     });
     let rid = wait_file(&w.join("salloc.id"), 30);
-    let o = cmd(&c, "scancel", &[rid.trim()], &w);
+    let o = checked_run(&c, "scancel", &[rid.trim()], &w);
     assert!(o.status.success());
     let o = child.join().unwrap();
     let err = String::from_utf8_lossy(&o.stderr).into_owned();
     assert_eq!(o.status.code(), Some(129), "{err}");
     assert!(err.contains(&format!("salloc: Job allocation {} has been revoked.\n", rid.trim())), "{err}");
     // A job id from the environment that names no job.
-    let bins = bin_dir();
+    let bins = flotilla_compat_tests::bin_dir_with(&["srun", "salloc", "sbatch", "squeue"]);
     let o = Command::new(bins.join("srun"))
         .args(["true"])
         .current_dir(&w)
@@ -231,7 +210,7 @@ fn salloc_runs_a_command_and_srun_allocates_outside_a_job() {
          srun: Check SLURM_JOB_ID environment variable. Expired or invalid job 999999\n"
     );
     // srun outside any allocation: allocate, run, release.
-    let o = cmd(&c, "srun", &["-N", "2", "-l", "sh", "-c", "echo $SLURMD_NODENAME $SLURM_NTASKS"], &w);
+    let o = checked_run(&c, "srun", &["-N", "2", "-l", "sh", "-c", "echo $SLURMD_NODENAME $SLURM_NTASKS"], &w);
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     let out = String::from_utf8_lossy(&o.stdout).into_owned();
     let mut lines: Vec<&str> = out.lines().collect();
@@ -242,7 +221,7 @@ fn salloc_runs_a_command_and_srun_allocates_outside_a_job() {
     // Both allocations ended: COMPLETED for srun, FAILED (exit 3) for salloc's command.
     let t0 = Instant::now();
     loop {
-        let q = cmd(&c, "squeue", &["-t", "all", "-h", "-o", "%i %T"], &w);
+        let q = checked_run(&c, "squeue", &["-t", "all", "-h", "-o", "%i %T"], &w);
         let text = String::from_utf8_lossy(&q.stdout).into_owned();
         let mut states: Vec<(u64, &str)> = text
             .lines()

@@ -16,6 +16,8 @@ pub mod fake;
 mod fsutil;
 pub mod v1;
 pub mod v2;
+#[cfg(test)]
+pub(crate) mod testutil;
 
 use serde::{Deserialize, Serialize};
 use std::fmt;

@@ -531,30 +531,10 @@ fn kill_until_empty(cg: &dyn JobCgroup, wait: Duration) -> Result<(), ConfineErr
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::confine::bpf::{self, DeviceFilterAttach, Insn};
+    use crate::confine::bpf;
     use crate::confine::fake::{FakeCall, FakeConfinement};
+    use crate::confine::testutil::{gpus, Recorded};
 
-    /// Records the device programs it is asked to attach.
-    #[derive(Debug, Default)]
-    struct Recorded(Mutex<Vec<(PathBuf, Vec<Insn>)>>);
-
-    impl DeviceFilterAttach for Recorded {
-        fn attach(&self, cgroup_dir: &Path, prog: &[Insn]) -> Result<(), ConfineError> {
-            self.0.lock().unwrap().push((cgroup_dir.to_path_buf(), prog.to_vec()));
-            Ok(())
-        }
-    }
-
-    fn gpus(n: u32) -> Vec<GpuDevice> {
-        (0..n)
-            .map(|i| GpuDevice {
-                index: i,
-                major: 195,
-                minor: i,
-                path: format!("/dev/nvidia{i}"),
-            })
-            .collect()
-    }
 
     fn read(p: &Path) -> String {
         std::fs::read_to_string(p).unwrap_or_else(|e| panic!("{}: {e}", p.display()))

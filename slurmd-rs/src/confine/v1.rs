@@ -165,7 +165,7 @@ fn oom_killed(oom_control: &Path, failcnt: &Path) -> Result<bool, ConfineError> 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::confine::GpuDevice;
+    use crate::confine::testutil::gpus;
 
     /// A fake v1 cgroupfs: one directory per controller with its `cgroup.procs`.
     fn fake_root(controllers: &[&str]) -> tempfile::TempDir {
@@ -175,17 +175,6 @@ mod tests {
             std::fs::write(tmp.path().join(c).join("cgroup.procs"), "").unwrap();
         }
         tmp
-    }
-
-    pub(crate) fn gpus(n: u32) -> Vec<GpuDevice> {
-        (0..n)
-            .map(|i| GpuDevice {
-                index: i,
-                major: 195,
-                minor: i,
-                path: format!("/dev/nvidia{i}"),
-            })
-            .collect()
     }
 
     fn spec(name: &str) -> ConfineSpec {

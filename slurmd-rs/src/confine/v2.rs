@@ -160,23 +160,9 @@ impl JobCgroup for JobCgroupV2 {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::confine::bpf::Insn;
+    use crate::confine::testutil::Recorded;
     use crate::confine::GpuDevice;
-    use std::sync::Mutex;
 
-    /// Records the programs it is asked to attach.
-    #[derive(Debug, Default)]
-    struct Recorded(Mutex<Vec<(PathBuf, Vec<Insn>)>>);
-
-    impl DeviceFilterAttach for Recorded {
-        fn attach(&self, cgroup_dir: &Path, prog: &[Insn]) -> Result<(), ConfineError> {
-            self.0
-                .lock()
-                .unwrap()
-                .push((cgroup_dir.to_path_buf(), prog.to_vec()));
-            Ok(())
-        }
-    }
 
     fn fake_root(controllers: &str) -> tempfile::TempDir {
         let tmp = tempfile::tempdir().unwrap();
