@@ -6,7 +6,6 @@
 
 use anyhow::Context;
 use flotilla_core::config::ClusterConfig;
-use std::collections::BTreeMap;
 use std::path::Path;
 
 /// Loads the cluster configuration: `cluster_json` if given, else `slurm_conf`, else the path
@@ -27,18 +26,18 @@ pub fn load(slurm_conf: Option<&Path>, cluster_json: Option<&Path>) -> anyhow::R
     Ok(conf)
 }
 
-/// Each user's default account from `quota.conf` beside `slurm_conf` (format:
-/// [`flotilla_core::quota`]): `user → account`, empty when there is no `quota.conf`.
+/// The account tree of `quota.conf` beside `slurm_conf` (format: [`flotilla_core::quota`]):
+/// the scheduler's quotas (`GuaranteedGPUs=`, `MaxGPUs=`) and each user's default account;
+/// empty (quotas off) when there is no `quota.conf`.
 /// Errors: the file exists but cannot be read or parsed (the message names file and line).
-pub fn default_accounts(slurm_conf: &Path) -> anyhow::Result<BTreeMap<String, String>> {
+pub fn quota_tree(slurm_conf: &Path) -> anyhow::Result<flotilla_core::quota::QuotaTree> {
     let p = slurm_conf.parent().unwrap_or(Path::new(".")).join("quota.conf");
     let text = match std::fs::read_to_string(&p) {
         Ok(t) => t,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(BTreeMap::new()),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Default::default()),
         Err(e) => return Err(e).with_context(|| format!("reading {}", p.display())),
     };
-    let tree = flotilla_core::quota::parse_quota_conf(&text, &p.display().to_string())?;
-    Ok(tree.default_accounts())
+    Ok(flotilla_core::quota::parse_quota_conf(&text, &p.display().to_string())?)
 }
 
 #[cfg(test)]
@@ -59,12 +58,15 @@ mod tests {
     fn default_accounts_from_quota_conf_beside_slurm_conf() {
         let d = tempfile::tempdir().unwrap();
         let conf = d.path().join("slurm.conf");
-        assert!(default_accounts(&conf).unwrap().is_empty(), "no quota.conf");
-        std::fs::write(d.path().join("quota.conf"), "Account=research Users=alice,bob\n").unwrap();
-        let m = default_accounts(&conf).unwrap();
+        assert!(quota_tree(&conf).unwrap().default_accounts().is_empty(), "no quota.conf");
+        assert!(quota_tree(&conf).unwrap().is_empty(), "no quota.conf: quotas off");
+        std::fs::write(d.path().join("quota.conf"), "Account=research MaxGPUs=8 Users=alice,bob\n").unwrap();
+        let t = quota_tree(&conf).unwrap();
+        let m = t.default_accounts();
         assert_eq!(m.get("bob").map(String::as_str), Some("research"));
+        assert!(!t.is_empty(), "the quotas are the scheduler's too");
         std::fs::write(d.path().join("quota.conf"), "Account=research Bogus=1\n").unwrap();
-        let e = default_accounts(&conf).unwrap_err().to_string();
+        let e = quota_tree(&conf).unwrap_err().to_string();
         assert!(e.ends_with("quota.conf:1: unknown key `bogus`"), "{e}");
     }
 }

@@ -152,6 +152,9 @@ pub struct CtlOptions {
     /// How long a requeued job is held back before it may start again (s); Slurm's
     /// `cred_expire` + 1 = 121 ([`requeue_begin`]).
     pub requeue_holdoff_s: i64,
+    /// The account tree of `quota.conf` (guarantees, ceilings), handed to the scheduler at
+    /// start; empty: quotas off.
+    pub quotas: flotilla_core::quota::QuotaTree,
 }
 
 impl Default for CtlOptions {
@@ -175,6 +178,7 @@ impl Default for CtlOptions {
             preempt_exempt_s: None,
             preempt_budget_pct: None,
             requeue_holdoff_s: 121,
+            quotas: Default::default(),
         }
     }
 }

@@ -115,9 +115,12 @@ pub async fn start(cfg: DaemonConfig) -> anyhow::Result<Daemon> {
         Some(s) => Some(s),
         None => preempt_exempt_s(&cfg.cluster)?,
     };
-    let (sched, test_placement) = scheduler(&cfg.cluster, exempt, cfg.opts.preempt_budget_pct)?;
+    let (mut sched, test_placement) = scheduler(&cfg.cluster, exempt, cfg.opts.preempt_budget_pct)?;
     let store = Store::open(&cfg.state_dir, cfg.sync)?;
     let mut opts = cfg.opts;
+    // The scheduler enforces quota.conf's guarantees and ceilings (usage is recomputed from
+    // the running jobs every cycle, so restored jobs count at once).
+    sched.set_quotas(std::mem::take(&mut opts.quotas));
     if opts.alert_program.is_none() {
         opts.alert_program = cfg.cluster.alert_program.as_ref().map(PathBuf::from);
     }

@@ -12,7 +12,7 @@
 //! `--preempt-budget-pct P` (the preemption budget's paging limit, default 25).
 //! `--requeue-holdoff S` (how long a requeued job waits before it may start; default 121),
 //! `--max-conns N`, `--max-frame BYTES`. Users' default accounts come from `quota.conf`
-//! beside `slurm.conf` ([`flotilla_slurmctld::conf::default_accounts`]).
+//! beside `slurm.conf` ([`flotilla_slurmctld::conf::quota_tree`]), whose quotas the scheduler enforces.
 
 use anyhow::{bail, Context};
 use flotilla_proto::ClusterKey;
@@ -98,7 +98,9 @@ fn main() -> anyhow::Result<()> {
     let cluster = flotilla_slurmctld::conf::load(conf.as_deref(), cluster_json.as_deref())?;
     if cluster_json.is_none() {
         let path = conf.clone().unwrap_or_else(|| flotilla_commands::conf::conf_path(&|k| std::env::var(k).ok()));
-        opts.admission.default_accounts = flotilla_slurmctld::conf::default_accounts(&path)?;
+        let quotas = flotilla_slurmctld::conf::quota_tree(&path)?;
+        opts.admission.default_accounts = quotas.default_accounts();
+        opts.quotas = quotas;
     }
     for w in &cluster.warnings {
         tracing::warn!("{w}");
