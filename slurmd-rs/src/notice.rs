@@ -37,9 +37,11 @@ pub fn stop_notice(node: &str, multiple_slurmd: bool, job_id: u64, at: i64, caus
 /// Errors: the file is missing, a link, not a regular file, or owned by someone else
 /// (`PermissionDenied`), or the write fails.
 pub fn append_to_job_file(path: &Path, uid: u32, text: &str) -> std::io::Result<()> {
+    // O_NONBLOCK: opening a FIFO the job put there would otherwise block (a root supervisor
+    // stuck until someone reads); the type check below then refuses it.
     let mut f = std::fs::OpenOptions::new()
         .append(true)
-        .custom_flags(nix::fcntl::OFlag::O_NOFOLLOW.bits())
+        .custom_flags((nix::fcntl::OFlag::O_NOFOLLOW | nix::fcntl::OFlag::O_NONBLOCK).bits())
         .open(path)?;
     let m = f.metadata()?;
     if !m.file_type().is_file() || m.uid() != uid {
@@ -54,6 +56,19 @@ pub fn append_to_job_file(path: &Path, uid: u32, text: &str) -> std::io::Result<
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A FIFO in place of the output file is refused at once, not waited on.
+    #[test]
+    fn a_fifo_is_refused_without_blocking() {
+        let d = tempfile::tempdir().unwrap();
+        let p = d.path().join("slurm-1.out");
+        nix::unistd::mkfifo(&p, nix::sys::stat::Mode::from_bits_truncate(0o644)).unwrap();
+        let me = nix::unistd::getuid().as_raw();
+        let (tx, rx) = std::sync::mpsc::channel();
+        let q = p.clone();
+        std::thread::spawn(move || tx.send(append_to_job_file(&q, me, "x").is_err()).unwrap());
+        assert_eq!(rx.recv_timeout(std::time::Duration::from_secs(5)), Ok(true), "refused, without blocking");
+    }
 
     #[test]
     fn the_reference_time_limit_notice() {
