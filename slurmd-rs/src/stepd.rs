@@ -279,10 +279,15 @@ fn exec_job(dir: &JobDir, job: &JobFile, cgroup: Option<&dyn JobCgroup>) -> ! {
         Ok(f) => f,
         Err(e) => fail(format!("Could not open stdout file {}: {e}", job.stdout)),
     };
+    // A stderr that cannot be opened fails the job as a stdout does (its output would
+    // otherwise land in the supervisor's root-owned log).
     let err = if job.stderr == job.stdout {
         out.try_clone().ok()
     } else {
-        open_waiting(&job.stderr).ok()
+        match open_waiting(&job.stderr) {
+            Ok(f) => Some(f),
+            Err(e) => fail(format!("Could not open stderr file {}: {e}", job.stderr)),
+        }
     };
     if let Err(e) = nix::unistd::dup2_stdout(&out) {
         fail(format!("dup2 stdout: {e}"));
