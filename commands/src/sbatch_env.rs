@@ -67,6 +67,9 @@ pub fn submit_environment(
     ctx: &SubmitContext<'_>,
 ) -> Vec<(String, String)> {
     let mut env = submitting;
+    // Only this sbatch's `--export` decides what the job gets: an inherited
+    // `SLURM_EXPORT_ENV` (a job submitting from inside a `--export=NONE` job) must not apply.
+    env.retain(|(k, _)| k != "SLURM_EXPORT_ENV");
     set(&mut env, "SLURM_SUBMIT_DIR", ctx.cwd.to_string());
     set(&mut env, "SLURM_SUBMIT_HOST", ctx.host.to_string());
     if !env.iter().any(|(k, _)| k == "SLURM_UMASK") {
@@ -129,6 +132,7 @@ mod tests {
             ("PATH".to_string(), "/usr/bin".to_string()),
             ("SLURM_NTASKS".to_string(), "8".to_string()),
             ("SLURM_SUBMIT_DIR".to_string(), "/old".to_string()),
+            ("SLURM_EXPORT_ENV".to_string(), "NONE".to_string()),
         ];
         let env = submit_environment(inherited.clone(), &SubmitJob::default(), &ctx());
         assert_eq!(get(&env, "PATH"), Some("/usr/bin"));
