@@ -743,12 +743,8 @@ impl Scheduler {
         self.pending.get(&job).map(|p| &p.info)
     }
 
-    /// Priority of a pending job computed in the last cycle.
-    pub fn pending_priority(&self, job: JobId) -> Option<u64> {
-        self.pending.get(&job).map(|p| p.priority)
-    }
-
-    /// [`Scheduler::pending_info`] and [`Scheduler::pending_priority`] in one lookup.
+    /// [`Scheduler::pending_info`] and the job's priority computed in the last cycle, in one
+    /// lookup.
     pub fn pending_state(&self, job: JobId) -> Option<(&PendingInfo, u64)> {
         self.pending.get(&job).map(|p| (&p.info, p.priority))
     }

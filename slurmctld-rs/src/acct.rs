@@ -525,30 +525,21 @@ pub fn query(conn: &Connection, q: &AcctQuery) -> rusqlite::Result<Vec<AcctJob>>
         if q.duplicates && j.restarts > 0 && j.show_job {
             // Earlier runs (`job_runs`, one row per ended run): the job's record with that
             // run's state, times, nodes and exit, and the steps that ran in it.
-            let mut runs_stmt = conn.prepare_cached(
-                "SELECT run, state, exit_code, signal, start_time, end_time, nodes FROM job_runs \
-                 WHERE job_id = ?1 AND run < ?2 ORDER BY run",
-            )?;
-            let runs = runs_stmt
-                .query_map(params![i(j.job_id), j.restarts], |r| {
-                    Ok((r.get::<_, u32>(0)?, r.get::<_, String>(1)?, r.get::<_, i32>(2)?, r.get::<_, i32>(3)?,
-                        r.get::<_, Option<i64>>(4)?, r.get::<_, Option<i64>>(5)?, r.get::<_, String>(6)?))
-                })?
-                .collect::<Result<Vec<_>, _>>()?;
-            for (run, state, exit_code, signal, start, end, nodes) in runs {
+            for r in crate::svcstore::runs(conn, j.job_id, j.restarts)? {
+                let (start, end) = (r.start_time, r.end_time);
                 let mut e = j.clone();
-                e.state = state;
+                e.state = r.state;
                 e.cancelled_by = None;
-                (e.exit_code, e.signal) = (exit_code, signal);
+                (e.exit_code, e.signal) = (r.exit_code, r.signal);
                 (e.start_time, e.end_time) = (start, end);
-                e.nodes = nodes;
-                e.restarts = run;
+                e.nodes = r.nodes;
+                e.restarts = r.run;
                 e.steps = all_steps
                     .iter()
                     .filter(|s| s.start_time.is_some_and(|t| start.is_some_and(|st| t >= st) && end.is_none_or(|en| t <= en)))
                     .cloned()
                     .collect();
-                out.insert((key.0, key.1, key.2, run), e);
+                out.insert((key.0, key.1, key.2, r.run), e);
             }
         }
         j.steps = steps;

@@ -18,7 +18,7 @@ use flotilla_core::placement::{self, PlaceCtx, PlacementPolicy};
 use flotilla_core::sched::{Allocation, Decision, Event as CoreEvent, RequeueReason, RunningJob, Scheduler};
 use flotilla_proto::errno::*;
 use flotilla_proto::{
-    Bind, CancelJob, CtlToNode, HoldOp, HoldRelease, JobChange, JobExit, JobFilter, JobInfo, JobQuery, JobRef,
+    Bind, CancelJob, CtlToNode, HoldOp, HoldRelease, JobChange, JobExit, JobFilter, JobQuery, JobRef,
     HealthLevel, JobResult, LaunchDetails, NodeInfo, NodeJob, NodeQuery, NodeToCtl, PartitionInfo, Register, Request, RequeueJob, Response,
     SlurmError, Stats, Str, SubmitJob, Submitted, TestOnly, TimeLimitWire, UpdateJob, JobView, FieldSet,
 };
@@ -492,7 +492,6 @@ impl Controller {
             Request::HoldRelease(h) => self.hold_release(ident, h),
             Request::Requeue(r) => self.requeue_rpc(ident, r, now),
             Request::UpdateJob(u) => self.update(ident, u),
-            Request::QueryJobs(q) => Response::Jobs(self.query_jobs(&q)),
             Request::QueryQueue(q) => self.query_queue(&q),
             Request::QueryNodes(q) => Response::Nodes(self.query_nodes(&q)),
             Request::QueryPartitions => Response::Partitions(self.query_partitions()),
@@ -508,7 +507,9 @@ impl Controller {
             | Request::ServiceDelete { .. }
             | Request::QueryServices { .. }
             | Request::QueryAlerts) => self.service_rpc(ident, r, now),
-            Request::IssueCredential | Request::Register(_) | Request::QueryAcct(_) => {
+            // Job and accounting queries are answered by `handle` (encoded, or after the
+            // commit); credentials and registrations by the connection task.
+            Request::QueryJobs(_) | Request::IssueCredential | Request::Register(_) | Request::QueryAcct(_) => {
                 Response::Error(SlurmError::new(SLURM_UNEXPECTED_MSG_ERROR))
             }
         }
@@ -815,7 +816,7 @@ impl Controller {
                     JobState::Pending => {
                         // A cancelled pending job keeps the reason it was waiting for, as in
                         // Slurm (`squeue -t all`: `62 later CANCELLED BeginTime`).
-                        let last = self.job_info(&self.jobs[&id]).reason;
+                        let last = self.job_view(&self.jobs[&id], FieldSet::of(&[flotilla_proto::JobField::Reason])).reason.into_string();
                         let rec = self.jobs.get_mut(&id).expect("resolved");
                         if last != "None" {
                             rec.reason = Some(last);
@@ -1068,10 +1069,6 @@ impl Controller {
         Response::JobResults(Vec::new())
     }
 
-    fn job_info(&self, rec: &JobRecord) -> JobInfo {
-        self.job_view(rec, FieldSet::ALL).into_owned()
-    }
-
     /// A job as queries show it, borrowing from its record and the scheduler: `squeue` over
     /// 10,000 jobs encodes views without cloning a string of theirs. Only the fields in `want`
     /// are filled (the others default): the rest of the record is not even read, and a record
@@ -1115,13 +1112,8 @@ impl Controller {
             }
         }
         if rec.state == JobState::Pending && reason == "None" && want.has(F::Reason) {
-            // Not evaluated by a cycle yet: the reasons known without one.
-            if let Some(h) = rec.spec.held {
-                reason = Str::b(match h {
-                    HoldKind::User => "JobHeldUser",
-                    HoldKind::Admin => "JobHeldAdmin",
-                });
-            } else if rec.spec.dependency_pending {
+            // Not evaluated by a cycle yet: the reasons known without one (a hold is below).
+            if rec.spec.dependency_pending {
                 reason = Str::b("Dependency");
             } else if rec.spec.begin_time.is_some_and(|b| b as i64 > wall_now()) {
                 reason = Str::b("BeginTime");
@@ -1231,10 +1223,6 @@ impl Controller {
             .filter(|r| q.include_finished || !r.state.is_finished())
             .filter(|r| q.jobs.is_empty() || q.jobs.iter().any(|j| ref_matches(j, r)))
             .filter(|r| matches_filter(r, &q.filter, &self.sched))
-    }
-
-    fn query_jobs(&self, q: &JobQuery) -> Vec<JobInfo> {
-        self.query_matches(q).map(|r| self.job_info(r)).collect()
     }
 
     /// `squeue`'s query: the fields asked for of each job `q.query` selects, encoded from

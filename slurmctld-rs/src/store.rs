@@ -436,8 +436,4 @@ impl Store {
         Ok(max.map_or(0, |m| (m + 1).max(0) as u32))
     }
 
-    /// The recorded runs of a job, oldest first ([`crate::svcstore::runs`]).
-    pub fn job_runs(&self, job_id: u64) -> Result<Vec<crate::svcstore::RunRow>, StoreError> {
-        crate::svcstore::runs(&self.conn, job_id).map_err(|e| self.err(e))
-    }
 }

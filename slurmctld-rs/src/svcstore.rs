@@ -176,12 +176,14 @@ pub fn load(conn: &Connection) -> rusqlite::Result<SvcLoaded> {
     })
 }
 
-/// The runs of `job_id` recorded so far, oldest first (`sacct --duplicates`).
-pub fn runs(conn: &Connection, job_id: u64) -> rusqlite::Result<Vec<RunRow>> {
-    conn.prepare(
-        "SELECT job_id, run, state, exit_code, signal, start_time, end_time, nodes FROM job_runs WHERE job_id = ?1 ORDER BY run",
+/// The runs of `job_id` before run `before` recorded so far, oldest first (`sacct
+/// --duplicates`: the runs before the job's current one).
+pub fn runs(conn: &Connection, job_id: u64, before: u32) -> rusqlite::Result<Vec<RunRow>> {
+    conn.prepare_cached(
+        "SELECT job_id, run, state, exit_code, signal, start_time, end_time, nodes FROM job_runs \
+         WHERE job_id = ?1 AND run < ?2 ORDER BY run",
     )?
-    .query_map([i(job_id)], |r| {
+    .query_map(rusqlite::params![i(job_id), before], |r| {
         Ok(RunRow {
             job_id: r.get::<_, i64>(0)? as u64,
             run: r.get(1)?,
