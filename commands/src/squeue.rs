@@ -281,6 +281,10 @@ pub fn run(args: &[String], io: &mut Io<'_>) -> i32 {
             for_steps.push(j.clone());
             continue;
         };
+        // `--start`: pending jobs only (not even rendered otherwise).
+        if p.start && state(&j) != JobStateWire::Pending {
+            continue;
+        }
         match (&j.array_task_str, j.array_task_id) {
             // `-r`: one row per pending task of an array's remainder.
             (Some(tasks), None) if p.array_unfold && j.array_job_id.is_some() => {
@@ -305,9 +309,6 @@ pub fn run(args: &[String], io: &mut Io<'_>) -> i32 {
         print_steps(&p, &for_steps, &steps, io, now);
         return 0;
     };
-    if p.start {
-        rows.retain(|r| r.state == JobStateWire::Pending);
-    }
     keys.sort(&mut rows, &key_vals);
     let mut head = String::new();
     if p.long {
@@ -374,11 +375,10 @@ fn selected(p: &Params, j: &JobView<'_>) -> bool {
         })
 }
 
-/// A job squeue lists: where its line is, its state (`--start`), and where its sort keys are
+/// A job squeue lists: where its line is, and where its sort keys are
 /// (all rows' keys are in one vector, `SortKeys::keys.len()` per row).
 struct Row {
     line: std::ops::Range<usize>,
-    state: JobStateWire,
     /// Job-id order, under every `-S`: (array id or id, task, id).
     base: (u64, u32, u64),
     keys_at: usize,
@@ -399,7 +399,6 @@ impl Row {
         key_vals.extend(spec.keys.iter().map(|(k, _)| Key::of(k, j)));
         Row {
             line,
-            state: state(j),
             base: (j.array_job_id.unwrap_or(j.job_id), j.array_task_id.unwrap_or(0), j.job_id),
             keys_at,
         }
