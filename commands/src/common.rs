@@ -273,18 +273,9 @@ pub fn now() -> i64 {
 /// Slurm's `%.Ns`/`%-Ns` field printing: `width` 0 means natural width; `right` pads on the
 /// left; longer values are truncated to the width.
 pub fn field(s: &str, width: usize, right: bool) -> String {
-    if width == 0 {
-        return s.to_string();
-    }
-    let n = s.chars().count();
-    if n >= width {
-        return s.chars().take(width).collect();
-    }
-    if right {
-        format!("{}{s}", " ".repeat(width - n))
-    } else {
-        format!("{s}{}", " ".repeat(width - n))
-    }
+    let mut out = String::with_capacity(width.max(s.len()));
+    push_field(&mut out, s, width, right);
+    out
 }
 
 /// [`field`] appended to `out` instead of returned: `s` padded to `width` characters (on the
@@ -309,6 +300,29 @@ pub fn push_field(out: &mut String, s: &str, width: usize, right: bool) {
     } else {
         out.push_str(s);
         out.extend(std::iter::repeat_n(' ', pad));
+    }
+}
+
+/// `0-3`, `0,5,7-9`: sorted indices as Slurm's ranges (GPU `IDX:`, `CPU_IDs=`, task lists).
+pub fn ranges(idx: &[u32]) -> String {
+    let mut parts = Vec::new();
+    let mut i = 0;
+    while i < idx.len() {
+        let mut k = i;
+        while k + 1 < idx.len() && idx[k + 1] == idx[k] + 1 {
+            k += 1;
+        }
+        parts.push(if k > i { format!("{}-{}", idx[i], idx[k]) } else { idx[i].to_string() });
+        i = k + 1;
+    }
+    parts.join(",")
+}
+
+/// A GPU GRES name with its count: `gpu:h100:4`, or `gpu:4` without a model.
+pub fn gpu_name(ty: Option<&str>, n: u32) -> String {
+    match ty {
+        Some(t) => format!("gpu:{t}:{n}"),
+        None => format!("gpu:{n}"),
     }
 }
 

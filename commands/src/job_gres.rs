@@ -12,7 +12,11 @@
 //! without GPUs shows `JOB_GRES=(null)` and an empty `GRES=`.
 //!
 //! Flotilla does not pin CPUs to cores, so `CPU_IDs` is the first `n` ids of the node
-//! (`0` for one CPU), which is what Slurm shows for a job alone on its node.
+//! (`0` for one CPU), which is what Slurm shows for one task alone on its node (goldens 0109
+//! `-c 4`, 0130 exclusive). Slurm spreads several tasks over the sockets (0121: `-n 4
+//! --gpus-per-task=1` gives `0-1,32-33`); that case is not reproduced.
+
+use crate::common::{gpu_name, ranges};
 
 /// What one node of the allocation holds.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -27,28 +31,6 @@ pub struct NodeGres {
     pub gpu_mask: u64,
     /// The node's GPU model (`h100`), if configured.
     pub gpu_type: Option<String>,
-}
-
-fn gpu_name(ty: Option<&str>, n: u32) -> String {
-    match ty {
-        Some(t) => format!("gpu:{t}:{n}"),
-        None => format!("gpu:{n}"),
-    }
-}
-
-/// `0-3`, `0,5,7-9`: sorted indices as ranges.
-pub fn ranges(idx: &[u32]) -> String {
-    let mut parts = Vec::new();
-    let mut i = 0;
-    while i < idx.len() {
-        let mut k = i;
-        while k + 1 < idx.len() && idx[k + 1] == idx[k] + 1 {
-            k += 1;
-        }
-        parts.push(if k > i { format!("{}-{}", idx[i], idx[k]) } else { idx[i].to_string() });
-        i = k + 1;
-    }
-    parts.join(",")
 }
 
 /// The lines (without the final newline) for the allocation `nodes`, in allocation order.
@@ -123,6 +105,6 @@ mod tests {
         let mut u = n("a1", 1, 10, 0b101);
         u.gpu_type = None;
         assert_eq!(lines(&[u]), ["   JOB_GRES=gpu:2", "     Nodes=a1 CPU_IDs=0 Mem=10 GRES=gpu:2(IDX:0,2)"]);
-        assert_eq!(ranges(&[0, 5, 7, 8, 9]), "0,5,7-9");
+        assert_eq!(crate::common::ranges(&[0, 5, 7, 8, 9]), "0,5,7-9");
     }
 }

@@ -111,35 +111,17 @@ fn state_of(n: &NodeInfo, long: bool) -> String {
 }
 
 fn gres(n: &NodeInfo) -> String {
-    match &n.gpu_type {
-        Some(t) if n.gpus > 0 => format!("gpu:{t}:{}", n.gpus),
-        None if n.gpus > 0 => format!("gpu:{}", n.gpus),
-        _ => "(null)".into(),
+    if n.gpus > 0 {
+        common::gpu_name(n.gpu_type.as_deref(), n.gpus)
+    } else {
+        "(null)".into()
     }
 }
 
 fn gres_used(n: &NodeInfo) -> String {
-    let used = n.gpu_alloc_mask.count_ones();
     let idx: Vec<u32> = (0..64).filter(|i| n.gpu_alloc_mask & (1 << i) != 0).collect();
-    let ranges = if idx.is_empty() {
-        "N/A".to_string()
-    } else {
-        let mut parts = Vec::new();
-        let mut i = 0;
-        while i < idx.len() {
-            let mut k = i;
-            while k + 1 < idx.len() && idx[k + 1] == idx[k] + 1 {
-                k += 1;
-            }
-            parts.push(if k > i { format!("{}-{}", idx[i], idx[k]) } else { idx[i].to_string() });
-            i = k + 1;
-        }
-        parts.join(",")
-    };
-    match &n.gpu_type {
-        Some(t) => format!("gpu:{t}:{used}(IDX:{ranges})"),
-        None => format!("gpu:{used}(IDX:{ranges})"),
-    }
+    let ranges = if idx.is_empty() { "N/A".to_string() } else { common::ranges(&idx) };
+    format!("{}(IDX:{ranges})", common::gpu_name(n.gpu_type.as_deref(), idx.len() as u32))
 }
 
 fn cpus_state(nodes: &[&NodeInfo]) -> String {

@@ -566,24 +566,9 @@ fn report(exits: &BTreeMap<u32, (i32, i32)>, node_of: &BTreeMap<u32, String>, io
             format!("Exited with exit code {c}")
         };
         let word = if tasks.len() == 1 { "task" } else { "tasks" };
-        io.err(&format!("srun: error: {node}: {word} {}: {what}\n", ranges(tasks)));
+        io.err(&format!("srun: error: {node}: {word} {}: {what}\n", common::ranges(tasks)));
     }
     exits.values().map(|&(c, s)| if s != 0 { 128 + s } else { c }).max().unwrap_or(0)
-}
-
-/// `0-3,5`.
-pub fn ranges(v: &[u32]) -> String {
-    let mut out: Vec<String> = Vec::new();
-    let mut i = 0;
-    while i < v.len() {
-        let mut j = i;
-        while j + 1 < v.len() && v[j + 1] == v[j] + 1 {
-            j += 1;
-        }
-        out.push(if j > i { format!("{}-{}", v[i], v[j]) } else { v[i].to_string() });
-        i = j + 1;
-    }
-    out.join(",")
 }
 
 /// `strsignal` for the signals a task commonly dies of.
@@ -613,8 +598,8 @@ mod tests {
 
     #[test]
     fn task_ranges() {
-        assert_eq!(ranges(&[0, 1, 2, 3, 5, 7, 8]), "0-3,5,7-8");
-        assert_eq!(ranges(&[4]), "4");
+        assert_eq!(common::ranges(&[0, 1, 2, 3, 5, 7, 8]), "0-3,5,7-8");
+        assert_eq!(common::ranges(&[4]), "4");
     }
 
     #[test]
