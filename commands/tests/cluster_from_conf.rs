@@ -58,6 +58,6 @@ fn example_128_node_cluster_loads_into_the_model() {
     assert!(c.pods.iter().all(|p| p.nodes.len() == 32));
     assert!(c.partitions.iter().any(|p| p.sub_node_pool));
     assert!(c.partitions.iter().any(|p| p.default_topology == TopologyKind::Node));
-    let lp = flotilla_core::placement::largest_placeable(&c, &|_| flotilla_core::cluster::GpuMask::EMPTY);
+    let lp = flotilla_core::placement::largest_placeable(&c, &|_| Some(flotilla_core::cluster::GpuMask::EMPTY));
     assert_eq!((lp.node, lp.pod, lp.any), (8, 256, 1024));
 }

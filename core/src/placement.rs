@@ -158,10 +158,12 @@ impl fmt::Display for LargestPlaceable {
 }
 
 /// Computes [`LargestPlaceable`] over schedulable nodes with at least one free CPU, skipping
-/// GPUs in `blocked`. A request that is a multiple of the node size needs whole nodes, so the
-/// pod and `any` figures are the largest N that really fits: the free total F, or F − 1 when F
-/// is a node multiple that the whole free nodes cannot hold. O(nodes).
-pub fn largest_placeable(cluster: &Cluster, blocked: &dyn Fn(NodeId) -> GpuMask) -> LargestPlaceable {
+/// GPUs in `blocked` and leaving out every node for which it is `None` (outside the partition
+/// asked about, in the swap pool): such a node counts for nothing, not even for the node size.
+/// A request that is a multiple of the node size needs whole nodes, so the pod and `any`
+/// figures are the largest N that really fits: the free total F, or F − 1 when F is a node
+/// multiple that the whole free nodes cannot hold. O(nodes).
+pub fn largest_placeable(cluster: &Cluster, blocked: &dyn Fn(NodeId) -> Option<GpuMask>) -> LargestPlaceable {
     let mut lp = LargestPlaceable::default();
     let mut pod_free = vec![0u32; cluster.pods.len()];
     let mut pod_whole = vec![0u32; cluster.pods.len()];
@@ -171,8 +173,9 @@ pub fn largest_placeable(cluster: &Cluster, blocked: &dyn Fn(NodeId) -> GpuMask)
         if !n.avail.schedulable() || n.free_cpu_milli == 0 || n.gpus == 0 {
             continue;
         }
+        let Some(blocked) = blocked(NodeId(i as u32)) else { continue };
         size = size.max(n.gpus);
-        let free = n.free_gpus.minus(blocked(NodeId(i as u32))).count();
+        let free = n.free_gpus.minus(blocked).count();
         lp.node = lp.node.max(free);
         pod_free[n.pod.0 as usize] += free;
         all_free += free;

@@ -756,15 +756,15 @@ impl Scheduler {
 
     /// [`LargestPlaceable`] now, excluding GPUs held by reservations.
     pub fn largest_placeable(&self) -> LargestPlaceable {
-        let held = &self.held;
-        let swap = &self.swap;
+        self.largest_placeable_where(&|_| true)
+    }
+
+    /// [`LargestPlaceable`] over the nodes `keep` accepts, swap-pool nodes left out, GPUs held
+    /// by reservations excluded.
+    pub(crate) fn largest_placeable_where(&self, keep: &dyn Fn(NodeId) -> bool) -> LargestPlaceable {
         placement::largest_placeable(&self.cluster, &|n: NodeId| {
-            if swap.contains(&n) {
-                return GpuMask::all(64);
-            }
-            held[n.0 as usize]
-                .iter()
-                .fold(GpuMask::EMPTY, |m, (_, g)| m.union(*g))
+            (keep(n) && !self.swap.contains(&n))
+                .then(|| self.held[n.0 as usize].iter().fold(GpuMask::EMPTY, |m, (_, g)| m.union(*g)))
         })
     }
 

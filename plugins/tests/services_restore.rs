@@ -63,6 +63,30 @@ fn largest_placeable_per_partition() {
     assert_eq!(s.largest_placeable(), s.largest_placeable_in(PartId(0)));
 }
 
+/// A partition of 4-GPU nodes beside 8-GPU nodes: 2 + 2 GPUs free make 4, a whole 4-GPU node's
+/// worth that no free node holds, so 3 fit; the 8-GPU nodes outside the partition must not set
+/// the node size (with them it read 4).
+#[test]
+fn largest_placeable_in_a_partition_of_smaller_nodes() {
+    use flotilla_core::cluster::{NodeAlloc, NodeSpec};
+    let node = |name: &str, gpus, pod: &str| NodeSpec {
+        name: name.into(),
+        gpus,
+        gpu_type: None,
+        cpu_milli: 64_000,
+        mem_mib: 512_000,
+        pod: pod.into(),
+    };
+    let mut c = Cluster::from_specs(&[node("s1", 4, "p1"), node("s2", 4, "p1"), node("b1", 8, "p2"), node("b2", 8, "p2")]);
+    let small = c.add_partition("small", vec![NodeId(0), NodeId(1)], false);
+    // Two GPUs busy on each small node: 2 + 2 free there.
+    for n in [0, 1] {
+        c.take(&NodeAlloc { node: NodeId(n), gpus: flotilla_core::cluster::GpuMask(0b11), gpu_milli: 1000, cpu_milli: 1000, mem_mib: 0 });
+    }
+    let s = sched(c);
+    assert_eq!(s.largest_placeable_in(small), LargestPlaceable { node: 2, pod: 3, any: 3 });
+}
+
 #[test]
 fn restored_replicas_count_and_ids_are_not_reused() {
     let mut a = sched(cluster());

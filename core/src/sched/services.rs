@@ -95,15 +95,7 @@ impl Scheduler {
     /// [`LargestPlaceable`] now inside partition `part`: as [`Scheduler::largest_placeable`],
     /// counting only the partition's nodes (GPUs held by reservations excluded).
     pub fn largest_placeable_in(&self, part: PartId) -> LargestPlaceable {
-        let held = &self.held;
-        let swap = &self.swap;
-        let cluster = &self.cluster;
-        placement::largest_placeable(cluster, &|n: NodeId| {
-            if swap.contains(&n) || !cluster.node(n).partitions.contains(&part) {
-                return GpuMask::all(64);
-            }
-            held[n.0 as usize].iter().fold(GpuMask::EMPTY, |m, (_, g)| m.union(*g))
-        })
+        self.largest_placeable_where(&|n: NodeId| self.cluster.node(n).partitions.contains(&part))
     }
 
     /// Preempted share of running training GPUs over the trailing hour, in percent.
