@@ -67,6 +67,7 @@ pub fn run(args: &[String], io: &mut Io<'_>) -> i32 {
         let list = || a.split(',').filter(|s| !s.is_empty()).map(str::to_string).collect::<Vec<_>>();
         match o.id {
             x if x == c('b') => req.batch_only = true,
+            x if x == c('f') => req.full = true,
             x if x == c('v') => verbose = true,
             x if x == c('Q') => quiet = true,
             x if x == c('V') => {

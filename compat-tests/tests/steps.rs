@@ -236,3 +236,33 @@ fn salloc_runs_a_command_and_srun_allocates_outside_a_job() {
         std::thread::sleep(Duration::from_millis(200));
     }
 }
+
+/// `scancel --signal=USR1` without `-b`/`-f` reaches the step's tasks, not the batch shell
+/// (Slurm 22.05, checked live: the batch job keeps running); `-b` reaches the shell.
+#[test]
+fn scancel_signal_reaches_the_steps_not_the_batch_shell() {
+    let c = LocalCluster::start(None);
+    let w = work(&c);
+    let id = sbatch(
+        &c,
+        &w,
+        r#"#!/bin/bash
+#SBATCH -n 1 -o batch.out
+trap 'echo shell >> shell.txt' USR1 USR2
+srun sh -c 'trap "echo task > task.txt; exit 0" USR1; touch ready; while :; do sleep 0.1; done'
+echo "srun=$?" > after.txt
+while [ ! -e shell.txt ]; do sleep 0.1; done
+"#,
+    );
+    wait_file(&w.join("ready"), 30);
+    let o = checked_run(&c, "scancel", &["--signal=USR1", &id.to_string()], &w);
+    assert!(o.status.success(), "{o:?}");
+    assert_eq!(wait_file(&w.join("task.txt"), 30), "task\n");
+    assert_eq!(wait_file(&w.join("after.txt"), 30), "srun=0\n");
+    std::thread::sleep(Duration::from_millis(500));
+    assert!(!w.join("shell.txt").exists(), "the batch shell got the signal too");
+    // `-b`: the shell (its trap lets the script end).
+    let o = checked_run(&c, "scancel", &["-b", "--signal=USR2", &id.to_string()], &w);
+    assert!(o.status.success(), "{o:?}");
+    assert_eq!(wait_file(&w.join("shell.txt"), 30), "shell\n");
+}

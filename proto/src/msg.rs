@@ -309,6 +309,9 @@ pub struct CancelJob {
     pub signal: Option<i32>,
     /// `-b`: the batch shell only.
     pub batch_only: bool,
+    /// `-f`: the batch shell and every step (without `-b` or `-f` a signal reaches the steps
+    /// only, as Slurm 22.05's scancel does: the batch shell keeps running).
+    pub full: bool,
 }
 
 /// `scontrol hold|uhold|release`.
@@ -585,6 +588,14 @@ pub enum CtlToNode {
         at: i64,
         /// Why.
         cause: StopCause,
+    },
+    /// Deliver a signal to the job's step tasks only, not the batch shell (`scancel --signal`
+    /// without `-b`/`-f`).
+    SignalSteps {
+        /// Job.
+        job_id: u64,
+        /// Signal number.
+        signal: i32,
     },
 }
 

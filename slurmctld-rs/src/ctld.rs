@@ -739,7 +739,7 @@ impl Controller {
                     continue;
                 }
                 let r = match c.signal {
-                    Some(sig) => self.signal_target(&t, sig, c.batch_only),
+                    Some(sig) => self.signal_target(&t, sig, c.batch_only, c.full),
                     None => {
                         self.cancel_target(&t, ident.uid, now);
                         Ok(())
@@ -754,7 +754,10 @@ impl Controller {
         Response::JobResults(results)
     }
 
-    fn signal_target(&mut self, t: &Target, sig: i32, batch_only: bool) -> Result<(), SlurmError> {
+    /// `scancel --signal`: `-b` the batch shell only, `-f` the shell and every step, neither
+    /// the steps only (Slurm 22.05, checked live: the batch shell of a job signalled with
+    /// `scancel --signal=USR1` keeps running).
+    fn signal_target(&mut self, t: &Target, sig: i32, batch_only: bool, full: bool) -> Result<(), SlurmError> {
         let Target::Job(id) = t else {
             return Err(SlurmError::new(ESLURM_JOB_PENDING));
         };
@@ -768,11 +771,12 @@ impl Controller {
                     rec.nodes.clone()
                 };
                 for n in nodes {
-                    self.send(&n, CtlToNode::Signal {
-                        job_id: *id,
-                        signal: sig,
-                        batch_only,
-                    });
+                    let m = if batch_only || full {
+                        CtlToNode::Signal { job_id: *id, signal: sig, batch_only }
+                    } else {
+                        CtlToNode::SignalSteps { job_id: *id, signal: sig }
+                    };
+                    self.send(&n, m);
                 }
                 Ok(())
             }

@@ -482,6 +482,10 @@ impl Daemon {
                     }
                 }
                 CtlToNode::StopNotice { job_id, at, cause } => self.stop_notice(job_id, at, cause),
+                CtlToNode::SignalSteps { job_id, signal } => {
+                    let n = self.steps.signal_job(job_id, signal);
+                    info!(job = job_id, signal, tasks = n, "signal delivered to step tasks");
+                }
             },
             Event::Health(verdict, events) => self.health(verdict, events),
         }
