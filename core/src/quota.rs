@@ -173,6 +173,12 @@ impl QuotaTree {
     pub fn is_empty(&self) -> bool {
         self.scopes.is_empty()
     }
+
+    /// True when some scope sets `GuaranteedGPUs=` or `MaxGPUs=`: a tree that only names
+    /// accounts and their users (default accounts) sets no quotas.
+    pub fn has_limits(&self) -> bool {
+        self.scopes.iter().any(|s| s.guaranteed_gpus > 0 || s.max_gpus.is_some())
+    }
 }
 
 /// Parses `quota.conf` text (format in the module docs). `file` names it in errors.

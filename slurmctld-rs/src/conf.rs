@@ -64,7 +64,9 @@ mod tests {
         let t = quota_tree(&conf).unwrap();
         let m = t.default_accounts();
         assert_eq!(m.get("bob").map(String::as_str), Some("research"));
-        assert!(!t.is_empty(), "the quotas are the scheduler's too");
+        assert!(t.has_limits(), "the quotas are the scheduler's too");
+        std::fs::write(d.path().join("quota.conf"), "Account=research Users=alice\n").unwrap();
+        assert!(!quota_tree(&conf).unwrap().has_limits(), "accounts and users only: no quotas");
         std::fs::write(d.path().join("quota.conf"), "Account=research Bogus=1\n").unwrap();
         let e = quota_tree(&conf).unwrap_err().to_string();
         assert!(e.ends_with("quota.conf:1: unknown key `bogus`"), "{e}");

@@ -119,8 +119,13 @@ pub async fn start(cfg: DaemonConfig) -> anyhow::Result<Daemon> {
     let store = Store::open(&cfg.state_dir, cfg.sync)?;
     let mut opts = cfg.opts;
     // The scheduler enforces quota.conf's guarantees and ceilings (usage is recomputed from
-    // the running jobs every cycle, so restored jobs count at once).
-    sched.set_quotas(std::mem::take(&mut opts.quotas));
+    // the running jobs every cycle, so restored jobs count at once). A quota.conf that only
+    // names accounts and users sets none: without guarantees every job would count as
+    // borrowed.
+    let quotas = std::mem::take(&mut opts.quotas);
+    if quotas.has_limits() {
+        sched.set_quotas(quotas);
+    }
     if opts.alert_program.is_none() {
         opts.alert_program = cfg.cluster.alert_program.as_ref().map(PathBuf::from);
     }
