@@ -361,14 +361,12 @@ pub fn help_fields() -> String {
     s
 }
 
-/// Slurm's TRES memory: MiB as `M`, whole GiB as `G`, whole TiB as `T`.
+/// Slurm's TRES memory: [`crate::jobfmt::mem_str`], but `0M` for none.
 fn tres_mem(mib: u64) -> String {
-    if mib > 0 && mib % (1024 * 1024) == 0 {
-        format!("{}T", mib / (1024 * 1024))
-    } else if mib > 0 && mib % 1024 == 0 {
-        format!("{}G", mib / 1024)
+    if mib == 0 {
+        "0M".into()
     } else {
-        format!("{mib}M")
+        crate::jobfmt::mem_str(mib)
     }
 }
 
