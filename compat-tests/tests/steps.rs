@@ -266,3 +266,26 @@ while [ ! -e shell.txt ]; do sleep 0.1; done
     assert!(o.status.success(), "{o:?}");
     assert_eq!(wait_file(&w.join("shell.txt"), 30), "shell\n");
 }
+
+/// `--signal=USR1@T` (no `B:`): T seconds before the time limit the job's steps get the
+/// signal and the batch shell does not (the controller sends it, as Slurm's slurmctld);
+/// submitit's `--signal=USR2@90` relies on it reaching the `srun` task.
+#[test]
+fn signal_before_the_time_limit_reaches_the_steps_not_the_batch_shell() {
+    let c = LocalCluster::start(None);
+    let w = work(&c);
+    sbatch(
+        &c,
+        &w,
+        r#"#!/bin/bash
+#SBATCH -n 1 -t 1 --signal=USR1@57 -o batch.out
+trap 'echo shell >> shell.txt' USR1
+srun sh -c 'trap "echo task > task.txt; exit 0" USR1; while :; do sleep 0.1; done'
+echo "srun=$?" > after.txt
+"#,
+    );
+    assert_eq!(wait_file(&w.join("task.txt"), 30), "task\n");
+    assert_eq!(wait_file(&w.join("after.txt"), 30), "srun=0\n");
+    std::thread::sleep(Duration::from_millis(500));
+    assert!(!w.join("shell.txt").exists(), "the batch shell got the warning signal");
+}

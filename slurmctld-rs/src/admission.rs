@@ -330,6 +330,7 @@ pub fn admit(req: &SubmitJob, cluster: &Cluster, conf: &AdmissionConf, now: i64)
         },
         array_tasks: array.as_ref().and_then(|(tasks, _)| flotilla_proto::ArrayTasks::of(tasks)),
         signal: req.signal.clone(),
+        warn_sent: false,
         interactive: req.interactive,
         last_checkpoint_ack: None,
         service: None,

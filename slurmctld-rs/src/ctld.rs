@@ -1770,6 +1770,7 @@ impl Controller {
     fn tick(&mut self, now: i64) {
         let mut to_stop = Vec::new();
         let mut to_kill = Vec::new();
+        let mut to_warn = Vec::new();
         for rec in self.jobs.values() {
             if rec.state != JobState::Running {
                 continue;
@@ -1782,11 +1783,28 @@ impl Controller {
                 }
                 None => {
                     if let (Some(st), Some(l)) = (rec.start_time, rec.time_limit_min) {
-                        if now >= st + i64::from(l) * self.opts.minute_s {
+                        let end = st + i64::from(l) * self.opts.minute_s;
+                        if now >= end {
                             to_stop.push(rec.id);
+                        } else if let Some(w) = rec.signal.as_ref().filter(|w| !w.batch_only && !rec.warn_sent) {
+                            // `--signal=SIG@T` without `B:` goes to the job's steps, from the
+                            // controller (Slurm's slurmctld sends it to the steps only; `B:` is
+                            // the batch host's supervisor's).
+                            if now >= end - i64::from(w.secs_before) {
+                                to_warn.push((rec.id, w.signal));
+                            }
                         }
                     }
                 }
+            }
+        }
+        for (id, signal) in to_warn {
+            let rec = self.jobs.get_mut(&id).expect("job exists");
+            rec.warn_sent = true;
+            let nodes = rec.nodes.clone();
+            self.dirty(id);
+            for n in nodes {
+                self.send(&n, CtlToNode::SignalSteps { job_id: id, signal });
             }
         }
         for id in to_stop {
@@ -2140,6 +2158,7 @@ pub const REQUEUE_HOLD_REASON: &str = "job requeued in held state";
 fn reset_for_requeue(rec: &mut JobRecord, hold: bool) {
     rec.state = JobState::Pending;
     rec.restarts += 1;
+    rec.warn_sent = false;
     rec.start_time = None;
     rec.end_time = None;
     rec.allocs.clear();

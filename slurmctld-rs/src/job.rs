@@ -205,6 +205,9 @@ pub struct JobRecord {
     /// `--signal`.
     #[serde(default)]
     pub signal: Option<flotilla_proto::SignalSpec>,
+    /// The current run's `--signal` warning (without `B:`) went to its steps.
+    #[serde(default)]
+    pub warn_sent: bool,
     /// An interactive allocation (`salloc`): no batch script; ends when given back.
     #[serde(default)]
     pub interactive: bool,

@@ -417,7 +417,9 @@ pub fn run(dir: &Path, cgroup: Option<StepdCgroups>) -> Result<(), StepdError> {
         source,
     })?;
     let main = fork_job(&dir, &job, cgroup.as_ref().map(|c| c.batch.as_ref()))?;
-    let signal_at = job.details.as_ref().and_then(|d| d.signal.as_ref()).and_then(|s| {
+    // `--signal=B:SIG@T` is the batch shell's, delivered here; without `B:` the controller
+    // sends it to the job's steps.
+    let signal_at = job.details.as_ref().and_then(|d| d.signal.as_ref()).filter(|s| s.batch_only).and_then(|s| {
         let limit = job.bind.time_limit_s? as i64;
         let at = job.started_at + limit - i64::from(s.secs_before);
         let wait = (at - wall_now()).max(0) as u64;
@@ -436,7 +438,7 @@ pub fn run(dir: &Path, cgroup: Option<StepdCgroups>) -> Result<(), StepdError> {
             if Instant::now() >= at {
                 st.signal_at = None;
                 if let Some(s) = st.job.details.as_ref().and_then(|d| d.signal.clone()) {
-                    st.signal(s.signal, s.batch_only);
+                    st.signal(s.signal, true);
                 }
             }
         }
