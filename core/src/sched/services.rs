@@ -113,10 +113,13 @@ impl Scheduler {
             .map(|(_, g)| u64::from(*g))
             .sum::<u64>()
             + u64::from(extra);
+        // Training still counts until a budgeted preemption (in the ledger, with a deadline)
+        // takes it: a backfill job stopped for its reservation's fill is not in the ledger, and
+        // leaving it out of the denominator too would raise the share by itself.
         let training: u64 = self
             .running
             .values()
-            .filter(|r| r.service().is_none() && !r.preempt_pending)
+            .filter(|r| r.service().is_none() && !(r.preempt_pending && r.preempt_deadline.is_some()))
             .map(|r| u64::from(r.gpus()))
             .sum::<u64>()
             .saturating_sub(u64::from(extra));
