@@ -29,7 +29,6 @@ use std::time::{Duration, Instant};
 use tokio::sync::{mpsc, oneshot, watch};
 use tracing::{debug, error, info, info_span, warn};
 
-#[path = "steps.rs"]
 pub mod steps;
 
 /// Bit marking a core job id as a pending array task: `PROV | array_id << 20 | task`.
