@@ -9,7 +9,14 @@
 //! (`JobEnded`), which starts a replacement while the service wants it. Replicas are never
 //! requeued and have no time limit.
 
-use super::*;
+use super::{Controller, Ident, PROV, SIGTERM};
+use crate::job::{compress_hostlist, JobRecord, JobState, StopWhy, Stopping};
+use flotilla_core::job::JobId;
+use flotilla_core::sched::{Allocation, Decision, Event as CoreEvent};
+use flotilla_proto::errno::*;
+use flotilla_proto::{CtlToNode, Request, Response, SlurmError};
+use std::collections::BTreeMap;
+use tracing::{info, info_span, warn};
 use crate::service::{replica_script, ServiceRecord};
 use crate::svcstore::{AlertRow, RunRow, ServiceOp, SvcLoaded, ALERTS_KEPT};
 use flotilla_core::cluster::PartId;
