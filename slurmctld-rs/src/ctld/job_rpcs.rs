@@ -6,8 +6,9 @@ use super::queries::matches_filter;
 use super::{prov_id, requeue_begin, reset_for_requeue, Controller, Ident, Target, REQUEUE_HOLD_REASON, SIGTERM};
 use crate::admission::{self, Reject};
 use crate::deps::{self, Dependency};
-use crate::job::{compress_hostlist, JobRecord, JobState, StopWhy, Stopping};
+use crate::job::{JobRecord, JobState, StopWhy, Stopping};
 use flotilla_core::cluster::{GpuMask, NodeId};
+use flotilla_core::hostlist::compress_sorted;
 use flotilla_core::job::{HoldKind, JobId};
 use flotilla_core::placement::{self, PlaceCtx};
 use flotilla_core::sched::{Event as CoreEvent, RunningJob, Scheduler};
@@ -116,7 +117,7 @@ impl Controller {
             job_id: id,
             start_time: start,
             cpus,
-            nodes: compress_hostlist(&names),
+            nodes: compress_sorted(&names),
             partition: rec.partition.clone(),
         })
     }

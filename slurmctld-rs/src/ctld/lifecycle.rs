@@ -4,9 +4,10 @@
 
 use super::{check_core_invariants, Due, prov_decode, reset_for_requeue, wall_now, Controller, Event, Ident, Outgoing, MAX_BATCH, PROV};
 use crate::deps;
-use crate::job::{compress_hostlist, JobState, StopWhy};
+use crate::job::{JobState, StopWhy};
 use crate::store::AllocOp;
 use flotilla_core::cluster::{NodeAvail, NodeId};
+use flotilla_core::hostlist::compress_sorted;
 use flotilla_core::job::JobId;
 use flotilla_core::sched::{Allocation, Decision, Event as CoreEvent, RequeueReason, RunningJob};
 use flotilla_proto::errno::*;
@@ -380,7 +381,7 @@ impl Controller {
             self.node_out.push((i, Outgoing::Bind(id)));
         }
         let rec = self.jobs.get_mut(&id).expect("job exists");
-        info!(job = id, nodes = %compress_hostlist(&names), "job started");
+        info!(job = id, nodes = %compress_sorted(&names), "job started");
         rec.state = JobState::Running;
         rec.start_time = Some(now);
         rec.end_time = None;
@@ -457,7 +458,7 @@ impl Controller {
             cpus: (a.part.cpu_milli / 1000) as u32,
             mem_mib: a.part.mem_mib,
             batch_host: pos == 0,
-            nodes: compress_hostlist(&rec.nodes),
+            nodes: compress_sorted(&rec.nodes),
             uid: rec.uid,
             gid: rec.gid,
             user: rec.user.clone(),

@@ -2,8 +2,9 @@
 //! node and partition queries, and the controller's statistics (`sdiag`).
 
 use super::{prov_id, Controller, Reply};
-use crate::job::{compress_hostlist, JobRecord, JobState};
+use crate::job::{JobRecord, JobState};
 use flotilla_core::cluster::{GpuMask, NodeAvail};
+use flotilla_core::hostlist::compress_sorted;
 use flotilla_core::job::{HoldKind, JobId};
 use flotilla_core::sched::Scheduler;
 use flotilla_proto::errno::*;
@@ -48,7 +49,7 @@ impl Controller {
                     p.expected = info.expected_start.filter(|&t| t != u64::MAX).map(|t| t as i64);
                     if !info.sched_nodes.is_empty() && want.has(F::SchedNodes) {
                         let names: Vec<String> = info.sched_nodes.iter().map(|n| self.sched.cluster.node(*n).name.clone()).collect();
-                        p.sched_nodes = Str::from(compress_hostlist(&names));
+                        p.sched_nodes = Str::from(compress_sorted(&names));
                     }
                     p.priority = prio;
                 }
@@ -137,7 +138,7 @@ impl Controller {
             start_time: pick!(StartTime, shown_start),
             end_time: pick!(EndTime, rec.end_time.or_else(|| shown_start.zip(rec.time_limit_min).map(|(s, l)| s + i64::from(l) * 60))),
             time_limit: pick!(TimeLimit, Some(rec.time_limit_min.map_or(TimeLimitWire::Unlimited, TimeLimitWire::Minutes))),
-            nodes: pick!(Nodes, if rec.nodes.is_empty() { Str::default() } else { Str::from(compress_hostlist(&rec.nodes)) }),
+            nodes: pick!(Nodes, if rec.nodes.is_empty() { Str::default() } else { Str::from(compress_sorted(&rec.nodes)) }),
             sched_nodes: pick!(SchedNodes, sched_nodes),
             num_nodes: pick!(NumNodes, if rec.nodes.is_empty() { rec.num_nodes } else { rec.nodes.len() as u32 }),
             num_cpus,
@@ -276,7 +277,7 @@ impl Controller {
                 let names: Vec<String> = p.nodes.iter().map(|n| c.node(*n).name.clone()).collect();
                 PartitionInfo {
                     name: p.name.clone(),
-                    nodes: compress_hostlist(&names),
+                    nodes: compress_sorted(&names),
                     default: p.default,
                     max_time_min: p.max_time_min,
                     default_time_min: p.default_time_min,
