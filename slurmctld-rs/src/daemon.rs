@@ -109,15 +109,27 @@ pub fn preempt_exempt_s(conf: &ClusterConfig) -> anyhow::Result<Option<u64>> {
     }
 }
 
-/// Starts the controller on the current tokio runtime.
-pub async fn start(cfg: DaemonConfig) -> anyhow::Result<Daemon> {
-    let exempt = match cfg.opts.preempt_exempt_s {
+/// The controller for `cluster` over `store` at `now` (s since the epoch), assembled as the
+/// daemon does: the scheduler with the policies the configuration names and its
+/// `PreemptExemptTime` (unless `opts.preempt_exempt_s` overrides it), the quotas of
+/// `opts.quotas` when they set any limit, `AlertProgram=` unless `opts` names one, and the
+/// admission settings of the configuration (keeping `opts.admission.default_accounts`).
+/// Recovers the stored state. Used by [`start`] and by the in-process controller tests.
+///
+/// # Errors
+/// An unknown policy name or `PreemptExemptTime`, or a store that cannot be read.
+pub fn controller(
+    cluster: &ClusterConfig,
+    store: Store,
+    mut opts: CtlOptions,
+    auth_failures: Arc<AtomicU64>,
+    now: i64,
+) -> anyhow::Result<Controller> {
+    let exempt = match opts.preempt_exempt_s {
         Some(s) => Some(s),
-        None => preempt_exempt_s(&cfg.cluster)?,
+        None => preempt_exempt_s(cluster)?,
     };
-    let (mut sched, test_placement) = scheduler(&cfg.cluster, exempt, cfg.opts.preempt_budget_pct)?;
-    let store = Store::open(&cfg.state_dir, cfg.sync)?;
-    let mut opts = cfg.opts;
+    let (mut sched, test_placement) = scheduler(cluster, exempt, opts.preempt_budget_pct)?;
     // The scheduler enforces quota.conf's guarantees and ceilings (usage is recomputed from
     // the running jobs every cycle, so restored jobs count at once). A quota.conf that only
     // names accounts and users sets none: without guarantees every job would count as
@@ -127,15 +139,21 @@ pub async fn start(cfg: DaemonConfig) -> anyhow::Result<Daemon> {
         sched.set_quotas(quotas);
     }
     if opts.alert_program.is_none() {
-        opts.alert_program = cfg.cluster.alert_program.as_ref().map(PathBuf::from);
+        opts.alert_program = cluster.alert_program.as_ref().map(PathBuf::from);
     }
     opts.admission = AdmissionConf {
-        def_mem_per_cpu_mib: cfg.cluster.def_mem_per_cpu_mib,
-        max_array_size: cfg.cluster.max_array_size.max(1),
+        def_mem_per_cpu_mib: cluster.def_mem_per_cpu_mib,
+        max_array_size: cluster.max_array_size.max(1),
         default_accounts: std::mem::take(&mut opts.admission.default_accounts),
     };
+    Ok(Controller::new(sched, test_placement, store, opts, auth_failures, now)?)
+}
+
+/// Starts the controller on the current tokio runtime.
+pub async fn start(cfg: DaemonConfig) -> anyhow::Result<Daemon> {
+    let store = Store::open(&cfg.state_dir, cfg.sync)?;
     let auth_failures = Arc::new(AtomicU64::new(0));
-    let ctl = Controller::new(sched, test_placement, store, opts, auth_failures.clone(), wall_now())?;
+    let ctl = controller(&cfg.cluster, store, cfg.opts, auth_failures.clone(), wall_now())?;
     let (tx, rx) = mpsc::channel(65_536);
     let (shutdown, shutdown_rx) = watch::channel(false);
     let owner = tokio::spawn(ctl.run(rx, shutdown_rx.clone()));
