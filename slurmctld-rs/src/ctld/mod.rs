@@ -9,7 +9,7 @@
 //! kills orphans and requeues what a rebooted node lost.
 //!
 //! The module holds the types and the event dispatch; its children hold the work, one seam
-//! each: [`lifecycle`] (recovery, the owner loop and its turn, timer work, the scheduling
+//! each: `lifecycle` (recovery, the owner loop and its turn, timer work, the scheduling
 //! cycle, carrying out the core's decisions, the commit and its effects), `job_rpcs`
 //! (submit, `--test-only`, cancel, hold/release, requeue, update), `queries` (job views,
 //! node and partition queries, statistics), `nodes` (node sessions, the reconciler, health,
@@ -34,7 +34,7 @@ use tracing::info;
 
 mod arrays;
 mod job_rpcs;
-pub mod lifecycle;
+mod lifecycle;
 mod nodes;
 mod queries;
 mod services;
