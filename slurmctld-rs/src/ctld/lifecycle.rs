@@ -2,7 +2,7 @@
 //! timer work, the debounced scheduling cycle, one commit, then effects), and how the core's
 //! decisions are carried out (binds, requeues after a node loss).
 
-use super::{check_core_invariants, Due, prov_decode, reset_for_requeue, wall_now, Controller, Event, Ident, Outgoing, MAX_BATCH, PROV};
+use super::{check_core_invariants, prov_decode, reset_for_requeue, wall_now, Controller, Due, Event, Ident, Outgoing, MAX_BATCH, PROV};
 use crate::deps;
 use crate::job::{JobState, StopWhy};
 use crate::store::AllocOp;

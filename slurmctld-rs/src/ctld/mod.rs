@@ -336,7 +336,8 @@ impl Controller {
         Ok(c)
     }
 
-    /// Handles one event at `now`.
+    /// Handles one event at `now` (s since the epoch) without committing: its reply and node
+    /// messages wait for the end of the turn ([`Controller::turn`]), after the commit.
     pub fn handle(&mut self, event: Event, now: i64) {
         match event {
             Event::Rpc {
