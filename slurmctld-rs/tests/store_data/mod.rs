@@ -334,7 +334,7 @@ pub fn service() -> ServiceRecord {
 /// The jobs of the fixture database, by id:
 /// - 1: completed long before [`CUTOFF`] (migrated, not loaded);
 /// - 2: completed after the cutoff;
-/// - 3: running on `gpu01` and `gpu02` (8 GPUs each), with an `srun` step;
+/// - 3: running on `gpu01` and `gpu02` (GPUs 4-7 of each), with an `srun` step;
 /// - 4: pending, held by its user, waiting on `afterok:3`;
 /// - 5: an array's pending remainder (tasks 1-3, `%2`); 6 is its task 0, running on `gpu03`;
 /// - 7: completing after `scancel`, `gpu03` still to confirm;
@@ -364,15 +364,15 @@ pub fn jobs() -> Vec<JobRecord> {
 
     let mut j = base(3);
     j.num_nodes = 2;
-    j.gpus = 16;
+    j.gpus = 8;
     j.ntasks = 2;
-    j.spec.request.gpus = 16;
+    j.spec.request.gpus = 8;
     j.spec.request.nodes = Some(2);
-    j.spec.request.gpus_per_node = Some(8);
+    j.spec.request.gpus_per_node = Some(4);
     j.spec.request.cpu_milli_per_node = 8000;
     j.spec.request.mem_mib_per_node = 65_536;
     j.mem_per_node_mib = 65_536;
-    j.gres = vec![(s("gpu"), None, 8)];
+    j.gres = vec![(s("gpu"), None, 4)];
     j.requeue = true;
     let a = vec![
         alloc(1, Owner::Job(JobId(3)), 0, 0xf0, 8000, 65_536),
