@@ -15,6 +15,8 @@ use rusqlite::{params, Connection, OptionalExtension};
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 
+pub mod runs;
+
 /// Numbered migrations, applied in order; the version of each is recorded in
 /// `schema_migrations`.
 const MIGRATIONS: &[(u32, &str)] = &[
@@ -114,8 +116,9 @@ pub struct WriteBatch {
     pub acct_rows: Vec<crate::acct::AcctRow>,
 }
 
-/// One `job_steps` row (the batch step, or an `srun` step: `step` = `"0"`, `"1"`, ...).
-pub use crate::acct::StepRow;
+/// One `job_steps` row (the batch step, or an `srun` step: `step` = `"0"`, `"1"`, ...), or with
+/// `StepRow<u32>` one `job_runs` row.
+pub use runs::StepRow;
 
 impl WriteBatch {
     /// True when there is nothing to write.

@@ -80,7 +80,7 @@ fn write_v4_fixture() {
     });
     b.svc.runs.push(RunRow {
         job_id: 10,
-        run: 2,
+        step: 2,
         state: "REQUEUED".into(),
         exit_code: 0,
         signal: 15,

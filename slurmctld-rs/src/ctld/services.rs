@@ -252,7 +252,7 @@ impl Controller {
         }
         self.batch.svc.runs.push(RunRow {
             job_id: id,
-            run: rec.restarts,
+            step: rec.restarts,
             state: state.to_string(),
             exit_code: rec.exit_code,
             signal: rec.exit_signal,
