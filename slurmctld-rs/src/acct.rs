@@ -22,12 +22,12 @@
 use crate::job::{compress_hostlist, JobRecord, JobState};
 use flotilla_proto::{AcctJob, AcctQuery, AcctStep};
 use rusqlite::{params, Connection};
-use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
 /// What accounting keeps about a job beyond its record's scheduling fields. Stored inside the
-/// job record (`serde(default)`: records written before it existed load with none).
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+/// job record ([`crate::store::rows::AcctInfoRow`]; records written before it existed load with
+/// none).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct AcctInfo {
     /// When the job (this run) became eligible (s); `None`: not yet.
     pub eligible_time: Option<i64>,

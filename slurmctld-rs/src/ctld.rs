@@ -313,7 +313,7 @@ impl Controller {
         for row in &loaded.nodes {
             if let Some(id) = self.sched.cluster.node_id(&row.name) {
                 self.sched.cluster.nodes[id.0 as usize].boot_epoch = row.boot_epoch;
-                if let Ok(avail) = serde_json::from_str::<NodeAvail>(&row.avail) {
+                if let Ok(avail) = crate::store::rows::avail_from_json(&row.avail) {
                     let avail = match avail {
                         NodeAvail::Down { reason } if reason == "Not responding" => NodeAvail::Up,
                         a => a,
@@ -1390,7 +1390,7 @@ impl Controller {
         self.batch.nodes.push(NodeRow {
             name: n.name.clone(),
             boot_epoch: n.boot_epoch,
-            avail: serde_json::to_string(&n.avail).unwrap_or_default(),
+            avail: crate::store::rows::avail_to_json(&n.avail),
         });
     }
 

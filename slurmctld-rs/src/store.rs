@@ -11,18 +11,39 @@
 
 use crate::job::JobRecord;
 use flotilla_core::sched::Allocation;
-use rusqlite::{params, Connection, OptionalExtension};
+use rusqlite::{params, Connection, OptionalExtension, Transaction};
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 
+pub mod rows;
 pub mod runs;
 
-/// Numbered migrations, applied in order; the version of each is recorded in
-/// `schema_migrations`.
-const MIGRATIONS: &[(u32, &str)] = &[
-    (1, include_str!("../../sql/0001_init.sql")),
-    (2, include_str!("../../sql/0002_acct.sql")),
-    (4, include_str!("../../sql/0004_services.sql")),
+/// One numbered migration: SQL from `sql/`, and for some a Rust step run after the SQL in the
+/// same transaction.
+struct Migration {
+    version: u32,
+    sql: &'static str,
+    step: Option<fn(&Transaction<'_>) -> rusqlite::Result<()>>,
+}
+
+/// Numbered migrations, applied in order, each in one transaction that also records its
+/// version in `schema_migrations`. There is no number 3; numbers are never reused.
+const MIGRATIONS: &[Migration] = &[
+    Migration {
+        version: 1,
+        sql: include_str!("../../sql/0001_init.sql"),
+        step: None,
+    },
+    Migration {
+        version: 2,
+        sql: include_str!("../../sql/0002_acct.sql"),
+        step: None,
+    },
+    Migration {
+        version: 4,
+        sql: include_str!("../../sql/0004_services.sql"),
+        step: None,
+    },
 ];
 
 /// SQLite `synchronous` setting.
@@ -70,7 +91,8 @@ pub struct NodeRow {
     pub name: String,
     /// Boot epoch last registered.
     pub boot_epoch: u64,
-    /// Availability (JSON of `core::cluster::NodeAvail`).
+    /// Availability: the JSON of the store's row type, [`rows::avail_to_json`] (read it with
+    /// [`rows::avail_from_json`]).
     pub avail: String,
 }
 
@@ -214,7 +236,8 @@ impl Store {
             .execute_batch("CREATE TABLE IF NOT EXISTS schema_migrations (version INTEGER PRIMARY KEY, applied_at INTEGER NOT NULL);")
             .map_err(|e| self.err(e))?;
         let current = self.schema_version()?;
-        for &(version, sql) in MIGRATIONS {
+        for m in MIGRATIONS {
+            let version = m.version;
             if version <= current {
                 continue;
             }
@@ -227,7 +250,10 @@ impl Store {
                 source,
             };
             let tx = self.conn.transaction().map_err(e)?;
-            tx.execute_batch(sql).map_err(e)?;
+            tx.execute_batch(m.sql).map_err(e)?;
+            if let Some(step) = m.step {
+                step(&tx).map_err(e)?;
+            }
             tx.execute(
                 "INSERT INTO schema_migrations (version, applied_at) VALUES (?1, ?2)",
                 params![version, now],
@@ -258,7 +284,7 @@ impl Store {
         let mut jobs = Vec::new();
         for row in rows {
             let (id, text) = row.map_err(|e| self.err(e))?;
-            let rec: JobRecord = serde_json::from_str(&text).map_err(|e| StoreError::Corrupt {
+            let rec = rows::job_from_json(&text).map_err(|e| StoreError::Corrupt {
                 path: self.path.clone(),
                 message: format!("job {id}: {e}"),
             })?;
@@ -332,7 +358,8 @@ impl Store {
             let mut up = tx
                 .prepare_cached(
                     "INSERT INTO jobs (id, array_job_id, array_task_id, state, user, uid, name, partition, \
-                     submit_time, start_time, end_time, record) VALUES (?1,?2,?3,?4,?5,?6,?7,?8,?9,?10,?11,?12) \
+                     submit_time, start_time, end_time, record) \
+                     VALUES (?1,?2,?3,?4,?5,?6,?7,?8,?9,?10,?11,?12) \
                      ON CONFLICT(id) DO UPDATE SET array_job_id=excluded.array_job_id, \
                      array_task_id=excluded.array_task_id, state=excluded.state, name=excluded.name, \
                      partition=excluded.partition, start_time=excluded.start_time, \
@@ -341,10 +368,7 @@ impl Store {
                 .map_err(e)?;
             for &id in &batch.jobs {
                 let Some(r) = job(id) else { continue };
-                let json = serde_json::to_string(r).map_err(|err| StoreError::Corrupt {
-                    path: path.clone(),
-                    message: format!("job {id}: {err}"),
-                })?;
+                let json = rows::job_to_json(r);
                 up.execute(params![
                     i(r.id),
                     r.array_job_id.map(i),
@@ -404,7 +428,8 @@ impl Store {
         {
             let mut up = tx
                 .prepare_cached(
-                    "INSERT OR REPLACE INTO nodes (name, boot_epoch, avail, updated_at) VALUES (?1, ?2, ?3, strftime('%s','now'))",
+                    "INSERT OR REPLACE INTO nodes (name, boot_epoch, avail, updated_at) \
+                     VALUES (?1, ?2, ?3, strftime('%s','now'))",
                 )
                 .map_err(e)?;
             for n in &batch.nodes {

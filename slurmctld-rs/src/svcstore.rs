@@ -31,7 +31,8 @@ pub type RunRow = crate::store::StepRow<u32>;
 /// A change of the services table.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum ServiceOp {
-    /// Insert or replace service `id` (`record`: the controller's record as JSON).
+    /// Insert or replace service `id` (`record`: the controller's record as the JSON of the
+    /// store's row type, [`crate::store::rows::service_to_json`]).
     Upsert {
         /// Id.
         id: u32,
@@ -73,7 +74,8 @@ impl SvcBatch {
 /// What is loaded at start.
 #[derive(Debug, Default)]
 pub struct SvcLoaded {
-    /// Service records (JSON), by id.
+    /// Service records (JSON of the store's row type; read them with
+    /// [`crate::store::rows::service_from_json`]), by id.
     pub services: Vec<(u32, String)>,
     /// Next service id.
     pub next_service_id: u32,
