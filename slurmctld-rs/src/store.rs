@@ -15,11 +15,12 @@ use rusqlite::{params, Connection, OptionalExtension, Transaction};
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 
+mod migrate;
 pub mod rows;
 pub mod runs;
 
 /// One numbered migration: SQL from `sql/`, and for some a Rust step run after the SQL in the
-/// same transaction.
+/// same transaction (rows rewritten, [`migrate`]).
 struct Migration {
     version: u32,
     sql: &'static str,
@@ -43,6 +44,11 @@ const MIGRATIONS: &[Migration] = &[
         version: 4,
         sql: include_str!("../../sql/0004_services.sql"),
         step: None,
+    },
+    Migration {
+        version: 5,
+        sql: include_str!("../../sql/0005_row_format.sql"),
+        step: Some(migrate::rows_to_format_1),
     },
 ];
 
@@ -265,8 +271,30 @@ impl Store {
         Ok(())
     }
 
+    /// Refuses a database holding rows in a format newer than [`rows::FORMAT`] (written by a
+    /// newer controller): reading them with this one's row types could lose fields.
+    fn check_formats(&self) -> Result<(), StoreError> {
+        for table in ["jobs", "services", "nodes"] {
+            let newest: u32 = self
+                .conn
+                .query_row(&format!("SELECT COALESCE(MAX(format), 0) FROM {table}"), [], |r| r.get(0))
+                .map_err(|e| self.err(e))?;
+            if newest > rows::FORMAT {
+                return Err(StoreError::Corrupt {
+                    path: self.path.clone(),
+                    message: format!(
+                        "{table} holds rows of format {newest}, newer than this controller's ({})",
+                        rows::FORMAT
+                    ),
+                });
+            }
+        }
+        Ok(())
+    }
+
     /// Loads the state. Finished jobs are loaded when they ended at or after `finished_since`.
     pub fn load(&self, finished_since: i64) -> Result<Loaded, StoreError> {
+        self.check_formats()?;
         let next_job_id: i64 = self
             .conn
             .query_row("SELECT value FROM meta WHERE key = 'next_job_id'", [], |r| r.get(0))
@@ -358,12 +386,12 @@ impl Store {
             let mut up = tx
                 .prepare_cached(
                     "INSERT INTO jobs (id, array_job_id, array_task_id, state, user, uid, name, partition, \
-                     submit_time, start_time, end_time, record) \
-                     VALUES (?1,?2,?3,?4,?5,?6,?7,?8,?9,?10,?11,?12) \
+                     submit_time, start_time, end_time, record, format) \
+                     VALUES (?1,?2,?3,?4,?5,?6,?7,?8,?9,?10,?11,?12,?13) \
                      ON CONFLICT(id) DO UPDATE SET array_job_id=excluded.array_job_id, \
                      array_task_id=excluded.array_task_id, state=excluded.state, name=excluded.name, \
                      partition=excluded.partition, start_time=excluded.start_time, \
-                     end_time=excluded.end_time, record=excluded.record",
+                     end_time=excluded.end_time, record=excluded.record, format=excluded.format",
                 )
                 .map_err(e)?;
             for &id in &batch.jobs {
@@ -381,7 +409,8 @@ impl Store {
                     r.submit_time,
                     r.start_time,
                     r.end_time,
-                    json
+                    json,
+                    rows::FORMAT
                 ])
                 .map_err(e)?;
             }
@@ -428,12 +457,12 @@ impl Store {
         {
             let mut up = tx
                 .prepare_cached(
-                    "INSERT OR REPLACE INTO nodes (name, boot_epoch, avail, updated_at) \
-                     VALUES (?1, ?2, ?3, strftime('%s','now'))",
+                    "INSERT OR REPLACE INTO nodes (name, boot_epoch, avail, updated_at, format) \
+                     VALUES (?1, ?2, ?3, strftime('%s','now'), ?4)",
                 )
                 .map_err(e)?;
             for n in &batch.nodes {
-                up.execute(params![n.name, i(n.boot_epoch), n.avail]).map_err(e)?;
+                up.execute(params![n.name, i(n.boot_epoch), n.avail, rows::FORMAT]).map_err(e)?;
             }
         }
         {

@@ -97,8 +97,8 @@ pub fn commit(tx: &Transaction<'_>, b: &SvcBatch) -> rusqlite::Result<()> {
     for op in &b.services {
         match op {
             ServiceOp::Upsert { id, name, record } => {
-                tx.prepare_cached("INSERT OR REPLACE INTO services (id, name, record) VALUES (?1, ?2, ?3)")?
-                    .execute(params![id, name, record])?;
+                tx.prepare_cached("INSERT OR REPLACE INTO services (id, name, record, format) VALUES (?1, ?2, ?3, ?4)")?
+                    .execute(params![id, name, record, crate::store::rows::FORMAT])?;
             }
             ServiceOp::Delete(id) => {
                 tx.prepare_cached("DELETE FROM services WHERE id = ?1")?.execute([id])?;
