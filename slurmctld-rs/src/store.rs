@@ -415,45 +415,7 @@ impl Store {
                 .map_err(e)?;
             }
         }
-        {
-            let mut ins = tx
-                .prepare_cached(
-                    "INSERT INTO allocations (alloc_id, job_id, node, gpu_mask, gpu_milli, cpu_milli, mem_mib, created_at) \
-                     VALUES (?1,?2,?3,?4,?5,?6,?7,?8)",
-                )
-                .map_err(e)?;
-            let mut gpu = tx
-                .prepare_cached("INSERT INTO alloc_gpus (node, gpu, job_id) VALUES (?1, ?2, ?3)")
-                .map_err(e)?;
-            let mut del = tx.prepare_cached("DELETE FROM allocations WHERE job_id = ?1").map_err(e)?;
-            let mut delg = tx.prepare_cached("DELETE FROM alloc_gpus WHERE job_id = ?1").map_err(e)?;
-            for op in &batch.allocs {
-                match op {
-                    AllocOp::Insert { job_id, node, alloc } => {
-                        ins.execute(params![
-                            i(alloc.id.0),
-                            i(*job_id),
-                            node,
-                            i(alloc.part.gpus.0),
-                            alloc.part.gpu_milli,
-                            i(alloc.part.cpu_milli),
-                            i(alloc.part.mem_mib),
-                            i(alloc.created_at)
-                        ])
-                        .map_err(e)?;
-                        if alloc.part.gpu_milli >= flotilla_core::cluster::MILLI {
-                            for g in alloc.part.gpus.iter() {
-                                gpu.execute(params![node, g, i(*job_id)]).map_err(e)?;
-                            }
-                        }
-                    }
-                    AllocOp::DeleteJob(job_id) => {
-                        del.execute([i(*job_id)]).map_err(e)?;
-                        delg.execute([i(*job_id)]).map_err(e)?;
-                    }
-                }
-            }
-        }
+        write_allocs(&tx, &batch.allocs).map_err(e)?;
         {
             let mut up = tx
                 .prepare_cached(
@@ -493,4 +455,43 @@ impl Store {
         Ok(max.map_or(0, |m| (m + 1).max(0) as u32))
     }
 
+}
+
+/// Writes allocation changes in order: an insert adds the `allocations` row and, for whole
+/// GPUs, one `alloc_gpus` row per GPU (whose primary key refuses a GPU bound twice); a delete
+/// drops every row of the job. Errors: SQLite's (a GPU bound twice among them).
+fn write_allocs(tx: &Transaction<'_>, ops: &[AllocOp]) -> rusqlite::Result<()> {
+    let mut ins = tx.prepare_cached(
+        "INSERT INTO allocations (alloc_id, job_id, node, gpu_mask, gpu_milli, cpu_milli, mem_mib, created_at) \
+         VALUES (?1,?2,?3,?4,?5,?6,?7,?8)",
+    )?;
+    let mut gpu = tx.prepare_cached("INSERT INTO alloc_gpus (node, gpu, job_id) VALUES (?1, ?2, ?3)")?;
+    let mut del = tx.prepare_cached("DELETE FROM allocations WHERE job_id = ?1")?;
+    let mut delg = tx.prepare_cached("DELETE FROM alloc_gpus WHERE job_id = ?1")?;
+    for op in ops {
+        match op {
+            AllocOp::Insert { job_id, node, alloc } => {
+                ins.execute(params![
+                    i(alloc.id.0),
+                    i(*job_id),
+                    node,
+                    i(alloc.part.gpus.0),
+                    alloc.part.gpu_milli,
+                    i(alloc.part.cpu_milli),
+                    i(alloc.part.mem_mib),
+                    i(alloc.created_at)
+                ])?;
+                if alloc.part.gpu_milli >= flotilla_core::cluster::MILLI {
+                    for g in alloc.part.gpus.iter() {
+                        gpu.execute(params![node, g, i(*job_id)])?;
+                    }
+                }
+            }
+            AllocOp::DeleteJob(job_id) => {
+                del.execute([i(*job_id)])?;
+                delg.execute([i(*job_id)])?;
+            }
+        }
+    }
+    Ok(())
 }

@@ -82,7 +82,10 @@ fn old_database_loads_every_job_identically() {
     let l = store.load(CUTOFF).unwrap();
     assert_eq!(l.next_job_id, 11);
     let want = expected_loaded();
-    assert_eq!(l.jobs.iter().map(|j| j.id).collect::<Vec<_>>(), want.iter().map(|j| j.id).collect::<Vec<_>>());
+    assert_eq!(
+        l.jobs.iter().map(|j| j.id).collect::<Vec<_>>(),
+        want.iter().map(|j| j.id).collect::<Vec<_>>()
+    );
     for (got, want) in l.jobs.iter().zip(&want) {
         assert_eq!(got, want, "job {}", want.id);
     }
@@ -108,7 +111,10 @@ fn old_database_loads_every_job_identically() {
     // The tables without JSON are as the version 4 store wrote them.
     let runs = flotilla_slurmctld::svcstore::runs(store.conn(), 10, 3).unwrap();
     assert_eq!(runs.len(), 1);
-    assert_eq!((runs[0].step, runs[0].state.as_str(), runs[0].signal), (2, "REQUEUED", 15));
+    assert_eq!(
+        (runs[0].step, runs[0].state.as_str(), runs[0].signal),
+        (2, "REQUEUED", 15)
+    );
     assert_eq!(store.next_step_id(3).unwrap(), 1);
     assert_eq!(store.script(3).unwrap().unwrap().0, "#!/bin/sh\necho 3\n");
 }
@@ -129,10 +135,18 @@ fn migration_rewrites_every_row_in_the_row_format_and_keeps_the_text() {
         .unwrap();
     assert_eq!(versions, vec![1, 2, 4, 5]);
 
-    for (table, key, column) in [("jobs", "id", "record"), ("services", "id", "record"), ("nodes", "name", "avail")] {
+    for (table, key, column) in [
+        ("jobs", "id", "record"),
+        ("services", "id", "record"),
+        ("nodes", "name", "avail"),
+    ] {
         let old = texts(&before, table, key, column);
         let new = texts(store.conn(), table, key, column);
-        assert_eq!(old.keys().collect::<Vec<_>>(), new.keys().collect::<Vec<_>>(), "{table}");
+        assert_eq!(
+            old.keys().collect::<Vec<_>>(),
+            new.keys().collect::<Vec<_>>(),
+            "{table}"
+        );
         for (k, (text, format)) in &new {
             assert_eq!(*format, Some(rows::FORMAT), "{table} {k}: format");
             if (table, k.as_str()) == ("jobs", "1") {
@@ -164,7 +178,8 @@ fn migration_rewrites_every_row_in_the_row_format_and_keeps_the_text() {
 fn a_row_the_legacy_decoder_cannot_read_stays_in_format_0_and_fails_as_before() {
     let dir = restore();
     let conn = Connection::open(dir.path().join("flotilla.db")).unwrap();
-    conn.execute("UPDATE jobs SET record = '{\"id\":4,\"broken\":' WHERE id = 4", []).unwrap();
+    conn.execute("UPDATE jobs SET record = '{\"id\":4,\"broken\":' WHERE id = 4", [])
+        .unwrap();
     drop(conn);
     let store = Store::open(dir.path(), SyncMode::Full).unwrap();
     let (_, format) = &texts(store.conn(), "jobs", "id", "record")["4"];
@@ -180,7 +195,8 @@ fn a_database_from_a_newer_format_is_refused() {
     let dir = restore();
     drop(Store::open(dir.path(), SyncMode::Full).unwrap());
     let conn = Connection::open(dir.path().join("flotilla.db")).unwrap();
-    conn.execute("UPDATE nodes SET format = ?1 WHERE name = 'gpu01'", [rows::FORMAT + 1]).unwrap();
+    conn.execute("UPDATE nodes SET format = ?1 WHERE name = 'gpu01'", [rows::FORMAT + 1])
+        .unwrap();
     drop(conn);
     let store = Store::open(dir.path(), SyncMode::Full).unwrap();
     let err = store.load(CUTOFF).unwrap_err().to_string();
@@ -194,8 +210,10 @@ fn controller_restarted_on_an_old_database_keeps_its_running_and_pending_jobs() 
     let env = common::Env::new(5);
     restore_into(&env.path("state"));
     let ctl = common::Ctl::start(&env, 0, &[]);
-    let jobs: BTreeMap<u64, flotilla_proto::JobInfo> =
-        common::all_jobs(&env, ctl.addr).into_iter().map(|j| (j.job_id, j)).collect();
+    let jobs: BTreeMap<u64, flotilla_proto::JobInfo> = common::all_jobs(&env, ctl.addr)
+        .into_iter()
+        .map(|j| (j.job_id, j))
+        .collect();
     let state = |id: u64| jobs.get(&id).and_then(|j| j.state);
     assert_eq!(state(3), Some(JobStateWire::Running), "{jobs:?}");
     assert_eq!(jobs[&3].nodes, "gpu[01-02]");
@@ -203,10 +221,15 @@ fn controller_restarted_on_an_old_database_keeps_its_running_and_pending_jobs() 
     assert_eq!(jobs[&6].nodes, "gpu03");
     assert_eq!(state(4), Some(JobStateWire::Pending));
     assert_eq!(jobs[&4].reason, "JobHeldUser");
-    let array = jobs.values().find(|j| j.array_task_str.is_some()).expect("the array's pending tasks");
+    let array = jobs
+        .values()
+        .find(|j| j.array_task_str.is_some())
+        .expect("the array's pending tasks");
     assert_eq!((array.job_id, array.state), (5, Some(JobStateWire::Pending)));
     assert_eq!(array.array_task_str.as_deref(), Some("1-3%2"));
     let db = Connection::open(common::state_dir_db(&env)).unwrap();
-    let version: u32 = db.query_row("SELECT MAX(version) FROM schema_migrations", [], |r| r.get(0)).unwrap();
+    let version: u32 = db
+        .query_row("SELECT MAX(version) FROM schema_migrations", [], |r| r.get(0))
+        .unwrap();
     assert_eq!(version, 5);
 }

@@ -52,7 +52,11 @@ fn minified(json: &str) -> String {
 fn job_row_json_is_the_golden() {
     let rec = store_data::full();
     let row = JobRow::from(&rec);
-    check_golden("job_row.json", include_str!("golden/job_row.json"), &serde_json::to_string_pretty(&row).unwrap());
+    check_golden(
+        "job_row.json",
+        include_str!("golden/job_row.json"),
+        &serde_json::to_string_pretty(&row).unwrap(),
+    );
     // The column's compact text is the same JSON.
     let compact = rows::job_to_json(&rec);
     assert_eq!(compact, minified(include_str!("golden/job_row.json")));
@@ -76,9 +80,24 @@ fn node_avail_json_is_format_0s() {
     let cases = [
         (NodeAvail::Up, r#""Up""#),
         (NodeAvail::Unknown, r#""Unknown""#),
-        (NodeAvail::Drain { reason: "x \"y\"".into() }, r#"{"Drain":{"reason":"x \"y\""}}"#),
-        (NodeAvail::Down { reason: "Not responding".into() }, r#"{"Down":{"reason":"Not responding"}}"#),
-        (NodeAvail::Quarantined { reason: "XID 79".into() }, r#"{"Quarantined":{"reason":"XID 79"}}"#),
+        (
+            NodeAvail::Drain {
+                reason: "x \"y\"".into(),
+            },
+            r#"{"Drain":{"reason":"x \"y\""}}"#,
+        ),
+        (
+            NodeAvail::Down {
+                reason: "Not responding".into(),
+            },
+            r#"{"Down":{"reason":"Not responding"}}"#,
+        ),
+        (
+            NodeAvail::Quarantined {
+                reason: "XID 79".into(),
+            },
+            r#"{"Quarantined":{"reason":"XID 79"}}"#,
+        ),
     ];
     for (avail, json) in cases {
         assert_eq!(rows::avail_to_json(&avail), json);
@@ -115,7 +134,11 @@ fn job_state() -> impl Strategy<Value = JobState> {
 }
 
 fn topology() -> impl Strategy<Value = TopologyKind> {
-    prop_oneof![Just(TopologyKind::Node), Just(TopologyKind::Pod), Just(TopologyKind::Any)]
+    prop_oneof![
+        Just(TopologyKind::Node),
+        Just(TopologyKind::Pod),
+        Just(TopologyKind::Any)
+    ]
 }
 
 fn node_ids() -> impl Strategy<Value = Vec<NodeId>> {
@@ -229,14 +252,16 @@ fn stop_why() -> impl Strategy<Value = StopWhy> {
 }
 
 fn stopping() -> impl Strategy<Value = Option<Stopping>> {
-    proptest::option::of((stop_why(), any::<i64>(), any::<bool>(), any::<Option<i64>>()).prop_map(
-        |(why, term_at, kill_sent, kill_at)| Stopping {
-            why,
-            term_at,
-            kill_sent,
-            kill_at,
-        },
-    ))
+    proptest::option::of(
+        (stop_why(), any::<i64>(), any::<bool>(), any::<Option<i64>>()).prop_map(
+            |(why, term_at, kill_sent, kill_at)| Stopping {
+                why,
+                term_at,
+                kill_sent,
+                kill_at,
+            },
+        ),
+    )
 }
 
 prop_compose! {
@@ -259,20 +284,19 @@ prop_compose! {
 }
 
 fn array_tasks() -> impl Strategy<Value = Option<ArrayTasks>> {
-    proptest::option::of(any::<(u32, u32, u32, u32)>().prop_map(|(count, min, max, step)| ArrayTasks {
-        count,
-        min,
-        max,
-        step,
-    }))
+    proptest::option::of(
+        any::<(u32, u32, u32, u32)>().prop_map(|(count, min, max, step)| ArrayTasks { count, min, max, step }),
+    )
 }
 
 fn signal() -> impl Strategy<Value = Option<SignalSpec>> {
-    proptest::option::of(any::<(i32, u32, bool)>().prop_map(|(signal, secs_before, batch_only)| SignalSpec {
-        signal,
-        secs_before,
-        batch_only,
-    }))
+    proptest::option::of(
+        any::<(i32, u32, bool)>().prop_map(|(signal, secs_before, batch_only)| SignalSpec {
+            signal,
+            secs_before,
+            batch_only,
+        }),
+    )
 }
 
 prop_compose! {

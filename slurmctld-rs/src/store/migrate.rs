@@ -31,10 +31,14 @@ fn rewrite<R: DeserializeOwned + Serialize>(
     column: &str,
 ) -> rusqlite::Result<Rewritten> {
     let legacy: Vec<(rusqlite::types::Value, String)> = tx
-        .prepare(&format!("SELECT {key}, {column} FROM {table} WHERE format = ?1 ORDER BY {key}"))?
+        .prepare(&format!(
+            "SELECT {key}, {column} FROM {table} WHERE format = ?1 ORDER BY {key}"
+        ))?
         .query_map([rows::FORMAT_LEGACY], |r| Ok((r.get(0)?, r.get(1)?)))?
         .collect::<Result<_, _>>()?;
-    let mut up = tx.prepare(&format!("UPDATE {table} SET {column} = ?1, format = ?2 WHERE {key} = ?3"))?;
+    let mut up = tx.prepare(&format!(
+        "UPDATE {table} SET {column} = ?1, format = ?2 WHERE {key} = ?3"
+    ))?;
     let mut out = Rewritten::default();
     for (id, text) in legacy {
         match serde_json::from_str::<R>(&text) {
@@ -57,6 +61,11 @@ pub(super) fn rows_to_format_1(tx: &Transaction<'_>) -> rusqlite::Result<()> {
     let jobs = rewrite::<JobRow>(tx, "jobs", "id", "record")?;
     let services = rewrite::<ServiceRow>(tx, "services", "id", "record")?;
     let nodes = rewrite::<NodeAvailRow>(tx, "nodes", "name", "avail")?;
-    tracing::info!(?jobs, ?services, ?nodes, "state rows rewritten in the store's row format");
+    tracing::info!(
+        ?jobs,
+        ?services,
+        ?nodes,
+        "state rows rewritten in the store's row format"
+    );
     Ok(())
 }

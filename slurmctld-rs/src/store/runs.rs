@@ -66,7 +66,16 @@ pub fn write<K: ToSql>(conn: &Connection, t: StepTable, rows: &[StepRow<K>]) -> 
         t.table, t.key
     ))?;
     for r in rows {
-        st.execute(params![i(r.job_id), r.step, r.state, r.exit_code, r.signal, r.start_time, r.end_time, r.nodes])?;
+        st.execute(params![
+            i(r.job_id),
+            r.step,
+            r.state,
+            r.exit_code,
+            r.signal,
+            r.start_time,
+            r.end_time,
+            r.nodes
+        ])?;
     }
     Ok(())
 }
