@@ -23,12 +23,12 @@ use crate::job::{JobRecord, JobState};
 use flotilla_core::hostlist::compress_sorted;
 use flotilla_proto::{AcctJob, AcctQuery, AcctStep};
 use rusqlite::{params, Connection};
-use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
 /// What accounting keeps about a job beyond its record's scheduling fields. Stored inside the
-/// job record (`serde(default)`: records written before it existed load with none).
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+/// job record ([`crate::store::rows::AcctInfoRow`]; records written before it existed load with
+/// none).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct AcctInfo {
     /// When the job (this run) became eligible (s); `None`: not yet.
     pub eligible_time: Option<i64>,
@@ -59,26 +59,9 @@ pub struct AcctRow {
     pub batch: (u32, u32, u64),
 }
 
-/// One `job_steps` row written by the controller (the batch step).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct StepRow {
-    /// Job id.
-    pub job_id: u64,
-    /// Step name (`batch`).
-    pub step: String,
-    /// Slurm state name.
-    pub state: String,
-    /// Exit status.
-    pub exit_code: i32,
-    /// Signal.
-    pub signal: i32,
-    /// Start (s).
-    pub start_time: Option<i64>,
-    /// End (s).
-    pub end_time: Option<i64>,
-    /// Nodes.
-    pub nodes: String,
-}
+/// One `job_steps` row: the batch step the controller writes, or an `srun` step (the same
+/// row type as a `job_runs` row, [`crate::store::runs`]).
+pub use crate::store::StepRow;
 
 /// Slurm: a job is eligible once it is not held, its dependencies are met and its begin time
 /// has come. Pending jobs only.
@@ -309,14 +292,7 @@ pub fn write(conn: &Connection, rows: &[AcctRow], current: &[AcctRow], steps: &[
             j.array_task_str,
         ])?;
     }
-    let mut st = conn.prepare_cached(
-        "INSERT OR REPLACE INTO job_steps (job_id, step, state, exit_code, signal, start_time, end_time, nodes) \
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
-    )?;
-    for s in steps {
-        st.execute(params![i(s.job_id), s.step, s.state, s.exit_code, s.signal, s.start_time, s.end_time, s.nodes])?;
-    }
-    Ok(())
+    crate::store::runs::write(conn, crate::store::runs::JOB_STEPS, steps)
 }
 
 const JOB_COLS: &str = "job_id, array_job_id, array_task_id, name, user, uid, account, partition, state, exit_code, \
@@ -534,13 +510,13 @@ pub fn query(conn: &Connection, q: &AcctQuery) -> rusqlite::Result<Vec<AcctJob>>
                 (e.exit_code, e.signal) = (r.exit_code, r.signal);
                 (e.start_time, e.end_time) = (start, end);
                 e.nodes = r.nodes;
-                e.restarts = r.run;
+                e.restarts = r.step;
                 e.steps = all_steps
                     .iter()
                     .filter(|s| s.start_time.is_some_and(|t| start.is_some_and(|st| t >= st) && end.is_none_or(|en| t <= en)))
                     .cloned()
                     .collect();
-                out.insert((key.0, key.1, key.2, r.run), e);
+                out.insert((key.0, key.1, key.2, r.step), e);
             }
         }
         j.steps = steps;

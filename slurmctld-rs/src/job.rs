@@ -1,13 +1,13 @@
 //! The controller's job record: what is stored in SQLite and shown by `squeue`, around the
-//! core's [`JobSpec`].
+//! core's [`JobSpec`]. It has no serde of its own: the store writes it through its row type
+//! (`crate::store::rows::JobRow`), so that the on-disk format is the store's.
 
 use flotilla_core::job::JobSpec;
 use flotilla_core::sched::Allocation;
 use flotilla_proto::JobStateWire;
-use serde::{Deserialize, Serialize};
 
 /// Slurm job states (base states; `COMPLETING` is a state of its own here).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum JobState {
     /// Waiting.
     Pending,
@@ -60,7 +60,7 @@ impl JobState {
 }
 
 /// Why the controller is stopping a running job.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum StopWhy {
     /// `scancel`.
     Cancel,
@@ -87,7 +87,7 @@ pub fn stop_cause(why: StopWhy) -> flotilla_proto::StopCause {
 }
 
 /// A stop in progress: SIGTERM sent at `term_at`, SIGKILL after `KillWait` (or at `kill_at`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Stopping {
     /// Why.
     pub why: StopWhy,
@@ -96,12 +96,12 @@ pub struct Stopping {
     /// SIGKILL sent.
     pub kill_sent: bool,
     /// SIGKILL at this time (s) instead of after `KillWait`: a preemption's deadline.
-    #[serde(default)]
     pub kill_at: Option<i64>,
 }
 
-/// One job (or an array's pending remainder) as the controller stores it.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+/// One job (or an array's pending remainder) as the controller stores it (the `jobs.record`
+/// column is its [`crate::store::rows::JobRow`]).
+#[derive(Debug, Clone, PartialEq)]
 pub struct JobRecord {
     /// Job id.
     pub id: u64,
@@ -194,41 +194,29 @@ pub struct JobRecord {
     /// `-x`.
     pub excluded_nodes: Vec<String>,
     /// Host submitted from.
-    #[serde(default)]
     pub submit_host: String,
     /// Memory per CPU (MiB) when memory was asked per CPU (`--mem-per-cpu`, `DefMemPerCPU`).
-    #[serde(default)]
     pub mem_per_cpu_mib: Option<u64>,
     /// Bounds of the whole array (array jobs and their tasks).
-    #[serde(default)]
     pub array_tasks: Option<flotilla_proto::ArrayTasks>,
     /// `--signal`.
-    #[serde(default)]
     pub signal: Option<flotilla_proto::SignalSpec>,
     /// The current run's `--signal` warning (without `B:`) went to its steps.
-    #[serde(default)]
     pub warn_sent: bool,
     /// An interactive allocation (`salloc`): no batch script; ends when given back.
-    #[serde(default)]
     pub interactive: bool,
     /// Last checkpoint the job acknowledged (s since epoch).
-    #[serde(default)]
     pub last_checkpoint_ack: Option<i64>,
     /// The service this record is a replica of (replica ids are from `REPLICA_ID_BASE` up).
-    #[serde(default)]
     pub service: Option<u32>,
     /// Accounting beyond the scheduling fields (eligibility, who cancelled, the last run's
     /// allocation), for `sacct`.
-    #[serde(default)]
     pub acct: crate::acct::AcctInfo,
     /// `Command=`: the script's absolute path and arguments (`None`: `--wrap`, stdin).
-    #[serde(default)]
     pub command: Option<String>,
     /// `TresPerJob=` (`--gpus`), `gres:gpu[:type]:N`.
-    #[serde(default)]
     pub tres_per_job: Option<String>,
     /// `TresPerTask=` (`--gpus-per-task`), `gres:gpu[:type]:N`.
-    #[serde(default)]
     pub tres_per_task: Option<String>,
 }
 

@@ -10,10 +10,9 @@ use crate::job::JobRecord;
 use flotilla_core::cluster::{Cluster, PartId};
 use flotilla_core::sched::{ServiceId, ServiceSpec};
 use flotilla_proto::{GpuCount, ServiceCreate, SlurmError, SubmitJob, TimeLimitWire};
-use serde::{Deserialize, Serialize};
 
-/// A service as stored (the `services` table, JSON).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+/// A service as stored (the `services` table: the JSON of [`crate::store::rows::ServiceRow`]).
+#[derive(Debug, Clone, PartialEq)]
 pub struct ServiceRecord {
     /// Service id.
     pub id: u32,

@@ -11,16 +11,45 @@
 
 use crate::job::JobRecord;
 use flotilla_core::sched::Allocation;
-use rusqlite::{params, Connection, OptionalExtension};
+use rusqlite::{params, Connection, OptionalExtension, Transaction};
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 
-/// Numbered migrations, applied in order; the version of each is recorded in
-/// `schema_migrations`.
-const MIGRATIONS: &[(u32, &str)] = &[
-    (1, include_str!("../../sql/0001_init.sql")),
-    (2, include_str!("../../sql/0002_acct.sql")),
-    (4, include_str!("../../sql/0004_services.sql")),
+mod migrate;
+pub mod rows;
+pub mod runs;
+
+/// One numbered migration: SQL from `sql/`, and for some a Rust step run after the SQL in the
+/// same transaction (rows rewritten, [`migrate`]).
+struct Migration {
+    version: u32,
+    sql: &'static str,
+    step: Option<fn(&Transaction<'_>) -> rusqlite::Result<()>>,
+}
+
+/// Numbered migrations, applied in order, each in one transaction that also records its
+/// version in `schema_migrations`. There is no number 3; numbers are never reused.
+const MIGRATIONS: &[Migration] = &[
+    Migration {
+        version: 1,
+        sql: include_str!("../../sql/0001_init.sql"),
+        step: None,
+    },
+    Migration {
+        version: 2,
+        sql: include_str!("../../sql/0002_acct.sql"),
+        step: None,
+    },
+    Migration {
+        version: 4,
+        sql: include_str!("../../sql/0004_services.sql"),
+        step: None,
+    },
+    Migration {
+        version: 5,
+        sql: include_str!("../../sql/0005_row_format.sql"),
+        step: Some(migrate::rows_to_format_1),
+    },
 ];
 
 /// SQLite `synchronous` setting.
@@ -68,7 +97,8 @@ pub struct NodeRow {
     pub name: String,
     /// Boot epoch last registered.
     pub boot_epoch: u64,
-    /// Availability (JSON of `core::cluster::NodeAvail`).
+    /// Availability: the JSON of the store's row type, [`rows::avail_to_json`] (read it with
+    /// [`rows::avail_from_json`]).
     pub avail: String,
 }
 
@@ -114,8 +144,9 @@ pub struct WriteBatch {
     pub acct_rows: Vec<crate::acct::AcctRow>,
 }
 
-/// One `job_steps` row (the batch step, or an `srun` step: `step` = `"0"`, `"1"`, ...).
-pub use crate::acct::StepRow;
+/// One `job_steps` row (the batch step, or an `srun` step: `step` = `"0"`, `"1"`, ...), or with
+/// `StepRow<u32>` one `job_runs` row.
+pub use runs::StepRow;
 
 impl WriteBatch {
     /// True when there is nothing to write.
@@ -211,7 +242,8 @@ impl Store {
             .execute_batch("CREATE TABLE IF NOT EXISTS schema_migrations (version INTEGER PRIMARY KEY, applied_at INTEGER NOT NULL);")
             .map_err(|e| self.err(e))?;
         let current = self.schema_version()?;
-        for &(version, sql) in MIGRATIONS {
+        for m in MIGRATIONS {
+            let version = m.version;
             if version <= current {
                 continue;
             }
@@ -224,7 +256,10 @@ impl Store {
                 source,
             };
             let tx = self.conn.transaction().map_err(e)?;
-            tx.execute_batch(sql).map_err(e)?;
+            tx.execute_batch(m.sql).map_err(e)?;
+            if let Some(step) = m.step {
+                step(&tx).map_err(e)?;
+            }
             tx.execute(
                 "INSERT INTO schema_migrations (version, applied_at) VALUES (?1, ?2)",
                 params![version, now],
@@ -236,8 +271,30 @@ impl Store {
         Ok(())
     }
 
+    /// Refuses a database holding rows in a format newer than [`rows::FORMAT`] (written by a
+    /// newer controller): reading them with this one's row types could lose fields.
+    fn check_formats(&self) -> Result<(), StoreError> {
+        for table in ["jobs", "services", "nodes"] {
+            let newest: u32 = self
+                .conn
+                .query_row(&format!("SELECT COALESCE(MAX(format), 0) FROM {table}"), [], |r| r.get(0))
+                .map_err(|e| self.err(e))?;
+            if newest > rows::FORMAT {
+                return Err(StoreError::Corrupt {
+                    path: self.path.clone(),
+                    message: format!(
+                        "{table} holds rows of format {newest}, newer than this controller's ({})",
+                        rows::FORMAT
+                    ),
+                });
+            }
+        }
+        Ok(())
+    }
+
     /// Loads the state. Finished jobs are loaded when they ended at or after `finished_since`.
     pub fn load(&self, finished_since: i64) -> Result<Loaded, StoreError> {
+        self.check_formats()?;
         let next_job_id: i64 = self
             .conn
             .query_row("SELECT value FROM meta WHERE key = 'next_job_id'", [], |r| r.get(0))
@@ -255,7 +312,7 @@ impl Store {
         let mut jobs = Vec::new();
         for row in rows {
             let (id, text) = row.map_err(|e| self.err(e))?;
-            let rec: JobRecord = serde_json::from_str(&text).map_err(|e| StoreError::Corrupt {
+            let rec = rows::job_from_json(&text).map_err(|e| StoreError::Corrupt {
                 path: self.path.clone(),
                 message: format!("job {id}: {e}"),
             })?;
@@ -329,19 +386,17 @@ impl Store {
             let mut up = tx
                 .prepare_cached(
                     "INSERT INTO jobs (id, array_job_id, array_task_id, state, user, uid, name, partition, \
-                     submit_time, start_time, end_time, record) VALUES (?1,?2,?3,?4,?5,?6,?7,?8,?9,?10,?11,?12) \
+                     submit_time, start_time, end_time, record, format) \
+                     VALUES (?1,?2,?3,?4,?5,?6,?7,?8,?9,?10,?11,?12,?13) \
                      ON CONFLICT(id) DO UPDATE SET array_job_id=excluded.array_job_id, \
                      array_task_id=excluded.array_task_id, state=excluded.state, name=excluded.name, \
                      partition=excluded.partition, start_time=excluded.start_time, \
-                     end_time=excluded.end_time, record=excluded.record",
+                     end_time=excluded.end_time, record=excluded.record, format=excluded.format",
                 )
                 .map_err(e)?;
             for &id in &batch.jobs {
                 let Some(r) = job(id) else { continue };
-                let json = serde_json::to_string(r).map_err(|err| StoreError::Corrupt {
-                    path: path.clone(),
-                    message: format!("job {id}: {err}"),
-                })?;
+                let json = rows::job_to_json(r);
                 up.execute(params![
                     i(r.id),
                     r.array_job_id.map(i),
@@ -354,58 +409,22 @@ impl Store {
                     r.submit_time,
                     r.start_time,
                     r.end_time,
-                    json
+                    json,
+                    rows::FORMAT
                 ])
                 .map_err(e)?;
             }
         }
-        {
-            let mut ins = tx
-                .prepare_cached(
-                    "INSERT INTO allocations (alloc_id, job_id, node, gpu_mask, gpu_milli, cpu_milli, mem_mib, created_at) \
-                     VALUES (?1,?2,?3,?4,?5,?6,?7,?8)",
-                )
-                .map_err(e)?;
-            let mut gpu = tx
-                .prepare_cached("INSERT INTO alloc_gpus (node, gpu, job_id) VALUES (?1, ?2, ?3)")
-                .map_err(e)?;
-            let mut del = tx.prepare_cached("DELETE FROM allocations WHERE job_id = ?1").map_err(e)?;
-            let mut delg = tx.prepare_cached("DELETE FROM alloc_gpus WHERE job_id = ?1").map_err(e)?;
-            for op in &batch.allocs {
-                match op {
-                    AllocOp::Insert { job_id, node, alloc } => {
-                        ins.execute(params![
-                            i(alloc.id.0),
-                            i(*job_id),
-                            node,
-                            i(alloc.part.gpus.0),
-                            alloc.part.gpu_milli,
-                            i(alloc.part.cpu_milli),
-                            i(alloc.part.mem_mib),
-                            i(alloc.created_at)
-                        ])
-                        .map_err(e)?;
-                        if alloc.part.gpu_milli >= flotilla_core::cluster::MILLI {
-                            for g in alloc.part.gpus.iter() {
-                                gpu.execute(params![node, g, i(*job_id)]).map_err(e)?;
-                            }
-                        }
-                    }
-                    AllocOp::DeleteJob(job_id) => {
-                        del.execute([i(*job_id)]).map_err(e)?;
-                        delg.execute([i(*job_id)]).map_err(e)?;
-                    }
-                }
-            }
-        }
+        write_allocs(&tx, &batch.allocs).map_err(e)?;
         {
             let mut up = tx
                 .prepare_cached(
-                    "INSERT OR REPLACE INTO nodes (name, boot_epoch, avail, updated_at) VALUES (?1, ?2, ?3, strftime('%s','now'))",
+                    "INSERT OR REPLACE INTO nodes (name, boot_epoch, avail, updated_at, format) \
+                     VALUES (?1, ?2, ?3, strftime('%s','now'), ?4)",
                 )
                 .map_err(e)?;
             for n in &batch.nodes {
-                up.execute(params![n.name, i(n.boot_epoch), n.avail]).map_err(e)?;
+                up.execute(params![n.name, i(n.boot_epoch), n.avail, rows::FORMAT]).map_err(e)?;
             }
         }
         {
@@ -436,4 +455,43 @@ impl Store {
         Ok(max.map_or(0, |m| (m + 1).max(0) as u32))
     }
 
+}
+
+/// Writes allocation changes in order: an insert adds the `allocations` row and, for whole
+/// GPUs, one `alloc_gpus` row per GPU (whose primary key refuses a GPU bound twice); a delete
+/// drops every row of the job. Errors: SQLite's (a GPU bound twice among them).
+fn write_allocs(tx: &Transaction<'_>, ops: &[AllocOp]) -> rusqlite::Result<()> {
+    let mut ins = tx.prepare_cached(
+        "INSERT INTO allocations (alloc_id, job_id, node, gpu_mask, gpu_milli, cpu_milli, mem_mib, created_at) \
+         VALUES (?1,?2,?3,?4,?5,?6,?7,?8)",
+    )?;
+    let mut gpu = tx.prepare_cached("INSERT INTO alloc_gpus (node, gpu, job_id) VALUES (?1, ?2, ?3)")?;
+    let mut del = tx.prepare_cached("DELETE FROM allocations WHERE job_id = ?1")?;
+    let mut delg = tx.prepare_cached("DELETE FROM alloc_gpus WHERE job_id = ?1")?;
+    for op in ops {
+        match op {
+            AllocOp::Insert { job_id, node, alloc } => {
+                ins.execute(params![
+                    i(alloc.id.0),
+                    i(*job_id),
+                    node,
+                    i(alloc.part.gpus.0),
+                    alloc.part.gpu_milli,
+                    i(alloc.part.cpu_milli),
+                    i(alloc.part.mem_mib),
+                    i(alloc.created_at)
+                ])?;
+                if alloc.part.gpu_milli >= flotilla_core::cluster::MILLI {
+                    for g in alloc.part.gpus.iter() {
+                        gpu.execute(params![node, g, i(*job_id)])?;
+                    }
+                }
+            }
+            AllocOp::DeleteJob(job_id) => {
+                del.execute([i(*job_id)])?;
+                delg.execute([i(*job_id)])?;
+            }
+        }
+    }
+    Ok(())
 }

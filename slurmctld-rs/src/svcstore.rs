@@ -23,31 +23,16 @@ pub struct AlertRow {
     pub decision: String,
 }
 
-/// One ended run of a job (`sacct --duplicates` shows one line per run).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct RunRow {
-    /// Job id.
-    pub job_id: u64,
-    /// Run (the job's requeue count when it ran).
-    pub run: u32,
-    /// Slurm state of the run: `PREEMPTED`, `REQUEUED`, or the job's final state.
-    pub state: String,
-    /// Exit code of the batch script.
-    pub exit_code: i32,
-    /// Signal that ended it.
-    pub signal: i32,
-    /// Start (s since epoch).
-    pub start_time: Option<i64>,
-    /// End (s since epoch).
-    pub end_time: Option<i64>,
-    /// Nodes (hostlist).
-    pub nodes: String,
-}
+/// One ended run of a job (`sacct --duplicates` shows one line per run): a `job_runs` row,
+/// keyed by the run (the job's requeue count when it ran; state `PREEMPTED`, `REQUEUED`, or
+/// the job's final state). The same row type as a `job_steps` row ([`crate::store::runs`]).
+pub type RunRow = crate::store::StepRow<u32>;
 
 /// A change of the services table.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum ServiceOp {
-    /// Insert or replace service `id` (`record`: the controller's record as JSON).
+    /// Insert or replace service `id` (`record`: the controller's record as the JSON of the
+    /// store's row type, [`crate::store::rows::service_to_json`]).
     Upsert {
         /// Id.
         id: u32,
@@ -89,7 +74,8 @@ impl SvcBatch {
 /// What is loaded at start.
 #[derive(Debug, Default)]
 pub struct SvcLoaded {
-    /// Service records (JSON), by id.
+    /// Service records (JSON of the store's row type; read them with
+    /// [`crate::store::rows::service_from_json`]), by id.
     pub services: Vec<(u32, String)>,
     /// Next service id.
     pub next_service_id: u32,
@@ -111,8 +97,8 @@ pub fn commit(tx: &Transaction<'_>, b: &SvcBatch) -> rusqlite::Result<()> {
     for op in &b.services {
         match op {
             ServiceOp::Upsert { id, name, record } => {
-                tx.prepare_cached("INSERT OR REPLACE INTO services (id, name, record) VALUES (?1, ?2, ?3)")?
-                    .execute(params![id, name, record])?;
+                tx.prepare_cached("INSERT OR REPLACE INTO services (id, name, record, format) VALUES (?1, ?2, ?3, ?4)")?
+                    .execute(params![id, name, record, crate::store::rows::FORMAT])?;
             }
             ServiceOp::Delete(id) => {
                 tx.prepare_cached("DELETE FROM services WHERE id = ?1")?.execute([id])?;
@@ -133,13 +119,7 @@ pub fn commit(tx: &Transaction<'_>, b: &SvcBatch) -> rusqlite::Result<()> {
         )?
         .execute(params![i(a.id), a.time, a.kind, a.job_id.map(i), a.service, a.message, a.decision])?;
     }
-    for r in &b.runs {
-        tx.prepare_cached(
-            "INSERT OR REPLACE INTO job_runs (job_id, run, state, exit_code, signal, start_time, end_time, nodes) \
-             VALUES (?1,?2,?3,?4,?5,?6,?7,?8)",
-        )?
-        .execute(params![i(r.job_id), r.run, r.state, r.exit_code, r.signal, r.start_time, r.end_time, r.nodes])?;
-    }
+    crate::store::runs::write(tx, crate::store::runs::JOB_RUNS, &b.runs)?;
     Ok(())
 }
 
@@ -179,21 +159,6 @@ pub fn load(conn: &Connection) -> rusqlite::Result<SvcLoaded> {
 /// The runs of `job_id` before run `before` recorded so far, oldest first (`sacct
 /// --duplicates`: the runs before the job's current one).
 pub fn runs(conn: &Connection, job_id: u64, before: u32) -> rusqlite::Result<Vec<RunRow>> {
-    conn.prepare_cached(
-        "SELECT job_id, run, state, exit_code, signal, start_time, end_time, nodes FROM job_runs \
-         WHERE job_id = ?1 AND run < ?2 ORDER BY run",
-    )?
-    .query_map(rusqlite::params![i(job_id), before], |r| {
-        Ok(RunRow {
-            job_id: r.get::<_, i64>(0)? as u64,
-            run: r.get(1)?,
-            state: r.get(2)?,
-            exit_code: r.get(3)?,
-            signal: r.get(4)?,
-            start_time: r.get(5)?,
-            end_time: r.get(6)?,
-            nodes: r.get(7)?,
-        })
-    })?
-    .collect()
+    let t = crate::store::runs::JOB_RUNS;
+    crate::store::runs::read(conn, t, "job_id = ?1 AND run < ?2", "run", rusqlite::params![i(job_id), before])
 }

@@ -26,7 +26,7 @@ impl Controller {
         for row in &loaded.nodes {
             if let Some(id) = self.sched.cluster.node_id(&row.name) {
                 self.sched.cluster.nodes[id.0 as usize].boot_epoch = row.boot_epoch;
-                if let Ok(avail) = serde_json::from_str::<NodeAvail>(&row.avail) {
+                if let Ok(avail) = crate::store::rows::avail_from_json(&row.avail) {
                     let avail = match avail {
                         NodeAvail::Down { reason } if reason == "Not responding" => NodeAvail::Up,
                         a => a,

@@ -82,7 +82,7 @@ impl Controller {
         self.batch.nodes.push(NodeRow {
             name: n.name.clone(),
             boot_epoch: n.boot_epoch,
-            avail: serde_json::to_string(&n.avail).unwrap_or_default(),
+            avail: crate::store::rows::avail_to_json(&n.avail),
         });
     }
 

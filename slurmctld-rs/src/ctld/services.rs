@@ -53,7 +53,7 @@ impl Controller {
         self.svc.next_alert_id = l.alerts.last().map_or(1, |a| a.id + 1);
         self.svc.alerts = l.alerts.into();
         for (id, text) in l.services {
-            let mut rec: ServiceRecord = match serde_json::from_str(&text) {
+            let mut rec: ServiceRecord = match crate::store::rows::service_from_json(&text) {
                 Ok(r) => r,
                 Err(e) => panic!("service {id}: corrupt record in the state database: {e}"),
             };
@@ -142,7 +142,7 @@ impl Controller {
     }
 
     fn save_service(&mut self, rec: &ServiceRecord) {
-        let record = serde_json::to_string(rec).expect("a service record serializes");
+        let record = crate::store::rows::service_to_json(rec);
         self.batch.svc.services.push(ServiceOp::Upsert {
             id: rec.id,
             name: rec.create.name.clone(),
@@ -266,7 +266,7 @@ impl Controller {
         }
         self.batch.svc.runs.push(RunRow {
             job_id: id,
-            run: rec.restarts,
+            step: rec.restarts,
             state: state.to_string(),
             exit_code: rec.exit_code,
             signal: rec.exit_signal,
