@@ -1,0 +1,350 @@
+//! The scheduling core: events in, decisions out, time passed in.
+//!
+//! [`Scheduler`] owns the cluster model, the pending and running jobs and the held
+//! reservations. Drivers (the controller, the simulator) feed it [`Event`]s and call
+//! [`Scheduler::cycle`] with `now`; it returns [`Decision`]s (bind, reserve, backfill,
+//! preempt-backfill, requeue, alert) and keeps a Slurm pending reason for every pending job.
+//! A decision is already applied to the model when it is returned (a bind has taken its GPUs),
+//! so the driver's job is to make the world match: commit, then send the RPCs.
+//!
+//! Gangs and reservations: a job that cannot start gets a reservation
+//! on the resources that free up soonest; it *holds* them across cycles. Reservations are
+//! totally ordered by (priority when the reservation was made — frozen —, submit time, job
+//! id); a reservation may only take GPUs from reservations ranked below it, so the wait-for
+//! graph has no cycle and nothing deadlocks. Jobs ranked below a reservation may run on its
+//! GPUs only as *backfill*: their time limit must end before the reservation's estimated fill
+//! time, and they are preempted the moment the reservation completes.
+//!
+//! Determinism (invariant 9): no hash-map iteration, no clock, no randomness; the same events
+//! and `now` values give the same decisions.
+//!
+//! Map: `types` holds the data drivers see; `cycle` the stages of one cycle;
+//! `eligibility` priorities and the reasons a job may not be considered; `placing` placement
+//! against held reservations and binding; `reservations` the reservation planner, its
+//! ordering and [`Scheduler::will_run`]; `quota` the account tree's usage and borrowing;
+//! `preemption` preemption as a budgeted protocol; `services` inference services;
+//! `defragmentation` the swap pool and replica relocation; `invariants` the checker.
+
+mod cycle;
+mod defragmentation;
+mod invariants;
+mod placing;
+mod preemption;
+mod quota;
+mod reservations;
+mod services;
+mod types;
+
+pub use types::*;
+
+use crate::cluster::{Cluster, GpuMask, NodeAvail, NodeId, PartId, Time};
+use crate::job::{JobId, JobSpec, Request};
+use crate::placement::{self, LargestPlaceable, PlacementPolicy};
+use std::collections::{BTreeMap, BTreeSet, HashMap, VecDeque};
+use types::PendingJob;
+
+/// The scheduling core.
+#[derive(Debug)]
+pub struct Scheduler {
+    /// The cluster model.
+    pub cluster: Cluster,
+    placement: Box<dyn PlacementPolicy>,
+    priority: Box<dyn PriorityPolicy>,
+    config: SchedConfig,
+    pending: BTreeMap<JobId, PendingJob>,
+    running: BTreeMap<JobId, RunningJob>,
+    reservations: Vec<Reservation>,
+    next_alloc: u64,
+    /// Per node: (reservation job, GPUs) held there; rebuilt when reservations change.
+    held: Vec<Vec<(JobId, GpuMask)>>,
+    tie_rank: Option<Vec<u32>>,
+    lp_cache: Option<LargestPlaceable>,
+    /// Per node: the running jobs on it and when each ends by its limit (`u64::MAX` = never).
+    node_jobs: Vec<Vec<(JobId, Time)>>,
+    /// Per node: the latest of those ends (0 = idle); handed to placement policies.
+    busy_until: Vec<Time>,
+    /// Interned request shapes: equal requests share an id, for the per-cycle failure memo.
+    shapes: HashMap<Request, u32>,
+    /// The account tree (empty = quotas off).
+    quotas: crate::quota::QuotaTree,
+    /// Borrow ledger: running jobs beyond their scope's guarantee and when they started to
+    /// borrow (s). Reclaimed newest first.
+    borrowed: BTreeMap<JobId, Time>,
+    /// GPUs used per quota scope (with descendants) by running jobs.
+    scope_used: Vec<u32>,
+    /// Inference services.
+    services: BTreeMap<ServiceId, ServiceSpec>,
+    /// Which service each replica (pending or running) belongs to.
+    replica_service: BTreeMap<JobId, ServiceId>,
+    next_replica: u64,
+    /// Preemptions over the trailing hour: (when, GPUs), for the budget.
+    preempt_ledger: VecDeque<(Time, u32)>,
+    /// Measured checkpoint bandwidth (bytes/s).
+    storage_bw: u64,
+    storage_degraded: bool,
+    /// When each service was last paged.
+    paged: BTreeMap<ServiceId, Time>,
+    /// Relocations in flight: new replica -> (old replica, job the freed node is for).
+    relocating: BTreeMap<JobId, (JobId, JobId)>,
+    /// Nodes held back as the swap pool this cycle.
+    swap: Vec<NodeId>,
+    /// Jobs whose reservation already raised the capacity alert.
+    alerted: BTreeSet<JobId>,
+    /// Some node belongs to the inference pool.
+    has_inference_pool: bool,
+}
+
+impl Scheduler {
+    /// A scheduler over `cluster` with the given policies.
+    pub fn new(
+        cluster: Cluster,
+        placement: Box<dyn PlacementPolicy>,
+        priority: Box<dyn PriorityPolicy>,
+        config: SchedConfig,
+    ) -> Scheduler {
+        let n = cluster.nodes.len();
+        let mut s = Scheduler {
+            storage_bw: config.storage_bw_bytes_per_s,
+            cluster,
+            placement,
+            priority,
+            config,
+            pending: BTreeMap::new(),
+            running: BTreeMap::new(),
+            reservations: Vec::new(),
+            next_alloc: 1,
+            held: vec![Vec::new(); n],
+            tie_rank: None,
+            lp_cache: None,
+            node_jobs: vec![Vec::new(); n],
+            busy_until: vec![0; n],
+            shapes: HashMap::new(),
+            quotas: crate::quota::QuotaTree::default(),
+            borrowed: BTreeMap::new(),
+            scope_used: Vec::new(),
+            services: BTreeMap::new(),
+            replica_service: BTreeMap::new(),
+            next_replica: REPLICA_ID_BASE,
+            preempt_ledger: VecDeque::new(),
+            storage_degraded: false,
+            paged: BTreeMap::new(),
+            relocating: BTreeMap::new(),
+            swap: Vec::new(),
+            alerted: BTreeSet::new(),
+            has_inference_pool: false,
+        };
+        s.has_inference_pool = s.cluster.nodes.iter().any(|n| n.inference_pool);
+        s
+    }
+
+    /// Sets a per-node tie-break rank (a seeded permutation; the simulator's protocol).
+    pub fn set_tie_rank(&mut self, rank: Option<Vec<u32>>) {
+        self.tie_rank = rank;
+    }
+
+    /// The placement policy's name.
+    pub fn placement_name(&self) -> &str {
+        self.placement.name()
+    }
+
+    /// The configuration.
+    pub fn config(&self) -> &SchedConfig {
+        &self.config
+    }
+
+    /// Running jobs.
+    pub fn running(&self) -> &BTreeMap<JobId, RunningJob> {
+        &self.running
+    }
+
+    /// Held reservations in rank order.
+    pub fn reservations(&self) -> &[Reservation] {
+        &self.reservations
+    }
+
+    /// Pending job ids.
+    pub fn pending_ids(&self) -> impl Iterator<Item = JobId> + '_ {
+        self.pending.keys().copied()
+    }
+
+    /// Number of pending jobs.
+    pub fn pending_len(&self) -> usize {
+        self.pending.len()
+    }
+
+    /// The spec of a pending job.
+    pub fn pending_spec(&self, job: JobId) -> Option<&JobSpec> {
+        self.pending.get(&job).map(|p| &p.spec)
+    }
+
+    /// Reason, detail and expected start of a pending job after the last cycle.
+    pub fn pending_info(&self, job: JobId) -> Option<&PendingInfo> {
+        self.pending.get(&job).map(|p| &p.info)
+    }
+
+    /// [`Scheduler::pending_info`] and the job's priority computed in the last cycle, in one
+    /// lookup.
+    pub fn pending_state(&self, job: JobId) -> Option<(&PendingInfo, u64)> {
+        self.pending.get(&job).map(|p| (&p.info, p.priority))
+    }
+
+    /// Every live allocation.
+    pub fn allocations(&self) -> impl Iterator<Item = &Allocation> {
+        self.running.values().flat_map(|r| r.allocs.iter())
+    }
+
+    /// [`LargestPlaceable`] now, excluding GPUs held by reservations.
+    pub fn largest_placeable(&self) -> LargestPlaceable {
+        self.largest_placeable_where(&|_| true)
+    }
+
+    /// [`LargestPlaceable`] over the nodes `keep` accepts, swap-pool nodes left out, GPUs held
+    /// by reservations excluded.
+    pub(crate) fn largest_placeable_where(&self, keep: &dyn Fn(NodeId) -> bool) -> LargestPlaceable {
+        placement::largest_placeable(&self.cluster, &|n: NodeId| {
+            (keep(n) && !self.swap.contains(&n))
+                .then(|| self.held[n.0 as usize].iter().fold(GpuMask::EMPTY, |m, (_, g)| m.union(*g)))
+        })
+    }
+
+    /// [`LargestPlaceable`] now inside partition `part`: as [`Scheduler::largest_placeable`],
+    /// counting only the partition's nodes (GPUs held by reservations excluded).
+    pub fn largest_placeable_in(&self, part: PartId) -> LargestPlaceable {
+        self.largest_placeable_where(&|n: NodeId| self.cluster.node(n).partitions.contains(&part))
+    }
+
+    /// Restores a running job (controller restart): takes its resources as recorded.
+    /// Panics if they are not free (a corrupt store is a broken invariant).
+    pub fn restore_running(&mut self, job: RunningJob) {
+        for a in &job.allocs {
+            self.cluster.take(&a.part);
+            self.next_alloc = self.next_alloc.max(a.id.0 + 1);
+        }
+        self.note_started(&job);
+        self.running.insert(job.spec.id, job);
+    }
+
+    /// Feeds one event; returns the decisions it forces at once (requeues after a reboot or
+    /// a node failure).
+    #[allow(clippy::only_used_in_recursion)] // `now` is part of the stable API (core II uses it)
+    pub fn handle(&mut self, event: Event, now: Time) -> Vec<Decision> {
+        let mut out = Vec::new();
+        if self.handle_services(&event, &mut out) {
+            return out;
+        }
+        match event {
+            Event::Submit(spec) | Event::Update(spec) => {
+                let id = spec.id;
+                if self.running.contains_key(&id) {
+                    return out;
+                }
+                let shape = self.intern(&spec.request);
+                let entry = self.pending.entry(id).or_insert_with(|| PendingJob::new(spec.clone(), shape));
+                let shape_changed = entry.spec.request != spec.request || entry.spec.partition != spec.partition;
+                entry.spec = spec;
+                entry.shape = shape;
+                if shape_changed || entry.spec.held.is_some() {
+                    self.drop_reservation(id, &mut out);
+                }
+            }
+            Event::Cancel(id) => {
+                self.pending.remove(&id);
+                self.alerted.remove(&id);
+                self.drop_reservation(id, &mut out);
+                self.release_running(id);
+            }
+            Event::JobEnded(id) => {
+                self.release_running(id);
+            }
+            Event::Requeued(id) => {
+                if let Some(r) = self.release_running(id) {
+                    let mut spec = r.spec;
+                    spec.preempt_count += 1;
+                    self.handle(Event::Submit(spec), now);
+                }
+            }
+            Event::NodeAvail { node, avail } => {
+                let requeue = match &avail {
+                    NodeAvail::Down { .. } => Some(RequeueReason::NodeDown(node)),
+                    NodeAvail::Quarantined { .. } => Some(RequeueReason::NodeQuarantined(node)),
+                    _ => None,
+                };
+                self.cluster.set_avail(node, avail);
+                if let Some(reason) = requeue {
+                    self.requeue_node(node, reason, &mut out);
+                }
+                self.mark_dirty(node);
+            }
+            Event::ServiceUpsert(_)
+            | Event::ServiceScale { .. }
+            | Event::ServiceDelete(_)
+            | Event::CheckpointAck { .. }
+            | Event::StorageBandwidth(_) => unreachable!("handled by handle_services"),
+            Event::NodeRegistered { node, boot_epoch } => {
+                let old = self.cluster.node(node).boot_epoch;
+                if old != boot_epoch {
+                    if old != 0 {
+                        self.requeue_node(node, RequeueReason::NodeRebooted(node), &mut out);
+                    }
+                    self.cluster.nodes[node.0 as usize].boot_epoch = boot_epoch;
+                }
+                if self.cluster.node(node).avail == NodeAvail::Unknown {
+                    self.cluster.set_avail(node, NodeAvail::Up);
+                }
+                self.mark_dirty(node);
+            }
+        }
+        out
+    }
+
+    /// The id of a request shape; equal requests share one.
+    pub(super) fn intern(&mut self, req: &Request) -> u32 {
+        let next = self.shapes.len() as u32;
+        *self.shapes.entry(req.clone()).or_insert(next)
+    }
+
+    fn requeue_node(&mut self, node: NodeId, reason: RequeueReason, out: &mut Vec<Decision>) {
+        let victims: Vec<JobId> = self
+            .running
+            .iter()
+            .filter(|(_, r)| r.allocs.iter().any(|a| a.part.node == node))
+            .map(|(id, _)| *id)
+            .collect();
+        for id in victims {
+            if let Some(r) = self.release_running(id) {
+                out.push(Decision::Requeue {
+                    job: id,
+                    reason: reason.clone(),
+                });
+                let spec = r.spec;
+                let shape = self.intern(&spec.request);
+                self.pending.insert(
+                    id,
+                    PendingJob::new(spec, shape),
+                );
+            }
+        }
+    }
+
+    fn release_running(&mut self, id: JobId) -> Option<RunningJob> {
+        let r = self.running.remove(&id)?;
+        self.lp_cache = None;
+        self.forget_running(id);
+        for a in &r.allocs {
+            self.cluster.give_back(&a.part);
+            let i = a.part.node.0 as usize;
+            self.node_jobs[i].retain(|(j, _)| *j != id);
+            self.busy_until[i] = self.node_jobs[i].iter().map(|(_, e)| *e).max().unwrap_or(0);
+        }
+        Some(r)
+    }
+
+    pub(super) fn note_started(&mut self, job: &RunningJob) {
+        let end = job.end.unwrap_or(Time::MAX);
+        for a in &job.allocs {
+            let i = a.part.node.0 as usize;
+            self.node_jobs[i].push((job.spec.id, end));
+            self.busy_until[i] = self.busy_until[i].max(end);
+        }
+    }
+}

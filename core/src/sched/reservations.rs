@@ -1,0 +1,348 @@
+//! Held reservations: their total order, the GPUs they block for lower-ranked work, the
+//! planner that finds the GPUs a blocked job could start on soonest, and completion.
+//!
+//! Reservations are totally ordered by [`Rank`]; a reservation may only take GPUs from
+//! reservations ranked below it (invariant 5), so the wait-for graph has no cycle.
+
+use super::{Decision, AlertKind, Rank, Reservation, Scheduler};
+use crate::cluster::{GpuMask, NodeAlloc, NodeId, Time, MILLI};
+use crate::config::TopologyKind;
+use crate::job::{JobId, JobSpec};
+use crate::placement;
+use std::collections::{BTreeMap, BTreeSet};
+
+/// Orders rank keys: true when `a` outranks `b`.
+pub(super) fn outranks(a: &Rank, b: &Rank) -> bool {
+    (std::cmp::Reverse(a.0), a.1, a.2) < (std::cmp::Reverse(b.0), b.1, b.2)
+}
+
+impl Scheduler {
+    pub(super) fn mark_dirty(&mut self, node: NodeId) {
+        for r in &mut self.reservations {
+            if r.gpus.iter().any(|(n, _)| *n == node) {
+                r.dirty = true;
+            }
+        }
+    }
+
+    pub(super) fn drop_reservation(&mut self, job: JobId, out: &mut Vec<Decision>) {
+        if let Some(i) = self.reservations.iter().position(|r| r.job == job) {
+            self.reservations.remove(i);
+            out.push(Decision::ReleaseReservation { job });
+            self.rebuild_held();
+            // Backfill borrowed from this reservation becomes ordinary work: a re-planned
+            // reservation counts it as an occupant with its own end time.
+            for r in self.running.values_mut() {
+                r.backfill_for.retain(|j| *j != job);
+                for a in &mut r.allocs {
+                    if a.backfill_for == Some(job) {
+                        a.backfill_for = None;
+                    }
+                }
+            }
+        }
+    }
+
+    fn rebuild_held(&mut self) {
+        self.lp_cache = None;
+        for h in &mut self.held {
+            h.clear();
+        }
+        for r in &self.reservations {
+            for &(n, g) in &r.gpus {
+                self.held[n.0 as usize].push((r.job, g));
+            }
+        }
+    }
+
+    /// GPUs of `node` held by reservations that outrank `rank` (all reservations when `None`).
+    pub(super) fn blocked_for(&self, node: NodeId, rank: Option<&Rank>, backfill_end: Option<Time>) -> GpuMask {
+        let mut m = GpuMask::EMPTY;
+        for (job, g) in &self.held[node.0 as usize] {
+            let Some(r) = self.reservations.iter().find(|r| r.job == *job) else {
+                continue;
+            };
+            if let Some(rank) = rank {
+                if !outranks(&r.rank, rank) {
+                    continue;
+                }
+            }
+            if let Some(end) = backfill_end {
+                if end <= r.est_fill {
+                    continue;
+                }
+            }
+            m = m.union(*g);
+        }
+        m
+    }
+
+
+    pub(super) fn add_reservation(&mut self, r: Reservation, now: Time, out: &mut Vec<Decision>) {
+        // Take GPUs from lower-ranked reservations (only those may be taken: invariant 5).
+        for other in &mut self.reservations {
+            if other.job == r.job {
+                continue;
+            }
+            let overlaps = other.gpus.iter().any(|(n, g)| {
+                r.gpus
+                    .iter()
+                    .any(|(rn, rg)| rn == n && !rg.intersect(*g).is_empty())
+            });
+            if overlaps {
+                debug_assert!(outranks(&r.rank, &other.rank), "reservation stole from a higher rank");
+                other.dirty = true;
+                for (n, g) in &mut other.gpus {
+                    for (rn, rg) in &r.gpus {
+                        if rn == n {
+                            *g = g.minus(*rg);
+                        }
+                    }
+                }
+                other.gpus.retain(|(_, g)| !g.is_empty());
+            }
+        }
+        out.push(Decision::Reserve {
+            job: r.job,
+            gpus: r.gpus.clone(),
+            est_fill: r.est_fill,
+        });
+        // One alert per job until it starts, however often its reservation is re-planned.
+        if r.est_fill.saturating_sub(now) > self.config.reservation_alert_s && self.alerted.insert(r.job) {
+            out.push(Decision::Alert {
+                kind: AlertKind::ReservationCannotFill,
+                job: Some(r.job),
+                message: format!(
+                    "reservation for job {} cannot fill within {} s (estimated fill {})",
+                    r.job,
+                    self.config.reservation_alert_s,
+                    if r.est_fill == Time::MAX {
+                        "never: an occupant has no time limit".to_string()
+                    } else {
+                        format!("in {} s", r.est_fill - now)
+                    }
+                ),
+            });
+        }
+        let pos = self
+            .reservations
+            .iter()
+            .position(|o| outranks(&r.rank, &o.rank))
+            .unwrap_or(self.reservations.len());
+        self.reservations.insert(pos, r);
+        self.rebuild_held();
+    }
+
+    /// Binds the reservation's job when all its GPUs are free; asks backfill occupants to
+    /// leave when only they remain. Returns true when bound.
+    pub(super) fn try_complete_reservation(&mut self, ri: usize, now: Time, out: &mut Vec<Decision>) -> bool {
+        let r = self.reservations[ri].clone();
+        let mut occupants: BTreeSet<JobId> = BTreeSet::new();
+        let mut busy_non_backfill = false;
+        for &(n, g) in &r.gpus {
+            let node = self.cluster.node(n);
+            if !node.avail.schedulable() {
+                self.reservations[ri].dirty = true;
+                return false;
+            }
+            if node.free_gpus.contains_all(g) {
+                continue;
+            }
+            for (id, run) in &self.running {
+                if run.allocs.iter().any(|a| a.part.node == n && !a.part.gpus.intersect(g).is_empty()) {
+                    if run.backfill_for.is_empty() {
+                        busy_non_backfill = true;
+                    } else {
+                        occupants.insert(*id);
+                    }
+                }
+            }
+        }
+        if busy_non_backfill {
+            return false;
+        }
+        if !occupants.is_empty() {
+            // The reservation fills now: no new backfill may start on its GPUs while its
+            // occupants leave (else the freed GPUs are backfilled again in the same cycle,
+            // and the reservation never completes). Every job borrowing from it (also CPU-only
+            // work on its wholly held nodes) is preempted: its fill time has come (invariant 6).
+            self.reservations[ri].est_fill = now;
+            for (id, run) in &self.running {
+                if run.backfill_for.contains(&r.job) {
+                    occupants.insert(*id);
+                }
+            }
+            for id in occupants {
+                if let Some(run) = self.running.get_mut(&id) {
+                    if !run.preempt_pending {
+                        run.preempt_pending = true;
+                        out.push(Decision::PreemptBackfill { job: id, for_job: r.job });
+                    }
+                }
+            }
+            return false;
+        }
+        let Some(p) = self.pending.get(&r.job) else {
+            return false;
+        };
+        let spec = p.spec.clone();
+        let req = &spec.request;
+        let mut parts = Vec::new();
+        for &(n, g) in &r.gpus {
+            let node = self.cluster.node(n);
+            let (cpu, mem) = if req.exclusive {
+                (node.cpu_milli, node.mem_mib)
+            } else {
+                (req.cpu_milli_per_node, req.mem_mib_per_node)
+            };
+            if node.free_cpu_milli < cpu || node.free_mem_mib < mem {
+                self.reservations[ri].dirty = true;
+                return false;
+            }
+            parts.push(NodeAlloc {
+                node: n,
+                gpus: g,
+                gpu_milli: MILLI,
+                cpu_milli: cpu,
+                mem_mib: mem,
+            });
+        }
+        self.drop_reservation(r.job, out);
+        self.bind(&spec, parts, Vec::new(), now, out);
+        true
+    }
+
+    /// When each GPU of `node` becomes free (s), for reservation planning; `None` = held by a
+    /// reservation ranked above, or never.
+    fn gpu_ready_times(&self, node: NodeId, rank: &Rank, now: Time, ends: &BTreeMap<(NodeId, u32), Time>) -> Vec<Option<Time>> {
+        let n = self.cluster.node(node);
+        let above = self.blocked_for(node, Some(rank), None);
+        (0..n.gpus)
+            .map(|g| {
+                if above.contains(g) {
+                    None
+                } else if n.free_gpus.contains(g) {
+                    Some(now)
+                } else {
+                    ends.get(&(node, g)).copied().or(Some(Time::MAX))
+                }
+            })
+            .collect()
+    }
+
+    /// Plans a reservation for a blocked job: the GPUs that free up soonest in the job's
+    /// shape and topology, never GPUs of a reservation ranked above it.
+    pub(super) fn plan_reservation(&self, spec: &JobSpec, rank: Rank, now: Time) -> Option<Reservation> {
+        let req = &spec.request;
+        let part = &self.cluster.partitions[spec.partition.0 as usize];
+        let size = placement::node_size(&self.cluster, spec.partition);
+        // End time of the occupant of each GPU (backfill occupants leave when the fill
+        // completes, so they do not delay it).
+        let mut ends: BTreeMap<(NodeId, u32), Time> = BTreeMap::new();
+        for run in self.running.values() {
+            let end = if !run.backfill_for.is_empty() {
+                now
+            } else {
+                run.end
+                    .or(self.config.assumed_unlimited_s.map(|s| run.start + s))
+                    .unwrap_or(Time::MAX)
+                    .max(now)
+            };
+            for a in &run.allocs {
+                for g in a.part.gpus.iter() {
+                    let e = ends.entry((a.part.node, g)).or_insert(end);
+                    *e = (*e).max(end);
+                }
+            }
+        }
+        // Per node: (time when k GPUs are ready, the k earliest GPUs) for the per-node demand.
+        let per_node = |gpn: u32| -> Vec<(Time, NodeId, GpuMask)> {
+            let mut v = Vec::new();
+            for &id in &part.nodes {
+                let n = self.cluster.node(id);
+                if !n.avail.schedulable() || n.gpus < gpn || !n.gpu_type_ok(&req.gpu_types) {
+                    continue;
+                }
+                // The inference pool takes non-preemptible training never; the swap pool
+                // takes no normal work.
+                if (n.inference_pool && !spec.preemptible && !self.replica_service.contains_key(&spec.id))
+                    || self.swap.contains(&id)
+                {
+                    continue;
+                }
+                if req.excluded_nodes.contains(&id) || (!req.required_nodes.is_empty() && !req.required_nodes.contains(&id)) {
+                    continue;
+                }
+                if n.cpu_milli < req.cpu_milli_per_node || n.mem_mib < req.mem_mib_per_node {
+                    continue;
+                }
+                let times = self.gpu_ready_times(id, &rank, now, &ends);
+                let mut gs: Vec<(Time, u32)> = times
+                    .iter()
+                    .enumerate()
+                    .filter_map(|(g, t)| t.map(|t| (t, g as u32)))
+                    .collect();
+                if (gs.len() as u32) < gpn {
+                    continue;
+                }
+                gs.sort_unstable();
+                let chosen = &gs[..gpn as usize];
+                let t = chosen.last().map_or(now, |c| c.0);
+                let mask = chosen.iter().fold(GpuMask::EMPTY, |m, (_, g)| m.union(GpuMask::single(*g)));
+                v.push((t, id, mask));
+            }
+            v.sort_by_key(|&(t, id, _)| (t, self.cluster.node(id).pod, id));
+            v
+        };
+        let (count, gpn) = match placement::shape_of(req, size).ok()? {
+            placement::Shape::Uniform { count, gpus_each, .. } => (count, gpus_each),
+            // Whole nodes plus a remainder: plan one more whole node and trim it below.
+            placement::Shape::WholePlusRest { whole, rest, .. } => (whole + u32::from(rest > 0), size),
+        };
+        let cands = per_node(gpn);
+        let pick = |cands: &[(Time, NodeId, GpuMask)]| -> Option<Vec<(Time, NodeId, GpuMask)>> {
+            (cands.len() >= count as usize).then(|| cands[..count as usize].to_vec())
+        };
+        let chosen = if req.topology == TopologyKind::Pod {
+            let mut best: Option<Vec<(Time, NodeId, GpuMask)>> = None;
+            for p in 0..self.cluster.pods.len() as u32 {
+                let inpod: Vec<_> = cands
+                    .iter()
+                    .filter(|(_, id, _)| self.cluster.node(*id).pod.0 == p)
+                    .cloned()
+                    .collect();
+                if let Some(c) = pick(&inpod) {
+                    let t = c.iter().map(|x| x.0).max().unwrap_or(now);
+                    if best.as_ref().is_none_or(|b| t < b.iter().map(|x| x.0).max().unwrap_or(now)) {
+                        best = Some(c);
+                    }
+                }
+            }
+            best?
+        } else {
+            pick(&cands)?
+        };
+        let est_fill = chosen.iter().map(|c| c.0).max().unwrap_or(now);
+        let mut gpus: Vec<(NodeId, GpuMask)> = chosen.iter().map(|c| (c.1, c.2)).collect();
+        // Trim the remainder node of a whole-plus-rest shape to the GPUs really needed.
+        let total: u32 = gpus.iter().map(|(_, g)| g.count()).sum();
+        if total > req.gpus && req.gpus_per_node.is_none() && !req.exclusive {
+            if let Some(last) = gpus.last_mut() {
+                let extra = total - req.gpus;
+                let keep = last.1.count() - extra;
+                last.1 = GpuMask(last.1.iter().take(keep as usize).fold(0, |m, g| m | (1 << g)));
+            }
+        }
+        gpus.sort_by_key(|(n, _)| *n);
+        Some(Reservation {
+            job: spec.id,
+            rank,
+            gpus,
+            est_fill,
+            created: now,
+            dirty: false,
+            preempting: false,
+        })
+    }
+
+}
