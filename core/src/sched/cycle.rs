@@ -1,112 +1,119 @@
-//! One scheduling cycle, in named stages.
+//! One scheduling cycle, in named stages: refresh (quotas, services, swap pool), order
+//! (priorities and eligibility), drop stale reservations, then for each eligible job in rank
+//! order the first of complete its held reservation | place | backfill | preempt | reserve
+//! that settles it, and last defragment.
 
 use super::reservations::outranks;
-use super::services::SERVICE_PRIORITY_BASE;
-use super::{Decision, PendingInfo, PriorityInput, QueueMode, Rank, Reason, Scheduler};
+use super::{Decision, PendingInfo, Rank, Reason, Scheduler};
 use crate::cluster::{NodeId, PartId, Time};
 use crate::config::TopologyKind;
-use crate::job::{HoldKind, JobId};
+use crate::job::JobId;
 use crate::placement;
 use std::collections::{BTreeSet, HashMap};
+use std::ops::ControlFlow;
 use std::sync::Arc;
 
 /// Most preemption plans tried in one cycle (each costs a scratch copy of the cluster).
 const MAX_PREEMPT_ATTEMPTS: usize = 16;
+
+/// Most blocked whole-node jobs one cycle offers to defragmentation.
+const MAX_DEFRAG_WAITING: usize = 4;
 
 /// Memo key for a request shape that failed in this cycle: within a cycle resources only
 /// shrink, so a shape that failed against the same reservations fails again.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 struct ShapeKey {
     part: PartId,
-    /// Interned [`Request`].
+    /// Interned [`crate::job::Request`].
     shape: u32,
-    /// Number of reservations ranked above the job.
+    /// Number of reservations ranked above the job; `usize::MAX` for a preemption attempt.
     blocked_by: usize,
     /// For a backfill attempt: how many of those it may borrow from.
     backfill: Option<usize>,
 }
 
+/// What the per-job stages of one cycle share.
+#[derive(Debug, Default)]
+struct CycleState {
+    /// Request shapes that failed this cycle, with the detail shown for jobs of that shape.
+    failed: HashMap<ShapeKey, Arc<str>>,
+    /// Preemption plans tried so far (at most [`MAX_PREEMPT_ATTEMPTS`]).
+    preempt_attempts: usize,
+    /// Blocked whole-node jobs, at most [`MAX_DEFRAG_WAITING`], for the defragment stage.
+    waiting: Vec<(JobId, Rank)>,
+    /// Partitions held back by a blocked job (only when the queue discipline blocks them).
+    blocked_parts: BTreeSet<PartId>,
+    /// Partitions whose first blocked job this cycle has been seen.
+    first_blocked: BTreeSet<PartId>,
+}
+
+impl CycleState {
+    /// The reason of a blocked job of partition `part`: `Resources` for the first one this
+    /// cycle, `Priority` for the jobs ranked below it (as Slurm shows them).
+    fn blocked_reason(&mut self, part: PartId) -> Reason {
+        if self.first_blocked.insert(part) {
+            Reason::Resources
+        } else {
+            Reason::Priority
+        }
+    }
+
+    /// Counts one preemption attempt when the cycle still has one left; false otherwise.
+    fn take_preempt_attempt(&mut self) -> bool {
+        if self.preempt_attempts < MAX_PREEMPT_ATTEMPTS {
+            self.preempt_attempts += 1;
+            true
+        } else {
+            false
+        }
+    }
+}
+
+/// The job the per-job stages are settling.
+#[derive(Debug, Clone, Copy)]
+struct Candidate {
+    id: JobId,
+    /// Its rank this cycle (frozen by its reservation, if it holds one).
+    key: Rank,
+    part: PartId,
+    /// Interned request shape.
+    shape: u32,
+}
+
 impl Scheduler {
-    /// One scheduling cycle at `now`: priority, reservations, placement and backfill.
+    /// One scheduling cycle at `now` (s): the stages in order (see the module doc). Returns
+    /// the decisions, already applied to the model; the driver must carry them out.
+    #[must_use = "the decisions are already applied to the model; the driver must carry them out"]
     pub fn cycle(&mut self, now: Time) -> Vec<Decision> {
         let mut out = Vec::new();
         self.lp_cache = None;
-        // 0. Quotas, services, swap pool.
-        self.refresh_quota(now);
-        self.reconcile_services(now, &mut out);
-        self.choose_swap();
-        // 1. Priorities and eligibility.
-        let mut order: Vec<(Rank, JobId)> = Vec::with_capacity(self.pending.len());
-        for (id, p) in self.pending.iter_mut() {
-            let part = &self.cluster.partitions[p.spec.partition.0 as usize];
-            let replica = self.replica_service.contains_key(id);
-            p.priority = if replica {
-                SERVICE_PRIORITY_BASE + u64::from(p.spec.base_priority)
-            } else {
-                self.priority.priority(PriorityInput {
-                    job: &p.spec,
-                    failed_cycles: p.failed_cycles,
-                    partition: part,
-                    now,
-                })
-            };
-            let reason = if let Some(h) = p.spec.held {
-                Some(match h {
-                    HoldKind::User => Reason::JobHeldUser,
-                    HoldKind::Admin => Reason::JobHeldAdmin,
-                })
-            } else if p.spec.dependency_pending {
-                Some(Reason::Dependency)
-            } else if p.spec.begin_time.is_some_and(|b| b > now) {
-                Some(Reason::BeginTime)
-            } else if !part.up {
-                Some(Reason::PartitionDown)
-            } else if replica {
-                None
-            } else if let (Some(limit), Some(max)) = (p.spec.time_limit_s, part.max_time_min) {
-                (limit > max * 60).then_some(Reason::PartitionTimeLimit)
-            } else if p.spec.time_limit_s.is_none() && part.max_time_min.is_some() {
-                Some(Reason::PartitionTimeLimit)
-            } else {
-                None
-            };
-            let mut slurm_detail = None;
-            let reason = reason.or_else(|| {
-                let down: Vec<String> = p
-                    .spec
-                    .request
-                    .required_nodes
-                    .iter()
-                    .filter(|n| !self.cluster.node(**n).avail.schedulable())
-                    .map(|n| self.cluster.node(*n).name.clone())
-                    .collect();
-                if down.is_empty() {
-                    return None;
-                }
-                slurm_detail = Some(format!("UnavailableNodes:{}", crate::hostlist::compress(&down)));
-                Some(Reason::ReqNodeNotAvail)
-            });
-            if let Some(reason) = reason {
-                p.info = PendingInfo {
-                    reason,
-                    detail: None,
-                    expected_start: None,
-                    sched_nodes: Vec::new(),
-                    slurm_detail,
-                };
-                continue;
-            }
-            let key = self
-                .reservations
-                .iter()
-                .find(|r| r.job == *id)
-                .map(|r| r.rank)
-                .unwrap_or((p.priority, p.spec.submit_time, *id));
-            order.push((key, *id));
+        self.refresh(now, &mut out);
+        let order = self.order(now);
+        self.drop_stale(&order, &mut out);
+        let mut st = CycleState::default();
+        for (key, id) in order {
+            self.schedule_job(id, key, now, &mut st, &mut out);
         }
-        order.sort_by_key(|(k, _)| (std::cmp::Reverse(k.0), k.1, k.2));
+        if self.config.queue.may_defragment() {
+            self.defragment(&st.waiting, now, &mut out);
+        }
+        out
+    }
 
-        // Reservations of jobs no longer eligible (held meanwhile) are dropped.
+    /// The refresh stage. Reads the running jobs, the account tree, the services and the
+    /// cluster. Writes quota usage and the borrow ledger, the services' replicas (missing
+    /// ones become pending jobs; surplus ones get `StopReplica`, or lose their pending entry
+    /// and reservation), and the swap pool.
+    fn refresh(&mut self, now: Time, out: &mut Vec<Decision>) {
+        self.refresh_quota(now);
+        self.reconcile_services(now, out);
+        self.choose_swap();
+    }
+
+    /// The drop-stale stage. Reads the eligible jobs of `order` and the queue discipline.
+    /// Writes the reservations: those of jobs no longer eligible (held meanwhile) are
+    /// dropped, and all of them when the discipline re-plans every cycle (EASY's shadow).
+    fn drop_stale(&mut self, order: &[(Rank, JobId)], out: &mut Vec<Decision>) {
         let eligible: BTreeSet<JobId> = order.iter().map(|(_, id)| *id).collect();
         let stale: Vec<JobId> = self
             .reservations
@@ -115,182 +122,212 @@ impl Scheduler {
             .map(|r| r.job)
             .collect();
         for j in stale {
-            self.drop_reservation(j, &mut out);
+            self.drop_reservation(j, out);
         }
-        if self.config.queue == QueueMode::EasyBackfill {
-            // EASY: the shadow reservation is recomputed every cycle.
+        if self.config.queue.replans_every_cycle() {
             let shadows: Vec<JobId> = self.reservations.iter().map(|r| r.job).collect();
             for j in shadows {
-                self.drop_reservation(j, &mut out);
+                self.drop_reservation(j, out);
             }
         }
-
-        let mut failed: HashMap<ShapeKey, Arc<str>> = HashMap::new();
-        let mut preempt_attempts = 0usize;
-        let mut waiting: Vec<(JobId, Rank)> = Vec::new();
-        let mut blocked_parts: BTreeSet<PartId> = BTreeSet::new();
-        let mut first_blocked: BTreeSet<PartId> = BTreeSet::new();
-
-        for (key, id) in order {
-            let Some(p) = self.pending.get(&id) else { continue };
-            let part = p.spec.partition;
-            let shape_id = p.shape;
-            let limit = p.spec.time_limit_s;
-            let reservable = !p.spec.request.is_share() && p.spec.request.gpus > 0;
-            if self.config.queue == QueueMode::StrictFifo && blocked_parts.contains(&part) {
-                self.set_info(id, Reason::Priority, None, None, Vec::new());
-                continue;
-            }
-            // Quota ceiling: the scope or an ancestor would pass its MaxGPUs.
-            if !self.quotas.is_empty() && !self.replica_service.contains_key(&id) && self.over_max(&self.pending[&id].spec) {
-                self.set_info(id, Reason::AssocGrpGRES, None, None, Vec::new());
-                continue;
-            }
-            // A job that holds a reservation: complete it when its GPUs are free.
-            if let Some(ri) = self.reservations.iter().position(|r| r.job == id) {
-                if !self.reservations[ri].dirty {
-                    if self.try_complete_reservation(ri, now, &mut out) {
-                        continue;
-                    }
-                    // Resources elsewhere may have freed sooner than the reserved ones.
-                    if let Ok(parts) = self.try_place(now, &self.pending[&id].spec, Some(&key), None) {
-                        let spec = self.pending[&id].spec.clone();
-                        self.drop_reservation(id, &mut out);
-                        self.bind(&spec, parts, Vec::new(), now, &mut out);
-                        continue;
-                    }
-                    // A reservation waiting on natural ends may be sped up by preemption.
-                    if !self.reservations[ri].preempting
-                        && preempt_attempts < MAX_PREEMPT_ATTEMPTS
-                        && self.config.queue != QueueMode::StrictFifo
-                    {
-                        preempt_attempts += 1;
-                        self.try_preempt(id, key, now, &mut out);
-                    }
-                    let Some(r) = self.reservations.iter().find(|r| r.job == id) else { continue };
-                    let (est, nodes) = (r.est_fill, r.gpus.iter().map(|(n, _)| *n).collect());
-                    let reason = if first_blocked.insert(part) { Reason::Resources } else { Reason::Priority };
-                    self.set_info(id, reason, None, Some(est), nodes);
-                    continue;
-                }
-                self.drop_reservation(id, &mut out);
-            }
-            // Reservations are sorted by rank: the ones above this job are a prefix.
-            let n_above = self.reservations.iter().take_while(|r| outranks(&r.rank, &key)).count();
-            let shape = ShapeKey { part, shape: shape_id, blocked_by: n_above, backfill: None };
-            let mut detail = failed.get(&shape).cloned();
-            if detail.is_none() {
-                match self.try_place(now, &self.pending[&id].spec, Some(&key), None) {
-                    Ok(parts) => {
-                        let spec = self.pending[&id].spec.clone();
-                        self.bind(&spec, parts, Vec::new(), now, &mut out);
-                        continue;
-                    }
-                    Err(nofit) => {
-                        let lp = match self.lp_cache {
-                            Some(lp) => lp,
-                            None => {
-                                let lp = self.largest_placeable();
-                                self.lp_cache = Some(lp);
-                                lp
-                            }
-                        };
-                        let d: Arc<str> = Arc::from(format!("{}; largest_placeable {}", nofit.detail, lp));
-                        failed.insert(shape, d.clone());
-                        detail = Some(d);
-                    }
-                }
-            }
-            // Backfill onto reserved GPUs: only jobs that end before the fill. The reservations
-            // whose GPUs a job may borrow are those above it that fill after it ends; for a
-            // given prefix they nest by end time, so their count identifies the set.
-            if self.config.queue != QueueMode::StrictFifo && n_above > 0 {
-                if let Some(limit) = limit {
-                    let end = now + limit;
-                    let allowed = self.reservations[..n_above].iter().filter(|r| end <= r.est_fill).count();
-                    let bkey = ShapeKey { part, shape: shape_id, blocked_by: n_above, backfill: Some(allowed) };
-                    if allowed > 0 && !failed.contains_key(&bkey) {
-                        match self.try_place(now, &self.pending[&id].spec, Some(&key), Some(end)) {
-                            Ok(parts) => {
-                                // The reservations ranked above this job whose GPUs (or, for
-                                // CPU-only work, whose wholly held node) it borrows.
-                                let mut users: BTreeSet<JobId> = BTreeSet::new();
-                                for part in &parts {
-                                    let node_gpus = self.cluster.node(part.node).gpus;
-                                    for (j, g) in &self.held[part.node.0 as usize] {
-                                        let above = self.reservations[..n_above].iter().any(|r| r.job == *j);
-                                        let borrows = !g.intersect(part.gpus).is_empty()
-                                            || (part.gpus.is_empty() && g.count() == node_gpus);
-                                        if above && borrows {
-                                            users.insert(*j);
-                                        }
-                                    }
-                                }
-                                let spec = self.pending[&id].spec.clone();
-                                self.bind(&spec, parts, users.into_iter().collect(), now, &mut out);
-                                continue;
-                            }
-                            Err(_) => {
-                                failed.entry(bkey).or_insert_with(|| Arc::from(""));
-                            }
-                        }
-                    }
-                }
-            }
-            // Make room by preemption (services; jobs reclaiming their guarantee).
-            if preempt_attempts < MAX_PREEMPT_ATTEMPTS && self.config.queue != QueueMode::StrictFifo {
-                let pkey = ShapeKey { part, shape: shape_id, blocked_by: usize::MAX, backfill: None };
-                if !failed.contains_key(&pkey) {
-                    preempt_attempts += 1;
-                    if self.try_preempt(id, key, now, &mut out) {
-                        let r = self.reservations.iter().find(|r| r.job == id);
-                        let (est, nodes) = r.map_or((None, Vec::new()), |r| (Some(r.est_fill), r.gpus.iter().map(|(n, _)| *n).collect()));
-                        let reason = if first_blocked.insert(part) { Reason::Resources } else { Reason::Priority };
-                        self.set_info(id, reason, detail, est, nodes);
-                        continue;
-                    }
-                    if !self.replica_service.contains_key(&id) {
-                        failed.entry(pkey).or_insert_with(|| Arc::from(""));
-                    }
-                }
-            }
-            // Blocked.
-            if let Some(p) = self.pending.get_mut(&id) {
-                p.failed_cycles = p.failed_cycles.saturating_add(1);
-            }
-            {
-                let req = &self.pending[&id].spec.request;
-                let size = placement::node_size(&self.cluster, part);
-                if req.topology == TopologyKind::Node && req.gpus > 0 && req.gpus <= size && !req.is_share() && waiting.len() < 4 {
-                    waiting.push((id, key));
-                }
-            }
-            let reason = if first_blocked.insert(part) { Reason::Resources } else { Reason::Priority };
-            if self.config.queue == QueueMode::StrictFifo {
-                blocked_parts.insert(part);
-            }
-            let wants_resv = match self.config.queue {
-                QueueMode::StrictFifo => false,
-                QueueMode::EasyBackfill => self.reservations.is_empty(),
-                QueueMode::HeldReservations => self.reservations.len() < self.config.max_reservations,
-            };
-            let mut est = None;
-            let mut nodes = Vec::new();
-            if wants_resv && reservable {
-                if let Some(r) = self.plan_reservation(&self.pending[&id].spec, key, now) {
-                    est = Some(r.est_fill);
-                    nodes = r.gpus.iter().map(|(n, _)| *n).collect();
-                    self.add_reservation(r, now, &mut out);
-                }
-            }
-            self.set_info(id, reason, detail, est, nodes);
-        }
-        if self.config.queue != QueueMode::StrictFifo {
-            self.defragment(&waiting, now, &mut out);
-        }
-        out
     }
 
+    /// The per-job stages for eligible job `id` of rank `key`: a job a blocked partition
+    /// holds back waits (`Priority`), one over its quota ceiling waits (`AssocGrpGRES`); a
+    /// job holding a clean reservation goes to [`Scheduler::complete_held_reservation`];
+    /// otherwise (a dirty reservation is dropped first) place, backfill, preempt and reserve,
+    /// until one settles it.
+    fn schedule_job(&mut self, id: JobId, key: Rank, now: Time, st: &mut CycleState, out: &mut Vec<Decision>) {
+        let Some(p) = self.pending.get(&id) else { return };
+        let c = Candidate { id, key, part: p.spec.partition, shape: p.shape };
+        if self.config.queue.blocks_partition() && st.blocked_parts.contains(&c.part) {
+            self.set_info(id, Reason::Priority, None, None, Vec::new());
+            return;
+        }
+        // Quota ceiling: the scope or an ancestor would pass its MaxGPUs.
+        if !self.quotas.is_empty() && !self.replica_service.contains_key(&id) && self.over_max(&self.pending[&id].spec) {
+            self.set_info(id, Reason::AssocGrpGRES, None, None, Vec::new());
+            return;
+        }
+        if let Some(ri) = self.reservations.iter().position(|r| r.job == id) {
+            if !self.reservations[ri].dirty {
+                self.complete_held_reservation(ri, &c, now, st, out);
+                return;
+            }
+            self.drop_reservation(id, out);
+        }
+        // Reservations are sorted by rank: the ones above this job are a prefix.
+        let n_above = self.reservations.iter().take_while(|r| outranks(&r.rank, &key)).count();
+        let ControlFlow::Continue(detail) = self.place(&c, n_above, now, st, out) else { return };
+        if self.backfill(&c, n_above, now, st, out) || self.preempt_for(&c, &detail, now, st, out) {
+            return;
+        }
+        self.reserve(&c, detail, now, st, out);
+    }
+
+    /// The complete-held-reservation stage for the job holding reservation `ri`.
+    ///
+    /// Reads the reservation, the cluster and the running jobs. Binds the job when its
+    /// reserved GPUs are free (or asks backfill occupants to leave), else binds it elsewhere
+    /// if resources freed sooner there; else, once per reservation not already made by a
+    /// preemption and when the discipline preempts, tries to speed it up by preemption.
+    /// Writes the job's pending info (`Resources`/`Priority`, expected start, reserved
+    /// nodes) while it still waits.
+    fn complete_held_reservation(&mut self, ri: usize, c: &Candidate, now: Time, st: &mut CycleState, out: &mut Vec<Decision>) {
+        if self.try_complete_reservation(ri, now, out) {
+            return;
+        }
+        // Resources elsewhere may have freed sooner than the reserved ones.
+        if let Ok(parts) = self.try_place(now, &self.pending[&c.id].spec, Some(&c.key), None) {
+            let spec = self.pending[&c.id].spec.clone();
+            self.drop_reservation(c.id, out);
+            self.bind(&spec, parts, Vec::new(), now, out);
+            return;
+        }
+        // A reservation waiting on natural ends may be sped up by preemption.
+        if !self.reservations[ri].preempting && self.config.queue.may_preempt() && st.take_preempt_attempt() {
+            self.try_preempt(c.id, c.key, now, out);
+        }
+        let Some((est, nodes)) = self.reservation_plan(c.id) else { return };
+        let reason = st.blocked_reason(c.part);
+        self.set_info(c.id, reason, None, Some(est), nodes);
+    }
+
+    /// The place stage: start the job now on GPUs no reservation ranked above it holds.
+    ///
+    /// Reads the cluster, the reservations ranked above the job (`n_above` of them) and the
+    /// cycle's failure memo. Writes the bind on success (`Break`); on failure the memo, and
+    /// returns the no-fit detail with the cluster's largest placeable shape (`Continue`).
+    fn place(&mut self, c: &Candidate, n_above: usize, now: Time, st: &mut CycleState, out: &mut Vec<Decision>) -> ControlFlow<(), Arc<str>> {
+        let shape = ShapeKey { part: c.part, shape: c.shape, blocked_by: n_above, backfill: None };
+        if let Some(detail) = st.failed.get(&shape) {
+            return ControlFlow::Continue(detail.clone());
+        }
+        match self.try_place(now, &self.pending[&c.id].spec, Some(&c.key), None) {
+            Ok(parts) => {
+                let spec = self.pending[&c.id].spec.clone();
+                self.bind(&spec, parts, Vec::new(), now, out);
+                ControlFlow::Break(())
+            }
+            Err(nofit) => {
+                let lp = match self.lp_cache {
+                    Some(lp) => lp,
+                    None => {
+                        let lp = self.largest_placeable();
+                        self.lp_cache = Some(lp);
+                        lp
+                    }
+                };
+                let d: Arc<str> = Arc::from(format!("{}; largest_placeable {}", nofit.detail, lp));
+                st.failed.insert(shape, d.clone());
+                ControlFlow::Continue(d)
+            }
+        }
+    }
+
+    /// The backfill stage: start the job on GPUs reserved by jobs ranked above it, when the
+    /// discipline backfills and the job's time limit ends before their fill.
+    ///
+    /// The reservations whose GPUs a job may borrow are those above it that fill after it
+    /// ends; for a given prefix they nest by end time, so their count identifies the set (the
+    /// memo key). Reads the reservations and the cluster; writes the bind with the
+    /// reservations it borrows from (their GPUs, or for CPU-only work their wholly held
+    /// node), or the memo. Returns true when bound.
+    fn backfill(&mut self, c: &Candidate, n_above: usize, now: Time, st: &mut CycleState, out: &mut Vec<Decision>) -> bool {
+        if !self.config.queue.may_backfill() || n_above == 0 {
+            return false;
+        }
+        let Some(limit) = self.pending[&c.id].spec.time_limit_s else { return false };
+        let end = now + limit;
+        let allowed = self.reservations[..n_above].iter().filter(|r| end <= r.est_fill).count();
+        let bkey = ShapeKey { part: c.part, shape: c.shape, blocked_by: n_above, backfill: Some(allowed) };
+        if allowed == 0 || st.failed.contains_key(&bkey) {
+            return false;
+        }
+        let Ok(parts) = self.try_place(now, &self.pending[&c.id].spec, Some(&c.key), Some(end)) else {
+            st.failed.entry(bkey).or_insert_with(|| Arc::from(""));
+            return false;
+        };
+        let mut users: BTreeSet<JobId> = BTreeSet::new();
+        for part in &parts {
+            let node_gpus = self.cluster.node(part.node).gpus;
+            for (j, g) in &self.held[part.node.0 as usize] {
+                let above = self.reservations[..n_above].iter().any(|r| r.job == *j);
+                let borrows = !g.intersect(part.gpus).is_empty() || (part.gpus.is_empty() && g.count() == node_gpus);
+                if above && borrows {
+                    users.insert(*j);
+                }
+            }
+        }
+        let spec = self.pending[&c.id].spec.clone();
+        self.bind(&spec, parts, users.into_iter().collect(), now, out);
+        true
+    }
+
+    /// The preempt stage: make room by preemption (service replicas; jobs reclaiming their
+    /// guarantee), when the discipline preempts and the cycle has attempts left.
+    ///
+    /// Reads the running jobs, quotas and the preemption budget; writes `Preempt` decisions
+    /// and a reservation on the GPUs the victims free, and the job's pending info with
+    /// `detail`. A failed attempt is memoised for the shape (not for replicas, whose
+    /// preemption rules depend on their service). Returns true when preemption was decided.
+    fn preempt_for(&mut self, c: &Candidate, detail: &Arc<str>, now: Time, st: &mut CycleState, out: &mut Vec<Decision>) -> bool {
+        let pkey = ShapeKey { part: c.part, shape: c.shape, blocked_by: usize::MAX, backfill: None };
+        if !self.config.queue.may_preempt() || st.failed.contains_key(&pkey) || !st.take_preempt_attempt() {
+            return false;
+        }
+        if self.try_preempt(c.id, c.key, now, out) {
+            let (est, nodes) = self.reservation_plan(c.id).map_or((None, Vec::new()), |(e, n)| (Some(e), n));
+            let reason = st.blocked_reason(c.part);
+            self.set_info(c.id, reason, Some(detail.clone()), est, nodes);
+            return true;
+        }
+        if !self.replica_service.contains_key(&c.id) {
+            st.failed.entry(pkey).or_insert_with(|| Arc::from(""));
+        }
+        false
+    }
+
+    /// The reserve stage: the job is blocked.
+    ///
+    /// Counts a failed cycle for it (an input of the priority policy), offers a whole-node
+    /// job to defragmentation, blocks its partition when the discipline does, and plans a
+    /// reservation for a whole-GPU job when fewer than the discipline's limit are held.
+    /// Writes the job's pending info: `Resources`/`Priority`, `detail`, and the planned
+    /// reservation's expected start and nodes.
+    fn reserve(&mut self, c: &Candidate, detail: Arc<str>, now: Time, st: &mut CycleState, out: &mut Vec<Decision>) {
+        let Some(p) = self.pending.get_mut(&c.id) else { return };
+        p.failed_cycles = p.failed_cycles.saturating_add(1);
+        let req = &p.spec.request;
+        let reservable = !req.is_share() && req.gpus > 0;
+        let size = placement::node_size(&self.cluster, c.part);
+        if req.topology == TopologyKind::Node && req.gpus > 0 && req.gpus <= size && !req.is_share() && st.waiting.len() < MAX_DEFRAG_WAITING {
+            st.waiting.push((c.id, c.key));
+        }
+        let reason = st.blocked_reason(c.part);
+        if self.config.queue.blocks_partition() {
+            st.blocked_parts.insert(c.part);
+        }
+        let wants_resv = self.reservations.len() < self.config.queue.reservation_limit(self.config.max_reservations);
+        let mut est = None;
+        let mut nodes = Vec::new();
+        if wants_resv && reservable {
+            if let Some(r) = self.plan_reservation(&self.pending[&c.id].spec, c.key, now) {
+                est = Some(r.est_fill);
+                nodes = r.gpus.iter().map(|(n, _)| *n).collect();
+                self.add_reservation(r, now, out);
+            }
+        }
+        self.set_info(c.id, reason, Some(detail), est, nodes);
+    }
+
+    /// The expected fill (s) and nodes of `job`'s reservation, if it holds one.
+    fn reservation_plan(&self, job: JobId) -> Option<(Time, Vec<NodeId>)> {
+        let r = self.reservations.iter().find(|r| r.job == job)?;
+        Some((r.est_fill, r.gpus.iter().map(|(n, _)| *n).collect()))
+    }
+
+    /// Sets a pending job's info after a stage (no Slurm detail: only eligibility sets one).
     fn set_info(&mut self, id: JobId, reason: Reason, detail: Option<Arc<str>>, est: Option<Time>, nodes: Vec<NodeId>) {
         if let Some(p) = self.pending.get_mut(&id) {
             p.info = PendingInfo {

@@ -27,6 +27,7 @@
 
 mod cycle;
 mod defragmentation;
+mod eligibility;
 mod invariants;
 mod placing;
 mod preemption;
