@@ -47,7 +47,8 @@ use types::PendingJob;
 /// The scheduling core.
 #[derive(Debug)]
 pub struct Scheduler {
-    /// The cluster model.
+    /// The cluster model. Drivers read it through [`Scheduler::cluster`] and change it only
+    /// through events and the restore methods, so the core's indexes stay in step.
     pub cluster: Cluster,
     placement: Box<dyn PlacementPolicy>,
     priority: Box<dyn PriorityPolicy>,
@@ -138,6 +139,12 @@ impl Scheduler {
         s
     }
 
+    /// The cluster model: nodes with their free GPUs, CPUs and memory, availability and boot
+    /// epochs; pods; partitions.
+    pub fn cluster(&self) -> &Cluster {
+        &self.cluster
+    }
+
     /// Sets a per-node tie-break rank (a seeded permutation; the simulator's protocol).
     pub fn set_tie_rank(&mut self, rank: Option<Vec<u32>>) {
         self.tie_rank = rank;
@@ -225,29 +232,28 @@ impl Scheduler {
         self.running.insert(job.spec.id, job);
     }
 
-    /// Feeds one event; returns the decisions it forces at once (requeues after a reboot or
-    /// a node failure).
-    #[allow(clippy::only_used_in_recursion)] // `now` is part of the stable API (core II uses it)
+    /// Restores a node's stored state at a driver's restart: its boot epoch and availability
+    /// as recorded, without requeueing anything. Call it before restoring running jobs (a
+    /// restored job on a down node would break invariant 8); later changes come as events.
+    pub fn restore_node(&mut self, node: NodeId, boot_epoch: u64, avail: NodeAvail) {
+        self.cluster.nodes[node.0 as usize].boot_epoch = boot_epoch;
+        self.cluster.set_avail(node, avail);
+        self.mark_dirty(node);
+    }
+
+    /// Feeds one event that happened at `now` (s); returns the decisions it forces at once:
+    /// `Requeue` for the jobs on a node that went down, was quarantined or rebooted,
+    /// `ReleaseReservation` for a reservation a cancel, hold or changed request voids, and
+    /// the storage alerts of [`Event::StorageBandwidth`]. Like [`Scheduler::cycle`]'s, they
+    /// are already applied to the model and the driver must carry them out.
+    #[must_use = "the decisions are already applied to the model; the driver must carry them out"]
     pub fn handle(&mut self, event: Event, now: Time) -> Vec<Decision> {
+        // Events carry their own times where they need one (a checkpoint's `at`); no
+        // event's effect depends on `now` yet, but drivers pass the real time.
+        let _ = now;
         let mut out = Vec::new();
-        if self.handle_services(&event, &mut out) {
-            return out;
-        }
         match event {
-            Event::Submit(spec) | Event::Update(spec) => {
-                let id = spec.id;
-                if self.running.contains_key(&id) {
-                    return out;
-                }
-                let shape = self.intern(&spec.request);
-                let entry = self.pending.entry(id).or_insert_with(|| PendingJob::new(spec.clone(), shape));
-                let shape_changed = entry.spec.request != spec.request || entry.spec.partition != spec.partition;
-                entry.spec = spec;
-                entry.shape = shape;
-                if shape_changed || entry.spec.held.is_some() {
-                    self.drop_reservation(id, &mut out);
-                }
-            }
+            Event::Submit(spec) | Event::Update(spec) => self.enqueue(spec, &mut out),
             Event::Cancel(id) => {
                 self.pending.remove(&id);
                 self.alerted.remove(&id);
@@ -261,41 +267,79 @@ impl Scheduler {
                 if let Some(r) = self.release_running(id) {
                     let mut spec = r.spec;
                     spec.preempt_count += 1;
-                    self.handle(Event::Submit(spec), now);
+                    self.enqueue(spec, &mut out);
                 }
             }
-            Event::NodeAvail { node, avail } => {
-                let requeue = match &avail {
-                    NodeAvail::Down { .. } => Some(RequeueReason::NodeDown(node)),
-                    NodeAvail::Quarantined { .. } => Some(RequeueReason::NodeQuarantined(node)),
-                    _ => None,
-                };
-                self.cluster.set_avail(node, avail);
-                if let Some(reason) = requeue {
-                    self.requeue_node(node, reason, &mut out);
-                }
-                self.mark_dirty(node);
+            Event::NodeAvail { node, avail } => self.set_node_avail(node, avail, &mut out),
+            Event::NodeRegistered { node, boot_epoch } => self.register_node(node, boot_epoch, &mut out),
+            Event::ServiceUpsert(spec) => {
+                self.services.insert(spec.id, spec);
             }
-            Event::ServiceUpsert(_)
-            | Event::ServiceScale { .. }
-            | Event::ServiceDelete(_)
-            | Event::CheckpointAck { .. }
-            | Event::StorageBandwidth(_) => unreachable!("handled by handle_services"),
-            Event::NodeRegistered { node, boot_epoch } => {
-                let old = self.cluster.node(node).boot_epoch;
-                if old != boot_epoch {
-                    if old != 0 {
-                        self.requeue_node(node, RequeueReason::NodeRebooted(node), &mut out);
-                    }
-                    self.cluster.nodes[node.0 as usize].boot_epoch = boot_epoch;
+            Event::ServiceScale { service, desired } => {
+                if let Some(s) = self.services.get_mut(&service) {
+                    s.desired_replicas = desired;
                 }
-                if self.cluster.node(node).avail == NodeAvail::Unknown {
-                    self.cluster.set_avail(node, NodeAvail::Up);
-                }
-                self.mark_dirty(node);
             }
+            Event::ServiceDelete(service) => {
+                self.services.remove(&service);
+            }
+            Event::CheckpointAck { job, at } => {
+                if let Some(r) = self.running.get_mut(&job) {
+                    r.last_checkpoint = Some(at);
+                }
+            }
+            Event::StorageBandwidth(bw) => self.set_storage_bandwidth(bw, &mut out),
         }
         out
+    }
+
+    /// A job enters the queue or its pending spec changes (a running job is left alone). A
+    /// changed request or partition, or a hold, voids its reservation.
+    fn enqueue(&mut self, spec: JobSpec, out: &mut Vec<Decision>) {
+        let id = spec.id;
+        if self.running.contains_key(&id) {
+            return;
+        }
+        let shape = self.intern(&spec.request);
+        let entry = self.pending.entry(id).or_insert_with(|| PendingJob::new(spec.clone(), shape));
+        let shape_changed = entry.spec.request != spec.request || entry.spec.partition != spec.partition;
+        entry.spec = spec;
+        entry.shape = shape;
+        if shape_changed || entry.spec.held.is_some() {
+            self.drop_reservation(id, out);
+        }
+    }
+
+    /// A node's availability changes (drain, down, quarantine, resume): jobs on a node that
+    /// went down or was quarantined are requeued, and reservations on it are re-planned.
+    fn set_node_avail(&mut self, node: NodeId, avail: NodeAvail, out: &mut Vec<Decision>) {
+        let requeue = match &avail {
+            NodeAvail::Down { .. } => Some(RequeueReason::NodeDown(node)),
+            NodeAvail::Quarantined { .. } => Some(RequeueReason::NodeQuarantined(node)),
+            _ => None,
+        };
+        self.cluster.set_avail(node, avail);
+        if let Some(reason) = requeue {
+            self.requeue_node(node, reason, out);
+        }
+        self.mark_dirty(node);
+    }
+
+    /// A node daemon registered with `boot_epoch`: a changed epoch (after a known one, not
+    /// 0) means the node rebooted and its jobs are gone, so they are requeued (invariant 8); a
+    /// node of unknown availability comes up.
+    fn register_node(&mut self, node: NodeId, boot_epoch: u64, out: &mut Vec<Decision>) {
+        let old = self.cluster.node(node).boot_epoch;
+        if old != boot_epoch {
+            if old != 0 {
+                self.requeue_node(node, RequeueReason::NodeRebooted(node), out);
+            }
+            self.cluster.nodes[node.0 as usize].boot_epoch = boot_epoch;
+        }
+        if self.cluster.node(node).avail == NodeAvail::Unknown {
+            self.cluster.set_avail(node, NodeAvail::Up);
+        }
+        self.mark_dirty(node);
     }
 
     /// The id of a request shape; equal requests share one.

@@ -26,6 +26,29 @@ enum Preemptor {
 }
 
 impl Scheduler {
+    /// The measured checkpoint bandwidth (bytes/s) the preemption deadline assumes from now
+    /// on. Below `min_storage_bw_bytes_per_s` preemption stops (a preemption that cannot
+    /// checkpoint is a kill); crossing that floor either way raises an alert.
+    pub(super) fn set_storage_bandwidth(&mut self, bw: u64, out: &mut Vec<Decision>) {
+        self.storage_bw = bw;
+        let degraded = bw < self.config.min_storage_bw_bytes_per_s;
+        if degraded != self.storage_degraded {
+            self.storage_degraded = degraded;
+            out.push(Decision::Alert {
+                kind: if degraded { AlertKind::StorageDegraded } else { AlertKind::StorageRecovered },
+                job: None,
+                message: if degraded {
+                    format!(
+                        "checkpoint bandwidth {bw} B/s is below {} B/s: preemption stopped (a preemption that cannot checkpoint is a kill)",
+                        self.config.min_storage_bw_bytes_per_s
+                    )
+                } else {
+                    format!("checkpoint bandwidth {bw} B/s: preemption resumed")
+                },
+            });
+        }
+    }
+
     /// Preempted share of running training GPUs over the trailing hour, in percent.
     pub fn preempted_share_pct(&self, now: Time) -> u32 {
         self.share_pct(now, 0)

@@ -3,7 +3,7 @@
 //! [`REPLICA_ID_BASE`] up; they are never preempted, and scaling up may preempt training.
 
 use super::types::PendingJob;
-use super::{AlertKind, Decision, Event, RunningJob, Scheduler, ServiceId, ServiceSpec, REPLICA_ID_BASE};
+use super::{Decision, RunningJob, Scheduler, ServiceId, ServiceSpec, REPLICA_ID_BASE};
 use crate::cluster::Time;
 use crate::job::{JobId, JobSpec};
 use std::collections::{BTreeMap, BTreeSet};
@@ -60,49 +60,6 @@ impl Scheduler {
     /// persisted sequence so a replica id is never reused).
     pub fn set_next_replica_id(&mut self, next: u64) {
         self.next_replica = self.next_replica.max(next).max(REPLICA_ID_BASE);
-    }
-
-    /// Handles the core-II events; returns true when `event` was one of them.
-    pub(super) fn handle_services(&mut self, event: &Event, out: &mut Vec<Decision>) -> bool {
-        match event {
-            Event::ServiceUpsert(spec) => {
-                self.services.insert(spec.id, spec.clone());
-            }
-            Event::ServiceScale { service, desired } => {
-                if let Some(s) = self.services.get_mut(service) {
-                    s.desired_replicas = *desired;
-                }
-            }
-            Event::ServiceDelete(service) => {
-                self.services.remove(service);
-            }
-            Event::CheckpointAck { job, at } => {
-                if let Some(r) = self.running.get_mut(job) {
-                    r.last_checkpoint = Some(*at);
-                }
-            }
-            Event::StorageBandwidth(bw) => {
-                self.storage_bw = *bw;
-                let degraded = *bw < self.config.min_storage_bw_bytes_per_s;
-                if degraded != self.storage_degraded {
-                    self.storage_degraded = degraded;
-                    out.push(Decision::Alert {
-                        kind: if degraded { AlertKind::StorageDegraded } else { AlertKind::StorageRecovered },
-                        job: None,
-                        message: if degraded {
-                            format!(
-                                "checkpoint bandwidth {bw} B/s is below {} B/s: preemption stopped (a preemption that cannot checkpoint is a kill)",
-                                self.config.min_storage_bw_bytes_per_s
-                            )
-                        } else {
-                            format!("checkpoint bandwidth {bw} B/s: preemption resumed")
-                        },
-                    });
-                }
-            }
-            _ => return false,
-        }
-        true
     }
 
     /// Bookkeeping when a running job or replica leaves.
