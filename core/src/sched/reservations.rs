@@ -4,11 +4,11 @@
 //! Reservations are totally ordered by [`Rank`]; a reservation may only take GPUs from
 //! reservations ranked below it (invariant 5), so the wait-for graph has no cycle.
 
-use super::{Decision, AlertKind, Rank, Reservation, Scheduler};
+use super::{AlertKind, Decision, Rank, Reservation, RunningJob, Scheduler, WillRun};
 use crate::cluster::{GpuMask, NodeAlloc, NodeId, Time, MILLI};
 use crate::config::TopologyKind;
 use crate::job::{JobId, JobSpec};
-use crate::placement;
+use crate::placement::{self, PlaceCtx};
 use std::collections::{BTreeMap, BTreeSet};
 
 /// Orders rank keys: true when `a` outranks `b`.
@@ -345,4 +345,179 @@ impl Scheduler {
         })
     }
 
+
+    /// When and where a job of `spec` could start at the earliest if nothing new arrived,
+    /// asked at `now` (s) (Slurm's will-run test behind `sbatch --test-only`). A pure query:
+    /// the model is not changed and nothing is reserved.
+    ///
+    /// GPUs held by any reservation are never offered. The job is placed with the core's own
+    /// placement policy on the cluster as it is; when it does not fit, the running jobs with a
+    /// time limit end at their limits, earliest first (equal ends in job id order), each
+    /// giving its resources back, until it fits: the start is that end (never before `now`).
+    /// Jobs without a time limit never end here, so a job that only fits once they are gone
+    /// gets no nodes and the latest known end. See [`WillRun`].
+    pub fn will_run(&self, spec: &JobSpec, now: Time) -> WillRun {
+        let blocked = |n: NodeId| self.held[n.0 as usize].iter().fold(GpuMask::EMPTY, |m, (_, g)| m.union(*g));
+        let place_on = |cluster: &crate::cluster::Cluster| {
+            let ctx = PlaceCtx {
+                cluster,
+                blocked: &blocked,
+                tie_rank: self.tie_rank.as_deref(),
+                partition: spec.partition,
+                job_end: None,
+                busy_until: None,
+            };
+            placement::place(&ctx, self.placement.as_ref(), &spec.request).ok()
+        };
+        if let Some(parts) = place_on(&self.cluster) {
+            return WillRun { start: now, parts };
+        }
+        let mut ends: Vec<(Time, &RunningJob)> = self.running.values().filter_map(|r| Some((r.end?, r))).collect();
+        ends.sort_by_key(|(e, _)| *e);
+        let mut cluster = self.cluster.clone();
+        for (end, r) in &ends {
+            for a in &r.allocs {
+                cluster.give_back(&a.part);
+            }
+            if let Some(parts) = place_on(&cluster) {
+                return WillRun { start: (*end).max(now), parts };
+            }
+        }
+        WillRun { start: ends.last().map_or(now, |(e, _)| *e).max(now), parts: Vec::new() }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::cluster::{Cluster, GpuMask, Node, NodeAlloc, NodeId, Time};
+    use crate::config::TopologyKind;
+    use crate::job::{JobId, JobSpec, Request};
+    use crate::placement::{NodeDemand, PlaceCtx, PlacementPolicy, Score};
+    use crate::sched::{Decision, Event, PriorityInput, PriorityPolicy, SchedConfig, Scheduler, WillRun};
+
+    /// Lowest node id first, lowest GPUs first.
+    #[derive(Debug)]
+    struct Lowest;
+    impl PlacementPolicy for Lowest {
+        fn name(&self) -> &str {
+            "lowest"
+        }
+        fn score(&self, _: &PlaceCtx<'_>, node: NodeId, _: GpuMask, _: &NodeDemand<'_>) -> Score {
+            -Score::from(node.0)
+        }
+        fn pick_gpus(&self, node: &Node, avail: GpuMask, n: u32) -> Option<GpuMask> {
+            avail.choose(n, node.gpus)
+        }
+    }
+
+    /// Every job priority 0: rank by submit time.
+    #[derive(Debug)]
+    struct Fifo;
+    impl PriorityPolicy for Fifo {
+        fn name(&self) -> &str {
+            "fifo"
+        }
+        fn priority(&self, _: PriorityInput<'_>) -> u64 {
+            0
+        }
+    }
+
+    /// Three 8-GPU nodes, each in its own pod.
+    fn sched() -> Scheduler {
+        Scheduler::new(Cluster::uniform(3, 8, 1, 64, 512_000), Box::new(Lowest), Box::new(Fifo), SchedConfig::default())
+    }
+
+    fn job(id: u64, now: Time, gpus: u32, limit_s: Option<u64>) -> JobSpec {
+        JobSpec::simple(id, now, Request::gpus(gpus, TopologyKind::Node), limit_s)
+    }
+
+    /// The test's driver: submits at `now` and runs a cycle; a bind or a reservation needs
+    /// nothing carried out here, anything else fails the test.
+    fn submit_and_cycle(s: &mut Scheduler, spec: JobSpec, now: Time) -> Vec<Decision> {
+        assert!(s.handle(Event::Submit(spec), now).is_empty());
+        let d = s.cycle(now);
+        for x in &d {
+            assert!(matches!(x, Decision::Bind { .. } | Decision::Reserve { .. }), "unexpected {x:?}");
+        }
+        d
+    }
+
+    fn nodes(w: &WillRun) -> Vec<(u32, u32)> {
+        w.parts.iter().map(|p: &NodeAlloc| (p.node.0, p.gpus.count())).collect()
+    }
+
+    #[test]
+    fn a_job_that_fits_starts_now_where_the_policy_places_it() {
+        let mut s = sched();
+        submit_and_cycle(&mut s, job(1, 0, 8, Some(3600)), 0);
+        let w = s.will_run(&job(2, 10, 4, Some(600)), 10);
+        assert_eq!(w.start, 10);
+        assert_eq!(nodes(&w), vec![(1, 4)], "node 0 is full; the lowest free node");
+    }
+
+    #[test]
+    fn a_blocked_job_starts_when_the_running_jobs_in_its_way_reach_their_limits() {
+        let mut s = sched();
+        for (id, limit) in [(1, 7200), (2, 3600), (3, 5400)] {
+            submit_and_cycle(&mut s, job(id, 0, 8, Some(limit)), 0);
+        }
+        // Ends at 3600 (node 1), 5400 (node 2), 7200 (node 0): one whole node frees at 3600,
+        // two at 5400.
+        let w = s.will_run(&job(9, 100, 8, Some(600)), 100);
+        assert_eq!((w.start, nodes(&w)), (3600, vec![(1, 8)]));
+        let mut two = job(9, 100, 16, Some(600));
+        two.request.topology = TopologyKind::Any;
+        let w = s.will_run(&two, 100);
+        assert_eq!((w.start, nodes(&w)), (5400, vec![(1, 8), (2, 8)]));
+    }
+
+    #[test]
+    fn gpus_held_by_a_reservation_are_not_offered() {
+        let mut s = sched();
+        submit_and_cycle(&mut s, job(1, 0, 8, Some(3600)), 0);
+        submit_and_cycle(&mut s, job(2, 0, 8, Some(7200)), 0);
+        // Job 3 (16 GPUs on nodes 2 and 0 once job 1 ends) cannot start: it reserves the free
+        // node 2 and node 0.
+        let mut big = job(3, 1, 16, Some(600));
+        big.request.topology = TopologyKind::Any;
+        let d = submit_and_cycle(&mut s, big, 1);
+        assert!(d.iter().any(|x| matches!(x, Decision::Reserve { job: JobId(3), .. })), "{d:?}");
+        let held: Vec<NodeId> = s.reservations()[0].gpus.iter().map(|(n, _)| *n).collect();
+        assert!(held.contains(&NodeId(2)));
+        // A 1-GPU job would fit on node 2 now, but its GPUs are reserved: it waits for a node
+        // outside the reservation to free (node 1 at 7200).
+        let w = s.will_run(&job(4, 2, 1, Some(60)), 2);
+        assert_eq!((w.start, nodes(&w)), (7200, vec![(1, 1)]));
+    }
+
+    #[test]
+    fn without_a_fit_the_answer_is_the_latest_known_end_and_no_nodes() {
+        let mut s = sched();
+        submit_and_cycle(&mut s, job(1, 0, 8, Some(3600)), 0);
+        submit_and_cycle(&mut s, job(2, 0, 8, None), 0);
+        submit_and_cycle(&mut s, job(3, 0, 8, None), 0);
+        let w = s.will_run(&job(9, 50, 16, Some(60)), 50);
+        assert_eq!(w, WillRun { start: 3600, parts: Vec::new() }, "two nodes never free");
+        // Nothing with a limit: the answer is now.
+        let mut s = sched();
+        for id in 1..=3 {
+            submit_and_cycle(&mut s, job(id, 0, 8, None), 0);
+        }
+        assert_eq!(s.will_run(&job(9, 50, 8, Some(60)), 50), WillRun { start: 50, parts: Vec::new() });
+    }
+
+    #[test]
+    fn the_query_changes_nothing() {
+        let mut s = sched();
+        submit_and_cycle(&mut s, job(1, 0, 8, Some(3600)), 0);
+        let state = |s: &Scheduler| (format!("{:?}", s.cluster()), s.reservations().to_vec(), s.pending_len());
+        let before = state(&s);
+        // Three whole nodes: once job 1 reaches its limit.
+        let w = s.will_run(&job(2, 5, 24, Some(600)), 5);
+        assert_eq!((w.start, nodes(&w)), (3600, vec![(0, 8), (1, 8), (2, 8)]));
+        let w = s.will_run(&job(3, 5, 8, Some(600)), 5);
+        assert_eq!((w.start, nodes(&w)), (5, vec![(1, 8)]));
+        assert_eq!(state(&s), before);
+        s.check_invariants().unwrap();
+    }
 }

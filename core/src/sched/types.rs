@@ -583,6 +583,19 @@ impl PendingJob {
     }
 }
 
+/// The answer of [`Scheduler::will_run`]: when and where a job could start if nothing new
+/// arrived (Slurm's will-run test behind `sbatch --test-only`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct WillRun {
+    /// Earliest start (s): `now` when it fits at once, else the time-limit end of the running
+    /// job whose resources make it fit; without a fit, the latest time-limit end of the
+    /// running jobs (`now` when none has a limit).
+    pub start: Time,
+    /// Where it would run, one part per node; empty when no fit was found (jobs without a
+    /// time limit in the way, or a request the partition can never hold).
+    pub parts: Vec<NodeAlloc>,
+}
+
 /// The rank of a pending job or reservation: (priority, submit time in s, job id). Higher
 /// priority first, then earlier submission, then lower id; a reservation freezes the
 /// priority it was made with.
