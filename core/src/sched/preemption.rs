@@ -193,6 +193,72 @@ impl Scheduler {
         Some((set, best))
     }
 
+    /// Who `id` (pending, of `spec`) preempts as: a replica (`floor` when its service runs
+    /// fewer than `min_replicas`, counting replicas whose victims are already checkpointing,
+    /// so only the replicas needed to reach the floor are never throttled), or a job that
+    /// would run inside its quota guarantee; `None` for anyone else.
+    fn preemptor(&self, id: JobId, spec: &JobSpec) -> Option<Preemptor> {
+        if let Some(&service) = self.replica_service.get(&id) {
+            let (running, pending) = self.service_replicas(service);
+            let arriving = pending
+                .iter()
+                .filter(|p| self.reservations.iter().any(|r| r.job == **p && r.preempting))
+                .count();
+            let min = self.services.get(&service).map_or(0, |s| s.min_replicas);
+            Some(Preemptor::Service { service, floor: ((running.len() + arriving) as u32) < min })
+        } else if self.within_guarantee(spec) {
+            Some(Preemptor::Guarantee)
+        } else {
+            None
+        }
+    }
+
+    /// The kill deadline (s after now) for preempting `victims`: every checkpoint in flight
+    /// plus theirs, in bytes, over the measured bandwidth × `deadline_factor`, at least
+    /// `min_deadline_s`; `None` when that passes `max_deadline_s` (too many checkpoints at
+    /// once for the storage).
+    fn preemption_deadline_s(&self, victims: &[JobId]) -> Option<u64> {
+        let inflight: u64 = self
+            .running
+            .values()
+            .filter(|r| r.preempt_pending)
+            .map(|r| r.spec.checkpoint_bytes)
+            .sum();
+        let bytes: u64 = victims.iter().map(|v| self.running[v].spec.checkpoint_bytes).sum();
+        let bw = self.storage_bw.max(1);
+        let deadline_s = ((inflight + bytes).saturating_mul(self.config.deadline_factor))
+            .div_ceil(bw)
+            .max(self.config.min_deadline_s);
+        (deadline_s <= self.config.max_deadline_s).then_some(deadline_s)
+    }
+
+    /// Decides the preemption of `victims` for `for_job` (of `for_service` when a replica):
+    /// each gets [`Decision::Preempt`] with the kill `deadline` and the GPU-hours since its
+    /// last checkpoint, and enters the budget's ledger, which keeps the trailing hour.
+    fn preempt_victims(&mut self, victims: &[JobId], for_job: JobId, for_service: Option<ServiceId>, deadline: Time, now: Time, out: &mut Vec<Decision>) {
+        let bw = self.storage_bw.max(1);
+        for v in victims {
+            let r = self.running.get_mut(v).expect("victim runs");
+            r.preempt_pending = true;
+            r.preempt_deadline = Some(deadline);
+            let since = now - r.last_checkpoint.unwrap_or(r.start).min(now);
+            let cost = f64::from(r.gpus()) * since as f64 / 3600.0;
+            self.preempt_ledger.push_back((now, r.gpus()));
+            out.push(Decision::Preempt {
+                job: *v,
+                for_job,
+                for_service,
+                deadline,
+                checkpoint_bytes: r.spec.checkpoint_bytes,
+                bandwidth: bw,
+                cost_gpu_hours: cost,
+            });
+        }
+        while self.preempt_ledger.front().is_some_and(|(t, _)| now.saturating_sub(*t) >= 3600) {
+            self.preempt_ledger.pop_front();
+        }
+    }
+
     /// Tries to make room for a blocked job by preemption. On success the victims get
     /// [`Decision::Preempt`] and the job a reservation on the GPUs they free; returns true.
     pub(super) fn try_preempt(
@@ -205,21 +271,7 @@ impl Scheduler {
         let Some(p) = self.pending.get(&id) else { return false };
         let spec = p.spec.clone();
         let priority = p.priority;
-        let who = if let Some(&service) = self.replica_service.get(&id) {
-            let (running, pending) = self.service_replicas(service);
-            // Replicas already on their way (their victims are checkpointing) count toward
-            // the floor: only the replicas needed to reach it are never throttled.
-            let arriving = pending
-                .iter()
-                .filter(|p| self.reservations.iter().any(|r| r.job == **p && r.preempting))
-                .count();
-            let min = self.services.get(&service).map_or(0, |s| s.min_replicas);
-            Preemptor::Service { service, floor: ((running.len() + arriving) as u32) < min }
-        } else if self.within_guarantee(&spec) {
-            Preemptor::Guarantee
-        } else {
-            return false;
-        };
+        let Some(who) = self.preemptor(id, &spec) else { return false };
         if spec.request.gpus == 0 || spec.request.is_share() {
             return false;
         }
@@ -236,22 +288,8 @@ impl Scheduler {
         if victims.is_empty() {
             return false;
         }
-        // Checkpoint bandwidth: all checkpoints in flight plus these must fit the deadline.
-        let inflight: u64 = self
-            .running
-            .values()
-            .filter(|r| r.preempt_pending)
-            .map(|r| r.spec.checkpoint_bytes)
-            .sum();
-        let bytes: u64 = victims.iter().map(|v| self.running[v].spec.checkpoint_bytes).sum();
-        let bw = self.storage_bw.max(1);
-        let deadline_s = ((inflight + bytes).saturating_mul(self.config.deadline_factor))
-            .div_ceil(bw)
-            .max(self.config.min_deadline_s);
-        if deadline_s > self.config.max_deadline_s {
-            return false;
-        }
-        // The budget (seed R6).
+        let Some(deadline_s) = self.preemption_deadline_s(&victims) else { return false };
+        // The budget: the preempted share of running training over the trailing hour.
         let gpus: u32 = victims.iter().map(|v| self.running[v].gpus()).sum();
         let rate = self.share_pct(now, gpus);
         let floor = matches!(who, Preemptor::Service { floor: true, .. });
@@ -272,29 +310,11 @@ impl Scheduler {
             });
         }
         let deadline = now + deadline_s;
-        for v in &victims {
-            let r = self.running.get_mut(v).expect("victim runs");
-            r.preempt_pending = true;
-            r.preempt_deadline = Some(deadline);
-            let since = now - r.last_checkpoint.unwrap_or(r.start).min(now);
-            let cost = f64::from(r.gpus()) * since as f64 / 3600.0;
-            self.preempt_ledger.push_back((now, r.gpus()));
-            out.push(Decision::Preempt {
-                job: *v,
-                for_job: id,
-                for_service: match who {
-                    Preemptor::Service { service, .. } => Some(service),
-                    Preemptor::Guarantee => None,
-                },
-                deadline,
-                checkpoint_bytes: r.spec.checkpoint_bytes,
-                bandwidth: bw,
-                cost_gpu_hours: cost,
-            });
-        }
-        while self.preempt_ledger.front().is_some_and(|(t, _)| now.saturating_sub(*t) >= 3600) {
-            self.preempt_ledger.pop_front();
-        }
+        let for_service = match who {
+            Preemptor::Service { service, .. } => Some(service),
+            Preemptor::Guarantee => None,
+        };
+        self.preempt_victims(&victims, id, for_service, deadline, now, out);
         // Hold the freed GPUs for the preemptor.
         self.drop_reservation(id, out);
         let mut gpus_held: Vec<(NodeId, GpuMask)> = parts.iter().map(|p| (p.node, p.gpus)).collect();

@@ -230,14 +230,11 @@ impl Scheduler {
             .collect()
     }
 
-    /// Plans a reservation for a blocked job: the GPUs that free up soonest in the job's
-    /// shape and topology, never GPUs of a reservation ranked above it.
-    pub(super) fn plan_reservation(&self, spec: &JobSpec, rank: Rank, now: Time) -> Option<Reservation> {
-        let req = &spec.request;
-        let part = &self.cluster.partitions[spec.partition.0 as usize];
-        let size = placement::node_size(&self.cluster, spec.partition);
-        // End time of the occupant of each GPU (backfill occupants leave when the fill
-        // completes, so they do not delay it).
+    /// When the occupant of each GPU (node, index) leaves, by the running jobs' time limits
+    /// (`assumed_unlimited_s` after its start for a job without one, else never), never
+    /// before `now`. Backfill occupants leave when the fill completes, so they count as
+    /// leaving `now`.
+    fn occupant_ends(&self, now: Time) -> BTreeMap<(NodeId, u32), Time> {
         let mut ends: BTreeMap<(NodeId, u32), Time> = BTreeMap::new();
         for run in self.running.values() {
             let end = if !run.backfill_for.is_empty() {
@@ -255,51 +252,66 @@ impl Scheduler {
                 }
             }
         }
-        // Per node: (time when k GPUs are ready, the k earliest GPUs) for the per-node demand.
-        let per_node = |gpn: u32| -> Vec<(Time, NodeId, GpuMask)> {
-            let mut v = Vec::new();
-            for &id in &part.nodes {
-                let n = self.cluster.node(id);
-                if !n.avail.schedulable() || n.gpus < gpn || !n.gpu_type_ok(&req.gpu_types) {
-                    continue;
-                }
-                // The inference pool takes non-preemptible training never; the swap pool
-                // takes no normal work.
-                if (n.inference_pool && !spec.preemptible && !self.replica_service.contains_key(&spec.id))
-                    || self.swap.contains(&id)
-                {
-                    continue;
-                }
-                if req.excluded_nodes.contains(&id) || (!req.required_nodes.is_empty() && !req.required_nodes.contains(&id)) {
-                    continue;
-                }
-                if n.cpu_milli < req.cpu_milli_per_node || n.mem_mib < req.mem_mib_per_node {
-                    continue;
-                }
-                let times = self.gpu_ready_times(id, &rank, now, &ends);
-                let mut gs: Vec<(Time, u32)> = times
-                    .iter()
-                    .enumerate()
-                    .filter_map(|(g, t)| t.map(|t| (t, g as u32)))
-                    .collect();
-                if (gs.len() as u32) < gpn {
-                    continue;
-                }
-                gs.sort_unstable();
-                let chosen = &gs[..gpn as usize];
-                let t = chosen.last().map_or(now, |c| c.0);
-                let mask = chosen.iter().fold(GpuMask::EMPTY, |m, (_, g)| m.union(GpuMask::single(*g)));
-                v.push((t, id, mask));
+        ends
+    }
+
+    /// The nodes of `spec`'s partition that could hold `gpn` of its GPUs, each with the time
+    /// its `gpn` earliest GPUs are all ready and those GPUs, soonest first (then by pod and
+    /// node id). Left out: unschedulable nodes, nodes too small or of the wrong GPU type or
+    /// without the CPUs or memory asked for, nodes the request excludes or does not require,
+    /// the swap pool, the inference pool for non-preemptible training, and GPUs held by
+    /// reservations ranked above `rank`.
+    fn ready_nodes(&self, spec: &JobSpec, rank: &Rank, gpn: u32, now: Time, ends: &BTreeMap<(NodeId, u32), Time>) -> Vec<(Time, NodeId, GpuMask)> {
+        let req = &spec.request;
+        let part = &self.cluster.partitions[spec.partition.0 as usize];
+        let mut v = Vec::new();
+        for &id in &part.nodes {
+            let n = self.cluster.node(id);
+            if !n.avail.schedulable() || n.gpus < gpn || !n.gpu_type_ok(&req.gpu_types) {
+                continue;
             }
-            v.sort_by_key(|&(t, id, _)| (t, self.cluster.node(id).pod, id));
-            v
-        };
+            // The inference pool takes non-preemptible training never; the swap pool takes
+            // no normal work.
+            if (n.inference_pool && !spec.preemptible && !self.replica_service.contains_key(&spec.id)) || self.swap.contains(&id) {
+                continue;
+            }
+            if req.excluded_nodes.contains(&id) || (!req.required_nodes.is_empty() && !req.required_nodes.contains(&id)) {
+                continue;
+            }
+            if n.cpu_milli < req.cpu_milli_per_node || n.mem_mib < req.mem_mib_per_node {
+                continue;
+            }
+            let times = self.gpu_ready_times(id, rank, now, ends);
+            let mut gs: Vec<(Time, u32)> = times
+                .iter()
+                .enumerate()
+                .filter_map(|(g, t)| t.map(|t| (t, g as u32)))
+                .collect();
+            if (gs.len() as u32) < gpn {
+                continue;
+            }
+            gs.sort_unstable();
+            let chosen = &gs[..gpn as usize];
+            let t = chosen.last().map_or(now, |c| c.0);
+            let mask = chosen.iter().fold(GpuMask::EMPTY, |m, (_, g)| m.union(GpuMask::single(*g)));
+            v.push((t, id, mask));
+        }
+        v.sort_by_key(|&(t, id, _)| (t, self.cluster.node(id).pod, id));
+        v
+    }
+
+    /// Plans a reservation for a blocked job: the GPUs that free up soonest in the job's
+    /// shape and topology, never GPUs of a reservation ranked above it.
+    pub(super) fn plan_reservation(&self, spec: &JobSpec, rank: Rank, now: Time) -> Option<Reservation> {
+        let req = &spec.request;
+        let size = placement::node_size(&self.cluster, spec.partition);
+        let ends = self.occupant_ends(now);
         let (count, gpn) = match placement::shape_of(req, size).ok()? {
             placement::Shape::Uniform { count, gpus_each, .. } => (count, gpus_each),
             // Whole nodes plus a remainder: plan one more whole node and trim it below.
             placement::Shape::WholePlusRest { whole, rest, .. } => (whole + u32::from(rest > 0), size),
         };
-        let cands = per_node(gpn);
+        let cands = self.ready_nodes(spec, &rank, gpn, now, &ends);
         let pick = |cands: &[(Time, NodeId, GpuMask)]| -> Option<Vec<(Time, NodeId, GpuMask)>> {
             (cands.len() >= count as usize).then(|| cands[..count as usize].to_vec())
         };
