@@ -1,4 +1,4 @@
-//! The seed's fragmentation claim as a test that compares counts, not times: on a 128 × 8
+//! Flotilla's fragmentation claim as a test that compares counts, not times: on a 128 × 8
 //! cluster with a random mix of 1/2/4/8/16/64-GPU jobs arriving and leaving, over 20 fixed
 //! seeds, Flotilla's default placement keeps on average at least as many fully free nodes as
 //! first-fit, worst-fit and plain best-fit in every occupancy decile from 30 % to 90 %, and

@@ -129,7 +129,7 @@ fn sixteen_gpu_job_takes_two_whole_nodes() {
     check_golden("sixteen_gpu_two_whole_nodes", &r.log);
 }
 
-/// Critique C1 / revision R1: 4-GPU requests pair up to fill nodes, also under churn.
+/// 4-GPU requests pair up to fill nodes, also under churn.
 #[test]
 fn four_gpu_requests_pair_up_to_fill_nodes() {
     let mut r = Run::new(Cluster::uniform(8, 8, 4, 64, 512_000));
@@ -156,7 +156,7 @@ fn four_gpu_requests_pair_up_to_fill_nodes() {
     check_golden("four_gpu_pairs", &r.log);
 }
 
-/// Revision R2: a 256-GPU gang on a busy 1,024-GPU cluster holds its reservation while short
+/// A 256-GPU gang on a busy 1,024-GPU cluster holds its reservation while short
 /// jobs backfill on the reserved GPUs, and the backfill is preempted when the gang fills.
 #[test]
 fn big_gang_holds_reservation_while_short_jobs_backfill() {

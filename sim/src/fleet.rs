@@ -93,7 +93,7 @@ pub struct FleetOptions {
     pub sample_s: u64,
     /// Check the scheduler's invariants after every cycle (default: debug builds).
     pub check_invariants: bool,
-    /// Threads.
+    /// Worker threads the configurations run on.
     pub jobs: usize,
 }
 
@@ -131,7 +131,7 @@ pub struct Instance {
 /// A service's desired-count timeline.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ServiceTimeline {
-    /// Name.
+    /// The service (the trace's `user_or_group`).
     pub name: String,
     /// Count at t = 0.
     pub initial: u32,
@@ -242,7 +242,7 @@ pub struct RunSummary {
     pub scale_ups: u64,
     /// Of which satisfied within 60 s.
     pub scale_ups_within_60s: u64,
-    /// Percent.
+    /// `scale_ups_within_60s` as a share of `scale_ups`, in percent (100 when none).
     pub scale_ups_within_60s_pct: f64,
     /// Pages raised (`Decision::Page`).
     pub pages: u64,
@@ -258,7 +258,7 @@ pub struct RunSummary {
     pub cycles: u64,
     /// Last event (s).
     pub makespan_s: u64,
-    /// Samples.
+    /// Samples every `sample_s` (not serialised).
     #[serde(skip)]
     pub samples: Vec<Sample>,
     /// Service preemptions: (time, job id), in order.
@@ -708,7 +708,7 @@ pub struct FleetReport {
     pub train_nodes: u32,
     /// Pool nodes (8 GPUs).
     pub pool_nodes: u32,
-    /// Services.
+    /// Services in the DLRM trace.
     pub services: usize,
     /// Service peak (replicas).
     pub service_peak: u32,

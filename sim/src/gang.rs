@@ -67,7 +67,7 @@ impl std::str::FromStr for GangTrace {
 /// Options of the experiment.
 #[derive(Debug, Clone)]
 pub struct GangOptions {
-    /// Trace.
+    /// Which trace to replay.
     pub trace: GangTrace,
     /// ITP cluster (`cluster04`; `all` = every job).
     pub cluster: String,
@@ -111,7 +111,7 @@ impl Default for GangOptions {
 pub struct TraceJob {
     /// Arrival, seconds from the trace origin (before scaling).
     pub submit_s: u64,
-    /// GPUs.
+    /// GPUs asked for.
     pub gpus: u32,
     /// Run time (s), at least 1.
     pub duration_s: u64,
@@ -244,7 +244,7 @@ pub struct RunSummary {
     pub load: f64,
     /// Inter-arrival scale factor used.
     pub arrival_scale: f64,
-    /// Jobs.
+    /// Jobs replayed.
     pub jobs: usize,
     /// Statistics over all jobs, then by gang-size bucket.
     pub all: Stats,
@@ -537,7 +537,7 @@ pub struct GangReport {
     pub runs: Vec<RunSummary>,
     /// Queue policies.
     pub policies: Vec<String>,
-    /// Loads.
+    /// Offered loads run (busy GPU-seconds asked for / GPU-seconds available).
     pub loads: Vec<f64>,
     /// Walltime request factor used.
     pub walltime_factor: f64,

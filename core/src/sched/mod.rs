@@ -74,7 +74,7 @@ pub struct Scheduler {
     borrowed: BTreeMap<JobId, Time>,
     /// GPUs used per quota scope (with descendants) by running jobs.
     scope_used: Vec<u32>,
-    /// Inference services.
+    /// Inference services by id.
     services: BTreeMap<ServiceId, ServiceSpec>,
     /// Which service each replica (pending or running) belongs to.
     replica_service: BTreeMap<JobId, ServiceId>,
@@ -155,12 +155,12 @@ impl Scheduler {
         self.placement.name()
     }
 
-    /// The configuration.
+    /// The tunables the scheduler was built with.
     pub fn config(&self) -> &SchedConfig {
         &self.config
     }
 
-    /// Running jobs.
+    /// Running jobs and replicas, by id.
     pub fn running(&self) -> &BTreeMap<JobId, RunningJob> {
         &self.running
     }

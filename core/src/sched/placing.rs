@@ -13,7 +13,7 @@ impl Scheduler {
         rank: Option<&Rank>,
         backfill_end: Option<Time>,
     ) -> Result<Vec<NodeAlloc>, placement::NoFit> {
-        // Inference pool (seed R1): replicas try the pool first; training may use pool nodes
+        // Inference pool: replicas try the pool first; training may use pool nodes
         // only when preemptible (as borrowed capacity).
         let replica = self.replica_service.contains_key(&spec.id);
         if replica && self.has_inference_pool {

@@ -12,7 +12,7 @@ use std::collections::{BTreeMap, BTreeSet};
 pub(super) const SERVICE_PRIORITY_BASE: u64 = 1 << 40;
 
 impl Scheduler {
-    /// Inference services.
+    /// Inference services by id.
     pub fn services(&self) -> &BTreeMap<ServiceId, ServiceSpec> {
         &self.services
     }

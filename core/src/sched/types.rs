@@ -19,7 +19,7 @@ pub enum Owner {
     Job(JobId),
     /// A replica of an inference service (never preempted).
     Replica {
-        /// The service.
+        /// The service the replica belongs to.
         service: ServiceId,
         /// The replica's id (from the replica id range, see [`REPLICA_ID_BASE`]).
         replica: JobId,
@@ -44,13 +44,13 @@ pub const REPLICA_ID_BASE: u64 = 1 << 48;
 /// level-triggered. Replicas are never preempted; scaling up may preempt training.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ServiceSpec {
-    /// Service id.
+    /// Service id (`sdeploy`'s id, unique in the cluster).
     pub id: ServiceId,
-    /// Name.
+    /// Service name (`sdeploy --name`), shown in pages.
     pub name: String,
     /// Partition its replicas run in.
     pub partition: PartId,
-    /// Account charged.
+    /// Account (quota scope) its replicas charge.
     pub account: String,
     /// User owning it.
     pub user: String,
@@ -58,7 +58,7 @@ pub struct ServiceSpec {
     pub replica: Request,
     /// Availability floor: scaling up to it is never throttled by the preemption budget.
     pub min_replicas: u32,
-    /// Ceiling.
+    /// Most replicas, whatever the autoscaler asks for.
     pub max_replicas: u32,
     /// What the autoscaler wants (`sdeploy scale`).
     pub desired_replicas: u32,
@@ -78,7 +78,7 @@ impl ServiceSpec {
 pub struct Allocation {
     /// Allocation id (unique, increasing).
     pub id: AllocId,
-    /// Owner.
+    /// The job or replica holding it.
     pub owner: Owner,
     /// What it holds on which node.
     pub part: NodeAlloc,
@@ -104,15 +104,15 @@ pub enum Reason {
     Priority,
     /// `Dependency`: dependencies not yet satisfied.
     Dependency,
-    /// `JobHeldUser`.
+    /// `JobHeldUser`: held by its owner (`scontrol hold`, `sbatch --hold`).
     JobHeldUser,
-    /// `JobHeldAdmin`.
+    /// `JobHeldAdmin`: held by an administrator.
     JobHeldAdmin,
     /// `BeginTime`: `--begin` is in the future.
     BeginTime,
     /// `PartitionTimeLimit`: the time limit exceeds the partition's `MaxTime`.
     PartitionTimeLimit,
-    /// `PartitionDown`.
+    /// `PartitionDown`: the partition's `State=` is not `UP`.
     PartitionDown,
     /// `PartitionNodeLimit`: the partition cannot ever provide the nodes or GPUs asked for.
     PartitionNodeLimit,
@@ -180,7 +180,7 @@ pub enum RequeueReason {
 pub enum AlertKind {
     /// A reservation cannot fill within the configured horizon (default 4 h): a capacity signal.
     ReservationCannotFill,
-    /// Preemptions over the trailing hour passed the warning share of the budget (seed R6).
+    /// Preemptions over the trailing hour passed the warning share of the budget (`budget_warn_pct`).
     PreemptionBudgetWarn,
     /// Measured storage bandwidth is below the floor: preemption is stopped.
     StorageDegraded,
@@ -188,12 +188,12 @@ pub enum AlertKind {
     StorageRecovered,
 }
 
-/// A job a page says would be preempted, with what it would lose (seed R6).
+/// A job a page says would be preempted, with what it would lose.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct PageVictim {
-    /// Job.
+    /// The running job.
     pub job: JobId,
-    /// Its account.
+    /// Its account (quota scope).
     pub account: String,
     /// GPUs it holds.
     pub gpus: u32,
@@ -207,13 +207,13 @@ pub struct PageVictim {
 /// Costs are in GPU-hours so the two options compare in one unit.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Page {
-    /// Service.
+    /// The service that cannot scale up.
     pub service: ServiceId,
-    /// Service name.
+    /// Its name ([`ServiceSpec::name`]).
     pub name: String,
     /// Replicas wanted (desired, clamped).
     pub wanted: u32,
-    /// Replicas running.
+    /// Replicas running now.
     pub have: u32,
     /// Floor (`min_replicas`); above it nothing is preempted without a human.
     pub min: u32,
@@ -240,7 +240,7 @@ pub enum Decision {
     /// Start `job` on these allocations. `backfill_for` lists the reservations whose GPUs it
     /// borrows (empty for a normal start).
     Bind {
-        /// Job.
+        /// The pending job that starts.
         job: JobId,
         /// Allocations, one per node.
         allocs: Vec<Allocation>,
@@ -249,7 +249,7 @@ pub enum Decision {
     },
     /// `job` holds a reservation on these GPUs, expected to fill at `est_fill`.
     Reserve {
-        /// Job.
+        /// The pending job holding the reservation.
         job: JobId,
         /// GPUs held, per node.
         gpus: Vec<(NodeId, GpuMask)>,
@@ -258,7 +258,7 @@ pub enum Decision {
     },
     /// The reservation of `job` was dropped (job started, cancelled, or re-planned).
     ReleaseReservation {
-        /// Job.
+        /// The job whose reservation is dropped.
         job: JobId,
     },
     /// Preempt backfill job `job` now: the reservation of `for_job` is complete.
@@ -270,15 +270,15 @@ pub enum Decision {
     },
     /// `job` lost its allocations and goes back to the queue.
     Requeue {
-        /// Job.
+        /// The job, pending again.
         job: JobId,
-        /// Why.
+        /// Which node event took its allocations.
         reason: RequeueReason,
     },
     /// Preempt `job`: SIGTERM now, SIGKILL at `deadline` unless it exits first, then requeue
     /// (the driver reports [`Event::Requeued`]). Its GPUs are reserved for the preemptor.
     Preempt {
-        /// The victim.
+        /// The job to stop (a preemptible training job).
         job: JobId,
         /// The pending job or replica that needs its GPUs.
         for_job: JobId,
@@ -295,44 +295,44 @@ pub enum Decision {
     },
     /// Start a replica of `service` on these allocations.
     BindReplica {
-        /// Service.
+        /// The service the replica belongs to.
         service: ServiceId,
-        /// Replica id.
+        /// The replica's id (from [`REPLICA_ID_BASE`] up).
         replica: JobId,
-        /// Allocations.
+        /// Its allocations, one per node.
         allocs: Vec<Allocation>,
     },
     /// Stop a replica (scale-down releases the newest first). It keeps its GPUs until the
     /// driver reports [`Event::JobEnded`] for it.
     StopReplica {
-        /// Service.
+        /// The service the replica belongs to.
         service: ServiceId,
-        /// Replica id.
+        /// The replica to stop.
         replica: JobId,
     },
-    /// Defragmentation (seed §6, R4): start replica `to` on `allocs`, then stop `from` once it
+    /// Defragmentation: start replica `to` on `allocs`, then stop `from` once it
     /// serves; frees a partly used node for a waiting whole-node job without touching training.
     Relocate {
-        /// Service.
+        /// The service whose replica moves.
         service: ServiceId,
         /// Replica to drain.
         from: JobId,
-        /// New replica.
+        /// The new replica's id (a fresh one, from [`REPLICA_ID_BASE`] up).
         to: JobId,
         /// Where the new replica runs.
         allocs: Vec<Allocation>,
         /// The job the freed node is for.
         for_job: JobId,
     },
-    /// The preemption budget blocks a scale-up above the floor: a human decides (seed R6).
+    /// The preemption budget blocks a scale-up above the floor: a human decides.
     Page(Box<Page>),
     /// A signal for a human.
     Alert {
-        /// Kind.
+        /// What the alert is about.
         kind: AlertKind,
-        /// Job concerned.
+        /// The job it concerns, if any.
         job: Option<JobId>,
-        /// Text.
+        /// One line for a human, with the numbers behind the alert.
         message: String,
     },
 }
@@ -352,34 +352,34 @@ pub enum Event {
     Requeued(JobId),
     /// A node's availability changed (drain, down, quarantine, resume).
     NodeAvail {
-        /// Node.
+        /// The node whose availability changed.
         node: NodeId,
-        /// New availability.
+        /// Its availability from now on.
         avail: NodeAvail,
     },
     /// Create or change an inference service (level-triggered: the whole spec).
     ServiceUpsert(ServiceSpec),
     /// The autoscaler's only verb: set `desired_replicas`.
     ServiceScale {
-        /// Service.
+        /// The service to scale.
         service: ServiceId,
-        /// Desired replicas.
+        /// Replicas wanted (clamped to `[min_replicas, max_replicas]`).
         desired: u32,
     },
     /// Delete a service: its replicas are stopped.
     ServiceDelete(ServiceId),
     /// A job acknowledged a checkpoint at `at` (s) (after SIGTERM, or periodically).
     CheckpointAck {
-        /// Job.
+        /// The running job that checkpointed.
         job: JobId,
-        /// When.
+        /// When the checkpoint was written (s).
         at: Time,
     },
     /// Storage bandwidth measured for checkpoints (bytes/s).
     StorageBandwidth(u64),
     /// A node daemon registered with its boot epoch (invariant 8).
     NodeRegistered {
-        /// Node.
+        /// The node that registered.
         node: NodeId,
         /// Its boot epoch.
         boot_epoch: u64,
@@ -442,7 +442,7 @@ impl QueueMode {
 /// Tunables of the scheduling core.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct SchedConfig {
-    /// Queue discipline.
+    /// Queue discipline (Slurm `SchedulerType`, see [`QueueMode`]).
     pub queue: QueueMode,
     /// Most reservations held at once (`HeldReservations`).
     pub max_reservations: usize,
@@ -450,28 +450,29 @@ pub struct SchedConfig {
     pub reservation_alert_s: u64,
     /// Time limit assumed for jobs without one, for fill estimates (s); `None` = never ends.
     pub assumed_unlimited_s: Option<u64>,
-    /// No job is preempted within this many seconds of starting (seed §7: 10 min).
+    /// No job is preempted within this many seconds of starting (default 600 s).
     pub min_runtime_s: u64,
-    /// Storage bandwidth assumed until one is measured (bytes/s; seed: 200 GB/s).
+    /// Storage bandwidth assumed until one is measured (bytes/s; default 200 GB/s).
     pub storage_bw_bytes_per_s: u64,
     /// Below this measured bandwidth (bytes/s) preemption stops and an alert fires: a
     /// preemption that cannot checkpoint is a kill.
     pub min_storage_bw_bytes_per_s: u64,
-    /// Preemption deadline = checkpoint bytes in flight / bandwidth × this factor (seed: 3).
+    /// Preemption deadline = checkpoint bytes in flight / bandwidth × this factor (default 3).
     pub deadline_factor: u64,
     /// Deadline floor (s), also for jobs that declare no checkpoint.
     pub min_deadline_s: u64,
     /// Concurrent preemptions are bounded so that all their checkpoints fit this deadline (s).
     pub max_deadline_s: u64,
     /// Preempted share of running training GPUs over the trailing hour above which each
-    /// preemption also warns (seed: 10 %), in percent.
+    /// preemption also warns, in percent (default 10).
     pub budget_warn_pct: u32,
-    /// Above this share (seed: 25 %), preempt only to bring services up to `min_replicas`, and
+    /// Above this share (percent, default 25), preempt only to bring services up to `min_replicas`, and
     /// page with the decision and its cost, in percent.
     pub budget_page_pct: u32,
     /// Most service-replica relocations in flight for defragmentation.
     pub max_relocations: usize,
-    /// Whole nodes held back as relocation scratch (seed R4: max(1, ceil(1 % of nodes))); 0 = off.
+    /// Whole nodes held back as relocation scratch; 0 = off ([`default_swap_pool`] gives the
+    /// usual size).
     pub swap_pool_nodes: usize,
 }
 
@@ -496,7 +497,8 @@ impl Default for SchedConfig {
     }
 }
 
-/// The seed's swap pool size for a cluster of `nodes` nodes: max(1, ceil(1 % of nodes)).
+/// The usual swap pool size (`swap_pool_nodes`) for a cluster of `nodes` nodes:
+/// max(1, ⌈1 % of nodes⌉).
 pub fn default_swap_pool(nodes: usize) -> usize {
     nodes.div_ceil(100).max(1)
 }
@@ -504,7 +506,7 @@ pub fn default_swap_pool(nodes: usize) -> usize {
 /// Inputs to a priority computation for one pending job.
 #[derive(Debug, Clone, Copy)]
 pub struct PriorityInput<'a> {
-    /// The job.
+    /// The pending job.
     pub job: &'a JobSpec,
     /// Cycles in which it could not be placed.
     pub failed_cycles: u32,
@@ -525,7 +527,7 @@ pub trait PriorityPolicy: fmt::Debug + Send + Sync {
 /// A running job as the core tracks it.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct RunningJob {
-    /// Spec.
+    /// Its spec as submitted (and updated while pending).
     pub spec: JobSpec,
     /// Allocations, one per node.
     pub allocs: Vec<Allocation>,

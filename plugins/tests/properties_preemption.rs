@@ -1,8 +1,8 @@
-//! Property tests for scheduling core II: invariant 4 of DESIGN.md §4 (nothing preempts a
-//! service replica, a non-preemptible job, or an allocation inside its quota guarantee),
-//! LIFO reclaim of borrowed capacity, minimum runtime, the preemption budget (never exceeded
-//! except to reach a service's floor), checkpoints that always fit their deadline — and all
-//! of core I's invariants after every cycle.
+//! Property tests for preemption with quotas and services: invariant 4 of DESIGN.md (nothing
+//! preempts a service replica, a non-preemptible job, or an allocation inside its quota
+//! guarantee), LIFO reclaim of borrowed capacity, minimum runtime, the preemption budget
+//! (never exceeded except to reach a service's floor), checkpoints that always fit their
+//! deadline, and every invariant `Scheduler::check_invariants` checks, after every cycle.
 
 use flotilla_core::cluster::{Cluster, PartId};
 use flotilla_core::config::TopologyKind;
@@ -201,7 +201,7 @@ proptest! {
     #![proptest_config(ProptestConfig::with_cases(cases()))]
 
     #[test]
-    fn core2_invariants_hold(nodes in 2u32..10, ops in prop::collection::vec(op(), 1..70), floors in any::<bool>()) {
+    fn preemption_rules_and_invariants_hold(nodes in 2u32..10, ops in prop::collection::vec(op(), 1..70), floors in any::<bool>()) {
         run(nodes, &ops, floors)?;
     }
 

@@ -1,6 +1,8 @@
-//! Scenario goldens for scheduling core II — quotas, preemption, services, budgets,
-//! defragmentation — one per critique and revision of `shared/seed-design.txt` (C1–C6,
-//! R1–R6). Each golden is reviewed as a diff; each key fact is also asserted by hand.
+//! Scenario goldens for sharing GPUs between training and inference services: quotas with
+//! borrowing, preemption (who yields, minimum runtime, checkpoint deadlines, the budget and
+//! its pages), service replicas (pairing, scale-down, the inference pool) and
+//! defragmentation (relocation, the swap pool). Each golden is reviewed as a diff; each key
+//! fact is also asserted by hand.
 
 mod support;
 
@@ -150,7 +152,7 @@ fn inference_surge_preempts_newest_borrowed_first() {
     assert!(preempted(&d).is_empty(), "job 1 is inside its guarantee");
     // The requeued jobs are pending again with their preemption counted.
     assert_eq!(r.s.pending_spec(JobId(3)).unwrap().preempt_count, 1);
-    check_golden("core2_surge_lifo", &r.log);
+    check_golden("surge_lifo", &r.log);
 }
 
 #[test]
@@ -163,10 +165,10 @@ fn nothing_is_preempted_within_its_minimum_runtime() {
     assert!(preempted(&d).is_empty(), "5 minutes in: protected");
     let d = r.cycle(600);
     assert_eq!(preempted(&d), vec![JobId(1)], "10 minutes in: preemptible");
-    check_golden("core2_min_runtime", &r.log);
+    check_golden("min_runtime", &r.log);
 }
 
-/// Critique C3 / revision R3: the deadline comes from checkpoint bytes and measured
+/// The preemption deadline comes from checkpoint bytes and measured
 /// bandwidth; degraded storage stops preemption with an alert; concurrent preemptions are
 /// bounded so their checkpoints fit.
 #[test]
@@ -197,10 +199,10 @@ fn checkpoint_bandwidth_bounds_preemption() {
             assert!(*deadline - 1100 <= 120);
         }
     }
-    check_golden("core2_checkpoint_bandwidth", &r.log);
+    check_golden("checkpoint_bandwidth", &r.log);
 }
 
-/// Critique C6 / revision R6: above 25 % of running training preempted in the trailing hour,
+/// Above 25 % of running training preempted in the trailing hour,
 /// scale-ups above the floor page a human with the jobs and costs; the floor is never
 /// throttled.
 #[test]
@@ -244,10 +246,10 @@ fn budget_pages_above_the_floor_and_never_throttles_it() {
     r.ev(Event::ServiceUpsert(service(2, 8, 1, 1, 1)), 3800);
     let d = r.cycle(3800);
     assert_eq!(preempted(&d).len(), 1, "the floor is never throttled");
-    check_golden("core2_budget_page", &r.log);
+    check_golden("budget_page", &r.log);
 }
 
-/// Critique C4 / revision R4: a waiting TP8 job gets a whole node by relocating service
+/// A waiting TP8 job gets a whole node by relocating service
 /// replicas off a partly used node (start new, drain old), without preempting training.
 #[test]
 fn relocation_frees_a_whole_node_for_a_tp8_job() {
@@ -274,10 +276,10 @@ fn relocation_frees_a_whole_node_for_a_tp8_job() {
     let d = r.cycle(20);
     assert!(d.iter().any(|x| matches!(x, Decision::Bind { job, allocs, .. } if *job == JobId(9) && allocs[0].part.gpus.count() == 8)));
     assert_eq!(r.s.service_replicas(ServiceId(1)).0.len(), 1, "the service kept its replica");
-    check_golden("core2_relocation", &r.log);
+    check_golden("relocation", &r.log);
 }
 
-/// Critique C1 / revision R1 for services: 4-GPU replicas pair up on nodes; scale-down
+/// 4-GPU replicas pair up on nodes; scale-down
 /// releases the newest replicas first.
 #[test]
 fn four_gpu_replicas_pair_and_scale_down_newest_first() {
@@ -298,7 +300,7 @@ fn four_gpu_replicas_pair_and_scale_down_newest_first() {
     r.ev(Event::JobEnded(newest), 300);
     let d = r.cycle(300);
     assert_eq!(d.iter().filter(|x| matches!(x, Decision::StopReplica { .. })).count(), 3);
-    check_golden("core2_replica_pairs", &r.log);
+    check_golden("replica_pairs", &r.log);
 }
 
 #[test]
@@ -316,7 +318,7 @@ fn quota_ceiling_holds_jobs_with_assoc_grp_gres() {
     let _ = NodeId(0);
 }
 
-/// Revision R1's pools: replicas go to the inference pool first; training may borrow the
+/// The inference pool: replicas go to it first; training may borrow the
 /// pool's idle headroom only as preemptible capacity, and that is reclaimed first.
 #[test]
 fn inference_pool_lends_headroom_only_as_preemptible() {
@@ -344,10 +346,10 @@ fn inference_pool_lends_headroom_only_as_preemptible() {
     let d = r.cycle(700);
     assert_eq!(replicas_bound(&d), 1, "the first replica takes the free pool node");
     assert_eq!(preempted(&d), vec![JobId(4)], "the pool's borrower is reclaimed for the second");
-    check_golden("core2_inference_pool", &r.log);
+    check_golden("inference_pool", &r.log);
 }
 
-/// Revision R4's swap pool: whole nodes held back from normal work.
+/// The swap pool: whole nodes held back from normal work as relocation scratch.
 #[test]
 fn swap_pool_holds_whole_nodes_back() {
     let config = SchedConfig { swap_pool_nodes: 1, ..SchedConfig::default() };
