@@ -19,7 +19,8 @@
 //!
 //! Nothing here reads a clock: `now` is passed in.
 
-use crate::job::{compress_hostlist, JobRecord, JobState};
+use crate::job::{JobRecord, JobState};
+use flotilla_core::hostlist::compress_sorted;
 use flotilla_proto::{AcctJob, AcctQuery, AcctStep};
 use rusqlite::{params, Connection};
 use serde::{Deserialize, Serialize};
@@ -232,7 +233,7 @@ fn job_row(rec: &JobRecord) -> AcctRow {
             start_time: rec.start_time,
             end_time: rec.end_time,
             time_limit_min: rec.time_limit_min,
-            nodes: compress_hostlist(&rec.nodes),
+            nodes: compress_sorted(&rec.nodes),
             alloc_nodes: if rec.start_time.is_some() { a.alloc_nodes } else { 0 },
             alloc_cpus: if rec.start_time.is_some() { a.alloc_cpus } else { 0 },
             alloc_gpus: if rec.start_time.is_some() { a.alloc_gpus } else { 0 },

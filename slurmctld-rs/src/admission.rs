@@ -215,21 +215,108 @@ pub fn array_indices(spec: &flotilla_proto::ArraySpec, max_array_size: u64) -> R
     Ok(out)
 }
 
-/// Admits a submission at `now` (s). The caller has checked the submitter may act as
-/// `req.uid`.
-pub fn admit(req: &SubmitJob, cluster: &Cluster, conf: &AdmissionConf, now: i64) -> Result<Admitted, Reject> {
-    // Before an id: partition, GRES names, array spec.
-    let part = match &req.partition {
+/// The partition a submission names, or the default one. Errors (before an id): an unknown
+/// name, `ESLURM_INVALID_PARTITION_NAME` with Slurm's message; none named and no default,
+/// `ESLURM_DEFAULT_PARTITION_NOT_SET`.
+fn partition_of(req: &SubmitJob, cluster: &Cluster) -> Result<PartId, Reject> {
+    match &req.partition {
         Some(p) => cluster.partition_id(p).ok_or_else(|| {
             Reject::BeforeId(SlurmError::with_message(
                 ESLURM_INVALID_PARTITION_NAME,
                 format!("invalid partition specified: {p}"),
             ))
-        })?,
+        }),
         None => cluster
             .default_partition()
-            .ok_or_else(|| Reject::BeforeId(SlurmError::new(ESLURM_DEFAULT_PARTITION_NOT_SET)))?,
-    };
+            .ok_or_else(|| Reject::BeforeId(SlurmError::new(ESLURM_DEFAULT_PARTITION_NOT_SET))),
+    }
+}
+
+/// The pending record of a submission admitted at `now` (s): `spec` (the core's view of it,
+/// whose time limit is whole minutes), the partition's name, the task count, and the array's
+/// task ids.
+fn pending_record(
+    req: &SubmitJob,
+    conf: &AdmissionConf,
+    spec: JobSpec,
+    partition: &str,
+    ntasks: u32,
+    array_tasks: Option<&[u32]>,
+    now: i64,
+) -> JobRecord {
+    let time_limit_min = spec.time_limit_s.map(|s| (s / 60) as u32);
+    JobRecord {
+        id: 0,
+        array_job_id: None,
+        array_task_id: None,
+        array_pending: Vec::new(),
+        array_max_running: None,
+        state: JobState::Pending,
+        reason: None,
+        name: req.name.clone().unwrap_or_else(|| "sbatch".into()),
+        user: req.user.clone(),
+        uid: req.uid,
+        gid: req.gid,
+        account: spec.account.clone(),
+        qos: req.qos.clone().unwrap_or_else(|| "normal".into()),
+        partition: partition.to_string(),
+        work_dir: req.work_dir.clone(),
+        stdout: req.stdout.clone(),
+        stderr: req.stderr.clone(),
+        argv: req.argv.clone(),
+        comment: req.comment.clone(),
+        submit_time: now,
+        start_time: None,
+        end_time: None,
+        time_limit_min,
+        ntasks,
+        cpus_per_task: req.cpus_per_task.unwrap_or(1).max(1),
+        num_nodes: spec.request.nodes.unwrap_or(1),
+        // `--gpus-per-node` is GRES per node, as in Slurm (`TresPerNode=gres:gpu:2`).
+        gres: match (&req.gpus_per_node, req.gres.is_empty()) {
+            (Some(g), true) => vec![("gpu".to_string(), g.gpu_type.clone(), u64::from(g.count))],
+            _ => req.gres.iter().map(|g| (g.name.clone(), g.gpu_type.clone(), g.count)).collect(),
+        },
+        dependency: req.dependency.clone(),
+        requeue: req.requeue.unwrap_or(true),
+        restarts: 0,
+        allocs: Vec::new(),
+        nodes: Vec::new(),
+        completing_nodes: Vec::new(),
+        end_state: None,
+        exit_code: 0,
+        exit_signal: 0,
+        stopping: None,
+        topology: spec.request.topology.as_str().to_string(),
+        exclusive: req.exclusive,
+        mem_per_node_mib: spec.request.mem_mib_per_node,
+        gpus: spec.request.gpus,
+        required_nodes: req.required_nodes.clone(),
+        excluded_nodes: req.excluded_nodes.clone(),
+        submit_host: req.submit_host.clone(),
+        mem_per_cpu_mib: match (req.mem_per_node_mib, req.mem_per_cpu_mib) {
+            (Some(_), _) => None,
+            (None, m) => m.or(conf.def_mem_per_cpu_mib),
+        },
+        array_tasks: array_tasks.and_then(flotilla_proto::ArrayTasks::of),
+        signal: req.signal.clone(),
+        warn_sent: false,
+        interactive: req.interactive,
+        last_checkpoint_ack: None,
+        service: None,
+        acct: Default::default(),
+        tres_per_job: req.gpus.as_ref().map(crate::job::gpu_tres),
+        tres_per_task: req.gpus_per_task.as_ref().map(crate::job::gpu_tres),
+        command: req.command.as_ref().map(|c| std::iter::once(c.as_str()).chain(req.argv.iter().map(String::as_str)).collect::<Vec<_>>().join(" ")),
+        spec,
+    }
+}
+
+/// Admits a submission at `now` (s). The caller has checked the submitter may act as
+/// `req.uid`.
+pub fn admit(req: &SubmitJob, cluster: &Cluster, conf: &AdmissionConf, now: i64) -> Result<Admitted, Reject> {
+    // Before an id: partition, GRES names, array spec.
+    let part = partition_of(req, cluster)?;
     let partition = &cluster.partitions[part.0 as usize];
     if req.script.is_empty() && !req.interactive {
         return Err(Reject::BeforeId(SlurmError::new(ESLURM_JOB_SCRIPT_MISSING)));
@@ -251,7 +338,6 @@ pub fn admit(req: &SubmitJob, cluster: &Cluster, conf: &AdmissionConf, now: i64)
             .or(partition.max_time_min)
             .map(|m| m.min(u64::from(u32::MAX - 2)) as u32),
     };
-    let topology = request.topology.as_str().to_string();
     let held = req.hold.then_some(HoldKind::User);
     let account = match req.account.as_deref() {
         Some(a) if !a.is_empty() => a.to_string(),
@@ -274,71 +360,8 @@ pub fn admit(req: &SubmitJob, cluster: &Cluster, conf: &AdmissionConf, now: i64)
         dependency_pending: req.dependency.is_some(),
         preempt_count: 0,
     };
-    let record = JobRecord {
-        id: 0,
-        array_job_id: None,
-        array_task_id: None,
-        array_pending: Vec::new(),
-        array_max_running: None,
-        state: JobState::Pending,
-        reason: None,
-        name: req.name.clone().unwrap_or_else(|| "sbatch".into()),
-        user: req.user.clone(),
-        uid: req.uid,
-        gid: req.gid,
-        account: account.clone(),
-        qos: req.qos.clone().unwrap_or_else(|| "normal".into()),
-        partition: partition.name.clone(),
-        work_dir: req.work_dir.clone(),
-        stdout: req.stdout.clone(),
-        stderr: req.stderr.clone(),
-        argv: req.argv.clone(),
-        comment: req.comment.clone(),
-        submit_time: now,
-        start_time: None,
-        end_time: None,
-        time_limit_min,
-        ntasks,
-        cpus_per_task: req.cpus_per_task.unwrap_or(1).max(1),
-        num_nodes: request.nodes.unwrap_or(1),
-        // `--gpus-per-node` is GRES per node, as in Slurm (`TresPerNode=gres:gpu:2`).
-        gres: match (&req.gpus_per_node, req.gres.is_empty()) {
-            (Some(g), true) => vec![("gpu".to_string(), g.gpu_type.clone(), u64::from(g.count))],
-            _ => req.gres.iter().map(|g| (g.name.clone(), g.gpu_type.clone(), g.count)).collect(),
-        },
-        dependency: req.dependency.clone(),
-        requeue: req.requeue.unwrap_or(true),
-        restarts: 0,
-        spec,
-        allocs: Vec::new(),
-        nodes: Vec::new(),
-        completing_nodes: Vec::new(),
-        end_state: None,
-        exit_code: 0,
-        exit_signal: 0,
-        stopping: None,
-        topology,
-        exclusive: req.exclusive,
-        mem_per_node_mib: request.mem_mib_per_node,
-        gpus: request.gpus,
-        required_nodes: req.required_nodes.clone(),
-        excluded_nodes: req.excluded_nodes.clone(),
-        submit_host: req.submit_host.clone(),
-        mem_per_cpu_mib: match (req.mem_per_node_mib, req.mem_per_cpu_mib) {
-            (Some(_), _) => None,
-            (None, m) => m.or(conf.def_mem_per_cpu_mib),
-        },
-        array_tasks: array.as_ref().and_then(|(tasks, _)| flotilla_proto::ArrayTasks::of(tasks)),
-        signal: req.signal.clone(),
-        warn_sent: false,
-        interactive: req.interactive,
-        last_checkpoint_ack: None,
-        service: None,
-        acct: Default::default(),
-        tres_per_job: req.gpus.as_ref().map(crate::job::gpu_tres),
-        tres_per_task: req.gpus_per_task.as_ref().map(crate::job::gpu_tres),
-        command: req.command.as_ref().map(|c| std::iter::once(c.as_str()).chain(req.argv.iter().map(String::as_str)).collect::<Vec<_>>().join(" ")),
-    };
+    let array_tasks = array.as_ref().map(|(tasks, _)| tasks.as_slice());
+    let record = pending_record(req, conf, spec, &partition.name, ntasks, array_tasks, now);
     let _ = cpus_per_node;
     // After an id: dependency syntax, then node configuration.
     let dependency = match &req.dependency {

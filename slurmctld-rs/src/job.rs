@@ -275,66 +275,24 @@ impl JobRecord {
     }
 }
 
-/// Compresses node names into a Slurm hostlist (`gpu[01-02],login`): names sharing a prefix
-/// and digit width are merged into ranges. Order of first appearance is kept per prefix.
-pub fn compress_hostlist(names: &[String]) -> String {
-    let mut groups: Vec<(String, usize, Vec<u64>)> = Vec::new();
-    let mut plain: Vec<(usize, String)> = Vec::new();
-    for (pos, n) in names.iter().enumerate() {
-        let digits = n.chars().rev().take_while(|c| c.is_ascii_digit()).count();
-        if digits == 0 {
-            plain.push((pos, n.clone()));
-            continue;
-        }
-        let (prefix, num) = n.split_at(n.len() - digits);
-        let Ok(v) = num.parse::<u64>() else {
-            plain.push((pos, n.clone()));
-            continue;
-        };
-        match groups.iter_mut().find(|g| g.0 == prefix && g.1 == digits) {
-            Some(g) => g.2.push(v),
-            None => groups.push((prefix.to_string(), digits, vec![v])),
-        }
-    }
-    let mut out: Vec<String> = Vec::new();
-    for (prefix, width, mut nums) in groups {
-        nums.sort_unstable();
-        nums.dedup();
-        if nums.len() == 1 {
-            out.push(format!("{prefix}{:0width$}", nums[0]));
-            continue;
-        }
-        let mut ranges = Vec::new();
-        let mut i = 0;
-        while i < nums.len() {
-            let mut j = i;
-            while j + 1 < nums.len() && nums[j + 1] == nums[j] + 1 {
-                j += 1;
-            }
-            if j > i {
-                ranges.push(format!("{:0width$}-{:0width$}", nums[i], nums[j]));
-            } else {
-                ranges.push(format!("{:0width$}", nums[i]));
-            }
-            i = j + 1;
-        }
-        out.push(format!("{prefix}[{}]", ranges.join(",")));
-    }
-    out.extend(plain.into_iter().map(|(_, n)| n));
-    out.join(",")
-}
-
 #[cfg(test)]
 mod tests {
-    use super::*;
-
+    /// The controller shows node lists as Slurm's `bitmap2node_name` does: the hostlist of
+    /// the names, sorted (`flotilla_core::hostlist::compress_sorted`), whatever order the
+    /// allocation lists them in.
     #[test]
-    fn hostlists() {
+    fn node_lists_are_slurms_sorted_hostlists() {
+        use flotilla_core::hostlist::compress_sorted;
         let v = |s: &[&str]| s.iter().map(|x| x.to_string()).collect::<Vec<_>>();
-        assert_eq!(compress_hostlist(&v(&["gpu01"])), "gpu01");
-        assert_eq!(compress_hostlist(&v(&["gpu01", "gpu02"])), "gpu[01-02]");
-        assert_eq!(compress_hostlist(&v(&["gpu01", "gpu03", "gpu04"])), "gpu[01,03-04]");
-        assert_eq!(compress_hostlist(&v(&["login", "n1"])), "n1,login");
-        assert_eq!(compress_hostlist(&[]), "");
+        assert_eq!(compress_sorted(&v(&["gpu01"])), "gpu01");
+        assert_eq!(compress_sorted(&v(&["gpu01", "gpu02"])), "gpu[01-02]");
+        assert_eq!(compress_sorted(&v(&["gpu04", "gpu01", "gpu03"])), "gpu[01,03-04]");
+        assert_eq!(compress_sorted(&v(&["gpu-02", "gpu-01"])), "gpu-[01-02]");
+        assert_eq!(compress_sorted(&v(&["rack2-n01", "rack1-n02", "rack1-n01"])), "rack1-n[01-02],rack2-n01");
+        // Numbers of different widths share brackets, prefixes sort (the compressor this
+        // module had kept `n9,n10` apart and put names without a number last).
+        assert_eq!(compress_sorted(&v(&["n10", "n9"])), "n[9-10]");
+        assert_eq!(compress_sorted(&v(&["n1", "login"])), "login,n1");
+        assert_eq!(compress_sorted::<String>(&[]), "");
     }
 }

@@ -22,21 +22,27 @@ use flotilla_slurmctld::store::SyncMode;
 use std::path::PathBuf;
 use std::time::Duration;
 
-fn main() -> anyhow::Result<()> {
-    // A blocked signal mask is inherited from whoever started us (`flotilla dev up` blocks
-    // SIGTERM to wait for it): SIGTERM must stop this daemon.
-    let _ = nix::sys::signal::sigprocmask(
-        nix::sys::signal::SigmaskHow::SIG_SETMASK,
-        Some(&nix::sys::signal::SigSet::empty()),
-        None,
-    );
-    // Fail stop: a panic anywhere (a broken invariant, a failed commit) ends the process;
-    // restart recovers from the database.
-    let default_hook = std::panic::take_hook();
-    std::panic::set_hook(Box::new(move |info| {
-        default_hook(info);
-        std::process::abort();
-    }));
+/// The command line, parsed (the module doc lists the flags).
+struct Args {
+    conf: Option<PathBuf>,
+    cluster_json: Option<PathBuf>,
+    state_dir: Option<PathBuf>,
+    key: PathBuf,
+    listen: Option<String>,
+    socket: Option<PathBuf>,
+    addr_file: Option<PathBuf>,
+    sync: SyncMode,
+    opts: CtlOptions,
+    verbose: usize,
+    max_conns: usize,
+    max_frame: usize,
+    kill_wait: Option<i64>,
+    slurmd_timeout: Option<i64>,
+}
+
+/// Parses the command line; `None` after `--help` printed the usage. Errors: an unknown
+/// flag, a flag without its value, a value that does not parse.
+fn parse_args() -> anyhow::Result<Option<Args>> {
     let mut args = std::env::args().skip(1);
     let mut conf: Option<PathBuf> = None;
     let mut cluster_json: Option<PathBuf> = None;
@@ -84,11 +90,68 @@ fn main() -> anyhow::Result<()> {
             "--max-frame" => max_frame = val()?.parse()?,
             "-h" | "--help" => {
                 println!("usage: slurmctld [-D] [-f slurm.conf] [-v] [--state-dir DIR] [--key FILE] [--listen ADDR] [--socket PATH] [--addr-file FILE] [--cluster-json FILE] [--sync normal|full]");
-                return Ok(());
+                return Ok(None);
             }
             other => bail!("unrecognized option '{other}'"),
         }
     }
+    Ok(Some(Args {
+        conf,
+        cluster_json,
+        state_dir,
+        key,
+        listen,
+        socket,
+        addr_file,
+        sync,
+        opts,
+        verbose,
+        max_conns,
+        max_frame,
+        kill_wait,
+        slurmd_timeout,
+    }))
+}
+
+/// Unblocks every signal and makes any panic abort the process (fail stop).
+fn fail_stop_and_signals() {
+    // A blocked signal mask is inherited from whoever started us (`flotilla dev up` blocks
+    // SIGTERM to wait for it): SIGTERM must stop this daemon.
+    let _ = nix::sys::signal::sigprocmask(
+        nix::sys::signal::SigmaskHow::SIG_SETMASK,
+        Some(&nix::sys::signal::SigSet::empty()),
+        None,
+    );
+    // Fail stop: a panic anywhere (a broken invariant, a failed commit) ends the process;
+    // restart recovers from the database.
+    let default_hook = std::panic::take_hook();
+    std::panic::set_hook(Box::new(move |info| {
+        default_hook(info);
+        std::process::abort();
+    }));
+}
+
+fn main() -> anyhow::Result<()> {
+    fail_stop_and_signals();
+    let Some(Args {
+        conf,
+        cluster_json,
+        state_dir,
+        key,
+        listen,
+        socket,
+        addr_file,
+        sync,
+        mut opts,
+        verbose,
+        max_conns,
+        max_frame,
+        kill_wait,
+        slurmd_timeout,
+    }) = parse_args()?
+    else {
+        return Ok(());
+    };
     let level = match verbose {
         0 => tracing::Level::INFO,
         1 => tracing::Level::DEBUG,

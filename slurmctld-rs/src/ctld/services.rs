@@ -9,10 +9,18 @@
 //! (`JobEnded`), which starts a replacement while the service wants it. Replicas are never
 //! requeued and have no time limit.
 
-use super::*;
+use super::{Controller, Ident, PROV, SIGTERM};
+use crate::job::{JobRecord, JobState, StopWhy, Stopping};
+use flotilla_core::job::JobId;
+use flotilla_core::sched::{Allocation, Decision, Event as CoreEvent};
+use flotilla_proto::errno::*;
+use flotilla_proto::{CtlToNode, Request, Response, SlurmError};
+use std::collections::{BTreeMap, BTreeSet};
+use tracing::{info, info_span, warn};
 use crate::service::{replica_script, ServiceRecord};
 use crate::svcstore::{AlertRow, RunRow, ServiceOp, SvcLoaded, ALERTS_KEPT};
 use flotilla_core::cluster::PartId;
+use flotilla_core::hostlist::compress_sorted;
 use flotilla_core::sched::ServiceId;
 use flotilla_proto::{AlertInfo, LargestPlaceableWire, ServiceCreate, ServiceInfo};
 use std::collections::VecDeque;
@@ -154,7 +162,13 @@ impl Controller {
                     .filter(|j| j.service == Some(s.id) && matches!(j.state, JobState::Running | JobState::Completing))
                     .collect();
                 let (_, pending) = self.sched.service_replicas(ServiceId(s.id));
-                let nodes: Vec<String> = running.iter().flat_map(|j| j.nodes.iter().cloned()).collect();
+                // Replicas may share a node: each node once.
+                let nodes: Vec<String> = running
+                    .iter()
+                    .flat_map(|j| j.nodes.iter().cloned())
+                    .collect::<BTreeSet<String>>()
+                    .into_iter()
+                    .collect();
                 ServiceInfo {
                     id: s.id,
                     name: s.create.name.clone(),
@@ -175,7 +189,7 @@ impl Controller {
                     command: s.create.command.clone(),
                     create_time: s.create_time,
                     replica_ids: running.iter().map(|j| j.id).collect(),
-                    nodes: compress_hostlist(&nodes),
+                    nodes: compress_sorted(&nodes),
                 }
             })
             .collect()
@@ -258,7 +272,7 @@ impl Controller {
             signal: rec.exit_signal,
             start_time: rec.start_time,
             end_time: rec.end_time,
-            nodes: compress_hostlist(&rec.nodes),
+            nodes: compress_sorted(&rec.nodes),
         });
     }
 

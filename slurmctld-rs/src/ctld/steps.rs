@@ -14,8 +14,9 @@
 //! `More processors requested than permitted`.
 
 use super::{Controller, Ident};
-use crate::job::{compress_hostlist, JobState};
+use crate::job::JobState;
 use crate::store::StepRow;
+use flotilla_core::hostlist::compress_sorted;
 use flotilla_proto::errno::*;
 use flotilla_proto::step::{LaunchStep, ReleaseAllocation, StepComplete, StepInfo, StepLayout, StepRequest};
 use flotilla_proto::{CtlToNode, JobQuery, Response, SlurmError};
@@ -283,7 +284,7 @@ impl Controller {
             start_time: now,
         };
         table.running.insert(step_id, running);
-        let nodes_str = compress_hostlist(&layout.nodes);
+        let nodes_str = compress_sorted(&layout.nodes);
         info!(job = req.job_id, step = step_id, nodes = %nodes_str, tasks = ntasks, "step created");
         self.batch.step_rows.push(StepRow {
             job_id: req.job_id,
@@ -300,7 +301,7 @@ impl Controller {
             node_index: 0,
             task_gpus: Vec::new(),
             job_name: rec.name.clone(),
-            job_nodes: compress_hostlist(&rec.nodes),
+            job_nodes: compress_sorted(&rec.nodes),
             job_cpus_per_node: offers.iter().map(|o| o.cpus).collect(),
             partition: rec.partition.clone(),
             array: rec.array_job_id.zip(rec.array_task_id),
@@ -347,7 +348,7 @@ impl Controller {
             signal: c.signal,
             start_time: Some(s.start_time),
             end_time: Some(now),
-            nodes: compress_hostlist(&nodes),
+            nodes: compress_sorted(&nodes),
         });
         Response::JobResults(Vec::new())
     }
@@ -367,7 +368,7 @@ impl Controller {
                 signal: 9,
                 start_time: Some(s.start_time),
                 end_time: Some(now),
-                nodes: compress_hostlist(&nodes),
+                nodes: compress_sorted(&nodes),
             });
         }
     }
@@ -395,7 +396,7 @@ impl Controller {
                     partition: rec.partition.clone(),
                     user: rec.user.clone(),
                     start_time: s.start_time,
-                    nodes: compress_hostlist(&nodes),
+                    nodes: compress_sorted(&nodes),
                     ntasks: s.ntasks,
                 });
             }

@@ -1,0 +1,678 @@
+//! Job requests from commands: submission (and `--test-only`), `scancel` (signals and
+//! cancellation), hold and release, requeue, and `scontrol update job` with Slurm's
+//! permission rules.
+
+use super::queries::matches_filter;
+use super::{prov_id, requeue_begin, reset_for_requeue, Controller, Ident, Target, REQUEUE_HOLD_REASON, SIGTERM};
+use crate::admission::{self, Reject};
+use crate::deps::{self, Dependency};
+use crate::job::{JobRecord, JobState, StopWhy, Stopping};
+use flotilla_core::cluster::{GpuMask, NodeId};
+use flotilla_core::hostlist::compress_sorted;
+use flotilla_core::job::{HoldKind, JobId};
+use flotilla_core::placement::{self, PlaceCtx};
+use flotilla_core::sched::{Event as CoreEvent, RunningJob, Scheduler};
+use flotilla_proto::errno::*;
+use flotilla_proto::{
+    CancelJob, CtlToNode, FieldSet, HoldOp, HoldRelease, JobChange, JobFilter, JobRef, JobResult, RequeueJob, Response,
+    SlurmError, SubmitJob, Submitted, TestOnly, TimeLimitWire, UpdateJob,
+};
+use std::collections::BTreeSet;
+use tracing::{debug, info, info_span, warn};
+
+impl Controller {
+    pub(super) fn submit(&mut self, ident: Ident, s: SubmitJob, now: i64) -> Response {
+        if !ident.admin && s.uid != ident.uid {
+            warn!(uid = ident.uid, claimed = s.uid, "submission for another uid refused");
+            return Response::Error(SlurmError::new(ESLURM_USER_ID_MISSING));
+        }
+        // MaxJobCount counts every job in memory, finished ones until MinJobAge purges them.
+        if self.jobs.len() as u64 >= self.opts.max_job_count {
+            return Response::Error(SlurmError::new(ESLURM_MAX_JOB_COUNT));
+        }
+        match admission::admit(&s, &self.sched.cluster, &self.opts.admission, now) {
+            Err(Reject::BeforeId(e)) => Response::Error(e),
+            Err(Reject::AfterId { error, failed }) => {
+                let id = self.take_id();
+                if let Some(mut f) = failed {
+                    f.id = id;
+                    f.spec.id = JobId(id);
+                    crate::acct::failed_at_submit(&mut f, now);
+                    self.jobs.insert(id, *f);
+                    self.dirty(id);
+                    self.batch.acct.insert(id);
+                    self.stats.failed += 1;
+                }
+                info!(job = id, code = error.code, "submission refused after id: {}", error.text);
+                Response::Error(error)
+            }
+            Ok(a) => {
+                let id = self.take_id();
+                let mut rec = a.record;
+                rec.id = id;
+                rec.spec.id = JobId(id);
+                if s.test_only {
+                    return self.test_only(id, &rec, now);
+                }
+                let env = serde_json::to_string(&s.environment).unwrap_or_else(|_| "[]".into());
+                self.batch.scripts.push((id, s.script, env));
+                if let Some((tasks, throttle)) = a.array {
+                    rec.array_job_id = Some(id);
+                    rec.array_pending = tasks;
+                    rec.array_max_running = throttle;
+                    self.array_metas.insert(id);
+                } else {
+                    self.sched.handle(CoreEvent::Submit(rec.spec.clone()), now as u64);
+                }
+                // A held job (not an array, no dependency) cannot change what a cycle decides:
+                // no event-triggered cycle for it (its hold shows at once; the periodic cycle
+                // refreshes its priority). `sbatch --hold` floods stay cheap (issue #6).
+                let inert = rec.spec.held.is_some() && !rec.is_array_meta() && a.dependency.is_none();
+                if let Some(d) = a.dependency {
+                    self.deps.insert(id, d);
+                }
+                debug!(job = id, user = %rec.user, "job submitted");
+                self.jobs.insert(id, rec);
+                self.dirty(id);
+                self.batch.acct.insert(id);
+                self.sched_dirty |= !inert;
+                self.stats.submitted += 1;
+                Response::Submitted(Submitted { job_id: id })
+            }
+        }
+    }
+
+    fn held_by_reservations(&self) -> Vec<GpuMask> {
+        let mut held = vec![GpuMask::EMPTY; self.sched.cluster.nodes.len()];
+        for r in self.sched.reservations() {
+            for (n, g) in &r.gpus {
+                held[n.0 as usize] = held[n.0 as usize].union(*g);
+            }
+        }
+        held
+    }
+
+    fn test_only(&self, id: u64, rec: &JobRecord, now: i64) -> Response {
+        let held = self.held_by_reservations();
+        let blocked = |n: NodeId| held[n.0 as usize];
+        let ctx = PlaceCtx {
+            cluster: &self.sched.cluster,
+            blocked: &blocked,
+            tie_rank: None,
+            partition: rec.spec.partition,
+            job_end: None,
+            busy_until: None,
+        };
+        let (start, parts) = match placement::place(&ctx, self.test_placement.as_ref(), &rec.spec.request) {
+            Ok(parts) => (now, parts),
+            Err(_) => self.will_run(rec, &blocked, now),
+        };
+        let names: Vec<String> = parts.iter().map(|p| self.sched.cluster.node(p.node).name.clone()).collect();
+        let cpus = if parts.is_empty() {
+            (rec.spec.request.cpu_milli_per_node / 1000) as u32 * rec.num_nodes.max(1)
+        } else {
+            parts.iter().map(|p| (p.cpu_milli / 1000) as u32).sum()
+        };
+        Response::TestOnly(TestOnly {
+            job_id: id,
+            start_time: start,
+            cpus,
+            nodes: compress_sorted(&names),
+            partition: rec.partition.clone(),
+        })
+    }
+
+    /// When and where `rec` could start if nothing new arrived (Slurm's will-run test behind
+    /// `sbatch --test-only`): running jobs end at their time limits, earliest first, each
+    /// giving its resources back, until the job fits. Without a fit (unlimited jobs in the
+    /// way) the latest known end, and no nodes.
+    fn will_run(&self, rec: &JobRecord, blocked: &dyn Fn(NodeId) -> GpuMask, now: i64) -> (i64, Vec<flotilla_core::cluster::NodeAlloc>) {
+        let mut ends: Vec<(u64, &RunningJob)> = self.sched.running().values().filter_map(|r| Some((r.end?, r))).collect();
+        ends.sort_by_key(|(e, _)| *e);
+        let mut cluster = self.sched.cluster.clone();
+        for (end, r) in &ends {
+            for a in &r.allocs {
+                cluster.give_back(&a.part);
+            }
+            let ctx = PlaceCtx {
+                cluster: &cluster,
+                blocked,
+                tie_rank: None,
+                partition: rec.spec.partition,
+                job_end: None,
+                busy_until: None,
+            };
+            if let Ok(parts) = placement::place(&ctx, self.test_placement.as_ref(), &rec.spec.request) {
+                return ((*end as i64).max(now), parts);
+            }
+        }
+        (ends.last().map_or(now, |(e, _)| *e as i64).max(now), Vec::new())
+    }
+
+    /// Jobs a reference names: record ids, and pending tasks of array records.
+    fn resolve(&self, r: &JobRef) -> Vec<Target> {
+        let mut out = Vec::new();
+        let Some(rec) = self.jobs.get(&r.job_id) else {
+            // A started task named by its array id and index only.
+            if let Some(ts) = &r.tasks {
+                for rec in self.jobs.values() {
+                    if rec.array_job_id == Some(r.job_id) && rec.array_task_id.is_some_and(|t| ts.contains(&t)) {
+                        out.push(Target::Job(rec.id));
+                    }
+                }
+            }
+            return out;
+        };
+        let is_array = rec.array_job_id == Some(r.job_id);
+        match (&r.tasks, is_array) {
+            (None, false) => out.push(Target::Job(rec.id)),
+            (None, true) => {
+                for j in self.jobs.values() {
+                    if j.array_job_id == Some(r.job_id) {
+                        out.push(Target::Job(j.id));
+                    }
+                }
+            }
+            (Some(_), false) => {}
+            (Some(ts), true) => {
+                let mut pend = Vec::new();
+                for &t in ts {
+                    if let Some(j) = self
+                        .jobs
+                        .values()
+                        .find(|j| j.array_job_id == Some(r.job_id) && j.array_task_id == Some(t) && j.array_pending.is_empty())
+                    {
+                        out.push(Target::Job(j.id));
+                    } else if rec.array_pending.contains(&t) && rec.state == JobState::Pending {
+                        pend.push(t);
+                    }
+                }
+                if !pend.is_empty() {
+                    out.push(Target::Tasks(r.job_id, pend));
+                }
+            }
+        }
+        out
+    }
+
+    fn owner_ok(&self, ident: Ident, id: u64) -> bool {
+        ident.admin || self.jobs.get(&id).is_some_and(|r| r.uid == ident.uid)
+    }
+
+    fn targets(&self, jobs: &[JobRef], filter: &JobFilter) -> Vec<(JobRef, Vec<Target>)> {
+        if jobs.is_empty() {
+            return self
+                .jobs
+                .values()
+                .filter(|r| !r.state.is_finished() && matches_filter(r, filter, &self.sched))
+                .map(|r| (JobRef::id(r.id), vec![Target::Job(r.id)]))
+                .collect();
+        }
+        jobs.iter()
+            .map(|r| {
+                let t = self
+                    .resolve(r)
+                    .into_iter()
+                    .filter(|t| self.jobs.get(&t.id()).is_some_and(|rec| matches_filter(rec, filter, &self.sched)))
+                    .collect();
+                (r.clone(), t)
+            })
+            .collect()
+    }
+
+    pub(super) fn cancel(&mut self, ident: Ident, c: CancelJob, now: i64) -> Response {
+        let mut results = Vec::new();
+        for (jref, targets) in self.targets(&c.jobs, &c.filter) {
+            let mut error = None;
+            if targets.is_empty() {
+                error = Some(SlurmError::new(ESLURM_INVALID_JOB_ID));
+            }
+            for t in targets {
+                if !self.owner_ok(ident, t.id()) {
+                    warn!(job = t.id(), uid = ident.uid, "cancel of another user's job refused");
+                    error.get_or_insert(SlurmError::new(ESLURM_ACCESS_DENIED));
+                    continue;
+                }
+                let r = match c.signal {
+                    Some(sig) => self.signal_target(&t, sig, c.batch_only, c.full),
+                    None => {
+                        self.cancel_target(&t, ident.uid, now);
+                        Ok(())
+                    }
+                };
+                if let Err(e) = r {
+                    error.get_or_insert(e);
+                }
+            }
+            results.push(JobResult { job: jref, error });
+        }
+        Response::JobResults(results)
+    }
+
+    /// `scancel --signal`: `-b` the batch shell only, `-f` the shell and every step, neither
+    /// the steps only (Slurm 22.05, checked live: the batch shell of a job signalled with
+    /// `scancel --signal=USR1` keeps running).
+    fn signal_target(&mut self, t: &Target, sig: i32, batch_only: bool, full: bool) -> Result<(), SlurmError> {
+        let Target::Job(id) = t else {
+            return Err(SlurmError::new(ESLURM_JOB_PENDING));
+        };
+        let rec = &self.jobs[id];
+        match rec.state {
+            JobState::Pending => Err(SlurmError::new(ESLURM_JOB_PENDING)),
+            JobState::Running => {
+                let nodes: Vec<String> = if batch_only {
+                    rec.nodes.iter().take(1).cloned().collect()
+                } else {
+                    rec.nodes.clone()
+                };
+                for n in nodes {
+                    let m = if batch_only || full {
+                        CtlToNode::Signal { job_id: *id, signal: sig, batch_only }
+                    } else {
+                        CtlToNode::SignalSteps { job_id: *id, signal: sig }
+                    };
+                    self.send(&n, m);
+                }
+                Ok(())
+            }
+            _ => Err(SlurmError::new(ESLURM_ALREADY_DONE)),
+        }
+    }
+
+    fn cancel_target(&mut self, t: &Target, by: u32, now: i64) {
+        if let Some(rec) = self.jobs.get_mut(&t.id()) {
+            rec.acct.cancelled_by = Some(by);
+        }
+        match t {
+            Target::Tasks(aid, tasks) => {
+                let set: BTreeSet<u32> = tasks.iter().copied().collect();
+                for &task in tasks {
+                    if self.in_core_tasks.get_mut(aid).is_some_and(|s| s.remove(&task)) {
+                        self.sched.handle(CoreEvent::Cancel(JobId(prov_id(*aid, task))), now as u64);
+                    }
+                }
+                let rec = self.jobs.get_mut(aid).expect("resolved");
+                rec.array_pending.retain(|t| !set.contains(t));
+                if rec.array_pending.is_empty() {
+                    rec.state = JobState::Cancelled;
+                    rec.end_time = Some(now);
+                    self.batch.acct.insert(*aid);
+                    self.stats.cancelled += 1;
+                }
+                self.dirty(*aid);
+                self.sched_dirty = true;
+            }
+            Target::Job(id) => {
+                let id = *id;
+                let state = self.jobs[&id].state;
+                match state {
+                    JobState::Pending => {
+                        // A cancelled pending job keeps the reason it was waiting for, as in
+                        // Slurm (`squeue -t all`: `62 later CANCELLED BeginTime`).
+                        let last = self.job_view(&self.jobs[&id], FieldSet::of(&[flotilla_proto::JobField::Reason]), now).reason.into_string();
+                        let rec = self.jobs.get_mut(&id).expect("resolved");
+                        if last != "None" {
+                            rec.reason = Some(last);
+                        }
+                        if rec.is_array_meta() {
+                            for task in self.in_core_tasks.remove(&id).unwrap_or_default() {
+                                self.sched.handle(CoreEvent::Cancel(JobId(prov_id(id, task))), now as u64);
+                            }
+                        } else {
+                            self.sched.handle(CoreEvent::Cancel(rec.spec.id), now as u64);
+                        }
+                        let rec = self.jobs.get_mut(&id).expect("resolved");
+                        rec.state = JobState::Cancelled;
+                        rec.end_time = Some(now);
+                        self.deps.remove(&id);
+                        self.batch.acct.insert(id);
+                        self.dirty(id);
+                        self.stats.cancelled += 1;
+                        self.sched_dirty = true;
+                        info!(job = id, "pending job cancelled");
+                    }
+                    JobState::Running if self.jobs[&id].stopping.is_none() => {
+                        self.start_stop(id, StopWhy::Cancel, now);
+                    }
+                    _ => {}
+                }
+            }
+        }
+    }
+
+    pub(super) fn start_stop(&mut self, id: u64, why: StopWhy, now: i64) {
+        let rec = self.jobs.get_mut(&id).expect("job exists");
+        rec.stopping = Some(Stopping {
+            why,
+            term_at: now,
+            kill_sent: false,
+            kill_at: None,
+        });
+        let _span = info_span!("job", job = id).entered();
+        info!(?why, "stopping running job: SIGTERM, SIGKILL after KillWait");
+        let nodes = rec.nodes.clone();
+        self.dirty(id);
+        let cause = crate::job::stop_cause(why);
+        for n in nodes {
+            self.send(&n, CtlToNode::StopNotice { job_id: id, at: now, cause });
+            self.send(&n, CtlToNode::Signal {
+                job_id: id,
+                signal: SIGTERM,
+                batch_only: false,
+            });
+        }
+    }
+
+    /// A run ends in a requeue: its accounting record becomes `run_state` (`REQUEUED` or
+    /// `PREEMPTED`; see [`crate::acct`]).
+    pub(super) fn acct_requeued(&mut self, id: u64, now: i64, step_state: Option<&str>, run_state: &str) {
+        let (row, step) = crate::acct::requeued_rows(&self.jobs[&id], now, step_state, run_state);
+        self.batch.acct_rows.push(row);
+        self.batch.steps.remove(&id);
+        self.batch.step_rows.extend(step);
+    }
+
+    pub(super) fn push_core_update(&mut self, id: u64) {
+        let rec = &self.jobs[&id];
+        if rec.state != JobState::Pending {
+            return;
+        }
+        if rec.is_array_meta() {
+            let tasks: Vec<u32> = self.in_core_tasks.get(&id).map(|s| s.iter().copied().collect()).unwrap_or_default();
+            for t in tasks {
+                let mut sp = self.jobs[&id].spec.clone();
+                sp.id = JobId(prov_id(id, t));
+                self.sched.handle(CoreEvent::Update(sp), 0);
+            }
+        } else {
+            let sp = rec.spec.clone();
+            self.sched.handle(CoreEvent::Update(sp), 0);
+        }
+        self.sched_dirty = true;
+    }
+
+    pub(super) fn hold_release(&mut self, ident: Ident, h: HoldRelease) -> Response {
+        let mut results = Vec::new();
+        for (jref, targets) in self.targets(&h.jobs, &JobFilter::default()) {
+            let mut error = None;
+            if targets.is_empty() {
+                error = Some(SlurmError::new(ESLURM_INVALID_JOB_ID));
+            }
+            for t in targets {
+                let id = t.id();
+                if !self.owner_ok(ident, id) {
+                    warn!(job = id, uid = ident.uid, "hold/release of another user's job refused");
+                    error.get_or_insert(SlurmError::new(ESLURM_USER_ID_MISSING));
+                    continue;
+                }
+                let rec = self.jobs.get_mut(&id).expect("resolved");
+                if rec.state != JobState::Pending {
+                    error.get_or_insert(SlurmError::new(ESLURM_JOB_NOT_PENDING));
+                    continue;
+                }
+                if rec.reason.as_deref() == Some(REQUEUE_HOLD_REASON) {
+                    // A new hold shows as such; a release shows what the job waits for next.
+                    rec.reason = None;
+                }
+                match h.op {
+                    HoldOp::Hold => rec.spec.held = Some(if ident.admin { HoldKind::Admin } else { HoldKind::User }),
+                    HoldOp::UserHold => rec.spec.held = Some(HoldKind::User),
+                    HoldOp::Release => {
+                        if rec.spec.held == Some(HoldKind::Admin) && !ident.admin {
+                            error.get_or_insert(SlurmError::new(ESLURM_ACCESS_DENIED));
+                            continue;
+                        }
+                        rec.spec.held = None;
+                    }
+                }
+                self.dirty(id);
+                self.push_core_update(id);
+            }
+            results.push(JobResult { job: jref, error });
+        }
+        Response::JobResults(results)
+    }
+
+    pub(super) fn requeue_rpc(&mut self, ident: Ident, r: RequeueJob, now: i64) -> Response {
+        let mut results = Vec::new();
+        for (jref, targets) in self.targets(&r.jobs, &JobFilter::default()) {
+            let mut error = None;
+            if targets.is_empty() {
+                error = Some(SlurmError::new(ESLURM_INVALID_JOB_ID));
+            }
+            for t in targets {
+                let id = t.id();
+                if !self.owner_ok(ident, id) {
+                    error.get_or_insert(SlurmError::new(ESLURM_ACCESS_DENIED));
+                    continue;
+                }
+                if self.jobs[&id].service.is_some() {
+                    // A replica belongs to its service: `sdeploy` scales it, `scancel` replaces it.
+                    error.get_or_insert(SlurmError::new(ESLURM_NOT_SUPPORTED));
+                    continue;
+                }
+                let state = self.jobs[&id].state;
+                match state {
+                    JobState::Pending => {
+                        if r.hold {
+                            error.get_or_insert(SlurmError::new(ESLURM_JOB_PENDING));
+                        } else if !self.jobs[&id].is_array_meta() {
+                            let rec = self.jobs.get_mut(&id).expect("resolved");
+                            rec.spec.begin_time = Some(requeue_begin(now, self.opts.requeue_holdoff_s));
+                            self.dirty(id);
+                            self.push_core_update(id);
+                            self.sched_dirty = true;
+                        }
+                    }
+                    JobState::Running => {
+                        if self.jobs[&id].stopping.is_none() {
+                            let rec = self.jobs.get_mut(&id).expect("resolved");
+                            rec.spec.begin_time = Some(requeue_begin(now, self.opts.requeue_holdoff_s));
+                            self.start_stop(id, StopWhy::Requeue { hold: r.hold }, now);
+                        }
+                    }
+                    JobState::Completing => {
+                        error.get_or_insert(SlurmError::new(ESLURM_TRANSITION_STATE_NO_UPDATE));
+                    }
+                    _ if self.jobs[&id].is_array_meta() => {
+                        error.get_or_insert(SlurmError::new(ESLURM_JOB_FINISHED));
+                    }
+                    _ => {
+                        let rec = self.jobs.get_mut(&id).expect("resolved");
+                        reset_for_requeue(rec, r.hold);
+                        let spec = rec.spec.clone();
+                        self.sched.handle(CoreEvent::Submit(spec), now as u64);
+                        self.dirty(id);
+                        self.stats.requeued += 1;
+                        self.sched_dirty = true;
+                    }
+                }
+            }
+            results.push(JobResult { job: jref, error });
+        }
+        Response::JobResults(results)
+    }
+
+    pub(super) fn update(&mut self, ident: Ident, u: UpdateJob) -> Response {
+        let targets = self.resolve(&u.job);
+        if targets.is_empty() {
+            return Response::Error(SlurmError::new(ESLURM_INVALID_JOB_ID));
+        }
+        for t in &targets {
+            if !self.owner_ok(ident, t.id()) {
+                warn!(job = t.id(), uid = ident.uid, "update of another user's job refused");
+                return Response::Error(SlurmError::new(ESLURM_USER_ID_MISSING));
+            }
+        }
+        let ids: BTreeSet<u64> = targets.iter().map(Target::id).collect();
+        let mut updated = Vec::new();
+        for id in ids {
+            let mut rec = self.jobs[&id].clone();
+            let mut new_dep: Option<Option<Dependency>> = None;
+            if let Err(e) = apply_changes(&mut rec, &u.changes, ident, &self.sched, &mut new_dep) {
+                return Response::Error(e);
+            }
+            updated.push((id, rec, new_dep));
+        }
+        for (id, rec, new_dep) in updated {
+            self.jobs.insert(id, rec);
+            match new_dep {
+                Some(Some(d)) => {
+                    self.deps.insert(id, d);
+                }
+                Some(None) => {
+                    self.deps.remove(&id);
+                }
+                None => {}
+            }
+            self.dirty(id);
+            self.push_core_update(id);
+        }
+        Response::JobResults(vec![JobResult { job: u.job, error: None }])
+    }
+}
+
+/// Applies `scontrol update` changes to a copy of a record, with Slurm's permission rules: a
+/// user may change only pending jobs (a running job's time limit may only go down), may not
+/// raise a time limit above the partition's `MaxTime`, and may not set `Priority` or a
+/// negative `Nice`.
+fn apply_changes(
+    rec: &mut JobRecord,
+    changes: &[JobChange],
+    ident: Ident,
+    sched: &Scheduler,
+    new_dep: &mut Option<Option<Dependency>>,
+) -> Result<(), SlurmError> {
+    let pending = rec.state == JobState::Pending;
+    let need_pending = |p: bool| if p { Ok(()) } else { Err(SlurmError::new(ESLURM_JOB_NOT_PENDING)) };
+    if rec.state.is_finished() {
+        return Err(SlurmError::new(ESLURM_JOB_FINISHED));
+    }
+    for ch in changes {
+        match ch {
+            JobChange::TimeLimit(t) => change_time_limit(rec, *t, ident, sched)?,
+            JobChange::Name(n) => rec.name = n.clone(),
+            JobChange::Partition(p) => {
+                need_pending(pending)?;
+                let id = sched
+                    .cluster
+                    .partition_id(p)
+                    .ok_or_else(|| SlurmError::new(ESLURM_INVALID_PARTITION_NAME))?;
+                rec.partition = p.clone();
+                rec.spec.partition = id;
+            }
+            JobChange::Priority(p) => {
+                if !ident.admin {
+                    return Err(SlurmError::new(ESLURM_ACCESS_DENIED));
+                }
+                rec.spec.base_priority = *p;
+            }
+            JobChange::Nice(n) => {
+                if *n < 0 && !ident.admin {
+                    return Err(SlurmError::new(ESLURM_ACCESS_DENIED));
+                }
+                rec.spec.nice = *n;
+            }
+            JobChange::Gres(g) => {
+                need_pending(pending)?;
+                change_gres(rec, g)?;
+            }
+            JobChange::NumNodes(n) => {
+                need_pending(pending)?;
+                if *n == 0 {
+                    return Err(SlurmError::new(ESLURM_INVALID_NODE_COUNT));
+                }
+                let r = &mut rec.spec.request;
+                r.nodes = Some(*n);
+                if let Some(g) = r.gpus_per_node {
+                    r.gpus = g * n;
+                }
+                rec.num_nodes = *n;
+                rec.gpus = rec.spec.request.gpus;
+            }
+            JobChange::Dependency(d) => {
+                need_pending(pending)?;
+                if d.trim().is_empty() {
+                    rec.dependency = None;
+                    rec.spec.dependency_pending = false;
+                    rec.reason = None;
+                    *new_dep = Some(None);
+                } else {
+                    let parsed = deps::parse(d).map_err(|()| SlurmError::new(ESLURM_DEPENDENCY))?;
+                    rec.dependency = Some(d.clone());
+                    rec.spec.dependency_pending = true;
+                    *new_dep = Some(Some(parsed));
+                }
+            }
+            JobChange::Begin(b) => {
+                need_pending(pending)?;
+                rec.spec.begin_time = b.map(|t| t.max(0) as u64);
+            }
+            JobChange::Account(a) => {
+                rec.account = a.clone();
+                rec.spec.account = a.clone();
+            }
+            JobChange::Qos(q) => rec.qos = q.clone(),
+            JobChange::Comment(c) => rec.comment = Some(c.clone()),
+            JobChange::Topology(t) => {
+                need_pending(pending)?;
+                let k = flotilla_core::config::TopologyKind::parse(t)
+                    .ok_or_else(|| SlurmError::new(ESLURM_REQUESTED_NODE_CONFIG_UNAVAILABLE))?;
+                rec.spec.request.topology = k;
+                rec.topology = k.as_str().to_string();
+            }
+        }
+    }
+    Ok(())
+}
+
+/// `scontrol update job TimeLimit=`: a user may not raise a pending job's limit above its
+/// partition's `MaxTime`, nor a running job's limit at all; an admin may do either.
+fn change_time_limit(rec: &mut JobRecord, t: TimeLimitWire, ident: Ident, sched: &Scheduler) -> Result<(), SlurmError> {
+    let new = match t {
+        TimeLimitWire::Unlimited => None,
+        TimeLimitWire::Minutes(m) => Some(m),
+    };
+    if !ident.admin {
+        let above = |limit: Option<u64>| match (new, limit) {
+            (_, None) => false,
+            (None, Some(_)) => true,
+            (Some(n), Some(l)) => u64::from(n) > l,
+        };
+        if rec.state == JobState::Pending {
+            let max = sched.cluster.partitions[rec.spec.partition.0 as usize].max_time_min;
+            if above(max) {
+                return Err(SlurmError::new(ESLURM_ACCESS_DENIED));
+            }
+        } else if above(rec.time_limit_min.map(u64::from)) {
+            return Err(SlurmError::new(ESLURM_ACCESS_DENIED));
+        }
+    }
+    rec.time_limit_min = new;
+    rec.spec.time_limit_s = new.map(|m| u64::from(m) * 60);
+    Ok(())
+}
+
+/// `scontrol update job Gres=gpu[:type]:N` of a pending job: N GPUs on each of its nodes
+/// (only `gpu` is a GRES here; the last one named wins). Errors: another GRES name, or a
+/// count beyond `u32`, `ESLURM_INVALID_GRES`.
+fn change_gres(rec: &mut JobRecord, g: &[flotilla_proto::GresSpec]) -> Result<(), SlurmError> {
+    let mut per_node = 0u32;
+    let mut types = Vec::new();
+    for x in g {
+        if x.name != "gpu" {
+            return Err(SlurmError::new(ESLURM_INVALID_GRES));
+        }
+        per_node = u32::try_from(x.count).map_err(|_| SlurmError::new(ESLURM_INVALID_GRES))?;
+        types = x.gpu_type.clone().into_iter().collect();
+    }
+    let nodes = rec.spec.request.nodes.unwrap_or(1);
+    let r = &mut rec.spec.request;
+    r.gpus_per_node = (per_node > 0).then_some(per_node);
+    r.gpus = per_node * nodes;
+    r.nodes = Some(nodes);
+    r.gpu_types = types;
+    rec.gpus = r.gpus;
+    rec.gres = g.iter().map(|x| (x.name.clone(), x.gpu_type.clone(), x.count)).collect();
+    Ok(())
+}

@@ -1,0 +1,552 @@
+//! The controller's lifecycle: recovery from the store, the owner loop and its turn (events,
+//! timer work, the debounced scheduling cycle, one commit, then effects), and how the core's
+//! decisions are carried out (binds, requeues after a node loss).
+
+use super::{check_core_invariants, Due, prov_decode, reset_for_requeue, wall_now, Controller, Event, Ident, Outgoing, MAX_BATCH, PROV};
+use crate::deps;
+use crate::job::{JobState, StopWhy};
+use crate::store::AllocOp;
+use flotilla_core::cluster::{NodeAvail, NodeId};
+use flotilla_core::hostlist::compress_sorted;
+use flotilla_core::job::JobId;
+use flotilla_core::sched::{Allocation, Decision, Event as CoreEvent, RequeueReason, RunningJob};
+use flotilla_proto::errno::*;
+use flotilla_proto::{Bind, CtlToNode, LaunchDetails, Response, SlurmError};
+use std::collections::HashSet;
+use std::time::Instant;
+use tokio::sync::{mpsc, watch};
+use tracing::{error, info, info_span, warn};
+
+impl Controller {
+    pub(super) fn recover(&mut self, now: i64) -> Result<(), crate::store::StoreError> {
+        let mut loaded = self.store.load(now - self.opts.min_job_age_s)?;
+        self.next_job_id = loaded.next_job_id;
+        self.recover_services(std::mem::take(&mut loaded.svc), now);
+        let mut known: HashSet<String> = HashSet::new();
+        for row in &loaded.nodes {
+            if let Some(id) = self.sched.cluster.node_id(&row.name) {
+                self.sched.cluster.nodes[id.0 as usize].boot_epoch = row.boot_epoch;
+                if let Ok(avail) = serde_json::from_str::<NodeAvail>(&row.avail) {
+                    let avail = match avail {
+                        NodeAvail::Down { reason } if reason == "Not responding" => NodeAvail::Up,
+                        a => a,
+                    };
+                    self.sched.cluster.set_avail(id, avail);
+                }
+                known.insert(row.name.clone());
+            }
+        }
+        // A node never registered waits for its daemon before it takes work.
+        for i in 0..self.sched.cluster.nodes.len() {
+            let name = self.sched.cluster.nodes[i].name.clone();
+            if !known.contains(&name) && self.sched.cluster.nodes[i].avail == NodeAvail::Up {
+                self.sched.cluster.set_avail(NodeId(i as u32), NodeAvail::Unknown);
+            }
+            self.nodes[i].down_since = Some(now);
+        }
+        let (mut pending, mut running) = (0, 0);
+        for mut rec in loaded.jobs {
+            if let Some(p) = self.sched.cluster.partition_id(&rec.partition) {
+                rec.spec.partition = p;
+            }
+            match rec.state {
+                JobState::Pending => {
+                    pending += 1;
+                    if let Some(d) = rec.dependency.as_deref().and_then(|d| deps::parse(d).ok()) {
+                        self.deps.insert(rec.id, d);
+                    }
+                    if !rec.is_array_meta() {
+                        self.sched.handle(CoreEvent::Submit(rec.spec.clone()), now as u64);
+                    }
+                }
+                JobState::Running | JobState::Completing => {
+                    running += 1;
+                    let mut allocs = rec.allocs.clone();
+                    for (a, name) in allocs.iter_mut().zip(&rec.nodes) {
+                        let Some(nid) = self.sched.cluster.node_id(name) else {
+                            panic!("job {} runs on node {name} that is no longer configured", rec.id);
+                        };
+                        a.part.node = nid;
+                        self.nodes[nid.0 as usize].jobs.insert(rec.id);
+                    }
+                    rec.allocs = allocs.clone();
+                    let start = rec.start_time.unwrap_or(now).max(0) as u64;
+                    let preempting = rec.stopping.filter(|s| s.why == StopWhy::Preempt);
+                    let running = RunningJob {
+                        spec: rec.spec.clone(),
+                        allocs,
+                        start,
+                        end: rec.spec.time_limit_s.map(|l| start + l),
+                        backfill_for: Vec::new(),
+                        preempt_pending: preempting.is_some(),
+                        stopping: rec.service.is_some() && rec.stopping.is_some(),
+                        last_checkpoint: rec.last_checkpoint_ack.map(|t| t.max(0) as u64),
+                        preempt_deadline: preempting.and_then(|s| s.kill_at).map(|t| t.max(0) as u64),
+                    };
+                    match rec.service {
+                        Some(s) => self.sched.restore_replica(flotilla_core::sched::ServiceId(s), running),
+                        None => self.sched.restore_running(running),
+                    }
+                }
+                _ => {}
+            }
+            if rec.spec.id.0 != rec.id {
+                self.core_map.insert(rec.spec.id.0, rec.id);
+            }
+            if rec.is_array_meta() {
+                self.array_metas.insert(rec.id);
+            }
+            self.jobs.insert(rec.id, rec);
+        }
+        check_core_invariants(&self.sched);
+        info!(next_job_id = self.next_job_id, pending, running, "recovered state");
+        Ok(())
+    }
+
+    /// The owner loop: runs until `shutdown` turns true or every sender is gone. Each wake-up
+    /// (an event, the next tick, or a debounced cycle coming due) is one [`Controller::turn`]
+    /// over every event waiting (at most 8192), with the timer work its tokio timers say is
+    /// [`Due`], measured after the events are handled.
+    pub async fn run(mut self, mut rx: mpsc::Receiver<Event>, mut shutdown: watch::Receiver<bool>) {
+        let mut next_tick = tokio::time::Instant::now();
+        let mut next_cycle: Option<tokio::time::Instant> = Some(next_tick);
+        let mut last_cycle = tokio::time::Instant::now() - self.opts.debounce;
+        let mut last_periodic = last_cycle;
+        let mut events = Vec::with_capacity(1024);
+        loop {
+            let deadline = next_cycle.map_or(next_tick, |c| c.min(next_tick));
+            tokio::select! {
+                ev = rx.recv() => match ev {
+                    Some(e) => events.push(e),
+                    None => break,
+                },
+                _ = tokio::time::sleep_until(deadline) => {}
+                _ = shutdown.changed() => break,
+            }
+            while events.len() < MAX_BATCH {
+                match rx.try_recv() {
+                    Ok(e) => events.push(e),
+                    Err(_) => break,
+                }
+            }
+            let now = wall_now();
+            let n_events = self.handle_all(&mut events, now);
+            let inst = tokio::time::Instant::now();
+            let due = Due {
+                tick: inst >= next_tick,
+                periodic: inst >= last_periodic + self.opts.sched_interval,
+                debounced: inst >= last_cycle + self.opts.debounce,
+            };
+            if due.tick {
+                next_tick = inst + self.opts.tick;
+            }
+            if due.periodic {
+                last_periodic = inst;
+            }
+            let cycled = self.finish_turn(due, n_events, now);
+            if cycled {
+                last_cycle = inst;
+            }
+            // A change the cycle has not seen yet wakes the loop when the debounce gap ends.
+            next_cycle = (!cycled && self.sched_dirty).then(|| last_cycle + self.opts.debounce);
+        }
+        info!("controller owner task stopped");
+    }
+
+    /// One turn of the owner loop at `now` (s since the epoch): handles `events` in order, does
+    /// the timer work `due` names, runs a scheduling cycle of the core when the periodic one
+    /// is due or when something changed and the debounce gap has passed, commits everything
+    /// in one transaction, then sends the replies and node messages (decisions, then effects).
+    /// Returns whether a scheduling cycle ran. [`Controller::run`] drives it from its timers;
+    /// an in-process driver passes its own clock and `due`.
+    pub fn turn(&mut self, mut events: Vec<Event>, now: i64, due: Due) -> bool {
+        let n = self.handle_all(&mut events, now);
+        self.finish_turn(due, n, now)
+    }
+
+    /// Turns completed since the controller started (each commits at most one transaction).
+    pub fn turns(&self) -> u64 {
+        self.turns
+    }
+
+    /// Handles and drains `events`; returns how many there were.
+    fn handle_all(&mut self, events: &mut Vec<Event>, now: i64) -> u64 {
+        let n = events.len() as u64;
+        for e in events.drain(..) {
+            self.handle(e, now);
+        }
+        n
+    }
+
+    /// The rest of a turn after its events: timer work, the cycle, the commit and its effects.
+    fn finish_turn(&mut self, due: Due, n_events: u64, now: i64) -> bool {
+        if due.tick {
+            self.tick(now);
+        }
+        if due.periodic {
+            self.sched_dirty = true;
+        }
+        let cycle = due.periodic || (self.sched_dirty && due.debounced);
+        if cycle {
+            self.schedule(now);
+        }
+        self.flush(n_events, now);
+        self.turns += 1;
+        cycle
+    }
+
+    /// The timer work at `now`: time limits and kill escalation of running jobs, silent node
+    /// daemons, finished jobs past `MinJobAge`.
+    fn tick(&mut self, now: i64) {
+        self.tick_jobs(now);
+        self.tick_nodes(now);
+        self.purge_finished(now);
+    }
+
+    /// Running jobs at `now`: past the time limit, SIGTERM (`TIMEOUT`); stopping and past
+    /// `KillWait` (or the core's preemption deadline), SIGKILL; `--signal=SIG@T` due, the
+    /// signal to the steps.
+    fn tick_jobs(&mut self, now: i64) {
+        let mut to_stop = Vec::new();
+        let mut to_kill = Vec::new();
+        let mut to_warn = Vec::new();
+        for rec in self.jobs.values() {
+            if rec.state != JobState::Running {
+                continue;
+            }
+            match rec.stopping {
+                Some(s) => {
+                    if !s.kill_sent && now >= s.kill_at.unwrap_or(s.term_at + self.opts.kill_wait_s) {
+                        to_kill.push(rec.id);
+                    }
+                }
+                None => {
+                    if let (Some(st), Some(l)) = (rec.start_time, rec.time_limit_min) {
+                        let end = st + i64::from(l) * self.opts.minute_s;
+                        if now >= end {
+                            to_stop.push(rec.id);
+                        } else if let Some(w) = rec.signal.as_ref().filter(|w| !w.batch_only && !rec.warn_sent) {
+                            // `--signal=SIG@T` without `B:` goes to the job's steps, from the
+                            // controller (Slurm's slurmctld sends it to the steps only; `B:` is
+                            // the batch host's supervisor's).
+                            if now >= end - i64::from(w.secs_before) {
+                                to_warn.push((rec.id, w.signal));
+                            }
+                        }
+                    }
+                }
+            }
+        }
+        for (id, signal) in to_warn {
+            let rec = self.jobs.get_mut(&id).expect("job exists");
+            rec.warn_sent = true;
+            let nodes = rec.nodes.clone();
+            self.dirty(id);
+            for n in nodes {
+                self.send(&n, CtlToNode::SignalSteps { job_id: id, signal });
+            }
+        }
+        for id in to_stop {
+            self.start_stop(id, StopWhy::Timeout, now);
+        }
+        for id in to_kill {
+            let rec = self.jobs.get_mut(&id).expect("job exists");
+            if let Some(s) = rec.stopping.as_mut() {
+                s.kill_sent = true;
+            }
+            let nodes = rec.nodes.clone();
+            self.dirty(id);
+            for n in nodes {
+                self.send(&n, CtlToNode::Kill { job_id: id });
+            }
+            if self.jobs[&id].interactive {
+                // No batch script reports an end: the allocation ends with the kill.
+                let admin = Ident { uid: 0, gid: 0, admin: true };
+                let release = flotilla_proto::step::ReleaseAllocation { job_id: id, exit_code: 0, signal: 9 };
+                self.release_allocation(admin, release, now);
+            }
+        }
+    }
+
+    /// A node daemon disconnected for `SlurmdTimeout` is marked down (`Not responding`); the
+    /// core requeues what ran there.
+    fn tick_nodes(&mut self, now: i64) {
+        for i in 0..self.nodes.len() {
+            let rt = &self.nodes[i];
+            let silent = rt.sess.is_none() && rt.down_since.is_some_and(|d| now - d >= self.opts.slurmd_timeout_s);
+            let nid = NodeId(i as u32);
+            if silent && !rt.marked_down && self.sched.cluster.node(nid).avail == NodeAvail::Up {
+                self.nodes[i].marked_down = true;
+                warn!(node = %self.sched.cluster.node(nid).name, "node not responding: marked down");
+                let ds = self.sched.handle(
+                    CoreEvent::NodeAvail {
+                        node: nid,
+                        avail: NodeAvail::Down {
+                            reason: "Not responding".into(),
+                        },
+                    },
+                    now as u64,
+                );
+                self.apply(ds, now);
+                self.save_node(nid);
+            }
+        }
+    }
+
+    /// Forgets finished jobs that ended more than `MinJobAge` ago (their accounting stays).
+    fn purge_finished(&mut self, now: i64) {
+        let cutoff = now - self.opts.min_job_age_s;
+        let old: Vec<u64> = self
+            .jobs
+            .values()
+            .filter(|r| r.state.is_finished() && r.end_time.is_some_and(|e| e < cutoff))
+            .map(|r| r.id)
+            .collect();
+        for id in old {
+            if let Some(r) = self.jobs.remove(&id) {
+                self.core_map.remove(&r.spec.id.0);
+            }
+            self.deps.remove(&id);
+        }
+    }
+
+    fn schedule(&mut self, now: i64) {
+        self.sched_dirty = false;
+        self.refresh_arrays(now);
+        self.refresh_deps();
+        let t = Instant::now();
+        let ds = self.sched.cycle(now as u64);
+        let us = t.elapsed().as_micros() as u64;
+        self.stats.cycles += 1;
+        self.stats.last_cycle_us = us;
+        self.stats.cycle_us_total += us;
+        self.stats.max_cycle_us = self.stats.max_cycle_us.max(us);
+        self.apply(ds, now);
+        if self.opts.check_invariants {
+            check_core_invariants(&self.sched);
+        }
+    }
+
+    pub(super) fn apply(&mut self, decisions: Vec<Decision>, now: i64) {
+        for d in decisions {
+            match d {
+                Decision::Bind { job, allocs, .. } => self.bind_job(job.0, allocs, now),
+                Decision::Reserve { .. } | Decision::ReleaseReservation { .. } => {}
+                Decision::PreemptBackfill { job, for_job } => {
+                    if let Some(id) = self.job_of_core(job.0) {
+                        if self.jobs[&id].stopping.is_none() && self.jobs[&id].state == JobState::Running {
+                            info!(job = id, for_job = for_job.0, "preempting backfill job for a completed reservation");
+                            self.start_stop(id, StopWhy::Preempt, now);
+                        }
+                    }
+                }
+                Decision::Preempt { job, for_job, deadline, .. } => self.preempt(job.0, for_job.0, deadline, now),
+                Decision::Requeue { job, reason } => self.core_requeued(job.0, &reason, now),
+                d @ (Decision::Alert { .. } | Decision::Page(_)) => self.raise_alert(&d, now),
+                Decision::BindReplica { service, replica, allocs } => self.bind_replica(service, replica, allocs, now),
+                Decision::StopReplica { replica, .. } => self.stop_replica(replica, now),
+                Decision::Relocate { service, from, to, allocs, .. } => {
+                    // Start the new replica, then drain the old one.
+                    self.bind_replica(service, to, allocs, now);
+                    self.stop_replica(from, now);
+                }
+            }
+        }
+    }
+
+    pub(super) fn job_of_core(&self, core: u64) -> Option<u64> {
+        if let Some(&id) = self.core_map.get(&core) {
+            return Some(id);
+        }
+        (core & PROV == 0 && self.jobs.contains_key(&core)).then_some(core)
+    }
+
+    pub(super) fn bind_job(&mut self, core: u64, allocs: Vec<Allocation>, now: i64) {
+        let id = match self.job_of_core(core) {
+            Some(id) => id,
+            None => match prov_decode(core) {
+                Some((aid, task)) => self.start_array_task(aid, task, core),
+                None => panic!("the core bound job {core}, which the controller does not know"),
+            },
+        };
+        let names: Vec<String> = allocs.iter().map(|a| self.sched.cluster.node(a.part.node).name.clone()).collect();
+        for (a, n) in allocs.iter().zip(&names) {
+            self.batch.allocs.push(AllocOp::Insert {
+                job_id: id,
+                node: n.clone(),
+                alloc: a.clone(),
+            });
+            let i = a.part.node.0 as usize;
+            self.nodes[i].jobs.insert(id);
+            self.node_out.push((i, Outgoing::Bind(id)));
+        }
+        let rec = self.jobs.get_mut(&id).expect("job exists");
+        info!(job = id, nodes = %compress_sorted(&names), "job started");
+        rec.state = JobState::Running;
+        rec.start_time = Some(now);
+        rec.end_time = None;
+        rec.allocs = allocs;
+        rec.nodes = names;
+        rec.stopping = None;
+        rec.end_state = None;
+        rec.exit_code = 0;
+        rec.exit_signal = 0;
+        rec.reason = None;
+        crate::acct::on_start(rec, now);
+        self.deps.remove(&id);
+        self.dirty(id);
+        self.batch.acct.insert(id);
+        self.batch.steps.insert(id);
+        self.stats.started += 1;
+    }
+
+    fn core_requeued(&mut self, core: u64, reason: &RequeueReason, now: i64) {
+        let Some(id) = self.job_of_core(core) else { return };
+        let rec = self.jobs.get_mut(&id).expect("job exists");
+        let nodes = rec.nodes.clone();
+        let _span = info_span!("job", job = id).entered();
+        info!(?reason, requeue = rec.requeue, "node lost: job requeued by the core");
+        rec.end_time = Some(now);
+        self.record_run(id, JobState::NodeFail.as_str());
+        self.batch.allocs.push(AllocOp::DeleteJob(id));
+        for n in &nodes {
+            if let Some(nid) = self.sched.cluster.node_id(n) {
+                self.nodes[nid.0 as usize].jobs.remove(&id);
+            }
+            self.send(n, CtlToNode::Kill { job_id: id });
+        }
+        if self.jobs[&id].requeue {
+            self.acct_requeued(id, now, Some("NODE_FAIL"), "REQUEUED");
+        }
+        let rec = self.jobs.get_mut(&id).expect("job exists");
+        if rec.requeue {
+            reset_for_requeue(rec, false);
+            self.stats.requeued += 1;
+        } else {
+            rec.state = JobState::NodeFail;
+            rec.end_time = Some(now);
+            rec.allocs.clear();
+            self.sched.handle(CoreEvent::Cancel(JobId(core)), now as u64);
+            self.batch.acct.insert(id);
+            self.batch.steps.insert(id);
+            self.stats.failed += 1;
+        }
+        self.dirty(id);
+        self.sched_dirty = true;
+    }
+
+    fn bind_msg(&self, job_id: u64, nid: usize) -> Option<Bind> {
+        let rec = self.jobs.get(&job_id)?;
+        if rec.state != JobState::Running {
+            return None;
+        }
+        let name = &self.sched.cluster.nodes[nid].name;
+        let pos = rec.nodes.iter().position(|n| n == name)?;
+        let a = &rec.allocs[pos];
+        let key = rec.array_job_id.unwrap_or(rec.id);
+        let (script, env) = match self.store.script(key) {
+            Ok(Some(s)) => s,
+            Ok(None) => (String::new(), "[]".into()),
+            Err(e) => panic!("cannot read job script: {e}"),
+        };
+        Some(Bind {
+            job_id,
+            run: rec.restarts,
+            array: rec.array_job_id.zip(rec.array_task_id),
+            name: rec.name.clone(),
+            gpu_mask: a.part.gpus.0,
+            cpus: (a.part.cpu_milli / 1000) as u32,
+            mem_mib: a.part.mem_mib,
+            batch_host: pos == 0,
+            nodes: compress_sorted(&rec.nodes),
+            uid: rec.uid,
+            gid: rec.gid,
+            user: rec.user.clone(),
+            script,
+            argv: rec.argv.clone(),
+            environment: serde_json::from_str(&env).unwrap_or_default(),
+            work_dir: rec.work_dir.clone(),
+            stdout: rec.stdout.clone(),
+            stderr: rec.stderr.clone(),
+            time_limit_s: rec.spec.time_limit_s,
+            partition: rec.partition.clone(),
+        })
+    }
+
+    fn launch_details(&self, job_id: u64) -> LaunchDetails {
+        let rec = &self.jobs[&job_id];
+        LaunchDetails {
+            account: rec.account.clone(),
+            qos: rec.qos.clone(),
+            submit_host: rec.submit_host.clone(),
+            cpus_per_node: rec.allocs.iter().map(|a| (a.part.cpu_milli / 1000) as u32).collect(),
+            cpus_per_task: rec.cpus_per_task.max(1),
+            mem_per_cpu_mib: rec.mem_per_cpu_mib,
+            mem_per_node_mib: rec.mem_per_node_mib,
+            array_tasks: rec.array_tasks,
+            signal: rec.signal.clone(),
+            interactive: rec.interactive,
+        }
+    }
+
+    /// Commits the batch, then sends replies and node messages (decisions, then effects).
+    fn flush(&mut self, events: u64, now: i64) {
+        let dirty: Vec<u64> = self.batch.jobs.iter().copied().collect();
+        for id in dirty {
+            // An array's pending remainder is accounted as `A_[tasks]`: rewritten as tasks
+            // start or are cancelled.
+            if self
+                .jobs
+                .get_mut(&id)
+                .is_some_and(|r| crate::acct::refresh_eligible(r, now) || r.is_array_meta())
+            {
+                self.batch.acct.insert(id);
+            }
+        }
+        let batch = std::mem::take(&mut self.batch);
+        if !batch.is_empty() {
+            let t = Instant::now();
+            let jobs = &self.jobs;
+            if let Err(e) = self.store.commit(&batch, &|id| jobs.get(&id)) {
+                // Fail stop: restart recovers from the last commit.
+                panic!("cannot commit controller state: {e}");
+            }
+            self.stats.commits += 1;
+            self.stats.commit_us_total += t.elapsed().as_micros() as u64;
+            self.stats.batch_events_total += events;
+        }
+        for (tx, r) in self.replies.drain(..) {
+            let _ = tx.send(r);
+        }
+        self.run_alert_programs();
+        for (q, tx) in std::mem::take(&mut self.acct_queries) {
+            let r = match crate::acct::query(self.store.conn(), &q) {
+                Ok(jobs) => Response::Acct(jobs),
+                Err(e) => {
+                    error!("accounting query failed: {e}");
+                    Response::Error(SlurmError::new(ESLURM_INTERNAL))
+                }
+            };
+            let _ = tx.send(r.into());
+        }
+        let out = std::mem::take(&mut self.node_out);
+        for (nid, o) in out {
+            if self.nodes[nid].sess.is_none() {
+                continue;
+            }
+            let msg = match o {
+                Outgoing::Msg(m) => m,
+                Outgoing::Bind(id) => match self.bind_msg(id, nid) {
+                    Some(b) => CtlToNode::Launch {
+                        bind: Box::new(b),
+                        details: Box::new(self.launch_details(id)),
+                    },
+                    None => continue,
+                },
+            };
+            if let Some(s) = &self.nodes[nid].sess {
+                let _ = s.tx.send(msg);
+            }
+        }
+    }
+}

@@ -1,0 +1,323 @@
+//! Node sessions: registration, heartbeats and the level-triggered reconciler, GPU health
+//! verdicts, checkpoint acknowledgements, batch-script exits and the end of a job on every
+//! node, and `scontrol update nodename=`.
+
+use super::{reset_for_requeue, Controller, Ident, NodeSess, Outgoing};
+use crate::job::{JobState, StopWhy};
+use crate::store::{AllocOp, NodeRow};
+use flotilla_core::cluster::{NodeAvail, NodeId};
+use flotilla_core::sched::Event as CoreEvent;
+use flotilla_proto::errno::*;
+use flotilla_proto::{CtlToNode, HealthLevel, JobExit, NodeJob, NodeToCtl, Register, Response, SlurmError};
+use std::collections::{HashMap, HashSet};
+use tokio::sync::mpsc;
+use tracing::{debug, error, info, info_span, warn};
+
+impl Controller {
+    /// `scontrol update NodeName=`: drain, resume or down nodes (admins only, as Slurm).
+    pub(super) fn update_node(&mut self, ident: Ident, u: flotilla_proto::UpdateNode, now: i64) -> Response {
+        if !ident.admin {
+            warn!(uid = ident.uid, "node update by a non-admin refused");
+            return Response::Error(SlurmError::new(ESLURM_USER_ID_MISSING));
+        }
+        let mut ids = Vec::new();
+        for n in &u.names {
+            match self.sched.cluster.node_id(n) {
+                Some(id) => ids.push(id),
+                None => return Response::Error(SlurmError::new(ESLURM_INVALID_NODE_NAME)),
+            }
+        }
+        let reason = u.reason.clone().unwrap_or_default();
+        let avail = match u.state.as_deref().map(str::to_ascii_uppercase).as_deref() {
+            None => return Response::JobResults(Vec::new()),
+            Some("DRAIN") => NodeAvail::Drain { reason },
+            Some("DOWN") => NodeAvail::Down { reason },
+            Some("RESUME" | "IDLE" | "UNDRAIN") => NodeAvail::Up,
+            Some(_) => return Response::Error(SlurmError::new(ESLURM_NOT_SUPPORTED)),
+        };
+        for id in ids {
+            info!(node = %self.sched.cluster.node(id).name, ?avail, "node availability updated by an admin");
+            let d = self.sched.handle(CoreEvent::NodeAvail { node: id, avail: avail.clone() }, now as u64);
+            self.apply(d, now);
+            self.save_node(id);
+        }
+        self.sched_dirty = true;
+        Response::JobResults(Vec::new())
+    }
+
+    pub(super) fn node_register(&mut self, conn: u64, reg: Register, tx: mpsc::UnboundedSender<CtlToNode>, now: i64) -> Response {
+        let Some(nid) = self.sched.cluster.node_id(&reg.node) else {
+            warn!(node = %reg.node, "registration of an unknown node refused");
+            return Response::Error(SlurmError::new(ESLURM_INVALID_NODE_NAME));
+        };
+        let _span = info_span!("node", node = %reg.node).entered();
+        let i = nid.0 as usize;
+        self.nodes[i].sess = Some(NodeSess { conn, tx });
+        self.nodes[i].down_since = None;
+        if self.nodes[i].marked_down {
+            self.nodes[i].marked_down = false;
+            let ds = self.sched.handle(CoreEvent::NodeAvail { node: nid, avail: NodeAvail::Up }, now as u64);
+            self.apply(ds, now);
+        }
+        let old = self.sched.cluster.node(nid).boot_epoch;
+        let ds = self.sched.handle(
+            CoreEvent::NodeRegistered {
+                node: nid,
+                boot_epoch: reg.boot_epoch,
+            },
+            now as u64,
+        );
+        if old != reg.boot_epoch {
+            info!(old, new = reg.boot_epoch, requeued = ds.len(), "node registered with a new boot epoch");
+        }
+        self.apply(ds, now);
+        self.save_node(nid);
+        self.reconcile(nid, &reg.running, &reg.finished, now);
+        self.sched_dirty = true;
+        Response::Registered
+    }
+
+    pub(super) fn save_node(&mut self, nid: NodeId) {
+        let n = self.sched.cluster.node(nid);
+        self.batch.nodes.push(NodeRow {
+            name: n.name.clone(),
+            boot_epoch: n.boot_epoch,
+            avail: serde_json::to_string(&n.avail).unwrap_or_default(),
+        });
+    }
+
+    pub(super) fn node_msg(&mut self, conn: u64, node: &str, msg: NodeToCtl, now: i64) {
+        let Some(nid) = self.sched.cluster.node_id(node) else { return };
+        if self.nodes[nid.0 as usize].sess.as_ref().is_none_or(|s| s.conn != conn) {
+            return;
+        }
+        match msg {
+            NodeToCtl::Heartbeat {
+                boot_epoch,
+                running,
+                finished,
+            } => {
+                if boot_epoch != self.sched.cluster.node(nid).boot_epoch {
+                    let ds = self.sched.handle(CoreEvent::NodeRegistered { node: nid, boot_epoch }, now as u64);
+                    self.apply(ds, now);
+                    self.save_node(nid);
+                }
+                self.reconcile(nid, &running, &finished, now);
+            }
+            NodeToCtl::JobExited(exit) => {
+                self.job_exited(nid, &exit, now);
+                self.node_out.push((nid.0 as usize, Outgoing::Msg(CtlToNode::AckExits { job_ids: vec![exit.job_id] })));
+            }
+            NodeToCtl::CheckpointAck { job_id, run, at } => self.checkpoint_ack(job_id, run, at),
+            NodeToCtl::Health { verdict, reason, events } => self.node_health(nid, verdict, reason, &events, now),
+        }
+    }
+
+    /// A node's GPU health verdict. Quarantine: the node is drained with the reason (persisted
+    /// with the node, so it survives a restart; re-registering does not lift it), the core
+    /// requeues its jobs (killed there, like a node failure) and places nothing there again
+    /// until an admin resumes it. A node already quarantined keeps its first reason. Warn:
+    /// logged.
+    fn node_health(&mut self, nid: NodeId, verdict: HealthLevel, reason: String, events: &[String], now: i64) {
+        let name = self.sched.cluster.node(nid).name.clone();
+        let _span = info_span!("node", node = %name).entered();
+        match verdict {
+            HealthLevel::Warn => warn!(reason = %reason, ?events, "GPU health warning"),
+            HealthLevel::Quarantine => {
+                if matches!(self.sched.cluster.node(nid).avail, NodeAvail::Quarantined { .. }) {
+                    info!(reason = %reason, "GPU health: node already quarantined");
+                    return;
+                }
+                error!(reason = %reason, ?events, "GPU health: node quarantined");
+                let ds = self.sched.handle(
+                    CoreEvent::NodeAvail {
+                        node: nid,
+                        avail: NodeAvail::Quarantined { reason },
+                    },
+                    now as u64,
+                );
+                self.apply(ds, now);
+                self.save_node(nid);
+                self.sched_dirty = true;
+            }
+        }
+    }
+
+    /// A job being stopped saved its checkpoint: SIGKILL now instead of at the deadline.
+    fn checkpoint_ack(&mut self, id: u64, run: u32, at: i64) {
+        let Some(rec) = self.jobs.get_mut(&id) else { return };
+        if rec.restarts != run || rec.state != JobState::Running {
+            return;
+        }
+        rec.last_checkpoint_ack = Some(at);
+        let core = rec.spec.id;
+        self.dirty(id);
+        self.sched.handle(CoreEvent::CheckpointAck { job: core, at: at.max(0) as u64 }, at.max(0) as u64);
+        let rec = self.jobs.get_mut(&id).expect("present");
+        let Some(s) = rec.stopping.as_mut().filter(|s| !s.kill_sent) else { return };
+        s.kill_sent = true;
+        let _span = info_span!("job", job = id).entered();
+        info!(acked_at = at, "checkpoint acknowledged: killing without waiting for the deadline");
+        let nodes = rec.nodes.clone();
+        self.dirty(id);
+        for n in nodes {
+            self.send(&n, CtlToNode::Kill { job_id: id });
+        }
+    }
+
+    /// Level-triggered: converges the node on the table. Ended jobs are recorded; jobs the
+    /// table runs there but the node does not are bound again (a bind lost in a crash between
+    /// commit and send); jobs the node runs but the table does not are killed; completing
+    /// jobs the node no longer runs are finished.
+    fn reconcile(&mut self, nid: NodeId, running: &[NodeJob], finished: &[JobExit], now: i64) {
+        let i = nid.0 as usize;
+        let name = self.sched.cluster.node(nid).name.clone();
+        for exit in finished {
+            self.job_exited(nid, exit, now);
+        }
+        if !finished.is_empty() {
+            self.node_out.push((i, Outgoing::Msg(CtlToNode::AckExits {
+                job_ids: finished.iter().map(|e| e.job_id).collect(),
+            })));
+        }
+        let reported: HashMap<u64, u32> = running.iter().map(|r| (r.job_id, r.run)).collect();
+        let ended: HashSet<u64> = finished.iter().map(|e| e.job_id).collect();
+        let active: Vec<u64> = self.nodes[i].jobs.iter().copied().collect();
+        for id in &active {
+            let Some(rec) = self.jobs.get(id) else { continue };
+            let here = reported.get(id).is_some_and(|&run| run == rec.restarts);
+            match rec.state {
+                JobState::Running => {
+                    if here {
+                        if rec.stopping.is_some_and(|s| s.kill_sent) {
+                            self.node_out.push((i, Outgoing::Msg(CtlToNode::Kill { job_id: *id })));
+                        }
+                    } else if !ended.contains(id) {
+                        debug!(job = id, node = %name, "bind not acknowledged by the node: sending it again");
+                        self.node_out.push((i, Outgoing::Bind(*id)));
+                    }
+                }
+                JobState::Completing if rec.completing_nodes.contains(&name) => {
+                    if reported.contains_key(id) {
+                        self.node_out.push((i, Outgoing::Msg(CtlToNode::Kill { job_id: *id })));
+                    } else {
+                        let rec = self.jobs.get_mut(id).expect("present");
+                        rec.completing_nodes.retain(|n| *n != name);
+                        let done = rec.completing_nodes.is_empty();
+                        self.dirty(*id);
+                        if done {
+                            self.finalize(*id, now);
+                        }
+                    }
+                }
+                _ => {}
+            }
+        }
+        for r in running {
+            let ours = self.jobs.get(&r.job_id).is_some_and(|rec| {
+                matches!(rec.state, JobState::Running | JobState::Completing)
+                    && rec.restarts == r.run
+                    && rec.nodes.contains(&name)
+            });
+            if !ours {
+                warn!(job = r.job_id, node = %name, "node runs a job the controller does not place there: killing it");
+                self.node_out.push((i, Outgoing::Msg(CtlToNode::Kill { job_id: r.job_id })));
+            }
+        }
+    }
+
+    fn job_exited(&mut self, nid: NodeId, exit: &JobExit, now: i64) {
+        let name = &self.sched.cluster.node(nid).name;
+        let Some(rec) = self.jobs.get_mut(&exit.job_id) else { return };
+        if rec.restarts != exit.run || rec.state != JobState::Running || rec.nodes.first() != Some(name) || rec.interactive {
+            // (An interactive allocation has no batch script: it ends when given back.)
+            return;
+        }
+        let _span = info_span!("job", job = rec.id).entered();
+        rec.exit_code = exit.exit_code;
+        rec.exit_signal = exit.signal;
+        rec.end_time = Some(now);
+        rec.end_state = Some(match rec.stopping.map(|s| s.why) {
+            Some(StopWhy::Cancel) => JobState::Cancelled,
+            Some(StopWhy::Timeout) => JobState::Timeout,
+            Some(StopWhy::Preempt | StopWhy::Requeue { .. }) => JobState::Pending,
+            None if exit.oom => JobState::OutOfMemory,
+            None if exit.signal != 0 || exit.exit_code != 0 => JobState::Failed,
+            None => JobState::Completed,
+        });
+        info!(exit_code = exit.exit_code, signal = exit.signal, state = ?rec.end_state, "batch script ended");
+        rec.completing_nodes = rec.nodes.iter().skip(1).cloned().collect();
+        rec.state = JobState::Completing;
+        let others = rec.completing_nodes.clone();
+        let id = rec.id;
+        self.dirty(id);
+        for n in others {
+            self.send(&n, CtlToNode::Kill { job_id: id });
+        }
+        if self.jobs[&id].completing_nodes.is_empty() {
+            self.finalize(id, now);
+        }
+    }
+
+    /// A job's processes are gone everywhere: release its resources, then finish or requeue.
+    fn finalize(&mut self, id: u64, now: i64) {
+        let rec = self.jobs.get_mut(&id).expect("job exists");
+        let core = rec.spec.id;
+        let nodes = rec.nodes.clone();
+        let why = rec.stopping.map(|s| s.why);
+        self.batch.allocs.push(AllocOp::DeleteJob(id));
+        for n in &nodes {
+            if let Some(nid) = self.sched.cluster.node_id(n) {
+                self.nodes[nid.0 as usize].jobs.remove(&id);
+            }
+        }
+        self.batch.steps.insert(id);
+        self.batch.acct.insert(id);
+        self.end_steps(id, now);
+        let run_state = match why {
+            Some(StopWhy::Preempt) => JobState::Preempted.as_str(),
+            Some(StopWhy::Requeue { .. }) => "REQUEUED",
+            _ => self.jobs[&id].end_state.unwrap_or(JobState::Completed).as_str(),
+        };
+        self.record_run(id, run_state);
+        if matches!(why, Some(StopWhy::Preempt | StopWhy::Requeue { .. })) {
+            self.acct_requeued(id, now, None, run_state);
+        }
+        match why {
+            Some(StopWhy::Preempt) => {
+                self.sched.handle(CoreEvent::Requeued(core), now as u64);
+                let rec = self.jobs.get_mut(&id).expect("job exists");
+                reset_for_requeue(rec, false);
+                rec.spec.preempt_count += 1;
+                self.stats.requeued += 1;
+            }
+            Some(StopWhy::Requeue { hold }) => {
+                self.sched.handle(CoreEvent::JobEnded(core), now as u64);
+                let rec = self.jobs.get_mut(&id).expect("job exists");
+                reset_for_requeue(rec, hold);
+                let spec = rec.spec.clone();
+                self.sched.handle(CoreEvent::Submit(spec), now as u64);
+                self.stats.requeued += 1;
+            }
+            _ => {
+                self.sched.handle(CoreEvent::JobEnded(core), now as u64);
+                let rec = self.jobs.get_mut(&id).expect("job exists");
+                let st = rec.end_state.take().unwrap_or(JobState::Completed);
+                rec.state = st;
+                rec.allocs.clear();
+                rec.completing_nodes.clear();
+                rec.stopping = None;
+                match st {
+                    JobState::Completed => self.stats.completed += 1,
+                    JobState::Cancelled => self.stats.cancelled += 1,
+                    _ => self.stats.failed += 1,
+                }
+                if core.0 != id {
+                    self.core_map.remove(&core.0);
+                }
+            }
+        }
+        self.dirty(id);
+        self.sched_dirty = true;
+    }
+}
