@@ -49,7 +49,7 @@ use types::PendingJob;
 pub struct Scheduler {
     /// The cluster model. Drivers read it through [`Scheduler::cluster`] and change it only
     /// through events and the restore methods, so the core's indexes stay in step.
-    pub cluster: Cluster,
+    cluster: Cluster,
     placement: Box<dyn PlacementPolicy>,
     priority: Box<dyn PriorityPolicy>,
     config: SchedConfig,

@@ -307,7 +307,7 @@ impl Controller {
         auth_failures: Arc<AtomicU64>,
         now: i64,
     ) -> Result<Controller, crate::store::StoreError> {
-        let n = sched.cluster.nodes.len();
+        let n = sched.cluster().nodes.len();
         let mut c = Controller {
             sched,
             store,
@@ -368,7 +368,7 @@ impl Controller {
             }
             Event::NodeMsg { conn, node, msg } => self.node_msg(conn, &node, msg, now),
             Event::NodeGone { conn, node } => {
-                if let Some(nid) = self.sched.cluster.node_id(&node) {
+                if let Some(nid) = self.sched.cluster().node_id(&node) {
                     let rt = &mut self.nodes[nid.0 as usize];
                     if rt.sess.as_ref().is_some_and(|s| s.conn == conn) {
                         rt.sess = None;
@@ -384,9 +384,9 @@ impl Controller {
         match req {
             Request::SubmitJob(s) => self.submit(ident, *s, now),
             Request::CancelJob(c) => self.cancel(ident, c, now),
-            Request::HoldRelease(h) => self.hold_release(ident, h),
+            Request::HoldRelease(h) => self.hold_release(ident, h, now),
             Request::Requeue(r) => self.requeue_rpc(ident, r, now),
-            Request::UpdateJob(u) => self.update(ident, u),
+            Request::UpdateJob(u) => self.update(ident, u, now),
             Request::QueryQueue(q) => self.query_queue(&q, now),
             Request::QueryNodes(q) => Response::Nodes(self.query_nodes(&q)),
             Request::QueryPartitions => Response::Partitions(self.query_partitions()),
@@ -422,7 +422,7 @@ impl Controller {
     }
 
     fn send(&mut self, node: &str, msg: CtlToNode) {
-        if let Some(nid) = self.sched.cluster.node_id(node) {
+        if let Some(nid) = self.sched.cluster().node_id(node) {
             self.node_out.push((nid.0 as usize, Outgoing::Msg(msg)));
         }
     }
