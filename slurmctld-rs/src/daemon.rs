@@ -75,11 +75,10 @@ pub fn scheduler(
     conf: &ClusterConfig,
     preempt_exempt_s: Option<u64>,
     preempt_budget_pct: Option<u32>,
-) -> anyhow::Result<(Scheduler, Box<dyn flotilla_core::placement::PlacementPolicy>)> {
+) -> anyhow::Result<Scheduler> {
     let cluster = Cluster::from_config(conf);
     let placement = flotilla_plugins::placement(&conf.select_type)
         .ok_or_else(|| anyhow!("unknown SelectType {}", conf.select_type))?;
-    let test_placement = flotilla_plugins::placement(&conf.select_type).expect("same name");
     let priority = flotilla_plugins::priority(&conf.priority_type)
         .ok_or_else(|| anyhow!("unknown PriorityType {}", conf.priority_type))?;
     let mut queue = flotilla_plugins::queue(&conf.scheduler_type)
@@ -91,7 +90,7 @@ pub fn scheduler(
         queue.budget_page_pct = p;
         queue.budget_warn_pct = queue.budget_warn_pct.min(p);
     }
-    Ok((Scheduler::new(cluster, placement, priority, queue), test_placement))
+    Ok(Scheduler::new(cluster, placement, priority, queue))
 }
 
 /// `PreemptExemptTime=` in seconds (Slurm's `time_str2secs`; `-1`/`INFINITE` disable it, as
@@ -115,7 +114,7 @@ pub async fn start(cfg: DaemonConfig) -> anyhow::Result<Daemon> {
         Some(s) => Some(s),
         None => preempt_exempt_s(&cfg.cluster)?,
     };
-    let (mut sched, test_placement) = scheduler(&cfg.cluster, exempt, cfg.opts.preempt_budget_pct)?;
+    let mut sched = scheduler(&cfg.cluster, exempt, cfg.opts.preempt_budget_pct)?;
     let store = Store::open(&cfg.state_dir, cfg.sync)?;
     let mut opts = cfg.opts;
     // The scheduler enforces quota.conf's guarantees and ceilings (usage is recomputed from
@@ -135,7 +134,7 @@ pub async fn start(cfg: DaemonConfig) -> anyhow::Result<Daemon> {
         default_accounts: std::mem::take(&mut opts.admission.default_accounts),
     };
     let auth_failures = Arc::new(AtomicU64::new(0));
-    let ctl = Controller::new(sched, test_placement, store, opts, auth_failures.clone(), wall_now())?;
+    let ctl = Controller::new(sched, store, opts, auth_failures.clone(), wall_now())?;
     let (tx, rx) = mpsc::channel(65_536);
     let (shutdown, shutdown_rx) = watch::channel(false);
     let owner = tokio::spawn(ctl.run(rx, shutdown_rx.clone()));

@@ -7,11 +7,9 @@ use super::{prov_id, requeue_begin, reset_for_requeue, Controller, Ident, Target
 use crate::admission::{self, Reject};
 use crate::deps::{self, Dependency};
 use crate::job::{JobRecord, JobState, StopWhy, Stopping};
-use flotilla_core::cluster::{GpuMask, NodeId};
 use flotilla_core::hostlist::compress_sorted;
 use flotilla_core::job::{HoldKind, JobId};
-use flotilla_core::placement::{self, PlaceCtx};
-use flotilla_core::sched::{Event as CoreEvent, RunningJob, Scheduler};
+use flotilla_core::sched::{Event as CoreEvent, Scheduler};
 use flotilla_proto::errno::*;
 use flotilla_proto::{
     CancelJob, CtlToNode, FieldSet, HoldOp, HoldRelease, JobChange, JobFilter, JobRef, JobResult, RequeueJob, Response,
@@ -82,31 +80,11 @@ impl Controller {
         }
     }
 
-    fn held_by_reservations(&self) -> Vec<GpuMask> {
-        let mut held = vec![GpuMask::EMPTY; self.sched.cluster().nodes.len()];
-        for r in self.sched.reservations() {
-            for (n, g) in &r.gpus {
-                held[n.0 as usize] = held[n.0 as usize].union(*g);
-            }
-        }
-        held
-    }
-
+    /// `sbatch --test-only`: when and where the job would start, from the core's will-run
+    /// query ([`flotilla_core::sched::Scheduler::will_run`]); nothing is submitted.
     fn test_only(&self, id: u64, rec: &JobRecord, now: i64) -> Response {
-        let held = self.held_by_reservations();
-        let blocked = |n: NodeId| held[n.0 as usize];
-        let ctx = PlaceCtx {
-            cluster: self.sched.cluster(),
-            blocked: &blocked,
-            tie_rank: None,
-            partition: rec.spec.partition,
-            job_end: None,
-            busy_until: None,
-        };
-        let (start, parts) = match placement::place(&ctx, self.test_placement.as_ref(), &rec.spec.request) {
-            Ok(parts) => (now, parts),
-            Err(_) => self.will_run(rec, &blocked, now),
-        };
+        let w = self.sched.will_run(&rec.spec, now.max(0) as u64);
+        let (start, parts) = (w.start as i64, w.parts);
         let names: Vec<String> = parts.iter().map(|p| self.sched.cluster().node(p.node).name.clone()).collect();
         let cpus = if parts.is_empty() {
             (rec.spec.request.cpu_milli_per_node / 1000) as u32 * rec.num_nodes.max(1)
@@ -120,33 +98,6 @@ impl Controller {
             nodes: compress_sorted(&names),
             partition: rec.partition.clone(),
         })
-    }
-
-    /// When and where `rec` could start if nothing new arrived (Slurm's will-run test behind
-    /// `sbatch --test-only`): running jobs end at their time limits, earliest first, each
-    /// giving its resources back, until the job fits. Without a fit (unlimited jobs in the
-    /// way) the latest known end, and no nodes.
-    fn will_run(&self, rec: &JobRecord, blocked: &dyn Fn(NodeId) -> GpuMask, now: i64) -> (i64, Vec<flotilla_core::cluster::NodeAlloc>) {
-        let mut ends: Vec<(u64, &RunningJob)> = self.sched.running().values().filter_map(|r| Some((r.end?, r))).collect();
-        ends.sort_by_key(|(e, _)| *e);
-        let mut cluster = self.sched.cluster().clone();
-        for (end, r) in &ends {
-            for a in &r.allocs {
-                cluster.give_back(&a.part);
-            }
-            let ctx = PlaceCtx {
-                cluster: &cluster,
-                blocked,
-                tie_rank: None,
-                partition: rec.spec.partition,
-                job_end: None,
-                busy_until: None,
-            };
-            if let Ok(parts) = placement::place(&ctx, self.test_placement.as_ref(), &rec.spec.request) {
-                return ((*end as i64).max(now), parts);
-            }
-        }
-        (ends.last().map_or(now, |(e, _)| *e as i64).max(now), Vec::new())
     }
 
     /// Jobs a reference names: record ids, and pending tasks of array records.

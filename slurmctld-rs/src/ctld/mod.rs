@@ -21,7 +21,6 @@ use crate::deps::Dependency;
 use crate::job::{JobRecord, JobState};
 use crate::store::{Store, WriteBatch};
 use flotilla_core::job::HoldKind;
-use flotilla_core::placement::PlacementPolicy;
 use flotilla_core::sched::Scheduler;
 use flotilla_proto::errno::*;
 use flotilla_proto::{CtlToNode, NodeToCtl, Register, Request, Response, SlurmError};
@@ -264,7 +263,6 @@ pub struct Controller {
     sched: Scheduler,
     store: Store,
     opts: CtlOptions,
-    test_placement: Box<dyn PlacementPolicy>,
     jobs: BTreeMap<u64, JobRecord>,
     core_map: HashMap<u64, u64>,
     deps: BTreeMap<u64, Dependency>,
@@ -298,10 +296,9 @@ pub fn wall_now() -> i64 {
 
 impl Controller {
     /// A controller over `sched` (built from the cluster config) and `store`, recovering the
-    /// stored state. `test_placement` answers `--test-only` (the same policy as the core's).
+    /// stored state.
     pub fn new(
         sched: Scheduler,
-        test_placement: Box<dyn PlacementPolicy>,
         store: Store,
         opts: CtlOptions,
         auth_failures: Arc<AtomicU64>,
@@ -312,7 +309,6 @@ impl Controller {
             sched,
             store,
             opts,
-            test_placement,
             jobs: BTreeMap::new(),
             core_map: HashMap::new(),
             deps: BTreeMap::new(),
