@@ -33,14 +33,15 @@ fn reference_cluster_schedules_in_its_topology() {
         flotilla_plugins::priority(&conf.priority_type).unwrap(),
         SchedConfig::default(),
     );
-    s.handle(Event::Submit(JobSpec::simple(1, 0, Request::gpus(16, TopologyKind::Pod), Some(600))), 0);
+    // A submission forces no decision (nothing to carry out); the cycle binds both.
+    assert!(s.handle(Event::Submit(JobSpec::simple(1, 0, Request::gpus(16, TopologyKind::Pod), Some(600))), 0).is_empty());
     let mut dbg = JobSpec::simple(2, 0, Request::gpus(2, TopologyKind::Node), Some(600));
-    dbg.partition = s.cluster.partition_id("debug").unwrap();
-    s.handle(Event::Submit(dbg), 0);
+    dbg.partition = s.cluster().partition_id("debug").unwrap();
+    assert!(s.handle(Event::Submit(dbg), 0).is_empty());
     let d = s.cycle(0);
     assert_eq!(d.iter().filter(|d| matches!(d, Decision::Bind { .. })).count(), 2);
     let names = |j: u64| -> Vec<String> {
-        s.running()[&JobId(j)].allocs.iter().map(|a| s.cluster.node(a.part.node).name.clone()).collect()
+        s.running()[&JobId(j)].allocs.iter().map(|a| s.cluster().node(a.part.node).name.clone()).collect()
     };
     let pod_job = names(1);
     assert!(pod_job == ["gpu03", "gpu04"] || pod_job == ["gpu01", "gpu02"], "{pod_job:?}");

@@ -72,12 +72,12 @@ impl GpuMask {
         self.0 & other.0 == other.0
     }
 
-    /// Union.
+    /// The GPUs in either mask.
     pub fn union(self, other: GpuMask) -> GpuMask {
         GpuMask(self.0 | other.0)
     }
 
-    /// Intersection.
+    /// The GPUs in both masks.
     pub fn intersect(self, other: GpuMask) -> GpuMask {
         GpuMask(self.0 & other.0)
     }
@@ -197,7 +197,7 @@ pub enum NodeAvail {
     },
     /// Down: unreachable or failed; its allocations are gone.
     Down {
-        /// Why.
+        /// Why, as `sinfo -R` shows it (e.g. `Not responding`).
         reason: String,
     },
     /// Quarantined by the GPU health policy (a critical XID, an uncorrectable ECC error): drained
@@ -243,7 +243,7 @@ pub struct Node {
     /// The node belongs to the inference pool (`InferencePool=YES`).
     #[serde(default)]
     pub inference_pool: bool,
-    /// Availability.
+    /// Whether it takes work, and why not.
     pub avail: NodeAvail,
     /// The node daemon's boot epoch last registered (0 = never registered).
     pub boot_epoch: u64,
@@ -261,7 +261,7 @@ pub struct Node {
 }
 
 impl Node {
-    /// The node's shape affinity (seed R1): the GPU size of the allocations it hosts when they
+    /// The node's shape affinity: the GPU size of the allocations it hosts when they
     /// all have one size; `None` for a node without GPU allocations; `Some(0)` when mixed.
     pub fn shape_affinity(&self) -> Option<u32> {
         let mut found = None;
@@ -310,7 +310,7 @@ pub struct Pod {
 /// A partition as the scheduler sees it.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Partition {
-    /// Name.
+    /// `PartitionName=`.
     pub name: String,
     /// Nodes, in config order.
     pub nodes: Vec<NodeId>,
@@ -350,15 +350,15 @@ pub struct Cluster {
 /// A description of one node used to build clusters directly (tests, simulator).
 #[derive(Debug, Clone)]
 pub struct NodeSpec {
-    /// Name.
+    /// Node name (`NodeName=`).
     pub name: String,
-    /// GPUs.
+    /// Whole GPUs (at most 64).
     pub gpus: u32,
     /// GPU model.
     pub gpu_type: Option<String>,
-    /// Milli-CPUs.
+    /// CPUs in milli-CPUs (1000 = one CPU).
     pub cpu_milli: u64,
-    /// MiB.
+    /// Memory in MiB.
     pub mem_mib: u64,
     /// Pod name.
     pub pod: String,
@@ -670,9 +670,9 @@ pub struct NodeAlloc {
     pub gpus: GpuMask,
     /// Milli-GPUs held on each GPU of the mask (1000 = whole GPUs).
     pub gpu_milli: u32,
-    /// Milli-CPUs.
+    /// CPUs in milli-CPUs (1000 = one CPU).
     pub cpu_milli: u64,
-    /// MiB.
+    /// Memory in MiB.
     pub mem_mib: u64,
 }
 

@@ -29,7 +29,7 @@ pub enum HealthEvent {
     NvLink {
         /// GPU index.
         gpu: u32,
-        /// Link.
+        /// NVLink link index on the GPU (0-based).
         link: u32,
         /// Error count.
         errors: u64,

@@ -91,7 +91,7 @@ impl Request {
 pub struct JobSpec {
     /// Job id.
     pub id: JobId,
-    /// Partition.
+    /// The partition it runs in (`--partition`, else the default one).
     pub partition: PartId,
     /// Account (quota scope) the job charges, e.g. `research`.
     pub account: String,
@@ -107,7 +107,7 @@ pub struct JobSpec {
     pub nice: i32,
     /// Time limit in seconds; `None` = unlimited.
     pub time_limit_s: Option<u64>,
-    /// Resources.
+    /// The resources asked for (GPUs, shape, topology, CPUs, memory).
     pub request: Request,
     /// May be preempted (Flotilla `--preemptible`).
     pub preemptible: bool,

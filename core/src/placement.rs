@@ -4,7 +4,7 @@
 //! and chooses GPUs inside a node, and the engine assembles a gang all-or-nothing (the
 //! *permit* step): a job gets every per-node part or none.
 //!
-//! Shapes (DESIGN.md §2, seed §6):
+//! Shapes (DESIGN.md §2):
 //! - `node`: all GPUs inside one node; a multiple of the node size takes that many whole nodes
 //!   (each node-sized group inside one NVLink domain); anything else larger than a node cannot
 //!   be placed with `node` (admission rejects it).
@@ -26,9 +26,9 @@ pub struct NodeDemand<'a> {
     pub gpus: u32,
     /// Milli-GPUs per GPU (1000 = whole).
     pub gpu_milli: u32,
-    /// Milli-CPUs.
+    /// CPUs wanted on the node, in milli-CPUs (1000 = one CPU).
     pub cpu_milli: u64,
-    /// MiB.
+    /// Memory wanted on the node, in MiB.
     pub mem_mib: u64,
     /// Allowed GPU models (empty = any).
     pub gpu_types: &'a [String],

@@ -2,7 +2,7 @@
 //! guaranteed and a maximum GPU count per scope.
 //!
 //! Capacity a scope uses beyond its guarantee is *borrowed*: it may be reclaimed, newest
-//! borrowed first (LIFO, seed §7: the newest work has the least progress to lose). Guaranteed
+//! borrowed first (LIFO: the newest work has the least progress to lose). Guaranteed
 //! capacity is never preempted (invariant 4). A scope never exceeds its `max_gpus`, nor does
 //! any ancestor.
 //!

@@ -12,7 +12,8 @@ use criterion::{criterion_group, criterion_main, BatchSize, BenchmarkId, Criteri
 use flotilla_core::cluster::Cluster;
 use flotilla_core::config::TopologyKind;
 use flotilla_core::job::{JobSpec, Request};
-use flotilla_core::sched::{Event, SchedConfig, Scheduler};
+use flotilla_core::cluster::Time;
+use flotilla_core::sched::{Decision, Event, SchedConfig, Scheduler};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use std::time::Duration;
@@ -25,9 +26,25 @@ fn rss_mib() -> f64 {
         / 1024.0
 }
 
+/// The benchmarks' one path for the decisions of their setup. There are no nodes to start
+/// jobs on, so a bind, a reservation or an alert needs nothing carried out; a setup that
+/// decided to stop, requeue or preempt work would leave a state other than the one
+/// described, so such a decision fails it. (The benchmarked cycles hand their decisions to
+/// criterion, which only keeps them from being optimised away.)
+fn apply(d: Vec<Decision>) {
+    for x in &d {
+        assert!(
+            matches!(x, Decision::Bind { .. } | Decision::BindReplica { .. } | Decision::Reserve { .. } | Decision::ReleaseReservation { .. } | Decision::Alert { .. }),
+            "the setup decided {x:?}"
+        );
+    }
+}
+
 /// A scheduler on `nodes` × 8 GPUs (32 nodes per pod) whose first cycle has filled the
-/// cluster, leaving about `pending` jobs queued: the steady state a cycle runs in.
-fn steady(nodes: u32, pending: usize, seed: u64) -> Scheduler {
+/// cluster, leaving about `pending` jobs queued: the steady state a cycle runs in. Job i
+/// arrives at second i and the first cycle runs after the last arrival; returns the
+/// scheduler and the time (s) the benchmarked cycles run at, a second after that cycle.
+fn steady(nodes: u32, pending: usize, seed: u64) -> (Scheduler, Time) {
     let mut s = Scheduler::new(
         Cluster::uniform(nodes, 8, 32, 64, 512_000),
         flotilla_plugins::placement("topo-bestfit").unwrap(),
@@ -41,17 +58,22 @@ fn steady(nodes: u32, pending: usize, seed: u64) -> Scheduler {
         let g = [1u32, 2, 4, 8, 16, 64][rng.random_range(0..6)];
         let topo = if g <= 8 { TopologyKind::Node } else { TopologyKind::Any };
         let limit = 600 * rng.random_range(1..144u64);
+        // Job i arrives at second i.
         let mut spec = JobSpec::simple(i as u64 + 1, i as u64, Request::gpus(g, topo), Some(limit));
         spec.nice = [0, 0, 0, 100, 500][rng.random_range(0..5)];
-        s.handle(Event::Submit(spec), 0);
+        apply(s.handle(Event::Submit(spec), i as u64));
     }
-    s.cycle(1);
-    s
+    apply(s.cycle(total as Time));
+    (s, total as Time + 1)
 }
 
+
+
 /// The reference job mix (`jobmix.py N`, seed 20261129) on the reference cluster, parsed from
-/// the generator's output; `None` when python3 or the shared folder is missing.
-fn jobmix(n: usize) -> Option<Scheduler> {
+/// the generator's output; `None` when python3 or the shared folder is missing. Job i arrives
+/// at second i; returns the scheduler after a first cycle at the last arrival and the time
+/// (s) the benchmarked cycles run at, a second later.
+fn jobmix(n: usize) -> Option<(Scheduler, Time)> {
     let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../shared/slurm-reference/bench/cycle/jobmix.py");
     let out = std::process::Command::new("python3").arg(root).arg(n.to_string()).output().ok()?;
     if !out.status.success() {
@@ -65,6 +87,7 @@ fn jobmix(n: usize) -> Option<Scheduler> {
         flotilla_plugins::priority("priority/multifactor").unwrap(),
         SchedConfig::default(),
     );
+    let mut last: Time = 0;
     for line in String::from_utf8_lossy(&out.stdout).lines() {
         let f: Vec<&str> = line.split('\t').collect();
         let (i, gpus, args) = (f[0].parse::<u64>().ok()?, f[2].parse::<u32>().ok()?, f[3]);
@@ -75,38 +98,40 @@ fn jobmix(n: usize) -> Option<Scheduler> {
         } else {
             Request { gpus, nodes: Some(gpus / 8), gpus_per_node: Some(8), topology: TopologyKind::Any, ..Request::default() }
         };
+        // Job i arrives at second i.
         let mut spec = JobSpec::simple(i + 1, i, req, Some(minutes * 60));
         spec.nice = nice;
-        s.handle(Event::Submit(spec), 0);
+        apply(s.handle(Event::Submit(spec), i));
+        last = last.max(i);
     }
-    s.cycle(1);
-    Some(s)
+    apply(s.cycle(last));
+    Some((s, last + 1))
 }
 
 fn bench(c: &mut Criterion) {
     let mut g = c.benchmark_group("cycle");
     g.measurement_time(Duration::from_secs(5));
 
-    let mut s = steady(128, 1000, 1);
+    let (mut s, now) = steady(128, 1000, 1);
     eprintln!("128x8: {} running, {} pending, {} reservations", s.running().len(), s.pending_len(), s.reservations().len());
-    g.bench_function("128x8_1000_pending", |b| b.iter(|| s.cycle(2)));
+    g.bench_function("128x8_1000_pending", |b| b.iter(|| s.cycle(now)));
 
     for n in [2000usize, 10_000] {
-        if let Some(mut s) = jobmix(n) {
+        if let Some((mut s, now)) = jobmix(n) {
             eprintln!("jobmix {n}: {} running, {} pending", s.running().len(), s.pending_len());
-            g.bench_with_input(BenchmarkId::new("reference_jobmix_4x8", n), &n, |b, _| b.iter(|| s.cycle(2)));
+            g.bench_with_input(BenchmarkId::new("reference_jobmix_4x8", n), &n, |b, _| b.iter(|| s.cycle(now)));
         } else {
             eprintln!("SKIPPED: reference job mix {n} (python3 or ../shared missing)");
         }
     }
 
     for nodes in [128u32, 512, 2048] {
-        let mut s = steady(nodes, 10_000, 2);
-        g.bench_with_input(BenchmarkId::new("scale_nodes_10000_pending", nodes), &nodes, |b, _| b.iter(|| s.cycle(2)));
+        let (mut s, now) = steady(nodes, 10_000, 2);
+        g.bench_with_input(BenchmarkId::new("scale_nodes_10000_pending", nodes), &nodes, |b, _| b.iter(|| s.cycle(now)));
     }
     for pending in [1000usize, 10_000, 50_000] {
-        let mut s = steady(1024, pending, 3);
-        g.bench_with_input(BenchmarkId::new("scale_pending_1024_nodes", pending), &pending, |b, _| b.iter(|| s.cycle(2)));
+        let (mut s, now) = steady(1024, pending, 3);
+        g.bench_with_input(BenchmarkId::new("scale_pending_1024_nodes", pending), &pending, |b, _| b.iter(|| s.cycle(now)));
     }
     g.finish();
 
@@ -114,7 +139,7 @@ fn bench(c: &mut Criterion) {
         let mut g = c.benchmark_group("cycle_big");
         g.sample_size(10).measurement_time(Duration::from_secs(20));
         let before = rss_mib();
-        let mut s = steady(10_000, 100_000, 4);
+        let (mut s, now) = steady(10_000, 100_000, 4);
         let after = rss_mib();
         eprintln!(
             "10000x8: {} running, {} pending; RSS {:.0} MiB -> {:.0} MiB (scheduler state ~{:.0} MiB)",
@@ -124,7 +149,7 @@ fn bench(c: &mut Criterion) {
             after,
             after - before
         );
-        g.bench_function("10000x8_100000_pending", |b| b.iter(|| s.cycle(2)));
+        g.bench_function("10000x8_100000_pending", |b| b.iter(|| s.cycle(now)));
         g.finish();
     }
 }
@@ -148,10 +173,11 @@ fn preemption_setup() -> Scheduler {
         let mut j = JobSpec::simple(i as u64 + 1, 0, Request::gpus(g, TopologyKind::Node), Some(86_400));
         j.preemptible = true;
         j.checkpoint_bytes = 1_000_000_000;
-        s.handle(Event::Submit(j), 0);
+        apply(s.handle(Event::Submit(j), 0));
     }
-    s.cycle(0);
-    s.handle(
+    apply(s.cycle(0));
+    // An hour later (every job past its minimum runtime) a service asks for a replica.
+    apply(s.handle(
         Event::ServiceUpsert(ServiceSpec {
             id: ServiceId(1),
             name: "svc".into(),
@@ -165,7 +191,7 @@ fn preemption_setup() -> Scheduler {
             priority: 1,
         }),
         3600,
-    );
+    ));
     s
 }
 
@@ -174,8 +200,8 @@ fn bench_preempt(c: &mut Criterion) {
     eprintln!(
         "preemption bench: {} running jobs on {} GPUs, {} free",
         s.running().len(),
-        s.cluster.total_gpus(),
-        s.cluster.total_gpus() * 1000 - s.cluster.used_gpu_milli()
+        s.cluster().total_gpus(),
+        s.cluster().total_gpus() * 1000 - s.cluster().used_gpu_milli()
     );
     let mut g = c.benchmark_group("preempt");
     g.bench_function("plan_1024_gpus_500_jobs", |b| {

@@ -1,4 +1,4 @@
-//! Placement scorers: the seed's default and the baselines we compare against.
+//! Placement scorers: Flotilla's default and the baselines we compare against.
 
 use flotilla_core::cluster::{GpuMask, NodeId, MILLI};
 use flotilla_core::placement::{Score, CandidateOrder, NodeDemand, PlaceCtx, PlacementPolicy};
@@ -14,7 +14,7 @@ fn lex(keys: &[(u64, u64)]) -> Score {
     -(v.min(i128::MAX as u128) as Score)
 }
 
-/// Flotilla's default (seed §6 and revision R1): exact fill first, then a partly used node
+/// Flotilla's default: exact fill first, then a partly used node
 /// before a whole free one, then shape-aligned nodes (a node hosting allocations of the same
 /// size), then nodes whose current work ends no earlier than the new job (lifetime alignment:
 /// a node is whole again when all its jobs end), then least remainder, then fewest free CPUs;
@@ -302,7 +302,7 @@ impl PlacementPolicy for PlainBestFit {
 /// One pod shape of FGD's target workload: what a typical task asks for, and how often.
 #[derive(Debug, Clone, PartialEq)]
 pub struct FgdTarget {
-    /// Milli-CPUs.
+    /// CPUs in milli-CPUs (1000 = one CPU).
     pub cpu_milli: u64,
     /// Milli-GPUs on each GPU: 1000 for whole GPUs, less for a share, 0 for CPU-only.
     pub gpu_milli: u32,

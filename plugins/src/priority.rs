@@ -17,7 +17,7 @@ pub struct MultifactorWeights {
     pub per_failed_cycle: u64,
     /// Cap on the failed-cycle bonus.
     pub failed_cycle_max: u64,
-    /// Points per preemption suffered (Flotilla's starvation guard, seed §4).
+    /// Points per preemption suffered (Flotilla's starvation guard).
     pub per_preemption: u64,
     /// Points per unit of the job's base priority (admin/QOS priority).
     pub base: u64,
@@ -43,7 +43,7 @@ impl Default for MultifactorWeights {
 /// a partition tier.
 #[derive(Debug, Default, Clone, Copy)]
 pub struct Multifactor {
-    /// Weights.
+    /// The weight of each factor.
     pub weights: MultifactorWeights,
 }
 

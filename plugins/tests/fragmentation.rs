@@ -1,4 +1,4 @@
-//! The seed's fragmentation claim as a test that compares counts, not times: on a 128 × 8
+//! Flotilla's fragmentation claim as a test that compares counts, not times: on a 128 × 8
 //! cluster with a random mix of 1/2/4/8/16/64-GPU jobs arriving and leaving, over 20 fixed
 //! seeds, Flotilla's default placement keeps on average at least as many fully free nodes as
 //! first-fit, worst-fit and plain best-fit in every occupancy decile from 30 % to 90 %, and
@@ -13,6 +13,7 @@ use flotilla_core::config::TopologyKind;
 use flotilla_core::job::{JobId, JobSpec, Request};
 use flotilla_core::sched::{Decision, Event, SchedConfig, Scheduler};
 use rand::{Rng, SeedableRng};
+use std::collections::BTreeMap;
 use rand_chacha::ChaCha8Rng;
 
 const POLICIES: [&str; 4] = ["topo-bestfit", "first-fit", "worst-fit", "best-fit"];
@@ -35,61 +36,82 @@ fn size(rng: &mut ChaCha8Rng) -> u32 {
     }
 }
 
+/// The comparison's driver: which jobs end when. Jobs are started by the scheduler and end
+/// after their duration.
+struct Driver {
+    s: Scheduler,
+    /// Actual end of each job once started: its duration, which its time limit overestimates
+    /// by a factor of 1 to 2 (users round up).
+    duration: BTreeMap<JobId, u64>,
+    /// Started jobs by end time.
+    ends: BTreeMap<(u64, JobId), ()>,
+}
+
+impl Driver {
+    /// The one path for decisions: a bind schedules the job's end; a backfill preemption
+    /// stops the job at once and requeues it (that event's decisions come back here).
+    fn apply(&mut self, d: Vec<Decision>, now: u64) {
+        for x in d {
+            match x {
+                Decision::Bind { job, .. } => {
+                    self.ends.insert((now + self.duration[&job], job), ());
+                }
+                Decision::PreemptBackfill { job, .. } => {
+                    self.ends.retain(|(_, j), _| *j != job);
+                    self.event(Event::Requeued(job), now);
+                }
+                _ => {}
+            }
+        }
+    }
+    fn event(&mut self, e: Event, now: u64) {
+        let d = self.s.handle(e, now);
+        self.apply(d, now);
+    }
+}
+
 fn run(policy: &str, seed: u64) -> (Table, f64) {
-    let mut s = Scheduler::new(
+    let s = Scheduler::new(
         Cluster::uniform(NODES, 8, 32, 64, 512_000),
         flotilla_plugins::placement(policy).unwrap(),
         flotilla_plugins::priority("priority/basic").unwrap(),
         SchedConfig::default(),
     );
+    let mut drv = Driver { s, duration: BTreeMap::new(), ends: BTreeMap::new() };
     let mut rng = ChaCha8Rng::seed_from_u64(seed);
     let total = f64::from(NODES * 8);
     let mut table: Table = [(0.0, 0); 10];
     let (mut all, mut n) = (0.0, 0u64);
     let mut next = 1u64;
-    // Actual end of each job once started: its duration, which its time limit overestimates
-    // by a factor of 1 to 2 (users round up).
-    let mut duration: std::collections::BTreeMap<JobId, u64> = Default::default();
-    let mut ends: std::collections::BTreeMap<(u64, JobId), ()> = Default::default();
     for step in 0..STEPS {
         let now = step as u64 * 60;
         // Departures: jobs whose duration has elapsed.
-        while let Some((&(t, id), _)) = ends.iter().next() {
+        while let Some((&(t, id), _)) = drv.ends.iter().next() {
             if t > now {
                 break;
             }
-            ends.remove(&(t, id));
-            s.handle(Event::JobEnded(id), now);
+            drv.ends.remove(&(t, id));
+            drv.event(Event::JobEnded(id), now);
         }
         // Arrivals: the target occupancy ramps up and down twice so every decile is visited.
         let phase = (step as f64 / STEPS as f64 * 4.0) % 2.0;
         let target = 0.2 + 0.8 * if phase < 1.0 { phase } else { 2.0 - phase };
-        let used = s.cluster.used_gpu_milli() as f64 / 1000.0 / total;
-        if used < target && s.pending_len() < 8 {
+        let used = drv.s.cluster().used_gpu_milli() as f64 / 1000.0 / total;
+        if used < target && drv.s.pending_len() < 8 {
             for _ in 0..4 {
                 let g = size(&mut rng);
                 let topo = if g <= 8 { TopologyKind::Node } else { TopologyKind::Any };
                 let dur = 600 + (-(1.0 - rng.random::<f64>()).ln() * 3.0 * 3600.0) as u64;
                 let limit = ((dur as f64 * (1.0 + rng.random::<f64>())) as u64).div_ceil(1800) * 1800;
-                duration.insert(JobId(next), dur.min(limit));
-                s.handle(Event::Submit(JobSpec::simple(next, now, Request::gpus(g, topo), Some(limit))), now);
+                drv.duration.insert(JobId(next), dur.min(limit));
+                drv.event(Event::Submit(JobSpec::simple(next, now, Request::gpus(g, topo), Some(limit))), now);
                 next += 1;
             }
         }
-        for d in s.cycle(now) {
-            match d {
-                Decision::Bind { job, .. } => {
-                    ends.insert((now + duration[&job], job), ());
-                }
-                Decision::PreemptBackfill { job, .. } => {
-                    ends.retain(|(_, j), _| *j != job);
-                    s.handle(Event::Requeued(job), now);
-                }
-                _ => {}
-            }
-        }
-        let used = s.cluster.used_gpu_milli() as f64 / 1000.0 / total;
-        let free_nodes = s.cluster.fully_free_gpu_nodes(8) as f64;
+        let d = drv.s.cycle(now);
+        drv.apply(d, now);
+        let used = drv.s.cluster().used_gpu_milli() as f64 / 1000.0 / total;
+        let free_nodes = drv.s.cluster().fully_free_gpu_nodes(8) as f64;
         let decile = ((used * 10.0) as usize).min(9);
         table[decile].0 += free_nodes;
         table[decile].1 += 1;

@@ -8,7 +8,7 @@ mod support;
 use flotilla_core::cluster::{Cluster, NodeAvail, NodeId, NodeSpec, MILLI};
 use flotilla_core::config::TopologyKind;
 use flotilla_core::job::{JobId, JobSpec, Request};
-use flotilla_core::sched::{Event, QueueMode, SchedConfig, Scheduler};
+use flotilla_core::sched::{Decision, Event, QueueMode, SchedConfig, Scheduler};
 use proptest::prelude::*;
 
 #[derive(Debug, Clone)]
@@ -58,21 +58,45 @@ fn cluster() -> impl Strategy<Value = Cluster> {
     })
 }
 
+/// The property test's driver: the scheduler and the transcript of every decision it made.
+struct Driver {
+    s: Scheduler,
+    log: String,
+}
+
+impl Driver {
+    /// The one path for decisions: each is logged (the determinism property compares the
+    /// logs), and a backfill preemption is carried out at once (the job is requeued; that
+    /// event's decisions come back here too).
+    fn apply(&mut self, d: Vec<Decision>, now: u64) {
+        self.log.push_str(&format!("{d:?}\n"));
+        for dec in d {
+            if let Decision::PreemptBackfill { job, .. } = dec {
+                self.event(Event::Requeued(job), now);
+            }
+        }
+    }
+    fn event(&mut self, e: Event, now: u64) {
+        let d = self.s.handle(e, now);
+        self.apply(d, now);
+    }
+}
+
 fn run(c: Cluster, queue: QueueMode, policy: &str, ops: &[Op]) -> Result<String, TestCaseError> {
-    let mut s = Scheduler::new(
+    let s = Scheduler::new(
         c,
         flotilla_plugins::placement(policy).unwrap(),
         flotilla_plugins::priority("priority/multifactor").unwrap(),
         SchedConfig { queue, max_reservations: 4, ..SchedConfig::default() },
     );
-    let n = s.cluster.nodes.len();
+    let mut drv = Driver { s, log: String::new() };
+    let n = drv.s.cluster().nodes.len();
     for i in 0..n {
-        s.handle(Event::NodeRegistered { node: NodeId(i as u32), boot_epoch: 1 }, 0);
+        drv.event(Event::NodeRegistered { node: NodeId(i as u32), boot_epoch: 1 }, 0);
     }
     let mut now = 0u64;
     let mut next_id = 1u64;
     let mut epochs = vec![1u64; n];
-    let mut log = String::new();
     for op in ops {
         match op {
             Op::Submit { gpus, topo, limit_min, cpus, gpn, exclusive, share } => {
@@ -90,10 +114,10 @@ fn run(c: Cluster, queue: QueueMode, policy: &str, ops: &[Op]) -> Result<String,
                 }
                 let spec = JobSpec::simple(next_id, now, req, Some(limit_min * 60));
                 next_id += 1;
-                s.handle(Event::Submit(spec), now);
+                drv.event(Event::Submit(spec), now);
             }
             Op::End(k) | Op::Cancel(k) | Op::Requeue(k) => {
-                let running: Vec<JobId> = s.running().keys().copied().collect();
+                let running: Vec<JobId> = drv.s.running().keys().copied().collect();
                 if running.is_empty() {
                     continue;
                 }
@@ -103,48 +127,43 @@ fn run(c: Cluster, queue: QueueMode, policy: &str, ops: &[Op]) -> Result<String,
                     Op::Cancel(_) => Event::Cancel(id),
                     _ => Event::Requeued(id),
                 };
-                s.handle(e, now);
+                drv.event(e, now);
             }
             Op::Drain(k) => {
-                s.handle(Event::NodeAvail { node: NodeId((k % n) as u32), avail: NodeAvail::Drain { reason: "t".into() } }, now);
+                drv.event(Event::NodeAvail { node: NodeId((k % n) as u32), avail: NodeAvail::Drain { reason: "t".into() } }, now);
             }
             Op::Resume(k) => {
-                s.handle(Event::NodeAvail { node: NodeId((k % n) as u32), avail: NodeAvail::Up }, now);
+                drv.event(Event::NodeAvail { node: NodeId((k % n) as u32), avail: NodeAvail::Up }, now);
             }
             Op::Down(k) => {
                 let node = NodeId((k % n) as u32);
-                s.handle(Event::NodeAvail { node, avail: NodeAvail::Down { reason: "t".into() } }, now);
-                prop_assert!(s.allocations().all(|a| a.part.node != node), "a down node keeps allocations");
+                drv.event(Event::NodeAvail { node, avail: NodeAvail::Down { reason: "t".into() } }, now);
+                prop_assert!(drv.s.allocations().all(|a| a.part.node != node), "a down node keeps allocations");
             }
             Op::Reboot(k) => {
                 let node = (k % n) as u32;
                 epochs[node as usize] += 1;
-                let d = s.handle(Event::NodeRegistered { node: NodeId(node), boot_epoch: epochs[node as usize] }, now);
-                log.push_str(&format!("{d:?}\n"));
+                drv.event(Event::NodeRegistered { node: NodeId(node), boot_epoch: epochs[node as usize] }, now);
                 // Invariant 8: a node reporting a new boot epoch has no allocations.
-                prop_assert!(s.allocations().all(|a| a.part.node != NodeId(node)), "invariant 8");
-                prop_assert!(s.cluster.node(NodeId(node)).gpu_milli_used.iter().all(|&m| m == 0));
+                prop_assert!(drv.s.allocations().all(|a| a.part.node != NodeId(node)), "invariant 8");
+                prop_assert!(drv.s.cluster().node(NodeId(node)).gpu_milli_used.iter().all(|&m| m == 0));
             }
             Op::Tick(dt) => {
                 now += dt;
                 // Jobs past their limit end (the controller's time-limit enforcement).
-                let expired: Vec<JobId> = s.running().iter().filter(|(_, r)| r.end.is_some_and(|e| e <= now)).map(|(id, _)| *id).collect();
+                let expired: Vec<JobId> = drv.s.running().iter().filter(|(_, r)| r.end.is_some_and(|e| e <= now)).map(|(id, _)| *id).collect();
                 for id in expired {
-                    s.handle(Event::JobEnded(id), now);
+                    drv.event(Event::JobEnded(id), now);
                 }
             }
         }
-        let d = s.cycle(now);
-        // The driver carries out backfill preemptions at once.
-        for dec in &d {
-            if let flotilla_core::sched::Decision::PreemptBackfill { job, .. } = dec {
-                s.handle(Event::Requeued(*job), now);
-            }
-        }
-        log.push_str(&format!("{d:?}\n"));
+        let d = drv.s.cycle(now);
+        drv.apply(d, now);
+        let s = &drv.s;
         if let Err(e) = s.check_invariants() {
             return Err(TestCaseError::fail(format!(
-                "after {op:?} at t={now}: {e}\nlog:\n{log}\nreservations: {:?}\nrunning: {:?}",
+                "after {op:?} at t={now}: {e}\nlog:\n{}\nreservations: {:?}\nrunning: {:?}",
+                drv.log,
                 s.reservations(),
                 s.running().values().map(|r| (r.spec.id, r.start, r.end, &r.backfill_for, r.allocs.iter().map(|a| (a.part.node, a.part.gpus)).collect::<Vec<_>>())).collect::<Vec<_>>()
             )));
@@ -153,7 +172,7 @@ fn run(c: Cluster, queue: QueueMode, policy: &str, ops: &[Op]) -> Result<String,
             prop_assert!(a.part.gpu_milli <= MILLI);
         }
     }
-    Ok(log)
+    Ok(drv.log)
 }
 
 fn cases() -> u32 {

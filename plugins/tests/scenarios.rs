@@ -20,20 +20,39 @@ impl Run {
     fn new(c: Cluster) -> Run {
         Run { s: scheduler(c, QueueMode::HeldReservations), log: String::new() }
     }
+    /// The scenario's one path for decisions: they go into the transcript, rendered one per
+    /// line, unless `quiet` (a setup step the transcript summarises in a line of its own).
+    /// Nothing else is carried out here: the scenarios send the events a driver would (a
+    /// job's end, a backfill job's requeue) themselves, so the transcript shows them.
+    fn apply(&mut self, d: Vec<Decision>, now: Time, quiet: bool) -> Vec<Decision> {
+        if !quiet {
+            self.log.push_str(&render(&self.s, &d, now));
+        }
+        d
+    }
+    /// An event, logged with the decisions it forces.
     fn event(&mut self, e: Event, now: Time) -> Vec<Decision> {
         let what = match &e {
             Event::Requeued(j) => format!("requeued job={j}"),
             Event::NodeRegistered { node, boot_epoch } => {
-                format!("node {} registers boot_epoch={boot_epoch}", self.s.cluster.node(*node).name)
+                format!("node {} registers boot_epoch={boot_epoch}", self.s.cluster().node(*node).name)
             }
             other => format!("{other:?}"),
         };
         self.log.push_str(&format!("t={now} {what}\n"));
         let d = self.s.handle(e, now);
-        if !d.is_empty() {
-            self.log.push_str(&render(&self.s, &d, now));
-        }
-        d
+        self.apply(d, now, false)
+    }
+    /// A setup event, left out of the transcript with its decisions.
+    fn setup(&mut self, e: Event, now: Time) -> Vec<Decision> {
+        let d = self.s.handle(e, now);
+        self.apply(d, now, true)
+    }
+    /// A setup cycle, left out of the transcript with its decisions.
+    fn setup_cycle(&mut self, now: Time) -> Vec<Decision> {
+        let d = self.s.cycle(now);
+        self.s.check_invariants().unwrap();
+        self.apply(d, now, true)
     }
     fn submit(&mut self, spec: flotilla_core::job::JobSpec, now: Time) {
         self.log.push_str(&format!(
@@ -43,16 +62,18 @@ impl Run {
             spec.request.topology.as_str(),
             spec.time_limit_s.unwrap_or(0) / 60
         ));
-        self.s.handle(Event::Submit(spec), now);
+        let d = self.s.handle(Event::Submit(spec), now);
+        self.apply(d, now, false);
     }
     fn end(&mut self, id: u64, now: Time) {
         self.log.push_str(&format!("t={now} end job={id}\n"));
-        self.s.handle(Event::JobEnded(JobId(id)), now);
+        let d = self.s.handle(Event::JobEnded(JobId(id)), now);
+        self.apply(d, now, false);
     }
     fn cycle(&mut self, now: Time) -> Vec<Decision> {
         let d = self.s.cycle(now);
         self.log.push_str(&format!("t={now} cycle\n"));
-        self.log.push_str(&render(&self.s, &d, now));
+        let d = self.apply(d, now, false);
         self.s.check_invariants().unwrap();
         d
     }
@@ -60,7 +81,7 @@ impl Run {
         self.s.running()[&JobId(id)]
             .allocs
             .iter()
-            .map(|a| self.s.cluster.node(a.part.node).name.clone())
+            .map(|a| self.s.cluster().node(a.part.node).name.clone())
             .collect()
     }
 }
@@ -85,7 +106,7 @@ fn two_gpu_job_lands_on_the_node_with_six_used() {
     let d = r.cycle(1);
     assert_eq!(binds(&d), vec![JobId(3)]);
     assert_eq!(r.node_of(3), six, "the 2-GPU job must fill the node with 6 used");
-    assert_eq!(r.s.cluster.fully_free_gpu_nodes(8), 2);
+    assert_eq!(r.s.cluster().fully_free_gpu_nodes(8), 2);
     check_golden("two_gpu_on_six_used", &r.log);
 }
 
@@ -103,12 +124,12 @@ fn sixteen_gpu_job_takes_two_whole_nodes() {
         assert_eq!(a.part.gpus, GpuMask::all(8), "whole nodes only");
     }
     // Both whole nodes come from one pod when one pod can hold them.
-    let pods: std::collections::BTreeSet<_> = allocs.iter().map(|a| r.s.cluster.node(a.part.node).pod).collect();
+    let pods: std::collections::BTreeSet<_> = allocs.iter().map(|a| r.s.cluster().node(a.part.node).pod).collect();
     assert_eq!(pods.len(), 1);
     check_golden("sixteen_gpu_two_whole_nodes", &r.log);
 }
 
-/// Critique C1 / revision R1: 4-GPU requests pair up to fill nodes, also under churn.
+/// 4-GPU requests pair up to fill nodes, also under churn.
 #[test]
 fn four_gpu_requests_pair_up_to_fill_nodes() {
     let mut r = Run::new(Cluster::uniform(8, 8, 4, 64, 512_000));
@@ -116,7 +137,7 @@ fn four_gpu_requests_pair_up_to_fill_nodes() {
         r.submit(job(i, 0, 4, Node, 60), 0);
     }
     r.cycle(0);
-    assert_eq!(r.s.cluster.fully_free_gpu_nodes(8), 5, "six 4-GPU jobs fill exactly three nodes");
+    assert_eq!(r.s.cluster().fully_free_gpu_nodes(8), 5, "six 4-GPU jobs fill exactly three nodes");
     // Churn: jobs 1, 3, 5 leave (one from each pair), three new 4-GPU jobs arrive.
     for i in [1, 3, 5] {
         r.end(i, 10);
@@ -125,31 +146,31 @@ fn four_gpu_requests_pair_up_to_fill_nodes() {
         r.submit(job(i, 10, 4, Node, 60), 10);
     }
     r.cycle(10);
-    assert_eq!(r.s.cluster.fully_free_gpu_nodes(8), 5, "new halves pair with the halves left behind");
+    assert_eq!(r.s.cluster().fully_free_gpu_nodes(8), 5, "new halves pair with the halves left behind");
     // A 2-GPU job must not break a whole node while a half node... there is none: all 3 are full.
     r.submit(job(10, 11, 2, Node, 60), 11);
     r.submit(job(11, 11, 2, Node, 60), 11);
     r.cycle(11);
-    assert_eq!(r.s.cluster.fully_free_gpu_nodes(8), 4, "two 2-GPU jobs share one node");
+    assert_eq!(r.s.cluster().fully_free_gpu_nodes(8), 4, "two 2-GPU jobs share one node");
     assert_eq!(r.node_of(10), r.node_of(11));
     check_golden("four_gpu_pairs", &r.log);
 }
 
-/// Revision R2: a 256-GPU gang on a busy 1,024-GPU cluster holds its reservation while short
+/// A 256-GPU gang on a busy 1,024-GPU cluster holds its reservation while short
 /// jobs backfill on the reserved GPUs, and the backfill is preempted when the gang fills.
 #[test]
 fn big_gang_holds_reservation_while_short_jobs_backfill() {
     let mut r = Run::new(Cluster::uniform(128, 8, 32, 64, 512_000));
     // 128 busy nodes: 8-GPU jobs ending at staggered times (1 to 128 hours).
     for i in 0..128u64 {
-        r.s.handle(flotilla_core::sched::Event::Submit(job(1000 + i, 0, 8, Node, 60 * (i + 1))), 0);
+        r.setup(Event::Submit(job(1000 + i, 0, 8, Node, 60 * (i + 1))), 0);
     }
-    r.s.cycle(0);
+    r.setup_cycle(0);
     assert_eq!(r.s.running().len(), 128);
     r.log.push_str("t=0 128 whole-node jobs running, ending after 1..128 h\n");
     // Jobs 1000..1007 end early at t=100: 8 nodes free.
     for i in 0..8 {
-        r.s.handle(Event::JobEnded(JobId(1000 + i)), 100);
+        r.setup(Event::JobEnded(JobId(1000 + i)), 100);
     }
     r.submit(job(1, 100, 256, Any, 24 * 60), 100);
     let d = r.cycle(100);
@@ -183,7 +204,7 @@ fn big_gang_holds_reservation_while_short_jobs_backfill() {
     // Every occupant of the reserved nodes ends early at t=1000: only the backfill job remains
     // on the reserved GPUs, and it is preempted the moment the reservation completes.
     for i in 8..32 {
-        r.s.handle(Event::JobEnded(JobId(1000 + i)), 1000);
+        r.setup(Event::JobEnded(JobId(1000 + i)), 1000);
     }
     r.log.push_str("t=1000 jobs 1008..1031 end\n");
     let d = r.cycle(1000);
@@ -255,26 +276,26 @@ fn pending_reasons_name_the_topology() {
 #[test]
 fn node_reboot_requeues_its_jobs() {
     let mut r = Run::new(Cluster::uniform(2, 8, 2, 64, 512_000));
-    r.s.handle(Event::NodeRegistered { node: NodeId(0), boot_epoch: 1 }, 0);
-    r.s.handle(Event::NodeRegistered { node: NodeId(1), boot_epoch: 1 }, 0);
+    r.setup(Event::NodeRegistered { node: NodeId(0), boot_epoch: 1 }, 0);
+    r.setup(Event::NodeRegistered { node: NodeId(1), boot_epoch: 1 }, 0);
     r.submit(job(1, 0, 8, Node, 60), 0);
     r.submit(job(2, 0, 16, Any, 60), 0);
     r.cycle(0);
     assert_eq!(r.s.running().len(), 1);
     let node = r.s.running()[&JobId(1)].allocs[0].part.node;
     // Same epoch: nothing happens.
-    assert!(r.s.handle(Event::NodeRegistered { node, boot_epoch: 1 }, 5).is_empty());
+    assert!(r.setup(Event::NodeRegistered { node, boot_epoch: 1 }, 5).is_empty());
     let d = r.event(Event::NodeRegistered { node, boot_epoch: 2 }, 10);
     assert!(matches!(&d[..], [Decision::Requeue { job, .. }] if *job == JobId(1)));
     assert!(r.s.running().is_empty());
     r.s.check_invariants().unwrap();
-    assert!(r.s.cluster.node(node).is_idle());
+    assert!(r.s.cluster().node(node).is_idle());
 }
 
 #[test]
 fn required_node_down_is_req_node_not_avail() {
     let mut r = Run::new(Cluster::uniform(4, 8, 2, 64, 512_000));
-    r.s.handle(Event::NodeAvail { node: NodeId(3), avail: flotilla_core::cluster::NodeAvail::Drain { reason: "maint".into() } }, 0);
+    r.setup(Event::NodeAvail { node: NodeId(3), avail: flotilla_core::cluster::NodeAvail::Drain { reason: "maint".into() } }, 0);
     let mut spec = job(1, 0, 1, Node, 5);
     spec.request.required_nodes = vec![NodeId(3)];
     r.submit(spec, 0);

@@ -40,6 +40,14 @@ fn spec(desired: u32) -> ServiceSpec {
     }
 }
 
+/// The tests' one path for an event's decisions: none is expected from the service events
+/// fed here (an upsert or a scale acts at the next cycle), so there is nothing to carry out.
+fn event(s: &mut Scheduler, e: Event, now: u64) {
+    let d = s.handle(e, now);
+    assert!(d.is_empty(), "unexpected decisions: {d:?}");
+}
+
+/// The replicas a cycle's decisions bind (a bind needs nothing carried out in these tests).
 fn bound(d: &[Decision]) -> Vec<u64> {
     d.iter()
         .filter_map(|d| match d {
@@ -55,7 +63,7 @@ fn largest_placeable_per_partition() {
     let lp = |node, pod, any| LargestPlaceable { node, pod, any };
     assert_eq!(s.largest_placeable_in(PartId(0)), lp(8, 16, 32));
     assert_eq!(s.largest_placeable_in(PartId(1)), lp(8, 16, 16));
-    s.handle(Event::ServiceUpsert(spec(1)), 0);
+    event(&mut s, Event::ServiceUpsert(spec(1)), 0);
     assert_eq!(bound(&s.cycle(0)).len(), 1);
     // Best fit puts the 2-GPU replica on the first node: the debug partition loses 2 GPUs.
     assert_eq!(s.largest_placeable_in(PartId(1)), lp(8, 14, 14));
@@ -90,25 +98,25 @@ fn largest_placeable_in_a_partition_of_smaller_nodes() {
 #[test]
 fn restored_replicas_count_and_ids_are_not_reused() {
     let mut a = sched(cluster());
-    a.handle(Event::ServiceUpsert(spec(1)), 0);
+    event(&mut a, Event::ServiceUpsert(spec(1)), 0);
     let ids = bound(&a.cycle(0));
     assert_eq!(ids, vec![REPLICA_ID_BASE]);
     let running: RunningJob = a.running()[&flotilla_core::job::JobId(REPLICA_ID_BASE)].clone();
 
     // Restart: the service, then its running replica and the id sequence.
     let mut b = sched(cluster());
-    b.handle(Event::ServiceUpsert(spec(1)), 10);
+    event(&mut b, Event::ServiceUpsert(spec(1)), 10);
     b.restore_replica(ServiceId(7), running.clone());
     b.set_next_replica_id(a.next_replica_id());
     assert!(bound(&b.cycle(10)).is_empty(), "the restored replica counts: none started twice");
     assert_eq!(b.service_replicas(ServiceId(7)).0.len(), 1);
-    b.handle(Event::ServiceScale { service: ServiceId(7), desired: 2 }, 11);
+    event(&mut b, Event::ServiceScale { service: ServiceId(7), desired: 2 }, 11);
     assert_eq!(bound(&b.cycle(11)), vec![REPLICA_ID_BASE + 1], "a fresh id");
     b.check_invariants().unwrap();
 
     // Restored as a plain job, the replica would not count and a second would start.
     let mut c = sched(cluster());
-    c.handle(Event::ServiceUpsert(spec(1)), 10);
+    event(&mut c, Event::ServiceUpsert(spec(1)), 10);
     c.restore_running(running);
     assert_eq!(bound(&c.cycle(10)).len(), 1);
 

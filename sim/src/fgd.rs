@@ -53,7 +53,7 @@ pub const FGD_COVERAGE: f64 = 0.95;
 pub struct FgdOptions {
     /// Pod lists to run.
     pub pod_lists: Vec<OpenbVariant>,
-    /// Seeds.
+    /// Seeds of the pod streams, one run per seed.
     pub seeds: Vec<u64>,
     /// Policies (names of [`POLICIES`]).
     pub policies: Vec<String>,
@@ -411,7 +411,7 @@ pub fn artifact_numbers(traces: &TraceDir) -> BTreeMap<(String, String), f64> {
 /// The experiment's results: per pod list, per policy.
 #[derive(Debug, Clone, Serialize, PartialEq)]
 pub struct FgdReport {
-    /// Seeds.
+    /// Seeds run, one pod stream each.
     pub seeds: Vec<u64>,
     /// Pod lists in run order.
     pub pod_lists: Vec<String>,

@@ -93,7 +93,7 @@ pub struct FleetOptions {
     pub sample_s: u64,
     /// Check the scheduler's invariants after every cycle (default: debug builds).
     pub check_invariants: bool,
-    /// Threads.
+    /// Worker threads the configurations run on.
     pub jobs: usize,
 }
 
@@ -131,7 +131,7 @@ pub struct Instance {
 /// A service's desired-count timeline.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ServiceTimeline {
-    /// Name.
+    /// The service (the trace's `user_or_group`).
     pub name: String,
     /// Count at t = 0.
     pub initial: u32,
@@ -242,7 +242,7 @@ pub struct RunSummary {
     pub scale_ups: u64,
     /// Of which satisfied within 60 s.
     pub scale_ups_within_60s: u64,
-    /// Percent.
+    /// `scale_ups_within_60s` as a share of `scale_ups`, in percent (100 when none).
     pub scale_ups_within_60s_pct: f64,
     /// Pages raised (`Decision::Page`).
     pub pages: u64,
@@ -258,7 +258,7 @@ pub struct RunSummary {
     pub cycles: u64,
     /// Last event (s).
     pub makespan_s: u64,
-    /// Samples.
+    /// Samples every `sample_s` (not serialised).
     #[serde(skip)]
     pub samples: Vec<Sample>,
     /// Service preemptions: (time, job id), in order.
@@ -318,17 +318,15 @@ pub fn replay(jobs: &[TraceJob], services: &[ServiceTimeline], train_nodes: u32,
         _ => return Err(SimError::UnknownPolicy { name: config.to_owned() }),
     };
     let (cluster, train_part, svc_part) = fleet_cluster(train_nodes, pool_nodes, split);
-    let total_gpus = u64::from(train_nodes + pool_nodes) * 8;
     let sched_config = flotilla_plugins::queue("flotilla").expect("registered");
     let placement = flotilla_plugins::placement("topo-bestfit").expect("registered");
     let priority = flotilla_plugins::priority("priority/basic").expect("registered");
-    let mut sched = Scheduler::new(cluster, placement, priority, sched_config);
-    let bw = sched.config().storage_bw_bytes_per_s.max(1);
-    let window = opts.window_s.max(1);
-
-    // Services at t = 0.
+    let sched = Scheduler::new(cluster, placement, priority, sched_config);
+    let mut fleet = Fleet::new(sched, jobs, services, train_part, split, opts);
+    // Services at t = 0 (the trace clock's origin).
+    let t0: Time = 0;
     for (k, s) in services.iter().enumerate() {
-        sched.handle(
+        fleet.event(
             Event::ServiceUpsert(ServiceSpec {
                 id: ServiceId(k as u32),
                 name: s.name.clone(),
@@ -341,231 +339,360 @@ pub fn replay(jobs: &[TraceJob], services: &[ServiceTimeline], train_nodes: u32,
                 desired_replicas: s.initial,
                 priority: 0,
             }),
-            0,
+            t0,
         );
     }
-    let mut heap: BinaryHeap<Reverse<(Time, Ev)>> = jobs.iter().enumerate().map(|(i, j)| Reverse((j.submit_s, Ev::Arrive(i)))).collect();
-    for (k, s) in services.iter().enumerate() {
-        for &(t, c) in &s.changes {
-            heap.push(Reverse((t, Ev::Scale(k, c))));
-        }
-    }
-    let n = jobs.len();
-    let mut gen = vec![0u32; n];
-    let mut remaining: Vec<u64> = jobs.iter().map(|j| j.duration_s.max(1)).collect();
-    let mut seg_start: Vec<Option<Time>> = vec![None; n];
-    let mut held_s = vec![0u64; n];
-    let mut end: Vec<Option<Time>> = vec![None; n];
-    let mut desired: Vec<u32> = services.iter().map(|s| s.initial).collect();
-    let mut running_repl: Vec<u32> = vec![0; services.len()];
-    let mut replica_of: BTreeMap<JobId, usize> = BTreeMap::new();
-    // Outstanding scale-ups: (deadline, service, wanted).
-    let mut outstanding: Vec<(Time, usize, u32)> = Vec::new();
-    let (mut scale_ups, mut satisfied) = (0u64, 0u64);
-    let (mut preemptions, mut lost, mut bf_preemptions, mut bf_lost, mut bad) = (0u64, 0f64, 0u64, 0f64, 0u64);
-    let (mut pages, mut warnings, mut relocations, mut started_repl, mut cycles) = (0u64, 0u64, 0u64, 0u64, 0u64);
-    let (mut busy_train, mut busy_repl) = (0u64, 0u64);
-    let (mut train_gpu_s, mut repl_gpu_s) = (0f64, 0f64);
-    let mut samples = Vec::new();
-    let mut victims = Vec::new();
-    let mut next_sample: Time = 0;
-    let mut last_t: Time = 0;
-    let spec = |i: usize| {
-        let mut s = JobSpec::simple(i as u64 + 1, jobs[i].submit_s, job_request(jobs[i].gpus, 8), Some(time_limit(jobs[i].duration_s, opts.walltime_factor)));
-        s.partition = train_part;
-        s.preemptible = !split;
-        s.checkpoint_bytes = opts.ckpt_bytes_per_gpu * u64::from(jobs[i].gpus);
-        s
-    };
-    // Progress kept when a run segment of `ran` seconds is interrupted.
-    let saved = |ran: u64| if opts.ckpt_interval_s == 0 { ran } else { ran - ran % opts.ckpt_interval_s };
-    let mut t: Time = 0;
+    let mut t: Time = t0;
     loop {
-        // Integrate busy GPUs over [last_t, t) inside the window.
-        let (a, b) = (last_t.min(window), t.min(window));
-        train_gpu_s += busy_train as f64 * (b - a) as f64;
-        repl_gpu_s += busy_repl as f64 * (b - a) as f64;
-        while next_sample <= t {
-            samples.push(Sample {
-                t: next_sample,
-                train_gpus: busy_train,
-                replica_gpus: busy_repl,
-                pending: sched.pending_ids().filter(|id| id.0 < REPLICA_ID_BASE).count(),
-                preempted_share_pct: sched.preempted_share_pct(next_sample),
-            });
-            next_sample += opts.sample_s.max(1);
-        }
-        last_t = t;
-        while let Some(Reverse((t2, ev))) = heap.peek().copied() {
+        fleet.advance_to(t);
+        while let Some(Reverse((t2, ev))) = fleet.heap.peek().copied() {
             if t2 != t {
                 break;
             }
-            heap.pop();
-            match ev {
-                Ev::Arrive(i) => {
-                    sched.handle(Event::Submit(spec(i)), t);
-                }
-                Ev::End(i, g) => {
-                    if g == gen[i] && end[i].is_none() {
-                        if let Some(s) = seg_start[i].take() {
-                            sched.handle(Event::JobEnded(JobId(i as u64 + 1)), t);
-                            end[i] = Some(t);
-                            held_s[i] += t - s;
-                            busy_train -= u64::from(jobs[i].gpus);
-                        }
-                    }
-                }
-                Ev::Exit(i, g) => {
-                    if g == gen[i] {
-                        if let Some(s) = seg_start[i].take() {
-                            sched.handle(Event::Requeued(JobId(i as u64 + 1)), t);
-                            held_s[i] += t - s;
-                            busy_train -= u64::from(jobs[i].gpus);
-                        }
-                    }
-                }
-                Ev::Scale(k, c) => {
-                    if c > desired[k] {
-                        scale_ups += 1;
-                        outstanding.push((t + 60, k, c));
-                        heap.push(Reverse((t + 60, Ev::Check)));
-                    }
-                    desired[k] = c;
-                    sched.handle(Event::ServiceScale { service: ServiceId(k as u32), desired: c }, t);
-                }
-                Ev::Check => {}
+            fleet.heap.pop();
+            fleet.fire(ev, t);
+        }
+        fleet.run_cycles(t);
+        fleet.settle_scale_ups(t);
+        match fleet.heap.peek() {
+            Some(Reverse((t2, _))) => t = *t2,
+            None => break,
+        }
+    }
+    Ok(fleet.summary(config, u64::from(train_nodes + pool_nodes) * 8))
+}
+
+/// Counters of one replay, reported in [`RunSummary`].
+#[derive(Debug, Default)]
+struct Counts {
+    scale_ups: u64,
+    satisfied: u64,
+    preemptions: u64,
+    lost: f64,
+    bf_preemptions: u64,
+    bf_lost: f64,
+    bad: u64,
+    pages: u64,
+    warnings: u64,
+    relocations: u64,
+    started_repl: u64,
+    cycles: u64,
+}
+
+/// The replay's driver: the virtual world the scheduler's decisions act on (training jobs'
+/// run segments, replicas, scale-ups being checked) and what it measures.
+struct Fleet<'a> {
+    sched: Scheduler,
+    jobs: &'a [TraceJob],
+    opts: &'a FleetOptions,
+    train_part: PartId,
+    split: bool,
+    /// Checkpoint bandwidth the victims write at (bytes/s).
+    bw: u64,
+    window: Time,
+    heap: BinaryHeap<Reverse<(Time, Ev)>>,
+    /// Per job: generation (bumped when a run segment is interrupted), remaining work (s),
+    /// start of the current run segment, seconds holding GPUs, end.
+    gen: Vec<u32>,
+    remaining: Vec<u64>,
+    seg_start: Vec<Option<Time>>,
+    held_s: Vec<u64>,
+    end: Vec<Option<Time>>,
+    desired: Vec<u32>,
+    running_repl: Vec<u32>,
+    replica_of: BTreeMap<JobId, usize>,
+    /// Outstanding scale-ups: (deadline, service, wanted).
+    outstanding: Vec<(Time, usize, u32)>,
+    n: Counts,
+    busy_train: u64,
+    busy_repl: u64,
+    train_gpu_s: f64,
+    repl_gpu_s: f64,
+    samples: Vec<Sample>,
+    victims: Vec<(Time, u64)>,
+    next_sample: Time,
+    last_t: Time,
+}
+
+impl<'a> Fleet<'a> {
+    fn new(sched: Scheduler, jobs: &'a [TraceJob], services: &[ServiceTimeline], train_part: PartId, split: bool, opts: &'a FleetOptions) -> Fleet<'a> {
+        let bw = sched.config().storage_bw_bytes_per_s.max(1);
+        let mut heap: BinaryHeap<Reverse<(Time, Ev)>> = jobs.iter().enumerate().map(|(i, j)| Reverse((j.submit_s, Ev::Arrive(i)))).collect();
+        for (k, s) in services.iter().enumerate() {
+            for &(t, c) in &s.changes {
+                heap.push(Reverse((t, Ev::Scale(k, c))));
             }
         }
+        let n = jobs.len();
+        Fleet {
+            sched,
+            jobs,
+            opts,
+            train_part,
+            split,
+            bw,
+            window: opts.window_s.max(1),
+            heap,
+            gen: vec![0; n],
+            remaining: jobs.iter().map(|j| j.duration_s.max(1)).collect(),
+            seg_start: vec![None; n],
+            held_s: vec![0; n],
+            end: vec![None; n],
+            desired: services.iter().map(|s| s.initial).collect(),
+            running_repl: vec![0; services.len()],
+            replica_of: BTreeMap::new(),
+            outstanding: Vec::new(),
+            n: Counts::default(),
+            busy_train: 0,
+            busy_repl: 0,
+            train_gpu_s: 0.0,
+            repl_gpu_s: 0.0,
+            samples: Vec::new(),
+            victims: Vec::new(),
+            next_sample: 0,
+            last_t: 0,
+        }
+    }
+
+    /// Training job `i`'s spec: its trace request, the walltime limit, preemptible when the
+    /// fleet is shared, checkpoint bytes by GPUs.
+    fn spec(&self, i: usize) -> JobSpec {
+        let j = &self.jobs[i];
+        let mut s = JobSpec::simple(i as u64 + 1, j.submit_s, job_request(j.gpus, 8), Some(time_limit(j.duration_s, self.opts.walltime_factor)));
+        s.partition = self.train_part;
+        s.preemptible = !self.split;
+        s.checkpoint_bytes = self.opts.ckpt_bytes_per_gpu * u64::from(j.gpus);
+        s
+    }
+
+    /// Progress kept when a run segment of `ran` seconds is interrupted.
+    fn saved(&self, ran: u64) -> u64 {
+        if self.opts.ckpt_interval_s == 0 {
+            ran
+        } else {
+            ran - ran % self.opts.ckpt_interval_s
+        }
+    }
+
+    /// Integrates busy GPUs over [last event, `t`) inside the window and takes the samples due.
+    fn advance_to(&mut self, t: Time) {
+        let (a, b) = (self.last_t.min(self.window), t.min(self.window));
+        self.train_gpu_s += self.busy_train as f64 * (b - a) as f64;
+        self.repl_gpu_s += self.busy_repl as f64 * (b - a) as f64;
+        while self.next_sample <= t {
+            self.samples.push(Sample {
+                t: self.next_sample,
+                train_gpus: self.busy_train,
+                replica_gpus: self.busy_repl,
+                pending: self.sched.pending_ids().filter(|id| id.0 < REPLICA_ID_BASE).count(),
+                preempted_share_pct: self.sched.preempted_share_pct(self.next_sample),
+            });
+            self.next_sample += self.opts.sample_s.max(1);
+        }
+        self.last_t = t;
+    }
+
+    /// Feeds the scheduler an event at `t`; its decisions go through [`Fleet::apply`].
+    /// Returns true when they ask for another cycle.
+    fn event(&mut self, e: Event, t: Time) -> bool {
+        let d = self.sched.handle(e, t);
+        self.apply(d, t)
+    }
+
+    /// One timed event of the replay at `t`.
+    fn fire(&mut self, ev: Ev, t: Time) {
+        match ev {
+            Ev::Arrive(i) => {
+                let spec = self.spec(i);
+                self.event(Event::Submit(spec), t);
+            }
+            Ev::End(i, g) => {
+                if g == self.gen[i] && self.end[i].is_none() {
+                    if let Some(s) = self.seg_start[i].take() {
+                        self.event(Event::JobEnded(JobId(i as u64 + 1)), t);
+                        self.end[i] = Some(t);
+                        self.held_s[i] += t - s;
+                        self.busy_train -= u64::from(self.jobs[i].gpus);
+                    }
+                }
+            }
+            Ev::Exit(i, g) => {
+                if g == self.gen[i] {
+                    if let Some(s) = self.seg_start[i].take() {
+                        self.event(Event::Requeued(JobId(i as u64 + 1)), t);
+                        self.held_s[i] += t - s;
+                        self.busy_train -= u64::from(self.jobs[i].gpus);
+                    }
+                }
+            }
+            Ev::Scale(k, c) => {
+                if c > self.desired[k] {
+                    self.n.scale_ups += 1;
+                    self.outstanding.push((t + 60, k, c));
+                    self.heap.push(Reverse((t + 60, Ev::Check)));
+                }
+                self.desired[k] = c;
+                self.event(Event::ServiceScale { service: ServiceId(k as u32), desired: c }, t);
+            }
+            Ev::Check => {}
+        }
+    }
+
+    /// Cycles at `t`, carrying out the decisions, and cycles again (at most 16 times) while
+    /// carrying them out freed GPUs at once.
+    fn run_cycles(&mut self, t: Time) {
         for _round in 0..16 {
-            let decisions = sched.cycle(t);
-            cycles += 1;
-            if opts.check_invariants {
-                if let Err(e) = sched.check_invariants() {
+            let decisions = self.sched.cycle(t);
+            self.n.cycles += 1;
+            if self.opts.check_invariants {
+                if let Err(e) = self.sched.check_invariants() {
                     panic!("scheduler invariant broken at t={t}: {e}");
                 }
             }
-            let mut again = false;
-            for d in decisions {
-                match d {
-                    Decision::Bind { job, .. } => {
-                        let i = (job.0 - 1) as usize;
-                        seg_start[i] = Some(t);
-                        busy_train += u64::from(jobs[i].gpus);
-                        heap.push(Reverse((t + remaining[i], Ev::End(i, gen[i]))));
-                    }
-                    Decision::BindReplica { service, replica, .. } => {
-                        let k = service.0 as usize;
-                        replica_of.insert(replica, k);
-                        running_repl[k] += 1;
-                        busy_repl += 1;
-                        started_repl += 1;
-                    }
-                    Decision::StopReplica { replica, .. } => {
-                        if let Some(k) = replica_of.remove(&replica) {
-                            running_repl[k] -= 1;
-                            busy_repl -= 1;
-                        }
-                        sched.handle(Event::JobEnded(replica), t);
-                        again = true;
-                    }
-                    Decision::Relocate { service, from, to, .. } => {
-                        relocations += 1;
-                        replica_of.insert(to, service.0 as usize);
-                        replica_of.remove(&from);
-                        sched.handle(Event::JobEnded(from), t);
-                        again = true;
-                    }
-                    Decision::Preempt { job, checkpoint_bytes, deadline, .. } => {
-                        preemptions += 1;
-                        victims.push((t, job.0));
-                        if job.0 >= REPLICA_ID_BASE || split {
-                            bad += 1;
-                            continue;
-                        }
-                        let i = (job.0 - 1) as usize;
-                        if let Some(s) = seg_start[i] {
-                            let ran = t - s;
-                            let keep = saved(ran).min(remaining[i].saturating_sub(1));
-                            lost += f64::from(jobs[i].gpus) * (ran - keep) as f64 / 3600.0;
-                            remaining[i] -= keep;
-                        }
-                        gen[i] += 1;
-                        let exit = (t + checkpoint_bytes.div_ceil(bw).max(1)).min(deadline.max(t + 1));
-                        heap.push(Reverse((exit, Ev::Exit(i, gen[i]))));
-                    }
-                    Decision::PreemptBackfill { job, .. } => {
-                        bf_preemptions += 1;
-                        let i = (job.0 - 1) as usize;
-                        if let Some(s) = seg_start[i].take() {
-                            let ran = t - s;
-                            let keep = saved(ran).min(remaining[i].saturating_sub(1));
-                            bf_lost += f64::from(jobs[i].gpus) * (ran - keep) as f64 / 3600.0;
-                            remaining[i] -= keep;
-                            held_s[i] += ran;
-                            busy_train -= u64::from(jobs[i].gpus);
-                        }
-                        gen[i] += 1;
-                        sched.handle(Event::Requeued(job), t);
-                        again = true;
-                    }
-                    Decision::Page(_) => pages += 1,
-                    Decision::Alert { kind: flotilla_core::sched::AlertKind::PreemptionBudgetWarn, .. } => warnings += 1,
-                    _ => {}
-                }
-            }
-            if !again {
+            if !self.apply(decisions, t) {
                 break;
             }
         }
-        // Scale-ups: satisfied when the service runs what was wanted (or what is wanted now).
-        outstanding.retain(|&(deadline, k, want)| {
+    }
+
+    /// The driver's one path for decisions, carried out at `t`: a bind starts a run segment
+    /// (its end scheduled after the remaining work), a replica bind counts the replica, a
+    /// stopped replica and the old replica of a relocation end at once, a preemption's
+    /// victim exits when its checkpoint is written (keeping the progress of its last
+    /// periodic checkpoint), a backfill preemption requeues the job at once; pages and
+    /// budget warnings are counted. Returns true when GPUs were freed at once (cycle again).
+    fn apply(&mut self, decisions: Vec<Decision>, t: Time) -> bool {
+        let mut again = false;
+        for d in decisions {
+            match d {
+                Decision::Bind { job, .. } => {
+                    let i = (job.0 - 1) as usize;
+                    self.seg_start[i] = Some(t);
+                    self.busy_train += u64::from(self.jobs[i].gpus);
+                    self.heap.push(Reverse((t + self.remaining[i], Ev::End(i, self.gen[i]))));
+                }
+                Decision::BindReplica { service, replica, .. } => {
+                    let k = service.0 as usize;
+                    self.replica_of.insert(replica, k);
+                    self.running_repl[k] += 1;
+                    self.busy_repl += 1;
+                    self.n.started_repl += 1;
+                }
+                Decision::StopReplica { replica, .. } => {
+                    if let Some(k) = self.replica_of.remove(&replica) {
+                        self.running_repl[k] -= 1;
+                        self.busy_repl -= 1;
+                    }
+                    self.event(Event::JobEnded(replica), t);
+                    again = true;
+                }
+                Decision::Relocate { service, from, to, .. } => {
+                    self.n.relocations += 1;
+                    self.replica_of.insert(to, service.0 as usize);
+                    self.replica_of.remove(&from);
+                    self.event(Event::JobEnded(from), t);
+                    again = true;
+                }
+                Decision::Preempt { job, checkpoint_bytes, deadline, .. } => self.preempt(job, checkpoint_bytes, deadline, t),
+                Decision::PreemptBackfill { job, .. } => {
+                    self.n.bf_preemptions += 1;
+                    let i = (job.0 - 1) as usize;
+                    if let Some(s) = self.seg_start[i].take() {
+                        let ran = t - s;
+                        let keep = self.saved(ran).min(self.remaining[i].saturating_sub(1));
+                        self.n.bf_lost += f64::from(self.jobs[i].gpus) * (ran - keep) as f64 / 3600.0;
+                        self.remaining[i] -= keep;
+                        self.held_s[i] += ran;
+                        self.busy_train -= u64::from(self.jobs[i].gpus);
+                    }
+                    self.gen[i] += 1;
+                    self.event(Event::Requeued(job), t);
+                    again = true;
+                }
+                Decision::Page(_) => self.n.pages += 1,
+                Decision::Alert { kind: flotilla_core::sched::AlertKind::PreemptionBudgetWarn, .. } => self.n.warnings += 1,
+                _ => {}
+            }
+        }
+        again
+    }
+
+    /// A service preemption of `job` decided at `t`: it keeps the progress of its last
+    /// periodic checkpoint and exits once its checkpoint is written (within `deadline`). A
+    /// replica or, in the static fleet, any job preempted is counted as bad.
+    fn preempt(&mut self, job: JobId, checkpoint_bytes: u64, deadline: Time, t: Time) {
+        self.n.preemptions += 1;
+        self.victims.push((t, job.0));
+        if job.0 >= REPLICA_ID_BASE || self.split {
+            self.n.bad += 1;
+            return;
+        }
+        let i = (job.0 - 1) as usize;
+        if let Some(s) = self.seg_start[i] {
+            let ran = t - s;
+            let keep = self.saved(ran).min(self.remaining[i].saturating_sub(1));
+            self.n.lost += f64::from(self.jobs[i].gpus) * (ran - keep) as f64 / 3600.0;
+            self.remaining[i] -= keep;
+        }
+        self.gen[i] += 1;
+        let exit = (t + checkpoint_bytes.div_ceil(self.bw).max(1)).min(deadline.max(t + 1));
+        self.heap.push(Reverse((exit, Ev::Exit(i, self.gen[i]))));
+    }
+
+    /// Scale-ups: satisfied when the service runs what was wanted (or what is wanted now);
+    /// dropped unsatisfied at their deadline.
+    fn settle_scale_ups(&mut self, t: Time) {
+        let (running_repl, desired, n) = (&self.running_repl, &self.desired, &mut self.n);
+        self.outstanding.retain(|&(deadline, k, want)| {
             if running_repl[k] >= want.min(desired[k]) {
-                satisfied += 1;
+                n.satisfied += 1;
                 false
             } else {
                 deadline > t
             }
         });
-        match heap.peek() {
-            Some(Reverse((t2, _))) => t = *t2,
-            None => break,
+    }
+
+    /// The replay's summary for configuration `config` on `total_gpus` GPUs.
+    fn summary(self, config: &str, total_gpus: u64) -> RunSummary {
+        let (mut all_j, mut all_q) = (Vec::new(), Vec::new());
+        for (i, j) in self.jobs.iter().enumerate() {
+            let Some(e) = self.end[i] else { continue };
+            let jct = (e - j.submit_s) as f64;
+            all_j.push(jct);
+            all_q.push(jct - self.held_s[i] as f64);
+        }
+        let window = self.window;
+        let denom = total_gpus as f64 * window as f64;
+        let hours = window as f64 / 3600.0;
+        let n = &self.n;
+        RunSummary {
+            config: config.to_owned(),
+            jobs: self.jobs.len(),
+            training: gang::stats(&all_j, &all_q),
+            utilisation_pct: (self.train_gpu_s + self.repl_gpu_s) * 100.0 / denom,
+            train_utilisation_pct: self.train_gpu_s * 100.0 / denom,
+            service_utilisation_pct: self.repl_gpu_s * 100.0 / denom,
+            preemptions: n.preemptions,
+            preemptions_per_hour: n.preemptions as f64 / hours,
+            lost_gpu_hours: n.lost,
+            backfill_preemptions: n.bf_preemptions,
+            backfill_lost_gpu_hours: n.bf_lost,
+            bad_preemptions: n.bad,
+            scale_ups: n.scale_ups,
+            scale_ups_within_60s: n.satisfied,
+            scale_ups_within_60s_pct: if n.scale_ups == 0 { 100.0 } else { n.satisfied as f64 * 100.0 / n.scale_ups as f64 },
+            pages: n.pages,
+            budget_warnings: n.warnings,
+            max_preempted_share_pct: self.samples.iter().map(|s| s.preempted_share_pct).max().unwrap_or(0),
+            relocations: n.relocations,
+            replicas_started: n.started_repl,
+            cycles: n.cycles,
+            makespan_s: self.last_t,
+            samples: self.samples,
+            victims: self.victims,
         }
     }
-    let (mut all_j, mut all_q) = (Vec::new(), Vec::new());
-    for (i, j) in jobs.iter().enumerate() {
-        let Some(e) = end[i] else { continue };
-        let jct = (e - j.submit_s) as f64;
-        all_j.push(jct);
-        all_q.push(jct - held_s[i] as f64);
-    }
-    let denom = total_gpus as f64 * window as f64;
-    let hours = window as f64 / 3600.0;
-    Ok(RunSummary {
-        config: config.to_owned(),
-        jobs: n,
-        training: gang::stats(&all_j, &all_q),
-        utilisation_pct: (train_gpu_s + repl_gpu_s) * 100.0 / denom,
-        train_utilisation_pct: train_gpu_s * 100.0 / denom,
-        service_utilisation_pct: repl_gpu_s * 100.0 / denom,
-        preemptions,
-        preemptions_per_hour: preemptions as f64 / hours,
-        lost_gpu_hours: lost,
-        backfill_preemptions: bf_preemptions,
-        backfill_lost_gpu_hours: bf_lost,
-        bad_preemptions: bad,
-        scale_ups,
-        scale_ups_within_60s: satisfied,
-        scale_ups_within_60s_pct: if scale_ups == 0 { 100.0 } else { satisfied as f64 * 100.0 / scale_ups as f64 },
-        pages,
-        budget_warnings: warnings,
-        max_preempted_share_pct: samples.iter().map(|s| s.preempted_share_pct).max().unwrap_or(0),
-        relocations,
-        replicas_started: started_repl,
-        cycles,
-        makespan_s: last_t,
-        samples,
-        victims,
-    })
 }
 
 /// The experiment's results.
@@ -581,7 +708,7 @@ pub struct FleetReport {
     pub train_nodes: u32,
     /// Pool nodes (8 GPUs).
     pub pool_nodes: u32,
-    /// Services.
+    /// Services in the DLRM trace.
     pub services: usize,
     /// Service peak (replicas).
     pub service_peak: u32,

@@ -67,7 +67,7 @@ impl std::str::FromStr for GangTrace {
 /// Options of the experiment.
 #[derive(Debug, Clone)]
 pub struct GangOptions {
-    /// Trace.
+    /// Which trace to replay.
     pub trace: GangTrace,
     /// ITP cluster (`cluster04`; `all` = every job).
     pub cluster: String,
@@ -111,7 +111,7 @@ impl Default for GangOptions {
 pub struct TraceJob {
     /// Arrival, seconds from the trace origin (before scaling).
     pub submit_s: u64,
-    /// GPUs.
+    /// GPUs asked for.
     pub gpus: u32,
     /// Run time (s), at least 1.
     pub duration_s: u64,
@@ -244,7 +244,7 @@ pub struct RunSummary {
     pub load: f64,
     /// Inter-arrival scale factor used.
     pub arrival_scale: f64,
-    /// Jobs.
+    /// Jobs replayed.
     pub jobs: usize,
     /// Statistics over all jobs, then by gang-size bucket.
     pub all: Stats,
@@ -293,135 +293,229 @@ pub fn replay(jobs: &[TraceJob], node_gpus: &[u32], policy: &str, load: f64, sca
     let config = flotilla_plugins::queue(policy).ok_or_else(|| SimError::UnknownPolicy { name: policy.to_owned() })?;
     let placement = flotilla_plugins::placement(&opts.placement).ok_or_else(|| SimError::UnknownPolicy { name: opts.placement.clone() })?;
     let priority = flotilla_plugins::priority("priority/basic").expect("registered");
-    let mut sched = Scheduler::new(cluster, placement, priority, config);
-    let origin = jobs.iter().map(|j| j.submit_s).min().unwrap_or(0);
-    let arrival = |j: &TraceJob| ((j.submit_s - origin) as f64 * scale).round() as Time;
-    let mut heap: BinaryHeap<Reverse<(Time, Ev)>> = jobs.iter().enumerate().map(|(i, j)| Reverse((arrival(j), Ev::Arrive(i)))).collect();
-    let mut gen = vec![0u32; jobs.len()];
-    let mut start: Vec<Option<Time>> = vec![None; jobs.len()];
-    let mut end: Vec<Option<Time>> = vec![None; jobs.len()];
-    let (mut backfill_starts, mut preemptions, mut lost, mut reservations, mut cycles) = (0u64, 0u64, 0f64, 0u64, 0u64);
-    let mut busy_gpu_s = 0f64;
-    let mut samples = Vec::new();
-    let mut next_sample: Time = 0;
-    let mut last_t: Time = 0;
-    let mut busy: u64 = 0;
-    let spec = |i: usize| JobSpec::simple(i as u64 + 1, arrival(&jobs[i]), job_request(jobs[i].gpus, size), Some(time_limit(jobs[i].duration_s, opts.walltime_factor)));
-    while let Some(Reverse((t, _))) = heap.peek().copied() {
-        busy_gpu_s += busy as f64 * (t - last_t) as f64;
-        while next_sample <= t {
-            let lp = sched.largest_placeable();
-            samples.push(Sample {
-                t: next_sample,
-                largest_node: lp.node,
-                largest_any: lp.any,
-                free_nodes: sched.cluster.fully_free_gpu_nodes(size),
-                busy_gpus: busy,
-                pending: sched.pending_len(),
-            });
-            next_sample += opts.sample_s.max(1);
-        }
-        last_t = t;
-        while let Some(Reverse((t2, ev))) = heap.peek().copied() {
+    let sched = Scheduler::new(cluster, placement, priority, config);
+    let mut g = Gang::new(sched, jobs, size, scale, opts);
+    while let Some(Reverse((t, _))) = g.heap.peek().copied() {
+        g.advance_to(t);
+        while let Some(Reverse((t2, ev))) = g.heap.peek().copied() {
             if t2 != t {
                 break;
             }
-            heap.pop();
-            match ev {
-                Ev::Arrive(i) => {
-                    sched.handle(Event::Submit(spec(i)), t);
-                }
-                Ev::End(i, g) => {
-                    if g == gen[i] && end[i].is_none() && start[i].is_some() {
-                        sched.handle(Event::JobEnded(JobId(i as u64 + 1)), t);
-                        end[i] = Some(t);
-                        busy -= u64::from(jobs[i].gpus);
-                    }
+            g.heap.pop();
+            g.fire(ev, t);
+        }
+        g.run_cycles(t);
+    }
+    Ok(g.summary(policy, load, scale, total_gpus))
+}
+
+/// The replay's driver: the virtual world the scheduler's decisions act on (job starts and
+/// ends) and what it measures.
+struct Gang<'a> {
+    sched: Scheduler,
+    jobs: &'a [TraceJob],
+    opts: &'a GangOptions,
+    /// GPUs of the largest node.
+    size: u32,
+    /// Trace time of the first arrival, and the inter-arrival scale factor.
+    origin: u64,
+    scale: f64,
+    heap: BinaryHeap<Reverse<(Time, Ev)>>,
+    /// Per job: generation (bumped when preempted), start and end of its last run.
+    gen: Vec<u32>,
+    start: Vec<Option<Time>>,
+    end: Vec<Option<Time>>,
+    backfill_starts: u64,
+    preemptions: u64,
+    lost: f64,
+    reservations: u64,
+    cycles: u64,
+    busy_gpu_s: f64,
+    samples: Vec<Sample>,
+    next_sample: Time,
+    last_t: Time,
+    busy: u64,
+}
+
+impl<'a> Gang<'a> {
+    fn new(sched: Scheduler, jobs: &'a [TraceJob], size: u32, scale: f64, opts: &'a GangOptions) -> Gang<'a> {
+        let origin = jobs.iter().map(|j| j.submit_s).min().unwrap_or(0);
+        let mut g = Gang {
+            sched,
+            jobs,
+            opts,
+            size,
+            origin,
+            scale,
+            heap: BinaryHeap::new(),
+            gen: vec![0; jobs.len()],
+            start: vec![None; jobs.len()],
+            end: vec![None; jobs.len()],
+            backfill_starts: 0,
+            preemptions: 0,
+            lost: 0.0,
+            reservations: 0,
+            cycles: 0,
+            busy_gpu_s: 0.0,
+            samples: Vec::new(),
+            next_sample: 0,
+            last_t: 0,
+            busy: 0,
+        };
+        g.heap = jobs.iter().enumerate().map(|(i, j)| Reverse((g.arrival(j), Ev::Arrive(i)))).collect();
+        g
+    }
+
+    /// A job's arrival in replay time (s): its trace submit time after the first arrival,
+    /// scaled.
+    fn arrival(&self, j: &TraceJob) -> Time {
+        ((j.submit_s - self.origin) as f64 * self.scale).round() as Time
+    }
+
+    /// Job `i`'s spec: its trace request and the walltime limit.
+    fn spec(&self, i: usize) -> JobSpec {
+        let j = &self.jobs[i];
+        JobSpec::simple(i as u64 + 1, self.arrival(j), job_request(j.gpus, self.size), Some(time_limit(j.duration_s, self.opts.walltime_factor)))
+    }
+
+    /// Integrates busy GPUs up to `t` and takes the samples due.
+    fn advance_to(&mut self, t: Time) {
+        self.busy_gpu_s += self.busy as f64 * (t - self.last_t) as f64;
+        while self.next_sample <= t {
+            let lp = self.sched.largest_placeable();
+            self.samples.push(Sample {
+                t: self.next_sample,
+                largest_node: lp.node,
+                largest_any: lp.any,
+                free_nodes: self.sched.cluster().fully_free_gpu_nodes(self.size),
+                busy_gpus: self.busy,
+                pending: self.sched.pending_len(),
+            });
+            self.next_sample += self.opts.sample_s.max(1);
+        }
+        self.last_t = t;
+    }
+
+    /// Feeds the scheduler an event at `t`; its decisions go through [`Gang::apply`].
+    fn event(&mut self, e: Event, t: Time) -> bool {
+        let d = self.sched.handle(e, t);
+        self.apply(d, t)
+    }
+
+    /// One timed event of the replay at `t`.
+    fn fire(&mut self, ev: Ev, t: Time) {
+        match ev {
+            Ev::Arrive(i) => {
+                let spec = self.spec(i);
+                self.event(Event::Submit(spec), t);
+            }
+            Ev::End(i, g) => {
+                if g == self.gen[i] && self.end[i].is_none() && self.start[i].is_some() {
+                    self.event(Event::JobEnded(JobId(i as u64 + 1)), t);
+                    self.end[i] = Some(t);
+                    self.busy -= u64::from(self.jobs[i].gpus);
                 }
             }
         }
-        // Cycle, carry out the decisions, and cycle again while preemptions free GPUs.
+    }
+
+    /// Cycles at `t`, carries out the decisions, and cycles again (at most 8 times) while
+    /// preemptions free GPUs.
+    fn run_cycles(&mut self, t: Time) {
         for _round in 0..8 {
-            let decisions = sched.cycle(t);
-            cycles += 1;
-            if opts.check_invariants {
-                if let Err(e) = sched.check_invariants() {
+            let decisions = self.sched.cycle(t);
+            self.cycles += 1;
+            if self.opts.check_invariants {
+                if let Err(e) = self.sched.check_invariants() {
                     panic!("scheduler invariant broken at t={t}: {e}");
                 }
             }
-            let mut requeued = false;
-            for d in decisions {
-                match d {
-                    Decision::Bind { job, backfill_for, .. } => {
-                        let i = (job.0 - 1) as usize;
-                        start[i] = Some(t);
-                        busy += u64::from(jobs[i].gpus);
-                        if !backfill_for.is_empty() {
-                            backfill_starts += 1;
-                        }
-                        heap.push(Reverse((t + jobs[i].duration_s, Ev::End(i, gen[i]))));
-                    }
-                    Decision::PreemptBackfill { job, .. } => {
-                        let i = (job.0 - 1) as usize;
-                        if let Some(s) = start[i].take() {
-                            lost += f64::from(jobs[i].gpus) * (t - s) as f64 / 3600.0;
-                            busy -= u64::from(jobs[i].gpus);
-                        }
-                        gen[i] += 1;
-                        preemptions += 1;
-                        sched.handle(Event::Requeued(job), t);
-                        requeued = true;
-                    }
-                    Decision::Reserve { .. } => reservations += 1,
-                    _ => {}
-                }
-            }
-            if !requeued {
+            if !self.apply(decisions, t) {
                 break;
             }
         }
     }
-    let mut jct_by: BTreeMap<&str, (Vec<f64>, Vec<f64>)> = BTreeMap::new();
-    let (mut all_j, mut all_q) = (Vec::new(), Vec::new());
-    for (i, j) in jobs.iter().enumerate() {
-        let (Some(s), Some(e)) = (start[i], end[i]) else { continue };
-        let sub = arrival(j);
-        let (jct, q) = ((e - sub) as f64, (s - sub) as f64);
-        all_j.push(jct);
-        all_q.push(q);
-        if let Some(b) = BUCKETS.iter().find(|b| j.gpus >= b.1 && j.gpus <= b.2) {
-            let e = jct_by.entry(b.0).or_default();
-            e.0.push(jct);
-            e.1.push(q);
+
+    /// The driver's one path for decisions, carried out at `t`: a bind starts the job (its
+    /// end scheduled after its duration; a backfill start is counted), a backfill preemption
+    /// stops it at once (its work so far is lost) and requeues it, reservations are counted.
+    /// Returns true when a preemption freed GPUs (cycle again).
+    fn apply(&mut self, decisions: Vec<Decision>, t: Time) -> bool {
+        let mut requeued = false;
+        for d in decisions {
+            match d {
+                Decision::Bind { job, backfill_for, .. } => {
+                    let i = (job.0 - 1) as usize;
+                    self.start[i] = Some(t);
+                    self.busy += u64::from(self.jobs[i].gpus);
+                    if !backfill_for.is_empty() {
+                        self.backfill_starts += 1;
+                    }
+                    self.heap.push(Reverse((t + self.jobs[i].duration_s, Ev::End(i, self.gen[i]))));
+                }
+                Decision::PreemptBackfill { job, .. } => {
+                    let i = (job.0 - 1) as usize;
+                    if let Some(s) = self.start[i].take() {
+                        self.lost += f64::from(self.jobs[i].gpus) * (t - s) as f64 / 3600.0;
+                        self.busy -= u64::from(self.jobs[i].gpus);
+                    }
+                    self.gen[i] += 1;
+                    self.preemptions += 1;
+                    self.event(Event::Requeued(job), t);
+                    requeued = true;
+                }
+                Decision::Reserve { .. } => self.reservations += 1,
+                _ => {}
+            }
+        }
+        requeued
+    }
+
+    /// The replay's summary for queue policy `policy` at offered `load` and arrival `scale`
+    /// on `total_gpus` GPUs.
+    fn summary(self, policy: &str, load: f64, scale: f64, total_gpus: u64) -> RunSummary {
+        let mut jct_by: BTreeMap<&str, (Vec<f64>, Vec<f64>)> = BTreeMap::new();
+        let (mut all_j, mut all_q) = (Vec::new(), Vec::new());
+        for (i, j) in self.jobs.iter().enumerate() {
+            let (Some(s), Some(e)) = (self.start[i], self.end[i]) else { continue };
+            let sub = self.arrival(j);
+            let (jct, q) = ((e - sub) as f64, (s - sub) as f64);
+            all_j.push(jct);
+            all_q.push(q);
+            if let Some(b) = BUCKETS.iter().find(|b| j.gpus >= b.1 && j.gpus <= b.2) {
+                let e = jct_by.entry(b.0).or_default();
+                e.0.push(jct);
+                e.1.push(q);
+            }
+        }
+        let by_gang_size = BUCKETS
+            .iter()
+            .map(|b| {
+                let (j, q) = jct_by.get(b.0).cloned().unwrap_or_default();
+                (b.0.to_string(), stats(&j, &q))
+            })
+            .collect();
+        let makespan = self.last_t.max(1);
+        let n = self.samples.len().max(1) as f64;
+        RunSummary {
+            policy: policy.to_owned(),
+            load,
+            arrival_scale: scale,
+            jobs: self.jobs.len(),
+            all: stats(&all_j, &all_q),
+            by_gang_size,
+            utilisation_pct: self.busy_gpu_s * 100.0 / (total_gpus as f64 * makespan as f64),
+            makespan_s: makespan,
+            largest_node_mean: self.samples.iter().map(|s| f64::from(s.largest_node)).sum::<f64>() / n,
+            free_nodes_mean: self.samples.iter().map(|s| s.free_nodes as f64).sum::<f64>() / n,
+            backfill_starts: self.backfill_starts,
+            backfill_preemptions: self.preemptions,
+            lost_gpu_hours: self.lost,
+            reservations: self.reservations,
+            cycles: self.cycles,
+            samples: self.samples,
         }
     }
-    let by_gang_size = BUCKETS
-        .iter()
-        .map(|b| {
-            let (j, q) = jct_by.get(b.0).cloned().unwrap_or_default();
-            (b.0.to_string(), stats(&j, &q))
-        })
-        .collect();
-    let makespan = last_t.max(1);
-    let n = samples.len().max(1) as f64;
-    Ok(RunSummary {
-        policy: policy.to_owned(),
-        load,
-        arrival_scale: scale,
-        jobs: jobs.len(),
-        all: stats(&all_j, &all_q),
-        by_gang_size,
-        utilisation_pct: busy_gpu_s * 100.0 / (total_gpus as f64 * makespan as f64),
-        makespan_s: makespan,
-        largest_node_mean: samples.iter().map(|s| f64::from(s.largest_node)).sum::<f64>() / n,
-        free_nodes_mean: samples.iter().map(|s| s.free_nodes as f64).sum::<f64>() / n,
-        backfill_starts,
-        backfill_preemptions: preemptions,
-        lost_gpu_hours: lost,
-        reservations,
-        cycles,
-        samples,
-    })
 }
 
 /// The experiment's results.
@@ -443,7 +537,7 @@ pub struct GangReport {
     pub runs: Vec<RunSummary>,
     /// Queue policies.
     pub policies: Vec<String>,
-    /// Loads.
+    /// Offered loads run (busy GPU-seconds asked for / GPU-seconds available).
     pub loads: Vec<f64>,
     /// Walltime request factor used.
     pub walltime_factor: f64,

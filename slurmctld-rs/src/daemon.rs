@@ -75,11 +75,10 @@ pub fn scheduler(
     conf: &ClusterConfig,
     preempt_exempt_s: Option<u64>,
     preempt_budget_pct: Option<u32>,
-) -> anyhow::Result<(Scheduler, Box<dyn flotilla_core::placement::PlacementPolicy>)> {
+) -> anyhow::Result<Scheduler> {
     let cluster = Cluster::from_config(conf);
     let placement = flotilla_plugins::placement(&conf.select_type)
         .ok_or_else(|| anyhow!("unknown SelectType {}", conf.select_type))?;
-    let test_placement = flotilla_plugins::placement(&conf.select_type).expect("same name");
     let priority = flotilla_plugins::priority(&conf.priority_type)
         .ok_or_else(|| anyhow!("unknown PriorityType {}", conf.priority_type))?;
     let mut queue = flotilla_plugins::queue(&conf.scheduler_type)
@@ -91,7 +90,7 @@ pub fn scheduler(
         queue.budget_page_pct = p;
         queue.budget_warn_pct = queue.budget_warn_pct.min(p);
     }
-    Ok((Scheduler::new(cluster, placement, priority, queue), test_placement))
+    Ok(Scheduler::new(cluster, placement, priority, queue))
 }
 
 /// `PreemptExemptTime=` in seconds (Slurm's `time_str2secs`; `-1`/`INFINITE` disable it, as
@@ -129,7 +128,7 @@ pub fn controller(
         Some(s) => Some(s),
         None => preempt_exempt_s(cluster)?,
     };
-    let (mut sched, test_placement) = scheduler(cluster, exempt, opts.preempt_budget_pct)?;
+    let mut sched = scheduler(cluster, exempt, opts.preempt_budget_pct)?;
     // The scheduler enforces quota.conf's guarantees and ceilings (usage is recomputed from
     // the running jobs every cycle, so restored jobs count at once). A quota.conf that only
     // names accounts and users sets none: without guarantees every job would count as
@@ -146,7 +145,7 @@ pub fn controller(
         max_array_size: cluster.max_array_size.max(1),
         default_accounts: std::mem::take(&mut opts.admission.default_accounts),
     };
-    Ok(Controller::new(sched, test_placement, store, opts, auth_failures, now)?)
+    Ok(Controller::new(sched, store, opts, auth_failures, now)?)
 }
 
 /// Starts the controller on the current tokio runtime.

@@ -21,14 +21,41 @@ use super::slurm_conf::check_value;
 use super::{ClusterConfig, ConfigError, Location};
 use crate::hostlist;
 
+/// What the gres.conf lines for one node add up to.
 #[derive(Debug, Default)]
 struct NodeGpus {
+    /// The first line naming the node (for errors).
     first: Option<Location>,
     count: u64,
     files: Vec<String>,
+    /// Some line for the node gave no `File=`.
     files_incomplete: bool,
     cores: Vec<String>,
     ty: Option<String>,
+}
+
+/// One gres.conf line's keys: each value with where it was written.
+#[derive(Debug, Default)]
+struct GresLine {
+    node_expr: Option<(String, Location)>,
+    name: Option<(String, Location)>,
+    ty: Option<(String, Location)>,
+    file: Option<(String, Location)>,
+    count: Option<(super::slurm_conf::Val, Location)>,
+    cores: Option<String>,
+}
+
+/// Warnings given once per key, however many lines repeat it.
+#[derive(Debug, Default)]
+struct OnceWarnings(Vec<String>);
+
+impl OnceWarnings {
+    fn warn(&mut self, cfg: &mut ClusterConfig, key: String, msg: String) {
+        if !self.0.contains(&key) {
+            self.0.push(key);
+            cfg.warnings.push(msg);
+        }
+    }
 }
 
 /// Merges the text of `gres.conf` (named `source`) into `cfg`'s nodes: fills
@@ -44,56 +71,12 @@ pub fn apply_gres_conf(
 ) -> Result<(), ConfigError> {
     let records = lex::records(text, source, include)?;
     let mut per_node: Vec<NodeGpus> = cfg.nodes.iter().map(|_| NodeGpus::default()).collect();
-    let mut warned: Vec<String> = Vec::new();
-    let mut warn = |cfg: &mut ClusterConfig, key: String, msg: String| {
-        if !warned.contains(&key) {
-            warned.push(key);
-            cfg.warnings.push(msg);
-        }
-    };
+    let mut warned = OnceWarnings::default();
     for rec in records {
         let line_at = rec.pairs[0].at.clone();
-        let mut node_expr = None;
-        let mut name = None;
-        let mut ty = None;
-        let mut file = None;
-        let mut count = None;
-        let mut cores = None;
-        for pair in rec.pairs {
-            let k = match keys::lookup(Scope::Gres, &pair.key) {
-                KeyLookup::Unknown => {
-                    return Err(ConfigError::UnknownKey {
-                        at: pair.at,
-                        key: pair.key,
-                    })
-                }
-                KeyLookup::SlurmOnly(n) => {
-                    warn(
-                        cfg,
-                        n.to_string(),
-                        format!(
-                            "{}: {n} is a Slurm key Flotilla does not use yet; ignored",
-                            pair.at
-                        ),
-                    );
-                    continue;
-                }
-                KeyLookup::Used(k) => k,
-            };
-            let val = check_value(k, &pair.value, &pair.at)?;
-            let slot = (pair.value, pair.at);
-            match k.name {
-                "NodeName" => node_expr = Some(slot),
-                "Name" => name = Some(slot),
-                "Type" => ty = Some(slot),
-                "File" => file = Some(slot),
-                "Count" => count = Some((val, slot.1)),
-                "Cores" => cores = Some(slot.0),
-                _ => {} // AutoDetect: accepted, no effect.
-            }
-        }
-        let Some((name, _)) = name else {
-            if file.is_some() || count.is_some() || ty.is_some() || cores.is_some() {
+        let line = read_line(cfg, rec.pairs, &mut warned)?;
+        let Some((name, _)) = &line.name else {
+            if line.file.is_some() || line.count.is_some() || line.ty.is_some() || line.cores.is_some() {
                 return Err(ConfigError::Invalid {
                     at: line_at,
                     msg: "gres.conf line without Name=".to_string(),
@@ -102,14 +85,14 @@ pub fn apply_gres_conf(
             continue;
         };
         if !name.eq_ignore_ascii_case("gpu") {
-            warn(
+            warned.warn(
                 cfg,
                 format!("gres:{}", name.to_ascii_lowercase()),
                 format!("{line_at}: GRES `{name}' is not used by Flotilla yet; ignored"),
             );
             continue;
         }
-        let files = match &file {
+        let files = match &line.file {
             None => Vec::new(),
             Some((expr, at)) => hostlist::expand(expr).map_err(|source| ConfigError::Hostlist {
                 at: at.clone(),
@@ -117,83 +100,152 @@ pub fn apply_gres_conf(
                 source,
             })?,
         };
-        let n = match count {
-            Some((val, at)) => {
-                let n = match val {
-                    super::slurm_conf::Val::Int(n) => n,
-                    _ => 1,
-                };
-                if file.is_some() && n != files.len() as u64 {
-                    return Err(ConfigError::Invalid {
-                        at,
-                        msg: format!("Count={n} but File= names {} files", files.len()),
-                    });
-                }
-                n
+        let n = gpu_count(&line, files.len())?;
+        let targets = target_nodes(cfg, &line.node_expr)?;
+        add_to_nodes(cfg, &mut per_node, &targets, &line, &line_at, n, &files)?;
+    }
+    settle_nodes(cfg, per_node)
+}
+
+/// Reads one line's keys: unknown keys are errors, Slurm keys Flotilla does not use warn
+/// once, values are checked against the key table.
+fn read_line(cfg: &mut ClusterConfig, pairs: Vec<lex::Pair>, warned: &mut OnceWarnings) -> Result<GresLine, ConfigError> {
+    let mut line = GresLine::default();
+    for pair in pairs {
+        let k = match keys::lookup(Scope::Gres, &pair.key) {
+            KeyLookup::Unknown => {
+                return Err(ConfigError::UnknownKey {
+                    at: pair.at,
+                    key: pair.key,
+                })
             }
-            None if file.is_some() => files.len() as u64,
-            None => 1,
+            KeyLookup::SlurmOnly(n) => {
+                warned.warn(
+                    cfg,
+                    n.to_string(),
+                    format!(
+                        "{}: {n} is a Slurm key Flotilla does not use yet; ignored",
+                        pair.at
+                    ),
+                );
+                continue;
+            }
+            KeyLookup::Used(k) => k,
         };
-        let targets: Vec<usize> = match &node_expr {
-            None => (0..cfg.nodes.len())
-                .filter(|i| cfg.nodes[*i].gpus > 0)
-                .collect(),
-            Some((expr, at)) => {
-                let names = hostlist::expand(expr).map_err(|source| ConfigError::Hostlist {
-                    at: at.clone(),
-                    key: "NodeName".to_string(),
-                    source,
-                })?;
-                let mut idx = Vec::new();
-                let mut unknown = Vec::new();
-                for nm in names {
-                    match cfg.nodes.iter().position(|x| x.name == nm) {
-                        Some(i) => idx.push(i),
-                        None => unknown.push(nm),
-                    }
-                }
-                if !unknown.is_empty() {
-                    let shown: Vec<&str> = unknown.iter().take(8).map(String::as_str).collect();
-                    let more = if unknown.len() > 8 { ",..." } else { "" };
-                    cfg.warnings.push(format!(
-                        "{at}: nodes not defined in slurm.conf skipped: {}{more}",
-                        shown.join(",")
-                    ));
-                }
-                idx
-            }
-        };
-        for i in targets {
-            let node = &cfg.nodes[i];
-            if let (Some((t, at)), Some(nt)) = (&ty, &node.gpu_type) {
-                if !t.eq_ignore_ascii_case(nt) {
-                    return Err(ConfigError::Invalid {
-                        at: at.clone(),
-                        msg: format!(
-                            "node {}: gres.conf Type={t} but slurm.conf Gres={}",
-                            node.name, node.gres
-                        ),
-                    });
-                }
-            }
-            let g = &mut per_node[i];
-            g.first.get_or_insert_with(|| line_at.clone());
-            g.count = g.count.saturating_add(n);
-            if file.is_some() {
-                g.files.extend(files.iter().cloned());
-            } else {
-                g.files_incomplete = true;
-            }
-            if let Some(c) = &cores {
-                if !g.cores.contains(c) {
-                    g.cores.push(c.clone());
-                }
-            }
-            if let Some((t, _)) = &ty {
-                g.ty.get_or_insert_with(|| t.clone());
-            }
+        let val = check_value(k, &pair.value, &pair.at)?;
+        let slot = (pair.value, pair.at);
+        match k.name {
+            "NodeName" => line.node_expr = Some(slot),
+            "Name" => line.name = Some(slot),
+            "Type" => line.ty = Some(slot),
+            "File" => line.file = Some(slot),
+            "Count" => line.count = Some((val, slot.1)),
+            "Cores" => line.cores = Some(slot.0),
+            _ => {} // AutoDetect: accepted, no effect.
         }
     }
+    Ok(line)
+}
+
+/// The GPUs a line gives each of its nodes: `Count` (which must equal the number of files
+/// when `File=` is given), else the number of files, else 1.
+fn gpu_count(line: &GresLine, files: usize) -> Result<u64, ConfigError> {
+    Ok(match &line.count {
+        Some((val, at)) => {
+            let n = match val {
+                super::slurm_conf::Val::Int(n) => *n,
+                _ => 1,
+            };
+            if line.file.is_some() && n != files as u64 {
+                return Err(ConfigError::Invalid {
+                    at: at.clone(),
+                    msg: format!("Count={n} but File= names {files} files"),
+                });
+            }
+            n
+        }
+        None if line.file.is_some() => files as u64,
+        None => 1,
+    })
+}
+
+/// The nodes (indexes into `cfg.nodes`) a line applies to: those its `NodeName=` names (names
+/// slurm.conf does not define are skipped with one warning), or every node with GPUs.
+fn target_nodes(cfg: &mut ClusterConfig, node_expr: &Option<(String, Location)>) -> Result<Vec<usize>, ConfigError> {
+    let Some((expr, at)) = node_expr else {
+        return Ok((0..cfg.nodes.len()).filter(|i| cfg.nodes[*i].gpus > 0).collect());
+    };
+    let names = hostlist::expand(expr).map_err(|source| ConfigError::Hostlist {
+        at: at.clone(),
+        key: "NodeName".to_string(),
+        source,
+    })?;
+    let mut idx = Vec::new();
+    let mut unknown = Vec::new();
+    for nm in names {
+        match cfg.nodes.iter().position(|x| x.name == nm) {
+            Some(i) => idx.push(i),
+            None => unknown.push(nm),
+        }
+    }
+    if !unknown.is_empty() {
+        let shown: Vec<&str> = unknown.iter().take(8).map(String::as_str).collect();
+        let more = if unknown.len() > 8 { ",..." } else { "" };
+        cfg.warnings.push(format!(
+            "{at}: nodes not defined in slurm.conf skipped: {}{more}",
+            shown.join(",")
+        ));
+    }
+    Ok(idx)
+}
+
+/// Adds a GPU line (written at `line_at`, `n` GPUs, device `files`) to each target node's
+/// sum; a `Type=` differing from the node's `Gres=` type is an error.
+fn add_to_nodes(
+    cfg: &ClusterConfig,
+    per_node: &mut [NodeGpus],
+    targets: &[usize],
+    line: &GresLine,
+    line_at: &Location,
+    n: u64,
+    files: &[String],
+) -> Result<(), ConfigError> {
+    for &i in targets {
+        let node = &cfg.nodes[i];
+        if let (Some((t, at)), Some(nt)) = (&line.ty, &node.gpu_type) {
+            if !t.eq_ignore_ascii_case(nt) {
+                return Err(ConfigError::Invalid {
+                    at: at.clone(),
+                    msg: format!(
+                        "node {}: gres.conf Type={t} but slurm.conf Gres={}",
+                        node.name, node.gres
+                    ),
+                });
+            }
+        }
+        let g = &mut per_node[i];
+        g.first.get_or_insert_with(|| line_at.clone());
+        g.count = g.count.saturating_add(n);
+        if line.file.is_some() {
+            g.files.extend(files.iter().cloned());
+        } else {
+            g.files_incomplete = true;
+        }
+        if let Some(c) = &line.cores {
+            if !g.cores.contains(c) {
+                g.cores.push(c.clone());
+            }
+        }
+        if let Some((t, _)) = &line.ty {
+            g.ty.get_or_insert_with(|| t.clone());
+        }
+    }
+    Ok(())
+}
+
+/// Checks each node's sum against slurm.conf (GPU count; files for all GPUs or none) and
+/// stores its device files, core affinity and, for an untyped `Gres=`, the gres.conf type.
+fn settle_nodes(cfg: &mut ClusterConfig, per_node: Vec<NodeGpus>) -> Result<(), ConfigError> {
     for (node, g) in cfg.nodes.iter_mut().zip(per_node) {
         let Some(at) = g.first else { continue };
         if g.count != u64::from(node.gpus) {

@@ -62,7 +62,7 @@ pub enum ConfigError {
     /// The line is not a list of `key=value` (or an unterminated quote).
     #[error("{at}: {msg}")]
     Syntax {
-        /// Where.
+        /// File and line of the offending text.
         at: Location,
         /// What is wrong.
         msg: String,
@@ -70,7 +70,7 @@ pub enum ConfigError {
     /// A key neither Flotilla nor Slurm knows (in this file and kind of line).
     #[error("{at}: unknown key `{key}'")]
     UnknownKey {
-        /// Where.
+        /// File and line of the key.
         at: Location,
         /// The key as written.
         key: String,
@@ -78,19 +78,19 @@ pub enum ConfigError {
     /// A value that does not fit its key's type (see [`keys::ValueType`]).
     #[error("{at}: invalid value `{value}' for {key}: {reason}")]
     InvalidValue {
-        /// Where.
+        /// File and line of the value.
         at: Location,
         /// The key's canonical name.
         key: String,
         /// The value as written.
         value: String,
-        /// Why.
+        /// What the value should look like, e.g. `expected a number`.
         reason: String,
     },
     /// A hostlist that does not expand.
     #[error("{at}: {key}: {source}")]
     Hostlist {
-        /// Where.
+        /// File and line of the hostlist.
         at: Location,
         /// The key holding the hostlist.
         key: String,
@@ -111,7 +111,7 @@ pub enum ConfigError {
     /// nodes, GPU counts that disagree between files, ...).
     #[error("{at}: {msg}")]
     Invalid {
-        /// Where.
+        /// File and line of the value that does not fit.
         at: Location,
         /// What is wrong.
         msg: String,
@@ -190,17 +190,17 @@ impl TopologyKind {
 pub enum ConfNodeState {
     /// `UNKNOWN` (the default): the node joins when its daemon registers.
     Unknown,
-    /// `IDLE`.
+    /// `IDLE`: schedulable at once.
     Idle,
-    /// `DOWN`.
+    /// `DOWN`: down until resumed (`scontrol update State=RESUME`).
     Down,
-    /// `DRAIN`.
+    /// `DRAIN`: takes no new work until resumed.
     Drain,
-    /// `FAIL`.
+    /// `FAIL`: down, as `DOWN`.
     Fail,
     /// `FUTURE`: configured but not yet present.
     Future,
-    /// `CLOUD`.
+    /// `CLOUD`: powered off; like `UNKNOWN`, it joins when its daemon registers.
     Cloud,
 }
 

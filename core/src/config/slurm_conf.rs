@@ -589,69 +589,38 @@ impl Parser {
         Ok(names)
     }
 
-    fn build_nodes(&mut self, line: Line) -> Result<(), ConfigError> {
-        let names = Self::expand(&line.name, "NodeName", &line.at)?;
-        let n = names.len();
-        let mut boards = 1;
-        let mut sockets = 1;
-        let mut cores = 1;
-        let mut threads = 1;
-        let mut cpus = None;
-        let mut mem = 1;
-        let mut gres = (String::new(), line.at.clone());
-        let mut weight = 1;
-        let mut features = Vec::new();
-        let mut state = ConfNodeState::Unknown;
-        let mut per_node: [Option<(Vec<String>, Location)>; 3] = [None, None, None];
-        for s in &line.settings {
-            let small = || u32::try_from(s.val.int()).unwrap_or(u32::MAX);
-            match s.key.name {
-                "Boards" => boards = small(),
-                "Sockets" => sockets = small(),
-                "CoresPerSocket" => cores = small(),
-                "ThreadsPerCore" => threads = small(),
-                "CPUs" => cpus = Some(small()),
-                "RealMemory" => mem = s.val.int(),
-                "Weight" => weight = small(),
-                "Gres" => gres = (s.raw.clone(), s.at.clone()),
-                "Features" => {
-                    features = s
-                        .raw
-                        .split(',')
-                        .map(str::trim)
-                        .filter(|f| !f.is_empty())
-                        .map(str::to_string)
-                        .collect();
-                }
-                "State" => state = node_state(s.val.str()),
-                "NodeHostname" | "NodeAddr" | "Port" => {
-                    let idx = match s.key.name {
-                        "NodeHostname" => 0,
-                        "NodeAddr" => 1,
-                        _ => 2,
-                    };
-                    let expr =
-                        if s.key.name == "Port" && !s.raw.contains('[') && s.raw.contains('-') {
-                            format!("[{}]", s.raw)
-                        } else {
-                            s.raw.clone()
-                        };
-                    let list = Self::expand(&expr, s.key.name, &s.at)?;
-                    if list.len() != 1 && list.len() != n {
-                        return Err(ConfigError::Invalid {
-                            at: s.at.clone(),
-                            msg: format!(
-                                "{} count ({}) must equal that of NodeName ({n}) or be 1",
-                                s.key.name,
-                                list.len()
-                            ),
-                        });
-                    }
-                    per_node[idx] = Some((list, s.at.clone()));
-                }
-                _ => {}
-            }
+    /// A node line's `NodeHostname=`, `NodeAddr=` or `Port=` setting `s` for its `n` nodes:
+    /// (0, 1 or 2 for the key, the values with where they were written). One value for all
+    /// nodes or one per node; a `Port=` range like `6818-6821` is a hostlist range.
+    fn per_node_values(s: &Setting, n: usize) -> Result<(usize, (Vec<String>, Location)), ConfigError> {
+        let idx = match s.key.name {
+            "NodeHostname" => 0,
+            "NodeAddr" => 1,
+            _ => 2,
+        };
+        let expr = if s.key.name == "Port" && !s.raw.contains('[') && s.raw.contains('-') {
+            format!("[{}]", s.raw)
+        } else {
+            s.raw.clone()
+        };
+        let list = Self::expand(&expr, s.key.name, &s.at)?;
+        if list.len() != 1 && list.len() != n {
+            return Err(ConfigError::Invalid {
+                at: s.at.clone(),
+                msg: format!(
+                    "{} count ({}) must equal that of NodeName ({n}) or be 1",
+                    s.key.name,
+                    list.len()
+                ),
+            });
         }
+        Ok((idx, (list, s.at.clone())))
+    }
+
+    /// A node line's GPUs from its `Gres=` (text, where written): the count of its `gpu`
+    /// items and their type (none when they differ, with a warning). GRES not in
+    /// `GresTypes` warn once (Slurm refuses them).
+    fn node_gpus(&mut self, gres: &(String, Location)) -> Result<(u32, Option<String>), ConfigError> {
         let items = parse_gres(&gres.0).map_err(|reason| ConfigError::InvalidValue {
             at: gres.1.clone(),
             key: "Gres".into(),
@@ -692,6 +661,52 @@ impl Parser {
             ));
             gpu_type = None;
         }
+        Ok((gpus, gpu_type))
+    }
+
+    fn build_nodes(&mut self, line: Line) -> Result<(), ConfigError> {
+        let names = Self::expand(&line.name, "NodeName", &line.at)?;
+        let n = names.len();
+        let mut boards = 1;
+        let mut sockets = 1;
+        let mut cores = 1;
+        let mut threads = 1;
+        let mut cpus = None;
+        let mut mem = 1;
+        let mut gres = (String::new(), line.at.clone());
+        let mut weight = 1;
+        let mut features = Vec::new();
+        let mut state = ConfNodeState::Unknown;
+        let mut per_node: [Option<(Vec<String>, Location)>; 3] = [None, None, None];
+        for s in &line.settings {
+            let small = || u32::try_from(s.val.int()).unwrap_or(u32::MAX);
+            match s.key.name {
+                "Boards" => boards = small(),
+                "Sockets" => sockets = small(),
+                "CoresPerSocket" => cores = small(),
+                "ThreadsPerCore" => threads = small(),
+                "CPUs" => cpus = Some(small()),
+                "RealMemory" => mem = s.val.int(),
+                "Weight" => weight = small(),
+                "Gres" => gres = (s.raw.clone(), s.at.clone()),
+                "Features" => {
+                    features = s
+                        .raw
+                        .split(',')
+                        .map(str::trim)
+                        .filter(|f| !f.is_empty())
+                        .map(str::to_string)
+                        .collect();
+                }
+                "State" => state = node_state(s.val.str()),
+                "NodeHostname" | "NodeAddr" | "Port" => {
+                    let (idx, list) = Self::per_node_values(s, n)?;
+                    per_node[idx] = Some(list);
+                }
+                _ => {}
+            }
+        }
+        let (gpus, gpu_type) = self.node_gpus(&gres)?;
         let cpus = cpus.unwrap_or_else(|| sockets.saturating_mul(cores).saturating_mul(threads));
         let pick = |idx: usize, i: usize| -> Option<String> {
             per_node[idx]

@@ -19,6 +19,29 @@ use super::slurm_conf::check_value;
 use super::{ClusterConfig, ConfigError, Location, PodConfig, SwitchConfig};
 use crate::hostlist;
 
+/// One topology.conf line's keys: its head (`SwitchName`, `BlockName` or `BlockSizes`, with
+/// the value), and `Nodes=` and `Switches=` with where they were written.
+#[derive(Debug)]
+struct TopoLine {
+    at: Location,
+    what: &'static str,
+    value: String,
+    nodes: Option<(String, Location)>,
+    children: Option<(String, Location)>,
+}
+
+/// What the lines read so far define.
+#[derive(Debug, Default)]
+struct Topology {
+    pods: Vec<(PodConfig, Location)>,
+    switches: Vec<(SwitchConfig, Location)>,
+    block_sizes: Vec<u32>,
+    /// `tree` or `block`, from the first line, and where that line is.
+    kind: Option<(&'static str, Location)>,
+    /// The one warning for Slurm keys Flotilla does not use has been given.
+    warned_unused: bool,
+}
+
 /// Reads the text of `topology.conf` (named `source`) into `cfg`: replaces
 /// [`ClusterConfig::pods`], [`ClusterConfig::switches`] and [`ClusterConfig::block_sizes`].
 ///
@@ -30,17 +53,34 @@ pub fn apply_topology_conf(
     include: &mut IncludeResolver<'_>,
 ) -> Result<(), ConfigError> {
     let records = lex::records(text, source, include)?;
-    let mut pods: Vec<(PodConfig, Location)> = Vec::new();
-    let mut switches: Vec<(SwitchConfig, Location)> = Vec::new();
-    let mut block_sizes = Vec::new();
-    let mut kind: Option<(&'static str, Location)> = None;
-    let mut warned_link_speed = false;
+    let mut topo = Topology::default();
     for rec in records {
-        let head_at = rec.pairs[0].at.clone();
+        let line = topo.read_line(cfg, rec.pairs)?;
+        topo.check_kind(&line)?;
+        if line.what == "BlockSizes" {
+            topo.block_sizes = block_sizes(&line.value, &line.at)?;
+            continue;
+        }
+        topo.add(cfg, line)?;
+    }
+    topo.check_children()?;
+    let mut pods: Vec<PodConfig> = topo.pods.into_iter().map(|(p, _)| p).collect();
+    pods_for_lonely_nodes(cfg, &mut pods, source);
+    cfg.pods = pods;
+    cfg.switches = topo.switches.into_iter().map(|(s, _)| s).collect();
+    cfg.block_sizes = topo.block_sizes;
+    Ok(())
+}
+
+impl Topology {
+    /// Reads one line's keys: unknown keys are errors, Slurm keys Flotilla does not use warn
+    /// once per file, values are checked against the key table; a line needs exactly one
+    /// head key.
+    fn read_line(&mut self, cfg: &mut ClusterConfig, pairs: Vec<lex::Pair>) -> Result<TopoLine, ConfigError> {
+        let head_at = pairs[0].at.clone();
         let mut head: Option<(&'static str, String)> = None;
-        let mut nodes = None;
-        let mut children = None;
-        for pair in rec.pairs {
+        let (mut nodes, mut children) = (None, None);
+        for pair in pairs {
             let k = match keys::lookup(Scope::Topology, &pair.key) {
                 KeyLookup::Unknown => {
                     return Err(ConfigError::UnknownKey {
@@ -49,8 +89,8 @@ pub fn apply_topology_conf(
                     })
                 }
                 KeyLookup::SlurmOnly(n) => {
-                    if !warned_link_speed {
-                        warned_link_speed = true;
+                    if !self.warned_unused {
+                        self.warned_unused = true;
                         cfg.warnings.push(format!(
                             "{}: {n} is a Slurm key Flotilla does not use yet; ignored",
                             pair.at
@@ -81,46 +121,37 @@ pub fn apply_topology_conf(
                 msg: "line without SwitchName=, BlockName= or BlockSizes=".to_string(),
             });
         };
-        let this_kind = if what == "SwitchName" {
-            "tree"
-        } else {
-            "block"
-        };
-        match &kind {
-            Some((k, first)) if *k != this_kind => {
-                return Err(ConfigError::Invalid {
-                    at: head_at,
-                    msg: format!("{what} line in a {k} topology (see {first})"),
-                });
+        Ok(TopoLine { at: head_at, what, value, nodes, children })
+    }
+
+    /// Switch lines (`tree`) and block lines (`block`) never mix in one file.
+    fn check_kind(&mut self, line: &TopoLine) -> Result<(), ConfigError> {
+        let this_kind = if line.what == "SwitchName" { "tree" } else { "block" };
+        match &self.kind {
+            Some((k, first)) if *k != this_kind => Err(ConfigError::Invalid {
+                at: line.at.clone(),
+                msg: format!("{} line in a {k} topology (see {first})", line.what),
+            }),
+            Some(_) => Ok(()),
+            None => {
+                self.kind = Some((this_kind, line.at.clone()));
+                Ok(())
             }
-            Some(_) => {}
-            None => kind = Some((this_kind, head_at.clone())),
         }
-        if what == "BlockSizes" {
-            block_sizes.clear();
-            for part in value.split(',') {
-                let n = part
-                    .trim()
-                    .parse::<u32>()
-                    .map_err(|_| ConfigError::InvalidValue {
-                        at: head_at.clone(),
-                        key: "BlockSizes".to_string(),
-                        value: value.clone(),
-                        reason: "expected comma-separated numbers".to_string(),
-                    })?;
-                block_sizes.push(n);
-            }
-            continue;
-        }
+    }
+
+    /// Adds a switch or block line: a leaf (`Nodes=`) becomes a pod, a switch with
+    /// `Switches=` a non-leaf switch; names are unique, a block has no `Switches=`, a line
+    /// with both is an error and one with neither is skipped with a warning.
+    fn add(&mut self, cfg: &mut ClusterConfig, line: TopoLine) -> Result<(), ConfigError> {
+        let TopoLine { at: head_at, what, value, nodes, children } = line;
         if value.is_empty() {
             return Err(ConfigError::Invalid {
                 at: head_at,
                 msg: format!("empty {what}"),
             });
         }
-        if pods.iter().any(|(p, _)| p.name == value)
-            || switches.iter().any(|(s, _)| s.name == value)
-        {
+        if self.pods.iter().any(|(p, _)| p.name == value) || self.switches.iter().any(|(s, _)| s.name == value) {
             return Err(ConfigError::Invalid {
                 at: head_at,
                 msg: format!("duplicate {what} `{value}'"),
@@ -140,26 +171,8 @@ pub fn apply_topology_conf(
                 });
             }
             (Some((expr, at)), None) => {
-                let names = expand(&expr, "Nodes", &at)?;
-                let mut list: Vec<String> = Vec::new();
-                for name in names {
-                    if !cfg.nodes.iter().any(|n| n.name == name) {
-                        return Err(ConfigError::Invalid {
-                            at: at.clone(),
-                            msg: format!("{value}: node `{name}' is not defined in slurm.conf"),
-                        });
-                    }
-                    if let Some((other, _)) = pods.iter().find(|(p, _)| p.nodes.contains(&name)) {
-                        return Err(ConfigError::Invalid {
-                            at: at.clone(),
-                            msg: format!("node `{name}' is in both {} and {value}", other.name),
-                        });
-                    }
-                    if !list.contains(&name) {
-                        list.push(name);
-                    }
-                }
-                pods.push((
+                let list = self.leaf_nodes(cfg, &value, &expr, &at)?;
+                self.pods.push((
                     PodConfig {
                         name: value,
                         nodes: list,
@@ -170,7 +183,7 @@ pub fn apply_topology_conf(
             }
             (None, Some((expr, at))) => {
                 let names = expand(&expr, "Switches", &at)?;
-                switches.push((
+                self.switches.push((
                     SwitchConfig {
                         name: value,
                         switches: names,
@@ -185,46 +198,92 @@ pub fn apply_topology_conf(
                 ));
             }
         }
+        Ok(())
     }
-    for (sw, at) in &switches {
-        for child in &sw.switches {
-            let known = pods.iter().any(|(p, _)| &p.name == child)
-                || switches.iter().any(|(s, _)| &s.name == child);
-            if !known {
+
+    /// The nodes of leaf `value`'s `Nodes=` expression (written at `at`), each once: every
+    /// one defined in slurm.conf and in no other pod.
+    fn leaf_nodes(&self, cfg: &ClusterConfig, value: &str, expr: &str, at: &Location) -> Result<Vec<String>, ConfigError> {
+        let names = expand(expr, "Nodes", at)?;
+        let mut list: Vec<String> = Vec::new();
+        for name in names {
+            if !cfg.nodes.iter().any(|n| n.name == name) {
                 return Err(ConfigError::Invalid {
                     at: at.clone(),
-                    msg: format!("switch {}: child switch `{child}' is not defined", sw.name),
+                    msg: format!("{value}: node `{name}' is not defined in slurm.conf"),
                 });
             }
+            if let Some((other, _)) = self.pods.iter().find(|(p, _)| p.nodes.contains(&name)) {
+                return Err(ConfigError::Invalid {
+                    at: at.clone(),
+                    msg: format!("node `{name}' is in both {} and {value}", other.name),
+                });
+            }
+            if !list.contains(&name) {
+                list.push(name);
+            }
         }
+        Ok(list)
     }
-    let mut pods: Vec<PodConfig> = pods.into_iter().map(|(p, _)| p).collect();
+
+    /// Every child a switch names is defined somewhere in the file.
+    fn check_children(&self) -> Result<(), ConfigError> {
+        for (sw, at) in &self.switches {
+            for child in &sw.switches {
+                let known = self.pods.iter().any(|(p, _)| &p.name == child) || self.switches.iter().any(|(s, _)| &s.name == child);
+                if !known {
+                    return Err(ConfigError::Invalid {
+                        at: at.clone(),
+                        msg: format!("switch {}: child switch `{child}' is not defined", sw.name),
+                    });
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+/// `BlockSizes=4,16` (written at `at`): comma-separated numbers.
+fn block_sizes(value: &str, at: &Location) -> Result<Vec<u32>, ConfigError> {
+    value
+        .split(',')
+        .map(|part| {
+            part.trim().parse::<u32>().map_err(|_| ConfigError::InvalidValue {
+                at: at.clone(),
+                key: "BlockSizes".to_string(),
+                value: value.to_string(),
+                reason: "expected comma-separated numbers".to_string(),
+            })
+        })
+        .collect()
+}
+
+/// Each node in no leaf switch or block becomes a pod of its own, named after the node, with
+/// one warning (naming `source`) listing up to 8 of them.
+fn pods_for_lonely_nodes(cfg: &mut ClusterConfig, pods: &mut Vec<PodConfig>, source: &str) {
     let lonely: Vec<String> = cfg
         .nodes
         .iter()
         .filter(|n| !pods.iter().any(|p| p.nodes.contains(&n.name)))
         .map(|n| n.name.clone())
         .collect();
-    if !lonely.is_empty() {
-        let shown: Vec<&str> = lonely.iter().take(8).map(String::as_str).collect();
-        let more = if lonely.len() > 8 { ",..." } else { "" };
-        cfg.warnings.push(format!(
-            "{source}: {} node(s) in no leaf switch or block, each made a pod of its own: {}{more}",
-            lonely.len(),
-            shown.join(",")
-        ));
-        for name in lonely {
-            pods.push(PodConfig {
-                name: name.clone(),
-                nodes_expr: name.clone(),
-                nodes: vec![name],
-            });
-        }
+    if lonely.is_empty() {
+        return;
     }
-    cfg.pods = pods;
-    cfg.switches = switches.into_iter().map(|(s, _)| s).collect();
-    cfg.block_sizes = block_sizes;
-    Ok(())
+    let shown: Vec<&str> = lonely.iter().take(8).map(String::as_str).collect();
+    let more = if lonely.len() > 8 { ",..." } else { "" };
+    cfg.warnings.push(format!(
+        "{source}: {} node(s) in no leaf switch or block, each made a pod of its own: {}{more}",
+        lonely.len(),
+        shown.join(",")
+    ));
+    for name in lonely {
+        pods.push(PodConfig {
+            name: name.clone(),
+            nodes_expr: name.clone(),
+            nodes: vec![name],
+        });
+    }
 }
 
 fn expand(expr: &str, key: &str, at: &Location) -> Result<Vec<String>, ConfigError> {

@@ -27,7 +27,7 @@ pub fn job(id: u64, t: Time, gpus: u32, topology: TopologyKind, limit_min: u64) 
 /// Renders decisions one per line with node names, times relative to `now`.
 pub fn render(s: &Scheduler, decisions: &[Decision], now: Time) -> String {
     let mut out = String::new();
-    let name = |n: flotilla_core::cluster::NodeId| s.cluster.node(n).name.clone();
+    let name = |n: flotilla_core::cluster::NodeId| s.cluster().node(n).name.clone();
     for d in decisions {
         match d {
             Decision::Bind { job, allocs, backfill_for } => {

@@ -80,9 +80,9 @@ impl Qos {
 pub enum Phase {
     /// `Running` at the end of the trace.
     Running,
-    /// `Succeeded`.
+    /// `Succeeded`: the pod ran to completion.
     Succeeded,
-    /// `Failed`.
+    /// `Failed`: the pod ended in failure.
     Failed,
     /// `Pending`: never scheduled, so `scheduled_s` is empty.
     Pending,

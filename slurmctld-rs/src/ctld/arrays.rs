@@ -68,12 +68,12 @@ impl Controller {
             let want: BTreeSet<u32> = rec.array_pending.iter().copied().take(limit).collect();
             let have = self.in_core_tasks.entry(aid).or_default().clone();
             for t in have.difference(&want) {
-                self.sched.handle(CoreEvent::Cancel(JobId(prov_id(aid, *t))), now as u64);
+                self.core_event(CoreEvent::Cancel(JobId(prov_id(aid, *t))), now);
             }
             for t in want.difference(&have) {
                 let mut sp = self.jobs[&aid].spec.clone();
                 sp.id = JobId(prov_id(aid, *t));
-                self.sched.handle(CoreEvent::Submit(sp), now as u64);
+                self.core_event(CoreEvent::Submit(sp), now);
             }
             self.in_core_tasks.insert(aid, want);
         }
@@ -118,7 +118,7 @@ impl Controller {
         }
     }
 
-    pub(super) fn refresh_deps(&mut self) {
+    pub(super) fn refresh_deps(&mut self, now: i64) {
         let mut results = Vec::new();
         for (id, dep) in &self.deps {
             let Some(rec) = self.jobs.get(id) else { continue };
@@ -148,7 +148,7 @@ impl Controller {
             }
             if changed {
                 self.dirty(id);
-                self.push_core_update(id);
+                self.push_core_update(id, now);
             }
         }
     }

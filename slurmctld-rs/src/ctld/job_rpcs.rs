@@ -7,11 +7,9 @@ use super::{prov_id, requeue_begin, reset_for_requeue, Controller, Ident, Target
 use crate::admission::{self, Reject};
 use crate::deps::{self, Dependency};
 use crate::job::{JobRecord, JobState, StopWhy, Stopping};
-use flotilla_core::cluster::{GpuMask, NodeId};
 use flotilla_core::hostlist::compress_sorted;
 use flotilla_core::job::{HoldKind, JobId};
-use flotilla_core::placement::{self, PlaceCtx};
-use flotilla_core::sched::{Event as CoreEvent, RunningJob, Scheduler};
+use flotilla_core::sched::{Event as CoreEvent, Scheduler};
 use flotilla_proto::errno::*;
 use flotilla_proto::{
     CancelJob, CtlToNode, FieldSet, HoldOp, HoldRelease, JobChange, JobFilter, JobRef, JobResult, RequeueJob, Response,
@@ -30,7 +28,7 @@ impl Controller {
         if self.jobs.len() as u64 >= self.opts.max_job_count {
             return Response::Error(SlurmError::new(ESLURM_MAX_JOB_COUNT));
         }
-        match admission::admit(&s, &self.sched.cluster, &self.opts.admission, now) {
+        match admission::admit(&s, self.sched.cluster(), &self.opts.admission, now) {
             Err(Reject::BeforeId(e)) => Response::Error(e),
             Err(Reject::AfterId { error, failed }) => {
                 let id = self.take_id();
@@ -62,7 +60,7 @@ impl Controller {
                     rec.array_max_running = throttle;
                     self.array_metas.insert(id);
                 } else {
-                    self.sched.handle(CoreEvent::Submit(rec.spec.clone()), now as u64);
+                    self.core_event(CoreEvent::Submit(rec.spec.clone()), now);
                 }
                 // A held job (not an array, no dependency) cannot change what a cycle decides:
                 // no event-triggered cycle for it (its hold shows at once; the periodic cycle
@@ -82,32 +80,12 @@ impl Controller {
         }
     }
 
-    fn held_by_reservations(&self) -> Vec<GpuMask> {
-        let mut held = vec![GpuMask::EMPTY; self.sched.cluster.nodes.len()];
-        for r in self.sched.reservations() {
-            for (n, g) in &r.gpus {
-                held[n.0 as usize] = held[n.0 as usize].union(*g);
-            }
-        }
-        held
-    }
-
+    /// `sbatch --test-only`: when and where the job would start, from the core's will-run
+    /// query ([`flotilla_core::sched::Scheduler::will_run`]); nothing is submitted.
     fn test_only(&self, id: u64, rec: &JobRecord, now: i64) -> Response {
-        let held = self.held_by_reservations();
-        let blocked = |n: NodeId| held[n.0 as usize];
-        let ctx = PlaceCtx {
-            cluster: &self.sched.cluster,
-            blocked: &blocked,
-            tie_rank: None,
-            partition: rec.spec.partition,
-            job_end: None,
-            busy_until: None,
-        };
-        let (start, parts) = match placement::place(&ctx, self.test_placement.as_ref(), &rec.spec.request) {
-            Ok(parts) => (now, parts),
-            Err(_) => self.will_run(rec, &blocked, now),
-        };
-        let names: Vec<String> = parts.iter().map(|p| self.sched.cluster.node(p.node).name.clone()).collect();
+        let w = self.sched.will_run(&rec.spec, now.max(0) as u64);
+        let (start, parts) = (w.start as i64, w.parts);
+        let names: Vec<String> = parts.iter().map(|p| self.sched.cluster().node(p.node).name.clone()).collect();
         let cpus = if parts.is_empty() {
             (rec.spec.request.cpu_milli_per_node / 1000) as u32 * rec.num_nodes.max(1)
         } else {
@@ -120,33 +98,6 @@ impl Controller {
             nodes: compress_sorted(&names),
             partition: rec.partition.clone(),
         })
-    }
-
-    /// When and where `rec` could start if nothing new arrived (Slurm's will-run test behind
-    /// `sbatch --test-only`): running jobs end at their time limits, earliest first, each
-    /// giving its resources back, until the job fits. Without a fit (unlimited jobs in the
-    /// way) the latest known end, and no nodes.
-    fn will_run(&self, rec: &JobRecord, blocked: &dyn Fn(NodeId) -> GpuMask, now: i64) -> (i64, Vec<flotilla_core::cluster::NodeAlloc>) {
-        let mut ends: Vec<(u64, &RunningJob)> = self.sched.running().values().filter_map(|r| Some((r.end?, r))).collect();
-        ends.sort_by_key(|(e, _)| *e);
-        let mut cluster = self.sched.cluster.clone();
-        for (end, r) in &ends {
-            for a in &r.allocs {
-                cluster.give_back(&a.part);
-            }
-            let ctx = PlaceCtx {
-                cluster: &cluster,
-                blocked,
-                tie_rank: None,
-                partition: rec.spec.partition,
-                job_end: None,
-                busy_until: None,
-            };
-            if let Ok(parts) = placement::place(&ctx, self.test_placement.as_ref(), &rec.spec.request) {
-                return ((*end as i64).max(now), parts);
-            }
-        }
-        (ends.last().map_or(now, |(e, _)| *e as i64).max(now), Vec::new())
     }
 
     /// Jobs a reference names: record ids, and pending tasks of array records.
@@ -288,7 +239,7 @@ impl Controller {
                 let set: BTreeSet<u32> = tasks.iter().copied().collect();
                 for &task in tasks {
                     if self.in_core_tasks.get_mut(aid).is_some_and(|s| s.remove(&task)) {
-                        self.sched.handle(CoreEvent::Cancel(JobId(prov_id(*aid, task))), now as u64);
+                        self.core_event(CoreEvent::Cancel(JobId(prov_id(*aid, task))), now);
                     }
                 }
                 let rec = self.jobs.get_mut(aid).expect("resolved");
@@ -316,10 +267,11 @@ impl Controller {
                         }
                         if rec.is_array_meta() {
                             for task in self.in_core_tasks.remove(&id).unwrap_or_default() {
-                                self.sched.handle(CoreEvent::Cancel(JobId(prov_id(id, task))), now as u64);
+                                self.core_event(CoreEvent::Cancel(JobId(prov_id(id, task))), now);
                             }
                         } else {
-                            self.sched.handle(CoreEvent::Cancel(rec.spec.id), now as u64);
+                            let core = rec.spec.id;
+                            self.core_event(CoreEvent::Cancel(core), now);
                         }
                         let rec = self.jobs.get_mut(&id).expect("resolved");
                         rec.state = JobState::Cancelled;
@@ -372,7 +324,7 @@ impl Controller {
         self.batch.step_rows.extend(step);
     }
 
-    pub(super) fn push_core_update(&mut self, id: u64) {
+    pub(super) fn push_core_update(&mut self, id: u64, now: i64) {
         let rec = &self.jobs[&id];
         if rec.state != JobState::Pending {
             return;
@@ -382,16 +334,16 @@ impl Controller {
             for t in tasks {
                 let mut sp = self.jobs[&id].spec.clone();
                 sp.id = JobId(prov_id(id, t));
-                self.sched.handle(CoreEvent::Update(sp), 0);
+                self.core_event(CoreEvent::Update(sp), now);
             }
         } else {
             let sp = rec.spec.clone();
-            self.sched.handle(CoreEvent::Update(sp), 0);
+            self.core_event(CoreEvent::Update(sp), now);
         }
         self.sched_dirty = true;
     }
 
-    pub(super) fn hold_release(&mut self, ident: Ident, h: HoldRelease) -> Response {
+    pub(super) fn hold_release(&mut self, ident: Ident, h: HoldRelease, now: i64) -> Response {
         let mut results = Vec::new();
         for (jref, targets) in self.targets(&h.jobs, &JobFilter::default()) {
             let mut error = None;
@@ -426,7 +378,7 @@ impl Controller {
                     }
                 }
                 self.dirty(id);
-                self.push_core_update(id);
+                self.push_core_update(id, now);
             }
             results.push(JobResult { job: jref, error });
         }
@@ -460,7 +412,7 @@ impl Controller {
                             let rec = self.jobs.get_mut(&id).expect("resolved");
                             rec.spec.begin_time = Some(requeue_begin(now, self.opts.requeue_holdoff_s));
                             self.dirty(id);
-                            self.push_core_update(id);
+                            self.push_core_update(id, now);
                             self.sched_dirty = true;
                         }
                     }
@@ -481,7 +433,7 @@ impl Controller {
                         let rec = self.jobs.get_mut(&id).expect("resolved");
                         reset_for_requeue(rec, r.hold);
                         let spec = rec.spec.clone();
-                        self.sched.handle(CoreEvent::Submit(spec), now as u64);
+                        self.core_event(CoreEvent::Submit(spec), now);
                         self.dirty(id);
                         self.stats.requeued += 1;
                         self.sched_dirty = true;
@@ -493,7 +445,7 @@ impl Controller {
         Response::JobResults(results)
     }
 
-    pub(super) fn update(&mut self, ident: Ident, u: UpdateJob) -> Response {
+    pub(super) fn update(&mut self, ident: Ident, u: UpdateJob, now: i64) -> Response {
         let targets = self.resolve(&u.job);
         if targets.is_empty() {
             return Response::Error(SlurmError::new(ESLURM_INVALID_JOB_ID));
@@ -526,7 +478,7 @@ impl Controller {
                 None => {}
             }
             self.dirty(id);
-            self.push_core_update(id);
+            self.push_core_update(id, now);
         }
         Response::JobResults(vec![JobResult { job: u.job, error: None }])
     }
@@ -555,7 +507,7 @@ fn apply_changes(
             JobChange::Partition(p) => {
                 need_pending(pending)?;
                 let id = sched
-                    .cluster
+                    .cluster()
                     .partition_id(p)
                     .ok_or_else(|| SlurmError::new(ESLURM_INVALID_PARTITION_NAME))?;
                 rec.partition = p.clone();
@@ -640,7 +592,7 @@ fn change_time_limit(rec: &mut JobRecord, t: TimeLimitWire, ident: Ident, sched:
             (Some(n), Some(l)) => u64::from(n) > l,
         };
         if rec.state == JobState::Pending {
-            let max = sched.cluster.partitions[rec.spec.partition.0 as usize].max_time_min;
+            let max = sched.cluster().partitions[rec.spec.partition.0 as usize].max_time_min;
             if above(max) {
                 return Err(SlurmError::new(ESLURM_ACCESS_DENIED));
             }

@@ -24,29 +24,28 @@ impl Controller {
         self.recover_services(std::mem::take(&mut loaded.svc), now);
         let mut known: HashSet<String> = HashSet::new();
         for row in &loaded.nodes {
-            if let Some(id) = self.sched.cluster.node_id(&row.name) {
-                self.sched.cluster.nodes[id.0 as usize].boot_epoch = row.boot_epoch;
-                if let Ok(avail) = crate::store::rows::avail_from_json(&row.avail) {
-                    let avail = match avail {
-                        NodeAvail::Down { reason } if reason == "Not responding" => NodeAvail::Up,
-                        a => a,
-                    };
-                    self.sched.cluster.set_avail(id, avail);
-                }
+            if let Some(id) = self.sched.cluster().node_id(&row.name) {
+                let avail = match crate::store::rows::avail_from_json(&row.avail) {
+                    Ok(NodeAvail::Down { reason }) if reason == "Not responding" => NodeAvail::Up,
+                    Ok(a) => a,
+                    Err(_) => self.sched.cluster().node(id).avail.clone(),
+                };
+                self.sched.restore_node(id, row.boot_epoch, avail);
                 known.insert(row.name.clone());
             }
         }
         // A node never registered waits for its daemon before it takes work.
-        for i in 0..self.sched.cluster.nodes.len() {
-            let name = self.sched.cluster.nodes[i].name.clone();
-            if !known.contains(&name) && self.sched.cluster.nodes[i].avail == NodeAvail::Up {
-                self.sched.cluster.set_avail(NodeId(i as u32), NodeAvail::Unknown);
+        for i in 0..self.sched.cluster().nodes.len() {
+            let node = &self.sched.cluster().nodes[i];
+            if !known.contains(&node.name) && node.avail == NodeAvail::Up {
+                let epoch = node.boot_epoch;
+                self.sched.restore_node(NodeId(i as u32), epoch, NodeAvail::Unknown);
             }
             self.nodes[i].down_since = Some(now);
         }
         let (mut pending, mut running) = (0, 0);
         for mut rec in loaded.jobs {
-            if let Some(p) = self.sched.cluster.partition_id(&rec.partition) {
+            if let Some(p) = self.sched.cluster().partition_id(&rec.partition) {
                 rec.spec.partition = p;
             }
             match rec.state {
@@ -56,14 +55,14 @@ impl Controller {
                         self.deps.insert(rec.id, d);
                     }
                     if !rec.is_array_meta() {
-                        self.sched.handle(CoreEvent::Submit(rec.spec.clone()), now as u64);
+                        self.core_event(CoreEvent::Submit(rec.spec.clone()), now);
                     }
                 }
                 JobState::Running | JobState::Completing => {
                     running += 1;
                     let mut allocs = rec.allocs.clone();
                     for (a, name) in allocs.iter_mut().zip(&rec.nodes) {
-                        let Some(nid) = self.sched.cluster.node_id(name) else {
+                        let Some(nid) = self.sched.cluster().node_id(name) else {
                             panic!("job {} runs on node {name} that is no longer configured", rec.id);
                         };
                         a.part.node = nid;
@@ -275,9 +274,9 @@ impl Controller {
             let rt = &self.nodes[i];
             let silent = rt.sess.is_none() && rt.down_since.is_some_and(|d| now - d >= self.opts.slurmd_timeout_s);
             let nid = NodeId(i as u32);
-            if silent && !rt.marked_down && self.sched.cluster.node(nid).avail == NodeAvail::Up {
+            if silent && !rt.marked_down && self.sched.cluster().node(nid).avail == NodeAvail::Up {
                 self.nodes[i].marked_down = true;
-                warn!(node = %self.sched.cluster.node(nid).name, "node not responding: marked down");
+                warn!(node = %self.sched.cluster().node(nid).name, "node not responding: marked down");
                 let ds = self.sched.handle(
                     CoreEvent::NodeAvail {
                         node: nid,
@@ -313,7 +312,7 @@ impl Controller {
     fn schedule(&mut self, now: i64) {
         self.sched_dirty = false;
         self.refresh_arrays(now);
-        self.refresh_deps();
+        self.refresh_deps(now);
         let t = Instant::now();
         let ds = self.sched.cycle(now as u64);
         let us = t.elapsed().as_micros() as u64;
@@ -327,6 +326,14 @@ impl Controller {
         }
     }
 
+    /// Feeds the core an event that happened at `now` and carries out the decisions it
+    /// forces through [`Controller::apply`].
+    pub(super) fn core_event(&mut self, event: CoreEvent, now: i64) {
+        let d = self.sched.handle(event, now as u64);
+        self.apply(d, now);
+    }
+
+    /// The controller's one path for the core's decisions (of a cycle or of an event).
     pub(super) fn apply(&mut self, decisions: Vec<Decision>, now: i64) {
         for d in decisions {
             match d {
@@ -369,7 +376,7 @@ impl Controller {
                 None => panic!("the core bound job {core}, which the controller does not know"),
             },
         };
-        let names: Vec<String> = allocs.iter().map(|a| self.sched.cluster.node(a.part.node).name.clone()).collect();
+        let names: Vec<String> = allocs.iter().map(|a| self.sched.cluster().node(a.part.node).name.clone()).collect();
         for (a, n) in allocs.iter().zip(&names) {
             self.batch.allocs.push(AllocOp::Insert {
                 job_id: id,
@@ -410,7 +417,7 @@ impl Controller {
         self.record_run(id, JobState::NodeFail.as_str());
         self.batch.allocs.push(AllocOp::DeleteJob(id));
         for n in &nodes {
-            if let Some(nid) = self.sched.cluster.node_id(n) {
+            if let Some(nid) = self.sched.cluster().node_id(n) {
                 self.nodes[nid.0 as usize].jobs.remove(&id);
             }
             self.send(n, CtlToNode::Kill { job_id: id });
@@ -426,7 +433,7 @@ impl Controller {
             rec.state = JobState::NodeFail;
             rec.end_time = Some(now);
             rec.allocs.clear();
-            self.sched.handle(CoreEvent::Cancel(JobId(core)), now as u64);
+            self.core_event(CoreEvent::Cancel(JobId(core)), now);
             self.batch.acct.insert(id);
             self.batch.steps.insert(id);
             self.stats.failed += 1;
@@ -440,7 +447,7 @@ impl Controller {
         if rec.state != JobState::Running {
             return None;
         }
-        let name = &self.sched.cluster.nodes[nid].name;
+        let name = &self.sched.cluster().nodes[nid].name;
         let pos = rec.nodes.iter().position(|n| n == name)?;
         let a = &rec.allocs[pos];
         let key = rec.array_job_id.unwrap_or(rec.id);

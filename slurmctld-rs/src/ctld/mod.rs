@@ -21,7 +21,6 @@ use crate::deps::Dependency;
 use crate::job::{JobRecord, JobState};
 use crate::store::{Store, WriteBatch};
 use flotilla_core::job::HoldKind;
-use flotilla_core::placement::PlacementPolicy;
 use flotilla_core::sched::Scheduler;
 use flotilla_proto::errno::*;
 use flotilla_proto::{CtlToNode, NodeToCtl, Register, Request, Response, SlurmError};
@@ -264,7 +263,6 @@ pub struct Controller {
     sched: Scheduler,
     store: Store,
     opts: CtlOptions,
-    test_placement: Box<dyn PlacementPolicy>,
     jobs: BTreeMap<u64, JobRecord>,
     core_map: HashMap<u64, u64>,
     deps: BTreeMap<u64, Dependency>,
@@ -298,21 +296,19 @@ pub fn wall_now() -> i64 {
 
 impl Controller {
     /// A controller over `sched` (built from the cluster config) and `store`, recovering the
-    /// stored state. `test_placement` answers `--test-only` (the same policy as the core's).
+    /// stored state.
     pub fn new(
         sched: Scheduler,
-        test_placement: Box<dyn PlacementPolicy>,
         store: Store,
         opts: CtlOptions,
         auth_failures: Arc<AtomicU64>,
         now: i64,
     ) -> Result<Controller, crate::store::StoreError> {
-        let n = sched.cluster.nodes.len();
+        let n = sched.cluster().nodes.len();
         let mut c = Controller {
             sched,
             store,
             opts,
-            test_placement,
             jobs: BTreeMap::new(),
             core_map: HashMap::new(),
             deps: BTreeMap::new(),
@@ -369,7 +365,7 @@ impl Controller {
             }
             Event::NodeMsg { conn, node, msg } => self.node_msg(conn, &node, msg, now),
             Event::NodeGone { conn, node } => {
-                if let Some(nid) = self.sched.cluster.node_id(&node) {
+                if let Some(nid) = self.sched.cluster().node_id(&node) {
                     let rt = &mut self.nodes[nid.0 as usize];
                     if rt.sess.as_ref().is_some_and(|s| s.conn == conn) {
                         rt.sess = None;
@@ -385,9 +381,9 @@ impl Controller {
         match req {
             Request::SubmitJob(s) => self.submit(ident, *s, now),
             Request::CancelJob(c) => self.cancel(ident, c, now),
-            Request::HoldRelease(h) => self.hold_release(ident, h),
+            Request::HoldRelease(h) => self.hold_release(ident, h, now),
             Request::Requeue(r) => self.requeue_rpc(ident, r, now),
-            Request::UpdateJob(u) => self.update(ident, u),
+            Request::UpdateJob(u) => self.update(ident, u, now),
             Request::QueryQueue(q) => self.query_queue(&q, now),
             Request::QueryNodes(q) => Response::Nodes(self.query_nodes(&q)),
             Request::QueryPartitions => Response::Partitions(self.query_partitions()),
@@ -423,7 +419,7 @@ impl Controller {
     }
 
     fn send(&mut self, node: &str, msg: CtlToNode) {
-        if let Some(nid) = self.sched.cluster.node_id(node) {
+        if let Some(nid) = self.sched.cluster().node_id(node) {
             self.node_out.push((nid.0 as usize, Outgoing::Msg(msg)));
         }
     }

@@ -22,7 +22,7 @@ impl Controller {
         }
         let mut ids = Vec::new();
         for n in &u.names {
-            match self.sched.cluster.node_id(n) {
+            match self.sched.cluster().node_id(n) {
                 Some(id) => ids.push(id),
                 None => return Response::Error(SlurmError::new(ESLURM_INVALID_NODE_NAME)),
             }
@@ -36,7 +36,7 @@ impl Controller {
             Some(_) => return Response::Error(SlurmError::new(ESLURM_NOT_SUPPORTED)),
         };
         for id in ids {
-            info!(node = %self.sched.cluster.node(id).name, ?avail, "node availability updated by an admin");
+            info!(node = %self.sched.cluster().node(id).name, ?avail, "node availability updated by an admin");
             let d = self.sched.handle(CoreEvent::NodeAvail { node: id, avail: avail.clone() }, now as u64);
             self.apply(d, now);
             self.save_node(id);
@@ -46,7 +46,7 @@ impl Controller {
     }
 
     pub(super) fn node_register(&mut self, conn: u64, reg: Register, tx: mpsc::UnboundedSender<CtlToNode>, now: i64) -> Response {
-        let Some(nid) = self.sched.cluster.node_id(&reg.node) else {
+        let Some(nid) = self.sched.cluster().node_id(&reg.node) else {
             warn!(node = %reg.node, "registration of an unknown node refused");
             return Response::Error(SlurmError::new(ESLURM_INVALID_NODE_NAME));
         };
@@ -59,7 +59,7 @@ impl Controller {
             let ds = self.sched.handle(CoreEvent::NodeAvail { node: nid, avail: NodeAvail::Up }, now as u64);
             self.apply(ds, now);
         }
-        let old = self.sched.cluster.node(nid).boot_epoch;
+        let old = self.sched.cluster().node(nid).boot_epoch;
         let ds = self.sched.handle(
             CoreEvent::NodeRegistered {
                 node: nid,
@@ -78,7 +78,7 @@ impl Controller {
     }
 
     pub(super) fn save_node(&mut self, nid: NodeId) {
-        let n = self.sched.cluster.node(nid);
+        let n = self.sched.cluster().node(nid);
         self.batch.nodes.push(NodeRow {
             name: n.name.clone(),
             boot_epoch: n.boot_epoch,
@@ -87,7 +87,7 @@ impl Controller {
     }
 
     pub(super) fn node_msg(&mut self, conn: u64, node: &str, msg: NodeToCtl, now: i64) {
-        let Some(nid) = self.sched.cluster.node_id(node) else { return };
+        let Some(nid) = self.sched.cluster().node_id(node) else { return };
         if self.nodes[nid.0 as usize].sess.as_ref().is_none_or(|s| s.conn != conn) {
             return;
         }
@@ -97,7 +97,7 @@ impl Controller {
                 running,
                 finished,
             } => {
-                if boot_epoch != self.sched.cluster.node(nid).boot_epoch {
+                if boot_epoch != self.sched.cluster().node(nid).boot_epoch {
                     let ds = self.sched.handle(CoreEvent::NodeRegistered { node: nid, boot_epoch }, now as u64);
                     self.apply(ds, now);
                     self.save_node(nid);
@@ -108,7 +108,7 @@ impl Controller {
                 self.job_exited(nid, &exit, now);
                 self.node_out.push((nid.0 as usize, Outgoing::Msg(CtlToNode::AckExits { job_ids: vec![exit.job_id] })));
             }
-            NodeToCtl::CheckpointAck { job_id, run, at } => self.checkpoint_ack(job_id, run, at),
+            NodeToCtl::CheckpointAck { job_id, run, at } => self.checkpoint_ack(job_id, run, at, now),
             NodeToCtl::Health { verdict, reason, events } => self.node_health(nid, verdict, reason, &events, now),
         }
     }
@@ -119,12 +119,12 @@ impl Controller {
     /// until an admin resumes it. A node already quarantined keeps its first reason. Warn:
     /// logged.
     fn node_health(&mut self, nid: NodeId, verdict: HealthLevel, reason: String, events: &[String], now: i64) {
-        let name = self.sched.cluster.node(nid).name.clone();
+        let name = self.sched.cluster().node(nid).name.clone();
         let _span = info_span!("node", node = %name).entered();
         match verdict {
             HealthLevel::Warn => warn!(reason = %reason, ?events, "GPU health warning"),
             HealthLevel::Quarantine => {
-                if matches!(self.sched.cluster.node(nid).avail, NodeAvail::Quarantined { .. }) {
+                if matches!(self.sched.cluster().node(nid).avail, NodeAvail::Quarantined { .. }) {
                     info!(reason = %reason, "GPU health: node already quarantined");
                     return;
                 }
@@ -144,7 +144,7 @@ impl Controller {
     }
 
     /// A job being stopped saved its checkpoint: SIGKILL now instead of at the deadline.
-    fn checkpoint_ack(&mut self, id: u64, run: u32, at: i64) {
+    fn checkpoint_ack(&mut self, id: u64, run: u32, at: i64, now: i64) {
         let Some(rec) = self.jobs.get_mut(&id) else { return };
         if rec.restarts != run || rec.state != JobState::Running {
             return;
@@ -152,7 +152,7 @@ impl Controller {
         rec.last_checkpoint_ack = Some(at);
         let core = rec.spec.id;
         self.dirty(id);
-        self.sched.handle(CoreEvent::CheckpointAck { job: core, at: at.max(0) as u64 }, at.max(0) as u64);
+        self.core_event(CoreEvent::CheckpointAck { job: core, at: at.max(0) as u64 }, now);
         let rec = self.jobs.get_mut(&id).expect("present");
         let Some(s) = rec.stopping.as_mut().filter(|s| !s.kill_sent) else { return };
         s.kill_sent = true;
@@ -171,7 +171,7 @@ impl Controller {
     /// jobs the node no longer runs are finished.
     fn reconcile(&mut self, nid: NodeId, running: &[NodeJob], finished: &[JobExit], now: i64) {
         let i = nid.0 as usize;
-        let name = self.sched.cluster.node(nid).name.clone();
+        let name = self.sched.cluster().node(nid).name.clone();
         for exit in finished {
             self.job_exited(nid, exit, now);
         }
@@ -227,7 +227,7 @@ impl Controller {
     }
 
     fn job_exited(&mut self, nid: NodeId, exit: &JobExit, now: i64) {
-        let name = &self.sched.cluster.node(nid).name;
+        let name = &self.sched.cluster().node(nid).name;
         let Some(rec) = self.jobs.get_mut(&exit.job_id) else { return };
         if rec.restarts != exit.run || rec.state != JobState::Running || rec.nodes.first() != Some(name) || rec.interactive {
             // (An interactive allocation has no batch script: it ends when given back.)
@@ -267,7 +267,7 @@ impl Controller {
         let why = rec.stopping.map(|s| s.why);
         self.batch.allocs.push(AllocOp::DeleteJob(id));
         for n in &nodes {
-            if let Some(nid) = self.sched.cluster.node_id(n) {
+            if let Some(nid) = self.sched.cluster().node_id(n) {
                 self.nodes[nid.0 as usize].jobs.remove(&id);
             }
         }
@@ -285,22 +285,22 @@ impl Controller {
         }
         match why {
             Some(StopWhy::Preempt) => {
-                self.sched.handle(CoreEvent::Requeued(core), now as u64);
+                self.core_event(CoreEvent::Requeued(core), now);
                 let rec = self.jobs.get_mut(&id).expect("job exists");
                 reset_for_requeue(rec, false);
                 rec.spec.preempt_count += 1;
                 self.stats.requeued += 1;
             }
             Some(StopWhy::Requeue { hold }) => {
-                self.sched.handle(CoreEvent::JobEnded(core), now as u64);
+                self.core_event(CoreEvent::JobEnded(core), now);
                 let rec = self.jobs.get_mut(&id).expect("job exists");
                 reset_for_requeue(rec, hold);
                 let spec = rec.spec.clone();
-                self.sched.handle(CoreEvent::Submit(spec), now as u64);
+                self.core_event(CoreEvent::Submit(spec), now);
                 self.stats.requeued += 1;
             }
             _ => {
-                self.sched.handle(CoreEvent::JobEnded(core), now as u64);
+                self.core_event(CoreEvent::JobEnded(core), now);
                 let rec = self.jobs.get_mut(&id).expect("job exists");
                 let st = rec.end_state.take().unwrap_or(JobState::Completed);
                 rec.state = st;

@@ -48,7 +48,7 @@ impl Controller {
                     p.detail = info.detail.as_deref().map(Str::b);
                     p.expected = info.expected_start.filter(|&t| t != u64::MAX).map(|t| t as i64);
                     if !info.sched_nodes.is_empty() && want.has(F::SchedNodes) {
-                        let names: Vec<String> = info.sched_nodes.iter().map(|n| self.sched.cluster.node(*n).name.clone()).collect();
+                        let names: Vec<String> = info.sched_nodes.iter().map(|n| self.sched.cluster().node(*n).name.clone()).collect();
                         p.sched_nodes = Str::from(compress_sorted(&names));
                     }
                     p.priority = prio;
@@ -222,7 +222,7 @@ impl Controller {
     }
 
     pub(super) fn query_nodes(&self, q: &NodeQuery) -> Vec<NodeInfo> {
-        let c = &self.sched.cluster;
+        let c = self.sched.cluster();
         c.nodes
             .iter()
             .enumerate()
@@ -269,7 +269,7 @@ impl Controller {
     }
 
     pub(super) fn query_partitions(&self) -> Vec<PartitionInfo> {
-        let c = &self.sched.cluster;
+        let c = self.sched.cluster();
         c.partitions
             .iter()
             .enumerate()

@@ -57,12 +57,12 @@ impl Controller {
                 Ok(r) => r,
                 Err(e) => panic!("service {id}: corrupt record in the state database: {e}"),
             };
-            let Some(part) = self.sched.cluster.partition_id(&rec.template.partition) else {
+            let Some(part) = self.sched.cluster().partition_id(&rec.template.partition) else {
                 warn!(service = id, partition = %rec.template.partition, "service's partition is no longer configured: not restored");
                 continue;
             };
             rec.template.spec.partition = part;
-            self.sched.handle(CoreEvent::ServiceUpsert(rec.spec(part)), now as u64);
+            self.core_event(CoreEvent::ServiceUpsert(rec.spec(part)), now);
             self.svc.services.insert(id, rec);
         }
     }
@@ -71,8 +71,8 @@ impl Controller {
     pub(super) fn service_rpc(&mut self, ident: Ident, req: Request, now: i64) -> Response {
         match req {
             Request::ServiceCreate(c) => self.service_create(ident, *c, now),
-            Request::ServiceScale { id, replicas } => self.service_change(ident, id, Some(replicas)),
-            Request::ServiceDelete { id } => self.service_change(ident, id, None),
+            Request::ServiceScale { id, replicas } => self.service_change(ident, id, Some(replicas), now),
+            Request::ServiceDelete { id } => self.service_change(ident, id, None, now),
             Request::QueryServices { ids } => Response::Services(self.query_services(&ids)),
             Request::QueryAlerts => Response::Alerts(
                 self.svc
@@ -98,7 +98,7 @@ impl Controller {
             return Response::Error(SlurmError::new(ESLURM_USER_ID_MISSING));
         }
         let id = self.svc.next_service_id;
-        let rec = match ServiceRecord::new(id, c, &self.sched.cluster, &self.opts.admission, now) {
+        let rec = match ServiceRecord::new(id, c, self.sched.cluster(), &self.opts.admission, now) {
             Ok(r) => r,
             Err(e) => return Response::Error(e),
         };
@@ -106,7 +106,7 @@ impl Controller {
         self.batch.svc.next_service_id = Some(self.svc.next_service_id);
         let part = rec.template.spec.partition;
         info!(service = id, name = %rec.create.name, gpus = rec.create.gpus_per_replica, "service created");
-        self.sched.handle(CoreEvent::ServiceUpsert(rec.spec(part)), now as u64);
+        self.core_event(CoreEvent::ServiceUpsert(rec.spec(part)), now);
         self.save_service(&rec);
         self.svc.services.insert(id, rec);
         self.sched_dirty = true;
@@ -114,7 +114,7 @@ impl Controller {
     }
 
     /// `scale` (`Some(replicas)`) or `delete` (`None`).
-    fn service_change(&mut self, ident: Ident, id: u32, replicas: Option<u32>) -> Response {
+    fn service_change(&mut self, ident: Ident, id: u32, replicas: Option<u32>, now: i64) -> Response {
         let Some(rec) = self.svc.services.get_mut(&id) else {
             return Response::Error(svc_error("Invalid service id specified"));
         };
@@ -127,13 +127,13 @@ impl Controller {
                 rec.desired_replicas = n;
                 info!(service = id, desired = n, "service scaled");
                 let rec = rec.clone();
-                self.sched.handle(CoreEvent::ServiceScale { service: ServiceId(id), desired: n }, 0);
+                self.core_event(CoreEvent::ServiceScale { service: ServiceId(id), desired: n }, now);
                 self.save_service(&rec);
             }
             None => {
                 info!(service = id, "service deleted: its replicas stop");
                 self.svc.services.remove(&id);
-                self.sched.handle(CoreEvent::ServiceDelete(ServiceId(id)), 0);
+                self.core_event(CoreEvent::ServiceDelete(ServiceId(id)), now);
                 self.batch.svc.services.push(ServiceOp::Delete(id));
             }
         }
@@ -199,7 +199,7 @@ impl Controller {
     pub(super) fn bind_replica(&mut self, service: ServiceId, replica: JobId, allocs: Vec<Allocation>, now: i64) {
         let Some(s) = self.svc.services.get(&service.0) else {
             warn!(service = service.0, replica = replica.0, "replica of an unknown service: released");
-            self.sched.handle(CoreEvent::JobEnded(replica), now as u64);
+            self.core_event(CoreEvent::JobEnded(replica), now);
             return;
         };
         let rec = s.replica_record(replica.0, s.template.spec.partition, now);
@@ -225,7 +225,7 @@ impl Controller {
             }
             Some(_) => {}
             None => {
-                self.sched.handle(CoreEvent::JobEnded(replica), now as u64);
+                self.core_event(CoreEvent::JobEnded(replica), now);
             }
         }
     }

@@ -1,8 +1,8 @@
-//! Property tests for scheduling core II: invariant 4 of DESIGN.md §4 (nothing preempts a
-//! service replica, a non-preemptible job, or an allocation inside its quota guarantee),
-//! LIFO reclaim of borrowed capacity, minimum runtime, the preemption budget (never exceeded
-//! except to reach a service's floor), checkpoints that always fit their deadline — and all
-//! of core I's invariants after every cycle.
+//! Property tests for preemption with quotas and services: invariant 4 of DESIGN.md (nothing
+//! preempts a service replica, a non-preemptible job, or an allocation inside its quota
+//! guarantee), LIFO reclaim of borrowed capacity, minimum runtime, the preemption budget
+//! (never exceeded except to reach a service's floor), checkpoints that always fit their
+//! deadline, and every invariant `Scheduler::check_invariants` checks, after every cycle.
 
 use flotilla_core::cluster::{Cluster, PartId};
 use flotilla_core::config::TopologyKind;
@@ -43,6 +43,41 @@ struct Checker {
     page_pct: u32,
 }
 
+/// The property test's driver: the scheduler and the preemptions being carried out.
+struct Driver {
+    s: Scheduler,
+    /// Preemptions being carried out: victim -> when it exits (its checkpoint done, before
+    /// the deadline).
+    exiting: BTreeMap<JobId, u64>,
+}
+
+impl Driver {
+    /// The one path for decisions. A preemption's victim exits 5 s later; replica stops and
+    /// the old replica of a relocation are carried out at once (the replica ends; that
+    /// event's decisions come back here). Returns the decisions for the test to check.
+    fn apply(&mut self, d: Vec<Decision>, now: u64) -> Vec<Decision> {
+        for x in &d {
+            match x {
+                Decision::Preempt { job, .. } => {
+                    self.exiting.insert(*job, now + 5);
+                }
+                Decision::StopReplica { replica, .. } => self.event(Event::JobEnded(*replica), now),
+                Decision::Relocate { from, .. } => self.event(Event::JobEnded(*from), now),
+                _ => {}
+            }
+        }
+        d
+    }
+    fn event(&mut self, e: Event, now: u64) {
+        let d = self.s.handle(e, now);
+        self.apply(d, now);
+    }
+    fn cycle(&mut self, now: u64) -> Vec<Decision> {
+        let d = self.s.cycle(now);
+        self.apply(d, now)
+    }
+}
+
 fn run(nodes: u32, ops: &[Op], floors: bool) -> Result<(), TestCaseError> {
     let config = SchedConfig::default();
     let check = Checker { min_runtime: config.min_runtime_s, page_pct: config.budget_page_pct };
@@ -53,11 +88,10 @@ fn run(nodes: u32, ops: &[Op], floors: bool) -> Result<(), TestCaseError> {
         config.clone(),
     );
     s.set_quotas(parse_quota_conf(QUOTA, "q").unwrap());
+    let mut drv = Driver { s, exiting: BTreeMap::new() };
     let mut now = 0u64;
     let mut next = 1u64;
     let mut services: BTreeMap<u32, ServiceSpec> = BTreeMap::new();
-    // Preemptions being carried out: victim -> when it exits.
-    let mut exiting: BTreeMap<JobId, u64> = BTreeMap::new();
     let mut bw = config.storage_bw_bytes_per_s;
     for op in ops {
         match op {
@@ -68,7 +102,7 @@ fn run(nodes: u32, ops: &[Op], floors: bool) -> Result<(), TestCaseError> {
                 j.preemptible = *preemptible;
                 j.checkpoint_bytes = ckpt_gb * 1_000_000_000;
                 next += 1;
-                s.handle(Event::Submit(j), now);
+                drv.event(Event::Submit(j), now);
             }
             Op::Service { id, gpus, min, desired } => {
                 let spec = services.entry(*id).or_insert_with(|| ServiceSpec {
@@ -84,79 +118,69 @@ fn run(nodes: u32, ops: &[Op], floors: bool) -> Result<(), TestCaseError> {
                     priority: 10,
                 });
                 spec.desired_replicas = *desired;
-                s.handle(Event::ServiceUpsert(spec.clone()), now);
+                drv.event(Event::ServiceUpsert(spec.clone()), now);
             }
             Op::End(k) | Op::Ack(k) => {
-                let ids: Vec<JobId> = s.running().keys().copied().collect();
+                let ids: Vec<JobId> = drv.s.running().keys().copied().collect();
                 if ids.is_empty() {
                     continue;
                 }
                 let id = ids[k % ids.len()];
                 if matches!(op, Op::End(_)) {
-                    exiting.remove(&id);
-                    s.handle(Event::JobEnded(id), now);
+                    drv.exiting.remove(&id);
+                    drv.event(Event::JobEnded(id), now);
                 } else {
-                    s.handle(Event::CheckpointAck { job: id, at: now }, now);
+                    drv.event(Event::CheckpointAck { job: id, at: now }, now);
                 }
             }
             Op::Bandwidth(b) => {
                 bw = *b;
-                s.handle(Event::StorageBandwidth(*b), now);
+                drv.event(Event::StorageBandwidth(*b), now);
             }
             Op::Tick(dt) => now += dt,
         }
         // Victims exit when their checkpoint is done (before the deadline).
-        let due: Vec<JobId> = exiting.iter().filter(|(_, t)| **t <= now).map(|(j, _)| *j).collect();
+        let due: Vec<JobId> = drv.exiting.iter().filter(|(_, t)| **t <= now).map(|(j, _)| *j).collect();
         for j in due {
-            exiting.remove(&j);
-            s.handle(Event::Requeued(j), now);
+            drv.exiting.remove(&j);
+            drv.event(Event::Requeued(j), now);
         }
-        // Replica stops are carried out at once.
-        let before: BTreeMap<JobId, (bool, u64, bool, bool)> = s
+        let before: BTreeMap<JobId, (bool, u64, bool, bool)> = drv
+            .s
             .running()
             .iter()
-            .map(|(id, r)| (*id, (r.service().is_some(), r.start, r.spec.preemptible, s.borrow_ledger().contains_key(id))))
+            .map(|(id, r)| (*id, (r.service().is_some(), r.start, r.spec.preemptible, drv.s.borrow_ledger().contains_key(id))))
             .collect();
-        let d = s.cycle(now);
+        let d = drv.cycle(now);
+        let s = &drv.s;
         if let Err(e) = s.check_invariants() {
             return Err(TestCaseError::fail(format!("after {op:?}: {e}")));
         }
         let mut victims: Vec<JobId> = Vec::new();
         let mut inflight_bytes = 0u64;
         for x in &d {
-            match x {
-                Decision::Preempt { job, for_job, deadline, checkpoint_bytes, bandwidth, .. } => {
-                    let (replica, start, preemptible, _) = before[job];
-                    // The ledger as the cycle saw it (refreshed at its start; binds in the
-                    // cycle only add newer jobs).
-                    let borrowed = s.borrow_ledger().contains_key(job);
-                    // Invariant 4.
-                    prop_assert!(!replica, "a service replica was preempted");
-                    prop_assert!(preemptible, "a non-preemptible job was preempted");
-                    let spec = &s.running()[job].spec;
-                    let scoped = s.quotas().scope_of(&spec.user, &spec.account).is_some();
-                    prop_assert!(borrowed || !scoped, "job {job} inside its guarantee was preempted");
-                    // Minimum runtime.
-                    prop_assert!(now - start >= check.min_runtime, "job {job} preempted {}s after start", now - start);
-                    // The checkpoint fits the deadline at the measured bandwidth.
-                    inflight_bytes += checkpoint_bytes;
-                    prop_assert_eq!(*bandwidth, bw);
-                    prop_assert!(
-                        (inflight_bytes as u128) * 3 <= u128::from(deadline - now) * u128::from(*bandwidth),
-                        "checkpoint of {checkpoint_bytes} B cannot fit a {}s deadline", deadline - now
-                    );
-                    prop_assert!(bw >= 10_000_000_000, "preemption while storage is degraded");
-                    let _ = for_job;
-                    victims.push(*job);
-                    exiting.insert(*job, now + 5);
-                }
-                Decision::StopReplica { replica, .. } => {
-                    s.handle(Event::JobEnded(*replica), now);
-                }
-                Decision::Relocate { from, .. } => {
-                    s.handle(Event::JobEnded(*from), now);
-                }
-                _ => {}
+            if let Decision::Preempt { job, deadline, checkpoint_bytes, bandwidth, .. } = x {
+                let (replica, start, preemptible, _) = before[job];
+                // The ledger as the cycle saw it (refreshed at its start; binds in the cycle
+                // only add newer jobs).
+                let borrowed = s.borrow_ledger().contains_key(job);
+                // Invariant 4.
+                prop_assert!(!replica, "a service replica was preempted");
+                prop_assert!(preemptible, "a non-preemptible job was preempted");
+                let spec = &s.running()[job].spec;
+                let scoped = s.quotas().scope_of(&spec.user, &spec.account).is_some();
+                prop_assert!(borrowed || !scoped, "job {job} inside its guarantee was preempted");
+                // Minimum runtime.
+                prop_assert!(now - start >= check.min_runtime, "job {job} preempted {}s after start", now - start);
+                // The checkpoint fits the deadline at the measured bandwidth.
+                inflight_bytes += checkpoint_bytes;
+                prop_assert_eq!(*bandwidth, bw);
+                prop_assert!(
+                    (inflight_bytes as u128) * 3 <= u128::from(deadline - now) * u128::from(*bandwidth),
+                    "checkpoint of {checkpoint_bytes} B cannot fit a {}s deadline", deadline - now
+                );
+                prop_assert!(bw >= 10_000_000_000, "preemption while storage is degraded");
+                victims.push(*job);
             }
         }
         // The budget: with no service floor in play, a preemption never takes the preempted
@@ -177,7 +201,7 @@ proptest! {
     #![proptest_config(ProptestConfig::with_cases(cases()))]
 
     #[test]
-    fn core2_invariants_hold(nodes in 2u32..10, ops in prop::collection::vec(op(), 1..70), floors in any::<bool>()) {
+    fn preemption_rules_and_invariants_hold(nodes in 2u32..10, ops in prop::collection::vec(op(), 1..70), floors in any::<bool>()) {
         run(nodes, &ops, floors)?;
     }
 
@@ -193,24 +217,25 @@ proptest! {
             config,
         );
         s.set_quotas(parse_quota_conf("Account=a GuaranteedGPUs=0\nAccount=inference\n", "q").unwrap());
+        let mut drv = Driver { s, exiting: BTreeMap::new() };
         let mut now = 0;
         for i in 0..nodes as usize {
             now += gaps[i % gaps.len()];
             let mut j = JobSpec::simple(i as u64 + 1, now, Request::gpus(8, TopologyKind::Node), None);
             j.account = "a".into();
             j.preemptible = true;
-            s.handle(Event::Submit(j), now);
-            s.cycle(now);
+            drv.event(Event::Submit(j), now);
+            drv.cycle(now);
         }
         now += 3600;
         let k = k.min(nodes);
-        s.handle(Event::ServiceUpsert(ServiceSpec {
+        drv.event(Event::ServiceUpsert(ServiceSpec {
             id: ServiceId(1), name: "svc".into(), partition: PartId(0), account: "inference".into(), user: "svc".into(),
             replica: Request::gpus(8, TopologyKind::Node), min_replicas: 0, max_replicas: 64, desired_replicas: k, priority: 1,
         }), now);
-        let mut ledger: Vec<(u64, JobId)> = s.borrow_ledger().iter().map(|(j, t)| (*t, *j)).collect();
+        let mut ledger: Vec<(u64, JobId)> = drv.s.borrow_ledger().iter().map(|(j, t)| (*t, *j)).collect();
         ledger.sort_by(|a, b| b.cmp(a));
-        let d = s.cycle(now);
+        let d = drv.cycle(now);
         let got: Vec<JobId> = d.iter().filter_map(|x| match x { Decision::Preempt { job, .. } => Some(*job), _ => None }).collect();
         let want: Vec<JobId> = ledger.iter().take(k as usize).map(|(_, j)| *j).collect();
         prop_assert_eq!(got, want);

@@ -1,0 +1,342 @@
+//! One scheduling cycle, in named stages: refresh (quotas, services, swap pool), order
+//! (priorities and eligibility), drop stale reservations, then for each eligible job in rank
+//! order the first of complete its held reservation | place | backfill | preempt | reserve
+//! that settles it, and last defragment.
+
+use super::reservations::outranks;
+use super::{Decision, PendingInfo, Rank, Reason, Scheduler};
+use crate::cluster::{NodeId, PartId, Time};
+use crate::config::TopologyKind;
+use crate::job::JobId;
+use crate::placement;
+use std::collections::{BTreeSet, HashMap};
+use std::ops::ControlFlow;
+use std::sync::Arc;
+
+/// Most preemption plans tried in one cycle (each costs a scratch copy of the cluster).
+const MAX_PREEMPT_ATTEMPTS: usize = 16;
+
+/// Most blocked whole-node jobs one cycle offers to defragmentation.
+const MAX_DEFRAG_WAITING: usize = 4;
+
+/// Memo key for a request shape that failed in this cycle: within a cycle resources only
+/// shrink, so a shape that failed against the same reservations fails again.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+struct ShapeKey {
+    part: PartId,
+    /// Interned [`crate::job::Request`].
+    shape: u32,
+    /// Number of reservations ranked above the job; `usize::MAX` for a preemption attempt.
+    blocked_by: usize,
+    /// For a backfill attempt: how many of those it may borrow from.
+    backfill: Option<usize>,
+}
+
+/// What the per-job stages of one cycle share.
+#[derive(Debug, Default)]
+struct CycleState {
+    /// Request shapes that failed this cycle, with the detail shown for jobs of that shape.
+    failed: HashMap<ShapeKey, Arc<str>>,
+    /// Preemption plans tried so far (at most [`MAX_PREEMPT_ATTEMPTS`]).
+    preempt_attempts: usize,
+    /// Blocked whole-node jobs, at most [`MAX_DEFRAG_WAITING`], for the defragment stage.
+    waiting: Vec<(JobId, Rank)>,
+    /// Partitions held back by a blocked job (only when the queue discipline blocks them).
+    blocked_parts: BTreeSet<PartId>,
+    /// Partitions whose first blocked job this cycle has been seen.
+    first_blocked: BTreeSet<PartId>,
+}
+
+impl CycleState {
+    /// The reason of a blocked job of partition `part`: `Resources` for the first one this
+    /// cycle, `Priority` for the jobs ranked below it (as Slurm shows them).
+    fn blocked_reason(&mut self, part: PartId) -> Reason {
+        if self.first_blocked.insert(part) {
+            Reason::Resources
+        } else {
+            Reason::Priority
+        }
+    }
+
+    /// Counts one preemption attempt when the cycle still has one left; false otherwise.
+    fn take_preempt_attempt(&mut self) -> bool {
+        if self.preempt_attempts < MAX_PREEMPT_ATTEMPTS {
+            self.preempt_attempts += 1;
+            true
+        } else {
+            false
+        }
+    }
+}
+
+/// The job the per-job stages are settling.
+#[derive(Debug, Clone, Copy)]
+struct Candidate {
+    id: JobId,
+    /// Its rank this cycle (frozen by its reservation, if it holds one).
+    key: Rank,
+    part: PartId,
+    /// Interned request shape.
+    shape: u32,
+}
+
+impl Scheduler {
+    /// One scheduling cycle at `now` (s): the stages in order (see the module doc). Returns
+    /// the decisions, already applied to the model; the driver must carry them out.
+    #[must_use = "the decisions are already applied to the model; the driver must carry them out"]
+    pub fn cycle(&mut self, now: Time) -> Vec<Decision> {
+        let mut out = Vec::new();
+        self.lp_cache = None;
+        self.refresh(now, &mut out);
+        let order = self.order(now);
+        self.drop_stale(&order, &mut out);
+        let mut st = CycleState::default();
+        for (key, id) in order {
+            self.schedule_job(id, key, now, &mut st, &mut out);
+        }
+        if self.config.queue.may_defragment() {
+            self.defragment(&st.waiting, now, &mut out);
+        }
+        out
+    }
+
+    /// The refresh stage. Reads the running jobs, the account tree, the services and the
+    /// cluster. Writes quota usage and the borrow ledger, the services' replicas (missing
+    /// ones become pending jobs; surplus ones get `StopReplica`, or lose their pending entry
+    /// and reservation), and the swap pool.
+    fn refresh(&mut self, now: Time, out: &mut Vec<Decision>) {
+        self.refresh_quota(now);
+        self.reconcile_services(now, out);
+        self.choose_swap();
+    }
+
+    /// The drop-stale stage. Reads the eligible jobs of `order` and the queue discipline.
+    /// Writes the reservations: those of jobs no longer eligible (held meanwhile) are
+    /// dropped, and all of them when the discipline re-plans every cycle (EASY's shadow).
+    fn drop_stale(&mut self, order: &[(Rank, JobId)], out: &mut Vec<Decision>) {
+        let eligible: BTreeSet<JobId> = order.iter().map(|(_, id)| *id).collect();
+        let stale: Vec<JobId> = self
+            .reservations
+            .iter()
+            .filter(|r| !eligible.contains(&r.job))
+            .map(|r| r.job)
+            .collect();
+        for j in stale {
+            self.drop_reservation(j, out);
+        }
+        if self.config.queue.replans_every_cycle() {
+            let shadows: Vec<JobId> = self.reservations.iter().map(|r| r.job).collect();
+            for j in shadows {
+                self.drop_reservation(j, out);
+            }
+        }
+    }
+
+    /// The per-job stages for eligible job `id` of rank `key`: a job a blocked partition
+    /// holds back waits (`Priority`), one over its quota ceiling waits (`AssocGrpGRES`); a
+    /// job holding a clean reservation goes to [`Scheduler::complete_held_reservation`];
+    /// otherwise (a dirty reservation is dropped first) place, backfill, preempt and reserve,
+    /// until one settles it.
+    fn schedule_job(&mut self, id: JobId, key: Rank, now: Time, st: &mut CycleState, out: &mut Vec<Decision>) {
+        let Some(p) = self.pending.get(&id) else { return };
+        let c = Candidate { id, key, part: p.spec.partition, shape: p.shape };
+        if self.config.queue.blocks_partition() && st.blocked_parts.contains(&c.part) {
+            self.set_info(id, Reason::Priority, None, None, Vec::new());
+            return;
+        }
+        // Quota ceiling: the scope or an ancestor would pass its MaxGPUs.
+        if !self.quotas.is_empty() && !self.replica_service.contains_key(&id) && self.over_max(&self.pending[&id].spec) {
+            self.set_info(id, Reason::AssocGrpGRES, None, None, Vec::new());
+            return;
+        }
+        if let Some(ri) = self.reservations.iter().position(|r| r.job == id) {
+            if !self.reservations[ri].dirty {
+                self.complete_held_reservation(ri, &c, now, st, out);
+                return;
+            }
+            self.drop_reservation(id, out);
+        }
+        // Reservations are sorted by rank: the ones above this job are a prefix.
+        let n_above = self.reservations.iter().take_while(|r| outranks(&r.rank, &key)).count();
+        let ControlFlow::Continue(detail) = self.place(&c, n_above, now, st, out) else { return };
+        if self.backfill(&c, n_above, now, st, out) || self.preempt_for(&c, &detail, now, st, out) {
+            return;
+        }
+        self.reserve(&c, detail, now, st, out);
+    }
+
+    /// The complete-held-reservation stage for the job holding reservation `ri`.
+    ///
+    /// Reads the reservation, the cluster and the running jobs. Binds the job when its
+    /// reserved GPUs are free (or asks backfill occupants to leave), else binds it elsewhere
+    /// if resources freed sooner there; else, once per reservation not already made by a
+    /// preemption and when the discipline preempts, tries to speed it up by preemption.
+    /// Writes the job's pending info (`Resources`/`Priority`, expected start, reserved
+    /// nodes) while it still waits.
+    fn complete_held_reservation(&mut self, ri: usize, c: &Candidate, now: Time, st: &mut CycleState, out: &mut Vec<Decision>) {
+        if self.try_complete_reservation(ri, now, out) {
+            return;
+        }
+        // Resources elsewhere may have freed sooner than the reserved ones.
+        if let Ok(parts) = self.try_place(now, &self.pending[&c.id].spec, Some(&c.key), None) {
+            let spec = self.pending[&c.id].spec.clone();
+            self.drop_reservation(c.id, out);
+            self.bind(&spec, parts, Vec::new(), now, out);
+            return;
+        }
+        // A reservation waiting on natural ends may be sped up by preemption.
+        if !self.reservations[ri].preempting && self.config.queue.may_preempt() && st.take_preempt_attempt() {
+            self.try_preempt(c.id, c.key, now, out);
+        }
+        let Some((est, nodes)) = self.reservation_plan(c.id) else { return };
+        let reason = st.blocked_reason(c.part);
+        self.set_info(c.id, reason, None, Some(est), nodes);
+    }
+
+    /// The place stage: start the job now on GPUs no reservation ranked above it holds.
+    ///
+    /// Reads the cluster, the reservations ranked above the job (`n_above` of them) and the
+    /// cycle's failure memo. Writes the bind on success (`Break`); on failure the memo, and
+    /// returns the no-fit detail with the cluster's largest placeable shape (`Continue`).
+    fn place(&mut self, c: &Candidate, n_above: usize, now: Time, st: &mut CycleState, out: &mut Vec<Decision>) -> ControlFlow<(), Arc<str>> {
+        let shape = ShapeKey { part: c.part, shape: c.shape, blocked_by: n_above, backfill: None };
+        if let Some(detail) = st.failed.get(&shape) {
+            return ControlFlow::Continue(detail.clone());
+        }
+        match self.try_place(now, &self.pending[&c.id].spec, Some(&c.key), None) {
+            Ok(parts) => {
+                let spec = self.pending[&c.id].spec.clone();
+                self.bind(&spec, parts, Vec::new(), now, out);
+                ControlFlow::Break(())
+            }
+            Err(nofit) => {
+                let lp = match self.lp_cache {
+                    Some(lp) => lp,
+                    None => {
+                        let lp = self.largest_placeable();
+                        self.lp_cache = Some(lp);
+                        lp
+                    }
+                };
+                let d: Arc<str> = Arc::from(format!("{}; largest_placeable {}", nofit.detail, lp));
+                st.failed.insert(shape, d.clone());
+                ControlFlow::Continue(d)
+            }
+        }
+    }
+
+    /// The backfill stage: start the job on GPUs reserved by jobs ranked above it, when the
+    /// discipline backfills and the job's time limit ends before their fill.
+    ///
+    /// The reservations whose GPUs a job may borrow are those above it that fill after it
+    /// ends; for a given prefix they nest by end time, so their count identifies the set (the
+    /// memo key). Reads the reservations and the cluster; writes the bind with the
+    /// reservations it borrows from (their GPUs, or for CPU-only work their wholly held
+    /// node), or the memo. Returns true when bound.
+    fn backfill(&mut self, c: &Candidate, n_above: usize, now: Time, st: &mut CycleState, out: &mut Vec<Decision>) -> bool {
+        if !self.config.queue.may_backfill() || n_above == 0 {
+            return false;
+        }
+        let Some(limit) = self.pending[&c.id].spec.time_limit_s else { return false };
+        let end = now + limit;
+        let allowed = self.reservations[..n_above].iter().filter(|r| end <= r.est_fill).count();
+        let bkey = ShapeKey { part: c.part, shape: c.shape, blocked_by: n_above, backfill: Some(allowed) };
+        if allowed == 0 || st.failed.contains_key(&bkey) {
+            return false;
+        }
+        let Ok(parts) = self.try_place(now, &self.pending[&c.id].spec, Some(&c.key), Some(end)) else {
+            st.failed.entry(bkey).or_insert_with(|| Arc::from(""));
+            return false;
+        };
+        let mut users: BTreeSet<JobId> = BTreeSet::new();
+        for part in &parts {
+            let node_gpus = self.cluster.node(part.node).gpus;
+            for (j, g) in &self.held[part.node.0 as usize] {
+                let above = self.reservations[..n_above].iter().any(|r| r.job == *j);
+                let borrows = !g.intersect(part.gpus).is_empty() || (part.gpus.is_empty() && g.count() == node_gpus);
+                if above && borrows {
+                    users.insert(*j);
+                }
+            }
+        }
+        let spec = self.pending[&c.id].spec.clone();
+        self.bind(&spec, parts, users.into_iter().collect(), now, out);
+        true
+    }
+
+    /// The preempt stage: make room by preemption (service replicas; jobs reclaiming their
+    /// guarantee), when the discipline preempts and the cycle has attempts left.
+    ///
+    /// Reads the running jobs, quotas and the preemption budget; writes `Preempt` decisions
+    /// and a reservation on the GPUs the victims free, and the job's pending info with
+    /// `detail`. A failed attempt is memoised for the shape (not for replicas, whose
+    /// preemption rules depend on their service). Returns true when preemption was decided.
+    fn preempt_for(&mut self, c: &Candidate, detail: &Arc<str>, now: Time, st: &mut CycleState, out: &mut Vec<Decision>) -> bool {
+        let pkey = ShapeKey { part: c.part, shape: c.shape, blocked_by: usize::MAX, backfill: None };
+        if !self.config.queue.may_preempt() || st.failed.contains_key(&pkey) || !st.take_preempt_attempt() {
+            return false;
+        }
+        if self.try_preempt(c.id, c.key, now, out) {
+            let (est, nodes) = self.reservation_plan(c.id).map_or((None, Vec::new()), |(e, n)| (Some(e), n));
+            let reason = st.blocked_reason(c.part);
+            self.set_info(c.id, reason, Some(detail.clone()), est, nodes);
+            return true;
+        }
+        if !self.replica_service.contains_key(&c.id) {
+            st.failed.entry(pkey).or_insert_with(|| Arc::from(""));
+        }
+        false
+    }
+
+    /// The reserve stage: the job is blocked.
+    ///
+    /// Counts a failed cycle for it (an input of the priority policy), offers a whole-node
+    /// job to defragmentation, blocks its partition when the discipline does, and plans a
+    /// reservation for a whole-GPU job when fewer than the discipline's limit are held.
+    /// Writes the job's pending info: `Resources`/`Priority`, `detail`, and the planned
+    /// reservation's expected start and nodes.
+    fn reserve(&mut self, c: &Candidate, detail: Arc<str>, now: Time, st: &mut CycleState, out: &mut Vec<Decision>) {
+        let Some(p) = self.pending.get_mut(&c.id) else { return };
+        p.failed_cycles = p.failed_cycles.saturating_add(1);
+        let req = &p.spec.request;
+        let reservable = !req.is_share() && req.gpus > 0;
+        let size = placement::node_size(&self.cluster, c.part);
+        if req.topology == TopologyKind::Node && req.gpus > 0 && req.gpus <= size && !req.is_share() && st.waiting.len() < MAX_DEFRAG_WAITING {
+            st.waiting.push((c.id, c.key));
+        }
+        let reason = st.blocked_reason(c.part);
+        if self.config.queue.blocks_partition() {
+            st.blocked_parts.insert(c.part);
+        }
+        let wants_resv = self.reservations.len() < self.config.queue.reservation_limit(self.config.max_reservations);
+        let mut est = None;
+        let mut nodes = Vec::new();
+        if wants_resv && reservable {
+            if let Some(r) = self.plan_reservation(&self.pending[&c.id].spec, c.key, now) {
+                est = Some(r.est_fill);
+                nodes = r.gpus.iter().map(|(n, _)| *n).collect();
+                self.add_reservation(r, now, out);
+            }
+        }
+        self.set_info(c.id, reason, Some(detail), est, nodes);
+    }
+
+    /// The expected fill (s) and nodes of `job`'s reservation, if it holds one.
+    fn reservation_plan(&self, job: JobId) -> Option<(Time, Vec<NodeId>)> {
+        let r = self.reservations.iter().find(|r| r.job == job)?;
+        Some((r.est_fill, r.gpus.iter().map(|(n, _)| *n).collect()))
+    }
+
+    /// Sets a pending job's info after a stage (no Slurm detail: only eligibility sets one).
+    fn set_info(&mut self, id: JobId, reason: Reason, detail: Option<Arc<str>>, est: Option<Time>, nodes: Vec<NodeId>) {
+        if let Some(p) = self.pending.get_mut(&id) {
+            p.info = PendingInfo {
+                reason,
+                detail,
+                expected_start: est,
+                sched_nodes: nodes,
+                slurm_detail: None,
+            };
+        }
+    }
+}

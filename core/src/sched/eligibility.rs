@@ -1,0 +1,99 @@
+//! Priorities and eligibility: which pending jobs a cycle considers, in what order, and the
+//! Slurm pending reason of each job it skips.
+
+use super::services::SERVICE_PRIORITY_BASE;
+use super::{PendingInfo, PriorityInput, Rank, Reason, Scheduler};
+use crate::cluster::{Cluster, Partition, Time};
+use crate::job::{HoldKind, JobId, JobSpec};
+
+impl Scheduler {
+    /// The order stage of a cycle at `now`.
+    ///
+    /// Reads the pending jobs' specs, their partitions, the required nodes' availability, the
+    /// priority policy and the held reservations. Writes every pending job's `priority`
+    /// (a replica's is [`SERVICE_PRIORITY_BASE`] plus its service's priority) and, for a job
+    /// that may not be considered now, its pending info (see [`ineligible`]). Returns the
+    /// eligible jobs with their rank, best first: higher priority, then earlier submission,
+    /// then lower id; a job holding a reservation keeps the rank its reservation froze.
+    pub(super) fn order(&mut self, now: Time) -> Vec<(Rank, JobId)> {
+        let mut order: Vec<(Rank, JobId)> = Vec::with_capacity(self.pending.len());
+        for (id, p) in self.pending.iter_mut() {
+            let part = &self.cluster.partitions[p.spec.partition.0 as usize];
+            let replica = self.replica_service.contains_key(id);
+            p.priority = if replica {
+                SERVICE_PRIORITY_BASE + u64::from(p.spec.base_priority)
+            } else {
+                self.priority.priority(PriorityInput {
+                    job: &p.spec,
+                    failed_cycles: p.failed_cycles,
+                    partition: part,
+                    now,
+                })
+            };
+            if let Some((reason, slurm_detail)) = ineligible(&self.cluster, &p.spec, part, replica, now) {
+                p.info = PendingInfo {
+                    reason,
+                    detail: None,
+                    expected_start: None,
+                    sched_nodes: Vec::new(),
+                    slurm_detail,
+                };
+                continue;
+            }
+            let key = self
+                .reservations
+                .iter()
+                .find(|r| r.job == *id)
+                .map(|r| r.rank)
+                .unwrap_or((p.priority, p.spec.submit_time, *id));
+            order.push((key, *id));
+        }
+        order.sort_by_key(|(k, _)| (std::cmp::Reverse(k.0), k.1, k.2));
+        order
+    }
+}
+
+/// Why `spec` (a job of partition `part`; `replica` for a service replica) may not be
+/// considered at `now`, with the text Slurm appends to the reason; `None` when it is eligible.
+/// Checked in this order: a hold (`JobHeldUser`, `JobHeldAdmin`), unsatisfied dependencies
+/// (`Dependency`), `--begin` in the future (`BeginTime`), the partition down
+/// (`PartitionDown`), then, for jobs other than replicas, a time limit above the partition's
+/// `MaxTime` or no time limit where the partition has one (`PartitionTimeLimit`), and last a
+/// required node (`--nodelist`) that is not schedulable (`ReqNodeNotAvail`, detail
+/// `UnavailableNodes:<hostlist>`).
+fn ineligible(cluster: &Cluster, spec: &JobSpec, part: &Partition, replica: bool, now: Time) -> Option<(Reason, Option<String>)> {
+    let reason = if let Some(h) = spec.held {
+        Some(match h {
+            HoldKind::User => Reason::JobHeldUser,
+            HoldKind::Admin => Reason::JobHeldAdmin,
+        })
+    } else if spec.dependency_pending {
+        Some(Reason::Dependency)
+    } else if spec.begin_time.is_some_and(|b| b > now) {
+        Some(Reason::BeginTime)
+    } else if !part.up {
+        Some(Reason::PartitionDown)
+    } else if replica {
+        None
+    } else if let (Some(limit), Some(max)) = (spec.time_limit_s, part.max_time_min) {
+        (limit > max * 60).then_some(Reason::PartitionTimeLimit)
+    } else if spec.time_limit_s.is_none() && part.max_time_min.is_some() {
+        Some(Reason::PartitionTimeLimit)
+    } else {
+        None
+    };
+    if let Some(reason) = reason {
+        return Some((reason, None));
+    }
+    let down: Vec<String> = spec
+        .request
+        .required_nodes
+        .iter()
+        .filter(|n| !cluster.node(**n).avail.schedulable())
+        .map(|n| cluster.node(*n).name.clone())
+        .collect();
+    if down.is_empty() {
+        return None;
+    }
+    Some((Reason::ReqNodeNotAvail, Some(format!("UnavailableNodes:{}", crate::hostlist::compress(&down)))))
+}

@@ -1,0 +1,382 @@
+//! Preemption as a budgeted protocol: who yields, the smallest set of victims, the checkpoint
+//! deadline, the trailing-hour budget and the page a human answers.
+//!
+//! Who yields, in this order: borrowed allocations, lowest priority first and newest
+//! borrowed first (LIFO: the newest work has the least progress to lose); then preemptible
+//! allocations of accounts without a quota scope ("within quota": not covered by any
+//! guarantee), lowest priority first. Never: allocations inside a guarantee, service
+//! replicas, non-preemptible jobs, and nothing within `min_runtime_s` of its start.
+//!
+//! Who may preempt: a service replica (inference preempts training, never the reverse), and a
+//! job that would run inside its scope's guarantee (it reclaims borrowed capacity only).
+
+use super::{AlertKind, Decision, Page, PageVictim, Rank, Reservation, Scheduler, ServiceId};
+use crate::cluster::{GpuMask, NodeAlloc, NodeId, Time};
+use crate::job::{JobId, JobSpec};
+use crate::placement::{self, PlaceCtx};
+use std::collections::BTreeSet;
+
+/// Who is asking to preempt.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Preemptor {
+    /// A replica; `floor` when its service runs fewer than `min_replicas`.
+    Service { service: ServiceId, floor: bool },
+    /// A job that would run inside its quota guarantee.
+    Guarantee,
+}
+
+impl Scheduler {
+    /// The measured checkpoint bandwidth (bytes/s) the preemption deadline assumes from now
+    /// on. Below `min_storage_bw_bytes_per_s` preemption stops (a preemption that cannot
+    /// checkpoint is a kill); crossing that floor either way raises an alert.
+    pub(super) fn set_storage_bandwidth(&mut self, bw: u64, out: &mut Vec<Decision>) {
+        self.storage_bw = bw;
+        let degraded = bw < self.config.min_storage_bw_bytes_per_s;
+        if degraded != self.storage_degraded {
+            self.storage_degraded = degraded;
+            out.push(Decision::Alert {
+                kind: if degraded { AlertKind::StorageDegraded } else { AlertKind::StorageRecovered },
+                job: None,
+                message: if degraded {
+                    format!(
+                        "checkpoint bandwidth {bw} B/s is below {} B/s: preemption stopped (a preemption that cannot checkpoint is a kill)",
+                        self.config.min_storage_bw_bytes_per_s
+                    )
+                } else {
+                    format!("checkpoint bandwidth {bw} B/s: preemption resumed")
+                },
+            });
+        }
+    }
+
+    /// Preempted share of running training GPUs over the trailing hour, in percent.
+    pub fn preempted_share_pct(&self, now: Time) -> u32 {
+        self.share_pct(now, 0)
+    }
+
+    /// The share after preempting `extra` more GPUs of running training: preempted GPUs over
+    /// the trailing hour / (training GPUs still running + those preempted).
+    fn share_pct(&self, now: Time, extra: u32) -> u32 {
+        let pre: u64 = self
+            .preempt_ledger
+            .iter()
+            .filter(|(t, _)| now.saturating_sub(*t) < 3600)
+            .map(|(_, g)| u64::from(*g))
+            .sum::<u64>()
+            + u64::from(extra);
+        // Training still counts until a budgeted preemption (in the ledger, with a deadline)
+        // takes it: a backfill job stopped for its reservation's fill is not in the ledger, and
+        // leaving it out of the denominator too would raise the share by itself.
+        let training: u64 = self
+            .running
+            .values()
+            .filter(|r| r.service().is_none() && !(r.preempt_pending && r.preempt_deadline.is_some()))
+            .map(|r| u64::from(r.gpus()))
+            .sum::<u64>()
+            .saturating_sub(u64::from(extra));
+        let denom = training + pre;
+        if denom == 0 {
+            return 0;
+        }
+        ((pre * 100).div_ceil(denom)) as u32
+    }
+
+    /// The victims `who` may take, in preemption order.
+    fn victims(&self, who: Preemptor, preemptor_priority: u64, now: Time) -> Vec<JobId> {
+        let mut v: Vec<(u8, u64, std::cmp::Reverse<Time>, std::cmp::Reverse<JobId>)> = Vec::new();
+        for (id, r) in &self.running {
+            if r.service().is_some() || !r.spec.preemptible || r.preempt_pending || r.stopping {
+                continue;
+            }
+            if now.saturating_sub(r.start) < self.config.min_runtime_s {
+                continue;
+            }
+            let prio = u64::from(r.spec.base_priority);
+            // Training on inference-pool nodes borrowed the pool's headroom: reclaimed first.
+            let pool_borrow = r.allocs.iter().any(|a| self.cluster.node(a.part.node).inference_pool);
+            let tier = if let Some(&since) = self.borrowed.get(id).or(pool_borrow.then_some(&r.start)) {
+                // Borrowed: lowest priority first, newest borrowed first.
+                v.push((0, prio, std::cmp::Reverse(since), std::cmp::Reverse(*id)));
+                continue;
+            } else if self.quotas.scope_of(&r.spec.user, &r.spec.account).is_none() {
+                1
+            } else {
+                // Inside its guarantee: never (invariant 4).
+                continue;
+            };
+            if matches!(who, Preemptor::Service { .. }) && prio < preemptor_priority {
+                v.push((tier, prio, std::cmp::Reverse(r.start), std::cmp::Reverse(*id)));
+            }
+        }
+        v.sort_unstable();
+        v.into_iter().map(|(_, _, _, std::cmp::Reverse(id))| id).collect()
+    }
+
+    /// The per-node parts of `victims`' allocations.
+    fn parts_of(&self, victims: &[JobId]) -> Vec<NodeAlloc> {
+        victims
+            .iter()
+            .flat_map(|v| self.running[v].allocs.iter().map(|a| a.part.clone()))
+            .collect()
+    }
+
+    /// Places `spec` as if `released` were free: they are given back to the cluster for the
+    /// attempt and taken again after it (no copy of the cluster).
+    fn place_with_released(&mut self, spec: &JobSpec, rank: &Rank, released: &[NodeAlloc]) -> Option<Vec<NodeAlloc>> {
+        for p in released {
+            self.cluster.give_back(p);
+        }
+        let placed = {
+            let blocked = |n: NodeId| self.blocked_for(n, Some(rank), None);
+            let ctx = PlaceCtx {
+                cluster: &self.cluster,
+                blocked: &blocked,
+                tie_rank: self.tie_rank.as_deref(),
+                partition: spec.partition,
+                job_end: None,
+                busy_until: None,
+            };
+            placement::place(&ctx, self.placement.as_ref(), &spec.request).ok()
+        };
+        for p in released {
+            self.cluster.take(p);
+        }
+        placed
+    }
+
+    /// The smallest prefix of the victim order that makes `spec` placeable in its topology,
+    /// then minimised: victims the placement does not touch are dropped, and each remaining
+    /// one is dropped if the placement still works without it.
+    fn plan_victims(
+        &mut self,
+        spec: &JobSpec,
+        rank: &Rank,
+        order: &[JobId],
+    ) -> Option<(Vec<JobId>, Vec<NodeAlloc>)> {
+        // Cheap bound first: the prefix must free at least the GPUs asked for.
+        let need = spec.request.gpus;
+        let mut freed = 0u32;
+        let mut released: Vec<NodeAlloc> = Vec::new();
+        let mut found = None;
+        for (i, v) in order.iter().enumerate() {
+            let parts = self.parts_of(std::slice::from_ref(v));
+            freed += parts.iter().map(|p| p.gpus.count()).sum::<u32>();
+            released.extend(parts);
+            if freed < need {
+                continue;
+            }
+            if let Some(p) = self.place_with_released(spec, rank, &released) {
+                found = Some((i + 1, p));
+                break;
+            }
+        }
+        let (prefix, placed) = found?;
+        let nodes: BTreeSet<NodeId> = placed.iter().map(|p| p.node).collect();
+        let mut set: Vec<JobId> = order[..prefix]
+            .iter()
+            .filter(|v| self.running[*v].allocs.iter().any(|a| nodes.contains(&a.part.node)))
+            .copied()
+            .collect();
+        let parts = self.parts_of(&set);
+        let mut best = self.place_with_released(spec, rank, &parts)?;
+        let mut i = set.len();
+        while i > 0 {
+            i -= 1;
+            let mut trial = set.clone();
+            trial.remove(i);
+            let parts = self.parts_of(&trial);
+            if let Some(p) = self.place_with_released(spec, rank, &parts) {
+                set = trial;
+                best = p;
+            }
+        }
+        Some((set, best))
+    }
+
+    /// Who `id` (pending, of `spec`) preempts as: a replica (`floor` when its service runs
+    /// fewer than `min_replicas`, counting replicas whose victims are already checkpointing,
+    /// so only the replicas needed to reach the floor are never throttled), or a job that
+    /// would run inside its quota guarantee; `None` for anyone else.
+    fn preemptor(&self, id: JobId, spec: &JobSpec) -> Option<Preemptor> {
+        if let Some(&service) = self.replica_service.get(&id) {
+            let (running, pending) = self.service_replicas(service);
+            let arriving = pending
+                .iter()
+                .filter(|p| self.reservations.iter().any(|r| r.job == **p && r.preempting))
+                .count();
+            let min = self.services.get(&service).map_or(0, |s| s.min_replicas);
+            Some(Preemptor::Service { service, floor: ((running.len() + arriving) as u32) < min })
+        } else if self.within_guarantee(spec) {
+            Some(Preemptor::Guarantee)
+        } else {
+            None
+        }
+    }
+
+    /// The kill deadline (s after now) for preempting `victims`: every checkpoint in flight
+    /// plus theirs, in bytes, over the measured bandwidth × `deadline_factor`, at least
+    /// `min_deadline_s`; `None` when that passes `max_deadline_s` (too many checkpoints at
+    /// once for the storage).
+    fn preemption_deadline_s(&self, victims: &[JobId]) -> Option<u64> {
+        let inflight: u64 = self
+            .running
+            .values()
+            .filter(|r| r.preempt_pending)
+            .map(|r| r.spec.checkpoint_bytes)
+            .sum();
+        let bytes: u64 = victims.iter().map(|v| self.running[v].spec.checkpoint_bytes).sum();
+        let bw = self.storage_bw.max(1);
+        let deadline_s = ((inflight + bytes).saturating_mul(self.config.deadline_factor))
+            .div_ceil(bw)
+            .max(self.config.min_deadline_s);
+        (deadline_s <= self.config.max_deadline_s).then_some(deadline_s)
+    }
+
+    /// Decides the preemption of `victims` for `for_job` (of `for_service` when a replica):
+    /// each gets [`Decision::Preempt`] with the kill `deadline` and the GPU-hours since its
+    /// last checkpoint, and enters the budget's ledger, which keeps the trailing hour.
+    fn preempt_victims(&mut self, victims: &[JobId], for_job: JobId, for_service: Option<ServiceId>, deadline: Time, now: Time, out: &mut Vec<Decision>) {
+        let bw = self.storage_bw.max(1);
+        for v in victims {
+            let r = self.running.get_mut(v).expect("victim runs");
+            r.preempt_pending = true;
+            r.preempt_deadline = Some(deadline);
+            let since = now - r.last_checkpoint.unwrap_or(r.start).min(now);
+            let cost = f64::from(r.gpus()) * since as f64 / 3600.0;
+            self.preempt_ledger.push_back((now, r.gpus()));
+            out.push(Decision::Preempt {
+                job: *v,
+                for_job,
+                for_service,
+                deadline,
+                checkpoint_bytes: r.spec.checkpoint_bytes,
+                bandwidth: bw,
+                cost_gpu_hours: cost,
+            });
+        }
+        while self.preempt_ledger.front().is_some_and(|(t, _)| now.saturating_sub(*t) >= 3600) {
+            self.preempt_ledger.pop_front();
+        }
+    }
+
+    /// Tries to make room for a blocked job by preemption. On success the victims get
+    /// [`Decision::Preempt`] and the job a reservation on the GPUs they free; returns true.
+    pub(super) fn try_preempt(
+        &mut self,
+        id: JobId,
+        key: Rank,
+        now: Time,
+        out: &mut Vec<Decision>,
+    ) -> bool {
+        let Some(p) = self.pending.get(&id) else { return false };
+        let spec = p.spec.clone();
+        let priority = p.priority;
+        let Some(who) = self.preemptor(id, &spec) else { return false };
+        if spec.request.gpus == 0 || spec.request.is_share() {
+            return false;
+        }
+        if self.storage_degraded {
+            return false;
+        }
+        let order = self.victims(who, priority, now);
+        if order.is_empty() {
+            return false;
+        }
+        let Some((victims, parts)) = self.plan_victims(&spec, &key, &order) else {
+            return false;
+        };
+        if victims.is_empty() {
+            return false;
+        }
+        let Some(deadline_s) = self.preemption_deadline_s(&victims) else { return false };
+        // The budget: the preempted share of running training over the trailing hour.
+        let gpus: u32 = victims.iter().map(|v| self.running[v].gpus()).sum();
+        let rate = self.share_pct(now, gpus);
+        let floor = matches!(who, Preemptor::Service { floor: true, .. });
+        if rate > self.config.budget_page_pct && !floor {
+            if let Preemptor::Service { service, .. } = who {
+                self.page(service, &victims, rate, now, out);
+            }
+            return false;
+        }
+        if rate > self.config.budget_warn_pct {
+            out.push(Decision::Alert {
+                kind: AlertKind::PreemptionBudgetWarn,
+                job: Some(id),
+                message: format!(
+                    "preempting {gpus} GPUs for job {id}: {rate}% of running training GPUs preempted in the last hour (warn at {}%, page at {}%)",
+                    self.config.budget_warn_pct, self.config.budget_page_pct
+                ),
+            });
+        }
+        let deadline = now + deadline_s;
+        let for_service = match who {
+            Preemptor::Service { service, .. } => Some(service),
+            Preemptor::Guarantee => None,
+        };
+        self.preempt_victims(&victims, id, for_service, deadline, now, out);
+        // Hold the freed GPUs for the preemptor.
+        self.drop_reservation(id, out);
+        let mut gpus_held: Vec<(NodeId, GpuMask)> = parts.iter().map(|p| (p.node, p.gpus)).collect();
+        gpus_held.sort_by_key(|(n, _)| *n);
+        let r = Reservation {
+            job: id,
+            rank: key,
+            gpus: gpus_held,
+            est_fill: deadline,
+            created: now,
+            dirty: false,
+            preempting: true,
+        };
+        self.add_reservation(r, now, out);
+        true
+    }
+
+    fn page(&mut self, service: ServiceId, victims: &[JobId], rate: u32, now: Time, out: &mut Vec<Decision>) {
+        if self.paged.get(&service).is_some_and(|t| now.saturating_sub(*t) < 3600) {
+            return;
+        }
+        let Some(spec) = self.services.get(&service).cloned() else { return };
+        self.paged.insert(service, now);
+        let (running, _) = self.service_replicas(service);
+        let wanted = spec.target();
+        let have = running.len() as u32;
+        let missing = wanted.saturating_sub(have);
+        let would: Vec<PageVictim> = victims
+            .iter()
+            .map(|v| {
+                let r = &self.running[v];
+                PageVictim {
+                    job: *v,
+                    account: r.spec.account.clone(),
+                    gpus: r.gpus(),
+                    runtime_s: now.saturating_sub(r.start),
+                    since_checkpoint_s: now.saturating_sub(r.last_checkpoint.unwrap_or(r.start)),
+                }
+            })
+            .collect();
+        let preempt_cost: f64 = would
+            .iter()
+            .map(|w| f64::from(w.gpus) * w.since_checkpoint_s as f64 / 3600.0)
+            .sum();
+        let degraded = f64::from(missing * spec.replica.gpus);
+        out.push(Decision::Page(Box::new(Page {
+            service,
+            name: spec.name.clone(),
+            wanted,
+            have,
+            min: spec.min_replicas,
+            gpus_blocked: missing * spec.replica.gpus,
+            rate_pct: rate,
+            limit_pct: self.config.budget_page_pct,
+            would_preempt: would,
+            preempt_cost_gpu_hours: preempt_cost,
+            degraded_cost_gpu_hours: degraded,
+            actions: vec![
+                format!("raise budget to {}%", rate.div_ceil(5) * 5),
+                "preempt listed jobs".into(),
+                "accept degraded".into(),
+            ],
+        })));
+    }
+}

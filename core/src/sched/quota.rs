@@ -1,0 +1,111 @@
+//! Quotas with borrowing: the account tree's usage by running jobs, the borrow ledger, the
+//! `MaxGPUs` ceiling and the guarantee test.
+//!
+//! Inside each quota scope, running jobs fill the guarantee oldest first; the rest borrow,
+//! and borrowed work is what preemption reclaims first (newest borrowed first).
+
+use super::{Owner, Scheduler};
+use crate::cluster::Time;
+use crate::job::{JobId, JobSpec};
+use crate::quota::{QuotaTree, ScopeId};
+use std::collections::BTreeMap;
+
+impl Scheduler {
+    /// Sets the account tree (quota.conf); empty turns quotas off.
+    pub fn set_quotas(&mut self, quotas: QuotaTree) {
+        self.quotas = quotas;
+        self.scope_used = vec![0; self.quotas.len()];
+    }
+
+    /// The account tree.
+    pub fn quotas(&self) -> &QuotaTree {
+        &self.quotas
+    }
+
+    /// The borrow ledger: running jobs beyond their guarantee and since when (s).
+    pub fn borrow_ledger(&self) -> &BTreeMap<JobId, Time> {
+        &self.borrowed
+    }
+
+    /// Recomputes quota usage and the borrow ledger: inside each scope, running jobs fill the
+    /// guarantee oldest first; the rest borrow.
+    pub(super) fn refresh_quota(&mut self, now: Time) {
+        if self.quotas.is_empty() {
+            return;
+        }
+        self.scope_used = vec![0; self.quotas.len()];
+        let mut by_scope: BTreeMap<ScopeId, Vec<(Time, JobId, u32)>> = BTreeMap::new();
+        for (id, r) in &self.running {
+            if r.service().is_some() {
+                continue;
+            }
+            if let Some(sc) = self.quotas.scope_of(&r.spec.user, &r.spec.account) {
+                let g = r.gpus();
+                for a in self.quotas.chain(sc) {
+                    self.scope_used[a.0 as usize] += g;
+                }
+                by_scope.entry(sc).or_default().push((r.start, *id, g));
+            }
+        }
+        let mut borrowed: BTreeMap<JobId, Time> = BTreeMap::new();
+        for (sc, mut jobs) in by_scope {
+            jobs.sort_unstable();
+            let guarantee = self.quotas.scope(sc).guaranteed_gpus;
+            let mut used = 0u32;
+            for (_, id, g) in jobs {
+                used += g;
+                if used > guarantee {
+                    borrowed.insert(id, self.borrowed.get(&id).copied().unwrap_or(now));
+                }
+            }
+        }
+        let cluster = &self.cluster;
+        for (id, r) in self.running.iter_mut() {
+            let b = borrowed.contains_key(id);
+            for a in &mut r.allocs {
+                let pool = matches!(a.owner, Owner::Job(_)) && cluster.node(a.part.node).inference_pool;
+                a.borrowed = b || pool;
+            }
+        }
+        self.borrowed = borrowed;
+    }
+
+    /// True when starting `spec` would take its scope or an ancestor past `max_gpus`.
+    pub(super) fn over_max(&self, spec: &JobSpec) -> bool {
+        let Some(sc) = self.quotas.scope_of(&spec.user, &spec.account) else {
+            return false;
+        };
+        let g = spec.request.gpus;
+        self.quotas.chain(sc).any(|a| {
+            self.quotas
+                .scope(a)
+                .max_gpus
+                .is_some_and(|m| self.scope_used.get(a.0 as usize).copied().unwrap_or(0) + g > m)
+        })
+    }
+
+    /// Charges a started job to its scopes (usage changes within a cycle).
+    pub(super) fn charge(&mut self, spec: &JobSpec, gpus: u32, now: Time) {
+        if let Some(sc) = self.quotas.scope_of(&spec.user, &spec.account) {
+            let chain: Vec<ScopeId> = self.quotas.chain(sc).collect();
+            for a in chain {
+                if let Some(u) = self.scope_used.get_mut(a.0 as usize) {
+                    *u += gpus;
+                }
+            }
+            // The newest work of a scope is what exceeds its guarantee: it borrows from now.
+            if self.scope_used.get(sc.0 as usize).copied().unwrap_or(0) > self.quotas.scope(sc).guaranteed_gpus {
+                self.borrowed.insert(spec.id, now);
+            }
+        }
+    }
+
+    /// True when `spec` would run inside its scope's guarantee.
+    pub(super) fn within_guarantee(&self, spec: &JobSpec) -> bool {
+        let Some(sc) = self.quotas.scope_of(&spec.user, &spec.account) else {
+            return false;
+        };
+        let used = self.scope_used.get(sc.0 as usize).copied().unwrap_or(0);
+        used + spec.request.gpus <= self.quotas.scope(sc).guaranteed_gpus
+    }
+}

@@ -1,0 +1,625 @@
+//! The data the scheduling core exchanges with its drivers: identifiers, allocations,
+//! pending reasons, [`Decision`]s out, [`Event`]s in, the queue discipline and the tunables,
+//! and the core's records of running jobs and held reservations.
+
+use crate::cluster::{GpuMask, NodeAlloc, NodeAvail, NodeId, PartId, Time};
+use crate::job::{JobId, JobSpec, Request};
+use serde::{Deserialize, Serialize};
+use std::fmt;
+use std::sync::Arc;
+
+/// Identifier of one allocation (one job's part on one node).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+pub struct AllocId(pub u64);
+
+/// Who owns an allocation.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub enum Owner {
+    /// A batch job (training or otherwise).
+    Job(JobId),
+    /// A replica of an inference service (never preempted).
+    Replica {
+        /// The service the replica belongs to.
+        service: ServiceId,
+        /// The replica's id (from the replica id range, see [`REPLICA_ID_BASE`]).
+        replica: JobId,
+    },
+}
+
+/// Identifier of an inference service.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+pub struct ServiceId(pub u32);
+
+impl fmt::Display for ServiceId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}", self.0)
+    }
+}
+
+/// Replica ids are job ids from this value up, so they never collide with Slurm job ids.
+pub const REPLICA_ID_BASE: u64 = 1 << 48;
+
+/// A long-lived inference deployment (DESIGN.md §2): each replica is one allocation of
+/// `replica`'s shape; the core keeps `desired_replicas` (clamped to `[min, max]`) running,
+/// level-triggered. Replicas are never preempted; scaling up may preempt training.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ServiceSpec {
+    /// Service id (`sdeploy`'s id, unique in the cluster).
+    pub id: ServiceId,
+    /// Service name (`sdeploy --name`), shown in pages.
+    pub name: String,
+    /// Partition its replicas run in.
+    pub partition: PartId,
+    /// Account (quota scope) its replicas charge.
+    pub account: String,
+    /// User owning it.
+    pub user: String,
+    /// Shape of one replica (GPUs and topology; `node` for a replica inside one node).
+    pub replica: Request,
+    /// Availability floor: scaling up to it is never throttled by the preemption budget.
+    pub min_replicas: u32,
+    /// Most replicas, whatever the autoscaler asks for.
+    pub max_replicas: u32,
+    /// What the autoscaler wants (`sdeploy scale`).
+    pub desired_replicas: u32,
+    /// Priority among services.
+    pub priority: u32,
+}
+
+impl ServiceSpec {
+    /// The replica count the core converges to: `desired` clamped to `[min, max]`.
+    pub fn target(&self) -> u32 {
+        self.desired_replicas.clamp(self.min_replicas, self.max_replicas.max(self.min_replicas))
+    }
+}
+
+/// One allocation: a job's GPUs, CPUs and memory on one node.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Allocation {
+    /// Allocation id (unique, increasing).
+    pub id: AllocId,
+    /// The job or replica holding it.
+    pub owner: Owner,
+    /// What it holds on which node.
+    pub part: NodeAlloc,
+    /// When it was made (s).
+    pub created_at: Time,
+    /// May be preempted.
+    pub preemptible: bool,
+    /// Exceeds its quota scope's guarantee (set by quota accounting; false until quotas).
+    pub borrowed: bool,
+    /// Runs on reserved GPUs as backfill for the reservation of this job.
+    pub backfill_for: Option<JobId>,
+}
+
+/// Slurm's pending-reason codes, as `squeue` prints them in its `REASON` column.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+pub enum Reason {
+    /// `None`: nothing holds the job back (it has not been considered yet).
+    #[default]
+    None,
+    /// `Resources`: the job is waiting for resources.
+    Resources,
+    /// `Priority`: higher-priority jobs come first.
+    Priority,
+    /// `Dependency`: dependencies not yet satisfied.
+    Dependency,
+    /// `JobHeldUser`: held by its owner (`scontrol hold`, `sbatch --hold`).
+    JobHeldUser,
+    /// `JobHeldAdmin`: held by an administrator.
+    JobHeldAdmin,
+    /// `BeginTime`: `--begin` is in the future.
+    BeginTime,
+    /// `PartitionTimeLimit`: the time limit exceeds the partition's `MaxTime`.
+    PartitionTimeLimit,
+    /// `PartitionDown`: the partition's `State=` is not `UP`.
+    PartitionDown,
+    /// `PartitionNodeLimit`: the partition cannot ever provide the nodes or GPUs asked for.
+    PartitionNodeLimit,
+    /// `ReqNodeNotAvail`: a required node is unavailable.
+    ReqNodeNotAvail,
+    /// `AssocGrpGRES`: the account's quota (`MaxGPUs`) would be exceeded.
+    AssocGrpGRES,
+}
+
+impl Reason {
+    /// The text squeue shows.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Reason::None => "None",
+            Reason::Resources => "Resources",
+            Reason::Priority => "Priority",
+            Reason::Dependency => "Dependency",
+            Reason::JobHeldUser => "JobHeldUser",
+            Reason::JobHeldAdmin => "JobHeldAdmin",
+            Reason::BeginTime => "BeginTime",
+            Reason::PartitionTimeLimit => "PartitionTimeLimit",
+            Reason::PartitionDown => "PartitionDown",
+            Reason::PartitionNodeLimit => "PartitionNodeLimit",
+            Reason::ReqNodeNotAvail => "ReqNodeNotAvail",
+            Reason::AssocGrpGRES => "AssocGrpGRES",
+        }
+    }
+}
+
+impl fmt::Display for Reason {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// What the scheduler knows about a pending job after the last cycle.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct PendingInfo {
+    /// Slurm reason code.
+    pub reason: Reason,
+    /// Topology detail, e.g. `needs 1 whole node; largest_placeable node=0` (Flotilla's own
+    /// field, shown next to Slurm's reason by Flotilla-specific output).
+    pub detail: Option<Arc<str>>,
+    /// Text Slurm appends to the reason (`UnavailableNodes:gpu04` for `ReqNodeNotAvail`).
+    pub slurm_detail: Option<String>,
+    /// Expected start (s) from the reservation plan, when the job holds a reservation.
+    pub expected_start: Option<Time>,
+    /// Nodes of the job's reservation (Slurm's `SchedNodeList`).
+    pub sched_nodes: Vec<NodeId>,
+}
+
+/// Why a running job is sent back to the queue.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub enum RequeueReason {
+    /// A node it ran on reported a new boot epoch: the work there is gone (invariant 8).
+    NodeRebooted(NodeId),
+    /// A node it ran on went down.
+    NodeDown(NodeId),
+    /// A node it ran on was quarantined by the health policy.
+    NodeQuarantined(NodeId),
+}
+
+/// Kind of alert.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub enum AlertKind {
+    /// A reservation cannot fill within the configured horizon (default 4 h): a capacity signal.
+    ReservationCannotFill,
+    /// Preemptions over the trailing hour passed the warning share of the budget (`budget_warn_pct`).
+    PreemptionBudgetWarn,
+    /// Measured storage bandwidth is below the floor: preemption is stopped.
+    StorageDegraded,
+    /// Storage bandwidth is back above the floor: preemption resumes.
+    StorageRecovered,
+}
+
+/// A job a page says would be preempted, with what it would lose.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PageVictim {
+    /// The running job.
+    pub job: JobId,
+    /// Its account (quota scope).
+    pub account: String,
+    /// GPUs it holds.
+    pub gpus: u32,
+    /// Seconds it has run.
+    pub runtime_s: u64,
+    /// Seconds since its last acknowledged checkpoint (since start when none).
+    pub since_checkpoint_s: u64,
+}
+
+/// A page: the preemption budget blocks a service scale-up above its floor; a human decides.
+/// Costs are in GPU-hours so the two options compare in one unit.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Page {
+    /// The service that cannot scale up.
+    pub service: ServiceId,
+    /// Its name ([`ServiceSpec::name`]).
+    pub name: String,
+    /// Replicas wanted (desired, clamped).
+    pub wanted: u32,
+    /// Replicas running now.
+    pub have: u32,
+    /// Floor (`min_replicas`); above it nothing is preempted without a human.
+    pub min: u32,
+    /// GPUs the blocked replicas need.
+    pub gpus_blocked: u32,
+    /// Preempted share of running training GPUs over the trailing hour, in percent.
+    pub rate_pct: u32,
+    /// The budget's paging limit, in percent.
+    pub limit_pct: u32,
+    /// Jobs that would be preempted to place one more replica.
+    pub would_preempt: Vec<PageVictim>,
+    /// Training progress lost by preempting them (GPU-hours since their last checkpoints).
+    pub preempt_cost_gpu_hours: f64,
+    /// Serving capacity forgone per hour by accepting the degraded state (GPU-hours/hour).
+    pub degraded_cost_gpu_hours: f64,
+    /// What the human can choose.
+    pub actions: Vec<String>,
+}
+
+
+/// One decision of the core. Already applied to the model when returned.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub enum Decision {
+    /// Start `job` on these allocations. `backfill_for` lists the reservations whose GPUs it
+    /// borrows (empty for a normal start).
+    Bind {
+        /// The pending job that starts.
+        job: JobId,
+        /// Allocations, one per node.
+        allocs: Vec<Allocation>,
+        /// Reservations (by job) whose GPUs the job uses as backfill.
+        backfill_for: Vec<JobId>,
+    },
+    /// `job` holds a reservation on these GPUs, expected to fill at `est_fill`.
+    Reserve {
+        /// The pending job holding the reservation.
+        job: JobId,
+        /// GPUs held, per node.
+        gpus: Vec<(NodeId, GpuMask)>,
+        /// Expected start (s); `u64::MAX` when an occupant has no time limit.
+        est_fill: Time,
+    },
+    /// The reservation of `job` was dropped (job started, cancelled, or re-planned).
+    ReleaseReservation {
+        /// The job whose reservation is dropped.
+        job: JobId,
+    },
+    /// Preempt backfill job `job` now: the reservation of `for_job` is complete.
+    PreemptBackfill {
+        /// The backfill job to stop and requeue.
+        job: JobId,
+        /// The reservation that needs its GPUs.
+        for_job: JobId,
+    },
+    /// `job` lost its allocations and goes back to the queue.
+    Requeue {
+        /// The job, pending again.
+        job: JobId,
+        /// Which node event took its allocations.
+        reason: RequeueReason,
+    },
+    /// Preempt `job`: SIGTERM now, SIGKILL at `deadline` unless it exits first, then requeue
+    /// (the driver reports [`Event::Requeued`]). Its GPUs are reserved for the preemptor.
+    Preempt {
+        /// The job to stop (a preemptible training job).
+        job: JobId,
+        /// The pending job or replica that needs its GPUs.
+        for_job: JobId,
+        /// The service, when the preemptor is a replica.
+        for_service: Option<ServiceId>,
+        /// Kill time (s): checkpoint bytes in flight / bandwidth × factor, at least the floor.
+        deadline: Time,
+        /// The victim's checkpoint size (bytes).
+        checkpoint_bytes: u64,
+        /// Bandwidth the deadline assumes (bytes/s).
+        bandwidth: u64,
+        /// Training progress lost, GPU-hours since its last checkpoint.
+        cost_gpu_hours: f64,
+    },
+    /// Start a replica of `service` on these allocations.
+    BindReplica {
+        /// The service the replica belongs to.
+        service: ServiceId,
+        /// The replica's id (from [`REPLICA_ID_BASE`] up).
+        replica: JobId,
+        /// Its allocations, one per node.
+        allocs: Vec<Allocation>,
+    },
+    /// Stop a replica (scale-down releases the newest first). It keeps its GPUs until the
+    /// driver reports [`Event::JobEnded`] for it.
+    StopReplica {
+        /// The service the replica belongs to.
+        service: ServiceId,
+        /// The replica to stop.
+        replica: JobId,
+    },
+    /// Defragmentation: start replica `to` on `allocs`, then stop `from` once it
+    /// serves; frees a partly used node for a waiting whole-node job without touching training.
+    Relocate {
+        /// The service whose replica moves.
+        service: ServiceId,
+        /// Replica to drain.
+        from: JobId,
+        /// The new replica's id (a fresh one, from [`REPLICA_ID_BASE`] up).
+        to: JobId,
+        /// Where the new replica runs.
+        allocs: Vec<Allocation>,
+        /// The job the freed node is for.
+        for_job: JobId,
+    },
+    /// The preemption budget blocks a scale-up above the floor: a human decides.
+    Page(Box<Page>),
+    /// A signal for a human.
+    Alert {
+        /// What the alert is about.
+        kind: AlertKind,
+        /// The job it concerns, if any.
+        job: Option<JobId>,
+        /// One line for a human, with the numbers behind the alert.
+        message: String,
+    },
+}
+
+/// Inputs to the core.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub enum Event {
+    /// A new job (or a requeued one re-entering with its spec).
+    Submit(JobSpec),
+    /// A pending job's spec changed (hold, release, priority, dependencies, limits).
+    Update(JobSpec),
+    /// Remove a job, pending or running; a running job's resources are released.
+    Cancel(JobId),
+    /// A running job ended (completed, failed, timed out, killed): release its resources.
+    JobEnded(JobId),
+    /// A running job was stopped and goes back to the queue (after a preemption).
+    Requeued(JobId),
+    /// A node's availability changed (drain, down, quarantine, resume).
+    NodeAvail {
+        /// The node whose availability changed.
+        node: NodeId,
+        /// Its availability from now on.
+        avail: NodeAvail,
+    },
+    /// Create or change an inference service (level-triggered: the whole spec).
+    ServiceUpsert(ServiceSpec),
+    /// The autoscaler's only verb: set `desired_replicas`.
+    ServiceScale {
+        /// The service to scale.
+        service: ServiceId,
+        /// Replicas wanted (clamped to `[min_replicas, max_replicas]`).
+        desired: u32,
+    },
+    /// Delete a service: its replicas are stopped.
+    ServiceDelete(ServiceId),
+    /// A job acknowledged a checkpoint at `at` (s) (after SIGTERM, or periodically).
+    CheckpointAck {
+        /// The running job that checkpointed.
+        job: JobId,
+        /// When the checkpoint was written (s).
+        at: Time,
+    },
+    /// Storage bandwidth measured for checkpoints (bytes/s).
+    StorageBandwidth(u64),
+    /// A node daemon registered with its boot epoch (invariant 8).
+    NodeRegistered {
+        /// The node that registered.
+        node: NodeId,
+        /// Its boot epoch.
+        boot_epoch: u64,
+    },
+}
+
+/// The queue discipline: how blocked jobs hold resources.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub enum QueueMode {
+    /// Strict FIFO by priority: the first job that cannot start blocks its partition.
+    StrictFifo,
+    /// EASY backfill: the first blocked job gets a shadow reservation, recomputed every cycle;
+    /// later jobs start if they avoid it or end before it.
+    EasyBackfill,
+    /// Flotilla: up to `max_reservations` blocked jobs hold reservations across cycles, in a
+    /// total order, with backfill on the reserved GPUs.
+    HeldReservations,
+}
+
+impl QueueMode {
+    /// The first job of a partition that cannot start holds back every job ranked below it
+    /// in that partition (strict FIFO); they wait with reason `Priority`.
+    pub fn blocks_partition(self) -> bool {
+        self == QueueMode::StrictFifo
+    }
+
+    /// How many reservations may be held at once, given the configured `max_reservations`:
+    /// none under strict FIFO, EASY's single shadow reservation, or `max_reservations`.
+    pub fn reservation_limit(self, max_reservations: usize) -> usize {
+        match self {
+            QueueMode::StrictFifo => 0,
+            QueueMode::EasyBackfill => 1,
+            QueueMode::HeldReservations => max_reservations,
+        }
+    }
+
+    /// Reservations are dropped and re-planned at the start of every cycle (EASY's shadow
+    /// reservation) instead of being held across cycles.
+    pub fn replans_every_cycle(self) -> bool {
+        self == QueueMode::EasyBackfill
+    }
+
+    /// Jobs ranked below a reservation may start on its GPUs when they end before its fill.
+    pub fn may_backfill(self) -> bool {
+        self != QueueMode::StrictFifo
+    }
+
+    /// A blocked job may preempt (service replicas; jobs reclaiming their guarantee), and a
+    /// reservation waiting on natural ends may be sped up by preemption.
+    pub fn may_preempt(self) -> bool {
+        self != QueueMode::StrictFifo
+    }
+
+    /// Service replicas may be relocated to free a whole node for a waiting job.
+    pub fn may_defragment(self) -> bool {
+        self != QueueMode::StrictFifo
+    }
+}
+
+/// Tunables of the scheduling core.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SchedConfig {
+    /// Queue discipline (Slurm `SchedulerType`, see [`QueueMode`]).
+    pub queue: QueueMode,
+    /// Most reservations held at once (`HeldReservations`).
+    pub max_reservations: usize,
+    /// A reservation whose estimated fill is further than this (s) raises an alert (default 4 h).
+    pub reservation_alert_s: u64,
+    /// Time limit assumed for jobs without one, for fill estimates (s); `None` = never ends.
+    pub assumed_unlimited_s: Option<u64>,
+    /// No job is preempted within this many seconds of starting (default 600 s).
+    pub min_runtime_s: u64,
+    /// Storage bandwidth assumed until one is measured (bytes/s; default 200 GB/s).
+    pub storage_bw_bytes_per_s: u64,
+    /// Below this measured bandwidth (bytes/s) preemption stops and an alert fires: a
+    /// preemption that cannot checkpoint is a kill.
+    pub min_storage_bw_bytes_per_s: u64,
+    /// Preemption deadline = checkpoint bytes in flight / bandwidth × this factor (default 3).
+    pub deadline_factor: u64,
+    /// Deadline floor (s), also for jobs that declare no checkpoint.
+    pub min_deadline_s: u64,
+    /// Concurrent preemptions are bounded so that all their checkpoints fit this deadline (s).
+    pub max_deadline_s: u64,
+    /// Preempted share of running training GPUs over the trailing hour above which each
+    /// preemption also warns, in percent (default 10).
+    pub budget_warn_pct: u32,
+    /// Above this share (percent, default 25), preempt only to bring services up to `min_replicas`, and
+    /// page with the decision and its cost, in percent.
+    pub budget_page_pct: u32,
+    /// Most service-replica relocations in flight for defragmentation.
+    pub max_relocations: usize,
+    /// Whole nodes held back as relocation scratch; 0 = off ([`default_swap_pool`] gives the
+    /// usual size).
+    pub swap_pool_nodes: usize,
+}
+
+impl Default for SchedConfig {
+    fn default() -> Self {
+        SchedConfig {
+            queue: QueueMode::HeldReservations,
+            max_reservations: 32,
+            reservation_alert_s: 4 * 3600,
+            assumed_unlimited_s: None,
+            min_runtime_s: 600,
+            storage_bw_bytes_per_s: 200_000_000_000,
+            min_storage_bw_bytes_per_s: 10_000_000_000,
+            deadline_factor: 3,
+            min_deadline_s: 10,
+            max_deadline_s: 120,
+            budget_warn_pct: 10,
+            budget_page_pct: 25,
+            max_relocations: 2,
+            swap_pool_nodes: 0,
+        }
+    }
+}
+
+/// The usual swap pool size (`swap_pool_nodes`) for a cluster of `nodes` nodes:
+/// max(1, ⌈1 % of nodes⌉).
+pub fn default_swap_pool(nodes: usize) -> usize {
+    nodes.div_ceil(100).max(1)
+}
+
+/// Inputs to a priority computation for one pending job.
+#[derive(Debug, Clone, Copy)]
+pub struct PriorityInput<'a> {
+    /// The pending job.
+    pub job: &'a JobSpec,
+    /// Cycles in which it could not be placed.
+    pub failed_cycles: u32,
+    /// Its partition.
+    pub partition: &'a crate::cluster::Partition,
+    /// Now (s).
+    pub now: Time,
+}
+
+/// Priority plugin: a job's priority (higher runs first). Pure.
+pub trait PriorityPolicy: fmt::Debug + Send + Sync {
+    /// Registered name (`PriorityType=`).
+    fn name(&self) -> &str;
+    /// Priority of a pending job.
+    fn priority(&self, input: PriorityInput<'_>) -> u64;
+}
+
+/// A running job as the core tracks it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RunningJob {
+    /// Its spec as submitted (and updated while pending).
+    pub spec: JobSpec,
+    /// Allocations, one per node.
+    pub allocs: Vec<Allocation>,
+    /// Start time (s).
+    pub start: Time,
+    /// When its time limit ends (s); `None` = unlimited.
+    pub end: Option<Time>,
+    /// Reservations whose GPUs it uses as backfill.
+    pub backfill_for: Vec<JobId>,
+    /// A preemption has been decided and not yet carried out.
+    pub preempt_pending: bool,
+    /// The replica has been told to stop (scale-down or relocation) and still holds its GPUs.
+    #[serde(default)]
+    pub stopping: bool,
+    /// Last checkpoint acknowledged by the job (s), if any.
+    #[serde(default)]
+    pub last_checkpoint: Option<Time>,
+    /// Deadline of a pending preemption (s).
+    #[serde(default)]
+    pub preempt_deadline: Option<Time>,
+}
+
+impl RunningJob {
+    /// GPUs held (whole GPUs counted once per mask bit).
+    pub fn gpus(&self) -> u32 {
+        self.allocs.iter().map(|a| a.part.gpus.count()).sum()
+    }
+
+    /// The service this job is a replica of, if any.
+    pub fn service(&self) -> Option<ServiceId> {
+        self.allocs.first().and_then(|a| match a.owner {
+            Owner::Replica { service, .. } => Some(service),
+            Owner::Job(_) => None,
+        })
+    }
+}
+
+/// A pending job as the core tracks it.
+#[derive(Debug, Clone)]
+pub(super) struct PendingJob {
+    pub(super) spec: JobSpec,
+    /// Interned request shape: equal requests share one id (`Scheduler::intern`).
+    pub(super) shape: u32,
+    /// Cycles in which it could not be placed (an input of the priority policy).
+    pub(super) failed_cycles: u32,
+    pub(super) info: PendingInfo,
+    /// Priority computed in the last cycle (higher runs first).
+    pub(super) priority: u64,
+}
+
+impl PendingJob {
+    /// A job entering the queue (again): no failed cycles, no reason yet.
+    pub(super) fn new(spec: JobSpec, shape: u32) -> PendingJob {
+        PendingJob { spec, shape, failed_cycles: 0, info: PendingInfo::default(), priority: 0 }
+    }
+}
+
+/// The answer of [`Scheduler::will_run`]: when and where a job could start if nothing new
+/// arrived (Slurm's will-run test behind `sbatch --test-only`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct WillRun {
+    /// Earliest start (s): `now` when it fits at once, else the time-limit end of the running
+    /// job whose resources make it fit; without a fit, the latest time-limit end of the
+    /// running jobs (`now` when none has a limit).
+    pub start: Time,
+    /// Where it would run, one part per node; empty when no fit was found (jobs without a
+    /// time limit in the way, or a request the partition can never hold).
+    pub parts: Vec<NodeAlloc>,
+}
+
+/// The rank of a pending job or reservation: (priority, submit time in s, job id). Higher
+/// priority first, then earlier submission, then lower id; a reservation freezes the
+/// priority it was made with.
+pub type Rank = (u64, Time, JobId);
+
+/// A held reservation.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Reservation {
+    /// Job it is for.
+    pub job: JobId,
+    /// Frozen rank key: (priority when made, submit time, job id); higher priority first.
+    pub rank: Rank,
+    /// GPUs held per node.
+    pub gpus: Vec<(NodeId, GpuMask)>,
+    /// Estimated fill time (s).
+    pub est_fill: Time,
+    /// Made at (s).
+    pub created: Time,
+    /// Needs re-planning (lost GPUs to a higher-ranked reservation, or a node failed).
+    pub dirty: bool,
+    /// Made by a preemption: its GPUs are being freed by preempted jobs.
+    #[serde(default)]
+    pub preempting: bool,
+}
+
