@@ -8,7 +8,6 @@
 //!   output. Which records a query selects is the controller's part, tested in
 //!   `slurmctld-rs` (`acct::tests`, `tests/acct.rs`) and end to end by the golden replay.
 
-use flotilla_commands::common;
 use flotilla_commands::sacct::{self, Ctx, Parsed};
 use flotilla_compat_tests::{goldens_dir, load_goldens, GoldenCase};
 use flotilla_proto::{AcctJob, AcctStep};
@@ -41,7 +40,7 @@ fn goldens_without_the_controller() {
 
 /// 2026-11-29T09:MM:SS.
 fn t(min: i64, sec: i64) -> i64 {
-    common::days_from_civil(2026, 11, 29) * 86_400 + 9 * 3600 + min * 60 + sec
+    flotilla_core::time::days_from_civil(2026, 11, 29) * 86_400 + 9 * 3600 + min * 60 + sec
 }
 
 fn job(id: u64, name: &str, state: &str, (ec, sig): (i32, i32), start: i64, end: i64) -> AcctJob {
