@@ -13,12 +13,9 @@
 
 pub mod alloc;
 pub mod common;
-pub mod demo;
-pub mod dev;
 pub mod getopt;
 pub mod job_gres;
 pub mod jobfmt;
-pub mod man;
 pub mod sacct;
 pub mod sbatch;
 pub mod salloc;

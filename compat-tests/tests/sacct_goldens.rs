@@ -11,7 +11,6 @@
 use flotilla_commands::sacct::{self, Ctx, Parsed};
 use flotilla_compat_tests::{goldens_dir, load_goldens, GoldenCase};
 use flotilla_proto::{AcctJob, AcctStep};
-use std::path::Path;
 
 fn case(name: &str) -> Option<GoldenCase> {
     if !goldens_dir().is_dir() {
@@ -23,8 +22,9 @@ fn case(name: &str) -> Option<GoldenCase> {
 
 #[test]
 fn goldens_without_the_controller() {
-    let bin = Path::new(env!("CARGO_BIN_EXE_sacct"));
-    let bin_dir = bin.parent().expect("binary has a directory");
+    flotilla_compat_tests::build_binaries();
+    let bin_dir = flotilla_compat_tests::bin_dir_with(&["sacct"]);
+    let bin_dir = bin_dir.as_path();
     let cwd = std::env::temp_dir();
     let mut n = 0;
     for name in ["sacct_bad_field", "sacct_bad_option", "sacct_helpformat", "sacct_e"] {
