@@ -9,10 +9,13 @@
 //!    down, not an accident.
 //! 3. Only `flotilla-slurmctld` uses an SQL driver ([`SQL_DRIVERS`]).
 //! 4. Only `flotilla-slurmd` uses NVML ([`NVML`]).
+//! 5. No cycle between workspace crates, dev-dependencies included (Cargo allows one through a
+//!    dev-dependency; the end-to-end test crate once depended on the commands while the
+//!    commands dev-depended on it).
 //!
 //! Edges are normal dependencies (`[dependencies]`, any target platform); dev-dependencies
-//! never count, and build-dependencies count only for rule 2 (what is compiled for the pure
-//! crates). Rules 3 and 4 look through every workspace member but do not walk into the one
+//! count only for rule 5, and build-dependencies only for rules 2 and 5 (what is compiled for
+//! the pure crates). Rules 3 and 4 look through every workspace member but do not walk into the one
 //! crate allowed the driver, so a test crate depending on the controller does not break them.
 //! A failure names the path from the crate to the offending package (`A -> B -> C`).
 //!
@@ -245,6 +248,30 @@ fn only_the_node_daemon_uses_nvml() {
     assert!(
         bad.is_empty(),
         "only flotilla-slurmd may use NVML (ARCHITECTURE.md, Dependency rule):\n{}",
+        report(&bad)
+    );
+}
+
+#[test]
+fn no_cycle_between_workspace_crates() {
+    let g = Graph::load();
+    let every_kind: &[Option<&str>] = &[None, Some("dev"), Some("build")];
+    // Walk only workspace members: a cycle among them is what this rule is about.
+    let outside: Vec<&str> = g.name.iter().filter(|(id, _)| !g.members.contains(id)).map(|(_, n)| n.as_str()).collect();
+    let id_of = |name: &str| g.members.iter().find(|id| g.name[*id] == name).expect("a member");
+    let mut bad = Vec::new();
+    for m in &g.members {
+        for (name, path) in g.reachable(m, every_kind, &outside) {
+            if g.deps[id_of(&name)].iter().any(|(d, _)| d == m) {
+                let mut p = path;
+                p.push(g.name[m].clone());
+                bad.push(p);
+            }
+        }
+    }
+    assert!(
+        bad.is_empty(),
+        "a cycle between workspace crates (dev-dependencies included; ARCHITECTURE.md, Dependency rule):\n{}",
         report(&bad)
     );
 }
