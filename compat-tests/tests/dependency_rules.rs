@@ -85,11 +85,15 @@ const SQL_DRIVERS: &[&str] = &[
 /// The NVIDIA management library bindings only the node daemon may use.
 const NVML: &[&str] = &["nvml-wrapper", "nvml-wrapper-sys"];
 
-/// The resolved graph: package names by id, and for each package its dependencies with their
-/// kinds (`None` normal, `Some("dev")`, `Some("build")`).
+/// One dependency edge: the package id depended on and the kinds it is depended on as
+/// (`None` normal, `Some("dev")`, `Some("build")`; one per target platform it is declared for).
+type Edge = (String, Vec<Option<String>>);
+
+/// The resolved graph: package names by id, each package's dependency edges, and the ids of
+/// the workspace members.
 struct Graph {
     name: BTreeMap<String, String>,
-    deps: BTreeMap<String, Vec<(String, Vec<Option<String>>)>>,
+    deps: BTreeMap<String, Vec<Edge>>,
     members: Vec<String>,
 }
 
