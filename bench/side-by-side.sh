@@ -51,7 +51,7 @@ REPO=$(cd "$HERE/.." && pwd)
 BIN=${FLOTILLA_BIN:-${CARGO_TARGET_DIR:-$REPO/target}/release}
 REF=${SLURM_REFERENCE:-$REPO/../shared/slurm-reference}
 for b in flotilla slurmctld slurmd sbatch squeue scancel; do
-  [ -x "$BIN/$b" ] || { echo "side-by-side.sh: $BIN/$b missing: cargo build --release -p flotilla-commands -p flotilla-slurmctld -p flotilla-slurmd" >&2; exit 1; }
+  [ -x "$BIN/$b" ] || { echo "side-by-side.sh: $BIN/$b missing: cargo build --release -p flotilla-commands -p flotilla-admin -p flotilla-slurmctld -p flotilla-slurmd" >&2; exit 1; }
 done
 [ -f "$REF/conf/slurm.conf" ] || { echo "side-by-side.sh: $REF/conf/slurm.conf missing (set SLURM_REFERENCE)" >&2; exit 1; }
 

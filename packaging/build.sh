@@ -7,8 +7,9 @@
 # (cargo-generate-rpm). Installs the two cargo tools at pinned versions when missing.
 # Set FLOTILLA_PKG_NO_RPM=1 to build only the .deb files.
 #
-# The client package holds every binary of commands/src/bin (found here, so a new command is
-# packaged without an edit) and the man pages `flotilla man` writes from the parsers' tables.
+# The client package holds every binary of commands/src/bin and admin/src/bin (`flotilla`),
+# found here so that a new command is packaged without an edit, and the man pages
+# `flotilla man` writes from the parsers' tables.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$PWD
@@ -41,9 +42,10 @@ if [ "${FLOTILLA_PKG_NO_RPM:-0}" != 1 ]; then
 fi
 
 # --- binaries ------------------------------------------------------------------------------
-# Every binary commands/ defines: src/bin/NAME.rs and src/bin/NAME/main.rs (Cargo's rules).
+# Every binary commands/ and admin/ define: src/bin/NAME.rs and src/bin/NAME/main.rs (Cargo's
+# rules). The client package is flotilla-commands' (its [package.metadata.deb]); it holds both.
 client_bins=()
-for f in commands/src/bin/*.rs commands/src/bin/*/main.rs; do
+for f in commands/src/bin/*.rs commands/src/bin/*/main.rs admin/src/bin/*.rs admin/src/bin/*/main.rs; do
   [ -e "$f" ] || continue
   case "$f" in
     */main.rs) n=$(basename "$(dirname "$f")") ;;
@@ -60,7 +62,7 @@ profile=${FLOTILLA_PKG_PROFILE:-release}
 say "cargo build --profile $profile (stripped)"
 export CARGO_PROFILE_RELEASE_STRIP=symbols
 CARGO_TARGET_DIR=$target cargo build --profile "$profile" --locked \
-  -p flotilla-commands -p flotilla-slurmctld -p flotilla-slurmd --bins
+  -p flotilla-commands -p flotilla-admin -p flotilla-slurmctld -p flotilla-slurmd --bins
 if [ "$profile" = release ]; then
   pkg_target=$target
 else
@@ -81,7 +83,7 @@ for b in "${client_bins[@]}"; do
 done
 "$pkg_target/release/flotilla" man --out "$stage/man-raw"
 for b in "${client_bins[@]}"; do
-  [ -e "$stage/man-raw/$b.1" ] || { echo "no man page for $b (add it to commands/src/man.rs PAGES)" >&2; exit 1; }
+  [ -e "$stage/man-raw/$b.1" ] || { echo "no man page for $b (add it to admin/src/man.rs PAGES)" >&2; exit 1; }
 done
 for m in "$stage/man-raw"/*.1; do
   gzip -9n -c "$m" > "$stage/client/man1/$(basename "$m").gz"

@@ -4,7 +4,7 @@
 #   packaging/check.sh PKG_DIR
 #
 # - .deb: control fields (dpkg-deb --info), contents and modes (dpkg-deb --contents):
-#   every command of commands/src/bin with its man page, the daemons, units, conffiles;
+#   every command of commands/src/bin and admin/src/bin with its man page, the daemons, units, conffiles;
 #   unpack all three into a temporary root with `dpkg --root` and list what dpkg recorded;
 #   lintian: no errors (warnings are printed).
 # - .rpm (when present and `rpm` is installed): rpm -qip / -qlp, config files, scriptlets.
@@ -14,7 +14,7 @@ pkgdir=$(cd "${1:?usage: $0 PKG_DIR}" && pwd)
 fail() { echo "FAIL: $*" >&2; exit 1; }
 
 client_bins=()
-for f in commands/src/bin/*.rs commands/src/bin/*/main.rs; do
+for f in commands/src/bin/*.rs commands/src/bin/*/main.rs admin/src/bin/*.rs admin/src/bin/*/main.rs; do
   [ -e "$f" ] || continue
   case "$f" in */main.rs) client_bins+=("$(basename "$(dirname "$f")")") ;; *) client_bins+=("$(basename "$f" .rs)") ;; esac
 done

@@ -101,7 +101,7 @@ pub fn connection_error() -> SlurmError {
 pub enum CtlError {
     /// slurm.conf could not be loaded.
     #[error(transparent)]
-    Conf(#[from] crate::conf::ConfError),
+    Conf(#[from] flotilla_conf::ConfError),
     /// The controller (or the credential daemon) could not be reached.
     #[error("Unable to contact slurm controller (connect failure)")]
     Connect,
@@ -134,7 +134,7 @@ pub struct Ctl {
 impl Ctl {
     /// Reads slurm.conf and works out how to reach the controller.
     pub fn new(env: &dyn Fn(&str) -> Option<String>) -> Result<Ctl, CtlError> {
-        let conf = crate::conf::load(env)?;
+        let conf = flotilla_conf::load(env)?;
         Ok(Ctl::from_conf(conf, env))
     }
 
@@ -218,52 +218,8 @@ pub fn hostname() -> String {
         .unwrap_or_else(|| "localhost".into())
 }
 
-/// Slurm's `slurm_make_time_str` with the default format: `YYYY-MM-DDTHH:MM:SS` in local
-/// time (the commands run with `TZ=UTC` in the goldens; Flotilla prints UTC unless `TZ`
-/// names a fixed `UTC±H` offset).
-pub fn fmt_time(t: i64) -> String {
-    let (y, mo, d, h, mi, s) = civil(t);
-    format!("{y:04}-{mo:02}-{d:02}T{h:02}:{mi:02}:{s:02}")
-}
-
-/// `Sun Nov 29 09:19:57 2026` (the first line of `squeue -l` / `sinfo -l`).
-pub fn fmt_ctime(t: i64) -> String {
-    let (y, mo, d, h, mi, s) = civil(t);
-    let wd = ["Thu", "Fri", "Sat", "Sun", "Mon", "Tue", "Wed"][t.div_euclid(86_400).rem_euclid(7) as usize];
-    let mon = ["Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"][mo as usize - 1];
-    format!("{wd} {mon} {d:2} {h:02}:{mi:02}:{s:02} {y}")
-}
-
-/// Seconds since the epoch to (year, month, day, hour, minute, second), UTC.
-pub fn civil(t: i64) -> (i64, u32, u32, u32, u32, u32) {
-    let days = t.div_euclid(86_400);
-    let secs = t.rem_euclid(86_400);
-    // Howard Hinnant's days_from_civil inverse.
-    let z = days + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z - era * 146_097;
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let y = yoe + era * 400;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let d = (doy - (153 * mp + 2) / 5 + 1) as u32;
-    let m = if mp < 10 { mp + 3 } else { mp - 9 } as u32;
-    let y = if m <= 2 { y + 1 } else { y };
-    (y, m, d, (secs / 3600) as u32, ((secs % 3600) / 60) as u32, (secs % 60) as u32)
-}
-
-/// Days since the epoch of a civil date (UTC).
-pub fn days_from_civil(y: i64, m: u32, d: u32) -> i64 {
-    let y = if m <= 2 { y - 1 } else { y };
-    let era = y.div_euclid(400);
-    let yoe = y - era * 400;
-    let m = i64::from(m);
-    let doy = (153 * (if m > 2 { m - 3 } else { m + 9 }) + 2) / 5 + i64::from(d) - 1;
-    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
-    era * 146_097 + doe - 719_468
-}
-
-/// Now, seconds since the epoch.
+/// Now, seconds since the epoch: the clock the commands read (the calendar functions of
+/// [`flotilla_core::time::calendar`] take it as a parameter).
 pub fn now() -> i64 {
     std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
@@ -329,16 +285,6 @@ pub fn gpu_name(ty: Option<&str>, n: u32) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn times() {
-        // 2026-11-29T09:19:57Z was a Sunday.
-        let t = days_from_civil(2026, 11, 29) * 86_400 + 9 * 3600 + 19 * 60 + 57;
-        assert_eq!(fmt_time(t), "2026-11-29T09:19:57");
-        assert_eq!(fmt_ctime(t), "Sun Nov 29 09:19:57 2026");
-        assert_eq!(fmt_time(0), "1970-01-01T00:00:00");
-        assert_eq!(fmt_ctime(0), "Thu Jan  1 00:00:00 1970");
-    }
 
     #[test]
     fn push_field_is_field_appended() {

@@ -6,19 +6,16 @@
 //! formats that `flotilla-core` owns (e.g. [`flotilla_core::hostlist`], [`flotilla_core::time`]),
 //! and never decide anything the controller decides: they parse, ask, and print.
 //!
-//! [`conf`] is the configuration *loader*: it finds slurm.conf (`SLURM_CONF`, else
-//! `FLOTILLA_CONF`, else `/etc/slurm/slurm.conf`), reads it, follows `Include`, and hands the
-//! texts to the pure parser in `flotilla_core::config`. [`common`] reaches the controller.
+//! The configuration *loader* is the `flotilla-conf` crate (it finds slurm.conf: `SLURM_CONF`,
+//! else `FLOTILLA_CONF`, else `/etc/slurm/slurm.conf`, reads it, follows `Include`, and hands
+//! the texts to the pure parser in `flotilla_core::config`); the daemons use it too.
+//! [`common`] reaches the controller.
 
 pub mod alloc;
 pub mod common;
-pub mod conf;
-pub mod demo;
-pub mod dev;
 pub mod getopt;
 pub mod job_gres;
 pub mod jobfmt;
-pub mod man;
 pub mod sacct;
 pub mod sbatch;
 pub mod salloc;

@@ -17,7 +17,7 @@
 
 use crate::common::{self, Ctl, Io};
 use crate::getopt::{getopt_long, lo, HasArg, LongOpt};
-use flotilla_core::time::{mins2time_str, secs2time_str};
+use flotilla_core::time::{fmt_time, mins2time_str, parse_time, secs2time_str};
 use flotilla_proto::{AcctJob, AcctJobRef, AcctQuery, AcctStep, Request, Response};
 
 const O_DELIMITER: u32 = 1000;
@@ -386,7 +386,7 @@ fn tres(billing: Option<u32>, cpus: u32, gpus: u32, mem_mib: u64, nodes: u32) ->
 }
 
 fn date(t: Option<i64>) -> String {
-    t.map_or_else(|| "Unknown".to_string(), common::fmt_time)
+    t.map_or_else(|| "Unknown".to_string(), fmt_time)
 }
 
 /// The job's id as sacct prints it: `N`, `A_T`, or `A_[2-3,5]` for an array's pending tasks.
@@ -454,14 +454,14 @@ pub fn job_value(name: &str, j: &AcctJob, ctx: &Ctx) -> Option<String> {
         "ReqNodes" => j.req_nodes.to_string(),
         "ReqTRES" => tres(Some(j.req_cpus), j.req_cpus, j.req_gpus, j.req_mem_mib, j.req_nodes),
         "Start" => match start {
-            Some(t) => common::fmt_time(t),
+            Some(t) => fmt_time(t),
             None => "Unknown".into(),
         },
         "State" => match j.cancelled_by {
             Some(uid) if j.state == "CANCELLED" => format!("CANCELLED by {uid}"),
             _ => j.state.clone(),
         },
-        "Submit" => common::fmt_time(j.submit_time),
+        "Submit" => fmt_time(j.submit_time),
         "Suspended" => secs2time_str(0),
         "Timelimit" => j.time_limit_min.map_or_else(|| "UNLIMITED".into(), mins2time_str),
         "TimelimitRaw" => j.time_limit_min.map_or_else(|| "UNLIMITED".into(), |m| m.to_string()),
@@ -536,54 +536,6 @@ pub fn parse_job_ref(s: &str) -> Option<AcctJobRef> {
         None => (job.parse().ok()?, None),
     };
     Some(AcctJobRef { job_id: id, task, step })
-}
-
-/// Slurm's `parse_time` forms sacct accepts for `-S`/`-E`: those of `sbatch --begin`
-/// ([`crate::sbatch::parse_begin`]) plus `MMDD[YY]`, `MM/DD[/YY]`, `MM.DD[.YY]` and
-/// `MM/DD[/YY]-HH:MM[:SS]`. UTC.
-pub fn parse_time(a: &str, now: i64) -> Option<i64> {
-    if let Some(t) = crate::sbatch::parse_begin(a, now) {
-        return Some(t);
-    }
-    let (date, time) = match a.split_once('-') {
-        Some((d, t)) => (d, Some(t)),
-        None => (a, None),
-    };
-    let (y_now, ..) = common::civil(now);
-    let parts: Vec<&str> = if date.contains('/') {
-        date.split('/').collect()
-    } else if date.contains('.') {
-        date.split('.').collect()
-    } else if date.len() == 4 || date.len() == 6 {
-        let (m, rest) = date.split_at(2);
-        let (d, y) = rest.split_at(2);
-        if y.is_empty() {
-            vec![m, d]
-        } else {
-            vec![m, d, y]
-        }
-    } else {
-        return None;
-    };
-    let nums: Vec<i64> = parts.iter().map(|p| p.parse().ok()).collect::<Option<_>>()?;
-    let (m, d, y) = match nums.as_slice() {
-        [m, d] => (*m, *d, y_now),
-        [m, d, y] => (*m, *d, if *y < 100 { 2000 + y } else { *y }),
-        _ => return None,
-    };
-    if !(1..=12).contains(&m) || !(1..=31).contains(&d) {
-        return None;
-    }
-    let mut t = common::days_from_civil(y, m as u32, d as u32) * 86_400;
-    if let Some(hms) = time {
-        let v: Vec<i64> = hms.split(':').map(|x| x.parse().ok()).collect::<Option<_>>()?;
-        t += match v.as_slice() {
-            [h, mi] => h * 3600 + mi * 60,
-            [h, mi, s] => h * 3600 + mi * 60 + s,
-            _ => return None,
-        };
-    }
-    Some(t)
 }
 
 /// `sacct --help`.
@@ -956,18 +908,6 @@ mod tests {
         assert!(p.noheader && p.no_steps);
         assert!(matches!(parse(&argv(&["-j", "abc"]), &no_env, 1, NOW), Parsed::Done(1, ..)));
         assert!(matches!(parse(&argv(&["-s", "bogus"]), &no_env, 1, NOW), Parsed::Done(1, ..)));
-    }
-
-    #[test]
-    fn times() {
-        let d = common::days_from_civil(2026, 11, 29) * 86_400;
-        assert_eq!(parse_time("2026-11-29T09:00:00", NOW), Some(d + 9 * 3600));
-        assert_eq!(parse_time("2026-11-29T09:00", NOW), Some(d + 9 * 3600));
-        assert_eq!(parse_time("11/29", NOW), Some(d));
-        assert_eq!(parse_time("112926", NOW), Some(d));
-        assert_eq!(parse_time("11/29/26-01:02:03", NOW), Some(d + 3723));
-        assert_eq!(parse_time("now", NOW), Some(NOW));
-        assert_eq!(parse_time("bogus", NOW), None);
     }
 
     #[test]

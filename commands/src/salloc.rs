@@ -74,7 +74,7 @@ pub fn run(args: &[String], io: &mut Io<'_>) -> i32 {
     let id = info.job_id;
     io.err(&format!("salloc: Granted job allocation {id}\n"));
     let _ = io.err.flush();
-    let conf_path = crate::conf::conf_path(io.env).to_string_lossy().into_owned();
+    let conf_path = flotilla_conf::conf_path(io.env).to_string_lossy().into_owned();
     let env = alloc::alloc_env(&info, &ctl.conf.cluster_name, &conf_path, ntasks_given);
     let released = Arc::new(AtomicBool::new(false));
     let revoked = Arc::new(AtomicBool::new(false));

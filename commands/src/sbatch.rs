@@ -7,7 +7,7 @@
 
 use crate::common::{self, Ctl, CtlError, Io};
 use crate::getopt::{getopt_long, lo, HasArg, LongOpt, Opt};
-use flotilla_core::time::{parse_time_limit, TimeLimit};
+use flotilla_core::time::{fmt_time, parse_begin, parse_time_limit, TimeLimit};
 use flotilla_proto::errno::ESLURM_INVALID_GRES;
 use flotilla_proto::{
     ArrayRange, ArraySpec, GpuCount, GresSpec, JobQuery, JobRef, Request, Response, SignalSpec, SubmitJob,
@@ -349,7 +349,7 @@ fn main(args: &[String], io: &mut Io<'_>) -> Result<i32, Fatal> {
             io.err(&format!(
                 "sbatch: Job {} to start at {} using {} processors on nodes {} in partition {}\n",
                 t.job_id,
-                common::fmt_time(t.start_time),
+                fmt_time(t.start_time),
                 t.cpus,
                 t.nodes,
                 t.partition
@@ -799,58 +799,6 @@ fn expand_nodes(a: &str) -> Vec<String> {
     flotilla_core::hostlist::expand(a).unwrap_or_else(|_| vec![a.to_string()])
 }
 
-/// `--begin`: `now[+N[units]]`, `today`, `tomorrow`, `midnight`, `noon`, `HH:MM[:SS]`,
-/// `YYYY-MM-DD[THH:MM[:SS]]` (UTC). Seconds since the epoch.
-pub fn parse_begin(a: &str, now: i64) -> Option<i64> {
-    let s = a.trim().to_ascii_lowercase();
-    let midnight = now - now.rem_euclid(86_400);
-    if let Some(rest) = s.strip_prefix("now") {
-        if rest.is_empty() {
-            return Some(now);
-        }
-        let rest = rest.strip_prefix('+')?;
-        let split = rest.find(|c: char| !c.is_ascii_digit()).unwrap_or(rest.len());
-        let (n, unit) = rest.split_at(split);
-        let n: i64 = n.parse().ok()?;
-        let mult = match unit {
-            "" | "s" | "sec" | "secs" | "second" | "seconds" => 1,
-            "m" | "min" | "mins" | "minute" | "minutes" => 60,
-            "h" | "hour" | "hours" => 3600,
-            "d" | "day" | "days" => 86_400,
-            "w" | "week" | "weeks" => 604_800,
-            _ => return None,
-        };
-        return Some(now + n * mult);
-    }
-    match s.as_str() {
-        "today" | "midnight" => return Some(if s == "today" { midnight } else { midnight + 86_400 }),
-        "tomorrow" => return Some(midnight + 86_400),
-        "noon" => return Some(if now < midnight + 43_200 { midnight + 43_200 } else { midnight + 86_400 + 43_200 }),
-        _ => {}
-    }
-    let hms = |t: &str| -> Option<i64> {
-        let p: Vec<&str> = t.split(':').collect();
-        let v: Vec<i64> = p.iter().map(|x| x.parse().ok()).collect::<Option<_>>()?;
-        match v.as_slice() {
-            [h, m] => Some(h * 3600 + m * 60),
-            [h, m, s] => Some(h * 3600 + m * 60 + s),
-            _ => None,
-        }
-    };
-    if let Some((d, t)) = s.split_once('t') {
-        let p: Vec<i64> = d.split('-').map(|x| x.parse().ok()).collect::<Option<_>>()?;
-        let [y, m, dd] = p.as_slice() else { return None };
-        return Some(common::days_from_civil(*y, *m as u32, *dd as u32) * 86_400 + hms(t)?);
-    }
-    if s.contains('-') {
-        let p: Vec<i64> = s.split('-').map(|x| x.parse().ok()).collect::<Option<_>>()?;
-        let [y, m, dd] = p.as_slice() else { return None };
-        return Some(common::days_from_civil(*y, *m as u32, *dd as u32) * 86_400);
-    }
-    let t = hms(&s)?;
-    Some(if midnight + t > now { midnight + t } else { midnight + 86_400 + t })
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -918,8 +866,6 @@ mod tests {
         assert_eq!((s.signal, s.secs_before, s.batch_only), (12, 30, true));
         let s = parse_signal_spec("USR2@90").unwrap();
         assert_eq!((s.signal, s.secs_before, s.batch_only), (12, 90, false));
-        assert_eq!(parse_begin("now+2hours", 1000), Some(1000 + 7200));
-        assert_eq!(parse_begin("2026-01-01T00:00:00", 0), Some(common::days_from_civil(2026, 1, 1) * 86_400));
         assert_eq!(parse_gpu_count("abc"), GpuCount { gpu_type: Some("abc".into()), count: 1 });
         assert_eq!(parse_gpu_count("h100:4"), GpuCount { gpu_type: Some("h100".into()), count: 4 });
     }

@@ -17,10 +17,11 @@
 //! every other global key as written. Real `scontrol` asks the controller instead; the
 //! controller-status trailer (`Slurmctld(primary) at X is UP`) is not printed.
 
+use flotilla_conf as conf;
 use flotilla_core::config::ClusterConfig;
+use flotilla_core::time::fmt_time;
 
-use crate::common::{fmt_time, now, Io};
-use crate::conf;
+use crate::common::{now, Io};
 
 /// The Slurm release whose output this imitates (`SLURM_VERSION`).
 pub const SLURM_VERSION: &str = "22.05.8";

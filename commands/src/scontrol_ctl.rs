@@ -14,7 +14,7 @@ use std::collections::BTreeMap;
 use crate::common::{self, Ctl, Io};
 use crate::jobfmt;
 use crate::squeue::parse_job_ref;
-use flotilla_core::time::{mins2time_str, secs2time_str};
+use flotilla_core::time::{fmt_time, mins2time_str, parse_begin, secs2time_str};
 use flotilla_proto::errno::{strerror, ESLURM_ACCESS_DENIED, ESLURM_INVALID_JOB_ID};
 use flotilla_proto::{
     HoldOp, HoldRelease, JobChange, JobInfo, JobQuery, JobRef, JobStateWire, NodeInfo, NodeQuery, PartitionInfo,
@@ -216,7 +216,7 @@ pub fn update(args: &[String], io: &mut Io<'_>) -> i32 {
             "qos" => JobChange::Qos(v.clone()),
             "comment" => JobChange::Comment(v.clone()),
             "topology" => JobChange::Topology(v.clone()),
-            "starttime" | "begintime" => JobChange::Begin(crate::sbatch::parse_begin(v, common::now())),
+            "starttime" | "begintime" => JobChange::Begin(parse_begin(v, common::now())),
             _ => {
                 io.err(&format!("Update of this parameter is not supported: {k}={v}\nRequest aborted\n"));
                 return 1;
@@ -246,7 +246,7 @@ pub fn update(args: &[String], io: &mut Io<'_>) -> i32 {
 }
 
 fn t_or(t: Option<i64>, none: &str) -> String {
-    t.filter(|&v| v > 0).map_or_else(|| none.to_string(), common::fmt_time)
+    t.filter(|&v| v > 0).map_or_else(|| none.to_string(), fmt_time)
 }
 
 fn limit_str(j: &JobInfo) -> String {
@@ -325,12 +325,12 @@ pub fn job_record(j: &JobInfo, flags: ShowFlags, now: i64, gpu_types: &BTreeMap<
     let not_eligible = pending && ((j.held && held_until.is_none()) || matches!(j.reason.as_str(), "Dependency" | "DependencyNeverSatisfied"));
     l.push(format!(
         "   SubmitTime={} EligibleTime={}",
-        common::fmt_time(j.submit_time),
+        fmt_time(j.submit_time),
         if not_eligible { "Unknown".into() } else { t_or(j.eligible_time.or(Some(j.submit_time)), "Unknown") }
     ));
     l.push(format!(
         "   AccrueTime={}",
-        if not_eligible { "Unknown".into() } else { common::fmt_time(held_until.unwrap_or(j.submit_time)) }
+        if not_eligible { "Unknown".into() } else { fmt_time(held_until.unwrap_or(j.submit_time)) }
     ));
     l.push(format!(
         "   StartTime={} EndTime={} Deadline=N/A",
@@ -339,7 +339,7 @@ pub fn job_record(j: &JobInfo, flags: ShowFlags, now: i64, gpu_types: &BTreeMap<
     ));
     l.push(format!(
         "   SuspendTime=None SecsPreSuspend=0 LastSchedEval={} Scheduler=Main",
-        common::fmt_time(j.start_time.unwrap_or(j.submit_time))
+        fmt_time(j.start_time.unwrap_or(j.submit_time))
     ));
     l.push(format!("   Partition={} AllocNode:Sid={}:0", j.partition, common::hostname()));
     let req = if j.required_nodes.is_empty() { "(null)".to_string() } else { j.required_nodes.join(",") };
@@ -435,7 +435,7 @@ pub fn flotilla_line(j: &JobInfo) -> Option<String> {
         j.topology,
         yes(j.preemptible),
         j.preempt_count,
-        j.last_checkpoint_ack.map_or_else(|| "None".to_string(), common::fmt_time),
+        j.last_checkpoint_ack.map_or_else(|| "None".to_string(), fmt_time),
         yes(j.borrowed)
     );
     if let Some(id) = j.service_id {
@@ -450,7 +450,7 @@ pub fn alert_record(a: &flotilla_proto::AlertInfo, one_liner: bool) -> String {
     let head = format!(
         "AlertId={} Time={} Kind={} JobId={} ServiceId={}",
         a.id,
-        common::fmt_time(a.time),
+        fmt_time(a.time),
         a.kind,
         a.job_id.map_or_else(|| "(null)".to_string(), |j| j.to_string()),
         a.service_id.map_or_else(|| "(null)".to_string(), |s| s.to_string())
@@ -683,8 +683,8 @@ pub fn show_node(name: Option<&str>, flags: ShowFlags, io: &mut Io<'_>) -> i32 {
             ),
             format!("   State={state} ThreadsPerCore={threads} TmpDisk=0 Weight={weight} Owner=N/A MCS_label=N/A"),
             format!("   Partitions={} ", n.partitions.join(",")),
-            format!("   BootTime={} SlurmdStartTime={}", common::fmt_time(now), common::fmt_time(now)),
-            format!("   LastBusyTime={}", common::fmt_time(now)),
+            format!("   BootTime={} SlurmdStartTime={}", fmt_time(now), fmt_time(now)),
+            format!("   LastBusyTime={}", fmt_time(now)),
             format!(
                 "   CfgTRES=cpu={},mem={},billing={}{}",
                 n.cpus,
@@ -698,7 +698,7 @@ pub fn show_node(name: Option<&str>, flags: ShowFlags, io: &mut Io<'_>) -> i32 {
             "   ExtSensorsJoules=n/s ExtSensorsWatts=0 ExtSensorsTemp=n/s".into(),
         ];
         if let Some(r) = &n.reason {
-            lines.push(format!("   Reason={r} [root@{}]", common::fmt_time(now)));
+            lines.push(format!("   Reason={r} [root@{}]", fmt_time(now)));
         }
         if flags.one_liner {
             // Joined with one space, trailing blanks kept (golden 0036: `CoresPerSocket=32  CPUAlloc`).
@@ -713,7 +713,7 @@ pub fn show_node(name: Option<&str>, flags: ShowFlags, io: &mut Io<'_>) -> i32 {
 
 /// `show topology`: from topology.conf, as Slurm's `topology/tree` prints it.
 pub fn show_topology(io: &mut Io<'_>) -> i32 {
-    let conf = match crate::conf::load(io.env) {
+    let conf = match flotilla_conf::load(io.env) {
         Ok(c) => c,
         Err(e) => {
             io.err(&format!("slurm_load_topo error: {e}\n"));
@@ -744,6 +744,7 @@ pub fn show_topology(io: &mut Io<'_>) -> i32 {
 #[cfg(test)]
 mod flotilla_field_tests {
     use super::*;
+    use flotilla_core::time::days_from_civil;
 
     #[test]
     fn flotilla_line_only_when_it_says_something() {
@@ -753,7 +754,7 @@ mod flotilla_field_tests {
         };
         assert_eq!(flotilla_line(&j), None, "a Slurm-only job prints as Slurm prints it");
         j.preempt_count = 2;
-        j.last_checkpoint_ack = Some(common::days_from_civil(2026, 11, 29) * 86_400 + 3600);
+        j.last_checkpoint_ack = Some(days_from_civil(2026, 11, 29) * 86_400 + 3600);
         assert_eq!(
             flotilla_line(&j).as_deref(),
             Some("   Topology=any Preemptible=NO PreemptCount=2 LastCheckpointAck=2026-11-29T01:00:00 Borrowed=NO")
@@ -775,7 +776,7 @@ mod flotilla_field_tests {
     fn alert_records() {
         let a = flotilla_proto::AlertInfo {
             id: 4,
-            time: common::days_from_civil(2026, 11, 29) * 86_400,
+            time: days_from_civil(2026, 11, 29) * 86_400,
             kind: "Page".into(),
             job_id: None,
             service_id: Some(2),
@@ -870,7 +871,7 @@ mod tests {
         j.held = true;
         assert!(has(&j, "EligibleTime=Unknown") && has(&j, "AccrueTime=Unknown"));
         j.eligible_time = Some(j.submit_time + 121);
-        let when = common::fmt_time(j.submit_time + 121);
+        let when = fmt_time(j.submit_time + 121);
         assert!(has(&j, &format!("EligibleTime={when}")) && has(&j, &format!("AccrueTime={when}")));
     }
 }

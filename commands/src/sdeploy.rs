@@ -14,6 +14,7 @@
 
 use crate::common::{self, Ctl, Io};
 use clap::{Parser, Subcommand};
+use flotilla_core::time::fmt_time;
 use flotilla_proto::{Request, Response, ServiceCreate, ServiceInfo};
 
 /// `sdeploy` arguments.
@@ -156,7 +157,7 @@ pub fn show_record(s: &ServiceInfo, one_liner: bool) -> String {
             s.cpus_per_replica,
             s.mem_per_replica_mib
         ),
-        format!("CreateTime={}", common::fmt_time(s.create_time)),
+        format!("CreateTime={}", fmt_time(s.create_time)),
         format!(
             "ReplicaJobIds={} NodeList={}",
             if s.replica_ids.is_empty() {

@@ -8,7 +8,7 @@
 
 use crate::common::{self, field, Ctl, Io};
 use crate::getopt::{getopt_long, lo, HasArg, LongOpt};
-use flotilla_core::time::{sinfo_time_limit, TimeLimit};
+use flotilla_core::time::{fmt_ctime, fmt_time, sinfo_time_limit, TimeLimit};
 use flotilla_proto::{NodeInfo, NodeQuery, PartitionInfo, Request, Response};
 
 const fn c(ch: char) -> u32 {
@@ -319,7 +319,7 @@ pub fn run(args: &[String], io: &mut Io<'_>) -> i32 {
                 "{} {} {} {}\n",
                 field(&r, 20, false),
                 field("root", 9, false),
-                common::fmt_time(common::now()),
+                fmt_time(common::now()),
                 flotilla_core::hostlist::compress(&names)
             ));
         }
@@ -360,7 +360,7 @@ pub fn run(args: &[String], io: &mut Io<'_>) -> i32 {
     }
     let mut out = String::new();
     if long {
-        out.push_str(&format!("{}\n", common::fmt_ctime(common::now())));
+        out.push_str(&format!("{}\n", fmt_ctime(common::now())));
     }
     if let Some(f2) = fmt2 {
         let mut cols = Vec::new();

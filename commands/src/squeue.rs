@@ -11,6 +11,7 @@
 use crate::common::{self, field, Ctl, CtlError, Io};
 use crate::getopt::{getopt_long, lo, HasArg, LongOpt};
 use crate::jobfmt::{self, state};
+use flotilla_core::time::{fmt_ctime, fmt_time};
 use flotilla_proto::errno::ESLURM_INVALID_JOB_ID;
 use flotilla_proto::{JobField, JobQuery, JobRef, JobStateWire, JobView, QueueQuery, QueueRows, Request, Response};
 use std::borrow::Cow;
@@ -312,7 +313,7 @@ pub fn run(args: &[String], io: &mut Io<'_>) -> i32 {
     keys.sort(&mut rows, &key_vals);
     let mut head = String::new();
     if p.long {
-        head.push_str(&common::fmt_ctime(now));
+        head.push_str(&fmt_ctime(now));
         head.push('\n');
     }
     if !p.noheader {
@@ -662,7 +663,7 @@ fn o_field<'b>(ch: char, j: Option<&'b JobView<'_>>, now: i64, scratch: &'b mut 
     };
     let Some(j) = j else { return Some((title, Cow::Borrowed(""))) };
     let pending = state(j) == JobStateWire::Pending;
-    let t = |x: Option<i64>| -> Cow<'b, str> { x.filter(|&v| v > 0).map_or(Cow::Borrowed("N/A"), |v| common::fmt_time(v).into()) };
+    let t = |x: Option<i64>| -> Cow<'b, str> { x.filter(|&v| v > 0).map_or(Cow::Borrowed("N/A"), |v| fmt_time(v).into()) };
     // Borrowed where the job holds the text already: 10,000 rows are 80,000 fields.
     let b = |s: &'b str| Cow::Borrowed(s);
     let or_null = |s: &'b Option<flotilla_proto::Str<'_>>| s.as_deref().map_or(Cow::Borrowed("(null)"), Cow::Borrowed);

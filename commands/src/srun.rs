@@ -266,7 +266,7 @@ fn main(args: &[String], io: &mut Io<'_>) -> Result<i32, Fatal> {
     let env_job = o
         .jobid
         .or_else(|| ["SLURM_JOB_ID", "SLURM_JOBID"].iter().find_map(|k| (io.env)(k).and_then(|v| v.trim().parse().ok())));
-    let conf_path = crate::conf::conf_path(io.env).to_string_lossy().into_owned();
+    let conf_path = flotilla_conf::conf_path(io.env).to_string_lossy().into_owned();
     let mut environment = crate::sbatch::environment_for(o.export.as_deref());
     // Inside the job, commands must find the controller even without SLURM_* variables.
     environment.retain(|(k, _)| k != "FLOTILLA_CONF");

@@ -3,8 +3,8 @@
 //! -O LargestPlaceable` / `sinfo --largest` and `scontrol show alerts`. The whole session is
 //! one golden transcript, `tests/goldens/sdeploy.txt` (the user name and times normalised);
 //! re-record with `UPDATE_GOLDENS=1 cargo test -p flotilla-commands --test sdeploy` and review
-//! the diff. Needs `slurmctld` and `slurmd` built beside the commands (`cargo test
-//! --workspace` builds them).
+//! the diff. Needs `slurmctld`, `slurmd` and `flotilla` (package `flotilla-admin`) built beside
+//! the commands (`cargo test --workspace` builds them).
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -16,7 +16,12 @@ fn bin(name: &str) -> PathBuf {
         "sinfo" => env!("CARGO_BIN_EXE_sinfo").into(),
         "squeue" => env!("CARGO_BIN_EXE_squeue").into(),
         "scontrol" => env!("CARGO_BIN_EXE_scontrol").into(),
-        "flotilla" => env!("CARGO_BIN_EXE_flotilla").into(),
+        "flotilla" => {
+            // Another package's binary: cargo builds it for `--workspace` runs.
+            let p = Path::new(env!("CARGO_BIN_EXE_sdeploy")).with_file_name("flotilla");
+            assert!(p.is_file(), "{} missing: cargo build -p flotilla-admin", p.display());
+            p
+        }
         _ => unreachable!(),
     }
 }

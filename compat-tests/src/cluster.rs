@@ -1,5 +1,5 @@
 //! A local cluster for end-to-end tests: the same code as `flotilla dev up`
-//! ([`flotilla_commands::dev::up`]) in a fresh temp dir, with an OS-chosen controller port
+//! ([`flotilla_admin::dev::up`]) in a fresh temp dir, with an OS-chosen controller port
 //! and `--cgroup none`, so that several clusters run at once on one host. Dropping it stops
 //! every daemon and job supervisor it started and removes the temp dir.
 //!
@@ -11,7 +11,7 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::AtomicBool;
 use std::time::Duration;
 
-use flotilla_commands::dev::{self, DevCluster, UpOptions};
+use flotilla_admin::dev::{self, DevCluster, UpOptions};
 
 /// A running local cluster (stopped on drop).
 #[derive(Debug)]

@@ -1,6 +1,6 @@
 //! The local-cluster fixture: two clusters at once, each fully stopped on drop.
 
-use flotilla_commands::dev;
+use flotilla_admin::dev;
 use flotilla_compat_tests::cluster::LocalCluster;
 
 #[test]

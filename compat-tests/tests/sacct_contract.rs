@@ -9,7 +9,7 @@ use std::process::Command;
 use std::time::{Duration, Instant};
 
 fn bin(name: &str) -> PathBuf {
-    flotilla_commands::dev::find_bin(name, std::env::var_os("FLOTILLA_BIN_DIR").as_deref().map(std::path::Path::new))
+    flotilla_admin::dev::find_bin(name, std::env::var_os("FLOTILLA_BIN_DIR").as_deref().map(std::path::Path::new))
         .expect("binary built")
 }
 

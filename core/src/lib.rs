@@ -7,7 +7,8 @@
 //!
 //! Map:
 //! - [`hostlist`]: Slurm hostlist expressions (`gpu[01-04]`), expand and compress.
-//! - [`time`]: Slurm time-limit strings (`sbatch -t`) and their display format.
+//! - [`time`]: Slurm time-limit strings (`sbatch -t`) and their display format; calendar
+//!   dates in UTC ([`time::calendar`]: `fmt_time`, `sbatch --begin`, `sacct -S`).
 //! - [`config`]: `slurm.conf`, `gres.conf` and `topology.conf` parsed from text into a
 //!   typed [`config::ClusterConfig`].
 //! - [`cluster`]: nodes with a free [`cluster::GpuMask`], per-GPU shares, CPUs and memory;

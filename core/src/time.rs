@@ -1,5 +1,6 @@
 //! Slurm time strings: the time limits `sbatch -t` accepts and the way squeue, sinfo and
-//! scontrol print durations.
+//! scontrol print durations; and, in [`calendar`], dates (`2026-11-29T09:19:57`, `sbatch
+//! --begin`, `sacct -S/-E`).
 //!
 //! Everything here reproduces Slurm 22.05 (`src/common/parse_time.c`, squeue's and sinfo's
 //! `print.c`) bit for bit, including its oddities; each function says which C function it mirrors.
@@ -31,6 +32,10 @@
 //! - [`sinfo_time_limit`]: sinfo `TIMELIMIT` (`30:00`, `2-00:00:00`, `infinite`).
 
 use std::fmt;
+
+pub mod calendar;
+
+pub use calendar::{civil, days_from_civil, fmt_ctime, fmt_time, parse_begin, parse_time};
 
 /// Slurm's `INFINITE` (`0xffffffff`): the 32-bit value meaning "no limit" on the wire.
 pub const INFINITE: u32 = u32::MAX;

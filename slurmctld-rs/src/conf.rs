@@ -1,5 +1,5 @@
 //! Where the controller gets its cluster configuration: the shared loader
-//! (`flotilla_commands::conf`, which reads slurm.conf, follows `Include`, reads gres.conf and
+//! (`flotilla_conf`, which reads slurm.conf, follows `Include`, reads gres.conf and
 //! topology.conf beside it, and resolves `SLURM_CONF` / `FLOTILLA_CONF`), or a
 //! `ClusterConfig` as JSON (`--cluster-json`, for tests that build clusters by hand); and the
 //! users' default accounts from `quota.conf` beside `slurm.conf`.
@@ -17,8 +17,8 @@ pub fn load(slurm_conf: Option<&Path>, cluster_json: Option<&Path>) -> anyhow::R
         return serde_json::from_str(&text).with_context(|| format!("parsing {}", p.display()));
     }
     let conf = match slurm_conf {
-        Some(p) => flotilla_commands::conf::load_from(p)?,
-        None => flotilla_commands::conf::load(&|k| std::env::var(k).ok())?,
+        Some(p) => flotilla_conf::load_from(p)?,
+        None => flotilla_conf::load(&|k| std::env::var(k).ok())?,
     };
     for w in &conf.warnings {
         tracing::warn!("{w}");
@@ -31,13 +31,14 @@ pub fn load(slurm_conf: Option<&Path>, cluster_json: Option<&Path>) -> anyhow::R
 /// empty (quotas off) when there is no `quota.conf`.
 /// Errors: the file exists but cannot be read or parsed (the message names file and line).
 pub fn quota_tree(slurm_conf: &Path) -> anyhow::Result<flotilla_core::quota::QuotaTree> {
-    let p = slurm_conf.parent().unwrap_or(Path::new(".")).join("quota.conf");
-    let text = match std::fs::read_to_string(&p) {
-        Ok(t) => t,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Default::default()),
-        Err(e) => return Err(e).with_context(|| format!("reading {}", p.display())),
-    };
-    Ok(flotilla_core::quota::parse_quota_conf(&text, &p.display().to_string())?)
+    match flotilla_conf::load_quota(slurm_conf) {
+        Ok(t) => Ok(t),
+        Err(flotilla_conf::ConfError::Io { path, source }) => {
+            Err(anyhow::Error::new(source).context(format!("reading {}", path.display())))
+        }
+        Err(flotilla_conf::ConfError::Quota(e)) => Err(e.into()),
+        Err(e) => Err(e.into()),
+    }
 }
 
 #[cfg(test)]

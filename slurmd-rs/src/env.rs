@@ -489,7 +489,7 @@ mod tests {
     #[test]
     fn topology_of_the_reference() {
         let p = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../shared/slurm-reference/conf/slurm.conf");
-        let Ok(conf) = flotilla_commands::conf::load_from(&p) else {
+        let Ok(conf) = flotilla_conf::load_from(&p) else {
             println!("SKIPPED: reference configuration not found at {}", p.display());
             return;
         };

@@ -25,7 +25,7 @@ pub fn stop_notice(node: &str, multiple_slurmd: bool, job_id: u64, at: i64, caus
     };
     format!(
         "{prog}: error: *** JOB {job_id} ON {node} CANCELLED AT {}{} ***\n",
-        flotilla_commands::common::fmt_time(at),
+        flotilla_core::time::fmt_time(at),
         cause.phrase()
     )
 }

@@ -2,8 +2,8 @@
 //!
 //! Parsing is pure: the functions here take the text of a file (and, for `Include`, already
 //! read texts handed in by a loader outside `core`). Reading files, following `Include` and
-//! resolving `SLURM_CONF` / `FLOTILLA_CONF` happen in the loader (see `flotilla-commands`'
-//! `conf` module), never here.
+//! resolving `SLURM_CONF` / `FLOTILLA_CONF` happen in the loader (the `flotilla-conf`
+//! crate), never here.
 //!
 //! The result is a [`ClusterConfig`]: nodes with CPUs, memory and GPUs, pods (leaf switches
 //! of `topology/tree`, or blocks of `topology/block`) and partitions.

@@ -160,7 +160,7 @@ fn main() -> anyhow::Result<()> {
     tracing_subscriber::fmt().with_max_level(level).with_writer(std::io::stderr).init();
     let cluster = flotilla_slurmctld::conf::load(conf.as_deref(), cluster_json.as_deref())?;
     if cluster_json.is_none() {
-        let path = conf.clone().unwrap_or_else(|| flotilla_commands::conf::conf_path(&|k| std::env::var(k).ok()));
+        let path = conf.clone().unwrap_or_else(|| flotilla_conf::conf_path(&|k| std::env::var(k).ok()));
         let quotas = flotilla_slurmctld::conf::quota_tree(&path)?;
         opts.admission.default_accounts = quotas.default_accounts();
         opts.quotas = quotas;

@@ -206,10 +206,10 @@ fn main() -> anyhow::Result<()> {
     }
     let conf_path = match conf {
         Some(p) => p,
-        None => flotilla_commands::conf::conf_path(&|k| std::env::var(k).ok()),
+        None => flotilla_conf::conf_path(&|k| std::env::var(k).ok()),
     };
     let conf_path = std::fs::canonicalize(&conf_path).unwrap_or(conf_path);
-    let cluster = flotilla_commands::conf::load_from(&conf_path).with_context(|| format!("loading {}", conf_path.display()))?;
+    let cluster = flotilla_conf::load_from(&conf_path).with_context(|| format!("loading {}", conf_path.display()))?;
     for w in &cluster.warnings {
         tracing::warn!("{w}");
     }

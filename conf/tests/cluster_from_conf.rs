@@ -13,7 +13,7 @@ fn root() -> PathBuf {
 
 #[test]
 fn reference_cluster_schedules_in_its_topology() {
-    let conf = flotilla_commands::conf::load_from(&root().join("../shared/slurm-reference/conf/slurm.conf")).unwrap();
+    let conf = flotilla_conf::load_from(&root().join("../shared/slurm-reference/conf/slurm.conf")).unwrap();
     let c = Cluster::from_config(&conf);
     assert_eq!(c.nodes.len(), 4);
     assert_eq!(c.total_gpus(), 32);
@@ -53,7 +53,7 @@ fn reference_cluster_schedules_in_its_topology() {
 
 #[test]
 fn example_128_node_cluster_loads_into_the_model() {
-    let conf = flotilla_commands::conf::load_from(&root().join("examples/cluster-128/slurm.conf")).unwrap();
+    let conf = flotilla_conf::load_from(&root().join("examples/cluster-128/slurm.conf")).unwrap();
     let c = Cluster::from_config(&conf);
     assert_eq!((c.nodes.len(), c.total_gpus(), c.pods.len()), (128, 1024, 4));
     assert!(c.pods.iter().all(|p| p.nodes.len() == 32));

@@ -1,15 +1,20 @@
 //! The config loader: finds `slurm.conf`, reads it and the files beside it, and hands the texts
-//! to the pure parsers of `flotilla_core::config`.
+//! to the pure parsers of `flotilla_core::config` and `flotilla_core::quota`.
 //!
 //! Path: `SLURM_CONF`, else `FLOTILLA_CONF` (some clients delete every `SLURM_*` variable),
 //! else `/etc/slurm/slurm.conf` (DESIGN.md §3). `Include` paths are relative to the directory
-//! of `slurm.conf` unless absolute; `gres.conf` and `topology.conf` are read from that
-//! directory when present.
+//! of `slurm.conf` unless absolute; `gres.conf`, `topology.conf` and `quota.conf` are read from
+//! that directory when present.
+//!
+//! Every program that reads the configuration uses this crate: the commands, the controller and
+//! the node daemon. It depends on `flotilla-core` only (plus `thiserror`), so that the daemons
+//! need not depend on the commands to read their configuration.
 
 use std::io;
 use std::path::{Path, PathBuf};
 
 use flotilla_core::config::{parse_cluster, ClusterConfig, ConfigError};
+use flotilla_core::quota::{parse_quota_conf, QuotaError, QuotaTree};
 use thiserror::Error;
 
 /// Where `slurm.conf` is when no environment variable says otherwise.
@@ -29,6 +34,9 @@ pub enum ConfError {
     /// A file was read but its text is wrong (the message names file and line).
     #[error(transparent)]
     Config(#[from] ConfigError),
+    /// `quota.conf` was read but its text is wrong (the message names file and line).
+    #[error(transparent)]
+    Quota(#[from] QuotaError),
 }
 
 /// The path of `slurm.conf`: `SLURM_CONF`, else `FLOTILLA_CONF`, else
@@ -98,6 +106,20 @@ pub fn load_from(path: &Path) -> Result<ClusterConfig, ConfError> {
         topo.as_deref().map(|t| (topo_name.as_str(), t)),
         &mut include,
     )?)
+}
+
+/// The account tree of `quota.conf` in the directory of `slurm_conf` (format:
+/// [`flotilla_core::quota`]); empty (quotas off) when there is no `quota.conf`. Messages name
+/// the file by its path as `slurm_conf`'s directory joined with `quota.conf`.
+///
+/// Errors: [`ConfError::Io`] when the file exists but cannot be read; [`ConfError::Quota`]
+/// for its text.
+pub fn load_quota(slurm_conf: &Path) -> Result<QuotaTree, ConfError> {
+    let p = slurm_conf.parent().unwrap_or(Path::new(".")).join("quota.conf");
+    match read_optional(&p)? {
+        None => Ok(QuotaTree::default()),
+        Some(text) => Ok(parse_quota_conf(&text, &p.display().to_string())?),
+    }
 }
 
 #[cfg(test)]
@@ -268,6 +290,22 @@ mod tests {
             err.starts_with(&format!("{}: ", dir.join("nope.conf").display())),
             "{err}"
         );
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn quota_conf_beside_slurm_conf_is_optional_and_errors_name_the_file() {
+        let dir = std::env::temp_dir().join(format!("flotilla-conf-quota-test-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let conf = dir.join("slurm.conf");
+        assert!(load_quota(&conf).unwrap().is_empty(), "no quota.conf: quotas off");
+        std::fs::write(dir.join("quota.conf"), "Account=research MaxGPUs=8 Users=alice,bob\n").unwrap();
+        let t = load_quota(&conf).unwrap();
+        assert_eq!(t.default_accounts().get("bob").map(String::as_str), Some("research"));
+        std::fs::write(dir.join("quota.conf"), "Account=research Bogus=1\n").unwrap();
+        let e = load_quota(&conf).unwrap_err();
+        assert!(matches!(e, ConfError::Quota(_)), "{e:?}");
+        assert_eq!(e.to_string(), format!("{}:1: unknown key `bogus`", dir.join("quota.conf").display()));
         std::fs::remove_dir_all(&dir).unwrap();
     }
 }

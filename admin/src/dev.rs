@@ -600,7 +600,7 @@ pub fn up(opts: &UpOptions, cancel: &AtomicBool) -> Result<DevCluster> {
 
     // The node daemons.
     let cluster =
-        crate::conf::load_from(&dir.join("slurm.conf")).map_err(|e| anyhow::anyhow!("{e}"))?;
+        flotilla_conf::load_from(&dir.join("slurm.conf")).map_err(|e| anyhow::anyhow!("{e}"))?;
     let mut nodes = Vec::new();
     for n in &cluster.nodes {
         check_cancel(cancel)?;

@@ -1,9 +1,19 @@
 //! `flotilla dev up`, `status`, `down` as a user runs them. Needs `slurmctld` and `slurmd`
 //! built beside `flotilla` (`cargo test --workspace` builds them).
 
-use flotilla_commands::dev;
+use flotilla_admin::dev;
 use std::path::Path;
 use std::process::Command;
+
+/// The shared data directory: `$FLOTILLA_SHARED_DIR`, else `<workspace root>/../shared` (as
+/// `flotilla_compat_tests::shared_dir`, which this crate cannot depend on: the end-to-end tests
+/// depend on this crate).
+fn shared_dir() -> std::path::PathBuf {
+    match std::env::var_os("FLOTILLA_SHARED_DIR") {
+        Some(d) => d.into(),
+        None => Path::new(env!("CARGO_MANIFEST_DIR")).join("../../shared"),
+    }
+}
 
 fn flotilla(args: &[&str]) -> (i32, String, String) {
     let o = Command::new(env!("CARGO_BIN_EXE_flotilla"))
@@ -81,7 +91,7 @@ fn up_status_down_leaves_nothing() {
 
 #[test]
 fn up_with_the_reference_config_registers_its_nodes() {
-    let conf = flotilla_compat_tests::shared_dir().join("slurm-reference/conf");
+    let conf = shared_dir().join("slurm-reference/conf");
     if !conf.join("slurm.conf").exists() {
         println!("SKIPPED: {} not found", conf.display());
         return;

@@ -1,21 +1,22 @@
 //! Man pages (section 1) for the Slurm-compatible commands, generated from the very option
-//! tables their parsers use ([`crate::getopt`] tables, scontrol's own table), so that a page
-//! cannot list an option the parser refuses or miss one it accepts. `flotilla` and `sdeploy` (clap) get
-//! their pages from `clap_mangen` in the `flotilla man` subcommand instead.
+//! tables their parsers use ([`flotilla_commands::getopt`] tables, scontrol's own table), so
+//! that a page cannot list an option the parser refuses or miss one it accepts. `flotilla` and
+//! `sdeploy` (clap) get their pages from `clap_mangen` in the `flotilla man` subcommand instead.
 //!
-//! [`PAGES`] is the list of the getopt commands: a new command in `src/bin/` adds one entry
-//! here (a test fails until it does), and the packaging picks the binary up by itself.
+//! [`PAGES`] is the list of the getopt commands: a new command in `commands/src/bin/` adds one
+//! entry here (a test fails until it does), and the packaging picks the binary up by itself.
 //! Options keep Slurm 22.05's meaning; the page says so and refers to Slurm's manual for the
 //! long descriptions instead of copying them.
 
-use crate::getopt::{HasArg, LongOpt};
+use flotilla_commands::getopt::{HasArg, LongOpt};
 use roff::{bold, italic, roman, Inline, Roff};
 
 /// The option table of one command, as its parser holds it.
 #[derive(Debug, Clone, Copy)]
 pub enum OptionTable {
-    /// A [`crate::getopt::getopt_long`] command: the getopt string (`"+ab:c::"`) and the long
-    /// options (an id equal to a short letter makes the long option that letter's alias).
+    /// A [`flotilla_commands::getopt::getopt_long`] command: the getopt string (`"+ab:c::"`)
+    /// and the long options (an id equal to a short letter makes the long option that letter's
+    /// alias).
     Getopt {
         /// getopt's optstring.
         shorts: &'static str,
@@ -66,8 +67,8 @@ pub const PAGES: &[Page] = &[
              --preemptible and --checkpoint-bytes=N[KMGT].",
         ],
         options: OptionTable::Getopt {
-            shorts: crate::sbatch::SHORTS,
-            longs: crate::sbatch::LONGS,
+            shorts: flotilla_commands::sbatch::SHORTS,
+            longs: flotilla_commands::sbatch::LONGS,
         },
         notes: &[
             ("topology", "Flotilla: the topology set all of the job's GPUs must share: node (one NVLink domain), pod (nodes under one leaf switch, from topology.conf) or any."),
@@ -89,8 +90,8 @@ pub const PAGES: &[Page] = &[
              Without -j the window starts at midnight; with -j it is all time.",
         ],
         options: OptionTable::Getopt {
-            shorts: crate::sacct::SHORTS,
-            longs: crate::sacct::LONGS,
+            shorts: flotilla_commands::sacct::SHORTS,
+            longs: flotilla_commands::sacct::LONGS,
         },
         notes: &[],
     },
@@ -108,8 +109,8 @@ pub const PAGES: &[Page] = &[
              the end.",
         ],
         options: OptionTable::Getopt {
-            shorts: crate::srun::SHORTS,
-            longs: crate::srun::LONGS,
+            shorts: flotilla_commands::srun::SHORTS,
+            longs: flotilla_commands::srun::LONGS,
         },
         notes: &[],
     },
@@ -124,8 +125,8 @@ pub const PAGES: &[Page] = &[
              SLURM_JOB_NODELIST, ...), and gives the allocation back when the command exits.",
         ],
         options: OptionTable::Getopt {
-            shorts: crate::sbatch::SHORTS,
-            longs: crate::sbatch::LONGS,
+            shorts: flotilla_commands::sbatch::SHORTS,
+            longs: flotilla_commands::sbatch::LONGS,
         },
         notes: &[],
     },
@@ -136,8 +137,8 @@ pub const PAGES: &[Page] = &[
         description: &["squeue lists pending and running jobs (and, with -t all, recently finished \
                         ones) in Slurm's formats (-o letters, -O fields)."],
         options: OptionTable::Getopt {
-            shorts: crate::squeue::SHORTS,
-            longs: crate::squeue::LONGS,
+            shorts: flotilla_commands::squeue::SHORTS,
+            longs: flotilla_commands::squeue::LONGS,
         },
         notes: &[],
     },
@@ -148,8 +149,8 @@ pub const PAGES: &[Page] = &[
         description: &["scancel cancels the jobs named by id or selected by the filters \
                         (-u, -n, -t, -p, -A, -w, --me), or sends them a signal (-s)."],
         options: OptionTable::Getopt {
-            shorts: crate::scancel::SHORTS,
-            longs: crate::scancel::LONGS,
+            shorts: flotilla_commands::scancel::SHORTS,
+            longs: flotilla_commands::scancel::LONGS,
         },
         notes: &[],
     },
@@ -160,8 +161,8 @@ pub const PAGES: &[Page] = &[
         description: &["sinfo shows partitions and nodes in Slurm's formats: the partition view, \
                         -N (node view), -l, -s, -o letters, -O fields, -R (drain reasons)."],
         options: OptionTable::Getopt {
-            shorts: crate::sinfo::SHORTS,
-            longs: crate::sinfo::LONGS,
+            shorts: flotilla_commands::sinfo::SHORTS,
+            longs: flotilla_commands::sinfo::LONGS,
         },
         notes: &[],
     },
@@ -173,8 +174,8 @@ pub const PAGES: &[Page] = &[
                         (show, update, hold, release, requeue, ...) and expands or compresses \
                         hostlists (show hostnames, show hostlist)."],
         options: OptionTable::Scontrol {
-            longs: crate::scontrol::LONG_OPTIONS,
-            short: crate::scontrol::short_option,
+            longs: flotilla_commands::scontrol::LONG_OPTIONS,
+            short: flotilla_commands::scontrol::short_option,
         },
         notes: &[],
     },
@@ -350,7 +351,7 @@ pub fn render(page: &Page, version: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::getopt::lo;
+    use flotilla_commands::getopt::lo;
 
     #[test]
     fn optstring_kinds() {
@@ -434,7 +435,7 @@ mod tests {
                     HasArg::No => format!("--{l}"),
                     _ => format!("--{l}=1"),
                 };
-                let r = crate::getopt::getopt_long("sbatch", std::slice::from_ref(&arg), shorts, longs);
+                let r = flotilla_commands::getopt::getopt_long("sbatch", std::slice::from_ref(&arg), shorts, longs);
                 assert!(r.is_ok(), "{arg}: {r:?}");
             }
         }

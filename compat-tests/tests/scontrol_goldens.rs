@@ -2,8 +2,6 @@
 //! against our `scontrol` byte for byte (stdout, stderr, exit code), each under
 //! `/bin/bash -c` with the case's exact environment and our binary first on `PATH`.
 
-use std::path::Path;
-
 use flotilla_compat_tests::{goldens_dir, load_goldens, GoldenCase};
 
 /// Cases this test owns: `scontrol show host…` (with or without `SLURM_*NODELIST=`
@@ -25,8 +23,9 @@ fn scontrol_hostlist_and_version_goldens() {
         );
         return;
     }
-    let bin = Path::new(env!("CARGO_BIN_EXE_scontrol"));
-    let bin_dir = bin.parent().expect("binary has a directory");
+    flotilla_compat_tests::build_binaries();
+    let bin_dir = flotilla_compat_tests::bin_dir_with(&["scontrol"]);
+    let bin_dir = bin_dir.as_path();
     let cwd = std::env::temp_dir();
     let cases: Vec<GoldenCase> = load_goldens()
         .expect("goldens load")

@@ -1,5 +1,5 @@
 //! `flotilla`: Flotilla's admin command. Subcommands: `sim` (trace-driven experiments through
-//! the real scheduling core), `dev up|down|status` (a local cluster, [`flotilla_commands::dev`]).
+//! the real scheduling core), `dev up|down|status` (a local cluster, [`flotilla_admin::dev`]).
 
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -200,14 +200,14 @@ fn bar() -> Bar {
 }
 
 /// `flotilla man --out DIR`: the getopt commands' pages from their parsers' tables
-/// ([`flotilla_commands::man`]), and this command's from its clap definition.
+/// ([`flotilla_admin::man`]), and this command's from its clap definition.
 fn man(out: &std::path::Path) -> Result<()> {
     use clap::CommandFactory;
     std::fs::create_dir_all(out).with_context(|| format!("creating {}", out.display()))?;
     let version = env!("CARGO_PKG_VERSION");
-    for page in flotilla_commands::man::PAGES {
+    for page in flotilla_admin::man::PAGES {
         let path = out.join(format!("{}.1", page.name));
-        std::fs::write(&path, flotilla_commands::man::render(page, version))
+        std::fs::write(&path, flotilla_admin::man::render(page, version))
             .with_context(|| format!("writing {}", path.display()))?;
     }
     let cmd = Cli::command().version(version);
@@ -247,7 +247,7 @@ fn cancel_on_signals() -> Result<&'static AtomicBool> {
 }
 
 fn demo(a: DemoArgs) -> Result<()> {
-    use flotilla_commands::{demo, dev};
+    use flotilla_admin::{demo, dev};
     let cancel = cancel_on_signals()?;
     let mut up = dev::UpOptions::new(a.dir.unwrap_or_else(|| dev::default_dir().with_extension("demo")));
     up.cgroup = a.cgroup;
@@ -278,7 +278,7 @@ fn demo(a: DemoArgs) -> Result<()> {
 }
 
 fn dev(a: DevArgs) -> Result<()> {
-    use flotilla_commands::dev;
+    use flotilla_admin::dev;
     match a.command {
         DevCommand::Up {
             config,

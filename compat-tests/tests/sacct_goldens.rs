@@ -8,11 +8,9 @@
 //!   output. Which records a query selects is the controller's part, tested in
 //!   `slurmctld-rs` (`acct::tests`, `tests/acct.rs`) and end to end by the golden replay.
 
-use flotilla_commands::common;
 use flotilla_commands::sacct::{self, Ctx, Parsed};
 use flotilla_compat_tests::{goldens_dir, load_goldens, GoldenCase};
 use flotilla_proto::{AcctJob, AcctStep};
-use std::path::Path;
 
 fn case(name: &str) -> Option<GoldenCase> {
     if !goldens_dir().is_dir() {
@@ -24,8 +22,9 @@ fn case(name: &str) -> Option<GoldenCase> {
 
 #[test]
 fn goldens_without_the_controller() {
-    let bin = Path::new(env!("CARGO_BIN_EXE_sacct"));
-    let bin_dir = bin.parent().expect("binary has a directory");
+    flotilla_compat_tests::build_binaries();
+    let bin_dir = flotilla_compat_tests::bin_dir_with(&["sacct"]);
+    let bin_dir = bin_dir.as_path();
     let cwd = std::env::temp_dir();
     let mut n = 0;
     for name in ["sacct_bad_field", "sacct_bad_option", "sacct_helpformat", "sacct_e"] {
@@ -41,7 +40,7 @@ fn goldens_without_the_controller() {
 
 /// 2026-11-29T09:MM:SS.
 fn t(min: i64, sec: i64) -> i64 {
-    common::days_from_civil(2026, 11, 29) * 86_400 + 9 * 3600 + min * 60 + sec
+    flotilla_core::time::days_from_civil(2026, 11, 29) * 86_400 + 9 * 3600 + min * 60 + sec
 }
 
 fn job(id: u64, name: &str, state: &str, (ec, sig): (i32, i32), start: i64, end: i64) -> AcctJob {

@@ -1,23 +1,26 @@
 //! Man pages: every command binary has one, and the roff a page renders to is exactly the
 //! golden `tests/goldens/man/example.1` up to SEE ALSO (a fixed table, so that options other
 //! engineers add to the real commands do not churn the golden). Regenerate with
-//! `UPDATE_GOLDENS=1 cargo test -p flotilla-commands --test man`.
+//! `UPDATE_GOLDENS=1 cargo test -p flotilla-admin --test man`.
 
 use flotilla_commands::getopt::{lo, HasArg, LongOpt};
-use flotilla_commands::man::{render, OptionTable, Page, PAGES};
+use flotilla_admin::man::{render, OptionTable, Page, PAGES};
 use std::path::Path;
 
-/// The binaries Cargo builds from `commands/src/bin` (`NAME.rs` and `NAME/main.rs`).
+/// The binaries Cargo builds from `commands/src/bin` and this crate's `src/bin` (`NAME.rs` and
+/// `NAME/main.rs`): what the client package holds.
 fn command_binaries() -> Vec<String> {
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("src/bin");
+    let here = Path::new(env!("CARGO_MANIFEST_DIR"));
     let mut out = Vec::new();
-    for e in std::fs::read_dir(&dir).unwrap() {
-        let e = e.unwrap();
-        let name = e.file_name().to_string_lossy().into_owned();
-        if let Some(stem) = name.strip_suffix(".rs") {
-            out.push(stem.to_string());
-        } else if e.path().join("main.rs").exists() {
-            out.push(name);
+    for dir in [here.join("../commands/src/bin"), here.join("src/bin")] {
+        for e in std::fs::read_dir(&dir).unwrap() {
+            let e = e.unwrap();
+            let name = e.file_name().to_string_lossy().into_owned();
+            if let Some(stem) = name.strip_suffix(".rs") {
+                out.push(stem.to_string());
+            } else if e.path().join("main.rs").exists() {
+                out.push(name);
+            }
         }
     }
     out.sort();
@@ -34,7 +37,7 @@ fn every_command_binary_has_a_man_page() {
         }
         assert!(
             PAGES.iter().any(|p| p.name == b),
-            "commands/src/bin/{b}: add its page to flotilla_commands::man::PAGES"
+            "commands/src/bin/{b}: add its page to flotilla_admin::man::PAGES"
         );
     }
     for p in PAGES {

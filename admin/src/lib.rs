@@ -1,0 +1,16 @@
+//! Flotilla's admin command `flotilla` (`src/bin/flotilla.rs`) and the library behind it:
+//!
+//! - [`dev`]: `flotilla dev up|down|status`, a local development cluster (one `slurmctld` and
+//!   one `slurmd -N` per node on localhost); the end-to-end tests start their clusters with
+//!   the same code (`flotilla_compat_tests::cluster`).
+//! - [`demo`]: `flotilla demo`, the default local cluster running the example workload.
+//! - [`man`]: `flotilla man`, the man pages of the user commands from their parsers' tables.
+//! - `flotilla sim` drives `flotilla-sim` directly from the binary.
+//!
+//! This is the only crate that depends on `flotilla-sim` (and through it `plotters`), on
+//! `indicatif`, `clap_mangen` and `roff`; nothing in the workspace but the end-to-end tests
+//! depends on it. The rule and its test: ARCHITECTURE.md, "Dependency rule".
+
+pub mod demo;
+pub mod dev;
+pub mod man;
