@@ -19,6 +19,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use tracing::{info, info_span, warn};
 use crate::service::{replica_script, ServiceRecord};
 use crate::svcstore::{AlertRow, RunRow, ServiceOp, SvcLoaded, ALERTS_KEPT};
+use crate::store::rows::AlertDecisionRow;
 use flotilla_core::cluster::PartId;
 use flotilla_core::hostlist::compress_sorted;
 use flotilla_core::sched::ServiceId;
@@ -310,7 +311,7 @@ impl Controller {
         let id = self.svc.next_alert_id.max(1);
         self.svc.next_alert_id = id + 1;
         warn!(alert = id, kind = %kind, job = ?job_id, service = ?service, "{message}");
-        let decision = serde_json::to_value(d).unwrap_or(serde_json::Value::Null);
+        let decision = AlertDecisionRow::of(d).map_or(serde_json::Value::Null, |r| r.to_value());
         let row = AlertRow {
             id,
             time: now,

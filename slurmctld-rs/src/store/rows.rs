@@ -29,10 +29,12 @@ use crate::service::ServiceRecord;
 use flotilla_core::cluster::NodeAvail;
 use serde::Serialize;
 
+mod alert;
 mod job;
 mod sched;
 mod service;
 
+pub use alert::{AlertDecisionRow, PageRow, PageVictimRow};
 pub use job::{AcctInfoRow, ArrayTasksRow, JobRow, JobStateRow, SignalSpecRow, StopWhyRow, StoppingRow};
 pub use sched::{AllocationRow, HoldRow, JobSpecRow, NodeAllocRow, NodeAvailRow, OwnerRow, RequestRow, TopologyRow};
 pub use service::{ServiceCreateRow, ServiceRow};
