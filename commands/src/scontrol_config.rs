@@ -13,7 +13,7 @@
 //!
 //! Source of the values: the `slurm.conf` the command finds (`SLURM_CONF`, else
 //! `FLOTILLA_CONF`, else `/etc/slurm/slurm.conf`) — the same file the controller was started
-//! with — read through [`crate::conf`]: the keys Flotilla uses with their defaults applied, and
+//! with — read through [`flotilla_conf`]: the keys Flotilla uses with their defaults applied, and
 //! every other global key as written. Real `scontrol` asks the controller instead; the
 //! controller-status trailer (`Slurmctld(primary) at X is UP`) is not printed.
 
