@@ -248,6 +248,9 @@ pub struct Controller {
     svc: services::SvcState,
     /// `sacct` queries, answered after this turn's commit so they see it.
     acct_queries: Vec<(flotilla_proto::AcctQuery, oneshot::Sender<Reply>)>,
+    /// Turns of the owner loop ([`Controller::run`]) completed since start: batches of events
+    /// handled, with their timers, cycle and commit (`Request::QueryTurns`).
+    turns: u64,
 }
 
 /// Wall clock in seconds since the epoch (read only at the edge, here).
@@ -300,6 +303,7 @@ impl Controller {
             steps: steps::StepTable::default(),
             svc: services::SvcState::default(),
             acct_queries: Vec::new(),
+            turns: 0,
         };
         c.recover(now)?;
         Ok(c)
@@ -437,6 +441,7 @@ impl Controller {
                 next_cycle = None;
             }
             self.flush(n_events, now);
+            self.turns += 1;
         }
         info!("controller owner task stopped");
     }
@@ -502,6 +507,7 @@ impl Controller {
             Request::StepComplete(c) => self.step_complete(ident, c, now),
             Request::QuerySteps(q) => Response::Steps(self.query_steps(&q)),
             Request::ReleaseAllocation(r) => self.release_allocation(ident, r, now),
+            Request::QueryTurns => Response::Turns { turns: self.turns, cycles: self.stats.cycles, cycle_due: self.sched_dirty },
             r @ (Request::ServiceCreate(_)
             | Request::ServiceScale { .. }
             | Request::ServiceDelete { .. }
