@@ -140,7 +140,8 @@ fn dependencies_time_limits_hold_requeue() {
     wait_state(&env, &ctl, rh, JobStateWire::Running);
     call(&env, ctl.addr, 2001, Request::Requeue(RequeueJob { jobs: vec![JobRef::id(rh)], hold: true })).unwrap();
     assert!(wait_for(5, || state_of(&env, &ctl, rh).unwrap().reason == "job requeued in held state"));
-    std::thread::sleep(std::time::Duration::from_millis(300));
+    // A scheduling cycle after the hold showed: one that would start the job has run.
+    wait_cycles(&env, ctl.addr, 1);
     assert_eq!(state_of(&env, &ctl, rh).unwrap().state, Some(JobStateWire::Pending), "held: does not run");
     call(&env, ctl.addr, 2001, Request::HoldRelease(HoldRelease { jobs: vec![JobRef::id(rh)], op: HoldOp::Release })).unwrap();
     let j = state_of(&env, &ctl, rh).unwrap();

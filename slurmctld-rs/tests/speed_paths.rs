@@ -28,29 +28,27 @@ fn reason_of(env: &Env, ctl: &Ctl, id: u64) -> String {
 #[test]
 fn held_submissions_do_not_trigger_a_cycle() {
     let env = Env::new(1);
-    // Periodic cycles far apart; event-triggered ones 1 ms after the event.
-    let ctl = Ctl::start(&env, 0, &["--sched-interval-ms", "600000", "--debounce-ms", "1"]);
-    // The start-up cycle has run once the controller answers twice with the same count.
-    let mut c0 = cycles(&env, &ctl);
-    assert!(wait_for(10, || {
-        std::thread::sleep(std::time::Duration::from_millis(50));
-        let c = cycles(&env, &ctl);
-        std::mem::replace(&mut c0, c) == c
-    }));
+    // Periodic cycles far apart; an event-triggered cycle runs in the turn of its event (no
+    // debounce), so a submission that triggers one has it counted before its answer comes.
+    let ctl = Ctl::start(&env, 0, &["--sched-interval-ms", "600000", "--debounce-ms", "0"]);
+    // The start-up cycle runs in the first turn.
+    wait_until("the start-up cycle", 10, || turns(&env, ctl.addr).cycles >= 1);
+    let c0 = wait_turns(&env, ctl.addr, 1).cycles;
     let mut ids = Vec::new();
     for _ in 0..5 {
         let mut h = job(2001, 50, 0);
         h.hold = true;
         ids.push(submit(&env, &ctl, h));
-        std::thread::sleep(std::time::Duration::from_millis(20));
+        // A whole turn after the submission's.
+        assert_eq!(wait_turns(&env, ctl.addr, 1).cycles, c0, "a held submission triggered a cycle");
     }
     assert_eq!(cycles(&env, &ctl), c0, "a held submission triggered a cycle");
     for id in ids {
         assert_eq!(reason_of(&env, &ctl, id), "JobHeldUser", "the hold shows without a cycle");
     }
-    // The same submission without --hold triggers one.
+    // The same submission without --hold triggers one, in its own turn.
     submit(&env, &ctl, job(2001, 50, 0));
-    assert!(wait_for(5, || cycles(&env, &ctl) > c0), "a submission did not trigger a cycle");
+    assert_eq!(turns(&env, ctl.addr).cycles, c0 + 1, "a submission did not trigger a cycle");
 }
 
 #[test]
