@@ -148,6 +148,22 @@ fn dependencies_time_limits_hold_requeue() {
     assert_eq!((j.state, j.reason.as_str()), (Some(JobStateWire::Pending), "BeginTime"));
     assert_eq!(wait_state(&env, &ctl, rh, JobStateWire::Completed).restarts, 1);
 
+    // Cancelled while it is being stopped for a requeue (it traps SIGTERM, so the stop waits
+    // for KillWait): it ends CANCELLED and does not run again.
+    let mut t = job(2001, 60_000, 0);
+    t.script.push_str("#FAKE_IGNORE_TERM=1\n");
+    let rc = submit(&env, &ctl, t);
+    wait_state(&env, &ctl, rc, JobStateWire::Running);
+    call(&env, ctl.addr, 2001, Request::Requeue(RequeueJob { jobs: vec![JobRef::id(rc)], hold: false })).unwrap();
+    let r = call(&env, ctl.addr, 2001, Request::CancelJob(CancelJob { jobs: vec![JobRef::id(rc)], ..CancelJob::default() })).unwrap();
+    assert_eq!(r, Response::JobResults(vec![JobResult { job: JobRef::id(rc), error: None }]));
+    let j = wait_state(&env, &ctl, rc, JobStateWire::Cancelled);
+    assert_eq!(j.restarts, 0, "{j:?}");
+    // (Before the fix it went PENDING BeginTime and ran again after the hold-off.)
+    wait_cycles(&env, ctl.addr, 1);
+    assert_eq!(state_of(&env, &ctl, rc).unwrap().state, Some(JobStateWire::Cancelled));
+    assert_eq!(ledger.lock().unwrap().starts.get(&(rc, 1)), None, "the cancelled job ran again");
+
     // A node reboots (new boot epoch) under a running job: the job is requeued and runs again.
     let victim = submit(&env, &ctl, job(2001, 2000, 0));
     let j = wait_state(&env, &ctl, victim, JobStateWire::Running);

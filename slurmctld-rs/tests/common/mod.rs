@@ -209,8 +209,8 @@ impl TimeoutExt for Client {
     }
 }
 
-/// A `--wrap`-like submission for `uid`; the fake agents read `#FAKE_RUNTIME_MS=` and
-/// `#FAKE_EXIT=` from the script.
+/// A `--wrap`-like submission for `uid`; the fake agents read `#FAKE_RUNTIME_MS=`,
+/// `#FAKE_EXIT=` and `#FAKE_IGNORE_TERM=` (add it to the script) from the script.
 pub fn job(uid: u32, runtime_ms: u64, exit: i32) -> SubmitJob {
     SubmitJob {
         name: Some("wrap".into()),
@@ -261,6 +261,9 @@ struct RunningJob {
     ends: Instant,
     exit: i32,
     batch_host: bool,
+    /// `#FAKE_IGNORE_TERM=1`: a signal other than SIGKILL does not end it (a job that traps
+    /// SIGTERM); only `Kill` does.
+    ignore_term: bool,
 }
 
 struct AgentState {
@@ -464,10 +467,14 @@ fn handle_msg(st: &mut AgentState, node: &str, m: CtlToNode, ledger: &Mutex<Ledg
                     ends: Instant::now() + Duration::from_millis(ms),
                     exit,
                     batch_host: b.batch_host,
+                    ignore_term: parse_tag(&b.script, "#FAKE_IGNORE_TERM=") == Some(1),
                 },
             );
         }
         CtlToNode::Signal { job_id, signal, .. } => {
+            if st.running.get(&job_id).is_some_and(|r| r.ignore_term && signal != 9) {
+                return;
+            }
             if let Some(r) = st.running.remove(&job_id) {
                 if r.batch_host {
                     ledger.lock().unwrap().kills.push((job_id, r.run));
