@@ -693,3 +693,25 @@ fn golden_replay() {
 fn sanitize(s: &str) -> String {
     s.chars().map(|c| if c.is_ascii_alphanumeric() || "_.-".contains(c) { c } else { '_' }).collect()
 }
+
+/// The job-id rule: Flotilla's id of a submission is written as the recorded one, whole numbers
+/// only, not inside a time, a decimal or a size; a template runs with Flotilla's ids.
+#[test]
+fn job_ids_map_by_identity() {
+    let mut ids = Ids::default();
+    ids.here.extend([(74, 73), (79, 78), (51, 51)]);
+    assert_eq!(ids.to_recorded("73\n"), "74\n");
+    assert_eq!(
+        ids.to_recorded("78_0|79|00:00:73|73:05|1.73|73.5|73G|afterok:73(failed)|730|slurm-73.out|JobId=51"),
+        "79_0|79|00:00:73|73:05|1.73|73.5|73G|afterok:74(failed)|730|slurm-74.out|JobId=51"
+    );
+    let case: GoldenCase = serde_json::from_value(serde_json::json!({
+        "case": "sacct_j", "seq": 1, "cmd": "sacct -j 74,79_1", "template": "sacct -j {C_ok},{C_arr}_1",
+        "ids": {"C_ok": "74", "C_arr": "79"}, "env": {}, "exit_code": 0, "stdout": "", "stderr": ""
+    }))
+    .unwrap();
+    assert_eq!(ids.command(&case), "sacct -j 73,78_1");
+    assert_eq!(printed_id("Submitted batch job 43\n"), Some(43));
+    assert_eq!(printed_id("45\n"), Some(45));
+    assert_eq!(printed_id("45;cluster\n"), None);
+}
