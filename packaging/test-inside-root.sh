@@ -86,6 +86,7 @@ for _ in $(seq 1 100); do
   sleep 0.2
 done
 sinfo
+sinfo -h -o '%T' 2>/dev/null | grep -qx idle || { echo "the node never became idle" >&2; exit 1; }
 cd /home/alice
 id=$(as_alice sbatch --parsable --wrap 'echo "hello from job $SLURM_JOB_ID as $(id -un) on $(hostname -s)"')
 echo "submitted job $id"

@@ -6,6 +6,7 @@
 //! Golden format: `shared/slurm-reference/README.md`.
 
 pub mod cluster;
+pub mod wait;
 
 use std::collections::BTreeMap;
 use std::io::Write;

@@ -16,6 +16,7 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use flotilla_compat_tests::cluster::LocalCluster;
+use flotilla_compat_tests::wait::wait_until;
 
 /// What a command line printed.
 #[derive(Debug)]
@@ -148,6 +149,31 @@ impl Env {
         std::fs::write(&p, text).unwrap();
         p
     }
+}
+
+/// Seconds since the epoch, now.
+fn unix_now() -> u64 {
+    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_secs()
+}
+
+/// `(pid, parent pid)` of the processes `slurmd --stepd <dir>/spool/...` of the cluster in
+/// `dir`: its job supervisors, and a job's own process between its supervisor's fork and the
+/// exec of its script (same command line, its parent a supervisor).
+fn stepd_processes(dir: &Path) -> Vec<(i32, i32)> {
+    let spool = dir.join("spool").to_string_lossy().into_owned();
+    let mut v = Vec::new();
+    for e in std::fs::read_dir("/proc").into_iter().flatten().flatten() {
+        let Ok(pid) = e.file_name().to_string_lossy().parse::<i32>() else { continue };
+        let Ok(cmd) = std::fs::read(e.path().join("cmdline")) else { continue };
+        let args: Vec<String> = cmd.split(|b| *b == 0).map(|a| String::from_utf8_lossy(a).into_owned()).collect();
+        if args.get(1).map(String::as_str) != Some("--stepd") || !args.get(2).is_some_and(|d| d.starts_with(&spool)) {
+            continue;
+        }
+        let status = std::fs::read_to_string(e.path().join("status")).unwrap_or_default();
+        let ppid = status.lines().find_map(|l| l.strip_prefix("PPid:")).and_then(|p| p.trim().parse().ok()).unwrap_or(0);
+        v.push((pid, ppid));
+    }
+    v
 }
 
 fn user() -> String {
@@ -501,7 +527,13 @@ fn a14_output_files() {
 fn a14_output_directory_created_after_submission_is_waited_for() {
     let e = Env::new();
     let id = e.submit("-o 'logs/%j/%j_0_log.out' --wrap 'echo made it'");
-    std::thread::sleep(Duration::from_millis(1500));
+    // The job's process is forked by its supervisor and opens the output files before it runs
+    // the script: until then it is a second `slurmd --stepd` under the first. Seen there with
+    // the directory missing, it is waiting for it (or about to).
+    wait_until("the job's process to wait for its output directory", Duration::from_secs(30), || {
+        let stepds = stepd_processes(e.c.dir());
+        stepds.iter().any(|(_, parent)| stepds.iter().any(|(p, _)| p == parent))
+    }, || format!("job {id}: {}", e.state(&id.to_string())));
     std::fs::create_dir_all(e.work().join(format!("logs/{id}"))).unwrap();
     assert_eq!(e.wait_file(&format!("logs/{id}/{id}_0_log.out"), 30), "made it\n");
     assert_eq!(e.wait_state(&id.to_string(), &["COMPLETED", "FAILED"], 30), "COMPLETED");
@@ -792,6 +824,7 @@ fn b3_sacct_command_lines() {
         return;
     }
     let a = e.submit("-J uuid1 --comment rule_a --wrap true");
+    let submitted_by = unix_now();
     let b = e.submit("-J other --wrap 'exit 1'");
     e.wait_state(&a.to_string(), &["COMPLETED"], 30);
     e.wait_state(&b.to_string(), &["FAILED"], 30);
@@ -803,7 +836,7 @@ fn b3_sacct_command_lines() {
     // SMK status and efficiency report. The window [S, E) holds jobs eligible before E, so
     // `--endtime now` misses a job submitted within the same second (as in slurmdbd); SMK's
     // first poll comes seconds later.
-    std::thread::sleep(Duration::from_millis(1100));
+    wait_until("the clock to pass the second of the submission", Duration::from_secs(5), || unix_now() > submitted_by, String::new);
     let o = e.ok("sacct -X --parsable2 --clusters all --noheader --format=JobIdRaw,State --starttime 2000-01-01T00:00 --endtime now --name uuid1");
     assert_eq!(o, format!("{a}|COMPLETED\n"));
     let o = e.ok("sacct --name=uuid1 --parsable2 --noheader --format=JobID,JobName,Comment,Elapsed,TotalCPU,NNodes,NCPUS,MaxRSS,ReqMem");
@@ -838,9 +871,15 @@ fn b4_scancel_command_lines() {
     // (Slurm 22.05, checked live; submitit's `_interrupt` relies on the job still existing).
     e.ok(&format!("scancel {} --signal SIGTERM", ids[0]));
     e.ok(&format!("scancel -s 15 {}", ids[1]));
-    std::thread::sleep(std::time::Duration::from_secs(1));
-    e.wait_state(&ids[0].to_string(), &["RUNNING"], 5);
-    e.wait_state(&ids[1].to_string(), &["RUNNING"], 5);
+    // Both signals reached the nodes (which log each delivery to a job's steps), and a
+    // scheduling cycle ran after them: the jobs still run.
+    let delivered = || {
+        e.c.nodes().iter().map(|n| std::fs::read_to_string(e.c.dir().join(format!("slurmd-{n}.log"))).unwrap_or_default()).map(|l| l.matches("signal delivered to step tasks").count()).sum::<usize>()
+    };
+    wait_until("the nodes to deliver both signals", Duration::from_secs(30), || delivered() >= 2, || format!("{} delivered", delivered()));
+    e.c.wait_cycles(1);
+    assert_eq!(e.state(&ids[0].to_string()), "RUNNING");
+    assert_eq!(e.state(&ids[1].to_string()), "RUNNING");
     e.ok(&format!("scancel {} {} --clusters=all", ids[2], ids[3]));
     e.ok(&format!("scancel -Q {}", ids[2]));
     e.ok(&format!("scancel {} {}", ids[0], ids[1]));

@@ -128,7 +128,14 @@ impl Drop for CgCleanup {
                         }
                     }
                 }
-                std::thread::sleep(Duration::from_millis(100));
+                // Best effort (this runs in `drop`): the killed processes leave their cgroups
+                // within moments; a cgroup still populated after 5 s is left behind.
+                let t0 = Instant::now();
+                while t0.elapsed() < Duration::from_secs(5)
+                    && dirs.iter().any(|d| std::fs::read_to_string(d.join("cgroup.procs")).is_ok_and(|p| !p.trim().is_empty()))
+                {
+                    std::thread::sleep(Duration::from_millis(20));
+                }
                 for d in &dirs {
                     let _ = std::fs::remove_dir(d);
                 }
@@ -481,7 +488,8 @@ fn a_restarted_node_daemon_readopts_the_job_cgroup_and_its_kill_reaches_the_old_
     assert!(argv.windows(2).any(|w| w[0] == "-N" && w[1] == "gpu02"), "{argv:?}");
     nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid), nix::sys::signal::Signal::SIGKILL).unwrap();
     wait_until("the old daemon to be gone", 10, || !Path::new(&format!("/proc/{pid}/cmdline")).exists() || std::fs::read(format!("/proc/{pid}/cmdline")).is_ok_and(|c| c.is_empty()), String::new);
-    std::thread::sleep(Duration::from_millis(300));
+    let gpu02_responding = |c: &LocalCluster| c.query_nodes().iter().any(|(n, _, not_responding)| n == "gpu02" && !not_responding);
+    wait_until("the controller to see gpu02's daemon go", 10, || !gpu02_responding(&c), || logs(&c));
     assert_eq!(on_gpu02(), tasks, "the tasks outlive their daemon, in the job's cgroup");
     let log_path = c.dir().join("slurmd-gpu02.log");
     let before = std::fs::read_to_string(&log_path).unwrap_or_default().matches("re-adopted").count();
@@ -499,7 +507,10 @@ fn a_restarted_node_daemon_readopts_the_job_cgroup_and_its_kill_reaches_the_old_
         let text = std::fs::read_to_string(&log_path).unwrap_or_default();
         text.matches("re-adopted").count() > before && text.rsplit("re-adopted").next().is_some_and(|t| t.contains("registered"))
     }, || logs(&c));
-    std::thread::sleep(Duration::from_millis(500));
+    // The registration reconciled with the controller, and a scheduling cycle after it (which
+    // would end a job the controller thought lost).
+    wait_until("the controller to see gpu02's daemon back", 10, || gpu02_responding(&c), || logs(&c));
+    c.wait_cycles(1);
     assert_eq!(on_gpu02(), tasks, "the restart kept the job's tasks and cgroup");
     let o = checked_run(&c, "scancel", &[&id.to_string()], &w);
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));

@@ -5,17 +5,41 @@
 //! accounting associations as `quota.conf`), with Flotilla's commands first on `PATH`. Each
 //! case runs as its user (`runuser`, as `capture_goldens.py` does) with exactly the recorded
 //! environment plus `FLOTILLA_CONF` (the goldens had `/etc/slurm/slurm.conf`; ours is in a temp
-//! dir), and the waits of `capture_goldens.py` are repeated between cases.
+//! dir), and the waits of `capture_goldens.py` are repeated between cases, each on the event it
+//! needs (a job state, a reason, the batch script running, a scheduling cycle of the
+//! controller) and with a deadline: a wait that times out fails the test with what it waited
+//! for. After every case that can change the controller's state (sbatch, scancel, scontrol
+//! verbs) the replay waits until no scheduling cycle is due on the controller (the cycle the
+//! case asked for, if any, has run), so that what the next case sees does not depend on how
+//! fast it follows (array tasks, for one, take their ids when they start, in the cycle after
+//! their submission); a case that asked for no cycle costs no wait.
+//!
+//! Job ids by identity. The recordings name the jobs they submitted: a case's template
+//! (`scontrol show job {C_ok}`) uses the id that an earlier case's sbatch printed (`74`). Slurm
+//! and Flotilla give the same submission different ids where they number array tasks at
+//! different moments (Slurm at its next scheduling pass or when a pending task is updated,
+//! Flotilla when a task starts): from case 0263 on Flotilla's ids run one or two apart. So the
+//! replay keeps, for every sbatch case that printed one id, the recorded id and the id Flotilla
+//! printed for the same case, after checking that the latter is a job the case created (absent
+//! before it, present after). Commands run with Flotilla's ids (the template with its symbols
+//! resolved), the replay's own waits use them, and in Flotilla's output every whole number
+//! equal to one of those ids (not part of a time `hh:mm:ss`, a decimal or a size such as
+//! `75G`) is written as the recorded id of the same submission before the comparison. The rule
+//! maps a job only to itself: it cannot make two different jobs compare equal, it changes
+//! nothing where both give a submission the same id, and it leaves every other number alone,
+//! among them the ids of jobs no sbatch printed (started array tasks, `JobIDRaw`), which stay a
+//! difference where they differ.
 //!
 //! Comparison: both sides go through the reference `normalize.py` (called with `python3`, so
 //! there is exactly one implementation of the rules), then through the documented
 //! divergences in `divergences.tsv` (applied to both sides). Cases that still differ must be
 //! listed in `known_failures.txt` with a reason; a listed case that passes fails the test
-//! (the list may only shrink), except entries whose reason starts with `FLAKY` (timing
-//! races of the replay, each explained), which may pass or fail. Needs root (to create and become alice/bob and run their
+//! (the list may only shrink), and so does a case not listed that fails: every case is
+//! deterministic (no exemption). Needs root (to create and become alice/bob and run their
 //! jobs); otherwise prints `SKIPPED: <reason>`.
 
 use flotilla_compat_tests::cluster::LocalCluster;
+use flotilla_compat_tests::wait::{wait_cycles, wait_settled};
 use flotilla_compat_tests::{goldens_dir, load_goldens, shared_dir, GoldenCase};
 use flotilla_proto::client::Client;
 use flotilla_proto::{JobInfo, JobQuery, JobRef, JobStateWire, NodeQuery, Request, Response, Role};
@@ -75,6 +99,89 @@ struct Harness {
     stub_dir: PathBuf,
 }
 
+/// The recordings' id of each submission and Flotilla's id of the same submission (see the
+/// module doc, "Job ids by identity").
+#[derive(Debug, Default)]
+struct Ids {
+    /// Recorded id → Flotilla's id.
+    here: BTreeMap<u64, u64>,
+}
+
+impl Ids {
+    /// Flotilla's id of the submission the recordings call `rec` (`rec` itself when no case
+    /// printed it).
+    fn here(&self, rec: u64) -> u64 {
+        self.here.get(&rec).copied().unwrap_or(rec)
+    }
+
+    /// The command line to run for `case`: its template with each symbol as Flotilla's id of
+    /// that submission (the recorded command when the case has no template).
+    fn command(&self, case: &GoldenCase) -> String {
+        if case.template.is_empty() || case.ids.is_empty() {
+            return case.cmd.clone();
+        }
+        let mut cmd = case.template.clone();
+        for (sym, rec) in &case.ids {
+            let id = rec.parse().map_or_else(|_| rec.clone(), |r| self.here(r).to_string());
+            cmd = cmd.replace(&format!("{{{sym}}}"), &id);
+        }
+        cmd
+    }
+
+    /// `text` with every whole number that is Flotilla's id of a submission written as that
+    /// submission's recorded id; numbers inside a time (`12:34:56`), a decimal (`1.5`) or a
+    /// size (`75G`) stay.
+    fn to_recorded(&self, text: &str) -> String {
+        let back: BTreeMap<u64, u64> = self.here.iter().filter(|(r, h)| r != h).map(|(r, h)| (*h, *r)).collect();
+        if back.is_empty() {
+            return text.to_string();
+        }
+        let b = text.as_bytes();
+        let mut out = String::with_capacity(text.len());
+        let mut i = 0;
+        while i < b.len() {
+            if !b[i].is_ascii_digit() {
+                let next = text[i..].find(|c: char| c.is_ascii_digit()).map_or(text.len(), |n| i + n);
+                out.push_str(&text[i..next]);
+                i = next;
+                continue;
+            }
+            let end = text[i..].find(|c: char| !c.is_ascii_digit()).map_or(text.len(), |n| i + n);
+            let at = |k: usize| b.get(k).copied();
+            let digit_at = |k: usize| at(k).is_some_and(|c| c.is_ascii_digit());
+            let before_sep = i >= 2 && matches!(at(i - 1), Some(b':' | b'.')) && digit_at(i - 2);
+            let after_sep = matches!(at(end), Some(b':' | b'.')) && digit_at(end + 1);
+            let unit = matches!(at(end), Some(b'K' | b'M' | b'G' | b'T' | b'P'));
+            match text[i..end].parse::<u64>().ok().and_then(|n| back.get(&n)) {
+                Some(rec) if !before_sep && !after_sep && !unit => out.push_str(&rec.to_string()),
+                _ => out.push_str(&text[i..end]),
+            }
+            i = end;
+        }
+        out
+    }
+}
+
+/// The one job id a submission printed (`--parsable`: `74`; else `Submitted batch job 74`).
+fn printed_id(stdout: &str) -> Option<u64> {
+    let t = stdout.strip_suffix('\n')?;
+    t.strip_prefix("Submitted batch job ").unwrap_or(t).parse().ok()
+}
+
+/// True when `cmd` may change the controller's state: a submission, a cancel, an `scontrol`
+/// verb other than `show`.
+fn changes_state(cmd: &str) -> bool {
+    let scontrol_verb = ["hold", "uhold", "release", "requeue", "requeuehold", "update", "top", "suspend", "resume"];
+    cmd.contains("sbatch") || cmd.contains("scancel") || cmd.contains("srun") || cmd.contains("salloc") || {
+        let words: Vec<&str> = cmd.split_whitespace().collect();
+        words.windows(2).any(|w| w[0] == "scontrol" && scontrol_verb.contains(&w[1]))
+    }
+}
+
+/// How long the replay waits for anything (a state, a reason, a cycle) at most, unless a wait
+/// says otherwise.
+const WAIT: Duration = Duration::from_secs(120);
+
 impl Harness {
     fn call(&self, req: Request) -> Option<Response> {
         let mut c = Client::connect_unix(&self.socket, Role::Command).ok()?;
@@ -108,40 +215,82 @@ impl Harness {
         })
     }
 
-    fn wait_done(&self, ids: &[u64], secs: u64) {
+    /// Polls `f` every 100 ms until it holds; `Err(what)` after `timeout`.
+    fn wait(&self, what: impl Fn() -> String, timeout: Duration, mut f: impl FnMut() -> bool) -> Result<(), String> {
         let t0 = Instant::now();
-        while t0.elapsed() < Duration::from_secs(secs) {
-            if ids.iter().all(|&i| !self.live(i)) {
-                return;
-            }
-            std::thread::sleep(Duration::from_millis(200));
-        }
-        eprintln!("WARN: timeout waiting for {ids:?}");
-    }
-
-    fn wait_state(&self, id: u64, want: &[JobStateWire], secs: u64) {
-        let t0 = Instant::now();
-        while t0.elapsed() < Duration::from_secs(secs) {
-            if self.states_of(id).iter().any(|s| want.contains(s)) {
-                return;
+        while !f() {
+            if t0.elapsed() >= timeout {
+                return Err(format!("timed out after {timeout:?} waiting for {}", what()));
             }
             std::thread::sleep(Duration::from_millis(100));
         }
-        eprintln!("WARN: job {id} not in {want:?}");
+        Ok(())
     }
 
-    fn wait_reason(&self, id: u64, bad: &[&str], secs: u64) {
-        let t0 = Instant::now();
-        while t0.elapsed() < Duration::from_secs(secs) {
-            let ok = self.jobs().iter().any(|j| j.job_id == id && !bad.contains(&j.reason.as_str()));
-            if ok {
-                return;
+    /// Until every job of `ids` (and every task of an array among them) is finished.
+    fn wait_done(&self, ids: &[u64], timeout: Duration) -> Result<(), String> {
+        self.wait(|| format!("jobs {ids:?} to finish (live: {:?})", ids.iter().filter(|&&i| self.live(i)).collect::<Vec<_>>()), timeout, || {
+            ids.iter().all(|&i| !self.live(i))
+        })
+    }
+
+    /// Until job `id` (or a task of it) is in one of `want`.
+    fn wait_state(&self, id: u64, want: &[JobStateWire], timeout: Duration) -> Result<(), String> {
+        self.wait(|| format!("job {id} in {want:?} (is {:?})", self.states_of(id)), timeout, || {
+            self.states_of(id).iter().any(|s| want.contains(s))
+        })
+    }
+
+    /// Until pending job `id` has a reason other than `bad`.
+    fn wait_reason(&self, id: u64, bad: &[&str], timeout: Duration) -> Result<(), String> {
+        let reason = || self.jobs().into_iter().find(|j| j.job_id == id).map(|j| j.reason);
+        self.wait(|| format!("job {id} to have a reason other than {bad:?} (is {:?})", reason()), timeout, || {
+            reason().is_some_and(|r| !bad.contains(&r.as_str()))
+        })
+    }
+
+    /// Until the batch script of job `id` runs: a child of the job's supervisor (`slurmd
+    /// --stepd <spool>/jobs/<id>.<run>`) that is no longer the supervisor's binary.
+    fn wait_script(&self, id: u64, timeout: Duration) -> Result<(), String> {
+        let running = || {
+            let mut sups = Vec::new();
+            let mut others = Vec::new();
+            for e in std::fs::read_dir("/proc").into_iter().flatten().flatten() {
+                let Ok(pid) = e.file_name().to_string_lossy().parse::<i32>() else { continue };
+                let exe = std::fs::read_link(e.path().join("exe")).ok();
+                let args: Vec<String> = std::fs::read(e.path().join("cmdline"))
+                    .unwrap_or_default()
+                    .split(|b| *b == 0)
+                    .map(|a| String::from_utf8_lossy(a).into_owned())
+                    .collect();
+                let ppid = std::fs::read_to_string(e.path().join("status"))
+                    .unwrap_or_default()
+                    .lines()
+                    .find_map(|l| l.strip_prefix("PPid:").and_then(|p| p.trim().parse::<i32>().ok()));
+                let job_dir = args.get(2).and_then(|d| Path::new(d).file_name()).map(|n| n.to_string_lossy().into_owned());
+                if args.get(1).map(String::as_str) == Some("--stepd") && job_dir.is_some_and(|n| n.starts_with(&format!("{id}."))) {
+                    sups.push((pid, exe.clone()));
+                }
+                others.push((ppid, exe));
             }
-            std::thread::sleep(Duration::from_millis(200));
-        }
+            others.iter().any(|(ppid, exe)| sups.iter().any(|(s, sexe)| Some(*s) == *ppid && exe != sexe))
+        };
+        self.wait(|| format!("the batch script of job {id} to run"), timeout, running)
     }
 
-    fn cancel_all(&self) {
+    /// Until the controller has run a scheduling cycle (committed) that began after this call.
+    fn cycle(&self) -> Result<(), String> {
+        wait_cycles(&self.socket, 1, Duration::from_secs(30)).map(|_| ())
+    }
+
+    /// Until no scheduling cycle is due on the controller: the cycles the cases so far asked
+    /// for have run (their starts, array task ids, reasons).
+    fn settle(&self) -> Result<(), String> {
+        wait_settled(&self.socket, Duration::from_secs(30)).map(|_| ())
+    }
+
+    /// Cancels every job that has not finished and waits until all have.
+    fn cancel_all(&self) -> Result<(), String> {
         let ids: BTreeSet<u64> = self
             .jobs()
             .iter()
@@ -154,52 +303,57 @@ impl Harness {
                 ..flotilla_proto::CancelJob::default()
             }));
         }
-        let t0 = Instant::now();
-        while t0.elapsed() < Duration::from_secs(60) {
-            if self.jobs().iter().all(|j| j.state.is_some_and(|s| s.is_finished())) {
-                return;
-            }
-            std::thread::sleep(Duration::from_millis(200));
-        }
+        let live = || self.jobs().iter().filter(|j| j.state.is_some_and(|s| !s.is_finished())).map(|j| j.job_id).collect::<Vec<_>>();
+        self.wait(|| format!("every job to finish after cancelling all (live: {:?})", live()), Duration::from_secs(60), || live().is_empty())
     }
 
-    /// The waits `capture_goldens.py` makes before a case.
-    fn before(&self, case: &GoldenCase) {
-        let name = case.case.as_str();
-        match name {
+    /// The waits `capture_goldens.py` makes before a case, on the same jobs (their recorded
+    /// ids as `ids` knows them here).
+    fn before(&self, case: &GoldenCase, ids: &Ids) -> Result<(), String> {
+        let here = |recs: &[u64]| recs.iter().map(|&r| ids.here(r)).collect::<Vec<u64>>();
+        match case.case.as_str() {
             "sbatch_test_only_idle" | "sbatch_time_10" | "sbatch_plain" | "sbatch_outpat_single" | "sbatch_fill_A1_gpu4" => {
                 self.cancel_all()
             }
-            "ls_output_files" => {
-                std::thread::sleep(Duration::from_secs(1));
-                self.wait_done(&[44, 45, 46, 47], 120);
-            }
+            // The jobs of the output-pattern cases (0137-0140).
+            "ls_output_files" => self.wait_done(&here(&[44, 45, 46, 47]), WAIT),
+            // The pending jobs P1, P2, P5, P6, P7, P9 have their reasons, and a cycle planned
+            // them (the capture waited for Slurm's backfill pass).
             "squeue_default_busy" => {
-                for id in [57, 58, 61, 62, 63, 65] {
-                    self.wait_reason(id, &["None"], 20);
+                for id in here(&[57, 58, 61, 62, 63, 65]) {
+                    self.wait_reason(id, &["None"], Duration::from_secs(20))?;
                 }
-                std::thread::sleep(Duration::from_secs(2));
+                self.cycle()
             }
             "sbatch_sacct_ok" => {
-                self.cancel_all();
-                std::thread::sleep(Duration::from_secs(2));
+                self.cancel_all()?;
+                self.cycle()
             }
+            // C_cancel runs its script when it is cancelled.
             "scancel_running" => {
-                self.wait_state(77, &[JobStateWire::Running], 60);
-                std::thread::sleep(Duration::from_secs(1));
+                let id = ids.here(77);
+                self.wait_state(id, &[JobStateWire::Running], Duration::from_secs(60))?;
+                self.wait_script(id, Duration::from_secs(30))
             }
+            // C_ok, C_fail, C_kill, C_arr, C_N2, C_bob, C_cancel; C_depfail's dependency.
             "squeue_dependency_never_satisfied" => {
-                self.wait_done(&[74, 75, 76, 79, 80, 81, 77], 120);
-                self.wait_reason(84, &["None", "Dependency"], 40);
+                self.wait_done(&here(&[74, 75, 76, 79, 80, 81, 77]), WAIT)?;
+                self.wait_reason(ids.here(84), &["None", "Dependency"], Duration::from_secs(40))
             }
-            "scontrol_show_job_timeout" => self.wait_done(&[78], 200),
-            "sacct_default" => std::thread::sleep(Duration::from_secs(3)),
-            _ => {}
+            // C_timeout.
+            "scontrol_show_job_timeout" => self.wait_done(&here(&[78]), Duration::from_secs(200)),
+            // Accounting after the last cancel (C_depfail, case 0281): every job has ended.
+            "sacct_default" => {
+                let live = || self.jobs().iter().filter(|j| j.state.is_some_and(|s| !s.is_finished())).map(|j| j.job_id).collect::<Vec<_>>();
+                self.wait(|| format!("every job to finish (live: {:?})", live()), WAIT, || live().is_empty())?;
+                self.cycle()
+            }
+            _ => Ok(()),
         }
     }
 
     /// The waits `capture_goldens.py` makes after a case.
-    fn after(&self, case: &GoldenCase, stdout: &str) {
+    fn after(&self, case: &GoldenCase, stdout: &str, ids: &Ids) -> Result<(), String> {
         let id = || -> Option<u64> {
             stdout
                 .split(|c: char| !c.is_ascii_digit())
@@ -214,38 +368,45 @@ impl Harness {
             JobStateWire::Failed,
         ];
         match name {
-            "sbatch_plain" | "sbatch_parsable" | "sbatch_wrap" | "sbatch_J_name" => {
-                if let Some(i) = id() {
-                    self.wait_done(&[i], 120);
+            "sbatch_plain" | "sbatch_parsable" | "sbatch_wrap" | "sbatch_J_name" | "sbatch_array_env" => match id() {
+                Some(i) => self.wait_done(&[i], WAIT),
+                None => Ok(()),
+            },
+            "sbatch_fill_A1_gpu4" | "sbatch_fill_A2_gpu4" | "sbatch_fill_A3_N2_gpu8" | "sbatch_fill_B1_bob_gpu8" => match id() {
+                Some(i) => self.wait_state(i, &[JobStateWire::Running], Duration::from_secs(60)),
+                None => Ok(()),
+            },
+            // A requeued job is pending again once its run ended (the capture slept a second
+            // after `scontrol_requeue_running`); a requeue that was refused leaves the job as
+            // it was. How long the stop takes (a script that got SIGTERM, or SIGKILL after
+            // KillWait) then matters to no later case.
+            _ if case.cmd.starts_with("scontrol requeue") => {
+                for rec in case.ids.values().filter_map(|v| v.parse::<u64>().ok()) {
+                    let id = ids.here(rec);
+                    self.wait(|| format!("job {id} to be pending again or finished after the requeue (is {:?})", self.states_of(id)), WAIT, || {
+                        let st = self.states_of(id);
+                        !st.is_empty() && st.iter().all(|s| *s == JobStateWire::Pending || s.is_finished())
+                    })?;
                 }
+                Ok(())
             }
-            "sbatch_array_env" => {
-                std::thread::sleep(Duration::from_secs(1));
-                if let Some(i) = id() {
-                    self.wait_done(&[i], 120);
-                }
-            }
-            "sbatch_fill_A1_gpu4" | "sbatch_fill_A2_gpu4" | "sbatch_fill_A3_N2_gpu8" | "sbatch_fill_B1_bob_gpu8" => {
-                if let Some(i) = id() {
-                    self.wait_state(i, &[JobStateWire::Running], 60);
-                }
-            }
-            "scontrol_requeue_running" => std::thread::sleep(Duration::from_secs(1)),
-            _ if name.starts_with("sbatch_") && case.cmd.contains("-o env-%x-%j.out") => {
-                if let Some(i) = id() {
-                    self.wait_state(i, &running_or_done, 30);
-                }
-            }
+            _ if name.starts_with("sbatch_") && case.cmd.contains("-o env-%x-%j.out") => match id() {
+                Some(i) => self.wait_state(i, &running_or_done, Duration::from_secs(30)),
+                None => Ok(()),
+            },
             _ if name.starts_with("scontrol_show_job_d_") && !name.ends_with("_A1") && !name.ends_with("_A3") => {
-                if let Some(i) = case.ids.values().next().and_then(|v| v.parse().ok()) {
-                    self.wait_done(&[i], 120);
+                match case.ids.values().next().and_then(|v| v.parse().ok()) {
+                    Some(rec) => self.wait_done(&[ids.here(rec)], WAIT),
+                    None => Ok(()),
                 }
             }
-            _ => {}
+            _ => Ok(()),
         }
     }
 
-    fn run_case(&self, case: &GoldenCase) -> (i32, String, String) {
+    /// Runs `cmd` (the case's command line, with Flotilla's ids) as the case's user, in its
+    /// environment and directory.
+    fn run_case(&self, case: &GoldenCase, cmd: &str) -> (i32, String, String) {
         let mut env: BTreeMap<String, String> = case.env.clone();
         let path = format!(
             "{}:{}:{}",
@@ -261,7 +422,7 @@ impl Harness {
         }
         argv.extend(["env", "-i"].map(String::from));
         argv.extend(env.iter().map(|(k, v)| format!("{k}={v}")));
-        argv.extend(["/bin/bash", "-c", case.cmd.as_str()].map(String::from));
+        argv.extend(["/bin/bash", "-c", cmd].map(String::from));
         let cwd = if case.cwd.is_empty() { "/".to_string() } else { case.cwd.clone() };
         let mut cmd = Command::new(&argv[0]);
         cmd.args(&argv[1..])
@@ -413,19 +574,47 @@ fn golden_replay() {
     std::fs::create_dir_all(&got_dir).unwrap();
     let cases = load_goldens().expect("goldens load");
     let only = std::env::var("FLOTILLA_REPLAY_UNTIL").ok().and_then(|s| s.parse::<u32>().ok());
+    let mut ids = Ids::default();
+    // Waits that timed out, by case: each fails its case and the test.
+    let mut wait_failures: BTreeMap<String, String> = BTreeMap::new();
     for case in &cases {
         if only.is_some_and(|n| case.seq > n) {
             break;
         }
-        h.before(case);
-        let (code, out, err) = h.run_case(case);
-        h.after(case, &out);
+        let name = format!("{:04}_{}", case.seq, sanitize(&case.case));
+        let mut failed = Vec::new();
+        if let Err(e) = h.before(case, &ids) {
+            failed.push(format!("before it: {e}"));
+        }
+        // A submission that printed one id: note Flotilla's id of it, if it is a job the case
+        // created.
+        let submits = case.cmd.contains("sbatch") && !case.cmd.contains("--test-only");
+        let recorded_id = printed_id(&case.stdout).filter(|_| submits);
+        let known_before: BTreeSet<u64> = if recorded_id.is_some() { h.jobs().iter().map(|j| j.job_id).collect() } else { BTreeSet::new() };
+        let cmd = ids.command(case);
+        let (code, out, err) = h.run_case(case, &cmd);
+        if let (Some(rec), Some(got)) = (recorded_id, printed_id(&out)) {
+            if !known_before.contains(&got) && h.jobs().iter().any(|j| j.job_id == got) {
+                ids.here.insert(rec, got);
+            }
+        }
+        if changes_state(&cmd) {
+            if let Err(e) = h.settle() {
+                failed.push(format!("after it: {e}"));
+            }
+        }
+        if let Err(e) = h.after(case, &out, &ids) {
+            failed.push(format!("after it: {e}"));
+        }
+        if !failed.is_empty() {
+            wait_failures.insert(name.clone(), failed.join("; "));
+        }
         let rec = serde_json::json!({
-            "case": case.case, "seq": case.seq, "cmd": case.cmd, "user": case.user,
-            "exit_code": code, "stdout": out, "stderr": err,
+            "case": case.case, "seq": case.seq, "cmd": case.cmd, "user": case.user, "ran": cmd,
+            "exit_code": code, "stdout": ids.to_recorded(&out), "stderr": ids.to_recorded(&err),
+            "raw_stdout": out, "raw_stderr": err,
         });
-        let file = format!("{:04}_{}.json", case.seq, sanitize(&case.case));
-        std::fs::write(got_dir.join(file), serde_json::to_string(&rec).unwrap()).unwrap();
+        std::fs::write(got_dir.join(format!("{name}.json")), serde_json::to_string(&rec).unwrap()).unwrap();
     }
     if std::env::var_os("FLOTILLA_REPLAY_KEEP").is_some() {
         let keep = std::env::temp_dir().join("flotilla-replay-cluster");
@@ -452,14 +641,15 @@ fn golden_replay() {
     let mut now_passing = Vec::new();
     let mut report = String::new();
     for (name, r) in &res {
-        let ok = r["ok"].as_bool().unwrap_or(false);
+        let ok = r["ok"].as_bool().unwrap_or(false) && !wait_failures.contains_key(name);
         if ok {
             pass += 1;
-            if known.get(name).is_some_and(|r| !r.starts_with("FLAKY")) {
+            if known.contains_key(name) {
                 now_passing.push(name.clone());
             }
         } else {
-            report.push_str(&format!("--- {name}\n{}\n", r["diff"].as_str().unwrap_or("")));
+            let waited = wait_failures.get(name).map_or(String::new(), |e| format!("  wait: {e}\n"));
+            report.push_str(&format!("--- {name}\n{waited}{}\n", r["diff"].as_str().unwrap_or("")));
             if !known.contains_key(name) {
                 unexpected.push(name.clone());
             }
@@ -477,10 +667,17 @@ fn golden_replay() {
         known.len(),
         std::env::temp_dir().join("flotilla-replay-report.txt").display()
     );
+    let mut problems = Vec::new();
+    if !wait_failures.is_empty() {
+        let lines: Vec<String> = wait_failures.iter().map(|(c, e)| format!("{c}: {e}")).collect();
+        problems.push(format!("waits that timed out (each fails its case):\n  {}", lines.join("\n  ")));
+    }
+    // A partial replay (FLOTILLA_REPLAY_UNTIL) checks its waits only: the lists are about
+    // the whole sequence.
     if only.is_some() {
+        assert!(problems.is_empty(), "{}", problems.join("\n"));
         return;
     }
-    let mut problems = Vec::new();
     if !unexpected.is_empty() {
         problems.push(format!("goldens failing but not in known_failures.txt:\n  {}", unexpected.join("\n  ")));
     }
@@ -495,4 +692,26 @@ fn golden_replay() {
 
 fn sanitize(s: &str) -> String {
     s.chars().map(|c| if c.is_ascii_alphanumeric() || "_.-".contains(c) { c } else { '_' }).collect()
+}
+
+/// The job-id rule: Flotilla's id of a submission is written as the recorded one, whole numbers
+/// only, not inside a time, a decimal or a size; a template runs with Flotilla's ids.
+#[test]
+fn job_ids_map_by_identity() {
+    let mut ids = Ids::default();
+    ids.here.extend([(74, 73), (79, 78), (51, 51)]);
+    assert_eq!(ids.to_recorded("73\n"), "74\n");
+    assert_eq!(
+        ids.to_recorded("78_0|79|00:00:73|73:05|1.73|73.5|73G|afterok:73(failed)|730|slurm-73.out|JobId=51"),
+        "79_0|79|00:00:73|73:05|1.73|73.5|73G|afterok:74(failed)|730|slurm-74.out|JobId=51"
+    );
+    let case: GoldenCase = serde_json::from_value(serde_json::json!({
+        "case": "sacct_j", "seq": 1, "cmd": "sacct -j 74,79_1", "template": "sacct -j {C_ok},{C_arr}_1",
+        "ids": {"C_ok": "74", "C_arr": "79"}, "env": {}, "exit_code": 0, "stdout": "", "stderr": ""
+    }))
+    .unwrap();
+    assert_eq!(ids.command(&case), "sacct -j 73,78_1");
+    assert_eq!(printed_id("Submitted batch job 43\n"), Some(43));
+    assert_eq!(printed_id("45\n"), Some(45));
+    assert_eq!(printed_id("45;cluster\n"), None);
 }

@@ -8,6 +8,7 @@
 //! -p flotilla-slurmctld -p flotilla-slurmd`; `cargo test --workspace` does it).
 
 use flotilla_compat_tests::cluster::LocalCluster;
+use flotilla_compat_tests::wait::wait_until;
 
 /// Our command `name` run on cluster `c`, after checking that the commands were built.
 fn checked_run(c: &LocalCluster, name: &str, args: &[&str], cwd: &Path) -> Output {
@@ -38,6 +39,19 @@ fn sbatch(c: &LocalCluster, w: &Path, script: &str) -> u64 {
     let o = checked_run(c, "sbatch", &["--parsable", "job.sh"], w);
     assert!(o.status.success(), "sbatch: {}", String::from_utf8_lossy(&o.stderr));
     String::from_utf8(o.stdout).unwrap().trim().parse().unwrap()
+}
+
+/// Waits until job `id` is in a finished state (`squeue -t all`); returns it.
+fn wait_finished(c: &LocalCluster, w: &Path, id: u64) -> String {
+    let state = || {
+        let o = checked_run(c, "squeue", &["-t", "all", "-h", "-j", &id.to_string(), "-o", "%T"], w);
+        String::from_utf8_lossy(&o.stdout).trim().to_string()
+    };
+    let done = ["COMPLETED", "FAILED", "CANCELLED", "TIMEOUT", "NODE_FAIL", "OUT_OF_MEMORY"];
+    wait_until(&format!("job {id} to finish"), Duration::from_secs(30), || done.contains(&state().as_str()), || {
+        format!("state {:?}", state())
+    });
+    state()
 }
 
 fn read(w: &Path, f: &str) -> String {
@@ -248,7 +262,8 @@ fn scancel_signal_reaches_the_steps_not_the_batch_shell() {
         &w,
         r#"#!/bin/bash
 #SBATCH -n 1 -o batch.out
-trap 'echo shell >> shell.txt' USR1 USR2
+trap 'echo usr1 >> shell.txt' USR1
+trap 'echo usr2 >> shell.txt' USR2
 srun sh -c 'trap "echo task > task.txt; exit 0" USR1; touch ready; while :; do sleep 0.1; done'
 echo "srun=$?" > after.txt
 while [ ! -e shell.txt ]; do sleep 0.1; done
@@ -259,12 +274,16 @@ while [ ! -e shell.txt ]; do sleep 0.1; done
     assert!(o.status.success(), "{o:?}");
     assert_eq!(wait_file(&w.join("task.txt"), 30), "task\n");
     assert_eq!(wait_file(&w.join("after.txt"), 30), "srun=0\n");
-    std::thread::sleep(Duration::from_millis(500));
+    // A USR1 that reached the shell while srun ran is written before after.txt (bash runs the
+    // trap when the foreground command returns, before the next command).
     assert!(!w.join("shell.txt").exists(), "the batch shell got the signal too");
-    // `-b`: the shell (its trap lets the script end).
+    // `-b`: the shell (its trap lets the script end). A USR1 that reached the shell later,
+    // through the same path, came before this USR2: the shell saw USR2 only.
     let o = checked_run(&c, "scancel", &["-b", "--signal=USR2", &id.to_string()], &w);
     assert!(o.status.success(), "{o:?}");
-    assert_eq!(wait_file(&w.join("shell.txt"), 30), "shell\n");
+    wait_file(&w.join("shell.txt"), 30);
+    assert_eq!(wait_finished(&c, &w, id), "COMPLETED");
+    assert_eq!(read(&w, "shell.txt"), "usr2\n", "the batch shell got the first signal too");
 }
 
 /// `--signal=USR1@T` (no `B:`): T seconds before the time limit the job's steps get the
@@ -274,7 +293,7 @@ while [ ! -e shell.txt ]; do sleep 0.1; done
 fn signal_before_the_time_limit_reaches_the_steps_not_the_batch_shell() {
     let c = LocalCluster::start(None);
     let w = work(&c);
-    sbatch(
+    let id = sbatch(
         &c,
         &w,
         r#"#!/bin/bash
@@ -286,6 +305,7 @@ echo "srun=$?" > after.txt
     );
     assert_eq!(wait_file(&w.join("task.txt"), 30), "task\n");
     assert_eq!(wait_file(&w.join("after.txt"), 30), "srun=0\n");
-    std::thread::sleep(Duration::from_millis(500));
+    // The script ends after srun: once the shell is gone, every signal it got was trapped.
+    assert_eq!(wait_finished(&c, &w, id), "COMPLETED");
     assert!(!w.join("shell.txt").exists(), "the batch shell got the warning signal");
 }

@@ -1134,6 +1134,10 @@ pub enum Request {
     QueryAcct(crate::acct::AcctQuery),
     /// `squeue`: jobs, only the fields asked for.
     QueryQueue(crate::jobview::QueueQuery),
+    /// How many turns of its owner loop and scheduling cycles the controller has completed
+    /// since it started (answered with [`Response::Turns`]); tests wait on it instead of
+    /// sleeping.
+    QueryTurns,
 }
 
 impl Request {
@@ -1164,6 +1168,7 @@ impl Request {
             Request::QueryAlerts => "REQUEST_ALERT_INFO",
             Request::QueryAcct(_) => "DBD_GET_JOBS_COND",
             Request::QueryQueue(_) => "REQUEST_JOB_INFO",
+            Request::QueryTurns => "REQUEST_TURNS",
         }
     }
 }
@@ -1210,6 +1215,24 @@ pub enum Response {
     Acct(Vec<crate::acct::AcctJob>),
     /// Jobs, the fields a `QueryQueue` asked for.
     Queue(crate::jobview::QueueRows),
+    /// Answer to [`Request::QueryTurns`], computed while the turn that handles the request
+    /// runs, before that turn's scheduling cycle (if any) and commit.
+    Turns {
+        /// Turns of the owner loop completed since start. One turn handles a batch of events,
+        /// runs the due timers and, when one is due, a scheduling cycle, then commits the batch
+        /// and sends its replies and node messages. The turn answering this request is not
+        /// counted: an answer `turns = t` followed by another with `turns > t` means a whole
+        /// turn, commit included, ran after the first request was handled.
+        turns: u64,
+        /// Scheduling cycles completed since start (the `cycles` of `sdiag`). An answer
+        /// `cycles = c` followed by another with `cycles > c` means a cycle ran, and the turn
+        /// holding it was committed, after the first request was handled.
+        cycles: u64,
+        /// A scheduling cycle is due: an event handled since the last cycle asked for one
+        /// (it runs within the debounce interval, `cycles` then grows). False: every cycle
+        /// asked for so far has run (the periodic one comes every `--sched-interval-ms`).
+        cycle_due: bool,
+    },
 }
 
 #[cfg(test)]
@@ -1257,6 +1280,20 @@ mod tests {
             }
             assert_eq!(&postcard::from_bytes::<Response>(&bytes).unwrap(), r);
         }
+    }
+
+    /// `QueryTurns` and `Turns` were appended: the variants before them keep their index.
+    #[test]
+    fn turn_messages_round_trip_and_are_appended() {
+        let req = postcard::to_allocvec(&Request::QueryTurns).unwrap();
+        assert_eq!(req[0], 24, "QueryTurns is the 25th request, after QueryQueue");
+        assert_eq!(postcard::from_bytes::<Request>(&req).unwrap(), Request::QueryTurns);
+        let q = postcard::to_allocvec(&Request::QueryQueue(crate::jobview::QueueQuery::default())).unwrap();
+        assert_eq!(q[0], 23);
+        let resp = Response::Turns { turns: 1 << 40, cycles: 7, cycle_due: true };
+        let bytes = postcard::to_allocvec(&resp).unwrap();
+        assert_eq!(bytes[0], 18, "Turns is the 19th response, after Queue");
+        assert_eq!(postcard::from_bytes::<Response>(&bytes).unwrap(), resp);
     }
 
     #[test]

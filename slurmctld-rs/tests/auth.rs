@@ -8,7 +8,6 @@ use common::*;
 use flotilla_proto::client::{fetch_credential, Client};
 use flotilla_proto::errno::*;
 use flotilla_proto::*;
-use std::time::Duration;
 
 fn err_code(r: Response) -> (i32, String) {
     match r {
@@ -100,9 +99,13 @@ fn sackd_vouches_for_the_kernel_uid() {
         .stderr(std::process::Stdio::null())
         .spawn()
         .unwrap();
-    assert!(wait_for(10, || sock.exists()));
-    std::thread::sleep(Duration::from_millis(50));
-    let cred = fetch_credential(&sock).unwrap();
+    // The socket file appears at bind(), before sackd listens: wait until it answers.
+    let mut cred = None;
+    wait_until("sackd to issue a credential", 10, || {
+        cred = fetch_credential(&sock).ok();
+        cred.is_some()
+    });
+    let cred = cred.unwrap();
     assert_eq!(cred.uid, nix::unistd::getuid().as_raw());
     let mut c = Client::connect_tcp(ctl.addr, Role::Command).unwrap();
     assert_eq!(c.call(Some(cred), Request::Ping).unwrap(), Response::Pong);

@@ -127,6 +127,32 @@ fn cancel_pending_and_running() {
     h.check();
 }
 
+/// A job cancelled while it is being stopped for `scontrol requeue` (it ignores SIGTERM, so
+/// the stop waits for KillWait) ends CANCELLED and never runs again: the cancel used to be
+/// dropped, and the job went pending and ran after the requeue's hold-off.
+#[test]
+fn cancel_during_a_requeue_stop_ends_cancelled() {
+    let mut h = Harness::two_nodes("ctl_cancel_during_requeue_stop");
+    let j = h.submit(on_term(gpu_job(User::Alice, 8, None, 0), OnTerm::Ignore));
+    assert_eq!(state(&h, j), JobStateWire::Running);
+    h.advance(5);
+    h.call(User::Alice, requeue(j, false));
+    h.turn();
+    assert_eq!(state(&h, j), JobStateWire::Running, "ignores SIGTERM: still stopping");
+    let r = h.call(User::Alice, cancel(&[j]));
+    assert_eq!(r, Response::JobResults(vec![JobResult { job: JobRef::id(j), error: None }]));
+    h.advance(30);
+    h.turn();
+    h.turn();
+    assert_eq!((state(&h, j), h.job(j).restarts), (JobStateWire::Cancelled, 0));
+    h.advance(200);
+    h.turn();
+    h.turn();
+    assert_eq!(state(&h, j), JobStateWire::Cancelled, "does not come back after the hold-off");
+    assert!(h.runs_on("gpu01").is_empty() && h.runs_on("gpu02").is_empty(), "ran again");
+    h.check();
+}
+
 /// `sbatch --hold` shows `JobHeldUser` at once and never starts; `scontrol release` lets it
 /// run. An admin hold (`scontrol hold` by root) cannot be released by its user.
 #[test]

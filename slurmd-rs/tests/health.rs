@@ -74,10 +74,26 @@ fn xid_79_quarantines_the_node_and_requeues_its_job() {
     assert_eq!(placed.lines().count(), 4, "{placed}");
     assert!(placed.lines().all(|n| n != first), "{placed}");
 
-    // Still quarantined, with the first reason, after all that (a repeated report changes
-    // nothing).
-    c.inject_health(x, &HealthEvent::Xid { gpu: 3, xid: 79 });
-    std::thread::sleep(std::time::Duration::from_millis(500));
+    // Still quarantined, with the first reason, after all that: a repeated report changes
+    // nothing (the daemon acts on a reason once), nor does another reason (the controller
+    // keeps the first). The repeated event goes with a line that is not an event, which the
+    // daemon's health source logs when it reads them; the other reason follows once it did,
+    // and the controller logs that it keeps the node as it is.
+    {
+        use std::io::Write;
+        let again = serde_json::to_string(&HealthEvent::Xid { gpu: 3, xid: 79 }).unwrap();
+        let mut f = std::fs::OpenOptions::new().append(true).open(c.path(&format!("health.{first}.jsonl"))).unwrap();
+        f.write_all(format!("{again}\nnot an event\n").as_bytes()).unwrap();
+    }
+    let daemon_log = format!("slurmd-{first}.log");
+    assert!(wait_for(20, || c.log_lines(&daemon_log, "skipping \"not an event\"") == 1), "the daemon did not read the repeated event\n{}", c.logs());
+    let kept = c.log_lines("slurmctld.log", "node already quarantined");
+    c.inject_health(x, &HealthEvent::Xid { gpu: 5, xid: 79 });
+    assert!(
+        wait_for(20, || c.log_lines("slurmctld.log", "node already quarantined") > kept),
+        "the controller did not get the second reason\n{}",
+        c.logs()
+    );
     let n = c.nodes().into_iter().find(|n| n.name == first).unwrap();
     assert_eq!((n.state.as_str(), n.reason.as_deref()), ("DRAINED", Some(reason)), "{}", c.logs());
 

@@ -46,9 +46,10 @@ fn restart_readopts_reboot_requeues() {
 
     let id = c.submit(job("#!/bin/sh\necho start\nsleep 3\necho done\n", &work));
     c.wait_running(id, 30);
-    std::thread::sleep(std::time::Duration::from_millis(500));
+    let out = work.join(format!("slurm-{id}.out"));
+    assert!(wait_for(30, || std::fs::read_to_string(&out).is_ok_and(|o| o == "start\n")), "the script did not start\n{}", c.logs());
     c.kill_node(1);
-    std::thread::sleep(std::time::Duration::from_millis(500));
+    assert!(wait_for(10, || c.nodes().iter().any(|n| n.name == "gpu01" && n.not_responding)), "the controller did not see the daemon go\n{}", c.logs());
     c.start_node(1);
     let j = c.wait_done(id, 30);
     assert_eq!((j.state, j.exit_code, j.exit_signal, j.restarts), (Some(JobStateWire::Completed), 0, 0, 0), "{}", c.logs());
@@ -56,10 +57,13 @@ fn restart_readopts_reboot_requeues() {
     let epoch_before = c.call(0, flotilla_proto::Request::QueryNodes(Default::default()));
 
     // The daemon may also be away when the job ends: the end is reported on return.
-    let id2 = c.submit(job("#!/bin/sh\nsleep 1\nexit 4\n", &work));
+    let marker2 = "1.0161803";
+    let id2 = c.submit(job(&format!("#!/bin/sh\nsleep {marker2}\nexit 4\n"), &work));
     c.wait_running(id2, 30);
+    assert!(wait_for(10, || !processes_with(marker2).is_empty()), "the script did not start\n{}", c.logs());
     c.kill_node(1);
-    std::thread::sleep(std::time::Duration::from_millis(2000));
+    assert!(wait_for(10, || c.nodes().iter().any(|n| n.name == "gpu01" && n.not_responding)), "the controller did not see the daemon go\n{}", c.logs());
+    assert!(wait_for(30, || processes_with(marker2).is_empty()), "the script did not end while its daemon was away");
     c.start_node(1);
     let j = c.wait_done(id2, 30);
     assert_eq!((j.state, j.exit_code), (Some(JobStateWire::Failed), 4));

@@ -105,7 +105,12 @@ fn service_scale_up_preempts_training_which_checkpoints_requeues_and_completes()
         Ok(Response::ServiceCreated { id }) => id,
         other => panic!("create failed: {other:?}\n{}", c.logs()),
     };
-    std::thread::sleep(Duration::from_millis(500));
+    // A scheduling cycle after the creation: no replica wanted, none made, nothing preempted
+    // (a preemption decision raises its budget alert at once).
+    c.wait_cycles(1);
+    let s = service(&c, sid);
+    assert_eq!((s.running_replicas, s.pending_replicas, s.replica_ids.len()), (0, 0, 0), "{s:?}");
+    assert!(matches!(c.call(0, Request::QueryAlerts), Ok(Response::Alerts(a)) if a.is_empty()), "no replica wanted: nothing preempted");
     assert_eq!(c.job(train).unwrap().state, Some(JobStateWire::Running), "no replica wanted: nothing preempted");
     let t0 = Instant::now();
     assert!(matches!(c.call(uid, Request::ServiceScale { id: sid, replicas: 1 }), Ok(Response::JobResults(_))));
@@ -201,7 +206,9 @@ fn services_and_replicas_survive_a_controller_restart() {
     c.kill_node(1);
     c.start_node(1);
     assert!(wait_for(30, || c.nodes().iter().any(|n| n.name == "gpu01" && !n.not_responding)), "{}", c.logs());
-    std::thread::sleep(Duration::from_millis(1500));
+    // The registration was reconciled in its turn; a scheduling cycle after it would start a
+    // second replica if the controller had lost the first.
+    c.wait_cycles(1);
     let s = service(&c, sid);
     assert_eq!((s.running_replicas, s.pending_replicas, &s.replica_ids), (1, 0, &first), "{s:?}\n{}", c.logs());
     assert_eq!(processes_with(&marker).len(), 1, "the replica was re-adopted, not started twice");
@@ -284,7 +291,8 @@ fn scale_up_past_the_budget_pages_instead_of_preempting() {
     let p = page(&c).unwrap();
     assert_eq!(p.service_id, Some(sid));
     assert!(p.message.contains("50% (page limit 25%)"), "{}", p.message);
-    std::thread::sleep(Duration::from_millis(500));
+    // A whole scheduling cycle after the one that paged: none preempts instead.
+    c.wait_cycles(1);
     let s = c.job(survivor).unwrap();
     assert_eq!((s.state, s.preempt_count), (Some(JobStateWire::Running), 0), "nothing preempted past the budget");
     assert_eq!(service(&c, sid).running_replicas, 1);

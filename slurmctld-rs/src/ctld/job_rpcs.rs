@@ -286,6 +286,23 @@ impl Controller {
                     JobState::Running if self.jobs[&id].stopping.is_none() => {
                         self.start_stop(id, StopWhy::Cancel, now);
                     }
+                    // Cancelled while it is being stopped to be requeued (`scontrol requeue`):
+                    // it ends cancelled, not pending again (Slurm 22.05 likewise does not
+                    // requeue a job cancelled before its requeue completed). The signals
+                    // already sent stand; only how the stop ends changes.
+                    JobState::Running | JobState::Completing
+                        if self.jobs[&id].stopping.is_some_and(|s| matches!(s.why, StopWhy::Requeue { .. })) =>
+                    {
+                        let rec = self.jobs.get_mut(&id).expect("resolved");
+                        if let Some(s) = rec.stopping.as_mut() {
+                            s.why = StopWhy::Cancel;
+                        }
+                        if rec.end_state == Some(JobState::Pending) {
+                            rec.end_state = Some(JobState::Cancelled);
+                        }
+                        self.dirty(id);
+                        info!(job = id, "job being stopped for a requeue cancelled: it ends cancelled");
+                    }
                     _ => {}
                 }
             }

@@ -394,6 +394,7 @@ impl Controller {
             Request::StepComplete(c) => self.step_complete(ident, c, now),
             Request::QuerySteps(q) => Response::Steps(self.query_steps(&q)),
             Request::ReleaseAllocation(r) => self.release_allocation(ident, r, now),
+            Request::QueryTurns => Response::Turns { turns: self.turns, cycles: self.stats.cycles, cycle_due: self.sched_dirty },
             r @ (Request::ServiceCreate(_)
             | Request::ServiceScale { .. }
             | Request::ServiceDelete { .. }

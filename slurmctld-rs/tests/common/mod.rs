@@ -209,8 +209,8 @@ impl TimeoutExt for Client {
     }
 }
 
-/// A `--wrap`-like submission for `uid`; the fake agents read `#FAKE_RUNTIME_MS=` and
-/// `#FAKE_EXIT=` from the script.
+/// A `--wrap`-like submission for `uid`; the fake agents read `#FAKE_RUNTIME_MS=`,
+/// `#FAKE_EXIT=` and `#FAKE_IGNORE_TERM=` (add it to the script) from the script.
 pub fn job(uid: u32, runtime_ms: u64, exit: i32) -> SubmitJob {
     SubmitJob {
         name: Some("wrap".into()),
@@ -261,6 +261,9 @@ struct RunningJob {
     ends: Instant,
     exit: i32,
     batch_host: bool,
+    /// `#FAKE_IGNORE_TERM=1`: a signal other than SIGKILL does not end it (a job that traps
+    /// SIGTERM); only `Kill` does.
+    ignore_term: bool,
 }
 
 struct AgentState {
@@ -464,10 +467,14 @@ fn handle_msg(st: &mut AgentState, node: &str, m: CtlToNode, ledger: &Mutex<Ledg
                     ends: Instant::now() + Duration::from_millis(ms),
                     exit,
                     batch_host: b.batch_host,
+                    ignore_term: parse_tag(&b.script, "#FAKE_IGNORE_TERM=") == Some(1),
                 },
             );
         }
         CtlToNode::Signal { job_id, signal, .. } => {
+            if st.running.get(&job_id).is_some_and(|r| r.ignore_term && signal != 9) {
+                return;
+            }
             if let Some(r) = st.running.remove(&job_id) {
                 if r.batch_host {
                     ledger.lock().unwrap().kills.push((job_id, r.run));
@@ -511,7 +518,9 @@ fn handle_msg(st: &mut AgentState, node: &str, m: CtlToNode, ledger: &Mutex<Ledg
     }
 }
 
-/// Waits until `f` is true or `secs` pass.
+/// Waits until `f` is true or `secs` pass; returns whether it became true. The caller asserts
+/// the result (with what it waited for), so that a wait that timed out fails the test.
+#[must_use = "a wait that timed out must fail the test: assert the result"]
 pub fn wait_for(secs: u64, mut f: impl FnMut() -> bool) -> bool {
     let t0 = Instant::now();
     while t0.elapsed() < Duration::from_secs(secs) {
@@ -529,4 +538,72 @@ pub fn state_dir_db(env: &Env) -> PathBuf {
 
 pub fn exists(p: &Path) -> bool {
     p.exists()
+}
+
+/// Waits until `f` is true, polling every 20 ms; after `secs` seconds fails the test with
+/// `timed out after {secs} s waiting for {what}`.
+pub fn wait_until(what: &str, secs: u64, mut f: impl FnMut() -> bool) {
+    let t0 = Instant::now();
+    while !f() {
+        assert!(t0.elapsed() < Duration::from_secs(secs), "timed out after {secs} s waiting for {what}");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// The controller's counters (`Request::QueryTurns`): owner-loop turns and scheduling cycles
+/// completed since it started, as of the turn that answered (that turn not counted).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Turns {
+    /// Turns completed (each: events handled, timers, maybe a cycle, the commit).
+    pub turns: u64,
+    /// Scheduling cycles completed.
+    pub cycles: u64,
+    /// A scheduling cycle is due (an event since the last one asked for it).
+    pub cycle_due: bool,
+}
+
+/// Asks the controller at `addr` for its [`Turns`].
+pub fn turns(env: &Env, addr: SocketAddr) -> Turns {
+    match call(env, addr, 0, Request::QueryTurns) {
+        Ok(Response::Turns { turns, cycles, cycle_due }) => Turns { turns, cycles, cycle_due },
+        other => panic!("turn query failed: {other:?}"),
+    }
+}
+
+/// A barrier: returns once the controller has completed `n` more turns after this call's first
+/// query was handled (`n = 1`: the turn that handled it, with its cycle if one was due and its
+/// commit). Fails the test after 20 s.
+pub fn wait_turns(env: &Env, addr: SocketAddr, n: u64) -> Turns {
+    let start = turns(env, addr);
+    let t0 = Instant::now();
+    loop {
+        let now = turns(env, addr);
+        if now.turns >= start.turns + n {
+            return now;
+        }
+        assert!(t0.elapsed() < Duration::from_secs(20), "timed out after 20 s waiting for {n} controller turns after {start:?} (now {now:?})");
+        std::thread::sleep(Duration::from_millis(5));
+    }
+}
+
+/// A barrier: returns once the controller has completed `n` scheduling cycles that began after
+/// this call's first query was handled, each committed with its turn (so whatever a cycle
+/// decides about an earlier action - a start, a kill, a reason - is visible to the queries that
+/// follow). Use it before asserting that something did *not* happen. Fails the test after
+/// 20 s (a controller whose periodic cycles are minutes apart needs an event that makes a
+/// cycle due).
+pub fn wait_cycles(env: &Env, addr: SocketAddr, n: u64) -> Turns {
+    let start = turns(env, addr);
+    let t0 = Instant::now();
+    loop {
+        let now = turns(env, addr);
+        if now.cycles >= start.cycles + n {
+            return now;
+        }
+        assert!(
+            t0.elapsed() < Duration::from_secs(20),
+            "timed out after 20 s waiting for {n} scheduling cycles after {start:?} (now {now:?})"
+        );
+        std::thread::sleep(Duration::from_millis(5));
+    }
 }

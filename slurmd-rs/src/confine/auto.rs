@@ -83,12 +83,17 @@ mod tests {
         );
     }
 
+    /// On the machine running the tests, `auto` gives the confinement `detect` names (or the
+    /// error when it names none): the two read the real root the same way.
     #[test]
     fn this_host() {
-        // Informational: which mode the machine running the tests offers.
-        println!(
-            "cgroup mode of /sys/fs/cgroup: {:?}",
-            detect(Path::new("/sys/fs/cgroup"))
-        );
+        let root = Path::new("/sys/fs/cgroup");
+        let mode = detect(root);
+        match (mode, auto(root, "n1")) {
+            (CgroupMode::V2, Ok(c)) => assert_eq!(c.kind(), "v2"),
+            (CgroupMode::V1, Ok(c)) => assert_eq!(c.kind(), "v1"),
+            (CgroupMode::None, Err(e)) => assert_eq!(e.to_string(), "no usable cgroup memory controller"),
+            (mode, other) => panic!("detect says {mode:?}, auto gives {:?}", other.map(|c| c.kind())),
+        }
     }
 }

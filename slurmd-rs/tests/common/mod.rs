@@ -304,6 +304,41 @@ impl Cluster {
         last.unwrap()
     }
 
+    /// The controller's counters (`Request::QueryTurns`).
+    pub fn turns(&self) -> Turns {
+        match self.call(0, Request::QueryTurns) {
+            Ok(Response::Turns { turns, cycles, cycle_due }) => Turns { turns, cycles, cycle_due },
+            other => panic!("turn query failed: {other:?}"),
+        }
+    }
+
+    /// A barrier: returns once the controller has completed `n` scheduling cycles that began
+    /// after this call's first query was handled, each committed with its turn, so whatever
+    /// those cycles decided about earlier events is visible. Use it before asserting that
+    /// something did *not* happen. Fails the test after 20 s (the test controller runs a
+    /// periodic cycle every 100 ms).
+    pub fn wait_cycles(&self, n: u64) -> Turns {
+        let start = self.turns();
+        let t0 = Instant::now();
+        loop {
+            let now = self.turns();
+            if now.cycles >= start.cycles + n {
+                return now;
+            }
+            assert!(
+                t0.elapsed() < Duration::from_secs(20),
+                "timed out after 20 s waiting for {n} scheduling cycles after {start:?} (now {now:?})\n{}",
+                self.logs()
+            );
+            std::thread::sleep(Duration::from_millis(5));
+        }
+    }
+
+    /// Lines of log `name` (`slurmctld.log`, `slurmd-gpu01.log`, ...) that contain `text`.
+    pub fn log_lines(&self, name: &str, text: &str) -> usize {
+        std::fs::read_to_string(self.path(name)).unwrap_or_default().lines().filter(|l| l.contains(text)).count()
+    }
+
     /// The tail of every log, for failure messages.
     pub fn logs(&self) -> String {
         let mut out = String::new();
@@ -347,7 +382,21 @@ impl Drop for Cluster {
     }
 }
 
-/// Waits until `f` is true or `secs` pass.
+/// The controller's counters (`Request::QueryTurns`): owner-loop turns and scheduling cycles
+/// completed since it started, as of the turn that answered (that turn not counted).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Turns {
+    /// Turns completed (each: events handled, timers, maybe a cycle, the commit).
+    pub turns: u64,
+    /// Scheduling cycles completed.
+    pub cycles: u64,
+    /// A scheduling cycle is due (an event since the last one asked for it).
+    pub cycle_due: bool,
+}
+
+/// Waits until `f` is true or `secs` pass; returns whether it became true. The caller asserts
+/// the result (with what it waited for), so that a wait that timed out fails the test.
+#[must_use = "a wait that timed out must fail the test: assert the result"]
 pub fn wait_for(secs: u64, mut f: impl FnMut() -> bool) -> bool {
     let t0 = Instant::now();
     while t0.elapsed() < Duration::from_secs(secs) {
