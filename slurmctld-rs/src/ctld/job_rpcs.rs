@@ -287,9 +287,9 @@ impl Controller {
                         self.start_stop(id, StopWhy::Cancel, now);
                     }
                     // Cancelled while it is being stopped to be requeued (`scontrol requeue`):
-                    // it ends cancelled, not pending again (Slurm 22.05 likewise does not
-                    // requeue a job cancelled before its requeue completed). The signals
-                    // already sent stand; only how the stop ends changes.
+                    // it ends cancelled, not pending again: a cancel is never lost. (Slurm
+                    // 22.05's end state for this race is not checked against the reference
+                    // yet.) The signals already sent stand; only how the stop ends changes.
                     JobState::Running | JobState::Completing
                         if self.jobs[&id].stopping.is_some_and(|s| matches!(s.why, StopWhy::Requeue { .. })) =>
                     {
