@@ -30,23 +30,42 @@ use tracing::{info, warn};
 /// Process groups of running tasks, by (job id, step id).
 type Groups = BTreeMap<(u64, u32), Vec<i32>>;
 
-/// Process groups of the running tasks of every step on this node, by (job, step), and the
-/// node's job cgroups.
+/// Most steps of one job that may run on this node at once: 512. A step beyond it is refused
+/// (logged; its `srun` sees no node connect and gives up). Slurm bounds a job's steps with
+/// `MaxStepCount` (40000 in all, counted by the controller); a node bounds those it runs at
+/// once, so that one job cannot exhaust the daemon's threads (each step runs at least two).
+pub const MAX_RUNNING_STEPS_PER_JOB: usize = 512;
+
+/// How long a write to `srun` (output, exit statuses) or a connect to it may block: 10 s
+/// (Slurm's `MessageTimeout` default). An `srun` that does not read for that long is taken
+/// for gone, as one whose connection closed: its tasks are killed.
+pub const SRUN_IO_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// Process groups of the running tasks of every step on this node, by (job, step), the
+/// node's job cgroups, and how many steps of each job run here.
+///
+/// A task's process group stays in the registry exactly while its leader is not reaped (it
+/// is removed, under the registry's lock, before the leader is), so a signal never reaches a
+/// process group whose id the kernel may have handed to someone else.
 #[derive(Debug, Clone, Default)]
-pub struct StepRegistry(Arc<Mutex<Groups>>, Arc<NodeCgroups>);
+pub struct StepRegistry(Arc<Mutex<Groups>>, Arc<NodeCgroups>, Arc<Mutex<BTreeMap<u64, usize>>>);
 
 impl StepRegistry {
     /// A registry whose steps are confined by `cgroups`.
     pub fn with_cgroups(cgroups: Arc<NodeCgroups>) -> StepRegistry {
-        StepRegistry(Arc::default(), cgroups)
+        StepRegistry(Arc::default(), cgroups, Arc::default())
     }
 
     fn add(&self, key: (u64, u32), pgid: i32) {
         self.0.lock().expect("registry lock").entry(key).or_default().push(pgid);
     }
 
-    fn remove_task(&self, key: (u64, u32), pgid: i32) {
+    /// The task led by `pgid` has exited and its leader is a zombie, not yet reaped (so the
+    /// group id is still this task's): kills what is left in its group and forgets it. The
+    /// caller reaps the leader afterwards.
+    fn task_ended(&self, key: (u64, u32), pgid: i32) {
         let mut m = self.0.lock().expect("registry lock");
+        signal_group(pgid, libc::SIGKILL);
         if let Some(v) = m.get_mut(&key) {
             v.retain(|&p| p != pgid);
             if v.is_empty() {
@@ -57,27 +76,55 @@ impl StepRegistry {
 
     /// Sends `signal` to every task of every step of `job_id` on this node (`scancel`, the
     /// job's stop and kill): to every process of the steps' cgroups when confined, else to
-    /// every task's process group. Returns how many step cgroups or task groups it reached.
+    /// every task's process group whose leader is not yet reaped. Returns how many step
+    /// cgroups or task groups it reached.
     pub fn signal_job(&self, job_id: u64, signal: i32) -> usize {
         if self.1.confined() {
             return self.1.signal_steps(job_id, signal);
         }
-        let groups: Vec<i32> = self
-            .0
-            .lock()
-            .expect("registry lock")
-            .range((job_id, 0)..=(job_id, u32::MAX))
-            .flat_map(|(_, v)| v.iter().copied())
-            .collect();
-        for &g in &groups {
+        let m = self.0.lock().expect("registry lock");
+        let mut n = 0;
+        for g in m.range((job_id, 0)..=(job_id, u32::MAX)).flat_map(|(_, v)| v.iter()) {
+            signal_group(*g, signal);
+            n += 1;
+        }
+        n
+    }
+
+    /// Sends `signal` to the process group of every task of step `key` whose leader is not
+    /// yet reaped (the unconfined step's signals from `srun`).
+    fn signal_step(&self, key: (u64, u32), signal: i32) {
+        let m = self.0.lock().expect("registry lock");
+        for &g in m.get(&key).into_iter().flatten() {
             signal_group(g, signal);
         }
-        groups.len()
     }
 
     /// Steps with running tasks here.
     pub fn steps(&self) -> Vec<(u64, u32)> {
         self.0.lock().expect("registry lock").keys().copied().collect()
+    }
+
+    /// Counts a step of `job_id` as running; `false` (nothing counted) when
+    /// [`MAX_RUNNING_STEPS_PER_JOB`] already run.
+    fn step_started(&self, job_id: u64) -> bool {
+        let mut m = self.2.lock().expect("registry lock");
+        let n = m.entry(job_id).or_default();
+        if *n >= MAX_RUNNING_STEPS_PER_JOB {
+            return false;
+        }
+        *n += 1;
+        true
+    }
+
+    fn step_ended(&self, job_id: u64) {
+        let mut m = self.2.lock().expect("registry lock");
+        if let Some(n) = m.get_mut(&job_id) {
+            *n = n.saturating_sub(1);
+            if *n == 0 {
+                m.remove(&job_id);
+            }
+        }
     }
 }
 
@@ -222,11 +269,31 @@ pub fn expand_pattern(p: &str, msg: &LaunchStep, task: u32, host: &str) -> Strin
     pattern::expand(&pre, &vars)
 }
 
-type Sink = Arc<Mutex<TcpStream>>;
+/// The connection to `srun`, shared by the threads that write to it. A write that fails or
+/// blocks past [`SRUN_IO_TIMEOUT`] marks it dead and shuts it down (the reader then sees the
+/// end and kills the step's tasks); later writes are dropped at once.
+struct SrunLink {
+    stream: Mutex<TcpStream>,
+    dead: std::sync::atomic::AtomicBool,
+}
+
+type Sink = Arc<SrunLink>;
 
 fn send(sink: &Sink, m: &StepIo) -> bool {
-    let mut s = sink.lock().expect("sink lock");
-    write_msg(&mut *s, m).is_ok()
+    use std::sync::atomic::Ordering;
+    if sink.dead.load(Ordering::Relaxed) {
+        return false;
+    }
+    let mut s = sink.stream.lock().expect("sink lock");
+    if sink.dead.load(Ordering::Relaxed) {
+        return false;
+    }
+    if write_msg(&mut *s, m).is_ok() {
+        return true;
+    }
+    sink.dead.store(true, Ordering::Relaxed);
+    let _ = s.shutdown(std::net::Shutdown::Both);
+    false
 }
 
 fn pump(mut r: impl Read, sink: Sink, task: u32, stderr: bool) {
@@ -247,37 +314,173 @@ fn pump(mut r: impl Read, sink: Sink, task: u32, stderr: bool) {
 fn connect(addr: &str) -> std::io::Result<TcpStream> {
     let mut last = std::io::Error::new(std::io::ErrorKind::NotFound, format!("{addr} resolves to nothing"));
     for a in addr.to_socket_addrs()? {
-        match TcpStream::connect_timeout(&a, Duration::from_secs(10)) {
-            Ok(s) => return Ok(s),
+        match TcpStream::connect_timeout(&a, SRUN_IO_TIMEOUT) {
+            Ok(s) => {
+                s.set_write_timeout(Some(SRUN_IO_TIMEOUT))?;
+                return Ok(s);
+            }
             Err(e) => last = e,
         }
     }
     Err(last)
 }
 
-fn open_out(path: &str, opened: &mut BTreeMap<String, std::fs::File>) -> std::io::Result<std::fs::File> {
-    if let Some(f) = opened.get(path) {
-        return f.try_clone();
+/// Which part of a task's start failed in its child (the byte the child writes on the status
+/// pipe before it gives up), so that the error is reported with Slurm's words.
+const STAGE_STDOUT: u8 = b'o';
+const STAGE_STDERR: u8 = b'e';
+
+/// One output file of a task, opened in the task's child as the user.
+#[derive(Debug)]
+struct OutFile {
+    path: std::ffi::CString,
+    flags: libc::c_int,
+}
+
+impl OutFile {
+    /// `truncate`: the first opener of the file on this node (and not `--open-mode=append`).
+    /// Every opener appends, so that the tasks sharing one file never overwrite each other.
+    fn new(path: &str, truncate: bool) -> OutFile {
+        let mut flags = libc::O_WRONLY | libc::O_CREAT | libc::O_APPEND | libc::O_NOCTTY | libc::O_NONBLOCK | libc::O_CLOEXEC;
+        if truncate {
+            flags |= libc::O_TRUNC;
+        }
+        OutFile {
+            path: std::ffi::CString::new(path.replace('\0', "")).expect("NULs removed"),
+            flags,
+        }
     }
-    let f = std::fs::OpenOptions::new().create(true).write(true).truncate(true).open(path)?;
-    opened.insert(path.to_string(), f.try_clone()?);
-    Ok(f)
+
+    /// In the child, as the user: opens the file and puts it on each of `targets` (1, 2).
+    /// Async-signal-safe (system calls on data prepared before the fork).
+    #[allow(unsafe_code)]
+    fn open_onto(&self, targets: &[libc::c_int]) -> std::io::Result<()> {
+        // SAFETY: open(2) of a NUL-terminated path owned by `self`.
+        let fd = unsafe { libc::open(self.path.as_ptr(), self.flags, 0o666 as libc::c_uint) };
+        if fd < 0 {
+            return Err(std::io::Error::last_os_error());
+        }
+        // SAFETY: fcntl(2) and dup2(2) on the descriptor just opened; close(2) of it after.
+        unsafe {
+            // O_NONBLOCK was for the open only (a FIFO must not hang the launch).
+            let fl = libc::fcntl(fd, libc::F_GETFL);
+            if fl >= 0 {
+                libc::fcntl(fd, libc::F_SETFL, fl & !libc::O_NONBLOCK);
+            }
+            for &t in targets {
+                if libc::dup2(fd, t) < 0 {
+                    let e = std::io::Error::last_os_error();
+                    libc::close(fd);
+                    return Err(e);
+                }
+            }
+            libc::close(fd);
+        }
+        Ok(())
+    }
+}
+
+/// What a task's child does after it became the user ([`TaskJoin::in_child`]) and before it
+/// execs: sets the job's umask (`SLURM_UMASK`), opens its output files as the user (never as
+/// root: a user's path is the user's to open), and changes to the working directory, or to
+/// `/tmp` with slurmstepd's message when it cannot.
+#[derive(Debug)]
+struct TaskIo {
+    umask: libc::mode_t,
+    stdout: Option<OutFile>,
+    stderr: Option<OutFile>,
+    /// Standard error goes to the stdout file (`-o` without `-e`).
+    err_to_out: bool,
+    dir: std::ffi::CString,
+    /// `couldn't chdir to ...` messages by errno (ENOENT, EACCES, ENOTDIR, other).
+    chdir_msgs: [Vec<u8>; 4],
+    status: libc::c_int,
+}
+
+impl TaskIo {
+    #[allow(unsafe_code)]
+    fn in_child(&self) -> std::io::Result<()> {
+        let report = |stage: u8, e: std::io::Error| {
+            // SAFETY: write(2) of one byte to the status pipe this child inherited.
+            unsafe { libc::write(self.status, (&stage as *const u8).cast(), 1) };
+            Err(e)
+        };
+        // SAFETY: umask(2) cannot fail.
+        unsafe { libc::umask(self.umask) };
+        if let Some(o) = &self.stdout {
+            let targets: &[libc::c_int] = if self.err_to_out { &[1, 2] } else { &[1] };
+            if let Err(e) = o.open_onto(targets) {
+                return report(STAGE_STDOUT, e);
+            }
+        }
+        if let Some(o) = &self.stderr {
+            if let Err(e) = o.open_onto(&[2]) {
+                return report(STAGE_STDERR, e);
+            }
+        }
+        // SAFETY: chdir(2) of NUL-terminated paths; write(2) of a buffer owned by `self`.
+        unsafe {
+            if libc::chdir(self.dir.as_ptr()) != 0 {
+                let errno = std::io::Error::last_os_error().raw_os_error().unwrap_or(0);
+                let m = &self.chdir_msgs[match errno {
+                    libc::ENOENT => 0,
+                    libc::EACCES => 1,
+                    libc::ENOTDIR => 2,
+                    _ => 3,
+                }];
+                libc::write(2, m.as_ptr().cast(), m.len());
+                libc::chdir(c"/tmp".as_ptr());
+            }
+        }
+        Ok(())
+    }
+}
+
+/// The umask of a step's tasks: `SLURM_UMASK` of `srun`'s environment (octal), else 022, as
+/// slurmstepd sets it.
+fn task_umask(env: &[(String, String)]) -> libc::mode_t {
+    env.iter()
+        .find(|(k, _)| k == "SLURM_UMASK")
+        .and_then(|(_, v)| libc::mode_t::from_str_radix(v, 8).ok())
+        .map_or(0o022, |m| m & 0o777)
+}
+
+/// `--open-mode=append` (`SLURM_OPEN_MODE` of `srun`'s environment).
+fn open_append(env: &[(String, String)]) -> bool {
+    env.iter()
+        .find(|(k, _)| k == "SLURM_OPEN_MODE")
+        .is_some_and(|(_, v)| v.starts_with(['a', 'A']))
 }
 
 /// Starts this node's tasks of the step in `msg` (returns at once; threads do the rest).
 /// `host` is the node's short host name (`%N`). Failures to reach `srun` are logged and the
 /// tasks are not started; failures to start a task are reported to `srun` as Slurm does
 /// (`slurmstepd: error: execve(): PROG: ...` on the task's stderr, exit code 2).
-pub fn launch(msg: LaunchStep, facts: NodeFacts, host: String, registry: StepRegistry) {
+///
+/// Errors (nothing started): [`MAX_RUNNING_STEPS_PER_JOB`] steps of the job run here
+/// already, or no thread could be started.
+pub fn launch(msg: LaunchStep, facts: NodeFacts, host: String, registry: StepRegistry) -> std::io::Result<()> {
     let key = (msg.layout.job_id, msg.layout.step_id);
-    std::thread::Builder::new()
-        .name(format!("step-{}.{}", key.0, key.1))
-        .spawn(move || {
-            if let Err(e) = run_step(&msg, &facts, &host, &registry) {
-                warn!(job = key.0, step = key.1, "step launch failed: {e}");
-            }
-        })
-        .expect("spawn a step thread");
+    if !registry.step_started(key.0) {
+        return Err(std::io::Error::other(format!(
+            "job {} runs {MAX_RUNNING_STEPS_PER_JOB} steps on this node already: step {} refused",
+            key.0, key.1
+        )));
+    }
+    let reg = registry.clone();
+    let r = std::thread::Builder::new().name(format!("step-{}.{}", key.0, key.1)).spawn(move || {
+        if let Err(e) = run_step(&msg, &facts, &host, &reg) {
+            warn!(job = key.0, step = key.1, "step launch failed: {e}");
+        }
+        reg.step_ended(key.0);
+    });
+    match r {
+        Ok(_) => Ok(()),
+        Err(e) => {
+            registry.step_ended(key.0);
+            Err(std::io::Error::other(format!("cannot start a thread for step {}.{}: {e}", key.0, key.1)))
+        }
+    }
 }
 
 struct Task {
@@ -287,13 +490,28 @@ struct Task {
     readers: Vec<std::thread::JoinHandle<()>>,
 }
 
+/// Waits until `pid` (a child) has exited, without reaping it: the zombie keeps its pid, and
+/// so its process group id, from being handed out again.
+fn wait_exited(pid: i32) {
+    use nix::sys::wait::{waitid, Id, WaitPidFlag};
+    loop {
+        match waitid(Id::Pid(nix::unistd::Pid::from_raw(pid)), WaitPidFlag::WEXITED | WaitPidFlag::WNOWAIT) {
+            Err(nix::errno::Errno::EINTR) => continue,
+            _ => return,
+        }
+    }
+}
+
 fn run_step(msg: &LaunchStep, facts: &NodeFacts, host: &str, registry: &StepRegistry) -> std::io::Result<()> {
     let key = (msg.layout.job_id, msg.layout.step_id);
     let user = crate::env::UserInfo::of_uid(msg.uid, &msg.user);
     let stream = connect(&msg.srun_addr)?;
     let _ = stream.set_nodelay(true);
     let mut reader = stream.try_clone()?;
-    let sink: Sink = Arc::new(Mutex::new(stream));
+    let sink: Sink = Arc::new(SrunLink {
+        stream: Mutex::new(stream),
+        dead: Default::default(),
+    });
     let hello = StepIo::Hello {
         job_id: key.0,
         step_id: key.1,
@@ -305,6 +523,9 @@ fn run_step(msg: &LaunchStep, facts: &NodeFacts, host: &str, registry: &StepRegi
     }
     let me = nix::unistd::getuid();
     let here = msg.layout.tasks.get(msg.node_index as usize).cloned().unwrap_or_default();
+    let shut = |sink: &Sink| {
+        let _ = sink.stream.lock().expect("sink lock").shutdown(std::net::Shutdown::Write);
+    };
     // The step's cgroup, joined by each task before it execs: no task starts unconfined.
     let cgroup: Option<StepCgroup> = match registry.1.step(key.0, key.1) {
         Ok(c) => c,
@@ -314,15 +535,19 @@ fn run_step(msg: &LaunchStep, facts: &NodeFacts, host: &str, registry: &StepRegi
                 let _ = send(&sink, &StepIo::Stderr { task: id, data: text.into_bytes() });
                 let _ = send(&sink, &StepIo::TaskExit { task: id, exit_code: 2, signal: 0 });
             }
-            let _ = sink.lock().expect("sink lock").shutdown(std::net::Shutdown::Write);
+            shut(&sink);
             return Err(std::io::Error::other(format!("step cgroup: {e}")));
         }
     };
     let groups = crate::env::groups_of(&user.name, msg.gid);
     let mut tasks: Vec<Task> = Vec::new();
     let mut stdins: Vec<ChildStdin> = Vec::new();
-    let mut opened: BTreeMap<String, std::fs::File> = BTreeMap::new();
-    let work_dir = if std::path::Path::new(&msg.work_dir).is_dir() { msg.work_dir.as_str() } else { "/tmp" };
+    // Output files already opened (so truncated) on this node by an earlier task.
+    let mut opened: std::collections::BTreeSet<String> = std::collections::BTreeSet::new();
+    let append = open_append(&msg.environment);
+    let umask = task_umask(&msg.environment);
+    let chdir_msgs = ["No such file or directory", "Permission denied", "Not a directory", "Input/output error"]
+        .map(|why| format!("slurmstepd: error: couldn't chdir to `{}': {why}: going to /tmp instead\n", msg.work_dir).into_bytes());
     for (local, &id) in here.iter().enumerate() {
         let fail = |text: String| {
             let _ = send(&sink, &StepIo::Stderr { task: id, data: format!("slurmstepd: error: {text}\n").into_bytes() });
@@ -342,91 +567,86 @@ fn run_step(msg: &LaunchStep, facts: &NodeFacts, host: &str, registry: &StepRegi
             .envs(task_env(msg, facts, &user, local))
             .process_group(0)
             .stdin(Stdio::piped());
-        // The child joins the step's cgroup (when confined), then becomes the user with her
-        // supplementary groups and changes directory ([`TaskJoin`]), all before it execs: no
-        // task starts unconfined, and a task reads what the user's groups may read (as the
-        // batch script does; `Command::uid` would drop every supplementary group).
-        if cgroup.is_none() && !me.is_root() {
-            cmd.current_dir(work_dir);
-        } else {
-            let join = match TaskJoin::new(cgroup.as_ref(), me.is_root().then_some((msg.uid, msg.gid)), &groups, work_dir) {
-                Ok(j) => j,
-                Err(e) => {
-                    fail(format!("step cgroup: {e}"));
-                    continue;
-                }
-            };
-            // SAFETY: the closure only calls `TaskJoin::in_child`, which is
-            // async-signal-safe (system calls on data prepared before the fork).
-            #[allow(unsafe_code)]
-            unsafe {
-                cmd.pre_exec(move || join.in_child());
-            }
-        }
         let out_path = msg.stdout.as_deref().map(|p| resolve(&expand_pattern(p, msg, id, host), &msg.work_dir));
         let err_path = msg.stderr.as_deref().map(|p| resolve(&expand_pattern(p, msg, id, host), &msg.work_dir));
-        let mut pipe_out = true;
-        let mut pipe_err = true;
-        match &out_path {
-            Some(p) => match open_out(p, &mut opened) {
-                Ok(f) => {
-                    pipe_out = false;
-                    if err_path.is_none() {
-                        cmd.stderr(f.try_clone()?);
-                        pipe_err = false;
-                    }
-                    cmd.stdout(f);
-                }
-                Err(e) => {
-                    fail(format!("Could not open stdout file {p}: {e}"));
-                    continue;
-                }
-            },
-            None => {
-                cmd.stdout(Stdio::piped());
+        let mut out_file = |p: &Option<String>| {
+            p.as_deref().map(|p| {
+                let first = opened.insert(p.to_string());
+                OutFile::new(p, first && !append)
+            })
+        };
+        let stdout = out_file(&out_path);
+        let stderr = out_file(&err_path);
+        let (pipe_out, pipe_err) = (stdout.is_none(), stderr.is_none() && stdout.is_none());
+        cmd.stdout(if pipe_out { Stdio::piped() } else { Stdio::null() });
+        cmd.stderr(if pipe_err { Stdio::piped() } else { Stdio::null() });
+        let (status_r, status_w) = nix::unistd::pipe2(nix::fcntl::OFlag::O_CLOEXEC)?;
+        let io = TaskIo {
+            umask,
+            err_to_out: stderr.is_none(),
+            stdout,
+            stderr,
+            dir: std::ffi::CString::new(msg.work_dir.replace('\0', "")).expect("NULs removed"),
+            chdir_msgs: chdir_msgs.clone(),
+            status: std::os::fd::AsRawFd::as_raw_fd(&status_w),
+        };
+        // The child joins the step's cgroup (when confined), then becomes the user with her
+        // supplementary groups ([`TaskJoin`]), then opens her output files and changes
+        // directory as the user ([`TaskIo`]), all before it execs: no task starts unconfined,
+        // a task reads what the user's groups may read (as the batch script does;
+        // `Command::uid` would drop every supplementary group), and no path the user names
+        // is opened by root.
+        let join = match TaskJoin::new(cgroup.as_ref(), me.is_root().then_some((msg.uid, msg.gid)), &groups, "/") {
+            Ok(j) => j,
+            Err(e) => {
+                fail(format!("step cgroup: {e}"));
+                continue;
             }
+        };
+        // SAFETY: the closure only calls `TaskJoin::in_child` and `TaskIo::in_child`, which
+        // are async-signal-safe (system calls on data prepared before the fork).
+        #[allow(unsafe_code)]
+        unsafe {
+            cmd.pre_exec(move || {
+                join.in_child()?;
+                io.in_child()
+            });
         }
-        match &err_path {
-            Some(p) => match open_out(p, &mut opened) {
-                Ok(f) => {
-                    pipe_err = false;
-                    cmd.stderr(f);
-                }
-                Err(e) => {
-                    fail(format!("Could not open stderr file {p}: {e}"));
-                    continue;
-                }
-            },
-            None if pipe_err => {
-                cmd.stderr(Stdio::piped());
-            }
-            None => {}
-        }
-        let mut child = match cmd.spawn() {
+        let spawned = cmd.spawn();
+        drop(status_w);
+        let mut child = match spawned {
             Ok(c) => c,
             Err(e) => {
-                let why = match e.kind() {
-                    std::io::ErrorKind::NotFound => "No such file or directory".to_string(),
-                    std::io::ErrorKind::PermissionDenied => "Permission denied".to_string(),
-                    _ => e.to_string(),
+                let mut stage = [0u8; 1];
+                let stage = match std::fs::File::from(status_r).read(&mut stage) {
+                    Ok(1) => stage[0],
+                    _ => 0,
                 };
-                fail(format!("execve(): {prog}: {why}"));
+                let why = e.raw_os_error().map_or_else(|| e.to_string(), |n| nix::errno::Errno::from_raw(n).desc().to_string());
+                match stage {
+                    STAGE_STDOUT => fail(format!("Could not open stdout file {}: {why}", out_path.as_deref().unwrap_or_default())),
+                    STAGE_STDERR => fail(format!("Could not open stderr file {}: {why}", err_path.as_deref().unwrap_or_default())),
+                    _ => fail(format!("execve(): {prog}: {why}")),
+                }
                 continue;
             }
         };
         let pgid = child.id() as i32;
         registry.add(key, pgid);
         let mut readers = Vec::new();
-        if pipe_out {
-            if let Some(o) = child.stdout.take() {
-                let s = sink.clone();
-                readers.push(std::thread::spawn(move || pump(o, s, id, false)));
-            }
+        let mut pipes: Vec<(Box<dyn Read + Send>, bool)> = Vec::new();
+        if let Some(o) = child.stdout.take() {
+            pipes.push((Box::new(o), false));
         }
-        if pipe_err {
-            if let Some(e) = child.stderr.take() {
-                let s = sink.clone();
-                readers.push(std::thread::spawn(move || pump(e, s, id, true)));
+        if let Some(e) = child.stderr.take() {
+            pipes.push((Box::new(e), true));
+        }
+        for (r, is_err) in pipes {
+            let s = sink.clone();
+            match std::thread::Builder::new().name(format!("step-{}.{}-io", key.0, key.1)).spawn(move || pump(r, s, id, is_err)) {
+                Ok(h) => readers.push(h),
+                // The pipe's end is dropped: the task's writes fail (SIGPIPE), never block.
+                Err(e) => warn!(job = key.0, step = key.1, task = id, "cannot start an output thread: {e}"),
             }
         }
         if let Some(i) = child.stdin.take() {
@@ -434,24 +654,20 @@ fn run_step(msg: &LaunchStep, facts: &NodeFacts, host: &str, registry: &StepRegi
         }
         tasks.push(Task { id, child, pgid, readers });
     }
-    drop(opened);
     info!(job = key.0, step = key.1, tasks = tasks.len(), "step tasks started");
     // srun → tasks: signals and standard input; srun gone: kill the tasks.
-    let pgids: Vec<i32> = tasks.iter().map(|t| t.pgid).collect();
     {
         let cgroup = cgroup.clone();
-        // Every process of the step when confined, else every task's process group.
+        let registry = registry.clone();
+        // Every process of the step when confined, else every live task's process group.
         let signal_step = move |sig: i32| match &cgroup {
             Some(cg) => {
                 let _ = cg.cgroup.signal_all(sig);
             }
-            None => {
-                for &g in &pgids {
-                    signal_group(g, sig);
-                }
-            }
+            None => registry.signal_step(key, sig),
         };
-        std::thread::spawn(move || {
+        let kill_step = signal_step.clone();
+        let r = std::thread::Builder::new().name(format!("step-{}.{}-srun", key.0, key.1)).spawn(move || {
             let mut stdins = Some(stdins);
             loop {
                 match read_msg::<_, SrunIo>(&mut reader) {
@@ -469,15 +685,21 @@ fn run_step(msg: &LaunchStep, facts: &NodeFacts, host: &str, registry: &StepRegi
                 }
             }
         });
+        if let Err(e) = r {
+            // Nobody would hear srun (its signals, its end): the step cannot run.
+            warn!(job = key.0, step = key.1, "cannot start the thread reading srun: {e}: killing the step");
+            kill_step(libc::SIGKILL);
+        }
     }
     for mut t in tasks {
-        let status = t.child.wait();
+        wait_exited(t.pgid);
+        // Whatever the task left in its group goes with it, while the group is still its;
+        // what it wrote stays readable in its pipes.
+        registry.task_ended(key, t.pgid);
         for r in t.readers.drain(..) {
             let _ = r.join();
         }
-        // Whatever the task left in its group goes with it.
-        signal_group(t.pgid, libc::SIGKILL);
-        registry.remove_task(key, t.pgid);
+        let status = t.child.wait();
         let (exit_code, signal) = match status {
             Ok(s) => match (s.code(), s.signal()) {
                 (Some(c), _) => (c, 0),
@@ -493,7 +715,7 @@ fn run_step(msg: &LaunchStep, facts: &NodeFacts, host: &str, registry: &StepRegi
         registry.1.end_step(key.0, key.1);
     }
     info!(job = key.0, step = key.1, "step tasks ended");
-    let _ = sink.lock().expect("sink lock").shutdown(std::net::Shutdown::Write);
+    shut(&sink);
     Ok(())
 }
 

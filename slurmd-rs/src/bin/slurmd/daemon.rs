@@ -476,7 +476,10 @@ impl Daemon {
                 CtlToNode::LaunchStep(m) => {
                     if self.jobs.keys().any(|&(j, _)| j == m.layout.job_id) {
                         info!(job = m.layout.job_id, step = m.layout.step_id, "launching step tasks");
-                        step_launch::launch(*m, self.facts.clone(), self.host.clone(), self.steps.clone());
+                        let (job, step) = (m.layout.job_id, m.layout.step_id);
+                        if let Err(e) = step_launch::launch(*m, self.facts.clone(), self.host.clone(), self.steps.clone()) {
+                            error!(job, step, "step not launched: {e}");
+                        }
                     } else {
                         warn!(job = m.layout.job_id, step = m.layout.step_id, "step of a job not bound here: ignored");
                     }
