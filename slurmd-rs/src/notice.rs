@@ -11,8 +11,6 @@
 //! as the commands print it.
 
 use flotilla_proto::StopCause;
-use std::io::Write;
-use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
 use std::path::Path;
 
 /// The notice line (with its newline) for job `job_id` stopped on `node` at `at` (seconds
@@ -30,27 +28,99 @@ pub fn stop_notice(node: &str, multiple_slurmd: bool, job_id: u64, at: i64, caus
     )
 }
 
-/// Appends `text` to the job's output file `path`, which must already exist as a regular file
-/// owned by `uid` (the job opened it as its user). Never follows a symbolic link and never
-/// creates a file, so that a job cannot make a root-run supervisor write elsewhere.
+/// Who appends the notice: the job's user, as which a root supervisor writes it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Writer {
+    /// Uid.
+    pub uid: u32,
+    /// Primary gid.
+    pub gid: u32,
+    /// Supplementary groups (empty: `gid` alone).
+    pub groups: Vec<u32>,
+}
+
+/// Appends `text` to the job's output file `path` as `writer` (`None`: as this process, which
+/// is not root): a child process becomes the user (supplementary groups, gid, uid) and opens
+/// the file itself, so the user's path is resolved with the user's rights only, whatever she
+/// swapped its directories for. The file must exist (it is never created) and be a regular
+/// file; a FIFO or a device is refused without blocking (`O_NONBLOCK`, then checked).
 ///
-/// Errors: the file is missing, a link, not a regular file, or owned by someone else
-/// (`PermissionDenied`), or the write fails.
-pub fn append_to_job_file(path: &Path, uid: u32, text: &str) -> std::io::Result<()> {
-    // O_NONBLOCK: opening a FIFO the job put there would otherwise block (a root supervisor
-    // stuck until someone reads); the type check below then refuses it.
-    let mut f = std::fs::OpenOptions::new()
-        .append(true)
-        .custom_flags((nix::fcntl::OFlag::O_NOFOLLOW | nix::fcntl::OFlag::O_NONBLOCK).bits())
-        .open(path)?;
-    let m = f.metadata()?;
-    if !m.file_type().is_file() || m.uid() != uid {
-        return Err(std::io::Error::new(
-            std::io::ErrorKind::PermissionDenied,
-            format!("{} is not a regular file of uid {uid}", path.display()),
-        ));
+/// The child does only async-signal-safe system calls on data prepared before the fork, so
+/// this is safe in a multi-threaded process too.
+///
+/// Errors: the file is missing, not reachable or writable by the user, not a regular file
+/// (`PermissionDenied`), the write fails, or no child could be started.
+#[allow(unsafe_code)]
+pub fn append_as_user(path: &Path, writer: Option<&Writer>, text: &str) -> std::io::Result<()> {
+    use std::os::unix::ffi::OsStrExt;
+    let cpath = std::ffi::CString::new(path.as_os_str().as_bytes().to_vec())
+        .map_err(|_| std::io::Error::new(std::io::ErrorKind::InvalidInput, "a NUL in the path"))?;
+    let groups: Vec<libc::gid_t> = match writer {
+        Some(w) if w.groups.is_empty() => vec![w.gid],
+        Some(w) => w.groups.clone(),
+        None => Vec::new(),
+    };
+    let bytes = text.as_bytes();
+    // Exit codes of the child: 0 written, an errno otherwise, 255 when not a regular file.
+    const NOT_A_FILE: i32 = 255;
+    // SAFETY: fork(2); the child runs system calls only (on `cpath`, `groups`, `bytes`,
+    // prepared above) and leaves with `_exit`, as is safe after a fork in any process.
+    let pid = unsafe { libc::fork() };
+    if pid < 0 {
+        return Err(std::io::Error::last_os_error());
     }
-    f.write_all(text.as_bytes())
+    if pid == 0 {
+        // SAFETY: see above; this is the child.
+        unsafe {
+            let errno = || *libc::__errno_location();
+            if let Some(w) = writer {
+                if libc::setgroups(groups.len(), groups.as_ptr()) != 0 || libc::setgid(w.gid) != 0 || libc::setuid(w.uid) != 0 {
+                    libc::_exit(errno());
+                }
+            }
+            let fd = libc::open(cpath.as_ptr(), libc::O_WRONLY | libc::O_APPEND | libc::O_NOCTTY | libc::O_NONBLOCK);
+            if fd < 0 {
+                libc::_exit(errno());
+            }
+            let mut st: libc::stat = std::mem::zeroed();
+            if libc::fstat(fd, &mut st) != 0 {
+                libc::_exit(errno());
+            }
+            if st.st_mode & libc::S_IFMT != libc::S_IFREG {
+                libc::_exit(NOT_A_FILE);
+            }
+            let fl = libc::fcntl(fd, libc::F_GETFL);
+            libc::fcntl(fd, libc::F_SETFL, fl & !libc::O_NONBLOCK);
+            let mut off = 0;
+            while off < bytes.len() {
+                let n = libc::write(fd, bytes[off..].as_ptr().cast(), bytes.len() - off);
+                if n < 0 {
+                    if errno() == libc::EINTR {
+                        continue;
+                    }
+                    libc::_exit(errno());
+                }
+                off += n as usize;
+            }
+            libc::_exit(0);
+        }
+    }
+    let status = loop {
+        match nix::sys::wait::waitpid(nix::unistd::Pid::from_raw(pid), None) {
+            Err(nix::errno::Errno::EINTR) => continue,
+            Err(e) => return Err(e.into()),
+            Ok(s) => break s,
+        }
+    };
+    match status {
+        nix::sys::wait::WaitStatus::Exited(_, 0) => Ok(()),
+        nix::sys::wait::WaitStatus::Exited(_, NOT_A_FILE) => Err(std::io::Error::new(
+            std::io::ErrorKind::PermissionDenied,
+            format!("{} is not a regular file", path.display()),
+        )),
+        nix::sys::wait::WaitStatus::Exited(_, n) => Err(std::io::Error::from_raw_os_error(n)),
+        other => Err(std::io::Error::other(format!("the notice writer ended with {other:?}"))),
+    }
 }
 
 #[cfg(test)]
@@ -63,10 +133,9 @@ mod tests {
         let d = tempfile::tempdir().unwrap();
         let p = d.path().join("slurm-1.out");
         nix::unistd::mkfifo(&p, nix::sys::stat::Mode::from_bits_truncate(0o644)).unwrap();
-        let me = nix::unistd::getuid().as_raw();
         let (tx, rx) = std::sync::mpsc::channel();
         let q = p.clone();
-        std::thread::spawn(move || tx.send(append_to_job_file(&q, me, "x").is_err()).unwrap());
+        std::thread::spawn(move || tx.send(append_as_user(&q, None, "x").is_err()).unwrap());
         assert_eq!(rx.recv_timeout(std::time::Duration::from_secs(5)), Ok(true), "refused, without blocking");
     }
 
@@ -87,24 +156,35 @@ mod tests {
     }
 
     #[test]
-    fn appends_only_to_an_existing_file_of_the_user() {
+    fn appends_only_to_an_existing_regular_file() {
         let d = tempfile::tempdir().unwrap();
-        let me = nix::unistd::getuid().as_raw();
         let f = d.path().join("slurm-1.out");
         std::fs::write(&f, "before\n").unwrap();
-        append_to_job_file(&f, me, "notice\n").unwrap();
-        assert_eq!(std::fs::read_to_string(&f).unwrap(), "before\nnotice\n");
-        // Someone else's file: refused, untouched.
-        let e = append_to_job_file(&f, me + 1, "x\n").unwrap_err();
-        assert_eq!(e.kind(), std::io::ErrorKind::PermissionDenied);
+        append_as_user(&f, None, "notice\n").unwrap();
         assert_eq!(std::fs::read_to_string(&f).unwrap(), "before\nnotice\n");
         // Missing: not created.
-        assert!(append_to_job_file(&d.path().join("nope"), me, "x\n").is_err());
+        let e = append_as_user(&d.path().join("nope"), None, "x\n").unwrap_err();
+        assert_eq!(e.kind(), std::io::ErrorKind::NotFound);
         assert!(!d.path().join("nope").exists());
-        // A symbolic link: not followed.
-        let l = d.path().join("link");
-        std::os::unix::fs::symlink(&f, &l).unwrap();
-        assert!(append_to_job_file(&l, me, "x\n").is_err());
-        assert_eq!(std::fs::read_to_string(&f).unwrap(), "before\nnotice\n");
+        // A directory: refused.
+        assert!(append_as_user(d.path(), None, "x\n").is_err());
+    }
+
+    /// As root, the notice is written with the user's rights: a file the user may not write
+    /// (here root's own, 0600) is left alone. Needs root (`FLOTILLA_TEST_ROOT=1`).
+    #[test]
+    fn as_root_the_users_rights_apply() {
+        if std::env::var("FLOTILLA_TEST_ROOT").as_deref() != Ok("1") || !nix::unistd::geteuid().is_root() {
+            println!("SKIPPED: set FLOTILLA_TEST_ROOT=1 and run as root to write as another user");
+            return;
+        }
+        let d = tempfile::tempdir().unwrap();
+        let f = d.path().join("root-only");
+        std::fs::write(&f, "root\n").unwrap();
+        std::fs::set_permissions(&f, std::os::unix::fs::PermissionsExt::from_mode(0o600)).unwrap();
+        let nobody = Writer { uid: 65534, gid: 65534, groups: Vec::new() };
+        let e = append_as_user(&f, Some(&nobody), "x\n").unwrap_err();
+        assert_eq!(e.kind(), std::io::ErrorKind::PermissionDenied, "{e}");
+        assert_eq!(std::fs::read_to_string(&f).unwrap(), "root\n");
     }
 }

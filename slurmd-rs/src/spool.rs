@@ -4,7 +4,10 @@
 //! Layout:
 //! - `boot_epoch`: `<epoch>\n<kernel boot id>\n`. The epoch is bumped when the kernel boot id
 //!   changed or the file is new (DESIGN.md §2 `boot_epoch`), kept across a plain restart.
-//! - `jobs/<job>.<run>/`: one allocation. `job.json` ([`JobFile`]); for the batch host also
+//! - `slurmd.lock`: held (`flock`) by the daemon for its whole life: one daemon per spool.
+//! - `jobs/` (0711): `jobs/<job>.<run>/`: one allocation, mode 0700 ([`DIR_MODE`]; the batch
+//!   host's 0710 with the job's group, [`BATCH_DIR_MODE`]); every file in it 0600
+//!   ([`FILE_MODE`]) but the user's. `job.json` ([`JobFile`]); for the batch host also
 //!   `script` (owned by the user), `stepd.lock` (held by the supervisor while it lives),
 //!   `stepd.sock` (its command socket), `exit.json` ([`ExitRecord`], written once the script
 //!   ended and every process of the job is gone) and `user/` (owned by the user; the job
@@ -45,11 +48,60 @@ fn io_err(path: &Path) -> impl FnOnce(io::Error) -> SpoolError + '_ {
     }
 }
 
-/// Writes a file atomically (temp file, fsync, rename).
+/// Mode of every file the daemon and the supervisors write in the spool: 0600 (owner root).
+/// `job.json` holds the script and the whole submission environment (tokens included).
+pub const FILE_MODE: u32 = 0o600;
+
+/// Mode of a job's directory: 0700, created so (never widened but for the batch host's,
+/// [`BATCH_DIR_MODE`]).
+pub const DIR_MODE: u32 = 0o700;
+
+/// Mode of the batch host's job directory: 0710, group the job's gid (as slurmstepd's job
+/// directory is root-owned with the job's group, Slurm 22.05 `_make_batch_dir`): the job's
+/// user may reach her script and `user/` by name, nobody else may, and nobody may list it.
+pub const BATCH_DIR_MODE: u32 = 0o710;
+
+/// Creates `path` (and missing parents) with mode [`DIR_MODE`]; an existing directory is
+/// left as it is.
+pub fn create_private_dir(path: &Path) -> Result<(), SpoolError> {
+    use std::os::unix::fs::DirBuilderExt;
+    std::fs::DirBuilder::new().recursive(true).mode(DIR_MODE).create(path).map_err(io_err(path))
+}
+
+/// Creates (or replaces) `path` with `bytes`, mode `mode` from its creation on.
+pub fn write_new(path: &Path, bytes: &[u8], mode: u32) -> Result<(), SpoolError> {
+    use std::io::Write;
+    use std::os::unix::fs::OpenOptionsExt;
+    match std::fs::remove_file(path) {
+        Err(e) if e.kind() != io::ErrorKind::NotFound => return Err(io_err(path)(e)),
+        _ => {}
+    }
+    let mut f = std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(mode)
+        .custom_flags(libc::O_NOFOLLOW)
+        .open(path)
+        .map_err(io_err(path))?;
+    f.write_all(bytes).map_err(io_err(path))
+}
+
+/// Writes a file atomically (temp file of mode [`FILE_MODE`], fsync, rename).
 pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), SpoolError> {
     use std::io::Write;
+    use std::os::unix::fs::OpenOptionsExt;
     let tmp = path.with_extension("tmp");
-    let mut f = std::fs::File::create(&tmp).map_err(io_err(&tmp))?;
+    // A temp file left by a crash (perhaps of an older, laxer mode) goes first.
+    match std::fs::remove_file(&tmp) {
+        Err(e) if e.kind() != io::ErrorKind::NotFound => return Err(io_err(&tmp)(e)),
+        _ => {}
+    }
+    let mut f = std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(FILE_MODE)
+        .open(&tmp)
+        .map_err(io_err(&tmp))?;
     f.write_all(bytes).map_err(io_err(&tmp))?;
     f.sync_all().map_err(io_err(&tmp))?;
     std::fs::rename(&tmp, path).map_err(io_err(path))
@@ -202,6 +254,24 @@ mod tests {
         assert_eq!(boot_epoch(d.path(), "boot-b").unwrap(), (2, false));
         std::fs::write(d.path().join("boot_epoch"), "garbage").unwrap();
         assert!(boot_epoch(d.path(), "x").is_err());
+    }
+
+    #[test]
+    fn files_are_private_from_their_creation() {
+        use std::os::unix::fs::PermissionsExt;
+        let d = tempfile::tempdir().unwrap();
+        let dir = d.path().join("jobs/1.0");
+        create_private_dir(&dir).unwrap();
+        let p = dir.join("job.json");
+        // A stale temp file of a laxer mode is not reused.
+        std::fs::write(p.with_extension("tmp"), "old").unwrap();
+        std::fs::set_permissions(p.with_extension("tmp"), std::fs::Permissions::from_mode(0o644)).unwrap();
+        write_json(&p, &1u32).unwrap();
+        write_new(&dir.join("script"), b"#!/bin/sh\n", 0o700).unwrap();
+        let mode = |p: &Path| std::fs::metadata(p).unwrap().permissions().mode() & 0o777;
+        assert_eq!(mode(&dir), 0o700);
+        assert_eq!(mode(&p), 0o600);
+        assert_eq!(mode(&dir.join("script")), 0o700);
     }
 
     #[test]

@@ -10,7 +10,8 @@
 //! - `kill`: SIGKILL every process of the job;
 //! - `ping`;
 //! - `notice <text>`: append `text` and a newline to the job's stderr file
-//!   ([`crate::notice::append_to_job_file`]), as slurmstepd writes its stop notice.
+//!   ([`crate::notice::append_as_user`], as the job's user), as slurmstepd writes its stop
+//!   notice.
 //!
 //! It forks the batch script as the user (supplementary groups, gid, uid — never root unless
 //! the user is root), in its working directory, with its output files, and waits. When the
@@ -155,7 +156,13 @@ impl Stepd {
     fn command(&self, line: &str) -> String {
         if let Some(text) = line.strip_prefix("notice ") {
             let text = format!("{}\n", text.trim_end_matches(['\r', '\n']));
-            return match crate::notice::append_to_job_file(Path::new(&self.job.stderr), self.job.bind.uid, &text) {
+            // Written as the job's user, never as root: the path is the user's.
+            let writer = nix::unistd::geteuid().is_root().then(|| crate::notice::Writer {
+                uid: self.job.bind.uid,
+                gid: self.job.bind.gid,
+                groups: self.job.groups.clone(),
+            });
+            return match crate::notice::append_as_user(Path::new(&self.job.stderr), writer.as_ref(), &text) {
                 Ok(()) => "ok".into(),
                 Err(e) => format!("error {e}"),
             };

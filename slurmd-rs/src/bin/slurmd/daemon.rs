@@ -95,6 +95,8 @@ struct Entry {
 /// The node daemon's state, owned by one thread.
 #[derive(Debug)]
 pub struct Daemon {
+    /// `slurmd.lock` in the spool, held for the daemon's life.
+    _spool_lock: nix::fcntl::Flock<std::fs::File>,
     opts: Options,
     epoch: u64,
     facts: NodeFacts,
@@ -125,6 +127,38 @@ fn short_hostname() -> String {
         .unwrap_or_else(|| "localhost".into())
 }
 
+/// Takes the spool's lock (`<spool>/slurmd.lock`, `flock`), which the daemon holds for its
+/// whole life, so that two daemons never share one spool (each would take the other's jobs
+/// for ones a previous boot left and kill them). The file is opened close-on-exec: the
+/// supervisors, which outlive a daemon, never hold it.
+///
+/// Errors: another daemon holds it ("another slurmd is running on spool directory ..."), or
+/// the spool or the file cannot be created.
+fn lock_spool(spool: &Path) -> anyhow::Result<nix::fcntl::Flock<std::fs::File>> {
+    use std::os::unix::fs::OpenOptionsExt;
+    std::fs::create_dir_all(spool).map_err(|e| anyhow::anyhow!("spool directory {}: {e}", spool.display()))?;
+    let path = spool.join("slurmd.lock");
+    let f = std::fs::OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .mode(spool::FILE_MODE)
+        .custom_flags(libc::O_NOFOLLOW)
+        .open(&path)
+        .map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))?;
+    nix::fcntl::Flock::lock(f, nix::fcntl::FlockArg::LockExclusiveNonblock).map_err(|(_, e)| {
+        if e == nix::errno::Errno::EWOULDBLOCK {
+            anyhow::anyhow!(
+                "another slurmd is running on spool directory {} (it holds {}): exiting",
+                spool.display(),
+                path.display()
+            )
+        } else {
+            anyhow::anyhow!("lock {}: {e}", path.display())
+        }
+    })
+}
+
 fn now_s() -> i64 {
     stepd::wall_now()
 }
@@ -132,8 +166,16 @@ fn now_s() -> i64 {
 impl Daemon {
     /// Prepares the spool: computes the boot epoch; after a reboot (or a new spool) kills
     /// whatever an older boot left and forgets its jobs, else re-adopts the jobs found.
+    ///
+    /// Errors: another daemon holds the spool's lock (`slurmd.lock`), the spool cannot be
+    /// created or read.
     pub fn new(opts: Options) -> anyhow::Result<Daemon> {
-        std::fs::create_dir_all(opts.spool.join("jobs"))?;
+        let spool_lock = lock_spool(&opts.spool)?;
+        let jobs = opts.spool.join("jobs");
+        std::fs::create_dir_all(&jobs)?;
+        // Users reach their own job's directory by name (its script, `user/`), nothing more.
+        std::fs::set_permissions(&opts.spool, std::fs::Permissions::from_mode(0o755))?;
+        std::fs::set_permissions(&jobs, std::fs::Permissions::from_mode(0o711))?;
         let (epoch, bumped) = spool::boot_epoch(&opts.spool, &opts.boot_id)?;
         let (tx, rx) = mpsc::channel();
         let facts = NodeFacts {
@@ -146,6 +188,7 @@ impl Daemon {
         };
         let steps = StepRegistry::with_cgroups(opts.cgroups.clone());
         let mut d = Daemon {
+            _spool_lock: spool_lock,
             opts,
             epoch,
             facts,
@@ -546,7 +589,7 @@ impl Daemon {
     }
 
     fn record_alloc(&self, dir: &JobDir, bind: &Bind, details: Option<LaunchDetails>) -> anyhow::Result<()> {
-        std::fs::create_dir_all(&dir.0)?;
+        spool::create_private_dir(&dir.0)?;
         let jf = JobFile {
             bind: Bind {
                 script: String::new(),
@@ -574,14 +617,15 @@ impl Daemon {
             None => Vec::new(),
         };
         let owner = (Some(bind.uid), Some(bind.gid));
-        std::fs::create_dir_all(&dir.0)?;
-        std::fs::set_permissions(&dir.0, std::fs::Permissions::from_mode(0o711))?;
-        std::fs::create_dir_all(dir.user_dir())?;
+        // Private from its creation (job.json holds the script and the environment); then
+        // the job's group may reach its entries by name ([`spool::BATCH_DIR_MODE`]).
+        spool::create_private_dir(&dir.0)?;
+        chown(&dir.0, None, owner.1)?;
+        std::fs::set_permissions(&dir.0, std::fs::Permissions::from_mode(spool::BATCH_DIR_MODE))?;
+        spool::create_private_dir(&dir.user_dir())?;
         chown(dir.user_dir(), owner.0, owner.1)?;
-        std::fs::set_permissions(dir.user_dir(), std::fs::Permissions::from_mode(0o700))?;
-        std::fs::write(dir.script(), &bind.script)?;
+        spool::write_new(&dir.script(), bind.script.as_bytes(), 0o700)?;
         chown(dir.script(), owner.0, owner.1)?;
-        std::fs::set_permissions(dir.script(), std::fs::Permissions::from_mode(0o700))?;
 
         let ack = dir.checkpoint_ack().to_string_lossy().into_owned();
         let env = env::batch_env(bind, details.as_ref(), &self.facts, &user, &ack);
@@ -622,7 +666,15 @@ impl Daemon {
         if let Some(cg) = self.opts.cgroups.batch_cgroups(bind.job_id) {
             spool::write_json(&dir.0.join(flotilla_slurmd::jobcg::BATCH_FILE), &cg)?;
         }
-        let log = std::fs::File::create(dir.0.join("stepd.log"))?;
+        let log = {
+            use std::os::unix::fs::OpenOptionsExt;
+            std::fs::OpenOptions::new()
+                .write(true)
+                .create(true)
+                .truncate(true)
+                .mode(spool::FILE_MODE)
+                .open(dir.0.join("stepd.log"))?
+        };
         let child = Command::new(&self.opts.self_exe)
             .arg("--stepd")
             .arg(&dir.0)

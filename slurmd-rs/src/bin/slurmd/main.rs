@@ -141,6 +141,10 @@ fn main() -> anyhow::Result<()> {
         Some(&nix::sys::signal::SigSet::empty()),
         None,
     );
+    // What the daemon and the supervisors create is private unless they say otherwise (the
+    // units set `UMask=0077` too; a daemon started by hand gets it here). Jobs get their own
+    // umask (`SLURM_UMASK`, else 022) before they exec.
+    nix::sys::stat::umask(nix::sys::stat::Mode::from_bits_truncate(0o077));
     let argv: Vec<String> = std::env::args().collect();
     // The supervisor must stay single-threaded: dispatch before anything starts a thread.
     if argv.get(1).map(String::as_str) == Some("--stepd") {
