@@ -288,12 +288,34 @@ fn send(sink: &Sink, m: &StepIo) -> bool {
     if sink.dead.load(Ordering::Relaxed) {
         return false;
     }
-    if write_msg(&mut *s, m).is_ok() {
-        return true;
-    }
+    let Err(e) = write_frame(&mut s, m) else { return true };
+    warn!("srun's connection failed ({e}): taking srun for gone");
     sink.dead.store(true, Ordering::Relaxed);
     let _ = s.shutdown(std::net::Shutdown::Both);
     false
+}
+
+/// Writes one frame, all of it within [`SRUN_IO_TIMEOUT`] (a peer that takes a byte now and
+/// then does not stretch it).
+fn write_frame(s: &mut TcpStream, m: &StepIo) -> std::io::Result<()> {
+    let mut buf = Vec::new();
+    write_msg(&mut buf, m)?;
+    let deadline = std::time::Instant::now() + SRUN_IO_TIMEOUT;
+    let mut off = 0;
+    while off < buf.len() {
+        let left = deadline.saturating_duration_since(std::time::Instant::now());
+        if left.is_zero() {
+            return Err(std::io::Error::new(std::io::ErrorKind::TimedOut, "srun took no frame within 10 s"));
+        }
+        s.set_write_timeout(Some(left))?;
+        match s.write(&buf[off..]) {
+            Ok(0) => return Err(std::io::ErrorKind::WriteZero.into()),
+            Ok(n) => off += n,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(())
 }
 
 fn pump(mut r: impl Read, sink: Sink, task: u32, stderr: bool) {

@@ -136,7 +136,15 @@ fn short_hostname() -> String {
 /// the spool or the file cannot be created.
 fn lock_spool(spool: &Path) -> anyhow::Result<nix::fcntl::Flock<std::fs::File>> {
     use std::os::unix::fs::OpenOptionsExt;
-    std::fs::create_dir_all(spool).map_err(|e| anyhow::anyhow!("spool directory {}: {e}", spool.display()))?;
+    // The spool and the directories created above it are 0755 (the daemon's umask is
+    // 0077): users reach their job's directory below it by name.
+    let missing: Vec<&Path> = spool.ancestors().take_while(|p| !p.as_os_str().is_empty() && !p.exists()).collect();
+    for d in missing.into_iter().rev() {
+        std::fs::create_dir(d)
+            .and_then(|()| std::fs::set_permissions(d, std::fs::Permissions::from_mode(0o755)))
+            .or_else(|e| if d.is_dir() { Ok(()) } else { Err(e) })
+            .map_err(|e| anyhow::anyhow!("spool directory {}: {e}", d.display()))?;
+    }
     let path = spool.join("slurmd.lock");
     let f = std::fs::OpenOptions::new()
         .create(true)
