@@ -839,6 +839,49 @@ mod tests {
         assert_eq!(get(&env, "CUDA_VISIBLE_DEVICES"), None);
     }
 
+    /// `--cgroup none`: once a task's leader is reaped its process group id may be anyone's,
+    /// so the registry forgets the group before the leader is reaped, and signals stop.
+    #[test]
+    fn an_ended_tasks_group_is_never_signalled() {
+        use std::os::unix::process::CommandExt;
+        let r = StepRegistry::default();
+        let mut child = Command::new("sleep").arg("30").process_group(0).spawn().unwrap();
+        let pgid = child.id() as i32;
+        r.add((1, 0), pgid);
+        assert_eq!(r.signal_job(1, libc::SIGKILL), 1);
+        wait_exited(pgid);
+        // Exited, not reaped: the group id is still the task's.
+        assert_eq!(r.signal_job(1, libc::SIGKILL), 1);
+        r.task_ended((1, 0), pgid);
+        let st = child.wait().unwrap();
+        assert_eq!(st.signal(), Some(libc::SIGKILL));
+        assert_eq!(r.signal_job(1, libc::SIGTERM), 0, "a reaped task's group is not signalled");
+        assert!(r.steps().is_empty());
+    }
+
+    #[test]
+    fn running_steps_per_job_are_capped() {
+        let r = StepRegistry::default();
+        for _ in 0..MAX_RUNNING_STEPS_PER_JOB {
+            assert!(r.step_started(7));
+        }
+        assert!(!r.step_started(7), "one more is refused");
+        assert!(r.step_started(8), "another job's are counted apart");
+        r.step_ended(7);
+        assert!(r.step_started(7));
+    }
+
+    #[test]
+    fn task_umask_and_open_mode() {
+        let env = |k: &str, v: &str| vec![(k.to_string(), v.to_string())];
+        assert_eq!(task_umask(&[]), 0o022);
+        assert_eq!(task_umask(&env("SLURM_UMASK", "0077")), 0o077);
+        assert_eq!(task_umask(&env("SLURM_UMASK", "junk")), 0o022);
+        assert!(open_append(&env("SLURM_OPEN_MODE", "append")));
+        assert!(!open_append(&env("SLURM_OPEN_MODE", "truncate")));
+        assert!(!open_append(&[]));
+    }
+
     #[test]
     fn output_patterns() {
         let m = msg();

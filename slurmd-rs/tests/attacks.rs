@@ -70,12 +70,25 @@ fn alice_job(script: &str, work: &Path, (uid, gid): (u32, u32)) -> flotilla_prot
 /// Plays `srun`: asks for a one-task step of `job_id` as `(uid, gid)` running `argv` in `work`
 /// with `-o stdout`, and returns the node daemon's accepted I/O connection (its `Hello`
 /// read) with the layout.
-fn fake_srun(c: &Cluster, (uid, gid): (u32, u32), job_id: u64, argv: &[&str], work: &Path, stdout: Option<&str>) -> (TcpStream, StepLayout) {
+fn fake_srun(c: &Cluster, ids: (u32, u32), job_id: u64, argv: &[&str], work: &Path, stdout: Option<&str>) -> (TcpStream, StepLayout) {
+    fake_srun_n(c, ids, job_id, 1, argv, work, stdout)
+}
+
+/// [`fake_srun`] with `ntasks` tasks.
+fn fake_srun_n(
+    c: &Cluster,
+    (uid, gid): (u32, u32),
+    job_id: u64,
+    ntasks: u32,
+    argv: &[&str],
+    work: &Path,
+    stdout: Option<&str>,
+) -> (TcpStream, StepLayout) {
     let listener = TcpListener::bind("127.0.0.1:0").unwrap();
     let key = vec![7u8; 16];
     let req = StepRequest {
         job_id,
-        ntasks: Some(1),
+        ntasks: Some(ntasks),
         name: argv[0].into(),
         argv: argv.iter().map(|a| a.to_string()).collect(),
         environment: vec![("PATH".into(), "/usr/bin:/bin".into())],
@@ -117,12 +130,24 @@ fn fake_srun(c: &Cluster, (uid, gid): (u32, u32), job_id: u64, argv: &[&str], wo
 
 /// Reads the step's frames until its one task's exit; returns (stderr text, exit code).
 fn read_until_exit(s: &TcpStream) -> (String, i32) {
+    read_until_exits(s, 1)
+}
+
+/// Reads the step's frames until `n` task exits; returns (stderr text, worst exit code).
+fn read_until_exits(s: &TcpStream, mut n: usize) -> (String, i32) {
     let mut err = Vec::new();
+    let mut worst = 0;
     let mut r = s;
     loop {
         match read_msg::<_, StepIo>(&mut r) {
             Ok(StepIo::Stderr { data, .. }) => err.extend(data),
-            Ok(StepIo::TaskExit { exit_code, .. }) => return (String::from_utf8_lossy(&err).into_owned(), exit_code),
+            Ok(StepIo::TaskExit { exit_code, .. }) => {
+                worst = worst.max(exit_code);
+                n -= 1;
+                if n == 0 {
+                    return (String::from_utf8_lossy(&err).into_owned(), worst);
+                }
+            }
             Ok(_) => {}
             Err(e) => panic!("the step's connection ended without the task's exit: {e}"),
         }
@@ -147,7 +172,9 @@ fn step_output_symlink_to_a_root_file_is_opened_as_the_user() {
     let link = work.join("out.txt");
     std::os::unix::fs::symlink(&victim, &link).unwrap();
     std::os::unix::fs::lchown(&link, Some(alice.0), Some(alice.1)).unwrap();
-    let id = c.submit(alice_job("#!/bin/sh\nsleep 300\n", &work, alice));
+    let mut s = alice_job("#!/bin/sh\nsleep 300\n", &work, alice);
+    s.ntasks = Some(2);
+    let id = c.submit(s);
     c.wait_running(id, 30);
 
     let (s, _) = fake_srun(&c, alice, id, &["sh", "-c", "echo overwritten"], &work, Some("out.txt"));
@@ -169,6 +196,17 @@ fn step_output_symlink_to_a_root_file_is_opened_as_the_user() {
     let mine = work.join("mine_0.txt");
     assert_eq!(std::fs::read_to_string(&mine).unwrap(), "mine\n");
     assert_eq!(std::fs::metadata(&mine).unwrap().uid(), alice.0, "created by alice");
+
+    // Two tasks sharing one file (it held something before): truncated once, both lines kept.
+    let shared = work.join("shared.txt");
+    std::fs::write(&shared, "old contents that must go\n").unwrap();
+    std::os::unix::fs::chown(&shared, Some(alice.0), Some(alice.1)).unwrap();
+    let (s, _) = fake_srun_n(&c, alice, id, 2, &["sh", "-c", "echo task $SLURM_PROCID"], &work, Some("shared.txt"));
+    let (err, code) = read_until_exits(&s, 2);
+    assert_eq!((err.as_str(), code), ("", 0));
+    let mut lines: Vec<String> = std::fs::read_to_string(&shared).unwrap().lines().map(String::from).collect();
+    lines.sort();
+    assert_eq!(lines, ["task 0", "task 1"]);
 }
 
 /// A batch job whose output directory does not exist yet (the job waits for it) is given a
