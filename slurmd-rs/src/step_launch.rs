@@ -10,9 +10,17 @@
 //! between fork and exec, signals from `srun`, `scancel` or the job's stop go to every process
 //! of the step's cgroup, and the step's end kills what is left in it and removes it; a task
 //! whose cgroup cannot be joined does not start (`slurmstepd: error: ...`, exit code 2).
-//! Unconfined: signals go to every task's process group ([`StepRegistry`]).
+//! Unconfined: signals go to every task's process group whose leader is not yet reaped
+//! ([`StepRegistry`]).
 //!
-//! Threads: one per step (waits for tasks), one per output pipe, one reading `srun`'s frames.
+//! A task's `-o`/`-e` files are opened, and its working directory entered, by the task's own
+//! child after it became the user, never by root: following the user's symlinks with the
+//! user's rights only (slurmstepd opens them as the user too). Tasks of one step sharing a
+//! file on this node truncate it once (not with `--open-mode=append`) and append to it.
+//!
+//! Threads: one per step (waits for tasks), one per output pipe, one reading `srun`'s frames;
+//! every write to `srun` completes within [`SRUN_IO_TIMEOUT`] or `srun` is taken for gone, and
+//! a job runs at most [`MAX_RUNNING_STEPS_PER_JOB`] steps here at once.
 
 use crate::env::{compress_counts, gpu_indices, NodeFacts};
 use crate::jobcg::{NodeCgroups, StepCgroup, TaskJoin};

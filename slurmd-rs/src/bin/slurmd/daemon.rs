@@ -827,7 +827,8 @@ impl Daemon {
             }
             let e = self.jobs.get_mut(&k).expect("present");
             if let (Some(stop), false) = (e.stop_at, e.ack_reported) {
-                if let Ok(m) = std::fs::metadata(e.dir.checkpoint_ack()).and_then(|m| m.modified()) {
+                // The entry itself (the user owns `user/`: a symlink there is not followed).
+                if let Ok(m) = std::fs::symlink_metadata(e.dir.checkpoint_ack()).and_then(|m| m.modified()) {
                     e.ack_reported = true;
                     let at = m.max(stop).duration_since(SystemTime::UNIX_EPOCH).map_or(0, |d| d.as_secs() as i64);
                     info!(job = k.0, "checkpoint acknowledged");

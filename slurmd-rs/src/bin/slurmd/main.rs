@@ -17,6 +17,10 @@
 //! cgroups the daemon wrote in `DIR/cgroup.json` ([`flotilla_slurmd::jobcg`]), none when there
 //! is no such file or KIND is `none`.
 //!
+//! One daemon per spool: the daemon holds `<spool>/slurmd.lock` for its life; a second one on
+//! the same spool exits with status 1 ("another slurmd is running on spool directory ...").
+//! Its umask is 0077 (jobs get their own, `SLURM_UMASK`).
+//!
 //! GPU devices the cgroups deny outside a job's mask: gres.conf's `File=` for this node where
 //! given (as Slurm's `ConstrainDevices` uses it), else the host's `/dev/nvidia<N>`.
 
