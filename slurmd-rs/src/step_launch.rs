@@ -610,7 +610,13 @@ fn run_step(msg: &LaunchStep, facts: &NodeFacts, host: &str, registry: &StepRegi
         let (pipe_out, pipe_err) = (stdout.is_none(), stderr.is_none() && stdout.is_none());
         cmd.stdout(if pipe_out { Stdio::piped() } else { Stdio::null() });
         cmd.stderr(if pipe_err { Stdio::piped() } else { Stdio::null() });
-        let (status_r, status_w) = nix::unistd::pipe2(nix::fcntl::OFlag::O_CLOEXEC)?;
+        let (status_r, status_w) = match nix::unistd::pipe2(nix::fcntl::OFlag::O_CLOEXEC) {
+            Ok(p) => p,
+            Err(e) => {
+                fail(format!("pipe: {}", e.desc()));
+                continue;
+            }
+        };
         let io = TaskIo {
             umask,
             err_to_out: stderr.is_none(),

@@ -36,8 +36,20 @@ pub(crate) fn read(path: &Path) -> Result<String, ConfineError> {
     std::fs::read_to_string(path).map_err(|e| io_err(path, e))
 }
 
+/// Creates `path` and its missing parents, each 0755 whatever the daemon's umask (0077): a
+/// job's processes, running as its user, read their own cgroup's limits (`memory.max`, as
+/// runtimes sizing themselves to the container do), as under Slurm.
 pub(crate) fn create_dir_all(path: &Path) -> Result<(), ConfineError> {
-    std::fs::create_dir_all(path).map_err(|e| io_err(path, e))
+    use std::os::unix::fs::PermissionsExt;
+    let missing: Vec<&Path> = path.ancestors().take_while(|p| !p.as_os_str().is_empty() && !p.exists()).collect();
+    for d in missing.into_iter().rev() {
+        match std::fs::create_dir(d) {
+            Ok(()) => std::fs::set_permissions(d, std::fs::Permissions::from_mode(0o755)).map_err(|e| io_err(d, e))?,
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {}
+            Err(e) => return Err(io_err(d, e)),
+        }
+    }
+    Ok(())
 }
 
 /// Parses `cgroup.procs`: one pid per line.
