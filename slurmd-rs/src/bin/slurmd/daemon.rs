@@ -617,7 +617,8 @@ impl Daemon {
     }
 
     fn launch_batch(&mut self, dir: &JobDir, bind: &Bind, details: Option<LaunchDetails>) -> anyhow::Result<()> {
-        use std::os::unix::fs::chown;
+        // Never through a link (the entries are root's fresh ones; a leftover is not followed).
+        use std::os::unix::fs::lchown as chown;
         let pw = nix::unistd::User::from_uid(nix::unistd::Uid::from_raw(bind.uid)).ok().flatten();
         let user = UserInfo::of_uid(bind.uid, &bind.user);
         let groups: Vec<u32> = match &pw {
