@@ -1,7 +1,18 @@
 //! The RPC server (mini-redis mechanics): a TCP listener for node daemons and remote commands
 //! presenting signed credentials, a local Unix socket whose peers are identified by the kernel
-//! (`SO_PEERCRED`), a semaphore capping connections, shutdown passed in as a watch, and the
-//! pure [`flotilla_proto::decode_frame_max`] on a read buffer.
+//! (`SO_PEERCRED`), connection pools, shutdown passed in as a watch, and the pure
+//! [`flotilla_proto::decode_frame_max`] on a read buffer.
+//!
+//! Hostile peers (issue #17): every kind of peer has its own pool ([`Limits`]), so one kind
+//! filling its pool never keeps another out, and accepting never waits for room. An
+//! unauthenticated TCP peer may hold one of a few slots per source address (the oldest is
+//! closed for a newcomer), send frames of at most [`PREAUTH_MAX_FRAME`] bytes — a larger
+//! request is read past its head only once the credential at its head verified — and must
+//! authenticate within [`PREAUTH_TIMEOUT`]. Every frame, once begun, must arrive within
+//! [`FRAME_TIMEOUT`]; authenticated command connections idle at most [`IDLE_TIMEOUT`];
+//! buffers grow with the bytes that arrived, never with an announced length, and large
+//! frames in flight share [`MAX_FRAME_BYTES_IN_FLIGHT`]. Node registrations must come from
+//! the node's `NodeAddr` ([`Shared::node_addrs`]).
 //!
 //! A connection starts with the version handshake. A request is authenticated (credential on
 //! TCP, peer credentials on the Unix socket), then forwarded to the owner task, whose answer
@@ -640,6 +651,77 @@ async fn next_frame<R: AsyncRead + Unpin>(
     }
 }
 
+/// The hello: small, within the pre-auth deadline, on every kind of connection. False:
+/// refused or gone (close).
+async fn handshake<R: AsyncRead + Unpin, W: AsyncWrite + Unpin>(
+    rd: &mut R,
+    wr: &mut W,
+    buf: &mut Vec<u8>,
+    peer: &Peer,
+    slot: &Slot,
+    accepted: Instant,
+    shared: &Shared,
+) -> bool {
+    let hello_rules = Rules { max: PREAUTH_MAX_FRAME, gate: false, start_by: Some(accepted + PREAUTH_TIMEOUT) };
+    let hello = tokio::select! {
+        r = read_frame(rd, buf, hello_rules, peer, shared) => r,
+        _ = slot.evicted.notified() => return false,
+        _ = tokio::time::sleep_until(accepted + PREAUTH_TIMEOUT) => return false,
+    };
+    let hello = match hello {
+        Ok((Frame::Hello(h), _, _)) => h,
+        Ok(_) => {
+            warn!(peer = %peer, "first frame is not a hello");
+            let _ = write_frame(wr, &Frame::Refused(SlurmError::new(SLURM_UNEXPECTED_MSG_ERROR))).await;
+            return false;
+        }
+        Err(ReadError::Proto(e)) if !matches!(e, ProtoError::Closed) => {
+            warn!(peer = %peer, "bad handshake frame: {e}");
+            let _ = write_frame(wr, &Frame::Refused(e.to_slurm())).await;
+            return false;
+        }
+        Err(_) => return false,
+    };
+    match negotiate(&hello) {
+        Ok(version) => {
+            if write_frame(wr, &Frame::HelloOk { version }).await.is_err() {
+                return false;
+            }
+        }
+        Err(e) => {
+            warn!(peer = %peer, "handshake refused: {}", e.messages.join("; "));
+            let _ = write_frame(wr, &Frame::Refused(e)).await;
+            return false;
+        }
+    }
+    true
+}
+
+/// Answers (where there is an answer) and logs a read that failed; the connection closes.
+async fn answer_read_error<W: AsyncWrite + Unpin>(wr: &mut W, peer: &Peer, slot: &Slot, e: ReadError) {
+    match e {
+        ReadError::Proto(ProtoError::Closed) => {}
+        ReadError::Idle => debug!(peer = %peer, "idle connection closed"),
+        ReadError::Slow => {
+            warn!(peer = %peer, authenticated = slot.authenticated(), "connection closed: a deadline passed (authentication or a frame's transfer)");
+        }
+        ReadError::Auth(id, e) => {
+            // The rest of the frame is never read.
+            let _ = write_frame(wr, &Frame::Response { id, body: Response::Error(e) }).await;
+        }
+        ReadError::Busy => {
+            warn!(peer = %peer, "frame refused: no room for large frames within its deadline");
+            let e = SlurmError::with_message(SLURM_COMMUNICATIONS_CONNECTION_ERROR, "server busy with large messages, try again");
+            let _ = write_frame(wr, &Frame::Response { id: 0, body: Response::Error(e) }).await;
+        }
+        ReadError::Proto(e) => {
+            // The stream's framing is lost.
+            warn!(peer = %peer, "bad frame: {e}");
+            let _ = write_frame(wr, &Frame::Response { id: 0, body: Response::Error(e.to_slurm()) }).await;
+        }
+    }
+}
+
 async fn connection<S>(stream: S, peer: Peer, mut slot: Slot, shared: Arc<Shared>, mut shutdown: watch::Receiver<bool>)
 where
     S: AsyncRead + AsyncWrite + Unpin + Send + 'static,
@@ -647,39 +729,8 @@ where
     let accepted = Instant::now();
     let (mut rd, mut wr) = tokio::io::split(stream);
     let mut buf = Vec::new();
-    // The hello: small, within the pre-auth deadline, on every kind of connection.
-    let hello_rules = Rules { max: PREAUTH_MAX_FRAME, gate: false, start_by: Some(accepted + PREAUTH_TIMEOUT) };
-    let hello = tokio::select! {
-        r = read_frame(&mut rd, &mut buf, hello_rules, &peer, &shared) => r,
-        _ = slot.evicted.notified() => return,
-        _ = tokio::time::sleep_until(accepted + PREAUTH_TIMEOUT) => return,
-    };
-    let hello = match hello {
-        Ok((Frame::Hello(h), _, _)) => h,
-        Ok(_) => {
-            warn!(peer = %peer, "first frame is not a hello");
-            let _ = write_frame(&mut wr, &Frame::Refused(SlurmError::new(SLURM_UNEXPECTED_MSG_ERROR))).await;
-            return;
-        }
-        Err(ReadError::Proto(ProtoError::Closed) | ReadError::Idle | ReadError::Slow) => return,
-        Err(ReadError::Proto(e)) => {
-            warn!(peer = %peer, "bad handshake frame: {e}");
-            let _ = write_frame(&mut wr, &Frame::Refused(e.to_slurm())).await;
-            return;
-        }
-        Err(_) => return,
-    };
-    match negotiate(&hello) {
-        Ok(version) => {
-            if write_frame(&mut wr, &Frame::HelloOk { version }).await.is_err() {
-                return;
-            }
-        }
-        Err(e) => {
-            warn!(peer = %peer, "handshake refused: {}", e.messages.join("; "));
-            let _ = write_frame(&mut wr, &Frame::Refused(e)).await;
-            return;
-        }
+    if !handshake(&mut rd, &mut wr, &mut buf, &peer, &slot, accepted, &shared).await {
+        return;
     }
     let mut close_after_answer = false;
     loop {
@@ -698,34 +749,8 @@ where
                 }
                 continue;
             }
-            Err(ReadError::Proto(ProtoError::Closed)) => return,
-            Err(ReadError::Idle) => {
-                debug!(peer = %peer, "idle connection closed");
-                return;
-            }
-            Err(ReadError::Slow) => {
-                warn!(peer = %peer, authenticated = slot.authenticated(), "connection closed: a deadline passed (authentication or a frame's transfer)");
-                return;
-            }
-            Err(ReadError::Auth(id, e)) => {
-                // The rest of the frame is never read: answer and close.
-                let _ = write_frame(&mut wr, &Frame::Response { id, body: Response::Error(e) }).await;
-                return;
-            }
-            Err(ReadError::Busy) => {
-                warn!(peer = %peer, "frame refused: no room for large frames within its deadline");
-                let e = SlurmError::with_message(SLURM_COMMUNICATIONS_CONNECTION_ERROR, "server busy with large messages, try again");
-                let _ = write_frame(&mut wr, &Frame::Response { id: 0, body: Response::Error(e) }).await;
-                return;
-            }
-            Err(ReadError::Proto(e)) => {
-                // The stream's framing is lost: answer and close.
-                warn!(peer = %peer, "bad frame: {e}");
-                let r = Frame::Response {
-                    id: 0,
-                    body: Response::Error(e.to_slurm()),
-                };
-                let _ = write_frame(&mut wr, &r).await;
+            Err(e) => {
+                answer_read_error(&mut wr, &peer, &slot, e).await;
                 return;
             }
         };

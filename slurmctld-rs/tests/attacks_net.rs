@@ -221,16 +221,12 @@ fn flood_as_nobody(socket: &Path, n: usize) -> std::process::Child {
             }
         }
     });
+    // No progress for 2 s: connect() blocks, the listener stopped accepting.
     let mut last = 0;
-    loop {
-        match rx.recv_timeout(Duration::from_secs(2)) {
-            Ok(k) => {
-                last = k;
-                if k >= n {
-                    break;
-                }
-            }
-            Err(_) => break, // connect() blocks: the listener stopped accepting
+    while let Ok(k) = rx.recv_timeout(Duration::from_secs(2)) {
+        last = k;
+        if k >= n {
+            break;
         }
     }
     eprintln!("flood as uid 65534: {last} of {n} connections opened");
