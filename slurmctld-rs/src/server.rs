@@ -928,3 +928,68 @@ async fn node_session<R, W>(
     drop(nrx);
     let _ = tx.send(Event::NodeGone { conn, node }).await;
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use flotilla_proto::{ClusterKey, SubmitJob};
+
+    fn shared(limits: Limits) -> Arc<Shared> {
+        let key = ClusterKey::from_bytes(&[5u8; 32]).unwrap();
+        Arc::new(Shared::new(None, Verifier::new(key, 300, 0), 0, "h".into(), Arc::new(AtomicU64::new(0)), limits, 1 << 20))
+    }
+
+    /// A submission for another uid than the caller's is not named (no NSS lookup of a uid
+    /// the caller chose) unless the caller is an admin; the caller's own uid is.
+    #[tokio::test]
+    async fn only_a_uid_the_caller_may_use_is_looked_up() {
+        let sh = shared(Limits::default());
+        let sub = |uid| Request::SubmitJob(Box::new(SubmitJob { uid, user: "claimed".into(), ..SubmitJob::default() }));
+        let user = |r: Request| match r {
+            Request::SubmitJob(s) => s.user,
+            _ => unreachable!(),
+        };
+        let alice = Ident { uid: 2001, gid: 2001, admin: false };
+        assert_eq!(user(name_the_user(sub(0), &alice, &sh).await), "");
+        assert_eq!(user(name_the_user(sub(2001), &alice, &sh).await), crate::users::lookup(2001));
+        let root = Ident { uid: 0, gid: 0, admin: true };
+        assert_eq!(user(name_the_user(sub(2002), &root, &sh).await), crate::users::lookup(2002));
+    }
+
+    /// Pools: a full pre-auth address evicts its oldest connection; Unix peers are capped
+    /// per uid with admins apart; slots go back when dropped.
+    #[test]
+    fn pools_cap_and_evict() {
+        let sh = shared(Limits { tcp_preauth: 3, tcp_preauth_per_ip: 2, unix_per_uid: 1, unix_admin: 1, ..Limits::default() });
+        let a = IpAddr::from([10, 0, 0, 1]);
+        let b = IpAddr::from([10, 0, 0, 2]);
+        let s1 = Slot::tcp(&sh, a);
+        let s2 = Slot::tcp(&sh, a);
+        let s3 = Slot::tcp(&sh, a); // evicts s1
+        assert_eq!(sh.connections().0, 2);
+        let _s4 = Slot::tcp(&sh, b);
+        let _s5 = Slot::tcp(&sh, b); // the pool is full: evicts the oldest (s2)
+        assert_eq!(sh.connections().0, 3);
+        let evicted = |s: &Slot| {
+            let n = s.evicted.notified();
+            ready_now(n)
+        };
+        assert!(evicted(&s1) && evicted(&s2) && !evicted(&s3));
+        let u1 = Slot::unix(&sh, 2001).unwrap();
+        assert!(Slot::unix(&sh, 2001).err().is_some_and(|e| e.contains("uid 2001")));
+        let _r = Slot::unix(&sh, 0).unwrap();
+        assert!(Slot::unix(&sh, 0).is_err());
+        drop(u1);
+        assert!(Slot::unix(&sh, 2001).is_ok());
+        drop((s1, s2, s3));
+        assert_eq!(sh.connections().0, 2);
+    }
+
+    /// Whether a `Notified` future is ready at once (it holds a stored permit).
+    fn ready_now(n: tokio::sync::futures::Notified<'_>) -> bool {
+        let mut n = std::pin::pin!(n);
+        let waker = std::task::Waker::noop();
+        let mut cx = std::task::Context::from_waker(waker);
+        std::future::Future::poll(n.as_mut(), &mut cx).is_ready()
+    }
+}
