@@ -8,7 +8,13 @@
 //! The MAC is HMAC-SHA256 over a domain tag, uid, gid, host, issue time, expiry and a 16-byte
 //! nonce. The verifier rejects forged MACs, expired credentials, credentials issued in the
 //! future (beyond a clock skew allowance) or valid for longer than it accepts, and replays: a
-//! nonce is remembered until its credential expires ([`ReplayCache`]).
+//! nonce is remembered until its credential expires ([`ReplayCache`]). The cache is bounded
+//! ([`MAX_REPLAY_ENTRIES`] in all, [`MAX_REPLAY_ENTRIES_PER_UID`] per uid): when full, a new
+//! credential is refused ([`AuthError::ReplayCacheFull`]) rather than the cache growing or
+//! forgetting a live nonce. It lives in memory only, so a verifier also refuses credentials
+//! issued before it was created ([`Verifier::new`]'s `not_before`, the daemon's start): a
+//! restart forgets the nonces, and this is what keeps a credential seen before the restart
+//! from being replayed after it.
 //!
 //! The key file is like Slurm's `slurm.key`: at least 32 bytes, readable by its owner only
 //! (mode `0600` or `0400`); a key file readable by group or others is refused.
@@ -32,6 +38,13 @@ pub const MIN_KEY_BYTES: usize = 32;
 pub const DEFAULT_TTL_S: u64 = 300;
 /// Clock skew tolerated for `issued_at` in the future (s).
 pub const MAX_SKEW_S: u64 = 60;
+/// Most nonces a [`ReplayCache`] remembers at once (about 90 bytes each: ~47 MiB when full).
+/// Commands sign credentials valid [`DEFAULT_TTL_S`] seconds, so this admits ~1,700 fresh
+/// credentials a second, sustained.
+pub const MAX_REPLAY_ENTRIES: usize = 1 << 19;
+/// Most nonces a [`ReplayCache`] remembers for one uid, so that one user asking a local
+/// daemon for credentials in a loop fills only its own share, not the whole cache.
+pub const MAX_REPLAY_ENTRIES_PER_UID: usize = 1 << 17;
 
 /// A signed statement "the kernel says this peer is uid/gid on host", valid until `expires_at`.
 #[derive(Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -79,6 +92,12 @@ pub enum AuthError {
     /// Its nonce was seen before.
     #[error("credential replayed")]
     Replayed,
+    /// Issued before the verifier started (its replay cache does not know what came before).
+    #[error("credential issued before the controller started")]
+    BeforeStart,
+    /// The replay cache holds its maximum of live nonces (in all, or for this uid).
+    #[error("credential replay cache full ({0}); try again later")]
+    ReplayCacheFull(String),
     /// No credential where one is required.
     #[error("no credential")]
     Missing,
@@ -228,33 +247,70 @@ impl ClusterKey {
     }
 }
 
-/// Nonces seen, each kept until its credential expires.
-#[derive(Debug, Default)]
+/// Nonces seen, each kept until its credential expires; at most `max` in all and
+/// `max_per_uid` per uid ([`MAX_REPLAY_ENTRIES`], [`MAX_REPLAY_ENTRIES_PER_UID`] by default).
+#[derive(Debug)]
 pub struct ReplayCache {
     seen: HashMap<[u8; 16], u64>,
-    by_expiry: BTreeMap<(u64, [u8; 16]), ()>,
+    by_expiry: BTreeMap<(u64, [u8; 16]), u32>,
+    per_uid: HashMap<u32, usize>,
+    max: usize,
+    max_per_uid: usize,
+}
+
+impl Default for ReplayCache {
+    fn default() -> ReplayCache {
+        ReplayCache::with_limits(MAX_REPLAY_ENTRIES, MAX_REPLAY_ENTRIES_PER_UID)
+    }
 }
 
 impl ReplayCache {
-    /// Records the credential's nonce; `Err(Replayed)` if it was seen and has not expired.
+    /// An empty cache holding at most `max` nonces, `max_per_uid` for one uid.
+    pub fn with_limits(max: usize, max_per_uid: usize) -> ReplayCache {
+        ReplayCache {
+            seen: HashMap::new(),
+            by_expiry: BTreeMap::new(),
+            per_uid: HashMap::new(),
+            max,
+            max_per_uid,
+        }
+    }
+
+    /// Records the credential's nonce; `Err(Replayed)` if it was seen and has not expired,
+    /// `Err(ReplayCacheFull)` if the cache (or the uid's share) holds its maximum of live
+    /// nonces — the credential is then not recorded, and not accepted.
     pub fn check_and_insert(&mut self, c: &Credential, now: u64) -> Result<(), AuthError> {
         self.prune(now);
         if self.seen.contains_key(&c.nonce) {
             return Err(AuthError::Replayed);
         }
+        if self.seen.len() >= self.max {
+            return Err(AuthError::ReplayCacheFull(format!("{} live credentials", self.max)));
+        }
+        let n = self.per_uid.entry(c.uid).or_insert(0);
+        if *n >= self.max_per_uid {
+            return Err(AuthError::ReplayCacheFull(format!("{} live credentials of uid {}", self.max_per_uid, c.uid)));
+        }
+        *n += 1;
         self.seen.insert(c.nonce, c.expires_at);
-        self.by_expiry.insert((c.expires_at, c.nonce), ());
+        self.by_expiry.insert((c.expires_at, c.nonce), c.uid);
         Ok(())
     }
 
     /// Forgets nonces of credentials that have expired.
     pub fn prune(&mut self, now: u64) {
-        while let Some((&(exp, nonce), _)) = self.by_expiry.iter().next() {
+        while let Some((&(exp, nonce), &uid)) = self.by_expiry.iter().next() {
             if exp > now {
                 break;
             }
             self.by_expiry.remove(&(exp, nonce));
             self.seen.remove(&nonce);
+            if let Some(n) = self.per_uid.get_mut(&uid) {
+                *n -= 1;
+                if *n == 0 {
+                    self.per_uid.remove(&uid);
+                }
+            }
         }
     }
 
@@ -275,16 +331,25 @@ impl ReplayCache {
 pub struct Verifier {
     key: ClusterKey,
     max_ttl_s: u64,
+    not_before: u64,
     cache: Mutex<ReplayCache>,
 }
 
 impl Verifier {
-    /// A verifier accepting credentials valid for at most `max_ttl_s` seconds.
-    pub fn new(key: ClusterKey, max_ttl_s: u64) -> Verifier {
+    /// A verifier accepting credentials valid for at most `max_ttl_s` seconds and issued at
+    /// or after `not_before` (s since the epoch: the daemon's start, since the replay cache
+    /// starts empty; 0 accepts any issue time).
+    pub fn new(key: ClusterKey, max_ttl_s: u64, not_before: u64) -> Verifier {
+        Verifier::with_cache(key, max_ttl_s, not_before, ReplayCache::default())
+    }
+
+    /// [`Verifier::new`] with a given (empty) replay cache, e.g. one with small limits.
+    pub fn with_cache(key: ClusterKey, max_ttl_s: u64, not_before: u64, cache: ReplayCache) -> Verifier {
         Verifier {
             key,
             max_ttl_s,
-            cache: Mutex::new(ReplayCache::default()),
+            not_before,
+            cache: Mutex::new(cache),
         }
     }
 
@@ -296,6 +361,9 @@ impl Verifier {
     /// Verifies signature, times, and that the credential was not used before.
     pub fn accept(&self, c: &Credential, now: u64) -> Result<(), AuthError> {
         self.key.verify(c, now, self.max_ttl_s)?;
+        if c.issued_at < self.not_before {
+            return Err(AuthError::BeforeStart);
+        }
         self.cache
             .lock()
             .unwrap_or_else(|p| p.into_inner())
@@ -314,7 +382,7 @@ mod tests {
     #[test]
     fn sign_verify_forge_expire_replay() {
         let k = key();
-        let v = Verifier::new(k.clone(), DEFAULT_TTL_S);
+        let v = Verifier::new(k.clone(), DEFAULT_TTL_S, 0);
         let c = k.sign(2001, 2001, "login1", 1000, 300);
         assert_eq!(v.accept(&c, 1001), Ok(()));
         assert_eq!(v.accept(&c, 1002), Err(AuthError::Replayed));
@@ -344,6 +412,34 @@ mod tests {
         assert_eq!(rc.check_and_insert(&c, 105), Err(AuthError::Replayed));
         rc.prune(111);
         assert!(rc.is_empty());
+    }
+
+    /// The cache is bounded in all and per uid; expiry frees room; a full cache refuses
+    /// rather than forgetting a live nonce.
+    #[test]
+    fn replay_cache_is_bounded() {
+        let k = key();
+        let mut rc = ReplayCache::with_limits(4, 2);
+        rc.check_and_insert(&k.sign(1, 1, "h", 100, 10), 100).unwrap();
+        rc.check_and_insert(&k.sign(1, 1, "h", 100, 50), 100).unwrap();
+        let third = k.sign(1, 1, "h", 100, 10);
+        assert!(matches!(rc.check_and_insert(&third, 100), Err(AuthError::ReplayCacheFull(m)) if m.contains("uid 1")));
+        rc.check_and_insert(&k.sign(2, 2, "h", 100, 10), 100).unwrap();
+        rc.check_and_insert(&k.sign(3, 3, "h", 100, 10), 100).unwrap();
+        assert!(matches!(rc.check_and_insert(&k.sign(4, 4, "h", 100, 10), 100), Err(AuthError::ReplayCacheFull(_))));
+        assert_eq!(rc.len(), 4);
+        // The 10 s credentials expire: room again, for uid 1 too.
+        rc.check_and_insert(&third, 111).unwrap();
+        assert_eq!(rc.len(), 2);
+    }
+
+    /// A verifier refuses credentials issued before it started (a restart forgets nonces).
+    #[test]
+    fn credentials_from_before_the_start_are_refused() {
+        let k = key();
+        let v = Verifier::new(k.clone(), DEFAULT_TTL_S, 1000);
+        assert_eq!(v.accept(&k.sign(1, 1, "h", 999, 300), 1001), Err(AuthError::BeforeStart));
+        assert_eq!(v.accept(&k.sign(1, 1, "h", 1000, 300), 1001), Ok(()));
     }
 
     #[test]

@@ -14,6 +14,9 @@ pub const SLURM_PROTOCOL_AUTHENTICATION_ERROR: i32 = 1007;
 pub const SLURM_PROTOCOL_INSANE_MSG_LENGTH: i32 = 1017;
 /// `SLURM_UNEXPECTED_MSG_ERROR`: undecodable or unexpected message.
 pub const SLURM_UNEXPECTED_MSG_ERROR: i32 = 1000;
+/// `SLURM_COMMUNICATIONS_CONNECTION_ERROR`: a connection refused or closed by the server
+/// (too many connections, a deadline missed).
+pub const SLURM_COMMUNICATIONS_CONNECTION_ERROR: i32 = 1001;
 /// `ESLURM_INVALID_PARTITION_NAME`.
 pub const ESLURM_INVALID_PARTITION_NAME: i32 = 2000;
 /// `ESLURM_DEFAULT_PARTITION_NOT_SET`.
@@ -77,6 +80,7 @@ pub const ESLURM_AUTH_EXPIRED: i32 = 6001;
 pub fn strerror(code: i32) -> &'static str {
     match code {
         SLURM_UNEXPECTED_MSG_ERROR => "Unexpected message received",
+        SLURM_COMMUNICATIONS_CONNECTION_ERROR => "Communication connection failure",
         SLURM_PROTOCOL_VERSION_ERROR => "Protocol version has changed, re-link your code",
         SLURM_PROTOCOL_INSANE_MSG_LENGTH => "Insane message length",
         SLURM_PROTOCOL_AUTHENTICATION_ERROR => "Protocol authentication error",

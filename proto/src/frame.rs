@@ -17,6 +17,12 @@ use std::io::{Read, Write};
 
 /// Default maximum frame body size: 16 MiB.
 pub const DEFAULT_MAX_FRAME: usize = 16 << 20;
+/// Maximum frame body (bytes) a listener reads from a peer it has not authenticated yet: the
+/// hello, and the head of a request up to the end of its credential
+/// ([`peek_request_auth`]). The largest such head is about 350 bytes (a request id, a
+/// credential with a 253-byte host name); 4 KiB leaves room. A larger frame is read only
+/// once the credential at its head has been verified.
+pub const PREAUTH_MAX_FRAME: usize = 4096;
 /// Oldest protocol version this build speaks.
 pub const PROTOCOL_VERSION_MIN: u16 = 1;
 /// Newest protocol version this build speaks.
@@ -181,6 +187,21 @@ pub fn encode_response_frame(id: u64, body: &[u8]) -> Result<Vec<u8>, ProtoError
 
 /// `Frame::Response`'s index among `Frame`'s variants (postcard's varint tag).
 const RESPONSE_VARIANT: u32 = 4;
+/// `Frame::Request`'s index among `Frame`'s variants.
+const REQUEST_VARIANT: u32 = 3;
+
+/// The head of a frame body, read before the rest of it: for a `Frame::Request`, its id and
+/// credential (`Some((id, auth))`), which a listener verifies before it reads a body larger
+/// than [`PREAUTH_MAX_FRAME`]; `None` for another frame or a head that does not decode
+/// (yet: `head` may be cut anywhere). Pure, never panics.
+pub fn peek_request_auth(head: &[u8]) -> Option<(u64, Option<Credential>)> {
+    let (tag, rest) = postcard::take_from_bytes::<u32>(head).ok()?;
+    if tag != REQUEST_VARIANT {
+        return None;
+    }
+    let ((id, auth), _) = postcard::take_from_bytes::<(u64, Option<Credential>)>(rest).ok()?;
+    Some((id, auth))
+}
 
 /// Blocking write of one frame (commands, tests).
 pub fn write_frame<W: Write>(w: &mut W, frame: &Frame) -> Result<(), ProtoError> {
@@ -202,9 +223,12 @@ pub fn read_frame<R: Read>(r: &mut R, max: usize) -> Result<Frame, ProtoError> {
     if len > max {
         return Err(ProtoError::FrameTooLarge { len, max });
     }
-    let mut buf = vec![0u8; 4 + len];
-    buf[..4].copy_from_slice(&prefix);
-    r.read_exact(&mut buf[4..])?;
+    // Memory grows with the bytes that arrive, not with the length the peer announced.
+    let mut buf = prefix.to_vec();
+    let got = r.take(len as u64).read_to_end(&mut buf)?;
+    if got < len {
+        return Err(ProtoError::Decode("connection closed inside a frame".into()));
+    }
     match decode_frame_max(&buf, max)? {
         Some((f, _)) => Ok(f),
         None => Err(ProtoError::Decode("short frame".into())),
@@ -292,6 +316,36 @@ mod tests {
         assert!(matches!(decode_frame_max(&[0, 0, 0, 9], 8), Err(ProtoError::FrameTooLarge { len: 9, max: 8 })));
     }
 
+    /// The head of a request frame gives its id and credential, from the bytes up to the
+    /// credential's end; other frames and cut heads give nothing.
+    #[test]
+    fn request_heads() {
+        let key = crate::auth::ClusterKey::from_bytes(&[3u8; 32]).unwrap();
+        let cred = key.sign(2001, 2001, &"h".repeat(253), 1000, 300);
+        let f = Frame::Request { id: 9, auth: Some(cred.clone()), body: Request::Ping };
+        let bytes = encode_frame(&f).unwrap();
+        let body = &bytes[4..];
+        assert!(body.len() < PREAUTH_MAX_FRAME);
+        assert_eq!(peek_request_auth(body), Some((9, Some(cred.clone()))));
+        // Without its body (what a listener has of a large frame) the head still decodes.
+        assert_eq!(peek_request_auth(&body[..body.len() - 1]), Some((9, Some(cred))));
+        assert_eq!(peek_request_auth(&body[..10]), None);
+        let anon = encode_frame(&Frame::Request { id: 1, auth: None, body: Request::Ping }).unwrap();
+        assert_eq!(peek_request_auth(&anon[4..]), Some((1, None)));
+        let hello = encode_frame(&Frame::Hello(Hello::current(Role::Command))).unwrap();
+        assert_eq!(peek_request_auth(&hello[4..]), None);
+        assert!(hello.len() - 4 < PREAUTH_MAX_FRAME);
+    }
+
+    /// The blocking reader allocates as bytes arrive: a peer announcing 16 MiB and sending
+    /// 10 bytes costs 10 bytes, and the short frame is an error.
+    #[test]
+    fn blocking_read_of_a_short_frame() {
+        let mut bytes = (DEFAULT_MAX_FRAME as u32).to_be_bytes().to_vec();
+        bytes.extend_from_slice(&[0u8; 10]);
+        assert!(matches!(read_frame(&mut &bytes[..], DEFAULT_MAX_FRAME), Err(ProtoError::Decode(_))));
+    }
+
     #[test]
     fn trailing_bytes_refused() {
         let mut bytes = encode_frame(&Frame::HelloOk { version: 1 }).unwrap();
@@ -330,6 +384,11 @@ mod tests {
         fn decode_never_panics(bytes in proptest::collection::vec(any::<u8>(), 0..512)) {
             let _ = decode_frame(&bytes);
             let _ = decode_frame_max(&bytes, 64);
+        }
+
+        #[test]
+        fn peek_never_panics(bytes in proptest::collection::vec(any::<u8>(), 0..512)) {
+            let _ = peek_request_auth(&bytes);
         }
 
         #[test]

@@ -35,7 +35,9 @@ pub struct DaemonConfig {
     /// Controller tunables (admission settings are filled in from `cluster`, except
     /// `admission.default_accounts`, kept as given).
     pub opts: CtlOptions,
-    /// Most concurrent connections.
+    /// Most authenticated command connections over TCP at once ([`server::Limits`]'s
+    /// `tcp_commands`; the other pools keep their defaults, node sessions are sized from the
+    /// configured nodes).
     pub max_conns: usize,
     /// Maximum frame body (bytes).
     pub max_frame: usize,
@@ -148,23 +150,37 @@ pub fn controller(
     Ok(Controller::new(sched, store, opts, auth_failures, now)?)
 }
 
+/// Where each node's registrations must come from: `NodeAddr=`, which defaults to
+/// `NodeHostname=`, which defaults to `NodeName=` (slurm.conf(5)).
+pub fn node_addrs(conf: &ClusterConfig) -> std::collections::HashMap<String, String> {
+    conf.nodes
+        .iter()
+        .map(|n| {
+            let addr = [&n.addr, &n.hostname, &n.name].into_iter().find(|a| !a.is_empty()).cloned().unwrap_or_default();
+            (n.name.clone(), addr)
+        })
+        .collect()
+}
+
 /// Starts the controller on the current tokio runtime.
 pub async fn start(cfg: DaemonConfig) -> anyhow::Result<Daemon> {
     let store = Store::open(&cfg.state_dir, cfg.sync)?;
+    let started = wall_now();
     let auth_failures = Arc::new(AtomicU64::new(0));
     let ctl = controller(&cfg.cluster, store, cfg.opts, auth_failures.clone(), wall_now())?;
     let (tx, rx) = mpsc::channel(65_536);
     let (shutdown, shutdown_rx) = watch::channel(false);
     let owner = tokio::spawn(ctl.run(rx, shutdown_rx.clone()));
-    let shared = Arc::new(Shared::new(
-        Some(tx),
-        Verifier::new(cfg.key, flotilla_proto::auth::DEFAULT_TTL_S * 12),
-        cfg.slurm_uid,
-        cfg.host,
-        auth_failures,
-        cfg.max_conns,
-        cfg.max_frame,
-    ));
+    let limits = server::Limits {
+        tcp_commands: cfg.max_conns,
+        node_sessions: 2 * cfg.cluster.nodes.len() + 16,
+        ..server::Limits::default()
+    };
+    // The replay cache starts empty: credentials issued before this start are refused.
+    let verifier = Verifier::new(cfg.key, flotilla_proto::auth::DEFAULT_TTL_S * 12, started.max(0) as u64);
+    let mut shared = Shared::new(Some(tx), verifier, cfg.slurm_uid, cfg.host, auth_failures, limits, cfg.max_frame);
+    shared.node_addrs = node_addrs(&cfg.cluster);
+    let shared = Arc::new(shared);
     let mut tcp_addr = None;
     if let Some(addr) = cfg.listen {
         let l = tokio::net::TcpListener::bind(addr)

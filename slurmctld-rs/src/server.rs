@@ -1,7 +1,18 @@
 //! The RPC server (mini-redis mechanics): a TCP listener for node daemons and remote commands
 //! presenting signed credentials, a local Unix socket whose peers are identified by the kernel
-//! (`SO_PEERCRED`), a semaphore capping connections, shutdown passed in as a watch, and the
-//! pure [`flotilla_proto::decode_frame_max`] on a read buffer.
+//! (`SO_PEERCRED`), connection pools, shutdown passed in as a watch, and the pure
+//! [`flotilla_proto::decode_frame_max`] on a read buffer.
+//!
+//! Hostile peers (issue #17): every kind of peer has its own pool ([`Limits`]), so one kind
+//! filling its pool never keeps another out, and accepting never waits for room. An
+//! unauthenticated TCP peer may hold one of a few slots per source address (the oldest is
+//! closed for a newcomer), send frames of at most [`PREAUTH_MAX_FRAME`] bytes — a larger
+//! request is read past its head only once the credential at its head verified — and must
+//! authenticate within [`PREAUTH_TIMEOUT`]. Every frame, once begun, must arrive within
+//! [`FRAME_TIMEOUT`]; authenticated command connections idle at most [`IDLE_TIMEOUT`];
+//! buffers grow with the bytes that arrived, never with an announced length, and large
+//! frames in flight share [`MAX_FRAME_BYTES_IN_FLIGHT`]. Node registrations must come from
+//! the node's `NodeAddr` ([`Shared::node_addrs`]).
 //!
 //! A connection starts with the version handshake. A request is authenticated (credential on
 //! TCP, peer credentials on the Unix socket), then forwarded to the owner task, whose answer
@@ -15,20 +26,77 @@
 
 use crate::ctld::{wall_now, Event, Ident, Reply};
 use flotilla_proto::errno::*;
+use flotilla_proto::frame::{peek_request_auth, PREAUTH_MAX_FRAME};
 use flotilla_proto::{
     decode_frame_max, encode_frame, negotiate, Frame, ProtoError, Request, Response, SlurmError, Verifier,
 };
-use std::net::SocketAddr;
+use std::collections::{BTreeMap, HashMap};
+use std::net::{IpAddr, SocketAddr};
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::net::{TcpListener, UnixListener};
-use tokio::sync::{mpsc, oneshot, watch, Semaphore};
-use tracing::{debug, info, warn};
+use tokio::sync::{mpsc, oneshot, watch, Notify, OwnedSemaphorePermit, Semaphore};
+use tokio::time::Instant;
+use tracing::{debug, error, info, warn};
 
-/// How long a peer has to send its hello.
-const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
+/// Slurm's `MessageTimeout` default (slurm.conf(5): 10 s), the unit of the deadlines below.
+pub const MESSAGE_TIMEOUT: Duration = Duration::from_secs(10);
+/// From accept to the end of the handshake (Unix) or to the first request whose credential
+/// verifies (TCP): a peer that has not authenticated by then is closed.
+pub const PREAUTH_TIMEOUT: Duration = MESSAGE_TIMEOUT;
+/// Once the first byte of a frame has arrived, the whole frame must arrive within this, plus
+/// one second per [`FRAME_BYTES_PER_S`] of its announced length (a 16 MiB frame: 26 s).
+pub const FRAME_TIMEOUT: Duration = MESSAGE_TIMEOUT;
+/// The slowest transfer a frame may take (bytes/s) before [`FRAME_TIMEOUT`] runs out.
+pub const FRAME_BYTES_PER_S: usize = 1 << 20;
+/// An authenticated command connection silent for this long between requests is closed
+/// (Slurm's commands make one call per connection; ours too, but for `srun`'s few).
+pub const IDLE_TIMEOUT: Duration = Duration::from_secs(60);
+/// Bytes of frame bodies larger than [`PREAUTH_MAX_FRAME`] read at once over all
+/// connections (authenticated peers only); a frame waits for room within its deadline.
+pub const MAX_FRAME_BYTES_IN_FLIGHT: usize = 256 << 20;
+
+/// Connection caps, one pool per kind of peer, so that one kind filling its pool cannot keep
+/// another out (Slurm has no such keys; these are the defaults of [`Limits::default`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Limits {
+    /// TCP connections not authenticated yet (all peers). When full, the oldest is closed
+    /// to make room: a legitimate peer authenticates within milliseconds of connecting.
+    pub tcp_preauth: usize,
+    /// TCP connections not authenticated yet, per source address (oldest closed first).
+    pub tcp_preauth_per_ip: usize,
+    /// Authenticated command connections over TCP (remote commands), all uids. A request
+    /// arriving over the cap is answered, then its connection closed.
+    pub tcp_commands: usize,
+    /// Authenticated command connections over TCP per uid (the credential's).
+    pub tcp_commands_per_uid: usize,
+    /// Unix-socket connections of users other than root and `SlurmUser`, all together;
+    /// a peer over the cap is refused at once.
+    pub unix: usize,
+    /// Unix-socket connections per uid (`SO_PEERCRED`), other than root and `SlurmUser`.
+    pub unix_per_uid: usize,
+    /// Unix-socket connections of root and `SlurmUser`.
+    pub unix_admin: usize,
+    /// Registered node sessions (the daemon sets it to twice the configured nodes, plus 16).
+    pub node_sessions: usize,
+}
+
+impl Default for Limits {
+    fn default() -> Limits {
+        Limits {
+            tcp_preauth: 512,
+            tcp_preauth_per_ip: 64,
+            tcp_commands: 1024,
+            tcp_commands_per_uid: 64,
+            unix: 1024,
+            unix_per_uid: 64,
+            unix_admin: 256,
+            node_sessions: 16,
+        }
+    }
+}
 
 /// State shared by all connections.
 #[derive(Debug)]
@@ -37,7 +105,7 @@ pub struct Shared {
     pub tx: Option<mpsc::Sender<Event>>,
     /// Verifies credentials (and signs them for local peers).
     pub verifier: Verifier,
-    /// Maximum frame body (bytes).
+    /// Maximum frame body (bytes) from an authenticated peer.
     pub max_frame: usize,
     /// Uid of `SlurmUser` (admin like root).
     pub slurm_uid: u32,
@@ -47,10 +115,16 @@ pub struct Shared {
     pub issue_ttl_s: u64,
     /// Requests refused by authentication.
     pub auth_failures: Arc<AtomicU64>,
-    /// Caps concurrent connections.
-    pub conns: Arc<Semaphore>,
+    /// Connection caps.
+    pub limits: Limits,
+    /// Node name -> the address its registrations must come from (`NodeAddr=`, else
+    /// `NodeHostname=`, else the name). Empty for `sackd`.
+    pub node_addrs: HashMap<String, String>,
     /// Names of the users requests are for (never the name a command claims).
     pub user_names: crate::users::UserNames,
+    pools: Mutex<Pools>,
+    /// KiB of large frame bodies being read ([`MAX_FRAME_BYTES_IN_FLIGHT`]).
+    frame_budget: Arc<Semaphore>,
     next_conn: AtomicU64,
 }
 
@@ -62,7 +136,7 @@ impl Shared {
         slurm_uid: u32,
         host: String,
         auth_failures: Arc<AtomicU64>,
-        max_conns: usize,
+        limits: Limits,
         max_frame: usize,
     ) -> Shared {
         Shared {
@@ -73,10 +147,191 @@ impl Shared {
             host,
             issue_ttl_s: flotilla_proto::auth::DEFAULT_TTL_S,
             auth_failures,
-            conns: Arc::new(Semaphore::new(max_conns)),
+            limits,
+            node_addrs: HashMap::new(),
             user_names: crate::users::UserNames::new(),
+            pools: Mutex::new(Pools::default()),
+            frame_budget: Arc::new(Semaphore::new(MAX_FRAME_BYTES_IN_FLIGHT >> 10)),
             next_conn: AtomicU64::new(1),
         }
+    }
+
+    fn is_admin(&self, uid: u32) -> bool {
+        uid == 0 || uid == self.slurm_uid
+    }
+
+    fn pools(&self) -> std::sync::MutexGuard<'_, Pools> {
+        self.pools.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Connections held now: (TCP not authenticated, TCP commands, Unix, node sessions).
+    pub fn connections(&self) -> (usize, usize, usize, usize) {
+        let p = self.pools();
+        (p.preauth.len(), p.commands, p.unix + p.unix_admin, p.nodes)
+    }
+}
+
+/// What each pool holds (the lock is never held across an await).
+#[derive(Debug, Default)]
+struct Pools {
+    /// Unauthenticated TCP connections by connection id (oldest first).
+    preauth: BTreeMap<u64, (IpAddr, Arc<Notify>)>,
+    preauth_by_ip: HashMap<IpAddr, usize>,
+    commands: usize,
+    commands_by_uid: HashMap<u32, usize>,
+    unix: usize,
+    unix_admin: usize,
+    unix_by_uid: HashMap<u32, usize>,
+    nodes: usize,
+}
+
+fn dec<K: std::hash::Hash + Eq>(m: &mut HashMap<K, usize>, k: &K) {
+    if let Some(n) = m.get_mut(k) {
+        *n -= 1;
+        if *n == 0 {
+            m.remove(k);
+        }
+    }
+}
+
+/// Which pool a connection counts in.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum SlotKind {
+    PreAuth { ip: IpAddr },
+    Command { uid: u32 },
+    Unix { uid: u32, admin: bool },
+    Node,
+    /// Counted nowhere (after a failed promotion: the connection closes after its answer).
+    None,
+}
+
+/// A connection's place in its pool, given back when dropped.
+struct Slot {
+    shared: Arc<Shared>,
+    conn: u64,
+    kind: SlotKind,
+    /// Notified when the connection is evicted to make room (pre-auth TCP only).
+    evicted: Arc<Notify>,
+}
+
+impl Slot {
+    /// A new TCP connection from `ip`: always admitted; the oldest unauthenticated
+    /// connection of `ip` (or of anyone, when the pool is full) is evicted for it.
+    fn tcp(shared: &Arc<Shared>, ip: IpAddr) -> Slot {
+        let conn = shared.next_conn.fetch_add(1, Ordering::Relaxed);
+        let evicted = Arc::new(Notify::new());
+        let lim = shared.limits;
+        let mut p = shared.pools();
+        let victim = if p.preauth_by_ip.get(&ip).copied().unwrap_or(0) >= lim.tcp_preauth_per_ip {
+            p.preauth.iter().find(|(_, (i, _))| *i == ip).map(|(c, _)| *c)
+        } else if p.preauth.len() >= lim.tcp_preauth {
+            p.preauth.keys().next().copied()
+        } else {
+            None
+        };
+        if let Some(v) = victim {
+            if let Some((vip, n)) = p.preauth.remove(&v) {
+                dec(&mut p.preauth_by_ip, &vip);
+                n.notify_one();
+            }
+        }
+        p.preauth.insert(conn, (ip, evicted.clone()));
+        *p.preauth_by_ip.entry(ip).or_insert(0) += 1;
+        drop(p);
+        Slot { shared: shared.clone(), conn, kind: SlotKind::PreAuth { ip }, evicted }
+    }
+
+    /// A new Unix-socket connection of `uid`, or `Err(why)` when its pool is full.
+    fn unix(shared: &Arc<Shared>, uid: u32) -> Result<Slot, String> {
+        let admin = shared.is_admin(uid);
+        let lim = shared.limits;
+        let mut p = shared.pools();
+        if admin {
+            if p.unix_admin >= lim.unix_admin {
+                return Err(format!("{} connections of root and SlurmUser", lim.unix_admin));
+            }
+            p.unix_admin += 1;
+        } else {
+            if p.unix_by_uid.get(&uid).copied().unwrap_or(0) >= lim.unix_per_uid {
+                return Err(format!("{} connections of uid {uid}", lim.unix_per_uid));
+            }
+            if p.unix >= lim.unix {
+                return Err(format!("{} connections of users", lim.unix));
+            }
+            p.unix += 1;
+            *p.unix_by_uid.entry(uid).or_insert(0) += 1;
+        }
+        drop(p);
+        let conn = shared.next_conn.fetch_add(1, Ordering::Relaxed);
+        Ok(Slot { shared: shared.clone(), conn, kind: SlotKind::Unix { uid, admin }, evicted: Arc::new(Notify::new()) })
+    }
+
+    fn authenticated(&self) -> bool {
+        !matches!(self.kind, SlotKind::PreAuth { .. })
+    }
+
+    /// Moves a pre-auth TCP connection into the command pool of `uid`; false (and the
+    /// connection counted nowhere, to be closed after its answer) when that pool is full.
+    fn promote_command(&mut self, uid: u32) -> bool {
+        if !matches!(self.kind, SlotKind::PreAuth { .. }) {
+            return self.kind != SlotKind::None;
+        }
+        let lim = self.shared.limits;
+        let shared = self.shared.clone();
+        let mut p = shared.pools();
+        self.release(&mut p);
+        if p.commands >= lim.tcp_commands || p.commands_by_uid.get(&uid).copied().unwrap_or(0) >= lim.tcp_commands_per_uid {
+            self.kind = SlotKind::None;
+            return false;
+        }
+        p.commands += 1;
+        *p.commands_by_uid.entry(uid).or_insert(0) += 1;
+        self.kind = SlotKind::Command { uid };
+        true
+    }
+
+    /// Moves the connection into the node-session pool; false when it is full.
+    fn promote_node(&mut self) -> bool {
+        let lim = self.shared.limits;
+        let shared = self.shared.clone();
+        let mut p = shared.pools();
+        if p.nodes >= lim.node_sessions {
+            return false;
+        }
+        self.release(&mut p);
+        p.nodes += 1;
+        self.kind = SlotKind::Node;
+        true
+    }
+
+    fn release(&mut self, p: &mut Pools) {
+        match self.kind {
+            SlotKind::PreAuth { ip } => {
+                if p.preauth.remove(&self.conn).is_some() {
+                    dec(&mut p.preauth_by_ip, &ip);
+                }
+            }
+            SlotKind::Command { uid } => {
+                p.commands -= 1;
+                dec(&mut p.commands_by_uid, &uid);
+            }
+            SlotKind::Unix { admin: true, .. } => p.unix_admin -= 1,
+            SlotKind::Unix { uid, admin: false } => {
+                p.unix -= 1;
+                dec(&mut p.unix_by_uid, &uid);
+            }
+            SlotKind::Node => p.nodes -= 1,
+            SlotKind::None => {}
+        }
+        self.kind = SlotKind::None;
+    }
+}
+
+impl Drop for Slot {
+    fn drop(&mut self) {
+        let shared = self.shared.clone();
+        let mut p = shared.pools();
+        self.release(&mut p);
     }
 }
 
@@ -96,10 +351,10 @@ impl std::fmt::Display for Peer {
     }
 }
 
-/// Accepts TCP connections until shutdown.
+/// Accepts TCP connections until shutdown. Accepting never waits for room: a new peer
+/// takes the place of the oldest unauthenticated one ([`Limits::tcp_preauth`]).
 pub async fn serve_tcp(listener: TcpListener, shared: Arc<Shared>, mut shutdown: watch::Receiver<bool>) {
     loop {
-        let Ok(permit) = shared.conns.clone().acquire_owned().await else { return };
         let accepted = tokio::select! {
             r = listener.accept() => r,
             _ = shutdown.changed() => return,
@@ -113,19 +368,17 @@ pub async fn serve_tcp(listener: TcpListener, shared: Arc<Shared>, mut shutdown:
             }
         };
         let _ = stream.set_nodelay(true);
+        let slot = Slot::tcp(&shared, addr.ip().to_canonical());
         let shared = shared.clone();
         let shutdown = shutdown.clone();
-        tokio::spawn(async move {
-            connection(stream, Peer::Tcp(addr), shared, shutdown).await;
-            drop(permit);
-        });
+        tokio::spawn(connection(stream, Peer::Tcp(addr), slot, shared, shutdown));
     }
 }
 
-/// Accepts Unix-socket connections until shutdown; peers are identified by `SO_PEERCRED`.
+/// Accepts Unix-socket connections until shutdown; peers are identified by `SO_PEERCRED`
+/// and counted per uid ([`Limits::unix_per_uid`]); one over its cap is refused at once.
 pub async fn serve_unix(listener: UnixListener, shared: Arc<Shared>, mut shutdown: watch::Receiver<bool>) {
     loop {
-        let Ok(permit) = shared.conns.clone().acquire_owned().await else { return };
         let accepted = tokio::select! {
             r = listener.accept() => r,
             _ = shutdown.changed() => return,
@@ -149,12 +402,25 @@ pub async fn serve_unix(listener: UnixListener, shared: Arc<Shared>, mut shutdow
                 continue;
             }
         };
-        let shared = shared.clone();
-        let shutdown = shutdown.clone();
-        tokio::spawn(async move {
-            connection(stream, peer, shared, shutdown).await;
-            drop(permit);
-        });
+        let Peer::Unix { uid, .. } = peer else { continue };
+        match Slot::unix(&shared, uid) {
+            Ok(slot) => {
+                let shared = shared.clone();
+                let shutdown = shutdown.clone();
+                tokio::spawn(connection(stream, peer, slot, shared, shutdown));
+            }
+            Err(why) => {
+                debug!(peer = %peer, "connection refused: at most {why}");
+                let refusal = Frame::Refused(SlurmError::with_message(
+                    SLURM_COMMUNICATIONS_CONNECTION_ERROR,
+                    format!("too many connections: at most {why}"),
+                ));
+                tokio::spawn(async move {
+                    let mut stream = stream;
+                    let _ = tokio::time::timeout(Duration::from_secs(1), write_frame(&mut stream, &refusal)).await;
+                });
+            }
+        }
     }
 }
 
@@ -172,20 +438,124 @@ pub fn bind_unix(path: &std::path::Path) -> std::io::Result<UnixListener> {
     Ok(l)
 }
 
-async fn read_frame<R: AsyncRead + Unpin>(rd: &mut R, buf: &mut Vec<u8>, max: usize) -> Result<Frame, ProtoError> {
-    loop {
-        if let Some((f, used)) = decode_frame_max(buf, max)? {
-            buf.drain(..used);
-            return Ok(f);
+/// How one read of a frame is bounded.
+#[derive(Debug, Clone, Copy)]
+struct Rules {
+    /// Largest body accepted.
+    max: usize,
+    /// Bodies over [`PREAUTH_MAX_FRAME`] need a verified credential at their head (TCP
+    /// requests); otherwise the peer is authenticated already (Unix, node session).
+    gate: bool,
+    /// The latest instant the frame's first byte may arrive (`None`: any time).
+    start_by: Option<Instant>,
+}
+
+/// Why a frame was not read.
+#[derive(Debug)]
+enum ReadError {
+    /// Framing, I/O, or the peer closed.
+    Proto(ProtoError),
+    /// Nothing arrived before `start_by`.
+    Idle,
+    /// A frame began but did not complete within its deadline.
+    Slow,
+    /// A large frame whose head carries no valid credential (answered to request `id`).
+    Auth(u64, SlurmError),
+    /// No room in [`MAX_FRAME_BYTES_IN_FLIGHT`] within the frame's deadline.
+    Busy,
+}
+
+impl From<ProtoError> for ReadError {
+    fn from(e: ProtoError) -> ReadError {
+        ReadError::Proto(e)
+    }
+}
+
+/// What a read gives: the frame, the identity verified at its head (large TCP requests),
+/// and the share of [`MAX_FRAME_BYTES_IN_FLIGHT`] it holds until dropped.
+type Read = (Frame, Option<Ident>, Option<OwnedSemaphorePermit>);
+
+/// Reads one frame. Memory grows with the bytes that arrive (at most 64 KiB per read),
+/// never from the announced length; a body over [`PREAUTH_MAX_FRAME`] is read past its head
+/// only once the head's credential verified (`rules.gate`) and room is taken in the frame
+/// budget; the frame must complete within [`FRAME_TIMEOUT`] (scaled by its length) of its
+/// first byte.
+async fn read_frame<R: AsyncRead + Unpin>(
+    rd: &mut R,
+    buf: &mut Vec<u8>,
+    rules: Rules,
+    peer: &Peer,
+    shared: &Shared,
+) -> Result<Read, ReadError> {
+    if buf.is_empty() {
+        buf.reserve(PREAUTH_MAX_FRAME + 4);
+        let n = match rules.start_by {
+            Some(t) => tokio::time::timeout_at(t, (&mut *rd).take((PREAUTH_MAX_FRAME + 4) as u64).read_buf(buf))
+                .await
+                .map_err(|_| ReadError::Idle)?,
+            None => (&mut *rd).take((PREAUTH_MAX_FRAME + 4) as u64).read_buf(buf).await,
         }
-        buf.reserve(8192);
-        let n = rd.read_buf(buf).await?;
+        .map_err(ProtoError::from)?;
         if n == 0 {
-            return Err(if buf.is_empty() {
-                ProtoError::Closed
-            } else {
-                ProtoError::Decode("connection closed inside a frame".into())
-            });
+            return Err(ProtoError::Closed.into());
+        }
+    }
+    let begun = Instant::now();
+    let mut deadline = begun + FRAME_TIMEOUT;
+    let mut verified: Option<Ident> = None;
+    let mut permit = None;
+    let mut len = None;
+    loop {
+        if len.is_none() && buf.len() >= 4 {
+            let l = u32::from_be_bytes([buf[0], buf[1], buf[2], buf[3]]) as usize;
+            if l > rules.max {
+                return Err(ProtoError::FrameTooLarge { len: l, max: rules.max }.into());
+            }
+            len = Some(l);
+            deadline = begun + FRAME_TIMEOUT + Duration::from_secs((l / FRAME_BYTES_PER_S) as u64);
+        }
+        let large = len.is_some_and(|l| l > PREAUTH_MAX_FRAME);
+        if large && rules.gate && verified.is_none() && buf.len() >= 4 + PREAUTH_MAX_FRAME {
+            let l = len.unwrap_or(0);
+            match peek_request_auth(&buf[4..]) {
+                Some((id, auth)) => match authenticate(peer, auth.as_ref(), shared) {
+                    Ok(ident) => verified = Some(ident),
+                    Err(e) => return Err(ReadError::Auth(id, e)),
+                },
+                None => return Err(ProtoError::FrameTooLarge { len: l, max: PREAUTH_MAX_FRAME }.into()),
+            }
+        }
+        if large && permit.is_none() && (!rules.gate || verified.is_some()) {
+            let kib = u32::try_from((len.unwrap_or(0) >> 10) + 1).unwrap_or(u32::MAX);
+            let p = tokio::time::timeout_at(deadline, shared.frame_budget.clone().acquire_many_owned(kib)).await;
+            match p {
+                Ok(Ok(p)) => permit = Some(p),
+                _ => return Err(ReadError::Busy),
+            }
+        }
+        if let Some((f, used)) = decode_frame_max(buf, rules.max)? {
+            buf.drain(..used);
+            if buf.capacity() > 1 << 16 && buf.len() < 1 << 16 {
+                buf.shrink_to(1 << 16);
+            }
+            return Ok((f, verified, permit));
+        }
+        // How much more to read: up to the frame's end, its head while it is unverified,
+        // and 64 KiB at a time.
+        let want = match len {
+            None => PREAUTH_MAX_FRAME + 4,
+            Some(_) if large && rules.gate && verified.is_none() => PREAUTH_MAX_FRAME + 4,
+            Some(l) => l + 4,
+        }
+        .saturating_sub(buf.len())
+        .clamp(1, 1 << 16);
+        buf.reserve(want);
+        let n = tokio::time::timeout_at(deadline, (&mut *rd).take(want as u64).read_buf(buf))
+            .await
+            .map_err(|_| ReadError::Slow)?
+            .map_err(ProtoError::from)?;
+        if n == 0 {
+            return Err(ProtoError::Decode("connection closed inside a frame".into()).into());
         }
     }
 }
@@ -209,15 +579,18 @@ async fn write_reply<W: AsyncWrite + Unpin>(wr: &mut W, id: u64, reply: Reply) -
 
 /// A submission or service carries the name of the uid it is for, from the password
 /// database ([`crate::users`]), whatever name the command sent (the owner task refuses a uid
-/// that is not the caller's unless the caller is an admin).
-async fn name_the_user(req: Request, shared: &Shared) -> Request {
+/// that is not the caller's unless the caller is an admin). The uid is looked up only when
+/// the caller may submit for it (its own, or any for an admin): a refused request costs no
+/// NSS lookup of a uid the caller chose.
+async fn name_the_user(req: Request, ident: &Ident, shared: &Shared) -> Request {
+    let may = |uid: u32| ident.admin || uid == ident.uid;
     match req {
         Request::SubmitJob(mut s) => {
-            s.user = shared.user_names.name(s.uid).await;
+            s.user = if may(s.uid) { shared.user_names.name(s.uid).await } else { String::new() };
             Request::SubmitJob(s)
         }
         Request::ServiceCreate(mut c) => {
-            c.user = shared.user_names.name(c.uid).await;
+            c.user = if may(c.uid) { shared.user_names.name(c.uid).await } else { String::new() };
             Request::ServiceCreate(c)
         }
         r => r,
@@ -225,12 +598,11 @@ async fn name_the_user(req: Request, shared: &Shared) -> Request {
 }
 
 fn authenticate(peer: &Peer, auth: Option<&flotilla_proto::Credential>, shared: &Shared) -> Result<Ident, SlurmError> {
-    let admin = |uid: u32| uid == 0 || uid == shared.slurm_uid;
     match peer {
         Peer::Unix { uid, gid, .. } => Ok(Ident {
             uid: *uid,
             gid: *gid,
-            admin: admin(*uid),
+            admin: shared.is_admin(*uid),
         }),
         Peer::Tcp(addr) => {
             let r = match auth {
@@ -241,7 +613,7 @@ fn authenticate(peer: &Peer, auth: Option<&flotilla_proto::Credential>, shared: 
                 Ok(c) => Ok(Ident {
                     uid: c.uid,
                     gid: c.gid,
-                    admin: admin(c.uid),
+                    admin: shared.is_admin(c.uid),
                 }),
                 Err(e) => {
                     shared.auth_failures.fetch_add(1, Ordering::Relaxed);
@@ -253,47 +625,120 @@ fn authenticate(peer: &Peer, auth: Option<&flotilla_proto::Credential>, shared: 
     }
 }
 
-async fn connection<S>(stream: S, peer: Peer, shared: Arc<Shared>, mut shutdown: watch::Receiver<bool>)
-where
-    S: AsyncRead + AsyncWrite + Unpin + Send + 'static,
-{
-    let (mut rd, mut wr) = tokio::io::split(stream);
-    let mut buf = Vec::with_capacity(8192);
-    let max = shared.max_frame;
-    let hello = match tokio::time::timeout(HANDSHAKE_TIMEOUT, read_frame(&mut rd, &mut buf, max)).await {
-        Ok(Ok(Frame::Hello(h))) => h,
-        Ok(Ok(_)) => {
+/// Reads the next frame of a connection in `slot`: a pre-auth TCP connection is bounded by
+/// [`PREAUTH_TIMEOUT`] from `accepted` and closed if evicted; an authenticated one may idle
+/// [`IDLE_TIMEOUT`]. `Ok(None)`: shutdown or eviction, close quietly.
+async fn next_frame<R: AsyncRead + Unpin>(
+    rd: &mut R,
+    buf: &mut Vec<u8>,
+    peer: &Peer,
+    slot: &Slot,
+    accepted: Instant,
+    shared: &Shared,
+    shutdown: &mut watch::Receiver<bool>,
+) -> Result<Option<Read>, ReadError> {
+    let rules = Rules {
+        max: shared.max_frame,
+        gate: matches!(peer, Peer::Tcp(_)),
+        start_by: Some(if slot.authenticated() { Instant::now() + IDLE_TIMEOUT } else { accepted + PREAUTH_TIMEOUT }),
+    };
+    let preauth_deadline = tokio::time::sleep_until(accepted + PREAUTH_TIMEOUT);
+    tokio::select! {
+        f = read_frame(rd, buf, rules, peer, shared) => f.map(Some),
+        _ = slot.evicted.notified(), if !slot.authenticated() => Ok(None),
+        _ = preauth_deadline, if !slot.authenticated() => Err(ReadError::Slow),
+        _ = shutdown.changed() => Ok(None),
+    }
+}
+
+/// The hello: small, within the pre-auth deadline, on every kind of connection. False:
+/// refused or gone (close).
+async fn handshake<R: AsyncRead + Unpin, W: AsyncWrite + Unpin>(
+    rd: &mut R,
+    wr: &mut W,
+    buf: &mut Vec<u8>,
+    peer: &Peer,
+    slot: &Slot,
+    accepted: Instant,
+    shared: &Shared,
+) -> bool {
+    let hello_rules = Rules { max: PREAUTH_MAX_FRAME, gate: false, start_by: Some(accepted + PREAUTH_TIMEOUT) };
+    let hello = tokio::select! {
+        r = read_frame(rd, buf, hello_rules, peer, shared) => r,
+        _ = slot.evicted.notified() => return false,
+        _ = tokio::time::sleep_until(accepted + PREAUTH_TIMEOUT) => return false,
+    };
+    let hello = match hello {
+        Ok((Frame::Hello(h), _, _)) => h,
+        Ok(_) => {
             warn!(peer = %peer, "first frame is not a hello");
-            let _ = write_frame(&mut wr, &Frame::Refused(SlurmError::new(SLURM_UNEXPECTED_MSG_ERROR))).await;
-            return;
+            let _ = write_frame(wr, &Frame::Refused(SlurmError::new(SLURM_UNEXPECTED_MSG_ERROR))).await;
+            return false;
         }
-        Ok(Err(ProtoError::Closed)) | Err(_) => return,
-        Ok(Err(e)) => {
+        Err(ReadError::Proto(e)) if !matches!(e, ProtoError::Closed) => {
             warn!(peer = %peer, "bad handshake frame: {e}");
-            let _ = write_frame(&mut wr, &Frame::Refused(e.to_slurm())).await;
-            return;
+            let _ = write_frame(wr, &Frame::Refused(e.to_slurm())).await;
+            return false;
         }
+        Err(_) => return false,
     };
     match negotiate(&hello) {
         Ok(version) => {
-            if write_frame(&mut wr, &Frame::HelloOk { version }).await.is_err() {
-                return;
+            if write_frame(wr, &Frame::HelloOk { version }).await.is_err() {
+                return false;
             }
         }
         Err(e) => {
             warn!(peer = %peer, "handshake refused: {}", e.messages.join("; "));
-            let _ = write_frame(&mut wr, &Frame::Refused(e)).await;
-            return;
+            let _ = write_frame(wr, &Frame::Refused(e)).await;
+            return false;
         }
     }
+    true
+}
+
+/// Answers (where there is an answer) and logs a read that failed; the connection closes.
+async fn answer_read_error<W: AsyncWrite + Unpin>(wr: &mut W, peer: &Peer, slot: &Slot, e: ReadError) {
+    match e {
+        ReadError::Proto(ProtoError::Closed) => {}
+        ReadError::Idle => debug!(peer = %peer, "idle connection closed"),
+        ReadError::Slow => {
+            warn!(peer = %peer, authenticated = slot.authenticated(), "connection closed: a deadline passed (authentication or a frame's transfer)");
+        }
+        ReadError::Auth(id, e) => {
+            // The rest of the frame is never read.
+            let _ = write_frame(wr, &Frame::Response { id, body: Response::Error(e) }).await;
+        }
+        ReadError::Busy => {
+            warn!(peer = %peer, "frame refused: no room for large frames within its deadline");
+            let e = SlurmError::with_message(SLURM_COMMUNICATIONS_CONNECTION_ERROR, "server busy with large messages, try again");
+            let _ = write_frame(wr, &Frame::Response { id: 0, body: Response::Error(e) }).await;
+        }
+        ReadError::Proto(e) => {
+            // The stream's framing is lost.
+            warn!(peer = %peer, "bad frame: {e}");
+            let _ = write_frame(wr, &Frame::Response { id: 0, body: Response::Error(e.to_slurm()) }).await;
+        }
+    }
+}
+
+async fn connection<S>(stream: S, peer: Peer, mut slot: Slot, shared: Arc<Shared>, mut shutdown: watch::Receiver<bool>)
+where
+    S: AsyncRead + AsyncWrite + Unpin + Send + 'static,
+{
+    let accepted = Instant::now();
+    let (mut rd, mut wr) = tokio::io::split(stream);
+    let mut buf = Vec::new();
+    if !handshake(&mut rd, &mut wr, &mut buf, &peer, &slot, accepted, &shared).await {
+        return;
+    }
+    let mut close_after_answer = false;
     loop {
-        let frame = tokio::select! {
-            f = read_frame(&mut rd, &mut buf, max) => f,
-            _ = shutdown.changed() => return,
-        };
-        let (id, auth, body) = match frame {
-            Ok(Frame::Request { id, auth, body }) => (id, auth, body),
-            Ok(other) => {
+        let frame = next_frame(&mut rd, &mut buf, &peer, &slot, accepted, &shared, &mut shutdown).await;
+        let (id, auth, body, verified, _permit) = match frame {
+            Ok(None) => return,
+            Ok(Some((Frame::Request { id, auth, body }, verified, permit))) => (id, auth, body, verified, permit),
+            Ok(Some((other, _, _))) => {
                 debug!(peer = %peer, "unexpected frame {:?}", std::mem::discriminant(&other));
                 let r = Frame::Response {
                     id: 0,
@@ -304,19 +749,12 @@ where
                 }
                 continue;
             }
-            Err(ProtoError::Closed) => return,
             Err(e) => {
-                // The stream's framing is lost: answer and close.
-                warn!(peer = %peer, "bad frame: {e}");
-                let r = Frame::Response {
-                    id: 0,
-                    body: Response::Error(e.to_slurm()),
-                };
-                let _ = write_frame(&mut wr, &r).await;
+                answer_read_error(&mut wr, &peer, &slot, e).await;
                 return;
             }
         };
-        let ident = match authenticate(&peer, auth.as_ref(), &shared) {
+        let ident = match verified.map_or_else(|| authenticate(&peer, auth.as_ref(), &shared), Ok) {
             Ok(i) => i,
             Err(e) => {
                 if write_frame(&mut wr, &Frame::Response { id, body: Response::Error(e) }).await.is_err() {
@@ -325,6 +763,10 @@ where
                 continue;
             }
         };
+        if !slot.authenticated() && !matches!(body, Request::Register(_)) && !slot.promote_command(ident.uid) {
+            debug!(peer = %peer, uid = ident.uid, "command connection pool full: closing after the answer");
+            close_after_answer = true;
+        }
         let body: Reply = match body {
             Request::IssueCredential => match peer {
                 Peer::Unix { uid, gid, .. } => Response::Credential(shared.verifier.key().sign(
@@ -338,20 +780,23 @@ where
                 Peer::Tcp(_) => Response::Error(SlurmError::new(ESLURM_ACCESS_DENIED)).into(),
             },
             Request::Ping => Response::Pong.into(),
-            Request::Register(reg) => {
-                if !ident.admin {
-                    warn!(peer = %peer, uid = ident.uid, "node registration by a non-admin refused");
-                    Response::Error(SlurmError::new(ESLURM_ACCESS_DENIED)).into()
-                } else if let Some(tx) = shared.tx.clone() {
-                    node_session(rd, wr, buf, tx, id, reg, shared.clone(), shutdown).await;
-                    return;
-                } else {
-                    Response::Error(SlurmError::new(ESLURM_NOT_SUPPORTED)).into()
+            Request::Register(reg) => match register_refusal(&peer, &ident, &reg, &shared).await {
+                Some(e) => Response::Error(e).into(),
+                None if !slot.promote_node() => {
+                    error!(peer = %peer, node = %reg.node, "node registration refused: {} node sessions open", shared.limits.node_sessions);
+                    Response::Error(SlurmError::new(SLURM_COMMUNICATIONS_CONNECTION_ERROR)).into()
                 }
-            }
+                None => match shared.tx.clone() {
+                    Some(tx) => {
+                        node_session(rd, wr, buf, tx, id, reg, shared.clone(), shutdown).await;
+                        return;
+                    }
+                    None => Response::Error(SlurmError::new(ESLURM_NOT_SUPPORTED)).into(),
+                },
+            },
             req => match &shared.tx {
                 Some(tx) => {
-                    let req = name_the_user(req, &shared).await;
+                    let req = name_the_user(req, &ident, &shared).await;
                     let (otx, orx) = oneshot::channel();
                     if tx.send(Event::Rpc { ident, req, reply: otx }).await.is_err() {
                         return;
@@ -364,10 +809,46 @@ where
                 None => Response::Error(SlurmError::new(ESLURM_NOT_SUPPORTED)).into(),
             },
         };
-        if write_reply(&mut wr, id, body).await.is_err() {
+        if write_reply(&mut wr, id, body).await.is_err() || close_after_answer {
             return;
         }
     }
+}
+
+/// Why a node registration is refused before it reaches the owner task, if it is: the
+/// caller is not an admin (the cluster key signs node daemons' credentials as root), or the
+/// connection does not come from the node's address. A registration binds to the node by
+/// where it comes from: the TCP peer address must be one of `NodeAddr`'s addresses, or a
+/// loopback address when `NodeAddr` is an address of this host (a node daemon on the
+/// controller's host, and dev clusters where every `NodeAddr` is 127.0.0.1); on the Unix
+/// socket the peer is on this host, so the same rule applies as for loopback. A node name
+/// not in the configuration is left to the owner task (`Invalid node name specified`).
+async fn register_refusal(peer: &Peer, ident: &Ident, reg: &flotilla_proto::Register, shared: &Shared) -> Option<SlurmError> {
+    if !ident.admin {
+        warn!(peer = %peer, uid = ident.uid, "node registration by a non-admin refused");
+        return Some(SlurmError::new(ESLURM_ACCESS_DENIED));
+    }
+    let addr = shared.node_addrs.get(&reg.node)?;
+    let from = match peer {
+        Peer::Tcp(a) => a.ip().to_canonical(),
+        Peer::Unix { .. } => IpAddr::from([127, 0, 0, 1]),
+    };
+    let resolved: Vec<IpAddr> = match addr.parse::<IpAddr>() {
+        Ok(ip) => vec![ip.to_canonical()],
+        Err(_) => match tokio::time::timeout(MESSAGE_TIMEOUT, tokio::net::lookup_host((addr.as_str(), 0))).await {
+            Ok(Ok(it)) => it.map(|a| a.ip().to_canonical()).collect(),
+            _ => Vec::new(),
+        },
+    };
+    let local = |ip: &IpAddr| ip.is_loopback() || std::net::UdpSocket::bind((*ip, 0)).is_ok();
+    if resolved.contains(&from) || (from.is_loopback() && resolved.iter().any(local)) {
+        return None;
+    }
+    error!(peer = %peer, node = %reg.node, node_addr = %addr, ?resolved, "node registration refused: it does not come from the node's NodeAddr");
+    Some(SlurmError::with_message(
+        ESLURM_ACCESS_DENIED,
+        format!("registration of node {} from {from}, which is not its NodeAddr {addr}", reg.node),
+    ))
 }
 
 #[allow(clippy::too_many_arguments)]
@@ -406,21 +887,30 @@ async fn node_session<R, W>(
         return;
     }
     info!(node = %node, conn, "node session open");
+    // A node session is authenticated: the large frame, no idle limit (the owner's
+    // SlurmdTimeout judges a silent node), but each frame within its deadline.
+    let peer = Peer::Unix { uid: 0, gid: 0, pid: 0 };
+    let rules = Rules { max: shared.max_frame, gate: false, start_by: None };
     loop {
         tokio::select! {
-            f = read_frame(&mut rd, &mut buf, shared.max_frame) => match f {
-                Ok(Frame::FromNode(msg)) => {
+            f = read_frame(&mut rd, &mut buf, rules, &peer, &shared) => match f {
+                Ok((Frame::FromNode(msg), _, _)) => {
                     if tx.send(Event::NodeMsg { conn, node: node.clone(), msg }).await.is_err() {
                         break;
                     }
                 }
-                Ok(Frame::Request { id, body: Request::Ping, .. }) => {
+                Ok((Frame::Request { id, body: Request::Ping, .. }, _, _)) => {
                     if write_frame(&mut wr, &Frame::Response { id, body: Response::Pong }).await.is_err() {
                         break;
                     }
                 }
                 Ok(_) => warn!(node = %node, "unexpected frame on a node session"),
-                Err(_) => break,
+                Err(e) => {
+                    if !matches!(e, ReadError::Proto(ProtoError::Closed)) {
+                        warn!(node = %node, conn, "node session closed: {e:?}");
+                    }
+                    break;
+                }
             },
             m = nrx.recv() => match m {
                 Some(m) => {
@@ -433,5 +923,73 @@ async fn node_session<R, W>(
             _ = shutdown.changed() => break,
         }
     }
+    // Closed first, so that the owner sees this session gone (`tx.is_closed()`) even before
+    // it handles `NodeGone` — a restarted daemon's registration may overtake it.
+    drop(nrx);
     let _ = tx.send(Event::NodeGone { conn, node }).await;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use flotilla_proto::{ClusterKey, SubmitJob};
+
+    fn shared(limits: Limits) -> Arc<Shared> {
+        let key = ClusterKey::from_bytes(&[5u8; 32]).unwrap();
+        Arc::new(Shared::new(None, Verifier::new(key, 300, 0), 0, "h".into(), Arc::new(AtomicU64::new(0)), limits, 1 << 20))
+    }
+
+    /// A submission for another uid than the caller's is not named (no NSS lookup of a uid
+    /// the caller chose) unless the caller is an admin; the caller's own uid is.
+    #[tokio::test]
+    async fn only_a_uid_the_caller_may_use_is_looked_up() {
+        let sh = shared(Limits::default());
+        let sub = |uid| Request::SubmitJob(Box::new(SubmitJob { uid, user: "claimed".into(), ..SubmitJob::default() }));
+        let user = |r: Request| match r {
+            Request::SubmitJob(s) => s.user,
+            _ => unreachable!(),
+        };
+        let alice = Ident { uid: 2001, gid: 2001, admin: false };
+        assert_eq!(user(name_the_user(sub(0), &alice, &sh).await), "");
+        assert_eq!(user(name_the_user(sub(2001), &alice, &sh).await), crate::users::lookup(2001));
+        let root = Ident { uid: 0, gid: 0, admin: true };
+        assert_eq!(user(name_the_user(sub(2002), &root, &sh).await), crate::users::lookup(2002));
+    }
+
+    /// Pools: a full pre-auth address evicts its oldest connection; Unix peers are capped
+    /// per uid with admins apart; slots go back when dropped.
+    #[test]
+    fn pools_cap_and_evict() {
+        let sh = shared(Limits { tcp_preauth: 3, tcp_preauth_per_ip: 2, unix_per_uid: 1, unix_admin: 1, ..Limits::default() });
+        let a = IpAddr::from([10, 0, 0, 1]);
+        let b = IpAddr::from([10, 0, 0, 2]);
+        let s1 = Slot::tcp(&sh, a);
+        let s2 = Slot::tcp(&sh, a);
+        let s3 = Slot::tcp(&sh, a); // evicts s1
+        assert_eq!(sh.connections().0, 2);
+        let _s4 = Slot::tcp(&sh, b);
+        let _s5 = Slot::tcp(&sh, b); // the pool is full: evicts the oldest (s2)
+        assert_eq!(sh.connections().0, 3);
+        let evicted = |s: &Slot| {
+            let n = s.evicted.notified();
+            ready_now(n)
+        };
+        assert!(evicted(&s1) && evicted(&s2) && !evicted(&s3));
+        let u1 = Slot::unix(&sh, 2001).unwrap();
+        assert!(Slot::unix(&sh, 2001).err().is_some_and(|e| e.contains("uid 2001")));
+        let _r = Slot::unix(&sh, 0).unwrap();
+        assert!(Slot::unix(&sh, 0).is_err());
+        drop(u1);
+        assert!(Slot::unix(&sh, 2001).is_ok());
+        drop((s1, s2, s3));
+        assert_eq!(sh.connections().0, 2);
+    }
+
+    /// Whether a `Notified` future is ready at once (it holds a stored permit).
+    fn ready_now(n: tokio::sync::futures::Notified<'_>) -> bool {
+        let mut n = std::pin::pin!(n);
+        let waker = std::task::Waker::noop();
+        let mut cx = std::task::Context::from_waker(waker);
+        std::future::Future::poll(n.as_mut(), &mut cx).is_ready()
+    }
 }

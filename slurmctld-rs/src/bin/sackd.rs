@@ -32,14 +32,19 @@ fn main() -> anyhow::Result<()> {
         .unwrap_or_else(|| "localhost".into());
     let rt = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
     rt.block_on(async move {
+        // Only local peers, identified by the kernel: per-uid caps, the hello's deadline and
+        // small frames (sackd reads nothing larger than a request for a credential).
+        let started = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_secs());
         let shared = Arc::new(Shared::new(
             None,
-            Verifier::new(key, flotilla_proto::auth::DEFAULT_TTL_S),
+            Verifier::new(key, flotilla_proto::auth::DEFAULT_TTL_S, started),
             0,
             host,
             Arc::new(AtomicU64::new(0)),
-            1024,
-            64 * 1024,
+            server::Limits::default(),
+            flotilla_proto::frame::PREAUTH_MAX_FRAME,
         ));
         let listener = server::bind_unix(&socket).with_context(|| format!("binding {}", socket.display()))?;
         tracing::info!(socket = %socket.display(), "sackd listening");

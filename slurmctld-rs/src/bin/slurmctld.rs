@@ -7,11 +7,14 @@
 //! `--addr-file FILE` (write the bound TCP address there), `--cluster-json FILE` (a
 //! `ClusterConfig` as JSON instead of slurm.conf), `--sync normal|full`, `--tick-ms`,
 //! `--sched-interval-ms`, `--debounce-ms`, `--slurmd-timeout S`, `--kill-wait S`,
-//! `--max-conns N`, `--max-frame BYTES`, `--preempt-exempt-s S` (seconds a job runs before it
+//! `--max-conns N` (most authenticated remote-command connections over TCP at once, default
+//! 1024; the other connection pools are `server::Limits`' defaults), `--max-frame BYTES`
+//! (largest frame from an authenticated peer; unauthenticated peers get
+//! `flotilla_proto::frame::PREAUTH_MAX_FRAME`), `--preempt-exempt-s S` (seconds a job runs before it
 //! may be preempted; overrides slurm.conf's `PreemptExemptTime`, default 10 min, DESIGN.md §5),
 //! `--preempt-budget-pct P` (the preemption budget's paging limit, default 25).
 //! `--requeue-holdoff S` (how long a requeued job waits before it may start; default 121),
-//! `--max-conns N`, `--max-frame BYTES`. Users' default accounts come from `quota.conf`
+//! Users' default accounts come from `quota.conf`
 //! beside `slurm.conf` ([`flotilla_slurmctld::conf::quota_tree`]), whose quotas the scheduler enforces.
 
 use anyhow::{bail, Context};
@@ -54,7 +57,7 @@ fn parse_args() -> anyhow::Result<Option<Args>> {
     let mut sync = SyncMode::Full;
     let mut opts = CtlOptions::default();
     let mut verbose = 0;
-    let mut max_conns = 4096;
+    let mut max_conns = flotilla_slurmctld::server::Limits::default().tcp_commands;
     let mut max_frame = flotilla_proto::DEFAULT_MAX_FRAME;
     let mut kill_wait: Option<i64> = None;
     let mut slurmd_timeout: Option<i64> = None;

@@ -223,6 +223,8 @@ impl Default for CtlOptions {
 struct NodeSess {
     conn: u64,
     tx: mpsc::UnboundedSender<CtlToNode>,
+    /// When the session last registered or sent a message (s since the epoch).
+    last_heard: i64,
 }
 
 #[derive(Debug, Default)]

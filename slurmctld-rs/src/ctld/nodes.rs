@@ -13,6 +13,15 @@ use std::collections::{HashMap, HashSet};
 use tokio::sync::mpsc;
 use tracing::{debug, error, info, info_span, warn};
 
+/// A node session heard from within this many seconds is live: a second registration of
+/// the node is refused while it is (a holder of the cluster key cannot take over a working
+/// node's session and its launches). Slurm's `MessageTimeout` default; node daemons
+/// heartbeat every 2 s by default. A daemon restarted after a crash is not held up: its old
+/// connection died with it (the controller sees the close, and the session is gone), and
+/// one whose old session is half-open (power lost, network cut) gets in once that session
+/// has been silent this long; `slurmd` retries a refused registration every 2 s.
+pub const NODE_SESSION_LIVE_S: i64 = 10;
+
 impl Controller {
     /// `scontrol update NodeName=`: drain, resume or down nodes (admins only, as Slurm).
     pub(super) fn update_node(&mut self, ident: Ident, u: flotilla_proto::UpdateNode, now: i64) -> Response {
@@ -52,7 +61,18 @@ impl Controller {
         };
         let _span = info_span!("node", node = %reg.node).entered();
         let i = nid.0 as usize;
-        self.nodes[i].sess = Some(NodeSess { conn, tx });
+        if let Some(old) = &self.nodes[i].sess {
+            let silent = now - old.last_heard;
+            if silent < NODE_SESSION_LIVE_S && !old.tx.is_closed() {
+                error!(old_conn = old.conn, new_conn = conn, silent_s = silent, epoch = reg.boot_epoch, "second registration of a node whose session is live: refused");
+                return Response::Error(SlurmError::with_message(
+                    ESLURM_ACCESS_DENIED,
+                    format!("node {} already has a live session (heard {silent} s ago); registration refused", reg.node),
+                ));
+            }
+            warn!(old_conn = old.conn, new_conn = conn, silent_s = silent, "registration replaces a silent session");
+        }
+        self.nodes[i].sess = Some(NodeSess { conn, tx, last_heard: now });
         self.nodes[i].down_since = None;
         if self.nodes[i].marked_down {
             self.nodes[i].marked_down = false;
@@ -88,8 +108,9 @@ impl Controller {
 
     pub(super) fn node_msg(&mut self, conn: u64, node: &str, msg: NodeToCtl, now: i64) {
         let Some(nid) = self.sched.cluster().node_id(node) else { return };
-        if self.nodes[nid.0 as usize].sess.as_ref().is_none_or(|s| s.conn != conn) {
-            return;
+        match self.nodes[nid.0 as usize].sess.as_mut() {
+            Some(s) if s.conn == conn => s.last_heard = now,
+            _ => return,
         }
         match msg {
             NodeToCtl::Heartbeat {

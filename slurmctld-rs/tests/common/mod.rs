@@ -368,6 +368,11 @@ fn agent_main(
             }
             match c.recv() {
                 Ok(Frame::Response { body: Response::Registered, .. }) => registered = true,
+                // The previous session of this agent is not seen closed yet: try again.
+                Ok(Frame::Response { body: Response::Error(e), .. }) if e.messages.iter().any(|m| m.contains("live session")) => {
+                    std::thread::sleep(Duration::from_millis(20));
+                    break;
+                }
                 Ok(Frame::Response { body, .. }) => panic!("registration of {node} refused: {body:?}"),
                 Ok(Frame::ToNode(m)) => handle_msg(&mut st, &node, m, &ledger),
                 Ok(_) => {}
