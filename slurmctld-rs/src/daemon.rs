@@ -141,6 +141,9 @@ pub fn controller(
         crate::authz::Associations::from_pairs(quotas.associations().iter().map(|(u, a)| (u.as_str(), a.as_str())))
     };
     opts.access = crate::authz::Access::from_config(cluster, associations, &crate::authz::resolve_groups)?;
+    if opts.admission.default_accounts.is_empty() {
+        opts.admission.default_accounts = quotas.default_accounts();
+    }
     if quotas.has_limits() {
         sched.set_quotas(quotas);
     }
