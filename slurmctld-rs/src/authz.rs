@@ -408,6 +408,26 @@ mod tests {
     }
 
     #[test]
+    fn keys_that_cannot_be_honoured_refuse_the_start() {
+        let text = "ClusterName=c\nAccountingStorageEnforce=associations,qos\nNodeName=n1\n\
+                    PartitionName=p Nodes=n1 AllowGroups=root RootOnly=YES DenyAccounts=a,b\n";
+        let c = flotilla_core::config::parse_cluster(("slurm.conf", text), None, None, &mut flotilla_core::config::no_includes).unwrap();
+        let p = &c.partitions[0].access;
+        assert_eq!((p.allow_groups.as_deref(), p.root_only, p.deny_accounts.len()), (Some(&["root".to_string()][..]), true, 2));
+        let e = Access::from_config(&c, Associations::default(), &resolve_groups).unwrap_err();
+        assert!(e.to_string().starts_with("AccountingStorageEnforce=qos cannot be honoured"), "{e}");
+        let mut c2 = c.clone();
+        c2.accounting_storage_enforce = vec!["limits".into()];
+        c2.private_data = vec!["jobs".into(), "bogus".into()];
+        let e = Access::from_config(&c2, Associations::default(), &resolve_groups).unwrap_err();
+        assert!(e.to_string().starts_with("PrivateData=bogus"), "{e}");
+        c2.private_data = vec!["jobs".into(), "usage".into()];
+        let a = Access::from_config(&c2, Associations::default(), &resolve_groups).unwrap();
+        assert!(a.enforce_associations && a.private.jobs && !a.private.nodes);
+        assert!(a.partitions["p"].allow.as_ref().is_some_and(|m| m.admits(1, 0)));
+    }
+
+    #[test]
     fn groups_resolve_from_nss() {
         assert!(resolve_groups(&["root".into()]).admits(5555, 0), "group root's gid");
         assert!(!resolve_groups(&["root".into()]).admits(5555, 5555));
