@@ -226,7 +226,6 @@ impl Access {
     /// (`ESLURM_ACCESS_DENIED`), `DisableRootJobs` (`ESLURM_USER_ID_MISSING`), `AllowGroups`
     /// (`ESLURM_JOB_MISSING_REQUIRED_PARTITION_GROUP`), accounts (`ESLURM_INVALID_ACCOUNT`),
     /// QOS (`ESLURM_INVALID_QOS`).
-    #[allow(clippy::too_many_arguments)]
     pub fn check_partition(
         &self,
         ident: Ident,

@@ -639,7 +639,10 @@ fn apply_changes(
                 access_changed = true;
             }
             JobChange::Qos(q) => {
-                need_pending(pending)?;
+                // Slurm: a QOS other than the job's own needs a pending job.
+                if *q != rec.qos {
+                    need_pending(pending)?;
+                }
                 rec.qos = q.clone();
                 access_changed = true;
             }
