@@ -203,7 +203,12 @@ impl Access {
 
     /// May `ident` see `uid`'s jobs (`PrivateData=jobs`)?
     pub fn sees_jobs_of(&self, ident: Ident, uid: u32) -> bool {
-        !self.private.jobs || ident.admin || ident.uid == uid
+        !self.hides_others_jobs(ident) || ident.uid == uid
+    }
+
+    /// Whether `PrivateData=jobs` hides other users' jobs from `ident` (not an admin).
+    pub fn hides_others_jobs(&self, ident: Ident) -> bool {
+        self.private.jobs && !ident.admin
     }
 
     /// The account check of a job or service of `user` charged to `account` (`""`: none).
@@ -256,10 +261,9 @@ impl Access {
             None => !account.is_empty() && listed(&p.keys.deny_accounts, account),
         };
         if bad_account {
-            return Err(SlurmError::with_message(
-                ESLURM_INVALID_ACCOUNT,
-                format!("Job's account not permitted to use this partition ({partition} {})", account_rule(&p.keys, account)),
-            ));
+            // Slurm logs the rule (`part_policy_valid_acct`); the user sees the error only.
+            tracing::info!(partition, account, "job's account not permitted to use this partition ({})", account_rule(&p.keys, account));
+            return Err(SlurmError::new(ESLURM_INVALID_ACCOUNT));
         }
         let bad_qos = match &p.keys.allow_qos {
             Some(allow) => !listed(allow, qos),

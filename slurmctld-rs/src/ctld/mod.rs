@@ -348,7 +348,7 @@ impl Controller {
                 *self.stats.rpc.entry("DBD_GET_JOBS_COND").or_default() += 1;
                 // PrivateData=jobs: a user's accounting query sees their own jobs only (as
                 // slurmdbd narrows the query to the caller's uid).
-                if !self.opts.access.sees_jobs_of(ident, u32::MAX) {
+                if self.opts.access.hides_others_jobs(ident) {
                     q.uids = vec![ident.uid];
                 }
                 self.acct_queries.push((q, reply));
