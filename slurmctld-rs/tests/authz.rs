@@ -66,6 +66,10 @@ fn forged_gid_is_refused() {
     let r = submit(&mut h, User::Alice, j.clone());
     assert_eq!((code(&r), text(&r).as_str()), (ESLURM_GROUP_ID_MISSING, "Invalid group id"), "{r:?}");
     assert_eq!(h.jobs().count(), 0, "no job");
+    // The same for an allocation (`salloc`/`srun` without one).
+    let mut alloc = j.clone();
+    (alloc.interactive, alloc.script) = (true, String::new());
+    assert_eq!(code(&submit(&mut h, User::Alice, alloc)), ESLURM_GROUP_ID_MISSING);
     let svc = ServiceCreate {
         name: "llm".into(),
         command: "serve".into(),
