@@ -634,6 +634,11 @@ pub fn show_node(name: Option<&str>, flags: ShowFlags, io: &mut Io<'_>) -> i32 {
     let names = name.map(|n| flotilla_core::hostlist::expand(n).unwrap_or_else(|_| vec![n.to_string()])).unwrap_or_default();
     let nodes: Vec<NodeInfo> = match c.call(Request::QueryNodes(NodeQuery { names: names.clone() })) {
         Ok(Response::Nodes(n)) => n,
+        // PrivateData=nodes refuses a user's node query (Access/permission denied).
+        Ok(Response::Error(e)) => {
+            io.err(&format!("slurm_load_node error: {}\n", e.text));
+            return 1;
+        }
         Ok(_) => Vec::new(),
         Err(e) => {
             io.err(&format!("slurm_load_node error: {}\n", e.slurm().text));

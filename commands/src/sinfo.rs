@@ -289,6 +289,11 @@ pub fn run(args: &[String], io: &mut Io<'_>) -> i32 {
     }
     let nodes = match ctl.call(Request::QueryNodes(NodeQuery::default())) {
         Ok(Response::Nodes(n)) => n,
+        // PrivateData=nodes refuses a user's node query (Access/permission denied).
+        Ok(Response::Error(e)) => {
+            io.err(&format!("slurm_load_node: {}\n", e.text));
+            return 1;
+        }
         Err(e) => {
             io.err(&format!("slurm_load_node: {}\n", e.slurm().text));
             return 1;

@@ -23,6 +23,8 @@ pub const ESLURM_INVALID_PARTITION_NAME: i32 = 2000;
 pub const ESLURM_DEFAULT_PARTITION_NOT_SET: i32 = 2001;
 /// `ESLURM_ACCESS_DENIED`.
 pub const ESLURM_ACCESS_DENIED: i32 = 2002;
+/// `ESLURM_JOB_MISSING_REQUIRED_PARTITION_GROUP` (`AllowGroups`).
+pub const ESLURM_JOB_MISSING_REQUIRED_PARTITION_GROUP: i32 = 2003;
 /// `ESLURM_TOO_MANY_REQUESTED_CPUS`.
 pub const ESLURM_TOO_MANY_REQUESTED_CPUS: i32 = 2005;
 /// `ESLURM_INVALID_NODE_COUNT`.
@@ -51,6 +53,8 @@ pub const ESLURM_JOB_PENDING: i32 = 2024;
 pub const ESLURM_NOT_SUPPORTED: i32 = 2036;
 /// `ESLURM_DEPENDENCY`.
 pub const ESLURM_DEPENDENCY: i32 = 2038;
+/// `ESLURM_INVALID_ACCOUNT`.
+pub const ESLURM_INVALID_ACCOUNT: i32 = 2045;
 /// `ESLURM_INVALID_TIME_LIMIT`.
 pub const ESLURM_INVALID_TIME_LIMIT: i32 = 2051;
 /// `ESLURM_INVALID_TIME_VALUE`.
@@ -71,6 +75,8 @@ pub const ESLURM_JOB_NOT_RUNNING: i32 = 2085;
 pub const ESLURM_INTERNAL: i32 = 2090;
 /// `ESLURM_INVALID_NICE`.
 pub const ESLURM_INVALID_NICE: i32 = 2123;
+/// `ESLURM_GROUP_ID_MISSING` ("Invalid group id").
+pub const ESLURM_GROUP_ID_MISSING: i32 = 2113;
 /// `ESLURM_AUTH_CRED_INVALID`.
 pub const ESLURM_AUTH_CRED_INVALID: i32 = 6000;
 /// `ESLURM_AUTH_EXPIRED`.
@@ -87,6 +93,7 @@ pub fn strerror(code: i32) -> &'static str {
         ESLURM_INVALID_PARTITION_NAME => "Invalid partition name specified",
         ESLURM_DEFAULT_PARTITION_NOT_SET => "No partition specified or system default partition",
         ESLURM_ACCESS_DENIED => "Access/permission denied",
+        ESLURM_JOB_MISSING_REQUIRED_PARTITION_GROUP => "User's group not permitted to use this partition",
         ESLURM_TOO_MANY_REQUESTED_CPUS => "More processors requested than permitted",
         ESLURM_INVALID_NODE_COUNT => "Node count specification invalid",
         ESLURM_MAX_JOB_COUNT => "Unable to create job record, try again",
@@ -101,6 +108,7 @@ pub fn strerror(code: i32) -> &'static str {
         ESLURM_JOB_PENDING => "Job is pending execution",
         ESLURM_NOT_SUPPORTED => "Requested operation not supported on this system",
         ESLURM_DEPENDENCY => "Job dependency problem",
+        ESLURM_INVALID_ACCOUNT => "Invalid account or account/partition combination specified",
         ESLURM_INVALID_TIME_LIMIT => "Requested time limit is invalid (missing or exceeds some limit)",
         ESLURM_INVALID_TIME_VALUE => "Invalid time specified",
         ESLURM_INVALID_QOS => "Invalid qos specification",
@@ -111,6 +119,7 @@ pub fn strerror(code: i32) -> &'static str {
         ESLURM_JOB_NOT_RUNNING => "Job is not running",
         ESLURM_INTERNAL => "Slurm internal error, contact system administrator",
         ESLURM_INVALID_NICE => "Invalid --nice value",
+        ESLURM_GROUP_ID_MISSING => "Invalid group id",
         ESLURM_AUTH_CRED_INVALID => "Invalid authentication credential",
         ESLURM_AUTH_EXPIRED => "Authentication credential expired",
         _ => "Unknown error",

@@ -57,6 +57,7 @@ fn cluster() -> ClusterConfig {
             default_topology: TopologyKind::Any,
             sub_node_pool: false,
             inference_pool: false,
+            access: Default::default(),
         }],
         nodes,
         ..ClusterConfig::default()

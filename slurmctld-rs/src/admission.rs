@@ -187,6 +187,31 @@ pub fn build_request(
     Ok((request, cpus_per_node, ntasks, satisfiable))
 }
 
+/// Re-checks a request changed by `scontrol update` (`Gres=`, `NumNodes=`, `Partition=`)
+/// against partition `part`'s nodes, as [`build_request`] checks a submission: GPUs per node
+/// (of the type asked) that no node has, or more GPUs in all (no per-node count) than the
+/// partition has (`-N` above its node count pends, as at submission), are
+/// `ESLURM_REQUESTED_NODE_CONFIG_UNAVAILABLE`; so are CPUs or memory per node beyond every
+/// node's.
+pub fn check_shape(r: &Request, cluster: &Cluster, part: PartId) -> Result<(), SlurmError> {
+    let partition = &cluster.partitions[part.0 as usize];
+    let candidates: Vec<&flotilla_core::cluster::Node> =
+        partition.nodes.iter().map(|&n| cluster.node(n)).filter(|n| n.gpu_type_ok(&r.gpu_types)).collect();
+    let max_gpus = candidates.iter().map(|n| n.gpus).max().unwrap_or(0);
+    let total_gpus: u64 = candidates.iter().map(|n| u64::from(n.gpus)).sum();
+    let max_cpu_milli = candidates.iter().map(|n| n.cpu_milli).max().unwrap_or(0);
+    let max_mem = candidates.iter().map(|n| n.mem_mib).max().unwrap_or(0);
+    let unavailable = (r.gpus > 0 && candidates.is_empty())
+        || r.gpus_per_node.is_some_and(|p| p > max_gpus)
+        || (r.gpus_per_node.is_none() && u64::from(r.gpus) > total_gpus)
+        || r.cpu_milli_per_node > max_cpu_milli
+        || r.mem_mib_per_node > max_mem;
+    if unavailable {
+        return Err(SlurmError::new(ESLURM_REQUESTED_NODE_CONFIG_UNAVAILABLE));
+    }
+    Ok(())
+}
+
 /// Expands and checks an array spec (Slurm: every index below `MaxArraySize`).
 pub fn array_indices(spec: &flotilla_proto::ArraySpec, max_array_size: u64) -> Result<Vec<u32>, SlurmError> {
     let bad = || SlurmError::new(ESLURM_INVALID_ARRAY);

@@ -136,6 +136,16 @@ pub fn controller(
     // names accounts and users sets none: without guarantees every job would count as
     // borrowed.
     let quotas = std::mem::take(&mut opts.quotas);
+    // Associations from quota.conf's `Users=` unless the caller gave its own.
+    let associations = if opts.access.associations.exist() {
+        std::mem::take(&mut opts.access.associations)
+    } else {
+        crate::authz::Associations::from_pairs(quotas.associations().iter().map(|(u, a)| (u.as_str(), a.as_str())))
+    };
+    opts.access = crate::authz::Access::from_config(cluster, associations, &crate::authz::resolve_groups)?;
+    if opts.admission.default_accounts.is_empty() {
+        opts.admission.default_accounts = quotas.default_accounts();
+    }
     if quotas.has_limits() {
         sched.set_quotas(quotas);
     }

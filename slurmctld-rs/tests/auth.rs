@@ -44,6 +44,12 @@ fn credentials_and_permissions() {
     j.uid = 0;
     assert_eq!(err_code(call(&env, ctl.addr, 2001, Request::SubmitJob(Box::new(j))).unwrap()), (ESLURM_USER_ID_MISSING, "Invalid user id".into()));
 
+    // A gid the credential does not vouch for (an `LD_PRELOAD` shim made `getgid()` return
+    // 0): Invalid group id, over the real socket and credential path (Slurm's `_valid_id`).
+    let mut j = job(2001, 10, 0);
+    j.gid = 0;
+    assert_eq!(err_code(call(&env, ctl.addr, 2001, Request::SubmitJob(Box::new(j))).unwrap()), (ESLURM_GROUP_ID_MISSING, "Invalid group id".into()));
+
     // The name a job shows is the password database's for its uid, not the one the command
     // sent (a claimed name would also pick another user's default account).
     let mut claim = job(2001, 10, 0);

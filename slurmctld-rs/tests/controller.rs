@@ -330,7 +330,8 @@ fn preemption_setup(name: &str, term: OnTerm) -> (Harness, u64, u32) {
         user: "alice".into(),
         ..ServiceCreate::default()
     };
-    let Response::ServiceCreated { id } = h.call(User::Alice, Request::ServiceCreate(Box::new(create))) else { panic!() };
+    // An admin creates the service for alice (services need an admin or `ServiceAccounts`).
+    let Response::ServiceCreated { id } = h.call(User::Root, Request::ServiceCreate(Box::new(create))) else { panic!() };
     h.advance(600);
     h.call(User::Alice, Request::ServiceScale { id, replicas: 1 });
     (h, ids[1], id)

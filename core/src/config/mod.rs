@@ -284,6 +284,32 @@ pub struct PartitionConfig {
     /// replicas go there first; training may borrow its idle headroom only as preemptible.
     #[serde(default)]
     pub inference_pool: bool,
+    /// Who may use the partition (`AllowGroups=`, `AllowAccounts=`, `DenyAccounts=`,
+    /// `AllowQos=`, `DenyQos=`, `RootOnly=`, `DisableRootJobs=`).
+    #[serde(default)]
+    pub access: PartitionAccess,
+}
+
+/// The access-control keys of a `PartitionName=` line, as Slurm 22.05 reads them
+/// (slurm.conf(5)). A list key absent or `ALL` is `None` (everyone); names are kept as
+/// written. The controller enforces them at submission and on `scontrol update`.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+pub struct PartitionAccess {
+    /// `AllowGroups=`: Unix groups whose members may use the partition (root and `SlurmUser`
+    /// always may).
+    pub allow_groups: Option<Vec<String>>,
+    /// `AllowAccounts=`: the only accounts whose jobs may use it.
+    pub allow_accounts: Option<Vec<String>>,
+    /// `DenyAccounts=`: accounts whose jobs may not (ignored when `AllowAccounts` is set).
+    pub deny_accounts: Vec<String>,
+    /// `AllowQos=`: the only QOS whose jobs may use it.
+    pub allow_qos: Option<Vec<String>>,
+    /// `DenyQos=`: QOS whose jobs may not (ignored when `AllowQos` is set).
+    pub deny_qos: Vec<String>,
+    /// `RootOnly=YES`: only root or `SlurmUser` may submit to it.
+    pub root_only: bool,
+    /// `DisableRootJobs=`: jobs of uid 0 refused; `None`: the global `DisableRootJobs`.
+    pub disable_root_jobs: Option<bool>,
 }
 
 /// A pod: a set of nodes under one leaf switch (`topology/tree`) or one block (`topology/block`).
@@ -353,6 +379,30 @@ pub struct ClusterConfig {
     /// it and refuses to start on a bad one); `None`: the design's 10 min.
     #[serde(default)]
     pub preempt_exempt_time: Option<String>,
+    /// `DisableRootJobs=YES`: no job may run as uid 0 (partitions may override).
+    #[serde(default)]
+    pub disable_root_jobs: bool,
+    /// `PrivateData=` values, lower case (`jobs`, `nodes`, `partitions`, ...).
+    #[serde(default)]
+    pub private_data: Vec<String>,
+    /// `AccountingStorageEnforce=` values, lower case (`associations`, `limits`, ...).
+    #[serde(default)]
+    pub accounting_storage_enforce: Vec<String>,
+    /// Flotilla `ServiceAccounts=`: accounts whose users may create services (`sdeploy`);
+    /// `None`: only root and `SlurmUser`.
+    #[serde(default)]
+    pub service_accounts: Option<Vec<String>>,
+    /// Flotilla `ServiceMaxPriority=`: the highest priority a non-admin's service may have.
+    #[serde(default)]
+    pub service_max_priority: u32,
+    /// Flotilla `ServiceMaxReplicas=`: the most replicas (sum of `max_replicas`) one
+    /// non-admin user's services may have.
+    #[serde(default)]
+    pub service_max_replicas: u32,
+    /// Flotilla `ServiceMaxGPUs=`: the most GPUs (sum of `max_replicas` × GPUs per replica)
+    /// one non-admin user's services may hold.
+    #[serde(default)]
+    pub service_max_gpus: u32,
     /// Every key=value of the global section as read (keys in canonical case), for
     /// `scontrol show config` and for keys later issues pick up.
     pub raw: Vec<(String, String)>,

@@ -446,6 +446,13 @@ impl Parser {
             }
             "AlertProgram" => c.alert_program = Some(v.str().to_string()),
             "PreemptExemptTime" => c.preempt_exempt_time = Some(v.str().to_string()),
+            "DisableRootJobs" => c.disable_root_jobs = v.flag(),
+            "PrivateData" => c.private_data = lower_list(v.str()),
+            "AccountingStorageEnforce" => c.accounting_storage_enforce = lower_list(v.str()),
+            "ServiceAccounts" => c.service_accounts = names_or_all(v.str()),
+            "ServiceMaxPriority" => c.service_max_priority = u32::try_from(v.int()).unwrap_or(u32::MAX),
+            "ServiceMaxReplicas" => c.service_max_replicas = u32::try_from(v.int()).unwrap_or(u32::MAX),
+            "ServiceMaxGPUs" => c.service_max_gpus = u32::try_from(v.int()).unwrap_or(u32::MAX),
             _ => return false,
         }
         true
@@ -780,6 +787,7 @@ impl Parser {
             default_topology: TopologyKind::Any,
             sub_node_pool: false,
             inference_pool: false,
+            access: Default::default(),
         };
         let mut default_time_at = None;
         let mut max_time_at = line.at.clone();
@@ -840,6 +848,13 @@ impl Parser {
                 }
                 "SubNodePool" => p.sub_node_pool = s.val.flag(),
                 "InferencePool" => p.inference_pool = s.val.flag(),
+                "AllowGroups" => p.access.allow_groups = names_or_all(s.val.str()),
+                "AllowAccounts" => p.access.allow_accounts = names_or_all(s.val.str()),
+                "DenyAccounts" => p.access.deny_accounts = names_or_all(s.val.str()).unwrap_or_default(),
+                "AllowQos" => p.access.allow_qos = names_or_all(s.val.str()),
+                "DenyQos" => p.access.deny_qos = names_or_all(s.val.str()).unwrap_or_default(),
+                "RootOnly" => p.access.root_only = s.val.flag(),
+                "DisableRootJobs" => p.access.disable_root_jobs = Some(s.val.flag()),
                 _ => {}
             }
         }
@@ -859,6 +874,22 @@ impl Parser {
         self.default_at.push(line.at);
         Ok(())
     }
+}
+
+/// A comma-separated list of names; `ALL` (any case) or empty is `None`: everyone
+/// (slurm.conf(5) `AllowGroups=ALL`).
+fn names_or_all(v: &str) -> Option<Vec<String>> {
+    let names: Vec<String> = v.split(',').map(str::trim).filter(|n| !n.is_empty()).map(str::to_string).collect();
+    if names.is_empty() || names.iter().any(|n| n.eq_ignore_ascii_case("ALL")) {
+        None
+    } else {
+        Some(names)
+    }
+}
+
+/// A comma-separated list of words, lower case (`PrivateData=jobs,Nodes`).
+fn lower_list(v: &str) -> Vec<String> {
+    v.split(',').map(|w| w.trim().to_ascii_lowercase()).filter(|w| !w.is_empty()).collect()
 }
 
 fn node_state(s: &str) -> ConfNodeState {
@@ -949,6 +980,7 @@ mod tests {
         for k in keys::KEYS.iter().filter(|k| k.scope == Scope::Global) {
             let sample = match k.ty {
                 ValueType::U16 | ValueType::U32 | ValueType::U64 | ValueType::PortRange => "1",
+                ValueType::Bool => "YES",
                 _ => "x",
             };
             let v = check_value(k, sample, &at).unwrap();

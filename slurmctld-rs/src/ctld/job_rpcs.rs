@@ -5,6 +5,7 @@
 use super::queries::matches_filter;
 use super::{prov_id, requeue_begin, reset_for_requeue, Controller, Ident, Target, REQUEUE_HOLD_REASON, SIGTERM};
 use crate::admission::{self, Reject};
+use crate::authz;
 use crate::deps::{self, Dependency};
 use crate::job::{JobRecord, JobState, StopWhy, Stopping};
 use flotilla_core::hostlist::compress_sorted;
@@ -20,9 +21,9 @@ use tracing::{debug, info, info_span, warn};
 
 impl Controller {
     pub(super) fn submit(&mut self, ident: Ident, s: SubmitJob, now: i64) -> Response {
-        if !ident.admin && s.uid != ident.uid {
-            warn!(uid = ident.uid, claimed = s.uid, "submission for another uid refused");
-            return Response::Error(SlurmError::new(ESLURM_USER_ID_MISSING));
+        if let Err(e) = self.authorize_submission(ident, &s) {
+            warn!(uid = ident.uid, claimed_uid = s.uid, claimed_gid = s.gid, code = e.code, "submission refused: {}", e.text);
+            return Response::Error(e);
         }
         // MaxJobCount counts every job in memory, finished ones until MinJobAge purges them.
         if self.jobs.len() as u64 >= self.opts.max_job_count {
@@ -78,6 +79,44 @@ impl Controller {
                 Response::Submitted(Submitted { job_id: id })
             }
         }
+    }
+
+    /// Who may submit `s` (before a job id, as Slurm refuses these): the uid and gid must be
+    /// the caller's ([`authz::valid_id`]), the account one the user is associated with, and
+    /// the partition one its access keys let the job into ([`authz::Access`]).
+    fn authorize_submission(&self, ident: Ident, s: &SubmitJob) -> Result<(), SlurmError> {
+        authz::valid_id(ident, s.uid, s.gid)?;
+        let cluster = self.sched.cluster();
+        let part = match &s.partition {
+            Some(p) => cluster.partition_id(p),
+            None => cluster.default_partition(),
+        };
+        let account = match s.account.as_deref() {
+            Some(a) if !a.is_empty() => a.to_string(),
+            _ => self.opts.admission.default_accounts.get(&s.user).cloned().unwrap_or_default(),
+        };
+        let qos = s.qos.as_deref().unwrap_or("normal");
+        // An unknown partition is admission's error (`invalid partition specified`).
+        if let Some(p) = part {
+            let name = &cluster.partitions[p.0 as usize].name;
+            self.opts.access.check_partition(ident, (s.uid, s.gid), name, &account, qos)?;
+        }
+        self.opts.access.check_account(&s.user, &account)
+    }
+
+    /// The access checks of an update that changed the partition, account or QOS
+    /// (`access_changed`): as at submission ([`authz::Access::check_partition`],
+    /// [`authz::Access::check_account`]) for the job's own uid and gid.
+    fn authorize_update(&self, ident: Ident, rec: &JobRecord, changes: &[JobChange], access_changed: bool) -> Result<(), SlurmError> {
+        if !access_changed {
+            return Ok(());
+        }
+        let access = &self.opts.access;
+        access.check_partition(ident, (rec.uid, rec.gid), &rec.partition, &rec.account, &rec.qos)?;
+        if changes.iter().any(|c| matches!(c, JobChange::Account(_))) {
+            access.check_account(&rec.user, &rec.account)?;
+        }
+        Ok(())
     }
 
     /// `sbatch --test-only`: when and where the job would start, from the core's will-run
@@ -384,6 +423,14 @@ impl Controller {
                     rec.reason = None;
                 }
                 match h.op {
+                    // A user's hold or uhold of a job an admin holds leaves the admin hold as
+                    // it is (Slurm 22.05 `_update_job`: a priority already 0 is "set to its
+                    // current value"; only an operator turns one hold into the other), so
+                    // `uhold` then `release` cannot lift it (goldens 0219, 0226).
+                    HoldOp::Hold | HoldOp::UserHold if rec.spec.held == Some(HoldKind::Admin) && !ident.admin => {
+                        info!(job = id, uid = ident.uid, "hold of an admin-held job by its user: stays admin-held");
+                        continue;
+                    }
                     HoldOp::Hold => rec.spec.held = Some(if ident.admin { HoldKind::Admin } else { HoldKind::User }),
                     HoldOp::UserHold => rec.spec.held = Some(HoldKind::User),
                     HoldOp::Release => {
@@ -478,7 +525,9 @@ impl Controller {
         for id in ids {
             let mut rec = self.jobs[&id].clone();
             let mut new_dep: Option<Option<Dependency>> = None;
-            if let Err(e) = apply_changes(&mut rec, &u.changes, ident, &self.sched, &mut new_dep) {
+            if let Err(e) = apply_changes(&mut rec, &u.changes, ident, &self.sched, &mut new_dep)
+                .and_then(|access_changed| self.authorize_update(ident, &rec, &u.changes, access_changed))
+            {
                 return Response::Error(e);
             }
             updated.push((id, rec, new_dep));
@@ -504,14 +553,17 @@ impl Controller {
 /// Applies `scontrol update` changes to a copy of a record, with Slurm's permission rules: a
 /// user may change only pending jobs (a running job's time limit may only go down), may not
 /// raise a time limit above the partition's `MaxTime`, and may not set `Priority` or a
-/// negative `Nice`.
+/// negative `Nice`; a running job's account or QOS may not change (`Job is no longer pending
+/// execution`). Returns whether the partition, account or QOS changed (their access is
+/// checked by the caller, [`Controller::authorize_update`]).
 fn apply_changes(
     rec: &mut JobRecord,
     changes: &[JobChange],
     ident: Ident,
     sched: &Scheduler,
     new_dep: &mut Option<Option<Dependency>>,
-) -> Result<(), SlurmError> {
+) -> Result<bool, SlurmError> {
+    let mut access_changed = false;
     let pending = rec.state == JobState::Pending;
     let need_pending = |p: bool| if p { Ok(()) } else { Err(SlurmError::new(ESLURM_JOB_NOT_PENDING)) };
     if rec.state.is_finished() {
@@ -529,6 +581,7 @@ fn apply_changes(
                     .ok_or_else(|| SlurmError::new(ESLURM_INVALID_PARTITION_NAME))?;
                 rec.partition = p.clone();
                 rec.spec.partition = id;
+                access_changed = true;
             }
             JobChange::Priority(p) => {
                 if !ident.admin {
@@ -554,7 +607,7 @@ fn apply_changes(
                 let r = &mut rec.spec.request;
                 r.nodes = Some(*n);
                 if let Some(g) = r.gpus_per_node {
-                    r.gpus = g * n;
+                    r.gpus = g.checked_mul(*n).ok_or_else(|| SlurmError::new(ESLURM_INVALID_NODE_COUNT))?;
                 }
                 rec.num_nodes = *n;
                 rec.gpus = rec.spec.request.gpus;
@@ -578,10 +631,21 @@ fn apply_changes(
                 rec.spec.begin_time = b.map(|t| t.max(0) as u64);
             }
             JobChange::Account(a) => {
+                // Slurm 22.05 `_update_job`: the account (and so the association) of a job
+                // that is no longer pending stays.
+                need_pending(pending)?;
                 rec.account = a.clone();
                 rec.spec.account = a.clone();
+                access_changed = true;
             }
-            JobChange::Qos(q) => rec.qos = q.clone(),
+            JobChange::Qos(q) => {
+                // Slurm: a QOS other than the job's own needs a pending job.
+                if *q != rec.qos {
+                    need_pending(pending)?;
+                }
+                rec.qos = q.clone();
+                access_changed = true;
+            }
             JobChange::Comment(c) => rec.comment = Some(c.clone()),
             JobChange::Topology(t) => {
                 need_pending(pending)?;
@@ -592,7 +656,11 @@ fn apply_changes(
             }
         }
     }
-    Ok(())
+    // The shape after the changes passes admission's checks, as at submission.
+    if changes.iter().any(|c| matches!(c, JobChange::Gres(_) | JobChange::NumNodes(_) | JobChange::Partition(_))) {
+        admission::check_shape(&rec.spec.request, sched.cluster(), rec.spec.partition)?;
+    }
+    Ok(access_changed)
 }
 
 /// `scontrol update job TimeLimit=`: a user may not raise a pending job's limit above its
@@ -638,7 +706,7 @@ fn change_gres(rec: &mut JobRecord, g: &[flotilla_proto::GresSpec]) -> Result<()
     let nodes = rec.spec.request.nodes.unwrap_or(1);
     let r = &mut rec.spec.request;
     r.gpus_per_node = (per_node > 0).then_some(per_node);
-    r.gpus = per_node * nodes;
+    r.gpus = per_node.checked_mul(nodes).ok_or_else(|| SlurmError::new(ESLURM_INVALID_GRES))?;
     r.nodes = Some(nodes);
     r.gpu_types = types;
     rec.gpus = r.gpus;

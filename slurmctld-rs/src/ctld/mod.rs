@@ -191,6 +191,9 @@ pub struct CtlOptions {
     /// The account tree of `quota.conf` (guarantees, ceilings), handed to the scheduler at
     /// start; empty: quotas off.
     pub quotas: flotilla_core::quota::QuotaTree,
+    /// Authorisation rules (partitions' access keys, associations, `PrivateData`, services),
+    /// assembled by [`crate::daemon::controller`] from slurm.conf and `quotas`.
+    pub access: crate::authz::Access,
 }
 
 impl Default for CtlOptions {
@@ -215,6 +218,7 @@ impl Default for CtlOptions {
             preempt_budget_pct: None,
             requeue_holdoff_s: 121,
             quotas: Default::default(),
+            access: Default::default(),
         }
     }
 }
@@ -339,20 +343,25 @@ impl Controller {
     pub fn handle(&mut self, event: Event, now: i64) {
         match event {
             Event::Rpc {
-                req: Request::QueryAcct(q),
+                req: Request::QueryAcct(mut q),
                 reply,
-                ..
+                ident,
             } => {
                 *self.stats.rpc.entry("DBD_GET_JOBS_COND").or_default() += 1;
+                // PrivateData=jobs: a user's accounting query sees their own jobs only (as
+                // slurmdbd narrows the query to the caller's uid).
+                if self.opts.access.hides_others_jobs(ident) {
+                    q.uids = vec![ident.uid];
+                }
                 self.acct_queries.push((q, reply));
             }
             Event::Rpc {
                 req: Request::QueryJobs(q),
                 reply,
-                ..
+                ident,
             } => {
                 *self.stats.rpc.entry("REQUEST_JOB_INFO").or_default() += 1;
-                let resp = self.query_jobs_encoded(&q, now);
+                let resp = self.query_jobs_encoded(ident, &q, now);
                 self.replies.push((reply, resp));
             }
             Event::Rpc { ident, req, reply } => {
@@ -386,15 +395,19 @@ impl Controller {
             Request::HoldRelease(h) => self.hold_release(ident, h, now),
             Request::Requeue(r) => self.requeue_rpc(ident, r, now),
             Request::UpdateJob(u) => self.update(ident, u, now),
-            Request::QueryQueue(q) => self.query_queue(&q, now),
+            Request::QueryQueue(q) => self.query_queue(ident, &q, now),
+            // PrivateData=nodes: node state is for admins (Slurm's `_slurm_rpc_dump_nodes`).
+            Request::QueryNodes(_) if self.opts.access.private.nodes && !ident.admin => {
+                Response::Error(SlurmError::new(ESLURM_ACCESS_DENIED))
+            }
             Request::QueryNodes(q) => Response::Nodes(self.query_nodes(&q)),
-            Request::QueryPartitions => Response::Partitions(self.query_partitions()),
+            Request::QueryPartitions => Response::Partitions(self.query_partitions(ident)),
             Request::Stats => Response::Stats(self.stats(now)),
             Request::Ping => Response::Pong,
             Request::UpdateNode(u) => self.update_node(ident, u, now),
             Request::CreateStep(r) => self.create_step(ident, *r, now),
             Request::StepComplete(c) => self.step_complete(ident, c, now),
-            Request::QuerySteps(q) => Response::Steps(self.query_steps(&q)),
+            Request::QuerySteps(q) => Response::Steps(self.query_steps(ident, &q)),
             Request::ReleaseAllocation(r) => self.release_allocation(ident, r, now),
             Request::QueryTurns => Response::Turns { turns: self.turns, cycles: self.stats.cycles, cycle_due: self.sched_dirty },
             r @ (Request::ServiceCreate(_)

@@ -1,7 +1,7 @@
 //! Read-only answers: job views (`squeue`, `scontrol show job`) borrowed from the records,
 //! node and partition queries, and the controller's statistics (`sdiag`).
 
-use super::{prov_id, Controller, Reply};
+use super::{prov_id, Controller, Ident, Reply};
 use crate::job::{JobRecord, JobState};
 use flotilla_core::cluster::{GpuMask, NodeAvail};
 use flotilla_core::hostlist::compress_sorted;
@@ -188,9 +188,11 @@ impl Controller {
     }
 
     /// The records a job query selects, in job-id order.
-    fn query_matches<'a>(&'a self, q: &'a JobQuery) -> impl Iterator<Item = &'a JobRecord> + 'a {
+    /// Jobs of other users are left out under `PrivateData=jobs` unless `ident` is an admin.
+    fn query_matches<'a>(&'a self, ident: Ident, q: &'a JobQuery) -> impl Iterator<Item = &'a JobRecord> + 'a {
         self.jobs
             .values()
+            .filter(move |r| self.opts.access.sees_jobs_of(ident, r.uid))
             .filter(|r| q.include_finished || !r.state.is_finished())
             .filter(|r| q.jobs.is_empty() || q.jobs.iter().any(|j| ref_matches(j, r)))
             .filter(|r| matches_filter(r, &q.filter, &self.sched))
@@ -198,9 +200,9 @@ impl Controller {
 
     /// `squeue`'s query: the fields asked for of each job `q.query` selects, encoded from
     /// views of the records.
-    pub(super) fn query_queue(&self, q: &flotilla_proto::QueueQuery, now: i64) -> Response {
+    pub(super) fn query_queue(&self, ident: Ident, q: &flotilla_proto::QueueQuery, now: i64) -> Response {
         let want = FieldSet::of(&q.fields);
-        match flotilla_proto::QueueRows::encode(&q.fields, self.query_matches(&q.query).map(|r| self.job_view(r, want, now))) {
+        match flotilla_proto::QueueRows::encode(&q.fields, self.query_matches(ident, &q.query).map(|r| self.job_view(r, want, now))) {
             Ok(rows) => Response::Queue(rows),
             Err(e) => {
                 error!("cannot encode a queue query's answer: {e}");
@@ -210,8 +212,8 @@ impl Controller {
     }
 
     /// `Response::Jobs` for `q`, encoded straight from views of the records.
-    pub(super) fn query_jobs_encoded(&self, q: &JobQuery, now: i64) -> Reply {
-        let recs: Vec<&JobRecord> = self.query_matches(q).collect();
+    pub(super) fn query_jobs_encoded(&self, ident: Ident, q: &JobQuery, now: i64) -> Reply {
+        let recs: Vec<&JobRecord> = self.query_matches(ident, q).collect();
         match flotilla_proto::jobview::encode_jobs_response(recs.iter().map(|r| self.job_view(r, FieldSet::ALL, now))) {
             Ok(bytes) => Reply::Encoded(bytes),
             Err(e) => {
@@ -268,11 +270,13 @@ impl Controller {
             .collect()
     }
 
-    pub(super) fn query_partitions(&self) -> Vec<PartitionInfo> {
+    /// Under `PrivateData=partitions` a user sees only the partitions they may use.
+    pub(super) fn query_partitions(&self, ident: Ident) -> Vec<PartitionInfo> {
         let c = self.sched.cluster();
         c.partitions
             .iter()
             .enumerate()
+            .filter(|(_, p)| self.opts.access.sees_partition(ident, &p.name))
             .map(|(i, p)| {
                 let names: Vec<String> = p.nodes.iter().map(|n| c.node(*n).name.clone()).collect();
                 PartitionInfo {

@@ -94,15 +94,19 @@ impl Controller {
     }
 
     fn service_create(&mut self, ident: Ident, c: ServiceCreate, now: i64) -> Response {
-        if !ident.admin && c.uid != ident.uid {
-            warn!(uid = ident.uid, claimed = c.uid, "service creation for another uid refused");
-            return Response::Error(SlurmError::new(ESLURM_USER_ID_MISSING));
+        if let Err(e) = crate::authz::valid_id(ident, c.uid, c.gid) {
+            warn!(uid = ident.uid, claimed_uid = c.uid, claimed_gid = c.gid, "service creation refused: {}", e.text);
+            return Response::Error(e);
         }
         let id = self.svc.next_service_id;
-        let rec = match ServiceRecord::new(id, c, self.sched.cluster(), &self.opts.admission, now) {
+        let mut rec = match ServiceRecord::new(id, c, self.sched.cluster(), &self.opts.admission, now) {
             Ok(r) => r,
             Err(e) => return Response::Error(e),
         };
+        if let Err(e) = self.authorize_service(ident, &mut rec) {
+            warn!(uid = ident.uid, name = %rec.create.name, "service creation refused: {}", e.text);
+            return Response::Error(e);
+        }
         self.svc.next_service_id += 1;
         self.batch.svc.next_service_id = Some(self.svc.next_service_id);
         let part = rec.template.spec.partition;
@@ -112,6 +116,27 @@ impl Controller {
         self.svc.services.insert(id, rec);
         self.sched_dirty = true;
         Response::ServiceCreated { id }
+    }
+
+    /// Who may create `rec` ([`crate::authz`]): the partition's access keys and the account
+    /// as for a job, then the service policy (`ServiceAccounts`, `ServiceMax*`). A service
+    /// a non-admin creates has the partition's `MaxTime` as its replicas' time limit (each
+    /// replica ends there and the service starts a replacement); an admin's replicas have
+    /// none.
+    fn authorize_service(&self, ident: Ident, rec: &mut ServiceRecord) -> Result<(), SlurmError> {
+        let t = &rec.template;
+        let access = &self.opts.access;
+        access.check_partition(ident, (t.uid, t.gid), &t.partition, &t.account, &t.qos)?;
+        access.check_account(&t.user, &t.account)?;
+        let mine = self.svc.services.values().filter(|s| s.create.uid == rec.create.uid).map(|s| &s.create);
+        access.services.check(ident, &rec.create, &t.account, mine)?;
+        if !ident.admin {
+            let max = self.sched.cluster().partitions[t.spec.partition.0 as usize].max_time_min;
+            let min = max.map(|m| m.min(u64::from(u32::MAX - 2)) as u32);
+            rec.template.time_limit_min = min;
+            rec.template.spec.time_limit_s = min.map(|m| u64::from(m) * 60);
+        }
+        Ok(())
     }
 
     /// `scale` (`Some(replicas)`) or `delete` (`None`).

@@ -374,11 +374,15 @@ impl Controller {
     }
 
     /// `squeue -s`: the running steps of the jobs `q` names (all when it names none).
-    pub(super) fn query_steps(&self, q: &JobQuery) -> Vec<StepInfo> {
+    pub(super) fn query_steps(&self, ident: Ident, q: &JobQuery) -> Vec<StepInfo> {
         let wanted: Vec<u64> = q.jobs.iter().map(|r| r.job_id).collect();
         let mut out = Vec::new();
         for (&job_id, t) in &self.steps.jobs {
             let Some(rec) = self.jobs.get(&job_id) else { continue };
+            // PrivateData=jobs hides other users' steps too.
+            if !self.opts.access.sees_jobs_of(ident, rec.uid) {
+                continue;
+            }
             if !wanted.is_empty() && !wanted.contains(&job_id) && !rec.array_job_id.is_some_and(|a| wanted.contains(&a)) {
                 continue;
             }

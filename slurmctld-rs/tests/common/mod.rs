@@ -58,6 +58,7 @@ pub fn cluster(n: usize) -> ClusterConfig {
         default_topology: TopologyKind::Any,
         sub_node_pool: false,
         inference_pool: false,
+        access: Default::default(),
     };
     ClusterConfig {
         cluster_name: "test".into(),
