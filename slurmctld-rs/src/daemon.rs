@@ -144,6 +144,8 @@ pub fn controller(
         def_mem_per_cpu_mib: cluster.def_mem_per_cpu_mib,
         max_array_size: cluster.max_array_size.max(1),
         default_accounts: std::mem::take(&mut opts.admission.default_accounts),
+        max_script_size: crate::limits::max_script_size(cluster.scheduler_parameters.as_deref())
+            .map_err(|e| anyhow!("slurm.conf: {e}"))?,
     };
     Ok(Controller::new(sched, store, opts, auth_failures, now)?)
 }

@@ -202,6 +202,8 @@ pub static KEYS: &[KeyDoc] = &[
         "Flotilla: program handed each alert/page decision as JSON on stdin."),
     key(Global, "PreemptExemptTime", ValueType::String, Value("00:10:00"),
         "Run time before a job may be preempted (Slurm time string, `time_str2secs`; `-1` = 0)."),
+    key(Global, "SchedulerParameters", ValueType::String, Unset,
+        "Comma-separated options; Flotilla uses `max_script_size=N` (bytes, default 4194304, at most 512 MiB: a larger batch script is refused), the others are ignored."),
     // slurm.conf, NodeName lines.
     key(Node, "NodeName", ValueType::Hostlist, Unset,
         "Node names (hostlist); `DEFAULT` sets defaults for later lines; `ALL` is reserved."),
@@ -444,7 +446,6 @@ pub static SLURM_ONLY_KEYS: &[(Scope, &[&str])] = &[
             "RoutePlugin",
             "SallocDefaultCommand",
             "SbcastParameters",
-            "SchedulerParameters",
             "SchedulerTimeSlice",
             "ScronParameters",
             "SelectTypeParameters",

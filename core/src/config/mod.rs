@@ -353,6 +353,10 @@ pub struct ClusterConfig {
     /// it and refuses to start on a bad one); `None`: the design's 10 min.
     #[serde(default)]
     pub preempt_exempt_time: Option<String>,
+    /// `SchedulerParameters=` as written (comma-separated options; the controller reads
+    /// `max_script_size=`); `None`: unset.
+    #[serde(default)]
+    pub scheduler_parameters: Option<String>,
     /// Every key=value of the global section as read (keys in canonical case), for
     /// `scontrol show config` and for keys later issues pick up.
     pub raw: Vec<(String, String)>,

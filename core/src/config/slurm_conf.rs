@@ -446,6 +446,7 @@ impl Parser {
             }
             "AlertProgram" => c.alert_program = Some(v.str().to_string()),
             "PreemptExemptTime" => c.preempt_exempt_time = Some(v.str().to_string()),
+            "SchedulerParameters" => c.scheduler_parameters = Some(v.str().to_string()),
             _ => return false,
         }
         true

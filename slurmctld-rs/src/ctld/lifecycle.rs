@@ -19,6 +19,13 @@ use tracing::{error, info, info_span, warn};
 
 impl Controller {
     pub(super) fn recover(&mut self, now: i64) -> Result<(), crate::store::StoreError> {
+        // Jobs that finished past MinJobAge while the controller was down (or before purging
+        // reached the store) leave it with their scripts; a full disk only delays that.
+        match self.store.purge_finished(now - self.opts.min_job_age_s) {
+            Ok(0) => {}
+            Ok(n) => info!(jobs = n, "purged finished jobs from the state database"),
+            Err(e) => warn!("cannot purge finished jobs from the state database: {e}"),
+        }
         let mut loaded = self.store.load(now - self.opts.min_job_age_s)?;
         self.next_job_id = loaded.next_job_id;
         self.recover_services(std::mem::take(&mut loaded.svc), now);
@@ -44,6 +51,7 @@ impl Controller {
             self.nodes[i].down_since = Some(now);
         }
         let (mut pending, mut running) = (0, 0);
+        let mut vanished = Vec::new();
         for mut rec in loaded.jobs {
             if let Some(p) = self.sched.cluster().partition_id(&rec.partition) {
                 rec.spec.partition = p;
@@ -58,13 +66,16 @@ impl Controller {
                         self.core_event(CoreEvent::Submit(rec.spec.clone()), now);
                     }
                 }
+                JobState::Running | JobState::Completing
+                    if rec.nodes.iter().any(|n| self.sched.cluster().node_id(n).is_none()) =>
+                {
+                    vanished.push(rec.id);
+                }
                 JobState::Running | JobState::Completing => {
                     running += 1;
                     let mut allocs = rec.allocs.clone();
                     for (a, name) in allocs.iter_mut().zip(&rec.nodes) {
-                        let Some(nid) = self.sched.cluster().node_id(name) else {
-                            panic!("job {} runs on node {name} that is no longer configured", rec.id);
-                        };
+                        let Some(nid) = self.sched.cluster().node_id(name) else { unreachable!("checked above") };
                         a.part.node = nid;
                         self.nodes[nid.0 as usize].jobs.insert(rec.id);
                     }
@@ -97,9 +108,48 @@ impl Controller {
             }
             self.jobs.insert(rec.id, rec);
         }
+        for id in vanished {
+            self.node_vanished(id, now);
+        }
         check_core_invariants(&self.sched);
         info!(next_job_id = self.next_job_id, pending, running, "recovered state");
         Ok(())
+    }
+
+    /// A job the store has running on a node slurm.conf no longer names (found at recovery,
+    /// before the core knows the job): it ends `NODE_FAIL` and is requeued when it may be,
+    /// as Slurm 22.05's `reset_job_bitmaps` does ("Invalid nodes (...) for JobId=N", then
+    /// `JOB_NODE_FAIL` and a requeue of a batch job that allows it); its other nodes are told
+    /// to kill it once they register (the reconciler kills what they still run).
+    fn node_vanished(&mut self, id: u64, now: i64) {
+        let rec = &self.jobs[&id];
+        let gone: Vec<&String> = rec.nodes.iter().filter(|n| self.sched.cluster().node_id(n).is_none()).collect();
+        error!(job = id, nodes = ?gone, "invalid nodes for job: no longer configured; job ends NODE_FAIL");
+        let nodes = rec.nodes.clone();
+        let requeue = rec.requeue && !rec.interactive && rec.service.is_none();
+        self.jobs.get_mut(&id).expect("job exists").end_time = Some(now);
+        self.record_run(id, JobState::NodeFail.as_str());
+        self.batch.allocs.push(AllocOp::DeleteJob(id));
+        for n in &nodes {
+            self.send(n, CtlToNode::Kill { job_id: id });
+        }
+        if requeue {
+            self.acct_requeued(id, now, Some("NODE_FAIL"), "REQUEUED");
+            let rec = self.jobs.get_mut(&id).expect("job exists");
+            reset_for_requeue(rec, false);
+            let spec = rec.spec.clone();
+            self.stats.requeued += 1;
+            info!(job = id, "requeued: its node is no longer configured");
+            self.core_event(CoreEvent::Submit(spec), now);
+        } else {
+            let rec = self.jobs.get_mut(&id).expect("job exists");
+            rec.state = JobState::NodeFail;
+            rec.allocs.clear();
+            self.batch.acct.insert(id);
+            self.batch.steps.insert(id);
+            self.stats.failed += 1;
+        }
+        self.dirty(id);
     }
 
     /// The owner loop: runs until `shutdown` turns true or every sender is gone. Each wake-up
@@ -292,7 +342,9 @@ impl Controller {
         }
     }
 
-    /// Forgets finished jobs that ended more than `MinJobAge` ago (their accounting stays).
+    /// Forgets finished jobs that ended more than `MinJobAge` ago, in memory and in the store
+    /// with their script and environment (Slurm's `purge_old_job` and its script purge);
+    /// their accounting stays.
     fn purge_finished(&mut self, now: i64) {
         let cutoff = now - self.opts.min_job_age_s;
         let old: Vec<u64> = self
@@ -304,6 +356,7 @@ impl Controller {
         for id in old {
             if let Some(r) = self.jobs.remove(&id) {
                 self.core_map.remove(&r.spec.id.0);
+                self.batch.purged.push((id, r.array_job_id.unwrap_or(id)));
             }
             self.deps.remove(&id);
         }

@@ -207,6 +207,7 @@ impl Default for CtlOptions {
                 def_mem_per_cpu_mib: None,
                 max_array_size: 1001,
                 default_accounts: Default::default(),
+                max_script_size: crate::limits::DEFAULT_MAX_SCRIPT_SIZE,
             },
             check_invariants: true,
             minute_s: 60,
@@ -428,6 +429,11 @@ impl Controller {
     /// The scheduling core (tests, benchmarks).
     pub fn scheduler(&self) -> &Scheduler {
         &self.sched
+    }
+
+    /// The state database (tests: what it holds).
+    pub fn store(&self) -> &Store {
+        &self.store
     }
 }
 

@@ -237,6 +237,20 @@ impl Harness {
         self.start();
     }
 
+    /// The controller restarts from its store under another slurm.conf (`conf`); fake nodes
+    /// the new one no longer names are dropped.
+    pub fn restart_with(&mut self, conf: &str) {
+        self.cluster = parse_cluster(("slurm.conf", conf), None, None, &mut no_includes).expect("slurm.conf parses");
+        let names: Vec<String> = self.cluster.nodes.iter().map(|n| n.name.clone()).collect();
+        self.nodes.retain(|n, _| names.contains(n));
+        self.restart();
+    }
+
+    /// The controller's state directory (its SQLite database).
+    pub fn state_dir(&self) -> &std::path::Path {
+        self.dir.path()
+    }
+
     pub fn ctl(&self) -> &Controller {
         self.ctl.as_ref().expect("running")
     }
