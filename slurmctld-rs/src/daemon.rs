@@ -152,7 +152,18 @@ pub fn controller(
 
 /// Starts the controller on the current tokio runtime.
 pub async fn start(cfg: DaemonConfig) -> anyhow::Result<Daemon> {
-    let store = Store::open(&cfg.state_dir, cfg.sync)?;
+    // A full state disk at start is waited out here, not left to a restart loop: the
+    // database cannot be opened (its WAL index needs room) until space returns.
+    let store = loop {
+        match Store::open(&cfg.state_dir, cfg.sync) {
+            Ok(s) => break s,
+            Err(e) if e.may_recover() => {
+                tracing::error!("cannot open the state database: {e}; retrying in 5 s");
+                tokio::time::sleep(std::time::Duration::from_secs(5)).await;
+            }
+            Err(e) => return Err(e.into()),
+        }
+    };
     let auth_failures = Arc::new(AtomicU64::new(0));
     let ctl = controller(&cfg.cluster, store, cfg.opts, auth_failures.clone(), wall_now())?;
     let (tx, rx) = mpsc::channel(65_536);

@@ -95,6 +95,29 @@ pub enum StoreError {
     },
 }
 
+impl StoreError {
+    /// Whether the error may go away without a new controller: the disk or its quota full
+    /// (`SQLITE_FULL`), an I/O error (`SQLITE_IOERR`, which is also what SQLite reports for
+    /// `EDQUOT`), a file that cannot be opened or is read-only for now, a lock held. A
+    /// constraint violated (a GPU bound twice) or a corrupt database is not: the controller
+    /// fails stop on those.
+    pub fn may_recover(&self) -> bool {
+        use rusqlite::ErrorCode as C;
+        match self {
+            StoreError::Sqlite {
+                source: rusqlite::Error::SqliteFailure(f, _),
+                ..
+            } => matches!(
+                f.code,
+                C::DiskFull | C::SystemIoFailure | C::CannotOpen | C::ReadOnly | C::DatabaseBusy | C::DatabaseLocked
+            ),
+            // ENOSPC, EDQUOT.
+            StoreError::Dir { source, .. } => matches!(source.raw_os_error(), Some(28 | 122)),
+            _ => false,
+        }
+    }
+}
+
 /// A node row.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct NodeRow {
@@ -191,6 +214,8 @@ pub struct Loaded {
 pub struct Store {
     conn: Connection,
     path: PathBuf,
+    /// Commits fail as on a full disk ([`Store::set_commit_fault`]).
+    commit_fault: std::cell::Cell<bool>,
 }
 
 fn i(v: u64) -> i64 {
@@ -209,7 +234,11 @@ impl Store {
             path: path.clone(),
             source,
         })?;
-        let mut s = Store { conn, path };
+        let mut s = Store {
+            conn,
+            path,
+            commit_fault: std::cell::Cell::new(false),
+        };
         let sync = match sync {
             SyncMode::Normal => "NORMAL",
             SyncMode::Full => "FULL",
@@ -286,6 +315,13 @@ impl Store {
         if let Err(e) = r {
             tracing::warn!(path = %self.path.display(), "incremental vacuum failed: {e}");
         }
+    }
+
+    /// Makes every later commit fail (`fail`: true) with `SQLITE_FULL`, "database or disk is
+    /// full", as on a full disk, or work again (false): the tests of that path run without
+    /// root and without filling a disk.
+    pub fn set_commit_fault(&self, fail: bool) {
+        self.commit_fault.set(fail);
     }
 
     /// SQLite's `auto_vacuum` mode (2: incremental, as [`Store::open`] sets it).
@@ -458,6 +494,10 @@ impl Store {
     ) -> Result<(), StoreError> {
         if batch.is_empty() {
             return Ok(());
+        }
+        if self.commit_fault.get() {
+            let full = rusqlite::ffi::Error::new(rusqlite::ffi::SQLITE_FULL);
+            return Err(self.err(rusqlite::Error::SqliteFailure(full, Some("database or disk is full".into()))));
         }
         let path = self.path.clone();
         let e = |source| StoreError::Sqlite {

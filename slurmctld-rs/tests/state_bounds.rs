@@ -153,3 +153,138 @@ fn running_job_on_a_removed_node_is_requeued_with_node_fail() {
     assert_eq!(h.job(requeued).state, Some(JobStateWire::Running));
     h.check();
 }
+
+fn acks_to(h: &Harness, node: &str) -> Vec<Vec<u64>> {
+    h.sent
+        .iter()
+        .filter(|(n, _)| n == node)
+        .filter_map(|(_, m)| match m {
+            CtlToNode::AckExits { job_ids } => Some(job_ids.clone()),
+            _ => None,
+        })
+        .collect()
+}
+
+fn cancel(id: u64) -> Request {
+    Request::CancelJob(CancelJob { jobs: vec![JobRef::id(id)], ..CancelJob::default() })
+}
+
+/// The full-disk scenario on `h` (its store already unable to grow after `fill`, able again
+/// after `free`): a submission whose commit fails is refused with `ESLURM_WRITING_TO_FILE`
+/// and exists nowhere (not in memory, not after a restart); queries are answered; new work is
+/// refused at once; a job's end and a cancel are handled but their acknowledgement and reply
+/// wait for the commit; once space returns the held effects go out and submissions are
+/// accepted again. `strict`: commits surely fail until `free` (else a small one may pass).
+fn full_disk_scenario(h: &mut Harness, strict: bool, fill: &mut dyn FnMut(&Harness), free: &mut dyn FnMut(&Harness)) {
+    let run = h.submit(gpu_job(User::Alice, 8, Some(50)));
+    let mut held = gpu_job(User::Alice, 8, None);
+    held.hold = true;
+    let to_cancel = h.submit(held);
+    fill(h);
+    let r = h.call(User::Alice, Request::SubmitJob(Box::new(big_job(User::Alice, 1 << 20))));
+    eprintln!("the client sees: {r:?}");
+    assert_eq!(r, Response::Error(SlurmError::new(ESLURM_WRITING_TO_FILE)), "refused when its commit fails");
+    let refused = to_cancel + 1;
+    assert!(h.jobs().all(|j| j.job_id != refused), "the refused job exists nowhere");
+    // Queries are answered (the harness's own job query after every turn is one).
+    let Response::Jobs(jobs) = h.call(User::Bob, Request::QueryJobs(JobQuery::default())) else { panic!("query") };
+    assert!(jobs.iter().any(|j| j.job_id == run));
+    // New work is refused before it changes anything, even a small job.
+    let r = h.call(User::Alice, Request::SubmitJob(Box::new(job(User::Alice, None, 0))));
+    assert_eq!(r, Response::Error(SlurmError::new(ESLURM_WRITING_TO_FILE)));
+    // Ending work goes on in memory; its effects wait for the commit. (On a real full disk
+    // a small commit may still fit in the WAL's space: then they go out at once.)
+    h.replies_may_wait = true;
+    h.rpc(User::Alice, cancel(to_cancel));
+    h.advance(50);
+    h.turn();
+    assert_eq!(h.job(run).state, Some(JobStateWire::Completed));
+    let node = h.job(run).nodes.clone();
+    let failing = h.ctl().commit_failing().is_some();
+    assert!(!strict || failing, "still failing");
+    assert_eq!(acks_to(h, &node).is_empty(), failing, "an acknowledgement exactly when committed");
+    free(h);
+    h.turn();
+    assert!(h.ctl().commit_failing().is_none());
+    if failing {
+        assert_eq!(acks_to(h, &node), vec![vec![run]], "the held acknowledgement goes out after the commit");
+        assert!(matches!(h.replies(), [Response::JobResults(_)]), "the held cancel's reply: {:?}", h.replies());
+    }
+    h.replies_may_wait = false;
+    let again = h.submit(job(User::Alice, None, 0));
+    assert_eq!(again, refused + 1, "accepted again");
+    // The store and the memory agree: after a restart, the same jobs in the same states.
+    let before: Vec<(u64, Option<JobStateWire>)> = h.jobs().map(|j| (j.job_id, j.state)).collect();
+    h.restart();
+    h.turn();
+    let after: Vec<(u64, Option<JobStateWire>)> = h.jobs().map(|j| (j.job_id, j.state)).collect();
+    assert_eq!(before, after);
+    assert_eq!(h.job(to_cancel).state, Some(JobStateWire::Cancelled));
+}
+
+/// Every commit fails as on a full disk (`SQLITE_FULL`, injected), then works again: the
+/// controller neither panics nor runs ahead of its store.
+#[test]
+fn full_store_refuses_new_work_and_recovers() {
+    let mut h = Harness::two_nodes("state_full_store_refuses_new_work");
+    let mut fill = |h: &Harness| h.ctl().store().set_commit_fault(true);
+    let mut free = |h: &Harness| h.ctl().store().set_commit_fault(false);
+    full_disk_scenario(&mut h, true, &mut fill, &mut free);
+    h.check();
+}
+
+/// A small tmpfs mounted for a test, unmounted (lazily) on every path out.
+struct Mount(std::path::PathBuf);
+
+impl Drop for Mount {
+    fn drop(&mut self) {
+        let _ = std::process::Command::new("umount").arg("-l").arg(&self.0).status();
+    }
+}
+
+/// Writes `dir/filler` until the file system is full.
+fn fill_up(dir: &std::path::Path) {
+    use std::io::Write;
+    let mut f = std::fs::File::create(dir.join("filler")).expect("filler");
+    let chunk = vec![0u8; 64 << 10];
+    loop {
+        if let Err(e) = f.write_all(&chunk).and_then(|()| f.sync_all()) {
+            assert_eq!(e.raw_os_error(), Some(28), "ENOSPC: {e}");
+            break;
+        }
+    }
+    // Smaller pieces until not even one block is left.
+    while f.write_all(&[0u8; 512]).and_then(|()| f.sync_all()).is_ok() {}
+}
+
+/// Root: the state directory on an 8 MiB tmpfs that fills up. Before: the commit panicked
+/// ("cannot commit controller state: ... database or disk is full") and the daemon, restarted
+/// by systemd into the same full disk, failed again. After: the scenario above, on a real
+/// full file system.
+#[test]
+fn full_state_disk_refuses_new_work_and_recovers() {
+    if std::env::var_os("FLOTILLA_TEST_ROOT").is_none() {
+        eprintln!("SKIPPED: full state disk needs root (mount -t tmpfs); set FLOTILLA_TEST_ROOT=1");
+        return;
+    }
+    let top = tempfile::tempdir().unwrap();
+    let state = top.path().join("state");
+    std::fs::create_dir(&state).unwrap();
+    let ok = std::process::Command::new("mount")
+        .args(["-t", "tmpfs", "-o", "size=8m,mode=0700", "tmpfs"])
+        .arg(&state)
+        .status()
+        .expect("mount runs");
+    assert!(ok.success(), "mount -t tmpfs failed");
+    let _mount = Mount(state.clone());
+    let mut h = Harness::new_in("state_full_state_disk", TWO_NODES, CtlOptions::default(), Some(state.clone()));
+    h.register("gpu01");
+    h.register("gpu02");
+    h.turn();
+    let dir = state.clone();
+    let mut fill = move |_: &Harness| fill_up(&dir);
+    let dir = state.clone();
+    let mut free = move |_: &Harness| std::fs::remove_file(dir.join("filler")).unwrap();
+    full_disk_scenario(&mut h, false, &mut fill, &mut free);
+    drop(h);
+}

@@ -197,7 +197,8 @@ impl Controller {
                 last_cycle = inst;
             }
             // A change the cycle has not seen yet wakes the loop when the debounce gap ends.
-            next_cycle = (!cycled && self.sched_dirty).then(|| last_cycle + self.opts.debounce);
+            // While commits fail, the retry waits for the next tick or event instead.
+            next_cycle = (!cycled && self.sched_dirty && !self.degraded()).then(|| last_cycle + self.opts.debounce);
         }
         info!("controller owner task stopped");
     }
@@ -235,7 +236,8 @@ impl Controller {
         if due.periodic {
             self.sched_dirty = true;
         }
-        let cycle = due.periodic || (self.sched_dirty && due.debounced);
+        // While commits fail nothing new is bound (`durability`).
+        let cycle = (due.periodic || (self.sched_dirty && due.debounced)) && !self.degraded();
         if cycle {
             self.schedule(now);
         }
@@ -564,21 +566,34 @@ impl Controller {
             }
         }
         let batch = std::mem::take(&mut self.batch);
+        let mut committed = true;
         if !batch.is_empty() {
             let t = Instant::now();
             let jobs = &self.jobs;
-            if let Err(e) = self.store.commit(&batch, &|id| jobs.get(&id)) {
-                // Fail stop: restart recovers from the last commit.
-                panic!("cannot commit controller state: {e}");
+            match self.store.commit(&batch, &|id| jobs.get(&id)) {
+                Ok(()) => {
+                    self.stats.commits += 1;
+                    self.stats.commit_us_total += t.elapsed().as_micros() as u64;
+                    self.stats.batch_events_total += events;
+                }
+                Err(e) => {
+                    // A full disk or an I/O error: hold this turn's effects, retry next turn
+                    // (`durability`); anything else fails stop inside.
+                    self.commit_failed(batch, e, now);
+                    committed = false;
+                }
             }
-            self.stats.commits += 1;
-            self.stats.commit_us_total += t.elapsed().as_micros() as u64;
-            self.stats.batch_events_total += events;
         }
-        for (tx, r) in self.replies.drain(..) {
+        if committed {
+            self.commit_succeeded();
+            for (tx, r) in self.replies.drain(..) {
+                let _ = tx.send(r);
+            }
+            self.run_alert_programs();
+        }
+        for (tx, r) in self.answers.drain(..) {
             let _ = tx.send(r);
         }
-        self.run_alert_programs();
         for (q, tx) in std::mem::take(&mut self.acct_queries) {
             let r = match crate::acct::query(self.store.conn(), &q) {
                 Ok(jobs) => Response::Acct(jobs),

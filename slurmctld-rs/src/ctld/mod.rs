@@ -32,6 +32,7 @@ use tokio::sync::{mpsc, oneshot};
 use tracing::info;
 
 mod arrays;
+mod durability;
 mod job_rpcs;
 mod lifecycle;
 mod nodes;
@@ -274,8 +275,15 @@ pub struct Controller {
     next_job_id: u64,
     nodes: Vec<NodeRt>,
     batch: WriteBatch,
+    /// Answers to requests that changed state: sent after this turn's commit.
     replies: Vec<(oneshot::Sender<Reply>, Reply)>,
+    /// Answers to queries, and refusals that changed nothing: sent at the end of the turn
+    /// even when its commit failed.
+    answers: Vec<(oneshot::Sender<Reply>, Reply)>,
     node_out: Vec<(usize, Outgoing)>,
+    /// While the store cannot commit ([`durability`]): why, the replies and node messages
+    /// of the uncommitted turns, held until a commit succeeds.
+    degraded: Option<durability::Degraded>,
     sched_dirty: bool,
     stats: StatsAcc,
     started_at: i64,
@@ -319,7 +327,9 @@ impl Controller {
             nodes: (0..n).map(|_| NodeRt::default()).collect(),
             batch: WriteBatch::default(),
             replies: Vec::new(),
+            answers: Vec::new(),
             node_out: Vec::new(),
+            degraded: None,
             sched_dirty: true,
             stats: StatsAcc::default(),
             started_at: now,
@@ -352,12 +362,24 @@ impl Controller {
             } => {
                 *self.stats.rpc.entry("REQUEST_JOB_INFO").or_default() += 1;
                 let resp = self.query_jobs_encoded(&q, now);
-                self.replies.push((reply, resp));
+                self.answers.push((reply, resp));
             }
             Event::Rpc { ident, req, reply } => {
                 *self.stats.rpc.entry(req.kind()).or_default() += 1;
-                let resp = self.rpc(ident, req, now);
-                self.replies.push((reply, resp.into()));
+                match durability::class(&req) {
+                    durability::Class::Query => {
+                        let resp = self.rpc(ident, req, now);
+                        self.answers.push((reply, resp.into()));
+                    }
+                    durability::Class::NewWork if self.degraded.is_some() => {
+                        let resp = Response::Error(SlurmError::new(ESLURM_WRITING_TO_FILE));
+                        self.answers.push((reply, resp.into()));
+                    }
+                    _ => {
+                        let resp = self.rpc(ident, req, now);
+                        self.replies.push((reply, resp.into()));
+                    }
+                }
             }
             Event::NodeRegister { conn, reg, tx, reply } => {
                 *self.stats.rpc.entry("MESSAGE_NODE_REGISTRATION_STATUS").or_default() += 1;
