@@ -57,6 +57,9 @@ pub const ESLURM_NOT_SUPPORTED: i32 = 2036;
 pub const ESLURM_DEPENDENCY: i32 = 2038;
 /// `ESLURM_INVALID_TIME_LIMIT`.
 pub const ESLURM_INVALID_TIME_LIMIT: i32 = 2051;
+/// `ESLURM_ACCOUNTING_POLICY`: an association or QOS limit (`MaxSubmitJobs`) refuses the
+/// job.
+pub const ESLURM_ACCOUNTING_POLICY: i32 = 2050;
 /// `ESLURM_INVALID_TIME_VALUE`.
 pub const ESLURM_INVALID_TIME_VALUE: i32 = 2054;
 /// `ESLURM_INVALID_QOS`.
@@ -107,6 +110,9 @@ pub fn strerror(code: i32) -> &'static str {
         ESLURM_NOT_SUPPORTED => "Requested operation not supported on this system",
         ESLURM_DEPENDENCY => "Job dependency problem",
         ESLURM_INVALID_TIME_LIMIT => "Requested time limit is invalid (missing or exceeds some limit)",
+        ESLURM_ACCOUNTING_POLICY => {
+            "Job violates accounting/QOS policy (job submit limit, user's size and/or time limits)"
+        }
         ESLURM_INVALID_TIME_VALUE => "Invalid time specified",
         ESLURM_INVALID_QOS => "Invalid qos specification",
         ESLURM_INVALID_GRES => "Invalid generic resource (gres) specification",

@@ -134,6 +134,9 @@ pub fn controller(
     // names accounts and users sets none: without guarantees every job would count as
     // borrowed.
     let quotas = std::mem::take(&mut opts.quotas);
+    if opts.job_limits.is_none() && quotas.has_job_limits() {
+        opts.job_limits = Some(Arc::new(quotas.clone()));
+    }
     if quotas.has_limits() {
         sched.set_quotas(quotas);
     }

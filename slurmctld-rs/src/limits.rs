@@ -1,5 +1,7 @@
 //! Submission limits that keep one submission or one user from filling the controller: the
-//! size of a batch script (`SchedulerParameters=max_script_size`).
+//! size of a batch script (`SchedulerParameters=max_script_size`), and the association limits
+//! on a user's jobs, `MaxSubmitJobs` ([`check_submit`]; `MaxJobCount`, all users' jobs, is
+//! checked by the controller before these).
 //!
 //! Pure checks over what admission already holds; no I/O. Slurm 22.05 checks the script's
 //! length in `job_mgr.c` `_test_job_desc_fields` before a job record exists (no job id is
@@ -8,7 +10,8 @@
 //! count other than its RPC decoder's (1 GiB per string); Flotilla's is the frame's
 //! (`proto::frame::DEFAULT_MAX_FRAME`, 16 MiB), and the environment is purged with the script.
 
-use flotilla_proto::errno::ESLURM_PATHNAME_TOO_LONG;
+use crate::job::JobRecord;
+use flotilla_proto::errno::{ESLURM_ACCOUNTING_POLICY, ESLURM_PATHNAME_TOO_LONG};
 use flotilla_proto::SlurmError;
 
 /// Slurm 22.05's default `max_script_size`: 4 MiB (bytes).
@@ -52,6 +55,59 @@ pub fn check_script(script: &str, max: usize) -> Result<(), SlurmError> {
     if script.len() > max {
         tracing::info!(len = script.len(), max, "job_create_request: strlen(script) too big");
         return Err(SlurmError::new(ESLURM_PATHNAME_TOO_LONG));
+    }
+    Ok(())
+}
+
+/// Where per-user job limits come from: today `quota.conf` ([`flotilla_core::quota::QuotaTree`]),
+/// later Slurm's associations and QOS (`sacctmgr`). Answers for one (user, account) pair.
+pub trait JobLimitSource: std::fmt::Debug + Send + Sync {
+    /// `MaxSubmitJobs`: most jobs, pending and running (each array task one), the user may
+    /// have charged to the account at once; `None`: no limit.
+    fn max_submit_jobs(&self, user: &str, account: &str) -> Option<u32>;
+}
+
+impl JobLimitSource for flotilla_core::quota::QuotaTree {
+    fn max_submit_jobs(&self, user: &str, account: &str) -> Option<u32> {
+        self.job_limits(user, account).0
+    }
+}
+
+/// Jobs a record counts for `MaxSubmitJobs`: a pending array remainder its tasks, a finished
+/// job none, any other job one (Slurm counts each array task as a job).
+fn submit_count(r: &JobRecord) -> u32 {
+    if r.state.is_finished() {
+        0
+    } else if r.is_array_meta() {
+        r.array_pending.len() as u32
+    } else {
+        1
+    }
+}
+
+/// Refuses a submission of `new` (not yet in `jobs`; `tasks` jobs: an array's task count,
+/// else 1) that would take its user past `MaxSubmitJobs` in its account, with Slurm's
+/// `ESLURM_ACCOUNTING_POLICY` ("Job violates accounting/QOS policy (job submit limit,
+/// user's size and/or time limits)") after the reason `AssocMaxSubmitJobLimit`, which `sbatch`
+/// prints first (Slurm 22.05 `acct_policy_validate`, from `job_mgr.c` `_job_create`, before a
+/// job id is used).
+///
+/// # Errors
+/// The error above.
+pub fn check_submit<'a>(
+    limits: Option<&dyn JobLimitSource>,
+    jobs: impl Iterator<Item = &'a JobRecord>,
+    new: &JobRecord,
+    tasks: u32,
+) -> Result<(), SlurmError> {
+    let Some(max) = limits.and_then(|l| l.max_submit_jobs(&new.user, &new.account)) else { return Ok(()) };
+    let used: u32 = jobs
+        .filter(|r| r.user == new.user && r.account == new.account)
+        .map(submit_count)
+        .sum();
+    if used.saturating_add(tasks) > max {
+        tracing::info!(user = %new.user, account = %new.account, used, max, "exceeded association limit: AssocMaxSubmitJobLimit");
+        return Err(SlurmError::with_message(ESLURM_ACCOUNTING_POLICY, "AssocMaxSubmitJobLimit"));
     }
     Ok(())
 }

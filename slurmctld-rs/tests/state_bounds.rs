@@ -288,3 +288,46 @@ fn full_state_disk_refuses_new_work_and_recovers() {
     full_disk_scenario(&mut h, false, &mut fill, &mut free);
     drop(h);
 }
+
+/// `MaxSubmitJobs` from `quota.conf` (Slurm's association limit, inherited from the account):
+/// alice may have 2 jobs pending or running in `research`; a third, or an array that would
+/// take her past it, is refused with Slurm's `ESLURM_ACCOUNTING_POLICY` and the reason
+/// `AssocMaxSubmitJobLimit`, using no job id; bob (no limit) and alice after a job ended are
+/// not held back, so one user cannot fill the controller's `MaxJobCount` for everyone.
+#[test]
+fn max_submit_jobs_per_user_refuses_beyond_the_limit() {
+    let quotas = flotilla_core::quota::parse_quota_conf(
+        "Account=research MaxSubmitJobs=2 Users=alice\nAccount=other Users=bob\n",
+        "quota.conf",
+    )
+    .unwrap();
+    let mut opts = CtlOptions::default();
+    opts.admission.default_accounts = quotas.default_accounts();
+    opts.quotas = quotas;
+    let mut h = Harness::new("state_max_submit_jobs", TWO_NODES, opts);
+    h.register("gpu01");
+    h.register("gpu02");
+    h.turn();
+    let held = |who: User| {
+        let mut j = job(who, None, 0);
+        j.hold = true;
+        j
+    };
+    let first = h.submit(held(User::Alice));
+    h.submit(held(User::Alice));
+    let r = h.call(User::Alice, Request::SubmitJob(Box::new(held(User::Alice))));
+    let refused = SlurmError::with_message(ESLURM_ACCOUNTING_POLICY, "AssocMaxSubmitJobLimit");
+    assert_eq!(r, Response::Error(refused.clone()));
+    assert_eq!(
+        refused.text,
+        "Job violates accounting/QOS policy (job submit limit, user's size and/or time limits)"
+    );
+    assert_eq!(h.submit(held(User::Bob)), 3, "no id used by the refused one; bob is not limited");
+    h.call(User::Alice, cancel(first));
+    let mut arr = held(User::Alice);
+    arr.array = Some(ArraySpec { ranges: vec![ArrayRange { start: 0, end: 1, step: 1 }], max_running: None });
+    let r = h.call(User::Alice, Request::SubmitJob(Box::new(arr)));
+    assert_eq!(r, Response::Error(refused), "an array counts each task");
+    assert_eq!(h.submit(held(User::Alice)), 4, "a slot freed by the cancel");
+    h.check();
+}

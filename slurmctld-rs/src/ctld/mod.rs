@@ -192,6 +192,10 @@ pub struct CtlOptions {
     /// The account tree of `quota.conf` (guarantees, ceilings), handed to the scheduler at
     /// start; empty: quotas off.
     pub quotas: flotilla_core::quota::QuotaTree,
+    /// Per-user job limits (`MaxSubmitJobs`) checked at submission; `None`: none
+    /// ([`crate::limits::JobLimitSource`]; [`crate::daemon::controller`] takes them from
+    /// `quotas` when it sets any).
+    pub job_limits: Option<Arc<dyn crate::limits::JobLimitSource>>,
 }
 
 impl Default for CtlOptions {
@@ -217,6 +221,7 @@ impl Default for CtlOptions {
             preempt_budget_pct: None,
             requeue_holdoff_s: 121,
             quotas: Default::default(),
+            job_limits: None,
         }
     }
 }
