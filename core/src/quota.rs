@@ -18,6 +18,9 @@
 //! ```
 //!
 //! Keys are case-insensitive; `#` starts a comment; a `User=` scope is named `user@account`.
+//! `MaxSubmitJobs=N` and `MaxJobs=N` (Slurm's association limits: a user's jobs in the scope,
+//! pending and running / running; `-1` or `unlimited`: none) may be given on any line and are
+//! inherited by the scopes below.
 //!
 //! Associations (Slurm's `sacctmgr add user alice account=research`): a `User=` line, or
 //! `Users=alice,bob` on an `Account=` line (members without a scope of their own), associates
@@ -48,6 +51,15 @@ pub struct QuotaScope {
     pub guaranteed_gpus: u32,
     /// Most GPUs the scope (with its descendants) may use; `None` = no limit.
     pub max_gpus: Option<u32>,
+    /// Slurm's association `MaxSubmitJobs`: most jobs (pending and running, each array task
+    /// one) a user may have in the scope at once; a user scope without one inherits its
+    /// account's ([`QuotaTree::job_limits`]). `None` = no limit.
+    #[serde(default)]
+    pub max_submit_jobs: Option<u32>,
+    /// Slurm's association `MaxJobs`: most running jobs of a user in the scope; inherited
+    /// as `max_submit_jobs`. `None` = no limit.
+    #[serde(default)]
+    pub max_jobs: Option<u32>,
 }
 
 /// Why a quota file could not be read.
@@ -164,6 +176,23 @@ impl QuotaTree {
         &self.scopes[id.0 as usize]
     }
 
+    /// The job-count limits `(MaxSubmitJobs, MaxJobs)` of `user`'s jobs charged to `account`:
+    /// each the nearest one set on the user's scope or up its chain of accounts (Slurm's
+    /// associations inherit these from their parent). `(None, None)` when the pair has no
+    /// scope or nothing sets them.
+    pub fn job_limits(&self, user: &str, account: &str) -> (Option<u32>, Option<u32>) {
+        let Some(s) = self.scope_of(user, account) else { return (None, None) };
+        let chain: Vec<&QuotaScope> = self.chain(s).map(|id| self.scope(id)).collect();
+        let submit = chain.iter().find_map(|q| q.max_submit_jobs);
+        let running = chain.iter().find_map(|q| q.max_jobs);
+        (submit, running)
+    }
+
+    /// Whether any scope sets `MaxSubmitJobs` or `MaxJobs`.
+    pub fn has_job_limits(&self) -> bool {
+        self.scopes.iter().any(|s| s.max_submit_jobs.is_some() || s.max_jobs.is_some())
+    }
+
     /// Number of scopes.
     pub fn len(&self) -> usize {
         self.scopes.len()
@@ -197,7 +226,10 @@ pub fn parse_quota_conf(text: &str, file: &str) -> Result<QuotaTree, QuotaError>
                 .split_once('=')
                 .ok_or_else(|| err(format!("expected Key=Value, found `{tok}`")))?;
             let k = k.to_ascii_lowercase();
-            if !matches!(k.as_str(), "account" | "user" | "users" | "parent" | "guaranteedgpus" | "maxgpus") {
+            if !matches!(
+                k.as_str(),
+                "account" | "user" | "users" | "parent" | "guaranteedgpus" | "maxgpus" | "maxsubmitjobs" | "maxjobs"
+            ) {
                 return Err(err(format!("unknown key `{k}`")));
             }
             if kv.insert(k.clone(), v.to_string()).is_some() {
@@ -209,6 +241,13 @@ pub fn parse_quota_conf(text: &str, file: &str) -> Result<QuotaTree, QuotaError>
                 None => Ok(None),
                 Some(v) if v.eq_ignore_ascii_case("unlimited") => Ok(None),
                 Some(v) => v.parse().map(Some).map_err(|_| err(format!("`{k}` is not a GPU count: `{v}`"))),
+            }
+        };
+        let jobs = |k: &str| -> Result<Option<u32>, QuotaError> {
+            match kv.get(k) {
+                None => Ok(None),
+                Some(v) if v.eq_ignore_ascii_case("unlimited") || v == "-1" => Ok(None),
+                Some(v) => v.parse().map(Some).map_err(|_| err(format!("`{k}` is not a job count: `{v}`"))),
             }
         };
         let account = kv.get("account").cloned().ok_or_else(|| err("missing Account=".into()))?;
@@ -233,6 +272,8 @@ pub fn parse_quota_conf(text: &str, file: &str) -> Result<QuotaTree, QuotaError>
             parent,
             guaranteed_gpus: num("guaranteedgpus")?.unwrap_or(0),
             max_gpus: num("maxgpus")?,
+            max_submit_jobs: jobs("maxsubmitjobs")?,
+            max_jobs: jobs("maxjobs")?,
         });
     }
     let mut t = QuotaTree::new(scopes)?;
@@ -284,6 +325,24 @@ mod tests {
         assert_eq!(e.to_string(), "q:1: empty user name in `Users=x,,y`");
         let e = parse_quota_conf("Account=a\nUser=x Account=a Users=y\n", "q").unwrap_err();
         assert!(e.to_string().starts_with("q:2: `Users=` belongs on an `Account=` line"));
+    }
+
+    #[test]
+    fn job_limits_are_inherited_down_the_tree() {
+        let t = parse_quota_conf(
+            "Account=org MaxSubmitJobs=100 MaxJobs=10\nAccount=nlp Parent=org MaxJobs=4 Users=bob\n\
+             User=alice Account=nlp MaxSubmitJobs=2\nAccount=free\n",
+            "q",
+        )
+        .unwrap();
+        assert_eq!(t.job_limits("alice", "nlp"), (Some(2), Some(4)));
+        assert_eq!(t.job_limits("bob", "nlp"), (Some(100), Some(4)));
+        assert_eq!(t.job_limits("carol", "org"), (Some(100), Some(10)));
+        assert_eq!(t.job_limits("carol", "free"), (None, None));
+        assert_eq!(t.job_limits("carol", "nosuch"), (None, None));
+        assert!(t.has_job_limits());
+        let e = parse_quota_conf("Account=a MaxJobs=x\n", "q").unwrap_err();
+        assert_eq!(e.to_string(), "q:1: `maxjobs` is not a job count: `x`");
     }
 
     #[test]

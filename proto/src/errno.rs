@@ -35,6 +35,9 @@ pub const ESLURM_MAX_JOB_COUNT: i32 = 2007;
 pub const ESLURM_JOB_SCRIPT_MISSING: i32 = 2009;
 /// `ESLURM_USER_ID_MISSING` ("Invalid user id").
 pub const ESLURM_USER_ID_MISSING: i32 = 2010;
+/// `ESLURM_PATHNAME_TOO_LONG`: a string of the submission over its limit (the batch script
+/// over `SchedulerParameters=max_script_size`).
+pub const ESLURM_PATHNAME_TOO_LONG: i32 = 2012;
 /// `ESLURM_REQUESTED_NODE_CONFIG_UNAVAILABLE`.
 pub const ESLURM_REQUESTED_NODE_CONFIG_UNAVAILABLE: i32 = 2014;
 /// `ESLURM_NODES_BUSY` (a step waits for CPUs or GPUs other steps hold).
@@ -43,6 +46,10 @@ pub const ESLURM_NODES_BUSY: i32 = 2016;
 pub const ESLURM_INVALID_JOB_ID: i32 = 2017;
 /// `ESLURM_INVALID_NODE_NAME`.
 pub const ESLURM_INVALID_NODE_NAME: i32 = 2018;
+/// `ESLURM_WRITING_TO_FILE`: the script and environment could not be saved (Slurm: a write
+/// into `StateSaveLocation` failed; Flotilla: the state database's commit failed, e.g. a
+/// full disk).
+pub const ESLURM_WRITING_TO_FILE: i32 = 2019;
 /// `ESLURM_TRANSITION_STATE_NO_UPDATE`.
 pub const ESLURM_TRANSITION_STATE_NO_UPDATE: i32 = 2020;
 /// `ESLURM_ALREADY_DONE`.
@@ -57,6 +64,9 @@ pub const ESLURM_DEPENDENCY: i32 = 2038;
 pub const ESLURM_INVALID_ACCOUNT: i32 = 2045;
 /// `ESLURM_INVALID_TIME_LIMIT`.
 pub const ESLURM_INVALID_TIME_LIMIT: i32 = 2051;
+/// `ESLURM_ACCOUNTING_POLICY`: an association or QOS limit (`MaxSubmitJobs`) refuses the
+/// job.
+pub const ESLURM_ACCOUNTING_POLICY: i32 = 2050;
 /// `ESLURM_INVALID_TIME_VALUE`.
 pub const ESLURM_INVALID_TIME_VALUE: i32 = 2054;
 /// `ESLURM_INVALID_QOS`.
@@ -99,10 +109,12 @@ pub fn strerror(code: i32) -> &'static str {
         ESLURM_MAX_JOB_COUNT => "Unable to create job record, try again",
         ESLURM_JOB_SCRIPT_MISSING => "Job script not specified",
         ESLURM_USER_ID_MISSING => "Invalid user id",
+        ESLURM_PATHNAME_TOO_LONG => "Pathname of a file, directory or other parameter too long",
         ESLURM_REQUESTED_NODE_CONFIG_UNAVAILABLE => "Requested node configuration is not available",
         ESLURM_NODES_BUSY => "Requested nodes are busy",
         ESLURM_INVALID_JOB_ID => "Invalid job id specified",
         ESLURM_INVALID_NODE_NAME => "Invalid node name specified",
+        ESLURM_WRITING_TO_FILE => "I/O error writing script/environment to file",
         ESLURM_TRANSITION_STATE_NO_UPDATE => "Job can not be altered now, try again later",
         ESLURM_ALREADY_DONE => "Job/step already completing or completed",
         ESLURM_JOB_PENDING => "Job is pending execution",
@@ -110,6 +122,9 @@ pub fn strerror(code: i32) -> &'static str {
         ESLURM_DEPENDENCY => "Job dependency problem",
         ESLURM_INVALID_ACCOUNT => "Invalid account or account/partition combination specified",
         ESLURM_INVALID_TIME_LIMIT => "Requested time limit is invalid (missing or exceeds some limit)",
+        ESLURM_ACCOUNTING_POLICY => {
+            "Job violates accounting/QOS policy (job submit limit, user's size and/or time limits)"
+        }
         ESLURM_INVALID_TIME_VALUE => "Invalid time specified",
         ESLURM_INVALID_QOS => "Invalid qos specification",
         ESLURM_INVALID_GRES => "Invalid generic resource (gres) specification",

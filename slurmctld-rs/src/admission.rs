@@ -28,6 +28,8 @@ pub struct AdmissionConf {
     /// [`flotilla_core::quota::QuotaTree::default_accounts`]): a job without `-A` is charged
     /// to it, as Slurm charges the user's `DefaultAccount`. Users without one get no account.
     pub default_accounts: std::collections::BTreeMap<String, String>,
+    /// `SchedulerParameters=max_script_size` (bytes; [`crate::limits::max_script_size`]).
+    pub max_script_size: usize,
 }
 
 /// An accepted submission, before it gets its id.
@@ -346,6 +348,7 @@ pub fn admit(req: &SubmitJob, cluster: &Cluster, conf: &AdmissionConf, now: i64)
     if req.script.is_empty() && !req.interactive {
         return Err(Reject::BeforeId(SlurmError::new(ESLURM_JOB_SCRIPT_MISSING)));
     }
+    crate::limits::check_script(&req.script, conf.max_script_size).map_err(Reject::BeforeId)?;
     let array = match &req.array {
         Some(a) => Some((
             array_indices(a, conf.max_array_size).map_err(Reject::BeforeId)?,
@@ -442,6 +445,7 @@ mod tests {
             def_mem_per_cpu_mib: Some(1024),
             max_array_size: 1001,
             default_accounts: [("alice".to_string(), "research".to_string())].into(),
+            max_script_size: crate::limits::DEFAULT_MAX_SCRIPT_SIZE,
         }
     }
 

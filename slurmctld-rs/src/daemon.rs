@@ -146,6 +146,9 @@ pub fn controller(
     if opts.admission.default_accounts.is_empty() {
         opts.admission.default_accounts = quotas.default_accounts();
     }
+    if opts.job_limits.is_none() && quotas.has_job_limits() {
+        opts.job_limits = Some(Arc::new(quotas.clone()));
+    }
     if quotas.has_limits() {
         sched.set_quotas(quotas);
     }
@@ -156,6 +159,8 @@ pub fn controller(
         def_mem_per_cpu_mib: cluster.def_mem_per_cpu_mib,
         max_array_size: cluster.max_array_size.max(1),
         default_accounts: std::mem::take(&mut opts.admission.default_accounts),
+        max_script_size: crate::limits::max_script_size(cluster.scheduler_parameters.as_deref())
+            .map_err(|e| anyhow!("slurm.conf: {e}"))?,
     };
     Ok(Controller::new(sched, store, opts, auth_failures, now)?)
 }
@@ -174,7 +179,18 @@ pub fn node_addrs(conf: &ClusterConfig) -> std::collections::HashMap<String, Str
 
 /// Starts the controller on the current tokio runtime.
 pub async fn start(cfg: DaemonConfig) -> anyhow::Result<Daemon> {
-    let store = Store::open(&cfg.state_dir, cfg.sync)?;
+    // A full state disk at start is waited out here, not left to a restart loop: the
+    // database cannot be opened (its WAL index needs room) until space returns.
+    let store = loop {
+        match Store::open(&cfg.state_dir, cfg.sync) {
+            Ok(s) => break s,
+            Err(e) if e.may_recover() => {
+                tracing::error!("cannot open the state database: {e}; retrying in 5 s");
+                tokio::time::sleep(std::time::Duration::from_secs(5)).await;
+            }
+            Err(e) => return Err(e.into()),
+        }
+    };
     let started = wall_now();
     let auth_failures = Arc::new(AtomicU64::new(0));
     let ctl = controller(&cfg.cluster, store, cfg.opts, auth_failures.clone(), wall_now())?;

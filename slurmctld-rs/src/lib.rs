@@ -17,6 +17,7 @@ pub mod ctld;
 pub mod daemon;
 pub mod deps;
 pub mod job;
+pub mod limits;
 pub mod server;
 pub mod service;
 pub mod store;

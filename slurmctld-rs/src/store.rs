@@ -50,6 +50,11 @@ const MIGRATIONS: &[Migration] = &[
         sql: include_str!("../../sql/0005_row_format.sql"),
         step: Some(migrate::rows_to_format_1),
     },
+    Migration {
+        version: 6,
+        sql: include_str!("../../sql/0006_purge.sql"),
+        step: None,
+    },
 ];
 
 /// SQLite `synchronous` setting.
@@ -88,6 +93,29 @@ pub enum StoreError {
         /// Cause.
         source: std::io::Error,
     },
+}
+
+impl StoreError {
+    /// Whether the error may go away without a new controller: the disk or its quota full
+    /// (`SQLITE_FULL`), an I/O error (`SQLITE_IOERR`, which is also what SQLite reports for
+    /// `EDQUOT`), a file that cannot be opened or is read-only for now, a lock held. A
+    /// constraint violated (a GPU bound twice) or a corrupt database is not: the controller
+    /// fails stop on those.
+    pub fn may_recover(&self) -> bool {
+        use rusqlite::ErrorCode as C;
+        match self {
+            StoreError::Sqlite {
+                source: rusqlite::Error::SqliteFailure(f, _),
+                ..
+            } => matches!(
+                f.code,
+                C::DiskFull | C::SystemIoFailure | C::CannotOpen | C::ReadOnly | C::DatabaseBusy | C::DatabaseLocked
+            ),
+            // ENOSPC, EDQUOT.
+            StoreError::Dir { source, .. } => matches!(source.raw_os_error(), Some(28 | 122)),
+            _ => false,
+        }
+    }
 }
 
 /// A node row.
@@ -142,6 +170,9 @@ pub struct WriteBatch {
     pub svc: crate::svcstore::SvcBatch,
     /// Accounting rows taken at the event (a requeued run), written before `acct`'s.
     pub acct_rows: Vec<crate::acct::AcctRow>,
+    /// Finished jobs purged after `MinJobAge`: (job id, script row's id: the array's id for an
+    /// array task). Their `jobs` rows are deleted, and the script row once no job row names it.
+    pub purged: Vec<(u64, u64)>,
 }
 
 /// One `job_steps` row (the batch step, or an `srun` step: `step` = `"0"`, `"1"`, ...), or with
@@ -161,6 +192,7 @@ impl WriteBatch {
             && self.step_rows.is_empty()
             && self.svc.is_empty()
             && self.acct_rows.is_empty()
+            && self.purged.is_empty()
     }
 }
 
@@ -182,6 +214,8 @@ pub struct Loaded {
 pub struct Store {
     conn: Connection,
     path: PathBuf,
+    /// Commits fail as on a full disk ([`Store::set_commit_fault`]).
+    commit_fault: std::cell::Cell<bool>,
 }
 
 fn i(v: u64) -> i64 {
@@ -200,17 +234,115 @@ impl Store {
             path: path.clone(),
             source,
         })?;
-        let mut s = Store { conn, path };
+        let mut s = Store {
+            conn,
+            path,
+            commit_fault: std::cell::Cell::new(false),
+        };
         let sync = match sync {
             SyncMode::Normal => "NORMAL",
             SyncMode::Full => "FULL",
         };
+        // Space freed by purged jobs goes back to the file system (incremental vacuum after
+        // each purge, [`Store::commit`]); a new database is created so, an older one is
+        // converted once (VACUUM), when the disk has room for the copy.
+        let fresh: i64 = s.conn.query_row("PRAGMA page_count", [], |r| r.get(0)).map_err(|e| s.err(e))?;
+        if fresh == 0 {
+            s.conn.execute_batch("PRAGMA auto_vacuum=INCREMENTAL;").map_err(|e| s.err(e))?;
+        }
+        // The WAL is truncated back to 16 MiB after a checkpoint, so that one large
+        // transaction does not keep its size on disk.
         let pragmas = format!(
-            "PRAGMA journal_mode=WAL; PRAGMA synchronous={sync}; PRAGMA foreign_keys=ON; PRAGMA busy_timeout=5000;"
+            "PRAGMA journal_mode=WAL; PRAGMA synchronous={sync}; PRAGMA foreign_keys=ON; PRAGMA busy_timeout=5000; \
+             PRAGMA journal_size_limit=16777216;"
         );
         s.conn.execute_batch(&pragmas).map_err(|e| s.err(e))?;
         s.migrate()?;
+        let mode: i64 = s.conn.query_row("PRAGMA auto_vacuum", [], |r| r.get(0)).map_err(|e| s.err(e))?;
+        if mode != 2 {
+            if let Err(e) = s.conn.execute_batch("PRAGMA auto_vacuum=INCREMENTAL; VACUUM;") {
+                tracing::warn!(path = %s.path.display(), "cannot convert the state database to incremental vacuum: {e}");
+            }
+        }
         Ok(s)
+    }
+
+    /// Deletes the rows of jobs that finished before `finished_before` (those [`Store::load`]
+    /// does not load: purged by an earlier run, or ended while the controller was down) and
+    /// every script row no job row names, then returns the freed pages to the file system.
+    /// Accounting stays. Returns how many job rows went.
+    ///
+    /// Errors: SQLite's (a full disk among them: the caller may go on, the rows stay).
+    pub fn purge_finished(&mut self, finished_before: i64) -> Result<usize, StoreError> {
+        let path = self.path.clone();
+        let e = |source| StoreError::Sqlite {
+            path: path.clone(),
+            source,
+        };
+        let tx = self.conn.transaction().map_err(e)?;
+        let n = tx
+            .execute(
+                "DELETE FROM jobs WHERE state NOT IN ('PENDING','RUNNING','COMPLETING') \
+                 AND (end_time IS NULL OR end_time < ?1)",
+                [finished_before],
+            )
+            .map_err(e)?;
+        tx.execute(
+            "DELETE FROM job_scripts WHERE NOT EXISTS (SELECT 1 FROM jobs WHERE jobs.id = job_scripts.job_id) \
+             AND NOT EXISTS (SELECT 1 FROM jobs WHERE jobs.array_job_id = job_scripts.job_id)",
+            [],
+        )
+        .map_err(e)?;
+        tx.commit().map_err(e)?;
+        self.vacuum();
+        Ok(n)
+    }
+
+    /// Returns free pages to the file system (best effort: a failure is logged): the
+    /// incremental vacuum moves them to the end of the database and cuts it, the checkpoint
+    /// writes that into the database file and truncates the WAL.
+    fn vacuum(&self) {
+        let r = self
+            .conn
+            .prepare("PRAGMA incremental_vacuum")
+            .and_then(|mut st| {
+                // Each step frees pages; run it to its end.
+                let mut rows = st.query([])?;
+                while rows.next()?.is_some() {}
+                Ok(())
+            })
+            .and_then(|()| self.conn.query_row("PRAGMA wal_checkpoint(TRUNCATE)", [], |_| Ok(())));
+        if let Err(e) = r {
+            tracing::warn!(path = %self.path.display(), "incremental vacuum failed: {e}");
+        }
+    }
+
+    /// Makes every later commit fail (`fail`: true) with `SQLITE_FULL`, "database or disk is
+    /// full", as on a full disk, or work again (false): the tests of that path run without
+    /// root and without filling a disk.
+    pub fn set_commit_fault(&self, fail: bool) {
+        self.commit_fault.set(fail);
+    }
+
+    /// SQLite's `auto_vacuum` mode (2: incremental, as [`Store::open`] sets it).
+    ///
+    /// Errors: the query's.
+    pub fn auto_vacuum(&self) -> Result<i64, StoreError> {
+        self.conn.query_row("PRAGMA auto_vacuum", [], |r| r.get(0)).map_err(|e| self.err(e))
+    }
+
+    /// Bytes of scripts and environments held (`job_scripts`), for tests and statistics.
+    ///
+    /// Errors: the query's.
+    pub fn script_bytes(&self) -> Result<u64, StoreError> {
+        self.conn
+            .query_row(
+                "SELECT COALESCE(SUM(LENGTH(CAST(script AS BLOB)) + LENGTH(CAST(environment AS BLOB))), 0) FROM job_scripts",
+                [],
+                |r| r.get::<_, i64>(0),
+            )
+            .map(|n| n.max(0) as u64)
+            .map_err(|e| self.err(e))
     }
 
     fn err(&self, source: rusqlite::Error) -> StoreError {
@@ -363,6 +495,10 @@ impl Store {
         if batch.is_empty() {
             return Ok(());
         }
+        if self.commit_fault.get() {
+            let full = rusqlite::ffi::Error::new(rusqlite::ffi::SQLITE_FULL);
+            return Err(self.err(rusqlite::Error::SqliteFailure(full, Some("database or disk is full".into()))));
+        }
         let path = self.path.clone();
         let e = |source| StoreError::Sqlite {
             path: path.clone(),
@@ -435,7 +571,25 @@ impl Store {
             crate::acct::write(&tx, &batch.acct_rows, &current, &steps).map_err(e)?;
         }
         crate::svcstore::commit(&tx, &batch.svc).map_err(e)?;
+        if !batch.purged.is_empty() {
+            let mut del = tx.prepare_cached("DELETE FROM jobs WHERE id = ?1").map_err(e)?;
+            let mut dels = tx
+                .prepare_cached(
+                    "DELETE FROM job_scripts WHERE job_id = ?1 AND NOT EXISTS (SELECT 1 FROM jobs WHERE id = ?1) \
+                     AND NOT EXISTS (SELECT 1 FROM jobs WHERE array_job_id = ?1)",
+                )
+                .map_err(e)?;
+            for &(id, _) in &batch.purged {
+                del.execute([i(id)]).map_err(e)?;
+            }
+            for &(_, key) in &batch.purged {
+                dels.execute([i(key)]).map_err(e)?;
+            }
+        }
         tx.commit().map_err(e)?;
+        if !batch.purged.is_empty() {
+            self.vacuum();
+        }
         Ok(())
     }
 

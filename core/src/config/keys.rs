@@ -216,6 +216,8 @@ pub static KEYS: &[KeyDoc] = &[
         "Flotilla: most replicas (sum of max replicas) of one such user's services."),
     key(Global, "ServiceMaxGPUs", ValueType::U32, Value("8"),
         "Flotilla: most GPUs (sum of max replicas x GPUs per replica) of one such user's services; their replicas also get the partition's `MaxTime`."),
+    key(Global, "SchedulerParameters", ValueType::String, Unset,
+        "Comma-separated options; Flotilla uses `max_script_size=N` (bytes, default 4194304, at most 512 MiB: a larger batch script is refused), the others are ignored."),
     // slurm.conf, NodeName lines.
     key(Node, "NodeName", ValueType::Hostlist, Unset,
         "Node names (hostlist); `DEFAULT` sets defaults for later lines; `ALL` is reserved."),
@@ -469,7 +471,6 @@ pub static SLURM_ONLY_KEYS: &[(Scope, &[&str])] = &[
             "RoutePlugin",
             "SallocDefaultCommand",
             "SbcastParameters",
-            "SchedulerParameters",
             "SchedulerTimeSlice",
             "ScronParameters",
             "SelectTypeParameters",

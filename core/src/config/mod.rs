@@ -403,6 +403,10 @@ pub struct ClusterConfig {
     /// one non-admin user's services may hold.
     #[serde(default)]
     pub service_max_gpus: u32,
+    /// `SchedulerParameters=` as written (comma-separated options; the controller reads
+    /// `max_script_size=`); `None`: unset.
+    #[serde(default)]
+    pub scheduler_parameters: Option<String>,
     /// Every key=value of the global section as read (keys in canonical case), for
     /// `scontrol show config` and for keys later issues pick up.
     pub raw: Vec<(String, String)>,

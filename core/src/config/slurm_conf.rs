@@ -453,6 +453,7 @@ impl Parser {
             "ServiceMaxPriority" => c.service_max_priority = u32::try_from(v.int()).unwrap_or(u32::MAX),
             "ServiceMaxReplicas" => c.service_max_replicas = u32::try_from(v.int()).unwrap_or(u32::MAX),
             "ServiceMaxGPUs" => c.service_max_gpus = u32::try_from(v.int()).unwrap_or(u32::MAX),
+            "SchedulerParameters" => c.scheduler_parameters = Some(v.str().to_string()),
             _ => return false,
         }
         true

@@ -46,6 +46,10 @@ impl Controller {
                 Response::Error(error)
             }
             Ok(a) => {
+                let tasks = a.array.as_ref().map_or(1, |(t, _)| t.len() as u32);
+                if let Err(e) = crate::limits::check_submit(self.opts.job_limits.as_deref(), self.jobs.values(), &a.record, tasks) {
+                    return Response::Error(e);
+                }
                 let id = self.take_id();
                 let mut rec = a.record;
                 rec.id = id;

@@ -19,6 +19,13 @@ use tracing::{error, info, info_span, warn};
 
 impl Controller {
     pub(super) fn recover(&mut self, now: i64) -> Result<(), crate::store::StoreError> {
+        // Jobs that finished past MinJobAge while the controller was down (or before purging
+        // reached the store) leave it with their scripts; a full disk only delays that.
+        match self.store.purge_finished(now - self.opts.min_job_age_s) {
+            Ok(0) => {}
+            Ok(n) => info!(jobs = n, "purged finished jobs from the state database"),
+            Err(e) => warn!("cannot purge finished jobs from the state database: {e}"),
+        }
         let mut loaded = self.store.load(now - self.opts.min_job_age_s)?;
         self.next_job_id = loaded.next_job_id;
         self.recover_services(std::mem::take(&mut loaded.svc), now);
@@ -44,6 +51,7 @@ impl Controller {
             self.nodes[i].down_since = Some(now);
         }
         let (mut pending, mut running) = (0, 0);
+        let mut vanished = Vec::new();
         for mut rec in loaded.jobs {
             if let Some(p) = self.sched.cluster().partition_id(&rec.partition) {
                 rec.spec.partition = p;
@@ -58,13 +66,16 @@ impl Controller {
                         self.core_event(CoreEvent::Submit(rec.spec.clone()), now);
                     }
                 }
+                JobState::Running | JobState::Completing
+                    if rec.nodes.iter().any(|n| self.sched.cluster().node_id(n).is_none()) =>
+                {
+                    vanished.push(rec.id);
+                }
                 JobState::Running | JobState::Completing => {
                     running += 1;
                     let mut allocs = rec.allocs.clone();
                     for (a, name) in allocs.iter_mut().zip(&rec.nodes) {
-                        let Some(nid) = self.sched.cluster().node_id(name) else {
-                            panic!("job {} runs on node {name} that is no longer configured", rec.id);
-                        };
+                        let Some(nid) = self.sched.cluster().node_id(name) else { unreachable!("checked above") };
                         a.part.node = nid;
                         self.nodes[nid.0 as usize].jobs.insert(rec.id);
                     }
@@ -97,9 +108,48 @@ impl Controller {
             }
             self.jobs.insert(rec.id, rec);
         }
+        for id in vanished {
+            self.node_vanished(id, now);
+        }
         check_core_invariants(&self.sched);
         info!(next_job_id = self.next_job_id, pending, running, "recovered state");
         Ok(())
+    }
+
+    /// A job the store has running on a node slurm.conf no longer names (found at recovery,
+    /// before the core knows the job): it ends `NODE_FAIL` and is requeued when it may be,
+    /// as Slurm 22.05's `reset_job_bitmaps` does ("Invalid nodes (...) for JobId=N", then
+    /// `JOB_NODE_FAIL` and a requeue of a batch job that allows it); its other nodes are told
+    /// to kill it once they register (the reconciler kills what they still run).
+    fn node_vanished(&mut self, id: u64, now: i64) {
+        let rec = &self.jobs[&id];
+        let gone: Vec<&String> = rec.nodes.iter().filter(|n| self.sched.cluster().node_id(n).is_none()).collect();
+        error!(job = id, nodes = ?gone, "invalid nodes for job: no longer configured; job ends NODE_FAIL");
+        let nodes = rec.nodes.clone();
+        let requeue = rec.requeue && !rec.interactive && rec.service.is_none();
+        self.jobs.get_mut(&id).expect("job exists").end_time = Some(now);
+        self.record_run(id, JobState::NodeFail.as_str());
+        self.batch.allocs.push(AllocOp::DeleteJob(id));
+        for n in &nodes {
+            self.send(n, CtlToNode::Kill { job_id: id });
+        }
+        if requeue {
+            self.acct_requeued(id, now, Some("NODE_FAIL"), "REQUEUED");
+            let rec = self.jobs.get_mut(&id).expect("job exists");
+            reset_for_requeue(rec, false);
+            let spec = rec.spec.clone();
+            self.stats.requeued += 1;
+            info!(job = id, "requeued: its node is no longer configured");
+            self.core_event(CoreEvent::Submit(spec), now);
+        } else {
+            let rec = self.jobs.get_mut(&id).expect("job exists");
+            rec.state = JobState::NodeFail;
+            rec.allocs.clear();
+            self.batch.acct.insert(id);
+            self.batch.steps.insert(id);
+            self.stats.failed += 1;
+        }
+        self.dirty(id);
     }
 
     /// The owner loop: runs until `shutdown` turns true or every sender is gone. Each wake-up
@@ -147,7 +197,8 @@ impl Controller {
                 last_cycle = inst;
             }
             // A change the cycle has not seen yet wakes the loop when the debounce gap ends.
-            next_cycle = (!cycled && self.sched_dirty).then(|| last_cycle + self.opts.debounce);
+            // While commits fail, the retry waits for the next tick or event instead.
+            next_cycle = (!cycled && self.sched_dirty && !self.degraded()).then(|| last_cycle + self.opts.debounce);
         }
         info!("controller owner task stopped");
     }
@@ -185,7 +236,8 @@ impl Controller {
         if due.periodic {
             self.sched_dirty = true;
         }
-        let cycle = due.periodic || (self.sched_dirty && due.debounced);
+        // While commits fail nothing new is bound (`durability`).
+        let cycle = (due.periodic || (self.sched_dirty && due.debounced)) && !self.degraded();
         if cycle {
             self.schedule(now);
         }
@@ -292,7 +344,9 @@ impl Controller {
         }
     }
 
-    /// Forgets finished jobs that ended more than `MinJobAge` ago (their accounting stays).
+    /// Forgets finished jobs that ended more than `MinJobAge` ago, in memory and in the store
+    /// with their script and environment (Slurm's `purge_old_job` and its script purge);
+    /// their accounting stays.
     fn purge_finished(&mut self, now: i64) {
         let cutoff = now - self.opts.min_job_age_s;
         let old: Vec<u64> = self
@@ -304,6 +358,7 @@ impl Controller {
         for id in old {
             if let Some(r) = self.jobs.remove(&id) {
                 self.core_map.remove(&r.spec.id.0);
+                self.batch.purged.push((id, r.array_job_id.unwrap_or(id)));
             }
             self.deps.remove(&id);
         }
@@ -511,21 +566,34 @@ impl Controller {
             }
         }
         let batch = std::mem::take(&mut self.batch);
+        let mut committed = true;
         if !batch.is_empty() {
             let t = Instant::now();
             let jobs = &self.jobs;
-            if let Err(e) = self.store.commit(&batch, &|id| jobs.get(&id)) {
-                // Fail stop: restart recovers from the last commit.
-                panic!("cannot commit controller state: {e}");
+            match self.store.commit(&batch, &|id| jobs.get(&id)) {
+                Ok(()) => {
+                    self.stats.commits += 1;
+                    self.stats.commit_us_total += t.elapsed().as_micros() as u64;
+                    self.stats.batch_events_total += events;
+                }
+                Err(e) => {
+                    // A full disk or an I/O error: hold this turn's effects, retry next turn
+                    // (`durability`); anything else fails stop inside.
+                    self.commit_failed(batch, e, now);
+                    committed = false;
+                }
             }
-            self.stats.commits += 1;
-            self.stats.commit_us_total += t.elapsed().as_micros() as u64;
-            self.stats.batch_events_total += events;
         }
-        for (tx, r) in self.replies.drain(..) {
+        if committed {
+            self.commit_succeeded();
+            for (tx, r) in self.replies.drain(..) {
+                let _ = tx.send(r);
+            }
+            self.run_alert_programs();
+        }
+        for (tx, r) in self.answers.drain(..) {
             let _ = tx.send(r);
         }
-        self.run_alert_programs();
         for (q, tx) in std::mem::take(&mut self.acct_queries) {
             let r = match crate::acct::query(self.store.conn(), &q) {
                 Ok(jobs) => Response::Acct(jobs),

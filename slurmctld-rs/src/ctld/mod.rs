@@ -32,6 +32,7 @@ use tokio::sync::{mpsc, oneshot};
 use tracing::info;
 
 mod arrays;
+mod durability;
 mod job_rpcs;
 mod lifecycle;
 mod nodes;
@@ -194,6 +195,10 @@ pub struct CtlOptions {
     /// Authorisation rules (partitions' access keys, associations, `PrivateData`, services),
     /// assembled by [`crate::daemon::controller`] from slurm.conf and `quotas`.
     pub access: crate::authz::Access,
+    /// Per-user job limits (`MaxSubmitJobs`) checked at submission; `None`: none
+    /// ([`crate::limits::JobLimitSource`]; [`crate::daemon::controller`] takes them from
+    /// `quotas` when it sets any).
+    pub job_limits: Option<Arc<dyn crate::limits::JobLimitSource>>,
 }
 
 impl Default for CtlOptions {
@@ -210,6 +215,7 @@ impl Default for CtlOptions {
                 def_mem_per_cpu_mib: None,
                 max_array_size: 1001,
                 default_accounts: Default::default(),
+                max_script_size: crate::limits::DEFAULT_MAX_SCRIPT_SIZE,
             },
             check_invariants: true,
             minute_s: 60,
@@ -219,6 +225,7 @@ impl Default for CtlOptions {
             requeue_holdoff_s: 121,
             quotas: Default::default(),
             access: Default::default(),
+            job_limits: None,
         }
     }
 }
@@ -279,8 +286,15 @@ pub struct Controller {
     next_job_id: u64,
     nodes: Vec<NodeRt>,
     batch: WriteBatch,
+    /// Answers to requests that changed state: sent after this turn's commit.
     replies: Vec<(oneshot::Sender<Reply>, Reply)>,
+    /// Answers to queries, and refusals that changed nothing: sent at the end of the turn
+    /// even when its commit failed.
+    answers: Vec<(oneshot::Sender<Reply>, Reply)>,
     node_out: Vec<(usize, Outgoing)>,
+    /// While the store cannot commit ([`durability`]): why, the replies and node messages
+    /// of the uncommitted turns, held until a commit succeeds.
+    degraded: Option<durability::Degraded>,
     sched_dirty: bool,
     stats: StatsAcc,
     started_at: i64,
@@ -324,7 +338,9 @@ impl Controller {
             nodes: (0..n).map(|_| NodeRt::default()).collect(),
             batch: WriteBatch::default(),
             replies: Vec::new(),
+            answers: Vec::new(),
             node_out: Vec::new(),
+            degraded: None,
             sched_dirty: true,
             stats: StatsAcc::default(),
             started_at: now,
@@ -362,12 +378,24 @@ impl Controller {
             } => {
                 *self.stats.rpc.entry("REQUEST_JOB_INFO").or_default() += 1;
                 let resp = self.query_jobs_encoded(ident, &q, now);
-                self.replies.push((reply, resp));
+                self.answers.push((reply, resp));
             }
             Event::Rpc { ident, req, reply } => {
                 *self.stats.rpc.entry(req.kind()).or_default() += 1;
-                let resp = self.rpc(ident, req, now);
-                self.replies.push((reply, resp.into()));
+                match durability::class(&req) {
+                    durability::Class::Query => {
+                        let resp = self.rpc(ident, req, now);
+                        self.answers.push((reply, resp.into()));
+                    }
+                    durability::Class::NewWork if self.degraded.is_some() => {
+                        let resp = Response::Error(SlurmError::new(ESLURM_WRITING_TO_FILE));
+                        self.answers.push((reply, resp.into()));
+                    }
+                    _ => {
+                        let resp = self.rpc(ident, req, now);
+                        self.replies.push((reply, resp.into()));
+                    }
+                }
             }
             Event::NodeRegister { conn, reg, tx, reply } => {
                 *self.stats.rpc.entry("MESSAGE_NODE_REGISTRATION_STATUS").or_default() += 1;
@@ -443,6 +471,11 @@ impl Controller {
     /// The scheduling core (tests, benchmarks).
     pub fn scheduler(&self) -> &Scheduler {
         &self.sched
+    }
+
+    /// The state database (tests: what it holds).
+    pub fn store(&self) -> &Store {
+        &self.store
     }
 }
 

@@ -155,6 +155,11 @@ pub struct Harness {
     cluster: flotilla_core::config::ClusterConfig,
     opts: CtlOptions,
     dir: tempfile::TempDir,
+    /// The state directory, when not `dir` (a small file system in the full-disk tests).
+    state: Option<std::path::PathBuf>,
+    /// Requests may stay unanswered after a turn (their replies held while commits fail);
+    /// otherwise a missing reply fails the test.
+    pub replies_may_wait: bool,
     now: i64,
     turn_no: u64,
     next_conn: u64,
@@ -176,6 +181,11 @@ impl Harness {
     /// A controller over `conf` (slurm.conf text) with `opts`, at `T0`, its nodes not yet
     /// registered. The scenario `name` names the golden file.
     pub fn new(name: &str, conf: &str, opts: CtlOptions) -> Harness {
+        Harness::new_in(name, conf, opts, None)
+    }
+
+    /// [`Harness::new`] with the store in `state` (`None`: a temp dir of its own).
+    pub fn new_in(name: &str, conf: &str, opts: CtlOptions, state: Option<std::path::PathBuf>) -> Harness {
         let cluster = parse_cluster(("slurm.conf", conf), None, None, &mut no_includes).expect("slurm.conf parses");
         let dir = tempfile::tempdir().unwrap();
         let mut h = Harness {
@@ -194,6 +204,8 @@ impl Harness {
             cluster,
             opts,
             dir,
+            state,
+            replies_may_wait: false,
             now: T0,
             turn_no: 0,
             next_conn: 1,
@@ -220,7 +232,7 @@ impl Harness {
     }
 
     fn start(&mut self) {
-        let store = Store::open(self.dir.path(), SyncMode::Normal).unwrap();
+        let store = Store::open(self.state_dir(), SyncMode::Normal).unwrap();
         let ctl = daemon::controller(&self.cluster, store, self.opts.clone(), Arc::new(AtomicU64::new(0)), self.now)
             .expect("controller starts");
         self.ctl = Some(ctl);
@@ -235,6 +247,20 @@ impl Harness {
             n.rx = None;
         }
         self.start();
+    }
+
+    /// The controller restarts from its store under another slurm.conf (`conf`); fake nodes
+    /// the new one no longer names are dropped.
+    pub fn restart_with(&mut self, conf: &str) {
+        self.cluster = parse_cluster(("slurm.conf", conf), None, None, &mut no_includes).expect("slurm.conf parses");
+        let names: Vec<String> = self.cluster.nodes.iter().map(|n| n.name.clone()).collect();
+        self.nodes.retain(|n, _| names.contains(n));
+        self.restart();
+    }
+
+    /// The controller's state directory (its SQLite database).
+    pub fn state_dir(&self) -> &std::path::Path {
+        self.state.as_deref().unwrap_or(self.dir.path())
     }
 
     pub fn ctl(&self) -> &Controller {
@@ -406,6 +432,11 @@ impl Harness {
             let mut rx = p.rx;
             let r = match rx.try_recv() {
                 Ok(r) => decode_reply(r),
+                Err(oneshot::error::TryRecvError::Empty) if self.replies_may_wait => {
+                    writeln!(self.log, "  < {}: (reply held)", p.who).unwrap();
+                    self.pending.push(Pending { who: p.who, rx });
+                    continue;
+                }
                 Err(e) => panic!("no reply after the turn: {e}"),
             };
             writeln!(self.log, "  < {}: {}", p.who, describe_response(&r)).unwrap();

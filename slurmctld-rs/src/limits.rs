@@ -1,0 +1,136 @@
+//! Submission limits that keep one submission or one user from filling the controller: the
+//! size of a batch script (`SchedulerParameters=max_script_size`), and the association limits
+//! on a user's jobs, `MaxSubmitJobs` ([`check_submit`]; `MaxJobCount`, all users' jobs, is
+//! checked by the controller before these).
+//!
+//! Pure checks over what admission already holds; no I/O. Slurm 22.05 checks the script's
+//! length in `job_mgr.c` `_test_job_desc_fields` before a job record exists (no job id is
+//! consumed) and answers `ESLURM_PATHNAME_TOO_LONG`; `read_config.c` refuses to start with a
+//! `max_script_size` above 512 MB. Slurm 22.05 has no limit on the environment's size or
+//! count other than its RPC decoder's (1 GiB per string); Flotilla's is the frame's
+//! (`proto::frame::DEFAULT_MAX_FRAME`, 16 MiB), and the environment is purged with the script.
+
+use crate::job::JobRecord;
+use flotilla_proto::errno::{ESLURM_ACCOUNTING_POLICY, ESLURM_PATHNAME_TOO_LONG};
+use flotilla_proto::SlurmError;
+
+/// Slurm 22.05's default `max_script_size`: 4 MiB (bytes).
+pub const DEFAULT_MAX_SCRIPT_SIZE: usize = 4 * 1024 * 1024;
+
+/// The largest `max_script_size` Slurm accepts: 512 MiB (bytes).
+pub const MAX_MAX_SCRIPT_SIZE: usize = 512 * 1024 * 1024;
+
+/// The `max_script_size=N` of a `SchedulerParameters=` value (bytes), the default 4 MiB when
+/// unset or absent.
+///
+/// # Errors
+/// A value that is not a whole number of bytes, or one above 512 MiB (Slurm: "SchedulerParameters
+/// option max_script_size cannot exceed 512 MB", fatal at start).
+pub fn max_script_size(scheduler_parameters: Option<&str>) -> Result<usize, String> {
+    let Some(params) = scheduler_parameters else { return Ok(DEFAULT_MAX_SCRIPT_SIZE) };
+    let mut size = DEFAULT_MAX_SCRIPT_SIZE;
+    for opt in params.split(',') {
+        let Some((k, v)) = opt.trim().split_once('=') else { continue };
+        if !k.trim().eq_ignore_ascii_case("max_script_size") {
+            continue;
+        }
+        size = v
+            .trim()
+            .parse()
+            .map_err(|_| format!("SchedulerParameters option max_script_size={v} is not a number of bytes"))?;
+        if size > MAX_MAX_SCRIPT_SIZE {
+            return Err("SchedulerParameters option max_script_size cannot exceed 512 MB".into());
+        }
+    }
+    Ok(size)
+}
+
+/// Refuses a batch script longer than `max` bytes with Slurm's `ESLURM_PATHNAME_TOO_LONG`
+/// ("Pathname of a file, directory or other parameter too long"; `sbatch` prints it after
+/// "Batch job submission failed: " and exits 1).
+///
+/// # Errors
+/// The error above.
+pub fn check_script(script: &str, max: usize) -> Result<(), SlurmError> {
+    if script.len() > max {
+        tracing::info!(len = script.len(), max, "job_create_request: strlen(script) too big");
+        return Err(SlurmError::new(ESLURM_PATHNAME_TOO_LONG));
+    }
+    Ok(())
+}
+
+/// Where per-user job limits come from: today `quota.conf` ([`flotilla_core::quota::QuotaTree`]),
+/// later Slurm's associations and QOS (`sacctmgr`). Answers for one (user, account) pair.
+pub trait JobLimitSource: std::fmt::Debug + Send + Sync {
+    /// `MaxSubmitJobs`: most jobs, pending and running (each array task one), the user may
+    /// have charged to the account at once; `None`: no limit.
+    fn max_submit_jobs(&self, user: &str, account: &str) -> Option<u32>;
+}
+
+impl JobLimitSource for flotilla_core::quota::QuotaTree {
+    fn max_submit_jobs(&self, user: &str, account: &str) -> Option<u32> {
+        self.job_limits(user, account).0
+    }
+}
+
+/// Jobs a record counts for `MaxSubmitJobs`: a pending array remainder its tasks, a finished
+/// job none, any other job one (Slurm counts each array task as a job).
+fn submit_count(r: &JobRecord) -> u32 {
+    if r.state.is_finished() {
+        0
+    } else if r.is_array_meta() {
+        r.array_pending.len() as u32
+    } else {
+        1
+    }
+}
+
+/// Refuses a submission of `new` (not yet in `jobs`; `tasks` jobs: an array's task count,
+/// else 1) that would take its user past `MaxSubmitJobs` in its account, with Slurm's
+/// `ESLURM_ACCOUNTING_POLICY` ("Job violates accounting/QOS policy (job submit limit,
+/// user's size and/or time limits)") after the reason `AssocMaxSubmitJobLimit`, which `sbatch`
+/// prints first (Slurm 22.05 `acct_policy_validate`, from `job_mgr.c` `_job_create`, before a
+/// job id is used).
+///
+/// # Errors
+/// The error above.
+pub fn check_submit<'a>(
+    limits: Option<&dyn JobLimitSource>,
+    jobs: impl Iterator<Item = &'a JobRecord>,
+    new: &JobRecord,
+    tasks: u32,
+) -> Result<(), SlurmError> {
+    let Some(max) = limits.and_then(|l| l.max_submit_jobs(&new.user, &new.account)) else { return Ok(()) };
+    let used: u32 = jobs
+        .filter(|r| r.user == new.user && r.account == new.account)
+        .map(submit_count)
+        .sum();
+    if used.saturating_add(tasks) > max {
+        tracing::info!(user = %new.user, account = %new.account, used, max, "exceeded association limit: AssocMaxSubmitJobLimit");
+        return Err(SlurmError::with_message(ESLURM_ACCOUNTING_POLICY, "AssocMaxSubmitJobLimit"));
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn max_script_size_from_scheduler_parameters() {
+        assert_eq!(max_script_size(None), Ok(4 << 20));
+        assert_eq!(max_script_size(Some("bf_continue,default_queue_depth=100")), Ok(4 << 20));
+        assert_eq!(max_script_size(Some("bf_continue,max_script_size=1000")), Ok(1000));
+        assert_eq!(max_script_size(Some("MAX_SCRIPT_SIZE=536870912")), Ok(512 << 20));
+        assert!(max_script_size(Some("max_script_size=536870913")).unwrap_err().contains("512 MB"));
+        assert!(max_script_size(Some("max_script_size=4M")).is_err());
+    }
+
+    #[test]
+    fn script_over_the_limit_is_refused_with_slurms_error() {
+        assert!(check_script("#!/bin/sh\n", 10).is_ok());
+        let e = check_script("#!/bin/sh\ntrue\n", 10).unwrap_err();
+        assert_eq!(e.code, ESLURM_PATHNAME_TOO_LONG);
+        assert_eq!(e.text, "Pathname of a file, directory or other parameter too long");
+    }
+}
