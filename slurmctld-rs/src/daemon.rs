@@ -149,6 +149,9 @@ pub fn controller(
     if opts.job_limits.is_none() && quotas.has_job_limits() {
         opts.job_limits = Some(Arc::new(quotas.clone()));
     }
+    if quotas.has_job_limits() {
+        sched.set_job_limits(quotas.clone());
+    }
     if quotas.has_limits() {
         sched.set_quotas(quotas);
     }

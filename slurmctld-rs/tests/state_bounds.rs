@@ -331,3 +331,33 @@ fn max_submit_jobs_per_user_refuses_beyond_the_limit() {
     assert_eq!(h.submit(held(User::Alice)), 4, "a slot freed by the cancel");
     h.check();
 }
+
+/// alice may run 1 job at a time in `research` (`MaxJobs=1`, inherited by her association):
+/// of her two 1-GPU jobs the second waits with Slurm's reason `AssocMaxJobsLimit` although
+/// GPUs are free, bob's job beside them starts, and hers starts once the first has ended.
+#[test]
+fn max_jobs_per_user_holds_back_the_running_count() {
+    let quotas = flotilla_core::quota::parse_quota_conf(
+        "Account=org MaxJobs=1\nAccount=research Parent=org Users=alice\nAccount=other Users=bob\n",
+        "quota.conf",
+    )
+    .unwrap();
+    let mut opts = CtlOptions::default();
+    opts.admission.default_accounts = quotas.default_accounts();
+    opts.quotas = quotas;
+    let mut h = Harness::new("state_max_jobs", TWO_NODES, opts);
+    h.register("gpu01");
+    h.register("gpu02");
+    h.turn();
+    let first = h.submit(gpu_job(User::Alice, 1, Some(60)));
+    let second = h.submit(gpu_job(User::Alice, 1, Some(60)));
+    let bobs = h.submit(gpu_job(User::Bob, 1, Some(60)));
+    h.turn();
+    assert_eq!(h.job(first).state, Some(JobStateWire::Running));
+    assert_eq!(h.job(bobs).state, Some(JobStateWire::Running), "bob has no limit");
+    assert_eq!(h.job(second).state, Some(JobStateWire::Pending));
+    assert_eq!(h.job(second).reason, "AssocMaxJobsLimit");
+    h.turn_until(10, 30, |h| h.job(first).state != Some(JobStateWire::Running));
+    h.turn_until(3, 1, |h| h.job(second).state == Some(JobStateWire::Running));
+    h.check();
+}

@@ -45,6 +45,9 @@ struct CycleState {
     blocked_parts: BTreeSet<PartId>,
     /// Partitions whose first blocked job this cycle has been seen.
     first_blocked: BTreeSet<PartId>,
+    /// Running jobs per (user, account) for `MaxJobs=`, counted at the first job with a
+    /// limit and kept up to date as the cycle starts jobs.
+    running_per_assoc: Option<HashMap<(String, String), u32>>,
 }
 
 impl CycleState {
@@ -133,7 +136,8 @@ impl Scheduler {
     }
 
     /// The per-job stages for eligible job `id` of rank `key`: a job a blocked partition
-    /// holds back waits (`Priority`), one over its quota ceiling waits (`AssocGrpGRES`); a
+    /// holds back waits (`Priority`), one over its quota ceiling waits (`AssocGrpGRES`), one
+    /// whose user runs `MaxJobs=` jobs in its account already waits (`AssocMaxJobsLimit`); a
     /// job holding a clean reservation goes to [`Scheduler::complete_held_reservation`];
     /// otherwise (a dirty reservation is dropped first) place, backfill, preempt and reserve,
     /// until one settles it.
@@ -149,20 +153,44 @@ impl Scheduler {
             self.set_info(id, Reason::AssocGrpGRES, None, None, Vec::new());
             return;
         }
+        // Association MaxJobs: the user's running jobs in this account are at the limit.
+        if let Some(max) = self.max_running_jobs(id, &self.pending[&id].spec) {
+            let spec = &self.pending[&id].spec;
+            let key = (spec.user.clone(), spec.account.clone());
+            let counts = st.running_per_assoc.get_or_insert_with(|| self.running_per_association());
+            if counts.get(&key).copied().unwrap_or(0) >= max {
+                self.set_info(id, Reason::AssocMaxJobsLimit, None, None, Vec::new());
+                return;
+            }
+            self.settle(&c, now, st, out);
+            if self.running.contains_key(&id) {
+                if let Some(counts) = st.running_per_assoc.as_mut() {
+                    *counts.entry(key).or_default() += 1;
+                }
+            }
+            return;
+        }
+        self.settle(&c, now, st, out);
+    }
+
+    /// The reservation, place, backfill, preempt and reserve stages for `c`, until one
+    /// settles it.
+    fn settle(&mut self, c: &Candidate, now: Time, st: &mut CycleState, out: &mut Vec<Decision>) {
+        let (id, key) = (c.id, c.key);
         if let Some(ri) = self.reservations.iter().position(|r| r.job == id) {
             if !self.reservations[ri].dirty {
-                self.complete_held_reservation(ri, &c, now, st, out);
+                self.complete_held_reservation(ri, c, now, st, out);
                 return;
             }
             self.drop_reservation(id, out);
         }
         // Reservations are sorted by rank: the ones above this job are a prefix.
         let n_above = self.reservations.iter().take_while(|r| outranks(&r.rank, &key)).count();
-        let ControlFlow::Continue(detail) = self.place(&c, n_above, now, st, out) else { return };
-        if self.backfill(&c, n_above, now, st, out) || self.preempt_for(&c, &detail, now, st, out) {
+        let ControlFlow::Continue(detail) = self.place(c, n_above, now, st, out) else { return };
+        if self.backfill(c, n_above, now, st, out) || self.preempt_for(c, &detail, now, st, out) {
             return;
         }
-        self.reserve(&c, detail, now, st, out);
+        self.reserve(c, detail, now, st, out);
     }
 
     /// The complete-held-reservation stage for the job holding reservation `ri`.

@@ -69,6 +69,10 @@ pub struct Scheduler {
     shapes: HashMap<Request, u32>,
     /// The account tree (empty = quotas off).
     quotas: crate::quota::QuotaTree,
+    /// The account tree whose `MaxJobs=` limits a user's running jobs per association
+    /// (empty = none); set apart from `quotas` because a tree of job limits alone sets no
+    /// GPU quotas.
+    job_limits: crate::quota::QuotaTree,
     /// Borrow ledger: running jobs beyond their scope's guarantee and when they started to
     /// borrow (s). Reclaimed newest first.
     borrowed: BTreeMap<JobId, Time>,
@@ -122,6 +126,7 @@ impl Scheduler {
             busy_until: vec![0; n],
             shapes: HashMap::new(),
             quotas: crate::quota::QuotaTree::default(),
+            job_limits: crate::quota::QuotaTree::default(),
             borrowed: BTreeMap::new(),
             scope_used: Vec::new(),
             services: BTreeMap::new(),

@@ -1,5 +1,6 @@
 //! Quotas with borrowing: the account tree's usage by running jobs, the borrow ledger, the
-//! `MaxGPUs` ceiling and the guarantee test.
+//! `MaxGPUs` ceiling and the guarantee test; and the `MaxJobs` count of each user's running
+//! jobs per association.
 //!
 //! Inside each quota scope, running jobs fill the guarantee oldest first; the rest borrow,
 //! and borrowed work is what preemption reclaims first (newest borrowed first).
@@ -8,13 +9,40 @@ use super::{Owner, Scheduler};
 use crate::cluster::Time;
 use crate::job::{JobId, JobSpec};
 use crate::quota::{QuotaTree, ScopeId};
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 
 impl Scheduler {
     /// Sets the account tree (quota.conf); empty turns quotas off.
     pub fn set_quotas(&mut self, quotas: QuotaTree) {
         self.quotas = quotas;
         self.scope_used = vec![0; self.quotas.len()];
+    }
+
+    /// Sets the tree whose `MaxJobs=` limits each user's running jobs in an association
+    /// (Slurm's association `MaxJobs`; pending reason `AssocMaxJobsLimit`); empty: none.
+    pub fn set_job_limits(&mut self, tree: QuotaTree) {
+        self.job_limits = tree;
+    }
+
+    /// The most running jobs `spec`'s user may have in `spec`'s account (`MaxJobs=` of its
+    /// association or the nearest ancestor setting it); `None`: no limit. Service replicas
+    /// have none.
+    pub(super) fn max_running_jobs(&self, id: JobId, spec: &JobSpec) -> Option<u32> {
+        if self.job_limits.is_empty() || self.replica_service.contains_key(&id) {
+            return None;
+        }
+        self.job_limits.job_limits(&spec.user, &spec.account).1
+    }
+
+    /// Running jobs per (user, account), service replicas left out: what `MaxJobs=` counts.
+    pub(super) fn running_per_association(&self) -> HashMap<(String, String), u32> {
+        let mut m: HashMap<(String, String), u32> = HashMap::new();
+        for (id, r) in &self.running {
+            if !self.replica_service.contains_key(id) {
+                *m.entry((r.spec.user.clone(), r.spec.account.clone())).or_default() += 1;
+            }
+        }
+        m
     }
 
     /// The account tree.

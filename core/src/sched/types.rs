@@ -120,6 +120,8 @@ pub enum Reason {
     ReqNodeNotAvail,
     /// `AssocGrpGRES`: the account's quota (`MaxGPUs`) would be exceeded.
     AssocGrpGRES,
+    /// `AssocMaxJobsLimit`: the user already runs the association's `MaxJobs=` jobs.
+    AssocMaxJobsLimit,
 }
 
 impl Reason {
@@ -138,6 +140,7 @@ impl Reason {
             Reason::PartitionNodeLimit => "PartitionNodeLimit",
             Reason::ReqNodeNotAvail => "ReqNodeNotAvail",
             Reason::AssocGrpGRES => "AssocGrpGRES",
+            Reason::AssocMaxJobsLimit => "AssocMaxJobsLimit",
         }
     }
 }
