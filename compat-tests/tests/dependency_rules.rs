@@ -98,13 +98,16 @@ struct Graph {
 }
 
 impl Graph {
-    /// Runs `cargo metadata` on this workspace and reads its `packages`, `resolve` and
-    /// `workspace_members`. Panics with cargo's stderr when it fails.
+    /// Runs `cargo metadata` on this workspace for this Linux target and reads its
+    /// `packages`, `resolve` and `workspace_members`. Panics with cargo's stderr when it
+    /// fails. The platform filter keeps it offline on a fresh machine: a build downloads only
+    /// this target's crates, and unfiltered metadata would want every platform's manifests.
     fn load() -> Graph {
         let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
         let manifest = Path::new(env!("CARGO_MANIFEST_DIR")).join("../Cargo.toml");
+        let target = format!("{}-unknown-linux-gnu", std::env::consts::ARCH);
         let out = Command::new(&cargo)
-            .args(["metadata", "--format-version", "1", "--offline", "--locked", "--manifest-path"])
+            .args(["metadata", "--format-version", "1", "--offline", "--locked", "--filter-platform", &target, "--manifest-path"])
             .arg(&manifest)
             .output()
             .unwrap_or_else(|e| panic!("running {cargo} metadata: {e}"));
