@@ -9,6 +9,8 @@
 //! `/proc/sys/kernel/random/boot_id`), `--cgroup v1|v2|none|auto` (default `auto`: cgroup.conf's
 //! `CgroupPlugin`; cgroup.conf beside slurm.conf says what is constrained, see
 //! [`flotilla_conf::cgroup`]),
+//! `--cgroup-scope NAME` (the cluster part of the job cgroups' paths, `<NAME>_<node>`;
+//! default ClusterName; `flotilla dev up` gives each local cluster its own),
 //! `--heartbeat-ms N` (default 2000), `--health nvml|fake:PATH|none` (GPU health source;
 //! default `nvml` when NVML loads, else none with one log line; `fake:PATH` reads JSON-lines
 //! `HealthEvent`s appended to PATH, `%n` expanded, see [`flotilla_slurmd::health::fake::FileHealth`]),
@@ -173,6 +175,7 @@ fn main() -> anyhow::Result<()> {
         .filter(|s| !s.is_empty())
         .map_or_else(|| PathBuf::from("/proc/sys/kernel/random/boot_id"), PathBuf::from);
     let mut cgroup = "auto".to_string();
+    let mut cgroup_scope: Option<String> = None;
     let mut heartbeat = Duration::from_millis(2000);
     let mut health: Option<String> = None;
     let mut health_poll = Duration::from_millis(1000);
@@ -190,11 +193,12 @@ fn main() -> anyhow::Result<()> {
             "--key" => key = val()?.into(),
             "--boot-id-file" => boot_id_file = val()?.into(),
             "--cgroup" => cgroup = val()?,
+            "--cgroup-scope" => cgroup_scope = Some(val()?),
             "--heartbeat-ms" => heartbeat = Duration::from_millis(val()?.parse()?),
             "--health" => health = Some(val()?),
             "--health-poll-ms" => health_poll = Duration::from_millis(val()?.parse()?),
             "-h" | "--help" => {
-                println!("usage: slurmd [-D] [-N name] [-f slurm.conf] [-v] [--fake-gpus N] [--spool DIR] [--ctld HOST:PORT] [--key FILE] [--boot-id-file PATH] [--cgroup v1|v2|none|auto] [--heartbeat-ms N] [--health nvml|fake:PATH|none] [--health-poll-ms N]");
+                println!("usage: slurmd [-D] [-N name] [-f slurm.conf] [-v] [--fake-gpus N] [--spool DIR] [--ctld HOST:PORT] [--key FILE] [--boot-id-file PATH] [--cgroup v1|v2|none|auto] [--cgroup-scope NAME] [--heartbeat-ms N] [--health nvml|fake:PATH|none] [--health-poll-ms N]");
                 return Ok(());
             }
             other => bail!("unrecognized option '{other}'"),
@@ -255,9 +259,13 @@ fn main() -> anyhow::Result<()> {
         tracing::warn!("{w}");
     }
     let cg_root = PathBuf::from(&cg_conf.cgroup_mountpoint);
-    // Cgroups are host-global: they are named by cluster and node, so that several clusters
-    // (and several `-N` daemons) on one host never share one.
-    let cg_node = flotilla_slurmd::jobcg::node_part(&cluster.cluster_name, &node);
+    // Cgroups are host-global: they are named by cluster (or `--cgroup-scope`) and node, so
+    // that several clusters (and several `-N` daemons) on one host never share one.
+    let scope = cgroup_scope.as_deref().unwrap_or(&cluster.cluster_name);
+    if scope.is_empty() || scope.contains('/') || scope == "." || scope == ".." {
+        bail!("--cgroup-scope {scope:?}: expected a name without '/'");
+    }
+    let cg_node = flotilla_slurmd::jobcg::node_part(scope, &node);
     let cgroups = flotilla_slurmd::jobcg::NodeCgroups::new(
         confinement(&cgroup, cg_conf.cgroup_plugin, &cg_root, &cg_node)?,
         &cg_root,
