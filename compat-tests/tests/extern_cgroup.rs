@@ -726,6 +726,7 @@ fn concurrent_jobs_on_one_node_open_dev_null_under_constrain_devices() {
     }
     for &id in &ids {
         let out = std::fs::read_to_string(w.join(format!("out_{id}.txt"))).unwrap();
+        println!("job {id}: {out:?}");
         assert!(out.contains("together\n"), "job {id} did not run alongside the other three: {out}");
         for d in ["null", "zero", "full", "random", "urandom"] {
             assert!(out.contains(&format!("ok {d}\n")), "job {id}: /dev/{d}: {out}");
