@@ -490,6 +490,17 @@ mod tests {
         std::fs::remove_dir_all(&tmp).unwrap();
     }
 
+    /// The cgroup.conf the node package installs parses without a warning and constrains
+    /// GPUs and memory.
+    #[test]
+    fn the_packaged_cgroup_conf() {
+        let p = Path::new(env!("CARGO_MANIFEST_DIR")).join("../packaging/conf/cgroup.conf");
+        let c = parse_cgroup_conf(&std::fs::read_to_string(&p).unwrap(), "cgroup.conf").unwrap();
+        assert!(c.warnings.is_empty(), "{:?}", c.warnings);
+        assert!(c.constrain_devices && c.constrain_ram_space && !c.constrain_swap_space);
+        assert_eq!(c.cgroup_plugin, CgroupPlugin::Autodetect);
+    }
+
     #[test]
     fn memory_limits_follow_slurms_rules() {
         let ram = parse("ConstrainRAMSpace=yes").unwrap();
