@@ -818,6 +818,35 @@ fn stop_daemons(dir: &Path, daemons: &mut [Daemon], grace: Duration) {
         }
         wait(&mut jobs, Instant::now() + Duration::from_secs(5));
     }
+    remove_empty_cgroups(dir);
+}
+
+/// Removes the cgroup directories of the cluster in `dir` (its scope, [`cgroup_scope`]) that
+/// are empty once its daemons and jobs are gone: `flotilla/<scope>_<node>` and what is left
+/// below, under the v2 root and each v1 controller of `/sys/fs/cgroup`. Only `rmdir`: a cgroup
+/// that still holds a process stays. Each cluster has a scope of its own, so without this every
+/// stopped cluster would leave its empty node directories behind.
+fn remove_empty_cgroups(dir: &Path) {
+    fn rmdir_tree(d: &Path) {
+        for e in std::fs::read_dir(d).into_iter().flatten().flatten() {
+            if e.file_type().is_ok_and(|t| t.is_dir()) {
+                rmdir_tree(&e.path());
+            }
+        }
+        let _ = std::fs::remove_dir(d);
+    }
+    let Ok(cluster) = flotilla_conf::load_from(&dir.join("slurm.conf")) else { return };
+    let prefix = format!("{}_", cgroup_scope(dir, &cluster.cluster_name));
+    let root = Path::new("/sys/fs/cgroup");
+    let mut bases = vec![root.join("flotilla")];
+    bases.extend(["memory", "devices", "pids"].iter().map(|c| root.join(c).join("flotilla")));
+    for base in bases {
+        for e in std::fs::read_dir(&base).into_iter().flatten().flatten() {
+            if e.file_name().to_string_lossy().starts_with(&prefix) {
+                rmdir_tree(&e.path());
+            }
+        }
+    }
 }
 
 /// The job supervisors of the cluster in `dir` ([`supervisors`]), every process descending

@@ -134,6 +134,15 @@ fn a_second_cluster_with_cgroups_leaves_the_first_ones_job_alone() {
         assert!(dev::alive(*p, *start), "job process {p} of the first cluster was killed by the second's start");
     }
     assert_eq!(state(&a), "RUNNING");
+    let scopes = [a.cgroup_scope().to_string(), b.cgroup_scope().to_string()];
     drop(b);
     drop(a);
+    // Stopped, each cluster removed its (empty) cgroup directories.
+    let root = std::path::Path::new("/sys/fs/cgroup");
+    for base in [root.join("flotilla"), root.join("memory/flotilla"), root.join("devices/flotilla"), root.join("pids/flotilla")] {
+        for e in std::fs::read_dir(&base).into_iter().flatten().flatten() {
+            let name = e.file_name().to_string_lossy().into_owned();
+            assert!(!scopes.iter().any(|s| name.starts_with(&format!("{s}_"))), "{} left behind", e.path().display());
+        }
+    }
 }
