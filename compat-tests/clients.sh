@@ -8,8 +8,9 @@
 # flotilla are (default: $CARGO_TARGET_DIR/debug, else target/debug); nothing is built here.
 # Creates the client venv with ../shared/clients/harness/setup-venv.sh unless $CLIENTS_VENV
 # (default $HOME/.cache/flotilla-clients-venv) already holds one (needs PyPI), starts a
-# `flotilla dev up` cluster, puts BIN_DIR first on PATH, runs run_all.sh, and always stops the
-# cluster (trap), so no daemon or job is left behind. Only SLURM_CONF is exported: jobs find
+# `flotilla dev up` cluster in production mode (`--cgroup auto`, or $CLIENTS_CGROUP; dev up's
+# cgroup.conf: ConstrainDevices=yes, ConstrainRAMSpace=no), puts BIN_DIR first on PATH, runs
+# run_all.sh, and always stops the cluster (trap), so no daemon or job is left behind. Only SLURM_CONF is exported: jobs find
 # the cluster through FLOTILLA_CONF, which the node daemon sets (snakemake strips SLURM_*).
 # Exit status: 0 when every check passed, else non-zero. Logs of a failed run stay in the
 # directory printed at the end.
@@ -34,7 +35,8 @@ cleanup() {
   "$bin/flotilla" dev down --dir "$work/cluster" >/dev/null 2>&1 || true
 }
 trap cleanup EXIT
-"$bin/flotilla" dev up --dir "$work/cluster" --cgroup none > "$work/up.out"
+# Production mode: cgroups on (`--cgroup auto`; unconfined, with a warning, when not root).
+"$bin/flotilla" dev up --dir "$work/cluster" --cgroup "${CLIENTS_CGROUP:-auto}" > "$work/up.out"
 cat "$work/up.out"
 eval "$(grep '^export SLURM_CONF=' "$work/up.out")"
 export PATH="$bin:$PATH"

@@ -65,6 +65,7 @@ done
 expect_file "$controller" /etc/default/slurmctld -rw-r--r-- root/root
 expect_file "$node" /usr/sbin/slurmd -rwxr-xr-x root/root
 expect_file "$node" /etc/default/slurmd -rw-r--r-- root/root
+expect_file "$node" /etc/slurm/cgroup.conf -rw-r--r-- root/root
 unit_of() { contents "$1" | awk -v u="$2" '$3 ~ "/systemd/system/" u "$" {print $3}'; }
 [ -n "$(unit_of "$controller" slurmctld.service)" ] || fail "controller has no slurmctld.service"
 [ -n "$(unit_of "$node" slurmd.service)" ] || fail "node has no slurmd.service"
@@ -80,6 +81,7 @@ done
 grep -qx /etc/slurm/slurm.conf "$tmp/flotilla-client.conffiles" || fail "slurm.conf is not a conffile"
 grep -qx /etc/default/slurmctld "$tmp/flotilla-controller.conffiles" || fail "/etc/default/slurmctld is not a conffile"
 grep -qx /etc/default/slurmd "$tmp/flotilla-node.conffiles" || fail "/etc/default/slurmd is not a conffile"
+grep -qx /etc/slurm/cgroup.conf "$tmp/flotilla-node.conffiles" || fail "/etc/slurm/cgroup.conf is not a conffile"
 echo "ok conffiles"
 for s in postinst postrm; do
   dpkg-deb --ctrl-tarfile "$controller" | tar -xO "./$s" | grep -c 'slurm.key' >/dev/null || fail "controller $s does not handle the key"

@@ -50,7 +50,9 @@ pub struct UpOptions {
     pub nodes: usize,
     /// Fake GPUs per node of the default cluster.
     pub gpus_per_node: u32,
-    /// `slurmd --cgroup` (`none` when several clusters share a host).
+    /// `slurmd --cgroup` (`auto`: cgroups where the host offers them and this user may create
+    /// them). Several clusters may share a host with cgroups on: each has its own cgroup scope
+    /// ([`cgroup_scope`]).
     pub cgroup: String,
     /// How long to wait for the controller and the nodes.
     pub timeout: Duration,
@@ -105,6 +107,9 @@ pub struct DevCluster {
     pub nodes: Vec<String>,
     /// The daemons, controller first.
     pub daemons: Vec<Daemon>,
+    /// The cluster part of the node daemons' cgroup paths (`slurmd --cgroup-scope`, see
+    /// [`cgroup_scope`]): job cgroups are `<root>/flotilla/<scope>_<node>/job_<id>`.
+    pub cgroup_scope: String,
 }
 
 impl DevCluster {
@@ -201,6 +206,33 @@ const OVERRIDDEN: &[&str] = &[
     "slurmctldlogfile",
     "slurmdlogfile",
 ];
+
+/// The `cgroup.conf` `up` writes for the default cluster: GPUs outside a job's allocation are
+/// denied (`ConstrainDevices=yes`, Flotilla's promise of GPU isolation); memory is accounted
+/// but not limited (`ConstrainRAMSpace=no`, Slurm's default): the real clients of
+/// `../shared/clients` (snakemake asks for 100 MB and its Python needs more) pass against real
+/// Slurm with that default, and a limit there would OOM-kill them. A site that wants memory
+/// enforced writes `ConstrainRAMSpace=yes` (and `--config` copies its cgroup.conf).
+pub const DEFAULT_CGROUP_CONF: &str = "# Written by `flotilla dev up` (Slurm cgroup.conf(5)).
+CgroupPlugin=autodetect
+ConstrainDevices=yes
+ConstrainRAMSpace=no
+";
+
+/// The cgroup scope of the cluster in state directory `dir` named `cluster`:
+/// `<cluster>-<8 hex digits of a hash of the directory's path>`, so that clusters on one
+/// host never share job cgroups even when their configurations name the same ClusterName
+/// (parallel tests on the reference configuration): a starting node daemon removes the job
+/// cgroups it does not know under its own scope. FNV-1a (64 bits), stable across releases.
+pub fn cgroup_scope(dir: &Path, cluster: &str) -> String {
+    use std::os::unix::ffi::OsStrExt;
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    for b in dir.as_os_str().as_bytes() {
+        h ^= u64::from(*b);
+        h = h.wrapping_mul(0x0100_0000_01b3);
+    }
+    format!("{cluster}-{:08x}", h as u32)
+}
 
 /// The header of the generated `slurm.conf`: where the controller and state are.
 fn header(dir: &Path, cluster: &str, port: u16) -> String {
@@ -313,6 +345,7 @@ fn write_config(opts: &UpOptions, port: u16) -> Result<()> {
     let (body, cluster, topo) = match &opts.config {
         None => {
             let (b, t) = default_config(opts.nodes, opts.gpus_per_node);
+            std::fs::write(dir.join("cgroup.conf"), DEFAULT_CGROUP_CONF)?;
             (b, "dev".to_string(), Some(t))
         }
         Some(src) => {
@@ -601,6 +634,7 @@ pub fn up(opts: &UpOptions, cancel: &AtomicBool) -> Result<DevCluster> {
     // The node daemons.
     let cluster =
         flotilla_conf::load_from(&dir.join("slurm.conf")).map_err(|e| anyhow::anyhow!("{e}"))?;
+    let scope = cgroup_scope(&dir, &cluster.cluster_name);
     let mut nodes = Vec::new();
     for n in &cluster.nodes {
         check_cancel(cancel)?;
@@ -618,6 +652,8 @@ pub fn up(opts: &UpOptions, cancel: &AtomicBool) -> Result<DevCluster> {
             .arg(&key_path)
             .arg("--cgroup")
             .arg(&opts.cgroup)
+            .arg("--cgroup-scope")
+            .arg(&scope)
             .args(["--heartbeat-ms", if opts.fast { "200" } else { "1000" }]);
         g.daemons.push(spawn(&dir, "slurmd", &n.name, &mut cmd)?);
         record(&dir, &g.daemons, Some(ctld_addr))?;
@@ -677,6 +713,7 @@ pub fn up(opts: &UpOptions, cancel: &AtomicBool) -> Result<DevCluster> {
         ctld_addr,
         nodes,
         daemons,
+        cgroup_scope: scope,
     })
 }
 
@@ -780,6 +817,35 @@ fn stop_daemons(dir: &Path, daemons: &mut [Daemon], grace: Duration) {
             sig(d, Signal::SIGKILL);
         }
         wait(&mut jobs, Instant::now() + Duration::from_secs(5));
+    }
+    remove_empty_cgroups(dir);
+}
+
+/// Removes the cgroup directories of the cluster in `dir` (its scope, [`cgroup_scope`]) that
+/// are empty once its daemons and jobs are gone: `flotilla/<scope>_<node>` and what is left
+/// below, under the v2 root and each v1 controller of `/sys/fs/cgroup`. Only `rmdir`: a cgroup
+/// that still holds a process stays. Each cluster has a scope of its own, so without this every
+/// stopped cluster would leave its empty node directories behind.
+fn remove_empty_cgroups(dir: &Path) {
+    fn rmdir_tree(d: &Path) {
+        for e in std::fs::read_dir(d).into_iter().flatten().flatten() {
+            if e.file_type().is_ok_and(|t| t.is_dir()) {
+                rmdir_tree(&e.path());
+            }
+        }
+        let _ = std::fs::remove_dir(d);
+    }
+    let Ok(cluster) = flotilla_conf::load_from(&dir.join("slurm.conf")) else { return };
+    let prefix = format!("{}_", cgroup_scope(dir, &cluster.cluster_name));
+    let root = Path::new("/sys/fs/cgroup");
+    let mut bases = vec![root.join("flotilla")];
+    bases.extend(["memory", "devices", "pids"].iter().map(|c| root.join(c).join("flotilla")));
+    for base in bases {
+        for e in std::fs::read_dir(&base).into_iter().flatten().flatten() {
+            if e.file_name().to_string_lossy().starts_with(&prefix) {
+                rmdir_tree(&e.path());
+            }
+        }
     }
 }
 

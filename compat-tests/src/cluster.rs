@@ -1,7 +1,9 @@
 //! A local cluster for end-to-end tests: the same code as `flotilla dev up`
-//! ([`flotilla_admin::dev::up`]) in a fresh temp dir, with an OS-chosen controller port
-//! and `--cgroup none`, so that several clusters run at once on one host. Dropping it stops
-//! every daemon and job supervisor it started and removes the temp dir.
+//! ([`flotilla_admin::dev::up`]) in a fresh temp dir, with an OS-chosen controller port, in
+//! production mode where the tests may have it: `--cgroup auto` when running as root with
+//! `FLOTILLA_TEST_ROOT=1` (CI), else `--cgroup none` ([`default_cgroup`]). Several clusters
+//! run at once on one host, each in its own cgroup scope (`dev::cgroup_scope`). Dropping it
+//! stops every daemon and job supervisor it started and removes the temp dir.
 //!
 //! `slurmctld` and `slurmd` must be built in the same target directory as the test
 //! (`cargo test --workspace` builds them; else `cargo build -p flotilla-slurmctld -p
@@ -12,6 +14,17 @@ use std::sync::atomic::AtomicBool;
 use std::time::Duration;
 
 use flotilla_admin::dev::{self, DevCluster, UpOptions};
+
+/// The `slurmd --cgroup` of test clusters: `auto` (production mode: cgroups on) when the
+/// tests run as root with `FLOTILLA_TEST_ROOT=1`, else `none` (an unprivileged user may not
+/// create cgroups).
+pub fn default_cgroup() -> &'static str {
+    if std::env::var("FLOTILLA_TEST_ROOT").as_deref() == Ok("1") && nix::unistd::geteuid().is_root() {
+        "auto"
+    } else {
+        "none"
+    }
+}
 
 /// A running local cluster (stopped on drop).
 #[derive(Debug)]
@@ -54,7 +67,7 @@ impl LocalCluster {
             .expect("temp dir");
         let mut opts = UpOptions::new(dir.path());
         opts.config = config_dir.map(Path::to_path_buf);
-        opts.cgroup = "none".into();
+        opts.cgroup = default_cgroup().into();
         opts.fast = true;
         opts.timeout = Duration::from_secs(60);
         opts.bin_dir = std::env::var_os("FLOTILLA_BIN_DIR").map(PathBuf::from);
@@ -83,6 +96,11 @@ impl LocalCluster {
             "SLURM_CONF".into(),
             self.slurm_conf().to_string_lossy().into_owned(),
         )]
+    }
+
+    /// The cluster part of the job cgroups' paths (`<root>/flotilla/<scope>_<node>/job_<id>`).
+    pub fn cgroup_scope(&self) -> &str {
+        &self.cluster.cgroup_scope
     }
 
     /// The node names.

@@ -76,6 +76,16 @@ struct FakeDev {
 
 impl FakeDev {
     fn new(gpus: u32) -> FakeDev {
+        FakeDev::with_number(gpus, |i| makedev(NVIDIA_MAJOR, i.into()))
+    }
+
+    /// Fake GPUs that are aliases of `/dev/null` (1:3), as the reference cluster makes them
+    /// (`shared/slurm-reference/setup.sh`).
+    fn dev_null_aliases(gpus: u32) -> FakeDev {
+        FakeDev::with_number(gpus, |_| makedev(1, 3))
+    }
+
+    fn with_number(gpus: u32, number: impl Fn(u32) -> nix::libc::dev_t) -> FakeDev {
         let tmp = tempfile::Builder::new().prefix("fltdev").tempdir_in("/tmp").unwrap();
         std::fs::set_permissions(tmp.path(), std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
         let dir = tmp.path().join("dev");
@@ -83,7 +93,7 @@ impl FakeDev {
         mount(Some("tmpfs"), &dir, Some("tmpfs"), MsFlags::MS_NOSUID, Some("mode=755")).expect("mount a tmpfs for fake GPUs");
         for i in 0..gpus {
             let path = dir.join(format!("nvidia{i}"));
-            mknod(&path, SFlag::S_IFCHR, Mode::from_bits_truncate(0o666), makedev(NVIDIA_MAJOR, i.into())).expect("mknod a fake GPU");
+            mknod(&path, SFlag::S_IFCHR, Mode::from_bits_truncate(0o666), number(i)).expect("mknod a fake GPU");
         }
         FakeDev { _tmp: tmp, dir }
     }
@@ -95,7 +105,7 @@ impl Drop for FakeDev {
     }
 }
 
-/// Removes the cgroups of cluster `0` (`/sys/fs/cgroup/.../flotilla/<cluster>_*`) on drop,
+/// Removes the cgroups of cluster `0` (`/sys/fs/cgroup/.../flotilla/<cluster>-<hash>_*`) on drop,
 /// killing what is left in them: a failed test leaves nothing behind. Declared before the
 /// cluster, so dropped after it.
 struct CgCleanup(String);
@@ -114,7 +124,8 @@ impl Drop for CgCleanup {
         let mut bases = vec![root.join("flotilla")];
         bases.extend(["memory", "devices", "pids"].iter().map(|c| root.join(c).join("flotilla")));
         for base in bases {
-            let prefix = format!("{}_", self.0);
+            // The cluster's cgroup scope is `<cluster>-<hash>` (`flotilla_admin::dev::cgroup_scope`).
+            let prefix = format!("{}-", self.0);
             for e in std::fs::read_dir(&base).into_iter().flatten().flatten() {
                 if !e.file_name().to_string_lossy().starts_with(&prefix) {
                     continue;
@@ -145,8 +156,14 @@ impl Drop for CgCleanup {
 }
 
 /// A configuration directory: cluster `cluster`, nodes gpu[01-02] with `GPUS` GPUs each whose
-/// device files are `dev/nvidia[0-3]` (gres.conf `File=`).
+/// device files are `dev/nvidia[0-3]` (gres.conf `File=`), GPUs and memory constrained
+/// (cgroup.conf `ConstrainDevices=yes`, `ConstrainRAMSpace=yes`).
 fn config(cluster: &str, dev: &Path) -> tempfile::TempDir {
+    config_with(cluster, dev, "ConstrainDevices=yes\nConstrainRAMSpace=yes\n")
+}
+
+/// [`config`] with `cgroup_conf` as cgroup.conf (none when empty).
+fn config_with(cluster: &str, dev: &Path, cgroup_conf: &str) -> tempfile::TempDir {
     let d = tempfile::Builder::new().prefix("fltconf").tempdir_in("/tmp").unwrap();
     let mut conf = format!(
         "ClusterName={cluster}\nSchedulerType=sched/backfill\nSelectType=select/cons_tres\n\
@@ -159,6 +176,9 @@ fn config(cluster: &str, dev: &Path) -> tempfile::TempDir {
     }
     conf.push_str("PartitionName=batch Nodes=gpu[01-02] Default=YES MaxTime=01:00:00 State=UP\n");
     std::fs::write(d.path().join("slurm.conf"), conf).unwrap();
+    if !cgroup_conf.is_empty() {
+        std::fs::write(d.path().join("cgroup.conf"), cgroup_conf).unwrap();
+    }
     std::fs::write(
         d.path().join("gres.conf"),
         format!("NodeName=gpu[01-02] Name=gpu Type=h100 File={}/nvidia[0-{}]\n", dev.display(), GPUS - 1),
@@ -277,6 +297,7 @@ fn every_task_on_both_nodes_and_the_batch_script_are_in_the_job_cgroup() {
     }
     let conf = config(&cluster, &dev.dir);
     let c = LocalCluster::start_with(Some(conf.path()), |o| o.cgroup = "auto".into());
+    let scope = c.cgroup_scope().to_string();
     let w = c.dir().join("work");
     std::fs::create_dir_all(&w).unwrap();
     std::fs::set_permissions(&w, std::os::unix::fs::PermissionsExt::from_mode(0o777)).unwrap();
@@ -297,7 +318,7 @@ fn every_task_on_both_nodes_and_the_batch_script_are_in_the_job_cgroup() {
     });
     assert_eq!(std::fs::read_to_string(w.join("status.txt")).unwrap(), "srun=0\n");
     let batch = parse_probe(&std::fs::read_to_string(w.join("batch.txt")).unwrap());
-    assert_in_step(&batch, mode, &format!("{cluster}_{}", batch.host), id, "step_batch", "the batch script");
+    assert_in_step(&batch, mode, &format!("{scope}_{}", batch.host), id, "step_batch", "the batch script");
     println!("batch script on {}: {:?}; GPUs allowed {:?}, denied {:?}", batch.host, batch.cgroups, batch.allowed, batch.denied);
     assert_eq!((batch.allowed.len(), batch.denied.len()), (2, 2), "the job holds 2 of the node's 4 GPUs");
     let mut hosts = BTreeSet::new();
@@ -305,7 +326,7 @@ fn every_task_on_both_nodes_and_the_batch_script_are_in_the_job_cgroup() {
     for t in 0..4 {
         let text = std::fs::read_to_string(w.join(format!("task_{t}.txt"))).unwrap_or_else(|e| panic!("task {t}: {e}"));
         let p = parse_probe(&text);
-        assert_in_step(&p, mode, &format!("{cluster}_{}", p.host), id, "step_0", &format!("task {t}"));
+        assert_in_step(&p, mode, &format!("{scope}_{}", p.host), id, "step_0", &format!("task {t}"));
         println!("task {t} on {}: {:?}; GPUs allowed {:?}, denied {:?}", p.host, p.cgroups, p.allowed, p.denied);
         assert_eq!((p.allowed.len(), p.denied.len()), (2, 2), "task {t}: {text}");
         // Every process of the job on one node has the same GPUs.
@@ -319,7 +340,7 @@ fn every_task_on_both_nodes_and_the_batch_script_are_in_the_job_cgroup() {
     println!("non-batch node {other}: GPUs allowed {:?}", allowed_on[other]);
     // Gone once the job ended, on both nodes.
     for h in &hosts {
-        let dirs = job_dirs(mode, &format!("{cluster}_{h}"), id);
+        let dirs = job_dirs(mode, &format!("{scope}_{h}"), id);
         assert!(!dirs.is_empty());
         wait_until("the job's cgroups to be removed", 30, || dirs.iter().all(|d| !d.exists()), || format!("{dirs:?}\n{}", logs(&c)));
     }
@@ -358,6 +379,7 @@ fn cancel_kills_every_task_process_on_both_nodes_and_removes_the_cgroups() {
     let dev = FakeDev::new(GPUS);
     let conf = config(&cluster, &dev.dir);
     let c = LocalCluster::start_with(Some(conf.path()), |o| o.cgroup = "auto".into());
+    let scope = c.cgroup_scope().to_string();
     let w = c.dir().join("work");
     std::fs::create_dir_all(&w).unwrap();
     // Unique sleep lengths: the markers of this test's processes.
@@ -379,7 +401,7 @@ fn cancel_kills_every_task_process_on_both_nodes_and_removes_the_cgroups() {
     for (pid, cmd) in &procs {
         let cg = std::fs::read_to_string(format!("/proc/{pid}/cgroup")).unwrap_or_default();
         assert!(cg.contains(&format!("/job_{id}/step_0")), "{pid} {cmd}: {cg}");
-        assert!(cg.contains(&format!("/flotilla/{cluster}_gpu0")), "{pid} {cmd}: {cg}");
+        assert!(cg.contains(&format!("/flotilla/{scope}_gpu0")), "{pid} {cmd}: {cg}");
     }
     let o = checked_run(&c, "scancel", &[&id.to_string()], &w);
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
@@ -389,7 +411,7 @@ fn cancel_kills_every_task_process_on_both_nodes_and_removes_the_cgroups() {
     });
     println!("all 8 task processes gone {} ms after scancel", t0.elapsed().as_millis());
     for n in ["gpu01", "gpu02"] {
-        let dirs = job_dirs(mode, &format!("{cluster}_{n}"), id);
+        let dirs = job_dirs(mode, &format!("{scope}_{n}"), id);
         wait_until("the job's cgroups to be removed", 30, || dirs.iter().all(|d| !d.exists()), || format!("{dirs:?}\n{}", logs(&c)));
     }
     wait_until("CANCELLED", 30, || state(&c, &w, id) == "CANCELLED", || format!("{}\n{}", state(&c, &w, id), logs(&c)));
@@ -452,6 +474,7 @@ fn a_restarted_node_daemon_readopts_the_job_cgroup_and_its_kill_reaches_the_old_
     let dev = FakeDev::new(GPUS);
     let conf = config(&cluster, &dev.dir);
     let c = LocalCluster::start_with(Some(conf.path()), |o| o.cgroup = "auto".into());
+    let scope = c.cgroup_scope().to_string();
     let w = c.dir().join("work");
     std::fs::create_dir_all(&w).unwrap();
     let mark = format!("2{}", std::process::id());
@@ -472,7 +495,7 @@ fn a_restarted_node_daemon_readopts_the_job_cgroup_and_its_kill_reaches_the_old_
             .into_iter()
             .filter(|(pid, _)| {
                 std::fs::read_to_string(format!("/proc/{pid}/cgroup"))
-                    .is_ok_and(|cg| cg.contains(&format!("/flotilla/{cluster}_gpu02/job_{id}/step_0")))
+                    .is_ok_and(|cg| cg.contains(&format!("/flotilla/{scope}_gpu02/job_{id}/step_0")))
             })
             .map(|(pid, _)| pid)
             .collect()
@@ -518,7 +541,7 @@ fn a_restarted_node_daemon_readopts_the_job_cgroup_and_its_kill_reaches_the_old_
         format!("left: {:?}\n{}", processes_with(&mark), logs(&c))
     });
     for n in ["gpu01", "gpu02"] {
-        let dirs = job_dirs(mode, &format!("{cluster}_{n}"), id);
+        let dirs = job_dirs(mode, &format!("{scope}_{n}"), id);
         wait_until("the job's cgroups to be removed", 30, || dirs.iter().all(|d| !d.exists()), || format!("{dirs:?}\n{}", logs(&c)));
     }
     drop(restarted);
@@ -542,6 +565,7 @@ fn tasks_of_another_user_join_the_cgroup_then_run_as_that_user() {
     let dev = FakeDev::new(GPUS);
     let conf = config(&cluster, &dev.dir);
     let c = LocalCluster::start_with(Some(conf.path()), |o| o.cgroup = "auto".into());
+    let scope = c.cgroup_scope().to_string();
     std::fs::set_permissions(c.dir(), std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
     let w = c.dir().join("alice");
     std::fs::create_dir_all(&w).unwrap();
@@ -577,7 +601,7 @@ fn tasks_of_another_user_join_the_cgroup_then_run_as_that_user() {
         let who = std::fs::read_to_string(w.join(format!("who_{t}.txt"))).unwrap();
         assert_eq!(who, format!("{} {}\n", alice.uid, w.display()), "task {t}");
         let p = parse_probe(&std::fs::read_to_string(w.join(format!("task_{t}.txt"))).unwrap());
-        assert_in_step(&p, mode, &format!("{cluster}_{}", p.host), id, "step_0", &format!("task {t}"));
+        assert_in_step(&p, mode, &format!("{scope}_{}", p.host), id, "step_0", &format!("task {t}"));
         assert_eq!((p.allowed.len(), p.denied.len()), (1, 3), "task {t} on {}", p.host);
     }
 }
@@ -599,6 +623,7 @@ fn time_limit_kills_every_task_process_on_both_nodes() {
         o.cgroup = "auto".into();
         o.ctld_args = vec!["--minute-s".into(), "2".into()];
     });
+    let scope = c.cgroup_scope().to_string();
     let w = c.dir().join("work");
     std::fs::create_dir_all(&w).unwrap();
     let mark = format!("3{}", std::process::id());
@@ -619,7 +644,93 @@ fn time_limit_kills_every_task_process_on_both_nodes() {
         format!("left: {:?}\n{}", processes_with(&mark), logs(&c))
     });
     for n in ["gpu01", "gpu02"] {
-        let dirs = job_dirs(mode, &format!("{cluster}_{n}"), id);
+        let dirs = job_dirs(mode, &format!("{scope}_{n}"), id);
         wait_until("the job's cgroups to be removed", 30, || dirs.iter().all(|d| !d.exists()), || format!("{dirs:?}\n{}", logs(&c)));
+    }
+}
+
+/// A job's memory is enforced only with cgroup.conf `ConstrainRAMSpace=yes` (Slurm's
+/// task/cgroup; the default is no): the same batch script, which holds 400 MB from a pipe in a
+/// 128 MiB job, ends OUT_OF_MEMORY on a cluster whose cgroup.conf says
+/// `ConstrainRAMSpace=yes` and COMPLETED on one whose cgroup.conf says only
+/// `ConstrainDevices=yes` (cgroups on in both).
+#[test]
+fn a_job_over_its_memory_is_killed_only_with_constrain_ram_space() {
+    if !root_enabled() {
+        return;
+    }
+    let _ = cgroup_mode();
+    let script = "#!/bin/sh\n#SBATCH -N 1 -n 1 --mem=128M -o batch.out\n\
+                  head -c 800000000 /dev/zero | tail -c 400000000 > /dev/null\n\
+                  echo pipe=$? > status.txt\n";
+    for (name, cgroup_conf, want) in [
+        ("extram", "ConstrainDevices=yes\nConstrainRAMSpace=yes\n", "OUT_OF_MEMORY"),
+        ("extnoram", "ConstrainDevices=yes\n", "COMPLETED"),
+    ] {
+        let cluster = format!("{name}{}", std::process::id());
+        let _cleanup = CgCleanup(cluster.clone());
+        let dev = FakeDev::new(GPUS);
+        let conf = config_with(&cluster, &dev.dir, cgroup_conf);
+        let c = LocalCluster::start_with(Some(conf.path()), |o| o.cgroup = "auto".into());
+        let w = c.dir().join("work");
+        std::fs::create_dir_all(&w).unwrap();
+        let id = sbatch(&c, &w, script);
+        wait_until(
+            "the job's end",
+            90,
+            || !matches!(state(&c, &w, id).as_str(), "" | "PENDING" | "RUNNING" | "CONFIGURING" | "COMPLETING"),
+            || format!("{}\n{}", state(&c, &w, id), logs(&c)),
+        );
+        assert_eq!(state(&c, &w, id), want, "cgroup.conf {cgroup_conf:?}\n{}", logs(&c));
+        if want == "COMPLETED" {
+            assert_eq!(std::fs::read_to_string(w.join("status.txt")).unwrap(), "pipe=0\n");
+        }
+    }
+}
+
+/// Several jobs at once on one node, with `ConstrainDevices=yes` and GPUs whose device files
+/// are aliases of /dev/null (the reference cluster's fake GPUs): each job holds one GPU, so
+/// each job cgroup denies the other three, and every job still opens /dev/null, /dev/zero,
+/// /dev/full, /dev/random and /dev/urandom while all four run (a standard device is never
+/// denied; the clients' `PermissionError: '/dev/null'` of issue #17).
+#[test]
+fn concurrent_jobs_on_one_node_open_dev_null_under_constrain_devices() {
+    if !root_enabled() {
+        return;
+    }
+    let _ = cgroup_mode();
+    let cluster = format!("extnull{}", std::process::id());
+    let _cleanup = CgCleanup(cluster.clone());
+    let dev = FakeDev::dev_null_aliases(GPUS);
+    let conf = config(&cluster, &dev.dir);
+    let c = LocalCluster::start_with(Some(conf.path()), |o| o.cgroup = "auto".into());
+    let w = c.dir().join("work");
+    std::fs::create_dir_all(&w).unwrap();
+    // Each job marks its start, waits (bounded) until all four have started, then opens the
+    // standard devices; `together` says whether it saw the other three running.
+    let script = format!(
+        "#!/bin/sh\n#SBATCH -N 1 -n 1 -w gpu01 --gpus=1 --mem=256M -o out_%j.txt\n\
+         touch started_$SLURM_JOB_ID\n\
+         n=0; while [ $(ls started_* | wc -l) -lt {GPUS} ] && [ $n -lt 600 ]; do sleep 0.1; n=$((n+1)); done\n\
+         [ $(ls started_* | wc -l) -ge {GPUS} ] && echo together || echo alone\n\
+         for d in null zero full random urandom; do\n\
+           if head -c 1 /dev/$d > /dev/null 2>&1; then echo \"ok $d\"; else echo \"denied $d\"; fi\n\
+         done\n\
+         echo x > /dev/null && echo wrote-null\n"
+    );
+    let ids: Vec<u64> = (0..GPUS).map(|_| sbatch(&c, &w, &script)).collect();
+    for &id in &ids {
+        wait_until("the job's end", 120, || state(&c, &w, id) == "COMPLETED", || {
+            format!("job {id}: {}\n{}\n{}", state(&c, &w, id), std::fs::read_to_string(w.join(format!("out_{id}.txt"))).unwrap_or_default(), logs(&c))
+        });
+    }
+    for &id in &ids {
+        let out = std::fs::read_to_string(w.join(format!("out_{id}.txt"))).unwrap();
+        println!("job {id}: {out:?}");
+        assert!(out.contains("together\n"), "job {id} did not run alongside the other three: {out}");
+        for d in ["null", "zero", "full", "random", "urandom"] {
+            assert!(out.contains(&format!("ok {d}\n")), "job {id}: /dev/{d}: {out}");
+        }
+        assert!(out.contains("wrote-null\n"), "job {id}: {out}");
     }
 }

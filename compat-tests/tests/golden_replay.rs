@@ -1,8 +1,11 @@
 //! Replays every golden of real Slurm 22.05 (`shared/slurm-reference/goldens`), in recorded
 //! order, against Flotilla: a local cluster ([`LocalCluster`], the code of `flotilla dev up`)
-//! of the real `slurmctld` and four real `slurmd -N gpu01..gpu04` (8 fake GPUs each,
-//! `--cgroup none`) configured like the reference (`shared/slurm-reference/conf`, plus its
-//! accounting associations as `quota.conf`), with Flotilla's commands first on `PATH`. Each
+//! of the real `slurmctld` and four real `slurmd -N gpu01..gpu04` (8 fake GPUs each; in
+//! production mode: `--cgroup auto` as root with `FLOTILLA_TEST_ROOT=1`, see
+//! `cluster::default_cgroup`, and the reference's cgroup settings: it has no cgroup.conf, so
+//! Slurm's defaults, nothing constrained but jobs held in cgroups) configured like the
+//! reference (`shared/slurm-reference/conf`, plus its accounting associations as
+//! `quota.conf`), with Flotilla's commands first on `PATH`. Each
 //! case runs as its user (`runuser`, as `capture_goldens.py` does) with exactly the recorded
 //! environment plus `FLOTILLA_CONF` (the goldens had `/etc/slurm/slurm.conf`; ours is in a temp
 //! dir), and the waits of `capture_goldens.py` are repeated between cases, each on the event it

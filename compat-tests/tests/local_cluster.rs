@@ -89,3 +89,60 @@ fn a_job_runs_and_drop_ends_its_supervisor() {
     }
     assert_eq!(dev::job_processes(&dir), Vec::<i32>::new());
 }
+
+/// Two clusters with the same ClusterName (the default `dev`) on one host, cgroups on: starting
+/// the second leaves the first one's running job alone. Each has its own cgroup scope
+/// (`dev::cgroup_scope`); with the cgroup paths named by ClusterName alone, the second's node
+/// daemons took the first one's job cgroups for stale ones of their own at start and killed
+/// the job. Root test (cgroups), gated by `FLOTILLA_TEST_ROOT=1`.
+#[test]
+fn a_second_cluster_with_cgroups_leaves_the_first_ones_job_alone() {
+    if std::env::var("FLOTILLA_TEST_ROOT").as_deref() != Ok("1") {
+        println!("SKIPPED: needs root and FLOTILLA_TEST_ROOT=1 (cgroups)");
+        return;
+    }
+    assert!(nix::unistd::geteuid().is_root(), "FLOTILLA_TEST_ROOT=1 but the test does not run as root");
+    let bins = flotilla_compat_tests::bin_dir_with(&["sbatch", "squeue"]);
+    assert!(bins.join("sbatch").exists());
+    let a = LocalCluster::start_with(None, |o| o.cgroup = "auto".into());
+    let work = a.dir().join("work");
+    std::fs::create_dir_all(&work).unwrap();
+    std::fs::write(work.join("job.sh"), "#!/bin/sh\n#SBATCH -w gpu01 -o out.txt\necho started > started\nexec sleep 300\n").unwrap();
+    let o = a.run("sbatch", &["--parsable", "job.sh"], &work);
+    assert!(o.status.success(), "sbatch: {}", String::from_utf8_lossy(&o.stderr));
+    let id = String::from_utf8(o.stdout).unwrap().trim().to_string();
+    let t0 = std::time::Instant::now();
+    while !work.join("started").exists() {
+        assert!(t0.elapsed().as_secs() < 30, "the job did not start");
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    let procs: Vec<(i32, u64)> = dev::job_processes(a.dir())
+        .into_iter()
+        .filter_map(|p| Some((p, dev::start_time(p)?)))
+        .collect();
+    assert!(procs.len() >= 2, "{procs:?}");
+    let state = |c: &LocalCluster| {
+        let o = c.run("squeue", &["-h", "-t", "all", "-j", &id, "-o", "%T"], &work);
+        String::from_utf8_lossy(&o.stdout).trim().to_string()
+    };
+    assert_eq!(state(&a), "RUNNING");
+    // `start` returns once every node daemon of `b` registered, after its start-up sweep.
+    let b = LocalCluster::start_with(None, |o| o.cgroup = "auto".into());
+    assert_ne!(a.cgroup_scope(), b.cgroup_scope());
+    assert!(a.cgroup_scope().starts_with("dev-") && b.cgroup_scope().starts_with("dev-"), "{} {}", a.cgroup_scope(), b.cgroup_scope());
+    for (p, start) in &procs {
+        assert!(dev::alive(*p, *start), "job process {p} of the first cluster was killed by the second's start");
+    }
+    assert_eq!(state(&a), "RUNNING");
+    let scopes = [a.cgroup_scope().to_string(), b.cgroup_scope().to_string()];
+    drop(b);
+    drop(a);
+    // Stopped, each cluster removed its (empty) cgroup directories.
+    let root = std::path::Path::new("/sys/fs/cgroup");
+    for base in [root.join("flotilla"), root.join("memory/flotilla"), root.join("devices/flotilla"), root.join("pids/flotilla")] {
+        for e in std::fs::read_dir(&base).into_iter().flatten().flatten() {
+            let name = e.file_name().to_string_lossy().into_owned();
+            assert!(!scopes.iter().any(|s| name.starts_with(&format!("{s}_"))), "{} left behind", e.path().display());
+        }
+    }
+}

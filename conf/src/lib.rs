@@ -4,11 +4,13 @@
 //! Path: `SLURM_CONF`, else `FLOTILLA_CONF` (some clients delete every `SLURM_*` variable),
 //! else `/etc/slurm/slurm.conf` (DESIGN.md §3). `Include` paths are relative to the directory
 //! of `slurm.conf` unless absolute; `gres.conf`, `topology.conf` and `quota.conf` are read from
-//! that directory when present.
+//! that directory when present; `cgroup.conf` by [`cgroup::load_cgroup_conf`] (the node daemon).
 //!
 //! Every program that reads the configuration uses this crate: the commands, the controller and
 //! the node daemon. It depends on `flotilla-core` only (plus `thiserror`), so that the daemons
 //! need not depend on the commands to read their configuration.
+
+pub mod cgroup;
 
 use std::io;
 use std::path::{Path, PathBuf};

@@ -41,12 +41,81 @@ pub struct GpuDevice {
 pub struct ConfineSpec {
     /// Cgroup name under the node's root, e.g. `job_42` or `job_42/step_0`.
     pub name: String,
-    /// Memory limit in MiB (`--mem`); `None` = no limit.
-    pub mem_limit_mib: Option<u64>,
+    /// Memory limits (from the job's memory and cgroup.conf, [`flotilla_conf::cgroup`]);
+    /// `None` = no limit (cgroup.conf constrains neither RAM nor swap).
+    pub memory: Option<MemoryLimits>,
     /// GPUs the job may open (indices of the allocation's gpu_mask).
     pub allowed_gpus: Vec<u32>,
-    /// Every GPU device of the node: all not allowed are denied.
+    /// The GPU devices of the node that are constrained (empty unless cgroup.conf has
+    /// `ConstrainDevices=yes`): all not allowed are denied.
     pub all_gpus: Vec<GpuDevice>,
+}
+
+/// The memory limits of a cgroup, in bytes (see [`flotilla_conf::cgroup::MemoryLimits`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct MemoryLimits {
+    /// Hard limit: v1 `memory.limit_in_bytes`, v2 `memory.max`.
+    pub limit_bytes: u64,
+    /// Soft limit: v1 `memory.soft_limit_in_bytes`, v2 `memory.high`.
+    pub soft_limit_bytes: u64,
+    /// RAM+swap: v1 `memory.memsw.limit_in_bytes`, v2 `memory.swap.max` (minus the hard
+    /// limit); `None`: swap not constrained.
+    pub memsw_limit_bytes: Option<u64>,
+    /// v1 `memory.swappiness`.
+    pub swappiness: Option<u64>,
+}
+
+impl MemoryLimits {
+    /// A hard limit of `mib` MiB, the soft limit the same, swap not constrained.
+    pub fn hard_mib(mib: u64) -> MemoryLimits {
+        MemoryLimits {
+            limit_bytes: mib * 1024 * 1024,
+            soft_limit_bytes: mib * 1024 * 1024,
+            memsw_limit_bytes: None,
+            swappiness: None,
+        }
+    }
+}
+
+impl From<flotilla_conf::cgroup::MemoryLimits> for MemoryLimits {
+    fn from(m: flotilla_conf::cgroup::MemoryLimits) -> MemoryLimits {
+        MemoryLimits {
+            limit_bytes: m.limit_bytes,
+            soft_limit_bytes: m.soft_limit_bytes,
+            memsw_limit_bytes: m.memsw_limit_bytes,
+            swappiness: m.swappiness,
+        }
+    }
+}
+
+/// Character devices every job may open whatever its GPUs (`(major, minor)`; minor `None`:
+/// every minor), as Slurm's task/cgroup never constrains them: `/dev/null` (1:3), `zero`
+/// (1:5), `full` (1:7), `random` (1:8), `urandom` (1:9), `tty` (5:0), `console` (5:1),
+/// `ptmx` (5:2) and the pseudo-terminals `/dev/pts/*` (136-143:*). A GPU device file with one
+/// of these numbers (a test cluster's fake GPUs made with `mknod c 1 3`) is never denied:
+/// denying it would deny `/dev/null` to every job that does not hold all the node's GPUs.
+pub const STANDARD_DEVICES: &[(u32, Option<u32>)] = &[
+    (1, Some(3)),
+    (1, Some(5)),
+    (1, Some(7)),
+    (1, Some(8)),
+    (1, Some(9)),
+    (5, Some(0)),
+    (5, Some(1)),
+    (5, Some(2)),
+    (136, None),
+    (137, None),
+    (138, None),
+    (139, None),
+    (140, None),
+    (141, None),
+    (142, None),
+    (143, None),
+];
+
+/// True when `(major, minor)` is one of [`STANDARD_DEVICES`].
+pub fn is_standard_device(major: u32, minor: u32) -> bool {
+    STANDARD_DEVICES.iter().any(|&(ma, mi)| ma == major && mi.is_none_or(|mi| mi == minor))
 }
 
 /// Errors of confinement; I/O errors carry the path they concern.
@@ -111,11 +180,14 @@ pub trait Confinement: fmt::Debug + Send + Sync {
 
 impl ConfineSpec {
     /// The GPU devices the job may not open: every device of `all_gpus` whose index is not in
-    /// `allowed_gpus`.
+    /// `allowed_gpus`, except those whose device number is also an allowed GPU's (two `File=`
+    /// naming one device) or a standard device's ([`STANDARD_DEVICES`]).
     pub fn denied_gpus(&self) -> impl Iterator<Item = &GpuDevice> {
-        self.all_gpus
-            .iter()
-            .filter(|gpu| !self.allowed_gpus.contains(&gpu.index))
+        self.all_gpus.iter().filter(|gpu| {
+            !self.allowed_gpus.contains(&gpu.index)
+                && !is_standard_device(gpu.major, gpu.minor)
+                && !self.allowed_gpu_devices().any(|a| (a.major, a.minor) == (gpu.major, gpu.minor))
+        })
     }
 
     /// The GPU devices the job may open.

@@ -37,6 +37,12 @@
 //! OUT_OF_MEMORY; one killed on another node is not reported (the task's exit by SIGKILL
 //! reaches `srun`, not the job's state).
 //!
+//! What is constrained follows cgroup.conf as Slurm's task/cgroup does
+//! ([`NodeCgroups::with_conf`]): the GPUs outside the job's allocation only with
+//! `ConstrainDevices=yes`, memory only with `ConstrainRAMSpace=yes` (or
+//! `ConstrainSwapSpace=yes`); otherwise the cgroups still hold, list and kill the job's
+//! processes and count OOM kills. Standard devices (`/dev/null`, ...) are never denied.
+//!
 //! Unconfined (`--cgroup none`, or `auto` on a host without cgroups): every call is a no-op
 //! and nothing changes from the behaviour without this module.
 
@@ -136,7 +142,21 @@ pub struct NodeCgroups {
     root: PathBuf,
     node: String,
     gpus: Vec<GpuDevice>,
+    memory: MemoryPolicy,
     state: Mutex<State>,
+}
+
+/// How a job's memory becomes its cgroup's limits.
+#[derive(Debug, Clone)]
+enum MemoryPolicy {
+    /// The job's memory is the hard limit (tests of the confinement itself).
+    JobMemory,
+    /// cgroup.conf's rules ([`flotilla_conf::cgroup::CgroupConf::memory_limits`]) on a node
+    /// of `real_memory_mib`.
+    Conf {
+        conf: Box<flotilla_conf::cgroup::CgroupConf>,
+        real_memory_mib: u64,
+    },
 }
 
 /// A step's cgroup (`job_<id>/step_<s>`), as [`NodeCgroups::step`] hands it out.
@@ -246,6 +266,9 @@ impl NodeCgroups {
     /// The cgroups of node `node` (the node part, [`node_part`]) under `root` with
     /// `confinement` (`None`: unconfined, every call a no-op); `gpus`: the node's GPU devices
     /// (all those outside a job's mask are denied to it).
+    ///
+    /// Every GPU of `gpus` is constrained and a job's memory is its hard limit, until
+    /// [`NodeCgroups::with_conf`] applies cgroup.conf (what the daemon does).
     pub fn new(
         confinement: Option<Box<dyn Confinement>>,
         root: impl Into<PathBuf>,
@@ -257,8 +280,31 @@ impl NodeCgroups {
             root: root.into(),
             node: node.to_string(),
             gpus,
+            memory: MemoryPolicy::JobMemory,
             state: Mutex::new(State::default()),
         }
+    }
+
+    /// Applies cgroup.conf (Slurm's task/cgroup rules) on a node of `real_memory_mib`: GPUs
+    /// are constrained only with `ConstrainDevices=yes`, memory only with
+    /// `ConstrainRAMSpace=yes` (or `ConstrainSwapSpace=yes`), the limits as
+    /// [`flotilla_conf::cgroup::CgroupConf::memory_limits`] computes them. A GPU whose device
+    /// file is a standard device ([`crate::confine::STANDARD_DEVICES`]) is logged: it cannot be
+    /// denied without denying that device.
+    pub fn with_conf(mut self, conf: &flotilla_conf::cgroup::CgroupConf, real_memory_mib: u64) -> NodeCgroups {
+        if !conf.constrain_devices {
+            self.gpus.clear();
+        }
+        for g in &self.gpus {
+            if crate::confine::is_standard_device(g.major, g.minor) {
+                warn!(gpu = g.index, path = %g.path, "the GPU's device file is {}:{}, a standard device (such as /dev/null) every job may open: this GPU is not constrained", g.major, g.minor);
+            }
+        }
+        self.memory = MemoryPolicy::Conf {
+            conf: Box::new(conf.clone()),
+            real_memory_mib,
+        };
+        self
     }
 
     /// Unconfined.
@@ -281,11 +327,16 @@ impl NodeCgroups {
     }
 
     /// The spec of job `job_id`'s cgroup: `gpu_mask` (bit i = GPU i of the node),
-    /// `mem_mib` (0: no limit).
+    /// `mem_mib` (the job's memory on this node, MiB; 0: none given), limited as cgroup.conf
+    /// says ([`NodeCgroups::with_conf`]).
     pub fn spec(&self, job_id: u64, gpu_mask: u64, mem_mib: u64) -> ConfineSpec {
+        let memory = match &self.memory {
+            MemoryPolicy::JobMemory => (mem_mib > 0).then(|| crate::confine::MemoryLimits::hard_mib(mem_mib)),
+            MemoryPolicy::Conf { conf, real_memory_mib } => conf.memory_limits(mem_mib, *real_memory_mib).map(Into::into),
+        };
         ConfineSpec {
             name: job_name(job_id),
-            mem_limit_mib: (mem_mib > 0).then_some(mem_mib),
+            memory,
             allowed_gpus: crate::env::gpu_indices(gpu_mask),
             all_gpus: self.gpus.clone(),
         }
@@ -570,7 +621,7 @@ mod tests {
         assert_eq!((b.kind.as_str(), b.node.as_str()), ("v2", "c_n1"));
         assert_eq!(b.job.name, "job_42");
         assert_eq!(b.step.name, "job_42/step_batch");
-        assert_eq!((b.step.mem_limit_mib, b.step.allowed_gpus.clone()), (Some(2048), vec![1, 2]));
+        assert_eq!((b.step.memory, b.step.allowed_gpus.clone()), (Some(crate::confine::MemoryLimits::hard_mib(2048)), vec![1, 2]));
         assert_eq!(b.step.all_gpus, gpus(4));
 
         // A step's end removes its cgroup only.
@@ -588,6 +639,41 @@ mod tests {
         assert!(!job.exists(), "{}", job.display());
         assert_eq!(cgs.jobs(), (vec![], vec![]));
         assert!(matches!(cgs.step(42, 2), Err(ConfineError::NoJob(42))));
+    }
+
+    /// cgroup.conf decides what is constrained: with Slurm's defaults (no cgroup.conf) neither
+    /// memory nor GPUs; `ConstrainRAMSpace=yes` limits memory to AllowedRAMSpace % of the
+    /// job's; `ConstrainDevices=yes` denies the GPUs outside the mask, never a standard device
+    /// (fake GPUs made as aliases of /dev/null) nor a device number an allowed GPU shares.
+    #[test]
+    fn cgroup_conf_decides_what_is_constrained() {
+        use flotilla_conf::cgroup::parse_cgroup_conf;
+        let conf = |t: &str| parse_cgroup_conf(t, "cgroup.conf").unwrap();
+        let fake = || Some(Box::new(FakeConfinement::new()) as Box<dyn Confinement>);
+        let defaults = NodeCgroups::new(fake(), "/x", "c_n1", gpus(4)).with_conf(&conf(""), 4096);
+        let s = defaults.spec(1, 0b0001, 100);
+        assert_eq!(s.memory, None, "ConstrainRAMSpace=no: no memory limit");
+        assert_eq!(s.denied_gpus().count(), 0, "ConstrainDevices=no: no GPU denied");
+
+        let on = NodeCgroups::new(fake(), "/x", "c_n1", gpus(4))
+            .with_conf(&conf("ConstrainRAMSpace=yes AllowedRAMSpace=150\nConstrainDevices=yes"), 4096);
+        let s = on.spec(1, 0b0001, 100);
+        assert_eq!(s.memory.map(|m| m.limit_bytes), Some(150 << 20));
+        let denied: Vec<u32> = s.denied_gpus().map(|g| g.index).collect();
+        assert_eq!(denied, [1, 2, 3]);
+
+        // Fake GPUs that are /dev/null (1:3) and two files naming one device.
+        let mut aliases = gpus(4);
+        for g in &mut aliases[..2] {
+            (g.major, g.minor) = (1, 3);
+        }
+        aliases[3].minor = aliases[2].minor;
+        let on = NodeCgroups::new(fake(), "/x", "c_n1", aliases).with_conf(&conf("ConstrainDevices=yes"), 4096);
+        let s = on.spec(1, 0b0100, 0);
+        assert_eq!(s.denied_gpus().count(), 0, "/dev/null and the allowed GPU's own device are never denied");
+        let s = on.spec(1, 0b0001, 0);
+        let denied: Vec<u32> = s.denied_gpus().map(|g| g.index).collect();
+        assert_eq!(denied, [2, 3]);
     }
 
     /// Signals to a job's steps reach their cgroups; a release SIGKILLs the job's tree and

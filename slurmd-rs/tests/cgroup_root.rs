@@ -219,7 +219,7 @@ fn v1_devices_memory_signals_and_destroy() {
     // GPU 1 allowed, GPU 0 denied; a 64 MiB limit.
     let spec = ConfineSpec {
         name: "job_1".into(),
-        mem_limit_mib: Some(64),
+        memory: Some(flotilla_slurmd::confine::MemoryLimits::hard_mib(64)),
         allowed_gpus: vec![1],
         all_gpus: gpus.clone(),
     };
@@ -227,7 +227,7 @@ fn v1_devices_memory_signals_and_destroy() {
     // A second job with a small limit, to see the OOM killer.
     let oom_spec = ConfineSpec {
         name: "job_2".into(),
-        mem_limit_mib: Some(16),
+        memory: Some(flotilla_slurmd::confine::MemoryLimits::hard_mib(16)),
         allowed_gpus: vec![0, 1],
         all_gpus: gpus.clone(),
     };

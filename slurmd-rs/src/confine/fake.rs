@@ -188,7 +188,7 @@ mod tests {
         let fake = FakeConfinement::new();
         let spec = ConfineSpec {
             name: "job_1".into(),
-            mem_limit_mib: Some(100),
+            memory: Some(crate::confine::MemoryLimits::hard_mib(100)),
             allowed_gpus: vec![0],
             all_gpus: vec![],
         };

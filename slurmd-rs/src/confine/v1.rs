@@ -2,11 +2,15 @@
 //! `<root>/<controller>/flotilla/<node>/<name>`, for `memory` and `devices` (required) and
 //! `pids` (where mounted, so a job's processes can be listed there too).
 //!
-//! - memory: `memory.limit_in_bytes`; OOM kills read from `memory.oom_control`'s `oom_kill`
+//! - memory: `memory.limit_in_bytes` (`-1` unless cgroup.conf constrains memory),
+//!   `memory.soft_limit_in_bytes`, `memory.memsw.limit_in_bytes` and `memory.swappiness` with
+//!   `ConstrainSwapSpace=yes`; OOM kills read from `memory.oom_control`'s `oom_kill`
 //!   (kernels ≥ 4.13), else `memory.failcnt` > 0 with `under_oom` (older kernels).
-//! - devices: like Slurm's task/cgroup, only GPUs are constrained: `c M:m rwm` written to
+//! - devices: like Slurm's task/cgroup, only GPUs are constrained (and only with
+//!   `ConstrainDevices=yes`, which fills the spec's `all_gpus`): `c M:m rwm` written to
 //!   `devices.deny` for every GPU outside the mask and to `devices.allow` for the job's own;
-//!   every other device stays allowed (inherited from the parent).
+//!   every other device stays allowed (inherited from the parent), the standard ones
+//!   (`/dev/null`, ...) always ([`super::STANDARD_DEVICES`]).
 //! - processes: `cgroup.procs`; no freezer, so [`JobCgroup::signal_all`] signals each pid and,
 //!   for `SIGKILL`, repeats until no new pid appears.
 
@@ -80,11 +84,7 @@ impl Confinement for CgroupV1 {
             dirs.push(dir);
         }
         let memory = self.dir("memory", &spec.name);
-        let limit = match spec.mem_limit_mib {
-            Some(mib) => (mib * 1024 * 1024).to_string(),
-            None => "-1".to_string(),
-        };
-        fsutil::write(&memory.join("memory.limit_in_bytes"), &limit)?;
+        write_memory(&memory, spec.memory.as_ref())?;
         let devices = self.dir("devices", &spec.name);
         for gpu in spec.allowed_gpu_devices() {
             fsutil::append(&devices.join("devices.allow"), &rule(gpu.major, gpu.minor))?;
@@ -152,6 +152,46 @@ impl JobCgroup for JobCgroupV1 {
     }
 }
 
+/// Writes the memory limits of the v1 memory cgroup `dir` (`None`: unlimited, `-1`). The hard
+/// limit may not exceed RAM+swap (the kernel refuses with `EINVAL`): the hard limit goes
+/// first, and when the kernel refuses it (both lowered, at a re-open) RAM+swap goes first.
+/// RAM+swap needs `swapaccount=1` (`memory.memsw.*` present); without it the swap limit
+/// is left out with a warning, as Slurm logs and goes on.
+fn write_memory(dir: &Path, memory: Option<&super::MemoryLimits>) -> Result<(), ConfineError> {
+    let limit = dir.join("memory.limit_in_bytes");
+    let Some(m) = memory else {
+        let memsw = dir.join("memory.memsw.limit_in_bytes");
+        if memsw.exists() {
+            fsutil::write(&memsw, "-1")?;
+        }
+        return fsutil::write(&limit, "-1");
+    };
+    let memsw = dir.join("memory.memsw.limit_in_bytes");
+    match m.memsw_limit_bytes {
+        Some(sw) if memsw.exists() => {
+            if fsutil::write(&limit, &m.limit_bytes.to_string()).is_err() {
+                fsutil::write(&memsw, &sw.to_string())?;
+                fsutil::write(&limit, &m.limit_bytes.to_string())?;
+            } else {
+                fsutil::write(&memsw, &sw.to_string())?;
+            }
+        }
+        Some(_) => {
+            tracing::warn!("{}: no memory.memsw.limit_in_bytes (boot with swapaccount=1): swap is not constrained", dir.display());
+            fsutil::write(&limit, &m.limit_bytes.to_string())?;
+        }
+        None => fsutil::write(&limit, &m.limit_bytes.to_string())?,
+    }
+    let soft = dir.join("memory.soft_limit_in_bytes");
+    if soft.exists() {
+        fsutil::write(&soft, &m.soft_limit_bytes.to_string())?;
+    }
+    if let Some(sw) = m.swappiness {
+        fsutil::write(&dir.join("memory.swappiness"), &sw.to_string())?;
+    }
+    Ok(())
+}
+
 fn oom_killed(oom_control: &Path, failcnt: &Path) -> Result<bool, ConfineError> {
     let control = fsutil::read(oom_control)?;
     if let Some(kills) = fsutil::keyed_value(&control, "oom_kill") {
@@ -180,7 +220,7 @@ mod tests {
     fn spec(name: &str) -> ConfineSpec {
         ConfineSpec {
             name: name.into(),
-            mem_limit_mib: Some(512),
+            memory: Some(crate::confine::MemoryLimits::hard_mib(512)),
             allowed_gpus: vec![1, 3],
             all_gpus: gpus(4),
         }
@@ -221,7 +261,7 @@ mod tests {
         let root = fake_root(&["memory", "devices"]);
         let v1 = CgroupV1::new(root.path(), "n1");
         let mut s = spec("job_7/step_0");
-        s.mem_limit_mib = None;
+        s.memory = None;
         v1.create(&s).unwrap();
         let mem = root.path().join("memory/flotilla/n1/job_7/step_0");
         assert_eq!(

@@ -3,7 +3,8 @@
 //!
 //! - controllers: `+memory` (required) and `+pids` (where offered) are enabled in
 //!   `cgroup.subtree_control` of every level from the root down to the job's parent;
-//! - memory: `memory.max`; OOM kills read from `memory.events`' `oom_kill`;
+//! - memory: `memory.max` (`max` unless cgroup.conf constrains memory), `memory.high`,
+//!   `memory.swap.max` with `ConstrainSwapSpace=yes`; OOM kills read from `memory.events`' `oom_kill`;
 //! - processes: `cgroup.procs`; `SIGKILL` through `cgroup.kill` where the kernel has it
 //!   (≥ 5.14), else each pid is signalled;
 //! - devices: v2 has no devices files, the filter is a `BPF_PROG_TYPE_CGROUP_DEVICE` program
@@ -99,17 +100,43 @@ impl Confinement for CgroupV2 {
             level.push(component);
         }
         fsutil::write(&level.join("cgroup.subtree_control"), &enable)?;
-        let max = match spec.mem_limit_mib {
-            Some(mib) => (mib * 1024 * 1024).to_string(),
-            None => "max".to_string(),
-        };
-        fsutil::write(&dir.join("memory.max"), &max)?;
+        write_memory(&dir, spec.memory.as_ref())?;
         let denied: Vec<(u32, u32)> = spec.denied_gpus().map(|g| (g.major, g.minor)).collect();
         if !denied.is_empty() {
             self.devices.attach(&dir, &bpf::device_filter(&denied))?;
         }
         Ok(Box::new(JobCgroupV2 { dir }))
     }
+}
+
+/// Writes the memory limits of the v2 cgroup `dir`: `memory.max` (hard), `memory.high`
+/// (soft, as Slurm's cgroup/v2 sets it) and, with a RAM+swap limit, `memory.swap.max` = the
+/// swap part (RAM+swap minus the hard limit; v2 counts swap alone); `max` for what is not
+/// limited. `memory.swap.max` is absent without swap accounting: then swap is not
+/// constrained, with a warning.
+fn write_memory(dir: &Path, memory: Option<&super::MemoryLimits>) -> Result<(), ConfineError> {
+    let (max, high, swap) = match memory {
+        None => ("max".to_string(), "max".to_string(), Some("max".to_string())),
+        Some(m) => (
+            m.limit_bytes.to_string(),
+            m.soft_limit_bytes.to_string(),
+            m.memsw_limit_bytes.map(|sw| sw.saturating_sub(m.limit_bytes).to_string()),
+        ),
+    };
+    fsutil::write(&dir.join("memory.max"), &max)?;
+    let high_file = dir.join("memory.high");
+    if high_file.exists() || memory.is_some() {
+        fsutil::write(&high_file, &high)?;
+    }
+    let swap_file = dir.join("memory.swap.max");
+    match swap {
+        Some(v) if swap_file.exists() => fsutil::write(&swap_file, &v)?,
+        Some(_) if memory.is_some() => {
+            tracing::warn!("{}: no memory.swap.max (no swap accounting): swap is not constrained", dir.display());
+        }
+        _ => {}
+    }
+    Ok(())
 }
 
 /// A v2 job cgroup.
@@ -173,7 +200,7 @@ mod tests {
     fn spec(name: &str) -> ConfineSpec {
         ConfineSpec {
             name: name.into(),
-            mem_limit_mib: Some(1024),
+            memory: Some(crate::confine::MemoryLimits::hard_mib(1024)),
             allowed_gpus: vec![2],
             all_gpus: (0..4)
                 .map(|i| GpuDevice {
@@ -237,7 +264,7 @@ mod tests {
         let rec = Arc::new(Recorded::default());
         let v2 = CgroupV2::with_device_filter(root.path(), "n1", rec.clone());
         let mut s = spec("job_1");
-        s.mem_limit_mib = None;
+        s.memory = None;
         s.allowed_gpus = vec![0, 1, 2, 3];
         v2.create(&s).unwrap();
         let dir = root.path().join("flotilla/n1/job_1");

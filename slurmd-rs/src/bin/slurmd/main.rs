@@ -6,7 +6,11 @@
 //! `--spool DIR` (default `SlurmdSpoolDir` with `%n` expanded), `--ctld HOST:PORT` (or
 //! `FLOTILLA_CTLD_ADDR`; default `SlurmctldHost`'s address and `SlurmctldPort`), `--key FILE`
 //! (default `/etc/slurm/slurm.key`), `--boot-id-file PATH` (or `FLOTILLA_BOOT_ID_FILE`; default
-//! `/proc/sys/kernel/random/boot_id`), `--cgroup v1|v2|none|auto` (default `auto`),
+//! `/proc/sys/kernel/random/boot_id`), `--cgroup v1|v2|none|auto` (default `auto`: cgroup.conf's
+//! `CgroupPlugin`; cgroup.conf beside slurm.conf says what is constrained, see
+//! [`flotilla_conf::cgroup`]),
+//! `--cgroup-scope NAME` (the cluster part of the job cgroups' paths, `<NAME>_<node>`;
+//! default ClusterName; `flotilla dev up` gives each local cluster its own),
 //! `--heartbeat-ms N` (default 2000), `--health nvml|fake:PATH|none` (GPU health source;
 //! default `nvml` when NVML loads, else none with one log line; `fake:PATH` reads JSON-lines
 //! `HealthEvent`s appended to PATH, `%n` expanded, see [`flotilla_slurmd::health::fake::FileHealth`]),
@@ -21,7 +25,7 @@
 //! the same spool exits with status 1 ("another slurmd is running on spool directory ...").
 //! Its umask is 0077 (jobs get their own, `SLURM_UMASK`).
 //!
-//! GPU devices the cgroups deny outside a job's mask: gres.conf's `File=` for this node where
+//! GPU devices the cgroups deny outside a job's mask (with cgroup.conf `ConstrainDevices=yes`): gres.conf's `File=` for this node where
 //! given (as Slurm's `ConstrainDevices` uses it), else the host's `/dev/nvidia<N>`.
 
 mod daemon;
@@ -32,15 +36,23 @@ use std::net::ToSocketAddrs;
 use std::path::PathBuf;
 use std::time::Duration;
 
-/// Where the cgroup hierarchies are mounted.
-const CGROUP_ROOT: &str = "/sys/fs/cgroup";
-
-/// The confinement the `--cgroup` flag names, under `/sys/fs/cgroup`: `v1`, `v2`, `none`, or
-/// `auto` (what the host offers; none, with a log line, when it offers nothing usable or this
-/// user may not create cgroups there).
-fn confinement(kind: &str, node: &str) -> anyhow::Result<Option<Box<dyn flotilla_slurmd::confine::Confinement>>> {
+/// The confinement the `--cgroup` flag names, under `root` (cgroup.conf's
+/// `CgroupMountpoint`): `v1`, `v2`, `none`, or `auto`: cgroup.conf's `CgroupPlugin`
+/// (`cgroup/v1`, `cgroup/v2`), or with `autodetect` what the host offers (none, with a log
+/// line, when it offers nothing usable or this user may not create cgroups there).
+fn confinement(
+    kind: &str,
+    plugin: flotilla_conf::cgroup::CgroupPlugin,
+    root: &std::path::Path,
+    node: &str,
+) -> anyhow::Result<Option<Box<dyn flotilla_slurmd::confine::Confinement>>> {
+    use flotilla_conf::cgroup::CgroupPlugin;
     use flotilla_slurmd::confine::{auto::auto, v1::CgroupV1, v2::CgroupV2};
-    let root = std::path::Path::new(CGROUP_ROOT);
+    let kind = match (kind, plugin) {
+        ("auto", CgroupPlugin::V1) => "v1",
+        ("auto", CgroupPlugin::V2) => "v2",
+        (kind, _) => kind,
+    };
     match kind {
         "none" => Ok(None),
         "auto" => match auto(root, node) {
@@ -171,6 +183,7 @@ fn main() -> anyhow::Result<()> {
         .filter(|s| !s.is_empty())
         .map_or_else(|| PathBuf::from("/proc/sys/kernel/random/boot_id"), PathBuf::from);
     let mut cgroup = "auto".to_string();
+    let mut cgroup_scope: Option<String> = None;
     let mut heartbeat = Duration::from_millis(2000);
     let mut health: Option<String> = None;
     let mut health_poll = Duration::from_millis(1000);
@@ -188,11 +201,12 @@ fn main() -> anyhow::Result<()> {
             "--key" => key = val()?.into(),
             "--boot-id-file" => boot_id_file = val()?.into(),
             "--cgroup" => cgroup = val()?,
+            "--cgroup-scope" => cgroup_scope = Some(val()?),
             "--heartbeat-ms" => heartbeat = Duration::from_millis(val()?.parse()?),
             "--health" => health = Some(val()?),
             "--health-poll-ms" => health_poll = Duration::from_millis(val()?.parse()?),
             "-h" | "--help" => {
-                println!("usage: slurmd [-D] [-N name] [-f slurm.conf] [-v] [--fake-gpus N] [--spool DIR] [--ctld HOST:PORT] [--key FILE] [--boot-id-file PATH] [--cgroup v1|v2|none|auto] [--heartbeat-ms N] [--health nvml|fake:PATH|none] [--health-poll-ms N]");
+                println!("usage: slurmd [-D] [-N name] [-f slurm.conf] [-v] [--fake-gpus N] [--spool DIR] [--ctld HOST:PORT] [--key FILE] [--boot-id-file PATH] [--cgroup v1|v2|none|auto] [--cgroup-scope NAME] [--heartbeat-ms N] [--health nvml|fake:PATH|none] [--health-poll-ms N]");
                 return Ok(());
             }
             other => bail!("unrecognized option '{other}'"),
@@ -247,17 +261,38 @@ fn main() -> anyhow::Result<()> {
     let key = ClusterKey::load(&key).with_context(|| format!("cluster key {}", key.display()))?;
     let boot_id = std::fs::read_to_string(&boot_id_file).with_context(|| format!("boot id {}", boot_id_file.display()))?;
     let gpus = fake_gpus.unwrap_or(nconf.gpus);
-    // Cgroups are host-global: they are named by cluster and node, so that several clusters
-    // (and several `-N` daemons) on one host never share one.
-    let cg_node = flotilla_slurmd::jobcg::node_part(&cluster.cluster_name, &node);
+    // cgroup.conf beside slurm.conf: what is constrained (Slurm's defaults without one).
+    let cg_conf = flotilla_conf::cgroup::load_cgroup_conf(&conf_path)?;
+    for w in &cg_conf.warnings {
+        tracing::warn!("{w}");
+    }
+    let cg_root = PathBuf::from(&cg_conf.cgroup_mountpoint);
+    // Cgroups are host-global: they are named by cluster (or `--cgroup-scope`) and node, so
+    // that several clusters (and several `-N` daemons) on one host never share one.
+    let scope = cgroup_scope.as_deref().unwrap_or(&cluster.cluster_name);
+    if scope.is_empty() || scope.contains('/') || scope == "." || scope == ".." {
+        bail!("--cgroup-scope {scope:?}: expected a name without '/'");
+    }
+    let cg_node = flotilla_slurmd::jobcg::node_part(scope, &node);
     let cgroups = flotilla_slurmd::jobcg::NodeCgroups::new(
-        confinement(&cgroup, &cg_node)?,
-        CGROUP_ROOT,
+        confinement(&cgroup, cg_conf.cgroup_plugin, &cg_root, &cg_node)?,
+        &cg_root,
         &cg_node,
         gpu_devices(&nconf.gpu_files),
-    );
+    )
+    .with_conf(&cg_conf, nconf.real_memory_mib);
     if let Some(kind) = cgroups.kind() {
-        tracing::info!(kind, node = %cg_node, "jobs are confined by cgroups");
+        tracing::info!(
+            kind,
+            node = %cg_node,
+            constrain_devices = cg_conf.constrain_devices,
+            constrain_ram_space = cg_conf.constrain_ram_space,
+            constrain_swap_space = cg_conf.constrain_swap_space,
+            "jobs are confined by cgroups"
+        );
+        if !cg_conf.constrain_devices && gpus > 0 {
+            tracing::warn!("cgroup.conf has no ConstrainDevices=yes: jobs may open every GPU of this node");
+        }
     }
     let health = health_source(health.as_deref(), &node, gpus)?;
     let opts = daemon::Options {
