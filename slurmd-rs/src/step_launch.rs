@@ -18,9 +18,12 @@
 //! user's rights only (slurmstepd opens them as the user too). Tasks of one step sharing a
 //! file on this node truncate it once (not with `--open-mode=append`) and append to it.
 //!
-//! Threads: one per step (waits for tasks), one per output pipe, one reading `srun`'s frames;
-//! every write to `srun` completes within [`SRUN_IO_TIMEOUT`] or `srun` is taken for gone, and
-//! a job runs at most [`MAX_RUNNING_STEPS_PER_JOB`] steps here at once.
+//! Threads: one per step (waits for tasks), one per output pipe, one reading `srun`'s frames.
+//! A task's output waits for an `srun` that does not read while the task runs (the task then
+//! blocks on its pipe, as under slurmstepd); any other write to `srun`, and output once its
+//! task has ended, completes within [`SRUN_IO_TIMEOUT`] or `srun` is taken for gone. So no
+//! root thread outlives its step by more than that, and a job runs at most
+//! [`MAX_RUNNING_STEPS_PER_JOB`] steps here at once.
 
 use crate::env::{compress_counts, gpu_indices, NodeFacts};
 use crate::jobcg::{NodeCgroups, StepCgroup, TaskJoin};
@@ -44,9 +47,10 @@ type Groups = BTreeMap<(u64, u32), Vec<i32>>;
 /// once, so that one job cannot exhaust the daemon's threads (each step runs at least two).
 pub const MAX_RUNNING_STEPS_PER_JOB: usize = 512;
 
-/// How long a write to `srun` (output, exit statuses) or a connect to it may block: 10 s
-/// (Slurm's `MessageTimeout` default). An `srun` that does not read for that long is taken
-/// for gone, as one whose connection closed: its tasks are killed.
+/// How long a write to `srun` or a connect to it may block: 10 s (Slurm's `MessageTimeout`
+/// default). An `srun` that does not read for that long is taken for gone, as one whose
+/// connection closed (its tasks are killed), except while the task whose output it is still
+/// runs: output waits for a paused `srun` (`srun ... | less`) as long as its task lives.
 pub const SRUN_IO_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// Process groups of the running tasks of every step on this node, by (job, step), the
@@ -288,6 +292,12 @@ struct SrunLink {
 type Sink = Arc<SrunLink>;
 
 fn send(sink: &Sink, m: &StepIo) -> bool {
+    send_while(sink, m, None)
+}
+
+/// [`send`], but while `running` holds (the task whose output `m` is still runs), a write
+/// that blocks past [`SRUN_IO_TIMEOUT`] keeps waiting instead of taking `srun` for gone.
+fn send_while(sink: &Sink, m: &StepIo, running: Option<&std::sync::atomic::AtomicBool>) -> bool {
     use std::sync::atomic::Ordering;
     if sink.dead.load(Ordering::Relaxed) {
         return false;
@@ -296,7 +306,7 @@ fn send(sink: &Sink, m: &StepIo) -> bool {
     if sink.dead.load(Ordering::Relaxed) {
         return false;
     }
-    let Err(e) = write_frame(&mut s, m) else { return true };
+    let Err(e) = write_frame(&mut s, m, running) else { return true };
     warn!("srun's connection failed ({e}): taking srun for gone");
     sink.dead.store(true, Ordering::Relaxed);
     let _ = s.shutdown(std::net::Shutdown::Both);
@@ -304,14 +314,24 @@ fn send(sink: &Sink, m: &StepIo) -> bool {
 }
 
 /// Writes one frame, all of it within [`SRUN_IO_TIMEOUT`] (a peer that takes a byte now and
-/// then does not stretch it).
-fn write_frame(s: &mut TcpStream, m: &StepIo) -> std::io::Result<()> {
+/// then does not stretch it); while `running` holds, each time that passes starts another
+/// (logged once per frame).
+fn write_frame(s: &mut TcpStream, m: &StepIo, running: Option<&std::sync::atomic::AtomicBool>) -> std::io::Result<()> {
     let mut buf = Vec::new();
     write_msg(&mut buf, m)?;
-    let deadline = std::time::Instant::now() + SRUN_IO_TIMEOUT;
+    let mut deadline = std::time::Instant::now() + SRUN_IO_TIMEOUT;
+    let mut told = false;
     let mut off = 0;
     while off < buf.len() {
-        let left = deadline.saturating_duration_since(std::time::Instant::now());
+        let mut left = deadline.saturating_duration_since(std::time::Instant::now());
+        if left.is_zero() && running.is_some_and(|r| r.load(std::sync::atomic::Ordering::Acquire)) {
+            if !told {
+                info!("srun has taken no output for 10 s; its task still runs: waiting for srun");
+                told = true;
+            }
+            deadline = std::time::Instant::now() + SRUN_IO_TIMEOUT;
+            left = SRUN_IO_TIMEOUT;
+        }
         if left.is_zero() {
             return Err(std::io::Error::new(std::io::ErrorKind::TimedOut, "srun took no frame within 10 s"));
         }
@@ -326,7 +346,9 @@ fn write_frame(s: &mut TcpStream, m: &StepIo) -> std::io::Result<()> {
     Ok(())
 }
 
-fn pump(mut r: impl Read, sink: Sink, task: u32, stderr: bool) {
+/// Forwards a task's pipe to `srun` until the pipe ends; `running`: the task has not exited
+/// (its output waits for a paused `srun` meanwhile).
+fn pump(mut r: impl Read, sink: Sink, task: u32, stderr: bool, running: Arc<std::sync::atomic::AtomicBool>) {
     let mut buf = vec![0u8; 16 * 1024];
     loop {
         match r.read(&mut buf) {
@@ -335,7 +357,7 @@ fn pump(mut r: impl Read, sink: Sink, task: u32, stderr: bool) {
                 let data = buf[..n].to_vec();
                 let m = if stderr { StepIo::Stderr { task, data } } else { StepIo::Stdout { task, data } };
                 // srun gone: keep draining so that the task never blocks on a full pipe.
-                let _ = send(&sink, &m);
+                let _ = send_while(&sink, &m, Some(&running));
             }
         }
     }
@@ -518,6 +540,8 @@ struct Task {
     child: Child,
     pgid: i32,
     readers: Vec<std::thread::JoinHandle<()>>,
+    /// Cleared when the task has exited ([`send_while`]).
+    running: Arc<std::sync::atomic::AtomicBool>,
 }
 
 /// Waits until `pid` (a child) has exited, without reaping it: the zombie keeps its pid, and
@@ -670,6 +694,7 @@ fn run_step(msg: &LaunchStep, facts: &NodeFacts, host: &str, registry: &StepRegi
         let pgid = child.id() as i32;
         registry.add(key, pgid);
         let mut readers = Vec::new();
+        let running = Arc::new(std::sync::atomic::AtomicBool::new(true));
         let mut pipes: Vec<(Box<dyn Read + Send>, bool)> = Vec::new();
         if let Some(o) = child.stdout.take() {
             pipes.push((Box::new(o), false));
@@ -678,8 +703,8 @@ fn run_step(msg: &LaunchStep, facts: &NodeFacts, host: &str, registry: &StepRegi
             pipes.push((Box::new(e), true));
         }
         for (r, is_err) in pipes {
-            let s = sink.clone();
-            match std::thread::Builder::new().name(format!("step-{}.{}-io", key.0, key.1)).spawn(move || pump(r, s, id, is_err)) {
+            let (s, run) = (sink.clone(), running.clone());
+            match std::thread::Builder::new().name(format!("step-{}.{}-io", key.0, key.1)).spawn(move || pump(r, s, id, is_err, run)) {
                 Ok(h) => readers.push(h),
                 // The pipe's end is dropped: the task's writes fail (SIGPIPE), never block.
                 Err(e) => warn!(job = key.0, step = key.1, task = id, "cannot start an output thread: {e}"),
@@ -688,7 +713,7 @@ fn run_step(msg: &LaunchStep, facts: &NodeFacts, host: &str, registry: &StepRegi
         if let Some(i) = child.stdin.take() {
             stdins.push(i);
         }
-        tasks.push(Task { id, child, pgid, readers });
+        tasks.push(Task { id, child, pgid, readers, running });
     }
     info!(job = key.0, step = key.1, tasks = tasks.len(), "step tasks started");
     // srun → tasks: signals and standard input; srun gone: kill the tasks.
@@ -729,6 +754,8 @@ fn run_step(msg: &LaunchStep, facts: &NodeFacts, host: &str, registry: &StepRegi
     }
     for mut t in tasks {
         wait_exited(t.pgid);
+        // Its output still in flight no longer waits for a paused srun.
+        t.running.store(false, std::sync::atomic::Ordering::Release);
         // Whatever the task left in its group goes with it, while the group is still its;
         // what it wrote stays readable in its pipes.
         registry.task_ended(key, t.pgid);

@@ -378,8 +378,10 @@ fn a_second_slurmd_on_the_same_spool_is_refused() {
 }
 
 /// An `srun` whose I/O endpoint accepts the node daemon's connection and never reads, while
-/// the task writes without end: the daemon's writes time out, it takes srun for gone and kills
-/// the step, and the step's thread ends (it used to block forever in a write).
+/// the task writes without end: as under slurmstepd the task's output waits (the task blocks
+/// on its pipe) for as long as the task runs, and the daemon says so once; when the job is
+/// cancelled the task dies, its output in flight gives up within the write timeout (10 s), and
+/// the step's thread ends (it used to block forever in a write).
 #[test]
 fn an_srun_that_never_reads_does_not_hold_the_step() {
     let mut c = Cluster::start(1, &[]);
@@ -391,7 +393,21 @@ fn an_srun_that_never_reads_does_not_hold_the_step() {
     c.wait_running(id, 30);
     let (stalled, layout) = fake_srun(&c, me, id, &["sh", "-c", "exec cat /dev/zero"], &work, None);
     assert_eq!(layout.step_id, 0);
-    // The job's only step. Write timeout (10 s) and the kill: well within 60 s.
+    let waiting = "srun has taken no output for 10 s; its task still runs";
+    assert!(
+        wait_for(60, || c.log_lines("slurmd-gpu01.log", waiting) >= 1),
+        "the daemon never waited on the paused srun\n{}",
+        c.logs()
+    );
+    assert_eq!(c.log_lines("slurmd-gpu01.log", "step tasks ended"), 0, "a paused srun does not lose its step\n{}", c.logs());
+    assert_eq!(c.job(id).and_then(|j| j.state), Some(JobStateWire::Running));
+    let r = c.call(
+        0,
+        Request::CancelJob(flotilla_proto::CancelJob { jobs: vec![flotilla_proto::JobRef::id(id)], ..Default::default() }),
+    );
+    assert!(r.is_ok(), "{r:?}");
+    // The task is killed with the job; its output then gets the write timeout (10 s): well
+    // within 60 s.
     assert!(
         wait_for(60, || c.log_lines("slurmd-gpu01.log", "step tasks ended") == 1),
         "the step never ended with srun not reading\n{}",
