@@ -1,6 +1,6 @@
 //! Attacks on the node daemon by a user with a job (issue #17), each refused: the daemons run
-//! as production runs them (as root; `--cgroup none` as every test cluster here, the
-//! confinement being tested in cgroup_root.rs), the jobs as alice (uid 2001), the other user
+//! as production runs them (as root, cgroups on: `--cgroup auto` with `FLOTILLA_TEST_ROOT=1`,
+//! each test cluster in its own cgroup scope), the jobs as alice (uid 2001), the other user
 //! is bob (uid 2002).
 //!
 //! - a step's `-o` naming a symlink to a root-owned file (root must not open it);

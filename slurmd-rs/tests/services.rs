@@ -1,5 +1,5 @@
 //! Scheduling core II end to end, with the real `slurmctld` and real `slurmd`s (fake 8-GPU
-//! inventories, `--cgroup none`): an inference service scaled up preempts a preemptible
+//! inventories, cgroups on as root with `FLOTILLA_TEST_ROOT=1`): an inference service scaled up preempts a preemptible
 //! training job, which acknowledges its checkpoint (touches `$FLOTILLA_CHECKPOINT_ACK`) and is
 //! killed then, not at the core's deadline; its run is recorded `PREEMPTED`, it is requeued
 //! (`PENDING`, `Restarts=1`, `PreemptCount=1`) and, once the service scales down, runs again to
@@ -81,6 +81,14 @@ fn service_scale_up_preempts_training_which_checkpoints_requeues_and_completes()
     t.checkpoint_bytes = Some(4_000_000_000_000);
     let train = c.submit(t);
     c.wait_running(train, 30);
+    // RUNNING comes before the script has set its trap: a SIGTERM then would end it unacked.
+    // Its first line comes after the trap.
+    let out_path = work.join(format!("slurm-{train}.out"));
+    assert!(
+        wait_for(30, || std::fs::read_to_string(&out_path).is_ok_and(|o| o.contains("training"))),
+        "the training job never reached its trap\n{}",
+        c.logs()
+    );
     assert_eq!(lp(&c)[0].1, Some(LargestPlaceableWire { node: 0, pod: 0, any: 0 }));
 
     // A 4-GPU service with no replica; the autoscaler scales it to one.

@@ -172,9 +172,11 @@ impl Cluster {
             .open(self.path(&format!("slurmd-{name}.log")))
             .unwrap();
         let child = Command::new(env!("CARGO_BIN_EXE_slurmd"))
-            // Several test clusters run at once on this host with the same node names: real
-            // cgroups would be shared between them (tests of confinement are in cgroup_root.rs).
-            .args(["-D", "-N", &name, "--fake-gpus", "8", "--heartbeat-ms", "200", "--cgroup", "none"])
+            // Production mode as root (`FLOTILLA_TEST_ROOT=1`): cgroups on, each test cluster
+            // in its own cgroup scope, since several run at once with the same node names.
+            .args(["-D", "-N", &name, "--fake-gpus", "8", "--heartbeat-ms", "200", "--cgroup", cgroup_mode()])
+            .arg("--cgroup-scope")
+            .arg(self.cgroup_scope())
             // GPU health from a file the test appends to (never the host's NVML): see
             // `inject_health`.
             .arg("--health")
@@ -354,6 +356,64 @@ impl Cluster {
     }
 }
 
+/// The confinement test clusters' node daemons run with: `auto` (cgroups on, as a site runs
+/// them) as root with `FLOTILLA_TEST_ROOT=1`, else `none`.
+pub fn cgroup_mode() -> &'static str {
+    if std::env::var("FLOTILLA_TEST_ROOT").as_deref() == Ok("1") && nix::unistd::geteuid().is_root() {
+        "auto"
+    } else {
+        "none"
+    }
+}
+
+impl Cluster {
+    /// This cluster's cgroup scope (`slurmd --cgroup-scope`): unique per test cluster (its
+    /// temp dir's name), so clusters running at once never share job cgroups.
+    pub fn cgroup_scope(&self) -> String {
+        let base = self.dir.path().file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+        format!("test-{base}")
+    }
+
+    /// Removes this cluster's cgroup directories, `<controller>/flotilla/<scope>_*` with their
+    /// job and step cgroups, under v1 and v2: what is left in them is SIGKILLed first, and a
+    /// directory whose last process is still exiting is tried again for up to 2 s (cleanup
+    /// only; nothing is asserted on it).
+    fn remove_cgroup_dirs(&self) {
+        fn remove_tree(dir: &std::path::Path) {
+            if let Ok(rd) = std::fs::read_dir(dir) {
+                for e in rd.flatten().filter(|e| e.path().is_dir()) {
+                    remove_tree(&e.path());
+                }
+            }
+            for _ in 0..100 {
+                if let Ok(procs) = std::fs::read_to_string(dir.join("cgroup.procs")) {
+                    for pid in procs.lines().filter_map(|l| l.trim().parse::<i32>().ok()) {
+                        let _ = nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid), nix::sys::signal::Signal::SIGKILL);
+                    }
+                }
+                match std::fs::remove_dir(dir) {
+                    Err(e) if e.raw_os_error() == Some(libc::EBUSY) => std::thread::sleep(std::time::Duration::from_millis(20)),
+                    _ => return,
+                }
+            }
+        }
+        let scope = format!("{}_", self.cgroup_scope());
+        let root = std::path::Path::new("/sys/fs/cgroup");
+        let mut bases = vec![root.join("flotilla")];
+        if let Ok(rd) = std::fs::read_dir(root) {
+            bases.extend(rd.flatten().map(|e| e.path().join("flotilla")));
+        }
+        for base in bases {
+            let Ok(rd) = std::fs::read_dir(&base) else { continue };
+            for e in rd.flatten() {
+                if e.file_name().to_string_lossy().starts_with(&scope) {
+                    remove_tree(&e.path());
+                }
+            }
+        }
+    }
+}
+
 impl Drop for Cluster {
     fn drop(&mut self) {
         for (_, c) in &mut self.nodes {
@@ -378,6 +438,9 @@ impl Drop for Cluster {
                     }
                 }
             }
+        }
+        if cgroup_mode() == "auto" {
+            self.remove_cgroup_dirs();
         }
     }
 }
