@@ -200,13 +200,16 @@ fn idle_tcp_flood_keeps_squeue_and_registration() {
 
 /// A child process as uid 65534 opening up to `n` connections to `socket` and holding them;
 /// the test reads its progress and goes on once it stopped making progress or reached `n`.
-fn flood_as_nobody(socket: &Path, n: usize) -> std::process::Child {
+/// The child is this test binary running the calling test `test` in its flooding role
+/// ([`flooding_child`]).
+fn flood_as_nobody(test: &str, socket: &Path, n: usize) -> std::process::Child {
     let mut child = std::process::Command::new(std::env::current_exe().unwrap())
-        .args(["--exact", "unix_flood_helper", "--ignored", "--nocapture", "--test-threads", "1"])
+        .args(["--exact", test, "--nocapture", "--test-threads", "1"])
         .env("FLOOD_SOCKET", socket)
         .env("FLOOD_N", n.to_string())
         .uid(65534)
         .gid(65534)
+        .stdin(std::process::Stdio::piped())
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::null())
         .spawn()
@@ -234,11 +237,11 @@ fn flood_as_nobody(socket: &Path, n: usize) -> std::process::Child {
     child
 }
 
-/// Not a test: the body of [`flood_as_nobody`]'s child.
-#[test]
-#[ignore]
-fn unix_flood_helper() {
-    let Ok(socket) = std::env::var("FLOOD_SOCKET") else { return };
+/// The flooding role of a test run by [`flood_as_nobody`] (`FLOOD_SOCKET` set): opens up to
+/// `FLOOD_N` connections, printing its progress, and holds them until its parent closes its
+/// standard input or kills it; returns true then. False (nothing done) in the test itself.
+fn flooding_child() -> bool {
+    let Ok(socket) = std::env::var("FLOOD_SOCKET") else { return false };
     let n: usize = std::env::var("FLOOD_N").unwrap().parse().unwrap();
     let mut held = Vec::new();
     for i in 1..=n {
@@ -251,7 +254,10 @@ fn unix_flood_helper() {
             let _ = std::io::stdout().flush();
         }
     }
-    std::thread::sleep(Duration::from_secs(600));
+    // Held until the parent is done with the flood (its end of the pipe closes).
+    let _ = std::io::stdin().read(&mut [0u8]);
+    drop(held);
+    true
 }
 
 fn root_or_skip(what: &str) -> bool {
@@ -268,6 +274,9 @@ fn root_or_skip(what: &str) -> bool {
 /// peers, then it hung).
 #[test]
 fn idle_unix_flood_by_another_user() {
+    if flooding_child() {
+        return;
+    }
     if !root_or_skip("a Unix-socket flood as another user") {
         return;
     }
@@ -275,7 +284,7 @@ fn idle_unix_flood_by_another_user() {
     // uid 65534 must reach the sockets in the test's directory.
     std::fs::set_permissions(env.dir.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
     let ctl = Ctl::start(&env, 0, &[]);
-    let mut flood = flood_as_nobody(&ctl.socket, 4300);
+    let mut flood = flood_as_nobody("idle_unix_flood_by_another_user", &ctl.socket, 4300);
     let d = local_squeue(&ctl.socket);
     let _ = flood.kill();
     let _ = flood.wait();
@@ -287,6 +296,9 @@ fn idle_unix_flood_by_another_user() {
 /// within 1 s (before the fix: sackd's one limit of 1,024, then it hung).
 #[test]
 fn idle_unix_flood_against_sackd() {
+    if flooding_child() {
+        return;
+    }
     if !root_or_skip("a Unix-socket flood as another user") {
         return;
     }
@@ -302,7 +314,7 @@ fn idle_unix_flood_against_sackd() {
         .spawn()
         .unwrap();
     wait_until("sackd to issue a credential", 10, || fetch_credential(&sock).is_ok());
-    let mut flood = flood_as_nobody(&sock, 1200);
+    let mut flood = flood_as_nobody("idle_unix_flood_against_sackd", &sock, 1200);
     let s2 = sock.clone();
     let r = within_1s("credential from sackd", move || fetch_credential(&s2).map_err(|e| e.to_string()));
     let _ = flood.kill();

@@ -24,7 +24,7 @@ use flotilla_proto::{JobStateWire, Request, Response};
 use std::net::{TcpListener, TcpStream};
 use std::os::unix::fs::{MetadataExt, PermissionsExt};
 use std::path::Path;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 /// True when the root tests may run (else prints why not).
 fn root() -> bool {
@@ -106,19 +106,16 @@ fn fake_srun_n(
         Ok(Response::StepCreated(l)) => l,
         other => panic!("step not created: {other:?}\n{}", c.logs()),
     };
-    listener.set_nonblocking(true).unwrap();
-    let t0 = Instant::now();
-    let s = loop {
-        match listener.accept() {
-            Ok((s, _)) => break s,
-            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {
-                assert!(t0.elapsed() < Duration::from_secs(30), "the node daemon never connected\n{}", c.logs());
-                std::thread::sleep(Duration::from_millis(20));
-            }
-            Err(e) => panic!("accept: {e}"),
-        }
+    // The node daemon's connection, accepted by a thread; not within 30 s fails the test.
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let _ = tx.send(listener.accept().map(|(s, _)| s));
+    });
+    let s = match rx.recv_timeout(Duration::from_secs(30)) {
+        Ok(Ok(s)) => s,
+        Ok(Err(e)) => panic!("accept: {e}"),
+        Err(_) => panic!("the node daemon never connected\n{}", c.logs()),
     };
-    s.set_nonblocking(false).unwrap();
     s.set_read_timeout(Some(Duration::from_secs(30))).unwrap();
     let mut r = &s;
     match read_msg::<_, StepIo>(&mut r) {
@@ -349,20 +346,22 @@ fn a_second_slurmd_on_the_same_spool_is_refused() {
         .spawn()
         .unwrap();
     // It must end by itself; killed after 30 s so that the test fails instead of hanging.
-    let t0 = Instant::now();
-    let status = loop {
-        if let Some(st) = second.try_wait().unwrap() {
-            break Some(st);
+    let pid = nix::unistd::Pid::from_raw(second.id() as i32);
+    let mut stderr = second.stderr.take().unwrap();
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let _ = tx.send(second.wait());
+    });
+    let status = match rx.recv_timeout(Duration::from_secs(30)) {
+        Ok(st) => Some(st.unwrap()),
+        Err(_) => {
+            let _ = nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGKILL);
+            let _ = rx.recv();
+            None
         }
-        if t0.elapsed() > Duration::from_secs(30) {
-            let _ = second.kill();
-            let _ = second.wait();
-            break None;
-        }
-        std::thread::sleep(Duration::from_millis(20));
     };
     let mut err = String::new();
-    std::io::Read::read_to_string(&mut second.stderr.take().unwrap(), &mut err).unwrap();
+    std::io::Read::read_to_string(&mut stderr, &mut err).unwrap();
     let status = status.unwrap_or_else(|| panic!("the second slurmd kept running on the same spool: {err}"));
     assert_eq!(status.code(), Some(1), "{err}");
     assert!(
