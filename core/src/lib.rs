@@ -16,11 +16,13 @@
 //! - [`job`]: what a job asks for ([`job::Request`], [`job::JobSpec`]).
 //! - [`placement`]: placement over topology sets behind the [`placement::PlacementPolicy`]
 //!   extension point, and [`placement::largest_placeable`].
+//! - [`assoc`]: the accounting model (associations, QOS, their limits, what is enforced).
 //! - [`quota`]: the account tree with guaranteed and maximum GPUs (borrowing, LIFO reclaim).
 //! - [`health`]: GPU health events and the [`health::HealthPolicy`] extension point (which
 //!   events quarantine a node).
 //! - [`sched`]: the scheduling core ([`sched::Scheduler`]): events and `now` in, decisions out.
 
+pub mod assoc;
 pub mod cluster;
 pub mod config;
 pub mod health;

@@ -73,6 +73,8 @@ pub struct Scheduler {
     /// (empty = none); set apart from `quotas` because a tree of job limits alone sets no
     /// GPU quotas.
     job_limits: crate::quota::QuotaTree,
+    /// Associations, QOS and what is enforced (`sacctmgr`'s database); empty = accounting off.
+    accounting: crate::assoc::Accounting,
     /// Borrow ledger: running jobs beyond their scope's guarantee and when they started to
     /// borrow (s). Reclaimed newest first.
     borrowed: BTreeMap<JobId, Time>,
@@ -127,6 +129,7 @@ impl Scheduler {
             shapes: HashMap::new(),
             quotas: crate::quota::QuotaTree::default(),
             job_limits: crate::quota::QuotaTree::default(),
+            accounting: crate::assoc::Accounting::default(),
             borrowed: BTreeMap::new(),
             scope_used: Vec::new(),
             services: BTreeMap::new(),

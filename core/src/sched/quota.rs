@@ -45,6 +45,17 @@ impl Scheduler {
         m
     }
 
+    /// Sets the associations, QOS and enforcement (the accounting database's, as `sacctmgr`
+    /// edits it); the default turns accounting off.
+    pub fn set_accounting(&mut self, accounting: crate::assoc::Accounting) {
+        self.accounting = accounting;
+    }
+
+    /// The associations, QOS and enforcement in force.
+    pub fn accounting(&self) -> &crate::assoc::Accounting {
+        &self.accounting
+    }
+
     /// The account tree.
     pub fn quotas(&self) -> &QuotaTree {
         &self.quotas
