@@ -365,6 +365,28 @@ impl AssocTree {
             .and_then(|&id| self.get(id))
     }
 
+    /// The index of `id` in [`AssocTree::assocs`] (parents before children), for per-
+    /// association tables.
+    pub fn position(&self, id: AssocId) -> Option<usize> {
+        self.index.get(&id).copied()
+    }
+
+    /// The QOS a job of association `id` gets when it names none: the nearest `DefaultQOS`
+    /// up the chain, else Slurm's `normal`.
+    pub fn default_qos(&self, id: AssocId) -> &str {
+        self.ancestry(id).find_map(|a| a.default_qos.as_deref()).unwrap_or(crate::job::DEFAULT_QOS)
+    }
+
+    /// Whether a job of association `id` may use QOS `qos`: the nearest non-empty `QOS=` list
+    /// up the chain names it; with no list anywhere, only `normal` (Slurm gives every new
+    /// association `QOS=normal`).
+    pub fn allows_qos(&self, id: AssocId, qos: &str) -> bool {
+        match self.ancestry(id).find(|a| !a.qos.is_empty()) {
+            Some(a) => a.qos.iter().any(|q| q == qos),
+            None => qos == crate::job::DEFAULT_QOS,
+        }
+    }
+
     /// A limit of `id` with inheritance: the value `pick` reads on `id`, else on the nearest
     /// ancestor where it is set; `None` if no association up to the root sets it.
     pub fn inherited<T: Copy>(&self, id: AssocId, pick: impl Fn(&Association) -> Option<T>) -> Option<T> {

@@ -119,6 +119,16 @@ pub struct JobSpec {
     pub dependency_pending: bool,
     /// Times the job has been preempted (ages its priority).
     pub preempt_count: u32,
+    /// QOS (`--qos`; else the association's `DefaultQOS`; else Slurm's `normal`).
+    #[serde(default = "default_qos")]
+    pub qos: String,
+}
+
+/// Slurm's default QOS name, `normal`.
+pub const DEFAULT_QOS: &str = "normal";
+
+fn default_qos() -> String {
+    DEFAULT_QOS.to_string()
 }
 
 /// Who holds a job.
@@ -149,6 +159,7 @@ impl JobSpec {
             held: None,
             dependency_pending: false,
             preempt_count: 0,
+            qos: default_qos(),
         }
     }
 }

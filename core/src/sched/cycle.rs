@@ -48,6 +48,9 @@ struct CycleState {
     /// Running jobs per (user, account) for `MaxJobs=`, counted at the first job with a
     /// limit and kept up to date as the cycle starts jobs.
     running_per_assoc: Option<HashMap<(String, String), u32>>,
+    /// What the running jobs use per association and QOS, for the accounting limits; counted
+    /// at the first job that needs it and kept up to date as the cycle starts jobs.
+    limits: Option<super::limits::LimitUsage>,
 }
 
 impl CycleState {
@@ -137,7 +140,9 @@ impl Scheduler {
 
     /// The per-job stages for eligible job `id` of rank `key`: a job a blocked partition
     /// holds back waits (`Priority`), one over its quota ceiling waits (`AssocGrpGRES`), one
-    /// whose user runs `MaxJobs=` jobs in its account already waits (`AssocMaxJobsLimit`); a
+    /// over an accounting limit waits with Slurm's reason ([`super::limits`]), or without
+    /// accounting one whose user runs quota.conf's `MaxJobs=` jobs in its account already
+    /// waits (`AssocMaxJobsLimit`); a
     /// job holding a clean reservation goes to [`Scheduler::complete_held_reservation`];
     /// otherwise (a dirty reservation is dropped first) place, backfill, preempt and reserve,
     /// until one settles it.
@@ -151,6 +156,25 @@ impl Scheduler {
         // Quota ceiling: the scope or an ancestor would pass its MaxGPUs.
         if !self.quotas.is_empty() && !self.replica_service.contains_key(&id) && self.over_max(&self.pending[&id].spec) {
             self.set_info(id, Reason::AssocGrpGRES, None, None, Vec::new());
+            return;
+        }
+        // Associations and QOS with their limits (`AccountingStorageEnforce`): they replace
+        // quota.conf's `MaxJobs=` when set.
+        if self.accounting.checks_jobs() {
+            let usage = st.limits.get_or_insert_with(|| self.limit_usage());
+            let charge = match self.limits_gate(id, usage) {
+                Err(reason) => {
+                    self.set_info(id, reason, None, None, Vec::new());
+                    return;
+                }
+                Ok(c) => c,
+            };
+            self.settle(&c, now, st, out);
+            if let (Some(charge), Some(r)) = (charge, self.running.get(&id)) {
+                if let Some(u) = st.limits.as_mut() {
+                    self.record_start(u, &charge, &r.spec);
+                }
+            }
             return;
         }
         // Association MaxJobs: the user's running jobs in this account are at the limit.

@@ -21,7 +21,8 @@
 //! Map: `types` holds the data drivers see; `cycle` the stages of one cycle;
 //! `eligibility` priorities and the reasons a job may not be considered; `placing` placement
 //! against held reservations and binding; `reservations` the reservation planner, its
-//! ordering and [`Scheduler::will_run`]; `quota` the account tree's usage and borrowing;
+//! ordering and [`Scheduler::will_run`]; `quota` the account tree's usage and borrowing; `limits` the accounting limits
+//! (associations, QOS);
 //! `preemption` preemption as a budgeted protocol; `services` inference services;
 //! `defragmentation` the swap pool and replica relocation; `invariants` the checker.
 
@@ -29,6 +30,7 @@ mod cycle;
 mod defragmentation;
 mod eligibility;
 mod invariants;
+mod limits;
 mod placing;
 mod preemption;
 mod quota;
@@ -36,6 +38,7 @@ mod reservations;
 mod services;
 mod types;
 
+pub use limits::Tres;
 pub use types::*;
 
 use crate::cluster::{Cluster, GpuMask, NodeAvail, NodeId, PartId, Time};

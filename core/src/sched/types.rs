@@ -92,7 +92,8 @@ pub struct Allocation {
     pub backfill_for: Option<JobId>,
 }
 
-/// Slurm's pending-reason codes, as `squeue` prints them in its `REASON` column.
+/// Slurm's pending-reason codes, as `squeue` prints them in its `REASON` column (Slurm
+/// 22.05 `job_reason_string`, src/common/slurm_protocol_defs.c).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
 pub enum Reason {
     /// `None`: nothing holds the job back (it has not been considered yet).
@@ -118,10 +119,73 @@ pub enum Reason {
     PartitionNodeLimit,
     /// `ReqNodeNotAvail`: a required node is unavailable.
     ReqNodeNotAvail,
-    /// `AssocGrpGRES`: the account's quota (`MaxGPUs`) would be exceeded.
+    /// `AssocGrpGRES`: the account's quota (`MaxGPUs`), or the association's or an
+    /// ancestor's `GrpTRES=gres/gpu=`, would be exceeded.
     AssocGrpGRES,
     /// `AssocMaxJobsLimit`: the user already runs the association's `MaxJobs=` jobs.
     AssocMaxJobsLimit,
+    /// `InvalidAccount`: the job's user, account and partition have no association (`AccountingStorageEnforce=associations`).
+    InvalidAccount,
+    /// `InvalidQOS`: the job's QOS does not exist (`AccountingStorageEnforce=qos`).
+    InvalidQOS,
+    /// `AssocGrpCpuLimit`: the association or an ancestor would pass its `GrpTRES=cpu=`.
+    AssocGrpCpuLimit,
+    /// `AssocGrpMemLimit`: the association or an ancestor would pass its `GrpTRES=mem=`.
+    AssocGrpMemLimit,
+    /// `AssocGrpNodeLimit`: the association or an ancestor would pass its `GrpTRES=node=`.
+    AssocGrpNodeLimit,
+    /// `AssocGrpBilling`: the association or an ancestor would pass its `GrpTRES=billing=`.
+    AssocGrpBilling,
+    /// `AssocGrpJobsLimit`: the association or an ancestor runs its `GrpJobs=` jobs.
+    AssocGrpJobsLimit,
+    /// `AssocMaxWallDurationPerJobLimit`: the time limit is above the association's `MaxWall=`.
+    AssocMaxWallDurationPerJobLimit,
+    /// `AssocMaxCpuPerJobLimit`: the job asks for more CPUs than the association's `MaxTRESPerJob=cpu=`.
+    AssocMaxCpuPerJobLimit,
+    /// `AssocMaxMemPerJob`: the job asks for more memory than the association's `MaxTRESPerJob=mem=`.
+    AssocMaxMemPerJob,
+    /// `AssocMaxNodePerJobLimit`: the job asks for more nodes than the association's `MaxTRESPerJob=node=`.
+    AssocMaxNodePerJobLimit,
+    /// `AssocMaxBillingPerJob`: the job's billing is above the association's `MaxTRESPerJob=billing=`.
+    AssocMaxBillingPerJob,
+    /// `AssocMaxGRESPerJob`: the job asks for more GPUs than the association's `MaxTRESPerJob=gres/gpu=`.
+    AssocMaxGRESPerJob,
+    /// `QOSGrpCpuLimit`: the QOS would pass its `GrpTRES=cpu=`.
+    QOSGrpCpuLimit,
+    /// `QOSGrpMemLimit`: the QOS would pass its `GrpTRES=mem=`.
+    QOSGrpMemLimit,
+    /// `QOSGrpNodeLimit`: the QOS would pass its `GrpTRES=node=`.
+    QOSGrpNodeLimit,
+    /// `QOSGrpBilling`: the QOS would pass its `GrpTRES=billing=`.
+    QOSGrpBilling,
+    /// `QOSGrpGRES`: the QOS would pass its `GrpTRES=gres/gpu=`.
+    QOSGrpGRES,
+    /// `QOSGrpJobsLimit`: the QOS runs its `GrpJobs=` jobs.
+    QOSGrpJobsLimit,
+    /// `QOSMaxJobsPerUserLimit`: the user runs the QOS's `MaxJobsPerUser=` jobs.
+    QOSMaxJobsPerUserLimit,
+    /// `QOSMaxWallDurationPerJobLimit`: the time limit is above the QOS's `MaxWall=`.
+    QOSMaxWallDurationPerJobLimit,
+    /// `QOSMaxCpuPerJobLimit`: the job asks for more CPUs than the QOS's `MaxTRESPerJob=cpu=`.
+    QOSMaxCpuPerJobLimit,
+    /// `QOSMaxMemoryPerJob`: the job asks for more memory than the QOS's `MaxTRESPerJob=mem=`.
+    QOSMaxMemoryPerJob,
+    /// `QOSMaxNodePerJobLimit`: the job asks for more nodes than the QOS's `MaxTRESPerJob=node=`.
+    QOSMaxNodePerJobLimit,
+    /// `QOSMaxBillingPerJob`: the job's billing is above the QOS's `MaxTRESPerJob=billing=`.
+    QOSMaxBillingPerJob,
+    /// `QOSMaxGRESPerJob`: the job asks for more GPUs than the QOS's `MaxTRESPerJob=gres/gpu=`.
+    QOSMaxGRESPerJob,
+    /// `QOSMaxCpuPerUserLimit`: the user's running jobs of the QOS would pass its `MaxTRESPerUser=cpu=`.
+    QOSMaxCpuPerUserLimit,
+    /// `QOSMaxMemoryPerUser`: the user's running jobs of the QOS would pass its `MaxTRESPerUser=mem=`.
+    QOSMaxMemoryPerUser,
+    /// `QOSMaxNodePerUserLimit`: the user's running jobs of the QOS would pass its `MaxTRESPerUser=node=`.
+    QOSMaxNodePerUserLimit,
+    /// `QOSMaxBillingPerUser`: the user's running jobs of the QOS would pass its `MaxTRESPerUser=billing=`.
+    QOSMaxBillingPerUser,
+    /// `QOSMaxGRESPerUser`: the user's running jobs of the QOS would pass its `MaxTRESPerUser=gres/gpu=`.
+    QOSMaxGRESPerUser,
 }
 
 impl Reason {
@@ -141,6 +205,37 @@ impl Reason {
             Reason::ReqNodeNotAvail => "ReqNodeNotAvail",
             Reason::AssocGrpGRES => "AssocGrpGRES",
             Reason::AssocMaxJobsLimit => "AssocMaxJobsLimit",
+            Reason::InvalidAccount => "InvalidAccount",
+            Reason::InvalidQOS => "InvalidQOS",
+            Reason::AssocGrpCpuLimit => "AssocGrpCpuLimit",
+            Reason::AssocGrpMemLimit => "AssocGrpMemLimit",
+            Reason::AssocGrpNodeLimit => "AssocGrpNodeLimit",
+            Reason::AssocGrpBilling => "AssocGrpBilling",
+            Reason::AssocGrpJobsLimit => "AssocGrpJobsLimit",
+            Reason::AssocMaxWallDurationPerJobLimit => "AssocMaxWallDurationPerJobLimit",
+            Reason::AssocMaxCpuPerJobLimit => "AssocMaxCpuPerJobLimit",
+            Reason::AssocMaxMemPerJob => "AssocMaxMemPerJob",
+            Reason::AssocMaxNodePerJobLimit => "AssocMaxNodePerJobLimit",
+            Reason::AssocMaxBillingPerJob => "AssocMaxBillingPerJob",
+            Reason::AssocMaxGRESPerJob => "AssocMaxGRESPerJob",
+            Reason::QOSGrpCpuLimit => "QOSGrpCpuLimit",
+            Reason::QOSGrpMemLimit => "QOSGrpMemLimit",
+            Reason::QOSGrpNodeLimit => "QOSGrpNodeLimit",
+            Reason::QOSGrpBilling => "QOSGrpBilling",
+            Reason::QOSGrpGRES => "QOSGrpGRES",
+            Reason::QOSGrpJobsLimit => "QOSGrpJobsLimit",
+            Reason::QOSMaxJobsPerUserLimit => "QOSMaxJobsPerUserLimit",
+            Reason::QOSMaxWallDurationPerJobLimit => "QOSMaxWallDurationPerJobLimit",
+            Reason::QOSMaxCpuPerJobLimit => "QOSMaxCpuPerJobLimit",
+            Reason::QOSMaxMemoryPerJob => "QOSMaxMemoryPerJob",
+            Reason::QOSMaxNodePerJobLimit => "QOSMaxNodePerJobLimit",
+            Reason::QOSMaxBillingPerJob => "QOSMaxBillingPerJob",
+            Reason::QOSMaxGRESPerJob => "QOSMaxGRESPerJob",
+            Reason::QOSMaxCpuPerUserLimit => "QOSMaxCpuPerUserLimit",
+            Reason::QOSMaxMemoryPerUser => "QOSMaxMemoryPerUser",
+            Reason::QOSMaxNodePerUserLimit => "QOSMaxNodePerUserLimit",
+            Reason::QOSMaxBillingPerUser => "QOSMaxBillingPerUser",
+            Reason::QOSMaxGRESPerUser => "QOSMaxGRESPerUser",
         }
     }
 }

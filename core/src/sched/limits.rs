@@ -1,0 +1,354 @@
+//! Accounting limits in the cycle (`AccountingStorageEnforce=limits`): a job starts only if
+//! its association chain and its QOS stay within their limits; otherwise it waits with
+//! Slurm's pending reason.
+//!
+//! What is counted (Slurm 22.05 `acct_policy.c`): the running jobs (service replicas left
+//! out) of every association's subtree (`GrpTRES`, `GrpJobs`), of each user association
+//! (`MaxJobs`), of each QOS (`GrpTRES`, `GrpJobs`) and of each (QOS, user) pair
+//! (`MaxJobsPerUser`, `MaxTRESPerUser`). [`LimitUsage`] is counted once per cycle, at the
+//! first job it is needed for, and kept up to date as the cycle starts jobs: one walk of the
+//! running jobs and one walk up the chain per job started, whatever the tree's size.
+//!
+//! A job's TRES ([`Tres::of`]) are what it asks for (Slurm's `tres_req_cnt`): nodes `-N`,
+//! else GPUs over `--gpus-per-node`, else 1; CPUs and memory per node times nodes; GPUs;
+//! billing = CPUs (Slurm's billing without `TRESBillingWeights`). Running jobs are counted by
+//! the same measure, so a limit holds exactly against it.
+//!
+//! The order of the checks, hence the reason shown, is Slurm's (`acct_policy_job_runnable_
+//! pre_select`, then `_post_select`): QOS `GrpJobs`, `MaxJobsPerUser`, `MaxWall`; each
+//! association up to the root `GrpJobs`, then the job's own association `MaxJobs`,
+//! `MaxWall`; QOS `GrpTRES`, `MaxTRESPerJob`, `MaxTRESPerUser`; each association up to the
+//! root `GrpTRES`, then the job's own `MaxTRESPerJob`. Within one TRES limit Slurm's TRES
+//! order: cpu, mem, node, billing, gres/gpu. The job's own association's `MaxJobs`, `MaxWall`
+//! and `MaxTRESPerJob` are inherited from the nearest ancestor setting them (Slurm
+//! pre-propagates parents' limits); `GrpTRES` and `GrpJobs` count per level.
+//!
+//! Unlike Slurm, a QOS limit does not replace the association's limit of the same name:
+//! both hold (the stricter wins).
+
+use super::{Reason, Scheduler};
+use crate::assoc::{Accounting, AssocId, Qos, TresLimits};
+use crate::job::{JobId, JobSpec};
+use std::collections::HashMap;
+
+/// TRES counts of a job or a sum of jobs. Units: CPUs, MiB, nodes, GPUs, billing units.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Tres {
+    /// CPUs.
+    pub cpu: u64,
+    /// Memory (MiB).
+    pub mem_mb: u64,
+    /// Nodes.
+    pub node: u64,
+    /// GPUs.
+    pub gpu: u64,
+    /// Billing units.
+    pub billing: u64,
+}
+
+/// Which TRES a limit stopped a job on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Kind {
+    Cpu,
+    Mem,
+    Node,
+    Billing,
+    Gpu,
+}
+
+impl Tres {
+    /// What `spec` asks for, as the limits count it (see the module doc).
+    pub fn of(spec: &JobSpec) -> Tres {
+        let r = &spec.request;
+        let nodes = u64::from(
+            r.nodes
+                .or_else(|| r.gpus_per_node.filter(|g| *g > 0).map(|g| r.gpus.div_ceil(g)))
+                .unwrap_or(1)
+                .max(1),
+        );
+        let cpu = r.cpu_milli_per_node.div_ceil(1000) * nodes;
+        Tres { cpu, mem_mb: r.mem_mib_per_node * nodes, node: nodes, gpu: u64::from(r.gpus), billing: cpu }
+    }
+
+    fn add(&mut self, o: &Tres) {
+        self.cpu += o.cpu;
+        self.mem_mb += o.mem_mb;
+        self.node += o.node;
+        self.gpu += o.gpu;
+        self.billing += o.billing;
+    }
+
+    /// The first TRES, in Slurm's order, for which `self + add` passes `limit`.
+    fn over(&self, add: &Tres, limit: &TresLimits) -> Option<Kind> {
+        let pass = |used: u64, more: u64, lim: Option<u64>| lim.is_some_and(|l| used + more > l);
+        if pass(self.cpu, add.cpu, limit.cpu) {
+            Some(Kind::Cpu)
+        } else if pass(self.mem_mb, add.mem_mb, limit.mem_mb) {
+            Some(Kind::Mem)
+        } else if pass(self.node, add.node, limit.node) {
+            Some(Kind::Node)
+        } else if pass(self.billing, add.billing, limit.billing) {
+            Some(Kind::Billing)
+        } else if pass(self.gpu, add.gpu, limit.gpu) {
+            Some(Kind::Gpu)
+        } else {
+            None
+        }
+    }
+}
+
+/// Running TRES and jobs of one scope.
+#[derive(Debug, Clone, Copy, Default)]
+struct Used {
+    tres: Tres,
+    jobs: u32,
+}
+
+impl Used {
+    fn add(&mut self, t: &Tres) {
+        self.tres.add(t);
+        self.jobs += 1;
+    }
+}
+
+/// What the running jobs use, per association, QOS and (QOS, user); see the module doc.
+#[derive(Debug, Default)]
+pub(super) struct LimitUsage {
+    /// By position in the tree: the subtree's running jobs.
+    grp: Vec<Used>,
+    /// By position in the tree: the association's own running jobs (`MaxJobs`).
+    own_jobs: Vec<u32>,
+    /// By QOS name.
+    qos: HashMap<String, Used>,
+    /// By (QOS name, user).
+    qos_user: HashMap<(String, String), Used>,
+}
+
+/// Where a job is charged: its association (if any) and its QOS name.
+#[derive(Debug, Clone)]
+pub(super) struct Charge {
+    assoc: Option<AssocId>,
+    qos: String,
+}
+
+impl Accounting {
+    /// Whether the cycle checks limits: an association tree is set and
+    /// `AccountingStorageEnforce` has `limits` (or `safe`, which implies it), or at least
+    /// `associations`/`qos`, whose validity checks the same path makes.
+    pub fn checks_jobs(&self) -> bool {
+        let e = &self.enforce;
+        !self.tree.is_empty() && (e.associations || e.limits || e.qos || e.safe)
+    }
+
+    fn limits_on(&self) -> bool {
+        self.enforce.limits || self.enforce.safe
+    }
+}
+
+impl Scheduler {
+    /// Where `spec` is charged: the association of (user, account, partition) as Slurm picks
+    /// it ([`crate::assoc::AssocTree::find`]), and its QOS (its own, else the association's
+    /// `DefaultQOS`, else `normal`).
+    pub(super) fn charge_of(&self, spec: &JobSpec) -> Charge {
+        let part = self.cluster.partitions.get(spec.partition.0 as usize).map(|p| p.name.as_str());
+        let tree = &self.accounting.tree;
+        let assoc = tree.find(&spec.user, &spec.account, part).map(|a| a.id);
+        let qos = if !spec.qos.is_empty() {
+            spec.qos.clone()
+        } else {
+            assoc.map_or(crate::job::DEFAULT_QOS, |a| tree.default_qos(a)).to_string()
+        };
+        Charge { assoc, qos }
+    }
+
+    /// Counts what the running jobs (replicas left out) use: once per cycle.
+    pub(super) fn limit_usage(&self) -> LimitUsage {
+        let n = self.accounting.tree.len();
+        let mut u = LimitUsage { grp: vec![Used::default(); n], own_jobs: vec![0; n], ..LimitUsage::default() };
+        for (id, r) in &self.running {
+            if self.replica_service.contains_key(id) || r.service().is_some() {
+                continue;
+            }
+            let c = self.charge_of(&r.spec);
+            self.record_start(&mut u, &c, &r.spec);
+        }
+        u
+    }
+
+    /// Adds a started job to `u` (at counting, and for each job the cycle starts).
+    pub(super) fn record_start(&self, u: &mut LimitUsage, c: &Charge, spec: &JobSpec) {
+        let t = Tres::of(spec);
+        let tree = &self.accounting.tree;
+        if let Some(a) = c.assoc {
+            if let Some(p) = tree.position(a) {
+                u.own_jobs[p] += 1;
+            }
+            for anc in tree.ancestry(a) {
+                if let Some(p) = tree.position(anc.id) {
+                    u.grp[p].add(&t);
+                }
+            }
+        }
+        u.qos.entry(c.qos.clone()).or_default().add(&t);
+        u.qos_user.entry((c.qos.clone(), spec.user.clone())).or_default().add(&t);
+    }
+
+    /// Why `spec` (charged as `c`) may not start now under the accounting limits, in Slurm's
+    /// order (module doc); `None` when it may. Also `InvalidAccount` (no association, with
+    /// `associations` enforced) and `InvalidQOS` (an unknown QOS, with `qos` enforced).
+    pub(super) fn limit_reason(&self, spec: &JobSpec, c: &Charge, u: &LimitUsage) -> Option<Reason> {
+        let acct = &self.accounting;
+        let qos = acct.qos.get(&c.qos);
+        if c.assoc.is_none() && acct.enforce.associations {
+            return Some(Reason::InvalidAccount);
+        }
+        if qos.is_none() && acct.enforce.qos {
+            return Some(Reason::InvalidQOS);
+        }
+        if !acct.limits_on() {
+            return None;
+        }
+        let t = Tres::of(spec);
+        let wall_min = spec.time_limit_s.map(|s| s.div_ceil(60));
+        let over_wall = |max: Option<u32>| max.is_some_and(|m| wall_min.is_none_or(|w| w > u64::from(m)));
+        let none = Used::default();
+        let qu = u.qos.get(&c.qos).unwrap_or(&none);
+        let quu = u.qos_user.get(&(c.qos.clone(), spec.user.clone())).unwrap_or(&none);
+        // Pre-select: the QOS, then the chain's job counts and the wall.
+        if let Some(q) = qos {
+            if let Some(r) = qos_pre_select(q, qu, quu, &over_wall) {
+                return Some(r);
+            }
+        }
+        let tree = &acct.tree;
+        if let Some(a) = c.assoc {
+            for anc in tree.ancestry(a) {
+                let p = tree.position(anc.id)?;
+                if anc.limits.grp_jobs.is_some_and(|m| u.grp[p].jobs >= m) {
+                    return Some(Reason::AssocGrpJobsLimit);
+                }
+            }
+            let own = tree.position(a)?;
+            if tree.inherited(a, |x| x.limits.max_jobs).is_some_and(|m| u.own_jobs[own] >= m) {
+                return Some(Reason::AssocMaxJobsLimit);
+            }
+            if over_wall(tree.inherited(a, |x| x.limits.max_wall_min)) {
+                return Some(Reason::AssocMaxWallDurationPerJobLimit);
+            }
+        }
+        // Post-select: the QOS's TRES, then the chain's.
+        if let Some(q) = qos {
+            if let Some(k) = qu.tres.over(&t, &q.grp_tres) {
+                return Some(qos_grp(k));
+            }
+            if let Some(k) = Tres::default().over(&t, &q.max_tres_per_job) {
+                return Some(qos_per_job(k));
+            }
+            if let Some(k) = quu.tres.over(&t, &q.max_tres_per_user) {
+                return Some(qos_per_user(k));
+            }
+        }
+        if let Some(a) = c.assoc {
+            for anc in tree.ancestry(a) {
+                let p = tree.position(anc.id)?;
+                if let Some(k) = u.grp[p].tres.over(&t, &anc.limits.grp_tres) {
+                    return Some(assoc_grp(k));
+                }
+            }
+            let max = inherited_tres(acct, a);
+            if let Some(k) = Tres::default().over(&t, &max) {
+                return Some(assoc_per_job(k));
+            }
+        }
+        None
+    }
+
+    /// The accounting-limits gate of the cycle for pending job `id`: `Err(reason)` when it
+    /// must wait, else `Ok(charge)` to record once it starts. Service replicas pass.
+    pub(super) fn limits_gate(&self, id: JobId, u: &LimitUsage) -> Result<Option<Charge>, Reason> {
+        if self.replica_service.contains_key(&id) {
+            return Ok(None);
+        }
+        let Some(p) = self.pending.get(&id) else { return Ok(None) };
+        let c = self.charge_of(&p.spec);
+        match self.limit_reason(&p.spec, &c, u) {
+            Some(r) => Err(r),
+            None => Ok(Some(c)),
+        }
+    }
+}
+
+/// Slurm's `_qos_job_runnable_pre_select`: `GrpJobs`, `MaxJobsPerUser`, `MaxWall`.
+fn qos_pre_select(q: &Qos, qu: &Used, quu: &Used, over_wall: &dyn Fn(Option<u32>) -> bool) -> Option<Reason> {
+    if q.grp_jobs.is_some_and(|m| qu.jobs >= m) {
+        Some(Reason::QOSGrpJobsLimit)
+    } else if q.max_jobs_per_user.is_some_and(|m| quu.jobs >= m) {
+        Some(Reason::QOSMaxJobsPerUserLimit)
+    } else if over_wall(q.max_wall_min) {
+        Some(Reason::QOSMaxWallDurationPerJobLimit)
+    } else {
+        None
+    }
+}
+
+/// The job's own association's `MaxTRESPerJob`, each TRES inherited on its own.
+fn inherited_tres(acct: &Accounting, a: AssocId) -> TresLimits {
+    let t = &acct.tree;
+    TresLimits {
+        cpu: t.inherited(a, |x| x.limits.max_tres_per_job.cpu),
+        mem_mb: t.inherited(a, |x| x.limits.max_tres_per_job.mem_mb),
+        node: t.inherited(a, |x| x.limits.max_tres_per_job.node),
+        gpu: t.inherited(a, |x| x.limits.max_tres_per_job.gpu),
+        billing: t.inherited(a, |x| x.limits.max_tres_per_job.billing),
+    }
+}
+
+fn assoc_grp(k: Kind) -> Reason {
+    match k {
+        Kind::Cpu => Reason::AssocGrpCpuLimit,
+        Kind::Mem => Reason::AssocGrpMemLimit,
+        Kind::Node => Reason::AssocGrpNodeLimit,
+        Kind::Billing => Reason::AssocGrpBilling,
+        Kind::Gpu => Reason::AssocGrpGRES,
+    }
+}
+
+fn assoc_per_job(k: Kind) -> Reason {
+    match k {
+        Kind::Cpu => Reason::AssocMaxCpuPerJobLimit,
+        Kind::Mem => Reason::AssocMaxMemPerJob,
+        Kind::Node => Reason::AssocMaxNodePerJobLimit,
+        Kind::Billing => Reason::AssocMaxBillingPerJob,
+        Kind::Gpu => Reason::AssocMaxGRESPerJob,
+    }
+}
+
+fn qos_grp(k: Kind) -> Reason {
+    match k {
+        Kind::Cpu => Reason::QOSGrpCpuLimit,
+        Kind::Mem => Reason::QOSGrpMemLimit,
+        Kind::Node => Reason::QOSGrpNodeLimit,
+        Kind::Billing => Reason::QOSGrpBilling,
+        Kind::Gpu => Reason::QOSGrpGRES,
+    }
+}
+
+fn qos_per_job(k: Kind) -> Reason {
+    match k {
+        Kind::Cpu => Reason::QOSMaxCpuPerJobLimit,
+        Kind::Mem => Reason::QOSMaxMemoryPerJob,
+        Kind::Node => Reason::QOSMaxNodePerJobLimit,
+        Kind::Billing => Reason::QOSMaxBillingPerJob,
+        Kind::Gpu => Reason::QOSMaxGRESPerJob,
+    }
+}
+
+fn qos_per_user(k: Kind) -> Reason {
+    match k {
+        Kind::Cpu => Reason::QOSMaxCpuPerUserLimit,
+        Kind::Mem => Reason::QOSMaxMemoryPerUser,
+        Kind::Node => Reason::QOSMaxNodePerUserLimit,
+        Kind::Billing => Reason::QOSMaxBillingPerUser,
+        Kind::Gpu => Reason::QOSMaxGRESPerUser,
+    }
+}
