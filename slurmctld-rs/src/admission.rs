@@ -285,7 +285,7 @@ fn pending_record(
         uid: req.uid,
         gid: req.gid,
         account: spec.account.clone(),
-        qos: req.qos.clone().unwrap_or_else(|| "normal".into()),
+        qos: spec.qos.clone(),
         partition: partition.to_string(),
         work_dir: req.work_dir.clone(),
         stdout: req.stdout.clone(),
@@ -387,6 +387,7 @@ pub fn admit(req: &SubmitJob, cluster: &Cluster, conf: &AdmissionConf, now: i64)
         held,
         dependency_pending: req.dependency.is_some(),
         preempt_count: 0,
+        qos: req.qos.clone().filter(|q| !q.is_empty()).unwrap_or_else(|| flotilla_core::job::DEFAULT_QOS.into()),
     };
     let array_tasks = array.as_ref().map(|(tasks, _)| tasks.as_slice());
     let record = pending_record(req, conf, spec, &partition.name, ntasks, array_tasks, now);

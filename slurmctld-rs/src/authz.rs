@@ -21,6 +21,7 @@
 //! (fail closed).
 
 use crate::ctld::Ident;
+use flotilla_core::assoc::Enforce;
 use flotilla_core::config::{ClusterConfig, PartitionAccess};
 use flotilla_proto::errno::*;
 use flotilla_proto::SlurmError;
@@ -119,8 +120,11 @@ pub struct ServicePolicy {
 pub struct Access {
     /// Associations (accounts per user).
     pub associations: Associations,
-    /// `AccountingStorageEnforce=associations` (or `limits`).
+    /// `AccountingStorageEnforce=associations` (or `limits`, `qos`, `safe`, which imply it).
     pub enforce_associations: bool,
+    /// `AccountingStorageEnforce` as a whole ([`parse_enforce`]); what the controller hands
+    /// the core with the accounting model ([`flotilla_core::assoc::Accounting::enforce`]).
+    pub enforce: Enforce,
     /// Per partition, by name.
     pub partitions: BTreeMap<String, PartAccess>,
     /// `PrivateData=`.
@@ -151,18 +155,8 @@ impl Access {
         associations: Associations,
         groups: &dyn Fn(&[String]) -> GroupMembers,
     ) -> Result<Access, Unsupported> {
-        let mut enforce_associations = false;
-        for v in &cluster.accounting_storage_enforce {
-            match v.as_str() {
-                "associations" | "limits" => enforce_associations = true,
-                "qos" => return Err(unsupported("AccountingStorageEnforce", v, "Flotilla has no QOS table to check jobs against")),
-                "wckeys" => return Err(unsupported("AccountingStorageEnforce", v, "Flotilla has no WCKeys")),
-                "safe" => return Err(unsupported("AccountingStorageEnforce", v, "Flotilla has no GrpTRESMins limits")),
-                "nojobs" | "nosteps" => return Err(unsupported("AccountingStorageEnforce", v, "Flotilla always records jobs and steps")),
-                "all" => return Err(unsupported("AccountingStorageEnforce", v, "it includes qos, safe and wckeys")),
-                _ => return Err(unsupported("AccountingStorageEnforce", v, "not a value Slurm 22.05 knows")),
-            }
-        }
+        let enforce = parse_enforce(&cluster.accounting_storage_enforce)?;
+        let enforce_associations = enforce.associations;
         let mut private = PrivateData::default();
         for v in &cluster.private_data {
             match v.as_str() {
@@ -190,6 +184,7 @@ impl Access {
         Ok(Access {
             associations,
             enforce_associations,
+            enforce,
             partitions,
             private,
             services: ServicePolicy {
@@ -335,6 +330,31 @@ fn account_rule(k: &PartitionAccess, account: &str) -> String {
     }
 }
 
+/// `AccountingStorageEnforce=` values as Slurm 22.05 reads them (`read_config.c`): `limits`
+/// and `qos` imply `associations`; `safe` implies `associations,limits`. `safe` adds nothing
+/// else here: what it protects (`GrpTRESMins`, `GrpWall`, `MaxTRESMinsPerJob`) is not in
+/// Flotilla's accounting model.
+///
+/// # Errors
+/// `wckeys` (and `all`, which includes it), `nojobs`/`nosteps` and unknown values: Flotilla
+/// cannot honour them and refuses to start.
+pub fn parse_enforce(values: &[String]) -> Result<Enforce, Unsupported> {
+    let mut e = Enforce::default();
+    for v in values {
+        match v.as_str() {
+            "associations" => e.associations = true,
+            "limits" => (e.associations, e.limits) = (true, true),
+            "qos" => (e.associations, e.qos) = (true, true),
+            "safe" => (e.associations, e.limits, e.safe) = (true, true, true),
+            "wckeys" => return Err(unsupported("AccountingStorageEnforce", v, "Flotilla has no WCKeys")),
+            "nojobs" | "nosteps" => return Err(unsupported("AccountingStorageEnforce", v, "Flotilla always records jobs and steps")),
+            "all" => return Err(unsupported("AccountingStorageEnforce", v, "it includes wckeys")),
+            _ => return Err(unsupported("AccountingStorageEnforce", v, "not a value Slurm 22.05 knows")),
+        }
+    }
+    Ok(e)
+}
+
 fn unsupported(key: &'static str, value: &str, why: &'static str) -> Unsupported {
     Unsupported { key, value: value.to_string(), why }
 }
@@ -412,13 +432,13 @@ mod tests {
 
     #[test]
     fn keys_that_cannot_be_honoured_refuse_the_start() {
-        let text = "ClusterName=c\nAccountingStorageEnforce=associations,qos\nNodeName=n1\n\
+        let text = "ClusterName=c\nAccountingStorageEnforce=associations,wckeys\nNodeName=n1\n\
                     PartitionName=p Nodes=n1 AllowGroups=root RootOnly=YES DenyAccounts=a,b\n";
         let c = flotilla_core::config::parse_cluster(("slurm.conf", text), None, None, &mut flotilla_core::config::no_includes).unwrap();
         let p = &c.partitions[0].access;
         assert_eq!((p.allow_groups.as_deref(), p.root_only, p.deny_accounts.len()), (Some(&["root".to_string()][..]), true, 2));
         let e = Access::from_config(&c, Associations::default(), &resolve_groups).unwrap_err();
-        assert!(e.to_string().starts_with("AccountingStorageEnforce=qos cannot be honoured"), "{e}");
+        assert!(e.to_string().starts_with("AccountingStorageEnforce=wckeys cannot be honoured"), "{e}");
         let mut c2 = c.clone();
         c2.accounting_storage_enforce = vec!["limits".into()];
         c2.private_data = vec!["jobs".into(), "bogus".into()];
@@ -428,6 +448,20 @@ mod tests {
         let a = Access::from_config(&c2, Associations::default(), &resolve_groups).unwrap();
         assert!(a.enforce_associations && a.private.jobs && !a.private.nodes);
         assert!(a.partitions["p"].allow.as_ref().is_some_and(|m| m.admits(1, 0)));
+    }
+
+    #[test]
+    fn enforce_values_imply_as_in_slurm() {
+        let e = |v: &[&str]| parse_enforce(&v.iter().map(|s| s.to_string()).collect::<Vec<_>>());
+        assert_eq!(e(&[]), Ok(Enforce::default()));
+        assert_eq!(e(&["qos"]), Ok(Enforce { associations: true, qos: true, ..Enforce::default() }));
+        assert_eq!(e(&["safe"]), Ok(Enforce { associations: true, limits: true, safe: true, qos: false }));
+        assert_eq!(
+            e(&["associations", "limits", "qos", "safe"]),
+            Ok(Enforce { associations: true, limits: true, qos: true, safe: true })
+        );
+        assert!(e(&["all"]).unwrap_err().to_string().contains("wckeys"));
+        assert!(e(&["nojobs"]).is_err());
     }
 
     #[test]

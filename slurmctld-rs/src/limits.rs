@@ -1,6 +1,7 @@
 //! Submission limits that keep one submission or one user from filling the controller: the
 //! size of a batch script (`SchedulerParameters=max_script_size`), and the association limits
-//! on a user's jobs, `MaxSubmitJobs` ([`check_submit`]; `MaxJobCount`, all users' jobs, is
+//! on a user's jobs, `MaxSubmitJobs` ([`check_submit`] for quota.conf, [`check_accounting`]
+//! for the accounting model's associations and QOS; `MaxJobCount`, all users' jobs, is
 //! checked by the controller before these).
 //!
 //! Pure checks over what admission already holds; no I/O. Slurm 22.05 checks the script's
@@ -11,7 +12,9 @@
 //! (`proto::frame::DEFAULT_MAX_FRAME`, 16 MiB), and the environment is purged with the script.
 
 use crate::job::JobRecord;
-use flotilla_proto::errno::{ESLURM_ACCOUNTING_POLICY, ESLURM_PATHNAME_TOO_LONG};
+use flotilla_core::assoc::{Accounting, AssocId};
+use flotilla_core::sched::SubmitCounts;
+use flotilla_proto::errno::{ESLURM_ACCOUNTING_POLICY, ESLURM_INVALID_ACCOUNT, ESLURM_INVALID_QOS, ESLURM_PATHNAME_TOO_LONG};
 use flotilla_proto::SlurmError;
 
 /// Slurm 22.05's default `max_script_size`: 4 MiB (bytes).
@@ -110,6 +113,128 @@ pub fn check_submit<'a>(
         return Err(SlurmError::with_message(ESLURM_ACCOUNTING_POLICY, "AssocMaxSubmitJobLimit"));
     }
     Ok(())
+}
+
+/// Submission under the accounting model (`sacctmgr`'s associations and QOS, handed to the
+/// core with `Scheduler::set_accounting`; empty: nothing is checked here and quota.conf's
+/// checks apply), before a job id is used, as Slurm 22.05's `job_mgr.c` `_job_create`:
+///
+/// - with `associations`: the user must have an association for the account (and partition,
+///   [`flotilla_core::assoc::AssocTree::find`]), else `ESLURM_INVALID_ACCOUNT` ("Invalid
+///   account or account/partition combination specified");
+/// - the QOS: one the user did not name (`qos_given` false) becomes the association's
+///   `DefaultQOS` (else `normal`); with `qos` it must exist and be in the association's
+///   `QOS=` list, else `ESLURM_INVALID_QOS` ("Invalid qos specification");
+/// - a job without a time limit gets the smallest `MaxWall` of its QOS and association;
+/// - with `limits` (or `safe`): [`flotilla_core::sched::submit_violation`] against the jobs
+///   already charged there (pending and running, each array task one): job counts always
+///   refuse, size and time only with the QOS's `Flags=DenyOnLimit`; the error is
+///   `ESLURM_ACCOUNTING_POLICY` ("Job violates accounting/QOS policy (job submit limit,
+///   user's size and/or time limits)") after the reason, which `sbatch` prints first.
+///
+/// `new` is updated in place (QOS, time limit). `tasks`: the jobs it adds.
+///
+/// # Errors
+/// The errors above.
+pub fn check_accounting<'a>(
+    acct: &Accounting,
+    jobs: impl Iterator<Item = &'a JobRecord>,
+    new: &mut JobRecord,
+    qos_given: bool,
+    tasks: u32,
+) -> Result<(), SlurmError> {
+    let tree = &acct.tree;
+    if tree.is_empty() {
+        return Ok(());
+    }
+    let e = acct.enforce;
+    let Some(assoc) = tree.find(&new.user, &new.account, Some(&new.partition)).map(|a| a.id) else {
+        if e.associations || e.limits || e.qos || e.safe {
+            tracing::info!(user = %new.user, account = %new.account, partition = %new.partition, "job submit: no association");
+            return Err(SlurmError::new(ESLURM_INVALID_ACCOUNT));
+        }
+        return Ok(());
+    };
+    if !qos_given {
+        new.qos = tree.default_qos(assoc).to_string();
+        new.spec.qos = new.qos.clone();
+    }
+    let qos = acct.qos.get(&new.qos);
+    if e.qos && (qos.is_none() || !tree.allows_qos(assoc, &new.qos)) {
+        tracing::info!(user = %new.user, qos = %new.qos, "job submit: QOS not allowed for the association");
+        return Err(SlurmError::new(ESLURM_INVALID_QOS));
+    }
+    if new.spec.time_limit_s.is_none() {
+        if let Some(m) = flotilla_core::sched::default_wall_min(acct, assoc, qos) {
+            new.time_limit_min = Some(m);
+            new.spec.time_limit_s = Some(u64::from(m) * 60);
+        }
+    }
+    if !(e.limits || e.safe) {
+        return Ok(());
+    }
+    let counts = submit_counts(acct, assoc, jobs, new, tasks);
+    if let Some(r) = flotilla_core::sched::submit_violation(acct, &new.spec, assoc, qos, &counts) {
+        tracing::info!(user = %new.user, account = %new.account, qos = %new.qos, "job submit: exceeded limit: {r}");
+        return Err(SlurmError::with_message(ESLURM_ACCOUNTING_POLICY, r.as_str()));
+    }
+    Ok(())
+}
+
+/// `scontrol update job` of a pending job's account, partition or QOS under the accounting
+/// model: the new combination needs an association (with `associations`,
+/// `ESLURM_INVALID_ACCOUNT`) and an existing QOS its association allows (with `qos`,
+/// `ESLURM_INVALID_QOS`), as at submission ([`check_accounting`]).
+///
+/// # Errors
+/// The errors above.
+pub fn check_access_update(acct: &Accounting, rec: &JobRecord) -> Result<(), SlurmError> {
+    let e = acct.enforce;
+    let Some(assoc) = acct.tree.find(&rec.user, &rec.account, Some(&rec.partition)) else {
+        return if e.associations { Err(SlurmError::new(ESLURM_INVALID_ACCOUNT)) } else { Ok(()) };
+    };
+    if e.qos && (!acct.qos.contains_key(&rec.qos) || !acct.tree.allows_qos(assoc.id, &rec.qos)) {
+        return Err(SlurmError::new(ESLURM_INVALID_QOS));
+    }
+    Ok(())
+}
+
+/// The jobs charged to `new`'s QOS, user and association chain. The association of each
+/// job is looked up only when a chain limit on job counts needs it.
+fn submit_counts<'a>(acct: &Accounting, assoc: AssocId, jobs: impl Iterator<Item = &'a JobRecord>, new: &JobRecord, tasks: u32) -> SubmitCounts {
+    let tree = &acct.tree;
+    let chain: Vec<AssocId> = tree.ancestry(assoc).map(|a| a.id).collect();
+    let need_chain = tree.ancestry(assoc).any(|a| a.limits.grp_submit.is_some() || a.limits.max_submit_jobs.is_some());
+    let mut c = SubmitCounts { chain: vec![0; chain.len()], new: tasks, ..SubmitCounts::default() };
+    for r in jobs {
+        let n = submit_count(r);
+        if n == 0 {
+            continue;
+        }
+        if r.qos == new.qos {
+            c.qos += n;
+            if r.user == new.user {
+                c.qos_user += n;
+            }
+        }
+        if !need_chain {
+            continue;
+        }
+        let Some(a) = tree.find(&r.user, &r.account, Some(&r.partition)) else { continue };
+        if a.id == assoc {
+            c.own += n;
+        }
+        for anc in tree.ancestry(a.id) {
+            if let Some(i) = chain.iter().position(|x| *x == anc.id) {
+                // Every ancestor from here up is in the chain too.
+                for k in &mut c.chain[i..] {
+                    *k += n;
+                }
+                break;
+            }
+        }
+    }
+    c
 }
 
 #[cfg(test)]

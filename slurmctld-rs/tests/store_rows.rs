@@ -201,6 +201,7 @@ prop_compose! {
             held,
             dependency_pending,
             preempt_count: preempt.2,
+            qos: "normal".into(),
         }
     }
 }
@@ -365,7 +366,7 @@ prop_compose! {
             uid: a.9,
             gid: b.0,
             account: b.1,
-            qos: b.2,
+            qos: b.2.clone(),
             partition: b.3,
             work_dir: b.4,
             stdout: b.5,
@@ -383,7 +384,8 @@ prop_compose! {
             dependency: c.7,
             requeue: c.8,
             restarts: c.9,
-            spec: d.0,
+            // The spec's QOS is the record's (stored once).
+            spec: JobSpec { qos: b.2, ..d.0 },
             allocs: d.1,
             nodes: d.2,
             completing_nodes: d.3,

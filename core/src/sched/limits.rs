@@ -352,3 +352,87 @@ fn qos_per_user(k: Kind) -> Reason {
         Kind::Gpu => Reason::QOSMaxGRESPerUser,
     }
 }
+
+/// Jobs (pending and running, each array task one) already charged where a new submission
+/// would be, for [`submit_violation`].
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct SubmitCounts {
+    /// Of the job's QOS.
+    pub qos: u32,
+    /// Of the job's QOS and user.
+    pub qos_user: u32,
+    /// Of each association of the chain's subtree, nearest (the job's own) first.
+    pub chain: Vec<u32>,
+    /// Of the job's own association.
+    pub own: u32,
+    /// Jobs the submission adds (an array's task count, else 1).
+    pub new: u32,
+}
+
+/// Slurm 22.05's submission check (`acct_policy_validate`, from `job_mgr.c` `_job_create`)
+/// of `spec` charged to association `assoc` with QOS `qos` (`None`: no such QOS), given
+/// `counts`: the reason it is refused with `ESLURM_ACCOUNTING_POLICY`, `None` to accept.
+///
+/// Job counts always refuse: QOS `GrpSubmitJobs` (`QOSGrpSubmitJobsLimit`) and
+/// `MaxSubmitJobsPerUser` (`QOSMaxSubmitJobPerUserLimit`), association `GrpSubmit` at each
+/// level (`AssocGrpSubmitJobsLimit`) and the inherited `MaxSubmitJobs`
+/// (`AssocMaxSubmitJobLimit`). Size and time (a request alone above a `GrpTRES`, above
+/// `MaxTRESPerJob`, a time limit above `MaxWall`) refuse only under strict checking: the QOS
+/// has `Flags=DenyOnLimit`, or the job has no QOS; otherwise the job is accepted and pends
+/// with the reason ([`Scheduler::cycle`]). Order: the QOS's, then each association's up to
+/// the root, as Slurm's `_qos_policy_validate` and the association loop.
+pub fn submit_violation(acct: &Accounting, spec: &JobSpec, assoc: AssocId, qos: Option<&Qos>, counts: &SubmitCounts) -> Option<Reason> {
+    let strict = qos.is_none_or(|q| q.flags.iter().any(|f| f.eq_ignore_ascii_case("DenyOnLimit")));
+    let t = Tres::of(spec);
+    let zero = Tres::default();
+    let wall_min = spec.time_limit_s.map(|s| s.div_ceil(60));
+    let over_wall = |max: Option<u32>| max.is_some_and(|m| wall_min.is_none_or(|w| w > u64::from(m)));
+    if let Some(q) = qos {
+        if let Some(k) = zero.over(&t, &q.grp_tres).filter(|_| strict) {
+            return Some(qos_grp(k));
+        }
+        if q.grp_submit.is_some_and(|m| counts.qos + counts.new > m) {
+            return Some(Reason::QOSGrpSubmitJobsLimit);
+        }
+        if strict && over_wall(q.max_wall_min) {
+            return Some(Reason::QOSMaxWallDurationPerJobLimit);
+        }
+        if let Some(k) = zero.over(&t, &q.max_tres_per_job).filter(|_| strict) {
+            return Some(qos_per_job(k));
+        }
+        if q.max_submit_jobs_per_user.is_some_and(|m| counts.qos_user + counts.new > m) {
+            return Some(Reason::QOSMaxSubmitJobPerUserLimit);
+        }
+    }
+    let tree = &acct.tree;
+    for (i, a) in tree.ancestry(assoc).enumerate() {
+        if let Some(k) = zero.over(&t, &a.limits.grp_tres).filter(|_| strict) {
+            return Some(assoc_grp(k));
+        }
+        let used = counts.chain.get(i).copied().unwrap_or(0);
+        if a.limits.grp_submit.is_some_and(|m| used + counts.new > m) {
+            return Some(Reason::AssocGrpSubmitJobsLimit);
+        }
+    }
+    if let Some(k) = zero.over(&t, &inherited_tres(acct, assoc)).filter(|_| strict) {
+        return Some(assoc_per_job(k));
+    }
+    if tree.inherited(assoc, |a| a.limits.max_submit_jobs).is_some_and(|m| counts.own + counts.new > m) {
+        return Some(Reason::AssocMaxSubmitJobLimit);
+    }
+    if strict && over_wall(tree.inherited(assoc, |a| a.limits.max_wall_min)) {
+        return Some(Reason::AssocMaxWallDurationPerJobLimit);
+    }
+    None
+}
+
+/// The time limit Slurm gives a job that has none (`_validate_time_limit`, `limit_set`):
+/// the smallest `MaxWall` of its QOS and association (inherited), in minutes; `None` when
+/// neither sets one.
+pub fn default_wall_min(acct: &Accounting, assoc: AssocId, qos: Option<&Qos>) -> Option<u32> {
+    let a = acct.tree.inherited(assoc, |x| x.limits.max_wall_min);
+    match (a, qos.and_then(|q| q.max_wall_min)) {
+        (Some(x), Some(y)) => Some(x.min(y)),
+        (x, y) => x.or(y),
+    }
+}

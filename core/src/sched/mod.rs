@@ -38,7 +38,7 @@ mod reservations;
 mod services;
 mod types;
 
-pub use limits::Tres;
+pub use limits::{default_wall_min, submit_violation, SubmitCounts, Tres};
 pub use types::*;
 
 use crate::cluster::{Cluster, GpuMask, NodeAvail, NodeId, PartId, Time};

@@ -186,6 +186,14 @@ pub enum Reason {
     QOSMaxBillingPerUser,
     /// `QOSMaxGRESPerUser`: the user's running jobs of the QOS would pass its `MaxTRESPerUser=gres/gpu=`.
     QOSMaxGRESPerUser,
+    /// `QOSGrpSubmitJobsLimit`: (at submission) the QOS holds its `GrpSubmitJobs=` jobs.
+    QOSGrpSubmitJobsLimit,
+    /// `QOSMaxSubmitJobPerUserLimit`: (at submission) the user holds the QOS's `MaxSubmitJobsPerUser=` jobs.
+    QOSMaxSubmitJobPerUserLimit,
+    /// `AssocGrpSubmitJobsLimit`: (at submission) the association or an ancestor holds its `GrpSubmit=` jobs.
+    AssocGrpSubmitJobsLimit,
+    /// `AssocMaxSubmitJobLimit`: (at submission) the user holds the association's `MaxSubmitJobs=` jobs.
+    AssocMaxSubmitJobLimit,
 }
 
 impl Reason {
@@ -236,6 +244,10 @@ impl Reason {
             Reason::QOSMaxNodePerUserLimit => "QOSMaxNodePerUserLimit",
             Reason::QOSMaxBillingPerUser => "QOSMaxBillingPerUser",
             Reason::QOSMaxGRESPerUser => "QOSMaxGRESPerUser",
+            Reason::QOSGrpSubmitJobsLimit => "QOSGrpSubmitJobsLimit",
+            Reason::QOSMaxSubmitJobPerUserLimit => "QOSMaxSubmitJobPerUserLimit",
+            Reason::AssocGrpSubmitJobsLimit => "AssocGrpSubmitJobsLimit",
+            Reason::AssocMaxSubmitJobLimit => "AssocMaxSubmitJobLimit",
         }
     }
 }

@@ -45,9 +45,15 @@ impl Controller {
                 info!(job = id, code = error.code, "submission refused after id: {}", error.text);
                 Response::Error(error)
             }
-            Ok(a) => {
+            Ok(mut a) => {
                 let tasks = a.array.as_ref().map_or(1, |(t, _)| t.len() as u32);
-                if let Err(e) = crate::limits::check_submit(self.opts.job_limits.as_deref(), self.jobs.values(), &a.record, tasks) {
+                let checked = if self.sched.accounting().tree.is_empty() {
+                    crate::limits::check_submit(self.opts.job_limits.as_deref(), self.jobs.values(), &a.record, tasks)
+                } else {
+                    let qos_given = s.qos.as_deref().is_some_and(|q| !q.is_empty());
+                    crate::limits::check_accounting(self.sched.accounting(), self.jobs.values(), &mut a.record, qos_given, tasks)
+                };
+                if let Err(e) = checked {
                     return Response::Error(e);
                 }
                 let id = self.take_id();
@@ -105,7 +111,25 @@ impl Controller {
             let name = &cluster.partitions[p.0 as usize].name;
             self.opts.access.check_partition(ident, (s.uid, s.gid), name, &account, qos)?;
         }
+        // With the accounting model set, its associations decide (after admission, which
+        // resolves the partition: [`crate::limits::check_accounting`]).
+        if !self.sched.accounting().tree.is_empty() {
+            return Ok(());
+        }
         self.opts.access.check_account(&s.user, &account)
+    }
+
+    /// Sets the associations, QOS and limits (`sacctmgr`'s accounting model) the core
+    /// enforces and submissions are checked against; `AccountingStorageEnforce` of
+    /// slurm.conf is added to the model's own. The next cycle applies it.
+    pub fn set_accounting(&mut self, mut accounting: flotilla_core::assoc::Accounting) {
+        let (e, c) = (&mut accounting.enforce, self.opts.access.enforce);
+        e.associations |= c.associations;
+        e.limits |= c.limits;
+        e.qos |= c.qos;
+        e.safe |= c.safe;
+        self.sched.set_accounting(accounting);
+        self.sched_dirty = true;
     }
 
     /// The access checks of an update that changed the partition, account or QOS
@@ -117,6 +141,10 @@ impl Controller {
         }
         let access = &self.opts.access;
         access.check_partition(ident, (rec.uid, rec.gid), &rec.partition, &rec.account, &rec.qos)?;
+        let acct = self.sched.accounting();
+        if !acct.tree.is_empty() {
+            return crate::limits::check_access_update(acct, rec);
+        }
         if changes.iter().any(|c| matches!(c, JobChange::Account(_))) {
             access.check_account(&rec.user, &rec.account)?;
         }
@@ -648,6 +676,7 @@ fn apply_changes(
                     need_pending(pending)?;
                 }
                 rec.qos = q.clone();
+                rec.spec.qos = q.clone();
                 access_changed = true;
             }
             JobChange::Comment(c) => rec.comment = Some(c.clone()),

@@ -267,6 +267,11 @@ impl Harness {
         self.ctl.as_ref().expect("running")
     }
 
+    /// The controller, for what a test sets on it directly (the accounting model).
+    pub fn ctl_mut(&mut self) -> &mut Controller {
+        self.ctl.as_mut().expect("running")
+    }
+
     /// Seconds since `T0`.
     pub fn at(&self) -> i64 {
         self.now - T0

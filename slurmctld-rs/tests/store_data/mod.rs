@@ -83,6 +83,7 @@ pub fn base(id: u64) -> JobRecord {
         held: None,
         dependency_pending: false,
         preempt_count: 0,
+        qos: s("normal"),
     };
     JobRecord {
         id,
@@ -177,6 +178,7 @@ pub fn full() -> JobRecord {
         held: Some(HoldKind::Admin),
         dependency_pending: true,
         preempt_count: 2,
+        qos: s("high"),
     };
     let owner = Owner::Replica {
         service: ServiceId(1),

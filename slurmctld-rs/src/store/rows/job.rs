@@ -5,6 +5,7 @@
 use super::sched::{AllocationRow, JobSpecRow};
 use crate::acct::AcctInfo;
 use crate::job::{JobRecord, JobState, StopWhy, Stopping};
+use flotilla_core::job::JobSpec;
 use flotilla_core::sched::Allocation;
 use flotilla_proto::{ArrayTasks, SignalSpec};
 use serde::{Deserialize, Serialize};
@@ -689,6 +690,9 @@ impl From<JobRow> for JobRecord {
             tres_per_job,
             tres_per_task,
         } = r;
+        // The spec's QOS is the record's (stored once).
+        let mut spec = JobSpec::from(spec);
+        spec.qos = qos.clone();
         JobRecord {
             id,
             array_job_id,
@@ -720,7 +724,7 @@ impl From<JobRow> for JobRecord {
             dependency,
             requeue,
             restarts,
-            spec: spec.into(),
+            spec,
             allocs: allocs.into_iter().map(Allocation::from).collect(),
             nodes,
             completing_nodes,

@@ -9,7 +9,8 @@ use flotilla_core::sched::{AllocId, Allocation, Owner, ServiceId};
 use serde::{Deserialize, Serialize};
 
 /// The core's view of a job ([`JobSpec`]). `partition` is the partition's index when the
-/// record was written; the controller re-resolves it by the record's partition name.
+/// record was written; the controller re-resolves it by the record's partition name. The
+/// spec's `qos` is not a field here: it is the record's `qos` ([`super::JobRow`] sets it).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct JobSpecRow {
     /// Core job id.
@@ -340,6 +341,8 @@ impl From<&JobSpec> for JobSpecRow {
             held,
             dependency_pending,
             preempt_count,
+            // Stored once, as the record's `qos` ([`super::JobRow`]), which sets it back.
+            qos: _,
         } = s;
         JobSpecRow {
             id: id.0,
@@ -396,6 +399,7 @@ impl From<JobSpecRow> for JobSpec {
             held: held.map(HoldKind::from),
             dependency_pending,
             preempt_count,
+            qos: flotilla_core::job::DEFAULT_QOS.to_string(),
         }
     }
 }

@@ -1,0 +1,188 @@
+//! The controller under the accounting model (`AccountingStorageEnforce=associations,limits,
+//! qos`, associations and QOS set with `Controller::set_accounting`): Slurm 22.05's
+//! submission errors (`Invalid account or account/partition combination specified`,
+//! `Invalid qos specification`, `Job violates accounting/QOS policy ...` after the limit's
+//! reason), `DenyOnLimit`, the QOS a job gets and keeps across a restart, `scontrol update
+//! job qos=`, and pending reasons of running limits.
+
+mod harness;
+
+use flotilla_core::assoc::{Accounting, AssocId, AssocLimits, AssocTree, Association, Enforce, Qos};
+use flotilla_proto::errno::*;
+use flotilla_proto::*;
+use flotilla_slurmctld::ctld::CtlOptions;
+use harness::*;
+
+fn assoc(id: u32, parent: Option<u32>, account: &str, user: Option<&str>) -> Association {
+    Association {
+        id: AssocId(id),
+        parent: parent.map(AssocId),
+        account: account.into(),
+        user: user.map(Into::into),
+        partition: None,
+        shares: 1,
+        priority: None,
+        limits: AssocLimits::default(),
+        default_qos: None,
+        qos: Vec::new(),
+        guaranteed_gpus: 0,
+    }
+}
+
+/// root → research (QOS=normal,high) → alice; bob has no association. QOS normal, high
+/// and gold (gold not allowed for research).
+fn model(f: impl Fn(&mut Vec<Association>, &mut Vec<Qos>)) -> Accounting {
+    let mut research = assoc(2, Some(1), "research", None);
+    research.qos = vec!["normal".into(), "high".into()];
+    let mut assocs = vec![assoc(1, None, "root", None), research, assoc(10, Some(2), "research", Some("alice"))];
+    let mut qos = vec![Qos::new("normal"), Qos::new("high"), Qos::new("gold")];
+    f(&mut assocs, &mut qos);
+    Accounting {
+        tree: AssocTree::new(assocs).unwrap(),
+        qos: qos.into_iter().map(|q| (q.name.clone(), q)).collect(),
+        enforce: Enforce { associations: true, limits: true, qos: true, safe: false },
+    }
+}
+
+fn harness(name: &str, acct: Accounting) -> Harness {
+    let mut h = Harness::new(name, TWO_NODES, CtlOptions::default());
+    h.ctl_mut().set_accounting(acct);
+    h.register("gpu01");
+    h.register("gpu02");
+    h.turn();
+    h
+}
+
+fn gpu_job(who: User, gpus: u64, qos: Option<&str>) -> SubmitJob {
+    let mut j = job(who, None, 0);
+    j.account = Some("research".into());
+    j.qos = qos.map(Into::into);
+    j.gres = vec![GresSpec { name: "gpu".into(), gpu_type: None, count: gpus }];
+    j
+}
+
+fn refused(h: &mut Harness, who: User, j: SubmitJob) -> SlurmError {
+    match h.call(who, Request::SubmitJob(Box::new(j))) {
+        Response::Error(e) => e,
+        other => panic!("accepted: {other:?}"),
+    }
+}
+
+fn policy(reason: &str) -> SlurmError {
+    SlurmError::with_message(ESLURM_ACCOUNTING_POLICY, reason)
+}
+
+#[test]
+fn submissions_without_an_association_or_with_a_qos_not_allowed_are_refused() {
+    let mut h = harness("acct_invalid", model(|_, _| {}));
+    let e = refused(&mut h, User::Bob, gpu_job(User::Bob, 1, None));
+    assert_eq!((e.code, e.text.as_str()), (ESLURM_INVALID_ACCOUNT, "Invalid account or account/partition combination specified"));
+    let mut other = gpu_job(User::Alice, 1, None);
+    other.account = Some("other".into());
+    assert_eq!(refused(&mut h, User::Alice, other).code, ESLURM_INVALID_ACCOUNT);
+    let e = refused(&mut h, User::Alice, gpu_job(User::Alice, 1, Some("gold")));
+    assert_eq!((e.code, e.text.as_str()), (ESLURM_INVALID_QOS, "Invalid qos specification"));
+    assert_eq!(refused(&mut h, User::Alice, gpu_job(User::Alice, 1, Some("nope"))).code, ESLURM_INVALID_QOS);
+    // No job id was used by the refusals; the QOS she names is hers.
+    assert_eq!(h.submit(gpu_job(User::Alice, 1, Some("high"))), 1);
+    h.turn();
+    assert_eq!(h.job(1).qos, "high");
+    assert_eq!(h.job(1).state, Some(JobStateWire::Running));
+    h.check();
+}
+
+#[test]
+fn submit_limits_refuse_with_the_reason_first() {
+    let acct = model(|a, q| {
+        a[2].limits.max_submit_jobs = Some(2);
+        q[1].max_submit_jobs_per_user = Some(1);
+    });
+    let mut h = harness("acct_submit_limits", acct);
+    let held = |q: Option<&str>| {
+        let mut j = gpu_job(User::Alice, 1, q);
+        j.hold = true;
+        j
+    };
+    h.submit(held(Some("high")));
+    assert_eq!(refused(&mut h, User::Alice, held(Some("high"))), policy("QOSMaxSubmitJobPerUserLimit"));
+    h.submit(held(None));
+    let e = refused(&mut h, User::Alice, held(None));
+    assert_eq!(e, policy("AssocMaxSubmitJobLimit"));
+    assert_eq!(e.text, "Job violates accounting/QOS policy (job submit limit, user's size and/or time limits)");
+    // GrpSubmit of the account counts every user's jobs below it.
+    let acct = model(|a, _| a[1].limits.grp_submit = Some(1));
+    let mut h = harness("acct_grp_submit", acct);
+    h.submit(held(None));
+    assert_eq!(refused(&mut h, User::Alice, held(None)), policy("AssocGrpSubmitJobsLimit"));
+    let acct = model(|_, q| q[0].grp_submit = Some(1));
+    let mut h = harness("acct_qos_grp_submit", acct);
+    h.submit(held(None));
+    assert_eq!(refused(&mut h, User::Alice, held(None)), policy("QOSGrpSubmitJobsLimit"));
+}
+
+#[test]
+fn size_and_time_limits_refuse_only_with_deny_on_limit() {
+    // Without DenyOnLimit the job is accepted and pends with the reason.
+    let acct = model(|a, _| {
+        a[1].limits.max_tres_per_job.gpu = Some(2);
+        a[1].limits.max_wall_min = Some(30);
+    });
+    let mut h = harness("acct_deny_on_limit", acct.clone());
+    let big = h.submit(gpu_job(User::Alice, 4, None));
+    h.turn();
+    assert_eq!(h.job(big).state, Some(JobStateWire::Pending));
+    assert_eq!(h.job(big).reason, "AssocMaxWallDurationPerJobLimit", "DefaultTime=01:00:00 is above MaxWall=30");
+    // With DenyOnLimit on the QOS the same jobs are refused at submission.
+    let mut strict = acct;
+    strict.qos.get_mut("normal").unwrap().flags = vec!["DenyOnLimit".into()];
+    let mut h = harness("acct_deny_on_limit_strict", strict);
+    let mut short = gpu_job(User::Alice, 4, None);
+    short.time_limit = Some(TimeLimitWire::Minutes(10));
+    assert_eq!(refused(&mut h, User::Alice, short), policy("AssocMaxGRESPerJob"));
+    assert_eq!(refused(&mut h, User::Alice, gpu_job(User::Alice, 1, None)), policy("AssocMaxWallDurationPerJobLimit"));
+}
+
+#[test]
+fn running_limits_hold_jobs_with_slurms_reasons() {
+    let acct = model(|a, q| {
+        a[1].limits.grp_tres.gpu = Some(8);
+        q[1].max_jobs_per_user = Some(1);
+    });
+    let mut h = harness("acct_running_limits", acct);
+    let first = h.submit(gpu_job(User::Alice, 8, None));
+    let second = h.submit(gpu_job(User::Alice, 1, None));
+    let h1 = h.submit(gpu_job(User::Alice, 0, Some("high")));
+    let h2 = h.submit(gpu_job(User::Alice, 0, Some("high")));
+    h.turn();
+    assert_eq!(h.job(first).state, Some(JobStateWire::Running));
+    assert_eq!(h.job(second).reason, "AssocGrpGRES", "GPUs are free on gpu02, the account's GrpTRES is not");
+    assert_eq!(h.job(h1).state, Some(JobStateWire::Running));
+    assert_eq!(h.job(h2).reason, "QOSMaxJobsPerUserLimit");
+    h.check();
+}
+
+#[test]
+fn the_qos_is_the_default_kept_across_a_restart_and_updated_by_scontrol() {
+    let acct = model(|a, _| a[1].default_qos = Some("high".into()));
+    let mut h = harness("acct_qos_update", acct.clone());
+    let mut j = gpu_job(User::Alice, 1, None);
+    j.hold = true;
+    let id = h.submit(j);
+    h.turn();
+    assert_eq!(h.job(id).qos, "high", "the association's DefaultQOS");
+    let upd = |q: &str| Request::UpdateJob(UpdateJob { job: JobRef::id(id), changes: vec![JobChange::Qos(q.into())] });
+    assert_eq!(h.call(User::Alice, upd("gold")), Response::Error(SlurmError::new(ESLURM_INVALID_QOS)));
+    match h.call(User::Alice, upd("normal")) {
+        Response::JobResults(r) => assert_eq!(r[0].error, None),
+        other => panic!("{other:?}"),
+    }
+    h.turn();
+    assert_eq!(h.job(id).qos, "normal");
+    h.restart();
+    h.ctl_mut().set_accounting(acct);
+    h.register("gpu01");
+    h.register("gpu02");
+    h.turn();
+    assert_eq!(h.job(id).qos, "normal", "kept in the store");
+    h.check();
+}
