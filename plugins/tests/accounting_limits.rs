@@ -526,3 +526,55 @@ fn the_checker_sees_a_passed_limit() {
     assert_eq!(s.running().len(), 2);
     assert!(check_limits(&s, &w).unwrap_err().contains("GrpJobs"));
 }
+
+// ---- QOS preemption: Preempt= and PreemptExemptTime ----
+
+/// Five 8-GPU nodes, all busy; QOS `low` and `high`, `high` with `Preempt=low`; a
+/// preemptible 8-GPU job of `victim_qos` started at 0, then at `at` an 8-GPU job of `qos`:
+/// the preemptions decided.
+fn qos_preemption(victim_qos: &str, qos: &str, exempt_s: Option<u64>, at: u64) -> Vec<JobId> {
+    let mut high = Qos::new("high");
+    high.preempt = vec!["low".into()];
+    let mut low = Qos::new("low");
+    low.preempt_exempt_time_s = exempt_s;
+    let mut s = sched(accounting(base_assocs(), vec![high, low]), 5);
+    // Four nodes of other training keep the preemption within the budget (8 of 40 GPUs).
+    for id in 11..15 {
+        let _ = s.handle(Event::Submit(job(id, "carol", "other", "normal", (8, 1, 0), 600)), 0);
+    }
+    let mut first = job(1, "alice", "research", victim_qos, (8, 1, 0), 600);
+    first.preemptible = true;
+    let _ = s.handle(Event::Submit(first), 0);
+    let _ = s.cycle(0);
+    assert!(s.running().contains_key(&JobId(1)));
+    let mut second = job(2, "bob", "research", qos, (8, 1, 0), 60);
+    second.preemptible = true;
+    let _ = s.handle(Event::Submit(second), at);
+    let d = s.cycle(at);
+    s.check_invariants().unwrap();
+    d.iter()
+        .filter_map(|d| match d {
+            flotilla_core::sched::Decision::Preempt { job, for_job, .. } => {
+                assert_eq!(*for_job, JobId(2));
+                Some(*job)
+            }
+            _ => None,
+        })
+        .collect()
+}
+
+#[test]
+fn a_qos_preempt_list_lets_training_preempt_the_qos_listed_only() {
+    assert_eq!(qos_preemption("low", "high", None, 1000), vec![JobId(1)], "high preempts low");
+    assert!(qos_preemption("high", "low", None, 1000).is_empty(), "never the reverse");
+    assert!(qos_preemption("normal", "high", None, 1000).is_empty(), "normal is not listed");
+    assert!(qos_preemption("low", "high", None, 100).is_empty(), "within min_runtime_s (600 s)");
+}
+
+#[test]
+fn preempt_exempt_time_of_the_qos_protects_a_young_job() {
+    assert!(qos_preemption("low", "high", Some(2000), 1000).is_empty(), "1000 s < PreemptExemptTime=2000");
+    assert_eq!(qos_preemption("low", "high", Some(2000), 2000), vec![JobId(1)]);
+    // Shorter than min_runtime_s: the core's floor holds.
+    assert!(qos_preemption("low", "high", Some(10), 100).is_empty());
+}

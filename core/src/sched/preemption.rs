@@ -7,8 +7,11 @@
 //! guarantee), lowest priority first. Never: allocations inside a guarantee, service
 //! replicas, non-preemptible jobs, and nothing within `min_runtime_s` of its start.
 //!
-//! Who may preempt: a service replica (inference preempts training, never the reverse), and a
-//! job that would run inside its scope's guarantee (it reclaims borrowed capacity only).
+//! Who may preempt: a service replica (inference preempts training, never the reverse), a
+//! job that would run inside its scope's guarantee (it reclaims borrowed capacity only), and
+//! a training job whose QOS has a `Preempt=` list (preemptible training of the QOS listed,
+//! outside guarantees). A job whose QOS sets `PreemptExemptTime` is not preempted before it
+//! ran that long (nor, whatever its QOS, before `min_runtime_s`).
 
 use super::{AlertKind, Decision, Page, PageVictim, Rank, Reservation, Scheduler, ServiceId};
 use crate::cluster::{GpuMask, NodeAlloc, NodeId, Time};
@@ -23,6 +26,9 @@ enum Preemptor {
     Service { service: ServiceId, floor: bool },
     /// A job that would run inside its quota guarantee.
     Guarantee,
+    /// A training job whose QOS has a `Preempt=` list: it may preempt preemptible training
+    /// jobs of the QOS listed (never a replica: inference is never preempted).
+    Qos,
 }
 
 impl Scheduler {
@@ -81,14 +87,25 @@ impl Scheduler {
         ((pre * 100).div_ceil(denom)) as u32
     }
 
-    /// The victims `who` may take, in preemption order.
-    fn victims(&self, who: Preemptor, preemptor_priority: u64, now: Time) -> Vec<JobId> {
+    /// The seconds `spec` must have run before it may be preempted: `min_runtime_s`, or its
+    /// QOS's `PreemptExemptTime` when longer (Slurm's `acct_policy_get_preemptable_time`).
+    fn exempt_s(&self, spec: &JobSpec) -> u64 {
+        let qos = self.accounting.qos.get(&spec.qos).and_then(|q| q.preempt_exempt_time_s);
+        qos.unwrap_or(0).max(self.config.min_runtime_s)
+    }
+
+    /// The victims `who` may take, in preemption order; for a [`Preemptor::Qos`] only jobs
+    /// whose QOS `preempts` lists.
+    fn victims(&self, who: Preemptor, preemptor_priority: u64, preempts: &[String], now: Time) -> Vec<JobId> {
         let mut v: Vec<(u8, u64, std::cmp::Reverse<Time>, std::cmp::Reverse<JobId>)> = Vec::new();
         for (id, r) in &self.running {
             if r.service().is_some() || !r.spec.preemptible || r.preempt_pending || r.stopping {
                 continue;
             }
-            if now.saturating_sub(r.start) < self.config.min_runtime_s {
+            if now.saturating_sub(r.start) < self.exempt_s(&r.spec) {
+                continue;
+            }
+            if who == Preemptor::Qos && !preempts.contains(&r.spec.qos) {
                 continue;
             }
             let prio = u64::from(r.spec.base_priority);
@@ -104,7 +121,7 @@ impl Scheduler {
                 // Inside its guarantee: never (invariant 4).
                 continue;
             };
-            if matches!(who, Preemptor::Service { .. }) && prio < preemptor_priority {
+            if (matches!(who, Preemptor::Service { .. }) && prio < preemptor_priority) || who == Preemptor::Qos {
                 v.push((tier, prio, std::cmp::Reverse(r.start), std::cmp::Reverse(*id)));
             }
         }
@@ -208,9 +225,17 @@ impl Scheduler {
             Some(Preemptor::Service { service, floor: ((running.len() + arriving) as u32) < min })
         } else if self.within_guarantee(spec) {
             Some(Preemptor::Guarantee)
+        } else if !self.qos_preempts(spec).is_empty() {
+            Some(Preemptor::Qos)
         } else {
             None
         }
+    }
+
+    /// The QOS a job of `spec`'s QOS may preempt (its `Preempt=` list; empty without
+    /// accounting).
+    fn qos_preempts(&self, spec: &JobSpec) -> &[String] {
+        self.accounting.qos.get(&spec.qos).map_or(&[], |q| q.preempt.as_slice())
     }
 
     /// The kill deadline (s after now) for preempting `victims`: every checkpoint in flight
@@ -278,7 +303,8 @@ impl Scheduler {
         if self.storage_degraded {
             return false;
         }
-        let order = self.victims(who, priority, now);
+        let preempts = self.qos_preempts(&spec).to_vec();
+        let order = self.victims(who, priority, &preempts, now);
         if order.is_empty() {
             return false;
         }
@@ -312,7 +338,7 @@ impl Scheduler {
         let deadline = now + deadline_s;
         let for_service = match who {
             Preemptor::Service { service, .. } => Some(service),
-            Preemptor::Guarantee => None,
+            Preemptor::Guarantee | Preemptor::Qos => None,
         };
         self.preempt_victims(&victims, id, for_service, deadline, now, out);
         // Hold the freed GPUs for the preemptor.
