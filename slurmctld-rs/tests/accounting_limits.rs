@@ -186,3 +186,95 @@ fn the_qos_is_the_default_kept_across_a_restart_and_updated_by_scontrol() {
     assert_eq!(h.job(id).qos, "normal", "kept in the store");
     h.check();
 }
+
+/// The reference's enforcement scenario (s18-ref's goldens `sbatch_MS1` … `squeue_reasons`,
+/// real Slurm 22.05 with `AccountingStorageEnforce=associations,limits,qos,safe`): accounts
+/// gpuq (`GrpTRES=gres/gpu=8`), mj (`MaxJobs=1`), gj (`GrpJobs=1`), ms (`MaxSubmitJobs=1`),
+/// QOS qsub (`MaxSubmitJobsPerUser=1`) and qwall (`MaxWall=00:10:00`) allowed for alice; bob
+/// in research only. The refusals and the squeue table are the reference's.
+#[test]
+fn the_reference_enforcement_scenario_gives_slurms_errors_and_reasons() {
+    let mut assocs = vec![assoc(1, None, "root", None)];
+    let accounts = ["research", "gpuq", "mj", "gj", "ms"];
+    for (i, a) in accounts.iter().enumerate() {
+        let id = 2 + i as u32;
+        let mut acc = assoc(id, Some(1), a, None);
+        match *a {
+            "gpuq" => acc.limits.grp_tres.gpu = Some(8),
+            "mj" => acc.limits.max_jobs = Some(1),
+            "gj" => acc.limits.grp_jobs = Some(1),
+            "ms" => acc.limits.max_submit_jobs = Some(1),
+            _ => {}
+        }
+        assocs.push(acc);
+        let mut alice = assoc(100 + id, Some(id), a, Some("alice"));
+        alice.qos = vec!["normal".into(), "qsub".into(), "qwall".into()];
+        assocs.push(alice);
+    }
+    let mut bob = assoc(200, Some(2), "research", Some("bob"));
+    bob.qos = vec!["normal".into()];
+    assocs.push(bob);
+    let mut qsub = Qos::new("qsub");
+    qsub.max_submit_jobs_per_user = Some(1);
+    let mut qwall = Qos::new("qwall");
+    qwall.max_wall_min = Some(10);
+    let acct = Accounting {
+        tree: AssocTree::new(assocs).unwrap(),
+        qos: [Qos::new("normal"), qsub, qwall].into_iter().map(|q| (q.name.clone(), q)).collect(),
+        enforce: Enforce { associations: true, limits: true, qos: true, safe: true },
+    };
+    let mut h = harness("acct_reference_scenario", acct);
+    let sb = |who: User, account: Option<&str>, qos: Option<&str>, gpus: u64, minutes: u32| {
+        let mut j = job(who, None, 0);
+        j.account = account.map(Into::into);
+        j.qos = qos.map(Into::into);
+        if gpus > 0 {
+            j.gres = vec![GresSpec { name: "gpu".into(), gpu_type: None, count: gpus }];
+        }
+        j.time_limit = Some(TimeLimitWire::Minutes(minutes));
+        j
+    };
+    let invalid_account = SlurmError::new(ESLURM_INVALID_ACCOUNT);
+    let invalid_qos = SlurmError::new(ESLURM_INVALID_QOS);
+    // sbatch_bad_account, sbatch_account_not_member, sbatch_bad_qos, sbatch_qos_not_allowed.
+    let research = |who, a: Option<&str>, q: Option<&str>| sb(who, Some(a.unwrap_or("research")), q, 0, 1);
+    assert_eq!(refused(&mut h, User::Alice, research(User::Alice, Some("nosuchacct"), None)), invalid_account);
+    assert_eq!(refused(&mut h, User::Bob, research(User::Bob, Some("gpuq"), None)), invalid_account);
+    assert_eq!(refused(&mut h, User::Alice, research(User::Alice, None, Some("nosuchqos"))), invalid_qos);
+    assert_eq!(refused(&mut h, User::Bob, research(User::Bob, None, Some("qsub"))), invalid_qos);
+    // sbatch_MS1, sbatch_over_max_submit, sbatch_QS1, sbatch_over_qos_max_submit_per_user.
+    assert_eq!(h.submit(sb(User::Alice, Some("ms"), None, 0, 30)), 1);
+    assert_eq!(refused(&mut h, User::Alice, sb(User::Alice, Some("ms"), None, 0, 30)), policy("AssocMaxSubmitJobLimit"));
+    assert_eq!(h.submit(sb(User::Alice, Some("research"), Some("qsub"), 0, 30)), 2);
+    assert_eq!(refused(&mut h, User::Alice, sb(User::Alice, Some("research"), Some("qsub"), 0, 30)), policy("QOSMaxSubmitJobPerUserLimit"));
+    // G1, G2, MJ1, MJ2, GJ1, GJ2, QW1.
+    h.submit(sb(User::Alice, Some("gpuq"), None, 8, 30));
+    h.submit(sb(User::Alice, Some("gpuq"), None, 1, 30));
+    h.submit(sb(User::Alice, Some("mj"), None, 0, 30));
+    h.turn();
+    h.submit(sb(User::Alice, Some("mj"), None, 0, 30));
+    h.submit(sb(User::Alice, Some("gj"), None, 0, 30));
+    h.turn();
+    h.submit(sb(User::Alice, Some("gj"), None, 0, 30));
+    assert_eq!(h.submit(sb(User::Alice, Some("research"), Some("qwall"), 0, 20)), 9);
+    h.turn();
+    // squeue --sort=i -o '%.6i %.9P %.8u %.8a %.8q %.8T %r'
+    let mut table = format!("{:>6} {:>9} {:>8} {:>8} {:>8} {:>8} {}\n", "JOBID", "PARTITION", "USER", "ACCOUNT", "QOS", "STATE", "REASON");
+    for j in h.jobs() {
+        let state = j.state.map_or("?", |s| s.as_str());
+        table += &format!("{:>6} {:>9} {:>8} {:>8} {:>8} {:>8} {}\n", j.job_id, j.partition, j.user, j.account, j.qos, state, j.reason);
+    }
+    let reference = " JOBID PARTITION     USER  ACCOUNT      QOS    STATE REASON
+     1     batch    alice       ms   normal  RUNNING None
+     2     batch    alice research     qsub  RUNNING None
+     3     batch    alice     gpuq   normal  RUNNING None
+     4     batch    alice     gpuq   normal  PENDING AssocGrpGRES
+     5     batch    alice       mj   normal  RUNNING None
+     6     batch    alice       mj   normal  PENDING AssocMaxJobsLimit
+     7     batch    alice       gj   normal  RUNNING None
+     8     batch    alice       gj   normal  PENDING AssocGrpJobsLimit
+     9     batch    alice research    qwall  PENDING QOSMaxWallDurationPerJobLimit
+";
+    assert_eq!(table, reference);
+    h.check();
+}
