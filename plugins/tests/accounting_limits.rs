@@ -369,6 +369,8 @@ fn world() -> impl Strategy<Value = World> {
 enum Op {
     Submit { who: prop::sample::Index, qos: bool, gpus: u32, cpus: u64, mem: u64, limit_min: u64, nodes: u32 },
     End(prop::sample::Index),
+    /// A pending job's QOS flips (`scontrol update job qos=`): its charge changes.
+    Requalify(prop::sample::Index),
     Tick,
 }
 
@@ -377,6 +379,7 @@ fn op() -> impl Strategy<Value = Op> {
         5 => (any::<prop::sample::Index>(), any::<bool>(), 0u32..9, 1u64..9, 0u64..20_000, 1u64..150, 1u32..3)
             .prop_map(|(who, qos, gpus, cpus, mem, limit_min, nodes)| Op::Submit { who, qos, gpus, cpus, mem, limit_min, nodes }),
         2 => any::<prop::sample::Index>().prop_map(Op::End),
+        1 => any::<prop::sample::Index>().prop_map(Op::Requalify),
         1 => Just(Op::Tick),
     ]
 }
@@ -482,6 +485,14 @@ fn run(w: &World, ops: &[Op]) -> Result<usize, TestCaseError> {
                     let _ = s.handle(Event::JobEnded(ids[k.index(ids.len())]), now);
                 }
             }
+            Op::Requalify(k) => {
+                let ids: Vec<JobId> = s.pending_ids().collect();
+                if !ids.is_empty() {
+                    let mut spec = s.pending_spec(ids[k.index(ids.len())]).unwrap().clone();
+                    spec.qos = if spec.qos == "normal" { "high".into() } else { "normal".into() };
+                    let _ = s.handle(Event::Update(spec), now);
+                }
+            }
             Op::Tick => now += 60,
         }
         let before = s.running().len();
@@ -577,4 +588,28 @@ fn preempt_exempt_time_of_the_qos_protects_a_young_job() {
     assert_eq!(qos_preemption("low", "high", Some(2000), 2000), vec![JobId(1)]);
     // Shorter than min_runtime_s: the core's floor holds.
     assert!(qos_preemption("low", "high", Some(10), 100).is_empty());
+}
+
+/// A pending job's changed QOS (or account) is charged anew: held by `normal`'s
+/// `GrpJobs=0`, it starts once moved to `high`; a new model (`set_accounting`) applies at the
+/// next cycle.
+#[test]
+fn a_changed_job_or_model_is_charged_anew() {
+    let mut normal = Qos::new("normal");
+    normal.grp_jobs = Some(0);
+    let mut s = sched(accounting(base_assocs(), vec![normal, Qos::new("high")]), 1);
+    let _ = s.handle(Event::Submit(small(1, "alice")), 0);
+    let _ = s.cycle(0);
+    assert_eq!(s.pending_info(JobId(1)).unwrap().reason, Reason::QOSGrpJobsLimit);
+    let mut moved = small(1, "alice");
+    moved.qos = "high".into();
+    let _ = s.handle(Event::Update(moved), 1);
+    let _ = s.cycle(1);
+    assert!(s.running().contains_key(&JobId(1)), "charged to high now");
+    let _ = s.handle(Event::Submit(small(2, "bob")), 2);
+    let _ = s.cycle(2);
+    assert_eq!(s.pending_info(JobId(2)).unwrap().reason, Reason::QOSGrpJobsLimit);
+    s.set_accounting(accounting(base_assocs(), vec![Qos::new("high")]));
+    let _ = s.cycle(3);
+    assert!(s.running().contains_key(&JobId(2)), "the new model has no GrpJobs");
 }

@@ -118,23 +118,53 @@ pub(super) struct LimitUsage {
     grp: Vec<Used>,
     /// By position in the tree: the association's own running jobs (`MaxJobs`).
     own_jobs: Vec<u32>,
-    /// By QOS name.
-    qos: HashMap<String, Used>,
-    /// By (QOS name, user).
-    qos_user: HashMap<(String, String), Used>,
+    /// By QOS (index in the model's QOS, by name).
+    qos: Vec<Used>,
+    /// By user, then QOS index.
+    qos_user: HashMap<String, Vec<Used>>,
 }
 
-/// Where a job is charged: its association (if any) and its QOS name.
-#[derive(Debug, Clone)]
+/// Where a job is charged: its association's position in the tree (if any) and its QOS's
+/// index in the model's QOS by name (`None`: a QOS the model does not have).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(super) struct Charge {
-    assoc: Option<AssocId>,
-    qos: String,
+    assoc: Option<usize>,
+    qos: Option<usize>,
+}
+
+/// One association as the checks read it, by position: its parent's position and the
+/// limits it inherits (`MaxJobs`, `MaxWall`, `MaxTRESPerJob`, each from the nearest
+/// association up the chain that sets it).
+#[derive(Debug, Clone)]
+struct Node {
+    parent: Option<usize>,
+    max_jobs: Option<u32>,
+    max_wall_min: Option<u32>,
+    max_tres: TresLimits,
+}
+
+/// The fields a [`Charge`] was looked up from: user, account, partition, QOS.
+type ChargeKey = (String, String, crate::cluster::PartId, String);
+
+/// What the scheduler keeps between cycles for the limits: the tree's [`Node`]s (built at
+/// the first cycle after `set_accounting`) and each job's [`Charge`] with the fields it was
+/// looked up from, so a cycle looks associations up only for new or changed jobs.
+#[derive(Debug, Default)]
+pub(super) struct LimitCache {
+    nodes: Option<Vec<Node>>,
+    charges: HashMap<JobId, (ChargeKey, Charge)>,
+}
+
+impl LimitCache {
+    /// Forgets everything (the accounting model changed).
+    pub(super) fn clear(&mut self) {
+        *self = LimitCache::default();
+    }
 }
 
 impl Accounting {
-    /// Whether the cycle checks limits: an association tree is set and
-    /// `AccountingStorageEnforce` has `limits` (or `safe`, which implies it), or at least
-    /// `associations`/`qos`, whose validity checks the same path makes.
+    /// Whether the cycle checks jobs against the model: an association tree is set and
+    /// `AccountingStorageEnforce` has `associations`, `limits`, `qos` or `safe`.
     pub fn checks_jobs(&self) -> bool {
         let e = &self.enforce;
         !self.tree.is_empty() && (e.associations || e.limits || e.qos || e.safe)
@@ -143,13 +173,40 @@ impl Accounting {
     fn limits_on(&self) -> bool {
         self.enforce.limits || self.enforce.safe
     }
+
+    /// The tree's nodes by position (parents come before children).
+    fn nodes(&self) -> Vec<Node> {
+        let t = &self.tree;
+        let mut out: Vec<Node> = Vec::with_capacity(t.len());
+        for a in t.assocs() {
+            let parent = a.parent.and_then(|p| t.position(p));
+            let (pj, pw, pt) = parent.map_or((None, None, TresLimits::default()), |p| (out[p].max_jobs, out[p].max_wall_min, out[p].max_tres));
+            let m = &a.limits.max_tres_per_job;
+            out.push(Node {
+                parent,
+                max_jobs: a.limits.max_jobs.or(pj),
+                max_wall_min: a.limits.max_wall_min.or(pw),
+                max_tres: TresLimits {
+                    cpu: m.cpu.or(pt.cpu),
+                    mem_mb: m.mem_mb.or(pt.mem_mb),
+                    node: m.node.or(pt.node),
+                    gpu: m.gpu.or(pt.gpu),
+                    billing: m.billing.or(pt.billing),
+                },
+            });
+        }
+        out
+    }
 }
 
 impl Scheduler {
     /// Where `spec` is charged: the association of (user, account, partition) as Slurm picks
     /// it ([`crate::assoc::AssocTree::find`]), and its QOS (its own, else the association's
-    /// `DefaultQOS`, else `normal`).
-    pub(super) fn charge_of(&self, spec: &JobSpec) -> Charge {
+    /// `DefaultQOS`, else `normal`). Cached per job while those fields stay the same.
+    fn charge_of(&mut self, spec: &JobSpec) -> Charge {
+        if let Some(c) = self.cached_charge(spec) {
+            return c;
+        }
         let part = self.cluster.partitions.get(spec.partition.0 as usize).map(|p| p.name.as_str());
         let tree = &self.accounting.tree;
         let assoc = tree.find(&spec.user, &spec.account, part).map(|a| a.id);
@@ -158,19 +215,53 @@ impl Scheduler {
         } else {
             assoc.map_or(crate::job::DEFAULT_QOS, |a| tree.default_qos(a)).to_string()
         };
-        Charge { assoc, qos }
+        let qos = self.accounting.qos.keys().position(|q| *q == qos);
+        let c = Charge { assoc: assoc.and_then(|a| tree.position(a)), qos };
+        let key = (spec.user.clone(), spec.account.clone(), spec.partition, spec.qos.clone());
+        self.limit_cache.charges.insert(spec.id, (key, c));
+        c
     }
 
-    /// Counts what the running jobs (replicas left out) use: once per cycle.
-    pub(super) fn limit_usage(&self) -> LimitUsage {
+    /// `spec`'s cached [`Charge`], if its fields are those it was looked up from.
+    fn cached_charge(&self, spec: &JobSpec) -> Option<Charge> {
+        let ((u, a, p, q), c) = self.limit_cache.charges.get(&spec.id)?;
+        (*u == spec.user && *a == spec.account && *p == spec.partition && *q == spec.qos).then_some(*c)
+    }
+
+    /// The charge of running or pending job `id` (looked up and cached when new or changed).
+    fn charge_of_id(&mut self, id: JobId) -> Option<Charge> {
+        let spec = self.pending.get(&id).map(|p| &p.spec).or_else(|| self.running.get(&id).map(|r| &r.spec))?;
+        if let Some(c) = self.cached_charge(spec) {
+            return Some(c);
+        }
+        let spec = spec.clone();
+        Some(self.charge_of(&spec))
+    }
+
+    /// Counts what the running jobs (replicas left out) use: once per cycle. Also builds the
+    /// tree's nodes after a new model and forgets the charges of jobs that left.
+    pub(super) fn limit_usage(&mut self) -> LimitUsage {
+        if self.limit_cache.nodes.is_none() {
+            self.limit_cache.nodes = Some(self.accounting.nodes());
+        }
+        let live = self.pending.len() + self.running.len();
+        if self.limit_cache.charges.len() > 2 * live + 1024 {
+            let (pending, running) = (&self.pending, &self.running);
+            self.limit_cache.charges.retain(|id, _| pending.contains_key(id) || running.contains_key(id));
+        }
         let n = self.accounting.tree.len();
-        let mut u = LimitUsage { grp: vec![Used::default(); n], own_jobs: vec![0; n], ..LimitUsage::default() };
-        for (id, r) in &self.running {
-            if self.replica_service.contains_key(id) || r.service().is_some() {
-                continue;
+        let q = self.accounting.qos.len();
+        let mut u = LimitUsage { grp: vec![Used::default(); n], own_jobs: vec![0; n], qos: vec![Used::default(); q], ..LimitUsage::default() };
+        let ids: Vec<JobId> = self
+            .running
+            .iter()
+            .filter(|(id, r)| !self.replica_service.contains_key(id) && r.service().is_none())
+            .map(|(id, _)| *id)
+            .collect();
+        for id in ids {
+            if let Some(c) = self.charge_of_id(id) {
+                self.record_start(&mut u, &c, &self.running[&id].spec);
             }
-            let c = self.charge_of(&r.spec);
-            self.record_start(&mut u, &c, &r.spec);
         }
         u
     }
@@ -178,27 +269,35 @@ impl Scheduler {
     /// Adds a started job to `u` (at counting, and for each job the cycle starts).
     pub(super) fn record_start(&self, u: &mut LimitUsage, c: &Charge, spec: &JobSpec) {
         let t = Tres::of(spec);
-        let tree = &self.accounting.tree;
-        if let Some(a) = c.assoc {
-            if let Some(p) = tree.position(a) {
-                u.own_jobs[p] += 1;
+        let nodes = self.limit_cache.nodes.as_deref().unwrap_or(&[]);
+        if let Some(own) = c.assoc.filter(|p| *p < nodes.len()) {
+            u.own_jobs[own] += 1;
+            let mut cur = Some(own);
+            while let Some(p) = cur {
+                u.grp[p].add(&t);
+                cur = nodes[p].parent;
             }
-            for anc in tree.ancestry(a) {
-                if let Some(p) = tree.position(anc.id) {
-                    u.grp[p].add(&t);
+        }
+        if let Some(q) = c.qos.filter(|q| *q < u.qos.len()) {
+            u.qos[q].add(&t);
+            let n = u.qos.len();
+            match u.qos_user.get_mut(&spec.user) {
+                Some(v) => v[q].add(&t),
+                None => {
+                    let mut v = vec![Used::default(); n];
+                    v[q].add(&t);
+                    u.qos_user.insert(spec.user.clone(), v);
                 }
             }
         }
-        u.qos.entry(c.qos.clone()).or_default().add(&t);
-        u.qos_user.entry((c.qos.clone(), spec.user.clone())).or_default().add(&t);
     }
 
     /// Why `spec` (charged as `c`) may not start now under the accounting limits, in Slurm's
     /// order (module doc); `None` when it may. Also `InvalidAccount` (no association, with
     /// `associations` enforced) and `InvalidQOS` (an unknown QOS, with `qos` enforced).
-    pub(super) fn limit_reason(&self, spec: &JobSpec, c: &Charge, u: &LimitUsage) -> Option<Reason> {
+    fn limit_reason(&self, spec: &JobSpec, c: &Charge, u: &LimitUsage) -> Option<Reason> {
         let acct = &self.accounting;
-        let qos = acct.qos.get(&c.qos);
+        let qos = c.qos.and_then(|q| acct.qos.values().nth(q));
         if c.assoc.is_none() && acct.enforce.associations {
             return Some(Reason::InvalidAccount);
         }
@@ -212,27 +311,31 @@ impl Scheduler {
         let wall_min = spec.time_limit_s.map(|s| s.div_ceil(60));
         let over_wall = |max: Option<u32>| max.is_some_and(|m| wall_min.is_none_or(|w| w > u64::from(m)));
         let none = Used::default();
-        let qu = u.qos.get(&c.qos).unwrap_or(&none);
-        let quu = u.qos_user.get(&(c.qos.clone(), spec.user.clone())).unwrap_or(&none);
+        let qu = c.qos.and_then(|q| u.qos.get(q)).unwrap_or(&none);
+        let quu = c.qos.and_then(|q| u.qos_user.get(&spec.user)?.get(q)).unwrap_or(&none);
+        let nodes = self.limit_cache.nodes.as_deref().unwrap_or(&[]);
+        let assocs = acct.tree.assocs();
+        let own = c.assoc.filter(|p| *p < nodes.len());
+        let chain = |start: Option<usize>| {
+            let mut cur = start;
+            std::iter::from_fn(move || {
+                let p = cur?;
+                cur = nodes[p].parent;
+                Some(p)
+            })
+        };
         // Pre-select: the QOS, then the chain's job counts and the wall.
-        if let Some(q) = qos {
-            if let Some(r) = qos_pre_select(q, qu, quu, &over_wall) {
-                return Some(r);
-            }
+        if let Some(r) = qos.and_then(|q| qos_pre_select(q, qu, quu, &over_wall)) {
+            return Some(r);
         }
-        let tree = &acct.tree;
-        if let Some(a) = c.assoc {
-            for anc in tree.ancestry(a) {
-                let p = tree.position(anc.id)?;
-                if anc.limits.grp_jobs.is_some_and(|m| u.grp[p].jobs >= m) {
-                    return Some(Reason::AssocGrpJobsLimit);
-                }
-            }
-            let own = tree.position(a)?;
-            if tree.inherited(a, |x| x.limits.max_jobs).is_some_and(|m| u.own_jobs[own] >= m) {
+        if chain(own).any(|p| assocs[p].limits.grp_jobs.is_some_and(|m| u.grp[p].jobs >= m)) {
+            return Some(Reason::AssocGrpJobsLimit);
+        }
+        if let Some(o) = own {
+            if nodes[o].max_jobs.is_some_and(|m| u.own_jobs[o] >= m) {
                 return Some(Reason::AssocMaxJobsLimit);
             }
-            if over_wall(tree.inherited(a, |x| x.limits.max_wall_min)) {
+            if over_wall(nodes[o].max_wall_min) {
                 return Some(Reason::AssocMaxWallDurationPerJobLimit);
             }
         }
@@ -248,30 +351,23 @@ impl Scheduler {
                 return Some(qos_per_user(k));
             }
         }
-        if let Some(a) = c.assoc {
-            for anc in tree.ancestry(a) {
-                let p = tree.position(anc.id)?;
-                if let Some(k) = u.grp[p].tres.over(&t, &anc.limits.grp_tres) {
-                    return Some(assoc_grp(k));
-                }
-            }
-            let max = inherited_tres(acct, a);
-            if let Some(k) = Tres::default().over(&t, &max) {
-                return Some(assoc_per_job(k));
-            }
+        if let Some(k) = chain(own).find_map(|p| u.grp[p].tres.over(&t, &assocs[p].limits.grp_tres)) {
+            return Some(assoc_grp(k));
+        }
+        if let Some(k) = own.and_then(|o| Tres::default().over(&t, &nodes[o].max_tres)) {
+            return Some(assoc_per_job(k));
         }
         None
     }
 
     /// The accounting-limits gate of the cycle for pending job `id`: `Err(reason)` when it
     /// must wait, else `Ok(charge)` to record once it starts. Service replicas pass.
-    pub(super) fn limits_gate(&self, id: JobId, u: &LimitUsage) -> Result<Option<Charge>, Reason> {
+    pub(super) fn limits_gate(&mut self, id: JobId, u: &LimitUsage) -> Result<Option<Charge>, Reason> {
         if self.replica_service.contains_key(&id) {
             return Ok(None);
         }
-        let Some(p) = self.pending.get(&id) else { return Ok(None) };
-        let c = self.charge_of(&p.spec);
-        match self.limit_reason(&p.spec, &c, u) {
+        let Some(c) = self.charge_of_id(id) else { return Ok(None) };
+        match self.limit_reason(&self.pending[&id].spec, &c, u) {
             Some(r) => Err(r),
             None => Ok(Some(c)),
         }

@@ -78,6 +78,8 @@ pub struct Scheduler {
     job_limits: crate::quota::QuotaTree,
     /// Associations, QOS and what is enforced (`sacctmgr`'s database); empty = accounting off.
     accounting: crate::assoc::Accounting,
+    /// What the accounting limits keep between cycles (built from `accounting`).
+    limit_cache: limits::LimitCache,
     /// Borrow ledger: running jobs beyond their scope's guarantee and when they started to
     /// borrow (s). Reclaimed newest first.
     borrowed: BTreeMap<JobId, Time>,
@@ -133,6 +135,7 @@ impl Scheduler {
             quotas: crate::quota::QuotaTree::default(),
             job_limits: crate::quota::QuotaTree::default(),
             accounting: crate::assoc::Accounting::default(),
+            limit_cache: limits::LimitCache::default(),
             borrowed: BTreeMap::new(),
             scope_used: Vec::new(),
             services: BTreeMap::new(),

@@ -49,6 +49,7 @@ impl Scheduler {
     /// edits it); the default turns accounting off.
     pub fn set_accounting(&mut self, accounting: crate::assoc::Accounting) {
         self.accounting = accounting;
+        self.limit_cache.clear();
     }
 
     /// The associations, QOS and enforcement in force.
