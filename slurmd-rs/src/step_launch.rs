@@ -60,12 +60,22 @@ pub const SRUN_IO_TIMEOUT: Duration = Duration::from_secs(10);
 /// is removed, under the registry's lock, before the leader is), so a signal never reaches a
 /// process group whose id the kernel may have handed to someone else.
 #[derive(Debug, Clone, Default)]
-pub struct StepRegistry(Arc<Mutex<Groups>>, Arc<NodeCgroups>, Arc<Mutex<BTreeMap<u64, usize>>>);
+pub struct StepRegistry(
+    Arc<Mutex<Groups>>,
+    Arc<NodeCgroups>,
+    Arc<Mutex<BTreeMap<u64, usize>>>,
+    crate::usage::Outbox,
+);
 
 impl StepRegistry {
     /// A registry whose steps are confined by `cgroups`.
     pub fn with_cgroups(cgroups: Arc<NodeCgroups>) -> StepRegistry {
-        StepRegistry(Arc::default(), cgroups, Arc::default())
+        StepRegistry(Arc::default(), cgroups, Arc::default(), crate::usage::Outbox::default())
+    }
+
+    /// The usage reports of ended steps, for the daemon to send ([`crate::usage::Outbox`]).
+    pub fn usage_outbox(&self) -> crate::usage::Outbox {
+        self.3.clone()
     }
 
     fn add(&self, key: (u64, u32), pgid: i32) {
@@ -752,8 +762,19 @@ fn run_step(msg: &LaunchStep, facts: &NodeFacts, host: &str, registry: &StepRegi
             kill_step(libc::SIGKILL);
         }
     }
+    // Unconfined, a task's memory peak is read while it lives (a zombie has none left).
+    let peaks = (cgroup.is_none()).then(|| crate::usage::PeakSampler::start(tasks.iter().map(|t| (t.id, t.pgid)).collect()));
+    let mut task_usage: Vec<(u32, flotilla_proto::Usage)> = Vec::new();
     for mut t in tasks {
         wait_exited(t.pgid);
+        if cgroup.is_none() {
+            // The zombie's CPU times (its own and its reaped children's), before it is reaped.
+            let mut u = crate::usage::proc_usage(t.pgid).unwrap_or_default();
+            if let Some(p) = &peaks {
+                (u.max_rss, u.max_vmsize) = p.peak(t.id);
+            }
+            task_usage.push((t.id, u));
+        }
         // Its output still in flight no longer waits for a paused srun.
         t.running.store(false, std::sync::atomic::Ordering::Release);
         // Whatever the task left in its group goes with it, while the group is still its;
@@ -773,9 +794,30 @@ fn run_step(msg: &LaunchStep, facts: &NodeFacts, host: &str, registry: &StepRegi
         };
         let _ = send(&sink, &StepIo::TaskExit { task: t.id, exit_code, signal });
     }
+    let step_name = format!("{}/step_{}", crate::jobcg::job_name(key.0), key.1);
+    let usage = match &cgroup {
+        Some(_) => registry.1.usage_of(&step_name).map(|mut u| {
+            u.ntasks = here.len() as u32;
+            u
+        }),
+        None => Some(crate::usage::fold_tasks(&task_usage)),
+    };
+    drop(peaks);
     if cgroup.is_some() {
         // Whatever the tasks left (daemonized children too) goes with the step.
         registry.1.end_step(key.0, key.1);
+    }
+    if let Some(usage) = usage {
+        registry.3.push(flotilla_proto::StepUsage {
+            job_id: key.0,
+            // An srun step belongs to the job's current run (the controller knows which).
+            run: 0,
+            step: key.1.to_string(),
+            node: facts.node.clone(),
+            usage,
+            done: true,
+            at: crate::stepd::wall_now(),
+        });
     }
     info!(job = key.0, step = key.1, "step tasks ended");
     shut(&sink);
