@@ -29,3 +29,4 @@ pub mod signals;
 pub mod sinfo;
 pub mod squeue;
 pub mod srun;
+pub mod usage_fmt;

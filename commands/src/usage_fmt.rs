@@ -1,0 +1,136 @@
+//! How Slurm 22.05 prints usage values (`sacct`, `sstat`, `seff`): CPU times as
+//! `src/sacct/print.c`'s `_elapsed_time` (`[D-]HH:MM:SS`, or `MM:SS.mmm` under an hour when
+//! there are microseconds), sizes as `convert_num_unit` (`src/common/slurm_protocol_api.c`)
+//! with the `--units` and `--noconvert` choices.
+
+/// Slurm's unit types (`UNIT_NONE` .. `UNIT_PETA`).
+const SUFFIX: [&str; 6] = ["", "K", "M", "G", "T", "P"];
+
+/// How sizes are converted (`params.units` and `params.convert_flags`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Units {
+    /// `--units=[KMGTP]`: convert to exactly this unit (1 = K, ..., 5 = P).
+    pub spec: Option<u8>,
+    /// `--noconvert`: print the raw number.
+    pub no_convert: bool,
+}
+
+/// `get_unit_type`: `K`, `M`, `G`, `T`, `P` (either case); `None` otherwise (Slurm: `fatal:
+/// Invalid unit type`).
+pub fn unit_type(s: &str) -> Option<u8> {
+    let c = s.chars().next()?.to_ascii_uppercase();
+    SUFFIX.iter().position(|x| x.starts_with(c) && !x.is_empty()).map(|i| i as u8)
+}
+
+/// `convert_num_unit2(num, orig = UNIT_NONE, spec, divisor, flags)`: `0` for zero; with a
+/// spec unit, scaled to it (two decimals when not whole); otherwise, exact (sacct's default:
+/// divided while the value stays a multiple of half the divisor), or aggressive (`exact` false:
+/// while it is at least the divisor).
+pub fn convert(num: f64, units: Units, divisor: f64, exact: bool) -> String {
+    if num as i64 == 0 {
+        return "0".into();
+    }
+    let (mut n, mut unit) = (num, 0usize);
+    if let Some(spec) = units.spec {
+        while unit < usize::from(spec) {
+            n /= divisor;
+            unit += 1;
+        }
+    } else if units.no_convert {
+    } else if exact {
+        while n >= divisor && (n as u64) % ((divisor as u64) / 2) == 0 {
+            n /= divisor;
+            unit += 1;
+        }
+    } else {
+        while n >= divisor {
+            n /= divisor;
+            unit += 1;
+        }
+    }
+    let suffix = SUFFIX.get(unit).copied().unwrap_or("?");
+    if (n as u64) as f64 == n {
+        format!("{}{suffix}", n as u64)
+    } else {
+        format!("{n:.2}{suffix}")
+    }
+}
+
+/// A size in bytes as sacct/sstat print `MaxRSS`, `AveRSS`, `MaxVMSize`, ...
+pub fn bytes(v: u64, units: Units) -> String {
+    convert(v as f64, units, 1024.0, true)
+}
+
+/// Energy (J) as `ConsumedEnergy`: divisor 1000, never exact.
+pub fn energy(v: u64, units: Units) -> String {
+    convert(v as f64, units, 1000.0, false)
+}
+
+/// `_elapsed_time(secs, usecs)` of sacct's print.c: `D-HH:MM:SS`, `HH:MM:SS`, `MM:SS.mmm`
+/// (under an hour, with a sub-second part), else `00:MM:SS`.
+pub fn elapsed(secs: u64, usecs: u64) -> String {
+    let (secs, usecs) = (secs + usecs / 1_000_000, usecs % 1_000_000);
+    let sub = usecs / 1000;
+    let (d, h, m, s) = (secs / 86_400, (secs / 3600) % 24, (secs / 60) % 60, secs % 60);
+    if d > 0 {
+        format!("{d}-{h:02}:{m:02}:{s:02}")
+    } else if h > 0 {
+        format!("{h:02}:{m:02}:{s:02}")
+    } else if sub > 0 {
+        format!("{m:02}:{s:02}.{sub:03}")
+    } else {
+        format!("00:{m:02}:{s:02}")
+    }
+}
+
+/// A CPU time in microseconds as `TotalCPU`/`UserCPU`/`SystemCPU` print it.
+pub fn cpu_usec(us: u64) -> String {
+    elapsed(us / 1_000_000, us % 1_000_000)
+}
+
+/// A CPU time in microseconds as `AveCPU`/`MinCPU` print it: whole seconds (Slurm keeps the
+/// TRES in milliseconds and divides by `CPU_TIME_ADJ`).
+pub fn cpu_secs(us: u64) -> String {
+    elapsed(us / 1_000_000, 0)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn elapsed_forms() {
+        assert_eq!(elapsed(0, 0), "00:00:00");
+        assert_eq!(elapsed(5, 0), "00:00:05");
+        assert_eq!(elapsed(65, 123_456), "01:05.123");
+        assert_eq!(elapsed(0, 2_500_000), "00:02.500");
+        assert_eq!(elapsed(3600 + 61, 999_000), "01:01:01");
+        assert_eq!(elapsed(2 * 86_400 + 3 * 3600 + 4 * 60 + 5, 7), "2-03:04:05");
+        assert_eq!(cpu_usec(12_345_678), "00:12.345");
+        assert_eq!(cpu_secs(12_345_678), "00:00:12");
+        assert_eq!(elapsed(0, 400), "00:00:00", "under a millisecond: no sub-second part");
+    }
+
+    #[test]
+    fn sizes_convert_exactly_by_default() {
+        let u = Units::default();
+        assert_eq!(bytes(0, u), "0");
+        assert_eq!(bytes(209_715_200, u), "200M");
+        assert_eq!(bytes(210_051_072, u), "205128K");
+        assert_eq!(bytes(1536, u), "1.50K", "half values still convert");
+        assert_eq!(bytes(1000, u), "1000");
+        assert_eq!(bytes(3 << 30, u), "3G");
+        let k = Units { spec: Some(1), ..Units::default() };
+        assert_eq!(bytes(210_051_072, k), "205128K");
+        let m = Units { spec: unit_type("m"), ..Units::default() };
+        assert_eq!(bytes(210_051_072, m), "200.32M");
+        let g = Units { spec: unit_type("G"), ..Units::default() };
+        assert_eq!(bytes(3 << 30, g), "3G");
+        let raw = Units { no_convert: true, ..Units::default() };
+        assert_eq!(bytes(210_051_072, raw), "210051072");
+        assert_eq!(unit_type("x"), None);
+        assert_eq!(unit_type(""), None);
+        assert_eq!(energy(0, u), "0");
+        assert_eq!(energy(1500, u), "1.50K");
+    }
+}
