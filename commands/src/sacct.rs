@@ -537,7 +537,10 @@ pub fn step_value(name: &str, j: &AcctJob, s: &AcctStep, ctx: &Ctx) -> Option<St
     let el = elapsed(start, s.end_time, ctx.now);
     let u = s.usage.as_ref();
     let cpu = |f: fn(&StepStats) -> u64| crate::usage_fmt::cpu_usec(u.map_or(0, f));
-    if let Some(v) = usage_value(name, u, ctx.units) {
+    if let Some(v) = usage_value(name, u, ctx.units)
+        .or_else(|| u.and_then(|u| crate::usage_fmt::tres_usage(name, u, ctx.units)))
+        .or_else(|| u.and_then(|u| crate::usage_fmt::unmeasured(name, u)))
+    {
         return Some(v);
     }
     Some(match name {

@@ -94,6 +94,45 @@ pub fn cpu_secs(us: u64) -> String {
     elapsed(us / 1_000_000, 0)
 }
 
+/// The `TRESUsage*` fields of a step (Slurm's TRES usage strings over `cpu`, `energy`,
+/// `fs/disk`, `mem`, `pages`, `vmem`, in that order): `In` values (`Ave`, `Max`, `Min`,
+/// `Tot`), their nodes and tasks, and the `Out` ones (`energy`, `fs/disk`: not measured, 0).
+/// `None` for another name.
+pub fn tres_usage(name: &str, u: &flotilla_proto::StepStats, units: Units) -> Option<String> {
+    let b = |v: u64| bytes(v, units);
+    let per_task_cpu = u.total_usec / u64::from(u.ntasks.max(1));
+    let vals = |cpu: u64, mem: u64, vmem: u64| {
+        format!("cpu={},energy={},fs/disk=0,mem={},pages=0,vmem={}", cpu_secs(cpu), u.energy_j, b(mem), b(vmem))
+    };
+    let node = |n: &str, m: &str, v: &str| format!("cpu={n},energy={m},fs/disk={m},mem={m},pages={m},vmem={v}");
+    Some(match name {
+        "TRESUsageInAve" => vals(u.ave_cpu_usec, u.ave_rss, u.ave_vmsize),
+        "TRESUsageInMax" => vals(per_task_cpu.max(u.min_cpu_usec), u.max_rss, u.max_vmsize),
+        "TRESUsageInMin" => vals(u.min_cpu_usec, u.max_rss.min(u.ave_rss), u.max_vmsize.min(u.ave_vmsize)),
+        "TRESUsageInTot" => vals(u.total_usec, u.ave_rss * u64::from(u.ntasks.max(1)), u.ave_vmsize * u64::from(u.ntasks.max(1))),
+        "TRESUsageInMaxNode" => node(&u.min_cpu_node, &u.max_rss_node, &u.max_vmsize_node),
+        "TRESUsageInMinNode" => node(&u.min_cpu_node, &u.min_cpu_node, &u.min_cpu_node),
+        "TRESUsageInMaxTask" => node(&u.min_cpu_task.to_string(), &u.max_rss_task.to_string(), &u.max_rss_task.to_string()),
+        "TRESUsageInMinTask" => node(&u.min_cpu_task.to_string(), &u.min_cpu_task.to_string(), &u.min_cpu_task.to_string()),
+        "TRESUsageOutAve" | "TRESUsageOutMax" | "TRESUsageOutMin" | "TRESUsageOutTot" => "energy=0,fs/disk=0".into(),
+        "TRESUsageOutMaxNode" | "TRESUsageOutMinNode" => format!("energy={0},fs/disk={0}", u.max_rss_node),
+        "TRESUsageOutMaxTask" | "TRESUsageOutMinTask" => format!("energy={0},fs/disk={0}", u.max_rss_task),
+        _ => return None,
+    })
+}
+
+/// The fields sacct and sstat print for what Flotilla does not measure (pages, disk I/O,
+/// CPU frequency), as Slurm prints them for zero counters; `None` for another name.
+pub fn unmeasured(name: &str, u: &flotilla_proto::StepStats) -> Option<String> {
+    Some(match name {
+        "AvePages" | "MaxPages" | "AveDiskRead" | "AveDiskWrite" | "MaxDiskRead" | "MaxDiskWrite" | "AveCPUFreq" => "0".into(),
+        "MaxPagesNode" | "MaxDiskReadNode" | "MaxDiskWriteNode" => u.max_rss_node.clone(),
+        "MaxPagesTask" | "MaxDiskReadTask" | "MaxDiskWriteTask" => u.max_rss_task.to_string(),
+        "ReqCPUFreq" | "ReqCPUFreqMin" | "ReqCPUFreqMax" | "ReqCPUFreqGov" => "Unknown".into(),
+        _ => return None,
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
