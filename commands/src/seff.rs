@@ -9,7 +9,13 @@
 //! not found.` on stderr, exit 2.
 
 use crate::common::{self, Ctl, Io};
+use crate::getopt::LongOpt;
 use flotilla_proto::{AcctJob, AcctQuery, Request, Response};
+
+/// The script's options (Perl `getopts('hvdf:')`; `-f` is accepted and unused).
+pub const SHORTS: &str = "hvdf:";
+/// It has no long options.
+pub const LONGS: &[LongOpt] = &[];
 
 const USAGE: &str = "Usage: seff [Options] <Jobid>
        Options:
