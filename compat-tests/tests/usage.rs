@@ -57,6 +57,13 @@ fn usage_role_burn() {
     std::hint::black_box(x);
     let (ticks, hwm_kb) = proc_self();
     println!("TRUTH cpu_us={} maxrss_bytes={}", ticks * 10_000, hwm_kb * 1024);
+    if std::env::var("FLOTILLA_USAGE_HOLD").as_deref() == Ok("1") {
+        // Holds its memory until the job is cancelled (the sstat check).
+        loop {
+            std::thread::sleep(Duration::from_secs(1));
+            std::hint::black_box(&v);
+        }
+    }
     drop(v);
 }
 
@@ -124,15 +131,78 @@ fn check(c: &LocalCluster, via_srun: bool) {
     assert_eq!(jf[3], "", "{job}");
 }
 
+/// A running job's batch step in `sstat` (the node daemon's polls, every second here): its
+/// MaxRSS within 10 % of the truth while it holds its memory, AveCPU within a second of its CPU.
+fn check_sstat(c: &LocalCluster) {
+    let exe = std::env::current_exe().unwrap();
+    let work = c.dir().join("sstat");
+    std::fs::create_dir_all(&work).unwrap();
+    let script = format!(
+        "#!/bin/sh\nFLOTILLA_USAGE_ROLE=burn FLOTILLA_USAGE_HOLD=1 exec {} --exact usage_role_burn --nocapture --test-threads=1\n",
+        exe.display()
+    );
+    std::fs::write(work.join("job.sh"), script).unwrap();
+    let out = c.run("sbatch", &["--parsable", "-o", "out.txt", "job.sh"], &work);
+    assert!(out.status.success(), "sbatch: {}", String::from_utf8_lossy(&out.stderr));
+    let id = String::from_utf8_lossy(&out.stdout).trim().to_string();
+    let truth = || {
+        let t = std::fs::read_to_string(work.join("out.txt")).unwrap_or_default();
+        let t = t.lines().find_map(|l| Some(l[l.find("TRUTH ")? + 6..].to_string()))?;
+        let field = |k: &str| -> Option<u64> { t.split_whitespace().find_map(|kv| kv.strip_prefix(k)?.strip_prefix('=')?.parse().ok()) };
+        Some((field("cpu_us")?, field("maxrss_bytes")?))
+    };
+    let sstat = || {
+        let o = c.run("sstat", &["-j", &format!("{id}.batch"), "-n", "-P", "--noconvert", "-o", "JobID,MaxRSS,AveCPU,NTasks,MaxRSSNode"], &work);
+        String::from_utf8_lossy(&o.stdout).into_owned()
+    };
+    // A poll after the burner printed its truth (it then only sleeps): its peak and CPU.
+    let close = || -> bool {
+        let Some((cpu, rss)) = truth() else { return false };
+        let line = sstat();
+        let f: Vec<&str> = line.trim_end().split('|').collect();
+        f.len() == 5
+            && f[1].parse::<u64>().is_ok_and(|got| got.abs_diff(rss) as f64 <= rss as f64 * 0.10)
+            && parse_cpu(f[2]).abs_diff(cpu) <= 1_000_000
+    };
+    wait_until(&format!("sstat of {id}.batch near the truth"), Duration::from_secs(120), close, || {
+        format!("sstat: {:?}, truth: {:?}", sstat(), truth())
+    });
+    let (cpu, _) = truth().unwrap();
+    let line = sstat();
+    let f: Vec<&str> = line.trim_end().split('|').collect();
+    println!("sstat {line:?}, truth cpu {cpu} us");
+    assert_eq!(f[0], format!("{id}.batch"));
+    assert!(parse_cpu(f[2]).abs_diff(cpu) <= 1_000_000, "AveCPU {} vs truth {cpu} us", f[2]);
+    assert_eq!(f[3], "1");
+    let out = c.run("scancel", &[&id], &work);
+    assert!(out.status.success());
+    // Not running any more: sstat says so, as Slurm's.
+    wait_until(&format!("{id} no longer running in sstat"), Duration::from_secs(60), || {
+        let o = c.run("sstat", &["-j", &id, "-n", "-P"], &work);
+        String::from_utf8_lossy(&o.stderr) == format!("sstat: error: No steps running for job {id}\n")
+    }, String::new);
+}
+
 fn run_both(c: &LocalCluster) {
     check(c, false);
     check(c, true);
+    check_sstat(c);
+}
+
+/// A cluster of two nodes whose daemons poll usage every second.
+fn start(cgroup: &str) -> LocalCluster {
+    let conf = tempfile::tempdir().unwrap();
+    let (slurm_conf, topology) = flotilla_admin::dev::default_config(2, 8);
+    std::fs::write(conf.path().join("slurm.conf"), format!("{slurm_conf}JobAcctGatherFrequency=task=1\n")).unwrap();
+    std::fs::write(conf.path().join("topology.conf"), topology).unwrap();
+    let cgroup = cgroup.to_string();
+    LocalCluster::start_with(Some(conf.path()), |o| o.cgroup = cgroup)
 }
 
 #[test]
 fn usage_unconfined_within_ten_percent() {
     flotilla_compat_tests::build_binaries();
-    let c = LocalCluster::start_with(None, |o| o.cgroup = "none".into());
+    let c = start("none");
     run_both(&c);
 }
 
@@ -144,7 +214,7 @@ fn usage_confined_within_ten_percent() {
     }
     assert!(nix::unistd::geteuid().is_root(), "FLOTILLA_TEST_ROOT=1 but the test does not run as root");
     flotilla_compat_tests::build_binaries();
-    let c = LocalCluster::start(None);
+    let c = start("auto");
     assert!(Path::new("/sys/fs/cgroup").exists());
     run_both(&c);
 }
