@@ -471,7 +471,7 @@ mod tests {
         done.state = "COMPLETED".into();
         assert_eq!(select(&done, &r(None), false).unwrap_err(), "sstat: error: No steps running for job 42\n");
         let plan = parse(&argv(&["-j", "42", "-P", "-o", "JobID,MaxRSS,MaxRSSNode,AveCPU,NTasks,ConsumedEnergy,Nodelist"])).unwrap();
-        let (out, err) = render(&[j.clone()], &plan.refs, &plan);
+        let (out, err) = render(std::slice::from_ref(&j), &plan.refs, &plan);
         assert_eq!(out, "JobID|MaxRSS|MaxRSSNode|AveCPU|NTasks|ConsumedEnergy|Nodelist\n42.3|200M|gpu02|00:00:02|2|0|gpu[01-02]\n");
         assert_eq!(err, "");
         // A step not polled yet: zeros on its first node.
