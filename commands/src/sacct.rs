@@ -434,7 +434,7 @@ fn truncated(start: Option<i64>, end: Option<i64>, ctx: &Ctx) -> (Option<i64>, O
 /// Usage fields of a step, from its stats; `None` for fields it has no value of.
 fn usage_value(name: &str, u: Option<&StepStats>, units: Units) -> Option<String> {
     use crate::usage_fmt as f;
-    let u = u?;
+    let u = u.filter(|u| has_tres(u))?;
     Some(match name {
         "AveCPU" => f::cpu_secs(u.ave_cpu_usec),
         "AveRSS" => f::bytes(u.ave_rss, units),
@@ -451,6 +451,12 @@ fn usage_value(name: &str, u: Option<&StepStats>, units: Units) -> Option<String
         "NTasks" => u.ntasks.to_string(),
         _ => return None,
     })
+}
+
+/// Whether a step's stats carry TRES usage (memory, per-task values): not for a record with
+/// CPU times only (`ntasks` 0), which sacct prints with those fields blank (golden 0214).
+fn has_tres(u: &StepStats) -> bool {
+    u.ntasks > 0
 }
 
 /// The CPU times (user, system, total; µs) of a job: the sum over its steps (Slurm's
@@ -479,8 +485,6 @@ pub fn job_value(name: &str, j: &AcctJob, ctx: &Ctx) -> Option<String> {
     let (user, system, total) = job_cpu(j);
     Some(match name {
         "Account" => j.account.clone(),
-        "ConsumedEnergy" => "0".into(),
-        "ConsumedEnergyRaw" => "0".into(),
         "TotalCPU" => crate::usage_fmt::cpu_usec(total),
         "UserCPU" => crate::usage_fmt::cpu_usec(user),
         "SystemCPU" => crate::usage_fmt::cpu_usec(system),
@@ -509,7 +513,7 @@ pub fn job_value(name: &str, j: &AcctJob, ctx: &Ctx) -> Option<String> {
         "QOS" => j.qos.clone(),
         "Reason" => "None".into(),
         "ReqCPUS" => j.req_cpus.to_string(),
-        "ReqMem" => tres_mem(j.req_mem_mib),
+        "ReqMem" => crate::usage_fmt::mib_in_units(j.req_mem_mib, ctx.units).unwrap_or_else(|| tres_mem(j.req_mem_mib)),
         "ReqNodes" => j.req_nodes.to_string(),
         "ReqTRES" => tres(Some(j.req_cpus), j.req_cpus, j.req_gpus, j.req_mem_mib, j.req_nodes),
         "Start" => match start {
@@ -538,8 +542,8 @@ pub fn step_value(name: &str, j: &AcctJob, s: &AcctStep, ctx: &Ctx) -> Option<St
     let u = s.usage.as_ref();
     let cpu = |f: fn(&StepStats) -> u64| crate::usage_fmt::cpu_usec(u.map_or(0, f));
     if let Some(v) = usage_value(name, u, ctx.units)
-        .or_else(|| u.and_then(|u| crate::usage_fmt::tres_usage(name, u, ctx.units)))
-        .or_else(|| u.and_then(|u| crate::usage_fmt::unmeasured(name, u)))
+        .or_else(|| u.filter(|u| has_tres(u)).and_then(|u| crate::usage_fmt::tres_usage(name, u, ctx.units)))
+        .or_else(|| u.filter(|u| has_tres(u)).and_then(|u| crate::usage_fmt::unmeasured(name, u)))
     {
         return Some(v);
     }
@@ -799,7 +803,11 @@ pub fn parse(args: &[String], env: &dyn Fn(&str) -> Option<String>, uid: u32, no
             O_NOCONVERT => units.no_convert = true,
             O_UNITS => match crate::usage_fmt::unit_type(a) {
                 Some(t) => units.spec = Some(t),
-                None => return done_err("sacct: fatal: Invalid unit type\n".into()),
+                None => {
+                    return done_err(format!(
+                        "sacct: error: Invalid unit type '{a}'. Possible options are 'KMGTP'\nsacct: fatal: Invalid unit type\n"
+                    ))
+                }
             },
             x if x == c('D') => q.duplicates = true,
             _ => {}

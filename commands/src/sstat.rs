@@ -12,8 +12,9 @@
 //! and nothing for a step not yet polled but its zeros. A job named without a step shows its
 //! lowest-numbered running `srun` step, as Slurm's; `sstat -j N.batch` the batch step.
 //!
-//! Errors (on stderr, exit status 0 as Slurm's): `No steps running for job N`,
-//! `StepId=N.S not found running.`; no job at all: `You didn't give me any jobs to stat.`
+//! Errors (on stderr, exit status 0 as Slurm's): `couldn't get steps for job N` (unknown),
+//! `No steps running for job N`, `StepId=N.S not found running.`, another user's step (Slurm's
+//! two `Invalid user id` lines); no job at all: `You didn't give me any jobs to stat.`
 //! (exit 1).
 
 use crate::common::{self, Ctl, Io};
@@ -204,8 +205,10 @@ pub fn select<'a>(j: &'a AcctJob, r: &AcctJobRef, all: bool) -> Result<Vec<&'a A
     }
 }
 
-/// Formats what was asked: header, then each reference's steps; errors separately.
-pub fn render(jobs: &[AcctJob], refs: &[AcctJobRef], plan: &Plan) -> (String, String) {
+/// Formats what was asked for user `uid`: header, then each reference's steps; errors
+/// separately. Another user's steps are refused as Slurm's slurmd refuses them (golden 0201),
+/// root sees every job.
+pub fn render(jobs: &[AcctJob], refs: &[AcctJobRef], plan: &Plan, uid: u32) -> (String, String) {
     let (mut out, mut err) = (String::new(), String::new());
     if !plan.noheader {
         out.push_str(&header(&plan.cols, &plan.layout));
@@ -216,12 +219,22 @@ pub fn render(jobs: &[AcctJob], refs: &[AcctJobRef], plan: &Plan) -> (String, St
             Some(t) => j.array_job_id == Some(r.job_id) && j.array_task_id == Some(t),
         });
         let Some(j) = found else {
-            err.push_str(&format!("sstat: error: No steps running for job {}\n", r.job_id));
+            err.push_str(&format!("sstat: error: couldn't get steps for job {}\n", r.job_id));
             continue;
         };
         match select(j, r, plan.all_steps) {
             Ok(steps) => {
                 for s in steps {
+                    if uid != 0 && uid != j.uid {
+                        err.push_str(&format!(
+                            "sstat: error: slurm_job_step_stat: there was an error with the request to {} rc = Invalid user id\n\
+                             sstat: error: problem getting step_layout for StepId={}.{}: Invalid user id\n",
+                            first_node(&s.nodes),
+                            j.job_id,
+                            s.step
+                        ));
+                        continue;
+                    }
                     let vals: Vec<Option<String>> = plan.cols.iter().map(|c| value(c.name, j, s, plan.units)).collect();
                     out.push_str(&line(&plan.cols, &vals, &plan.layout));
                 }
@@ -350,10 +363,10 @@ pub fn run(args: &[String], io: &mut Io<'_>) -> i32 {
         }
     };
     let uid = common::my_uid();
+    // Every user's jobs (the controller hides what PrivateData hides); another user's steps
+    // are then refused in `render`, as Slurm's slurmd refuses them.
     let q = AcctQuery {
         jobs: plan.refs.iter().map(|r| AcctJobRef { step: None, ..r.clone() }).collect(),
-        // A user stats her own jobs (Slurm's slurmd refuses others' steps); root any.
-        uids: if uid == 0 { Vec::new() } else { vec![uid] },
         now: common::now(),
         ..AcctQuery::default()
     };
@@ -365,7 +378,7 @@ pub fn run(args: &[String], io: &mut Io<'_>) -> i32 {
             return 1;
         }
     };
-    let (out, err) = render(&jobs, &plan.refs, &plan);
+    let (out, err) = render(&jobs, &plan.refs, &plan, uid);
     io.out(&out);
     io.err(&err);
     0
@@ -471,12 +484,18 @@ mod tests {
         done.state = "COMPLETED".into();
         assert_eq!(select(&done, &r(None), false).unwrap_err(), "sstat: error: No steps running for job 42\n");
         let plan = parse(&argv(&["-j", "42", "-P", "-o", "JobID,MaxRSS,MaxRSSNode,AveCPU,NTasks,ConsumedEnergy,Nodelist"])).unwrap();
-        let (out, err) = render(std::slice::from_ref(&j), &plan.refs, &plan);
+        let (out, err) = render(std::slice::from_ref(&j), &plan.refs, &plan, 2001);
         assert_eq!(out, "JobID|MaxRSS|MaxRSSNode|AveCPU|NTasks|ConsumedEnergy|Nodelist\n42.3|200M|gpu02|00:00:02|2|0|gpu[01-02]\n");
         assert_eq!(err, "");
         // A step not polled yet: zeros on its first node.
         let plan = parse(&argv(&["-j", "42.5", "-p", "-n", "-o", "JobID,MaxRSS,MaxRSSNode,TRESUsageInAve"])).unwrap();
-        let (out, _) = render(&[j], &plan.refs, &plan);
+        let (out, _) = render(std::slice::from_ref(&j), &plan.refs, &plan, 0);
+        // Golden 0201: another user's step.
+        let (out2, err2) = render(std::slice::from_ref(&j), &plan.refs, &plan, 2002);
+        assert_eq!(out2, "");
+        assert_eq!(err2, "sstat: error: slurm_job_step_stat: there was an error with the request to gpu01 rc = Invalid user id\nsstat: error: problem getting step_layout for StepId=42.5: Invalid user id\n");
+        let (_, err3) = render(&[], &plan.refs, &plan, 0);
+        assert_eq!(err3, "sstat: error: couldn't get steps for job 42\n");
         assert_eq!(out, "42.5|0|gpu01|cpu=00:00:00,energy=0,fs/disk=0,mem=0,pages=0,vmem=0|\n");
     }
 }

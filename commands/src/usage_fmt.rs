@@ -61,6 +61,27 @@ pub fn bytes(v: u64, units: Units) -> String {
     convert(v as f64, units, 1024.0, true)
 }
 
+/// A memory size in MiB as sacct's `ReqMem` prints it with `--units` (`convert_num_unit` from
+/// `UNIT_MEGA` to the unit asked for); `None` without `--units` (the caller's own form).
+pub fn mib_in_units(mib: u64, units: Units) -> Option<String> {
+    let spec = units.spec?;
+    if mib == 0 {
+        return Some("0".into());
+    }
+    let mut n = mib as f64;
+    let mut unit = 2u8;
+    while unit < spec {
+        n /= 1024.0;
+        unit += 1;
+    }
+    while unit > spec {
+        n *= 1024.0;
+        unit -= 1;
+    }
+    let suffix = SUFFIX[usize::from(unit)];
+    Some(if (n as u64) as f64 == n { format!("{}{suffix}", n as u64) } else { format!("{n:.2}{suffix}") })
+}
+
 /// Energy (J) as `ConsumedEnergy`: divisor 1000, never exact.
 pub fn energy(v: u64, units: Units) -> String {
     convert(v as f64, units, 1000.0, false)
@@ -105,6 +126,9 @@ pub fn tres_usage(name: &str, u: &flotilla_proto::StepStats, units: Units) -> Op
         format!("cpu={},energy={},fs/disk=0,mem={},pages=0,vmem={}", cpu_secs(cpu), u.energy_j, b(mem), b(vmem))
     };
     let node = |n: &str, m: &str, v: &str| format!("cpu={n},energy={m},fs/disk={m},mem={m},pages={m},vmem={v}");
+    let task = |cpu: u32, mem: u32| {
+        format!("cpu={},fs/disk={mem},mem={},pages={mem},vmem={}", cpu_secs(u64::from(cpu) * 1000), b(u64::from(mem)), b(u64::from(mem)))
+    };
     Some(match name {
         "TRESUsageInAve" => vals(u.ave_cpu_usec, u.ave_rss, u.ave_vmsize),
         "TRESUsageInMax" => vals(per_task_cpu.max(u.min_cpu_usec), u.max_rss, u.max_vmsize),
@@ -112,11 +136,12 @@ pub fn tres_usage(name: &str, u: &flotilla_proto::StepStats, units: Units) -> Op
         "TRESUsageInTot" => vals(u.total_usec, u.ave_rss * u64::from(u.ntasks.max(1)), u.ave_vmsize * u64::from(u.ntasks.max(1))),
         "TRESUsageInMaxNode" => node(&u.min_cpu_node, &u.max_rss_node, &u.max_vmsize_node),
         "TRESUsageInMinNode" => node(&u.min_cpu_node, &u.min_cpu_node, &u.min_cpu_node),
-        "TRESUsageInMaxTask" => node(&u.min_cpu_task.to_string(), &u.max_rss_task.to_string(), &u.max_rss_task.to_string()),
-        "TRESUsageInMinTask" => node(&u.min_cpu_task.to_string(), &u.min_cpu_task.to_string(), &u.min_cpu_task.to_string()),
+        // Task ids go through the TRES formatting too (Slurm prints the `cpu` one as a time).
+        "TRESUsageInMaxTask" => task(u.min_cpu_task, u.max_rss_task),
+        "TRESUsageInMinTask" => task(u.min_cpu_task, u.min_cpu_task),
         "TRESUsageOutAve" | "TRESUsageOutMax" | "TRESUsageOutMin" | "TRESUsageOutTot" => "energy=0,fs/disk=0".into(),
         "TRESUsageOutMaxNode" | "TRESUsageOutMinNode" => format!("energy={0},fs/disk={0}", u.max_rss_node),
-        "TRESUsageOutMaxTask" | "TRESUsageOutMinTask" => format!("energy={0},fs/disk={0}", u.max_rss_task),
+        "TRESUsageOutMaxTask" | "TRESUsageOutMinTask" => format!("fs/disk={}", u.max_rss_task),
         _ => return None,
     })
 }
@@ -171,5 +196,10 @@ mod tests {
         assert_eq!(unit_type(""), None);
         assert_eq!(energy(0, u), "0");
         assert_eq!(energy(1500, u), "1.50K");
+        // Goldens 0216/0217: ReqMem 1 GiB with --units=M and G.
+        assert_eq!(mib_in_units(1024, Units { spec: Some(2), ..u }).as_deref(), Some("1024M"));
+        assert_eq!(mib_in_units(1024, Units { spec: Some(3), ..u }).as_deref(), Some("1G"));
+        assert_eq!(mib_in_units(1024, Units { spec: Some(1), ..u }).as_deref(), Some("1048576K"));
+        assert_eq!(mib_in_units(1024, u), None);
     }
 }
