@@ -8,7 +8,8 @@
 //!
 //! The burner is this test binary itself, re-run by the job in the `burn` role
 //! (`FLOTILLA_USAGE_ROLE=burn`, test `usage_role_burn`), so the test needs nothing but the
-//! workspace's binaries.
+//! workspace's binaries. `seff` reports the same batch job's CPU and memory; `sstat` a running
+//! one's.
 
 use flotilla_compat_tests::cluster::LocalCluster;
 use flotilla_compat_tests::wait::wait_until;
@@ -124,6 +125,20 @@ fn check(c: &LocalCluster, via_srun: bool) {
     within(parse_cpu(f[2]), cpu, &format!("{step} TotalCPU"));
     within(f[3].parse().unwrap(), rss, &format!("{step} MaxRSS"));
     assert!(c.nodes().iter().any(|n| n == f[4]), "MaxRSSNode {:?} is a node of the cluster", f[4]);
+    if !via_srun {
+        // seff over the same record: CPU utilized (rounded to the second) and the peak.
+        let o = c.run("seff", &[&id.to_string()], &work);
+        let text = String::from_utf8_lossy(&o.stdout).into_owned();
+        assert!(o.status.success(), "seff: {text}{}", String::from_utf8_lossy(&o.stderr));
+        assert!(text.contains(&format!("Job ID: {id}\n")) && text.contains("State: COMPLETED (exit code 0)\n"), "{text}");
+        let cpu_line = format!("CPU Utilized: 00:00:{:02}\n", (cpu + 500_000) / 1_000_000);
+        assert!(text.contains(&cpu_line), "{text}");
+        let mb: f64 = text
+            .lines()
+            .find_map(|l| l.strip_prefix("Memory Utilized: ")?.strip_suffix(" MB")?.parse().ok())
+            .unwrap_or_else(|| panic!("{text}"));
+        within((mb * 1024.0 * 1024.0) as u64, rss, "seff Memory Utilized");
+    }
     // The job line sums its steps' CPU and has no memory of its own (Slurm's sacct).
     let job = sacct().lines().find(|l| l.starts_with(&format!("{id}|"))).unwrap().to_string();
     let jf: Vec<&str> = job.split('|').collect();

@@ -28,12 +28,22 @@ fn reports_replace_per_node_and_combine_per_step() {
     write_usage(c, &[report("0", "gpu01", 1_000_000, 10 << 20, false)]).unwrap();
     // The end replaces the poll; the second node adds to it.
     write_usage(c, &[report("0", "gpu01", 3_000_000, 50 << 20, true), report("0", "gpu02", 2_000_000, 80 << 20, true)]).unwrap();
+    // A poll read before the end and sent after it does not replace the end.
+    write_usage(c, &[report("0", "gpu01", 2_000_000, 40 << 20, false)]).unwrap();
     write_usage(c, &[report("batch", "gpu01", 500_000, 5 << 20, false)]).unwrap();
     let u = read_usage(c, 7).unwrap();
     let s0 = &u["0"];
     assert_eq!((s0.total_usec, s0.max_rss, s0.max_rss_node.as_str(), s0.ntasks, s0.done), (5_000_000, 80 << 20, "gpu02", 2, true));
     assert!(!u["batch"].done);
     assert!(read_usage(c, 8).unwrap().is_empty());
+    // A later poll (a requeued job's next run) does.
+    let mut later = report("0", "gpu01", 100, 1, false);
+    later.at = 200;
+    let mut u2 = report("0", "gpu02", 100, 1, false);
+    u2.at = 200;
+    write_usage(c, &[later, u2]).unwrap();
+    assert_eq!(read_usage(c, 7).unwrap()["0"].total_usec, 200);
+    write_usage(c, &[report("0", "gpu01", 3_000_000, 50 << 20, true), report("0", "gpu02", 2_000_000, 80 << 20, true)]).unwrap();
 
     // The accounting query attaches it to the job's steps.
     c.execute(

@@ -545,6 +545,10 @@ pub fn launch(msg: LaunchStep, facts: NodeFacts, host: String, registry: StepReg
     }
 }
 
+/// How long a step's end waits for its usage report to be handed to the controller before
+/// the last task's exit goes to `srun`.
+const USAGE_SEND_WAIT: Duration = Duration::from_secs(2);
+
 struct Task {
     id: u32,
     child: Child,
@@ -765,7 +769,10 @@ fn run_step(msg: &LaunchStep, facts: &NodeFacts, host: &str, registry: &StepRegi
     // Unconfined, a task's memory peak is read while it lives (a zombie has none left).
     let peaks = (cgroup.is_none()).then(|| crate::usage::PeakSampler::start(tasks.iter().map(|t| (t.id, t.pgid)).collect()));
     let mut task_usage: Vec<(u32, flotilla_proto::Usage)> = Vec::new();
-    for mut t in tasks {
+    let ntasks = tasks.len();
+    // The last task's exit waits for the step's usage report to go out (see below).
+    let mut last_exit: Option<StepIo> = None;
+    for (i, mut t) in tasks.into_iter().enumerate() {
         wait_exited(t.pgid);
         if cgroup.is_none() {
             // The zombie's CPU times (its own and its reaped children's), before it is reaped.
@@ -792,7 +799,12 @@ fn run_step(msg: &LaunchStep, facts: &NodeFacts, host: &str, registry: &StepRegi
             },
             Err(_) => (0, libc::SIGKILL),
         };
-        let _ = send(&sink, &StepIo::TaskExit { task: t.id, exit_code, signal });
+        let exit = StepIo::TaskExit { task: t.id, exit_code, signal };
+        if i + 1 == ntasks {
+            last_exit = Some(exit);
+        } else {
+            let _ = send(&sink, &exit);
+        }
     }
     let step_name = format!("{}/step_{}", crate::jobcg::job_name(key.0), key.1);
     let usage = match &cgroup {
@@ -803,12 +815,9 @@ fn run_step(msg: &LaunchStep, facts: &NodeFacts, host: &str, registry: &StepRegi
         None => Some(crate::usage::fold_tasks(&task_usage)),
     };
     drop(peaks);
-    if cgroup.is_some() {
-        // Whatever the tasks left (daemonized children too) goes with the step.
-        registry.1.end_step(key.0, key.1);
-    }
     if let Some(usage) = usage {
-        registry.3.push(flotilla_proto::StepUsage {
+        info!(job = key.0, step = key.1, cpu_us = usage.total_usec, max_rss = usage.max_rss, "step usage at its end");
+        let n = registry.3.push(flotilla_proto::StepUsage {
             job_id: key.0,
             // An srun step belongs to the job's current run (the controller knows which).
             run: 0,
@@ -818,6 +827,18 @@ fn run_step(msg: &LaunchStep, facts: &NodeFacts, host: &str, registry: &StepRegi
             done: true,
             at: crate::stepd::wall_now(),
         });
+        // srun reports the step complete once it has every task's exit: the usage goes to the
+        // controller first (bounded: a controller away does not hold srun).
+        if !registry.3.wait_sent(n, USAGE_SEND_WAIT) {
+            warn!(job = key.0, step = key.1, "the step's usage report is not sent yet: telling srun of the end anyway");
+        }
+    }
+    if let Some(exit) = last_exit {
+        let _ = send(&sink, &exit);
+    }
+    if cgroup.is_some() {
+        // Whatever the tasks left (daemonized children too) goes with the step.
+        registry.1.end_step(key.0, key.1);
     }
     info!(job = key.0, step = key.1, "step tasks ended");
     shut(&sink);

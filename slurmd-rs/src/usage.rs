@@ -30,30 +30,62 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 /// Reports waiting to be sent: pushed by step threads at a step's end, drained by the
-/// daemon's loop (kept while the controller is unreachable; the newest 4096 at most).
+/// daemon's loop (kept while the controller is unreachable; the newest 4096 at most). Each
+/// push gets a sequence number; [`Outbox::wait_sent`] waits (bounded) until the daemon has
+/// handed that report to the controller session, so that a step's end report goes out before
+/// `srun` hears of the step's last task exit (and reports the step complete).
 #[derive(Debug, Clone, Default)]
-pub struct Outbox(Arc<Mutex<Vec<StepUsage>>>);
+pub struct Outbox(Arc<(Mutex<OutboxState>, std::sync::Condvar)>);
+
+#[derive(Debug, Default)]
+struct OutboxState {
+    queue: Vec<(u64, StepUsage)>,
+    next: u64,
+    /// Every report with a lower number was sent (or dropped).
+    sent_below: u64,
+}
 
 impl Outbox {
-    /// Queues a report.
-    pub fn push(&self, u: StepUsage) {
-        let mut v = self.0.lock().expect("usage outbox lock");
-        if v.len() >= 4096 {
-            v.remove(0);
+    fn lock(&self) -> std::sync::MutexGuard<'_, OutboxState> {
+        self.0 .0.lock().expect("usage outbox lock")
+    }
+
+    /// Queues a report; returns its number.
+    pub fn push(&self, u: StepUsage) -> u64 {
+        let mut st = self.lock();
+        if st.queue.len() >= 4096 {
+            st.queue.remove(0);
         }
-        v.push(u);
+        let n = st.next;
+        st.next += 1;
+        st.queue.push((n, u));
+        n
     }
 
     /// Takes every queued report.
-    pub fn take(&self) -> Vec<StepUsage> {
-        std::mem::take(&mut *self.0.lock().expect("usage outbox lock"))
+    pub fn take(&self) -> Vec<(u64, StepUsage)> {
+        std::mem::take(&mut self.lock().queue)
     }
 
     /// Puts reports back in front (not sent).
-    pub fn unshift(&self, mut back: Vec<StepUsage>) {
-        let mut v = self.0.lock().expect("usage outbox lock");
-        back.append(&mut v);
-        *v = back;
+    pub fn unshift(&self, mut back: Vec<(u64, StepUsage)>) {
+        let mut st = self.lock();
+        back.append(&mut st.queue);
+        st.queue = back;
+    }
+
+    /// Reports up to number `n` (excluded) are sent.
+    pub fn sent_below(&self, n: u64) {
+        let mut st = self.lock();
+        st.sent_below = st.sent_below.max(n);
+        self.0 .1.notify_all();
+    }
+
+    /// Waits until report `n` was sent, at most `timeout`; true when it was.
+    pub fn wait_sent(&self, n: u64, timeout: Duration) -> bool {
+        let st = self.lock();
+        let (st, _) = self.0 .1.wait_timeout_while(st, timeout, |s| s.sent_below <= n).expect("usage outbox lock");
+        st.sent_below > n
     }
 }
 
@@ -376,6 +408,24 @@ mod tests {
         let u = fold_tasks(&[(4, t(10, 5)), (5, t(3, 50)), (6, t(7, 20))]);
         assert_eq!((u.total_usec, u.max_rss, u.max_rss_task), (20, 50, 5));
         assert_eq!((u.min_cpu_usec, u.min_cpu_task, u.ntasks), (3, 5, 3));
+    }
+
+    #[test]
+    fn outbox_numbers_and_waits_for_the_send() {
+        let o = Outbox::default();
+        let r = StepUsage { job_id: 1, run: 0, step: "0".into(), node: "n".into(), usage: Usage::default(), done: true, at: 0 };
+        let (a, b) = (o.push(r.clone()), o.push(r));
+        assert_eq!((a, b), (0, 1));
+        assert!(!o.wait_sent(a, Duration::from_millis(10)), "not sent yet");
+        let got = o.take();
+        assert_eq!(got.len(), 2);
+        o.unshift(got[1..].to_vec());
+        let sender = o.clone();
+        let t = std::thread::spawn(move || sender.sent_below(a + 1));
+        assert!(o.wait_sent(a, Duration::from_secs(10)));
+        t.join().unwrap();
+        assert!(!o.wait_sent(b, Duration::from_millis(10)));
+        assert_eq!(o.take().len(), 1);
     }
 
     #[test]

@@ -142,6 +142,7 @@ impl Controller {
         let name = self.sched.cluster().node(nid).name.clone();
         let Some(rec) = self.jobs.get(&u.job_id) else { return };
         if !rec.nodes.contains(&name) || u.step == "batch" && u.run != rec.restarts {
+            debug!(job = u.job_id, step = %u.step, node = %name, "usage report of a job not running there: ignored");
             return;
         }
         u.node = name;

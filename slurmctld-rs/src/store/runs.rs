@@ -112,15 +112,23 @@ pub fn read<K: FromSql>(
 }
 
 /// Inserts or replaces the usage reports `rows` (`step_usage`, one row per job, step and
-/// node: a newer report replaces the older one). Errors: SQLite's.
+/// node: a newer report replaces the older one), except that a poll taken no later than the
+/// step's end report (`done`) never replaces it: a node daemon may read a poll just before the
+/// step ends and send it just after the end. Errors: SQLite's.
 pub fn write_usage(conn: &Connection, rows: &[flotilla_proto::StepUsage]) -> rusqlite::Result<()> {
     if rows.is_empty() {
         return Ok(());
     }
     let mut st = conn.prepare_cached(
-        "INSERT OR REPLACE INTO step_usage (job_id, step, node, user_usec, system_usec, total_usec, max_rss, \
+        "INSERT INTO step_usage (job_id, step, node, user_usec, system_usec, total_usec, max_rss, \
          max_vmsize, ntasks, max_rss_task, min_cpu_usec, min_cpu_task, energy_j, done, at) \
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15)",
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15) \
+         ON CONFLICT (job_id, step, node) DO UPDATE SET user_usec = excluded.user_usec, \
+         system_usec = excluded.system_usec, total_usec = excluded.total_usec, max_rss = excluded.max_rss, \
+         max_vmsize = excluded.max_vmsize, ntasks = excluded.ntasks, max_rss_task = excluded.max_rss_task, \
+         min_cpu_usec = excluded.min_cpu_usec, min_cpu_task = excluded.min_cpu_task, energy_j = excluded.energy_j, \
+         done = excluded.done, at = excluded.at \
+         WHERE NOT (step_usage.done = 1 AND excluded.done = 0 AND excluded.at <= step_usage.at)",
     )?;
     for r in rows {
         let u = &r.usage;

@@ -886,12 +886,13 @@ impl Daemon {
             return;
         }
         let mut queued = self.usage.take().into_iter();
-        while let Some(u) = queued.next() {
+        while let Some((n, u)) = queued.next() {
             self.send(NodeToCtl::StepUsage(u.clone()));
             if self.client.is_none() {
-                self.usage.unshift(std::iter::once(u).chain(queued).collect());
+                self.usage.unshift(std::iter::once((n, u)).chain(queued).collect());
                 return;
             }
+            self.usage.sent_below(n + 1);
         }
     }
 
