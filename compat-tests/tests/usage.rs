@@ -146,20 +146,23 @@ fn check(c: &LocalCluster, via_srun: bool) {
     assert_eq!(jf[3], "", "{job}");
 }
 
-/// A running job's batch step in `sstat` (the node daemon's polls, every second here): its
-/// MaxRSS within 10 % of the truth while it holds its memory, AveCPU within a second of its CPU.
-fn check_sstat(c: &LocalCluster) {
+/// A running job's batch step (`via_srun`: its srun step 0) in `sstat` (the node daemon's
+/// polls, every second here): its MaxRSS within 10 % of the truth while it holds its memory,
+/// AveCPU within a second of its CPU.
+fn check_sstat(c: &LocalCluster, via_srun: bool) {
     let exe = std::env::current_exe().unwrap();
-    let work = c.dir().join("sstat");
+    let work = c.dir().join(if via_srun { "sstat-srun" } else { "sstat" });
     std::fs::create_dir_all(&work).unwrap();
     let script = format!(
-        "#!/bin/sh\nFLOTILLA_USAGE_ROLE=burn FLOTILLA_USAGE_HOLD=1 exec {} --exact usage_role_burn --nocapture --test-threads=1\n",
+        "#!/bin/sh\nFLOTILLA_USAGE_ROLE=burn FLOTILLA_USAGE_HOLD=1 {} {} --exact usage_role_burn --nocapture --test-threads=1\n",
+        if via_srun { "srun" } else { "exec" },
         exe.display()
     );
     std::fs::write(work.join("job.sh"), script).unwrap();
     let out = c.run("sbatch", &["--parsable", "-o", "out.txt", "job.sh"], &work);
     assert!(out.status.success(), "sbatch: {}", String::from_utf8_lossy(&out.stderr));
     let id = String::from_utf8_lossy(&out.stdout).trim().to_string();
+    let step = if via_srun { format!("{id}.0") } else { format!("{id}.batch") };
     let truth = || {
         let t = std::fs::read_to_string(work.join("out.txt")).unwrap_or_default();
         let t = t.lines().find_map(|l| Some(l[l.find("TRUTH ")? + 6..].to_string()))?;
@@ -167,7 +170,9 @@ fn check_sstat(c: &LocalCluster) {
         Some((field("cpu_us")?, field("maxrss_bytes")?))
     };
     let sstat = || {
-        let o = c.run("sstat", &["-j", &format!("{id}.batch"), "-n", "-P", "--noconvert", "-o", "JobID,MaxRSS,AveCPU,NTasks,MaxRSSNode"], &work);
+        // A job named without a step: its lowest-numbered srun step.
+        let which = if via_srun { id.clone() } else { step.clone() };
+        let o = c.run("sstat", &["-j", &which, "-n", "-P", "--noconvert", "-o", "JobID,MaxRSS,AveCPU,NTasks,MaxRSSNode"], &work);
         String::from_utf8_lossy(&o.stdout).into_owned()
     };
     // A poll after the burner printed its truth (it then only sleeps): its peak and CPU.
@@ -179,14 +184,14 @@ fn check_sstat(c: &LocalCluster) {
             && f[1].parse::<u64>().is_ok_and(|got| got.abs_diff(rss) as f64 <= rss as f64 * 0.10)
             && parse_cpu(f[2]).abs_diff(cpu) <= 1_000_000
     };
-    wait_until(&format!("sstat of {id}.batch near the truth"), Duration::from_secs(120), close, || {
+    wait_until(&format!("sstat of {step} near the truth"), Duration::from_secs(120), close, || {
         format!("sstat: {:?}, truth: {:?}", sstat(), truth())
     });
     let (cpu, _) = truth().unwrap();
     let line = sstat();
     let f: Vec<&str> = line.trim_end().split('|').collect();
     println!("sstat {line:?}, truth cpu {cpu} us");
-    assert_eq!(f[0], format!("{id}.batch"));
+    assert_eq!(f[0], step);
     assert!(parse_cpu(f[2]).abs_diff(cpu) <= 1_000_000, "AveCPU {} vs truth {cpu} us", f[2]);
     assert_eq!(f[3], "1");
     let out = c.run("scancel", &[&id], &work);
@@ -201,7 +206,8 @@ fn check_sstat(c: &LocalCluster) {
 fn run_both(c: &LocalCluster) {
     check(c, false);
     check(c, true);
-    check_sstat(c);
+    check_sstat(c, false);
+    check_sstat(c, true);
 }
 
 /// A cluster of two nodes whose daemons poll usage every second.

@@ -127,6 +127,12 @@ impl StepRegistry {
         self.0.lock().expect("registry lock").keys().copied().collect()
     }
 
+    /// The running tasks' process groups (their leaders' pids) of every step, for an
+    /// unconfined usage poll.
+    pub fn step_groups(&self) -> Vec<((u64, u32), Vec<i32>)> {
+        self.0.lock().expect("registry lock").iter().map(|(k, v)| (*k, v.clone())).collect()
+    }
+
     /// Counts a step of `job_id` as running; `false` (nothing counted) when
     /// [`MAX_RUNNING_STEPS_PER_JOB`] already run.
     fn step_started(&self, job_id: u64) -> bool {

@@ -897,8 +897,9 @@ impl Daemon {
     }
 
     /// One usage poll (`JobAcctGatherFrequency`): every running step's usage so far, from its
-    /// cgroup, or unconfined from the batch supervisor's live descendants (`srun` steps
-    /// unconfined report at their end only).
+    /// cgroup, or unconfined from the processes: the batch supervisor's live descendants, an
+    /// `srun` step's task leaders (their reaped children's CPU included, not their live
+    /// children).
     fn poll_usage(&mut self) {
         let at = now_s();
         let node = self.opts.node.clone();
@@ -914,6 +915,12 @@ impl Daemon {
                 let Some(pid) = e.supervisor else { continue };
                 let usage = flotilla_slurmd::usage::procs_usage(&stepd::descendants(pid));
                 reports.push(StepUsage { job_id, run, step: "batch".into(), node: node.clone(), usage, done: false, at });
+            }
+            for ((job_id, step), leaders) in self.steps.step_groups() {
+                let mut usage = flotilla_slurmd::usage::procs_usage(&leaders);
+                usage.ntasks = leaders.len() as u32;
+                let step = step.to_string();
+                reports.push(StepUsage { job_id, run: 0, step, node: node.clone(), usage, done: false, at });
             }
         }
         for r in reports {
