@@ -780,14 +780,13 @@ fn run_step(msg: &LaunchStep, facts: &NodeFacts, host: &str, registry: &StepRegi
     let mut last_exit: Option<StepIo> = None;
     for (i, mut t) in tasks.into_iter().enumerate() {
         wait_exited(t.pgid);
-        if cgroup.is_none() {
-            // The zombie's CPU times (its own and its reaped children's), before it is reaped.
-            let mut u = crate::usage::proc_usage(t.pgid).unwrap_or_default();
-            if let Some(p) = &peaks {
-                (u.max_rss, u.max_vmsize) = p.peak(t.id);
-            }
-            task_usage.push((t.id, u));
+        // The zombie's CPU times (its own and its reaped children's), before it is reaped: the
+        // step's usage unconfined, its CPU where the cgroup keeps none (v1 without cpuacct).
+        let mut u = crate::usage::proc_usage(t.pgid).unwrap_or_default();
+        if let Some(p) = &peaks {
+            (u.max_rss, u.max_vmsize) = p.peak(t.id);
         }
+        task_usage.push((t.id, u));
         // Its output still in flight no longer waits for a paused srun.
         t.running.store(false, std::sync::atomic::Ordering::Release);
         // Whatever the task left in its group goes with it, while the group is still its;
@@ -813,12 +812,17 @@ fn run_step(msg: &LaunchStep, facts: &NodeFacts, host: &str, registry: &StepRegi
         }
     }
     let step_name = format!("{}/step_{}", crate::jobcg::job_name(key.0), key.1);
+    let by_task = crate::usage::fold_tasks(&task_usage);
     let usage = match &cgroup {
         Some(_) => registry.1.usage_of(&step_name).map(|mut u| {
             u.ntasks = here.len() as u32;
+            if u.total_usec == 0 {
+                (u.user_usec, u.system_usec, u.total_usec) = (by_task.user_usec, by_task.system_usec, by_task.total_usec);
+            }
+            (u.min_cpu_usec, u.min_cpu_task, u.max_rss_task) = (by_task.min_cpu_usec, by_task.min_cpu_task, by_task.max_rss_task);
             u
         }),
-        None => Some(crate::usage::fold_tasks(&task_usage)),
+        None => Some(by_task),
     };
     drop(peaks);
     if let Some(usage) = usage {

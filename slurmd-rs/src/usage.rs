@@ -7,7 +7,9 @@
 //! - cgroup v1: `cpuacct.usage` (ns, the total), `cpuacct.stat` `user`/`system` (USER_HZ
 //!   ticks) in the step's `cpuacct` cgroup, and `memory.max_usage_in_bytes` in its `memory`
 //!   cgroup. A node without a `cpuacct` hierarchy (the controller is optional,
-//!   [`crate::confine::v1::OPTIONAL`]) reports CPU times 0 from the cgroup.
+//!   [`crate::confine::v1::OPTIONAL`]) has CPU times 0 there: they come from the processes
+//!   instead (below), the memory peak still from the cgroup. On the cgroup test hosts
+//!   `cpuacct` is mounted (alone, at `/sys/fs/cgroup/cpuacct`).
 //! - cgroup v2: `cpu.stat` `usage_usec`/`user_usec`/`system_usec`, `memory.peak` (kernels
 //!   ≥ 5.19; older ones have only `memory.current`, read instead, so a poll sees the level,
 //!   not the peak).
