@@ -1011,6 +1011,26 @@ mod tests {
     }
 
     #[test]
+    fn truncate_units_and_qos_options() {
+        let p = plan(&["-T", "-S", "2026-11-29T09:00:00", "-E", "2026-11-29T09:30:00", "--units=m", "-q", "normal,high"], 0);
+        assert!(p.truncate);
+        assert_eq!(p.units.spec, Some(2));
+        assert_eq!(p.query.qos, vec!["normal".to_string(), "high".to_string()]);
+        assert!(plan(&["--noconvert"], 0).units.no_convert);
+        assert_eq!(
+            parse(&argv(&["--units=X"]), &no_env, 0, NOW),
+            Parsed::Done(1, String::new(), "sacct: error: Invalid unit type 'X'. Possible options are 'KMGTP'\nsacct: fatal: Invalid unit type\n".into())
+        );
+        // -T: a run from 08:50 to 09:40 printed within the window 09:00-09:30.
+        let (ws, we) = (p.query.start, p.query.end);
+        let ctx = Ctx { truncate: Some((ws, we)), ..Ctx::default() };
+        let (s, e) = truncated(Some(ws.unwrap() - 600), Some(we.unwrap() + 600), &ctx);
+        assert_eq!((s, e), (ws, we));
+        assert_eq!(truncated(Some(ws.unwrap() + 5), None, &ctx), (Some(ws.unwrap() + 5), we), "still running: the window's end");
+        assert_eq!(truncated(Some(1), Some(2), &Ctx::default()), (Some(1), Some(2)), "without -T: as recorded");
+    }
+
+    #[test]
     fn tres_strings() {
         assert_eq!(tres(Some(2), 2, 4, 2048, 2), "billing=2,cpu=2,gres/gpu=4,mem=2G,node=2");
         assert_eq!(tres(None, 1, 0, 1500, 1), "cpu=1,mem=1500M,node=1");
