@@ -96,6 +96,39 @@ pub const PAGES: &[Page] = &[
         notes: &[],
     },
     Page {
+        name: "sstat",
+        summary: "display the resource usage of Flotilla's running job steps",
+        synopsis: "[OPTIONS...] -j job[.step]",
+        description: &[
+            "sstat prints the CPU time and memory peaks of running steps (-j N shows the job's \
+             lowest-numbered srun step, -j N.batch the batch script, -a every running step) in \
+             Slurm's fields and formats (-o/--format, -p, -P, -n, -e). The values are the node \
+             daemons' latest reports, sent every JobAcctGatherFrequency seconds (30 by default) \
+             and kept by the controller, so they are at most one interval old.",
+        ],
+        options: OptionTable::Getopt {
+            shorts: flotilla_commands::sstat::SHORTS,
+            longs: flotilla_commands::sstat::LONGS,
+        },
+        notes: &[],
+    },
+    Page {
+        name: "seff",
+        summary: "report the CPU and memory efficiency of a Flotilla job",
+        synopsis: "[-h] [-v] [-d] jobid",
+        description: &[
+            "seff prints the report of Slurm's contrib seff script (version 2.1) for one job: \
+             CPU utilized (the sum of its steps' TotalCPU) against its cores times its wall \
+             time, and memory utilized (the largest step's peak RSS times its tasks) against \
+             the memory it requested, from the controller's accounting records.",
+        ],
+        options: OptionTable::Getopt {
+            shorts: flotilla_commands::seff::SHORTS,
+            longs: flotilla_commands::seff::LONGS,
+        },
+        notes: &[],
+    },
+    Page {
         name: "srun",
         summary: "run parallel tasks as a job step in Flotilla",
         synopsis: "[OPTIONS...] executable [args...]",

@@ -18,13 +18,15 @@
 use crate::common::{self, Ctl, Io};
 use crate::getopt::{getopt_long, lo, HasArg, LongOpt};
 use flotilla_core::time::{fmt_time, mins2time_str, parse_time, secs2time_str};
-use flotilla_proto::{AcctJob, AcctJobRef, AcctQuery, AcctStep, Request, Response};
+use crate::usage_fmt::Units;
+use flotilla_proto::{AcctJob, AcctJobRef, AcctQuery, AcctStep, Request, Response, StepStats};
 
 const O_DELIMITER: u32 = 1000;
 const O_NAME: u32 = 1001;
 const O_IGNORED: u32 = 1002;
-const O_IGNORED_ARG: u32 = 1003;
 const O_IGNORED_OPT: u32 = 1004;
+const O_NOCONVERT: u32 = 1005;
+const O_UNITS: u32 = 1006;
 
 const fn c(ch: char) -> u32 {
     ch as u32
@@ -65,8 +67,8 @@ pub const LONGS: &[LongOpt] = &[
     lo("cluster", HasArg::Required, c('M')),
     lo("clusters", HasArg::Required, c('M')),
     lo("nodelist", HasArg::Required, c('N')),
-    lo("noconvert", HasArg::No, O_IGNORED),
-    lo("units", HasArg::Required, O_IGNORED_ARG),
+    lo("noconvert", HasArg::No, O_NOCONVERT),
+    lo("units", HasArg::Required, O_UNITS),
     lo("noheader", HasArg::No, c('n')),
     lo("fields", HasArg::Required, c('o')),
     lo("format", HasArg::Required, c('o')),
@@ -398,14 +400,71 @@ pub fn job_id_str(j: &AcctJob) -> String {
     }
 }
 
-/// What sacct knows when printing: the time (for running jobs' elapsed time) and the
-/// cluster's name.
-#[derive(Debug, Clone)]
+/// What sacct knows when printing: the time (for running jobs' elapsed time), the
+/// cluster's name, how sizes print and the window `-T` truncates to.
+#[derive(Debug, Clone, Default)]
 pub struct Ctx {
     /// Now (s).
     pub now: i64,
     /// `ClusterName`.
     pub cluster: String,
+    /// `--units` / `--noconvert`.
+    pub units: Units,
+    /// `-T`: the window (start, end) that jobs' start and end times are truncated to.
+    pub truncate: Option<(Option<i64>, Option<i64>)>,
+}
+
+/// A job's (start, end) as printed: with `-T`, a start before the window's start is the
+/// window's start, an end after its end (or no end yet) is the window's end (Slurm's
+/// `JOBCOND_FLAG_NO_TRUNC` cleared).
+fn truncated(start: Option<i64>, end: Option<i64>, ctx: &Ctx) -> (Option<i64>, Option<i64>) {
+    let Some((ws, we)) = ctx.truncate else { return (start, end) };
+    let start = match (start, ws) {
+        (Some(s), Some(w)) => Some(s.max(w)),
+        (s, _) => s,
+    };
+    let end = match (end, we) {
+        (Some(e), Some(w)) => Some(e.min(w)),
+        (None, Some(w)) if start.is_some() => Some(w),
+        (e, _) => e,
+    };
+    (start, end)
+}
+
+/// Usage fields of a step, from its stats; `None` for fields it has no value of.
+fn usage_value(name: &str, u: Option<&StepStats>, units: Units) -> Option<String> {
+    use crate::usage_fmt as f;
+    let u = u.filter(|u| has_tres(u))?;
+    Some(match name {
+        "AveCPU" => f::cpu_secs(u.ave_cpu_usec),
+        "AveRSS" => f::bytes(u.ave_rss, units),
+        "AveVMSize" => f::bytes(u.ave_vmsize, units),
+        "MaxRSS" => f::bytes(u.max_rss, units),
+        "MaxRSSNode" => u.max_rss_node.clone(),
+        "MaxRSSTask" => u.max_rss_task.to_string(),
+        "MaxVMSize" => f::bytes(u.max_vmsize, units),
+        "MaxVMSizeNode" => u.max_vmsize_node.clone(),
+        "MaxVMSizeTask" => u.max_rss_task.to_string(),
+        "MinCPU" => f::cpu_secs(u.min_cpu_usec),
+        "MinCPUNode" => u.min_cpu_node.clone(),
+        "MinCPUTask" => u.min_cpu_task.to_string(),
+        "NTasks" => u.ntasks.to_string(),
+        _ => return None,
+    })
+}
+
+/// Whether a step's stats carry TRES usage (memory, per-task values): not for a record with
+/// CPU times only (`ntasks` 0), which sacct prints with those fields blank (golden 0214).
+fn has_tres(u: &StepStats) -> bool {
+    u.ntasks > 0
+}
+
+/// The CPU times (user, system, total; µs) of a job: the sum over its steps (Slurm's
+/// `tot_cpu_sec` of the job record).
+fn job_cpu(j: &AcctJob) -> (u64, u64, u64) {
+    j.steps.iter().filter_map(|s| s.usage.as_ref()).fold((0, 0, 0), |(a, b, c), u| {
+        (a + u.user_usec, b + u.system_usec, c + u.total_usec)
+    })
 }
 
 fn elapsed(start: Option<i64>, end: Option<i64>, now: i64) -> i64 {
@@ -421,10 +480,14 @@ pub fn job_value(name: &str, j: &AcctJob, ctx: &Ctx) -> Option<String> {
     let started = j.start_time.is_some();
     let cpus = if started { j.alloc_cpus } else { j.req_cpus };
     // Slurm's database: a job that ended without starting "started" when it ended.
-    let start = j.start_time.or(j.end_time);
-    let el = elapsed(start, j.end_time, ctx.now);
+    let (start, end) = truncated(j.start_time.or(j.end_time), j.end_time, ctx);
+    let el = elapsed(start, end, ctx.now);
+    let (user, system, total) = job_cpu(j);
     Some(match name {
         "Account" => j.account.clone(),
+        "TotalCPU" => crate::usage_fmt::cpu_usec(total),
+        "UserCPU" => crate::usage_fmt::cpu_usec(user),
+        "SystemCPU" => crate::usage_fmt::cpu_usec(system),
         "AllocCPUS" | "NCPUS" => cpus.to_string(),
         "AllocNodes" => j.alloc_nodes.to_string(),
         "AllocTRES" if started => tres(Some(j.alloc_cpus), j.alloc_cpus, j.alloc_gpus, j.alloc_mem_mib, j.alloc_nodes),
@@ -436,7 +499,7 @@ pub fn job_value(name: &str, j: &AcctJob, ctx: &Ctx) -> Option<String> {
         "Elapsed" => secs2time_str(el),
         "ElapsedRaw" => el.to_string(),
         "Eligible" => date(j.eligible_time),
-        "End" => date(j.end_time),
+        "End" => date(end),
         "ExitCode" => format!("{}:{}", j.exit_code, j.signal),
         "GID" => j.gid.to_string(),
         "Group" => common::group_name(j.gid),
@@ -450,7 +513,7 @@ pub fn job_value(name: &str, j: &AcctJob, ctx: &Ctx) -> Option<String> {
         "QOS" => j.qos.clone(),
         "Reason" => "None".into(),
         "ReqCPUS" => j.req_cpus.to_string(),
-        "ReqMem" => tres_mem(j.req_mem_mib),
+        "ReqMem" => crate::usage_fmt::mib_in_units(j.req_mem_mib, ctx.units).unwrap_or_else(|| tres_mem(j.req_mem_mib)),
         "ReqNodes" => j.req_nodes.to_string(),
         "ReqTRES" => tres(Some(j.req_cpus), j.req_cpus, j.req_gpus, j.req_mem_mib, j.req_nodes),
         "Start" => match start {
@@ -476,8 +539,21 @@ pub fn job_value(name: &str, j: &AcctJob, ctx: &Ctx) -> Option<String> {
 pub fn step_value(name: &str, j: &AcctJob, s: &AcctStep, ctx: &Ctx) -> Option<String> {
     let start = s.start_time.or(s.end_time);
     let el = elapsed(start, s.end_time, ctx.now);
+    let u = s.usage.as_ref();
+    let cpu = |f: fn(&StepStats) -> u64| crate::usage_fmt::cpu_usec(u.map_or(0, f));
+    if let Some(v) = usage_value(name, u, ctx.units)
+        .or_else(|| u.filter(|u| has_tres(u)).and_then(|u| crate::usage_fmt::tres_usage(name, u, ctx.units)))
+        .or_else(|| u.filter(|u| has_tres(u)).and_then(|u| crate::usage_fmt::unmeasured(name, u)))
+    {
+        return Some(v);
+    }
     Some(match name {
         "Account" => j.account.clone(),
+        "ConsumedEnergy" => crate::usage_fmt::energy(u.map_or(0, |u| u.energy_j), ctx.units),
+        "ConsumedEnergyRaw" => u.map_or(0, |u| u.energy_j).to_string(),
+        "TotalCPU" => cpu(|u| u.total_usec),
+        "UserCPU" => cpu(|u| u.user_usec),
+        "SystemCPU" => cpu(|u| u.system_usec),
         "AllocCPUS" | "NCPUS" => s.cpus.to_string(),
         "AllocTRES" => tres(None, s.cpus, s.gpus, s.mem_mib, s.nnodes),
         "Cluster" => ctx.cluster.clone(),
@@ -543,6 +619,10 @@ const HELP: &str = "\
 sacct [<OPTION>]
   -a, --allusers          all users' jobs (root, and -j or -N without -u, also see everybody's)
   -A, --accounts=LIST     jobs of these accounts
+  -q, --qos=LIST          jobs of these QOS
+  -T, --truncate          truncate start and end times to the window
+      --units=[KMGTP]     print sizes in this unit
+      --noconvert         print sizes in bytes, unconverted
   -b, --brief             jobid,state,exitcode
   -D, --duplicates        also list the earlier runs of requeued jobs
   -e, --helpformat        list the fields -o accepts
@@ -585,6 +665,10 @@ pub struct Plan {
     pub noheader: bool,
     /// `-X`.
     pub no_steps: bool,
+    /// `--units`, `--noconvert`.
+    pub units: Units,
+    /// `-T/--truncate`.
+    pub truncate: bool,
 }
 
 /// The outcome of parsing: a query to run, or an answer without one (help, errors).
@@ -620,6 +704,8 @@ pub fn run(args: &[String], io: &mut Io<'_>) -> i32 {
     let ctx = Ctx {
         now: plan.query.now,
         cluster: ctl.conf.cluster_name.clone(),
+        units: plan.units,
+        truncate: plan.truncate.then_some((plan.query.start, plan.query.end)),
     };
     let jobs = match ctl.call(Request::QueryAcct(plan.query.clone())) {
         Ok(Response::Acct(j)) => j,
@@ -650,6 +736,7 @@ pub fn parse(args: &[String], env: &dyn Fn(&str) -> Option<String>, uid: u32, no
     let mut delimiter: Option<String> = None;
     let mut field_list = String::new();
     let mut help = 0;
+    let (mut truncate, mut units) = (false, Units::default());
     for o in &parsed.opts {
         let a = o.arg.as_deref().unwrap_or("");
         match o.id {
@@ -711,6 +798,17 @@ pub fn parse(args: &[String], env: &dyn Fn(&str) -> Option<String>, uid: u32, no
             }
             x if x == c('V') => return Parsed::Done(0, format!("{}\n", crate::sbatch::VERSION_LINE), String::new()),
             x if x == c('X') || x == c('t') => no_steps = true,
+            x if x == c('T') => truncate = true,
+            x if x == c('q') => q.qos.extend(a.split(',').filter(|s| !s.is_empty()).map(str::to_string)),
+            O_NOCONVERT => units.no_convert = true,
+            O_UNITS => match crate::usage_fmt::unit_type(a) {
+                Some(t) => units.spec = Some(t),
+                None => {
+                    return done_err(format!(
+                        "sacct: error: Invalid unit type '{a}'. Possible options are 'KMGTP'\nsacct: fatal: Invalid unit type\n"
+                    ))
+                }
+            },
             x if x == c('D') => q.duplicates = true,
             _ => {}
         }
@@ -773,6 +871,8 @@ pub fn parse(args: &[String], env: &dyn Fn(&str) -> Option<String>, uid: u32, no
             layout,
             noheader,
             no_steps,
+            units,
+            truncate,
         })),
     }
 }
@@ -908,6 +1008,26 @@ mod tests {
         assert!(p.noheader && p.no_steps);
         assert!(matches!(parse(&argv(&["-j", "abc"]), &no_env, 1, NOW), Parsed::Done(1, ..)));
         assert!(matches!(parse(&argv(&["-s", "bogus"]), &no_env, 1, NOW), Parsed::Done(1, ..)));
+    }
+
+    #[test]
+    fn truncate_units_and_qos_options() {
+        let p = plan(&["-T", "-S", "2026-11-29T09:00:00", "-E", "2026-11-29T09:30:00", "--units=m", "-q", "normal,high"], 0);
+        assert!(p.truncate);
+        assert_eq!(p.units.spec, Some(2));
+        assert_eq!(p.query.qos, vec!["normal".to_string(), "high".to_string()]);
+        assert!(plan(&["--noconvert"], 0).units.no_convert);
+        assert_eq!(
+            parse(&argv(&["--units=X"]), &no_env, 0, NOW),
+            Parsed::Done(1, String::new(), "sacct: error: Invalid unit type 'X'. Possible options are 'KMGTP'\nsacct: fatal: Invalid unit type\n".into())
+        );
+        // -T: a run from 08:50 to 09:40 printed within the window 09:00-09:30.
+        let (ws, we) = (p.query.start, p.query.end);
+        let ctx = Ctx { truncate: Some((ws, we)), ..Ctx::default() };
+        let (s, e) = truncated(Some(ws.unwrap() - 600), Some(we.unwrap() + 600), &ctx);
+        assert_eq!((s, e), (ws, we));
+        assert_eq!(truncated(Some(ws.unwrap() + 5), None, &ctx), (Some(ws.unwrap() + 5), we), "still running: the window's end");
+        assert_eq!(truncated(Some(1), Some(2), &Ctx::default()), (Some(1), Some(2)), "without -T: as recorded");
     }
 
     #[test]

@@ -105,6 +105,7 @@ fn step(state: &str, (ec, sig): (i32, i32), start: i64, end: i64) -> AcctStep {
         gpus: 0,
         mem_mib: 1024,
         nnodes: 1,
+        usage: None,
     }
 }
 
@@ -151,6 +152,7 @@ fn render(c: &GoldenCase, ids: &[u64]) -> String {
     let ctx = Ctx {
         now: t(45, 0),
         cluster: "oracle".into(),
+        ..Ctx::default()
     };
     sacct::render(&jobs, &plan.cols, &plan.layout, plan.noheader, plan.no_steps, &ctx)
 }

@@ -189,6 +189,7 @@ fn sacct_timelimit(limit: TimeLimit) -> String {
     let ctx = flotilla_commands::sacct::Ctx {
         now: 0,
         cluster: String::new(),
+        ..flotilla_commands::sacct::Ctx::default()
     };
     flotilla_commands::sacct::job_value("Timelimit", &rec, &ctx).expect("sacct prints Timelimit")
 }

@@ -52,6 +52,9 @@ pub struct AcctQuery {
     /// `-D/--duplicates`: also the earlier runs of requeued jobs (each `PREEMPTED`,
     /// `REQUEUED` or `NODE_FAIL`), oldest first, before the job's latest record.
     pub duplicates: bool,
+    /// `-q/--qos`: jobs of these QOS.
+    #[serde(default)]
+    pub qos: Vec<String>,
 }
 
 /// One step of a job as accounted (`N.batch`, `N.extern`, `N.0`, ...).
@@ -79,6 +82,10 @@ pub struct AcctStep {
     pub mem_mib: u64,
     /// Nodes it ran on.
     pub nnodes: u32,
+    /// What it used, over its nodes (the latest reports: final once it ended); `None`: no
+    /// report (sacct prints the usage fields blank, as for a step Slurm has no stats of).
+    #[serde(default)]
+    pub usage: Option<crate::usage::StepStats>,
 }
 
 /// One job's accounting record, the latest run (Slurm's sacct without `--duplicates`).

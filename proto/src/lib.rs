@@ -20,6 +20,7 @@
 //! - [`client`]: a blocking client for commands and tests.
 //! - [`step`]: job steps: creation, launch on the node daemons, the I/O connection back to
 //!   `srun`, completion.
+//! - [`usage`]: resource usage of steps (CPU time, memory peaks) from the node daemons.
 //! - [`auth`]: HMAC-SHA256 credentials over uid, gid, host, issue time, expiry and a nonce;
 //!   the cluster key file; the replay cache.
 
@@ -31,10 +32,12 @@ pub mod frame;
 pub mod jobview;
 pub mod msg;
 pub mod step;
+pub mod usage;
 
 pub use acct::{AcctJob, AcctJobRef, AcctQuery, AcctStep};
 pub use auth::{AuthError, ClusterKey, Credential, ReplayCache, Verifier};
 pub use errno::SlurmError;
+pub use usage::{StepStats, StepUsage, Usage};
 pub use frame::{
     decode_frame, decode_frame_max, encode_frame, encode_response_frame, negotiate, read_frame, write_frame, Frame,
     Hello, ProtoError, DEFAULT_MAX_FRAME, PROTOCOL_VERSION_MAX, PROTOCOL_VERSION_MIN,

@@ -483,7 +483,9 @@ pub enum NodeToCtl {
         reason: String,
         /// The events of the poll that led to the verdict, as text (for the log).
         events: Vec<String>,
-    },
+    },    /// What a step used on this node (CPU time, memory peak): sent on the poll interval
+    /// (`JobAcctGatherFrequency`) while it runs and once at its end (`done`).
+    StepUsage(crate::usage::StepUsage),
 }
 
 /// The severity of a [`NodeToCtl::Health`] report (`flotilla_core::health::HealthVerdict`

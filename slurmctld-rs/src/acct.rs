@@ -446,6 +446,7 @@ pub fn query(conn: &Connection, q: &AcctQuery) -> rusqlite::Result<Vec<AcctJob>>
             || !q.names.is_empty() && !q.names.contains(&j.name)
             || !q.partitions.is_empty() && !q.partitions.contains(&j.partition)
             || !q.accounts.is_empty() && !q.accounts.contains(&j.account)
+            || !q.qos.is_empty() && !q.qos.contains(&j.qos)
             || !want_nodes.is_empty() && !hostnames(&j.nodes).iter().any(|n| want_nodes.contains(n))
         {
             continue;
@@ -464,9 +465,14 @@ pub fn query(conn: &Connection, q: &AcctQuery) -> rusqlite::Result<Vec<AcctJob>>
                     gpus: 0,
                     mem_mib: 0,
                     nnodes: 0,
+                    usage: None,
                 })
             })?
             .collect::<Result<Vec<_>, _>>()?;
+        let mut usage = crate::store::runs::read_usage(conn, j.job_id)?;
+        for s in &mut steps {
+            s.usage = usage.remove(&s.step);
+        }
         let all_steps = steps.clone();
         // A step started before the job's latest run belongs to an earlier run.
         if let Some(st) = j.start_time {

@@ -168,6 +168,11 @@ pub trait JobCgroup: fmt::Debug + Send + Sync {
     fn oom_killed(&self) -> Result<bool, ConfineError>;
     /// Removes the cgroup (after its processes are gone).
     fn destroy(&self) -> Result<(), ConfineError>;
+    /// What the cgroup's processes used so far, hierarchically ([`crate::usage`]); `None`
+    /// where the confinement keeps no accounting (the fake).
+    fn usage(&self) -> Option<flotilla_proto::Usage> {
+        None
+    }
 }
 
 /// Creates job cgroups.

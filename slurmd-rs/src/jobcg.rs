@@ -548,6 +548,42 @@ impl NodeCgroups {
         released
     }
 
+    /// What the processes of cgroup `name` (`job_<id>`, `job_<id>/step_batch`,
+    /// `job_<id>/step_<s>`) used so far ([`crate::usage`]), read from its files; `None` when
+    /// unconfined, for the fake, or when the cgroup is not there (already removed).
+    pub fn usage_of(&self, name: &str) -> Option<flotilla_proto::Usage> {
+        match self.kind()? {
+            "v1" => {
+                let dir = |c: &str| self.root.join(c).join("flotilla").join(&self.node).join(name);
+                let memory = dir("memory");
+                if !memory.is_dir() {
+                    return None;
+                }
+                let cpuacct = Some(dir("cpuacct")).filter(|d| d.is_dir());
+                Some(crate::usage::read_v1(&memory, cpuacct.as_deref()))
+            }
+            "v2" => {
+                let dir = self.root.join("flotilla").join(&self.node).join(name);
+                dir.is_dir().then(|| crate::usage::read_v2(&dir))
+            }
+            _ => None,
+        }
+    }
+
+    /// The running steps of this node's jobs, for a usage poll: `(job, run, step name,
+    /// cgroup name)` for every job's batch step (where its cgroup exists) and `srun` step.
+    pub fn running_steps(&self) -> Vec<(u64, u32, String, String)> {
+        let st = self.state();
+        let mut v = Vec::new();
+        for (&id, j) in &st.jobs {
+            v.push((id, j.run, "batch".to_string(), format!("{}/{BATCH_STEP}", j.spec.name)));
+            for s in j.steps.keys() {
+                v.push((id, j.run, s.to_string(), format!("{}/step_{s}", j.spec.name)));
+            }
+        }
+        v
+    }
+
     /// Jobs with a cgroup here, and released ones not yet removed (for tests and logs).
     pub fn jobs(&self) -> (Vec<u64>, Vec<u64>) {
         let st = self.state();

@@ -18,6 +18,7 @@
 //! - [`spool`]: the spool directory: boot epoch, job directories, exit records.
 //! - [`step_launch`]: the tasks of `srun` steps: per-task environment, output patterns,
 //!   the I/O connection back to `srun`.
+//! - [`usage`]: steps' CPU time and memory peaks, from cgroups or the processes.
 //! - [`stepd`]: the job supervisor (`slurmd --stepd DIR`), which outlives the daemon.
 //!
 //! The daemon's owner loop and session with the controller live in the `slurmd` binary.
@@ -32,3 +33,4 @@ pub mod pattern;
 pub mod spool;
 pub mod step_launch;
 pub mod stepd;
+pub mod usage;

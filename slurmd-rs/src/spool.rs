@@ -161,6 +161,10 @@ pub struct ExitRecord {
     pub oom: bool,
     /// When (s since epoch).
     pub end_time: i64,
+    /// What the batch step used ([`crate::usage`]); `None` in records of older supervisors
+    /// and when the supervisor was gone without one.
+    #[serde(default)]
+    pub usage: Option<flotilla_proto::Usage>,
 }
 
 /// Everything the supervisor needs to run a job (`job.json`), computed by the daemon.

@@ -60,12 +60,22 @@ pub const SRUN_IO_TIMEOUT: Duration = Duration::from_secs(10);
 /// is removed, under the registry's lock, before the leader is), so a signal never reaches a
 /// process group whose id the kernel may have handed to someone else.
 #[derive(Debug, Clone, Default)]
-pub struct StepRegistry(Arc<Mutex<Groups>>, Arc<NodeCgroups>, Arc<Mutex<BTreeMap<u64, usize>>>);
+pub struct StepRegistry(
+    Arc<Mutex<Groups>>,
+    Arc<NodeCgroups>,
+    Arc<Mutex<BTreeMap<u64, usize>>>,
+    crate::usage::Outbox,
+);
 
 impl StepRegistry {
     /// A registry whose steps are confined by `cgroups`.
     pub fn with_cgroups(cgroups: Arc<NodeCgroups>) -> StepRegistry {
-        StepRegistry(Arc::default(), cgroups, Arc::default())
+        StepRegistry(Arc::default(), cgroups, Arc::default(), crate::usage::Outbox::default())
+    }
+
+    /// The usage reports of ended steps, for the daemon to send ([`crate::usage::Outbox`]).
+    pub fn usage_outbox(&self) -> crate::usage::Outbox {
+        self.3.clone()
     }
 
     fn add(&self, key: (u64, u32), pgid: i32) {
@@ -115,6 +125,12 @@ impl StepRegistry {
     /// Steps with running tasks here.
     pub fn steps(&self) -> Vec<(u64, u32)> {
         self.0.lock().expect("registry lock").keys().copied().collect()
+    }
+
+    /// The running tasks' process groups (their leaders' pids) of every step, for an
+    /// unconfined usage poll.
+    pub fn step_groups(&self) -> Vec<((u64, u32), Vec<i32>)> {
+        self.0.lock().expect("registry lock").iter().map(|(k, v)| (*k, v.clone())).collect()
     }
 
     /// Counts a step of `job_id` as running; `false` (nothing counted) when
@@ -535,6 +551,10 @@ pub fn launch(msg: LaunchStep, facts: NodeFacts, host: String, registry: StepReg
     }
 }
 
+/// How long a step's end waits for its usage report to be handed to the controller before
+/// the last task's exit goes to `srun`.
+const USAGE_SEND_WAIT: Duration = Duration::from_secs(2);
+
 struct Task {
     id: u32,
     child: Child,
@@ -752,8 +772,21 @@ fn run_step(msg: &LaunchStep, facts: &NodeFacts, host: &str, registry: &StepRegi
             kill_step(libc::SIGKILL);
         }
     }
-    for mut t in tasks {
+    // Unconfined, a task's memory peak is read while it lives (a zombie has none left).
+    let peaks = (cgroup.is_none()).then(|| crate::usage::PeakSampler::start(tasks.iter().map(|t| (t.id, t.pgid)).collect()));
+    let mut task_usage: Vec<(u32, flotilla_proto::Usage)> = Vec::new();
+    let ntasks = tasks.len();
+    // The last task's exit waits for the step's usage report to go out (see below).
+    let mut last_exit: Option<StepIo> = None;
+    for (i, mut t) in tasks.into_iter().enumerate() {
         wait_exited(t.pgid);
+        // The zombie's CPU times (its own and its reaped children's), before it is reaped: the
+        // step's usage unconfined, its CPU where the cgroup keeps none (v1 without cpuacct).
+        let mut u = crate::usage::proc_usage(t.pgid).unwrap_or_default();
+        if let Some(p) = &peaks {
+            (u.max_rss, u.max_vmsize) = p.peak(t.id);
+        }
+        task_usage.push((t.id, u));
         // Its output still in flight no longer waits for a paused srun.
         t.running.store(false, std::sync::atomic::Ordering::Release);
         // Whatever the task left in its group goes with it, while the group is still its;
@@ -771,7 +804,47 @@ fn run_step(msg: &LaunchStep, facts: &NodeFacts, host: &str, registry: &StepRegi
             },
             Err(_) => (0, libc::SIGKILL),
         };
-        let _ = send(&sink, &StepIo::TaskExit { task: t.id, exit_code, signal });
+        let exit = StepIo::TaskExit { task: t.id, exit_code, signal };
+        if i + 1 == ntasks {
+            last_exit = Some(exit);
+        } else {
+            let _ = send(&sink, &exit);
+        }
+    }
+    let step_name = format!("{}/step_{}", crate::jobcg::job_name(key.0), key.1);
+    let by_task = crate::usage::fold_tasks(&task_usage);
+    let usage = match &cgroup {
+        Some(_) => registry.1.usage_of(&step_name).map(|mut u| {
+            u.ntasks = here.len() as u32;
+            if u.total_usec == 0 {
+                (u.user_usec, u.system_usec, u.total_usec) = (by_task.user_usec, by_task.system_usec, by_task.total_usec);
+            }
+            (u.min_cpu_usec, u.min_cpu_task, u.max_rss_task) = (by_task.min_cpu_usec, by_task.min_cpu_task, by_task.max_rss_task);
+            u
+        }),
+        None => Some(by_task),
+    };
+    drop(peaks);
+    if let Some(usage) = usage {
+        info!(job = key.0, step = key.1, cpu_us = usage.total_usec, max_rss = usage.max_rss, "step usage at its end");
+        let n = registry.3.push(flotilla_proto::StepUsage {
+            job_id: key.0,
+            // An srun step belongs to the job's current run (the controller knows which).
+            run: 0,
+            step: key.1.to_string(),
+            node: facts.node.clone(),
+            usage,
+            done: true,
+            at: crate::stepd::wall_now(),
+        });
+        // srun reports the step complete once it has every task's exit: the usage goes to the
+        // controller first (bounded: a controller away does not hold srun).
+        if !registry.3.wait_sent(n, USAGE_SEND_WAIT) {
+            warn!(job = key.0, step = key.1, "the step's usage report is not sent yet: telling srun of the end anyway");
+        }
+    }
+    if let Some(exit) = last_exit {
+        let _ = send(&sink, &exit);
     }
     if cgroup.is_some() {
         // Whatever the tasks left (daemonized children too) goes with the step.

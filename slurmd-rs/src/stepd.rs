@@ -461,6 +461,7 @@ pub fn run(dir: &Path, cgroup: Option<StepdCgroups>) -> Result<(), StepdError> {
     };
     st.kill_rest();
     let oom = st.cgroup.as_ref().and_then(|c| c.job.oom_killed().ok()).unwrap_or(false);
+    let usage = batch_usage(st.cgroup.as_ref());
     if let Some(cg) = &st.cgroup {
         let _ = cg.batch.destroy();
     }
@@ -469,10 +470,28 @@ pub fn run(dir: &Path, cgroup: Option<StepdCgroups>) -> Result<(), StepdError> {
         signal: status.1,
         oom,
         end_time: wall_now(),
+        usage: Some(usage),
     };
     spool::write_json(&st.dir.exit(), &rec)?;
     let _ = std::fs::remove_file(&sock);
     Ok(())
+}
+
+/// What the batch step used, once everything of it ended and was reaped: its cgroup's
+/// accounting when confined (CPU times from this supervisor's reaped children where the
+/// cgroup keeps none: v1 without `cpuacct`), else the reaped children's
+/// ([`crate::usage::children_usage`]).
+fn batch_usage(cgroup: Option<&StepdCgroups>) -> flotilla_proto::Usage {
+    let children = crate::usage::children_usage();
+    match cgroup.and_then(|c| c.batch.usage()) {
+        Some(mut u) => {
+            if u.total_usec == 0 {
+                (u.user_usec, u.system_usec, u.total_usec) = (children.user_usec, children.system_usec, children.total_usec);
+            }
+            u
+        }
+        None => children,
+    }
 }
 
 /// Sends one command to a job's supervisor; `Err` when it is not there.

@@ -216,6 +216,8 @@ pub static KEYS: &[KeyDoc] = &[
         "Flotilla: most replicas (sum of max replicas) of one such user's services."),
     key(Global, "ServiceMaxGPUs", ValueType::U32, Value("8"),
         "Flotilla: most GPUs (sum of max replicas x GPUs per replica) of one such user's services; their replicas also get the partition's `MaxTime`."),
+    key(Global, "JobAcctGatherFrequency", ValueType::String, Value("30"),
+        "Seconds between the node daemons' usage polls of running steps (`N`, or `task=N` among `energy=`, `network=`, `filesystem=`; 0: none), which `sstat` shows; every step's usage is also read at its end for `sacct`."),
     key(Global, "SchedulerParameters", ValueType::String, Unset,
         "Comma-separated options; Flotilla uses `max_script_size=N` (bytes, default 4194304, at most 512 MiB: a larger batch script is refused), the others are ignored."),
     // slurm.conf, NodeName lines.
@@ -386,7 +388,6 @@ pub static SLURM_ONLY_KEYS: &[(Scope, &[&str])] = &[
             "HealthCheckProgram",
             "InactiveLimit",
             "InteractiveStepOptions",
-            "JobAcctGatherFrequency",
             "JobAcctGatherParams",
             "JobAcctGatherType",
             "JobCompHost",

@@ -131,7 +131,22 @@ impl Controller {
             }
             NodeToCtl::CheckpointAck { job_id, run, at } => self.checkpoint_ack(job_id, run, at, now),
             NodeToCtl::Health { verdict, reason, events } => self.node_health(nid, verdict, reason, &events, now),
+            NodeToCtl::StepUsage(u) => self.step_usage(nid, u),
         }
+    }
+
+    /// A node's report of what a step used there: recorded (`step_usage`) when the job is
+    /// known and ran on that node, under the node's own name whatever the report says; the
+    /// batch step's only for the job's current run.
+    fn step_usage(&mut self, nid: NodeId, mut u: flotilla_proto::StepUsage) {
+        let name = self.sched.cluster().node(nid).name.clone();
+        let Some(rec) = self.jobs.get(&u.job_id) else { return };
+        if !rec.nodes.contains(&name) || u.step == "batch" && u.run != rec.restarts {
+            debug!(job = u.job_id, step = %u.step, node = %name, "usage report of a job not running there: ignored");
+            return;
+        }
+        u.node = name;
+        self.batch.usage.push(u);
     }
 
     /// A node's GPU health verdict. Quarantine: the node is drained with the reason (persisted

@@ -3,6 +3,9 @@
 //! (one row per ended run of a job, the run being its requeue count; `sql/0004_services.sql`).
 //! Both have the same eight columns; only the second one, the key within the job, differs in
 //! type (the step's name, TEXT; the run's number, INTEGER).
+//!
+//! And the steps' usage (`step_usage`, `sql/0009_usage.sql`): one row per (job, step, node),
+//! the node daemon's latest report.
 
 use rusqlite::types::{FromSql, ToSql};
 use rusqlite::{params, Connection};
@@ -106,4 +109,87 @@ pub fn read<K: FromSql>(
         })
     })?
     .collect()
+}
+
+/// Inserts or replaces the usage reports `rows` (`step_usage`, one row per job, step and
+/// node: a newer report replaces the older one), except that a poll taken no later than the
+/// step's end report (`done`) never replaces it: a node daemon may read a poll just before the
+/// step ends and send it just after the end. Errors: SQLite's.
+pub fn write_usage(conn: &Connection, rows: &[flotilla_proto::StepUsage]) -> rusqlite::Result<()> {
+    if rows.is_empty() {
+        return Ok(());
+    }
+    let mut st = conn.prepare_cached(
+        "INSERT INTO step_usage (job_id, step, node, user_usec, system_usec, total_usec, max_rss, \
+         max_vmsize, ntasks, max_rss_task, min_cpu_usec, min_cpu_task, energy_j, done, at) \
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15) \
+         ON CONFLICT (job_id, step, node) DO UPDATE SET user_usec = excluded.user_usec, \
+         system_usec = excluded.system_usec, total_usec = excluded.total_usec, max_rss = excluded.max_rss, \
+         max_vmsize = excluded.max_vmsize, ntasks = excluded.ntasks, max_rss_task = excluded.max_rss_task, \
+         min_cpu_usec = excluded.min_cpu_usec, min_cpu_task = excluded.min_cpu_task, energy_j = excluded.energy_j, \
+         done = excluded.done, at = excluded.at \
+         WHERE NOT (step_usage.done = 1 AND excluded.done = 0 AND excluded.at <= step_usage.at)",
+    )?;
+    for r in rows {
+        let u = &r.usage;
+        st.execute(params![
+            i(r.job_id),
+            r.step,
+            r.node,
+            i(u.user_usec),
+            i(u.system_usec),
+            i(u.total_usec),
+            i(u.max_rss),
+            i(u.max_vmsize),
+            u.ntasks,
+            u.max_rss_task,
+            i(u.min_cpu_usec),
+            u.min_cpu_task,
+            i(u.energy_j),
+            r.done,
+            r.at
+        ])?;
+    }
+    Ok(())
+}
+
+/// The usage of every step of job `job_id`, combined over its nodes
+/// ([`flotilla_proto::StepStats::combine`]), by step name. Errors: SQLite's.
+pub fn read_usage(conn: &Connection, job_id: u64) -> rusqlite::Result<std::collections::BTreeMap<String, flotilla_proto::StepStats>> {
+    let mut st = conn.prepare_cached(
+        "SELECT step, node, user_usec, system_usec, total_usec, max_rss, max_vmsize, ntasks, max_rss_task, \
+         min_cpu_usec, min_cpu_task, energy_j, done FROM step_usage WHERE job_id = ?1 ORDER BY step, node",
+    )?;
+    let rows = st
+        .query_map([i(job_id)], |r| {
+            let u = |k: usize| r.get::<_, i64>(k).map(|v| v.max(0) as u64);
+            Ok((
+                r.get::<_, String>(0)?,
+                r.get::<_, String>(1)?,
+                flotilla_proto::Usage {
+                    user_usec: u(2)?,
+                    system_usec: u(3)?,
+                    total_usec: u(4)?,
+                    max_rss: u(5)?,
+                    max_vmsize: u(6)?,
+                    ntasks: r.get(7)?,
+                    max_rss_task: r.get(8)?,
+                    min_cpu_usec: u(9)?,
+                    min_cpu_task: r.get(10)?,
+                    energy_j: u(11)?,
+                },
+                r.get::<_, bool>(12)?,
+            ))
+        })?
+        .collect::<rusqlite::Result<Vec<_>>>()?;
+    let mut by_step: std::collections::BTreeMap<String, Vec<(String, flotilla_proto::Usage, bool)>> = Default::default();
+    for (step, node, u, done) in rows {
+        by_step.entry(step).or_default().push((node, u, done));
+    }
+    Ok(by_step
+        .into_iter()
+        .filter_map(|(step, v)| {
+            flotilla_proto::StepStats::combine(v.iter().map(|(n, u, d)| (n.as_str(), u, *d))).map(|s| (step, s))
+        })
+        .collect())
 }

@@ -755,6 +755,15 @@ pub fn describe_node_msg(m: &NodeToCtl, t0: i64) -> String {
         ),
         NodeToCtl::CheckpointAck { job_id, run, at } => format!("checkpoint acknowledged: job {job_id} run {run} at t={}", at - t0),
         NodeToCtl::Health { verdict, reason, .. } => format!("health {verdict:?}: {reason}"),
+        NodeToCtl::StepUsage(u) => format!(
+            "usage of {}.{} on {}: cpu {} us, rss {} B{}",
+            u.job_id,
+            u.step,
+            u.node,
+            u.usage.total_usec,
+            u.usage.max_rss,
+            if u.done { " (end)" } else { "" }
+        ),
     }
 }
 

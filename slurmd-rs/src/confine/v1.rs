@@ -11,6 +11,8 @@
 //!   `devices.deny` for every GPU outside the mask and to `devices.allow` for the job's own;
 //!   every other device stays allowed (inherited from the parent), the standard ones
 //!   (`/dev/null`, ...) always ([`super::STANDARD_DEVICES`]).
+//! - cpuacct (where mounted, alone or as `cpu,cpuacct`): CPU time of the job and its steps
+//!   ([`crate::usage`]).
 //! - processes: `cgroup.procs`; no freezer, so [`JobCgroup::signal_all`] signals each pid and,
 //!   for `SIGKILL`, repeats until no new pid appears.
 
@@ -20,8 +22,8 @@ use std::path::{Path, PathBuf};
 
 /// Controllers a v1 job cgroup needs.
 pub const REQUIRED: &[&str] = &["memory", "devices"];
-/// Controllers used where mounted.
-pub const OPTIONAL: &[&str] = &["pids"];
+/// Controllers used where mounted (`cpuacct` for the steps' CPU time, [`crate::usage`]).
+pub const OPTIONAL: &[&str] = &["pids", "cpuacct"];
 
 /// cgroup v1 confinement rooted at `root` (normally `/sys/fs/cgroup`, where each controller is
 /// mounted at `<root>/<controller>`).
@@ -92,7 +94,8 @@ impl Confinement for CgroupV1 {
         for gpu in spec.denied_gpus() {
             fsutil::append(&devices.join("devices.deny"), &rule(gpu.major, gpu.minor))?;
         }
-        Ok(Box::new(JobCgroupV1 { memory, dirs }))
+        let cpuacct = self.mounted("cpuacct").then(|| self.dir("cpuacct", &spec.name));
+        Ok(Box::new(JobCgroupV1 { memory, cpuacct, dirs }))
     }
 }
 
@@ -100,6 +103,7 @@ impl Confinement for CgroupV1 {
 #[derive(Debug, Clone)]
 pub struct JobCgroupV1 {
     memory: PathBuf,
+    cpuacct: Option<PathBuf>,
     dirs: Vec<PathBuf>,
 }
 
@@ -121,6 +125,10 @@ impl JobCgroup for JobCgroupV1 {
 
     fn procs_files(&self) -> Vec<PathBuf> {
         self.dirs.iter().map(|d| d.join("cgroup.procs")).collect()
+    }
+
+    fn usage(&self) -> Option<flotilla_proto::Usage> {
+        Some(crate::usage::read_v1(&self.memory, self.cpuacct.as_deref()))
     }
 
     fn pids(&self) -> Result<Vec<i32>, ConfineError> {

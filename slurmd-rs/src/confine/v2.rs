@@ -161,6 +161,10 @@ impl JobCgroup for JobCgroupV2 {
         vec![self.dir.join("cgroup.procs")]
     }
 
+    fn usage(&self) -> Option<flotilla_proto::Usage> {
+        Some(crate::usage::read_v2(&self.dir))
+    }
+
     fn pids(&self) -> Result<Vec<i32>, ConfineError> {
         fsutil::tree_pids(&self.dir)
     }

@@ -22,7 +22,7 @@ use flotilla_proto::client::{Client, Stream};
 use flotilla_core::health::{HealthEvent, HealthVerdict};
 use flotilla_proto::{
     Bind, ClusterKey, CtlToNode, Frame, HealthLevel, JobExit, LaunchDetails, NodeJob, NodeToCtl, Register, Request,
-    Response, Role,
+    Response, Role, StepUsage,
 };
 use flotilla_slurmd::health::HealthSource;
 use std::collections::{BTreeMap, HashSet};
@@ -90,6 +90,9 @@ struct Entry {
     /// When the last SIGTERM went to the job (a stop: time limit, preemption, cancel).
     stop_at: Option<SystemTime>,
     ack_reported: bool,
+    /// The batch supervisor's pid, when this daemon started it (an unconfined job's usage
+    /// poll reads its descendants).
+    supervisor: Option<i32>,
 }
 
 /// The node daemon's state, owned by one thread.
@@ -117,6 +120,11 @@ pub struct Daemon {
     health_unsent: Vec<NodeToCtl>,
     /// Tasks of `srun` steps running here.
     steps: StepRegistry,
+    /// Usage reports not yet sent ([`flotilla_slurmd::usage`]): steps' ends and polls.
+    usage: flotilla_slurmd::usage::Outbox,
+    /// `JobAcctGatherFrequency` (`None`: 0, no polls), and the last poll.
+    usage_every: Option<Duration>,
+    last_usage: Instant,
 }
 
 fn short_hostname() -> String {
@@ -195,6 +203,7 @@ impl Daemon {
             topology_addr: env::topology_addr(&opts.conf, &opts.node),
         };
         let steps = StepRegistry::with_cgroups(opts.cgroups.clone());
+        let freq = flotilla_slurmd::usage::gather_frequency(&opts.conf.raw);
         let mut d = Daemon {
             _spool_lock: spool_lock,
             opts,
@@ -213,7 +222,10 @@ impl Daemon {
             rx,
             health_seen: HashSet::new(),
             health_unsent: Vec::new(),
+            usage: steps.usage_outbox(),
             steps,
+            usage_every: (freq > 0).then(|| Duration::from_secs(freq)),
+            last_usage: Instant::now(),
         };
         if bumped {
             info!(epoch, "new boot epoch: forgetting the jobs of the previous boot");
@@ -314,6 +326,7 @@ impl Daemon {
                 dir,
                 stop_at: None,
                 ack_reported: false,
+                supervisor: None,
             });
         }
         // Ends recorded while the daemon was away are picked up by the first poll.
@@ -492,6 +505,11 @@ impl Daemon {
                 self.handle(ev);
             }
             self.poll();
+            if self.usage_every.is_some_and(|f| self.last_usage.elapsed() >= f) {
+                self.last_usage = Instant::now();
+                self.poll_usage();
+            }
+            self.flush_usage();
             if self.client.is_some() && self.last_hb.elapsed() >= self.opts.heartbeat {
                 self.last_hb = Instant::now();
                 let hb = NodeToCtl::Heartbeat {
@@ -567,12 +585,14 @@ impl Daemon {
         match r {
             Ok(()) => {
                 info!(job = bind.job_id, run = bind.run, batch = bind.batch_host, gpus = format!("{:#x}", bind.gpu_mask), "job bound");
+                let batch = bind.batch_host && !interactive;
                 self.jobs.insert(key, Entry {
                     gpu_mask: bind.gpu_mask,
-                    batch: bind.batch_host && !interactive,
+                    batch,
                     dir,
                     stop_at: None,
                     ack_reported: false,
+                    supervisor: if batch { self.children.last().map(|c| c.id() as i32) } else { None },
                 });
             }
             Err(e) => {
@@ -804,6 +824,7 @@ impl Daemon {
                         signal: 9,
                         oom: false,
                         end_time: now_s(),
+                        usage: None,
                     };
                     let _ = spool::write_json(&dir.exit(), &r);
                     rec = Some(r);
@@ -814,6 +835,19 @@ impl Daemon {
                 // The job has ended here (the supervisor killed what was left).
                 self.opts.cgroups.release(k.0, k.1);
                 info!(job = k.0, run = k.1, exit_code = r.exit_code, signal = r.signal, oom = r.oom, "batch script ended");
+                if let Some(usage) = r.usage {
+                    // Before the end itself: the controller records it with the batch step.
+                    self.usage.push(StepUsage {
+                        job_id: k.0,
+                        run: k.1,
+                        step: "batch".into(),
+                        node: self.opts.node.clone(),
+                        usage,
+                        done: true,
+                        at: r.end_time,
+                    });
+                    self.flush_usage();
+                }
                 let exit = JobExit {
                     job_id: k.0,
                     run: k.1,
@@ -840,6 +874,57 @@ impl Daemon {
                     });
                 }
             }
+        }
+    }
+}
+
+impl Daemon {
+    /// Sends the queued usage reports while a controller session is up; what cannot be sent
+    /// stays queued.
+    fn flush_usage(&mut self) {
+        if self.client.is_none() {
+            return;
+        }
+        let mut queued = self.usage.take().into_iter();
+        while let Some((n, u)) = queued.next() {
+            self.send(NodeToCtl::StepUsage(u.clone()));
+            if self.client.is_none() {
+                self.usage.unshift(std::iter::once((n, u)).chain(queued).collect());
+                return;
+            }
+            self.usage.sent_below(n + 1);
+        }
+    }
+
+    /// One usage poll (`JobAcctGatherFrequency`): every running step's usage so far, from its
+    /// cgroup, or unconfined from the processes: the batch supervisor's live descendants, an
+    /// `srun` step's task leaders (their reaped children's CPU included, not their live
+    /// children).
+    fn poll_usage(&mut self) {
+        let at = now_s();
+        let node = self.opts.node.clone();
+        let mut reports = Vec::new();
+        if self.opts.cgroups.confined() {
+            for (job_id, run, step, name) in self.opts.cgroups.running_steps() {
+                if let Some(usage) = self.opts.cgroups.usage_of(&name) {
+                    reports.push(StepUsage { job_id, run, step, node: node.clone(), usage, done: false, at });
+                }
+            }
+        } else {
+            for (&(job_id, run), e) in &self.jobs {
+                let Some(pid) = e.supervisor else { continue };
+                let usage = flotilla_slurmd::usage::procs_usage(&stepd::descendants(pid));
+                reports.push(StepUsage { job_id, run, step: "batch".into(), node: node.clone(), usage, done: false, at });
+            }
+            for ((job_id, step), leaders) in self.steps.step_groups() {
+                let mut usage = flotilla_slurmd::usage::procs_usage(&leaders);
+                usage.ntasks = leaders.len() as u32;
+                let step = step.to_string();
+                reports.push(StepUsage { job_id, run: 0, step, node: node.clone(), usage, done: false, at });
+            }
+        }
+        for r in reports {
+            self.usage.push(r);
         }
     }
 }
