@@ -386,7 +386,7 @@ def phase1():
 
 def phase2():
     # ---- accounts/qos for the enforcement cases (setup steps, not cases)
-    for cmd in [
+    setup = [
         "sacctmgr -i add account gpuq Description=gpuq Organization=test GrpTRES=gres/gpu=8",
         "sacctmgr -i add account mj Description=mj Organization=test MaxJobs=1",
         "sacctmgr -i add account gj Description=gj Organization=test GrpJobs=1",
@@ -399,7 +399,12 @@ def phase2():
         # research her default again (phase 1 deleted physics, her default then)
         "sacctmgr -i modify user alice where account=research set MaxJobs=-1 MaxSubmitJobs=-1 GrpTRES=gres/gpu=-1",
         "sacctmgr -i modify user alice set DefaultAccount=research",
-    ]:
+    ]
+    # the replay (compat-tests/tests/accounting_goldens.rs) runs the same steps
+    with open(os.path.join(GOLD, "phase2-setup.txt"), "w") as f:
+        f.write("# phase 2 setup steps of capture.py, run as root before its cases (not cases)\n")
+        f.write("".join(c + "\n" for c in setup if not c.startswith("#")))
+    for cmd in setup:
         root(cmd)
     case("sacctmgr_show_assoc_enforce_setup", "sacctmgr show assoc where user=alice format=Account,User,GrpJobs,GrpTRES,MaxJobs,MaxSubmit,QOS -P")
     case("scontrol_show_config_enforce", "scontrol show config | grep -E '^(AccountingStorageEnforce|PriorityType|PriorityWeight|PriorityCalcPeriod|PriorityDecayHalfLife)'")
