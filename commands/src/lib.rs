@@ -25,6 +25,7 @@ pub mod scontrol;
 pub mod scontrol_config;
 pub mod scontrol_ctl;
 pub mod sdeploy;
+pub mod sdiag;
 pub mod seff;
 pub mod signals;
 pub mod sinfo;

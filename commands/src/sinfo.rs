@@ -183,6 +183,8 @@ fn value(ch: char, r: &Row<'_>, conf: &flotilla_core::config::ClusterConfig) -> 
         'n' => ("HOSTNAMES", flotilla_core::hostlist::compress(&names)),
         'c' => ("CPUS", n0.map_or(0, |n| n.cpus).to_string()),
         'm' => ("MEMORY", n0.map_or(0, |n| n.mem_mib).to_string()),
+        // `-O AllocMem` only (no `-o` letter): memory allocated on the node, MiB.
+        '@' => ("ALLOCMEM", n0.map_or(0, |n| n.mem_alloc_mib).to_string()),
         'G' => ("GRES", n0.map_or_else(|| "(null)".into(), |n| gres(n))),
         'f' => ("AVAIL_FEATURES", "(null)".into()),
         'b' => ("ACTIVE_FEATURES", "(null)".into()),
@@ -219,6 +221,7 @@ fn o2(name: &str) -> Option<(&'static str, char)> {
         "gres" => ("GRES", 'G'),
         "gresused" => ("GRES_USED", 'U'),
         "memory" => ("MEMORY", 'm'),
+        "allocmem" => ("ALLOCMEM", '@'),
         "time" => ("TIMELIMIT", 'l'),
         "nodes" => ("NODES", 'D'),
         "nodeaist" => ("NODES(A/I/O/T)", 'F'),

@@ -27,6 +27,7 @@
 pub mod acct;
 pub mod auth;
 pub mod client;
+pub mod diag;
 pub mod errno;
 pub mod frame;
 pub mod jobview;

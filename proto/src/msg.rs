@@ -1140,6 +1140,12 @@ pub enum Request {
     /// since it started (answered with [`Response::Turns`]); tests wait on it instead of
     /// sleeping.
     QueryTurns,
+    /// `sdiag`: the statistics of Slurm's `sdiag` and Flotilla's section
+    /// ([`crate::diag`]), answered with [`Response::Diag`].
+    Diag,
+    /// `sdiag --reset`: the statistics start again (root and `SlurmUser` only; others get
+    /// `ESLURM_ACCESS_DENIED`), answered with [`Response::Diag`].
+    DiagReset,
 }
 
 impl Request {
@@ -1171,6 +1177,7 @@ impl Request {
             Request::QueryAcct(_) => "DBD_GET_JOBS_COND",
             Request::QueryQueue(_) => "REQUEST_JOB_INFO",
             Request::QueryTurns => "REQUEST_TURNS",
+            Request::Diag | Request::DiagReset => "REQUEST_STATS_INFO",
         }
     }
 }
@@ -1235,6 +1242,8 @@ pub enum Response {
         /// asked for so far has run (the periodic one comes every `--sched-interval-ms`).
         cycle_due: bool,
     },
+    /// Answer to [`Request::Diag`] and [`Request::DiagReset`].
+    Diag(Box<crate::diag::Diag>),
 }
 
 #[cfg(test)]

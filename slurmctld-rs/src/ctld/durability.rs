@@ -56,7 +56,9 @@ pub(super) fn class(req: &Request) -> Class {
         | Request::QueryAlerts
         | Request::QueryAcct(_)
         | Request::QueryQueue(_)
-        | Request::QueryTurns => Class::Query,
+        | Request::QueryTurns
+        | Request::Diag
+        | Request::DiagReset => Class::Query,
         Request::SubmitJob(_)
         | Request::HoldRelease(_)
         | Request::Requeue(_)
@@ -80,6 +82,13 @@ pub(super) struct Degraded {
     replies: Vec<(oneshot::Sender<Reply>, Reply)>,
     /// Node messages of uncommitted turns, in order.
     node_out: Vec<(usize, Outgoing)>,
+}
+
+impl Degraded {
+    /// Replies of uncommitted turns held (`sdiag`'s DBD agent queue size).
+    pub(super) fn held(&self) -> usize {
+        self.replies.len()
+    }
 }
 
 impl Controller {

@@ -368,9 +368,11 @@ impl Controller {
         self.sched_dirty = false;
         self.refresh_arrays(now);
         self.refresh_deps(now);
+        let queue = self.sched.pending_len() as u64;
         let t = Instant::now();
         let ds = self.sched.cycle(now as u64);
         let us = t.elapsed().as_micros() as u64;
+        self.diag.cycle(us, queue, self.sched.reservations().len() as u64, now);
         self.stats.cycles += 1;
         self.stats.last_cycle_us = us;
         self.stats.cycle_us_total += us;
@@ -390,6 +392,7 @@ impl Controller {
 
     /// The controller's one path for the core's decisions (of a cycle or of an event).
     pub(super) fn apply(&mut self, decisions: Vec<Decision>, now: i64) {
+        self.diag.decisions(&decisions);
         for d in decisions {
             match d {
                 Decision::Bind { job, allocs, .. } => self.bind_job(job.0, allocs, now),

@@ -32,6 +32,7 @@ use tokio::sync::{mpsc, oneshot};
 use tracing::info;
 
 mod arrays;
+mod diag;
 mod durability;
 mod job_rpcs;
 mod lifecycle;
@@ -305,6 +306,8 @@ pub struct Controller {
     acct_queries: Vec<(flotilla_proto::AcctQuery, oneshot::Sender<Reply>)>,
     /// Turns completed (see [`Controller::turns`]).
     turns: u64,
+    /// `sdiag`'s counters ([`diag`]).
+    diag: diag::DiagAcc,
 }
 
 /// Wall clock in seconds since the epoch (read only at the edge, here).
@@ -349,6 +352,7 @@ impl Controller {
             svc: services::SvcState::default(),
             acct_queries: Vec::new(),
             turns: 0,
+            diag: diag::DiagAcc::default(),
         };
         c.recover(now)?;
         Ok(c)
@@ -364,6 +368,7 @@ impl Controller {
                 ident,
             } => {
                 *self.stats.rpc.entry("DBD_GET_JOBS_COND").or_default() += 1;
+                self.diag.rpc("DBD_GET_JOBS_COND", ident.uid, 0);
                 // PrivateData=jobs: a user's accounting query sees their own jobs only (as
                 // slurmdbd narrows the query to the caller's uid).
                 if self.opts.access.hides_others_jobs(ident) {
@@ -377,11 +382,14 @@ impl Controller {
                 ident,
             } => {
                 *self.stats.rpc.entry("REQUEST_JOB_INFO").or_default() += 1;
+                let t = std::time::Instant::now();
                 let resp = self.query_jobs_encoded(ident, &q, now);
+                self.diag.rpc("REQUEST_JOB_INFO", ident.uid, t.elapsed().as_micros() as u64);
                 self.answers.push((reply, resp));
             }
             Event::Rpc { ident, req, reply } => {
                 *self.stats.rpc.entry(req.kind()).or_default() += 1;
+                let (kind, t) = (req.kind(), std::time::Instant::now());
                 match durability::class(&req) {
                     durability::Class::Query => {
                         let resp = self.rpc(ident, req, now);
@@ -396,9 +404,11 @@ impl Controller {
                         self.replies.push((reply, resp.into()));
                     }
                 }
+                self.diag.rpc(kind, ident.uid, t.elapsed().as_micros() as u64);
             }
             Event::NodeRegister { conn, reg, tx, reply } => {
                 *self.stats.rpc.entry("MESSAGE_NODE_REGISTRATION_STATUS").or_default() += 1;
+                self.diag.rpc("MESSAGE_NODE_REGISTRATION_STATUS", 0, 0);
                 let resp = self.node_register(conn, reg, tx, now);
                 self.replies.push((reply, resp.into()));
             }
@@ -437,6 +447,8 @@ impl Controller {
             Request::StepComplete(c) => self.step_complete(ident, c, now),
             Request::QuerySteps(q) => Response::Steps(self.query_steps(ident, &q)),
             Request::ReleaseAllocation(r) => self.release_allocation(ident, r, now),
+            Request::Diag => Response::Diag(Box::new(self.diag(now))),
+            Request::DiagReset => self.diag_reset(ident.admin, now),
             Request::QueryTurns => Response::Turns { turns: self.turns, cycles: self.stats.cycles, cycle_due: self.sched_dirty },
             r @ (Request::ServiceCreate(_)
             | Request::ServiceScale { .. }
