@@ -1138,6 +1138,10 @@ pub enum Request {
     /// since it started (answered with [`Response::Turns`]); tests wait on it instead of
     /// sleeping.
     QueryTurns,
+    /// `sacctmgr show|list`: the accounting database's rows ([`Response::AcctMgrData`]).
+    AcctMgrShow,
+    /// `sacctmgr add|modify|delete` ([`Response::AcctMgrOutcome`]); admins only.
+    AcctMgrChange(crate::acctmgr::AcctMgrChange),
 }
 
 impl Request {
@@ -1169,6 +1173,8 @@ impl Request {
             Request::QueryAcct(_) => "DBD_GET_JOBS_COND",
             Request::QueryQueue(_) => "REQUEST_JOB_INFO",
             Request::QueryTurns => "REQUEST_TURNS",
+            Request::AcctMgrShow => "DBD_GET_ASSOCS",
+            Request::AcctMgrChange(_) => "DBD_MODIFY_ASSOCS",
         }
     }
 }
@@ -1233,6 +1239,10 @@ pub enum Response {
         /// asked for so far has run (the periodic one comes every `--sched-interval-ms`).
         cycle_due: bool,
     },
+    /// The accounting database (`sacctmgr show`).
+    AcctMgrData(crate::acctmgr::AcctData),
+    /// What a `sacctmgr` change did or would do.
+    AcctMgrOutcome(crate::acctmgr::AcctMgrOutcome),
 }
 
 #[cfg(test)]

@@ -55,6 +55,11 @@ const MIGRATIONS: &[Migration] = &[
         sql: include_str!("../../sql/0006_purge.sql"),
         step: None,
     },
+    Migration {
+        version: 7,
+        sql: include_str!("../../sql/0007_assoc.sql"),
+        step: None,
+    },
 ];
 
 /// SQLite `synchronous` setting.
@@ -173,6 +178,8 @@ pub struct WriteBatch {
     /// Finished jobs purged after `MinJobAge`: (job id, script row's id: the array's id for an
     /// array task). Their `jobs` rows are deleted, and the script row once no job row names it.
     pub purged: Vec<(u64, u64)>,
+    /// Accounting database rows changed by `sacctmgr` ([`crate::assoc::db::write`]).
+    pub assoc: Vec<crate::assoc::db::AssocOp>,
 }
 
 /// One `job_steps` row (the batch step, or an `srun` step: `step` = `"0"`, `"1"`, ...), or with
@@ -193,6 +200,7 @@ impl WriteBatch {
             && self.svc.is_empty()
             && self.acct_rows.is_empty()
             && self.purged.is_empty()
+            && self.assoc.is_empty()
     }
 }
 
@@ -571,6 +579,7 @@ impl Store {
             crate::acct::write(&tx, &batch.acct_rows, &current, &steps).map_err(e)?;
         }
         crate::svcstore::commit(&tx, &batch.svc).map_err(e)?;
+        crate::assoc::db::write(&tx, &batch.assoc).map_err(e)?;
         if !batch.purged.is_empty() {
             let mut del = tx.prepare_cached("DELETE FROM jobs WHERE id = ?1").map_err(e)?;
             let mut dels = tx

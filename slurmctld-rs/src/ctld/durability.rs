@@ -56,7 +56,8 @@ pub(super) fn class(req: &Request) -> Class {
         | Request::QueryAlerts
         | Request::QueryAcct(_)
         | Request::QueryQueue(_)
-        | Request::QueryTurns => Class::Query,
+        | Request::QueryTurns
+        | Request::AcctMgrShow => Class::Query,
         Request::SubmitJob(_)
         | Request::HoldRelease(_)
         | Request::Requeue(_)
@@ -64,7 +65,8 @@ pub(super) fn class(req: &Request) -> Class {
         | Request::UpdateNode(_)
         | Request::CreateStep(_)
         | Request::ServiceCreate(_)
-        | Request::ServiceScale { .. } => Class::NewWork,
+        | Request::ServiceScale { .. }
+        | Request::AcctMgrChange(_) => Class::NewWork,
         Request::CancelJob(_) | Request::StepComplete(_) | Request::ReleaseAllocation(_) | Request::ServiceDelete { .. } => {
             Class::Ending
         }

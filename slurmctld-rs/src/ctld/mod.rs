@@ -31,6 +31,7 @@ use std::time::Duration;
 use tokio::sync::{mpsc, oneshot};
 use tracing::info;
 
+mod acctmgr;
 mod arrays;
 mod durability;
 mod job_rpcs;
@@ -199,6 +200,11 @@ pub struct CtlOptions {
     /// ([`crate::limits::JobLimitSource`]; [`crate::daemon::controller`] takes them from
     /// `quotas` when it sets any).
     pub job_limits: Option<Arc<dyn crate::limits::JobLimitSource>>,
+    /// The accounting database as [`crate::daemon::controller`] loaded it (taken by the
+    /// controller, which rebuilds the scheduler's accounting from it after every change).
+    pub assoc_db: crate::assoc::AssocDb,
+    /// `AccountingStorageEnforce`.
+    pub enforce: flotilla_core::assoc::Enforce,
 }
 
 impl Default for CtlOptions {
@@ -226,6 +232,8 @@ impl Default for CtlOptions {
             quotas: Default::default(),
             access: Default::default(),
             job_limits: None,
+            assoc_db: Default::default(),
+            enforce: Default::default(),
         }
     }
 }
@@ -305,6 +313,8 @@ pub struct Controller {
     acct_queries: Vec<(flotilla_proto::AcctQuery, oneshot::Sender<Reply>)>,
     /// Turns completed (see [`Controller::turns`]).
     turns: u64,
+    /// The accounting database (`sacctmgr`).
+    assoc: crate::assoc::AssocDb,
 }
 
 /// Wall clock in seconds since the epoch (read only at the edge, here).
@@ -320,10 +330,11 @@ impl Controller {
     pub fn new(
         sched: Scheduler,
         store: Store,
-        opts: CtlOptions,
+        mut opts: CtlOptions,
         auth_failures: Arc<AtomicU64>,
         now: i64,
     ) -> Result<Controller, crate::store::StoreError> {
+        let assoc = std::mem::take(&mut opts.assoc_db);
         let n = sched.cluster().nodes.len();
         let mut c = Controller {
             sched,
@@ -349,7 +360,9 @@ impl Controller {
             svc: services::SvcState::default(),
             acct_queries: Vec::new(),
             turns: 0,
+            assoc,
         };
+        c.apply_accounting();
         c.recover(now)?;
         Ok(c)
     }
@@ -437,6 +450,8 @@ impl Controller {
             Request::StepComplete(c) => self.step_complete(ident, c, now),
             Request::QuerySteps(q) => Response::Steps(self.query_steps(ident, &q)),
             Request::ReleaseAllocation(r) => self.release_allocation(ident, r, now),
+            Request::AcctMgrShow => Response::AcctMgrData(self.assoc.data()),
+            Request::AcctMgrChange(ch) => self.acctmgr_change(ident, ch),
             Request::QueryTurns => Response::Turns { turns: self.turns, cycles: self.stats.cycles, cycle_due: self.sched_dirty },
             r @ (Request::ServiceCreate(_)
             | Request::ServiceScale { .. }
