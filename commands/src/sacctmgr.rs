@@ -13,6 +13,30 @@ use flotilla_proto::{Request, Response};
 /// Slurm's version line.
 pub const VERSION: &str = "slurm-wlm 22.05.8";
 
+use crate::getopt::{getopt_long, lo, HasArg, LongOpt};
+
+const fn c(ch: char) -> u32 {
+    ch as u32
+}
+
+/// getopt's short options (Slurm 22.05's `sacctmgr` that Flotilla honours).
+pub const SHORTS: &str = "hinpPQrsvV";
+
+/// Long options.
+pub const LONGS: &[LongOpt] = &[
+    lo("help", HasArg::No, c('h')),
+    lo("usage", HasArg::No, c('h')),
+    lo("immediate", HasArg::No, c('i')),
+    lo("noheader", HasArg::No, c('n')),
+    lo("parsable", HasArg::No, c('p')),
+    lo("parsable2", HasArg::No, c('P')),
+    lo("quiet", HasArg::No, c('Q')),
+    lo("readonly", HasArg::No, c('r')),
+    lo("associations", HasArg::No, c('s')),
+    lo("verbose", HasArg::No, c('v')),
+    lo("version", HasArg::No, c('V')),
+];
+
 #[derive(Debug, Default)]
 struct Opts {
     immediate: bool,
@@ -22,46 +46,30 @@ struct Opts {
 }
 
 fn parse_opts(args: &[String], io: &mut Io<'_>) -> Result<Option<Opts>, i32> {
-    let mut o = Opts::default();
-    for a in args.iter().skip(1) {
-        match a.as_str() {
-            "-i" | "--immediate" => o.immediate = true,
-            "-n" | "--noheader" => o.layout.noheader = true,
-            "-p" | "--parsable" => o.layout.parsable = true,
-            "-P" | "--parsable2" => o.layout.parsable2 = true,
-            "-s" | "--associations" => o.withassoc = true,
-            "-Q" | "--quiet" | "-v" | "--verbose" | "-r" | "--readonly" => {}
-            "-V" | "--version" => {
+    let parsed = match getopt_long("sacctmgr", args.get(1..).unwrap_or(&[]), SHORTS, LONGS) {
+        Ok(p) => p,
+        Err(msg) => {
+            io.err(&format!("{msg}\nTry \"sacctmgr --help\" for more information\n"));
+            return Err(1);
+        }
+    };
+    let mut o = Opts { words: parsed.operands, ..Opts::default() };
+    for opt in parsed.opts {
+        match char::from_u32(opt.id).unwrap_or('?') {
+            'i' => o.immediate = true,
+            'n' => o.layout.noheader = true,
+            'p' => o.layout.parsable = true,
+            'P' => o.layout.parsable2 = true,
+            's' => o.withassoc = true,
+            'V' => {
                 io.out(&format!("{VERSION}\n"));
                 return Ok(None);
             }
-            "-h" | "--help" | "--usage" => {
-                io.out("Usage: sacctmgr [-hinpPQsvV] [<keyword> [<entity> [<options>]]]\n");
+            'h' => {
+                io.out("Usage: sacctmgr [-hinpPQrsvV] [<keyword> [<entity> [<options>]]]\n");
                 return Ok(None);
             }
-            s if s.starts_with("--") => {
-                io.err(&format!("sacctmgr: unrecognized option '{s}'\nTry \"sacctmgr --help\" for more information\n"));
-                return Err(1);
-            }
-            s if s.starts_with('-') && s.len() > 1 && !s[1..].starts_with(|c: char| c.is_ascii_digit()) => {
-                let mut ok = true;
-                for c in s[1..].chars() {
-                    match c {
-                        'i' => o.immediate = true,
-                        'n' => o.layout.noheader = true,
-                        'p' => o.layout.parsable = true,
-                        'P' => o.layout.parsable2 = true,
-                        's' => o.withassoc = true,
-                        'Q' | 'v' | 'r' => {}
-                        _ => ok = false,
-                    }
-                }
-                if !ok {
-                    io.err(&format!("sacctmgr: invalid option -- '{}'\nTry \"sacctmgr --help\" for more information\n", &s[1..]));
-                    return Err(1);
-                }
-            }
-            _ => o.words.push(a.clone()),
+            _ => {}
         }
     }
     Ok(Some(o))
@@ -75,8 +83,7 @@ pub fn run(args: &[String], io: &mut Io<'_>) -> i32 {
         Err(c) => return c,
     };
     let Some(cmd) = o.words.first() else {
-        io.err("sacctmgr: interactive mode is not supported by Flotilla; give a command\n");
-        return 1;
+        return interactive(args, io);
     };
     let l = cmd.to_ascii_lowercase();
     let action = match l.as_str() {
@@ -101,9 +108,16 @@ pub fn run(args: &[String], io: &mut Io<'_>) -> i32 {
             Some(Action::Delete) => "delete",
             None => "list",
         };
-        io.err(&format!(
-            "No valid entity in {verb} command\nInput line must include \"Account\", \"Association\", \"Cluster\", \"QOS\", or \"User\"\n"
-        ));
+        let must = match action {
+            Some(Action::Add) | Some(Action::Delete) => {
+                "\"Account\", \"Cluster\", \"Coordinator\", \"Federation\", \"QOS\", \"Resource\", or \"User\""
+            }
+            Some(Action::Modify) => "\"Account\", \"Cluster\", \"Federation\", \"Job\", \"QOS\", \"Resource\" or \"User\"",
+            None => {
+                "\"Account\", \"Association\", \"Cluster\", \"Configuration\",\n\"Event\", \"Federation\", \"Problem\", \"QOS\", \"Resource\", \"Reservation\",\n\"RunAwayJobs\", \"Stats\", \"Transaction\", \"TRES\", \"User\", or \"WCKey\""
+            }
+        };
+        io.err(&format!("No valid entity in {verb} command\nInput line must include {must}\n"));
         return 1;
     };
     let clauses = parse_clauses(&o.words[2..], action == Some(Action::Add));
@@ -117,6 +131,29 @@ pub fn run(args: &[String], io: &mut Io<'_>) -> i32 {
     match action {
         None => show(&ctl, entity, clauses, &o, io),
         Some(action) => change(&ctl, action, entity, clauses, o.immediate, io),
+    }
+}
+
+/// Without a command: Slurm's prompt, one command a line, until `quit`/`exit` or the end of
+/// the input. The exit status is the last command's.
+fn interactive(args: &[String], io: &mut Io<'_>) -> i32 {
+    let mut code = 0;
+    loop {
+        io.out("sacctmgr: ");
+        let _ = io.out.flush();
+        let Some(line) = read_line(io) else {
+            io.out("\n");
+            return code;
+        };
+        let words: Vec<String> = line.split_whitespace().map(str::to_string).collect();
+        match words.first().map(|w| w.to_ascii_lowercase()).as_deref() {
+            None => continue,
+            Some("quit" | "exit") => return code,
+            _ => {}
+        }
+        let mut argv = vec![args[0].clone()];
+        argv.extend(words);
+        code = run(&argv, io);
     }
 }
 
@@ -173,8 +210,8 @@ fn show(ctl: &Ctl, entity: Entity, mut c: Clauses, o: &Opts, io: &mut Io<'_>) ->
     0
 }
 
-/// Reads one answer to the commit question: the first character of a line.
-fn answer(io: &mut Io<'_>) -> Option<char> {
+/// One line of standard input (without its newline); `None` at its end.
+fn read_line(io: &mut Io<'_>) -> Option<String> {
     let mut line = Vec::new();
     let mut b = [0u8; 1];
     loop {
@@ -185,10 +222,16 @@ fn answer(io: &mut Io<'_>) -> Option<char> {
         match n {
             Ok(1) if b[0] != b'\n' => line.push(b[0]),
             Ok(1) => break,
+            _ if line.is_empty() => return None,
             _ => break,
         }
     }
-    line.first().map(|c| *c as char)
+    Some(String::from_utf8_lossy(&line).into_owned())
+}
+
+/// Reads one answer to the commit question: the first character of a line.
+fn answer(io: &mut Io<'_>) -> Option<char> {
+    read_line(io).and_then(|l| l.chars().next())
 }
 
 fn ask(io: &mut Io<'_>, question: &str) -> bool {

@@ -284,11 +284,12 @@ fn add_account(db: &mut AssocDb, ch: &AcctMgrChange, out: &mut Out) {
         db.put_assoc(a);
         let _ = writeln!(assocs, "  A = {:<10.10} C = {:<10.10}", name, db.cluster);
     }
-    if accts.is_empty() && assocs.is_empty() {
-        if out.exit_code != 0 {
-            return out.err(" No associations created.\n");
-        }
+    if accts.is_empty() && assocs.is_empty() && out.exit_code == 0 {
         return out.fail_out(" Nothing new added.\n");
+    }
+    if assocs.is_empty() {
+        // Slurm adds nothing, not even the accounts, without an association.
+        return out.err(" No associations created.\n");
     }
     if !accts.is_empty() {
         let d = descr.as_deref().unwrap_or("Account Name");
@@ -528,5 +529,45 @@ fn add_cluster(db: &mut AssocDb, ch: &AcctMgrChange, out: &mut Out) {
         out.exit_code = 0;
         out.out(&format!(" Adding Cluster(s)\n{added}"));
         out.changed = true;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use flotilla_proto::acctmgr::parse_clauses;
+
+    fn run(db: &mut AssocDb, action: Action, entity: Entity, words: &str) -> AcctMgrOutcome {
+        let w: Vec<String> = words.split_whitespace().map(str::to_string).collect();
+        let ch = AcctMgrChange { action, entity, clauses: parse_clauses(&w, action == Action::Add), commit: true };
+        change(db, "root", true, &ch)
+    }
+
+    /// Goldens 0030, 0090-0093: a bad parent adds nothing; deleting an account takes its
+    /// sub-accounts' associations and clears the default account of users left without one
+    /// there; deleting a user's last association lists that user only.
+    #[test]
+    fn deletes_and_refusals_as_slurm() {
+        let mut db = AssocDb { cluster: "oracle".into(), ..AssocDb::default() };
+        db.ensure_defaults("h", 6817);
+        let o = run(&mut db, Action::Add, Entity::Account, "ghost parent=nosuchparent");
+        assert_eq!(o.stderr, " Parent account 'nosuchparent' doesn't exist on cluster oracle\n        Contact your admin to add this account.\n No associations created.\n");
+        assert!(!db.accounts.contains_key("ghost"));
+        run(&mut db, Action::Add, Entity::Account, "physics");
+        run(&mut db, Action::Add, Entity::Account, "ml parent=physics");
+        run(&mut db, Action::Add, Entity::Account, "chem");
+        run(&mut db, Action::Add, Entity::User, "alice account=physics");
+        run(&mut db, Action::Add, Entity::User, "dave DefaultAccount=ml");
+        run(&mut db, Action::Add, Entity::User, "bob,carol account=chem");
+        let o = run(&mut db, Action::Delete, Entity::Account, "physics");
+        assert_eq!((o.stdout.as_str(), o.exit_code), (" Deleting accounts...\n  physics\n", 0));
+        assert_eq!((db.users["alice"].default_account.as_str(), db.users["dave"].default_account.as_str()), ("", ""));
+        assert!(db.find("ml", "", "").is_none() && db.accounts.contains_key("ml"), "ml's association went, its account stays");
+        let o = run(&mut db, Action::Delete, Entity::User, "carol where account=chem");
+        assert_eq!(
+            o.stdout,
+            " Deleting user associations...\n  C = oracle     A = chem       U = carol    \n Deleting users (No Associations)...\n  carol\n"
+        );
+        assert!(db.users.contains_key("dave"), "not one of the users deleted");
     }
 }

@@ -88,6 +88,19 @@ fn delete_accounts(db: &mut AssocDb, names: &[String], out: &mut Out) {
         }
         let _ = writeln!(done, "  {n}");
     }
+    // Users left without an association in their default account have none (Slurm clears
+    // `DefaultAccount`, also for the sub-accounts' users whose associations went).
+    let users: Vec<_> = db
+        .users
+        .values()
+        .filter(|u| !u.default_account.is_empty())
+        .filter(|u| !db.assocs.values().any(|a| a.user == u.name && a.account == u.default_account))
+        .cloned()
+        .collect();
+    for mut u in users {
+        u.default_account.clear();
+        db.put_user(u);
+    }
     finish(out, " Deleting accounts...\n", &done)
 }
 
@@ -115,6 +128,7 @@ fn delete_users(db: &mut AssocDb, users: &[String], accounts: &[String], assoc_e
         .map(|a| a.id)
         .collect();
     let mut lines = String::new();
+    let touched: Vec<String> = ids.iter().map(|id| db.assocs[id].user.clone()).collect();
     for id in &ids {
         let a = &db.assocs[id];
         let _ = writeln!(lines, "  C = {:<10} A = {:<10} U = {:<9}", db.cluster, a.account, a.user);
@@ -127,7 +141,7 @@ fn delete_users(db: &mut AssocDb, users: &[String], accounts: &[String], assoc_e
     }
     out.out(&format!(" Deleting user associations...\n{lines}"));
     let orphans: Vec<String> =
-        db.users.keys().filter(|u| *u != "root" && !db.assocs.values().any(|a| &a.user == *u)).cloned().collect();
+        db.users.keys().filter(|u| touched.contains(u) && *u != "root" && !db.assocs.values().any(|a| &a.user == *u)).cloned().collect();
     if !orphans.is_empty() {
         out.out(" Deleting users (No Associations)...\n");
         for u in orphans {
