@@ -129,6 +129,28 @@ pub const PAGES: &[Page] = &[
         notes: &[],
     },
     Page {
+        name: "sacctmgr",
+        summary: "view and modify Flotilla's accounting database",
+        synopsis: "[OPTIONS...] [command [entity [specifications...]]]",
+        description: &[
+            "sacctmgr shows and changes the accounting database the controller keeps in its state \
+             database: clusters, accounts, users, associations (user x account x partition, with \
+             Slurm's limits GrpTRES, GrpJobs, GrpSubmit, MaxJobs, MaxSubmitJobs, MaxTRES, MaxWall, \
+             Priority, Fairshare, QOS, DefaultQOS, and Flotilla's GuaranteedGPUs) and QOS. Commands: \
+             add|create, modify|update, delete|remove and show|list of account, user, association, \
+             qos and cluster, with where and set clauses and format= (%N widths). Only root, \
+             SlurmUser and users with AdminLevel=Operator or Administrator change anything. A change \
+             is shown and confirmed before it is committed unless -i is given. quota.conf beside \
+             slurm.conf is imported once, at the controller's first start; after that the database \
+             is the only source of truth.",
+        ],
+        options: OptionTable::Getopt {
+            shorts: flotilla_commands::sacctmgr::SHORTS,
+            longs: flotilla_commands::sacctmgr::LONGS,
+        },
+        notes: &[],
+    },
+    Page {
         name: "srun",
         summary: "run parallel tasks as a job step in Flotilla",
         synopsis: "[OPTIONS...] executable [args...]",

@@ -17,6 +17,8 @@ pub mod getopt;
 pub mod job_gres;
 pub mod jobfmt;
 pub mod sacct;
+pub mod sacctmgr;
+pub mod sacctmgr_show;
 pub mod sbatch;
 pub mod salloc;
 pub mod sbatch_env;

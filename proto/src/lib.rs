@@ -16,6 +16,7 @@
 //!   [`decode_frame`], and the handshake ([`negotiate`]).
 //! - [`msg`]: requests, responses and node-daemon messages.
 //! - [`acct`]: the accounting query (`sacct`) and its records.
+//! - [`acctmgr`]: `sacctmgr`'s rows and changes.
 //! - [`errno`]: Slurm's error codes and their texts (`slurm_strerror`).
 //! - [`client`]: a blocking client for commands and tests.
 //! - [`step`]: job steps: creation, launch on the node daemons, the I/O connection back to
@@ -25,6 +26,7 @@
 //!   the cluster key file; the replay cache.
 
 pub mod acct;
+pub mod acctmgr;
 pub mod auth;
 pub mod client;
 pub mod diag;

@@ -1146,6 +1146,10 @@ pub enum Request {
     /// `sdiag --reset`: the statistics start again (root and `SlurmUser` only; others get
     /// `ESLURM_ACCESS_DENIED`), answered with [`Response::Diag`].
     DiagReset,
+    /// `sacctmgr show|list`: the accounting database's rows ([`Response::AcctMgrData`]).
+    AcctMgrShow,
+    /// `sacctmgr add|modify|delete` ([`Response::AcctMgrOutcome`]); admins only.
+    AcctMgrChange(crate::acctmgr::AcctMgrChange),
 }
 
 impl Request {
@@ -1178,6 +1182,8 @@ impl Request {
             Request::QueryQueue(_) => "REQUEST_JOB_INFO",
             Request::QueryTurns => "REQUEST_TURNS",
             Request::Diag | Request::DiagReset => "REQUEST_STATS_INFO",
+            Request::AcctMgrShow => "DBD_GET_ASSOCS",
+            Request::AcctMgrChange(_) => "DBD_MODIFY_ASSOCS",
         }
     }
 }
@@ -1244,6 +1250,10 @@ pub enum Response {
     },
     /// Answer to [`Request::Diag`] and [`Request::DiagReset`].
     Diag(Box<crate::diag::Diag>),
+    /// The accounting database (`sacctmgr show`).
+    AcctMgrData(crate::acctmgr::AcctData),
+    /// What a `sacctmgr` change did or would do.
+    AcctMgrOutcome(crate::acctmgr::AcctMgrOutcome),
 }
 
 #[cfg(test)]

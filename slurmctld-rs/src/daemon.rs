@@ -130,31 +130,14 @@ pub fn controller(
         Some(s) => Some(s),
         None => preempt_exempt_s(cluster)?,
     };
-    let mut sched = scheduler(cluster, exempt, opts.preempt_budget_pct)?;
-    // The scheduler enforces quota.conf's guarantees and ceilings (usage is recomputed from
-    // the running jobs every cycle, so restored jobs count at once). A quota.conf that only
-    // names accounts and users sets none: without guarantees every job would count as
-    // borrowed.
+    let sched = scheduler(cluster, exempt, opts.preempt_budget_pct)?;
+    // The accounting database (crate::assoc) is the source of the associations, quotas and
+    // job limits; quota.conf (`opts.quotas`) is imported into it at the first start only.
+    // The controller builds the scheduler's accounting from it (`apply_accounting`).
     let quotas = std::mem::take(&mut opts.quotas);
-    // Associations from quota.conf's `Users=` unless the caller gave its own.
-    let associations = if opts.access.associations.exist() {
-        std::mem::take(&mut opts.access.associations)
-    } else {
-        crate::authz::Associations::from_pairs(quotas.associations().iter().map(|(u, a)| (u.as_str(), a.as_str())))
-    };
-    opts.access = crate::authz::Access::from_config(cluster, associations, &crate::authz::resolve_groups)?;
-    if opts.admission.default_accounts.is_empty() {
-        opts.admission.default_accounts = quotas.default_accounts();
-    }
-    if opts.job_limits.is_none() && quotas.has_job_limits() {
-        opts.job_limits = Some(Arc::new(quotas.clone()));
-    }
-    if quotas.has_job_limits() {
-        sched.set_job_limits(quotas.clone());
-    }
-    if quotas.has_limits() {
-        sched.set_quotas(quotas);
-    }
+    opts.assoc_db = crate::assoc::open(&store, cluster, &quotas).map_err(|e| anyhow!("accounting database: {e}"))?;
+    opts.enforce = crate::assoc::model::enforce(&cluster.accounting_storage_enforce);
+    opts.access = crate::authz::Access::from_config(cluster, Default::default(), &crate::authz::resolve_groups)?;
     if opts.alert_program.is_none() {
         opts.alert_program = cluster.alert_program.as_ref().map(PathBuf::from);
     }

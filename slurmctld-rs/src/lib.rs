@@ -11,6 +11,7 @@
 
 pub mod acct;
 pub mod admission;
+pub mod assoc;
 pub mod authz;
 pub mod conf;
 pub mod ctld;

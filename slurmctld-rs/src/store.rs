@@ -56,6 +56,11 @@ const MIGRATIONS: &[Migration] = &[
         step: None,
     },
     Migration {
+        version: 7,
+        sql: include_str!("../../sql/0007_assoc.sql"),
+        step: None,
+    },
+    Migration {
         version: 9,
         sql: include_str!("../../sql/0009_usage.sql"),
         step: None,
@@ -180,6 +185,8 @@ pub struct WriteBatch {
     pub purged: Vec<(u64, u64)>,
     /// Steps' usage as node daemons reported it ([`runs::write_usage`]).
     pub usage: Vec<flotilla_proto::StepUsage>,
+    /// Accounting database rows changed by `sacctmgr` ([`crate::assoc::db::write`]).
+    pub assoc: Vec<crate::assoc::db::AssocOp>,
 }
 
 /// One `job_steps` row (the batch step, or an `srun` step: `step` = `"0"`, `"1"`, ...), or with
@@ -201,6 +208,7 @@ impl WriteBatch {
             && self.acct_rows.is_empty()
             && self.purged.is_empty()
             && self.usage.is_empty()
+            && self.assoc.is_empty()
     }
 }
 
@@ -580,6 +588,7 @@ impl Store {
         }
         runs::write_usage(&tx, &batch.usage).map_err(e)?;
         crate::svcstore::commit(&tx, &batch.svc).map_err(e)?;
+        crate::assoc::db::write(&tx, &batch.assoc).map_err(e)?;
         if !batch.purged.is_empty() {
             let mut del = tx.prepare_cached("DELETE FROM jobs WHERE id = ?1").map_err(e)?;
             let mut dels = tx

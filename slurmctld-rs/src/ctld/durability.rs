@@ -58,7 +58,8 @@ pub(super) fn class(req: &Request) -> Class {
         | Request::QueryQueue(_)
         | Request::QueryTurns
         | Request::Diag
-        | Request::DiagReset => Class::Query,
+        | Request::DiagReset
+        | Request::AcctMgrShow => Class::Query,
         Request::SubmitJob(_)
         | Request::HoldRelease(_)
         | Request::Requeue(_)
@@ -66,7 +67,8 @@ pub(super) fn class(req: &Request) -> Class {
         | Request::UpdateNode(_)
         | Request::CreateStep(_)
         | Request::ServiceCreate(_)
-        | Request::ServiceScale { .. } => Class::NewWork,
+        | Request::ServiceScale { .. }
+        | Request::AcctMgrChange(_) => Class::NewWork,
         Request::CancelJob(_) | Request::StepComplete(_) | Request::ReleaseAllocation(_) | Request::ServiceDelete { .. } => {
             Class::Ending
         }

@@ -31,6 +31,7 @@ use std::time::Duration;
 use tokio::sync::{mpsc, oneshot};
 use tracing::info;
 
+mod acctmgr;
 mod arrays;
 mod diag;
 mod durability;
@@ -200,6 +201,11 @@ pub struct CtlOptions {
     /// ([`crate::limits::JobLimitSource`]; [`crate::daemon::controller`] takes them from
     /// `quotas` when it sets any).
     pub job_limits: Option<Arc<dyn crate::limits::JobLimitSource>>,
+    /// The accounting database as [`crate::daemon::controller`] loaded it (taken by the
+    /// controller, which rebuilds the scheduler's accounting from it after every change).
+    pub assoc_db: crate::assoc::AssocDb,
+    /// `AccountingStorageEnforce`.
+    pub enforce: flotilla_core::assoc::Enforce,
 }
 
 impl Default for CtlOptions {
@@ -227,6 +233,8 @@ impl Default for CtlOptions {
             quotas: Default::default(),
             access: Default::default(),
             job_limits: None,
+            assoc_db: Default::default(),
+            enforce: Default::default(),
         }
     }
 }
@@ -308,6 +316,8 @@ pub struct Controller {
     turns: u64,
     /// `sdiag`'s counters ([`diag`]).
     diag: diag::DiagAcc,
+    /// The accounting database (`sacctmgr`).
+    assoc: crate::assoc::AssocDb,
 }
 
 /// Wall clock in seconds since the epoch (read only at the edge, here).
@@ -323,10 +333,11 @@ impl Controller {
     pub fn new(
         sched: Scheduler,
         store: Store,
-        opts: CtlOptions,
+        mut opts: CtlOptions,
         auth_failures: Arc<AtomicU64>,
         now: i64,
     ) -> Result<Controller, crate::store::StoreError> {
+        let assoc = std::mem::take(&mut opts.assoc_db);
         let n = sched.cluster().nodes.len();
         let mut c = Controller {
             sched,
@@ -353,7 +364,9 @@ impl Controller {
             acct_queries: Vec::new(),
             turns: 0,
             diag: diag::DiagAcc::default(),
+            assoc,
         };
+        c.apply_accounting();
         c.recover(now)?;
         Ok(c)
     }
@@ -449,6 +462,8 @@ impl Controller {
             Request::ReleaseAllocation(r) => self.release_allocation(ident, r, now),
             Request::Diag => Response::Diag(Box::new(self.diag(now))),
             Request::DiagReset => self.diag_reset(ident.admin, now),
+            Request::AcctMgrShow => Response::AcctMgrData(self.assoc.data()),
+            Request::AcctMgrChange(ch) => self.acctmgr_change(ident, ch),
             Request::QueryTurns => Response::Turns { turns: self.turns, cycles: self.stats.cycles, cycle_due: self.sched_dirty },
             r @ (Request::ServiceCreate(_)
             | Request::ServiceScale { .. }
