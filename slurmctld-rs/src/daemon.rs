@@ -136,8 +136,10 @@ pub fn controller(
     // The controller builds the scheduler's accounting from it (`apply_accounting`).
     let quotas = std::mem::take(&mut opts.quotas);
     opts.assoc_db = crate::assoc::open(&store, cluster, &quotas).map_err(|e| anyhow!("accounting database: {e}"))?;
-    opts.enforce = crate::assoc::model::enforce(&cluster.accounting_storage_enforce);
     opts.access = crate::authz::Access::from_config(cluster, Default::default(), &crate::authz::resolve_groups)?;
+    // AccountingStorageEnforce, parsed once (authz::parse_enforce, which refuses what we
+    // cannot honour).
+    opts.enforce = opts.access.enforce;
     if opts.alert_program.is_none() {
         opts.alert_program = cluster.alert_program.as_ref().map(PathBuf::from);
     }

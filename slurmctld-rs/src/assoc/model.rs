@@ -104,23 +104,6 @@ pub fn merge_tres(old: &str, set: &str) -> Result<String, String> {
     Ok(fmt_tres(&t))
 }
 
-/// `AccountingStorageEnforce=` values as [`Enforce`], with Slurm's implications (`limits`,
-/// `qos` and `safe` imply `associations`; `safe` implies `limits`; `all` is everything).
-pub fn enforce(values: &[String]) -> Enforce {
-    let mut e = Enforce::default();
-    for v in values {
-        match v.to_ascii_lowercase().as_str() {
-            "associations" => e.associations = true,
-            "limits" => (e.associations, e.limits) = (true, true),
-            "qos" => (e.associations, e.qos) = (true, true),
-            "safe" => (e.associations, e.limits, e.safe) = (true, true, true),
-            "all" => e = Enforce { associations: true, limits: true, qos: true, safe: true },
-            _ => {}
-        }
-    }
-    e
-}
-
 fn association(a: &AssocRow) -> Association {
     let tres = |s: &str| tres_limits(s).unwrap_or_default();
     Association {
@@ -252,12 +235,5 @@ mod tests {
         assert!(tres_limits("bogus=1").is_err());
         assert!(tres_limits("cpu=x").is_err());
         assert_eq!(tres_limits("mem=1000").unwrap().mem_mb, Some(1000));
-    }
-
-    #[test]
-    fn enforce_implications() {
-        let e = enforce(&["safe".into()]);
-        assert!(e.associations && e.limits && e.safe && !e.qos);
-        assert_eq!(enforce(&[]), Enforce::default());
     }
 }
