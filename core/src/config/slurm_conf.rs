@@ -433,6 +433,19 @@ impl Parser {
             "SelectType" => c.select_type = v.str().to_string(),
             "PriorityType" => c.priority_type = v.str().to_string(),
             "PreemptType" => c.preempt_type = v.str().to_string(),
+            "PriorityDecayHalfLife" => c.priority.decay_half_life_s = v.opt().unwrap_or(0).saturating_mul(60),
+            "PriorityCalcPeriod" => c.priority.calc_period_s = v.opt().unwrap_or(0).saturating_mul(60),
+            "PriorityUsageResetPeriod" => {
+                c.priority.usage_reset_period = crate::fairshare::ResetPeriod::parse(v.str()).unwrap_or_default()
+            }
+            "PriorityMaxAge" => c.priority.max_age_s = v.opt().unwrap_or(0).saturating_mul(60),
+            "PriorityFavorSmall" => c.priority.favor_small = v.flag(),
+            "PriorityWeightAge" => c.priority.weight_age = u32::try_from(v.int()).unwrap_or(u32::MAX),
+            "PriorityWeightAssoc" => c.priority.weight_assoc = u32::try_from(v.int()).unwrap_or(u32::MAX),
+            "PriorityWeightFairshare" => c.priority.weight_fairshare = u32::try_from(v.int()).unwrap_or(u32::MAX),
+            "PriorityWeightJobSize" => c.priority.weight_job_size = u32::try_from(v.int()).unwrap_or(u32::MAX),
+            "PriorityWeightPartition" => c.priority.weight_partition = u32::try_from(v.int()).unwrap_or(u32::MAX),
+            "PriorityWeightQOS" => c.priority.weight_qos = u32::try_from(v.int()).unwrap_or(u32::MAX),
             "SchedulerType" => c.scheduler_type = v.str().to_string(),
             "TopologyPlugin" => c.topology_plugin = v.str().to_string(),
             "GresTypes" => {
@@ -789,6 +802,7 @@ impl Parser {
             sub_node_pool: false,
             inference_pool: false,
             access: Default::default(),
+            tres_billing_weights: None,
         };
         let mut default_time_at = None;
         let mut max_time_at = line.at.clone();
@@ -849,6 +863,13 @@ impl Parser {
                 }
                 "SubNodePool" => p.sub_node_pool = s.val.flag(),
                 "InferencePool" => p.inference_pool = s.val.flag(),
+                "TRESBillingWeights" => {
+                    crate::fairshare::BillingWeights::parse(s.val.str()).map_err(|e| ConfigError::Invalid {
+                        at: s.at.clone(),
+                        msg: format!("partition {}: {e}", p.name),
+                    })?;
+                    p.tres_billing_weights = Some(s.val.str().to_string());
+                }
                 "AllowGroups" => p.access.allow_groups = names_or_all(s.val.str()),
                 "AllowAccounts" => p.access.allow_accounts = names_or_all(s.val.str()),
                 "DenyAccounts" => p.access.deny_accounts = names_or_all(s.val.str()).unwrap_or_default(),

@@ -21,7 +21,8 @@
 //! Map: `types` holds the data drivers see; `cycle` the stages of one cycle;
 //! `eligibility` priorities and the reasons a job may not be considered; `placing` placement
 //! against held reservations and binding; `reservations` the reservation planner, its
-//! ordering and [`Scheduler::will_run`]; `quota` the account tree's usage and borrowing;
+//! ordering and [`Scheduler::will_run`]; `quota` the account tree's usage and borrowing; `usage` fair-share usage and
+//! the multifactor inputs;
 //! `preemption` preemption as a budgeted protocol; `services` inference services;
 //! `defragmentation` the swap pool and replica relocation; `invariants` the checker.
 
@@ -35,6 +36,7 @@ mod quota;
 mod reservations;
 mod services;
 mod types;
+mod usage;
 
 pub use types::*;
 
@@ -100,6 +102,12 @@ pub struct Scheduler {
     alerted: BTreeSet<JobId>,
     /// Some node belongs to the inference pool.
     has_inference_pool: bool,
+    /// Fair-share usage settings (half-life, reset period, billing weights).
+    usage_config: crate::fairshare::UsageConfig,
+    /// Decayed usage per association.
+    usage: crate::fairshare::Usage,
+    /// The Fair Tree over `usage`, recomputed at each order stage where time moved.
+    fair: crate::fairshare::FairTree,
 }
 
 impl Scheduler {
@@ -142,6 +150,9 @@ impl Scheduler {
             swap: Vec::new(),
             alerted: BTreeSet::new(),
             has_inference_pool: false,
+            usage_config: crate::fairshare::UsageConfig::default(),
+            usage: crate::fairshare::Usage::default(),
+            fair: crate::fairshare::FairTree::default(),
         };
         s.has_inference_pool = s.cluster.nodes.iter().any(|n| n.inference_pool);
         s
