@@ -1003,11 +1003,40 @@ mod tests {
             let sample = match k.ty {
                 ValueType::U16 | ValueType::U32 | ValueType::U64 | ValueType::PortRange => "1",
                 ValueType::Bool => "YES",
+                ValueType::Time => "5",
+                ValueType::Enum(words) => words[0],
                 _ => "x",
             };
             let v = check_value(k, sample, &at).unwrap();
             assert!(p.apply_global(k, &v, &at), "{} not handled", k.name);
         }
+    }
+
+    #[test]
+    fn priority_keys_fill_the_priority_conf_and_billing_weights_are_checked() {
+        let c = parse("NodeName=n1\nPartitionName=p Nodes=n1 TRESBillingWeights=CPU=1.0,Mem=0.25G,GRES/gpu=2.0\n");
+        assert_eq!(c.priority, super::super::PriorityConf::default());
+        assert_eq!(c.priority.decay_half_life_s, 7 * 86_400);
+        assert_eq!(c.partitions[0].tres_billing_weights.as_deref(), Some("CPU=1.0,Mem=0.25G,GRES/gpu=2.0"));
+        let c = parse(
+            "PriorityDecayHalfLife=0\nPriorityCalcPeriod=1\nPriorityUsageResetPeriod=weekly\nPriorityMaxAge=1-0\n\
+             PriorityFavorSmall=YES\nPriorityWeightAge=1000\nPriorityWeightAssoc=2\nPriorityWeightFairshare=10000\n\
+             PriorityWeightJobSize=3\nPriorityWeightPartition=4\nPriorityWeightQOS=5\nNodeName=n1\n",
+        );
+        let p = &c.priority;
+        assert_eq!((p.decay_half_life_s, p.calc_period_s, p.max_age_s), (0, 60, 86_400));
+        assert_eq!(p.usage_reset_period, crate::fairshare::ResetPeriod::Weekly);
+        assert!(p.favor_small);
+        assert_eq!(
+            (p.weight_age, p.weight_assoc, p.weight_fairshare, p.weight_job_size, p.weight_partition, p.weight_qos),
+            (1000, 2, 10_000, 3, 4, 5)
+        );
+        let err = parse_slurm_conf("NodeName=n1\nPartitionName=p Nodes=n1 TRESBillingWeights=CPU=lots\n", "slurm.conf", &mut no_includes)
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("invalid TRESBillingWeights `CPU=lots'"), "{err}");
+        assert!(err.contains("slurm.conf"), "{err}");
+        assert!(parse_slurm_conf("PriorityUsageResetPeriod=HOURLY\n", "slurm.conf", &mut no_includes).is_err());
     }
 
     #[test]
