@@ -81,8 +81,8 @@ impl MultifactorWeights {
 }
 
 /// Flotilla's multifactor priority: Slurm's weighted factors (`priority_multifactor.c`
-/// `_get_priority_internal`: age, association, fair share, job size, partition, QOS) + base
-/// + Flotilla's age + partition tier + aging per failed cycle and per preemption − nice. The
+/// `_get_priority_internal`: age, association, fair share, job size, partition, QOS), plus
+/// base, Flotilla's age, partition tier, aging per failed cycle and per preemption, − nice. The
 /// aging terms are strong enough to cross classes: a job failing 50,000 cycles (about 2 days
 /// at one cycle per 3 s) or preempted 5 times gains 100,000 points, a partition tier.
 #[derive(Debug, Default, Clone, Copy)]

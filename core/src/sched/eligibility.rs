@@ -18,7 +18,7 @@ impl Scheduler {
     /// then lower id; a job holding a reservation keeps the rank its reservation froze.
     pub(super) fn order(&mut self, now: Time) -> Vec<(Rank, JobId)> {
         self.update_usage(now);
-        let totals = super::usage::Totals::of(&self.cluster);
+        let totals = super::usage::Totals::of(&self.cluster, &self.accounting);
         let mut order: Vec<(Rank, JobId)> = Vec::with_capacity(self.pending.len());
         for (id, p) in self.pending.iter_mut() {
             let part = &self.cluster.partitions[p.spec.partition.0 as usize];

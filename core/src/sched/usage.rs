@@ -8,18 +8,21 @@ use crate::cluster::{Cluster, Time};
 use crate::fairshare::{self, FairTree, TresAlloc, Usage, UsageConfig};
 use crate::job::{JobId, JobSpec};
 
-/// The cluster-wide totals the job-size factor divides by, taken once per order stage.
+/// The totals the factors divide by, taken once per order stage: the cluster's nodes and
+/// CPUs (job size) and the largest association priority (association factor).
 #[derive(Debug, Clone, Copy)]
 pub(super) struct Totals {
     nodes: u32,
     cpus: u64,
+    max_assoc_priority: u32,
 }
 
 impl Totals {
-    pub(super) fn of(cluster: &Cluster) -> Totals {
+    pub(super) fn of(cluster: &Cluster, acct: &Accounting) -> Totals {
         Totals {
             nodes: u32::try_from(cluster.nodes.len()).unwrap_or(u32::MAX),
             cpus: cluster.nodes.iter().map(|n| n.cpu_milli / 1000).sum(),
+            max_assoc_priority: acct.tree.assocs().iter().filter_map(|a| a.priority).max().unwrap_or(0),
         }
     }
 }
@@ -55,7 +58,7 @@ pub(super) fn factor_input(
     spec: &JobSpec,
 ) -> FactorInput {
     let assoc = job_assoc(acct, cluster, spec);
-    let max_assoc = acct.tree.assocs().iter().filter_map(|a| a.priority).max().unwrap_or(0);
+    let max_assoc = totals.max_assoc_priority;
     let assoc_prio = assoc.and_then(|id| acct.tree.inherited(id, |a| a.priority)).unwrap_or(0);
     let nodes = spec.request.nodes.unwrap_or(1).max(1);
     FactorInput {
@@ -155,7 +158,7 @@ impl Scheduler {
                 &self.fair,
                 &self.usage_config,
                 &self.cluster,
-                Totals::of(&self.cluster),
+                Totals::of(&self.cluster, &self.accounting),
                 &p.spec,
             ),
         };
