@@ -27,5 +27,7 @@ pub mod scontrol_ctl;
 pub mod sdeploy;
 pub mod signals;
 pub mod sinfo;
+pub mod sprio;
 pub mod squeue;
 pub mod srun;
+pub mod sshare;

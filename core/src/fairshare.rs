@@ -316,13 +316,15 @@ pub struct ShareRow {
     /// `RawShares` (`Fairshare=`; [`SHARES_PARENT`] for `parent`).
     pub raw_shares: u32,
     /// `NormShares`: shares over the sum of its siblings' shares (a `Fairshare=parent`
-    /// association shows its fair-share parent's).
+    /// association shows its fair-share parent's; 0 for the root, as Slurm).
     pub norm_shares: f64,
     /// `RawUsage`: decayed billing-seconds of it and its children.
     pub raw_usage: f64,
-    /// `NormUsage`: raw usage over the root's.
+    /// `NormUsage`: raw usage over the root's, at most 1 (0 when the root has none; `sshare`
+    /// leaves the root's blank).
     pub norm_usage: f64,
-    /// `EffectvUsage`: raw usage over its fair-share parent's (Fair Tree's U).
+    /// `EffectvUsage`: raw usage over its fair-share parent's (Fair Tree's U); 1 for the
+    /// root.
     pub effectv_usage: f64,
     /// `LevelFS`: S/U among its siblings (infinity for no usage, 0 for no shares,
     /// [`LEVEL_FS_NO_VAL`] for a `Fairshare=parent` account); `None` for the root.
@@ -414,13 +416,18 @@ pub fn fair_tree(tree: &AssocTree, usage: &Usage) -> FairTree {
     let root_usage = rows[0].raw_usage;
     for i in 0..n {
         let own = match fs_parent[i] {
-            None => 1.0,
+            // Slurm never normalises the root's shares.
+            None => 0.0,
             Some(p) if uses_parent[i] => rows[p].norm_shares,
             Some(p) if level_shares[p] == 0 => 0.0,
             Some(p) => f64::from(assocs[i].shares) / level_shares[p] as f64,
         };
         rows[i].norm_shares = own;
-        rows[i].norm_usage = if root_usage > 0.0 { rows[i].raw_usage / root_usage } else { 0.0 };
+        rows[i].norm_usage = if root_usage > 0.0 { (rows[i].raw_usage / root_usage).min(1.0) } else { 0.0 };
+        if fs_parent[i].is_none() {
+            // Slurm's root: U = 1 (`priority_p_reconfig`), no level FS.
+            rows[i].effectv_usage = 1.0;
+        }
         if let Some(p) = fs_parent[i] {
             let pu = rows[p].raw_usage;
             rows[i].effectv_usage = if pu > 0.0 { rows[i].raw_usage / pu } else { 0.0 };

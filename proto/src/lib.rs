@@ -30,6 +30,7 @@ pub mod errno;
 pub mod frame;
 pub mod jobview;
 pub mod msg;
+pub mod share;
 pub mod step;
 
 pub use acct::{AcctJob, AcctJobRef, AcctQuery, AcctStep};

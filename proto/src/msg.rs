@@ -1138,6 +1138,10 @@ pub enum Request {
     /// since it started (answered with [`Response::Turns`]); tests wait on it instead of
     /// sleeping.
     QueryTurns,
+    /// `sshare`: fair share of the associations.
+    QueryShares(crate::share::ShareQuery),
+    /// `sprio`: priority factors of pending jobs.
+    QueryPriorities(crate::share::PrioQuery),
 }
 
 impl Request {
@@ -1169,6 +1173,8 @@ impl Request {
             Request::QueryAcct(_) => "DBD_GET_JOBS_COND",
             Request::QueryQueue(_) => "REQUEST_JOB_INFO",
             Request::QueryTurns => "REQUEST_TURNS",
+            Request::QueryShares(_) => "REQUEST_SHARE_INFO",
+            Request::QueryPriorities(_) => "REQUEST_PRIORITY_FACTORS",
         }
     }
 }
@@ -1233,6 +1239,10 @@ pub enum Response {
         /// asked for so far has run (the periodic one comes every `--sched-interval-ms`).
         cycle_due: bool,
     },
+    /// `sshare`'s rows.
+    Shares(Vec<crate::share::ShareRow>),
+    /// `sprio`'s answer.
+    Priorities(crate::share::PrioReply),
 }
 
 #[cfg(test)]

@@ -119,7 +119,8 @@ fn the_lighter_user_ranks_first_and_usage_values_follow_slurm() {
     let alice = ft.row(AssocId(3)).unwrap();
     // Alone in her account: S = 1, U = 1.
     assert_eq!((alice.norm_shares, alice.effectv_usage, alice.level_fs), (1.0, 1.0, Some(1.0)));
-    assert_eq!(ft.row(AssocId(1)).unwrap().level_fs, None);
+    let root = ft.row(AssocId(1)).unwrap();
+    assert_eq!((root.level_fs, root.norm_shares, root.effectv_usage, root.norm_usage), (None, 0.0, 1.0, 1.0));
     // No usage anywhere: every level FS infinite, all tied at the top rank.
     let ft = fair_tree(&tree, &Usage::default());
     assert_eq!((ft.factor(AssocId(3)), ft.factor(AssocId(5))), (1.0, 1.0));

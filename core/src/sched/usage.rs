@@ -165,6 +165,11 @@ impl Scheduler {
         Some((self.priority.priority(input), self.priority.factors(input)))
     }
 
+    /// The priority policy's name (`PriorityType`).
+    pub fn priority_name(&self) -> &str {
+        self.priority.name()
+    }
+
     /// The priority policy's weights (`sprio -w`).
     pub fn priority_weights(&self) -> Option<PriorityFactors> {
         self.priority.weights()

@@ -56,7 +56,9 @@ pub(super) fn class(req: &Request) -> Class {
         | Request::QueryAlerts
         | Request::QueryAcct(_)
         | Request::QueryQueue(_)
-        | Request::QueryTurns => Class::Query,
+        | Request::QueryTurns
+        | Request::QueryShares(_)
+        | Request::QueryPriorities(_) => Class::Query,
         Request::SubmitJob(_)
         | Request::HoldRelease(_)
         | Request::Requeue(_)

@@ -38,6 +38,7 @@ mod lifecycle;
 mod nodes;
 mod queries;
 mod services;
+mod share;
 pub mod steps;
 
 /// Bit marking a core job id as a pending array task: `PROV | array_id << 20 | task`.
@@ -437,6 +438,8 @@ impl Controller {
             Request::StepComplete(c) => self.step_complete(ident, c, now),
             Request::QuerySteps(q) => Response::Steps(self.query_steps(ident, &q)),
             Request::ReleaseAllocation(r) => self.release_allocation(ident, r, now),
+            Request::QueryShares(q) => self.query_shares(&q),
+            Request::QueryPriorities(q) => self.query_priorities(&q, now),
             Request::QueryTurns => Response::Turns { turns: self.turns, cycles: self.stats.cycles, cycle_due: self.sched_dirty },
             r @ (Request::ServiceCreate(_)
             | Request::ServiceScale { .. }
