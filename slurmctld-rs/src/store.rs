@@ -16,6 +16,7 @@ use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 
 mod migrate;
+mod usage;
 pub mod rows;
 pub mod runs;
 
@@ -53,6 +54,11 @@ const MIGRATIONS: &[Migration] = &[
     Migration {
         version: 6,
         sql: include_str!("../../sql/0006_purge.sql"),
+        step: None,
+    },
+    Migration {
+        version: 8,
+        sql: include_str!("../../sql/0008_usage.sql"),
         step: None,
     },
 ];
@@ -173,6 +179,9 @@ pub struct WriteBatch {
     /// Finished jobs purged after `MinJobAge`: (job id, script row's id: the array's id for an
     /// array task). Their `jobs` rows are deleted, and the script row once no job row names it.
     pub purged: Vec<(u64, u64)>,
+    /// Fair-share usage to save (replacing what is stored), at most every
+    /// `PriorityCalcPeriod`.
+    pub usage: Option<flotilla_core::fairshare::Usage>,
 }
 
 /// One `job_steps` row (the batch step, or an `srun` step: `step` = `"0"`, `"1"`, ...), or with
@@ -193,6 +202,7 @@ impl WriteBatch {
             && self.svc.is_empty()
             && self.acct_rows.is_empty()
             && self.purged.is_empty()
+            && self.usage.is_none()
     }
 }
 
@@ -486,6 +496,11 @@ impl Store {
             .map_err(|e| self.err(e))
     }
 
+    /// The fair-share usage saved last (empty when none). Errors: the query's.
+    pub fn load_usage(&self) -> Result<flotilla_core::fairshare::Usage, StoreError> {
+        usage::load(&self.conn).map_err(|e| self.err(e))
+    }
+
     /// Commits one batch in one transaction. `job` looks up a record by id.
     pub fn commit<'a>(
         &mut self,
@@ -571,6 +586,9 @@ impl Store {
             crate::acct::write(&tx, &batch.acct_rows, &current, &steps).map_err(e)?;
         }
         crate::svcstore::commit(&tx, &batch.svc).map_err(e)?;
+        if let Some(u) = &batch.usage {
+            usage::write(&tx, u).map_err(e)?;
+        }
         if !batch.purged.is_empty() {
             let mut del = tx.prepare_cached("DELETE FROM jobs WHERE id = ?1").map_err(e)?;
             let mut dels = tx

@@ -306,6 +306,8 @@ pub struct Controller {
     acct_queries: Vec<(flotilla_proto::AcctQuery, oneshot::Sender<Reply>)>,
     /// Turns completed (see [`Controller::turns`]).
     turns: u64,
+    /// When fair-share usage was last put in a batch (s), and whether it was empty then.
+    usage_saved: Option<(i64, bool)>,
 }
 
 /// Wall clock in seconds since the epoch (read only at the edge, here).
@@ -350,6 +352,7 @@ impl Controller {
             svc: services::SvcState::default(),
             acct_queries: Vec::new(),
             turns: 0,
+            usage_saved: None,
         };
         c.recover(now)?;
         Ok(c)

@@ -43,6 +43,33 @@ fn matches(list: &[String], name: &str) -> bool {
 }
 
 impl Controller {
+    /// Restores the fair-share usage saved before the restart (its age decays it at the
+    /// first cycle; `PriorityUsageResetPeriod=NOW` clears it). Errors: the store's.
+    pub(super) fn recover_usage(&mut self, now: i64) -> Result<(), crate::store::StoreError> {
+        let usage = self.store.load_usage()?;
+        let empty = usage.raw.is_empty();
+        self.sched.restore_usage(usage, u64::try_from(now).unwrap_or(0));
+        self.usage_saved = Some((now, empty));
+        Ok(())
+    }
+
+    /// After a cycle: puts the fair-share usage in this turn's batch when
+    /// `PriorityCalcPeriod` has passed since it was last saved (an empty usage is written
+    /// once, so a cleared usage does not come back after a restart).
+    pub(super) fn persist_usage(&mut self, now: i64) {
+        let period = i64::try_from(self.sched.usage_config().calc_period_s).unwrap_or(i64::MAX);
+        let usage = self.sched.usage();
+        let empty = usage.raw.is_empty();
+        let due = match self.usage_saved {
+            None => true,
+            Some((at, was_empty)) => now - at >= period && !(empty && was_empty),
+        };
+        if due {
+            self.batch.usage = Some(usage.clone());
+            self.usage_saved = Some((now, empty));
+        }
+    }
+
     /// `sshare`: the associations `q` selects (Slurm's `assoc_mgr_get_shares`), with their
     /// fair-share values as of the last cycle.
     pub(super) fn query_shares(&self, q: &ShareQuery) -> Response {
