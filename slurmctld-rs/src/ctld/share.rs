@@ -123,11 +123,14 @@ impl Controller {
         };
         let cluster = self.sched.cluster();
         let mut jobs = Vec::new();
-        for &id in self.jobs.keys() {
+        for (&id, rec) in &self.jobs {
             if !q.jobs.is_empty() && !q.jobs.contains(&id) {
                 continue;
             }
-            let Some(&core) = self.core_map.get(&id) else { continue };
+            let core = rec.spec.id.0;
+            if core != id && self.core_map.get(&core) != Some(&id) {
+                continue;
+            }
             let Some(spec) = self.sched.pending_spec(JobId(core)) else { continue };
             let partition = cluster.partitions.get(spec.partition.0 as usize).map(|p| p.name.clone()).unwrap_or_default();
             if !matches(&q.users, &spec.user) || !matches(&q.partitions, &partition) {
