@@ -94,3 +94,39 @@ fn a_heavy_users_next_job_ranks_below_a_light_users() {
         s.priority_of(flotilla_core::job::JobId(3), 3601).unwrap().0
     );
 }
+
+/// A job that ends between two cycles is charged up to its end, decayed from then on: the
+/// usage is exactly each interval's charge decayed for the time after it.
+#[test]
+fn a_job_ending_between_cycles_is_charged_to_its_end() {
+    let mut s = Scheduler::new(
+        Cluster::uniform(2, 8, 2, 64, 512_000),
+        flotilla_plugins::placement("topo-bestfit").unwrap(),
+        Box::new(Multifactor::default()),
+        SchedConfig::default(),
+    );
+    let tree = AssocTree::new(vec![
+        assoc(1, None, "root", None),
+        assoc(2, Some(1), "research", None),
+        assoc(3, Some(2), "research", Some("alice")),
+    ])
+    .unwrap();
+    s.set_accounting(Accounting { tree, ..Accounting::default() });
+    s.set_usage_config(UsageConfig {
+        half_life_s: 3600,
+        billing: vec![Some(BillingWeights::parse("GRES/gpu=1.0").unwrap())],
+        ..UsageConfig::default()
+    });
+    let _ = s.handle(Event::Submit(job(1, "alice", 8, 0)), 0);
+    let _ = s.cycle(0);
+    let _ = s.cycle(60);
+    assert_eq!(s.usage().get(AssocId(3)), 480.0);
+    let _ = s.handle(Event::JobEnded(flotilla_core::job::JobId(1)), 90);
+    let _ = s.cycle(120);
+    let want = 480.0 * (-60.0f64 / 3600.0).exp2() + 240.0 * (-30.0f64 / 3600.0).exp2();
+    let got = s.usage().get(AssocId(3));
+    assert!((got - want).abs() <= 1e-9 * want, "{got} vs {want}");
+    // Nothing more accrues once it has ended.
+    let _ = s.cycle(180);
+    assert!((s.usage().get(AssocId(3)) - want * (-60.0f64 / 3600.0).exp2()).abs() <= 1e-9 * want);
+}

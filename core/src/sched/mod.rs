@@ -108,6 +108,8 @@ pub struct Scheduler {
     usage: crate::fairshare::Usage,
     /// The Fair Tree over `usage`, recomputed at each order stage where time moved.
     fair: crate::fairshare::FairTree,
+    /// Usage changed since `fair` was computed (a leaving job's last charge).
+    fair_stale: bool,
 }
 
 impl Scheduler {
@@ -153,6 +155,7 @@ impl Scheduler {
             usage_config: crate::fairshare::UsageConfig::default(),
             usage: crate::fairshare::Usage::default(),
             fair: crate::fairshare::FairTree::default(),
+            fair_stale: false,
         };
         s.has_inference_pool = s.cluster.nodes.iter().any(|n| n.inference_pool);
         s
@@ -267,9 +270,8 @@ impl Scheduler {
     /// are already applied to the model and the driver must carry them out.
     #[must_use = "the decisions are already applied to the model; the driver must carry them out"]
     pub fn handle(&mut self, event: Event, now: Time) -> Vec<Decision> {
-        // Events carry their own times where they need one (a checkpoint's `at`); no
-        // event's effect depends on `now` yet, but drivers pass the real time.
-        let _ = now;
+        // Events carry their own times where they need one (a checkpoint's `at`); `now`
+        // charges a leaving job's last fair-share usage.
         let mut out = Vec::new();
         match event {
             Event::Submit(spec) | Event::Update(spec) => self.enqueue(spec, &mut out),
@@ -277,12 +279,15 @@ impl Scheduler {
                 self.pending.remove(&id);
                 self.alerted.remove(&id);
                 self.drop_reservation(id, &mut out);
+                self.charge_ending(id, now);
                 self.release_running(id);
             }
             Event::JobEnded(id) => {
+                self.charge_ending(id, now);
                 self.release_running(id);
             }
             Event::Requeued(id) => {
+                self.charge_ending(id, now);
                 if let Some(r) = self.release_running(id) {
                     let mut spec = r.spec;
                     spec.preempt_count += 1;

@@ -2,7 +2,7 @@
 //! and its ancestors at each order stage, the Fair Tree is recomputed over it, and each
 //! pending job's multifactor inputs ([`FactorInput`]) are read from it.
 
-use super::{FactorInput, PriorityFactors, PriorityInput, Scheduler};
+use super::{FactorInput, PriorityFactors, PriorityInput, RunningJob, Scheduler};
 use crate::assoc::{Accounting, AssocId};
 use crate::cluster::{Cluster, Time};
 use crate::fairshare::{self, FairTree, TresAlloc, Usage, UsageConfig};
@@ -104,6 +104,22 @@ impl Scheduler {
         &self.fair
     }
 
+    /// The association a running job charges and its rate: billing per second (partition
+    /// `TRESBillingWeights`, else CPUs) × its QOS `UsageFactor`; `None` without association.
+    fn usage_rate(&self, r: &RunningJob) -> Option<(AssocId, f64)> {
+        let assoc = job_assoc(&self.accounting, &self.cluster, &r.spec)?;
+        let mut alloc = TresAlloc::default();
+        for a in &r.allocs {
+            alloc.cpus += a.part.cpu_milli as f64 / 1000.0;
+            alloc.mem_mib += a.part.mem_mib as f64;
+            alloc.nodes += 1.0;
+            alloc.gpus += f64::from(a.part.gpus.count()) * f64::from(a.part.gpu_milli) / 1000.0;
+        }
+        let weights = self.usage_config.billing.get(r.spec.partition.0 as usize).and_then(Option::as_ref);
+        let (_, usage_factor) = job_qos(&self.accounting, Some(assoc));
+        Some((assoc, fairshare::billing(weights, &alloc) * usage_factor))
+    }
+
     /// Brings usage up to `now` (reset, decay, then each running job charged its billing ×
     /// QOS `UsageFactor` × the seconds it ran since the last update) and recomputes the Fair
     /// Tree. Charges go to the job's association and its ancestors; a job without an
@@ -113,30 +129,46 @@ impl Scheduler {
         let dt = self.usage.advance(&self.usage_config, now);
         if dt > 0 && !self.accounting.tree.is_empty() {
             let since = since.unwrap_or(now);
-            for r in self.running.values() {
-                let Some(assoc) = job_assoc(&self.accounting, &self.cluster, &r.spec) else {
-                    continue;
-                };
-                let ran = now.saturating_sub(since.max(r.start));
-                if ran == 0 {
-                    continue;
-                }
-                let mut alloc = TresAlloc::default();
-                for a in &r.allocs {
-                    alloc.cpus += a.part.cpu_milli as f64 / 1000.0;
-                    alloc.mem_mib += a.part.mem_mib as f64;
-                    alloc.nodes += 1.0;
-                    alloc.gpus += f64::from(a.part.gpus.count()) * f64::from(a.part.gpu_milli) / 1000.0;
-                }
-                let weights = self.usage_config.billing.get(r.spec.partition.0 as usize).and_then(Option::as_ref);
-                let (_, usage_factor) = job_qos(&self.accounting, Some(assoc));
-                let amount = fairshare::billing(weights, &alloc) * usage_factor * ran as f64;
+            let charges: Vec<(AssocId, f64)> = self
+                .running
+                .values()
+                .filter_map(|r| {
+                    let ran = now.saturating_sub(since.max(r.start));
+                    let (assoc, rate) = self.usage_rate(r)?;
+                    (ran > 0).then_some((assoc, rate * ran as f64))
+                })
+                .collect();
+            for (assoc, amount) in charges {
                 self.usage.charge(&self.accounting.tree, assoc, amount);
             }
         }
-        if dt > 0 || self.fair.rows.len() != self.accounting.tree.len() {
+        if dt > 0 || self.fair_stale || self.fair.rows.len() != self.accounting.tree.len() {
             self.fair = fairshare::fair_tree(&self.accounting.tree, &self.usage);
+            self.fair_stale = false;
         }
+    }
+
+    /// Before running job `id` leaves at `now` (ended, cancelled, requeued): charges the run
+    /// time since the last update, which the next order stage no longer sees. The amount is
+    /// put in the frame of the last update (× `2^(Δt/half_life)`), so that the next update's
+    /// decay over the whole interval leaves it undecayed at `now`.
+    pub(super) fn charge_ending(&mut self, id: JobId, now: Time) {
+        let Some(last) = self.usage.last_update else { return };
+        if self.accounting.tree.is_empty() || now <= last {
+            return;
+        }
+        let Some(r) = self.running.get(&id) else { return };
+        let ran = now.saturating_sub(last.max(r.start));
+        let Some((assoc, rate)) = self.usage_rate(r) else { return };
+        if ran == 0 {
+            return;
+        }
+        let mut amount = rate * ran as f64;
+        if self.usage_config.half_life_s > 0 {
+            amount /= fairshare::decay_factor(now - last, self.usage_config.half_life_s);
+        }
+        self.usage.charge(&self.accounting.tree, assoc, amount);
+        self.fair_stale = true;
     }
 
     /// The priority a pending job would have at `now` and, for a policy with factors, the
