@@ -285,6 +285,30 @@ pub fn run(args: &[String], io: &mut Io<'_>) -> i32 {
             _ => {}
         }
     }
+    if o.long && o.format.is_some() {
+        io.err("sprio: fatal: Options -o(--format) and -l(--long) are mutually exclusive. Please remove one and retry.\n");
+        return 1;
+    }
+    // `-j 4` (the id apart): getopt's optional argument is only glued, so Slurm takes the
+    // first operand as the job list when `-j` was given; any other operand is refused.
+    let mut operands = p.operands.iter();
+    if job_flag && q.jobs.is_empty() {
+        if let Some(list) = operands.next() {
+            for j in list.split(',').map(str::trim).filter(|x| !x.is_empty()) {
+                match j.parse::<u64>() {
+                    Ok(n) if n > 0 => q.jobs.push(n),
+                    _ => {
+                        io.err(&format!("Invalid job id: {j}\n"));
+                        return 1;
+                    }
+                }
+            }
+        }
+    }
+    if let Some(extra) = operands.next() {
+        io.err(&format!("sprio: error: Unrecognized option: {extra}\nUsage: sprio [OPTIONS]\n"));
+        return 1;
+    }
     let ctl = match Ctl::new(io.env) {
         Ok(c) => c,
         Err(e) => {
