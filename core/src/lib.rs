@@ -17,6 +17,7 @@
 //! - [`placement`]: placement over topology sets behind the [`placement::PlacementPolicy`]
 //!   extension point, and [`placement::largest_placeable`].
 //! - [`assoc`]: the accounting model (associations, QOS, their limits, what is enforced).
+//! - [`fairshare`]: usage decayed per half-life, billing weights, the Fair Tree ranking.
 //! - [`quota`]: the account tree with guaranteed and maximum GPUs (borrowing, LIFO reclaim).
 //! - [`health`]: GPU health events and the [`health::HealthPolicy`] extension point (which
 //!   events quarantine a node).
@@ -25,6 +26,7 @@
 pub mod assoc;
 pub mod cluster;
 pub mod config;
+pub mod fairshare;
 pub mod health;
 pub mod hostlist;
 pub mod job;

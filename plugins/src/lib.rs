@@ -44,6 +44,18 @@ pub fn priority(name: &str) -> Option<Box<dyn PriorityPolicy>> {
     })
 }
 
+/// The priority policy of a parsed slurm.conf: `PriorityType=` with, for multifactor, the
+/// `PriorityWeight*`, `PriorityMaxAge` and `PriorityFavorSmall` keys; `None` for an unknown
+/// `PriorityType`.
+pub fn priority_from_conf(conf: &flotilla_core::config::ClusterConfig) -> Option<Box<dyn PriorityPolicy>> {
+    Some(match conf.priority_type.as_str() {
+        "priority/multifactor" | "" => Box::new(priority::Multifactor {
+            weights: priority::MultifactorWeights::from_conf(&conf.priority),
+        }),
+        other => return priority(other),
+    })
+}
+
 /// Names of the registered queue policies.
 pub const QUEUE_POLICIES: &[&str] = &["flotilla", "fifo", "easy"];
 

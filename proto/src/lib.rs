@@ -34,6 +34,7 @@ pub mod errno;
 pub mod frame;
 pub mod jobview;
 pub mod msg;
+pub mod share;
 pub mod step;
 pub mod usage;
 

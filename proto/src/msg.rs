@@ -1150,6 +1150,10 @@ pub enum Request {
     AcctMgrShow,
     /// `sacctmgr add|modify|delete` ([`Response::AcctMgrOutcome`]); admins only.
     AcctMgrChange(crate::acctmgr::AcctMgrChange),
+    /// `sshare`: fair share of the associations.
+    QueryShares(crate::share::ShareQuery),
+    /// `sprio`: priority factors of pending jobs.
+    QueryPriorities(crate::share::PrioQuery),
 }
 
 impl Request {
@@ -1184,6 +1188,8 @@ impl Request {
             Request::Diag | Request::DiagReset => "REQUEST_STATS_INFO",
             Request::AcctMgrShow => "DBD_GET_ASSOCS",
             Request::AcctMgrChange(_) => "DBD_MODIFY_ASSOCS",
+            Request::QueryShares(_) => "REQUEST_SHARE_INFO",
+            Request::QueryPriorities(_) => "REQUEST_PRIORITY_FACTORS",
         }
     }
 }
@@ -1254,6 +1260,10 @@ pub enum Response {
     AcctMgrData(crate::acctmgr::AcctData),
     /// What a `sacctmgr` change did or would do.
     AcctMgrOutcome(crate::acctmgr::AcctMgrOutcome),
+    /// `sshare`'s rows.
+    Shares(Vec<crate::share::ShareRow>),
+    /// `sprio`'s answer.
+    Priorities(crate::share::PrioReply),
 }
 
 #[cfg(test)]

@@ -58,6 +58,7 @@ fn cluster() -> ClusterConfig {
             sub_node_pool: false,
             inference_pool: false,
             access: Default::default(),
+            tres_billing_weights: None,
         }],
         nodes,
         ..ClusterConfig::default()

@@ -81,7 +81,7 @@ pub fn scheduler(
     let cluster = Cluster::from_config(conf);
     let placement = flotilla_plugins::placement(&conf.select_type)
         .ok_or_else(|| anyhow!("unknown SelectType {}", conf.select_type))?;
-    let priority = flotilla_plugins::priority(&conf.priority_type)
+    let priority = flotilla_plugins::priority_from_conf(conf)
         .ok_or_else(|| anyhow!("unknown PriorityType {}", conf.priority_type))?;
     let mut queue = flotilla_plugins::queue(&conf.scheduler_type)
         .ok_or_else(|| anyhow!("unknown SchedulerType {}", conf.scheduler_type))?;
@@ -92,7 +92,10 @@ pub fn scheduler(
         queue.budget_page_pct = p;
         queue.budget_warn_pct = queue.budget_warn_pct.min(p);
     }
-    Ok(Scheduler::new(cluster, placement, priority, queue))
+    let usage = flotilla_core::fairshare::UsageConfig::from_config(conf)?;
+    let mut sched = Scheduler::new(cluster, placement, priority, queue);
+    sched.set_usage_config(usage);
+    Ok(sched)
 }
 
 /// `PreemptExemptTime=` in seconds (Slurm's `time_str2secs`; `-1`/`INFINITE` disable it, as

@@ -16,6 +16,7 @@ use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 
 mod migrate;
+mod usage;
 pub mod rows;
 pub mod runs;
 
@@ -58,6 +59,11 @@ const MIGRATIONS: &[Migration] = &[
     Migration {
         version: 7,
         sql: include_str!("../../sql/0007_assoc.sql"),
+        step: None,
+    },
+    Migration {
+        version: 8,
+        sql: include_str!("../../sql/0008_usage.sql"),
         step: None,
     },
     Migration {
@@ -187,6 +193,9 @@ pub struct WriteBatch {
     pub usage: Vec<flotilla_proto::StepUsage>,
     /// Accounting database rows changed by `sacctmgr` ([`crate::assoc::db::write`]).
     pub assoc: Vec<crate::assoc::db::AssocOp>,
+    /// Fair-share usage to save (replacing what is stored), at most every
+    /// `PriorityCalcPeriod`.
+    pub fair_usage: Option<flotilla_core::fairshare::Usage>,
 }
 
 /// One `job_steps` row (the batch step, or an `srun` step: `step` = `"0"`, `"1"`, ...), or with
@@ -209,6 +218,7 @@ impl WriteBatch {
             && self.purged.is_empty()
             && self.usage.is_empty()
             && self.assoc.is_empty()
+            && self.fair_usage.is_none()
     }
 }
 
@@ -502,6 +512,11 @@ impl Store {
             .map_err(|e| self.err(e))
     }
 
+    /// The fair-share usage saved last (empty when none). Errors: the query's.
+    pub fn load_usage(&self) -> Result<flotilla_core::fairshare::Usage, StoreError> {
+        usage::load(&self.conn).map_err(|e| self.err(e))
+    }
+
     /// Commits one batch in one transaction. `job` looks up a record by id.
     pub fn commit<'a>(
         &mut self,
@@ -589,6 +604,9 @@ impl Store {
         runs::write_usage(&tx, &batch.usage).map_err(e)?;
         crate::svcstore::commit(&tx, &batch.svc).map_err(e)?;
         crate::assoc::db::write(&tx, &batch.assoc).map_err(e)?;
+        if let Some(u) = &batch.fair_usage {
+            usage::write(&tx, u).map_err(e)?;
+        }
         if !batch.purged.is_empty() {
             let mut del = tx.prepare_cached("DELETE FROM jobs WHERE id = ?1").map_err(e)?;
             let mut dels = tx

@@ -288,6 +288,55 @@ pub struct PartitionConfig {
     /// `AllowQos=`, `DenyQos=`, `RootOnly=`, `DisableRootJobs=`).
     #[serde(default)]
     pub access: PartitionAccess,
+    /// `TRESBillingWeights=` as written (`CPU=1.0,Mem=0.25G,GRES/gpu=2.0`, checked by
+    /// [`crate::fairshare::BillingWeights::parse`]); `None`: jobs are billed their CPUs.
+    #[serde(default)]
+    pub tres_billing_weights: Option<String>,
+}
+
+/// The `priority/multifactor` keys of `slurm.conf` (slurm.conf(5), Slurm 22.05 defaults).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PriorityConf {
+    /// `PriorityDecayHalfLife` in seconds (default `7-0`); 0 = no decay.
+    pub decay_half_life_s: u64,
+    /// `PriorityCalcPeriod` in seconds (default 5 minutes).
+    pub calc_period_s: u64,
+    /// `PriorityUsageResetPeriod` (default `NONE`).
+    pub usage_reset_period: crate::fairshare::ResetPeriod,
+    /// `PriorityMaxAge` in seconds (default `7-0`): the age at which the age factor is 1.
+    pub max_age_s: u64,
+    /// `PriorityFavorSmall=YES`: the job-size factor favours small jobs.
+    pub favor_small: bool,
+    /// `PriorityWeightAge`.
+    pub weight_age: u32,
+    /// `PriorityWeightAssoc`.
+    pub weight_assoc: u32,
+    /// `PriorityWeightFairshare`.
+    pub weight_fairshare: u32,
+    /// `PriorityWeightJobSize`.
+    pub weight_job_size: u32,
+    /// `PriorityWeightPartition`.
+    pub weight_partition: u32,
+    /// `PriorityWeightQOS`.
+    pub weight_qos: u32,
+}
+
+impl Default for PriorityConf {
+    fn default() -> Self {
+        PriorityConf {
+            decay_half_life_s: 7 * 86_400,
+            calc_period_s: 300,
+            usage_reset_period: crate::fairshare::ResetPeriod::None,
+            max_age_s: 7 * 86_400,
+            favor_small: false,
+            weight_age: 0,
+            weight_assoc: 0,
+            weight_fairshare: 0,
+            weight_job_size: 0,
+            weight_partition: 0,
+            weight_qos: 0,
+        }
+    }
 }
 
 /// The access-control keys of a `PartitionName=` line, as Slurm 22.05 reads them
@@ -407,6 +456,9 @@ pub struct ClusterConfig {
     /// `max_script_size=`); `None`: unset.
     #[serde(default)]
     pub scheduler_parameters: Option<String>,
+    /// The `priority/multifactor` keys (`PriorityWeight*`, `PriorityDecayHalfLife`, ...).
+    #[serde(default)]
+    pub priority: PriorityConf,
     /// Every key=value of the global section as read (keys in canonical case), for
     /// `scontrol show config` and for keys later issues pick up.
     pub raw: Vec<(String, String)>,

@@ -433,6 +433,19 @@ impl Parser {
             "SelectType" => c.select_type = v.str().to_string(),
             "PriorityType" => c.priority_type = v.str().to_string(),
             "PreemptType" => c.preempt_type = v.str().to_string(),
+            "PriorityDecayHalfLife" => c.priority.decay_half_life_s = v.opt().unwrap_or(0).saturating_mul(60),
+            "PriorityCalcPeriod" => c.priority.calc_period_s = v.opt().unwrap_or(0).saturating_mul(60),
+            "PriorityUsageResetPeriod" => {
+                c.priority.usage_reset_period = crate::fairshare::ResetPeriod::parse(v.str()).unwrap_or_default()
+            }
+            "PriorityMaxAge" => c.priority.max_age_s = v.opt().unwrap_or(0).saturating_mul(60),
+            "PriorityFavorSmall" => c.priority.favor_small = v.flag(),
+            "PriorityWeightAge" => c.priority.weight_age = u32::try_from(v.int()).unwrap_or(u32::MAX),
+            "PriorityWeightAssoc" => c.priority.weight_assoc = u32::try_from(v.int()).unwrap_or(u32::MAX),
+            "PriorityWeightFairshare" => c.priority.weight_fairshare = u32::try_from(v.int()).unwrap_or(u32::MAX),
+            "PriorityWeightJobSize" => c.priority.weight_job_size = u32::try_from(v.int()).unwrap_or(u32::MAX),
+            "PriorityWeightPartition" => c.priority.weight_partition = u32::try_from(v.int()).unwrap_or(u32::MAX),
+            "PriorityWeightQOS" => c.priority.weight_qos = u32::try_from(v.int()).unwrap_or(u32::MAX),
             "SchedulerType" => c.scheduler_type = v.str().to_string(),
             "TopologyPlugin" => c.topology_plugin = v.str().to_string(),
             "GresTypes" => {
@@ -791,6 +804,7 @@ impl Parser {
             sub_node_pool: false,
             inference_pool: false,
             access: Default::default(),
+            tres_billing_weights: None,
         };
         let mut default_time_at = None;
         let mut max_time_at = line.at.clone();
@@ -851,6 +865,13 @@ impl Parser {
                 }
                 "SubNodePool" => p.sub_node_pool = s.val.flag(),
                 "InferencePool" => p.inference_pool = s.val.flag(),
+                "TRESBillingWeights" => {
+                    crate::fairshare::BillingWeights::parse(s.val.str()).map_err(|e| ConfigError::Invalid {
+                        at: s.at.clone(),
+                        msg: format!("partition {}: {e}", p.name),
+                    })?;
+                    p.tres_billing_weights = Some(s.val.str().to_string());
+                }
                 "AllowGroups" => p.access.allow_groups = names_or_all(s.val.str()),
                 "AllowAccounts" => p.access.allow_accounts = names_or_all(s.val.str()),
                 "DenyAccounts" => p.access.deny_accounts = names_or_all(s.val.str()).unwrap_or_default(),
@@ -984,11 +1005,40 @@ mod tests {
             let sample = match k.ty {
                 ValueType::U16 | ValueType::U32 | ValueType::U64 | ValueType::PortRange => "1",
                 ValueType::Bool => "YES",
+                ValueType::Time => "5",
+                ValueType::Enum(words) => words[0],
                 _ => "x",
             };
             let v = check_value(k, sample, &at).unwrap();
             assert!(p.apply_global(k, &v, &at), "{} not handled", k.name);
         }
+    }
+
+    #[test]
+    fn priority_keys_fill_the_priority_conf_and_billing_weights_are_checked() {
+        let c = parse("NodeName=n1\nPartitionName=p Nodes=n1 TRESBillingWeights=CPU=1.0,Mem=0.25G,GRES/gpu=2.0\n");
+        assert_eq!(c.priority, super::super::PriorityConf::default());
+        assert_eq!(c.priority.decay_half_life_s, 7 * 86_400);
+        assert_eq!(c.partitions[0].tres_billing_weights.as_deref(), Some("CPU=1.0,Mem=0.25G,GRES/gpu=2.0"));
+        let c = parse(
+            "PriorityDecayHalfLife=0\nPriorityCalcPeriod=1\nPriorityUsageResetPeriod=weekly\nPriorityMaxAge=1-0\n\
+             PriorityFavorSmall=YES\nPriorityWeightAge=1000\nPriorityWeightAssoc=2\nPriorityWeightFairshare=10000\n\
+             PriorityWeightJobSize=3\nPriorityWeightPartition=4\nPriorityWeightQOS=5\nNodeName=n1\n",
+        );
+        let p = &c.priority;
+        assert_eq!((p.decay_half_life_s, p.calc_period_s, p.max_age_s), (0, 60, 86_400));
+        assert_eq!(p.usage_reset_period, crate::fairshare::ResetPeriod::Weekly);
+        assert!(p.favor_small);
+        assert_eq!(
+            (p.weight_age, p.weight_assoc, p.weight_fairshare, p.weight_job_size, p.weight_partition, p.weight_qos),
+            (1000, 2, 10_000, 3, 4, 5)
+        );
+        let err = parse_slurm_conf("NodeName=n1\nPartitionName=p Nodes=n1 TRESBillingWeights=CPU=lots\n", "slurm.conf", &mut no_includes)
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("invalid TRESBillingWeights `CPU=lots'"), "{err}");
+        assert!(err.contains("slurm.conf"), "{err}");
+        assert!(parse_slurm_conf("PriorityUsageResetPeriod=HOURLY\n", "slurm.conf", &mut no_includes).is_err());
     }
 
     #[test]

@@ -9,13 +9,16 @@ use crate::job::{HoldKind, JobId, JobSpec};
 impl Scheduler {
     /// The order stage of a cycle at `now`.
     ///
-    /// Reads the pending jobs' specs, their partitions, the required nodes' availability, the
-    /// priority policy and the held reservations. Writes every pending job's `priority`
+    /// First brings fair-share usage up to `now` (see `usage`). Reads the pending jobs'
+    /// specs, their partitions, the required nodes' availability, the priority policy with
+    /// each job's multifactor inputs, and the held reservations. Writes every pending job's `priority`
     /// (a replica's is [`SERVICE_PRIORITY_BASE`] plus its service's priority) and, for a job
     /// that may not be considered now, its pending info (see [`ineligible`]). Returns the
     /// eligible jobs with their rank, best first: higher priority, then earlier submission,
     /// then lower id; a job holding a reservation keeps the rank its reservation froze.
     pub(super) fn order(&mut self, now: Time) -> Vec<(Rank, JobId)> {
+        self.update_usage(now);
+        let totals = super::usage::Totals::of(&self.cluster, &self.accounting);
         let mut order: Vec<(Rank, JobId)> = Vec::with_capacity(self.pending.len());
         for (id, p) in self.pending.iter_mut() {
             let part = &self.cluster.partitions[p.spec.partition.0 as usize];
@@ -28,6 +31,14 @@ impl Scheduler {
                     failed_cycles: p.failed_cycles,
                     partition: part,
                     now,
+                    factors: super::usage::factor_input(
+                        &self.accounting,
+                        &self.fair,
+                        &self.usage_config,
+                        &self.cluster,
+                        totals,
+                        &p.spec,
+                    ),
                 })
             };
             if let Some((reason, slurm_detail)) = ineligible(&self.cluster, &p.spec, part, replica, now) {

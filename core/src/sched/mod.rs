@@ -22,7 +22,7 @@
 //! `eligibility` priorities and the reasons a job may not be considered; `placing` placement
 //! against held reservations and binding; `reservations` the reservation planner, its
 //! ordering and [`Scheduler::will_run`]; `quota` the account tree's usage and borrowing; `limits` the accounting limits
-//! (associations, QOS);
+//! (associations, QOS); `usage` fair-share usage and the multifactor inputs;
 //! `preemption` preemption as a budgeted protocol; `services` inference services;
 //! `defragmentation` the swap pool and replica relocation; `invariants` the checker.
 
@@ -37,6 +37,7 @@ mod quota;
 mod reservations;
 mod services;
 mod types;
+mod usage;
 
 pub use limits::{default_wall_min, submit_violation, SubmitCounts, Tres};
 pub use types::*;
@@ -105,6 +106,14 @@ pub struct Scheduler {
     alerted: BTreeSet<JobId>,
     /// Some node belongs to the inference pool.
     has_inference_pool: bool,
+    /// Fair-share usage settings (half-life, reset period, billing weights).
+    usage_config: crate::fairshare::UsageConfig,
+    /// Decayed usage per association.
+    usage: crate::fairshare::Usage,
+    /// The Fair Tree over `usage`, recomputed at each order stage where time moved.
+    fair: crate::fairshare::FairTree,
+    /// Usage changed since `fair` was computed (a leaving job's last charge).
+    fair_stale: bool,
 }
 
 impl Scheduler {
@@ -148,6 +157,10 @@ impl Scheduler {
             swap: Vec::new(),
             alerted: BTreeSet::new(),
             has_inference_pool: false,
+            usage_config: crate::fairshare::UsageConfig::default(),
+            usage: crate::fairshare::Usage::default(),
+            fair: crate::fairshare::FairTree::default(),
+            fair_stale: false,
         };
         s.has_inference_pool = s.cluster.nodes.iter().any(|n| n.inference_pool);
         s
@@ -262,9 +275,8 @@ impl Scheduler {
     /// are already applied to the model and the driver must carry them out.
     #[must_use = "the decisions are already applied to the model; the driver must carry them out"]
     pub fn handle(&mut self, event: Event, now: Time) -> Vec<Decision> {
-        // Events carry their own times where they need one (a checkpoint's `at`); no
-        // event's effect depends on `now` yet, but drivers pass the real time.
-        let _ = now;
+        // Events carry their own times where they need one (a checkpoint's `at`); `now`
+        // charges a leaving job's last fair-share usage.
         let mut out = Vec::new();
         match event {
             Event::Submit(spec) | Event::Update(spec) => self.enqueue(spec, &mut out),
@@ -272,12 +284,15 @@ impl Scheduler {
                 self.pending.remove(&id);
                 self.alerted.remove(&id);
                 self.drop_reservation(id, &mut out);
+                self.charge_ending(id, now);
                 self.release_running(id);
             }
             Event::JobEnded(id) => {
+                self.charge_ending(id, now);
                 self.release_running(id);
             }
             Event::Requeued(id) => {
+                self.charge_ending(id, now);
                 if let Some(r) = self.release_running(id) {
                     let mut spec = r.spec;
                     spec.preempt_count += 1;

@@ -624,6 +624,56 @@ pub struct PriorityInput<'a> {
     pub partition: &'a crate::cluster::Partition,
     /// Now (s).
     pub now: Time,
+    /// Multifactor inputs the core computes from accounting and the cluster.
+    pub factors: FactorInput,
+}
+
+/// What the multifactor factors need beyond the job: each in Slurm's terms, normalised
+/// where Slurm normalises (`priority_multifactor.c` `set_priority_factors`).
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct FactorInput {
+    /// Fair-share factor of the job's association in [0, 1] (Fair Tree rank over user
+    /// associations, [`crate::fairshare::fair_tree`]); 0 without an association.
+    pub fair_share: f64,
+    /// The association's `Priority` (inherited) over the largest association priority, in
+    /// [0, 1].
+    pub assoc: f64,
+    /// The QOS `Priority` over the largest QOS priority, in [0, 1] (the job's QOS is its
+    /// association's default QOS, else `normal`).
+    pub qos: f64,
+    /// The partition's `PriorityJobFactor` over the largest, in [0, 1].
+    pub partition: f64,
+    /// Nodes the job asks for (`-N`, else 1).
+    pub job_nodes: u32,
+    /// CPUs the job asks for (all nodes).
+    pub job_cpus: u64,
+    /// Nodes in the cluster.
+    pub cluster_nodes: u32,
+    /// CPUs in the cluster.
+    pub cluster_cpus: u64,
+}
+
+/// The weighted factors of a multifactor priority, as `sprio` shows them (each factor in
+/// [0, 1] times its weight; for [`PriorityPolicy::weights`], the weights themselves).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+pub struct PriorityFactors {
+    /// `AGE`.
+    pub age: f64,
+    /// `ASSOC`.
+    pub assoc: f64,
+    /// `FAIRSHARE`.
+    pub fairshare: f64,
+    /// `JOBSIZE`.
+    pub job_size: f64,
+    /// `PARTITION`.
+    pub partition: f64,
+    /// `QOS`.
+    pub qos: f64,
+    /// `NICE`: the job's nice value (subtracted).
+    pub nice: i64,
+    /// Flotilla's own terms (base priority, its aging per minute, partition tier, failed
+    /// cycles, preemptions), which `sprio` shows in `SITE`.
+    pub site: f64,
 }
 
 /// Priority plugin: a job's priority (higher runs first). Pure.
@@ -632,6 +682,15 @@ pub trait PriorityPolicy: fmt::Debug + Send + Sync {
     fn name(&self) -> &str;
     /// Priority of a pending job.
     fn priority(&self, input: PriorityInput<'_>) -> u64;
+    /// The weighted factors behind [`PriorityPolicy::priority`] (`sprio`); `None` for a
+    /// policy without factors.
+    fn factors(&self, _input: PriorityInput<'_>) -> Option<PriorityFactors> {
+        None
+    }
+    /// The weights (`sprio -w`); `None` for a policy without factors.
+    fn weights(&self) -> Option<PriorityFactors> {
+        None
+    }
 }
 
 /// A running job as the core tracks it.

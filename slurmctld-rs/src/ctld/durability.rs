@@ -59,7 +59,9 @@ pub(super) fn class(req: &Request) -> Class {
         | Request::QueryTurns
         | Request::Diag
         | Request::DiagReset
-        | Request::AcctMgrShow => Class::Query,
+        | Request::AcctMgrShow
+        | Request::QueryShares(_)
+        | Request::QueryPriorities(_) => Class::Query,
         Request::SubmitJob(_)
         | Request::HoldRelease(_)
         | Request::Requeue(_)

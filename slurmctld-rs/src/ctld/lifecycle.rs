@@ -29,6 +29,7 @@ impl Controller {
         let mut loaded = self.store.load(now - self.opts.min_job_age_s)?;
         self.next_job_id = loaded.next_job_id;
         self.recover_services(std::mem::take(&mut loaded.svc), now);
+        self.recover_usage(now)?;
         let mut known: HashSet<String> = HashSet::new();
         for row in &loaded.nodes {
             if let Some(id) = self.sched.cluster().node_id(&row.name) {
@@ -240,6 +241,7 @@ impl Controller {
         let cycle = (due.periodic || (self.sched_dirty && due.debounced)) && !self.degraded();
         if cycle {
             self.schedule(now);
+            self.persist_usage(now);
         }
         self.flush(n_events, now);
         self.turns += 1;

@@ -40,6 +40,7 @@ mod lifecycle;
 mod nodes;
 mod queries;
 mod services;
+mod share;
 pub mod steps;
 
 /// Bit marking a core job id as a pending array task: `PROV | array_id << 20 | task`.
@@ -318,6 +319,8 @@ pub struct Controller {
     diag: diag::DiagAcc,
     /// The accounting database (`sacctmgr`).
     assoc: crate::assoc::AssocDb,
+    /// When fair-share usage was last put in a batch (s), and whether it was empty then.
+    usage_saved: Option<(i64, bool)>,
 }
 
 /// Wall clock in seconds since the epoch (read only at the edge, here).
@@ -365,6 +368,7 @@ impl Controller {
             turns: 0,
             diag: diag::DiagAcc::default(),
             assoc,
+            usage_saved: None,
         };
         c.apply_accounting();
         c.recover(now)?;
@@ -464,6 +468,8 @@ impl Controller {
             Request::DiagReset => self.diag_reset(ident.admin, now),
             Request::AcctMgrShow => Response::AcctMgrData(self.assoc.data()),
             Request::AcctMgrChange(ch) => self.acctmgr_change(ident, ch),
+            Request::QueryShares(q) => self.query_shares(&q),
+            Request::QueryPriorities(q) => self.query_priorities(&q, now),
             Request::QueryTurns => Response::Turns { turns: self.turns, cycles: self.stats.cycles, cycle_due: self.sched_dirty },
             r @ (Request::ServiceCreate(_)
             | Request::ServiceScale { .. }

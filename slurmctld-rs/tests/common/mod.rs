@@ -59,6 +59,7 @@ pub fn cluster(n: usize) -> ClusterConfig {
         sub_node_pool: false,
         inference_pool: false,
         access: Default::default(),
+        tres_billing_weights: None,
     };
     ClusterConfig {
         cluster_name: "test".into(),
