@@ -16,13 +16,13 @@ fn usage_round_trips_through_the_store_and_keeps_decaying() {
     {
         let mut store = Store::open(dir.path(), SyncMode::Full).unwrap();
         assert_eq!(store.load_usage().unwrap(), Usage::default(), "nothing saved yet");
-        let batch = WriteBatch { usage: Some(usage.clone()), ..WriteBatch::default() };
+        let batch = WriteBatch { fair_usage: Some(usage.clone()), ..WriteBatch::default() };
         assert!(!batch.is_empty());
         store.commit(&batch, &|_| None).unwrap();
         // A later save replaces the whole set.
         let mut fewer = usage.clone();
         fewer.raw.remove(&AssocId(3));
-        store.commit(&WriteBatch { usage: Some(fewer), ..WriteBatch::default() }, &|_| None).unwrap();
+        store.commit(&WriteBatch { fair_usage: Some(fewer), ..WriteBatch::default() }, &|_| None).unwrap();
     }
     let store = Store::open(dir.path(), SyncMode::Full).unwrap();
     let mut back = store.load_usage().unwrap();

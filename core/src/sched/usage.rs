@@ -34,14 +34,12 @@ pub(super) fn job_assoc(acct: &Accounting, cluster: &Cluster, spec: &JobSpec) ->
     acct.tree.find(&spec.user, &spec.account, part).map(|a| a.id)
 }
 
-/// The QOS priority factor and usage factor of a job under association `assoc`: its
-/// (inherited) default QOS, else `normal`; (0, 1) when that QOS is not known.
-fn job_qos(acct: &Accounting, assoc: Option<AssocId>) -> (f64, f64) {
-    let name = assoc
-        .and_then(|id| acct.tree.ancestry(id).find_map(|a| a.default_qos.clone()))
-        .unwrap_or_else(|| "normal".to_string());
+/// The QOS priority factor and usage factor of a job of QOS `name` (`JobSpec::qos`: its
+/// `--qos`, else its association's default QOS, else `normal`, resolved at submission);
+/// (0, 1) when that QOS is not known.
+fn job_qos(acct: &Accounting, name: &str) -> (f64, f64) {
     let max = acct.qos.values().map(|q| q.priority).max().unwrap_or(0);
-    match acct.qos.get(&name) {
+    match acct.qos.get(name) {
         Some(q) if max > 0 => (f64::from(q.priority) / f64::from(max), q.usage_factor),
         Some(q) => (0.0, q.usage_factor),
         None => (0.0, 1.0),
@@ -64,7 +62,7 @@ pub(super) fn factor_input(
     FactorInput {
         fair_share: assoc.map_or(0.0, |id| fair.factor(id)),
         assoc: if max_assoc > 0 { f64::from(assoc_prio) / f64::from(max_assoc) } else { 0.0 },
-        qos: job_qos(acct, assoc).0,
+        qos: job_qos(acct, &spec.qos).0,
         partition: config.partition_factor(spec.partition.0 as usize),
         job_nodes: nodes,
         job_cpus: spec.request.cpu_milli_per_node.div_ceil(1000) * u64::from(nodes),
@@ -116,7 +114,7 @@ impl Scheduler {
             alloc.gpus += f64::from(a.part.gpus.count()) * f64::from(a.part.gpu_milli) / 1000.0;
         }
         let weights = self.usage_config.billing.get(r.spec.partition.0 as usize).and_then(Option::as_ref);
-        let (_, usage_factor) = job_qos(&self.accounting, Some(assoc));
+        let (_, usage_factor) = job_qos(&self.accounting, &r.spec.qos);
         Some((assoc, fairshare::billing(weights, &alloc) * usage_factor))
     }
 
