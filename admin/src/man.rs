@@ -234,6 +234,56 @@ pub const PAGES: &[Page] = &[
         },
         notes: &[],
     },
+    Page {
+        name: "sshare",
+        summary: "show the fair share of Flotilla's associations",
+        synopsis: "[OPTIONS...]",
+        description: &[
+            "sshare prints each association's shares, its decayed usage (billing-seconds, halved \
+             every PriorityDecayHalfLife) and its fair-share factor by Slurm's Fair Tree \
+             algorithm, as the scheduler ranks with them (-a all users, -A accounts, -u users, \
+             -l LevelFS, -o/--format, -n, -p, -P). Associations come from the accounting \
+             database (sacctmgr).",
+        ],
+        options: OptionTable::Getopt {
+            shorts: flotilla_commands::sshare::SHORTS,
+            longs: flotilla_commands::sshare::LONGS,
+        },
+        notes: &[],
+    },
+    Page {
+        name: "sprio",
+        summary: "show the priority factors of Flotilla's pending jobs",
+        synopsis: "[OPTIONS...]",
+        description: &[
+            "sprio prints each pending job's priority and its priority/multifactor factors (age, \
+             association, fair share, job size, partition, QOS, and in SITE Flotilla's own aging \
+             terms) times their PriorityWeight* weights (-w prints the weights; -l, -n, -o, -j, \
+             -u, -p). The numbers are those the scheduler ranks with.",
+        ],
+        options: OptionTable::Getopt {
+            shorts: flotilla_commands::sprio::SHORTS,
+            longs: flotilla_commands::sprio::LONGS,
+        },
+        notes: &[],
+    },
+    Page {
+        name: "sdiag",
+        summary: "show Flotilla's scheduling statistics",
+        synopsis: "[OPTIONS...]",
+        description: &[
+            "sdiag prints Slurm's statistics label for label (threads, job counters, main and \
+             backfill scheduler cycles, RPCs by message type and by user) from the controller's \
+             counters, then a Flotilla section (held reservations, pages, alerts, preemptions by \
+             reason, largest placeable job per partition). sdiag --reset starts the counters \
+             again; it is for root, SlurmUser and users with AdminLevel=Operator or above.",
+        ],
+        options: OptionTable::Getopt {
+            shorts: flotilla_commands::sdiag::SHORTS,
+            longs: flotilla_commands::sdiag::LONGS,
+        },
+        notes: &[],
+    },
 ];
 
 /// One documented option: its short letter (if any), its long names, and its argument.

@@ -25,8 +25,9 @@ const fn c(ch: char) -> u32 {
 const O_USAGE: u32 = 0x100;
 
 /// sdiag's getopt string (Slurm 22.05 `opts.c`).
-const SHORTS: &str = "ahiM:rtTV";
-const LONGS: &[LongOpt] = &[
+pub const SHORTS: &str = "ahiM:rtTV";
+/// sdiag's long options (Slurm 22.05 `opts.c`).
+pub const LONGS: &[LongOpt] = &[
     lo("all", HasArg::No, c('a')),
     lo("help", HasArg::No, c('h')),
     lo("reset", HasArg::No, c('r')),

@@ -40,10 +40,13 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-/// The reference's associations after `setup.sh` (account `research` with alice and bob), as
-/// Flotilla's quota.conf, until the accounting database holds them.
-const QUOTA_CONF: &str =
-    "# The reference cluster's accounting associations.\nAccount=research Users=alice,bob\n";
+/// The reference's accounting after `setup.sh` (its `sacctmgr` lines, run as root on each
+/// fresh cluster as they were on the reference): account `research` of organisation `oracle`
+/// with alice and bob.
+const SETUP_SACCTMGR: &[&str] = &[
+    "sacctmgr -i add account research Description=research Organization=oracle >/dev/null",
+    "sacctmgr -i add user alice,bob Account=research >/dev/null",
+];
 
 /// The job scripts of `capture.py` (`SCRIPTS`), in alice's and bob's `~/g`.
 const SCRIPTS: &[(&str, &str)] = &[
@@ -121,7 +124,6 @@ impl Phase {
             std::fs::copy(src.join(f), conf.path().join(f))
                 .unwrap_or_else(|e| panic!("{}: {e}", src.join(f).display()));
         }
-        std::fs::write(conf.path().join("quota.conf"), QUOTA_CONF).unwrap();
         let started = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
             LocalCluster::start_with(Some(conf.path()), |o| {
                 o.fast = false;
@@ -146,12 +148,19 @@ impl Phase {
             conf.path().display(),
             cluster.dir().display()
         ));
-        Ok(Phase {
+        let phase = Phase {
             cluster,
             bin_dir: flotilla_compat_tests::bin_dir(),
             stub_dir: stubs.to_path_buf(),
             _conf: conf,
-        })
+        };
+        for cmd in SETUP_SACCTMGR {
+            let (code, _, err) = phase.run("root", &Phase::root_env(), "/", None, cmd);
+            if code != 0 {
+                return Err(format!("setup `{cmd}` exited {code}: {err}"));
+            }
+        }
+        Ok(phase)
     }
 
     fn call(&self, req: Request) -> Option<Response> {

@@ -121,3 +121,49 @@ fn a_change_is_never_lost_on_a_full_disk() {
     let names: Vec<String> = data(&mut h).accounts.into_iter().map(|a| a.name).collect();
     assert_eq!(names, vec!["research", "root"]);
 }
+
+/// Deleting an association a running job charges is refused as slurmdbd refuses it (the job
+/// listed, exit 1, nothing deleted, goldens 0169/0170); a pending job of the same association
+/// does not block (the reference lists started jobs only); once the job is gone the delete
+/// goes through.
+#[test]
+fn deleting_an_association_with_a_running_job_is_refused() {
+    let mut h = Harness::two_nodes("acctmgr_delete_running");
+    h.register("gpu01");
+    h.register("gpu02");
+    for words in ["research Description=r Organization=o", "chem Description=c Organization=o"] {
+        assert_eq!(outcome(h.call(User::Root, change(Action::Add, Entity::Account, words, true))).exit_code, 0);
+    }
+    assert_eq!(outcome(h.call(User::Root, change(Action::Add, Entity::User, "alice Account=research", true))).exit_code, 0);
+    assert_eq!(outcome(h.call(User::Root, change(Action::Add, Entity::User, "alice Account=chem", true))).exit_code, 0);
+    h.turn();
+    let mut j = gpu_job(User::Alice);
+    j.account = Some("research".into());
+    let running = h.submit(j);
+    h.turn();
+    assert_eq!(h.job(running).state, Some(JobStateWire::Running));
+    let want = format!(
+        " Error with request: Job(s) active, cancel job(s) before remove\n  JobID = {running:<10} C = harness    A = research   U = alice    \n"
+    );
+    for (entity, words) in [(Entity::Account, "research"), (Entity::User, "alice where account=research")] {
+        for commit in [false, true] {
+            let o = outcome(h.call(User::Root, change(Action::Delete, entity, words, commit)));
+            assert_eq!((o.exit_code, o.stdout.as_str(), o.stderr.as_str(), o.changed), (1, "", want.as_str(), false), "{words}");
+        }
+    }
+    assert!(data(&mut h).assocs.iter().any(|a| a.user == "alice" && a.account == "research"), "nothing deleted");
+    // Only a pending job in chem: the delete goes through.
+    let mut p = gpu_job(User::Alice);
+    p.account = Some("chem".into());
+    p.hold = true;
+    let pending = h.submit(p);
+    h.turn();
+    assert_eq!(h.job(pending).state, Some(JobStateWire::Pending));
+    let o = outcome(h.call(User::Root, change(Action::Delete, Entity::User, "alice where account=chem", true)));
+    assert_eq!(o.exit_code, 0, "{o:?}");
+    // The running job gone, research's association may go too.
+    let _ = h.call(User::Root, Request::CancelJob(CancelJob { jobs: vec![JobRef::id(running)], ..CancelJob::default() }));
+    h.turn_until(5, 1, |h| h.job(running).state != Some(JobStateWire::Running));
+    let o = outcome(h.call(User::Root, change(Action::Delete, Entity::Account, "research", true)));
+    assert_eq!((o.exit_code, o.stdout.as_str()), (0, " Deleting accounts...\n  research\n"), "{o:?}");
+}

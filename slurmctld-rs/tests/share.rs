@@ -16,7 +16,7 @@ fn submitted(r: Result<Response, String>) -> u64 {
 }
 
 #[test]
-fn sprio_answers_the_schedulers_priorities_and_sshare_has_no_associations_without_accounting() {
+fn sprio_answers_the_schedulers_priorities_and_sshare_shows_the_default_associations() {
     let env = Env::new(2);
     let ctl = Ctl::start(&env, 0, &[]);
     // No node daemon registers: the jobs stay pending.
@@ -46,7 +46,12 @@ fn sprio_answers_the_schedulers_priorities_and_sshare_has_no_associations_withou
     assert_eq!(only(PrioQuery { users: vec!["alice".into()], ..PrioQuery::default() }), vec![a]);
     assert_eq!(only(PrioQuery { partitions: vec!["debug".into()], ..PrioQuery::default() }), Vec::<u64>::new());
     match call(&env, ctl.addr, 2001, Request::QueryShares(ShareQuery::default())) {
-        Ok(Response::Shares(rows)) => assert!(rows.is_empty(), "{rows:?}"),
+        // The accounting database's default objects only: account root and user root in it.
+        Ok(Response::Shares(rows)) => assert_eq!(
+            rows.iter().map(|r| (r.account.as_str(), r.user.as_deref())).collect::<Vec<_>>(),
+            vec![("root", None), ("root", Some("root"))],
+            "{rows:?}"
+        ),
         other => panic!("{other:?}"),
     }
 }

@@ -47,7 +47,7 @@ impl Controller {
             }
             Ok(mut a) => {
                 let tasks = a.array.as_ref().map_or(1, |(t, _)| t.len() as u32);
-                let checked = if self.sched.accounting().tree.is_empty() {
+                let checked = if !self.sched.accounting().checks_jobs() {
                     crate::limits::check_submit(self.opts.job_limits.as_deref(), self.jobs.values(), &a.record, tasks)
                 } else {
                     let qos_given = s.qos.as_deref().is_some_and(|q| !q.is_empty());
@@ -111,9 +111,12 @@ impl Controller {
             let name = &cluster.partitions[p.0 as usize].name;
             self.opts.access.check_partition(ident, (s.uid, s.gid), name, &account, qos)?;
         }
-        // With the accounting model set, its associations decide (after admission, which
-        // resolves the partition: [`crate::limits::check_accounting`]).
-        if !self.sched.accounting().tree.is_empty() {
+        // With AccountingStorageEnforce set, the accounting model's associations decide
+        // (after admission, which resolves the partition: [`crate::limits::check_accounting`]);
+        // without it, the accounts users were associated with (`authz::Associations`, from the
+        // same database) as before: an account nobody is associated with is refused once
+        // some association exists.
+        if self.sched.accounting().checks_jobs() {
             return Ok(());
         }
         self.opts.access.check_account(&s.user, &account)
@@ -142,7 +145,7 @@ impl Controller {
         let access = &self.opts.access;
         access.check_partition(ident, (rec.uid, rec.gid), &rec.partition, &rec.account, &rec.qos)?;
         let acct = self.sched.accounting();
-        if !acct.tree.is_empty() {
+        if acct.checks_jobs() {
             return crate::limits::check_access_update(acct, rec);
         }
         if changes.iter().any(|c| matches!(c, JobChange::Account(_))) {

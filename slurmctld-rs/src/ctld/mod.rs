@@ -465,7 +465,12 @@ impl Controller {
             Request::QuerySteps(q) => Response::Steps(self.query_steps(ident, &q)),
             Request::ReleaseAllocation(r) => self.release_allocation(ident, r, now),
             Request::Diag => Response::Diag(Box::new(self.diag(now))),
-            Request::DiagReset => self.diag_reset(ident.admin, now),
+            Request::DiagReset => {
+                // Root, SlurmUser, or AdminLevel=Operator or above in the accounting database
+                // (golden 0223: an Operator may reset, as slurmctld's validate_operator).
+                let admin = ident.admin || self.assoc.is_operator(&crate::users::lookup(ident.uid));
+                self.diag_reset(admin, now)
+            }
             Request::AcctMgrShow => Response::AcctMgrData(self.assoc.data()),
             Request::AcctMgrChange(ch) => self.acctmgr_change(ident, ch),
             Request::QueryShares(q) => self.query_shares(&q),
