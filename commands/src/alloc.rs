@@ -36,7 +36,8 @@ pub fn job_info(ctl: &Ctl, id: u64) -> Option<JobInfo> {
 /// command in messages (`salloc`, `srun`). Prints the pending/queued/allocated lines as Slurm
 /// does when the allocation is not granted within a second.
 ///
-/// Errors: the submission's (`<prog>: error: Job submit/allocate failed: <text>`, exit 1),
+/// Errors: the submission's (`<prog>: error: <failed>: <text>`, exit 1, where `<failed>` is
+/// [`failed_prefix`]),
 /// or the job ending before it ran (`revoked`, exit 1).
 pub fn allocate(ctl: &Ctl, mut job: SubmitJob, prog: &str, io: &mut Io<'_>) -> Result<JobInfo, AllocError> {
     job.interactive = true;
@@ -44,7 +45,7 @@ pub fn allocate(ctl: &Ctl, mut job: SubmitJob, prog: &str, io: &mut Io<'_>) -> R
         Ok(Response::Submitted(s)) => s.job_id,
         Ok(_) => {
             return Err(AllocError {
-                lines: vec![format!("{prog}: error: Job submit/allocate failed: Unexpected message received")],
+                lines: vec![format!("{prog}: error: {}: Unexpected message received", failed_prefix(prog))],
                 code: 1,
             })
         }
@@ -83,8 +84,19 @@ pub fn allocate(ctl: &Ctl, mut job: SubmitJob, prog: &str, io: &mut Io<'_>) -> R
 fn submit_error(prog: &str, e: &CtlError) -> AllocError {
     let se = e.slurm();
     let mut lines: Vec<String> = se.messages.iter().map(|m| format!("{prog}: error: {m}")).collect();
-    lines.push(format!("{prog}: error: Job submit/allocate failed: {}", se.text));
+    lines.push(format!("{prog}: error: {}: {}", failed_prefix(prog), se.text));
     AllocError { lines, code: 1 }
+}
+
+/// How each command words a refused allocation: srun `Unable to allocate resources`
+/// (libsrun allocate.c), salloc `Job submit/allocate failed` (salloc.c); golden 0129 of the
+/// accounting recordings.
+pub fn failed_prefix(prog: &str) -> &'static str {
+    if prog == "srun" {
+        "Unable to allocate resources"
+    } else {
+        "Job submit/allocate failed"
+    }
 }
 
 /// Gives the allocation back with the command's status (`status` as `waitpid` reports it:

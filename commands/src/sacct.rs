@@ -852,6 +852,13 @@ pub fn parse(args: &[String], env: &dyn Fn(&str) -> Option<String>, uid: u32, no
     }
     let cols = match parse_fields(&field_list) {
         Ok(c) => c,
+        // The two fields 22.05 removed (sacct/options.c): fatal, exit 1.
+        Err(name) if name.eq_ignore_ascii_case("AllocGRES") => {
+            return done_err("sacct: fatal: AllocGRES has been removed, please use AllocTRES\n".into())
+        }
+        Err(name) if name.eq_ignore_ascii_case("ReqGRES") => {
+            return done_err("sacct: fatal: ReqGRES has been removed, please use ReqTRES\n".into())
+        }
         Err(name) => return done_err(format!("sacct: error: Invalid field requested: \"{name}\"\n")),
     };
     if !parsed.operands.is_empty() {
@@ -933,6 +940,11 @@ mod tests {
         assert_eq!(
             got,
             Parsed::Done(1, String::new(), "sacct: error: Invalid field requested: \"NoSuchField\"\n".into())
+        );
+        // Accounting golden 0181 (vpenso's gpus collector).
+        assert_eq!(
+            parse(&argv(&["--format=Allocgres", "-P"]), &no_env, 2001, NOW),
+            Parsed::Done(1, String::new(), "sacct: fatal: AllocGRES has been removed, please use AllocTRES\n".into())
         );
     }
 

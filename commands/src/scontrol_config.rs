@@ -113,6 +113,9 @@ pub fn config_pairs(conf: &ClusterConfig, conf_path: &str) -> Vec<(String, Strin
         ("SLURM_CONF".into(), conf_path.to_string()),
         ("SLURM_VERSION".into(), SLURM_VERSION.to_string()),
     ];
+    if conf.priority_type != "priority/basic" {
+        pairs.extend(multifactor_pairs(conf));
+    }
     for (k, v) in &conf.raw {
         let base = k.split('[').next().unwrap_or(k);
         if NOT_GLOBAL.iter().any(|n| n.eq_ignore_ascii_case(base))
@@ -127,8 +130,78 @@ pub fn config_pairs(conf: &ClusterConfig, conf_path: &str) -> Vec<(String, Strin
     for (k, v) in &mut pairs {
         *v = with_unit(k, v);
     }
-    pairs.sort_by_key(|(k, _)| k.to_ascii_lowercase());
+    let multifactor = conf.priority_type != "priority/basic";
+    pairs.sort_by_key(|(k, _)| sort_key(k, multifactor));
     pairs
+}
+
+/// The keys `slurm_ctl_conf_2_key_pairs` prints for `priority/multifactor`, in its order
+/// (Slurm 22.05 `src/api/config_info.c`): after `PrioritySiteFactorPlugin`, not sorted.
+const MULTIFACTOR_KEYS: &[&str] = &[
+    "PriorityDecayHalfLife",
+    "PriorityCalcPeriod",
+    "PriorityFavorSmall",
+    "PriorityFlags",
+    "PriorityMaxAge",
+    "PriorityUsageResetPeriod",
+    "PriorityType",
+    "PriorityWeightAge",
+    "PriorityWeightAssoc",
+    "PriorityWeightFairShare",
+    "PriorityWeightJobSize",
+    "PriorityWeightPartition",
+    "PriorityWeightQOS",
+    "PriorityWeightTRES",
+];
+
+/// Where `key` sorts: its lower-case name, except the multifactor block (with `multifactor`),
+/// which stays in Slurm's order right after `PrioritySiteFactorPlugin`; with priority/basic
+/// `PriorityType` is the only one and sorts by name.
+fn sort_key(key: &str, multifactor: bool) -> String {
+    match MULTIFACTOR_KEYS.iter().position(|k| k.eq_ignore_ascii_case(key)) {
+        Some(i) if multifactor => format!("prioritysitefactorplugin\u{7f}{i:02}"),
+        _ => key.to_ascii_lowercase(),
+    }
+}
+
+/// The multifactor keys' values as Slurm prints them: durations by `secs2time_str`
+/// (`7-00:00:00`, `00:05:00`), `Yes`/`No`, the reset period's upper-case word, weights as
+/// numbers, `PriorityFlags` and `PriorityWeightTRES` as written (`(null)` unset).
+fn multifactor_pairs(conf: &ClusterConfig) -> Vec<(String, String)> {
+    use flotilla_core::fairshare::ResetPeriod;
+    use flotilla_core::time::secs2time_str;
+    let p = &conf.priority;
+    let raw = |k: &str| {
+        conf.raw.iter().find(|(rk, _)| rk.eq_ignore_ascii_case(k)).map_or_else(|| "(null)".to_string(), |(_, v)| v.clone())
+    };
+    let secs = |s: u64| secs2time_str(i64::try_from(s).unwrap_or(i64::MAX));
+    let reset = match p.usage_reset_period {
+        ResetPeriod::None => "NONE",
+        ResetPeriod::Now => "NOW",
+        ResetPeriod::Daily => "DAILY",
+        ResetPeriod::Weekly => "WEEKLY",
+        ResetPeriod::Monthly => "MONTHLY",
+        ResetPeriod::Quarterly => "QUARTERLY",
+        ResetPeriod::Yearly => "YEARLY",
+    };
+    [
+        ("PriorityDecayHalfLife", secs(p.decay_half_life_s)),
+        ("PriorityCalcPeriod", secs(p.calc_period_s)),
+        ("PriorityFavorSmall", if p.favor_small { "Yes" } else { "No" }.to_string()),
+        ("PriorityFlags", raw("PriorityFlags")),
+        ("PriorityMaxAge", secs(p.max_age_s)),
+        ("PriorityUsageResetPeriod", reset.to_string()),
+        ("PriorityWeightAge", p.weight_age.to_string()),
+        ("PriorityWeightAssoc", p.weight_assoc.to_string()),
+        ("PriorityWeightFairShare", p.weight_fairshare.to_string()),
+        ("PriorityWeightJobSize", p.weight_job_size.to_string()),
+        ("PriorityWeightPartition", p.weight_partition.to_string()),
+        ("PriorityWeightQOS", p.weight_qos.to_string()),
+        ("PriorityWeightTRES", raw("PriorityWeightTRES")),
+    ]
+    .into_iter()
+    .map(|(k, v)| (k.to_string(), v))
+    .collect()
 }
 
 /// Formats the pairs as Slurm does: `format!("{name:<23} = {value}")` per line.
@@ -222,6 +295,41 @@ mod tests {
         assert_eq!(out, "MaxArraySize            = 5000\n");
         let (out, _, _) = run(Some("NoSuchKey"), CONF);
         assert_eq!(out, "");
+    }
+
+    /// Accounting golden 0120 (`scontrol show config | grep -E '^(AccountingStorageEnforce|
+    /// PriorityType|PriorityWeight|PriorityCalcPeriod|PriorityDecayHalfLife)'` on the
+    /// reference's phase-2 slurm.conf): Slurm's order and value forms for multifactor.
+    #[test]
+    fn multifactor_keys_as_slurm_prints_them() {
+        let conf = format!(
+            "{CONF}AccountingStorageEnforce=associations,limits,qos,safe\nPriorityType=priority/multifactor\n\
+             PriorityCalcPeriod=1\nPriorityDecayHalfLife=7-0\nPriorityMaxAge=7-0\nPriorityWeightAge=1000\n\
+             PriorityWeightFairshare=10000\nPriorityWeightJobSize=1000\nPriorityWeightPartition=1000\n\
+             PriorityWeightQOS=1000\nPriorityWeightTRES=CPU=1000,Mem=2000,GRES/gpu=3000\n"
+        );
+        let (out, _, code) = run(None, &conf);
+        assert_eq!(code, 0);
+        let want_prefixes = ["AccountingStorageEnforce", "PriorityType", "PriorityWeight", "PriorityCalcPeriod", "PriorityDecayHalfLife"];
+        let got: String = out
+            .lines()
+            .filter(|l| want_prefixes.iter().any(|p| l.starts_with(p)))
+            .map(|l| format!("{l}\n"))
+            .collect();
+        assert_eq!(
+            got,
+            "AccountingStorageEnforce = associations,limits,qos,safe\n\
+             PriorityDecayHalfLife   = 7-00:00:00\n\
+             PriorityCalcPeriod      = 00:01:00\n\
+             PriorityType            = priority/multifactor\n\
+             PriorityWeightAge       = 1000\n\
+             PriorityWeightAssoc     = 0\n\
+             PriorityWeightFairShare = 10000\n\
+             PriorityWeightJobSize   = 1000\n\
+             PriorityWeightPartition = 1000\n\
+             PriorityWeightQOS       = 1000\n\
+             PriorityWeightTRES      = CPU=1000,Mem=2000,GRES/gpu=3000\n"
+        );
     }
 
     #[test]

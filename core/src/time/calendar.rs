@@ -62,7 +62,7 @@ pub fn days_from_civil(y: i64, m: u32, d: u32) -> i64 {
 }
 
 /// A time of `sbatch --begin` (and `scontrol update StartTime=`), seconds since the epoch,
-/// UTC, relative to `now` (seconds since the epoch): `now[+N[units]]` (units `s`, `m`, `h`,
+/// UTC, relative to `now` (seconds since the epoch): `now[{+|-}N[units]]` (units `s`, `m`, `h`,
 /// `d`, `w` and their long spellings; none is seconds), `today`, `midnight` (the next one),
 /// `tomorrow`, `noon` (the next one), `HH:MM[:SS]` (the next such time), and
 /// `YYYY-MM-DD[THH:MM[:SS]]`. Case-insensitive, surrounding blanks ignored.
@@ -75,7 +75,12 @@ pub fn parse_begin(a: &str, now: i64) -> Option<i64> {
         if rest.is_empty() {
             return Some(now);
         }
-        let rest = rest.strip_prefix('+')?;
+        // Slurm's parse_time: `now` then `+` or `-` and a count (`sacct -S now-1hours`).
+        let (sign, rest) = match rest.as_bytes()[0] {
+            b'+' => (1, &rest[1..]),
+            b'-' => (-1, &rest[1..]),
+            _ => return None,
+        };
         let split = rest.find(|c: char| !c.is_ascii_digit()).unwrap_or(rest.len());
         let (n, unit) = rest.split_at(split);
         let n: i64 = n.parse().ok()?;
@@ -87,7 +92,7 @@ pub fn parse_begin(a: &str, now: i64) -> Option<i64> {
             "w" | "week" | "weeks" => 604_800,
             _ => return None,
         };
-        return Some(now + n * mult);
+        return Some(now + sign * n * mult);
     }
     match s.as_str() {
         "today" | "midnight" => return Some(if s == "today" { midnight } else { midnight + DAY }),
@@ -186,6 +191,9 @@ mod tests {
     #[test]
     fn begin_forms() {
         assert_eq!(parse_begin("now+2hours", 1000), Some(1000 + 7200));
+        assert_eq!(parse_begin("now-1hours", 10_000), Some(10_000 - 3600));
+        assert_eq!(parse_time("now-30minutes", 10_000), Some(10_000 - 1800));
+        assert_eq!(parse_begin("now*1", 1000), None);
         assert_eq!(parse_begin("2026-01-01T00:00:00", 0), Some(days_from_civil(2026, 1, 1) * DAY));
     }
 
