@@ -87,6 +87,21 @@ fn short_state(s: &str) -> &'static str {
     }
 }
 
+/// A node state as Slurm 22.05's `node_state` number (`enum node_states`: DOWN 1, IDLE 2,
+/// ALLOCATED 3, MIXED 5; DRAIN a flag, 0x200, on the base state), which sinfo's default sort
+/// (`#P,-t`: partition order, then state descending, sinfo/sort.c `_sort_by_state`) orders by.
+fn state_number(s: &str) -> u32 {
+    match s {
+        "DOWN" => 1,
+        "IDLE" => 2,
+        "ALLOCATED" => 3,
+        "MIXED" => 5,
+        "DRAINED" => 0x200 + 2,
+        "DRAINING" => 0x200 + 3,
+        _ => 0,
+    }
+}
+
 fn long_state(s: &str) -> String {
     match s {
         "MIXED" => "mixed".into(),
@@ -96,6 +111,16 @@ fn long_state(s: &str) -> String {
 
 /// One `%` spec: letter, width, right-justified.
 type Spec = (char, usize, bool);
+
+/// Format letters that print something of the partition (`%P`, `%R`, availability, limits,
+/// sizes, groups, shared, root-only, priority, ...): with none of them, rows merge across
+/// partitions.
+const PARTITION_FIELDS: &str = "PRalLsghrpSI";
+
+/// The field letters of a `-o` format (`%.10P` -> `P`; `%%` is no field).
+fn format_chars(f: &str) -> impl Iterator<Item = char> + '_ {
+    f.split('%').skip(1).filter_map(|t| t.trim_start_matches(|c: char| c == '.' || c.is_ascii_digit()).chars().next())
+}
 
 struct Row<'a> {
     part: &'a PartitionInfo,
@@ -334,9 +359,47 @@ pub fn run(args: &[String], io: &mut Io<'_>) -> i32 {
         io.out(&s);
         return 0;
     }
-    // Rows: per partition (config order), nodes grouped by printed state.
+    // Rows: per partition (config order), nodes grouped by printed state. What a `-o` format
+    // prints decides two more things, as sinfo's match flags do (Slurm 22.05 sinfo.c
+    // `_match_node_data`, `_match_part_data`): without a partition field the rows are not
+    // split by partition (each node counted once: vpenso's `sinfo -h -o %C` reads one line),
+    // with `%n` (NodeHostname) or `%o` (NodeAddr) nodes of different hostnames never share a
+    // row, and without a state field (`%t`, `%T`) nodes of different states do.
+    let printed = |chars: &str| fmt.as_deref().is_some_and(|f| format_chars(f).any(|c| chars.contains(c)));
+    let across_parts = fmt.is_some() && !node_view && !summarize && !printed(PARTITION_FIELDS);
+    let by_host = printed("no");
+    // Nodes of different states share a row unless a state is printed (`%t`, `%T`).
+    let by_state = fmt.is_none() || printed("tT");
+    let st = |n: &NodeInfo| if by_state { state_of(n, false) } else { String::new() };
+    // GRES in use splits rows only where it could be printed (the default formats, `-O`).
+    let by_gres = fmt.is_none();
+    let gu = |n: &NodeInfo| if by_gres { gres_used(n) } else { Default::default() };
     let mut rows: Vec<Row<'_>> = Vec::new();
-    for part in parts.iter().filter(|p| parts_f.is_empty() || parts_f.contains(&p.name)) {
+    if across_parts {
+        let mut seen: Vec<&NodeInfo> = Vec::new();
+        for part in parts.iter().filter(|p| parts_f.is_empty() || parts_f.contains(&p.name)) {
+            for n in nodes.iter().filter(|n| n.partitions.contains(&part.name) && state_ok(n)) {
+                if !seen.iter().any(|m| m.name == n.name) {
+                    seen.push(n);
+                }
+            }
+        }
+        if let Some(part) = parts.first() {
+            let mut groups: Vec<Row<'_>> = Vec::new();
+            for n in seen {
+                let key = (st(n), gu(n), by_host.then(|| n.name.clone()));
+                match groups.iter_mut().find(|g| {
+                    (st(g.nodes[0]), gu(g.nodes[0]), by_host.then(|| g.nodes[0].name.clone())) == key
+                }) {
+                    Some(g) => g.nodes.push(n),
+                    None => groups.push(Row { part, nodes: vec![n] }),
+                }
+            }
+            groups.sort_by_key(|g| std::cmp::Reverse(state_number(&g.nodes[0].state)));
+            rows.extend(groups);
+        }
+    }
+    for part in parts.iter().filter(|p| !across_parts && (parts_f.is_empty() || parts_f.contains(&p.name))) {
         let members: Vec<&NodeInfo> = nodes.iter().filter(|n| n.partitions.contains(&part.name) && state_ok(n)).collect();
         if node_view {
             for n in members {
@@ -350,13 +413,15 @@ pub fn run(args: &[String], io: &mut Io<'_>) -> i32 {
         }
         let mut groups: Vec<Row<'_>> = Vec::new();
         for n in members {
-            let key = (state_of(n, false), gres_used(n));
-            match groups.iter_mut().find(|g| (state_of(g.nodes[0], false), gres_used(g.nodes[0])) == key) {
+            let key = (st(n), gu(n), by_host.then(|| n.name.clone()));
+            match groups.iter_mut().find(|g| {
+                (st(g.nodes[0]), gu(g.nodes[0]), by_host.then(|| g.nodes[0].name.clone())) == key
+            }) {
                 Some(g) => g.nodes.push(n),
                 None => groups.push(Row { part, nodes: vec![n] }),
             }
         }
-        groups.sort_by_key(|g| state_of(g.nodes[0], false));
+        groups.sort_by_key(|g| std::cmp::Reverse(state_number(&g.nodes[0].state)));
         if groups.is_empty() {
             // A partition none of whose nodes match still shows, with no nodes (`n/a`).
             groups.push(Row { part, nodes: Vec::new() });

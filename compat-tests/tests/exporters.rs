@@ -492,9 +492,11 @@ fn exporters_parse_flotilla() {
         .map(|n| n > 0),
         Ok(true)
     );
-    // (cpus.go's `sinfo -h '-o %C'` is not checked: Flotilla's sinfo prints a line per
-    // partition and state where Slurm merges all into one when the format names neither,
-    // which cpus.go cannot read; a divergence reported to the coordinator.)
+    // cpus.go reads one line: sinfo merges partitions and states a format does not print.
+    let cpus = run("sinfo -h '-o %C'");
+    assert_eq!(lines(&cpus).count(), 1, "{cpus}");
+    let v = vpenso_cpus(&cpus).unwrap_or_else(|e| panic!("{e}: {cpus}"));
+    assert!(v[0] >= 1.0 && v[3] == v[0] + v[1] + v[2], "alloc/idle/other/total: {v:?}");
     assert_eq!(vpenso_partitions(&run("sinfo -h -o%R,%C")).map(|n| n >= 2), Ok(true));
     assert_eq!(run("squeue -a -r -h -o%P --states=PENDING"), "batch\n");
     assert_eq!(

@@ -337,7 +337,17 @@ impl Controller {
             // Already ended with its job (or unknown): nothing to change.
             return Response::JobResults(Vec::new());
         };
-        let state = if c.signal != 0 || c.exit_code != 0 { "FAILED" } else { "COMPLETED" };
+        // A step its job's scancel killed is CANCELLED, however its srun saw it end (golden
+        // 0219 of the accounting recordings: srun's report of the signal comes before the
+        // job's end).
+        let cancelled = rec.stopping.is_some_and(|s| s.why == crate::job::StopWhy::Cancel);
+        let state = if cancelled && (c.signal != 0 || c.exit_code != 0) {
+            "CANCELLED"
+        } else if c.signal != 0 || c.exit_code != 0 {
+            "FAILED"
+        } else {
+            "COMPLETED"
+        };
         info!(job = c.job_id, step = c.step_id, exit_code = c.exit_code, signal = c.signal, state, "step ended");
         let nodes: Vec<String> = s.nodes.iter().filter_map(|&i| rec.nodes.get(i).cloned()).collect();
         self.batch.step_rows.push(StepRow {
