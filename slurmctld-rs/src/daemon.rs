@@ -137,6 +137,13 @@ pub fn controller(
     // The accounting database (crate::assoc) is the source of the associations, quotas and
     // job limits; quota.conf (`opts.quotas`) is imported into it at the first start only.
     // The controller builds the scheduler's accounting from it (`apply_accounting`).
+    if let Some(e) = opts.quota_error.take() {
+        if crate::assoc::db::imported(store.conn()).map_err(|e| anyhow!("accounting database: {e}"))? {
+            tracing::warn!("{e}: ignored: quota.conf was imported into the accounting database, which holds the associations now (sacctmgr)");
+        } else {
+            return Err(anyhow!("{e}"));
+        }
+    }
     let quotas = std::mem::take(&mut opts.quotas);
     opts.assoc_db = crate::assoc::open(&store, cluster, &quotas).map_err(|e| anyhow!("accounting database: {e}"))?;
     opts.access = crate::authz::Access::from_config(cluster, Default::default(), &crate::authz::resolve_groups)?;

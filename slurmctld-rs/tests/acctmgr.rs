@@ -9,6 +9,7 @@ use flotilla_proto::acctmgr::{parse_clauses, Action, AcctData, AcctMgrChange, Ac
 use flotilla_proto::errno::*;
 use flotilla_proto::*;
 use harness::*;
+use flotilla_slurmctld::ctld::CtlOptions;
 
 fn change(action: Action, entity: Entity, words: &str, commit: bool) -> Request {
     let words: Vec<String> = words.split_whitespace().map(str::to_string).collect();
@@ -166,4 +167,30 @@ fn deleting_an_association_with_a_running_job_is_refused() {
     h.turn_until(5, 1, |h| h.job(running).state != Some(JobStateWire::Running));
     let o = outcome(h.call(User::Root, change(Action::Delete, Entity::Account, "research", true)));
     assert_eq!((o.exit_code, o.stdout.as_str()), (0, " Deleting accounts...\n  research\n"), "{o:?}");
+}
+
+/// quota.conf is an import format: once imported, a broken edit of it cannot keep the
+/// controller down (a warning; the associations come from the database), while a first start
+/// with a broken file still refuses to start (there is nothing else to import), naming the
+/// file's error.
+#[test]
+fn a_broken_quota_conf_stops_only_the_first_start() {
+    let quota = flotilla_core::quota::parse_quota_conf("Account=research Users=alice\n", "quota.conf").unwrap();
+    let state = tempfile::tempdir().unwrap();
+    let opts = CtlOptions { quotas: quota, ..CtlOptions::default() };
+    let mut h = Harness::new_in("acctmgr_quota_broken", TWO_NODES, opts, Some(state.path().to_path_buf()));
+    assert!(data(&mut h).assocs.iter().any(|a| a.user == "alice" && a.account == "research"), "imported");
+    drop(h);
+    let broken = "quota.conf:1: unknown key `bogus`".to_string();
+    let opts = CtlOptions { quota_error: Some(broken.clone()), ..CtlOptions::default() };
+    let mut h = Harness::new_in("acctmgr_quota_broken", TWO_NODES, opts, Some(state.path().to_path_buf()));
+    assert!(data(&mut h).assocs.iter().any(|a| a.user == "alice" && a.account == "research"), "kept from the database");
+    drop(h);
+    // A first start: refused with the file's error.
+    let fresh = tempfile::tempdir().unwrap();
+    let cluster = flotilla_core::config::parse_cluster(("slurm.conf", TWO_NODES), None, None, &mut flotilla_core::config::no_includes).unwrap();
+    let store = flotilla_slurmctld::store::Store::open(fresh.path(), flotilla_slurmctld::store::SyncMode::Normal).unwrap();
+    let opts = CtlOptions { quota_error: Some(broken.clone()), ..CtlOptions::default() };
+    let r = flotilla_slurmctld::daemon::controller(&cluster, store, opts, std::sync::Arc::new(std::sync::atomic::AtomicU64::new(0)), 0);
+    assert_eq!(r.err().map(|e| e.to_string()), Some(broken));
 }

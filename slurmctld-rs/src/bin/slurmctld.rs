@@ -164,9 +164,14 @@ fn main() -> anyhow::Result<()> {
     let cluster = flotilla_slurmctld::conf::load(conf.as_deref(), cluster_json.as_deref())?;
     if cluster_json.is_none() {
         let path = conf.clone().unwrap_or_else(|| flotilla_conf::conf_path(&|k| std::env::var(k).ok()));
-        let quotas = flotilla_slurmctld::conf::quota_tree(&path)?;
-        opts.admission.default_accounts = quotas.default_accounts();
-        opts.quotas = quotas;
+        // A quota.conf that does not parse stops only a first start (daemon::controller).
+        match flotilla_slurmctld::conf::quota_tree(&path) {
+            Ok(quotas) => {
+                opts.admission.default_accounts = quotas.default_accounts();
+                opts.quotas = quotas;
+            }
+            Err(e) => opts.quota_error = Some(format!("{e:#}")),
+        }
     }
     for w in &cluster.warnings {
         tracing::warn!("{w}");

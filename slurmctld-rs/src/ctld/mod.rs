@@ -195,6 +195,10 @@ pub struct CtlOptions {
     /// The account tree of `quota.conf` (guarantees, ceilings), handed to the scheduler at
     /// start; empty: quotas off.
     pub quotas: flotilla_core::quota::QuotaTree,
+    /// Why `quota.conf` could not be read, if it could not: fatal at the first start (it is
+    /// to be imported), a warning once the accounting database has imported it (the database
+    /// is the source of truth then, so a bad edit of the file cannot keep the controller down).
+    pub quota_error: Option<String>,
     /// Authorisation rules (partitions' access keys, associations, `PrivateData`, services),
     /// assembled by [`crate::daemon::controller`] from slurm.conf and `quotas`.
     pub access: crate::authz::Access,
@@ -232,6 +236,7 @@ impl Default for CtlOptions {
             preempt_budget_pct: None,
             requeue_holdoff_s: 121,
             quotas: Default::default(),
+            quota_error: None,
             access: Default::default(),
             job_limits: None,
             assoc_db: Default::default(),
