@@ -105,6 +105,10 @@ pub struct Options {
     pub parsable: Parsable,
     /// The cluster name (the `Cluster` column).
     pub cluster: String,
+    /// `PriorityType=priority/basic`: no fair share is computed, and sshare prints what
+    /// Slurm's association manager holds then (goldens 0107/0108 of the accounting
+    /// recordings): no normalised shares, no usage, fair share 0 for users, none for accounts.
+    pub basic: bool,
 }
 
 struct Field {
@@ -269,7 +273,10 @@ pub fn render(rows: &[ShareRow], o: &Options) -> Result<String, String> {
                     Val::Str(Some(tree.get(&name, r.parent.as_deref())))
                 }
                 Kind::Cluster => Val::Str(Some(o.cluster.clone())),
+                Kind::EffectvUsage if o.basic => Val::Double(Some(0.0)),
                 Kind::EffectvUsage => Val::Double(Some(r.effectv_usage)),
+                Kind::FairShare if o.basic && r.user.is_some() => Val::Double(Some(0.0)),
+                Kind::FairShare if o.basic => Val::Str(None),
                 Kind::FairShare => match r.fairshare {
                     Some(fs) => Val::Double(Some(fs)),
                     None => Val::Str(None),
@@ -281,6 +288,7 @@ pub fn render(rows: &[ShareRow], o: &Options) -> Result<String, String> {
                     Some(_) if r.raw_shares == Some(u32::MAX) => Val::Str(None),
                     _ => Val::Double(None),
                 },
+                Kind::NormShares if o.basic => Val::Double(None),
                 Kind::NormShares => Val::Double(Some(r.norm_shares)),
                 Kind::NormUsage => Val::Double(r.norm_usage),
                 Kind::Partition => Val::Str(r.partition.clone()),
@@ -288,6 +296,7 @@ pub fn render(rows: &[ShareRow], o: &Options) -> Result<String, String> {
                     Some(u32::MAX) => Val::Str(Some("parent".into())),
                     s => Val::Uint(s.map(u64::from)),
                 },
+                Kind::RawUsage if o.basic => Val::Uint(Some(0)),
                 Kind::RawUsage => Val::Uint(Some(r.raw_usage.max(0.0) as u64)),
                 Kind::User => Val::Str(r.user.clone()),
             };
@@ -331,6 +340,7 @@ pub fn run(args: &[String], io: &mut Io<'_>) -> i32 {
         header: true,
         parsable: Parsable::No,
         cluster: String::new(),
+        basic: false,
     };
     let (mut all, mut users, mut accounts) = (false, Vec::new(), Vec::new());
     let mut format = String::new();
@@ -393,6 +403,7 @@ pub fn run(args: &[String], io: &mut Io<'_>) -> i32 {
         }
     };
     o.cluster = ctl.conf.cluster_name.clone();
+    o.basic = ctl.conf.priority_type == "priority/basic";
     let rows = match ctl.call(Request::QueryShares(ShareQuery { accounts, users })) {
         Ok(Response::Shares(r)) => r,
         Ok(_) => Vec::new(),

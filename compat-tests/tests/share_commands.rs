@@ -39,12 +39,13 @@ fn sshare_and_sprio_talk_to_the_controller() {
         (1, String::new(), "You are not running a supported priority plugin\n(priority/basic).\nOnly 'priority/multifactor' is supported.\n".into())
     );
     assert_eq!(run(&c, "sprio", &["--bogus"]), (1, String::new(), "sprio: unrecognized option '--bogus'\nTry \"sprio --help\" for more information\n".into()));
-    // A fresh accounting database: Slurm's default objects, account root and user root in it.
+    // A fresh accounting database: Slurm's default objects, account root and user root in it,
+    // as sshare prints them under priority/basic (no fair share computed: golden 0107's form).
     let fresh = format!(
-        "{SSHARE_HEADER}root                                          0.000000           0      1.000000            \n root                      root          1    1.000000           0      0.000000   1.000000 \n"
+        "{SSHARE_HEADER}root                                                             0      0.000000            \n root                      root          1                       0      0.000000   0.000000 \n"
     );
     assert_eq!(run(&c, "sshare", &[]), (0, fresh, String::new()));
-    assert_eq!(run(&c, "sshare", &["-n", "-P", "-o", "account,fairshare"]), (0, "root|\n root|1.000000\n".into(), String::new()));
+    assert_eq!(run(&c, "sshare", &["-n", "-P", "-o", "account,fairshare"]), (0, "root|\n root|0.000000\n".into(), String::new()));
     assert_eq!(run(&c, "sshare", &["-o", "NoSuchField"]), (1, String::new(), "sshare: error: Invalid field requested: \"nosuchfield\"\n".into()));
     drop(c);
 

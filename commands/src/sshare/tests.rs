@@ -41,7 +41,7 @@ fn reference_rows() -> Vec<ShareRow> {
 }
 
 fn opts() -> Options {
-    Options { format: None, long: false, partitions: false, users_only: false, header: true, parsable: Parsable::No, cluster: String::new() }
+    Options { format: None, long: false, partitions: false, users_only: false, header: true, parsable: Parsable::No, cluster: String::new(), basic: false }
 }
 
 const SSHARE_A: &str = "\
@@ -118,4 +118,27 @@ fn long_columns_level_fs_and_errors() {
     let out = render(&[p], &Options { format: Some("Account%5,RawShares,LevelFS".into()), header: false, ..opts() }).unwrap();
     assert_eq!(out, " chem     parent            \n");
     assert!(help_format().starts_with("Account           Cluster           EffectvUsage      FairShare        \nGrpTRESMins"));
+}
+
+/// Golden 0107 (`sshare` under priority/basic, phase 1 of the recordings): no normalised
+/// shares, usage 0, effective usage 0, fair share 0 for users and none for accounts, whatever
+/// the controller's Fair Tree holds.
+#[test]
+fn priority_basic_prints_what_slurm_holds_without_fair_share() {
+    let rows = vec![
+        row("root", None, None, None, 0.0, 1.0, None),
+        row("root", Some("root"), Some("root"), Some(1), 1.0 / 51.0, 0.0, Some(1.0)),
+        row("chem", Some("root"), None, Some(1), 1.0 / 51.0, 0.0, None),
+        row("research", Some("root"), None, Some(50), 50.0 / 51.0, 0.0, None),
+    ];
+    let out = render(&rows, &Options { basic: true, ..opts() }).unwrap();
+    assert_eq!(
+        out,
+        "Account                    User  RawShares  NormShares    RawUsage  EffectvUsage  FairShare \n\
+         -------------------- ---------- ---------- ----------- ----------- ------------- ---------- \n\
+         root                                                             0      0.000000            \n\
+         \x20root                      root          1                       0      0.000000   0.000000 \n\
+         \x20chem                                    1                       0      0.000000            \n\
+         \x20research                               50                       0      0.000000            \n"
+    );
 }
