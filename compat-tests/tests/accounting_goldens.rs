@@ -30,7 +30,7 @@
 //! and bob run their cases and jobs); otherwise prints `SKIPPED: <reason>`.
 
 use flotilla_compat_tests::cluster::LocalCluster;
-use flotilla_compat_tests::wait::wait_settled;
+use flotilla_compat_tests::wait::{wait_cycles, wait_settled};
 use flotilla_compat_tests::{load_goldens_from, shared_dir, workspace_root, GoldenCase};
 use flotilla_proto::client::Client;
 use flotilla_proto::{JobQuery, JobRef, JobStateWire, Request, Response, Role};
@@ -195,7 +195,10 @@ impl Phase {
         }
     }
 
-    /// Polls `f` every 100 ms until it holds; `Err(what)` after `timeout`.
+    /// Until `f` holds, checked again after each scheduling cycle of the controller (the
+    /// barrier of [`wait_cycles`]: what the cases wait for, a job or step running or gone,
+    /// comes in a turn, and a cycle runs at least every scheduler interval); `Err(what)` after
+    /// `timeout`.
     fn wait(
         &self,
         what: &str,
@@ -204,10 +207,12 @@ impl Phase {
     ) -> Result<(), String> {
         let t0 = Instant::now();
         while !f() {
-            if t0.elapsed() >= timeout {
+            let left = timeout.saturating_sub(t0.elapsed());
+            if left.is_zero() {
                 return Err(format!("timed out after {timeout:?} waiting for {what}"));
             }
-            std::thread::sleep(Duration::from_millis(100));
+            wait_cycles(&self.cluster.socket(), 1, left)
+                .map_err(|e| format!("waiting for {what}: {e}"))?;
         }
         Ok(())
     }

@@ -458,8 +458,9 @@ fn exporters_parse_flotilla() {
     assert_eq!(rc, 0, "{err}");
     let socket = c.socket();
     let t0 = Instant::now();
+    // The first job starts in a scheduling cycle: checked after each one (a barrier).
+    wait_settled(&socket, Duration::from_secs(30)).expect("cycles");
     loop {
-        wait_settled(&socket, Duration::from_secs(30)).expect("cycles");
         let jobs = match Client::connect_unix(&socket, Role::Command)
             .map(|mut k| k.call(None, Request::QueryJobs(JobQuery::default())))
         {
@@ -473,7 +474,7 @@ fn exporters_parse_flotilla() {
             t0.elapsed() < Duration::from_secs(60),
             "no job runs: {jobs:?}"
         );
-        std::thread::sleep(Duration::from_millis(100));
+        c.wait_cycles(1);
     }
     let run = |cmd: &str| {
         let (rc, out, err) = bash(&c, "root", cmd);

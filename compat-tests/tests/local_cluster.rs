@@ -31,6 +31,33 @@ fn two_clusters_in_parallel_and_nothing_left() {
     }
 }
 
+/// The job's `echo started > started`, awaited as an event: `started` is a FIFO whose reader
+/// (a thread opened before the job is submitted) hands over what the job wrote; [`wait`]
+/// fails the test when nothing came within 30 s.
+///
+/// [`wait`]: Started::wait
+struct Started(std::sync::mpsc::Receiver<String>);
+
+impl Started {
+    fn new(work: &std::path::Path) -> Started {
+        let path = work.join("started");
+        nix::unistd::mkfifo(&path, nix::sys::stat::Mode::from_bits_truncate(0o600)).expect("mkfifo");
+        let (tx, rx) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            // Blocks until the job opens the FIFO to write, then reads to its close.
+            if let Ok(text) = std::fs::read_to_string(&path) {
+                let _ = tx.send(text);
+            }
+        });
+        Started(rx)
+    }
+
+    fn wait(&self) {
+        let got = self.0.recv_timeout(std::time::Duration::from_secs(30));
+        assert_eq!(got.as_deref().map(str::trim), Ok("started"), "the job did not start within 30 s");
+    }
+}
+
 /// A real batch job runs on the cluster; dropping the cluster also ends its supervisor.
 #[test]
 fn a_job_runs_and_drop_ends_its_supervisor() {
@@ -39,6 +66,7 @@ fn a_job_runs_and_drop_ends_its_supervisor() {
     let c = LocalCluster::start(None);
     let work = c.dir().join("work");
     std::fs::create_dir_all(&work).unwrap();
+    let started = Started::new(&work);
     let uid = nix::unistd::getuid().as_raw();
     let gid = nix::unistd::getgid().as_raw();
     let user = nix::unistd::User::from_uid(nix::unistd::getuid())
@@ -69,11 +97,7 @@ fn a_job_runs_and_drop_ends_its_supervisor() {
         Ok(Response::Submitted(_)) => {}
         other => panic!("submit: {other:?}"),
     }
-    let t0 = std::time::Instant::now();
-    while !work.join("started").exists() {
-        assert!(t0.elapsed().as_secs() < 30, "the job did not start");
-        std::thread::sleep(std::time::Duration::from_millis(50));
-    }
+    started.wait();
     let sups = dev::supervisors(c.dir());
     assert_eq!(sups.len(), 1, "{sups:?}");
     // The supervisor, the job's shell and its `sleep`.
@@ -107,15 +131,12 @@ fn a_second_cluster_with_cgroups_leaves_the_first_ones_job_alone() {
     let a = LocalCluster::start_with(None, |o| o.cgroup = "auto".into());
     let work = a.dir().join("work");
     std::fs::create_dir_all(&work).unwrap();
+    let started = Started::new(&work);
     std::fs::write(work.join("job.sh"), "#!/bin/sh\n#SBATCH -w gpu01 -o out.txt\necho started > started\nexec sleep 300\n").unwrap();
     let o = a.run("sbatch", &["--parsable", "job.sh"], &work);
     assert!(o.status.success(), "sbatch: {}", String::from_utf8_lossy(&o.stderr));
     let id = String::from_utf8(o.stdout).unwrap().trim().to_string();
-    let t0 = std::time::Instant::now();
-    while !work.join("started").exists() {
-        assert!(t0.elapsed().as_secs() < 30, "the job did not start");
-        std::thread::sleep(std::time::Duration::from_millis(50));
-    }
+    started.wait();
     let procs: Vec<(i32, u64)> = dev::job_processes(a.dir())
         .into_iter()
         .filter_map(|p| Some((p, dev::start_time(p)?)))

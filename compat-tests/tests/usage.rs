@@ -61,7 +61,7 @@ fn usage_role_burn() {
     if std::env::var("FLOTILLA_USAGE_HOLD").as_deref() == Ok("1") {
         // Holds its memory until the job is cancelled (the sstat check).
         loop {
-            std::thread::sleep(Duration::from_secs(1));
+            std::thread::park();
             std::hint::black_box(&v);
         }
     }
