@@ -292,27 +292,7 @@ mod tests {
     use flotilla_proto::acctmgr::{AcctData, AssocRow};
 
     fn assoc(id: u32, parent: Option<u32>, account: &str, user: &str) -> AssocRow {
-        AssocRow {
-            id,
-            parent,
-            account: account.into(),
-            user: user.into(),
-            partition: String::new(),
-            shares: 1,
-            priority: None,
-            grp_tres: String::new(),
-            grp_jobs: None,
-            grp_submit: None,
-            grp_wall_min: None,
-            max_jobs: None,
-            max_submit: None,
-            max_tres_per_job: String::new(),
-            max_tres_per_node: String::new(),
-            max_wall_min: None,
-            qos: Vec::new(),
-            default_qos: String::new(),
-            guaranteed_gpus: 0,
-        }
+        AssocRow::new(id, parent, account, user, "")
     }
 
     fn data() -> AcctData {

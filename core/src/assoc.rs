@@ -110,6 +110,27 @@ pub struct Association {
     pub guaranteed_gpus: u32,
 }
 
+impl Association {
+    /// An association with Slurm's defaults for a new one (`sacctmgr add`): all partitions,
+    /// `Fairshare=1`, no priority, no limits, no QOS of its own, no guarantee. `user`: `None`
+    /// for an account association.
+    pub fn new(id: AssocId, parent: Option<AssocId>, account: &str, user: Option<&str>) -> Association {
+        Association {
+            id,
+            parent,
+            account: account.to_string(),
+            user: user.map(str::to_string),
+            partition: None,
+            shares: 1,
+            priority: None,
+            limits: AssocLimits::default(),
+            default_qos: None,
+            qos: Vec::new(),
+            guaranteed_gpus: 0,
+        }
+    }
+}
+
 /// Slurm's `PreemptMode` of a QOS.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub enum PreemptMode {
@@ -411,19 +432,7 @@ mod tests {
     use super::*;
 
     fn assoc(id: u32, parent: Option<u32>, account: &str, user: Option<&str>) -> Association {
-        Association {
-            id: AssocId(id),
-            parent: parent.map(AssocId),
-            account: account.into(),
-            user: user.map(Into::into),
-            partition: None,
-            shares: 1,
-            priority: None,
-            limits: AssocLimits::default(),
-            default_qos: None,
-            qos: Vec::new(),
-            guaranteed_gpus: 0,
-        }
+        Association::new(AssocId(id), parent.map(AssocId), account, user)
     }
 
     #[test]

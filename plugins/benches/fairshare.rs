@@ -6,7 +6,7 @@
 //! `cargo bench -p flotilla-plugins --bench fairshare`.
 
 use criterion::{criterion_group, criterion_main, Criterion};
-use flotilla_core::assoc::{AssocId, AssocLimits, AssocTree, Association};
+use flotilla_core::assoc::{AssocId, AssocTree, Association};
 use flotilla_core::fairshare::{fair_tree, Usage, UsageConfig};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
@@ -15,19 +15,7 @@ use rand_chacha::ChaCha8Rng;
 /// charged to a random 80 % of the users.
 fn tree_and_usage() -> (AssocTree, Usage) {
     let mut rng = ChaCha8Rng::seed_from_u64(18);
-    let mk = |id: u32, parent: Option<u32>, account: String, user: Option<String>, shares: u32| Association {
-        id: AssocId(id),
-        parent: parent.map(AssocId),
-        account,
-        user,
-        partition: None,
-        shares,
-        priority: None,
-        limits: AssocLimits::default(),
-        default_qos: None,
-        qos: Vec::new(),
-        guaranteed_gpus: 0,
-    };
+    let mk = |id: u32, parent: Option<u32>, account: String, user: Option<String>, shares: u32| Association { shares, ..Association::new(AssocId(id), parent.map(AssocId), &account, user.as_deref()) };
     let mut assocs = vec![mk(1, None, "root".into(), None, 1)];
     let mut id = 2;
     let mut users = Vec::new();

@@ -14,19 +14,7 @@ use proptest::prelude::*;
 use std::collections::BTreeMap;
 
 fn assoc(id: u32, parent: Option<u32>, account: &str, user: Option<&str>) -> Association {
-    Association {
-        id: AssocId(id),
-        parent: parent.map(AssocId),
-        account: account.into(),
-        user: user.map(Into::into),
-        partition: None,
-        shares: 1,
-        priority: None,
-        limits: AssocLimits::default(),
-        default_qos: None,
-        qos: vec!["normal".into(), "high".into()],
-        guaranteed_gpus: 0,
-    }
+    Association { qos: vec!["normal".into(), "high".into()], ..Association::new(AssocId(id), parent.map(AssocId), account, user) }
 }
 
 /// root(1) → org(2) → research(3) → alice(10), bob(11); root → other(4) → carol(12).

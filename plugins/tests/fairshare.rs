@@ -1,7 +1,7 @@
 //! Fair share through the scheduler: usage accrued by running jobs lowers the next job's
 //! multifactor priority below a light user's, with the numbers `sprio` and `sshare` read.
 
-use flotilla_core::assoc::{Accounting, AssocId, AssocLimits, AssocTree, Association};
+use flotilla_core::assoc::{Accounting, AssocId, AssocTree, Association};
 use flotilla_core::cluster::Cluster;
 use flotilla_core::config::TopologyKind;
 use flotilla_core::fairshare::{BillingWeights, UsageConfig};
@@ -10,19 +10,7 @@ use flotilla_core::sched::{Event, SchedConfig, Scheduler};
 use flotilla_plugins::priority::{Multifactor, MultifactorWeights};
 
 fn assoc(id: u32, parent: Option<u32>, account: &str, user: Option<&str>) -> Association {
-    Association {
-        id: AssocId(id),
-        parent: parent.map(AssocId),
-        account: account.into(),
-        user: user.map(Into::into),
-        partition: None,
-        shares: 1,
-        priority: None,
-        limits: AssocLimits::default(),
-        default_qos: None,
-        qos: Vec::new(),
-        guaranteed_gpus: 0,
-    }
+    Association::new(AssocId(id), parent.map(AssocId), account, user)
 }
 
 fn job(id: u64, user: &str, gpus: u32, submit: u64) -> JobSpec {

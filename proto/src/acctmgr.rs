@@ -124,6 +124,35 @@ pub struct AssocRow {
     pub guaranteed_gpus: u32,
 }
 
+impl AssocRow {
+    /// A new association with Slurm's defaults (`sacctmgr add`): `Fairshare=1`, no
+    /// priority, no limits, no QOS of its own, no guarantee. `user`/`partition` empty: an
+    /// account's association / all partitions.
+    pub fn new(id: u32, parent: Option<u32>, account: &str, user: &str, partition: &str) -> AssocRow {
+        AssocRow {
+            id,
+            parent,
+            account: account.to_string(),
+            user: user.to_string(),
+            partition: partition.to_string(),
+            shares: 1,
+            priority: None,
+            grp_tres: String::new(),
+            grp_jobs: None,
+            grp_submit: None,
+            grp_wall_min: None,
+            max_jobs: None,
+            max_submit: None,
+            max_tres_per_job: String::new(),
+            max_tres_per_node: String::new(),
+            max_wall_min: None,
+            qos: Vec::new(),
+            default_qos: String::new(),
+            guaranteed_gpus: 0,
+        }
+    }
+}
+
 /// A QOS.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct QosRow {

@@ -7,26 +7,14 @@
 
 mod harness;
 
-use flotilla_core::assoc::{Accounting, AssocId, AssocLimits, AssocTree, Association, Enforce, Qos};
+use flotilla_core::assoc::{Accounting, AssocId, AssocTree, Association, Enforce, Qos};
 use flotilla_proto::errno::*;
 use flotilla_proto::*;
 use flotilla_slurmctld::ctld::CtlOptions;
 use harness::*;
 
 fn assoc(id: u32, parent: Option<u32>, account: &str, user: Option<&str>) -> Association {
-    Association {
-        id: AssocId(id),
-        parent: parent.map(AssocId),
-        account: account.into(),
-        user: user.map(Into::into),
-        partition: None,
-        shares: 1,
-        priority: None,
-        limits: AssocLimits::default(),
-        default_qos: None,
-        qos: Vec::new(),
-        guaranteed_gpus: 0,
-    }
+    Association::new(AssocId(id), parent.map(AssocId), account, user)
 }
 
 /// root → research (QOS=normal,high) → alice; bob has no association. QOS normal, high

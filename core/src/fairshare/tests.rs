@@ -1,21 +1,9 @@
 use super::*;
-use crate::assoc::{AssocLimits, Association};
+use crate::assoc::Association;
 use proptest::prelude::*;
 
 fn assoc(id: u32, parent: Option<u32>, account: &str, user: Option<&str>, shares: u32) -> Association {
-    Association {
-        id: AssocId(id),
-        parent: parent.map(AssocId),
-        account: account.into(),
-        user: user.map(Into::into),
-        partition: None,
-        shares,
-        priority: None,
-        limits: AssocLimits::default(),
-        default_qos: None,
-        qos: Vec::new(),
-        guaranteed_gpus: 0,
-    }
+    Association { shares, ..Association::new(AssocId(id), parent.map(AssocId), account, user) }
 }
 
 fn close(a: f64, b: f64) -> bool {

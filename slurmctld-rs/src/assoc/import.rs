@@ -1,7 +1,8 @@
 //! `quota.conf` as an import format: read once, at the first start, into the accounting
 //! database (see the module docs of [`super`] for the mapping).
 
-use super::{new_assoc, AssocDb};
+use super::AssocDb;
+use flotilla_proto::acctmgr::AssocRow;
 use flotilla_core::quota::QuotaTree;
 use flotilla_proto::acctmgr::{AccountRow, AdminLevel, UserRow};
 
@@ -59,7 +60,7 @@ fn add_account(db: &mut AssocDb, name: &str, parent: u32) {
         db.put_account(AccountRow { name: name.into(), description: name.into(), organization: org });
     }
     if db.find(name, "", "").is_none() {
-        let a = new_assoc(db.next_id(), Some(parent), name, "", "");
+        let a = AssocRow::new(db.next_id(), Some(parent), name, "", "");
         db.put_assoc(a);
     }
 }
@@ -78,7 +79,7 @@ fn add_user_assoc(db: &mut AssocDb, user: &str, account: &str) -> u32 {
         Some(id) => id,
         None => {
             let parent = db.find(account, "", "");
-            let a = new_assoc(db.next_id(), parent, account, user, "");
+            let a = AssocRow::new(db.next_id(), parent, account, user, "");
             let id = a.id;
             db.put_assoc(a);
             id

@@ -76,31 +76,6 @@ pub fn new_qos(name: &str) -> QosRow {
     }
 }
 
-/// An association with Slurm's defaults (1 share, no limits).
-pub fn new_assoc(id: u32, parent: Option<u32>, account: &str, user: &str, partition: &str) -> AssocRow {
-    AssocRow {
-        id,
-        parent,
-        account: account.to_string(),
-        user: user.to_string(),
-        partition: partition.to_string(),
-        shares: 1,
-        priority: None,
-        grp_tres: String::new(),
-        grp_jobs: None,
-        grp_submit: None,
-        grp_wall_min: None,
-        max_jobs: None,
-        max_submit: None,
-        max_tres_per_job: String::new(),
-        max_tres_per_node: String::new(),
-        max_wall_min: None,
-        qos: Vec::new(),
-        default_qos: String::new(),
-        guaranteed_gpus: 0,
-    }
-}
-
 impl AssocDb {
     /// From the stored rows of cluster `cluster`.
     pub fn from_data(cluster: &str, d: AcctData) -> AssocDb {
@@ -143,7 +118,7 @@ impl AssocDb {
         let root = match self.find("root", "", "") {
             Some(id) => id,
             None => {
-                let mut a = new_assoc(self.next_id(), None, "root", "", "");
+                let mut a = AssocRow::new(self.next_id(), None, "root", "", "");
                 a.qos = vec!["normal".into()];
                 let id = a.id;
                 self.put_assoc(a);
@@ -154,7 +129,7 @@ impl AssocDb {
             self.put_user(UserRow { name: "root".into(), default_account: "root".into(), admin_level: AdminLevel::Administrator });
         }
         if self.find("root", "root", "").is_none() {
-            let a = new_assoc(self.next_id(), Some(root), "root", "root", "");
+            let a = AssocRow::new(self.next_id(), Some(root), "root", "root", "");
             self.put_assoc(a);
         }
     }

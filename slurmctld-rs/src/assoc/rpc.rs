@@ -7,7 +7,7 @@
 //! prints its summary first, as `sacctmgr` prints it before asking the database).
 
 use super::model::merge_tres;
-use super::{new_assoc, new_qos, AssocDb};
+use super::{new_qos, AssocDb};
 use flotilla_core::time::{time_str2mins, SlurmDuration};
 use flotilla_proto::acctmgr::{AccountRow, Action, AcctMgrChange, AcctMgrOutcome, AdminLevel, AssocRow, Entity, QosRow, UserRow};
 use std::fmt::Write as _;
@@ -248,7 +248,7 @@ fn add_account(db: &mut AssocDb, ch: &AcctMgrChange, out: &mut Out) {
         return;
     }
     let (mut descr, mut org, mut parent) = (None, None, "root".to_string());
-    let mut limits = new_assoc(0, None, "", "", "");
+    let mut limits = AssocRow::new(0, None, "", "", "");
     for (k, v) in &c.sets {
         match key(k).0.as_str() {
             "description" | "descr" => descr = Some(v.clone()),
@@ -312,7 +312,7 @@ fn add_user(db: &mut AssocDb, ch: &AcctMgrChange, out: &mut Out) {
         return;
     }
     let (mut accounts, mut partitions, mut default, mut admin, mut account_given) = (Vec::new(), Vec::new(), None, None, false);
-    let mut limits = new_assoc(0, None, "", "", "");
+    let mut limits = AssocRow::new(0, None, "", "", "");
     for (k, v) in &c.sets {
         match key(k).0.as_str() {
             "account" | "accounts" | "acct" => {

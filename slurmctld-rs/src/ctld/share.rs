@@ -156,22 +156,10 @@ impl Controller {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use flotilla_core::assoc::{AssocLimits, Association};
+    use flotilla_core::assoc::Association;
 
     fn assoc(id: u32, parent: Option<u32>, account: &str, user: Option<&str>) -> Association {
-        Association {
-            id: AssocId(id),
-            parent: parent.map(AssocId),
-            account: account.into(),
-            user: user.map(Into::into),
-            partition: None,
-            shares: 1,
-            priority: None,
-            limits: AssocLimits::default(),
-            default_qos: None,
-            qos: Vec::new(),
-            guaranteed_gpus: 0,
-        }
+        Association::new(AssocId(id), parent.map(AssocId), account, user)
     }
 
     /// Slurm's order (the reference's `sshare -a`): root, its user associations, then its
