@@ -1,0 +1,125 @@
+//! `GET /slurm/vX/ping`: is the controller up (Slurm's `slurm_ping` per `SlurmctldHost`).
+//!
+//! v0.0.38: `pings[] {hostname, ping: "UP"|"DOWN", status, mode}`; the data_parser versions:
+//! `pings[] {hostname, pinged, latency (µs), mode_ok, responding, primary}`.
+
+use crate::app::{both, Authed, Shared};
+use crate::reply::Reply;
+use axum::extract::State;
+use axum::http::{StatusCode, Uri};
+use axum::routing::get;
+use axum::Router;
+use flotilla_proto::Request;
+use flotilla_rest::schema::{array, opt, req, IntFormat, Method, Operation, Schema};
+use flotilla_rest::{ApiVersion, Components, Spec};
+use serde_json::json;
+use std::time::Instant;
+
+fn response_name(v: ApiVersion) -> &'static str {
+    match v {
+        ApiVersion::V0038 => "v0.0.38_pings",
+        ApiVersion::V0041 => "v0.0.41_openapi_ping_array_resp",
+        ApiVersion::V0042 => "v0.0.42_openapi_ping_array_resp",
+        ApiVersion::V0043 => "v0.0.43_openapi_ping_array_resp",
+        ApiVersion::V0044 => "v0.0.44_openapi_ping_array_resp",
+    }
+}
+
+async fn ping(State(st): State<Shared>, a: Authed, uri: Uri) -> Reply {
+    let v = crate::app::version_of(uri.path());
+    let host = st
+        .ctl
+        .target()
+        .tcp
+        .rsplit_once(':')
+        .map_or(String::new(), |(h, _)| h.to_string());
+    let t0 = Instant::now();
+    let r = st.ctl.call(&a.caller, Request::Ping).await;
+    let up = r.is_ok();
+    if let Err(e) = &r {
+        if e.code == flotilla_proto::errno::SLURM_PROTOCOL_AUTHENTICATION_ERROR
+            || e.code == flotilla_proto::errno::ESLURM_AUTH_CRED_INVALID
+            || e.code == flotilla_proto::errno::ESLURM_AUTH_EXPIRED
+        {
+            return Reply::slurm_error(
+                StatusCode::UNAUTHORIZED,
+                v,
+                &a.client,
+                &st.cluster,
+                e,
+                "slurm_ping",
+            );
+        }
+    }
+    let body = if v.is_data_parser() {
+        json!({"pings": [{
+            "hostname": host,
+            "pinged": if up { "UP" } else { "DOWN" },
+            "latency": t0.elapsed().as_micros() as i64,
+            "mode_ok": up,
+            "responding": up,
+            "primary": true,
+        }]})
+    } else {
+        json!({"pings": [{"hostname": host, "ping": if up { "UP" } else { "DOWN" }, "status": if up { 0 } else { -1 }, "mode": "primary"}]})
+    };
+    Reply::enveloped(StatusCode::OK, v, &a.client, &st.cluster, body, &[], &[])
+}
+
+/// The routes, every version.
+pub fn routes() -> Router<Shared> {
+    let mut r = Router::new();
+    for v in ApiVersion::ALL {
+        r = both(r, &format!("/slurm/{}/ping/", v.as_str()), get(ping));
+    }
+    r
+}
+
+/// The spec, every version.
+pub fn spec() -> Spec {
+    let mut s = Spec::default();
+    for v in ApiVersion::ALL {
+        let mut c = Components::default();
+        let (meta, err, warn) = flotilla_rest::meta::add_schemas(v, &mut c);
+        let ping = if v.is_data_parser() {
+            Schema::Object(vec![
+                opt("hostname", Schema::Str),
+                opt("pinged", Schema::Str),
+                opt("latency", Schema::Int(IntFormat::I64)),
+                opt("mode_ok", Schema::Bool),
+                opt("responding", Schema::Bool),
+                opt("primary", Schema::Bool),
+            ])
+        } else {
+            Schema::Object(vec![
+                opt("hostname", Schema::Str),
+                opt("ping", Schema::Enum(vec!["UP", "DOWN"])),
+                opt("status", Schema::Int(IntFormat::I32)),
+                opt("mode", Schema::Str),
+            ])
+        };
+        let mut fields = vec![
+            opt("meta", Schema::Ref(meta)),
+            opt("errors", array(Schema::Ref(err))),
+        ];
+        if let Some(w) = warn {
+            fields.push(opt("warnings", array(Schema::Ref(w))));
+        }
+        fields.push(req("pings", array(ping)));
+        c.add(response_name(v), Schema::Object(fields));
+        s.merge(Spec {
+            operations: vec![Operation {
+                method: Method::Get,
+                path: format!("/slurm/{}/ping/", v.as_str()),
+                operation_id: format!("slurm_{}_get_ping", v.short()),
+                summary: "ping test",
+                tag: "slurm",
+                params: vec![],
+                body: None,
+                response: Schema::Ref(response_name(v)),
+            }],
+            components: c,
+        });
+    }
+    s
+}

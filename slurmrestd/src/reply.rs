@@ -1,0 +1,93 @@
+//! HTTP answers in Slurm's envelope ([`flotilla_rest::meta::envelope`]): a JSON body with
+//! `meta`, `errors[]`, `warnings[]` and the version's keys, and the status code.
+
+use axum::http::{header, HeaderValue, StatusCode};
+use axum::response::{IntoResponse, Response};
+use flotilla_proto::SlurmError;
+use flotilla_rest::{ApiVersion, ClientInfo, RestError, RestWarning};
+use serde_json::Value;
+
+/// One answer.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Reply {
+    /// The HTTP status.
+    pub status: StatusCode,
+    /// The JSON body.
+    pub body: Value,
+}
+
+impl Reply {
+    /// 200 with `body` (already enveloped, or a plain document such as the OpenAPI spec).
+    pub fn ok(body: Value) -> Reply {
+        Reply {
+            status: StatusCode::OK,
+            body,
+        }
+    }
+
+    /// `status` with the envelope of `version` around `body`'s keys and `errs`.
+    pub fn enveloped(
+        status: StatusCode,
+        version: ApiVersion,
+        client: &ClientInfo,
+        cluster: &str,
+        body: Value,
+        errs: &[RestError],
+        warns: &[RestWarning],
+    ) -> Reply {
+        Reply {
+            status,
+            body: flotilla_rest::meta::envelope(version, client, cluster, body, errs, warns),
+        }
+    }
+
+    /// An error answer: `status` and one error from the controller's `e` (its number and
+    /// Slurm's text; `source` names where, for the data_parser versions).
+    pub fn slurm_error(
+        status: StatusCode,
+        version: ApiVersion,
+        client: &ClientInfo,
+        cluster: &str,
+        e: &SlurmError,
+        source: &str,
+    ) -> Reply {
+        let err = rest_error(e, source);
+        Reply::enveloped(
+            status,
+            version,
+            client,
+            cluster,
+            Value::Object(Default::default()),
+            &[err],
+            &[],
+        )
+    }
+}
+
+/// The `errors[]` entry of a controller error: its number, Slurm's text, and the messages
+/// the controller sent with it as the description.
+pub fn rest_error(e: &SlurmError, source: &str) -> RestError {
+    RestError {
+        error_number: e.code,
+        error: e.text.clone(),
+        description: if e.messages.is_empty() {
+            e.text.clone()
+        } else {
+            e.messages.join("; ")
+        },
+        source: source.to_string(),
+    }
+}
+
+impl IntoResponse for Reply {
+    fn into_response(self) -> Response {
+        let mut bytes = serde_json::to_vec_pretty(&self.body).unwrap_or_default();
+        bytes.push(b'\n');
+        let mut r = (self.status, bytes).into_response();
+        r.headers_mut().insert(
+            header::CONTENT_TYPE,
+            HeaderValue::from_static("application/json"),
+        );
+        r
+    }
+}
