@@ -33,50 +33,20 @@ use crate::dev::{self, UpOptions};
 /// 10 min), a requeued job may start again after 5 s (Slurm holds it 121 s), and the
 /// preemption budget pages only past 100 % (default 25 %: on this small cluster the one
 /// checkpointing job is all the training running, so preempting it would page a human).
-pub const CTLD_ARGS: &[&str] = &[
-    "--preempt-exempt-s",
-    "5",
-    "--requeue-holdoff",
-    "5",
-    "--preempt-budget-pct",
-    "100",
-];
+pub const CTLD_ARGS: &[&str] = &["--preempt-exempt-s", "5", "--requeue-holdoff", "5", "--preempt-budget-pct", "100"];
 
 /// Job states that are not final (the job still needs the cluster).
-const ACTIVE: &[&str] = &[
-    "PENDING",
-    "RUNNING",
-    "COMPLETING",
-    "CONFIGURING",
-    "REQUEUED",
-    "PREEMPTED",
-    "SUSPENDED",
-];
+const ACTIVE: &[&str] = &["PENDING", "RUNNING", "COMPLETING", "CONFIGURING", "REQUEUED", "PREEMPTED", "SUSPENDED"];
 
 /// The example jobs, as `(file name, contents)`: the sources in `examples/jobs/`.
 pub const EXAMPLES: &[(&str, &str)] = &[
     ("train.py", include_str!("../../examples/jobs/train.py")),
-    (
-        "train-2x8.sbatch",
-        include_str!("../../examples/jobs/train-2x8.sbatch"),
-    ),
-    (
-        "checkpointing.sbatch",
-        include_str!("../../examples/jobs/checkpointing.sbatch"),
-    ),
-    (
-        "preprocess.sbatch",
-        include_str!("../../examples/jobs/preprocess.sbatch"),
-    ),
+    ("train-2x8.sbatch", include_str!("../../examples/jobs/train-2x8.sbatch")),
+    ("checkpointing.sbatch", include_str!("../../examples/jobs/checkpointing.sbatch")),
+    ("preprocess.sbatch", include_str!("../../examples/jobs/preprocess.sbatch")),
     ("fit.sbatch", include_str!("../../examples/jobs/fit.sbatch")),
-    (
-        "evaluate.sbatch",
-        include_str!("../../examples/jobs/evaluate.sbatch"),
-    ),
-    (
-        "primes.sbatch",
-        include_str!("../../examples/jobs/primes.sbatch"),
-    ),
+    ("evaluate.sbatch", include_str!("../../examples/jobs/evaluate.sbatch")),
+    ("primes.sbatch", include_str!("../../examples/jobs/primes.sbatch")),
     ("serve.py", include_str!("../../examples/jobs/serve.py")),
 ];
 
@@ -175,12 +145,7 @@ impl Cli<'_> {
             .map(|s| s.to_string()))
     }
 
-    fn wait_for(
-        &self,
-        what: &str,
-        timeout: Duration,
-        mut done: impl FnMut() -> Result<bool>,
-    ) -> Result<()> {
+    fn wait_for(&self, what: &str, timeout: Duration, mut done: impl FnMut() -> Result<bool>) -> Result<()> {
         let t0 = Instant::now();
         while !done()? {
             if t0.elapsed() > timeout {
@@ -195,9 +160,7 @@ impl Cli<'_> {
     /// Running replicas of a service (`sdeploy show`'s `Replicas=`).
     fn running_replicas(&self, service: &str) -> Result<u32> {
         let out = self.ok("sdeploy", &["show", service])?;
-        Ok(field(&out, "Replicas")
-            .and_then(|v| v.parse().ok())
-            .unwrap_or(0))
+        Ok(field(&out, "Replicas").and_then(|v| v.parse().ok()).unwrap_or(0))
     }
 }
 
@@ -218,10 +181,7 @@ pub fn run(opts: &DemoOptions, cancel: &AtomicBool) -> Result<DemoReport> {
         cluster.stop(Duration::from_secs(5));
     } else {
         println!("cluster kept running: {}", cluster.export_line());
-        println!(
-            "stop it with: flotilla dev down --dir {}",
-            cluster.dir.display()
-        );
+        println!("stop it with: flotilla dev down --dir {}", cluster.dir.display());
         // Keep the daemons alive past this process.
         std::mem::forget(cluster);
     }
@@ -245,10 +205,7 @@ fn workload(opts: &DemoOptions, dir: &Path, cancel: &AtomicBool) -> Result<DemoR
         cwd: work.clone(),
         cancel,
     };
-    let mut report = DemoReport {
-        work_dir: work.clone(),
-        ..DemoReport::default()
-    };
+    let mut report = DemoReport { work_dir: work.clone(), ..DemoReport::default() };
     let step = Duration::from_secs(120);
 
     println!("\n== 1. a preemptible checkpointing job takes one whole node");
@@ -260,24 +217,8 @@ fn workload(opts: &DemoOptions, dir: &Path, cancel: &AtomicBool) -> Result<DemoR
     println!("\n== 2. a 4-GPU inference service with 6 replicas fills the other three nodes");
     let created = cli.ok(
         "sdeploy",
-        &[
-            "create",
-            "--name",
-            "infer",
-            "--gpus",
-            "4",
-            "--topology",
-            "node",
-            "--min",
-            "1",
-            "--max",
-            "8",
-            "--replicas",
-            "6",
-            "--",
-            "python3",
-            "serve.py",
-        ],
+        &["create", "--name", "infer", "--gpus", "4", "--topology", "node", "--min", "1", "--max", "8",
+          "--replicas", "6", "--", "python3", "serve.py"],
     )?;
     print!("{created}");
     let svc = created
@@ -286,9 +227,7 @@ fn workload(opts: &DemoOptions, dir: &Path, cancel: &AtomicBool) -> Result<DemoR
         .filter(|id| id.parse::<u32>().is_ok())
         .with_context(|| format!("sdeploy create printed no service id: {created:?}"))?
         .to_string();
-    cli.wait_for("6 replicas of service infer running", step, || {
-        Ok(cli.running_replicas(&svc)? >= 6)
-    })?;
+    cli.wait_for("6 replicas of service infer running", step, || Ok(cli.running_replicas(&svc)? >= 6))?;
 
     println!("\n== 3. training (2 nodes x 8 GPUs, 16 ranks by srun), a dependency chain and a throttled array queue");
     let train = cli.submit(&["train-2x8.sbatch"])?;
@@ -332,24 +271,12 @@ fn workload(opts: &DemoOptions, dir: &Path, cancel: &AtomicBool) -> Result<DemoR
     cli.show("sinfo", &["--largest"])?;
     let ids: Vec<&str> = all.iter().map(|s| s.as_str()).collect();
     let idlist = ids.join(",");
-    cli.show(
-        "sacct",
-        &[
-            "-D",
-            "-j",
-            &idlist,
-            "-o",
-            "JobID,JobName%12,Partition,AllocTRES%30,State,ExitCode",
-        ],
-    )?;
+    cli.show("sacct", &["-D", "-j", &idlist, "-o", "JobID,JobName%12,Partition,AllocTRES%30,State,ExitCode"])?;
     cli.show("sdeploy", &["list"])?;
     cli.ok("sdeploy", &["delete", &svc])?;
 
     // Checks.
-    let acct = cli.ok(
-        "sacct",
-        &["-X", "-n", "-P", "-D", "-j", &idlist, "-o", "JobID,State"],
-    )?;
+    let acct = cli.ok("sacct", &["-X", "-n", "-P", "-D", "-j", &idlist, "-o", "JobID,State"])?;
     let states = |id: &str| -> Vec<String> {
         acct.lines()
             .filter_map(|l| l.split_once('|'))
@@ -358,12 +285,7 @@ fn workload(opts: &DemoOptions, dir: &Path, cancel: &AtomicBool) -> Result<DemoR
             .collect()
     };
     let mut fail = |f: String| report.failures.push(f);
-    for (role, id) in [
-        ("training", &train),
-        ("preprocess", &pre),
-        ("fit", &fit),
-        ("evaluate", &eval),
-    ] {
+    for (role, id) in [("training", &train), ("preprocess", &pre), ("fit", &fit), ("evaluate", &eval)] {
         let s = states(id);
         if s.last().map(String::as_str) != Some("COMPLETED") {
             fail(format!("{role} job {id} ended {s:?}, not COMPLETED"));
@@ -380,69 +302,37 @@ fn workload(opts: &DemoOptions, dir: &Path, cancel: &AtomicBool) -> Result<DemoR
         }
     }
     if last.len() != 8 || last.values().any(|s| *s != "COMPLETED") {
-        fail(format!(
-            "array {primes}: tasks ended {last:?}, not 8 x COMPLETED"
-        ));
+        fail(format!("array {primes}: tasks ended {last:?}, not 8 x COMPLETED"));
     }
     let ck = states(&ckpt);
-    if !(seen_preempted
-        && ck.iter().any(|s| s == "PREEMPTED")
-        && ck.last().map(String::as_str) == Some("COMPLETED"))
-    {
-        fail(format!(
-            "checkpointing job {ckpt}: records {ck:?}, wanted PREEMPTED then COMPLETED"
-        ));
+    if !(seen_preempted && ck.iter().any(|s| s == "PREEMPTED") && ck.last().map(String::as_str) == Some("COMPLETED")) {
+        fail(format!("checkpointing job {ckpt}: records {ck:?}, wanted PREEMPTED then COMPLETED"));
     }
     // The files the jobs wrote.
     let read = |name: String| std::fs::read_to_string(work.join(&name)).unwrap_or_default();
     let t = read(format!("train-2x8-{train}.out"));
-    let ranks = (0..16)
-        .filter(|r| t.contains(&format!("{r}: rank {r}/16 ")))
-        .count();
+    let ranks = (0..16).filter(|r| t.contains(&format!("{r}: rank {r}/16 "))).count();
     if ranks != 16 || !t.contains("trained 60 steps on 16 ranks") {
-        fail(format!(
-            "training output: {ranks}/16 ranks reported, or no convergence line"
-        ));
+        fail(format!("training output: {ranks}/16 ranks reported, or no convergence line"));
     }
     let c = read(format!("ckpt-train-{ckpt}.out"));
-    if !(c.contains("checkpoint written and acknowledged")
-        && c.contains("resumed from checkpoint")
-        && c.contains("done after"))
-    {
-        fail(format!(
-            "checkpointing job output lacks checkpoint/resume/done lines:\n{c}"
-        ));
+    if !(c.contains("checkpoint written and acknowledged") && c.contains("resumed from checkpoint") && c.contains("done after")) {
+        fail(format!("checkpointing job output lacks checkpoint/resume/done lines:\n{c}"));
     }
     if !read(format!("evaluate-{eval}.out")).contains("test MSE") {
         fail("evaluate wrote no test MSE".into());
     }
     let arrays = std::fs::read_dir(&work)?
         .filter_map(|e| e.ok())
-        .filter(|e| {
-            e.file_name()
-                .to_string_lossy()
-                .starts_with(&format!("primes-{primes}_"))
-        })
-        .filter(|e| {
-            std::fs::read_to_string(e.path())
-                .unwrap_or_default()
-                .contains("primes in")
-        })
+        .filter(|e| e.file_name().to_string_lossy().starts_with(&format!("primes-{primes}_")))
+        .filter(|e| std::fs::read_to_string(e.path()).unwrap_or_default().contains("primes in"))
         .count();
     if arrays != 8 {
         fail(format!("array wrote {arrays}/8 output files with a result"));
     }
-    for (role, id) in [
-        ("checkpointing", &ckpt),
-        ("training", &train),
-        ("preprocess", &pre),
-        ("fit", &fit),
-        ("evaluate", &eval),
-        ("array", &primes),
-    ] {
-        report
-            .jobs
-            .push((role.into(), id.to_string(), states(id).join(" -> ")));
+    for (role, id) in [("checkpointing", &ckpt), ("training", &train), ("preprocess", &pre),
+        ("fit", &fit), ("evaluate", &eval), ("array", &primes)] {
+        report.jobs.push((role.into(), id.to_string(), states(id).join(" -> ")));
     }
     Ok(report)
 }

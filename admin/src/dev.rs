@@ -835,17 +835,11 @@ fn remove_empty_cgroups(dir: &Path) {
         }
         let _ = std::fs::remove_dir(d);
     }
-    let Ok(cluster) = flotilla_conf::load_from(&dir.join("slurm.conf")) else {
-        return;
-    };
+    let Ok(cluster) = flotilla_conf::load_from(&dir.join("slurm.conf")) else { return };
     let prefix = format!("{}_", cgroup_scope(dir, &cluster.cluster_name));
     let root = Path::new("/sys/fs/cgroup");
     let mut bases = vec![root.join("flotilla")];
-    bases.extend(
-        ["memory", "devices", "pids"]
-            .iter()
-            .map(|c| root.join(c).join("flotilla")),
-    );
+    bases.extend(["memory", "devices", "pids"].iter().map(|c| root.join(c).join("flotilla")));
     for base in bases {
         for e in std::fs::read_dir(&base).into_iter().flatten().flatten() {
             if e.file_name().to_string_lossy().starts_with(&prefix) {

@@ -311,9 +311,7 @@ pub fn entries(table: &OptionTable) -> Vec<OptionEntry> {
         ),
         OptionTable::Scontrol { longs, short } => (
             ('!'..='~')
-                .filter_map(|c| {
-                    short(c).map(|a| (c, if a { HasArg::Required } else { HasArg::No }))
-                })
+                .filter_map(|c| short(c).map(|a| (c, if a { HasArg::Required } else { HasArg::No })))
                 .collect(),
             longs
                 .iter()
@@ -325,11 +323,7 @@ pub fn entries(table: &OptionTable) -> Vec<OptionEntry> {
         .iter()
         .map(|&(c, arg)| OptionEntry {
             short: Some(c),
-            longs: longs
-                .iter()
-                .filter(|l| l.0 == c as u32)
-                .map(|l| l.1)
-                .collect(),
+            longs: longs.iter().filter(|l| l.0 == c as u32).map(|l| l.1).collect(),
             arg,
         })
         .collect();
@@ -412,10 +406,7 @@ pub fn render(page: &Page, version: &str) -> String {
     let upper = page.name.to_uppercase();
     let source = format!("Flotilla {version}");
     let mut r = Roff::new();
-    r.control(
-        "TH",
-        [upper.as_str(), "1", "", source.as_str(), "Flotilla Manual"],
-    );
+    r.control("TH", [upper.as_str(), "1", "", source.as_str(), "Flotilla Manual"]);
     r.control("SH", ["NAME"]);
     r.text([roman(format!("{} - {}", page.name, page.summary))]);
     r.control("SH", ["SYNOPSIS"]);
@@ -456,15 +447,9 @@ pub fn render(page: &Page, version: &str) -> String {
         "The slurm.conf to read; else FLOTILLA_CONF; else /etc/slurm/slurm.conf.",
     )]);
     r.control("SH", ["SEE ALSO"]);
-    let others: Vec<String> = PAGES
-        .iter()
-        .filter(|p| p.name != page.name)
-        .map(|p| format!("{}(1)", p.name))
-        .collect();
-    r.text([roman(format!(
-        "{}, flotilla(1), slurm.conf(5)",
-        others.join(", ")
-    ))]);
+    let others: Vec<String> =
+        PAGES.iter().filter(|p| p.name != page.name).map(|p| format!("{}(1)", p.name)).collect();
+    r.text([roman(format!("{}, flotilla(1), slurm.conf(5)", others.join(", ")))]);
     r.render()
 }
 
@@ -477,11 +462,7 @@ mod tests {
     fn optstring_kinds() {
         assert_eq!(
             parse_optstring("+a:bk::"),
-            vec![
-                ('a', HasArg::Required),
-                ('b', HasArg::No),
-                ('k', HasArg::Optional)
-            ]
+            vec![('a', HasArg::Required), ('b', HasArg::No), ('k', HasArg::Optional)]
         );
     }
 
@@ -494,26 +475,9 @@ mod tests {
             lo("bbf", HasArg::Required, 1001),
             lo("bb", HasArg::Required, 1001),
         ];
-        let e = entries(&OptionTable::Getopt {
-            shorts: "hu:",
-            longs: L,
-        });
-        assert_eq!(
-            e[0],
-            OptionEntry {
-                short: Some('h'),
-                longs: vec![],
-                arg: HasArg::No
-            }
-        );
-        assert_eq!(
-            e[1],
-            OptionEntry {
-                short: Some('u'),
-                longs: vec!["user", "users"],
-                arg: HasArg::Required
-            }
-        );
+        let e = entries(&OptionTable::Getopt { shorts: "hu:", longs: L });
+        assert_eq!(e[0], OptionEntry { short: Some('h'), longs: vec![], arg: HasArg::No });
+        assert_eq!(e[1], OptionEntry { short: Some('u'), longs: vec!["user", "users"], arg: HasArg::Required });
         // Long-only options sharing an id (both ignored) stay distinct, sorted by name.
         assert_eq!(e[2].longs, vec!["bb"]);
         assert_eq!(e[3].longs, vec!["bbf"]);
@@ -538,19 +502,11 @@ mod tests {
                 ),
             };
             for c in shorts {
-                assert!(
-                    text.contains(&format!("\\fB\\-{c}\\fR")),
-                    "{}: -{c} missing",
-                    p.name
-                );
+                assert!(text.contains(&format!("\\fB\\-{c}\\fR")), "{}: -{c} missing", p.name);
             }
             for l in &longs {
                 let l = l.replace('-', "\\-");
-                assert!(
-                    text.contains(&format!("\\fB\\-\\-{l}\\fR")),
-                    "{}: --{l} missing",
-                    p.name
-                );
+                assert!(text.contains(&format!("\\fB\\-\\-{l}\\fR")), "{}: --{l} missing", p.name);
             }
             let tps = text.matches("\n.TP\n").count();
             let n = entries(&p.options).len() + 1; // + SLURM_CONF under ENVIRONMENT
@@ -570,31 +526,21 @@ mod tests {
             }
         }
         let text = render(&PAGES[0], "0");
-        assert!(
-            text.contains("\\fB\\-\\-topology\\fR=\\fIvalue\\fR\nFlotilla: the topology set"),
-            "{text}"
-        );
+        assert!(text.contains("\\fB\\-\\-topology\\fR=\\fIvalue\\fR\nFlotilla: the topology set"), "{text}");
     }
 
     #[test]
     fn sbatch_parses_what_its_page_lists() {
         // A listed option with its stated argument is accepted by the real parser.
         let page = &PAGES[0];
-        let OptionTable::Getopt { shorts, longs } = page.options else {
-            panic!()
-        };
+        let OptionTable::Getopt { shorts, longs } = page.options else { panic!() };
         for e in entries(&page.options) {
             for l in &e.longs {
                 let arg = match e.arg {
                     HasArg::No => format!("--{l}"),
                     _ => format!("--{l}=1"),
                 };
-                let r = flotilla_commands::getopt::getopt_long(
-                    "sbatch",
-                    std::slice::from_ref(&arg),
-                    shorts,
-                    longs,
-                );
+                let r = flotilla_commands::getopt::getopt_long("sbatch", std::slice::from_ref(&arg), shorts, longs);
                 assert!(r.is_ok(), "{arg}: {r:?}");
             }
         }

@@ -13,18 +13,11 @@ fn processes_in(dir: &Path) -> Vec<String> {
     let d = dir.to_string_lossy().into_owned();
     let mut v = Vec::new();
     for e in std::fs::read_dir("/proc").unwrap().flatten() {
-        let Ok(cmd) = std::fs::read(e.path().join("cmdline")) else {
-            continue;
-        };
+        let Ok(cmd) = std::fs::read(e.path().join("cmdline")) else { continue };
         let cmd = String::from_utf8_lossy(&cmd).replace('\0', " ");
-        let cwd = std::fs::read_link(e.path().join("cwd"))
-            .map(|p| p.display().to_string())
-            .unwrap_or_default();
+        let cwd = std::fs::read_link(e.path().join("cwd")).map(|p| p.display().to_string()).unwrap_or_default();
         if (cmd.contains(&d) || cwd.starts_with(&d)) && !cmd.contains(" demo ") {
-            v.push(format!(
-                "{} {cmd} (cwd {cwd})",
-                e.file_name().to_string_lossy()
-            ));
+            v.push(format!("{} {cmd} (cwd {cwd})", e.file_name().to_string_lossy()));
         }
     }
     v
@@ -46,24 +39,15 @@ fn interrupted_demo_leaves_nothing() {
     let t0 = Instant::now();
     let mut seen = Vec::new();
     loop {
-        let Some(Ok(l)) = lines.next() else {
-            panic!("demo ended early: {seen:#?}")
-        };
+        let Some(Ok(l)) = lines.next() else { panic!("demo ended early: {seen:#?}") };
         seen.push(l.clone());
         if l.contains("replicas of service infer running") {
             break;
         }
         assert!(t0.elapsed() < Duration::from_secs(120), "{seen:#?}");
     }
-    assert!(
-        !processes_in(t.path()).is_empty(),
-        "the cluster runs before the interrupt"
-    );
-    nix::sys::signal::kill(
-        nix::unistd::Pid::from_raw(child.id() as i32),
-        nix::sys::signal::Signal::SIGINT,
-    )
-    .unwrap();
+    assert!(!processes_in(t.path()).is_empty(), "the cluster runs before the interrupt");
+    nix::sys::signal::kill(nix::unistd::Pid::from_raw(child.id() as i32), nix::sys::signal::Signal::SIGINT).unwrap();
     let status = child.wait().unwrap();
     assert_eq!(status.code(), Some(130), "interrupted demo exits 130");
     let deadline = Instant::now() + Duration::from_secs(10);

@@ -30,8 +30,7 @@ fn flotilla(args: &[&str]) -> (i32, String, String) {
 /// `--cgroup` of the clusters here: production mode (`auto`) as root with
 /// `FLOTILLA_TEST_ROOT=1`, else `none`.
 fn cgroup() -> &'static str {
-    if std::env::var("FLOTILLA_TEST_ROOT").as_deref() == Ok("1") && nix::unistd::geteuid().is_root()
-    {
+    if std::env::var("FLOTILLA_TEST_ROOT").as_deref() == Ok("1") && nix::unistd::geteuid().is_root() {
         "auto"
     } else {
         "none"
@@ -93,10 +92,7 @@ fn up_status_down_leaves_nothing() {
         );
     }
     assert!(status.contains("answers"), "{status}");
-    assert_eq!(
-        std::fs::read_to_string(t.path().join("cgroup.conf")).unwrap(),
-        dev::DEFAULT_CGROUP_CONF
-    );
+    assert_eq!(std::fs::read_to_string(t.path().join("cgroup.conf")).unwrap(), dev::DEFAULT_CGROUP_CONF);
     let topo = std::fs::read_to_string(t.path().join("topology.conf")).unwrap();
     assert!(
         topo.contains("leaf1 Nodes=gpu[01-02]") && topo.contains("leaf2 Nodes=gpu[03-04]"),
@@ -119,14 +115,10 @@ fn up_with_the_reference_config_registers_its_nodes() {
             "{status}"
         );
     }
-    assert!(
-        !t.path().join("cgroup.conf").exists(),
-        "the reference has no cgroup.conf: Slurm's defaults"
-    );
+    assert!(!t.path().join("cgroup.conf").exists(), "the reference has no cgroup.conf: Slurm's defaults");
     let text = std::fs::read_to_string(t.path().join("slurm.conf")).unwrap();
     assert!(
-        text.contains("ClusterName=oracle")
-            && text.contains("NodeName=gpu01 NodeAddr=127.0.0.1 Port=17001"),
+        text.contains("ClusterName=oracle") && text.contains("NodeName=gpu01 NodeAddr=127.0.0.1 Port=17001"),
         "{text}"
     );
 }
@@ -137,10 +129,7 @@ fn cgroup_scopes_differ_by_directory() {
     let b = dev::cgroup_scope(Path::new("/tmp/b"), "dev");
     assert_ne!(a, b);
     assert_eq!(a, dev::cgroup_scope(Path::new("/tmp/a"), "dev"), "stable");
-    assert!(
-        a.starts_with("dev-") && a.len() == 12 && a[4..].chars().all(|c| c.is_ascii_hexdigit()),
-        "{a}"
-    );
+    assert!(a.starts_with("dev-") && a.len() == 12 && a[4..].chars().all(|c| c.is_ascii_hexdigit()), "{a}");
     assert!(dev::cgroup_scope(Path::new("/tmp/a"), "oracle").starts_with("oracle-"));
 }
 

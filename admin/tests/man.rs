@@ -3,8 +3,8 @@
 //! engineers add to the real commands do not churn the golden). Regenerate with
 //! `UPDATE_GOLDENS=1 cargo test -p flotilla-admin --test man`.
 
-use flotilla_admin::man::{render, OptionTable, Page, PAGES};
 use flotilla_commands::getopt::{lo, HasArg, LongOpt};
+use flotilla_admin::man::{render, OptionTable, Page, PAGES};
 use std::path::Path;
 
 /// The binaries Cargo builds from `commands/src/bin` and this crate's `src/bin` (`NAME.rs` and
@@ -41,11 +41,7 @@ fn every_command_binary_has_a_man_page() {
         );
     }
     for p in PAGES {
-        assert!(
-            bins.iter().any(|b| b == p.name),
-            "man page for {} but no binary",
-            p.name
-        );
+        assert!(bins.iter().any(|b| b == p.name), "man page for {} but no binary", p.name);
     }
 }
 
@@ -64,18 +60,12 @@ const EXAMPLE: Page = Page {
     name: "sexample",
     summary: "an example command",
     synopsis: "[OPTIONS...] script",
-    description: &[
-        "First paragraph.",
-        "Second paragraph, with a - and a 'quote'.",
-    ],
+    description: &["First paragraph.", "Second paragraph, with a - and a 'quote'."],
     options: OptionTable::Getopt {
         shorts: "+A:hj::u:vV",
         longs: EXAMPLE_LONGS,
     },
-    notes: &[
-        ("wrap", "Run the command line as the script."),
-        ("v", "More output."),
-    ],
+    notes: &[("wrap", "Run the command line as the script."), ("v", "More output.")],
 };
 
 #[test]
@@ -83,9 +73,7 @@ fn page_rendering_matches_golden() {
     let full = render(&EXAMPLE, "9.9.9");
     // SEE ALSO names every real page: checked here, kept out of the golden (it grows with
     // each new command).
-    let (text, see_also) = full
-        .split_once(".SH \"SEE ALSO\"\n")
-        .expect("SEE ALSO section");
+    let (text, see_also) = full.split_once(".SH \"SEE ALSO\"\n").expect("SEE ALSO section");
     for p in PAGES {
         assert!(see_also.contains(&format!("{}(1)", p.name)), "{see_also}");
     }
@@ -95,19 +83,13 @@ fn page_rendering_matches_golden() {
         std::fs::write(&golden, text).unwrap();
     }
     let want = std::fs::read_to_string(&golden).expect("golden missing: run with UPDATE_GOLDENS=1");
-    assert_eq!(
-        text, want,
-        "regenerate with UPDATE_GOLDENS=1 and review the diff"
-    );
+    assert_eq!(text, want, "regenerate with UPDATE_GOLDENS=1 and review the diff");
 }
 
 /// `man` itself formats each real page without a warning (when man-db is installed).
 #[test]
 fn real_pages_format_cleanly_with_man() {
-    let Ok(st) = std::process::Command::new("groff")
-        .arg("--version")
-        .output()
-    else {
+    let Ok(st) = std::process::Command::new("groff").arg("--version").output() else {
         println!("SKIPPED: groff not installed");
         return;
     };
@@ -122,11 +104,6 @@ fn real_pages_format_cleanly_with_man() {
             .output()
             .unwrap();
         assert!(out.status.success(), "{}", p.name);
-        assert!(
-            out.stderr.is_empty(),
-            "{}: {}",
-            p.name,
-            String::from_utf8_lossy(&out.stderr)
-        );
+        assert!(out.stderr.is_empty(), "{}: {}", p.name, String::from_utf8_lossy(&out.stderr));
     }
 }

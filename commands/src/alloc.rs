@@ -39,21 +39,13 @@ pub fn job_info(ctl: &Ctl, id: u64) -> Option<JobInfo> {
 /// Errors: the submission's (`<prog>: error: <failed>: <text>`, exit 1, where `<failed>` is
 /// [`failed_prefix`]),
 /// or the job ending before it ran (`revoked`, exit 1).
-pub fn allocate(
-    ctl: &Ctl,
-    mut job: SubmitJob,
-    prog: &str,
-    io: &mut Io<'_>,
-) -> Result<JobInfo, AllocError> {
+pub fn allocate(ctl: &Ctl, mut job: SubmitJob, prog: &str, io: &mut Io<'_>) -> Result<JobInfo, AllocError> {
     job.interactive = true;
     let id = match ctl.call(Request::SubmitJob(Box::new(job))) {
         Ok(Response::Submitted(s)) => s.job_id,
         Ok(_) => {
             return Err(AllocError {
-                lines: vec![format!(
-                    "{prog}: error: {}: Unexpected message received",
-                    failed_prefix(prog)
-                )],
+                lines: vec![format!("{prog}: error: {}: Unexpected message received", failed_prefix(prog))],
                 code: 1,
             })
         }
@@ -73,9 +65,7 @@ pub fn allocate(
                 }
                 Some(s) if s.is_finished() || s == JobStateWire::Completing => {
                     return Err(AllocError {
-                        lines: vec![format!(
-                            "{prog}: error: Job allocation {id} has been revoked."
-                        )],
+                        lines: vec![format!("{prog}: error: Job allocation {id} has been revoked.")],
                         code: 1,
                     })
                 }
@@ -93,16 +83,8 @@ pub fn allocate(
 
 fn submit_error(prog: &str, e: &CtlError) -> AllocError {
     let se = e.slurm();
-    let mut lines: Vec<String> = se
-        .messages
-        .iter()
-        .map(|m| format!("{prog}: error: {m}"))
-        .collect();
-    lines.push(format!(
-        "{prog}: error: {}: {}",
-        failed_prefix(prog),
-        se.text
-    ));
+    let mut lines: Vec<String> = se.messages.iter().map(|m| format!("{prog}: error: {m}")).collect();
+    lines.push(format!("{prog}: error: {}: {}", failed_prefix(prog), se.text));
     AllocError { lines, code: 1 }
 }
 
@@ -135,22 +117,11 @@ pub fn release(ctl: &Ctl, job_id: u64, exit_code: i32, signal: i32) -> Result<()
 /// tasks were asked for, `SLURM_CLUSTER_NAME`, `SLURM_SUBMIT_DIR`, `SLURM_SUBMIT_HOST`, and
 /// `SLURM_CONF` and `FLOTILLA_CONF` (so that commands inside find the controller even when
 /// a client deletes every `SLURM_*` variable).
-pub fn alloc_env(
-    j: &JobInfo,
-    cluster: &str,
-    conf_path: &str,
-    ntasks_given: bool,
-) -> Vec<(String, String)> {
+pub fn alloc_env(j: &JobInfo, cluster: &str, conf_path: &str, ntasks_given: bool) -> Vec<(String, String)> {
     let nnodes = j.num_nodes.max(1);
     let cpn = j.num_cpus / nnodes;
     let tpn = (j.num_tasks.max(1)).div_ceil(nnodes);
-    let per_node = |v: u32| {
-        if nnodes > 1 {
-            format!("{v}(x{nnodes})")
-        } else {
-            v.to_string()
-        }
-    };
+    let per_node = |v: u32| if nnodes > 1 { format!("{v}(x{nnodes})") } else { v.to_string() };
     let mut env = vec![
         ("SLURM_JOB_ID".to_string(), j.job_id.to_string()),
         ("SLURM_JOBID".into(), j.job_id.to_string()),
@@ -193,11 +164,7 @@ mod tests {
             ..JobInfo::default()
         };
         let env = alloc_env(&j, "c", "/etc/slurm/slurm.conf", true);
-        let get = |k: &str| {
-            env.iter()
-                .find(|(key, _)| key == k)
-                .map(|(_, v)| v.as_str())
-        };
+        let get = |k: &str| env.iter().find(|(key, _)| key == k).map(|(_, v)| v.as_str());
         assert_eq!(get("SLURM_JOB_ID"), Some("12"));
         assert_eq!(get("SLURM_JOB_NODELIST"), Some("gpu[01-02]"));
         assert_eq!(get("SLURM_JOB_NUM_NODES"), Some("2"));
@@ -205,12 +172,6 @@ mod tests {
         assert_eq!(get("SLURM_JOB_CPUS_PER_NODE"), Some("8(x2)"));
         assert_eq!(get("SLURM_NTASKS"), Some("16"));
         assert_eq!(get("FLOTILLA_CONF"), Some("/etc/slurm/slurm.conf"));
-        assert_eq!(
-            alloc_env(&j, "c", "/x", false)
-                .iter()
-                .filter(|(k, _)| k == "SLURM_NTASKS")
-                .count(),
-            0
-        );
+        assert_eq!(alloc_env(&j, "c", "/x", false).iter().filter(|(k, _)| k == "SLURM_NTASKS").count(), 0);
     }
 }

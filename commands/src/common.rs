@@ -64,9 +64,7 @@ impl Io<'_> {
 /// Runs a command's `run` function as a process: real stdout/stderr/environment, then exits
 /// with its status.
 pub fn main_with(run: fn(&[String], &mut Io<'_>) -> i32) -> ! {
-    let args: Vec<String> = std::env::args_os()
-        .map(|a| a.to_string_lossy().into_owned())
-        .collect();
+    let args: Vec<String> = std::env::args_os().map(|a| a.to_string_lossy().into_owned()).collect();
     let stdout = std::io::stdout();
     let stderr = std::io::stderr();
     let mut out = std::io::BufWriter::new(stdout.lock());
@@ -165,12 +163,10 @@ impl Ctl {
     pub fn call(&self, req: Request) -> Result<Response, CtlError> {
         let resp = match self.socket.as_deref().filter(|p| p.exists()) {
             // One call per connection, pipelined (hello and request in one write).
-            Some(sock) => Client::call_once_unix(sock, Role::Command, None, req)
-                .map_err(|_| CtlError::Connect)?,
+            Some(sock) => Client::call_once_unix(sock, Role::Command, None, req).map_err(|_| CtlError::Connect)?,
             None => {
                 let cred = fetch_credential(&self.auth_socket).map_err(|_| CtlError::Connect)?;
-                Client::call_once_tcp(self.tcp.as_str(), Role::Command, Some(cred), req)
-                    .map_err(|_| CtlError::Connect)?
+                Client::call_once_tcp(self.tcp.as_str(), Role::Command, Some(cred), req).map_err(|_| CtlError::Connect)?
             }
         };
         match resp {
@@ -211,10 +207,7 @@ pub fn uid_of(name: &str) -> Option<u32> {
     if let Ok(n) = name.parse() {
         return Some(n);
     }
-    nix::unistd::User::from_name(name)
-        .ok()
-        .flatten()
-        .map(|u| u.uid.as_raw())
+    nix::unistd::User::from_name(name).ok().flatten().map(|u| u.uid.as_raw())
 }
 
 /// This host's name.
@@ -248,11 +241,7 @@ pub fn push_field(out: &mut String, s: &str, width: usize, right: bool) {
         out.push_str(s);
         return;
     }
-    let n = if s.is_ascii() {
-        s.len()
-    } else {
-        s.chars().count()
-    };
+    let n = if s.is_ascii() { s.len() } else { s.chars().count() };
     if n >= width {
         match s.char_indices().nth(width) {
             Some((cut, _)) => out.push_str(&s[..cut]),
@@ -279,11 +268,7 @@ pub fn ranges(idx: &[u32]) -> String {
         while k + 1 < idx.len() && idx[k + 1] == idx[k] + 1 {
             k += 1;
         }
-        parts.push(if k > i {
-            format!("{}-{}", idx[i], idx[k])
-        } else {
-            idx[i].to_string()
-        });
+        parts.push(if k > i { format!("{}-{}", idx[i], idx[k]) } else { idx[i].to_string() });
         i = k + 1;
     }
     parts.join(",")
@@ -303,25 +288,12 @@ mod tests {
 
     #[test]
     fn push_field_is_field_appended() {
-        for s in [
-            "",
-            "a",
-            "abc",
-            "abcdef",
-            "héllo",
-            "日本語テキスト",
-            "JobHeldUser",
-            "(Resources)",
-        ] {
+        for s in ["", "a", "abc", "abcdef", "héllo", "日本語テキスト", "JobHeldUser", "(Resources)"] {
             for width in [0, 1, 2, 3, 5, 8, 11, 20] {
                 for right in [false, true] {
                     let mut out = String::from(">");
                     push_field(&mut out, s, width, right);
-                    assert_eq!(
-                        out,
-                        format!(">{}", field(s, width, right)),
-                        "{s:?} {width} {right}"
-                    );
+                    assert_eq!(out, format!(">{}", field(s, width, right)), "{s:?} {width} {right}");
                 }
             }
         }

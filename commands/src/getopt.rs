@@ -56,12 +56,7 @@ pub struct Parsed {
 /// Parses `args` (without the program name). `shorts` is getopt's optstring (`"+ab:c::"`).
 /// On error returns getopt's message (without a trailing newline), e.g.
 /// `sbatch: unrecognized option '--bogus'`.
-pub fn getopt_long(
-    prog: &str,
-    args: &[String],
-    shorts: &str,
-    longs: &[LongOpt],
-) -> Result<Parsed, String> {
+pub fn getopt_long(prog: &str, args: &[String], shorts: &str, longs: &[LongOpt]) -> Result<Parsed, String> {
     let (posix, shorts) = match shorts.strip_prefix('+') {
         Some(s) => (true, s),
         None => (false, shorts),
@@ -95,16 +90,12 @@ pub fn getopt_long(
             let found = match longs.iter().find(|o| o.name == name) {
                 Some(o) => *o,
                 None => {
-                    let cands: Vec<&LongOpt> =
-                        longs.iter().filter(|o| o.name.starts_with(name)).collect();
+                    let cands: Vec<&LongOpt> = longs.iter().filter(|o| o.name.starts_with(name)).collect();
                     match cands.first() {
                         None => return Err(format!("{prog}: unrecognized option '--{long}'")),
-                        Some(f) if cands.iter().all(|o| o.id == f.id && o.has_arg == f.has_arg) => {
-                            **f
-                        }
+                        Some(f) if cands.iter().all(|o| o.id == f.id && o.has_arg == f.has_arg) => **f,
                         Some(_) => {
-                            let mut msg =
-                                format!("{prog}: option '--{name}' is ambiguous; possibilities:");
+                            let mut msg = format!("{prog}: option '--{name}' is ambiguous; possibilities:");
                             for o in &cands {
                                 msg.push_str(&format!(" '--{}'", o.name));
                             }
@@ -116,10 +107,7 @@ pub fn getopt_long(
             let arg = match found.has_arg {
                 HasArg::No => {
                     if value.is_some() {
-                        return Err(format!(
-                            "{prog}: option '--{}' doesn't allow an argument",
-                            found.name
-                        ));
+                        return Err(format!("{prog}: option '--{}' doesn't allow an argument", found.name));
                     }
                     None
                 }
@@ -130,12 +118,7 @@ pub fn getopt_long(
                         i += 1;
                         Some(args[i].clone())
                     }
-                    None => {
-                        return Err(format!(
-                            "{prog}: option '--{}' requires an argument",
-                            found.name
-                        ))
-                    }
+                    None => return Err(format!("{prog}: option '--{}' requires an argument", found.name)),
                 },
             };
             out.opts.push(Opt {
@@ -206,23 +189,11 @@ mod tests {
 
     #[test]
     fn bundles_glued_and_permuted() {
-        let p = getopt_long(
-            "sacct",
-            &s(&["-nu", "alice", "x", "-o%A,%t", "--form=a"]),
-            "no:u:",
-            L,
-        )
-        .unwrap();
-        let ids: Vec<(u32, Option<&str>)> =
-            p.opts.iter().map(|o| (o.id, o.arg.as_deref())).collect();
+        let p = getopt_long("sacct", &s(&["-nu", "alice", "x", "-o%A,%t", "--form=a"]), "no:u:", L).unwrap();
+        let ids: Vec<(u32, Option<&str>)> = p.opts.iter().map(|o| (o.id, o.arg.as_deref())).collect();
         assert_eq!(
             ids,
-            vec![
-                ('n' as u32, None),
-                ('u' as u32, Some("alice")),
-                ('o' as u32, Some("%A,%t")),
-                ('o' as u32, Some("a"))
-            ]
+            vec![('n' as u32, None), ('u' as u32, Some("alice")), ('o' as u32, Some("%A,%t")), ('o' as u32, Some("a"))]
         );
         assert_eq!(p.operands, vec!["x"]);
     }
@@ -230,23 +201,14 @@ mod tests {
     #[test]
     fn slurm_error_texts() {
         // CONTRACT.md §A-20: `sacct -nu alice -o Account%256 | tail -1` without a shell.
-        let e = getopt_long(
-            "sacct",
-            &s(&["-nu", "a", "-o", "x", "|", "tail", "-1"]),
-            "no:u:",
-            L,
-        )
-        .unwrap_err();
+        let e = getopt_long("sacct", &s(&["-nu", "a", "-o", "x", "|", "tail", "-1"]), "no:u:", L).unwrap_err();
         assert_eq!(e, "sacct: invalid option -- '1'");
         let e = getopt_long("sbatch", &s(&["--bogus"]), "", L).unwrap_err();
         assert_eq!(e, "sbatch: unrecognized option '--bogus'");
         let e = getopt_long("x", &s(&["--us", "a"]), "", L).unwrap();
         assert_eq!(e.opts[0].id, 'u' as u32);
         let e = getopt_long("x", &s(&["--n"]), "", L).unwrap_err();
-        assert!(
-            e.starts_with("x: option '--n' is ambiguous; possibilities:"),
-            "{e}"
-        );
+        assert!(e.starts_with("x: option '--n' is ambiguous; possibilities:"), "{e}");
         let e = getopt_long("x", &s(&["-o"]), "o:", L).unwrap_err();
         assert_eq!(e, "x: option requires an argument -- 'o'");
     }

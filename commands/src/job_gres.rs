@@ -48,11 +48,7 @@ pub fn lines(nodes: &[NodeGres]) -> Vec<String> {
         let gres = if idx.is_empty() {
             String::new()
         } else {
-            format!(
-                "{}(IDX:{})",
-                gpu_name(n.gpu_type.as_deref(), idx.len() as u32),
-                ranges(&idx)
-            )
+            format!("{}(IDX:{})", gpu_name(n.gpu_type.as_deref(), idx.len() as u32), ranges(&idx))
         };
         format!("CPU_IDs={} Mem={} GRES={gres}", ranges(&cpus), n.mem_mib)
     };
@@ -64,10 +60,7 @@ pub fn lines(nodes: &[NodeGres]) -> Vec<String> {
             k += 1;
         }
         let names: Vec<&str> = nodes[i..=k].iter().map(|n| n.node.as_str()).collect();
-        out.push(format!(
-            "     Nodes={} {d}",
-            flotilla_core::hostlist::compress(&names)
-        ));
+        out.push(format!("     Nodes={} {d}", flotilla_core::hostlist::compress(&names)));
         i = k + 1;
     }
     out
@@ -92,10 +85,7 @@ mod tests {
         // 0118 -N 2 --gres=gpu:8: one line for both nodes.
         assert_eq!(
             lines(&[n("gpu01", 1, 1024, 0xff), n("gpu02", 1, 1024, 0xff)]),
-            [
-                "   JOB_GRES=gpu:h100:16",
-                "     Nodes=gpu[01-02] CPU_IDs=0 Mem=1024 GRES=gpu:h100:8(IDX:0-7)"
-            ]
+            ["   JOB_GRES=gpu:h100:16", "     Nodes=gpu[01-02] CPU_IDs=0 Mem=1024 GRES=gpu:h100:8(IDX:0-7)"]
         );
         // 0124 --gpus=12: 8 + 4, two lines.
         assert_eq!(
@@ -109,21 +99,12 @@ mod tests {
         // 0127 --mem=4G -c 2: no GPUs.
         assert_eq!(
             lines(&[n("gpu01", 2, 4096, 0)]),
-            [
-                "   JOB_GRES=(null)",
-                "     Nodes=gpu01 CPU_IDs=0-1 Mem=4096 GRES="
-            ]
+            ["   JOB_GRES=(null)", "     Nodes=gpu01 CPU_IDs=0-1 Mem=4096 GRES="]
         );
         // Untyped nodes.
         let mut u = n("a1", 1, 10, 0b101);
         u.gpu_type = None;
-        assert_eq!(
-            lines(&[u]),
-            [
-                "   JOB_GRES=gpu:2",
-                "     Nodes=a1 CPU_IDs=0 Mem=10 GRES=gpu:2(IDX:0,2)"
-            ]
-        );
+        assert_eq!(lines(&[u]), ["   JOB_GRES=gpu:2", "     Nodes=a1 CPU_IDs=0 Mem=10 GRES=gpu:2(IDX:0,2)"]);
         assert_eq!(crate::common::ranges(&[0, 5, 7, 8, 9]), "0,5,7-9");
     }
 }

@@ -2,7 +2,7 @@
 //! `scancel`: array ids (`64_[0-5%2]`), reasons, dependencies, memory, state names.
 
 use flotilla_core::time::{squeue_secs, squeue_time_limit, TimeLimit};
-use flotilla_proto::{JobStateWire, JobView, TimeLimitWire};
+use flotilla_proto::{JobView, JobStateWire, TimeLimitWire};
 
 /// Every job state name Slurm 22.05 accepts for `squeue -t` / `sacct -s`, in the order its
 /// error message lists them.
@@ -99,9 +99,7 @@ pub fn time_limit_str(j: &JobView<'_>) -> String {
 pub fn run_secs(j: &JobView<'_>, now: i64) -> i64 {
     match (state(j), j.start_time) {
         (JobStateWire::Pending, _) | (_, None) => 0,
-        (JobStateWire::Running | JobStateWire::Completing | JobStateWire::Suspended, Some(s)) => {
-            (now - s).max(0)
-        }
+        (JobStateWire::Running | JobStateWire::Completing | JobStateWire::Suspended, Some(s)) => (now - s).max(0),
         (_, Some(s)) => (j.end_time.unwrap_or(now) - s).max(0),
     }
 }
@@ -175,13 +173,7 @@ pub fn dependency_str(j: &JobView<'_>) -> String {
 pub fn tres_str(j: &JobView<'_>) -> String {
     let nodes = j.num_nodes.max(1);
     let mem = j.mem_per_node_mib * u64::from(nodes);
-    let mut s = format!(
-        "cpu={},mem={},node={},billing={}",
-        j.num_cpus,
-        mem_str(mem),
-        nodes,
-        j.num_cpus
-    );
+    let mut s = format!("cpu={},mem={},node={},billing={}", j.num_cpus, mem_str(mem), nodes, j.num_cpus);
     if j.gpus > 0 {
         s.push_str(&format!(",gres/gpu={}", j.gpus));
     }

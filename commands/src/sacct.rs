@@ -17,8 +17,8 @@
 
 use crate::common::{self, Ctl, Io};
 use crate::getopt::{getopt_long, lo, HasArg, LongOpt};
-use crate::usage_fmt::Units;
 use flotilla_core::time::{fmt_time, mins2time_str, parse_time, secs2time_str};
+use crate::usage_fmt::Units;
 use flotilla_proto::{AcctJob, AcctJobRef, AcctQuery, AcctStep, Request, Response, StepStats};
 
 const O_DELIMITER: u32 = 1000;
@@ -250,10 +250,7 @@ pub fn parse_fields(list: &str) -> Result<Vec<Column>, String> {
             }
             continue;
         }
-        let Some(&(n, w)) = FIELDS
-            .iter()
-            .find(|(n, _)| n.to_ascii_lowercase().starts_with(&lower))
-        else {
+        let Some(&(n, w)) = FIELDS.iter().find(|(n, _)| n.to_ascii_lowercase().starts_with(&lower)) else {
             return Err(name.to_string());
         };
         out.push(Column {
@@ -302,10 +299,7 @@ pub fn line(cols: &[Column], values: &[Option<String>], layout: &Layout) -> Stri
     for (i, (col, v)) in cols.iter().zip(values).enumerate() {
         let last = i + 1 == cols.len();
         match layout {
-            Layout::Parsable {
-                delimiter,
-                trailing,
-            } => {
+            Layout::Parsable { delimiter, trailing } => {
                 s.push_str(v.as_deref().unwrap_or(""));
                 if !last || *trailing {
                     s.push_str(delimiter);
@@ -424,9 +418,7 @@ pub struct Ctx {
 /// window's start, an end after its end (or no end yet) is the window's end (Slurm's
 /// `JOBCOND_FLAG_NO_TRUNC` cleared).
 fn truncated(start: Option<i64>, end: Option<i64>, ctx: &Ctx) -> (Option<i64>, Option<i64>) {
-    let Some((ws, we)) = ctx.truncate else {
-        return (start, end);
-    };
+    let Some((ws, we)) = ctx.truncate else { return (start, end) };
     let start = match (start, ws) {
         (Some(s), Some(w)) => Some(s.max(w)),
         (s, _) => s,
@@ -470,12 +462,9 @@ fn has_tres(u: &StepStats) -> bool {
 /// The CPU times (user, system, total; µs) of a job: the sum over its steps (Slurm's
 /// `tot_cpu_sec` of the job record).
 fn job_cpu(j: &AcctJob) -> (u64, u64, u64) {
-    j.steps
-        .iter()
-        .filter_map(|s| s.usage.as_ref())
-        .fold((0, 0, 0), |(a, b, c), u| {
-            (a + u.user_usec, b + u.system_usec, c + u.total_usec)
-        })
+    j.steps.iter().filter_map(|s| s.usage.as_ref()).fold((0, 0, 0), |(a, b, c), u| {
+        (a + u.user_usec, b + u.system_usec, c + u.total_usec)
+    })
 }
 
 fn elapsed(start: Option<i64>, end: Option<i64>, now: i64) -> i64 {
@@ -501,13 +490,7 @@ pub fn job_value(name: &str, j: &AcctJob, ctx: &Ctx) -> Option<String> {
         "SystemCPU" => crate::usage_fmt::cpu_usec(system),
         "AllocCPUS" | "NCPUS" => cpus.to_string(),
         "AllocNodes" => j.alloc_nodes.to_string(),
-        "AllocTRES" if started => tres(
-            Some(j.alloc_cpus),
-            j.alloc_cpus,
-            j.alloc_gpus,
-            j.alloc_mem_mib,
-            j.alloc_nodes,
-        ),
+        "AllocTRES" if started => tres(Some(j.alloc_cpus), j.alloc_cpus, j.alloc_gpus, j.alloc_mem_mib, j.alloc_nodes),
         "Cluster" => ctx.cluster.clone(),
         "Comment" => j.comment.clone(),
         "CPUTime" => secs2time_str(el.saturating_mul(i64::from(cpus))),
@@ -530,16 +513,9 @@ pub fn job_value(name: &str, j: &AcctJob, ctx: &Ctx) -> Option<String> {
         "QOS" => j.qos.clone(),
         "Reason" => "None".into(),
         "ReqCPUS" => j.req_cpus.to_string(),
-        "ReqMem" => crate::usage_fmt::mib_in_units(j.req_mem_mib, ctx.units)
-            .unwrap_or_else(|| tres_mem(j.req_mem_mib)),
+        "ReqMem" => crate::usage_fmt::mib_in_units(j.req_mem_mib, ctx.units).unwrap_or_else(|| tres_mem(j.req_mem_mib)),
         "ReqNodes" => j.req_nodes.to_string(),
-        "ReqTRES" => tres(
-            Some(j.req_cpus),
-            j.req_cpus,
-            j.req_gpus,
-            j.req_mem_mib,
-            j.req_nodes,
-        ),
+        "ReqTRES" => tres(Some(j.req_cpus), j.req_cpus, j.req_gpus, j.req_mem_mib, j.req_nodes),
         "Start" => match start {
             Some(t) => fmt_time(t),
             None => "Unknown".into(),
@@ -550,12 +526,8 @@ pub fn job_value(name: &str, j: &AcctJob, ctx: &Ctx) -> Option<String> {
         },
         "Submit" => fmt_time(j.submit_time),
         "Suspended" => secs2time_str(0),
-        "Timelimit" => j
-            .time_limit_min
-            .map_or_else(|| "UNLIMITED".into(), mins2time_str),
-        "TimelimitRaw" => j
-            .time_limit_min
-            .map_or_else(|| "UNLIMITED".into(), |m| m.to_string()),
+        "Timelimit" => j.time_limit_min.map_or_else(|| "UNLIMITED".into(), mins2time_str),
+        "TimelimitRaw" => j.time_limit_min.map_or_else(|| "UNLIMITED".into(), |m| m.to_string()),
         "UID" => j.uid.to_string(),
         "User" => j.user.clone(),
         "WorkDir" => j.work_dir.clone(),
@@ -570,14 +542,8 @@ pub fn step_value(name: &str, j: &AcctJob, s: &AcctStep, ctx: &Ctx) -> Option<St
     let u = s.usage.as_ref();
     let cpu = |f: fn(&StepStats) -> u64| crate::usage_fmt::cpu_usec(u.map_or(0, f));
     if let Some(v) = usage_value(name, u, ctx.units)
-        .or_else(|| {
-            u.filter(|u| has_tres(u))
-                .and_then(|u| crate::usage_fmt::tres_usage(name, u, ctx.units))
-        })
-        .or_else(|| {
-            u.filter(|u| has_tres(u))
-                .and_then(|u| crate::usage_fmt::unmeasured(name, u))
-        })
+        .or_else(|| u.filter(|u| has_tres(u)).and_then(|u| crate::usage_fmt::tres_usage(name, u, ctx.units)))
+        .or_else(|| u.filter(|u| has_tres(u)).and_then(|u| crate::usage_fmt::unmeasured(name, u)))
     {
         return Some(v);
     }
@@ -614,28 +580,19 @@ pub fn step_value(name: &str, j: &AcctJob, s: &AcctStep, ctx: &Ctx) -> Option<St
 }
 
 /// Formats the records as sacct prints them (header included unless `noheader`).
-pub fn render(
-    jobs: &[AcctJob],
-    cols: &[Column],
-    layout: &Layout,
-    noheader: bool,
-    no_steps: bool,
-    ctx: &Ctx,
-) -> String {
+pub fn render(jobs: &[AcctJob], cols: &[Column], layout: &Layout, noheader: bool, no_steps: bool, ctx: &Ctx) -> String {
     let mut out = String::new();
     if !noheader {
         out.push_str(&header(cols, layout));
     }
     for j in jobs {
         if j.show_job {
-            let vals: Vec<Option<String>> =
-                cols.iter().map(|c| job_value(c.name, j, ctx)).collect();
+            let vals: Vec<Option<String>> = cols.iter().map(|c| job_value(c.name, j, ctx)).collect();
             out.push_str(&line(cols, &vals, layout));
         }
         if !no_steps {
             for s in &j.steps {
-                let vals: Vec<Option<String>> =
-                    cols.iter().map(|c| step_value(c.name, j, s, ctx)).collect();
+                let vals: Vec<Option<String>> = cols.iter().map(|c| step_value(c.name, j, s, ctx)).collect();
                 out.push_str(&line(cols, &vals, layout));
             }
         }
@@ -654,11 +611,7 @@ pub fn parse_job_ref(s: &str) -> Option<AcctJobRef> {
         Some((a, t)) => (a.parse().ok()?, Some(t.parse().ok()?)),
         None => (job.parse().ok()?, None),
     };
-    Some(AcctJobRef {
-        job_id: id,
-        task,
-        step,
-    })
+    Some(AcctJobRef { job_id: id, task, step })
 }
 
 /// `sacct --help`.
@@ -758,21 +711,11 @@ pub fn run(args: &[String], io: &mut Io<'_>) -> i32 {
         Ok(Response::Acct(j)) => j,
         Ok(_) => Vec::new(),
         Err(e) => {
-            io.err(&format!(
-                "sacct: error: Problem talking to the database: {}\n",
-                e.slurm().text
-            ));
+            io.err(&format!("sacct: error: Problem talking to the database: {}\n", e.slurm().text));
             return 1;
         }
     };
-    io.out(&render(
-        &jobs,
-        &plan.cols,
-        &plan.layout,
-        plan.noheader,
-        plan.no_steps,
-        &ctx,
-    ));
+    io.out(&render(&jobs, &plan.cols, &plan.layout, plan.noheader, plan.no_steps, &ctx));
     0
 }
 
@@ -875,11 +818,7 @@ pub fn parse(args: &[String], env: &dyn Fn(&str) -> Option<String>, uid: u32, no
     }
     // Time window defaults (options.c; the end for -s as golden 0295 shows).
     if q.start.is_none() && q.jobs.is_empty() {
-        q.start = Some(if q.states.is_empty() {
-            now - now.rem_euclid(86_400)
-        } else {
-            now
-        });
+        q.start = Some(if q.states.is_empty() { now - now.rem_euclid(86_400) } else { now });
     }
     if q.end.is_none() {
         q.end = match q.start {
@@ -909,26 +848,18 @@ pub fn parse(args: &[String], env: &dyn Fn(&str) -> Option<String>, uid: u32, no
         field_list.push(',');
     }
     if field_list.is_empty() {
-        field_list = env("SACCT_FORMAT")
-            .filter(|s| !s.is_empty())
-            .unwrap_or_else(|| DEFAULT_FIELDS.to_string());
+        field_list = env("SACCT_FORMAT").filter(|s| !s.is_empty()).unwrap_or_else(|| DEFAULT_FIELDS.to_string());
     }
     let cols = match parse_fields(&field_list) {
         Ok(c) => c,
         // The two fields 22.05 removed (sacct/options.c): fatal, exit 1.
         Err(name) if name.eq_ignore_ascii_case("AllocGRES") => {
-            return done_err(
-                "sacct: fatal: AllocGRES has been removed, please use AllocTRES\n".into(),
-            )
+            return done_err("sacct: fatal: AllocGRES has been removed, please use AllocTRES\n".into())
         }
         Err(name) if name.eq_ignore_ascii_case("ReqGRES") => {
             return done_err("sacct: fatal: ReqGRES has been removed, please use ReqTRES\n".into())
         }
-        Err(name) => {
-            return done_err(format!(
-                "sacct: error: Invalid field requested: \"{name}\"\n"
-            ))
-        }
+        Err(name) => return done_err(format!("sacct: error: Invalid field requested: \"{name}\"\n")),
     };
     if !parsed.operands.is_empty() {
         let mut e = "sacct: error: Unknown arguments:\n".to_string();
@@ -958,10 +889,7 @@ mod tests {
     use super::*;
 
     fn argv(v: &[&str]) -> Vec<String> {
-        std::iter::once("sacct")
-            .chain(v.iter().copied())
-            .map(str::to_string)
-            .collect()
+        std::iter::once("sacct").chain(v.iter().copied()).map(str::to_string).collect()
     }
 
     fn no_env(_: &str) -> Option<String> {
@@ -982,84 +910,28 @@ mod tests {
     fn snakemake_account_probe_fails_like_slurm() {
         // CONTRACT.md §A-20: snakemake runs `sacct -nu <user> -o Account%256 | tail -1` as an
         // argv without a shell; real sacct exits 1 with getopt's message and prints nothing.
-        let got = parse(
-            &argv(&["-nu", "alice", "-o", "Account%256", "|", "tail", "-1"]),
-            &no_env,
-            2001,
-            NOW,
-        );
-        assert_eq!(
-            got,
-            Parsed::Done(1, String::new(), "sacct: invalid option -- '1'\n".into())
-        );
+        let got = parse(&argv(&["-nu", "alice", "-o", "Account%256", "|", "tail", "-1"]), &no_env, 2001, NOW);
+        assert_eq!(got, Parsed::Done(1, String::new(), "sacct: invalid option -- '1'\n".into()));
         // Golden 0303.
         let got = parse(&argv(&["--bogus"]), &no_env, 2001, NOW);
-        assert_eq!(
-            got,
-            Parsed::Done(
-                1,
-                String::new(),
-                "sacct: unrecognized option '--bogus'\n".into()
-            )
-        );
+        assert_eq!(got, Parsed::Done(1, String::new(), "sacct: unrecognized option '--bogus'\n".into()));
         // Operands are refused after the options are read.
         let got = parse(&argv(&["-n", "x"]), &no_env, 2001, NOW);
         assert_eq!(
             got,
-            Parsed::Done(
-                1,
-                String::new(),
-                "sacct: error: Unknown arguments:\nsacct: error:  x\n".into()
-            )
+            Parsed::Done(1, String::new(), "sacct: error: Unknown arguments:\nsacct: error:  x\n".into())
         );
     }
 
     #[test]
     fn fields_match_by_case_insensitive_prefix_with_widths() {
         let c = parse_fields("jobid,JobName%20,state%-12,nnodes,node,Sta,ALL%3").unwrap();
-        assert_eq!(
-            c[0],
-            Column {
-                name: "JobID",
-                width: -12
-            }
-        );
-        assert_eq!(
-            c[1],
-            Column {
-                name: "JobName",
-                width: 20
-            }
-        );
-        assert_eq!(
-            c[2],
-            Column {
-                name: "State",
-                width: -12
-            }
-        );
-        assert_eq!(
-            c[3],
-            Column {
-                name: "NNodes",
-                width: 8
-            }
-        );
-        assert_eq!(
-            c[4],
-            Column {
-                name: "NodeList",
-                width: 15
-            }
-        );
-        assert_eq!(
-            c[5],
-            Column {
-                name: "Start",
-                width: 19
-            },
-            "first field in table order"
-        );
+        assert_eq!(c[0], Column { name: "JobID", width: -12 });
+        assert_eq!(c[1], Column { name: "JobName", width: 20 });
+        assert_eq!(c[2], Column { name: "State", width: -12 });
+        assert_eq!(c[3], Column { name: "NNodes", width: 8 });
+        assert_eq!(c[4], Column { name: "NodeList", width: 15 });
+        assert_eq!(c[5], Column { name: "Start", width: 19 }, "first field in table order");
         assert_eq!(c.len(), 6 + FIELDS.len());
         assert!(c[6..].iter().all(|x| x.width == 3));
         assert_eq!(parse_fields("JobID,NoSuchField"), Err("NoSuchField".into()));
@@ -1067,20 +939,12 @@ mod tests {
         let got = parse(&argv(&["-o", "NoSuchField"]), &no_env, 2001, NOW);
         assert_eq!(
             got,
-            Parsed::Done(
-                1,
-                String::new(),
-                "sacct: error: Invalid field requested: \"NoSuchField\"\n".into()
-            )
+            Parsed::Done(1, String::new(), "sacct: error: Invalid field requested: \"NoSuchField\"\n".into())
         );
         // Accounting golden 0181 (vpenso's gpus collector).
         assert_eq!(
             parse(&argv(&["--format=Allocgres", "-P"]), &no_env, 2001, NOW),
-            Parsed::Done(
-                1,
-                String::new(),
-                "sacct: fatal: AllocGRES has been removed, please use AllocTRES\n".into()
-            )
+            Parsed::Done(1, String::new(), "sacct: fatal: AllocGRES has been removed, please use AllocTRES\n".into())
         );
     }
 
@@ -1089,11 +953,7 @@ mod tests {
         let cols = parse_fields("JobID,JobName,State%12,AllocCPUS").unwrap();
         let v = |s: &[&str]| s.iter().map(|x| Some(x.to_string())).collect::<Vec<_>>();
         assert_eq!(
-            line(
-                &cols,
-                &v(&["64_4", "gres_typed3", "CANCELLED by 2001", "1"]),
-                &Layout::Fixed
-            ),
+            line(&cols, &v(&["64_4", "gres_typed3", "CANCELLED by 2001", "1"]), &Layout::Fixed),
             "64_4         gres_type+ CANCELLED b+          1 \n"
         );
         assert_eq!(
@@ -1104,10 +964,7 @@ mod tests {
             delimiter: "|".into(),
             trailing: true,
         };
-        assert_eq!(
-            line(&cols, &[Some("1".into()), None, Some("X".into()), None], &p),
-            "1||X||\n"
-        );
+        assert_eq!(line(&cols, &[Some("1".into()), None, Some("X".into()), None], &p), "1||X||\n");
         let p2 = Layout::Parsable {
             delimiter: ",".into(),
             trailing: false,
@@ -1128,37 +985,19 @@ mod tests {
         let p = plan(&["-j", "74,75", "-j", "79_1", "--jobs=80.batch"], 2001);
         assert_eq!((p.query.start, p.query.end), (None, None));
         assert!(p.query.uids.is_empty());
-        let ids: Vec<(u64, Option<u32>, Option<&str>)> = p
-            .query
-            .jobs
-            .iter()
-            .map(|r| (r.job_id, r.task, r.step.as_deref()))
-            .collect();
-        assert_eq!(
-            ids,
-            vec![
-                (74, None, None),
-                (75, None, None),
-                (79, Some(1), None),
-                (80, None, Some("batch"))
-            ]
-        );
+        let ids: Vec<(u64, Option<u32>, Option<&str>)> =
+            p.query.jobs.iter().map(|r| (r.job_id, r.task, r.step.as_deref())).collect();
+        assert_eq!(ids, vec![(74, None, None), (75, None, None), (79, Some(1), None), (80, None, Some("batch"))]);
         // root sees everybody; -a too; -u narrows.
         assert!(plan(&[], 0).query.uids.is_empty());
         assert!(plan(&["-a"], 2001).query.uids.is_empty());
         assert_eq!(plan(&["-u", "0,2002"], 2001).query.uids, vec![0, 2002]);
         // -s: start and end default to now; -S without -E: the end is the start (golden 0295).
         let p = plan(&["-s", "F,cd"], 2001);
-        assert_eq!(
-            p.query.states,
-            vec!["FAILED".to_string(), "COMPLETED".to_string()]
-        );
+        assert_eq!(p.query.states, vec!["FAILED".to_string(), "COMPLETED".to_string()]);
         assert_eq!((p.query.start, p.query.end), (Some(NOW), Some(NOW)));
         let p = plan(&["-s", "F", "-S", "today"], 2001);
-        assert_eq!(
-            (p.query.start, p.query.end),
-            (Some(midnight), Some(midnight))
-        );
+        assert_eq!((p.query.start, p.query.end), (Some(midnight), Some(midnight)));
         let p = plan(&["-s", "F", "-S", "today", "-E", "now"], 2001);
         assert_eq!((p.query.start, p.query.end), (Some(midnight), Some(NOW)));
         // -p / -P / --delimiter; -b; -X -n.
@@ -1179,31 +1018,13 @@ mod tests {
         assert_eq!(plan(&["-b"], 1).cols, parse_fields(BRIEF_FIELDS).unwrap());
         let p = plan(&["-nX"], 1);
         assert!(p.noheader && p.no_steps);
-        assert!(matches!(
-            parse(&argv(&["-j", "abc"]), &no_env, 1, NOW),
-            Parsed::Done(1, ..)
-        ));
-        assert!(matches!(
-            parse(&argv(&["-s", "bogus"]), &no_env, 1, NOW),
-            Parsed::Done(1, ..)
-        ));
+        assert!(matches!(parse(&argv(&["-j", "abc"]), &no_env, 1, NOW), Parsed::Done(1, ..)));
+        assert!(matches!(parse(&argv(&["-s", "bogus"]), &no_env, 1, NOW), Parsed::Done(1, ..)));
     }
 
     #[test]
     fn truncate_units_and_qos_options() {
-        let p = plan(
-            &[
-                "-T",
-                "-S",
-                "2026-11-29T09:00:00",
-                "-E",
-                "2026-11-29T09:30:00",
-                "--units=m",
-                "-q",
-                "normal,high",
-            ],
-            0,
-        );
+        let p = plan(&["-T", "-S", "2026-11-29T09:00:00", "-E", "2026-11-29T09:30:00", "--units=m", "-q", "normal,high"], 0);
         assert!(p.truncate);
         assert_eq!(p.units.spec, Some(2));
         assert_eq!(p.query.qos, vec!["normal".to_string(), "high".to_string()]);
@@ -1214,30 +1035,16 @@ mod tests {
         );
         // -T: a run from 08:50 to 09:40 printed within the window 09:00-09:30.
         let (ws, we) = (p.query.start, p.query.end);
-        let ctx = Ctx {
-            truncate: Some((ws, we)),
-            ..Ctx::default()
-        };
+        let ctx = Ctx { truncate: Some((ws, we)), ..Ctx::default() };
         let (s, e) = truncated(Some(ws.unwrap() - 600), Some(we.unwrap() + 600), &ctx);
         assert_eq!((s, e), (ws, we));
-        assert_eq!(
-            truncated(Some(ws.unwrap() + 5), None, &ctx),
-            (Some(ws.unwrap() + 5), we),
-            "still running: the window's end"
-        );
-        assert_eq!(
-            truncated(Some(1), Some(2), &Ctx::default()),
-            (Some(1), Some(2)),
-            "without -T: as recorded"
-        );
+        assert_eq!(truncated(Some(ws.unwrap() + 5), None, &ctx), (Some(ws.unwrap() + 5), we), "still running: the window's end");
+        assert_eq!(truncated(Some(1), Some(2), &Ctx::default()), (Some(1), Some(2)), "without -T: as recorded");
     }
 
     #[test]
     fn tres_strings() {
-        assert_eq!(
-            tres(Some(2), 2, 4, 2048, 2),
-            "billing=2,cpu=2,gres/gpu=4,mem=2G,node=2"
-        );
+        assert_eq!(tres(Some(2), 2, 4, 2048, 2), "billing=2,cpu=2,gres/gpu=4,mem=2G,node=2");
         assert_eq!(tres(None, 1, 0, 1500, 1), "cpu=1,mem=1500M,node=1");
         assert_eq!(tres_mem(600 * 1024), "600G");
         assert_eq!(tres_mem(1024 * 1024), "1T");

@@ -7,9 +7,7 @@
 
 use crate::common::{Ctl, Io};
 use crate::sacctmgr_show::{column, default_format, render, Conds, Layout, View};
-use flotilla_proto::acctmgr::{
-    parse_clauses, AcctMgrChange, AcctMgrOutcome, Action, Clauses, Entity,
-};
+use flotilla_proto::acctmgr::{parse_clauses, Action, AcctMgrChange, AcctMgrOutcome, Clauses, Entity};
 use flotilla_proto::{Request, Response};
 
 /// Slurm's version line.
@@ -51,16 +49,11 @@ fn parse_opts(args: &[String], io: &mut Io<'_>) -> Result<Option<Opts>, i32> {
     let parsed = match getopt_long("sacctmgr", args.get(1..).unwrap_or(&[]), SHORTS, LONGS) {
         Ok(p) => p,
         Err(msg) => {
-            io.err(&format!(
-                "{msg}\nTry \"sacctmgr --help\" for more information\n"
-            ));
+            io.err(&format!("{msg}\nTry \"sacctmgr --help\" for more information\n"));
             return Err(1);
         }
     };
-    let mut o = Opts {
-        words: parsed.operands,
-        ..Opts::default()
-    };
+    let mut o = Opts { words: parsed.operands, ..Opts::default() };
     for opt in parsed.opts {
         match char::from_u32(opt.id).unwrap_or('?') {
             'i' => o.immediate = true,
@@ -124,9 +117,7 @@ pub fn run(args: &[String], io: &mut Io<'_>) -> i32 {
                 "\"Account\", \"Association\", \"Cluster\", \"Configuration\",\n\"Event\", \"Federation\", \"Problem\", \"QOS\", \"Resource\", \"Reservation\",\n\"RunAwayJobs\", \"Stats\", \"Transaction\", \"TRES\", \"User\", or \"WCKey\""
             }
         };
-        io.err(&format!(
-            "No valid entity in {verb} command\nInput line must include {must}\n"
-        ));
+        io.err(&format!("No valid entity in {verb} command\nInput line must include {must}\n"));
         return 1;
     };
     let clauses = parse_clauses(&o.words[2..], action == Some(Action::Add));
@@ -170,10 +161,7 @@ fn show(ctl: &Ctl, entity: Entity, mut c: Clauses, o: &Opts, io: &mut Io<'_>) ->
     let withassoc = o.withassoc || c.options.iter().any(|x| x == "withassoc");
     let tree = c.options.iter().any(|x| x == "tree");
     let format: Vec<String> = if c.format.is_empty() {
-        default_format(entity, withassoc)
-            .split(',')
-            .map(str::to_string)
-            .collect()
+        default_format(entity, withassoc).split(',').map(str::to_string).collect()
     } else {
         std::mem::take(&mut c.format)
     };
@@ -192,17 +180,12 @@ fn show(ctl: &Ctl, entity: Entity, mut c: Clauses, o: &Opts, io: &mut Io<'_>) ->
             }
         }
     }
-    let mut conds = Conds {
-        names: c.names.clone(),
-        ..Conds::default()
-    };
+    let mut conds = Conds { names: c.names.clone(), ..Conds::default() };
     for (k, v) in &c.conds {
         let vals = v.split(',').map(str::to_string);
         let k = k.to_ascii_lowercase();
         match k.as_str() {
-            "account" | "accounts" | "acct" if entity != Entity::Account => {
-                conds.accounts.extend(vals)
-            }
+            "account" | "accounts" | "acct" if entity != Entity::Account => conds.accounts.extend(vals),
             "user" | "users" if entity != Entity::User => conds.users.extend(vals),
             "partition" | "partitions" => conds.partitions.extend(vals),
             "cluster" | "clusters" if entity != Entity::Cluster => conds.clusters.extend(vals),
@@ -252,9 +235,7 @@ fn answer(io: &mut Io<'_>) -> Option<char> {
 }
 
 fn ask(io: &mut Io<'_>, question: &str) -> bool {
-    io.out(&format!(
-        "{question} (You have 30 seconds to decide)\n(N/y): "
-    ));
+    io.out(&format!("{question} (You have 30 seconds to decide)\n(N/y): "));
     let _ = io.out.flush();
     let a = answer(io);
     io.out("\n");
@@ -275,14 +256,7 @@ fn call(ctl: &Ctl, ch: AcctMgrChange, io: &mut Io<'_>) -> Option<AcctMgrOutcome>
     }
 }
 
-fn change(
-    ctl: &Ctl,
-    action: Action,
-    entity: Entity,
-    clauses: Clauses,
-    immediate: bool,
-    io: &mut Io<'_>,
-) -> i32 {
+fn change(ctl: &Ctl, action: Action, entity: Entity, clauses: Clauses, immediate: bool, io: &mut Io<'_>) -> i32 {
     if action == Action::Add && entity == Entity::User && !immediate {
         for n in &clauses.names {
             if crate::common::uid_of(n).is_none() {
@@ -293,15 +267,8 @@ fn change(
             }
         }
     }
-    let mut ch = AcctMgrChange {
-        action,
-        entity,
-        clauses,
-        commit: immediate,
-    };
-    let Some(out) = call(ctl, ch.clone(), io) else {
-        return 1;
-    };
+    let mut ch = AcctMgrChange { action, entity, clauses, commit: immediate };
+    let Some(out) = call(ctl, ch.clone(), io) else { return 1 };
     io.out(&out.stdout);
     io.err(&out.stderr);
     if !out.changed || immediate {
@@ -309,9 +276,7 @@ fn change(
     }
     if ask(io, "Would you like to commit changes?") {
         ch.commit = true;
-        let Some(done) = call(ctl, ch, io) else {
-            return 1;
-        };
+        let Some(done) = call(ctl, ch, io) else { return 1 };
         io.err(&done.stderr);
         done.exit_code
     } else {
@@ -337,19 +302,8 @@ mod tests {
         research.max_jobs = Some(4);
         research.grp_tres = "cpu=64,gres/gpu=8".into();
         AcctData {
-            clusters: vec![flotilla_proto::acctmgr::ClusterRow {
-                name: "oracle".into(),
-                control_host: "h".into(),
-                control_port: 6817,
-                rpc: 9728,
-            }],
-            assocs: vec![
-                root,
-                assoc(2, Some(1), "root", "root"),
-                research,
-                assoc(4, Some(3), "research", "bob"),
-                assoc(5, Some(3), "research", "alice"),
-            ],
+            clusters: vec![flotilla_proto::acctmgr::ClusterRow { name: "oracle".into(), control_host: "h".into(), control_port: 6817, rpc: 9728 }],
+            assocs: vec![root, assoc(2, Some(1), "root", "root"), research, assoc(4, Some(3), "research", "bob"), assoc(5, Some(3), "research", "alice")],
             ..AcctData::default()
         }
     }
@@ -364,10 +318,7 @@ mod tests {
         assert_eq!(column("grpsubmit").unwrap().header, "GrpSubmit");
         assert_eq!(column("Account%20").unwrap().width, 20);
         assert_eq!(column("DefaultQOS").unwrap().header, "Def QOS");
-        assert_eq!(
-            column("NoSuchField").unwrap_err(),
-            "Unknown field 'nosuchfield'\n"
-        );
+        assert_eq!(column("NoSuchField").unwrap_err(), "Unknown field 'nosuchfield'\n");
     }
 
     #[test]
@@ -376,57 +327,18 @@ mod tests {
         let v = View::new(&d);
         let c = cols("User,Account,GrpCPU,GrpMem,GrpJobs,GrpSubmit");
         let rows = v.rows(Entity::Assoc, &c, &Conds::default(), false, false);
-        let p2 = Layout {
-            noheader: true,
-            parsable2: true,
-            ..Layout::default()
-        };
-        assert_eq!(
-            render(&c, &rows, p2),
-            "|root||||\nroot|root||||\n|research|64|||\nalice|research||||\nbob|research||||\n"
-        );
+        let p2 = Layout { noheader: true, parsable2: true, ..Layout::default() };
+        assert_eq!(render(&c, &rows, p2), "|root||||\nroot|root||||\n|research|64|||\nalice|research||||\nbob|research||||\n");
         let mut c = cols("Account,User,MaxJobs");
         c[0].width = -20;
         let rows = v.rows(Entity::Assoc, &c, &Conds::default(), false, true);
         let text = render(&c, &rows, Layout::default());
         assert!(text.starts_with("Account                    User MaxJobs \n-------------------- ---------- ------- \nroot "), "{text}");
-        assert!(
-            text.contains("\n  research                  bob       4 \n"),
-            "MaxJobs inherited: {text}"
-        );
+        assert!(text.contains("\n  research                  bob       4 \n"), "MaxJobs inherited: {text}");
         let c = cols("Account,GrpTRES");
-        let rows = v.rows(
-            Entity::Assoc,
-            &c,
-            &Conds {
-                accounts: vec!["research".into()],
-                ..Conds::default()
-            },
-            false,
-            false,
-        );
-        assert_eq!(
-            render(
-                &c,
-                &rows[..1],
-                Layout {
-                    noheader: true,
-                    ..Layout::default()
-                }
-            ),
-            "  research cpu=64,gres/+ \n"
-        );
-        assert_eq!(
-            render(
-                &c,
-                &rows[..1],
-                Layout {
-                    parsable: true,
-                    ..Layout::default()
-                }
-            ),
-            "Account|GrpTRES|\nresearch|cpu=64,gres/gpu=8|\n"
-        );
+        let rows = v.rows(Entity::Assoc, &c, &Conds { accounts: vec!["research".into()], ..Conds::default() }, false, false);
+        assert_eq!(render(&c, &rows[..1], Layout { noheader: true, ..Layout::default() }), "  research cpu=64,gres/+ \n");
+        assert_eq!(render(&c, &rows[..1], Layout { parsable: true, ..Layout::default() }), "Account|GrpTRES|\nresearch|cpu=64,gres/gpu=8|\n");
     }
 
     #[test]
@@ -435,32 +347,14 @@ mod tests {
             let (mut out, mut err) = (Vec::new(), Vec::new());
             let env = |_: &str| None;
             let args: Vec<String> = a.iter().map(|s| s.to_string()).collect();
-            let code = run(
-                &args,
-                &mut Io {
-                    out: &mut out,
-                    err: &mut err,
-                    env: &env,
-                    stdin: None,
-                },
-            );
-            (
-                code,
-                String::from_utf8(out).unwrap(),
-                String::from_utf8(err).unwrap(),
-            )
+            let code = run(&args, &mut Io { out: &mut out, err: &mut err, env: &env, stdin: None });
+            (code, String::from_utf8(out).unwrap(), String::from_utf8(err).unwrap())
         };
-        assert_eq!(
-            run_args(&["sacctmgr", "--version"]),
-            (0, "slurm-wlm 22.05.8\n".into(), String::new())
-        );
+        assert_eq!(run_args(&["sacctmgr", "--version"]), (0, "slurm-wlm 22.05.8\n".into(), String::new()));
         assert_eq!(
             run_args(&["sacctmgr", "--bogus"]),
             (1, String::new(), "sacctmgr: unrecognized option '--bogus'\nTry \"sacctmgr --help\" for more information\n".into())
         );
-        assert_eq!(
-            run_args(&["sacctmgr", "frobnicate"]),
-            (1, String::new(), "invalid keyword: frobnicate\n".into())
-        );
+        assert_eq!(run_args(&["sacctmgr", "frobnicate"]), (1, String::new(), "invalid keyword: frobnicate\n".into()));
     }
 }

@@ -98,11 +98,7 @@ pub fn column(w: &str) -> Result<Column, String> {
             n == l || (l.len() >= *min && n.starts_with(&l))
         })
         .ok_or_else(|| format!("Unknown field '{}'\n", w.to_ascii_lowercase()))?;
-    Ok(Column {
-        name: spec.0,
-        header: spec.2,
-        width: width.unwrap_or(spec.3),
-    })
+    Ok(Column { name: spec.0, header: spec.2, width: width.unwrap_or(spec.3) })
 }
 
 /// The default columns of `entity` (`withassoc`: with the association's).
@@ -149,10 +145,7 @@ pub fn render(cols: &[Column], rows: &[Vec<String>], layout: Layout) -> String {
                 let w = c.width.unsigned_abs() as usize;
                 let n = v.chars().count();
                 let v: String = if n > w && !header {
-                    v.chars()
-                        .take(w.saturating_sub(1))
-                        .chain(std::iter::once('+'))
-                        .collect()
+                    v.chars().take(w.saturating_sub(1)).chain(std::iter::once('+')).collect()
                 } else {
                     v.chars().take(w).collect()
                 };
@@ -177,11 +170,7 @@ pub fn render(cols: &[Column], rows: &[Vec<String>], layout: Layout) -> String {
         }
     }
     for r in rows {
-        line(
-            &mut s,
-            &mut cols.iter().copied().zip(r.iter().map(String::as_str)),
-            false,
-        );
+        line(&mut s, &mut cols.iter().copied().zip(r.iter().map(String::as_str)), false);
     }
     s
 }
@@ -199,33 +188,17 @@ fn num(v: Option<u32>) -> String {
 }
 
 fn tres_item(t: &str, name: &str) -> String {
-    t.split(',')
-        .find_map(|i| i.strip_prefix(name).and_then(|r| r.strip_prefix('=')))
-        .unwrap_or("")
-        .to_string()
+    t.split(',').find_map(|i| i.strip_prefix(name).and_then(|r| r.strip_prefix('='))).unwrap_or("").to_string()
 }
 
 impl<'a> View<'a> {
     /// Over `data`.
     pub fn new(data: &'a AcctData) -> View<'a> {
-        let cluster = data
-            .clusters
-            .iter()
-            .find(|c| c.rpc != 0)
-            .or(data.clusters.first())
-            .map_or(String::new(), |c| c.name.clone());
-        View {
-            data,
-            by_id: data.assocs.iter().map(|a| (a.id, a)).collect(),
-            cluster,
-        }
+        let cluster = data.clusters.iter().find(|c| c.rpc != 0).or(data.clusters.first()).map_or(String::new(), |c| c.name.clone());
+        View { data, by_id: data.assocs.iter().map(|a| (a.id, a)).collect(), cluster }
     }
 
-    fn inherited<T: Clone>(
-        &self,
-        a: &AssocRow,
-        pick: impl Fn(&AssocRow) -> Option<T>,
-    ) -> Option<T> {
+    fn inherited<T: Clone>(&self, a: &AssocRow, pick: impl Fn(&AssocRow) -> Option<T>) -> Option<T> {
         let mut cur = Some(a);
         while let Some(x) = cur {
             if let Some(v) = pick(x) {
@@ -267,14 +240,9 @@ impl<'a> View<'a> {
             }
             let mut c = kids.get(&Some(a.id)).cloned().unwrap_or_default();
             c.sort_by(|x, y| {
-                (!x.user.is_empty())
-                    .cmp(&!y.user.is_empty())
-                    .reverse()
-                    .then_with(|| {
-                        (&x.user, &x.account)
-                            .cmp(&(&y.user, &y.account))
-                            .then_with(|| y.partition.cmp(&x.partition))
-                    })
+                (!x.user.is_empty()).cmp(&!y.user.is_empty()).reverse().then_with(|| {
+                    (&x.user, &x.account).cmp(&(&y.user, &y.account)).then_with(|| y.partition.cmp(&x.partition))
+                })
             });
             stack.extend(c.into_iter().rev());
         }
@@ -292,13 +260,7 @@ impl<'a> View<'a> {
             "Clusters" => self.cluster.clone(),
             "User" => a.user.clone(),
             "Partition" => a.partition.clone(),
-            "Share" | "FairShare" => {
-                if a.shares == u32::MAX {
-                    "parent".into()
-                } else {
-                    a.shares.to_string()
-                }
-            }
+            "Share" | "FairShare" => if a.shares == u32::MAX { "parent".into() } else { a.shares.to_string() },
             "Priority" => num(self.inherited(a, |x| x.priority)),
             "GrpJobs" => num(a.grp_jobs),
             "GrpSubmitJobs" => num(a.grp_submit),
@@ -309,39 +271,20 @@ impl<'a> View<'a> {
             "GrpWall" => a.grp_wall_min.map_or(String::new(), mins2time_str),
             "MaxJobs" => num(self.inherited(a, |x| x.max_jobs)),
             "MaxSubmitJobs" => num(self.inherited(a, |x| x.max_submit)),
-            "MaxTRES" | "MaxTRESPerJob" => self
-                .inherited(a, |x| {
-                    (!x.max_tres_per_job.is_empty()).then(|| x.max_tres_per_job.clone())
-                })
-                .unwrap_or_default(),
+            "MaxTRES" | "MaxTRESPerJob" => self.inherited(a, |x| (!x.max_tres_per_job.is_empty()).then(|| x.max_tres_per_job.clone())).unwrap_or_default(),
             "MaxCPUs" => tres_item(&self.assoc_field("MaxTRES", a, false), "cpu"),
             "MaxNodes" => tres_item(&self.assoc_field("MaxTRES", a, false), "node"),
-            "MaxTRESPerNode" => self
-                .inherited(a, |x| {
-                    (!x.max_tres_per_node.is_empty()).then(|| x.max_tres_per_node.clone())
-                })
-                .unwrap_or_default(),
-            "MaxWall" => self
-                .inherited(a, |x| x.max_wall_min)
-                .map_or(String::new(), mins2time_str),
+            "MaxTRESPerNode" => self.inherited(a, |x| (!x.max_tres_per_node.is_empty()).then(|| x.max_tres_per_node.clone())).unwrap_or_default(),
+            "MaxWall" => self.inherited(a, |x| x.max_wall_min).map_or(String::new(), mins2time_str),
             "QOSLevel" => {
-                let mut q = self
-                    .inherited(a, |x| (!x.qos.is_empty()).then(|| x.qos.clone()))
-                    .unwrap_or_default();
+                let mut q = self.inherited(a, |x| (!x.qos.is_empty()).then(|| x.qos.clone())).unwrap_or_default();
                 q.sort();
                 q.join(",")
             }
-            "DefaultQOS" => self
-                .inherited(a, |x| {
-                    (!x.default_qos.is_empty()).then(|| x.default_qos.clone())
-                })
-                .unwrap_or_default(),
+            "DefaultQOS" => self.inherited(a, |x| (!x.default_qos.is_empty()).then(|| x.default_qos.clone())).unwrap_or_default(),
             "ID" => a.id.to_string(),
             "ParentID" => a.parent.map_or(String::new(), |p| p.to_string()),
-            "ParentName" if a.user.is_empty() => a
-                .parent
-                .and_then(|p| self.by_id.get(&p))
-                .map_or(String::new(), |p| p.account.clone()),
+            "ParentName" if a.user.is_empty() => a.parent.and_then(|p| self.by_id.get(&p)).map_or(String::new(), |p| p.account.clone()),
             "GuaranteedGPUs" => a.guaranteed_gpus.to_string(),
             _ => String::new(),
         }
@@ -356,9 +299,7 @@ impl<'a> View<'a> {
             "GraceTime" => secs2time_str(q.grace_time_s as i64),
             "Preempt" => q.preempt.join(","),
             "PreemptMode" => q.preempt_mode.clone(),
-            "PreemptExemptTime" => q
-                .preempt_exempt_s
-                .map_or(String::new(), |s| secs2time_str(s as i64)),
+            "PreemptExemptTime" => q.preempt_exempt_s.map_or(String::new(), |s| secs2time_str(s as i64)),
             "Flags" => q.flags.join(","),
             "UsageFactor" => format!("{:.6}", q.usage_factor),
             "GrpTRES" => q.grp_tres.clone(),
@@ -376,26 +317,10 @@ impl<'a> View<'a> {
 
     /// The table of `entity` for `cols`, filtered by `conds` (lower-cased keys) and
     /// `names`.
-    pub fn rows(
-        &self,
-        entity: Entity,
-        cols: &[Column],
-        conds: &Conds,
-        withassoc: bool,
-        tree: bool,
-    ) -> Vec<Vec<String>> {
+    pub fn rows(&self, entity: Entity, cols: &[Column], conds: &Conds, withassoc: bool, tree: bool) -> Vec<Vec<String>> {
         let pick = |a: &AssocRow| conds.assoc(a, &self.cluster);
         match entity {
-            Entity::Assoc => self
-                .ordered()
-                .into_iter()
-                .filter(|a| pick(a))
-                .map(|a| {
-                    cols.iter()
-                        .map(|c| self.assoc_field(c.name, a, tree))
-                        .collect()
-                })
-                .collect(),
+            Entity::Assoc => self.ordered().into_iter().filter(|a| pick(a)).map(|a| cols.iter().map(|c| self.assoc_field(c.name, a, tree)).collect()).collect(),
             Entity::Qos => self
                 .data
                 .qos
@@ -416,9 +341,7 @@ impl<'a> View<'a> {
                                 "ControlHost" => cl.control_host.clone(),
                                 "ControlPort" => cl.control_port.to_string(),
                                 "RPC" => cl.rpc.to_string(),
-                                f => root
-                                    .filter(|_| cl.name == self.cluster)
-                                    .map_or(String::new(), |r| self.assoc_field(f, r, false)),
+                                f => root.filter(|_| cl.name == self.cluster).map_or(String::new(), |r| self.assoc_field(f, r, false)),
                             })
                             .collect()
                     })
@@ -431,12 +354,7 @@ impl<'a> View<'a> {
 
     fn account_rows(&self, cols: &[Column], conds: &Conds, withassoc: bool) -> Vec<Vec<String>> {
         let mut out = Vec::new();
-        for acct in self
-            .data
-            .accounts
-            .iter()
-            .filter(|a| conds.names.is_empty() || conds.names.contains(&a.name))
-        {
+        for acct in self.data.accounts.iter().filter(|a| conds.names.is_empty() || conds.names.contains(&a.name)) {
             let own = |c: &str| match c {
                 "Account" | "Acct" => Some(acct.name.clone()),
                 "Description" => Some(acct.description.clone()),
@@ -444,27 +362,13 @@ impl<'a> View<'a> {
                 _ => None,
             };
             if !withassoc {
-                out.push(
-                    cols.iter()
-                        .map(|c| own(c.name).unwrap_or_default())
-                        .collect(),
-                );
+                out.push(cols.iter().map(|c| own(c.name).unwrap_or_default()).collect());
                 continue;
             }
-            let mut assocs: Vec<&AssocRow> = self
-                .data
-                .assocs
-                .iter()
-                .filter(|a| a.account == acct.name)
-                .collect();
-            assocs
-                .sort_by(|x, y| (!x.user.is_empty(), &y.user).cmp(&(!y.user.is_empty(), &x.user)));
+            let mut assocs: Vec<&AssocRow> = self.data.assocs.iter().filter(|a| a.account == acct.name).collect();
+            assocs.sort_by(|x, y| (!x.user.is_empty(), &y.user).cmp(&(!y.user.is_empty(), &x.user)));
             for a in assocs {
-                out.push(
-                    cols.iter()
-                        .map(|c| own(c.name).unwrap_or_else(|| self.assoc_field(c.name, a, false)))
-                        .collect(),
-                );
+                out.push(cols.iter().map(|c| own(c.name).unwrap_or_else(|| self.assoc_field(c.name, a, false))).collect());
             }
         }
         out
@@ -472,19 +376,8 @@ impl<'a> View<'a> {
 
     fn user_rows(&self, cols: &[Column], conds: &Conds, withassoc: bool) -> Vec<Vec<String>> {
         let mut out = Vec::new();
-        let per_assoc = withassoc
-            || cols.iter().any(|c| {
-                matches!(
-                    c.name,
-                    "Account" | "Acct" | "Partition" | "MaxJobs" | "Share"
-                )
-            });
-        for u in self
-            .data
-            .users
-            .iter()
-            .filter(|u| conds.names.is_empty() || conds.names.contains(&u.name))
-        {
+        let per_assoc = withassoc || cols.iter().any(|c| matches!(c.name, "Account" | "Acct" | "Partition" | "MaxJobs" | "Share"));
+        for u in self.data.users.iter().filter(|u| conds.names.is_empty() || conds.names.contains(&u.name)) {
             let own = |c: &str| match c {
                 "User" | "Name" => Some(u.name.clone()),
                 "DefaultAccount" => Some(u.default_account.clone()),
@@ -492,35 +385,14 @@ impl<'a> View<'a> {
                 _ => None,
             };
             if !per_assoc {
-                out.push(
-                    cols.iter()
-                        .map(|c| own(c.name).unwrap_or_default())
-                        .collect(),
-                );
+                out.push(cols.iter().map(|c| own(c.name).unwrap_or_default()).collect());
                 continue;
             }
-            let mut assocs: Vec<&AssocRow> = self
-                .data
-                .assocs
-                .iter()
-                .filter(|a| a.user == u.name && conds.assoc(a, &self.cluster))
-                .collect();
-            assocs.sort_by(|x, y| {
-                (&x.account, &y.partition)
-                    .cmp(&(&y.account, &x.partition))
-                    .then(std::cmp::Ordering::Equal)
-            });
-            assocs.sort_by(|x, y| {
-                x.account
-                    .cmp(&y.account)
-                    .then_with(|| y.partition.cmp(&x.partition))
-            });
+            let mut assocs: Vec<&AssocRow> = self.data.assocs.iter().filter(|a| a.user == u.name && conds.assoc(a, &self.cluster)).collect();
+            assocs.sort_by(|x, y| (&x.account, &y.partition).cmp(&(&y.account, &x.partition)).then(std::cmp::Ordering::Equal));
+            assocs.sort_by(|x, y| x.account.cmp(&y.account).then_with(|| y.partition.cmp(&x.partition)));
             for a in assocs {
-                out.push(
-                    cols.iter()
-                        .map(|c| own(c.name).unwrap_or_else(|| self.assoc_field(c.name, a, false)))
-                        .collect(),
-                );
+                out.push(cols.iter().map(|c| own(c.name).unwrap_or_else(|| self.assoc_field(c.name, a, false))).collect());
             }
         }
         out

@@ -37,34 +37,19 @@ pub fn run(args: &[String], io: &mut Io<'_>) -> i32 {
     let ctl = match Ctl::new(io.env) {
         Ok(c) => c,
         Err(e) => {
-            io.err(&format!(
-                "salloc: error: Job submit/allocate failed: {}\n",
-                e.slurm().text
-            ));
+            io.err(&format!("salloc: error: Job submit/allocate failed: {}\n", e.slurm().text));
             return 1;
         }
     };
-    let shell = (io.env)("SHELL")
-        .filter(|s| !s.is_empty())
-        .unwrap_or_else(|| "/bin/sh".into());
-    let command: Vec<String> = if command.is_empty() {
-        vec![shell]
-    } else {
-        command.to_vec()
-    };
-    let cwd = std::env::current_dir()
-        .map(|p| p.display().to_string())
-        .unwrap_or_else(|_| "/".into());
+    let shell = (io.env)("SHELL").filter(|s| !s.is_empty()).unwrap_or_else(|| "/bin/sh".into());
+    let command: Vec<String> = if command.is_empty() { vec![shell] } else { command.to_vec() };
+    let cwd = std::env::current_dir().map(|p| p.display().to_string()).unwrap_or_else(|_| "/".into());
     let job = &mut opts.job;
     if job.name.is_none() {
         job.name = Some(if argv.len() == split {
             "interactive".into()
         } else {
-            command[0]
-                .rsplit('/')
-                .next()
-                .unwrap_or(&command[0])
-                .to_string()
+            command[0].rsplit('/').next().unwrap_or(&command[0]).to_string()
         });
     }
     job.work_dir = match &opts.chdir {
@@ -89,26 +74,14 @@ pub fn run(args: &[String], io: &mut Io<'_>) -> i32 {
     let id = info.job_id;
     io.err(&format!("salloc: Granted job allocation {id}\n"));
     let _ = io.err.flush();
-    let conf_path = flotilla_conf::conf_path(io.env)
-        .to_string_lossy()
-        .into_owned();
+    let conf_path = flotilla_conf::conf_path(io.env).to_string_lossy().into_owned();
     let env = alloc::alloc_env(&info, &ctl.conf.cluster_name, &conf_path, ntasks_given);
     let released = Arc::new(AtomicBool::new(false));
     let revoked = Arc::new(AtomicBool::new(false));
-    let status = std::process::Command::new(&command[0])
-        .args(&command[1..])
-        .envs(env)
-        .spawn()
-        .and_then(|mut child| {
-            watch_revocation(
-                io.env,
-                id,
-                child.id() as i32,
-                released.clone(),
-                revoked.clone(),
-            );
-            child.wait()
-        });
+    let status = std::process::Command::new(&command[0]).args(&command[1..]).envs(env).spawn().and_then(|mut child| {
+        watch_revocation(io.env, id, child.id() as i32, released.clone(), revoked.clone());
+        child.wait()
+    });
     released.store(true, Ordering::SeqCst);
     if revoked.load(Ordering::SeqCst) {
         io.err(&format!("salloc: Job allocation {id} has been revoked.\n"));
@@ -126,10 +99,7 @@ pub fn run(args: &[String], io: &mut Io<'_>) -> i32 {
     };
     io.err(&format!("salloc: Relinquishing job allocation {id}\n"));
     if let Err(e) = alloc::release(&ctl, id, exit_code, signal) {
-        io.err(&format!(
-            "salloc: error: Unable to release job allocation {id}: {}\n",
-            e.slurm().text
-        ));
+        io.err(&format!("salloc: error: Unable to release job allocation {id}: {}\n", e.slurm().text));
     }
     code
 }
@@ -137,30 +107,17 @@ pub fn run(args: &[String], io: &mut Io<'_>) -> i32 {
 /// Watches the allocation while the command runs: when it ends without being given back
 /// (`scancel`, time limit), sets `revoked` and sends the command SIGHUP, as salloc does.
 /// (It never prints: the command's stderr sink belongs to the main thread.)
-fn watch_revocation(
-    env: &dyn Fn(&str) -> Option<String>,
-    id: u64,
-    pid: i32,
-    released: Arc<AtomicBool>,
-    revoked: Arc<AtomicBool>,
-) {
+fn watch_revocation(env: &dyn Fn(&str) -> Option<String>, id: u64, pid: i32, released: Arc<AtomicBool>, revoked: Arc<AtomicBool>) {
     let Ok(ctl) = Ctl::new(env) else { return };
     std::thread::spawn(move || loop {
         std::thread::sleep(std::time::Duration::from_millis(500));
-        let Some(j) = alloc::job_info(&ctl, id) else {
-            continue;
-        };
+        let Some(j) = alloc::job_info(&ctl, id) else { continue };
         if released.load(Ordering::SeqCst) {
             return;
         }
-        if j.state
-            .is_some_and(|s| s != flotilla_proto::JobStateWire::Running)
-        {
+        if j.state.is_some_and(|s| s != flotilla_proto::JobStateWire::Running) {
             revoked.store(true, Ordering::SeqCst);
-            let _ = nix::sys::signal::kill(
-                nix::unistd::Pid::from_raw(pid),
-                nix::sys::signal::Signal::SIGHUP,
-            );
+            let _ = nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid), nix::sys::signal::Signal::SIGHUP);
             return;
         }
     });
@@ -192,30 +149,9 @@ fn takes_value(a: &str) -> bool {
             return false;
         }
         const FLAGS: &[&str] = &[
-            "exclusive",
-            "hold",
-            "help",
-            "usage",
-            "overcommit",
-            "oversubscribe",
-            "quiet",
-            "verbose",
-            "version",
-            "no-requeue",
-            "requeue",
-            "contiguous",
-            "preemptible",
-            "test-only",
-            "nice",
-            "no-kill",
-            "ignore-pbs",
-            "get-user-env",
-            "propagate",
-            "spread-job",
-            "use-min-nodes",
-            "wait",
-            "parsable",
-            "no-shell",
+            "exclusive", "hold", "help", "usage", "overcommit", "oversubscribe", "quiet", "verbose", "version",
+            "no-requeue", "requeue", "contiguous", "preemptible", "test-only", "nice", "no-kill", "ignore-pbs",
+            "get-user-env", "propagate", "spread-job", "use-min-nodes", "wait", "parsable", "no-shell",
         ];
         return !FLAGS.contains(&long);
     }
@@ -239,22 +175,8 @@ mod tests {
 
     #[test]
     fn command_starts_after_the_options() {
-        assert_eq!(
-            first_operand(&words(&[
-                "-N",
-                "2",
-                "--gpus-per-node=8",
-                "srun",
-                "-n",
-                "2",
-                "x"
-            ])),
-            3
-        );
-        assert_eq!(
-            first_operand(&words(&["-N2", "--exclusive", "hostname"])),
-            2
-        );
+        assert_eq!(first_operand(&words(&["-N", "2", "--gpus-per-node=8", "srun", "-n", "2", "x"])), 3);
+        assert_eq!(first_operand(&words(&["-N2", "--exclusive", "hostname"])), 2);
         assert_eq!(first_operand(&words(&["--time", "5", "-p", "batch"])), 4);
         assert_eq!(first_operand(&words(&["--", "-x"])), 1);
         assert_eq!(first_operand(&words(&[])), 0);

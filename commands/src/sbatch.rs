@@ -10,8 +10,8 @@ use crate::getopt::{getopt_long, lo, HasArg, LongOpt, Opt};
 use flotilla_core::time::{fmt_time, parse_begin, parse_time_limit, TimeLimit};
 use flotilla_proto::errno::ESLURM_INVALID_GRES;
 use flotilla_proto::{
-    ArrayRange, ArraySpec, GpuCount, GresSpec, JobQuery, JobRef, Request, Response, SignalSpec,
-    SubmitJob, TimeLimitWire,
+    ArrayRange, ArraySpec, GpuCount, GresSpec, JobQuery, JobRef, Request, Response, SignalSpec, SubmitJob,
+    TimeLimitWire,
 };
 
 /// What `sbatch --version` prints.
@@ -278,10 +278,7 @@ fn main(args: &[String], io: &mut Io<'_>) -> Result<i32, Fatal> {
     }
     for (var, long) in ENV_OPTS {
         if let Some(v) = (io.env)(var).filter(|v| !v.is_empty()) {
-            let l = LONGS
-                .iter()
-                .find(|l| l.name == *long)
-                .expect("table names a known option");
+            let l = LONGS.iter().find(|l| l.name == *long).expect("table names a known option");
             let arg = (l.has_arg != HasArg::No).then_some(v);
             apply(
                 &mut opts,
@@ -306,9 +303,7 @@ fn main(args: &[String], io: &mut Io<'_>) -> Result<i32, Fatal> {
     if job.name.is_none() {
         job.name = Some(default_name);
     }
-    let cwd = std::env::current_dir()
-        .map(|p| p.display().to_string())
-        .unwrap_or_else(|_| "/".into());
+    let cwd = std::env::current_dir().map(|p| p.display().to_string()).unwrap_or_else(|_| "/".into());
     job.work_dir = match &opts.chdir {
         Some(d) if d.starts_with('/') => d.clone(),
         Some(d) if d == "." => cwd.clone(),
@@ -336,9 +331,7 @@ fn main(args: &[String], io: &mut Io<'_>) -> Result<i32, Fatal> {
     };
     job.environment = crate::sbatch_env::submit_environment(std::env::vars().collect(), &job, &ctx);
     let ctl = Ctl::new(io.env).map_err(|e| submit_failed(&e))?;
-    let resp = ctl
-        .call(Request::SubmitJob(Box::new(job)))
-        .map_err(|e| submit_failed(&e))?;
+    let resp = ctl.call(Request::SubmitJob(Box::new(job))).map_err(|e| submit_failed(&e))?;
     match resp {
         Response::Submitted(s) => {
             if opts.parsable {
@@ -363,28 +356,19 @@ fn main(args: &[String], io: &mut Io<'_>) -> Result<i32, Fatal> {
             ));
             Ok(0)
         }
-        _ => Err(fatal(
-            "Batch job submission failed: Unexpected message received",
-            1,
-        )),
+        _ => Err(fatal("Batch job submission failed: Unexpected message received", 1)),
     }
 }
 
+
 fn submit_failed(e: &CtlError) -> Fatal {
     let se = e.slurm();
-    let mut lines: Vec<String> = se
-        .messages
-        .iter()
-        .map(|m| format!("sbatch: error: {m}"))
-        .collect();
+    let mut lines: Vec<String> = se.messages.iter().map(|m| format!("sbatch: error: {m}")).collect();
     if se.code == ESLURM_INVALID_GRES {
         // Slurm validates GRES names in the client and says so without the prefix.
         lines.push(format!("sbatch: error: {}", se.text));
     } else {
-        lines.push(format!(
-            "sbatch: error: Batch job submission failed: {}",
-            se.text
-        ));
+        lines.push(format!("sbatch: error: Batch job submission failed: {}", se.text));
     }
     Fatal { lines, code: 1 }
 }
@@ -404,26 +388,15 @@ fn wait_for(ctl: &Ctl, id: u64, io: &mut Io<'_>) -> i32 {
             Ok(Response::Jobs(j)) => j,
             _ => continue,
         };
-        let all_done = !jobs.is_empty()
-            && jobs
-                .iter()
-                .all(|j| j.state.is_some_and(|s| s.is_finished()));
+        let all_done = !jobs.is_empty() && jobs.iter().all(|j| j.state.is_some_and(|s| s.is_finished()));
         if all_done {
             let worst = jobs
                 .iter()
-                .map(|j| {
-                    if j.exit_signal != 0 {
-                        128 + j.exit_signal
-                    } else {
-                        j.exit_code
-                    }
-                })
+                .map(|j| if j.exit_signal != 0 { 128 + j.exit_signal } else { j.exit_code })
                 .max()
                 .unwrap_or(0);
             if worst != 0 {
-                io.err(&format!(
-                    "sbatch: error: Batch job {id} failed with exit code {worst}\n"
-                ));
+                io.err(&format!("sbatch: error: Batch job {id} failed with exit code {worst}\n"));
             }
             return worst;
         }
@@ -455,28 +428,15 @@ fn absolute(path: &str) -> String {
     if path.starts_with('/') {
         return path.to_string();
     }
-    let cwd = std::env::current_dir()
-        .map(|p| p.display().to_string())
-        .unwrap_or_else(|_| "/".into());
-    format!(
-        "{}/{}",
-        cwd.trim_end_matches('/'),
-        path.strip_prefix("./").unwrap_or(path)
-    )
+    let cwd = std::env::current_dir().map(|p| p.display().to_string()).unwrap_or_else(|_| "/".into());
+    format!("{}/{}", cwd.trim_end_matches('/'), path.strip_prefix("./").unwrap_or(path))
 }
 
 /// The script text, its arguments and the default job name.
-fn read_script(
-    opts: &Opts,
-    operands: &[String],
-    io: &mut Io<'_>,
-) -> Result<(String, Vec<String>, String), Fatal> {
+fn read_script(opts: &Opts, operands: &[String], io: &mut Io<'_>) -> Result<(String, Vec<String>, String), Fatal> {
     if let Some(w) = &opts.wrap {
         if !operands.is_empty() {
-            return Err(fatal(
-                "Script arguments not permitted with --wrap option",
-                1,
-            ));
+            return Err(fatal("Script arguments not permitted with --wrap option", 1));
         }
         return Ok((
             format!("#!/bin/sh\n# This script was created by sbatch --wrap.\n\n{w}\n"),
@@ -486,14 +446,12 @@ fn read_script(
     }
     let (bytes, name, args) = match operands.first() {
         Some(path) => {
-            let b =
-                std::fs::read(path).map_err(|_| fatal(format!("Unable to open file {path}"), 1))?;
+            let b = std::fs::read(path).map_err(|_| fatal(format!("Unable to open file {path}"), 1))?;
             let base = path.rsplit('/').next().unwrap_or(path).to_string();
             (b, base, operands[1..].to_vec())
         }
         None => (
-            io.read_stdin()
-                .map_err(|_| fatal("Batch script is empty!", 1))?,
+            io.read_stdin().map_err(|_| fatal("Batch script is empty!", 1))?,
             "sbatch".to_string(),
             Vec::new(),
         ),
@@ -506,18 +464,14 @@ fn read_script(
         return Err(Fatal {
             lines: vec![
                 "sbatch: error: This does not look like a batch script.  The first".into(),
-                "sbatch: error: line must start with #! followed by the path to an interpreter."
-                    .into(),
+                "sbatch: error: line must start with #! followed by the path to an interpreter.".into(),
                 "sbatch: error: For instance: #!/bin/sh".into(),
             ],
             code: 1,
         });
     }
     if text.contains('\0') {
-        return Err(fatal(
-            "The SBATCH script contains a NULL character, ignoring",
-            1,
-        ));
+        return Err(fatal("The SBATCH script contains a NULL character, ignoring", 1));
     }
     Ok((text, args, name))
 }
@@ -592,9 +546,7 @@ fn split_words(s: &str) -> Vec<String> {
 /// `SLURM_EXPORT_ENV` set when `--export` was given; the node applies the export rules, as it
 /// does for `sbatch` (`flotilla_slurmd::env::exported`).
 pub fn environment_for(export: Option<&str>) -> Vec<(String, String)> {
-    let mut env: Vec<(String, String)> = std::env::vars()
-        .filter(|(k, _)| k != "SLURM_EXPORT_ENV")
-        .collect();
+    let mut env: Vec<(String, String)> = std::env::vars().filter(|(k, _)| k != "SLURM_EXPORT_ENV").collect();
     if let Some(x) = export {
         env.push(("SLURM_EXPORT_ENV".into(), x.to_string()));
     }
@@ -611,16 +563,8 @@ pub fn apply(opts: &mut Opts, o: &Opt) -> Result<(), Fatal> {
     let a = arg(o);
     match o.id {
         x if x == c('A') => j.account = Some(a.into()),
-        x if x == c('a') => {
-            j.array =
-                Some(parse_array(a).ok_or_else(|| fatal("Invalid --array specification", 255))?)
-        }
-        x if x == c('b') => {
-            j.begin = Some(
-                parse_begin(a, common::now())
-                    .ok_or_else(|| fatal("Invalid time specification", 255))?,
-            )
-        }
+        x if x == c('a') => j.array = Some(parse_array(a).ok_or_else(|| fatal("Invalid --array specification", 255))?),
+        x if x == c('b') => j.begin = Some(parse_begin(a, common::now()).ok_or_else(|| fatal("Invalid time specification", 255))?),
         x if x == c('c') => j.cpus_per_task = Some(parse_count(a, "--cpus-per-task")?),
         x if x == c('C') => j.constraint = Some(a.into()),
         x if x == c('d') => j.dependency = Some(a.into()),
@@ -632,8 +576,7 @@ pub fn apply(opts: &mut Opts, o: &Opt) -> Result<(), Fatal> {
         x if x == c('J') => j.name = Some(a.into()),
         x if x == c('n') => j.ntasks = Some(parse_count(a, "--ntasks")?),
         x if x == c('N') => {
-            let (min, max) = parse_nodes(a)
-                .ok_or_else(|| fatal(format!("\"{a}\" is not a valid node count"), 255))?;
+            let (min, max) = parse_nodes(a).ok_or_else(|| fatal(format!("\"{a}\" is not a valid node count"), 255))?;
             j.nodes_min = Some(min);
             j.nodes_max = max;
         }
@@ -648,18 +591,10 @@ pub fn apply(opts: &mut Opts, o: &Opt) -> Result<(), Fatal> {
         O_WRAP => opts.wrap = Some(a.into()),
         O_PARSABLE => opts.parsable = true,
         O_TEST_ONLY => j.test_only = true,
-        O_GRES => {
-            j.gres = parse_gres(a)
-                .ok_or_else(|| fatal("Invalid generic resource (gres) specification", 255))?
-        }
-        O_MEM => {
-            j.mem_per_node_mib =
-                Some(parse_mem(a).ok_or_else(|| fatal("Invalid --mem specification", 255))?)
-        }
+        O_GRES => j.gres = parse_gres(a).ok_or_else(|| fatal("Invalid generic resource (gres) specification", 255))?,
+        O_MEM => j.mem_per_node_mib = Some(parse_mem(a).ok_or_else(|| fatal("Invalid --mem specification", 255))?),
         O_MEM_PER_CPU => {
-            j.mem_per_cpu_mib = Some(
-                parse_mem(a).ok_or_else(|| fatal("Invalid --mem-per-cpu specification", 255))?,
-            )
+            j.mem_per_cpu_mib = Some(parse_mem(a).ok_or_else(|| fatal("Invalid --mem-per-cpu specification", 255))?)
         }
         O_GPUS_PER_NODE => j.gpus_per_node = Some(parse_gpu_count(a)),
         O_GPUS_PER_TASK => j.gpus_per_task = Some(parse_gpu_count(a)),
@@ -667,45 +602,28 @@ pub fn apply(opts: &mut Opts, o: &Opt) -> Result<(), Fatal> {
         O_NICE => {
             let n = match o.arg.as_deref() {
                 None => 100,
-                Some(v) => v.parse().map_err(|_| {
-                    fatal(
-                        "Invalid nice value, must be between -2147483645 and 2147483645",
-                        255,
-                    )
-                })?,
+                Some(v) => v.parse().map_err(|_| fatal("Invalid nice value, must be between -2147483645 and 2147483645", 255))?,
             };
             j.nice = Some(n);
         }
         O_NTASKS_PER_NODE => j.ntasks_per_node = Some(parse_count(a, "--ntasks-per-node")?),
         O_REQUEUE => j.requeue = Some(true),
         O_NO_REQUEUE => j.requeue = Some(false),
-        O_SIGNAL => {
-            j.signal = Some(
-                parse_signal_spec(a)
-                    .ok_or_else(|| fatal(format!("Invalid --signal specification: {a}"), 255))?,
-            )
-        }
+        O_SIGNAL => j.signal = Some(parse_signal_spec(a).ok_or_else(|| fatal(format!("Invalid --signal specification: {a}"), 255))?),
         O_EXPORT => opts.export = Some(a.into()),
         O_OPEN_MODE => opts.open_mode = Some(a.into()),
         O_COMMENT => j.comment = Some(a.into()),
         O_TIME_MIN => j.time_min = Some(parse_time(a, "--time-min")?),
         O_TOPOLOGY => {
             if !matches!(a, "node" | "pod" | "any") {
-                return Err(fatal(
-                    format!("Invalid --topology specification: {a} (node, pod or any)"),
-                    255,
-                ));
+                return Err(fatal(format!("Invalid --topology specification: {a} (node, pod or any)"), 255));
             }
             j.topology = Some(a.into());
         }
         O_PREEMPTIBLE => j.preemptible = true,
         O_CHECKPOINT_BYTES => {
-            j.checkpoint_bytes = Some(parse_bytes(a).ok_or_else(|| {
-                fatal(
-                    format!("Invalid --checkpoint-bytes specification: {a}"),
-                    255,
-                )
-            })?)
+            j.checkpoint_bytes =
+                Some(parse_bytes(a).ok_or_else(|| fatal(format!("Invalid --checkpoint-bytes specification: {a}"), 255))?)
         }
         // Accepted for compatibility; Flotilla has no use for them yet.
         _ => {}
@@ -793,10 +711,7 @@ pub fn parse_bytes(a: &str) -> Option<u64> {
 pub fn parse_gres(a: &str) -> Option<Vec<GresSpec>> {
     let mut out = Vec::new();
     for item in a.split(',').filter(|s| !s.is_empty()) {
-        let item = item
-            .strip_prefix("gres:")
-            .or_else(|| item.strip_prefix("gres/"))
-            .unwrap_or(item);
+        let item = item.strip_prefix("gres:").or_else(|| item.strip_prefix("gres/")).unwrap_or(item);
         let parts: Vec<&str> = item.split(':').collect();
         let (name, ty, count) = match parts.as_slice() {
             [n] => (*n, None, 1),
@@ -827,10 +742,7 @@ pub fn parse_gpu_count(a: &str) -> GpuCount {
             count: n.parse().unwrap_or(1),
         },
         None => match a.parse() {
-            Ok(n) => GpuCount {
-                gpu_type: None,
-                count: n,
-            },
+            Ok(n) => GpuCount { gpu_type: None, count: n },
             Err(_) => GpuCount {
                 gpu_type: Some(a.into()),
                 count: 1,
@@ -907,10 +819,7 @@ mod tests {
             ]
         );
         assert_eq!(split_words(" --a='x y' b\\ c #x"), vec!["--a=x y", "b c"]);
-        assert_eq!(
-            split_words(" --array               0-2"),
-            vec!["--array", "0-2"]
-        );
+        assert_eq!(split_words(" --array               0-2"), vec!["--array", "0-2"]);
     }
 
     fn opts_of(words: &[&str]) -> Result<Opts, Fatal> {
@@ -925,17 +834,7 @@ mod tests {
 
     #[test]
     fn option_values_and_errors() {
-        let o = opts_of(&[
-            "-J",
-            "n",
-            "--time=10",
-            "-N2",
-            "--gres=gpu:h100:3",
-            "--mem=4G",
-            "--array=0-5%2",
-            "--parsable",
-        ])
-        .unwrap();
+        let o = opts_of(&["-J", "n", "--time=10", "-N2", "--gres=gpu:h100:3", "--mem=4G", "--array=0-5%2", "--parsable"]).unwrap();
         assert_eq!(o.job.name.as_deref(), Some("n"));
         assert_eq!(o.job.time_limit, Some(TimeLimitWire::Minutes(10)));
         assert_eq!(o.job.nodes_min, Some(2));
@@ -947,25 +846,13 @@ mod tests {
         assert_eq!(
             opts_of(&["--bogus"]).unwrap_err(),
             Fatal {
-                lines: vec![
-                    "sbatch: unrecognized option '--bogus'".into(),
-                    "Try \"sbatch --help\" for more information".into()
-                ],
+                lines: vec!["sbatch: unrecognized option '--bogus'".into(), "Try \"sbatch --help\" for more information".into()],
                 code: 255
             }
         );
-        assert_eq!(
-            opts_of(&["-t", "abc"]).unwrap_err(),
-            fatal("Invalid --time specification", 255)
-        );
-        assert_eq!(
-            opts_of(&["--mem=12Q"]).unwrap_err(),
-            fatal("Invalid --mem specification", 255)
-        );
-        assert_eq!(
-            opts_of(&["-N", "abc"]).unwrap_err(),
-            fatal("\"abc\" is not a valid node count", 255)
-        );
+        assert_eq!(opts_of(&["-t", "abc"]).unwrap_err(), fatal("Invalid --time specification", 255));
+        assert_eq!(opts_of(&["--mem=12Q"]).unwrap_err(), fatal("Invalid --mem specification", 255));
+        assert_eq!(opts_of(&["-N", "abc"]).unwrap_err(), fatal("\"abc\" is not a valid node count", 255));
         let o = opts_of(&["--topology=pod", "--preemptible", "--checkpoint-bytes=980G"]).unwrap();
         assert_eq!(o.job.topology.as_deref(), Some("pod"));
         assert!(o.job.preemptible);
@@ -979,20 +866,8 @@ mod tests {
         assert_eq!((s.signal, s.secs_before, s.batch_only), (12, 30, true));
         let s = parse_signal_spec("USR2@90").unwrap();
         assert_eq!((s.signal, s.secs_before, s.batch_only), (12, 90, false));
-        assert_eq!(
-            parse_gpu_count("abc"),
-            GpuCount {
-                gpu_type: Some("abc".into()),
-                count: 1
-            }
-        );
-        assert_eq!(
-            parse_gpu_count("h100:4"),
-            GpuCount {
-                gpu_type: Some("h100".into()),
-                count: 4
-            }
-        );
+        assert_eq!(parse_gpu_count("abc"), GpuCount { gpu_type: Some("abc".into()), count: 1 });
+        assert_eq!(parse_gpu_count("h100:4"), GpuCount { gpu_type: Some("h100".into()), count: 4 });
     }
 
     fn run_sbatch(args: &[&str], stdin: &[u8]) -> (String, String, i32) {
@@ -1002,51 +877,21 @@ mod tests {
         let env = |k: &str| (k == "SLURM_CONF").then(|| "/nonexistent/slurm.conf".to_string());
         let mut a = vec!["sbatch".to_string()];
         a.extend(args.iter().map(|s| s.to_string()));
-        let code = run(
-            &a,
-            &mut Io {
-                out: &mut out,
-                err: &mut err,
-                env: &env,
-                stdin: Some(&mut input),
-            },
-        );
-        (
-            String::from_utf8(out).unwrap(),
-            String::from_utf8(err).unwrap(),
-            code,
-        )
+        let code = run(&a, &mut Io { out: &mut out, err: &mut err, env: &env, stdin: Some(&mut input) });
+        (String::from_utf8(out).unwrap(), String::from_utf8(err).unwrap(), code)
     }
 
     #[test]
     fn script_errors_before_contacting_the_controller() {
         // Goldens 0051-0054, 0079; CONTRACT.md §A-3.
-        assert_eq!(
-            run_sbatch(&[], b""),
-            (
-                String::new(),
-                "sbatch: error: Batch script is empty!\n".into(),
-                1
-            )
-        );
+        assert_eq!(run_sbatch(&[], b""), (String::new(), "sbatch: error: Batch script is empty!\n".into(), 1));
         let (_, e, c) = run_sbatch(&[], b"echo hi\n");
         assert_eq!(c, 1);
-        assert!(
-            e.starts_with("sbatch: error: This does not look like a batch script.  The first\n")
-        );
+        assert!(e.starts_with("sbatch: error: This does not look like a batch script.  The first\n"));
         let (_, e, c) = run_sbatch(&["/nonexistent/x.sh"], b"");
-        assert_eq!(
-            (e.as_str(), c),
-            ("sbatch: error: Unable to open file /nonexistent/x.sh\n", 1)
-        );
+        assert_eq!((e.as_str(), c), ("sbatch: error: Unable to open file /nonexistent/x.sh\n", 1));
         let (_, e, c) = run_sbatch(&["--wrap", "true", "x.sh"], b"");
-        assert_eq!(
-            (e.as_str(), c),
-            (
-                "sbatch: error: Script arguments not permitted with --wrap option\n",
-                1
-            )
-        );
+        assert_eq!((e.as_str(), c), ("sbatch: error: Script arguments not permitted with --wrap option\n", 1));
         assert_eq!(run_sbatch(&["--version"], b"").0, "slurm-wlm 22.05.8\n");
         // A config that cannot be read is a failure to reach the controller, exit 1.
         let (o, e, c) = run_sbatch(&["--wrap", "true"], b"");

@@ -73,11 +73,7 @@ pub fn submit_environment(
     set(&mut env, "SLURM_SUBMIT_DIR", ctx.cwd.to_string());
     set(&mut env, "SLURM_SUBMIT_HOST", ctx.host.to_string());
     if !env.iter().any(|(k, _)| k == "SLURM_UMASK") {
-        set(
-            &mut env,
-            "SLURM_UMASK",
-            format!("{:04o}", ctx.umask & 0o7777),
-        );
+        set(&mut env, "SLURM_UMASK", format!("{:04o}", ctx.umask & 0o7777));
     }
     if let Some(n) = job.ntasks {
         set(&mut env, "SLURM_NTASKS", n.to_string());
@@ -101,11 +97,7 @@ pub fn submit_environment(
     if let Some(d) = &job.dependency {
         set(&mut env, "SLURM_JOB_DEPENDENCY", d.clone());
     }
-    match ctx
-        .open_mode
-        .and_then(|m| m.chars().next())
-        .map(|c| c.to_ascii_lowercase())
-    {
+    match ctx.open_mode.and_then(|m| m.chars().next()).map(|c| c.to_ascii_lowercase()) {
         Some('a') => set(&mut env, "SLURM_OPEN_MODE", "a".into()),
         Some('t') => set(&mut env, "SLURM_OPEN_MODE", "t".into()),
         _ => {}
@@ -144,35 +136,20 @@ mod tests {
         ];
         let env = submit_environment(inherited.clone(), &SubmitJob::default(), &ctx());
         assert_eq!(get(&env, "PATH"), Some("/usr/bin"));
-        assert_eq!(
-            get(&env, "SLURM_NTASKS"),
-            Some("8"),
-            "inherited, as in Slurm"
-        );
+        assert_eq!(get(&env, "SLURM_NTASKS"), Some("8"), "inherited, as in Slurm");
         assert_eq!(get(&env, "SLURM_NPROCS"), None);
         assert_eq!(get(&env, "SLURM_SUBMIT_DIR"), Some("/home/alice/w"));
         assert_eq!(get(&env, "SLURM_SUBMIT_HOST"), Some("login1"));
         assert_eq!(get(&env, "SLURM_UMASK"), Some("0022"));
-        for k in [
-            "SLURM_CPUS_PER_TASK",
-            "SLURM_GPUS",
-            "SLURM_OPEN_MODE",
-            "SLURM_EXPORT_ENV",
-        ] {
+        for k in ["SLURM_CPUS_PER_TASK", "SLURM_GPUS", "SLURM_OPEN_MODE", "SLURM_EXPORT_ENV"] {
             assert_eq!(get(&env, k), None, "{k}");
         }
         let job = SubmitJob {
             ntasks: Some(2),
             cpus_per_task: Some(3),
             ntasks_per_node: Some(1),
-            gpus: Some(GpuCount {
-                gpu_type: None,
-                count: 4,
-            }),
-            gpus_per_node: Some(GpuCount {
-                gpu_type: Some("h100".into()),
-                count: 2,
-            }),
+            gpus: Some(GpuCount { gpu_type: None, count: 4 }),
+            gpus_per_node: Some(GpuCount { gpu_type: Some("h100".into()), count: 2 }),
             dependency: Some("afterok:7".into()),
             ..SubmitJob::default()
         };
@@ -205,10 +182,7 @@ mod tests {
             std::fs::read_to_string("/proc/self/status")
                 .unwrap()
                 .lines()
-                .find_map(|l| {
-                    l.strip_prefix("Umask:")
-                        .map(|v| u32::from_str_radix(v.trim(), 8).unwrap())
-                })
+                .find_map(|l| l.strip_prefix("Umask:").map(|v| u32::from_str_radix(v.trim(), 8).unwrap()))
                 .unwrap()
         };
         let before = proc_umask();
@@ -218,34 +192,18 @@ mod tests {
 
     #[test]
     fn umask_kept_and_open_modes() {
-        let env = submit_environment(
-            vec![("SLURM_UMASK".into(), "0077".into())],
-            &SubmitJob::default(),
-            &ctx(),
-        );
+        let env = submit_environment(vec![("SLURM_UMASK".into(), "0077".into())], &SubmitJob::default(), &ctx());
         assert_eq!(get(&env, "SLURM_UMASK"), Some("0077"));
         let t = SubmitContext {
             open_mode: Some("truncate"),
             ..ctx()
         };
-        assert_eq!(
-            get(
-                &submit_environment(vec![], &SubmitJob::default(), &t),
-                "SLURM_OPEN_MODE"
-            ),
-            Some("t")
-        );
+        assert_eq!(get(&submit_environment(vec![], &SubmitJob::default(), &t), "SLURM_OPEN_MODE"), Some("t"));
         // Slurm looks at the first letter only; anything else is ignored.
         let x = SubmitContext {
             open_mode: Some("xyz"),
             ..ctx()
         };
-        assert_eq!(
-            get(
-                &submit_environment(vec![], &SubmitJob::default(), &x),
-                "SLURM_OPEN_MODE"
-            ),
-            None
-        );
+        assert_eq!(get(&submit_environment(vec![], &SubmitJob::default(), &x), "SLURM_OPEN_MODE"), None);
     }
 }

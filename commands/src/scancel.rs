@@ -55,9 +55,7 @@ pub fn run(args: &[String], io: &mut Io<'_>) -> i32 {
     let p = match getopt_long("scancel", argv, SHORTS, LONGS) {
         Ok(p) => p,
         Err(m) => {
-            io.err(&format!(
-                "{m}\nTry \"scancel --help\" for more information\n"
-            ));
+            io.err(&format!("{m}\nTry \"scancel --help\" for more information\n"));
             return 1;
         }
     };
@@ -66,12 +64,7 @@ pub fn run(args: &[String], io: &mut Io<'_>) -> i32 {
     let (mut verbose, mut quiet, mut any_filter) = (false, false, false);
     for o in &p.opts {
         let a = o.arg.as_deref().unwrap_or("");
-        let list = || {
-            a.split(',')
-                .filter(|s| !s.is_empty())
-                .map(str::to_string)
-                .collect::<Vec<_>>()
-        };
+        let list = || a.split(',').filter(|s| !s.is_empty()).map(str::to_string).collect::<Vec<_>>();
         match o.id {
             x if x == c('b') => req.batch_only = true,
             x if x == c('f') => req.full = true,
@@ -113,9 +106,7 @@ pub fn run(args: &[String], io: &mut Io<'_>) -> i32 {
                 any_filter = true;
             }
             x if x == c('w') => {
-                filter.nodes.extend(
-                    flotilla_core::hostlist::expand(a).unwrap_or_else(|_| vec![a.to_string()]),
-                );
+                filter.nodes.extend(flotilla_core::hostlist::expand(a).unwrap_or_else(|_| vec![a.to_string()]));
                 any_filter = true;
             }
             x if x == c('t') => {
@@ -124,9 +115,7 @@ pub fn run(args: &[String], io: &mut Io<'_>) -> i32 {
                         Ok(Some(w)) => filter.states.push(w),
                         Ok(None) => {}
                         Err(_) => {
-                            io.err(&format!(
-                                "scancel: error: Invalid job state specified: {s}\n"
-                            ));
+                            io.err(&format!("scancel: error: Invalid job state specified: {s}\n"));
                             return 1;
                         }
                     }
@@ -183,25 +172,15 @@ pub fn run(args: &[String], io: &mut Io<'_>) -> i32 {
             }
         }
         let Some(e) = r.error else { continue };
-        let quiet_kind = matches!(
-            e.code,
-            ESLURM_ALREADY_DONE | ESLURM_INVALID_JOB_ID | ESLURM_JOB_FINISHED
-        );
+        let quiet_kind = matches!(e.code, ESLURM_ALREADY_DONE | ESLURM_INVALID_JOB_ID | ESLURM_JOB_FINISHED);
         if quiet_kind && signal.is_none() && !verbose {
             continue;
         }
         if !quiet {
-            io.err(&format!(
-                "scancel: error: Kill job error on job id {id}: {}\n",
-                e.text
-            ));
+            io.err(&format!("scancel: error: Kill job error on job id {id}: {}\n", e.text));
         }
         if !(quiet_kind && signal.is_none()) {
-            code = if signal.is_some() && quiet_kind {
-                1
-            } else {
-                e.code % 256
-            };
+            code = if signal.is_some() && quiet_kind { 1 } else { e.code % 256 };
         }
     }
     code

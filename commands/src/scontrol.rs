@@ -9,6 +9,7 @@
 //! only adds entities. Keywords Slurm knows but Flotilla does not implement yet are refused
 //! with a Flotilla error and exit code 1.
 
+
 use crate::scontrol_ctl as ctl;
 use flotilla_core::hostlist::{Hostlist, HostlistError};
 use flotilla_proto::HoldOp;
@@ -537,10 +538,7 @@ impl Scontrol<'_, '_> {
                     Ok(())
                 }
             },
-            Some(
-                e @ ("jobs" | "jobid" | "nodes" | "partitions" | "partitionname" | "topology"
-                | "alerts"),
-            ) => {
+            Some(e @ ("jobs" | "jobid" | "nodes" | "partitions" | "partitionname" | "topology" | "alerts")) => {
                 let flags = ctl::ShowFlags {
                     one_liner: self.state.one_liner,
                     details: self.state.details,

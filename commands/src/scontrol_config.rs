@@ -120,11 +120,7 @@ pub fn config_pairs(conf: &ClusterConfig, conf_path: &str) -> Vec<(String, Strin
         let base = k.split('[').next().unwrap_or(k);
         if NOT_GLOBAL.iter().any(|n| n.eq_ignore_ascii_case(base))
             || pairs.iter().any(|(pk, _)| {
-                pk.eq_ignore_ascii_case(k)
-                    || pk
-                        .split('[')
-                        .next()
-                        .is_some_and(|p| p.eq_ignore_ascii_case(base))
+                pk.eq_ignore_ascii_case(k) || pk.split('[').next().is_some_and(|p| p.eq_ignore_ascii_case(base))
             })
         {
             continue;
@@ -162,10 +158,7 @@ const MULTIFACTOR_KEYS: &[&str] = &[
 /// which stays in Slurm's order right after `PrioritySiteFactorPlugin`; with priority/basic
 /// `PriorityType` is the only one and sorts by name.
 fn sort_key(key: &str, multifactor: bool) -> String {
-    match MULTIFACTOR_KEYS
-        .iter()
-        .position(|k| k.eq_ignore_ascii_case(key))
-    {
+    match MULTIFACTOR_KEYS.iter().position(|k| k.eq_ignore_ascii_case(key)) {
         Some(i) if multifactor => format!("prioritysitefactorplugin\u{7f}{i:02}"),
         _ => key.to_ascii_lowercase(),
     }
@@ -179,10 +172,7 @@ fn multifactor_pairs(conf: &ClusterConfig) -> Vec<(String, String)> {
     use flotilla_core::time::secs2time_str;
     let p = &conf.priority;
     let raw = |k: &str| {
-        conf.raw
-            .iter()
-            .find(|(rk, _)| rk.eq_ignore_ascii_case(k))
-            .map_or_else(|| "(null)".to_string(), |(_, v)| v.clone())
+        conf.raw.iter().find(|(rk, _)| rk.eq_ignore_ascii_case(k)).map_or_else(|| "(null)".to_string(), |(_, v)| v.clone())
     };
     let secs = |s: u64| secs2time_str(i64::try_from(s).unwrap_or(i64::MAX));
     let reset = match p.usage_reset_period {
@@ -197,10 +187,7 @@ fn multifactor_pairs(conf: &ClusterConfig) -> Vec<(String, String)> {
     [
         ("PriorityDecayHalfLife", secs(p.decay_half_life_s)),
         ("PriorityCalcPeriod", secs(p.calc_period_s)),
-        (
-            "PriorityFavorSmall",
-            if p.favor_small { "Yes" } else { "No" }.to_string(),
-        ),
+        ("PriorityFavorSmall", if p.favor_small { "Yes" } else { "No" }.to_string()),
         ("PriorityFlags", raw("PriorityFlags")),
         ("PriorityMaxAge", secs(p.max_age_s)),
         ("PriorityUsageResetPeriod", reset.to_string()),
@@ -219,10 +206,7 @@ fn multifactor_pairs(conf: &ClusterConfig) -> Vec<(String, String)> {
 
 /// Formats the pairs as Slurm does: `format!("{name:<23} = {value}")` per line.
 pub fn format_pairs(pairs: &[(String, String)]) -> String {
-    pairs
-        .iter()
-        .map(|(k, v)| format!("{k:<23} = {v}\n"))
-        .collect()
+    pairs.iter().map(|(k, v)| format!("{k:<23} = {v}\n")).collect()
 }
 
 /// `scontrol show config [KEY]`. Returns the exit status: 0, or 1 when the configuration
@@ -241,13 +225,7 @@ pub fn show_config(key: Option<&str>, io: &mut Io<'_>) -> i32 {
         Some(k) => {
             let sel: Vec<(String, String)> = pairs
                 .into_iter()
-                .filter(|(pk, _)| {
-                    pk.eq_ignore_ascii_case(k)
-                        || pk
-                            .split('[')
-                            .next()
-                            .is_some_and(|b| b.eq_ignore_ascii_case(k))
-                })
+                .filter(|(pk, _)| pk.eq_ignore_ascii_case(k) || pk.split('[').next().is_some_and(|b| b.eq_ignore_ascii_case(k)))
                 .collect();
             io.out(&format_pairs(&sel));
         }
@@ -279,15 +257,10 @@ mod tests {
                 stdin: None,
             },
         );
-        (
-            String::from_utf8(out).unwrap(),
-            String::from_utf8(err).unwrap(),
-            code,
-        )
+        (String::from_utf8(out).unwrap(), String::from_utf8(err).unwrap(), code)
     }
 
-    const CONF: &str =
-        "ClusterName=t\nSlurmctldHost=vm(127.0.0.1)\nAuthType=auth/munge\nMessageTimeout=20\n\
+    const CONF: &str = "ClusterName=t\nSlurmctldHost=vm(127.0.0.1)\nAuthType=auth/munge\nMessageTimeout=20\n\
                         NodeName=n[1-2] CPUs=4\nPartitionName=p Nodes=ALL Default=YES\n";
 
     #[test]
@@ -297,35 +270,17 @@ mod tests {
         let lines: Vec<&str> = out.lines().collect();
         assert!(lines[0].starts_with("Configuration data as of 20"), "{out}");
         // Exactly Slurm's `%-23s = %s` lines.
-        assert!(
-            lines.contains(&"MinJobAge               = 300 sec"),
-            "{out}"
-        );
+        assert!(lines.contains(&"MinJobAge               = 300 sec"), "{out}");
         assert!(lines.contains(&"MaxArraySize            = 1001"), "{out}");
         assert!(lines.contains(&"KillWait                = 30 sec"), "{out}");
         assert!(lines.contains(&"MessageTimeout          = 20 sec"), "{out}");
-        assert!(
-            lines.contains(&"AuthType                = auth/munge"),
-            "{out}"
-        );
+        assert!(lines.contains(&"AuthType                = auth/munge"), "{out}");
         assert!(lines.contains(&"ClusterName             = t"), "{out}");
-        assert!(
-            lines.contains(&"SlurmctldHost[0]        = vm(127.0.0.1)"),
-            "{out}"
-        );
-        assert!(
-            lines.contains(&"SLURM_VERSION           = 22.05.8"),
-            "{out}"
-        );
-        assert!(
-            !out.contains("NodeName") && !out.contains("PartitionName"),
-            "{out}"
-        );
+        assert!(lines.contains(&"SlurmctldHost[0]        = vm(127.0.0.1)"), "{out}");
+        assert!(lines.contains(&"SLURM_VERSION           = 22.05.8"), "{out}");
+        assert!(!out.contains("NodeName") && !out.contains("PartitionName"), "{out}");
         // Sorted case-insensitively, each key once.
-        let keys: Vec<String> = lines[1..]
-            .iter()
-            .map(|l| l.split(" = ").next().unwrap().trim().to_ascii_lowercase())
-            .collect();
+        let keys: Vec<String> = lines[1..].iter().map(|l| l.split(" = ").next().unwrap().trim().to_ascii_lowercase()).collect();
         let mut sorted = keys.clone();
         sorted.sort();
         sorted.dedup();
@@ -334,14 +289,8 @@ mod tests {
 
     #[test]
     fn configured_values_win_and_one_key_can_be_asked() {
-        let (out, _, code) = run(
-            Some("minjobage"),
-            &format!("{CONF}MinJobAge=42\nMaxArraySize=5000\n"),
-        );
-        assert_eq!(
-            (out.as_str(), code),
-            ("MinJobAge               = 42 sec\n", 0)
-        );
+        let (out, _, code) = run(Some("minjobage"), &format!("{CONF}MinJobAge=42\nMaxArraySize=5000\n"));
+        assert_eq!((out.as_str(), code), ("MinJobAge               = 42 sec\n", 0));
         let (out, _, _) = run(Some("MaxArraySize"), &format!("{CONF}MaxArraySize=5000\n"));
         assert_eq!(out, "MaxArraySize            = 5000\n");
         let (out, _, _) = run(Some("NoSuchKey"), CONF);
@@ -361,13 +310,7 @@ mod tests {
         );
         let (out, _, code) = run(None, &conf);
         assert_eq!(code, 0);
-        let want_prefixes = [
-            "AccountingStorageEnforce",
-            "PriorityType",
-            "PriorityWeight",
-            "PriorityCalcPeriod",
-            "PriorityDecayHalfLife",
-        ];
+        let want_prefixes = ["AccountingStorageEnforce", "PriorityType", "PriorityWeight", "PriorityCalcPeriod", "PriorityDecayHalfLife"];
         let got: String = out
             .lines()
             .filter(|l| want_prefixes.iter().any(|p| l.starts_with(p)))
@@ -405,9 +348,6 @@ mod tests {
         assert_eq!(code, 1);
         assert!(out.is_empty());
         let err = String::from_utf8(err).unwrap();
-        assert!(
-            err.starts_with("slurm_load_ctl_conf error: /nonexistent/slurm.conf"),
-            "{err}"
-        );
+        assert!(err.starts_with("slurm_load_ctl_conf error: /nonexistent/slurm.conf"), "{err}");
     }
 }

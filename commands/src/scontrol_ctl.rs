@@ -10,16 +10,16 @@
 //! acknowledgement, borrowed capacity, a service replica), so Slurm-only jobs print exactly
 //! as Slurm prints them. `show alerts` (Flotilla) prints the scheduler's alerts and pages.
 
+use std::collections::BTreeMap;
 use crate::common::{self, Ctl, Io};
 use crate::jobfmt;
 use crate::squeue::parse_job_ref;
 use flotilla_core::time::{fmt_time, mins2time_str, parse_begin, secs2time_str};
 use flotilla_proto::errno::{strerror, ESLURM_ACCESS_DENIED, ESLURM_INVALID_JOB_ID};
 use flotilla_proto::{
-    HoldOp, HoldRelease, JobChange, JobInfo, JobQuery, JobRef, JobStateWire, NodeInfo, NodeQuery,
-    PartitionInfo, Request, RequeueJob, Response, TimeLimitWire, UpdateJob, UpdateNode,
+    HoldOp, HoldRelease, JobChange, JobInfo, JobQuery, JobRef, JobStateWire, NodeInfo, NodeQuery, PartitionInfo,
+    Request, RequeueJob, Response, TimeLimitWire, UpdateJob, UpdateNode,
 };
-use std::collections::BTreeMap;
 
 /// Flags of `scontrol` that shape `show`.
 #[derive(Debug, Clone, Copy, Default)]
@@ -71,9 +71,7 @@ pub fn hold_release(op: HoldOp, args: &[String], io: &mut Io<'_>) -> i32 {
         io.err("too few arguments for keyword\n");
         return 1;
     }
-    let Some(c) = ctl(io, "slurm_suspend") else {
-        return 1;
-    };
+    let Some(c) = ctl(io, "slurm_suspend") else { return 1 };
     match c.call(Request::HoldRelease(HoldRelease { jobs, op })) {
         Ok(Response::JobResults(rs)) => {
             let mut code = 0;
@@ -107,9 +105,7 @@ pub fn requeue(hold: bool, args: &[String], io: &mut Io<'_>) -> i32 {
             return 1;
         }
     };
-    let Some(c) = ctl(io, "slurm_requeue") else {
-        return 1;
-    };
+    let Some(c) = ctl(io, "slurm_requeue") else { return 1 };
     match c.call(Request::Requeue(RequeueJob { jobs, hold })) {
         Ok(Response::JobResults(rs)) => {
             let mut code = 0;
@@ -134,10 +130,7 @@ pub fn requeue(hold: bool, args: &[String], io: &mut Io<'_>) -> i32 {
 pub fn top(args: &[String], io: &mut Io<'_>) -> i32 {
     for a in args {
         for id in a.split(',') {
-            io.err(&format!(
-                "{} for job {id}\n",
-                strerror(ESLURM_ACCESS_DENIED)
-            ));
+            io.err(&format!("{} for job {id}\n", strerror(ESLURM_ACCESS_DENIED)));
         }
     }
     1
@@ -167,16 +160,12 @@ pub fn update(args: &[String], io: &mut Io<'_>) -> i32 {
                 "state" => u.state = Some(v.clone()),
                 "reason" => u.reason = Some(v.clone()),
                 _ => {
-                    io.err(&format!(
-                        "Update of this parameter is not supported: {k}={v}\nRequest aborted\n"
-                    ));
+                    io.err(&format!("Update of this parameter is not supported: {k}={v}\nRequest aborted\n"));
                     return 1;
                 }
             }
         }
-        let Some(c) = ctl(io, "slurm_update") else {
-            return 1;
-        };
+        let Some(c) = ctl(io, "slurm_update") else { return 1 };
         return match c.call(Request::UpdateNode(u)) {
             Ok(_) => 0,
             Err(e) => {
@@ -186,9 +175,7 @@ pub fn update(args: &[String], io: &mut Io<'_>) -> i32 {
         };
     }
     if !k0.eq_ignore_ascii_case("jobid") {
-        io.err(&format!(
-            "Update of this parameter is not supported: {k0}={v0}\nRequest aborted\n"
-        ));
+        io.err(&format!("Update of this parameter is not supported: {k0}={v0}\nRequest aborted\n"));
         return 1;
     }
     let Some(job) = parse_job_ref(&v0) else {
@@ -199,12 +186,8 @@ pub fn update(args: &[String], io: &mut Io<'_>) -> i32 {
     for (k, v) in &pairs[1..] {
         let ch = match k.to_ascii_lowercase().as_str() {
             "timelimit" => match flotilla_core::time::parse_time_limit(v) {
-                Ok(flotilla_core::time::TimeLimit::Unlimited) => {
-                    JobChange::TimeLimit(TimeLimitWire::Unlimited)
-                }
-                Ok(flotilla_core::time::TimeLimit::Minutes(m)) => {
-                    JobChange::TimeLimit(TimeLimitWire::Minutes(m))
-                }
+                Ok(flotilla_core::time::TimeLimit::Unlimited) => JobChange::TimeLimit(TimeLimitWire::Unlimited),
+                Ok(flotilla_core::time::TimeLimit::Minutes(m)) => JobChange::TimeLimit(TimeLimitWire::Minutes(m)),
                 Err(_) => {
                     io.err("scontrol: error: Invalid TimeLimit value\n");
                     return 1;
@@ -235,17 +218,13 @@ pub fn update(args: &[String], io: &mut Io<'_>) -> i32 {
             "topology" => JobChange::Topology(v.clone()),
             "starttime" | "begintime" => JobChange::Begin(parse_begin(v, common::now())),
             _ => {
-                io.err(&format!(
-                    "Update of this parameter is not supported: {k}={v}\nRequest aborted\n"
-                ));
+                io.err(&format!("Update of this parameter is not supported: {k}={v}\nRequest aborted\n"));
                 return 1;
             }
         };
         changes.push(ch);
     }
-    let Some(c) = ctl(io, "slurm_update") else {
-        return 1;
-    };
+    let Some(c) = ctl(io, "slurm_update") else { return 1 };
     let r = job.clone();
     match c.call(Request::UpdateJob(UpdateJob { job, changes })) {
         Ok(Response::JobResults(rs)) => {
@@ -267,8 +246,7 @@ pub fn update(args: &[String], io: &mut Io<'_>) -> i32 {
 }
 
 fn t_or(t: Option<i64>, none: &str) -> String {
-    t.filter(|&v| v > 0)
-        .map_or_else(|| none.to_string(), fmt_time)
+    t.filter(|&v| v > 0).map_or_else(|| none.to_string(), fmt_time)
 }
 
 fn limit_str(j: &JobInfo) -> String {
@@ -281,26 +259,13 @@ fn limit_str(j: &JobInfo) -> String {
 
 fn out_path(j: &JobInfo, p: Option<&str>) -> String {
     let pat = p.map_or_else(
-        || {
-            if j.array_job_id.is_some() {
-                "slurm-%A_%a.out".to_string()
-            } else {
-                "slurm-%j.out".to_string()
-            }
-        },
+        || if j.array_job_id.is_some() { "slurm-%A_%a.out".to_string() } else { "slurm-%j.out".to_string() },
         str::to_string,
     );
     let id = j.job_id.to_string();
     let aid = j.array_job_id.unwrap_or(j.job_id).to_string();
-    let task = j
-        .array_task_id
-        .map_or_else(|| "4294967294".to_string(), |t| t.to_string());
-    let e = pat
-        .replace("%j", &id)
-        .replace("%A", &aid)
-        .replace("%a", &task)
-        .replace("%x", &j.name)
-        .replace("%u", &j.user);
+    let task = j.array_task_id.map_or_else(|| "4294967294".to_string(), |t| t.to_string());
+    let e = pat.replace("%j", &id).replace("%A", &aid).replace("%a", &task).replace("%x", &j.name).replace("%u", &j.user);
     if e.starts_with('/') {
         e
     } else {
@@ -310,12 +275,7 @@ fn out_path(j: &JobInfo, p: Option<&str>) -> String {
 
 /// One `scontrol show job` record (lines, each without the final newline). `gpu_types`: each
 /// node's GPU model (for `-d`'s `JOB_GRES=gpu:h100:N`).
-pub fn job_record(
-    j: &JobInfo,
-    flags: ShowFlags,
-    now: i64,
-    gpu_types: &BTreeMap<String, String>,
-) -> Vec<String> {
+pub fn job_record(j: &JobInfo, flags: ShowFlags, now: i64, gpu_types: &BTreeMap<String, String>) -> Vec<String> {
     let v = flotilla_proto::JobView::from(j);
     let st = jobfmt::state(&v);
     let pending = st == JobStateWire::Pending;
@@ -338,23 +298,11 @@ pub fn job_record(
         common::group_name(j.gid),
         j.gid
     ));
-    let acct = if j.account.is_empty() {
-        "(null)"
-    } else {
-        j.account.as_str()
-    };
-    l.push(format!(
-        "   Priority={} Nice={} Account={acct} QOS={}",
-        j.priority, j.nice, j.qos
-    ));
+    let acct = if j.account.is_empty() { "(null)" } else { j.account.as_str() };
+    l.push(format!("   Priority={} Nice={} Account={acct} QOS={}", j.priority, j.nice, j.qos));
     // Slurm's scontrol prints a free-text reason with its blanks as underscores
     // (`job_requeued_in_held_state`).
-    l.push(format!(
-        "   JobState={} Reason={} Dependency={}",
-        st.as_str(),
-        j.reason.replace(' ', "_"),
-        jobfmt::dependency_str(&v)
-    ));
+    l.push(format!("   JobState={} Reason={} Dependency={}", st.as_str(), j.reason.replace(' ', "_"), jobfmt::dependency_str(&v)));
     l.push(format!(
         "   Requeue={} Restarts={} BatchFlag=1 Reboot=0 ExitCode={}:{}",
         u8::from(j.requeue),
@@ -374,25 +322,15 @@ pub fn job_record(
     // A job requeued with a hold keeps the begin time of its requeue (requeue + hold-off) as
     // both times, as Slurm 22.05 shows it (checked live).
     let held_until = j.eligible_time.filter(|_| pending && j.held);
-    let not_eligible = pending
-        && ((j.held && held_until.is_none())
-            || matches!(j.reason.as_str(), "Dependency" | "DependencyNeverSatisfied"));
+    let not_eligible = pending && ((j.held && held_until.is_none()) || matches!(j.reason.as_str(), "Dependency" | "DependencyNeverSatisfied"));
     l.push(format!(
         "   SubmitTime={} EligibleTime={}",
         fmt_time(j.submit_time),
-        if not_eligible {
-            "Unknown".into()
-        } else {
-            t_or(j.eligible_time.or(Some(j.submit_time)), "Unknown")
-        }
+        if not_eligible { "Unknown".into() } else { t_or(j.eligible_time.or(Some(j.submit_time)), "Unknown") }
     ));
     l.push(format!(
         "   AccrueTime={}",
-        if not_eligible {
-            "Unknown".into()
-        } else {
-            fmt_time(held_until.unwrap_or(j.submit_time))
-        }
+        if not_eligible { "Unknown".into() } else { fmt_time(held_until.unwrap_or(j.submit_time)) }
     ));
     l.push(format!(
         "   StartTime={} EndTime={} Deadline=N/A",
@@ -403,28 +341,13 @@ pub fn job_record(
         "   SuspendTime=None SecsPreSuspend=0 LastSchedEval={} Scheduler=Main",
         fmt_time(j.start_time.unwrap_or(j.submit_time))
     ));
-    l.push(format!(
-        "   Partition={} AllocNode:Sid={}:0",
-        j.partition,
-        common::hostname()
-    ));
-    let req = if j.required_nodes.is_empty() {
-        "(null)".to_string()
-    } else {
-        j.required_nodes.join(",")
-    };
-    let exc = if j.excluded_nodes.is_empty() {
-        "(null)".to_string()
-    } else {
-        j.excluded_nodes.join(",")
-    };
+    l.push(format!("   Partition={} AllocNode:Sid={}:0", j.partition, common::hostname()));
+    let req = if j.required_nodes.is_empty() { "(null)".to_string() } else { j.required_nodes.join(",") };
+    let exc = if j.excluded_nodes.is_empty() { "(null)".to_string() } else { j.excluded_nodes.join(",") };
     l.push(format!("   ReqNodeList={req} ExcNodeList={exc}"));
     if pending && !j.sched_nodes.is_empty() {
         // Slurm prints the planned nodes on the NodeList line (goldens 0208-0210).
-        l.push(format!(
-            "   NodeList={} SchedNodeList={}",
-            j.nodes, j.sched_nodes
-        ));
+        l.push(format!("   NodeList={} SchedNodeList={}", j.nodes, j.sched_nodes));
     } else {
         l.push(format!("   NodeList={}", j.nodes));
     }
@@ -461,27 +384,18 @@ pub fn job_record(
         Some(m) => format!("MinMemoryCPU={}", jobfmt::mem_str(m)),
         None => format!("MinMemoryNode={}", jobfmt::mem_str(j.mem_per_node_mib)),
     };
-    l.push(format!(
-        "   MinCPUsNode={} {min_mem} MinTmpDiskNode=0",
-        j.cpus_per_task.max(1)
-    ));
+    l.push(format!("   MinCPUsNode={} {min_mem} MinTmpDiskNode=0", j.cpus_per_task.max(1)));
     l.push("   Features=(null) DelayBoot=00:00:00".into());
     l.push(format!(
         "   OverSubscribe={} Contiguous=0 Licenses=(null) Network=(null)",
         if j.exclusive { "NO" } else { "OK" }
     ));
-    l.push(format!(
-        "   Command={}",
-        j.command.as_deref().unwrap_or("(null)")
-    ));
+    l.push(format!("   Command={}", j.command.as_deref().unwrap_or("(null)")));
     l.push(format!("   WorkDir={}", j.work_dir));
     if let Some(c) = &j.comment {
         l.push(format!("   Comment={c} "));
     }
-    l.push(format!(
-        "   StdErr={}",
-        out_path(j, j.stderr.as_deref().or(j.stdout.as_deref()))
-    ));
+    l.push(format!("   StdErr={}", out_path(j, j.stderr.as_deref().or(j.stdout.as_deref()))));
     l.push("   StdIn=/dev/null".into());
     l.push(format!("   StdOut={}", out_path(j, j.stdout.as_deref())));
     l.push("   Power=".into());
@@ -521,8 +435,7 @@ pub fn flotilla_line(j: &JobInfo) -> Option<String> {
         j.topology,
         yes(j.preemptible),
         j.preempt_count,
-        j.last_checkpoint_ack
-            .map_or_else(|| "None".to_string(), fmt_time),
+        j.last_checkpoint_ack.map_or_else(|| "None".to_string(), fmt_time),
         yes(j.borrowed)
     );
     if let Some(id) = j.service_id {
@@ -539,10 +452,8 @@ pub fn alert_record(a: &flotilla_proto::AlertInfo, one_liner: bool) -> String {
         a.id,
         fmt_time(a.time),
         a.kind,
-        a.job_id
-            .map_or_else(|| "(null)".to_string(), |j| j.to_string()),
-        a.service_id
-            .map_or_else(|| "(null)".to_string(), |s| s.to_string())
+        a.job_id.map_or_else(|| "(null)".to_string(), |j| j.to_string()),
+        a.service_id.map_or_else(|| "(null)".to_string(), |s| s.to_string())
     );
     if one_liner {
         format!("{head} Message={}\n", a.message)
@@ -553,9 +464,7 @@ pub fn alert_record(a: &flotilla_proto::AlertInfo, one_liner: bool) -> String {
 
 /// `scontrol show alerts` (Flotilla): the scheduler's alerts and pages, oldest first.
 pub fn show_alerts(flags: ShowFlags, io: &mut Io<'_>) -> i32 {
-    let Some(c) = ctl(io, "slurm_load_alerts") else {
-        return 1;
-    };
+    let Some(c) = ctl(io, "slurm_load_alerts") else { return 1 };
     match c.call(Request::QueryAlerts) {
         Ok(Response::Alerts(a)) if a.is_empty() => {
             io.out("No alerts in the system\n");
@@ -581,18 +490,13 @@ pub fn show_job(id: Option<&str>, flags: ShowFlags, io: &mut Io<'_>) -> i32 {
         Some(s) => match parse_job_ref(s) {
             Some(r) => vec![r],
             None => {
-                io.err(&format!(
-                    "slurm_load_jobs error: {}\n",
-                    strerror(ESLURM_INVALID_JOB_ID)
-                ));
+                io.err(&format!("slurm_load_jobs error: {}\n", strerror(ESLURM_INVALID_JOB_ID)));
                 return 1;
             }
         },
         None => Vec::new(),
     };
-    let Some(c) = ctl(io, "slurm_load_jobs") else {
-        return 1;
-    };
+    let Some(c) = ctl(io, "slurm_load_jobs") else { return 1 };
     let q = JobQuery {
         jobs: jobs.clone(),
         include_finished: true,
@@ -608,30 +512,18 @@ pub fn show_job(id: Option<&str>, flags: ShowFlags, io: &mut Io<'_>) -> i32 {
     };
     if list.is_empty() {
         if id.is_some() {
-            io.err(&format!(
-                "slurm_load_jobs error: {}\n",
-                strerror(ESLURM_INVALID_JOB_ID)
-            ));
+            io.err(&format!("slurm_load_jobs error: {}\n", strerror(ESLURM_INVALID_JOB_ID)));
             return 1;
         }
         io.out("No jobs in the system\n");
         return 0;
     }
-    list.sort_by_key(|j| {
-        (
-            j.array_job_id.unwrap_or(j.job_id),
-            j.array_task_id,
-            j.job_id,
-        )
-    });
+    list.sort_by_key(|j| (j.array_job_id.unwrap_or(j.job_id), j.array_task_id, j.job_id));
     let now = common::now();
     let mut gpu_types = BTreeMap::new();
     if flags.details {
         if let Ok(Response::Nodes(nodes)) = c.call(Request::QueryNodes(Default::default())) {
-            gpu_types = nodes
-                .into_iter()
-                .filter_map(|n| Some((n.name, n.gpu_type?)))
-                .collect();
+            gpu_types = nodes.into_iter().filter_map(|n| Some((n.name, n.gpu_type?))).collect();
         }
     }
     for j in &list {
@@ -654,11 +546,7 @@ pub fn show_job(id: Option<&str>, flags: ShowFlags, io: &mut Io<'_>) -> i32 {
 pub fn node_state_complete(n: &NodeInfo) -> String {
     match n.state.as_str() {
         "DRAINING" => {
-            let base = if n.cpus > 0 && n.cpus_alloc >= n.cpus {
-                "ALLOCATED"
-            } else {
-                "MIXED"
-            };
+            let base = if n.cpus > 0 && n.cpus_alloc >= n.cpus { "ALLOCATED" } else { "MIXED" };
             format!("{base}+DRAIN")
         }
         "DRAINED" => "IDLE+DRAIN".into(),
@@ -668,24 +556,16 @@ pub fn node_state_complete(n: &NodeInfo) -> String {
 
 /// `show partition [NAME]`.
 pub fn show_partition(name: Option<&str>, flags: ShowFlags, io: &mut Io<'_>) -> i32 {
-    let Some(c) = ctl(io, "slurm_load_partitions") else {
-        return 1;
-    };
+    let Some(c) = ctl(io, "slurm_load_partitions") else { return 1 };
     let parts: Vec<PartitionInfo> = match c.call(Request::QueryPartitions) {
         Ok(Response::Partitions(p)) => p,
         Ok(_) => Vec::new(),
         Err(e) => {
-            io.err(&format!(
-                "slurm_load_partitions error: {}\n",
-                e.slurm().text
-            ));
+            io.err(&format!("slurm_load_partitions error: {}\n", e.slurm().text));
             return 1;
         }
     };
-    let sel: Vec<&PartitionInfo> = parts
-        .iter()
-        .filter(|p| name.is_none_or(|n| p.name == n))
-        .collect();
+    let sel: Vec<&PartitionInfo> = parts.iter().filter(|p| name.is_none_or(|n| p.name == n)).collect();
     if sel.is_empty() {
         match name {
             Some(n) => {
@@ -703,29 +583,20 @@ pub fn show_partition(name: Option<&str>, flags: ShowFlags, io: &mut Io<'_>) -> 
             .conf
             .nodes
             .iter()
-            .filter(|n| {
-                flotilla_core::hostlist::expand(&p.nodes)
-                    .unwrap_or_default()
-                    .contains(&n.name)
-            })
+            .filter(|n| flotilla_core::hostlist::expand(&p.nodes).unwrap_or_default().contains(&n.name))
             .map(|n| n.real_memory_mib)
             .sum();
         let lines = vec![
             format!("PartitionName={}", p.name),
             "   AllowGroups=ALL AllowAccounts=ALL AllowQos=ALL".into(),
-            format!(
-                "   AllocNodes=ALL Default={} QoS=N/A",
-                if p.default { "YES" } else { "NO" }
-            ),
+            format!("   AllocNodes=ALL Default={} QoS=N/A", if p.default { "YES" } else { "NO" }),
             format!(
                 "   DefaultTime={} DisableRootJobs=NO ExclusiveUser=NO GraceTime=0 Hidden=NO",
-                p.default_time_min
-                    .map_or_else(|| "NONE".into(), |m| mins2time_str(m as u32))
+                p.default_time_min.map_or_else(|| "NONE".into(), |m| mins2time_str(m as u32))
             ),
             format!(
                 "   MaxNodes=UNLIMITED MaxTime={} MinNodes=0 LLN=NO MaxCPUsPerNode=UNLIMITED",
-                p.max_time_min
-                    .map_or_else(|| "UNLIMITED".into(), |m| mins2time_str(m as u32))
+                p.max_time_min.map_or_else(|| "UNLIMITED".into(), |m| mins2time_str(m as u32))
             ),
             format!("   Nodes={}", p.nodes),
             "   PriorityJobFactor=1 PriorityTier=1 RootOnly=NO ReqResv=NO OverSubscribe=NO".into(),
@@ -744,11 +615,7 @@ pub fn show_partition(name: Option<&str>, flags: ShowFlags, io: &mut Io<'_>) -> 
                 jobfmt::mem_str(mem),
                 p.total_nodes,
                 p.total_cpus,
-                if p.total_gpus > 0 {
-                    format!(",gres/gpu={}", p.total_gpus)
-                } else {
-                    String::new()
-                }
+                if p.total_gpus > 0 { format!(",gres/gpu={}", p.total_gpus) } else { String::new() }
             ),
         ];
         if flags.one_liner {
@@ -763,15 +630,9 @@ pub fn show_partition(name: Option<&str>, flags: ShowFlags, io: &mut Io<'_>) -> 
 
 /// `show node [NAME]`.
 pub fn show_node(name: Option<&str>, flags: ShowFlags, io: &mut Io<'_>) -> i32 {
-    let Some(c) = ctl(io, "slurm_load_node") else {
-        return 1;
-    };
-    let names = name
-        .map(|n| flotilla_core::hostlist::expand(n).unwrap_or_else(|_| vec![n.to_string()]))
-        .unwrap_or_default();
-    let nodes: Vec<NodeInfo> = match c.call(Request::QueryNodes(NodeQuery {
-        names: names.clone(),
-    })) {
+    let Some(c) = ctl(io, "slurm_load_node") else { return 1 };
+    let names = name.map(|n| flotilla_core::hostlist::expand(n).unwrap_or_else(|_| vec![n.to_string()])).unwrap_or_default();
+    let nodes: Vec<NodeInfo> = match c.call(Request::QueryNodes(NodeQuery { names: names.clone() })) {
         Ok(Response::Nodes(n)) => n,
         // PrivateData=nodes refuses a user's node query (Access/permission denied).
         Ok(Response::Error(e)) => {
@@ -793,18 +654,9 @@ pub fn show_node(name: Option<&str>, flags: ShowFlags, io: &mut Io<'_>) -> i32 {
     let now = common::now();
     for n in &nodes {
         let conf = c.conf.nodes.iter().find(|x| x.name == n.name);
-        let (cores, sockets, threads, boards, addr, port, weight) =
-            conf.map_or((0, 0, 1, 1, n.name.clone(), 0, 1), |x| {
-                (
-                    x.cores_per_socket,
-                    x.sockets,
-                    x.threads_per_core,
-                    x.boards,
-                    x.addr.clone(),
-                    x.port,
-                    x.weight,
-                )
-            });
+        let (cores, sockets, threads, boards, addr, port, weight) = conf.map_or((0, 0, 1, 1, n.name.clone(), 0, 1), |x| {
+            (x.cores_per_socket, x.sockets, x.threads_per_core, x.boards, x.addr.clone(), x.port, x.weight)
+        });
         let gres = conf.map_or_else(String::new, |x| x.gres.clone());
         let mut state = node_state_complete(n);
         if n.not_responding {
@@ -875,11 +727,7 @@ pub fn show_topology(io: &mut Io<'_>) -> i32 {
     };
     let host = |names: &[String]| -> String { flotilla_core::hostlist::compress(names) };
     for p in &conf.pods {
-        io.out(&format!(
-            "SwitchName={} Level=0 LinkSpeed=1 Nodes={}\n",
-            p.name,
-            host(&p.nodes)
-        ));
+        io.out(&format!("SwitchName={} Level=0 LinkSpeed=1 Nodes={}\n", p.name, host(&p.nodes)));
     }
     for s in &conf.switches {
         let mut nodes = Vec::new();
@@ -909,11 +757,7 @@ mod flotilla_field_tests {
             topology: "any".into(),
             ..JobInfo::default()
         };
-        assert_eq!(
-            flotilla_line(&j),
-            None,
-            "a Slurm-only job prints as Slurm prints it"
-        );
+        assert_eq!(flotilla_line(&j), None, "a Slurm-only job prints as Slurm prints it");
         j.preempt_count = 2;
         j.last_checkpoint_ack = Some(days_from_civil(2026, 11, 29) * 86_400 + 3600);
         assert_eq!(
@@ -983,14 +827,8 @@ mod tests {
             ..JobInfo::default()
         };
         let lines = job_record(&j, ShowFlags::default(), 0, &BTreeMap::new());
-        assert!(
-            lines.contains(&"   NodeList= SchedNodeList=gpu02".to_string()),
-            "{lines:#?}"
-        );
-        assert!(
-            lines.contains(&"   TresPerJob=gres:gpu:4".to_string()),
-            "{lines:#?}"
-        );
+        assert!(lines.contains(&"   NodeList= SchedNodeList=gpu02".to_string()), "{lines:#?}");
+        assert!(lines.contains(&"   TresPerJob=gres:gpu:4".to_string()), "{lines:#?}");
         assert!(!lines.iter().any(|l| l.starts_with("   SchedNodeList")));
     }
 
@@ -1005,12 +843,7 @@ mod tests {
             ..JobInfo::default()
         };
         let lines = job_record(&j, ShowFlags::default(), 0, &BTreeMap::new());
-        assert!(
-            lines
-                .iter()
-                .any(|l| l.contains(" Reason=job_requeued_in_held_state ")),
-            "{lines:#?}"
-        );
+        assert!(lines.iter().any(|l| l.contains(" Reason=job_requeued_in_held_state ")), "{lines:#?}");
     }
 
     #[test]
@@ -1024,11 +857,7 @@ mod tests {
             mem_per_node_mib: 4096,
             ..JobInfo::default()
         };
-        let has = |j: &JobInfo, want: &str| {
-            job_record(j, ShowFlags::default(), 0, &BTreeMap::new())
-                .iter()
-                .any(|l| l.contains(want))
-        };
+        let has = |j: &JobInfo, want: &str| job_record(j, ShowFlags::default(), 0, &BTreeMap::new()).iter().any(|l| l.contains(want));
         // 0127 --mem=4G -c 2: per node.
         assert!(has(&j, "MinCPUsNode=2 MinMemoryNode=4G MinTmpDiskNode=0"));
         j.mem_per_cpu_mib = Some(1024);

@@ -19,11 +19,7 @@ use flotilla_proto::{Request, Response, ServiceCreate, ServiceInfo};
 
 /// `sdeploy` arguments.
 #[derive(Debug, Parser)]
-#[command(
-    name = "sdeploy",
-    about = "Manage Flotilla inference services",
-    disable_version_flag = true
-)]
+#[command(name = "sdeploy", about = "Manage Flotilla inference services", disable_version_flag = true)]
 pub struct Cli {
     /// Verb.
     #[command(subcommand)]
@@ -112,14 +108,7 @@ pub struct CreateArgs {
 }
 
 /// Builds the request of `create` for user `uid`/`gid` named `user` in `cwd` with `env`.
-pub fn create_request(
-    a: &CreateArgs,
-    uid: u32,
-    gid: u32,
-    user: &str,
-    cwd: &str,
-    env: Vec<(String, String)>,
-) -> ServiceCreate {
+pub fn create_request(a: &CreateArgs, uid: u32, gid: u32, user: &str, cwd: &str, env: Vec<(String, String)>) -> ServiceCreate {
     ServiceCreate {
         name: a.name.clone(),
         command: a.command.join(" "),
@@ -155,22 +144,10 @@ fn null(s: &str) -> &str {
 /// spaces).
 pub fn show_record(s: &ServiceInfo, one_liner: bool) -> String {
     let lines = [
-        format!(
-            "ServiceId={} Name={} UserId={} Account={} Partition={}",
-            s.id,
-            s.name,
-            s.user,
-            null(&s.account),
-            s.partition
-        ),
+        format!("ServiceId={} Name={} UserId={} Account={} Partition={}", s.id, s.name, s.user, null(&s.account), s.partition),
         format!(
             "Replicas={} Pending={} MinReplicas={} MaxReplicas={} DesiredReplicas={} Priority={}",
-            s.running_replicas,
-            s.pending_replicas,
-            s.min_replicas,
-            s.max_replicas,
-            s.desired_replicas,
-            s.priority
+            s.running_replicas, s.pending_replicas, s.min_replicas, s.max_replicas, s.desired_replicas, s.priority
         ),
         format!(
             "ReplicaGPUs={} GpuType={} Topology={} ReplicaCPUs={} ReplicaMem={}M",
@@ -186,11 +163,7 @@ pub fn show_record(s: &ServiceInfo, one_liner: bool) -> String {
             if s.replica_ids.is_empty() {
                 "(null)".to_string()
             } else {
-                s.replica_ids
-                    .iter()
-                    .map(u64::to_string)
-                    .collect::<Vec<_>>()
-                    .join(",")
+                s.replica_ids.iter().map(u64::to_string).collect::<Vec<_>>().join(",")
             },
             null(&s.nodes)
         ),
@@ -246,31 +219,19 @@ pub fn list_table(services: &[ServiceInfo], noheader: bool) -> String {
             s.partition.clone(),
             s.name.clone(),
             s.user.clone(),
-            format!(
-                "{}/{}",
-                s.running_replicas,
-                s.desired_replicas
-                    .clamp(s.min_replicas, s.max_replicas.max(s.min_replicas))
-            ),
+            format!("{}/{}", s.running_replicas, s.desired_replicas.clamp(s.min_replicas, s.max_replicas.max(s.min_replicas))),
             s.min_replicas.to_string(),
             s.max_replicas.to_string(),
             s.gpus_per_replica.to_string(),
             s.topology.clone(),
-            if s.nodes.is_empty() {
-                "(null)".to_string()
-            } else {
-                s.nodes.clone()
-            },
+            if s.nodes.is_empty() { "(null)".to_string() } else { s.nodes.clone() },
         ]));
     }
     out
 }
 
 fn error_text(e: &flotilla_proto::SlurmError) -> String {
-    e.messages
-        .first()
-        .cloned()
-        .unwrap_or_else(|| e.text.clone())
+    e.messages.first().cloned().unwrap_or_else(|| e.text.clone())
 }
 
 /// Runs `sdeploy`; returns its exit status.
@@ -297,27 +258,13 @@ pub fn run(args: &[String], io: &mut Io<'_>) -> i32 {
     let req = match &cli.verb {
         Verb::Create(a) => {
             let uid = common::my_uid();
-            let cwd = std::env::current_dir()
-                .map(|p| p.display().to_string())
-                .unwrap_or_else(|_| "/".into());
+            let cwd = std::env::current_dir().map(|p| p.display().to_string()).unwrap_or_else(|_| "/".into());
             let env: Vec<(String, String)> = std::env::vars().collect();
-            Request::ServiceCreate(Box::new(create_request(
-                a,
-                uid,
-                common::my_gid(),
-                &common::user_name(uid),
-                &cwd,
-                env,
-            )))
+            Request::ServiceCreate(Box::new(create_request(a, uid, common::my_gid(), &common::user_name(uid), &cwd, env)))
         }
-        Verb::Scale { id, replicas } => Request::ServiceScale {
-            id: *id,
-            replicas: *replicas,
-        },
+        Verb::Scale { id, replicas } => Request::ServiceScale { id: *id, replicas: *replicas },
         Verb::Delete { id } => Request::ServiceDelete { id: *id },
-        Verb::Show { id, .. } => Request::QueryServices {
-            ids: id.iter().copied().collect(),
-        },
+        Verb::Show { id, .. } => Request::QueryServices { ids: id.iter().copied().collect() },
         Verb::List { .. } => Request::QueryServices { ids: Vec::new() },
     };
     match (ctl.call(req), &cli.verb) {

@@ -131,11 +131,8 @@ pub fn run(args: &[String], io: &mut Io<'_>) -> i32 {
 /// `Wed Dec 02 04:26:19 2026` (`slurm_ctime2`) for `t` seconds since the epoch, UTC.
 pub fn ctime2(t: i64) -> String {
     let (y, mo, d, h, mi, s) = civil(t);
-    let wd = ["Thu", "Fri", "Sat", "Sun", "Mon", "Tue", "Wed"]
-        [t.div_euclid(86_400).rem_euclid(7) as usize];
-    let mon = [
-        "Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec",
-    ][mo as usize - 1];
+    let wd = ["Thu", "Fri", "Sat", "Sun", "Mon", "Tue", "Wed"][t.div_euclid(86_400).rem_euclid(7) as usize];
+    let mon = ["Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"][mo as usize - 1];
     format!("{wd} {mon} {d:02} {h:02}:{mi:02}:{s:02} {y}")
 }
 
@@ -176,12 +173,7 @@ pub fn render(d: &Diag, sort: Sort, name_of: &dyn Fn(u32) -> String) -> String {
     let stars = "*******************************************************\n";
     o.push_str(stars);
     let _ = writeln!(o, "sdiag output at {} ({})", ctime2(d.req_time), d.req_time);
-    let _ = writeln!(
-        o,
-        "Data since      {} ({})",
-        ctime2(d.req_time_start),
-        d.req_time_start
-    );
+    let _ = writeln!(o, "Data since      {} ({})", ctime2(d.req_time_start), d.req_time_start);
     o.push_str(stars);
     let _ = writeln!(o, "Server thread count:  {}", d.server_thread_count);
     let _ = writeln!(o, "Agent queue size:     {}", d.agent_queue_size);
@@ -193,63 +185,32 @@ pub fn render(d: &Diag, sort: Sort, name_of: &dyn Fn(u32) -> String) -> String {
     let _ = writeln!(o, "Jobs completed: {}", d.jobs_completed);
     let _ = writeln!(o, "Jobs canceled:  {}", d.jobs_canceled);
     let _ = writeln!(o, "Jobs failed:    {}\n", d.jobs_failed);
-    let _ = writeln!(
-        o,
-        "Job states ts:  {} ({})",
-        ctime2(d.job_states_ts),
-        d.job_states_ts
-    );
+    let _ = writeln!(o, "Job states ts:  {} ({})", ctime2(d.job_states_ts), d.job_states_ts);
     let _ = writeln!(o, "Jobs pending:   {}", d.jobs_pending);
     let _ = writeln!(o, "Jobs running:   {}", d.jobs_running);
     main_sched(&mut o, d);
     backfill(&mut o, d);
-    let _ = writeln!(
-        o,
-        "\nLatency for 1000 calls to gettimeofday(): {} microseconds",
-        d.gettimeofday_latency
-    );
+    let _ = writeln!(o, "\nLatency for 1000 calls to gettimeofday(): {} microseconds", d.gettimeofday_latency);
     let ave = |total: u64, count: u64| total.checked_div(count).unwrap_or(0);
     let mut types: Vec<Row> = d
         .rpc_types
         .iter()
-        .map(|r| {
-            (
-                r.name.clone(),
-                u64::from(r.id),
-                r.count,
-                ave(r.total_time, r.count),
-                r.total_time,
-            )
-        })
+        .map(|r| (r.name.clone(), u64::from(r.id), r.count, ave(r.total_time, r.count), r.total_time))
         .collect();
     sort_rows(&mut types, sort);
     o.push_str("\nRemote Procedure Call statistics by message type\n");
     for (name, id, count, ave, total) in &types {
-        let _ = writeln!(
-            o,
-            "\t{name:<40}({id:>5}) count:{count:<6} ave_time:{ave:<6} total_time:{total}"
-        );
+        let _ = writeln!(o, "\t{name:<40}({id:>5}) count:{count:<6} ave_time:{ave:<6} total_time:{total}");
     }
     let mut users: Vec<Row> = d
         .rpc_users
         .iter()
-        .map(|r| {
-            (
-                name_of(r.uid),
-                u64::from(r.uid),
-                r.count,
-                ave(r.total_time, r.count),
-                r.total_time,
-            )
-        })
+        .map(|r| (name_of(r.uid), u64::from(r.uid), r.count, ave(r.total_time, r.count), r.total_time))
         .collect();
     sort_rows(&mut users, sort);
     o.push_str("\nRemote Procedure Call statistics by user\n");
     for (name, uid, count, ave, total) in &users {
-        let _ = writeln!(
-            o,
-            "\t{name:<16}({uid:>8}) count:{count:<6} ave_time:{ave:<6} total_time:{total}"
-        );
+        let _ = writeln!(o, "\t{name:<16}({uid:>8}) count:{count:<6} ave_time:{ave:<6} total_time:{total}");
     }
     o.push_str("\nPending RPC statistics\n\tNo pending RPCs\n");
     flotilla_section(&mut o, &d.flotilla);
@@ -263,20 +224,13 @@ fn main_sched(o: &mut String, d: &Diag) {
     let _ = writeln!(o, "\tMax cycle:    {}", d.schedule_cycle_max);
     let _ = writeln!(o, "\tTotal cycles: {}", d.schedule_cycle_counter);
     let per_cycle = |v: u64| v.checked_div(d.schedule_cycle_counter);
-    if let (Some(mean), Some(depth)) = (
-        per_cycle(d.schedule_cycle_sum),
-        per_cycle(d.schedule_cycle_depth),
-    ) {
+    if let (Some(mean), Some(depth)) = (per_cycle(d.schedule_cycle_sum), per_cycle(d.schedule_cycle_depth)) {
         let _ = writeln!(o, "\tMean cycle:   {mean}");
         let _ = writeln!(o, "\tMean depth cycle:  {depth}");
     }
     let span = d.req_time - d.req_time_start;
     if span > 60 {
-        let _ = writeln!(
-            o,
-            "\tCycles per minute: {}",
-            d.schedule_cycle_counter / (span / 60) as u64
-        );
+        let _ = writeln!(o, "\tCycles per minute: {}", d.schedule_cycle_counter / (span / 60) as u64);
     }
     let _ = writeln!(o, "\tLast queue length: {}", d.schedule_queue_len);
 }
@@ -289,29 +243,12 @@ fn backfill(o: &mut String, d: &Diag) {
         o.push_str("\nBackfilling stats\n");
     }
     let n = d.bf_cycle_counter;
-    let _ = writeln!(
-        o,
-        "\tTotal backfilled jobs (since last slurm start): {}",
-        d.bf_backfilled_jobs
-    );
-    let _ = writeln!(
-        o,
-        "\tTotal backfilled jobs (since last stats cycle start): {}",
-        d.bf_last_backfilled_jobs
-    );
-    let _ = writeln!(
-        o,
-        "\tTotal backfilled heterogeneous job components: {}",
-        d.bf_backfilled_het_jobs
-    );
+    let _ = writeln!(o, "\tTotal backfilled jobs (since last slurm start): {}", d.bf_backfilled_jobs);
+    let _ = writeln!(o, "\tTotal backfilled jobs (since last stats cycle start): {}", d.bf_last_backfilled_jobs);
+    let _ = writeln!(o, "\tTotal backfilled heterogeneous job components: {}", d.bf_backfilled_het_jobs);
     let _ = writeln!(o, "\tTotal cycles: {n}");
     if d.bf_when_last_cycle > 0 {
-        let _ = writeln!(
-            o,
-            "\tLast cycle when: {} ({})",
-            ctime2(d.bf_when_last_cycle),
-            d.bf_when_last_cycle
-        );
+        let _ = writeln!(o, "\tLast cycle when: {} ({})", ctime2(d.bf_when_last_cycle), d.bf_when_last_cycle);
     } else {
         o.push_str("\tLast cycle when: N/A\n");
     }
@@ -322,10 +259,7 @@ fn backfill(o: &mut String, d: &Diag) {
     }
     let _ = writeln!(o, "\tLast depth cycle: {}", d.bf_last_depth);
     let _ = writeln!(o, "\tLast depth cycle (try sched): {}", d.bf_last_depth_try);
-    if let (Some(depth), Some(tried)) = (
-        d.bf_depth_sum.checked_div(n),
-        d.bf_depth_try_sum.checked_div(n),
-    ) {
+    if let (Some(depth), Some(tried)) = (d.bf_depth_sum.checked_div(n), d.bf_depth_try_sum.checked_div(n)) {
         let _ = writeln!(o, "\tDepth Mean: {depth}");
         let _ = writeln!(o, "\tDepth Mean (try depth): {tried}");
     }
@@ -363,12 +297,7 @@ mod tests {
     use flotilla_proto::diag::{RpcTypeStat, RpcUserStat};
 
     fn rt(name: &str, id: u16, count: u64, total: u64) -> RpcTypeStat {
-        RpcTypeStat {
-            name: name.into(),
-            id,
-            count,
-            total_time: total,
-        }
+        RpcTypeStat { name: name.into(), id, count, total_time: total }
     }
 
     /// The numbers of the golden `0109_sdiag_idle` give its text, line for line.
@@ -393,27 +322,10 @@ mod tests {
                 rt("REQUEST_NODE_INFO", 2007, 2, 2566),
                 rt("REQUEST_SHARE_INFO", 2022, 2, 433),
             ],
-            rpc_users: vec![
-                RpcUserStat {
-                    uid: 0,
-                    count: 24,
-                    total_time: 7288,
-                },
-                RpcUserStat {
-                    uid: 64030,
-                    count: 24,
-                    total_time: 14727,
-                },
-            ],
+            rpc_users: vec![RpcUserStat { uid: 0, count: 24, total_time: 7288 }, RpcUserStat { uid: 64030, count: 24, total_time: 14727 }],
             ..Diag::default()
         };
-        let names = |u: u32| {
-            if u == 0 {
-                "root".to_string()
-            } else {
-                "slurm".to_string()
-            }
-        };
+        let names = |u: u32| if u == 0 { "root".to_string() } else { "slurm".to_string() };
         let text = render(&d, Sort::Count, &names);
         let golden = include_str!("../../compat-tests/goldens/accounting/0109_sdiag_idle.json");
         let start = golden.find("\"stdout\": \"").unwrap() + 11;
@@ -431,17 +343,11 @@ mod tests {
             ("c".into(), 2, 5, 2, 10),
         ];
         sort_rows(&mut rows, Sort::Count);
-        assert_eq!(
-            rows.iter().map(|r| r.0.as_str()).collect::<Vec<_>>(),
-            ["b", "c", "a"]
-        );
+        assert_eq!(rows.iter().map(|r| r.0.as_str()).collect::<Vec<_>>(), ["b", "c", "a"]);
         sort_rows(&mut rows, Sort::Id);
         assert_eq!(rows.iter().map(|r| r.1).collect::<Vec<_>>(), [1, 2, 3]);
         sort_rows(&mut rows, Sort::Time2);
-        assert_eq!(
-            rows.iter().map(|r| (r.0.as_str(), r.3)).collect::<Vec<_>>(),
-            [("b", 10), ("c", 2), ("a", 1)]
-        );
+        assert_eq!(rows.iter().map(|r| (r.0.as_str(), r.3)).collect::<Vec<_>>(), [("b", 10), ("c", 2), ("a", 1)]);
     }
 
     #[test]
@@ -451,12 +357,7 @@ mod tests {
 
     #[test]
     fn cycles_per_minute_only_after_a_minute() {
-        let mut d = Diag {
-            req_time: 1000,
-            req_time_start: 1000 - 60,
-            schedule_cycle_counter: 9,
-            ..Diag::default()
-        };
+        let mut d = Diag { req_time: 1000, req_time_start: 1000 - 60, schedule_cycle_counter: 9, ..Diag::default() };
         assert!(!render(&d, Sort::Count, &|u| u.to_string()).contains("Cycles per minute"));
         d.req_time_start = 1000 - 180;
         assert!(render(&d, Sort::Count, &|u| u.to_string()).contains("\tCycles per minute: 3\n"));

@@ -27,11 +27,7 @@ const USAGE: &str = "Usage: seff [Options] <Jobid>
 /// The script's `time2str`: `[D-]HH:MM:SS`.
 pub fn time2str(t: u64) -> String {
     let (d, h, m, s) = (t / 86_400, (t % 86_400) / 3600, (t % 3600) / 60, t % 60);
-    let days = if d < 1 {
-        String::new()
-    } else {
-        format!("{d}-")
-    };
+    let days = if d < 1 { String::new() } else { format!("{d}-") };
     format!("{days}{h:02}:{m:02}:{s:02}")
 }
 
@@ -42,10 +38,7 @@ pub fn kbytes2str(kb: f64) -> String {
         return "0.00 MB".into();
     }
     let exp = (kb.ln() / 1024f64.ln()).floor().max(0.0) as i32;
-    let pre = ["K", "M", "G", "T", "P", "E"]
-        .get(exp as usize)
-        .copied()
-        .unwrap_or("");
+    let pre = ["K", "M", "G", "T", "P", "E"].get(exp as usize).copied().unwrap_or("");
     format!("{:.2} {pre}B", kb / 1024f64.powi(exp))
 }
 
@@ -118,26 +111,14 @@ pub fn report(j: &AcctJob, cluster: &str, group: &str, now: i64, debug: bool) ->
         o.push_str("Slurm data: JobID ArrayJobID User Group State Clustername Ncpus Nnodes Ntasks Reqmem PerNode Cput Walltime Mem ExitStatus\n");
         o.push_str(&format!(
             "Slurm data: {} {array} {} {group} {state} {cluster} {} {} {} {} 1 {} {} {} {}\n\n",
-            j.job_id,
-            j.user,
-            f.ncpus,
-            f.nnodes,
-            f.ntasks,
-            f.reqmem_kb,
-            f.cput,
-            f.walltime,
-            f.mem_kb,
-            f.exit_status
+            j.job_id, j.user, f.ncpus, f.nnodes, f.ntasks, f.reqmem_kb, f.cput, f.walltime, f.mem_kb, f.exit_status
         ));
     }
     o.push_str(&format!("Job ID: {}\n", j.job_id));
     if !array.is_empty() {
         o.push_str(&format!("Array Job ID: {array}\n"));
     }
-    o.push_str(&format!(
-        "Cluster: {cluster}\nUser/Group: {}/{group}\n",
-        j.user
-    ));
+    o.push_str(&format!("Cluster: {cluster}\nUser/Group: {}/{group}\n", j.user));
     if state == "PENDING" || state == "RUNNING" {
         o.push_str(&format!("State: {state}\n"));
     } else {
@@ -146,46 +127,25 @@ pub fn report(j: &AcctJob, cluster: &str, group: &str, now: i64, debug: bool) ->
     if f.ncpus == 1 {
         o.push_str("Cores: 1\n");
     } else {
-        o.push_str(&format!(
-            "Nodes: {}\nCores per node: {}\n",
-            f.nnodes,
-            f.ncpus / f.nnodes
-        ));
+        o.push_str(&format!("Nodes: {}\nCores per node: {}\n", f.nnodes, f.ncpus / f.nnodes));
     }
     if state == "PENDING" {
         o.push_str("Efficiency not available for jobs in the PENDING state.\n");
         return o;
     }
     let core_wall = f.walltime * f.ncpus;
-    let cpu_eff = if core_wall != 0 {
-        f.cput as f64 / core_wall as f64 * 100.0
-    } else {
-        0.0
-    };
+    let cpu_eff = if core_wall != 0 { f.cput as f64 / core_wall as f64 * 100.0 } else { 0.0 };
     o.push_str(&format!("CPU Utilized: {}\n", time2str(f.cput)));
-    o.push_str(&format!(
-        "CPU Efficiency: {cpu_eff:.2}% of {} core-walltime\n",
-        time2str(core_wall)
-    ));
+    o.push_str(&format!("CPU Efficiency: {cpu_eff:.2}% of {} core-walltime\n", time2str(core_wall)));
     o.push_str(&format!("Job Wall-clock time: {}\n", time2str(f.walltime)));
     if f.ntasks == 1 {
         o.push_str(&format!("Memory Utilized: {}\n", kbytes2str(f.mem_kb)));
     } else {
-        o.push_str(&format!(
-            "Memory Utilized: {} (estimated maximum)\n",
-            kbytes2str(f.mem_kb)
-        ));
+        o.push_str(&format!("Memory Utilized: {} (estimated maximum)\n", kbytes2str(f.mem_kb)));
     }
-    let mem_eff = if f.reqmem_kb != 0.0 {
-        f.mem_kb / f.reqmem_kb * 100.0
-    } else {
-        0.0
-    };
+    let mem_eff = if f.reqmem_kb != 0.0 { f.mem_kb / f.reqmem_kb * 100.0 } else { 0.0 };
     if f.ntasks == 1 {
-        o.push_str(&format!(
-            "Memory Efficiency: {mem_eff:.2}% of {}\n",
-            kbytes2str(f.reqmem_kb)
-        ));
+        o.push_str(&format!("Memory Efficiency: {mem_eff:.2}% of {}\n", kbytes2str(f.reqmem_kb)));
     } else {
         // Flotilla records requested memory per node.
         o.push_str(&format!(
@@ -195,9 +155,7 @@ pub fn report(j: &AcctJob, cluster: &str, group: &str, now: i64, debug: bool) ->
         ));
     }
     if state == "RUNNING" {
-        o.push_str(&format!(
-            "WARNING: Efficiency statistics may be misleading for {state} jobs.\n"
-        ));
+        o.push_str(&format!("WARNING: Efficiency statistics may be misleading for {state} jobs.\n"));
     }
     o
 }
@@ -252,11 +210,7 @@ pub fn run(args: &[String], io: &mut Io<'_>) -> i32 {
         return 2;
     };
     let now = common::now();
-    let q = AcctQuery {
-        jobs: vec![r],
-        now,
-        ..AcctQuery::default()
-    };
+    let q = AcctQuery { jobs: vec![r], now, ..AcctQuery::default() };
     let jobs = match ctl.call(Request::QueryAcct(q)) {
         Ok(Response::Acct(j)) => j,
         Ok(_) => Vec::new(),
@@ -269,13 +223,7 @@ pub fn run(args: &[String], io: &mut Io<'_>) -> i32 {
         io.err("Job not found.\n");
         return 2;
     };
-    io.out(&report(
-        j,
-        &ctl.conf.cluster_name,
-        &common::group_name(j.gid),
-        now,
-        debug,
-    ));
+    io.out(&report(j, &ctl.conf.cluster_name, &common::group_name(j.gid), now, debug));
     0
 }
 
@@ -336,12 +284,7 @@ mod tests {
             gpus: 0,
             mem_mib: 2048,
             nnodes: 1,
-            usage: Some(StepStats {
-                total_usec,
-                max_rss,
-                ntasks: 1,
-                ..StepStats::default()
-            }),
+            usage: Some(StepStats { total_usec, max_rss, ntasks: 1, ..StepStats::default() }),
         }
     }
 
@@ -358,13 +301,7 @@ mod tests {
 
     #[test]
     fn report_of_a_completed_job() {
-        let j = job(
-            "COMPLETED",
-            vec![
-                step("batch", 50_600_000, 210_051_072),
-                step("0", 20_000_000, 1 << 20),
-            ],
-        );
+        let j = job("COMPLETED", vec![step("batch", 50_600_000, 210_051_072), step("0", 20_000_000, 1 << 20)]);
         assert_eq!(
             report(&j, "flotilla", "alice", 0, false),
             "Job ID: 42\nCluster: flotilla\nUser/Group: alice/alice\nState: COMPLETED (exit code 0)\nNodes: 1\n\
@@ -381,9 +318,6 @@ mod tests {
         r.end_time = None;
         let out = report(&r, "c", "g", 1010, false);
         assert!(out.contains("Job Wall-clock time: 00:00:10\n"), "{out}");
-        assert!(
-            out.ends_with("WARNING: Efficiency statistics may be misleading for RUNNING jobs.\n"),
-            "{out}"
-        );
+        assert!(out.ends_with("WARNING: Efficiency statistics may be misleading for RUNNING jobs.\n"), "{out}");
     }
 }

@@ -54,10 +54,8 @@ pub const LONGS: &[LongOpt] = &[
 /// A partition's `largest_placeable` as `-O LargestPlaceable` prints it
 /// (`node=8,pod=24,any=204`; `N/A` when the controller did not send it).
 pub fn largest_str(p: &PartitionInfo) -> String {
-    p.largest_placeable.map_or_else(
-        || "N/A".to_string(),
-        |l| format!("node={},pod={},any={}", l.node, l.pod, l.any),
-    )
+    p.largest_placeable
+        .map_or_else(|| "N/A".to_string(), |l| format!("node={},pod={},any={}", l.node, l.pod, l.any))
 }
 
 /// `sinfo --largest`: per partition (the default marked `*`), the largest GPU request that
@@ -65,26 +63,13 @@ pub fn largest_str(p: &PartitionInfo) -> String {
 pub fn largest_table(parts: &[PartitionInfo], noheader: bool) -> String {
     let mut out = String::new();
     if !noheader {
-        out.push_str(&format!(
-            "{} {} {} {}\n",
-            field("PARTITION", 9, false),
-            field("NODE", 6, true),
-            field("POD", 6, true),
-            field("ANY", 6, true)
-        ));
+        out.push_str(&format!("{} {} {} {}\n", field("PARTITION", 9, false), field("NODE", 6, true), field("POD", 6, true), field("ANY", 6, true)));
     }
     for p in parts {
-        let (n, pod, any) = p.largest_placeable.map_or_else(
-            || ("N/A".into(), "N/A".into(), "N/A".into()),
-            |l| (l.node.to_string(), l.pod.to_string(), l.any.to_string()),
-        );
-        out.push_str(&format!(
-            "{} {} {} {}\n",
-            field(&part_name(p), 9, false),
-            field(&n, 6, true),
-            field(&pod, 6, true),
-            field(&any, 6, true)
-        ));
+        let (n, pod, any) = p
+            .largest_placeable
+            .map_or_else(|| ("N/A".into(), "N/A".into(), "N/A".into()), |l| (l.node.to_string(), l.pod.to_string(), l.any.to_string()));
+        out.push_str(&format!("{} {} {} {}\n", field(&part_name(p), 9, false), field(&n, 6, true), field(&pod, 6, true), field(&any, 6, true)));
     }
     out
 }
@@ -134,11 +119,7 @@ const PARTITION_FIELDS: &str = "PRalLsghrpSI";
 
 /// The field letters of a `-o` format (`%.10P` -> `P`; `%%` is no field).
 fn format_chars(f: &str) -> impl Iterator<Item = char> + '_ {
-    f.split('%').skip(1).filter_map(|t| {
-        t.trim_start_matches(|c: char| c == '.' || c.is_ascii_digit())
-            .chars()
-            .next()
-    })
+    f.split('%').skip(1).filter_map(|t| t.trim_start_matches(|c: char| c == '.' || c.is_ascii_digit()).chars().next())
 }
 
 struct Row<'a> {
@@ -147,11 +128,7 @@ struct Row<'a> {
 }
 
 fn state_of(n: &NodeInfo, long: bool) -> String {
-    let mut s = if long {
-        long_state(&n.state)
-    } else {
-        short_state(&n.state).to_string()
-    };
+    let mut s = if long { long_state(&n.state) } else { short_state(&n.state).to_string() };
     if n.not_responding {
         s.push('*');
     }
@@ -167,18 +144,9 @@ fn gres(n: &NodeInfo) -> String {
 }
 
 fn gres_used(n: &NodeInfo) -> String {
-    let idx: Vec<u32> = (0..64)
-        .filter(|i| n.gpu_alloc_mask & (1 << i) != 0)
-        .collect();
-    let ranges = if idx.is_empty() {
-        "N/A".to_string()
-    } else {
-        common::ranges(&idx)
-    };
-    format!(
-        "{}(IDX:{ranges})",
-        common::gpu_name(n.gpu_type.as_deref(), idx.len() as u32)
-    )
+    let idx: Vec<u32> = (0..64).filter(|i| n.gpu_alloc_mask & (1 << i) != 0).collect();
+    let ranges = if idx.is_empty() { "N/A".to_string() } else { common::ranges(&idx) };
+    format!("{}(IDX:{ranges})", common::gpu_name(n.gpu_type.as_deref(), idx.len() as u32))
 }
 
 fn cpus_state(nodes: &[&NodeInfo]) -> String {
@@ -216,11 +184,7 @@ fn part_name(p: &PartitionInfo) -> String {
     }
 }
 
-fn value(
-    ch: char,
-    r: &Row<'_>,
-    conf: &flotilla_core::config::ClusterConfig,
-) -> Option<(&'static str, String)> {
+fn value(ch: char, r: &Row<'_>, conf: &flotilla_core::config::ClusterConfig) -> Option<(&'static str, String)> {
     let n0 = r.nodes.first();
     let nconf = n0.and_then(|n| conf.nodes.iter().find(|x| x.name == n.name));
     let names: Vec<String> = r.nodes.iter().map(|n| n.name.clone()).collect();
@@ -230,30 +194,16 @@ fn value(
         // Partition scheduling tier (`PriorityTier`, default 1), as TOIL reads it.
         'p' => (
             "PRIO_TIER",
-            conf.partitions
-                .iter()
-                .find(|p| p.name == r.part.name)
-                .map_or(1, |p| p.priority_tier)
-                .to_string(),
+            conf.partitions.iter().find(|p| p.name == r.part.name).map_or(1, |p| p.priority_tier).to_string(),
         ),
         'a' => ("AVAIL", if r.part.up { "up" } else { "down" }.into()),
         'l' => (
             "TIMELIMIT",
-            sinfo_time_limit(
-                r.part
-                    .max_time_min
-                    .map_or(TimeLimit::Unlimited, |m| TimeLimit::Minutes(m as u32)),
-            ),
+            sinfo_time_limit(r.part.max_time_min.map_or(TimeLimit::Unlimited, |m| TimeLimit::Minutes(m as u32))),
         ),
         'D' => ("NODES", r.nodes.len().to_string()),
-        't' => (
-            "STATE",
-            n0.map_or_else(|| "n/a".into(), |n| state_of(n, false)),
-        ),
-        'T' => (
-            "STATE",
-            n0.map_or_else(|| "n/a".into(), |n| state_of(n, true)),
-        ),
+        't' => ("STATE", n0.map_or_else(|| "n/a".into(), |n| state_of(n, false))),
+        'T' => ("STATE", n0.map_or_else(|| "n/a".into(), |n| state_of(n, true))),
         'N' => ("NODELIST", flotilla_core::hostlist::compress(&names)),
         'n' => ("HOSTNAMES", flotilla_core::hostlist::compress(&names)),
         'c' => ("CPUS", n0.map_or(0, |n| n.cpus).to_string()),
@@ -265,15 +215,7 @@ fn value(
         'b' => ("ACTIVE_FEATURES", "(null)".into()),
         'z' => (
             "S:C:T",
-            nconf.map_or_else(
-                || "*:*:*".into(),
-                |x| {
-                    format!(
-                        "{}:{}:{}",
-                        x.sockets, x.cores_per_socket, x.threads_per_core
-                    )
-                },
-            ),
+            nconf.map_or_else(|| "*:*:*".into(), |x| format!("{}:{}:{}", x.sockets, x.cores_per_socket, x.threads_per_core)),
         ),
         'O' => ("CPU_LOAD", "0.00".into()),
         'e' => ("FREE_MEM", "0".into()),
@@ -281,27 +223,12 @@ fn value(
         'F' => ("NODES(A/I/O/T)", node_state_counts(&r.nodes)),
         'd' => ("TMP_DISK", "0".into()),
         'w' => ("WEIGHT", nconf.map_or(1, |x| x.weight).to_string()),
-        'E' => (
-            "REASON",
-            n0.and_then(|n| n.reason.clone())
-                .unwrap_or_else(|| "none".into()),
-        ),
+        'E' => ("REASON", n0.and_then(|n| n.reason.clone()).unwrap_or_else(|| "none".into())),
         'H' => ("TIMESTAMP", "Unknown".into()),
-        'u' => (
-            "USER",
-            if n0.is_some_and(|n| n.reason.is_some()) {
-                "root"
-            } else {
-                "Unknown"
-            }
-            .into(),
-        ),
+        'u' => ("USER", if n0.is_some_and(|n| n.reason.is_some()) { "root" } else { "Unknown" }.into()),
         'X' => ("SOCKETS", nconf.map_or(0, |x| x.sockets).to_string()),
         'Y' => ("CORES", nconf.map_or(0, |x| x.cores_per_socket).to_string()),
-        'Z' => (
-            "THREADS",
-            nconf.map_or(0, |x| x.threads_per_core).to_string(),
-        ),
+        'Z' => ("THREADS", nconf.map_or(0, |x| x.threads_per_core).to_string()),
         _ => return None,
     })
 }
@@ -343,8 +270,7 @@ pub fn run(args: &[String], io: &mut Io<'_>) -> i32 {
             return 1;
         }
     };
-    let (mut noheader, mut long, mut node_view, mut summarize, mut reasons) =
-        (false, false, false, false, false);
+    let (mut noheader, mut long, mut node_view, mut summarize, mut reasons) = (false, false, false, false, false);
     let (mut fmt, mut fmt2): (Option<String>, Option<String>) = (None, None);
     let mut largest = false;
     let mut parts_f: Vec<String> = Vec::new();
@@ -385,11 +311,7 @@ pub fn run(args: &[String], io: &mut Io<'_>) -> i32 {
         _ => Vec::new(),
     };
     if largest {
-        let shown: Vec<PartitionInfo> = parts
-            .iter()
-            .filter(|p| parts_f.is_empty() || parts_f.contains(&p.name))
-            .cloned()
-            .collect();
+        let shown: Vec<PartitionInfo> = parts.iter().filter(|p| parts_f.is_empty() || parts_f.contains(&p.name)).cloned().collect();
         io.out(&largest_table(&shown, noheader));
         return 0;
     }
@@ -409,9 +331,7 @@ pub fn run(args: &[String], io: &mut Io<'_>) -> i32 {
     let state_ok = |n: &NodeInfo| {
         states_f.is_empty()
             || states_f.iter().any(|s| {
-                *s == short_state(&n.state)
-                    || *s == long_state(&n.state)
-                    || (s == "drain" && n.state.starts_with("DRAIN"))
+                *s == short_state(&n.state) || *s == long_state(&n.state) || (s == "drain" && n.state.starts_with("DRAIN"))
             })
     };
     if reasons {
@@ -445,41 +365,20 @@ pub fn run(args: &[String], io: &mut Io<'_>) -> i32 {
     // split by partition (each node counted once: vpenso's `sinfo -h -o %C` reads one line),
     // with `%n` (NodeHostname) or `%o` (NodeAddr) nodes of different hostnames never share a
     // row, and without a state field (`%t`, `%T`) nodes of different states do.
-    let printed = |chars: &str| {
-        fmt.as_deref()
-            .is_some_and(|f| format_chars(f).any(|c| chars.contains(c)))
-    };
+    let printed = |chars: &str| fmt.as_deref().is_some_and(|f| format_chars(f).any(|c| chars.contains(c)));
     let across_parts = fmt.is_some() && !node_view && !summarize && !printed(PARTITION_FIELDS);
     let by_host = printed("no");
     // Nodes of different states share a row unless a state is printed (`%t`, `%T`).
     let by_state = fmt.is_none() || printed("tT");
-    let st = |n: &NodeInfo| {
-        if by_state {
-            state_of(n, false)
-        } else {
-            String::new()
-        }
-    };
+    let st = |n: &NodeInfo| if by_state { state_of(n, false) } else { String::new() };
     // GRES in use splits rows only where it could be printed (the default formats, `-O`).
     let by_gres = fmt.is_none();
-    let gu = |n: &NodeInfo| {
-        if by_gres {
-            gres_used(n)
-        } else {
-            Default::default()
-        }
-    };
+    let gu = |n: &NodeInfo| if by_gres { gres_used(n) } else { Default::default() };
     let mut rows: Vec<Row<'_>> = Vec::new();
     if across_parts {
         let mut seen: Vec<&NodeInfo> = Vec::new();
-        for part in parts
-            .iter()
-            .filter(|p| parts_f.is_empty() || parts_f.contains(&p.name))
-        {
-            for n in nodes
-                .iter()
-                .filter(|n| n.partitions.contains(&part.name) && state_ok(n))
-            {
+        for part in parts.iter().filter(|p| parts_f.is_empty() || parts_f.contains(&p.name)) {
+            for n in nodes.iter().filter(|n| n.partitions.contains(&part.name) && state_ok(n)) {
                 if !seen.iter().any(|m| m.name == n.name) {
                     seen.push(n);
                 }
@@ -490,71 +389,42 @@ pub fn run(args: &[String], io: &mut Io<'_>) -> i32 {
             for n in seen {
                 let key = (st(n), gu(n), by_host.then(|| n.name.clone()));
                 match groups.iter_mut().find(|g| {
-                    (
-                        st(g.nodes[0]),
-                        gu(g.nodes[0]),
-                        by_host.then(|| g.nodes[0].name.clone()),
-                    ) == key
+                    (st(g.nodes[0]), gu(g.nodes[0]), by_host.then(|| g.nodes[0].name.clone())) == key
                 }) {
                     Some(g) => g.nodes.push(n),
-                    None => groups.push(Row {
-                        part,
-                        nodes: vec![n],
-                    }),
+                    None => groups.push(Row { part, nodes: vec![n] }),
                 }
             }
             groups.sort_by_key(|g| std::cmp::Reverse(state_number(&g.nodes[0].state)));
             rows.extend(groups);
         }
     }
-    for part in parts
-        .iter()
-        .filter(|p| !across_parts && (parts_f.is_empty() || parts_f.contains(&p.name)))
-    {
-        let members: Vec<&NodeInfo> = nodes
-            .iter()
-            .filter(|n| n.partitions.contains(&part.name) && state_ok(n))
-            .collect();
+    for part in parts.iter().filter(|p| !across_parts && (parts_f.is_empty() || parts_f.contains(&p.name))) {
+        let members: Vec<&NodeInfo> = nodes.iter().filter(|n| n.partitions.contains(&part.name) && state_ok(n)).collect();
         if node_view {
             for n in members {
-                rows.push(Row {
-                    part,
-                    nodes: vec![n],
-                });
+                rows.push(Row { part, nodes: vec![n] });
             }
             continue;
         }
         if summarize {
-            rows.push(Row {
-                part,
-                nodes: members,
-            });
+            rows.push(Row { part, nodes: members });
             continue;
         }
         let mut groups: Vec<Row<'_>> = Vec::new();
         for n in members {
             let key = (st(n), gu(n), by_host.then(|| n.name.clone()));
             match groups.iter_mut().find(|g| {
-                (
-                    st(g.nodes[0]),
-                    gu(g.nodes[0]),
-                    by_host.then(|| g.nodes[0].name.clone()),
-                ) == key
+                (st(g.nodes[0]), gu(g.nodes[0]), by_host.then(|| g.nodes[0].name.clone())) == key
             }) {
                 Some(g) => g.nodes.push(n),
-                None => groups.push(Row {
-                    part,
-                    nodes: vec![n],
-                }),
+                None => groups.push(Row { part, nodes: vec![n] }),
             }
         }
         groups.sort_by_key(|g| std::cmp::Reverse(state_number(&g.nodes[0].state)));
         if groups.is_empty() {
             // A partition none of whose nodes match still shows, with no nodes (`n/a`).
-            groups.push(Row {
-                part,
-                nodes: Vec::new(),
-            });
+            groups.push(Row { part, nodes: Vec::new() });
         }
         rows.extend(groups);
     }
@@ -568,9 +438,7 @@ pub fn run(args: &[String], io: &mut Io<'_>) -> i32 {
     if let Some(f2) = fmt2 {
         let mut cols = Vec::new();
         for spec in f2.split(',') {
-            let (name, rest) = spec
-                .split_once(':')
-                .map_or((spec, None), |(a, b)| (a, Some(b)));
+            let (name, rest) = spec.split_once(':').map_or((spec, None), |(a, b)| (a, Some(b)));
             let Some((title, ch)) = o2(name) else {
                 io.err(&format!("Invalid node format specification: {name}\n"));
                 continue;
@@ -588,10 +456,7 @@ pub fn run(args: &[String], io: &mut Io<'_>) -> i32 {
         for row in &rows {
             for (_, ch, w, r) in &cols {
                 let v = match ch {
-                    'U' => row
-                        .nodes
-                        .first()
-                        .map_or_else(|| "N/A".into(), |n| gres_used(n)),
+                    'U' => row.nodes.first().map_or_else(|| "N/A".into(), |n| gres_used(n)),
                     'L' => largest_str(row.part),
                     _ => value(*ch, row, &ctl.conf).map(|x| x.1).unwrap_or_default(),
                 };
@@ -606,12 +471,7 @@ pub fn run(args: &[String], io: &mut Io<'_>) -> i32 {
     // (Slurm 22.05 `sinfo/print.c` `MIN_NODE_FIELD_SIZE`, `_set_node_field_size`).
     let node_w = rows
         .iter()
-        .map(|r| {
-            flotilla_core::hostlist::compress(
-                &r.nodes.iter().map(|n| n.name.as_str()).collect::<Vec<_>>(),
-            )
-            .len()
-        })
+        .map(|r| flotilla_core::hostlist::compress(&r.nodes.iter().map(|n| n.name.as_str()).collect::<Vec<_>>()).len())
         .max()
         .unwrap_or(0)
         .max(9);
@@ -652,10 +512,7 @@ pub fn run(args: &[String], io: &mut Io<'_>) -> i32 {
                     let rr = match row {
                         Some(r) => r,
                         None => {
-                            dummy = Row {
-                                part: &parts[0],
-                                nodes: Vec::new(),
-                            };
+                            dummy = Row { part: &parts[0], nodes: Vec::new() };
                             &dummy
                         }
                     };

@@ -69,18 +69,11 @@ fn parse_format(format: &str) -> (String, Vec<Spec>) {
             width = width * 10 + v as usize;
             chars.next();
         }
-        let Some((i, letter)) = chars.next() else {
-            continue;
-        };
+        let Some((i, letter)) = chars.next() else { continue };
         if !"aAbBcfFijJNpPqQrStTuyY".contains(letter) {
             continue;
         }
-        specs.push(Spec {
-            letter,
-            width,
-            right,
-            suffix: token[i + letter.len_utf8()..].to_string(),
-        });
+        specs.push(Spec { letter, width, right, suffix: token[i + letter.len_utf8()..].to_string() });
     }
     (prefix, specs)
 }
@@ -91,11 +84,7 @@ fn put(out: &mut String, s: &str, width: usize, right: bool) {
         out.push_str(s);
         return;
     }
-    let t = if right {
-        format!("{s:>width$}")
-    } else {
-        s.to_string()
-    };
+    let t = if right { format!("{s:>width$}") } else { s.to_string() };
     let t: String = t.chars().take(width).collect();
     out.push_str(&format!("{t:<width$}"));
 }
@@ -204,28 +193,12 @@ fn default_format(o: &Options, w: &PrioFactors) -> String {
     let (long, cols): (&str, [(char, f64); 7]) = if o.normalized {
         (
             "%.15i %9r %.8u %10y %10a %10b %10f %10j %10p %10q %20t",
-            [
-                ('a', w.age),
-                ('b', w.assoc),
-                ('f', w.fairshare),
-                ('j', w.job_size),
-                ('p', w.partition),
-                ('q', w.qos),
-                ('t', 0.0),
-            ],
+            [('a', w.age), ('b', w.assoc), ('f', w.fairshare), ('j', w.job_size), ('p', w.partition), ('q', w.qos), ('t', 0.0)],
         )
     } else {
         (
             "%.15i %9r %.8u %.10Y %.10S %.10A %.10B %.10F %.10J %.10P %.10Q %.11N %.20T",
-            [
-                ('A', w.age),
-                ('B', w.assoc),
-                ('F', w.fairshare),
-                ('J', w.job_size),
-                ('P', w.partition),
-                ('Q', w.qos),
-                ('T', 0.0),
-            ],
+            [('A', w.age), ('B', w.assoc), ('F', w.fairshare), ('J', w.job_size), ('P', w.partition), ('Q', w.qos), ('T', 0.0)],
         )
     };
     if o.long {
@@ -235,18 +208,10 @@ fn default_format(o: &Options, w: &PrioFactors) -> String {
     if o.users {
         f.push_str(" %.8u");
     }
-    f.push_str(if o.normalized {
-        " %10y"
-    } else {
-        " %.10Y %.10S"
-    });
+    f.push_str(if o.normalized { " %10y" } else { " %.10Y %.10S" });
     for (letter, weight) in cols {
         if weight != 0.0 {
-            f.push_str(&if o.normalized {
-                format!(" %10{letter}")
-            } else {
-                format!(" %.{}{letter}", if letter == 'T' { 20 } else { 10 })
-            });
+            f.push_str(&if o.normalized { format!(" %10{letter}") } else { format!(" %.{}{letter}", if letter == 'T' { 20 } else { 10 }) });
         }
     }
     f
@@ -254,33 +219,18 @@ fn default_format(o: &Options, w: &PrioFactors) -> String {
 
 /// The text `sprio` prints for `reply`.
 pub fn render(reply: &PrioReply, o: &Options) -> String {
-    let format = o
-        .format
-        .clone()
-        .unwrap_or_else(|| default_format(o, &reply.weights));
+    let format = o.format.clone().unwrap_or_else(|| default_format(o, &reply.weights));
     let (prefix, specs) = parse_format(&format);
     let mut out = String::new();
     if o.header {
         line(&mut out, &prefix, &specs, Line::Header, &o.cluster);
     }
     if o.weights {
-        line(
-            &mut out,
-            &prefix,
-            &specs,
-            Line::Weights(&reply.weights),
-            &o.cluster,
-        );
+        line(&mut out, &prefix, &specs, Line::Weights(&reply.weights), &o.cluster);
         return out;
     }
     for j in &reply.jobs {
-        line(
-            &mut out,
-            &prefix,
-            &specs,
-            Line::Job(j, &reply.weights),
-            &o.cluster,
-        );
+        line(&mut out, &prefix, &specs, Line::Job(j, &reply.weights), &o.cluster);
     }
     out
 }
@@ -295,21 +245,12 @@ pub fn run(args: &[String], io: &mut Io<'_>) -> i32 {
             return 1;
         }
     };
-    let mut o = Options {
-        header: true,
-        ..Options::default()
-    };
+    let mut o = Options { header: true, ..Options::default() };
     let mut q = PrioQuery::default();
     let mut job_flag = false;
     for opt in &p.opts {
         let a = opt.arg.clone().unwrap_or_default();
-        let list = |s: &str| {
-            s.split(',')
-                .map(str::trim)
-                .filter(|x| !x.is_empty())
-                .map(str::to_string)
-                .collect::<Vec<_>>()
-        };
+        let list = |s: &str| s.split(',').map(str::trim).filter(|x| !x.is_empty()).map(str::to_string).collect::<Vec<_>>();
         match opt.id {
             x if x == c('h') => o.header = false,
             x if x == c('j') => {
@@ -365,18 +306,13 @@ pub fn run(args: &[String], io: &mut Io<'_>) -> i32 {
         }
     }
     if let Some(extra) = operands.next() {
-        io.err(&format!(
-            "sprio: error: Unrecognized option: {extra}\nUsage: sprio [OPTIONS]\n"
-        ));
+        io.err(&format!("sprio: error: Unrecognized option: {extra}\nUsage: sprio [OPTIONS]\n"));
         return 1;
     }
     let ctl = match Ctl::new(io.env) {
         Ok(c) => c,
         Err(e) => {
-            io.err(&format!(
-                "Couldn't get priority factors from controller: {}\n",
-                e.slurm().text
-            ));
+            io.err(&format!("Couldn't get priority factors from controller: {}\n", e.slurm().text));
             return 1;
         }
     };
@@ -385,10 +321,7 @@ pub fn run(args: &[String], io: &mut Io<'_>) -> i32 {
         Ok(Response::Priorities(r)) => r,
         Ok(_) => PrioReply::default(),
         Err(e) => {
-            io.err(&format!(
-                "Couldn't get priority factors from controller: {}\n",
-                e.slurm().text
-            ));
+            io.err(&format!("Couldn't get priority factors from controller: {}\n", e.slurm().text));
             return 1;
         }
     };
@@ -420,48 +353,23 @@ mod tests {
             user: "alice".into(),
             partition: "batch".into(),
             priority,
-            factors: PrioFactors {
-                job_size: 126.953_125,
-                partition: 1000.0,
-                fairshare: fs,
-                ..PrioFactors::default()
-            },
+            factors: PrioFactors { job_size: 126.953_125, partition: 1000.0, fairshare: fs, ..PrioFactors::default() },
         };
         PrioReply {
             priority_type: "priority/multifactor".into(),
-            weights: PrioFactors {
-                age: 1000.0,
-                fairshare: 10_000.0,
-                job_size: 1000.0,
-                partition: 1000.0,
-                qos: 1000.0,
-                ..PrioFactors::default()
-            },
-            jobs: vec![
-                job(4, 1225, 0.0),
-                job(6, 1131, 0.0),
-                job(8, 1131, 0.0),
-                job(9, 11131, 10_000.0),
-            ],
+            weights: PrioFactors { age: 1000.0, fairshare: 10_000.0, job_size: 1000.0, partition: 1000.0, qos: 1000.0, ..PrioFactors::default() },
+            jobs: vec![job(4, 1225, 0.0), job(6, 1131, 0.0), job(8, 1131, 0.0), job(9, 11131, 10_000.0)],
         }
     }
 
     #[test]
     fn format_option_output_matches_the_reference() {
-        let o = Options {
-            header: true,
-            format: Some("%.15i %.10Y".into()),
-            ..Options::default()
-        };
+        let o = Options { header: true, format: Some("%.15i %.10Y".into()), ..Options::default() };
         assert_eq!(
             render(&reply(), &o),
             "          JOBID   PRIORITY\n              4       1225\n              6       1131\n              8       1131\n              9      11131\n"
         );
-        let o = Options {
-            header: true,
-            format: Some("%.15i %.8u %.10Y %.10A %.10F %.10J %.10P %.10Q".into()),
-            ..Options::default()
-        };
+        let o = Options { header: true, format: Some("%.15i %.8u %.10Y %.10A %.10F %.10J %.10P %.10Q".into()), ..Options::default() };
         let out = render(&reply(), &o);
         let lines: Vec<&str> = out.lines().collect();
         assert_eq!(lines[0], "          JOBID     USER   PRIORITY        AGE  FAIRSHARE    JOBSIZE  PARTITION        QOS");
@@ -471,47 +379,28 @@ mod tests {
 
     #[test]
     fn default_long_normalized_and_weights_match_the_reference_but_tres() {
-        let o = Options {
-            header: true,
-            ..Options::default()
-        };
+        let o = Options { header: true, ..Options::default() };
         let out = render(&reply(), &o);
         // The reference's line has its TRES column after QOS.
         assert!(out.starts_with("          JOBID PARTITION   PRIORITY       SITE        AGE  FAIRSHARE    JOBSIZE  PARTITION        QOS\n"), "{out}");
         assert!(out.contains("\n              4 batch           1225          0          0          0        127       1000          0\n"), "{out}");
-        let o = Options {
-            header: true,
-            long: true,
-            ..Options::default()
-        };
+        let o = Options { header: true, long: true, ..Options::default() };
         let out = render(&reply(), &o);
         assert!(out.starts_with("          JOBID PARTITION     USER   PRIORITY       SITE        AGE      ASSOC  FAIRSHARE    JOBSIZE  PARTITION        QOS        NICE                 TRES\n"), "{out}");
         assert!(out.contains("\n              9 batch        alice      11131          0          0          0      10000        127       1000          0           0                     \n"), "{out}");
-        let o = Options {
-            header: true,
-            normalized: true,
-            ..Options::default()
-        };
+        let o = Options { header: true, normalized: true, ..Options::default() };
         let out = render(&reply(), &o);
         let lines: Vec<&str> = out.lines().collect();
         assert_eq!(lines[0], "          JOBID PARTITION PRIORITY   AGE        FAIRSHARE  JOBSIZE    PARTITION  QOS       ");
         assert_eq!(lines[1], "              4 batch     0.00000028 0.0000000  0.0000000  0.1269531  1.0000000  0.0000000 ");
         assert_eq!(lines[4], "              9 batch     0.00000259 0.0000000  1.0000000  0.1269531  1.0000000  0.0000000 ");
-        let o = Options {
-            header: true,
-            weights: true,
-            ..Options::default()
-        };
+        let o = Options { header: true, weights: true, ..Options::default() };
         assert_eq!(
             render(&reply(), &o).lines().nth(1).unwrap(),
             "        Weights                               1       1000      10000       1000       1000       1000"
         );
         // -u adds the user column.
-        let o = Options {
-            header: false,
-            users: true,
-            ..Options::default()
-        };
+        let o = Options { header: false, users: true, ..Options::default() };
         assert!(render(&reply(), &o).starts_with("              4 batch        alice       1225"));
     }
 }

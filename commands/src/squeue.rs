@@ -13,9 +13,7 @@ use crate::getopt::{getopt_long, lo, HasArg, LongOpt};
 use crate::jobfmt::{self, state};
 use flotilla_core::time::{fmt_ctime, fmt_time};
 use flotilla_proto::errno::ESLURM_INVALID_JOB_ID;
-use flotilla_proto::{
-    JobField, JobQuery, JobRef, JobStateWire, JobView, QueueQuery, QueueRows, Request, Response,
-};
+use flotilla_proto::{JobField, JobQuery, JobRef, JobStateWire, JobView, QueueQuery, QueueRows, Request, Response};
 use std::borrow::Cow;
 
 const DEFAULT_FMT: &str = "%.18i %.9P %.8j %.8u %.2t %.10M %.6D %R";
@@ -109,9 +107,7 @@ pub fn run(args: &[String], io: &mut Io<'_>) -> i32 {
     let parsed = match getopt_long("squeue", argv, SHORTS, LONGS) {
         Ok(p) => p,
         Err(msg) => {
-            io.err(&format!(
-                "{msg}\nTry \"squeue --help\" for more information\n"
-            ));
+            io.err(&format!("{msg}\nTry \"squeue --help\" for more information\n"));
             return 1;
         }
     };
@@ -192,9 +188,7 @@ pub fn run(args: &[String], io: &mut Io<'_>) -> i32 {
             x if x == c('A') => p.accounts.extend(a.split(',').map(str::to_string)),
             x if x == c('q') => p.qos.extend(a.split(',').map(str::to_string)),
             x if x == c('w') => {
-                for part in
-                    flotilla_core::hostlist::expand(a).unwrap_or_else(|_| vec![a.to_string()])
-                {
+                for part in flotilla_core::hostlist::expand(a).unwrap_or_else(|_| vec![a.to_string()]) {
                     p.nodes.push(part);
                 }
             }
@@ -209,8 +203,7 @@ pub fn run(args: &[String], io: &mut Io<'_>) -> i32 {
                         Ok(Some(w)) => v.push(w),
                         Ok(None) => {}
                         Err(_) => {
-                            let list: Vec<&str> =
-                                jobfmt::STATE_NAMES.iter().map(|(l, _)| *l).collect();
+                            let list: Vec<&str> = jobfmt::STATE_NAMES.iter().map(|(l, _)| *l).collect();
                             io.err(&format!(
                                 "squeue: error: Invalid job state specified: {s}\nsqueue: error: Valid job states include: {}\n\n",
                                 list.join(",")
@@ -238,10 +231,7 @@ pub fn run(args: &[String], io: &mut Io<'_>) -> i32 {
     };
     // Only the fields the format, the filters and the sort read travel; each job is decoded
     // into a view borrowing the answer's bytes (no string copied for 10,000 jobs).
-    let sort_spec = p
-        .sort
-        .clone()
-        .unwrap_or_else(|| if p.start { "S" } else { "P,t,-p" }.into());
+    let sort_spec = p.sort.clone().unwrap_or_else(|| if p.start { "S" } else { "P,t,-p" }.into());
     let keys = SortKeys::parse(&sort_spec);
     let fmt = p.format.clone().unwrap_or_else(|| {
         if p.start {
@@ -253,10 +243,7 @@ pub fn run(args: &[String], io: &mut Io<'_>) -> i32 {
         }
     });
     let fields = needed_fields(&p, &fmt, &keys);
-    let answer = match ctl.call(Request::QueryQueue(QueueQuery {
-        query: q,
-        fields: fields.clone(),
-    })) {
+    let answer = match ctl.call(Request::QueryQueue(QueueQuery { query: q, fields: fields.clone() })) {
         Ok(Response::Queue(rows)) => rows,
         Ok(_) => QueueRows::default(),
         Err(e) => {
@@ -284,10 +271,7 @@ pub fn run(args: &[String], io: &mut Io<'_>) -> i32 {
     let mut scratch = String::new();
     while let Some(r) = reader.next_into(&mut j) {
         if r.is_err() {
-            io.err(&format!(
-                "slurm_load_jobs error: {}\n",
-                CtlError::Connect.slurm().text
-            ));
+            io.err(&format!("slurm_load_jobs error: {}\n", CtlError::Connect.slurm().text));
             return 1;
         }
         any = true;
@@ -308,33 +292,14 @@ pub fn run(args: &[String], io: &mut Io<'_>) -> i32 {
                 for t in jobfmt::expand_task_str(tasks) {
                     let mut k = j.clone();
                     (k.array_task_id, k.array_task_str) = (Some(t), None);
-                    rows.push(Row::render(
-                        &k,
-                        renderer,
-                        &mut lines,
-                        &keys,
-                        &mut key_vals,
-                        now,
-                        &mut scratch,
-                    ));
+                    rows.push(Row::render(&k, renderer, &mut lines, &keys, &mut key_vals, now, &mut scratch));
                 }
             }
-            _ => rows.push(Row::render(
-                &j,
-                renderer,
-                &mut lines,
-                &keys,
-                &mut key_vals,
-                now,
-                &mut scratch,
-            )),
+            _ => rows.push(Row::render(&j, renderer, &mut lines, &keys, &mut key_vals, now, &mut scratch)),
         }
     }
     if p.job_id_count == 1 && !any {
-        io.err(&format!(
-            "slurm_load_jobs error: {}\n",
-            flotilla_proto::errno::strerror(ESLURM_INVALID_JOB_ID)
-        ));
+        io.err(&format!("slurm_load_jobs error: {}\n", flotilla_proto::errno::strerror(ESLURM_INVALID_JOB_ID)));
         return 1;
     }
     let Some(renderer) = renderer else {
@@ -384,10 +349,7 @@ pub fn parse_job_ref(s: &str) -> Option<JobRef> {
 fn default_state(s: JobStateWire) -> bool {
     matches!(
         s,
-        JobStateWire::Pending
-            | JobStateWire::Running
-            | JobStateWire::Completing
-            | JobStateWire::Suspended
+        JobStateWire::Pending | JobStateWire::Running | JobStateWire::Completing | JobStateWire::Suspended
     )
 }
 
@@ -427,35 +389,18 @@ impl Row {
     /// Writes `j`'s line at the end of `lines` and its sort keys at the end of `key_vals`; its
     /// row.
     #[allow(clippy::too_many_arguments)]
-    fn render<'a>(
-        j: &JobView<'a>,
-        r: &Renderer,
-        lines: &mut String,
-        spec: &SortKeys,
-        key_vals: &mut Vec<Key<'a>>,
-        now: i64,
-        scratch: &mut String,
-    ) -> Row {
+    fn render<'a>(j: &JobView<'a>, r: &Renderer, lines: &mut String, spec: &SortKeys, key_vals: &mut Vec<Key<'a>>, now: i64, scratch: &mut String) -> Row {
         let start = lines.len();
         r.line(lines, Some(j), now, scratch);
         Row::new(j, start..lines.len(), spec, key_vals)
     }
 
-    fn new<'a>(
-        j: &JobView<'a>,
-        line: std::ops::Range<usize>,
-        spec: &SortKeys,
-        key_vals: &mut Vec<Key<'a>>,
-    ) -> Row {
+    fn new<'a>(j: &JobView<'a>, line: std::ops::Range<usize>, spec: &SortKeys, key_vals: &mut Vec<Key<'a>>) -> Row {
         let keys_at = key_vals.len();
         key_vals.extend(spec.keys.iter().map(|(k, _)| Key::of(k, j)));
         Row {
             line,
-            base: (
-                j.array_job_id.unwrap_or(j.job_id),
-                j.array_task_id.unwrap_or(0),
-                j.job_id,
-            ),
+            base: (j.array_job_id.unwrap_or(j.job_id), j.array_task_id.unwrap_or(0), j.job_id),
             keys_at,
         }
     }
@@ -540,13 +485,7 @@ fn needed_fields(p: &Params, fmt: &str, keys: &SortKeys) -> Vec<JobField> {
     if p.steps {
         return F::ALL.to_vec();
     }
-    let mut f = vec![
-        F::JobId,
-        F::ArrayJobId,
-        F::ArrayTaskId,
-        F::ArrayTaskStr,
-        F::State,
-    ];
+    let mut f = vec![F::JobId, F::ArrayJobId, F::ArrayTaskId, F::ArrayTaskStr, F::State];
     for (on, field) in [
         (!p.users.is_empty(), F::Uid),
         (!p.names.is_empty(), F::Name),
@@ -573,12 +512,7 @@ fn needed_fields(p: &Params, fmt: &str, keys: &SortKeys) -> Vec<JobField> {
         None => {
             // Every `%[.][width]X` of the format (invalid letters need nothing).
             for tok in fmt.split('%').skip(1) {
-                if let Some(ch) = tok
-                    .trim_start_matches('.')
-                    .trim_start_matches(|c: char| c.is_ascii_digit())
-                    .chars()
-                    .next()
-                {
+                if let Some(ch) = tok.trim_start_matches('.').trim_start_matches(|c: char| c.is_ascii_digit()).chars().next() {
                     f.extend_from_slice(letter_fields(ch));
                 }
             }
@@ -675,12 +609,7 @@ fn key_fields(k: &str) -> &'static [JobField] {
 }
 
 /// One `%` field of `-o`: header and value.
-fn o_field<'b>(
-    ch: char,
-    j: Option<&'b JobView<'_>>,
-    now: i64,
-    scratch: &'b mut String,
-) -> Option<(&'static str, Cow<'b, str>)> {
+fn o_field<'b>(ch: char, j: Option<&'b JobView<'_>>, now: i64, scratch: &'b mut String) -> Option<(&'static str, Cow<'b, str>)> {
     let title = match ch {
         'a' => "ACCOUNT",
         'A' | 'i' => "JOBID",
@@ -732,19 +661,12 @@ fn o_field<'b>(
         'Z' => "WORK_DIR",
         _ => return None,
     };
-    let Some(j) = j else {
-        return Some((title, Cow::Borrowed("")));
-    };
+    let Some(j) = j else { return Some((title, Cow::Borrowed(""))) };
     let pending = state(j) == JobStateWire::Pending;
-    let t = |x: Option<i64>| -> Cow<'b, str> {
-        x.filter(|&v| v > 0)
-            .map_or(Cow::Borrowed("N/A"), |v| fmt_time(v).into())
-    };
+    let t = |x: Option<i64>| -> Cow<'b, str> { x.filter(|&v| v > 0).map_or(Cow::Borrowed("N/A"), |v| fmt_time(v).into()) };
     // Borrowed where the job holds the text already: 10,000 rows are 80,000 fields.
     let b = |s: &'b str| Cow::Borrowed(s);
-    let or_null = |s: &'b Option<flotilla_proto::Str<'_>>| {
-        s.as_deref().map_or(Cow::Borrowed("(null)"), Cow::Borrowed)
-    };
+    let or_null = |s: &'b Option<flotilla_proto::Str<'_>>| s.as_deref().map_or(Cow::Borrowed("(null)"), Cow::Borrowed);
     // Computed values are written into the caller's `scratch` (no String per field).
     macro_rules! put {
         ($($arg:tt)*) => {{
@@ -790,18 +712,9 @@ fn o_field<'b>(
         },
         'l' => jobfmt::time_limit_str(j).into(),
         'L' => jobfmt::time_left_str(j, now).into(),
-        'm' => jobfmt::mem_str(
-            j.mem_per_node_mib / u64::from((j.num_cpus / j.num_nodes.max(1)).max(1)),
-        )
-        .into(),
+        'm' => jobfmt::mem_str(j.mem_per_node_mib / u64::from((j.num_cpus / j.num_nodes.max(1)).max(1))).into(),
         'M' => jobfmt::time_used_str(j, now).into(),
-        'n' => j
-            .required_nodes
-            .iter()
-            .map(|s| s.as_str())
-            .collect::<Vec<_>>()
-            .join(",")
-            .into(),
+        'n' => j.required_nodes.iter().map(|s| s.as_str()).collect::<Vec<_>>().join(",").into(),
         'N' => b(&j.nodes),
         'o' => or_null(&j.command),
         'O' => b("0"),
@@ -824,13 +737,7 @@ fn o_field<'b>(
         'u' => b(&j.user),
         'U' => put!("{}", j.uid),
         'v' | 'w' | 'W' => b("(null)"),
-        'x' => j
-            .excluded_nodes
-            .iter()
-            .map(|s| s.as_str())
-            .collect::<Vec<_>>()
-            .join(",")
-            .into(),
+        'x' => j.excluded_nodes.iter().map(|s| s.as_str()).collect::<Vec<_>>().join(",").into(),
         'X' => b("N/A"),
         'y' => put!("{}", j.nice),
         'Y' => {
@@ -885,9 +792,7 @@ fn parse_o(fmt: &str, io: &mut Io<'_>) -> Vec<Piece> {
                 out.push(Piece::Text(rest));
             }
         } else {
-            io.err(&format!(
-                "squeue: error: Invalid job format specification: {ch}\n"
-            ));
+            io.err(&format!("squeue: error: Invalid job format specification: {ch}\n"));
             out.push(Piece::Text(format!("%{tok}")));
         }
     }
@@ -896,13 +801,7 @@ fn parse_o(fmt: &str, io: &mut Io<'_>) -> Vec<Piece> {
 
 /// `-o`'s table for `rows` (a header first when `header`).
 #[cfg(test)]
-fn render_o<'a>(
-    fmt: &str,
-    rows: impl Iterator<Item = JobView<'a>>,
-    header: bool,
-    now: i64,
-    io: &mut Io<'_>,
-) -> String {
+fn render_o<'a>(fmt: &str, rows: impl Iterator<Item = JobView<'a>>, header: bool, now: i64, io: &mut Io<'_>) -> String {
     let r = Renderer::o(fmt, io);
     let (mut out, mut scratch) = (String::new(), String::new());
     if header {
@@ -946,9 +845,7 @@ impl Renderer {
                 None => (spec, None),
             };
             let Some((title, f)) = o2_field(name) else {
-                io.err(&format!(
-                    "squeue: error: Invalid job format specification: {name}\n"
-                ));
+                io.err(&format!("squeue: error: Invalid job format specification: {name}\n"));
                 continue;
             };
             let (mut width, mut right, mut suffix) = (20usize, false, String::new());
@@ -966,13 +863,7 @@ impl Renderer {
                 width = w;
                 suffix = chars.collect();
             }
-            cols.push(Col {
-                title,
-                f,
-                width,
-                right,
-                suffix,
-            });
+            cols.push(Col { title, f, width, right, suffix });
         }
         Renderer::O2(cols)
     }
@@ -987,12 +878,7 @@ impl Renderer {
                         Piece::Text(t) => out.push_str(t),
                         Piece::Field { ch, width, right } => {
                             let (title, v) = o_field(*ch, j, now, scratch).expect("validated");
-                            common::push_field(
-                                out,
-                                if j.is_some() { &v } else { title },
-                                *width,
-                                *right,
-                            );
+                            common::push_field(out, if j.is_some() { &v } else { title }, *width, *right);
                         }
                     }
                 }
@@ -1000,12 +886,7 @@ impl Renderer {
             Renderer::O2(cols) => {
                 for c in cols {
                     match j {
-                        Some(j) => common::push_field(
-                            out,
-                            &o2_value(c.f, j, now, scratch),
-                            c.width,
-                            c.right,
-                        ),
+                        Some(j) => common::push_field(out, &o2_value(c.f, j, now, scratch), c.width, c.right),
                         None => common::push_field(out, c.title, c.width, c.right),
                     }
                     out.push_str(&c.suffix);
@@ -1094,9 +975,7 @@ enum O2 {
 
 fn o2_value<'b>(f: O2, j: &'b JobView<'_>, now: i64, scratch: &'b mut String) -> Cow<'b, str> {
     match f {
-        O2::Letter(ch) => o_field(ch, Some(j), now, scratch)
-            .map(|x| x.1)
-            .unwrap_or_default(),
+        O2::Letter(ch) => o_field(ch, Some(j), now, scratch).map(|x| x.1).unwrap_or_default(),
         O2::TresAlloc => {
             if state(j) == JobStateWire::Pending {
                 // Slurm shows the requested TRES while pending, without billing.
@@ -1123,15 +1002,10 @@ fn o2_value<'b>(f: O2, j: &'b JobView<'_>, now: i64, scratch: &'b mut String) ->
     }
 }
 
+
 /// `-s`: per running job, its `srun` steps (`N.0`, `N.1`, ... with the step's name and
 /// nodes), then its `.batch` step on its batch host.
-fn print_steps(
-    p: &Params,
-    rows: &[JobView<'_>],
-    steps: &[flotilla_proto::step::StepInfo],
-    io: &mut Io<'_>,
-    now: i64,
-) {
+fn print_steps(p: &Params, rows: &[JobView<'_>], steps: &[flotilla_proto::step::StepInfo], io: &mut Io<'_>, now: i64) {
     let mut s = String::new();
     let fmt = p.format.clone().unwrap_or_else(|| STEP_FMT.into());
     let _ = fmt;
@@ -1146,31 +1020,19 @@ fn print_steps(
             "NODELIST"
         ));
     }
-    let mut running: Vec<&JobView<'_>> = rows
-        .iter()
-        .filter(|j| state(j) == JobStateWire::Running)
-        .collect();
+    let mut running: Vec<&JobView<'_>> = rows.iter().filter(|j| state(j) == JobStateWire::Running).collect();
     running.sort_by_key(|j| (j.partition.clone(), j.job_id));
     for j in running {
-        let mut mine: Vec<&flotilla_proto::step::StepInfo> =
-            steps.iter().filter(|st| st.job_id == j.job_id).collect();
+        let mut mine: Vec<&flotilla_proto::step::StepInfo> = steps.iter().filter(|st| st.job_id == j.job_id).collect();
         mine.sort_by_key(|st| st.step_id);
         for st in mine {
             s.push_str(&format!(
                 "{} {} {} {} {} {}\n",
-                field(
-                    &format!("{}.{}", jobfmt::job_id_str(j), st.step_id),
-                    15,
-                    true
-                ),
+                field(&format!("{}.{}", jobfmt::job_id_str(j), st.step_id), 15, true),
                 field(&st.name, 8, true),
                 field(&st.partition, 9, true),
                 field(&st.user, 8, true),
-                field(
-                    &flotilla_core::time::squeue_secs((now - st.start_time).max(0)),
-                    9,
-                    true
-                ),
+                field(&flotilla_core::time::squeue_secs((now - st.start_time).max(0)), 9, true),
                 st.nodes
             ));
         }
@@ -1199,21 +1061,13 @@ mod tests {
             user: "alice".into(),
             partition: "batch".into(),
             state: Some(state),
-            reason: if state == JobStateWire::Pending {
-                "Priority".into()
-            } else {
-                "None".into()
-            },
+            reason: if state == JobStateWire::Pending { "Priority".into() } else { "None".into() },
             priority: prio,
             num_nodes: 1,
             num_cpus: 1,
             mem_per_node_mib: 1024,
             time_limit: Some(flotilla_proto::TimeLimitWire::Minutes(10)),
-            nodes: if state == JobStateWire::Running {
-                "gpu01".into()
-            } else {
-                String::new()
-            },
+            nodes: if state == JobStateWire::Running { "gpu01".into() } else { String::new() },
             ..JobInfo::default()
         }
     }
@@ -1223,12 +1077,7 @@ mod tests {
         let mut err = Vec::new();
         let env = |_: &str| None;
         let s = {
-            let mut io = Io {
-                out: &mut out,
-                err: &mut err,
-                env: &env,
-                stdin: None,
-            };
+            let mut io = Io { out: &mut out, err: &mut err, env: &env, stdin: None };
             render_o(fmt, rows.iter().map(JobView::from), true, 0, &mut io)
         };
         (s, String::from_utf8(err).unwrap())
@@ -1269,10 +1118,7 @@ mod tests {
         let keys = SortKeys::parse(spec);
         let views: Vec<JobView<'_>> = rows.iter().map(JobView::from).collect();
         let mut key_vals = Vec::new();
-        let mut out: Vec<Row> = views
-            .iter()
-            .map(|j| Row::new(j, 0..0, &keys, &mut key_vals))
-            .collect();
+        let mut out: Vec<Row> = views.iter().map(|j| Row::new(j, 0..0, &keys, &mut key_vals)).collect();
         keys.sort(&mut out, &key_vals);
         out.iter().map(|r| r.base.2).collect()
     }
@@ -1285,11 +1131,7 @@ mod tests {
         run.start_time = Some(1_000);
         run.num_nodes = 2;
         run.num_cpus = 8;
-        run.gres = vec![flotilla_proto::GresSpec {
-            name: "gpu".into(),
-            gpu_type: Some("h100".into()),
-            count: 4,
-        }];
+        run.gres = vec![flotilla_proto::GresSpec { name: "gpu".into(), gpu_type: Some("h100".into()), count: 4 }];
         run.gpus = 8;
         run.comment = Some("hello".into());
         run.command = Some("/home/a/train.sh --lr 3".into());
@@ -1337,10 +1179,7 @@ mod tests {
         let now = 2_000;
         let jobs = rich_jobs();
         let subset = |fields: &[JobField], j: &JobInfo| -> ((), QueueRows) {
-            (
-                (),
-                QueueRows::encode(fields, [JobView::from(j)].into_iter()).unwrap(),
-            )
+            ((), QueueRows::encode(fields, [JobView::from(j)].into_iter()).unwrap())
         };
         let keys = SortKeys::parse("");
         let mut letters = 0;
@@ -1355,64 +1194,19 @@ mod tests {
                 let (sub, _) = QueueRows::decode_one(&fields, &rows.bytes).unwrap();
                 let full = JobView::from(j);
                 let (mut s1, mut s2) = (String::new(), String::new());
-                assert_eq!(
-                    o_field(ch, Some(&sub), now, &mut s1),
-                    o_field(ch, Some(&full), now, &mut s2),
-                    "%{ch} of job {}",
-                    j.job_id
-                );
+                assert_eq!(o_field(ch, Some(&sub), now, &mut s1), o_field(ch, Some(&full), now, &mut s2), "%{ch} of job {}", j.job_id);
             }
         }
         assert!(letters > 40, "{letters} letters");
         for name in [
-            "account",
-            "arrayjobid",
-            "arraytaskid",
-            "batchhost",
-            "command",
-            "comment",
-            "dependency",
-            "endtime",
-            "exit_code",
-            "groupname",
-            "jobarrayid",
-            "jobid",
-            "minmemory",
-            "name",
-            "nodelist",
-            "numcpus",
-            "numnodes",
-            "numtasks",
-            "partition",
-            "priority",
-            "qos",
-            "reason",
-            "reasonlist",
-            "reqnodes",
-            "exclnodes",
-            "schednodes",
-            "starttime",
-            "state",
-            "stderr",
-            "stdout",
-            "submittime",
-            "timeleft",
-            "timelimit",
-            "timeused",
-            "tres-alloc",
-            "tres-per-node",
-            "userid",
-            "username",
-            "workdir",
-            "restartcnt",
-            "requeue",
-            "topology",
-            "preemptible",
+            "account", "arrayjobid", "arraytaskid", "batchhost", "command", "comment", "dependency", "endtime",
+            "exit_code", "groupname", "jobarrayid", "jobid", "minmemory", "name", "nodelist", "numcpus",
+            "numnodes", "numtasks", "partition", "priority", "qos", "reason", "reasonlist", "reqnodes",
+            "exclnodes", "schednodes", "starttime", "state", "stderr", "stdout", "submittime", "timeleft",
+            "timelimit", "timeused", "tres-alloc", "tres-per-node", "userid", "username", "workdir",
+            "restartcnt", "requeue", "topology", "preemptible",
         ] {
-            let p = Params {
-                format2: Some(format!("{name}:10")),
-                ..Params::default()
-            };
+            let p = Params { format2: Some(format!("{name}:10")), ..Params::default() };
             let fields = needed_fields(&p, "", &keys);
             let (_, o2) = o2_field(name).expect(name);
             for j in &jobs {
@@ -1420,18 +1214,10 @@ mod tests {
                 let (sub, _) = QueueRows::decode_one(&fields, &rows.bytes).unwrap();
                 let (mut s1, mut s2) = (String::new(), String::new());
                 let full = JobView::from(j);
-                assert_eq!(
-                    o2_value(o2, &sub, now, &mut s1),
-                    o2_value(o2, &full, now, &mut s2),
-                    "-O {name} of job {}",
-                    j.job_id
-                );
+                assert_eq!(o2_value(o2, &sub, now, &mut s1), o2_value(o2, &full, now, &mut s2), "-O {name} of job {}", j.job_id);
             }
         }
-        for k in [
-            "i", "A", "P", "t", "T", "p", "Q", "u", "U", "j", "S", "V", "e", "D", "C", "N", "a",
-            "q", "r", "y", "l",
-        ] {
+        for k in ["i", "A", "P", "t", "T", "p", "Q", "u", "U", "j", "S", "V", "e", "D", "C", "N", "a", "q", "r", "y", "l"] {
             let keys = SortKeys::parse(k);
             let fields = needed_fields(&Params::default(), "", &keys);
             for j in &jobs {
@@ -1454,17 +1240,9 @@ mod tests {
         for j in &jobs {
             let (_, rows) = subset(&fields, j);
             let (sub, _) = QueueRows::decode_one(&fields, &rows.bytes).unwrap();
-            assert_eq!(
-                selected(&p, &sub),
-                selected(&p, &JobView::from(j)),
-                "filters, job {}",
-                j.job_id
-            );
+            assert_eq!(selected(&p, &sub), selected(&p, &JobView::from(j)), "filters, job {}", j.job_id);
         }
-        assert!(
-            selected(&p, &JobView::from(&jobs[0])),
-            "the filters select the running job"
-        );
+        assert!(selected(&p, &JobView::from(&jobs[0])), "the filters select the running job");
     }
 
     #[test]

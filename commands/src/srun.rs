@@ -20,9 +20,7 @@ use crate::alloc;
 use crate::common::{self, Ctl, Io};
 use crate::getopt::{getopt_long, lo, HasArg, LongOpt};
 use flotilla_proto::errno::{ESLURM_INVALID_JOB_ID, ESLURM_NODES_BUSY};
-use flotilla_proto::step::{
-    read_msg, write_msg, SrunIo, StepComplete, StepIo, StepLayout, StepRequest,
-};
+use flotilla_proto::step::{read_msg, write_msg, SrunIo, StepComplete, StepIo, StepLayout, StepRequest};
 use flotilla_proto::{Request, Response};
 use std::collections::BTreeMap;
 use std::io::Read;
@@ -50,8 +48,7 @@ const O_IGNORED: u32 = 1012;
 const O_MPI: u32 = 1013;
 
 /// srun's getopt string (Slurm 22.05 `opt.c`); `+`: stop at the program name.
-pub const SHORTS: &str =
-    "+A:b:B:c:C:d:D:e:EG:hHi:I::jJ:k::K::lL:m:M:n:N:o:Op:q:QsS:t:T:uvVw:W:x:XZ";
+pub const SHORTS: &str = "+A:b:B:c:C:d:D:e:EG:hHi:I::jJ:k::K::lL:m:M:n:N:o:Op:q:QsS:t:T:uvVw:W:x:XZ";
 
 /// srun's long options (Slurm 22.05 `opt.c`).
 pub const LONGS: &[LongOpt] = &[
@@ -150,10 +147,7 @@ pub fn run(args: &[String], io: &mut Io<'_>) -> i32 {
     }
 }
 
-fn parse(
-    argv: &[String],
-    env: &dyn Fn(&str) -> Option<String>,
-) -> Result<(Opts, Vec<String>), Fatal> {
+fn parse(argv: &[String], env: &dyn Fn(&str) -> Option<String>) -> Result<(Opts, Vec<String>), Fatal> {
     let p = getopt_long("srun", argv, SHORTS, LONGS).map_err(|m| Fatal {
         lines: vec![m, "Try \"srun --help\" for more information".into()],
         code: 255,
@@ -236,9 +230,7 @@ fn parse(
     }
     if o.step.ntasks.is_none() {
         // The input environment variable stands for -n (srun(1) "INPUT ENVIRONMENT").
-        o.step.ntasks = env("SLURM_NTASKS")
-            .and_then(|v| v.parse().ok())
-            .filter(|&n| n > 0 && o.step.nodes.is_none());
+        o.step.ntasks = env("SLURM_NTASKS").and_then(|v| v.parse().ok()).filter(|&n| n > 0 && o.step.nodes.is_none());
     }
     Ok((o, p.operands))
 }
@@ -261,35 +253,20 @@ fn main(args: &[String], io: &mut Io<'_>) -> Result<i32, Fatal> {
             code: 1,
         });
     }
-    let ctl = Ctl::new(io.env).map_err(|e| {
-        fatal(
-            format!("Unable to confirm allocation for job: {}", e.slurm().text),
-            1,
-        )
-    })?;
-    let cwd = std::env::current_dir()
-        .map(|p| p.display().to_string())
-        .unwrap_or_else(|_| "/".into());
+    let ctl = Ctl::new(io.env).map_err(|e| fatal(format!("Unable to confirm allocation for job: {}", e.slurm().text), 1))?;
+    let cwd = std::env::current_dir().map(|p| p.display().to_string()).unwrap_or_else(|_| "/".into());
     let work_dir = match &o.chdir {
         Some(d) if d.starts_with('/') => d.clone(),
         Some(d) => format!("{cwd}/{d}"),
         None => cwd,
     };
     if o.step.name.is_empty() {
-        o.step.name = program[0]
-            .rsplit('/')
-            .next()
-            .unwrap_or(&program[0])
-            .to_string();
+        o.step.name = program[0].rsplit('/').next().unwrap_or(&program[0]).to_string();
     }
-    let env_job = o.jobid.or_else(|| {
-        ["SLURM_JOB_ID", "SLURM_JOBID"]
-            .iter()
-            .find_map(|k| (io.env)(k).and_then(|v| v.trim().parse().ok()))
-    });
-    let conf_path = flotilla_conf::conf_path(io.env)
-        .to_string_lossy()
-        .into_owned();
+    let env_job = o
+        .jobid
+        .or_else(|| ["SLURM_JOB_ID", "SLURM_JOBID"].iter().find_map(|k| (io.env)(k).and_then(|v| v.trim().parse().ok())));
+    let conf_path = flotilla_conf::conf_path(io.env).to_string_lossy().into_owned();
     let mut environment = crate::sbatch::environment_for(o.export.as_deref());
     // Inside the job, commands must find the controller even without SLURM_* variables.
     environment.retain(|(k, _)| k != "FLOTILLA_CONF");
@@ -298,11 +275,7 @@ fn main(args: &[String], io: &mut Io<'_>) -> Result<i32, Fatal> {
         Some(id) => (id, false),
         None => {
             let mut opts = crate::sbatch::parse_options(&o.alloc_words).map_err(|f| Fatal {
-                lines: f
-                    .lines
-                    .into_iter()
-                    .map(|l| l.replacen("sbatch", "srun", 1))
-                    .collect(),
+                lines: f.lines.into_iter().map(|l| l.replacen("sbatch", "srun", 1)).collect(),
                 code: f.code,
             })?;
             let job = &mut opts.job;
@@ -315,23 +288,13 @@ fn main(args: &[String], io: &mut Io<'_>) -> Result<i32, Fatal> {
             job.environment = environment.clone();
             match alloc::allocate(&ctl, opts.job, "srun", io) {
                 Ok(j) => {
-                    for (k, v) in alloc::alloc_env(
-                        &j,
-                        &ctl.conf.cluster_name,
-                        &conf_path,
-                        o.step.ntasks.is_some(),
-                    ) {
+                    for (k, v) in alloc::alloc_env(&j, &ctl.conf.cluster_name, &conf_path, o.step.ntasks.is_some()) {
                         environment.retain(|(ek, _)| *ek != k);
                         environment.push((k, v));
                     }
                     (j.job_id, true)
                 }
-                Err(e) => {
-                    return Err(Fatal {
-                        lines: e.lines,
-                        code: e.code,
-                    })
-                }
+                Err(e) => return Err(Fatal { lines: e.lines, code: e.code }),
             }
         }
     };
@@ -350,11 +313,7 @@ fn main(args: &[String], io: &mut Io<'_>) -> Result<i32, Fatal> {
 /// The IP address node daemons reach this host at: the local address of a route to the
 /// controller (127.0.0.1 when there is none).
 fn own_address(ctl: &Ctl) -> String {
-    let host = if ctl.conf.control_addr.is_empty() {
-        "127.0.0.1"
-    } else {
-        ctl.conf.control_addr.as_str()
-    };
+    let host = if ctl.conf.control_addr.is_empty() { "127.0.0.1" } else { ctl.conf.control_addr.as_str() };
     std::net::UdpSocket::bind("0.0.0.0:0")
         .and_then(|s| {
             s.connect((host, ctl.conf.slurmctld_port))?;
@@ -393,11 +352,9 @@ fn run_step(
         set.add(s);
     }
     let _ = set.thread_block();
-    let listener = TcpListener::bind("0.0.0.0:0")
-        .map_err(|e| fatal(format!("cannot listen for step i/o: {e}"), 1))?;
+    let listener = TcpListener::bind("0.0.0.0:0").map_err(|e| fatal(format!("cannot listen for step i/o: {e}"), 1))?;
     let port = listener.local_addr().map(|a| a.port()).unwrap_or(0);
-    let key = flotilla_proto::auth::random_bytes(16)
-        .map_err(|e| fatal(format!("no random bytes: {e}"), 1))?;
+    let key = flotilla_proto::auth::random_bytes(16).map_err(|e| fatal(format!("no random bytes: {e}"), 1))?;
     o.step.job_id = job_id;
     o.step.argv = program;
     o.step.environment = environment;
@@ -410,12 +367,7 @@ fn run_step(
     let layout: StepLayout = loop {
         match ctl.call(Request::CreateStep(Box::new(o.step.clone()))) {
             Ok(Response::StepCreated(l)) => break l,
-            Ok(_) => {
-                return Err(fatal(
-                    format!("Unable to create step for job {job_id}: Unexpected message received"),
-                    1,
-                ))
-            }
+            Ok(_) => return Err(fatal(format!("Unable to create step for job {job_id}: Unexpected message received"), 1)),
             Err(e) => {
                 let se = e.slurm();
                 if se.code == ESLURM_NODES_BUSY {
@@ -437,18 +389,12 @@ fn run_step(
                         code: 1,
                     });
                 }
-                return Err(fatal(
-                    format!("Unable to create step for job {job_id}: {}", se.text),
-                    1,
-                ));
+                return Err(fatal(format!("Unable to create step for job {job_id}: {}", se.text), 1));
             }
         }
     };
     if waited && !o.quiet {
-        io.err(&format!(
-            "srun: Step created for StepId={job_id}.{}\n",
-            layout.step_id
-        ));
+        io.err(&format!("srun: Step created for StepId={job_id}.{}\n", layout.step_id));
     }
     let (tx, rx) = mpsc::channel::<Ev>();
     {
@@ -480,12 +426,7 @@ fn run_step(
                     Err(_) => continue,
                 };
                 match read_msg::<_, StepIo>(&mut r) {
-                    Ok(StepIo::Hello {
-                        job_id: j,
-                        step_id,
-                        io_key,
-                        ..
-                    }) if j == job_id && step_id == layout.step_id && io_key == key => {}
+                    Ok(StepIo::Hello { job_id: j, step_id, io_key, .. }) if j == job_id && step_id == layout.step_id && io_key == key => {}
                     _ => continue,
                 }
                 let _ = r.set_read_timeout(None);
@@ -503,10 +444,7 @@ fn run_step(
             }
             Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {
                 if Instant::now() > deadline {
-                    io.err(&format!(
-                        "srun: error: timed out waiting for the tasks of StepId={job_id}.{}\n",
-                        layout.step_id
-                    ));
+                    io.err(&format!("srun: error: timed out waiting for the tasks of StepId={job_id}.{}\n", layout.step_id));
                     break;
                 }
                 std::thread::sleep(Duration::from_millis(5));
@@ -548,12 +486,7 @@ fn run_step(
         .collect();
     let mut partial: BTreeMap<(u32, bool), Vec<u8>> = BTreeMap::new();
     let mut exits: BTreeMap<u32, (i32, i32)> = BTreeMap::new();
-    let emit = |io: &mut Io<'_>,
-                task: u32,
-                err: bool,
-                data: &[u8],
-                flush_all: bool,
-                partial: &mut BTreeMap<(u32, bool), Vec<u8>>| {
+    let emit = |io: &mut Io<'_>, task: u32, err: bool, data: &[u8], flush_all: bool, partial: &mut BTreeMap<(u32, bool), Vec<u8>>| {
         let sink: &mut dyn std::io::Write = if err { &mut *io.err } else { &mut *io.out };
         if !o.label {
             let _ = sink.write_all(data);
@@ -578,17 +511,9 @@ fn run_step(
     while exits.len() < ntasks && open > 0 {
         let Ok(ev) = rx.recv() else { break };
         match ev {
-            Ev::Io(StepIo::Stdout { task, data }) => {
-                emit(io, task, false, &data, false, &mut partial)
-            }
-            Ev::Io(StepIo::Stderr { task, data }) => {
-                emit(io, task, true, &data, false, &mut partial)
-            }
-            Ev::Io(StepIo::TaskExit {
-                task,
-                exit_code,
-                signal,
-            }) => {
+            Ev::Io(StepIo::Stdout { task, data }) => emit(io, task, false, &data, false, &mut partial),
+            Ev::Io(StepIo::Stderr { task, data }) => emit(io, task, true, &data, false, &mut partial),
+            Ev::Io(StepIo::TaskExit { task, exit_code, signal }) => {
                 emit(io, task, false, &[], true, &mut partial);
                 emit(io, task, true, &[], true, &mut partial);
                 exits.insert(task, (exit_code, signal));
@@ -611,10 +536,7 @@ fn run_step(
         exits.entry(t).or_insert((0, 9));
     }
     let code = report(&exits, &node_of, io);
-    let worst = exits
-        .values()
-        .map(|&(c, s)| (c, s))
-        .max_by_key(|&(c, s)| if s != 0 { 128 + s } else { c });
+    let worst = exits.values().map(|&(c, s)| (c, s)).max_by_key(|&(c, s)| if s != 0 { 128 + s } else { c });
     let (exit_code, signal) = worst.unwrap_or((0, 0));
     let _ = ctl.call(Request::StepComplete(StepComplete {
         job_id,
@@ -628,18 +550,11 @@ fn run_step(
 /// Prints Slurm's lines for tasks that failed, per node and status (`srun: error: gpu01:
 /// tasks 0-3: Exited with exit code 2`, `srun: error: gpu02: task 8: Killed`); returns the
 /// worst status (exit code, or `128 + signal`).
-fn report(
-    exits: &BTreeMap<u32, (i32, i32)>,
-    node_of: &BTreeMap<u32, String>,
-    io: &mut Io<'_>,
-) -> i32 {
+fn report(exits: &BTreeMap<u32, (i32, i32)>, node_of: &BTreeMap<u32, String>, io: &mut Io<'_>) -> i32 {
     let mut groups: BTreeMap<(String, i32, i32), Vec<u32>> = BTreeMap::new();
     for (&t, &(c, s)) in exits {
         if c != 0 || s != 0 {
-            groups
-                .entry((node_of.get(&t).cloned().unwrap_or_default(), c, s))
-                .or_default()
-                .push(t);
+            groups.entry((node_of.get(&t).cloned().unwrap_or_default(), c, s)).or_default().push(t);
         }
     }
     let mut groups: Vec<((String, i32, i32), Vec<u32>)> = groups.into_iter().collect();
@@ -651,16 +566,9 @@ fn report(
             format!("Exited with exit code {c}")
         };
         let word = if tasks.len() == 1 { "task" } else { "tasks" };
-        io.err(&format!(
-            "srun: error: {node}: {word} {}: {what}\n",
-            common::ranges(tasks)
-        ));
+        io.err(&format!("srun: error: {node}: {word} {}: {what}\n", common::ranges(tasks)));
     }
-    exits
-        .values()
-        .map(|&(c, s)| if s != 0 { 128 + s } else { c })
-        .max()
-        .unwrap_or(0)
+    exits.values().map(|&(c, s)| if s != 0 { 128 + s } else { c }).max().unwrap_or(0)
 }
 
 /// `strsignal` for the signals a task commonly dies of.
@@ -697,38 +605,24 @@ mod tests {
     #[test]
     fn options() {
         let env = |k: &str| (k == "SLURM_NTASKS").then(|| "4".to_string());
-        let a: Vec<String> = ["-l", "--gpus-per-task=1", "-N", "2", "prog", "-n", "3"]
-            .iter()
-            .map(|s| s.to_string())
-            .collect();
+        let a: Vec<String> = ["-l", "--gpus-per-task=1", "-N", "2", "prog", "-n", "3"].iter().map(|s| s.to_string()).collect();
         let (o, prog) = parse(&a, &env).unwrap();
         assert!(o.label);
         assert_eq!(o.step.gpus_per_task, Some(1));
         assert_eq!(o.step.nodes, Some(2));
-        assert_eq!(
-            o.step.ntasks, None,
-            "SLURM_NTASKS does not override -N's one task per node"
-        );
+        assert_eq!(o.step.ntasks, None, "SLURM_NTASKS does not override -N's one task per node");
         assert_eq!(prog, ["prog", "-n", "3"]);
         assert_eq!(o.alloc_words, ["--gpus-per-task=1", "-N", "2"]);
         let (o, _) = parse(&["prog".to_string()], &env).unwrap();
         assert_eq!(o.step.ntasks, Some(4));
         let e = parse(&["--bogus".to_string()], &env).unwrap_err();
-        assert_eq!(
-            (e.lines[0].as_str(), e.code),
-            ("srun: unrecognized option '--bogus'", 255)
-        );
+        assert_eq!((e.lines[0].as_str(), e.code), ("srun: unrecognized option '--bogus'", 255));
     }
 
     #[test]
     fn failed_tasks_are_reported_per_node() {
-        let exits: BTreeMap<u32, (i32, i32)> = [(0, (0, 0)), (1, (3, 0)), (2, (3, 0)), (3, (0, 9))]
-            .into_iter()
-            .collect();
-        let node_of: BTreeMap<u32, String> = [(0, "a"), (1, "a"), (2, "b"), (3, "b")]
-            .into_iter()
-            .map(|(t, n)| (t, n.to_string()))
-            .collect();
+        let exits: BTreeMap<u32, (i32, i32)> = [(0, (0, 0)), (1, (3, 0)), (2, (3, 0)), (3, (0, 9))].into_iter().collect();
+        let node_of: BTreeMap<u32, String> = [(0, "a"), (1, "a"), (2, "b"), (3, "b")].into_iter().map(|(t, n)| (t, n.to_string())).collect();
         let (mut out, mut err) = (Vec::new(), Vec::new());
         let env = |_: &str| None;
         let mut io = Io {

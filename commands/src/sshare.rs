@@ -137,11 +137,7 @@ fn fields(o: &Options) -> Result<Vec<Field>, String> {
             .iter()
             .find(|(_, n, _)| n.len() >= name.len() && n[..name.len()].eq_ignore_ascii_case(&name))
             .ok_or_else(|| format!("sshare: error: Invalid field requested: \"{name}\"\n"))?;
-        out.push(Field {
-            len: if width != 0 { width } else { f.0 },
-            name: f.1,
-            kind: f.2,
-        });
+        out.push(Field { len: if width != 0 { width } else { f.0 }, name: f.1, kind: f.2 });
     }
     Ok(out)
 }
@@ -166,13 +162,7 @@ fn c_exp(v: f64, prec: usize) -> String {
 fn cell(out: &mut String, f: &Field, v: Val, last: bool, p: Parsable) {
     let abs = f.len.unsigned_abs() as usize;
     let right = f.len > 0;
-    let pad = |s: &str| {
-        if right {
-            format!("{s:>abs$} ")
-        } else {
-            format!("{s:<abs$} ")
-        }
-    };
+    let pad = |s: &str| if right { format!("{s:>abs$} ") } else { format!("{s:<abs$} ") };
     let text = match v {
         Val::Str(s) => match p {
             Parsable::No => {
@@ -191,11 +181,7 @@ fn cell(out: &mut String, f: &Field, v: Val, last: bool, p: Parsable) {
                 t
             } else {
                 let long = c_exp(d, abs);
-                let width = if long.len() > abs {
-                    abs - (long.len() - abs).min(abs)
-                } else {
-                    abs
-                };
+                let width = if long.len() > abs { abs - (long.len() - abs).min(abs) } else { abs };
                 c_exp(d, width)
             }
         }),
@@ -238,8 +224,7 @@ impl TreeNames {
         let spaces = par.map_or(String::new(), |i| format!(" {}", self.entries[i].1));
         let user = name.starts_with('|');
         let print = format!("{spaces}{}", if user { parent.unwrap_or("") } else { name });
-        self.entries
-            .push((name.to_string(), spaces, print.clone(), user));
+        self.entries.push((name.to_string(), spaces, print.clone(), user));
         print
     }
 }
@@ -260,11 +245,7 @@ pub fn render(rows: &[ShareRow], o: &Options) -> Result<String, String> {
                 Parsable::No => {
                     let abs = f.len.unsigned_abs() as usize;
                     let name: String = f.name.chars().take(abs).collect();
-                    out.push_str(&if f.len > 0 {
-                        format!("{name:>abs$} ")
-                    } else {
-                        format!("{name:<abs$} ")
-                    });
+                    out.push_str(&if f.len > 0 { format!("{name:>abs$} ") } else { format!("{name:<abs$} ") });
                 }
             }
         }
@@ -303,12 +284,7 @@ pub fn render(rows: &[ShareRow], o: &Options) -> Result<String, String> {
                 Kind::Tres => Val::Str(Some(String::new())),
                 Kind::Id => Val::Uint(Some(u64::from(r.id))),
                 Kind::LevelFs => match r.level_fs {
-                    Some(l)
-                        if r.raw_shares != Some(u32::MAX)
-                            && l != flotilla_core::fairshare::LEVEL_FS_NO_VAL =>
-                    {
-                        Val::Double(Some(l))
-                    }
+                    Some(l) if r.raw_shares != Some(u32::MAX) && l != flotilla_core::fairshare::LEVEL_FS_NO_VAL => Val::Double(Some(l)),
                     Some(_) if r.raw_shares == Some(u32::MAX) => Val::Str(None),
                     _ => Val::Double(None),
                 },
@@ -352,9 +328,7 @@ pub fn run(args: &[String], io: &mut Io<'_>) -> i32 {
     let p = match getopt_long("sshare", argv, SHORTS, LONGS) {
         Ok(p) => p,
         Err(m) => {
-            io.err(&format!(
-                "{m}\nTry \"sshare --help\" for more information\n"
-            ));
+            io.err(&format!("{m}\nTry \"sshare --help\" for more information\n"));
             return 1;
         }
     };
@@ -374,9 +348,7 @@ pub fn run(args: &[String], io: &mut Io<'_>) -> i32 {
         let a = opt.arg.clone().unwrap_or_default();
         match opt.id {
             x if x == c('a') => all = true,
-            x if x == c('A') => {
-                accounts.extend(a.split(',').filter(|s| !s.is_empty()).map(str::to_string))
-            }
+            x if x == c('A') => accounts.extend(a.split(',').filter(|s| !s.is_empty()).map(str::to_string)),
             x if x == c('e') => {
                 io.out(&help_format());
                 return 0;

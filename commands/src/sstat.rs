@@ -127,16 +127,10 @@ pub fn parse_fields(list: &str) -> Result<Vec<Column>, String> {
             None => (item, None),
         };
         let lower = name.to_ascii_lowercase();
-        let Some(&(n, w)) = FIELDS
-            .iter()
-            .find(|(n, _)| n.to_ascii_lowercase().starts_with(&lower))
-        else {
+        let Some(&(n, w)) = FIELDS.iter().find(|(n, _)| n.to_ascii_lowercase().starts_with(&lower)) else {
             return Err(name.to_string());
         };
-        out.push(Column {
-            name: n,
-            width: width.unwrap_or(w),
-        });
+        out.push(Column { name: n, width: width.unwrap_or(w) });
     }
     Ok(out)
 }
@@ -191,40 +185,23 @@ pub fn value(name: &str, j: &AcctJob, s: &AcctStep, units: Units) -> Option<Stri
 }
 
 fn first_node(list: &str) -> String {
-    flotilla_core::hostlist::expand(list)
-        .ok()
-        .and_then(|v| v.into_iter().next())
-        .unwrap_or_else(|| list.to_string())
+    flotilla_core::hostlist::expand(list).ok().and_then(|v| v.into_iter().next()).unwrap_or_else(|| list.to_string())
 }
 
 /// The steps of `j` that `r` selects among its running ones (Slurm's sstat main loop): the
 /// named step; without one, every running step with `-a`, else the lowest-numbered running
 /// `srun` step. `Err`: the error line.
 pub fn select<'a>(j: &'a AcctJob, r: &AcctJobRef, all: bool) -> Result<Vec<&'a AcctStep>, String> {
-    let running: Vec<&AcctStep> = if j.state == "RUNNING" {
-        j.steps.iter().filter(|s| s.state == "RUNNING").collect()
-    } else {
-        Vec::new()
-    };
+    let running: Vec<&AcctStep> =
+        if j.state == "RUNNING" { j.steps.iter().filter(|s| s.state == "RUNNING").collect() } else { Vec::new() };
     match &r.step {
         Some(name) => match running.iter().find(|s| &s.step == name) {
             Some(s) => Ok(vec![*s]),
-            None => Err(format!(
-                "sstat: error: StepId={}.{name} not found running.\n",
-                j.job_id
-            )),
+            None => Err(format!("sstat: error: StepId={}.{name} not found running.\n", j.job_id)),
         },
-        None if running.is_empty() => Err(format!(
-            "sstat: error: No steps running for job {}\n",
-            j.job_id
-        )),
+        None if running.is_empty() => Err(format!("sstat: error: No steps running for job {}\n", j.job_id)),
         None if all => Ok(running),
-        None => Ok(running
-            .into_iter()
-            .filter(|s| s.step.parse::<u32>().is_ok())
-            .min_by_key(|s| s.step.parse::<u32>().unwrap_or(u32::MAX))
-            .into_iter()
-            .collect()),
+        None => Ok(running.into_iter().filter(|s| s.step.parse::<u32>().is_ok()).min_by_key(|s| s.step.parse::<u32>().unwrap_or(u32::MAX)).into_iter().collect()),
     }
 }
 
@@ -242,10 +219,7 @@ pub fn render(jobs: &[AcctJob], refs: &[AcctJobRef], plan: &Plan, uid: u32) -> (
             Some(t) => j.array_job_id == Some(r.job_id) && j.array_task_id == Some(t),
         });
         let Some(j) = found else {
-            err.push_str(&format!(
-                "sstat: error: couldn't get steps for job {}\n",
-                r.job_id
-            ));
+            err.push_str(&format!("sstat: error: couldn't get steps for job {}\n", r.job_id));
             continue;
         };
         match select(j, r, plan.all_steps) {
@@ -261,11 +235,7 @@ pub fn render(jobs: &[AcctJob], refs: &[AcctJobRef], plan: &Plan, uid: u32) -> (
                         ));
                         continue;
                     }
-                    let vals: Vec<Option<String>> = plan
-                        .cols
-                        .iter()
-                        .map(|c| value(c.name, j, s, plan.units))
-                        .collect();
+                    let vals: Vec<Option<String>> = plan.cols.iter().map(|c| value(c.name, j, s, plan.units)).collect();
                     out.push_str(&line(&plan.cols, &vals, &plan.layout));
                 }
             }
@@ -312,8 +282,7 @@ Values are the node daemons' latest reports (every JobAcctGatherFrequency second
 /// Parses sstat's command line: a plan, or `Err((status, stdout, stderr))`.
 pub fn parse(args: &[String]) -> Result<Plan, (i32, String, String)> {
     let argv = args.get(1..).unwrap_or(&[]);
-    let parsed = getopt_long("sstat", argv, SHORTS, LONGS)
-        .map_err(|m| (1, String::new(), format!("{m}\n")))?;
+    let parsed = getopt_long("sstat", argv, SHORTS, LONGS).map_err(|m| (1, String::new(), format!("{m}\n")))?;
     let (mut refs, mut fields, mut help) = (Vec::new(), String::new(), 0);
     let mut plan = Plan {
         refs: Vec::new(),
@@ -327,13 +296,7 @@ pub fn parse(args: &[String]) -> Result<Plan, (i32, String, String)> {
         for id in list.split(',').filter(|s| !s.is_empty()) {
             match crate::sacct::parse_job_ref(id) {
                 Some(r) => refs.push(r),
-                None => {
-                    return Err((
-                        1,
-                        String::new(),
-                        format!("sstat: fatal: Bad job/step specified: {id}\n"),
-                    ))
-                }
+                None => return Err((1, String::new(), format!("sstat: fatal: Bad job/step specified: {id}\n"))),
             }
         }
         Ok(())
@@ -356,38 +319,16 @@ pub fn parse(args: &[String]) -> Result<Plan, (i32, String, String)> {
                 fields.push_str(a);
                 fields.push(',');
             }
-            x if x == 'p' as u32 => {
-                plan.layout = Layout::Parsable {
-                    delimiter: "|".into(),
-                    trailing: true,
-                }
-            }
-            x if x == 'P' as u32 => {
-                plan.layout = Layout::Parsable {
-                    delimiter: "|".into(),
-                    trailing: false,
-                }
-            }
-            x if x == 'V' as u32 => {
-                return Err((
-                    0,
-                    format!("{}\n", crate::sbatch::VERSION_LINE),
-                    String::new(),
-                ))
-            }
+            x if x == 'p' as u32 => plan.layout = Layout::Parsable { delimiter: "|".into(), trailing: true },
+            x if x == 'P' as u32 => plan.layout = Layout::Parsable { delimiter: "|".into(), trailing: false },
+            x if x == 'V' as u32 => return Err((0, format!("{}\n", crate::sbatch::VERSION_LINE), String::new())),
             _ => {}
         }
     }
     match help {
         1 => return Err((0, HELP.into(), String::new())),
         2 => return Err((0, help_fields(), String::new())),
-        3 => {
-            return Err((
-                0,
-                "Usage: sstat [options] -j <job(.stepid)>\n\tUse --help for help\n".into(),
-                String::new(),
-            ))
-        }
+        3 => return Err((0, "Usage: sstat [options] -j <job(.stepid)>\n\tUse --help for help\n".into(), String::new())),
         _ => {}
     }
     if let Some(first) = parsed.operands.first() {
@@ -396,19 +337,9 @@ pub fn parse(args: &[String]) -> Result<Plan, (i32, String, String)> {
     if fields.is_empty() {
         fields = STAT_FIELDS.to_string();
     }
-    plan.cols = parse_fields(&fields).map_err(|n| {
-        (
-            1,
-            String::new(),
-            format!("sstat: error: Invalid field requested: \"{n}\"\n"),
-        )
-    })?;
+    plan.cols = parse_fields(&fields).map_err(|n| (1, String::new(), format!("sstat: error: Invalid field requested: \"{n}\"\n")))?;
     if refs.is_empty() {
-        return Err((
-            1,
-            String::new(),
-            "sstat: error: You didn't give me any jobs to stat.\n".into(),
-        ));
+        return Err((1, String::new(), "sstat: error: You didn't give me any jobs to stat.\n".into()));
     }
     plan.refs = refs;
     Ok(plan)
@@ -435,14 +366,7 @@ pub fn run(args: &[String], io: &mut Io<'_>) -> i32 {
     // Every user's jobs (the controller hides what PrivateData hides); another user's steps
     // are then refused in `render`, as Slurm's slurmd refuses them.
     let q = AcctQuery {
-        jobs: plan
-            .refs
-            .iter()
-            .map(|r| AcctJobRef {
-                step: None,
-                ..r.clone()
-            })
-            .collect(),
+        jobs: plan.refs.iter().map(|r| AcctJobRef { step: None, ..r.clone() }).collect(),
         now: common::now(),
         ..AcctQuery::default()
     };
@@ -465,10 +389,7 @@ mod tests {
     use super::*;
 
     fn argv(v: &[&str]) -> Vec<String> {
-        std::iter::once("sstat")
-            .chain(v.iter().copied())
-            .map(str::to_string)
-            .collect()
+        std::iter::once("sstat").chain(v.iter().copied()).map(str::to_string).collect()
     }
 
     fn step(name: &str, state: &str, usage: Option<StepStats>) -> AcctStep {
@@ -529,140 +450,45 @@ mod tests {
 
     #[test]
     fn options_fields_and_errors() {
-        let p = parse(&argv(&[
-            "-j",
-            "42,43.batch",
-            "-o",
-            "JobID,maxrss%12,AveC",
-            "-P",
-            "-n",
-            "-a",
-        ]))
-        .unwrap();
+        let p = parse(&argv(&["-j", "42,43.batch", "-o", "JobID,maxrss%12,AveC", "-P", "-n", "-a"])).unwrap();
         assert_eq!(p.refs.len(), 2);
         assert_eq!(p.refs[1].step.as_deref(), Some("batch"));
-        assert_eq!(
-            p.cols[1],
-            Column {
-                name: "MaxRSS",
-                width: 12
-            }
-        );
+        assert_eq!(p.cols[1], Column { name: "MaxRSS", width: 12 });
         assert_eq!(p.cols[2].name, "AveCPU");
         assert!(p.noheader && p.all_steps);
-        assert_eq!(
-            p.layout,
-            Layout::Parsable {
-                delimiter: "|".into(),
-                trailing: false
-            }
-        );
-        assert_eq!(
-            parse(&argv(&["42"])).unwrap().refs[0].job_id,
-            42,
-            "the first operand is a job"
-        );
-        assert_eq!(
-            parse(&argv(&[])).unwrap_err(),
-            (
-                1,
-                String::new(),
-                "sstat: error: You didn't give me any jobs to stat.\n".into()
-            )
-        );
+        assert_eq!(p.layout, Layout::Parsable { delimiter: "|".into(), trailing: false });
+        assert_eq!(parse(&argv(&["42"])).unwrap().refs[0].job_id, 42, "the first operand is a job");
+        assert_eq!(parse(&argv(&[])).unwrap_err(), (1, String::new(), "sstat: error: You didn't give me any jobs to stat.\n".into()));
         assert_eq!(
             parse(&argv(&["-j", "1", "-o", "Bogus"])).unwrap_err().2,
             "sstat: error: Invalid field requested: \"Bogus\"\n"
         );
-        assert_eq!(
-            parse(&argv(&["-i", "-j", "1"]))
-                .unwrap()
-                .cols
-                .iter()
-                .map(|c| c.name)
-                .collect::<Vec<_>>(),
-            ["JobID", "Nodelist", "Pids"]
-        );
-        assert!(help_fields().starts_with(
-            "AveCPU              AveCPUFreq          AveDiskRead         AveDiskWrite       \n"
-        ));
+        assert_eq!(parse(&argv(&["-i", "-j", "1"])).unwrap().cols.iter().map(|c| c.name).collect::<Vec<_>>(), ["JobID", "Nodelist", "Pids"]);
+        assert!(help_fields().starts_with("AveCPU              AveCPUFreq          AveDiskRead         AveDiskWrite       \n"));
         let def = parse(&argv(&["-j", "1"])).unwrap().cols;
         assert_eq!(def.len(), 47);
-        assert_eq!(
-            def[0],
-            Column {
-                name: "JobID",
-                width: -12
-            }
-        );
+        assert_eq!(def[0], Column { name: "JobID", width: -12 });
     }
 
     #[test]
     fn selects_running_steps_like_slurm() {
-        let u = StepStats {
-            max_rss: 200 << 20,
-            max_rss_node: "gpu02".into(),
-            total_usec: 4_000_000,
-            ave_cpu_usec: 2_000_000,
-            ntasks: 2,
-            ..StepStats::default()
-        };
-        let j = job(vec![
-            step("batch", "RUNNING", None),
-            step("0", "COMPLETED", None),
-            step("3", "RUNNING", Some(u)),
-            step("5", "RUNNING", None),
-        ]);
-        let r = |s: Option<&str>| AcctJobRef {
-            job_id: 42,
-            task: None,
-            step: s.map(str::to_string),
-        };
+        let u = StepStats { max_rss: 200 << 20, max_rss_node: "gpu02".into(), total_usec: 4_000_000, ave_cpu_usec: 2_000_000, ntasks: 2, ..StepStats::default() };
+        let j = job(vec![step("batch", "RUNNING", None), step("0", "COMPLETED", None), step("3", "RUNNING", Some(u)), step("5", "RUNNING", None)]);
+        let r = |s: Option<&str>| AcctJobRef { job_id: 42, task: None, step: s.map(str::to_string) };
         let names = |v: Vec<&AcctStep>| v.iter().map(|s| s.step.clone()).collect::<Vec<_>>();
-        assert_eq!(
-            names(select(&j, &r(None), false).unwrap()),
-            ["3"],
-            "lowest running srun step"
-        );
-        assert_eq!(
-            names(select(&j, &r(None), true).unwrap()),
-            ["batch", "3", "5"]
-        );
-        assert_eq!(
-            names(select(&j, &r(Some("batch")), false).unwrap()),
-            ["batch"]
-        );
-        assert_eq!(
-            select(&j, &r(Some("0")), false).unwrap_err(),
-            "sstat: error: StepId=42.0 not found running.\n"
-        );
+        assert_eq!(names(select(&j, &r(None), false).unwrap()), ["3"], "lowest running srun step");
+        assert_eq!(names(select(&j, &r(None), true).unwrap()), ["batch", "3", "5"]);
+        assert_eq!(names(select(&j, &r(Some("batch")), false).unwrap()), ["batch"]);
+        assert_eq!(select(&j, &r(Some("0")), false).unwrap_err(), "sstat: error: StepId=42.0 not found running.\n");
         let mut done = j.clone();
         done.state = "COMPLETED".into();
-        assert_eq!(
-            select(&done, &r(None), false).unwrap_err(),
-            "sstat: error: No steps running for job 42\n"
-        );
-        let plan = parse(&argv(&[
-            "-j",
-            "42",
-            "-P",
-            "-o",
-            "JobID,MaxRSS,MaxRSSNode,AveCPU,NTasks,ConsumedEnergy,Nodelist",
-        ]))
-        .unwrap();
+        assert_eq!(select(&done, &r(None), false).unwrap_err(), "sstat: error: No steps running for job 42\n");
+        let plan = parse(&argv(&["-j", "42", "-P", "-o", "JobID,MaxRSS,MaxRSSNode,AveCPU,NTasks,ConsumedEnergy,Nodelist"])).unwrap();
         let (out, err) = render(std::slice::from_ref(&j), &plan.refs, &plan, 2001);
         assert_eq!(out, "JobID|MaxRSS|MaxRSSNode|AveCPU|NTasks|ConsumedEnergy|Nodelist\n42.3|200M|gpu02|00:00:02|2|0|gpu[01-02]\n");
         assert_eq!(err, "");
         // A step not polled yet: zeros on its first node.
-        let plan = parse(&argv(&[
-            "-j",
-            "42.5",
-            "-p",
-            "-n",
-            "-o",
-            "JobID,MaxRSS,MaxRSSNode,TRESUsageInAve",
-        ]))
-        .unwrap();
+        let plan = parse(&argv(&["-j", "42.5", "-p", "-n", "-o", "JobID,MaxRSS,MaxRSSNode,TRESUsageInAve"])).unwrap();
         let (out, _) = render(std::slice::from_ref(&j), &plan.refs, &plan, 0);
         // Golden 0201: another user's step.
         let (out2, err2) = render(std::slice::from_ref(&j), &plan.refs, &plan, 2002);
@@ -670,9 +496,6 @@ mod tests {
         assert_eq!(err2, "sstat: error: slurm_job_step_stat: there was an error with the request to gpu01 rc = Invalid user id\nsstat: error: problem getting step_layout for StepId=42.5: Invalid user id\n");
         let (_, err3) = render(&[], &plan.refs, &plan, 0);
         assert_eq!(err3, "sstat: error: couldn't get steps for job 42\n");
-        assert_eq!(
-            out,
-            "42.5|0|gpu01|cpu=00:00:00,energy=0,fs/disk=0,mem=0,pages=0,vmem=0|\n"
-        );
+        assert_eq!(out, "42.5|0|gpu01|cpu=00:00:00,energy=0,fs/disk=0,mem=0,pages=0,vmem=0|\n");
     }
 }

@@ -19,10 +19,7 @@ pub struct Units {
 /// Invalid unit type`).
 pub fn unit_type(s: &str) -> Option<u8> {
     let c = s.chars().next()?.to_ascii_uppercase();
-    SUFFIX
-        .iter()
-        .position(|x| x.starts_with(c) && !x.is_empty())
-        .map(|i| i as u8)
+    SUFFIX.iter().position(|x| x.starts_with(c) && !x.is_empty()).map(|i| i as u8)
 }
 
 /// `convert_num_unit2(num, orig = UNIT_NONE, spec, divisor, flags)`: `0` for zero; with a
@@ -82,11 +79,7 @@ pub fn mib_in_units(mib: u64, units: Units) -> Option<String> {
         unit -= 1;
     }
     let suffix = SUFFIX[usize::from(unit)];
-    Some(if (n as u64) as f64 == n {
-        format!("{}{suffix}", n as u64)
-    } else {
-        format!("{n:.2}{suffix}")
-    })
+    Some(if (n as u64) as f64 == n { format!("{}{suffix}", n as u64) } else { format!("{n:.2}{suffix}") })
 }
 
 /// Energy (J) as `ConsumedEnergy`: divisor 1000, never exact.
@@ -99,12 +92,7 @@ pub fn energy(v: u64, units: Units) -> String {
 pub fn elapsed(secs: u64, usecs: u64) -> String {
     let (secs, usecs) = (secs + usecs / 1_000_000, usecs % 1_000_000);
     let sub = usecs / 1000;
-    let (d, h, m, s) = (
-        secs / 86_400,
-        (secs / 3600) % 24,
-        (secs / 60) % 60,
-        secs % 60,
-    );
+    let (d, h, m, s) = (secs / 86_400, (secs / 3600) % 24, (secs / 60) % 60, secs % 60);
     if d > 0 {
         format!("{d}-{h:02}:{m:02}:{s:02}")
     } else if h > 0 {
@@ -135,49 +123,24 @@ pub fn tres_usage(name: &str, u: &flotilla_proto::StepStats, units: Units) -> Op
     let b = |v: u64| bytes(v, units);
     let per_task_cpu = u.total_usec / u64::from(u.ntasks.max(1));
     let vals = |cpu: u64, mem: u64, vmem: u64| {
-        format!(
-            "cpu={},energy={},fs/disk=0,mem={},pages=0,vmem={}",
-            cpu_secs(cpu),
-            u.energy_j,
-            b(mem),
-            b(vmem)
-        )
+        format!("cpu={},energy={},fs/disk=0,mem={},pages=0,vmem={}", cpu_secs(cpu), u.energy_j, b(mem), b(vmem))
     };
-    let node = |n: &str, m: &str, v: &str| {
-        format!("cpu={n},energy={m},fs/disk={m},mem={m},pages={m},vmem={v}")
-    };
+    let node = |n: &str, m: &str, v: &str| format!("cpu={n},energy={m},fs/disk={m},mem={m},pages={m},vmem={v}");
     let task = |cpu: u32, mem: u32| {
-        format!(
-            "cpu={},fs/disk={mem},mem={},pages={mem},vmem={}",
-            cpu_secs(u64::from(cpu) * 1000),
-            b(u64::from(mem)),
-            b(u64::from(mem))
-        )
+        format!("cpu={},fs/disk={mem},mem={},pages={mem},vmem={}", cpu_secs(u64::from(cpu) * 1000), b(u64::from(mem)), b(u64::from(mem)))
     };
     Some(match name {
         "TRESUsageInAve" => vals(u.ave_cpu_usec, u.ave_rss, u.ave_vmsize),
         "TRESUsageInMax" => vals(per_task_cpu.max(u.min_cpu_usec), u.max_rss, u.max_vmsize),
-        "TRESUsageInMin" => vals(
-            u.min_cpu_usec,
-            u.max_rss.min(u.ave_rss),
-            u.max_vmsize.min(u.ave_vmsize),
-        ),
-        "TRESUsageInTot" => vals(
-            u.total_usec,
-            u.ave_rss * u64::from(u.ntasks.max(1)),
-            u.ave_vmsize * u64::from(u.ntasks.max(1)),
-        ),
+        "TRESUsageInMin" => vals(u.min_cpu_usec, u.max_rss.min(u.ave_rss), u.max_vmsize.min(u.ave_vmsize)),
+        "TRESUsageInTot" => vals(u.total_usec, u.ave_rss * u64::from(u.ntasks.max(1)), u.ave_vmsize * u64::from(u.ntasks.max(1))),
         "TRESUsageInMaxNode" => node(&u.min_cpu_node, &u.max_rss_node, &u.max_vmsize_node),
         "TRESUsageInMinNode" => node(&u.min_cpu_node, &u.min_cpu_node, &u.min_cpu_node),
         // Task ids go through the TRES formatting too (Slurm prints the `cpu` one as a time).
         "TRESUsageInMaxTask" => task(u.min_cpu_task, u.max_rss_task),
         "TRESUsageInMinTask" => task(u.min_cpu_task, u.min_cpu_task),
-        "TRESUsageOutAve" | "TRESUsageOutMax" | "TRESUsageOutMin" | "TRESUsageOutTot" => {
-            "energy=0,fs/disk=0".into()
-        }
-        "TRESUsageOutMaxNode" | "TRESUsageOutMinNode" => {
-            format!("energy={0},fs/disk={0}", u.max_rss_node)
-        }
+        "TRESUsageOutAve" | "TRESUsageOutMax" | "TRESUsageOutMin" | "TRESUsageOutTot" => "energy=0,fs/disk=0".into(),
+        "TRESUsageOutMaxNode" | "TRESUsageOutMinNode" => format!("energy={0},fs/disk={0}", u.max_rss_node),
         "TRESUsageOutMaxTask" | "TRESUsageOutMinTask" => format!("fs/disk={}", u.max_rss_task),
         _ => return None,
     })
@@ -187,8 +150,7 @@ pub fn tres_usage(name: &str, u: &flotilla_proto::StepStats, units: Units) -> Op
 /// CPU frequency), as Slurm prints them for zero counters; `None` for another name.
 pub fn unmeasured(name: &str, u: &flotilla_proto::StepStats) -> Option<String> {
     Some(match name {
-        "AvePages" | "MaxPages" | "AveDiskRead" | "AveDiskWrite" | "MaxDiskRead"
-        | "MaxDiskWrite" | "AveCPUFreq" => "0".into(),
+        "AvePages" | "MaxPages" | "AveDiskRead" | "AveDiskWrite" | "MaxDiskRead" | "MaxDiskWrite" | "AveCPUFreq" => "0".into(),
         "MaxPagesNode" | "MaxDiskReadNode" | "MaxDiskWriteNode" => u.max_rss_node.clone(),
         "MaxPagesTask" | "MaxDiskReadTask" | "MaxDiskWriteTask" => u.max_rss_task.to_string(),
         "ReqCPUFreq" | "ReqCPUFreqMin" | "ReqCPUFreqMax" | "ReqCPUFreqGov" => "Unknown".into(),
@@ -210,11 +172,7 @@ mod tests {
         assert_eq!(elapsed(2 * 86_400 + 3 * 3600 + 4 * 60 + 5, 7), "2-03:04:05");
         assert_eq!(cpu_usec(12_345_678), "00:12.345");
         assert_eq!(cpu_secs(12_345_678), "00:00:12");
-        assert_eq!(
-            elapsed(0, 400),
-            "00:00:00",
-            "under a millisecond: no sub-second part"
-        );
+        assert_eq!(elapsed(0, 400), "00:00:00", "under a millisecond: no sub-second part");
     }
 
     #[test]
@@ -226,43 +184,22 @@ mod tests {
         assert_eq!(bytes(1536, u), "1.50K", "half values still convert");
         assert_eq!(bytes(1000, u), "1000");
         assert_eq!(bytes(3 << 30, u), "3G");
-        let k = Units {
-            spec: Some(1),
-            ..Units::default()
-        };
+        let k = Units { spec: Some(1), ..Units::default() };
         assert_eq!(bytes(210_051_072, k), "205128K");
-        let m = Units {
-            spec: unit_type("m"),
-            ..Units::default()
-        };
+        let m = Units { spec: unit_type("m"), ..Units::default() };
         assert_eq!(bytes(210_051_072, m), "200.32M");
-        let g = Units {
-            spec: unit_type("G"),
-            ..Units::default()
-        };
+        let g = Units { spec: unit_type("G"), ..Units::default() };
         assert_eq!(bytes(3 << 30, g), "3G");
-        let raw = Units {
-            no_convert: true,
-            ..Units::default()
-        };
+        let raw = Units { no_convert: true, ..Units::default() };
         assert_eq!(bytes(210_051_072, raw), "210051072");
         assert_eq!(unit_type("x"), None);
         assert_eq!(unit_type(""), None);
         assert_eq!(energy(0, u), "0");
         assert_eq!(energy(1500, u), "1.50K");
         // Goldens 0216/0217: ReqMem 1 GiB with --units=M and G.
-        assert_eq!(
-            mib_in_units(1024, Units { spec: Some(2), ..u }).as_deref(),
-            Some("1024M")
-        );
-        assert_eq!(
-            mib_in_units(1024, Units { spec: Some(3), ..u }).as_deref(),
-            Some("1G")
-        );
-        assert_eq!(
-            mib_in_units(1024, Units { spec: Some(1), ..u }).as_deref(),
-            Some("1048576K")
-        );
+        assert_eq!(mib_in_units(1024, Units { spec: Some(2), ..u }).as_deref(), Some("1024M"));
+        assert_eq!(mib_in_units(1024, Units { spec: Some(3), ..u }).as_deref(), Some("1G"));
+        assert_eq!(mib_in_units(1024, Units { spec: Some(1), ..u }).as_deref(), Some("1048576K"));
         assert_eq!(mib_in_units(1024, u), None);
     }
 }

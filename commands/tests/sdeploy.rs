@@ -19,11 +19,7 @@ fn bin(name: &str) -> PathBuf {
         "flotilla" => {
             // Another package's binary: cargo builds it for `--workspace` runs.
             let p = Path::new(env!("CARGO_BIN_EXE_sdeploy")).with_file_name("flotilla");
-            assert!(
-                p.is_file(),
-                "{} missing: cargo build -p flotilla-admin",
-                p.display()
-            );
+            assert!(p.is_file(), "{} missing: cargo build -p flotilla-admin", p.display());
             p
         }
         _ => unreachable!(),
@@ -61,14 +57,7 @@ struct Dev(PathBuf);
 impl Drop for Dev {
     fn drop(&mut self) {
         let _ = Command::new(bin("flotilla"))
-            .args([
-                "dev",
-                "down",
-                "--dir",
-                self.0.to_str().unwrap(),
-                "--grace",
-                "5",
-            ])
+            .args(["dev", "down", "--dir", self.0.to_str().unwrap(), "--grace", "5"])
             .output();
     }
 }
@@ -82,11 +71,7 @@ fn sdeploy_session_golden() {
             .args(["dev", "up", "--dir", &dir, "--cgroup", "none"])
             .output()
             .unwrap();
-        (
-            o.status.code().unwrap_or(-1),
-            o.stdout,
-            String::from_utf8_lossy(&o.stderr).into_owned(),
-        )
+        (o.status.code().unwrap_or(-1), o.stdout, String::from_utf8_lossy(&o.stderr).into_owned())
     };
     assert_eq!(rc, 0, "dev up failed: {err}");
     let _dev = Dev(t.path().to_path_buf());
@@ -112,32 +97,13 @@ fn sdeploy_session_golden() {
             if out.contains(what) {
                 break;
             }
-            assert!(
-                t0.elapsed() < Duration::from_secs(30),
-                "no `{what}` in:\n{out}"
-            );
+            assert!(t0.elapsed() < Duration::from_secs(30), "no `{what}` in:\n{out}");
             std::thread::sleep(Duration::from_millis(100));
         }
     };
 
     step(&["sdeploy", "list"]);
-    step(&[
-        "sdeploy",
-        "create",
-        "--name",
-        "llm",
-        "--gpus",
-        "4",
-        "--min",
-        "1",
-        "--max",
-        "3",
-        "--priority",
-        "5",
-        "--",
-        "sleep",
-        "300",
-    ]);
+    step(&["sdeploy", "create", "--name", "llm", "--gpus", "4", "--min", "1", "--max", "3", "--priority", "5", "--", "sleep", "300"]);
     wait("Replicas=1 Pending=0");
     step(&["sdeploy", "scale", "1", "--replicas", "2"]);
     wait("Replicas=2 Pending=0");
@@ -150,17 +116,12 @@ fn sdeploy_session_golden() {
     step(&["scontrol", "show", "alerts"]);
     step(&["sdeploy", "scale", "99", "--replicas", "1"]);
     step(&["sdeploy", "show", "99"]);
-    step(&[
-        "sdeploy", "create", "--name", "big", "--gpus", "16", "--", "true",
-    ]);
+    step(&["sdeploy", "create", "--name", "big", "--gpus", "16", "--", "true"]);
     step(&["sdeploy", "delete", "1"]);
     step(&["sdeploy", "list"]);
     let t0 = Instant::now();
     while run(&conf, "squeue", &["-h", "-t", "R"]).1.contains("llm") {
-        assert!(
-            t0.elapsed() < Duration::from_secs(30),
-            "replicas of a deleted service still run"
-        );
+        assert!(t0.elapsed() < Duration::from_secs(30), "replicas of a deleted service still run");
         std::thread::sleep(Duration::from_millis(100));
     }
     step(&["sinfo", "--largest"]);

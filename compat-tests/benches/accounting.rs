@@ -15,15 +15,10 @@ use std::time::Instant;
 
 fn main() {
     if std::env::var("FLOTILLA_TEST_ROOT").as_deref() != Ok("1") {
-        eprintln!(
-            "SKIPPED: the accounting benchmark runs a local cluster as root (FLOTILLA_TEST_ROOT=1)"
-        );
+        eprintln!("SKIPPED: the accounting benchmark runs a local cluster as root (FLOTILLA_TEST_ROOT=1)");
         return;
     }
-    let n: usize = std::env::args()
-        .skip(1)
-        .find_map(|a| a.parse().ok())
-        .unwrap_or(10_000);
+    let n: usize = std::env::args().skip(1).find_map(|a| a.parse().ok()).unwrap_or(10_000);
     flotilla_compat_tests::build_binaries();
     let c = LocalCluster::start(None);
     let w = c.dir().join("work");
@@ -41,12 +36,7 @@ fn main() {
             .output()
             .expect("the command runs");
         let dt = t.elapsed().as_secs_f64();
-        assert!(
-            o.status.success(),
-            "{cmd} {:?}: {}",
-            &args[..args.len().min(4)],
-            String::from_utf8_lossy(&o.stderr)
-        );
+        assert!(o.status.success(), "{cmd} {:?}: {}", &args[..args.len().min(4)], String::from_utf8_lossy(&o.stderr));
         (dt, o.stdout.iter().filter(|b| **b == b'\n').count())
     };
     let run = |args: &[&str]| run_cmd("sacctmgr", args);
@@ -77,20 +67,11 @@ fn main() {
         del += run(&["-i", "delete", "user", &chunk.join(",")]).0;
     }
     run(&["-i", "delete", "account", "bench"]);
-    let profile = flotilla_compat_tests::bin_dir()
-        .file_name()
-        .map(|s| s.to_string_lossy().into_owned())
-        .unwrap_or_default();
+    let profile = flotilla_compat_tests::bin_dir().file_name().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default();
     println!("## Flotilla ({profile} binaries), {n} users\n");
     println!("| step | median (s) | min (s) | max (s) | lines |\n|---|---|---|---|---|");
     println!("| `sacctmgr -i add user` x {n} (batches of 1000), total | {add:.3} | | | |");
-    println!(
-        "| `sacctmgr show assoc -P` (5 runs) | {:.3} | {:.3} | {:.3} | {lines} |",
-        shows[2], shows[0], shows[4]
-    );
-    println!(
-        "| `sshare -a -P` (5 runs) | {:.3} | {:.3} | {:.3} | {share_lines} |",
-        shares[2], shares[0], shares[4]
-    );
+    println!("| `sacctmgr show assoc -P` (5 runs) | {:.3} | {:.3} | {:.3} | {lines} |", shows[2], shows[0], shows[4]);
+    println!("| `sshare -a -P` (5 runs) | {:.3} | {:.3} | {:.3} | {share_lines} |", shares[2], shares[0], shares[4]);
     println!("| `sacctmgr -i delete user` x {n} (batches of 1000), total | {del:.3} | | | |");
 }

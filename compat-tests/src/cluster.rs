@@ -19,8 +19,7 @@ use flotilla_admin::dev::{self, DevCluster, UpOptions};
 /// tests run as root with `FLOTILLA_TEST_ROOT=1`, else `none` (an unprivileged user may not
 /// create cgroups).
 pub fn default_cgroup() -> &'static str {
-    if std::env::var("FLOTILLA_TEST_ROOT").as_deref() == Ok("1") && nix::unistd::geteuid().is_root()
-    {
+    if std::env::var("FLOTILLA_TEST_ROOT").as_deref() == Ok("1") && nix::unistd::geteuid().is_root() {
         "auto"
     } else {
         "none"
@@ -45,10 +44,7 @@ impl LocalCluster {
             .args(args)
             .current_dir(cwd)
             .env_clear()
-            .env(
-                "PATH",
-                format!("{}:/usr/local/bin:/usr/bin:/bin", bins.display()),
-            )
+            .env("PATH", format!("{}:/usr/local/bin:/usr/bin:/bin", bins.display()))
             .env("HOME", cwd)
             .envs(self.env())
             .output()
@@ -64,10 +60,7 @@ impl LocalCluster {
 
     /// [`LocalCluster::start`] with the options (`fast`, `ctld_args`, `timeout`, ...) adjusted
     /// by `adjust` before the cluster starts; the state directory is always a fresh temp dir.
-    pub fn start_with(
-        config_dir: Option<&Path>,
-        adjust: impl FnOnce(&mut UpOptions),
-    ) -> LocalCluster {
+    pub fn start_with(config_dir: Option<&Path>, adjust: impl FnOnce(&mut UpOptions)) -> LocalCluster {
         let dir = tempfile::Builder::new()
             .prefix("flt-dev")
             .tempdir_in("/tmp")

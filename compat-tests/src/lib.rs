@@ -56,21 +56,14 @@ pub fn bin_dir() -> PathBuf {
         return PathBuf::from(d);
     }
     let exe = std::env::current_exe().expect("test executable");
-    exe.parent()
-        .and_then(Path::parent)
-        .expect("target/<profile>")
-        .to_path_buf()
+    exe.parent().and_then(Path::parent).expect("target/<profile>").to_path_buf()
 }
 
 /// [`bin_dir`], after checking that `names` were built there (`cargo build --bins`).
 pub fn bin_dir_with(names: &[&str]) -> PathBuf {
     let d = bin_dir();
     for b in names {
-        assert!(
-            d.join(b).is_file(),
-            "{} missing: cargo build -p flotilla-commands --bins",
-            d.join(b).display()
-        );
+        assert!(d.join(b).is_file(), "{} missing: cargo build -p flotilla-commands --bins", d.join(b).display());
     }
     d
 }
@@ -82,25 +75,11 @@ pub fn build_binaries() {
     BUILD.call_once(|| {
         let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
         let mut c = Command::new(cargo);
-        c.args([
-            "build",
-            "--bins",
-            "-p",
-            "flotilla-commands",
-            "-p",
-            "flotilla-slurmctld",
-            "-p",
-            "flotilla-slurmd",
-            "-p",
-            "flotilla-slurmrestd",
-        ]);
+        c.args(["build", "--bins", "-p", "flotilla-commands", "-p", "flotilla-slurmctld", "-p", "flotilla-slurmd", "-p", "flotilla-slurmrestd"]);
         if bin_dir().ends_with("release") {
             c.arg("--release");
         }
-        let st = c
-            .current_dir(workspace_root())
-            .status()
-            .expect("cargo runs");
+        let st = c.current_dir(workspace_root()).status().expect("cargo runs");
         assert!(st.success(), "building the binaries failed");
     });
 }

@@ -19,19 +19,10 @@ use crate::cluster::LocalCluster;
 
 /// Waits until `f` is true, polling every 20 ms; after `timeout` fails the test with
 /// `timed out after {timeout:?} waiting for {what}` and `diag()` (log tails, last states).
-pub fn wait_until(
-    what: &str,
-    timeout: Duration,
-    mut f: impl FnMut() -> bool,
-    diag: impl Fn() -> String,
-) {
+pub fn wait_until(what: &str, timeout: Duration, mut f: impl FnMut() -> bool, diag: impl Fn() -> String) {
     let t0 = Instant::now();
     while !f() {
-        assert!(
-            t0.elapsed() < timeout,
-            "timed out after {timeout:?} waiting for {what}\n{}",
-            diag()
-        );
+        assert!(t0.elapsed() < timeout, "timed out after {timeout:?} waiting for {what}\n{}", diag());
         std::thread::sleep(Duration::from_millis(20));
     }
 }
@@ -51,18 +42,9 @@ pub struct Turns {
 /// Asks the controller on its local socket `socket` (no credential needed there) for its
 /// [`Turns`]. Errors: the connection or the call failed, or the answer is not `Turns`.
 pub fn turns(socket: &Path) -> Result<Turns, String> {
-    let mut c = Client::connect_unix(socket, Role::Command)
-        .map_err(|e| format!("{}: {e}", socket.display()))?;
+    let mut c = Client::connect_unix(socket, Role::Command).map_err(|e| format!("{}: {e}", socket.display()))?;
     match c.call(None, Request::QueryTurns) {
-        Ok(Response::Turns {
-            turns,
-            cycles,
-            cycle_due,
-        }) => Ok(Turns {
-            turns,
-            cycles,
-            cycle_due,
-        }),
+        Ok(Response::Turns { turns, cycles, cycle_due }) => Ok(Turns { turns, cycles, cycle_due }),
         other => Err(format!("turn query: {other:?}")),
     }
 }
@@ -88,9 +70,7 @@ pub fn wait_cycles(socket: &Path, n: u64, timeout: Duration) -> Result<Turns, St
             }
         }
         if t0.elapsed() >= timeout {
-            return Err(format!(
-                "{n} scheduling cycles after {start:?} did not come in {timeout:?} (now {now:?})"
-            ));
+            return Err(format!("{n} scheduling cycles after {start:?} did not come in {timeout:?} (now {now:?})"));
         }
         std::thread::sleep(Duration::from_millis(5));
     }
@@ -112,9 +92,7 @@ pub fn wait_settled(socket: &Path, timeout: Duration) -> Result<Turns, String> {
             }
         }
         if t0.elapsed() >= timeout {
-            return Err(format!(
-                "a scheduling cycle stayed due for {timeout:?} (last answer {now:?})"
-            ));
+            return Err(format!("a scheduling cycle stayed due for {timeout:?} (last answer {now:?})"));
         }
         std::thread::sleep(Duration::from_millis(5));
     }

@@ -9,11 +9,7 @@ use std::path::Path;
 use std::process::{Command, Output};
 
 fn sh(cmd: &str) -> bool {
-    Command::new("sh")
-        .arg("-c")
-        .arg(cmd)
-        .status()
-        .is_ok_and(|s| s.success())
+    Command::new("sh").arg("-c").arg(cmd).status().is_ok_and(|s| s.success())
 }
 
 /// `prog args` as `user` (`None`: root) in `cwd`, with the cluster's environment.
@@ -30,13 +26,7 @@ fn run(c: &LocalCluster, user: Option<&str>, prog: &str, args: &[&str], cwd: &Pa
     cmd.args(args)
         .current_dir(cwd)
         .env_clear()
-        .env(
-            "PATH",
-            format!(
-                "{}:/usr/local/bin:/usr/bin:/bin:/usr/sbin:/sbin",
-                bins.display()
-            ),
-        )
+        .env("PATH", format!("{}:/usr/local/bin:/usr/bin:/bin:/usr/sbin:/sbin", bins.display()))
         .envs(c.env())
         .output()
         .expect("the command runs")
@@ -56,18 +46,10 @@ fn access_keys_accounts_private_data_and_holds_as_real_users() {
         eprintln!("SKIPPED: runs commands as alice (2001) and bob (2002) on a local cluster; needs root (FLOTILLA_TEST_ROOT=1)");
         return;
     }
-    assert!(
-        nix::unistd::geteuid().is_root(),
-        "FLOTILLA_TEST_ROOT=1 but not root"
-    );
+    assert!(nix::unistd::geteuid().is_root(), "FLOTILLA_TEST_ROOT=1 but not root");
     assert!(sh("command -v runuser >/dev/null"), "runuser is needed");
     for (name, uid) in [("alice", 2001), ("bob", 2002)] {
-        assert!(
-            sh(&format!(
-                "id {name} >/dev/null 2>&1 || useradd -u {uid} -m -s /bin/bash {name}"
-            )),
-            "useradd {name}"
-        );
+        assert!(sh(&format!("id {name} >/dev/null 2>&1 || useradd -u {uid} -m -s /bin/bash {name}")), "useradd {name}");
     }
     flotilla_compat_tests::build_binaries();
     let conf = tempfile::tempdir().unwrap();
@@ -81,11 +63,7 @@ fn access_keys_accounts_private_data_and_holds_as_real_users() {
         format!("PrivateData=jobs\n{slurm_conf}\nPartitionName=admins Nodes=gpu01 RootOnly=YES MaxTime=30\n"),
     )
     .unwrap();
-    std::fs::write(
-        conf.path().join("quota.conf"),
-        "Account=research Users=alice,bob,root\nAccount=ops Users=root\n",
-    )
-    .unwrap();
+    std::fs::write(conf.path().join("quota.conf"), "Account=research Users=alice,bob,root\nAccount=ops Users=root\n").unwrap();
     sh(&format!("chmod 755 {}", conf.path().display()));
     let c = LocalCluster::start_with(Some(conf.path()), |_| {});
     sh(&format!("chmod 755 {}", c.dir().display()));
@@ -94,67 +72,29 @@ fn access_keys_accounts_private_data_and_holds_as_real_users() {
     sh(&format!("chmod 1777 {}", w.display()));
 
     // RootOnly: alice may not submit there; root may.
-    let o = run(
-        &c,
-        Some("alice"),
-        "sbatch",
-        &["-p", "admins", "-o", "/dev/null", "--wrap", "true"],
-        &w,
-    );
-    assert_eq!(
-        text(&o),
-        (
-            1,
-            String::new(),
-            "sbatch: error: Batch job submission failed: Access/permission denied\n".into()
-        )
-    );
+    let o = run(&c, Some("alice"), "sbatch", &["-p", "admins", "-o", "/dev/null", "--wrap", "true"], &w);
+    assert_eq!(text(&o), (1, String::new(), "sbatch: error: Batch job submission failed: Access/permission denied\n".into()));
     // An account alice has no association with.
-    let o = run(
-        &c,
-        Some("alice"),
-        "sbatch",
-        &["-A", "ops", "-o", "/dev/null", "--wrap", "true"],
-        &w,
-    );
+    let o = run(&c, Some("alice"), "sbatch", &["-A", "ops", "-o", "/dev/null", "--wrap", "true"], &w);
     assert_eq!(
         text(&o),
         (1, String::new(), "sbatch: error: Batch job submission failed: Invalid account or account/partition combination specified\n".into())
     );
 
     // Alice's held job: bob does not see it (PrivateData=jobs), root does.
-    let o = run(
-        &c,
-        Some("alice"),
-        "sbatch",
-        &["--parsable", "--hold", "-o", "/dev/null", "--wrap", "true"],
-        &w,
-    );
+    let o = run(&c, Some("alice"), "sbatch", &["--parsable", "--hold", "-o", "/dev/null", "--wrap", "true"], &w);
     let (rc, out, err) = text(&o);
     assert_eq!(rc, 0, "{err}");
     let id = out.trim().to_string();
     let o = run(&c, Some("bob"), "squeue", &["-h", "-o", "%i"], &w);
-    assert_eq!(
-        text(&o),
-        (0, String::new(), String::new()),
-        "bob sees no job of alice's"
-    );
+    assert_eq!(text(&o), (0, String::new(), String::new()), "bob sees no job of alice's");
     let o = run(&c, None, "squeue", &["-h", "-o", "%i"], &w);
     assert_eq!(text(&o).1.trim(), id, "root sees it");
 
     // An admin hold: alice's uhold succeeds and changes nothing; her release is refused.
     assert_eq!(text(&run(&c, None, "scontrol", &["hold", &id], &w)).0, 0);
-    assert_eq!(
-        text(&run(&c, Some("alice"), "scontrol", &["uhold", &id], &w)).0,
-        0
-    );
-    let o = run(
-        &c,
-        Some("alice"),
-        "squeue",
-        &["-h", "-j", &id, "-o", "%r"],
-        &w,
-    );
+    assert_eq!(text(&run(&c, Some("alice"), "scontrol", &["uhold", &id], &w)).0, 0);
+    let o = run(&c, Some("alice"), "squeue", &["-h", "-j", &id, "-o", "%r"], &w);
     assert_eq!(text(&o).1, "JobHeldAdmin\n");
     let o = run(&c, Some("alice"), "scontrol", &["release", &id], &w);
     assert_eq!(

@@ -37,18 +37,9 @@ impl Env {
     fn new() -> Env {
         flotilla_compat_tests::build_binaries();
         // A requeued job may start again at once (Slurm holds it back 121 s).
-        let c = LocalCluster::start_with(None, |o| {
-            o.ctld_args = vec!["--requeue-holdoff".into(), "0".into()]
-        });
-        let work = tempfile::Builder::new()
-            .prefix("flt-contract")
-            .tempdir_in("/tmp")
-            .unwrap();
-        Env {
-            c,
-            work,
-            bin: flotilla_compat_tests::bin_dir(),
-        }
+        let c = LocalCluster::start_with(None, |o| o.ctld_args = vec!["--requeue-holdoff".into(), "0".into()]);
+        let work = tempfile::Builder::new().prefix("flt-contract").tempdir_in("/tmp").unwrap();
+        Env { c, work, bin: flotilla_compat_tests::bin_dir() }
     }
 
     fn work(&self) -> &Path {
@@ -79,21 +70,14 @@ impl Env {
                 c.env(k, v);
             }
         }
-        c.env(
-            "PATH",
-            format!("{}:/usr/local/bin:/usr/bin:/bin", self.bin.display()),
-        )
-        .env("SLURM_CONF", self.c.slurm_conf())
-        .env("TZ", "UTC")
-        .envs(extra.iter().copied())
-        .current_dir(self.work())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .stdin(if stdin.is_some() {
-            Stdio::piped()
-        } else {
-            Stdio::null()
-        });
+        c.env("PATH", format!("{}:/usr/local/bin:/usr/bin:/bin", self.bin.display()))
+            .env("SLURM_CONF", self.c.slurm_conf())
+            .env("TZ", "UTC")
+            .envs(extra.iter().copied())
+            .current_dir(self.work())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .stdin(if stdin.is_some() { Stdio::piped() } else { Stdio::null() });
         let mut child = c.spawn().expect("bash");
         if let (Some(input), Some(mut pipe)) = (stdin, child.stdin.take()) {
             use std::io::Write;
@@ -121,17 +105,12 @@ impl Env {
     /// `sbatch --parsable ARGS` → the job id.
     fn submit(&self, args: &str) -> u64 {
         let out = self.ok(&format!("sbatch --parsable {args}"));
-        out.trim()
-            .parse()
-            .unwrap_or_else(|_| panic!("sbatch --parsable printed {out:?}"))
+        out.trim().parse().unwrap_or_else(|_| panic!("sbatch --parsable printed {out:?}"))
     }
 
     /// The long state of `id` from `squeue -t all` (empty when squeue does not list it).
     fn state(&self, id: &str) -> String {
-        self.sh(&format!("squeue -h -t all -j {id} -o %T"))
-            .out
-            .trim()
-            .to_string()
+        self.sh(&format!("squeue -h -t all -j {id} -o %T")).out.trim().to_string()
     }
 
     /// Waits until `id` is in one of `states` (squeue -t all), at most `secs`.
@@ -142,10 +121,7 @@ impl Env {
             if states.iter().any(|w| s == *w) {
                 return s;
             }
-            assert!(
-                t.elapsed() < Duration::from_secs(secs),
-                "job {id}: state {s:?}, waited for {states:?}"
-            );
+            assert!(t.elapsed() < Duration::from_secs(secs), "job {id}: state {s:?}, waited for {states:?}");
             std::thread::sleep(Duration::from_millis(100));
         }
     }
@@ -160,11 +136,7 @@ impl Env {
                     return s;
                 }
             }
-            assert!(
-                t.elapsed() < Duration::from_secs(secs),
-                "{} did not appear",
-                p.display()
-            );
+            assert!(t.elapsed() < Duration::from_secs(secs), "{} did not appear", p.display());
             std::thread::sleep(Duration::from_millis(100));
         }
     }
@@ -181,10 +153,7 @@ impl Env {
 
 /// Seconds since the epoch, now.
 fn unix_now() -> u64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .unwrap()
-        .as_secs()
+    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_secs()
 }
 
 /// `(pid, parent pid)` of the processes `slurmd --stepd <dir>/spool/...` of the cluster in
@@ -194,27 +163,14 @@ fn stepd_processes(dir: &Path) -> Vec<(i32, i32)> {
     let spool = dir.join("spool").to_string_lossy().into_owned();
     let mut v = Vec::new();
     for e in std::fs::read_dir("/proc").into_iter().flatten().flatten() {
-        let Ok(pid) = e.file_name().to_string_lossy().parse::<i32>() else {
-            continue;
-        };
-        let Ok(cmd) = std::fs::read(e.path().join("cmdline")) else {
-            continue;
-        };
-        let args: Vec<String> = cmd
-            .split(|b| *b == 0)
-            .map(|a| String::from_utf8_lossy(a).into_owned())
-            .collect();
-        if args.get(1).map(String::as_str) != Some("--stepd")
-            || !args.get(2).is_some_and(|d| d.starts_with(&spool))
-        {
+        let Ok(pid) = e.file_name().to_string_lossy().parse::<i32>() else { continue };
+        let Ok(cmd) = std::fs::read(e.path().join("cmdline")) else { continue };
+        let args: Vec<String> = cmd.split(|b| *b == 0).map(|a| String::from_utf8_lossy(a).into_owned()).collect();
+        if args.get(1).map(String::as_str) != Some("--stepd") || !args.get(2).is_some_and(|d| d.starts_with(&spool)) {
             continue;
         }
         let status = std::fs::read_to_string(e.path().join("status")).unwrap_or_default();
-        let ppid = status
-            .lines()
-            .find_map(|l| l.strip_prefix("PPid:"))
-            .and_then(|p| p.trim().parse().ok())
-            .unwrap_or(0);
+        let ppid = status.lines().find_map(|l| l.strip_prefix("PPid:")).and_then(|p| p.trim().parse().ok()).unwrap_or(0);
         v.push((pid, ppid));
     }
     v
@@ -230,11 +186,7 @@ fn user() -> String {
 fn first_digits(s: &str) -> Option<&str> {
     let start = s.find(|c: char| c.is_ascii_digit())?;
     let rest = &s[start..];
-    Some(
-        &rest[..rest
-            .find(|c: char| !c.is_ascii_digit())
-            .unwrap_or(rest.len())],
-    )
+    Some(&rest[..rest.find(|c: char| !c.is_ascii_digit()).unwrap_or(rest.len())])
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -248,18 +200,10 @@ fn a01_sbatch_success_line_parses_for_every_client() {
     e.write("job.sh", "#!/bin/sh\ntrue\n");
     let o = e.sh("sbatch job.sh");
     assert_eq!(o.code, 0, "{o:?}");
-    let line = o
-        .out
-        .strip_suffix('\n')
-        .expect("one line ending in a newline");
+    let line = o.out.strip_suffix('\n').expect("one line ending in a newline");
     assert!(!line.contains('\n'), "{:?}", o.out);
-    let id = line
-        .strip_prefix("Submitted batch job ")
-        .expect("the success line");
-    assert!(
-        !id.is_empty() && id.chars().all(|c| c.is_ascii_digit()),
-        "{line}"
-    );
+    let id = line.strip_prefix("Submitted batch job ").expect("the success line");
+    assert!(!id.is_empty() && id.chars().all(|c| c.is_ascii_digit()), "{line}");
     // PSL re.match at line start; SS split(" ")[3]; SPY/TOIL/PSIJ last token; DJQ/IPP first digits.
     assert_eq!(line.split(' ').nth(3), Some(id));
     assert_eq!(line.split_whitespace().last(), Some(id));
@@ -274,11 +218,7 @@ fn a02_sbatch_parsable_is_the_bare_id() {
     let o = e.sh("sbatch --parsable --wrap true");
     assert_eq!(o.code, 0, "{o:?}");
     let id = o.out.strip_suffix('\n').unwrap();
-    assert!(
-        id.chars().all(|c| c.is_ascii_digit()) && !id.is_empty(),
-        "{:?}",
-        o.out
-    );
+    assert!(id.chars().all(|c| c.is_ascii_digit()) && !id.is_empty(), "{:?}", o.out);
     // SMK split(";")[0], SS split(":")[0]: both the whole id.
     assert_eq!(o.out.trim().split(';').next(), Some(id));
     assert_eq!(o.out.trim().split(':').next(), Some(id));
@@ -296,11 +236,7 @@ fn a03_script_captured_at_submit_time() {
     // stdin with no argument (simple_slurm heredoc), /dev/stdin (snakemake), --wrap.
     let o = e.sh_env("sbatch -o s.out", &[], Some("#!/bin/sh\necho from-stdin\n"));
     assert_eq!(o.code, 0, "{o:?}");
-    let o2 = e.sh_env(
-        "sbatch --parsable -o d.out /dev/stdin",
-        &[],
-        Some("#!/bin/sh\necho from-dev-stdin\n"),
-    );
+    let o2 = e.sh_env("sbatch --parsable -o d.out /dev/stdin", &[], Some("#!/bin/sh\necho from-dev-stdin\n"));
     assert_eq!(o2.code, 0, "{o2:?}");
     let id4 = e.submit("-o w.out --wrap='echo from-wrap'");
     assert_eq!(e.wait_file("f.out", 30), "from-file\n");
@@ -313,8 +249,7 @@ fn a03_script_captured_at_submit_time() {
     let o = e.sh("sbatch bad.sh");
     assert_eq!(o.code, 1, "{o:?}");
     assert!(
-        o.err
-            .starts_with("sbatch: error: This does not look like a batch script."),
+        o.err.starts_with("sbatch: error: This does not look like a batch script."),
         "{o:?}"
     );
     assert_eq!(o.out, "");
@@ -344,14 +279,8 @@ fn a04_sbatch_directive_parsing() {
     e.write("bad.sh", "#!/bin/sh\n#SBATCH --x\ntrue\n");
     let o = e.sh("sbatch bad.sh");
     assert_eq!(o.code, 255, "{o:?}");
-    assert!(
-        o.err.starts_with("sbatch: unrecognized option '--x'\n"),
-        "{o:?}"
-    );
-    assert!(
-        o.err.contains("Try \"sbatch --help\" for more information"),
-        "{o:?}"
-    );
+    assert!(o.err.starts_with("sbatch: unrecognized option '--x'\n"), "{o:?}");
+    assert!(o.err.contains("Try \"sbatch --help\" for more information"), "{o:?}");
 }
 
 /// §A-5: long and compact state names.
@@ -359,29 +288,18 @@ fn a04_sbatch_directive_parsing() {
 fn a05_state_vocabulary() {
     let e = Env::new();
     let held = e.submit("-H --wrap true");
-    assert_eq!(
-        e.ok(&format!("squeue -h -j {held} -o '%T %t'")),
-        "PENDING PD\n"
-    );
+    assert_eq!(e.ok(&format!("squeue -h -j {held} -o '%T %t'")), "PENDING PD\n");
     let run = e.submit("--wrap 'sleep 300'");
     e.wait_state(&run.to_string(), &["RUNNING"], 30);
-    assert_eq!(
-        e.ok(&format!("squeue -h -j {run} -o '%T %t'")),
-        "RUNNING R\n"
-    );
+    assert_eq!(e.ok(&format!("squeue -h -j {run} -o '%T %t'")), "RUNNING R\n");
     let ok = e.submit("--wrap true");
     let bad = e.submit("--wrap 'exit 3'");
     e.wait_state(&ok.to_string(), &["COMPLETED"], 30);
     e.wait_state(&bad.to_string(), &["FAILED"], 30);
     e.ok(&format!("scancel {run}"));
     e.wait_state(&run.to_string(), &["CANCELLED"], 30);
-    let o = e.ok(&format!(
-        "squeue -h -t all -j {ok},{bad},{run} -o '%i %T %t' --sort=i"
-    ));
-    assert_eq!(
-        o,
-        format!("{run} CANCELLED CA\n{ok} COMPLETED CD\n{bad} FAILED F\n")
-    );
+    let o = e.ok(&format!("squeue -h -t all -j {ok},{bad},{run} -o '%i %T %t' --sort=i"));
+    assert_eq!(o, format!("{run} CANCELLED CA\n{ok} COMPLETED CD\n{bad} FAILED F\n"));
 }
 
 /// §A-6: sacct basics (needs sacct).
@@ -396,18 +314,11 @@ fn a06_sacct_basics() {
     e.wait_state(&a.to_string(), &["COMPLETED"], 30);
     e.wait_state(&b.to_string(), &["FAILED"], 30);
     // -j repeated and comma lists; -X drops steps; -P no trailing |; -p trailing |; -n no header.
-    let o = e.ok(&format!(
-        "sacct -X -P -j {a} -j {b} -o JobID,State,ExitCode"
-    ));
-    assert_eq!(
-        o,
-        format!("JobID|State|ExitCode\n{a}|COMPLETED|0:0\n{b}|FAILED|2:0\n")
-    );
+    let o = e.ok(&format!("sacct -X -P -j {a} -j {b} -o JobID,State,ExitCode"));
+    assert_eq!(o, format!("JobID|State|ExitCode\n{a}|COMPLETED|0:0\n{b}|FAILED|2:0\n"));
     let o = e.ok(&format!("sacct -X -p -n -j {a},{b} -o JobID,State"));
     assert_eq!(o, format!("{a}|COMPLETED|\n{b}|FAILED|\n"));
-    let o = e.ok(&format!(
-        "sacct -X -P -n --delimiter=, -j {a} -o JobID,State"
-    ));
+    let o = e.ok(&format!("sacct -X -P -n --delimiter=, -j {a} -o JobID,State"));
     assert_eq!(o, format!("{a},COMPLETED\n"));
     // Step rows without -X.
     let o = e.ok(&format!("sacct -P -n -j {a} -o JobID"));
@@ -433,13 +344,8 @@ fn a07_sacct_sees_jobs_at_once_and_keeps_them() {
         return;
     }
     let id = e.submit("-H --wrap true");
-    let o = e.ok(&format!(
-        "sacct -o JobID,State,NodeList --parsable2 -j {id}"
-    ));
-    assert!(
-        o.lines().any(|l| l.starts_with(&format!("{id}|PENDING|"))),
-        "{o}"
-    );
+    let o = e.ok(&format!("sacct -o JobID,State,NodeList --parsable2 -j {id}"));
+    assert!(o.lines().any(|l| l.starts_with(&format!("{id}|PENDING|"))), "{o}");
     e.ok(&format!("scontrol release {id}"));
     e.wait_state(&id.to_string(), &["COMPLETED"], 30);
     let o = e.ok(&format!("sacct -X -P -n -j {id} -o JobID,State"));
@@ -455,11 +361,7 @@ fn a08_squeue_unknown_job_semantics() {
     assert_eq!(o.err, "slurm_load_jobs error: Invalid job id specified\n");
     let id = e.submit("-H --wrap true");
     let o = e.sh(&format!("squeue -h -j {id},999999 -o %i"));
-    assert_eq!(
-        (o.code, o.out.as_str()),
-        (0, format!("{id}\n").as_str()),
-        "{o:?}"
-    );
+    assert_eq!((o.code, o.out.as_str()), (0, format!("{id}\n").as_str()), "{o:?}");
     let o = e.sh("scontrol show job 999999");
     assert_eq!((o.code, o.out.as_str()), (1, ""), "{o:?}");
     assert_eq!(o.err, "slurm_load_jobs error: Invalid job id specified\n");
@@ -476,33 +378,16 @@ fn a09_squeue_format_engine() {
     for (fmt, want) in [
         ("'%i %t'", format!("JOBID ST\n{id} PD\n")),
         ("'%i|%T'", format!("JOBID|STATE\n{id}|PENDING\n")),
-        (
-            "'%i;%j;%t;%T;%r'",
-            format!("JOBID;NAME;ST;STATE;REASON\n{id};nm;PD;PENDING;JobHeldUser\n"),
-        ),
+        ("'%i;%j;%t;%T;%r'", format!("JOBID;NAME;ST;STATE;REASON\n{id};nm;PD;PENDING;JobHeldUser\n")),
         ("%A,%t", format!("JOBID,ST\n{id},PD\n")),
-        (
-            "'%.10i|%4j|%u'",
-            format!("     JOBID|NAME|USER\n{id:>10}|nm  |{u}\n"),
-        ),
-        (
-            "'\"%i\",\"%j\",\"%t\"'",
-            format!("\"JOBID\",\"NAME\",\"ST\"\n\"{id}\",\"nm\",\"PD\"\n"),
-        ),
+        ("'%.10i|%4j|%u'", format!("     JOBID|NAME|USER\n{id:>10}|nm  |{u}\n")),
+        ("'\"%i\",\"%j\",\"%t\"'", format!("\"JOBID\",\"NAME\",\"ST\"\n\"{id}\",\"nm\",\"PD\"\n")),
     ] {
         assert_eq!(e.ok(&format!("squeue -j {id} -o {fmt}")), want, "{fmt}");
     }
     // Glued short option (MLF) and -h.
-    assert_eq!(
-        e.ok(&format!("squeue --state=all --job={id} -o%A,%t")),
-        format!("JOBID,ST\n{id},PD\n")
-    );
-    assert_eq!(
-        e.ok(&format!("squeue -h -j {id} -o '%T %B'"))
-            .split_whitespace()
-            .next(),
-        Some("PENDING")
-    );
+    assert_eq!(e.ok(&format!("squeue --state=all --job={id} -o%A,%t")), format!("JOBID,ST\n{id},PD\n"));
+    assert_eq!(e.ok(&format!("squeue -h -j {id} -o '%T %B'")).split_whitespace().next(), Some("PENDING"));
 }
 
 /// §A-10: default state filter applies with `-j`; `-t all` shows finished jobs; `-t PD,R`.
@@ -513,14 +398,8 @@ fn a10_squeue_state_filter_and_retention() {
     e.wait_state(&done.to_string(), &["COMPLETED"], 30);
     let o = e.sh(&format!("squeue -h -j {done}"));
     assert_eq!((o.code, o.out.as_str()), (0, ""), "{o:?}");
-    assert_eq!(
-        e.ok(&format!("squeue -h -t all -j {done} -o %T")),
-        "COMPLETED\n"
-    );
-    assert_eq!(
-        e.ok(&format!("squeue --state=all --job={done} -o%A,%t")),
-        format!("JOBID,ST\n{done},CD\n")
-    );
+    assert_eq!(e.ok(&format!("squeue -h -t all -j {done} -o %T")), "COMPLETED\n");
+    assert_eq!(e.ok(&format!("squeue --state=all --job={done} -o%A,%t")), format!("JOBID,ST\n{done},CD\n"));
     let held = e.submit("-H --wrap true");
     let o = e.ok(&format!("squeue -h -t PD,R -j {held},{done} -o %i"));
     assert_eq!(o, format!("{held}\n"));
@@ -597,13 +476,7 @@ fn a13_batch_environment() {
     assert_eq!(get("SLURM_JOB_NUM_NODES"), "1");
     assert_eq!(get("SLURM_NNODES"), "1");
     assert_eq!(get("SLURM_SUBMIT_DIR"), e.work().to_string_lossy());
-    for k in [
-        "SLURM_CPUS_ON_NODE",
-        "SLURM_TASKS_PER_NODE",
-        "SLURM_SUBMIT_HOST",
-        "SLURM_CLUSTER_NAME",
-        "SLURM_JOB_PARTITION",
-    ] {
+    for k in ["SLURM_CPUS_ON_NODE", "SLURM_TASKS_PER_NODE", "SLURM_SUBMIT_HOST", "SLURM_CLUSTER_NAME", "SLURM_JOB_PARTITION"] {
         assert!(!get(k).is_empty(), "{k}");
     }
     assert_eq!(get("FLOTILLA_CONF"), e.c.slurm_conf().to_string_lossy());
@@ -617,33 +490,17 @@ fn a13_export_rules() {
     let show = "--wrap 'echo ${FOO:-unset} ${BAR:-unset} ${SLURM_SUBMIT_DIR:+dir} ${HOME:+home}'";
     let extra = [("FOO", "1"), ("BAR", "2")];
     let run = |args: &str, env: &[(&str, &str)], out: &str| -> String {
-        let o = e.sh_env(
-            &format!("sbatch --parsable -o {out} {args} {show}"),
-            env,
-            None,
-        );
+        let o = e.sh_env(&format!("sbatch --parsable -o {out} {args} {show}"), env, None);
         assert_eq!(o.code, 0, "{o:?}");
         e.wait_file(out, 30)
     };
     assert_eq!(run("", &extra, "all.out"), "1 2 dir home\n");
-    assert_eq!(
-        run("--export=NONE", &extra, "none.out"),
-        "unset unset dir home\n"
-    );
+    assert_eq!(run("--export=NONE", &extra, "none.out"), "unset unset dir home\n");
     let mut with_sbatch_export = extra.to_vec();
     with_sbatch_export.push(("SBATCH_EXPORT", "NONE"));
-    assert_eq!(
-        run("", &with_sbatch_export, "sbx.out"),
-        "unset unset dir home\n"
-    );
-    assert_eq!(
-        run("--export=FOO,", &extra, "list.out"),
-        "1 unset dir home\n"
-    );
-    assert_eq!(
-        run("--export=ALL,BAR=9", &extra, "allset.out"),
-        "1 9 dir home\n"
-    );
+    assert_eq!(run("", &with_sbatch_export, "sbx.out"), "unset unset dir home\n");
+    assert_eq!(run("--export=FOO,", &extra, "list.out"), "1 unset dir home\n");
+    assert_eq!(run("--export=ALL,BAR=9", &extra, "allset.out"), "1 9 dir home\n");
 }
 
 /// §A-14: output files: default name, patterns, stderr into stdout, append, `/dev/null`.
@@ -661,10 +518,7 @@ fn a14_output_files() {
     e.wait_state(&id3.to_string(), &["COMPLETED"], 30);
     assert_eq!(e.wait_file("app.log", 5), "before\nafter\n");
     let id4 = e.submit("-o /dev/null -e /dev/null --wrap 'echo x; echo y >&2'");
-    assert_eq!(
-        e.wait_state(&id4.to_string(), &["COMPLETED", "FAILED"], 30),
-        "COMPLETED"
-    );
+    assert_eq!(e.wait_state(&id4.to_string(), &["COMPLETED", "FAILED"], 30), "COMPLETED");
 }
 
 /// §A-14 / §G-1, the fast-scheduler guard: a job whose output directory (holding `%j`) is
@@ -676,26 +530,13 @@ fn a14_output_directory_created_after_submission_is_waited_for() {
     // The job's process is forked by its supervisor and opens the output files before it runs
     // the script: until then it is a second `slurmd --stepd` under the first. Seen there with
     // the directory missing, it is waiting for it (or about to).
-    wait_until(
-        "the job's process to wait for its output directory",
-        Duration::from_secs(30),
-        || {
-            let stepds = stepd_processes(e.c.dir());
-            stepds
-                .iter()
-                .any(|(_, parent)| stepds.iter().any(|(p, _)| p == parent))
-        },
-        || format!("job {id}: {}", e.state(&id.to_string())),
-    );
+    wait_until("the job's process to wait for its output directory", Duration::from_secs(30), || {
+        let stepds = stepd_processes(e.c.dir());
+        stepds.iter().any(|(_, parent)| stepds.iter().any(|(p, _)| p == parent))
+    }, || format!("job {id}: {}", e.state(&id.to_string())));
     std::fs::create_dir_all(e.work().join(format!("logs/{id}"))).unwrap();
-    assert_eq!(
-        e.wait_file(&format!("logs/{id}/{id}_0_log.out"), 30),
-        "made it\n"
-    );
-    assert_eq!(
-        e.wait_state(&id.to_string(), &["COMPLETED", "FAILED"], 30),
-        "COMPLETED"
-    );
+    assert_eq!(e.wait_file(&format!("logs/{id}/{id}_0_log.out"), 30), "made it\n");
+    assert_eq!(e.wait_state(&id.to_string(), &["COMPLETED", "FAILED"], 30), "COMPLETED");
 }
 
 /// §A-14: a directory that never appears fails the job (as Slurm fails it), after the bounded
@@ -704,10 +545,7 @@ fn a14_output_directory_created_after_submission_is_waited_for() {
 fn a14_output_directory_that_never_appears_fails_the_job() {
     let e = Env::new();
     let id = e.submit("-o 'nowhere/%j.out' --wrap 'touch ran'");
-    assert_eq!(
-        e.wait_state(&id.to_string(), &["COMPLETED", "FAILED"], 60),
-        "FAILED"
-    );
+    assert_eq!(e.wait_state(&id.to_string(), &["COMPLETED", "FAILED"], 60), "FAILED");
     assert!(!e.work().join("ran").exists(), "the script must not run");
 }
 
@@ -717,18 +555,11 @@ fn a15_scancel_semantics() {
     let e = Env::new();
     // Unknown/finished ids without --signal: exit 0, silent.
     let o = e.sh("scancel 999999");
-    assert_eq!(
-        (o.code, o.out.as_str(), o.err.as_str()),
-        (0, "", ""),
-        "{o:?}"
-    );
+    assert_eq!((o.code, o.out.as_str(), o.err.as_str()), (0, "", ""), "{o:?}");
     // With --signal: exit 1 and the message; -Q hides the message but keeps the status.
     let o = e.sh("scancel --signal=TERM 999999");
     assert_eq!(o.code, 1, "{o:?}");
-    assert_eq!(
-        o.err,
-        "scancel: error: Kill job error on job id 999999: Invalid job id specified\n"
-    );
+    assert_eq!(o.err, "scancel: error: Kill job error on job id 999999: Invalid job id specified\n");
     let o = e.sh("scancel -Q -s TERM 999999");
     assert_eq!((o.code, o.err.as_str()), (1, ""), "{o:?}");
     // Options after ids, names with and without SIG, numbers.
@@ -752,21 +583,13 @@ fn a15_scancel_semantics() {
 #[test]
 fn a16_job_arrays() {
     let e = Env::new();
-    let id = e.submit(
-        "--array=0-2%3 -o 'arr_%A_%a.out' --wrap 'echo $SLURM_ARRAY_JOB_ID $SLURM_ARRAY_TASK_ID'",
-    );
+    let id = e.submit("--array=0-2%3 -o 'arr_%A_%a.out' --wrap 'echo $SLURM_ARRAY_JOB_ID $SLURM_ARRAY_TASK_ID'");
     for t in 0..3 {
-        assert_eq!(
-            e.wait_file(&format!("arr_{id}_{t}.out"), 30),
-            format!("{id} {t}\n")
-        );
+        assert_eq!(e.wait_file(&format!("arr_{id}_{t}.out"), 30), format!("{id} {t}\n"));
     }
     // Pending tasks fold as A_[..%1].
     let h = e.submit("-H --array=1-3%1 --wrap true");
-    assert_eq!(
-        e.ok(&format!("squeue -h -j {h} -o %i")),
-        format!("{h}_[1-3%1]\n")
-    );
+    assert_eq!(e.ok(&format!("squeue -h -j {h} -o %i")), format!("{h}_[1-3%1]\n"));
     // Tasks A_i are addressable.
     let o = e.sh(&format!("squeue -h -t all -j {id}_1 -o %i"));
     assert_eq!(o.out, format!("{id}_1\n"), "{o:?}");
@@ -785,11 +608,7 @@ fn a17_time_limits_and_signal() {
         ("2-3", "2-03:00:00"),
     ] {
         let id = e.submit(&format!("-H -p batch --time={t} --wrap true"));
-        assert_eq!(
-            e.ok(&format!("squeue -h -j {id} -o %l")),
-            format!("{want}\n"),
-            "--time={t}"
-        );
+        assert_eq!(e.ok(&format!("squeue -h -j {id} -o %l")), format!("{want}\n"), "--time={t}");
     }
     // 1 minute limit, USR2 55 s before it: the trap fires within seconds.
     e.write(
@@ -799,10 +618,7 @@ fn a17_time_limits_and_signal() {
     );
     let id = e.submit("sig.sh");
     assert_eq!(e.wait_file("sig.out", 40), "got USR2\n");
-    assert_eq!(
-        e.wait_state(&id.to_string(), &["COMPLETED", "FAILED"], 10),
-        "COMPLETED"
-    );
+    assert_eq!(e.wait_state(&id.to_string(), &["COMPLETED", "FAILED"], 10), "COMPLETED");
 }
 
 /// §A-18: sinfo formats the clients parse.
@@ -835,36 +651,18 @@ fn a18_sinfo_formats() {
 fn a19_scontrol_subcommands() {
     let e = Env::new();
     let cfg = e.ok("scontrol show config");
-    assert!(
-        cfg.lines()
-            .any(|l| l == "MinJobAge               = 300 sec"),
-        "{cfg}"
-    );
+    assert!(cfg.lines().any(|l| l == "MinJobAge               = 300 sec"), "{cfg}");
     // snakemake: `MaxArraySize\s*=?\s*(\d+)`; the dev cluster configures 10001.
-    assert!(
-        cfg.lines().any(|l| l == "MaxArraySize            = 10001"),
-        "{cfg}"
-    );
+    assert!(cfg.lines().any(|l| l == "MaxArraySize            = 10001"), "{cfg}");
+    assert_eq!(e.ok("scontrol show hostnames 'gpu[01-02]'"), "gpu01\ngpu02\n");
     assert_eq!(
-        e.ok("scontrol show hostnames 'gpu[01-02]'"),
-        "gpu01\ngpu02\n"
-    );
-    assert_eq!(
-        e.sh_env(
-            "scontrol show hostnames",
-            &[("SLURM_NODELIST", "n[1-2]"), ("SLURM_JOB_NODELIST", "x")],
-            None
-        )
-        .out,
+        e.sh_env("scontrol show hostnames", &[("SLURM_NODELIST", "n[1-2]"), ("SLURM_JOB_NODELIST", "x")], None).out,
         "n1\nn2\n"
     );
     let id = e.submit("-H -J sj --wrap true");
     let job = e.ok(&format!("scontrol show job {id}"));
     assert!(job.starts_with(&format!("JobId={id} JobName=sj")), "{job}");
-    assert!(
-        job.lines().any(|l| l.starts_with("   JobState=PENDING")),
-        "{job}"
-    );
+    assert!(job.lines().any(|l| l.starts_with("   JobState=PENDING")), "{job}");
     assert!(job.contains("ExitCode=0:0"), "{job}");
     e.ok(&format!("scontrol release {id}"));
     e.wait_state(&id.to_string(), &["COMPLETED"], 30);
@@ -873,15 +671,9 @@ fn a19_scontrol_subcommands() {
     let part = e.ok("scontrol show partition");
     assert!(part.starts_with("PartitionName="), "{part}");
     let one = e.ok("scontrol show part -o");
-    assert!(
-        one.lines()
-            .all(|l| l.starts_with("PartitionName=") && l.contains(" TRES=")),
-        "{one}"
-    );
+    assert!(one.lines().all(|l| l.starts_with("PartitionName=") && l.contains(" TRES=")), "{one}");
     // requeue: the job runs again under its id with SLURM_RESTART_COUNT.
-    let r = e.submit(
-        "-o rq.out --open-mode=append --wrap 'echo run ${SLURM_RESTART_COUNT:-0}; sleep 300'",
-    );
+    let r = e.submit("-o rq.out --open-mode=append --wrap 'echo run ${SLURM_RESTART_COUNT:-0}; sleep 300'");
     e.wait_file("rq.out", 30);
     e.ok(&format!("scontrol requeue {r}"));
     let t = Instant::now();
@@ -893,10 +685,7 @@ fn a19_scontrol_subcommands() {
     let out = e.wait_file("rq.out", 5);
     let lines: Vec<&str> = out.lines().collect();
     assert_eq!((lines[0], lines[2]), ("run 0", "run 1"), "{out}");
-    assert!(
-        lines[1].starts_with("slurmstepd-gpu0") && lines[1].ends_with("DUE TO JOB REQUEUE ***"),
-        "{out}"
-    );
+    assert!(lines[1].starts_with("slurmstepd-gpu0") && lines[1].ends_with("DUE TO JOB REQUEUE ***"), "{out}");
     assert!(lines[1].contains(&format!("*** JOB {r} ON gpu0")), "{out}");
     e.ok(&format!("scancel {r}"));
 }
@@ -906,17 +695,11 @@ fn a19_scontrol_subcommands() {
 fn a20_strict_getopt() {
     let e = Env::new();
     let id = e.submit("-H --wrap true");
-    assert_eq!(
-        e.ok(&format!("squeue --job={id} -o%A,%t")),
-        format!("JOBID,ST\n{id},PD\n")
-    );
+    assert_eq!(e.ok(&format!("squeue --job={id} -o%A,%t")), format!("JOBID,ST\n{id},PD\n"));
     assert_eq!(e.ok(&format!("squeue -ho %i -j {id}")), format!("{id}\n"));
     let o = e.sh("squeue --bogus");
     assert_ne!(o.code, 0, "{o:?}");
-    if e.skip_without(
-        "sacct",
-        "§A-20 `sacct -nu user -o Account%256 | tail -1` as argv",
-    ) {
+    if e.skip_without("sacct", "§A-20 `sacct -nu user -o Account%256 | tail -1` as argv") {
         return;
     }
     let u = user();
@@ -936,24 +719,11 @@ fn b1_sbatch_command_lines() {
     let e = Env::new();
     let parse_std = |o: &Out| -> u64 {
         assert_eq!(o.code, 0, "{o:?}");
-        o.out
-            .trim()
-            .strip_prefix("Submitted batch job ")
-            .and_then(|s| s.parse().ok())
-            .unwrap_or_else(|| panic!("{o:?}"))
+        o.out.trim().strip_prefix("Submitted batch job ").and_then(|s| s.parse().ok()).unwrap_or_else(|| panic!("{o:?}"))
     };
     let parse_parsable = |o: &Out| -> u64 {
         assert_eq!(o.code, 0, "{o:?}");
-        o.out
-            .trim()
-            .lines()
-            .last()
-            .unwrap()
-            .split(';')
-            .next()
-            .unwrap()
-            .parse()
-            .unwrap_or_else(|_| panic!("{o:?}"))
+        o.out.trim().lines().last().unwrap().split(';').next().unwrap().parse().unwrap_or_else(|_| panic!("{o:?}"))
     };
     let abs = e.write("sub.sh", "#!/bin/bash\n#SBATCH --job-name=submitit\n#SBATCH --time=5\n#SBATCH --wckey=submitit\n#SBATCH --open-mode=append\n#SBATCH --mem=1GB\n#SBATCH --nodes=1\n#SBATCH --cpus-per-task=1\n#SBATCH --signal=USR2@90\ntrue\n");
     // SUB, PSL, PSIJ, IPP, RAY, MLF: sbatch <abs path>.
@@ -971,11 +741,7 @@ fn b1_sbatch_command_lines() {
                -p batch -t 10 --mem 100 --nodes=1 --ntasks=1 --cpus-per-task=1 -D .";
     std::fs::create_dir_all(e.work().join("logs/rule_a")).unwrap();
     parse_parsable(&e.sh(&format!("{smk} --wrap=\"echo smk\"")));
-    parse_parsable(&e.sh_env(
-        &format!("{smk} /dev/stdin"),
-        &[],
-        Some("#!/bin/sh\necho smk\n"),
-    ));
+    parse_parsable(&e.sh_env(&format!("{smk} /dev/stdin"), &[], Some("#!/bin/sh\necho smk\n")));
     parse_parsable(&e.sh(&format!("{smk} --array=1-2 --wrap=\"echo smk\"")));
     // CRW.
     parse_std(&e.sh("sbatch -J crw -D . -o crw.out -e crw.err -t 5 -p batch -n 1 --mem-per-cpu=100 --wrap \"/usr/bin/env bash -c true\""));
@@ -987,35 +753,15 @@ fn b1_sbatch_command_lines() {
     // BSP: --parsable, stdin, last line.
     parse_parsable(&e.sh_env("sbatch --parsable", &[], Some("#!/bin/bash\n#SBATCH --job-name=spawner-jupyterhub\n#SBATCH --chdir=.\n#SBATCH --export=PATH,HOME\n#SBATCH --get-user-env=L\ntrue\n")));
     // SS: heredoc (no args), padded keys; --parsable read with split(":").
-    let o = e.sh_env(
-        "sbatch",
-        &[],
-        Some("#!/bin/sh\n\n#SBATCH --job-name          ss\n#SBATCH --time              5\ntrue\n"),
-    );
+    let o = e.sh_env("sbatch", &[], Some("#!/bin/sh\n\n#SBATCH --job-name          ss\n#SBATCH --time              5\ntrue\n"));
     assert_eq!(o.code, 0, "{o:?}");
     assert!(o.out.contains("Submitted batch job"));
-    assert!(o
-        .out
-        .split(' ')
-        .nth(3)
-        .unwrap()
-        .trim()
-        .parse::<u64>()
-        .is_ok());
+    assert!(o.out.split(' ').nth(3).unwrap().trim().parse::<u64>().is_ok());
     // SPY / MLF: dependencies.
     let a = parse_std(&e.sh("sbatch --wrap true"));
-    let o = e.sh(&format!(
-        "sbatch --dependency=afterok:{a} {}",
-        abs.display()
-    ));
+    let o = e.sh(&format!("sbatch --dependency=afterok:{a} {}", abs.display()));
     assert!(o.out.starts_with("Submitted batch"), "{o:?}");
-    assert!(o
-        .out
-        .split_whitespace()
-        .last()
-        .unwrap()
-        .parse::<u64>()
-        .is_ok());
+    assert!(o.out.split_whitespace().last().unwrap().parse::<u64>().is_ok());
     // MLF: trailing comma in --export.
     parse_std(&e.sh("sbatch --export=PATH,HOME, --wrap true"));
 }
@@ -1029,64 +775,36 @@ fn b2_squeue_command_lines() {
     let done = e.submit("-J nmq --wrap true");
     e.wait_state(&done.to_string(), &["COMPLETED"], 30);
     // NF: merged stderr, each line exactly 2 columns.
-    let o = e.ok(&format!(
-        "squeue --noheader -o '%i %t' -t all -p batch -u {u} 2>&1"
-    ));
+    let o = e.ok(&format!("squeue --noheader -o '%i %t' -t all -p batch -u {u} 2>&1"));
     assert!(o.lines().all(|l| l.split_whitespace().count() == 2), "{o}");
-    assert!(
-        o.lines().any(|l| l == format!("{id} PD")) && o.lines().any(|l| l == format!("{done} CD")),
-        "{o}"
-    );
+    assert!(o.lines().any(|l| l == format!("{id} PD")) && o.lines().any(|l| l == format!("{done} CD")), "{o}");
     // SMK: by name, all states.
     let o = e.ok("squeue --format='%i|%T' --states=all --noheader --name nmq");
     assert_eq!(o.lines().count(), 2, "{o}");
-    assert!(
-        o.lines().any(|l| l == format!("{id}|PENDING"))
-            && o.lines().any(|l| l == format!("{done}|COMPLETED")),
-        "{o}"
-    );
+    assert!(o.lines().any(|l| l == format!("{id}|PENDING")) && o.lines().any(|l| l == format!("{done}|COMPLETED")), "{o}");
     // BSP.
     let o = e.ok(&format!("squeue -h -j {id} -o '%T %B'"));
     assert!(o.starts_with("PENDING"), "{o}");
     // CRW.
     assert_eq!(e.sh(&format!("squeue -j {id}")).code, 0);
     // SS: csv header with the titles.
-    let o = e.ok(
-        "squeue --me -o '\"%i\",\"%j\",\"%t\",\"%M\",\"%L\",\"%D\",\"%C\",\"%m\",\"%b\",\"%R\"'",
-    );
+    let o = e.ok("squeue --me -o '\"%i\",\"%j\",\"%t\",\"%M\",\"%L\",\"%D\",\"%C\",\"%m\",\"%b\",\"%R\"'");
     assert_eq!(
         o.lines().next().unwrap(),
         "\"JOBID\",\"NAME\",\"ST\",\"TIME\",\"TIME_LEFT\",\"NODES\",\"CPUS\",\"MIN_MEMORY\",\"TRES_PER_NODE\",\"NODELIST(REASON)\""
     );
-    assert!(
-        o.lines()
-            .any(|l| l.starts_with(&format!("\"{id}\",\"nmq\",\"PD\""))),
-        "{o}"
-    );
+    assert!(o.lines().any(|l| l.starts_with(&format!("\"{id}\",\"nmq\",\"PD\""))), "{o}");
     // PSIJ: -O with 3 columns.
     let o = e.ok("squeue -O JobArrayID,StateCompact,Reason -t all --me");
-    assert!(
-        o.lines().skip(1).all(|l| l.split_whitespace().count() == 3),
-        "{o:?}"
-    );
+    assert!(o.lines().skip(1).all(|l| l.split_whitespace().count() == 3), "{o:?}");
     let o = e.ok("squeue --me -o %i -h -r -t all");
     assert!(o.lines().any(|l| l == id.to_string()), "{o}");
     // OOD: -O name:[.][size][suffix] with \x1F.
-    let o = e.ok(&format!(
-        "squeue --all --states=all --noconvert -O 'JobID:\x1F,StateCompact:\x1F,Name:\x1F' -j {id}"
-    ));
-    let body = o
-        .split_once("\x1F\n")
-        .map(|(_, b)| b)
-        .unwrap_or_else(|| panic!("{o:?}"));
+    let o = e.ok(&format!("squeue --all --states=all --noconvert -O 'JobID:\x1F,StateCompact:\x1F,Name:\x1F' -j {id}"));
+    let body = o.split_once("\x1F\n").map(|(_, b)| b).unwrap_or_else(|| panic!("{o:?}"));
     assert_eq!(body, format!("{id}\x1FPD\x1Fnmq\x1F\n"));
     // MLF.
-    assert_eq!(
-        e.ok(&format!("squeue --state=all --job={done} -o%A,%t"))
-            .lines()
-            .nth(1),
-        Some(format!("{done},CD").as_str())
-    );
+    assert_eq!(e.ok(&format!("squeue --state=all --job={done} -o%A,%t")).lines().nth(1), Some(format!("{done},CD").as_str()));
     // AIR (the -a -n form; positional ids are an error in Slurm too).
     let o = e.ok("squeue --states=all -h '--format=%i;%j;%t;%T;%r' -a -n nmq");
     assert!(o.lines().all(|l| l.split(';').count() == 5), "{o}");
@@ -1094,9 +812,7 @@ fn b2_squeue_command_lines() {
     let o = e.ok("squeue -h --format '%i %t %M'");
     assert!(o.lines().all(|l| l.split(' ').count() == 3), "{o}");
     // PSL fallback.
-    let o = e.ok(&format!(
-        "squeue --noheader --format='%i %t' --job '{id},{done}'"
-    ));
+    let o = e.ok(&format!("squeue --noheader --format='%i %t' --job '{id},{done}'"));
     assert_eq!(o, format!("{id} PD\n"));
 }
 
@@ -1113,25 +829,14 @@ fn b3_sacct_command_lines() {
     e.wait_state(&a.to_string(), &["COMPLETED"], 30);
     e.wait_state(&b.to_string(), &["FAILED"], 30);
     // SUB.
-    let o = e.ok(&format!(
-        "sacct -o JobID,State,NodeList --parsable2 -j {a} -j {b}"
-    ));
+    let o = e.ok(&format!("sacct -o JobID,State,NodeList --parsable2 -j {a} -j {b}"));
     assert_eq!(o.lines().next(), Some("JobID|State|NodeList"));
-    let top: Vec<&str> = o
-        .lines()
-        .skip(1)
-        .filter(|l| !l.split('|').next().unwrap().contains('.'))
-        .collect();
+    let top: Vec<&str> = o.lines().skip(1).filter(|l| !l.split('|').next().unwrap().contains('.')).collect();
     assert_eq!(top.len(), 2, "{o}");
     // SMK status and efficiency report. The window [S, E) holds jobs eligible before E, so
     // `--endtime now` misses a job submitted within the same second (as in slurmdbd); SMK's
     // first poll comes seconds later.
-    wait_until(
-        "the clock to pass the second of the submission",
-        Duration::from_secs(5),
-        || unix_now() > submitted_by,
-        String::new,
-    );
+    wait_until("the clock to pass the second of the submission", Duration::from_secs(5), || unix_now() > submitted_by, String::new);
     let o = e.ok("sacct -X --parsable2 --clusters all --noheader --format=JobIdRaw,State --starttime 2000-01-01T00:00 --endtime now --name uuid1");
     assert_eq!(o, format!("{a}|COMPLETED\n"));
     let o = e.ok("sacct --name=uuid1 --parsable2 --noheader --format=JobID,JobName,Comment,Elapsed,TotalCPU,NNodes,NCPUS,MaxRSS,ReqMem");
@@ -1143,21 +848,11 @@ fn b3_sacct_command_lines() {
     assert!(e.c.nodes().iter().any(|n| o.trim() == n), "{o:?}");
     // PSL probe and status.
     e.ok("sacct -X");
-    let o = e.ok(&format!(
-        "sacct -X --noheader --format=jobid,state%20 --job '{a},{b}'"
-    ));
+    let o = e.ok(&format!("sacct -X --noheader --format=jobid,state%20 --job '{a},{b}'"));
     let rows: Vec<Vec<&str>> = o.lines().map(|l| l.split_whitespace().collect()).collect();
-    assert_eq!(
-        rows,
-        vec![
-            vec![a.to_string().as_str(), "COMPLETED"],
-            vec![b.to_string().as_str(), "FAILED"]
-        ]
-    );
+    assert_eq!(rows, vec![vec![a.to_string().as_str(), "COMPLETED"], vec![b.to_string().as_str(), "FAILED"]]);
     // TOIL.
-    let o = e.ok(&format!(
-        "sacct -n -j {a},{b} --format JobIDRaw,State,ExitCode -P -S 2000-01-01T00:00:00 -E now"
-    ));
+    let o = e.ok(&format!("sacct -n -j {a},{b} --format JobIDRaw,State,ExitCode -P -S 2000-01-01T00:00:00 -E now"));
     assert!(o.lines().any(|l| l == format!("{b}|FAILED|1:0")), "{o}");
     // OOD.
     let o = e.ok(&format!("sacct -P --delimiter $'\\x1F' -n --units G --allocations -o User,JobId,JobName,State -j {a}"));
@@ -1179,21 +874,9 @@ fn b4_scancel_command_lines() {
     // Both signals reached the nodes (which log each delivery to a job's steps), and a
     // scheduling cycle ran after them: the jobs still run.
     let delivered = || {
-        e.c.nodes()
-            .iter()
-            .map(|n| {
-                std::fs::read_to_string(e.c.dir().join(format!("slurmd-{n}.log")))
-                    .unwrap_or_default()
-            })
-            .map(|l| l.matches("signal delivered to step tasks").count())
-            .sum::<usize>()
+        e.c.nodes().iter().map(|n| std::fs::read_to_string(e.c.dir().join(format!("slurmd-{n}.log"))).unwrap_or_default()).map(|l| l.matches("signal delivered to step tasks").count()).sum::<usize>()
     };
-    wait_until(
-        "the nodes to deliver both signals",
-        Duration::from_secs(30),
-        || delivered() >= 2,
-        || format!("{} delivered", delivered()),
-    );
+    wait_until("the nodes to deliver both signals", Duration::from_secs(30), || delivered() >= 2, || format!("{} delivered", delivered()));
     e.c.wait_cycles(1);
     assert_eq!(e.state(&ids[0].to_string()), "RUNNING");
     assert_eq!(e.state(&ids[1].to_string()), "RUNNING");
@@ -1223,10 +906,7 @@ fn b5_srun_command_lines() {
          srun --export=ALL /bin/bash -c 'echo mlf'\n",
     );
     let id = e.submit("s.sh");
-    assert_eq!(
-        e.wait_state(&id.to_string(), &["COMPLETED", "FAILED"], 60),
-        "COMPLETED"
-    );
+    assert_eq!(e.wait_state(&id.to_string(), &["COMPLETED", "FAILED"], 60), "COMPLETED");
     // The MLF step takes the job's 2 tasks (default task count = the allocation's ntasks).
     assert_eq!(e.wait_file("s.out", 5), "smk\n0: psl\nmlf\nmlf\n");
     assert_eq!(e.wait_file(&format!("st_{id}_0.out"), 5), "0\n");
@@ -1247,11 +927,7 @@ fn b6_sinfo_scontrol_command_lines() {
     let o = e.ok("sinfo -ho \"\x1E%c\x1F%n\x1F%f\"");
     assert!(o.starts_with('\x1E'), "{o:?}");
     let o = e.ok("scontrol show config");
-    assert!(
-        o.lines()
-            .any(|l| l.starts_with("MinJobAge") && l.ends_with("= 300 sec")),
-        "{o}"
-    );
+    assert!(o.lines().any(|l| l.starts_with("MinJobAge") && l.ends_with("= 300 sec")), "{o}");
     let o = e.ok("scontrol show partition");
     assert!(o.starts_with("PartitionName="));
     let o = e.ok("scontrol show part -o");
@@ -1259,10 +935,7 @@ fn b6_sinfo_scontrol_command_lines() {
     let o = e.sh("scontrol show job");
     assert_eq!(o.code, 0, "{o:?}");
     assert!(o.out.starts_with("No jobs in the system"), "{o:?}");
-    assert_eq!(
-        e.ok("scontrol show hostname 'gpu[01-03]'"),
-        "gpu01\ngpu02\ngpu03\n"
-    );
+    assert_eq!(e.ok("scontrol show hostname 'gpu[01-03]'"), "gpu01\ngpu02\ngpu03\n");
     let id = e.submit("-H --wrap true");
     e.ok(&format!("scontrol hold {id}"));
     e.ok(&format!("scontrol release {id}"));

@@ -107,16 +107,7 @@ impl Graph {
         let manifest = Path::new(env!("CARGO_MANIFEST_DIR")).join("../Cargo.toml");
         let target = format!("{}-unknown-linux-gnu", std::env::consts::ARCH);
         let out = Command::new(&cargo)
-            .args([
-                "metadata",
-                "--format-version",
-                "1",
-                "--offline",
-                "--locked",
-                "--filter-platform",
-                &target,
-                "--manifest-path",
-            ])
+            .args(["metadata", "--format-version", "1", "--offline", "--locked", "--filter-platform", &target, "--manifest-path"])
             .arg(&manifest)
             .output()
             .unwrap_or_else(|e| panic!("running {cargo} metadata: {e}"));
@@ -155,17 +146,8 @@ impl Graph {
                 (str_of(&n["id"]), ds)
             })
             .collect();
-        let members = m["workspace_members"]
-            .as_array()
-            .expect("workspace_members")
-            .iter()
-            .map(str_of)
-            .collect();
-        Graph {
-            name,
-            deps,
-            members,
-        }
+        let members = m["workspace_members"].as_array().expect("workspace_members").iter().map(str_of).collect();
+        Graph { name, deps, members }
     }
 
     /// The id of workspace member `name`; panics when there is none (a renamed crate must
@@ -180,12 +162,7 @@ impl Graph {
     /// Every package reachable from `root` over edges of `kinds` (`None`: normal), not
     /// walking into packages named in `stop`, with the shortest path to each (names, `root`
     /// first).
-    fn reachable(
-        &self,
-        root: &str,
-        kinds: &[Option<&str>],
-        stop: &[&str],
-    ) -> BTreeMap<String, Vec<String>> {
+    fn reachable(&self, root: &str, kinds: &[Option<&str>], stop: &[&str]) -> BTreeMap<String, Vec<String>> {
         let mut path: BTreeMap<String, Vec<String>> = BTreeMap::new();
         path.insert(root.to_string(), vec![self.name[root].clone()]);
         let mut queue = VecDeque::from([root.to_string()]);
@@ -201,9 +178,7 @@ impl Graph {
                 queue.push_back(dep.clone());
             }
         }
-        path.into_values()
-            .map(|p| (p.last().expect("non-empty").clone(), p))
-            .collect()
+        path.into_values().map(|p| (p.last().expect("non-empty").clone(), p)).collect()
     }
 }
 
@@ -211,28 +186,16 @@ const NORMAL: &[Option<&str>] = &[None];
 
 /// `A -> B -> C` for each path, one per line.
 fn report(paths: &[Vec<String>]) -> String {
-    paths
-        .iter()
-        .map(|p| format!("  {}", p.join(" -> ")))
-        .collect::<Vec<_>>()
-        .join("\n")
+    paths.iter().map(|p| format!("  {}", p.join(" -> "))).collect::<Vec<_>>().join("\n")
 }
 
 #[test]
 fn daemons_do_not_depend_on_the_commands_admin_or_simulator() {
     let g = Graph::load();
     let mut bad = Vec::new();
-    for daemon in [
-        "flotilla-slurmctld",
-        "flotilla-slurmd",
-        "flotilla-slurmrestd",
-    ] {
+    for daemon in ["flotilla-slurmctld", "flotilla-slurmd", "flotilla-slurmrestd"] {
         let reach = g.reachable(g.member(daemon), NORMAL, &[]);
-        bad.extend(
-            DAEMON_FORBIDDEN
-                .iter()
-                .filter_map(|f| reach.get(*f).cloned()),
-        );
+        bad.extend(DAEMON_FORBIDDEN.iter().filter_map(|f| reach.get(*f).cloned()));
     }
     assert!(
         bad.is_empty(),
@@ -244,28 +207,14 @@ fn daemons_do_not_depend_on_the_commands_admin_or_simulator() {
 
 /// What `flotilla-rest` (Slurm's REST data, shared by slurmrestd and the commands' `--json`)
 /// must not reach: an async runtime or an HTTP stack, so that the commands stay lean.
-const REST_FORBIDDEN: &[&str] = &[
-    "tokio",
-    "axum",
-    "hyper",
-    "flotilla-slurmctld",
-    "flotilla-slurmd",
-    "rusqlite",
-];
+const REST_FORBIDDEN: &[&str] = &["tokio", "axum", "hyper", "flotilla-slurmctld", "flotilla-slurmd", "rusqlite"];
 
 #[test]
 fn the_rest_data_crate_has_no_runtime_or_http_stack() {
     let g = Graph::load();
     let reach = g.reachable(g.member("flotilla-rest"), NORMAL, &[]);
-    let bad: Vec<Vec<String>> = REST_FORBIDDEN
-        .iter()
-        .filter_map(|f| reach.get(*f).cloned())
-        .collect();
-    assert!(
-        bad.is_empty(),
-        "flotilla-rest reaches a runtime or HTTP stack (ARCHITECTURE.md, Dependency rule):\n{}",
-        report(&bad)
-    );
+    let bad: Vec<Vec<String>> = REST_FORBIDDEN.iter().filter_map(|f| reach.get(*f).cloned()).collect();
+    assert!(bad.is_empty(), "flotilla-rest reaches a runtime or HTTP stack (ARCHITECTURE.md, Dependency rule):\n{}", report(&bad));
 }
 
 #[test]
@@ -274,12 +223,7 @@ fn core_and_plugins_depend_only_on_pure_crates() {
     let mut bad = Vec::new();
     for pure in ["flotilla-core", "flotilla-plugins"] {
         let reach = g.reachable(g.member(pure), &[None, Some("build")], &[]);
-        bad.extend(
-            reach
-                .into_iter()
-                .filter(|(n, _)| !PURE_ALLOWED.contains(&n.as_str()))
-                .map(|(_, p)| p),
-        );
+        bad.extend(reach.into_iter().filter(|(n, _)| !PURE_ALLOWED.contains(&n.as_str())).map(|(_, p)| p));
     }
     assert!(
         bad.is_empty(),
@@ -305,10 +249,7 @@ fn reached_besides(g: &Graph, owner: &str, drivers: &[&str]) -> Vec<Vec<String>>
 fn only_the_controller_uses_an_sql_driver() {
     let g = Graph::load();
     let owner_uses = g.reachable(g.member("flotilla-slurmctld"), NORMAL, &[]);
-    assert!(
-        owner_uses.contains_key("rusqlite"),
-        "the controller's store is SQLite: is the rule still right?"
-    );
+    assert!(owner_uses.contains_key("rusqlite"), "the controller's store is SQLite: is the rule still right?");
     let bad = reached_besides(&g, "flotilla-slurmctld", SQL_DRIVERS);
     assert!(
         bad.is_empty(),
@@ -321,10 +262,7 @@ fn only_the_controller_uses_an_sql_driver() {
 fn only_the_node_daemon_uses_nvml() {
     let g = Graph::load();
     let owner_uses = g.reachable(g.member("flotilla-slurmd"), NORMAL, &[]);
-    assert!(
-        owner_uses.contains_key("nvml-wrapper"),
-        "the node daemon reads GPU health with NVML: is the rule still right?"
-    );
+    assert!(owner_uses.contains_key("nvml-wrapper"), "the node daemon reads GPU health with NVML: is the rule still right?");
     let bad = reached_besides(&g, "flotilla-slurmd", NVML);
     assert!(
         bad.is_empty(),
@@ -338,18 +276,8 @@ fn no_cycle_between_workspace_crates() {
     let g = Graph::load();
     let every_kind: &[Option<&str>] = &[None, Some("dev"), Some("build")];
     // Walk only workspace members: a cycle among them is what this rule is about.
-    let outside: Vec<&str> = g
-        .name
-        .iter()
-        .filter(|(id, _)| !g.members.contains(id))
-        .map(|(_, n)| n.as_str())
-        .collect();
-    let id_of = |name: &str| {
-        g.members
-            .iter()
-            .find(|id| g.name[*id] == name)
-            .expect("a member")
-    };
+    let outside: Vec<&str> = g.name.iter().filter(|(id, _)| !g.members.contains(id)).map(|(_, n)| n.as_str()).collect();
+    let id_of = |name: &str| g.members.iter().find(|id| g.name[*id] == name).expect("a member");
     let mut bad = Vec::new();
     for m in &g.members {
         for (name, path) in g.reachable(m, every_kind, &outside) {
@@ -372,19 +300,9 @@ fn paths_are_shortest_and_stop_where_told() {
     // A hand-made graph: a -> b -> c, a -> c (dev), a -> d -> c.
     let id = |s: &str| s.to_string();
     let g = Graph {
-        name: ["a", "b", "c", "d"]
-            .iter()
-            .map(|s| (id(s), id(s)))
-            .collect(),
+        name: ["a", "b", "c", "d"].iter().map(|s| (id(s), id(s))).collect(),
         deps: [
-            (
-                "a",
-                vec![
-                    ("b", vec![None]),
-                    ("c", vec![Some("dev".into())]),
-                    ("d", vec![None]),
-                ],
-            ),
+            ("a", vec![("b", vec![None]), ("c", vec![Some("dev".into())]), ("d", vec![None])]),
             ("b", vec![("c", vec![None])]),
             ("d", vec![("c", vec![None])]),
         ]
@@ -394,11 +312,7 @@ fn paths_are_shortest_and_stop_where_told() {
         members: vec![id("a")],
     };
     let r = g.reachable("a", NORMAL, &[]);
-    assert_eq!(
-        r["c"],
-        ["a", "b", "c"],
-        "dev edges do not count; the first shortest path wins"
-    );
+    assert_eq!(r["c"], ["a", "b", "c"], "dev edges do not count; the first shortest path wins");
     let r = g.reachable("a", NORMAL, &["b"]);
     assert_eq!(r["c"], ["a", "d", "c"]);
     assert!(!r.contains_key("b"));

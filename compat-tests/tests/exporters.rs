@@ -107,21 +107,14 @@ fn vpenso_cpus(out: &str) -> Result<[f64; 4], String> {
     if f.len() < 4 {
         return Err(format!("{out:?}: no alloc/idle/other/total"));
     }
-    Ok([
-        go_float(f[0])?,
-        go_float(f[1])?,
-        go_float(f[2])?,
-        go_float(f[3])?,
-    ])
+    Ok([go_float(f[0])?, go_float(f[1])?, go_float(f[2])?, go_float(f[3])?])
 }
 
 /// partitions.go (`-o%R,%C`): per line `partition,alloc/idle/other/total`.
 fn vpenso_partitions(out: &str) -> Result<usize, String> {
     let mut n = 0;
     for l in lines(out) {
-        let (_, cpus) = l
-            .split_once(',')
-            .ok_or_else(|| format!("{l:?}: no comma"))?;
+        let (_, cpus) = l.split_once(',').ok_or_else(|| format!("{l:?}: no comma"))?;
         let f: Vec<&str> = cpus.split('/').collect();
         if f.len() != 4 {
             return Err(format!("{l:?}: no alloc/idle/other/total"));
@@ -361,18 +354,9 @@ fn parsers_accept_real_slurm_output() {
     };
     assert_eq!(vpenso_nodes(&out("exp_vpenso_nodes")), Ok(2));
     assert_eq!(vpenso_node(&out("exp_vpenso_node")), Ok(6));
-    assert_eq!(
-        vpenso_cpus(&out("exp_vpenso_cpus")),
-        Ok([5.0, 251.0, 0.0, 256.0])
-    );
-    assert!(
-        vpenso_cpus("1/63/0/64\n0/64/0/64\n").is_err(),
-        "two lines are no metric"
-    );
-    assert_eq!(
-        vpenso_partitions(&out("exp_vpenso_partitions_sinfo")),
-        Ok(2)
-    );
+    assert_eq!(vpenso_cpus(&out("exp_vpenso_cpus")), Ok([5.0, 251.0, 0.0, 256.0]));
+    assert!(vpenso_cpus("1/63/0/64\n0/64/0/64\n").is_err(), "two lines are no metric");
+    assert_eq!(vpenso_partitions(&out("exp_vpenso_partitions_sinfo")), Ok(2));
     assert_eq!(vpenso_accounts(&out("exp_vpenso_accounts")), Ok((4, 5)));
     assert_eq!(vpenso_accounts(&out("exp_vpenso_users")), Ok((4, 5)));
     assert_eq!(vpenso_queue(&out("exp_vpenso_queue")), Ok(9));
@@ -513,14 +497,8 @@ fn exporters_parse_flotilla() {
     let cpus = run("sinfo -h '-o %C'");
     assert_eq!(lines(&cpus).count(), 1, "{cpus}");
     let v = vpenso_cpus(&cpus).unwrap_or_else(|e| panic!("{e}: {cpus}"));
-    assert!(
-        v[0] >= 1.0 && v[3] == v[0] + v[1] + v[2],
-        "alloc/idle/other/total: {v:?}"
-    );
-    assert_eq!(
-        vpenso_partitions(&run("sinfo -h -o%R,%C")).map(|n| n >= 2),
-        Ok(true)
-    );
+    assert!(v[0] >= 1.0 && v[3] == v[0] + v[1] + v[2], "alloc/idle/other/total: {v:?}");
+    assert_eq!(vpenso_partitions(&run("sinfo -h -o%R,%C")).map(|n| n >= 2), Ok(true));
     assert_eq!(run("squeue -a -r -h -o%P --states=PENDING"), "batch\n");
     assert_eq!(
         vpenso_accounts(&run("squeue -a -r -h '-o %A|%a|%T|%C'")),
@@ -625,10 +603,7 @@ fn exporters_parse_flotilla_accounting() {
     let share = run("sshare -n -P -o account,fairshare");
     let accounts = vpenso_sshare(&share);
     for want in ["root", "research", "chem"] {
-        assert!(
-            accounts.iter().any(|a| a == want),
-            "{want} not among sshare's accounts {accounts:?}:\n{share}"
-        );
+        assert!(accounts.iter().any(|a| a == want), "{want} not among sshare's accounts {accounts:?}:\n{share}");
     }
     // Every fair share the exporter reads parses (ParseFloat), or is empty as Slurm's are for
     // accounts.
@@ -639,15 +614,6 @@ fn exporters_parse_flotilla_accounting() {
     let limits = run("sacctmgr show assoc format=User,Account,GrpCPU,GrpMem,GrpJobs,GrpSubmit --noheader --parsable2");
     let rows = rivosinc_sacctmgr(&limits).unwrap_or_else(|e| panic!("{e}\n{limits}"));
     assert!(rows >= 3, "account rows root, research, chem:\n{limits}");
-    let alice: Vec<&str> = limits
-        .lines()
-        .find(|l| l.starts_with("alice|research|"))
-        .unwrap_or_else(|| panic!("{limits}"))
-        .split('|')
-        .collect();
-    assert_eq!(
-        (alice[4], alice[5]),
-        ("4", "8"),
-        "alice's GrpJobs and GrpSubmit:\n{limits}"
-    );
+    let alice: Vec<&str> = limits.lines().find(|l| l.starts_with("alice|research|")).unwrap_or_else(|| panic!("{limits}")).split('|').collect();
+    assert_eq!((alice[4], alice[5]), ("4", "8"), "alice's GrpJobs and GrpSubmit:\n{limits}");
 }

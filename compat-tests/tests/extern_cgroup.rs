@@ -24,8 +24,8 @@ fn checked_run(c: &LocalCluster, name: &str, args: &[&str], cwd: &Path) -> Outpu
 use nix::mount::{mount, umount2, MntFlags, MsFlags};
 use nix::sys::stat::{makedev, mknod, Mode, SFlag};
 use std::collections::BTreeSet;
-use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
+use std::os::unix::process::CommandExt;
 use std::process::{Command, Output};
 use std::time::{Duration, Instant};
 
@@ -37,10 +37,7 @@ fn root_enabled() -> bool {
         println!("SKIPPED: needs root and FLOTILLA_TEST_ROOT=1");
         return false;
     }
-    assert!(
-        nix::unistd::geteuid().is_root(),
-        "FLOTILLA_TEST_ROOT=1 but the test does not run as root"
-    );
+    assert!(nix::unistd::geteuid().is_root(), "FLOTILLA_TEST_ROOT=1 but the test does not run as root");
     true
 }
 
@@ -62,24 +59,11 @@ fn cgroup_mode() -> &'static str {
 fn job_dirs(mode: &str, node_part: &str, job: u64) -> Vec<PathBuf> {
     let root = Path::new("/sys/fs/cgroup");
     match mode {
-        "v2" => vec![root
-            .join("flotilla")
-            .join(node_part)
-            .join(format!("job_{job}"))],
+        "v2" => vec![root.join("flotilla").join(node_part).join(format!("job_{job}"))],
         _ => ["memory", "devices", "pids"]
             .iter()
-            .map(|c| {
-                root.join(c)
-                    .join("flotilla")
-                    .join(node_part)
-                    .join(format!("job_{job}"))
-            })
-            .filter(|d| {
-                d.parent()
-                    .and_then(Path::parent)
-                    .and_then(Path::parent)
-                    .is_some_and(|c| c.join("cgroup.procs").exists())
-            })
+            .map(|c| root.join(c).join("flotilla").join(node_part).join(format!("job_{job}")))
+            .filter(|d| d.parent().and_then(Path::parent).and_then(Path::parent).is_some_and(|c| c.join("cgroup.procs").exists()))
             .collect(),
     }
 }
@@ -102,34 +86,14 @@ impl FakeDev {
     }
 
     fn with_number(gpus: u32, number: impl Fn(u32) -> nix::libc::dev_t) -> FakeDev {
-        let tmp = tempfile::Builder::new()
-            .prefix("fltdev")
-            .tempdir_in("/tmp")
-            .unwrap();
-        std::fs::set_permissions(
-            tmp.path(),
-            std::os::unix::fs::PermissionsExt::from_mode(0o755),
-        )
-        .unwrap();
+        let tmp = tempfile::Builder::new().prefix("fltdev").tempdir_in("/tmp").unwrap();
+        std::fs::set_permissions(tmp.path(), std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
         let dir = tmp.path().join("dev");
         std::fs::create_dir(&dir).unwrap();
-        mount(
-            Some("tmpfs"),
-            &dir,
-            Some("tmpfs"),
-            MsFlags::MS_NOSUID,
-            Some("mode=755"),
-        )
-        .expect("mount a tmpfs for fake GPUs");
+        mount(Some("tmpfs"), &dir, Some("tmpfs"), MsFlags::MS_NOSUID, Some("mode=755")).expect("mount a tmpfs for fake GPUs");
         for i in 0..gpus {
             let path = dir.join(format!("nvidia{i}"));
-            mknod(
-                &path,
-                SFlag::S_IFCHR,
-                Mode::from_bits_truncate(0o666),
-                number(i),
-            )
-            .expect("mknod a fake GPU");
+            mknod(&path, SFlag::S_IFCHR, Mode::from_bits_truncate(0o666), number(i)).expect("mknod a fake GPU");
         }
         FakeDev { _tmp: tmp, dir }
     }
@@ -158,11 +122,7 @@ impl Drop for CgCleanup {
         }
         let root = Path::new("/sys/fs/cgroup");
         let mut bases = vec![root.join("flotilla")];
-        bases.extend(
-            ["memory", "devices", "pids"]
-                .iter()
-                .map(|c| root.join(c).join("flotilla")),
-        );
+        bases.extend(["memory", "devices", "pids"].iter().map(|c| root.join(c).join("flotilla")));
         for base in bases {
             // The cluster's cgroup scope is `<cluster>-<hash>` (`flotilla_admin::dev::cgroup_scope`).
             let prefix = format!("{}-", self.0);
@@ -173,15 +133,9 @@ impl Drop for CgCleanup {
                 let mut dirs = Vec::new();
                 tree(&e.path(), &mut dirs);
                 for d in &dirs {
-                    for pid in std::fs::read_to_string(d.join("cgroup.procs"))
-                        .unwrap_or_default()
-                        .lines()
-                    {
+                    for pid in std::fs::read_to_string(d.join("cgroup.procs")).unwrap_or_default().lines() {
                         if let Ok(pid) = pid.trim().parse::<i32>() {
-                            let _ = nix::sys::signal::kill(
-                                nix::unistd::Pid::from_raw(pid),
-                                nix::sys::signal::Signal::SIGKILL,
-                            );
+                            let _ = nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid), nix::sys::signal::Signal::SIGKILL);
                         }
                     }
                 }
@@ -189,10 +143,7 @@ impl Drop for CgCleanup {
                 // within moments; a cgroup still populated after 5 s is left behind.
                 let t0 = Instant::now();
                 while t0.elapsed() < Duration::from_secs(5)
-                    && dirs.iter().any(|d| {
-                        std::fs::read_to_string(d.join("cgroup.procs"))
-                            .is_ok_and(|p| !p.trim().is_empty())
-                    })
+                    && dirs.iter().any(|d| std::fs::read_to_string(d.join("cgroup.procs")).is_ok_and(|p| !p.trim().is_empty()))
                 {
                     std::thread::sleep(Duration::from_millis(20));
                 }
@@ -208,19 +159,12 @@ impl Drop for CgCleanup {
 /// device files are `dev/nvidia[0-3]` (gres.conf `File=`), GPUs and memory constrained
 /// (cgroup.conf `ConstrainDevices=yes`, `ConstrainRAMSpace=yes`).
 fn config(cluster: &str, dev: &Path) -> tempfile::TempDir {
-    config_with(
-        cluster,
-        dev,
-        "ConstrainDevices=yes\nConstrainRAMSpace=yes\n",
-    )
+    config_with(cluster, dev, "ConstrainDevices=yes\nConstrainRAMSpace=yes\n")
 }
 
 /// [`config`] with `cgroup_conf` as cgroup.conf (none when empty).
 fn config_with(cluster: &str, dev: &Path, cgroup_conf: &str) -> tempfile::TempDir {
-    let d = tempfile::Builder::new()
-        .prefix("fltconf")
-        .tempdir_in("/tmp")
-        .unwrap();
+    let d = tempfile::Builder::new().prefix("fltconf").tempdir_in("/tmp").unwrap();
     let mut conf = format!(
         "ClusterName={cluster}\nSchedulerType=sched/backfill\nSelectType=select/cons_tres\n\
          SelectTypeParameters=CR_Core_Memory\nDefMemPerCPU=1024\nGresTypes=gpu\nMinJobAge=300\nKillWait=2\n"
@@ -237,11 +181,7 @@ fn config_with(cluster: &str, dev: &Path, cgroup_conf: &str) -> tempfile::TempDi
     }
     std::fs::write(
         d.path().join("gres.conf"),
-        format!(
-            "NodeName=gpu[01-02] Name=gpu Type=h100 File={}/nvidia[0-{}]\n",
-            dev.display(),
-            GPUS - 1
-        ),
+        format!("NodeName=gpu[01-02] Name=gpu Type=h100 File={}/nvidia[0-{}]\n", dev.display(), GPUS - 1),
     )
     .unwrap();
     d
@@ -250,34 +190,21 @@ fn config_with(cluster: &str, dev: &Path, cgroup_conf: &str) -> tempfile::TempDi
 fn sbatch(c: &LocalCluster, w: &Path, script: &str) -> u64 {
     std::fs::write(w.join("job.sh"), script).unwrap();
     let o = checked_run(c, "sbatch", &["--parsable", "job.sh"], w);
-    assert!(
-        o.status.success(),
-        "sbatch: {}",
-        String::from_utf8_lossy(&o.stderr)
-    );
+    assert!(o.status.success(), "sbatch: {}", String::from_utf8_lossy(&o.stderr));
     String::from_utf8(o.stdout).unwrap().trim().parse().unwrap()
 }
 
 fn wait_until(what: &str, secs: u64, mut f: impl FnMut() -> bool, diag: impl Fn() -> String) {
     let t0 = Instant::now();
     while !f() {
-        assert!(
-            t0.elapsed() < Duration::from_secs(secs),
-            "timed out waiting for {what}\n{}",
-            diag()
-        );
+        assert!(t0.elapsed() < Duration::from_secs(secs), "timed out waiting for {what}\n{}", diag());
         std::thread::sleep(Duration::from_millis(100));
     }
 }
 
 /// The job's state as `squeue -t all` shows it.
 fn state(c: &LocalCluster, w: &Path, id: u64) -> String {
-    let o = checked_run(
-        c,
-        "squeue",
-        &["-t", "all", "-h", "-j", &id.to_string(), "-o", "%T"],
-        w,
-    );
+    let o = checked_run(c, "squeue", &["-t", "all", "-h", "-j", &id.to_string(), "-o", "%T"], w);
     String::from_utf8_lossy(&o.stdout).trim().to_string()
 }
 
@@ -286,10 +213,7 @@ fn logs(c: &LocalCluster) -> String {
     for n in ["slurmctld.log", "slurmd-gpu01.log", "slurmd-gpu02.log"] {
         let text = std::fs::read_to_string(c.dir().join(n)).unwrap_or_default();
         let lines: Vec<&str> = text.lines().collect();
-        out.push_str(&format!(
-            "---- {n} ----\n{}\n",
-            lines[lines.len().saturating_sub(30)..].join("\n")
-        ));
+        out.push_str(&format!("---- {n} ----\n{}\n", lines[lines.len().saturating_sub(30)..].join("\n")));
     }
     out
 }
@@ -346,11 +270,7 @@ fn parse_probe(text: &str) -> Probe {
 /// `job` on node `node_part`: v1 `memory`, `devices` and `pids` lines, or v2's `0::` line.
 fn assert_in_step(p: &Probe, mode: &str, node_part: &str, job: u64, step: &str, what: &str) {
     let want = format!("/flotilla/{node_part}/job_{job}/{step}");
-    let controllers: &[&str] = if mode == "v2" {
-        &[""]
-    } else {
-        &["memory", "devices", "pids"]
-    };
+    let controllers: &[&str] = if mode == "v2" { &[""] } else { &["memory", "devices", "pids"] };
     for c in controllers {
         let line = p
             .cgroups
@@ -373,11 +293,7 @@ fn every_task_on_both_nodes_and_the_batch_script_are_in_the_job_cgroup() {
     // Control: outside any job cgroup every fake GPU gets past the (absent) cgroup.
     for i in 0..GPUS {
         let e = std::fs::File::open(dev.dir.join(format!("nvidia{i}"))).unwrap_err();
-        assert_eq!(
-            e.raw_os_error(),
-            Some(libc_enxio()),
-            "GPU {i} outside a job: {e}"
-        );
+        assert_eq!(e.raw_os_error(), Some(libc_enxio()), "GPU {i} outside a job: {e}");
     }
     let conf = config(&cluster, &dev.dir);
     let c = LocalCluster::start_with(Some(conf.path()), |o| o.cgroup = "auto".into());
@@ -397,91 +313,36 @@ fn every_task_on_both_nodes_and_the_batch_script_are_in_the_job_cgroup() {
              echo srun=$? > status.txt\n"
         ),
     );
-    wait_until(
-        "the job's end",
-        90,
-        || state(&c, &w, id) == "COMPLETED",
-        || {
-            format!(
-                "state {}\n{}\n{}",
-                state(&c, &w, id),
-                std::fs::read_to_string(w.join("batch.out")).unwrap_or_default(),
-                logs(&c)
-            )
-        },
-    );
-    assert_eq!(
-        std::fs::read_to_string(w.join("status.txt")).unwrap(),
-        "srun=0\n"
-    );
+    wait_until("the job's end", 90, || state(&c, &w, id) == "COMPLETED", || {
+        format!("state {}\n{}\n{}", state(&c, &w, id), std::fs::read_to_string(w.join("batch.out")).unwrap_or_default(), logs(&c))
+    });
+    assert_eq!(std::fs::read_to_string(w.join("status.txt")).unwrap(), "srun=0\n");
     let batch = parse_probe(&std::fs::read_to_string(w.join("batch.txt")).unwrap());
-    assert_in_step(
-        &batch,
-        mode,
-        &format!("{scope}_{}", batch.host),
-        id,
-        "step_batch",
-        "the batch script",
-    );
-    println!(
-        "batch script on {}: {:?}; GPUs allowed {:?}, denied {:?}",
-        batch.host, batch.cgroups, batch.allowed, batch.denied
-    );
-    assert_eq!(
-        (batch.allowed.len(), batch.denied.len()),
-        (2, 2),
-        "the job holds 2 of the node's 4 GPUs"
-    );
+    assert_in_step(&batch, mode, &format!("{scope}_{}", batch.host), id, "step_batch", "the batch script");
+    println!("batch script on {}: {:?}; GPUs allowed {:?}, denied {:?}", batch.host, batch.cgroups, batch.allowed, batch.denied);
+    assert_eq!((batch.allowed.len(), batch.denied.len()), (2, 2), "the job holds 2 of the node's 4 GPUs");
     let mut hosts = BTreeSet::new();
     let mut allowed_on: std::collections::BTreeMap<String, BTreeSet<u32>> = Default::default();
     for t in 0..4 {
-        let text = std::fs::read_to_string(w.join(format!("task_{t}.txt")))
-            .unwrap_or_else(|e| panic!("task {t}: {e}"));
+        let text = std::fs::read_to_string(w.join(format!("task_{t}.txt"))).unwrap_or_else(|e| panic!("task {t}: {e}"));
         let p = parse_probe(&text);
-        assert_in_step(
-            &p,
-            mode,
-            &format!("{scope}_{}", p.host),
-            id,
-            "step_0",
-            &format!("task {t}"),
-        );
-        println!(
-            "task {t} on {}: {:?}; GPUs allowed {:?}, denied {:?}",
-            p.host, p.cgroups, p.allowed, p.denied
-        );
-        assert_eq!(
-            (p.allowed.len(), p.denied.len()),
-            (2, 2),
-            "task {t}: {text}"
-        );
+        assert_in_step(&p, mode, &format!("{scope}_{}", p.host), id, "step_0", &format!("task {t}"));
+        println!("task {t} on {}: {:?}; GPUs allowed {:?}, denied {:?}", p.host, p.cgroups, p.allowed, p.denied);
+        assert_eq!((p.allowed.len(), p.denied.len()), (2, 2), "task {t}: {text}");
         // Every process of the job on one node has the same GPUs.
-        let prev = allowed_on
-            .entry(p.host.clone())
-            .or_insert_with(|| p.allowed.clone());
+        let prev = allowed_on.entry(p.host.clone()).or_insert_with(|| p.allowed.clone());
         assert_eq!(*prev, p.allowed, "task {t}");
         hosts.insert(p.host);
     }
     assert_eq!(hosts.len(), 2, "tasks on both nodes: {hosts:?}");
-    assert_eq!(
-        allowed_on[&batch.host], batch.allowed,
-        "the batch script and the tasks of its node"
-    );
+    assert_eq!(allowed_on[&batch.host], batch.allowed, "the batch script and the tasks of its node");
     let other = hosts.iter().find(|h| **h != batch.host).unwrap();
-    println!(
-        "non-batch node {other}: GPUs allowed {:?}",
-        allowed_on[other]
-    );
+    println!("non-batch node {other}: GPUs allowed {:?}", allowed_on[other]);
     // Gone once the job ended, on both nodes.
     for h in &hosts {
         let dirs = job_dirs(mode, &format!("{scope}_{h}"), id);
         assert!(!dirs.is_empty());
-        wait_until(
-            "the job's cgroups to be removed",
-            30,
-            || dirs.iter().all(|d| !d.exists()),
-            || format!("{dirs:?}\n{}", logs(&c)),
-        );
+        wait_until("the job's cgroups to be removed", 30, || dirs.iter().all(|d| !d.exists()), || format!("{dirs:?}\n{}", logs(&c)));
     }
 }
 
@@ -494,12 +355,8 @@ fn libc_enxio() -> i32 {
 fn processes_with(marker: &str) -> Vec<(i32, String)> {
     let mut v = Vec::new();
     for e in std::fs::read_dir("/proc").unwrap().flatten() {
-        let Ok(pid) = e.file_name().to_string_lossy().parse::<i32>() else {
-            continue;
-        };
-        let Ok(cmd) = std::fs::read(e.path().join("cmdline")) else {
-            continue;
-        };
+        let Ok(pid) = e.file_name().to_string_lossy().parse::<i32>() else { continue };
+        let Ok(cmd) = std::fs::read(e.path().join("cmdline")) else { continue };
         let cmd = String::from_utf8_lossy(&cmd).replace('\0', " ");
         if cmd.starts_with("sleep ") && cmd.contains(marker) {
             v.push((pid, cmd));
@@ -536,53 +393,28 @@ fn cancel_kills_every_task_process_on_both_nodes_and_removes_the_cgroups() {
              srun sh -c 'setsid sleep {bg} < /dev/null > /dev/null 2>&1 & exec sleep {fg}'\n"
         ),
     );
-    wait_until(
-        "8 sleeping processes (2 per task, 4 tasks)",
-        60,
-        || processes_with(&mark).len() == 8,
-        || format!("{:?}\n{}", processes_with(&mark), logs(&c)),
-    );
+    wait_until("8 sleeping processes (2 per task, 4 tasks)", 60, || processes_with(&mark).len() == 8, || {
+        format!("{:?}\n{}", processes_with(&mark), logs(&c))
+    });
     let procs = processes_with(&mark);
     // Each is in its job's cgroup on its node.
     for (pid, cmd) in &procs {
         let cg = std::fs::read_to_string(format!("/proc/{pid}/cgroup")).unwrap_or_default();
-        assert!(
-            cg.contains(&format!("/job_{id}/step_0")),
-            "{pid} {cmd}: {cg}"
-        );
-        assert!(
-            cg.contains(&format!("/flotilla/{scope}_gpu0")),
-            "{pid} {cmd}: {cg}"
-        );
+        assert!(cg.contains(&format!("/job_{id}/step_0")), "{pid} {cmd}: {cg}");
+        assert!(cg.contains(&format!("/flotilla/{scope}_gpu0")), "{pid} {cmd}: {cg}");
     }
     let o = checked_run(&c, "scancel", &[&id.to_string()], &w);
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     let t0 = Instant::now();
-    wait_until(
-        "every task process to be gone",
-        30,
-        || processes_with(&mark).is_empty(),
-        || format!("left: {:?}\n{}", processes_with(&mark), logs(&c)),
-    );
-    println!(
-        "all 8 task processes gone {} ms after scancel",
-        t0.elapsed().as_millis()
-    );
+    wait_until("every task process to be gone", 30, || processes_with(&mark).is_empty(), || {
+        format!("left: {:?}\n{}", processes_with(&mark), logs(&c))
+    });
+    println!("all 8 task processes gone {} ms after scancel", t0.elapsed().as_millis());
     for n in ["gpu01", "gpu02"] {
         let dirs = job_dirs(mode, &format!("{scope}_{n}"), id);
-        wait_until(
-            "the job's cgroups to be removed",
-            30,
-            || dirs.iter().all(|d| !d.exists()),
-            || format!("{dirs:?}\n{}", logs(&c)),
-        );
+        wait_until("the job's cgroups to be removed", 30, || dirs.iter().all(|d| !d.exists()), || format!("{dirs:?}\n{}", logs(&c)));
     }
-    wait_until(
-        "CANCELLED",
-        30,
-        || state(&c, &w, id) == "CANCELLED",
-        || format!("{}\n{}", state(&c, &w, id), logs(&c)),
-    );
+    wait_until("CANCELLED", 30, || state(&c, &w, id) == "CANCELLED", || format!("{}\n{}", state(&c, &w, id), logs(&c)));
 }
 
 /// An `srun` task on the batch host that exceeds the job's memory ends the job
@@ -609,19 +441,9 @@ fn an_srun_task_over_the_jobs_memory_ends_it_out_of_memory() {
          srun sh -c 'head -c 800000000 /dev/zero | tail -c 400000000 > /dev/null'\n\
          echo srun=$? > status.txt\nexit 0\n",
     );
-    wait_until(
-        "OUT_OF_MEMORY",
-        90,
-        || state(&c, &w, id) == "OUT_OF_MEMORY",
-        || {
-            format!(
-                "{}\n{}\n{}",
-                state(&c, &w, id),
-                std::fs::read_to_string(w.join("batch.out")).unwrap_or_default(),
-                logs(&c)
-            )
-        },
-    );
+    wait_until("OUT_OF_MEMORY", 90, || state(&c, &w, id) == "OUT_OF_MEMORY", || {
+        format!("{}\n{}\n{}", state(&c, &w, id), std::fs::read_to_string(w.join("batch.out")).unwrap_or_default(), logs(&c))
+    });
     let status = std::fs::read_to_string(w.join("status.txt")).unwrap();
     assert_ne!(status, "srun=0\n", "the task was killed");
 }
@@ -672,71 +494,29 @@ fn a_restarted_node_daemon_readopts_the_job_cgroup_and_its_kill_reaches_the_old_
         processes_with(&mark)
             .into_iter()
             .filter(|(pid, _)| {
-                std::fs::read_to_string(format!("/proc/{pid}/cgroup")).is_ok_and(|cg| {
-                    cg.contains(&format!("/flotilla/{scope}_gpu02/job_{id}/step_0"))
-                })
+                std::fs::read_to_string(format!("/proc/{pid}/cgroup"))
+                    .is_ok_and(|cg| cg.contains(&format!("/flotilla/{scope}_gpu02/job_{id}/step_0")))
             })
             .map(|(pid, _)| pid)
             .collect()
     };
-    wait_until(
-        "2 task processes in the job's cgroup on gpu02",
-        60,
-        || on_gpu02().len() == 2,
-        || format!("{:?}\n{}", processes_with(&mark), logs(&c)),
-    );
+    wait_until("2 task processes in the job's cgroup on gpu02", 60, || on_gpu02().len() == 2, || {
+        format!("{:?}\n{}", processes_with(&mark), logs(&c))
+    });
     let tasks = on_gpu02();
     // gpu02's daemon: the third daemon (controller, gpu01, gpu02).
     let pid = c.pids()[2];
     let cmdline = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap();
-    let argv: Vec<String> = cmdline
-        .split(|&b| b == 0)
-        .filter(|a| !a.is_empty())
-        .map(|a| String::from_utf8_lossy(a).into_owned())
-        .collect();
-    assert!(
-        argv.windows(2).any(|w| w[0] == "-N" && w[1] == "gpu02"),
-        "{argv:?}"
-    );
-    nix::sys::signal::kill(
-        nix::unistd::Pid::from_raw(pid),
-        nix::sys::signal::Signal::SIGKILL,
-    )
-    .unwrap();
-    wait_until(
-        "the old daemon to be gone",
-        10,
-        || {
-            !Path::new(&format!("/proc/{pid}/cmdline")).exists()
-                || std::fs::read(format!("/proc/{pid}/cmdline")).is_ok_and(|c| c.is_empty())
-        },
-        String::new,
-    );
-    let gpu02_responding = |c: &LocalCluster| {
-        c.query_nodes()
-            .iter()
-            .any(|(n, _, not_responding)| n == "gpu02" && !not_responding)
-    };
-    wait_until(
-        "the controller to see gpu02's daemon go",
-        10,
-        || !gpu02_responding(&c),
-        || logs(&c),
-    );
-    assert_eq!(
-        on_gpu02(),
-        tasks,
-        "the tasks outlive their daemon, in the job's cgroup"
-    );
+    let argv: Vec<String> = cmdline.split(|&b| b == 0).filter(|a| !a.is_empty()).map(|a| String::from_utf8_lossy(a).into_owned()).collect();
+    assert!(argv.windows(2).any(|w| w[0] == "-N" && w[1] == "gpu02"), "{argv:?}");
+    nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid), nix::sys::signal::Signal::SIGKILL).unwrap();
+    wait_until("the old daemon to be gone", 10, || !Path::new(&format!("/proc/{pid}/cmdline")).exists() || std::fs::read(format!("/proc/{pid}/cmdline")).is_ok_and(|c| c.is_empty()), String::new);
+    let gpu02_responding = |c: &LocalCluster| c.query_nodes().iter().any(|(n, _, not_responding)| n == "gpu02" && !not_responding);
+    wait_until("the controller to see gpu02's daemon go", 10, || !gpu02_responding(&c), || logs(&c));
+    assert_eq!(on_gpu02(), tasks, "the tasks outlive their daemon, in the job's cgroup");
     let log_path = c.dir().join("slurmd-gpu02.log");
-    let before = std::fs::read_to_string(&log_path)
-        .unwrap_or_default()
-        .matches("re-adopted")
-        .count();
-    let log = std::fs::OpenOptions::new()
-        .append(true)
-        .open(&log_path)
-        .unwrap();
+    let before = std::fs::read_to_string(&log_path).unwrap_or_default().matches("re-adopted").count();
+    let log = std::fs::OpenOptions::new().append(true).open(&log_path).unwrap();
     let restarted = Started(
         std::process::Command::new(&argv[0])
             .args(&argv[1..])
@@ -746,49 +526,23 @@ fn a_restarted_node_daemon_readopts_the_job_cgroup_and_its_kill_reaches_the_old_
             .spawn()
             .unwrap(),
     );
-    wait_until(
-        "the restarted daemon to re-adopt the job and register",
-        30,
-        || {
-            let text = std::fs::read_to_string(&log_path).unwrap_or_default();
-            text.matches("re-adopted").count() > before
-                && text
-                    .rsplit("re-adopted")
-                    .next()
-                    .is_some_and(|t| t.contains("registered"))
-        },
-        || logs(&c),
-    );
+    wait_until("the restarted daemon to re-adopt the job and register", 30, || {
+        let text = std::fs::read_to_string(&log_path).unwrap_or_default();
+        text.matches("re-adopted").count() > before && text.rsplit("re-adopted").next().is_some_and(|t| t.contains("registered"))
+    }, || logs(&c));
     // The registration reconciled with the controller, and a scheduling cycle after it (which
     // would end a job the controller thought lost).
-    wait_until(
-        "the controller to see gpu02's daemon back",
-        10,
-        || gpu02_responding(&c),
-        || logs(&c),
-    );
+    wait_until("the controller to see gpu02's daemon back", 10, || gpu02_responding(&c), || logs(&c));
     c.wait_cycles(1);
-    assert_eq!(
-        on_gpu02(),
-        tasks,
-        "the restart kept the job's tasks and cgroup"
-    );
+    assert_eq!(on_gpu02(), tasks, "the restart kept the job's tasks and cgroup");
     let o = checked_run(&c, "scancel", &[&id.to_string()], &w);
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
-    wait_until(
-        "every task process to be gone",
-        30,
-        || processes_with(&mark).is_empty(),
-        || format!("left: {:?}\n{}", processes_with(&mark), logs(&c)),
-    );
+    wait_until("every task process to be gone", 30, || processes_with(&mark).is_empty(), || {
+        format!("left: {:?}\n{}", processes_with(&mark), logs(&c))
+    });
     for n in ["gpu01", "gpu02"] {
         let dirs = job_dirs(mode, &format!("{scope}_{n}"), id);
-        wait_until(
-            "the job's cgroups to be removed",
-            30,
-            || dirs.iter().all(|d| !d.exists()),
-            || format!("{dirs:?}\n{}", logs(&c)),
-        );
+        wait_until("the job's cgroups to be removed", 30, || dirs.iter().all(|d| !d.exists()), || format!("{dirs:?}\n{}", logs(&c)));
     }
     drop(restarted);
 }
@@ -831,53 +585,24 @@ fn tasks_of_another_user_join_the_cgroup_then_run_as_that_user() {
         .args(["--parsable", "job.sh"])
         .current_dir(&w)
         .env_clear()
-        .env(
-            "PATH",
-            format!("{}:/usr/local/bin:/usr/bin:/bin", bins.display()),
-        )
+        .env("PATH", format!("{}:/usr/local/bin:/usr/bin:/bin", bins.display()))
         .env("HOME", &w)
         .envs(c.env())
         .uid(alice.uid.as_raw())
         .gid(alice.gid.as_raw())
         .output()
         .unwrap();
-    assert!(
-        o.status.success(),
-        "sbatch as alice: {}",
-        String::from_utf8_lossy(&o.stderr)
-    );
+    assert!(o.status.success(), "sbatch as alice: {}", String::from_utf8_lossy(&o.stderr));
     let id: u64 = String::from_utf8(o.stdout).unwrap().trim().parse().unwrap();
-    wait_until(
-        "the job's end",
-        90,
-        || state(&c, &w, id) == "COMPLETED",
-        || {
-            format!(
-                "state {}\n{}\n{}",
-                state(&c, &w, id),
-                std::fs::read_to_string(w.join("batch.out")).unwrap_or_default(),
-                logs(&c)
-            )
-        },
-    );
+    wait_until("the job's end", 90, || state(&c, &w, id) == "COMPLETED", || {
+        format!("state {}\n{}\n{}", state(&c, &w, id), std::fs::read_to_string(w.join("batch.out")).unwrap_or_default(), logs(&c))
+    });
     for t in 0..2 {
         let who = std::fs::read_to_string(w.join(format!("who_{t}.txt"))).unwrap();
         assert_eq!(who, format!("{} {}\n", alice.uid, w.display()), "task {t}");
         let p = parse_probe(&std::fs::read_to_string(w.join(format!("task_{t}.txt"))).unwrap());
-        assert_in_step(
-            &p,
-            mode,
-            &format!("{scope}_{}", p.host),
-            id,
-            "step_0",
-            &format!("task {t}"),
-        );
-        assert_eq!(
-            (p.allowed.len(), p.denied.len()),
-            (1, 3),
-            "task {t} on {}",
-            p.host
-        );
+        assert_in_step(&p, mode, &format!("{scope}_{}", p.host), id, "step_0", &format!("task {t}"));
+        assert_eq!((p.allowed.len(), p.denied.len()), (1, 3), "task {t} on {}", p.host);
     }
 }
 
@@ -911,32 +636,16 @@ fn time_limit_kills_every_task_process_on_both_nodes() {
              srun sh -c \"trap '' TERM; setsid sleep {bg} < /dev/null > /dev/null 2>&1 & exec sleep {fg}\"\n"
         ),
     );
-    wait_until(
-        "4 sleeping processes (2 per task, 2 tasks)",
-        60,
-        || processes_with(&mark).len() == 4,
-        || format!("{:?}\n{}", processes_with(&mark), logs(&c)),
-    );
-    wait_until(
-        "TIMEOUT",
-        60,
-        || state(&c, &w, id) == "TIMEOUT",
-        || format!("{}\n{}", state(&c, &w, id), logs(&c)),
-    );
-    wait_until(
-        "every task process to be gone",
-        30,
-        || processes_with(&mark).is_empty(),
-        || format!("left: {:?}\n{}", processes_with(&mark), logs(&c)),
-    );
+    wait_until("4 sleeping processes (2 per task, 2 tasks)", 60, || processes_with(&mark).len() == 4, || {
+        format!("{:?}\n{}", processes_with(&mark), logs(&c))
+    });
+    wait_until("TIMEOUT", 60, || state(&c, &w, id) == "TIMEOUT", || format!("{}\n{}", state(&c, &w, id), logs(&c)));
+    wait_until("every task process to be gone", 30, || processes_with(&mark).is_empty(), || {
+        format!("left: {:?}\n{}", processes_with(&mark), logs(&c))
+    });
     for n in ["gpu01", "gpu02"] {
         let dirs = job_dirs(mode, &format!("{scope}_{n}"), id);
-        wait_until(
-            "the job's cgroups to be removed",
-            30,
-            || dirs.iter().all(|d| !d.exists()),
-            || format!("{dirs:?}\n{}", logs(&c)),
-        );
+        wait_until("the job's cgroups to be removed", 30, || dirs.iter().all(|d| !d.exists()), || format!("{dirs:?}\n{}", logs(&c)));
     }
 }
 
@@ -955,11 +664,7 @@ fn a_job_over_its_memory_is_killed_only_with_constrain_ram_space() {
                   head -c 800000000 /dev/zero | tail -c 400000000 > /dev/null\n\
                   echo pipe=$? > status.txt\n";
     for (name, cgroup_conf, want) in [
-        (
-            "extram",
-            "ConstrainDevices=yes\nConstrainRAMSpace=yes\n",
-            "OUT_OF_MEMORY",
-        ),
+        ("extram", "ConstrainDevices=yes\nConstrainRAMSpace=yes\n", "OUT_OF_MEMORY"),
         ("extnoram", "ConstrainDevices=yes\n", "COMPLETED"),
     ] {
         let cluster = format!("{name}{}", std::process::id());
@@ -973,25 +678,12 @@ fn a_job_over_its_memory_is_killed_only_with_constrain_ram_space() {
         wait_until(
             "the job's end",
             90,
-            || {
-                !matches!(
-                    state(&c, &w, id).as_str(),
-                    "" | "PENDING" | "RUNNING" | "CONFIGURING" | "COMPLETING"
-                )
-            },
+            || !matches!(state(&c, &w, id).as_str(), "" | "PENDING" | "RUNNING" | "CONFIGURING" | "COMPLETING"),
             || format!("{}\n{}", state(&c, &w, id), logs(&c)),
         );
-        assert_eq!(
-            state(&c, &w, id),
-            want,
-            "cgroup.conf {cgroup_conf:?}\n{}",
-            logs(&c)
-        );
+        assert_eq!(state(&c, &w, id), want, "cgroup.conf {cgroup_conf:?}\n{}", logs(&c));
         if want == "COMPLETED" {
-            assert_eq!(
-                std::fs::read_to_string(w.join("status.txt")).unwrap(),
-                "pipe=0\n"
-            );
+            assert_eq!(std::fs::read_to_string(w.join("status.txt")).unwrap(), "pipe=0\n");
         }
     }
 }
@@ -1028,32 +720,16 @@ fn concurrent_jobs_on_one_node_open_dev_null_under_constrain_devices() {
     );
     let ids: Vec<u64> = (0..GPUS).map(|_| sbatch(&c, &w, &script)).collect();
     for &id in &ids {
-        wait_until(
-            "the job's end",
-            120,
-            || state(&c, &w, id) == "COMPLETED",
-            || {
-                format!(
-                    "job {id}: {}\n{}\n{}",
-                    state(&c, &w, id),
-                    std::fs::read_to_string(w.join(format!("out_{id}.txt"))).unwrap_or_default(),
-                    logs(&c)
-                )
-            },
-        );
+        wait_until("the job's end", 120, || state(&c, &w, id) == "COMPLETED", || {
+            format!("job {id}: {}\n{}\n{}", state(&c, &w, id), std::fs::read_to_string(w.join(format!("out_{id}.txt"))).unwrap_or_default(), logs(&c))
+        });
     }
     for &id in &ids {
         let out = std::fs::read_to_string(w.join(format!("out_{id}.txt"))).unwrap();
         println!("job {id}: {out:?}");
-        assert!(
-            out.contains("together\n"),
-            "job {id} did not run alongside the other three: {out}"
-        );
+        assert!(out.contains("together\n"), "job {id} did not run alongside the other three: {out}");
         for d in ["null", "zero", "full", "random", "urandom"] {
-            assert!(
-                out.contains(&format!("ok {d}\n")),
-                "job {id}: /dev/{d}: {out}"
-            );
+            assert!(out.contains(&format!("ok {d}\n")), "job {id}: /dev/{d}: {out}");
         }
         assert!(out.contains("wrote-null\n"), "job {id}: {out}");
     }

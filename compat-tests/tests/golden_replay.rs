@@ -58,8 +58,7 @@ const MINUTE_S: u32 = 10;
 
 /// The reference's accounting associations (`setup.sh`: `sacctmgr add account research`,
 /// `sacctmgr add user alice,bob account=research`), as Flotilla's `quota.conf`.
-const QUOTA_CONF: &str =
-    "# The reference cluster's accounting associations.\nAccount=research Users=alice,bob\n";
+const QUOTA_CONF: &str = "# The reference cluster's accounting associations.\nAccount=research Users=alice,bob\n";
 
 const SCRIPTS: &[(&str, &str)] = &[
     ("env.sh", "#!/bin/bash\n# prints the job's Slurm/GPU environment, sorted\nenv | grep -E '^(SLURM|SLURMD|CUDA|GPU|ROCR|ZE_)' | sort\necho \"HOSTNAME_CMD=$(hostname)\"\necho \"PWD=$PWD\"\nsleep 2\n"),
@@ -74,11 +73,7 @@ const SCRIPTS: &[(&str, &str)] = &[
 ];
 
 fn sh(cmd: &str) -> bool {
-    Command::new("/bin/sh")
-        .arg("-c")
-        .arg(cmd)
-        .status()
-        .is_ok_and(|s| s.success())
+    Command::new("/bin/sh").arg("-c").arg(cmd).status().is_ok_and(|s| s.success())
 }
 
 fn ensure_users() -> Result<(), String> {
@@ -130,9 +125,7 @@ impl Ids {
         }
         let mut cmd = case.template.clone();
         for (sym, rec) in &case.ids {
-            let id = rec
-                .parse()
-                .map_or_else(|_| rec.clone(), |r| self.here(r).to_string());
+            let id = rec.parse().map_or_else(|_| rec.clone(), |r| self.here(r).to_string());
             cmd = cmd.replace(&format!("{{{sym}}}"), &id);
         }
         cmd
@@ -142,12 +135,7 @@ impl Ids {
     /// submission's recorded id; numbers inside a time (`12:34:56`), a decimal (`1.5`) or a
     /// size (`75G`) stay.
     fn to_recorded(&self, text: &str) -> String {
-        let back: BTreeMap<u64, u64> = self
-            .here
-            .iter()
-            .filter(|(r, h)| r != h)
-            .map(|(r, h)| (*h, *r))
-            .collect();
+        let back: BTreeMap<u64, u64> = self.here.iter().filter(|(r, h)| r != h).map(|(r, h)| (*h, *r)).collect();
         if back.is_empty() {
             return text.to_string();
         }
@@ -156,16 +144,12 @@ impl Ids {
         let mut i = 0;
         while i < b.len() {
             if !b[i].is_ascii_digit() {
-                let next = text[i..]
-                    .find(|c: char| c.is_ascii_digit())
-                    .map_or(text.len(), |n| i + n);
+                let next = text[i..].find(|c: char| c.is_ascii_digit()).map_or(text.len(), |n| i + n);
                 out.push_str(&text[i..next]);
                 i = next;
                 continue;
             }
-            let end = text[i..]
-                .find(|c: char| !c.is_ascii_digit())
-                .map_or(text.len(), |n| i + n);
+            let end = text[i..].find(|c: char| !c.is_ascii_digit()).map_or(text.len(), |n| i + n);
             let at = |k: usize| b.get(k).copied();
             let digit_at = |k: usize| at(k).is_some_and(|c| c.is_ascii_digit());
             let before_sep = i >= 2 && matches!(at(i - 1), Some(b':' | b'.')) && digit_at(i - 2);
@@ -184,36 +168,17 @@ impl Ids {
 /// The one job id a submission printed (`--parsable`: `74`; else `Submitted batch job 74`).
 fn printed_id(stdout: &str) -> Option<u64> {
     let t = stdout.strip_suffix('\n')?;
-    t.strip_prefix("Submitted batch job ")
-        .unwrap_or(t)
-        .parse()
-        .ok()
+    t.strip_prefix("Submitted batch job ").unwrap_or(t).parse().ok()
 }
 
 /// True when `cmd` may change the controller's state: a submission, a cancel, an `scontrol`
 /// verb other than `show`.
 fn changes_state(cmd: &str) -> bool {
-    let scontrol_verb = [
-        "hold",
-        "uhold",
-        "release",
-        "requeue",
-        "requeuehold",
-        "update",
-        "top",
-        "suspend",
-        "resume",
-    ];
-    cmd.contains("sbatch")
-        || cmd.contains("scancel")
-        || cmd.contains("srun")
-        || cmd.contains("salloc")
-        || {
-            let words: Vec<&str> = cmd.split_whitespace().collect();
-            words
-                .windows(2)
-                .any(|w| w[0] == "scontrol" && scontrol_verb.contains(&w[1]))
-        }
+    let scontrol_verb = ["hold", "uhold", "release", "requeue", "requeuehold", "update", "top", "suspend", "resume"];
+    cmd.contains("sbatch") || cmd.contains("scancel") || cmd.contains("srun") || cmd.contains("salloc") || {
+        let words: Vec<&str> = cmd.split_whitespace().collect();
+        words.windows(2).any(|w| w[0] == "scontrol" && scontrol_verb.contains(&w[1]))
+    }
 }
 
 /// How long the replay waits for anything (a state, a reason, a cycle) at most, unless a wait
@@ -249,25 +214,16 @@ impl Harness {
 
     fn live(&self, id: u64) -> bool {
         self.jobs().iter().any(|j| {
-            (j.job_id == id || j.array_job_id == Some(id))
-                && j.state.is_some_and(|s| !s.is_finished())
+            (j.job_id == id || j.array_job_id == Some(id)) && j.state.is_some_and(|s| !s.is_finished())
         })
     }
 
     /// Polls `f` every 100 ms until it holds; `Err(what)` after `timeout`.
-    fn wait(
-        &self,
-        what: impl Fn() -> String,
-        timeout: Duration,
-        mut f: impl FnMut() -> bool,
-    ) -> Result<(), String> {
+    fn wait(&self, what: impl Fn() -> String, timeout: Duration, mut f: impl FnMut() -> bool) -> Result<(), String> {
         let t0 = Instant::now();
         while !f() {
             if t0.elapsed() >= timeout {
-                return Err(format!(
-                    "timed out after {timeout:?} waiting for {}",
-                    what()
-                ));
+                return Err(format!("timed out after {timeout:?} waiting for {}", what()));
             }
             std::thread::sleep(Duration::from_millis(100));
         }
@@ -276,45 +232,24 @@ impl Harness {
 
     /// Until every job of `ids` (and every task of an array among them) is finished.
     fn wait_done(&self, ids: &[u64], timeout: Duration) -> Result<(), String> {
-        self.wait(
-            || {
-                format!(
-                    "jobs {ids:?} to finish (live: {:?})",
-                    ids.iter().filter(|&&i| self.live(i)).collect::<Vec<_>>()
-                )
-            },
-            timeout,
-            || ids.iter().all(|&i| !self.live(i)),
-        )
+        self.wait(|| format!("jobs {ids:?} to finish (live: {:?})", ids.iter().filter(|&&i| self.live(i)).collect::<Vec<_>>()), timeout, || {
+            ids.iter().all(|&i| !self.live(i))
+        })
     }
 
     /// Until job `id` (or a task of it) is in one of `want`.
     fn wait_state(&self, id: u64, want: &[JobStateWire], timeout: Duration) -> Result<(), String> {
-        self.wait(
-            || format!("job {id} in {want:?} (is {:?})", self.states_of(id)),
-            timeout,
-            || self.states_of(id).iter().any(|s| want.contains(s)),
-        )
+        self.wait(|| format!("job {id} in {want:?} (is {:?})", self.states_of(id)), timeout, || {
+            self.states_of(id).iter().any(|s| want.contains(s))
+        })
     }
 
     /// Until pending job `id` has a reason other than `bad`.
     fn wait_reason(&self, id: u64, bad: &[&str], timeout: Duration) -> Result<(), String> {
-        let reason = || {
-            self.jobs()
-                .into_iter()
-                .find(|j| j.job_id == id)
-                .map(|j| j.reason)
-        };
-        self.wait(
-            || {
-                format!(
-                    "job {id} to have a reason other than {bad:?} (is {:?})",
-                    reason()
-                )
-            },
-            timeout,
-            || reason().is_some_and(|r| !bad.contains(&r.as_str())),
-        )
+        let reason = || self.jobs().into_iter().find(|j| j.job_id == id).map(|j| j.reason);
+        self.wait(|| format!("job {id} to have a reason other than {bad:?} (is {:?})", reason()), timeout, || {
+            reason().is_some_and(|r| !bad.contains(&r.as_str()))
+        })
     }
 
     /// Until the batch script of job `id` runs: a child of the job's supervisor (`slurmd
@@ -324,9 +259,7 @@ impl Harness {
             let mut sups = Vec::new();
             let mut others = Vec::new();
             for e in std::fs::read_dir("/proc").into_iter().flatten().flatten() {
-                let Ok(pid) = e.file_name().to_string_lossy().parse::<i32>() else {
-                    continue;
-                };
+                let Ok(pid) = e.file_name().to_string_lossy().parse::<i32>() else { continue };
                 let exe = std::fs::read_link(e.path().join("exe")).ok();
                 let args: Vec<String> = std::fs::read(e.path().join("cmdline"))
                     .unwrap_or_default()
@@ -336,31 +269,16 @@ impl Harness {
                 let ppid = std::fs::read_to_string(e.path().join("status"))
                     .unwrap_or_default()
                     .lines()
-                    .find_map(|l| {
-                        l.strip_prefix("PPid:")
-                            .and_then(|p| p.trim().parse::<i32>().ok())
-                    });
-                let job_dir = args
-                    .get(2)
-                    .and_then(|d| Path::new(d).file_name())
-                    .map(|n| n.to_string_lossy().into_owned());
-                if args.get(1).map(String::as_str) == Some("--stepd")
-                    && job_dir.is_some_and(|n| n.starts_with(&format!("{id}.")))
-                {
+                    .find_map(|l| l.strip_prefix("PPid:").and_then(|p| p.trim().parse::<i32>().ok()));
+                let job_dir = args.get(2).and_then(|d| Path::new(d).file_name()).map(|n| n.to_string_lossy().into_owned());
+                if args.get(1).map(String::as_str) == Some("--stepd") && job_dir.is_some_and(|n| n.starts_with(&format!("{id}."))) {
                     sups.push((pid, exe.clone()));
                 }
                 others.push((ppid, exe));
             }
-            others.iter().any(|(ppid, exe)| {
-                sups.iter()
-                    .any(|(s, sexe)| Some(*s) == *ppid && exe != sexe)
-            })
+            others.iter().any(|(ppid, exe)| sups.iter().any(|(s, sexe)| Some(*s) == *ppid && exe != sexe))
         };
-        self.wait(
-            || format!("the batch script of job {id} to run"),
-            timeout,
-            running,
-        )
+        self.wait(|| format!("the batch script of job {id} to run"), timeout, running)
     }
 
     /// Until the controller has run a scheduling cycle (committed) that began after this call.
@@ -388,23 +306,8 @@ impl Harness {
                 ..flotilla_proto::CancelJob::default()
             }));
         }
-        let live = || {
-            self.jobs()
-                .iter()
-                .filter(|j| j.state.is_some_and(|s| !s.is_finished()))
-                .map(|j| j.job_id)
-                .collect::<Vec<_>>()
-        };
-        self.wait(
-            || {
-                format!(
-                    "every job to finish after cancelling all (live: {:?})",
-                    live()
-                )
-            },
-            Duration::from_secs(60),
-            || live().is_empty(),
-        )
+        let live = || self.jobs().iter().filter(|j| j.state.is_some_and(|s| !s.is_finished())).map(|j| j.job_id).collect::<Vec<_>>();
+        self.wait(|| format!("every job to finish after cancelling all (live: {:?})", live()), Duration::from_secs(60), || live().is_empty())
     }
 
     /// The waits `capture_goldens.py` makes before a case, on the same jobs (their recorded
@@ -412,11 +315,9 @@ impl Harness {
     fn before(&self, case: &GoldenCase, ids: &Ids) -> Result<(), String> {
         let here = |recs: &[u64]| recs.iter().map(|&r| ids.here(r)).collect::<Vec<u64>>();
         match case.case.as_str() {
-            "sbatch_test_only_idle"
-            | "sbatch_time_10"
-            | "sbatch_plain"
-            | "sbatch_outpat_single"
-            | "sbatch_fill_A1_gpu4" => self.cancel_all(),
+            "sbatch_test_only_idle" | "sbatch_time_10" | "sbatch_plain" | "sbatch_outpat_single" | "sbatch_fill_A1_gpu4" => {
+                self.cancel_all()
+            }
             // The jobs of the output-pattern cases (0137-0140).
             "ls_output_files" => self.wait_done(&here(&[44, 45, 46, 47]), WAIT),
             // The pending jobs P1, P2, P5, P6, P7, P9 have their reasons, and a cycle planned
@@ -440,28 +341,14 @@ impl Harness {
             // C_ok, C_fail, C_kill, C_arr, C_N2, C_bob, C_cancel; C_depfail's dependency.
             "squeue_dependency_never_satisfied" => {
                 self.wait_done(&here(&[74, 75, 76, 79, 80, 81, 77]), WAIT)?;
-                self.wait_reason(
-                    ids.here(84),
-                    &["None", "Dependency"],
-                    Duration::from_secs(40),
-                )
+                self.wait_reason(ids.here(84), &["None", "Dependency"], Duration::from_secs(40))
             }
             // C_timeout.
             "scontrol_show_job_timeout" => self.wait_done(&here(&[78]), Duration::from_secs(200)),
             // Accounting after the last cancel (C_depfail, case 0281): every job has ended.
             "sacct_default" => {
-                let live = || {
-                    self.jobs()
-                        .iter()
-                        .filter(|j| j.state.is_some_and(|s| !s.is_finished()))
-                        .map(|j| j.job_id)
-                        .collect::<Vec<_>>()
-                };
-                self.wait(
-                    || format!("every job to finish (live: {:?})", live()),
-                    WAIT,
-                    || live().is_empty(),
-                )?;
+                let live = || self.jobs().iter().filter(|j| j.state.is_some_and(|s| !s.is_finished())).map(|j| j.job_id).collect::<Vec<_>>();
+                self.wait(|| format!("every job to finish (live: {:?})", live()), WAIT, || live().is_empty())?;
                 self.cycle()
             }
             _ => Ok(()),
@@ -484,15 +371,11 @@ impl Harness {
             JobStateWire::Failed,
         ];
         match name {
-            "sbatch_plain" | "sbatch_parsable" | "sbatch_wrap" | "sbatch_J_name"
-            | "sbatch_array_env" => match id() {
+            "sbatch_plain" | "sbatch_parsable" | "sbatch_wrap" | "sbatch_J_name" | "sbatch_array_env" => match id() {
                 Some(i) => self.wait_done(&[i], WAIT),
                 None => Ok(()),
             },
-            "sbatch_fill_A1_gpu4"
-            | "sbatch_fill_A2_gpu4"
-            | "sbatch_fill_A3_N2_gpu8"
-            | "sbatch_fill_B1_bob_gpu8" => match id() {
+            "sbatch_fill_A1_gpu4" | "sbatch_fill_A2_gpu4" | "sbatch_fill_A3_N2_gpu8" | "sbatch_fill_B1_bob_gpu8" => match id() {
                 Some(i) => self.wait_state(i, &[JobStateWire::Running], Duration::from_secs(60)),
                 None => Ok(()),
             },
@@ -510,15 +393,11 @@ impl Harness {
                 }
                 Ok(())
             }
-            _ if name.starts_with("sbatch_") && case.cmd.contains("-o env-%x-%j.out") => match id()
-            {
+            _ if name.starts_with("sbatch_") && case.cmd.contains("-o env-%x-%j.out") => match id() {
                 Some(i) => self.wait_state(i, &running_or_done, Duration::from_secs(30)),
                 None => Ok(()),
             },
-            _ if name.starts_with("scontrol_show_job_d_")
-                && !name.ends_with("_A1")
-                && !name.ends_with("_A3") =>
-            {
+            _ if name.starts_with("scontrol_show_job_d_") && !name.ends_with("_A1") && !name.ends_with("_A3") => {
                 match case.ids.values().next().and_then(|v| v.parse().ok()) {
                     Some(rec) => self.wait_done(&[ids.here(rec)], WAIT),
                     None => Ok(()),
@@ -547,21 +426,13 @@ impl Harness {
         argv.extend(["env", "-i"].map(String::from));
         argv.extend(env.iter().map(|(k, v)| format!("{k}={v}")));
         argv.extend(["/bin/bash", "-c", cmd].map(String::from));
-        let cwd = if case.cwd.is_empty() {
-            "/".to_string()
-        } else {
-            case.cwd.clone()
-        };
+        let cwd = if case.cwd.is_empty() { "/".to_string() } else { case.cwd.clone() };
         let mut cmd = Command::new(&argv[0]);
         cmd.args(&argv[1..])
             .current_dir(cwd)
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
-            .stdin(if case.stdin.is_some() {
-                Stdio::piped()
-            } else {
-                Stdio::null()
-            });
+            .stdin(if case.stdin.is_some() { Stdio::piped() } else { Stdio::null() });
         let mut child = cmd.spawn().expect("spawn case");
         if let (Some(input), Some(mut pipe)) = (&case.stdin, child.stdin.take()) {
             let _ = pipe.write_all(input.as_bytes());
@@ -579,8 +450,8 @@ impl Harness {
 /// Slurm's client commands that may be installed on the host (a reference Slurm runs beside
 /// the replay on development machines).
 const SLURM_COMMANDS: &[&str] = &[
-    "sacct", "sacctmgr", "salloc", "sattach", "sbatch", "sbcast", "scancel", "scontrol", "sdiag",
-    "sinfo", "sprio", "squeue", "sreport", "srun", "sshare", "sstat", "strigger",
+    "sacct", "sacctmgr", "salloc", "sattach", "sbatch", "sbcast", "scancel", "scontrol", "sdiag", "sinfo", "sprio",
+    "squeue", "sreport", "srun", "sshare", "sstat", "strigger",
 ];
 
 /// Writes `<dir>/stubs/<cmd>` for each of [`SLURM_COMMANDS`] that `bins` lacks: it fails with
@@ -660,10 +531,7 @@ fn golden_replay() {
         return;
     }
     flotilla_compat_tests::build_binaries();
-    let dir = tempfile::Builder::new()
-        .prefix("flotilla-replay")
-        .tempdir()
-        .expect("tempdir");
+    let dir = tempfile::Builder::new().prefix("flotilla-replay").tempdir().expect("tempdir");
     sh(&format!("chmod 755 {}", dir.path().display()));
     // The reference configuration, plus the accounting associations the reference made with
     // sacctmgr (alice and bob in account `research`, their default) as Flotilla's quota.conf.
@@ -694,10 +562,7 @@ fn golden_replay() {
                 break;
             }
         }
-        assert!(
-            t0.elapsed() < Duration::from_secs(30),
-            "nodes did not register"
-        );
+        assert!(t0.elapsed() < Duration::from_secs(30), "nodes did not register");
         std::thread::sleep(Duration::from_millis(50));
     }
     for (user, home) in [("alice", "/home/alice/g"), ("bob", "/home/bob/g")] {
@@ -706,16 +571,12 @@ fn golden_replay() {
         for (f, body) in SCRIPTS {
             std::fs::write(Path::new(home).join(f), body).unwrap();
         }
-        sh(&format!(
-            "chmod 755 {home}/*.sh; chown -R {user}:{user} {home}"
-        ));
+        sh(&format!("chmod 755 {home}/*.sh; chown -R {user}:{user} {home}"));
     }
     let got_dir = h.dir.path().join("got");
     std::fs::create_dir_all(&got_dir).unwrap();
     let cases = load_goldens().expect("goldens load");
-    let only = std::env::var("FLOTILLA_REPLAY_UNTIL")
-        .ok()
-        .and_then(|s| s.parse::<u32>().ok());
+    let only = std::env::var("FLOTILLA_REPLAY_UNTIL").ok().and_then(|s| s.parse::<u32>().ok());
     let mut ids = Ids::default();
     // Waits that timed out, by case: each fails its case and the test.
     let mut wait_failures: BTreeMap<String, String> = BTreeMap::new();
@@ -732,11 +593,7 @@ fn golden_replay() {
         // created.
         let submits = case.cmd.contains("sbatch") && !case.cmd.contains("--test-only");
         let recorded_id = printed_id(&case.stdout).filter(|_| submits);
-        let known_before: BTreeSet<u64> = if recorded_id.is_some() {
-            h.jobs().iter().map(|j| j.job_id).collect()
-        } else {
-            BTreeSet::new()
-        };
+        let known_before: BTreeSet<u64> = if recorded_id.is_some() { h.jobs().iter().map(|j| j.job_id).collect() } else { BTreeSet::new() };
         let cmd = ids.command(case);
         let (code, out, err) = h.run_case(case, &cmd);
         if let (Some(rec), Some(got)) = (recorded_id, printed_id(&out)) {
@@ -760,20 +617,12 @@ fn golden_replay() {
             "exit_code": code, "stdout": ids.to_recorded(&out), "stderr": ids.to_recorded(&err),
             "raw_stdout": out, "raw_stderr": err,
         });
-        std::fs::write(
-            got_dir.join(format!("{name}.json")),
-            serde_json::to_string(&rec).unwrap(),
-        )
-        .unwrap();
+        std::fs::write(got_dir.join(format!("{name}.json")), serde_json::to_string(&rec).unwrap()).unwrap();
     }
     if std::env::var_os("FLOTILLA_REPLAY_KEEP").is_some() {
         let keep = std::env::temp_dir().join("flotilla-replay-cluster");
         let _ = std::fs::remove_dir_all(&keep);
-        sh(&format!(
-            "mkdir -p {k} && cp {d}/*.log {k}/",
-            k = keep.display(),
-            d = cluster.dir().display()
-        ));
+        sh(&format!("mkdir -p {k} && cp {d}/*.log {k}/", k = keep.display(), d = cluster.dir().display()));
     }
     drop(cluster);
     let here = flotilla_compat_tests::workspace_root().join("compat-tests");
@@ -787,13 +636,8 @@ fn golden_replay() {
         .arg(flotilla_compat_tests::hostname())
         .output()
         .expect("python3 runs");
-    assert!(
-        out.status.success(),
-        "normalize driver failed: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let res: BTreeMap<String, serde_json::Value> =
-        serde_json::from_slice(&out.stdout).expect("driver json");
+    assert!(out.status.success(), "normalize driver failed: {}", String::from_utf8_lossy(&out.stderr));
+    let res: BTreeMap<String, serde_json::Value> = serde_json::from_slice(&out.stdout).expect("driver json");
     let known = read_list(&here.join("known_failures.txt"));
     let mut pass = 0;
     let mut unexpected = Vec::new();
@@ -807,23 +651,14 @@ fn golden_replay() {
                 now_passing.push(name.clone());
             }
         } else {
-            let waited = wait_failures
-                .get(name)
-                .map_or(String::new(), |e| format!("  wait: {e}\n"));
-            report.push_str(&format!(
-                "--- {name}\n{waited}{}\n",
-                r["diff"].as_str().unwrap_or("")
-            ));
+            let waited = wait_failures.get(name).map_or(String::new(), |e| format!("  wait: {e}\n"));
+            report.push_str(&format!("--- {name}\n{waited}{}\n", r["diff"].as_str().unwrap_or("")));
             if !known.contains_key(name) {
                 unexpected.push(name.clone());
             }
         }
     }
-    std::fs::write(
-        std::env::temp_dir().join("flotilla-replay-report.txt"),
-        &report,
-    )
-    .unwrap();
+    std::fs::write(std::env::temp_dir().join("flotilla-replay-report.txt"), &report).unwrap();
     if std::env::var_os("FLOTILLA_REPLAY_KEEP").is_some() {
         let keep = std::env::temp_dir().join("flotilla-replay-got");
         let _ = std::fs::remove_dir_all(&keep);
@@ -833,20 +668,12 @@ fn golden_replay() {
         "golden replay: {pass} of {} goldens pass ({} known failures listed); diffs in {}",
         res.len(),
         known.len(),
-        std::env::temp_dir()
-            .join("flotilla-replay-report.txt")
-            .display()
+        std::env::temp_dir().join("flotilla-replay-report.txt").display()
     );
     let mut problems = Vec::new();
     if !wait_failures.is_empty() {
-        let lines: Vec<String> = wait_failures
-            .iter()
-            .map(|(c, e)| format!("{c}: {e}"))
-            .collect();
-        problems.push(format!(
-            "waits that timed out (each fails its case):\n  {}",
-            lines.join("\n  ")
-        ));
+        let lines: Vec<String> = wait_failures.iter().map(|(c, e)| format!("{c}: {e}")).collect();
+        problems.push(format!("waits that timed out (each fails its case):\n  {}", lines.join("\n  ")));
     }
     // A partial replay (FLOTILLA_REPLAY_UNTIL) checks its waits only: the lists are about
     // the whole sequence.
@@ -855,10 +682,7 @@ fn golden_replay() {
         return;
     }
     if !unexpected.is_empty() {
-        problems.push(format!(
-            "goldens failing but not in known_failures.txt:\n  {}",
-            unexpected.join("\n  ")
-        ));
+        problems.push(format!("goldens failing but not in known_failures.txt:\n  {}", unexpected.join("\n  ")));
     }
     if !now_passing.is_empty() {
         problems.push(format!(
@@ -870,15 +694,7 @@ fn golden_replay() {
 }
 
 fn sanitize(s: &str) -> String {
-    s.chars()
-        .map(|c| {
-            if c.is_ascii_alphanumeric() || "_.-".contains(c) {
-                c
-            } else {
-                '_'
-            }
-        })
-        .collect()
+    s.chars().map(|c| if c.is_ascii_alphanumeric() || "_.-".contains(c) { c } else { '_' }).collect()
 }
 
 /// The job-id rule: Flotilla's id of a submission is written as the recorded one, whole numbers
@@ -889,9 +705,7 @@ fn job_ids_map_by_identity() {
     ids.here.extend([(74, 73), (79, 78), (51, 51)]);
     assert_eq!(ids.to_recorded("73\n"), "74\n");
     assert_eq!(
-        ids.to_recorded(
-            "78_0|79|00:00:73|73:05|1.73|73.5|73G|afterok:73(failed)|730|slurm-73.out|JobId=51"
-        ),
+        ids.to_recorded("78_0|79|00:00:73|73:05|1.73|73.5|73G|afterok:73(failed)|730|slurm-73.out|JobId=51"),
         "79_0|79|00:00:73|73:05|1.73|73.5|73G|afterok:74(failed)|730|slurm-74.out|JobId=51"
     );
     let case: GoldenCase = serde_json::from_value(serde_json::json!({

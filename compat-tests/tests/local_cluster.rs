@@ -41,8 +41,7 @@ struct Started(std::sync::mpsc::Receiver<String>);
 impl Started {
     fn new(work: &std::path::Path) -> Started {
         let path = work.join("started");
-        nix::unistd::mkfifo(&path, nix::sys::stat::Mode::from_bits_truncate(0o600))
-            .expect("mkfifo");
+        nix::unistd::mkfifo(&path, nix::sys::stat::Mode::from_bits_truncate(0o600)).expect("mkfifo");
         let (tx, rx) = std::sync::mpsc::channel();
         std::thread::spawn(move || {
             // Blocks until the job opens the FIFO to write, then reads to its close.
@@ -55,11 +54,7 @@ impl Started {
 
     fn wait(&self) {
         let got = self.0.recv_timeout(std::time::Duration::from_secs(30));
-        assert_eq!(
-            got.as_deref().map(str::trim),
-            Ok("started"),
-            "the job did not start within 30 s"
-        );
+        assert_eq!(got.as_deref().map(str::trim), Ok("started"), "the job did not start within 30 s");
     }
 }
 
@@ -130,27 +125,16 @@ fn a_second_cluster_with_cgroups_leaves_the_first_ones_job_alone() {
         println!("SKIPPED: needs root and FLOTILLA_TEST_ROOT=1 (cgroups)");
         return;
     }
-    assert!(
-        nix::unistd::geteuid().is_root(),
-        "FLOTILLA_TEST_ROOT=1 but the test does not run as root"
-    );
+    assert!(nix::unistd::geteuid().is_root(), "FLOTILLA_TEST_ROOT=1 but the test does not run as root");
     let bins = flotilla_compat_tests::bin_dir_with(&["sbatch", "squeue"]);
     assert!(bins.join("sbatch").exists());
     let a = LocalCluster::start_with(None, |o| o.cgroup = "auto".into());
     let work = a.dir().join("work");
     std::fs::create_dir_all(&work).unwrap();
     let started = Started::new(&work);
-    std::fs::write(
-        work.join("job.sh"),
-        "#!/bin/sh\n#SBATCH -w gpu01 -o out.txt\necho started > started\nexec sleep 300\n",
-    )
-    .unwrap();
+    std::fs::write(work.join("job.sh"), "#!/bin/sh\n#SBATCH -w gpu01 -o out.txt\necho started > started\nexec sleep 300\n").unwrap();
     let o = a.run("sbatch", &["--parsable", "job.sh"], &work);
-    assert!(
-        o.status.success(),
-        "sbatch: {}",
-        String::from_utf8_lossy(&o.stderr)
-    );
+    assert!(o.status.success(), "sbatch: {}", String::from_utf8_lossy(&o.stderr));
     let id = String::from_utf8(o.stdout).unwrap().trim().to_string();
     started.wait();
     let procs: Vec<(i32, u64)> = dev::job_processes(a.dir())
@@ -166,17 +150,9 @@ fn a_second_cluster_with_cgroups_leaves_the_first_ones_job_alone() {
     // `start` returns once every node daemon of `b` registered, after its start-up sweep.
     let b = LocalCluster::start_with(None, |o| o.cgroup = "auto".into());
     assert_ne!(a.cgroup_scope(), b.cgroup_scope());
-    assert!(
-        a.cgroup_scope().starts_with("dev-") && b.cgroup_scope().starts_with("dev-"),
-        "{} {}",
-        a.cgroup_scope(),
-        b.cgroup_scope()
-    );
+    assert!(a.cgroup_scope().starts_with("dev-") && b.cgroup_scope().starts_with("dev-"), "{} {}", a.cgroup_scope(), b.cgroup_scope());
     for (p, start) in &procs {
-        assert!(
-            dev::alive(*p, *start),
-            "job process {p} of the first cluster was killed by the second's start"
-        );
+        assert!(dev::alive(*p, *start), "job process {p} of the first cluster was killed by the second's start");
     }
     assert_eq!(state(&a), "RUNNING");
     let scopes = [a.cgroup_scope().to_string(), b.cgroup_scope().to_string()];
@@ -184,19 +160,10 @@ fn a_second_cluster_with_cgroups_leaves_the_first_ones_job_alone() {
     drop(a);
     // Stopped, each cluster removed its (empty) cgroup directories.
     let root = std::path::Path::new("/sys/fs/cgroup");
-    for base in [
-        root.join("flotilla"),
-        root.join("memory/flotilla"),
-        root.join("devices/flotilla"),
-        root.join("pids/flotilla"),
-    ] {
+    for base in [root.join("flotilla"), root.join("memory/flotilla"), root.join("devices/flotilla"), root.join("pids/flotilla")] {
         for e in std::fs::read_dir(&base).into_iter().flatten().flatten() {
             let name = e.file_name().to_string_lossy().into_owned();
-            assert!(
-                !scopes.iter().any(|s| name.starts_with(&format!("{s}_"))),
-                "{} left behind",
-                e.path().display()
-            );
+            assert!(!scopes.iter().any(|s| name.starts_with(&format!("{s}_"))), "{} left behind", e.path().display());
         }
     }
 }

@@ -9,13 +9,8 @@ use std::process::Command;
 use std::time::{Duration, Instant};
 
 fn bin(name: &str) -> PathBuf {
-    flotilla_admin::dev::find_bin(
-        name,
-        std::env::var_os("FLOTILLA_BIN_DIR")
-            .as_deref()
-            .map(std::path::Path::new),
-    )
-    .expect("binary built")
+    flotilla_admin::dev::find_bin(name, std::env::var_os("FLOTILLA_BIN_DIR").as_deref().map(std::path::Path::new))
+        .expect("binary built")
 }
 
 /// Runs `prog args` with the cluster's environment: (exit code, stdout, stderr).
@@ -36,11 +31,7 @@ fn run(c: &LocalCluster, prog: &str, args: &[&str]) -> (i32, String, String) {
 }
 
 fn sbatch(c: &LocalCluster, wrap: &str) -> u64 {
-    let (code, out, err) = run(
-        c,
-        "sbatch",
-        &["--parsable", "-J", "contract", "--wrap", wrap],
-    );
+    let (code, out, err) = run(c, "sbatch", &["--parsable", "-J", "contract", "--wrap", wrap]);
     assert_eq!(code, 0, "sbatch: {err}");
     out.trim().parse().expect("job id")
 }
@@ -54,17 +45,7 @@ fn sacct_client_contract() {
     // §A-7: the id is in sacct the moment sbatch returns (submitit polls at once; a missing
     // id is UNKNOWN = not done), with `-j` and without -S.
     let quick = sbatch(&c, "exit 3");
-    let (code, out, err) = run(
-        &c,
-        "sacct",
-        &[
-            "-o",
-            "JobID,State,NodeList",
-            "--parsable2",
-            "-j",
-            &quick.to_string(),
-        ],
-    );
+    let (code, out, err) = run(&c, "sacct", &["-o", "JobID,State,NodeList", "--parsable2", "-j", &quick.to_string()]);
     assert_eq!(code, 0, "{err}");
     let mut lines = out.lines();
     assert_eq!(lines.next(), Some("JobID|State|NodeList"));
@@ -76,82 +57,27 @@ fn sacct_client_contract() {
     let t0 = Instant::now();
     let want = format!("{quick}|FAILED|3:0\n");
     loop {
-        let (_, out, _) = run(
-            &c,
-            "sacct",
-            &[
-                "-X",
-                "-n",
-                "-P",
-                "-o",
-                "JobID,State,ExitCode",
-                "-j",
-                &quick.to_string(),
-            ],
-        );
+        let (_, out, _) = run(&c, "sacct", &["-X", "-n", "-P", "-o", "JobID,State,ExitCode", "-j", &quick.to_string()]);
         if out == want {
             break;
         }
-        assert!(
-            t0.elapsed() < Duration::from_secs(60),
-            "job {quick} never accounted FAILED 3:0: {out:?}"
-        );
+        assert!(t0.elapsed() < Duration::from_secs(60), "job {quick} never accounted FAILED 3:0: {out:?}");
         std::thread::sleep(Duration::from_millis(200));
     }
-    let (_, out, _) = run(
-        &c,
-        "sacct",
-        &[
-            "-n",
-            "-P",
-            "-o",
-            "JobID,JobName,State,ExitCode",
-            "-j",
-            &quick.to_string(),
-        ],
-    );
-    assert_eq!(
-        out,
-        format!("{quick}|contract|FAILED|3:0\n{quick}.batch|batch|FAILED|3:0\n")
-    );
+    let (_, out, _) = run(&c, "sacct", &["-n", "-P", "-o", "JobID,JobName,State,ExitCode", "-j", &quick.to_string()]);
+    assert_eq!(out, format!("{quick}|contract|FAILED|3:0\n{quick}.batch|batch|FAILED|3:0\n"));
 
     // -j repeated and comma lists select exactly the ids asked for (parsl raises KeyError on
     // any other id); -p ends rows with the delimiter, --delimiter changes it.
     let (q, l) = (quick.to_string(), long.to_string());
-    let ids = |out: &str| -> Vec<String> {
-        out.lines()
-            .map(|l| l.split('|').next().unwrap_or("").to_string())
-            .collect()
-    };
-    let (_, a, _) = run(
-        &c,
-        "sacct",
-        &["-X", "-n", "-P", "-o", "JobID", "-j", &q, "-j", &l],
-    );
-    let (_, b, _) = run(
-        &c,
-        "sacct",
-        &["-X", "-n", "-P", "-o", "JobID", &format!("--jobs={q},{l}")],
-    );
+    let ids = |out: &str| -> Vec<String> { out.lines().map(|l| l.split('|').next().unwrap_or("").to_string()).collect() };
+    let (_, a, _) = run(&c, "sacct", &["-X", "-n", "-P", "-o", "JobID", "-j", &q, "-j", &l]);
+    let (_, b, _) = run(&c, "sacct", &["-X", "-n", "-P", "-o", "JobID", &format!("--jobs={q},{l}")]);
     assert_eq!(ids(&a), vec![q.clone(), l.clone()]);
     assert_eq!(a, b);
     let (_, out, _) = run(&c, "sacct", &["-X", "-p", "-o", "JobID,JobName", "-j", &q]);
     assert_eq!(out, format!("JobID|JobName|\n{q}|contract|\n"));
-    let (_, out, _) = run(
-        &c,
-        "sacct",
-        &[
-            "-X",
-            "-n",
-            "-P",
-            "--delimiter",
-            "\x1f",
-            "-o",
-            "JobID,JobName",
-            "-j",
-            &q,
-        ],
-    );
+    let (_, out, _) = run(&c, "sacct", &["-X", "-n", "-P", "--delimiter", "\x1f", "-o", "JobID,JobName", "-j", &q]);
     assert_eq!(out, format!("{q}\x1fcontract\n"));
 
     // Unknown ids: exit 0, no rows.
@@ -165,22 +91,12 @@ fn sacct_client_contract() {
     let t0 = Instant::now();
     loop {
         let (_, out, _) = run(&c, "sacct", &["-X", "-n"]);
-        let row = out
-            .lines()
-            .find(|r| r.starts_with(&format!("{l} ")))
-            .unwrap_or("")
-            .to_string();
+        let row = out.lines().find(|r| r.starts_with(&format!("{l} "))).unwrap_or("").to_string();
         if row.contains("CANCELLED+") {
-            assert!(
-                out.lines().any(|r| r.starts_with(&format!("{q} "))),
-                "{out}"
-            );
+            assert!(out.lines().any(|r| r.starts_with(&format!("{q} "))), "{out}");
             break;
         }
-        assert!(
-            t0.elapsed() < Duration::from_secs(60),
-            "no CANCELLED row for {l}: {out:?}"
-        );
+        assert!(t0.elapsed() < Duration::from_secs(60), "no CANCELLED row for {l}: {out:?}");
         std::thread::sleep(Duration::from_millis(200));
     }
     let uid = nix::unistd::getuid().as_raw();
@@ -188,13 +104,6 @@ fn sacct_client_contract() {
     assert_eq!(out, format!("CANCELLED by {uid}\n"));
 
     // §A-20: snakemake's account probe, run without a shell.
-    let (code, out, err) = run(
-        &c,
-        "sacct",
-        &["-nu", &me, "-o", "Account%256", "|", "tail", "-1"],
-    );
-    assert_eq!(
-        (code, out.as_str(), err.as_str()),
-        (1, "", "sacct: invalid option -- '1'\n")
-    );
+    let (code, out, err) = run(&c, "sacct", &["-nu", &me, "-o", "Account%256", "|", "tail", "-1"]);
+    assert_eq!((code, out.as_str(), err.as_str()), (1, "", "sacct: invalid option -- '1'\n"));
 }

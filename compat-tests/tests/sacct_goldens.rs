@@ -14,19 +14,10 @@ use flotilla_proto::{AcctJob, AcctStep};
 
 fn case(name: &str) -> Option<GoldenCase> {
     if !goldens_dir().is_dir() {
-        eprintln!(
-            "SKIPPED: no goldens at {} (set FLOTILLA_SHARED_DIR)",
-            goldens_dir().display()
-        );
+        eprintln!("SKIPPED: no goldens at {} (set FLOTILLA_SHARED_DIR)", goldens_dir().display());
         return None;
     }
-    Some(
-        load_goldens()
-            .expect("goldens load")
-            .into_iter()
-            .find(|c| c.case == name)
-            .expect("case exists"),
-    )
+    Some(load_goldens().expect("goldens load").into_iter().find(|c| c.case == name).expect("case exists"))
 }
 
 #[test]
@@ -36,12 +27,7 @@ fn goldens_without_the_controller() {
     let bin_dir = bin_dir.as_path();
     let cwd = std::env::temp_dir();
     let mut n = 0;
-    for name in [
-        "sacct_bad_field",
-        "sacct_bad_option",
-        "sacct_helpformat",
-        "sacct_e",
-    ] {
+    for name in ["sacct_bad_field", "sacct_bad_option", "sacct_helpformat", "sacct_e"] {
         let Some(c) = case(name) else { return };
         let got = c.run_with_path(&[bin_dir], &cwd).expect("bash runs");
         if let Err(diff) = c.compare(&got) {
@@ -168,14 +154,7 @@ fn render(c: &GoldenCase, ids: &[u64]) -> String {
         cluster: "oracle".into(),
         ..Ctx::default()
     };
-    sacct::render(
-        &jobs,
-        &plan.cols,
-        &plan.layout,
-        plan.noheader,
-        plan.no_steps,
-        &ctx,
-    )
+    sacct::render(&jobs, &plan.cols, &plan.layout, plan.noheader, plan.no_steps, &ctx)
 }
 
 #[test]

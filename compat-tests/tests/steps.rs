@@ -22,11 +22,7 @@ use std::time::{Duration, Instant};
 fn wait_file(p: &Path, secs: u64) -> String {
     let t0 = Instant::now();
     while !p.exists() {
-        assert!(
-            t0.elapsed() < Duration::from_secs(secs),
-            "{} never appeared",
-            p.display()
-        );
+        assert!(t0.elapsed() < Duration::from_secs(secs), "{} never appeared", p.display());
         std::thread::sleep(Duration::from_millis(100));
     }
     std::fs::read_to_string(p).unwrap()
@@ -41,39 +37,20 @@ fn work(c: &LocalCluster) -> PathBuf {
 fn sbatch(c: &LocalCluster, w: &Path, script: &str) -> u64 {
     std::fs::write(w.join("job.sh"), script).unwrap();
     let o = checked_run(c, "sbatch", &["--parsable", "job.sh"], w);
-    assert!(
-        o.status.success(),
-        "sbatch: {}",
-        String::from_utf8_lossy(&o.stderr)
-    );
+    assert!(o.status.success(), "sbatch: {}", String::from_utf8_lossy(&o.stderr));
     String::from_utf8(o.stdout).unwrap().trim().parse().unwrap()
 }
 
 /// Waits until job `id` is in a finished state (`squeue -t all`); returns it.
 fn wait_finished(c: &LocalCluster, w: &Path, id: u64) -> String {
     let state = || {
-        let o = checked_run(
-            c,
-            "squeue",
-            &["-t", "all", "-h", "-j", &id.to_string(), "-o", "%T"],
-            w,
-        );
+        let o = checked_run(c, "squeue", &["-t", "all", "-h", "-j", &id.to_string(), "-o", "%T"], w);
         String::from_utf8_lossy(&o.stdout).trim().to_string()
     };
-    let done = [
-        "COMPLETED",
-        "FAILED",
-        "CANCELLED",
-        "TIMEOUT",
-        "NODE_FAIL",
-        "OUT_OF_MEMORY",
-    ];
-    wait_until(
-        &format!("job {id} to finish"),
-        Duration::from_secs(30),
-        || done.contains(&state().as_str()),
-        || format!("state {:?}", state()),
-    );
+    let done = ["COMPLETED", "FAILED", "CANCELLED", "TIMEOUT", "NODE_FAIL", "OUT_OF_MEMORY"];
+    wait_until(&format!("job {id} to finish"), Duration::from_secs(30), || done.contains(&state().as_str()), || {
+        format!("state {:?}", state())
+    });
     state()
 }
 
@@ -109,10 +86,7 @@ touch done
     // 16 ranks: each id once, LOCALID and NODEID from the block layout, one GPU each, all of
     // a node's GPUs used once, two different nodes.
     let ranks = read(&w, "ranks.txt");
-    let mut rows: Vec<Vec<String>> = ranks
-        .lines()
-        .map(|l| l.split(' ').map(String::from).collect())
-        .collect();
+    let mut rows: Vec<Vec<String>> = ranks.lines().map(|l| l.split(' ').map(String::from).collect()).collect();
     assert_eq!(rows.len(), 16, "{ranks}\n{batch_out}");
     rows.sort_by_key(|r| r[0].parse::<u32>().unwrap());
     for (i, r) in rows.iter().enumerate() {
@@ -121,16 +95,9 @@ touch done
         assert_eq!(r[1], (i % 8).to_string(), "SLURM_LOCALID: {ranks}");
         assert_eq!(r[2], (i / 8).to_string(), "SLURM_NODEID: {ranks}");
         assert_eq!(r[4], (i % 8).to_string(), "CUDA_VISIBLE_DEVICES: {ranks}");
-        assert_eq!(
-            &r[5..],
-            ["16", "0", "gpu[01-02]", "8(x2)"].map(String::from),
-            "{ranks}"
-        );
+        assert_eq!(&r[5..], ["16", "0", "gpu[01-02]", "8(x2)"].map(String::from), "{ranks}");
     }
-    assert!(
-        rows[..8].iter().all(|r| r[3] == rows[0][3])
-            && rows[8..].iter().all(|r| r[3] == rows[8][3])
-    );
+    assert!(rows[..8].iter().all(|r| r[3] == rows[0][3]) && rows[8..].iter().all(|r| r[3] == rows[8][3]));
     assert_ne!(rows[0][3], rows[8][3], "two nodes: {ranks}");
     // -l: ` 0: hello` .. `11: hello` (width of the highest task id).
     let labels = read(&w, "labels.txt");
@@ -144,10 +111,7 @@ touch done
     assert!(status.contains("worst=5\n"), "{status}");
     let worst = read(&w, "worst.err");
     for t in 0..3 {
-        assert!(
-            worst.contains(&format!(": task {t}: Exited with exit code {}\n", t + 3)),
-            "{worst}"
-        );
+        assert!(worst.contains(&format!(": task {t}: Exited with exit code {}\n", t + 3)), "{worst}");
     }
     assert_eq!(read(&w, &format!("out_{id}_0.txt")), "task 0\n");
     assert_eq!(read(&w, &format!("out_{id}_1.txt")), "task 1\n");
@@ -197,12 +161,7 @@ touch done
     let sig = read(&w, "sig.txt");
     let mut lines: Vec<&str> = sig.lines().collect();
     lines.sort();
-    assert_eq!(
-        lines,
-        ["got USR1 0", "got USR1 1", "rc=7", "ready", "ready"],
-        "{}",
-        read(&w, "batch.out")
-    );
+    assert_eq!(lines, ["got USR1 0", "got USR1 1", "rc=7", "ready", "ready"], "{}", read(&w, "batch.out"));
 }
 
 #[test]
@@ -223,10 +182,7 @@ fn salloc_runs_a_command_and_srun_allocates_outside_a_job() {
         .unwrap_or_else(|| panic!("{err}"))
         .parse()
         .unwrap();
-    assert!(
-        err.ends_with(&format!("salloc: Relinquishing job allocation {id}\n")),
-        "{err}"
-    );
+    assert!(err.ends_with(&format!("salloc: Relinquishing job allocation {id}\n")), "{err}");
     let mut lines: Vec<&str> = out.lines().collect();
     assert_eq!(lines.remove(0), "2 gpu[01-02]", "{out}");
     assert_eq!(lines, [format!("in {id}"), format!("in {id}")], "{out}");
@@ -251,13 +207,7 @@ fn salloc_runs_a_command_and_srun_allocates_outside_a_job() {
     let o = child.join().unwrap();
     let err = String::from_utf8_lossy(&o.stderr).into_owned();
     assert_eq!(o.status.code(), Some(129), "{err}");
-    assert!(
-        err.contains(&format!(
-            "salloc: Job allocation {} has been revoked.\n",
-            rid.trim()
-        )),
-        "{err}"
-    );
+    assert!(err.contains(&format!("salloc: Job allocation {} has been revoked.\n", rid.trim())), "{err}");
     // A job id from the environment that names no job.
     let bins = flotilla_compat_tests::bin_dir_with(&["srun", "salloc", "sbatch", "squeue"]);
     let o = Command::new(bins.join("srun"))
@@ -274,32 +224,14 @@ fn salloc_runs_a_command_and_srun_allocates_outside_a_job() {
          srun: Check SLURM_JOB_ID environment variable. Expired or invalid job 999999\n"
     );
     // srun outside any allocation: allocate, run, release.
-    let o = checked_run(
-        &c,
-        "srun",
-        &[
-            "-N",
-            "2",
-            "-l",
-            "sh",
-            "-c",
-            "echo $SLURMD_NODENAME $SLURM_NTASKS",
-        ],
-        &w,
-    );
+    let o = checked_run(&c, "srun", &["-N", "2", "-l", "sh", "-c", "echo $SLURMD_NODENAME $SLURM_NTASKS"], &w);
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     let out = String::from_utf8_lossy(&o.stdout).into_owned();
     let mut lines: Vec<&str> = out.lines().collect();
     lines.sort();
     assert_eq!(lines.len(), 2, "{out}");
-    assert!(
-        lines[0].starts_with("0: gpu0") && lines[0].ends_with(" 2"),
-        "{out}"
-    );
-    assert!(
-        lines[1].starts_with("1: gpu0") && lines[1].ends_with(" 2"),
-        "{out}"
-    );
+    assert!(lines[0].starts_with("0: gpu0") && lines[0].ends_with(" 2"), "{out}");
+    assert!(lines[1].starts_with("1: gpu0") && lines[1].ends_with(" 2"), "{out}");
     // Both allocations ended: COMPLETED for srun, FAILED (exit 3) for salloc's command.
     let t0 = Instant::now();
     loop {
@@ -344,21 +276,14 @@ while [ ! -e shell.txt ]; do sleep 0.1; done
     assert_eq!(wait_file(&w.join("after.txt"), 30), "srun=0\n");
     // A USR1 that reached the shell while srun ran is written before after.txt (bash runs the
     // trap when the foreground command returns, before the next command).
-    assert!(
-        !w.join("shell.txt").exists(),
-        "the batch shell got the signal too"
-    );
+    assert!(!w.join("shell.txt").exists(), "the batch shell got the signal too");
     // `-b`: the shell (its trap lets the script end). A USR1 that reached the shell later,
     // through the same path, came before this USR2: the shell saw USR2 only.
     let o = checked_run(&c, "scancel", &["-b", "--signal=USR2", &id.to_string()], &w);
     assert!(o.status.success(), "{o:?}");
     wait_file(&w.join("shell.txt"), 30);
     assert_eq!(wait_finished(&c, &w, id), "COMPLETED");
-    assert_eq!(
-        read(&w, "shell.txt"),
-        "usr2\n",
-        "the batch shell got the first signal too"
-    );
+    assert_eq!(read(&w, "shell.txt"), "usr2\n", "the batch shell got the first signal too");
 }
 
 /// `--signal=USR1@T` (no `B:`): T seconds before the time limit the job's steps get the
@@ -382,8 +307,5 @@ echo "srun=$?" > after.txt
     assert_eq!(wait_file(&w.join("after.txt"), 30), "srun=0\n");
     // The script ends after srun: once the shell is gone, every signal it got was trapped.
     assert_eq!(wait_finished(&c, &w, id), "COMPLETED");
-    assert!(
-        !w.join("shell.txt").exists(),
-        "the batch shell got the warning signal"
-    );
+    assert!(!w.join("shell.txt").exists(), "the batch shell got the warning signal");
 }

@@ -15,11 +15,7 @@ use std::path::PathBuf;
 
 fn golden(name: &str) -> GoldenCase {
     let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("goldens/accounting");
-    load_goldens_from(&dir)
-        .unwrap()
-        .into_iter()
-        .find(|c| c.case == name)
-        .unwrap_or_else(|| panic!("golden {name}"))
+    load_goldens_from(&dir).unwrap().into_iter().find(|c| c.case == name).unwrap_or_else(|| panic!("golden {name}"))
 }
 
 fn argv(c: &GoldenCase) -> Vec<String> {
@@ -103,15 +99,8 @@ fn measured(total_usec: u64, rss_kib: u64) -> StepStats {
 fn sacct_out(c: &GoldenCase, jobs: &[AcctJob]) -> (i32, String, String) {
     match sacct::parse(&argv(c), &no_env, 0, 1_796_189_000) {
         Parsed::Query(p) => {
-            let ctx = Ctx {
-                units: p.units,
-                ..Ctx::default()
-            };
-            (
-                0,
-                sacct::render(jobs, &p.cols, &p.layout, p.noheader, p.no_steps, &ctx),
-                String::new(),
-            )
+            let ctx = Ctx { units: p.units, ..Ctx::default() };
+            (0, sacct::render(jobs, &p.cols, &p.layout, p.noheader, p.no_steps, &ctx), String::new())
         }
         Parsed::Done(code, out, err) => (code, out, err),
     }
@@ -125,49 +114,26 @@ fn check(c: &GoldenCase, got: (i32, String, String)) {
 
 /// Job 11 of the reference: a batch job whose batch step has CPU times but no TRES usage.
 fn job11() -> AcctJob {
-    let cpu_only = StepStats {
-        user_usec: 1_973_000,
-        system_usec: 137_000,
-        total_usec: 2_110_000,
-        ..StepStats::default()
-    };
-    job(
-        11,
-        "COMPLETED",
-        vec![step("batch", "COMPLETED", Some(cpu_only))],
-    )
+    let cpu_only = StepStats { user_usec: 1_973_000, system_usec: 137_000, total_usec: 2_110_000, ..StepStats::default() };
+    job(11, "COMPLETED", vec![step("batch", "COMPLETED", Some(cpu_only))])
 }
 
 #[test]
 fn sacct_usage_fields_as_slurm_prints_them() {
-    for name in [
-        "sacct_usage_fields",
-        "sacct_usage_fields_P",
-        "sacct_units_M",
-        "sacct_units_G",
-    ] {
+    for name in ["sacct_usage_fields", "sacct_usage_fields_P", "sacct_units_M", "sacct_units_G"] {
         let c = golden(name);
         check(&c, sacct_out(&c, &[job11()]));
     }
     // Job 10: cancelled by root, a batch step and an srun step with their peaks; the job's
     // TotalCPU is the sum of the steps' microseconds (3.6 + 2.4 ms).
-    let mut j = job(
-        10,
-        "CANCELLED",
-        vec![
-            step("batch", "CANCELLED", Some(measured(3_600, 12_352))),
-            step("0", "CANCELLED", Some(measured(2_400, 1_564))),
-        ],
-    );
+    let mut j = job(10, "CANCELLED", vec![step("batch", "CANCELLED", Some(measured(3_600, 12_352))), step("0", "CANCELLED", Some(measured(2_400, 1_564)))]);
     j.cancelled_by = Some(0);
     let c = golden("sacct_steps_usage");
     check(&c, sacct_out(&c, &[j]));
     let c = golden("sacct_units_bad");
     check(&c, sacct_out(&c, &[]));
     let c = golden("sacct_q_normal");
-    let Parsed::Query(p) = sacct::parse(&argv(&c), &no_env, 0, 0) else {
-        panic!("{}", c.cmd)
-    };
+    let Parsed::Query(p) = sacct::parse(&argv(&c), &no_env, 0, 0) else { panic!("{}", c.cmd) };
     assert_eq!(p.query.qos, vec!["normal".to_string()]);
     check(&c, sacct_out(&c, &[job11()]));
 }
@@ -177,10 +143,7 @@ fn job10_running() -> AcctJob {
     let mut j = job(
         10,
         "RUNNING",
-        vec![
-            step("batch", "RUNNING", Some(measured(3_000, 12_352))),
-            step("0", "RUNNING", Some(measured(2_000, 1_564))),
-        ],
+        vec![step("batch", "RUNNING", Some(measured(3_000, 12_352))), step("0", "RUNNING", Some(measured(2_000, 1_564)))],
     );
     j.end_time = None;
     for s in &mut j.steps {
@@ -202,18 +165,7 @@ fn sstat_out(c: &GoldenCase, jobs: &[AcctJob], uid: u32) -> (i32, String, String
 #[test]
 fn sstat_as_slurm_prints_it() {
     let running = [job10_running()];
-    for name in [
-        "sstat_j_step",
-        "sstat_j_batch",
-        "sstat_a",
-        "sstat_o_p",
-        "sstat_n",
-        "sstat_P_n",
-        "sstat_no_job",
-        "sstat_bad_field",
-        "sstat_helpformat",
-        "sstat_e",
-    ] {
+    for name in ["sstat_j_step", "sstat_j_batch", "sstat_a", "sstat_o_p", "sstat_n", "sstat_P_n", "sstat_no_job", "sstat_bad_field", "sstat_helpformat", "sstat_e"] {
         let c = golden(name);
         check(&c, sstat_out(&c, &running, 0));
     }
@@ -240,9 +192,7 @@ fn sstat_as_slurm_prints_it() {
     let (w, g) = (cols(want[2]), cols(got[2]));
     assert_eq!(w.len(), g.len());
     // All but what the reference measured that we do not: virtual sizes, CPU frequency.
-    for i in [
-        0, 2, 3, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 19, 20, 21, 22,
-    ] {
+    for i in [0, 2, 3, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 19, 20, 21, 22] {
         assert_eq!(g[i], w[i], "column {i} of {got:?}");
     }
 }

@@ -181,21 +181,13 @@ impl CgroupConf {
         if !self.constrain_ram_space && !self.constrain_swap_space {
             return None;
         }
-        let allowed_ram = if self.constrain_ram_space {
-            self.allowed_ram_space
-        } else {
-            100.0
-        };
+        let allowed_ram = if self.constrain_ram_space { self.allowed_ram_space } else { 100.0 };
         let total = real_memory_mib;
         let max_ram = percent_in_bytes(total, self.max_ram_percent);
         let max_swap = percent_in_bytes(total, self.max_swap_percent).saturating_add(max_ram);
         let min_ram = self.min_ram_space_mib.saturating_mul(1024 * 1024);
         let limit = |percent: f64| -> u64 {
-            let mem = if job_mem_mib == 0 {
-                total.saturating_mul(1024 * 1024)
-            } else {
-                percent_in_bytes(job_mem_mib, percent)
-            };
+            let mem = if job_mem_mib == 0 { total.saturating_mul(1024 * 1024) } else { percent_in_bytes(job_mem_mib, percent) };
             if mem < min_ram {
                 min_ram
             } else {
@@ -204,29 +196,14 @@ impl CgroupConf {
         };
         let hard = limit(allowed_ram);
         let soft = limit(100.0).min(hard);
-        let swap = percent_in_bytes(
-            if job_mem_mib == 0 { total } else { job_mem_mib },
-            self.allowed_swap_space,
-        );
+        let swap = percent_in_bytes(if job_mem_mib == 0 { total } else { job_mem_mib }, self.allowed_swap_space);
         let memsw = hard.saturating_add(swap);
-        let memsw = if memsw < min_ram {
-            min_ram
-        } else {
-            memsw.min(max_swap)
-        };
+        let memsw = if memsw < min_ram { min_ram } else { memsw.min(max_swap) };
         Some(MemoryLimits {
-            limit_bytes: if self.constrain_ram_space {
-                hard
-            } else {
-                memsw
-            },
+            limit_bytes: if self.constrain_ram_space { hard } else { memsw },
             soft_limit_bytes: soft,
             memsw_limit_bytes: self.constrain_swap_space.then_some(memsw),
-            swappiness: if self.constrain_swap_space {
-                self.memory_swappiness
-            } else {
-                None
-            },
+            swappiness: if self.constrain_swap_space { self.memory_swappiness } else { None },
         })
     }
 }
@@ -297,10 +274,7 @@ fn parse_u64(v: &str) -> Option<u64> {
         Some(d) => (d, 1024),
         None => (v, 1),
     };
-    let n = if let Some(h) = digits
-        .strip_prefix("0x")
-        .or_else(|| digits.strip_prefix("0X"))
-    {
+    let n = if let Some(h) = digits.strip_prefix("0x").or_else(|| digits.strip_prefix("0X")) {
         u64::from_str_radix(h, 16).ok()?
     } else if digits.len() > 1 && digits.starts_with('0') {
         u64::from_str_radix(&digits[1..], 8).ok()?
@@ -319,26 +293,14 @@ pub fn parse_cgroup_conf(text: &str, file: &str) -> Result<CgroupConf, CgroupCon
     let mut systemd_on_failure_set = false;
     for (i, raw) in text.lines().enumerate() {
         let line = i + 1;
-        let err = |message: String| CgroupConfError::Parse {
-            file: file.to_string(),
-            line,
-            message,
-        };
+        let err = |message: String| CgroupConfError::Parse { file: file.to_string(), line, message };
         for word in words(&strip_comment(raw)) {
             let Some((key, value)) = word.split_once('=') else {
                 return Err(err(format!("`{word}` is not Key=Value")));
             };
-            let bool_of = |v: &str| {
-                parse_bool(v).ok_or_else(|| err(format!("{key}={v}: expected yes or no")))
-            };
-            let pct_of = |v: &str| {
-                parse_percent(v)
-                    .ok_or_else(|| err(format!("{key}={v}: expected a percentage (a number >= 0)")))
-            };
-            let u64_of = |v: &str| {
-                parse_u64(v)
-                    .ok_or_else(|| err(format!("{key}={v}: expected a whole number of MiB")))
-            };
+            let bool_of = |v: &str| parse_bool(v).ok_or_else(|| err(format!("{key}={v}: expected yes or no")));
+            let pct_of = |v: &str| parse_percent(v).ok_or_else(|| err(format!("{key}={v}: expected a percentage (a number >= 0)")));
+            let u64_of = |v: &str| parse_u64(v).ok_or_else(|| err(format!("{key}={v}: expected a whole number of MiB")));
             let warn = |w: &mut Vec<String>, m: String| w.push(format!("{file}:{line}: {m}"));
             match key.to_ascii_lowercase().as_str() {
                 "cgroupplugin" => {
@@ -346,11 +308,7 @@ pub fn parse_cgroup_conf(text: &str, file: &str) -> Result<CgroupConf, CgroupCon
                         "autodetect" => CgroupPlugin::Autodetect,
                         "cgroup/v1" => CgroupPlugin::V1,
                         "cgroup/v2" => CgroupPlugin::V2,
-                        _ => {
-                            return Err(err(format!(
-                                "{key}={value}: expected cgroup/v1, cgroup/v2 or autodetect"
-                            )))
-                        }
+                        _ => return Err(err(format!("{key}={value}: expected cgroup/v1, cgroup/v2 or autodetect"))),
                     }
                 }
                 "cgroupmountpoint" => {
@@ -380,24 +338,16 @@ pub fn parse_cgroup_conf(text: &str, file: &str) -> Result<CgroupConf, CgroupCon
                 "allowedswapspace" => c.allowed_swap_space = pct_of(value)?,
                 "maxswappercent" => c.max_swap_percent = pct_of(value)?,
                 "memoryswappiness" => {
-                    let v = parse_u64(value).filter(|&v| v != u64::MAX).ok_or_else(|| {
-                        err(format!("{key}={value}: expected a number from 0 to 100"))
-                    })?;
+                    let v = parse_u64(value).filter(|&v| v != u64::MAX).ok_or_else(|| err(format!("{key}={value}: expected a number from 0 to 100")))?;
                     if v > 100 {
-                        warn(
-                            &mut c.warnings,
-                            format!("{key}={value} is above 100: 100 is used"),
-                        );
+                        warn(&mut c.warnings, format!("{key}={value} is above 100: 100 is used"));
                     }
                     c.memory_swappiness = Some(v.min(100));
                 }
                 "constrainkmemspace" => {
                     c.constrain_kmem_space = bool_of(value)?;
                     if c.constrain_kmem_space {
-                        warn(
-                            &mut c.warnings,
-                            format!("{key}=yes: Flotilla does not limit kernel memory"),
-                        );
+                        warn(&mut c.warnings, format!("{key}=yes: Flotilla does not limit kernel memory"));
                     }
                 }
                 "allowedkmemspace" => c.allowed_kmem_space = Some(pct_of(value)?),
@@ -410,10 +360,7 @@ pub fn parse_cgroup_conf(text: &str, file: &str) -> Result<CgroupConf, CgroupCon
                     systemd_on_failure_set = true;
                 }
                 "alloweddevicesfile" | "memorylimitenforcement" | "memorylimitthreshold" => {
-                    warn(
-                        &mut c.warnings,
-                        format!("{key} is obsolete in Slurm and ignored; remove it"),
-                    );
+                    warn(&mut c.warnings, format!("{key} is obsolete in Slurm and ignored; remove it"));
                 }
                 "cgroupreleaseagentdir" => {
                     return Err(err(format!("{key}: support for this option has been removed (Slurm 22.05 refuses it too); remove it")));
@@ -437,10 +384,7 @@ pub fn parse_cgroup_conf(text: &str, file: &str) -> Result<CgroupConf, CgroupCon
 /// Errors: [`CgroupConfError::Io`] when the file exists but cannot be read, or
 /// [`parse_cgroup_conf`]'s.
 pub fn load_cgroup_conf(slurm_conf: &Path) -> Result<CgroupConf, CgroupConfError> {
-    let p = slurm_conf
-        .parent()
-        .unwrap_or(Path::new("."))
-        .join("cgroup.conf");
+    let p = slurm_conf.parent().unwrap_or(Path::new(".")).join("cgroup.conf");
     let name = p.display().to_string();
     match std::fs::read_to_string(&p) {
         Ok(text) => parse_cgroup_conf(&text, &name),
@@ -469,48 +413,19 @@ mod tests {
         assert_eq!(c, CgroupConf::default());
         assert_eq!(c.cgroup_plugin, CgroupPlugin::Autodetect);
         assert_eq!(c.cgroup_mountpoint, "/sys/fs/cgroup");
-        assert!(
-            !c.constrain_ram_space
-                && !c.constrain_swap_space
-                && !c.constrain_devices
-                && !c.constrain_cores
-        );
-        assert_eq!(
-            (c.allowed_ram_space, c.max_ram_percent, c.min_ram_space_mib),
-            (100.0, 100.0, 30)
-        );
+        assert!(!c.constrain_ram_space && !c.constrain_swap_space && !c.constrain_devices && !c.constrain_cores);
+        assert_eq!((c.allowed_ram_space, c.max_ram_percent, c.min_ram_space_mib), (100.0, 100.0, 30));
         assert_eq!((c.allowed_swap_space, c.max_swap_percent), (0.0, 100.0));
         assert_eq!(c.memory_swappiness, None);
-        assert_eq!(
-            c.memory_limits(100, 4096),
-            None,
-            "nothing constrained: no memory limit"
-        );
+        assert_eq!(c.memory_limits(100, 4096), None, "nothing constrained: no memory limit");
         let tmp = std::env::temp_dir().join(format!("flotilla-cgconf-{}", std::process::id()));
         std::fs::create_dir_all(&tmp).unwrap();
-        assert_eq!(
-            load_cgroup_conf(&tmp.join("slurm.conf")).unwrap(),
-            CgroupConf::default(),
-            "no file: defaults"
-        );
+        assert_eq!(load_cgroup_conf(&tmp.join("slurm.conf")).unwrap(), CgroupConf::default(), "no file: defaults");
         std::fs::write(tmp.join("cgroup.conf"), "ConstrainDevices=yes\n").unwrap();
-        assert!(
-            load_cgroup_conf(&tmp.join("slurm.conf"))
-                .unwrap()
-                .constrain_devices
-        );
-        std::fs::write(
-            tmp.join("cgroup.conf"),
-            "ConstrainDevices=yes\nConstrainDevice=yes\n",
-        )
-        .unwrap();
-        let e = load_cgroup_conf(&tmp.join("slurm.conf"))
-            .unwrap_err()
-            .to_string();
-        assert!(
-            e.contains(":2") && e.contains("Parsing error at unrecognized key: ConstrainDevice"),
-            "{e}"
-        );
+        assert!(load_cgroup_conf(&tmp.join("slurm.conf")).unwrap().constrain_devices);
+        std::fs::write(tmp.join("cgroup.conf"), "ConstrainDevices=yes\nConstrainDevice=yes\n").unwrap();
+        let e = load_cgroup_conf(&tmp.join("slurm.conf")).unwrap_err().to_string();
+        assert!(e.contains(":2") && e.contains("Parsing error at unrecognized key: ConstrainDevice"), "{e}");
         std::fs::remove_dir_all(&tmp).unwrap();
     }
 
@@ -528,71 +443,22 @@ mod tests {
         .unwrap();
         assert_eq!(c.cgroup_plugin, CgroupPlugin::V1);
         assert_eq!(c.cgroup_mountpoint, "/mnt/cg");
-        assert!(
-            c.constrain_ram_space
-                && c.constrain_swap_space
-                && c.constrain_devices
-                && c.constrain_cores
-                && c.cgroup_automount
-        );
-        assert_eq!(
-            (c.allowed_ram_space, c.max_ram_percent, c.min_ram_space_mib),
-            (101.5, 90.0, 64)
-        );
-        assert_eq!(
-            (
-                c.allowed_swap_space,
-                c.max_swap_percent,
-                c.memory_swappiness
-            ),
-            (50.5, 10.0, Some(60))
-        );
+        assert!(c.constrain_ram_space && c.constrain_swap_space && c.constrain_devices && c.constrain_cores && c.cgroup_automount);
+        assert_eq!((c.allowed_ram_space, c.max_ram_percent, c.min_ram_space_mib), (101.5, 90.0, 64));
+        assert_eq!((c.allowed_swap_space, c.max_swap_percent, c.memory_swappiness), (50.5, 10.0, Some(60)));
         assert!(!c.constrain_kmem_space);
-        assert_eq!(
-            (
-                c.allowed_kmem_space,
-                c.max_kmem_percent,
-                c.min_kmem_space_mib
-            ),
-            (Some(1000.0), 80.0, 32)
-        );
-        assert!(
-            c.ignore_systemd && c.ignore_systemd_on_failure,
-            "IgnoreSystemd implies IgnoreSystemdOnFailure"
-        );
+        assert_eq!((c.allowed_kmem_space, c.max_kmem_percent, c.min_kmem_space_mib), (Some(1000.0), 80.0, 32));
+        assert!(c.ignore_systemd && c.ignore_systemd_on_failure, "IgnoreSystemd implies IgnoreSystemdOnFailure");
         // What Flotilla does not enforce is said, with the line.
         assert_eq!(c.warnings.len(), 2, "{:?}", c.warnings);
-        assert!(
-            c.warnings[0]
-                .starts_with("cgroup.conf:6: ConstrainCores=yes: Flotilla does not confine cores"),
-            "{:?}",
-            c.warnings
-        );
-        assert!(
-            c.warnings[1].starts_with("cgroup.conf:6: CgroupAutomount=yes"),
-            "{:?}",
-            c.warnings
-        );
-        assert_eq!(
-            parse("CgroupPlugin=cgroup/v2").unwrap().cgroup_plugin,
-            CgroupPlugin::V2
-        );
-        assert_eq!(
-            parse("CgroupPlugin=autodetect").unwrap().cgroup_plugin,
-            CgroupPlugin::Autodetect
-        );
-        assert_eq!(
-            parse("MaxRAMPercent=INFINITE").unwrap().max_ram_percent,
-            f64::INFINITY
-        );
+        assert!(c.warnings[0].starts_with("cgroup.conf:6: ConstrainCores=yes: Flotilla does not confine cores"), "{:?}", c.warnings);
+        assert!(c.warnings[1].starts_with("cgroup.conf:6: CgroupAutomount=yes"), "{:?}", c.warnings);
+        assert_eq!(parse("CgroupPlugin=cgroup/v2").unwrap().cgroup_plugin, CgroupPlugin::V2);
+        assert_eq!(parse("CgroupPlugin=autodetect").unwrap().cgroup_plugin, CgroupPlugin::Autodetect);
+        assert_eq!(parse("MaxRAMPercent=INFINITE").unwrap().max_ram_percent, f64::INFINITY);
         assert_eq!(parse("MinRAMSpace=1k").unwrap().min_ram_space_mib, 1024);
-        assert_eq!(
-            parse("MemorySwappiness=150").unwrap().memory_swappiness,
-            Some(100)
-        );
-        let w = parse("AllowedDevicesFile=/etc/slurm/allowed\nMemoryLimitEnforcement=yes\n")
-            .unwrap()
-            .warnings;
+        assert_eq!(parse("MemorySwappiness=150").unwrap().memory_swappiness, Some(100));
+        let w = parse("AllowedDevicesFile=/etc/slurm/allowed\nMemoryLimitEnforcement=yes\n").unwrap().warnings;
         assert_eq!(
             w,
             [
@@ -600,75 +466,31 @@ mod tests {
                 "cgroup.conf:2: MemoryLimitEnforcement is obsolete in Slurm and ignored; remove it"
             ]
         );
-        assert!(parse("IgnoreSystemd=yes IgnoreSystemdOnFailure=no")
-            .unwrap()
-            .ignore_systemd_on_failure
-            .eq(&false));
-        assert_eq!(
-            parse("ConstrainDevices=yes\\#x").unwrap_err().to_string(),
-            "cgroup.conf:1: ConstrainDevices=yes#x: expected yes or no"
-        );
+        assert!(parse("IgnoreSystemd=yes IgnoreSystemdOnFailure=no").unwrap().ignore_systemd_on_failure.eq(&false));
+        assert_eq!(parse("ConstrainDevices=yes\\#x").unwrap_err().to_string(), "cgroup.conf:1: ConstrainDevices=yes#x: expected yes or no");
     }
 
     #[test]
     fn bad_values_name_the_key_and_line() {
-        assert_eq!(
-            err("\nConstrainRAMSpace=maybe"),
-            "cgroup.conf:2: ConstrainRAMSpace=maybe: expected yes or no"
-        );
-        assert_eq!(
-            err("AllowedRAMSpace=lots"),
-            "cgroup.conf:1: AllowedRAMSpace=lots: expected a percentage (a number >= 0)"
-        );
-        assert_eq!(
-            err("AllowedRAMSpace=-5"),
-            "cgroup.conf:1: AllowedRAMSpace=-5: expected a percentage (a number >= 0)"
-        );
-        assert_eq!(
-            err("MaxRAMPercent=NaN"),
-            "cgroup.conf:1: MaxRAMPercent=NaN: expected a percentage (a number >= 0)"
-        );
-        assert_eq!(
-            err("MinRAMSpace=-1"),
-            "cgroup.conf:1: MinRAMSpace=-1: expected a whole number of MiB"
-        );
-        assert_eq!(
-            err("MinRAMSpace=30M"),
-            "cgroup.conf:1: MinRAMSpace=30M: expected a whole number of MiB"
-        );
-        assert_eq!(
-            err("MinRAMSpace=99999999999999999999"),
-            "cgroup.conf:1: MinRAMSpace=99999999999999999999: expected a whole number of MiB"
-        );
-        assert_eq!(
-            err("MemorySwappiness=x"),
-            "cgroup.conf:1: MemorySwappiness=x: expected a number from 0 to 100"
-        );
-        assert_eq!(
-            err("CgroupPlugin=cgroup/v3"),
-            "cgroup.conf:1: CgroupPlugin=cgroup/v3: expected cgroup/v1, cgroup/v2 or autodetect"
-        );
-        assert_eq!(
-            err("CgroupMountpoint=relative"),
-            "cgroup.conf:1: CgroupMountpoint=relative: expected an absolute path"
-        );
-        assert_eq!(
-            err("ConstrainDevices"),
-            "cgroup.conf:1: `ConstrainDevices` is not Key=Value"
-        );
+        assert_eq!(err("\nConstrainRAMSpace=maybe"), "cgroup.conf:2: ConstrainRAMSpace=maybe: expected yes or no");
+        assert_eq!(err("AllowedRAMSpace=lots"), "cgroup.conf:1: AllowedRAMSpace=lots: expected a percentage (a number >= 0)");
+        assert_eq!(err("AllowedRAMSpace=-5"), "cgroup.conf:1: AllowedRAMSpace=-5: expected a percentage (a number >= 0)");
+        assert_eq!(err("MaxRAMPercent=NaN"), "cgroup.conf:1: MaxRAMPercent=NaN: expected a percentage (a number >= 0)");
+        assert_eq!(err("MinRAMSpace=-1"), "cgroup.conf:1: MinRAMSpace=-1: expected a whole number of MiB");
+        assert_eq!(err("MinRAMSpace=30M"), "cgroup.conf:1: MinRAMSpace=30M: expected a whole number of MiB");
+        assert_eq!(err("MinRAMSpace=99999999999999999999"), "cgroup.conf:1: MinRAMSpace=99999999999999999999: expected a whole number of MiB");
+        assert_eq!(err("MemorySwappiness=x"), "cgroup.conf:1: MemorySwappiness=x: expected a number from 0 to 100");
+        assert_eq!(err("CgroupPlugin=cgroup/v3"), "cgroup.conf:1: CgroupPlugin=cgroup/v3: expected cgroup/v1, cgroup/v2 or autodetect");
+        assert_eq!(err("CgroupMountpoint=relative"), "cgroup.conf:1: CgroupMountpoint=relative: expected an absolute path");
+        assert_eq!(err("ConstrainDevices"), "cgroup.conf:1: `ConstrainDevices` is not Key=Value");
         assert_eq!(
             err("CgroupReleaseAgentDir=/etc/slurm/cgroup"),
             "cgroup.conf:1: CgroupReleaseAgentDir: support for this option has been removed (Slurm 22.05 refuses it too); remove it"
         );
         let tmp = std::env::temp_dir().join(format!("flotilla-cgconf-dir-{}", std::process::id()));
         std::fs::create_dir_all(tmp.join("cgroup.conf")).unwrap();
-        let e = load_cgroup_conf(&tmp.join("slurm.conf"))
-            .unwrap_err()
-            .to_string();
-        assert!(
-            e.starts_with(&format!("{}: ", tmp.join("cgroup.conf").display())),
-            "{e}"
-        );
+        let e = load_cgroup_conf(&tmp.join("slurm.conf")).unwrap_err().to_string();
+        assert!(e.starts_with(&format!("{}: ", tmp.join("cgroup.conf").display())), "{e}");
         std::fs::remove_dir_all(&tmp).unwrap();
     }
 
@@ -689,65 +511,29 @@ mod tests {
         // 100 % of the job's memory; soft = hard; no swap limit.
         assert_eq!(
             ram.memory_limits(100, 4096),
-            Some(MemoryLimits {
-                limit_bytes: 100 * MIB,
-                soft_limit_bytes: 100 * MIB,
-                memsw_limit_bytes: None,
-                swappiness: None
-            })
+            Some(MemoryLimits { limit_bytes: 100 * MIB, soft_limit_bytes: 100 * MIB, memsw_limit_bytes: None, swappiness: None })
         );
         // MinRAMSpace (30 MiB) below, MaxRAMPercent above, RealMemory for a job without memory.
         assert_eq!(ram.memory_limits(10, 4096).unwrap().limit_bytes, 30 * MIB);
         assert_eq!(ram.memory_limits(0, 4096).unwrap().limit_bytes, 4096 * MIB);
         let c = parse("ConstrainRAMSpace=yes AllowedRAMSpace=150 MaxRAMPercent=50").unwrap();
         let l = c.memory_limits(1000, 4096).unwrap();
-        assert_eq!(
-            (l.limit_bytes, l.soft_limit_bytes),
-            (1500 * MIB, 1000 * MIB)
-        );
-        assert_eq!(
-            c.memory_limits(3000, 4096).unwrap().limit_bytes,
-            2048 * MIB,
-            "MaxRAMPercent caps it"
-        );
+        assert_eq!((l.limit_bytes, l.soft_limit_bytes), (1500 * MIB, 1000 * MIB));
+        assert_eq!(c.memory_limits(3000, 4096).unwrap().limit_bytes, 2048 * MIB, "MaxRAMPercent caps it");
         let c = parse("ConstrainRAMSpace=yes AllowedRAMSpace=50").unwrap();
         let l = c.memory_limits(1000, 4096).unwrap();
-        assert_eq!(
-            (l.limit_bytes, l.soft_limit_bytes),
-            (500 * MIB, 500 * MIB),
-            "soft never above hard"
-        );
+        assert_eq!((l.limit_bytes, l.soft_limit_bytes), (500 * MIB, 500 * MIB), "soft never above hard");
         // Swap: hard + AllowedSwapSpace %, capped at (MaxRAMPercent + MaxSwapPercent) %.
-        let c = parse(
-            "ConstrainRAMSpace=yes ConstrainSwapSpace=yes AllowedSwapSpace=50 MemorySwappiness=10",
-        )
-        .unwrap();
+        let c = parse("ConstrainRAMSpace=yes ConstrainSwapSpace=yes AllowedSwapSpace=50 MemorySwappiness=10").unwrap();
         let l = c.memory_limits(1000, 4096).unwrap();
-        assert_eq!(
-            (l.limit_bytes, l.memsw_limit_bytes, l.swappiness),
-            (1000 * MIB, Some(1500 * MIB), Some(10))
-        );
-        let c = parse(
-            "ConstrainRAMSpace=yes ConstrainSwapSpace=yes AllowedSwapSpace=50 MaxSwapPercent=1",
-        )
-        .unwrap();
-        assert_eq!(
-            c.memory_limits(4000, 4096).unwrap().memsw_limit_bytes,
-            Some(4096 * MIB + 4096 * MIB / 100)
-        );
+        assert_eq!((l.limit_bytes, l.memsw_limit_bytes, l.swappiness), (1000 * MIB, Some(1500 * MIB), Some(10)));
+        let c = parse("ConstrainRAMSpace=yes ConstrainSwapSpace=yes AllowedSwapSpace=50 MaxSwapPercent=1").unwrap();
+        assert_eq!(c.memory_limits(4000, 4096).unwrap().memsw_limit_bytes, Some(4096 * MIB + 4096 * MIB / 100));
         // Swap only: AllowedRAMSpace counts as 100 % and the hard limit is RAM+swap.
         let c = parse("ConstrainSwapSpace=yes AllowedRAMSpace=10 AllowedSwapSpace=20").unwrap();
         let l = c.memory_limits(1000, 4096).unwrap();
-        assert_eq!(
-            (l.limit_bytes, l.soft_limit_bytes, l.memsw_limit_bytes),
-            (1200 * MIB, 1000 * MIB, Some(1200 * MIB))
-        );
+        assert_eq!((l.limit_bytes, l.soft_limit_bytes, l.memsw_limit_bytes), (1200 * MIB, 1000 * MIB, Some(1200 * MIB)));
         // RAM constrained, AllowedRAMSpace ignored unless ConstrainRAMSpace=yes.
-        assert_eq!(
-            parse("AllowedRAMSpace=10")
-                .unwrap()
-                .memory_limits(1000, 4096),
-            None
-        );
+        assert_eq!(parse("AllowedRAMSpace=10").unwrap().memory_limits(1000, 4096), None);
     }
 }

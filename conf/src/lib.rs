@@ -117,10 +117,7 @@ pub fn load_from(path: &Path) -> Result<ClusterConfig, ConfError> {
 /// Errors: [`ConfError::Io`] when the file exists but cannot be read; [`ConfError::Quota`]
 /// for its text.
 pub fn load_quota(slurm_conf: &Path) -> Result<QuotaTree, ConfError> {
-    let p = slurm_conf
-        .parent()
-        .unwrap_or(Path::new("."))
-        .join("quota.conf");
+    let p = slurm_conf.parent().unwrap_or(Path::new(".")).join("quota.conf");
     match read_optional(&p)? {
         None => Ok(QuotaTree::default()),
         Some(text) => Ok(parse_quota_conf(&text, &p.display().to_string())?),
@@ -300,34 +297,17 @@ mod tests {
 
     #[test]
     fn quota_conf_beside_slurm_conf_is_optional_and_errors_name_the_file() {
-        let dir =
-            std::env::temp_dir().join(format!("flotilla-conf-quota-test-{}", std::process::id()));
+        let dir = std::env::temp_dir().join(format!("flotilla-conf-quota-test-{}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
         let conf = dir.join("slurm.conf");
-        assert!(
-            load_quota(&conf).unwrap().is_empty(),
-            "no quota.conf: quotas off"
-        );
-        std::fs::write(
-            dir.join("quota.conf"),
-            "Account=research MaxGPUs=8 Users=alice,bob\n",
-        )
-        .unwrap();
+        assert!(load_quota(&conf).unwrap().is_empty(), "no quota.conf: quotas off");
+        std::fs::write(dir.join("quota.conf"), "Account=research MaxGPUs=8 Users=alice,bob\n").unwrap();
         let t = load_quota(&conf).unwrap();
-        assert_eq!(
-            t.default_accounts().get("bob").map(String::as_str),
-            Some("research")
-        );
+        assert_eq!(t.default_accounts().get("bob").map(String::as_str), Some("research"));
         std::fs::write(dir.join("quota.conf"), "Account=research Bogus=1\n").unwrap();
         let e = load_quota(&conf).unwrap_err();
         assert!(matches!(e, ConfError::Quota(_)), "{e:?}");
-        assert_eq!(
-            e.to_string(),
-            format!(
-                "{}:1: unknown key `bogus`",
-                dir.join("quota.conf").display()
-            )
-        );
+        assert_eq!(e.to_string(), format!("{}:1: unknown key `bogus`", dir.join("quota.conf").display()));
         std::fs::remove_dir_all(&dir).unwrap();
     }
 }

@@ -114,12 +114,7 @@ impl Association {
     /// An association with Slurm's defaults for a new one (`sacctmgr add`): all partitions,
     /// `Fairshare=1`, no priority, no limits, no QOS of its own, no guarantee. `user`: `None`
     /// for an account association.
-    pub fn new(
-        id: AssocId,
-        parent: Option<AssocId>,
-        account: &str,
-        user: Option<&str>,
-    ) -> Association {
+    pub fn new(id: AssocId, parent: Option<AssocId>, account: &str, user: Option<&str>) -> Association {
         Association {
             id,
             parent,
@@ -297,10 +292,7 @@ impl AssocTree {
             while let Some(p) = cur {
                 *d += 1;
                 if *d > assocs.len() {
-                    return Err(AssocError::Shape(format!(
-                        "cycle through association {}",
-                        assocs[i].id.0
-                    )));
+                    return Err(AssocError::Shape(format!("cycle through association {}", assocs[i].id.0)));
                 }
                 cur = assocs[index[&p]].parent;
             }
@@ -308,12 +300,8 @@ impl AssocTree {
         let mut order: Vec<usize> = (0..assocs.len()).collect();
         order.sort_by_key(|&i| (depth[i], assocs[i].id));
         let mut slots: Vec<Option<Association>> = assocs.drain(..).map(Some).collect();
-        let assocs: Vec<Association> = order
-            .iter()
-            .map(|&i| slots[i].take().expect("each once"))
-            .collect();
-        let index: BTreeMap<AssocId, usize> =
-            assocs.iter().enumerate().map(|(i, a)| (a.id, i)).collect();
+        let assocs: Vec<Association> = order.iter().map(|&i| slots[i].take().expect("each once")).collect();
+        let index: BTreeMap<AssocId, usize> = assocs.iter().enumerate().map(|(i, a)| (a.id, i)).collect();
         let mut by_key = BTreeMap::new();
         for a in &assocs {
             let key = Self::key(&a.account, a.user.as_deref(), a.partition.as_deref());
@@ -321,19 +309,11 @@ impl AssocTree {
                 return Err(AssocError::Duplicate(Self::describe(a)));
             }
         }
-        Ok(AssocTree {
-            assocs,
-            index,
-            by_key,
-        })
+        Ok(AssocTree { assocs, index, by_key })
     }
 
     fn key(account: &str, user: Option<&str>, partition: Option<&str>) -> (String, String, String) {
-        (
-            account.to_string(),
-            user.unwrap_or("").to_string(),
-            partition.unwrap_or("").to_string(),
-        )
+        (account.to_string(), user.unwrap_or("").to_string(), partition.unwrap_or("").to_string())
     }
 
     fn describe(a: &Association) -> String {
@@ -392,9 +372,7 @@ impl AssocTree {
 
     /// The account association of `account` (partition-less), if it exists.
     pub fn account(&self, account: &str) -> Option<&Association> {
-        self.by_key
-            .get(&Self::key(account, None, None))
-            .and_then(|&id| self.get(id))
+        self.by_key.get(&Self::key(account, None, None)).and_then(|&id| self.get(id))
     }
 
     /// The association a job of `user` charging `account` in `partition` runs under, as
@@ -417,9 +395,7 @@ impl AssocTree {
     /// The QOS a job of association `id` gets when it names none: the nearest `DefaultQOS`
     /// up the chain, else Slurm's `normal`.
     pub fn default_qos(&self, id: AssocId) -> &str {
-        self.ancestry(id)
-            .find_map(|a| a.default_qos.as_deref())
-            .unwrap_or(crate::job::DEFAULT_QOS)
+        self.ancestry(id).find_map(|a| a.default_qos.as_deref()).unwrap_or(crate::job::DEFAULT_QOS)
     }
 
     /// Whether a job of association `id` may use QOS `qos`: the nearest non-empty `QOS=` list
@@ -434,11 +410,7 @@ impl AssocTree {
 
     /// A limit of `id` with inheritance: the value `pick` reads on `id`, else on the nearest
     /// ancestor where it is set; `None` if no association up to the root sets it.
-    pub fn inherited<T: Copy>(
-        &self,
-        id: AssocId,
-        pick: impl Fn(&Association) -> Option<T>,
-    ) -> Option<T> {
+    pub fn inherited<T: Copy>(&self, id: AssocId, pick: impl Fn(&Association) -> Option<T>) -> Option<T> {
         self.ancestry(id).find_map(pick)
     }
 }
@@ -472,60 +444,31 @@ mod tests {
         let bob = assoc(4, Some(2), "research", Some("bob"));
         let t = AssocTree::new(vec![bob, alice, assoc(1, None, "root", None), research]).unwrap();
         assert_eq!(t.root().unwrap().account, "root");
-        assert_eq!(
-            t.assocs().iter().map(|a| a.id.0).collect::<Vec<_>>(),
-            vec![1, 2, 3, 4]
-        );
-        assert_eq!(
-            t.find("bob", "research", Some("batch")).unwrap().id,
-            AssocId(4)
-        );
-        assert_eq!(
-            t.find("alice", "research", Some("debug")).unwrap().id,
-            AssocId(3)
-        );
+        assert_eq!(t.assocs().iter().map(|a| a.id.0).collect::<Vec<_>>(), vec![1, 2, 3, 4]);
+        assert_eq!(t.find("bob", "research", Some("batch")).unwrap().id, AssocId(4));
+        assert_eq!(t.find("alice", "research", Some("debug")).unwrap().id, AssocId(3));
         assert!(t.find("alice", "research", Some("batch")).is_none());
         assert_eq!(t.inherited(AssocId(4), |a| a.limits.max_jobs), Some(4));
         assert_eq!(t.inherited(AssocId(1), |a| a.limits.max_jobs), None);
         assert_eq!(t.children(AssocId(2)).count(), 2);
-        assert_eq!(
-            t.ancestry(AssocId(4)).map(|a| a.id.0).collect::<Vec<_>>(),
-            vec![4, 2, 1]
-        );
+        assert_eq!(t.ancestry(AssocId(4)).map(|a| a.id.0).collect::<Vec<_>>(), vec![4, 2, 1]);
     }
 
     #[test]
     fn refuses_bad_trees() {
         let r = assoc(1, None, "root", None);
-        assert_eq!(
-            AssocTree::new(vec![r.clone(), r.clone()]),
-            Err(AssocError::DuplicateId(1))
-        );
+        assert_eq!(AssocTree::new(vec![r.clone(), r.clone()]), Err(AssocError::DuplicateId(1)));
         assert!(matches!(
             AssocTree::new(vec![r.clone(), assoc(2, Some(9), "a", None)]),
             Err(AssocError::BadParent(2, 9))
         ));
         assert!(matches!(
-            AssocTree::new(vec![
-                r.clone(),
-                assoc(2, Some(1), "a", Some("u")),
-                assoc(3, Some(2), "b", None)
-            ]),
+            AssocTree::new(vec![r.clone(), assoc(2, Some(1), "a", Some("u")), assoc(3, Some(2), "b", None)]),
             Err(AssocError::BadParent(3, 2))
         ));
+        assert!(matches!(AssocTree::new(vec![assoc(1, Some(2), "a", None), assoc(2, Some(1), "b", None)]), Err(AssocError::Shape(_))));
         assert!(matches!(
-            AssocTree::new(vec![
-                assoc(1, Some(2), "a", None),
-                assoc(2, Some(1), "b", None)
-            ]),
-            Err(AssocError::Shape(_))
-        ));
-        assert!(matches!(
-            AssocTree::new(vec![
-                r,
-                assoc(2, Some(1), "a", None),
-                assoc(3, Some(1), "a", None)
-            ]),
+            AssocTree::new(vec![r, assoc(2, Some(1), "a", None), assoc(3, Some(1), "a", None)]),
             Err(AssocError::Duplicate(_))
         ));
     }

@@ -383,10 +383,7 @@ impl Cluster {
                 gpu_type: n.gpu_type.clone(),
                 cpu_milli: u64::from(n.cpus) * 1000,
                 mem_mib: n.real_memory_mib,
-                pod: pod_of
-                    .get(&n.name)
-                    .cloned()
-                    .unwrap_or_else(|| n.name.clone()),
+                pod: pod_of.get(&n.name).cloned().unwrap_or_else(|| n.name.clone()),
             });
         }
         let mut c = Cluster::from_specs(&specs);
@@ -542,11 +539,7 @@ impl Cluster {
         self.partitions
             .iter()
             .position(|p| p.default)
-            .or(if self.partitions.is_empty() {
-                None
-            } else {
-                Some(0)
-            })
+            .or(if self.partitions.is_empty() { None } else { Some(0) })
             .map(|i| PartId(i as u32))
     }
 
@@ -646,11 +639,7 @@ impl Cluster {
         let node = &mut self.nodes[a.node.0 as usize];
         for g in a.gpus.iter() {
             let used = &mut node.gpu_milli_used[g as usize];
-            assert!(
-                *used >= a.gpu_milli,
-                "release of unused gpu {g} on {}",
-                node.name
-            );
+            assert!(*used >= a.gpu_milli, "release of unused gpu {g} on {}", node.name);
             *used -= a.gpu_milli;
             if *used == 0 {
                 node.free_gpus = node.free_gpus.union(GpuMask::single(g));

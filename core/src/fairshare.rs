@@ -113,12 +113,7 @@ pub struct TresAlloc {
 pub fn billing(weights: Option<&BillingWeights>, alloc: &TresAlloc) -> f64 {
     match weights {
         None => alloc.cpus,
-        Some(w) => {
-            w.cpu * alloc.cpus
-                + w.mem_per_mib * alloc.mem_mib
-                + w.node * alloc.nodes
-                + w.gpu * alloc.gpus
-        }
+        Some(w) => w.cpu * alloc.cpus + w.mem_per_mib * alloc.mem_mib + w.node * alloc.nodes + w.gpu * alloc.gpus,
     }
 }
 
@@ -144,15 +139,7 @@ pub enum ResetPeriod {
 }
 
 /// The words `PriorityUsageResetPeriod=` accepts.
-pub const RESET_PERIODS: &[&str] = &[
-    "NONE",
-    "NOW",
-    "DAILY",
-    "WEEKLY",
-    "MONTHLY",
-    "QUARTERLY",
-    "YEARLY",
-];
+pub const RESET_PERIODS: &[&str] = &["NONE", "NOW", "DAILY", "WEEKLY", "MONTHLY", "QUARTERLY", "YEARLY"];
 
 impl ResetPeriod {
     /// Parses one of [`RESET_PERIODS`], any case.
@@ -227,23 +214,14 @@ impl UsageConfig {
         let billing = conf
             .partitions
             .iter()
-            .map(|part| {
-                part.tres_billing_weights
-                    .as_deref()
-                    .map(BillingWeights::parse)
-                    .transpose()
-            })
+            .map(|part| part.tres_billing_weights.as_deref().map(BillingWeights::parse).transpose())
             .collect::<Result<Vec<_>, _>>()?;
         Ok(UsageConfig {
             half_life_s: p.decay_half_life_s,
             reset: p.usage_reset_period,
             calc_period_s: p.calc_period_s,
             billing,
-            partition_job_factor: conf
-                .partitions
-                .iter()
-                .map(|p| p.priority_job_factor)
-                .collect(),
+            partition_job_factor: conf.partitions.iter().map(|p| p.priority_job_factor).collect(),
         })
     }
 
@@ -401,8 +379,7 @@ impl FairTree {
 pub fn fair_tree(tree: &AssocTree, usage: &Usage) -> FairTree {
     let assocs = tree.assocs();
     let n = assocs.len();
-    let index: BTreeMap<AssocId, usize> =
-        assocs.iter().enumerate().map(|(i, a)| (a.id, i)).collect();
+    let index: BTreeMap<AssocId, usize> = assocs.iter().enumerate().map(|(i, a)| (a.id, i)).collect();
     let mut rows: Vec<ShareRow> = assocs
         .iter()
         .map(|a| ShareRow {
@@ -419,23 +396,12 @@ pub fn fair_tree(tree: &AssocTree, usage: &Usage) -> FairTree {
     if n == 0 {
         return FairTree { rows, index };
     }
-    let parent: Vec<Option<usize>> = assocs
-        .iter()
-        .map(|a| a.parent.and_then(|p| index.get(&p).copied()))
-        .collect();
-    let uses_parent: Vec<bool> = (0..n)
-        .map(|i| assocs[i].shares == SHARES_PARENT && parent[i].is_some())
-        .collect();
+    let parent: Vec<Option<usize>> = assocs.iter().map(|a| a.parent.and_then(|p| index.get(&p).copied())).collect();
+    let uses_parent: Vec<bool> = (0..n).map(|i| assocs[i].shares == SHARES_PARENT && parent[i].is_some()).collect();
     // Parents come first, so a parent's fair-share parent is known before its children's.
     let mut fs_parent: Vec<Option<usize>> = vec![None; n];
     for i in 0..n {
-        fs_parent[i] = parent[i].and_then(|p| {
-            if uses_parent[p] {
-                fs_parent[p]
-            } else {
-                Some(p)
-            }
-        });
+        fs_parent[i] = parent[i].and_then(|p| if uses_parent[p] { fs_parent[p] } else { Some(p) });
     }
     let mut children: Vec<Vec<usize>> = vec![Vec::new(); n];
     let mut level_shares = vec![0u64; n];
@@ -457,22 +423,14 @@ pub fn fair_tree(tree: &AssocTree, usage: &Usage) -> FairTree {
             Some(p) => f64::from(assocs[i].shares) / level_shares[p] as f64,
         };
         rows[i].norm_shares = own;
-        rows[i].norm_usage = if root_usage > 0.0 {
-            (rows[i].raw_usage / root_usage).min(1.0)
-        } else {
-            0.0
-        };
+        rows[i].norm_usage = if root_usage > 0.0 { (rows[i].raw_usage / root_usage).min(1.0) } else { 0.0 };
         if fs_parent[i].is_none() {
             // Slurm's root: U = 1 (`priority_p_reconfig`), no level FS.
             rows[i].effectv_usage = 1.0;
         }
         if let Some(p) = fs_parent[i] {
             let pu = rows[p].raw_usage;
-            rows[i].effectv_usage = if pu > 0.0 {
-                rows[i].raw_usage / pu
-            } else {
-                0.0
-            };
+            rows[i].effectv_usage = if pu > 0.0 { rows[i].raw_usage / pu } else { 0.0 };
             let user = assocs[i].user.is_some();
             rows[i].level_fs = Some(if uses_parent[i] {
                 if user {
@@ -490,10 +448,7 @@ pub fn fair_tree(tree: &AssocTree, usage: &Usage) -> FairTree {
     let users = assocs.iter().filter(|a| a.user.is_some()).count() as u32;
     let mut walk = Walk {
         is_user: assocs.iter().map(|a| a.user.is_some()).collect(),
-        level: rows
-            .iter()
-            .map(|r| r.level_fs.unwrap_or(LEVEL_FS_NO_VAL))
-            .collect(),
+        level: rows.iter().map(|r| r.level_fs.unwrap_or(LEVEL_FS_NO_VAL)).collect(),
         children,
         rank: users,
         rnt: users,
@@ -531,11 +486,7 @@ impl Walk {
         // Slurm starts the comparison from NO_VAL.
         let mut prev = LEVEL_FS_NO_VAL;
         for (k, &i) in set.iter().enumerate() {
-            let tied = if k == 0 && account_tied {
-                true
-            } else {
-                prev == self.level[i]
-            };
+            let tied = if k == 0 && account_tied { true } else { prev == self.level[i] };
             if self.is_user[i] {
                 if !tied {
                     self.rank = self.rnt;

@@ -142,12 +142,7 @@ pub enum HoldKind {
 
 impl JobSpec {
     /// A minimal job for tests, simulations and benchmarks: partition 0, account `default`.
-    pub fn simple(
-        id: u64,
-        submit_time: Time,
-        request: Request,
-        time_limit_s: Option<u64>,
-    ) -> JobSpec {
+    pub fn simple(id: u64, submit_time: Time, request: Request, time_limit_s: Option<u64>) -> JobSpec {
         JobSpec {
             id: JobId(id),
             partition: PartId(0),

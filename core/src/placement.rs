@@ -72,9 +72,7 @@ pub struct PlaceCtx<'a> {
 
 impl fmt::Debug for PlaceCtx<'_> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("PlaceCtx")
-            .field("partition", &self.partition)
-            .finish()
+        f.debug_struct("PlaceCtx").field("partition", &self.partition).finish()
     }
 }
 
@@ -91,10 +89,7 @@ impl PlaceCtx<'_> {
 
     /// GPUs of `node` wholly free and usable by this request.
     pub fn avail(&self, node: NodeId) -> GpuMask {
-        self.cluster
-            .node(node)
-            .free_gpus
-            .minus((self.blocked)(node))
+        self.cluster.node(node).free_gpus.minus((self.blocked)(node))
     }
 }
 
@@ -110,13 +105,7 @@ pub trait PlacementPolicy: fmt::Debug + Send + Sync {
 
     /// Score of a feasible node for `demand` (higher is better). `avail` is the node's usable
     /// wholly free GPUs.
-    fn score(
-        &self,
-        ctx: &PlaceCtx<'_>,
-        node: NodeId,
-        avail: GpuMask,
-        demand: &NodeDemand<'_>,
-    ) -> Score;
+    fn score(&self, ctx: &PlaceCtx<'_>, node: NodeId, avail: GpuMask, demand: &NodeDemand<'_>) -> Score;
 
     /// A score no node can beat: the engine stops at the first node reaching it.
     fn perfect_score(&self) -> Option<Score> {
@@ -139,12 +128,7 @@ pub trait PlacementPolicy: fmt::Debug + Send + Sync {
     /// Chooses the GPU for the fractional share of `demand` (`demand.gpu_milli` < 1000) on
     /// `node`, seeing the whole per-node demand (CPUs, memory) for policies whose choice
     /// depends on it (FGD). By default [`PlacementPolicy::pick_share_gpu`].
-    fn pick_share_gpu_for(
-        &self,
-        node: &Node,
-        blocked: GpuMask,
-        demand: &NodeDemand<'_>,
-    ) -> Option<u32> {
+    fn pick_share_gpu_for(&self, node: &Node, blocked: GpuMask, demand: &NodeDemand<'_>) -> Option<u32> {
         self.pick_share_gpu(node, blocked, demand.gpu_milli)
     }
 }
@@ -179,10 +163,7 @@ impl fmt::Display for LargestPlaceable {
 /// A request that is a multiple of the node size needs whole nodes, so the pod and `any`
 /// figures are the largest N that really fits: the free total F, or F − 1 when F is a node
 /// multiple that the whole free nodes cannot hold. O(nodes).
-pub fn largest_placeable(
-    cluster: &Cluster,
-    blocked: &dyn Fn(NodeId) -> Option<GpuMask>,
-) -> LargestPlaceable {
+pub fn largest_placeable(cluster: &Cluster, blocked: &dyn Fn(NodeId) -> Option<GpuMask>) -> LargestPlaceable {
     let mut lp = LargestPlaceable::default();
     let mut pod_free = vec![0u32; cluster.pods.len()];
     let mut pod_whole = vec![0u32; cluster.pods.len()];
@@ -192,9 +173,7 @@ pub fn largest_placeable(
         if !n.avail.schedulable() || n.free_cpu_milli == 0 || n.gpus == 0 {
             continue;
         }
-        let Some(blocked) = blocked(NodeId(i as u32)) else {
-            continue;
-        };
+        let Some(blocked) = blocked(NodeId(i as u32)) else { continue };
         size = size.max(n.gpus);
         let free = n.free_gpus.minus(blocked).count();
         lp.node = lp.node.max(free);
@@ -222,12 +201,7 @@ pub fn largest_placeable(
     lp
 }
 
-fn node_feasible(
-    ctx: &PlaceCtx<'_>,
-    req: &Request,
-    id: NodeId,
-    d: &NodeDemand<'_>,
-) -> Option<GpuMask> {
+fn node_feasible(ctx: &PlaceCtx<'_>, req: &Request, id: NodeId, d: &NodeDemand<'_>) -> Option<GpuMask> {
     let n = ctx.cluster.node(id);
     if !n.avail.schedulable() || !n.partitions.contains(&ctx.partition) {
         return None;
@@ -258,8 +232,7 @@ fn node_feasible(
     }
     if d.gpu_milli < MILLI {
         // A share: some GPU must have room.
-        let ok = (0..n.gpus)
-            .any(|g| !blocked.contains(g) && n.gpu_milli_used[g as usize] + d.gpu_milli <= MILLI);
+        let ok = (0..n.gpus).any(|g| !blocked.contains(g) && n.gpu_milli_used[g as usize] + d.gpu_milli <= MILLI);
         return ok.then_some(avail);
     }
     (avail.count() >= d.gpus).then_some(avail)
@@ -343,12 +316,7 @@ fn alloc_on(
         (GpuMask::single(g), d.gpu_milli, d.cpu_milli, d.mem_mib)
     } else {
         let avail = n.free_gpus.minus(blocked);
-        (
-            policy.pick_gpus(n, avail, d.gpus)?,
-            MILLI,
-            d.cpu_milli,
-            d.mem_mib,
-        )
+        (policy.pick_gpus(n, avail, d.gpus)?, MILLI, d.cpu_milli, d.mem_mib)
     };
     Some(NodeAlloc {
         node: id,
@@ -373,87 +341,48 @@ pub fn node_size(cluster: &Cluster, part: PartId) -> u32 {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) enum Shape {
     /// `count` nodes, each with `gpus_each` GPUs (whole nodes when `whole`).
-    Uniform {
-        count: u32,
-        gpus_each: u32,
-        whole: bool,
-    },
+    Uniform { count: u32, gpus_each: u32, whole: bool },
     /// `whole` whole nodes plus `rest` GPUs wherever they fit (spread allowed when `spread`).
     WholePlusRest { whole: u32, rest: u32, spread: bool },
 }
 
 pub(crate) fn shape_of(req: &Request, size: u32) -> Result<Shape, String> {
     if req.exclusive {
-        let count = req.nodes.unwrap_or(if size == 0 {
-            1
-        } else {
-            req.gpus.div_ceil(size).max(1)
-        });
-        return Ok(Shape::Uniform {
-            count,
-            gpus_each: size,
-            whole: true,
-        });
+        let count = req
+            .nodes
+            .unwrap_or(if size == 0 { 1 } else { req.gpus.div_ceil(size).max(1) });
+        return Ok(Shape::Uniform { count, gpus_each: size, whole: true });
     }
     if let Some(gpn) = req.gpus_per_node {
-        let count = req.nodes.unwrap_or(if gpn == 0 {
-            1
-        } else {
-            req.gpus.div_ceil(gpn).max(1)
-        });
+        let count = req
+            .nodes
+            .unwrap_or(if gpn == 0 { 1 } else { req.gpus.div_ceil(gpn).max(1) });
         let whole = gpn == size && size > 0;
-        return Ok(Shape::Uniform {
-            count,
-            gpus_each: gpn,
-            whole,
-        });
+        return Ok(Shape::Uniform { count, gpus_each: gpn, whole });
     }
     if req.gpus == 0 {
-        return Ok(Shape::Uniform {
-            count: req.nodes.unwrap_or(1),
-            gpus_each: 0,
-            whole: false,
-        });
+        return Ok(Shape::Uniform { count: req.nodes.unwrap_or(1), gpus_each: 0, whole: false });
     }
     if size > 0 && req.gpus % size == 0 && !req.is_share() {
-        return Ok(Shape::Uniform {
-            count: req.gpus / size,
-            gpus_each: size,
-            whole: true,
-        });
+        return Ok(Shape::Uniform { count: req.gpus / size, gpus_each: size, whole: true });
     }
     if let Some(nodes) = req.nodes {
         if nodes > 1 {
             let each = req.gpus.div_ceil(nodes);
-            return Ok(Shape::Uniform {
-                count: nodes,
-                gpus_each: each,
-                whole: false,
-            });
+            return Ok(Shape::Uniform { count: nodes, gpus_each: each, whole: false });
         }
     }
     match req.topology {
         TopologyKind::Node => {
             if req.gpus > size {
-                Err(format!(
-                    "{} GPUs with topology node need a multiple of {size}",
-                    req.gpus
-                ))
+                Err(format!("{} GPUs with topology node need a multiple of {size}", req.gpus))
             } else {
-                Ok(Shape::Uniform {
-                    count: 1,
-                    gpus_each: req.gpus,
-                    whole: false,
-                })
+                Ok(Shape::Uniform { count: 1, gpus_each: req.gpus, whole: false })
             }
         }
         TopologyKind::Pod | TopologyKind::Any => {
             let whole = req.gpus.checked_div(size).unwrap_or(0);
-            Ok(Shape::WholePlusRest {
-                whole,
-                rest: req.gpus - whole * size,
-                spread: true,
-            })
+            Ok(Shape::WholePlusRest { whole, rest: req.gpus - whole * size, spread: true })
         }
     }
 }
@@ -462,11 +391,7 @@ pub(crate) fn shape_of(req: &Request, size: u32) -> Result<Shape, String> {
 /// Nothing is taken from the cluster; the caller commits the result with [`Cluster::take`].
 ///
 /// Errors: [`NoFit`] with the topology detail when no placement exists now.
-pub fn place(
-    ctx: &PlaceCtx<'_>,
-    policy: &dyn PlacementPolicy,
-    req: &Request,
-) -> Result<Vec<NodeAlloc>, NoFit> {
+pub fn place(ctx: &PlaceCtx<'_>, policy: &dyn PlacementPolicy, req: &Request) -> Result<Vec<NodeAlloc>, NoFit> {
     let size = node_size(ctx.cluster, ctx.partition);
     let shape = shape_of(req, size).map_err(|detail| NoFit { detail })?;
     let pods: Vec<Option<PodId>> = match req.topology {
@@ -489,35 +414,21 @@ fn describe_shape(req: &Request, shape: &Shape, size: u32) -> String {
         _ => "",
     };
     match *shape {
-        Shape::Uniform {
-            count, whole: true, ..
-        } => {
-            format!(
-                "needs {count} whole node{}{scope}",
-                if count == 1 { "" } else { "s" }
-            )
+        Shape::Uniform { count, whole: true, .. } => {
+            format!("needs {count} whole node{}{scope}", if count == 1 { "" } else { "s" })
         }
-        Shape::Uniform {
-            count: 1,
-            gpus_each,
-            ..
-        } => {
+        Shape::Uniform { count: 1, gpus_each, .. } => {
             if req.is_share() {
                 format!("needs {} milli-GPU on one GPU", req.gpu_milli)
             } else {
                 format!("needs {gpus_each} GPUs on one node")
             }
         }
-        Shape::Uniform {
-            count, gpus_each, ..
-        } => {
+        Shape::Uniform { count, gpus_each, .. } => {
             format!("needs {count} nodes with {gpus_each} GPUs each{scope}")
         }
         Shape::WholePlusRest { whole, rest, .. } => {
-            format!(
-                "needs {} GPUs ({whole} whole nodes of {size} + {rest}){scope}",
-                req.gpus
-            )
+            format!("needs {} GPUs ({whole} whole nodes of {size} + {rest}){scope}", req.gpus)
         }
     }
 }
@@ -540,20 +451,14 @@ fn pod_order(ctx: &PlaceCtx<'_>, req: &Request, shape: &Shape, _size: u32) -> Ve
         }
     }
     let need_whole = match *shape {
-        Shape::Uniform {
-            count, whole: true, ..
-        } => count,
+        Shape::Uniform { count, whole: true, .. } => count,
         Shape::WholePlusRest { whole, .. } => whole,
         _ => 0,
     };
     // Tightest pod first; among equals, the pod whose nodes serve fewer partitions (it is
     // the least contended), then pod order.
     let shared = |p: u32| -> usize {
-        cluster.pods[p as usize]
-            .nodes
-            .iter()
-            .map(|&n| cluster.node(n).partitions.len())
-            .sum()
+        cluster.pods[p as usize].nodes.iter().map(|&n| cluster.node(n).partitions.len()).sum()
     };
     let mut pods: Vec<(u32, usize, u32)> = (0..cluster.pods.len() as u32)
         .filter(|&p| free[p as usize] >= req.gpus && whole[p as usize] >= need_whole)
@@ -574,11 +479,7 @@ fn place_in(
     let mut parts: Vec<NodeAlloc> = Vec::new();
     let in_pod = |id: NodeId| pod.is_some_and(|p| ctx.cluster.node(id).pod != p);
     match *shape {
-        Shape::Uniform {
-            count,
-            gpus_each,
-            whole,
-        } => {
+        Shape::Uniform { count, gpus_each, whole } => {
             if whole {
                 return whole_nodes(ctx, policy, req, count, pod, size).map(|ids| {
                     ids.into_iter()
@@ -602,11 +503,7 @@ fn place_in(
             }
             Some(parts)
         }
-        Shape::WholePlusRest {
-            whole,
-            rest,
-            spread,
-        } => {
+        Shape::WholePlusRest { whole, rest, spread } => {
             if whole > 0 {
                 let ids = whole_nodes(ctx, policy, req, whole, pod, size)?;
                 parts.extend(ids.into_iter().map(|id| whole_alloc(ctx.cluster, id, req)));
@@ -635,10 +532,7 @@ fn place_in(
             let mut left = rest;
             let mut used = used;
             while left > 0 {
-                let one = NodeDemand {
-                    gpus: 1,
-                    ..d.clone()
-                };
+                let one = NodeDemand { gpus: 1, ..d.clone() };
                 let mut cand: Option<(u32, NodeId)> = None;
                 for id in ctx.cluster.nodes_by_free_desc(1) {
                     if in_pod(id) || used.contains(&id) {
@@ -655,10 +549,7 @@ fn place_in(
                     }
                 }
                 let (c, id) = cand?;
-                let dn = NodeDemand {
-                    gpus: c,
-                    ..d.clone()
-                };
+                let dn = NodeDemand { gpus: c, ..d.clone() };
                 parts.push(alloc_on(ctx, policy, id, &dn)?);
                 used.push(id);
                 left -= c;
@@ -705,8 +596,7 @@ fn whole_nodes(
         gpu_types: &req.gpu_types,
         whole_node: req.exclusive,
     };
-    let mut by_pod: Vec<Vec<(std::cmp::Reverse<Score>, u32, NodeId)>> =
-        vec![Vec::new(); cluster.pods.len()];
+    let mut by_pod: Vec<Vec<(std::cmp::Reverse<Score>, u32, NodeId)>> = vec![Vec::new(); cluster.pods.len()];
     for id in cluster.nodes_by_free(size.max(1)) {
         let n = cluster.node(id);
         if pod.is_some_and(|p| n.pod != p) || n.gpus != size {
@@ -765,15 +655,10 @@ mod tests {
         fn score(&self, _: &PlaceCtx<'_>, node: NodeId, _: GpuMask, _: &NodeDemand<'_>) -> Score {
             Score::from(node.0)
         }
-        fn pick_share_gpu_for(
-            &self,
-            node: &Node,
-            blocked: GpuMask,
-            d: &NodeDemand<'_>,
-        ) -> Option<u32> {
-            (0..node.gpus).rev().find(|&g| {
-                !blocked.contains(g) && node.gpu_milli_used[g as usize] + d.gpu_milli <= MILLI
-            })
+        fn pick_share_gpu_for(&self, node: &Node, blocked: GpuMask, d: &NodeDemand<'_>) -> Option<u32> {
+            (0..node.gpus)
+                .rev()
+                .find(|&g| !blocked.contains(g) && node.gpu_milli_used[g as usize] + d.gpu_milli <= MILLI)
         }
     }
 
@@ -811,12 +696,7 @@ mod tests {
         }
         let c = Cluster::uniform(4, 8, 4, 64, 512_000);
         let rank = [3, 2, 0, 1];
-        let p = place(
-            &ctx(&c, Some(&rank)),
-            &Flat,
-            &Request::gpus(16, TopologyKind::Node),
-        )
-        .unwrap();
+        let p = place(&ctx(&c, Some(&rank)), &Flat, &Request::gpus(16, TopologyKind::Node)).unwrap();
         let nodes: Vec<NodeId> = p.iter().map(|a| a.node).collect();
         assert_eq!(nodes, vec![NodeId(2), NodeId(3)]);
         // Without a rank: node id order.

@@ -105,9 +105,11 @@ impl QuotaTree {
         for s in &scopes {
             parent.push(match &s.parent {
                 None => None,
-                Some(p) => Some(*by_name.get(p).ok_or_else(|| {
-                    QuotaError::Tree(s.name.clone(), format!("unknown parent `{p}`"))
-                })?),
+                Some(p) => Some(
+                    *by_name
+                        .get(p)
+                        .ok_or_else(|| QuotaError::Tree(s.name.clone(), format!("unknown parent `{p}`")))?,
+                ),
             });
         }
         let t = QuotaTree {
@@ -122,10 +124,7 @@ impl QuotaTree {
             while let Some(c) = cur {
                 seen += 1;
                 if seen > t.scopes.len() {
-                    return Err(QuotaError::Tree(
-                        t.scopes[i].name.clone(),
-                        "cycle in parents".into(),
-                    ));
+                    return Err(QuotaError::Tree(t.scopes[i].name.clone(), "cycle in parents".into()));
                 }
                 cur = t.parent[c.0 as usize];
             }
@@ -141,10 +140,7 @@ impl QuotaTree {
     /// The account `user` is charged to without `-A`: the account of their first association;
     /// `None` when the user has none.
     pub fn default_account(&self, user: &str) -> Option<&str> {
-        self.associations
-            .iter()
-            .find(|(u, _)| u == user)
-            .map(|(_, a)| a.as_str())
+        self.associations.iter().find(|(u, _)| u == user).map(|(_, a)| a.as_str())
     }
 
     /// Every user's default account ([`QuotaTree::default_account`]), by user name.
@@ -185,9 +181,7 @@ impl QuotaTree {
     /// associations inherit these from their parent). `(None, None)` when the pair has no
     /// scope or nothing sets them.
     pub fn job_limits(&self, user: &str, account: &str) -> (Option<u32>, Option<u32>) {
-        let Some(s) = self.scope_of(user, account) else {
-            return (None, None);
-        };
+        let Some(s) = self.scope_of(user, account) else { return (None, None) };
         let chain: Vec<&QuotaScope> = self.chain(s).map(|id| self.scope(id)).collect();
         let submit = chain.iter().find_map(|q| q.max_submit_jobs);
         let running = chain.iter().find_map(|q| q.max_jobs);
@@ -196,9 +190,7 @@ impl QuotaTree {
 
     /// Whether any scope sets `MaxSubmitJobs` or `MaxJobs`.
     pub fn has_job_limits(&self) -> bool {
-        self.scopes
-            .iter()
-            .any(|s| s.max_submit_jobs.is_some() || s.max_jobs.is_some())
+        self.scopes.iter().any(|s| s.max_submit_jobs.is_some() || s.max_jobs.is_some())
     }
 
     /// Number of scopes.
@@ -214,9 +206,7 @@ impl QuotaTree {
     /// True when some scope sets `GuaranteedGPUs=` or `MaxGPUs=`: a tree that only names
     /// accounts and their users (default accounts) sets no quotas.
     pub fn has_limits(&self) -> bool {
-        self.scopes
-            .iter()
-            .any(|s| s.guaranteed_gpus > 0 || s.max_gpus.is_some())
+        self.scopes.iter().any(|s| s.guaranteed_gpus > 0 || s.max_gpus.is_some())
     }
 }
 
@@ -229,11 +219,7 @@ pub fn parse_quota_conf(text: &str, file: &str) -> Result<QuotaTree, QuotaError>
         if line.is_empty() {
             continue;
         }
-        let err = |message: String| QuotaError::Syntax {
-            file: file.to_string(),
-            line: i + 1,
-            message,
-        };
+        let err = |message: String| QuotaError::Syntax { file: file.to_string(), line: i + 1, message };
         let mut kv: BTreeMap<String, String> = BTreeMap::new();
         for tok in line.split_whitespace() {
             let (k, v) = tok
@@ -242,14 +228,7 @@ pub fn parse_quota_conf(text: &str, file: &str) -> Result<QuotaTree, QuotaError>
             let k = k.to_ascii_lowercase();
             if !matches!(
                 k.as_str(),
-                "account"
-                    | "user"
-                    | "users"
-                    | "parent"
-                    | "guaranteedgpus"
-                    | "maxgpus"
-                    | "maxsubmitjobs"
-                    | "maxjobs"
+                "account" | "user" | "users" | "parent" | "guaranteedgpus" | "maxgpus" | "maxsubmitjobs" | "maxjobs"
             ) {
                 return Err(err(format!("unknown key `{k}`")));
             }
@@ -261,32 +240,21 @@ pub fn parse_quota_conf(text: &str, file: &str) -> Result<QuotaTree, QuotaError>
             match kv.get(k) {
                 None => Ok(None),
                 Some(v) if v.eq_ignore_ascii_case("unlimited") => Ok(None),
-                Some(v) => v
-                    .parse()
-                    .map(Some)
-                    .map_err(|_| err(format!("`{k}` is not a GPU count: `{v}`"))),
+                Some(v) => v.parse().map(Some).map_err(|_| err(format!("`{k}` is not a GPU count: `{v}`"))),
             }
         };
         let jobs = |k: &str| -> Result<Option<u32>, QuotaError> {
             match kv.get(k) {
                 None => Ok(None),
                 Some(v) if v.eq_ignore_ascii_case("unlimited") || v == "-1" => Ok(None),
-                Some(v) => v
-                    .parse()
-                    .map(Some)
-                    .map_err(|_| err(format!("`{k}` is not a job count: `{v}`"))),
+                Some(v) => v.parse().map(Some).map_err(|_| err(format!("`{k}` is not a job count: `{v}`"))),
             }
         };
-        let account = kv
-            .get("account")
-            .cloned()
-            .ok_or_else(|| err("missing Account=".into()))?;
+        let account = kv.get("account").cloned().ok_or_else(|| err("missing Account=".into()))?;
         let (name, parent) = match kv.get("user") {
             Some(u) => {
                 if kv.contains_key("users") {
-                    return Err(err(
-                        "`Users=` belongs on an `Account=` line, not a `User=` line".into(),
-                    ));
+                    return Err(err("`Users=` belongs on an `Account=` line, not a `User=` line".into()));
                 }
                 associations.push((u.clone(), account.clone()));
                 (format!("{u}@{account}"), Some(account.clone()))
@@ -331,10 +299,7 @@ mod tests {
         assert_eq!(chain, ["alice@nlp", "nlp", "research"]);
         assert_eq!(t.scope_of("bob", "nlp"), t.scope_of("x", "nlp"));
         assert_eq!(t.scope_of("bob", "other"), None);
-        assert_eq!(
-            t.scope(t.scope_of("bob", "nlp").unwrap()).max_gpus,
-            Some(768)
-        );
+        assert_eq!(t.scope(t.scope_of("bob", "nlp").unwrap()).max_gpus, Some(768));
     }
 
     #[test]
@@ -359,9 +324,7 @@ mod tests {
         let e = parse_quota_conf("Account=a Users=x,,y\n", "q").unwrap_err();
         assert_eq!(e.to_string(), "q:1: empty user name in `Users=x,,y`");
         let e = parse_quota_conf("Account=a\nUser=x Account=a Users=y\n", "q").unwrap_err();
-        assert!(e
-            .to_string()
-            .starts_with("q:2: `Users=` belongs on an `Account=` line"));
+        assert!(e.to_string().starts_with("q:2: `Users=` belongs on an `Account=` line"));
     }
 
     #[test]
@@ -387,9 +350,7 @@ mod tests {
         let e = parse_quota_conf("Account=a\nAccount=b Bogus=1\n", "q.conf").unwrap_err();
         assert_eq!(e.to_string(), "q.conf:2: unknown key `bogus`");
         let e = parse_quota_conf("Account=a GuaranteedGPUs=x\n", "q.conf").unwrap_err();
-        assert!(e
-            .to_string()
-            .starts_with("q.conf:1: `guaranteedgpus` is not a GPU count"));
+        assert!(e.to_string().starts_with("q.conf:1: `guaranteedgpus` is not a GPU count"));
         let e = parse_quota_conf("Account=a Parent=zz\n", "q.conf").unwrap_err();
         assert_eq!(e.to_string(), "quota scope `a`: unknown parent `zz`");
         let e = parse_quota_conf("Account=a Parent=b\nAccount=b Parent=a\n", "q.conf").unwrap_err();

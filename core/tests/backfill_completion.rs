@@ -6,10 +6,8 @@
 use flotilla_core::cluster::{Cluster, GpuMask, NodeId};
 use flotilla_core::config::TopologyKind;
 use flotilla_core::job::{JobId, JobSpec, Request};
-use flotilla_core::placement::{NodeDemand, PlaceCtx, PlacementPolicy, Score};
-use flotilla_core::sched::{
-    Decision, Event, PriorityInput, PriorityPolicy, SchedConfig, Scheduler,
-};
+use flotilla_core::placement::{Score, NodeDemand, PlaceCtx, PlacementPolicy};
+use flotilla_core::sched::{Decision, Event, PriorityInput, PriorityPolicy, SchedConfig, Scheduler};
 
 #[derive(Debug)]
 struct Tightest;
@@ -36,12 +34,7 @@ impl PriorityPolicy for Fifo {
 }
 
 fn job(id: u64, submit: u64, gpus: u32, limit_h: u64) -> JobSpec {
-    JobSpec::simple(
-        id,
-        submit,
-        Request::gpus(gpus, TopologyKind::Node),
-        Some(limit_h * 3600),
-    )
+    JobSpec::simple(id, submit, Request::gpus(gpus, TopologyKind::Node), Some(limit_h * 3600))
 }
 
 /// The test's driver: the one place decisions go. A backfill preemption (only ever for job
@@ -61,19 +54,10 @@ fn apply(s: &mut Scheduler, decisions: Vec<Decision>, now: u64) -> Vec<Decision>
 #[test]
 fn a_completing_reservation_takes_no_new_backfill() {
     let cluster = Cluster::uniform(1, 8, 1, 64, 512_000);
-    let mut s = Scheduler::new(
-        cluster,
-        Box::new(Tightest),
-        Box::new(Fifo),
-        SchedConfig::default(),
-    );
+    let mut s = Scheduler::new(cluster, Box::new(Tightest), Box::new(Fifo), SchedConfig::default());
     // Job 1 holds 4 GPUs for up to 10 h; job 2 (8 GPUs) reserves the node; job 3 (1 h)
     // backfills on the reserved free GPUs.
-    for (spec, now) in [
-        (job(1, 0, 4, 10), 0),
-        (job(2, 1, 8, 10), 1),
-        (job(3, 2, 1, 1), 2),
-    ] {
+    for (spec, now) in [(job(1, 0, 4, 10), 0), (job(2, 1, 8, 10), 1), (job(3, 2, 1, 1), 2)] {
         let d = s.handle(Event::Submit(spec), now);
         apply(&mut s, d, now);
     }
@@ -94,13 +78,8 @@ fn a_completing_reservation_takes_no_new_backfill() {
         for x in &d {
             match x {
                 Decision::Bind { job: JobId(2), .. } => bound_2 = true,
-                Decision::Bind {
-                    job, backfill_for, ..
-                } => {
-                    assert!(
-                        !backfill_for.contains(&JobId(2)),
-                        "job {job} backfilled on a completing reservation"
-                    );
+                Decision::Bind { job, backfill_for, .. } => {
+                    assert!(!backfill_for.contains(&JobId(2)), "job {job} backfilled on a completing reservation");
                 }
                 _ => {}
             }

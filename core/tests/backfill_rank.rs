@@ -8,10 +8,8 @@
 use flotilla_core::cluster::{Cluster, GpuMask, Node, NodeId};
 use flotilla_core::config::TopologyKind;
 use flotilla_core::job::{JobId, JobSpec, Request};
-use flotilla_core::placement::{NodeDemand, PlaceCtx, PlacementPolicy, Score};
-use flotilla_core::sched::{
-    Decision, Event, PriorityInput, PriorityPolicy, SchedConfig, Scheduler,
-};
+use flotilla_core::placement::{Score, PlaceCtx, PlacementPolicy, NodeDemand};
+use flotilla_core::sched::{Decision, Event, PriorityInput, PriorityPolicy, SchedConfig, Scheduler};
 use proptest::prelude::*;
 
 #[derive(Debug)]

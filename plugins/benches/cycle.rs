@@ -10,9 +10,9 @@
 
 use criterion::{criterion_group, criterion_main, BatchSize, BenchmarkId, Criterion};
 use flotilla_core::cluster::Cluster;
-use flotilla_core::cluster::Time;
 use flotilla_core::config::TopologyKind;
 use flotilla_core::job::{JobSpec, Request};
+use flotilla_core::cluster::Time;
 use flotilla_core::sched::{Decision, Event, SchedConfig, Scheduler};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
@@ -21,15 +21,7 @@ use std::time::Duration;
 fn rss_mib() -> f64 {
     std::fs::read_to_string("/proc/self/status")
         .ok()
-        .and_then(|s| {
-            s.lines().find(|l| l.starts_with("VmRSS:")).map(|l| {
-                l.split_whitespace()
-                    .nth(1)
-                    .unwrap_or("0")
-                    .parse::<f64>()
-                    .unwrap_or(0.0)
-            })
-        })
+        .and_then(|s| s.lines().find(|l| l.starts_with("VmRSS:")).map(|l| l.split_whitespace().nth(1).unwrap_or("0").parse::<f64>().unwrap_or(0.0)))
         .unwrap_or(0.0)
         / 1024.0
 }
@@ -42,14 +34,7 @@ fn rss_mib() -> f64 {
 fn apply(d: Vec<Decision>) {
     for x in &d {
         assert!(
-            matches!(
-                x,
-                Decision::Bind { .. }
-                    | Decision::BindReplica { .. }
-                    | Decision::Reserve { .. }
-                    | Decision::ReleaseReservation { .. }
-                    | Decision::Alert { .. }
-            ),
+            matches!(x, Decision::Bind { .. } | Decision::BindReplica { .. } | Decision::Reserve { .. } | Decision::ReleaseReservation { .. } | Decision::Alert { .. }),
             "the setup decided {x:?}"
         );
     }
@@ -71,11 +56,7 @@ fn steady(nodes: u32, pending: usize, seed: u64) -> (Scheduler, Time) {
     let total = pending + (nodes as usize * 8) / 5;
     for i in 0..total {
         let g = [1u32, 2, 4, 8, 16, 64][rng.random_range(0..6)];
-        let topo = if g <= 8 {
-            TopologyKind::Node
-        } else {
-            TopologyKind::Any
-        };
+        let topo = if g <= 8 { TopologyKind::Node } else { TopologyKind::Any };
         let limit = 600 * rng.random_range(1..144u64);
         // Job i arrives at second i.
         let mut spec = JobSpec::simple(i as u64 + 1, i as u64, Request::gpus(g, topo), Some(limit));
@@ -86,18 +67,15 @@ fn steady(nodes: u32, pending: usize, seed: u64) -> (Scheduler, Time) {
     (s, total as Time + 1)
 }
 
+
+
 /// The reference job mix (`jobmix.py N`, seed 20261129) on the reference cluster, parsed from
 /// the generator's output; `None` when python3 or the shared folder is missing. Job i arrives
 /// at second i; returns the scheduler after a first cycle at the last arrival and the time
 /// (s) the benchmarked cycles run at, a second later.
 fn jobmix(n: usize) -> Option<(Scheduler, Time)> {
-    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../../shared/slurm-reference/bench/cycle/jobmix.py");
-    let out = std::process::Command::new("python3")
-        .arg(root)
-        .arg(n.to_string())
-        .output()
-        .ok()?;
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../shared/slurm-reference/bench/cycle/jobmix.py");
+    let out = std::process::Command::new("python3").arg(root).arg(n.to_string()).output().ok()?;
     if !out.status.success() {
         return None;
     }
@@ -113,33 +91,12 @@ fn jobmix(n: usize) -> Option<(Scheduler, Time)> {
     for line in String::from_utf8_lossy(&out.stdout).lines() {
         let f: Vec<&str> = line.split('\t').collect();
         let (i, gpus, args) = (f[0].parse::<u64>().ok()?, f[2].parse::<u32>().ok()?, f[3]);
-        let minutes: u64 = args
-            .split("--time=")
-            .nth(1)?
-            .split_whitespace()
-            .next()?
-            .parse()
-            .ok()?;
-        let nice: i32 = args
-            .split("--nice=")
-            .nth(1)
-            .and_then(|v| v.split_whitespace().next()?.parse().ok())
-            .unwrap_or(0);
+        let minutes: u64 = args.split("--time=").nth(1)?.split_whitespace().next()?.parse().ok()?;
+        let nice: i32 = args.split("--nice=").nth(1).and_then(|v| v.split_whitespace().next()?.parse().ok()).unwrap_or(0);
         let req = if gpus <= 8 {
-            Request {
-                gpus,
-                nodes: Some(1),
-                topology: TopologyKind::Any,
-                ..Request::default()
-            }
+            Request { gpus, nodes: Some(1), topology: TopologyKind::Any, ..Request::default() }
         } else {
-            Request {
-                gpus,
-                nodes: Some(gpus / 8),
-                gpus_per_node: Some(8),
-                topology: TopologyKind::Any,
-                ..Request::default()
-            }
+            Request { gpus, nodes: Some(gpus / 8), gpus_per_node: Some(8), topology: TopologyKind::Any, ..Request::default() }
         };
         // Job i arrives at second i.
         let mut spec = JobSpec::simple(i + 1, i, req, Some(minutes * 60));
@@ -156,24 +113,13 @@ fn bench(c: &mut Criterion) {
     g.measurement_time(Duration::from_secs(5));
 
     let (mut s, now) = steady(128, 1000, 1);
-    eprintln!(
-        "128x8: {} running, {} pending, {} reservations",
-        s.running().len(),
-        s.pending_len(),
-        s.reservations().len()
-    );
+    eprintln!("128x8: {} running, {} pending, {} reservations", s.running().len(), s.pending_len(), s.reservations().len());
     g.bench_function("128x8_1000_pending", |b| b.iter(|| s.cycle(now)));
 
     for n in [2000usize, 10_000] {
         if let Some((mut s, now)) = jobmix(n) {
-            eprintln!(
-                "jobmix {n}: {} running, {} pending",
-                s.running().len(),
-                s.pending_len()
-            );
-            g.bench_with_input(BenchmarkId::new("reference_jobmix_4x8", n), &n, |b, _| {
-                b.iter(|| s.cycle(now))
-            });
+            eprintln!("jobmix {n}: {} running, {} pending", s.running().len(), s.pending_len());
+            g.bench_with_input(BenchmarkId::new("reference_jobmix_4x8", n), &n, |b, _| b.iter(|| s.cycle(now)));
         } else {
             eprintln!("SKIPPED: reference job mix {n} (python3 or ../shared missing)");
         }
@@ -181,19 +127,11 @@ fn bench(c: &mut Criterion) {
 
     for nodes in [128u32, 512, 2048] {
         let (mut s, now) = steady(nodes, 10_000, 2);
-        g.bench_with_input(
-            BenchmarkId::new("scale_nodes_10000_pending", nodes),
-            &nodes,
-            |b, _| b.iter(|| s.cycle(now)),
-        );
+        g.bench_with_input(BenchmarkId::new("scale_nodes_10000_pending", nodes), &nodes, |b, _| b.iter(|| s.cycle(now)));
     }
     for pending in [1000usize, 10_000, 50_000] {
         let (mut s, now) = steady(1024, pending, 3);
-        g.bench_with_input(
-            BenchmarkId::new("scale_pending_1024_nodes", pending),
-            &pending,
-            |b, _| b.iter(|| s.cycle(now)),
-        );
+        g.bench_with_input(BenchmarkId::new("scale_pending_1024_nodes", pending), &pending, |b, _| b.iter(|| s.cycle(now)));
     }
     g.finish();
 
@@ -223,11 +161,7 @@ fn preemption_setup() -> Scheduler {
         Cluster::uniform(128, 8, 32, 64, 512_000),
         flotilla_plugins::placement("topo-bestfit").unwrap(),
         flotilla_plugins::priority("priority/multifactor").unwrap(),
-        SchedConfig {
-            budget_warn_pct: 100,
-            budget_page_pct: 100,
-            ..SchedConfig::default()
-        },
+        SchedConfig { budget_warn_pct: 100, budget_page_pct: 100, ..SchedConfig::default() },
     );
     // 12 whole-node jobs, 440 of 2 GPUs and 48 of 1 GPU: exactly 1,024 GPUs in 500 jobs.
     let mut sizes: Vec<u32> = [vec![8u32; 12], vec![2; 440], vec![1; 48]].concat();
@@ -236,12 +170,7 @@ fn preemption_setup() -> Scheduler {
         sizes.swap(i, rng.random_range(0..=i));
     }
     for (i, g) in sizes.into_iter().enumerate() {
-        let mut j = JobSpec::simple(
-            i as u64 + 1,
-            0,
-            Request::gpus(g, TopologyKind::Node),
-            Some(86_400),
-        );
+        let mut j = JobSpec::simple(i as u64 + 1, 0, Request::gpus(g, TopologyKind::Node), Some(86_400));
         j.preemptible = true;
         j.checkpoint_bytes = 1_000_000_000;
         apply(s.handle(Event::Submit(j), 0));
@@ -280,9 +209,7 @@ fn bench_preempt(c: &mut Criterion) {
             preemption_setup,
             |mut s| {
                 let d = s.cycle(3600);
-                assert!(d
-                    .iter()
-                    .any(|x| matches!(x, flotilla_core::sched::Decision::Preempt { .. })));
+                assert!(d.iter().any(|x| matches!(x, flotilla_core::sched::Decision::Preempt { .. })));
                 d
             },
             BatchSize::LargeInput,

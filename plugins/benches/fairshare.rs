@@ -15,33 +15,16 @@ use rand_chacha::ChaCha8Rng;
 /// charged to a random 80 % of the users.
 fn tree_and_usage() -> (AssocTree, Usage) {
     let mut rng = ChaCha8Rng::seed_from_u64(18);
-    let mk = |id: u32, parent: Option<u32>, account: String, user: Option<String>, shares: u32| {
-        Association {
-            shares,
-            ..Association::new(AssocId(id), parent.map(AssocId), &account, user.as_deref())
-        }
-    };
+    let mk = |id: u32, parent: Option<u32>, account: String, user: Option<String>, shares: u32| Association { shares, ..Association::new(AssocId(id), parent.map(AssocId), &account, user.as_deref()) };
     let mut assocs = vec![mk(1, None, "root".into(), None, 1)];
     let mut id = 2;
     let mut users = Vec::new();
     for a in 0..100u32 {
         let acct = id;
-        assocs.push(mk(
-            acct,
-            Some(1),
-            format!("acct{a}"),
-            None,
-            rng.random_range(1..100),
-        ));
+        assocs.push(mk(acct, Some(1), format!("acct{a}"), None, rng.random_range(1..100)));
         id += 1;
         for u in 0..99u32 {
-            assocs.push(mk(
-                id,
-                Some(acct),
-                format!("acct{a}"),
-                Some(format!("user{a}_{u}")),
-                rng.random_range(1..10),
-            ));
+            assocs.push(mk(id, Some(acct), format!("acct{a}"), Some(format!("user{a}_{u}")), rng.random_range(1..10)));
             users.push(id);
             id += 1;
         }
@@ -69,9 +52,7 @@ fn bench(c: &mut Criterion) {
             fair_tree(&tree, &usage)
         })
     });
-    c.bench_function("fairshare/10k_assocs/fair_tree", |b| {
-        b.iter(|| fair_tree(&tree, &usage))
-    });
+    c.bench_function("fairshare/10k_assocs/fair_tree", |b| b.iter(|| fair_tree(&tree, &usage)));
 }
 
 criterion_group!(benches, bench);

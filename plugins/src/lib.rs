@@ -14,13 +14,7 @@ use flotilla_core::placement::PlacementPolicy;
 use flotilla_core::sched::{PriorityPolicy, QueueMode, SchedConfig};
 
 /// Names of the registered placement policies, default first.
-pub const PLACEMENT_POLICIES: &[&str] = &[
-    "topo-bestfit",
-    "first-fit",
-    "worst-fit",
-    "best-fit",
-    "random",
-];
+pub const PLACEMENT_POLICIES: &[&str] = &["topo-bestfit", "first-fit", "worst-fit", "best-fit", "random"];
 
 /// Looks a placement policy up by name. Slurm's `select/cons_tres` and `select/linear` map to
 /// Flotilla's default, `topo-bestfit`. `random` is seeded with 0 here (the simulator seeds it
@@ -53,9 +47,7 @@ pub fn priority(name: &str) -> Option<Box<dyn PriorityPolicy>> {
 /// The priority policy of a parsed slurm.conf: `PriorityType=` with, for multifactor, the
 /// `PriorityWeight*`, `PriorityMaxAge` and `PriorityFavorSmall` keys; `None` for an unknown
 /// `PriorityType`.
-pub fn priority_from_conf(
-    conf: &flotilla_core::config::ClusterConfig,
-) -> Option<Box<dyn PriorityPolicy>> {
+pub fn priority_from_conf(conf: &flotilla_core::config::ClusterConfig) -> Option<Box<dyn PriorityPolicy>> {
     Some(match conf.priority_type.as_str() {
         "priority/multifactor" | "" => Box::new(priority::Multifactor {
             weights: priority::MultifactorWeights::from_conf(&conf.priority),

@@ -1,20 +1,15 @@
 //! Placement scorers: Flotilla's default and the baselines we compare against.
 
 use flotilla_core::cluster::{GpuMask, NodeId, MILLI};
-use flotilla_core::placement::{CandidateOrder, NodeDemand, PlaceCtx, PlacementPolicy, Score};
+use flotilla_core::placement::{Score, CandidateOrder, NodeDemand, PlaceCtx, PlacementPolicy};
 
 /// Packs lexicographic keys (each `< base`, smaller is better) into one score (higher is
 /// better).
 fn lex(keys: &[(u64, u64)]) -> Score {
     let mut v: u128 = 0;
     for &(k, base) in keys {
-        debug_assert!(
-            v.checked_mul(u128::from(base)).is_some(),
-            "score keys overflow 128 bits"
-        );
-        v = v
-            .saturating_mul(u128::from(base))
-            .saturating_add(u128::from(k.min(base - 1)));
+        debug_assert!(v.checked_mul(u128::from(base)).is_some(), "score keys overflow 128 bits");
+        v = v.saturating_mul(u128::from(base)).saturating_add(u128::from(k.min(base - 1)));
     }
     -(v.min(i128::MAX as u128) as Score)
 }
@@ -65,9 +60,7 @@ impl TopoBestFit {
 
     /// With a workload model: the fragmentation gradient against it becomes a key.
     pub fn with_workload(workload: std::sync::Arc<Workload>) -> TopoBestFit {
-        TopoBestFit {
-            workload: Some(workload),
-        }
+        TopoBestFit { workload: Some(workload) }
     }
 
     /// The workload model, if any.
@@ -90,19 +83,10 @@ fn stranded(n: &flotilla_core::cluster::Node, cpu: u64, mem: u64, gpu_milli: u64
     if n.gpus == 0 {
         return 0;
     }
-    let free_gpu: u64 = n
-        .gpu_milli_used
-        .iter()
-        .map(|&u| u64::from(MILLI - u))
-        .sum::<u64>()
-        .saturating_sub(gpu_milli);
+    let free_gpu: u64 = n.gpu_milli_used.iter().map(|&u| u64::from(MILLI - u)).sum::<u64>().saturating_sub(gpu_milli);
     let g = u64::from(n.gpus) * u64::from(MILLI);
-    let by_cpu = (n.free_cpu_milli.saturating_sub(cpu) * g)
-        .checked_div(n.cpu_milli)
-        .unwrap_or(g);
-    let by_mem = (n.free_mem_mib.saturating_sub(mem) * g)
-        .checked_div(n.mem_mib)
-        .unwrap_or(g);
+    let by_cpu = (n.free_cpu_milli.saturating_sub(cpu) * g).checked_div(n.cpu_milli).unwrap_or(g);
+    let by_mem = (n.free_mem_mib.saturating_sub(mem) * g).checked_div(n.mem_mib).unwrap_or(g);
     free_gpu.saturating_sub(by_cpu.min(by_mem))
 }
 
@@ -120,23 +104,10 @@ impl TopoBestFit {
 impl TopoBestFit {
     /// For a share with a workload model: the GPU with the lowest gradient key, then the
     /// tightest (most used), then the lowest index; with its gradient key.
-    fn share_gpu(
-        &self,
-        w: &Workload,
-        node: &flotilla_core::cluster::Node,
-        blocked: GpuMask,
-        d: &NodeDemand<'_>,
-    ) -> Option<(u32, u64)> {
+    fn share_gpu(&self, w: &Workload, node: &flotilla_core::cluster::Node, blocked: GpuMask, d: &NodeDemand<'_>) -> Option<(u32, u64)> {
         (0..node.gpus)
-            .filter(|&g| {
-                !blocked.contains(g) && node.gpu_milli_used[g as usize] + d.gpu_milli <= MILLI
-            })
-            .map(|g| {
-                (
-                    g,
-                    TopoBestFit::gradient_key(w.gradient(node, d, None, Some(g))),
-                )
-            })
+            .filter(|&g| !blocked.contains(g) && node.gpu_milli_used[g as usize] + d.gpu_milli <= MILLI)
+            .map(|g| (g, TopoBestFit::gradient_key(w.gradient(node, d, None, Some(g)))))
             .min_by_key(|&(g, k)| (k, MILLI - node.gpu_milli_used[g as usize], g))
     }
 }
@@ -154,16 +125,12 @@ impl PlacementPolicy for TopoBestFit {
         let n = ctx.cluster.node(id);
         let weight = u64::from(n.weight);
         let sub_node = d.gpus > 0 && d.gpus * 2 <= n.gpus;
-        let pool_key = u64::from(
-            sub_node && !n.sub_node_pool && ctx.cluster.partitions.iter().any(|p| p.sub_node_pool),
-        );
+        let pool_key = u64::from(sub_node && !n.sub_node_pool && ctx.cluster.partitions.iter().any(|p| p.sub_node_pool));
         let strands = TopoBestFit::strands(n, d);
         // Breaking up a wholly free node costs its size: partly used nodes first, then the
         // smallest free nodes.
         let breaks = if n.gpus_all_free() {
-            (u64::from(n.gpus.min(127)) << 20)
-                | ((n.cpu_milli / 1000).min(1023) << 10)
-                | (n.mem_mib / 4096).min(1023)
+            (u64::from(n.gpus.min(127)) << 20) | ((n.cpu_milli / 1000).min(1023) << 10) | (n.mem_mib / 4096).min(1023)
         } else {
             0
         };
@@ -180,17 +147,8 @@ impl PlacementPolicy for TopoBestFit {
                 3
             };
             let cpu_left = (n.free_cpu_milli - d.cpu_milli) / 1000;
-            let grad = self.workload().map_or(0, |w| {
-                TopoBestFit::gradient_key(w.gradient(n, d, Some(GpuMask::EMPTY), None))
-            });
-            return lex(&[
-                (grad, GRADIENT_BASE),
-                (breaks, 1 << 27),
-                (strands, 1 << 8),
-                (class, 4),
-                (cpu_left, 1 << 20),
-                (weight, 1 << 16),
-            ]);
+            let grad = self.workload().map_or(0, |w| TopoBestFit::gradient_key(w.gradient(n, d, Some(GpuMask::EMPTY), None)));
+            return lex(&[(grad, GRADIENT_BASE), (breaks, 1 << 27), (strands, 1 << 8), (class, 4), (cpu_left, 1 << 20), (weight, 1 << 16)]);
         }
         if d.gpu_milli < MILLI {
             // A share: prefer a GPU already shared (least milli left after), then nodes with
@@ -203,10 +161,7 @@ impl PlacementPolicy for TopoBestFit {
                 None => (
                     0,
                     (0..n.gpus)
-                        .filter(|&g| {
-                            n.gpu_milli_used[g as usize] > 0
-                                && n.gpu_milli_used[g as usize] + d.gpu_milli <= MILLI
-                        })
+                        .filter(|&g| n.gpu_milli_used[g as usize] > 0 && n.gpu_milli_used[g as usize] + d.gpu_milli <= MILLI)
                         .map(|g| n.gpu_milli_used[g as usize])
                         .max(),
                 ),
@@ -242,9 +197,7 @@ impl PlacementPolicy for TopoBestFit {
         let extends = u64::from(exact == 1 && opens_whole == 0 && ctx.extends_busy(id));
         // CPUs pack too (cons_tres), so the busier node wins remaining ties.
         let cpu_left = (n.free_cpu_milli - d.cpu_milli.min(n.free_cpu_milli)) / 1000;
-        let grad = self.workload().map_or(0, |w| {
-            TopoBestFit::gradient_key(w.gradient(n, d, lowest(avail, d.gpus), None))
-        });
+        let grad = self.workload().map_or(0, |w| TopoBestFit::gradient_key(w.gradient(n, d, lowest(avail, d.gpus), None)));
         lex(&[
             (pool_key, 2),
             (exact, 2),
@@ -266,26 +219,10 @@ impl PlacementPolicy for TopoBestFit {
         if self.workload.is_some() {
             return None;
         }
-        Some(lex(&[
-            (0, 2),
-            (0, 2),
-            (0, GRADIENT_BASE),
-            (0, 1 << 8),
-            (0, 1 << 27),
-            (0, 2),
-            (0, 2),
-            (0, 65),
-            (0, 1 << 20),
-            (1, 1 << 16),
-        ]))
+        Some(lex(&[(0, 2), (0, 2), (0, GRADIENT_BASE), (0, 1 << 8), (0, 1 << 27), (0, 2), (0, 2), (0, 65), (0, 1 << 20), (1, 1 << 16)]))
     }
 
-    fn pick_share_gpu_for(
-        &self,
-        node: &flotilla_core::cluster::Node,
-        blocked: GpuMask,
-        d: &NodeDemand<'_>,
-    ) -> Option<u32> {
+    fn pick_share_gpu_for(&self, node: &flotilla_core::cluster::Node, blocked: GpuMask, d: &NodeDemand<'_>) -> Option<u32> {
         match self.workload() {
             Some(w) => self.share_gpu(w, node, blocked, d).map(|(g, _)| g),
             None => self.pick_share_gpu(node, blocked, d.gpu_milli),
@@ -310,12 +247,7 @@ impl PlacementPolicy for FirstFit {
     fn perfect_score(&self) -> Option<Score> {
         Some(0)
     }
-    fn pick_gpus(
-        &self,
-        _node: &flotilla_core::cluster::Node,
-        avail: GpuMask,
-        n: u32,
-    ) -> Option<GpuMask> {
+    fn pick_gpus(&self, _node: &flotilla_core::cluster::Node, avail: GpuMask, n: u32) -> Option<GpuMask> {
         lowest(avail, n)
     }
 }
@@ -335,12 +267,7 @@ impl PlacementPolicy for WorstFit {
         let n = ctx.cluster.node(id);
         Score::from(avail.count()) * 1_000_000 + Score::from(n.free_cpu_milli / 1000)
     }
-    fn pick_gpus(
-        &self,
-        _node: &flotilla_core::cluster::Node,
-        avail: GpuMask,
-        n: u32,
-    ) -> Option<GpuMask> {
+    fn pick_gpus(&self, _node: &flotilla_core::cluster::Node, avail: GpuMask, n: u32) -> Option<GpuMask> {
         lowest(avail, n)
     }
 }
@@ -362,21 +289,12 @@ impl PlacementPolicy for PlainBestFit {
     fn score(&self, ctx: &PlaceCtx<'_>, id: NodeId, _: GpuMask, d: &NodeDemand<'_>) -> Score {
         let n = ctx.cluster.node(id);
         let cpu_left = n.free_cpu_milli as f64 - d.cpu_milli as f64;
-        let gpu_left: f64 = n
-            .gpu_milli_used
-            .iter()
-            .map(|&u| f64::from(MILLI - u))
-            .sum::<f64>()
+        let gpu_left: f64 = n.gpu_milli_used.iter().map(|&u| f64::from(MILLI - u)).sum::<f64>()
             - f64::from(d.gpus) * f64::from(d.gpu_milli);
         let s = (1.0 - (0.5 * cpu_left / 128_000.0 + 0.5 * gpu_left / 8000.0)) * 100.0;
         s.floor() as Score
     }
-    fn pick_gpus(
-        &self,
-        _node: &flotilla_core::cluster::Node,
-        avail: GpuMask,
-        n: u32,
-    ) -> Option<GpuMask> {
+    fn pick_gpus(&self, _node: &flotilla_core::cluster::Node, avail: GpuMask, n: u32) -> Option<GpuMask> {
         lowest(avail, n)
     }
 }
@@ -440,16 +358,11 @@ impl Workload {
     /// gpu_milli, gpus, gpu_types)`: the distinct shapes by decreasing count (ties by
     /// decreasing shape), taken ten at a time until they cover at least `coverage` (0.95 in
     /// `ANCHORS.md` §A1r) of the pods, then renormalised.
-    pub fn from_pods<'a>(
-        pods: impl IntoIterator<Item = (u64, u32, u32, &'a [String])>,
-        coverage: f64,
-    ) -> Workload {
+    pub fn from_pods<'a>(pods: impl IntoIterator<Item = (u64, u32, u32, &'a [String])>, coverage: f64) -> Workload {
         let mut counts: std::collections::BTreeMap<Shape, u64> = std::collections::BTreeMap::new();
         let mut total = 0u64;
         for (cpu, milli, gpus, types) in pods {
-            *counts
-                .entry((cpu, milli, gpus, types.to_vec()))
-                .or_insert(0) += 1;
+            *counts.entry((cpu, milli, gpus, types.to_vec())).or_insert(0) += 1;
             total += 1;
         }
         let mut shapes: Vec<(Shape, u64)> = counts.into_iter().collect();
@@ -522,11 +435,7 @@ impl Workload {
         }
         key[..left.len()].sort_unstable();
         let mut memo = self.memo.lock().unwrap_or_else(|e| e.into_inner());
-        let ty = match memo
-            .types
-            .iter()
-            .position(|t| t.as_deref() == node.gpu_type.as_deref())
-        {
+        let ty = match memo.types.iter().position(|t| t.as_deref() == node.gpu_type.as_deref()) {
             Some(i) => i,
             None => {
                 memo.types.push(node.gpu_type.clone());
@@ -539,11 +448,7 @@ impl Workload {
         }
         drop(memo);
         let f = self.frag_of(node.gpu_type.as_deref(), cpu_left, left);
-        self.memo
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .frag
-            .insert(k, f);
+        self.memo.lock().unwrap_or_else(|e| e.into_inner()).frag.insert(k, f);
         f
     }
 
@@ -554,13 +459,7 @@ impl Workload {
     /// The fragmentation gradient F_after − F_before (weighted milli-GPUs; negative when the
     /// placement lowers the node's fragmentation) of taking `d` on `node`: whole GPUs `gpus`,
     /// or a share on GPU `share`.
-    fn gradient(
-        &self,
-        node: &flotilla_core::cluster::Node,
-        d: &NodeDemand<'_>,
-        gpus: Option<GpuMask>,
-        share: Option<u32>,
-    ) -> f64 {
+    fn gradient(&self, node: &flotilla_core::cluster::Node, d: &NodeDemand<'_>, gpus: Option<GpuMask>, share: Option<u32>) -> f64 {
         let mut left = Workload::left(node);
         let before = self.frag(node, node.free_cpu_milli, &left);
         if let Some(m) = gpus {
@@ -597,10 +496,7 @@ impl Fgd {
     }
 
     /// FGD against the artifact's target workload of a pod list ([`Workload::from_pods`]).
-    pub fn from_pods<'a>(
-        pods: impl IntoIterator<Item = (u64, u32, u32, &'a [String])>,
-        coverage: f64,
-    ) -> Fgd {
+    pub fn from_pods<'a>(pods: impl IntoIterator<Item = (u64, u32, u32, &'a [String])>, coverage: f64) -> Fgd {
         Fgd::with_workload(std::sync::Arc::new(Workload::from_pods(pods, coverage)))
     }
 
@@ -620,12 +516,7 @@ impl Fgd {
     }
 
     /// Best share GPU and its score: the first GPU (by index) with the highest score.
-    fn best_share(
-        &self,
-        node: &flotilla_core::cluster::Node,
-        blocked: GpuMask,
-        d: &NodeDemand<'_>,
-    ) -> Option<(u32, i64)> {
+    fn best_share(&self, node: &flotilla_core::cluster::Node, blocked: GpuMask, d: &NodeDemand<'_>) -> Option<(u32, i64)> {
         let mut best: Option<(u32, i64)> = None;
         for g in 0..node.gpus {
             if blocked.contains(g) || node.gpu_milli_used[g as usize] + d.gpu_milli > MILLI {
@@ -650,31 +541,14 @@ impl PlacementPolicy for Fgd {
     fn score(&self, ctx: &PlaceCtx<'_>, id: NodeId, avail: GpuMask, d: &NodeDemand<'_>) -> Score {
         let n = ctx.cluster.node(id);
         if d.gpus > 0 && d.gpu_milli < MILLI {
-            return self
-                .best_share(n, (ctx.blocked)(id), d)
-                .map_or(Score::MIN, |(_, s)| Score::from(s));
+            return self.best_share(n, (ctx.blocked)(id), d).map_or(Score::MIN, |(_, s)| Score::from(s));
         }
-        Score::from(Fgd::to_score(self.workload.gradient(
-            n,
-            d,
-            lowest(avail, d.gpus),
-            None,
-        )))
+        Score::from(Fgd::to_score(self.workload.gradient(n, d, lowest(avail, d.gpus), None)))
     }
-    fn pick_gpus(
-        &self,
-        _node: &flotilla_core::cluster::Node,
-        avail: GpuMask,
-        n: u32,
-    ) -> Option<GpuMask> {
+    fn pick_gpus(&self, _node: &flotilla_core::cluster::Node, avail: GpuMask, n: u32) -> Option<GpuMask> {
         lowest(avail, n)
     }
-    fn pick_share_gpu_for(
-        &self,
-        node: &flotilla_core::cluster::Node,
-        blocked: GpuMask,
-        d: &NodeDemand<'_>,
-    ) -> Option<u32> {
+    fn pick_share_gpu_for(&self, node: &flotilla_core::cluster::Node, blocked: GpuMask, d: &NodeDemand<'_>) -> Option<u32> {
         self.best_share(node, blocked, d).map(|(g, _)| g)
     }
 }
@@ -719,20 +593,10 @@ impl PlacementPolicy for RandomFit {
     fn score(&self, _: &PlaceCtx<'_>, _: NodeId, _: GpuMask, _: &NodeDemand<'_>) -> Score {
         Score::from(self.next() >> 2)
     }
-    fn pick_gpus(
-        &self,
-        _node: &flotilla_core::cluster::Node,
-        avail: GpuMask,
-        n: u32,
-    ) -> Option<GpuMask> {
+    fn pick_gpus(&self, _node: &flotilla_core::cluster::Node, avail: GpuMask, n: u32) -> Option<GpuMask> {
         lowest(avail, n)
     }
-    fn pick_share_gpu(
-        &self,
-        node: &flotilla_core::cluster::Node,
-        blocked: GpuMask,
-        milli: u32,
-    ) -> Option<u32> {
+    fn pick_share_gpu(&self, node: &flotilla_core::cluster::Node, blocked: GpuMask, milli: u32) -> Option<u32> {
         let fits: Vec<u32> = (0..node.gpus)
             .filter(|&g| !blocked.contains(g) && node.gpu_milli_used[g as usize] + milli <= MILLI)
             .collect();
@@ -747,12 +611,7 @@ fn lowest(avail: GpuMask, n: u32) -> Option<GpuMask> {
     if avail.count() < n {
         return None;
     }
-    Some(GpuMask(
-        avail
-            .iter()
-            .take(n as usize)
-            .fold(0u64, |m, g| m | (1 << g)),
-    ))
+    Some(GpuMask(avail.iter().take(n as usize).fold(0u64, |m, g| m | (1 << g))))
 }
 
 #[cfg(test)]
@@ -789,12 +648,7 @@ mod tests {
         let mut c = Cluster::uniform(4, 8, 4, 64, 512_000);
         use_gpus(&mut c, 2, 6);
         use_gpus(&mut c, 1, 3);
-        let p = place(
-            &ctx(&c),
-            &TopoBestFit::new(),
-            &Request::gpus(2, TopologyKind::Node),
-        )
-        .unwrap();
+        let p = place(&ctx(&c), &TopoBestFit::new(), &Request::gpus(2, TopologyKind::Node)).unwrap();
         assert_eq!(p.len(), 1);
         assert_eq!(p[0].node, NodeId(2));
         // First-fit takes node 0 (empty) instead; worst-fit an empty node too.
@@ -809,102 +663,37 @@ mod tests {
         let mut c = Cluster::uniform(4, 8, 4, 64, 512_000);
         // Node 0 hosts one 4-GPU allocation; node 1 hosts a 2 and a 2 (mixed? no: same size 2).
         use_gpus(&mut c, 0, 4);
-        c.take(&NodeAlloc {
-            node: NodeId(1),
-            gpus: GpuMask(0b11),
-            gpu_milli: MILLI,
-            cpu_milli: 1000,
-            mem_mib: 0,
-        });
-        c.take(&NodeAlloc {
-            node: NodeId(1),
-            gpus: GpuMask(0b1100),
-            gpu_milli: MILLI,
-            cpu_milli: 1000,
-            mem_mib: 0,
-        });
+        c.take(&NodeAlloc { node: NodeId(1), gpus: GpuMask(0b11), gpu_milli: MILLI, cpu_milli: 1000, mem_mib: 0 });
+        c.take(&NodeAlloc { node: NodeId(1), gpus: GpuMask(0b1100), gpu_milli: MILLI, cpu_milli: 1000, mem_mib: 0 });
         // Both nodes have 4 free: exact fill for a 4-GPU request on either; the busier node
         // (fewer free CPUs: two allocations) wins the tie.
-        let p = place(
-            &ctx(&c),
-            &TopoBestFit::new(),
-            &Request::gpus(4, TopologyKind::Node),
-        )
-        .unwrap();
+        let p = place(&ctx(&c), &TopoBestFit::new(), &Request::gpus(4, TopologyKind::Node)).unwrap();
         assert_eq!(p[0].node, NodeId(1));
         // A 2-GPU request: not exact anywhere; node 1 (affinity 2) is aligned, node 0 is not.
-        let p = place(
-            &ctx(&c),
-            &TopoBestFit::new(),
-            &Request::gpus(2, TopologyKind::Node),
-        )
-        .unwrap();
+        let p = place(&ctx(&c), &TopoBestFit::new(), &Request::gpus(2, TopologyKind::Node)).unwrap();
         assert_eq!(p[0].node, NodeId(1));
     }
 
     #[test]
     fn fgd_scores_by_fragmentation_against_the_target() {
         let mut c = Cluster::uniform(1, 8, 1, 64, 512_000);
-        c.take(&NodeAlloc {
-            node: NodeId(0),
-            gpus: GpuMask(0b1),
-            gpu_milli: 500,
-            cpu_milli: 0,
-            mem_mib: 0,
-        });
+        c.take(&NodeAlloc { node: NodeId(0), gpus: GpuMask(0b1), gpu_milli: 500, cpu_milli: 0, mem_mib: 0 });
         // One typical task: one whole GPU. GPU 0 (500 free) is the only fragment: F = 500.
-        let fgd = Fgd::new(vec![FgdTarget {
-            cpu_milli: 1000,
-            gpu_milli: 1000,
-            gpus: 1,
-            gpu_types: vec![],
-            weight: 3.0,
-        }]);
+        let fgd = Fgd::new(vec![FgdTarget { cpu_milli: 1000, gpu_milli: 1000, gpus: 1, gpu_types: vec![], weight: 3.0 }]);
         assert_eq!(fgd.targets()[0].weight, 1.0);
-        let whole = NodeDemand {
-            gpus: 1,
-            gpu_milli: 1000,
-            cpu_milli: 1000,
-            mem_mib: 0,
-            gpu_types: &[],
-            whole_node: false,
-        };
+        let whole = NodeDemand { gpus: 1, gpu_milli: 1000, cpu_milli: 1000, mem_mib: 0, gpu_types: &[], whole_node: false };
         // A whole GPU leaves F at 500: ΔF = 0, sigmoid(0) = 0.5.
-        assert_eq!(
-            fgd.score(&ctx(&c), NodeId(0), c.node(NodeId(0)).free_gpus, &whole),
-            50
-        );
+        assert_eq!(fgd.score(&ctx(&c), NodeId(0), c.node(NodeId(0)).free_gpus, &whole), 50);
         // A 500-milli share on GPU 0 removes the fragment (ΔF = 500 → 62); on a free GPU it
         // adds one (ΔF = −500 → 37). FGD takes GPU 0.
-        let share = NodeDemand {
-            gpu_milli: 500,
-            ..whole.clone()
-        };
-        assert_eq!(
-            fgd.score(&ctx(&c), NodeId(0), c.node(NodeId(0)).free_gpus, &share),
-            62
-        );
-        assert_eq!(
-            fgd.pick_share_gpu_for(c.node(NodeId(0)), GpuMask::EMPTY, &share),
-            Some(0)
-        );
+        let share = NodeDemand { gpu_milli: 500, ..whole.clone() };
+        assert_eq!(fgd.score(&ctx(&c), NodeId(0), c.node(NodeId(0)).free_gpus, &share), 62);
+        assert_eq!(fgd.pick_share_gpu_for(c.node(NodeId(0)), GpuMask::EMPTY, &share), Some(0));
         // A CPU-only target counts every free milli as fragmented.
-        let cpu = Fgd::new(vec![FgdTarget {
-            cpu_milli: 1000,
-            gpu_milli: 0,
-            gpus: 0,
-            gpu_types: vec![],
-            weight: 1.0,
-        }]);
+        let cpu = Fgd::new(vec![FgdTarget { cpu_milli: 1000, gpu_milli: 0, gpus: 0, gpu_types: vec![], weight: 1.0 }]);
         assert_eq!(cpu.frag_of(None, 64_000, &[500, 1000]), 1500.0);
         // A model constraint the node does not meet: everything is fragmented.
-        let typed = Fgd::new(vec![FgdTarget {
-            cpu_milli: 0,
-            gpu_milli: 1000,
-            gpus: 1,
-            gpu_types: vec!["V100".into()],
-            weight: 1.0,
-        }]);
+        let typed = Fgd::new(vec![FgdTarget { cpu_milli: 0, gpu_milli: 1000, gpus: 1, gpu_types: vec!["V100".into()], weight: 1.0 }]);
         assert_eq!(typed.frag_of(Some("T4"), 64_000, &[1000]), 1000.0);
         assert_eq!(typed.frag_of(Some("v100"), 64_000, &[1000]), 0.0);
     }
@@ -925,9 +714,7 @@ mod tests {
         let req = Request::gpus(1, TopologyKind::Node);
         let pick = |seed| {
             let r = RandomFit::new(seed);
-            (0..8)
-                .map(|_| place(&ctx(&c), &r, &req).unwrap()[0].node.0)
-                .collect::<Vec<_>>()
+            (0..8).map(|_| place(&ctx(&c), &r, &req).unwrap()[0].node.0).collect::<Vec<_>>()
         };
         assert_eq!(pick(7), pick(7));
         assert_ne!(pick(7), pick(8));
@@ -939,35 +726,14 @@ mod tests {
         // left (enough for 3 of its 4 free GPUs), node 1 has 60. A 1-GPU job asking for 16
         // CPUs strands one more GPU on node 0 and none on node 1.
         let mut c = Cluster::uniform(2, 8, 2, 64, 512_000);
-        c.take(&NodeAlloc {
-            node: NodeId(0),
-            gpus: GpuMask(0xf),
-            gpu_milli: MILLI,
-            cpu_milli: 40_000,
-            mem_mib: 0,
-        });
-        c.take(&NodeAlloc {
-            node: NodeId(1),
-            gpus: GpuMask(0xf),
-            gpu_milli: MILLI,
-            cpu_milli: 4000,
-            mem_mib: 0,
-        });
-        let req = Request {
-            cpu_milli_per_node: 16_000,
-            ..Request::gpus(1, TopologyKind::Node)
-        };
+        c.take(&NodeAlloc { node: NodeId(0), gpus: GpuMask(0xf), gpu_milli: MILLI, cpu_milli: 40_000, mem_mib: 0 });
+        c.take(&NodeAlloc { node: NodeId(1), gpus: GpuMask(0xf), gpu_milli: MILLI, cpu_milli: 4000, mem_mib: 0 });
+        let req = Request { cpu_milli_per_node: 16_000, ..Request::gpus(1, TopologyKind::Node) };
         let p = place(&ctx(&c), &TopoBestFit::new(), &req).unwrap();
         assert_eq!(p[0].node, NodeId(1));
         // A CPU-only job takes node 1's spare CPUs too, never node 0's last ones.
-        let cpu = Request {
-            cpu_milli_per_node: 16_000,
-            ..Request::gpus(0, TopologyKind::Node)
-        };
-        assert_eq!(
-            place(&ctx(&c), &TopoBestFit::new(), &cpu).unwrap()[0].node,
-            NodeId(1)
-        );
+        let cpu = Request { cpu_milli_per_node: 16_000, ..Request::gpus(0, TopologyKind::Node) };
+        assert_eq!(place(&ctx(&c), &TopoBestFit::new(), &cpu).unwrap()[0].node, NodeId(1));
     }
 
     #[test]
@@ -986,12 +752,7 @@ mod tests {
             .collect();
         let mut c = Cluster::from_specs(&specs);
         c.add_partition("all", vec![NodeId(0), NodeId(1)], true);
-        let p = place(
-            &ctx(&c),
-            &TopoBestFit::new(),
-            &Request::gpus(1, TopologyKind::Node),
-        )
-        .unwrap();
+        let p = place(&ctx(&c), &TopoBestFit::new(), &Request::gpus(1, TopologyKind::Node)).unwrap();
         assert_eq!(p[0].node, NodeId(1), "the larger node stays whole");
     }
 
@@ -1019,28 +780,13 @@ mod tests {
         // which costs the V100 pods nothing. Without a model the nodes tie (node order).
         let c = typed_cluster();
         let w = Workload::new(vec![
-            FgdTarget {
-                cpu_milli: 1000,
-                gpu_milli: 1000,
-                gpus: 8,
-                gpu_types: vec!["V100".into()],
-                weight: 1.0,
-            },
-            FgdTarget {
-                cpu_milli: 1000,
-                gpu_milli: 1000,
-                gpus: 1,
-                gpu_types: vec![],
-                weight: 1.0,
-            },
+            FgdTarget { cpu_milli: 1000, gpu_milli: 1000, gpus: 8, gpu_types: vec!["V100".into()], weight: 1.0 },
+            FgdTarget { cpu_milli: 1000, gpu_milli: 1000, gpus: 1, gpu_types: vec![], weight: 1.0 },
         ]);
         let req = Request::gpus(1, TopologyKind::Node);
         let ours = TopoBestFit::with_workload(std::sync::Arc::new(w));
         assert_eq!(place(&ctx(&c), &ours, &req).unwrap()[0].node, NodeId(1));
-        assert_eq!(
-            place(&ctx(&c), &TopoBestFit::new(), &req).unwrap()[0].node,
-            NodeId(0)
-        );
+        assert_eq!(place(&ctx(&c), &TopoBestFit::new(), &req).unwrap()[0].node, NodeId(0));
         assert!(ours.perfect_score().is_none() && TopoBestFit::new().perfect_score().is_some());
     }
 
@@ -1049,72 +795,25 @@ mod tests {
         // GPU 0 has 700 milli used, GPU 1 has 500; the typical pod is a 300-milli share. A
         // 300-milli share on GPU 0 (300 → 0) fragments nothing; on GPU 1 (500 → 200) it would.
         let mut c = Cluster::uniform(1, 8, 1, 64, 512_000);
-        c.take(&NodeAlloc {
-            node: NodeId(0),
-            gpus: GpuMask(0b1),
-            gpu_milli: 700,
-            cpu_milli: 0,
-            mem_mib: 0,
-        });
-        c.take(&NodeAlloc {
-            node: NodeId(0),
-            gpus: GpuMask(0b10),
-            gpu_milli: 500,
-            cpu_milli: 0,
-            mem_mib: 0,
-        });
-        let w = Workload::new(vec![FgdTarget {
-            cpu_milli: 0,
-            gpu_milli: 300,
-            gpus: 1,
-            gpu_types: vec![],
-            weight: 1.0,
-        }]);
+        c.take(&NodeAlloc { node: NodeId(0), gpus: GpuMask(0b1), gpu_milli: 700, cpu_milli: 0, mem_mib: 0 });
+        c.take(&NodeAlloc { node: NodeId(0), gpus: GpuMask(0b10), gpu_milli: 500, cpu_milli: 0, mem_mib: 0 });
+        let w = Workload::new(vec![FgdTarget { cpu_milli: 0, gpu_milli: 300, gpus: 1, gpu_types: vec![], weight: 1.0 }]);
         let ours = TopoBestFit::with_workload(std::sync::Arc::new(w));
-        let d = NodeDemand {
-            gpus: 1,
-            gpu_milli: 300,
-            cpu_milli: 1000,
-            mem_mib: 0,
-            gpu_types: &[],
-            whole_node: false,
-        };
-        assert_eq!(
-            ours.pick_share_gpu_for(c.node(NodeId(0)), GpuMask::EMPTY, &d),
-            Some(0)
-        );
+        let d = NodeDemand { gpus: 1, gpu_milli: 300, cpu_milli: 1000, mem_mib: 0, gpu_types: &[], whole_node: false };
+        assert_eq!(ours.pick_share_gpu_for(c.node(NodeId(0)), GpuMask::EMPTY, &d), Some(0));
         // A 400-milli share fits only GPU 1 (and the free GPUs): GPU 1 (500 → 100) fragments
         // 100, a free GPU (1000 → 600) none: the model takes a free GPU, the tightest rule GPU 1.
-        let d4 = NodeDemand {
-            gpu_milli: 400,
-            ..d.clone()
-        };
-        assert_eq!(
-            ours.pick_share_gpu_for(c.node(NodeId(0)), GpuMask::EMPTY, &d4),
-            Some(2)
-        );
-        assert_eq!(
-            TopoBestFit::new().pick_share_gpu_for(c.node(NodeId(0)), GpuMask::EMPTY, &d4),
-            Some(1)
-        );
+        let d4 = NodeDemand { gpu_milli: 400, ..d.clone() };
+        assert_eq!(ours.pick_share_gpu_for(c.node(NodeId(0)), GpuMask::EMPTY, &d4), Some(2));
+        assert_eq!(TopoBestFit::new().pick_share_gpu_for(c.node(NodeId(0)), GpuMask::EMPTY, &d4), Some(1));
     }
 
     #[test]
     fn plain_best_fit_matches_the_artifact_formula() {
         let c = Cluster::uniform(1, 8, 1, 128, 512_000);
-        let d = NodeDemand {
-            gpus: 1,
-            gpu_milli: 1000,
-            cpu_milli: 4000,
-            mem_mib: 0,
-            gpu_types: &[],
-            whole_node: false,
-        };
+        let d = NodeDemand { gpus: 1, gpu_milli: 1000, cpu_milli: 4000, mem_mib: 0, gpu_types: &[], whole_node: false };
         // cpu_left-req = 124000 → 0.484375; gpu_left-req = 7000 → 0.4375; 1 - 0.921875 = 0.078125 → 7
-        assert_eq!(
-            PlainBestFit.score(&ctx(&c), NodeId(0), GpuMask::all(8), &d),
-            7
-        );
+        assert_eq!(PlainBestFit.score(&ctx(&c), NodeId(0), GpuMask::all(8), &d), 7);
     }
 
     #[test]
@@ -1126,27 +825,12 @@ mod tests {
         c.nodes[2].sub_node_pool = true;
         c.nodes[3].sub_node_pool = true;
         // A 2-GPU job in the main partition goes to the pool, away from the whole nodes.
-        let p = place(
-            &ctx(&c),
-            &TopoBestFit::new(),
-            &Request::gpus(2, TopologyKind::Node),
-        )
-        .unwrap();
+        let p = place(&ctx(&c), &TopoBestFit::new(), &Request::gpus(2, TopologyKind::Node)).unwrap();
         assert!(c.node(p[0].node).sub_node_pool);
         // A whole-node job never lands in the pool: with nodes 0 and 1 busy it cannot start.
         use_gpus(&mut c, 0, 1);
         use_gpus(&mut c, 1, 1);
-        assert!(place(
-            &ctx(&c),
-            &TopoBestFit::new(),
-            &Request::gpus(8, TopologyKind::Node)
-        )
-        .is_err());
-        assert!(place(
-            &ctx(&c),
-            &TopoBestFit::new(),
-            &Request::gpus(6, TopologyKind::Node)
-        )
-        .is_ok());
+        assert!(place(&ctx(&c), &TopoBestFit::new(), &Request::gpus(8, TopologyKind::Node)).is_err());
+        assert!(place(&ctx(&c), &TopoBestFit::new(), &Request::gpus(6, TopologyKind::Node)).is_ok());
     }
 }

@@ -108,21 +108,9 @@ impl Multifactor {
             0.0
         } else {
             let nodes = f64::from(f.job_nodes.min(f.cluster_nodes)) / f64::from(f.cluster_nodes);
-            let cpus = if f.cluster_cpus > 0 {
-                (f.job_cpus.min(f.cluster_cpus)) as f64 / f.cluster_cpus as f64
-            } else {
-                0.0
-            };
-            let (nodes, cpus) = if w.favor_small {
-                (1.0 - nodes, 1.0 - cpus)
-            } else {
-                (nodes, cpus)
-            };
-            if f.job_cpus > 0 {
-                (nodes + cpus) / 2.0
-            } else {
-                nodes
-            }
+            let cpus = if f.cluster_cpus > 0 { (f.job_cpus.min(f.cluster_cpus)) as f64 / f.cluster_cpus as f64 } else { 0.0 };
+            let (nodes, cpus) = if w.favor_small { (1.0 - nodes, 1.0 - cpus) } else { (nodes, cpus) };
+            if f.job_cpus > 0 { (nodes + cpus) / 2.0 } else { nodes }
         };
         PriorityFactors {
             age: age * w.weight_age as f64,
@@ -217,13 +205,7 @@ mod tests {
         let high = JobSpec::simple(2, 0, Request::gpus(1, TopologyKind::Node), Some(60));
         let m = Multifactor::default();
         let p = |job: &JobSpec, failed: u32, part: &flotilla_core::cluster::Partition, now: u64| {
-            m.priority(PriorityInput {
-                job,
-                failed_cycles: failed,
-                partition: part,
-                now,
-                factors: Default::default(),
-            })
+            m.priority(PriorityInput { job, failed_cycles: failed, partition: part, now, factors: Default::default() })
         };
         // A fresh job one tier up outranks the low-tier job...
         assert!(p(&high, 0, &high_part, 0) > p(&low, 0, &c.partitions[0], 0));

@@ -5,9 +5,7 @@
 
 mod support;
 
-use flotilla_core::assoc::{
-    Accounting, AssocId, AssocLimits, AssocTree, Association, Enforce, Qos, TresLimits,
-};
+use flotilla_core::assoc::{Accounting, AssocId, AssocLimits, AssocTree, Association, Enforce, Qos, TresLimits};
 use flotilla_core::cluster::{Cluster, NodeId, NodeSpec};
 use flotilla_core::config::TopologyKind;
 use flotilla_core::job::{JobId, JobSpec, Request};
@@ -16,10 +14,7 @@ use proptest::prelude::*;
 use std::collections::BTreeMap;
 
 fn assoc(id: u32, parent: Option<u32>, account: &str, user: Option<&str>) -> Association {
-    Association {
-        qos: vec!["normal".into(), "high".into()],
-        ..Association::new(AssocId(id), parent.map(AssocId), account, user)
-    }
+    Association { qos: vec!["normal".into(), "high".into()], ..Association::new(AssocId(id), parent.map(AssocId), account, user) }
 }
 
 /// root(1) → org(2) → research(3) → alice(10), bob(11); root → other(4) → carol(12).
@@ -36,23 +31,13 @@ fn base_assocs() -> Vec<Association> {
 }
 
 fn all_enforced() -> Enforce {
-    Enforce {
-        associations: true,
-        limits: true,
-        qos: true,
-        safe: false,
-    }
+    Enforce { associations: true, limits: true, qos: true, safe: false }
 }
 
 fn accounting(assocs: Vec<Association>, qos: Vec<Qos>) -> Accounting {
     let mut q: BTreeMap<String, Qos> = qos.into_iter().map(|q| (q.name.clone(), q)).collect();
-    q.entry("normal".into())
-        .or_insert_with(|| Qos::new("normal"));
-    Accounting {
-        tree: AssocTree::new(assocs).unwrap(),
-        qos: q,
-        enforce: all_enforced(),
-    }
+    q.entry("normal".into()).or_insert_with(|| Qos::new("normal"));
+    Accounting { tree: AssocTree::new(assocs).unwrap(), qos: q, enforce: all_enforced() }
 }
 
 /// 4 nodes of 8 GPUs, 32 CPUs, 256000 MiB, partition `batch`.
@@ -75,13 +60,7 @@ fn cluster(nodes: usize) -> Cluster {
 fn sched(acct: Accounting, nodes: usize) -> Scheduler {
     let mut s = support::scheduler(cluster(nodes), QueueMode::HeldReservations);
     for i in 0..nodes {
-        let _ = s.handle(
-            Event::NodeRegistered {
-                node: NodeId(i as u32),
-                boot_epoch: 1,
-            },
-            0,
-        );
+        let _ = s.handle(Event::NodeRegistered { node: NodeId(i as u32), boot_epoch: 1 }, 0);
     }
     s.set_accounting(acct);
     s
@@ -89,21 +68,8 @@ fn sched(acct: Accounting, nodes: usize) -> Scheduler {
 
 /// A 1-node job of `user` in `account` with `qos`: `gpus` GPUs, `cpus` CPUs, `mem` MiB, a
 /// time limit of `limit_min` minutes.
-fn job(
-    id: u64,
-    user: &str,
-    account: &str,
-    qos: &str,
-    (gpus, cpus, mem): (u32, u64, u64),
-    limit_min: u64,
-) -> JobSpec {
-    let req = Request {
-        gpus,
-        cpu_milli_per_node: cpus * 1000,
-        mem_mib_per_node: mem,
-        topology: TopologyKind::Node,
-        ..Request::default()
-    };
+fn job(id: u64, user: &str, account: &str, qos: &str, (gpus, cpus, mem): (u32, u64, u64), limit_min: u64) -> JobSpec {
+    let req = Request { gpus, cpu_milli_per_node: cpus * 1000, mem_mib_per_node: mem, topology: TopologyKind::Node, ..Request::default() };
     let mut j = JobSpec::simple(id, 0, req, Some(limit_min * 60));
     j.user = user.into();
     j.account = account.into();
@@ -142,11 +108,7 @@ fn with_assoc_limits(f: impl Fn(&mut Association)) -> Accounting {
     accounting(a, vec![Qos::new("high")])
 }
 
-fn on(
-    account: &'static str,
-    user: Option<&'static str>,
-    set: impl Fn(&mut AssocLimits),
-) -> impl Fn(&mut Association) {
+fn on(account: &'static str, user: Option<&'static str>, set: impl Fn(&mut AssocLimits)) -> impl Fn(&mut Association) {
     move |a: &mut Association| {
         if a.account == account && a.user.as_deref() == user {
             set(&mut a.limits);
@@ -164,244 +126,81 @@ fn with_qos(set: impl Fn(&mut Qos)) -> Accounting {
 fn association_group_tres_limits_give_slurms_reasons() {
     let cpu = with_assoc_limits(on("research", None, |l| l.grp_tres.cpu = Some(4)));
     let fill = vec![job(1, "alice", "research", "normal", (0, 4, 0), 60)];
-    assert_eq!(
-        probe_reason(
-            cpu,
-            fill,
-            job(2, "bob", "research", "normal", (0, 1, 0), 60)
-        ),
-        Some(Reason::AssocGrpCpuLimit)
-    );
+    assert_eq!(probe_reason(cpu, fill, job(2, "bob", "research", "normal", (0, 1, 0), 60)), Some(Reason::AssocGrpCpuLimit));
     let mem = with_assoc_limits(on("org", None, |l| l.grp_tres.mem_mb = Some(1000)));
     let fill = vec![job(1, "alice", "research", "normal", (0, 1, 800), 60)];
-    assert_eq!(
-        probe_reason(
-            mem,
-            fill,
-            job(2, "bob", "research", "normal", (0, 1, 300), 60)
-        ),
-        Some(Reason::AssocGrpMemLimit)
-    );
+    assert_eq!(probe_reason(mem, fill, job(2, "bob", "research", "normal", (0, 1, 300), 60)), Some(Reason::AssocGrpMemLimit));
     let node = with_assoc_limits(on("research", None, |l| l.grp_tres.node = Some(1)));
-    assert_eq!(
-        probe_reason(node, vec![small(1, "alice")], small(2, "bob")),
-        Some(Reason::AssocGrpNodeLimit)
-    );
+    assert_eq!(probe_reason(node, vec![small(1, "alice")], small(2, "bob")), Some(Reason::AssocGrpNodeLimit));
     let billing = with_assoc_limits(on("research", None, |l| l.grp_tres.billing = Some(3)));
     let fill = vec![job(1, "alice", "research", "normal", (0, 2, 0), 60)];
-    assert_eq!(
-        probe_reason(
-            billing,
-            fill,
-            job(2, "alice", "research", "normal", (0, 2, 0), 60)
-        ),
-        Some(Reason::AssocGrpBilling)
-    );
+    assert_eq!(probe_reason(billing, fill, job(2, "alice", "research", "normal", (0, 2, 0), 60)), Some(Reason::AssocGrpBilling));
     // An ancestor's GPU limit holds its whole subtree; another subtree is not held.
     let gpu = with_assoc_limits(on("org", None, |l| l.grp_tres.gpu = Some(8)));
     let fill = vec![job(1, "alice", "research", "normal", (8, 1, 0), 60)];
-    assert_eq!(
-        probe_reason(gpu.clone(), fill.clone(), small(2, "bob")),
-        Some(Reason::AssocGrpGRES)
-    );
-    assert_eq!(
-        probe_reason(gpu, fill, job(2, "carol", "other", "normal", (1, 1, 0), 60)),
-        None,
-        "another subtree"
-    );
+    assert_eq!(probe_reason(gpu.clone(), fill.clone(), small(2, "bob")), Some(Reason::AssocGrpGRES));
+    assert_eq!(probe_reason(gpu, fill, job(2, "carol", "other", "normal", (1, 1, 0), 60)), None, "another subtree");
     // In Slurm's TRES order: cpu before gres/gpu.
-    let both = with_assoc_limits(on("research", None, |l| {
-        l.grp_tres = TresLimits {
-            cpu: Some(1),
-            gpu: Some(1),
-            ..TresLimits::default()
-        }
-    }));
-    assert_eq!(
-        probe_reason(both, vec![small(1, "alice")], small(2, "bob")),
-        Some(Reason::AssocGrpCpuLimit)
-    );
+    let both = with_assoc_limits(on("research", None, |l| l.grp_tres = TresLimits { cpu: Some(1), gpu: Some(1), ..TresLimits::default() }));
+    assert_eq!(probe_reason(both, vec![small(1, "alice")], small(2, "bob")), Some(Reason::AssocGrpCpuLimit));
 }
 
 #[test]
 fn association_job_counts_and_per_job_limits_give_slurms_reasons() {
     let grp_jobs = with_assoc_limits(on("research", None, |l| l.grp_jobs = Some(1)));
-    assert_eq!(
-        probe_reason(grp_jobs, vec![small(1, "alice")], small(2, "bob")),
-        Some(Reason::AssocGrpJobsLimit)
-    );
+    assert_eq!(probe_reason(grp_jobs, vec![small(1, "alice")], small(2, "bob")), Some(Reason::AssocGrpJobsLimit));
     // MaxJobs is per user, inherited from the account.
     let max_jobs = with_assoc_limits(on("org", None, |l| l.max_jobs = Some(1)));
-    assert_eq!(
-        probe_reason(max_jobs.clone(), vec![small(1, "alice")], small(2, "alice")),
-        Some(Reason::AssocMaxJobsLimit)
-    );
-    assert_eq!(
-        probe_reason(max_jobs, vec![small(1, "alice")], small(2, "bob")),
-        None,
-        "bob's own count"
-    );
+    assert_eq!(probe_reason(max_jobs.clone(), vec![small(1, "alice")], small(2, "alice")), Some(Reason::AssocMaxJobsLimit));
+    assert_eq!(probe_reason(max_jobs, vec![small(1, "alice")], small(2, "bob")), None, "bob's own count");
     let wall = with_assoc_limits(on("research", None, |l| l.max_wall_min = Some(60)));
-    assert_eq!(
-        probe_reason(
-            wall.clone(),
-            vec![],
-            job(1, "alice", "research", "normal", (1, 1, 0), 61)
-        ),
-        Some(Reason::AssocMaxWallDurationPerJobLimit)
-    );
-    assert_eq!(
-        probe_reason(
-            wall,
-            vec![],
-            job(1, "alice", "research", "normal", (1, 1, 0), 60)
-        ),
-        None
-    );
+    assert_eq!(probe_reason(wall.clone(), vec![], job(1, "alice", "research", "normal", (1, 1, 0), 61)), Some(Reason::AssocMaxWallDurationPerJobLimit));
+    assert_eq!(probe_reason(wall, vec![], job(1, "alice", "research", "normal", (1, 1, 0), 60)), None);
     let per_job = with_assoc_limits(on("research", Some("alice"), |l| {
-        l.max_tres_per_job = TresLimits {
-            cpu: Some(2),
-            gpu: Some(2),
-            ..TresLimits::default()
-        }
+        l.max_tres_per_job = TresLimits { cpu: Some(2), gpu: Some(2), ..TresLimits::default() }
     }));
-    assert_eq!(
-        probe_reason(
-            per_job.clone(),
-            vec![],
-            job(1, "alice", "research", "normal", (1, 3, 0), 60)
-        ),
-        Some(Reason::AssocMaxCpuPerJobLimit)
-    );
-    assert_eq!(
-        probe_reason(
-            per_job.clone(),
-            vec![],
-            job(1, "alice", "research", "normal", (4, 1, 0), 60)
-        ),
-        Some(Reason::AssocMaxGRESPerJob)
-    );
-    assert_eq!(
-        probe_reason(
-            per_job,
-            vec![],
-            job(1, "bob", "research", "normal", (4, 3, 0), 60)
-        ),
-        None,
-        "alice's limit only"
-    );
-    let mem = with_assoc_limits(on("research", None, |l| {
-        l.max_tres_per_job.mem_mb = Some(100)
-    }));
-    assert_eq!(
-        probe_reason(
-            mem,
-            vec![],
-            job(1, "alice", "research", "normal", (0, 1, 101), 60)
-        ),
-        Some(Reason::AssocMaxMemPerJob)
-    );
+    assert_eq!(probe_reason(per_job.clone(), vec![], job(1, "alice", "research", "normal", (1, 3, 0), 60)), Some(Reason::AssocMaxCpuPerJobLimit));
+    assert_eq!(probe_reason(per_job.clone(), vec![], job(1, "alice", "research", "normal", (4, 1, 0), 60)), Some(Reason::AssocMaxGRESPerJob));
+    assert_eq!(probe_reason(per_job, vec![], job(1, "bob", "research", "normal", (4, 3, 0), 60)), None, "alice's limit only");
+    let mem = with_assoc_limits(on("research", None, |l| l.max_tres_per_job.mem_mb = Some(100)));
+    assert_eq!(probe_reason(mem, vec![], job(1, "alice", "research", "normal", (0, 1, 101), 60)), Some(Reason::AssocMaxMemPerJob));
     let node = with_assoc_limits(on("research", None, |l| l.max_tres_per_job.node = Some(1)));
     let mut two = job(1, "alice", "research", "normal", (2, 1, 0), 60);
     two.request.nodes = Some(2);
     two.request.gpus_per_node = Some(1);
     two.request.topology = TopologyKind::Any;
-    assert_eq!(
-        probe_reason(node, vec![], two),
-        Some(Reason::AssocMaxNodePerJobLimit)
-    );
+    assert_eq!(probe_reason(node, vec![], two), Some(Reason::AssocMaxNodePerJobLimit));
 }
 
 #[test]
 fn qos_limits_give_slurms_reasons() {
-    let grp = with_qos(|q| {
-        q.grp_tres = TresLimits {
-            cpu: Some(2),
-            ..TresLimits::default()
-        }
-    });
-    assert_eq!(
-        probe_reason(
-            grp,
-            vec![job(1, "alice", "research", "normal", (0, 2, 0), 60)],
-            job(2, "carol", "other", "normal", (0, 1, 0), 60)
-        ),
-        Some(Reason::QOSGrpCpuLimit)
-    );
+    let grp = with_qos(|q| q.grp_tres = TresLimits { cpu: Some(2), ..TresLimits::default() });
+    assert_eq!(probe_reason(grp, vec![job(1, "alice", "research", "normal", (0, 2, 0), 60)], job(2, "carol", "other", "normal", (0, 1, 0), 60)), Some(Reason::QOSGrpCpuLimit));
     let grp = with_qos(|q| q.grp_tres.gpu = Some(1));
-    assert_eq!(
-        probe_reason(grp.clone(), vec![small(1, "alice")], small(2, "bob")),
-        Some(Reason::QOSGrpGRES)
-    );
-    assert_eq!(
-        probe_reason(
-            grp,
-            vec![small(1, "alice")],
-            job(2, "bob", "research", "high", (1, 1, 0), 60)
-        ),
-        None,
-        "another QOS"
-    );
+    assert_eq!(probe_reason(grp.clone(), vec![small(1, "alice")], small(2, "bob")), Some(Reason::QOSGrpGRES));
+    assert_eq!(probe_reason(grp, vec![small(1, "alice")], job(2, "bob", "research", "high", (1, 1, 0), 60)), None, "another QOS");
     let grp_mem = with_qos(|q| q.grp_tres.mem_mb = Some(150));
-    assert_eq!(
-        probe_reason(grp_mem, vec![small(1, "alice")], small(2, "bob")),
-        Some(Reason::QOSGrpMemLimit)
-    );
+    assert_eq!(probe_reason(grp_mem, vec![small(1, "alice")], small(2, "bob")), Some(Reason::QOSGrpMemLimit));
     let grp_node = with_qos(|q| q.grp_tres.node = Some(1));
-    assert_eq!(
-        probe_reason(grp_node, vec![small(1, "alice")], small(2, "bob")),
-        Some(Reason::QOSGrpNodeLimit)
-    );
+    assert_eq!(probe_reason(grp_node, vec![small(1, "alice")], small(2, "bob")), Some(Reason::QOSGrpNodeLimit));
     let jobs = with_qos(|q| q.grp_jobs = Some(1));
-    assert_eq!(
-        probe_reason(jobs, vec![small(1, "alice")], small(2, "bob")),
-        Some(Reason::QOSGrpJobsLimit)
-    );
+    assert_eq!(probe_reason(jobs, vec![small(1, "alice")], small(2, "bob")), Some(Reason::QOSGrpJobsLimit));
     let per_user = with_qos(|q| q.max_jobs_per_user = Some(1));
-    assert_eq!(
-        probe_reason(per_user.clone(), vec![small(1, "alice")], small(2, "alice")),
-        Some(Reason::QOSMaxJobsPerUserLimit)
-    );
-    assert_eq!(
-        probe_reason(per_user, vec![small(1, "alice")], small(2, "bob")),
-        None
-    );
+    assert_eq!(probe_reason(per_user.clone(), vec![small(1, "alice")], small(2, "alice")), Some(Reason::QOSMaxJobsPerUserLimit));
+    assert_eq!(probe_reason(per_user, vec![small(1, "alice")], small(2, "bob")), None);
     let gres_user = with_qos(|q| q.max_tres_per_user.gpu = Some(2));
     let fill = vec![job(1, "alice", "research", "normal", (2, 1, 0), 60)];
-    assert_eq!(
-        probe_reason(gres_user.clone(), fill.clone(), small(2, "alice")),
-        Some(Reason::QOSMaxGRESPerUser)
-    );
+    assert_eq!(probe_reason(gres_user.clone(), fill.clone(), small(2, "alice")), Some(Reason::QOSMaxGRESPerUser));
     assert_eq!(probe_reason(gres_user, fill, small(2, "bob")), None);
     let cpu_user = with_qos(|q| q.max_tres_per_user.cpu = Some(2));
     let fill = vec![job(1, "alice", "research", "normal", (0, 2, 0), 60)];
-    assert_eq!(
-        probe_reason(cpu_user, fill, small(2, "alice")),
-        Some(Reason::QOSMaxCpuPerUserLimit)
-    );
+    assert_eq!(probe_reason(cpu_user, fill, small(2, "alice")), Some(Reason::QOSMaxCpuPerUserLimit));
     let wall = with_qos(|q| q.max_wall_min = Some(30));
-    assert_eq!(
-        probe_reason(wall, vec![], small(1, "alice")),
-        Some(Reason::QOSMaxWallDurationPerJobLimit)
-    );
+    assert_eq!(probe_reason(wall, vec![], small(1, "alice")), Some(Reason::QOSMaxWallDurationPerJobLimit));
     let per_job = with_qos(|q| q.max_tres_per_job.gpu = Some(1));
-    assert_eq!(
-        probe_reason(
-            per_job,
-            vec![],
-            job(1, "alice", "research", "normal", (2, 1, 0), 60)
-        ),
-        Some(Reason::QOSMaxGRESPerJob)
-    );
+    assert_eq!(probe_reason(per_job, vec![], job(1, "alice", "research", "normal", (2, 1, 0), 60)), Some(Reason::QOSMaxGRESPerJob));
     let per_job = with_qos(|q| q.max_tres_per_job.cpu = Some(1));
-    assert_eq!(
-        probe_reason(
-            per_job,
-            vec![],
-            job(1, "alice", "research", "normal", (0, 2, 0), 60)
-        ),
-        Some(Reason::QOSMaxCpuPerJobLimit)
-    );
+    assert_eq!(probe_reason(per_job, vec![], job(1, "alice", "research", "normal", (0, 2, 0), 60)), Some(Reason::QOSMaxCpuPerJobLimit));
 }
 
 #[test]
@@ -413,80 +212,29 @@ fn reasons_come_in_slurms_order() {
     let mut q = Qos::new("normal");
     q.grp_jobs = Some(1);
     q.grp_tres.gpu = Some(1);
-    assert_eq!(
-        probe_reason(
-            accounting(a.clone(), vec![q]),
-            vec![small(1, "alice")],
-            small(2, "alice")
-        ),
-        Some(Reason::QOSGrpJobsLimit)
-    );
+    assert_eq!(probe_reason(accounting(a.clone(), vec![q]), vec![small(1, "alice")], small(2, "alice")), Some(Reason::QOSGrpJobsLimit));
     let mut q = Qos::new("normal");
     q.grp_tres.gpu = Some(1);
-    assert_eq!(
-        probe_reason(
-            accounting(a, vec![q]),
-            vec![small(1, "alice")],
-            small(2, "alice")
-        ),
-        Some(Reason::AssocMaxJobsLimit)
-    );
+    assert_eq!(probe_reason(accounting(a, vec![q]), vec![small(1, "alice")], small(2, "alice")), Some(Reason::AssocMaxJobsLimit));
 }
 
 #[test]
 fn invalid_association_or_qos_and_enforcement_flags() {
     let acct = accounting(base_assocs(), vec![]);
-    assert_eq!(
-        probe_reason(acct.clone(), vec![], small(1, "mallory")),
-        Some(Reason::InvalidAccount)
-    );
-    assert_eq!(
-        probe_reason(
-            acct.clone(),
-            vec![],
-            job(1, "alice", "research", "nope", (1, 1, 0), 60)
-        ),
-        Some(Reason::InvalidQOS)
-    );
+    assert_eq!(probe_reason(acct.clone(), vec![], small(1, "mallory")), Some(Reason::InvalidAccount));
+    assert_eq!(probe_reason(acct.clone(), vec![], job(1, "alice", "research", "nope", (1, 1, 0), 60)), Some(Reason::InvalidQOS));
     // Without `associations`/`qos` those jobs run; without `limits` no limit holds.
     let mut loose = acct.clone();
-    loose.enforce = Enforce {
-        associations: false,
-        limits: true,
-        qos: false,
-        safe: false,
-    };
-    assert_eq!(
-        probe_reason(loose.clone(), vec![], small(1, "mallory")),
-        None
-    );
-    assert_eq!(
-        probe_reason(
-            loose,
-            vec![],
-            job(1, "alice", "research", "nope", (1, 1, 0), 60)
-        ),
-        None
-    );
+    loose.enforce = Enforce { associations: false, limits: true, qos: false, safe: false };
+    assert_eq!(probe_reason(loose.clone(), vec![], small(1, "mallory")), None);
+    assert_eq!(probe_reason(loose, vec![], job(1, "alice", "research", "nope", (1, 1, 0), 60)), None);
     let mut a = base_assocs();
     a[2].limits.grp_jobs = Some(1);
     let mut no_limits = accounting(a, vec![]);
-    no_limits.enforce = Enforce {
-        associations: true,
-        limits: false,
-        qos: true,
-        safe: false,
-    };
-    assert_eq!(
-        probe_reason(no_limits.clone(), vec![small(1, "alice")], small(2, "bob")),
-        None
-    );
+    no_limits.enforce = Enforce { associations: true, limits: false, qos: true, safe: false };
+    assert_eq!(probe_reason(no_limits.clone(), vec![small(1, "alice")], small(2, "bob")), None);
     no_limits.enforce.safe = true;
-    assert_eq!(
-        probe_reason(no_limits, vec![small(1, "alice")], small(2, "bob")),
-        Some(Reason::AssocGrpJobsLimit),
-        "safe implies limits"
-    );
+    assert_eq!(probe_reason(no_limits, vec![small(1, "alice")], small(2, "bob")), Some(Reason::AssocGrpJobsLimit), "safe implies limits");
 }
 
 #[test]
@@ -495,23 +243,14 @@ fn jobs_started_in_one_cycle_count_at_once() {
     a[2].limits.grp_jobs = Some(2);
     let mut s = sched(accounting(a, vec![]), 4);
     for id in 1..=4 {
-        let _ = s.handle(
-            Event::Submit(small(id, if id % 2 == 0 { "bob" } else { "alice" })),
-            0,
-        );
+        let _ = s.handle(Event::Submit(small(id, if id % 2 == 0 { "bob" } else { "alice" })), 0);
     }
     let _ = s.cycle(0);
     assert_eq!(s.running().len(), 2, "GrpJobs=2 in one cycle");
-    assert_eq!(
-        s.pending_info(JobId(3)).unwrap().reason,
-        Reason::AssocGrpJobsLimit
-    );
+    assert_eq!(s.pending_info(JobId(3)).unwrap().reason, Reason::AssocGrpJobsLimit);
     let _ = s.handle(Event::JobEnded(JobId(1)), 10);
     let _ = s.cycle(10);
-    assert!(
-        s.running().contains_key(&JobId(3)),
-        "a slot freed by an end"
-    );
+    assert!(s.running().contains_key(&JobId(3)), "a slot freed by an end");
     assert_eq!(s.running().len(), 2);
 }
 
@@ -528,10 +267,7 @@ fn the_default_qos_comes_from_the_association() {
         let _ = s.handle(Event::Submit(j), 0);
     }
     let _ = s.cycle(0);
-    assert_eq!(
-        s.pending_info(JobId(2)).unwrap().reason,
-        Reason::QOSGrpJobsLimit
-    );
+    assert_eq!(s.pending_info(JobId(2)).unwrap().reason, Reason::QOSGrpJobsLimit);
 }
 
 // ---- the property: no cycle passes a limit ----
@@ -549,61 +285,33 @@ fn opt(max: u64) -> impl Strategy<Value = Option<u64>> {
 }
 
 fn tres(max_cpu: u64, max_gpu: u64) -> impl Strategy<Value = TresLimits> {
-    (
-        opt(max_cpu),
-        opt(40_000),
-        opt(4),
-        opt(max_gpu),
-        opt(max_cpu),
-    )
-        .prop_map(|(cpu, mem_mb, node, gpu, billing)| TresLimits {
-            cpu,
-            mem_mb,
-            node,
-            gpu,
-            billing,
-        })
+    (opt(max_cpu), opt(40_000), opt(4), opt(max_gpu), opt(max_cpu))
+        .prop_map(|(cpu, mem_mb, node, gpu, billing)| TresLimits { cpu, mem_mb, node, gpu, billing })
 }
 
 fn assoc_limits() -> impl Strategy<Value = AssocLimits> {
-    (
-        tres(24, 24),
-        prop::option::weighted(0.3, 0u32..6),
-        prop::option::weighted(0.3, 0u32..4),
-        tres(12, 12),
-        prop::option::weighted(0.2, 1u32..120),
-    )
-        .prop_map(
-            |(grp_tres, grp_jobs, max_jobs, max_tres_per_job, max_wall_min)| AssocLimits {
-                grp_tres,
-                grp_jobs,
-                max_jobs,
-                max_tres_per_job,
-                max_wall_min,
-                ..AssocLimits::default()
-            },
-        )
+    (tres(24, 24), prop::option::weighted(0.3, 0u32..6), prop::option::weighted(0.3, 0u32..4), tres(12, 12), prop::option::weighted(0.2, 1u32..120))
+        .prop_map(|(grp_tres, grp_jobs, max_jobs, max_tres_per_job, max_wall_min)| AssocLimits {
+            grp_tres,
+            grp_jobs,
+            max_jobs,
+            max_tres_per_job,
+            max_wall_min,
+            ..AssocLimits::default()
+        })
 }
 
 fn qos_strategy(name: &'static str) -> impl Strategy<Value = Qos> {
-    (
-        tres(24, 24),
-        prop::option::weighted(0.3, 0u32..6),
-        prop::option::weighted(0.3, 0u32..4),
-        tres(12, 12),
-        tres(16, 16),
-    )
-        .prop_map(
-            move |(grp_tres, grp_jobs, max_jobs_per_user, max_tres_per_job, max_tres_per_user)| {
-                let mut q = Qos::new(name);
-                q.grp_tres = grp_tres;
-                q.grp_jobs = grp_jobs;
-                q.max_jobs_per_user = max_jobs_per_user;
-                q.max_tres_per_job = max_tres_per_job;
-                q.max_tres_per_user = max_tres_per_user;
-                q
-            },
-        )
+    (tres(24, 24), prop::option::weighted(0.3, 0u32..6), prop::option::weighted(0.3, 0u32..4), tres(12, 12), tres(16, 16))
+        .prop_map(move |(grp_tres, grp_jobs, max_jobs_per_user, max_tres_per_job, max_tres_per_user)| {
+            let mut q = Qos::new(name);
+            q.grp_tres = grp_tres;
+            q.grp_jobs = grp_jobs;
+            q.max_jobs_per_user = max_jobs_per_user;
+            q.max_tres_per_job = max_tres_per_job;
+            q.max_tres_per_user = max_tres_per_user;
+            q
+        })
 }
 
 /// A random tree: root, 1..6 accounts each under root or an earlier account, 1..3 of the
@@ -641,25 +349,13 @@ fn world() -> impl Strategy<Value = World> {
                     all_users.push((user, account.clone()));
                 }
             }
-            World {
-                acct: accounting(assocs, vec![normal, high]),
-                users: all_users,
-                qos: vec!["normal".into(), "high".into()],
-            }
+            World { acct: accounting(assocs, vec![normal, high]), users: all_users, qos: vec!["normal".into(), "high".into()] }
         })
 }
 
 #[derive(Debug, Clone)]
 enum Op {
-    Submit {
-        who: prop::sample::Index,
-        qos: bool,
-        gpus: u32,
-        cpus: u64,
-        mem: u64,
-        limit_min: u64,
-        nodes: u32,
-    },
+    Submit { who: prop::sample::Index, qos: bool, gpus: u32, cpus: u64, mem: u64, limit_min: u64, nodes: u32 },
     End(prop::sample::Index),
     /// A pending job's QOS flips (`scontrol update job qos=`): its charge changes.
     Requalify(prop::sample::Index),
@@ -681,13 +377,7 @@ fn op() -> impl Strategy<Value = Op> {
 fn oracle_tres(j: &JobSpec) -> [u64; 5] {
     let n = u64::from(j.request.nodes.unwrap_or(1));
     let cpu = j.request.cpu_milli_per_node.div_ceil(1000) * n;
-    [
-        cpu,
-        j.request.mem_mib_per_node * n,
-        n,
-        u64::from(j.request.gpus),
-        cpu,
-    ]
+    [cpu, j.request.mem_mib_per_node * n, n, u64::from(j.request.gpus), cpu]
 }
 
 fn limits_array(l: &TresLimits) -> [Option<u64>; 5] {
@@ -708,26 +398,15 @@ fn check_limits(s: &Scheduler, w: &World) -> Result<(), String> {
         }
         (tot, jobs.len() as u32)
     };
-    let within = |used: [u64; 5], lim: [Option<u64>; 5]| {
-        used.iter().zip(lim).all(|(u, l)| l.is_none_or(|l| *u <= l))
-    };
+    let within = |used: [u64; 5], lim: [Option<u64>; 5]| used.iter().zip(lim).all(|(u, l)| l.is_none_or(|l| *u <= l));
     for a in t.assocs() {
-        let sub: Vec<&&JobSpec> = running
-            .iter()
-            .filter(|j| assoc_of(j).is_some_and(|x| t.ancestry(x).any(|y| y.id == a.id)))
-            .collect();
+        let sub: Vec<&&JobSpec> = running.iter().filter(|j| assoc_of(j).is_some_and(|x| t.ancestry(x).any(|y| y.id == a.id))).collect();
         let (used, n) = sum(&sub);
         if !within(used, limits_array(&a.limits.grp_tres)) {
-            return Err(format!(
-                "assoc {} GrpTRES {:?} used {used:?}",
-                a.id.0, a.limits.grp_tres
-            ));
+            return Err(format!("assoc {} GrpTRES {:?} used {used:?}", a.id.0, a.limits.grp_tres));
         }
         if a.limits.grp_jobs.is_some_and(|m| n > m) {
-            return Err(format!(
-                "assoc {} GrpJobs {:?} running {n}",
-                a.id.0, a.limits.grp_jobs
-            ));
+            return Err(format!("assoc {} GrpJobs {:?} running {n}", a.id.0, a.limits.grp_jobs));
         }
         if a.user.is_some() {
             let own = running.iter().filter(|j| assoc_of(j) == Some(a.id)).count() as u32;
@@ -741,15 +420,8 @@ fn check_limits(s: &Scheduler, w: &World) -> Result<(), String> {
         let a = assoc_of(j).ok_or("a running job without association")?;
         let q = &w.acct.qos[&j.qos];
         let tr = oracle_tres(j);
-        let per_job =
-            |f: fn(&TresLimits) -> Option<u64>| t.inherited(a, |x| f(&x.limits.max_tres_per_job));
-        let assoc_max = [
-            per_job(|l| l.cpu),
-            per_job(|l| l.mem_mb),
-            per_job(|l| l.node),
-            per_job(|l| l.gpu),
-            per_job(|l| l.billing),
-        ];
+        let per_job = |f: fn(&TresLimits) -> Option<u64>| t.inherited(a, |x| f(&x.limits.max_tres_per_job));
+        let assoc_max = [per_job(|l| l.cpu), per_job(|l| l.mem_mb), per_job(|l| l.node), per_job(|l| l.gpu), per_job(|l| l.billing)];
         if !within(tr, assoc_max) || !within(tr, limits_array(&q.max_tres_per_job)) {
             return Err(format!("job {} over MaxTRESPerJob: {tr:?}", j.id));
         }
@@ -769,12 +441,8 @@ fn check_limits(s: &Scheduler, w: &World) -> Result<(), String> {
             let user = format!("u{u}");
             let mine: Vec<&&JobSpec> = of_q.iter().copied().filter(|j| j.user == user).collect();
             let (used, n) = sum(&mine);
-            if !within(used, limits_array(&q.max_tres_per_user))
-                || q.max_jobs_per_user.is_some_and(|m| n > m)
-            {
-                return Err(format!(
-                    "QOS {name} user {user} MaxTRESPerUser/MaxJobsPerUser passed: {used:?} {n}"
-                ));
+            if !within(used, limits_array(&q.max_tres_per_user)) || q.max_jobs_per_user.is_some_and(|m| n > m) {
+                return Err(format!("QOS {name} user {user} MaxTRESPerUser/MaxJobsPerUser passed: {used:?} {n}"));
             }
         }
     }
@@ -787,25 +455,10 @@ fn run(w: &World, ops: &[Op]) -> Result<usize, TestCaseError> {
     let mut started = 0usize;
     for (i, op) in ops.iter().enumerate() {
         match op {
-            Op::Submit {
-                who,
-                qos,
-                gpus,
-                cpus,
-                mem,
-                limit_min,
-                nodes,
-            } => {
+            Op::Submit { who, qos, gpus, cpus, mem, limit_min, nodes } => {
                 let (user, account) = &w.users[who.index(w.users.len())];
                 let q = &w.qos[usize::from(*qos)];
-                let mut j = job(
-                    i as u64 + 1,
-                    user,
-                    account,
-                    q,
-                    (*gpus, *cpus, *mem),
-                    *limit_min,
-                );
+                let mut j = job(i as u64 + 1, user, account, q, (*gpus, *cpus, *mem), *limit_min);
                 if *nodes > 1 {
                     j.request.nodes = Some(*nodes);
                     j.request.gpus_per_node = Some(gpus.div_ceil(*nodes).max(1));
@@ -824,11 +477,7 @@ fn run(w: &World, ops: &[Op]) -> Result<usize, TestCaseError> {
                 let ids: Vec<JobId> = s.pending_ids().collect();
                 if !ids.is_empty() {
                     let mut spec = s.pending_spec(ids[k.index(ids.len())]).unwrap().clone();
-                    spec.qos = if spec.qos == "normal" {
-                        "high".into()
-                    } else {
-                        "normal".into()
-                    };
+                    spec.qos = if spec.qos == "normal" { "high".into() } else { "normal".into() };
                     let _ = s.handle(Event::Update(spec), now);
                 }
             }
@@ -844,10 +493,7 @@ fn run(w: &World, ops: &[Op]) -> Result<usize, TestCaseError> {
 }
 
 fn cases() -> u32 {
-    std::env::var("PROPTEST_CASES")
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .map_or(256, |n: u32| n.min(2000))
+    std::env::var("PROPTEST_CASES").ok().and_then(|v| v.parse().ok()).map_or(256, |n: u32| n.min(2000))
 }
 
 proptest! {
@@ -869,11 +515,7 @@ fn the_checker_sees_a_passed_limit() {
     let mut a = base_assocs();
     a[2].limits.grp_jobs = Some(1);
     let mut acct = accounting(a, vec![]);
-    let w = World {
-        acct: acct.clone(),
-        users: vec![("alice".into(), "research".into())],
-        qos: vec!["normal".into()],
-    };
+    let w = World { acct: acct.clone(), users: vec![("alice".into(), "research".into())], qos: vec!["normal".into()] };
     acct.enforce.limits = false;
     let mut s = sched(acct, 4);
     for id in 1..=2 {
@@ -897,10 +539,7 @@ fn qos_preemption(victim_qos: &str, qos: &str, exempt_s: Option<u64>, at: u64) -
     let mut s = sched(accounting(base_assocs(), vec![high, low]), 5);
     // Four nodes of other training keep the preemption within the budget (8 of 40 GPUs).
     for id in 11..15 {
-        let _ = s.handle(
-            Event::Submit(job(id, "carol", "other", "normal", (8, 1, 0), 600)),
-            0,
-        );
+        let _ = s.handle(Event::Submit(job(id, "carol", "other", "normal", (8, 1, 0), 600)), 0);
     }
     let mut first = job(1, "alice", "research", victim_qos, (8, 1, 0), 600);
     first.preemptible = true;
@@ -925,35 +564,16 @@ fn qos_preemption(victim_qos: &str, qos: &str, exempt_s: Option<u64>, at: u64) -
 
 #[test]
 fn a_qos_preempt_list_lets_training_preempt_the_qos_listed_only() {
-    assert_eq!(
-        qos_preemption("low", "high", None, 1000),
-        vec![JobId(1)],
-        "high preempts low"
-    );
-    assert!(
-        qos_preemption("high", "low", None, 1000).is_empty(),
-        "never the reverse"
-    );
-    assert!(
-        qos_preemption("normal", "high", None, 1000).is_empty(),
-        "normal is not listed"
-    );
-    assert!(
-        qos_preemption("low", "high", None, 100).is_empty(),
-        "within min_runtime_s (600 s)"
-    );
+    assert_eq!(qos_preemption("low", "high", None, 1000), vec![JobId(1)], "high preempts low");
+    assert!(qos_preemption("high", "low", None, 1000).is_empty(), "never the reverse");
+    assert!(qos_preemption("normal", "high", None, 1000).is_empty(), "normal is not listed");
+    assert!(qos_preemption("low", "high", None, 100).is_empty(), "within min_runtime_s (600 s)");
 }
 
 #[test]
 fn preempt_exempt_time_of_the_qos_protects_a_young_job() {
-    assert!(
-        qos_preemption("low", "high", Some(2000), 1000).is_empty(),
-        "1000 s < PreemptExemptTime=2000"
-    );
-    assert_eq!(
-        qos_preemption("low", "high", Some(2000), 2000),
-        vec![JobId(1)]
-    );
+    assert!(qos_preemption("low", "high", Some(2000), 1000).is_empty(), "1000 s < PreemptExemptTime=2000");
+    assert_eq!(qos_preemption("low", "high", Some(2000), 2000), vec![JobId(1)]);
     // Shorter than min_runtime_s: the core's floor holds.
     assert!(qos_preemption("low", "high", Some(10), 100).is_empty());
 }
@@ -968,10 +588,7 @@ fn a_changed_job_or_model_is_charged_anew() {
     let mut s = sched(accounting(base_assocs(), vec![normal, Qos::new("high")]), 1);
     let _ = s.handle(Event::Submit(small(1, "alice")), 0);
     let _ = s.cycle(0);
-    assert_eq!(
-        s.pending_info(JobId(1)).unwrap().reason,
-        Reason::QOSGrpJobsLimit
-    );
+    assert_eq!(s.pending_info(JobId(1)).unwrap().reason, Reason::QOSGrpJobsLimit);
     let mut moved = small(1, "alice");
     moved.qos = "high".into();
     let _ = s.handle(Event::Update(moved), 1);
@@ -979,14 +596,8 @@ fn a_changed_job_or_model_is_charged_anew() {
     assert!(s.running().contains_key(&JobId(1)), "charged to high now");
     let _ = s.handle(Event::Submit(small(2, "bob")), 2);
     let _ = s.cycle(2);
-    assert_eq!(
-        s.pending_info(JobId(2)).unwrap().reason,
-        Reason::QOSGrpJobsLimit
-    );
+    assert_eq!(s.pending_info(JobId(2)).unwrap().reason, Reason::QOSGrpJobsLimit);
     s.set_accounting(accounting(base_assocs(), vec![Qos::new("high")]));
     let _ = s.cycle(3);
-    assert!(
-        s.running().contains_key(&JobId(2)),
-        "the new model has no GrpJobs"
-    );
+    assert!(s.running().contains_key(&JobId(2)), "the new model has no GrpJobs");
 }

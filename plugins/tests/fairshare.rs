@@ -14,12 +14,7 @@ fn assoc(id: u32, parent: Option<u32>, account: &str, user: Option<&str>) -> Ass
 }
 
 fn job(id: u64, user: &str, gpus: u32, submit: u64) -> JobSpec {
-    let mut j = JobSpec::simple(
-        id,
-        submit,
-        Request::gpus(gpus, TopologyKind::Any),
-        Some(86_400),
-    );
+    let mut j = JobSpec::simple(id, submit, Request::gpus(gpus, TopologyKind::Any), Some(86_400));
     j.user = user.into();
     j.account = "research".into();
     j
@@ -32,12 +27,7 @@ fn heavy_alice(weight: u64) -> Scheduler {
     let mut s = Scheduler::new(
         Cluster::uniform(2, 8, 2, 64, 512_000),
         flotilla_plugins::placement("topo-bestfit").unwrap(),
-        Box::new(Multifactor {
-            weights: MultifactorWeights {
-                weight_fairshare: weight,
-                ..MultifactorWeights::default()
-            },
-        }),
+        Box::new(Multifactor { weights: MultifactorWeights { weight_fairshare: weight, ..MultifactorWeights::default() } }),
         SchedConfig::default(),
     );
     let tree = AssocTree::new(vec![
@@ -47,10 +37,7 @@ fn heavy_alice(weight: u64) -> Scheduler {
         assoc(4, Some(2), "research", Some("bob")),
     ])
     .unwrap();
-    s.set_accounting(Accounting {
-        tree,
-        ..Accounting::default()
-    });
+    s.set_accounting(Accounting { tree, ..Accounting::default() });
     s.set_usage_config(UsageConfig {
         billing: vec![Some(BillingWeights::parse("GRES/gpu=1.0").unwrap())],
         partition_job_factor: vec![1],
@@ -74,10 +61,7 @@ fn a_heavy_users_next_job_ranks_below_a_light_users() {
     // 8 GPUs × 3601 s, decayed over one hour of a 7-day half-life (each minute's charge
     // decays for the time after it): between 3600 × 8 × 2^(−1/168) and 3601 × 8.
     let u = s.usage().get(AssocId(3));
-    assert!(
-        u > 3600.0 * 8.0 * (-1.0f64 / 168.0).exp2() && u <= 3601.0 * 8.0,
-        "{u}"
-    );
+    assert!(u > 3600.0 * 8.0 * (-1.0f64 / 168.0).exp2() && u <= 3601.0 * 8.0, "{u}");
     assert_eq!(s.usage().get(AssocId(4)), 0.0);
     assert_eq!(s.usage().get(AssocId(2)), u);
     assert_eq!(s.usage().get(AssocId(1)), u);
@@ -88,15 +72,9 @@ fn a_heavy_users_next_job_ranks_below_a_light_users() {
     let (bob, fb) = s.priority_of(flotilla_core::job::JobId(3), 3601).unwrap();
     assert!(alice < bob, "{alice} {bob}");
     assert_eq!(bob - alice, 5_000);
-    assert_eq!(
-        (fa.unwrap().fairshare, fb.unwrap().fairshare),
-        (5_000.0, 10_000.0)
-    );
+    assert_eq!((fa.unwrap().fairshare, fb.unwrap().fairshare), (5_000.0, 10_000.0));
     // The order stage ranked the same way: bob's job is the one holding the reservation.
-    assert_eq!(
-        s.reservations().first().map(|r| r.job),
-        Some(flotilla_core::job::JobId(3))
-    );
+    assert_eq!(s.reservations().first().map(|r| r.job), Some(flotilla_core::job::JobId(3)));
     // Without the fair-share weight the two jobs tie.
     let s = heavy_alice(0);
     assert_eq!(
@@ -121,10 +99,7 @@ fn a_job_ending_between_cycles_is_charged_to_its_end() {
         assoc(3, Some(2), "research", Some("alice")),
     ])
     .unwrap();
-    s.set_accounting(Accounting {
-        tree,
-        ..Accounting::default()
-    });
+    s.set_accounting(Accounting { tree, ..Accounting::default() });
     s.set_usage_config(UsageConfig {
         half_life_s: 3600,
         billing: vec![Some(BillingWeights::parse("GRES/gpu=1.0").unwrap())],

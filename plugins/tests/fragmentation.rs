@@ -13,8 +13,8 @@ use flotilla_core::config::TopologyKind;
 use flotilla_core::job::{JobId, JobSpec, Request};
 use flotilla_core::sched::{Decision, Event, SchedConfig, Scheduler};
 use rand::{Rng, SeedableRng};
-use rand_chacha::ChaCha8Rng;
 use std::collections::BTreeMap;
+use rand_chacha::ChaCha8Rng;
 
 const POLICIES: [&str; 4] = ["topo-bestfit", "first-fit", "worst-fit", "best-fit"];
 const SEEDS: u64 = 20;
@@ -77,11 +77,7 @@ fn run(policy: &str, seed: u64) -> (Table, f64) {
         flotilla_plugins::priority("priority/basic").unwrap(),
         SchedConfig::default(),
     );
-    let mut drv = Driver {
-        s,
-        duration: BTreeMap::new(),
-        ends: BTreeMap::new(),
-    };
+    let mut drv = Driver { s, duration: BTreeMap::new(), ends: BTreeMap::new() };
     let mut rng = ChaCha8Rng::seed_from_u64(seed);
     let total = f64::from(NODES * 8);
     let mut table: Table = [(0.0, 0); 10];
@@ -104,24 +100,11 @@ fn run(policy: &str, seed: u64) -> (Table, f64) {
         if used < target && drv.s.pending_len() < 8 {
             for _ in 0..4 {
                 let g = size(&mut rng);
-                let topo = if g <= 8 {
-                    TopologyKind::Node
-                } else {
-                    TopologyKind::Any
-                };
+                let topo = if g <= 8 { TopologyKind::Node } else { TopologyKind::Any };
                 let dur = 600 + (-(1.0 - rng.random::<f64>()).ln() * 3.0 * 3600.0) as u64;
-                let limit =
-                    ((dur as f64 * (1.0 + rng.random::<f64>())) as u64).div_ceil(1800) * 1800;
+                let limit = ((dur as f64 * (1.0 + rng.random::<f64>())) as u64).div_ceil(1800) * 1800;
                 drv.duration.insert(JobId(next), dur.min(limit));
-                drv.event(
-                    Event::Submit(JobSpec::simple(
-                        next,
-                        now,
-                        Request::gpus(g, topo),
-                        Some(limit),
-                    )),
-                    now,
-                );
+                drv.event(Event::Submit(JobSpec::simple(next, now, Request::gpus(g, topo), Some(limit))), now);
                 next += 1;
             }
         }
@@ -173,14 +156,8 @@ fn default_policy_keeps_the_most_whole_free_nodes() {
             assert!(ours[d].1 > 0 && t[d].1 > 0, "decile {d} not visited");
             let a = ours[d].0 / ours[d].1 as f64;
             let b = t[d].0 / t[d].1 as f64;
-            assert!(
-                a >= b,
-                "{p} keeps more whole nodes than ours in decile {d}: {b:.2} > {a:.2}"
-            );
+            assert!(a >= b, "{p} keeps more whole nodes than ours in decile {d}: {b:.2} > {a:.2}");
         }
-        assert!(
-            ours_all > o,
-            "{p} is not strictly worse overall: {o:.2} >= {ours_all:.2}"
-        );
+        assert!(ours_all > o, "{p} is not strictly worse overall: {o:.2} >= {ours_all:.2}");
     }
 }

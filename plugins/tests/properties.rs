@@ -13,15 +13,7 @@ use proptest::prelude::*;
 
 #[derive(Debug, Clone)]
 enum Op {
-    Submit {
-        gpus: u32,
-        topo: u8,
-        limit_min: u64,
-        cpus: u32,
-        gpn: Option<u32>,
-        exclusive: bool,
-        share: Option<u32>,
-    },
+    Submit { gpus: u32, topo: u8, limit_min: u64, cpus: u32, gpn: Option<u32>, exclusive: bool, share: Option<u32> },
     End(usize),
     Cancel(usize),
     Requeue(usize),
@@ -49,23 +41,21 @@ fn op() -> impl Strategy<Value = Op> {
 }
 
 fn cluster() -> impl Strategy<Value = Cluster> {
-    (1usize..10, prop::sample::select(vec![4u32, 8]), 1usize..4).prop_map(
-        |(nodes, gpus, per_pod)| {
-            let specs: Vec<NodeSpec> = (0..nodes)
-                .map(|i| NodeSpec {
-                    name: format!("n{i}"),
-                    gpus: if i % 5 == 4 { 0 } else { gpus },
-                    gpu_type: Some("h100".into()),
-                    cpu_milli: 32_000,
-                    mem_mib: 256_000,
-                    pod: format!("p{}", i / per_pod),
-                })
-                .collect();
-            let mut c = Cluster::from_specs(&specs);
-            c.add_partition("batch", (0..nodes as u32).map(NodeId).collect(), true);
-            c
-        },
-    )
+    (1usize..10, prop::sample::select(vec![4u32, 8]), 1usize..4).prop_map(|(nodes, gpus, per_pod)| {
+        let specs: Vec<NodeSpec> = (0..nodes)
+            .map(|i| NodeSpec {
+                name: format!("n{i}"),
+                gpus: if i % 5 == 4 { 0 } else { gpus },
+                gpu_type: Some("h100".into()),
+                cpu_milli: 32_000,
+                mem_mib: 256_000,
+                pod: format!("p{}", i / per_pod),
+            })
+            .collect();
+        let mut c = Cluster::from_specs(&specs);
+        c.add_partition("batch", (0..nodes as u32).map(NodeId).collect(), true);
+        c
+    })
 }
 
 /// The property test's driver: the scheduler and the transcript of every decision it made.
@@ -97,49 +87,21 @@ fn run(c: Cluster, queue: QueueMode, policy: &str, ops: &[Op]) -> Result<String,
         c,
         flotilla_plugins::placement(policy).unwrap(),
         flotilla_plugins::priority("priority/multifactor").unwrap(),
-        SchedConfig {
-            queue,
-            max_reservations: 4,
-            ..SchedConfig::default()
-        },
+        SchedConfig { queue, max_reservations: 4, ..SchedConfig::default() },
     );
-    let mut drv = Driver {
-        s,
-        log: String::new(),
-    };
+    let mut drv = Driver { s, log: String::new() };
     let n = drv.s.cluster().nodes.len();
     for i in 0..n {
-        drv.event(
-            Event::NodeRegistered {
-                node: NodeId(i as u32),
-                boot_epoch: 1,
-            },
-            0,
-        );
+        drv.event(Event::NodeRegistered { node: NodeId(i as u32), boot_epoch: 1 }, 0);
     }
     let mut now = 0u64;
     let mut next_id = 1u64;
     let mut epochs = vec![1u64; n];
     for op in ops {
         match op {
-            Op::Submit {
-                gpus,
-                topo,
-                limit_min,
-                cpus,
-                gpn,
-                exclusive,
-                share,
-            } => {
-                let topology =
-                    [TopologyKind::Node, TopologyKind::Pod, TopologyKind::Any][*topo as usize];
-                let mut req = Request {
-                    gpus: *gpus,
-                    topology,
-                    cpu_milli_per_node: u64::from(*cpus) * 1000,
-                    exclusive: *exclusive,
-                    ..Request::default()
-                };
+            Op::Submit { gpus, topo, limit_min, cpus, gpn, exclusive, share } => {
+                let topology = [TopologyKind::Node, TopologyKind::Pod, TopologyKind::Any][*topo as usize];
+                let mut req = Request { gpus: *gpus, topology, cpu_milli_per_node: u64::from(*cpus) * 1000, exclusive: *exclusive, ..Request::default() };
                 if let Some(g) = gpn {
                     req.gpus_per_node = Some(*g);
                     req.gpus = g * 2;
@@ -168,70 +130,28 @@ fn run(c: Cluster, queue: QueueMode, policy: &str, ops: &[Op]) -> Result<String,
                 drv.event(e, now);
             }
             Op::Drain(k) => {
-                drv.event(
-                    Event::NodeAvail {
-                        node: NodeId((k % n) as u32),
-                        avail: NodeAvail::Drain { reason: "t".into() },
-                    },
-                    now,
-                );
+                drv.event(Event::NodeAvail { node: NodeId((k % n) as u32), avail: NodeAvail::Drain { reason: "t".into() } }, now);
             }
             Op::Resume(k) => {
-                drv.event(
-                    Event::NodeAvail {
-                        node: NodeId((k % n) as u32),
-                        avail: NodeAvail::Up,
-                    },
-                    now,
-                );
+                drv.event(Event::NodeAvail { node: NodeId((k % n) as u32), avail: NodeAvail::Up }, now);
             }
             Op::Down(k) => {
                 let node = NodeId((k % n) as u32);
-                drv.event(
-                    Event::NodeAvail {
-                        node,
-                        avail: NodeAvail::Down { reason: "t".into() },
-                    },
-                    now,
-                );
-                prop_assert!(
-                    drv.s.allocations().all(|a| a.part.node != node),
-                    "a down node keeps allocations"
-                );
+                drv.event(Event::NodeAvail { node, avail: NodeAvail::Down { reason: "t".into() } }, now);
+                prop_assert!(drv.s.allocations().all(|a| a.part.node != node), "a down node keeps allocations");
             }
             Op::Reboot(k) => {
                 let node = (k % n) as u32;
                 epochs[node as usize] += 1;
-                drv.event(
-                    Event::NodeRegistered {
-                        node: NodeId(node),
-                        boot_epoch: epochs[node as usize],
-                    },
-                    now,
-                );
+                drv.event(Event::NodeRegistered { node: NodeId(node), boot_epoch: epochs[node as usize] }, now);
                 // Invariant 8: a node reporting a new boot epoch has no allocations.
-                prop_assert!(
-                    drv.s.allocations().all(|a| a.part.node != NodeId(node)),
-                    "invariant 8"
-                );
-                prop_assert!(drv
-                    .s
-                    .cluster()
-                    .node(NodeId(node))
-                    .gpu_milli_used
-                    .iter()
-                    .all(|&m| m == 0));
+                prop_assert!(drv.s.allocations().all(|a| a.part.node != NodeId(node)), "invariant 8");
+                prop_assert!(drv.s.cluster().node(NodeId(node)).gpu_milli_used.iter().all(|&m| m == 0));
             }
             Op::Tick(dt) => {
                 now += dt;
                 // Jobs past their limit end (the controller's time-limit enforcement).
-                let expired: Vec<JobId> = drv
-                    .s
-                    .running()
-                    .iter()
-                    .filter(|(_, r)| r.end.is_some_and(|e| e <= now))
-                    .map(|(id, _)| *id)
-                    .collect();
+                let expired: Vec<JobId> = drv.s.running().iter().filter(|(_, r)| r.end.is_some_and(|e| e <= now)).map(|(id, _)| *id).collect();
                 for id in expired {
                     drv.event(Event::JobEnded(id), now);
                 }
@@ -245,19 +165,7 @@ fn run(c: Cluster, queue: QueueMode, policy: &str, ops: &[Op]) -> Result<String,
                 "after {op:?} at t={now}: {e}\nlog:\n{}\nreservations: {:?}\nrunning: {:?}",
                 drv.log,
                 s.reservations(),
-                s.running()
-                    .values()
-                    .map(|r| (
-                        r.spec.id,
-                        r.start,
-                        r.end,
-                        &r.backfill_for,
-                        r.allocs
-                            .iter()
-                            .map(|a| (a.part.node, a.part.gpus))
-                            .collect::<Vec<_>>()
-                    ))
-                    .collect::<Vec<_>>()
+                s.running().values().map(|r| (r.spec.id, r.start, r.end, &r.backfill_for, r.allocs.iter().map(|a| (a.part.node, a.part.gpus)).collect::<Vec<_>>())).collect::<Vec<_>>()
             )));
         }
         for a in s.allocations() {
@@ -268,10 +176,7 @@ fn run(c: Cluster, queue: QueueMode, policy: &str, ops: &[Op]) -> Result<String,
 }
 
 fn cases() -> u32 {
-    std::env::var("PROPTEST_CASES")
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .map_or(256, |n: u32| n.min(2000))
+    std::env::var("PROPTEST_CASES").ok().and_then(|v| v.parse().ok()).map_or(256, |n: u32| n.min(2000))
 }
 
 proptest! {

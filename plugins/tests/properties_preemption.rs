@@ -12,24 +12,13 @@ use flotilla_core::sched::{Decision, Event, SchedConfig, Scheduler, ServiceId, S
 use proptest::prelude::*;
 use std::collections::BTreeMap;
 
-const QUOTA: &str =
-    "Account=a GuaranteedGPUs=16 MaxGPUs=48\nAccount=b GuaranteedGPUs=8\nAccount=inference\n";
+const QUOTA: &str = "Account=a GuaranteedGPUs=16 MaxGPUs=48\nAccount=b GuaranteedGPUs=8\nAccount=inference\n";
 const ACCOUNTS: [&str; 3] = ["a", "b", "nobody"];
 
 #[derive(Debug, Clone)]
 enum Op {
-    Train {
-        account: usize,
-        gpus: u32,
-        preemptible: bool,
-        ckpt_gb: u64,
-    },
-    Service {
-        id: u32,
-        gpus: u32,
-        min: u32,
-        desired: u32,
-    },
+    Train { account: usize, gpus: u32, preemptible: bool, ckpt_gb: u64 },
+    Service { id: u32, gpus: u32, min: u32, desired: u32 },
     End(usize),
     Ack(usize),
     Bandwidth(u64),
@@ -91,10 +80,7 @@ impl Driver {
 
 fn run(nodes: u32, ops: &[Op], floors: bool) -> Result<(), TestCaseError> {
     let config = SchedConfig::default();
-    let check = Checker {
-        min_runtime: config.min_runtime_s,
-        page_pct: config.budget_page_pct,
-    };
+    let check = Checker { min_runtime: config.min_runtime_s, page_pct: config.budget_page_pct };
     let mut s = Scheduler::new(
         Cluster::uniform(nodes, 8, 4, 64, 512_000),
         flotilla_plugins::placement("topo-bestfit").unwrap(),
@@ -102,27 +88,15 @@ fn run(nodes: u32, ops: &[Op], floors: bool) -> Result<(), TestCaseError> {
         config.clone(),
     );
     s.set_quotas(parse_quota_conf(QUOTA, "q").unwrap());
-    let mut drv = Driver {
-        s,
-        exiting: BTreeMap::new(),
-    };
+    let mut drv = Driver { s, exiting: BTreeMap::new() };
     let mut now = 0u64;
     let mut next = 1u64;
     let mut services: BTreeMap<u32, ServiceSpec> = BTreeMap::new();
     let mut bw = config.storage_bw_bytes_per_s;
     for op in ops {
         match op {
-            Op::Train {
-                account,
-                gpus,
-                preemptible,
-                ckpt_gb,
-            } => {
-                let topo = if *gpus <= 8 {
-                    TopologyKind::Node
-                } else {
-                    TopologyKind::Any
-                };
+            Op::Train { account, gpus, preemptible, ckpt_gb } => {
+                let topo = if *gpus <= 8 { TopologyKind::Node } else { TopologyKind::Any };
                 let mut j = JobSpec::simple(next, now, Request::gpus(*gpus, topo), Some(4 * 3600));
                 j.account = ACCOUNTS[*account].into();
                 j.preemptible = *preemptible;
@@ -130,12 +104,7 @@ fn run(nodes: u32, ops: &[Op], floors: bool) -> Result<(), TestCaseError> {
                 next += 1;
                 drv.event(Event::Submit(j), now);
             }
-            Op::Service {
-                id,
-                gpus,
-                min,
-                desired,
-            } => {
+            Op::Service { id, gpus, min, desired } => {
                 let spec = services.entry(*id).or_insert_with(|| ServiceSpec {
                     id: ServiceId(*id),
                     name: format!("svc{id}"),
@@ -171,12 +140,7 @@ fn run(nodes: u32, ops: &[Op], floors: bool) -> Result<(), TestCaseError> {
             Op::Tick(dt) => now += dt,
         }
         // Victims exit when their checkpoint is done (before the deadline).
-        let due: Vec<JobId> = drv
-            .exiting
-            .iter()
-            .filter(|(_, t)| **t <= now)
-            .map(|(j, _)| *j)
-            .collect();
+        let due: Vec<JobId> = drv.exiting.iter().filter(|(_, t)| **t <= now).map(|(j, _)| *j).collect();
         for j in due {
             drv.exiting.remove(&j);
             drv.event(Event::Requeued(j), now);
@@ -185,17 +149,7 @@ fn run(nodes: u32, ops: &[Op], floors: bool) -> Result<(), TestCaseError> {
             .s
             .running()
             .iter()
-            .map(|(id, r)| {
-                (
-                    *id,
-                    (
-                        r.service().is_some(),
-                        r.start,
-                        r.spec.preemptible,
-                        drv.s.borrow_ledger().contains_key(id),
-                    ),
-                )
-            })
+            .map(|(id, r)| (*id, (r.service().is_some(), r.start, r.spec.preemptible, drv.s.borrow_ledger().contains_key(id))))
             .collect();
         let d = drv.cycle(now);
         let s = &drv.s;
@@ -205,14 +159,7 @@ fn run(nodes: u32, ops: &[Op], floors: bool) -> Result<(), TestCaseError> {
         let mut victims: Vec<JobId> = Vec::new();
         let mut inflight_bytes = 0u64;
         for x in &d {
-            if let Decision::Preempt {
-                job,
-                deadline,
-                checkpoint_bytes,
-                bandwidth,
-                ..
-            } = x
-            {
+            if let Decision::Preempt { job, deadline, checkpoint_bytes, bandwidth, .. } = x {
                 let (replica, start, preemptible, _) = before[job];
                 // The ledger as the cycle saw it (refreshed at its start; binds in the cycle
                 // only add newer jobs).
@@ -222,24 +169,15 @@ fn run(nodes: u32, ops: &[Op], floors: bool) -> Result<(), TestCaseError> {
                 prop_assert!(preemptible, "a non-preemptible job was preempted");
                 let spec = &s.running()[job].spec;
                 let scoped = s.quotas().scope_of(&spec.user, &spec.account).is_some();
-                prop_assert!(
-                    borrowed || !scoped,
-                    "job {job} inside its guarantee was preempted"
-                );
+                prop_assert!(borrowed || !scoped, "job {job} inside its guarantee was preempted");
                 // Minimum runtime.
-                prop_assert!(
-                    now - start >= check.min_runtime,
-                    "job {job} preempted {}s after start",
-                    now - start
-                );
+                prop_assert!(now - start >= check.min_runtime, "job {job} preempted {}s after start", now - start);
                 // The checkpoint fits the deadline at the measured bandwidth.
                 inflight_bytes += checkpoint_bytes;
                 prop_assert_eq!(*bandwidth, bw);
                 prop_assert!(
-                    (inflight_bytes as u128) * 3
-                        <= u128::from(deadline - now) * u128::from(*bandwidth),
-                    "checkpoint of {checkpoint_bytes} B cannot fit a {}s deadline",
-                    deadline - now
+                    (inflight_bytes as u128) * 3 <= u128::from(deadline - now) * u128::from(*bandwidth),
+                    "checkpoint of {checkpoint_bytes} B cannot fit a {}s deadline", deadline - now
                 );
                 prop_assert!(bw >= 10_000_000_000, "preemption while storage is degraded");
                 victims.push(*job);
@@ -249,20 +187,14 @@ fn run(nodes: u32, ops: &[Op], floors: bool) -> Result<(), TestCaseError> {
         // share past the paging limit (ends of other jobs may raise the share later).
         if !floors && !victims.is_empty() {
             let share = s.preempted_share_pct(now);
-            prop_assert!(
-                share <= check.page_pct,
-                "budget exceeded: {share}% after {op:?}"
-            );
+            prop_assert!(share <= check.page_pct, "budget exceeded: {share}% after {op:?}");
         }
     }
     Ok(())
 }
 
 fn cases() -> u32 {
-    std::env::var("PROPTEST_CASES")
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .map_or(256, |n: u32| n.min(1000))
+    std::env::var("PROPTEST_CASES").ok().and_then(|v| v.parse().ok()).map_or(256, |n: u32| n.min(1000))
 }
 
 proptest! {

@@ -18,10 +18,7 @@ struct Run {
 
 impl Run {
     fn new(c: Cluster) -> Run {
-        Run {
-            s: scheduler(c, QueueMode::HeldReservations),
-            log: String::new(),
-        }
+        Run { s: scheduler(c, QueueMode::HeldReservations), log: String::new() }
     }
     /// The scenario's one path for decisions: they go into the transcript, rendered one per
     /// line, unless `quiet` (a setup step the transcript summarises in a line of its own).
@@ -38,10 +35,7 @@ impl Run {
         let what = match &e {
             Event::Requeued(j) => format!("requeued job={j}"),
             Event::NodeRegistered { node, boot_epoch } => {
-                format!(
-                    "node {} registers boot_epoch={boot_epoch}",
-                    self.s.cluster().node(*node).name
-                )
+                format!("node {} registers boot_epoch={boot_epoch}", self.s.cluster().node(*node).name)
             }
             other => format!("{other:?}"),
         };
@@ -111,11 +105,7 @@ fn two_gpu_job_lands_on_the_node_with_six_used() {
     r.submit(job(3, 1, 2, Node, 60), 1);
     let d = r.cycle(1);
     assert_eq!(binds(&d), vec![JobId(3)]);
-    assert_eq!(
-        r.node_of(3),
-        six,
-        "the 2-GPU job must fill the node with 6 used"
-    );
+    assert_eq!(r.node_of(3), six, "the 2-GPU job must fill the node with 6 used");
     assert_eq!(r.s.cluster().fully_free_gpu_nodes(8), 2);
     check_golden("two_gpu_on_six_used", &r.log);
 }
@@ -134,10 +124,7 @@ fn sixteen_gpu_job_takes_two_whole_nodes() {
         assert_eq!(a.part.gpus, GpuMask::all(8), "whole nodes only");
     }
     // Both whole nodes come from one pod when one pod can hold them.
-    let pods: std::collections::BTreeSet<_> = allocs
-        .iter()
-        .map(|a| r.s.cluster().node(a.part.node).pod)
-        .collect();
+    let pods: std::collections::BTreeSet<_> = allocs.iter().map(|a| r.s.cluster().node(a.part.node).pod).collect();
     assert_eq!(pods.len(), 1);
     check_golden("sixteen_gpu_two_whole_nodes", &r.log);
 }
@@ -150,11 +137,7 @@ fn four_gpu_requests_pair_up_to_fill_nodes() {
         r.submit(job(i, 0, 4, Node, 60), 0);
     }
     r.cycle(0);
-    assert_eq!(
-        r.s.cluster().fully_free_gpu_nodes(8),
-        5,
-        "six 4-GPU jobs fill exactly three nodes"
-    );
+    assert_eq!(r.s.cluster().fully_free_gpu_nodes(8), 5, "six 4-GPU jobs fill exactly three nodes");
     // Churn: jobs 1, 3, 5 leave (one from each pair), three new 4-GPU jobs arrive.
     for i in [1, 3, 5] {
         r.end(i, 10);
@@ -163,20 +146,12 @@ fn four_gpu_requests_pair_up_to_fill_nodes() {
         r.submit(job(i, 10, 4, Node, 60), 10);
     }
     r.cycle(10);
-    assert_eq!(
-        r.s.cluster().fully_free_gpu_nodes(8),
-        5,
-        "new halves pair with the halves left behind"
-    );
+    assert_eq!(r.s.cluster().fully_free_gpu_nodes(8), 5, "new halves pair with the halves left behind");
     // A 2-GPU job must not break a whole node while a half node... there is none: all 3 are full.
     r.submit(job(10, 11, 2, Node, 60), 11);
     r.submit(job(11, 11, 2, Node, 60), 11);
     r.cycle(11);
-    assert_eq!(
-        r.s.cluster().fully_free_gpu_nodes(8),
-        4,
-        "two 2-GPU jobs share one node"
-    );
+    assert_eq!(r.s.cluster().fully_free_gpu_nodes(8), 4, "two 2-GPU jobs share one node");
     assert_eq!(r.node_of(10), r.node_of(11));
     check_golden("four_gpu_pairs", &r.log);
 }
@@ -192,8 +167,7 @@ fn big_gang_holds_reservation_while_short_jobs_backfill() {
     }
     r.setup_cycle(0);
     assert_eq!(r.s.running().len(), 128);
-    r.log
-        .push_str("t=0 128 whole-node jobs running, ending after 1..128 h\n");
+    r.log.push_str("t=0 128 whole-node jobs running, ending after 1..128 h\n");
     // Jobs 1000..1007 end early at t=100: 8 nodes free.
     for i in 0..8 {
         r.setup(Event::JobEnded(JobId(1000 + i)), 100);
@@ -203,11 +177,7 @@ fn big_gang_holds_reservation_while_short_jobs_backfill() {
     let est = d
         .iter()
         .find_map(|d| match d {
-            Decision::Reserve {
-                job,
-                est_fill,
-                gpus,
-            } if *job == JobId(1) => {
+            Decision::Reserve { job, est_fill, gpus } if *job == JobId(1) => {
                 assert_eq!(gpus.iter().map(|(_, g)| g.count()).sum::<u32>(), 256);
                 Some(*est_fill)
             }
@@ -216,35 +186,21 @@ fn big_gang_holds_reservation_while_short_jobs_backfill() {
         .expect("the gang must hold a reservation");
     // It holds the 8 free nodes and the 24 that free up soonest (jobs ending at 9..32 h).
     assert_eq!(est, 32 * 3600);
-    assert_eq!(
-        r.s.pending_info(JobId(1)).unwrap().reason,
-        Reason::Resources
-    );
-    assert_eq!(
-        r.s.pending_info(JobId(1)).unwrap().expected_start,
-        Some(est)
-    );
+    assert_eq!(r.s.pending_info(JobId(1)).unwrap().reason, Reason::Resources);
+    assert_eq!(r.s.pending_info(JobId(1)).unwrap().expected_start, Some(est));
     // A short job backfills on the reserved free GPUs; a long one may not.
     r.submit(job(2, 200, 8, Node, 60), 200);
     r.submit(job(3, 200, 8, Node, 40 * 60), 200);
     let d = r.cycle(200);
     assert!(d.iter().any(|d| matches!(d, Decision::Bind { job, backfill_for, .. } if *job == JobId(2) && backfill_for == &vec![JobId(1)])));
-    assert!(
-        !binds(&d).contains(&JobId(3)),
-        "a job ending after the fill must not backfill"
-    );
+    assert!(!binds(&d).contains(&JobId(3)), "a job ending after the fill must not backfill");
     // The long job holds a reservation of its own, ranked below the gang's and disjoint; as
     // in Slurm, only the first blocked job of the partition shows `Resources`.
     assert_eq!(r.s.pending_info(JobId(3)).unwrap().reason, Reason::Priority);
-    assert_eq!(
-        r.s.reservations().iter().map(|x| x.job).collect::<Vec<_>>(),
-        vec![JobId(1), JobId(3)]
-    );
+    assert_eq!(r.s.reservations().iter().map(|x| x.job).collect::<Vec<_>>(), vec![JobId(1), JobId(3)]);
     // The reservation survives the next cycles (held, not released).
     let d = r.cycle(300);
-    assert!(!d
-        .iter()
-        .any(|d| matches!(d, Decision::ReleaseReservation { .. })));
+    assert!(!d.iter().any(|d| matches!(d, Decision::ReleaseReservation { .. })));
     // Every occupant of the reserved nodes ends early at t=1000: only the backfill job remains
     // on the reserved GPUs, and it is preempted the moment the reservation completes.
     for i in 8..32 {
@@ -256,10 +212,7 @@ fn big_gang_holds_reservation_while_short_jobs_backfill() {
     assert!(!binds(&d).contains(&JobId(1)));
     r.event(Event::Requeued(JobId(2)), 1001);
     let d = r.cycle(1001);
-    assert!(
-        binds(&d).contains(&JobId(1)),
-        "the gang starts once the backfill is gone"
-    );
+    assert!(binds(&d).contains(&JobId(1)), "the gang starts once the backfill is gone");
     assert_eq!(r.s.running()[&JobId(1)].allocs.len(), 32);
     check_golden("gang_256_backfill", &r.log);
 }
@@ -293,10 +246,7 @@ fn two_large_gangs_never_deadlock() {
             started.push((t, j));
         }
     }
-    assert!(
-        started.iter().any(|(_, j)| *j == JobId(1)),
-        "the first gang starts: {started:?}"
-    );
+    assert!(started.iter().any(|(_, j)| *j == JobId(1)), "the first gang starts: {started:?}");
     let t1 = started.iter().find(|(_, j)| *j == JobId(1)).unwrap().0;
     // The second one starts when the first ends.
     r.end(1, t1 + 3600);
@@ -317,15 +267,7 @@ fn pending_reasons_name_the_topology() {
     let i3 = r.s.pending_info(JobId(3)).unwrap();
     assert_eq!(i3.reason, Reason::Resources);
     assert_eq!(r.s.pending_info(JobId(4)).unwrap().reason, Reason::Priority);
-    assert!(
-        i3.detail
-            .as_deref()
-            .unwrap()
-            .contains("needs 8 GPUs on one node")
-            || i3.detail.as_deref().unwrap().contains("whole node"),
-        "{:?}",
-        i3.detail
-    );
+    assert!(i3.detail.as_deref().unwrap().contains("needs 8 GPUs on one node") || i3.detail.as_deref().unwrap().contains("whole node"), "{:?}", i3.detail);
     let lp = r.s.largest_placeable();
     assert_eq!((lp.node, lp.pod, lp.any), (0, 0, 0));
     let _ = NodeId(0);
@@ -334,42 +276,16 @@ fn pending_reasons_name_the_topology() {
 #[test]
 fn node_reboot_requeues_its_jobs() {
     let mut r = Run::new(Cluster::uniform(2, 8, 2, 64, 512_000));
-    r.setup(
-        Event::NodeRegistered {
-            node: NodeId(0),
-            boot_epoch: 1,
-        },
-        0,
-    );
-    r.setup(
-        Event::NodeRegistered {
-            node: NodeId(1),
-            boot_epoch: 1,
-        },
-        0,
-    );
+    r.setup(Event::NodeRegistered { node: NodeId(0), boot_epoch: 1 }, 0);
+    r.setup(Event::NodeRegistered { node: NodeId(1), boot_epoch: 1 }, 0);
     r.submit(job(1, 0, 8, Node, 60), 0);
     r.submit(job(2, 0, 16, Any, 60), 0);
     r.cycle(0);
     assert_eq!(r.s.running().len(), 1);
     let node = r.s.running()[&JobId(1)].allocs[0].part.node;
     // Same epoch: nothing happens.
-    assert!(r
-        .setup(
-            Event::NodeRegistered {
-                node,
-                boot_epoch: 1
-            },
-            5
-        )
-        .is_empty());
-    let d = r.event(
-        Event::NodeRegistered {
-            node,
-            boot_epoch: 2,
-        },
-        10,
-    );
+    assert!(r.setup(Event::NodeRegistered { node, boot_epoch: 1 }, 5).is_empty());
+    let d = r.event(Event::NodeRegistered { node, boot_epoch: 2 }, 10);
     assert!(matches!(&d[..], [Decision::Requeue { job, .. }] if *job == JobId(1)));
     assert!(r.s.running().is_empty());
     r.s.check_invariants().unwrap();
@@ -379,15 +295,7 @@ fn node_reboot_requeues_its_jobs() {
 #[test]
 fn required_node_down_is_req_node_not_avail() {
     let mut r = Run::new(Cluster::uniform(4, 8, 2, 64, 512_000));
-    r.setup(
-        Event::NodeAvail {
-            node: NodeId(3),
-            avail: flotilla_core::cluster::NodeAvail::Drain {
-                reason: "maint".into(),
-            },
-        },
-        0,
-    );
+    r.setup(Event::NodeAvail { node: NodeId(3), avail: flotilla_core::cluster::NodeAvail::Drain { reason: "maint".into() } }, 0);
     let mut spec = job(1, 0, 1, Node, 5);
     spec.request.required_nodes = vec![NodeId(3)];
     r.submit(spec, 0);

@@ -7,9 +7,7 @@ use flotilla_core::cluster::{Cluster, NodeId, PartId};
 use flotilla_core::config::TopologyKind::Node;
 use flotilla_core::job::Request;
 use flotilla_core::placement::LargestPlaceable;
-use flotilla_core::sched::{
-    Decision, Event, RunningJob, SchedConfig, Scheduler, ServiceId, ServiceSpec, REPLICA_ID_BASE,
-};
+use flotilla_core::sched::{Decision, Event, RunningJob, SchedConfig, Scheduler, ServiceId, ServiceSpec, REPLICA_ID_BASE};
 
 fn sched(c: Cluster) -> Scheduler {
     Scheduler::new(
@@ -87,32 +85,14 @@ fn largest_placeable_in_a_partition_of_smaller_nodes() {
         mem_mib: 512_000,
         pod: pod.into(),
     };
-    let mut c = Cluster::from_specs(&[
-        node("s1", 4, "p1"),
-        node("s2", 4, "p1"),
-        node("b1", 8, "p2"),
-        node("b2", 8, "p2"),
-    ]);
+    let mut c = Cluster::from_specs(&[node("s1", 4, "p1"), node("s2", 4, "p1"), node("b1", 8, "p2"), node("b2", 8, "p2")]);
     let small = c.add_partition("small", vec![NodeId(0), NodeId(1)], false);
     // Two GPUs busy on each small node: 2 + 2 free there.
     for n in [0, 1] {
-        c.take(&NodeAlloc {
-            node: NodeId(n),
-            gpus: flotilla_core::cluster::GpuMask(0b11),
-            gpu_milli: 1000,
-            cpu_milli: 1000,
-            mem_mib: 0,
-        });
+        c.take(&NodeAlloc { node: NodeId(n), gpus: flotilla_core::cluster::GpuMask(0b11), gpu_milli: 1000, cpu_milli: 1000, mem_mib: 0 });
     }
     let s = sched(c);
-    assert_eq!(
-        s.largest_placeable_in(small),
-        LargestPlaceable {
-            node: 2,
-            pod: 3,
-            any: 3
-        }
-    );
+    assert_eq!(s.largest_placeable_in(small), LargestPlaceable { node: 2, pod: 3, any: 3 });
 }
 
 #[test]
@@ -128,19 +108,9 @@ fn restored_replicas_count_and_ids_are_not_reused() {
     event(&mut b, Event::ServiceUpsert(spec(1)), 10);
     b.restore_replica(ServiceId(7), running.clone());
     b.set_next_replica_id(a.next_replica_id());
-    assert!(
-        bound(&b.cycle(10)).is_empty(),
-        "the restored replica counts: none started twice"
-    );
+    assert!(bound(&b.cycle(10)).is_empty(), "the restored replica counts: none started twice");
     assert_eq!(b.service_replicas(ServiceId(7)).0.len(), 1);
-    event(
-        &mut b,
-        Event::ServiceScale {
-            service: ServiceId(7),
-            desired: 2,
-        },
-        11,
-    );
+    event(&mut b, Event::ServiceScale { service: ServiceId(7), desired: 2 }, 11);
     assert_eq!(bound(&b.cycle(11)), vec![REPLICA_ID_BASE + 1], "a fresh id");
     b.check_invariants().unwrap();
 

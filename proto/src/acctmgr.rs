@@ -128,13 +128,7 @@ impl AssocRow {
     /// A new association with Slurm's defaults (`sacctmgr add`): `Fairshare=1`, no
     /// priority, no limits, no QOS of its own, no guarantee. `user`/`partition` empty: an
     /// account's association / all partitions.
-    pub fn new(
-        id: u32,
-        parent: Option<u32>,
-        account: &str,
-        user: &str,
-        partition: &str,
-    ) -> AssocRow {
+    pub fn new(id: u32, parent: Option<u32>, account: &str, user: &str, partition: &str) -> AssocRow {
         AssocRow {
             id,
             parent,
@@ -305,8 +299,7 @@ pub fn parse_clauses(words: &[String], add: bool) -> Clauses {
         if let Some((k, v)) = w.split_once('=') {
             let kl = k.to_ascii_lowercase();
             if kl == "format" {
-                c.format
-                    .extend(v.split(',').filter(|s| !s.is_empty()).map(str::to_string));
+                c.format.extend(v.split(',').filter(|s| !s.is_empty()).map(str::to_string));
                 continue;
             }
             let kv = (k.to_string(), v.to_string());
@@ -316,19 +309,12 @@ pub fn parse_clauses(words: &[String], add: bool) -> Clauses {
                 Mode::Start if add => c.sets.push(kv),
                 Mode::Start => c.conds.push(kv),
             }
-        } else if matches!(
-            l.as_str(),
-            "withassoc" | "-s" | "tree" | "withdeleted" | "withcoord" | "withsubaccounts"
-        ) || (l.len() >= 5 && "withassoc".starts_with(&l))
+        } else if matches!(l.as_str(), "withassoc" | "-s" | "tree" | "withdeleted" | "withcoord" | "withsubaccounts")
+            || (l.len() >= 5 && "withassoc".starts_with(&l))
         {
-            c.options.push(if l == "-s" || l.starts_with("witha") {
-                "withassoc".into()
-            } else {
-                l
-            });
+            c.options.push(if l == "-s" || l.starts_with("witha") { "withassoc".into() } else { l });
         } else {
-            c.names
-                .extend(w.split(',').filter(|s| !s.is_empty()).map(str::to_string));
+            c.names.extend(w.split(',').filter(|s| !s.is_empty()).map(str::to_string));
         }
     }
     c
@@ -377,17 +363,11 @@ mod tests {
         assert_eq!(c.names, vec!["alice"]);
         assert_eq!(c.sets, vec![("MaxJobs".into(), "4".into())]);
         assert_eq!(c.conds, vec![("account".into(), "research".into())]);
-        let c = parse_clauses(
-            &w("bob,carol Account=research DefaultAccount=research"),
-            true,
-        );
+        let c = parse_clauses(&w("bob,carol Account=research DefaultAccount=research"), true);
         assert_eq!(c.names, vec!["bob", "carol"]);
         assert_eq!(c.sets.len(), 2);
         assert!(c.conds.is_empty());
-        let c = parse_clauses(
-            &w("where user=alice format=User,Account%20 withassoc -s tree"),
-            false,
-        );
+        let c = parse_clauses(&w("where user=alice format=User,Account%20 withassoc -s tree"), false);
         assert_eq!(c.format, vec!["User", "Account%20"]);
         assert_eq!(c.options, vec!["withassoc", "withassoc", "tree"]);
         assert_eq!(c.conds, vec![("user".into(), "alice".into())]);

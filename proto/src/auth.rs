@@ -217,8 +217,7 @@ impl ClusterKey {
                 static CTR: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
                 let c = CTR.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
                 nonce[..8].copy_from_slice(&c.to_be_bytes());
-                nonce[8..]
-                    .copy_from_slice(&(u64::from(std::process::id()) << 32 ^ now).to_be_bytes());
+                nonce[8..].copy_from_slice(&(u64::from(std::process::id()) << 32 ^ now).to_be_bytes());
             }
         }
         let mut c = Credential {
@@ -237,16 +236,11 @@ impl ClusterKey {
     /// Checks signature and times (not replays; see [`Verifier`]). `max_ttl_s` bounds how long
     /// a credential may claim to be valid.
     pub fn verify(&self, c: &Credential, now: u64, max_ttl_s: u64) -> Result<(), AuthError> {
-        self.mac(c)
-            .verify_slice(&c.mac)
-            .map_err(|_| AuthError::Forged)?;
+        self.mac(c).verify_slice(&c.mac).map_err(|_| AuthError::Forged)?;
         if c.expires_at <= now {
             return Err(AuthError::Expired);
         }
-        if c.issued_at > now + MAX_SKEW_S
-            || c.expires_at < c.issued_at
-            || c.expires_at - c.issued_at > max_ttl_s
-        {
+        if c.issued_at > now + MAX_SKEW_S || c.expires_at < c.issued_at || c.expires_at - c.issued_at > max_ttl_s {
             return Err(AuthError::BadTimes);
         }
         Ok(())
@@ -291,17 +285,11 @@ impl ReplayCache {
             return Err(AuthError::Replayed);
         }
         if self.seen.len() >= self.max {
-            return Err(AuthError::ReplayCacheFull(format!(
-                "{} live credentials",
-                self.max
-            )));
+            return Err(AuthError::ReplayCacheFull(format!("{} live credentials", self.max)));
         }
         let n = self.per_uid.entry(c.uid).or_insert(0);
         if *n >= self.max_per_uid {
-            return Err(AuthError::ReplayCacheFull(format!(
-                "{} live credentials of uid {}",
-                self.max_per_uid, c.uid
-            )));
+            return Err(AuthError::ReplayCacheFull(format!("{} live credentials of uid {}", self.max_per_uid, c.uid)));
         }
         *n += 1;
         self.seen.insert(c.nonce, c.expires_at);
@@ -356,12 +344,7 @@ impl Verifier {
     }
 
     /// [`Verifier::new`] with a given (empty) replay cache, e.g. one with small limits.
-    pub fn with_cache(
-        key: ClusterKey,
-        max_ttl_s: u64,
-        not_before: u64,
-        cache: ReplayCache,
-    ) -> Verifier {
+    pub fn with_cache(key: ClusterKey, max_ttl_s: u64, not_before: u64, cache: ReplayCache) -> Verifier {
         Verifier {
             key,
             max_ttl_s,
@@ -408,9 +391,7 @@ mod tests {
         f.uid = 0;
         assert_eq!(v.accept(&f, 1001), Err(AuthError::Forged));
         // Another key.
-        let other = ClusterKey::from_bytes(&[8u8; 32])
-            .unwrap()
-            .sign(0, 0, "x", 1000, 300);
+        let other = ClusterKey::from_bytes(&[8u8; 32]).unwrap().sign(0, 0, "x", 1000, 300);
         assert_eq!(v.accept(&other, 1001), Err(AuthError::Forged));
         // Expired.
         let e = k.sign(2001, 2001, "login1", 1000, 300);
@@ -439,22 +420,13 @@ mod tests {
     fn replay_cache_is_bounded() {
         let k = key();
         let mut rc = ReplayCache::with_limits(4, 2);
-        rc.check_and_insert(&k.sign(1, 1, "h", 100, 10), 100)
-            .unwrap();
-        rc.check_and_insert(&k.sign(1, 1, "h", 100, 50), 100)
-            .unwrap();
+        rc.check_and_insert(&k.sign(1, 1, "h", 100, 10), 100).unwrap();
+        rc.check_and_insert(&k.sign(1, 1, "h", 100, 50), 100).unwrap();
         let third = k.sign(1, 1, "h", 100, 10);
-        assert!(
-            matches!(rc.check_and_insert(&third, 100), Err(AuthError::ReplayCacheFull(m)) if m.contains("uid 1"))
-        );
-        rc.check_and_insert(&k.sign(2, 2, "h", 100, 10), 100)
-            .unwrap();
-        rc.check_and_insert(&k.sign(3, 3, "h", 100, 10), 100)
-            .unwrap();
-        assert!(matches!(
-            rc.check_and_insert(&k.sign(4, 4, "h", 100, 10), 100),
-            Err(AuthError::ReplayCacheFull(_))
-        ));
+        assert!(matches!(rc.check_and_insert(&third, 100), Err(AuthError::ReplayCacheFull(m)) if m.contains("uid 1")));
+        rc.check_and_insert(&k.sign(2, 2, "h", 100, 10), 100).unwrap();
+        rc.check_and_insert(&k.sign(3, 3, "h", 100, 10), 100).unwrap();
+        assert!(matches!(rc.check_and_insert(&k.sign(4, 4, "h", 100, 10), 100), Err(AuthError::ReplayCacheFull(_))));
         assert_eq!(rc.len(), 4);
         // The 10 s credentials expire: room again, for uid 1 too.
         rc.check_and_insert(&third, 111).unwrap();
@@ -466,10 +438,7 @@ mod tests {
     fn credentials_from_before_the_start_are_refused() {
         let k = key();
         let v = Verifier::new(k.clone(), DEFAULT_TTL_S, 1000);
-        assert_eq!(
-            v.accept(&k.sign(1, 1, "h", 999, 300), 1001),
-            Err(AuthError::BeforeStart)
-        );
+        assert_eq!(v.accept(&k.sign(1, 1, "h", 999, 300), 1001), Err(AuthError::BeforeStart));
         assert_eq!(v.accept(&k.sign(1, 1, "h", 1000, 300), 1001), Ok(()));
     }
 
@@ -482,16 +451,10 @@ mod tests {
         assert_eq!(k.0, l.0);
         assert!(ClusterKey::generate(&p).is_err(), "never overwrites");
         std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o644)).unwrap();
-        assert!(matches!(
-            ClusterKey::load(&p),
-            Err(AuthError::KeyPermissions { .. })
-        ));
+        assert!(matches!(ClusterKey::load(&p), Err(AuthError::KeyPermissions { .. })));
         let short = dir.path().join("short.key");
         std::fs::write(&short, b"abc").unwrap();
         std::fs::set_permissions(&short, std::fs::Permissions::from_mode(0o600)).unwrap();
-        assert_eq!(
-            ClusterKey::load(&short).unwrap_err(),
-            AuthError::KeyTooShort(3)
-        );
+        assert_eq!(ClusterKey::load(&short).unwrap_err(), AuthError::KeyTooShort(3));
     }
 }

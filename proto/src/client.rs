@@ -2,9 +2,7 @@
 
 use crate::auth::Credential;
 use crate::errno::SlurmError;
-use crate::frame::{
-    encode_frame, read_frame, write_frame, Frame, Hello, ProtoError, TokenAuth, DEFAULT_MAX_FRAME,
-};
+use crate::frame::{encode_frame, read_frame, write_frame, Frame, Hello, ProtoError, TokenAuth, DEFAULT_MAX_FRAME};
 use crate::msg::{Request, Response, Role};
 use std::io::{Read, Write};
 use std::net::{TcpStream, ToSocketAddrs};
@@ -104,12 +102,7 @@ impl Client {
     ///
     /// Errors: as [`Client::connect_unix`] and [`Client::call`]; a refused handshake is
     /// [`ClientError::Refused`] (the request is then never looked at by the server).
-    pub fn call_once_unix(
-        path: &Path,
-        role: Role,
-        auth: Option<Credential>,
-        body: Request,
-    ) -> Result<Response, ClientError> {
+    pub fn call_once_unix(path: &Path, role: Role, auth: Option<Credential>, body: Request) -> Result<Response, ClientError> {
         let s = UnixStream::connect(path).map_err(ProtoError::from)?;
         Client::call_once(Stream::Unix(s), role, auth, body)
     }
@@ -128,12 +121,7 @@ impl Client {
 
     /// One pipelined call on an open stream (see [`Client::call_once_unix`]): hello and request
     /// (id 1) written together, then the handshake answer and the response read in order.
-    pub fn call_once(
-        mut stream: Stream,
-        role: Role,
-        auth: Option<Credential>,
-        body: Request,
-    ) -> Result<Response, ClientError> {
+    pub fn call_once(mut stream: Stream, role: Role, auth: Option<Credential>, body: Request) -> Result<Response, ClientError> {
         let mut bytes = encode_frame(&Frame::Hello(Hello::current(role)))?;
         bytes.extend_from_slice(&encode_frame(&Frame::Request { id: 1, auth, body })?);
         stream.write_all(&bytes).map_err(ProtoError::from)?;
@@ -159,11 +147,7 @@ impl Client {
     }
 
     /// Sends a request and waits for its response.
-    pub fn call(
-        &mut self,
-        auth: Option<Credential>,
-        body: Request,
-    ) -> Result<Response, ClientError> {
+    pub fn call(&mut self, auth: Option<Credential>, body: Request) -> Result<Response, ClientError> {
         let id = self.next_id;
         self.next_id += 1;
         write_frame(&mut self.stream, &Frame::Request { id, auth, body })?;
@@ -225,45 +209,23 @@ mod tests {
     /// A peer that reads BOTH frames before it answers the hello: a client that waited for
     /// `HelloOk` before sending its request would leave it without a request (the read times
     /// out and the test fails instead of hanging).
-    fn pipelined_peer(
-        mut s: UnixStream,
-        refuse: bool,
-    ) -> std::thread::JoinHandle<Result<(Hello, Frame), String>> {
+    fn pipelined_peer(mut s: UnixStream, refuse: bool) -> std::thread::JoinHandle<Result<(Hello, Frame), String>> {
         std::thread::spawn(move || {
             s.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
             let hello = match read_frame(&mut s, DEFAULT_MAX_FRAME).map_err(|e| e.to_string())? {
                 Frame::Hello(h) => h,
                 f => return Err(format!("first frame {f:?}")),
             };
-            let req = read_frame(&mut s, DEFAULT_MAX_FRAME)
-                .map_err(|e| format!("no request behind the hello: {e}"))?;
+            let req = read_frame(&mut s, DEFAULT_MAX_FRAME).map_err(|e| format!("no request behind the hello: {e}"))?;
             if refuse {
-                write_frame(
-                    &mut s,
-                    &Frame::Refused(SlurmError::new(crate::errno::SLURM_PROTOCOL_VERSION_ERROR)),
-                )
-                .unwrap();
+                write_frame(&mut s, &Frame::Refused(SlurmError::new(crate::errno::SLURM_PROTOCOL_VERSION_ERROR))).unwrap();
                 return Ok((hello, req));
             }
             let version = negotiate(&hello).unwrap();
             write_frame(&mut s, &Frame::HelloOk { version }).unwrap();
             // A stray response for another id first: the client must skip it.
-            write_frame(
-                &mut s,
-                &Frame::Response {
-                    id: 7,
-                    body: Response::Error(SlurmError::new(1)),
-                },
-            )
-            .unwrap();
-            write_frame(
-                &mut s,
-                &Frame::Response {
-                    id: 1,
-                    body: Response::Pong,
-                },
-            )
-            .unwrap();
+            write_frame(&mut s, &Frame::Response { id: 7, body: Response::Error(SlurmError::new(1)) }).unwrap();
+            write_frame(&mut s, &Frame::Response { id: 1, body: Response::Pong }).unwrap();
             Ok((hello, req))
         })
     }
@@ -277,11 +239,7 @@ mod tests {
         let (hello, req) = peer.join().unwrap().unwrap();
         assert_eq!(hello, Hello::current(Role::Command));
         match req {
-            Frame::Request {
-                id: 1,
-                auth: None,
-                body: Request::Ping,
-            } => {}
+            Frame::Request { id: 1, auth: None, body: Request::Ping } => {}
             f => panic!("request frame {f:?}"),
         }
     }
@@ -291,9 +249,7 @@ mod tests {
         let (a, b) = UnixStream::pair().unwrap();
         let peer = pipelined_peer(b, true);
         match Client::call_once(Stream::Unix(a), Role::Command, None, Request::Ping) {
-            Err(ClientError::Refused(e)) => {
-                assert_eq!(e.code, crate::errno::SLURM_PROTOCOL_VERSION_ERROR)
-            }
+            Err(ClientError::Refused(e)) => assert_eq!(e.code, crate::errno::SLURM_PROTOCOL_VERSION_ERROR),
             r => panic!("{r:?}"),
         }
         peer.join().unwrap().unwrap();

@@ -144,10 +144,7 @@ pub struct FlotillaDiag {
 /// its name; Flotilla's own requests, which Slurm does not have, get numbers from 60001 up in
 /// the order of this table. `None` for a name it does not know.
 pub fn rpc_type_id(name: &str) -> Option<u16> {
-    RPC_TYPES
-        .iter()
-        .find(|(n, _)| *n == name)
-        .map(|(_, id)| *id)
+    RPC_TYPES.iter().find(|(n, _)| *n == name).map(|(_, id)| *id)
 }
 
 /// Names and numbers of the message types Flotilla's controller handles.
@@ -212,27 +209,12 @@ mod tests {
             Request::DiagReset,
         ];
         for r in reqs {
-            assert!(
-                rpc_type_id(r.kind()).is_some(),
-                "{} has no number",
-                r.kind()
-            );
+            assert!(rpc_type_id(r.kind()).is_some(), "{} has no number", r.kind());
         }
-        for kind in [
-            "REQUEST_SUBMIT_BATCH_JOB",
-            "REQUEST_KILL_JOB",
-            "REQUEST_HOLD_RELEASE",
-            "REQUEST_JOB_REQUEUE",
-            "REQUEST_UPDATE_JOB",
-            "REQUEST_NODE_INFO",
-            "REQUEST_UPDATE_NODE",
-            "REQUEST_JOB_STEP_CREATE",
-            "REQUEST_STEP_COMPLETE",
-            "REQUEST_JOB_STEP_INFO",
-            "REQUEST_COMPLETE_JOB_ALLOCATION",
-            "REQUEST_SERVICE_CREATE",
-            "DBD_GET_JOBS_COND",
-        ] {
+        for kind in ["REQUEST_SUBMIT_BATCH_JOB", "REQUEST_KILL_JOB", "REQUEST_HOLD_RELEASE", "REQUEST_JOB_REQUEUE",
+            "REQUEST_UPDATE_JOB", "REQUEST_NODE_INFO", "REQUEST_UPDATE_NODE", "REQUEST_JOB_STEP_CREATE",
+            "REQUEST_STEP_COMPLETE", "REQUEST_JOB_STEP_INFO", "REQUEST_COMPLETE_JOB_ALLOCATION",
+            "REQUEST_SERVICE_CREATE", "DBD_GET_JOBS_COND"] {
             assert!(rpc_type_id(kind).is_some(), "{kind} has no number");
         }
     }

@@ -103,9 +103,7 @@ pub fn strerror(code: i32) -> &'static str {
         ESLURM_INVALID_PARTITION_NAME => "Invalid partition name specified",
         ESLURM_DEFAULT_PARTITION_NOT_SET => "No partition specified or system default partition",
         ESLURM_ACCESS_DENIED => "Access/permission denied",
-        ESLURM_JOB_MISSING_REQUIRED_PARTITION_GROUP => {
-            "User's group not permitted to use this partition"
-        }
+        ESLURM_JOB_MISSING_REQUIRED_PARTITION_GROUP => "User's group not permitted to use this partition",
         ESLURM_TOO_MANY_REQUESTED_CPUS => "More processors requested than permitted",
         ESLURM_INVALID_NODE_COUNT => "Node count specification invalid",
         ESLURM_MAX_JOB_COUNT => "Unable to create job record, try again",
@@ -123,9 +121,7 @@ pub fn strerror(code: i32) -> &'static str {
         ESLURM_NOT_SUPPORTED => "Requested operation not supported on this system",
         ESLURM_DEPENDENCY => "Job dependency problem",
         ESLURM_INVALID_ACCOUNT => "Invalid account or account/partition combination specified",
-        ESLURM_INVALID_TIME_LIMIT => {
-            "Requested time limit is invalid (missing or exceeds some limit)"
-        }
+        ESLURM_INVALID_TIME_LIMIT => "Requested time limit is invalid (missing or exceeds some limit)",
         ESLURM_ACCOUNTING_POLICY => {
             "Job violates accounting/QOS policy (job submit limit, user's size and/or time limits)"
         }

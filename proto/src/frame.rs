@@ -57,9 +57,7 @@ impl ProtoError {
     /// The Slurm error answered to a peer that sent this.
     pub fn to_slurm(&self) -> SlurmError {
         match self {
-            ProtoError::FrameTooLarge { .. } => {
-                SlurmError::new(errno::SLURM_PROTOCOL_INSANE_MSG_LENGTH)
-            }
+            ProtoError::FrameTooLarge { .. } => SlurmError::new(errno::SLURM_PROTOCOL_INSANE_MSG_LENGTH),
             _ => SlurmError::new(errno::SLURM_UNEXPECTED_MSG_ERROR),
         }
     }
@@ -147,9 +145,7 @@ pub struct TokenAuth {
 
 impl std::fmt::Debug for TokenAuth {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("TokenAuth")
-            .field("user_name", &self.user_name)
-            .finish_non_exhaustive()
+        f.debug_struct("TokenAuth").field("user_name", &self.user_name).finish_non_exhaustive()
     }
 }
 
@@ -172,8 +168,7 @@ pub fn negotiate(peer: &Hello) -> Result<u16, SlurmError> {
 
 /// Encodes a frame: length prefix and postcard body.
 pub fn encode_frame(frame: &Frame) -> Result<Vec<u8>, ProtoError> {
-    let mut out =
-        postcard::to_extend(frame, vec![0u8; 4]).map_err(|e| ProtoError::Encode(e.to_string()))?;
+    let mut out = postcard::to_extend(frame, vec![0u8; 4]).map_err(|e| ProtoError::Encode(e.to_string()))?;
     let len = out.len() - 4;
     let len32 = u32::try_from(len).map_err(|_| ProtoError::Encode(format!("{len} bytes")))?;
     out[..4].copy_from_slice(&len32.to_be_bytes());
@@ -211,8 +206,7 @@ pub fn decode_frame_max(buf: &[u8], max: usize) -> Result<Option<(Frame, usize)>
 /// [`crate::jobview::encode_jobs_response`]).
 pub fn encode_response_frame(id: u64, body: &[u8]) -> Result<Vec<u8>, ProtoError> {
     // The variant's index and the id, as the derived encoding writes them before the body.
-    let mut out = postcard::to_extend(&(RESPONSE_VARIANT, id), vec![0u8; 4])
-        .map_err(|e| ProtoError::Encode(e.to_string()))?;
+    let mut out = postcard::to_extend(&(RESPONSE_VARIANT, id), vec![0u8; 4]).map_err(|e| ProtoError::Encode(e.to_string()))?;
     out.extend_from_slice(body);
     let len = out.len() - 4;
     let len32 = u32::try_from(len).map_err(|_| ProtoError::Encode(format!("{len} bytes")))?;
@@ -227,18 +221,6 @@ const REQUEST_VARIANT: u32 = 3;
 /// `Frame::TokenRequest`'s index among `Frame`'s variants.
 const TOKEN_REQUEST_VARIANT: u32 = 7;
 
-/// [`peek_request_auth`] for a `Frame::TokenRequest`: its id and token, from the bytes up to
-/// the token's end (which a listener verifies before it reads a larger body). `None` for
-/// another frame or a head that does not decode yet. Pure, never panics.
-pub fn peek_token_auth(head: &[u8]) -> Option<(u64, TokenAuth)> {
-    let (tag, rest) = postcard::take_from_bytes::<u32>(head).ok()?;
-    if tag != TOKEN_REQUEST_VARIANT {
-        return None;
-    }
-    let ((id, auth), _) = postcard::take_from_bytes::<(u64, TokenAuth)>(rest).ok()?;
-    Some((id, auth))
-}
-
 /// The head of a frame body, read before the rest of it: for a `Frame::Request`, its id and
 /// credential (`Some((id, auth))`), which a listener verifies before it reads a body larger
 /// than [`PREAUTH_MAX_FRAME`]; `None` for another frame or a head that does not decode
@@ -249,6 +231,18 @@ pub fn peek_request_auth(head: &[u8]) -> Option<(u64, Option<Credential>)> {
         return None;
     }
     let ((id, auth), _) = postcard::take_from_bytes::<(u64, Option<Credential>)>(rest).ok()?;
+    Some((id, auth))
+}
+
+/// [`peek_request_auth`] for a `Frame::TokenRequest`: its id and token, from the bytes up to
+/// the token's end (which a listener verifies before it reads a larger body). `None` for
+/// another frame or a head that does not decode yet. Pure, never panics.
+pub fn peek_token_auth(head: &[u8]) -> Option<(u64, TokenAuth)> {
+    let (tag, rest) = postcard::take_from_bytes::<u32>(head).ok()?;
+    if tag != TOKEN_REQUEST_VARIANT {
+        return None;
+    }
+    let ((id, auth), _) = postcard::take_from_bytes::<(u64, TokenAuth)>(rest).ok()?;
     Some((id, auth))
 }
 
@@ -276,9 +270,7 @@ pub fn read_frame<R: Read>(r: &mut R, max: usize) -> Result<Frame, ProtoError> {
     let mut buf = prefix.to_vec();
     let got = r.take(len as u64).read_to_end(&mut buf)?;
     if got < len {
-        return Err(ProtoError::Decode(
-            "connection closed inside a frame".into(),
-        ));
+        return Err(ProtoError::Decode("connection closed inside a frame".into()));
     }
     match decode_frame_max(&buf, max)? {
         Some((f, _)) => Ok(f),
@@ -292,27 +284,15 @@ mod tests {
 
     #[test]
     fn a_token_request_head_names_its_id_and_token() {
-        let auth = TokenAuth {
-            user_name: "alice".into(),
-            token: "a.b.c".into(),
-        };
-        let f = Frame::TokenRequest {
-            id: 9,
-            auth: auth.clone(),
-            body: Request::Ping,
-        };
+        let auth = TokenAuth { user_name: "alice".into(), token: "a.b.c".into() };
+        let f = Frame::TokenRequest { id: 9, auth: auth.clone(), body: Request::Ping };
         let bytes = encode_frame(&f).unwrap();
         assert_eq!(peek_token_auth(&bytes[4..]), Some((9, auth)));
         assert_eq!(peek_request_auth(&bytes[4..]), None);
         for cut in 0..bytes.len() - 5 {
             let _ = peek_token_auth(&bytes[4..4 + cut]);
         }
-        let req = encode_frame(&Frame::Request {
-            id: 3,
-            auth: None,
-            body: Request::Ping,
-        })
-        .unwrap();
+        let req = encode_frame(&Frame::Request { id: 3, auth: None, body: Request::Ping }).unwrap();
         assert_eq!(peek_token_auth(&req[4..]), None);
         assert_eq!(decode_frame(&bytes).unwrap().unwrap().0, f);
     }
@@ -332,11 +312,7 @@ mod tests {
                     count: 4,
                 }],
                 array: Some(ArraySpec {
-                    ranges: vec![ArrayRange {
-                        start: 0,
-                        end: 5,
-                        step: 1,
-                    }],
+                    ranges: vec![ArrayRange { start: 0, end: 5, step: 1 }],
                     max_running: Some(2),
                 }),
                 ..SubmitJob::default()
@@ -350,28 +326,14 @@ mod tests {
         let bodies = [
             Response::Pong,
             Response::Error(SlurmError::new(crate::errno::ESLURM_INVALID_JOB_ID)),
-            Response::Jobs(vec![JobInfo {
-                job_id: 42,
-                name: "x".into(),
-                ..JobInfo::default()
-            }]),
+            Response::Jobs(vec![JobInfo { job_id: 42, name: "x".into(), ..JobInfo::default() }]),
         ];
         for (i, body) in bodies.into_iter().enumerate() {
             let id = [0u64, 1, 300, u64::MAX][i];
             let enc = postcard::to_allocvec(&body).unwrap();
             let frame = encode_response_frame(id, &enc).unwrap();
-            assert_eq!(
-                frame,
-                encode_frame(&Frame::Response {
-                    id,
-                    body: body.clone()
-                })
-                .unwrap()
-            );
-            assert_eq!(
-                read_frame(&mut &frame[..], DEFAULT_MAX_FRAME).unwrap(),
-                Frame::Response { id, body }
-            );
+            assert_eq!(frame, encode_frame(&Frame::Response { id, body: body.clone() }).unwrap());
+            assert_eq!(read_frame(&mut &frame[..], DEFAULT_MAX_FRAME).unwrap(), Frame::Response { id, body });
         }
     }
 
@@ -408,14 +370,8 @@ mod tests {
     fn too_large_refused_before_reading_body() {
         let mut buf = (DEFAULT_MAX_FRAME as u32 + 1).to_be_bytes().to_vec();
         buf.push(0);
-        assert!(matches!(
-            decode_frame(&buf),
-            Err(ProtoError::FrameTooLarge { .. })
-        ));
-        assert!(matches!(
-            decode_frame_max(&[0, 0, 0, 9], 8),
-            Err(ProtoError::FrameTooLarge { len: 9, max: 8 })
-        ));
+        assert!(matches!(decode_frame(&buf), Err(ProtoError::FrameTooLarge { .. })));
+        assert!(matches!(decode_frame_max(&[0, 0, 0, 9], 8), Err(ProtoError::FrameTooLarge { len: 9, max: 8 })));
     }
 
     /// The head of a request frame gives its id and credential, from the bytes up to the
@@ -424,27 +380,15 @@ mod tests {
     fn request_heads() {
         let key = crate::auth::ClusterKey::from_bytes(&[3u8; 32]).unwrap();
         let cred = key.sign(2001, 2001, &"h".repeat(253), 1000, 300);
-        let f = Frame::Request {
-            id: 9,
-            auth: Some(cred.clone()),
-            body: Request::Ping,
-        };
+        let f = Frame::Request { id: 9, auth: Some(cred.clone()), body: Request::Ping };
         let bytes = encode_frame(&f).unwrap();
         let body = &bytes[4..];
         assert!(body.len() < PREAUTH_MAX_FRAME);
         assert_eq!(peek_request_auth(body), Some((9, Some(cred.clone()))));
         // Without its body (what a listener has of a large frame) the head still decodes.
-        assert_eq!(
-            peek_request_auth(&body[..body.len() - 1]),
-            Some((9, Some(cred)))
-        );
+        assert_eq!(peek_request_auth(&body[..body.len() - 1]), Some((9, Some(cred))));
         assert_eq!(peek_request_auth(&body[..10]), None);
-        let anon = encode_frame(&Frame::Request {
-            id: 1,
-            auth: None,
-            body: Request::Ping,
-        })
-        .unwrap();
+        let anon = encode_frame(&Frame::Request { id: 1, auth: None, body: Request::Ping }).unwrap();
         assert_eq!(peek_request_auth(&anon[4..]), Some((1, None)));
         let hello = encode_frame(&Frame::Hello(Hello::current(Role::Command))).unwrap();
         assert_eq!(peek_request_auth(&hello[4..]), None);
@@ -457,10 +401,7 @@ mod tests {
     fn blocking_read_of_a_short_frame() {
         let mut bytes = (DEFAULT_MAX_FRAME as u32).to_be_bytes().to_vec();
         bytes.extend_from_slice(&[0u8; 10]);
-        assert!(matches!(
-            read_frame(&mut &bytes[..], DEFAULT_MAX_FRAME),
-            Err(ProtoError::Decode(_))
-        ));
+        assert!(matches!(read_frame(&mut &bytes[..], DEFAULT_MAX_FRAME), Err(ProtoError::Decode(_))));
     }
 
     #[test]
@@ -474,19 +415,13 @@ mod tests {
 
     #[test]
     fn handshake_range() {
-        assert_eq!(
-            negotiate(&Hello::current(Role::Command)).unwrap(),
-            PROTOCOL_VERSION_MAX
-        );
+        assert_eq!(negotiate(&Hello::current(Role::Command)).unwrap(), PROTOCOL_VERSION_MAX);
         let future = Hello {
             min_version: PROTOCOL_VERSION_MAX + 1,
             max_version: PROTOCOL_VERSION_MAX + 5,
             role: Role::Command,
         };
-        assert_eq!(
-            negotiate(&future).unwrap_err().code,
-            errno::SLURM_PROTOCOL_VERSION_ERROR
-        );
+        assert_eq!(negotiate(&future).unwrap_err().code, errno::SLURM_PROTOCOL_VERSION_ERROR);
         let newer = Hello {
             min_version: 1,
             max_version: 9,

@@ -231,17 +231,9 @@ impl<'a> JobView<'a> {
             gres: self
                 .gres
                 .into_iter()
-                .map(|g| GresSpec {
-                    name: g.name.into_string(),
-                    gpu_type: own(g.gpu_type),
-                    count: g.count,
-                })
+                .map(|g| GresSpec { name: g.name.into_string(), gpu_type: own(g.gpu_type), count: g.count })
                 .collect(),
-            gpu_alloc: self
-                .gpu_alloc
-                .into_iter()
-                .map(|(n, m)| (n.into_string(), m))
-                .collect(),
+            gpu_alloc: self.gpu_alloc.into_iter().map(|(n, m)| (n.into_string(), m)).collect(),
             work_dir: self.work_dir.into_string(),
             stdout: own(self.stdout),
             stderr: own(self.stderr),
@@ -255,16 +247,8 @@ impl<'a> JobView<'a> {
             preemptible: self.preemptible,
             held: self.held,
             exclusive: self.exclusive,
-            required_nodes: self
-                .required_nodes
-                .into_iter()
-                .map(Str::into_string)
-                .collect(),
-            excluded_nodes: self
-                .excluded_nodes
-                .into_iter()
-                .map(Str::into_string)
-                .collect(),
+            required_nodes: self.required_nodes.into_iter().map(Str::into_string).collect(),
+            excluded_nodes: self.excluded_nodes.into_iter().map(Str::into_string).collect(),
             comment: own(self.comment),
             preempt_count: self.preempt_count,
             last_checkpoint_ack: self.last_checkpoint_ack,
@@ -313,11 +297,7 @@ impl<'a> From<&'a JobInfo> for JobView<'a> {
             gres: j
                 .gres
                 .iter()
-                .map(|g| GresView {
-                    name: Str::b(&g.name),
-                    gpu_type: view(&g.gpu_type),
-                    count: g.count,
-                })
+                .map(|g| GresView { name: Str::b(&g.name), gpu_type: view(&g.gpu_type), count: g.count })
                 .collect(),
             gpu_alloc: j.gpu_alloc.iter().map(|(n, m)| (Str::b(n), *m)).collect(),
             work_dir: Str::b(&j.work_dir),
@@ -577,10 +557,7 @@ impl QueueRows {
     /// Encodes `jobs`' `fields`.
     ///
     /// Errors: postcard's.
-    pub fn encode<'a>(
-        fields: &[JobField],
-        jobs: impl Iterator<Item = JobView<'a>>,
-    ) -> Result<QueueRows, postcard::Error> {
+    pub fn encode<'a>(fields: &[JobField], jobs: impl Iterator<Item = JobView<'a>>) -> Result<QueueRows, postcard::Error> {
         let (mut count, mut bytes) = (0u64, Vec::new());
         for j in jobs {
             bytes = postcard::to_extend(&Selected(&j, fields), bytes)?;
@@ -592,10 +569,7 @@ impl QueueRows {
     /// The jobs, each as a view with `fields` set (the rest default), borrowing from `self`;
     /// the last item is an error when the bytes are malformed, cut, or longer than `count`
     /// jobs.
-    pub fn iter<'a>(
-        &'a self,
-        fields: &'a [JobField],
-    ) -> impl Iterator<Item = Result<JobView<'a>, postcard::Error>> + 'a {
+    pub fn iter<'a>(&'a self, fields: &'a [JobField]) -> impl Iterator<Item = Result<JobView<'a>, postcard::Error>> + 'a {
         let mut reader = self.reader(fields);
         std::iter::from_fn(move || {
             let mut j = JobView::default();
@@ -606,21 +580,13 @@ impl QueueRows {
     /// A reader that decodes each job into the same view ([`QueueReader::next_into`]): no view
     /// is built, moved or dropped per job.
     pub fn reader<'a>(&'a self, fields: &'a [JobField]) -> QueueReader<'a> {
-        QueueReader {
-            fields,
-            rest: &self.bytes,
-            left: self.count,
-            failed: false,
-        }
+        QueueReader { fields, rest: &self.bytes, left: self.count, failed: false }
     }
 
     /// Decodes one job's `fields` from the start of `bytes`; the job and the bytes after it.
     ///
     /// Errors: postcard's.
-    pub fn decode_one<'a>(
-        fields: &[JobField],
-        bytes: &'a [u8],
-    ) -> Result<(JobView<'a>, &'a [u8]), postcard::Error> {
+    pub fn decode_one<'a>(fields: &[JobField], bytes: &'a [u8]) -> Result<(JobView<'a>, &'a [u8]), postcard::Error> {
         let mut j = JobView::default();
         let mut de = postcard::Deserializer::from_bytes(bytes);
         for f in fields {
@@ -744,43 +710,23 @@ mod tests {
             count: u64,
             bytes: Vec<u8>,
         }
-        let rows = QueueRows {
-            count: 2,
-            bytes: (0..=255).collect(),
-        };
+        let rows = QueueRows { count: 2, bytes: (0..=255).collect() };
         let enc = postcard::to_allocvec(&rows).unwrap();
-        assert_eq!(
-            enc,
-            postcard::to_allocvec(&Plain {
-                count: 2,
-                bytes: rows.bytes.clone()
-            })
-            .unwrap()
-        );
+        assert_eq!(enc, postcard::to_allocvec(&Plain { count: 2, bytes: rows.bytes.clone() }).unwrap());
         assert_eq!(postcard::from_bytes::<QueueRows>(&enc).unwrap(), rows);
     }
 
     #[test]
     fn queue_rows_refuse_bad_bytes() {
-        let v = JobView {
-            job_id: 7,
-            name: Str::b("x"),
-            ..JobView::default()
-        };
+        let v = JobView { job_id: 7, name: Str::b("x"), ..JobView::default() };
         let fields = [JobField::JobId, JobField::Name];
         let mut rows = QueueRows::encode(&fields, [v.clone()].into_iter()).unwrap();
         assert_eq!(rows.iter(&fields).count(), 1);
         rows.count = 2;
-        assert!(
-            rows.iter(&fields).last().unwrap().is_err(),
-            "fewer jobs than counted"
-        );
+        assert!(rows.iter(&fields).last().unwrap().is_err(), "fewer jobs than counted");
         rows.count = 1;
         rows.bytes.push(1);
-        assert!(
-            rows.iter(&fields).last().unwrap().is_err(),
-            "bytes left over"
-        );
+        assert!(rows.iter(&fields).last().unwrap().is_err(), "bytes left over");
         assert_eq!(rows.iter(&fields).count(), 2);
     }
 }

@@ -194,10 +194,7 @@ pub struct JobRef {
 impl JobRef {
     /// A plain job id.
     pub fn id(job_id: u64) -> JobRef {
-        JobRef {
-            job_id,
-            tasks: None,
-        }
+        JobRef { job_id, tasks: None }
     }
 }
 
@@ -279,10 +276,7 @@ impl JobStateWire {
     pub fn is_finished(self) -> bool {
         !matches!(
             self,
-            JobStateWire::Pending
-                | JobStateWire::Running
-                | JobStateWire::Suspended
-                | JobStateWire::Completing
+            JobStateWire::Pending | JobStateWire::Running | JobStateWire::Suspended | JobStateWire::Completing
         )
     }
 }
@@ -489,8 +483,7 @@ pub enum NodeToCtl {
         reason: String,
         /// The events of the poll that led to the verdict, as text (for the log).
         events: Vec<String>,
-    },
-    /// What a step used on this node (CPU time, memory peak): sent on the poll interval
+    },    /// What a step used on this node (CPU time, memory peak): sent on the poll interval
     /// (`JobAcctGatherFrequency`) while it runs and once at its end (`done`).
     StepUsage(crate::usage::StepUsage),
 }
@@ -1297,45 +1290,24 @@ mod tests {
         ];
         for (i, r) in reqs.iter().enumerate() {
             let bytes = postcard::to_allocvec(r).unwrap();
-            assert_eq!(
-                bytes[0] as usize,
-                17 + i,
-                "{r:?} appended after UpdateNode and the step requests"
-            );
+            assert_eq!(bytes[0] as usize, 17 + i, "{r:?} appended after UpdateNode and the step requests");
             assert_eq!(&postcard::from_bytes::<Request>(&bytes).unwrap(), r);
         }
         assert_eq!(postcard::to_allocvec(&Request::Ping).unwrap()[0], 11);
         let resps = [
             Response::ServiceCreated { id: 3 },
-            Response::Services(vec![ServiceInfo {
-                id: 3,
-                replica_ids: vec![1 << 48],
-                ..ServiceInfo::default()
-            }]),
-            Response::Alerts(vec![AlertInfo {
-                id: 1,
-                kind: "Page".into(),
-                service_id: Some(3),
-                ..AlertInfo::default()
-            }]),
+            Response::Services(vec![ServiceInfo { id: 3, replica_ids: vec![1 << 48], ..ServiceInfo::default() }]),
+            Response::Alerts(vec![AlertInfo { id: 1, kind: "Page".into(), service_id: Some(3), ..AlertInfo::default() }]),
             Response::Partitions(vec![PartitionInfo {
                 name: "batch".into(),
-                largest_placeable: Some(LargestPlaceableWire {
-                    node: 8,
-                    pod: 16,
-                    any: 24,
-                }),
+                largest_placeable: Some(LargestPlaceableWire { node: 8, pod: 16, any: 24 }),
                 ..PartitionInfo::default()
             }]),
         ];
         for (i, r) in resps.iter().enumerate() {
             let bytes = postcard::to_allocvec(r).unwrap();
             if i < 3 {
-                assert_eq!(
-                    bytes[0] as usize,
-                    13 + i,
-                    "{r:?} appended after Pong and the step responses"
-                );
+                assert_eq!(bytes[0] as usize, 13 + i, "{r:?} appended after Pong and the step responses");
             }
             assert_eq!(&postcard::from_bytes::<Response>(&bytes).unwrap(), r);
         }
@@ -1345,22 +1317,11 @@ mod tests {
     #[test]
     fn turn_messages_round_trip_and_are_appended() {
         let req = postcard::to_allocvec(&Request::QueryTurns).unwrap();
-        assert_eq!(
-            req[0], 24,
-            "QueryTurns is the 25th request, after QueryQueue"
-        );
-        assert_eq!(
-            postcard::from_bytes::<Request>(&req).unwrap(),
-            Request::QueryTurns
-        );
-        let q = postcard::to_allocvec(&Request::QueryQueue(crate::jobview::QueueQuery::default()))
-            .unwrap();
+        assert_eq!(req[0], 24, "QueryTurns is the 25th request, after QueryQueue");
+        assert_eq!(postcard::from_bytes::<Request>(&req).unwrap(), Request::QueryTurns);
+        let q = postcard::to_allocvec(&Request::QueryQueue(crate::jobview::QueueQuery::default())).unwrap();
         assert_eq!(q[0], 23);
-        let resp = Response::Turns {
-            turns: 1 << 40,
-            cycles: 7,
-            cycle_due: true,
-        };
+        let resp = Response::Turns { turns: 1 << 40, cycles: 7, cycle_due: true };
         let bytes = postcard::to_allocvec(&resp).unwrap();
         assert_eq!(bytes[0], 18, "Turns is the 19th response, after Queue");
         assert_eq!(postcard::from_bytes::<Response>(&bytes).unwrap(), resp);
@@ -1369,32 +1330,8 @@ mod tests {
     #[test]
     fn array_task_bounds() {
         assert_eq!(ArrayTasks::of(&[]), None);
-        assert_eq!(
-            ArrayTasks::of(&[0, 1]),
-            Some(ArrayTasks {
-                count: 2,
-                min: 0,
-                max: 1,
-                step: 1
-            })
-        );
-        assert_eq!(
-            ArrayTasks::of(&[1, 3]),
-            Some(ArrayTasks {
-                count: 2,
-                min: 1,
-                max: 3,
-                step: 2
-            })
-        );
-        assert_eq!(
-            ArrayTasks::of(&[7, 1, 3]),
-            Some(ArrayTasks {
-                count: 3,
-                min: 1,
-                max: 7,
-                step: 1
-            })
-        );
+        assert_eq!(ArrayTasks::of(&[0, 1]), Some(ArrayTasks { count: 2, min: 0, max: 1, step: 1 }));
+        assert_eq!(ArrayTasks::of(&[1, 3]), Some(ArrayTasks { count: 2, min: 1, max: 3, step: 2 }));
+        assert_eq!(ArrayTasks::of(&[7, 1, 3]), Some(ArrayTasks { count: 3, min: 1, max: 7, step: 1 }));
     }
 }

@@ -115,33 +115,15 @@ mod tests {
     #[test]
     fn share_messages_round_trip_and_are_appended() {
         let turns = postcard::to_allocvec(&Request::QueryTurns).unwrap()[0];
-        for r in [
-            Request::QueryShares(ShareQuery {
-                accounts: vec!["a".into()],
-                users: vec![],
-            }),
-            Request::QueryPriorities(PrioQuery::default()),
-        ] {
+        for r in [Request::QueryShares(ShareQuery { accounts: vec!["a".into()], users: vec![] }), Request::QueryPriorities(PrioQuery::default())] {
             let bytes = postcard::to_allocvec(&r).unwrap();
             assert!(bytes[0] > turns, "{r:?} appended");
             assert_eq!(postcard::from_bytes::<Request>(&bytes).unwrap(), r);
         }
-        let turns = postcard::to_allocvec(&Response::Turns {
-            turns: 0,
-            cycles: 0,
-            cycle_due: false,
-        })
-        .unwrap()[0];
+        let turns = postcard::to_allocvec(&Response::Turns { turns: 0, cycles: 0, cycle_due: false }).unwrap()[0];
         for r in [
-            Response::Shares(vec![ShareRow {
-                id: 1,
-                level_fs: Some(f64::INFINITY),
-                ..ShareRow::default()
-            }]),
-            Response::Priorities(PrioReply {
-                priority_type: "priority/multifactor".into(),
-                ..PrioReply::default()
-            }),
+            Response::Shares(vec![ShareRow { id: 1, level_fs: Some(f64::INFINITY), ..ShareRow::default() }]),
+            Response::Priorities(PrioReply { priority_type: "priority/multifactor".into(), ..PrioReply::default() }),
         ] {
             let bytes = postcard::to_allocvec(&r).unwrap();
             assert!(bytes[0] > turns, "{r:?} appended");

@@ -240,13 +240,9 @@ pub enum SrunIo {
 ///
 /// Errors: encoding failure or a body over [`MAX_IO_FRAME`] (`InvalidInput`), or the write's.
 pub fn write_msg<W: Write, T: Serialize>(w: &mut W, msg: &T) -> std::io::Result<()> {
-    let body = postcard::to_allocvec(msg)
-        .map_err(|e| std::io::Error::new(std::io::ErrorKind::InvalidInput, e.to_string()))?;
+    let body = postcard::to_allocvec(msg).map_err(|e| std::io::Error::new(std::io::ErrorKind::InvalidInput, e.to_string()))?;
     if body.len() > MAX_IO_FRAME {
-        return Err(std::io::Error::new(
-            std::io::ErrorKind::InvalidInput,
-            "step i/o frame too large",
-        ));
+        return Err(std::io::Error::new(std::io::ErrorKind::InvalidInput, "step i/o frame too large"));
     }
     let mut buf = Vec::with_capacity(body.len() + 4);
     buf.extend_from_slice(&(body.len() as u32).to_be_bytes());
@@ -264,15 +260,11 @@ pub fn read_msg<R: Read, T: DeserializeOwned>(r: &mut R) -> std::io::Result<T> {
     r.read_exact(&mut len)?;
     let len = u32::from_be_bytes(len) as usize;
     if len > MAX_IO_FRAME {
-        return Err(std::io::Error::new(
-            std::io::ErrorKind::InvalidData,
-            "step i/o frame too large",
-        ));
+        return Err(std::io::Error::new(std::io::ErrorKind::InvalidData, "step i/o frame too large"));
     }
     let mut body = vec![0u8; len];
     r.read_exact(&mut body)?;
-    postcard::from_bytes(&body)
-        .map_err(|e| std::io::Error::new(std::io::ErrorKind::InvalidData, e.to_string()))
+    postcard::from_bytes(&body).map_err(|e| std::io::Error::new(std::io::ErrorKind::InvalidData, e.to_string()))
 }
 
 #[cfg(test)]
@@ -282,47 +274,22 @@ mod tests {
     #[test]
     fn io_frames_round_trip_and_bound() {
         let mut buf = Vec::new();
-        write_msg(
-            &mut buf,
-            &StepIo::Stdout {
-                task: 3,
-                data: b"hi\n".to_vec(),
-            },
-        )
-        .unwrap();
+        write_msg(&mut buf, &StepIo::Stdout { task: 3, data: b"hi\n".to_vec() }).unwrap();
         write_msg(&mut buf, &SrunIo::Signal(10)).unwrap();
         let mut r = &buf[..];
-        assert_eq!(
-            read_msg::<_, StepIo>(&mut r).unwrap(),
-            StepIo::Stdout {
-                task: 3,
-                data: b"hi\n".to_vec()
-            }
-        );
+        assert_eq!(read_msg::<_, StepIo>(&mut r).unwrap(), StepIo::Stdout { task: 3, data: b"hi\n".to_vec() });
         assert_eq!(read_msg::<_, SrunIo>(&mut r).unwrap(), SrunIo::Signal(10));
-        assert_eq!(
-            read_msg::<_, SrunIo>(&mut r).unwrap_err().kind(),
-            std::io::ErrorKind::UnexpectedEof
-        );
+        assert_eq!(read_msg::<_, SrunIo>(&mut r).unwrap_err().kind(), std::io::ErrorKind::UnexpectedEof);
         let huge = ((MAX_IO_FRAME + 1) as u32).to_be_bytes();
         let mut r = &huge[..];
-        assert_eq!(
-            read_msg::<_, SrunIo>(&mut r).unwrap_err().kind(),
-            std::io::ErrorKind::InvalidData
-        );
+        assert_eq!(read_msg::<_, SrunIo>(&mut r).unwrap_err().kind(), std::io::ErrorKind::InvalidData);
         let garbage = [0, 0, 0, 1, 0xff];
-        assert_eq!(
-            read_msg::<_, SrunIo>(&mut &garbage[..]).unwrap_err().kind(),
-            std::io::ErrorKind::InvalidData
-        );
+        assert_eq!(read_msg::<_, SrunIo>(&mut &garbage[..]).unwrap_err().kind(), std::io::ErrorKind::InvalidData);
     }
 
     #[test]
     fn layout_counts_tasks() {
-        let l = StepLayout {
-            tasks: vec![vec![0, 1], vec![2]],
-            ..StepLayout::default()
-        };
+        let l = StepLayout { tasks: vec![vec![0, 1], vec![2]], ..StepLayout::default() };
         assert_eq!(l.ntasks(), 3);
     }
 }

@@ -95,9 +95,7 @@ pub struct StepStats {
 impl StepStats {
     /// Combines the per-node reports of one step (`(node, usage, done)`): sums CPU times,
     /// takes the largest peaks with their node, averages over the tasks. `None` when empty.
-    pub fn combine<'a>(
-        nodes: impl IntoIterator<Item = (&'a str, &'a Usage, bool)>,
-    ) -> Option<StepStats> {
+    pub fn combine<'a>(nodes: impl IntoIterator<Item = (&'a str, &'a Usage, bool)>) -> Option<StepStats> {
         let mut s = StepStats {
             done: true,
             ..StepStats::default()
@@ -125,11 +123,7 @@ impl StepStats {
                 s.max_vmsize_node = node.to_string();
             }
             // One task: its CPU time is the node's; several: the reporter's lowest.
-            let min = if tasks == 1 {
-                u.total_usec
-            } else {
-                u.min_cpu_usec
-            };
+            let min = if tasks == 1 { u.total_usec } else { u.min_cpu_usec };
             if first || min < s.min_cpu_usec {
                 s.min_cpu_usec = min;
                 s.min_cpu_node = node.to_string();
@@ -171,10 +165,7 @@ mod tests {
             ..Usage::default()
         };
         let s = StepStats::combine([("n1", &a, true), ("n2", &b, false)]).unwrap();
-        assert_eq!(
-            (s.user_usec, s.system_usec, s.total_usec),
-            (8_000_000, 1_000_000, 9_000_000)
-        );
+        assert_eq!((s.user_usec, s.system_usec, s.total_usec), (8_000_000, 1_000_000, 9_000_000));
         assert_eq!((s.max_rss, s.max_rss_node.as_str()), (300 << 20, "n2"));
         assert_eq!(s.ave_rss, 200 << 20);
         assert_eq!((s.min_cpu_usec, s.min_cpu_node.as_str()), (4_000_000, "n1"));

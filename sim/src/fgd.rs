@@ -19,9 +19,7 @@ use std::collections::BTreeMap;
 use std::path::Path;
 use std::sync::Arc;
 
-use flotilla_core::cluster::{
-    check_accounting, Cluster, NodeAlloc, NodeId, NodeSpec, PartId, MILLI,
-};
+use flotilla_core::cluster::{check_accounting, Cluster, NodeAlloc, NodeId, NodeSpec, PartId, MILLI};
 use flotilla_core::config::TopologyKind;
 use flotilla_core::job::Request;
 use flotilla_core::placement::{place, PlaceCtx, PlacementPolicy};
@@ -120,13 +118,7 @@ pub fn pod_request(p: &OpenbPod) -> Request {
 /// (`rank[node]` = position), both from one ChaCha8 generator seeded with `seed`: shuffle the
 /// list; if its demand is below `inflation × capacity`, append uniform draws with replacement
 /// until the demand reaches it; else keep the shuffled prefix whose demand stays within it.
-pub fn pod_stream(
-    pods: &[OpenbPod],
-    nodes: usize,
-    capacity_milli: u64,
-    inflation: f64,
-    seed: u64,
-) -> (Vec<usize>, Vec<u32>) {
+pub fn pod_stream(pods: &[OpenbPod], nodes: usize, capacity_milli: u64, inflation: f64, seed: u64) -> (Vec<usize>, Vec<u32>) {
     let mut rng = ChaCha8Rng::seed_from_u64(seed);
     let target = (capacity_milli as f64 * inflation).round() as u64;
     let mut order: Vec<usize> = (0..pods.len()).collect();
@@ -165,14 +157,8 @@ pub fn pod_stream(
 /// [`FGD_COVERAGE`] of the pods.
 pub fn workload(pods: &[OpenbPod]) -> Workload {
     Workload::from_pods(
-        pods.iter().map(|p| {
-            (
-                u64::from(p.cpu_milli),
-                p.gpu_milli,
-                p.gpus,
-                p.gpu_spec.as_slice(),
-            )
-        }),
+        pods.iter()
+            .map(|p| (u64::from(p.cpu_milli), p.gpu_milli, p.gpus, p.gpu_spec.as_slice())),
         FGD_COVERAGE,
     )
 }
@@ -181,19 +167,13 @@ pub fn workload(pods: &[OpenbPod]) -> Workload {
 /// workload model, the pod list's target workload; the random policy is seeded with the
 /// run's seed. `topo-bestfit-nomodel` (not run by default) is ours without the model, as
 /// `flotilla_plugins::placement("topo-bestfit")` builds it: the ablation.
-pub fn make_policy(
-    name: &str,
-    pods: &[OpenbPod],
-    seed: u64,
-) -> Result<Box<dyn PlacementPolicy>, SimError> {
+pub fn make_policy(name: &str, pods: &[OpenbPod], seed: u64) -> Result<Box<dyn PlacementPolicy>, SimError> {
     Ok(match name {
         "fgd" => Box::new(Fgd::with_workload(Arc::new(workload(pods)))),
         "topo-bestfit" => Box::new(TopoBestFit::with_workload(Arc::new(workload(pods)))),
         "topo-bestfit-nomodel" => Box::new(TopoBestFit::new()),
         "random" => Box::new(RandomFit::new(seed)),
-        other => flotilla_plugins::placement(other).ok_or_else(|| SimError::UnknownPolicy {
-            name: other.to_owned(),
-        })?,
+        other => flotilla_plugins::placement(other).ok_or_else(|| SimError::UnknownPolicy { name: other.to_owned() })?,
     })
 }
 
@@ -232,10 +212,7 @@ pub struct RunResult {
 impl RunResult {
     /// Unallocated GPU % at arrived demand `x` (percent), if an event rounds to it.
     pub fn unalloc_at(&self, x: u32) -> Option<f64> {
-        self.bins
-            .get(x as usize)
-            .and_then(|b| b.mean(|b| b.alloc_pct))
-            .map(|a| 100.0 - a)
+        self.bins.get(x as usize).and_then(|b| b.mean(|b| b.alloc_pct)).map(|a| 100.0 - a)
     }
     /// Mean fully free 8-GPU nodes at arrived demand `x`.
     pub fn whole8_at(&self, x: u32) -> Option<f64> {
@@ -243,9 +220,7 @@ impl RunResult {
     }
     /// Mean share (percent) of free GPUs in fully free 8-GPU nodes at arrived demand `x`.
     pub fn whole8_share_at(&self, x: u32) -> Option<f64> {
-        self.bins
-            .get(x as usize)
-            .and_then(|b| b.mean(|b| b.whole8_share_pct))
+        self.bins.get(x as usize).and_then(|b| b.mean(|b| b.whole8_share_pct))
     }
 }
 
@@ -253,14 +228,7 @@ impl RunResult {
 /// ties broken by `rank`. Checks invariant 1 every `check_every` placements and at the end.
 ///
 /// Panics if invariant 1 breaks (a bug in the core: fail stop).
-pub fn run_once(
-    nodes: &[OpenbNode],
-    pods: &[OpenbPod],
-    stream: &[usize],
-    rank: &[u32],
-    policy: &dyn PlacementPolicy,
-    check_every: usize,
-) -> RunResult {
+pub fn run_once(nodes: &[OpenbNode], pods: &[OpenbPod], stream: &[usize], rank: &[u32], policy: &dyn PlacementPolicy, check_every: usize) -> RunResult {
     let mut cluster = openb_cluster(nodes);
     let capacity = cluster.total_gpus() * u64::from(MILLI);
     let part = PartId(0);
@@ -309,11 +277,7 @@ pub fn run_once(
             bin.events += 1;
             bin.alloc_pct += used as f64 * 100.0 / capacity as f64;
             bin.whole8 += whole8 as f64;
-            bin.whole8_share_pct += if free == 0 {
-                0.0
-            } else {
-                (whole8 * 8000) as f64 * 100.0 / free as f64
-            };
+            bin.whole8_share_pct += if free == 0 { 0.0 } else { (whole8 * 8000) as f64 * 100.0 / free as f64 };
         }
     }
     check(&cluster, &allocs, used);
@@ -425,15 +389,9 @@ pub fn artifact_numbers(traces: &TraceDir) -> BTreeMap<(String, String), f64> {
     let Ok(mut r) = csv::Reader::from_path(traces.path("anchors/fgd_unalloc_summary.csv")) else {
         return out;
     };
-    let Ok(h) = r.headers().cloned() else {
-        return out;
-    };
+    let Ok(h) = r.headers().cloned() else { return out };
     let col = |name: &str| h.iter().position(|c| c == name);
-    let (Some(w), Some(p), Some(v)) = (
-        col("workload"),
-        col("policy"),
-        col("unalloc_pct_mean_at_100"),
-    ) else {
+    let (Some(w), Some(p), Some(v)) = (col("workload"), col("policy"), col("unalloc_pct_mean_at_100")) else {
         return out;
     };
     for rec in r.records().flatten() {
@@ -523,11 +481,7 @@ pub fn run_with(
 }
 
 /// Runs the experiment on the real openb files.
-pub fn run(
-    traces: &TraceDir,
-    opts: &FgdOptions,
-    progress: &dyn Progress,
-) -> Result<FgdReport, SimError> {
+pub fn run(traces: &TraceDir, opts: &FgdOptions, progress: &dyn Progress) -> Result<FgdReport, SimError> {
     let nodes = traces.openb_nodes()?;
     let mut lists = Vec::new();
     for &v in &opts.pod_lists {
@@ -545,14 +499,8 @@ impl FgdReport {
             let mut obj = serde_json::Map::new();
             if let Some(first) = self.pod_lists.first().and_then(|l| self.results[l].get(p)) {
                 obj.insert("pod_list".into(), self.pod_lists[0].clone().into());
-                obj.insert(
-                    "unallocated_gpu_pct_at_100".into(),
-                    first.unallocated_gpu_pct_at_100.into(),
-                );
-                obj.insert(
-                    "whole_free_nodes_at_90".into(),
-                    first.whole_free_nodes_at_90.into(),
-                );
+                obj.insert("unallocated_gpu_pct_at_100".into(), first.unallocated_gpu_pct_at_100.into());
+                obj.insert("whole_free_nodes_at_90".into(), first.whole_free_nodes_at_90.into());
             }
             let mut lists = serde_json::Map::new();
             for l in &self.pod_lists {
@@ -593,25 +541,12 @@ impl FgdReport {
             "failed_pods".into(),
             "artifact_unalloc_pct_at_100".into(),
         ]];
-        let mut curve = vec![vec![
-            "pod_list".to_string(),
-            "policy".into(),
-            "arrived_pct".into(),
-            "unalloc_pct_mean".into(),
-            "unalloc_pct_median".into(),
-        ]];
-        let mut seeds = vec![vec![
-            "pod_list".to_string(),
-            "policy".into(),
-            "seed".into(),
-            "unalloc_pct_at_100".into(),
-        ]];
+        let mut curve = vec![vec!["pod_list".to_string(), "policy".into(), "arrived_pct".into(), "unalloc_pct_mean".into(), "unalloc_pct_median".into()]];
+        let mut seeds = vec![vec!["pod_list".to_string(), "policy".into(), "seed".into(), "unalloc_pct_at_100".into()]];
         for l in &self.pod_lists {
             let mut series = Vec::new();
             for p in &self.policies {
-                let Some(s) = self.results[l].get(p) else {
-                    continue;
-                };
+                let Some(s) = self.results[l].get(p) else { continue };
                 let f = |x: f64| format!("{x:.3}");
                 rows.push(vec![
                     l.clone(),
@@ -627,9 +562,7 @@ impl FgdReport {
                     f(s.whole_free_nodes_at_90),
                     f(s.whole_free_gpu_share_pct_at_90),
                     f(s.failed_pods),
-                    s.artifact_unallocated_gpu_pct_at_100
-                        .map(f)
-                        .unwrap_or_default(),
+                    s.artifact_unallocated_gpu_pct_at_100.map(f).unwrap_or_default(),
                 ]);
                 for &(x, m, med) in &s.curve {
                     curve.push(vec![l.clone(), p.clone(), x.to_string(), f(m), f(med)]);
@@ -639,12 +572,7 @@ impl FgdReport {
                 }
                 series.push(Series {
                     name: p.clone(),
-                    points: s
-                        .curve
-                        .iter()
-                        .filter(|c| c.2.is_finite())
-                        .map(|&(x, _, med)| (f64::from(x), med))
-                        .collect(),
+                    points: s.curve.iter().filter(|c| c.2.is_finite()).map(|&(x, _, med)| (f64::from(x), med)).collect(),
                 });
             }
             report::plot_lines(

@@ -172,13 +172,7 @@ pub fn timelines(instances: &[Instance]) -> Vec<ServiceTimeline> {
             let all = std::iter::once(initial).chain(changes.iter().map(|c| c.1));
             let min = all.clone().min().unwrap_or(0);
             let max = all.max().unwrap_or(0);
-            ServiceTimeline {
-                name: name.to_owned(),
-                initial,
-                changes,
-                min,
-                max,
-            }
+            ServiceTimeline { name: name.to_owned(), initial, changes, min, max }
         })
         .collect()
 }
@@ -317,22 +311,11 @@ pub fn fleet_cluster(train: u32, pool: u32, split: bool) -> (Cluster, PartId, Pa
 /// Replays one configuration (`static` or `shared`). `jobs` sorted by arrival, times from 0.
 ///
 /// Panics if the scheduler breaks an invariant (checked when `opts.check_invariants`).
-pub fn replay(
-    jobs: &[TraceJob],
-    services: &[ServiceTimeline],
-    train_nodes: u32,
-    pool_nodes: u32,
-    config: &str,
-    opts: &FleetOptions,
-) -> Result<RunSummary, SimError> {
+pub fn replay(jobs: &[TraceJob], services: &[ServiceTimeline], train_nodes: u32, pool_nodes: u32, config: &str, opts: &FleetOptions) -> Result<RunSummary, SimError> {
     let split = match config {
         "static" => true,
         "shared" => false,
-        _ => {
-            return Err(SimError::UnknownPolicy {
-                name: config.to_owned(),
-            })
-        }
+        _ => return Err(SimError::UnknownPolicy { name: config.to_owned() }),
     };
     let (cluster, train_part, svc_part) = fleet_cluster(train_nodes, pool_nodes, split);
     let sched_config = flotilla_plugins::queue("flotilla").expect("registered");
@@ -432,20 +415,9 @@ struct Fleet<'a> {
 }
 
 impl<'a> Fleet<'a> {
-    fn new(
-        sched: Scheduler,
-        jobs: &'a [TraceJob],
-        services: &[ServiceTimeline],
-        train_part: PartId,
-        split: bool,
-        opts: &'a FleetOptions,
-    ) -> Fleet<'a> {
+    fn new(sched: Scheduler, jobs: &'a [TraceJob], services: &[ServiceTimeline], train_part: PartId, split: bool, opts: &'a FleetOptions) -> Fleet<'a> {
         let bw = sched.config().storage_bw_bytes_per_s.max(1);
-        let mut heap: BinaryHeap<Reverse<(Time, Ev)>> = jobs
-            .iter()
-            .enumerate()
-            .map(|(i, j)| Reverse((j.submit_s, Ev::Arrive(i))))
-            .collect();
+        let mut heap: BinaryHeap<Reverse<(Time, Ev)>> = jobs.iter().enumerate().map(|(i, j)| Reverse((j.submit_s, Ev::Arrive(i)))).collect();
         for (k, s) in services.iter().enumerate() {
             for &(t, c) in &s.changes {
                 heap.push(Reverse((t, Ev::Scale(k, c))));
@@ -486,12 +458,7 @@ impl<'a> Fleet<'a> {
     /// fleet is shared, checkpoint bytes by GPUs.
     fn spec(&self, i: usize) -> JobSpec {
         let j = &self.jobs[i];
-        let mut s = JobSpec::simple(
-            i as u64 + 1,
-            j.submit_s,
-            job_request(j.gpus, 8),
-            Some(time_limit(j.duration_s, self.opts.walltime_factor)),
-        );
+        let mut s = JobSpec::simple(i as u64 + 1, j.submit_s, job_request(j.gpus, 8), Some(time_limit(j.duration_s, self.opts.walltime_factor)));
         s.partition = self.train_part;
         s.preemptible = !self.split;
         s.checkpoint_bytes = self.opts.ckpt_bytes_per_gpu * u64::from(j.gpus);
@@ -517,11 +484,7 @@ impl<'a> Fleet<'a> {
                 t: self.next_sample,
                 train_gpus: self.busy_train,
                 replica_gpus: self.busy_repl,
-                pending: self
-                    .sched
-                    .pending_ids()
-                    .filter(|id| id.0 < REPLICA_ID_BASE)
-                    .count(),
+                pending: self.sched.pending_ids().filter(|id| id.0 < REPLICA_ID_BASE).count(),
                 preempted_share_pct: self.sched.preempted_share_pct(self.next_sample),
             });
             self.next_sample += self.opts.sample_s.max(1);
@@ -569,13 +532,7 @@ impl<'a> Fleet<'a> {
                     self.heap.push(Reverse((t + 60, Ev::Check)));
                 }
                 self.desired[k] = c;
-                self.event(
-                    Event::ServiceScale {
-                        service: ServiceId(k as u32),
-                        desired: c,
-                    },
-                    t,
-                );
+                self.event(Event::ServiceScale { service: ServiceId(k as u32), desired: c }, t);
             }
             Ev::Check => {}
         }
@@ -612,12 +569,9 @@ impl<'a> Fleet<'a> {
                     let i = (job.0 - 1) as usize;
                     self.seg_start[i] = Some(t);
                     self.busy_train += u64::from(self.jobs[i].gpus);
-                    self.heap
-                        .push(Reverse((t + self.remaining[i], Ev::End(i, self.gen[i]))));
+                    self.heap.push(Reverse((t + self.remaining[i], Ev::End(i, self.gen[i]))));
                 }
-                Decision::BindReplica {
-                    service, replica, ..
-                } => {
+                Decision::BindReplica { service, replica, .. } => {
                     let k = service.0 as usize;
                     self.replica_of.insert(replica, k);
                     self.running_repl[k] += 1;
@@ -632,29 +586,21 @@ impl<'a> Fleet<'a> {
                     self.event(Event::JobEnded(replica), t);
                     again = true;
                 }
-                Decision::Relocate {
-                    service, from, to, ..
-                } => {
+                Decision::Relocate { service, from, to, .. } => {
                     self.n.relocations += 1;
                     self.replica_of.insert(to, service.0 as usize);
                     self.replica_of.remove(&from);
                     self.event(Event::JobEnded(from), t);
                     again = true;
                 }
-                Decision::Preempt {
-                    job,
-                    checkpoint_bytes,
-                    deadline,
-                    ..
-                } => self.preempt(job, checkpoint_bytes, deadline, t),
+                Decision::Preempt { job, checkpoint_bytes, deadline, .. } => self.preempt(job, checkpoint_bytes, deadline, t),
                 Decision::PreemptBackfill { job, .. } => {
                     self.n.bf_preemptions += 1;
                     let i = (job.0 - 1) as usize;
                     if let Some(s) = self.seg_start[i].take() {
                         let ran = t - s;
                         let keep = self.saved(ran).min(self.remaining[i].saturating_sub(1));
-                        self.n.bf_lost +=
-                            f64::from(self.jobs[i].gpus) * (ran - keep) as f64 / 3600.0;
+                        self.n.bf_lost += f64::from(self.jobs[i].gpus) * (ran - keep) as f64 / 3600.0;
                         self.remaining[i] -= keep;
                         self.held_s[i] += ran;
                         self.busy_train -= u64::from(self.jobs[i].gpus);
@@ -664,10 +610,7 @@ impl<'a> Fleet<'a> {
                     again = true;
                 }
                 Decision::Page(_) => self.n.pages += 1,
-                Decision::Alert {
-                    kind: flotilla_core::sched::AlertKind::PreemptionBudgetWarn,
-                    ..
-                } => self.n.warnings += 1,
+                Decision::Alert { kind: flotilla_core::sched::AlertKind::PreemptionBudgetWarn, .. } => self.n.warnings += 1,
                 _ => {}
             }
         }
@@ -738,19 +681,10 @@ impl<'a> Fleet<'a> {
             bad_preemptions: n.bad,
             scale_ups: n.scale_ups,
             scale_ups_within_60s: n.satisfied,
-            scale_ups_within_60s_pct: if n.scale_ups == 0 {
-                100.0
-            } else {
-                n.satisfied as f64 * 100.0 / n.scale_ups as f64
-            },
+            scale_ups_within_60s_pct: if n.scale_ups == 0 { 100.0 } else { n.satisfied as f64 * 100.0 / n.scale_ups as f64 },
             pages: n.pages,
             budget_warnings: n.warnings,
-            max_preempted_share_pct: self
-                .samples
-                .iter()
-                .map(|s| s.preempted_share_pct)
-                .max()
-                .unwrap_or(0),
+            max_preempted_share_pct: self.samples.iter().map(|s| s.preempted_share_pct).max().unwrap_or(0),
             relocations: n.relocations,
             replicas_started: n.started_repl,
             cycles: n.cycles,
@@ -792,14 +726,7 @@ pub struct FleetReport {
 
 /// Runs both configurations on explicit inputs (fixtures, reduced runs). `jobs` times from 0;
 /// node counts from `opts` or the defaults (see the module docs).
-pub fn run_with(
-    workload: &str,
-    jobs: &[TraceJob],
-    instances: &[Instance],
-    window_start_s: u64,
-    opts: &FleetOptions,
-    progress: &dyn Progress,
-) -> Result<FleetReport, SimError> {
+pub fn run_with(workload: &str, jobs: &[TraceJob], instances: &[Instance], window_start_s: u64, opts: &FleetOptions, progress: &dyn Progress) -> Result<FleetReport, SimError> {
     let mut jobs = jobs.to_vec();
     jobs.sort_by_key(|j| j.submit_s);
     for j in &mut jobs {
@@ -834,27 +761,16 @@ pub fn run_with(
 }
 
 /// Loads the inputs from the trace files: (window start, training jobs from 0, instances).
-pub fn load(
-    traces: &TraceDir,
-    opts: &FleetOptions,
-) -> Result<(u64, Vec<TraceJob>, Vec<Instance>), SimError> {
+pub fn load(traces: &TraceDir, opts: &FleetOptions) -> Result<(u64, Vec<TraceJob>, Vec<Instance>), SimError> {
     let itp = traces.itp_cluster_jobs(&opts.cluster)?;
     if itp.is_empty() {
-        return Err(SimError::UnknownItpCluster {
-            cluster: opts.cluster.clone(),
-        });
+        return Err(SimError::UnknownItpCluster { cluster: opts.cluster.clone() });
     }
-    let w0 = opts
-        .window_start_s
-        .unwrap_or_else(|| itp.iter().map(|j| j.submit_s).min().unwrap_or(0));
+    let w0 = opts.window_start_s.unwrap_or_else(|| itp.iter().map(|j| j.submit_s).min().unwrap_or(0));
     let mut jobs: Vec<TraceJob> = itp
         .iter()
         .filter(|j| j.submit_s >= w0 && j.submit_s < w0 + opts.window_s)
-        .map(|j| TraceJob {
-            submit_s: j.submit_s - w0,
-            gpus: j.gpus,
-            duration_s: j.duration_s,
-        })
+        .map(|j| TraceJob { submit_s: j.submit_s - w0, gpus: j.gpus, duration_s: j.duration_s })
         .collect();
     jobs.sort_by_key(|j| j.submit_s);
     if let Some(m) = opts.max_jobs {
@@ -876,20 +792,9 @@ pub fn load(
 }
 
 /// Runs the experiment on the real trace files.
-pub fn run(
-    traces: &TraceDir,
-    opts: &FleetOptions,
-    progress: &dyn Progress,
-) -> Result<FleetReport, SimError> {
+pub fn run(traces: &TraceDir, opts: &FleetOptions, progress: &dyn Progress) -> Result<FleetReport, SimError> {
     let (w0, jobs, inst) = load(traces, opts)?;
-    run_with(
-        &format!("itp/{} + dlrm", opts.cluster),
-        &jobs,
-        &inst,
-        w0,
-        opts,
-        progress,
-    )
+    run_with(&format!("itp/{} + dlrm", opts.cluster), &jobs, &inst, w0, opts, progress)
 }
 
 impl FleetReport {
@@ -900,10 +805,7 @@ impl FleetReport {
     /// static / shared ratios of mean queueing and mean JCT (Lyra: 1.53× and 1.48×).
     pub fn ratios(&self) -> (f64, f64) {
         match (self.get("static"), self.get("shared")) {
-            (Some(s), Some(f)) => (
-                s.training.queue_mean_s / f.training.queue_mean_s,
-                s.training.jct_mean_s / f.training.jct_mean_s,
-            ),
+            (Some(s), Some(f)) => (s.training.queue_mean_s / f.training.queue_mean_s, s.training.jct_mean_s / f.training.jct_mean_s),
             _ => (f64::NAN, f64::NAN),
         }
     }
@@ -912,19 +814,10 @@ impl FleetReport {
     pub fn summary_json(&self) -> serde_json::Value {
         let mut policies = serde_json::Map::new();
         for r in &self.runs {
-            policies.insert(
-                r.config.clone(),
-                serde_json::to_value(r).unwrap_or_default(),
-            );
+            policies.insert(r.config.clone(), serde_json::to_value(r).unwrap_or_default());
         }
         let (q, j) = self.ratios();
-        let num = |x: f64| {
-            if x.is_finite() {
-                serde_json::json!(x)
-            } else {
-                serde_json::Value::Null
-            }
-        };
+        let num = |x: f64| if x.is_finite() { serde_json::json!(x) } else { serde_json::Value::Null };
         serde_json::json!({
             "experiment": "shared-fleet",
             "workload": self.workload,
@@ -960,9 +853,7 @@ impl FleetReport {
             );
         }
         let (q, j) = self.ratios();
-        s += &format!(
-            "static/shared: queueing {q:.2}x, JCT {j:.2}x (Lyra: 1.53x, 1.48x; direction only)\n"
-        );
+        s += &format!("static/shared: queueing {q:.2}x, JCT {j:.2}x (Lyra: 1.53x, 1.48x; direction only)\n");
         s
     }
 
@@ -971,29 +862,7 @@ impl FleetReport {
     pub fn write(&self, out: &Path) -> Result<(), SimError> {
         report::write_json(&out.join("summary.json"), &self.summary_json())?;
         let head = [
-            "config",
-            "jobs",
-            "completed",
-            "queue_mean_s",
-            "queue_p50_s",
-            "queue_p95_s",
-            "jct_mean_s",
-            "jct_p50_s",
-            "jct_p95_s",
-            "utilisation_pct",
-            "train_utilisation_pct",
-            "service_utilisation_pct",
-            "preemptions",
-            "preemptions_per_hour",
-            "lost_gpu_hours",
-            "backfill_preemptions",
-            "backfill_lost_gpu_hours",
-            "scale_ups",
-            "scale_ups_within_60s",
-            "scale_ups_within_60s_pct",
-            "pages",
-            "budget_warnings",
-            "max_preempted_share_pct",
+            "config", "jobs", "completed", "queue_mean_s", "queue_p50_s", "queue_p95_s", "jct_mean_s", "jct_p50_s", "jct_p95_s", "utilisation_pct", "train_utilisation_pct", "service_utilisation_pct", "preemptions", "preemptions_per_hour", "lost_gpu_hours", "backfill_preemptions", "backfill_lost_gpu_hours", "scale_ups", "scale_ups_within_60s", "scale_ups_within_60s_pct", "pages", "budget_warnings", "max_preempted_share_pct",
         ];
         let mut rows = vec![head.iter().map(|s| s.to_string()).collect::<Vec<_>>()];
         let f = |x: f64| format!("{x:.2}");
@@ -1026,27 +895,10 @@ impl FleetReport {
             ]);
         }
         report::write_csv(&out.join("shared_fleet_summary.csv"), &rows)?;
-        let mut ts = vec![[
-            "config",
-            "t_s",
-            "train_gpus",
-            "replica_gpus",
-            "pending_training",
-            "preempted_share_pct",
-        ]
-        .iter()
-        .map(|s| s.to_string())
-        .collect::<Vec<_>>()];
+        let mut ts = vec![["config", "t_s", "train_gpus", "replica_gpus", "pending_training", "preempted_share_pct"].iter().map(|s| s.to_string()).collect::<Vec<_>>()];
         for r in &self.runs {
             for s in &r.samples {
-                ts.push(vec![
-                    r.config.clone(),
-                    s.t.to_string(),
-                    s.train_gpus.to_string(),
-                    s.replica_gpus.to_string(),
-                    s.pending.to_string(),
-                    s.preempted_share_pct.to_string(),
-                ]);
+                ts.push(vec![r.config.clone(), s.t.to_string(), s.train_gpus.to_string(), s.replica_gpus.to_string(), s.pending.to_string(), s.preempted_share_pct.to_string()]);
             }
         }
         report::write_csv(&out.join("shared_fleet_timeseries.csv"), &ts)?;
@@ -1055,51 +907,18 @@ impl FleetReport {
             .iter()
             .flat_map(|r| {
                 [
-                    Series {
-                        name: format!("{} training", r.config),
-                        points: r
-                            .samples
-                            .iter()
-                            .map(|s| (s.t as f64 / 86_400.0, s.train_gpus as f64))
-                            .collect(),
-                    },
-                    Series {
-                        name: format!("{} services", r.config),
-                        points: r
-                            .samples
-                            .iter()
-                            .map(|s| (s.t as f64 / 86_400.0, s.replica_gpus as f64))
-                            .collect(),
-                    },
+                    Series { name: format!("{} training", r.config), points: r.samples.iter().map(|s| (s.t as f64 / 86_400.0, s.train_gpus as f64)).collect() },
+                    Series { name: format!("{} services", r.config), points: r.samples.iter().map(|s| (s.t as f64 / 86_400.0, s.replica_gpus as f64)).collect() },
                 ]
             })
             .collect();
-        report::plot_lines(
-            &out.join("shared_fleet_gpus.png"),
-            &format!("{}: GPUs in use", self.workload),
-            "days",
-            "GPUs",
-            &series,
-        )?;
+        report::plot_lines(&out.join("shared_fleet_gpus.png"), &format!("{}: GPUs in use", self.workload), "days", "GPUs", &series)?;
         let series: Vec<Series> = self
             .runs
             .iter()
-            .map(|r| Series {
-                name: r.config.clone(),
-                points: r
-                    .samples
-                    .iter()
-                    .map(|s| (s.t as f64 / 86_400.0, s.pending as f64))
-                    .collect(),
-            })
+            .map(|r| Series { name: r.config.clone(), points: r.samples.iter().map(|s| (s.t as f64 / 86_400.0, s.pending as f64)).collect() })
             .collect();
-        report::plot_lines(
-            &out.join("shared_fleet_pending.png"),
-            &format!("{}: pending training jobs", self.workload),
-            "days",
-            "pending jobs",
-            &series,
-        )?;
+        report::plot_lines(&out.join("shared_fleet_pending.png"), &format!("{}: pending training jobs", self.workload), "days", "pending jobs", &series)?;
         Ok(())
     }
 }

@@ -42,13 +42,7 @@ use crate::SimError;
 pub const POLICIES: &[&str] = &["fifo", "easy", "flotilla"];
 
 /// Gang-size buckets (GPUs): 1, 2–4, 5–8, 9–64, 65+.
-pub const BUCKETS: &[(&str, u32, u32)] = &[
-    ("1", 1, 1),
-    ("2-4", 2, 4),
-    ("5-8", 5, 8),
-    ("9-64", 9, 64),
-    ("65+", 65, u32::MAX),
-];
+pub const BUCKETS: &[(&str, u32, u32)] = &[("1", 1, 1), ("2-4", 2, 4), ("5-8", 5, 8), ("9-64", 9, 64), ("65+", 65, u32::MAX)];
 
 /// Which trace to replay.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -65,9 +59,7 @@ impl std::str::FromStr for GangTrace {
         match s {
             "itp" => Ok(GangTrace::Itp),
             "philly" => Ok(GangTrace::Philly),
-            _ => Err(SimError::BadOption(format!(
-                "unknown trace `{s}` (expected itp or philly)"
-            ))),
+            _ => Err(SimError::BadOption(format!("unknown trace `{s}` (expected itp or philly)"))),
         }
     }
 }
@@ -130,9 +122,7 @@ pub struct TraceJob {
 /// an hour.
 pub fn time_limit(duration_s: u64, factor: f64) -> u64 {
     let hour = |s: u64| s.div_ceil(3600).max(1) * 3600;
-    hour((duration_s as f64 * factor).ceil() as u64)
-        .min((7 * 24 * 3600).max(hour(duration_s)))
-        .max(hour(duration_s))
+    hour((duration_s as f64 * factor).ceil() as u64).min((7 * 24 * 3600).max(hour(duration_s))).max(hour(duration_s))
 }
 
 /// The request of a job of `gpus` GPUs on a cluster whose largest node has `size` GPUs.
@@ -167,10 +157,7 @@ pub fn gpu_cluster(gpus: &[u32]) -> Cluster {
 
 /// GPU-seconds and arrival span of a job list.
 pub fn work_and_span(jobs: &[TraceJob]) -> (f64, f64) {
-    let w: f64 = jobs
-        .iter()
-        .map(|j| f64::from(j.gpus) * j.duration_s as f64)
-        .sum();
+    let w: f64 = jobs.iter().map(|j| f64::from(j.gpus) * j.duration_s as f64).sum();
     let first = jobs.iter().map(|j| j.submit_s).min().unwrap_or(0);
     let last = jobs.iter().map(|j| j.submit_s).max().unwrap_or(0);
     (w, (last - first).max(1) as f64)
@@ -218,13 +205,7 @@ pub(crate) fn stats(jct: &[f64], queue: &[f64]) -> Stats {
     let mut q = queue.to_vec();
     j.sort_by(f64::total_cmp);
     q.sort_by(f64::total_cmp);
-    let mean = |v: &[f64]| {
-        if v.is_empty() {
-            f64::NAN
-        } else {
-            v.iter().sum::<f64>() / v.len() as f64
-        }
-    };
+    let mean = |v: &[f64]| if v.is_empty() { f64::NAN } else { v.iter().sum::<f64>() / v.len() as f64 };
     Stats {
         jobs: j.len(),
         jct_mean_s: mean(&j),
@@ -305,24 +286,12 @@ enum Ev {
 ///
 /// Panics if the scheduler breaks an invariant (checked after every cycle when
 /// `opts.check_invariants`): a bug in the core, fail stop.
-pub fn replay(
-    jobs: &[TraceJob],
-    node_gpus: &[u32],
-    policy: &str,
-    load: f64,
-    scale: f64,
-    opts: &GangOptions,
-) -> Result<RunSummary, SimError> {
+pub fn replay(jobs: &[TraceJob], node_gpus: &[u32], policy: &str, load: f64, scale: f64, opts: &GangOptions) -> Result<RunSummary, SimError> {
     let cluster = gpu_cluster(node_gpus);
     let size = node_gpus.iter().copied().max().unwrap_or(0);
     let total_gpus: u64 = node_gpus.iter().map(|&g| u64::from(g)).sum();
-    let config = flotilla_plugins::queue(policy).ok_or_else(|| SimError::UnknownPolicy {
-        name: policy.to_owned(),
-    })?;
-    let placement =
-        flotilla_plugins::placement(&opts.placement).ok_or_else(|| SimError::UnknownPolicy {
-            name: opts.placement.clone(),
-        })?;
+    let config = flotilla_plugins::queue(policy).ok_or_else(|| SimError::UnknownPolicy { name: policy.to_owned() })?;
+    let placement = flotilla_plugins::placement(&opts.placement).ok_or_else(|| SimError::UnknownPolicy { name: opts.placement.clone() })?;
     let priority = flotilla_plugins::priority("priority/basic").expect("registered");
     let sched = Scheduler::new(cluster, placement, priority, config);
     let mut g = Gang::new(sched, jobs, size, scale, opts);
@@ -369,13 +338,7 @@ struct Gang<'a> {
 }
 
 impl<'a> Gang<'a> {
-    fn new(
-        sched: Scheduler,
-        jobs: &'a [TraceJob],
-        size: u32,
-        scale: f64,
-        opts: &'a GangOptions,
-    ) -> Gang<'a> {
+    fn new(sched: Scheduler, jobs: &'a [TraceJob], size: u32, scale: f64, opts: &'a GangOptions) -> Gang<'a> {
         let origin = jobs.iter().map(|j| j.submit_s).min().unwrap_or(0);
         let mut g = Gang {
             sched,
@@ -399,11 +362,7 @@ impl<'a> Gang<'a> {
             last_t: 0,
             busy: 0,
         };
-        g.heap = jobs
-            .iter()
-            .enumerate()
-            .map(|(i, j)| Reverse((g.arrival(j), Ev::Arrive(i))))
-            .collect();
+        g.heap = jobs.iter().enumerate().map(|(i, j)| Reverse((g.arrival(j), Ev::Arrive(i)))).collect();
         g
     }
 
@@ -416,12 +375,7 @@ impl<'a> Gang<'a> {
     /// Job `i`'s spec: its trace request and the walltime limit.
     fn spec(&self, i: usize) -> JobSpec {
         let j = &self.jobs[i];
-        JobSpec::simple(
-            i as u64 + 1,
-            self.arrival(j),
-            job_request(j.gpus, self.size),
-            Some(time_limit(j.duration_s, self.opts.walltime_factor)),
-        )
+        JobSpec::simple(i as u64 + 1, self.arrival(j), job_request(j.gpus, self.size), Some(time_limit(j.duration_s, self.opts.walltime_factor)))
     }
 
     /// Integrates busy GPUs up to `t` and takes the samples due.
@@ -490,19 +444,14 @@ impl<'a> Gang<'a> {
         let mut requeued = false;
         for d in decisions {
             match d {
-                Decision::Bind {
-                    job, backfill_for, ..
-                } => {
+                Decision::Bind { job, backfill_for, .. } => {
                     let i = (job.0 - 1) as usize;
                     self.start[i] = Some(t);
                     self.busy += u64::from(self.jobs[i].gpus);
                     if !backfill_for.is_empty() {
                         self.backfill_starts += 1;
                     }
-                    self.heap.push(Reverse((
-                        t + self.jobs[i].duration_s,
-                        Ev::End(i, self.gen[i]),
-                    )));
+                    self.heap.push(Reverse((t + self.jobs[i].duration_s, Ev::End(i, self.gen[i]))));
                 }
                 Decision::PreemptBackfill { job, .. } => {
                     let i = (job.0 - 1) as usize;
@@ -528,9 +477,7 @@ impl<'a> Gang<'a> {
         let mut jct_by: BTreeMap<&str, (Vec<f64>, Vec<f64>)> = BTreeMap::new();
         let (mut all_j, mut all_q) = (Vec::new(), Vec::new());
         for (i, j) in self.jobs.iter().enumerate() {
-            let (Some(s), Some(e)) = (self.start[i], self.end[i]) else {
-                continue;
-            };
+            let (Some(s), Some(e)) = (self.start[i], self.end[i]) else { continue };
             let sub = self.arrival(j);
             let (jct, q) = ((e - sub) as f64, (s - sub) as f64);
             all_j.push(jct);
@@ -559,18 +506,8 @@ impl<'a> Gang<'a> {
             by_gang_size,
             utilisation_pct: self.busy_gpu_s * 100.0 / (total_gpus as f64 * makespan as f64),
             makespan_s: makespan,
-            largest_node_mean: self
-                .samples
-                .iter()
-                .map(|s| f64::from(s.largest_node))
-                .sum::<f64>()
-                / n,
-            free_nodes_mean: self
-                .samples
-                .iter()
-                .map(|s| s.free_nodes as f64)
-                .sum::<f64>()
-                / n,
+            largest_node_mean: self.samples.iter().map(|s| f64::from(s.largest_node)).sum::<f64>() / n,
+            free_nodes_mean: self.samples.iter().map(|s| s.free_nodes as f64).sum::<f64>() / n,
             backfill_starts: self.backfill_starts,
             backfill_preemptions: self.preemptions,
             lost_gpu_hours: self.lost,
@@ -607,13 +544,7 @@ pub struct GangReport {
 }
 
 /// Runs the experiment on an explicit job list and node list (fixtures, reduced runs).
-pub fn run_with(
-    workload: &str,
-    jobs: &[TraceJob],
-    node_gpus: &[u32],
-    opts: &GangOptions,
-    progress: &dyn Progress,
-) -> Result<GangReport, SimError> {
+pub fn run_with(workload: &str, jobs: &[TraceJob], node_gpus: &[u32], opts: &GangOptions, progress: &dyn Progress) -> Result<GangReport, SimError> {
     if opts.loads.iter().any(|&l| !(l > 0.0 && l.is_finite())) {
         return Err(SimError::BadOption("loads must be positive".into()));
     }
@@ -658,11 +589,7 @@ pub fn run_with(
 }
 
 /// Runs the experiment on the real trace files.
-pub fn run(
-    traces: &TraceDir,
-    opts: &GangOptions,
-    progress: &dyn Progress,
-) -> Result<GangReport, SimError> {
+pub fn run(traces: &TraceDir, opts: &GangOptions, progress: &dyn Progress) -> Result<GangReport, SimError> {
     let (workload, mut jobs, node_gpus) = match opts.trace {
         GangTrace::Itp => {
             let all = traces.itp_jobs()?;
@@ -671,19 +598,13 @@ pub fn run(
             } else {
                 let s = crate::traces::itp::select_cluster(all, &opts.cluster);
                 if s.is_empty() {
-                    return Err(SimError::UnknownItpCluster {
-                        cluster: opts.cluster.clone(),
-                    });
+                    return Err(SimError::UnknownItpCluster { cluster: opts.cluster.clone() });
                 }
                 s
             };
             let jobs: Vec<TraceJob> = sel
                 .iter()
-                .map(|j| TraceJob {
-                    submit_s: j.submit_s,
-                    gpus: j.gpus,
-                    duration_s: j.duration_s,
-                })
+                .map(|j| TraceJob { submit_s: j.submit_s, gpus: j.gpus, duration_s: j.duration_s })
                 .collect();
             (format!("itp/{}", opts.cluster), jobs, Vec::new())
         }
@@ -693,28 +614,16 @@ pub fn run(
                 .philly_jobs()?
                 .iter()
                 .filter(|j| j.gpus > 0)
-                .map(|j| TraceJob {
-                    submit_s: j.submit_s,
-                    gpus: j.gpus,
-                    duration_s: j.duration_s,
-                })
+                .map(|j| TraceJob { submit_s: j.submit_s, gpus: j.gpus, duration_s: j.duration_s })
                 .collect();
-            (
-                "philly".to_string(),
-                jobs,
-                machines.iter().map(|m| m.gpus).collect(),
-            )
+            ("philly".to_string(), jobs, machines.iter().map(|m| m.gpus).collect())
         }
     };
     jobs.sort_by_key(|j| j.submit_s);
     if let Some(n) = opts.max_jobs {
         jobs.truncate(n);
     }
-    let node_gpus = if node_gpus.is_empty() {
-        vec![8; itp_nodes(&jobs) as usize]
-    } else {
-        node_gpus
-    };
+    let node_gpus = if node_gpus.is_empty() { vec![8; itp_nodes(&jobs) as usize] } else { node_gpus };
     run_with(&workload, &jobs, &node_gpus, opts, progress)
 }
 
@@ -726,10 +635,7 @@ impl GangReport {
         for p in &self.policies {
             let mut loads = serde_json::Map::new();
             for r in self.runs.iter().filter(|r| &r.policy == p) {
-                loads.insert(
-                    format!("{}", r.load),
-                    serde_json::to_value(r).unwrap_or_default(),
-                );
+                loads.insert(format!("{}", r.load), serde_json::to_value(r).unwrap_or_default());
             }
             policies.insert(p.clone(), serde_json::json!({ "loads": loads }));
         }
@@ -753,8 +659,7 @@ impl GangReport {
             self.workload, self.total_gpus, self.nodes, self.native_load, "policy", "load", "gang", "jobs", "jct_mean", "jct_p95", "q_mean", "q_p50", "q_p95", "util%", "lp_n", "preem"
         );
         for r in &self.runs {
-            let rows = std::iter::once(("all".to_string(), &r.all))
-                .chain(r.by_gang_size.iter().map(|(k, v)| (k.clone(), v)));
+            let rows = std::iter::once(("all".to_string(), &r.all)).chain(r.by_gang_size.iter().map(|(k, v)| (k.clone(), v)));
             for (b, st) in rows {
                 s += &format!(
                     "{:<9} {:>5.2} {:<5} {:>6} {:>10.0} {:>10.0} {:>10.0} {:>10.0} {:>10.0} {:>6.1} {:>6.2} {:>6}\n",
@@ -770,31 +675,14 @@ impl GangReport {
     pub fn write(&self, out: &Path) -> Result<(), SimError> {
         report::write_json(&out.join("summary.json"), &self.summary_json())?;
         let mut rows = vec![[
-            "policy",
-            "load",
-            "gang_size",
-            "jobs",
-            "jct_mean_s",
-            "jct_p50_s",
-            "jct_p95_s",
-            "queue_mean_s",
-            "queue_p50_s",
-            "queue_p95_s",
-            "queue_max_s",
-            "utilisation_pct",
-            "largest_placeable_node_mean",
-            "free_nodes_mean",
-            "backfill_starts",
-            "backfill_preemptions",
-            "lost_gpu_hours",
+            "policy", "load", "gang_size", "jobs", "jct_mean_s", "jct_p50_s", "jct_p95_s", "queue_mean_s", "queue_p50_s", "queue_p95_s", "queue_max_s", "utilisation_pct", "largest_placeable_node_mean", "free_nodes_mean", "backfill_starts", "backfill_preemptions", "lost_gpu_hours",
         ]
         .iter()
         .map(|s| s.to_string())
         .collect::<Vec<_>>()];
         let f = |x: f64| format!("{x:.1}");
         for r in &self.runs {
-            let all = std::iter::once(("all".to_string(), &r.all))
-                .chain(r.by_gang_size.iter().map(|(k, v)| (k.clone(), v)));
+            let all = std::iter::once(("all".to_string(), &r.all)).chain(r.by_gang_size.iter().map(|(k, v)| (k.clone(), v)));
             for (b, st) in all {
                 rows.push(vec![
                     r.policy.clone(),
@@ -818,19 +706,7 @@ impl GangReport {
             }
         }
         report::write_csv(&out.join("gang_summary.csv"), &rows)?;
-        let mut ts = vec![[
-            "policy",
-            "load",
-            "t_s",
-            "largest_placeable_node",
-            "largest_placeable_any",
-            "free_nodes",
-            "busy_gpus",
-            "pending",
-        ]
-        .iter()
-        .map(|s| s.to_string())
-        .collect::<Vec<_>>()];
+        let mut ts = vec![["policy", "load", "t_s", "largest_placeable_node", "largest_placeable_any", "free_nodes", "busy_gpus", "pending"].iter().map(|s| s.to_string()).collect::<Vec<_>>()];
         for r in &self.runs {
             for s in &r.samples {
                 ts.push(vec![
@@ -851,21 +727,10 @@ impl GangReport {
             .iter()
             .map(|p| Series {
                 name: p.clone(),
-                points: self
-                    .runs
-                    .iter()
-                    .filter(|r| &r.policy == p)
-                    .map(|r| (r.load, r.all.queue_mean_s / 3600.0))
-                    .collect(),
+                points: self.runs.iter().filter(|r| &r.policy == p).map(|r| (r.load, r.all.queue_mean_s / 3600.0)).collect(),
             })
             .collect();
-        report::plot_lines(
-            &out.join("gang_queue_vs_load.png"),
-            &format!("{}: mean queueing time", self.workload),
-            "offered load",
-            "mean queueing (hours)",
-            &series,
-        )?;
+        report::plot_lines(&out.join("gang_queue_vs_load.png"), &format!("{}: mean queueing time", self.workload), "offered load", "mean queueing (hours)", &series)?;
         let top = self.loads.iter().copied().fold(f64::MIN, f64::max);
         let series: Vec<Series> = self
             .runs
@@ -873,20 +738,10 @@ impl GangReport {
             .filter(|r| r.load == top)
             .map(|r| Series {
                 name: r.policy.clone(),
-                points: r
-                    .samples
-                    .iter()
-                    .map(|s| (s.t as f64 / 86_400.0, s.free_nodes as f64))
-                    .collect(),
+                points: r.samples.iter().map(|s| (s.t as f64 / 86_400.0, s.free_nodes as f64)).collect(),
             })
             .collect();
-        report::plot_lines(
-            &out.join("gang_free_nodes.png"),
-            &format!("{}: fully free nodes at load {top}", self.workload),
-            "days",
-            "fully free nodes",
-            &series,
-        )?;
+        report::plot_lines(&out.join("gang_free_nodes.png"), &format!("{}: fully free nodes at load {top}", self.workload), "days", "fully free nodes", &series)?;
         Ok(())
     }
 }

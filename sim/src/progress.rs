@@ -21,11 +21,7 @@ impl Progress for NoProgress {
 
 /// Runs `work` over `items` on up to `jobs` threads, keeping the results in item order, so
 /// the output never depends on `jobs` (each item must be independent and deterministic).
-pub fn run_parallel<T: Sync, R: Send>(
-    items: &[T],
-    jobs: usize,
-    work: impl Fn(&T) -> R + Sync,
-) -> Vec<R> {
+pub fn run_parallel<T: Sync, R: Send>(items: &[T], jobs: usize, work: impl Fn(&T) -> R + Sync) -> Vec<R> {
     let jobs = jobs.max(1).min(items.len().max(1));
     if jobs == 1 {
         return items.iter().map(&work).collect();
@@ -45,7 +41,5 @@ pub fn run_parallel<T: Sync, R: Send>(
             });
         }
     });
-    out.into_iter()
-        .map(|r| r.expect("every item ran"))
-        .collect()
+    out.into_iter().map(|r| r.expect("every item ran")).collect()
 }

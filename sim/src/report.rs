@@ -39,10 +39,7 @@ pub fn fonts_available() -> bool {
 pub fn write_json(path: &Path, value: &serde_json::Value) -> Result<(), SimError> {
     let mut text = serde_json::to_string_pretty(value).expect("json values serialise");
     text.push('\n');
-    std::fs::write(path, text).map_err(|source| SimError::Write {
-        path: path.to_owned(),
-        source,
-    })
+    std::fs::write(path, text).map_err(|source| SimError::Write { path: path.to_owned(), source })
 }
 
 /// Writes rows as CSV (the first row is the header).
@@ -55,10 +52,7 @@ pub fn write_csv(path: &Path, rows: &[Vec<String>]) -> Result<(), SimError> {
     for r in rows {
         w.write_record(r).map_err(err)?;
     }
-    w.flush().map_err(|source| SimError::Write {
-        path: path.to_owned(),
-        source,
-    })
+    w.flush().map_err(|source| SimError::Write { path: path.to_owned(), source })
 }
 
 /// One line of a plot.
@@ -82,21 +76,9 @@ const COLORS: [RGBColor; 8] = [
 ];
 
 /// Draws `series` as lines into a 900×600 PNG at `path`.
-pub fn plot_lines(
-    path: &Path,
-    title: &str,
-    x_label: &str,
-    y_label: &str,
-    series: &[Series],
-) -> Result<(), SimError> {
-    let perr = |e: String| SimError::Plot {
-        path: path.to_owned(),
-        message: e,
-    };
-    let pts = series
-        .iter()
-        .flat_map(|s| s.points.iter())
-        .filter(|p| p.0.is_finite() && p.1.is_finite());
+pub fn plot_lines(path: &Path, title: &str, x_label: &str, y_label: &str, series: &[Series]) -> Result<(), SimError> {
+    let perr = |e: String| SimError::Plot { path: path.to_owned(), message: e };
+    let pts = series.iter().flat_map(|s| s.points.iter()).filter(|p| p.0.is_finite() && p.1.is_finite());
     let (mut x0, mut x1, mut y0, mut y1) = (f64::MAX, f64::MIN, f64::MAX, f64::MIN);
     for &(x, y) in pts {
         x0 = x0.min(x);
@@ -125,14 +107,10 @@ pub fn plot_lines(
     } else {
         builder.x_label_area_size(5).y_label_area_size(5);
     }
-    let mut chart = builder
-        .build_cartesian_2d(x0..x1, y0..y1)
-        .map_err(|e| perr(e.to_string()))?;
+    let mut chart = builder.build_cartesian_2d(x0..x1, y0..y1).map_err(|e| perr(e.to_string()))?;
     let mut mesh = chart.configure_mesh();
     if text {
-        mesh.x_desc(x_label)
-            .y_desc(y_label)
-            .label_style(("sans-serif", 14));
+        mesh.x_desc(x_label).y_desc(y_label).label_style(("sans-serif", 14));
     } else {
         mesh.x_labels(0).y_labels(0);
     }
@@ -140,15 +118,11 @@ pub fn plot_lines(
     for (i, s) in series.iter().enumerate() {
         let color = COLORS[i % COLORS.len()];
         let line = chart
-            .draw_series(LineSeries::new(
-                s.points.iter().copied().filter(|p| p.1.is_finite()),
-                color.stroke_width(2),
-            ))
+            .draw_series(LineSeries::new(s.points.iter().copied().filter(|p| p.1.is_finite()), color.stroke_width(2)))
             .map_err(|e| perr(e.to_string()))?;
         if text {
-            line.label(s.name.clone()).legend(move |(x, y)| {
-                PathElement::new(vec![(x, y), (x + 20, y)], color.stroke_width(2))
-            });
+            line.label(s.name.clone())
+                .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 20, y)], color.stroke_width(2)));
         }
     }
     if text {

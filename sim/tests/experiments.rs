@@ -11,10 +11,7 @@ use flotilla_sim::traces::openb::{OpenbNode, OpenbPod, OpenbVariant};
 use flotilla_sim::traces::{JobKind, TraceDir};
 
 fn traces() -> TraceDir {
-    let workspace = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .parent()
-        .expect("sim/ has a parent")
-        .to_owned();
+    let workspace = PathBuf::from(env!("CARGO_MANIFEST_DIR")).parent().expect("sim/ has a parent").to_owned();
     TraceDir::new(workspace.join(TraceDir::DEFAULT))
 }
 
@@ -66,23 +63,12 @@ fn fgd_pods_that_fill_two_nodes_exactly_leave_nothing_unallocated() {
     pods.extend((6..14).map(|i| pod(i, 1, 500, 1000)));
     // Best-fit policies fill the nodes exactly whatever the order: every pod fits.
     let opts = fixture_opts(&["topo-bestfit", "best-fit", "fgd"]);
-    let r = fgd::run_with(
-        &nodes,
-        &[("fixture".into(), pods)],
-        &opts,
-        &Default::default(),
-        &NoProgress,
-    )
-    .unwrap();
+    let r = fgd::run_with(&nodes, &[("fixture".into(), pods)], &opts, &Default::default(), &NoProgress).unwrap();
     for p in ["topo-bestfit", "best-fit", "fgd"] {
         let s = &r.results["fixture"][p];
         assert_eq!(s.failed_pods, 0.0, "{p}");
         assert_eq!(s.pods, 14.0, "{p}");
-        assert!(
-            s.unallocated_gpu_pct_at_100.abs() < 1e-9,
-            "{p}: {}",
-            s.unallocated_gpu_pct_at_100
-        );
+        assert!(s.unallocated_gpu_pct_at_100.abs() < 1e-9, "{p}: {}", s.unallocated_gpu_pct_at_100);
     }
 }
 
@@ -93,24 +79,9 @@ fn fgd_a_pod_too_big_for_any_node_counts_as_arrived_but_fails() {
     // the 4-GPU pods fit. At 100 % arrived the allocation is 0 % (the 8 came first) or 100 %
     // (both 4s came first); no event lands at 100 % when the 8 comes second.
     let nodes = vec![node(0, 4, 64_000), node(1, 4, 64_000)];
-    let pods = vec![
-        pod(0, 8, 1000, 1000),
-        pod(1, 4, 1000, 1000),
-        pod(2, 4, 1000, 1000),
-    ];
-    let opts = FgdOptions {
-        seeds: (1..9).collect(),
-        inflation: 2.0,
-        ..fixture_opts(&["first-fit"])
-    };
-    let r = fgd::run_with(
-        &nodes,
-        &[("fixture".into(), pods)],
-        &opts,
-        &Default::default(),
-        &NoProgress,
-    )
-    .unwrap();
+    let pods = vec![pod(0, 8, 1000, 1000), pod(1, 4, 1000, 1000), pod(2, 4, 1000, 1000)];
+    let opts = FgdOptions { seeds: (1..9).collect(), inflation: 2.0, ..fixture_opts(&["first-fit"]) };
+    let r = fgd::run_with(&nodes, &[("fixture".into(), pods)], &opts, &Default::default(), &NoProgress).unwrap();
     let s = &r.results["fixture"]["first-fit"];
     assert_eq!(s.pods, 3.0);
     assert_eq!(s.failed_pods, 1.0);
@@ -128,26 +99,11 @@ fn fgd_cpu_stranding_is_avoided_by_topo_bestfit() {
     let nodes = vec![node(0, 8, 16_000), node(1, 8, 64_000)];
     let mut pods: Vec<OpenbPod> = (0..4).map(|i| pod(i, 1, 1000, 8000)).collect();
     pods.extend((4..16).map(|i| pod(i, 1, 1000, 2000)));
-    let opts = FgdOptions {
-        seeds: (1..9).collect(),
-        ..fixture_opts(&["topo-bestfit", "first-fit"])
-    };
-    let r = fgd::run_with(
-        &nodes,
-        &[("fixture".into(), pods)],
-        &opts,
-        &Default::default(),
-        &NoProgress,
-    )
-    .unwrap();
+    let opts = FgdOptions { seeds: (1..9).collect(), ..fixture_opts(&["topo-bestfit", "first-fit"]) };
+    let r = fgd::run_with(&nodes, &[("fixture".into(), pods)], &opts, &Default::default(), &NoProgress).unwrap();
     let ours = &r.results["fixture"]["topo-bestfit"];
     let ff = &r.results["fixture"]["first-fit"];
-    assert!(
-        ours.failed_pods <= ff.failed_pods,
-        "{} vs {}",
-        ours.failed_pods,
-        ff.failed_pods
-    );
+    assert!(ours.failed_pods <= ff.failed_pods, "{} vs {}", ours.failed_pods, ff.failed_pods);
 }
 
 fn gang_opts(policies: &[&str]) -> GangOptions {
@@ -163,41 +119,18 @@ fn gang_waits_for_its_reservation_while_a_short_job_backfills() {
     // One 8-GPU node. t=0: job 1 (4 GPUs, 10 h). t=60: job 2 (8 GPUs, 1 h) must wait for
     // job 1. t=120: job 3 (1 GPU, 30 min, limit 1 h) ends long before job 2 can start.
     let jobs = [
-        TraceJob {
-            submit_s: 0,
-            gpus: 4,
-            duration_s: 36_000,
-        },
-        TraceJob {
-            submit_s: 60,
-            gpus: 8,
-            duration_s: 3_600,
-        },
-        TraceJob {
-            submit_s: 120,
-            gpus: 1,
-            duration_s: 1_800,
-        },
+        TraceJob { submit_s: 0, gpus: 4, duration_s: 36_000 },
+        TraceJob { submit_s: 60, gpus: 8, duration_s: 3_600 },
+        TraceJob { submit_s: 120, gpus: 1, duration_s: 1_800 },
     ];
     let opts = gang_opts(&["fifo", "easy", "flotilla"]);
     let run = |p: &str| gang::replay(&jobs, &[8], p, 1.0, 1.0, &opts).unwrap();
-    let per_bucket = |r: &gang::RunSummary, b: &str| {
-        r.by_gang_size
-            .iter()
-            .find(|(k, _)| k == b)
-            .unwrap()
-            .1
-            .clone()
-    };
+    let per_bucket = |r: &gang::RunSummary, b: &str| r.by_gang_size.iter().find(|(k, _)| k == b).unwrap().1.clone();
     for p in ["easy", "flotilla"] {
         let r = run(p);
         // Job 3 starts at once on the free GPUs (backfill), job 2 when job 1 ends.
         assert_eq!(per_bucket(&r, "1").queue_mean_s, 0.0, "{p}");
-        assert_eq!(
-            per_bucket(&r, "5-8").queue_mean_s,
-            (36_000 - 60) as f64,
-            "{p}"
-        );
+        assert_eq!(per_bucket(&r, "5-8").queue_mean_s, (36_000 - 60) as f64, "{p}");
         assert_eq!(r.backfill_preemptions, 0, "{p}");
     }
     let fifo = run("fifo");
@@ -216,33 +149,14 @@ fn gang_backfill_that_overstays_an_early_fill_is_preempted_and_requeued() {
     // 40 min, limit 1 h: ends by the fill) backfills. At 30 min job 1 ends early, the
     // reservation completes: job 3 is preempted (0.5 GPU-hours lost), requeued, runs after.
     let jobs = [
-        TraceJob {
-            submit_s: 0,
-            gpus: 4,
-            duration_s: 1_800,
-        },
-        TraceJob {
-            submit_s: 0,
-            gpus: 8,
-            duration_s: 600,
-        },
-        TraceJob {
-            submit_s: 0,
-            gpus: 1,
-            duration_s: 2_400,
-        },
+        TraceJob { submit_s: 0, gpus: 4, duration_s: 1_800 },
+        TraceJob { submit_s: 0, gpus: 8, duration_s: 600 },
+        TraceJob { submit_s: 0, gpus: 1, duration_s: 2_400 },
     ];
-    let opts = GangOptions {
-        walltime_factor: 1.0,
-        ..gang_opts(&["flotilla"])
-    };
+    let opts = GangOptions { walltime_factor: 1.0, ..gang_opts(&["flotilla"]) };
     let r = gang::replay(&jobs, &[8], "flotilla", 1.0, 1.0, &opts).unwrap();
     assert_eq!(r.backfill_preemptions, 1);
-    assert!(
-        (r.lost_gpu_hours - 0.5).abs() < 1e-9,
-        "{}",
-        r.lost_gpu_hours
-    );
+    assert!((r.lost_gpu_hours - 0.5).abs() < 1e-9, "{}", r.lost_gpu_hours);
     assert_eq!(r.all.jobs, 3);
     // Job 3 finally starts when job 2 ends (2,400 s) and ends at 4,800 s.
     assert_eq!(r.by_gang_size[0].1.queue_mean_s, 2_400.0);
@@ -252,31 +166,13 @@ fn gang_backfill_that_overstays_an_early_fill_is_preempted_and_requeued() {
 #[test]
 fn offered_load_scales_inter_arrivals() {
     let jobs = [
-        TraceJob {
-            submit_s: 0,
-            gpus: 8,
-            duration_s: 100,
-        },
-        TraceJob {
-            submit_s: 100,
-            gpus: 8,
-            duration_s: 100,
-        },
+        TraceJob { submit_s: 0, gpus: 8, duration_s: 100 },
+        TraceJob { submit_s: 100, gpus: 8, duration_s: 100 },
     ];
     // W = 1600 GPU-s, span 100 s, 16 GPUs: native load 1.0.
     let (w, t) = gang::work_and_span(&jobs);
     assert_eq!((w, t), (1600.0, 100.0));
-    let r = gang::run_with(
-        "fixture",
-        &jobs,
-        &[8, 8],
-        &GangOptions {
-            loads: vec![0.5],
-            ..gang_opts(&["fifo"])
-        },
-        &NoProgress,
-    )
-    .unwrap();
+    let r = gang::run_with("fixture", &jobs, &[8, 8], &GangOptions { loads: vec![0.5], ..gang_opts(&["fifo"]) }, &NoProgress).unwrap();
     assert!((r.native_load - 1.0).abs() < 1e-12);
     assert!((r.runs[0].arrival_scale - 2.0).abs() < 1e-12);
     assert_eq!(gang::time_limit(1_800, 2.0), 3_600);
@@ -287,25 +183,9 @@ fn offered_load_scales_inter_arrivals() {
 fn reduced_fgd(seeds: Vec<u64>) -> fgd::FgdReport {
     let t = traces();
     let nodes: Vec<OpenbNode> = t.openb_nodes().unwrap().into_iter().step_by(10).collect();
-    let pods: Vec<OpenbPod> = t
-        .openb_pods(OpenbVariant::Default)
-        .unwrap()
-        .into_iter()
-        .step_by(20)
-        .collect();
-    let opts = FgdOptions {
-        seeds,
-        jobs: 2,
-        ..FgdOptions::default()
-    };
-    fgd::run_with(
-        &nodes,
-        &[("default-reduced".into(), pods)],
-        &opts,
-        &Default::default(),
-        &NoProgress,
-    )
-    .unwrap()
+    let pods: Vec<OpenbPod> = t.openb_pods(OpenbVariant::Default).unwrap().into_iter().step_by(20).collect();
+    let opts = FgdOptions { seeds, jobs: 2, ..FgdOptions::default() };
+    fgd::run_with(&nodes, &[("default-reduced".into(), pods)], &opts, &Default::default(), &NoProgress).unwrap()
 }
 
 #[test]
@@ -313,10 +193,7 @@ fn fgd_reduced_on_real_openb_runs_every_policy() {
     let r = reduced_fgd(vec![42]);
     for p in fgd::POLICIES {
         let s = &r.results["default-reduced"][*p];
-        assert!(
-            s.unallocated_gpu_pct_at_100.is_finite() && s.unallocated_gpu_pct_at_100 >= 0.0,
-            "{p}"
-        );
+        assert!(s.unallocated_gpu_pct_at_100.is_finite() && s.unallocated_gpu_pct_at_100 >= 0.0, "{p}");
         assert!(s.pods > 300.0, "{p}: {}", s.pods);
     }
 }
@@ -334,29 +211,15 @@ fn experiments_are_deterministic_byte_for_byte() {
     assert!(a.join("fgd_curve_default-reduced.png").is_file());
     // Gang: the first 400 jobs of ITP cluster04, twice, one and two threads.
     let jobs = traces().itp_cluster_jobs("cluster04").unwrap();
-    let jobs: Vec<TraceJob> = jobs
-        .iter()
-        .take(400)
-        .map(|j| TraceJob {
-            submit_s: j.submit_s,
-            gpus: j.gpus,
-            duration_s: j.duration_s,
-        })
-        .collect();
+    let jobs: Vec<TraceJob> = jobs.iter().take(400).map(|j| TraceJob { submit_s: j.submit_s, gpus: j.gpus, duration_s: j.duration_s }).collect();
     let nodes = vec![8; gang::itp_nodes(&jobs) as usize];
-    let mut opts = GangOptions {
-        loads: vec![0.7, 1.0],
-        ..gang_opts(&["fifo", "easy", "flotilla"])
-    };
+    let mut opts = GangOptions { loads: vec![0.7, 1.0], ..gang_opts(&["fifo", "easy", "flotilla"]) };
     let g1 = gang::run_with("itp/cluster04", &jobs, &nodes, &opts, &NoProgress).unwrap();
     opts.jobs = 2;
     let g2 = gang::run_with("itp/cluster04", &jobs, &nodes, &opts, &NoProgress).unwrap();
     g1.write(&a).unwrap();
     g2.write(&b).unwrap();
-    assert_eq!(
-        std::fs::read(a.join("summary.json")).unwrap(),
-        std::fs::read(b.join("summary.json")).unwrap()
-    );
+    assert_eq!(std::fs::read(a.join("summary.json")).unwrap(), std::fs::read(b.join("summary.json")).unwrap());
     assert!(a.join("gang_queue_vs_load.png").is_file());
     for r in &g1.runs {
         assert_eq!(r.all.jobs, 400, "{} {}", r.policy, r.load);

@@ -7,9 +7,7 @@
 //! by them); `plain` submits jobs that can run (no node registers, so they stay pending, and
 //! every turn of the controller may run a debounced cycle over the growing queue).
 
-use flotilla_core::config::{
-    ClusterConfig, ConfNodeState, NodeConfig, PartitionConfig, TopologyKind,
-};
+use flotilla_core::config::{ClusterConfig, ConfNodeState, NodeConfig, PartitionConfig, TopologyKind};
 use flotilla_proto::client::Client;
 use flotilla_proto::{ClusterKey, Request, Response, Role, SubmitJob};
 use flotilla_slurmctld::ctld::CtlOptions;
@@ -82,16 +80,10 @@ fn job(hold: bool) -> SubmitJob {
 
 fn submit_loop(addr: SocketAddr, key: &ClusterKey, n: usize, hold: bool) {
     let mut c = Client::connect_tcp(addr, Role::Command).unwrap();
-    let now = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .unwrap()
-        .as_secs();
+    let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_secs();
     for _ in 0..n {
         let cred = key.sign(2001, 2001, "bench", now, 300);
-        match c
-            .call(Some(cred), Request::SubmitJob(Box::new(job(hold))))
-            .unwrap()
-        {
+        match c.call(Some(cred), Request::SubmitJob(Box::new(job(hold)))).unwrap() {
             Response::Submitted(_) => {}
             other => panic!("{other:?}"),
         }
@@ -101,11 +93,7 @@ fn submit_loop(addr: SocketAddr, key: &ClusterKey, n: usize, hold: bool) {
 fn run(sync: SyncMode, label: &str, seq_jobs: usize, conc_jobs: usize, clients: usize, hold: bool) {
     let dir = tempfile::tempdir().unwrap();
     let key = ClusterKey::generate(&dir.path().join("key")).unwrap();
-    let rt = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .unwrap();
+    let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap();
     let d = rt
         .block_on(daemon::start(DaemonConfig {
             cluster: cluster(),
@@ -138,14 +126,8 @@ fn run(sync: SyncMode, label: &str, seq_jobs: usize, conc_jobs: usize, clients: 
     let conc = (conc_jobs / clients * clients) as f64 / t.elapsed().as_secs_f64();
     let stats = {
         let mut c = Client::connect_tcp(addr, Role::Command).unwrap();
-        let now = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .unwrap()
-            .as_secs();
-        match c
-            .call(Some(key.sign(0, 0, "bench", now, 300)), Request::Stats)
-            .unwrap()
-        {
+        let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_secs();
+        match c.call(Some(key.sign(0, 0, "bench", now, 300)), Request::Stats).unwrap() {
             Response::Stats(s) => s,
             other => panic!("{other:?}"),
         }
@@ -160,28 +142,11 @@ fn run(sync: SyncMode, label: &str, seq_jobs: usize, conc_jobs: usize, clients: 
 }
 
 fn main() {
-    let args: Vec<String> = std::env::args()
-        .skip(1)
-        .filter(|a| !a.starts_with('-'))
-        .collect();
+    let args: Vec<String> = std::env::args().skip(1).filter(|a| !a.starts_with('-')).collect();
     let jobs: usize = args.first().and_then(|a| a.parse().ok()).unwrap_or(20_000);
     let clients: usize = args.get(1).and_then(|a| a.parse().ok()).unwrap_or(64);
     let hold = args.get(2).is_none_or(|a| a != "plain");
     let what = if hold { "held jobs" } else { "plain jobs" };
-    run(
-        SyncMode::Full,
-        &format!("synchronous=FULL, {what}"),
-        2000,
-        jobs,
-        clients,
-        hold,
-    );
-    run(
-        SyncMode::Normal,
-        &format!("synchronous=NORMAL, {what}"),
-        2000,
-        jobs,
-        clients,
-        hold,
-    );
+    run(SyncMode::Full, &format!("synchronous=FULL, {what}"), 2000, jobs, clients, hold);
+    run(SyncMode::Normal, &format!("synchronous=NORMAL, {what}"), 2000, jobs, clients, hold);
 }

@@ -79,11 +79,7 @@ pub fn refresh_eligible(rec: &mut JobRecord, now: i64) -> bool {
     if rec.acct.eligible_time.is_some() || !eligible(rec, now) {
         return false;
     }
-    let t = rec
-        .spec
-        .begin_time
-        .map_or(now, |b| (b as i64).min(now))
-        .max(rec.submit_time);
+    let t = rec.spec.begin_time.map_or(now, |b| (b as i64).min(now)).max(rec.submit_time);
     rec.acct.eligible_time = Some(t);
     true
 }
@@ -99,18 +95,9 @@ pub fn on_start(rec: &mut JobRecord, now: i64) {
     let a = &mut rec.acct;
     a.eligible_time.get_or_insert(now);
     a.alloc_nodes = rec.allocs.len() as u32;
-    a.alloc_cpus = rec
-        .allocs
-        .iter()
-        .fold(0u32, |n, x| n.saturating_add(cpus(x.part.cpu_milli)));
-    a.alloc_gpus = rec
-        .allocs
-        .iter()
-        .fold(0u32, |n, x| n.saturating_add(x.part.gpus.count()));
-    a.alloc_mem_mib = rec
-        .allocs
-        .iter()
-        .fold(0u64, |n, x| n.saturating_add(x.part.mem_mib));
+    a.alloc_cpus = rec.allocs.iter().fold(0u32, |n, x| n.saturating_add(cpus(x.part.cpu_milli)));
+    a.alloc_gpus = rec.allocs.iter().fold(0u32, |n, x| n.saturating_add(x.part.gpus.count()));
+    a.alloc_mem_mib = rec.allocs.iter().fold(0u64, |n, x| n.saturating_add(x.part.mem_mib));
     let first = rec.allocs.first();
     a.batch_cpus = first.map_or(0, |x| cpus(x.part.cpu_milli));
     a.batch_gpus = first.map_or(0, |x| x.part.gpus.count());
@@ -127,12 +114,7 @@ fn cpus(milli: u64) -> u32 {
 /// when inference preempted it) and its batch step, taken before the record is reset.
 /// `step_state`: how the batch step ended (`CANCELLED` when the controller stopped it,
 /// `NODE_FAIL` when its node was lost).
-pub fn requeued_rows(
-    rec: &JobRecord,
-    now: i64,
-    step_state: Option<&str>,
-    run_state: &str,
-) -> (AcctRow, Option<StepRow>) {
+pub fn requeued_rows(rec: &JobRecord, now: i64, step_state: Option<&str>, run_state: &str) -> (AcctRow, Option<StepRow>) {
     let mut row = job_row(rec);
     row.job.state = run_state.into();
     row.job.exit_code = 0;
@@ -142,10 +124,7 @@ pub fn requeued_rows(
     let step = rec.start_time.map(|st| StepRow {
         job_id: rec.id,
         step: "batch".into(),
-        state: step_state.map_or_else(
-            || step_state_of(rec.exit_code, rec.exit_signal).to_string(),
-            str::to_string,
-        ),
+        state: step_state.map_or_else(|| step_state_of(rec.exit_code, rec.exit_signal).to_string(), str::to_string),
         exit_code: rec.exit_code,
         signal: rec.exit_signal,
         start_time: Some(st),
@@ -183,11 +162,9 @@ pub fn batch_step_row(rec: &JobRecord) -> Option<StepRow> {
     let (state, end) = match rec.state {
         JobState::Pending => return None,
         JobState::Running => ("RUNNING", None),
-        JobState::Completing
-        | JobState::Completed
-        | JobState::Failed
-        | JobState::Cancelled
-        | JobState::Timeout => (step_state_of(rec.exit_code, rec.exit_signal), rec.end_time),
+        JobState::Completing | JobState::Completed | JobState::Failed | JobState::Cancelled | JobState::Timeout => {
+            (step_state_of(rec.exit_code, rec.exit_signal), rec.end_time)
+        }
         JobState::OutOfMemory => ("OUT_OF_MEMORY", rec.end_time),
         JobState::NodeFail => ("NODE_FAIL", rec.end_time),
         JobState::Preempted => ("CANCELLED", rec.end_time),
@@ -211,9 +188,7 @@ fn job_row(rec: &JobRecord) -> AcctRow {
         s => s,
     };
     let (exit_code, signal) = match state {
-        JobState::Cancelled | JobState::Timeout | JobState::Preempted | JobState::NodeFail => {
-            (0, 0)
-        }
+        JobState::Cancelled | JobState::Timeout | JobState::Preempted | JobState::NodeFail => (0, 0),
         JobState::Failed if rec.start_time.is_none() => (1, 0),
         _ => (rec.exit_code, rec.exit_signal),
     };
@@ -223,11 +198,7 @@ fn job_row(rec: &JobRecord) -> AcctRow {
         job: AcctJob {
             job_id: rec.id,
             array_job_id: rec.array_job_id,
-            array_task_id: if rec.is_array_meta() {
-                None
-            } else {
-                rec.array_task_id
-            },
+            array_task_id: if rec.is_array_meta() { None } else { rec.array_task_id },
             array_task_str: rec.array_task_str(),
             name: rec.name.clone(),
             user: rec.user.clone(),
@@ -237,11 +208,7 @@ fn job_row(rec: &JobRecord) -> AcctRow {
             qos: rec.qos.clone(),
             partition: rec.partition.clone(),
             state: state.as_str().to_string(),
-            cancelled_by: if state == JobState::Cancelled {
-                a.cancelled_by
-            } else {
-                None
-            },
+            cancelled_by: if state == JobState::Cancelled { a.cancelled_by } else { None },
             exit_code,
             signal,
             submit_time: rec.submit_time,
@@ -250,26 +217,10 @@ fn job_row(rec: &JobRecord) -> AcctRow {
             end_time: rec.end_time,
             time_limit_min: rec.time_limit_min,
             nodes: compress_sorted(&rec.nodes),
-            alloc_nodes: if rec.start_time.is_some() {
-                a.alloc_nodes
-            } else {
-                0
-            },
-            alloc_cpus: if rec.start_time.is_some() {
-                a.alloc_cpus
-            } else {
-                0
-            },
-            alloc_gpus: if rec.start_time.is_some() {
-                a.alloc_gpus
-            } else {
-                0
-            },
-            alloc_mem_mib: if rec.start_time.is_some() {
-                a.alloc_mem_mib
-            } else {
-                0
-            },
+            alloc_nodes: if rec.start_time.is_some() { a.alloc_nodes } else { 0 },
+            alloc_cpus: if rec.start_time.is_some() { a.alloc_cpus } else { 0 },
+            alloc_gpus: if rec.start_time.is_some() { a.alloc_gpus } else { 0 },
+            alloc_mem_mib: if rec.start_time.is_some() { a.alloc_mem_mib } else { 0 },
             req_nodes,
             req_cpus: cpus(rec.spec.request.cpu_milli_per_node).saturating_mul(req_nodes),
             req_gpus: rec.gpus,
@@ -291,12 +242,7 @@ fn i(v: u64) -> i64 {
 /// Writes accounting rows inside the commit's transaction: `rows` (snapshots taken at the
 /// event, e.g. a requeue) first, then `current` (rows of current records, which win when both
 /// name a job), then step rows.
-pub fn write(
-    conn: &Connection,
-    rows: &[AcctRow],
-    current: &[AcctRow],
-    steps: &[StepRow],
-) -> rusqlite::Result<()> {
+pub fn write(conn: &Connection, rows: &[AcctRow], current: &[AcctRow], steps: &[StepRow]) -> rusqlite::Result<()> {
     let mut up = conn.prepare_cached(
         "INSERT OR REPLACE INTO acct_jobs (job_id, array_job_id, array_task_id, name, user, uid, account, \
          partition, state, exit_code, signal, submit_time, start_time, end_time, time_limit_min, nodes, \
@@ -404,17 +350,12 @@ pub fn in_window(j: &AcctJob, q: &AcctQuery) -> bool {
         if start.is_none() && end.is_none() {
             return true;
         }
-        let Some(el) = j.eligible_time else {
-            return false;
-        };
-        return end.is_none_or(|e| el < e)
-            && start.is_none_or(|s| j.end_time.is_none_or(|t| t >= s));
+        let Some(el) = j.eligible_time else { return false };
+        return end.is_none_or(|e| el < e) && start.is_none_or(|s| j.end_time.is_none_or(|t| t >= s));
     }
     q.states.iter().any(|s| match s.as_str() {
         "PENDING" => {
-            let Some(el) = j.eligible_time else {
-                return false;
-            };
+            let Some(el) = j.eligible_time else { return false };
             let left = j.start_time.or(j.end_time);
             end.is_none_or(|e| el <= e) && start.is_none_or(|s| left.is_none_or(|t| t >= s))
         }
@@ -425,9 +366,7 @@ pub fn in_window(j: &AcctJob, q: &AcctQuery) -> bool {
         other => {
             j.state == other
                 && (start.is_none() && end.is_none()
-                    || j.end_time.is_some_and(|t| {
-                        start.is_none_or(|s| t >= s) && end.is_none_or(|e| t <= e)
-                    }))
+                    || j.end_time.is_some_and(|t| start.is_none_or(|s| t >= s) && end.is_none_or(|e| t <= e)))
         }
     })
 }
@@ -471,14 +410,7 @@ pub fn query(conn: &Connection, q: &AcctQuery) -> rusqlite::Result<Vec<AcctJob>>
     let mut sql = format!("SELECT {JOB_COLS} FROM acct_jobs");
     let mut conds = Vec::new();
     if !q.uids.is_empty() {
-        conds.push(format!(
-            "uid IN ({})",
-            q.uids
-                .iter()
-                .map(u32::to_string)
-                .collect::<Vec<_>>()
-                .join(",")
-        ));
+        conds.push(format!("uid IN ({})", q.uids.iter().map(u32::to_string).collect::<Vec<_>>().join(",")));
     }
     if !q.jobs.is_empty() {
         let ids: Vec<String> = q.jobs.iter().map(|r| r.job_id.to_string()).collect();
@@ -500,9 +432,7 @@ pub fn query(conn: &Connection, q: &AcctQuery) -> rusqlite::Result<Vec<AcctJob>>
         sql.push_str(&conds.join(" AND "));
     }
     let mut stmt = conn.prepare(&sql)?;
-    let rows = stmt
-        .query_map([], read_row)?
-        .collect::<Result<Vec<_>, _>>()?;
+    let rows = stmt.query_map([], read_row)?.collect::<Result<Vec<_>, _>>()?;
     let want_nodes: Vec<String> = q.nodes.iter().flat_map(|n| hostnames(n)).collect();
     let mut steps_stmt = conn.prepare_cached(
         "SELECT step, state, exit_code, signal, start_time, end_time, nodes FROM job_steps WHERE job_id = ?1",
@@ -511,9 +441,7 @@ pub fn query(conn: &Connection, q: &AcctQuery) -> rusqlite::Result<Vec<AcctJob>>
     let mut out: BTreeMap<(u64, u32, u64, u32), AcctJob> = BTreeMap::new();
     for row in rows {
         let mut j = row.job;
-        let Some(only_steps) = selected(&j, q) else {
-            continue;
-        };
+        let Some(only_steps) = selected(&j, q) else { continue };
         if !in_window(&j, q)
             || !q.names.is_empty() && !q.names.contains(&j.name)
             || !q.partitions.is_empty() && !q.partitions.contains(&j.partition)
@@ -591,11 +519,7 @@ pub fn query(conn: &Connection, q: &AcctQuery) -> rusqlite::Result<Vec<AcctJob>>
                 e.restarts = r.step;
                 e.steps = all_steps
                     .iter()
-                    .filter(|s| {
-                        s.start_time.is_some_and(|t| {
-                            start.is_some_and(|st| t >= st) && end.is_none_or(|en| t <= en)
-                        })
-                    })
+                    .filter(|s| s.start_time.is_some_and(|t| start.is_some_and(|st| t >= st) && end.is_none_or(|en| t <= en)))
                     .cloned()
                     .collect();
                 out.insert((key.0, key.1, key.2, r.step), e);
@@ -672,28 +596,13 @@ mod tests {
         let j = job("COMPLETED");
         assert!(in_window(&j, &q(None, None)));
         assert!(in_window(&j, &q(Some(150), Some(300))));
-        assert!(
-            in_window(&j, &q(Some(200), Some(300))),
-            "ended at the window's start"
-        );
-        assert!(
-            !in_window(&j, &q(Some(201), Some(300))),
-            "ended before the window"
-        );
-        assert!(
-            !in_window(&j, &q(Some(0), Some(100))),
-            "eligible at the window's end"
-        );
+        assert!(in_window(&j, &q(Some(200), Some(300))), "ended at the window's start");
+        assert!(!in_window(&j, &q(Some(201), Some(300))), "ended before the window");
+        assert!(!in_window(&j, &q(Some(0), Some(100))), "eligible at the window's end");
         let mut never = job("CANCELLED");
         never.eligible_time = None;
-        assert!(
-            !in_window(&never, &q(Some(0), Some(300))),
-            "never eligible: held, dependency"
-        );
-        assert!(
-            in_window(&never, &q(None, None)),
-            "-j without -S: every record"
-        );
+        assert!(!in_window(&never, &q(Some(0), Some(300))), "never eligible: held, dependency");
+        assert!(in_window(&never, &q(None, None)), "-j without -S: every record");
     }
 
     #[test]

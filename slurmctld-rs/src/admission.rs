@@ -123,21 +123,14 @@ pub fn build_request(
     let cpus_per_node = tasks_per_node.saturating_mul(cpt);
     let topology = match &req.topology {
         Some(t) => TopologyKind::parse(t).ok_or_else(|| {
-            SlurmError::with_message(
-                ESLURM_REQUESTED_NODE_CONFIG_UNAVAILABLE,
-                format!("invalid topology specified: {t}"),
-            )
+            SlurmError::with_message(ESLURM_REQUESTED_NODE_CONFIG_UNAVAILABLE, format!("invalid topology specified: {t}"))
         })?,
         None => partition.default_topology,
     };
     let resolve = |names: &[String]| -> Result<Vec<NodeId>, SlurmError> {
         names
             .iter()
-            .map(|n| {
-                cluster
-                    .node_id(n)
-                    .ok_or_else(|| SlurmError::new(ESLURM_INVALID_NODE_NAME))
-            })
+            .map(|n| cluster.node_id(n).ok_or_else(|| SlurmError::new(ESLURM_INVALID_NODE_NAME)))
             .collect()
     };
     let required_nodes = resolve(&req.required_nodes)?;
@@ -150,11 +143,7 @@ pub fn build_request(
         .filter(|n| n.gpu_type_ok(&gpu_types))
         .collect();
     let max_node_mem = candidates.iter().map(|n| n.mem_mib).max().unwrap_or(0);
-    let mem_per_node = match (
-        req.mem_per_node_mib,
-        req.mem_per_cpu_mib,
-        conf.def_mem_per_cpu_mib,
-    ) {
+    let mem_per_node = match (req.mem_per_node_mib, req.mem_per_cpu_mib, conf.def_mem_per_cpu_mib) {
         (Some(0), _, _) => max_node_mem,
         (Some(m), _, _) => m,
         (None, Some(m), _) | (None, None, Some(m)) => m.saturating_mul(u64::from(cpus_per_node)),
@@ -185,16 +174,10 @@ pub fn build_request(
         }
         let max_gpus = candidates.iter().map(|n| n.gpus).max().unwrap_or(0);
         let total_gpus: u32 = candidates.iter().map(|n| n.gpus).sum();
-        if gpus_per_node.is_some_and(|p| p > max_gpus)
-            || (gpus_per_node.is_none() && gpus > total_gpus)
-        {
+        if gpus_per_node.is_some_and(|p| p > max_gpus) || (gpus_per_node.is_none() && gpus > total_gpus) {
             return Err("");
         }
-        let max_cpus = candidates
-            .iter()
-            .map(|n| n.cpu_milli / 1000)
-            .max()
-            .unwrap_or(0);
+        let max_cpus = candidates.iter().map(|n| n.cpu_milli / 1000).max().unwrap_or(0);
         if u64::from(cpus_per_node) > max_cpus {
             return Err("CPU count per node can not be satisfied");
         }
@@ -214,12 +197,8 @@ pub fn build_request(
 /// node's.
 pub fn check_shape(r: &Request, cluster: &Cluster, part: PartId) -> Result<(), SlurmError> {
     let partition = &cluster.partitions[part.0 as usize];
-    let candidates: Vec<&flotilla_core::cluster::Node> = partition
-        .nodes
-        .iter()
-        .map(|&n| cluster.node(n))
-        .filter(|n| n.gpu_type_ok(&r.gpu_types))
-        .collect();
+    let candidates: Vec<&flotilla_core::cluster::Node> =
+        partition.nodes.iter().map(|&n| cluster.node(n)).filter(|n| n.gpu_type_ok(&r.gpu_types)).collect();
     let max_gpus = candidates.iter().map(|n| n.gpus).max().unwrap_or(0);
     let total_gpus: u64 = candidates.iter().map(|n| u64::from(n.gpus)).sum();
     let max_cpu_milli = candidates.iter().map(|n| n.cpu_milli).max().unwrap_or(0);
@@ -236,10 +215,7 @@ pub fn check_shape(r: &Request, cluster: &Cluster, part: PartId) -> Result<(), S
 }
 
 /// Expands and checks an array spec (Slurm: every index below `MaxArraySize`).
-pub fn array_indices(
-    spec: &flotilla_proto::ArraySpec,
-    max_array_size: u64,
-) -> Result<Vec<u32>, SlurmError> {
+pub fn array_indices(spec: &flotilla_proto::ArraySpec, max_array_size: u64) -> Result<Vec<u32>, SlurmError> {
     let bad = || SlurmError::new(ESLURM_INVALID_ARRAY);
     if spec.ranges.is_empty() || spec.max_running == Some(0) {
         return Err(bad());
@@ -326,11 +302,7 @@ fn pending_record(
         // `--gpus-per-node` is GRES per node, as in Slurm (`TresPerNode=gres:gpu:2`).
         gres: match (&req.gpus_per_node, req.gres.is_empty()) {
             (Some(g), true) => vec![("gpu".to_string(), g.gpu_type.clone(), u64::from(g.count))],
-            _ => req
-                .gres
-                .iter()
-                .map(|g| (g.name.clone(), g.gpu_type.clone(), g.count))
-                .collect(),
+            _ => req.gres.iter().map(|g| (g.name.clone(), g.gpu_type.clone(), g.count)).collect(),
         },
         dependency: req.dependency.clone(),
         requeue: req.requeue.unwrap_or(true),
@@ -362,24 +334,14 @@ fn pending_record(
         acct: Default::default(),
         tres_per_job: req.gpus.as_ref().map(crate::job::gpu_tres),
         tres_per_task: req.gpus_per_task.as_ref().map(crate::job::gpu_tres),
-        command: req.command.as_ref().map(|c| {
-            std::iter::once(c.as_str())
-                .chain(req.argv.iter().map(String::as_str))
-                .collect::<Vec<_>>()
-                .join(" ")
-        }),
+        command: req.command.as_ref().map(|c| std::iter::once(c.as_str()).chain(req.argv.iter().map(String::as_str)).collect::<Vec<_>>().join(" ")),
         spec,
     }
 }
 
 /// Admits a submission at `now` (s). The caller has checked the submitter may act as
 /// `req.uid`.
-pub fn admit(
-    req: &SubmitJob,
-    cluster: &Cluster,
-    conf: &AdmissionConf,
-    now: i64,
-) -> Result<Admitted, Reject> {
+pub fn admit(req: &SubmitJob, cluster: &Cluster, conf: &AdmissionConf, now: i64) -> Result<Admitted, Reject> {
     // Before an id: partition, GRES names, array spec.
     let part = partition_of(req, cluster)?;
     let partition = &cluster.partitions[part.0 as usize];
@@ -407,11 +369,7 @@ pub fn admit(
     let held = req.hold.then_some(HoldKind::User);
     let account = match req.account.as_deref() {
         Some(a) if !a.is_empty() => a.to_string(),
-        _ => conf
-            .default_accounts
-            .get(&req.user)
-            .cloned()
-            .unwrap_or_default(),
+        _ => conf.default_accounts.get(&req.user).cloned().unwrap_or_default(),
     };
     let spec = JobSpec {
         id: JobId(0),
@@ -429,11 +387,7 @@ pub fn admit(
         held,
         dependency_pending: req.dependency.is_some(),
         preempt_count: 0,
-        qos: req
-            .qos
-            .clone()
-            .filter(|q| !q.is_empty())
-            .unwrap_or_else(|| flotilla_core::job::DEFAULT_QOS.into()),
+        qos: req.qos.clone().filter(|q| !q.is_empty()).unwrap_or_else(|| flotilla_core::job::DEFAULT_QOS.into()),
     };
     let array_tasks = array.as_ref().map(|(tasks, _)| tasks.as_slice());
     let record = pending_record(req, conf, spec, &partition.name, ntasks, array_tasks, now);
@@ -531,89 +485,50 @@ mod tests {
         r.partition = Some("nosuch".into());
         assert_eq!(
             code(admit(&r, &c, &k, 0)),
-            (
-                ESLURM_INVALID_PARTITION_NAME,
-                false,
-                vec!["invalid partition specified: nosuch".into()]
-            )
+            (ESLURM_INVALID_PARTITION_NAME, false, vec!["invalid partition specified: nosuch".into()])
         );
         let mut r = wrap();
         r.gres = gres(None, "gpu", 9);
-        assert_eq!(
-            code(admit(&r, &c, &k, 0)),
-            (ESLURM_REQUESTED_NODE_CONFIG_UNAVAILABLE, true, vec![])
-        );
+        assert_eq!(code(admit(&r, &c, &k, 0)), (ESLURM_REQUESTED_NODE_CONFIG_UNAVAILABLE, true, vec![]));
         let mut r = wrap();
         r.gres = gres(Some("a100"), "gpu", 1);
-        assert_eq!(
-            code(admit(&r, &c, &k, 0)),
-            (ESLURM_REQUESTED_NODE_CONFIG_UNAVAILABLE, true, vec![])
-        );
+        assert_eq!(code(admit(&r, &c, &k, 0)), (ESLURM_REQUESTED_NODE_CONFIG_UNAVAILABLE, true, vec![]));
         let mut r = wrap();
         r.gres = gres(None, "fpga", 1);
         assert_eq!(code(admit(&r, &c, &k, 0)).0, ESLURM_INVALID_GRES);
         let mut r = wrap();
         r.nodes_min = Some(5);
-        assert_eq!(
-            code(admit(&r, &c, &k, 0)).0,
-            0,
-            "-N 5 is accepted and pends"
-        );
+        assert_eq!(code(admit(&r, &c, &k, 0)).0, 0, "-N 5 is accepted and pends");
         let mut r = wrap();
         r.mem_per_node_mib = Some(600 * 1024);
         assert_eq!(
             code(admit(&r, &c, &k, 0)),
-            (
-                ESLURM_REQUESTED_NODE_CONFIG_UNAVAILABLE,
-                true,
-                vec!["Memory specification can not be satisfied".into()]
-            )
+            (ESLURM_REQUESTED_NODE_CONFIG_UNAVAILABLE, true, vec!["Memory specification can not be satisfied".into()])
         );
         let mut r = wrap();
         r.cpus_per_task = Some(65);
         assert_eq!(
             code(admit(&r, &c, &k, 0)),
-            (
-                ESLURM_REQUESTED_NODE_CONFIG_UNAVAILABLE,
-                true,
-                vec!["CPU count per node can not be satisfied".into()]
-            )
+            (ESLURM_REQUESTED_NODE_CONFIG_UNAVAILABLE, true, vec!["CPU count per node can not be satisfied".into()])
         );
         let mut r = wrap();
         r.time_limit = Some(TimeLimitWire::Minutes(3 * 24 * 60));
-        assert_eq!(
-            code(admit(&r, &c, &k, 0)).0,
-            0,
-            "over MaxTime is accepted (EnforcePartLimits=NO)"
-        );
+        assert_eq!(code(admit(&r, &c, &k, 0)).0, 0, "over MaxTime is accepted (EnforcePartLimits=NO)");
         let arr = |s, e, m| ArraySpec {
-            ranges: vec![ArrayRange {
-                start: s,
-                end: e,
-                step: 1,
-            }],
+            ranges: vec![ArrayRange { start: s, end: e, step: 1 }],
             max_running: m,
         };
         let mut r = wrap();
         r.array = Some(arr(5, 1, None));
-        assert_eq!(
-            code(admit(&r, &c, &k, 0)),
-            (ESLURM_INVALID_ARRAY, false, vec![])
-        );
+        assert_eq!(code(admit(&r, &c, &k, 0)), (ESLURM_INVALID_ARRAY, false, vec![]));
         r.array = Some(arr(0, 20000, None));
-        assert_eq!(
-            code(admit(&r, &c, &k, 0)),
-            (ESLURM_INVALID_ARRAY, false, vec![])
-        );
+        assert_eq!(code(admit(&r, &c, &k, 0)), (ESLURM_INVALID_ARRAY, false, vec![]));
         r.array = Some(arr(0, 5, Some(2)));
         let a = admit(&r, &c, &k, 0).unwrap();
         assert_eq!(a.array, Some(((0..=5).collect(), Some(2))));
         let mut r = wrap();
         r.dependency = Some("foo:1".into());
-        assert_eq!(
-            code(admit(&r, &c, &k, 0)),
-            (ESLURM_DEPENDENCY, true, vec![])
-        );
+        assert_eq!(code(admit(&r, &c, &k, 0)), (ESLURM_DEPENDENCY, true, vec![]));
         r.dependency = Some("afterok:999999".into());
         assert_eq!(code(admit(&r, &c, &k, 0)).0, 0);
         let mut r = wrap();
@@ -621,72 +536,39 @@ mod tests {
             gpu_type: Some("abc".into()),
             count: 1,
         });
-        assert_eq!(
-            code(admit(&r, &c, &k, 0)),
-            (ESLURM_REQUESTED_NODE_CONFIG_UNAVAILABLE, true, vec![])
-        );
+        assert_eq!(code(admit(&r, &c, &k, 0)), (ESLURM_REQUESTED_NODE_CONFIG_UNAVAILABLE, true, vec![]));
     }
 
     #[test]
     fn default_account_without_dash_a() {
         let (c, k) = (oracle(), conf());
         let a = admit(&wrap(), &c, &k, 0).unwrap();
-        assert_eq!(
-            (a.record.account.as_str(), a.record.spec.account.as_str()),
-            ("research", "research")
-        );
+        assert_eq!((a.record.account.as_str(), a.record.spec.account.as_str()), ("research", "research"));
         let mut r = wrap();
         r.account = Some("other".into());
-        assert_eq!(
-            admit(&r, &c, &k, 0).unwrap().record.account,
-            "other",
-            "-A wins"
-        );
+        assert_eq!(admit(&r, &c, &k, 0).unwrap().record.account, "other", "-A wins");
         let mut r = wrap();
         r.user = "bob".into();
-        assert_eq!(
-            admit(&r, &c, &k, 0).unwrap().record.account,
-            "",
-            "no association: no account"
-        );
+        assert_eq!(admit(&r, &c, &k, 0).unwrap().record.account, "", "no association: no account");
     }
 
     #[test]
     fn tres_per_job_node_task_as_asked() {
         let (c, k) = (oracle(), conf());
         let mut r = wrap();
-        r.gpus = Some(GpuCount {
-            gpu_type: None,
-            count: 4,
-        });
+        r.gpus = Some(GpuCount { gpu_type: None, count: 4 });
         let a = admit(&r, &c, &k, 0).unwrap().record;
-        assert_eq!(
-            (a.tres_per_job.as_deref(), a.tres_per_task.as_deref()),
-            (Some("gres:gpu:4"), None)
-        );
+        assert_eq!((a.tres_per_job.as_deref(), a.tres_per_task.as_deref()), (Some("gres:gpu:4"), None));
         let mut r = wrap();
         r.nodes_min = Some(2);
-        r.gpus_per_node = Some(GpuCount {
-            gpu_type: Some("h100".into()),
-            count: 2,
-        });
+        r.gpus_per_node = Some(GpuCount { gpu_type: Some("h100".into()), count: 2 });
         let a = admit(&r, &c, &k, 0).unwrap().record;
-        assert_eq!(
-            a.gres,
-            vec![("gpu".to_string(), Some("h100".to_string()), 2)],
-            "--gpus-per-node is GRES per node"
-        );
+        assert_eq!(a.gres, vec![("gpu".to_string(), Some("h100".to_string()), 2)], "--gpus-per-node is GRES per node");
         let mut r = wrap();
         r.ntasks = Some(4);
-        r.gpus_per_task = Some(GpuCount {
-            gpu_type: None,
-            count: 1,
-        });
+        r.gpus_per_task = Some(GpuCount { gpu_type: None, count: 1 });
         let a = admit(&r, &c, &k, 0).unwrap().record;
-        assert_eq!(
-            (a.tres_per_job, a.tres_per_task.as_deref()),
-            (None, Some("gres:gpu:1"))
-        );
+        assert_eq!((a.tres_per_job, a.tres_per_task.as_deref()), (None, Some("gres:gpu:1")));
         assert!(a.gres.is_empty());
     }
 
@@ -702,10 +584,7 @@ mod tests {
         assert_eq!(a.record.spec.request.gpus_per_node, Some(8));
         assert_eq!(a.record.spec.request.gpus, 16);
         assert_eq!(a.record.time_limit_min, Some(60), "partition DefaultTime");
-        assert_eq!(
-            a.record.spec.request.mem_mib_per_node, 1024,
-            "DefMemPerCPU x 1 CPU"
-        );
+        assert_eq!(a.record.spec.request.mem_mib_per_node, 1024, "DefMemPerCPU x 1 CPU");
         let mut r = wrap();
         r.gres = gres(Some("h100"), "gpu", 4);
         r.cpus_per_task = Some(4);
@@ -716,15 +595,9 @@ mod tests {
         assert_eq!(a.record.spec.request.mem_mib_per_node, 4096);
         assert_eq!(a.record.spec.request.topology, TopologyKind::Node);
         let mut r = wrap();
-        r.gpus = Some(GpuCount {
-            gpu_type: None,
-            count: 12,
-        });
+        r.gpus = Some(GpuCount { gpu_type: None, count: 12 });
         let a = admit(&r, &c, &k, 100).unwrap();
-        assert_eq!(
-            (a.record.spec.request.gpus, a.record.spec.request.nodes),
-            (12, None)
-        );
+        assert_eq!((a.record.spec.request.gpus, a.record.spec.request.nodes), (12, None));
         let mut r = wrap();
         r.hold = true;
         r.time_limit = Some(TimeLimitWire::Unlimited);

@@ -41,10 +41,7 @@ impl Associations {
     pub fn from_pairs<'a>(pairs: impl IntoIterator<Item = (&'a str, &'a str)>) -> Associations {
         let mut by_user: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
         for (u, a) in pairs {
-            by_user
-                .entry(u.to_string())
-                .or_default()
-                .insert(a.to_string());
+            by_user.entry(u.to_string()).or_default().insert(a.to_string());
         }
         Associations { by_user }
     }
@@ -169,13 +166,7 @@ impl Access {
                 // What these protect (sacctmgr's accounts, users, events; sreport/sshare usage;
                 // reservations; cloud nodes) Flotilla does not serve: nothing to hide.
                 "accounts" | "cloud" | "events" | "reservations" | "usage" | "users" => {}
-                _ => {
-                    return Err(unsupported(
-                        "PrivateData",
-                        v,
-                        "not a value Slurm 22.05 knows",
-                    ))
-                }
+                _ => return Err(unsupported("PrivateData", v, "not a value Slurm 22.05 knows")),
             }
         }
         let partitions = cluster
@@ -184,10 +175,7 @@ impl Access {
             .map(|p| {
                 let a = PartAccess {
                     allow: p.access.allow_groups.as_deref().map(groups),
-                    no_root: p
-                        .access
-                        .disable_root_jobs
-                        .unwrap_or(cluster.disable_root_jobs),
+                    no_root: p.access.disable_root_jobs.unwrap_or(cluster.disable_root_jobs),
                     keys: p.access.clone(),
                 };
                 (p.name.clone(), a)
@@ -224,8 +212,7 @@ impl Access {
         let ok = if account.is_empty() {
             !self.enforce_associations || self.associations.has_user(user)
         } else {
-            (!self.associations.exist() && !self.enforce_associations)
-                || self.associations.allows(user, account)
+            (!self.associations.exist() && !self.enforce_associations) || self.associations.allows(user, account)
         };
         if ok {
             Ok(())
@@ -270,12 +257,7 @@ impl Access {
         };
         if bad_account {
             // Slurm logs the rule (`part_policy_valid_acct`); the user sees the error only.
-            tracing::info!(
-                partition,
-                account,
-                "job's account not permitted to use this partition ({})",
-                account_rule(&p.keys, account)
-            );
+            tracing::info!(partition, account, "job's account not permitted to use this partition ({})", account_rule(&p.keys, account));
             return Err(SlurmError::new(ESLURM_INVALID_ACCOUNT));
         }
         let bad_qos = match &p.keys.allow_qos {
@@ -294,10 +276,7 @@ impl Access {
             return true;
         }
         self.partitions.get(name).is_none_or(|p| {
-            !p.keys.root_only
-                && p.allow
-                    .as_ref()
-                    .is_none_or(|m| m.admits(ident.uid, ident.gid))
+            !p.keys.root_only && p.allow.as_ref().is_none_or(|m| m.admits(ident.uid, ident.gid))
         })
     }
 }
@@ -320,43 +299,25 @@ impl ServicePolicy {
         }
         let deny = |m: String| Err(SlurmError::with_message(ESLURM_ACCESS_DENIED, m));
         match &self.accounts {
-            None => return deny(
-                "services may be created by root or SlurmUser only (ServiceAccounts is not set)"
-                    .into(),
-            ),
+            None => return deny("services may be created by root or SlurmUser only (ServiceAccounts is not set)".into()),
             Some(a) if !a.iter().any(|x| x == account) => {
-                return deny(format!(
-                    "account `{account}' may not create services (ServiceAccounts={})",
-                    a.join(",")
-                ))
+                return deny(format!("account `{account}' may not create services (ServiceAccounts={})", a.join(",")))
             }
             Some(_) => {}
         }
         if c.priority > self.max_priority {
-            return deny(format!(
-                "service priority {} exceeds ServiceMaxPriority={}",
-                c.priority, self.max_priority
-            ));
+            return deny(format!("service priority {} exceeds ServiceMaxPriority={}", c.priority, self.max_priority));
         }
-        let (mut replicas, mut gpus) = (
-            u64::from(c.max_replicas),
-            u64::from(c.max_replicas) * u64::from(c.gpus_per_replica),
-        );
+        let (mut replicas, mut gpus) = (u64::from(c.max_replicas), u64::from(c.max_replicas) * u64::from(c.gpus_per_replica));
         for m in mine {
             replicas += u64::from(m.max_replicas);
             gpus += u64::from(m.max_replicas) * u64::from(m.gpus_per_replica);
         }
         if replicas > u64::from(self.max_replicas) {
-            return deny(format!(
-                "{replicas} service replicas would exceed ServiceMaxReplicas={}",
-                self.max_replicas
-            ));
+            return deny(format!("{replicas} service replicas would exceed ServiceMaxReplicas={}", self.max_replicas));
         }
         if gpus > u64::from(self.max_gpus) {
-            return deny(format!(
-                "{gpus} service GPUs would exceed ServiceMaxGPUs={}",
-                self.max_gpus
-            ));
+            return deny(format!("{gpus} service GPUs would exceed ServiceMaxGPUs={}", self.max_gpus));
         }
         Ok(())
     }
@@ -385,45 +346,17 @@ pub fn parse_enforce(values: &[String]) -> Result<Enforce, Unsupported> {
             "limits" => (e.associations, e.limits) = (true, true),
             "qos" => (e.associations, e.qos) = (true, true),
             "safe" => (e.associations, e.limits, e.safe) = (true, true, true),
-            "wckeys" => {
-                return Err(unsupported(
-                    "AccountingStorageEnforce",
-                    v,
-                    "Flotilla has no WCKeys",
-                ))
-            }
-            "nojobs" | "nosteps" => {
-                return Err(unsupported(
-                    "AccountingStorageEnforce",
-                    v,
-                    "Flotilla always records jobs and steps",
-                ))
-            }
-            "all" => {
-                return Err(unsupported(
-                    "AccountingStorageEnforce",
-                    v,
-                    "it includes wckeys",
-                ))
-            }
-            _ => {
-                return Err(unsupported(
-                    "AccountingStorageEnforce",
-                    v,
-                    "not a value Slurm 22.05 knows",
-                ))
-            }
+            "wckeys" => return Err(unsupported("AccountingStorageEnforce", v, "Flotilla has no WCKeys")),
+            "nojobs" | "nosteps" => return Err(unsupported("AccountingStorageEnforce", v, "Flotilla always records jobs and steps")),
+            "all" => return Err(unsupported("AccountingStorageEnforce", v, "it includes wckeys")),
+            _ => return Err(unsupported("AccountingStorageEnforce", v, "not a value Slurm 22.05 knows")),
         }
     }
     Ok(e)
 }
 
 fn unsupported(key: &'static str, value: &str, why: &'static str) -> Unsupported {
-    Unsupported {
-        key,
-        value: value.to_string(),
-        why,
-    }
+    Unsupported { key, value: value.to_string(), why }
 }
 
 /// Slurm's `_valid_id`: a caller who is not root or `SlurmUser` may act only as their
@@ -475,14 +408,8 @@ mod tests {
     #[test]
     fn forged_uid_and_gid_are_refused_unless_admin() {
         assert_eq!(valid_id(id(2001, 2001, false), 2001, 2001), Ok(()));
-        assert_eq!(
-            valid_id(id(2001, 2001, false), 2001, 0).unwrap_err().text,
-            "Invalid group id"
-        );
-        assert_eq!(
-            valid_id(id(2001, 2001, false), 0, 2001).unwrap_err().text,
-            "Invalid user id"
-        );
+        assert_eq!(valid_id(id(2001, 2001, false), 2001, 0).unwrap_err().text, "Invalid group id");
+        assert_eq!(valid_id(id(2001, 2001, false), 0, 2001).unwrap_err().text, "Invalid user id");
         assert_eq!(valid_id(id(0, 0, true), 2001, 5), Ok(()));
     }
 
@@ -495,27 +422,11 @@ mod tests {
             ..Access::default()
         };
         assert_eq!(a.check_account("alice", "research"), Ok(()));
-        assert_eq!(
-            a.check_account("alice", "other").unwrap_err().code,
-            ESLURM_INVALID_ACCOUNT
-        );
-        assert_eq!(
-            a.check_account("bob", "research").unwrap_err().code,
-            ESLURM_INVALID_ACCOUNT
-        );
-        assert_eq!(
-            a.check_account("bob", ""),
-            Ok(()),
-            "no association, no account: not enforced"
-        );
-        let e = Access {
-            enforce_associations: true,
-            ..a
-        };
-        assert_eq!(
-            e.check_account("bob", "").unwrap_err().code,
-            ESLURM_INVALID_ACCOUNT
-        );
+        assert_eq!(a.check_account("alice", "other").unwrap_err().code, ESLURM_INVALID_ACCOUNT);
+        assert_eq!(a.check_account("bob", "research").unwrap_err().code, ESLURM_INVALID_ACCOUNT);
+        assert_eq!(a.check_account("bob", ""), Ok(()), "no association, no account: not enforced");
+        let e = Access { enforce_associations: true, ..a };
+        assert_eq!(e.check_account("bob", "").unwrap_err().code, ESLURM_INVALID_ACCOUNT);
         assert_eq!(e.check_account("alice", ""), Ok(()));
     }
 
@@ -523,28 +434,11 @@ mod tests {
     fn keys_that_cannot_be_honoured_refuse_the_start() {
         let text = "ClusterName=c\nAccountingStorageEnforce=associations,wckeys\nNodeName=n1\n\
                     PartitionName=p Nodes=n1 AllowGroups=root RootOnly=YES DenyAccounts=a,b\n";
-        let c = flotilla_core::config::parse_cluster(
-            ("slurm.conf", text),
-            None,
-            None,
-            &mut flotilla_core::config::no_includes,
-        )
-        .unwrap();
+        let c = flotilla_core::config::parse_cluster(("slurm.conf", text), None, None, &mut flotilla_core::config::no_includes).unwrap();
         let p = &c.partitions[0].access;
-        assert_eq!(
-            (
-                p.allow_groups.as_deref(),
-                p.root_only,
-                p.deny_accounts.len()
-            ),
-            (Some(&["root".to_string()][..]), true, 2)
-        );
+        assert_eq!((p.allow_groups.as_deref(), p.root_only, p.deny_accounts.len()), (Some(&["root".to_string()][..]), true, 2));
         let e = Access::from_config(&c, Associations::default(), &resolve_groups).unwrap_err();
-        assert!(
-            e.to_string()
-                .starts_with("AccountingStorageEnforce=wckeys cannot be honoured"),
-            "{e}"
-        );
+        assert!(e.to_string().starts_with("AccountingStorageEnforce=wckeys cannot be honoured"), "{e}");
         let mut c2 = c.clone();
         c2.accounting_storage_enforce = vec!["limits".into()];
         c2.private_data = vec!["jobs".into(), "bogus".into()];
@@ -553,41 +447,18 @@ mod tests {
         c2.private_data = vec!["jobs".into(), "usage".into()];
         let a = Access::from_config(&c2, Associations::default(), &resolve_groups).unwrap();
         assert!(a.enforce_associations && a.private.jobs && !a.private.nodes);
-        assert!(a.partitions["p"]
-            .allow
-            .as_ref()
-            .is_some_and(|m| m.admits(1, 0)));
+        assert!(a.partitions["p"].allow.as_ref().is_some_and(|m| m.admits(1, 0)));
     }
 
     #[test]
     fn enforce_values_imply_as_in_slurm() {
         let e = |v: &[&str]| parse_enforce(&v.iter().map(|s| s.to_string()).collect::<Vec<_>>());
         assert_eq!(e(&[]), Ok(Enforce::default()));
-        assert_eq!(
-            e(&["qos"]),
-            Ok(Enforce {
-                associations: true,
-                qos: true,
-                ..Enforce::default()
-            })
-        );
-        assert_eq!(
-            e(&["safe"]),
-            Ok(Enforce {
-                associations: true,
-                limits: true,
-                safe: true,
-                qos: false
-            })
-        );
+        assert_eq!(e(&["qos"]), Ok(Enforce { associations: true, qos: true, ..Enforce::default() }));
+        assert_eq!(e(&["safe"]), Ok(Enforce { associations: true, limits: true, safe: true, qos: false }));
         assert_eq!(
             e(&["associations", "limits", "qos", "safe"]),
-            Ok(Enforce {
-                associations: true,
-                limits: true,
-                qos: true,
-                safe: true
-            })
+            Ok(Enforce { associations: true, limits: true, qos: true, safe: true })
         );
         assert!(e(&["all"]).unwrap_err().to_string().contains("wckeys"));
         assert!(e(&["nojobs"]).is_err());
@@ -595,14 +466,8 @@ mod tests {
 
     #[test]
     fn groups_resolve_from_nss() {
-        assert!(
-            resolve_groups(&["root".into()]).admits(5555, 0),
-            "group root's gid"
-        );
+        assert!(resolve_groups(&["root".into()]).admits(5555, 0), "group root's gid");
         assert!(!resolve_groups(&["root".into()]).admits(5555, 5555));
-        assert_eq!(
-            resolve_groups(&["no-such-group-s17".into()]),
-            GroupMembers::default()
-        );
+        assert_eq!(resolve_groups(&["no-such-group-s17".into()]), GroupMembers::default());
     }
 }

@@ -66,10 +66,7 @@ pub fn uid_of(name: &str) -> Option<u32> {
     if let Ok(uid) = name.parse() {
         return Some(uid);
     }
-    nix::unistd::User::from_name(name)
-        .ok()
-        .flatten()
-        .map(|u| u.uid.as_raw())
+    nix::unistd::User::from_name(name).ok().flatten().map(|u| u.uid.as_raw())
 }
 
 /// The scheduler for a cluster configuration, with the policies its keys name;
@@ -108,9 +105,7 @@ pub fn scheduler(
 /// A value that is not a Slurm time string.
 pub fn preempt_exempt_s(conf: &ClusterConfig) -> anyhow::Result<Option<u64>> {
     use flotilla_core::time::{time_str2secs, SlurmDuration};
-    let Some(v) = conf.preempt_exempt_time.as_deref() else {
-        return Ok(None);
-    };
+    let Some(v) = conf.preempt_exempt_time.as_deref() else { return Ok(None) };
     match time_str2secs(v) {
         Ok(SlurmDuration::Finite(s)) => Ok(Some(s.max(0) as u64)),
         Ok(SlurmDuration::Infinite) => Ok(Some(0)),
@@ -143,22 +138,15 @@ pub fn controller(
     // job limits; quota.conf (`opts.quotas`) is imported into it at the first start only.
     // The controller builds the scheduler's accounting from it (`apply_accounting`).
     if let Some(e) = opts.quota_error.take() {
-        if crate::assoc::db::imported(store.conn())
-            .map_err(|e| anyhow!("accounting database: {e}"))?
-        {
+        if crate::assoc::db::imported(store.conn()).map_err(|e| anyhow!("accounting database: {e}"))? {
             tracing::warn!("{e}: ignored: quota.conf was imported into the accounting database, which holds the associations now (sacctmgr)");
         } else {
             return Err(anyhow!("{e}"));
         }
     }
     let quotas = std::mem::take(&mut opts.quotas);
-    opts.assoc_db = crate::assoc::open(&store, cluster, &quotas)
-        .map_err(|e| anyhow!("accounting database: {e}"))?;
-    opts.access = crate::authz::Access::from_config(
-        cluster,
-        Default::default(),
-        &crate::authz::resolve_groups,
-    )?;
+    opts.assoc_db = crate::assoc::open(&store, cluster, &quotas).map_err(|e| anyhow!("accounting database: {e}"))?;
+    opts.access = crate::authz::Access::from_config(cluster, Default::default(), &crate::authz::resolve_groups)?;
     // AccountingStorageEnforce, parsed once (authz::parse_enforce, which refuses what we
     // cannot honour).
     opts.enforce = opts.access.enforce;
@@ -181,11 +169,7 @@ pub fn node_addrs(conf: &ClusterConfig) -> std::collections::HashMap<String, Str
     conf.nodes
         .iter()
         .map(|n| {
-            let addr = [&n.addr, &n.hostname, &n.name]
-                .into_iter()
-                .find(|a| !a.is_empty())
-                .cloned()
-                .unwrap_or_default();
+            let addr = [&n.addr, &n.hostname, &n.name].into_iter().find(|a| !a.is_empty()).cloned().unwrap_or_default();
             (n.name.clone(), addr)
         })
         .collect()
@@ -207,13 +191,7 @@ pub async fn start(cfg: DaemonConfig) -> anyhow::Result<Daemon> {
     };
     let started = wall_now();
     let auth_failures = Arc::new(AtomicU64::new(0));
-    let ctl = controller(
-        &cfg.cluster,
-        store,
-        cfg.opts,
-        auth_failures.clone(),
-        wall_now(),
-    )?;
+    let ctl = controller(&cfg.cluster, store, cfg.opts, auth_failures.clone(), wall_now())?;
     let (tx, rx) = mpsc::channel(65_536);
     let (shutdown, shutdown_rx) = watch::channel(false);
     let owner = tokio::spawn(ctl.run(rx, shutdown_rx.clone()));
@@ -223,20 +201,8 @@ pub async fn start(cfg: DaemonConfig) -> anyhow::Result<Daemon> {
         ..server::Limits::default()
     };
     // The replay cache starts empty: credentials issued before this start are refused.
-    let verifier = Verifier::new(
-        cfg.key,
-        flotilla_proto::auth::DEFAULT_TTL_S * 12,
-        started.max(0) as u64,
-    );
-    let mut shared = Shared::new(
-        Some(tx),
-        verifier,
-        cfg.slurm_uid,
-        cfg.host,
-        auth_failures,
-        limits,
-        cfg.max_frame,
-    );
+    let verifier = Verifier::new(cfg.key, flotilla_proto::auth::DEFAULT_TTL_S * 12, started.max(0) as u64);
+    let mut shared = Shared::new(Some(tx), verifier, cfg.slurm_uid, cfg.host, auth_failures, limits, cfg.max_frame);
     shared.node_addrs = node_addrs(&cfg.cluster);
     let shared = Arc::new(shared);
     let mut tcp_addr = None;
@@ -270,14 +236,8 @@ mod tests {
             ..ClusterConfig::default()
         };
         assert_eq!(preempt_exempt_s(&with(None)).unwrap(), None);
-        assert_eq!(
-            preempt_exempt_s(&with(Some("00:05:00"))).unwrap(),
-            Some(300)
-        );
-        assert_eq!(
-            preempt_exempt_s(&with(Some("1-00:00:00"))).unwrap(),
-            Some(86_400)
-        );
+        assert_eq!(preempt_exempt_s(&with(Some("00:05:00"))).unwrap(), Some(300));
+        assert_eq!(preempt_exempt_s(&with(Some("1-00:00:00"))).unwrap(), Some(86_400));
         assert_eq!(preempt_exempt_s(&with(Some("-1"))).unwrap(), Some(0));
         assert_eq!(preempt_exempt_s(&with(Some("0"))).unwrap(), Some(0));
         assert!(preempt_exempt_s(&with(Some("soon"))).is_err());

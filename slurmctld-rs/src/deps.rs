@@ -113,19 +113,11 @@ impl Dependency {
     /// Evaluates against the current job table. `target` gives the status of a job (an array
     /// job id without a task means all of its tasks); `singleton_blocked` says whether an
     /// earlier job of the same user and name is active.
-    pub fn evaluate(
-        &self,
-        target: &dyn Fn(u64, Option<u32>) -> DepTarget,
-        singleton_blocked: bool,
-    ) -> DepStatus {
+    pub fn evaluate(&self, target: &dyn Fn(u64, Option<u32>) -> DepTarget, singleton_blocked: bool) -> DepStatus {
         let mut statuses = Vec::new();
         for (kind, ids) in &self.items {
             if *kind == DepKind::Singleton {
-                statuses.push(if singleton_blocked {
-                    DepStatus::Waiting
-                } else {
-                    DepStatus::Satisfied
-                });
+                statuses.push(if singleton_blocked { DepStatus::Waiting } else { DepStatus::Satisfied });
                 continue;
             }
             for &(job, task) in ids {
@@ -200,63 +192,23 @@ mod tests {
     #[test]
     fn evaluates() {
         let d = parse("afterok:1,afterany:2").unwrap();
-        let st = |a: DepTarget, b: DepTarget| d.evaluate(&|j, _| if j == 1 { a } else { b }, false);
-        assert_eq!(
-            st(
-                DepTarget::Ended { ok: true },
-                DepTarget::Ended { ok: false }
-            ),
-            DepStatus::Satisfied
-        );
-        assert_eq!(
-            st(DepTarget::Ended { ok: false }, DepTarget::Running),
-            DepStatus::Never
-        );
-        assert_eq!(
-            st(DepTarget::Running, DepTarget::Ended { ok: true }),
-            DepStatus::Waiting
-        );
-        assert_eq!(
-            st(DepTarget::Unknown, DepTarget::Unknown),
-            DepStatus::Satisfied
-        );
+        let st = |a: DepTarget, b: DepTarget| {
+            d.evaluate(&|j, _| if j == 1 { a } else { b }, false)
+        };
+        assert_eq!(st(DepTarget::Ended { ok: true }, DepTarget::Ended { ok: false }), DepStatus::Satisfied);
+        assert_eq!(st(DepTarget::Ended { ok: false }, DepTarget::Running), DepStatus::Never);
+        assert_eq!(st(DepTarget::Running, DepTarget::Ended { ok: true }), DepStatus::Waiting);
+        assert_eq!(st(DepTarget::Unknown, DepTarget::Unknown), DepStatus::Satisfied);
         let or = parse("afterok:1?afterok:2").unwrap();
         let ev = |a, b| or.evaluate(&|j, _| if j == 1 { a } else { b }, false);
-        assert_eq!(
-            ev(
-                DepTarget::Ended { ok: false },
-                DepTarget::Ended { ok: true }
-            ),
-            DepStatus::Satisfied
-        );
-        assert_eq!(
-            ev(
-                DepTarget::Ended { ok: false },
-                DepTarget::Ended { ok: false }
-            ),
-            DepStatus::Never
-        );
-        assert_eq!(
-            ev(DepTarget::Ended { ok: false }, DepTarget::Pending),
-            DepStatus::Waiting
-        );
+        assert_eq!(ev(DepTarget::Ended { ok: false }, DepTarget::Ended { ok: true }), DepStatus::Satisfied);
+        assert_eq!(ev(DepTarget::Ended { ok: false }, DepTarget::Ended { ok: false }), DepStatus::Never);
+        assert_eq!(ev(DepTarget::Ended { ok: false }, DepTarget::Pending), DepStatus::Waiting);
         let after = parse("after:1").unwrap();
-        assert_eq!(
-            after.evaluate(&|_, _| DepTarget::Running, false),
-            DepStatus::Satisfied
-        );
-        assert_eq!(
-            after.evaluate(&|_, _| DepTarget::Pending, false),
-            DepStatus::Waiting
-        );
+        assert_eq!(after.evaluate(&|_, _| DepTarget::Running, false), DepStatus::Satisfied);
+        assert_eq!(after.evaluate(&|_, _| DepTarget::Pending, false), DepStatus::Waiting);
         let s = parse("singleton").unwrap();
-        assert_eq!(
-            s.evaluate(&|_, _| DepTarget::Unknown, true),
-            DepStatus::Waiting
-        );
-        assert_eq!(
-            s.evaluate(&|_, _| DepTarget::Unknown, false),
-            DepStatus::Satisfied
-        );
+        assert_eq!(s.evaluate(&|_, _| DepTarget::Unknown, true), DepStatus::Waiting);
+        assert_eq!(s.evaluate(&|_, _| DepTarget::Unknown, false), DepStatus::Satisfied);
     }
 }

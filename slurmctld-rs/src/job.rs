@@ -55,10 +55,7 @@ impl JobState {
 
     /// True for states a job never leaves.
     pub fn is_finished(self) -> bool {
-        !matches!(
-            self,
-            JobState::Pending | JobState::Running | JobState::Completing
-        )
+        !matches!(self, JobState::Pending | JobState::Running | JobState::Completing)
     }
 }
 
@@ -277,15 +274,9 @@ mod tests {
         let v = |s: &[&str]| s.iter().map(|x| x.to_string()).collect::<Vec<_>>();
         assert_eq!(compress_sorted(&v(&["gpu01"])), "gpu01");
         assert_eq!(compress_sorted(&v(&["gpu01", "gpu02"])), "gpu[01-02]");
-        assert_eq!(
-            compress_sorted(&v(&["gpu04", "gpu01", "gpu03"])),
-            "gpu[01,03-04]"
-        );
+        assert_eq!(compress_sorted(&v(&["gpu04", "gpu01", "gpu03"])), "gpu[01,03-04]");
         assert_eq!(compress_sorted(&v(&["gpu-02", "gpu-01"])), "gpu-[01-02]");
-        assert_eq!(
-            compress_sorted(&v(&["rack2-n01", "rack1-n02", "rack1-n01"])),
-            "rack1-n[01-02],rack2-n01"
-        );
+        assert_eq!(compress_sorted(&v(&["rack2-n01", "rack1-n02", "rack1-n01"])), "rack1-n[01-02],rack2-n01");
         // Numbers of different widths share brackets, prefixes sort (the compressor this
         // module had kept `n9,n10` apart and put names without a number last).
         assert_eq!(compress_sorted(&v(&["n10", "n9"])), "n[9-10]");

@@ -14,9 +14,7 @@
 use crate::job::JobRecord;
 use flotilla_core::assoc::{Accounting, AssocId};
 use flotilla_core::sched::SubmitCounts;
-use flotilla_proto::errno::{
-    ESLURM_ACCOUNTING_POLICY, ESLURM_INVALID_ACCOUNT, ESLURM_INVALID_QOS, ESLURM_PATHNAME_TOO_LONG,
-};
+use flotilla_proto::errno::{ESLURM_ACCOUNTING_POLICY, ESLURM_INVALID_ACCOUNT, ESLURM_INVALID_QOS, ESLURM_PATHNAME_TOO_LONG};
 use flotilla_proto::SlurmError;
 
 /// Slurm 22.05's default `max_script_size`: 4 MiB (bytes).
@@ -32,20 +30,17 @@ pub const MAX_MAX_SCRIPT_SIZE: usize = 512 * 1024 * 1024;
 /// A value that is not a whole number of bytes, or one above 512 MiB (Slurm: "SchedulerParameters
 /// option max_script_size cannot exceed 512 MB", fatal at start).
 pub fn max_script_size(scheduler_parameters: Option<&str>) -> Result<usize, String> {
-    let Some(params) = scheduler_parameters else {
-        return Ok(DEFAULT_MAX_SCRIPT_SIZE);
-    };
+    let Some(params) = scheduler_parameters else { return Ok(DEFAULT_MAX_SCRIPT_SIZE) };
     let mut size = DEFAULT_MAX_SCRIPT_SIZE;
     for opt in params.split(',') {
-        let Some((k, v)) = opt.trim().split_once('=') else {
-            continue;
-        };
+        let Some((k, v)) = opt.trim().split_once('=') else { continue };
         if !k.trim().eq_ignore_ascii_case("max_script_size") {
             continue;
         }
-        size = v.trim().parse().map_err(|_| {
-            format!("SchedulerParameters option max_script_size={v} is not a number of bytes")
-        })?;
+        size = v
+            .trim()
+            .parse()
+            .map_err(|_| format!("SchedulerParameters option max_script_size={v} is not a number of bytes"))?;
         if size > MAX_MAX_SCRIPT_SIZE {
             return Err("SchedulerParameters option max_script_size cannot exceed 512 MB".into());
         }
@@ -61,11 +56,7 @@ pub fn max_script_size(scheduler_parameters: Option<&str>) -> Result<usize, Stri
 /// The error above.
 pub fn check_script(script: &str, max: usize) -> Result<(), SlurmError> {
     if script.len() > max {
-        tracing::info!(
-            len = script.len(),
-            max,
-            "job_create_request: strlen(script) too big"
-        );
+        tracing::info!(len = script.len(), max, "job_create_request: strlen(script) too big");
         return Err(SlurmError::new(ESLURM_PATHNAME_TOO_LONG));
     }
     Ok(())
@@ -112,19 +103,14 @@ pub fn check_submit<'a>(
     new: &JobRecord,
     tasks: u32,
 ) -> Result<(), SlurmError> {
-    let Some(max) = limits.and_then(|l| l.max_submit_jobs(&new.user, &new.account)) else {
-        return Ok(());
-    };
+    let Some(max) = limits.and_then(|l| l.max_submit_jobs(&new.user, &new.account)) else { return Ok(()) };
     let used: u32 = jobs
         .filter(|r| r.user == new.user && r.account == new.account)
         .map(submit_count)
         .sum();
     if used.saturating_add(tasks) > max {
         tracing::info!(user = %new.user, account = %new.account, used, max, "exceeded association limit: AssocMaxSubmitJobLimit");
-        return Err(SlurmError::with_message(
-            ESLURM_ACCOUNTING_POLICY,
-            "AssocMaxSubmitJobLimit",
-        ));
+        return Err(SlurmError::with_message(ESLURM_ACCOUNTING_POLICY, "AssocMaxSubmitJobLimit"));
     }
     Ok(())
 }
@@ -162,10 +148,7 @@ pub fn check_accounting<'a>(
         return Ok(());
     }
     let e = acct.enforce;
-    let Some(assoc) = tree
-        .find(&new.user, &new.account, Some(&new.partition))
-        .map(|a| a.id)
-    else {
+    let Some(assoc) = tree.find(&new.user, &new.account, Some(&new.partition)).map(|a| a.id) else {
         if e.associations || e.limits || e.qos || e.safe {
             tracing::info!(user = %new.user, account = %new.account, partition = %new.partition, "job submit: no association");
             return Err(SlurmError::new(ESLURM_INVALID_ACCOUNT));
@@ -193,10 +176,7 @@ pub fn check_accounting<'a>(
     let counts = submit_counts(acct, assoc, jobs, new, tasks);
     if let Some(r) = flotilla_core::sched::submit_violation(acct, &new.spec, assoc, qos, &counts) {
         tracing::info!(user = %new.user, account = %new.account, qos = %new.qos, "job submit: exceeded limit: {r}");
-        return Err(SlurmError::with_message(
-            ESLURM_ACCOUNTING_POLICY,
-            r.as_str(),
-        ));
+        return Err(SlurmError::with_message(ESLURM_ACCOUNTING_POLICY, r.as_str()));
     }
     Ok(())
 }
@@ -210,15 +190,8 @@ pub fn check_accounting<'a>(
 /// The errors above.
 pub fn check_access_update(acct: &Accounting, rec: &JobRecord) -> Result<(), SlurmError> {
     let e = acct.enforce;
-    let Some(assoc) = acct
-        .tree
-        .find(&rec.user, &rec.account, Some(&rec.partition))
-    else {
-        return if e.associations {
-            Err(SlurmError::new(ESLURM_INVALID_ACCOUNT))
-        } else {
-            Ok(())
-        };
+    let Some(assoc) = acct.tree.find(&rec.user, &rec.account, Some(&rec.partition)) else {
+        return if e.associations { Err(SlurmError::new(ESLURM_INVALID_ACCOUNT)) } else { Ok(()) };
     };
     if e.qos && (!acct.qos.contains_key(&rec.qos) || !acct.tree.allows_qos(assoc.id, &rec.qos)) {
         return Err(SlurmError::new(ESLURM_INVALID_QOS));
@@ -228,23 +201,11 @@ pub fn check_access_update(acct: &Accounting, rec: &JobRecord) -> Result<(), Slu
 
 /// The jobs charged to `new`'s QOS, user and association chain. The association of each
 /// job is looked up only when a chain limit on job counts needs it.
-fn submit_counts<'a>(
-    acct: &Accounting,
-    assoc: AssocId,
-    jobs: impl Iterator<Item = &'a JobRecord>,
-    new: &JobRecord,
-    tasks: u32,
-) -> SubmitCounts {
+fn submit_counts<'a>(acct: &Accounting, assoc: AssocId, jobs: impl Iterator<Item = &'a JobRecord>, new: &JobRecord, tasks: u32) -> SubmitCounts {
     let tree = &acct.tree;
     let chain: Vec<AssocId> = tree.ancestry(assoc).map(|a| a.id).collect();
-    let need_chain = tree
-        .ancestry(assoc)
-        .any(|a| a.limits.grp_submit.is_some() || a.limits.max_submit_jobs.is_some());
-    let mut c = SubmitCounts {
-        chain: vec![0; chain.len()],
-        new: tasks,
-        ..SubmitCounts::default()
-    };
+    let need_chain = tree.ancestry(assoc).any(|a| a.limits.grp_submit.is_some() || a.limits.max_submit_jobs.is_some());
+    let mut c = SubmitCounts { chain: vec![0; chain.len()], new: tasks, ..SubmitCounts::default() };
     for r in jobs {
         let n = submit_count(r);
         if n == 0 {
@@ -259,9 +220,7 @@ fn submit_counts<'a>(
         if !need_chain {
             continue;
         }
-        let Some(a) = tree.find(&r.user, &r.account, Some(&r.partition)) else {
-            continue;
-        };
+        let Some(a) = tree.find(&r.user, &r.account, Some(&r.partition)) else { continue };
         if a.id == assoc {
             c.own += n;
         }
@@ -285,21 +244,10 @@ mod tests {
     #[test]
     fn max_script_size_from_scheduler_parameters() {
         assert_eq!(max_script_size(None), Ok(4 << 20));
-        assert_eq!(
-            max_script_size(Some("bf_continue,default_queue_depth=100")),
-            Ok(4 << 20)
-        );
-        assert_eq!(
-            max_script_size(Some("bf_continue,max_script_size=1000")),
-            Ok(1000)
-        );
-        assert_eq!(
-            max_script_size(Some("MAX_SCRIPT_SIZE=536870912")),
-            Ok(512 << 20)
-        );
-        assert!(max_script_size(Some("max_script_size=536870913"))
-            .unwrap_err()
-            .contains("512 MB"));
+        assert_eq!(max_script_size(Some("bf_continue,default_queue_depth=100")), Ok(4 << 20));
+        assert_eq!(max_script_size(Some("bf_continue,max_script_size=1000")), Ok(1000));
+        assert_eq!(max_script_size(Some("MAX_SCRIPT_SIZE=536870912")), Ok(512 << 20));
+        assert!(max_script_size(Some("max_script_size=536870913")).unwrap_err().contains("512 MB"));
         assert!(max_script_size(Some("max_script_size=4M")).is_err());
     }
 
@@ -308,9 +256,6 @@ mod tests {
         assert!(check_script("#!/bin/sh\n", 10).is_ok());
         let e = check_script("#!/bin/sh\ntrue\n", 10).unwrap_err();
         assert_eq!(e.code, ESLURM_PATHNAME_TOO_LONG);
-        assert_eq!(
-            e.text,
-            "Pathname of a file, directory or other parameter too long"
-        );
+        assert_eq!(e.text, "Pathname of a file, directory or other parameter too long");
     }
 }

@@ -28,8 +28,7 @@ use crate::ctld::{wall_now, Event, Ident, Reply};
 use flotilla_proto::errno::*;
 use flotilla_proto::frame::{peek_request_auth, PREAUTH_MAX_FRAME};
 use flotilla_proto::{
-    decode_frame_max, encode_frame, negotiate, Frame, ProtoError, Request, Response, SlurmError,
-    Verifier,
+    decode_frame_max, encode_frame, negotiate, Frame, ProtoError, Request, Response, SlurmError, Verifier,
 };
 use std::collections::{BTreeMap, HashMap};
 use std::net::{IpAddr, SocketAddr};
@@ -198,16 +197,9 @@ fn dec<K: std::hash::Hash + Eq>(m: &mut HashMap<K, usize>, k: &K) {
 /// Which pool a connection counts in.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum SlotKind {
-    PreAuth {
-        ip: IpAddr,
-    },
-    Command {
-        uid: u32,
-    },
-    Unix {
-        uid: u32,
-        admin: bool,
-    },
+    PreAuth { ip: IpAddr },
+    Command { uid: u32 },
+    Unix { uid: u32, admin: bool },
     Node,
     /// Counted nowhere (after a failed promotion: the connection closes after its answer).
     None,
@@ -231,10 +223,7 @@ impl Slot {
         let lim = shared.limits;
         let mut p = shared.pools();
         let victim = if p.preauth_by_ip.get(&ip).copied().unwrap_or(0) >= lim.tcp_preauth_per_ip {
-            p.preauth
-                .iter()
-                .find(|(_, (i, _))| *i == ip)
-                .map(|(c, _)| *c)
+            p.preauth.iter().find(|(_, (i, _))| *i == ip).map(|(c, _)| *c)
         } else if p.preauth.len() >= lim.tcp_preauth {
             p.preauth.keys().next().copied()
         } else {
@@ -249,12 +238,7 @@ impl Slot {
         p.preauth.insert(conn, (ip, evicted.clone()));
         *p.preauth_by_ip.entry(ip).or_insert(0) += 1;
         drop(p);
-        Slot {
-            shared: shared.clone(),
-            conn,
-            kind: SlotKind::PreAuth { ip },
-            evicted,
-        }
+        Slot { shared: shared.clone(), conn, kind: SlotKind::PreAuth { ip }, evicted }
     }
 
     /// A new Unix-socket connection of `uid`, or `Err(why)` when its pool is full.
@@ -264,10 +248,7 @@ impl Slot {
         let mut p = shared.pools();
         if admin {
             if p.unix_admin >= lim.unix_admin {
-                return Err(format!(
-                    "{} connections of root and SlurmUser",
-                    lim.unix_admin
-                ));
+                return Err(format!("{} connections of root and SlurmUser", lim.unix_admin));
             }
             p.unix_admin += 1;
         } else {
@@ -282,12 +263,7 @@ impl Slot {
         }
         drop(p);
         let conn = shared.next_conn.fetch_add(1, Ordering::Relaxed);
-        Ok(Slot {
-            shared: shared.clone(),
-            conn,
-            kind: SlotKind::Unix { uid, admin },
-            evicted: Arc::new(Notify::new()),
-        })
+        Ok(Slot { shared: shared.clone(), conn, kind: SlotKind::Unix { uid, admin }, evicted: Arc::new(Notify::new()) })
     }
 
     fn authenticated(&self) -> bool {
@@ -304,9 +280,7 @@ impl Slot {
         let shared = self.shared.clone();
         let mut p = shared.pools();
         self.release(&mut p);
-        if p.commands >= lim.tcp_commands
-            || p.commands_by_uid.get(&uid).copied().unwrap_or(0) >= lim.tcp_commands_per_uid
-        {
+        if p.commands >= lim.tcp_commands || p.commands_by_uid.get(&uid).copied().unwrap_or(0) >= lim.tcp_commands_per_uid {
             self.kind = SlotKind::None;
             return false;
         }
@@ -379,11 +353,7 @@ impl std::fmt::Display for Peer {
 
 /// Accepts TCP connections until shutdown. Accepting never waits for room: a new peer
 /// takes the place of the oldest unauthenticated one ([`Limits::tcp_preauth`]).
-pub async fn serve_tcp(
-    listener: TcpListener,
-    shared: Arc<Shared>,
-    mut shutdown: watch::Receiver<bool>,
-) {
+pub async fn serve_tcp(listener: TcpListener, shared: Arc<Shared>, mut shutdown: watch::Receiver<bool>) {
     loop {
         let accepted = tokio::select! {
             r = listener.accept() => r,
@@ -407,11 +377,7 @@ pub async fn serve_tcp(
 
 /// Accepts Unix-socket connections until shutdown; peers are identified by `SO_PEERCRED`
 /// and counted per uid ([`Limits::unix_per_uid`]); one over its cap is refused at once.
-pub async fn serve_unix(
-    listener: UnixListener,
-    shared: Arc<Shared>,
-    mut shutdown: watch::Receiver<bool>,
-) {
+pub async fn serve_unix(listener: UnixListener, shared: Arc<Shared>, mut shutdown: watch::Receiver<bool>) {
     loop {
         let accepted = tokio::select! {
             r = listener.accept() => r,
@@ -425,22 +391,18 @@ pub async fn serve_unix(
                 continue;
             }
         };
-        let peer =
-            match nix::sys::socket::getsockopt(&stream, nix::sys::socket::sockopt::PeerCredentials)
-            {
-                Ok(c) => Peer::Unix {
-                    uid: c.uid(),
-                    gid: c.gid(),
-                    pid: c.pid(),
-                },
-                Err(e) => {
-                    warn!("SO_PEERCRED failed: {e}");
-                    continue;
-                }
-            };
-        let Peer::Unix { uid, .. } = peer else {
-            continue;
+        let peer = match nix::sys::socket::getsockopt(&stream, nix::sys::socket::sockopt::PeerCredentials) {
+            Ok(c) => Peer::Unix {
+                uid: c.uid(),
+                gid: c.gid(),
+                pid: c.pid(),
+            },
+            Err(e) => {
+                warn!("SO_PEERCRED failed: {e}");
+                continue;
+            }
         };
+        let Peer::Unix { uid, .. } = peer else { continue };
         match Slot::unix(&shared, uid) {
             Ok(slot) => {
                 let shared = shared.clone();
@@ -455,11 +417,7 @@ pub async fn serve_unix(
                 ));
                 tokio::spawn(async move {
                     let mut stream = stream;
-                    let _ = tokio::time::timeout(
-                        Duration::from_secs(1),
-                        write_frame(&mut stream, &refusal),
-                    )
-                    .await;
+                    let _ = tokio::time::timeout(Duration::from_secs(1), write_frame(&mut stream, &refusal)).await;
                 });
             }
         }
@@ -532,20 +490,10 @@ async fn read_frame<R: AsyncRead + Unpin>(
     if buf.is_empty() {
         buf.reserve(PREAUTH_MAX_FRAME + 4);
         let n = match rules.start_by {
-            Some(t) => tokio::time::timeout_at(
-                t,
-                (&mut *rd)
-                    .take((PREAUTH_MAX_FRAME + 4) as u64)
-                    .read_buf(buf),
-            )
-            .await
-            .map_err(|_| ReadError::Idle)?,
-            None => {
-                (&mut *rd)
-                    .take((PREAUTH_MAX_FRAME + 4) as u64)
-                    .read_buf(buf)
-                    .await
-            }
+            Some(t) => tokio::time::timeout_at(t, (&mut *rd).take((PREAUTH_MAX_FRAME + 4) as u64).read_buf(buf))
+                .await
+                .map_err(|_| ReadError::Idle)?,
+            None => (&mut *rd).take((PREAUTH_MAX_FRAME + 4) as u64).read_buf(buf).await,
         }
         .map_err(ProtoError::from)?;
         if n == 0 {
@@ -561,11 +509,7 @@ async fn read_frame<R: AsyncRead + Unpin>(
         if len.is_none() && buf.len() >= 4 {
             let l = u32::from_be_bytes([buf[0], buf[1], buf[2], buf[3]]) as usize;
             if l > rules.max {
-                return Err(ProtoError::FrameTooLarge {
-                    len: l,
-                    max: rules.max,
-                }
-                .into());
+                return Err(ProtoError::FrameTooLarge { len: l, max: rules.max }.into());
             }
             len = Some(l);
             deadline = begun + FRAME_TIMEOUT + Duration::from_secs((l / FRAME_BYTES_PER_S) as u64);
@@ -578,22 +522,12 @@ async fn read_frame<R: AsyncRead + Unpin>(
                     Ok(ident) => verified = Some(ident),
                     Err(e) => return Err(ReadError::Auth(id, e)),
                 },
-                None => {
-                    return Err(ProtoError::FrameTooLarge {
-                        len: l,
-                        max: PREAUTH_MAX_FRAME,
-                    }
-                    .into())
-                }
+                None => return Err(ProtoError::FrameTooLarge { len: l, max: PREAUTH_MAX_FRAME }.into()),
             }
         }
         if large && permit.is_none() && (!rules.gate || verified.is_some()) {
             let kib = u32::try_from((len.unwrap_or(0) >> 10) + 1).unwrap_or(u32::MAX);
-            let p = tokio::time::timeout_at(
-                deadline,
-                shared.frame_budget.clone().acquire_many_owned(kib),
-            )
-            .await;
+            let p = tokio::time::timeout_at(deadline, shared.frame_budget.clone().acquire_many_owned(kib)).await;
             match p {
                 Ok(Ok(p)) => permit = Some(p),
                 _ => return Err(ReadError::Busy),
@@ -633,16 +567,11 @@ async fn write_frame<W: AsyncWrite + Unpin>(wr: &mut W, f: &Frame) -> Result<(),
 }
 
 /// Writes the owner task's answer to request `id`.
-async fn write_reply<W: AsyncWrite + Unpin>(
-    wr: &mut W,
-    id: u64,
-    reply: Reply,
-) -> Result<(), ProtoError> {
+async fn write_reply<W: AsyncWrite + Unpin>(wr: &mut W, id: u64, reply: Reply) -> Result<(), ProtoError> {
     match reply {
         Reply::Msg(body) => write_frame(wr, &Frame::Response { id, body }).await,
         Reply::Encoded(body) => {
-            wr.write_all(&flotilla_proto::encode_response_frame(id, &body)?)
-                .await?;
+            wr.write_all(&flotilla_proto::encode_response_frame(id, &body)?).await?;
             Ok(())
         }
     }
@@ -657,30 +586,18 @@ async fn name_the_user(req: Request, ident: &Ident, shared: &Shared) -> Request 
     let may = |uid: u32| ident.admin || uid == ident.uid;
     match req {
         Request::SubmitJob(mut s) => {
-            s.user = if may(s.uid) {
-                shared.user_names.name(s.uid).await
-            } else {
-                String::new()
-            };
+            s.user = if may(s.uid) { shared.user_names.name(s.uid).await } else { String::new() };
             Request::SubmitJob(s)
         }
         Request::ServiceCreate(mut c) => {
-            c.user = if may(c.uid) {
-                shared.user_names.name(c.uid).await
-            } else {
-                String::new()
-            };
+            c.user = if may(c.uid) { shared.user_names.name(c.uid).await } else { String::new() };
             Request::ServiceCreate(c)
         }
         r => r,
     }
 }
 
-fn authenticate(
-    peer: &Peer,
-    auth: Option<&flotilla_proto::Credential>,
-    shared: &Shared,
-) -> Result<Ident, SlurmError> {
+fn authenticate(peer: &Peer, auth: Option<&flotilla_proto::Credential>, shared: &Shared) -> Result<Ident, SlurmError> {
     match peer {
         Peer::Unix { uid, gid, .. } => Ok(Ident {
             uid: *uid,
@@ -690,10 +607,7 @@ fn authenticate(
         Peer::Tcp(addr) => {
             let r = match auth {
                 None => Err(flotilla_proto::AuthError::Missing),
-                Some(c) => shared
-                    .verifier
-                    .accept(c, wall_now().max(0) as u64)
-                    .map(|()| c),
+                Some(c) => shared.verifier.accept(c, wall_now().max(0) as u64).map(|()| c),
             };
             match r {
                 Ok(c) => Ok(Ident {
@@ -704,10 +618,7 @@ fn authenticate(
                 Err(e) => {
                     shared.auth_failures.fetch_add(1, Ordering::Relaxed);
                     warn!(peer = %addr, claimed_uid = auth.map(|c| c.uid), "request refused: {e}");
-                    Err(SlurmError::with_message(
-                        SLURM_PROTOCOL_AUTHENTICATION_ERROR,
-                        e.to_string(),
-                    ))
+                    Err(SlurmError::with_message(SLURM_PROTOCOL_AUTHENTICATION_ERROR, e.to_string()))
                 }
             }
         }
@@ -729,11 +640,7 @@ async fn next_frame<R: AsyncRead + Unpin>(
     let rules = Rules {
         max: shared.max_frame,
         gate: matches!(peer, Peer::Tcp(_)),
-        start_by: Some(if slot.authenticated() {
-            Instant::now() + IDLE_TIMEOUT
-        } else {
-            accepted + PREAUTH_TIMEOUT
-        }),
+        start_by: Some(if slot.authenticated() { Instant::now() + IDLE_TIMEOUT } else { accepted + PREAUTH_TIMEOUT }),
     };
     let preauth_deadline = tokio::time::sleep_until(accepted + PREAUTH_TIMEOUT);
     tokio::select! {
@@ -755,11 +662,7 @@ async fn handshake<R: AsyncRead + Unpin, W: AsyncWrite + Unpin>(
     accepted: Instant,
     shared: &Shared,
 ) -> bool {
-    let hello_rules = Rules {
-        max: PREAUTH_MAX_FRAME,
-        gate: false,
-        start_by: Some(accepted + PREAUTH_TIMEOUT),
-    };
+    let hello_rules = Rules { max: PREAUTH_MAX_FRAME, gate: false, start_by: Some(accepted + PREAUTH_TIMEOUT) };
     let hello = tokio::select! {
         r = read_frame(rd, buf, hello_rules, peer, shared) => r,
         _ = slot.evicted.notified() => return false,
@@ -769,11 +672,7 @@ async fn handshake<R: AsyncRead + Unpin, W: AsyncWrite + Unpin>(
         Ok((Frame::Hello(h), _, _)) => h,
         Ok(_) => {
             warn!(peer = %peer, "first frame is not a hello");
-            let _ = write_frame(
-                wr,
-                &Frame::Refused(SlurmError::new(SLURM_UNEXPECTED_MSG_ERROR)),
-            )
-            .await;
+            let _ = write_frame(wr, &Frame::Refused(SlurmError::new(SLURM_UNEXPECTED_MSG_ERROR))).await;
             return false;
         }
         Err(ReadError::Proto(e)) if !matches!(e, ProtoError::Closed) => {
@@ -799,12 +698,7 @@ async fn handshake<R: AsyncRead + Unpin, W: AsyncWrite + Unpin>(
 }
 
 /// Answers (where there is an answer) and logs a read that failed; the connection closes.
-async fn answer_read_error<W: AsyncWrite + Unpin>(
-    wr: &mut W,
-    peer: &Peer,
-    slot: &Slot,
-    e: ReadError,
-) {
+async fn answer_read_error<W: AsyncWrite + Unpin>(wr: &mut W, peer: &Peer, slot: &Slot, e: ReadError) {
     match e {
         ReadError::Proto(ProtoError::Closed) => {}
         ReadError::Idle => debug!(peer = %peer, "idle connection closed"),
@@ -813,52 +707,23 @@ async fn answer_read_error<W: AsyncWrite + Unpin>(
         }
         ReadError::Auth(id, e) => {
             // The rest of the frame is never read.
-            let _ = write_frame(
-                wr,
-                &Frame::Response {
-                    id,
-                    body: Response::Error(e),
-                },
-            )
-            .await;
+            let _ = write_frame(wr, &Frame::Response { id, body: Response::Error(e) }).await;
         }
         ReadError::Busy => {
             warn!(peer = %peer, "frame refused: no room for large frames within its deadline");
-            let e = SlurmError::with_message(
-                SLURM_COMMUNICATIONS_CONNECTION_ERROR,
-                "server busy with large messages, try again",
-            );
-            let _ = write_frame(
-                wr,
-                &Frame::Response {
-                    id: 0,
-                    body: Response::Error(e),
-                },
-            )
-            .await;
+            let e = SlurmError::with_message(SLURM_COMMUNICATIONS_CONNECTION_ERROR, "server busy with large messages, try again");
+            let _ = write_frame(wr, &Frame::Response { id: 0, body: Response::Error(e) }).await;
         }
         ReadError::Proto(e) => {
             // The stream's framing is lost.
             warn!(peer = %peer, "bad frame: {e}");
-            let _ = write_frame(
-                wr,
-                &Frame::Response {
-                    id: 0,
-                    body: Response::Error(e.to_slurm()),
-                },
-            )
-            .await;
+            let _ = write_frame(wr, &Frame::Response { id: 0, body: Response::Error(e.to_slurm()) }).await;
         }
     }
 }
 
-async fn connection<S>(
-    stream: S,
-    peer: Peer,
-    mut slot: Slot,
-    shared: Arc<Shared>,
-    mut shutdown: watch::Receiver<bool>,
-) where
+async fn connection<S>(stream: S, peer: Peer, mut slot: Slot, shared: Arc<Shared>, mut shutdown: watch::Receiver<bool>)
+where
     S: AsyncRead + AsyncWrite + Unpin + Send + 'static,
 {
     let accepted = Instant::now();
@@ -869,21 +734,10 @@ async fn connection<S>(
     }
     let mut close_after_answer = false;
     loop {
-        let frame = next_frame(
-            &mut rd,
-            &mut buf,
-            &peer,
-            &slot,
-            accepted,
-            &shared,
-            &mut shutdown,
-        )
-        .await;
+        let frame = next_frame(&mut rd, &mut buf, &peer, &slot, accepted, &shared, &mut shutdown).await;
         let (id, auth, body, verified, _permit) = match frame {
             Ok(None) => return,
-            Ok(Some((Frame::Request { id, auth, body }, verified, permit))) => {
-                (id, auth, body, verified, permit)
-            }
+            Ok(Some((Frame::Request { id, auth, body }, verified, permit))) => (id, auth, body, verified, permit),
             Ok(Some((other, _, _))) => {
                 debug!(peer = %peer, "unexpected frame {:?}", std::mem::discriminant(&other));
                 let r = Frame::Response {
@@ -903,25 +757,13 @@ async fn connection<S>(
         let ident = match verified.map_or_else(|| authenticate(&peer, auth.as_ref(), &shared), Ok) {
             Ok(i) => i,
             Err(e) => {
-                if write_frame(
-                    &mut wr,
-                    &Frame::Response {
-                        id,
-                        body: Response::Error(e),
-                    },
-                )
-                .await
-                .is_err()
-                {
+                if write_frame(&mut wr, &Frame::Response { id, body: Response::Error(e) }).await.is_err() {
                     return;
                 }
                 continue;
             }
         };
-        if !slot.authenticated()
-            && !matches!(body, Request::Register(_))
-            && !slot.promote_command(ident.uid)
-        {
+        if !slot.authenticated() && !matches!(body, Request::Register(_)) && !slot.promote_command(ident.uid) {
             debug!(peer = %peer, uid = ident.uid, "command connection pool full: closing after the answer");
             close_after_answer = true;
         }
@@ -956,15 +798,7 @@ async fn connection<S>(
                 Some(tx) => {
                     let req = name_the_user(req, &ident, &shared).await;
                     let (otx, orx) = oneshot::channel();
-                    if tx
-                        .send(Event::Rpc {
-                            ident,
-                            req,
-                            reply: otx,
-                        })
-                        .await
-                        .is_err()
-                    {
+                    if tx.send(Event::Rpc { ident, req, reply: otx }).await.is_err() {
                         return;
                     }
                     match orx.await {
@@ -989,12 +823,7 @@ async fn connection<S>(
 /// controller's host, and dev clusters where every `NodeAddr` is 127.0.0.1); on the Unix
 /// socket the peer is on this host, so the same rule applies as for loopback. A node name
 /// not in the configuration is left to the owner task (`Invalid node name specified`).
-async fn register_refusal(
-    peer: &Peer,
-    ident: &Ident,
-    reg: &flotilla_proto::Register,
-    shared: &Shared,
-) -> Option<SlurmError> {
+async fn register_refusal(peer: &Peer, ident: &Ident, reg: &flotilla_proto::Register, shared: &Shared) -> Option<SlurmError> {
     if !ident.admin {
         warn!(peer = %peer, uid = ident.uid, "node registration by a non-admin refused");
         return Some(SlurmError::new(ESLURM_ACCESS_DENIED));
@@ -1006,14 +835,10 @@ async fn register_refusal(
     };
     let resolved: Vec<IpAddr> = match addr.parse::<IpAddr>() {
         Ok(ip) => vec![ip.to_canonical()],
-        Err(_) => {
-            match tokio::time::timeout(MESSAGE_TIMEOUT, tokio::net::lookup_host((addr.as_str(), 0)))
-                .await
-            {
-                Ok(Ok(it)) => it.map(|a| a.ip().to_canonical()).collect(),
-                _ => Vec::new(),
-            }
-        }
+        Err(_) => match tokio::time::timeout(MESSAGE_TIMEOUT, tokio::net::lookup_host((addr.as_str(), 0))).await {
+            Ok(Ok(it)) => it.map(|a| a.ip().to_canonical()).collect(),
+            _ => Vec::new(),
+        },
     };
     let local = |ip: &IpAddr| ip.is_loopback() || std::net::UdpSocket::bind((*ip, 0)).is_ok();
     if resolved.contains(&from) || (from.is_loopback() && resolved.iter().any(local)) {
@@ -1022,10 +847,7 @@ async fn register_refusal(
     error!(peer = %peer, node = %reg.node, node_addr = %addr, ?resolved, "node registration refused: it does not come from the node's NodeAddr");
     Some(SlurmError::with_message(
         ESLURM_ACCESS_DENIED,
-        format!(
-            "registration of node {} from {from}, which is not its NodeAddr {addr}",
-            reg.node
-        ),
+        format!("registration of node {} from {from}, which is not its NodeAddr {addr}", reg.node),
     ))
 }
 
@@ -1067,16 +889,8 @@ async fn node_session<R, W>(
     info!(node = %node, conn, "node session open");
     // A node session is authenticated: the large frame, no idle limit (the owner's
     // SlurmdTimeout judges a silent node), but each frame within its deadline.
-    let peer = Peer::Unix {
-        uid: 0,
-        gid: 0,
-        pid: 0,
-    };
-    let rules = Rules {
-        max: shared.max_frame,
-        gate: false,
-        start_by: None,
-    };
+    let peer = Peer::Unix { uid: 0, gid: 0, pid: 0 };
+    let rules = Rules { max: shared.max_frame, gate: false, start_by: None };
     loop {
         tokio::select! {
             f = read_frame(&mut rd, &mut buf, rules, &peer, &shared) => match f {
@@ -1122,15 +936,7 @@ mod tests {
 
     fn shared(limits: Limits) -> Arc<Shared> {
         let key = ClusterKey::from_bytes(&[5u8; 32]).unwrap();
-        Arc::new(Shared::new(
-            None,
-            Verifier::new(key, 300, 0),
-            0,
-            "h".into(),
-            Arc::new(AtomicU64::new(0)),
-            limits,
-            1 << 20,
-        ))
+        Arc::new(Shared::new(None, Verifier::new(key, 300, 0), 0, "h".into(), Arc::new(AtomicU64::new(0)), limits, 1 << 20))
     }
 
     /// A submission for another uid than the caller's is not named (no NSS lookup of a uid
@@ -1138,49 +944,23 @@ mod tests {
     #[tokio::test]
     async fn only_a_uid_the_caller_may_use_is_looked_up() {
         let sh = shared(Limits::default());
-        let sub = |uid| {
-            Request::SubmitJob(Box::new(SubmitJob {
-                uid,
-                user: "claimed".into(),
-                ..SubmitJob::default()
-            }))
-        };
+        let sub = |uid| Request::SubmitJob(Box::new(SubmitJob { uid, user: "claimed".into(), ..SubmitJob::default() }));
         let user = |r: Request| match r {
             Request::SubmitJob(s) => s.user,
             _ => unreachable!(),
         };
-        let alice = Ident {
-            uid: 2001,
-            gid: 2001,
-            admin: false,
-        };
+        let alice = Ident { uid: 2001, gid: 2001, admin: false };
         assert_eq!(user(name_the_user(sub(0), &alice, &sh).await), "");
-        assert_eq!(
-            user(name_the_user(sub(2001), &alice, &sh).await),
-            crate::users::lookup(2001)
-        );
-        let root = Ident {
-            uid: 0,
-            gid: 0,
-            admin: true,
-        };
-        assert_eq!(
-            user(name_the_user(sub(2002), &root, &sh).await),
-            crate::users::lookup(2002)
-        );
+        assert_eq!(user(name_the_user(sub(2001), &alice, &sh).await), crate::users::lookup(2001));
+        let root = Ident { uid: 0, gid: 0, admin: true };
+        assert_eq!(user(name_the_user(sub(2002), &root, &sh).await), crate::users::lookup(2002));
     }
 
     /// Pools: a full pre-auth address evicts its oldest connection; Unix peers are capped
     /// per uid with admins apart; slots go back when dropped.
     #[test]
     fn pools_cap_and_evict() {
-        let sh = shared(Limits {
-            tcp_preauth: 3,
-            tcp_preauth_per_ip: 2,
-            unix_per_uid: 1,
-            unix_admin: 1,
-            ..Limits::default()
-        });
+        let sh = shared(Limits { tcp_preauth: 3, tcp_preauth_per_ip: 2, unix_per_uid: 1, unix_admin: 1, ..Limits::default() });
         let a = IpAddr::from([10, 0, 0, 1]);
         let b = IpAddr::from([10, 0, 0, 2]);
         let s1 = Slot::tcp(&sh, a);
@@ -1196,9 +976,7 @@ mod tests {
         };
         assert!(evicted(&s1) && evicted(&s2) && !evicted(&s3));
         let u1 = Slot::unix(&sh, 2001).unwrap();
-        assert!(Slot::unix(&sh, 2001)
-            .err()
-            .is_some_and(|e| e.contains("uid 2001")));
+        assert!(Slot::unix(&sh, 2001).err().is_some_and(|e| e.contains("uid 2001")));
         let _r = Slot::unix(&sh, 0).unwrap();
         assert!(Slot::unix(&sh, 0).is_err());
         drop(u1);

@@ -35,13 +35,7 @@ impl ServiceRecord {
     /// Checks `c` as admission checks a job of one replica's shape and builds the record.
     /// Errors: Slurm's (`Invalid partition name specified`, `Requested node configuration is
     /// not available`, ...). Replicas get no time limit whatever the partition's `MaxTime`.
-    pub fn new(
-        id: u32,
-        c: ServiceCreate,
-        cluster: &Cluster,
-        conf: &AdmissionConf,
-        now: i64,
-    ) -> Result<ServiceRecord, SlurmError> {
+    pub fn new(id: u32, c: ServiceCreate, cluster: &Cluster, conf: &AdmissionConf, now: i64) -> Result<ServiceRecord, SlurmError> {
         if c.gpus_per_replica == 0 || c.command.trim().is_empty() || c.name.is_empty() {
             return Err(SlurmError::with_message(
                 flotilla_proto::errno::ESLURM_REQUESTED_NODE_CONFIG_UNAVAILABLE,
@@ -51,10 +45,7 @@ impl ServiceRecord {
         if c.max_replicas < c.min_replicas {
             return Err(SlurmError::with_message(
                 flotilla_proto::errno::ESLURM_REQUESTED_NODE_CONFIG_UNAVAILABLE,
-                format!(
-                    "max replicas {} is below min replicas {}",
-                    c.max_replicas, c.min_replicas
-                ),
+                format!("max replicas {} is below min replicas {}", c.max_replicas, c.min_replicas),
             ));
         }
         let sub = SubmitJob {

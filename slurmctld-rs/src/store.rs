@@ -16,9 +16,9 @@ use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 
 mod migrate;
+mod usage;
 pub mod rows;
 pub mod runs;
-mod usage;
 
 /// One numbered migration: SQL from `sql/`, and for some a Rust step run after the SQL in the
 /// same transaction (rows rewritten, [`migrate`]).
@@ -125,12 +125,7 @@ impl StoreError {
                 ..
             } => matches!(
                 f.code,
-                C::DiskFull
-                    | C::SystemIoFailure
-                    | C::CannotOpen
-                    | C::ReadOnly
-                    | C::DatabaseBusy
-                    | C::DatabaseLocked
+                C::DiskFull | C::SystemIoFailure | C::CannotOpen | C::ReadOnly | C::DatabaseBusy | C::DatabaseLocked
             ),
             // ENOSPC, EDQUOT.
             StoreError::Dir { source, .. } => matches!(source.raw_os_error(), Some(28 | 122)),
@@ -277,14 +272,9 @@ impl Store {
         // Space freed by purged jobs goes back to the file system (incremental vacuum after
         // each purge, [`Store::commit`]); a new database is created so, an older one is
         // converted once (VACUUM), when the disk has room for the copy.
-        let fresh: i64 = s
-            .conn
-            .query_row("PRAGMA page_count", [], |r| r.get(0))
-            .map_err(|e| s.err(e))?;
+        let fresh: i64 = s.conn.query_row("PRAGMA page_count", [], |r| r.get(0)).map_err(|e| s.err(e))?;
         if fresh == 0 {
-            s.conn
-                .execute_batch("PRAGMA auto_vacuum=INCREMENTAL;")
-                .map_err(|e| s.err(e))?;
+            s.conn.execute_batch("PRAGMA auto_vacuum=INCREMENTAL;").map_err(|e| s.err(e))?;
         }
         // The WAL is truncated back to 16 MiB after a checkpoint, so that one large
         // transaction does not keep its size on disk.
@@ -294,15 +284,9 @@ impl Store {
         );
         s.conn.execute_batch(&pragmas).map_err(|e| s.err(e))?;
         s.migrate()?;
-        let mode: i64 = s
-            .conn
-            .query_row("PRAGMA auto_vacuum", [], |r| r.get(0))
-            .map_err(|e| s.err(e))?;
+        let mode: i64 = s.conn.query_row("PRAGMA auto_vacuum", [], |r| r.get(0)).map_err(|e| s.err(e))?;
         if mode != 2 {
-            if let Err(e) = s
-                .conn
-                .execute_batch("PRAGMA auto_vacuum=INCREMENTAL; VACUUM;")
-            {
+            if let Err(e) = s.conn.execute_batch("PRAGMA auto_vacuum=INCREMENTAL; VACUUM;") {
                 tracing::warn!(path = %s.path.display(), "cannot convert the state database to incremental vacuum: {e}");
             }
         }
@@ -353,10 +337,7 @@ impl Store {
                 while rows.next()?.is_some() {}
                 Ok(())
             })
-            .and_then(|()| {
-                self.conn
-                    .query_row("PRAGMA wal_checkpoint(TRUNCATE)", [], |_| Ok(()))
-            });
+            .and_then(|()| self.conn.query_row("PRAGMA wal_checkpoint(TRUNCATE)", [], |_| Ok(())));
         if let Err(e) = r {
             tracing::warn!(path = %self.path.display(), "incremental vacuum failed: {e}");
         }
@@ -373,9 +354,7 @@ impl Store {
     ///
     /// Errors: the query's.
     pub fn auto_vacuum(&self) -> Result<i64, StoreError> {
-        self.conn
-            .query_row("PRAGMA auto_vacuum", [], |r| r.get(0))
-            .map_err(|e| self.err(e))
+        self.conn.query_row("PRAGMA auto_vacuum", [], |r| r.get(0)).map_err(|e| self.err(e))
     }
 
     /// Bytes of scripts and environments held (`job_scripts`), for tests and statistics.
@@ -412,11 +391,7 @@ impl Store {
     /// Schema version (highest migration applied).
     pub fn schema_version(&self) -> Result<u32, StoreError> {
         self.conn
-            .query_row(
-                "SELECT COALESCE(MAX(version), 0) FROM schema_migrations",
-                [],
-                |r| r.get(0),
-            )
+            .query_row("SELECT COALESCE(MAX(version), 0) FROM schema_migrations", [], |r| r.get(0))
             .map_err(|e| self.err(e))
     }
 
@@ -460,11 +435,7 @@ impl Store {
         for table in ["jobs", "services", "nodes"] {
             let newest: u32 = self
                 .conn
-                .query_row(
-                    &format!("SELECT COALESCE(MAX(format), 0) FROM {table}"),
-                    [],
-                    |r| r.get(0),
-                )
+                .query_row(&format!("SELECT COALESCE(MAX(format), 0) FROM {table}"), [], |r| r.get(0))
                 .map_err(|e| self.err(e))?;
             if newest > rows::FORMAT {
                 return Err(StoreError::Corrupt {
@@ -484,11 +455,7 @@ impl Store {
         self.check_formats()?;
         let next_job_id: i64 = self
             .conn
-            .query_row(
-                "SELECT value FROM meta WHERE key = 'next_job_id'",
-                [],
-                |r| r.get(0),
-            )
+            .query_row("SELECT value FROM meta WHERE key = 'next_job_id'", [], |r| r.get(0))
             .map_err(|e| self.err(e))?;
         let mut stmt = self
             .conn
@@ -498,9 +465,7 @@ impl Store {
             )
             .map_err(|e| self.err(e))?;
         let rows = stmt
-            .query_map([finished_since], |r| {
-                Ok((r.get::<_, i64>(0)?, r.get::<_, String>(1)?))
-            })
+            .query_map([finished_since], |r| Ok((r.get::<_, i64>(0)?, r.get::<_, String>(1)?)))
             .map_err(|e| self.err(e))?;
         let mut jobs = Vec::new();
         for row in rows {
@@ -563,10 +528,7 @@ impl Store {
         }
         if self.commit_fault.get() {
             let full = rusqlite::ffi::Error::new(rusqlite::ffi::SQLITE_FULL);
-            return Err(self.err(rusqlite::Error::SqliteFailure(
-                full,
-                Some("database or disk is full".into()),
-            )));
+            return Err(self.err(rusqlite::Error::SqliteFailure(full, Some("database or disk is full".into()))));
         }
         let path = self.path.clone();
         let e = |source| StoreError::Sqlite {
@@ -629,25 +591,14 @@ impl Store {
                 )
                 .map_err(e)?;
             for n in &batch.nodes {
-                up.execute(params![n.name, i(n.boot_epoch), n.avail, rows::FORMAT])
-                    .map_err(e)?;
+                up.execute(params![n.name, i(n.boot_epoch), n.avail, rows::FORMAT]).map_err(e)?;
             }
         }
         {
-            let current: Vec<crate::acct::AcctRow> = batch
-                .acct
-                .iter()
-                .filter_map(|&id| job(id))
-                .filter_map(crate::acct::current_row)
-                .collect();
+            let current: Vec<crate::acct::AcctRow> =
+                batch.acct.iter().filter_map(|&id| job(id)).filter_map(crate::acct::current_row).collect();
             let mut steps = batch.step_rows.clone();
-            steps.extend(
-                batch
-                    .steps
-                    .iter()
-                    .filter_map(|&id| job(id))
-                    .filter_map(crate::acct::batch_step_row),
-            );
+            steps.extend(batch.steps.iter().filter_map(|&id| job(id)).filter_map(crate::acct::batch_step_row));
             crate::acct::write(&tx, &batch.acct_rows, &current, &steps).map_err(e)?;
         }
         runs::write_usage(&tx, &batch.usage).map_err(e)?;
@@ -657,9 +608,7 @@ impl Store {
             usage::write(&tx, u).map_err(e)?;
         }
         if !batch.purged.is_empty() {
-            let mut del = tx
-                .prepare_cached("DELETE FROM jobs WHERE id = ?1")
-                .map_err(e)?;
+            let mut del = tx.prepare_cached("DELETE FROM jobs WHERE id = ?1").map_err(e)?;
             let mut dels = tx
                 .prepare_cached(
                     "DELETE FROM job_scripts WHERE job_id = ?1 AND NOT EXISTS (SELECT 1 FROM jobs WHERE id = ?1) \
@@ -695,6 +644,7 @@ impl Store {
             .map_err(|e| self.err(e))?;
         Ok(max.map_or(0, |m| (m + 1).max(0) as u32))
     }
+
 }
 
 /// Writes allocation changes in order: an insert adds the `allocations` row and, for whole
@@ -705,17 +655,12 @@ fn write_allocs(tx: &Transaction<'_>, ops: &[AllocOp]) -> rusqlite::Result<()> {
         "INSERT INTO allocations (alloc_id, job_id, node, gpu_mask, gpu_milli, cpu_milli, mem_mib, created_at) \
          VALUES (?1,?2,?3,?4,?5,?6,?7,?8)",
     )?;
-    let mut gpu =
-        tx.prepare_cached("INSERT INTO alloc_gpus (node, gpu, job_id) VALUES (?1, ?2, ?3)")?;
+    let mut gpu = tx.prepare_cached("INSERT INTO alloc_gpus (node, gpu, job_id) VALUES (?1, ?2, ?3)")?;
     let mut del = tx.prepare_cached("DELETE FROM allocations WHERE job_id = ?1")?;
     let mut delg = tx.prepare_cached("DELETE FROM alloc_gpus WHERE job_id = ?1")?;
     for op in ops {
         match op {
-            AllocOp::Insert {
-                job_id,
-                node,
-                alloc,
-            } => {
+            AllocOp::Insert { job_id, node, alloc } => {
                 ins.execute(params![
                     i(alloc.id.0),
                     i(*job_id),

@@ -101,22 +101,17 @@ pub fn commit(tx: &Transaction<'_>, b: &SvcBatch) -> rusqlite::Result<()> {
                     .execute(params![id, name, record, crate::store::rows::FORMAT])?;
             }
             ServiceOp::Delete(id) => {
-                tx.prepare_cached("DELETE FROM services WHERE id = ?1")?
-                    .execute([id])?;
+                tx.prepare_cached("DELETE FROM services WHERE id = ?1")?.execute([id])?;
             }
         }
     }
     if let Some(n) = b.next_service_id {
-        tx.prepare_cached(
-            "INSERT OR REPLACE INTO meta (key, value) VALUES ('next_service_id', ?1)",
-        )?
-        .execute([n])?;
+        tx.prepare_cached("INSERT OR REPLACE INTO meta (key, value) VALUES ('next_service_id', ?1)")?
+            .execute([n])?;
     }
     if let Some(n) = b.next_replica_id {
-        tx.prepare_cached(
-            "INSERT OR REPLACE INTO meta (key, value) VALUES ('next_replica_id', ?1)",
-        )?
-        .execute([i(n)])?;
+        tx.prepare_cached("INSERT OR REPLACE INTO meta (key, value) VALUES ('next_replica_id', ?1)")?
+            .execute([i(n)])?;
     }
     for a in &b.alerts {
         tx.prepare_cached(
@@ -132,8 +127,7 @@ pub fn commit(tx: &Transaction<'_>, b: &SvcBatch) -> rusqlite::Result<()> {
 pub fn load(conn: &Connection) -> rusqlite::Result<SvcLoaded> {
     let meta = |k: &str| -> rusqlite::Result<Option<i64>> {
         use rusqlite::OptionalExtension;
-        conn.query_row("SELECT value FROM meta WHERE key = ?1", [k], |r| r.get(0))
-            .optional()
+        conn.query_row("SELECT value FROM meta WHERE key = ?1", [k], |r| r.get(0)).optional()
     };
     let services = conn
         .prepare("SELECT id, record FROM services ORDER BY id")?
@@ -166,11 +160,5 @@ pub fn load(conn: &Connection) -> rusqlite::Result<SvcLoaded> {
 /// --duplicates`: the runs before the job's current one).
 pub fn runs(conn: &Connection, job_id: u64, before: u32) -> rusqlite::Result<Vec<RunRow>> {
     let t = crate::store::runs::JOB_RUNS;
-    crate::store::runs::read(
-        conn,
-        t,
-        "job_id = ?1 AND run < ?2",
-        "run",
-        rusqlite::params![i(job_id), before],
-    )
+    crate::store::runs::read(conn, t, "job_id = ?1 AND run < ?2", "run", rusqlite::params![i(job_id), before])
 }

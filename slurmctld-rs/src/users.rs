@@ -24,21 +24,11 @@ impl UserNames {
     /// The name of `uid`; its decimal digits when the password database has no entry (as Slurm
     /// shows a uid without one).
     pub async fn name(&self, uid: u32) -> String {
-        if let Some(n) = self
-            .cache
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .get(&uid)
-        {
+        if let Some(n) = self.cache.lock().unwrap_or_else(|e| e.into_inner()).get(&uid) {
             return n.clone();
         }
-        let name = tokio::task::spawn_blocking(move || lookup(uid))
-            .await
-            .unwrap_or_else(|_| uid.to_string());
-        self.cache
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .insert(uid, name.clone());
+        let name = tokio::task::spawn_blocking(move || lookup(uid)).await.unwrap_or_else(|_| uid.to_string());
+        self.cache.lock().unwrap_or_else(|e| e.into_inner()).insert(uid, name.clone());
         name
     }
 }

@@ -22,22 +22,13 @@ fn assoc(id: u32, parent: Option<u32>, account: &str, user: Option<&str>) -> Ass
 fn model(f: impl Fn(&mut Vec<Association>, &mut Vec<Qos>)) -> Accounting {
     let mut research = assoc(2, Some(1), "research", None);
     research.qos = vec!["normal".into(), "high".into()];
-    let mut assocs = vec![
-        assoc(1, None, "root", None),
-        research,
-        assoc(10, Some(2), "research", Some("alice")),
-    ];
+    let mut assocs = vec![assoc(1, None, "root", None), research, assoc(10, Some(2), "research", Some("alice"))];
     let mut qos = vec![Qos::new("normal"), Qos::new("high"), Qos::new("gold")];
     f(&mut assocs, &mut qos);
     Accounting {
         tree: AssocTree::new(assocs).unwrap(),
         qos: qos.into_iter().map(|q| (q.name.clone(), q)).collect(),
-        enforce: Enforce {
-            associations: true,
-            limits: true,
-            qos: true,
-            safe: false,
-        },
+        enforce: Enforce { associations: true, limits: true, qos: true, safe: false },
     }
 }
 
@@ -54,11 +45,7 @@ fn gpu_job(who: User, gpus: u64, qos: Option<&str>) -> SubmitJob {
     let mut j = job(who, None, 0);
     j.account = Some("research".into());
     j.qos = qos.map(Into::into);
-    j.gres = vec![GresSpec {
-        name: "gpu".into(),
-        gpu_type: None,
-        count: gpus,
-    }];
+    j.gres = vec![GresSpec { name: "gpu".into(), gpu_type: None, count: gpus }];
     j
 }
 
@@ -77,28 +64,13 @@ fn policy(reason: &str) -> SlurmError {
 fn submissions_without_an_association_or_with_a_qos_not_allowed_are_refused() {
     let mut h = harness("acct_invalid", model(|_, _| {}));
     let e = refused(&mut h, User::Bob, gpu_job(User::Bob, 1, None));
-    assert_eq!(
-        (e.code, e.text.as_str()),
-        (
-            ESLURM_INVALID_ACCOUNT,
-            "Invalid account or account/partition combination specified"
-        )
-    );
+    assert_eq!((e.code, e.text.as_str()), (ESLURM_INVALID_ACCOUNT, "Invalid account or account/partition combination specified"));
     let mut other = gpu_job(User::Alice, 1, None);
     other.account = Some("other".into());
-    assert_eq!(
-        refused(&mut h, User::Alice, other).code,
-        ESLURM_INVALID_ACCOUNT
-    );
+    assert_eq!(refused(&mut h, User::Alice, other).code, ESLURM_INVALID_ACCOUNT);
     let e = refused(&mut h, User::Alice, gpu_job(User::Alice, 1, Some("gold")));
-    assert_eq!(
-        (e.code, e.text.as_str()),
-        (ESLURM_INVALID_QOS, "Invalid qos specification")
-    );
-    assert_eq!(
-        refused(&mut h, User::Alice, gpu_job(User::Alice, 1, Some("nope"))).code,
-        ESLURM_INVALID_QOS
-    );
+    assert_eq!((e.code, e.text.as_str()), (ESLURM_INVALID_QOS, "Invalid qos specification"));
+    assert_eq!(refused(&mut h, User::Alice, gpu_job(User::Alice, 1, Some("nope"))).code, ESLURM_INVALID_QOS);
     // No job id was used by the refusals; the QOS she names is hers.
     assert_eq!(h.submit(gpu_job(User::Alice, 1, Some("high"))), 1);
     h.turn();
@@ -120,32 +92,20 @@ fn submit_limits_refuse_with_the_reason_first() {
         j
     };
     h.submit(held(Some("high")));
-    assert_eq!(
-        refused(&mut h, User::Alice, held(Some("high"))),
-        policy("QOSMaxSubmitJobPerUserLimit")
-    );
+    assert_eq!(refused(&mut h, User::Alice, held(Some("high"))), policy("QOSMaxSubmitJobPerUserLimit"));
     h.submit(held(None));
     let e = refused(&mut h, User::Alice, held(None));
     assert_eq!(e, policy("AssocMaxSubmitJobLimit"));
-    assert_eq!(
-        e.text,
-        "Job violates accounting/QOS policy (job submit limit, user's size and/or time limits)"
-    );
+    assert_eq!(e.text, "Job violates accounting/QOS policy (job submit limit, user's size and/or time limits)");
     // GrpSubmit of the account counts every user's jobs below it.
     let acct = model(|a, _| a[1].limits.grp_submit = Some(1));
     let mut h = harness("acct_grp_submit", acct);
     h.submit(held(None));
-    assert_eq!(
-        refused(&mut h, User::Alice, held(None)),
-        policy("AssocGrpSubmitJobsLimit")
-    );
+    assert_eq!(refused(&mut h, User::Alice, held(None)), policy("AssocGrpSubmitJobsLimit"));
     let acct = model(|_, q| q[0].grp_submit = Some(1));
     let mut h = harness("acct_qos_grp_submit", acct);
     h.submit(held(None));
-    assert_eq!(
-        refused(&mut h, User::Alice, held(None)),
-        policy("QOSGrpSubmitJobsLimit")
-    );
+    assert_eq!(refused(&mut h, User::Alice, held(None)), policy("QOSGrpSubmitJobsLimit"));
 }
 
 #[test]
@@ -159,25 +119,15 @@ fn size_and_time_limits_refuse_only_with_deny_on_limit() {
     let big = h.submit(gpu_job(User::Alice, 4, None));
     h.turn();
     assert_eq!(h.job(big).state, Some(JobStateWire::Pending));
-    assert_eq!(
-        h.job(big).reason,
-        "AssocMaxWallDurationPerJobLimit",
-        "DefaultTime=01:00:00 is above MaxWall=30"
-    );
+    assert_eq!(h.job(big).reason, "AssocMaxWallDurationPerJobLimit", "DefaultTime=01:00:00 is above MaxWall=30");
     // With DenyOnLimit on the QOS the same jobs are refused at submission.
     let mut strict = acct;
     strict.qos.get_mut("normal").unwrap().flags = vec!["DenyOnLimit".into()];
     let mut h = harness("acct_deny_on_limit_strict", strict);
     let mut short = gpu_job(User::Alice, 4, None);
     short.time_limit = Some(TimeLimitWire::Minutes(10));
-    assert_eq!(
-        refused(&mut h, User::Alice, short),
-        policy("AssocMaxGRESPerJob")
-    );
-    assert_eq!(
-        refused(&mut h, User::Alice, gpu_job(User::Alice, 1, None)),
-        policy("AssocMaxWallDurationPerJobLimit")
-    );
+    assert_eq!(refused(&mut h, User::Alice, short), policy("AssocMaxGRESPerJob"));
+    assert_eq!(refused(&mut h, User::Alice, gpu_job(User::Alice, 1, None)), policy("AssocMaxWallDurationPerJobLimit"));
 }
 
 #[test]
@@ -193,11 +143,7 @@ fn running_limits_hold_jobs_with_slurms_reasons() {
     let h2 = h.submit(gpu_job(User::Alice, 0, Some("high")));
     h.turn();
     assert_eq!(h.job(first).state, Some(JobStateWire::Running));
-    assert_eq!(
-        h.job(second).reason,
-        "AssocGrpGRES",
-        "GPUs are free on gpu02, the account's GrpTRES is not"
-    );
+    assert_eq!(h.job(second).reason, "AssocGrpGRES", "GPUs are free on gpu02, the account's GrpTRES is not");
     assert_eq!(h.job(h1).state, Some(JobStateWire::Running));
     assert_eq!(h.job(h2).reason, "QOSMaxJobsPerUserLimit");
     h.check();
@@ -212,16 +158,8 @@ fn the_qos_is_the_default_kept_across_a_restart_and_updated_by_scontrol() {
     let id = h.submit(j);
     h.turn();
     assert_eq!(h.job(id).qos, "high", "the association's DefaultQOS");
-    let upd = |q: &str| {
-        Request::UpdateJob(UpdateJob {
-            job: JobRef::id(id),
-            changes: vec![JobChange::Qos(q.into())],
-        })
-    };
-    assert_eq!(
-        h.call(User::Alice, upd("gold")),
-        Response::Error(SlurmError::new(ESLURM_INVALID_QOS))
-    );
+    let upd = |q: &str| Request::UpdateJob(UpdateJob { job: JobRef::id(id), changes: vec![JobChange::Qos(q.into())] });
+    assert_eq!(h.call(User::Alice, upd("gold")), Response::Error(SlurmError::new(ESLURM_INVALID_QOS)));
     match h.call(User::Alice, upd("normal")) {
         Response::JobResults(r) => assert_eq!(r[0].error, None),
         other => panic!("{other:?}"),
@@ -270,16 +208,8 @@ fn the_reference_enforcement_scenario_gives_slurms_errors_and_reasons() {
     qwall.max_wall_min = Some(10);
     let acct = Accounting {
         tree: AssocTree::new(assocs).unwrap(),
-        qos: [Qos::new("normal"), qsub, qwall]
-            .into_iter()
-            .map(|q| (q.name.clone(), q))
-            .collect(),
-        enforce: Enforce {
-            associations: true,
-            limits: true,
-            qos: true,
-            safe: true,
-        },
+        qos: [Qos::new("normal"), qsub, qwall].into_iter().map(|q| (q.name.clone(), q)).collect(),
+        enforce: Enforce { associations: true, limits: true, qos: true, safe: true },
     };
     let mut h = harness("acct_reference_scenario", acct);
     let sb = |who: User, account: Option<&str>, qos: Option<&str>, gpus: u64, minutes: u32| {
@@ -287,11 +217,7 @@ fn the_reference_enforcement_scenario_gives_slurms_errors_and_reasons() {
         j.account = account.map(Into::into);
         j.qos = qos.map(Into::into);
         if gpus > 0 {
-            j.gres = vec![GresSpec {
-                name: "gpu".into(),
-                gpu_type: None,
-                count: gpus,
-            }];
+            j.gres = vec![GresSpec { name: "gpu".into(), gpu_type: None, count: gpus }];
         }
         j.time_limit = Some(TimeLimitWire::Minutes(minutes));
         j
@@ -299,54 +225,16 @@ fn the_reference_enforcement_scenario_gives_slurms_errors_and_reasons() {
     let invalid_account = SlurmError::new(ESLURM_INVALID_ACCOUNT);
     let invalid_qos = SlurmError::new(ESLURM_INVALID_QOS);
     // sbatch_bad_account, sbatch_account_not_member, sbatch_bad_qos, sbatch_qos_not_allowed.
-    let research =
-        |who, a: Option<&str>, q: Option<&str>| sb(who, Some(a.unwrap_or("research")), q, 0, 1);
-    assert_eq!(
-        refused(
-            &mut h,
-            User::Alice,
-            research(User::Alice, Some("nosuchacct"), None)
-        ),
-        invalid_account
-    );
-    assert_eq!(
-        refused(&mut h, User::Bob, research(User::Bob, Some("gpuq"), None)),
-        invalid_account
-    );
-    assert_eq!(
-        refused(
-            &mut h,
-            User::Alice,
-            research(User::Alice, None, Some("nosuchqos"))
-        ),
-        invalid_qos
-    );
-    assert_eq!(
-        refused(&mut h, User::Bob, research(User::Bob, None, Some("qsub"))),
-        invalid_qos
-    );
+    let research = |who, a: Option<&str>, q: Option<&str>| sb(who, Some(a.unwrap_or("research")), q, 0, 1);
+    assert_eq!(refused(&mut h, User::Alice, research(User::Alice, Some("nosuchacct"), None)), invalid_account);
+    assert_eq!(refused(&mut h, User::Bob, research(User::Bob, Some("gpuq"), None)), invalid_account);
+    assert_eq!(refused(&mut h, User::Alice, research(User::Alice, None, Some("nosuchqos"))), invalid_qos);
+    assert_eq!(refused(&mut h, User::Bob, research(User::Bob, None, Some("qsub"))), invalid_qos);
     // sbatch_MS1, sbatch_over_max_submit, sbatch_QS1, sbatch_over_qos_max_submit_per_user.
     assert_eq!(h.submit(sb(User::Alice, Some("ms"), None, 0, 30)), 1);
-    assert_eq!(
-        refused(
-            &mut h,
-            User::Alice,
-            sb(User::Alice, Some("ms"), None, 0, 30)
-        ),
-        policy("AssocMaxSubmitJobLimit")
-    );
-    assert_eq!(
-        h.submit(sb(User::Alice, Some("research"), Some("qsub"), 0, 30)),
-        2
-    );
-    assert_eq!(
-        refused(
-            &mut h,
-            User::Alice,
-            sb(User::Alice, Some("research"), Some("qsub"), 0, 30)
-        ),
-        policy("QOSMaxSubmitJobPerUserLimit")
-    );
+    assert_eq!(refused(&mut h, User::Alice, sb(User::Alice, Some("ms"), None, 0, 30)), policy("AssocMaxSubmitJobLimit"));
+    assert_eq!(h.submit(sb(User::Alice, Some("research"), Some("qsub"), 0, 30)), 2);
+    assert_eq!(refused(&mut h, User::Alice, sb(User::Alice, Some("research"), Some("qsub"), 0, 30)), policy("QOSMaxSubmitJobPerUserLimit"));
     // G1, G2, MJ1, MJ2, GJ1, GJ2, QW1.
     h.submit(sb(User::Alice, Some("gpuq"), None, 8, 30));
     h.submit(sb(User::Alice, Some("gpuq"), None, 1, 30));
@@ -356,22 +244,13 @@ fn the_reference_enforcement_scenario_gives_slurms_errors_and_reasons() {
     h.submit(sb(User::Alice, Some("gj"), None, 0, 30));
     h.turn();
     h.submit(sb(User::Alice, Some("gj"), None, 0, 30));
-    assert_eq!(
-        h.submit(sb(User::Alice, Some("research"), Some("qwall"), 0, 20)),
-        9
-    );
+    assert_eq!(h.submit(sb(User::Alice, Some("research"), Some("qwall"), 0, 20)), 9);
     h.turn();
     // squeue --sort=i -o '%.6i %.9P %.8u %.8a %.8q %.8T %r'
-    let mut table = format!(
-        "{:>6} {:>9} {:>8} {:>8} {:>8} {:>8} {}\n",
-        "JOBID", "PARTITION", "USER", "ACCOUNT", "QOS", "STATE", "REASON"
-    );
+    let mut table = format!("{:>6} {:>9} {:>8} {:>8} {:>8} {:>8} {}\n", "JOBID", "PARTITION", "USER", "ACCOUNT", "QOS", "STATE", "REASON");
     for j in h.jobs() {
         let state = j.state.map_or("?", |s| s.as_str());
-        table += &format!(
-            "{:>6} {:>9} {:>8} {:>8} {:>8} {:>8} {}\n",
-            j.job_id, j.partition, j.user, j.account, j.qos, state, j.reason
-        );
+        table += &format!("{:>6} {:>9} {:>8} {:>8} {:>8} {:>8} {}\n", j.job_id, j.partition, j.user, j.account, j.qos, state, j.reason);
     }
     let reference = " JOBID PARTITION     USER  ACCOUNT      QOS    STATE REASON
      1     batch    alice       ms   normal  RUNNING None

@@ -25,22 +25,13 @@ fn acct(env: &Env, addr: std::net::SocketAddr, uid: u32, q: AcctQuery) -> Vec<Ac
 
 fn by_id(ids: &[u64]) -> AcctQuery {
     AcctQuery {
-        jobs: ids
-            .iter()
-            .map(|&job_id| AcctJobRef {
-                job_id,
-                task: None,
-                step: None,
-            })
-            .collect(),
+        jobs: ids.iter().map(|&job_id| AcctJobRef { job_id, task: None, step: None }).collect(),
         ..AcctQuery::default()
     }
 }
 
 fn one(env: &Env, addr: std::net::SocketAddr, id: u64) -> Option<AcctJob> {
-    acct(env, addr, 2001, by_id(&[id]))
-        .into_iter()
-        .find(|j| j.job_id == id)
+    acct(env, addr, 2001, by_id(&[id])).into_iter().find(|j| j.job_id == id)
 }
 
 fn wait_acct(env: &Env, addr: std::net::SocketAddr, id: u64, state: &str) -> AcctJob {
@@ -52,37 +43,20 @@ fn wait_acct(env: &Env, addr: std::net::SocketAddr, id: u64, state: &str) -> Acc
 
 /// (state, exit code, signal) of a job's batch step.
 fn batch(j: &AcctJob) -> (&str, i32, i32) {
-    let s = j
-        .steps
-        .iter()
-        .find(|s| s.step == "batch")
-        .expect("batch step");
+    let s = j.steps.iter().find(|s| s.step == "batch").expect("batch step");
     (s.state.as_str(), s.exit_code, s.signal)
 }
 
 #[test]
 fn accounted_from_submission_with_slurm_end_states_and_kept_across_restart() {
     let env = Env::new(2);
-    let extra = [
-        "--tick-ms",
-        "100",
-        "--sched-interval-ms",
-        "200",
-        "--debounce-ms",
-        "5",
-        "--minute-s",
-        "1",
-        "--sync",
-        "normal",
-    ];
+    let extra = ["--tick-ms", "100", "--sched-interval-ms", "200", "--debounce-ms", "5", "--minute-s", "1", "--sync", "normal"];
     let mut ctl = Ctl::start(&env, 0, &extra);
     let port = ctl.addr.port();
     let addr = Arc::new(Mutex::new(ctl.addr));
     let ledger = Arc::new(Mutex::new(Ledger::default()));
-    let agents: Vec<Agent> = ["gpu01", "gpu02"]
-        .iter()
-        .map(|n| Agent::spawn(&env, n, addr.clone(), ledger.clone()))
-        .collect();
+    let agents: Vec<Agent> =
+        ["gpu01", "gpu02"].iter().map(|n| Agent::spawn(&env, n, addr.clone(), ledger.clone())).collect();
     let a = ctl.addr;
 
     // §A-7: in the accounting as soon as sbatch has its answer, even while held.
@@ -90,17 +64,11 @@ fn accounted_from_submission_with_slurm_end_states_and_kept_across_restart() {
     h.hold = true;
     let held = submit(&env, a, h);
     let j = one(&env, a, held).expect("held job accounted right after submission");
-    assert_eq!(
-        (j.state.as_str(), j.eligible_time, j.start_time),
-        ("PENDING", None, None)
-    );
+    assert_eq!((j.state.as_str(), j.eligible_time, j.start_time), ("PENDING", None, None));
     assert!(j.steps.is_empty());
 
     let ok = submit(&env, a, job(2001, 100, 0));
-    assert!(
-        one(&env, a, ok).is_some(),
-        "accounted right after submission"
-    );
+    assert!(one(&env, a, ok).is_some(), "accounted right after submission");
     let fail = submit(&env, a, job(2001, 100, 3));
     let mut t = job(2002, 60_000, 0);
     t.time_limit = Some(TimeLimitWire::Minutes(1)); // one "minute" is 1 s here
@@ -111,11 +79,7 @@ fn accounted_from_submission_with_slurm_end_states_and_kept_across_restart() {
     assert_eq!((j.exit_code, j.signal), (0, 0));
     assert_eq!(batch(&j), ("COMPLETED", 0, 0));
     assert!(j.eligible_time.is_some() && j.start_time.is_some() && j.end_time.is_some());
-    assert_eq!(
-        (j.alloc_nodes, j.alloc_cpus, j.alloc_mem_mib),
-        (1, 1, 1024),
-        "allocation kept after release"
-    );
+    assert_eq!((j.alloc_nodes, j.alloc_cpus, j.alloc_mem_mib), (1, 1, 1024), "allocation kept after release");
 
     let j = wait_acct(&env, a, fail, "FAILED");
     assert_eq!((j.exit_code, j.signal), (3, 0));
@@ -124,20 +88,8 @@ fn accounted_from_submission_with_slurm_end_states_and_kept_across_restart() {
     // scancel of a running job by its owner: CANCELLED by 2001, job 0:0, batch 0:15.
     wait_acct(&env, a, long, "RUNNING");
     let j = one(&env, a, long).unwrap();
-    assert_eq!(
-        batch(&j),
-        ("RUNNING", 0, 0),
-        "batch step written when the script starts"
-    );
-    let r = call(
-        &env,
-        a,
-        2001,
-        Request::CancelJob(CancelJob {
-            jobs: vec![JobRef::id(long)],
-            ..CancelJob::default()
-        }),
-    );
+    assert_eq!(batch(&j), ("RUNNING", 0, 0), "batch step written when the script starts");
+    let r = call(&env, a, 2001, Request::CancelJob(CancelJob { jobs: vec![JobRef::id(long)], ..CancelJob::default() }));
     assert!(matches!(r, Ok(Response::JobResults(_))), "{r:?}");
     let j = wait_acct(&env, a, long, "CANCELLED");
     assert_eq!((j.cancelled_by, j.exit_code, j.signal), (Some(2001), 0, 0));
@@ -150,15 +102,7 @@ fn accounted_from_submission_with_slurm_end_states_and_kept_across_restart() {
 
     // A held job cancelled by root: never eligible, so outside any time window, but there
     // for -j.
-    let r = call(
-        &env,
-        a,
-        0,
-        Request::CancelJob(CancelJob {
-            jobs: vec![JobRef::id(held)],
-            ..CancelJob::default()
-        }),
-    );
+    let r = call(&env, a, 0, Request::CancelJob(CancelJob { jobs: vec![JobRef::id(held)], ..CancelJob::default() }));
     assert!(matches!(r, Ok(Response::JobResults(_))), "{r:?}");
     let j = wait_acct(&env, a, held, "CANCELLED");
     assert_eq!((j.cancelled_by, j.eligible_time), (Some(0), None));
@@ -172,30 +116,16 @@ fn accounted_from_submission_with_slurm_end_states_and_kept_across_restart() {
         now,
         ..AcctQuery::default()
     };
-    let ids: Vec<u64> = acct(&env, a, 2001, window.clone())
-        .iter()
-        .map(|j| j.job_id)
-        .collect();
-    assert_eq!(
-        ids,
-        vec![ok, fail, long],
-        "bob's job and the never-eligible held job are left out"
-    );
+    let ids: Vec<u64> = acct(&env, a, 2001, window.clone()).iter().map(|j| j.job_id).collect();
+    assert_eq!(ids, vec![ok, fail, long], "bob's job and the never-eligible held job are left out");
     let failed = AcctQuery {
         states: vec!["FAILED".into()],
         ..window.clone()
     };
-    let ids: Vec<u64> = acct(&env, a, 2001, failed)
-        .iter()
-        .map(|j| j.job_id)
-        .collect();
+    let ids: Vec<u64> = acct(&env, a, 2001, failed).iter().map(|j| j.job_id).collect();
     assert_eq!(ids, vec![fail]);
     let steps_only = AcctQuery {
-        jobs: vec![AcctJobRef {
-            job_id: ok,
-            task: None,
-            step: Some("batch".into()),
-        }],
+        jobs: vec![AcctJobRef { job_id: ok, task: None, step: Some("batch".into()) }],
         ..AcctQuery::default()
     };
     let r = acct(&env, a, 2001, steps_only);
@@ -210,10 +140,7 @@ fn accounted_from_submission_with_slurm_end_states_and_kept_across_restart() {
     let ctl2 = Ctl::start(&env, port, &extra);
     *addr.lock().unwrap() = ctl2.addr;
     let after = acct(&env, ctl2.addr, 0, by_id(&all));
-    assert_eq!(
-        after, before,
-        "finished records persist across controller restarts"
-    );
+    assert_eq!(after, before, "finished records persist across controller restarts");
     drop(agents);
 }
 
@@ -221,18 +148,7 @@ fn accounted_from_submission_with_slurm_end_states_and_kept_across_restart() {
 fn requeued_run_is_accounted_requeued_until_it_runs_again() {
     let env = Env::new(1);
     // No hold-off after the requeue (Slurm's is 121 s): the released job may run at once.
-    let extra = [
-        "--tick-ms",
-        "100",
-        "--sched-interval-ms",
-        "200",
-        "--debounce-ms",
-        "5",
-        "--minute-s",
-        "1",
-        "--requeue-holdoff",
-        "0",
-    ];
+    let extra = ["--tick-ms", "100", "--sched-interval-ms", "200", "--debounce-ms", "5", "--minute-s", "1", "--requeue-holdoff", "0"];
     let ctl = Ctl::start(&env, 0, &extra);
     let addr = Arc::new(Mutex::new(ctl.addr));
     let ledger = Arc::new(Mutex::new(Ledger::default()));
@@ -243,30 +159,14 @@ fn requeued_run_is_accounted_requeued_until_it_runs_again() {
     j.exclusive = true;
     let id = submit(&env, a, j);
     wait_acct(&env, a, id, "RUNNING");
-    let r = call(
-        &env,
-        a,
-        2001,
-        Request::Requeue(RequeueJob {
-            jobs: vec![JobRef::id(id)],
-            hold: true,
-        }),
-    );
+    let r = call(&env, a, 2001, Request::Requeue(RequeueJob { jobs: vec![JobRef::id(id)], hold: true }));
     assert!(matches!(r, Ok(Response::JobResults(_))), "{r:?}");
     let j = wait_acct(&env, a, id, "REQUEUED");
     assert_eq!((j.exit_code, j.signal), (0, 0));
     assert!(j.end_time.is_some() && j.start_time.is_some());
     assert_eq!(batch(&j), ("CANCELLED", 0, 15));
     // Released, it runs again: the new run is the record.
-    let r = call(
-        &env,
-        a,
-        2001,
-        Request::HoldRelease(HoldRelease {
-            jobs: vec![JobRef::id(id)],
-            op: HoldOp::Release,
-        }),
-    );
+    let r = call(&env, a, 2001, Request::HoldRelease(HoldRelease { jobs: vec![JobRef::id(id)], op: HoldOp::Release }));
     assert!(matches!(r, Ok(Response::JobResults(_))), "{r:?}");
     let j = wait_acct(&env, a, id, "RUNNING");
     assert_eq!(j.restarts, 1);
@@ -278,16 +178,7 @@ fn requeued_job_not_held_is_accounted_pending_at_once() {
     // Real Slurm 22.05: after `scontrol requeue` (no hold) sacct shows the job PENDING; the
     // REQUEUED run is an earlier record (`sacct -D`).
     let env = Env::new(1);
-    let extra = [
-        "--tick-ms",
-        "100",
-        "--sched-interval-ms",
-        "200",
-        "--debounce-ms",
-        "5",
-        "--minute-s",
-        "1",
-    ];
+    let extra = ["--tick-ms", "100", "--sched-interval-ms", "200", "--debounce-ms", "5", "--minute-s", "1"];
     let ctl = Ctl::start(&env, 0, &extra);
     let addr = Arc::new(Mutex::new(ctl.addr));
     let ledger = Arc::new(Mutex::new(Ledger::default()));
@@ -295,15 +186,7 @@ fn requeued_job_not_held_is_accounted_pending_at_once() {
     let a = ctl.addr;
     let id = submit(&env, a, job(2001, 60_000, 0));
     wait_acct(&env, a, id, "RUNNING");
-    let r = call(
-        &env,
-        a,
-        2001,
-        Request::Requeue(RequeueJob {
-            jobs: vec![JobRef::id(id)],
-            hold: false,
-        }),
-    );
+    let r = call(&env, a, 2001, Request::Requeue(RequeueJob { jobs: vec![JobRef::id(id)], hold: false }));
     assert!(matches!(r, Ok(Response::JobResults(_))), "{r:?}");
     // Slurm's hold-off (121 s) keeps it pending for the rest of the test.
     let j = wait_acct(&env, a, id, "PENDING");
@@ -313,48 +196,27 @@ fn requeued_job_not_held_is_accounted_pending_at_once() {
 #[test]
 fn array_tasks_accounted_from_the_pending_remainder_to_their_own_records() {
     let env = Env::new(1);
-    let extra = [
-        "--tick-ms",
-        "100",
-        "--sched-interval-ms",
-        "200",
-        "--debounce-ms",
-        "5",
-        "--minute-s",
-        "1",
-    ];
+    let extra = ["--tick-ms", "100", "--sched-interval-ms", "200", "--debounce-ms", "5", "--minute-s", "1"];
     let ctl = Ctl::start(&env, 0, &extra);
     let addr = Arc::new(Mutex::new(ctl.addr));
     let ledger = Arc::new(Mutex::new(Ledger::default()));
     let _agent = Agent::spawn(&env, "gpu01", addr, ledger);
     let a = ctl.addr;
     let mut j = job(2001, 400, 0);
-    j.array = Some(ArraySpec {
-        ranges: vec![ArrayRange {
-            start: 0,
-            end: 2,
-            step: 1,
-        }],
-        max_running: Some(1),
-    });
+    j.array = Some(ArraySpec { ranges: vec![ArrayRange { start: 0, end: 2, step: 1 }], max_running: Some(1) });
     let aid = submit(&env, a, j);
     // Right after submission: the remainder `A_[0-2%1]`, or already task 0 and `A_[1-2%1]`
     // when the scheduling cycle of the same turn started it.
     let r = acct(&env, a, 2001, by_id(&[aid]));
-    let rows: Vec<(Option<u64>, Option<u32>, Option<&str>)> = r
-        .iter()
-        .map(|j| (j.array_job_id, j.array_task_id, j.array_task_str.as_deref()))
-        .collect();
+    let rows: Vec<(Option<u64>, Option<u32>, Option<&str>)> =
+        r.iter().map(|j| (j.array_job_id, j.array_task_id, j.array_task_str.as_deref())).collect();
     assert!(
-        rows == [(Some(aid), None, Some("0-2%1"))]
-            || rows == [(Some(aid), Some(0), None), (Some(aid), None, Some("1-2%1"))],
+        rows == [(Some(aid), None, Some("0-2%1"))] || rows == [(Some(aid), Some(0), None), (Some(aid), None, Some("1-2%1"))],
         "{rows:?}"
     );
     // While task 0 runs, the remainder is `A_[1-2%1]`.
     let ok = wait_for(20, || {
-        acct(&env, a, 2001, by_id(&[aid]))
-            .iter()
-            .any(|j| j.array_task_str.as_deref() == Some("1-2%1"))
+        acct(&env, a, 2001, by_id(&[aid])).iter().any(|j| j.array_task_str.as_deref() == Some("1-2%1"))
     });
     assert!(ok, "{:?}", acct(&env, a, 2001, by_id(&[aid])));
     // All done: one record per task, the last one reusing the array's id, each with its step.
@@ -364,29 +226,14 @@ fn array_tasks_accounted_from_the_pending_remainder_to_their_own_records() {
     });
     let r = acct(&env, a, 2001, by_id(&[aid]));
     assert!(ok, "{r:?}");
-    let tasks: Vec<(Option<u32>, bool)> = r
-        .iter()
-        .map(|j| (j.array_task_id, j.steps.len() == 1))
-        .collect();
-    assert_eq!(
-        tasks,
-        vec![(Some(0), true), (Some(1), true), (Some(2), true)]
-    );
+    let tasks: Vec<(Option<u32>, bool)> = r.iter().map(|j| (j.array_task_id, j.steps.len() == 1)).collect();
+    assert_eq!(tasks, vec![(Some(0), true), (Some(1), true), (Some(2), true)]);
     assert_eq!(r[2].job_id, aid);
     // `A_T` selects one task.
-    let one = acct(
-        &env,
-        a,
-        2001,
-        AcctQuery {
-            jobs: vec![AcctJobRef {
-                job_id: aid,
-                task: Some(1),
-                step: None,
-            }],
-            ..AcctQuery::default()
-        },
-    );
+    let one = acct(&env, a, 2001, AcctQuery {
+        jobs: vec![AcctJobRef { job_id: aid, task: Some(1), step: None }],
+        ..AcctQuery::default()
+    });
     assert_eq!(one.len(), 1);
     assert_eq!(one[0].array_task_id, Some(1));
 }

@@ -5,22 +5,15 @@
 
 mod harness;
 
-use flotilla_proto::acctmgr::{
-    parse_clauses, AcctData, AcctMgrChange, AcctMgrOutcome, Action, Entity,
-};
+use flotilla_proto::acctmgr::{parse_clauses, Action, AcctData, AcctMgrChange, AcctMgrOutcome, Entity};
 use flotilla_proto::errno::*;
 use flotilla_proto::*;
-use flotilla_slurmctld::ctld::CtlOptions;
 use harness::*;
+use flotilla_slurmctld::ctld::CtlOptions;
 
 fn change(action: Action, entity: Entity, words: &str, commit: bool) -> Request {
     let words: Vec<String> = words.split_whitespace().map(str::to_string).collect();
-    Request::AcctMgrChange(AcctMgrChange {
-        action,
-        entity,
-        clauses: parse_clauses(&words, action == Action::Add),
-        commit,
-    })
+    Request::AcctMgrChange(AcctMgrChange { action, entity, clauses: parse_clauses(&words, action == Action::Add), commit })
 }
 
 fn outcome(r: Response) -> AcctMgrOutcome {
@@ -39,11 +32,7 @@ fn data(h: &mut Harness) -> AcctData {
 
 fn gpu_job(who: User) -> SubmitJob {
     let mut j = job(who, Some(60), 0);
-    j.gres = vec![GresSpec {
-        name: "gpu".into(),
-        gpu_type: None,
-        count: 1,
-    }];
+    j.gres = vec![GresSpec { name: "gpu".into(), gpu_type: None, count: 1 }];
     j
 }
 
@@ -54,66 +43,22 @@ fn gpu_job(who: User) -> SubmitJob {
 fn max_jobs_set_by_sacctmgr_survives_a_restart_and_holds_the_second_job() {
     let mut h = Harness::two_nodes("acctmgr_max_jobs");
     let d = data(&mut h);
-    assert_eq!(
-        d.accounts
-            .iter()
-            .map(|a| a.name.as_str())
-            .collect::<Vec<_>>(),
-        vec!["root"],
-        "Slurm's defaults"
-    );
+    assert_eq!(d.accounts.iter().map(|a| a.name.as_str()).collect::<Vec<_>>(), vec!["root"], "Slurm's defaults");
     assert_eq!(d.users.len(), 1);
     assert_eq!(d.qos[0].name, "normal");
     assert_eq!(d.clusters[0].name, "harness");
-    let o = outcome(h.call(
-        User::Root,
-        change(
-            Action::Add,
-            Entity::Account,
-            "research Description=r Organization=o",
-            true,
-        ),
-    ));
+    let o = outcome(h.call(User::Root, change(Action::Add, Entity::Account, "research Description=r Organization=o", true)));
     assert_eq!(o.exit_code, 0, "{o:?}");
-    assert!(
-        o.stdout
-            .starts_with(" Adding Account(s)\n  research\n Settings\n  Description     = r\n"),
-        "{}",
-        o.stdout
-    );
-    let o = outcome(h.call(
-        User::Root,
-        change(Action::Add, Entity::User, "alice Account=research", true),
-    ));
+    assert!(o.stdout.starts_with(" Adding Account(s)\n  research\n Settings\n  Description     = r\n"), "{}", o.stdout);
+    let o = outcome(h.call(User::Root, change(Action::Add, Entity::User, "alice Account=research", true)));
     assert_eq!(o.stdout, " Adding User(s)\n  alice\n Associations =\n  U = alice     A = research   C = harness   \n Non Default Settings\n");
-    let o = outcome(h.call(
-        User::Root,
-        change(
-            Action::Modify,
-            Entity::User,
-            "alice set MaxJobs=1 where account=research",
-            true,
-        ),
-    ));
-    assert_eq!(
-        o.stdout,
-        " Modified user associations...\n  C = harness    A = research             U = alice    \n"
-    );
+    let o = outcome(h.call(User::Root, change(Action::Modify, Entity::User, "alice set MaxJobs=1 where account=research", true)));
+    assert_eq!(o.stdout, " Modified user associations...\n  C = harness    A = research             U = alice    \n");
     h.restart();
     let d = data(&mut h);
     let alice = d.assocs.iter().find(|a| a.user == "alice").expect("kept");
-    assert_eq!(
-        (alice.account.as_str(), alice.max_jobs),
-        ("research", Some(1))
-    );
-    assert_eq!(
-        d.users
-            .iter()
-            .find(|u| u.name == "alice")
-            .unwrap()
-            .default_account,
-        "research"
-    );
+    assert_eq!((alice.account.as_str(), alice.max_jobs), ("research", Some(1)));
+    assert_eq!(d.users.iter().find(|u| u.name == "alice").unwrap().default_account, "research");
     h.register("gpu01");
     h.register("gpu02");
     h.turn();
@@ -124,10 +69,7 @@ fn max_jobs_set_by_sacctmgr_survives_a_restart_and_holds_the_second_job() {
     assert_eq!(h.job(second).state, Some(JobStateWire::Pending));
     assert_eq!(h.job(second).reason, "AssocMaxJobsLimit");
     // Cleared with -1: the next cycle starts it.
-    let o = outcome(h.call(
-        User::Root,
-        change(Action::Modify, Entity::User, "alice set MaxJobs=-1", true),
-    ));
+    let o = outcome(h.call(User::Root, change(Action::Modify, Entity::User, "alice set MaxJobs=-1", true)));
     assert_eq!(o.exit_code, 0);
     h.turn_until(3, 1, |h| h.job(second).state == Some(JobStateWire::Running));
 }
@@ -139,62 +81,21 @@ fn max_jobs_set_by_sacctmgr_survives_a_restart_and_holds_the_second_job() {
 fn non_admins_and_dry_runs_change_nothing() {
     let mut h = Harness::two_nodes("acctmgr_denied");
     let before = data(&mut h);
-    let o = outcome(h.call(
-        User::Alice,
-        change(Action::Modify, Entity::Account, "root set GrpJobs=1", true),
-    ));
+    let o = outcome(h.call(User::Alice, change(Action::Modify, Entity::Account, "root set GrpJobs=1", true)));
     assert_eq!(o.exit_code, 1);
     assert_eq!(o.stderr, "sacctmgr: error: Your user doesn't have privilege to perform this action\n Error with request: Access/permission denied\n");
-    let o = outcome(h.call(
-        User::Alice,
-        change(Action::Add, Entity::Account, "mine", true),
-    ));
-    assert!(
-        o.stdout.starts_with(" Adding Account(s)\n  mine\n"),
-        "{o:?}"
-    );
-    assert_eq!(
-        o.stderr,
-        " Problem adding accounts: Access/permission denied\n"
-    );
+    let o = outcome(h.call(User::Alice, change(Action::Add, Entity::Account, "mine", true)));
+    assert!(o.stdout.starts_with(" Adding Account(s)\n  mine\n"), "{o:?}");
+    assert_eq!(o.stderr, " Problem adding accounts: Access/permission denied\n");
     assert!(!o.changed);
-    let o = outcome(h.call(
-        User::Root,
-        change(Action::Add, Entity::Account, "physics", false),
-    ));
+    let o = outcome(h.call(User::Root, change(Action::Add, Entity::Account, "physics", false)));
     assert!(o.changed && o.exit_code == 0, "{o:?}");
-    assert_eq!(
-        data(&mut h),
-        before,
-        "neither the refusals nor the dry run changed anything"
-    );
-    let o = outcome(h.call(
-        User::Root,
-        change(
-            Action::Modify,
-            Entity::Account,
-            "root set GrpJobs=abc",
-            true,
-        ),
-    ));
+    assert_eq!(data(&mut h), before, "neither the refusals nor the dry run changed anything");
+    let o = outcome(h.call(User::Root, change(Action::Modify, Entity::Account, "root set GrpJobs=abc", true)));
     assert_eq!(o.stderr, "sacctmgr: error: Invalid value for GrpJobs (abc)\n Unknown option: GrpJobs=abc\n Use keyword 'where' to modify condition\n");
-    let o = outcome(h.call(
-        User::Root,
-        change(
-            Action::Modify,
-            Entity::Account,
-            "root set NoSuchLimit=3",
-            true,
-        ),
-    ));
-    assert_eq!(
-        o.stderr,
-        " Unknown option: NoSuchLimit=3\n Use keyword 'where' to modify condition\n"
-    );
-    let o = outcome(h.call(
-        User::Root,
-        change(Action::Delete, Entity::Account, "nosuch", true),
-    ));
+    let o = outcome(h.call(User::Root, change(Action::Modify, Entity::Account, "root set NoSuchLimit=3", true)));
+    assert_eq!(o.stderr, " Unknown option: NoSuchLimit=3\n Use keyword 'where' to modify condition\n");
+    let o = outcome(h.call(User::Root, change(Action::Delete, Entity::Account, "nosuch", true)));
     assert_eq!((o.stdout.as_str(), o.exit_code), (" Nothing deleted\n", 1));
     assert_eq!(data(&mut h), before);
 }
@@ -207,25 +108,16 @@ fn a_change_is_never_lost_on_a_full_disk() {
     let mut h = Harness::two_nodes("acctmgr_full_disk");
     h.ctl().store().set_commit_fault(true);
     h.replies_may_wait = true;
-    h.rpc(
-        User::Root,
-        change(Action::Add, Entity::Account, "research", true),
-    );
+    h.rpc(User::Root, change(Action::Add, Entity::Account, "research", true));
     h.turn();
     assert!(h.replies().is_empty(), "no answer before the commit");
-    let r = h.call(
-        User::Root,
-        change(Action::Add, Entity::Account, "other", true),
-    );
+    let r = h.call(User::Root, change(Action::Add, Entity::Account, "other", true));
     assert_eq!(r, Response::Error(SlurmError::new(ESLURM_WRITING_TO_FILE)));
     h.ctl().store().set_commit_fault(false);
     h.turn();
     h.replies_may_wait = false;
     let o = outcome(h.replies().last().cloned().expect("the held reply"));
-    assert!(
-        o.stdout.starts_with(" Adding Account(s)\n  research\n"),
-        "{o:?}"
-    );
+    assert!(o.stdout.starts_with(" Adding Account(s)\n  research\n"), "{o:?}");
     h.restart();
     let names: Vec<String> = data(&mut h).accounts.into_iter().map(|a| a.name).collect();
     assert_eq!(names, vec!["research", "root"]);
@@ -240,35 +132,11 @@ fn deleting_an_association_with_a_running_job_is_refused() {
     let mut h = Harness::two_nodes("acctmgr_delete_running");
     h.register("gpu01");
     h.register("gpu02");
-    for words in [
-        "research Description=r Organization=o",
-        "chem Description=c Organization=o",
-    ] {
-        assert_eq!(
-            outcome(h.call(
-                User::Root,
-                change(Action::Add, Entity::Account, words, true)
-            ))
-            .exit_code,
-            0
-        );
+    for words in ["research Description=r Organization=o", "chem Description=c Organization=o"] {
+        assert_eq!(outcome(h.call(User::Root, change(Action::Add, Entity::Account, words, true))).exit_code, 0);
     }
-    assert_eq!(
-        outcome(h.call(
-            User::Root,
-            change(Action::Add, Entity::User, "alice Account=research", true)
-        ))
-        .exit_code,
-        0
-    );
-    assert_eq!(
-        outcome(h.call(
-            User::Root,
-            change(Action::Add, Entity::User, "alice Account=chem", true)
-        ))
-        .exit_code,
-        0
-    );
+    assert_eq!(outcome(h.call(User::Root, change(Action::Add, Entity::User, "alice Account=research", true))).exit_code, 0);
+    assert_eq!(outcome(h.call(User::Root, change(Action::Add, Entity::User, "alice Account=chem", true))).exit_code, 0);
     h.turn();
     let mut j = gpu_job(User::Alice);
     j.account = Some("research".into());
@@ -278,26 +146,13 @@ fn deleting_an_association_with_a_running_job_is_refused() {
     let want = format!(
         " Error with request: Job(s) active, cancel job(s) before remove\n  JobID = {running:<10} C = harness    A = research   U = alice    \n"
     );
-    for (entity, words) in [
-        (Entity::Account, "research"),
-        (Entity::User, "alice where account=research"),
-    ] {
+    for (entity, words) in [(Entity::Account, "research"), (Entity::User, "alice where account=research")] {
         for commit in [false, true] {
             let o = outcome(h.call(User::Root, change(Action::Delete, entity, words, commit)));
-            assert_eq!(
-                (o.exit_code, o.stdout.as_str(), o.stderr.as_str(), o.changed),
-                (1, "", want.as_str(), false),
-                "{words}"
-            );
+            assert_eq!((o.exit_code, o.stdout.as_str(), o.stderr.as_str(), o.changed), (1, "", want.as_str(), false), "{words}");
         }
     }
-    assert!(
-        data(&mut h)
-            .assocs
-            .iter()
-            .any(|a| a.user == "alice" && a.account == "research"),
-        "nothing deleted"
-    );
+    assert!(data(&mut h).assocs.iter().any(|a| a.user == "alice" && a.account == "research"), "nothing deleted");
     // Only a pending job in chem: the delete goes through.
     let mut p = gpu_job(User::Alice);
     p.account = Some("chem".into());
@@ -305,36 +160,13 @@ fn deleting_an_association_with_a_running_job_is_refused() {
     let pending = h.submit(p);
     h.turn();
     assert_eq!(h.job(pending).state, Some(JobStateWire::Pending));
-    let o = outcome(h.call(
-        User::Root,
-        change(
-            Action::Delete,
-            Entity::User,
-            "alice where account=chem",
-            true,
-        ),
-    ));
+    let o = outcome(h.call(User::Root, change(Action::Delete, Entity::User, "alice where account=chem", true)));
     assert_eq!(o.exit_code, 0, "{o:?}");
     // The running job gone, research's association may go too.
-    let _ = h.call(
-        User::Root,
-        Request::CancelJob(CancelJob {
-            jobs: vec![JobRef::id(running)],
-            ..CancelJob::default()
-        }),
-    );
-    h.turn_until(5, 1, |h| {
-        h.job(running).state != Some(JobStateWire::Running)
-    });
-    let o = outcome(h.call(
-        User::Root,
-        change(Action::Delete, Entity::Account, "research", true),
-    ));
-    assert_eq!(
-        (o.exit_code, o.stdout.as_str()),
-        (0, " Deleting accounts...\n  research\n"),
-        "{o:?}"
-    );
+    let _ = h.call(User::Root, Request::CancelJob(CancelJob { jobs: vec![JobRef::id(running)], ..CancelJob::default() }));
+    h.turn_until(5, 1, |h| h.job(running).state != Some(JobStateWire::Running));
+    let o = outcome(h.call(User::Root, change(Action::Delete, Entity::Account, "research", true)));
+    assert_eq!((o.exit_code, o.stdout.as_str()), (0, " Deleting accounts...\n  research\n"), "{o:?}");
 }
 
 /// quota.conf is an import format: once imported, a broken edit of it cannot keep the
@@ -343,71 +175,22 @@ fn deleting_an_association_with_a_running_job_is_refused() {
 /// file's error.
 #[test]
 fn a_broken_quota_conf_stops_only_the_first_start() {
-    let quota =
-        flotilla_core::quota::parse_quota_conf("Account=research Users=alice\n", "quota.conf")
-            .unwrap();
+    let quota = flotilla_core::quota::parse_quota_conf("Account=research Users=alice\n", "quota.conf").unwrap();
     let state = tempfile::tempdir().unwrap();
-    let opts = CtlOptions {
-        quotas: quota,
-        ..CtlOptions::default()
-    };
-    let mut h = Harness::new_in(
-        "acctmgr_quota_broken",
-        TWO_NODES,
-        opts,
-        Some(state.path().to_path_buf()),
-    );
-    assert!(
-        data(&mut h)
-            .assocs
-            .iter()
-            .any(|a| a.user == "alice" && a.account == "research"),
-        "imported"
-    );
+    let opts = CtlOptions { quotas: quota, ..CtlOptions::default() };
+    let mut h = Harness::new_in("acctmgr_quota_broken", TWO_NODES, opts, Some(state.path().to_path_buf()));
+    assert!(data(&mut h).assocs.iter().any(|a| a.user == "alice" && a.account == "research"), "imported");
     drop(h);
     let broken = "quota.conf:1: unknown key `bogus`".to_string();
-    let opts = CtlOptions {
-        quota_error: Some(broken.clone()),
-        ..CtlOptions::default()
-    };
-    let mut h = Harness::new_in(
-        "acctmgr_quota_broken",
-        TWO_NODES,
-        opts,
-        Some(state.path().to_path_buf()),
-    );
-    assert!(
-        data(&mut h)
-            .assocs
-            .iter()
-            .any(|a| a.user == "alice" && a.account == "research"),
-        "kept from the database"
-    );
+    let opts = CtlOptions { quota_error: Some(broken.clone()), ..CtlOptions::default() };
+    let mut h = Harness::new_in("acctmgr_quota_broken", TWO_NODES, opts, Some(state.path().to_path_buf()));
+    assert!(data(&mut h).assocs.iter().any(|a| a.user == "alice" && a.account == "research"), "kept from the database");
     drop(h);
     // A first start: refused with the file's error.
     let fresh = tempfile::tempdir().unwrap();
-    let cluster = flotilla_core::config::parse_cluster(
-        ("slurm.conf", TWO_NODES),
-        None,
-        None,
-        &mut flotilla_core::config::no_includes,
-    )
-    .unwrap();
-    let store = flotilla_slurmctld::store::Store::open(
-        fresh.path(),
-        flotilla_slurmctld::store::SyncMode::Normal,
-    )
-    .unwrap();
-    let opts = CtlOptions {
-        quota_error: Some(broken.clone()),
-        ..CtlOptions::default()
-    };
-    let r = flotilla_slurmctld::daemon::controller(
-        &cluster,
-        store,
-        opts,
-        std::sync::Arc::new(std::sync::atomic::AtomicU64::new(0)),
-        0,
-    );
+    let cluster = flotilla_core::config::parse_cluster(("slurm.conf", TWO_NODES), None, None, &mut flotilla_core::config::no_includes).unwrap();
+    let store = flotilla_slurmctld::store::Store::open(fresh.path(), flotilla_slurmctld::store::SyncMode::Normal).unwrap();
+    let opts = CtlOptions { quota_error: Some(broken.clone()), ..CtlOptions::default() };
+    let r = flotilla_slurmctld::daemon::controller(&cluster, store, opts, std::sync::Arc::new(std::sync::atomic::AtomicU64::new(0)), 0);
     assert_eq!(r.err().map(|e| e.to_string()), Some(broken));
 }

@@ -22,10 +22,7 @@ use std::path::Path;
 use std::time::{Duration, Instant};
 
 /// Runs `f` on a thread and waits at most 1 s for its answer; `Err` names what was late.
-fn within_1s<T: Send + 'static>(
-    what: &str,
-    f: impl FnOnce() -> Result<T, String> + Send + 'static,
-) -> Result<(T, Duration), String> {
+fn within_1s<T: Send + 'static>(what: &str, f: impl FnOnce() -> Result<T, String> + Send + 'static) -> Result<(T, Duration), String> {
     let (tx, rx) = std::sync::mpsc::channel();
     let t0 = Instant::now();
     std::thread::spawn(move || {
@@ -43,12 +40,7 @@ fn local_squeue(socket: &Path) -> Result<Duration, String> {
     let socket = socket.to_path_buf();
     within_1s("local squeue", move || {
         let s = UnixStream::connect(&socket).map_err(|e| e.to_string())?;
-        match Client::call_once(
-            Stream::Unix(s),
-            Role::Command,
-            None,
-            Request::QueryJobs(JobQuery::default()),
-        ) {
+        match Client::call_once(Stream::Unix(s), Role::Command, None, Request::QueryJobs(JobQuery::default())) {
             Ok(Response::Jobs(_)) => Ok(()),
             other => Err(format!("{other:?}")),
         }
@@ -66,11 +58,7 @@ fn rss_kib(pid: u32) -> u64 {
 }
 
 /// A TCP connection to `addr` from the source address `from` (any 127.x.y.z on loopback).
-fn connect_from(
-    rt: &tokio::runtime::Runtime,
-    from: [u8; 4],
-    addr: SocketAddr,
-) -> std::io::Result<TcpStream> {
+fn connect_from(rt: &tokio::runtime::Runtime, from: [u8; 4], addr: SocketAddr) -> std::io::Result<TcpStream> {
     rt.block_on(async {
         let s = tokio::net::TcpSocket::new_v4()?;
         s.bind(SocketAddr::from((from, 0)))?;
@@ -105,29 +93,11 @@ fn still_open(conns: &mut [TcpStream]) -> usize {
     n
 }
 
-fn register(
-    env: &Env,
-    addr: SocketAddr,
-    node: &str,
-    epoch: u64,
-) -> Result<(Client, Response), String> {
+fn register(env: &Env, addr: SocketAddr, node: &str, epoch: u64) -> Result<(Client, Response), String> {
     let mut c = Client::connect_tcp(addr, Role::NodeDaemon).map_err(|e| e.to_string())?;
     c.stream_timeout(Duration::from_secs(10));
-    let reg = Register {
-        node: node.into(),
-        boot_epoch: epoch,
-        gpus: 8,
-        cpus: 64,
-        mem_mib: 512_000,
-        running: vec![],
-        finished: vec![],
-    };
-    let r = c
-        .call(
-            Some(env.key.sign(0, 0, node, now(), 300)),
-            Request::Register(reg),
-        )
-        .map_err(|e| e.to_string())?;
+    let reg = Register { node: node.into(), boot_epoch: epoch, gpus: 8, cpus: 64, mem_mib: 512_000, running: vec![], finished: vec![] };
+    let r = c.call(Some(env.key.sign(0, 0, node, now(), 300)), Request::Register(reg)).map_err(|e| e.to_string())?;
     Ok((c, r))
 }
 
@@ -166,32 +136,18 @@ fn preauth_partial_frames_do_not_grow_memory() {
     let after = rss_kib(pid);
     let growth_mb = after.saturating_sub(before) / 1024;
     eprintln!("FIGURE partial frames: controller VmRSS {before} KiB -> {after} KiB (+{growth_mb} MiB) for 24 x 16 MiB announced");
-    assert!(
-        growth_mb < 64,
-        "controller memory grew by {growth_mb} MiB under 24 partial 16 MiB frames"
-    );
+    assert!(growth_mb < 64, "controller memory grew by {growth_mb} MiB under 24 partial 16 MiB frames");
     local_squeue(&ctl.socket).unwrap();
     drop(conns);
 
     // A large request whose head has no credential is refused from its head, and answered.
     let mut c = Client::connect_tcp(ctl.addr, Role::Command).unwrap();
     c.stream_timeout(Duration::from_secs(10));
-    let big = Request::SubmitJob(Box::new(SubmitJob {
-        script: "x".repeat(1 << 20),
-        ..job(2001, 10, 0)
-    }));
-    let bytes = encode_frame(&Frame::Request {
-        id: 5,
-        auth: None,
-        body: big.clone(),
-    })
-    .unwrap();
+    let big = Request::SubmitJob(Box::new(SubmitJob { script: "x".repeat(1 << 20), ..job(2001, 10, 0) }));
+    let bytes = encode_frame(&Frame::Request { id: 5, auth: None, body: big.clone() }).unwrap();
     let _ = c.stream().write_all(&bytes[..8192]);
     match c.recv() {
-        Ok(Frame::Response {
-            id: 5,
-            body: Response::Error(e),
-        }) => assert_eq!(e.code, SLURM_PROTOCOL_AUTHENTICATION_ERROR),
+        Ok(Frame::Response { id: 5, body: Response::Error(e) }) => assert_eq!(e.code, SLURM_PROTOCOL_AUTHENTICATION_ERROR),
         other => panic!("{other:?}"),
     }
     // With a valid credential the same large request is read and admitted.
@@ -208,10 +164,7 @@ fn preauth_partial_frames_do_not_grow_memory() {
 fn idle_tcp_flood_keeps_squeue_and_registration() {
     let env = Env::new(2);
     let ctl = Ctl::start(&env, 0, &[]);
-    let rt = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .unwrap();
+    let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
     let mut flood = Vec::new();
     let mut worst = Duration::ZERO;
     let mut stalled = None;
@@ -229,9 +182,7 @@ fn idle_tcp_flood_keeps_squeue_and_registration() {
                 }
             }
         }
-        let d = local_squeue(&ctl.socket).unwrap_or_else(|e| {
-            panic!("after {} idle connections ({stalled:?}): {e}", flood.len())
-        });
+        let d = local_squeue(&ctl.socket).unwrap_or_else(|e| panic!("after {} idle connections ({stalled:?}): {e}", flood.len()));
         worst = worst.max(d);
         if round == 19 {
             // A (re)booting node registers in the middle of the flood.
@@ -242,15 +193,9 @@ fn idle_tcp_flood_keeps_squeue_and_registration() {
     assert_eq!(stalled, None, "the listener stopped accepting");
     let held = still_open(&mut flood);
     eprintln!("FIGURE idle TCP flood: {} connections opened, {held} still held by the controller, worst local squeue {worst:?}", flood.len());
-    assert!(
-        held <= 512,
-        "the controller holds {held} unauthenticated connections"
-    );
+    assert!(held <= 512, "the controller holds {held} unauthenticated connections");
     // Remote commands still work too.
-    assert_eq!(
-        call(&env, ctl.addr, 2001, Request::Ping).unwrap(),
-        Response::Pong
-    );
+    assert_eq!(call(&env, ctl.addr, 2001, Request::Ping).unwrap(), Response::Pong);
 }
 
 /// A child process as uid 65534 opening up to `n` connections to `socket` and holding them;
@@ -288,11 +233,7 @@ fn flood_as_nobody(test: &str, socket: &Path, n: usize) -> std::process::Child {
         }
     }
     eprintln!("flood as uid 65534: {last} of {n} connections opened");
-    assert!(
-        last > 0,
-        "the flood helper opened nothing (can uid 65534 reach {}?)",
-        socket.display()
-    );
+    assert!(last > 0, "the flood helper opened nothing (can uid 65534 reach {}?)", socket.display());
     child
 }
 
@@ -300,9 +241,7 @@ fn flood_as_nobody(test: &str, socket: &Path, n: usize) -> std::process::Child {
 /// `FLOOD_N` connections, printing its progress, and holds them until its parent closes its
 /// standard input or kills it; returns true then. False (nothing done) in the test itself.
 fn flooding_child() -> bool {
-    let Ok(socket) = std::env::var("FLOOD_SOCKET") else {
-        return false;
-    };
+    let Ok(socket) = std::env::var("FLOOD_SOCKET") else { return false };
     let n: usize = std::env::var("FLOOD_N").unwrap().parse().unwrap();
     let mut held = Vec::new();
     for i in 1..=n {
@@ -323,10 +262,7 @@ fn flooding_child() -> bool {
 
 fn root_or_skip(what: &str) -> bool {
     if std::env::var("FLOTILLA_TEST_ROOT").as_deref() == Ok("1") {
-        assert!(
-            nix::unistd::getuid().is_root(),
-            "FLOTILLA_TEST_ROOT=1 but not root"
-        );
+        assert!(nix::unistd::getuid().is_root(), "FLOTILLA_TEST_ROOT=1 but not root");
         return true;
     }
     eprintln!("SKIPPED: {what} needs root (FLOTILLA_TEST_ROOT=1)");
@@ -377,14 +313,10 @@ fn idle_unix_flood_against_sackd() {
         .stderr(std::process::Stdio::null())
         .spawn()
         .unwrap();
-    wait_until("sackd to issue a credential", 10, || {
-        fetch_credential(&sock).is_ok()
-    });
+    wait_until("sackd to issue a credential", 10, || fetch_credential(&sock).is_ok());
     let mut flood = flood_as_nobody("idle_unix_flood_against_sackd", &sock, 1200);
     let s2 = sock.clone();
-    let r = within_1s("credential from sackd", move || {
-        fetch_credential(&s2).map_err(|e| e.to_string())
-    });
+    let r = within_1s("credential from sackd", move || fetch_credential(&s2).map_err(|e| e.to_string()));
     let _ = flood.kill();
     let _ = flood.wait();
     let _ = sackd.kill();
@@ -402,28 +334,15 @@ fn registration_is_bound_to_the_node() {
     let mut conf = cluster(2);
     conf.nodes[1].addr = "192.0.2.7".into(); // TEST-NET-1: not this host
     let env = Env::new(2);
-    std::fs::write(
-        env.path("cluster.json"),
-        serde_json::to_string(&conf).unwrap(),
-    )
-    .unwrap();
+    std::fs::write(env.path("cluster.json"), serde_json::to_string(&conf).unwrap()).unwrap();
     let ctl = Ctl::start(&env, 0, &[]);
     let (mut first, r) = register(&env, ctl.addr, "gpu01", 1).unwrap();
     assert_eq!(r, Response::Registered);
-    first
-        .send(&Frame::FromNode(NodeToCtl::Heartbeat {
-            boot_epoch: 1,
-            running: vec![],
-            finished: vec![],
-        }))
-        .unwrap();
+    first.send(&Frame::FromNode(NodeToCtl::Heartbeat { boot_epoch: 1, running: vec![], finished: vec![] })).unwrap();
     match register(&env, ctl.addr, "gpu01", 2).unwrap().1 {
         Response::Error(e) => {
             assert_eq!(e.code, ESLURM_ACCESS_DENIED);
-            assert!(
-                e.messages.iter().any(|m| m.contains("live session")),
-                "{e:?}"
-            );
+            assert!(e.messages.iter().any(|m| m.contains("live session")), "{e:?}");
         }
         other => panic!("a second registration of a live node was accepted: {other:?}"),
     }
@@ -458,39 +377,20 @@ fn replayed_and_pre_start_credentials_refused() {
     let mut c = Client::connect_tcp(ctl.addr, Role::Command).unwrap();
     c.stream_timeout(Duration::from_secs(10));
     match c.call(Some(early), Request::Ping).unwrap() {
-        Response::Error(e) => assert!(
-            e.messages
-                .iter()
-                .any(|m| m.contains("before the controller started")),
-            "{e:?}"
-        ),
+        Response::Error(e) => assert!(e.messages.iter().any(|m| m.contains("before the controller started")), "{e:?}"),
         other => panic!("a credential issued before the start was accepted: {other:?}"),
     }
     let cred = env.key.sign(2001, 2001, "h", now(), 300);
-    assert_eq!(
-        c.call(Some(cred.clone()), Request::Ping).unwrap(),
-        Response::Pong
-    );
-    assert!(
-        auth_err(c.call(Some(cred.clone()), Request::Ping).unwrap()),
-        "replay accepted"
-    );
+    assert_eq!(c.call(Some(cred.clone()), Request::Ping).unwrap(), Response::Pong);
+    assert!(auth_err(c.call(Some(cred.clone()), Request::Ping).unwrap()), "replay accepted");
     // Restart: the replay cache is gone, the credential is still within its lifetime.
     let port = ctl.addr.port();
     ctl.kill9();
     drop(c);
-    wait_until("the clock to pass the credential's second", 5, || {
-        now() > cred.issued_at
-    });
+    wait_until("the clock to pass the credential's second", 5, || now() > cred.issued_at);
     let ctl = Ctl::start(&env, port, &[]);
     let mut c = Client::connect_tcp(ctl.addr, Role::Command).unwrap();
     c.stream_timeout(Duration::from_secs(10));
-    assert!(
-        auth_err(c.call(Some(cred), Request::Ping).unwrap()),
-        "a credential from before the restart was replayed"
-    );
-    assert_eq!(
-        c.call(Some(env.cred(2001)), Request::Ping).unwrap(),
-        Response::Pong
-    );
+    assert!(auth_err(c.call(Some(cred), Request::Ping).unwrap()), "a credential from before the restart was replayed");
+    assert_eq!(c.call(Some(env.cred(2001)), Request::Ping).unwrap(), Response::Pong);
 }

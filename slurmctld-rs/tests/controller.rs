@@ -15,11 +15,7 @@ use flotilla_slurmctld::ctld::{CtlOptions, Due};
 use harness::*;
 
 fn gres(n: u64) -> Vec<GresSpec> {
-    vec![GresSpec {
-        name: "gpu".into(),
-        gpu_type: None,
-        count: n,
-    }]
+    vec![GresSpec { name: "gpu".into(), gpu_type: None, count: n }]
 }
 
 /// A job of `gpus` GPUs on one node.
@@ -34,32 +30,19 @@ fn state(h: &Harness, id: u64) -> JobStateWire {
 }
 
 fn cancel(ids: &[u64]) -> Request {
-    Request::CancelJob(CancelJob {
-        jobs: ids.iter().map(|&i| JobRef::id(i)).collect(),
-        ..CancelJob::default()
-    })
+    Request::CancelJob(CancelJob { jobs: ids.iter().map(|&i| JobRef::id(i)).collect(), ..CancelJob::default() })
 }
 
 fn hold(op: HoldOp, id: u64) -> Request {
-    Request::HoldRelease(HoldRelease {
-        jobs: vec![JobRef::id(id)],
-        op,
-    })
+    Request::HoldRelease(HoldRelease { jobs: vec![JobRef::id(id)], op })
 }
 
 fn requeue(id: u64, hold: bool) -> Request {
-    Request::Requeue(RequeueJob {
-        jobs: vec![JobRef::id(id)],
-        hold,
-    })
+    Request::Requeue(RequeueJob { jobs: vec![JobRef::id(id)], hold })
 }
 
 fn sent_to(h: &Harness, node: &str) -> Vec<String> {
-    h.sent
-        .iter()
-        .filter(|(n, _)| n == node)
-        .map(|(_, m)| describe_ctl_msg(m, T0))
-        .collect()
+    h.sent.iter().filter(|(n, _)| n == node).map(|(_, m)| describe_ctl_msg(m, T0)).collect()
 }
 
 /// Submit, run, complete: a job starts in the cycle of its submission's turn (the node is told
@@ -69,23 +52,14 @@ fn submit_run_complete() {
     let mut h = Harness::two_nodes("ctl_submit_run_complete");
     let ok = h.submit(job(User::Alice, Some(30), 0));
     assert_eq!(state(&h, ok), JobStateWire::Running);
-    assert_eq!(
-        sent_to(&h, "gpu01"),
-        vec!["launch job 1 run 0 gpus=none cpus=1 mem=0MiB nodes=gpu01 batch-host"]
-    );
+    assert_eq!(sent_to(&h, "gpu01"), vec!["launch job 1 run 0 gpus=none cpus=1 mem=0MiB nodes=gpu01 batch-host"]);
     let bad = h.submit(gpu_job(User::Bob, 2, Some(10), 3));
     h.advance(10);
     h.turn();
-    assert_eq!(
-        (state(&h, bad), h.job(bad).exit_code),
-        (JobStateWire::Failed, 3)
-    );
+    assert_eq!((state(&h, bad), h.job(bad).exit_code), (JobStateWire::Failed, 3));
     h.advance(20);
     h.turn();
-    assert_eq!(
-        (state(&h, ok), h.job(ok).exit_code),
-        (JobStateWire::Completed, 0)
-    );
+    assert_eq!((state(&h, ok), h.job(ok).exit_code), (JobStateWire::Completed, 0));
     // Finished jobs stay visible for MinJobAge (300 s), then leave the table.
     h.advance(301);
     h.turn();
@@ -100,46 +74,21 @@ fn submit_run_complete() {
 fn submission_errors_and_ids() {
     let mut h = Harness::two_nodes("ctl_submission_errors_and_ids");
     assert_eq!(h.submit(job(User::Alice, Some(5), 0)), 1);
-    let r = h.call(
-        User::Alice,
-        Request::SubmitJob(Box::new(gpu_job(User::Alice, 9, None, 0))),
-    );
-    assert_eq!(
-        r,
-        Response::Error(SlurmError::new(ESLURM_REQUESTED_NODE_CONFIG_UNAVAILABLE))
-    );
+    let r = h.call(User::Alice, Request::SubmitJob(Box::new(gpu_job(User::Alice, 9, None, 0))));
+    assert_eq!(r, Response::Error(SlurmError::new(ESLURM_REQUESTED_NODE_CONFIG_UNAVAILABLE)));
     let mut p = job(User::Alice, None, 0);
     p.partition = Some("nosuch".into());
-    let Response::Error(e) = h.call(User::Alice, Request::SubmitJob(Box::new(p))) else {
-        panic!()
-    };
-    assert_eq!(
-        (e.code, e.text.as_str()),
-        (
-            ESLURM_INVALID_PARTITION_NAME,
-            "Invalid partition name specified"
-        )
-    );
+    let Response::Error(e) = h.call(User::Alice, Request::SubmitJob(Box::new(p))) else { panic!() };
+    assert_eq!((e.code, e.text.as_str()), (ESLURM_INVALID_PARTITION_NAME, "Invalid partition name specified"));
     let mut t = job(User::Alice, None, 0);
     t.test_only = true;
-    let Response::TestOnly(t) = h.call(User::Alice, Request::SubmitJob(Box::new(t))) else {
-        panic!()
-    };
-    assert_eq!(
-        t.job_id, 3,
-        "a failed node-config submission and --test-only consume ids"
-    );
+    let Response::TestOnly(t) = h.call(User::Alice, Request::SubmitJob(Box::new(t))) else { panic!() };
+    assert_eq!(t.job_id, 3, "a failed node-config submission and --test-only consume ids");
     assert_eq!(h.submit(job(User::Alice, None, 0)), 4);
     let f = h.job(2);
-    assert_eq!(
-        (f.state, f.reason.as_str()),
-        (Some(JobStateWire::Failed), "BadConstraints")
-    );
+    assert_eq!((f.state, f.reason.as_str()), (Some(JobStateWire::Failed), "BadConstraints"));
     // Another user's submission for alice is refused.
-    let r = h.call(
-        User::Bob,
-        Request::SubmitJob(Box::new(job(User::Alice, None, 0))),
-    );
+    let r = h.call(User::Bob, Request::SubmitJob(Box::new(job(User::Alice, None, 0))));
     assert_eq!(r, Response::Error(SlurmError::new(ESLURM_USER_ID_MISSING)));
     h.check();
 }
@@ -156,46 +105,25 @@ fn cancel_pending_and_running() {
     assert_eq!(state(&h, waiting), JobStateWire::Pending);
     let reason = h.job(waiting).reason.clone();
     h.call(User::Alice, cancel(&[waiting]));
-    assert_eq!(
-        (state(&h, waiting), h.job(waiting).reason.as_str()),
-        (JobStateWire::Cancelled, reason.as_str())
-    );
+    assert_eq!((state(&h, waiting), h.job(waiting).reason.as_str()), (JobStateWire::Cancelled, reason.as_str()));
     // Bob may not cancel alice's job.
     let r = h.call(User::Bob, cancel(&[a]));
-    assert!(
-        matches!(&r, Response::JobResults(v) if v[0].error.as_ref().is_some_and(|e| e.code == ESLURM_ACCESS_DENIED)),
-        "{r:?}"
-    );
+    assert!(matches!(&r, Response::JobResults(v) if v[0].error.as_ref().is_some_and(|e| e.code == ESLURM_ACCESS_DENIED)), "{r:?}");
     h.advance(5);
     h.call(User::Alice, cancel(&[a]));
-    assert_eq!(
-        sent_to(&h, "gpu01"),
-        vec![
-            "stop notice job 1 at t=5: cancelled",
-            "signal job 1 SIGTERM"
-        ]
-    );
+    assert_eq!(sent_to(&h, "gpu01"), vec!["stop notice job 1 at t=5: cancelled", "signal job 1 SIGTERM"]);
     h.turn();
-    assert_eq!(
-        (state(&h, a), h.job(a).exit_signal),
-        (JobStateWire::Cancelled, 15)
-    );
+    assert_eq!((state(&h, a), h.job(a).exit_signal), (JobStateWire::Cancelled, 15));
     h.call(User::Alice, cancel(&[b]));
     assert_eq!(state(&h, b), JobStateWire::Running, "ignores SIGTERM");
     h.advance(29);
     h.turn();
-    assert!(
-        sent_to(&h, "gpu02").is_empty(),
-        "no SIGKILL before KillWait"
-    );
+    assert!(sent_to(&h, "gpu02").is_empty(), "no SIGKILL before KillWait");
     h.advance(1);
     h.turn();
     assert_eq!(sent_to(&h, "gpu02"), vec!["kill job 2 (SIGKILL)"]);
     h.turn();
-    assert_eq!(
-        (state(&h, b), h.job(b).exit_signal),
-        (JobStateWire::Cancelled, 9)
-    );
+    assert_eq!((state(&h, b), h.job(b).exit_signal), (JobStateWire::Cancelled, 9));
     h.check();
 }
 
@@ -210,38 +138,18 @@ fn cancel_during_a_requeue_stop_ends_cancelled() {
     h.advance(5);
     h.call(User::Alice, requeue(j, false));
     h.turn();
-    assert_eq!(
-        state(&h, j),
-        JobStateWire::Running,
-        "ignores SIGTERM: still stopping"
-    );
+    assert_eq!(state(&h, j), JobStateWire::Running, "ignores SIGTERM: still stopping");
     let r = h.call(User::Alice, cancel(&[j]));
-    assert_eq!(
-        r,
-        Response::JobResults(vec![JobResult {
-            job: JobRef::id(j),
-            error: None
-        }])
-    );
+    assert_eq!(r, Response::JobResults(vec![JobResult { job: JobRef::id(j), error: None }]));
     h.advance(30);
     h.turn();
     h.turn();
-    assert_eq!(
-        (state(&h, j), h.job(j).restarts),
-        (JobStateWire::Cancelled, 0)
-    );
+    assert_eq!((state(&h, j), h.job(j).restarts), (JobStateWire::Cancelled, 0));
     h.advance(200);
     h.turn();
     h.turn();
-    assert_eq!(
-        state(&h, j),
-        JobStateWire::Cancelled,
-        "does not come back after the hold-off"
-    );
-    assert!(
-        h.runs_on("gpu01").is_empty() && h.runs_on("gpu02").is_empty(),
-        "ran again"
-    );
+    assert_eq!(state(&h, j), JobStateWire::Cancelled, "does not come back after the hold-off");
+    assert!(h.runs_on("gpu01").is_empty() && h.runs_on("gpu02").is_empty(), "ran again");
     h.check();
 }
 
@@ -253,10 +161,7 @@ fn hold_and_release() {
     let mut j = job(User::Alice, Some(10), 0);
     j.hold = true;
     let held = h.submit(j);
-    assert_eq!(
-        (state(&h, held), h.job(held).reason.as_str()),
-        (JobStateWire::Pending, "JobHeldUser")
-    );
+    assert_eq!((state(&h, held), h.job(held).reason.as_str()), (JobStateWire::Pending, "JobHeldUser"));
     h.advance(60);
     h.turn();
     assert_eq!(state(&h, held), JobStateWire::Pending, "held: does not run");
@@ -269,21 +174,12 @@ fn hold_and_release() {
     h.call(User::Root, hold(HoldOp::Hold, p));
     assert_eq!(h.job(p).reason, "JobHeldAdmin");
     let r = h.call(User::Alice, hold(HoldOp::Release, p));
-    assert!(
-        matches!(&r, Response::JobResults(v) if v[0].error.as_ref().is_some_and(|e| e.code == ESLURM_ACCESS_DENIED)),
-        "{r:?}"
-    );
+    assert!(matches!(&r, Response::JobResults(v) if v[0].error.as_ref().is_some_and(|e| e.code == ESLURM_ACCESS_DENIED)), "{r:?}");
     h.call(User::Root, hold(HoldOp::Release, p));
-    assert_eq!(
-        (state(&h, p), h.job(p).reason.as_str()),
-        (JobStateWire::Pending, "Resources")
-    );
+    assert_eq!((state(&h, p), h.job(p).reason.as_str()), (JobStateWire::Pending, "Resources"));
     // Holding a running job is refused (it is not pending).
     let r = h.call(User::Alice, hold(HoldOp::Hold, held));
-    assert!(
-        matches!(&r, Response::JobResults(v) if v[0].error.as_ref().is_some_and(|e| e.code == ESLURM_JOB_NOT_PENDING)),
-        "{r:?}"
-    );
+    assert!(matches!(&r, Response::JobResults(v) if v[0].error.as_ref().is_some_and(|e| e.code == ESLURM_JOB_NOT_PENDING)), "{r:?}");
     h.check();
 }
 
@@ -297,19 +193,10 @@ fn requeue_and_requeuehold() {
     let j = h.submit(gpu_job(User::Alice, 8, Some(100), 0));
     h.advance(10);
     h.call(User::Alice, requeue(j, false));
-    assert_eq!(
-        sent_to(&h, "gpu01"),
-        vec![
-            "stop notice job 1 at t=10: requeued",
-            "signal job 1 SIGTERM"
-        ]
-    );
+    assert_eq!(sent_to(&h, "gpu01"), vec!["stop notice job 1 at t=10: requeued", "signal job 1 SIGTERM"]);
     h.turn();
     let info = h.job(j);
-    assert_eq!(
-        (info.state, info.reason.as_str(), info.restarts),
-        (Some(JobStateWire::Pending), "BeginTime", 1)
-    );
+    assert_eq!((info.state, info.reason.as_str(), info.restarts), (Some(JobStateWire::Pending), "BeginTime", 1));
     assert_eq!(info.eligible_time, Some(T0 + 10 + 121));
     h.advance(120);
     h.turn();
@@ -320,40 +207,25 @@ fn requeue_and_requeuehold() {
     assert_eq!(h.runs_on("gpu01"), vec![(j, 1)], "run 1");
     h.advance(100);
     h.turn();
-    assert_eq!(
-        (state(&h, j), h.job(j).restarts),
-        (JobStateWire::Completed, 1)
-    );
+    assert_eq!((state(&h, j), h.job(j).restarts), (JobStateWire::Completed, 1));
 
     let k = h.submit(gpu_job(User::Alice, 8, Some(100), 0));
     h.call(User::Alice, requeue(k, true));
     h.turn();
-    assert_eq!(
-        (state(&h, k), h.job(k).reason.as_str()),
-        (JobStateWire::Pending, "job requeued in held state")
-    );
+    assert_eq!((state(&h, k), h.job(k).reason.as_str()), (JobStateWire::Pending, "job requeued in held state"));
     h.advance(60);
     h.turn();
     assert_eq!(state(&h, k), JobStateWire::Pending, "held: does not run");
     // Released within the hold-off of the requeue: BeginTime until it passes (checked on
     // Slurm 22.05), then it runs again.
     h.call(User::Alice, hold(HoldOp::Release, k));
-    assert_eq!(
-        (state(&h, k), h.job(k).reason.as_str()),
-        (JobStateWire::Pending, "BeginTime")
-    );
+    assert_eq!((state(&h, k), h.job(k).reason.as_str()), (JobStateWire::Pending, "BeginTime"));
     h.advance(61);
     h.turn();
-    assert_eq!(
-        (state(&h, k), h.job(k).restarts),
-        (JobStateWire::Running, 1)
-    );
+    assert_eq!((state(&h, k), h.job(k).restarts), (JobStateWire::Running, 1));
     // A finished job may be requeued too (Slurm: `scontrol requeue` of a COMPLETED job).
     h.call(User::Alice, requeue(j, false));
-    assert_eq!(
-        (state(&h, j), h.job(j).restarts),
-        (JobStateWire::Running, 2)
-    );
+    assert_eq!((state(&h, j), h.job(j).restarts), (JobStateWire::Running, 2));
     h.check();
 }
 
@@ -369,13 +241,7 @@ fn time_limit() {
     assert!(h.sent.is_empty());
     h.advance(1);
     h.turn();
-    assert_eq!(
-        sent_to(&h, "gpu01"),
-        vec![
-            "stop notice job 1 at t=60: time limit",
-            "signal job 1 SIGTERM"
-        ]
-    );
+    assert_eq!(sent_to(&h, "gpu01"), vec!["stop notice job 1 at t=60: time limit", "signal job 1 SIGTERM"]);
     h.turn();
     assert_eq!(state(&h, id), JobStateWire::Timeout);
     h.check();
@@ -387,46 +253,18 @@ fn time_limit() {
 fn array_throttle() {
     let mut h = Harness::two_nodes("ctl_array_throttle");
     let mut a = gpu_job(User::Alice, 1, Some(10), 0);
-    a.array = Some(ArraySpec {
-        ranges: vec![ArrayRange {
-            start: 0,
-            end: 5,
-            step: 1,
-        }],
-        max_running: Some(2),
-    });
+    a.array = Some(ArraySpec { ranges: vec![ArrayRange { start: 0, end: 5, step: 1 }], max_running: Some(2) });
     let aid = h.submit(a);
     let mut max_running = 0;
     h.turn_until(20, 5, |h| {
         let tasks: Vec<&JobInfo> = h.jobs().filter(|j| j.array_job_id == Some(aid)).collect();
-        max_running = max_running.max(
-            tasks
-                .iter()
-                .filter(|j| j.state == Some(JobStateWire::Running))
-                .count(),
-        );
-        tasks.len() == 6
-            && tasks
-                .iter()
-                .all(|j| j.state == Some(JobStateWire::Completed))
+        max_running = max_running.max(tasks.iter().filter(|j| j.state == Some(JobStateWire::Running)).count());
+        tasks.len() == 6 && tasks.iter().all(|j| j.state == Some(JobStateWire::Completed))
     });
     assert_eq!(max_running, 2, "throttle %2");
-    let tasks: Vec<(u64, Option<u32>)> = h
-        .jobs()
-        .filter(|j| j.array_job_id == Some(aid))
-        .map(|j| (j.job_id, j.array_task_id))
-        .collect();
-    assert_eq!(
-        tasks,
-        vec![
-            (1, Some(5)),
-            (2, Some(0)),
-            (3, Some(1)),
-            (4, Some(2)),
-            (5, Some(3)),
-            (6, Some(4))
-        ]
-    );
+    let tasks: Vec<(u64, Option<u32>)> =
+        h.jobs().filter(|j| j.array_job_id == Some(aid)).map(|j| (j.job_id, j.array_task_id)).collect();
+    assert_eq!(tasks, vec![(1, Some(5)), (2, Some(0)), (3, Some(1)), (4, Some(2)), (5, Some(3)), (6, Some(4))]);
     h.check();
 }
 
@@ -450,26 +288,12 @@ fn dependency_chain() {
     let mut notok = gpu_job(User::Alice, 1, Some(5), 0);
     notok.dependency = Some(format!("afternotok:{f}"));
     let notok = h.submit(notok);
-    assert_eq!(
-        (h.job(b).reason.as_str(), h.job(c).reason.as_str()),
-        ("Dependency", "Dependency")
-    );
+    assert_eq!((h.job(b).reason.as_str(), h.job(c).reason.as_str()), ("Dependency", "Dependency"));
     h.turn_until(10, 5, |h| state(h, c) == JobStateWire::Completed);
-    let (ea, sb, eb, sc) = (
-        h.job(a).end_time,
-        h.job(b).start_time,
-        h.job(b).end_time,
-        h.job(c).start_time,
-    );
+    let (ea, sb, eb, sc) = (h.job(a).end_time, h.job(b).start_time, h.job(b).end_time, h.job(c).start_time);
     assert!(sb >= ea && sc >= eb, "b after a, c after b");
-    assert_eq!(
-        (state(&h, notok), h.job(notok).exit_code),
-        (JobStateWire::Completed, 0)
-    );
-    assert_eq!(
-        (state(&h, never), h.job(never).reason.as_str()),
-        (JobStateWire::Pending, "DependencyNeverSatisfied")
-    );
+    assert_eq!((state(&h, notok), h.job(notok).exit_code), (JobStateWire::Completed, 0));
+    assert_eq!((state(&h, never), h.job(never).reason.as_str()), (JobStateWire::Pending, "DependencyNeverSatisfied"));
     h.check();
 }
 
@@ -478,10 +302,7 @@ fn dependency_chain() {
 /// service scaled to one replica. The budget's paging limit is 100 % (`--preempt-budget-pct`),
 /// so that preempting one of two training jobs is not paged instead.
 fn preemption_setup(name: &str, term: OnTerm) -> (Harness, u64, u32) {
-    let opts = CtlOptions {
-        preempt_budget_pct: Some(100),
-        ..CtlOptions::default()
-    };
+    let opts = CtlOptions { preempt_budget_pct: Some(100), ..CtlOptions::default() };
     let mut h = Harness::new(name, TWO_NODES, opts);
     h.register("gpu01");
     h.register("gpu02");
@@ -510,11 +331,7 @@ fn preemption_setup(name: &str, term: OnTerm) -> (Harness, u64, u32) {
         ..ServiceCreate::default()
     };
     // An admin creates the service for alice (services need an admin or `ServiceAccounts`).
-    let Response::ServiceCreated { id } =
-        h.call(User::Root, Request::ServiceCreate(Box::new(create)))
-    else {
-        panic!()
-    };
+    let Response::ServiceCreated { id } = h.call(User::Root, Request::ServiceCreate(Box::new(create))) else { panic!() };
     h.advance(600);
     h.call(User::Alice, Request::ServiceScale { id, replicas: 1 });
     (h, ids[1], id)
@@ -525,36 +342,18 @@ fn preemption_setup(name: &str, term: OnTerm) -> (Harness, u64, u32) {
 /// run is `PREEMPTED`, it is requeued (`PreemptCount=1`) and the replica starts on its GPUs.
 #[test]
 fn preemption_with_checkpoint_ack() {
-    let (mut h, victim, _) =
-        preemption_setup("ctl_preemption_with_checkpoint_ack", OnTerm::AckCheckpoint);
+    let (mut h, victim, _) = preemption_setup("ctl_preemption_with_checkpoint_ack", OnTerm::AckCheckpoint);
     let node = h.job(victim).nodes.clone();
     let preempting: Vec<String> = sent_to(&h, &node);
-    assert_eq!(
-        preempting,
-        vec![format!("signal job {victim} SIGTERM (batch step)")],
-        "only SIGTERM to the batch step"
-    );
+    assert_eq!(preempting, vec![format!("signal job {victim} SIGTERM (batch step)")], "only SIGTERM to the batch step");
     h.turn();
-    assert_eq!(
-        sent_to(&h, &node),
-        vec![format!("kill job {victim} (SIGKILL)")],
-        "killed at the acknowledgement"
-    );
+    assert_eq!(sent_to(&h, &node), vec![format!("kill job {victim} (SIGKILL)")], "killed at the acknowledgement");
     h.turn();
     let j = h.job(victim);
-    assert_eq!(
-        (j.state, j.preempt_count, j.restarts),
-        (Some(JobStateWire::Pending), 1, 1)
-    );
+    assert_eq!((j.state, j.preempt_count, j.restarts), (Some(JobStateWire::Pending), 1, 1));
     assert_eq!(j.last_checkpoint_ack, Some(T0 + 600));
-    let replica = h
-        .jobs()
-        .find(|j| j.service_id.is_some())
-        .expect("a replica");
-    assert_eq!(
-        (replica.state, replica.nodes.as_str(), replica.gpus),
-        (Some(JobStateWire::Running), node.as_str(), 4)
-    );
+    let replica = h.jobs().find(|j| j.service_id.is_some()).expect("a replica");
+    assert_eq!((replica.state, replica.nodes.as_str(), replica.gpus), (Some(JobStateWire::Running), node.as_str(), 4));
     h.check();
 }
 
@@ -567,36 +366,18 @@ fn preemption_without_ack_is_killed_at_the_deadline() {
     let node = h.job(victim).nodes.clone();
     h.advance(30);
     h.turn();
-    assert!(
-        sent_to(&h, &node).is_empty(),
-        "KillWait does not apply to a preemption"
-    );
+    assert!(sent_to(&h, &node).is_empty(), "KillWait does not apply to a preemption");
     h.advance(29);
     h.turn();
-    assert!(
-        sent_to(&h, &node).is_empty(),
-        "the deadline is 60 s after the SIGTERM"
-    );
+    assert!(sent_to(&h, &node).is_empty(), "the deadline is 60 s after the SIGTERM");
     h.advance(1);
     h.turn();
-    assert_eq!(
-        sent_to(&h, &node),
-        vec![format!("kill job {victim} (SIGKILL)")]
-    );
+    assert_eq!(sent_to(&h, &node), vec![format!("kill job {victim} (SIGKILL)")]);
     h.turn();
     let j = h.job(victim);
-    assert_eq!(
-        (j.state, j.preempt_count, j.restarts, j.last_checkpoint_ack),
-        (Some(JobStateWire::Pending), 1, 1, None)
-    );
+    assert_eq!((j.state, j.preempt_count, j.restarts, j.last_checkpoint_ack), (Some(JobStateWire::Pending), 1, 1, None));
     h.advance(10);
-    h.call(
-        User::Alice,
-        Request::ServiceScale {
-            id: sid,
-            replicas: 0,
-        },
-    );
+    h.call(User::Alice, Request::ServiceScale { id: sid, replicas: 0 });
     h.turn_until(5, 1, |h| state(h, victim) == JobStateWire::Running);
     assert_eq!(h.runs_on(&node), vec![(victim, 1)]);
     h.check();
@@ -614,32 +395,19 @@ fn node_boot_epoch_change() {
     nr.requeue = Some(false);
     let lost = h.submit(nr);
     h.submit(gpu_job(User::Bob, 4, Some(60), 0));
-    assert_eq!(
-        (h.job(again).nodes.as_str(), h.job(lost).nodes.as_str()),
-        ("gpu01", "gpu01")
-    );
+    assert_eq!((h.job(again).nodes.as_str(), h.job(lost).nodes.as_str()), ("gpu01", "gpu01"));
     h.advance(30);
     h.reboot("gpu01");
     h.turn();
-    assert_eq!(
-        state(&h, again),
-        JobStateWire::Running,
-        "a lost session alone changes nothing"
-    );
+    assert_eq!(state(&h, again), JobStateWire::Running, "a lost session alone changes nothing");
     h.advance(30);
     h.register("gpu01");
     h.turn();
     let j = h.job(again);
     assert_eq!((j.state, j.restarts), (Some(JobStateWire::Running), 1));
     let node = j.nodes.clone();
-    assert!(
-        h.runs_on(&node).contains(&(again, 1)),
-        "run 1 launched on {node}"
-    );
-    assert_eq!(
-        (state(&h, lost), h.job(lost).nodes.as_str()),
-        (JobStateWire::NodeFail, "gpu01")
-    );
+    assert!(h.runs_on(&node).contains(&(again, 1)), "run 1 launched on {node}");
+    assert_eq!((state(&h, lost), h.job(lost).nodes.as_str()), (JobStateWire::NodeFail, "gpu01"));
     h.check();
 }
 
@@ -658,10 +426,7 @@ fn silent_node_is_marked_down() {
     h.advance(1);
     h.turn();
     let info = h.job(j);
-    assert_eq!(
-        (info.state, info.restarts, info.nodes.as_str()),
-        (Some(JobStateWire::Running), 1, "gpu02")
-    );
+    assert_eq!((info.state, info.restarts, info.nodes.as_str()), (Some(JobStateWire::Running), 1, "gpu02"));
     // The daemon comes back: the node takes work again once it registers.
     h.register("gpu01");
     h.turn();
@@ -684,9 +449,7 @@ fn test_only_on_a_busy_cluster_names_the_node_that_frees_first() {
     }
     let mut t = gpu_job(User::Alice, 1, None, 0);
     t.test_only = true;
-    let Response::TestOnly(r) = h.call(User::Alice, Request::SubmitJob(Box::new(t))) else {
-        panic!("no test-only answer")
-    };
+    let Response::TestOnly(r) = h.call(User::Alice, Request::SubmitJob(Box::new(t))) else { panic!("no test-only answer") };
     // The 10-minute job ends first (by its limit as planned: 600 s after its start at t=5).
     let short = h.job(ids[1]);
     assert_eq!(r.nodes, short.nodes);
@@ -699,23 +462,14 @@ fn test_only_on_a_busy_cluster_names_the_node_that_frees_first() {
 #[test]
 fn held_submissions_trigger_no_cycle() {
     let mut h = Harness::two_nodes("ctl_held_submissions_trigger_no_cycle");
-    let only_events = Due {
-        debounced: true,
-        ..Due::NONE
-    };
+    let only_events = Due { debounced: true, ..Due::NONE };
     let mut j = job(User::Alice, None, 0);
     j.hold = true;
     h.rpc(User::Alice, Request::SubmitJob(Box::new(j)));
     assert!(!h.turn_with(only_events), "a held submission: no cycle");
-    h.rpc(
-        User::Alice,
-        Request::SubmitJob(Box::new(job(User::Alice, None, 0))),
-    );
+    h.rpc(User::Alice, Request::SubmitJob(Box::new(job(User::Alice, None, 0))));
     assert!(!h.turn_with(Due::NONE), "not before the debounce gap");
-    assert!(
-        h.turn_with(only_events),
-        "the change is still waiting for a cycle"
-    );
+    assert!(h.turn_with(only_events), "the change is still waiting for a cycle");
     assert_eq!(state(&h, 2), JobStateWire::Running);
     h.check();
 }
@@ -727,24 +481,14 @@ fn restart_recovers_running_and_pending() {
     let mut h = Harness::two_nodes("ctl_restart_recovers");
     let run = h.submit(gpu_job(User::Alice, 8, Some(100), 0));
     let mut a = gpu_job(User::Alice, 8, Some(10), 0);
-    a.array = Some(ArraySpec {
-        ranges: vec![ArrayRange {
-            start: 0,
-            end: 2,
-            step: 1,
-        }],
-        max_running: None,
-    });
+    a.array = Some(ArraySpec { ranges: vec![ArrayRange { start: 0, end: 2, step: 1 }], max_running: None });
     let aid = h.submit(a);
     h.advance(20);
     h.restart();
     h.register("gpu01");
     h.register("gpu02");
     h.turn();
-    assert_eq!(
-        (state(&h, run), h.job(run).restarts),
-        (JobStateWire::Running, 0)
-    );
+    assert_eq!((state(&h, run), h.job(run).restarts), (JobStateWire::Running, 0));
     h.turn_until(10, 10, |h| state(h, aid) == JobStateWire::Completed);
     assert_eq!(h.jobs().filter(|j| j.array_job_id == Some(aid)).count(), 3);
     h.check();
@@ -755,31 +499,17 @@ fn restart_recovers_running_and_pending() {
 /// `JobArrayTaskLimit` shown before a cycle has moved them into the core.
 #[test]
 fn array_jobs_reach_the_core_before_and_after_a_restart() {
-    let mut h = Harness::new(
-        "ctl_array_reaches_the_core",
-        TWO_NODES,
-        CtlOptions::default(),
-    );
+    let mut h = Harness::new("ctl_array_reaches_the_core", TWO_NODES, CtlOptions::default());
     let mut plain = job(User::Alice, None, 0);
     plain.hold = true; // inert jobs beside the array
     for _ in 0..3 {
         h.submit(plain.clone());
     }
     let mut a = job(User::Alice, None, 0);
-    a.array = Some(ArraySpec {
-        ranges: vec![ArrayRange {
-            start: 0,
-            end: 3,
-            step: 1,
-        }],
-        max_running: None,
-    });
+    a.array = Some(ArraySpec { ranges: vec![ArrayRange { start: 0, end: 3, step: 1 }], max_running: None });
     let aid = h.submit(a);
     let reason = h.job(aid).reason.clone();
-    assert!(
-        !["", "None", "JobArrayTaskLimit"].contains(&reason.as_str()),
-        "array {aid} never reached the core: {reason}"
-    );
+    assert!(!["", "None", "JobArrayTaskLimit"].contains(&reason.as_str()), "array {aid} never reached the core: {reason}");
     h.restart();
     h.turn();
     assert_eq!(h.job(aid).reason, reason, "after a restart");
@@ -807,55 +537,30 @@ fn queue_query_answers_each_field_as_the_job_query() {
     dep.dependency = Some(format!("afterok:{running}"));
     h.submit(dep);
     let mut a = job(User::Alice, None, 0);
-    a.array = Some(ArraySpec {
-        ranges: vec![ArrayRange {
-            start: 0,
-            end: 5,
-            step: 1,
-        }],
-        max_running: Some(2),
-    });
+    a.array = Some(ArraySpec { ranges: vec![ArrayRange { start: 0, end: 5, step: 1 }], max_running: Some(2) });
     h.submit(a);
     h.advance(5);
     h.turn();
     assert_eq!(state(&h, running), JobStateWire::Running);
     assert_ne!(h.job(waiting).reason, "None");
-    let query = JobQuery {
-        include_finished: true,
-        ..JobQuery::default()
-    };
+    let query = JobQuery { include_finished: true, ..JobQuery::default() };
     h.rpc(User::Root, Request::QueryJobs(query.clone()));
     for f in JobField::ALL {
         let fields = vec![JobField::JobId, *f];
-        h.rpc(
-            User::Root,
-            Request::QueryQueue(QueueQuery {
-                query: query.clone(),
-                fields,
-            }),
-        );
+        h.rpc(User::Root, Request::QueryQueue(QueueQuery { query: query.clone(), fields }));
     }
     h.turn_with(Due::NONE);
     let replies = h.replies();
-    let Response::Jobs(full) = &replies[0] else {
-        panic!("job query: {:?}", replies[0])
-    };
+    let Response::Jobs(full) = &replies[0] else { panic!("job query: {:?}", replies[0]) };
     for (f, r) in JobField::ALL.iter().zip(&replies[1..]) {
         let fields = vec![JobField::JobId, *f];
-        let Response::Queue(rows) = r else {
-            panic!("queue query: {r:?}")
-        };
+        let Response::Queue(rows) = r else { panic!("queue query: {r:?}") };
         let got: Vec<JobView<'_>> = rows.iter(&fields).collect::<Result<_, _>>().unwrap();
         assert_eq!(got.len(), full.len(), "{f:?}");
         for (g, j) in got.iter().zip(full) {
             let want = f.encode(&JobView::from(j), Vec::new()).unwrap();
             assert_eq!(g.job_id, j.job_id);
-            assert_eq!(
-                f.encode(g, Vec::new()).unwrap(),
-                want,
-                "{f:?} of job {}: {g:?} vs {j:?}",
-                j.job_id
-            );
+            assert_eq!(f.encode(g, Vec::new()).unwrap(), want, "{f:?} of job {}: {g:?} vs {j:?}", j.job_id);
         }
     }
 }

@@ -20,14 +20,7 @@ const NODES: usize = 8;
 #[test]
 fn kill9_under_load_loses_nothing() {
     let env = Arc::new(Env::new(NODES));
-    let extra = [
-        "--tick-ms",
-        "100",
-        "--sched-interval-ms",
-        "200",
-        "--debounce-ms",
-        "5",
-    ];
+    let extra = ["--tick-ms", "100", "--sched-interval-ms", "200", "--debounce-ms", "5"];
     let mut ctl = Ctl::start(&env, 0, &extra);
     eprintln!("log: {}", env.path("slurmctld.log").display());
     let port = ctl.addr.port();
@@ -57,26 +50,10 @@ fn kill9_under_load_loses_nothing() {
                     match rng.random_range(0..10) {
                         0 => {
                             j.nodes_min = Some(2);
-                            j.gres = vec![GresSpec {
-                                name: "gpu".into(),
-                                gpu_type: None,
-                                count: 8,
-                            }];
+                            j.gres = vec![GresSpec { name: "gpu".into(), gpu_type: None, count: 8 }];
                         }
-                        1..=3 => {
-                            j.gres = vec![GresSpec {
-                                name: "gpu".into(),
-                                gpu_type: None,
-                                count: rng.random_range(1..=8),
-                            }]
-                        }
-                        _ => {
-                            j.gres = vec![GresSpec {
-                                name: "gpu".into(),
-                                gpu_type: None,
-                                count: 1 << rng.random_range(0..3),
-                            }]
-                        }
+                        1..=3 => j.gres = vec![GresSpec { name: "gpu".into(), gpu_type: None, count: rng.random_range(1..=8) }],
+                        _ => j.gres = vec![GresSpec { name: "gpu".into(), gpu_type: None, count: 1 << rng.random_range(0..3) }],
                     }
                     // Retry until acknowledged; a submission whose answer was lost in a crash
                     // may exist without an ack, which is allowed (the client saw an error).
@@ -89,10 +66,7 @@ fn kill9_under_load_loses_nothing() {
                             }
                             Ok(other) => panic!("submission refused: {other:?}"),
                             Err(_) => {
-                                assert!(
-                                    t0.elapsed() < Duration::from_secs(30),
-                                    "controller unreachable"
-                                );
+                                assert!(t0.elapsed() < Duration::from_secs(30), "controller unreachable");
                                 std::thread::sleep(Duration::from_millis(10));
                             }
                         }
@@ -124,60 +98,29 @@ fn kill9_under_load_loses_nothing() {
     // Let everything finish.
     let finished = wait_for(60, || {
         let jobs = all_jobs(&env, ctl.addr);
-        jobs.iter()
-            .all(|j| j.state.is_some_and(|s| s.is_finished()))
+        jobs.iter().all(|j| j.state.is_some_and(|s| s.is_finished()))
     });
     let jobs = all_jobs(&env, ctl.addr);
-    let not_done: Vec<_> = jobs
-        .iter()
-        .filter(|j| !j.state.unwrap().is_finished())
-        .map(|j| (j.job_id, j.state, j.reason.clone()))
-        .take(10)
-        .collect();
+    let not_done: Vec<_> = jobs.iter().filter(|j| !j.state.unwrap().is_finished()).map(|j| (j.job_id, j.state, j.reason.clone())).take(10).collect();
     assert!(finished, "jobs still active: {not_done:?}");
 
     let l = ledger.lock().unwrap();
-    assert!(
-        l.violations.is_empty(),
-        "GPU bound twice: {:?}",
-        l.violations
-    );
-    let by_id: std::collections::HashMap<u64, &flotilla_proto::JobInfo> =
-        jobs.iter().map(|j| (j.job_id, j)).collect();
+    assert!(l.violations.is_empty(), "GPU bound twice: {:?}", l.violations);
+    let by_id: std::collections::HashMap<u64, &flotilla_proto::JobInfo> = jobs.iter().map(|j| (j.job_id, j)).collect();
     // Kills: the scheduler preempts backfill jobs when a held reservation completes (by
     // design); each such kill is followed by a requeue and the next run. A kill caused by a
     // restart would leave a killed run without a successor.
     for (id, run) in &l.kills {
-        assert_eq!(
-            l.starts.get(&(*id, run + 1)).copied(),
-            Some(1),
-            "job {id} run {run} was killed and never ran again"
-        );
+        assert_eq!(l.starts.get(&(*id, run + 1)).copied(), Some(1), "job {id} run {run} was killed and never ran again");
     }
     let requeues: u32 = jobs.iter().map(|j| j.restarts).sum();
     // (A preempted job may finish on its own before the signal lands: requeued, not killed.)
-    assert!(
-        l.kills.len() as u32 <= requeues,
-        "every kill is a scheduler requeue"
-    );
+    assert!(l.kills.len() as u32 <= requeues, "every kill is a scheduler requeue");
     for id in &acked {
-        let j = by_id
-            .get(id)
-            .unwrap_or_else(|| panic!("acknowledged job {id} lost"));
-        assert_eq!(
-            j.state,
-            Some(JobStateWire::Completed),
-            "job {id}: {:?} {}",
-            j.state,
-            j.reason
-        );
+        let j = by_id.get(id).unwrap_or_else(|| panic!("acknowledged job {id} lost"));
+        assert_eq!(j.state, Some(JobStateWire::Completed), "job {id}: {:?} {}", j.state, j.reason);
         for run in 0..=j.restarts {
-            assert_eq!(
-                l.starts.get(&(*id, run)).copied(),
-                Some(1),
-                "job {id} run {run} started {:?} times",
-                l.starts.get(&(*id, run))
-            );
+            assert_eq!(l.starts.get(&(*id, run)).copied(), Some(1), "job {id} run {run} started {:?} times", l.starts.get(&(*id, run)));
         }
     }
     for ((id, run), n) in &l.starts {

@@ -14,11 +14,7 @@ use harness::*;
 
 fn gpu_job(who: User, gpus: u64, runtime_s: Option<i64>) -> SubmitJob {
     let mut j = job(who, runtime_s, 0);
-    j.gres = vec![GresSpec {
-        name: "gpu".into(),
-        gpu_type: None,
-        count: gpus,
-    }];
+    j.gres = vec![GresSpec { name: "gpu".into(), gpu_type: None, count: gpus }];
     j
 }
 
@@ -54,37 +50,21 @@ fn scripts_leave_the_store_with_the_job_after_min_job_age() {
         j.hold = true;
         ids.push(h.submit(j));
     }
-    let req = Request::CancelJob(CancelJob {
-        jobs: ids.iter().map(|&i| JobRef::id(i)).collect(),
-        ..CancelJob::default()
-    });
+    let req = Request::CancelJob(CancelJob { jobs: ids.iter().map(|&i| JobRef::id(i)).collect(), ..CancelJob::default() });
     h.call(User::Alice, req);
     assert!(h.jobs().all(|j| j.state == Some(JobStateWire::Cancelled)));
-    assert_eq!(
-        h.ctl().store().auto_vacuum().unwrap(),
-        2,
-        "incremental vacuum"
-    );
+    assert_eq!(h.ctl().store().auto_vacuum().unwrap(), 2, "incremental vacuum");
     let held = h.ctl().store().script_bytes().unwrap();
     let file_before = db_bytes(&h);
-    assert!(
-        held >= 12 << 20,
-        "scripts kept while the jobs are visible: {held}"
-    );
+    assert!(held >= 12 << 20, "scripts kept while the jobs are visible: {held}");
     h.advance(301);
     h.turn();
     assert_eq!(h.jobs().count(), 0, "finished jobs leave after MinJobAge");
     let left = h.ctl().store().script_bytes().unwrap();
-    assert_eq!(
-        left, 0,
-        "scripts and environments purged with the job records"
-    );
+    assert_eq!(left, 0, "scripts and environments purged with the job records");
     let file_after = db_bytes(&h);
     eprintln!("script bytes: {held} before the purge, {left} after; database files: {file_before} -> {file_after} bytes");
-    assert!(
-        file_after < file_before / 2,
-        "space given back: {file_before} -> {file_after}"
-    );
+    assert!(file_after < file_before / 2, "space given back: {file_before} -> {file_after}");
     h.restart();
     assert_eq!(h.ctl().store().script_bytes().unwrap(), 0);
     // Accounting stays (sacct still knows the jobs).
@@ -98,13 +78,7 @@ fn scripts_of_jobs_that_aged_while_down_are_purged_at_start() {
     let mut j = big_job(User::Alice, 100_000);
     j.hold = true;
     let id = h.submit(j);
-    h.call(
-        User::Alice,
-        Request::CancelJob(CancelJob {
-            jobs: vec![JobRef::id(id)],
-            ..CancelJob::default()
-        }),
-    );
+    h.call(User::Alice, Request::CancelJob(CancelJob { jobs: vec![JobRef::id(id)], ..CancelJob::default() }));
     assert!(h.ctl().store().script_bytes().unwrap() >= 100_000);
     h.advance(400);
     h.restart();
@@ -118,38 +92,16 @@ fn scripts_of_jobs_that_aged_while_down_are_purged_at_start() {
 fn scripts_over_max_script_size_are_refused() {
     let conf = format!("{TWO_NODES}SchedulerParameters=bf_continue,max_script_size=1000\n");
     let mut h = Harness::new("state_max_script_size", &conf, CtlOptions::default());
-    let r = h.call(
-        User::Alice,
-        Request::SubmitJob(Box::new(big_job(User::Alice, 1001))),
-    );
-    let Response::Error(e) = r else {
-        panic!("accepted: {r:?}")
-    };
+    let r = h.call(User::Alice, Request::SubmitJob(Box::new(big_job(User::Alice, 1001))));
+    let Response::Error(e) = r else { panic!("accepted: {r:?}") };
     assert_eq!(
         (e.code, e.text.as_str()),
-        (
-            ESLURM_PATHNAME_TOO_LONG,
-            "Pathname of a file, directory or other parameter too long"
-        )
+        (ESLURM_PATHNAME_TOO_LONG, "Pathname of a file, directory or other parameter too long")
     );
-    assert_eq!(
-        h.submit(big_job(User::Alice, 1000)),
-        1,
-        "no id consumed by the refused one"
-    );
-    let mut d = Harness::new(
-        "state_max_script_size_default",
-        TWO_NODES,
-        CtlOptions::default(),
-    );
-    let r = d.call(
-        User::Alice,
-        Request::SubmitJob(Box::new(big_job(User::Alice, (4 << 20) + 1))),
-    );
-    assert_eq!(
-        r,
-        Response::Error(SlurmError::new(ESLURM_PATHNAME_TOO_LONG))
-    );
+    assert_eq!(h.submit(big_job(User::Alice, 1000)), 1, "no id consumed by the refused one");
+    let mut d = Harness::new("state_max_script_size_default", TWO_NODES, CtlOptions::default());
+    let r = d.call(User::Alice, Request::SubmitJob(Box::new(big_job(User::Alice, (4 << 20) + 1))));
+    assert_eq!(r, Response::Error(SlurmError::new(ESLURM_PATHNAME_TOO_LONG)));
     assert_eq!(d.submit(big_job(User::Alice, 4 << 20)), 1);
     h.check();
 }
@@ -168,11 +120,7 @@ PartitionName=batch Nodes=gpu[01-03] Default=YES DefaultTime=01:00:00 MaxTime=2-
 /// the accounting) and runs on the node that is left, the one that may not ends `NODE_FAIL`.
 #[test]
 fn running_job_on_a_removed_node_is_requeued_with_node_fail() {
-    let mut h = Harness::new(
-        "state_node_removed_under_running_job",
-        THREE_NODES,
-        CtlOptions::default(),
-    );
+    let mut h = Harness::new("state_node_removed_under_running_job", THREE_NODES, CtlOptions::default());
     for n in ["gpu01", "gpu02", "gpu03"] {
         h.register(n);
     }
@@ -183,14 +131,8 @@ fn running_job_on_a_removed_node_is_requeued_with_node_fail() {
     let failed = h.submit(nr);
     assert_eq!(h.job(requeued).state, Some(JobStateWire::Running));
     assert_eq!(h.job(failed).state, Some(JobStateWire::Running));
-    let used: Vec<String> = [requeued, failed]
-        .iter()
-        .map(|&j| h.job(j).nodes.clone())
-        .collect();
-    let left = ["gpu01", "gpu02", "gpu03"]
-        .into_iter()
-        .find(|n| !used.iter().any(|u| u == n))
-        .unwrap();
+    let used: Vec<String> = [requeued, failed].iter().map(|&j| h.job(j).nodes.clone()).collect();
+    let left = ["gpu01", "gpu02", "gpu03"].into_iter().find(|n| !used.iter().any(|u| u == n)).unwrap();
     let conf = format!(
         "ClusterName=harness\nSlurmctldHost=localhost\nGresTypes=gpu\nPreemptExemptTime=0\n\
          NodeName={left} Sockets=2 CoresPerSocket=32 ThreadsPerCore=1 RealMemory=512000 Gres=gpu:h100:8 State=UNKNOWN\n\
@@ -202,11 +144,7 @@ fn running_job_on_a_removed_node_is_requeued_with_node_fail() {
     h.turn();
     assert_eq!(h.job(failed).state, Some(JobStateWire::NodeFail));
     let r = h.job(requeued);
-    assert_eq!(
-        (r.state, r.restarts),
-        (Some(JobStateWire::Running), 1),
-        "requeued and started again"
-    );
+    assert_eq!((r.state, r.restarts), (Some(JobStateWire::Running), 1), "requeued and started again");
     assert_eq!(r.nodes, left);
     // And again: the store holds no job on a vanished node any more.
     h.restart();
@@ -228,10 +166,7 @@ fn acks_to(h: &Harness, node: &str) -> Vec<Vec<u64>> {
 }
 
 fn cancel(id: u64) -> Request {
-    Request::CancelJob(CancelJob {
-        jobs: vec![JobRef::id(id)],
-        ..CancelJob::default()
-    })
+    Request::CancelJob(CancelJob { jobs: vec![JobRef::id(id)], ..CancelJob::default() })
 }
 
 /// The full-disk scenario on `h` (its store already unable to grow after `fill`, able again
@@ -240,42 +175,22 @@ fn cancel(id: u64) -> Request {
 /// refused at once; a job's end and a cancel are handled but their acknowledgement and reply
 /// wait for the commit; once space returns the held effects go out and submissions are
 /// accepted again. `strict`: commits surely fail until `free` (else a small one may pass).
-fn full_disk_scenario(
-    h: &mut Harness,
-    strict: bool,
-    fill: &mut dyn FnMut(&Harness),
-    free: &mut dyn FnMut(&Harness),
-) {
+fn full_disk_scenario(h: &mut Harness, strict: bool, fill: &mut dyn FnMut(&Harness), free: &mut dyn FnMut(&Harness)) {
     let run = h.submit(gpu_job(User::Alice, 8, Some(50)));
     let mut held = gpu_job(User::Alice, 8, None);
     held.hold = true;
     let to_cancel = h.submit(held);
     fill(h);
-    let r = h.call(
-        User::Alice,
-        Request::SubmitJob(Box::new(big_job(User::Alice, 1 << 20))),
-    );
+    let r = h.call(User::Alice, Request::SubmitJob(Box::new(big_job(User::Alice, 1 << 20))));
     eprintln!("the client sees: {r:?}");
-    assert_eq!(
-        r,
-        Response::Error(SlurmError::new(ESLURM_WRITING_TO_FILE)),
-        "refused when its commit fails"
-    );
+    assert_eq!(r, Response::Error(SlurmError::new(ESLURM_WRITING_TO_FILE)), "refused when its commit fails");
     let refused = to_cancel + 1;
-    assert!(
-        h.jobs().all(|j| j.job_id != refused),
-        "the refused job exists nowhere"
-    );
+    assert!(h.jobs().all(|j| j.job_id != refused), "the refused job exists nowhere");
     // Queries are answered (the harness's own job query after every turn is one).
-    let Response::Jobs(jobs) = h.call(User::Bob, Request::QueryJobs(JobQuery::default())) else {
-        panic!("query")
-    };
+    let Response::Jobs(jobs) = h.call(User::Bob, Request::QueryJobs(JobQuery::default())) else { panic!("query") };
     assert!(jobs.iter().any(|j| j.job_id == run));
     // New work is refused before it changes anything, even a small job.
-    let r = h.call(
-        User::Alice,
-        Request::SubmitJob(Box::new(job(User::Alice, None, 0))),
-    );
+    let r = h.call(User::Alice, Request::SubmitJob(Box::new(job(User::Alice, None, 0))));
     assert_eq!(r, Response::Error(SlurmError::new(ESLURM_WRITING_TO_FILE)));
     // Ending work goes on in memory; its effects wait for the commit. (On a real full disk
     // a small commit may still fit in the WAL's space: then they go out at once.)
@@ -287,25 +202,13 @@ fn full_disk_scenario(
     let node = h.job(run).nodes.clone();
     let failing = h.ctl().commit_failing().is_some();
     assert!(!strict || failing, "still failing");
-    assert_eq!(
-        acks_to(h, &node).is_empty(),
-        failing,
-        "an acknowledgement exactly when committed"
-    );
+    assert_eq!(acks_to(h, &node).is_empty(), failing, "an acknowledgement exactly when committed");
     free(h);
     h.turn();
     assert!(h.ctl().commit_failing().is_none());
     if failing {
-        assert_eq!(
-            acks_to(h, &node),
-            vec![vec![run]],
-            "the held acknowledgement goes out after the commit"
-        );
-        assert!(
-            matches!(h.replies(), [Response::JobResults(_)]),
-            "the held cancel's reply: {:?}",
-            h.replies()
-        );
+        assert_eq!(acks_to(h, &node), vec![vec![run]], "the held acknowledgement goes out after the commit");
+        assert!(matches!(h.replies(), [Response::JobResults(_)]), "the held cancel's reply: {:?}", h.replies());
     }
     h.replies_may_wait = false;
     let again = h.submit(job(User::Alice, None, 0));
@@ -335,10 +238,7 @@ struct Mount(std::path::PathBuf);
 
 impl Drop for Mount {
     fn drop(&mut self) {
-        let _ = std::process::Command::new("umount")
-            .arg("-l")
-            .arg(&self.0)
-            .status();
+        let _ = std::process::Command::new("umount").arg("-l").arg(&self.0).status();
     }
 }
 
@@ -377,12 +277,7 @@ fn full_state_disk_refuses_new_work_and_recovers() {
         .expect("mount runs");
     assert!(ok.success(), "mount -t tmpfs failed");
     let _mount = Mount(state.clone());
-    let mut h = Harness::new_in(
-        "state_full_state_disk",
-        TWO_NODES,
-        CtlOptions::default(),
-        Some(state.clone()),
-    );
+    let mut h = Harness::new_in("state_full_state_disk", TWO_NODES, CtlOptions::default(), Some(state.clone()));
     h.register("gpu01");
     h.register("gpu02");
     h.turn();
@@ -427,21 +322,10 @@ fn max_submit_jobs_per_user_refuses_beyond_the_limit() {
         refused.text,
         "Job violates accounting/QOS policy (job submit limit, user's size and/or time limits)"
     );
-    assert_eq!(
-        h.submit(held(User::Bob)),
-        3,
-        "no id used by the refused one; bob is not limited"
-    );
+    assert_eq!(h.submit(held(User::Bob)), 3, "no id used by the refused one; bob is not limited");
     h.call(User::Alice, cancel(first));
     let mut arr = held(User::Alice);
-    arr.array = Some(ArraySpec {
-        ranges: vec![ArrayRange {
-            start: 0,
-            end: 1,
-            step: 1,
-        }],
-        max_running: None,
-    });
+    arr.array = Some(ArraySpec { ranges: vec![ArrayRange { start: 0, end: 1, step: 1 }], max_running: None });
     let r = h.call(User::Alice, Request::SubmitJob(Box::new(arr)));
     assert_eq!(r, Response::Error(refused), "an array counts each task");
     assert_eq!(h.submit(held(User::Alice)), 4, "a slot freed by the cancel");
@@ -470,16 +354,10 @@ fn max_jobs_per_user_holds_back_the_running_count() {
     let bobs = h.submit(gpu_job(User::Bob, 1, Some(60)));
     h.turn();
     assert_eq!(h.job(first).state, Some(JobStateWire::Running));
-    assert_eq!(
-        h.job(bobs).state,
-        Some(JobStateWire::Running),
-        "bob has no limit"
-    );
+    assert_eq!(h.job(bobs).state, Some(JobStateWire::Running), "bob has no limit");
     assert_eq!(h.job(second).state, Some(JobStateWire::Pending));
     assert_eq!(h.job(second).reason, "AssocMaxJobsLimit");
-    h.turn_until(10, 30, |h| {
-        h.job(first).state != Some(JobStateWire::Running)
-    });
+    h.turn_until(10, 30, |h| h.job(first).state != Some(JobStateWire::Running));
     h.turn_until(3, 1, |h| h.job(second).state == Some(JobStateWire::Running));
     h.check();
 }

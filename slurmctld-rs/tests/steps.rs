@@ -13,31 +13,16 @@ use flotilla_proto::*;
 use std::sync::{Arc, Mutex};
 
 fn setup(env: &Env) -> (Ctl, Arc<Mutex<Ledger>>, Vec<Agent>) {
-    let ctl = Ctl::start(
-        env,
-        0,
-        &[
-            "--tick-ms",
-            "100",
-            "--sched-interval-ms",
-            "200",
-            "--debounce-ms",
-            "5",
-        ],
-    );
+    let ctl = Ctl::start(env, 0, &["--tick-ms", "100", "--sched-interval-ms", "200", "--debounce-ms", "5"]);
     let addr = Arc::new(Mutex::new(ctl.addr));
     let ledger = Arc::new(Mutex::new(Ledger::default()));
-    let agents = (1..=2)
-        .map(|i| Agent::spawn(env, &format!("gpu{i:02}"), addr.clone(), ledger.clone()))
-        .collect();
+    let agents = (1..=2).map(|i| Agent::spawn(env, &format!("gpu{i:02}"), addr.clone(), ledger.clone())).collect();
     (ctl, ledger, agents)
 }
 
 fn running(env: &Env, ctl: &Ctl, id: u64) {
     let ok = wait_for(20, || {
-        all_jobs(env, ctl.addr)
-            .iter()
-            .any(|j| j.job_id == id && j.state == Some(JobStateWire::Running))
+        all_jobs(env, ctl.addr).iter().any(|j| j.job_id == id && j.state == Some(JobStateWire::Running))
     });
     assert!(ok, "job {id} did not start");
 }
@@ -55,12 +40,10 @@ fn rows(env: &Env, job: u64) -> Vec<(String, String, i32, i32, String)> {
     let mut st = db
         .prepare("SELECT step, state, exit_code, signal, nodes FROM job_steps WHERE job_id = ?1 AND step != 'batch' ORDER BY CAST(step AS INTEGER)")
         .unwrap();
-    st.query_map([job as i64], |r| {
-        Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?))
-    })
-    .unwrap()
-    .map(Result::unwrap)
-    .collect()
+    st.query_map([job as i64], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?)))
+        .unwrap()
+        .map(Result::unwrap)
+        .collect()
 }
 
 #[test]
@@ -70,15 +53,8 @@ fn steps_are_laid_out_launched_recorded_and_numbered() {
     let mut j = job(2001, 600_000, 0);
     j.nodes_min = Some(2);
     j.ntasks_per_node = Some(4);
-    j.gpus_per_node = Some(GpuCount {
-        gpu_type: None,
-        count: 8,
-    });
-    let Response::Submitted(s) =
-        call(&env, ctl.addr, 2001, Request::SubmitJob(Box::new(j))).unwrap()
-    else {
-        panic!()
-    };
+    j.gpus_per_node = Some(GpuCount { gpu_type: None, count: 8 });
+    let Response::Submitted(s) = call(&env, ctl.addr, 2001, Request::SubmitJob(Box::new(j))).unwrap() else { panic!() };
     let id = s.job_id;
     running(&env, &ctl, id);
     let req = StepRequest {
@@ -91,156 +67,45 @@ fn steps_are_laid_out_launched_recorded_and_numbered() {
     };
     // The job's 8 tasks (4 per node), 2 GPUs each.
     let l = step(&env, &ctl, 2001, req.clone()).unwrap();
-    assert_eq!(
-        (l.step_id, l.tasks.clone()),
-        (0, vec![vec![0, 1, 2, 3], vec![4, 5, 6, 7]])
-    );
+    assert_eq!((l.step_id, l.tasks.clone()), (0, vec![vec![0, 1, 2, 3], vec![4, 5, 6, 7]]));
     assert!(wait_for(10, || ledger.lock().unwrap().launches.len() == 2));
     {
         let led = ledger.lock().unwrap();
         for (node, m) in &led.launches {
             let k = m.node_index as usize;
             assert_eq!(&l.nodes[k], node);
-            assert_eq!(
-                m.task_gpus,
-                [0b11, 0b1100, 0b11_0000, 0b1100_0000],
-                "{node}"
-            );
+            assert_eq!(m.task_gpus, [0b11, 0b1100, 0b11_0000, 0b1100_0000], "{node}");
             assert_eq!((m.argv.clone(), m.uid), (vec!["python".to_string()], 2001));
         }
     }
     // Its CPUs and GPUs are held: another step waits, unless it overlaps.
-    assert_eq!(
-        step(
-            &env,
-            &ctl,
-            2001,
-            StepRequest {
-                ntasks: Some(1),
-                ..req.clone()
-            }
-        )
-        .unwrap_err()
-        .code,
-        ESLURM_NODES_BUSY
-    );
-    let l1 = step(
-        &env,
-        &ctl,
-        2001,
-        StepRequest {
-            ntasks: Some(1),
-            overlap: true,
-            ..req.clone()
-        },
-    )
-    .unwrap();
+    assert_eq!(step(&env, &ctl, 2001, StepRequest { ntasks: Some(1), ..req.clone() }).unwrap_err().code, ESLURM_NODES_BUSY);
+    let l1 = step(&env, &ctl, 2001, StepRequest { ntasks: Some(1), overlap: true, ..req.clone() }).unwrap();
     assert_eq!((l1.step_id, l1.nodes.len()), (1, 1));
     // Refusals: more than the job has, another user's job, no such job.
-    let e = step(
-        &env,
-        &ctl,
-        2001,
-        StepRequest {
-            ntasks: Some(200),
-            ..req.clone()
-        },
-    )
-    .unwrap_err();
-    assert_eq!(
-        (e.code, e.text.as_str()),
-        (
-            ESLURM_TOO_MANY_REQUESTED_CPUS,
-            "More processors requested than permitted"
-        )
-    );
-    assert_eq!(
-        step(&env, &ctl, 2002, req.clone()).unwrap_err().code,
-        ESLURM_ACCESS_DENIED
-    );
-    assert_eq!(
-        step(
-            &env,
-            &ctl,
-            2001,
-            StepRequest {
-                job_id: 999,
-                ..req.clone()
-            }
-        )
-        .unwrap_err()
-        .code,
-        ESLURM_INVALID_JOB_ID
-    );
+    let e = step(&env, &ctl, 2001, StepRequest { ntasks: Some(200), ..req.clone() }).unwrap_err();
+    assert_eq!((e.code, e.text.as_str()), (ESLURM_TOO_MANY_REQUESTED_CPUS, "More processors requested than permitted"));
+    assert_eq!(step(&env, &ctl, 2002, req.clone()).unwrap_err().code, ESLURM_ACCESS_DENIED);
+    assert_eq!(step(&env, &ctl, 2001, StepRequest { job_id: 999, ..req.clone() }).unwrap_err().code, ESLURM_INVALID_JOB_ID);
     // squeue -s sees both.
-    let Response::Steps(st) = call(
-        &env,
-        ctl.addr,
-        2001,
-        Request::QuerySteps(JobQuery::default()),
-    )
-    .unwrap() else {
-        panic!()
-    };
-    assert_eq!(
-        st.iter()
-            .map(|s| (s.step_id, s.name.as_str(), s.ntasks))
-            .collect::<Vec<_>>(),
-        [(0, "train", 8), (1, "train", 1)]
-    );
+    let Response::Steps(st) = call(&env, ctl.addr, 2001, Request::QuerySteps(JobQuery::default())).unwrap() else { panic!() };
+    assert_eq!(st.iter().map(|s| (s.step_id, s.name.as_str(), s.ntasks)).collect::<Vec<_>>(), [(0, "train", 8), (1, "train", 1)]);
     // Step 0 ends with its worst task's status; its resources are free again.
-    let done = StepComplete {
-        job_id: id,
-        step_id: 0,
-        exit_code: 2,
-        signal: 0,
-    };
+    let done = StepComplete { job_id: id, step_id: 0, exit_code: 2, signal: 0 };
     call(&env, ctl.addr, 2001, Request::StepComplete(done)).unwrap();
     let r = rows(&env, id);
-    assert_eq!(
-        r[0],
-        ("0".into(), "FAILED".into(), 2, 0, "gpu[01-02]".into())
-    );
+    assert_eq!(r[0], ("0".into(), "FAILED".into(), 2, 0, "gpu[01-02]".into()));
     assert_eq!((r[1].0.as_str(), r[1].1.as_str()), ("1", "RUNNING"));
     // Step ids continue after a crash of the controller.
     ctl.kill9();
-    let ctl = Ctl::start(
-        &env,
-        ctl.addr.port(),
-        &[
-            "--tick-ms",
-            "100",
-            "--sched-interval-ms",
-            "200",
-            "--debounce-ms",
-            "5",
-        ],
-    );
+    let ctl = Ctl::start(&env, ctl.addr.port(), &["--tick-ms", "100", "--sched-interval-ms", "200", "--debounce-ms", "5"]);
     running(&env, &ctl, id);
-    let l2 = step(
-        &env,
-        &ctl,
-        2001,
-        StepRequest {
-            ntasks: Some(2),
-            ..req.clone()
-        },
-    )
-    .unwrap();
+    let l2 = step(&env, &ctl, 2001, StepRequest { ntasks: Some(2), ..req.clone() }).unwrap();
     assert_eq!(l2.step_id, 2);
     // The job ends: its running steps are recorded CANCELLED.
-    let c = CancelJob {
-        jobs: vec![JobRef::id(id)],
-        ..CancelJob::default()
-    };
+    let c = CancelJob { jobs: vec![JobRef::id(id)], ..CancelJob::default() };
     call(&env, ctl.addr, 2001, Request::CancelJob(c)).unwrap();
-    assert!(
-        wait_for(20, || rows(&env, id)
-            .iter()
-            .any(|r| r.0 == "2" && r.1 == "CANCELLED")),
-        "{:?}",
-        rows(&env, id)
-    );
+    assert!(wait_for(20, || rows(&env, id).iter().any(|r| r.0 == "2" && r.1 == "CANCELLED")), "{:?}", rows(&env, id));
 }
 
 #[test]
@@ -251,56 +116,19 @@ fn an_interactive_allocation_ends_when_given_back() {
     j.script = String::new();
     j.interactive = true;
     // Without a script only an interactive allocation is accepted.
-    let e = call(
-        &env,
-        ctl.addr,
-        2001,
-        Request::SubmitJob(Box::new(SubmitJob {
-            interactive: false,
-            ..j.clone()
-        })),
-    )
-    .unwrap();
-    assert_eq!(
-        e,
-        Response::Error(SlurmError::new(ESLURM_JOB_SCRIPT_MISSING))
-    );
-    let Response::Submitted(s) =
-        call(&env, ctl.addr, 2001, Request::SubmitJob(Box::new(j))).unwrap()
-    else {
-        panic!()
-    };
+    let e = call(&env, ctl.addr, 2001, Request::SubmitJob(Box::new(SubmitJob { interactive: false, ..j.clone() }))).unwrap();
+    assert_eq!(e, Response::Error(SlurmError::new(ESLURM_JOB_SCRIPT_MISSING)));
+    let Response::Submitted(s) = call(&env, ctl.addr, 2001, Request::SubmitJob(Box::new(j))).unwrap() else { panic!() };
     running(&env, &ctl, s.job_id);
     // A batch job is not given back this way.
-    let Response::Submitted(b) = call(
-        &env,
-        ctl.addr,
-        2001,
-        Request::SubmitJob(Box::new(job(2001, 600_000, 0))),
-    )
-    .unwrap() else {
-        panic!()
-    };
+    let Response::Submitted(b) = call(&env, ctl.addr, 2001, Request::SubmitJob(Box::new(job(2001, 600_000, 0)))).unwrap() else { panic!() };
     running(&env, &ctl, b.job_id);
-    let r = ReleaseAllocation {
-        job_id: b.job_id,
-        exit_code: 0,
-        signal: 0,
-    };
-    assert_eq!(
-        call(&env, ctl.addr, 2001, Request::ReleaseAllocation(r)).unwrap(),
-        Response::Error(SlurmError::new(ESLURM_NOT_SUPPORTED))
-    );
-    let r = ReleaseAllocation {
-        job_id: s.job_id,
-        exit_code: 3,
-        signal: 0,
-    };
+    let r = ReleaseAllocation { job_id: b.job_id, exit_code: 0, signal: 0 };
+    assert_eq!(call(&env, ctl.addr, 2001, Request::ReleaseAllocation(r)).unwrap(), Response::Error(SlurmError::new(ESLURM_NOT_SUPPORTED)));
+    let r = ReleaseAllocation { job_id: s.job_id, exit_code: 3, signal: 0 };
     call(&env, ctl.addr, 2001, Request::ReleaseAllocation(r)).unwrap();
     let ok = wait_for(20, || {
-        all_jobs(&env, ctl.addr).iter().any(|x| {
-            x.job_id == s.job_id && x.state == Some(JobStateWire::Failed) && x.exit_code == 3
-        })
+        all_jobs(&env, ctl.addr).iter().any(|x| x.job_id == s.job_id && x.state == Some(JobStateWire::Failed) && x.exit_code == 3)
     });
     assert!(ok, "{:?}", all_jobs(&env, ctl.addr));
     assert!(ledger.lock().unwrap().violations.is_empty());

@@ -18,8 +18,7 @@ use store_data::*;
 fn restore_into(dir: &Path) {
     std::fs::create_dir_all(dir).unwrap();
     let conn = Connection::open(dir.join("flotilla.db")).unwrap();
-    conn.execute_batch(include_str!("fixtures/store_v4.sql"))
-        .unwrap();
+    conn.execute_batch(include_str!("fixtures/store_v4.sql")).unwrap();
 }
 
 fn restore() -> tempfile::TempDir {
@@ -30,26 +29,19 @@ fn restore() -> tempfile::TempDir {
 
 /// `(key, text, format)` of every row of `table`'s JSON `column`, by key (`format` is `None`
 /// before migration 5 added the column).
-fn texts(
-    conn: &Connection,
-    table: &str,
-    key: &str,
-    column: &str,
-) -> BTreeMap<String, (String, Option<u32>)> {
+fn texts(conn: &Connection, table: &str, key: &str, column: &str) -> BTreeMap<String, (String, Option<u32>)> {
     let has_format = conn
         .prepare(&format!("SELECT * FROM {table} LIMIT 0"))
         .unwrap()
         .column_names()
         .contains(&"format");
     let format = if has_format { "format" } else { "NULL" };
-    conn.prepare(&format!(
-        "SELECT CAST({key} AS TEXT), {column}, {format} FROM {table}"
-    ))
-    .unwrap()
-    .query_map([], |r| Ok((r.get(0)?, (r.get(1)?, r.get(2)?))))
-    .unwrap()
-    .collect::<Result<_, _>>()
-    .unwrap()
+    conn.prepare(&format!("SELECT CAST({key} AS TEXT), {column}, {format} FROM {table}"))
+        .unwrap()
+        .query_map([], |r| Ok((r.get(0)?, (r.get(1)?, r.get(2)?))))
+        .unwrap()
+        .collect::<Result<_, _>>()
+        .unwrap()
 }
 
 /// Job 1 of the fixture as the migration reads it: the record a controller wrote before the
@@ -98,33 +90,19 @@ fn old_database_loads_every_job_identically() {
         assert_eq!(got, want, "job {}", want.id);
     }
     // Every pending and running job is there (the controller restores exactly these).
-    let live: Vec<u64> = l
-        .jobs
-        .iter()
-        .filter(|j| !j.state.is_finished())
-        .map(|j| j.id)
-        .collect();
+    let live: Vec<u64> = l.jobs.iter().filter(|j| !j.state.is_finished()).map(|j| j.id).collect();
     assert_eq!(live, vec![3, 4, 5, 6, 7, 8, REPLICA]);
 
     let nodes: Vec<_> = l
         .nodes
         .iter()
-        .map(|n| {
-            (
-                n.name.clone(),
-                n.boot_epoch,
-                rows::avail_from_json(&n.avail).unwrap(),
-            )
-        })
+        .map(|n| (n.name.clone(), n.boot_epoch, rows::avail_from_json(&n.avail).unwrap()))
         .collect();
     assert_eq!(nodes, store_data::nodes());
 
     assert_eq!(l.svc.services.len(), 1);
     assert_eq!(l.svc.services[0].0, 1);
-    assert_eq!(
-        rows::service_from_json(&l.svc.services[0].1).unwrap(),
-        service()
-    );
+    assert_eq!(rows::service_from_json(&l.svc.services[0].1).unwrap(), service());
     assert_eq!(l.svc.next_service_id, 2);
     assert_eq!(l.svc.next_replica_id, REPLICA + 1);
     assert_eq!(l.svc.alerts.len(), 1);
@@ -187,10 +165,7 @@ fn migration_rewrites_every_row_in_the_row_format_and_keeps_the_text() {
     assert_eq!(rows::job_from_json(old_text).unwrap(), job1_as_read());
     // Job 1 ended before the cutoff; loading everything reads it too.
     let all = store.load(0).unwrap();
-    assert_eq!(
-        all.jobs.iter().find(|j| j.id == 1).unwrap(),
-        &job1_as_read()
-    );
+    assert_eq!(all.jobs.iter().find(|j| j.id == 1).unwrap(), &job1_as_read());
     drop(store);
 
     // Opening again applies nothing and changes nothing.
@@ -203,11 +178,8 @@ fn migration_rewrites_every_row_in_the_row_format_and_keeps_the_text() {
 fn a_row_the_legacy_decoder_cannot_read_stays_in_format_0_and_fails_as_before() {
     let dir = restore();
     let conn = Connection::open(dir.path().join("flotilla.db")).unwrap();
-    conn.execute(
-        "UPDATE jobs SET record = '{\"id\":4,\"broken\":' WHERE id = 4",
-        [],
-    )
-    .unwrap();
+    conn.execute("UPDATE jobs SET record = '{\"id\":4,\"broken\":' WHERE id = 4", [])
+        .unwrap();
     drop(conn);
     let store = Store::open(dir.path(), SyncMode::Full).unwrap();
     let (_, format) = &texts(store.conn(), "jobs", "id", "record")["4"];
@@ -223,11 +195,8 @@ fn a_database_from_a_newer_format_is_refused() {
     let dir = restore();
     drop(Store::open(dir.path(), SyncMode::Full).unwrap());
     let conn = Connection::open(dir.path().join("flotilla.db")).unwrap();
-    conn.execute(
-        "UPDATE nodes SET format = ?1 WHERE name = 'gpu01'",
-        [rows::FORMAT + 1],
-    )
-    .unwrap();
+    conn.execute("UPDATE nodes SET format = ?1 WHERE name = 'gpu01'", [rows::FORMAT + 1])
+        .unwrap();
     drop(conn);
     let store = Store::open(dir.path(), SyncMode::Full).unwrap();
     let err = store.load(CUTOFF).unwrap_err().to_string();
@@ -256,16 +225,11 @@ fn controller_restarted_on_an_old_database_keeps_its_running_and_pending_jobs() 
         .values()
         .find(|j| j.array_task_str.is_some())
         .expect("the array's pending tasks");
-    assert_eq!(
-        (array.job_id, array.state),
-        (5, Some(JobStateWire::Pending))
-    );
+    assert_eq!((array.job_id, array.state), (5, Some(JobStateWire::Pending)));
     assert_eq!(array.array_task_str.as_deref(), Some("1-3%2"));
     let db = Connection::open(common::state_dir_db(&env)).unwrap();
     let version: u32 = db
-        .query_row("SELECT MAX(version) FROM schema_migrations", [], |r| {
-            r.get(0)
-        })
+        .query_row("SELECT MAX(version) FROM schema_migrations", [], |r| r.get(0))
         .unwrap();
     assert_eq!(version, 9);
 }

@@ -72,10 +72,7 @@ fn service_row_json_is_the_golden() {
         include_str!("golden/service_row.json"),
         &serde_json::to_string_pretty(&row).unwrap(),
     );
-    assert_eq!(
-        rows::service_from_json(&rows::service_to_json(&svc)).unwrap(),
-        svc
-    );
+    assert_eq!(rows::service_from_json(&rows::service_to_json(&svc)).unwrap(), svc);
 }
 
 #[test]
@@ -257,18 +254,14 @@ fn stop_why() -> impl Strategy<Value = StopWhy> {
 
 fn stopping() -> impl Strategy<Value = Option<Stopping>> {
     proptest::option::of(
-        (
-            stop_why(),
-            any::<i64>(),
-            any::<bool>(),
-            any::<Option<i64>>(),
-        )
-            .prop_map(|(why, term_at, kill_sent, kill_at)| Stopping {
+        (stop_why(), any::<i64>(), any::<bool>(), any::<Option<i64>>()).prop_map(
+            |(why, term_at, kill_sent, kill_at)| Stopping {
                 why,
                 term_at,
                 kill_sent,
                 kill_at,
-            }),
+            },
+        ),
     )
 }
 
@@ -293,12 +286,7 @@ prop_compose! {
 
 fn array_tasks() -> impl Strategy<Value = Option<ArrayTasks>> {
     proptest::option::of(
-        any::<(u32, u32, u32, u32)>().prop_map(|(count, min, max, step)| ArrayTasks {
-            count,
-            min,
-            max,
-            step,
-        }),
+        any::<(u32, u32, u32, u32)>().prop_map(|(count, min, max, step)| ArrayTasks { count, min, max, step }),
     )
 }
 

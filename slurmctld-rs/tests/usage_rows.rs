@@ -14,13 +14,7 @@ fn report(step: &str, node: &str, cpu: u64, rss: u64, done: bool) -> StepUsage {
         run: 0,
         step: step.into(),
         node: node.into(),
-        usage: Usage {
-            user_usec: cpu,
-            total_usec: cpu,
-            max_rss: rss,
-            ntasks: 1,
-            ..Usage::default()
-        },
+        usage: Usage { user_usec: cpu, total_usec: cpu, max_rss: rss, ntasks: 1, ..Usage::default() },
         done,
         at: 100,
     }
@@ -33,29 +27,13 @@ fn reports_replace_per_node_and_combine_per_step() {
     let c = store.conn();
     write_usage(c, &[report("0", "gpu01", 1_000_000, 10 << 20, false)]).unwrap();
     // The end replaces the poll; the second node adds to it.
-    write_usage(
-        c,
-        &[
-            report("0", "gpu01", 3_000_000, 50 << 20, true),
-            report("0", "gpu02", 2_000_000, 80 << 20, true),
-        ],
-    )
-    .unwrap();
+    write_usage(c, &[report("0", "gpu01", 3_000_000, 50 << 20, true), report("0", "gpu02", 2_000_000, 80 << 20, true)]).unwrap();
     // A poll read before the end and sent after it does not replace the end.
     write_usage(c, &[report("0", "gpu01", 2_000_000, 40 << 20, false)]).unwrap();
     write_usage(c, &[report("batch", "gpu01", 500_000, 5 << 20, false)]).unwrap();
     let u = read_usage(c, 7).unwrap();
     let s0 = &u["0"];
-    assert_eq!(
-        (
-            s0.total_usec,
-            s0.max_rss,
-            s0.max_rss_node.as_str(),
-            s0.ntasks,
-            s0.done
-        ),
-        (5_000_000, 80 << 20, "gpu02", 2, true)
-    );
+    assert_eq!((s0.total_usec, s0.max_rss, s0.max_rss_node.as_str(), s0.ntasks, s0.done), (5_000_000, 80 << 20, "gpu02", 2, true));
     assert!(!u["batch"].done);
     assert!(read_usage(c, 8).unwrap().is_empty());
     // A later poll (a requeued job's next run) does.
@@ -65,14 +43,7 @@ fn reports_replace_per_node_and_combine_per_step() {
     u2.at = 200;
     write_usage(c, &[later, u2]).unwrap();
     assert_eq!(read_usage(c, 7).unwrap()["0"].total_usec, 200);
-    write_usage(
-        c,
-        &[
-            report("0", "gpu01", 3_000_000, 50 << 20, true),
-            report("0", "gpu02", 2_000_000, 80 << 20, true),
-        ],
-    )
-    .unwrap();
+    write_usage(c, &[report("0", "gpu01", 3_000_000, 50 << 20, true), report("0", "gpu02", 2_000_000, 80 << 20, true)]).unwrap();
 
     // The accounting query attaches it to the job's steps.
     c.execute(
@@ -89,36 +60,13 @@ fn reports_replace_per_node_and_combine_per_step() {
         )
         .unwrap();
     }
-    let q = AcctQuery {
-        jobs: vec![AcctJobRef {
-            job_id: 7,
-            task: None,
-            step: None,
-        }],
-        ..AcctQuery::default()
-    };
+    let q = AcctQuery { jobs: vec![AcctJobRef { job_id: 7, task: None, step: None }], ..AcctQuery::default() };
     let jobs = acct::query(c, &q).unwrap();
-    let steps: Vec<(String, Option<u64>)> = jobs[0]
-        .steps
-        .iter()
-        .map(|s| (s.step.clone(), s.usage.as_ref().map(|u| u.total_usec)))
-        .collect();
-    assert_eq!(
-        steps,
-        vec![
-            ("batch".into(), Some(500_000)),
-            ("0".into(), Some(5_000_000))
-        ]
-    );
+    let steps: Vec<(String, Option<u64>)> = jobs[0].steps.iter().map(|s| (s.step.clone(), s.usage.as_ref().map(|u| u.total_usec))).collect();
+    assert_eq!(steps, vec![("batch".into(), Some(500_000)), ("0".into(), Some(5_000_000))]);
     // -q selects by QOS.
-    let other = AcctQuery {
-        qos: vec!["high".into()],
-        ..q.clone()
-    };
+    let other = AcctQuery { qos: vec!["high".into()], ..q.clone() };
     assert!(acct::query(c, &other).unwrap().is_empty());
-    let normal = AcctQuery {
-        qos: vec!["normal".into()],
-        ..q
-    };
+    let normal = AcctQuery { qos: vec!["normal".into()], ..q };
     assert_eq!(acct::query(c, &normal).unwrap().len(), 1);
 }

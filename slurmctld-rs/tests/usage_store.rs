@@ -15,29 +15,14 @@ fn usage_round_trips_through_the_store_and_keeps_decaying() {
     usage.last_reset = Some(1_799_000_000);
     {
         let mut store = Store::open(dir.path(), SyncMode::Full).unwrap();
-        assert_eq!(
-            store.load_usage().unwrap(),
-            Usage::default(),
-            "nothing saved yet"
-        );
-        let batch = WriteBatch {
-            fair_usage: Some(usage.clone()),
-            ..WriteBatch::default()
-        };
+        assert_eq!(store.load_usage().unwrap(), Usage::default(), "nothing saved yet");
+        let batch = WriteBatch { fair_usage: Some(usage.clone()), ..WriteBatch::default() };
         assert!(!batch.is_empty());
         store.commit(&batch, &|_| None).unwrap();
         // A later save replaces the whole set.
         let mut fewer = usage.clone();
         fewer.raw.remove(&AssocId(3));
-        store
-            .commit(
-                &WriteBatch {
-                    fair_usage: Some(fewer),
-                    ..WriteBatch::default()
-                },
-                &|_| None,
-            )
-            .unwrap();
+        store.commit(&WriteBatch { fair_usage: Some(fewer), ..WriteBatch::default() }, &|_| None).unwrap();
     }
     let store = Store::open(dir.path(), SyncMode::Full).unwrap();
     let mut back = store.load_usage().unwrap();
@@ -45,10 +30,7 @@ fn usage_round_trips_through_the_store_and_keeps_decaying() {
     want.raw.remove(&AssocId(3));
     assert_eq!(back, want);
     // One half-life after the save, the restored usage is half.
-    let config = UsageConfig {
-        half_life_s: 3600,
-        ..UsageConfig::default()
-    };
+    let config = UsageConfig { half_life_s: 3600, ..UsageConfig::default() };
     assert_eq!(back.advance(&config, 1_800_003_600), 3600);
     assert_eq!(back.get(AssocId(1)), 3600.0 * 4.0);
 }

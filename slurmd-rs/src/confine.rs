@@ -14,10 +14,10 @@ pub mod auto;
 pub mod bpf;
 pub mod fake;
 mod fsutil;
-#[cfg(test)]
-pub(crate) mod testutil;
 pub mod v1;
 pub mod v2;
+#[cfg(test)]
+pub(crate) mod testutil;
 
 use serde::{Deserialize, Serialize};
 use std::fmt;
@@ -115,9 +115,7 @@ pub const STANDARD_DEVICES: &[(u32, Option<u32>)] = &[
 
 /// True when `(major, minor)` is one of [`STANDARD_DEVICES`].
 pub fn is_standard_device(major: u32, minor: u32) -> bool {
-    STANDARD_DEVICES
-        .iter()
-        .any(|&(ma, mi)| ma == major && mi.is_none_or(|mi| mi == minor))
+    STANDARD_DEVICES.iter().any(|&(ma, mi)| ma == major && mi.is_none_or(|mi| mi == minor))
 }
 
 /// Errors of confinement; I/O errors carry the path they concern.
@@ -193,9 +191,7 @@ impl ConfineSpec {
         self.all_gpus.iter().filter(|gpu| {
             !self.allowed_gpus.contains(&gpu.index)
                 && !is_standard_device(gpu.major, gpu.minor)
-                && !self
-                    .allowed_gpu_devices()
-                    .any(|a| (a.major, a.minor) == (gpu.major, gpu.minor))
+                && !self.allowed_gpu_devices().any(|a| (a.major, a.minor) == (gpu.major, gpu.minor))
         })
     }
 

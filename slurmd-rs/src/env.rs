@@ -98,20 +98,11 @@ impl UserInfo {
     /// The passwd entry of `uid`; `name` (the name the controller recorded) with `/` as home
     /// and `/bin/sh` as shell when the node has no entry for it.
     pub fn of_uid(uid: u32, name: &str) -> UserInfo {
-        let pw = nix::unistd::User::from_uid(nix::unistd::Uid::from_raw(uid))
-            .ok()
-            .flatten();
+        let pw = nix::unistd::User::from_uid(nix::unistd::Uid::from_raw(uid)).ok().flatten();
         UserInfo {
-            name: pw
-                .as_ref()
-                .map_or_else(|| name.to_string(), |p| p.name.clone()),
-            home: pw
-                .as_ref()
-                .map_or_else(|| "/".into(), |p| p.dir.to_string_lossy().into_owned()),
-            shell: pw.as_ref().map_or_else(
-                || "/bin/sh".into(),
-                |p| p.shell.to_string_lossy().into_owned(),
-            ),
+            name: pw.as_ref().map_or_else(|| name.to_string(), |p| p.name.clone()),
+            home: pw.as_ref().map_or_else(|| "/".into(), |p| p.dir.to_string_lossy().into_owned()),
+            shell: pw.as_ref().map_or_else(|| "/bin/sh".into(), |p| p.shell.to_string_lossy().into_owned()),
         }
     }
 }
@@ -143,11 +134,7 @@ pub fn compress_counts(v: &[u32]) -> String {
             j += 1;
         }
         let n = j - i + 1;
-        out.push(if n > 1 {
-            format!("{}(x{n})", v[i])
-        } else {
-            v[i].to_string()
-        });
+        out.push(if n > 1 { format!("{}(x{n})", v[i]) } else { v[i].to_string() });
         i = j + 1;
     }
     out.join(",")
@@ -176,15 +163,7 @@ fn login_vars(env: &mut Vec<(String, String)>, user: &UserInfo) {
     set_default(env, "HOME", user.home.clone());
     set_default(env, "USER", user.name.clone());
     set_default(env, "LOGNAME", user.name.clone());
-    set_default(
-        env,
-        "SHELL",
-        if user.shell.is_empty() {
-            "/bin/sh".to_string()
-        } else {
-            user.shell.clone()
-        },
-    );
+    set_default(env, "SHELL", if user.shell.is_empty() { "/bin/sh".to_string() } else { user.shell.clone() });
     set_default(env, "PATH", "/usr/local/bin:/usr/bin:/bin");
 }
 
@@ -195,10 +174,7 @@ pub fn exported(submitted: &[(String, String)], user: &UserInfo) -> Vec<(String,
         .find(|(k, _)| k == "SLURM_EXPORT_ENV")
         .map_or(Export::All(Vec::new()), |(_, v)| Export::parse(v));
     let slurm_only = |env: &[(String, String)]| -> Vec<(String, String)> {
-        env.iter()
-            .filter(|(k, _)| k.starts_with("SLURM_"))
-            .cloned()
-            .collect()
+        env.iter().filter(|(k, _)| k.starts_with("SLURM_")).cloned().collect()
     };
     let with_list = |env: &mut Vec<(String, String)>, vars: &[(String, Option<String>)]| {
         for (k, v) in vars {
@@ -255,18 +231,8 @@ pub fn batch_env(
 
     let gpus = gpu_indices(bind.gpu_mask);
     if !gpus.is_empty() {
-        let list = gpus
-            .iter()
-            .map(u32::to_string)
-            .collect::<Vec<_>>()
-            .join(",");
-        for k in [
-            "CUDA_VISIBLE_DEVICES",
-            "GPU_DEVICE_ORDINAL",
-            "ROCR_VISIBLE_DEVICES",
-            "ZE_AFFINITY_MASK",
-            "SLURM_JOB_GPUS",
-        ] {
+        let list = gpus.iter().map(u32::to_string).collect::<Vec<_>>().join(",");
+        for k in ["CUDA_VISIBLE_DEVICES", "GPU_DEVICE_ORDINAL", "ROCR_VISIBLE_DEVICES", "ZE_AFFINITY_MASK", "SLURM_JOB_GPUS"] {
             set(&mut env, k, list.clone());
         }
         set(&mut env, "SLURM_GPUS_ON_NODE", gpus.len().to_string());
@@ -293,11 +259,7 @@ pub fn batch_env(
     if let Some(d) = details {
         set(&mut env, "SLURM_JOB_ACCOUNT", d.account.clone());
     }
-    set(
-        &mut env,
-        "SLURM_JOB_CPUS_PER_NODE",
-        compress_counts(&cpus_per_node),
-    );
+    set(&mut env, "SLURM_JOB_CPUS_PER_NODE", compress_counts(&cpus_per_node));
     set(&mut env, "SLURM_JOB_GID", bind.gid.to_string());
     set(&mut env, "SLURM_JOB_ID", id);
     set(&mut env, "SLURM_JOB_NAME", bind.name.clone());
@@ -312,14 +274,9 @@ pub fn batch_env(
     set(&mut env, "SLURM_LOCALID", "0");
     match details {
         Some(LaunchDetails {
-            mem_per_cpu_mib: Some(m),
-            ..
+            mem_per_cpu_mib: Some(m), ..
         }) => set(&mut env, "SLURM_MEM_PER_CPU", m.to_string()),
-        Some(d) if d.mem_per_node_mib > 0 => set(
-            &mut env,
-            "SLURM_MEM_PER_NODE",
-            d.mem_per_node_mib.to_string(),
-        ),
+        Some(d) if d.mem_per_node_mib > 0 => set(&mut env, "SLURM_MEM_PER_NODE", d.mem_per_node_mib.to_string()),
         None if bind.mem_mib > 0 => set(&mut env, "SLURM_MEM_PER_NODE", bind.mem_mib.to_string()),
         _ => {}
     }
@@ -337,16 +294,8 @@ pub fn batch_env(
         set_default(&mut env, "SLURM_SUBMIT_HOST", d.submit_host.clone());
     }
     set(&mut env, "SLURM_TASKS_PER_NODE", compress_counts(&tasks));
-    set(
-        &mut env,
-        "SLURM_TOPOLOGY_ADDR",
-        facts.topology_addr.0.clone(),
-    );
-    set(
-        &mut env,
-        "SLURM_TOPOLOGY_ADDR_PATTERN",
-        facts.topology_addr.1.clone(),
-    );
+    set(&mut env, "SLURM_TOPOLOGY_ADDR", facts.topology_addr.0.clone());
+    set(&mut env, "SLURM_TOPOLOGY_ADDR_PATTERN", facts.topology_addr.1.clone());
     set(
         &mut env,
         "SLURM_WORKING_CLUSTER",
@@ -539,26 +488,16 @@ mod tests {
 
     #[test]
     fn topology_of_the_reference() {
-        let p = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
-            .join("../../shared/slurm-reference/conf/slurm.conf");
+        let p = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../shared/slurm-reference/conf/slurm.conf");
         let Ok(conf) = flotilla_conf::load_from(&p) else {
-            println!(
-                "SKIPPED: reference configuration not found at {}",
-                p.display()
-            );
+            println!("SKIPPED: reference configuration not found at {}", p.display());
             return;
         };
         assert_eq!(
             topology_addr(&conf, "gpu03"),
-            (
-                "spine.leaf2.gpu03".to_string(),
-                "switch.switch.node".to_string()
-            )
+            ("spine.leaf2.gpu03".to_string(), "switch.switch.node".to_string())
         );
         let flat = flotilla_core::config::ClusterConfig::default();
-        assert_eq!(
-            topology_addr(&flat, "n1"),
-            ("n1".to_string(), "node".to_string())
-        );
+        assert_eq!(topology_addr(&flat, "n1"), ("n1".to_string(), "node".to_string()));
     }
 }

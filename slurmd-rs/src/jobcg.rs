@@ -204,12 +204,7 @@ impl TaskJoin {
     /// Prepares (in the parent: opens the files, builds the path) the join of `step` (none:
     /// unconfined), then the change to `user` (`(uid, gid)`, with the supplementary `groups`
     /// of [`crate::env::groups_of`]; `None` when the launcher is not root) and to `dir`.
-    pub fn new(
-        step: Option<&StepCgroup>,
-        user: Option<(u32, u32)>,
-        groups: &[u32],
-        dir: &str,
-    ) -> Result<TaskJoin, ConfineError> {
+    pub fn new(step: Option<&StepCgroup>, user: Option<(u32, u32)>, groups: &[u32], dir: &str) -> Result<TaskJoin, ConfineError> {
         let dir = std::ffi::CString::new(dir.replace('\0', "")).expect("NULs removed");
         Ok(TaskJoin {
             files: match step {
@@ -227,21 +222,11 @@ impl TaskJoin {
     /// on data prepared before the fork).
     #[allow(unsafe_code)]
     pub fn in_child(&self) -> std::io::Result<()> {
-        let check = |r: libc::c_int| {
-            if r == 0 {
-                Ok(())
-            } else {
-                Err(std::io::Error::last_os_error())
-            }
-        };
+        let check = |r: libc::c_int| if r == 0 { Ok(()) } else { Err(std::io::Error::last_os_error()) };
         join_in_child(&self.files)?;
         if let Some((uid, gid)) = self.user {
             let only_gid = [gid as libc::gid_t];
-            let groups: &[libc::gid_t] = if self.groups.is_empty() {
-                &only_gid
-            } else {
-                &self.groups
-            };
+            let groups: &[libc::gid_t] = if self.groups.is_empty() { &only_gid } else { &self.groups };
             // SAFETY: plain system calls with valid arguments (a group list owned by `self`).
             unsafe {
                 check(libc::setgroups(groups.len(), groups.as_ptr()))?;
@@ -306,11 +291,7 @@ impl NodeCgroups {
     /// [`flotilla_conf::cgroup::CgroupConf::memory_limits`] computes them. A GPU whose device
     /// file is a standard device ([`crate::confine::STANDARD_DEVICES`]) is logged: it cannot be
     /// denied without denying that device.
-    pub fn with_conf(
-        mut self,
-        conf: &flotilla_conf::cgroup::CgroupConf,
-        real_memory_mib: u64,
-    ) -> NodeCgroups {
+    pub fn with_conf(mut self, conf: &flotilla_conf::cgroup::CgroupConf, real_memory_mib: u64) -> NodeCgroups {
         if !conf.constrain_devices {
             self.gpus.clear();
         }
@@ -350,15 +331,8 @@ impl NodeCgroups {
     /// says ([`NodeCgroups::with_conf`]).
     pub fn spec(&self, job_id: u64, gpu_mask: u64, mem_mib: u64) -> ConfineSpec {
         let memory = match &self.memory {
-            MemoryPolicy::JobMemory => {
-                (mem_mib > 0).then(|| crate::confine::MemoryLimits::hard_mib(mem_mib))
-            }
-            MemoryPolicy::Conf {
-                conf,
-                real_memory_mib,
-            } => conf
-                .memory_limits(mem_mib, *real_memory_mib)
-                .map(Into::into),
+            MemoryPolicy::JobMemory => (mem_mib > 0).then(|| crate::confine::MemoryLimits::hard_mib(mem_mib)),
+            MemoryPolicy::Conf { conf, real_memory_mib } => conf.memory_limits(mem_mib, *real_memory_mib).map(Into::into),
         };
         ConfineSpec {
             name: job_name(job_id),
@@ -374,25 +348,12 @@ impl NodeCgroups {
     /// removed first (bounded wait): the controller binds a new run only once the old one
     /// ended. Errors: the confinement's (the caller fails the launch), or an `Io` error when
     /// the earlier run's processes do not go.
-    pub fn open_job(
-        &self,
-        job_id: u64,
-        run: u32,
-        gpu_mask: u64,
-        mem_mib: u64,
-    ) -> Result<(), ConfineError> {
-        let Some(confinement) = &self.confinement else {
-            return Ok(());
-        };
+    pub fn open_job(&self, job_id: u64, run: u32, gpu_mask: u64, mem_mib: u64) -> Result<(), ConfineError> {
+        let Some(confinement) = &self.confinement else { return Ok(()) };
         let mut st = self.state();
         if st.jobs.get(&job_id).is_some_and(|j| j.run != run) {
             let old = st.jobs.remove(&job_id).expect("present");
-            info!(
-                job = job_id,
-                old_run = old.run,
-                run,
-                "a new run of the job: the earlier run's cgroup goes first"
-            );
+            info!(job = job_id, old_run = old.run, run, "a new run of the job: the earlier run's cgroup goes first");
             st.draining.insert(
                 job_id,
                 Draining {
@@ -411,15 +372,7 @@ impl NodeCgroups {
         let spec = self.spec(job_id, gpu_mask, mem_mib);
         let cgroup: Arc<dyn JobCgroup> = Arc::from(confinement.create(&spec)?);
         let steps = st.jobs.remove(&job_id).map(|j| j.steps).unwrap_or_default();
-        st.jobs.insert(
-            job_id,
-            Job {
-                run,
-                spec,
-                cgroup,
-                steps,
-            },
-        );
+        st.jobs.insert(job_id, Job { run, spec, cgroup, steps });
         Ok(())
     }
 
@@ -445,14 +398,9 @@ impl NodeCgroups {
     /// when unconfined. Errors: [`ConfineError::NoJob`] when the job has no cgroup here (its
     /// tasks must not start unconfined), or the confinement's.
     pub fn step(&self, job_id: u64, step_id: u32) -> Result<Option<StepCgroup>, ConfineError> {
-        let Some(confinement) = &self.confinement else {
-            return Ok(None);
-        };
+        let Some(confinement) = &self.confinement else { return Ok(None) };
         let mut st = self.state();
-        let job = st
-            .jobs
-            .get_mut(&job_id)
-            .ok_or(ConfineError::NoJob(job_id))?;
+        let job = st.jobs.get_mut(&job_id).ok_or(ConfineError::NoJob(job_id))?;
         let spec = ConfineSpec {
             name: format!("{}/step_{step_id}", job.spec.name),
             ..job.spec.clone()
@@ -470,17 +418,11 @@ impl NodeCgroups {
     pub fn end_step(&self, job_id: u64, step_id: u32) {
         let cgroup = {
             let mut st = self.state();
-            st.jobs
-                .get_mut(&job_id)
-                .and_then(|j| j.steps.remove(&step_id))
+            st.jobs.get_mut(&job_id).and_then(|j| j.steps.remove(&step_id))
         };
         let Some(cg) = cgroup else { return };
         if cg.oom_killed().unwrap_or(false) {
-            info!(
-                job = job_id,
-                step = step_id,
-                "a process of the step was OOM-killed: its cgroup stays until the job ends"
-            );
+            info!(job = job_id, step = step_id, "a process of the step was OOM-killed: its cgroup stays until the job ends");
             if let Err(e) = kill_until_empty(cg.as_ref(), DRAIN_WAIT) {
                 warn!(job = job_id, step = step_id, "step cgroup: {e}");
             }
@@ -510,11 +452,7 @@ impl NodeCgroups {
 
     /// SIGKILLs every process of job `job_id` on this node (its whole tree).
     pub fn kill_job(&self, job_id: u64) {
-        let cg = self
-            .state()
-            .jobs
-            .get(&job_id)
-            .map(|j| Arc::clone(&j.cgroup));
+        let cg = self.state().jobs.get(&job_id).map(|j| Arc::clone(&j.cgroup));
         if let Some(cg) = cg {
             if let Err(e) = cg.signal_all(SIGKILL) {
                 warn!(job = job_id, "kill of the job cgroup: {e}");
@@ -562,11 +500,7 @@ impl NodeCgroups {
             let _ = d.cgroup.signal_all(SIGKILL);
             if !d.warned && d.since.elapsed() > Duration::from_secs(30) {
                 d.warned = true;
-                warn!(
-                    job = id,
-                    processes = left,
-                    "job cgroup still holds processes 30 s after the kill"
-                );
+                warn!(job = id, processes = left, "job cgroup still holds processes 30 s after the kill");
             }
         }
     }
@@ -594,11 +528,7 @@ impl NodeCgroups {
         for dir in self.node_dirs() {
             for e in std::fs::read_dir(&dir).into_iter().flatten().flatten() {
                 let name = e.file_name();
-                if let Some(id) = name
-                    .to_str()
-                    .and_then(|n| n.strip_prefix("job_"))
-                    .and_then(|n| n.parse::<u64>().ok())
-                {
+                if let Some(id) = name.to_str().and_then(|n| n.strip_prefix("job_")).and_then(|n| n.parse::<u64>().ok()) {
                     found.insert(id);
                 }
             }
@@ -608,10 +538,7 @@ impl NodeCgroups {
         for id in found.into_iter().filter(|id| !held.contains(id)) {
             match self.open_job(id, 0, 0, 0) {
                 Ok(()) => {
-                    warn!(
-                        job = id,
-                        "a cgroup of a job not bound here: killing what is in it and removing it"
-                    );
+                    warn!(job = id, "a cgroup of a job not bound here: killing what is in it and removing it");
                     self.release(id, 0);
                     released.push(id);
                 }
@@ -627,13 +554,7 @@ impl NodeCgroups {
     pub fn usage_of(&self, name: &str) -> Option<flotilla_proto::Usage> {
         match self.kind()? {
             "v1" => {
-                let dir = |c: &str| {
-                    self.root
-                        .join(c)
-                        .join("flotilla")
-                        .join(&self.node)
-                        .join(name)
-                };
+                let dir = |c: &str| self.root.join(c).join("flotilla").join(&self.node).join(name);
                 let memory = dir("memory");
                 if !memory.is_dir() {
                     return None;
@@ -655,19 +576,9 @@ impl NodeCgroups {
         let st = self.state();
         let mut v = Vec::new();
         for (&id, j) in &st.jobs {
-            v.push((
-                id,
-                j.run,
-                "batch".to_string(),
-                format!("{}/{BATCH_STEP}", j.spec.name),
-            ));
+            v.push((id, j.run, "batch".to_string(), format!("{}/{BATCH_STEP}", j.spec.name)));
             for s in j.steps.keys() {
-                v.push((
-                    id,
-                    j.run,
-                    s.to_string(),
-                    format!("{}/step_{s}", j.spec.name),
-                ));
+                v.push((id, j.run, s.to_string(), format!("{}/step_{s}", j.spec.name)));
             }
         }
         v
@@ -676,10 +587,7 @@ impl NodeCgroups {
     /// Jobs with a cgroup here, and released ones not yet removed (for tests and logs).
     pub fn jobs(&self) -> (Vec<u64>, Vec<u64>) {
         let st = self.state();
-        (
-            st.jobs.keys().copied().collect(),
-            st.draining.keys().copied().collect(),
-        )
+        (st.jobs.keys().copied().collect(), st.draining.keys().copied().collect())
     }
 }
 
@@ -700,10 +608,7 @@ fn kill_until_empty(cg: &dyn JobCgroup, wait: Duration) -> Result<(), ConfineErr
         if t0.elapsed() > wait {
             return Err(ConfineError::Io {
                 path: "job cgroup".into(),
-                source: std::io::Error::new(
-                    std::io::ErrorKind::TimedOut,
-                    "processes left after SIGKILL",
-                ),
+                source: std::io::Error::new(std::io::ErrorKind::TimedOut, "processes left after SIGKILL"),
             });
         }
         std::thread::sleep(Duration::from_millis(10));
@@ -717,6 +622,7 @@ mod tests {
     use crate::confine::fake::{FakeCall, FakeConfinement};
     use crate::confine::testutil::{gpus, Recorded};
 
+
     fn read(p: &Path) -> String {
         std::fs::read_to_string(p).unwrap_or_else(|e| panic!("{}: {e}", p.display()))
     }
@@ -727,11 +633,7 @@ mod tests {
     #[test]
     fn v2_job_and_step_cgroups_on_a_fake_root() {
         let tmp = tempfile::tempdir().unwrap();
-        std::fs::write(
-            tmp.path().join("cgroup.controllers"),
-            "cpu io memory pids\n",
-        )
-        .unwrap();
+        std::fs::write(tmp.path().join("cgroup.controllers"), "cpu io memory pids\n").unwrap();
         let rec = Arc::new(Recorded::default());
         let v2 = CgroupV2::with_device_filter(tmp.path(), "c_n1", rec.clone());
         let cgs = NodeCgroups::new(Some(Box::new(v2)), tmp.path(), "c_n1", gpus(4));
@@ -741,43 +643,21 @@ mod tests {
         let job = tmp.path().join("flotilla/c_n1/job_42");
         assert_eq!(read(&job.join("memory.max")), (2048u64 << 20).to_string());
         let denied = bpf::device_filter(&[(195, 0), (195, 3)]);
-        assert_eq!(
-            rec.0.lock().unwrap().clone(),
-            vec![(job.clone(), denied.clone())]
-        );
+        assert_eq!(rec.0.lock().unwrap().clone(), vec![(job.clone(), denied.clone())]);
 
         let step = cgs.step(42, 0).unwrap().expect("confined");
         let step_dir = job.join("step_0");
-        assert_eq!(
-            step.cgroup.procs_files(),
-            vec![step_dir.join("cgroup.procs")]
-        );
-        assert_eq!(
-            read(&step_dir.join("memory.max")),
-            (2048u64 << 20).to_string()
-        );
-        assert_eq!(
-            read(&job.join("cgroup.subtree_control")),
-            "+memory +pids",
-            "controllers for the steps"
-        );
-        assert_eq!(
-            rec.0.lock().unwrap().last().unwrap(),
-            &(step_dir.clone(), denied.clone())
-        );
+        assert_eq!(step.cgroup.procs_files(), vec![step_dir.join("cgroup.procs")]);
+        assert_eq!(read(&step_dir.join("memory.max")), (2048u64 << 20).to_string());
+        assert_eq!(read(&job.join("cgroup.subtree_control")), "+memory +pids", "controllers for the steps");
+        assert_eq!(rec.0.lock().unwrap().last().unwrap(), &(step_dir.clone(), denied.clone()));
 
         // The batch step's spec, as the supervisor gets it.
         let b = cgs.batch_cgroups(42).unwrap();
         assert_eq!((b.kind.as_str(), b.node.as_str()), ("v2", "c_n1"));
         assert_eq!(b.job.name, "job_42");
         assert_eq!(b.step.name, "job_42/step_batch");
-        assert_eq!(
-            (b.step.memory, b.step.allowed_gpus.clone()),
-            (
-                Some(crate::confine::MemoryLimits::hard_mib(2048)),
-                vec![1, 2]
-            )
-        );
+        assert_eq!((b.step.memory, b.step.allowed_gpus.clone()), (Some(crate::confine::MemoryLimits::hard_mib(2048)), vec![1, 2]));
         assert_eq!(b.step.all_gpus, gpus(4));
 
         // A step's end removes its cgroup only.
@@ -785,10 +665,7 @@ mod tests {
         cgs.end_step(42, 0);
         assert!(!step_dir.exists() && job.is_dir());
         // A step of a job not bound here is refused.
-        assert_eq!(
-            cgs.step(7, 0).unwrap_err().to_string(),
-            "job 7 has no cgroup on this node"
-        );
+        assert_eq!(cgs.step(7, 0).unwrap_err().to_string(), "job 7 has no cgroup on this node");
 
         // Release: gone once empty; a new step is refused.
         cgs.step(42, 1).unwrap();
@@ -812,16 +689,10 @@ mod tests {
         let defaults = NodeCgroups::new(fake(), "/x", "c_n1", gpus(4)).with_conf(&conf(""), 4096);
         let s = defaults.spec(1, 0b0001, 100);
         assert_eq!(s.memory, None, "ConstrainRAMSpace=no: no memory limit");
-        assert_eq!(
-            s.denied_gpus().count(),
-            0,
-            "ConstrainDevices=no: no GPU denied"
-        );
+        assert_eq!(s.denied_gpus().count(), 0, "ConstrainDevices=no: no GPU denied");
 
-        let on = NodeCgroups::new(fake(), "/x", "c_n1", gpus(4)).with_conf(
-            &conf("ConstrainRAMSpace=yes AllowedRAMSpace=150\nConstrainDevices=yes"),
-            4096,
-        );
+        let on = NodeCgroups::new(fake(), "/x", "c_n1", gpus(4))
+            .with_conf(&conf("ConstrainRAMSpace=yes AllowedRAMSpace=150\nConstrainDevices=yes"), 4096);
         let s = on.spec(1, 0b0001, 100);
         assert_eq!(s.memory.map(|m| m.limit_bytes), Some(150 << 20));
         let denied: Vec<u32> = s.denied_gpus().map(|g| g.index).collect();
@@ -833,14 +704,9 @@ mod tests {
             (g.major, g.minor) = (1, 3);
         }
         aliases[3].minor = aliases[2].minor;
-        let on = NodeCgroups::new(fake(), "/x", "c_n1", aliases)
-            .with_conf(&conf("ConstrainDevices=yes"), 4096);
+        let on = NodeCgroups::new(fake(), "/x", "c_n1", aliases).with_conf(&conf("ConstrainDevices=yes"), 4096);
         let s = on.spec(1, 0b0100, 0);
-        assert_eq!(
-            s.denied_gpus().count(),
-            0,
-            "/dev/null and the allowed GPU's own device are never denied"
-        );
+        assert_eq!(s.denied_gpus().count(), 0, "/dev/null and the allowed GPU's own device are never denied");
         let s = on.spec(1, 0b0001, 0);
         let denied: Vec<u32> = s.denied_gpus().map(|g| g.index).collect();
         assert_eq!(denied, [2, 3]);
@@ -856,23 +722,11 @@ mod tests {
         let step = cgs.step(5, 0).unwrap().unwrap();
         step.cgroup.add_pid(100).unwrap();
         assert_eq!(cgs.signal_steps(5, 10), 1);
-        assert!(fake.calls().contains(&FakeCall::SignalAll {
-            name: "job_5/step_0".into(),
-            signal: 10
-        }));
+        assert!(fake.calls().contains(&FakeCall::SignalAll { name: "job_5/step_0".into(), signal: 10 }));
         cgs.release(5, 0);
-        assert_eq!(
-            cgs.jobs(),
-            (vec![], vec![]),
-            "the fake's SIGKILL emptied it: removed at once"
-        );
-        assert!(fake.calls().contains(&FakeCall::SignalAll {
-            name: "job_5".into(),
-            signal: 9
-        }));
-        assert!(fake.calls().contains(&FakeCall::Destroy {
-            name: "job_5".into()
-        }));
+        assert_eq!(cgs.jobs(), (vec![], vec![]), "the fake's SIGKILL emptied it: removed at once");
+        assert!(fake.calls().contains(&FakeCall::SignalAll { name: "job_5".into(), signal: 9 }));
+        assert!(fake.calls().contains(&FakeCall::Destroy { name: "job_5".into() }));
 
         // Unconfined: no-ops.
         let none = NodeCgroups::none();
@@ -898,50 +752,30 @@ mod tests {
         cgs.open_job(9, 0, 0b10, 64).unwrap();
         let mem = tmp.path().join("memory/flotilla/c_n2/job_9");
         let dev = tmp.path().join("devices/flotilla/c_n2/job_9");
-        assert_eq!(
-            read(&mem.join("memory.limit_in_bytes")),
-            (64u64 << 20).to_string()
-        );
+        assert_eq!(read(&mem.join("memory.limit_in_bytes")), (64u64 << 20).to_string());
         assert_eq!(read(&dev.join("devices.deny")), "c 195:0 rwm\n");
         let step = cgs.step(9, 3).unwrap().unwrap();
         assert_eq!(read(&dev.join("step_3/devices.deny")), "c 195:0 rwm\n");
         assert_eq!(read(&dev.join("step_3/devices.allow")), "c 195:1 rwm\n");
         assert_eq!(step.cgroup.procs_files().len(), 3);
         // A process listed in the step (a plain file: SIGKILL kills it, the file keeps it).
-        let mut child = std::process::Command::new("sleep")
-            .arg("60")
-            .spawn()
-            .unwrap();
+        let mut child = std::process::Command::new("sleep").arg("60").spawn().unwrap();
         std::fs::write(mem.join("step_3/cgroup.procs"), format!("{}\n", child.id())).unwrap();
         cgs.release(9, 0);
         use std::os::unix::process::ExitStatusExt;
-        assert_eq!(
-            child.wait().unwrap().signal(),
-            Some(9),
-            "the release SIGKILLs the step's processes"
-        );
+        assert_eq!(child.wait().unwrap().signal(), Some(9), "the release SIGKILLs the step's processes");
         assert_eq!(cgs.jobs(), (vec![], vec![9]), "still listed: draining");
         cgs.poll();
         assert_eq!(cgs.jobs(), (vec![], vec![9]));
         std::fs::write(mem.join("step_3/cgroup.procs"), "").unwrap();
         cgs.open_job(9, 1, 0b01, 32).unwrap();
-        assert_eq!(
-            cgs.jobs(),
-            (vec![9], vec![]),
-            "the re-bind drained the old run first"
-        );
+        assert_eq!(cgs.jobs(), (vec![9], vec![]), "the re-bind drained the old run first");
         assert!(!mem.join("step_3").exists(), "the old run's step is gone");
-        assert_eq!(
-            read(&mem.join("memory.limit_in_bytes")),
-            (32u64 << 20).to_string()
-        );
+        assert_eq!(read(&mem.join("memory.limit_in_bytes")), (32u64 << 20).to_string());
         // A new run while the earlier one still holds the cgroup (its end not yet seen): the
         // earlier run's processes go first, and the earlier run's late release leaves the new one.
         let step = cgs.step(9, 0).unwrap().unwrap();
-        let mut child = std::process::Command::new("sleep")
-            .arg("60")
-            .spawn()
-            .unwrap();
+        let mut child = std::process::Command::new("sleep").arg("60").spawn().unwrap();
         std::fs::write(mem.join("step_0/cgroup.procs"), format!("{}\n", child.id())).unwrap();
         drop(step);
         let killer = std::thread::spawn(move || child.wait().unwrap().signal());
@@ -952,23 +786,12 @@ mod tests {
             std::fs::write(procs, "").unwrap();
         });
         cgs.open_job(9, 2, 0b01, 16).unwrap();
-        assert_eq!(
-            killer.join().unwrap(),
-            Some(9),
-            "run 1's processes were killed"
-        );
+        assert_eq!(killer.join().unwrap(), Some(9), "run 1's processes were killed");
         emptier.join().unwrap();
         assert!(!mem.join("step_0").exists());
-        assert_eq!(
-            read(&mem.join("memory.limit_in_bytes")),
-            (16u64 << 20).to_string()
-        );
+        assert_eq!(read(&mem.join("memory.limit_in_bytes")), (16u64 << 20).to_string());
         cgs.release(9, 1);
-        assert_eq!(
-            cgs.jobs(),
-            (vec![9], vec![]),
-            "run 1's release leaves run 2's cgroup"
-        );
+        assert_eq!(cgs.jobs(), (vec![9], vec![]), "run 1's release leaves run 2's cgroup");
         cgs.release(9, 2);
         assert!(!mem.exists() && !dev.exists());
     }
@@ -986,21 +809,13 @@ mod tests {
             }
             std::fs::create_dir_all(tmp.path().join(c).join("flotilla/c_n1/not_a_job")).unwrap();
         }
-        let cgs = NodeCgroups::new(
-            Some(Box::new(CgroupV1::new(tmp.path(), "c_n1"))),
-            tmp.path(),
-            "c_n1",
-            gpus(2),
-        );
+        let cgs = NodeCgroups::new(Some(Box::new(CgroupV1::new(tmp.path(), "c_n1"))), tmp.path(), "c_n1", gpus(2));
         cgs.open_job(4, 0, 0b11, 0).unwrap();
         assert_eq!(cgs.sweep(), vec![3]);
         for c in ["memory", "devices"] {
             let node = tmp.path().join(c).join("flotilla/c_n1");
             assert!(!node.join("job_3").exists(), "{c}");
-            assert!(
-                node.join("job_4/step_batch").is_dir() && node.join("not_a_job").is_dir(),
-                "{c}"
-            );
+            assert!(node.join("job_4/step_batch").is_dir() && node.join("not_a_job").is_dir(), "{c}");
         }
         assert_eq!(cgs.jobs(), (vec![4], vec![]));
         assert!(NodeCgroups::none().sweep().is_empty());
@@ -1012,25 +827,13 @@ mod tests {
     #[test]
     fn task_becomes_the_user_with_her_groups() {
         use std::os::unix::process::CommandExt;
-        if std::env::var("FLOTILLA_TEST_ROOT").as_deref() != Ok("1")
-            || !nix::unistd::geteuid().is_root()
-        {
+        if std::env::var("FLOTILLA_TEST_ROOT").as_deref() != Ok("1") || !nix::unistd::geteuid().is_root() {
             println!("SKIPPED: set FLOTILLA_TEST_ROOT=1 and run as root (the child changes uid)");
             return;
         }
         let tmp = tempfile::tempdir().unwrap();
-        std::fs::set_permissions(
-            tmp.path(),
-            std::os::unix::fs::PermissionsExt::from_mode(0o777),
-        )
-        .unwrap();
-        let join = TaskJoin::new(
-            None,
-            Some((2001, 2001)),
-            &[2001, 4242, 4343],
-            tmp.path().to_str().unwrap(),
-        )
-        .unwrap();
+        std::fs::set_permissions(tmp.path(), std::os::unix::fs::PermissionsExt::from_mode(0o777)).unwrap();
+        let join = TaskJoin::new(None, Some((2001, 2001)), &[2001, 4242, 4343], tmp.path().to_str().unwrap()).unwrap();
         let mut cmd = std::process::Command::new("sh");
         cmd.args(["-c", "id -u; id -G; pwd"]);
         // SAFETY: `in_child` makes system calls only (see there).
@@ -1046,20 +849,14 @@ mod tests {
         let mut groups: Vec<&str> = lines[1].split_whitespace().collect();
         groups.sort();
         assert_eq!(groups, ["2001", "4242", "4343"]);
-        assert_eq!(
-            std::path::Path::new(lines[2]),
-            tmp.path().canonicalize().unwrap()
-        );
+        assert_eq!(std::path::Path::new(lines[2]), tmp.path().canonicalize().unwrap());
     }
 
     #[test]
     fn groups_of_users() {
         assert!(crate::env::groups_of("root", 0).contains(&0));
         // No such user: the gid alone.
-        assert_eq!(
-            crate::env::groups_of("no-such-user-flotilla", 4242),
-            vec![4242]
-        );
+        assert_eq!(crate::env::groups_of("no-such-user-flotilla", 4242), vec![4242]);
     }
 
     #[test]

@@ -15,13 +15,7 @@ use std::path::Path;
 
 /// The notice line (with its newline) for job `job_id` stopped on `node` at `at` (seconds
 /// since the epoch) for `cause`; `multiple_slurmd`: the program name carries the node name.
-pub fn stop_notice(
-    node: &str,
-    multiple_slurmd: bool,
-    job_id: u64,
-    at: i64,
-    cause: StopCause,
-) -> String {
+pub fn stop_notice(node: &str, multiple_slurmd: bool, job_id: u64, at: i64, cause: StopCause) -> String {
     let prog = if multiple_slurmd {
         format!("slurmstepd-{node}")
     } else {
@@ -80,17 +74,11 @@ pub fn append_as_user(path: &Path, writer: Option<&Writer>, text: &str) -> std::
         unsafe {
             let errno = || *libc::__errno_location();
             if let Some(w) = writer {
-                if libc::setgroups(groups.len(), groups.as_ptr()) != 0
-                    || libc::setgid(w.gid) != 0
-                    || libc::setuid(w.uid) != 0
-                {
+                if libc::setgroups(groups.len(), groups.as_ptr()) != 0 || libc::setgid(w.gid) != 0 || libc::setuid(w.uid) != 0 {
                     libc::_exit(errno());
                 }
             }
-            let fd = libc::open(
-                cpath.as_ptr(),
-                libc::O_WRONLY | libc::O_APPEND | libc::O_NOCTTY | libc::O_NONBLOCK,
-            );
+            let fd = libc::open(cpath.as_ptr(), libc::O_WRONLY | libc::O_APPEND | libc::O_NOCTTY | libc::O_NONBLOCK);
             if fd < 0 {
                 libc::_exit(errno());
             }
@@ -131,9 +119,7 @@ pub fn append_as_user(path: &Path, writer: Option<&Writer>, text: &str) -> std::
             format!("{} is not a regular file", path.display()),
         )),
         nix::sys::wait::WaitStatus::Exited(_, n) => Err(std::io::Error::from_raw_os_error(n)),
-        other => Err(std::io::Error::other(format!(
-            "the notice writer ended with {other:?}"
-        ))),
+        other => Err(std::io::Error::other(format!("the notice writer ended with {other:?}"))),
     }
 }
 
@@ -150,11 +136,7 @@ mod tests {
         let (tx, rx) = std::sync::mpsc::channel();
         let q = p.clone();
         std::thread::spawn(move || tx.send(append_as_user(&q, None, "x").is_err()).unwrap());
-        assert_eq!(
-            rx.recv_timeout(std::time::Duration::from_secs(5)),
-            Ok(true),
-            "refused, without blocking"
-        );
+        assert_eq!(rx.recv_timeout(std::time::Duration::from_secs(5)), Ok(true), "refused, without blocking");
     }
 
     #[test]
@@ -169,10 +151,8 @@ mod tests {
             stop_notice("n1", false, 5, at, StopCause::Cancelled),
             "slurmstepd: error: *** JOB 5 ON n1 CANCELLED AT 2026-11-29T09:42:38 ***\n"
         );
-        assert!(stop_notice("n1", false, 5, at, StopCause::Preempted)
-            .ends_with(" DUE TO PREEMPTION ***\n"));
-        assert!(stop_notice("n1", false, 5, at, StopCause::Requeued)
-            .ends_with(" DUE TO JOB REQUEUE ***\n"));
+        assert!(stop_notice("n1", false, 5, at, StopCause::Preempted).ends_with(" DUE TO PREEMPTION ***\n"));
+        assert!(stop_notice("n1", false, 5, at, StopCause::Requeued).ends_with(" DUE TO JOB REQUEUE ***\n"));
     }
 
     #[test]
@@ -194,9 +174,7 @@ mod tests {
     /// (here root's own, 0600) is left alone. Needs root (`FLOTILLA_TEST_ROOT=1`).
     #[test]
     fn as_root_the_users_rights_apply() {
-        if std::env::var("FLOTILLA_TEST_ROOT").as_deref() != Ok("1")
-            || !nix::unistd::geteuid().is_root()
-        {
+        if std::env::var("FLOTILLA_TEST_ROOT").as_deref() != Ok("1") || !nix::unistd::geteuid().is_root() {
             println!("SKIPPED: set FLOTILLA_TEST_ROOT=1 and run as root to write as another user");
             return;
         }
@@ -204,11 +182,7 @@ mod tests {
         let f = d.path().join("root-only");
         std::fs::write(&f, "root\n").unwrap();
         std::fs::set_permissions(&f, std::os::unix::fs::PermissionsExt::from_mode(0o600)).unwrap();
-        let nobody = Writer {
-            uid: 65534,
-            gid: 65534,
-            groups: Vec::new(),
-        };
+        let nobody = Writer { uid: 65534, gid: 65534, groups: Vec::new() };
         let e = append_as_user(&f, Some(&nobody), "x\n").unwrap_err();
         assert_eq!(e.kind(), std::io::ErrorKind::PermissionDenied, "{e}");
         assert_eq!(std::fs::read_to_string(&f).unwrap(), "root\n");

@@ -61,11 +61,7 @@ mod tests {
     use std::fs::{File, OpenOptions};
 
     fn create(p: &Path) -> io::Result<File> {
-        OpenOptions::new()
-            .create(true)
-            .write(true)
-            .truncate(true)
-            .open(p)
+        OpenOptions::new().create(true).write(true).truncate(true).open(p)
     }
 
     #[test]
@@ -128,15 +124,10 @@ mod tests {
         assert!(t.elapsed() < Duration::from_secs(1));
         // A missing file whose directory exists (opened without create) is not waited for.
         let mut calls = 0;
-        let r = open_waiting_for_dir(
-            &d.path().join("absent"),
-            Duration::from_secs(10),
-            POLL,
-            |p| {
-                calls += 1;
-                File::open(p)
-            },
-        );
+        let r = open_waiting_for_dir(&d.path().join("absent"), Duration::from_secs(10), POLL, |p| {
+            calls += 1;
+            File::open(p)
+        });
         assert_eq!(r.unwrap_err().kind(), io::ErrorKind::NotFound);
         assert_eq!(calls, 1);
     }

@@ -114,14 +114,8 @@ mod tests {
     /// The names real Slurm produced in golden 0141_ls_output_files.
     #[test]
     fn goldens() {
-        assert_eq!(
-            expand("o-%j-%x-%u-%N-%A-%a.out", &plain(44, "pat")),
-            "o-44-pat-alice-vm-44-4294967294.out"
-        );
-        assert_eq!(
-            expand("e-%j-%%-%5j.err", &plain(44, "pat")),
-            "e-44-%-00044.err"
-        );
+        assert_eq!(expand("o-%j-%x-%u-%N-%A-%a.out", &plain(44, "pat")), "o-44-pat-alice-vm-44-4294967294.out");
+        assert_eq!(expand("e-%j-%%-%5j.err", &plain(44, "pat")), "e-44-%-00044.err");
         let task = |id, t| PatternVars {
             job_id: id,
             array: Some((45, t)),
@@ -129,28 +123,16 @@ mod tests {
             user: "alice",
             host: "vm",
         };
-        assert_eq!(
-            expand("a-%A_%a-%x-%N-%u-%j-%3a.out", &task(48, 0)),
-            "a-45_0-arrpat-vm-alice-48-000.out"
-        );
-        assert_eq!(
-            expand("a-%A_%a-%x-%N-%u-%j-%3a.out", &task(45, 2)),
-            "a-45_2-arrpat-vm-alice-45-002.out"
-        );
-        assert_eq!(
-            expand(default_pattern(false), &plain(28, "env.sh")),
-            "slurm-28.out"
-        );
+        assert_eq!(expand("a-%A_%a-%x-%N-%u-%j-%3a.out", &task(48, 0)), "a-45_0-arrpat-vm-alice-48-000.out");
+        assert_eq!(expand("a-%A_%a-%x-%N-%u-%j-%3a.out", &task(45, 2)), "a-45_2-arrpat-vm-alice-45-002.out");
+        assert_eq!(expand(default_pattern(false), &plain(28, "env.sh")), "slurm-28.out");
         let t = PatternVars {
             array: Some((46, 3)),
             ..plain(47, "wrap")
         };
         assert_eq!(expand(default_pattern(true), &t), "slurm-46_3.out");
         assert_eq!(expand("outdir/%j.log", &plain(47, "wrap")), "outdir/47.log");
-        assert_eq!(
-            expand("env-%x-%j.out", &plain(32, "gres2")),
-            "env-gres2-32.out"
-        );
+        assert_eq!(expand("env-%x-%j.out", &plain(32, "gres2")), "env-gres2-32.out");
     }
 
     #[test]

@@ -65,11 +65,7 @@ pub const BATCH_DIR_MODE: u32 = 0o710;
 /// left as it is.
 pub fn create_private_dir(path: &Path) -> Result<(), SpoolError> {
     use std::os::unix::fs::DirBuilderExt;
-    std::fs::DirBuilder::new()
-        .recursive(true)
-        .mode(DIR_MODE)
-        .create(path)
-        .map_err(io_err(path))
+    std::fs::DirBuilder::new().recursive(true).mode(DIR_MODE).create(path).map_err(io_err(path))
 }
 
 /// Creates (or replaces) `path` with `bytes`, mode `mode` from its creation on.
@@ -114,12 +110,10 @@ pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), SpoolError> {
 /// Reads and parses a JSON file; `Ok(None)` when it does not exist.
 pub fn read_json<T: for<'de> Deserialize<'de>>(path: &Path) -> Result<Option<T>, SpoolError> {
     match std::fs::read(path) {
-        Ok(b) => serde_json::from_slice(&b)
-            .map(Some)
-            .map_err(|e| SpoolError::Corrupt {
-                path: path.to_path_buf(),
-                message: e.to_string(),
-            }),
+        Ok(b) => serde_json::from_slice(&b).map(Some).map_err(|e| SpoolError::Corrupt {
+            path: path.to_path_buf(),
+            message: e.to_string(),
+        }),
         Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(None),
         Err(e) => Err(io_err(path)(e)),
     }
@@ -141,13 +135,10 @@ pub fn boot_epoch(spool: &Path, boot_id: &str) -> Result<(u64, bool), SpoolError
     let (old_epoch, old_id) = match std::fs::read_to_string(&path) {
         Ok(t) => {
             let mut lines = t.lines();
-            let e = lines
-                .next()
-                .and_then(|l| l.trim().parse::<u64>().ok())
-                .ok_or_else(|| SpoolError::Corrupt {
-                    path: path.clone(),
-                    message: "first line is not an epoch".into(),
-                })?;
+            let e = lines.next().and_then(|l| l.trim().parse::<u64>().ok()).ok_or_else(|| SpoolError::Corrupt {
+                path: path.clone(),
+                message: "first line is not an epoch".into(),
+            })?;
             (e, lines.next().unwrap_or("").trim().to_string())
         }
         Err(e) if e.kind() == io::ErrorKind::NotFound => (0, String::new()),
@@ -239,10 +230,7 @@ impl JobDir {
     pub fn done_marker(&self) -> PathBuf {
         self.0.with_extension(format!(
             "{}.done",
-            self.0
-                .extension()
-                .and_then(|e| e.to_str())
-                .unwrap_or_default()
+            self.0.extension().and_then(|e| e.to_str()).unwrap_or_default()
         ))
     }
 }
@@ -281,11 +269,7 @@ mod tests {
         let p = dir.join("job.json");
         // A stale temp file of a laxer mode is not reused.
         std::fs::write(p.with_extension("tmp"), "old").unwrap();
-        std::fs::set_permissions(
-            p.with_extension("tmp"),
-            std::fs::Permissions::from_mode(0o644),
-        )
-        .unwrap();
+        std::fs::set_permissions(p.with_extension("tmp"), std::fs::Permissions::from_mode(0o644)).unwrap();
         write_json(&p, &1u32).unwrap();
         write_new(&dir.join("script"), b"#!/bin/sh\n", 0o700).unwrap();
         let mode = |p: &Path| std::fs::metadata(p).unwrap().permissions().mode() & 0o777;

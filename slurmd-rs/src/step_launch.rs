@@ -70,12 +70,7 @@ pub struct StepRegistry(
 impl StepRegistry {
     /// A registry whose steps are confined by `cgroups`.
     pub fn with_cgroups(cgroups: Arc<NodeCgroups>) -> StepRegistry {
-        StepRegistry(
-            Arc::default(),
-            cgroups,
-            Arc::default(),
-            crate::usage::Outbox::default(),
-        )
+        StepRegistry(Arc::default(), cgroups, Arc::default(), crate::usage::Outbox::default())
     }
 
     /// The usage reports of ended steps, for the daemon to send ([`crate::usage::Outbox`]).
@@ -84,12 +79,7 @@ impl StepRegistry {
     }
 
     fn add(&self, key: (u64, u32), pgid: i32) {
-        self.0
-            .lock()
-            .expect("registry lock")
-            .entry(key)
-            .or_default()
-            .push(pgid);
+        self.0.lock().expect("registry lock").entry(key).or_default().push(pgid);
     }
 
     /// The task led by `pgid` has exited and its leader is a zombie, not yet reaped (so the
@@ -116,10 +106,7 @@ impl StepRegistry {
         }
         let m = self.0.lock().expect("registry lock");
         let mut n = 0;
-        for g in m
-            .range((job_id, 0)..=(job_id, u32::MAX))
-            .flat_map(|(_, v)| v.iter())
-        {
+        for g in m.range((job_id, 0)..=(job_id, u32::MAX)).flat_map(|(_, v)| v.iter()) {
             signal_group(*g, signal);
             n += 1;
         }
@@ -137,23 +124,13 @@ impl StepRegistry {
 
     /// Steps with running tasks here.
     pub fn steps(&self) -> Vec<(u64, u32)> {
-        self.0
-            .lock()
-            .expect("registry lock")
-            .keys()
-            .copied()
-            .collect()
+        self.0.lock().expect("registry lock").keys().copied().collect()
     }
 
     /// The running tasks' process groups (their leaders' pids) of every step, for an
     /// unconfined usage poll.
     pub fn step_groups(&self) -> Vec<((u64, u32), Vec<i32>)> {
-        self.0
-            .lock()
-            .expect("registry lock")
-            .iter()
-            .map(|(k, v)| (*k, v.clone()))
-            .collect()
+        self.0.lock().expect("registry lock").iter().map(|(k, v)| (*k, v.clone())).collect()
     }
 
     /// Counts a step of `job_id` as running; `false` (nothing counted) when
@@ -180,9 +157,7 @@ impl StepRegistry {
 }
 
 fn signal_group(pgid: i32, signal: i32) {
-    let Ok(sig) = nix::sys::signal::Signal::try_from(signal) else {
-        return;
-    };
+    let Ok(sig) = nix::sys::signal::Signal::try_from(signal) else { return };
     let _ = nix::sys::signal::killpg(nix::unistd::Pid::from_raw(pgid), sig);
 }
 
@@ -203,12 +178,7 @@ fn set(env: &mut Vec<(String, String)>, k: &str, v: impl Into<String>) {
 /// the step), and its GPUs (`CUDA_VISIBLE_DEVICES` and friends; removed when it has none).
 /// `local` is the task's index among this node's tasks. `srun --export` applies as it does to a
 /// batch job ([`crate::env::exported`], from `SLURM_EXPORT_ENV`).
-pub fn task_env(
-    msg: &LaunchStep,
-    facts: &NodeFacts,
-    user: &crate::env::UserInfo,
-    local: usize,
-) -> Vec<(String, String)> {
+pub fn task_env(msg: &LaunchStep, facts: &NodeFacts, user: &crate::env::UserInfo, local: usize) -> Vec<(String, String)> {
     let l = &msg.layout;
     let node = msg.node_index as usize;
     let here = &l.tasks[node];
@@ -229,11 +199,7 @@ pub fn task_env(
     set(&mut env, "SLURM_JOB_NODELIST", msg.job_nodes.clone());
     set(&mut env, "SLURM_JOB_NUM_NODES", job_nnodes.to_string());
     set(&mut env, "SLURM_JOB_PARTITION", msg.partition.clone());
-    set(
-        &mut env,
-        "SLURM_JOB_CPUS_PER_NODE",
-        compress_counts(&msg.job_cpus_per_node),
-    );
+    set(&mut env, "SLURM_JOB_CPUS_PER_NODE", compress_counts(&msg.job_cpus_per_node));
     set(&mut env, "SLURM_JOB_UID", msg.uid.to_string());
     set(&mut env, "SLURM_JOB_USER", msg.user.clone());
     if let Some((a, t)) = msg.array {
@@ -259,54 +225,26 @@ pub fn task_env(
     set(&mut env, "SLURM_STEP_NUM_TASKS", ntasks.clone());
     set(&mut env, "SLURM_NTASKS", ntasks.clone());
     set(&mut env, "SLURM_NPROCS", ntasks);
-    set(
-        &mut env,
-        "SLURM_STEP_TASKS_PER_NODE",
-        compress_counts(&counts),
-    );
+    set(&mut env, "SLURM_STEP_TASKS_PER_NODE", compress_counts(&counts));
     set(&mut env, "SLURM_TASKS_PER_NODE", compress_counts(&counts));
     set(&mut env, "SLURM_DISTRIBUTION", "block");
     set(&mut env, "SLURM_PROCID", task.to_string());
     set(&mut env, "SLURM_LOCALID", local.to_string());
     set(&mut env, "SLURM_NODEID", node.to_string());
-    set(
-        &mut env,
-        "SLURM_GTIDS",
-        here.iter()
-            .map(u32::to_string)
-            .collect::<Vec<_>>()
-            .join(","),
-    );
-    set(
-        &mut env,
-        "SLURM_TOPOLOGY_ADDR",
-        facts.topology_addr.0.clone(),
-    );
-    set(
-        &mut env,
-        "SLURM_TOPOLOGY_ADDR_PATTERN",
-        facts.topology_addr.1.clone(),
-    );
+    set(&mut env, "SLURM_GTIDS", here.iter().map(u32::to_string).collect::<Vec<_>>().join(","));
+    set(&mut env, "SLURM_TOPOLOGY_ADDR", facts.topology_addr.0.clone());
+    set(&mut env, "SLURM_TOPOLOGY_ADDR_PATTERN", facts.topology_addr.1.clone());
     if let Some((host, port)) = msg.srun_addr.rsplit_once(':') {
         set(&mut env, "SLURM_SRUN_COMM_HOST", host);
         set(&mut env, "SLURM_SRUN_COMM_PORT", port);
         set(&mut env, "SLURM_LAUNCH_NODE_IPADDR", host);
     }
-    const GPU_VARS: [&str; 4] = [
-        "CUDA_VISIBLE_DEVICES",
-        "GPU_DEVICE_ORDINAL",
-        "ROCR_VISIBLE_DEVICES",
-        "ZE_AFFINITY_MASK",
-    ];
+    const GPU_VARS: [&str; 4] = ["CUDA_VISIBLE_DEVICES", "GPU_DEVICE_ORDINAL", "ROCR_VISIBLE_DEVICES", "ZE_AFFINITY_MASK"];
     let gpus = gpu_indices(msg.task_gpus.get(local).copied().unwrap_or(0));
     if gpus.is_empty() {
         env.retain(|(k, _)| !GPU_VARS.contains(&k.as_str()) && k != "SLURM_STEP_GPUS");
     } else {
-        let list = gpus
-            .iter()
-            .map(u32::to_string)
-            .collect::<Vec<_>>()
-            .join(",");
+        let list = gpus.iter().map(u32::to_string).collect::<Vec<_>>().join(",");
         for k in GPU_VARS {
             set(&mut env, k, list.clone());
         }
@@ -338,19 +276,8 @@ pub fn expand_pattern(p: &str, msg: &LaunchStep, task: u32, host: &str) -> Strin
             pre.extend(&chars[i..]);
             break;
         };
-        let width: usize = chars[i + 1..j]
-            .iter()
-            .collect::<String>()
-            .parse()
-            .unwrap_or(0)
-            .min(64);
-        let num = |v: String| {
-            if v.len() < width {
-                format!("{}{v}", "0".repeat(width - v.len()))
-            } else {
-                v
-            }
-        };
+        let width: usize = chars[i + 1..j].iter().collect::<String>().parse().unwrap_or(0).min(64);
+        let num = |v: String| if v.len() < width { format!("{}{v}", "0".repeat(width - v.len())) } else { v };
         match letter {
             't' => pre.push_str(&num(task.to_string())),
             'n' => pre.push_str(&num(msg.node_index.to_string())),
@@ -395,9 +322,7 @@ fn send_while(sink: &Sink, m: &StepIo, running: Option<&std::sync::atomic::Atomi
     if sink.dead.load(Ordering::Relaxed) {
         return false;
     }
-    let Err(e) = write_frame(&mut s, m, running) else {
-        return true;
-    };
+    let Err(e) = write_frame(&mut s, m, running) else { return true };
     warn!("srun's connection failed ({e}): taking srun for gone");
     sink.dead.store(true, Ordering::Relaxed);
     let _ = s.shutdown(std::net::Shutdown::Both);
@@ -407,11 +332,7 @@ fn send_while(sink: &Sink, m: &StepIo, running: Option<&std::sync::atomic::Atomi
 /// Writes one frame, all of it within [`SRUN_IO_TIMEOUT`] (a peer that takes a byte now and
 /// then does not stretch it); while `running` holds, each time that passes starts another
 /// (logged once per frame).
-fn write_frame(
-    s: &mut TcpStream,
-    m: &StepIo,
-    running: Option<&std::sync::atomic::AtomicBool>,
-) -> std::io::Result<()> {
+fn write_frame(s: &mut TcpStream, m: &StepIo, running: Option<&std::sync::atomic::AtomicBool>) -> std::io::Result<()> {
     let mut buf = Vec::new();
     write_msg(&mut buf, m)?;
     let mut deadline = std::time::Instant::now() + SRUN_IO_TIMEOUT;
@@ -428,10 +349,7 @@ fn write_frame(
             left = SRUN_IO_TIMEOUT;
         }
         if left.is_zero() {
-            return Err(std::io::Error::new(
-                std::io::ErrorKind::TimedOut,
-                "srun took no frame within 10 s",
-            ));
+            return Err(std::io::Error::new(std::io::ErrorKind::TimedOut, "srun took no frame within 10 s"));
         }
         s.set_write_timeout(Some(left))?;
         match s.write(&buf[off..]) {
@@ -446,24 +364,14 @@ fn write_frame(
 
 /// Forwards a task's pipe to `srun` until the pipe ends; `running`: the task has not exited
 /// (its output waits for a paused `srun` meanwhile).
-fn pump(
-    mut r: impl Read,
-    sink: Sink,
-    task: u32,
-    stderr: bool,
-    running: Arc<std::sync::atomic::AtomicBool>,
-) {
+fn pump(mut r: impl Read, sink: Sink, task: u32, stderr: bool, running: Arc<std::sync::atomic::AtomicBool>) {
     let mut buf = vec![0u8; 16 * 1024];
     loop {
         match r.read(&mut buf) {
             Ok(0) | Err(_) => return,
             Ok(n) => {
                 let data = buf[..n].to_vec();
-                let m = if stderr {
-                    StepIo::Stderr { task, data }
-                } else {
-                    StepIo::Stdout { task, data }
-                };
+                let m = if stderr { StepIo::Stderr { task, data } } else { StepIo::Stdout { task, data } };
                 // srun gone: keep draining so that the task never blocks on a full pipe.
                 let _ = send_while(&sink, &m, Some(&running));
             }
@@ -472,10 +380,7 @@ fn pump(
 }
 
 fn connect(addr: &str) -> std::io::Result<TcpStream> {
-    let mut last = std::io::Error::new(
-        std::io::ErrorKind::NotFound,
-        format!("{addr} resolves to nothing"),
-    );
+    let mut last = std::io::Error::new(std::io::ErrorKind::NotFound, format!("{addr} resolves to nothing"));
     for a in addr.to_socket_addrs()? {
         match TcpStream::connect_timeout(&a, SRUN_IO_TIMEOUT) {
             Ok(s) => {
@@ -504,12 +409,7 @@ impl OutFile {
     /// `truncate`: the first opener of the file on this node (and not `--open-mode=append`).
     /// Every opener appends, so that the tasks sharing one file never overwrite each other.
     fn new(path: &str, truncate: bool) -> OutFile {
-        let mut flags = libc::O_WRONLY
-            | libc::O_CREAT
-            | libc::O_APPEND
-            | libc::O_NOCTTY
-            | libc::O_NONBLOCK
-            | libc::O_CLOEXEC;
+        let mut flags = libc::O_WRONLY | libc::O_CREAT | libc::O_APPEND | libc::O_NOCTTY | libc::O_NONBLOCK | libc::O_CLOEXEC;
         if truncate {
             flags |= libc::O_TRUNC;
         }
@@ -627,12 +527,7 @@ fn open_append(env: &[(String, String)]) -> bool {
 ///
 /// Errors (nothing started): [`MAX_RUNNING_STEPS_PER_JOB`] steps of the job run here
 /// already, or no thread could be started.
-pub fn launch(
-    msg: LaunchStep,
-    facts: NodeFacts,
-    host: String,
-    registry: StepRegistry,
-) -> std::io::Result<()> {
+pub fn launch(msg: LaunchStep, facts: NodeFacts, host: String, registry: StepRegistry) -> std::io::Result<()> {
     let key = (msg.layout.job_id, msg.layout.step_id);
     if !registry.step_started(key.0) {
         return Err(std::io::Error::other(format!(
@@ -641,22 +536,17 @@ pub fn launch(
         )));
     }
     let reg = registry.clone();
-    let r = std::thread::Builder::new()
-        .name(format!("step-{}.{}", key.0, key.1))
-        .spawn(move || {
-            if let Err(e) = run_step(&msg, &facts, &host, &reg) {
-                warn!(job = key.0, step = key.1, "step launch failed: {e}");
-            }
-            reg.step_ended(key.0);
-        });
+    let r = std::thread::Builder::new().name(format!("step-{}.{}", key.0, key.1)).spawn(move || {
+        if let Err(e) = run_step(&msg, &facts, &host, &reg) {
+            warn!(job = key.0, step = key.1, "step launch failed: {e}");
+        }
+        reg.step_ended(key.0);
+    });
     match r {
         Ok(_) => Ok(()),
         Err(e) => {
             registry.step_ended(key.0);
-            Err(std::io::Error::other(format!(
-                "cannot start a thread for step {}.{}: {e}",
-                key.0, key.1
-            )))
+            Err(std::io::Error::other(format!("cannot start a thread for step {}.{}: {e}", key.0, key.1)))
         }
     }
 }
@@ -679,22 +569,14 @@ struct Task {
 fn wait_exited(pid: i32) {
     use nix::sys::wait::{waitid, Id, WaitPidFlag};
     loop {
-        match waitid(
-            Id::Pid(nix::unistd::Pid::from_raw(pid)),
-            WaitPidFlag::WEXITED | WaitPidFlag::WNOWAIT,
-        ) {
+        match waitid(Id::Pid(nix::unistd::Pid::from_raw(pid)), WaitPidFlag::WEXITED | WaitPidFlag::WNOWAIT) {
             Err(nix::errno::Errno::EINTR) => continue,
             _ => return,
         }
     }
 }
 
-fn run_step(
-    msg: &LaunchStep,
-    facts: &NodeFacts,
-    host: &str,
-    registry: &StepRegistry,
-) -> std::io::Result<()> {
+fn run_step(msg: &LaunchStep, facts: &NodeFacts, host: &str, registry: &StepRegistry) -> std::io::Result<()> {
     let key = (msg.layout.job_id, msg.layout.step_id);
     let user = crate::env::UserInfo::of_uid(msg.uid, &msg.user);
     let stream = connect(&msg.srun_addr)?;
@@ -714,18 +596,9 @@ fn run_step(
         return Err(std::io::Error::other("srun closed the connection"));
     }
     let me = nix::unistd::getuid();
-    let here = msg
-        .layout
-        .tasks
-        .get(msg.node_index as usize)
-        .cloned()
-        .unwrap_or_default();
+    let here = msg.layout.tasks.get(msg.node_index as usize).cloned().unwrap_or_default();
     let shut = |sink: &Sink| {
-        let _ = sink
-            .stream
-            .lock()
-            .expect("sink lock")
-            .shutdown(std::net::Shutdown::Write);
+        let _ = sink.stream.lock().expect("sink lock").shutdown(std::net::Shutdown::Write);
     };
     // The step's cgroup, joined by each task before it execs: no task starts unconfined.
     let cgroup: Option<StepCgroup> = match registry.1.step(key.0, key.1) {
@@ -733,21 +606,8 @@ fn run_step(
         Err(e) => {
             for &id in &here {
                 let text = format!("slurmstepd: error: step cgroup: {e}\n");
-                let _ = send(
-                    &sink,
-                    &StepIo::Stderr {
-                        task: id,
-                        data: text.into_bytes(),
-                    },
-                );
-                let _ = send(
-                    &sink,
-                    &StepIo::TaskExit {
-                        task: id,
-                        exit_code: 2,
-                        signal: 0,
-                    },
-                );
+                let _ = send(&sink, &StepIo::Stderr { task: id, data: text.into_bytes() });
+                let _ = send(&sink, &StepIo::TaskExit { task: id, exit_code: 2, signal: 0 });
             }
             shut(&sink);
             return Err(std::io::Error::other(format!("step cgroup: {e}")));
@@ -760,36 +620,12 @@ fn run_step(
     let mut opened: std::collections::BTreeSet<String> = std::collections::BTreeSet::new();
     let append = open_append(&msg.environment);
     let umask = task_umask(&msg.environment);
-    let chdir_msgs = [
-        "No such file or directory",
-        "Permission denied",
-        "Not a directory",
-        "Input/output error",
-    ]
-    .map(|why| {
-        format!(
-            "slurmstepd: error: couldn't chdir to `{}': {why}: going to /tmp instead\n",
-            msg.work_dir
-        )
-        .into_bytes()
-    });
+    let chdir_msgs = ["No such file or directory", "Permission denied", "Not a directory", "Input/output error"]
+        .map(|why| format!("slurmstepd: error: couldn't chdir to `{}': {why}: going to /tmp instead\n", msg.work_dir).into_bytes());
     for (local, &id) in here.iter().enumerate() {
         let fail = |text: String| {
-            let _ = send(
-                &sink,
-                &StepIo::Stderr {
-                    task: id,
-                    data: format!("slurmstepd: error: {text}\n").into_bytes(),
-                },
-            );
-            let _ = send(
-                &sink,
-                &StepIo::TaskExit {
-                    task: id,
-                    exit_code: 2,
-                    signal: 0,
-                },
-            );
+            let _ = send(&sink, &StepIo::Stderr { task: id, data: format!("slurmstepd: error: {text}\n").into_bytes() });
+            let _ = send(&sink, &StepIo::TaskExit { task: id, exit_code: 2, signal: 0 });
         };
         if !me.is_root() && me.as_raw() != msg.uid {
             fail(format!("cannot run a task of uid {} as uid {me}", msg.uid));
@@ -805,14 +641,8 @@ fn run_step(
             .envs(task_env(msg, facts, &user, local))
             .process_group(0)
             .stdin(Stdio::piped());
-        let out_path = msg
-            .stdout
-            .as_deref()
-            .map(|p| resolve(&expand_pattern(p, msg, id, host), &msg.work_dir));
-        let err_path = msg
-            .stderr
-            .as_deref()
-            .map(|p| resolve(&expand_pattern(p, msg, id, host), &msg.work_dir));
+        let out_path = msg.stdout.as_deref().map(|p| resolve(&expand_pattern(p, msg, id, host), &msg.work_dir));
+        let err_path = msg.stderr.as_deref().map(|p| resolve(&expand_pattern(p, msg, id, host), &msg.work_dir));
         let mut out_file = |p: &Option<String>| {
             p.as_deref().map(|p| {
                 let first = opened.insert(p.to_string());
@@ -822,16 +652,8 @@ fn run_step(
         let stdout = out_file(&out_path);
         let stderr = out_file(&err_path);
         let (pipe_out, pipe_err) = (stdout.is_none(), stderr.is_none() && stdout.is_none());
-        cmd.stdout(if pipe_out {
-            Stdio::piped()
-        } else {
-            Stdio::null()
-        });
-        cmd.stderr(if pipe_err {
-            Stdio::piped()
-        } else {
-            Stdio::null()
-        });
+        cmd.stdout(if pipe_out { Stdio::piped() } else { Stdio::null() });
+        cmd.stderr(if pipe_err { Stdio::piped() } else { Stdio::null() });
         let (status_r, status_w) = match nix::unistd::pipe2(nix::fcntl::OFlag::O_CLOEXEC) {
             Ok(p) => p,
             Err(e) => {
@@ -854,12 +676,7 @@ fn run_step(
         // a task reads what the user's groups may read (as the batch script does;
         // `Command::uid` would drop every supplementary group), and no path the user names
         // is opened by root.
-        let join = match TaskJoin::new(
-            cgroup.as_ref(),
-            me.is_root().then_some((msg.uid, msg.gid)),
-            &groups,
-            "/",
-        ) {
+        let join = match TaskJoin::new(cgroup.as_ref(), me.is_root().then_some((msg.uid, msg.gid)), &groups, "/") {
             Ok(j) => j,
             Err(e) => {
                 fail(format!("step cgroup: {e}"));
@@ -885,19 +702,10 @@ fn run_step(
                     Ok(1) => stage[0],
                     _ => 0,
                 };
-                let why = e.raw_os_error().map_or_else(
-                    || e.to_string(),
-                    |n| nix::errno::Errno::from_raw(n).desc().to_string(),
-                );
+                let why = e.raw_os_error().map_or_else(|| e.to_string(), |n| nix::errno::Errno::from_raw(n).desc().to_string());
                 match stage {
-                    STAGE_STDOUT => fail(format!(
-                        "Could not open stdout file {}: {why}",
-                        out_path.as_deref().unwrap_or_default()
-                    )),
-                    STAGE_STDERR => fail(format!(
-                        "Could not open stderr file {}: {why}",
-                        err_path.as_deref().unwrap_or_default()
-                    )),
+                    STAGE_STDOUT => fail(format!("Could not open stdout file {}: {why}", out_path.as_deref().unwrap_or_default())),
+                    STAGE_STDERR => fail(format!("Could not open stderr file {}: {why}", err_path.as_deref().unwrap_or_default())),
                     _ => fail(format!("execve(): {prog}: {why}")),
                 }
                 continue;
@@ -916,37 +724,18 @@ fn run_step(
         }
         for (r, is_err) in pipes {
             let (s, run) = (sink.clone(), running.clone());
-            match std::thread::Builder::new()
-                .name(format!("step-{}.{}-io", key.0, key.1))
-                .spawn(move || pump(r, s, id, is_err, run))
-            {
+            match std::thread::Builder::new().name(format!("step-{}.{}-io", key.0, key.1)).spawn(move || pump(r, s, id, is_err, run)) {
                 Ok(h) => readers.push(h),
                 // The pipe's end is dropped: the task's writes fail (SIGPIPE), never block.
-                Err(e) => warn!(
-                    job = key.0,
-                    step = key.1,
-                    task = id,
-                    "cannot start an output thread: {e}"
-                ),
+                Err(e) => warn!(job = key.0, step = key.1, task = id, "cannot start an output thread: {e}"),
             }
         }
         if let Some(i) = child.stdin.take() {
             stdins.push(i);
         }
-        tasks.push(Task {
-            id,
-            child,
-            pgid,
-            readers,
-            running,
-        });
+        tasks.push(Task { id, child, pgid, readers, running });
     }
-    info!(
-        job = key.0,
-        step = key.1,
-        tasks = tasks.len(),
-        "step tasks started"
-    );
+    info!(job = key.0, step = key.1, tasks = tasks.len(), "step tasks started");
     // srun → tasks: signals and standard input; srun gone: kill the tasks.
     {
         let cgroup = cgroup.clone();
@@ -959,39 +748,32 @@ fn run_step(
             None => registry.signal_step(key, sig),
         };
         let kill_step = signal_step.clone();
-        let r = std::thread::Builder::new()
-            .name(format!("step-{}.{}-srun", key.0, key.1))
-            .spawn(move || {
-                let mut stdins = Some(stdins);
-                loop {
-                    match read_msg::<_, SrunIo>(&mut reader) {
-                        Ok(SrunIo::Signal(sig)) => signal_step(sig),
-                        Ok(SrunIo::Stdin(data)) => {
-                            if let Some(v) = stdins.as_mut() {
-                                v.retain_mut(|i| i.write_all(&data).is_ok());
-                            }
-                        }
-                        Ok(SrunIo::StdinEof) => stdins = None,
-                        Err(_) => {
-                            signal_step(libc::SIGKILL);
-                            return;
+        let r = std::thread::Builder::new().name(format!("step-{}.{}-srun", key.0, key.1)).spawn(move || {
+            let mut stdins = Some(stdins);
+            loop {
+                match read_msg::<_, SrunIo>(&mut reader) {
+                    Ok(SrunIo::Signal(sig)) => signal_step(sig),
+                    Ok(SrunIo::Stdin(data)) => {
+                        if let Some(v) = stdins.as_mut() {
+                            v.retain_mut(|i| i.write_all(&data).is_ok());
                         }
                     }
+                    Ok(SrunIo::StdinEof) => stdins = None,
+                    Err(_) => {
+                        signal_step(libc::SIGKILL);
+                        return;
+                    }
                 }
-            });
+            }
+        });
         if let Err(e) = r {
             // Nobody would hear srun (its signals, its end): the step cannot run.
-            warn!(
-                job = key.0,
-                step = key.1,
-                "cannot start the thread reading srun: {e}: killing the step"
-            );
+            warn!(job = key.0, step = key.1, "cannot start the thread reading srun: {e}: killing the step");
             kill_step(libc::SIGKILL);
         }
     }
     // Unconfined, a task's memory peak is read while it lives (a zombie has none left).
-    let peaks = (cgroup.is_none())
-        .then(|| crate::usage::PeakSampler::start(tasks.iter().map(|t| (t.id, t.pgid)).collect()));
+    let peaks = (cgroup.is_none()).then(|| crate::usage::PeakSampler::start(tasks.iter().map(|t| (t.id, t.pgid)).collect()));
     let mut task_usage: Vec<(u32, flotilla_proto::Usage)> = Vec::new();
     let ntasks = tasks.len();
     // The last task's exit waits for the step's usage report to go out (see below).
@@ -1022,11 +804,7 @@ fn run_step(
             },
             Err(_) => (0, libc::SIGKILL),
         };
-        let exit = StepIo::TaskExit {
-            task: t.id,
-            exit_code,
-            signal,
-        };
+        let exit = StepIo::TaskExit { task: t.id, exit_code, signal };
         if i + 1 == ntasks {
             last_exit = Some(exit);
         } else {
@@ -1039,27 +817,16 @@ fn run_step(
         Some(_) => registry.1.usage_of(&step_name).map(|mut u| {
             u.ntasks = here.len() as u32;
             if u.total_usec == 0 {
-                (u.user_usec, u.system_usec, u.total_usec) =
-                    (by_task.user_usec, by_task.system_usec, by_task.total_usec);
+                (u.user_usec, u.system_usec, u.total_usec) = (by_task.user_usec, by_task.system_usec, by_task.total_usec);
             }
-            (u.min_cpu_usec, u.min_cpu_task, u.max_rss_task) = (
-                by_task.min_cpu_usec,
-                by_task.min_cpu_task,
-                by_task.max_rss_task,
-            );
+            (u.min_cpu_usec, u.min_cpu_task, u.max_rss_task) = (by_task.min_cpu_usec, by_task.min_cpu_task, by_task.max_rss_task);
             u
         }),
         None => Some(by_task),
     };
     drop(peaks);
     if let Some(usage) = usage {
-        info!(
-            job = key.0,
-            step = key.1,
-            cpu_us = usage.total_usec,
-            max_rss = usage.max_rss,
-            "step usage at its end"
-        );
+        info!(job = key.0, step = key.1, cpu_us = usage.total_usec, max_rss = usage.max_rss, "step usage at its end");
         let n = registry.3.push(flotilla_proto::StepUsage {
             job_id: key.0,
             // An srun step belongs to the job's current run (the controller knows which).
@@ -1073,11 +840,7 @@ fn run_step(
         // srun reports the step complete once it has every task's exit: the usage goes to the
         // controller first (bounded: a controller away does not hold srun).
         if !registry.3.wait_sent(n, USAGE_SEND_WAIT) {
-            warn!(
-                job = key.0,
-                step = key.1,
-                "the step's usage report is not sent yet: telling srun of the end anyway"
-            );
+            warn!(job = key.0, step = key.1, "the step's usage report is not sent yet: telling srun of the end anyway");
         }
     }
     if let Some(exit) = last_exit {
@@ -1096,10 +859,7 @@ fn resolve(p: &str, work_dir: &str) -> String {
     if std::path::Path::new(p).is_absolute() {
         p.to_string()
     } else {
-        std::path::Path::new(work_dir)
-            .join(p)
-            .to_string_lossy()
-            .into_owned()
+        std::path::Path::new(work_dir).join(p).to_string_lossy().into_owned()
     }
 }
 
@@ -1146,9 +906,7 @@ mod tests {
     }
 
     fn get<'a>(env: &'a [(String, String)], k: &str) -> Option<&'a str> {
-        env.iter()
-            .find(|(key, _)| key == k)
-            .map(|(_, v)| v.as_str())
+        env.iter().find(|(key, _)| key == k).map(|(_, v)| v.as_str())
     }
 
     #[test]
@@ -1201,11 +959,7 @@ mod tests {
     fn an_ended_tasks_group_is_never_signalled() {
         use std::os::unix::process::CommandExt;
         let r = StepRegistry::default();
-        let mut child = Command::new("sleep")
-            .arg("30")
-            .process_group(0)
-            .spawn()
-            .unwrap();
+        let mut child = Command::new("sleep").arg("30").process_group(0).spawn().unwrap();
         let pgid = child.id() as i32;
         r.add((1, 0), pgid);
         assert_eq!(r.signal_job(1, libc::SIGKILL), 1);
@@ -1215,11 +969,7 @@ mod tests {
         r.task_ended((1, 0), pgid);
         let st = child.wait().unwrap();
         assert_eq!(st.signal(), Some(libc::SIGKILL));
-        assert_eq!(
-            r.signal_job(1, libc::SIGTERM),
-            0,
-            "a reaped task's group is not signalled"
-        );
+        assert_eq!(r.signal_job(1, libc::SIGTERM), 0, "a reaped task's group is not signalled");
         assert!(r.steps().is_empty());
     }
 
@@ -1250,10 +1000,7 @@ mod tests {
     fn output_patterns() {
         let m = msg();
         assert_eq!(expand_pattern("%j_%t_log.out", &m, 11, "h"), "7_11_log.out");
-        assert_eq!(
-            expand_pattern("%A_%a_%3t.%N.%n.%s.%J.%%", &m, 1, "h"),
-            "7_4294967294_001.h.1.2.7.2.%"
-        );
+        assert_eq!(expand_pattern("%A_%a_%3t.%N.%n.%s.%J.%%", &m, 1, "h"), "7_4294967294_001.h.1.2.7.2.%");
         let mut a = msg();
         a.array = Some((5, 3));
         assert_eq!(expand_pattern("%A_%a_%t", &a, 0, "h"), "5_3_0");

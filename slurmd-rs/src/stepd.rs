@@ -47,20 +47,12 @@ pub fn wall_now() -> i64 {
 /// Parent pid of every process (from `/proc/<pid>/stat`).
 fn process_table() -> HashMap<i32, i32> {
     let mut t = HashMap::new();
-    let Ok(rd) = std::fs::read_dir("/proc") else {
-        return t;
-    };
+    let Ok(rd) = std::fs::read_dir("/proc") else { return t };
     for e in rd.flatten() {
-        let Some(pid) = e.file_name().to_str().and_then(|s| s.parse::<i32>().ok()) else {
-            continue;
-        };
-        let Ok(stat) = std::fs::read_to_string(e.path().join("stat")) else {
-            continue;
-        };
+        let Some(pid) = e.file_name().to_str().and_then(|s| s.parse::<i32>().ok()) else { continue };
+        let Ok(stat) = std::fs::read_to_string(e.path().join("stat")) else { continue };
         // "pid (comm) state ppid ...": comm may hold spaces and parentheses.
-        let Some(rest) = stat.rfind(')').map(|i| &stat[i + 1..]) else {
-            continue;
-        };
+        let Some(rest) = stat.rfind(')').map(|i| &stat[i + 1..]) else { continue };
         if let Some(ppid) = rest.split_whitespace().nth(1).and_then(|s| s.parse().ok()) {
             t.insert(pid, ppid);
         }
@@ -140,11 +132,7 @@ impl Stepd {
     /// this node (step tasks included). Other signals reach step tasks from the daemon.
     fn signal_all(&self, sig: Signal) {
         if let Some(cg) = &self.cgroup {
-            let target = if sig == Signal::SIGKILL {
-                &cg.job
-            } else {
-                &cg.batch
-            };
+            let target = if sig == Signal::SIGKILL { &cg.job } else { &cg.batch };
             let _ = target.signal_all(sig as i32);
         }
         for p in descendants(Self::me()) {
@@ -153,9 +141,7 @@ impl Stepd {
     }
 
     fn signal(&self, sig: i32, batch_only: bool) {
-        let Ok(sig) = Signal::try_from(sig) else {
-            return;
-        };
+        let Ok(sig) = Signal::try_from(sig) else { return };
         if batch_only {
             let _ = kill(self.main, sig);
         } else {
@@ -171,18 +157,12 @@ impl Stepd {
         if let Some(text) = line.strip_prefix("notice ") {
             let text = format!("{}\n", text.trim_end_matches(['\r', '\n']));
             // Written as the job's user, never as root: the path is the user's.
-            let writer = nix::unistd::geteuid()
-                .is_root()
-                .then(|| crate::notice::Writer {
-                    uid: self.job.bind.uid,
-                    gid: self.job.bind.gid,
-                    groups: self.job.groups.clone(),
-                });
-            return match crate::notice::append_as_user(
-                Path::new(&self.job.stderr),
-                writer.as_ref(),
-                &text,
-            ) {
+            let writer = nix::unistd::geteuid().is_root().then(|| crate::notice::Writer {
+                uid: self.job.bind.uid,
+                gid: self.job.bind.gid,
+                groups: self.job.groups.clone(),
+            });
+            return match crate::notice::append_as_user(Path::new(&self.job.stderr), writer.as_ref(), &text) {
                 Ok(()) => "ok".into(),
                 Err(e) => format!("error {e}"),
             };
@@ -223,11 +203,7 @@ impl Stepd {
     fn kill_rest(&self) {
         for _ in 0..500 {
             let left = descendants(Self::me());
-            let cg_left = self
-                .cgroup
-                .as_ref()
-                .and_then(|c| c.job.pids().ok())
-                .unwrap_or_default();
+            let cg_left = self.cgroup.as_ref().and_then(|c| c.job.pids().ok()).unwrap_or_default();
             if left.is_empty() && cg_left.is_empty() {
                 return;
             }
@@ -291,11 +267,7 @@ fn exec_job(dir: &JobDir, job: &JobFile, cgroup: Option<&dyn JobCgroup>) -> ! {
             fail(format!("setuid({}): {e}", b.uid));
         }
     } else if nix::unistd::getuid().as_raw() != b.uid {
-        fail(format!(
-            "cannot run a job of uid {} as uid {}",
-            b.uid,
-            nix::unistd::getuid()
-        ));
+        fail(format!("cannot run a job of uid {} as uid {}", b.uid, nix::unistd::getuid()));
     }
     // Output files, opened as the user; a missing directory is waited for (`outdir`).
     let open = |p: &Path| {
@@ -309,9 +281,7 @@ fn exec_job(dir: &JobDir, job: &JobFile, cgroup: Option<&dyn JobCgroup>) -> ! {
         std::os::unix::fs::OpenOptionsExt::mode(&mut o, 0o644);
         o.open(p)
     };
-    let open_waiting = |p: &str| {
-        outdir::open_waiting_for_dir(Path::new(p), outdir::OUTPUT_DIR_WAIT, outdir::POLL, open)
-    };
+    let open_waiting = |p: &str| outdir::open_waiting_for_dir(Path::new(p), outdir::OUTPUT_DIR_WAIT, outdir::POLL, open);
     let out = match open_waiting(&job.stdout) {
         Ok(f) => f,
         Err(e) => fail(format!("Could not open stdout file {}: {e}", job.stdout)),
@@ -400,11 +370,7 @@ fn reset_signals() {
 
 /// Forks the job. The supervisor is single-threaded, so the child may allocate.
 #[allow(unsafe_code)]
-fn fork_job(
-    dir: &JobDir,
-    job: &JobFile,
-    cgroup: Option<&dyn JobCgroup>,
-) -> Result<Pid, StepdError> {
+fn fork_job(dir: &JobDir, job: &JobFile, cgroup: Option<&dyn JobCgroup>) -> Result<Pid, StepdError> {
     // SAFETY: the supervisor runs no other thread (it is started with `--stepd` before any
     // thread is created), so the child of fork() may allocate and run ordinary Rust code.
     match unsafe { nix::unistd::fork() } {
@@ -436,14 +402,12 @@ pub fn run(dir: &Path, cgroup: Option<StepdCgroups>) -> Result<(), StepdError> {
             what: format!("open {}", lock_path.display()),
             source,
         })?;
-    let _lock = nix::fcntl::Flock::lock(lock_file, nix::fcntl::FlockArg::LockExclusiveNonblock)
-        .map_err(|(_, source)| StepdError::Sys {
-            what: format!(
-                "lock {} (another supervisor runs this job)",
-                lock_path.display()
-            ),
+    let _lock = nix::fcntl::Flock::lock(lock_file, nix::fcntl::FlockArg::LockExclusiveNonblock).map_err(|(_, source)| {
+        StepdError::Sys {
+            what: format!("lock {} (another supervisor runs this job)", lock_path.display()),
             source,
-        })?;
+        }
+    })?;
     let job: JobFile = spool::read_json(&dir.job_file())?.ok_or_else(|| StepdError::Io {
         what: format!("read {}", dir.job_file().display()),
         source: std::io::ErrorKind::NotFound.into(),
@@ -455,26 +419,19 @@ pub fn run(dir: &Path, cgroup: Option<StepdCgroups>) -> Result<(), StepdError> {
         source,
     })?;
     let _ = std::fs::set_permissions(&sock, std::os::unix::fs::PermissionsExt::from_mode(0o600));
-    listener
-        .set_nonblocking(true)
-        .map_err(|source| StepdError::Io {
-            what: "nonblocking socket".into(),
-            source,
-        })?;
+    listener.set_nonblocking(true).map_err(|source| StepdError::Io {
+        what: "nonblocking socket".into(),
+        source,
+    })?;
     let main = fork_job(&dir, &job, cgroup.as_ref().map(|c| c.batch.as_ref()))?;
     // `--signal=B:SIG@T` is the batch shell's, delivered here; without `B:` the controller
     // sends it to the job's steps.
-    let signal_at = job
-        .details
-        .as_ref()
-        .and_then(|d| d.signal.as_ref())
-        .filter(|s| s.batch_only)
-        .and_then(|s| {
-            let limit = job.bind.time_limit_s? as i64;
-            let at = job.started_at + limit - i64::from(s.secs_before);
-            let wait = (at - wall_now()).max(0) as u64;
-            Some(Instant::now() + Duration::from_secs(wait))
-        });
+    let signal_at = job.details.as_ref().and_then(|d| d.signal.as_ref()).filter(|s| s.batch_only).and_then(|s| {
+        let limit = job.bind.time_limit_s? as i64;
+        let at = job.started_at + limit - i64::from(s.secs_before);
+        let wait = (at - wall_now()).max(0) as u64;
+        Some(Instant::now() + Duration::from_secs(wait))
+    });
     let mut st = Stepd {
         dir,
         job,
@@ -503,11 +460,7 @@ pub fn run(dir: &Path, cgroup: Option<StepdCgroups>) -> Result<(), StepdError> {
         std::thread::sleep(Duration::from_millis(10));
     };
     st.kill_rest();
-    let oom = st
-        .cgroup
-        .as_ref()
-        .and_then(|c| c.job.oom_killed().ok())
-        .unwrap_or(false);
+    let oom = st.cgroup.as_ref().and_then(|c| c.job.oom_killed().ok()).unwrap_or(false);
     let usage = batch_usage(st.cgroup.as_ref());
     if let Some(cg) = &st.cgroup {
         let _ = cg.batch.destroy();
@@ -533,11 +486,7 @@ fn batch_usage(cgroup: Option<&StepdCgroups>) -> flotilla_proto::Usage {
     match cgroup.and_then(|c| c.batch.usage()) {
         Some(mut u) => {
             if u.total_usec == 0 {
-                (u.user_usec, u.system_usec, u.total_usec) = (
-                    children.user_usec,
-                    children.system_usec,
-                    children.total_usec,
-                );
+                (u.user_usec, u.system_usec, u.total_usec) = (children.user_usec, children.system_usec, children.total_usec);
             }
             u
         }

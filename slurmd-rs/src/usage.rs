@@ -86,11 +86,7 @@ impl Outbox {
     /// Waits until report `n` was sent, at most `timeout`; true when it was.
     pub fn wait_sent(&self, n: u64, timeout: Duration) -> bool {
         let st = self.lock();
-        let (st, _) = self
-            .0
-             .1
-            .wait_timeout_while(st, timeout, |s| s.sent_below <= n)
-            .expect("usage outbox lock");
+        let (st, _) = self.0 .1.wait_timeout_while(st, timeout, |s| s.sent_below <= n).expect("usage outbox lock");
         st.sent_below > n
     }
 }
@@ -116,8 +112,7 @@ impl PeakSampler {
         let (p, st) = (Arc::clone(&peaks), Arc::clone(&stop));
         let sample = move || {
             for &(id, pid) in &tasks {
-                let text =
-                    std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
+                let text = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
                 let (_, hwm, _, vm) = parse_proc_status(&text);
                 let mut m = p.lock().expect("peaks lock");
                 let e = m.entry(id).or_default();
@@ -125,25 +120,18 @@ impl PeakSampler {
             }
         };
         sample();
-        let _ = std::thread::Builder::new()
-            .name("usage-peaks".into())
-            .spawn(move || {
-                while !st.load(Ordering::Acquire) {
-                    std::thread::sleep(SAMPLE_EVERY);
-                    sample();
-                }
-            });
+        let _ = std::thread::Builder::new().name("usage-peaks".into()).spawn(move || {
+            while !st.load(Ordering::Acquire) {
+                std::thread::sleep(SAMPLE_EVERY);
+                sample();
+            }
+        });
         PeakSampler { peaks, stop }
     }
 
     /// The largest `(RSS, virtual size)` seen of task `id` (bytes).
     pub fn peak(&self, id: u32) -> (u64, u64) {
-        self.peaks
-            .lock()
-            .expect("peaks lock")
-            .get(&id)
-            .copied()
-            .unwrap_or_default()
+        self.peaks.lock().expect("peaks lock").get(&id).copied().unwrap_or_default()
     }
 }
 
@@ -209,17 +197,9 @@ fn read(p: &Path) -> String {
 /// one (`None`: not mounted, CPU times 0).
 pub fn read_v1(memory: &Path, cpuacct: Option<&Path>) -> Usage {
     let (usage, stat) = cpuacct.map_or((String::new(), String::new()), |d| {
-        (
-            read(&d.join("cpuacct.usage")),
-            read(&d.join("cpuacct.stat")),
-        )
+        (read(&d.join("cpuacct.usage")), read(&d.join("cpuacct.stat")))
     });
-    parse_v1(
-        &usage,
-        &stat,
-        &read(&memory.join("memory.max_usage_in_bytes")),
-        USER_HZ,
-    )
+    parse_v1(&usage, &stat, &read(&memory.join("memory.max_usage_in_bytes")), USER_HZ)
 }
 
 /// Reads a v2 step cgroup directory.
@@ -264,15 +244,7 @@ pub fn parse_proc_stat(text: &str) -> Option<ProcStat> {
 pub fn parse_proc_status(text: &str) -> (u64, u64, u64, u64) {
     let kb = |key: &str| {
         text.lines()
-            .find_map(|l| {
-                l.strip_prefix(key)?
-                    .strip_prefix(':')?
-                    .trim()
-                    .strip_suffix("kB")?
-                    .trim()
-                    .parse::<u64>()
-                    .ok()
-            })
+            .find_map(|l| l.strip_prefix(key)?.strip_prefix(':')?.trim().strip_suffix("kB")?.trim().parse::<u64>().ok())
             .unwrap_or(0)
             * 1024
     };
@@ -283,9 +255,7 @@ pub fn parse_proc_status(text: &str) -> (u64, u64, u64, u64) {
 /// RSS and virtual size (0 for a zombie, which has no memory left).
 pub fn proc_usage(pid: i32) -> Option<Usage> {
     let stat = parse_proc_stat(&std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?)?;
-    let (_, hwm, _, peak) = parse_proc_status(
-        &std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default(),
-    );
+    let (_, hwm, _, peak) = parse_proc_status(&std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default());
     let tick_us = 1_000_000 / USER_HZ;
     let user = (stat.utime + stat.cutime) * tick_us;
     let system = (stat.stime + stat.cstime) * tick_us;
@@ -365,10 +335,7 @@ pub fn fold_tasks(tasks: &[(u32, Usage)]) -> Usage {
 /// `JobAcctGatherFrequency` (slurm.conf, as kept in `raw`): `N`, or `task=N` among
 /// `energy=`, `network=`, `filesystem=`; 0 disables polling. Default 30 s (Slurm's).
 pub fn gather_frequency(raw: &[(String, String)]) -> u64 {
-    let Some((_, v)) = raw
-        .iter()
-        .find(|(k, _)| k.eq_ignore_ascii_case("JobAcctGatherFrequency"))
-    else {
+    let Some((_, v)) = raw.iter().find(|(k, _)| k.eq_ignore_ascii_case("JobAcctGatherFrequency")) else {
         return 30;
     };
     parse_frequency(v).unwrap_or(30)
@@ -396,12 +363,7 @@ mod tests {
 
     #[test]
     fn v1_files_parse_to_microseconds_and_bytes() {
-        let u = parse_v1(
-            "12345678901\n",
-            "user 1100\nsystem 134\n",
-            "209715200\n",
-            100,
-        );
+        let u = parse_v1("12345678901\n", "user 1100\nsystem 134\n", "209715200\n", 100);
         assert_eq!(u.user_usec, 11_000_000);
         assert_eq!(u.system_usec, 1_340_000);
         assert_eq!(u.total_usec, 12_345_678);
@@ -415,27 +377,16 @@ mod tests {
     fn v2_files_parse() {
         let stat = "usage_usec 5000123\nuser_usec 4000000\nsystem_usec 1000123\nnr_periods 0\n";
         let u = parse_v2(stat, "314572800\n");
-        assert_eq!(
-            (u.total_usec, u.user_usec, u.system_usec, u.max_rss),
-            (5_000_123, 4_000_000, 1_000_123, 314_572_800)
-        );
+        assert_eq!((u.total_usec, u.user_usec, u.system_usec, u.max_rss), (5_000_123, 4_000_000, 1_000_123, 314_572_800));
         assert_eq!(parse_v2("", "max\n").max_rss, 0);
     }
 
     #[test]
     fn v2_reads_the_fake_cgroup_dir() {
         let tmp = tempfile::tempdir().unwrap();
-        std::fs::write(
-            tmp.path().join("cpu.stat"),
-            "usage_usec 7\nuser_usec 5\nsystem_usec 2\n",
-        )
-        .unwrap();
+        std::fs::write(tmp.path().join("cpu.stat"), "usage_usec 7\nuser_usec 5\nsystem_usec 2\n").unwrap();
         std::fs::write(tmp.path().join("memory.current"), "100\n").unwrap();
-        assert_eq!(
-            read_v2(tmp.path()).max_rss,
-            100,
-            "memory.current without memory.peak"
-        );
+        assert_eq!(read_v2(tmp.path()).max_rss, 100, "memory.current without memory.peak");
         std::fs::write(tmp.path().join("memory.peak"), "300\n").unwrap();
         let u = read_v2(tmp.path());
         assert_eq!((u.total_usec, u.max_rss), (7, 300));
@@ -445,34 +396,17 @@ mod tests {
     fn proc_stat_with_spaces_and_parens_in_comm() {
         let line = "4242 (my (odd) prog) R 1 4242 4242 0 -1 4194560 100 0 0 0 250 30 12 3 20 0 1 0 99 123456789 512 1";
         let s = parse_proc_stat(line).unwrap();
-        assert_eq!(
-            s,
-            ProcStat {
-                utime: 250,
-                stime: 30,
-                cutime: 12,
-                cstime: 3
-            }
-        );
+        assert_eq!(s, ProcStat { utime: 250, stime: 30, cutime: 12, cstime: 3 });
         assert_eq!(parse_proc_stat("garbage"), None);
         let status = "Name:\tx\nVmPeak:\t  20000 kB\nVmSize:\t  10000 kB\nVmHWM:\t    3000 kB\nVmRSS:\t    2000 kB\n";
-        assert_eq!(
-            parse_proc_status(status),
-            (2000 * 1024, 3000 * 1024, 10000 * 1024, 20000 * 1024)
-        );
+        assert_eq!(parse_proc_status(status), (2000 * 1024, 3000 * 1024, 10000 * 1024, 20000 * 1024));
         let me = procs_usage(&[std::process::id() as i32]);
         assert!(me.max_rss > 0 && me.max_vmsize >= me.max_rss, "{me:?}");
     }
 
     #[test]
     fn tasks_fold_with_peak_and_min_task() {
-        let t = |cpu, rss| Usage {
-            user_usec: cpu,
-            total_usec: cpu,
-            max_rss: rss,
-            ntasks: 1,
-            ..Usage::default()
-        };
+        let t = |cpu, rss| Usage { user_usec: cpu, total_usec: cpu, max_rss: rss, ntasks: 1, ..Usage::default() };
         let u = fold_tasks(&[(4, t(10, 5)), (5, t(3, 50)), (6, t(7, 20))]);
         assert_eq!((u.total_usec, u.max_rss, u.max_rss_task), (20, 50, 5));
         assert_eq!((u.min_cpu_usec, u.min_cpu_task, u.ntasks), (3, 5, 3));
@@ -481,15 +415,7 @@ mod tests {
     #[test]
     fn outbox_numbers_and_waits_for_the_send() {
         let o = Outbox::default();
-        let r = StepUsage {
-            job_id: 1,
-            run: 0,
-            step: "0".into(),
-            node: "n".into(),
-            usage: Usage::default(),
-            done: true,
-            at: 0,
-        };
+        let r = StepUsage { job_id: 1, run: 0, step: "0".into(), node: "n".into(), usage: Usage::default(), done: true, at: 0 };
         let (a, b) = (o.push(r.clone()), o.push(r));
         assert_eq!((a, b), (0, 1));
         assert!(!o.wait_sent(a, Duration::from_millis(10)), "not sent yet");
@@ -511,14 +437,8 @@ mod tests {
         assert_eq!(parse_frequency("energy=5"), Some(30));
         assert_eq!(parse_frequency("task"), None);
         assert_eq!(gather_frequency(&[]), 30);
-        assert_eq!(
-            gather_frequency(&[("JobAcctGatherFrequency".into(), "task=2".into())]),
-            2
-        );
-        assert_eq!(
-            gather_frequency(&[("JobAcctGatherFrequency".into(), "0".into())]),
-            0
-        );
+        assert_eq!(gather_frequency(&[("JobAcctGatherFrequency".into(), "task=2".into())]), 2);
+        assert_eq!(gather_frequency(&[("JobAcctGatherFrequency".into(), "0".into())]), 0);
     }
 
     #[test]
@@ -531,10 +451,7 @@ mod tests {
             .unwrap();
         assert!(st.success());
         let after = children_usage();
-        assert!(
-            after.total_usec > before.total_usec + 10_000,
-            "{before:?} {after:?}"
-        );
+        assert!(after.total_usec > before.total_usec + 10_000, "{before:?} {after:?}");
         assert!(after.max_rss > 0);
     }
 }

@@ -25,9 +25,7 @@ fn ensure_user(name: &str, uid: u32) -> Option<(u32, u32)> {
 #[test]
 fn launches_as_the_submitting_user() {
     if std::env::var("FLOTILLA_TEST_ROOT").as_deref() != Ok("1") {
-        println!(
-            "SKIPPED: set FLOTILLA_TEST_ROOT=1 and run as root to test launching as another user"
-        );
+        println!("SKIPPED: set FLOTILLA_TEST_ROOT=1 and run as root to test launching as another user");
         return;
     }
     if !nix::unistd::geteuid().is_root() {
@@ -46,8 +44,7 @@ fn launches_as_the_submitting_user() {
     s.uid = uid;
     s.gid = gid;
     s.user = "alice".into();
-    s.environment
-        .push(("SLURM_EXPORT_ENV".into(), "NONE".into()));
+    s.environment.push(("SLURM_EXPORT_ENV".into(), "NONE".into()));
     s.environment.push(("SECRET_OF_ROOT".into(), "x".into()));
     let id = c.submit(s);
     let j = c.wait_done(id, 30);
@@ -55,30 +52,14 @@ fn launches_as_the_submitting_user() {
     let out_path = work.join(format!("slurm-{id}.out"));
     let out = std::fs::read_to_string(&out_path).unwrap();
     assert!(out.contains(&format!("uid={uid} gid={gid}")), "{out}");
-    assert!(
-        out.contains("user=alice home=/home/alice"),
-        "--export=NONE gives the login variables: {out}"
-    );
+    assert!(out.contains("user=alice home=/home/alice"), "--export=NONE gives the login variables: {out}");
     assert!(out.contains(&format!("{}\n", work.display())), "{out}");
     assert!(out.contains("ack-writable"), "{out}");
-    assert!(
-        out.contains(&format!("Uid:\t{uid}\t{uid}\t{uid}\t{uid}")),
-        "{out}"
-    );
-    assert!(
-        out.contains(&format!("Gid:\t{gid}\t{gid}\t{gid}\t{gid}")),
-        "{out}"
-    );
+    assert!(out.contains(&format!("Uid:\t{uid}\t{uid}\t{uid}\t{uid}")), "{out}");
+    assert!(out.contains(&format!("Gid:\t{gid}\t{gid}\t{gid}\t{gid}")), "{out}");
     assert!(!out.contains("Groups:\t0"), "root's groups dropped: {out}");
-    assert_eq!(
-        std::fs::metadata(&out_path).unwrap().uid(),
-        uid,
-        "output file created as the user"
-    );
-    assert_eq!(
-        std::fs::metadata(work.join("made-by-job")).unwrap().uid(),
-        uid
-    );
+    assert_eq!(std::fs::metadata(&out_path).unwrap().uid(), uid, "output file created as the user");
+    assert_eq!(std::fs::metadata(work.join("made-by-job")).unwrap().uid(), uid);
 
     // A directory alice may not write: the output cannot be opened, the job fails.
     let closed = c.path("closed");
@@ -90,10 +71,5 @@ fn launches_as_the_submitting_user() {
     s.user = "alice".into();
     let id = c.submit(s);
     let j = c.wait_done(id, 30);
-    assert_eq!(
-        (j.state, j.exit_code),
-        (Some(JobStateWire::Failed), 1),
-        "{}",
-        c.logs()
-    );
+    assert_eq!((j.state, j.exit_code), (Some(JobStateWire::Failed), 1), "{}", c.logs());
 }

@@ -32,10 +32,7 @@ fn root() -> bool {
         println!("SKIPPED: set FLOTILLA_TEST_ROOT=1 and run as root to attack the node daemon as another user");
         return false;
     }
-    assert!(
-        nix::unistd::geteuid().is_root(),
-        "FLOTILLA_TEST_ROOT=1 but not running as root"
-    );
+    assert!(nix::unistd::geteuid().is_root(), "FLOTILLA_TEST_ROOT=1 but not running as root");
     true
 }
 
@@ -73,14 +70,7 @@ fn alice_job(script: &str, work: &Path, (uid, gid): (u32, u32)) -> flotilla_prot
 /// Plays `srun`: asks for a one-task step of `job_id` as `(uid, gid)` running `argv` in `work`
 /// with `-o stdout`, and returns the node daemon's accepted I/O connection (its `Hello`
 /// read) with the layout.
-fn fake_srun(
-    c: &Cluster,
-    ids: (u32, u32),
-    job_id: u64,
-    argv: &[&str],
-    work: &Path,
-    stdout: Option<&str>,
-) -> (TcpStream, StepLayout) {
+fn fake_srun(c: &Cluster, ids: (u32, u32), job_id: u64, argv: &[&str], work: &Path, stdout: Option<&str>) -> (TcpStream, StepLayout) {
     fake_srun_n(c, ids, job_id, 1, argv, work, stdout)
 }
 
@@ -129,9 +119,7 @@ fn fake_srun_n(
     s.set_read_timeout(Some(Duration::from_secs(30))).unwrap();
     let mut r = &s;
     match read_msg::<_, StepIo>(&mut r) {
-        Ok(StepIo::Hello {
-            job_id: j, io_key, ..
-        }) => assert_eq!((j, io_key), (job_id, key)),
+        Ok(StepIo::Hello { job_id: j, io_key, .. }) => assert_eq!((j, io_key), (job_id, key)),
         other => panic!("expected the node's hello: {other:?}"),
     }
     (s, layout)
@@ -186,74 +174,34 @@ fn step_output_symlink_to_a_root_file_is_opened_as_the_user() {
     let id = c.submit(s);
     c.wait_running(id, 30);
 
-    let (s, _) = fake_srun(
-        &c,
-        alice,
-        id,
-        &["sh", "-c", "echo overwritten"],
-        &work,
-        Some("out.txt"),
-    );
+    let (s, _) = fake_srun(&c, alice, id, &["sh", "-c", "echo overwritten"], &work, Some("out.txt"));
     let (err, code) = read_until_exit(&s);
-    assert_eq!(
-        std::fs::read_to_string(&victim).unwrap(),
-        "root's\n",
-        "the root file is untouched"
-    );
-    assert_eq!(
-        std::fs::metadata(&victim).unwrap().permissions().mode() & 0o777,
-        0o600
-    );
+    assert_eq!(std::fs::read_to_string(&victim).unwrap(), "root's\n", "the root file is untouched");
+    assert_eq!(std::fs::metadata(&victim).unwrap().permissions().mode() & 0o777, 0o600);
     assert_eq!(
         err,
-        format!(
-            "slurmstepd: error: Could not open stdout file {}: Permission denied\n",
-            link.display()
-        ),
+        format!("slurmstepd: error: Could not open stdout file {}: Permission denied\n", link.display()),
         "{}",
         c.logs()
     );
     assert_eq!(code, 2);
 
     // The same step with a file of alice's: written, as alice.
-    let (s, _) = fake_srun(
-        &c,
-        alice,
-        id,
-        &["sh", "-c", "echo mine"],
-        &work,
-        Some("mine_%t.txt"),
-    );
+    let (s, _) = fake_srun(&c, alice, id, &["sh", "-c", "echo mine"], &work, Some("mine_%t.txt"));
     let (err, code) = read_until_exit(&s);
     assert_eq!((err.as_str(), code), ("", 0));
     let mine = work.join("mine_0.txt");
     assert_eq!(std::fs::read_to_string(&mine).unwrap(), "mine\n");
-    assert_eq!(
-        std::fs::metadata(&mine).unwrap().uid(),
-        alice.0,
-        "created by alice"
-    );
+    assert_eq!(std::fs::metadata(&mine).unwrap().uid(), alice.0, "created by alice");
 
     // Two tasks sharing one file (it held something before): truncated once, both lines kept.
     let shared = work.join("shared.txt");
     std::fs::write(&shared, "old contents that must go\n").unwrap();
     std::os::unix::fs::chown(&shared, Some(alice.0), Some(alice.1)).unwrap();
-    let (s, _) = fake_srun_n(
-        &c,
-        alice,
-        id,
-        2,
-        &["sh", "-c", "echo task $SLURM_PROCID"],
-        &work,
-        Some("shared.txt"),
-    );
+    let (s, _) = fake_srun_n(&c, alice, id, 2, &["sh", "-c", "echo task $SLURM_PROCID"], &work, Some("shared.txt"));
     let (err, code) = read_until_exits(&s, 2);
     assert_eq!((err.as_str(), code), ("", 0));
-    let mut lines: Vec<String> = std::fs::read_to_string(&shared)
-        .unwrap()
-        .lines()
-        .map(String::from)
-        .collect();
+    let mut lines: Vec<String> = std::fs::read_to_string(&shared).unwrap().lines().map(String::from).collect();
     lines.sort();
     assert_eq!(lines, ["task 0", "task 1"]);
 }
@@ -281,21 +229,9 @@ fn batch_output_directory_swapped_for_a_root_directory() {
     std::os::unix::fs::symlink(&rootdir, &link).unwrap();
     std::os::unix::fs::lchown(&link, Some(alice.0), Some(alice.1)).unwrap();
     let j = c.wait_done(id, 60);
-    assert_eq!(
-        (j.state, j.exit_code),
-        (Some(JobStateWire::Failed), 1),
-        "{}",
-        c.logs()
-    );
-    let left: Vec<_> = std::fs::read_dir(&rootdir)
-        .unwrap()
-        .flatten()
-        .map(|e| e.path())
-        .collect();
-    assert!(
-        left.is_empty(),
-        "nothing created in the root directory: {left:?}"
-    );
+    assert_eq!((j.state, j.exit_code), (Some(JobStateWire::Failed), 1), "{}", c.logs());
+    let left: Vec<_> = std::fs::read_dir(&rootdir).unwrap().flatten().map(|e| e.path()).collect();
+    assert!(left.is_empty(), "nothing created in the root directory: {left:?}");
 }
 
 /// The stop notice on cancel is written into the job's stderr file, whose directory alice
@@ -319,12 +255,7 @@ fn stop_notice_through_a_swapped_directory() {
     let id = c.submit(s);
     c.wait_running(id, 30);
     let out = logs.join("job.out");
-    assert!(
-        wait_for(30, || std::fs::read_to_string(&out)
-            .is_ok_and(|t| t == "started\n")),
-        "the job never started\n{}",
-        c.logs()
-    );
+    assert!(wait_for(30, || std::fs::read_to_string(&out).is_ok_and(|t| t == "started\n")), "the job never started\n{}", c.logs());
     // The root-only directory, with a file of alice's of the same name.
     let hidden = c.path("root-only");
     std::fs::create_dir_all(&hidden).unwrap();
@@ -347,18 +278,8 @@ fn stop_notice_through_a_swapped_directory() {
     let j = c.wait_done(id, 30);
     assert_eq!(j.state, Some(JobStateWire::Cancelled));
     // The notice came before the signal that ended the job (the daemon handles both in order).
-    assert_eq!(
-        std::fs::read_to_string(&target).unwrap(),
-        "kept\n",
-        "the root-only directory is untouched\n{}",
-        c.logs()
-    );
-    assert_eq!(
-        c.log_lines("slurmd-gpu01.log", "stop notice: supervisor answered error"),
-        1,
-        "{}",
-        c.logs()
-    );
+    assert_eq!(std::fs::read_to_string(&target).unwrap(), "kept\n", "the root-only directory is untouched\n{}", c.logs());
+    assert_eq!(c.log_lines("slurmd-gpu01.log", "stop notice: supervisor answered error"), 1, "{}", c.logs());
 }
 
 /// Another user (bob) reads neither a running job's `job.json` (its script and whole
@@ -378,24 +299,14 @@ fn another_user_cannot_read_the_spool() {
     s.environment.push(("HF_TOKEN".into(), "hf_secret".into()));
     let id = c.submit(s);
     c.wait_running(id, 30);
-    assert!(
-        wait_for(30, || work.join("started").exists()),
-        "alice's script never ran\n{}",
-        c.logs()
-    );
+    assert!(wait_for(30, || work.join("started").exists()), "alice's script never ran\n{}", c.logs());
     let dir = c.path(&format!("spool/gpu01/jobs/{id}.0"));
     let job_json = dir.join("job.json");
-    assert!(std::fs::read_to_string(&job_json)
-        .unwrap()
-        .contains("hf_secret"));
+    assert!(std::fs::read_to_string(&job_json).unwrap().contains("hf_secret"));
     // The user with her own group alone (setpriv, util-linux).
     let as_user = |(uid, gid): (u32, u32), args: &[&str]| {
         std::process::Command::new("setpriv")
-            .args([
-                format!("--reuid={uid}"),
-                format!("--regid={gid}"),
-                "--clear-groups".into(),
-            ])
+            .args([format!("--reuid={uid}"), format!("--regid={gid}"), "--clear-groups".into()])
             .args(args)
             .output()
             .unwrap()
@@ -403,22 +314,14 @@ fn another_user_cannot_read_the_spool() {
     let jj = job_json.to_str().unwrap();
     for (who, ids) in [("bob", bob), ("alice", alice)] {
         let o = as_user(ids, &["cat", jj]);
-        assert!(
-            !o.status.success() && !String::from_utf8_lossy(&o.stdout).contains("hf_secret"),
-            "{who} read job.json: {o:?}"
-        );
+        assert!(!o.status.success() && !String::from_utf8_lossy(&o.stdout).contains("hf_secret"), "{who} read job.json: {o:?}");
     }
     let o = as_user(bob, &["ls", dir.to_str().unwrap()]);
     assert!(!o.status.success(), "bob listed the job directory: {o:?}");
     let mode = |p: &Path| std::fs::metadata(p).unwrap().permissions().mode() & 0o777;
     assert_eq!(mode(&job_json), 0o600);
     assert_eq!(mode(&dir.join("stepd.log")), 0o600);
-    assert_eq!(
-        mode(&dir) & 0o007,
-        0,
-        "nothing for others: {:o}",
-        mode(&dir)
-    );
+    assert_eq!(mode(&dir) & 0o007, 0, "nothing for others: {:o}", mode(&dir));
 }
 
 /// A second `slurmd` on a spool that a running one holds exits at once, non-zero, saying why;
@@ -428,17 +331,7 @@ fn a_second_slurmd_on_the_same_spool_is_refused() {
     let mut c = Cluster::start(1, &[]);
     c.start_nodes(1);
     let mut second = std::process::Command::new(env!("CARGO_BIN_EXE_slurmd"))
-        .args([
-            "-D",
-            "-N",
-            "gpu01",
-            "--fake-gpus",
-            "8",
-            "--cgroup",
-            "none",
-            "--health",
-            "none",
-        ])
+        .args(["-D", "-N", "gpu01", "--fake-gpus", "8", "--cgroup", "none", "--health", "none"])
         .arg("-f")
         .arg(c.path("slurm.conf"))
         .arg("--key")
@@ -469,14 +362,10 @@ fn a_second_slurmd_on_the_same_spool_is_refused() {
     };
     let mut err = String::new();
     std::io::Read::read_to_string(&mut stderr, &mut err).unwrap();
-    let status =
-        status.unwrap_or_else(|| panic!("the second slurmd kept running on the same spool: {err}"));
+    let status = status.unwrap_or_else(|| panic!("the second slurmd kept running on the same spool: {err}"));
     assert_eq!(status.code(), Some(1), "{err}");
     assert!(
-        err.contains(&format!(
-            "another slurmd is running on spool directory {}",
-            c.path("spool/gpu01").display()
-        )),
+        err.contains(&format!("another slurmd is running on spool directory {}", c.path("spool/gpu01").display())),
         "{err}"
     );
     // The first one still serves: a job runs on gpu01.
@@ -496,10 +385,7 @@ fn a_second_slurmd_on_the_same_spool_is_refused() {
 fn an_srun_that_never_reads_does_not_hold_the_step() {
     let mut c = Cluster::start(1, &[]);
     c.start_nodes(1);
-    let me = (
-        nix::unistd::getuid().as_raw(),
-        nix::unistd::getgid().as_raw(),
-    );
+    let me = (nix::unistd::getuid().as_raw(), nix::unistd::getgid().as_raw());
     let work = c.path("work");
     std::fs::create_dir_all(&work).unwrap();
     let id = c.submit(job("#!/bin/sh\nsleep 300\n", &work));
@@ -512,26 +398,17 @@ fn an_srun_that_never_reads_does_not_hold_the_step() {
         "the daemon never waited on the paused srun\n{}",
         c.logs()
     );
-    assert_eq!(
-        c.log_lines("slurmd-gpu01.log", "step tasks ended"),
-        0,
-        "a paused srun does not lose its step\n{}",
-        c.logs()
-    );
+    assert_eq!(c.log_lines("slurmd-gpu01.log", "step tasks ended"), 0, "a paused srun does not lose its step\n{}", c.logs());
     assert_eq!(c.job(id).and_then(|j| j.state), Some(JobStateWire::Running));
     let r = c.call(
         0,
-        Request::CancelJob(flotilla_proto::CancelJob {
-            jobs: vec![flotilla_proto::JobRef::id(id)],
-            ..Default::default()
-        }),
+        Request::CancelJob(flotilla_proto::CancelJob { jobs: vec![flotilla_proto::JobRef::id(id)], ..Default::default() }),
     );
     assert!(r.is_ok(), "{r:?}");
     // The task is killed with the job; its output then gets the write timeout (10 s): well
     // within 60 s.
     assert!(
-        wait_for(60, || c.log_lines("slurmd-gpu01.log", "step tasks ended")
-            == 1),
+        wait_for(60, || c.log_lines("slurmd-gpu01.log", "step tasks ended") == 1),
         "the step never ended with srun not reading\n{}",
         c.logs()
     );

@@ -34,9 +34,7 @@ fn golden_stdout(case: &str) -> Option<String> {
 fn normalize(text: &str) -> Vec<String> {
     text.lines()
         .map(|l| {
-            let Some((k, v)) = l.split_once('=') else {
-                return l.to_string();
-            };
+            let Some((k, v)) = l.split_once('=') else { return l.to_string() };
             let v = match k {
                 "SLURM_JOB_ID" | "SLURM_JOBID" | "SLURM_ARRAY_JOB_ID" => "<ID>".to_string(),
                 "SLURM_TASK_PID" => "<PID>".to_string(),
@@ -48,13 +46,7 @@ fn normalize(text: &str) -> Vec<String> {
                 "SLURM_WORKING_CLUSTER" => {
                     // cluster:addr:port:protocol:select plugin — the port is the OS's choice.
                     let p: Vec<&str> = v.split(':').collect();
-                    format!(
-                        "{}:{}:<PORT>:{}:{}",
-                        p[0],
-                        p.get(1).unwrap_or(&""),
-                        p.get(3).unwrap_or(&""),
-                        p.get(4).unwrap_or(&"")
-                    )
+                    format!("{}:{}:<PORT>:{}:{}", p[0], p.get(1).unwrap_or(&""), p.get(3).unwrap_or(&""), p.get(4).unwrap_or(&""))
                 }
                 _ => v.to_string(),
             };
@@ -85,33 +77,17 @@ fn job_environment_matches_slurm() {
         s.stdout = Some("env-%x-%j.out".into());
         s
     };
-    let gres = |n| {
-        vec![GresSpec {
-            name: "gpu".into(),
-            gpu_type: None,
-            count: n,
-        }]
-    };
+    let gres = |n| vec![GresSpec { name: "gpu".into(), gpu_type: None, count: n }];
     let mut cases: Vec<(&str, SubmitJob)> = Vec::new();
     let mut plain = job(ENV_SH, &work);
     plain.name = Some("env.sh".into());
     cases.push(("jobout_plain_env", plain));
-    cases.push((
-        "jobout_env_gres2",
-        SubmitJob {
-            gres: gres(2),
-            ..base("gres2")
-        },
-    ));
+    cases.push(("jobout_env_gres2", SubmitJob { gres: gres(2), ..base("gres2") }));
     cases.push((
         "jobout_env_gres_typed3",
         with_env(
             SubmitJob {
-                gres: vec![GresSpec {
-                    name: "gpu".into(),
-                    gpu_type: Some("h100".into()),
-                    count: 3,
-                }],
+                gres: vec![GresSpec { name: "gpu".into(), gpu_type: Some("h100".into()), count: 3 }],
                 cpus_per_task: Some(4),
                 ..base("gres_typed3")
             },
@@ -120,69 +96,34 @@ fn job_environment_matches_slurm() {
     ));
     cases.push((
         "jobout_env_gpus4",
-        with_env(
-            SubmitJob {
-                gpus: Some(GpuCount {
-                    gpu_type: None,
-                    count: 4,
-                }),
-                ..base("gpus4")
-            },
-            &[("SLURM_GPUS", "4")],
-        ),
+        with_env(SubmitJob { gpus: Some(GpuCount { gpu_type: None, count: 4 }), ..base("gpus4") }, &[("SLURM_GPUS", "4")]),
     ));
     cases.push((
         "jobout_env_N2_gpn2",
         with_env(
             SubmitJob {
                 nodes_min: Some(2),
-                gpus_per_node: Some(GpuCount {
-                    gpu_type: None,
-                    count: 2,
-                }),
+                gpus_per_node: Some(GpuCount { gpu_type: None, count: 2 }),
                 ..base("N2_gpn2")
             },
             &[("SLURM_GPUS_PER_NODE", "2")],
         ),
     ));
-    cases.push((
-        "jobout_env_N2_gres8",
-        SubmitJob {
-            nodes_min: Some(2),
-            gres: gres(8),
-            ..base("N2_gres8")
-        },
-    ));
+    cases.push(("jobout_env_N2_gres8", SubmitJob { nodes_min: Some(2), gres: gres(8), ..base("N2_gres8") }));
     cases.push((
         "jobout_env_n4_gpt1",
         with_env(
             SubmitJob {
                 ntasks: Some(4),
-                gpus_per_task: Some(GpuCount {
-                    gpu_type: None,
-                    count: 1,
-                }),
+                gpus_per_task: Some(GpuCount { gpu_type: None, count: 1 }),
                 ..base("n4_gpt1")
             },
-            &[
-                ("SLURM_NTASKS", "4"),
-                ("SLURM_NPROCS", "4"),
-                ("SLURM_GPUS_PER_TASK", "1"),
-            ],
+            &[("SLURM_NTASKS", "4"), ("SLURM_NPROCS", "4"), ("SLURM_GPUS_PER_TASK", "1")],
         ),
     ));
     cases.push((
         "jobout_env_gpus12",
-        with_env(
-            SubmitJob {
-                gpus: Some(GpuCount {
-                    gpu_type: None,
-                    count: 12,
-                }),
-                ..base("gpus12")
-            },
-            &[("SLURM_GPUS", "12")],
-        ),
+        with_env(SubmitJob { gpus: Some(GpuCount { gpu_type: None, count: 12 }), ..base("gpus12") }, &[("SLURM_GPUS", "12")]),
     ));
     cases.push((
         "jobout_env_mem_cpu",
@@ -195,13 +136,7 @@ fn job_environment_matches_slurm() {
             &[("SLURM_MEM_PER_NODE", "4096"), ("SLURM_CPUS_PER_TASK", "2")],
         ),
     ));
-    cases.push((
-        "jobout_env_exclusive",
-        SubmitJob {
-            exclusive: true,
-            ..base("exclusive")
-        },
-    ));
+    cases.push(("jobout_env_exclusive", SubmitJob { exclusive: true, ..base("exclusive") }));
 
     let mut failures = Vec::new();
     for (case, s) in cases {
@@ -209,18 +144,9 @@ fn job_environment_matches_slurm() {
         let custom = s.stdout.is_some();
         let id = c.submit(s);
         let j = c.wait_done(id, 60);
-        assert_eq!(
-            j.state,
-            Some(flotilla_proto::JobStateWire::Completed),
-            "{case}: {j:?}"
-        );
-        let file = if custom {
-            format!("env-{name}-{id}.out")
-        } else {
-            format!("slurm-{id}.out")
-        };
-        let ours = std::fs::read_to_string(work.join(&file))
-            .unwrap_or_else(|e| panic!("{case}: {file}: {e}"));
+        assert_eq!(j.state, Some(flotilla_proto::JobStateWire::Completed), "{case}: {j:?}");
+        let file = if custom { format!("env-{name}-{id}.out") } else { format!("slurm-{id}.out") };
+        let ours = std::fs::read_to_string(work.join(&file)).unwrap_or_else(|e| panic!("{case}: {file}: {e}"));
         let want = normalize(&golden_stdout(case).unwrap());
         let got = normalize(&ours);
         if want != got {
@@ -233,32 +159,21 @@ fn job_environment_matches_slurm() {
     s.name = Some("env.sh".into());
     s.stdout = Some("arrenv-%A_%a.out".into());
     s.array = Some(ArraySpec {
-        ranges: vec![ArrayRange {
-            start: 0,
-            end: 1,
-            step: 1,
-        }],
+        ranges: vec![ArrayRange { start: 0, end: 1, step: 1 }],
         max_running: None,
     });
     let aid = c.submit(s);
-    assert!(
-        wait_for(60, || {
-            (0..2).all(|t| {
-                std::fs::read_to_string(work.join(format!("arrenv-{aid}_{t}.out")))
-                    .is_ok_and(|s| s.contains("PWD="))
-            })
-        }),
-        "array tasks did not finish\n{}",
-        c.logs()
-    );
+    assert!(wait_for(60, || {
+        (0..2).all(|t| {
+            std::fs::read_to_string(work.join(format!("arrenv-{aid}_{t}.out"))).is_ok_and(|s| s.contains("PWD="))
+        })
+    }), "array tasks did not finish\n{}", c.logs());
     for t in 0..2 {
         let ours = std::fs::read_to_string(work.join(format!("arrenv-{aid}_{t}.out"))).unwrap();
         let want = normalize(&golden_stdout(&format!("jobout_array_env_task{t}")).unwrap());
         let got = normalize(&ours);
         if want != got {
-            failures.push(format!(
-                "array task {t}:\n  want: {want:?}\n  got:  {got:?}"
-            ));
+            failures.push(format!("array task {t}:\n  want: {want:?}\n  got:  {got:?}"));
         }
     }
     assert!(failures.is_empty(), "{}", failures.join("\n"));

@@ -15,10 +15,7 @@ fn exits_and_outputs() {
 
     let ok = c.submit(job("#!/bin/sh\necho hello from $SLURMD_NODENAME\n", &work));
     let j = c.wait_done(ok, 30);
-    assert_eq!(
-        (j.state, j.exit_code, j.exit_signal),
-        (Some(JobStateWire::Completed), 0, 0)
-    );
+    assert_eq!((j.state, j.exit_code, j.exit_signal), (Some(JobStateWire::Completed), 0, 0));
     let out = std::fs::read_to_string(work.join(format!("slurm-{ok}.out"))).unwrap();
     assert!(out.starts_with("hello from gpu0"), "{out}");
 
@@ -28,27 +25,13 @@ fn exits_and_outputs() {
     s.name = Some("fail".into());
     let fail = c.submit(s);
     let j = c.wait_done(fail, 30);
-    assert_eq!(
-        (j.state, j.exit_code, j.exit_signal),
-        (Some(JobStateWire::Failed), 3, 0),
-        "sacct 3:0"
-    );
-    assert_eq!(
-        std::fs::read_to_string(work.join(format!("o-{fail}-fail.out"))).unwrap(),
-        "about to fail\n"
-    );
+    assert_eq!((j.state, j.exit_code, j.exit_signal), (Some(JobStateWire::Failed), 3, 0), "sacct 3:0");
+    assert_eq!(std::fs::read_to_string(work.join(format!("o-{fail}-fail.out"))).unwrap(), "about to fail\n");
     assert!(work.join(format!("e-{fail:05}.err")).exists());
 
-    let killed = c.submit(job(
-        "#!/bin/sh\necho about to die by SIGKILL\nkill -9 $$\n",
-        &work,
-    ));
+    let killed = c.submit(job("#!/bin/sh\necho about to die by SIGKILL\nkill -9 $$\n", &work));
     let j = c.wait_done(killed, 30);
-    assert_eq!(
-        (j.state, j.exit_code, j.exit_signal),
-        (Some(JobStateWire::Failed), 0, 9),
-        "sacct 0:9"
-    );
+    assert_eq!((j.state, j.exit_code, j.exit_signal), (Some(JobStateWire::Failed), 0, 9), "sacct 0:9");
 }
 
 /// A plain restart of a node daemon keeps its boot epoch and re-adopts the running job,
@@ -64,57 +47,23 @@ fn restart_readopts_reboot_requeues() {
     let id = c.submit(job("#!/bin/sh\necho start\nsleep 3\necho done\n", &work));
     c.wait_running(id, 30);
     let out = work.join(format!("slurm-{id}.out"));
-    assert!(
-        wait_for(30, || std::fs::read_to_string(&out)
-            .is_ok_and(|o| o == "start\n")),
-        "the script did not start\n{}",
-        c.logs()
-    );
+    assert!(wait_for(30, || std::fs::read_to_string(&out).is_ok_and(|o| o == "start\n")), "the script did not start\n{}", c.logs());
     c.kill_node(1);
-    assert!(
-        wait_for(10, || c
-            .nodes()
-            .iter()
-            .any(|n| n.name == "gpu01" && n.not_responding)),
-        "the controller did not see the daemon go\n{}",
-        c.logs()
-    );
+    assert!(wait_for(10, || c.nodes().iter().any(|n| n.name == "gpu01" && n.not_responding)), "the controller did not see the daemon go\n{}", c.logs());
     c.start_node(1);
     let j = c.wait_done(id, 30);
-    assert_eq!(
-        (j.state, j.exit_code, j.exit_signal, j.restarts),
-        (Some(JobStateWire::Completed), 0, 0, 0),
-        "{}",
-        c.logs()
-    );
-    assert_eq!(
-        std::fs::read_to_string(work.join(format!("slurm-{id}.out"))).unwrap(),
-        "start\ndone\n"
-    );
+    assert_eq!((j.state, j.exit_code, j.exit_signal, j.restarts), (Some(JobStateWire::Completed), 0, 0, 0), "{}", c.logs());
+    assert_eq!(std::fs::read_to_string(work.join(format!("slurm-{id}.out"))).unwrap(), "start\ndone\n");
     let epoch_before = c.call(0, flotilla_proto::Request::QueryNodes(Default::default()));
 
     // The daemon may also be away when the job ends: the end is reported on return.
     let marker2 = "1.0161803";
     let id2 = c.submit(job(&format!("#!/bin/sh\nsleep {marker2}\nexit 4\n"), &work));
     c.wait_running(id2, 30);
-    assert!(
-        wait_for(10, || !processes_with(marker2).is_empty()),
-        "the script did not start\n{}",
-        c.logs()
-    );
+    assert!(wait_for(10, || !processes_with(marker2).is_empty()), "the script did not start\n{}", c.logs());
     c.kill_node(1);
-    assert!(
-        wait_for(10, || c
-            .nodes()
-            .iter()
-            .any(|n| n.name == "gpu01" && n.not_responding)),
-        "the controller did not see the daemon go\n{}",
-        c.logs()
-    );
-    assert!(
-        wait_for(30, || processes_with(marker2).is_empty()),
-        "the script did not end while its daemon was away"
-    );
+    assert!(wait_for(10, || c.nodes().iter().any(|n| n.name == "gpu01" && n.not_responding)), "the controller did not see the daemon go\n{}", c.logs());
+    assert!(wait_for(30, || processes_with(marker2).is_empty()), "the script did not end while its daemon was away");
     c.start_node(1);
     let j = c.wait_done(id2, 30);
     assert_eq!((j.state, j.exit_code), (Some(JobStateWire::Failed), 4));
@@ -141,28 +90,17 @@ fn restart_readopts_reboot_requeues() {
         Ok(flotilla_proto::Response::Nodes(n)) => n[0].boot_epoch,
         other => panic!("{other:?}"),
     };
-    assert_eq!(
-        nodes[0].boot_epoch,
-        before + 1,
-        "the reboot bumps the epoch; a plain restart does not"
-    );
+    assert_eq!(nodes[0].boot_epoch, before + 1, "the reboot bumps the epoch; a plain restart does not");
     // The requeued job runs again (run 1); cancel it and check nothing of it survives.
     c.wait_running(id3, 30);
-    let r = c.call(
-        0,
-        flotilla_proto::Request::CancelJob(flotilla_proto::CancelJob {
-            jobs: vec![flotilla_proto::JobRef::id(id3)],
-            ..Default::default()
-        }),
-    );
+    let r = c.call(0, flotilla_proto::Request::CancelJob(flotilla_proto::CancelJob {
+        jobs: vec![flotilla_proto::JobRef::id(id3)],
+        ..Default::default()
+    }));
     assert!(r.is_ok());
     let j = c.wait_done(id3, 30);
     assert_eq!(j.state, Some(JobStateWire::Cancelled));
-    assert!(
-        wait_for(10, || processes_with(marker).is_empty()),
-        "processes survive: {:?}",
-        processes_with(marker)
-    );
+    assert!(wait_for(10, || processes_with(marker).is_empty()), "processes survive: {:?}", processes_with(marker));
 }
 
 /// A job that ignores SIGTERM, with children in its process group, in another session and
@@ -183,23 +121,11 @@ fn sigterm_ignored_killed_at_deadline_with_children() {
         s.time_limit = Some(flotilla_proto::TimeLimitWire::Minutes(1));
         let id = c.submit(s);
         c.wait_running(id, 30);
-        assert!(
-            wait_for(10, || processes_with(&marker).len() >= 4),
-            "children did not start: {:?}",
-            processes_with(&marker)
-        );
+        assert!(wait_for(10, || processes_with(&marker).len() >= 4), "children did not start: {:?}", processes_with(&marker));
         let j = c.wait_done(id, 30);
         assert_eq!(j.state, Some(JobStateWire::Timeout), "round {round}: {j:?}");
-        assert_eq!(
-            (j.exit_code, j.exit_signal),
-            (0, 9),
-            "killed by SIGKILL at the deadline: sacct 0:9"
-        );
-        assert!(
-            processes_with(&marker).is_empty(),
-            "round {round}: processes survive: {:?}",
-            processes_with(&marker)
-        );
+        assert_eq!((j.exit_code, j.exit_signal), (0, 9), "killed by SIGKILL at the deadline: sacct 0:9");
+        assert!(processes_with(&marker).is_empty(), "round {round}: processes survive: {:?}", processes_with(&marker));
     }
 }
 
@@ -219,11 +145,7 @@ fn checkpoint_ack_ends_the_wait() {
     c.wait_running(id, 30);
     let t0 = std::time::Instant::now();
     let j = c.wait_done(id, 30);
-    assert!(
-        t0.elapsed() < std::time::Duration::from_secs(20),
-        "waited for the deadline: {:?}",
-        t0.elapsed()
-    );
+    assert!(t0.elapsed() < std::time::Duration::from_secs(20), "waited for the deadline: {:?}", t0.elapsed());
     assert_eq!((j.state, j.exit_signal), (Some(JobStateWire::Timeout), 9));
     let out = std::fs::read_to_string(work.join(format!("slurm-{id}.out"))).unwrap();
     assert!(out.contains("checkpointing"), "{out}");
@@ -232,11 +154,7 @@ fn checkpoint_ack_ends_the_wait() {
     s.time_limit = Some(flotilla_proto::TimeLimitWire::Minutes(1));
     let id = c.submit(s);
     let j = c.wait_done(id, 30);
-    assert_eq!(
-        (j.state, j.exit_code, j.exit_signal),
-        (Some(JobStateWire::Timeout), 0, 15),
-        "sacct 0:15"
-    );
+    assert_eq!((j.state, j.exit_code, j.exit_signal), (Some(JobStateWire::Timeout), 0, 15), "sacct 0:15");
 }
 
 /// `--signal=B:USR1@secs`: the node delivers the signal `secs` before the time limit.
@@ -250,21 +168,9 @@ fn signal_before_time_limit() {
     let mut s = job(script, &work);
     // 2 minutes, USR1 at 119 s before the end: about 1 s after the start.
     s.time_limit = Some(flotilla_proto::TimeLimitWire::Minutes(2));
-    s.signal = Some(flotilla_proto::SignalSpec {
-        signal: 10,
-        secs_before: 119,
-        batch_only: true,
-    });
+    s.signal = Some(flotilla_proto::SignalSpec { signal: 10, secs_before: 119, batch_only: true });
     let id = c.submit(s);
     let j = c.wait_done(id, 30);
-    assert_eq!(
-        (j.state, j.exit_code),
-        (Some(JobStateWire::Completed), 0),
-        "{}",
-        c.logs()
-    );
-    assert_eq!(
-        std::fs::read_to_string(work.join(format!("slurm-{id}.out"))).unwrap(),
-        "got USR1\n"
-    );
+    assert_eq!((j.state, j.exit_code), (Some(JobStateWire::Completed), 0), "{}", c.logs());
+    assert_eq!(std::fs::read_to_string(work.join(format!("slurm-{id}.out"))).unwrap(), "got USR1\n");
 }

@@ -211,11 +211,9 @@ fn man(out: &std::path::Path) -> Result<()> {
             .with_context(|| format!("writing {}", path.display()))?;
     }
     let cmd = Cli::command().version(version);
-    clap_mangen::generate_to(cmd, out)
-        .with_context(|| format!("writing man pages into {}", out.display()))?;
+    clap_mangen::generate_to(cmd, out).with_context(|| format!("writing man pages into {}", out.display()))?;
     let cmd = flotilla_commands::sdeploy::Cli::command().version(version);
-    clap_mangen::generate_to(cmd, out)
-        .with_context(|| format!("writing man pages into {}", out.display()))?;
+    clap_mangen::generate_to(cmd, out).with_context(|| format!("writing man pages into {}", out.display()))?;
     Ok(())
 }
 
@@ -251,18 +249,11 @@ fn cancel_on_signals() -> Result<&'static AtomicBool> {
 fn demo(a: DemoArgs) -> Result<()> {
     use flotilla_admin::{demo, dev};
     let cancel = cancel_on_signals()?;
-    let mut up = dev::UpOptions::new(
-        a.dir
-            .unwrap_or_else(|| dev::default_dir().with_extension("demo")),
-    );
+    let mut up = dev::UpOptions::new(a.dir.unwrap_or_else(|| dev::default_dir().with_extension("demo")));
     up.cgroup = a.cgroup;
     up.timeout = Duration::from_secs(60);
     up.ctld_args = demo::CTLD_ARGS.iter().map(|s| s.to_string()).collect();
-    let opts = demo::DemoOptions {
-        up,
-        keep: a.keep,
-        timeout: Duration::from_secs(a.timeout),
-    };
+    let opts = demo::DemoOptions { up, keep: a.keep, timeout: Duration::from_secs(a.timeout) };
     let report = match demo::run(&opts, cancel) {
         Ok(r) => r,
         Err(e) if cancel.load(Ordering::SeqCst) => {

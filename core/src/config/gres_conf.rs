@@ -76,11 +76,7 @@ pub fn apply_gres_conf(
         let line_at = rec.pairs[0].at.clone();
         let line = read_line(cfg, rec.pairs, &mut warned)?;
         let Some((name, _)) = &line.name else {
-            if line.file.is_some()
-                || line.count.is_some()
-                || line.ty.is_some()
-                || line.cores.is_some()
-            {
+            if line.file.is_some() || line.count.is_some() || line.ty.is_some() || line.cores.is_some() {
                 return Err(ConfigError::Invalid {
                     at: line_at,
                     msg: "gres.conf line without Name=".to_string(),
@@ -113,11 +109,7 @@ pub fn apply_gres_conf(
 
 /// Reads one line's keys: unknown keys are errors, Slurm keys Flotilla does not use warn
 /// once, values are checked against the key table.
-fn read_line(
-    cfg: &mut ClusterConfig,
-    pairs: Vec<lex::Pair>,
-    warned: &mut OnceWarnings,
-) -> Result<GresLine, ConfigError> {
+fn read_line(cfg: &mut ClusterConfig, pairs: Vec<lex::Pair>, warned: &mut OnceWarnings) -> Result<GresLine, ConfigError> {
     let mut line = GresLine::default();
     for pair in pairs {
         let k = match keys::lookup(Scope::Gres, &pair.key) {
@@ -179,14 +171,9 @@ fn gpu_count(line: &GresLine, files: usize) -> Result<u64, ConfigError> {
 
 /// The nodes (indexes into `cfg.nodes`) a line applies to: those its `NodeName=` names (names
 /// slurm.conf does not define are skipped with one warning), or every node with GPUs.
-fn target_nodes(
-    cfg: &mut ClusterConfig,
-    node_expr: &Option<(String, Location)>,
-) -> Result<Vec<usize>, ConfigError> {
+fn target_nodes(cfg: &mut ClusterConfig, node_expr: &Option<(String, Location)>) -> Result<Vec<usize>, ConfigError> {
     let Some((expr, at)) = node_expr else {
-        return Ok((0..cfg.nodes.len())
-            .filter(|i| cfg.nodes[*i].gpus > 0)
-            .collect());
+        return Ok((0..cfg.nodes.len()).filter(|i| cfg.nodes[*i].gpus > 0).collect());
     };
     let names = hostlist::expand(expr).map_err(|source| ConfigError::Hostlist {
         at: at.clone(),

@@ -138,9 +138,7 @@ pub(crate) fn parse_conf_minutes(s: &str) -> Result<Option<u64>, String> {
     const EXPECTED: &str = "expected minutes, [D-]HH:MM:SS or UNLIMITED";
     match crate::time::time_str2mins(s) {
         Ok(crate::time::SlurmDuration::Infinite) => Ok(None),
-        Ok(crate::time::SlurmDuration::Finite(m)) if m >= 0 && !s.starts_with('-') => {
-            Ok(Some(m as u64))
-        }
+        Ok(crate::time::SlurmDuration::Finite(m)) if m >= 0 && !s.starts_with('-') => Ok(Some(m as u64)),
         _ => Err(EXPECTED.to_string()),
     }
 }
@@ -435,36 +433,19 @@ impl Parser {
             "SelectType" => c.select_type = v.str().to_string(),
             "PriorityType" => c.priority_type = v.str().to_string(),
             "PreemptType" => c.preempt_type = v.str().to_string(),
-            "PriorityDecayHalfLife" => {
-                c.priority.decay_half_life_s = v.opt().unwrap_or(0).saturating_mul(60)
-            }
-            "PriorityCalcPeriod" => {
-                c.priority.calc_period_s = v.opt().unwrap_or(0).saturating_mul(60)
-            }
+            "PriorityDecayHalfLife" => c.priority.decay_half_life_s = v.opt().unwrap_or(0).saturating_mul(60),
+            "PriorityCalcPeriod" => c.priority.calc_period_s = v.opt().unwrap_or(0).saturating_mul(60),
             "PriorityUsageResetPeriod" => {
-                c.priority.usage_reset_period =
-                    crate::fairshare::ResetPeriod::parse(v.str()).unwrap_or_default()
+                c.priority.usage_reset_period = crate::fairshare::ResetPeriod::parse(v.str()).unwrap_or_default()
             }
             "PriorityMaxAge" => c.priority.max_age_s = v.opt().unwrap_or(0).saturating_mul(60),
             "PriorityFavorSmall" => c.priority.favor_small = v.flag(),
-            "PriorityWeightAge" => {
-                c.priority.weight_age = u32::try_from(v.int()).unwrap_or(u32::MAX)
-            }
-            "PriorityWeightAssoc" => {
-                c.priority.weight_assoc = u32::try_from(v.int()).unwrap_or(u32::MAX)
-            }
-            "PriorityWeightFairshare" => {
-                c.priority.weight_fairshare = u32::try_from(v.int()).unwrap_or(u32::MAX)
-            }
-            "PriorityWeightJobSize" => {
-                c.priority.weight_job_size = u32::try_from(v.int()).unwrap_or(u32::MAX)
-            }
-            "PriorityWeightPartition" => {
-                c.priority.weight_partition = u32::try_from(v.int()).unwrap_or(u32::MAX)
-            }
-            "PriorityWeightQOS" => {
-                c.priority.weight_qos = u32::try_from(v.int()).unwrap_or(u32::MAX)
-            }
+            "PriorityWeightAge" => c.priority.weight_age = u32::try_from(v.int()).unwrap_or(u32::MAX),
+            "PriorityWeightAssoc" => c.priority.weight_assoc = u32::try_from(v.int()).unwrap_or(u32::MAX),
+            "PriorityWeightFairshare" => c.priority.weight_fairshare = u32::try_from(v.int()).unwrap_or(u32::MAX),
+            "PriorityWeightJobSize" => c.priority.weight_job_size = u32::try_from(v.int()).unwrap_or(u32::MAX),
+            "PriorityWeightPartition" => c.priority.weight_partition = u32::try_from(v.int()).unwrap_or(u32::MAX),
+            "PriorityWeightQOS" => c.priority.weight_qos = u32::try_from(v.int()).unwrap_or(u32::MAX),
             "SchedulerType" => c.scheduler_type = v.str().to_string(),
             "TopologyPlugin" => c.topology_plugin = v.str().to_string(),
             "GresTypes" => {
@@ -482,12 +463,8 @@ impl Parser {
             "PrivateData" => c.private_data = lower_list(v.str()),
             "AccountingStorageEnforce" => c.accounting_storage_enforce = lower_list(v.str()),
             "ServiceAccounts" => c.service_accounts = names_or_all(v.str()),
-            "ServiceMaxPriority" => {
-                c.service_max_priority = u32::try_from(v.int()).unwrap_or(u32::MAX)
-            }
-            "ServiceMaxReplicas" => {
-                c.service_max_replicas = u32::try_from(v.int()).unwrap_or(u32::MAX)
-            }
+            "ServiceMaxPriority" => c.service_max_priority = u32::try_from(v.int()).unwrap_or(u32::MAX),
+            "ServiceMaxReplicas" => c.service_max_replicas = u32::try_from(v.int()).unwrap_or(u32::MAX),
             "ServiceMaxGPUs" => c.service_max_gpus = u32::try_from(v.int()).unwrap_or(u32::MAX),
             "SchedulerParameters" => c.scheduler_parameters = Some(v.str().to_string()),
             // Read from `raw` by the node daemons (flotilla_slurmd::usage::gather_frequency).
@@ -638,10 +615,7 @@ impl Parser {
     /// A node line's `NodeHostname=`, `NodeAddr=` or `Port=` setting `s` for its `n` nodes:
     /// (0, 1 or 2 for the key, the values with where they were written). One value for all
     /// nodes or one per node; a `Port=` range like `6818-6821` is a hostlist range.
-    fn per_node_values(
-        s: &Setting,
-        n: usize,
-    ) -> Result<(usize, (Vec<String>, Location)), ConfigError> {
+    fn per_node_values(s: &Setting, n: usize) -> Result<(usize, (Vec<String>, Location)), ConfigError> {
         let idx = match s.key.name {
             "NodeHostname" => 0,
             "NodeAddr" => 1,
@@ -669,10 +643,7 @@ impl Parser {
     /// A node line's GPUs from its `Gres=` (text, where written): the count of its `gpu`
     /// items and their type (none when they differ, with a warning). GRES not in
     /// `GresTypes` warn once (Slurm refuses them).
-    fn node_gpus(
-        &mut self,
-        gres: &(String, Location),
-    ) -> Result<(u32, Option<String>), ConfigError> {
+    fn node_gpus(&mut self, gres: &(String, Location)) -> Result<(u32, Option<String>), ConfigError> {
         let items = parse_gres(&gres.0).map_err(|reason| ConfigError::InvalidValue {
             at: gres.1.clone(),
             key: "Gres".into(),
@@ -895,19 +866,15 @@ impl Parser {
                 "SubNodePool" => p.sub_node_pool = s.val.flag(),
                 "InferencePool" => p.inference_pool = s.val.flag(),
                 "TRESBillingWeights" => {
-                    crate::fairshare::BillingWeights::parse(s.val.str()).map_err(|e| {
-                        ConfigError::Invalid {
-                            at: s.at.clone(),
-                            msg: format!("partition {}: {e}", p.name),
-                        }
+                    crate::fairshare::BillingWeights::parse(s.val.str()).map_err(|e| ConfigError::Invalid {
+                        at: s.at.clone(),
+                        msg: format!("partition {}: {e}", p.name),
                     })?;
                     p.tres_billing_weights = Some(s.val.str().to_string());
                 }
                 "AllowGroups" => p.access.allow_groups = names_or_all(s.val.str()),
                 "AllowAccounts" => p.access.allow_accounts = names_or_all(s.val.str()),
-                "DenyAccounts" => {
-                    p.access.deny_accounts = names_or_all(s.val.str()).unwrap_or_default()
-                }
+                "DenyAccounts" => p.access.deny_accounts = names_or_all(s.val.str()).unwrap_or_default(),
                 "AllowQos" => p.access.allow_qos = names_or_all(s.val.str()),
                 "DenyQos" => p.access.deny_qos = names_or_all(s.val.str()).unwrap_or_default(),
                 "RootOnly" => p.access.root_only = s.val.flag(),
@@ -936,12 +903,7 @@ impl Parser {
 /// A comma-separated list of names; `ALL` (any case) or empty is `None`: everyone
 /// (slurm.conf(5) `AllowGroups=ALL`).
 fn names_or_all(v: &str) -> Option<Vec<String>> {
-    let names: Vec<String> = v
-        .split(',')
-        .map(str::trim)
-        .filter(|n| !n.is_empty())
-        .map(str::to_string)
-        .collect();
+    let names: Vec<String> = v.split(',').map(str::trim).filter(|n| !n.is_empty()).map(str::to_string).collect();
     if names.is_empty() || names.iter().any(|n| n.eq_ignore_ascii_case("ALL")) {
         None
     } else {
@@ -951,10 +913,7 @@ fn names_or_all(v: &str) -> Option<Vec<String>> {
 
 /// A comma-separated list of words, lower case (`PrivateData=jobs,Nodes`).
 fn lower_list(v: &str) -> Vec<String> {
-    v.split(',')
-        .map(|w| w.trim().to_ascii_lowercase())
-        .filter(|w| !w.is_empty())
-        .collect()
+    v.split(',').map(|w| w.trim().to_ascii_lowercase()).filter(|w| !w.is_empty()).collect()
 }
 
 fn node_state(s: &str) -> ConfNodeState {
@@ -1060,51 +1019,26 @@ mod tests {
         let c = parse("NodeName=n1\nPartitionName=p Nodes=n1 TRESBillingWeights=CPU=1.0,Mem=0.25G,GRES/gpu=2.0\n");
         assert_eq!(c.priority, super::super::PriorityConf::default());
         assert_eq!(c.priority.decay_half_life_s, 7 * 86_400);
-        assert_eq!(
-            c.partitions[0].tres_billing_weights.as_deref(),
-            Some("CPU=1.0,Mem=0.25G,GRES/gpu=2.0")
-        );
+        assert_eq!(c.partitions[0].tres_billing_weights.as_deref(), Some("CPU=1.0,Mem=0.25G,GRES/gpu=2.0"));
         let c = parse(
             "PriorityDecayHalfLife=0\nPriorityCalcPeriod=1\nPriorityUsageResetPeriod=weekly\nPriorityMaxAge=1-0\n\
              PriorityFavorSmall=YES\nPriorityWeightAge=1000\nPriorityWeightAssoc=2\nPriorityWeightFairshare=10000\n\
              PriorityWeightJobSize=3\nPriorityWeightPartition=4\nPriorityWeightQOS=5\nNodeName=n1\n",
         );
         let p = &c.priority;
-        assert_eq!(
-            (p.decay_half_life_s, p.calc_period_s, p.max_age_s),
-            (0, 60, 86_400)
-        );
+        assert_eq!((p.decay_half_life_s, p.calc_period_s, p.max_age_s), (0, 60, 86_400));
         assert_eq!(p.usage_reset_period, crate::fairshare::ResetPeriod::Weekly);
         assert!(p.favor_small);
         assert_eq!(
-            (
-                p.weight_age,
-                p.weight_assoc,
-                p.weight_fairshare,
-                p.weight_job_size,
-                p.weight_partition,
-                p.weight_qos
-            ),
+            (p.weight_age, p.weight_assoc, p.weight_fairshare, p.weight_job_size, p.weight_partition, p.weight_qos),
             (1000, 2, 10_000, 3, 4, 5)
         );
-        let err = parse_slurm_conf(
-            "NodeName=n1\nPartitionName=p Nodes=n1 TRESBillingWeights=CPU=lots\n",
-            "slurm.conf",
-            &mut no_includes,
-        )
-        .unwrap_err()
-        .to_string();
-        assert!(
-            err.contains("invalid TRESBillingWeights `CPU=lots'"),
-            "{err}"
-        );
+        let err = parse_slurm_conf("NodeName=n1\nPartitionName=p Nodes=n1 TRESBillingWeights=CPU=lots\n", "slurm.conf", &mut no_includes)
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("invalid TRESBillingWeights `CPU=lots'"), "{err}");
         assert!(err.contains("slurm.conf"), "{err}");
-        assert!(parse_slurm_conf(
-            "PriorityUsageResetPeriod=HOURLY\n",
-            "slurm.conf",
-            &mut no_includes
-        )
-        .is_err());
+        assert!(parse_slurm_conf("PriorityUsageResetPeriod=HOURLY\n", "slurm.conf", &mut no_includes).is_err());
     }
 
     #[test]

@@ -76,11 +76,7 @@ impl Topology {
     /// Reads one line's keys: unknown keys are errors, Slurm keys Flotilla does not use warn
     /// once per file, values are checked against the key table; a line needs exactly one
     /// head key.
-    fn read_line(
-        &mut self,
-        cfg: &mut ClusterConfig,
-        pairs: Vec<lex::Pair>,
-    ) -> Result<TopoLine, ConfigError> {
+    fn read_line(&mut self, cfg: &mut ClusterConfig, pairs: Vec<lex::Pair>) -> Result<TopoLine, ConfigError> {
         let head_at = pairs[0].at.clone();
         let mut head: Option<(&'static str, String)> = None;
         let (mut nodes, mut children) = (None, None);
@@ -125,22 +121,12 @@ impl Topology {
                 msg: "line without SwitchName=, BlockName= or BlockSizes=".to_string(),
             });
         };
-        Ok(TopoLine {
-            at: head_at,
-            what,
-            value,
-            nodes,
-            children,
-        })
+        Ok(TopoLine { at: head_at, what, value, nodes, children })
     }
 
     /// Switch lines (`tree`) and block lines (`block`) never mix in one file.
     fn check_kind(&mut self, line: &TopoLine) -> Result<(), ConfigError> {
-        let this_kind = if line.what == "SwitchName" {
-            "tree"
-        } else {
-            "block"
-        };
+        let this_kind = if line.what == "SwitchName" { "tree" } else { "block" };
         match &self.kind {
             Some((k, first)) if *k != this_kind => Err(ConfigError::Invalid {
                 at: line.at.clone(),
@@ -158,22 +144,14 @@ impl Topology {
     /// `Switches=` a non-leaf switch; names are unique, a block has no `Switches=`, a line
     /// with both is an error and one with neither is skipped with a warning.
     fn add(&mut self, cfg: &mut ClusterConfig, line: TopoLine) -> Result<(), ConfigError> {
-        let TopoLine {
-            at: head_at,
-            what,
-            value,
-            nodes,
-            children,
-        } = line;
+        let TopoLine { at: head_at, what, value, nodes, children } = line;
         if value.is_empty() {
             return Err(ConfigError::Invalid {
                 at: head_at,
                 msg: format!("empty {what}"),
             });
         }
-        if self.pods.iter().any(|(p, _)| p.name == value)
-            || self.switches.iter().any(|(s, _)| s.name == value)
-        {
+        if self.pods.iter().any(|(p, _)| p.name == value) || self.switches.iter().any(|(s, _)| s.name == value) {
             return Err(ConfigError::Invalid {
                 at: head_at,
                 msg: format!("duplicate {what} `{value}'"),
@@ -225,13 +203,7 @@ impl Topology {
 
     /// The nodes of leaf `value`'s `Nodes=` expression (written at `at`), each once: every
     /// one defined in slurm.conf and in no other pod.
-    fn leaf_nodes(
-        &self,
-        cfg: &ClusterConfig,
-        value: &str,
-        expr: &str,
-        at: &Location,
-    ) -> Result<Vec<String>, ConfigError> {
+    fn leaf_nodes(&self, cfg: &ClusterConfig, value: &str, expr: &str, at: &Location) -> Result<Vec<String>, ConfigError> {
         let names = expand(expr, "Nodes", at)?;
         let mut list: Vec<String> = Vec::new();
         for name in names {
@@ -258,8 +230,7 @@ impl Topology {
     fn check_children(&self) -> Result<(), ConfigError> {
         for (sw, at) in &self.switches {
             for child in &sw.switches {
-                let known = self.pods.iter().any(|(p, _)| &p.name == child)
-                    || self.switches.iter().any(|(s, _)| &s.name == child);
+                let known = self.pods.iter().any(|(p, _)| &p.name == child) || self.switches.iter().any(|(s, _)| &s.name == child);
                 if !known {
                     return Err(ConfigError::Invalid {
                         at: at.clone(),
@@ -277,14 +248,12 @@ fn block_sizes(value: &str, at: &Location) -> Result<Vec<u32>, ConfigError> {
     value
         .split(',')
         .map(|part| {
-            part.trim()
-                .parse::<u32>()
-                .map_err(|_| ConfigError::InvalidValue {
-                    at: at.clone(),
-                    key: "BlockSizes".to_string(),
-                    value: value.to_string(),
-                    reason: "expected comma-separated numbers".to_string(),
-                })
+            part.trim().parse::<u32>().map_err(|_| ConfigError::InvalidValue {
+                at: at.clone(),
+                key: "BlockSizes".to_string(),
+                value: value.to_string(),
+                reason: "expected comma-separated numbers".to_string(),
+            })
         })
         .collect()
 }

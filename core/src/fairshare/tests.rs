@@ -2,17 +2,8 @@ use super::*;
 use crate::assoc::Association;
 use proptest::prelude::*;
 
-fn assoc(
-    id: u32,
-    parent: Option<u32>,
-    account: &str,
-    user: Option<&str>,
-    shares: u32,
-) -> Association {
-    Association {
-        shares,
-        ..Association::new(AssocId(id), parent.map(AssocId), account, user)
-    }
+fn assoc(id: u32, parent: Option<u32>, account: &str, user: Option<&str>, shares: u32) -> Association {
+    Association { shares, ..Association::new(AssocId(id), parent.map(AssocId), account, user) }
 }
 
 fn close(a: f64, b: f64) -> bool {
@@ -25,28 +16,16 @@ fn billing_weights_parse_and_bill() {
     assert_eq!(w.cpu, 1.0);
     assert_eq!(w.gpu, 2.0);
     assert!(close(w.mem_per_mib * 1024.0, 0.25));
-    let alloc = TresAlloc {
-        cpus: 8.0,
-        mem_mib: 16_384.0,
-        nodes: 1.0,
-        gpus: 2.0,
-    };
+    let alloc = TresAlloc { cpus: 8.0, mem_mib: 16_384.0, nodes: 1.0, gpus: 2.0 };
     // 8 CPUs + 16 GiB × 0.25 + 2 GPUs × 2.
     assert!(close(billing(Some(&w), &alloc), 8.0 + 4.0 + 4.0));
     // Without weights Slurm bills the CPUs.
     assert_eq!(billing(None, &alloc), 8.0);
     // Names any case, unknown TRES accepted and billing nothing, Node weight, K suffix.
     let w = BillingWeights::parse("cpu=0.5, node=3, license/matlab=9, mem=1K").unwrap();
-    assert!(close(
-        billing(Some(&w), &alloc),
-        4.0 + 3.0 + 16_384.0 * 1024.0
-    ));
+    assert!(close(billing(Some(&w), &alloc), 4.0 + 3.0 + 16_384.0 * 1024.0));
     for bad in ["CPU", "CPU=x", "=1", "CPU=-1", "Mem=2Q", "CPU=inf"] {
-        assert_eq!(
-            BillingWeights::parse(bad),
-            Err(FairShareError::BillingWeights(bad.into())),
-            "{bad}"
-        );
+        assert_eq!(BillingWeights::parse(bad), Err(FairShareError::BillingWeights(bad.into())), "{bad}");
     }
 }
 
@@ -60,36 +39,15 @@ fn reset_boundaries_are_calendar_times_in_utc() {
     assert_eq!(fmt_time(WED as i64), "2026-12-02T04:19:32");
     assert_eq!(at(ResetPeriod::None), None);
     assert_eq!(at(ResetPeriod::Now), None);
-    assert_eq!(
-        at(ResetPeriod::Daily).as_deref(),
-        Some("2026-12-02T00:00:00")
-    );
-    assert_eq!(
-        at(ResetPeriod::Weekly).as_deref(),
-        Some("2026-11-29T00:00:00")
-    );
-    assert_eq!(
-        at(ResetPeriod::Monthly).as_deref(),
-        Some("2026-12-01T00:00:00")
-    );
-    assert_eq!(
-        at(ResetPeriod::Quarterly).as_deref(),
-        Some("2026-10-01T00:00:00")
-    );
-    assert_eq!(
-        at(ResetPeriod::Yearly).as_deref(),
-        Some("2026-01-01T00:00:00")
-    );
+    assert_eq!(at(ResetPeriod::Daily).as_deref(), Some("2026-12-02T00:00:00"));
+    assert_eq!(at(ResetPeriod::Weekly).as_deref(), Some("2026-11-29T00:00:00"));
+    assert_eq!(at(ResetPeriod::Monthly).as_deref(), Some("2026-12-01T00:00:00"));
+    assert_eq!(at(ResetPeriod::Quarterly).as_deref(), Some("2026-10-01T00:00:00"));
+    assert_eq!(at(ResetPeriod::Yearly).as_deref(), Some("2026-01-01T00:00:00"));
     // A boundary is its own latest boundary.
     let sunday = ResetPeriod::Weekly.boundary_at_or_before(WED).unwrap();
-    assert_eq!(
-        ResetPeriod::Weekly.boundary_at_or_before(sunday),
-        Some(sunday)
-    );
-    assert_eq!(
-        ResetPeriod::Weekly.boundary_at_or_before(sunday - 1),
-        Some(sunday - 7 * 86_400)
-    );
+    assert_eq!(ResetPeriod::Weekly.boundary_at_or_before(sunday), Some(sunday));
+    assert_eq!(ResetPeriod::Weekly.boundary_at_or_before(sunday - 1), Some(sunday - 7 * 86_400));
     for w in RESET_PERIODS {
         assert!(ResetPeriod::parse(&w.to_lowercase()).is_some());
     }
@@ -110,40 +68,22 @@ fn two_users() -> AssocTree {
 #[test]
 fn usage_resets_at_a_boundary_and_now_at_start() {
     let tree = two_users();
-    let config = UsageConfig {
-        reset: ResetPeriod::Daily,
-        half_life_s: 0,
-        ..UsageConfig::default()
-    };
+    let config = UsageConfig { reset: ResetPeriod::Daily, half_life_s: 0, ..UsageConfig::default() };
     let mut u = Usage::default();
     assert_eq!(u.advance(&config, WED), 0);
     u.charge(&tree, AssocId(3), 100.0);
-    assert_eq!(
-        (
-            u.get(AssocId(3)),
-            u.get(AssocId(2)),
-            u.get(AssocId(1)),
-            u.get(AssocId(5))
-        ),
-        (100.0, 100.0, 100.0, 0.0)
-    );
+    assert_eq!((u.get(AssocId(3)), u.get(AssocId(2)), u.get(AssocId(1)), u.get(AssocId(5))), (100.0, 100.0, 100.0, 0.0));
     // No decay (half-life 0), no boundary before midnight.
     assert_eq!(u.advance(&config, WED + 3600), 3600);
     assert_eq!(u.get(AssocId(3)), 100.0);
     // Past midnight: cleared.
     let midnight = ResetPeriod::Daily.boundary_at_or_before(WED).unwrap() + 86_400;
-    assert_eq!(
-        u.advance(&config, midnight + 5),
-        midnight + 5 - (WED + 3600)
-    );
+    assert_eq!(u.advance(&config, midnight + 5), midnight + 5 - (WED + 3600));
     assert_eq!(u.get(AssocId(3)), 0.0);
     assert_eq!(u.last_reset, Some(midnight));
     // NOW clears at start only.
     u.charge(&tree, AssocId(3), 7.0);
-    let now_cfg = UsageConfig {
-        reset: ResetPeriod::Now,
-        ..UsageConfig::default()
-    };
+    let now_cfg = UsageConfig { reset: ResetPeriod::Now, ..UsageConfig::default() };
     u.advance(&now_cfg, midnight + 10);
     assert!(u.get(AssocId(3)) > 0.0);
     u.on_start(&now_cfg, midnight + 11);
@@ -161,28 +101,14 @@ fn the_lighter_user_ranks_first_and_usage_values_follow_slurm() {
     assert_eq!(ft.factor(AssocId(5)), 1.0);
     assert_eq!(ft.factor(AssocId(3)), 0.5);
     let a = ft.row(AssocId(2)).unwrap();
-    assert_eq!(
-        (a.norm_shares, a.raw_usage, a.norm_usage, a.effectv_usage),
-        (0.5, 300.0, 0.75, 0.75)
-    );
+    assert_eq!((a.norm_shares, a.raw_usage, a.norm_usage, a.effectv_usage), (0.5, 300.0, 0.75, 0.75));
     assert!(close(a.level_fs.unwrap(), 0.5 / 0.75));
     assert_eq!(a.fairshare, None);
     let alice = ft.row(AssocId(3)).unwrap();
     // Alone in her account: S = 1, U = 1.
-    assert_eq!(
-        (alice.norm_shares, alice.effectv_usage, alice.level_fs),
-        (1.0, 1.0, Some(1.0))
-    );
+    assert_eq!((alice.norm_shares, alice.effectv_usage, alice.level_fs), (1.0, 1.0, Some(1.0)));
     let root = ft.row(AssocId(1)).unwrap();
-    assert_eq!(
-        (
-            root.level_fs,
-            root.norm_shares,
-            root.effectv_usage,
-            root.norm_usage
-        ),
-        (None, 0.0, 1.0, 1.0)
-    );
+    assert_eq!((root.level_fs, root.norm_shares, root.effectv_usage, root.norm_usage), (None, 0.0, 1.0, 1.0));
     // No usage anywhere: every level FS infinite, all tied at the top rank.
     let ft = fair_tree(&tree, &Usage::default());
     assert_eq!((ft.factor(AssocId(3)), ft.factor(AssocId(5))), (1.0, 1.0));
@@ -214,10 +140,7 @@ fn zero_shares_rank_last_and_fairshare_parent_joins_the_grandparent() {
     assert_eq!(ft.row(AssocId(7)).unwrap().level_fs, Some(f64::INFINITY));
     assert_eq!(ft.row(AssocId(5)).unwrap().level_fs, Some(0.0));
     // dave (infinite) > carol (1.5) > alice (0.5) > bob (under 0 shares): 4, 3, 2, 1 of 4.
-    let f: Vec<f64> = [7, 4, 3, 6]
-        .iter()
-        .map(|&i| ft.factor(AssocId(i)))
-        .collect();
+    let f: Vec<f64> = [7, 4, 3, 6].iter().map(|&i| ft.factor(AssocId(i))).collect();
     assert_eq!(f, vec![1.0, 0.75, 0.5, 0.25]);
 }
 
@@ -343,11 +266,7 @@ mod reference {
         let a = tree.get(id).unwrap();
         let parent = tree.parent(id).unwrap();
         let total: u32 = tree.children(parent.id).map(|c| c.shares).sum();
-        let s = if total == 0 {
-            0.0
-        } else {
-            f64::from(a.shares) / f64::from(total)
-        };
+        let s = if total == 0 { 0.0 } else { f64::from(a.shares) / f64::from(total) };
         let pu = usage.get(parent.id);
         let u = if pu == 0.0 { 0.0 } else { usage.get(id) / pu };
         if s == 0.0 {
@@ -358,18 +277,15 @@ mod reference {
     }
 
     fn sorted(tree: &AssocTree, usage: &Usage, id: AssocId) -> Vec<(f64, bool, AssocId)> {
-        let mut kids: Vec<(f64, bool, AssocId)> = tree
-            .children(id)
-            .map(|c| (level_fs(tree, usage, c.id), c.user.is_some(), c.id))
-            .collect();
+        let mut kids: Vec<(f64, bool, AssocId)> =
+            tree.children(id).map(|c| (level_fs(tree, usage, c.id), c.user.is_some(), c.id)).collect();
         kids.sort_by(|a, b| b.0.partial_cmp(&a.0).unwrap().then(b.1.cmp(&a.1)));
         kids
     }
 
     pub fn no_ties_below(tree: &AssocTree, usage: &Usage, id: AssocId) -> bool {
         let kids = sorted(tree, usage, id);
-        kids.windows(2).all(|w| w[0].0 != w[1].0)
-            && kids.iter().all(|k| no_ties_below(tree, usage, k.2))
+        kids.windows(2).all(|w| w[0].0 != w[1].0) && kids.iter().all(|k| no_ties_below(tree, usage, k.2))
     }
 
     pub fn rank(tree: &AssocTree, usage: &Usage) -> BTreeMap<AssocId, f64> {
@@ -377,16 +293,7 @@ mod reference {
         let mut out = BTreeMap::new();
         let mut next = users;
         let mut current = users;
-        visit(
-            tree,
-            usage,
-            tree.root().unwrap().id,
-            false,
-            &mut next,
-            &mut current,
-            users,
-            &mut out,
-        );
+        visit(tree, usage, tree.root().unwrap().id, false, &mut next, &mut current, users, &mut out);
         out
     }
 

@@ -146,32 +146,15 @@ impl Scheduler {
     /// job holding a clean reservation goes to [`Scheduler::complete_held_reservation`];
     /// otherwise (a dirty reservation is dropped first) place, backfill, preempt and reserve,
     /// until one settles it.
-    fn schedule_job(
-        &mut self,
-        id: JobId,
-        key: Rank,
-        now: Time,
-        st: &mut CycleState,
-        out: &mut Vec<Decision>,
-    ) {
-        let Some(p) = self.pending.get(&id) else {
-            return;
-        };
-        let c = Candidate {
-            id,
-            key,
-            part: p.spec.partition,
-            shape: p.shape,
-        };
+    fn schedule_job(&mut self, id: JobId, key: Rank, now: Time, st: &mut CycleState, out: &mut Vec<Decision>) {
+        let Some(p) = self.pending.get(&id) else { return };
+        let c = Candidate { id, key, part: p.spec.partition, shape: p.shape };
         if self.config.queue.blocks_partition() && st.blocked_parts.contains(&c.part) {
             self.set_info(id, Reason::Priority, None, None, Vec::new());
             return;
         }
         // Quota ceiling: the scope or an ancestor would pass its MaxGPUs.
-        if !self.quotas.is_empty()
-            && !self.replica_service.contains_key(&id)
-            && self.over_max(&self.pending[&id].spec)
-        {
+        if !self.quotas.is_empty() && !self.replica_service.contains_key(&id) && self.over_max(&self.pending[&id].spec) {
             self.set_info(id, Reason::AssocGrpGRES, None, None, Vec::new());
             return;
         }
@@ -198,9 +181,7 @@ impl Scheduler {
         if let Some(max) = self.max_running_jobs(id, &self.pending[&id].spec) {
             let spec = &self.pending[&id].spec;
             let key = (spec.user.clone(), spec.account.clone());
-            let counts = st
-                .running_per_assoc
-                .get_or_insert_with(|| self.running_per_association());
+            let counts = st.running_per_assoc.get_or_insert_with(|| self.running_per_association());
             if counts.get(&key).copied().unwrap_or(0) >= max {
                 self.set_info(id, Reason::AssocMaxJobsLimit, None, None, Vec::new());
                 return;
@@ -228,14 +209,8 @@ impl Scheduler {
             self.drop_reservation(id, out);
         }
         // Reservations are sorted by rank: the ones above this job are a prefix.
-        let n_above = self
-            .reservations
-            .iter()
-            .take_while(|r| outranks(&r.rank, &key))
-            .count();
-        let ControlFlow::Continue(detail) = self.place(c, n_above, now, st, out) else {
-            return;
-        };
+        let n_above = self.reservations.iter().take_while(|r| outranks(&r.rank, &key)).count();
+        let ControlFlow::Continue(detail) = self.place(c, n_above, now, st, out) else { return };
         if self.backfill(c, n_above, now, st, out) || self.preempt_for(c, &detail, now, st, out) {
             return;
         }
@@ -250,14 +225,7 @@ impl Scheduler {
     /// preemption and when the discipline preempts, tries to speed it up by preemption.
     /// Writes the job's pending info (`Resources`/`Priority`, expected start, reserved
     /// nodes) while it still waits.
-    fn complete_held_reservation(
-        &mut self,
-        ri: usize,
-        c: &Candidate,
-        now: Time,
-        st: &mut CycleState,
-        out: &mut Vec<Decision>,
-    ) {
+    fn complete_held_reservation(&mut self, ri: usize, c: &Candidate, now: Time, st: &mut CycleState, out: &mut Vec<Decision>) {
         if self.try_complete_reservation(ri, now, out) {
             return;
         }
@@ -269,15 +237,10 @@ impl Scheduler {
             return;
         }
         // A reservation waiting on natural ends may be sped up by preemption.
-        if !self.reservations[ri].preempting
-            && self.config.queue.may_preempt()
-            && st.take_preempt_attempt()
-        {
+        if !self.reservations[ri].preempting && self.config.queue.may_preempt() && st.take_preempt_attempt() {
             self.try_preempt(c.id, c.key, now, out);
         }
-        let Some((est, nodes)) = self.reservation_plan(c.id) else {
-            return;
-        };
+        let Some((est, nodes)) = self.reservation_plan(c.id) else { return };
         let reason = st.blocked_reason(c.part);
         self.set_info(c.id, reason, None, Some(est), nodes);
     }
@@ -287,20 +250,8 @@ impl Scheduler {
     /// Reads the cluster, the reservations ranked above the job (`n_above` of them) and the
     /// cycle's failure memo. Writes the bind on success (`Break`); on failure the memo, and
     /// returns the no-fit detail with the cluster's largest placeable shape (`Continue`).
-    fn place(
-        &mut self,
-        c: &Candidate,
-        n_above: usize,
-        now: Time,
-        st: &mut CycleState,
-        out: &mut Vec<Decision>,
-    ) -> ControlFlow<(), Arc<str>> {
-        let shape = ShapeKey {
-            part: c.part,
-            shape: c.shape,
-            blocked_by: n_above,
-            backfill: None,
-        };
+    fn place(&mut self, c: &Candidate, n_above: usize, now: Time, st: &mut CycleState, out: &mut Vec<Decision>) -> ControlFlow<(), Arc<str>> {
+        let shape = ShapeKey { part: c.part, shape: c.shape, blocked_by: n_above, backfill: None };
         if let Some(detail) = st.failed.get(&shape) {
             return ControlFlow::Continue(detail.clone());
         }
@@ -334,36 +285,18 @@ impl Scheduler {
     /// memo key). Reads the reservations and the cluster; writes the bind with the
     /// reservations it borrows from (their GPUs, or for CPU-only work their wholly held
     /// node), or the memo. Returns true when bound.
-    fn backfill(
-        &mut self,
-        c: &Candidate,
-        n_above: usize,
-        now: Time,
-        st: &mut CycleState,
-        out: &mut Vec<Decision>,
-    ) -> bool {
+    fn backfill(&mut self, c: &Candidate, n_above: usize, now: Time, st: &mut CycleState, out: &mut Vec<Decision>) -> bool {
         if !self.config.queue.may_backfill() || n_above == 0 {
             return false;
         }
-        let Some(limit) = self.pending[&c.id].spec.time_limit_s else {
-            return false;
-        };
+        let Some(limit) = self.pending[&c.id].spec.time_limit_s else { return false };
         let end = now + limit;
-        let allowed = self.reservations[..n_above]
-            .iter()
-            .filter(|r| end <= r.est_fill)
-            .count();
-        let bkey = ShapeKey {
-            part: c.part,
-            shape: c.shape,
-            blocked_by: n_above,
-            backfill: Some(allowed),
-        };
+        let allowed = self.reservations[..n_above].iter().filter(|r| end <= r.est_fill).count();
+        let bkey = ShapeKey { part: c.part, shape: c.shape, blocked_by: n_above, backfill: Some(allowed) };
         if allowed == 0 || st.failed.contains_key(&bkey) {
             return false;
         }
-        let Ok(parts) = self.try_place(now, &self.pending[&c.id].spec, Some(&c.key), Some(end))
-        else {
+        let Ok(parts) = self.try_place(now, &self.pending[&c.id].spec, Some(&c.key), Some(end)) else {
             st.failed.entry(bkey).or_insert_with(|| Arc::from(""));
             return false;
         };
@@ -372,8 +305,7 @@ impl Scheduler {
             let node_gpus = self.cluster.node(part.node).gpus;
             for (j, g) in &self.held[part.node.0 as usize] {
                 let above = self.reservations[..n_above].iter().any(|r| r.job == *j);
-                let borrows = !g.intersect(part.gpus).is_empty()
-                    || (part.gpus.is_empty() && g.count() == node_gpus);
+                let borrows = !g.intersect(part.gpus).is_empty() || (part.gpus.is_empty() && g.count() == node_gpus);
                 if above && borrows {
                     users.insert(*j);
                 }
@@ -391,30 +323,13 @@ impl Scheduler {
     /// and a reservation on the GPUs the victims free, and the job's pending info with
     /// `detail`. A failed attempt is memoised for the shape (not for replicas, whose
     /// preemption rules depend on their service). Returns true when preemption was decided.
-    fn preempt_for(
-        &mut self,
-        c: &Candidate,
-        detail: &Arc<str>,
-        now: Time,
-        st: &mut CycleState,
-        out: &mut Vec<Decision>,
-    ) -> bool {
-        let pkey = ShapeKey {
-            part: c.part,
-            shape: c.shape,
-            blocked_by: usize::MAX,
-            backfill: None,
-        };
-        if !self.config.queue.may_preempt()
-            || st.failed.contains_key(&pkey)
-            || !st.take_preempt_attempt()
-        {
+    fn preempt_for(&mut self, c: &Candidate, detail: &Arc<str>, now: Time, st: &mut CycleState, out: &mut Vec<Decision>) -> bool {
+        let pkey = ShapeKey { part: c.part, shape: c.shape, blocked_by: usize::MAX, backfill: None };
+        if !self.config.queue.may_preempt() || st.failed.contains_key(&pkey) || !st.take_preempt_attempt() {
             return false;
         }
         if self.try_preempt(c.id, c.key, now, out) {
-            let (est, nodes) = self
-                .reservation_plan(c.id)
-                .map_or((None, Vec::new()), |(e, n)| (Some(e), n));
+            let (est, nodes) = self.reservation_plan(c.id).map_or((None, Vec::new()), |(e, n)| (Some(e), n));
             let reason = st.blocked_reason(c.part);
             self.set_info(c.id, reason, Some(detail.clone()), est, nodes);
             return true;
@@ -432,38 +347,20 @@ impl Scheduler {
     /// reservation for a whole-GPU job when fewer than the discipline's limit are held.
     /// Writes the job's pending info: `Resources`/`Priority`, `detail`, and the planned
     /// reservation's expected start and nodes.
-    fn reserve(
-        &mut self,
-        c: &Candidate,
-        detail: Arc<str>,
-        now: Time,
-        st: &mut CycleState,
-        out: &mut Vec<Decision>,
-    ) {
-        let Some(p) = self.pending.get_mut(&c.id) else {
-            return;
-        };
+    fn reserve(&mut self, c: &Candidate, detail: Arc<str>, now: Time, st: &mut CycleState, out: &mut Vec<Decision>) {
+        let Some(p) = self.pending.get_mut(&c.id) else { return };
         p.failed_cycles = p.failed_cycles.saturating_add(1);
         let req = &p.spec.request;
         let reservable = !req.is_share() && req.gpus > 0;
         let size = placement::node_size(&self.cluster, c.part);
-        if req.topology == TopologyKind::Node
-            && req.gpus > 0
-            && req.gpus <= size
-            && !req.is_share()
-            && st.waiting.len() < MAX_DEFRAG_WAITING
-        {
+        if req.topology == TopologyKind::Node && req.gpus > 0 && req.gpus <= size && !req.is_share() && st.waiting.len() < MAX_DEFRAG_WAITING {
             st.waiting.push((c.id, c.key));
         }
         let reason = st.blocked_reason(c.part);
         if self.config.queue.blocks_partition() {
             st.blocked_parts.insert(c.part);
         }
-        let wants_resv = self.reservations.len()
-            < self
-                .config
-                .queue
-                .reservation_limit(self.config.max_reservations);
+        let wants_resv = self.reservations.len() < self.config.queue.reservation_limit(self.config.max_reservations);
         let mut est = None;
         let mut nodes = Vec::new();
         if wants_resv && reservable {
@@ -483,14 +380,7 @@ impl Scheduler {
     }
 
     /// Sets a pending job's info after a stage (no Slurm detail: only eligibility sets one).
-    fn set_info(
-        &mut self,
-        id: JobId,
-        reason: Reason,
-        detail: Option<Arc<str>>,
-        est: Option<Time>,
-        nodes: Vec<NodeId>,
-    ) {
+    fn set_info(&mut self, id: JobId, reason: Reason, detail: Option<Arc<str>>, est: Option<Time>, nodes: Vec<NodeId>) {
         if let Some(p) = self.pending.get_mut(&id) {
             p.info = PendingInfo {
                 reason,

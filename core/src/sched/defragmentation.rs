@@ -34,36 +34,20 @@ impl Scheduler {
     /// cluster, the replicas and the reservations; writes `Relocate` decisions (the new
     /// replicas already hold their GPUs, the old ones are stopping) and a reservation on the
     /// node being freed, made as by a preemption (its GPUs are being freed).
-    pub(super) fn defragment(
-        &mut self,
-        waiting: &[(JobId, Rank)],
-        now: Time,
-        out: &mut Vec<Decision>,
-    ) {
+    pub(super) fn defragment(&mut self, waiting: &[(JobId, Rank)], now: Time, out: &mut Vec<Decision>) {
         if waiting.is_empty() || self.relocating.len() >= self.config.max_relocations {
             return;
         }
         for &(job, key) in waiting {
-            let Some(p) = self.pending.get(&job) else {
-                continue;
-            };
+            let Some(p) = self.pending.get(&job) else { continue };
             let spec = p.spec.clone();
             let need = spec.request.gpus;
             let lp = self.largest_placeable();
-            if lp.node >= need
-                || self
-                    .reservations
-                    .iter()
-                    .any(|r| r.job == job && r.est_fill <= now + 120)
-            {
+            if lp.node >= need || self.reservations.iter().any(|r| r.job == job && r.est_fill <= now + 120) {
                 continue;
             }
-            let Some((target, movers)) = self.relocation_target(&spec, need) else {
-                continue;
-            };
-            let Some(plans) = self.plan_moves(target, &movers) else {
-                continue;
-            };
+            let Some((target, movers)) = self.relocation_target(&spec, need) else { continue };
+            let Some(plans) = self.plan_moves(target, &movers) else { continue };
             for (old, parts) in plans {
                 self.start_relocation(old, parts, job, now, out);
             }
@@ -95,11 +79,7 @@ impl Scheduler {
         let mut best: Option<(usize, NodeId, Vec<JobId>)> = None;
         for (i, n) in self.cluster.nodes.iter().enumerate() {
             let id = NodeId(i as u32);
-            if !n.avail.schedulable()
-                || n.gpus < need
-                || !n.partitions.contains(&spec.partition)
-                || n.gpus_all_free()
-            {
+            if !n.avail.schedulable() || n.gpus < need || !n.partitions.contains(&spec.partition) || n.gpus_all_free() {
                 continue;
             }
             if !self.held[i].is_empty() {
@@ -108,10 +88,7 @@ impl Scheduler {
             let occupants: Vec<JobId> = self.node_jobs[i].iter().map(|(j, _)| *j).collect();
             let movable = occupants.iter().all(|j| {
                 self.running.get(j).is_some_and(|r| {
-                    r.service().is_some()
-                        && !r.stopping
-                        && r.allocs.len() == 1
-                        && !self.relocating.contains_key(j)
+                    r.service().is_some() && !r.stopping && r.allocs.len() == 1 && !self.relocating.contains_key(j)
                 })
             });
             if !movable || occupants.is_empty() {
@@ -139,10 +116,7 @@ impl Scheduler {
             req.excluded_nodes.push(target);
             for (i, n) in scratch.nodes.iter().enumerate() {
                 let nid = NodeId(i as u32);
-                if n.gpus_all_free()
-                    && !self.swap.contains(&nid)
-                    && !req.excluded_nodes.contains(&nid)
-                {
+                if n.gpus_all_free() && !self.swap.contains(&nid) && !req.excluded_nodes.contains(&nid) {
                     req.excluded_nodes.push(nid);
                 }
             }
@@ -166,14 +140,7 @@ impl Scheduler {
 
     /// Starts a new replica of `old`'s service on `parts` (a fresh replica id) and marks
     /// `old` stopping; the relocation frees a node for `for_job`.
-    fn start_relocation(
-        &mut self,
-        old: JobId,
-        parts: Vec<NodeAlloc>,
-        for_job: JobId,
-        now: Time,
-        out: &mut Vec<Decision>,
-    ) {
+    fn start_relocation(&mut self, old: JobId, parts: Vec<NodeAlloc>, for_job: JobId, now: Time, out: &mut Vec<Decision>) {
         let service = self.replica_service[&old];
         let mut js = self.running[&old].spec.clone();
         let new = JobId(self.next_replica);
@@ -186,10 +153,7 @@ impl Scheduler {
             self.cluster.take(&part);
             allocs.push(Allocation {
                 id: AllocId(self.next_alloc),
-                owner: Owner::Replica {
-                    service,
-                    replica: new,
-                },
+                owner: Owner::Replica { service, replica: new },
                 part,
                 created_at: now,
                 preemptible: false,
@@ -215,12 +179,6 @@ impl Scheduler {
             r.stopping = true;
         }
         self.relocating.insert(new, (old, for_job));
-        out.push(Decision::Relocate {
-            service,
-            from: old,
-            to: new,
-            allocs,
-            for_job,
-        });
+        out.push(Decision::Relocate { service, from: old, to: new, allocs, for_job });
     }
 }

@@ -41,9 +41,7 @@ impl Scheduler {
                     ),
                 })
             };
-            if let Some((reason, slurm_detail)) =
-                ineligible(&self.cluster, &p.spec, part, replica, now)
-            {
+            if let Some((reason, slurm_detail)) = ineligible(&self.cluster, &p.spec, part, replica, now) {
                 p.info = PendingInfo {
                     reason,
                     detail: None,
@@ -74,13 +72,7 @@ impl Scheduler {
 /// `MaxTime` or no time limit where the partition has one (`PartitionTimeLimit`), and last a
 /// required node (`--nodelist`) that is not schedulable (`ReqNodeNotAvail`, detail
 /// `UnavailableNodes:<hostlist>`).
-fn ineligible(
-    cluster: &Cluster,
-    spec: &JobSpec,
-    part: &Partition,
-    replica: bool,
-    now: Time,
-) -> Option<(Reason, Option<String>)> {
+fn ineligible(cluster: &Cluster, spec: &JobSpec, part: &Partition, replica: bool, now: Time) -> Option<(Reason, Option<String>)> {
     let reason = if let Some(h) = spec.held {
         Some(match h {
             HoldKind::User => Reason::JobHeldUser,
@@ -114,11 +106,5 @@ fn ineligible(
     if down.is_empty() {
         return None;
     }
-    Some((
-        Reason::ReqNodeNotAvail,
-        Some(format!(
-            "UnavailableNodes:{}",
-            crate::hostlist::compress(&down)
-        )),
-    ))
+    Some((Reason::ReqNodeNotAvail, Some(format!("UnavailableNodes:{}", crate::hostlist::compress(&down)))))
 }

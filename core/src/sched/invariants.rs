@@ -39,17 +39,12 @@ impl Scheduler {
                     if req.gpus <= size && nodes.len() > 1 {
                         return Err(format!("node-topology job {id} spans nodes"));
                     }
-                    if nodes.len() > 1
-                        && r.allocs
-                            .iter()
-                            .any(|a| a.part.gpus.count() != self.cluster.node(a.part.node).gpus)
-                    {
+                    if nodes.len() > 1 && r.allocs.iter().any(|a| a.part.gpus.count() != self.cluster.node(a.part.node).gpus) {
                         return Err(format!("node-topology job {id} split a node"));
                     }
                 }
                 TopologyKind::Pod => {
-                    let pods: BTreeSet<_> =
-                        nodes.iter().map(|n| self.cluster.node(*n).pod).collect();
+                    let pods: BTreeSet<_> = nodes.iter().map(|n| self.cluster.node(*n).pod).collect();
                     if pods.len() > 1 {
                         return Err(format!("pod-topology job {id} spans pods"));
                     }
@@ -71,10 +66,7 @@ impl Scheduler {
                 }
                 if let Some(end) = r.end {
                     if end > res.est_fill && res.created <= r.start && !r.preempt_pending {
-                        return Err(format!(
-                            "backfill job {id} ends after the fill of {}",
-                            res.job
-                        ));
+                        return Err(format!("backfill job {id} ends after the fill of {}", res.job));
                     }
                 }
             }
@@ -90,10 +82,7 @@ impl Scheduler {
             for &(n, g) in &r.gpus {
                 let s = seen.entry(n).or_default();
                 if !s.intersect(g).is_empty() {
-                    return Err(format!(
-                        "reservations overlap on node {}",
-                        self.cluster.node(n).name
-                    ));
+                    return Err(format!("reservations overlap on node {}", self.cluster.node(n).name));
                 }
                 *s = s.union(g);
             }

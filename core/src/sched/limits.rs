@@ -62,22 +62,12 @@ impl Tres {
         let r = &spec.request;
         let nodes = u64::from(
             r.nodes
-                .or_else(|| {
-                    r.gpus_per_node
-                        .filter(|g| *g > 0)
-                        .map(|g| r.gpus.div_ceil(g))
-                })
+                .or_else(|| r.gpus_per_node.filter(|g| *g > 0).map(|g| r.gpus.div_ceil(g)))
                 .unwrap_or(1)
                 .max(1),
         );
         let cpu = r.cpu_milli_per_node.div_ceil(1000) * nodes;
-        Tres {
-            cpu,
-            mem_mb: r.mem_mib_per_node * nodes,
-            node: nodes,
-            gpu: u64::from(r.gpus),
-            billing: cpu,
-        }
+        Tres { cpu, mem_mb: r.mem_mib_per_node * nodes, node: nodes, gpu: u64::from(r.gpus), billing: cpu }
     }
 
     fn add(&mut self, o: &Tres) {
@@ -190,9 +180,7 @@ impl Accounting {
         let mut out: Vec<Node> = Vec::with_capacity(t.len());
         for a in t.assocs() {
             let parent = a.parent.and_then(|p| t.position(p));
-            let (pj, pw, pt) = parent.map_or((None, None, TresLimits::default()), |p| {
-                (out[p].max_jobs, out[p].max_wall_min, out[p].max_tres)
-            });
+            let (pj, pw, pt) = parent.map_or((None, None, TresLimits::default()), |p| (out[p].max_jobs, out[p].max_wall_min, out[p].max_tres));
             let m = &a.limits.max_tres_per_job;
             out.push(Node {
                 parent,
@@ -219,31 +207,17 @@ impl Scheduler {
         if let Some(c) = self.cached_charge(spec) {
             return c;
         }
-        let part = self
-            .cluster
-            .partitions
-            .get(spec.partition.0 as usize)
-            .map(|p| p.name.as_str());
+        let part = self.cluster.partitions.get(spec.partition.0 as usize).map(|p| p.name.as_str());
         let tree = &self.accounting.tree;
         let assoc = tree.find(&spec.user, &spec.account, part).map(|a| a.id);
         let qos = if !spec.qos.is_empty() {
             spec.qos.clone()
         } else {
-            assoc
-                .map_or(crate::job::DEFAULT_QOS, |a| tree.default_qos(a))
-                .to_string()
+            assoc.map_or(crate::job::DEFAULT_QOS, |a| tree.default_qos(a)).to_string()
         };
         let qos = self.accounting.qos.keys().position(|q| *q == qos);
-        let c = Charge {
-            assoc: assoc.and_then(|a| tree.position(a)),
-            qos,
-        };
-        let key = (
-            spec.user.clone(),
-            spec.account.clone(),
-            spec.partition,
-            spec.qos.clone(),
-        );
+        let c = Charge { assoc: assoc.and_then(|a| tree.position(a)), qos };
+        let key = (spec.user.clone(), spec.account.clone(), spec.partition, spec.qos.clone());
         self.limit_cache.charges.insert(spec.id, (key, c));
         c
     }
@@ -251,17 +225,12 @@ impl Scheduler {
     /// `spec`'s cached [`Charge`], if its fields are those it was looked up from.
     fn cached_charge(&self, spec: &JobSpec) -> Option<Charge> {
         let ((u, a, p, q), c) = self.limit_cache.charges.get(&spec.id)?;
-        (*u == spec.user && *a == spec.account && *p == spec.partition && *q == spec.qos)
-            .then_some(*c)
+        (*u == spec.user && *a == spec.account && *p == spec.partition && *q == spec.qos).then_some(*c)
     }
 
     /// The charge of running or pending job `id` (looked up and cached when new or changed).
     fn charge_of_id(&mut self, id: JobId) -> Option<Charge> {
-        let spec = self
-            .pending
-            .get(&id)
-            .map(|p| &p.spec)
-            .or_else(|| self.running.get(&id).map(|r| &r.spec))?;
+        let spec = self.pending.get(&id).map(|p| &p.spec).or_else(|| self.running.get(&id).map(|r| &r.spec))?;
         if let Some(c) = self.cached_charge(spec) {
             return Some(c);
         }
@@ -278,18 +247,11 @@ impl Scheduler {
         let live = self.pending.len() + self.running.len();
         if self.limit_cache.charges.len() > 2 * live + 1024 {
             let (pending, running) = (&self.pending, &self.running);
-            self.limit_cache
-                .charges
-                .retain(|id, _| pending.contains_key(id) || running.contains_key(id));
+            self.limit_cache.charges.retain(|id, _| pending.contains_key(id) || running.contains_key(id));
         }
         let n = self.accounting.tree.len();
         let q = self.accounting.qos.len();
-        let mut u = LimitUsage {
-            grp: vec![Used::default(); n],
-            own_jobs: vec![0; n],
-            qos: vec![Used::default(); q],
-            ..LimitUsage::default()
-        };
+        let mut u = LimitUsage { grp: vec![Used::default(); n], own_jobs: vec![0; n], qos: vec![Used::default(); q], ..LimitUsage::default() };
         let ids: Vec<JobId> = self
             .running
             .iter()
@@ -347,14 +309,10 @@ impl Scheduler {
         }
         let t = Tres::of(spec);
         let wall_min = spec.time_limit_s.map(|s| s.div_ceil(60));
-        let over_wall =
-            |max: Option<u32>| max.is_some_and(|m| wall_min.is_none_or(|w| w > u64::from(m)));
+        let over_wall = |max: Option<u32>| max.is_some_and(|m| wall_min.is_none_or(|w| w > u64::from(m)));
         let none = Used::default();
         let qu = c.qos.and_then(|q| u.qos.get(q)).unwrap_or(&none);
-        let quu = c
-            .qos
-            .and_then(|q| u.qos_user.get(&spec.user)?.get(q))
-            .unwrap_or(&none);
+        let quu = c.qos.and_then(|q| u.qos_user.get(&spec.user)?.get(q)).unwrap_or(&none);
         let nodes = self.limit_cache.nodes.as_deref().unwrap_or(&[]);
         let assocs = acct.tree.assocs();
         let own = c.assoc.filter(|p| *p < nodes.len());
@@ -370,12 +328,7 @@ impl Scheduler {
         if let Some(r) = qos.and_then(|q| qos_pre_select(q, qu, quu, &over_wall)) {
             return Some(r);
         }
-        if chain(own).any(|p| {
-            assocs[p]
-                .limits
-                .grp_jobs
-                .is_some_and(|m| u.grp[p].jobs >= m)
-        }) {
+        if chain(own).any(|p| assocs[p].limits.grp_jobs.is_some_and(|m| u.grp[p].jobs >= m)) {
             return Some(Reason::AssocGrpJobsLimit);
         }
         if let Some(o) = own {
@@ -398,8 +351,7 @@ impl Scheduler {
                 return Some(qos_per_user(k));
             }
         }
-        if let Some(k) = chain(own).find_map(|p| u.grp[p].tres.over(&t, &assocs[p].limits.grp_tres))
-        {
+        if let Some(k) = chain(own).find_map(|p| u.grp[p].tres.over(&t, &assocs[p].limits.grp_tres)) {
             return Some(assoc_grp(k));
         }
         if let Some(k) = own.and_then(|o| Tres::default().over(&t, &nodes[o].max_tres)) {
@@ -410,17 +362,11 @@ impl Scheduler {
 
     /// The accounting-limits gate of the cycle for pending job `id`: `Err(reason)` when it
     /// must wait, else `Ok(charge)` to record once it starts. Service replicas pass.
-    pub(super) fn limits_gate(
-        &mut self,
-        id: JobId,
-        u: &LimitUsage,
-    ) -> Result<Option<Charge>, Reason> {
+    pub(super) fn limits_gate(&mut self, id: JobId, u: &LimitUsage) -> Result<Option<Charge>, Reason> {
         if self.replica_service.contains_key(&id) {
             return Ok(None);
         }
-        let Some(c) = self.charge_of_id(id) else {
-            return Ok(None);
-        };
+        let Some(c) = self.charge_of_id(id) else { return Ok(None) };
         match self.limit_reason(&self.pending[&id].spec, &c, u) {
             Some(r) => Err(r),
             None => Ok(Some(c)),
@@ -429,12 +375,7 @@ impl Scheduler {
 }
 
 /// Slurm's `_qos_job_runnable_pre_select`: `GrpJobs`, `MaxJobsPerUser`, `MaxWall`.
-fn qos_pre_select(
-    q: &Qos,
-    qu: &Used,
-    quu: &Used,
-    over_wall: &dyn Fn(Option<u32>) -> bool,
-) -> Option<Reason> {
+fn qos_pre_select(q: &Qos, qu: &Used, quu: &Used, over_wall: &dyn Fn(Option<u32>) -> bool) -> Option<Reason> {
     if q.grp_jobs.is_some_and(|m| qu.jobs >= m) {
         Some(Reason::QOSGrpJobsLimit)
     } else if q.max_jobs_per_user.is_some_and(|m| quu.jobs >= m) {
@@ -536,23 +477,12 @@ pub struct SubmitCounts {
 /// has `Flags=DenyOnLimit`, or the job has no QOS; otherwise the job is accepted and pends
 /// with the reason ([`Scheduler::cycle`]). Order: the QOS's, then each association's up to
 /// the root, as Slurm's `_qos_policy_validate` and the association loop.
-pub fn submit_violation(
-    acct: &Accounting,
-    spec: &JobSpec,
-    assoc: AssocId,
-    qos: Option<&Qos>,
-    counts: &SubmitCounts,
-) -> Option<Reason> {
-    let strict = qos.is_none_or(|q| {
-        q.flags
-            .iter()
-            .any(|f| f.eq_ignore_ascii_case("DenyOnLimit"))
-    });
+pub fn submit_violation(acct: &Accounting, spec: &JobSpec, assoc: AssocId, qos: Option<&Qos>, counts: &SubmitCounts) -> Option<Reason> {
+    let strict = qos.is_none_or(|q| q.flags.iter().any(|f| f.eq_ignore_ascii_case("DenyOnLimit")));
     let t = Tres::of(spec);
     let zero = Tres::default();
     let wall_min = spec.time_limit_s.map(|s| s.div_ceil(60));
-    let over_wall =
-        |max: Option<u32>| max.is_some_and(|m| wall_min.is_none_or(|w| w > u64::from(m)));
+    let over_wall = |max: Option<u32>| max.is_some_and(|m| wall_min.is_none_or(|w| w > u64::from(m)));
     if let Some(q) = qos {
         if let Some(k) = zero.over(&t, &q.grp_tres).filter(|_| strict) {
             return Some(qos_grp(k));
@@ -566,9 +496,7 @@ pub fn submit_violation(
         if let Some(k) = zero.over(&t, &q.max_tres_per_job).filter(|_| strict) {
             return Some(qos_per_job(k));
         }
-        if q.max_submit_jobs_per_user
-            .is_some_and(|m| counts.qos_user + counts.new > m)
-        {
+        if q.max_submit_jobs_per_user.is_some_and(|m| counts.qos_user + counts.new > m) {
             return Some(Reason::QOSMaxSubmitJobPerUserLimit);
         }
     }
@@ -582,16 +510,10 @@ pub fn submit_violation(
             return Some(Reason::AssocGrpSubmitJobsLimit);
         }
     }
-    if let Some(k) = zero
-        .over(&t, &inherited_tres(acct, assoc))
-        .filter(|_| strict)
-    {
+    if let Some(k) = zero.over(&t, &inherited_tres(acct, assoc)).filter(|_| strict) {
         return Some(assoc_per_job(k));
     }
-    if tree
-        .inherited(assoc, |a| a.limits.max_submit_jobs)
-        .is_some_and(|m| counts.own + counts.new > m)
-    {
+    if tree.inherited(assoc, |a| a.limits.max_submit_jobs).is_some_and(|m| counts.own + counts.new > m) {
         return Some(Reason::AssocMaxSubmitJobLimit);
     }
     if strict && over_wall(tree.inherited(assoc, |a| a.limits.max_wall_min)) {

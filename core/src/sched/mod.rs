@@ -235,16 +235,10 @@ impl Scheduler {
 
     /// [`LargestPlaceable`] over the nodes `keep` accepts, swap-pool nodes left out, GPUs held
     /// by reservations excluded.
-    pub(crate) fn largest_placeable_where(
-        &self,
-        keep: &dyn Fn(NodeId) -> bool,
-    ) -> LargestPlaceable {
+    pub(crate) fn largest_placeable_where(&self, keep: &dyn Fn(NodeId) -> bool) -> LargestPlaceable {
         placement::largest_placeable(&self.cluster, &|n: NodeId| {
-            (keep(n) && !self.swap.contains(&n)).then(|| {
-                self.held[n.0 as usize]
-                    .iter()
-                    .fold(GpuMask::EMPTY, |m, (_, g)| m.union(*g))
-            })
+            (keep(n) && !self.swap.contains(&n))
+                .then(|| self.held[n.0 as usize].iter().fold(GpuMask::EMPTY, |m, (_, g)| m.union(*g)))
         })
     }
 
@@ -306,9 +300,7 @@ impl Scheduler {
                 }
             }
             Event::NodeAvail { node, avail } => self.set_node_avail(node, avail, &mut out),
-            Event::NodeRegistered { node, boot_epoch } => {
-                self.register_node(node, boot_epoch, &mut out)
-            }
+            Event::NodeRegistered { node, boot_epoch } => self.register_node(node, boot_epoch, &mut out),
             Event::ServiceUpsert(spec) => {
                 self.services.insert(spec.id, spec);
             }
@@ -338,12 +330,8 @@ impl Scheduler {
             return;
         }
         let shape = self.intern(&spec.request);
-        let entry = self
-            .pending
-            .entry(id)
-            .or_insert_with(|| PendingJob::new(spec.clone(), shape));
-        let shape_changed =
-            entry.spec.request != spec.request || entry.spec.partition != spec.partition;
+        let entry = self.pending.entry(id).or_insert_with(|| PendingJob::new(spec.clone(), shape));
+        let shape_changed = entry.spec.request != spec.request || entry.spec.partition != spec.partition;
         entry.spec = spec;
         entry.shape = shape;
         if shape_changed || entry.spec.held.is_some() {
@@ -404,7 +392,10 @@ impl Scheduler {
                 });
                 let spec = r.spec;
                 let shape = self.intern(&spec.request);
-                self.pending.insert(id, PendingJob::new(spec, shape));
+                self.pending.insert(
+                    id,
+                    PendingJob::new(spec, shape),
+                );
             }
         }
     }

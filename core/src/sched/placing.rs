@@ -21,11 +21,7 @@ impl Scheduler {
                 return Ok(p);
             }
         }
-        let pool_rule = if replica || spec.preemptible {
-            None
-        } else {
-            Some(false)
-        };
+        let pool_rule = if replica || spec.preemptible { None } else { Some(false) };
         self.try_place_in(now, spec, rank, backfill_end, pool_rule)
     }
 
@@ -75,20 +71,12 @@ impl Scheduler {
         placement::place(&ctx, self.placement.as_ref(), &spec.request)
     }
 
-    pub(super) fn bind(
-        &mut self,
-        spec: &JobSpec,
-        parts: Vec<NodeAlloc>,
-        backfill_for: Vec<JobId>,
-        now: Time,
-        out: &mut Vec<Decision>,
-    ) {
+    pub(super) fn bind(&mut self, spec: &JobSpec, parts: Vec<NodeAlloc>, backfill_for: Vec<JobId>, now: Time, out: &mut Vec<Decision>) {
         let mut allocs = Vec::with_capacity(parts.len());
         self.lp_cache = None;
         for part in &parts {
             for (j, g) in &self.held[part.node.0 as usize] {
-                if !g.intersect(part.gpus).is_empty() && !backfill_for.contains(j) && *j != spec.id
-                {
+                if !g.intersect(part.gpus).is_empty() && !backfill_for.contains(j) && *j != spec.id {
                     if let Some(r) = self.reservations.iter_mut().find(|r| r.job == *j) {
                         r.dirty = true;
                     }
@@ -97,10 +85,7 @@ impl Scheduler {
         }
         let service = self.replica_service.get(&spec.id).copied();
         let owner = match service {
-            Some(service) => Owner::Replica {
-                service,
-                replica: spec.id,
-            },
+            Some(service) => Owner::Replica { service, replica: spec.id },
             None => Owner::Job(spec.id),
         };
         let mut gpus = 0;
@@ -123,11 +108,7 @@ impl Scheduler {
         self.alerted.remove(&spec.id);
         let end = spec.time_limit_s.map(|l| now + l);
         match service {
-            Some(service) => out.push(Decision::BindReplica {
-                service,
-                replica: spec.id,
-                allocs: allocs.clone(),
-            }),
+            Some(service) => out.push(Decision::BindReplica { service, replica: spec.id, allocs: allocs.clone() }),
             None => {
                 self.charge(spec, gpus, now);
                 out.push(Decision::Bind {

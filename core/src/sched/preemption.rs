@@ -76,9 +76,7 @@ impl Scheduler {
         let training: u64 = self
             .running
             .values()
-            .filter(|r| {
-                r.service().is_none() && !(r.preempt_pending && r.preempt_deadline.is_some())
-            })
+            .filter(|r| r.service().is_none() && !(r.preempt_pending && r.preempt_deadline.is_some()))
             .map(|r| u64::from(r.gpus()))
             .sum::<u64>()
             .saturating_sub(u64::from(extra));
@@ -92,23 +90,13 @@ impl Scheduler {
     /// The seconds `spec` must have run before it may be preempted: `min_runtime_s`, or its
     /// QOS's `PreemptExemptTime` when longer (Slurm's `acct_policy_get_preemptable_time`).
     fn exempt_s(&self, spec: &JobSpec) -> u64 {
-        let qos = self
-            .accounting
-            .qos
-            .get(&spec.qos)
-            .and_then(|q| q.preempt_exempt_time_s);
+        let qos = self.accounting.qos.get(&spec.qos).and_then(|q| q.preempt_exempt_time_s);
         qos.unwrap_or(0).max(self.config.min_runtime_s)
     }
 
     /// The victims `who` may take, in preemption order; for a [`Preemptor::Qos`] only jobs
     /// whose QOS `preempts` lists.
-    fn victims(
-        &self,
-        who: Preemptor,
-        preemptor_priority: u64,
-        preempts: &[String],
-        now: Time,
-    ) -> Vec<JobId> {
+    fn victims(&self, who: Preemptor, preemptor_priority: u64, preempts: &[String], now: Time) -> Vec<JobId> {
         let mut v: Vec<(u8, u64, std::cmp::Reverse<Time>, std::cmp::Reverse<JobId>)> = Vec::new();
         for (id, r) in &self.running {
             if r.service().is_some() || !r.spec.preemptible || r.preempt_pending || r.stopping {
@@ -122,40 +110,23 @@ impl Scheduler {
             }
             let prio = u64::from(r.spec.base_priority);
             // Training on inference-pool nodes borrowed the pool's headroom: reclaimed first.
-            let pool_borrow = r
-                .allocs
-                .iter()
-                .any(|a| self.cluster.node(a.part.node).inference_pool);
-            let tier =
-                if let Some(&since) = self.borrowed.get(id).or(pool_borrow.then_some(&r.start)) {
-                    // Borrowed: lowest priority first, newest borrowed first.
-                    v.push((0, prio, std::cmp::Reverse(since), std::cmp::Reverse(*id)));
-                    continue;
-                } else if self
-                    .quotas
-                    .scope_of(&r.spec.user, &r.spec.account)
-                    .is_none()
-                {
-                    1
-                } else {
-                    // Inside its guarantee: never (invariant 4).
-                    continue;
-                };
-            if (matches!(who, Preemptor::Service { .. }) && prio < preemptor_priority)
-                || who == Preemptor::Qos
-            {
-                v.push((
-                    tier,
-                    prio,
-                    std::cmp::Reverse(r.start),
-                    std::cmp::Reverse(*id),
-                ));
+            let pool_borrow = r.allocs.iter().any(|a| self.cluster.node(a.part.node).inference_pool);
+            let tier = if let Some(&since) = self.borrowed.get(id).or(pool_borrow.then_some(&r.start)) {
+                // Borrowed: lowest priority first, newest borrowed first.
+                v.push((0, prio, std::cmp::Reverse(since), std::cmp::Reverse(*id)));
+                continue;
+            } else if self.quotas.scope_of(&r.spec.user, &r.spec.account).is_none() {
+                1
+            } else {
+                // Inside its guarantee: never (invariant 4).
+                continue;
+            };
+            if (matches!(who, Preemptor::Service { .. }) && prio < preemptor_priority) || who == Preemptor::Qos {
+                v.push((tier, prio, std::cmp::Reverse(r.start), std::cmp::Reverse(*id)));
             }
         }
         v.sort_unstable();
-        v.into_iter()
-            .map(|(_, _, _, std::cmp::Reverse(id))| id)
-            .collect()
+        v.into_iter().map(|(_, _, _, std::cmp::Reverse(id))| id).collect()
     }
 
     /// The per-node parts of `victims`' allocations.
@@ -168,12 +139,7 @@ impl Scheduler {
 
     /// Places `spec` as if `released` were free: they are given back to the cluster for the
     /// attempt and taken again after it (no copy of the cluster).
-    fn place_with_released(
-        &mut self,
-        spec: &JobSpec,
-        rank: &Rank,
-        released: &[NodeAlloc],
-    ) -> Option<Vec<NodeAlloc>> {
+    fn place_with_released(&mut self, spec: &JobSpec, rank: &Rank, released: &[NodeAlloc]) -> Option<Vec<NodeAlloc>> {
         for p in released {
             self.cluster.give_back(p);
         }
@@ -225,12 +191,7 @@ impl Scheduler {
         let nodes: BTreeSet<NodeId> = placed.iter().map(|p| p.node).collect();
         let mut set: Vec<JobId> = order[..prefix]
             .iter()
-            .filter(|v| {
-                self.running[*v]
-                    .allocs
-                    .iter()
-                    .any(|a| nodes.contains(&a.part.node))
-            })
+            .filter(|v| self.running[*v].allocs.iter().any(|a| nodes.contains(&a.part.node)))
             .copied()
             .collect();
         let parts = self.parts_of(&set);
@@ -258,17 +219,10 @@ impl Scheduler {
             let (running, pending) = self.service_replicas(service);
             let arriving = pending
                 .iter()
-                .filter(|p| {
-                    self.reservations
-                        .iter()
-                        .any(|r| r.job == **p && r.preempting)
-                })
+                .filter(|p| self.reservations.iter().any(|r| r.job == **p && r.preempting))
                 .count();
             let min = self.services.get(&service).map_or(0, |s| s.min_replicas);
-            Some(Preemptor::Service {
-                service,
-                floor: ((running.len() + arriving) as u32) < min,
-            })
+            Some(Preemptor::Service { service, floor: ((running.len() + arriving) as u32) < min })
         } else if self.within_guarantee(spec) {
             Some(Preemptor::Guarantee)
         } else if !self.qos_preempts(spec).is_empty() {
@@ -281,10 +235,7 @@ impl Scheduler {
     /// The QOS a job of `spec`'s QOS may preempt (its `Preempt=` list; empty without
     /// accounting).
     fn qos_preempts(&self, spec: &JobSpec) -> &[String] {
-        self.accounting
-            .qos
-            .get(&spec.qos)
-            .map_or(&[], |q| q.preempt.as_slice())
+        self.accounting.qos.get(&spec.qos).map_or(&[], |q| q.preempt.as_slice())
     }
 
     /// The kill deadline (s after now) for preempting `victims`: every checkpoint in flight
@@ -298,10 +249,7 @@ impl Scheduler {
             .filter(|r| r.preempt_pending)
             .map(|r| r.spec.checkpoint_bytes)
             .sum();
-        let bytes: u64 = victims
-            .iter()
-            .map(|v| self.running[v].spec.checkpoint_bytes)
-            .sum();
+        let bytes: u64 = victims.iter().map(|v| self.running[v].spec.checkpoint_bytes).sum();
         let bw = self.storage_bw.max(1);
         let deadline_s = ((inflight + bytes).saturating_mul(self.config.deadline_factor))
             .div_ceil(bw)
@@ -312,15 +260,7 @@ impl Scheduler {
     /// Decides the preemption of `victims` for `for_job` (of `for_service` when a replica):
     /// each gets [`Decision::Preempt`] with the kill `deadline` and the GPU-hours since its
     /// last checkpoint, and enters the budget's ledger, which keeps the trailing hour.
-    fn preempt_victims(
-        &mut self,
-        victims: &[JobId],
-        for_job: JobId,
-        for_service: Option<ServiceId>,
-        deadline: Time,
-        now: Time,
-        out: &mut Vec<Decision>,
-    ) {
+    fn preempt_victims(&mut self, victims: &[JobId], for_job: JobId, for_service: Option<ServiceId>, deadline: Time, now: Time, out: &mut Vec<Decision>) {
         let bw = self.storage_bw.max(1);
         for v in victims {
             let r = self.running.get_mut(v).expect("victim runs");
@@ -339,11 +279,7 @@ impl Scheduler {
                 cost_gpu_hours: cost,
             });
         }
-        while self
-            .preempt_ledger
-            .front()
-            .is_some_and(|(t, _)| now.saturating_sub(*t) >= 3600)
-        {
+        while self.preempt_ledger.front().is_some_and(|(t, _)| now.saturating_sub(*t) >= 3600) {
             self.preempt_ledger.pop_front();
         }
     }
@@ -357,14 +293,10 @@ impl Scheduler {
         now: Time,
         out: &mut Vec<Decision>,
     ) -> bool {
-        let Some(p) = self.pending.get(&id) else {
-            return false;
-        };
+        let Some(p) = self.pending.get(&id) else { return false };
         let spec = p.spec.clone();
         let priority = p.priority;
-        let Some(who) = self.preemptor(id, &spec) else {
-            return false;
-        };
+        let Some(who) = self.preemptor(id, &spec) else { return false };
         if spec.request.gpus == 0 || spec.request.is_share() {
             return false;
         }
@@ -382,9 +314,7 @@ impl Scheduler {
         if victims.is_empty() {
             return false;
         }
-        let Some(deadline_s) = self.preemption_deadline_s(&victims) else {
-            return false;
-        };
+        let Some(deadline_s) = self.preemption_deadline_s(&victims) else { return false };
         // The budget: the preempted share of running training over the trailing hour.
         let gpus: u32 = victims.iter().map(|v| self.running[v].gpus()).sum();
         let rate = self.share_pct(now, gpus);
@@ -413,8 +343,7 @@ impl Scheduler {
         self.preempt_victims(&victims, id, for_service, deadline, now, out);
         // Hold the freed GPUs for the preemptor.
         self.drop_reservation(id, out);
-        let mut gpus_held: Vec<(NodeId, GpuMask)> =
-            parts.iter().map(|p| (p.node, p.gpus)).collect();
+        let mut gpus_held: Vec<(NodeId, GpuMask)> = parts.iter().map(|p| (p.node, p.gpus)).collect();
         gpus_held.sort_by_key(|(n, _)| *n);
         let r = Reservation {
             job: id,
@@ -429,24 +358,11 @@ impl Scheduler {
         true
     }
 
-    fn page(
-        &mut self,
-        service: ServiceId,
-        victims: &[JobId],
-        rate: u32,
-        now: Time,
-        out: &mut Vec<Decision>,
-    ) {
-        if self
-            .paged
-            .get(&service)
-            .is_some_and(|t| now.saturating_sub(*t) < 3600)
-        {
+    fn page(&mut self, service: ServiceId, victims: &[JobId], rate: u32, now: Time, out: &mut Vec<Decision>) {
+        if self.paged.get(&service).is_some_and(|t| now.saturating_sub(*t) < 3600) {
             return;
         }
-        let Some(spec) = self.services.get(&service).cloned() else {
-            return;
-        };
+        let Some(spec) = self.services.get(&service).cloned() else { return };
         self.paged.insert(service, now);
         let (running, _) = self.service_replicas(service);
         let wanted = spec.target();

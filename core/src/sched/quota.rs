@@ -39,8 +39,7 @@ impl Scheduler {
         let mut m: HashMap<(String, String), u32> = HashMap::new();
         for (id, r) in &self.running {
             if !self.replica_service.contains_key(id) {
-                *m.entry((r.spec.user.clone(), r.spec.account.clone()))
-                    .or_default() += 1;
+                *m.entry((r.spec.user.clone(), r.spec.account.clone())).or_default() += 1;
             }
         }
         m
@@ -104,8 +103,7 @@ impl Scheduler {
         for (id, r) in self.running.iter_mut() {
             let b = borrowed.contains_key(id);
             for a in &mut r.allocs {
-                let pool =
-                    matches!(a.owner, Owner::Job(_)) && cluster.node(a.part.node).inference_pool;
+                let pool = matches!(a.owner, Owner::Job(_)) && cluster.node(a.part.node).inference_pool;
                 a.borrowed = b || pool;
             }
         }
@@ -136,9 +134,7 @@ impl Scheduler {
                 }
             }
             // The newest work of a scope is what exceeds its guarantee: it borrows from now.
-            if self.scope_used.get(sc.0 as usize).copied().unwrap_or(0)
-                > self.quotas.scope(sc).guaranteed_gpus
-            {
+            if self.scope_used.get(sc.0 as usize).copied().unwrap_or(0) > self.quotas.scope(sc).guaranteed_gpus {
                 self.borrowed.insert(spec.id, now);
             }
         }

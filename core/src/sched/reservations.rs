@@ -56,12 +56,7 @@ impl Scheduler {
     }
 
     /// GPUs of `node` held by reservations that outrank `rank` (all reservations when `None`).
-    pub(super) fn blocked_for(
-        &self,
-        node: NodeId,
-        rank: Option<&Rank>,
-        backfill_end: Option<Time>,
-    ) -> GpuMask {
+    pub(super) fn blocked_for(&self, node: NodeId, rank: Option<&Rank>, backfill_end: Option<Time>) -> GpuMask {
         let mut m = GpuMask::EMPTY;
         for (job, g) in &self.held[node.0 as usize] {
             let Some(r) = self.reservations.iter().find(|r| r.job == *job) else {
@@ -82,6 +77,7 @@ impl Scheduler {
         m
     }
 
+
     pub(super) fn add_reservation(&mut self, r: Reservation, now: Time, out: &mut Vec<Decision>) {
         // Take GPUs from lower-ranked reservations (only those may be taken: invariant 5).
         for other in &mut self.reservations {
@@ -94,10 +90,7 @@ impl Scheduler {
                     .any(|(rn, rg)| rn == n && !rg.intersect(*g).is_empty())
             });
             if overlaps {
-                debug_assert!(
-                    outranks(&r.rank, &other.rank),
-                    "reservation stole from a higher rank"
-                );
+                debug_assert!(outranks(&r.rank, &other.rank), "reservation stole from a higher rank");
                 other.dirty = true;
                 for (n, g) in &mut other.gpus {
                     for (rn, rg) in &r.gpus {
@@ -115,9 +108,7 @@ impl Scheduler {
             est_fill: r.est_fill,
         });
         // One alert per job until it starts, however often its reservation is re-planned.
-        if r.est_fill.saturating_sub(now) > self.config.reservation_alert_s
-            && self.alerted.insert(r.job)
-        {
+        if r.est_fill.saturating_sub(now) > self.config.reservation_alert_s && self.alerted.insert(r.job) {
             out.push(Decision::Alert {
                 kind: AlertKind::ReservationCannotFill,
                 job: Some(r.job),
@@ -144,12 +135,7 @@ impl Scheduler {
 
     /// Binds the reservation's job when all its GPUs are free; asks backfill occupants to
     /// leave when only they remain. Returns true when bound.
-    pub(super) fn try_complete_reservation(
-        &mut self,
-        ri: usize,
-        now: Time,
-        out: &mut Vec<Decision>,
-    ) -> bool {
+    pub(super) fn try_complete_reservation(&mut self, ri: usize, now: Time, out: &mut Vec<Decision>) -> bool {
         let r = self.reservations[ri].clone();
         let mut occupants: BTreeSet<JobId> = BTreeSet::new();
         let mut busy_non_backfill = false;
@@ -163,11 +149,7 @@ impl Scheduler {
                 continue;
             }
             for (id, run) in &self.running {
-                if run
-                    .allocs
-                    .iter()
-                    .any(|a| a.part.node == n && !a.part.gpus.intersect(g).is_empty())
-                {
+                if run.allocs.iter().any(|a| a.part.node == n && !a.part.gpus.intersect(g).is_empty()) {
                     if run.backfill_for.is_empty() {
                         busy_non_backfill = true;
                     } else {
@@ -194,10 +176,7 @@ impl Scheduler {
                 if let Some(run) = self.running.get_mut(&id) {
                     if !run.preempt_pending {
                         run.preempt_pending = true;
-                        out.push(Decision::PreemptBackfill {
-                            job: id,
-                            for_job: r.job,
-                        });
+                        out.push(Decision::PreemptBackfill { job: id, for_job: r.job });
                     }
                 }
             }
@@ -235,13 +214,7 @@ impl Scheduler {
 
     /// When each GPU of `node` becomes free (s), for reservation planning; `None` = held by a
     /// reservation ranked above, or never.
-    fn gpu_ready_times(
-        &self,
-        node: NodeId,
-        rank: &Rank,
-        now: Time,
-        ends: &BTreeMap<(NodeId, u32), Time>,
-    ) -> Vec<Option<Time>> {
+    fn gpu_ready_times(&self, node: NodeId, rank: &Rank, now: Time, ends: &BTreeMap<(NodeId, u32), Time>) -> Vec<Option<Time>> {
         let n = self.cluster.node(node);
         let above = self.blocked_for(node, Some(rank), None);
         (0..n.gpus)
@@ -288,14 +261,7 @@ impl Scheduler {
     /// without the CPUs or memory asked for, nodes the request excludes or does not require,
     /// the swap pool, the inference pool for non-preemptible training, and GPUs held by
     /// reservations ranked above `rank`.
-    fn ready_nodes(
-        &self,
-        spec: &JobSpec,
-        rank: &Rank,
-        gpn: u32,
-        now: Time,
-        ends: &BTreeMap<(NodeId, u32), Time>,
-    ) -> Vec<(Time, NodeId, GpuMask)> {
+    fn ready_nodes(&self, spec: &JobSpec, rank: &Rank, gpn: u32, now: Time, ends: &BTreeMap<(NodeId, u32), Time>) -> Vec<(Time, NodeId, GpuMask)> {
         let req = &spec.request;
         let part = &self.cluster.partitions[spec.partition.0 as usize];
         let mut v = Vec::new();
@@ -306,16 +272,10 @@ impl Scheduler {
             }
             // The inference pool takes non-preemptible training never; the swap pool takes
             // no normal work.
-            if (n.inference_pool
-                && !spec.preemptible
-                && !self.replica_service.contains_key(&spec.id))
-                || self.swap.contains(&id)
-            {
+            if (n.inference_pool && !spec.preemptible && !self.replica_service.contains_key(&spec.id)) || self.swap.contains(&id) {
                 continue;
             }
-            if req.excluded_nodes.contains(&id)
-                || (!req.required_nodes.is_empty() && !req.required_nodes.contains(&id))
-            {
+            if req.excluded_nodes.contains(&id) || (!req.required_nodes.is_empty() && !req.required_nodes.contains(&id)) {
                 continue;
             }
             if n.cpu_milli < req.cpu_milli_per_node || n.mem_mib < req.mem_mib_per_node {
@@ -333,9 +293,7 @@ impl Scheduler {
             gs.sort_unstable();
             let chosen = &gs[..gpn as usize];
             let t = chosen.last().map_or(now, |c| c.0);
-            let mask = chosen
-                .iter()
-                .fold(GpuMask::EMPTY, |m, (_, g)| m.union(GpuMask::single(*g)));
+            let mask = chosen.iter().fold(GpuMask::EMPTY, |m, (_, g)| m.union(GpuMask::single(*g)));
             v.push((t, id, mask));
         }
         v.sort_by_key(|&(t, id, _)| (t, self.cluster.node(id).pod, id));
@@ -344,23 +302,14 @@ impl Scheduler {
 
     /// Plans a reservation for a blocked job: the GPUs that free up soonest in the job's
     /// shape and topology, never GPUs of a reservation ranked above it.
-    pub(super) fn plan_reservation(
-        &self,
-        spec: &JobSpec,
-        rank: Rank,
-        now: Time,
-    ) -> Option<Reservation> {
+    pub(super) fn plan_reservation(&self, spec: &JobSpec, rank: Rank, now: Time) -> Option<Reservation> {
         let req = &spec.request;
         let size = placement::node_size(&self.cluster, spec.partition);
         let ends = self.occupant_ends(now);
         let (count, gpn) = match placement::shape_of(req, size).ok()? {
-            placement::Shape::Uniform {
-                count, gpus_each, ..
-            } => (count, gpus_each),
+            placement::Shape::Uniform { count, gpus_each, .. } => (count, gpus_each),
             // Whole nodes plus a remainder: plan one more whole node and trim it below.
-            placement::Shape::WholePlusRest { whole, rest, .. } => {
-                (whole + u32::from(rest > 0), size)
-            }
+            placement::Shape::WholePlusRest { whole, rest, .. } => (whole + u32::from(rest > 0), size),
         };
         let cands = self.ready_nodes(spec, &rank, gpn, now, &ends);
         let pick = |cands: &[(Time, NodeId, GpuMask)]| -> Option<Vec<(Time, NodeId, GpuMask)>> {
@@ -376,10 +325,7 @@ impl Scheduler {
                     .collect();
                 if let Some(c) = pick(&inpod) {
                     let t = c.iter().map(|x| x.0).max().unwrap_or(now);
-                    if best
-                        .as_ref()
-                        .is_none_or(|b| t < b.iter().map(|x| x.0).max().unwrap_or(now))
-                    {
+                    if best.as_ref().is_none_or(|b| t < b.iter().map(|x| x.0).max().unwrap_or(now)) {
                         best = Some(c);
                     }
                 }
@@ -396,12 +342,7 @@ impl Scheduler {
             if let Some(last) = gpus.last_mut() {
                 let extra = total - req.gpus;
                 let keep = last.1.count() - extra;
-                last.1 = GpuMask(
-                    last.1
-                        .iter()
-                        .take(keep as usize)
-                        .fold(0, |m, g| m | (1 << g)),
-                );
+                last.1 = GpuMask(last.1.iter().take(keep as usize).fold(0, |m, g| m | (1 << g)));
             }
         }
         gpus.sort_by_key(|(n, _)| *n);
@@ -416,6 +357,7 @@ impl Scheduler {
         })
     }
 
+
     /// When and where a job of `spec` could start at the earliest if nothing new arrived,
     /// asked at `now` (s) (Slurm's will-run test behind `sbatch --test-only`). A pure query:
     /// the model is not changed and nothing is reserved.
@@ -427,11 +369,7 @@ impl Scheduler {
     /// Jobs without a time limit never end here, so a job that only fits once they are gone
     /// gets no nodes and the latest known end. See [`WillRun`].
     pub fn will_run(&self, spec: &JobSpec, now: Time) -> WillRun {
-        let blocked = |n: NodeId| {
-            self.held[n.0 as usize]
-                .iter()
-                .fold(GpuMask::EMPTY, |m, (_, g)| m.union(*g))
-        };
+        let blocked = |n: NodeId| self.held[n.0 as usize].iter().fold(GpuMask::EMPTY, |m, (_, g)| m.union(*g));
         let place_on = |cluster: &crate::cluster::Cluster| {
             let ctx = PlaceCtx {
                 cluster,
@@ -446,11 +384,7 @@ impl Scheduler {
         if let Some(parts) = place_on(&self.cluster) {
             return WillRun { start: now, parts };
         }
-        let mut ends: Vec<(Time, &RunningJob)> = self
-            .running
-            .values()
-            .filter_map(|r| Some((r.end?, r)))
-            .collect();
+        let mut ends: Vec<(Time, &RunningJob)> = self.running.values().filter_map(|r| Some((r.end?, r))).collect();
         ends.sort_by_key(|(e, _)| *e);
         let mut cluster = self.cluster.clone();
         for (end, r) in &ends {
@@ -458,16 +392,10 @@ impl Scheduler {
                 cluster.give_back(&a.part);
             }
             if let Some(parts) = place_on(&cluster) {
-                return WillRun {
-                    start: (*end).max(now),
-                    parts,
-                };
+                return WillRun { start: (*end).max(now), parts };
             }
         }
-        WillRun {
-            start: ends.last().map_or(now, |(e, _)| *e).max(now),
-            parts: Vec::new(),
-        }
+        WillRun { start: ends.last().map_or(now, |(e, _)| *e).max(now), parts: Vec::new() }
     }
 }
 
@@ -477,9 +405,7 @@ mod tests {
     use crate::config::TopologyKind;
     use crate::job::{JobId, JobSpec, Request};
     use crate::placement::{NodeDemand, PlaceCtx, PlacementPolicy, Score};
-    use crate::sched::{
-        Decision, Event, PriorityInput, PriorityPolicy, SchedConfig, Scheduler, WillRun,
-    };
+    use crate::sched::{Decision, Event, PriorityInput, PriorityPolicy, SchedConfig, Scheduler, WillRun};
 
     /// Lowest node id first, lowest GPUs first.
     #[derive(Debug)]
@@ -510,12 +436,7 @@ mod tests {
 
     /// Three 8-GPU nodes, each in its own pod.
     fn sched() -> Scheduler {
-        Scheduler::new(
-            Cluster::uniform(3, 8, 1, 64, 512_000),
-            Box::new(Lowest),
-            Box::new(Fifo),
-            SchedConfig::default(),
-        )
+        Scheduler::new(Cluster::uniform(3, 8, 1, 64, 512_000), Box::new(Lowest), Box::new(Fifo), SchedConfig::default())
     }
 
     fn job(id: u64, now: Time, gpus: u32, limit_s: Option<u64>) -> JobSpec {
@@ -528,19 +449,13 @@ mod tests {
         assert!(s.handle(Event::Submit(spec), now).is_empty());
         let d = s.cycle(now);
         for x in &d {
-            assert!(
-                matches!(x, Decision::Bind { .. } | Decision::Reserve { .. }),
-                "unexpected {x:?}"
-            );
+            assert!(matches!(x, Decision::Bind { .. } | Decision::Reserve { .. }), "unexpected {x:?}");
         }
         d
     }
 
     fn nodes(w: &WillRun) -> Vec<(u32, u32)> {
-        w.parts
-            .iter()
-            .map(|p: &NodeAlloc| (p.node.0, p.gpus.count()))
-            .collect()
+        w.parts.iter().map(|p: &NodeAlloc| (p.node.0, p.gpus.count())).collect()
     }
 
     #[test]
@@ -549,11 +464,7 @@ mod tests {
         submit_and_cycle(&mut s, job(1, 0, 8, Some(3600)), 0);
         let w = s.will_run(&job(2, 10, 4, Some(600)), 10);
         assert_eq!(w.start, 10);
-        assert_eq!(
-            nodes(&w),
-            vec![(1, 4)],
-            "node 0 is full; the lowest free node"
-        );
+        assert_eq!(nodes(&w), vec![(1, 4)], "node 0 is full; the lowest free node");
     }
 
     #[test]
@@ -582,11 +493,7 @@ mod tests {
         let mut big = job(3, 1, 16, Some(600));
         big.request.topology = TopologyKind::Any;
         let d = submit_and_cycle(&mut s, big, 1);
-        assert!(
-            d.iter()
-                .any(|x| matches!(x, Decision::Reserve { job: JobId(3), .. })),
-            "{d:?}"
-        );
+        assert!(d.iter().any(|x| matches!(x, Decision::Reserve { job: JobId(3), .. })), "{d:?}");
         let held: Vec<NodeId> = s.reservations()[0].gpus.iter().map(|(n, _)| *n).collect();
         assert!(held.contains(&NodeId(2)));
         // A 1-GPU job would fit on node 2 now, but its GPUs are reserved: it waits for a node
@@ -602,39 +509,20 @@ mod tests {
         submit_and_cycle(&mut s, job(2, 0, 8, None), 0);
         submit_and_cycle(&mut s, job(3, 0, 8, None), 0);
         let w = s.will_run(&job(9, 50, 16, Some(60)), 50);
-        assert_eq!(
-            w,
-            WillRun {
-                start: 3600,
-                parts: Vec::new()
-            },
-            "two nodes never free"
-        );
+        assert_eq!(w, WillRun { start: 3600, parts: Vec::new() }, "two nodes never free");
         // Nothing with a limit: the answer is now.
         let mut s = sched();
         for id in 1..=3 {
             submit_and_cycle(&mut s, job(id, 0, 8, None), 0);
         }
-        assert_eq!(
-            s.will_run(&job(9, 50, 8, Some(60)), 50),
-            WillRun {
-                start: 50,
-                parts: Vec::new()
-            }
-        );
+        assert_eq!(s.will_run(&job(9, 50, 8, Some(60)), 50), WillRun { start: 50, parts: Vec::new() });
     }
 
     #[test]
     fn the_query_changes_nothing() {
         let mut s = sched();
         submit_and_cycle(&mut s, job(1, 0, 8, Some(3600)), 0);
-        let state = |s: &Scheduler| {
-            (
-                format!("{:?}", s.cluster()),
-                s.reservations().to_vec(),
-                s.pending_len(),
-            )
-        };
+        let state = |s: &Scheduler| (format!("{:?}", s.cluster()), s.reservations().to_vec(), s.pending_len());
         let before = state(&s);
         // Three whole nodes: once job 1 reaches its limit.
         let w = s.will_run(&job(2, 5, 24, Some(600)), 5);

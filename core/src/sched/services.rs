@@ -97,7 +97,10 @@ impl Scheduler {
                     js.base_priority = spec.priority;
                     self.replica_service.insert(id, spec.id);
                     let shape = self.intern(&js.request);
-                    self.pending.insert(id, PendingJob::new(js, shape));
+                    self.pending.insert(
+                        id,
+                        PendingJob::new(js, shape),
+                    );
                 }
             } else if have > target {
                 let mut surplus = have - target;
@@ -110,10 +113,7 @@ impl Scheduler {
                     self.drop_reservation(*id, out);
                     surplus -= 1;
                 }
-                let mut newest: Vec<(Time, JobId)> = running
-                    .iter()
-                    .map(|id| (self.running[id].start, *id))
-                    .collect();
+                let mut newest: Vec<(Time, JobId)> = running.iter().map(|id| (self.running[id].start, *id)).collect();
                 newest.sort_unstable_by(|a, b| b.cmp(a));
                 for (_, id) in newest.into_iter().take(surplus) {
                     self.stop_replica(spec.id, id, out);
@@ -137,10 +137,7 @@ impl Scheduler {
         if let Some(r) = self.running.get_mut(&id) {
             if !r.stopping {
                 r.stopping = true;
-                out.push(Decision::StopReplica {
-                    service,
-                    replica: id,
-                });
+                out.push(Decision::StopReplica { service, replica: id });
             }
         }
     }

@@ -69,8 +69,7 @@ pub struct ServiceSpec {
 impl ServiceSpec {
     /// The replica count the core converges to: `desired` clamped to `[min, max]`.
     pub fn target(&self) -> u32 {
-        self.desired_replicas
-            .clamp(self.min_replicas, self.max_replicas.max(self.min_replicas))
+        self.desired_replicas.clamp(self.min_replicas, self.max_replicas.max(self.min_replicas))
     }
 }
 
@@ -343,6 +342,7 @@ pub struct Page {
     /// What the human can choose.
     pub actions: Vec<String>,
 }
+
 
 /// One decision of the core. Already applied to the model when returned.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -750,13 +750,7 @@ pub(super) struct PendingJob {
 impl PendingJob {
     /// A job entering the queue (again): no failed cycles, no reason yet.
     pub(super) fn new(spec: JobSpec, shape: u32) -> PendingJob {
-        PendingJob {
-            spec,
-            shape,
-            failed_cycles: 0,
-            info: PendingInfo::default(),
-            priority: 0,
-        }
+        PendingJob { spec, shape, failed_cycles: 0, info: PendingInfo::default(), priority: 0 }
     }
 }
 
@@ -797,3 +791,4 @@ pub struct Reservation {
     #[serde(default)]
     pub preempting: bool,
 }
+

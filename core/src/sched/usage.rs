@@ -22,13 +22,7 @@ impl Totals {
         Totals {
             nodes: u32::try_from(cluster.nodes.len()).unwrap_or(u32::MAX),
             cpus: cluster.nodes.iter().map(|n| n.cpu_milli / 1000).sum(),
-            max_assoc_priority: acct
-                .tree
-                .assocs()
-                .iter()
-                .filter_map(|a| a.priority)
-                .max()
-                .unwrap_or(0),
+            max_assoc_priority: acct.tree.assocs().iter().filter_map(|a| a.priority).max().unwrap_or(0),
         }
     }
 }
@@ -36,13 +30,8 @@ impl Totals {
 /// The association a job runs under (Slurm `assoc_mgr_fill_in_assoc`), if accounting has
 /// one for it.
 pub(super) fn job_assoc(acct: &Accounting, cluster: &Cluster, spec: &JobSpec) -> Option<AssocId> {
-    let part = cluster
-        .partitions
-        .get(spec.partition.0 as usize)
-        .map(|p| p.name.as_str());
-    acct.tree
-        .find(&spec.user, &spec.account, part)
-        .map(|a| a.id)
+    let part = cluster.partitions.get(spec.partition.0 as usize).map(|p| p.name.as_str());
+    acct.tree.find(&spec.user, &spec.account, part).map(|a| a.id)
 }
 
 /// The QOS priority factor and usage factor of a job of QOS `name` (`JobSpec::qos`: its
@@ -68,17 +57,11 @@ pub(super) fn factor_input(
 ) -> FactorInput {
     let assoc = job_assoc(acct, cluster, spec);
     let max_assoc = totals.max_assoc_priority;
-    let assoc_prio = assoc
-        .and_then(|id| acct.tree.inherited(id, |a| a.priority))
-        .unwrap_or(0);
+    let assoc_prio = assoc.and_then(|id| acct.tree.inherited(id, |a| a.priority)).unwrap_or(0);
     let nodes = spec.request.nodes.unwrap_or(1).max(1);
     FactorInput {
         fair_share: assoc.map_or(0.0, |id| fair.factor(id)),
-        assoc: if max_assoc > 0 {
-            f64::from(assoc_prio) / f64::from(max_assoc)
-        } else {
-            0.0
-        },
+        assoc: if max_assoc > 0 { f64::from(assoc_prio) / f64::from(max_assoc) } else { 0.0 },
         qos: job_qos(acct, &spec.qos).0,
         partition: config.partition_factor(spec.partition.0 as usize),
         job_nodes: nodes,
@@ -130,11 +113,7 @@ impl Scheduler {
             alloc.nodes += 1.0;
             alloc.gpus += f64::from(a.part.gpus.count()) * f64::from(a.part.gpu_milli) / 1000.0;
         }
-        let weights = self
-            .usage_config
-            .billing
-            .get(r.spec.partition.0 as usize)
-            .and_then(Option::as_ref);
+        let weights = self.usage_config.billing.get(r.spec.partition.0 as usize).and_then(Option::as_ref);
         let (_, usage_factor) = job_qos(&self.accounting, &r.spec.qos);
         Some((assoc, fairshare::billing(weights, &alloc) * usage_factor))
     }
@@ -172,19 +151,13 @@ impl Scheduler {
     /// put in the frame of the last update (× `2^(Δt/half_life)`), so that the next update's
     /// decay over the whole interval leaves it undecayed at `now`.
     pub(super) fn charge_ending(&mut self, id: JobId, now: Time) {
-        let Some(last) = self.usage.last_update else {
-            return;
-        };
+        let Some(last) = self.usage.last_update else { return };
         if self.accounting.tree.is_empty() || now <= last {
             return;
         }
-        let Some(r) = self.running.get(&id) else {
-            return;
-        };
+        let Some(r) = self.running.get(&id) else { return };
         let ran = now.saturating_sub(last.max(r.start));
-        let Some((assoc, rate)) = self.usage_rate(r) else {
-            return;
-        };
+        let Some((assoc, rate)) = self.usage_rate(r) else { return };
         if ran == 0 {
             return;
         }

@@ -26,11 +26,8 @@ pub fn fmt_time(t: i64) -> String {
 /// to two columns with a space) for `t` seconds since the epoch, in UTC.
 pub fn fmt_ctime(t: i64) -> String {
     let (y, mo, d, h, mi, s) = civil(t);
-    let wd =
-        ["Thu", "Fri", "Sat", "Sun", "Mon", "Tue", "Wed"][t.div_euclid(DAY).rem_euclid(7) as usize];
-    let mon = [
-        "Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec",
-    ][mo as usize - 1];
+    let wd = ["Thu", "Fri", "Sat", "Sun", "Mon", "Tue", "Wed"][t.div_euclid(DAY).rem_euclid(7) as usize];
+    let mon = ["Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"][mo as usize - 1];
     format!("{wd} {mon} {d:2} {h:02}:{mi:02}:{s:02} {y}")
 }
 
@@ -49,14 +46,7 @@ pub fn civil(t: i64) -> (i64, u32, u32, u32, u32, u32) {
     let d = (doy - (153 * mp + 2) / 5 + 1) as u32;
     let m = if mp < 10 { mp + 3 } else { mp - 9 } as u32;
     let y = if m <= 2 { y + 1 } else { y };
-    (
-        y,
-        m,
-        d,
-        (secs / 3600) as u32,
-        ((secs % 3600) / 60) as u32,
-        (secs % 60) as u32,
-    )
+    (y, m, d, (secs / 3600) as u32, ((secs % 3600) / 60) as u32, (secs % 60) as u32)
 }
 
 /// Days since the epoch of the civil date `y`-`m`-`d` (UTC; `m` 1-12). Out-of-range months
@@ -91,9 +81,7 @@ pub fn parse_begin(a: &str, now: i64) -> Option<i64> {
             b'-' => (-1, &rest[1..]),
             _ => return None,
         };
-        let split = rest
-            .find(|c: char| !c.is_ascii_digit())
-            .unwrap_or(rest.len());
+        let split = rest.find(|c: char| !c.is_ascii_digit()).unwrap_or(rest.len());
         let (n, unit) = rest.split_at(split);
         let n: i64 = n.parse().ok()?;
         let mult = match unit {
@@ -107,21 +95,9 @@ pub fn parse_begin(a: &str, now: i64) -> Option<i64> {
         return Some(now + sign * n * mult);
     }
     match s.as_str() {
-        "today" | "midnight" => {
-            return Some(if s == "today" {
-                midnight
-            } else {
-                midnight + DAY
-            })
-        }
+        "today" | "midnight" => return Some(if s == "today" { midnight } else { midnight + DAY }),
         "tomorrow" => return Some(midnight + DAY),
-        "noon" => {
-            return Some(if now < midnight + 43_200 {
-                midnight + 43_200
-            } else {
-                midnight + DAY + 43_200
-            })
-        }
+        "noon" => return Some(if now < midnight + 43_200 { midnight + 43_200 } else { midnight + DAY + 43_200 }),
         _ => {}
     }
     let hms = |t: &str| -> Option<i64> {
@@ -134,31 +110,17 @@ pub fn parse_begin(a: &str, now: i64) -> Option<i64> {
         }
     };
     if let Some((d, t)) = s.split_once('t') {
-        let p: Vec<i64> = d
-            .split('-')
-            .map(|x| x.parse().ok())
-            .collect::<Option<_>>()?;
-        let [y, m, dd] = p.as_slice() else {
-            return None;
-        };
+        let p: Vec<i64> = d.split('-').map(|x| x.parse().ok()).collect::<Option<_>>()?;
+        let [y, m, dd] = p.as_slice() else { return None };
         return Some(days_from_civil(*y, *m as u32, *dd as u32) * DAY + hms(t)?);
     }
     if s.contains('-') {
-        let p: Vec<i64> = s
-            .split('-')
-            .map(|x| x.parse().ok())
-            .collect::<Option<_>>()?;
-        let [y, m, dd] = p.as_slice() else {
-            return None;
-        };
+        let p: Vec<i64> = s.split('-').map(|x| x.parse().ok()).collect::<Option<_>>()?;
+        let [y, m, dd] = p.as_slice() else { return None };
         return Some(days_from_civil(*y, *m as u32, *dd as u32) * DAY);
     }
     let t = hms(&s)?;
-    Some(if midnight + t > now {
-        midnight + t
-    } else {
-        midnight + DAY + t
-    })
+    Some(if midnight + t > now { midnight + t } else { midnight + DAY + t })
 }
 
 /// Slurm's `parse_time` forms `sacct -S`/`-E` accept, seconds since the epoch, UTC, relative
@@ -190,10 +152,7 @@ pub fn parse_time(a: &str, now: i64) -> Option<i64> {
     } else {
         return None;
     };
-    let nums: Vec<i64> = parts
-        .iter()
-        .map(|p| p.parse().ok())
-        .collect::<Option<_>>()?;
+    let nums: Vec<i64> = parts.iter().map(|p| p.parse().ok()).collect::<Option<_>>()?;
     let (m, d, y) = match nums.as_slice() {
         [m, d] => (*m, *d, y_now),
         [m, d, y] => (*m, *d, if *y < 100 { 2000 + y } else { *y }),
@@ -204,10 +163,7 @@ pub fn parse_time(a: &str, now: i64) -> Option<i64> {
     }
     let mut t = days_from_civil(y, m as u32, d as u32) * DAY;
     if let Some(hms) = time {
-        let v: Vec<i64> = hms
-            .split(':')
-            .map(|x| x.parse().ok())
-            .collect::<Option<_>>()?;
+        let v: Vec<i64> = hms.split(':').map(|x| x.parse().ok()).collect::<Option<_>>()?;
         t += match v.as_slice() {
             [h, mi] => h * 3600 + mi * 60,
             [h, mi, s] => h * 3600 + mi * 60 + s,
@@ -238,10 +194,7 @@ mod tests {
         assert_eq!(parse_begin("now-1hours", 10_000), Some(10_000 - 3600));
         assert_eq!(parse_time("now-30minutes", 10_000), Some(10_000 - 1800));
         assert_eq!(parse_begin("now*1", 1000), None);
-        assert_eq!(
-            parse_begin("2026-01-01T00:00:00", 0),
-            Some(days_from_civil(2026, 1, 1) * DAY)
-        );
+        assert_eq!(parse_begin("2026-01-01T00:00:00", 0), Some(days_from_civil(2026, 1, 1) * DAY));
     }
 
     #[test]

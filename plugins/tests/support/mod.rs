@@ -15,10 +15,7 @@ pub fn scheduler(cluster: Cluster, queue: QueueMode) -> Scheduler {
         cluster,
         flotilla_plugins::placement("topo-bestfit").unwrap(),
         flotilla_plugins::priority("priority/basic").unwrap(),
-        SchedConfig {
-            queue,
-            ..SchedConfig::default()
-        },
+        SchedConfig { queue, ..SchedConfig::default() },
     )
 }
 
@@ -106,19 +103,13 @@ pub fn render(s: &Scheduler, decisions: &[Decision], now: Time) -> String {
 /// Compares `actual` with the golden file `plugins/tests/goldens/<name>.txt`; with
 /// `UPDATE_GOLDENS=1` re-records it instead (review the diff).
 pub fn check_golden(name: &str, actual: &str) {
-    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join("tests/goldens")
-        .join(format!("{name}.txt"));
+    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/goldens").join(format!("{name}.txt"));
     if std::env::var("UPDATE_GOLDENS").as_deref() == Ok("1") {
         std::fs::write(&path, actual).unwrap();
         return;
     }
-    let expected = std::fs::read_to_string(&path).unwrap_or_else(|e| {
-        panic!(
-            "missing golden {} ({e}); record it with UPDATE_GOLDENS=1",
-            path.display()
-        )
-    });
+    let expected = std::fs::read_to_string(&path)
+        .unwrap_or_else(|e| panic!("missing golden {} ({e}); record it with UPDATE_GOLDENS=1", path.display()));
     if expected != actual {
         panic!(
             "golden {} differs (re-record with UPDATE_GOLDENS=1 and review the diff)\n--- expected\n{expected}\n--- actual\n{actual}",

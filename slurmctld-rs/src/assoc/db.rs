@@ -2,9 +2,7 @@
 //! the changes of one turn, written in that turn's transaction ([`write`], from
 //! [`crate::store::Store::commit`]).
 
-use flotilla_proto::acctmgr::{
-    AccountRow, AcctData, AdminLevel, AssocRow, ClusterRow, QosRow, UserRow,
-};
+use flotilla_proto::acctmgr::{AccountRow, AcctData, AdminLevel, AssocRow, ClusterRow, QosRow, UserRow};
 use rusqlite::{params, Connection, OptionalExtension, Transaction};
 
 /// One row written or deleted.
@@ -40,10 +38,7 @@ fn list(v: &[String]) -> String {
 }
 
 fn unlist(s: String) -> Vec<String> {
-    s.split(',')
-        .filter(|x| !x.is_empty())
-        .map(str::to_string)
-        .collect()
+    s.split(',').filter(|x| !x.is_empty()).map(str::to_string).collect()
 }
 
 fn opt(v: Option<u32>) -> Option<i64> {
@@ -59,40 +54,32 @@ pub fn write(tx: &Transaction<'_>, ops: &[AssocOp]) -> rusqlite::Result<()> {
                     .execute(params![c.name, c.control_host, c.control_port, c.rpc])?;
             }
             AssocOp::DelCluster(n) => {
-                tx.prepare_cached("DELETE FROM acct_clusters WHERE name = ?1")?
-                    .execute([n])?;
+                tx.prepare_cached("DELETE FROM acct_clusters WHERE name = ?1")?.execute([n])?;
             }
             AssocOp::Account(a) => {
                 tx.prepare_cached("INSERT OR REPLACE INTO acct_accounts (name, description, organization) VALUES (?1,?2,?3)")?
                     .execute(params![a.name, a.description, a.organization])?;
             }
             AssocOp::DelAccount(n) => {
-                tx.prepare_cached("DELETE FROM acct_accounts WHERE name = ?1")?
-                    .execute([n])?;
+                tx.prepare_cached("DELETE FROM acct_accounts WHERE name = ?1")?.execute([n])?;
             }
             AssocOp::User(u) => {
                 tx.prepare_cached("INSERT OR REPLACE INTO acct_users (name, default_account, admin_level) VALUES (?1,?2,?3)")?
                     .execute(params![u.name, u.default_account, u.admin_level.as_str()])?;
             }
             AssocOp::DelUser(n) => {
-                tx.prepare_cached("DELETE FROM acct_users WHERE name = ?1")?
-                    .execute([n])?;
+                tx.prepare_cached("DELETE FROM acct_users WHERE name = ?1")?.execute([n])?;
             }
             AssocOp::Assoc(a) => write_assoc(tx, a)?,
             AssocOp::DelAssoc(id) => {
-                tx.prepare_cached("DELETE FROM acct_assocs WHERE id = ?1")?
-                    .execute([id])?;
+                tx.prepare_cached("DELETE FROM acct_assocs WHERE id = ?1")?.execute([id])?;
             }
             AssocOp::Qos(q) => write_qos(tx, q)?,
             AssocOp::DelQos(n) => {
-                tx.prepare_cached("DELETE FROM acct_qos WHERE name = ?1")?
-                    .execute([n])?;
+                tx.prepare_cached("DELETE FROM acct_qos WHERE name = ?1")?.execute([n])?;
             }
             AssocOp::Imported => {
-                tx.prepare_cached(
-                    "INSERT OR REPLACE INTO meta (key, value) VALUES ('quota_conf_imported', 1)",
-                )?
-                .execute([])?;
+                tx.prepare_cached("INSERT OR REPLACE INTO meta (key, value) VALUES ('quota_conf_imported', 1)")?.execute([])?;
             }
         }
     }
@@ -169,11 +156,7 @@ fn u32_of(v: Option<i64>) -> Option<u32> {
 /// SQLite's.
 pub fn imported(conn: &Connection) -> rusqlite::Result<bool> {
     Ok(conn
-        .query_row(
-            "SELECT value FROM meta WHERE key = 'quota_conf_imported'",
-            [],
-            |r| r.get::<_, i64>(0),
-        )
+        .query_row("SELECT value FROM meta WHERE key = 'quota_conf_imported'", [], |r| r.get::<_, i64>(0))
         .optional()?
         .is_some())
 }
@@ -184,31 +167,15 @@ pub fn imported(conn: &Connection) -> rusqlite::Result<bool> {
 /// SQLite's.
 pub fn load(conn: &Connection) -> rusqlite::Result<AcctData> {
     let mut d = AcctData::default();
-    let mut st = conn
-        .prepare("SELECT name, control_host, control_port, rpc FROM acct_clusters ORDER BY name")?;
+    let mut st = conn.prepare("SELECT name, control_host, control_port, rpc FROM acct_clusters ORDER BY name")?;
     d.clusters = st
-        .query_map([], |r| {
-            Ok(ClusterRow {
-                name: r.get(0)?,
-                control_host: r.get(1)?,
-                control_port: r.get(2)?,
-                rpc: r.get(3)?,
-            })
-        })?
+        .query_map([], |r| Ok(ClusterRow { name: r.get(0)?, control_host: r.get(1)?, control_port: r.get(2)?, rpc: r.get(3)? }))?
         .collect::<Result<_, _>>()?;
-    let mut st =
-        conn.prepare("SELECT name, description, organization FROM acct_accounts ORDER BY name")?;
+    let mut st = conn.prepare("SELECT name, description, organization FROM acct_accounts ORDER BY name")?;
     d.accounts = st
-        .query_map([], |r| {
-            Ok(AccountRow {
-                name: r.get(0)?,
-                description: r.get(1)?,
-                organization: r.get(2)?,
-            })
-        })?
+        .query_map([], |r| Ok(AccountRow { name: r.get(0)?, description: r.get(1)?, organization: r.get(2)? }))?
         .collect::<Result<_, _>>()?;
-    let mut st =
-        conn.prepare("SELECT name, default_account, admin_level FROM acct_users ORDER BY name")?;
+    let mut st = conn.prepare("SELECT name, default_account, admin_level FROM acct_users ORDER BY name")?;
     d.users = st
         .query_map([], |r| {
             Ok(UserRow {

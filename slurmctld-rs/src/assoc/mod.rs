@@ -28,9 +28,7 @@ mod rpc_delete;
 mod rpc_modify;
 
 use db::AssocOp;
-use flotilla_proto::acctmgr::{
-    AccountRow, AcctData, AdminLevel, AssocRow, ClusterRow, QosRow, UserRow,
-};
+use flotilla_proto::acctmgr::{AccountRow, AcctData, AdminLevel, AssocRow, ClusterRow, QosRow, UserRow};
 use std::collections::BTreeMap;
 
 /// Slurm 22.05's protocol version, shown as `RPC` by `sacctmgr show cluster`.
@@ -83,16 +81,8 @@ impl AssocDb {
     pub fn from_data(cluster: &str, d: AcctData) -> AssocDb {
         AssocDb {
             cluster: cluster.to_string(),
-            clusters: d
-                .clusters
-                .into_iter()
-                .map(|c| (c.name.clone(), c))
-                .collect(),
-            accounts: d
-                .accounts
-                .into_iter()
-                .map(|a| (a.name.clone(), a))
-                .collect(),
+            clusters: d.clusters.into_iter().map(|c| (c.name.clone(), c)).collect(),
+            accounts: d.accounts.into_iter().map(|a| (a.name.clone(), a)).collect(),
             users: d.users.into_iter().map(|u| (u.name.clone(), u)).collect(),
             assocs: d.assocs.into_iter().map(|a| (a.id, a)).collect(),
             qos: d.qos,
@@ -117,19 +107,10 @@ impl AssocDb {
     pub fn ensure_defaults(&mut self, host: &str, port: u32) {
         let cluster = self.cluster.clone();
         if !self.clusters.contains_key(&cluster) {
-            self.put_cluster(ClusterRow {
-                name: cluster,
-                control_host: host.to_string(),
-                control_port: port,
-                rpc: RPC_VERSION,
-            });
+            self.put_cluster(ClusterRow { name: cluster, control_host: host.to_string(), control_port: port, rpc: RPC_VERSION });
         }
         if !self.accounts.contains_key("root") {
-            self.put_account(AccountRow {
-                name: "root".into(),
-                description: "default root account".into(),
-                organization: "root".into(),
-            });
+            self.put_account(AccountRow { name: "root".into(), description: "default root account".into(), organization: "root".into() });
         }
         if !self.qos.iter().any(|q| q.name == "normal") {
             self.put_qos(new_qos("normal"));
@@ -145,11 +126,7 @@ impl AssocDb {
             }
         };
         if !self.users.contains_key("root") {
-            self.put_user(UserRow {
-                name: "root".into(),
-                default_account: "root".into(),
-                admin_level: AdminLevel::Administrator,
-            });
+            self.put_user(UserRow { name: "root".into(), default_account: "root".into(), admin_level: AdminLevel::Administrator });
         }
         if self.find("root", "root", "").is_none() {
             let a = AssocRow::new(self.next_id(), Some(root), "root", "root", "");
@@ -223,9 +200,7 @@ impl AssocDb {
     /// Whether `user` may change the database: `AdminLevel` Operator or Administrator
     /// (root and `SlurmUser` are admins through the connection's identity).
     pub fn is_operator(&self, user: &str) -> bool {
-        self.users
-            .get(user)
-            .is_some_and(|u| u.admin_level >= AdminLevel::Operator)
+        self.users.get(user).is_some_and(|u| u.admin_level >= AdminLevel::Operator)
     }
 }
 
@@ -242,11 +217,7 @@ pub fn open(
 ) -> rusqlite::Result<AssocDb> {
     let conn = store.conn();
     let mut db = AssocDb::from_data(&cluster.cluster_name, db::load(conn)?);
-    let host = if cluster.control_addr.is_empty() {
-        "127.0.0.1"
-    } else {
-        cluster.control_addr.as_str()
-    };
+    let host = if cluster.control_addr.is_empty() { "127.0.0.1" } else { cluster.control_addr.as_str() };
     db.ensure_defaults(host, u32::from(cluster.slurmctld_port));
     if !db::imported(conn)? {
         import::quota_tree(&mut db, quotas);

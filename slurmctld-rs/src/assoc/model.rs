@@ -3,9 +3,7 @@
 //! per-user job limits and the accounts users may charge. TRES strings as Slurm writes them.
 
 use super::AssocDb;
-use flotilla_core::assoc::{
-    Accounting, AssocId, AssocLimits, AssocTree, Association, Enforce, PreemptMode, Qos, TresLimits,
-};
+use flotilla_core::assoc::{Accounting, AssocId, AssocLimits, AssocTree, Association, Enforce, PreemptMode, Qos, TresLimits};
 use flotilla_core::quota::{QuotaScope, QuotaTree};
 use flotilla_proto::acctmgr::{AssocRow, QosRow};
 use std::collections::BTreeMap;
@@ -17,9 +15,7 @@ use std::collections::BTreeMap;
 pub fn parse_tres(s: &str) -> Result<Vec<(&'static str, Option<u64>)>, String> {
     let mut out = Vec::new();
     for item in s.split(',').filter(|x| !x.is_empty()) {
-        let (k, v) = item
-            .split_once('=')
-            .ok_or_else(|| format!("Invalid TRES '{item}'"))?;
+        let (k, v) = item.split_once('=').ok_or_else(|| format!("Invalid TRES '{item}'"))?;
         let name = match k.to_ascii_lowercase().as_str() {
             "cpu" => "cpu",
             "mem" => "mem",
@@ -75,11 +71,7 @@ pub fn fmt_tres(t: &TresLimits) -> String {
         parts.push(format!("cpu={v}"));
     }
     if let Some(v) = t.mem_mb {
-        parts.push(if v > 0 && v % 1024 == 0 {
-            format!("mem={}G", v / 1024)
-        } else {
-            format!("mem={v}M")
-        });
+        parts.push(if v > 0 && v % 1024 == 0 { format!("mem={}G", v / 1024) } else { format!("mem={v}M") });
     }
     if let Some(v) = t.node {
         parts.push(format!("node={v}"));
@@ -189,16 +181,9 @@ pub fn derive(db: &AssocDb, enforce: Enforce) -> Derived {
             AssocTree::default()
         }
     };
-    let accounting = Accounting {
-        tree,
-        qos: db.qos.iter().map(|q| (q.name.clone(), qos(q))).collect(),
-        enforce,
-    };
+    let accounting = Accounting { tree, qos: db.qos.iter().map(|q| (q.name.clone(), qos(q))).collect(), enforce };
     let mut scopes = Vec::new();
-    let account_of = |id: Option<u32>| {
-        id.and_then(|p| db.assocs.get(&p))
-            .map(|p| p.account.clone())
-    };
+    let account_of = |id: Option<u32>| id.and_then(|p| db.assocs.get(&p)).map(|p| p.account.clone());
     for a in db.assocs.values().filter(|a| a.partition.is_empty()) {
         let gpus = tres_limits(&a.grp_tres).unwrap_or_default().gpu;
         let (name, parent) = if a.user.is_empty() {
@@ -219,19 +204,11 @@ pub fn derive(db: &AssocDb, enforce: Enforce) -> Derived {
         tracing::error!("accounting database: quota tree: {e}; quotas off");
         QuotaTree::default()
     });
-    let only_defaults = db
-        .assocs
-        .values()
-        .all(|a| a.account == "root" && (a.user.is_empty() || a.user == "root"));
+    let only_defaults = db.assocs.values().all(|a| a.account == "root" && (a.user.is_empty() || a.user == "root"));
     let (pairs, default_accounts) = if only_defaults {
         (Vec::new(), BTreeMap::new())
     } else {
-        let pairs = db
-            .assocs
-            .values()
-            .filter(|a| !a.user.is_empty())
-            .map(|a| (a.user.clone(), a.account.clone()))
-            .collect();
+        let pairs = db.assocs.values().filter(|a| !a.user.is_empty()).map(|a| (a.user.clone(), a.account.clone())).collect();
         let defaults = db
             .users
             .values()
@@ -240,12 +217,7 @@ pub fn derive(db: &AssocDb, enforce: Enforce) -> Derived {
             .collect();
         (pairs, defaults)
     };
-    Derived {
-        accounting,
-        quotas,
-        pairs,
-        default_accounts,
-    }
+    Derived { accounting, quotas, pairs, default_accounts }
 }
 
 #[cfg(test)]
@@ -257,14 +229,8 @@ mod tests {
         let t = tres_limits("gres/gpu=8,cpu=64,mem=2G").unwrap();
         assert_eq!((t.cpu, t.mem_mb, t.gpu), (Some(64), Some(2048), Some(8)));
         assert_eq!(fmt_tres(&t), "cpu=64,mem=2G,gres/gpu=8");
-        assert_eq!(
-            merge_tres("cpu=64,gres/gpu=8", "cpu=-1").unwrap(),
-            "gres/gpu=8"
-        );
-        assert_eq!(
-            merge_tres("cpu=64", "gres/gpu=16").unwrap(),
-            "cpu=64,gres/gpu=16"
-        );
+        assert_eq!(merge_tres("cpu=64,gres/gpu=8", "cpu=-1").unwrap(), "gres/gpu=8");
+        assert_eq!(merge_tres("cpu=64", "gres/gpu=16").unwrap(), "cpu=64,gres/gpu=16");
         assert_eq!(merge_tres("cpu=64", "-1").unwrap(), "");
         assert!(tres_limits("bogus=1").is_err());
         assert!(tres_limits("cpu=x").is_err());

@@ -9,10 +9,7 @@
 use super::model::merge_tres;
 use super::{new_qos, AssocDb};
 use flotilla_core::time::{time_str2mins, SlurmDuration};
-use flotilla_proto::acctmgr::{
-    AccountRow, AcctMgrChange, AcctMgrOutcome, Action, AdminLevel, AssocRow, Entity, QosRow,
-    UserRow,
-};
+use flotilla_proto::acctmgr::{AccountRow, Action, AcctMgrChange, AcctMgrOutcome, AdminLevel, AssocRow, Entity, QosRow, UserRow};
 use std::fmt::Write as _;
 
 /// Slurm's QOS flags (`str_2_qos_flags`).
@@ -37,11 +34,7 @@ const DENIED: &str = "sacctmgr: error: Your user doesn't have privilege to perfo
 pub fn change(db: &mut AssocDb, user: &str, admin: bool, ch: &AcctMgrChange) -> AcctMgrOutcome {
     let may = admin || db.is_operator(user);
     if !may && ch.action != Action::Add {
-        return AcctMgrOutcome {
-            stderr: DENIED.into(),
-            exit_code: 1,
-            ..Default::default()
-        };
+        return AcctMgrOutcome { stderr: DENIED.into(), exit_code: 1, ..Default::default() };
     }
     let mut scratch = db.clone();
     let mut out = Out::default();
@@ -63,20 +56,13 @@ pub fn change(db: &mut AssocDb, user: &str, admin: bool, ch: &AcctMgrChange) -> 
             Entity::Qos => "QOS",
             _ => "clusters",
         };
-        out.err(&format!(
-            " Problem adding {what}: Access/permission denied\n"
-        ));
+        out.err(&format!(" Problem adding {what}: Access/permission denied\n"));
         out.changed = false;
     }
     if ch.commit && out.changed {
         *db = scratch;
     }
-    AcctMgrOutcome {
-        stdout: out.stdout,
-        stderr: out.stderr,
-        exit_code: out.exit_code,
-        changed: out.changed,
-    }
+    AcctMgrOutcome { stdout: out.stdout, stderr: out.stderr, exit_code: out.exit_code, changed: out.changed }
 }
 
 /// Output being built.
@@ -124,9 +110,7 @@ fn count(k: &str, v: &str) -> Result<Option<u32>, String> {
     if v == "-1" || v.eq_ignore_ascii_case("none") {
         return Ok(None);
     }
-    v.parse()
-        .map(Some)
-        .map_err(|_| format!("sacctmgr: error: Invalid value for {k} ({v})\n"))
+    v.parse().map(Some).map_err(|_| format!("sacctmgr: error: Invalid value for {k} ({v})\n"))
 }
 
 fn minutes(k: &str, v: &str) -> Result<Option<u32>, String> {
@@ -142,14 +126,9 @@ fn tres(k: &str, old: &str, v: &str) -> Result<String, String> {
 }
 
 fn bad_qos(db: &AssocDb, names: &[&str]) -> Option<String> {
-    let bad = names
-        .iter()
-        .find(|n| !db.qos.iter().any(|q| q.name == **n))?;
+    let bad = names.iter().find(|n| !db.qos.iter().any(|q| q.name == **n))?;
     let valid: Vec<&str> = db.qos.iter().map(|q| q.name.as_str()).collect();
-    Some(format!(
-        "sacctmgr: error: You gave a bad qos '{bad}'. Valid QOS's are {}\n",
-        valid.join(",")
-    ))
+    Some(format!("sacctmgr: error: You gave a bad qos '{bad}'. Valid QOS's are {}\n", valid.join(",")))
 }
 
 /// Applies one association `Key=Value` to `a`. `Ok(false)`: not an association key.
@@ -158,11 +137,7 @@ pub fn set_assoc(db: &AssocDb, a: &mut AssocRow, k: &str, v: &str) -> Result<boo
     let (kl, sign) = key(k);
     match kl.as_str() {
         "fairshare" | "share" | "shares" => {
-            a.shares = if v.eq_ignore_ascii_case("parent") {
-                u32::MAX
-            } else {
-                count(k, v)?.unwrap_or(1)
-            }
+            a.shares = if v.eq_ignore_ascii_case("parent") { u32::MAX } else { count(k, v)?.unwrap_or(1) }
         }
         "priority" => a.priority = count(k, v)?,
         "grptres" => a.grp_tres = tres(k, &a.grp_tres, v)?,
@@ -175,12 +150,8 @@ pub fn set_assoc(db: &AssocDb, a: &mut AssocRow, k: &str, v: &str) -> Result<boo
         "maxjobs" => a.max_jobs = count(k, v)?,
         "maxsubmitjobs" | "maxsubmit" => a.max_submit = count(k, v)?,
         "maxtres" | "maxtresperjob" => a.max_tres_per_job = tres(k, &a.max_tres_per_job, v)?,
-        "maxcpus" | "maxcpusperjob" => {
-            a.max_tres_per_job = tres(k, &a.max_tres_per_job, &format!("cpu={v}"))?
-        }
-        "maxnodes" | "maxnodesperjob" => {
-            a.max_tres_per_job = tres(k, &a.max_tres_per_job, &format!("node={v}"))?
-        }
+        "maxcpus" | "maxcpusperjob" => a.max_tres_per_job = tres(k, &a.max_tres_per_job, &format!("cpu={v}"))?,
+        "maxnodes" | "maxnodesperjob" => a.max_tres_per_job = tres(k, &a.max_tres_per_job, &format!("node={v}"))?,
         "maxtrespernode" => a.max_tres_per_node = tres(k, &a.max_tres_per_node, v)?,
         "maxwall" | "maxwalldurationperjob" => a.max_wall_min = minutes(k, v)?,
         "guaranteedgpus" => a.guaranteed_gpus = count(k, v)?.unwrap_or(0),
@@ -195,14 +166,9 @@ pub fn set_assoc(db: &AssocDb, a: &mut AssocRow, k: &str, v: &str) -> Result<boo
             }
         }
         "qos" | "qoslevel" => {
-            let names: Vec<&str> = v
-                .split(',')
-                .filter(|s| !s.is_empty() && *s != "-1")
-                .collect();
+            let names: Vec<&str> = v.split(',').filter(|s| !s.is_empty() && *s != "-1").collect();
             if let Some(e) = bad_qos(db, &names) {
-                return Err(format!(
-                    "{e} Unknown option: {k}={v}\n Use keyword 'where' to modify condition\n"
-                ));
+                return Err(format!("{e} Unknown option: {k}={v}\n Use keyword 'where' to modify condition\n"));
             }
             if a.qos.is_empty() {
                 a.qos = effective_qos(db, a);
@@ -299,18 +265,8 @@ fn add_account(db: &mut AssocDb, ch: &AcctMgrChange, out: &mut Out) {
     let (mut accts, mut assocs) = (String::new(), String::new());
     for name in &c.names {
         if !db.accounts.contains_key(name) {
-            let organization = org.clone().unwrap_or_else(|| {
-                if parent != "root" {
-                    parent.clone()
-                } else {
-                    name.clone()
-                }
-            });
-            db.put_account(AccountRow {
-                name: name.clone(),
-                description: descr.clone().unwrap_or_else(|| name.clone()),
-                organization,
-            });
+            let organization = org.clone().unwrap_or_else(|| if parent != "root" { parent.clone() } else { name.clone() });
+            db.put_account(AccountRow { name: name.clone(), description: descr.clone().unwrap_or_else(|| name.clone()), organization });
             let _ = writeln!(accts, "  {name}");
         }
         if db.find(name, "", "").is_some() {
@@ -342,10 +298,7 @@ fn add_account(db: &mut AssocDb, ch: &AcctMgrChange, out: &mut Out) {
     }
     out.out(&format!(" Associations\n{assocs}"));
     if !c.sets.is_empty() {
-        out.out(&format!(
-            " Settings\n  Parent        = {parent}\n{}",
-            limit_lines(&c.sets)
-        ));
+        out.out(&format!(" Settings\n  Parent        = {parent}\n{}", limit_lines(&c.sets)));
     }
     out.changed = true;
 }
@@ -358,8 +311,7 @@ fn add_user(db: &mut AssocDb, ch: &AcctMgrChange, out: &mut Out) {
     if !cluster_ok(db, ch, out) {
         return;
     }
-    let (mut accounts, mut partitions, mut default, mut admin, mut account_given) =
-        (Vec::new(), Vec::new(), None, None, false);
+    let (mut accounts, mut partitions, mut default, mut admin, mut account_given) = (Vec::new(), Vec::new(), None, None, false);
     let mut limits = AssocRow::new(0, None, "", "", "");
     for (k, v) in &c.sets {
         match key(k).0.as_str() {
@@ -367,9 +319,7 @@ fn add_user(db: &mut AssocDb, ch: &AcctMgrChange, out: &mut Out) {
                 accounts.extend(v.split(',').filter(|s| !s.is_empty()).map(str::to_string));
                 account_given = true;
             }
-            "partition" | "partitions" => {
-                partitions.extend(v.split(',').filter(|s| !s.is_empty()).map(str::to_string))
-            }
+            "partition" | "partitions" => partitions.extend(v.split(',').filter(|s| !s.is_empty()).map(str::to_string)),
             "defaultaccount" => default = Some(v.clone()),
             "adminlevel" => match AdminLevel::parse(v) {
                 Some(l) => admin = Some(l),
@@ -401,11 +351,7 @@ fn add_user(db: &mut AssocDb, ch: &AcctMgrChange, out: &mut Out) {
     for name in &c.names {
         if !db.users.contains_key(name) {
             let def = default.clone().unwrap_or_else(|| accounts[0].clone());
-            db.put_user(UserRow {
-                name: name.clone(),
-                default_account: def,
-                admin_level: admin.unwrap_or_default(),
-            });
+            db.put_user(UserRow { name: name.clone(), default_account: def, admin_level: admin.unwrap_or_default() });
             let _ = writeln!(users, "  {name}");
         }
         for acct in &accounts {
@@ -414,19 +360,10 @@ fn add_user(db: &mut AssocDb, ch: &AcctMgrChange, out: &mut Out) {
                     continue;
                 }
                 let mut a = limits.clone();
-                (a.id, a.parent, a.account, a.user, a.partition) = (
-                    db.next_id(),
-                    db.find(acct, "", ""),
-                    acct.clone(),
-                    name.clone(),
-                    part.clone(),
-                );
+                (a.id, a.parent, a.account, a.user, a.partition) =
+                    (db.next_id(), db.find(acct, "", ""), acct.clone(), name.clone(), part.clone());
                 db.put_assoc(a);
-                let _ = write!(
-                    assocs,
-                    "  U = {:<9.9} A = {:<10.10} C = {:<10.10}",
-                    name, acct, db.cluster
-                );
+                let _ = write!(assocs, "  U = {:<9.9} A = {:<10.10} C = {:<10.10}", name, acct, db.cluster);
                 if part.is_empty() {
                     assocs.push('\n');
                 } else {
@@ -474,10 +411,7 @@ pub fn set_qos(db: &AssocDb, q: &mut QosRow, k: &str, v: &str) -> Result<bool, (
         }
         "preemptmode" => {
             let m = v.to_ascii_lowercase();
-            if !matches!(
-                m.as_str(),
-                "cluster" | "off" | "cancel" | "requeue" | "suspend"
-            ) {
+            if !matches!(m.as_str(), "cluster" | "off" | "cancel" | "requeue" | "suspend") {
                 return Err((format!(" Bad Preempt Mode given: {k}={v}\n"), false));
             }
             q.preempt_mode = if m == "off" { "cluster".into() } else { m };
@@ -495,35 +429,22 @@ pub fn set_qos(db: &AssocDb, q: &mut QosRow, k: &str, v: &str) -> Result<bool, (
                 match QOS_FLAGS.iter().find(|x| x.eq_ignore_ascii_case(f)) {
                     Some(x) => flags.push(x.to_string()),
                     None => {
-                        let m = format!(
-                            " Unknown QOS flag used in:\n  '{v}'\n Valid QOS flags are\n  '{}'\n",
-                            QOS_FLAGS.join(",")
-                        );
+                        let m = format!(" Unknown QOS flag used in:\n  '{v}'\n Valid QOS flags are\n  '{}'\n", QOS_FLAGS.join(","));
                         return Err((m, true));
                     }
                 }
             }
             q.flags = flags;
         }
-        "usagefactor" => {
-            q.usage_factor = v
-                .parse()
-                .map_err(|_| e(format!("sacctmgr: error: Invalid value for {k} ({v})\n")))?
-        }
+        "usagefactor" => q.usage_factor = v.parse().map_err(|_| e(format!("sacctmgr: error: Invalid value for {k} ({v})\n")))?,
         "grptres" => q.grp_tres = tres(k, &q.grp_tres, v).map_err(e)?,
         "grpjobs" => q.grp_jobs = count(k, v).map_err(e)?,
         "grpsubmitjobs" | "grpsubmit" => q.grp_submit = count(k, v).map_err(e)?,
         "grpwall" => q.grp_wall_min = minutes(k, v).map_err(e)?,
-        "maxtres" | "maxtresperjob" => {
-            q.max_tres_per_job = tres(k, &q.max_tres_per_job, v).map_err(e)?
-        }
-        "maxtresperuser" | "maxtrespu" => {
-            q.max_tres_per_user = tres(k, &q.max_tres_per_user, v).map_err(e)?
-        }
+        "maxtres" | "maxtresperjob" => q.max_tres_per_job = tres(k, &q.max_tres_per_job, v).map_err(e)?,
+        "maxtresperuser" | "maxtrespu" => q.max_tres_per_user = tres(k, &q.max_tres_per_user, v).map_err(e)?,
         "maxjobsperuser" | "maxjobspu" => q.max_jobs_per_user = count(k, v).map_err(e)?,
-        "maxsubmitjobsperuser" | "maxsubmitpu" | "maxsubmitjobspu" => {
-            q.max_submit_per_user = count(k, v).map_err(e)?
-        }
+        "maxsubmitjobsperuser" | "maxsubmitpu" | "maxsubmitjobspu" => q.max_submit_per_user = count(k, v).map_err(e)?,
         "maxwall" | "maxwalldurationperjob" => q.max_wall_min = minutes(k, v).map_err(e)?,
         _ => return Ok(false),
     }
@@ -540,15 +461,8 @@ fn add_qos(db: &mut AssocDb, ch: &AcctMgrChange, out: &mut Out) {
     for (k, v) in &c.sets {
         match set_qos(db, &mut proto, k, v) {
             Ok(true) => {
-                let shown = if key(k).0 == "preemptmode" {
-                    v.to_ascii_uppercase()
-                } else {
-                    v.clone()
-                };
-                let name = QOS_KEYS
-                    .iter()
-                    .find(|(l, _)| *l == key(k).0)
-                    .map_or(k.as_str(), |(_, n)| n);
+                let shown = if key(k).0 == "preemptmode" { v.to_ascii_uppercase() } else { v.clone() };
+                let name = QOS_KEYS.iter().find(|(l, _)| *l == key(k).0).map_or(k.as_str(), |(_, n)| n);
                 let _ = writeln!(lines, "  {name:<24} = {shown}");
             }
             Ok(false) => return out.err(&format!(" Unknown option: {k}={v}\n")),
@@ -573,20 +487,11 @@ fn add_qos(db: &mut AssocDb, ch: &AcctMgrChange, out: &mut Out) {
     if added.is_empty() {
         return out.fail_out(" Nothing new added.\n");
     }
-    let descr = if given_descr {
-        proto.description.clone()
-    } else {
-        c.names[0].clone()
-    };
-    let mut sorted: Vec<&str> = lines
-        .lines()
-        .filter(|l| !l.trim_start().starts_with("Description"))
-        .collect();
+    let descr = if given_descr { proto.description.clone() } else { c.names[0].clone() };
+    let mut sorted: Vec<&str> = lines.lines().filter(|l| !l.trim_start().starts_with("Description")).collect();
     sorted.sort();
     let rest: String = sorted.iter().map(|l| format!("{l}\n")).collect();
-    out.out(&format!(
-        " Adding QOS(s)\n{added} Settings\n  Description    = {descr}\n{rest}"
-    ));
+    out.out(&format!(" Adding QOS(s)\n{added} Settings\n  Description    = {descr}\n{rest}"));
     out.changed = true;
 }
 
@@ -614,17 +519,10 @@ fn add_cluster(db: &mut AssocDb, ch: &AcctMgrChange, out: &mut Out) {
     let mut added = String::new();
     for name in &ch.clauses.names {
         if db.clusters.contains_key(name) {
-            out.fail_out(&format!(
-                " This cluster {name} already exists.  Not adding.\n"
-            ));
+            out.fail_out(&format!(" This cluster {name} already exists.  Not adding.\n"));
             continue;
         }
-        db.put_cluster(flotilla_proto::acctmgr::ClusterRow {
-            name: name.clone(),
-            control_host: String::new(),
-            control_port: 0,
-            rpc: 0,
-        });
+        db.put_cluster(flotilla_proto::acctmgr::ClusterRow { name: name.clone(), control_host: String::new(), control_port: 0, rpc: 0 });
         let _ = writeln!(added, "  Name           = {name}");
     }
     if !added.is_empty() {
@@ -641,12 +539,7 @@ mod tests {
 
     fn run(db: &mut AssocDb, action: Action, entity: Entity, words: &str) -> AcctMgrOutcome {
         let w: Vec<String> = words.split_whitespace().map(str::to_string).collect();
-        let ch = AcctMgrChange {
-            action,
-            entity,
-            clauses: parse_clauses(&w, action == Action::Add),
-            commit: true,
-        };
+        let ch = AcctMgrChange { action, entity, clauses: parse_clauses(&w, action == Action::Add), commit: true };
         change(db, "root", true, &ch)
     }
 
@@ -655,17 +548,9 @@ mod tests {
     /// there; deleting a user's last association lists that user only.
     #[test]
     fn deletes_and_refusals_as_slurm() {
-        let mut db = AssocDb {
-            cluster: "oracle".into(),
-            ..AssocDb::default()
-        };
+        let mut db = AssocDb { cluster: "oracle".into(), ..AssocDb::default() };
         db.ensure_defaults("h", 6817);
-        let o = run(
-            &mut db,
-            Action::Add,
-            Entity::Account,
-            "ghost parent=nosuchparent",
-        );
+        let o = run(&mut db, Action::Add, Entity::Account, "ghost parent=nosuchparent");
         assert_eq!(o.stderr, " Parent account 'nosuchparent' doesn't exist on cluster oracle\n        Contact your admin to add this account.\n No associations created.\n");
         assert!(!db.accounts.contains_key("ghost"));
         run(&mut db, Action::Add, Entity::Account, "physics");
@@ -675,34 +560,14 @@ mod tests {
         run(&mut db, Action::Add, Entity::User, "dave DefaultAccount=ml");
         run(&mut db, Action::Add, Entity::User, "bob,carol account=chem");
         let o = run(&mut db, Action::Delete, Entity::Account, "physics");
-        assert_eq!(
-            (o.stdout.as_str(), o.exit_code),
-            (" Deleting accounts...\n  physics\n", 0)
-        );
-        assert_eq!(
-            (
-                db.users["alice"].default_account.as_str(),
-                db.users["dave"].default_account.as_str()
-            ),
-            ("", "")
-        );
-        assert!(
-            db.find("ml", "", "").is_none() && db.accounts.contains_key("ml"),
-            "ml's association went, its account stays"
-        );
-        let o = run(
-            &mut db,
-            Action::Delete,
-            Entity::User,
-            "carol where account=chem",
-        );
+        assert_eq!((o.stdout.as_str(), o.exit_code), (" Deleting accounts...\n  physics\n", 0));
+        assert_eq!((db.users["alice"].default_account.as_str(), db.users["dave"].default_account.as_str()), ("", ""));
+        assert!(db.find("ml", "", "").is_none() && db.accounts.contains_key("ml"), "ml's association went, its account stays");
+        let o = run(&mut db, Action::Delete, Entity::User, "carol where account=chem");
         assert_eq!(
             o.stdout,
             " Deleting user associations...\n  C = oracle     A = chem       U = carol    \n Deleting users (No Associations)...\n  carol\n"
         );
-        assert!(
-            db.users.contains_key("dave"),
-            "not one of the users deleted"
-        );
+        assert!(db.users.contains_key("dave"), "not one of the users deleted");
     }
 }

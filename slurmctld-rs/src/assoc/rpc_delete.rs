@@ -32,12 +32,7 @@ pub fn delete(db: &mut AssocDb, e: Entity, ch: &AcctMgrChange, out: &mut Out) {
                 }
                 db.qos.retain(|q| &q.name != n);
                 db.record(AssocOp::DelQos(n.clone()));
-                let users: Vec<_> = db
-                    .assocs
-                    .values()
-                    .filter(|a| a.qos.contains(n) || &a.default_qos == n)
-                    .cloned()
-                    .collect();
+                let users: Vec<_> = db.assocs.values().filter(|a| a.qos.contains(n) || &a.default_qos == n).cloned().collect();
                 for mut a in users {
                     a.qos.retain(|q| q != n);
                     if &a.default_qos == n {
@@ -72,9 +67,7 @@ fn finish(out: &mut Out, head: &str, done: &str) {
 
 fn delete_accounts(db: &mut AssocDb, names: &[String], out: &mut Out) {
     if names.iter().any(|n| n == "root") {
-        return out.err(
-            " You are not allowed to remove the root account.\n Use remove cluster instead.\n",
-        );
+        return out.err(" You are not allowed to remove the root account.\n Use remove cluster instead.\n");
     }
     let mut done = String::new();
     for n in names {
@@ -83,21 +76,11 @@ fn delete_accounts(db: &mut AssocDb, names: &[String], out: &mut Out) {
         }
         db.record(AssocOp::DelAccount(n.clone()));
         // The account's associations and everything below them.
-        let mut gone: Vec<u32> = db
-            .assocs
-            .values()
-            .filter(|a| &a.account == n)
-            .map(|a| a.id)
-            .collect();
+        let mut gone: Vec<u32> = db.assocs.values().filter(|a| &a.account == n).map(|a| a.id).collect();
         let mut i = 0;
         while i < gone.len() {
             let p = gone[i];
-            gone.extend(
-                db.assocs
-                    .values()
-                    .filter(|a| a.parent == Some(p))
-                    .map(|a| a.id),
-            );
+            gone.extend(db.assocs.values().filter(|a| a.parent == Some(p)).map(|a| a.id));
             i += 1;
         }
         for id in gone {
@@ -111,11 +94,7 @@ fn delete_accounts(db: &mut AssocDb, names: &[String], out: &mut Out) {
         .users
         .values()
         .filter(|u| !u.default_account.is_empty())
-        .filter(|u| {
-            !db.assocs
-                .values()
-                .any(|a| a.user == u.name && a.account == u.default_account)
-        })
+        .filter(|u| !db.assocs.values().any(|a| a.user == u.name && a.account == u.default_account))
         .cloned()
         .collect();
     for mut u in users {
@@ -125,13 +104,7 @@ fn delete_accounts(db: &mut AssocDb, names: &[String], out: &mut Out) {
     finish(out, " Deleting accounts...\n", &done)
 }
 
-fn delete_users(
-    db: &mut AssocDb,
-    users: &[String],
-    accounts: &[String],
-    assoc_entity: bool,
-    out: &mut Out,
-) {
+fn delete_users(db: &mut AssocDb, users: &[String], accounts: &[String], assoc_entity: bool, out: &mut Out) {
     if accounts.is_empty() && !assoc_entity {
         let mut done = String::new();
         for u in users {
@@ -139,12 +112,7 @@ fn delete_users(
                 continue;
             }
             db.record(AssocOp::DelUser(u.clone()));
-            let ids: Vec<u32> = db
-                .assocs
-                .values()
-                .filter(|a| &a.user == u)
-                .map(|a| a.id)
-                .collect();
+            let ids: Vec<u32> = db.assocs.values().filter(|a| &a.user == u).map(|a| a.id).collect();
             for id in ids {
                 db.del_assoc(id);
             }
@@ -163,11 +131,7 @@ fn delete_users(
     let touched: Vec<String> = ids.iter().map(|id| db.assocs[id].user.clone()).collect();
     for id in &ids {
         let a = &db.assocs[id];
-        let _ = writeln!(
-            lines,
-            "  C = {:<10} A = {:<10} U = {:<9}",
-            db.cluster, a.account, a.user
-        );
+        let _ = writeln!(lines, "  C = {:<10} A = {:<10} U = {:<9}", db.cluster, a.account, a.user);
     }
     for id in ids {
         db.del_assoc(id);
@@ -176,14 +140,8 @@ fn delete_users(
         return out.fail_out(" Nothing deleted\n");
     }
     out.out(&format!(" Deleting user associations...\n{lines}"));
-    let orphans: Vec<String> = db
-        .users
-        .keys()
-        .filter(|u| {
-            touched.contains(u) && *u != "root" && !db.assocs.values().any(|a| &a.user == *u)
-        })
-        .cloned()
-        .collect();
+    let orphans: Vec<String> =
+        db.users.keys().filter(|u| touched.contains(u) && *u != "root" && !db.assocs.values().any(|a| &a.user == *u)).cloned().collect();
     if !orphans.is_empty() {
         out.out(" Deleting users (No Associations)...\n");
         for u in orphans {

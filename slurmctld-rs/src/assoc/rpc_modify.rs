@@ -7,17 +7,7 @@ use std::fmt::Write as _;
 
 /// Keys whose value a user association inherits from its account (Slurm copies them down
 /// to the children that do not set their own, and lists those children).
-const INHERITED: &[&str] = &[
-    "maxjobs",
-    "maxsubmitjobs",
-    "maxsubmit",
-    "maxtres",
-    "maxtresperjob",
-    "maxwall",
-    "priority",
-    "qos",
-    "defaultqos",
-];
+const INHERITED: &[&str] = &["maxjobs", "maxsubmitjobs", "maxsubmit", "maxtres", "maxtresperjob", "maxwall", "priority", "qos", "defaultqos"];
 
 /// Names a `where` (or the bare words) selects for `keys`.
 pub fn cond_values(ch: &AcctMgrChange, keys: &[&str]) -> Vec<String> {
@@ -31,10 +21,7 @@ pub fn cond_values(ch: &AcctMgrChange, keys: &[&str]) -> Vec<String> {
 
 /// `C = oracle     A = research             U = alice    ` (slurmdbd's object line).
 pub fn user_line(cluster: &str, a: &AssocRow) -> String {
-    let mut s = format!(
-        "  C = {:<10} A = {:<20} U = {:<9}",
-        cluster, a.account, a.user
-    );
+    let mut s = format!("  C = {:<10} A = {:<20} U = {:<9}", cluster, a.account, a.user);
     if !a.partition.is_empty() {
         let _ = write!(s, " P = {}", a.partition);
     }
@@ -51,22 +38,14 @@ pub fn modify(db: &mut AssocDb, e: Entity, ch: &AcctMgrChange, out: &mut Out) {
         Entity::Account => modify_account(db, ch, out),
         Entity::User | Entity::Assoc => modify_user(db, ch, out, e == Entity::Assoc),
         Entity::Qos => modify_qos(db, ch, out),
-        Entity::Cluster => out.err(
-            " Flotilla keeps a cluster's limits on its root association: modify account root\n",
-        ),
+        Entity::Cluster => out.err(" Flotilla keeps a cluster's limits on its root association: modify account root\n"),
     }
 }
 
 fn modify_account(db: &mut AssocDb, ch: &AcctMgrChange, out: &mut Out) {
     let mut names = ch.clauses.names.clone();
-    names.extend(cond_values(
-        ch,
-        &["name", "names", "account", "accounts", "acct"],
-    ));
-    let targets: Vec<String> = names
-        .into_iter()
-        .filter(|n| db.accounts.contains_key(n))
-        .collect();
+    names.extend(cond_values(ch, &["name", "names", "account", "accounts", "acct"]));
+    let targets: Vec<String> = names.into_iter().filter(|n| db.accounts.contains_key(n)).collect();
     let (mut acct_keys, mut assoc_keys) = (Vec::new(), Vec::new());
     for (k, v) in &ch.clauses.sets {
         match key(k).0.as_str() {
@@ -91,16 +70,12 @@ fn modify_account(db: &mut AssocDb, ch: &AcctMgrChange, out: &mut Out) {
         let _ = writeln!(modified, "  {name}");
     }
     let mut lines = String::new();
-    let inherited = assoc_keys
-        .iter()
-        .any(|(k, _)| INHERITED.contains(&key(k).0.as_str()));
+    let inherited = assoc_keys.iter().any(|(k, _)| INHERITED.contains(&key(k).0.as_str()));
     for name in &targets {
         if assoc_keys.is_empty() {
             break;
         }
-        let Some(id) = db.find(name, "", "") else {
-            continue;
-        };
+        let Some(id) = db.find(name, "", "") else { continue };
         let mut a = db.assocs[&id].clone();
         for (k, v) in &assoc_keys {
             if key(k).0 == "parent" {
@@ -113,34 +88,14 @@ fn modify_account(db: &mut AssocDb, ch: &AcctMgrChange, out: &mut Out) {
             match set_assoc(db, &mut a, k, v) {
                 Ok(true) => {}
                 Ok(false) => return out.err(&unknown(k, v)),
-                Err(m) => {
-                    return out.err(&format!(
-                        "{m}{}",
-                        if m.contains("Unknown option") {
-                            String::new()
-                        } else {
-                            unknown(k, v)
-                        }
-                    ))
-                }
+                Err(m) => return out.err(&format!("{m}{}", if m.contains("Unknown option") { String::new() } else { unknown(k, v) })),
             }
         }
-        let parent = a
-            .parent
-            .and_then(|p| db.assocs.get(&p))
-            .map_or(String::new(), |p| p.account.clone());
-        let _ = writeln!(
-            lines,
-            "  C = {:<10} A = {} of {}",
-            db.cluster, a.account, parent
-        );
+        let parent = a.parent.and_then(|p| db.assocs.get(&p)).map_or(String::new(), |p| p.account.clone());
+        let _ = writeln!(lines, "  C = {:<10} A = {} of {}", db.cluster, a.account, parent);
         db.put_assoc(a);
         if inherited {
-            let mut kids: Vec<&AssocRow> = db
-                .assocs
-                .values()
-                .filter(|c| c.parent == Some(id) && !c.user.is_empty())
-                .collect();
+            let mut kids: Vec<&AssocRow> = db.assocs.values().filter(|c| c.parent == Some(id) && !c.user.is_empty()).collect();
             kids.sort_by(|x, y| (&y.user, &y.partition).cmp(&(&x.user, &x.partition)));
             for c in kids {
                 lines.push_str(&user_line(&db.cluster, c));
@@ -160,20 +115,8 @@ fn modify_account(db: &mut AssocDb, ch: &AcctMgrChange, out: &mut Out) {
 }
 
 fn modify_user(db: &mut AssocDb, ch: &AcctMgrChange, out: &mut Out, assoc_entity: bool) {
-    let mut users = if assoc_entity {
-        Vec::new()
-    } else {
-        ch.clauses.names.clone()
-    };
-    users.extend(cond_values(
-        ch,
-        &[
-            if assoc_entity { "user" } else { "name" },
-            "names",
-            "user",
-            "users",
-        ],
-    ));
+    let mut users = if assoc_entity { Vec::new() } else { ch.clauses.names.clone() };
+    users.extend(cond_values(ch, &[if assoc_entity { "user" } else { "name" }, "names", "user", "users"]));
     let accounts = cond_values(ch, &["account", "accounts", "acct"]);
     let parts = cond_values(ch, &["partition", "partitions"]);
     let (mut user_keys, mut assoc_keys) = (Vec::new(), Vec::new());
@@ -184,11 +127,7 @@ fn modify_user(db: &mut AssocDb, ch: &AcctMgrChange, out: &mut Out, assoc_entity
         }
     }
     let mut modified = String::new();
-    let targets: Vec<String> = users
-        .iter()
-        .filter(|u| db.users.contains_key(*u))
-        .cloned()
-        .collect();
+    let targets: Vec<String> = users.iter().filter(|u| db.users.contains_key(*u)).cloned().collect();
     for name in &targets {
         if user_keys.is_empty() {
             break;
@@ -200,12 +139,7 @@ fn modify_user(db: &mut AssocDb, ch: &AcctMgrChange, out: &mut Out, assoc_entity
                     Some(l) => u.admin_level = l,
                     None => return out.err(&unknown(k, v)),
                 }
-            } else if db.find(v, name, "").is_none()
-                && !db
-                    .assocs
-                    .values()
-                    .any(|a| &a.account == *v && &a.user == name)
-            {
+            } else if db.find(v, name, "").is_none() && !db.assocs.values().any(|a| &a.account == *v && &a.user == name) {
                 return out.fail_out(&format!(
                     " Can't modify because these users aren't associated with new default account '{v}'...\n  U = {name} C = {}\n",
                     db.cluster
@@ -235,16 +169,7 @@ fn modify_user(db: &mut AssocDb, ch: &AcctMgrChange, out: &mut Out, assoc_entity
                 match set_assoc(db, &mut a, k, v) {
                     Ok(true) => {}
                     Ok(false) => return out.err(&unknown(k, v)),
-                    Err(m) => {
-                        return out.err(&format!(
-                            "{m}{}",
-                            if m.contains("Unknown option") {
-                                String::new()
-                            } else {
-                                unknown(k, v)
-                            }
-                        ))
-                    }
+                    Err(m) => return out.err(&format!("{m}{}", if m.contains("Unknown option") { String::new() } else { unknown(k, v) })),
                 }
             }
             lines.push_str(&user_line(&db.cluster, &a));
@@ -268,9 +193,7 @@ fn modify_qos(db: &mut AssocDb, ch: &AcctMgrChange, out: &mut Out) {
     names.extend(cond_values(ch, &["name", "names"]));
     let mut modified = String::new();
     for name in &names {
-        let Some(mut q) = db.qos.iter().find(|q| &q.name == name).cloned() else {
-            continue;
-        };
+        let Some(mut q) = db.qos.iter().find(|q| &q.name == name).cloned() else { continue };
         for (k, v) in &ch.clauses.sets {
             match set_qos(db, &mut q, k, v) {
                 Ok(true) => {}

@@ -24,17 +24,13 @@ fn main() -> anyhow::Result<()> {
             other => bail!("unrecognized option '{other}'"),
         }
     }
-    tracing_subscriber::fmt()
-        .with_writer(std::io::stderr)
-        .init();
+    tracing_subscriber::fmt().with_writer(std::io::stderr).init();
     let key = ClusterKey::load(&key).with_context(|| format!("cluster key {}", key.display()))?;
     let host = nix::unistd::gethostname()
         .ok()
         .and_then(|h| h.into_string().ok())
         .unwrap_or_else(|| "localhost".into());
-    let rt = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()?;
+    let rt = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
     rt.block_on(async move {
         // Only local peers, identified by the kernel: per-uid caps, the hello's deadline and
         // small frames (sackd reads nothing larger than a request for a credential).
@@ -50,8 +46,7 @@ fn main() -> anyhow::Result<()> {
             server::Limits::default(),
             flotilla_proto::frame::PREAUTH_MAX_FRAME,
         ));
-        let listener =
-            server::bind_unix(&socket).with_context(|| format!("binding {}", socket.display()))?;
+        let listener = server::bind_unix(&socket).with_context(|| format!("binding {}", socket.display()))?;
         tracing::info!(socket = %socket.display(), "sackd listening");
         let (_tx, rx) = tokio::sync::watch::channel(false);
         let serve = server::serve_unix(listener, shared, rx);

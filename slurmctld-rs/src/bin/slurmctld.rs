@@ -160,15 +160,10 @@ fn main() -> anyhow::Result<()> {
         1 => tracing::Level::DEBUG,
         _ => tracing::Level::TRACE,
     };
-    tracing_subscriber::fmt()
-        .with_max_level(level)
-        .with_writer(std::io::stderr)
-        .init();
+    tracing_subscriber::fmt().with_max_level(level).with_writer(std::io::stderr).init();
     let cluster = flotilla_slurmctld::conf::load(conf.as_deref(), cluster_json.as_deref())?;
     if cluster_json.is_none() {
-        let path = conf
-            .clone()
-            .unwrap_or_else(|| flotilla_conf::conf_path(&|k| std::env::var(k).ok()));
+        let path = conf.clone().unwrap_or_else(|| flotilla_conf::conf_path(&|k| std::env::var(k).ok()));
         // A quota.conf that does not parse stops only a first start (daemon::controller).
         match flotilla_slurmctld::conf::quota_tree(&path) {
             Ok(quotas) => {
@@ -182,15 +177,10 @@ fn main() -> anyhow::Result<()> {
         tracing::warn!("{w}");
     }
     let state_dir = state_dir
-        .or_else(|| {
-            (!cluster.state_save_location.is_empty())
-                .then(|| cluster.state_save_location.clone().into())
-        })
+        .or_else(|| (!cluster.state_save_location.is_empty()).then(|| cluster.state_save_location.clone().into()))
         .unwrap_or_else(|| "/var/spool/slurmctld".into());
     let key = ClusterKey::load(&key).with_context(|| format!("cluster key {}", key.display()))?;
-    let listen = listen
-        .unwrap_or_else(|| format!("0.0.0.0:{}", cluster.slurmctld_port))
-        .parse()?;
+    let listen = listen.unwrap_or_else(|| format!("0.0.0.0:{}", cluster.slurmctld_port)).parse()?;
     let socket = socket.unwrap_or_else(|| state_dir.join("slurmctld.sock"));
     opts.kill_wait_s = kill_wait.unwrap_or(cluster.kill_wait_s as i64);
     opts.min_job_age_s = cluster.min_job_age_s as i64;
@@ -203,9 +193,7 @@ fn main() -> anyhow::Result<()> {
         .ok()
         .and_then(|h| h.into_string().ok())
         .unwrap_or_else(|| "localhost".into());
-    let rt = tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()?;
+    let rt = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;
     rt.block_on(async move {
         let d = daemon::start(DaemonConfig {
             cluster,

@@ -2,12 +2,12 @@
 //! accounting database after each (see [`crate::assoc`]).
 
 use super::{Controller, Ident};
-use crate::job::JobState;
 use flotilla_core::quota::QuotaTree;
+use crate::job::JobState;
 use flotilla_proto::acctmgr::{AcctMgrChange, AcctMgrOutcome, Action};
-use flotilla_proto::Response;
 use std::collections::BTreeSet;
 use std::fmt::Write as _;
+use flotilla_proto::Response;
 use std::sync::Arc;
 
 impl Controller {
@@ -15,11 +15,7 @@ impl Controller {
     /// made change is written in this turn's commit and the scheduler's accounting rebuilt
     /// before the turn's cycle. The caller's name comes from its authenticated uid.
     pub(super) fn acctmgr_change(&mut self, ident: Ident, ch: AcctMgrChange) -> Response {
-        let name = if ident.admin {
-            String::new()
-        } else {
-            crate::users::lookup(ident.uid)
-        };
+        let name = if ident.admin { String::new() } else { crate::users::lookup(ident.uid) };
         if ch.action == Action::Delete {
             if let Some(refusal) = self.delete_blocked_by_jobs(&name, ident.admin, &ch) {
                 return Response::AcctMgrOutcome(refusal);
@@ -28,11 +24,7 @@ impl Controller {
         let out = crate::assoc::rpc::change(&mut self.assoc, &name, ident.admin, &ch);
         let ops = self.assoc.take_ops();
         if !ops.is_empty() {
-            tracing::info!(
-                uid = ident.uid,
-                rows = ops.len(),
-                "accounting database changed by sacctmgr"
-            );
+            tracing::info!(uid = ident.uid, rows = ops.len(), "accounting database changed by sacctmgr");
             self.batch.assoc.extend(ops);
             self.apply_accounting();
         }
@@ -46,17 +38,9 @@ impl Controller {
     /// query (`_check_jobs_before_remove`) reads the jobs slurmdbd has recorded as not ended;
     /// the reference listed only started jobs, pending ones of the same association not
     /// (goldens 0169, 0170), and so does this.
-    fn delete_blocked_by_jobs(
-        &self,
-        name: &str,
-        admin: bool,
-        ch: &AcctMgrChange,
-    ) -> Option<AcctMgrOutcome> {
+    fn delete_blocked_by_jobs(&self, name: &str, admin: bool, ch: &AcctMgrChange) -> Option<AcctMgrOutcome> {
         let mut trial = self.assoc.clone();
-        let commit = AcctMgrChange {
-            commit: true,
-            ..ch.clone()
-        };
+        let commit = AcctMgrChange { commit: true, ..ch.clone() };
         if !crate::assoc::rpc::change(&mut trial, name, admin, &commit).changed {
             return None;
         }
@@ -70,10 +54,7 @@ impl Controller {
         let mut lines = String::new();
         for rec in self.jobs.values() {
             let started = matches!(rec.state, JobState::Running | JobState::Completing);
-            if started
-                && !rec.is_array_meta()
-                && gone.contains(&(rec.account.as_str(), rec.user.as_str()))
-            {
+            if started && !rec.is_array_meta() && gone.contains(&(rec.account.as_str(), rec.user.as_str())) {
                 let _ = writeln!(
                     lines,
                     "  JobID = {:<10} C = {:<10} A = {:<10} U = {:<9}",
@@ -85,9 +66,7 @@ impl Controller {
             return None;
         }
         Some(AcctMgrOutcome {
-            stderr: format!(
-                " Error with request: Job(s) active, cancel job(s) before remove\n{lines}"
-            ),
+            stderr: format!(" Error with request: Job(s) active, cancel job(s) before remove\n{lines}"),
             exit_code: 1,
             ..AcctMgrOutcome::default()
         })
@@ -111,14 +90,9 @@ impl Controller {
             self.sched.set_job_limits(QuotaTree::default());
             self.opts.job_limits = None;
         }
-        self.sched.set_quotas(if quotas.has_limits() {
-            quotas
-        } else {
-            QuotaTree::default()
-        });
-        self.opts.access.associations = crate::authz::Associations::from_pairs(
-            d.pairs.iter().map(|(u, a)| (u.as_str(), a.as_str())),
-        );
+        self.sched.set_quotas(if quotas.has_limits() { quotas } else { QuotaTree::default() });
+        self.opts.access.associations =
+            crate::authz::Associations::from_pairs(d.pairs.iter().map(|(u, a)| (u.as_str(), a.as_str())));
         self.opts.admission.default_accounts = d.default_accounts;
         self.sched_dirty = true;
     }

@@ -41,8 +41,7 @@ impl Controller {
     pub(super) fn refresh_arrays(&mut self, now: i64) {
         // A record stops being a meta for good (its pending tasks only shrink) or is purged.
         let jobs = &self.jobs;
-        self.array_metas
-            .retain(|id| jobs.get(id).is_some_and(JobRecord::is_array_meta));
+        self.array_metas.retain(|id| jobs.get(id).is_some_and(JobRecord::is_array_meta));
         let metas: Vec<u64> = self
             .array_metas
             .iter()
@@ -64,9 +63,7 @@ impl Controller {
             let rec = &self.jobs[&aid];
             let limit = rec
                 .array_max_running
-                .map_or(usize::MAX, |m| {
-                    m.saturating_sub(running.get(&aid).copied().unwrap_or(0)) as usize
-                })
+                .map_or(usize::MAX, |m| m.saturating_sub(running.get(&aid).copied().unwrap_or(0)) as usize)
                 .min(1024);
             let want: BTreeSet<u32> = rec.array_pending.iter().copied().take(limit).collect();
             let have = self.in_core_tasks.entry(aid).or_default().clone();
@@ -83,9 +80,7 @@ impl Controller {
     }
 
     fn dep_target(&self, job: u64, task: Option<u32>) -> DepTarget {
-        let Some(rec) = self.jobs.get(&job) else {
-            return DepTarget::Unknown;
-        };
+        let Some(rec) = self.jobs.get(&job) else { return DepTarget::Unknown };
         if rec.array_job_id != Some(job) {
             return job_state_ok(rec.state);
         }
@@ -126,9 +121,7 @@ impl Controller {
     pub(super) fn refresh_deps(&mut self, now: i64) {
         let mut results = Vec::new();
         for (id, dep) in &self.deps {
-            let Some(rec) = self.jobs.get(id) else {
-                continue;
-            };
+            let Some(rec) = self.jobs.get(id) else { continue };
             if rec.state != JobState::Pending {
                 continue;
             }

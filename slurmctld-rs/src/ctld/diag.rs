@@ -96,10 +96,7 @@ impl DiagAcc {
                     self.bf_since_reset += 1;
                     continue;
                 }
-                Decision::Preempt {
-                    for_service: Some(_),
-                    ..
-                } => "ServiceReplica",
+                Decision::Preempt { for_service: Some(_), .. } => "ServiceReplica",
                 Decision::Preempt { .. } => "PendingJob",
                 Decision::PreemptBackfill { .. } => "ReservationComplete",
                 Decision::Page(_) => {
@@ -170,11 +167,7 @@ impl Controller {
         nodes_out.dedup();
         Diag {
             req_time: now,
-            req_time_start: if d.since > 0 {
-                d.since
-            } else {
-                self.started_at
-            },
+            req_time_start: if d.since > 0 { d.since } else { self.started_at },
             server_thread_count: (self.replies.len() + self.answers.len() + 1) as u32,
             agent_queue_size: self.node_out.len() as u32,
             agent_count: nodes_out.len() as u32,
@@ -186,16 +179,8 @@ impl Controller {
             jobs_canceled: since(3),
             jobs_failed: since(4),
             job_states_ts: now,
-            jobs_pending: self
-                .jobs
-                .values()
-                .filter(|j| j.state == crate::job::JobState::Pending)
-                .count() as u64,
-            jobs_running: self
-                .jobs
-                .values()
-                .filter(|j| j.state == crate::job::JobState::Running)
-                .count() as u64,
+            jobs_pending: self.jobs.values().filter(|j| j.state == crate::job::JobState::Pending).count() as u64,
+            jobs_running: self.jobs.values().filter(|j| j.state == crate::job::JobState::Running).count() as u64,
             schedule_cycle_last: d.cycle_last,
             schedule_cycle_max: d.cycle_max,
             schedule_cycle_counter: d.cycle_count,
@@ -230,25 +215,11 @@ impl Controller {
                     total_time,
                 })
                 .collect(),
-            rpc_users: d
-                .rpc_users
-                .iter()
-                .map(|&(uid, count, total_time)| RpcUserStat {
-                    uid,
-                    count,
-                    total_time,
-                })
-                .collect(),
+            rpc_users: d.rpc_users.iter().map(|&(uid, count, total_time)| RpcUserStat { uid, count, total_time }).collect(),
             flotilla: FlotillaDiag {
-                largest_placeable: (0..c.partitions.len())
-                    .map(|i| (c.partitions[i].name.clone(), self.largest_placeable_of(i)))
-                    .collect(),
+                largest_placeable: (0..c.partitions.len()).map(|i| (c.partitions[i].name.clone(), self.largest_placeable_of(i))).collect(),
                 held_reservations: self.sched.reservations().len() as u64,
-                preemptions: d
-                    .preemptions
-                    .iter()
-                    .map(|(k, v)| (k.to_string(), *v))
-                    .collect(),
+                preemptions: d.preemptions.iter().map(|(k, v)| (k.to_string(), *v)).collect(),
                 pages: d.pages,
                 alerts: d.alerts,
             },
@@ -283,10 +254,7 @@ mod tests {
         d.rpc("REQUEST_JOB_INFO", 1000, 5);
         d.rpc("REQUEST_PING", 0, 2);
         d.rpc("REQUEST_JOB_INFO", 0, 7);
-        assert_eq!(
-            d.rpc_types,
-            vec![("REQUEST_JOB_INFO", 2, 12), ("REQUEST_PING", 1, 2)]
-        );
+        assert_eq!(d.rpc_types, vec![("REQUEST_JOB_INFO", 2, 12), ("REQUEST_PING", 1, 2)]);
         assert_eq!(d.rpc_users, vec![(1000, 1, 5), (0, 2, 9)]);
     }
 
@@ -296,51 +264,19 @@ mod tests {
         d.cycle(10, 3, 0, 100);
         d.cycle(30, 5, 2, 101);
         d.cycle(20, 4, 0, 102);
-        assert_eq!(
-            (
-                d.cycle_count,
-                d.cycle_sum,
-                d.cycle_max,
-                d.cycle_last,
-                d.cycle_depth,
-                d.queue_len
-            ),
-            (3, 60, 30, 20, 12, 4)
-        );
-        assert_eq!(
-            (d.bf_cycles, d.bf_when, d.bf_last, d.bf_table, d.bf_depth),
-            (1, 101, 30, 2, 5)
-        );
+        assert_eq!((d.cycle_count, d.cycle_sum, d.cycle_max, d.cycle_last, d.cycle_depth, d.queue_len), (3, 60, 30, 20, 12, 4));
+        assert_eq!((d.bf_cycles, d.bf_when, d.bf_last, d.bf_table, d.bf_depth), (1, 101, 30, 2, 5));
     }
 
     #[test]
     fn backfilled_starts_and_preemptions_are_counted_by_reason() {
         let mut d = DiagAcc::default();
         d.decisions(&[
-            Decision::Bind {
-                job: JobId(1),
-                allocs: Vec::new(),
-                backfill_for: vec![JobId(2)],
-            },
-            Decision::Bind {
-                job: JobId(3),
-                allocs: Vec::new(),
-                backfill_for: Vec::new(),
-            },
-            Decision::PreemptBackfill {
-                job: JobId(1),
-                for_job: JobId(2),
-            },
-            Decision::PreemptBackfill {
-                job: JobId(4),
-                for_job: JobId(2),
-            },
-            Decision::Requeue {
-                job: JobId(5),
-                reason: flotilla_core::sched::RequeueReason::NodeDown(
-                    flotilla_core::cluster::NodeId(0),
-                ),
-            },
+            Decision::Bind { job: JobId(1), allocs: Vec::new(), backfill_for: vec![JobId(2)] },
+            Decision::Bind { job: JobId(3), allocs: Vec::new(), backfill_for: Vec::new() },
+            Decision::PreemptBackfill { job: JobId(1), for_job: JobId(2) },
+            Decision::PreemptBackfill { job: JobId(4), for_job: JobId(2) },
+            Decision::Requeue { job: JobId(5), reason: flotilla_core::sched::RequeueReason::NodeDown(flotilla_core::cluster::NodeId(0)) },
         ]);
         assert_eq!((d.bf_total, d.bf_since_reset), (1, 1));
         assert_eq!(d.preemptions.get("ReservationComplete"), Some(&2));

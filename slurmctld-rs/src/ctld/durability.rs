@@ -71,10 +71,9 @@ pub(super) fn class(req: &Request) -> Class {
         | Request::ServiceCreate(_)
         | Request::ServiceScale { .. }
         | Request::AcctMgrChange(_) => Class::NewWork,
-        Request::CancelJob(_)
-        | Request::StepComplete(_)
-        | Request::ReleaseAllocation(_)
-        | Request::ServiceDelete { .. } => Class::Ending,
+        Request::CancelJob(_) | Request::StepComplete(_) | Request::ReleaseAllocation(_) | Request::ServiceDelete { .. } => {
+            Class::Ending
+        }
     }
 }
 
@@ -122,11 +121,7 @@ impl Controller {
     /// first, in their order.
     pub(super) fn commit_succeeded(&mut self) {
         if let Some(mut d) = self.degraded.take() {
-            info!(
-                replies = d.replies.len(),
-                messages = d.node_out.len(),
-                "state database written again: accepting new work"
-            );
+            info!(replies = d.replies.len(), messages = d.node_out.len(), "state database written again: accepting new work");
             d.replies.append(&mut self.replies);
             self.replies = d.replies;
             d.node_out.append(&mut self.node_out);
@@ -178,9 +173,7 @@ impl Controller {
             .map(|r| r.id)
             .collect();
         for rid in ids {
-            let Some(r) = self.jobs.remove(&rid) else {
-                continue;
-            };
+            let Some(r) = self.jobs.remove(&rid) else { continue };
             self.core_event(CoreEvent::Cancel(r.spec.id), now);
             self.core_map.retain(|_, v| *v != rid);
             self.deps.remove(&rid);
@@ -198,8 +191,7 @@ impl Controller {
             });
             b.step_rows.retain(|s| s.job_id != rid);
             b.acct_rows.retain(|a| a.job.job_id != rid);
-            self.node_out
-                .retain(|(_, o)| !matches!(o, Outgoing::Bind(j) if *j == rid));
+            self.node_out.retain(|(_, o)| !matches!(o, Outgoing::Bind(j) if *j == rid));
             self.stats.submitted = self.stats.submitted.saturating_sub(1);
         }
     }

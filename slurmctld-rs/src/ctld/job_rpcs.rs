@@ -3,10 +3,7 @@
 //! permission rules.
 
 use super::queries::matches_filter;
-use super::{
-    prov_id, requeue_begin, reset_for_requeue, Controller, Ident, Target, REQUEUE_HOLD_REASON,
-    SIGTERM,
-};
+use super::{prov_id, requeue_begin, reset_for_requeue, Controller, Ident, Target, REQUEUE_HOLD_REASON, SIGTERM};
 use crate::admission::{self, Reject};
 use crate::authz;
 use crate::deps::{self, Dependency};
@@ -16,8 +13,8 @@ use flotilla_core::job::{HoldKind, JobId};
 use flotilla_core::sched::{Event as CoreEvent, Scheduler};
 use flotilla_proto::errno::*;
 use flotilla_proto::{
-    CancelJob, CtlToNode, FieldSet, HoldOp, HoldRelease, JobChange, JobFilter, JobRef, JobResult,
-    RequeueJob, Response, SlurmError, SubmitJob, Submitted, TestOnly, TimeLimitWire, UpdateJob,
+    CancelJob, CtlToNode, FieldSet, HoldOp, HoldRelease, JobChange, JobFilter, JobRef, JobResult, RequeueJob, Response,
+    SlurmError, SubmitJob, Submitted, TestOnly, TimeLimitWire, UpdateJob,
 };
 use std::collections::BTreeSet;
 use tracing::{debug, info, info_span, warn};
@@ -25,14 +22,7 @@ use tracing::{debug, info, info_span, warn};
 impl Controller {
     pub(super) fn submit(&mut self, ident: Ident, s: SubmitJob, now: i64) -> Response {
         if let Err(e) = self.authorize_submission(ident, &s) {
-            warn!(
-                uid = ident.uid,
-                claimed_uid = s.uid,
-                claimed_gid = s.gid,
-                code = e.code,
-                "submission refused: {}",
-                e.text
-            );
+            warn!(uid = ident.uid, claimed_uid = s.uid, claimed_gid = s.gid, code = e.code, "submission refused: {}", e.text);
             return Response::Error(e);
         }
         // MaxJobCount counts every job in memory, finished ones until MinJobAge purges them.
@@ -52,32 +42,16 @@ impl Controller {
                     self.batch.acct.insert(id);
                     self.stats.failed += 1;
                 }
-                info!(
-                    job = id,
-                    code = error.code,
-                    "submission refused after id: {}",
-                    error.text
-                );
+                info!(job = id, code = error.code, "submission refused after id: {}", error.text);
                 Response::Error(error)
             }
             Ok(mut a) => {
                 let tasks = a.array.as_ref().map_or(1, |(t, _)| t.len() as u32);
                 let checked = if !self.sched.accounting().checks_jobs() {
-                    crate::limits::check_submit(
-                        self.opts.job_limits.as_deref(),
-                        self.jobs.values(),
-                        &a.record,
-                        tasks,
-                    )
+                    crate::limits::check_submit(self.opts.job_limits.as_deref(), self.jobs.values(), &a.record, tasks)
                 } else {
                     let qos_given = s.qos.as_deref().is_some_and(|q| !q.is_empty());
-                    crate::limits::check_accounting(
-                        self.sched.accounting(),
-                        self.jobs.values(),
-                        &mut a.record,
-                        qos_given,
-                        tasks,
-                    )
+                    crate::limits::check_accounting(self.sched.accounting(), self.jobs.values(), &mut a.record, qos_given, tasks)
                 };
                 if let Err(e) = checked {
                     return Response::Error(e);
@@ -102,8 +76,7 @@ impl Controller {
                 // A held job (not an array, no dependency) cannot change what a cycle decides:
                 // no event-triggered cycle for it (its hold shows at once; the periodic cycle
                 // refreshes its priority). `sbatch --hold` floods stay cheap (issue #6).
-                let inert =
-                    rec.spec.held.is_some() && !rec.is_array_meta() && a.dependency.is_none();
+                let inert = rec.spec.held.is_some() && !rec.is_array_meta() && a.dependency.is_none();
                 if let Some(d) = a.dependency {
                     self.deps.insert(id, d);
                 }
@@ -130,21 +103,13 @@ impl Controller {
         };
         let account = match s.account.as_deref() {
             Some(a) if !a.is_empty() => a.to_string(),
-            _ => self
-                .opts
-                .admission
-                .default_accounts
-                .get(&s.user)
-                .cloned()
-                .unwrap_or_default(),
+            _ => self.opts.admission.default_accounts.get(&s.user).cloned().unwrap_or_default(),
         };
         let qos = s.qos.as_deref().unwrap_or("normal");
         // An unknown partition is admission's error (`invalid partition specified`).
         if let Some(p) = part {
             let name = &cluster.partitions[p.0 as usize].name;
-            self.opts
-                .access
-                .check_partition(ident, (s.uid, s.gid), name, &account, qos)?;
+            self.opts.access.check_partition(ident, (s.uid, s.gid), name, &account, qos)?;
         }
         // With AccountingStorageEnforce set, the accounting model's associations decide
         // (after admission, which resolves the partition: [`crate::limits::check_accounting`]);
@@ -173,24 +138,12 @@ impl Controller {
     /// The access checks of an update that changed the partition, account or QOS
     /// (`access_changed`): as at submission ([`authz::Access::check_partition`],
     /// [`authz::Access::check_account`]) for the job's own uid and gid.
-    fn authorize_update(
-        &self,
-        ident: Ident,
-        rec: &JobRecord,
-        changes: &[JobChange],
-        access_changed: bool,
-    ) -> Result<(), SlurmError> {
+    fn authorize_update(&self, ident: Ident, rec: &JobRecord, changes: &[JobChange], access_changed: bool) -> Result<(), SlurmError> {
         if !access_changed {
             return Ok(());
         }
         let access = &self.opts.access;
-        access.check_partition(
-            ident,
-            (rec.uid, rec.gid),
-            &rec.partition,
-            &rec.account,
-            &rec.qos,
-        )?;
+        access.check_partition(ident, (rec.uid, rec.gid), &rec.partition, &rec.account, &rec.qos)?;
         let acct = self.sched.accounting();
         if acct.checks_jobs() {
             return crate::limits::check_access_update(acct, rec);
@@ -206,10 +159,7 @@ impl Controller {
     fn test_only(&self, id: u64, rec: &JobRecord, now: i64) -> Response {
         let w = self.sched.will_run(&rec.spec, now.max(0) as u64);
         let (start, parts) = (w.start as i64, w.parts);
-        let names: Vec<String> = parts
-            .iter()
-            .map(|p| self.sched.cluster().node(p.node).name.clone())
-            .collect();
+        let names: Vec<String> = parts.iter().map(|p| self.sched.cluster().node(p.node).name.clone()).collect();
         let cpus = if parts.is_empty() {
             (rec.spec.request.cpu_milli_per_node / 1000) as u32 * rec.num_nodes.max(1)
         } else {
@@ -231,9 +181,7 @@ impl Controller {
             // A started task named by its array id and index only.
             if let Some(ts) = &r.tasks {
                 for rec in self.jobs.values() {
-                    if rec.array_job_id == Some(r.job_id)
-                        && rec.array_task_id.is_some_and(|t| ts.contains(&t))
-                    {
+                    if rec.array_job_id == Some(r.job_id) && rec.array_task_id.is_some_and(|t| ts.contains(&t)) {
                         out.push(Target::Job(rec.id));
                     }
                 }
@@ -254,11 +202,11 @@ impl Controller {
             (Some(ts), true) => {
                 let mut pend = Vec::new();
                 for &t in ts {
-                    if let Some(j) = self.jobs.values().find(|j| {
-                        j.array_job_id == Some(r.job_id)
-                            && j.array_task_id == Some(t)
-                            && j.array_pending.is_empty()
-                    }) {
+                    if let Some(j) = self
+                        .jobs
+                        .values()
+                        .find(|j| j.array_job_id == Some(r.job_id) && j.array_task_id == Some(t) && j.array_pending.is_empty())
+                    {
                         out.push(Target::Job(j.id));
                     } else if rec.array_pending.contains(&t) && rec.state == JobState::Pending {
                         pend.push(t);
@@ -290,11 +238,7 @@ impl Controller {
                 let t = self
                     .resolve(r)
                     .into_iter()
-                    .filter(|t| {
-                        self.jobs
-                            .get(&t.id())
-                            .is_some_and(|rec| matches_filter(rec, filter, &self.sched))
-                    })
+                    .filter(|t| self.jobs.get(&t.id()).is_some_and(|rec| matches_filter(rec, filter, &self.sched)))
                     .collect();
                 (r.clone(), t)
             })
@@ -310,11 +254,7 @@ impl Controller {
             }
             for t in targets {
                 if !self.owner_ok(ident, t.id()) {
-                    warn!(
-                        job = t.id(),
-                        uid = ident.uid,
-                        "cancel of another user's job refused"
-                    );
+                    warn!(job = t.id(), uid = ident.uid, "cancel of another user's job refused");
                     error.get_or_insert(SlurmError::new(ESLURM_ACCESS_DENIED));
                     continue;
                 }
@@ -337,13 +277,7 @@ impl Controller {
     /// `scancel --signal`: `-b` the batch shell only, `-f` the shell and every step, neither
     /// the steps only (Slurm 22.05, checked live: the batch shell of a job signalled with
     /// `scancel --signal=USR1` keeps running).
-    fn signal_target(
-        &mut self,
-        t: &Target,
-        sig: i32,
-        batch_only: bool,
-        full: bool,
-    ) -> Result<(), SlurmError> {
+    fn signal_target(&mut self, t: &Target, sig: i32, batch_only: bool, full: bool) -> Result<(), SlurmError> {
         let Target::Job(id) = t else {
             return Err(SlurmError::new(ESLURM_JOB_PENDING));
         };
@@ -358,16 +292,9 @@ impl Controller {
                 };
                 for n in nodes {
                     let m = if batch_only || full {
-                        CtlToNode::Signal {
-                            job_id: *id,
-                            signal: sig,
-                            batch_only,
-                        }
+                        CtlToNode::Signal { job_id: *id, signal: sig, batch_only }
                     } else {
-                        CtlToNode::SignalSteps {
-                            job_id: *id,
-                            signal: sig,
-                        }
+                        CtlToNode::SignalSteps { job_id: *id, signal: sig }
                     };
                     self.send(&n, m);
                 }
@@ -385,11 +312,7 @@ impl Controller {
             Target::Tasks(aid, tasks) => {
                 let set: BTreeSet<u32> = tasks.iter().copied().collect();
                 for &task in tasks {
-                    if self
-                        .in_core_tasks
-                        .get_mut(aid)
-                        .is_some_and(|s| s.remove(&task))
-                    {
+                    if self.in_core_tasks.get_mut(aid).is_some_and(|s| s.remove(&task)) {
                         self.core_event(CoreEvent::Cancel(JobId(prov_id(*aid, task))), now);
                     }
                 }
@@ -411,14 +334,7 @@ impl Controller {
                     JobState::Pending => {
                         // A cancelled pending job keeps the reason it was waiting for, as in
                         // Slurm (`squeue -t all`: `62 later CANCELLED BeginTime`).
-                        let last = self
-                            .job_view(
-                                &self.jobs[&id],
-                                FieldSet::of(&[flotilla_proto::JobField::Reason]),
-                                now,
-                            )
-                            .reason
-                            .into_string();
+                        let last = self.job_view(&self.jobs[&id], FieldSet::of(&[flotilla_proto::JobField::Reason]), now).reason.into_string();
                         let rec = self.jobs.get_mut(&id).expect("resolved");
                         if last != "None" {
                             rec.reason = Some(last);
@@ -449,9 +365,7 @@ impl Controller {
                     // 22.05's end state for this race is not checked against the reference
                     // yet.) The signals already sent stand; only how the stop ends changes.
                     JobState::Running | JobState::Completing
-                        if self.jobs[&id]
-                            .stopping
-                            .is_some_and(|s| matches!(s.why, StopWhy::Requeue { .. })) =>
+                        if self.jobs[&id].stopping.is_some_and(|s| matches!(s.why, StopWhy::Requeue { .. })) =>
                     {
                         let rec = self.jobs.get_mut(&id).expect("resolved");
                         if let Some(s) = rec.stopping.as_mut() {
@@ -461,10 +375,7 @@ impl Controller {
                             rec.end_state = Some(JobState::Cancelled);
                         }
                         self.dirty(id);
-                        info!(
-                            job = id,
-                            "job being stopped for a requeue cancelled: it ends cancelled"
-                        );
+                        info!(job = id, "job being stopped for a requeue cancelled: it ends cancelled");
                     }
                     _ => {}
                 }
@@ -481,42 +392,23 @@ impl Controller {
             kill_at: None,
         });
         let _span = info_span!("job", job = id).entered();
-        info!(
-            ?why,
-            "stopping running job: SIGTERM, SIGKILL after KillWait"
-        );
+        info!(?why, "stopping running job: SIGTERM, SIGKILL after KillWait");
         let nodes = rec.nodes.clone();
         self.dirty(id);
         let cause = crate::job::stop_cause(why);
         for n in nodes {
-            self.send(
-                &n,
-                CtlToNode::StopNotice {
-                    job_id: id,
-                    at: now,
-                    cause,
-                },
-            );
-            self.send(
-                &n,
-                CtlToNode::Signal {
-                    job_id: id,
-                    signal: SIGTERM,
-                    batch_only: false,
-                },
-            );
+            self.send(&n, CtlToNode::StopNotice { job_id: id, at: now, cause });
+            self.send(&n, CtlToNode::Signal {
+                job_id: id,
+                signal: SIGTERM,
+                batch_only: false,
+            });
         }
     }
 
     /// A run ends in a requeue: its accounting record becomes `run_state` (`REQUEUED` or
     /// `PREEMPTED`; see [`crate::acct`]).
-    pub(super) fn acct_requeued(
-        &mut self,
-        id: u64,
-        now: i64,
-        step_state: Option<&str>,
-        run_state: &str,
-    ) {
+    pub(super) fn acct_requeued(&mut self, id: u64, now: i64, step_state: Option<&str>, run_state: &str) {
         let (row, step) = crate::acct::requeued_rows(&self.jobs[&id], now, step_state, run_state);
         self.batch.acct_rows.push(row);
         self.batch.steps.remove(&id);
@@ -529,11 +421,7 @@ impl Controller {
             return;
         }
         if rec.is_array_meta() {
-            let tasks: Vec<u32> = self
-                .in_core_tasks
-                .get(&id)
-                .map(|s| s.iter().copied().collect())
-                .unwrap_or_default();
+            let tasks: Vec<u32> = self.in_core_tasks.get(&id).map(|s| s.iter().copied().collect()).unwrap_or_default();
             for t in tasks {
                 let mut sp = self.jobs[&id].spec.clone();
                 sp.id = JobId(prov_id(id, t));
@@ -556,11 +444,7 @@ impl Controller {
             for t in targets {
                 let id = t.id();
                 if !self.owner_ok(ident, id) {
-                    warn!(
-                        job = id,
-                        uid = ident.uid,
-                        "hold/release of another user's job refused"
-                    );
+                    warn!(job = id, uid = ident.uid, "hold/release of another user's job refused");
                     error.get_or_insert(SlurmError::new(ESLURM_USER_ID_MISSING));
                     continue;
                 }
@@ -578,23 +462,11 @@ impl Controller {
                     // it is (Slurm 22.05 `_update_job`: a priority already 0 is "set to its
                     // current value"; only an operator turns one hold into the other), so
                     // `uhold` then `release` cannot lift it (goldens 0219, 0226).
-                    HoldOp::Hold | HoldOp::UserHold
-                        if rec.spec.held == Some(HoldKind::Admin) && !ident.admin =>
-                    {
-                        info!(
-                            job = id,
-                            uid = ident.uid,
-                            "hold of an admin-held job by its user: stays admin-held"
-                        );
+                    HoldOp::Hold | HoldOp::UserHold if rec.spec.held == Some(HoldKind::Admin) && !ident.admin => {
+                        info!(job = id, uid = ident.uid, "hold of an admin-held job by its user: stays admin-held");
                         continue;
                     }
-                    HoldOp::Hold => {
-                        rec.spec.held = Some(if ident.admin {
-                            HoldKind::Admin
-                        } else {
-                            HoldKind::User
-                        })
-                    }
+                    HoldOp::Hold => rec.spec.held = Some(if ident.admin { HoldKind::Admin } else { HoldKind::User }),
                     HoldOp::UserHold => rec.spec.held = Some(HoldKind::User),
                     HoldOp::Release => {
                         if rec.spec.held == Some(HoldKind::Admin) && !ident.admin {
@@ -637,8 +509,7 @@ impl Controller {
                             error.get_or_insert(SlurmError::new(ESLURM_JOB_PENDING));
                         } else if !self.jobs[&id].is_array_meta() {
                             let rec = self.jobs.get_mut(&id).expect("resolved");
-                            rec.spec.begin_time =
-                                Some(requeue_begin(now, self.opts.requeue_holdoff_s));
+                            rec.spec.begin_time = Some(requeue_begin(now, self.opts.requeue_holdoff_s));
                             self.dirty(id);
                             self.push_core_update(id, now);
                             self.sched_dirty = true;
@@ -647,8 +518,7 @@ impl Controller {
                     JobState::Running => {
                         if self.jobs[&id].stopping.is_none() {
                             let rec = self.jobs.get_mut(&id).expect("resolved");
-                            rec.spec.begin_time =
-                                Some(requeue_begin(now, self.opts.requeue_holdoff_s));
+                            rec.spec.begin_time = Some(requeue_begin(now, self.opts.requeue_holdoff_s));
                             self.start_stop(id, StopWhy::Requeue { hold: r.hold }, now);
                         }
                     }
@@ -681,11 +551,7 @@ impl Controller {
         }
         for t in &targets {
             if !self.owner_ok(ident, t.id()) {
-                warn!(
-                    job = t.id(),
-                    uid = ident.uid,
-                    "update of another user's job refused"
-                );
+                warn!(job = t.id(), uid = ident.uid, "update of another user's job refused");
                 return Response::Error(SlurmError::new(ESLURM_USER_ID_MISSING));
             }
         }
@@ -695,9 +561,7 @@ impl Controller {
             let mut rec = self.jobs[&id].clone();
             let mut new_dep: Option<Option<Dependency>> = None;
             if let Err(e) = apply_changes(&mut rec, &u.changes, ident, &self.sched, &mut new_dep)
-                .and_then(|access_changed| {
-                    self.authorize_update(ident, &rec, &u.changes, access_changed)
-                })
+                .and_then(|access_changed| self.authorize_update(ident, &rec, &u.changes, access_changed))
             {
                 return Response::Error(e);
             }
@@ -717,10 +581,7 @@ impl Controller {
             self.dirty(id);
             self.push_core_update(id, now);
         }
-        Response::JobResults(vec![JobResult {
-            job: u.job,
-            error: None,
-        }])
+        Response::JobResults(vec![JobResult { job: u.job, error: None }])
     }
 }
 
@@ -739,13 +600,7 @@ fn apply_changes(
 ) -> Result<bool, SlurmError> {
     let mut access_changed = false;
     let pending = rec.state == JobState::Pending;
-    let need_pending = |p: bool| {
-        if p {
-            Ok(())
-        } else {
-            Err(SlurmError::new(ESLURM_JOB_NOT_PENDING))
-        }
-    };
+    let need_pending = |p: bool| if p { Ok(()) } else { Err(SlurmError::new(ESLURM_JOB_NOT_PENDING)) };
     if rec.state.is_finished() {
         return Err(SlurmError::new(ESLURM_JOB_FINISHED));
     }
@@ -787,9 +642,7 @@ fn apply_changes(
                 let r = &mut rec.spec.request;
                 r.nodes = Some(*n);
                 if let Some(g) = r.gpus_per_node {
-                    r.gpus = g
-                        .checked_mul(*n)
-                        .ok_or_else(|| SlurmError::new(ESLURM_INVALID_NODE_COUNT))?;
+                    r.gpus = g.checked_mul(*n).ok_or_else(|| SlurmError::new(ESLURM_INVALID_NODE_COUNT))?;
                 }
                 rec.num_nodes = *n;
                 rec.gpus = rec.spec.request.gpus;
@@ -840,12 +693,7 @@ fn apply_changes(
         }
     }
     // The shape after the changes passes admission's checks, as at submission.
-    if changes.iter().any(|c| {
-        matches!(
-            c,
-            JobChange::Gres(_) | JobChange::NumNodes(_) | JobChange::Partition(_)
-        )
-    }) {
+    if changes.iter().any(|c| matches!(c, JobChange::Gres(_) | JobChange::NumNodes(_) | JobChange::Partition(_))) {
         admission::check_shape(&rec.spec.request, sched.cluster(), rec.spec.partition)?;
     }
     Ok(access_changed)
@@ -853,12 +701,7 @@ fn apply_changes(
 
 /// `scontrol update job TimeLimit=`: a user may not raise a pending job's limit above its
 /// partition's `MaxTime`, nor a running job's limit at all; an admin may do either.
-fn change_time_limit(
-    rec: &mut JobRecord,
-    t: TimeLimitWire,
-    ident: Ident,
-    sched: &Scheduler,
-) -> Result<(), SlurmError> {
+fn change_time_limit(rec: &mut JobRecord, t: TimeLimitWire, ident: Ident, sched: &Scheduler) -> Result<(), SlurmError> {
     let new = match t {
         TimeLimitWire::Unlimited => None,
         TimeLimitWire::Minutes(m) => Some(m),
@@ -899,15 +742,10 @@ fn change_gres(rec: &mut JobRecord, g: &[flotilla_proto::GresSpec]) -> Result<()
     let nodes = rec.spec.request.nodes.unwrap_or(1);
     let r = &mut rec.spec.request;
     r.gpus_per_node = (per_node > 0).then_some(per_node);
-    r.gpus = per_node
-        .checked_mul(nodes)
-        .ok_or_else(|| SlurmError::new(ESLURM_INVALID_GRES))?;
+    r.gpus = per_node.checked_mul(nodes).ok_or_else(|| SlurmError::new(ESLURM_INVALID_GRES))?;
     r.nodes = Some(nodes);
     r.gpu_types = types;
     rec.gpus = r.gpus;
-    rec.gres = g
-        .iter()
-        .map(|x| (x.name.clone(), x.gpu_type.clone(), x.count))
-        .collect();
+    rec.gres = g.iter().map(|x| (x.name.clone(), x.gpu_type.clone(), x.count)).collect();
     Ok(())
 }

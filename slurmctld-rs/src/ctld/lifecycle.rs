@@ -2,10 +2,7 @@
 //! timer work, the debounced scheduling cycle, one commit, then effects), and how the core's
 //! decisions are carried out (binds, requeues after a node loss).
 
-use super::{
-    check_core_invariants, prov_decode, reset_for_requeue, wall_now, Controller, Due, Event, Ident,
-    Outgoing, MAX_BATCH, PROV,
-};
+use super::{check_core_invariants, prov_decode, reset_for_requeue, wall_now, Controller, Due, Event, Ident, Outgoing, MAX_BATCH, PROV};
 use crate::deps;
 use crate::job::{JobState, StopWhy};
 use crate::store::AllocOp;
@@ -50,8 +47,7 @@ impl Controller {
             let node = &self.sched.cluster().nodes[i];
             if !known.contains(&node.name) && node.avail == NodeAvail::Up {
                 let epoch = node.boot_epoch;
-                self.sched
-                    .restore_node(NodeId(i as u32), epoch, NodeAvail::Unknown);
+                self.sched.restore_node(NodeId(i as u32), epoch, NodeAvail::Unknown);
             }
             self.nodes[i].down_since = Some(now);
         }
@@ -72,10 +68,7 @@ impl Controller {
                     }
                 }
                 JobState::Running | JobState::Completing
-                    if rec
-                        .nodes
-                        .iter()
-                        .any(|n| self.sched.cluster().node_id(n).is_none()) =>
+                    if rec.nodes.iter().any(|n| self.sched.cluster().node_id(n).is_none()) =>
                 {
                     vanished.push(rec.id);
                 }
@@ -83,9 +76,7 @@ impl Controller {
                     running += 1;
                     let mut allocs = rec.allocs.clone();
                     for (a, name) in allocs.iter_mut().zip(&rec.nodes) {
-                        let Some(nid) = self.sched.cluster().node_id(name) else {
-                            unreachable!("checked above")
-                        };
+                        let Some(nid) = self.sched.cluster().node_id(name) else { unreachable!("checked above") };
                         a.part.node = nid;
                         self.nodes[nid.0 as usize].jobs.insert(rec.id);
                     }
@@ -101,14 +92,10 @@ impl Controller {
                         preempt_pending: preempting.is_some(),
                         stopping: rec.service.is_some() && rec.stopping.is_some(),
                         last_checkpoint: rec.last_checkpoint_ack.map(|t| t.max(0) as u64),
-                        preempt_deadline: preempting
-                            .and_then(|s| s.kill_at)
-                            .map(|t| t.max(0) as u64),
+                        preempt_deadline: preempting.and_then(|s| s.kill_at).map(|t| t.max(0) as u64),
                     };
                     match rec.service {
-                        Some(s) => self
-                            .sched
-                            .restore_replica(flotilla_core::sched::ServiceId(s), running),
+                        Some(s) => self.sched.restore_replica(flotilla_core::sched::ServiceId(s), running),
                         None => self.sched.restore_running(running),
                     }
                 }
@@ -126,10 +113,7 @@ impl Controller {
             self.node_vanished(id, now);
         }
         check_core_invariants(&self.sched);
-        info!(
-            next_job_id = self.next_job_id,
-            pending, running, "recovered state"
-        );
+        info!(next_job_id = self.next_job_id, pending, running, "recovered state");
         Ok(())
     }
 
@@ -140,11 +124,7 @@ impl Controller {
     /// to kill it once they register (the reconciler kills what they still run).
     fn node_vanished(&mut self, id: u64, now: i64) {
         let rec = &self.jobs[&id];
-        let gone: Vec<&String> = rec
-            .nodes
-            .iter()
-            .filter(|n| self.sched.cluster().node_id(n).is_none())
-            .collect();
+        let gone: Vec<&String> = rec.nodes.iter().filter(|n| self.sched.cluster().node_id(n).is_none()).collect();
         error!(job = id, nodes = ?gone, "invalid nodes for job: no longer configured; job ends NODE_FAIL");
         let nodes = rec.nodes.clone();
         let requeue = rec.requeue && !rec.interactive && rec.service.is_none();
@@ -219,8 +199,7 @@ impl Controller {
             }
             // A change the cycle has not seen yet wakes the loop when the debounce gap ends.
             // While commits fail, the retry waits for the next tick or event instead.
-            next_cycle = (!cycled && self.sched_dirty && !self.degraded())
-                .then(|| last_cycle + self.opts.debounce);
+            next_cycle = (!cycled && self.sched_dirty && !self.degraded()).then(|| last_cycle + self.opts.debounce);
         }
         info!("controller owner task stopped");
     }
@@ -290,8 +269,7 @@ impl Controller {
             }
             match rec.stopping {
                 Some(s) => {
-                    if !s.kill_sent && now >= s.kill_at.unwrap_or(s.term_at + self.opts.kill_wait_s)
-                    {
+                    if !s.kill_sent && now >= s.kill_at.unwrap_or(s.term_at + self.opts.kill_wait_s) {
                         to_kill.push(rec.id);
                     }
                 }
@@ -300,11 +278,7 @@ impl Controller {
                         let end = st + i64::from(l) * self.opts.minute_s;
                         if now >= end {
                             to_stop.push(rec.id);
-                        } else if let Some(w) = rec
-                            .signal
-                            .as_ref()
-                            .filter(|w| !w.batch_only && !rec.warn_sent)
-                        {
+                        } else if let Some(w) = rec.signal.as_ref().filter(|w| !w.batch_only && !rec.warn_sent) {
                             // `--signal=SIG@T` without `B:` goes to the job's steps, from the
                             // controller (Slurm's slurmctld sends it to the steps only; `B:` is
                             // the batch host's supervisor's).
@@ -340,16 +314,8 @@ impl Controller {
             }
             if self.jobs[&id].interactive {
                 // No batch script reports an end: the allocation ends with the kill.
-                let admin = Ident {
-                    uid: 0,
-                    gid: 0,
-                    admin: true,
-                };
-                let release = flotilla_proto::step::ReleaseAllocation {
-                    job_id: id,
-                    exit_code: 0,
-                    signal: 9,
-                };
+                let admin = Ident { uid: 0, gid: 0, admin: true };
+                let release = flotilla_proto::step::ReleaseAllocation { job_id: id, exit_code: 0, signal: 9 };
                 self.release_allocation(admin, release, now);
             }
         }
@@ -360,10 +326,7 @@ impl Controller {
     fn tick_nodes(&mut self, now: i64) {
         for i in 0..self.nodes.len() {
             let rt = &self.nodes[i];
-            let silent = rt.sess.is_none()
-                && rt
-                    .down_since
-                    .is_some_and(|d| now - d >= self.opts.slurmd_timeout_s);
+            let silent = rt.sess.is_none() && rt.down_since.is_some_and(|d| now - d >= self.opts.slurmd_timeout_s);
             let nid = NodeId(i as u32);
             if silent && !rt.marked_down && self.sched.cluster().node(nid).avail == NodeAvail::Up {
                 self.nodes[i].marked_down = true;
@@ -411,8 +374,7 @@ impl Controller {
         let t = Instant::now();
         let ds = self.sched.cycle(now as u64);
         let us = t.elapsed().as_micros() as u64;
-        self.diag
-            .cycle(us, queue, self.sched.reservations().len() as u64, now);
+        self.diag.cycle(us, queue, self.sched.reservations().len() as u64, now);
         self.stats.cycles += 1;
         self.stats.last_cycle_us = us;
         self.stats.cycle_us_total += us;
@@ -439,39 +401,18 @@ impl Controller {
                 Decision::Reserve { .. } | Decision::ReleaseReservation { .. } => {}
                 Decision::PreemptBackfill { job, for_job } => {
                     if let Some(id) = self.job_of_core(job.0) {
-                        if self.jobs[&id].stopping.is_none()
-                            && self.jobs[&id].state == JobState::Running
-                        {
-                            info!(
-                                job = id,
-                                for_job = for_job.0,
-                                "preempting backfill job for a completed reservation"
-                            );
+                        if self.jobs[&id].stopping.is_none() && self.jobs[&id].state == JobState::Running {
+                            info!(job = id, for_job = for_job.0, "preempting backfill job for a completed reservation");
                             self.start_stop(id, StopWhy::Preempt, now);
                         }
                     }
                 }
-                Decision::Preempt {
-                    job,
-                    for_job,
-                    deadline,
-                    ..
-                } => self.preempt(job.0, for_job.0, deadline, now),
+                Decision::Preempt { job, for_job, deadline, .. } => self.preempt(job.0, for_job.0, deadline, now),
                 Decision::Requeue { job, reason } => self.core_requeued(job.0, &reason, now),
                 d @ (Decision::Alert { .. } | Decision::Page(_)) => self.raise_alert(&d, now),
-                Decision::BindReplica {
-                    service,
-                    replica,
-                    allocs,
-                } => self.bind_replica(service, replica, allocs, now),
+                Decision::BindReplica { service, replica, allocs } => self.bind_replica(service, replica, allocs, now),
                 Decision::StopReplica { replica, .. } => self.stop_replica(replica, now),
-                Decision::Relocate {
-                    service,
-                    from,
-                    to,
-                    allocs,
-                    ..
-                } => {
+                Decision::Relocate { service, from, to, allocs, .. } => {
                     // Start the new replica, then drain the old one.
                     self.bind_replica(service, to, allocs, now);
                     self.stop_replica(from, now);
@@ -495,10 +436,7 @@ impl Controller {
                 None => panic!("the core bound job {core}, which the controller does not know"),
             },
         };
-        let names: Vec<String> = allocs
-            .iter()
-            .map(|a| self.sched.cluster().node(a.part.node).name.clone())
-            .collect();
+        let names: Vec<String> = allocs.iter().map(|a| self.sched.cluster().node(a.part.node).name.clone()).collect();
         for (a, n) in allocs.iter().zip(&names) {
             self.batch.allocs.push(AllocOp::Insert {
                 job_id: id,
@@ -530,17 +468,11 @@ impl Controller {
     }
 
     fn core_requeued(&mut self, core: u64, reason: &RequeueReason, now: i64) {
-        let Some(id) = self.job_of_core(core) else {
-            return;
-        };
+        let Some(id) = self.job_of_core(core) else { return };
         let rec = self.jobs.get_mut(&id).expect("job exists");
         let nodes = rec.nodes.clone();
         let _span = info_span!("job", job = id).entered();
-        info!(
-            ?reason,
-            requeue = rec.requeue,
-            "node lost: job requeued by the core"
-        );
+        info!(?reason, requeue = rec.requeue, "node lost: job requeued by the core");
         rec.end_time = Some(now);
         self.record_run(id, JobState::NodeFail.as_str());
         self.batch.allocs.push(AllocOp::DeleteJob(id));
@@ -614,11 +546,7 @@ impl Controller {
             account: rec.account.clone(),
             qos: rec.qos.clone(),
             submit_host: rec.submit_host.clone(),
-            cpus_per_node: rec
-                .allocs
-                .iter()
-                .map(|a| (a.part.cpu_milli / 1000) as u32)
-                .collect(),
+            cpus_per_node: rec.allocs.iter().map(|a| (a.part.cpu_milli / 1000) as u32).collect(),
             cpus_per_task: rec.cpus_per_task.max(1),
             mem_per_cpu_mib: rec.mem_per_cpu_mib,
             mem_per_node_mib: rec.mem_per_node_mib,

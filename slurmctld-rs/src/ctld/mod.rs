@@ -406,11 +406,7 @@ impl Controller {
                 *self.stats.rpc.entry("REQUEST_JOB_INFO").or_default() += 1;
                 let t = std::time::Instant::now();
                 let resp = self.query_jobs_encoded(ident, &q, now);
-                self.diag.rpc(
-                    "REQUEST_JOB_INFO",
-                    ident.uid,
-                    t.elapsed().as_micros() as u64,
-                );
+                self.diag.rpc("REQUEST_JOB_INFO", ident.uid, t.elapsed().as_micros() as u64);
                 self.answers.push((reply, resp));
             }
             Event::Rpc { ident, req, reply } => {
@@ -430,20 +426,10 @@ impl Controller {
                         self.replies.push((reply, resp.into()));
                     }
                 }
-                self.diag
-                    .rpc(kind, ident.uid, t.elapsed().as_micros() as u64);
+                self.diag.rpc(kind, ident.uid, t.elapsed().as_micros() as u64);
             }
-            Event::NodeRegister {
-                conn,
-                reg,
-                tx,
-                reply,
-            } => {
-                *self
-                    .stats
-                    .rpc
-                    .entry("MESSAGE_NODE_REGISTRATION_STATUS")
-                    .or_default() += 1;
+            Event::NodeRegister { conn, reg, tx, reply } => {
+                *self.stats.rpc.entry("MESSAGE_NODE_REGISTRATION_STATUS").or_default() += 1;
                 self.diag.rpc("MESSAGE_NODE_REGISTRATION_STATUS", 0, 0);
                 let resp = self.node_register(conn, reg, tx, now);
                 self.replies.push((reply, resp.into()));
@@ -494,11 +480,7 @@ impl Controller {
             Request::AcctMgrChange(ch) => self.acctmgr_change(ident, ch),
             Request::QueryShares(q) => self.query_shares(&q),
             Request::QueryPriorities(q) => self.query_priorities(&q, now),
-            Request::QueryTurns => Response::Turns {
-                turns: self.turns,
-                cycles: self.stats.cycles,
-                cycle_due: self.sched_dirty,
-            },
+            Request::QueryTurns => Response::Turns { turns: self.turns, cycles: self.stats.cycles, cycle_due: self.sched_dirty },
             r @ (Request::ServiceCreate(_)
             | Request::ServiceScale { .. }
             | Request::ServiceDelete { .. }
@@ -506,10 +488,9 @@ impl Controller {
             | Request::QueryAlerts) => self.service_rpc(ident, r, now),
             // Job and accounting queries are answered by `handle` (encoded, or after the
             // commit); credentials and registrations by the connection task.
-            Request::QueryJobs(_)
-            | Request::IssueCredential
-            | Request::Register(_)
-            | Request::QueryAcct(_) => Response::Error(SlurmError::new(SLURM_UNEXPECTED_MSG_ERROR)),
+            Request::QueryJobs(_) | Request::IssueCredential | Request::Register(_) | Request::QueryAcct(_) => {
+                Response::Error(SlurmError::new(SLURM_UNEXPECTED_MSG_ERROR))
+            }
         }
     }
 

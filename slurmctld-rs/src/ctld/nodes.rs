@@ -8,9 +8,7 @@ use crate::store::{AllocOp, NodeRow};
 use flotilla_core::cluster::{NodeAvail, NodeId};
 use flotilla_core::sched::Event as CoreEvent;
 use flotilla_proto::errno::*;
-use flotilla_proto::{
-    CtlToNode, HealthLevel, JobExit, NodeJob, NodeToCtl, Register, Response, SlurmError,
-};
+use flotilla_proto::{CtlToNode, HealthLevel, JobExit, NodeJob, NodeToCtl, Register, Response, SlurmError};
 use std::collections::{HashMap, HashSet};
 use tokio::sync::mpsc;
 use tracing::{debug, error, info, info_span, warn};
@@ -26,12 +24,7 @@ pub const NODE_SESSION_LIVE_S: i64 = 10;
 
 impl Controller {
     /// `scontrol update NodeName=`: drain, resume or down nodes (admins only, as Slurm).
-    pub(super) fn update_node(
-        &mut self,
-        ident: Ident,
-        u: flotilla_proto::UpdateNode,
-        now: i64,
-    ) -> Response {
+    pub(super) fn update_node(&mut self, ident: Ident, u: flotilla_proto::UpdateNode, now: i64) -> Response {
         if !ident.admin {
             warn!(uid = ident.uid, "node update by a non-admin refused");
             return Response::Error(SlurmError::new(ESLURM_USER_ID_MISSING));
@@ -53,13 +46,7 @@ impl Controller {
         };
         for id in ids {
             info!(node = %self.sched.cluster().node(id).name, ?avail, "node availability updated by an admin");
-            let d = self.sched.handle(
-                CoreEvent::NodeAvail {
-                    node: id,
-                    avail: avail.clone(),
-                },
-                now as u64,
-            );
+            let d = self.sched.handle(CoreEvent::NodeAvail { node: id, avail: avail.clone() }, now as u64);
             self.apply(d, now);
             self.save_node(id);
         }
@@ -67,13 +54,7 @@ impl Controller {
         Response::JobResults(Vec::new())
     }
 
-    pub(super) fn node_register(
-        &mut self,
-        conn: u64,
-        reg: Register,
-        tx: mpsc::UnboundedSender<CtlToNode>,
-        now: i64,
-    ) -> Response {
+    pub(super) fn node_register(&mut self, conn: u64, reg: Register, tx: mpsc::UnboundedSender<CtlToNode>, now: i64) -> Response {
         let Some(nid) = self.sched.cluster().node_id(&reg.node) else {
             warn!(node = %reg.node, "registration of an unknown node refused");
             return Response::Error(SlurmError::new(ESLURM_INVALID_NODE_NAME));
@@ -83,40 +64,19 @@ impl Controller {
         if let Some(old) = &self.nodes[i].sess {
             let silent = now - old.last_heard;
             if silent < NODE_SESSION_LIVE_S && !old.tx.is_closed() {
-                error!(
-                    old_conn = old.conn,
-                    new_conn = conn,
-                    silent_s = silent,
-                    epoch = reg.boot_epoch,
-                    "second registration of a node whose session is live: refused"
-                );
+                error!(old_conn = old.conn, new_conn = conn, silent_s = silent, epoch = reg.boot_epoch, "second registration of a node whose session is live: refused");
                 return Response::Error(SlurmError::with_message(
                     ESLURM_ACCESS_DENIED,
                     format!("node {} already has a live session (heard {silent} s ago); registration refused", reg.node),
                 ));
             }
-            warn!(
-                old_conn = old.conn,
-                new_conn = conn,
-                silent_s = silent,
-                "registration replaces a silent session"
-            );
+            warn!(old_conn = old.conn, new_conn = conn, silent_s = silent, "registration replaces a silent session");
         }
-        self.nodes[i].sess = Some(NodeSess {
-            conn,
-            tx,
-            last_heard: now,
-        });
+        self.nodes[i].sess = Some(NodeSess { conn, tx, last_heard: now });
         self.nodes[i].down_since = None;
         if self.nodes[i].marked_down {
             self.nodes[i].marked_down = false;
-            let ds = self.sched.handle(
-                CoreEvent::NodeAvail {
-                    node: nid,
-                    avail: NodeAvail::Up,
-                },
-                now as u64,
-            );
+            let ds = self.sched.handle(CoreEvent::NodeAvail { node: nid, avail: NodeAvail::Up }, now as u64);
             self.apply(ds, now);
         }
         let old = self.sched.cluster().node(nid).boot_epoch;
@@ -128,12 +88,7 @@ impl Controller {
             now as u64,
         );
         if old != reg.boot_epoch {
-            info!(
-                old,
-                new = reg.boot_epoch,
-                requeued = ds.len(),
-                "node registered with a new boot epoch"
-            );
+            info!(old, new = reg.boot_epoch, requeued = ds.len(), "node registered with a new boot epoch");
         }
         self.apply(ds, now);
         self.save_node(nid);
@@ -152,9 +107,7 @@ impl Controller {
     }
 
     pub(super) fn node_msg(&mut self, conn: u64, node: &str, msg: NodeToCtl, now: i64) {
-        let Some(nid) = self.sched.cluster().node_id(node) else {
-            return;
-        };
+        let Some(nid) = self.sched.cluster().node_id(node) else { return };
         match self.nodes[nid.0 as usize].sess.as_mut() {
             Some(s) if s.conn == conn => s.last_heard = now,
             _ => return,
@@ -166,13 +119,7 @@ impl Controller {
                 finished,
             } => {
                 if boot_epoch != self.sched.cluster().node(nid).boot_epoch {
-                    let ds = self.sched.handle(
-                        CoreEvent::NodeRegistered {
-                            node: nid,
-                            boot_epoch,
-                        },
-                        now as u64,
-                    );
+                    let ds = self.sched.handle(CoreEvent::NodeRegistered { node: nid, boot_epoch }, now as u64);
                     self.apply(ds, now);
                     self.save_node(nid);
                 }
@@ -180,21 +127,10 @@ impl Controller {
             }
             NodeToCtl::JobExited(exit) => {
                 self.job_exited(nid, &exit, now);
-                self.node_out.push((
-                    nid.0 as usize,
-                    Outgoing::Msg(CtlToNode::AckExits {
-                        job_ids: vec![exit.job_id],
-                    }),
-                ));
+                self.node_out.push((nid.0 as usize, Outgoing::Msg(CtlToNode::AckExits { job_ids: vec![exit.job_id] })));
             }
-            NodeToCtl::CheckpointAck { job_id, run, at } => {
-                self.checkpoint_ack(job_id, run, at, now)
-            }
-            NodeToCtl::Health {
-                verdict,
-                reason,
-                events,
-            } => self.node_health(nid, verdict, reason, &events, now),
+            NodeToCtl::CheckpointAck { job_id, run, at } => self.checkpoint_ack(job_id, run, at, now),
+            NodeToCtl::Health { verdict, reason, events } => self.node_health(nid, verdict, reason, &events, now),
             NodeToCtl::StepUsage(u) => self.step_usage(nid, u),
         }
     }
@@ -204,9 +140,7 @@ impl Controller {
     /// batch step's only for the job's current run.
     fn step_usage(&mut self, nid: NodeId, mut u: flotilla_proto::StepUsage) {
         let name = self.sched.cluster().node(nid).name.clone();
-        let Some(rec) = self.jobs.get(&u.job_id) else {
-            return;
-        };
+        let Some(rec) = self.jobs.get(&u.job_id) else { return };
         if !rec.nodes.contains(&name) || u.step == "batch" && u.run != rec.restarts {
             debug!(job = u.job_id, step = %u.step, node = %name, "usage report of a job not running there: ignored");
             return;
@@ -220,23 +154,13 @@ impl Controller {
     /// requeues its jobs (killed there, like a node failure) and places nothing there again
     /// until an admin resumes it. A node already quarantined keeps its first reason. Warn:
     /// logged.
-    fn node_health(
-        &mut self,
-        nid: NodeId,
-        verdict: HealthLevel,
-        reason: String,
-        events: &[String],
-        now: i64,
-    ) {
+    fn node_health(&mut self, nid: NodeId, verdict: HealthLevel, reason: String, events: &[String], now: i64) {
         let name = self.sched.cluster().node(nid).name.clone();
         let _span = info_span!("node", node = %name).entered();
         match verdict {
             HealthLevel::Warn => warn!(reason = %reason, ?events, "GPU health warning"),
             HealthLevel::Quarantine => {
-                if matches!(
-                    self.sched.cluster().node(nid).avail,
-                    NodeAvail::Quarantined { .. }
-                ) {
+                if matches!(self.sched.cluster().node(nid).avail, NodeAvail::Quarantined { .. }) {
                     info!(reason = %reason, "GPU health: node already quarantined");
                     return;
                 }
@@ -257,32 +181,19 @@ impl Controller {
 
     /// A job being stopped saved its checkpoint: SIGKILL now instead of at the deadline.
     fn checkpoint_ack(&mut self, id: u64, run: u32, at: i64, now: i64) {
-        let Some(rec) = self.jobs.get_mut(&id) else {
-            return;
-        };
+        let Some(rec) = self.jobs.get_mut(&id) else { return };
         if rec.restarts != run || rec.state != JobState::Running {
             return;
         }
         rec.last_checkpoint_ack = Some(at);
         let core = rec.spec.id;
         self.dirty(id);
-        self.core_event(
-            CoreEvent::CheckpointAck {
-                job: core,
-                at: at.max(0) as u64,
-            },
-            now,
-        );
+        self.core_event(CoreEvent::CheckpointAck { job: core, at: at.max(0) as u64 }, now);
         let rec = self.jobs.get_mut(&id).expect("present");
-        let Some(s) = rec.stopping.as_mut().filter(|s| !s.kill_sent) else {
-            return;
-        };
+        let Some(s) = rec.stopping.as_mut().filter(|s| !s.kill_sent) else { return };
         s.kill_sent = true;
         let _span = info_span!("job", job = id).entered();
-        info!(
-            acked_at = at,
-            "checkpoint acknowledged: killing without waiting for the deadline"
-        );
+        info!(acked_at = at, "checkpoint acknowledged: killing without waiting for the deadline");
         let nodes = rec.nodes.clone();
         self.dirty(id);
         for n in nodes {
@@ -301,27 +212,21 @@ impl Controller {
             self.job_exited(nid, exit, now);
         }
         if !finished.is_empty() {
-            self.node_out.push((
-                i,
-                Outgoing::Msg(CtlToNode::AckExits {
-                    job_ids: finished.iter().map(|e| e.job_id).collect(),
-                }),
-            ));
+            self.node_out.push((i, Outgoing::Msg(CtlToNode::AckExits {
+                job_ids: finished.iter().map(|e| e.job_id).collect(),
+            })));
         }
         let reported: HashMap<u64, u32> = running.iter().map(|r| (r.job_id, r.run)).collect();
         let ended: HashSet<u64> = finished.iter().map(|e| e.job_id).collect();
         let active: Vec<u64> = self.nodes[i].jobs.iter().copied().collect();
         for id in &active {
-            let Some(rec) = self.jobs.get(id) else {
-                continue;
-            };
+            let Some(rec) = self.jobs.get(id) else { continue };
             let here = reported.get(id).is_some_and(|&run| run == rec.restarts);
             match rec.state {
                 JobState::Running => {
                     if here {
                         if rec.stopping.is_some_and(|s| s.kill_sent) {
-                            self.node_out
-                                .push((i, Outgoing::Msg(CtlToNode::Kill { job_id: *id })));
+                            self.node_out.push((i, Outgoing::Msg(CtlToNode::Kill { job_id: *id })));
                         }
                     } else if !ended.contains(id) {
                         debug!(job = id, node = %name, "bind not acknowledged by the node: sending it again");
@@ -330,8 +235,7 @@ impl Controller {
                 }
                 JobState::Completing if rec.completing_nodes.contains(&name) => {
                     if reported.contains_key(id) {
-                        self.node_out
-                            .push((i, Outgoing::Msg(CtlToNode::Kill { job_id: *id })));
+                        self.node_out.push((i, Outgoing::Msg(CtlToNode::Kill { job_id: *id })));
                     } else {
                         let rec = self.jobs.get_mut(id).expect("present");
                         rec.completing_nodes.retain(|n| *n != name);
@@ -353,22 +257,15 @@ impl Controller {
             });
             if !ours {
                 warn!(job = r.job_id, node = %name, "node runs a job the controller does not place there: killing it");
-                self.node_out
-                    .push((i, Outgoing::Msg(CtlToNode::Kill { job_id: r.job_id })));
+                self.node_out.push((i, Outgoing::Msg(CtlToNode::Kill { job_id: r.job_id })));
             }
         }
     }
 
     fn job_exited(&mut self, nid: NodeId, exit: &JobExit, now: i64) {
         let name = &self.sched.cluster().node(nid).name;
-        let Some(rec) = self.jobs.get_mut(&exit.job_id) else {
-            return;
-        };
-        if rec.restarts != exit.run
-            || rec.state != JobState::Running
-            || rec.nodes.first() != Some(name)
-            || rec.interactive
-        {
+        let Some(rec) = self.jobs.get_mut(&exit.job_id) else { return };
+        if rec.restarts != exit.run || rec.state != JobState::Running || rec.nodes.first() != Some(name) || rec.interactive {
             // (An interactive allocation has no batch script: it ends when given back.)
             return;
         }
@@ -416,10 +313,7 @@ impl Controller {
         let run_state = match why {
             Some(StopWhy::Preempt) => JobState::Preempted.as_str(),
             Some(StopWhy::Requeue { .. }) => "REQUEUED",
-            _ => self.jobs[&id]
-                .end_state
-                .unwrap_or(JobState::Completed)
-                .as_str(),
+            _ => self.jobs[&id].end_state.unwrap_or(JobState::Completed).as_str(),
         };
         self.record_run(id, run_state);
         if matches!(why, Some(StopWhy::Preempt | StopWhy::Requeue { .. })) {

@@ -9,8 +9,8 @@ use flotilla_core::job::{HoldKind, JobId};
 use flotilla_core::sched::Scheduler;
 use flotilla_proto::errno::*;
 use flotilla_proto::{
-    FieldSet, JobFilter, JobQuery, JobRef, JobView, NodeInfo, NodeQuery, PartitionInfo, Response,
-    SlurmError, Stats, Str, TimeLimitWire,
+    FieldSet, JobFilter, JobQuery, JobRef, JobView, NodeInfo, NodeQuery, PartitionInfo, Response, SlurmError, Stats, Str,
+    TimeLimitWire,
 };
 use std::sync::atomic::Ordering;
 use tracing::error;
@@ -22,12 +22,7 @@ impl Controller {
     /// one (`Dependency`, `BeginTime`); a hold at once, as in Slurm; and a reason the record
     /// carries (a requeue's hold, `DependencyNeverSatisfied`) over all of them. A job that is
     /// not pending shows `None` and nothing else.
-    fn pending_shown<'a>(
-        &'a self,
-        rec: &'a JobRecord,
-        want: FieldSet,
-        now: i64,
-    ) -> PendingShown<'a> {
+    fn pending_shown<'a>(&'a self, rec: &'a JobRecord, want: FieldSet, now: i64) -> PendingShown<'a> {
         use flotilla_proto::JobField as F;
         let mut p = PendingShown {
             reason: Str::b("None"),
@@ -36,20 +31,10 @@ impl Controller {
             sched_nodes: Str::default(),
             priority: 0,
         };
-        let pending_fields = [
-            F::Reason,
-            F::ReasonDetail,
-            F::SchedNodes,
-            F::Priority,
-            F::StartTime,
-            F::EndTime,
-        ];
+        let pending_fields = [F::Reason, F::ReasonDetail, F::SchedNodes, F::Priority, F::StartTime, F::EndTime];
         if rec.state == JobState::Pending && want.any(&pending_fields) {
             let core_id = if rec.is_array_meta() {
-                self.in_core_tasks
-                    .get(&rec.id)
-                    .and_then(|s| s.iter().next())
-                    .map(|&t| prov_id(rec.id, t))
+                self.in_core_tasks.get(&rec.id).and_then(|s| s.iter().next()).map(|&t| prov_id(rec.id, t))
             } else {
                 Some(rec.spec.id.0)
             };
@@ -57,22 +42,13 @@ impl Controller {
                 Some((info, prio)) => {
                     p.reason = match &info.slurm_detail {
                         // Slurm's `ReqNodeNotAvail, UnavailableNodes:gpu04`.
-                        Some(d) if !d.is_empty() => {
-                            Str::from(format!("{}, {d}", info.reason.as_str()))
-                        }
+                        Some(d) if !d.is_empty() => Str::from(format!("{}, {d}", info.reason.as_str())),
                         _ => Str::b(info.reason.as_str()),
                     };
                     p.detail = info.detail.as_deref().map(Str::b);
-                    p.expected = info
-                        .expected_start
-                        .filter(|&t| t != u64::MAX)
-                        .map(|t| t as i64);
+                    p.expected = info.expected_start.filter(|&t| t != u64::MAX).map(|t| t as i64);
                     if !info.sched_nodes.is_empty() && want.has(F::SchedNodes) {
-                        let names: Vec<String> = info
-                            .sched_nodes
-                            .iter()
-                            .map(|n| self.sched.cluster().node(*n).name.clone())
-                            .collect();
+                        let names: Vec<String> = info.sched_nodes.iter().map(|n| self.sched.cluster().node(*n).name.clone()).collect();
                         p.sched_nodes = Str::from(compress_sorted(&names));
                     }
                     p.priority = prio;
@@ -107,12 +83,7 @@ impl Controller {
     /// `squeue` over 10,000 jobs encodes views without cloning a string of theirs. Only the
     /// fields in `want` are filled (the others default): the rest of the record is not even
     /// read, and a record is a kilobyte of memory that is rarely in cache.
-    pub(super) fn job_view<'a>(
-        &'a self,
-        rec: &'a JobRecord,
-        want: FieldSet,
-        now: i64,
-    ) -> JobView<'a> {
+    pub(super) fn job_view<'a>(&'a self, rec: &'a JobRecord, want: FieldSet, now: i64) -> JobView<'a> {
         use flotilla_proto::JobField as F;
         macro_rules! pick {
             ($f:ident, $e:expr) => {
@@ -134,40 +105,21 @@ impl Controller {
         // time (`--begin`, a requeue's hold-off), as Slurm sets `start_time` to it. Either
         // way the end shown is that start plus the time limit.
         let shown_start = rec.start_time.or(expected).or_else(|| {
-            (rec.state == JobState::Pending)
-                .then_some(rec.spec.begin_time.map(|b| b as i64))
-                .flatten()
+            (rec.state == JobState::Pending).then_some(rec.spec.begin_time.map(|b| b as i64)).flatten()
         });
-        let gpu_alloc = pick!(
-            GpuAlloc,
-            rec.allocs
-                .iter()
-                .zip(&rec.nodes)
-                .map(|(a, n)| (Str::b(n), a.part.gpus.0))
-                .collect()
-        );
+        let gpu_alloc = pick!(GpuAlloc, rec.allocs.iter().zip(&rec.nodes).map(|(a, n)| (Str::b(n), a.part.gpus.0)).collect());
         let num_cpus = pick!(
             NumCpus,
             if rec.allocs.is_empty() {
                 (rec.spec.request.cpu_milli_per_node / 1000) as u32 * rec.num_nodes.max(1)
             } else {
-                rec.allocs
-                    .iter()
-                    .map(|a| (a.part.cpu_milli / 1000) as u32)
-                    .sum()
+                rec.allocs.iter().map(|a| (a.part.cpu_milli / 1000) as u32).sum()
             }
         );
         JobView {
             job_id: pick!(JobId, rec.id),
             array_job_id: pick!(ArrayJobId, rec.array_job_id),
-            array_task_id: pick!(
-                ArrayTaskId,
-                if rec.is_array_meta() {
-                    None
-                } else {
-                    rec.array_task_id
-                }
-            ),
+            array_task_id: pick!(ArrayTaskId, if rec.is_array_meta() { None } else { rec.array_task_id }),
             array_task_str: pick!(ArrayTaskStr, rec.array_task_str().map(Str::from)),
             name: pick!(Name, Str::b(&rec.name)),
             user: pick!(User, Str::b(&rec.user)),
@@ -184,52 +136,25 @@ impl Controller {
             submit_time: pick!(SubmitTime, rec.submit_time),
             eligible_time: pick!(EligibleTime, rec.spec.begin_time.map(|b| b as i64)),
             start_time: pick!(StartTime, shown_start),
-            end_time: pick!(
-                EndTime,
-                rec.end_time.or_else(|| shown_start
-                    .zip(rec.time_limit_min)
-                    .map(|(s, l)| s + i64::from(l) * 60))
-            ),
-            time_limit: pick!(
-                TimeLimit,
-                Some(
-                    rec.time_limit_min
-                        .map_or(TimeLimitWire::Unlimited, TimeLimitWire::Minutes)
-                )
-            ),
-            nodes: pick!(
-                Nodes,
-                if rec.nodes.is_empty() {
-                    Str::default()
-                } else {
-                    Str::from(compress_sorted(&rec.nodes))
-                }
-            ),
+            end_time: pick!(EndTime, rec.end_time.or_else(|| shown_start.zip(rec.time_limit_min).map(|(s, l)| s + i64::from(l) * 60))),
+            time_limit: pick!(TimeLimit, Some(rec.time_limit_min.map_or(TimeLimitWire::Unlimited, TimeLimitWire::Minutes))),
+            nodes: pick!(Nodes, if rec.nodes.is_empty() { Str::default() } else { Str::from(compress_sorted(&rec.nodes)) }),
             sched_nodes: pick!(SchedNodes, sched_nodes),
-            num_nodes: pick!(
-                NumNodes,
-                if rec.nodes.is_empty() {
-                    rec.num_nodes
-                } else {
-                    rec.nodes.len() as u32
-                }
-            ),
+            num_nodes: pick!(NumNodes, if rec.nodes.is_empty() { rec.num_nodes } else { rec.nodes.len() as u32 }),
             num_cpus,
             num_tasks: pick!(NumTasks, rec.ntasks),
             cpus_per_task: pick!(CpusPerTask, rec.cpus_per_task),
             mem_per_node_mib: pick!(MemPerNodeMib, rec.mem_per_node_mib),
             gpus: pick!(Gpus, rec.gpus),
-            gres: pick!(
-                Gres,
-                rec.gres
-                    .iter()
-                    .map(|(n, t, c)| flotilla_proto::GresView {
-                        name: Str::b(n),
-                        gpu_type: t.as_deref().map(Str::b),
-                        count: *c,
-                    })
-                    .collect()
-            ),
+            gres: pick!(Gres, rec
+                .gres
+                .iter()
+                .map(|(n, t, c)| flotilla_proto::GresView {
+                    name: Str::b(n),
+                    gpu_type: t.as_deref().map(Str::b),
+                    count: *c,
+                })
+                .collect()),
             gpu_alloc,
             work_dir: pick!(WorkDir, Str::b(&rec.work_dir)),
             stdout: pick!(Stdout, rec.stdout.as_deref().map(Str::b)),
@@ -239,32 +164,21 @@ impl Controller {
             exit_signal: pick!(ExitSignal, rec.exit_signal),
             restarts: pick!(Restarts, rec.restarts),
             requeue: pick!(Requeue, rec.requeue),
-            batch_host: pick!(
-                BatchHost,
-                rec.nodes.first().map_or_else(Str::default, |n| Str::b(n))
-            ),
+            batch_host: pick!(BatchHost, rec.nodes.first().map_or_else(Str::default, |n| Str::b(n))),
             topology: pick!(Topology, Str::b(&rec.topology)),
             preemptible: pick!(Preemptible, rec.spec.preemptible),
             held: pick!(Held, rec.spec.held.is_some()),
             exclusive: pick!(Exclusive, rec.exclusive),
-            required_nodes: pick!(
-                RequiredNodes,
-                rec.required_nodes.iter().map(|s| Str::b(s)).collect()
-            ),
-            excluded_nodes: pick!(
-                ExcludedNodes,
-                rec.excluded_nodes.iter().map(|s| Str::b(s)).collect()
-            ),
+            required_nodes: pick!(RequiredNodes, rec.required_nodes.iter().map(|s| Str::b(s)).collect()),
+            excluded_nodes: pick!(ExcludedNodes, rec.excluded_nodes.iter().map(|s| Str::b(s)).collect()),
             comment: pick!(Comment, rec.comment.as_deref().map(Str::b)),
             preempt_count: pick!(PreemptCount, rec.spec.preempt_count),
             last_checkpoint_ack: pick!(LastCheckpointAck, rec.last_checkpoint_ack),
-            borrowed: pick!(
-                Borrowed,
-                self.sched
-                    .running()
-                    .get(&rec.spec.id)
-                    .is_some_and(|r| r.allocs.iter().any(|a| a.borrowed))
-            ),
+            borrowed: pick!(Borrowed, self
+                .sched
+                .running()
+                .get(&rec.spec.id)
+                .is_some_and(|r| r.allocs.iter().any(|a| a.borrowed))),
             service_id: pick!(ServiceId, rec.service),
             command: pick!(Command, rec.command.as_deref().map(Str::b)),
             tres_per_job: pick!(TresPerJob, rec.tres_per_job.as_deref().map(Str::b)),
@@ -275,11 +189,7 @@ impl Controller {
 
     /// The records a job query selects, in job-id order.
     /// Jobs of other users are left out under `PrivateData=jobs` unless `ident` is an admin.
-    fn query_matches<'a>(
-        &'a self,
-        ident: Ident,
-        q: &'a JobQuery,
-    ) -> impl Iterator<Item = &'a JobRecord> + 'a {
+    fn query_matches<'a>(&'a self, ident: Ident, q: &'a JobQuery) -> impl Iterator<Item = &'a JobRecord> + 'a {
         self.jobs
             .values()
             .filter(move |r| self.opts.access.sees_jobs_of(ident, r.uid))
@@ -290,18 +200,9 @@ impl Controller {
 
     /// `squeue`'s query: the fields asked for of each job `q.query` selects, encoded from
     /// views of the records.
-    pub(super) fn query_queue(
-        &self,
-        ident: Ident,
-        q: &flotilla_proto::QueueQuery,
-        now: i64,
-    ) -> Response {
+    pub(super) fn query_queue(&self, ident: Ident, q: &flotilla_proto::QueueQuery, now: i64) -> Response {
         let want = FieldSet::of(&q.fields);
-        match flotilla_proto::QueueRows::encode(
-            &q.fields,
-            self.query_matches(ident, &q.query)
-                .map(|r| self.job_view(r, want, now)),
-        ) {
+        match flotilla_proto::QueueRows::encode(&q.fields, self.query_matches(ident, &q.query).map(|r| self.job_view(r, want, now))) {
             Ok(rows) => Response::Queue(rows),
             Err(e) => {
                 error!("cannot encode a queue query's answer: {e}");
@@ -313,9 +214,7 @@ impl Controller {
     /// `Response::Jobs` for `q`, encoded straight from views of the records.
     pub(super) fn query_jobs_encoded(&self, ident: Ident, q: &JobQuery, now: i64) -> Reply {
         let recs: Vec<&JobRecord> = self.query_matches(ident, q).collect();
-        match flotilla_proto::jobview::encode_jobs_response(
-            recs.iter().map(|r| self.job_view(r, FieldSet::ALL, now)),
-        ) {
+        match flotilla_proto::jobview::encode_jobs_response(recs.iter().map(|r| self.job_view(r, FieldSet::ALL, now))) {
             Ok(bytes) => Reply::Encoded(bytes),
             Err(e) => {
                 error!("cannot encode a job query's answer: {e}");
@@ -338,22 +237,18 @@ impl Controller {
                 let full = n.free_cpu_milli == 0;
                 let (state, reason) = match &n.avail {
                     NodeAvail::Down { reason } => ("DOWN".to_string(), Some(reason.clone())),
-                    NodeAvail::Drain { reason } | NodeAvail::Quarantined { reason } => (
-                        if busy { "DRAINING" } else { "DRAINED" }.to_string(),
-                        Some(reason.clone()),
-                    ),
+                    NodeAvail::Drain { reason } | NodeAvail::Quarantined { reason } => {
+                        (if busy { "DRAINING" } else { "DRAINED" }.to_string(), Some(reason.clone()))
+                    }
                     NodeAvail::Unknown => ("UNKNOWN".to_string(), None),
-                    NodeAvail::Up => (
-                        (if full {
-                            "ALLOCATED"
-                        } else if busy {
-                            "MIXED"
-                        } else {
-                            "IDLE"
-                        })
-                        .to_string(),
-                        None,
-                    ),
+                    NodeAvail::Up => ((if full {
+                        "ALLOCATED"
+                    } else if busy {
+                        "MIXED"
+                    } else {
+                        "IDLE"
+                    })
+                    .to_string(), None),
                 };
                 NodeInfo {
                     name: n.name.clone(),
@@ -367,11 +262,7 @@ impl Controller {
                     gpus: n.gpus,
                     gpu_type: n.gpu_type.clone(),
                     gpu_alloc_mask: used_gpus.0,
-                    partitions: n
-                        .partitions
-                        .iter()
-                        .map(|p| c.partitions[p.0 as usize].name.clone())
-                        .collect(),
+                    partitions: n.partitions.iter().map(|p| c.partitions[p.0 as usize].name.clone()).collect(),
                     pod: c.pods[n.pod.0 as usize].name.clone(),
                     boot_epoch: n.boot_epoch,
                 }
@@ -396,11 +287,7 @@ impl Controller {
                     default_time_min: p.default_time_min,
                     up: p.up,
                     total_nodes: p.nodes.len() as u32,
-                    total_cpus: p
-                        .nodes
-                        .iter()
-                        .map(|n| (c.node(*n).cpu_milli / 1000) as u32)
-                        .sum(),
+                    total_cpus: p.nodes.iter().map(|n| (c.node(*n).cpu_milli / 1000) as u32).sum(),
                     total_gpus: p.nodes.iter().map(|n| c.node(*n).gpus).sum(),
                     default_topology: p.default_topology.as_str().to_string(),
                     largest_placeable: Some(self.largest_placeable_of(i)),
@@ -424,16 +311,8 @@ impl Controller {
             jobs_failed: s.failed,
             jobs_cancelled: s.cancelled,
             jobs_requeued: s.requeued,
-            jobs_pending: self
-                .jobs
-                .values()
-                .filter(|j| j.state == JobState::Pending)
-                .count() as u64,
-            jobs_running: self
-                .jobs
-                .values()
-                .filter(|j| j.state == JobState::Running)
-                .count() as u64,
+            jobs_pending: self.jobs.values().filter(|j| j.state == JobState::Pending).count() as u64,
+            jobs_running: self.jobs.values().filter(|j| j.state == JobState::Running).count() as u64,
             db_commits: s.commits,
             mean_commit_us: s.commit_us_total / s.commits.max(1),
             mean_batch: s.batch_events_total / s.commits.max(1),
@@ -442,6 +321,7 @@ impl Controller {
             nodes_connected: self.nodes.iter().filter(|n| n.sess.is_some()).count() as u32,
         }
     }
+
 }
 
 fn ref_matches(r: &JobRef, rec: &JobRecord) -> bool {
@@ -451,8 +331,7 @@ fn ref_matches(r: &JobRef, rec: &JobRecord) -> bool {
     match &r.tasks {
         None => true,
         Some(ts) => {
-            rec.array_task_id
-                .is_some_and(|t| ts.contains(&t) && !rec.is_array_meta())
+            rec.array_task_id.is_some_and(|t| ts.contains(&t) && !rec.is_array_meta())
                 || rec.array_pending.iter().any(|t| ts.contains(t))
         }
     }

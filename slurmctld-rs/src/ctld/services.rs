@@ -11,22 +11,22 @@
 
 use super::{Controller, Ident, PROV, SIGTERM};
 use crate::job::{JobRecord, JobState, StopWhy, Stopping};
-use crate::service::{replica_script, ServiceRecord};
-use crate::store::rows::AlertDecisionRow;
-use crate::svcstore::{AlertRow, RunRow, ServiceOp, SvcLoaded, ALERTS_KEPT};
-use flotilla_core::cluster::PartId;
-use flotilla_core::hostlist::compress_sorted;
 use flotilla_core::job::JobId;
-use flotilla_core::sched::ServiceId;
 use flotilla_core::sched::{Allocation, Decision, Event as CoreEvent};
 use flotilla_proto::errno::*;
-use flotilla_proto::{AlertInfo, LargestPlaceableWire, ServiceCreate, ServiceInfo};
 use flotilla_proto::{CtlToNode, Request, Response, SlurmError};
-use std::collections::VecDeque;
 use std::collections::{BTreeMap, BTreeSet};
+use tracing::{info, info_span, warn};
+use crate::service::{replica_script, ServiceRecord};
+use crate::svcstore::{AlertRow, RunRow, ServiceOp, SvcLoaded, ALERTS_KEPT};
+use crate::store::rows::AlertDecisionRow;
+use flotilla_core::cluster::PartId;
+use flotilla_core::hostlist::compress_sorted;
+use flotilla_core::sched::ServiceId;
+use flotilla_proto::{AlertInfo, LargestPlaceableWire, ServiceCreate, ServiceInfo};
+use std::collections::VecDeque;
 use std::io::Write;
 use std::path::PathBuf;
-use tracing::{info, info_span, warn};
 
 /// Services, alerts and sequences the controller keeps beside the job table.
 #[derive(Debug, Default)]
@@ -72,9 +72,7 @@ impl Controller {
     pub(super) fn service_rpc(&mut self, ident: Ident, req: Request, now: i64) -> Response {
         match req {
             Request::ServiceCreate(c) => self.service_create(ident, *c, now),
-            Request::ServiceScale { id, replicas } => {
-                self.service_change(ident, id, Some(replicas), now)
-            }
+            Request::ServiceScale { id, replicas } => self.service_change(ident, id, Some(replicas), now),
             Request::ServiceDelete { id } => self.service_change(ident, id, None, now),
             Request::QueryServices { ids } => Response::Services(self.query_services(&ids)),
             Request::QueryAlerts => Response::Alerts(
@@ -97,21 +95,14 @@ impl Controller {
 
     fn service_create(&mut self, ident: Ident, c: ServiceCreate, now: i64) -> Response {
         if let Err(e) = crate::authz::valid_id(ident, c.uid, c.gid) {
-            warn!(
-                uid = ident.uid,
-                claimed_uid = c.uid,
-                claimed_gid = c.gid,
-                "service creation refused: {}",
-                e.text
-            );
+            warn!(uid = ident.uid, claimed_uid = c.uid, claimed_gid = c.gid, "service creation refused: {}", e.text);
             return Response::Error(e);
         }
         let id = self.svc.next_service_id;
-        let mut rec =
-            match ServiceRecord::new(id, c, self.sched.cluster(), &self.opts.admission, now) {
-                Ok(r) => r,
-                Err(e) => return Response::Error(e),
-            };
+        let mut rec = match ServiceRecord::new(id, c, self.sched.cluster(), &self.opts.admission, now) {
+            Ok(r) => r,
+            Err(e) => return Response::Error(e),
+        };
         if let Err(e) = self.authorize_service(ident, &mut rec) {
             warn!(uid = ident.uid, name = %rec.create.name, "service creation refused: {}", e.text);
             return Response::Error(e);
@@ -137,15 +128,8 @@ impl Controller {
         let access = &self.opts.access;
         access.check_partition(ident, (t.uid, t.gid), &t.partition, &t.account, &t.qos)?;
         access.check_account(&t.user, &t.account)?;
-        let mine = self
-            .svc
-            .services
-            .values()
-            .filter(|s| s.create.uid == rec.create.uid)
-            .map(|s| &s.create);
-        access
-            .services
-            .check(ident, &rec.create, &t.account, mine)?;
+        let mine = self.svc.services.values().filter(|s| s.create.uid == rec.create.uid).map(|s| &s.create);
+        access.services.check(ident, &rec.create, &t.account, mine)?;
         if !ident.admin {
             let max = self.sched.cluster().partitions[t.spec.partition.0 as usize].max_time_min;
             let min = max.map(|m| m.min(u64::from(u32::MAX - 2)) as u32);
@@ -156,22 +140,12 @@ impl Controller {
     }
 
     /// `scale` (`Some(replicas)`) or `delete` (`None`).
-    fn service_change(
-        &mut self,
-        ident: Ident,
-        id: u32,
-        replicas: Option<u32>,
-        now: i64,
-    ) -> Response {
+    fn service_change(&mut self, ident: Ident, id: u32, replicas: Option<u32>, now: i64) -> Response {
         let Some(rec) = self.svc.services.get_mut(&id) else {
             return Response::Error(svc_error("Invalid service id specified"));
         };
         if !ident.admin && rec.create.uid != ident.uid {
-            warn!(
-                service = id,
-                uid = ident.uid,
-                "change of another user's service refused"
-            );
+            warn!(service = id, uid = ident.uid, "change of another user's service refused");
             return Response::Error(SlurmError::new(ESLURM_ACCESS_DENIED));
         }
         match replicas {
@@ -179,13 +153,7 @@ impl Controller {
                 rec.desired_replicas = n;
                 info!(service = id, desired = n, "service scaled");
                 let rec = rec.clone();
-                self.core_event(
-                    CoreEvent::ServiceScale {
-                        service: ServiceId(id),
-                        desired: n,
-                    },
-                    now,
-                );
+                self.core_event(CoreEvent::ServiceScale { service: ServiceId(id), desired: n }, now);
                 self.save_service(&rec);
             }
             None => {
@@ -217,10 +185,7 @@ impl Controller {
                 let running: Vec<&JobRecord> = self
                     .jobs
                     .values()
-                    .filter(|j| {
-                        j.service == Some(s.id)
-                            && matches!(j.state, JobState::Running | JobState::Completing)
-                    })
+                    .filter(|j| j.service == Some(s.id) && matches!(j.state, JobState::Running | JobState::Completing))
                     .collect();
                 let (_, pending) = self.sched.service_replicas(ServiceId(s.id));
                 // Replicas may share a node: each node once.
@@ -257,27 +222,15 @@ impl Controller {
     }
 
     /// The core started `replica` of `service` on `allocs`: a job-like record, launched as a job.
-    pub(super) fn bind_replica(
-        &mut self,
-        service: ServiceId,
-        replica: JobId,
-        allocs: Vec<Allocation>,
-        now: i64,
-    ) {
+    pub(super) fn bind_replica(&mut self, service: ServiceId, replica: JobId, allocs: Vec<Allocation>, now: i64) {
         let Some(s) = self.svc.services.get(&service.0) else {
-            warn!(
-                service = service.0,
-                replica = replica.0,
-                "replica of an unknown service: released"
-            );
+            warn!(service = service.0, replica = replica.0, "replica of an unknown service: released");
             self.core_event(CoreEvent::JobEnded(replica), now);
             return;
         };
         let rec = s.replica_record(replica.0, s.template.spec.partition, now);
         let env = serde_json::to_string(&s.create.environment).unwrap_or_else(|_| "[]".into());
-        self.batch
-            .scripts
-            .push((replica.0, replica_script(&s.create.command), env));
+        self.batch.scripts.push((replica.0, replica_script(&s.create.command), env));
         self.jobs.insert(replica.0, rec);
         let next = self.sched.next_replica_id();
         if next != self.svc.next_replica_saved {
@@ -306,9 +259,7 @@ impl Controller {
     /// The core preempts `core`: SIGTERM to the batch step now, SIGKILL at the core's
     /// `deadline` unless the job acknowledges its checkpoint or exits first; then requeued.
     pub(super) fn preempt(&mut self, core: u64, for_job: u64, deadline: u64, now: i64) {
-        let Some(id) = self.job_of_core(core) else {
-            return;
-        };
+        let Some(id) = self.job_of_core(core) else { return };
         let rec = self.jobs.get_mut(&id).expect("job exists");
         if rec.stopping.is_some() || rec.state != JobState::Running {
             return;
@@ -325,14 +276,11 @@ impl Controller {
         info!(for_job, deadline = kill_at, "preempted: SIGTERM to the batch step, SIGKILL at the deadline unless it acknowledges its checkpoint");
         self.dirty(id);
         if let Some(n) = batch_host {
-            self.send(
-                &n,
-                CtlToNode::Signal {
-                    job_id: id,
-                    signal: SIGTERM,
-                    batch_only: true,
-                },
-            );
+            self.send(&n, CtlToNode::Signal {
+                job_id: id,
+                signal: SIGTERM,
+                batch_only: true,
+            });
         }
     }
 
@@ -424,9 +372,7 @@ impl Controller {
             return; // every turn's flush: nothing to clone or spawn
         }
         let out = std::mem::take(&mut self.svc.alert_out);
-        let Some(prog) = self.opts.alert_program.clone() else {
-            return;
-        };
+        let Some(prog) = self.opts.alert_program.clone() else { return };
         for json in out {
             let prog: PathBuf = prog.clone();
             std::thread::spawn(move || {
@@ -447,9 +393,7 @@ impl Controller {
                     let _ = stdin.write_all(b"\n");
                 }
                 match child.wait() {
-                    Ok(st) if !st.success() => {
-                        warn!(program = %prog.display(), "AlertProgram failed: {st}")
-                    }
+                    Ok(st) if !st.success() => warn!(program = %prog.display(), "AlertProgram failed: {st}"),
                     Ok(_) => {}
                     Err(e) => warn!(program = %prog.display(), "AlertProgram: {e}"),
                 }

@@ -14,8 +14,7 @@ use flotilla_proto::Response;
 fn hierarchical(tree: &AssocTree) -> Vec<AssocId> {
     let mut out = Vec::with_capacity(tree.len());
     let Some(root) = tree.root() else { return out };
-    let mut kids: std::collections::BTreeMap<AssocId, Vec<AssocId>> =
-        std::collections::BTreeMap::new();
+    let mut kids: std::collections::BTreeMap<AssocId, Vec<AssocId>> = std::collections::BTreeMap::new();
     for a in tree.assocs() {
         if let Some(p) = a.parent {
             kids.entry(p).or_default().push(a.id);
@@ -24,23 +23,15 @@ fn hierarchical(tree: &AssocTree) -> Vec<AssocId> {
     let mut stack = vec![root.id];
     while let Some(id) = stack.pop() {
         out.push(id);
-        let mut children: Vec<&flotilla_core::assoc::Association> = kids
-            .get(&id)
-            .map(|v| v.iter().filter_map(|c| tree.get(*c)).collect())
-            .unwrap_or_default();
+        let mut children: Vec<&flotilla_core::assoc::Association> =
+            kids.get(&id).map(|v| v.iter().filter_map(|c| tree.get(*c)).collect()).unwrap_or_default();
         children.sort_by(|a, b| {
-            (
-                a.user.is_none(),
-                a.user.as_deref().unwrap_or(&a.account),
-                a.partition.as_deref(),
-                a.id,
-            )
-                .cmp(&(
-                    b.user.is_none(),
-                    b.user.as_deref().unwrap_or(&b.account),
-                    b.partition.as_deref(),
-                    b.id,
-                ))
+            (a.user.is_none(), a.user.as_deref().unwrap_or(&a.account), a.partition.as_deref(), a.id).cmp(&(
+                b.user.is_none(),
+                b.user.as_deref().unwrap_or(&b.account),
+                b.partition.as_deref(),
+                b.id,
+            ))
         });
         stack.extend(children.iter().rev().map(|c| c.id));
     }
@@ -57,8 +48,7 @@ impl Controller {
     pub(super) fn recover_usage(&mut self, now: i64) -> Result<(), crate::store::StoreError> {
         let usage = self.store.load_usage()?;
         let empty = usage.raw.is_empty();
-        self.sched
-            .restore_usage(usage, u64::try_from(now).unwrap_or(0));
+        self.sched.restore_usage(usage, u64::try_from(now).unwrap_or(0));
         self.usage_saved = Some((now, empty));
         Ok(())
     }
@@ -89,9 +79,7 @@ impl Controller {
         let mut rows = Vec::new();
         for id in hierarchical(tree) {
             let Some(a) = tree.get(id) else { continue };
-            if a.user.as_deref().is_some_and(|u| !matches(&q.users, u))
-                || !matches(&q.accounts, &a.account)
-            {
+            if a.user.as_deref().is_some_and(|u| !matches(&q.users, u)) || !matches(&q.accounts, &a.account) {
                 continue;
             }
             let root = a.parent.is_none();
@@ -110,22 +98,10 @@ impl Controller {
                 raw_shares: (!root).then_some(a.shares),
                 norm_shares: f.map_or(0.0, |r| r.norm_shares),
                 raw_usage: f.map_or(0.0, |r| r.raw_usage),
-                norm_usage: if root {
-                    None
-                } else {
-                    Some(f.map_or(0.0, |r| r.norm_usage))
-                },
+                norm_usage: if root { None } else { Some(f.map_or(0.0, |r| r.norm_usage)) },
                 effectv_usage: f.map_or(if root { 1.0 } else { 0.0 }, |r| r.effectv_usage),
-                fairshare: if a.user.is_some() {
-                    Some(f.and_then(|r| r.fairshare).unwrap_or(0.0))
-                } else {
-                    None
-                },
-                level_fs: if a.shares == SHARES_PARENT {
-                    None
-                } else {
-                    f.and_then(|r| r.level_fs)
-                },
+                fairshare: if a.user.is_some() { Some(f.and_then(|r| r.fairshare).unwrap_or(0.0)) } else { None },
+                level_fs: if a.shares == SHARES_PARENT { None } else { f.and_then(|r| r.level_fs) },
             });
         }
         Response::Shares(rows)
@@ -155,20 +131,12 @@ impl Controller {
             if core != id && self.core_map.get(&core) != Some(&id) {
                 continue;
             }
-            let Some(spec) = self.sched.pending_spec(JobId(core)) else {
-                continue;
-            };
-            let partition = cluster
-                .partitions
-                .get(spec.partition.0 as usize)
-                .map(|p| p.name.clone())
-                .unwrap_or_default();
+            let Some(spec) = self.sched.pending_spec(JobId(core)) else { continue };
+            let partition = cluster.partitions.get(spec.partition.0 as usize).map(|p| p.name.clone()).unwrap_or_default();
             if !matches(&q.users, &spec.user) || !matches(&q.partitions, &partition) {
                 continue;
             }
-            let Some((priority, factors)) = self.sched.priority_of(JobId(core), now) else {
-                continue;
-            };
+            let Some((priority, factors)) = self.sched.priority_of(JobId(core), now) else { continue };
             jobs.push(PrioRow {
                 job_id: id,
                 user: spec.user.clone(),
@@ -218,16 +186,7 @@ mod tests {
             .collect();
         assert_eq!(
             names,
-            [
-                "root:",
-                "root:root",
-                "chem:",
-                "chem:bob",
-                "research:",
-                "research:alice",
-                "research:bob",
-                "ml:"
-            ]
+            ["root:", "root:root", "chem:", "chem:bob", "research:", "research:alice", "research:bob", "ml:"]
         );
     }
 }

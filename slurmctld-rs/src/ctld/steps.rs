@@ -18,9 +18,7 @@ use crate::job::JobState;
 use crate::store::StepRow;
 use flotilla_core::hostlist::compress_sorted;
 use flotilla_proto::errno::*;
-use flotilla_proto::step::{
-    LaunchStep, ReleaseAllocation, StepComplete, StepInfo, StepLayout, StepRequest,
-};
+use flotilla_proto::step::{LaunchStep, ReleaseAllocation, StepComplete, StepInfo, StepLayout, StepRequest};
 use flotilla_proto::{CtlToNode, JobQuery, Response, SlurmError};
 use std::collections::BTreeMap;
 use tracing::info;
@@ -97,11 +95,7 @@ pub struct Placed {
 /// when the tasks need more CPUs than the job has on a node; `ESLURM_INVALID_GRES` for more
 /// GPUs per node than the job has; `ESLURM_NODES_BUSY` when it fits the job but other running
 /// steps hold what it needs.
-pub fn layout(
-    req: &StepRequest,
-    offers: &[NodeOffer],
-    job: JobDefaults,
-) -> Result<Placed, SlurmError> {
+pub fn layout(req: &StepRequest, offers: &[NodeOffer], job: JobDefaults) -> Result<Placed, SlurmError> {
     let err = SlurmError::new;
     let candidates: Vec<usize> = if req.nodelist.is_empty() {
         (0..offers.len()).collect()
@@ -182,11 +176,7 @@ pub fn layout(
                 if want > o.gpus.count_ones() as usize {
                     return Err(err(ESLURM_INVALID_GRES));
                 }
-                let free = if req.overlap {
-                    o.gpus
-                } else {
-                    o.gpus & !o.held_gpus
-                };
+                let free = if req.overlap { o.gpus } else { o.gpus & !o.held_gpus };
                 if want > free.count_ones() as usize {
                     busy = true;
                     task_gpus.push(Vec::new());
@@ -195,17 +185,9 @@ pub fn layout(
                 }
                 let bits: Vec<u32> = (0..64).filter(|b| free & (1u64 << b) != 0).collect();
                 let per: Vec<u64> = (0..c as usize)
-                    .map(|t| {
-                        bits[t * g as usize..(t + 1) * g as usize]
-                            .iter()
-                            .fold(0u64, |m, b| m | 1u64 << b)
-                    })
+                    .map(|t| bits[t * g as usize..(t + 1) * g as usize].iter().fold(0u64, |m, b| m | 1u64 << b))
                     .collect();
-                held_gpus.push(if req.overlap {
-                    0
-                } else {
-                    per.iter().fold(0, |m, g| m | g)
-                });
+                held_gpus.push(if req.overlap { 0 } else { per.iter().fold(0, |m, g| m | g) });
                 task_gpus.push(per);
             }
             None => {
@@ -283,11 +265,7 @@ impl Controller {
         let layout = StepLayout {
             job_id: req.job_id,
             step_id,
-            nodes: placed
-                .nodes
-                .iter()
-                .map(|&i| offers[i].name.clone())
-                .collect(),
+            nodes: placed.nodes.iter().map(|&i| offers[i].name.clone()).collect(),
             tasks,
             cpus_per_task: placed.cpus_per_task,
         };
@@ -298,13 +276,7 @@ impl Controller {
             cpus: placed
                 .counts
                 .iter()
-                .map(|c| {
-                    if req.overlap {
-                        0
-                    } else {
-                        c * placed.cpus_per_task
-                    }
-                })
+                .map(|c| if req.overlap { 0 } else { c * placed.cpus_per_task })
                 .collect(),
             gpus: placed.held_gpus.clone(),
             overlap: req.overlap,
@@ -361,21 +333,14 @@ impl Controller {
         if !ident.admin && rec.uid != ident.uid {
             return Response::Error(SlurmError::new(ESLURM_ACCESS_DENIED));
         }
-        let Some(s) = self
-            .steps
-            .jobs
-            .get_mut(&c.job_id)
-            .and_then(|t| t.running.remove(&c.step_id))
-        else {
+        let Some(s) = self.steps.jobs.get_mut(&c.job_id).and_then(|t| t.running.remove(&c.step_id)) else {
             // Already ended with its job (or unknown): nothing to change.
             return Response::JobResults(Vec::new());
         };
         // A step its job's scancel killed is CANCELLED, however its srun saw it end (golden
         // 0219 of the accounting recordings: srun's report of the signal comes before the
         // job's end).
-        let cancelled = rec
-            .stopping
-            .is_some_and(|s| s.why == crate::job::StopWhy::Cancel);
+        let cancelled = rec.stopping.is_some_and(|s| s.why == crate::job::StopWhy::Cancel);
         let state = if cancelled && (c.signal != 0 || c.exit_code != 0) {
             "CANCELLED"
         } else if c.signal != 0 || c.exit_code != 0 {
@@ -383,19 +348,8 @@ impl Controller {
         } else {
             "COMPLETED"
         };
-        info!(
-            job = c.job_id,
-            step = c.step_id,
-            exit_code = c.exit_code,
-            signal = c.signal,
-            state,
-            "step ended"
-        );
-        let nodes: Vec<String> = s
-            .nodes
-            .iter()
-            .filter_map(|&i| rec.nodes.get(i).cloned())
-            .collect();
+        info!(job = c.job_id, step = c.step_id, exit_code = c.exit_code, signal = c.signal, state, "step ended");
+        let nodes: Vec<String> = s.nodes.iter().filter_map(|&i| rec.nodes.get(i).cloned()).collect();
         self.batch.step_rows.push(StepRow {
             job_id: c.job_id,
             step: c.step_id.to_string(),
@@ -412,20 +366,10 @@ impl Controller {
     /// The job ended (or is ending): its running steps end with it, `CANCELLED` (Slurm
     /// records a step killed with its job so).
     pub(super) fn end_steps(&mut self, job_id: u64, now: i64) {
-        let Some(t) = self.steps.jobs.remove(&job_id) else {
-            return;
-        };
-        let names: Vec<String> = self
-            .jobs
-            .get(&job_id)
-            .map(|r| r.nodes.clone())
-            .unwrap_or_default();
+        let Some(t) = self.steps.jobs.remove(&job_id) else { return };
+        let names: Vec<String> = self.jobs.get(&job_id).map(|r| r.nodes.clone()).unwrap_or_default();
         for (id, s) in t.running {
-            let nodes: Vec<String> = s
-                .nodes
-                .iter()
-                .filter_map(|&i| names.get(i).cloned())
-                .collect();
+            let nodes: Vec<String> = s.nodes.iter().filter_map(|&i| names.get(i).cloned()).collect();
             self.batch.step_rows.push(StepRow {
                 job_id,
                 step: id.to_string(),
@@ -444,28 +388,19 @@ impl Controller {
         let wanted: Vec<u64> = q.jobs.iter().map(|r| r.job_id).collect();
         let mut out = Vec::new();
         for (&job_id, t) in &self.steps.jobs {
-            let Some(rec) = self.jobs.get(&job_id) else {
-                continue;
-            };
+            let Some(rec) = self.jobs.get(&job_id) else { continue };
             // PrivateData=jobs hides other users' steps too.
             if !self.opts.access.sees_jobs_of(ident, rec.uid) {
                 continue;
             }
-            if !wanted.is_empty()
-                && !wanted.contains(&job_id)
-                && !rec.array_job_id.is_some_and(|a| wanted.contains(&a))
-            {
+            if !wanted.is_empty() && !wanted.contains(&job_id) && !rec.array_job_id.is_some_and(|a| wanted.contains(&a)) {
                 continue;
             }
             if !q.filter.users.is_empty() && !q.filter.users.contains(&rec.user) {
                 continue;
             }
             for (&step_id, s) in &t.running {
-                let nodes: Vec<String> = s
-                    .nodes
-                    .iter()
-                    .filter_map(|&i| rec.nodes.get(i).cloned())
-                    .collect();
+                let nodes: Vec<String> = s.nodes.iter().filter_map(|&i| rec.nodes.get(i).cloned()).collect();
                 out.push(StepInfo {
                     job_id,
                     step_id,
@@ -486,12 +421,7 @@ impl Controller {
     /// `REQUEST_COMPLETE_JOB_ALLOCATION`: an interactive allocation is given back; the job
     /// ends with the command's status (`COMPLETED`, or `FAILED` for a non-zero one) once
     /// every node has released it.
-    pub(super) fn release_allocation(
-        &mut self,
-        ident: Ident,
-        r: ReleaseAllocation,
-        now: i64,
-    ) -> Response {
+    pub(super) fn release_allocation(&mut self, ident: Ident, r: ReleaseAllocation, now: i64) -> Response {
         let Some(rec) = self.jobs.get_mut(&r.job_id) else {
             return Response::Error(SlurmError::new(ESLURM_INVALID_JOB_ID));
         };
@@ -525,11 +455,7 @@ impl Controller {
         rec.completing_nodes = rec.nodes.clone();
         rec.state = JobState::Completing;
         let nodes = rec.nodes.clone();
-        info!(
-            job = r.job_id,
-            exit_code = r.exit_code,
-            "allocation given back"
-        );
+        info!(job = r.job_id, exit_code = r.exit_code, "allocation given back");
         self.dirty(r.job_id);
         self.end_steps(r.job_id, now);
         for n in nodes {
@@ -569,45 +495,18 @@ mod tests {
         let p = layout(&req, &offers(2, 8, 0xff), JOB).unwrap();
         assert_eq!(p.nodes, [0, 1]);
         assert_eq!(p.counts, [8, 8]);
-        assert_eq!(
-            p.task_gpus[0],
-            (0..8).map(|b| 1u64 << b).collect::<Vec<_>>()
-        );
+        assert_eq!(p.task_gpus[0], (0..8).map(|b| 1u64 << b).collect::<Vec<_>>());
         assert_eq!(p.held_gpus, [0xff, 0xff]);
     }
 
     #[test]
     fn block_counts_and_node_choice() {
         let o = offers(2, 8, 0);
-        let p = layout(
-            &StepRequest {
-                ntasks: Some(3),
-                ..Default::default()
-            },
-            &o,
-            JOB,
-        )
-        .unwrap();
+        let p = layout(&StepRequest { ntasks: Some(3), ..Default::default() }, &o, JOB).unwrap();
         assert_eq!(p.counts, [2, 1]);
-        let p = layout(
-            &StepRequest {
-                ntasks: Some(1),
-                ..Default::default()
-            },
-            &o,
-            JOB,
-        )
-        .unwrap();
+        let p = layout(&StepRequest { ntasks: Some(1), ..Default::default() }, &o, JOB).unwrap();
         assert_eq!((p.nodes.clone(), p.counts.clone()), (vec![0], vec![1]));
-        let p = layout(
-            &StepRequest {
-                nodes: Some(1),
-                ..Default::default()
-            },
-            &o,
-            JOB,
-        )
-        .unwrap();
+        let p = layout(&StepRequest { nodes: Some(1), ..Default::default() }, &o, JOB).unwrap();
         assert_eq!((p.nodes.clone(), p.counts.clone()), (vec![0], vec![1]));
         let p = layout(
             &StepRequest {
@@ -619,15 +518,7 @@ mod tests {
         )
         .unwrap();
         assert_eq!((p.nodes.clone(), p.counts.clone()), (vec![1], vec![1]));
-        let p = layout(
-            &StepRequest {
-                ntasks_per_node: Some(2),
-                ..Default::default()
-            },
-            &o,
-            JOB,
-        )
-        .unwrap();
+        let p = layout(&StepRequest { ntasks_per_node: Some(2), ..Default::default() }, &o, JOB).unwrap();
         assert_eq!(p.counts, [2, 2]);
     }
 
@@ -712,25 +603,10 @@ mod tests {
     fn absurd_requests_are_refused_not_overflowed() {
         let o = offers(2, 8, 0xff);
         for r in [
-            StepRequest {
-                ntasks_per_node: Some(u32::MAX),
-                nodes: Some(2),
-                ..Default::default()
-            },
-            StepRequest {
-                ntasks: Some(u32::MAX),
-                cpus_per_task: Some(u32::MAX),
-                ..Default::default()
-            },
-            StepRequest {
-                ntasks: Some(2),
-                gpus_per_task: Some(u32::MAX),
-                ..Default::default()
-            },
-            StepRequest {
-                ntasks_per_node: Some(u32::MAX),
-                ..Default::default()
-            },
+            StepRequest { ntasks_per_node: Some(u32::MAX), nodes: Some(2), ..Default::default() },
+            StepRequest { ntasks: Some(u32::MAX), cpus_per_task: Some(u32::MAX), ..Default::default() },
+            StepRequest { ntasks: Some(2), gpus_per_task: Some(u32::MAX), ..Default::default() },
+            StepRequest { ntasks_per_node: Some(u32::MAX), ..Default::default() },
         ] {
             assert!(layout(&r, &o, JOB).is_err(), "{r:?}");
         }
@@ -740,20 +616,8 @@ mod tests {
     fn refusals() {
         let o = offers(2, 2, 0b11);
         let code = |r: StepRequest| layout(&r, &o, JOB).unwrap_err().code;
-        assert_eq!(
-            code(StepRequest {
-                ntasks: Some(5),
-                ..Default::default()
-            }),
-            ESLURM_TOO_MANY_REQUESTED_CPUS
-        );
-        assert_eq!(
-            code(StepRequest {
-                nodes: Some(3),
-                ..Default::default()
-            }),
-            ESLURM_REQUESTED_NODE_CONFIG_UNAVAILABLE
-        );
+        assert_eq!(code(StepRequest { ntasks: Some(5), ..Default::default() }), ESLURM_TOO_MANY_REQUESTED_CPUS);
+        assert_eq!(code(StepRequest { nodes: Some(3), ..Default::default() }), ESLURM_REQUESTED_NODE_CONFIG_UNAVAILABLE);
         assert_eq!(
             code(StepRequest {
                 nodelist: vec!["gpu09".into()],
@@ -773,22 +637,8 @@ mod tests {
         // Held by another step: busy, unless overlapping.
         let mut held = o.clone();
         held[0].held_cpus = 2;
-        let one = StepRequest {
-            ntasks: Some(1),
-            ..Default::default()
-        };
-        assert_eq!(
-            layout(&one, &held, JOB).unwrap_err().code,
-            ESLURM_NODES_BUSY
-        );
-        assert!(layout(
-            &StepRequest {
-                overlap: true,
-                ..one
-            },
-            &held,
-            JOB
-        )
-        .is_ok());
+        let one = StepRequest { ntasks: Some(1), ..Default::default() };
+        assert_eq!(layout(&one, &held, JOB).unwrap_err().code, ESLURM_NODES_BUSY);
+        assert!(layout(&StepRequest { overlap: true, ..one }, &held, JOB).is_ok());
     }
 }

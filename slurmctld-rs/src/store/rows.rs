@@ -35,13 +35,8 @@ mod sched;
 mod service;
 
 pub use alert::{AlertDecisionRow, PageRow, PageVictimRow};
-pub use job::{
-    AcctInfoRow, ArrayTasksRow, JobRow, JobStateRow, SignalSpecRow, StopWhyRow, StoppingRow,
-};
-pub use sched::{
-    AllocationRow, HoldRow, JobSpecRow, NodeAllocRow, NodeAvailRow, OwnerRow, RequestRow,
-    TopologyRow,
-};
+pub use job::{AcctInfoRow, ArrayTasksRow, JobRow, JobStateRow, SignalSpecRow, StopWhyRow, StoppingRow};
+pub use sched::{AllocationRow, HoldRow, JobSpecRow, NodeAllocRow, NodeAvailRow, OwnerRow, RequestRow, TopologyRow};
 pub use service::{ServiceCreateRow, ServiceRow};
 
 /// The record format the store writes (see the module doc for the history).

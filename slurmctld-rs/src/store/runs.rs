@@ -59,11 +59,7 @@ fn i(v: u64) -> i64 {
 }
 
 /// Inserts or replaces `rows` in table `t`. Errors: SQLite's.
-pub fn write<K: ToSql>(
-    conn: &Connection,
-    t: StepTable,
-    rows: &[StepRow<K>],
-) -> rusqlite::Result<()> {
+pub fn write<K: ToSql>(conn: &Connection, t: StepTable, rows: &[StepRow<K>]) -> rusqlite::Result<()> {
     if rows.is_empty() {
         return Ok(());
     }
@@ -159,10 +155,7 @@ pub fn write_usage(conn: &Connection, rows: &[flotilla_proto::StepUsage]) -> rus
 
 /// The usage of every step of job `job_id`, combined over its nodes
 /// ([`flotilla_proto::StepStats::combine`]), by step name. Errors: SQLite's.
-pub fn read_usage(
-    conn: &Connection,
-    job_id: u64,
-) -> rusqlite::Result<std::collections::BTreeMap<String, flotilla_proto::StepStats>> {
+pub fn read_usage(conn: &Connection, job_id: u64) -> rusqlite::Result<std::collections::BTreeMap<String, flotilla_proto::StepStats>> {
     let mut st = conn.prepare_cached(
         "SELECT step, node, user_usec, system_usec, total_usec, max_rss, max_vmsize, ntasks, max_rss_task, \
          min_cpu_usec, min_cpu_task, energy_j, done FROM step_usage WHERE job_id = ?1 ORDER BY step, node",
@@ -189,18 +182,14 @@ pub fn read_usage(
             ))
         })?
         .collect::<rusqlite::Result<Vec<_>>>()?;
-    let mut by_step: std::collections::BTreeMap<
-        String,
-        Vec<(String, flotilla_proto::Usage, bool)>,
-    > = Default::default();
+    let mut by_step: std::collections::BTreeMap<String, Vec<(String, flotilla_proto::Usage, bool)>> = Default::default();
     for (step, node, u, done) in rows {
         by_step.entry(step).or_default().push((node, u, done));
     }
     Ok(by_step
         .into_iter()
         .filter_map(|(step, v)| {
-            flotilla_proto::StepStats::combine(v.iter().map(|(n, u, d)| (n.as_str(), u, *d)))
-                .map(|s| (step, s))
+            flotilla_proto::StepStats::combine(v.iter().map(|(n, u, d)| (n.as_str(), u, *d))).map(|s| (step, s))
         })
         .collect())
 }

@@ -8,8 +8,7 @@ use rusqlite::{params, Connection, OptionalExtension, Transaction};
 /// Replaces the stored usage with `u`. Errors: SQLite's.
 pub(super) fn write(tx: &Transaction<'_>, u: &Usage) -> rusqlite::Result<()> {
     tx.execute("DELETE FROM assoc_usage", [])?;
-    let mut ins =
-        tx.prepare_cached("INSERT INTO assoc_usage (id_assoc, usage_raw) VALUES (?1, ?2)")?;
+    let mut ins = tx.prepare_cached("INSERT INTO assoc_usage (id_assoc, usage_raw) VALUES (?1, ?2)")?;
     for (id, v) in &u.raw {
         ins.execute(params![id.0, v])?;
     }
@@ -29,17 +28,9 @@ pub(super) fn load(conn: &Connection) -> rusqlite::Result<Usage> {
         .query_map([], |r| Ok((AssocId(r.get(0)?), r.get::<_, f64>(1)?)))?
         .collect::<Result<_, _>>()?;
     let meta: Option<(Option<i64>, Option<i64>)> = conn
-        .query_row(
-            "SELECT last_update, last_reset FROM usage_meta WHERE id = 1",
-            [],
-            |r| Ok((r.get(0)?, r.get(1)?)),
-        )
+        .query_row("SELECT last_update, last_reset FROM usage_meta WHERE id = 1", [], |r| Ok((r.get(0)?, r.get(1)?)))
         .optional()?;
     let (last_update, last_reset) = meta.unwrap_or((None, None));
     let t = |x: Option<i64>| x.and_then(|v| u64::try_from(v).ok());
-    Ok(Usage {
-        raw,
-        last_update: t(last_update),
-        last_reset: t(last_reset),
-    })
+    Ok(Usage { raw, last_update: t(last_update), last_reset: t(last_reset) })
 }

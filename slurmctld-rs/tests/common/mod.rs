@@ -2,13 +2,11 @@
 //! a temp dir, a client that signs its own credentials, and fake node agents speaking `proto`.
 #![allow(dead_code)]
 
-use flotilla_core::config::{
-    ClusterConfig, ConfNodeState, NodeConfig, PartitionConfig, PodConfig, TopologyKind,
-};
+use flotilla_core::config::{ClusterConfig, ConfNodeState, NodeConfig, PartitionConfig, PodConfig, TopologyKind};
 use flotilla_proto::client::Client;
 use flotilla_proto::{
-    ClusterKey, CtlToNode, Frame, JobExit, JobInfo, JobQuery, NodeJob, NodeToCtl, Register,
-    Request, Response, Role, SubmitJob,
+    ClusterKey, CtlToNode, Frame, JobExit, JobInfo, JobQuery, NodeJob, NodeToCtl, Register, Request, Response, Role,
+    SubmitJob,
 };
 use std::collections::{HashMap, HashSet};
 use std::net::SocketAddr;
@@ -45,25 +43,23 @@ pub fn cluster(n: usize) -> ClusterConfig {
             state: ConfNodeState::Unknown,
         })
         .collect();
-    let part = |name: &str, nodes: Vec<String>, default: bool, max: u64, def: Option<u64>| {
-        PartitionConfig {
-            name: name.into(),
-            nodes_expr: String::new(),
-            nodes,
-            default,
-            max_time_min: Some(max),
-            default_time_min: def,
-            state_up: true,
-            state: "UP".into(),
-            priority_tier: 1,
-            priority_job_factor: 1,
-            max_nodes: None,
-            default_topology: TopologyKind::Any,
-            sub_node_pool: false,
-            inference_pool: false,
-            access: Default::default(),
-            tres_billing_weights: None,
-        }
+    let part = |name: &str, nodes: Vec<String>, default: bool, max: u64, def: Option<u64>| PartitionConfig {
+        name: name.into(),
+        nodes_expr: String::new(),
+        nodes,
+        default,
+        max_time_min: Some(max),
+        default_time_min: def,
+        state_up: true,
+        state: "UP".into(),
+        priority_tier: 1,
+        priority_job_factor: 1,
+        max_nodes: None,
+        default_topology: TopologyKind::Any,
+        sub_node_pool: false,
+        inference_pool: false,
+        access: Default::default(),
+        tres_billing_weights: None,
     };
     ClusterConfig {
         cluster_name: "test".into(),
@@ -76,13 +72,7 @@ pub fn cluster(n: usize) -> ClusterConfig {
         nodes,
         partitions: vec![
             part("batch", names.clone(), true, 2880, Some(60)),
-            part(
-                "debug",
-                names.iter().take(2).cloned().collect(),
-                false,
-                30,
-                None,
-            ),
+            part("debug", names.iter().take(2).cloned().collect(), false, 30, None),
         ],
         pods: names
             .chunks(2)
@@ -114,11 +104,7 @@ impl Env {
     pub fn new(nodes: usize) -> Env {
         let dir = tempfile::tempdir().unwrap();
         let key = ClusterKey::generate(&dir.path().join("slurm.key")).unwrap();
-        std::fs::write(
-            dir.path().join("cluster.json"),
-            serde_json::to_string(&cluster(nodes)).unwrap(),
-        )
-        .unwrap();
+        std::fs::write(dir.path().join("cluster.json"), serde_json::to_string(&cluster(nodes)).unwrap()).unwrap();
         Env { dir, key }
     }
 
@@ -137,23 +123,10 @@ impl Drop for Env {
         if std::thread::panicking() {
             if let Ok(log) = std::fs::read_to_string(self.path("slurmctld.log")) {
                 let lines: Vec<&str> = log.lines().collect();
-                let keep: Vec<&str> = lines
-                    .iter()
-                    .copied()
-                    .filter(|l| {
-                        l.contains("WARN")
-                            || l.contains("ERROR")
-                            || l.contains("panicked")
-                            || l.contains("stopping")
-                            || l.contains("recovered")
-                    })
-                    .collect();
+                let keep: Vec<&str> = lines.iter().copied().filter(|l| l.contains("WARN") || l.contains("ERROR") || l.contains("panicked") || l.contains("stopping") || l.contains("recovered")).collect();
                 let lines = keep;
                 let from = lines.len().saturating_sub(60);
-                eprintln!(
-                    "---- slurmctld.log (last 60 lines) ----\n{}",
-                    lines[from..].join("\n")
-                );
+                eprintln!("---- slurmctld.log (last 60 lines) ----\n{}", lines[from..].join("\n"));
             }
         }
     }
@@ -201,18 +174,10 @@ impl Ctl {
             if let Ok(s) = std::fs::read_to_string(&addr_file) {
                 break s.trim().parse().unwrap();
             }
-            assert!(
-                t0.elapsed() < Duration::from_secs(20),
-                "slurmctld did not start; see {}",
-                env.path("slurmctld.log").display()
-            );
+            assert!(t0.elapsed() < Duration::from_secs(20), "slurmctld did not start; see {}", env.path("slurmctld.log").display());
             std::thread::sleep(Duration::from_millis(5));
         };
-        Ctl {
-            child,
-            addr,
-            socket,
-        }
+        Ctl { child, addr, socket }
     }
 
     pub fn kill9(&mut self) {
@@ -255,13 +220,7 @@ pub fn job(uid: u32, runtime_ms: u64, exit: i32) -> SubmitJob {
         work_dir: "/tmp".into(),
         uid,
         gid: uid,
-        user: if uid == 2002 {
-            "bob".into()
-        } else if uid == 0 {
-            "root".into()
-        } else {
-            "alice".into()
-        },
+        user: if uid == 2002 { "bob".into() } else if uid == 0 { "root".into() } else { "alice".into() },
         ..SubmitJob::default()
     }
 }
@@ -325,12 +284,7 @@ pub struct Agent {
 }
 
 impl Agent {
-    pub fn spawn(
-        env: &Env,
-        node: &str,
-        addr: Arc<Mutex<SocketAddr>>,
-        ledger: Arc<Mutex<Ledger>>,
-    ) -> Agent {
+    pub fn spawn(env: &Env, node: &str, addr: Arc<Mutex<SocketAddr>>, ledger: Arc<Mutex<Ledger>>) -> Agent {
         let stop = Arc::new(AtomicBool::new(false));
         let key = env.key.clone();
         let node = node.to_string();
@@ -405,13 +359,7 @@ fn agent_main(
             finished: st.finished.clone(),
         };
         let cred = key.sign(0, 0, &node, now(), 300);
-        if c.send(&Frame::Request {
-            id: 1,
-            auth: Some(cred),
-            body: Request::Register(reg),
-        })
-        .is_err()
-        {
+        if c.send(&Frame::Request { id: 1, auth: Some(cred), body: Request::Register(reg) }).is_err() {
             continue;
         }
         let mut registered = false;
@@ -421,29 +369,17 @@ fn agent_main(
                 break;
             }
             match c.recv() {
-                Ok(Frame::Response {
-                    body: Response::Registered,
-                    ..
-                }) => registered = true,
+                Ok(Frame::Response { body: Response::Registered, .. }) => registered = true,
                 // The previous session of this agent is not seen closed yet: try again.
-                Ok(Frame::Response {
-                    body: Response::Error(e),
-                    ..
-                }) if e.messages.iter().any(|m| m.contains("live session")) => {
+                Ok(Frame::Response { body: Response::Error(e), .. }) if e.messages.iter().any(|m| m.contains("live session")) => {
                     std::thread::sleep(Duration::from_millis(20));
                     break;
                 }
-                Ok(Frame::Response { body, .. }) => {
-                    panic!("registration of {node} refused: {body:?}")
-                }
+                Ok(Frame::Response { body, .. }) => panic!("registration of {node} refused: {body:?}"),
                 Ok(Frame::ToNode(m)) => handle_msg(&mut st, &node, m, &ledger),
                 Ok(_) => {}
-                Err(flotilla_proto::client::ClientError::Proto(
-                    flotilla_proto::ProtoError::Io(e),
-                )) if matches!(
-                    e.kind(),
-                    std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
-                ) => {}
+                Err(flotilla_proto::client::ClientError::Proto(flotilla_proto::ProtoError::Io(e)))
+                    if matches!(e.kind(), std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut) => {}
                 Err(_) => break,
             }
             let newly = advance(&mut st);
@@ -543,11 +479,7 @@ fn handle_msg(st: &mut AgentState, node: &str, m: CtlToNode, ledger: &Mutex<Ledg
             );
         }
         CtlToNode::Signal { job_id, signal, .. } => {
-            if st
-                .running
-                .get(&job_id)
-                .is_some_and(|r| r.ignore_term && signal != 9)
-            {
+            if st.running.get(&job_id).is_some_and(|r| r.ignore_term && signal != 9) {
                 return;
             }
             if let Some(r) = st.running.remove(&job_id) {
@@ -620,10 +552,7 @@ pub fn exists(p: &Path) -> bool {
 pub fn wait_until(what: &str, secs: u64, mut f: impl FnMut() -> bool) {
     let t0 = Instant::now();
     while !f() {
-        assert!(
-            t0.elapsed() < Duration::from_secs(secs),
-            "timed out after {secs} s waiting for {what}"
-        );
+        assert!(t0.elapsed() < Duration::from_secs(secs), "timed out after {secs} s waiting for {what}");
         std::thread::sleep(Duration::from_millis(20));
     }
 }
@@ -643,15 +572,7 @@ pub struct Turns {
 /// Asks the controller at `addr` for its [`Turns`].
 pub fn turns(env: &Env, addr: SocketAddr) -> Turns {
     match call(env, addr, 0, Request::QueryTurns) {
-        Ok(Response::Turns {
-            turns,
-            cycles,
-            cycle_due,
-        }) => Turns {
-            turns,
-            cycles,
-            cycle_due,
-        },
+        Ok(Response::Turns { turns, cycles, cycle_due }) => Turns { turns, cycles, cycle_due },
         other => panic!("turn query failed: {other:?}"),
     }
 }
@@ -667,10 +588,7 @@ pub fn wait_turns(env: &Env, addr: SocketAddr, n: u64) -> Turns {
         if now.turns >= start.turns + n {
             return now;
         }
-        assert!(
-            t0.elapsed() < Duration::from_secs(20),
-            "timed out after 20 s waiting for {n} controller turns after {start:?} (now {now:?})"
-        );
+        assert!(t0.elapsed() < Duration::from_secs(20), "timed out after 20 s waiting for {n} controller turns after {start:?} (now {now:?})");
         std::thread::sleep(Duration::from_millis(5));
     }
 }

@@ -17,8 +17,8 @@
 
 use flotilla_core::config::{no_includes, parse_cluster};
 use flotilla_proto::{
-    decode_frame, encode_response_frame, CtlToNode, Frame, JobExit, JobInfo, JobQuery, JobRef,
-    NodeJob, NodeToCtl, Register, Request, Response, StopCause, SubmitJob,
+    decode_frame, encode_response_frame, CtlToNode, Frame, JobExit, JobInfo, JobQuery, JobRef, NodeJob, NodeToCtl,
+    Register, Request, Response, StopCause, SubmitJob,
 };
 use flotilla_slurmctld::ctld::{Controller, CtlOptions, Due, Event, Ident, Reply};
 use flotilla_slurmctld::daemon;
@@ -59,21 +59,9 @@ pub enum User {
 impl User {
     pub fn ident(self) -> Ident {
         match self {
-            User::Alice => Ident {
-                uid: 2001,
-                gid: 2001,
-                admin: false,
-            },
-            User::Bob => Ident {
-                uid: 2002,
-                gid: 2002,
-                admin: false,
-            },
-            User::Root => Ident {
-                uid: 0,
-                gid: 0,
-                admin: true,
-            },
+            User::Alice => Ident { uid: 2001, gid: 2001, admin: false },
+            User::Bob => Ident { uid: 2002, gid: 2002, admin: false },
+            User::Root => Ident { uid: 0, gid: 0, admin: true },
         }
     }
     pub fn name(self) -> &'static str {
@@ -129,10 +117,7 @@ pub fn on_term(mut j: SubmitJob, on_term: OnTerm) -> SubmitJob {
 }
 
 fn tag(script: &str, key: &str) -> Option<String> {
-    script
-        .lines()
-        .find_map(|l| l.strip_prefix(key))
-        .map(|v| v.trim().to_string())
+    script.lines().find_map(|l| l.strip_prefix(key)).map(|v| v.trim().to_string())
 }
 
 /// One job as the fake node runs it.
@@ -200,14 +185,8 @@ impl Harness {
     }
 
     /// [`Harness::new`] with the store in `state` (`None`: a temp dir of its own).
-    pub fn new_in(
-        name: &str,
-        conf: &str,
-        opts: CtlOptions,
-        state: Option<std::path::PathBuf>,
-    ) -> Harness {
-        let cluster = parse_cluster(("slurm.conf", conf), None, None, &mut no_includes)
-            .expect("slurm.conf parses");
+    pub fn new_in(name: &str, conf: &str, opts: CtlOptions, state: Option<std::path::PathBuf>) -> Harness {
+        let cluster = parse_cluster(("slurm.conf", conf), None, None, &mut no_includes).expect("slurm.conf parses");
         let dir = tempfile::tempdir().unwrap();
         let mut h = Harness {
             name: name.to_string(),
@@ -218,13 +197,7 @@ impl Harness {
                 .map(|n| {
                     (
                         n.name.clone(),
-                        FakeNode {
-                            conn: 0,
-                            rx: None,
-                            boot_epoch: 1,
-                            running: BTreeMap::new(),
-                            unacked: Vec::new(),
-                        },
+                        FakeNode { conn: 0, rx: None, boot_epoch: 1, running: BTreeMap::new(), unacked: Vec::new() },
                     )
                 })
                 .collect(),
@@ -260,14 +233,8 @@ impl Harness {
 
     fn start(&mut self) {
         let store = Store::open(self.state_dir(), SyncMode::Normal).unwrap();
-        let ctl = daemon::controller(
-            &self.cluster,
-            store,
-            self.opts.clone(),
-            Arc::new(AtomicU64::new(0)),
-            self.now,
-        )
-        .expect("controller starts");
+        let ctl = daemon::controller(&self.cluster, store, self.opts.clone(), Arc::new(AtomicU64::new(0)), self.now)
+            .expect("controller starts");
         self.ctl = Some(ctl);
     }
 
@@ -285,8 +252,7 @@ impl Harness {
     /// The controller restarts from its store under another slurm.conf (`conf`); fake nodes
     /// the new one no longer names are dropped.
     pub fn restart_with(&mut self, conf: &str) {
-        self.cluster = parse_cluster(("slurm.conf", conf), None, None, &mut no_includes)
-            .expect("slurm.conf parses");
+        self.cluster = parse_cluster(("slurm.conf", conf), None, None, &mut no_includes).expect("slurm.conf parses");
         let names: Vec<String> = self.cluster.nodes.iter().map(|n| n.name.clone()).collect();
         self.nodes.retain(|n, _| names.contains(n));
         self.restart();
@@ -325,15 +291,8 @@ impl Harness {
     pub fn rpc(&mut self, who: User, req: Request) {
         writeln!(self.inbox, "  > {}: {}", who.name(), describe_request(&req)).unwrap();
         let (tx, rx) = oneshot::channel();
-        self.events.push(Event::Rpc {
-            ident: who.ident(),
-            req,
-            reply: tx,
-        });
-        self.pending.push(Pending {
-            who: who.name().to_string(),
-            rx,
-        });
+        self.events.push(Event::Rpc { ident: who.ident(), req, reply: tx });
+        self.pending.push(Pending { who: who.name().to_string(), rx });
     }
 
     /// `rpc` then a turn; the reply.
@@ -378,55 +337,31 @@ impl Harness {
             self.inbox,
             "  > {node}: register boot_epoch={} running={:?} finished={:?}",
             reg.boot_epoch,
-            reg.running
-                .iter()
-                .map(|r| (r.job_id, r.run))
-                .collect::<Vec<_>>(),
+            reg.running.iter().map(|r| (r.job_id, r.run)).collect::<Vec<_>>(),
             reg.finished.iter().map(|e| e.job_id).collect::<Vec<_>>()
         )
         .unwrap();
         let (rtx, rrx) = oneshot::channel();
-        self.events.push(Event::NodeRegister {
-            conn,
-            reg,
-            tx,
-            reply: rtx,
-        });
-        self.pending.push(Pending {
-            who: node.to_string(),
-            rx: rrx,
-        });
+        self.events.push(Event::NodeRegister { conn, reg, tx, reply: rtx });
+        self.pending.push(Pending { who: node.to_string(), rx: rrx });
     }
 
     /// The node reboots: its session ends, everything it ran is gone (no exits are reported),
     /// and it comes back with the next boot epoch (register it again to reconnect).
     pub fn reboot(&mut self, node: &str) {
         let n = self.nodes.get_mut(node).expect("configured node");
-        writeln!(
-            self.inbox,
-            "  > {node}: session ends (reboot: boot_epoch {} -> {})",
-            n.boot_epoch,
-            n.boot_epoch + 1
-        )
-        .unwrap();
+        writeln!(self.inbox, "  > {node}: session ends (reboot: boot_epoch {} -> {})", n.boot_epoch, n.boot_epoch + 1).unwrap();
         n.boot_epoch += 1;
         n.running.clear();
         n.unacked.clear();
         n.rx = None;
-        self.events.push(Event::NodeGone {
-            conn: n.conn,
-            node: node.to_string(),
-        });
+        self.events.push(Event::NodeGone { conn: n.conn, node: node.to_string() });
     }
 
     /// The node sends a heartbeat (its boot epoch, running jobs and unacknowledged exits).
     pub fn heartbeat(&mut self, node: &str) {
         let n = &self.nodes[node];
-        let msg = NodeToCtl::Heartbeat {
-            boot_epoch: n.boot_epoch,
-            running: running_of(n),
-            finished: n.unacked.clone(),
-        };
+        let msg = NodeToCtl::Heartbeat { boot_epoch: n.boot_epoch, running: running_of(n), finished: n.unacked.clone() };
         self.node_says(node, msg);
     }
 
@@ -435,14 +370,7 @@ impl Harness {
         let n = self.nodes.get_mut(node).expect("configured node");
         let r = n.running.remove(&job).expect("the node runs the job");
         assert!(r.batch_host, "only the batch host reports an exit");
-        let e = JobExit {
-            job_id: job,
-            run: r.run,
-            exit_code: exit,
-            signal: 0,
-            oom: false,
-            end_time: self.now,
-        };
+        let e = JobExit { job_id: job, run: r.run, exit_code: exit, signal: 0, oom: false, end_time: self.now };
         n.unacked.push(e.clone());
         self.node_says(node, NodeToCtl::JobExited(e));
     }
@@ -450,11 +378,7 @@ impl Harness {
     fn node_says(&mut self, node: &str, msg: NodeToCtl) {
         writeln!(self.inbox, "  > {node}: {}", describe_node_msg(&msg, T0)).unwrap();
         let conn = self.nodes[node].conn;
-        self.events.push(Event::NodeMsg {
-            conn,
-            node: node.to_string(),
-            msg,
-        });
+        self.events.push(Event::NodeMsg { conn, node: node.to_string(), msg });
     }
 
     /// One turn with everything due (timer work and a scheduling cycle).
@@ -480,12 +404,7 @@ impl Harness {
         if cycled {
             what.push("cycle");
         }
-        let header = format!(
-            "turn {} t={} [{}]\n",
-            self.turn_no,
-            self.at(),
-            what.join(" ")
-        );
+        let header = format!("turn {} t={} [{}]\n", self.turn_no, self.at(), what.join(" "));
         self.log.push_str(&header);
         let inbox = std::mem::take(&mut self.inbox);
         self.log.push_str(&inbox);
@@ -554,19 +473,11 @@ impl Harness {
         match m {
             CtlToNode::Launch { bind, .. } | CtlToNode::Bind(bind) => {
                 let n = self.nodes.get_mut(node).unwrap();
-                if n.running
-                    .get(&bind.job_id)
-                    .is_some_and(|r| r.run == bind.run)
-                {
+                if n.running.get(&bind.job_id).is_some_and(|r| r.run == bind.run) {
                     return; // a bind sent again: already running
                 }
                 for (other, r) in &n.running {
-                    assert_eq!(
-                        r.gpu_mask & bind.gpu_mask,
-                        0,
-                        "{node}: job {} bound to GPUs of job {other}",
-                        bind.job_id
-                    );
+                    assert_eq!(r.gpu_mask & bind.gpu_mask, 0, "{node}: job {} bound to GPUs of job {other}", bind.job_id);
                 }
                 let on_term = match tag(&bind.script, "#FAKE_ON_TERM=").as_deref() {
                     Some("ignore") => OnTerm::Ignore,
@@ -579,48 +490,29 @@ impl Harness {
                         run: bind.run,
                         gpu_mask: bind.gpu_mask,
                         batch_host: bind.batch_host,
-                        ends_at: tag(&bind.script, "#FAKE_RUNTIME_S=")
-                            .and_then(|v| v.parse::<i64>().ok())
-                            .map(|s| now + s),
-                        exit: tag(&bind.script, "#FAKE_EXIT=")
-                            .and_then(|v| v.parse().ok())
-                            .unwrap_or(0),
+                        ends_at: tag(&bind.script, "#FAKE_RUNTIME_S=").and_then(|v| v.parse::<i64>().ok()).map(|s| now + s),
+                        exit: tag(&bind.script, "#FAKE_EXIT=").and_then(|v| v.parse().ok()).unwrap_or(0),
                         on_term,
                     },
                 );
             }
             CtlToNode::Signal { job_id, signal, .. } => {
                 let n = self.nodes.get_mut(node).unwrap();
-                let Some(r) = n.running.get(job_id) else {
-                    return;
-                };
+                let Some(r) = n.running.get(job_id) else { return };
                 let run = r.run;
                 match (*signal, r.on_term) {
                     (15, OnTerm::Die) | (9, _) => self.killed(node, *job_id, *signal),
                     (15, OnTerm::AckCheckpoint) => {
-                        self.node_says(
-                            node,
-                            NodeToCtl::CheckpointAck {
-                                job_id: *job_id,
-                                run,
-                                at: now,
-                            },
-                        );
+                        self.node_says(node, NodeToCtl::CheckpointAck { job_id: *job_id, run, at: now });
                     }
                     _ => {}
                 }
             }
             CtlToNode::Kill { job_id } => self.killed(node, *job_id, 9),
             CtlToNode::AckExits { job_ids } => {
-                self.nodes
-                    .get_mut(node)
-                    .unwrap()
-                    .unacked
-                    .retain(|e| !job_ids.contains(&e.job_id));
+                self.nodes.get_mut(node).unwrap().unacked.retain(|e| !job_ids.contains(&e.job_id));
             }
-            CtlToNode::StopNotice { .. }
-            | CtlToNode::SignalSteps { .. }
-            | CtlToNode::LaunchStep(_) => {}
+            CtlToNode::StopNotice { .. } | CtlToNode::SignalSteps { .. } | CtlToNode::LaunchStep(_) => {}
         }
     }
 
@@ -629,20 +521,11 @@ impl Harness {
     fn killed(&mut self, node: &str, job: u64, signal: i32) {
         let now = self.now;
         let n = self.nodes.get_mut(node).unwrap();
-        let Some(r) = n.running.remove(&job) else {
-            return;
-        };
+        let Some(r) = n.running.remove(&job) else { return };
         if !r.batch_host {
             return;
         }
-        let e = JobExit {
-            job_id: job,
-            run: r.run,
-            exit_code: 0,
-            signal,
-            oom: false,
-            end_time: now,
-        };
+        let e = JobExit { job_id: job, run: r.run, exit_code: 0, signal, oom: false, end_time: now };
         n.unacked.push(e.clone());
         self.node_says(node, NodeToCtl::JobExited(e));
     }
@@ -651,30 +534,13 @@ impl Harness {
     /// the jobs whose line changed.
     fn snapshot(&mut self) {
         let (tx, mut rx) = oneshot::channel();
-        let q = Request::QueryJobs(JobQuery {
-            include_finished: true,
-            ..JobQuery::default()
-        });
+        let q = Request::QueryJobs(JobQuery { include_finished: true, ..JobQuery::default() });
         let now = self.now;
         let ctl = self.ctl.as_mut().expect("running");
-        ctl.turn(
-            vec![Event::Rpc {
-                ident: User::Root.ident(),
-                req: q,
-                reply: tx,
-            }],
-            now,
-            Due::NONE,
-        );
-        let Response::Jobs(jobs) = decode_reply(rx.try_recv().expect("query answered")) else {
-            panic!("job query failed")
-        };
+        ctl.turn(vec![Event::Rpc { ident: User::Root.ident(), req: q, reply: tx }], now, Due::NONE);
+        let Response::Jobs(jobs) = decode_reply(rx.try_recv().expect("query answered")) else { panic!("job query failed") };
         self.jobs = jobs.into_iter().map(|j| (j.job_id, j)).collect();
-        let lines: BTreeMap<u64, String> = self
-            .jobs
-            .values()
-            .map(|j| (j.job_id, describe_job(j, T0)))
-            .collect();
+        let lines: BTreeMap<u64, String> = self.jobs.values().map(|j| (j.job_id, describe_job(j, T0))).collect();
         for (id, line) in &lines {
             if self.shown.get(id) != Some(line) {
                 writeln!(self.log, "  job {line}").unwrap();
@@ -690,9 +556,7 @@ impl Harness {
 
     /// A job as the last turn's query showed it.
     pub fn job(&self, id: u64) -> &JobInfo {
-        self.jobs
-            .get(&id)
-            .unwrap_or_else(|| panic!("job {id} not in the table: {:?}", self.jobs.keys()))
+        self.jobs.get(&id).unwrap_or_else(|| panic!("job {id} not in the table: {:?}", self.jobs.keys()))
     }
 
     /// Every job the last query showed.
@@ -715,21 +579,12 @@ impl Harness {
             self.advance(step);
             self.turn();
         }
-        assert!(
-            f(self),
-            "{}: condition not reached in {max} turns\n{}",
-            self.name,
-            self.log
-        );
+        assert!(f(self), "{}: condition not reached in {max} turns\n{}", self.name, self.log);
     }
 
     /// The jobs the fake node runs: (job, run).
     pub fn runs_on(&self, node: &str) -> Vec<(u64, u32)> {
-        self.nodes[node]
-            .running
-            .iter()
-            .map(|(id, r)| (*id, r.run))
-            .collect()
+        self.nodes[node].running.iter().map(|(id, r)| (*id, r.run)).collect()
     }
 
     /// Compares the transcript with `tests/goldens/<name>.txt`.
@@ -739,14 +594,7 @@ impl Harness {
 }
 
 fn running_of(n: &FakeNode) -> Vec<NodeJob> {
-    n.running
-        .iter()
-        .map(|(id, r)| NodeJob {
-            job_id: *id,
-            run: r.run,
-            gpu_mask: r.gpu_mask,
-        })
-        .collect()
+    n.running.iter().map(|(id, r)| NodeJob { job_id: *id, run: r.run, gpu_mask: r.gpu_mask }).collect()
 }
 
 fn decode_reply(r: Reply) -> Response {
@@ -772,11 +620,7 @@ fn gpus(mask: u64) -> String {
         while j + 1 < idx.len() && idx[j + 1] == idx[j] + 1 {
             j += 1;
         }
-        out.push(if j > i {
-            format!("{}-{}", idx[i], idx[j])
-        } else {
-            idx[i].to_string()
-        });
+        out.push(if j > i { format!("{}-{}", idx[i], idx[j]) } else { idx[i].to_string() });
         i = j + 1;
     }
     if out.is_empty() {
@@ -827,18 +671,8 @@ pub fn describe_request(r: &Request) -> String {
                 write!(out, " -t {t:?}").unwrap();
             }
             if let Some(a) = &s.array {
-                let r: Vec<String> = a
-                    .ranges
-                    .iter()
-                    .map(|r| format!("{}-{}", r.start, r.end))
-                    .collect();
-                write!(
-                    out,
-                    " --array={}{}",
-                    r.join(","),
-                    a.max_running.map_or(String::new(), |m| format!("%{m}"))
-                )
-                .unwrap();
+                let r: Vec<String> = a.ranges.iter().map(|r| format!("{}-{}", r.start, r.end)).collect();
+                write!(out, " --array={}{}", r.join(","), a.max_running.map_or(String::new(), |m| format!("%{m}"))).unwrap();
             }
             if let Some(d) = &s.dependency {
                 write!(out, " --dependency={d}").unwrap();
@@ -861,11 +695,9 @@ pub fn describe_request(r: &Request) -> String {
             if let Some(p) = &s.partition {
                 write!(out, " -p {p}").unwrap();
             }
-            let runtime = tag(&s.script, "#FAKE_RUNTIME_S=")
-                .map_or("until signalled".into(), |r| format!("{r} s"));
+            let runtime = tag(&s.script, "#FAKE_RUNTIME_S=").map_or("until signalled".into(), |r| format!("{r} s"));
             let exit = tag(&s.script, "#FAKE_EXIT=").unwrap_or_else(|| "0".into());
-            let term = tag(&s.script, "#FAKE_ON_TERM=")
-                .map_or(String::new(), |t| format!(", SIGTERM: {t}"));
+            let term = tag(&s.script, "#FAKE_ON_TERM=").map_or(String::new(), |t| format!(", SIGTERM: {t}"));
             write!(out, "  (script runs {runtime}, exits {exit}{term})").unwrap();
             out
         }
@@ -874,28 +706,13 @@ pub fn describe_request(r: &Request) -> String {
             None => format!("scancel {}", refs(&c.jobs)),
         },
         Request::HoldRelease(h) => format!("scontrol {:?} {}", h.op, refs(&h.jobs)).to_lowercase(),
-        Request::Requeue(r) => format!(
-            "scontrol {} {}",
-            if r.hold { "requeuehold" } else { "requeue" },
-            refs(&r.jobs)
-        ),
-        Request::UpdateJob(u) => format!(
-            "scontrol update job {} {:?}",
-            refs(std::slice::from_ref(&u.job)),
-            u.changes
-        ),
+        Request::Requeue(r) => format!("scontrol {} {}", if r.hold { "requeuehold" } else { "requeue" }, refs(&r.jobs)),
+        Request::UpdateJob(u) => format!("scontrol update job {} {:?}", refs(std::slice::from_ref(&u.job)), u.changes),
         Request::ServiceCreate(c) => format!(
             "sdeploy create {} gpus/replica={} replicas={} (min {} max {}) priority={}",
-            c.name,
-            c.gpus_per_replica,
-            c.desired_replicas,
-            c.min_replicas,
-            c.max_replicas,
-            c.priority
+            c.name, c.gpus_per_replica, c.desired_replicas, c.min_replicas, c.max_replicas, c.priority
         ),
-        Request::ServiceScale { id, replicas } => {
-            format!("sdeploy scale {id} --replicas={replicas}")
-        }
+        Request::ServiceScale { id, replicas } => format!("sdeploy scale {id} --replicas={replicas}"),
         other => format!("{other:?}"),
     }
 }
@@ -905,27 +722,12 @@ pub fn describe_response(r: &Response) -> String {
     match r {
         Response::Submitted(s) => format!("Submitted batch job {}", s.job_id),
         Response::TestOnly(t) => {
-            format!(
-                "test-only: job {} would start at t={} on {} ({} CPUs)",
-                t.job_id,
-                t.start_time - T0,
-                t.nodes,
-                t.cpus
-            )
+            format!("test-only: job {} would start at t={} on {} ({} CPUs)", t.job_id, t.start_time - T0, t.nodes, t.cpus)
         }
         Response::JobResults(rs) => {
             let errs: Vec<String> = rs
                 .iter()
-                .filter_map(|r| {
-                    r.error.as_ref().map(|e| {
-                        format!(
-                            "{}: error {} ({})",
-                            refs(std::slice::from_ref(&r.job)),
-                            e.code,
-                            e.text
-                        )
-                    })
-                })
+                .filter_map(|r| r.error.as_ref().map(|e| format!("{}: error {} ({})", refs(std::slice::from_ref(&r.job)), e.code, e.text)))
                 .collect();
             if errs.is_empty() {
                 "ok".into()
@@ -945,29 +747,14 @@ pub fn describe_response(r: &Response) -> String {
 /// A node message, briefly; times relative to `t0`.
 pub fn describe_node_msg(m: &NodeToCtl, t0: i64) -> String {
     match m {
-        NodeToCtl::JobExited(e) => format!(
-            "job {} run {} exited: code {} signal {}",
-            e.job_id, e.run, e.exit_code, e.signal
-        ),
-        NodeToCtl::Heartbeat {
-            boot_epoch,
-            running,
-            finished,
-        } => format!(
+        NodeToCtl::JobExited(e) => format!("job {} run {} exited: code {} signal {}", e.job_id, e.run, e.exit_code, e.signal),
+        NodeToCtl::Heartbeat { boot_epoch, running, finished } => format!(
             "heartbeat boot_epoch={boot_epoch} running={:?} finished={:?}",
-            running
-                .iter()
-                .map(|r| (r.job_id, r.run))
-                .collect::<Vec<_>>(),
+            running.iter().map(|r| (r.job_id, r.run)).collect::<Vec<_>>(),
             finished.iter().map(|e| e.job_id).collect::<Vec<_>>()
         ),
-        NodeToCtl::CheckpointAck { job_id, run, at } => format!(
-            "checkpoint acknowledged: job {job_id} run {run} at t={}",
-            at - t0
-        ),
-        NodeToCtl::Health {
-            verdict, reason, ..
-        } => format!("health {verdict:?}: {reason}"),
+        NodeToCtl::CheckpointAck { job_id, run, at } => format!("checkpoint acknowledged: job {job_id} run {run} at t={}", at - t0),
+        NodeToCtl::Health { verdict, reason, .. } => format!("health {verdict:?}: {reason}"),
         NodeToCtl::StepUsage(u) => format!(
             "usage of {}.{} on {}: cpu {} us, rss {} B{}",
             u.job_id,
@@ -987,28 +774,17 @@ pub fn describe_ctl_msg(m: &CtlToNode, t0: i64) -> String {
             "launch job {} run {}{} gpus={} cpus={} mem={}MiB nodes={}{}",
             bind.job_id,
             bind.run,
-            bind.array
-                .map_or(String::new(), |(a, t)| format!(" ({a}_{t})")),
+            bind.array.map_or(String::new(), |(a, t)| format!(" ({a}_{t})")),
             gpus(bind.gpu_mask),
             bind.cpus,
             bind.mem_mib,
             bind.nodes,
             if bind.batch_host { " batch-host" } else { "" }
         ),
-        CtlToNode::Signal {
-            job_id,
-            signal,
-            batch_only,
-        } => {
-            format!(
-                "signal job {job_id} {}{}",
-                signame(*signal),
-                if *batch_only { " (batch step)" } else { "" }
-            )
+        CtlToNode::Signal { job_id, signal, batch_only } => {
+            format!("signal job {job_id} {}{}", signame(*signal), if *batch_only { " (batch step)" } else { "" })
         }
-        CtlToNode::SignalSteps { job_id, signal } => {
-            format!("signal steps of job {job_id} {}", signame(*signal))
-        }
+        CtlToNode::SignalSteps { job_id, signal } => format!("signal steps of job {job_id} {}", signame(*signal)),
         CtlToNode::Kill { job_id } => format!("kill job {job_id} (SIGKILL)"),
         CtlToNode::AckExits { job_ids } => format!("exits acknowledged {job_ids:?}"),
         CtlToNode::StopNotice { job_id, at, cause } => format!(
@@ -1072,20 +848,14 @@ pub fn describe_job(j: &JobInfo, t0: i64) -> String {
 /// Compares `actual` with the golden file `tests/goldens/<name>.txt` of this crate; with
 /// `UPDATE_GOLDENS=1` re-records it instead (review the diff).
 pub fn check_golden(name: &str, actual: &str) {
-    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join("tests/goldens")
-        .join(format!("{name}.txt"));
+    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/goldens").join(format!("{name}.txt"));
     if std::env::var("UPDATE_GOLDENS").as_deref() == Ok("1") {
         std::fs::create_dir_all(path.parent().unwrap()).unwrap();
         std::fs::write(&path, actual).unwrap();
         return;
     }
-    let expected = std::fs::read_to_string(&path).unwrap_or_else(|e| {
-        panic!(
-            "missing golden {} ({e}); record it with UPDATE_GOLDENS=1",
-            path.display()
-        )
-    });
+    let expected = std::fs::read_to_string(&path)
+        .unwrap_or_else(|e| panic!("missing golden {} ({e}); record it with UPDATE_GOLDENS=1", path.display()));
     if expected != actual {
         panic!(
             "golden {} differs (re-record with UPDATE_GOLDENS=1 and review the diff)\n--- expected\n{expected}\n--- actual\n{actual}",

@@ -33,14 +33,7 @@ fn sv(v: &[&str]) -> Vec<String> {
 }
 
 /// A whole-GPU allocation of `gpus` on node `node` for `owner`.
-pub fn alloc(
-    id: u64,
-    owner: Owner,
-    node: u32,
-    gpus: u64,
-    cpu_milli: u64,
-    mem_mib: u64,
-) -> Allocation {
+pub fn alloc(id: u64, owner: Owner, node: u32, gpus: u64, cpu_milli: u64, mem_mib: u64) -> Allocation {
     Allocation {
         id: AllocId(id),
         owner,

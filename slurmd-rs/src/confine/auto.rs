@@ -92,13 +92,8 @@ mod tests {
         match (mode, auto(root, "n1")) {
             (CgroupMode::V2, Ok(c)) => assert_eq!(c.kind(), "v2"),
             (CgroupMode::V1, Ok(c)) => assert_eq!(c.kind(), "v1"),
-            (CgroupMode::None, Err(e)) => {
-                assert_eq!(e.to_string(), "no usable cgroup memory controller")
-            }
-            (mode, other) => panic!(
-                "detect says {mode:?}, auto gives {:?}",
-                other.map(|c| c.kind())
-            ),
+            (CgroupMode::None, Err(e)) => assert_eq!(e.to_string(), "no usable cgroup memory controller"),
+            (mode, other) => panic!("detect says {mode:?}, auto gives {:?}", other.map(|c| c.kind())),
         }
     }
 }

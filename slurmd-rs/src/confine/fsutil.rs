@@ -41,14 +41,10 @@ pub(crate) fn read(path: &Path) -> Result<String, ConfineError> {
 /// runtimes sizing themselves to the container do), as under Slurm.
 pub(crate) fn create_dir_all(path: &Path) -> Result<(), ConfineError> {
     use std::os::unix::fs::PermissionsExt;
-    let missing: Vec<&Path> = path
-        .ancestors()
-        .take_while(|p| !p.as_os_str().is_empty() && !p.exists())
-        .collect();
+    let missing: Vec<&Path> = path.ancestors().take_while(|p| !p.as_os_str().is_empty() && !p.exists()).collect();
     for d in missing.into_iter().rev() {
         match std::fs::create_dir(d) {
-            Ok(()) => std::fs::set_permissions(d, std::fs::Permissions::from_mode(0o755))
-                .map_err(|e| io_err(d, e))?,
+            Ok(()) => std::fs::set_permissions(d, std::fs::Permissions::from_mode(0o755)).map_err(|e| io_err(d, e))?,
             Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {}
             Err(e) => return Err(io_err(d, e)),
         }

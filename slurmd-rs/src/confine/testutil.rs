@@ -23,10 +23,7 @@ pub(crate) struct Recorded(pub(crate) Mutex<Vec<(PathBuf, Vec<Insn>)>>);
 
 impl DeviceFilterAttach for Recorded {
     fn attach(&self, cgroup_dir: &Path, prog: &[Insn]) -> Result<(), ConfineError> {
-        self.0
-            .lock()
-            .unwrap()
-            .push((cgroup_dir.to_path_buf(), prog.to_vec()));
+        self.0.lock().unwrap().push((cgroup_dir.to_path_buf(), prog.to_vec()));
         Ok(())
     }
 }

@@ -94,14 +94,8 @@ impl Confinement for CgroupV1 {
         for gpu in spec.denied_gpus() {
             fsutil::append(&devices.join("devices.deny"), &rule(gpu.major, gpu.minor))?;
         }
-        let cpuacct = self
-            .mounted("cpuacct")
-            .then(|| self.dir("cpuacct", &spec.name));
-        Ok(Box::new(JobCgroupV1 {
-            memory,
-            cpuacct,
-            dirs,
-        }))
+        let cpuacct = self.mounted("cpuacct").then(|| self.dir("cpuacct", &spec.name));
+        Ok(Box::new(JobCgroupV1 { memory, cpuacct, dirs }))
     }
 }
 
@@ -118,6 +112,7 @@ impl JobCgroupV1 {
     pub fn dirs(&self) -> &[PathBuf] {
         &self.dirs
     }
+
 }
 
 impl JobCgroup for JobCgroupV1 {

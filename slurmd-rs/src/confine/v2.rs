@@ -116,16 +116,11 @@ impl Confinement for CgroupV2 {
 /// constrained, with a warning.
 fn write_memory(dir: &Path, memory: Option<&super::MemoryLimits>) -> Result<(), ConfineError> {
     let (max, high, swap) = match memory {
-        None => (
-            "max".to_string(),
-            "max".to_string(),
-            Some("max".to_string()),
-        ),
+        None => ("max".to_string(), "max".to_string(), Some("max".to_string())),
         Some(m) => (
             m.limit_bytes.to_string(),
             m.soft_limit_bytes.to_string(),
-            m.memsw_limit_bytes
-                .map(|sw| sw.saturating_sub(m.limit_bytes).to_string()),
+            m.memsw_limit_bytes.map(|sw| sw.saturating_sub(m.limit_bytes).to_string()),
         ),
     };
     fsutil::write(&dir.join("memory.max"), &max)?;
@@ -137,10 +132,7 @@ fn write_memory(dir: &Path, memory: Option<&super::MemoryLimits>) -> Result<(), 
     match swap {
         Some(v) if swap_file.exists() => fsutil::write(&swap_file, &v)?,
         Some(_) if memory.is_some() => {
-            tracing::warn!(
-                "{}: no memory.swap.max (no swap accounting): swap is not constrained",
-                dir.display()
-            );
+            tracing::warn!("{}: no memory.swap.max (no swap accounting): swap is not constrained", dir.display());
         }
         _ => {}
     }
@@ -201,6 +193,7 @@ mod tests {
     use super::*;
     use crate::confine::testutil::Recorded;
     use crate::confine::GpuDevice;
+
 
     fn fake_root(controllers: &str) -> tempfile::TempDir {
         let tmp = tempfile::tempdir().unwrap();

@@ -125,10 +125,7 @@ impl FileHealth {
             }
             match serde_json::from_str::<HealthEvent>(line) {
                 Ok(event) => events.push(event),
-                Err(e) => tracing::warn!(
-                    "GPU health: {}: skipping {line:?}: {e}",
-                    self.path.display()
-                ),
+                Err(e) => tracing::warn!("GPU health: {}: skipping {line:?}: {e}", self.path.display()),
             }
         }
         events
@@ -167,17 +164,8 @@ mod tests {
         assert_eq!(source.kind(), "fake");
         assert_eq!(source.inventory().len(), 4);
         assert!(source.poll(0).is_empty(), "no file yet");
-        let mut f = std::fs::OpenOptions::new()
-            .create(true)
-            .append(true)
-            .open(&path)
-            .unwrap();
-        writeln!(
-            f,
-            "{}",
-            serde_json::to_string(&HealthEvent::Xid { gpu: 3, xid: 79 }).unwrap()
-        )
-        .unwrap();
+        let mut f = std::fs::OpenOptions::new().create(true).append(true).open(&path).unwrap();
+        writeln!(f, "{}", serde_json::to_string(&HealthEvent::Xid { gpu: 3, xid: 79 }).unwrap()).unwrap();
         writeln!(f, "not an event").unwrap();
         write!(f, "{{\"Temperature\":{{\"gpu\":1,").unwrap();
         f.flush().unwrap();
@@ -185,13 +173,7 @@ mod tests {
         assert!(source.poll(0).is_empty(), "a partial line waits");
         writeln!(f, "\"celsius\":90}}}}").unwrap();
         f.flush().unwrap();
-        assert_eq!(
-            source.poll(1),
-            vec![HealthEvent::Temperature {
-                gpu: 1,
-                celsius: 90
-            }]
-        );
+        assert_eq!(source.poll(1), vec![HealthEvent::Temperature { gpu: 1, celsius: 90 }]);
         assert!(source.poll(1).is_empty());
     }
 

@@ -29,11 +29,7 @@ pub fn slurmctld_bin() -> PathBuf {
     }
     let exe = std::env::current_exe().unwrap();
     // target/<profile>/deps/<test> -> target/<profile>/slurmctld
-    let p = exe
-        .parent()
-        .and_then(Path::parent)
-        .unwrap()
-        .join("slurmctld");
+    let p = exe.parent().and_then(Path::parent).unwrap().join("slurmctld");
     assert!(
         p.exists(),
         "{} not found: build it with `cargo build -p flotilla-slurmctld` (cargo test --workspace does), or set FLOTILLA_SLURMCTLD_BIN",
@@ -70,16 +66,9 @@ impl Cluster {
 
     /// [`Cluster::start`] with `extra_conf` (whole lines) appended to slurm.conf's global keys.
     pub fn start_with(kill_wait_s: u32, extra_conf: &str, ctld_args: &[&str]) -> Cluster {
-        let dir = tempfile::Builder::new()
-            .prefix("flt")
-            .tempdir_in("/tmp")
-            .unwrap();
+        let dir = tempfile::Builder::new().prefix("flt").tempdir_in("/tmp").unwrap();
         // The jobs of the non-root test run as another user: let them reach the temp dir.
-        std::fs::set_permissions(
-            dir.path(),
-            std::os::unix::fs::PermissionsExt::from_mode(0o755),
-        )
-        .unwrap();
+        std::fs::set_permissions(dir.path(), std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
         let key = ClusterKey::generate(&dir.path().join("slurm.key")).unwrap();
         let d = dir.path().display();
         let host = hostname();
@@ -95,9 +84,7 @@ impl Cluster {
             ));
         }
         conf.push_str("PartitionName=batch Nodes=gpu[01-04] Default=YES DefaultTime=01:00:00 MaxTime=2-00:00:00 State=UP\n");
-        conf.push_str(
-            "PartitionName=debug Nodes=gpu[01-02] Default=NO MaxTime=00:30:00 State=UP\n",
-        );
+        conf.push_str("PartitionName=debug Nodes=gpu[01-02] Default=NO MaxTime=00:30:00 State=UP\n");
         std::fs::write(dir.path().join("slurm.conf"), conf).unwrap();
         std::fs::write(
             dir.path().join("topology.conf"),
@@ -138,16 +125,7 @@ impl Cluster {
             .arg(self.path("ctld.sock"))
             .arg("--addr-file")
             .arg(&addr_file)
-            .args([
-                "--tick-ms",
-                "100",
-                "--sched-interval-ms",
-                "100",
-                "--debounce-ms",
-                "5",
-                "--sync",
-                "normal",
-            ])
+            .args(["--tick-ms", "100", "--sched-interval-ms", "100", "--debounce-ms", "5", "--sync", "normal"])
             .args(extra)
             .stdout(Stdio::null())
             .stderr(log)
@@ -159,10 +137,7 @@ impl Cluster {
             if let Ok(s) = std::fs::read_to_string(&addr_file) {
                 break s.trim().parse().unwrap();
             }
-            assert!(
-                t0.elapsed() < Duration::from_secs(30),
-                "slurmctld did not start; see its log"
-            );
+            assert!(t0.elapsed() < Duration::from_secs(30), "slurmctld did not start; see its log");
             std::thread::sleep(Duration::from_millis(10));
         };
     }
@@ -199,26 +174,13 @@ impl Cluster {
         let child = Command::new(env!("CARGO_BIN_EXE_slurmd"))
             // Production mode as root (`FLOTILLA_TEST_ROOT=1`): cgroups on, each test cluster
             // in its own cgroup scope, since several run at once with the same node names.
-            .args([
-                "-D",
-                "-N",
-                &name,
-                "--fake-gpus",
-                "8",
-                "--heartbeat-ms",
-                "200",
-                "--cgroup",
-                cgroup_mode(),
-            ])
+            .args(["-D", "-N", &name, "--fake-gpus", "8", "--heartbeat-ms", "200", "--cgroup", cgroup_mode()])
             .arg("--cgroup-scope")
             .arg(self.cgroup_scope())
             // GPU health from a file the test appends to (never the host's NVML): see
             // `inject_health`.
             .arg("--health")
-            .arg(format!(
-                "fake:{}",
-                self.path(&format!("health.{name}.jsonl")).display()
-            ))
+            .arg(format!("fake:{}", self.path(&format!("health.{name}.jsonl")).display()))
             .args(["--health-poll-ms", "100"])
             .arg("-f")
             .arg(self.path("slurm.conf"))
@@ -280,11 +242,7 @@ impl Cluster {
                 Ok(Response::Nodes(v)) => v,
                 _ => return false,
             };
-            nodes
-                .iter()
-                .filter(|n| !n.not_responding && n.state == "IDLE")
-                .count()
-                >= n
+            nodes.iter().filter(|n| !n.not_responding && n.state == "IDLE").count() >= n
         });
         assert!(ok, "nodes did not come up; {}", self.logs());
     }
@@ -331,14 +289,9 @@ impl Cluster {
         let mut last = None;
         let ok = wait_for(secs, || {
             last = self.job(id);
-            last.as_ref()
-                .is_some_and(|j| j.state.is_some_and(|s| s.is_finished()))
+            last.as_ref().is_some_and(|j| j.state.is_some_and(|s| s.is_finished()))
         });
-        assert!(
-            ok,
-            "job {id} did not finish in {secs} s: {last:?}\n{}",
-            self.logs()
-        );
+        assert!(ok, "job {id} did not finish in {secs} s: {last:?}\n{}", self.logs());
         last.unwrap()
     }
 
@@ -347,29 +300,16 @@ impl Cluster {
         let mut last = None;
         let ok = wait_for(secs, || {
             last = self.job(id);
-            last.as_ref()
-                .is_some_and(|j| j.state == Some(flotilla_proto::JobStateWire::Running))
+            last.as_ref().is_some_and(|j| j.state == Some(flotilla_proto::JobStateWire::Running))
         });
-        assert!(
-            ok,
-            "job {id} did not start in {secs} s: {last:?}\n{}",
-            self.logs()
-        );
+        assert!(ok, "job {id} did not start in {secs} s: {last:?}\n{}", self.logs());
         last.unwrap()
     }
 
     /// The controller's counters (`Request::QueryTurns`).
     pub fn turns(&self) -> Turns {
         match self.call(0, Request::QueryTurns) {
-            Ok(Response::Turns {
-                turns,
-                cycles,
-                cycle_due,
-            }) => Turns {
-                turns,
-                cycles,
-                cycle_due,
-            },
+            Ok(Response::Turns { turns, cycles, cycle_due }) => Turns { turns, cycles, cycle_due },
             other => panic!("turn query failed: {other:?}"),
         }
     }
@@ -398,11 +338,7 @@ impl Cluster {
 
     /// Lines of log `name` (`slurmctld.log`, `slurmd-gpu01.log`, ...) that contain `text`.
     pub fn log_lines(&self, name: &str, text: &str) -> usize {
-        std::fs::read_to_string(self.path(name))
-            .unwrap_or_default()
-            .lines()
-            .filter(|l| l.contains(text))
-            .count()
+        std::fs::read_to_string(self.path(name)).unwrap_or_default().lines().filter(|l| l.contains(text)).count()
     }
 
     /// The tail of every log, for failure messages.
@@ -423,8 +359,7 @@ impl Cluster {
 /// The confinement test clusters' node daemons run with: `auto` (cgroups on, as a site runs
 /// them) as root with `FLOTILLA_TEST_ROOT=1`, else `none`.
 pub fn cgroup_mode() -> &'static str {
-    if std::env::var("FLOTILLA_TEST_ROOT").as_deref() == Ok("1") && nix::unistd::geteuid().is_root()
-    {
+    if std::env::var("FLOTILLA_TEST_ROOT").as_deref() == Ok("1") && nix::unistd::geteuid().is_root() {
         "auto"
     } else {
         "none"
@@ -435,12 +370,7 @@ impl Cluster {
     /// This cluster's cgroup scope (`slurmd --cgroup-scope`): unique per test cluster (its
     /// temp dir's name), so clusters running at once never share job cgroups.
     pub fn cgroup_scope(&self) -> String {
-        let base = self
-            .dir
-            .path()
-            .file_name()
-            .map(|n| n.to_string_lossy().into_owned())
-            .unwrap_or_default();
+        let base = self.dir.path().file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
         format!("test-{base}")
     }
 
@@ -458,16 +388,11 @@ impl Cluster {
             for _ in 0..100 {
                 if let Ok(procs) = std::fs::read_to_string(dir.join("cgroup.procs")) {
                     for pid in procs.lines().filter_map(|l| l.trim().parse::<i32>().ok()) {
-                        let _ = nix::sys::signal::kill(
-                            nix::unistd::Pid::from_raw(pid),
-                            nix::sys::signal::Signal::SIGKILL,
-                        );
+                        let _ = nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid), nix::sys::signal::Signal::SIGKILL);
                     }
                 }
                 match std::fs::remove_dir(dir) {
-                    Err(e) if e.raw_os_error() == Some(libc::EBUSY) => {
-                        std::thread::sleep(std::time::Duration::from_millis(20))
-                    }
+                    Err(e) if e.raw_os_error() == Some(libc::EBUSY) => std::thread::sleep(std::time::Duration::from_millis(20)),
                     _ => return,
                 }
             }
@@ -479,9 +404,7 @@ impl Cluster {
             bases.extend(rd.flatten().map(|e| e.path().join("flotilla")));
         }
         for base in bases {
-            let Ok(rd) = std::fs::read_dir(&base) else {
-                continue;
-            };
+            let Ok(rd) = std::fs::read_dir(&base) else { continue };
             for e in rd.flatten() {
                 if e.file_name().to_string_lossy().starts_with(&scope) {
                     remove_tree(&e.path());
@@ -507,16 +430,11 @@ impl Drop for Cluster {
         if let Ok(rd) = std::fs::read_dir("/proc") {
             let me = self.dir.path().to_string_lossy().into_owned();
             for e in rd.flatten() {
-                let Ok(cmd) = std::fs::read(e.path().join("cmdline")) else {
-                    continue;
-                };
+                let Ok(cmd) = std::fs::read(e.path().join("cmdline")) else { continue };
                 let cmd = String::from_utf8_lossy(&cmd);
                 if cmd.contains("--stepd") && cmd.contains(&me) {
                     if let Ok(pid) = e.file_name().to_string_lossy().parse::<i32>() {
-                        let _ = nix::sys::signal::kill(
-                            nix::unistd::Pid::from_raw(pid),
-                            nix::sys::signal::Signal::SIGKILL,
-                        );
+                        let _ = nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid), nix::sys::signal::Signal::SIGKILL);
                     }
                 }
             }
@@ -558,15 +476,11 @@ pub fn processes_with(marker: &str) -> Vec<i32> {
     let mut v = Vec::new();
     if let Ok(rd) = std::fs::read_dir("/proc") {
         for e in rd.flatten() {
-            let Ok(pid) = e.file_name().to_string_lossy().parse::<i32>() else {
-                continue;
-            };
+            let Ok(pid) = e.file_name().to_string_lossy().parse::<i32>() else { continue };
             if pid == std::process::id() as i32 {
                 continue;
             }
-            let Ok(cmd) = std::fs::read(e.path().join("cmdline")) else {
-                continue;
-            };
+            let Ok(cmd) = std::fs::read(e.path().join("cmdline")) else { continue };
             let cmd: String = String::from_utf8_lossy(&cmd).replace('\0', " ");
             if cmd.contains(marker) {
                 v.push(pid);
@@ -596,10 +510,7 @@ pub fn job(script: &str, dir: &Path) -> SubmitJob {
         environment: vec![
             ("PATH".into(), "/usr/local/bin:/usr/bin:/bin".into()),
             ("LANG".into(), "C.UTF-8".into()),
-            (
-                "SLURM_SUBMIT_DIR".into(),
-                dir.to_string_lossy().into_owned(),
-            ),
+            ("SLURM_SUBMIT_DIR".into(), dir.to_string_lossy().into_owned()),
             ("SLURM_SUBMIT_HOST".into(), hostname()),
         ],
         ..SubmitJob::default()

@@ -100,13 +100,7 @@ fn kind_name(k: &AlertKind) -> &'static str {
 
 impl From<&PageVictim> for PageVictimRow {
     fn from(v: &PageVictim) -> Self {
-        let PageVictim {
-            job,
-            account,
-            gpus,
-            runtime_s,
-            since_checkpoint_s,
-        } = v;
+        let PageVictim { job, account, gpus, runtime_s, since_checkpoint_s } = v;
         PageVictimRow {
             job: job.0,
             account: account.clone(),
@@ -179,11 +173,7 @@ mod tests {
     /// The text schema version 4 stored (the core's serde derives then), pinned.
     #[test]
     fn alert_and_page_keep_their_stored_json() {
-        let a = Decision::Alert {
-            kind: AlertKind::ReservationCannotFill,
-            job: Some(JobId(7)),
-            message: "m".into(),
-        };
+        let a = Decision::Alert { kind: AlertKind::ReservationCannotFill, job: Some(JobId(7)), message: "m".into() };
         assert_eq!(
             AlertDecisionRow::of(&a).unwrap().to_value().to_string(),
             r#"{"Alert":{"job":7,"kind":"ReservationCannotFill","message":"m"}}"#
@@ -197,13 +187,7 @@ mod tests {
             gpus_blocked: 8,
             rate_pct: 30,
             limit_pct: 25,
-            would_preempt: vec![PageVictim {
-                job: JobId(9),
-                account: "a".into(),
-                gpus: 8,
-                runtime_s: 60,
-                since_checkpoint_s: 30,
-            }],
+            would_preempt: vec![PageVictim { job: JobId(9), account: "a".into(), gpus: 8, runtime_s: 60, since_checkpoint_s: 30 }],
             preempt_cost_gpu_hours: 0.5,
             degraded_cost_gpu_hours: 2.0,
             actions: vec!["x".into()],
@@ -213,13 +197,7 @@ mod tests {
             r#"{"Page":{"actions":["x"],"degraded_cost_gpu_hours":2.0,"gpus_blocked":8,"have":2,"limit_pct":25,"min":1,"name":"llm","preempt_cost_gpu_hours":0.5,"rate_pct":30,"service":3,"wanted":4,"would_preempt":[{"account":"a","gpus":8,"job":9,"runtime_s":60,"since_checkpoint_s":30}]}}"#
         );
         // The same text the core's derives write today (a check on this test, not the rule).
-        assert_eq!(
-            AlertDecisionRow::of(&p).unwrap().to_value(),
-            serde_json::to_value(&p).unwrap()
-        );
-        assert_eq!(
-            AlertDecisionRow::of(&a).unwrap().to_value(),
-            serde_json::to_value(&a).unwrap()
-        );
+        assert_eq!(AlertDecisionRow::of(&p).unwrap().to_value(), serde_json::to_value(&p).unwrap());
+        assert_eq!(AlertDecisionRow::of(&a).unwrap().to_value(), serde_json::to_value(&a).unwrap());
     }
 }

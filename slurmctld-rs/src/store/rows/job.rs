@@ -467,35 +467,15 @@ impl From<AcctInfoRow> for AcctInfo {
 
 impl From<ArrayTasks> for ArrayTasksRow {
     fn from(a: ArrayTasks) -> Self {
-        let ArrayTasks {
-            count,
-            min,
-            max,
-            step,
-        } = a;
-        ArrayTasksRow {
-            count,
-            min,
-            max,
-            step,
-        }
+        let ArrayTasks { count, min, max, step } = a;
+        ArrayTasksRow { count, min, max, step }
     }
 }
 
 impl From<ArrayTasksRow> for ArrayTasks {
     fn from(a: ArrayTasksRow) -> Self {
-        let ArrayTasksRow {
-            count,
-            min,
-            max,
-            step,
-        } = a;
-        ArrayTasks {
-            count,
-            min,
-            max,
-            step,
-        }
+        let ArrayTasksRow { count, min, max, step } = a;
+        ArrayTasks { count, min, max, step }
     }
 }
 

@@ -516,15 +516,9 @@ impl From<&NodeAvail> for NodeAvailRow {
     fn from(a: &NodeAvail) -> Self {
         match a {
             NodeAvail::Up => NodeAvailRow::Up,
-            NodeAvail::Drain { reason } => NodeAvailRow::Drain {
-                reason: reason.clone(),
-            },
-            NodeAvail::Down { reason } => NodeAvailRow::Down {
-                reason: reason.clone(),
-            },
-            NodeAvail::Quarantined { reason } => NodeAvailRow::Quarantined {
-                reason: reason.clone(),
-            },
+            NodeAvail::Drain { reason } => NodeAvailRow::Drain { reason: reason.clone() },
+            NodeAvail::Down { reason } => NodeAvailRow::Down { reason: reason.clone() },
+            NodeAvail::Quarantined { reason } => NodeAvailRow::Quarantined { reason: reason.clone() },
             NodeAvail::Unknown => NodeAvailRow::Unknown,
         }
     }

@@ -13,18 +13,18 @@
 //! per reason: a quarantine is sent to the controller as `Health` (kept until a session takes
 //! it), a warning is logged.
 
-use flotilla_core::health::{HealthEvent, HealthVerdict};
-use flotilla_proto::client::{Client, Stream};
-use flotilla_proto::{
-    Bind, ClusterKey, CtlToNode, Frame, HealthLevel, JobExit, LaunchDetails, NodeJob, NodeToCtl,
-    Register, Request, Response, Role, StepUsage,
-};
 use flotilla_slurmd::env::{self, NodeFacts, UserInfo};
-use flotilla_slurmd::health::HealthSource;
 use flotilla_slurmd::pattern::{self, PatternVars};
 use flotilla_slurmd::spool::{self, ExitRecord, JobDir, JobFile};
 use flotilla_slurmd::step_launch::{self, StepRegistry};
 use flotilla_slurmd::stepd;
+use flotilla_proto::client::{Client, Stream};
+use flotilla_core::health::{HealthEvent, HealthVerdict};
+use flotilla_proto::{
+    Bind, ClusterKey, CtlToNode, Frame, HealthLevel, JobExit, LaunchDetails, NodeJob, NodeToCtl, Register, Request,
+    Response, Role, StepUsage,
+};
+use flotilla_slurmd::health::HealthSource;
 use std::collections::{BTreeMap, HashSet};
 use std::net::SocketAddr;
 use std::os::unix::fs::PermissionsExt;
@@ -146,10 +146,7 @@ fn lock_spool(spool: &Path) -> anyhow::Result<nix::fcntl::Flock<std::fs::File>> 
     use std::os::unix::fs::OpenOptionsExt;
     // The spool and the directories created above it are 0755 (the daemon's umask is
     // 0077): users reach their job's directory below it by name.
-    let missing: Vec<&Path> = spool
-        .ancestors()
-        .take_while(|p| !p.as_os_str().is_empty() && !p.exists())
-        .collect();
+    let missing: Vec<&Path> = spool.ancestors().take_while(|p| !p.as_os_str().is_empty() && !p.exists()).collect();
     for d in missing.into_iter().rev() {
         std::fs::create_dir(d)
             .and_then(|()| std::fs::set_permissions(d, std::fs::Permissions::from_mode(0o755)))
@@ -231,10 +228,7 @@ impl Daemon {
             last_usage: Instant::now(),
         };
         if bumped {
-            info!(
-                epoch,
-                "new boot epoch: forgetting the jobs of the previous boot"
-            );
+            info!(epoch, "new boot epoch: forgetting the jobs of the previous boot");
             d.purge_spool();
         } else {
             info!(epoch, "same boot: re-adopting jobs");
@@ -275,19 +269,11 @@ impl Daemon {
             }
         }
         let t0 = Instant::now();
-        while dirs
-            .iter()
-            .any(|(_, _, done, p)| !done && stepd::alive(&JobDir(p.clone())))
-            && t0.elapsed() < Duration::from_secs(10)
-        {
+        while dirs.iter().any(|(_, _, done, p)| !done && stepd::alive(&JobDir(p.clone()))) && t0.elapsed() < Duration::from_secs(10) {
             std::thread::sleep(Duration::from_millis(20));
         }
         for (_, _, _, p) in dirs {
-            let _ = if p.is_dir() {
-                std::fs::remove_dir_all(&p)
-            } else {
-                std::fs::remove_file(&p)
-            };
+            let _ = if p.is_dir() { std::fs::remove_dir_all(&p) } else { std::fs::remove_file(&p) };
         }
     }
 
@@ -330,25 +316,18 @@ impl Daemon {
             }
             self.seen.insert((job_id, run));
             // The job's cgroup outlived the daemon: re-open it (or re-create it).
-            if let Err(e) =
-                self.opts
-                    .cgroups
-                    .open_job(job_id, run, jf.bind.gpu_mask, jf.bind.mem_mib)
-            {
+            if let Err(e) = self.opts.cgroups.open_job(job_id, run, jf.bind.gpu_mask, jf.bind.mem_mib) {
                 error!(job = job_id, "re-adopted job: its cgroup: {e}");
             }
             info!(job = job_id, run, batch, "re-adopted");
-            self.jobs.insert(
-                (job_id, run),
-                Entry {
-                    gpu_mask: jf.bind.gpu_mask,
-                    batch,
-                    dir,
-                    stop_at: None,
-                    ack_reported: false,
-                    supervisor: None,
-                },
-            );
+            self.jobs.insert((job_id, run), Entry {
+                gpu_mask: jf.bind.gpu_mask,
+                batch,
+                dir,
+                stop_at: None,
+                ack_reported: false,
+                supervisor: None,
+            });
         }
         // Ends recorded while the daemon was away are picked up by the first poll.
     }
@@ -404,10 +383,7 @@ impl Daemon {
             running: self.running(),
             finished: self.finished.clone(),
         };
-        let cred = self
-            .opts
-            .key
-            .sign(0, 0, &self.host, now_s().max(0) as u64, 300);
+        let cred = self.opts.key.sign(0, 0, &self.host, now_s().max(0) as u64, 300);
         match c.call(Some(cred), Request::Register(reg)) {
             Ok(Response::Registered) => {}
             Ok(other) => {
@@ -459,19 +435,11 @@ impl Daemon {
     /// policy (`health/nvidia`) to each poll's events and hands the owner every verdict that is
     /// not `Ignore`.
     fn start_health(&mut self) {
-        let Some(mut source) = self.opts.health.take() else {
-            return;
-        };
-        let policy =
-            flotilla_plugins::health("health/nvidia").expect("health/nvidia is registered");
+        let Some(mut source) = self.opts.health.take() else { return };
+        let policy = flotilla_plugins::health("health/nvidia").expect("health/nvidia is registered");
         let timeout_ms = u32::try_from(self.opts.health_poll.as_millis()).unwrap_or(u32::MAX);
         let tx = self.tx.clone();
-        info!(
-            source = source.kind(),
-            policy = policy.name(),
-            gpus = source.inventory().len(),
-            "GPU health loop started"
-        );
+        info!(source = source.kind(), policy = policy.name(), gpus = source.inventory().len(), "GPU health loop started");
         std::thread::Builder::new()
             .name("health".into())
             .spawn(move || loop {
@@ -480,9 +448,7 @@ impl Daemon {
                     continue;
                 }
                 let verdict = policy.evaluate_all(&events);
-                if verdict != HealthVerdict::Ignore
-                    && tx.send(Event::Health(verdict, events)).is_err()
-                {
+                if verdict != HealthVerdict::Ignore && tx.send(Event::Health(verdict, events)).is_err() {
                     return;
                 }
             })
@@ -508,11 +474,7 @@ impl Daemon {
                 HealthLevel::Quarantine
             }
         };
-        self.health_unsent.push(NodeToCtl::Health {
-            verdict,
-            reason,
-            events,
-        });
+        self.health_unsent.push(NodeToCtl::Health { verdict, reason, events });
         self.flush_health();
     }
 
@@ -537,18 +499,13 @@ impl Daemon {
             match self.rx.recv_timeout(Duration::from_millis(50)) {
                 Ok(ev) => self.handle(ev),
                 Err(mpsc::RecvTimeoutError::Timeout) => {}
-                Err(mpsc::RecvTimeoutError::Disconnected) => {
-                    unreachable!("the owner holds a sender")
-                }
+                Err(mpsc::RecvTimeoutError::Disconnected) => unreachable!("the owner holds a sender"),
             }
             while let Ok(ev) = self.rx.try_recv() {
                 self.handle(ev);
             }
             self.poll();
-            if self
-                .usage_every
-                .is_some_and(|f| self.last_usage.elapsed() >= f)
-            {
+            if self.usage_every.is_some_and(|f| self.last_usage.elapsed() >= f) {
                 self.last_usage = Instant::now();
                 self.poll_usage();
             }
@@ -587,37 +544,19 @@ impl Daemon {
                 CtlToNode::AckExits { job_ids } => self.ack_exits(&job_ids),
                 CtlToNode::LaunchStep(m) => {
                     if self.jobs.keys().any(|&(j, _)| j == m.layout.job_id) {
-                        info!(
-                            job = m.layout.job_id,
-                            step = m.layout.step_id,
-                            "launching step tasks"
-                        );
+                        info!(job = m.layout.job_id, step = m.layout.step_id, "launching step tasks");
                         let (job, step) = (m.layout.job_id, m.layout.step_id);
-                        if let Err(e) = step_launch::launch(
-                            *m,
-                            self.facts.clone(),
-                            self.host.clone(),
-                            self.steps.clone(),
-                        ) {
+                        if let Err(e) = step_launch::launch(*m, self.facts.clone(), self.host.clone(), self.steps.clone()) {
                             error!(job, step, "step not launched: {e}");
                         }
                     } else {
-                        warn!(
-                            job = m.layout.job_id,
-                            step = m.layout.step_id,
-                            "step of a job not bound here: ignored"
-                        );
+                        warn!(job = m.layout.job_id, step = m.layout.step_id, "step of a job not bound here: ignored");
                     }
                 }
                 CtlToNode::StopNotice { job_id, at, cause } => self.stop_notice(job_id, at, cause),
                 CtlToNode::SignalSteps { job_id, signal } => {
                     let n = self.steps.signal_job(job_id, signal);
-                    info!(
-                        job = job_id,
-                        signal,
-                        tasks = n,
-                        "signal delivered to step tasks"
-                    );
+                    info!(job = job_id, signal, tasks = n, "signal delivered to step tasks");
                 }
             },
             Event::Health(verdict, events) => self.health(verdict, events),
@@ -632,52 +571,29 @@ impl Daemon {
         }
         for (&(other, _), e) in &self.jobs {
             if e.gpu_mask & bind.gpu_mask != 0 {
-                error!(
-                    job = bind.job_id,
-                    other,
-                    "GPUs {:#x} bound while job {other} holds {:#x}",
-                    bind.gpu_mask,
-                    e.gpu_mask
-                );
+                error!(job = bind.job_id, other, "GPUs {:#x} bound while job {other} holds {:#x}", bind.gpu_mask, e.gpu_mask);
             }
         }
         let dir = JobDir::new(&self.opts.spool, bind.job_id, bind.run);
         let interactive = details.as_ref().is_some_and(|d| d.interactive);
         // The job's cgroup on this node first: nothing of the job runs here before it.
-        let r = match self
-            .opts
-            .cgroups
-            .open_job(bind.job_id, bind.run, bind.gpu_mask, bind.mem_mib)
-        {
+        let r = match self.opts.cgroups.open_job(bind.job_id, bind.run, bind.gpu_mask, bind.mem_mib) {
             Err(e) => Err(anyhow::anyhow!("job cgroup: {e}")),
             Ok(()) if bind.batch_host && !interactive => self.launch_batch(&dir, &bind, details),
             Ok(()) => self.record_alloc(&dir, &bind, details),
         };
         match r {
             Ok(()) => {
-                info!(
-                    job = bind.job_id,
-                    run = bind.run,
-                    batch = bind.batch_host,
-                    gpus = format!("{:#x}", bind.gpu_mask),
-                    "job bound"
-                );
+                info!(job = bind.job_id, run = bind.run, batch = bind.batch_host, gpus = format!("{:#x}", bind.gpu_mask), "job bound");
                 let batch = bind.batch_host && !interactive;
-                self.jobs.insert(
-                    key,
-                    Entry {
-                        gpu_mask: bind.gpu_mask,
-                        batch,
-                        dir,
-                        stop_at: None,
-                        ack_reported: false,
-                        supervisor: if batch {
-                            self.children.last().map(|c| c.id() as i32)
-                        } else {
-                            None
-                        },
-                    },
-                );
+                self.jobs.insert(key, Entry {
+                    gpu_mask: bind.gpu_mask,
+                    batch,
+                    dir,
+                    stop_at: None,
+                    ack_reported: false,
+                    supervisor: if batch { self.children.last().map(|c| c.id() as i32) } else { None },
+                });
             }
             Err(e) => {
                 error!(job = bind.job_id, "launch failed: {e:#}");
@@ -700,12 +616,7 @@ impl Daemon {
         }
     }
 
-    fn record_alloc(
-        &self,
-        dir: &JobDir,
-        bind: &Bind,
-        details: Option<LaunchDetails>,
-    ) -> anyhow::Result<()> {
+    fn record_alloc(&self, dir: &JobDir, bind: &Bind, details: Option<LaunchDetails>) -> anyhow::Result<()> {
         spool::create_private_dir(&dir.0)?;
         let jf = JobFile {
             bind: Bind {
@@ -725,17 +636,10 @@ impl Daemon {
         Ok(())
     }
 
-    fn launch_batch(
-        &mut self,
-        dir: &JobDir,
-        bind: &Bind,
-        details: Option<LaunchDetails>,
-    ) -> anyhow::Result<()> {
+    fn launch_batch(&mut self, dir: &JobDir, bind: &Bind, details: Option<LaunchDetails>) -> anyhow::Result<()> {
         // Never through a link (the entries are root's fresh ones; a leftover is not followed).
         use std::os::unix::fs::lchown as chown;
-        let pw = nix::unistd::User::from_uid(nix::unistd::Uid::from_raw(bind.uid))
-            .ok()
-            .flatten();
+        let pw = nix::unistd::User::from_uid(nix::unistd::Uid::from_raw(bind.uid)).ok().flatten();
         let user = UserInfo::of_uid(bind.uid, &bind.user);
         let groups: Vec<u32> = match &pw {
             Some(p) => flotilla_slurmd::env::groups_of(&p.name, bind.gid),
@@ -746,10 +650,7 @@ impl Daemon {
         // the job's group may reach its entries by name ([`spool::BATCH_DIR_MODE`]).
         spool::create_private_dir(&dir.0)?;
         chown(&dir.0, None, owner.1)?;
-        std::fs::set_permissions(
-            &dir.0,
-            std::fs::Permissions::from_mode(spool::BATCH_DIR_MODE),
-        )?;
+        std::fs::set_permissions(&dir.0, std::fs::Permissions::from_mode(spool::BATCH_DIR_MODE))?;
         spool::create_private_dir(&dir.user_dir())?;
         chown(dir.user_dir(), owner.0, owner.1)?;
         spool::write_new(&dir.script(), bind.script.as_bytes(), 0o700)?;
@@ -769,26 +670,12 @@ impl Daemon {
             if Path::new(&e).is_absolute() {
                 e
             } else {
-                Path::new(&bind.work_dir)
-                    .join(e)
-                    .to_string_lossy()
-                    .into_owned()
+                Path::new(&bind.work_dir).join(e).to_string_lossy().into_owned()
             }
         };
-        let stdout = resolve(
-            bind.stdout
-                .as_deref()
-                .unwrap_or(pattern::default_pattern(bind.array.is_some())),
-        );
-        let stderr = bind
-            .stderr
-            .as_deref()
-            .map_or_else(|| stdout.clone(), resolve);
-        let open_mode = bind
-            .environment
-            .iter()
-            .find(|(k, _)| k == "SLURM_OPEN_MODE")
-            .map(|(_, v)| v.as_str());
+        let stdout = resolve(bind.stdout.as_deref().unwrap_or(pattern::default_pattern(bind.array.is_some())));
+        let stderr = bind.stderr.as_deref().map_or_else(|| stdout.clone(), resolve);
+        let open_mode = bind.environment.iter().find(|(k, _)| k == "SLURM_OPEN_MODE").map(|(_, v)| v.as_str());
         let append = match open_mode {
             Some(m) if m.starts_with('a') || m.starts_with('A') => true,
             Some(m) if m.starts_with('t') || m.starts_with('T') => false,
@@ -836,10 +723,7 @@ impl Daemon {
                     if dir.exit().exists() {
                         return Ok(());
                     }
-                    anyhow::bail!(
-                        "supervisor exited with {status}; see {}",
-                        dir.0.join("stepd.log").display()
-                    );
+                    anyhow::bail!("supervisor exited with {status}; see {}", dir.0.join("stepd.log").display());
                 }
             }
             if t0.elapsed() > Duration::from_secs(10) {
@@ -854,20 +738,10 @@ impl Daemon {
         if !batch_only {
             let n = self.steps.signal_job(job_id, signal);
             if n > 0 {
-                info!(
-                    job = job_id,
-                    signal,
-                    tasks = n,
-                    "signal delivered to step tasks"
-                );
+                info!(job = job_id, signal, tasks = n, "signal delivered to step tasks");
             }
         }
-        let keys: Vec<(u64, u32)> = self
-            .jobs
-            .keys()
-            .filter(|k| k.0 == job_id)
-            .copied()
-            .collect();
+        let keys: Vec<(u64, u32)> = self.jobs.keys().filter(|k| k.0 == job_id).copied().collect();
         for k in keys {
             let e = self.jobs.get_mut(&k).expect("present");
             if !e.batch {
@@ -878,8 +752,7 @@ impl Daemon {
                 e.stop_at = Some(SystemTime::now());
                 e.ack_reported = false;
             }
-            match stepd::send_command(&e.dir, &format!("signal {signal} {}", u8::from(batch_only)))
-            {
+            match stepd::send_command(&e.dir, &format!("signal {signal} {}", u8::from(batch_only))) {
                 Ok(a) if a == "ok" => info!(job = job_id, signal, batch_only, "signal delivered"),
                 Ok(a) => warn!(job = job_id, "supervisor answered {a}"),
                 Err(err) => warn!(job = job_id, "supervisor unreachable: {err}"),
@@ -892,14 +765,8 @@ impl Daemon {
     fn stop_notice(&mut self, job_id: u64, at: i64, cause: flotilla_proto::StopCause) {
         // Several daemons on one host (Slurm's multiple-slurmd): the node is not the host.
         let multiple = self.opts.node != self.host;
-        let text =
-            flotilla_slurmd::notice::stop_notice(&self.opts.node, multiple, job_id, at, cause);
-        for e in self
-            .jobs
-            .iter()
-            .filter(|(k, e)| k.0 == job_id && e.batch)
-            .map(|(_, e)| e)
-        {
+        let text = flotilla_slurmd::notice::stop_notice(&self.opts.node, multiple, job_id, at, cause);
+        for e in self.jobs.iter().filter(|(k, e)| k.0 == job_id && e.batch).map(|(_, e)| e) {
             match stepd::send_command(&e.dir, &format!("notice {}", text.trim_end())) {
                 Ok(a) if a == "ok" => debug!(job = job_id, "stop notice written"),
                 Ok(a) => warn!(job = job_id, "stop notice: supervisor answered {a}"),
@@ -912,12 +779,7 @@ impl Daemon {
         self.steps.signal_job(job_id, libc_sigkill());
         // Every process of the job here, daemonized ones too.
         self.opts.cgroups.kill_job(job_id);
-        let keys: Vec<(u64, u32)> = self
-            .jobs
-            .keys()
-            .filter(|k| k.0 == job_id)
-            .copied()
-            .collect();
+        let keys: Vec<(u64, u32)> = self.jobs.keys().filter(|k| k.0 == job_id).copied().collect();
         for k in keys {
             if self.jobs[&k].batch {
                 let dir = self.jobs[&k].dir.clone();
@@ -935,9 +797,8 @@ impl Daemon {
     }
 
     fn ack_exits(&mut self, job_ids: &[u64]) {
-        let (acked, keep): (Vec<JobExit>, Vec<JobExit>) = std::mem::take(&mut self.finished)
-            .into_iter()
-            .partition(|e| job_ids.contains(&e.job_id));
+        let (acked, keep): (Vec<JobExit>, Vec<JobExit>) =
+            std::mem::take(&mut self.finished).into_iter().partition(|e| job_ids.contains(&e.job_id));
         self.finished = keep;
         for e in acked {
             let dir = JobDir::new(&self.opts.spool, e.job_id, e.run);
@@ -948,25 +809,16 @@ impl Daemon {
 
     /// Picks up ends and checkpoint acknowledgements; reaps supervisors.
     fn poll(&mut self) {
-        self.children
-            .retain_mut(|c| !matches!(c.try_wait(), Ok(Some(_))));
+        self.children.retain_mut(|c| !matches!(c.try_wait(), Ok(Some(_))));
         self.opts.cgroups.poll();
-        let keys: Vec<(u64, u32)> = self
-            .jobs
-            .iter()
-            .filter(|(_, e)| e.batch)
-            .map(|(k, _)| *k)
-            .collect();
+        let keys: Vec<(u64, u32)> = self.jobs.iter().filter(|(_, e)| e.batch).map(|(k, _)| *k).collect();
         for k in keys {
             let dir = self.jobs[&k].dir.clone();
             let mut rec: Option<ExitRecord> = spool::read_json(&dir.exit()).unwrap_or(None);
             if rec.is_none() && !stepd::alive(&dir) {
                 rec = spool::read_json(&dir.exit()).unwrap_or(None);
                 if rec.is_none() {
-                    warn!(
-                        job = k.0,
-                        "supervisor gone without an exit record: reporting the job killed"
-                    );
+                    warn!(job = k.0, "supervisor gone without an exit record: reporting the job killed");
                     let r = ExitRecord {
                         exit_code: 0,
                         signal: 9,
@@ -982,14 +834,7 @@ impl Daemon {
                 self.jobs.remove(&k);
                 // The job has ended here (the supervisor killed what was left).
                 self.opts.cgroups.release(k.0, k.1);
-                info!(
-                    job = k.0,
-                    run = k.1,
-                    exit_code = r.exit_code,
-                    signal = r.signal,
-                    oom = r.oom,
-                    "batch script ended"
-                );
+                info!(job = k.0, run = k.1, exit_code = r.exit_code, signal = r.signal, oom = r.oom, "batch script ended");
                 if let Some(usage) = r.usage {
                     // Before the end itself: the controller records it with the batch step.
                     self.usage.push(StepUsage {
@@ -1018,14 +863,9 @@ impl Daemon {
             let e = self.jobs.get_mut(&k).expect("present");
             if let (Some(stop), false) = (e.stop_at, e.ack_reported) {
                 // The entry itself (the user owns `user/`: a symlink there is not followed).
-                if let Ok(m) =
-                    std::fs::symlink_metadata(e.dir.checkpoint_ack()).and_then(|m| m.modified())
-                {
+                if let Ok(m) = std::fs::symlink_metadata(e.dir.checkpoint_ack()).and_then(|m| m.modified()) {
                     e.ack_reported = true;
-                    let at = m
-                        .max(stop)
-                        .duration_since(SystemTime::UNIX_EPOCH)
-                        .map_or(0, |d| d.as_secs() as i64);
+                    let at = m.max(stop).duration_since(SystemTime::UNIX_EPOCH).map_or(0, |d| d.as_secs() as i64);
                     info!(job = k.0, "checkpoint acknowledged");
                     self.send(NodeToCtl::CheckpointAck {
                         job_id: k.0,
@@ -1049,8 +889,7 @@ impl Daemon {
         while let Some((n, u)) = queued.next() {
             self.send(NodeToCtl::StepUsage(u.clone()));
             if self.client.is_none() {
-                self.usage
-                    .unshift(std::iter::once((n, u)).chain(queued).collect());
+                self.usage.unshift(std::iter::once((n, u)).chain(queued).collect());
                 return;
             }
             self.usage.sent_below(n + 1);
@@ -1068,44 +907,20 @@ impl Daemon {
         if self.opts.cgroups.confined() {
             for (job_id, run, step, name) in self.opts.cgroups.running_steps() {
                 if let Some(usage) = self.opts.cgroups.usage_of(&name) {
-                    reports.push(StepUsage {
-                        job_id,
-                        run,
-                        step,
-                        node: node.clone(),
-                        usage,
-                        done: false,
-                        at,
-                    });
+                    reports.push(StepUsage { job_id, run, step, node: node.clone(), usage, done: false, at });
                 }
             }
         } else {
             for (&(job_id, run), e) in &self.jobs {
                 let Some(pid) = e.supervisor else { continue };
                 let usage = flotilla_slurmd::usage::procs_usage(&stepd::descendants(pid));
-                reports.push(StepUsage {
-                    job_id,
-                    run,
-                    step: "batch".into(),
-                    node: node.clone(),
-                    usage,
-                    done: false,
-                    at,
-                });
+                reports.push(StepUsage { job_id, run, step: "batch".into(), node: node.clone(), usage, done: false, at });
             }
             for ((job_id, step), leaders) in self.steps.step_groups() {
                 let mut usage = flotilla_slurmd::usage::procs_usage(&leaders);
                 usage.ntasks = leaders.len() as u32;
                 let step = step.to_string();
-                reports.push(StepUsage {
-                    job_id,
-                    run: 0,
-                    step,
-                    node: node.clone(),
-                    usage,
-                    done: false,
-                    at,
-                });
+                reports.push(StepUsage { job_id, run: 0, step, node: node.clone(), usage, done: false, at });
             }
         }
         for r in reports {

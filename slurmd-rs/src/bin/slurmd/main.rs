@@ -58,11 +58,7 @@ fn confinement(
         "auto" => match auto(root, node) {
             Ok(c) => {
                 // Where the node's cgroups would be created (v1: the memory hierarchy).
-                let base = if c.kind() == "v1" {
-                    root.join("memory")
-                } else {
-                    root.to_path_buf()
-                };
+                let base = if c.kind() == "v1" { root.join("memory") } else { root.to_path_buf() };
                 if nix::unistd::access(&base, nix::unistd::AccessFlags::W_OK).is_err() {
                     tracing::warn!("no cgroup confinement: {} is not writable by this user (run as root, or --cgroup none)", base.display());
                     return Ok(None);
@@ -89,8 +85,7 @@ fn health_source(
 ) -> anyhow::Result<Option<Box<dyn flotilla_slurmd::health::HealthSource>>> {
     use flotilla_slurmd::health::{fake::FileHealth, nvml};
     Ok(match kind {
-        None => nvml::nvml_or_log()
-            .map(|h| Box::new(h) as Box<dyn flotilla_slurmd::health::HealthSource>),
+        None => nvml::nvml_or_log().map(|h| Box::new(h) as Box<dyn flotilla_slurmd::health::HealthSource>),
         Some("none") => None,
         Some("nvml") => Some(Box::new(nvml::NvmlHealth::new()?)),
         Some(other) => match other.strip_prefix("fake:") {
@@ -119,17 +114,10 @@ fn gpu_devices(files: &[String]) -> Vec<flotilla_slurmd::confine::GpuDevice> {
         }
         return out;
     }
-    let Ok(dir) = std::fs::read_dir("/dev") else {
-        return out;
-    };
+    let Ok(dir) = std::fs::read_dir("/dev") else { return out };
     for e in dir.flatten() {
         let name = e.file_name().to_string_lossy().into_owned();
-        let Some(idx) = name
-            .strip_prefix("nvidia")
-            .and_then(|n| n.parse::<u32>().ok())
-        else {
-            continue;
-        };
+        let Some(idx) = name.strip_prefix("nvidia").and_then(|n| n.parse::<u32>().ok()) else { continue };
         let path = format!("/dev/{name}");
         if let Ok(st) = nix::sys::stat::stat(path.as_str()) {
             let rdev = st.st_rdev;
@@ -188,17 +176,12 @@ fn main() -> anyhow::Result<()> {
     let mut conf: Option<PathBuf> = None;
     let mut fake_gpus: Option<u32> = None;
     let mut spool: Option<PathBuf> = None;
-    let mut ctld: Option<String> = std::env::var("FLOTILLA_CTLD_ADDR")
-        .ok()
-        .filter(|s| !s.is_empty());
+    let mut ctld: Option<String> = std::env::var("FLOTILLA_CTLD_ADDR").ok().filter(|s| !s.is_empty());
     let mut key = PathBuf::from("/etc/slurm/slurm.key");
     let mut boot_id_file = std::env::var("FLOTILLA_BOOT_ID_FILE")
         .ok()
         .filter(|s| !s.is_empty())
-        .map_or_else(
-            || PathBuf::from("/proc/sys/kernel/random/boot_id"),
-            PathBuf::from,
-        );
+        .map_or_else(|| PathBuf::from("/proc/sys/kernel/random/boot_id"), PathBuf::from);
     let mut cgroup = "auto".to_string();
     let mut cgroup_scope: Option<String> = None;
     let mut heartbeat = Duration::from_millis(2000);
@@ -234,10 +217,7 @@ fn main() -> anyhow::Result<()> {
         1 => tracing::Level::DEBUG,
         _ => tracing::Level::TRACE,
     };
-    tracing_subscriber::fmt()
-        .with_max_level(level)
-        .with_writer(std::io::stderr)
-        .init();
+    tracing_subscriber::fmt().with_max_level(level).with_writer(std::io::stderr).init();
     if !matches!(cgroup.as_str(), "v1" | "v2" | "none" | "auto") {
         bail!("--cgroup {cgroup}: expected v1, v2, none or auto");
     }
@@ -251,39 +231,25 @@ fn main() -> anyhow::Result<()> {
         None => flotilla_conf::conf_path(&|k| std::env::var(k).ok()),
     };
     let conf_path = std::fs::canonicalize(&conf_path).unwrap_or(conf_path);
-    let cluster = flotilla_conf::load_from(&conf_path)
-        .with_context(|| format!("loading {}", conf_path.display()))?;
+    let cluster = flotilla_conf::load_from(&conf_path).with_context(|| format!("loading {}", conf_path.display()))?;
     for w in &cluster.warnings {
         tracing::warn!("{w}");
     }
     let node = match node {
         Some(n) => n,
-        None => nix::unistd::gethostname()?
-            .to_string_lossy()
-            .split('.')
-            .next()
-            .unwrap_or_default()
-            .to_string(),
+        None => nix::unistd::gethostname()?.to_string_lossy().split('.').next().unwrap_or_default().to_string(),
     };
     let Some(nconf) = cluster.nodes.iter().find(|n| n.name == node) else {
         bail!("node {node} is not in {}", conf_path.display());
     };
     let spool = spool.unwrap_or_else(|| {
-        let d = if cluster.slurmd_spool_dir.is_empty() {
-            "/var/spool/slurmd"
-        } else {
-            &cluster.slurmd_spool_dir
-        };
+        let d = if cluster.slurmd_spool_dir.is_empty() { "/var/spool/slurmd" } else { &cluster.slurmd_spool_dir };
         PathBuf::from(d.replace("%n", &node).replace("%h", &node))
     });
     let ctld = match ctld {
         Some(a) => a,
         None => {
-            let host = if cluster.control_addr.is_empty() {
-                &cluster.control_host
-            } else {
-                &cluster.control_addr
-            };
+            let host = if cluster.control_addr.is_empty() { &cluster.control_host } else { &cluster.control_addr };
             format!("{host}:{}", cluster.slurmctld_port)
         }
     };
@@ -293,8 +259,7 @@ fn main() -> anyhow::Result<()> {
         .next()
         .with_context(|| format!("controller address {ctld} resolves to nothing"))?;
     let key = ClusterKey::load(&key).with_context(|| format!("cluster key {}", key.display()))?;
-    let boot_id = std::fs::read_to_string(&boot_id_file)
-        .with_context(|| format!("boot id {}", boot_id_file.display()))?;
+    let boot_id = std::fs::read_to_string(&boot_id_file).with_context(|| format!("boot id {}", boot_id_file.display()))?;
     let gpus = fake_gpus.unwrap_or(nconf.gpus);
     // cgroup.conf beside slurm.conf: what is constrained (Slurm's defaults without one).
     let cg_conf = flotilla_conf::cgroup::load_cgroup_conf(&conf_path)?;
@@ -326,9 +291,7 @@ fn main() -> anyhow::Result<()> {
             "jobs are confined by cgroups"
         );
         if !cg_conf.constrain_devices && gpus > 0 {
-            tracing::warn!(
-                "cgroup.conf has no ConstrainDevices=yes: jobs may open every GPU of this node"
-            );
+            tracing::warn!("cgroup.conf has no ConstrainDevices=yes: jobs may open every GPU of this node");
         }
     }
     let health = health_source(health.as_deref(), &node, gpus)?;
