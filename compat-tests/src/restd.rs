@@ -9,7 +9,7 @@ use std::net::{SocketAddr, TcpStream};
 use std::os::unix::net::UnixStream;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 /// A running slurmrestd (killed on drop).
 #[derive(Debug)]
@@ -74,7 +74,7 @@ impl Restd {
         let unix = cluster.dir().join(format!("slurmrestd-{port}.sock"));
         let log = cluster.dir().join(format!("slurmrestd-{port}.log"));
         let tcp: SocketAddr = format!("127.0.0.1:{port}").parse().expect("address");
-        let child = Command::new(&bin)
+        let mut child = Command::new(&bin)
             .args(args)
             .arg(format!("127.0.0.1:{port}"))
             .arg(format!("unix:{}", unix.display()))
@@ -82,28 +82,25 @@ impl Restd {
             .envs(env.iter().copied())
             .stdin(Stdio::null())
             .stdout(std::fs::File::create(&log).expect("log"))
-            .stderr(
-                std::fs::File::options()
-                    .append(true)
-                    .open(&log)
-                    .expect("log"),
-            )
+            .stderr(Stdio::piped())
             .spawn()
             .expect("slurmrestd starts");
-        let r = Restd {
-            child,
-            unix,
-            tcp,
-            log,
-        };
-        let deadline = Instant::now() + Duration::from_secs(30);
-        while TcpStream::connect(r.tcp).is_err() || UnixStream::connect(&r.unix).is_err() {
-            assert!(
-                Instant::now() < deadline,
-                "slurmrestd did not listen within 30 s:\n{}",
-                r.log_text()
-            );
-            std::thread::sleep(Duration::from_millis(20));
+        // Its log goes to the file through this thread, which also says when slurmrestd has
+        // bound every socket ("slurmrestd ready"; connections queue from then on).
+        let (ready_tx, ready_rx) = std::sync::mpsc::channel();
+        let stderr = child.stderr.take().expect("piped stderr");
+        let mut file = std::fs::File::options().append(true).open(&log).expect("log");
+        std::thread::spawn(move || {
+            for line in std::io::BufRead::lines(std::io::BufReader::new(stderr)).map_while(Result::ok) {
+                let _ = writeln!(file, "{line}");
+                if line.contains("slurmrestd ready") {
+                    let _ = ready_tx.send(());
+                }
+            }
+        });
+        let r = Restd { child, unix, tcp, log };
+        if ready_rx.recv_timeout(Duration::from_secs(30)).is_err() {
+            panic!("slurmrestd did not say it was ready within 30 s:\n{}", r.log_text());
         }
         r
     }

@@ -13,7 +13,7 @@ use crate::version::{ApiVersion, SLURM_RELEASE};
 use serde_json::{json, Value};
 
 /// One error of an answer.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct RestError {
     /// Slurm's error number (`errno`), 0 for none.
     pub error_number: i32,
@@ -260,21 +260,10 @@ mod tests {
             let err = RestError {
                 error_number: 2017,
                 error: "Invalid job id specified".into(),
-                ..RestError::default_for_test()
+                ..RestError::default()
             };
             let doc = envelope(v, &ClientInfo::default(), "c", json!({"x": 1}), &[err], &[]);
             c.validate(&doc, &Schema::Object(fields)).unwrap();
-        }
-    }
-
-    impl RestError {
-        fn default_for_test() -> RestError {
-            RestError {
-                error_number: 0,
-                error: String::new(),
-                description: String::new(),
-                source: String::new(),
-            }
         }
     }
 }

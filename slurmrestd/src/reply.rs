@@ -64,6 +64,16 @@ impl Reply {
     }
 }
 
+/// The HTTP status of a controller error: 401 for an authentication failure (a token
+/// refused: missing, forged, expired, another key), 500 for the rest.
+pub fn status_of(e: &SlurmError) -> StatusCode {
+    use flotilla_proto::errno::{ESLURM_AUTH_CRED_INVALID, ESLURM_AUTH_EXPIRED, SLURM_PROTOCOL_AUTHENTICATION_ERROR};
+    match e.code {
+        SLURM_PROTOCOL_AUTHENTICATION_ERROR | ESLURM_AUTH_CRED_INVALID | ESLURM_AUTH_EXPIRED => StatusCode::UNAUTHORIZED,
+        _ => StatusCode::INTERNAL_SERVER_ERROR,
+    }
+}
+
 /// The `errors[]` entry of a controller error: its number, Slurm's text, and the messages
 /// the controller sent with it as the description.
 pub fn rest_error(e: &SlurmError, source: &str) -> RestError {

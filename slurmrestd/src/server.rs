@@ -74,21 +74,20 @@ pub enum Bound {
     Unix(UnixListener),
 }
 
-/// Binds `l`. A Unix socket's file is created mode 0666 (who may act is decided by
-/// `SO_PEERCRED`, as Slurm's) after a stale socket at the path is removed.
+/// Binds `l`. A stale socket at a Unix path is removed first (never a file of another kind;
+/// neither the check nor the unlink follows a symlink). The socket's mode is the umask's: no
+/// path is chmod-ed, and `rest_auth/local` serves only slurmrestd's own uid anyway.
 pub async fn bind(l: &Listen) -> std::io::Result<Bound> {
     match l {
         Listen::Tcp(a) => Ok(Bound::Tcp(TcpListener::bind(a.as_str()).await?)),
         Listen::Unix(p) => {
-            use std::os::unix::fs::{FileTypeExt, PermissionsExt};
+            use std::os::unix::fs::FileTypeExt;
             if let Ok(m) = std::fs::symlink_metadata(p) {
                 if m.file_type().is_socket() {
                     std::fs::remove_file(p)?;
                 }
             }
-            let u = UnixListener::bind(p)?;
-            std::fs::set_permissions(p, std::fs::Permissions::from_mode(0o666))?;
-            Ok(Bound::Unix(u))
+            Ok(Bound::Unix(UnixListener::bind(p)?))
         }
     }
 }

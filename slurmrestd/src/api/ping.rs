@@ -36,19 +36,11 @@ async fn ping(State(st): State<Shared>, a: Authed, uri: Uri) -> Reply {
     let t0 = Instant::now();
     let r = st.ctl.call(&a.caller, Request::Ping).await;
     let up = r.is_ok();
+    // A controller that answers with an error is up; only a refused caller is not told so.
     if let Err(e) = &r {
-        if e.code == flotilla_proto::errno::SLURM_PROTOCOL_AUTHENTICATION_ERROR
-            || e.code == flotilla_proto::errno::ESLURM_AUTH_CRED_INVALID
-            || e.code == flotilla_proto::errno::ESLURM_AUTH_EXPIRED
-        {
-            return Reply::slurm_error(
-                StatusCode::UNAUTHORIZED,
-                v,
-                &a.client,
-                &st.cluster,
-                e,
-                "slurm_ping",
-            );
+        if crate::reply::status_of(e) == StatusCode::UNAUTHORIZED {
+            let (client, cluster) = (&a.client, &st.cluster);
+            return Reply::slurm_error(StatusCode::UNAUTHORIZED, v, client, cluster, e, "slurm_ping");
         }
     }
     let body = if v.is_data_parser() {
