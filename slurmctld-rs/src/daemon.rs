@@ -204,6 +204,7 @@ pub async fn start(cfg: DaemonConfig) -> anyhow::Result<Daemon> {
     let verifier = Verifier::new(cfg.key, flotilla_proto::auth::DEFAULT_TTL_S * 12, started.max(0) as u64);
     let mut shared = Shared::new(Some(tx), verifier, cfg.slurm_uid, cfg.host, auth_failures, limits, cfg.max_frame);
     shared.node_addrs = node_addrs(&cfg.cluster);
+    shared.http = Arc::new(crate::metrics::HttpGate::new(crate::metrics::MetricsConf::from_config(&cfg.cluster)));
     let shared = Arc::new(shared);
     let mut tcp_addr = None;
     if let Some(addr) = cfg.listen {

@@ -379,6 +379,7 @@ impl Controller {
         self.stats.last_cycle_us = us;
         self.stats.cycle_us_total += us;
         self.stats.max_cycle_us = self.stats.max_cycle_us.max(us);
+        self.stats.cycle_hist.observe_us(us);
         self.apply(ds, now);
         if self.opts.check_invariants {
             check_core_invariants(&self.sched);
