@@ -258,6 +258,9 @@ fn metrics_endpoints_agree_with_squeue_and_sinfo_and_prometheus_scrapes_them() {
     let cycles = sample(sched, "slurm_schedule_cycle_cnt");
     assert!(cycles >= 1.0, "{sched}");
     assert_eq!(sample(sched, "flotilla_sched_cycle_seconds_count"), cycles, "one snapshot: the histogram counts the same cycles");
+    // The running job started with 2 GPUs; the held one never started.
+    assert_eq!(sample(sched, "flotilla_queue_wait_seconds_count{gang_gpus=\"2-8\"}"), 1.0);
+    assert_eq!(sample(sched, "flotilla_queue_wait_seconds_count{gang_gpus=\"0\"}"), 0.0);
     let me = String::from_utf8(Command::new("id").arg("-un").output().unwrap().stdout).unwrap().trim().to_string();
     let ua = &bodies["/metrics/jobs-users-accts"];
     assert_eq!(sample(ua, &format!("slurm_user_jobs_running{{username=\"{me}\"}}")), running as f64);

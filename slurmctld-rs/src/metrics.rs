@@ -396,31 +396,53 @@ pub struct PartitionFacts {
     pub largest_placeable: (u32, u32, u32),
 }
 
-/// Scheduling cycle durations, bucketed (cumulative, never reset).
+/// Durations bucketed by upper bounds in µs (cumulative since the start, never reset).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Histogram {
-    /// Observations at or under each of [`CYCLE_BUCKETS_US`], not cumulative.
-    pub counts: [u64; CYCLE_BUCKETS_US.len()],
-    /// Observations over the last bucket.
+    /// Upper bounds of the buckets, µs, increasing.
+    pub bounds: &'static [u64],
+    /// Observations at or under each bound (and over the one before), not cumulative.
+    pub counts: Vec<u64>,
+    /// Observations over the last bound.
     pub over: u64,
     /// Sum of observations, µs.
     pub sum_us: u64,
 }
 
-/// Upper bounds of the cycle histogram's buckets, µs (100 µs to 10 s).
-pub const CYCLE_BUCKETS_US: [u64; 11] =
-    [100, 250, 500, 1_000, 2_500, 5_000, 10_000, 25_000, 100_000, 1_000_000, 10_000_000];
+/// Upper bounds of the scheduling cycle histogram's buckets, µs (100 µs to 10 s).
+pub const CYCLE_BUCKETS_US: &[u64] = &[100, 250, 500, 1_000, 2_500, 5_000, 10_000, 25_000, 100_000, 1_000_000, 10_000_000];
+
+/// Upper bounds of the queue-wait histograms' buckets, µs (1 s to 1 day).
+pub const WAIT_BUCKETS_US: &[u64] = &[
+    1_000_000,
+    10_000_000,
+    60_000_000,
+    300_000_000,
+    900_000_000,
+    3_600_000_000,
+    14_400_000_000,
+    86_400_000_000,
+];
+
+/// The gang sizes (GPUs a job starts with) the queue-wait histograms are kept for: the
+/// label, and the most GPUs it covers.
+pub const GANG_SIZES: [(&str, u64); 5] = [("0", 0), ("1", 1), ("2-8", 8), ("9-64", 64), ("65+", u64::MAX)];
 
 impl Default for Histogram {
     fn default() -> Histogram {
-        Histogram { counts: [0; CYCLE_BUCKETS_US.len()], over: 0, sum_us: 0 }
+        Histogram::new(CYCLE_BUCKETS_US)
     }
 }
 
 impl Histogram {
-    /// Records one cycle of `us` µs.
+    /// An empty histogram over `bounds` (µs, increasing).
+    pub fn new(bounds: &'static [u64]) -> Histogram {
+        Histogram { bounds, counts: vec![0; bounds.len()], over: 0, sum_us: 0 }
+    }
+
+    /// Records one observation of `us` µs.
     pub fn observe_us(&mut self, us: u64) {
-        match CYCLE_BUCKETS_US.iter().position(|&b| us <= b) {
+        match self.bounds.iter().position(|&b| us <= b) {
             Some(i) => self.counts[i] += 1,
             None => self.over += 1,
         }
@@ -433,6 +455,25 @@ impl Histogram {
     }
 }
 
+/// Time from eligibility (submission, or `--begin` when later) to start, per gang size
+/// ([`GANG_SIZES`]), of the jobs started since the controller did.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct QueueWait(pub [Histogram; GANG_SIZES.len()]);
+
+impl Default for QueueWait {
+    fn default() -> QueueWait {
+        QueueWait(std::array::from_fn(|_| Histogram::new(WAIT_BUCKETS_US)))
+    }
+}
+
+impl QueueWait {
+    /// Records a job that started with `gpus` GPUs after waiting `wait_s` seconds.
+    pub fn observe(&mut self, gpus: u64, wait_s: u64) {
+        let i = GANG_SIZES.iter().position(|&(_, most)| gpus <= most).unwrap_or(GANG_SIZES.len() - 1);
+        self.0[i].observe_us(wait_s.saturating_mul(1_000_000));
+    }
+}
+
 /// Flotilla's scheduler numbers beside `sdiag`'s.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct FlotillaSched {
@@ -442,6 +483,8 @@ pub struct FlotillaSched {
     pub reservation_gpus: u64,
     /// Cycle durations since the start.
     pub cycle: Histogram,
+    /// Queue waits of the jobs started since the start, by gang size.
+    pub wait: QueueWait,
 }
 
 /// What the owner task counted for one [`MetricsKind`].
@@ -633,7 +676,7 @@ const NODE_FAMILIES: &[NodeFamily] = &[
 type SchedFamily = (&'static str, &'static str, fn(&Diag) -> u64);
 
 fn mean(sum: u64, n: u64) -> u64 {
-    if n == 0 { 0 } else { sum / n }
+    sum.checked_div(n).unwrap_or(0)
 }
 
 const SCHED_FAMILIES: &[SchedFamily] = &[
@@ -787,15 +830,31 @@ fn render_flotilla_sched(o: &mut Out, d: &Diag, f: &FlotillaSched) {
     o.gauge("flotilla_alerts", "Alerts other than pages raised since the statistics were reset", d.flotilla.alerts);
     let name = "flotilla_sched_cycle_seconds";
     o.family(name, "histogram", "Time of the scheduling cycles since the controller started, seconds");
-    let bucket = format!("{name}_bucket");
-    let mut cum = 0;
-    for (i, b) in CYCLE_BUCKETS_US.iter().enumerate() {
-        cum += f.cycle.counts[i];
-        o.sample(&bucket, &[("le", &seconds(*b))], cum);
+    o.histogram(name, None, &f.cycle);
+    let name = "flotilla_queue_wait_seconds";
+    o.family(name, "histogram", "Time from eligibility to start of the jobs started since the controller did, by GPUs started with");
+    for ((gang, _), h) in GANG_SIZES.iter().zip(&f.wait.0) {
+        o.histogram(name, Some(("gang_gpus", gang)), h);
     }
-    o.sample(&bucket, &[("le", "+Inf")], f.cycle.count());
-    o.sample(&format!("{name}_sum"), &[], seconds(f.cycle.sum_us));
-    o.sample(&format!("{name}_count"), &[], f.cycle.count());
+}
+
+impl Out {
+    /// The samples of histogram `name` (its family line written already), with `label`.
+    fn histogram(&mut self, name: &str, label: Option<(&str, &str)>, h: &Histogram) {
+        let bucket = format!("{name}_bucket");
+        let with = |le: &str| -> Vec<(&str, String)> { label.iter().map(|&(k, v)| (k, v.to_string())).chain([("le", le.to_string())]).collect() };
+        let mut cum = 0;
+        for (i, b) in h.bounds.iter().enumerate() {
+            cum += h.counts[i];
+            let l = with(&seconds(*b));
+            self.sample(&bucket, &l.iter().map(|(k, v)| (*k, v.as_str())).collect::<Vec<_>>(), cum);
+        }
+        let l = with("+Inf");
+        self.sample(&bucket, &l.iter().map(|(k, v)| (*k, v.as_str())).collect::<Vec<_>>(), h.count());
+        let l: Vec<(&str, &str)> = label.into_iter().collect();
+        self.sample(&format!("{name}_sum"), &l, seconds(h.sum_us));
+        self.sample(&format!("{name}_count"), &l, h.count());
+    }
 }
 
 /// Microseconds as seconds, with no trailing zeros (`2500` → `0.0025`, `1000000` → `1.0`).
@@ -972,8 +1031,17 @@ fn error_body(method: &Method, path: &str, why: &str) -> String {
     format!("slurmctld HTTP server request for '{method} {path}':\nFailed: {why}\n")
 }
 
-const ROOT_INDEX: &str = "slurmctld index of endpoints:\n  '/readyz': check slurmctld is servicing RPCs\n  '/livez': check slurmctld is running\n  '/healthz': check slurmctld is running\n  '/metrics': print available metric endpoints\n";
-const METRICS_INDEX: &str = "slurmctld index of metrics endpoints:\n  '/metrics/jobs': get job metrics\n  '/metrics/nodes': get node metrics\n  '/metrics/partitions': get partition metrics\n  '/metrics/jobs-users-accts': get user and account jobs metrics\n  '/metrics/scheduler': get scheduler metrics\n";
+const ROOT_INDEX: &str = "slurmctld index of endpoints:\n\
+    \x20 '/readyz': check slurmctld is servicing RPCs\n\
+    \x20 '/livez': check slurmctld is running\n\
+    \x20 '/healthz': check slurmctld is running\n\
+    \x20 '/metrics': print available metric endpoints\n";
+const METRICS_INDEX: &str = "slurmctld index of metrics endpoints:\n\
+    \x20 '/metrics/jobs': get job metrics\n\
+    \x20 '/metrics/nodes': get node metrics\n\
+    \x20 '/metrics/partitions': get partition metrics\n\
+    \x20 '/metrics/jobs-users-accts': get user and account jobs metrics\n\
+    \x20 '/metrics/scheduler': get scheduler metrics\n";
 
 /// Asks the owner task for `kind` (`None`: only whether it answers).
 async fn ask_owner(tx: Option<&mpsc::Sender<Event>>, kind: Option<MetricsKind>) -> Option<Option<Snapshot>> {
@@ -1128,6 +1196,13 @@ mod tests {
             h.observe_us(us);
         }
         assert_eq!((h.counts[0], h.counts[1], h.over, h.count(), h.sum_us), (2, 1, 1, 4, 20_000_251));
+        let mut w = QueueWait::default();
+        for (gpus, wait) in [(0, 5), (1, 5), (8, 70), (9, 0), (512, 100_000)] {
+            w.observe(gpus, wait);
+        }
+        let per_gang: Vec<(u64, u64)> = w.0.iter().map(|h| (h.count(), h.sum_us / 1_000_000)).collect();
+        assert_eq!(per_gang, vec![(1, 5), (1, 5), (1, 70), (1, 0), (1, 100_000)]);
+        assert_eq!((w.0[2].counts[3], w.0[4].over), (1, 1), "70 s is under 5 min; a day and more is over every bucket");
         assert_eq!((seconds(100), seconds(2_500), seconds(1_000_000), seconds(0)), ("0.0001".into(), "0.0025".into(), "1.0".into(), "0.0".into()));
     }
 
@@ -1164,16 +1239,23 @@ mod tests {
             nodes: nc.clone(),
             largest_placeable: (4, 6, 6),
         };
-        let mut diag = Diag::default();
-        diag.req_time = 1_700_000_100;
-        diag.req_time_start = 1_700_000_000;
-        diag.schedule_cycle_counter = 2;
-        diag.schedule_cycle_sum = 3_000;
-        diag.flotilla.preemptions = vec![("PendingJob".into(), 1)];
-        diag.flotilla.pages = 1;
+        let diag = Diag {
+            req_time: 1_700_000_100,
+            req_time_start: 1_700_000_000,
+            schedule_cycle_counter: 2,
+            schedule_cycle_sum: 3_000,
+            flotilla: flotilla_proto::diag::FlotillaDiag {
+                preemptions: vec![("PendingJob".into(), 1)],
+                pages: 1,
+                ..Default::default()
+            },
+            ..Diag::default()
+        };
         let mut f = FlotillaSched { reservations: 1, reservation_gpus: 2, ..FlotillaSched::default() };
         f.cycle.observe_us(800);
         f.cycle.observe_us(2_200);
+        f.wait.observe(8, 42);
+        f.wait.observe(0, 0);
         let ua = Snapshot::UsersAccounts(vec![("alice".into(), jobs.clone())], vec![("physics".into(), jobs.clone())]);
         let cases = [
             ("jobs", Snapshot::Jobs(jobs.clone())),
@@ -1193,6 +1275,14 @@ mod tests {
             }
             let want = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e} (UPDATE_GOLDENS=1 writes it)", path.display()));
             assert_eq!(text, want, "{name} differs from {}", path.display());
+        }
+    }
+
+    #[test]
+    fn indexes_list_every_endpoint() {
+        assert!(ROOT_INDEX.starts_with("slurmctld index of endpoints:\n  '/readyz': "), "{ROOT_INDEX}");
+        for k in MetricsKind::ALL {
+            assert!(METRICS_INDEX.contains(&format!("\n  '{}': ", k.path())), "{METRICS_INDEX}");
         }
     }
 

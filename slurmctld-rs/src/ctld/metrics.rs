@@ -129,6 +129,7 @@ impl Controller {
                     reservations: res.len() as u64,
                     reservation_gpus: res.iter().flat_map(|r| &r.gpus).map(|(_, m)| u64::from(m.count())).sum(),
                     cycle: self.stats.cycle_hist.clone(),
+                    wait: self.stats.queue_wait.clone(),
                 };
                 Snapshot::Scheduler(Box::new(self.diag(now)), f)
             }

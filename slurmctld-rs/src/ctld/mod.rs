@@ -295,6 +295,8 @@ struct StatsAcc {
     rpc: BTreeMap<&'static str, u64>,
     /// Scheduling cycle times since the start (`/metrics/scheduler`).
     cycle_hist: crate::metrics::Histogram,
+    /// Queue waits of started jobs by gang size (`/metrics/scheduler`).
+    queue_wait: crate::metrics::QueueWait,
 }
 
 /// The controller state, owned by one task.
