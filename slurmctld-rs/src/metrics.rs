@@ -18,12 +18,14 @@
 //! [`MAX_REQUEST_HEAD`] bytes read within [`HEADER_TIMEOUT`], no body, and a connection lives
 //! at most [`CONNECTION_LIFETIME`].
 //!
-//! Authorisation follows Slurm 26.05 (`_check_metrics_authorized`): the metrics are open to
-//! everyone unless `MetricsAuthUsers` is set or `PrivateData` is set without
-//! `MetricsParameters=ignore_private_data`; then a JWT is required (`X-SLURM-USER-TOKEN` or
-//! `Authorization: Bearer`). This controller cannot verify a JWT (no `auth/jwt` key is
-//! loaded), so in that case every metrics request is answered 401: never served to someone
-//! we cannot identify. Health endpoints stay open, as in Slurm.
+//! Authorisation: Slurm 25.11 (`_check_metrics_authorized`) answers every metrics request 401
+//! when `PrivateData` is set, and serves everyone otherwise. Slurm 26.05 adds
+//! `MetricsAuthUsers` and `MetricsParameters=ignore_private_data`: the metrics need a JWT
+//! (`X-SLURM-USER-TOKEN` or `Authorization: Bearer`) of root, `SlurmUser` or a listed user when
+//! `MetricsAuthUsers` is set, or `PrivateData` is without `ignore_private_data`. This
+//! controller cannot verify a JWT yet, so whenever a token would be needed every metrics
+//! request (and the `/metrics` index) is answered 401: never served to someone we cannot
+//! identify. Health endpoints stay open, as in Slurm.
 //!
 //! Format: Slurm's metric names (all gauges, as its plugin exposes) plus a `flotilla_` family.
 //! One body is valid both as OpenMetrics 1.0 (it ends with `# EOF`, has no counters) and as
@@ -64,9 +66,11 @@ pub const OPENMETRICS_TYPE: &str = "application/openmetrics-text; version=1.0.0;
 pub const TEXT_TYPE: &str = "text/plain; version=0.0.4; charset=utf-8";
 
 /// Whether a connection whose first byte is `b` speaks HTTP: every HTTP/1 method begins with
-/// an upper-case ASCII letter, and a proto frame begins with its big-endian u32 length, whose
-/// first byte is 0 or 1 for every frame the controller accepts (at most 16 MiB; see
-/// [`flotilla_proto::decode_frame_max`]).
+/// an upper-case ASCII letter (`A` is 0x41), and a proto frame begins with its big-endian u32
+/// length, whose first byte is under 0x41 for every frame under 1 GiB (the default limit is
+/// 16 MiB: 0x00 or 0x01; see [`flotilla_proto::decode_frame_max`]). A TLS hello (0x16) goes
+/// the proto way and is refused there. Slurm 25.11 decides the same way, from the bytes
+/// (`http_switch_on_data`: an RPC header is recognised, anything else is HTTP).
 pub fn looks_like_http(b: u8) -> bool {
     b.is_ascii_uppercase()
 }
