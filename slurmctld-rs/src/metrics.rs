@@ -14,7 +14,8 @@
 //! only *counts* (an [`Event::Metrics`] answered with a [`Snapshot`] of aggregated numbers,
 //! O(jobs + nodes), no text); the text is rendered here, in the connection's task. HTTP peers
 //! are unauthenticated: they have their own small pool ([`HttpGate`], per source address and
-//! in all, the oldest closed for a newcomer), a request head of at most
+//! in all, the oldest closed for a newcomer), each set's text is reused for [`MAX_AGE`] (the
+//! owner counts a set at most about twice a second however many ask), a request head of at most
 //! [`MAX_REQUEST_HEAD`] bytes read within [`HEADER_TIMEOUT`], no body, and a connection lives
 //! at most [`CONNECTION_LIFETIME`].
 //!
@@ -895,9 +896,18 @@ pub struct HttpGate {
     pub limits: HttpLimits,
     /// Requests answered (any status).
     pub requests: AtomicU64,
+    /// Times the owner task was asked for a metric set (cache misses).
+    pub owner_asks: AtomicU64,
     pool: Mutex<HttpPool>,
+    /// The last text of each set and when it was counted ([`MAX_AGE`]).
+    cache: Mutex<HashMap<&'static str, (tokio::time::Instant, Bytes)>>,
     next: AtomicU64,
 }
+
+/// A metric set's text is served from the last count for this long: however many peers ask,
+/// the owner task counts each set at most about once per this (a scrape every second still
+/// sees every change).
+pub const MAX_AGE: Duration = Duration::from_millis(500);
 
 #[derive(Debug, Default)]
 struct HttpPool {
@@ -939,7 +949,9 @@ impl HttpGate {
             conf,
             limits: HttpLimits::default(),
             requests: AtomicU64::new(0),
+            owner_asks: AtomicU64::new(0),
             pool: Mutex::new(HttpPool::default()),
+            cache: Mutex::new(HashMap::new()),
             next: AtomicU64::new(1),
         }
     }
@@ -1087,19 +1099,40 @@ async fn answer(req: hyper::Request<Incoming>, gate: &HttpGate, tx: Option<&mpsc
             Some(_) if gate.conf.auth_required => unauthorized(&method, &path),
             // Without a metrics plugin Slurm answers an empty body.
             Some(_) if !gate.conf.enabled => respond(StatusCode::OK, Some(TEXT_TYPE), String::new()),
-            Some(kind) => match ask_owner(tx, Some(kind)).await {
-                Some(Some(snap)) => {
+            Some(kind) => match metrics_text(gate, tx, kind).await {
+                Some(text) => {
                     let om = req
                         .headers()
                         .get_all(hyper::header::ACCEPT)
                         .iter()
                         .any(|v| v.to_str().is_ok_and(|s| s.contains("application/openmetrics-text")));
-                    respond(StatusCode::OK, Some(if om { OPENMETRICS_TYPE } else { TEXT_TYPE }), render(&snap))
+                    let mut r = hyper::Response::new(Full::new(text));
+                    let ct = hyper::header::HeaderValue::from_static(if om { OPENMETRICS_TYPE } else { TEXT_TYPE });
+                    r.headers_mut().insert(hyper::header::CONTENT_TYPE, ct);
+                    r
                 }
-                _ => respond(StatusCode::SERVICE_UNAVAILABLE, Some(TEXT_TYPE), error_body(&method, &path, "the controller is busy")),
+                None => respond(StatusCode::SERVICE_UNAVAILABLE, Some(TEXT_TYPE), error_body(&method, &path, "the controller is busy")),
             },
         },
     }
+}
+
+/// The text of `kind`: the cached one if younger than [`MAX_AGE`], else counted by the owner
+/// task and rendered here; `None` when the owner did not answer within [`OWNER_TIMEOUT`].
+async fn metrics_text(gate: &HttpGate, tx: Option<&mpsc::Sender<Event>>, kind: MetricsKind) -> Option<Bytes> {
+    let cached = |gate: &HttpGate| {
+        let c = gate.cache.lock().unwrap_or_else(|p| p.into_inner());
+        c.get(kind.path()).filter(|(at, _)| at.elapsed() < MAX_AGE).map(|(_, b)| b.clone())
+    };
+    if let Some(b) = cached(gate) {
+        return Some(b);
+    }
+    gate.owner_asks.fetch_add(1, Ordering::Relaxed);
+    let at = tokio::time::Instant::now();
+    let snap = ask_owner(tx, Some(kind)).await??;
+    let text = Bytes::from(render(&snap));
+    gate.cache.lock().unwrap_or_else(|p| p.into_inner()).insert(kind.path(), (at, text.clone()));
+    Some(text)
 }
 
 /// 401: the metrics need a token (Slurm 26.05 with `MetricsAuthUsers` or `PrivateData`), and
@@ -1288,6 +1321,31 @@ mod tests {
         for k in MetricsKind::ALL {
             assert!(METRICS_INDEX.contains(&format!("\n  '{}': ", k.path())), "{METRICS_INDEX}");
         }
+    }
+
+    /// However many ask, the owner counts a set once per [`MAX_AGE`].
+    #[tokio::test]
+    async fn the_owner_counts_a_set_once_per_max_age() {
+        let gate = HttpGate::new(MetricsConf { enabled: true, auth_required: false });
+        let (tx, mut rx) = mpsc::channel(16);
+        tokio::spawn(async move {
+            while let Some(ev) = rx.recv().await {
+                if let Event::Metrics { reply, .. } = ev {
+                    let _ = reply.send(Some(Snapshot::Jobs(JobCounts::default())));
+                }
+            }
+        });
+        for _ in 0..10 {
+            let text = metrics_text(&gate, Some(&tx), MetricsKind::Jobs).await.expect("an answer");
+            assert!(text.starts_with(b"# HELP slurm_jobs "));
+        }
+        assert_eq!(gate.owner_asks.load(Ordering::Relaxed), 1);
+        metrics_text(&gate, Some(&tx), MetricsKind::Nodes).await.expect("an answer");
+        assert_eq!(gate.owner_asks.load(Ordering::Relaxed), 2, "each set has its own text");
+        tokio::time::sleep(MAX_AGE).await;
+        metrics_text(&gate, Some(&tx), MetricsKind::Jobs).await.expect("an answer");
+        assert_eq!(gate.owner_asks.load(Ordering::Relaxed), 3, "counted again once the text is MAX_AGE old");
+        assert!(metrics_text(&gate, None, MetricsKind::Scheduler).await.is_none(), "no owner (sackd): no text");
     }
 
     #[test]
