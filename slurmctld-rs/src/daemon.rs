@@ -232,6 +232,7 @@ pub async fn start(cfg: DaemonConfig) -> anyhow::Result<Daemon> {
     let mut shared = Shared::new(Some(tx), verifier, cfg.slurm_uid, cfg.host, auth_failures, limits, cfg.max_frame);
     shared.node_addrs = node_addrs(&cfg.cluster);
     (shared.jwt, shared.jwt_policy) = jwt_conf(&cfg.cluster, &cfg.state_dir);
+    shared.http = Arc::new(crate::metrics::HttpGate::new(crate::metrics::MetricsConf::from_config(&cfg.cluster)));
     let shared = Arc::new(shared);
     let mut tcp_addr = None;
     if let Some(addr) = cfg.listen {
