@@ -23,10 +23,11 @@
 //! when `PrivateData` is set, and serves everyone otherwise. Slurm 26.05 adds
 //! `MetricsAuthUsers` and `MetricsParameters=ignore_private_data`: the metrics need a JWT
 //! (`X-SLURM-USER-TOKEN` or `Authorization: Bearer`) of root, `SlurmUser` or a listed user when
-//! `MetricsAuthUsers` is set, or `PrivateData` is without `ignore_private_data`. This
-//! controller cannot verify a JWT yet, so whenever a token would be needed every metrics
-//! request (and the `/metrics` index) is answered 401: never served to someone we cannot
-//! identify. Health endpoints stay open, as in Slurm.
+//! `MetricsAuthUsers` is set, or `PrivateData` is without `ignore_private_data`. Here the
+//! token is verified with the controller's `auth/jwt` key ([`flotilla_proto::jwt`], as
+//! slurmrestd's are): no token, or one that does not verify (or no key), is 401; a verified
+//! user other than root, `SlurmUser` and (when set) the `MetricsAuthUsers` names is 403
+//! (Slurm's `EPERM`). Health endpoints stay open, as in Slurm.
 //!
 //! Format: Slurm's metric names (all gauges, as its plugin exposes) plus a `flotilla_` family.
 //! One body is valid both as OpenMetrics 1.0 (it ends with `# EOF`, has no counters) and as
@@ -122,6 +123,8 @@ pub struct MetricsConf {
     /// A token is required (`MetricsAuthUsers` set, or `PrivateData` without
     /// `MetricsParameters=ignore_private_data`; Slurm 26.05 `read_config.c` `metrics_auth`).
     pub auth_required: bool,
+    /// `MetricsAuthUsers=` names (besides root and `SlurmUser`); `None`: unset.
+    pub auth_users: Option<Vec<String>>,
 }
 
 impl MetricsConf {
@@ -132,6 +135,7 @@ impl MetricsConf {
         MetricsConf {
             enabled: c.metrics_type.as_deref() == Some("metrics/openmetrics"),
             auth_required: c.metrics_auth_users.is_some() || (private && !ignore_private),
+            auth_users: c.metrics_auth_users.clone(),
         }
     }
 }
@@ -902,6 +906,10 @@ pub struct HttpGate {
     /// The last text of each set and when it was counted ([`MAX_AGE`]).
     cache: Mutex<HashMap<&'static str, (tokio::time::Instant, Bytes)>>,
     next: AtomicU64,
+    /// The `auth/jwt` key and `SlurmUser`'s uid, when tokens are on ([`HttpGate::with_jwt`]).
+    jwt: Option<(flotilla_proto::jwt::JwtKey, u32)>,
+    /// Token users' uids.
+    users: crate::users::UserNames,
 }
 
 /// A metric set's text is served from the last count for this long: however many peers ask,
@@ -953,6 +961,37 @@ impl HttpGate {
             pool: Mutex::new(HttpPool::default()),
             cache: Mutex::new(HashMap::new()),
             next: AtomicU64::new(1),
+            jwt: None,
+            users: crate::users::UserNames::new(),
+        }
+    }
+
+    /// Verifies metrics tokens with `key`; root and `slurm_uid` are always allowed.
+    pub fn with_jwt(mut self, key: Option<flotilla_proto::jwt::JwtKey>, slurm_uid: u32) -> HttpGate {
+        self.jwt = key.map(|k| (k, slurm_uid));
+        self
+    }
+
+    /// Whether a request with `headers` may read the metrics (Slurm's
+    /// `_check_metrics_authorized`): `Err(status)` 401 without a token that verifies, 403 for a
+    /// user not allowed.
+    async fn authorize(&self, headers: &hyper::HeaderMap) -> Result<(), StatusCode> {
+        let header = |n: &str| headers.get(n).and_then(|v| v.to_str().ok()).map(str::trim);
+        let token = header("x-slurm-user-token")
+            .or_else(|| header("authorization").and_then(|a| a.strip_prefix("Bearer ")).map(str::trim))
+            .filter(|t| !t.is_empty())
+            .ok_or(StatusCode::UNAUTHORIZED)?;
+        let (key, slurm_uid) = self.jwt.as_ref().ok_or(StatusCode::UNAUTHORIZED)?;
+        let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_secs() as i64);
+        let claims = key.verify(token, now).map_err(|e| {
+            tracing::warn!("metrics token refused: {e}");
+            StatusCode::UNAUTHORIZED
+        })?;
+        let (uid, _) = self.users.user(&claims.user).await.ok_or(StatusCode::UNAUTHORIZED)?;
+        if uid == 0 || uid == *slurm_uid || self.conf.auth_users.as_ref().is_some_and(|l| l.contains(&claims.user)) {
+            Ok(())
+        } else {
+            Err(StatusCode::FORBIDDEN)
         }
     }
 
@@ -1085,6 +1124,11 @@ async fn answer(req: hyper::Request<Incoming>, gate: &HttpGate, tx: Option<&mpsc
     if method != Method::GET {
         return respond(StatusCode::NOT_FOUND, Some(TEXT_TYPE), error_body(&method, &path, "Invalid or unknown URL path"));
     }
+    if gate.conf.auth_required && (path == "/metrics" || MetricsKind::from_path(&path).is_some()) {
+        if let Err(status) = gate.authorize(req.headers()).await {
+            return refused(status, &method, &path);
+        }
+    }
     match path.as_str() {
         "/" => respond(StatusCode::OK, Some(TEXT_TYPE), ROOT_INDEX.to_string()),
         "/livez" | "/healthz" => respond(StatusCode::NO_CONTENT, None, String::new()),
@@ -1092,11 +1136,9 @@ async fn answer(req: hyper::Request<Incoming>, gate: &HttpGate, tx: Option<&mpsc
             Some(_) => respond(StatusCode::NO_CONTENT, None, String::new()),
             None => respond(StatusCode::INTERNAL_SERVER_ERROR, None, String::new()),
         },
-        "/metrics" if gate.conf.auth_required => unauthorized(&method, &path),
         "/metrics" => respond(StatusCode::OK, Some(TEXT_TYPE), METRICS_INDEX.to_string()),
         p => match MetricsKind::from_path(p) {
             None => respond(StatusCode::NOT_FOUND, Some(TEXT_TYPE), error_body(&method, &path, "Invalid or unknown URL path")),
-            Some(_) if gate.conf.auth_required => unauthorized(&method, &path),
             // Without a metrics plugin Slurm answers an empty body.
             Some(_) if !gate.conf.enabled => respond(StatusCode::OK, Some(TEXT_TYPE), String::new()),
             Some(kind) => match metrics_text(gate, tx, kind).await {
@@ -1135,14 +1177,11 @@ async fn metrics_text(gate: &HttpGate, tx: Option<&mpsc::Sender<Event>>, kind: M
     Some(text)
 }
 
-/// 401: the metrics need a token (Slurm 26.05 with `MetricsAuthUsers` or `PrivateData`), and
-/// this controller cannot verify one.
-fn unauthorized(method: &Method, path: &str) -> HttpResponse {
-    respond(
-        StatusCode::UNAUTHORIZED,
-        Some(TEXT_TYPE),
-        error_body(method, path, "Authentication failure (metrics need a token, which this controller cannot verify)"),
-    )
+/// 401 (no token that verifies) or 403 (a user not allowed): the metrics need a token (Slurm
+/// 26.05 with `MetricsAuthUsers` or `PrivateData`).
+fn refused(status: StatusCode, method: &Method, path: &str) -> HttpResponse {
+    let why = if status == StatusCode::FORBIDDEN { "Operation not permitted" } else { "Authentication failure" };
+    respond(status, Some(TEXT_TYPE), error_body(method, path, why))
 }
 
 #[cfg(test)]
@@ -1326,7 +1365,7 @@ mod tests {
     /// However many ask, the owner counts a set once per [`MAX_AGE`].
     #[tokio::test]
     async fn the_owner_counts_a_set_once_per_max_age() {
-        let gate = HttpGate::new(MetricsConf { enabled: true, auth_required: false });
+        let gate = HttpGate::new(MetricsConf { enabled: true, auth_required: false, auth_users: None });
         let (tx, mut rx) = mpsc::channel(16);
         tokio::spawn(async move {
             while let Some(ev) = rx.recv().await {

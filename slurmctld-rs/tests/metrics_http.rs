@@ -1,7 +1,8 @@
 //! The HTTP side of the controller's TCP port (`src/metrics.rs`) against the real binary:
 //! proto peers and HTTP peers share the port; hostile HTTP peers (idle floods, oversized
 //! heads, bodies, silence) cost little and keep nobody else out; the metrics answer empty
-//! without `MetricsType`, and 401 when slurm.conf asks for a token we cannot verify.
+//! without `MetricsType`; when slurm.conf asks for a token, a JWT of an allowed user (root,
+//! `SlurmUser`, `MetricsAuthUsers`) is served, another user's is 403, none or a bad one 401.
 //!
 //! Throughout a flood a local query must be answered within 1 s (as in `attacks_net.rs`); every
 //! other wait fails when it times out.
@@ -125,6 +126,37 @@ fn metrics_are_served_with_metrics_type_and_refused_when_a_token_is_needed() {
     });
     let ctl = Ctl::start(&env, 0, &[]);
     assert_eq!(get(ctl.addr, "/metrics/jobs").0, 200);
+}
+
+/// `MetricsAuthUsers=nobody` with `auth/jwt`: tokens from the controller's key decide (Slurm
+/// 26.05's `_check_metrics_authorized`); `nobody` and `daemon` are in every Debian passwd.
+#[test]
+fn metrics_tokens_are_verified_with_the_auth_jwt_key() {
+    use flotilla_proto::jwt::JwtKey;
+    let env = Env::new(1);
+    let key_path = env.path("jwt.key");
+    let key = JwtKey::generate(&key_path).unwrap();
+    let mut c = cluster(1);
+    c.metrics_type = Some("metrics/openmetrics".into());
+    c.metrics_auth_users = Some(vec!["nobody".into()]);
+    c.auth_alt_types = vec!["auth/jwt".into()];
+    c.auth_alt_parameters = format!("jwt_key={}", key_path.display());
+    std::fs::write(env.path("cluster.json"), serde_json::to_string(&c).unwrap()).unwrap();
+    let ctl = Ctl::start(&env, 0, &[]);
+    let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_secs() as i64;
+    let with = |token: &str, bearer: bool| {
+        let h = if bearer { format!("Authorization: Bearer {token}") } else { format!("X-SLURM-USER-TOKEN: {token}") };
+        let req = format!("GET /metrics/jobs HTTP/1.1\r\nHost: x\r\n{h}\r\nConnection: close\r\n\r\n");
+        raw(ctl.addr, req.as_bytes()).expect("an answer").0
+    };
+    assert_eq!(get(ctl.addr, "/metrics/jobs").0, 401, "no token");
+    assert_eq!(with(&key.issue("nobody", now, 60), false), 200, "a listed user");
+    assert_eq!(with(&key.issue("root", now, 60), true), 200, "root, as a bearer token");
+    assert_eq!(with(&key.issue("daemon", now, 60), false), 403, "a user not listed");
+    assert_eq!(with(&key.issue("nobody", now - 100, 10), false), 401, "expired");
+    let other = JwtKey::from_bytes(&[3u8; 32]).unwrap();
+    assert_eq!(with(&other.issue("root", now, 60), false), 401, "another key");
+    assert_eq!(get(ctl.addr, "/livez").0, 204, "health needs no token");
 }
 
 /// Oversized heads, bodies, other methods and silence: each answered or closed, quickly.

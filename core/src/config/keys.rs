@@ -237,7 +237,7 @@ pub static KEYS: &[KeyDoc] = &[
     key(Global, "MetricsType", ValueType::Enum(&["metrics/openmetrics"]), Unset,
         "Slurm 25.11: `metrics/openmetrics` serves OpenMetrics on the controller's own port (`GET /metrics/jobs`, `/metrics/nodes`, `/metrics/partitions`, `/metrics/scheduler`, `/metrics/jobs-users-accts`); unset: those paths answer an empty body. `/livez`, `/readyz`, `/healthz` are always served."),
     key(Global, "MetricsAuthUsers", ValueType::List, Unset,
-        "Slurm 26.05: users besides root and `SlurmUser` who may read the metrics; setting it (or `PrivateData` without `MetricsParameters=ignore_private_data`) makes the metrics need a token, which this controller cannot verify yet: they answer 401 then (Slurm 25.11 answers 401 whenever `PrivateData` is set)."),
+        "Slurm 26.05: users besides root and `SlurmUser` who may read the metrics; setting it (or `PrivateData` without `MetricsParameters=ignore_private_data`) makes the metrics need a JWT (`X-SLURM-USER-TOKEN` or `Authorization: Bearer`, verified with the `auth/jwt` key): none or a bad one is 401, a user not allowed 403 (Slurm 25.11 answers 401 whenever `PrivateData` is set)."),
     key(Global, "MetricsParameters", ValueType::List, Unset,
         "Slurm 26.05: `ignore_private_data` keeps the metrics open to everyone although `PrivateData` is set (ignored when `MetricsAuthUsers` is set)."),
     key(Global, "AccountingStorageEnforce", ValueType::List, Unset,
