@@ -116,9 +116,11 @@ echo "ok squeue through sackd and TCP: $via_sackd"
 # token from `scontrol token` pings the controller through it; a request without one is 401.
 start_unit slurmrestd
 rest() { # rest TOKEN: GET /slurm/v0.0.42/ping, the whole answer (bash's /dev/tcp: no curl here)
+  local token_header=""
+  [ -z "$1" ] || token_header="X-SLURM-USER-TOKEN: $1"$'\r\n'
   exec 3<>/dev/tcp/127.0.0.1/6820 || return 1
   printf 'GET /slurm/v0.0.42/ping HTTP/1.1\r\nHost: localhost\r\nX-SLURM-USER-NAME: alice\r\n%sConnection: close\r\n\r\n' \
-    "${1:+X-SLURM-USER-TOKEN: $1\r\n}" >&3
+    "$token_header" >&3
   cat <&3
   exec 3<&-
 }

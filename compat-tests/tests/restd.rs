@@ -24,11 +24,26 @@ fn ping_answers_every_version_and_unauthenticated_tcp_is_refused() {
     let refused = r.call(Via::Tcp, "GET", "/slurm/v0.0.42/ping", &[], None);
     assert_eq!(refused.status, 401, "{}", refused.body);
     assert_eq!(refused.json()["errors"][0]["error_number"], 6000);
+    // Health probes need no authentication, even on TCP.
+    for p in ["/livez", "/healthz", "/readyz"] {
+        assert_eq!(r.call(Via::Tcp, "GET", p, &[], None).status, 204, "{p}");
+    }
     let spec = r.get("/openapi/v3").json();
     assert!(
         spec["paths"]["/slurm/v0.0.38/ping/"]["get"].is_object(),
         "{spec}"
     );
+    // Without its controller slurmrestd is alive but not ready.
+    let ctld = nix::unistd::Pid::from_raw(c.pids()[0]);
+    nix::sys::signal::kill(ctld, nix::sys::signal::Signal::SIGKILL).expect("kill slurmctld");
+    // Dead (a zombie until reaped, its sockets closed) before the probe.
+    let t0 = std::time::Instant::now();
+    while std::fs::read_to_string(format!("/proc/{ctld}/stat")).is_ok_and(|s| !s.contains(") Z ")) {
+        assert!(t0.elapsed() < std::time::Duration::from_secs(10), "slurmctld did not die");
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+    assert_eq!(r.get("/readyz").status, 503);
+    assert_eq!(r.get("/livez").status, 204);
 }
 
 /// Connections are capped per client (64 from one uid here; the 65th is closed unanswered,

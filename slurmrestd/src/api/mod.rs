@@ -3,9 +3,11 @@
 //! - [`openapi`]: `GET /openapi/v3` (also `/openapi`, `/openapi.json`, `/openapi.yaml`),
 //!   the union of every family's spec.
 //! - [`ping`]: `/slurm/vX/ping` for every version (the pattern the other modules follow).
+//! - [`health`]: `/livez`, `/healthz`, `/readyz` (no authentication).
 //! - [`fleet`]: the fleet's own `/flotilla/v1` (jobs, deployments, topology, alerts).
 
 pub mod fleet;
+pub mod health;
 pub mod openapi;
 pub mod ping;
 
@@ -15,7 +17,7 @@ use flotilla_rest::Spec;
 
 /// Every route.
 pub fn routes() -> Router<Shared> {
-    Router::new().merge(openapi::routes()).merge(ping::routes()).merge(fleet::routes())
+    Router::new().merge(openapi::routes()).merge(ping::routes()).merge(fleet::routes()).merge(health::routes())
 }
 
 /// The spec of every version and family served.
