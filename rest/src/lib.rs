@@ -7,7 +7,9 @@
 //! Pure: no I/O, no clock (callers pass `now`), no HTTP. `slurmrestd` adds the server; the
 //! commands add the printing.
 
+pub mod dp;
 pub mod meta;
+pub mod model;
 pub mod schema;
 pub mod version;
 
