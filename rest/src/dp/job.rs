@@ -5,7 +5,7 @@
 //! Fields are Slurm 25.11's `PARSER_ARRAY(JOB_INFO)` (`data_parser/v0.0.42/parsers.c`); the
 //! ones Flotilla does not track (burst buffers, federation, licenses, cron, ...) are left out,
 //! which every model allows (no property of `job_info` is required). Times are seconds since
-//! the epoch, 0 when not yet known (Slurm's zero time); memory is MiB; `time_limit` minutes.
+//! the epoch (a time the controller does not give is left out); memory is MiB; `time_limit` minutes.
 
 use super::{add_common, exit_code, exit_code_value, maybe, name, no_val, set, unset, Width};
 use crate::model::Model;
@@ -43,8 +43,10 @@ fn s(x: &str) -> Value {
     Value::String(x.to_string())
 }
 
-fn time(t: Option<i64>) -> Value {
-    set(t.unwrap_or(0))
+/// A time the controller gave, or the key left out (a time it did not give is not claimed
+/// to be Slurm's zero, "not yet").
+fn time(t: Option<i64>) -> Option<Value> {
+    t.map(set)
 }
 
 /// A time limit as Slurm's `UINT32_NO_VAL` dumps it: `UNLIMITED` is infinite, none unset.
@@ -85,8 +87,8 @@ pub fn model(v: ApiVersion) -> Model<JobInfo, Ctx> {
         .opt("comment", Schema::Str, |j, _| Some(s(j.comment.as_deref().unwrap_or(""))))
         .opt("cpus_per_task", nv16(), |j, _| Some(set(j.cpus_per_task)))
         .opt("dependency", Schema::Str, |j, _| Some(s(j.dependency.as_deref().unwrap_or(""))))
-        .opt("eligible_time", nv64(), |j, _| Some(time(j.eligible_time)))
-        .opt("end_time", nv64(), |j, _| Some(time(j.end_time)))
+        .opt("eligible_time", nv64(), |j, _| time(j.eligible_time))
+        .opt("end_time", nv64(), |j, _| time(j.end_time))
         .opt("excluded_nodes", Schema::Str, |j, _| Some(s(&j.excluded_nodes.join(","))))
         .opt("exit_code", exit_code(v), |j, _| {
             let ended = j.state.is_some_and(JobStateWire::is_finished);
@@ -115,7 +117,7 @@ pub fn model(v: ApiVersion) -> Model<JobInfo, Ctx> {
         .opt("requeue", Schema::Bool, |j, _| Some(json!(j.requeue)))
         .opt("restart_cnt", i32_(), |j, _| Some(json!(j.restarts)))
         .opt("scheduled_nodes", Schema::Str, |j, _| Some(s(&j.sched_nodes)))
-        .opt("start_time", nv64(), |j, _| Some(time(j.start_time)))
+        .opt("start_time", nv64(), |j, _| time(j.start_time))
         .opt("state_description", Schema::Str, |j, _| Some(s(j.reason_detail.as_deref().unwrap_or(""))))
         .opt("state_reason", Schema::Str, |j, _| Some(s(&j.reason)))
         .opt("standard_error", Schema::Str, |j, _| Some(s(j.stderr.as_deref().unwrap_or(""))))
