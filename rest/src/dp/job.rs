@@ -192,7 +192,7 @@ mod tests {
         for v in super::super::VERSIONS {
             let mut c = Components::default();
             let r = add_response(v, &mut c);
-            let body = response(v, &[j.clone()], &Ctx { cluster: "c".into() }, None, 5);
+            let body = response(v, std::slice::from_ref(&j), &Ctx { cluster: "c".into() }, None, 5);
             let doc = crate::meta::envelope(v, &crate::ClientInfo::default(), "c", body, &[], &[]);
             c.validate(&doc, &r).unwrap();
             assert_eq!(doc["jobs"][0]["job_state"], json!(["COMPLETED"]));

@@ -237,7 +237,7 @@ mod tests {
             let d = crate::meta::envelope(v, &crate::ClientInfo::default(), "c", nodes_response(v, &[node("IDLE")], &ctx, 1), &[], &[]);
             c.validate(&d, &r).unwrap();
             let r = add_partitions_response(v, &mut c);
-            let d = crate::meta::envelope(v, &crate::ClientInfo::default(), "c", partitions_response(v, &[p.clone()], &ctx, 1), &[], &[]);
+            let d = crate::meta::envelope(v, &crate::ClientInfo::default(), "c", partitions_response(v, std::slice::from_ref(&p), &ctx, 1), &[], &[]);
             c.validate(&d, &r).unwrap();
             assert_eq!(d["partitions"][0]["maximums"]["time"]["infinite"], true);
         }

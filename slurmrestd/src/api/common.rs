@@ -150,6 +150,7 @@ pub fn query_param(name: &'static str, schema: Schema, description: &'static str
 }
 
 /// An operation of `v` tagged `slurm`: `operationId` `slurm_v0042_NAME`.
+#[allow(clippy::too_many_arguments)] // one per part of an operation, named at each call
 pub fn op(v: ApiVersion, method: Method, path: &str, id: &str, summary: &'static str, params: Vec<Param>, body: Option<Schema>, response: Schema) -> Operation {
     Operation {
         method,

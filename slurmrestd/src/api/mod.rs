@@ -6,7 +6,7 @@
 //! - [`jobs`]: `/slurm/vX/jobs`, `/job/{job_id}` (GET, DELETE, POST), `/job/submit`.
 //! - [`nodes`]: `/slurm/vX/nodes`, `/node/{node_name}`, `/partitions`,
 //!   `/partition/{partition_name}`.
-//! - [`diag`]: `/slurm/vX/diag`.
+//! - [`diag`]: the statistics, `/slurm/vX/diag`.
 //!
 //! [`jobs`], [`nodes`] and [`diag`] serve the data_parser versions (v0.0.41–v0.0.44); their
 //! objects are `flotilla_rest::dp`'s. [`common`] holds what they share.
