@@ -110,6 +110,9 @@ pub struct DevCluster {
     /// The cluster part of the node daemons' cgroup paths (`slurmd --cgroup-scope`, see
     /// [`cgroup_scope`]): job cgroups are `<root>/flotilla/<scope>_<node>/job_<id>`.
     pub cgroup_scope: String,
+    /// slurmrestd's URL (`http://127.0.0.1:PORT`; JWT on TCP, local auth on
+    /// `<dir>/state/slurmrestd.sock`); `None` when no `slurmrestd` binary was found.
+    pub restd_url: Option<String>,
 }
 
 impl DevCluster {
@@ -118,9 +121,14 @@ impl DevCluster {
         self.dir.join("slurm.conf")
     }
 
-    /// The one line a user needs.
+    /// The lines a user needs: `export SLURM_CONF=...`, and `export FLOTILLA_RESTD_URL=...`
+    /// when slurmrestd runs.
     pub fn export_line(&self) -> String {
-        format!("export SLURM_CONF={}", self.slurm_conf().display())
+        let mut s = format!("export SLURM_CONF={}", self.slurm_conf().display());
+        if let Some(u) = &self.restd_url {
+            s.push_str(&format!("\nexport FLOTILLA_RESTD_URL={u}"));
+        }
+        s
     }
 
     /// Stops every daemon (and job supervisor) of this cluster; see [`stop_dir`].
@@ -205,6 +213,8 @@ const OVERRIDDEN: &[&str] = &[
     "slurmdpidfile",
     "slurmctldlogfile",
     "slurmdlogfile",
+    "authalttypes",
+    "authaltparameters",
 ];
 
 /// The `cgroup.conf` `up` writes for the default cluster: GPUs outside a job's allocation are
@@ -234,13 +244,17 @@ pub fn cgroup_scope(dir: &Path, cluster: &str) -> String {
     format!("{cluster}-{:08x}", h as u32)
 }
 
+/// The `auth/jwt` key `up` generates in `<dir>/state` (Slurm's default name there).
+const JWT_KEY: &str = flotilla_proto::jwt::DEFAULT_KEY_FILE;
+
 /// The header of the generated `slurm.conf`: where the controller and state are.
 fn header(dir: &Path, cluster: &str, port: u16) -> String {
     let d = dir.display();
     format!(
         "# Written by `flotilla dev up`: a local cluster, every daemon on 127.0.0.1.\n\
          ClusterName={cluster}\nSlurmctldHost={host}(127.0.0.1)\nSlurmctldPort={port}\nSlurmUser={user}\n\
-         StateSaveLocation={d}/state\nSlurmdSpoolDir={d}/spool/%n\n",
+         StateSaveLocation={d}/state\nSlurmdSpoolDir={d}/spool/%n\n\
+         AuthAltTypes=auth/jwt\nAuthAltParameters=jwt_key={d}/state/{JWT_KEY}\n",
         host = hostname(),
         user = user_name(),
     )
@@ -434,8 +448,8 @@ pub fn read_record(dir: &Path) -> Result<(Option<SocketAddr>, Vec<Daemon>)> {
 }
 
 fn spawn(dir: &Path, kind: &str, node: &str, cmd: &mut Command) -> Result<Daemon> {
-    let log_name = if kind == "slurmctld" {
-        "slurmctld.log".to_string()
+    let log_name = if kind == "slurmctld" || kind == "slurmrestd" {
+        format!("{kind}.log")
     } else {
         format!("slurmd-{node}.log")
     };
@@ -540,6 +554,10 @@ pub fn up(opts: &UpOptions, cancel: &AtomicBool) -> Result<DevCluster> {
     let key_path = dir.join("slurm.key");
     if !key_path.exists() {
         ClusterKey::generate(&key_path).map_err(|e| anyhow::anyhow!("{e}"))?;
+    }
+    let jwt_key = dir.join("state").join(JWT_KEY);
+    if !jwt_key.exists() {
+        flotilla_proto::jwt::JwtKey::generate(&jwt_key).map_err(|e| anyhow::anyhow!("{e}"))?;
     }
     let ctld_bin = find_bin("slurmctld", opts.bin_dir.as_deref())?;
     let slurmd_bin = find_bin("slurmd", opts.bin_dir.as_deref())?;
@@ -706,6 +724,12 @@ pub fn up(opts: &UpOptions, cancel: &AtomicBool) -> Result<DevCluster> {
         }
         std::thread::sleep(Duration::from_millis(100));
     }
+    // The REST API is an extra: the cluster runs without it (the reason is printed).
+    let restd_url = start_restd(&dir, opts.bin_dir.as_deref(), &mut g.daemons, opts.timeout).unwrap_or_else(|e| {
+        eprintln!("flotilla dev up: slurmrestd not started: {e:#}");
+        None
+    });
+    record(&dir, &g.daemons, Some(ctld_addr))?;
     g.armed = false;
     let daemons = std::mem::take(&mut g.daemons);
     Ok(DevCluster {
@@ -714,7 +738,49 @@ pub fn up(opts: &UpOptions, cancel: &AtomicBool) -> Result<DevCluster> {
         nodes,
         daemons,
         cgroup_scope: scope,
+        restd_url,
     })
+}
+
+/// Starts slurmrestd (`-a rest_auth/local,rest_auth/jwt`) on a free 127.0.0.1 port and on
+/// `<dir>/state/slurmrestd.sock`, and waits until its TCP port accepts. No `slurmrestd`
+/// binary beside the others: none is started (`None`). The port is retried if taken
+/// meanwhile.
+fn start_restd(dir: &Path, bin_dir: Option<&Path>, daemons: &mut Vec<Daemon>, timeout: Duration) -> Result<Option<String>> {
+    let Ok(bin) = find_bin("slurmrestd", bin_dir) else {
+        return Ok(None);
+    };
+    let sock = dir.join("state").join("slurmrestd.sock");
+    for _attempt in 0..5 {
+        let port = free_port()?;
+        let _ = std::fs::remove_file(&sock);
+        let mut cmd = Command::new(&bin);
+        cmd.args(["-a", "rest_auth/local,rest_auth/jwt", "-f"])
+            .arg(dir.join("slurm.conf"))
+            .arg(format!("127.0.0.1:{port}"))
+            .arg(format!("unix:{}", sock.display()));
+        daemons.push(spawn(dir, "slurmrestd", "-", &mut cmd)?);
+        let t0 = Instant::now();
+        loop {
+            if std::net::TcpStream::connect(("127.0.0.1", port)).is_ok() && sock.exists() {
+                return Ok(Some(format!("http://127.0.0.1:{port}")));
+            }
+            let d = daemons.last_mut().expect("just pushed");
+            if let Some(st) = d.child.as_mut().and_then(|c| c.try_wait().ok().flatten()) {
+                let log = log_tail(dir, "slurmrestd.log", 20);
+                daemons.pop();
+                if log.contains("Unable to bind") {
+                    break;
+                }
+                bail!("slurmrestd exited ({st}); {}/slurmrestd.log:\n{log}", dir.display());
+            }
+            if t0.elapsed() > timeout {
+                bail!("slurmrestd did not listen within {timeout:?}; logs in {}", dir.display());
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+    bail!("slurmrestd could not bind a free port after 5 tries")
 }
 
 /// The job supervisors (`slurmd --stepd <dir>/spool/...`) of the cluster in `dir`.
@@ -925,6 +991,8 @@ pub fn status(dir: &Path) -> Result<(String, bool)> {
         ok &= up;
         let what = if d.kind == "slurmctld" {
             addr.map_or_else(|| "port ?".into(), |a| format!("port {}", a.port()))
+        } else if d.kind == "slurmrestd" {
+            "REST API".into()
         } else {
             match &nodes {
                 Some(Ok(v)) => v.iter().find(|(n, _, _)| *n == d.node).map_or_else(

@@ -282,6 +282,22 @@ pub fn gpu_name(ty: Option<&str>, n: u32) -> String {
     }
 }
 
+/// C's `atoi`: optional sign and leading digits, 0 otherwise.
+pub fn atoi(s: &str) -> i32 {
+    let s = s.trim_start();
+    let (neg, rest) = match s.strip_prefix('-') {
+        Some(r) => (true, r),
+        None => (false, s.strip_prefix('+').unwrap_or(s)),
+    };
+    let digits: String = rest.chars().take_while(char::is_ascii_digit).collect();
+    let v: i32 = digits.parse().unwrap_or(0);
+    if neg {
+        -v
+    } else {
+        v
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -237,7 +237,7 @@ pub fn parse_fields(list: &str) -> Result<Vec<Column>, String> {
             continue;
         }
         let (name, width) = match item.split_once('%') {
-            Some((n, w)) => (n, Some(atoi(w))),
+            Some((n, w)) => (n, Some(crate::common::atoi(w))),
             None => (item, None),
         };
         let lower = name.to_ascii_lowercase();
@@ -259,22 +259,6 @@ pub fn parse_fields(list: &str) -> Result<Vec<Column>, String> {
         });
     }
     Ok(out)
-}
-
-/// C's `atoi`: optional sign and leading digits, 0 otherwise.
-fn atoi(s: &str) -> i32 {
-    let s = s.trim_start();
-    let (neg, rest) = match s.strip_prefix('-') {
-        Some(r) => (true, r),
-        None => (false, s.strip_prefix('+').unwrap_or(s)),
-    };
-    let digits: String = rest.chars().take_while(char::is_ascii_digit).collect();
-    let v: i32 = digits.parse().unwrap_or(0);
-    if neg {
-        -v
-    } else {
-        v
-    }
 }
 
 /// How rows are laid out: fixed width, or delimited (`-p`: a delimiter after every field,

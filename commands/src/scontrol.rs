@@ -480,6 +480,10 @@ impl Scontrol<'_, '_> {
                 self.state.exit_code = ctl::top(&argv[1..], self.io);
                 Ok(())
             }
+            Some("token") => {
+                self.state.exit_code = ctl::token(&argv[1..], self.io);
+                Ok(())
+            }
             Some(k) => self.not_implemented(k),
             None => {
                 self.state.exit_code = 1;

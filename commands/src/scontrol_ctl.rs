@@ -11,11 +11,11 @@
 //! as Slurm prints them. `show alerts` (Flotilla) prints the scheduler's alerts and pages.
 
 use std::collections::BTreeMap;
-use crate::common::{self, Ctl, Io};
+use crate::common::{self, Ctl, CtlError, Io};
 use crate::jobfmt;
 use crate::squeue::parse_job_ref;
 use flotilla_core::time::{fmt_time, mins2time_str, parse_begin, secs2time_str};
-use flotilla_proto::errno::{strerror, ESLURM_ACCESS_DENIED, ESLURM_INVALID_JOB_ID};
+use flotilla_proto::errno::{strerror, ESLURM_ACCESS_DENIED, ESLURM_INVALID_JOB_ID, SLURM_UNEXPECTED_MSG_ERROR};
 use flotilla_proto::{
     HoldOp, HoldRelease, JobChange, JobInfo, JobQuery, JobRef, JobStateWire, NodeInfo, NodeQuery, PartitionInfo,
     Request, RequeueJob, Response, TimeLimitWire, UpdateJob, UpdateNode,
@@ -133,6 +133,39 @@ pub fn top(args: &[String], io: &mut Io<'_>) -> i32 {
             io.err(&format!("{} for job {id}\n", strerror(ESLURM_ACCESS_DENIED)));
         }
     }
+    1
+}
+
+/// `token [lifespan=SECONDS] [username=NAME]` (Slurm's `_fetch_token` and
+/// `slurm_fetch_token`): prints `SLURM_JWT=TOKEN`; exit status 1 on an unknown option
+/// (``Invalid option: `ARG` ``) or when no token comes back (`Error fetching token`, after
+/// the controller's reason). Options match case-insensitively; `lifespan=` reads as `atoi`
+/// does (0: the controller's default).
+pub fn token(args: &[String], io: &mut Io<'_>) -> i32 {
+    let (mut username, mut lifespan) = (None, 0);
+    for a in args {
+        let opt = |name: &str| a.get(..name.len()).is_some_and(|p| p.eq_ignore_ascii_case(name)).then(|| &a[name.len()..]);
+        if let Some(v) = opt("lifespan=") {
+            lifespan = i64::from(common::atoi(v));
+        } else if let Some(v) = opt("username=") {
+            username = Some(v.to_string());
+        } else {
+            io.err(&format!("Invalid option: `{a}`\n"));
+            return 1;
+        }
+    }
+    let answer = Ctl::new(io.env).and_then(|c| c.call(Request::IssueToken { username, lifespan }));
+    match answer {
+        Ok(Response::Token(Some(t))) => {
+            io.out(&format!("SLURM_JWT={t}\n"));
+            return 0;
+        }
+        Ok(Response::Token(None)) => {}
+        Err(CtlError::Slurm(e)) => io.err(&format!("scontrol: error: slurm_fetch_token: error with request: {}\n", e.text)),
+        Err(e) => io.err(&format!("scontrol: error: slurm_fetch_token: error receiving response: {}\n", e.slurm().text)),
+        Ok(_) => io.err(&format!("scontrol: error: slurm_fetch_token: error with request: {}\n", strerror(SLURM_UNEXPECTED_MSG_ERROR))),
+    }
+    io.err("Error fetching token\n");
     1
 }
 

@@ -114,6 +114,12 @@ impl LocalCluster {
         self.dir().join("state").join("slurmctld.sock")
     }
 
+    /// The URL of the cluster's own slurmrestd (`flotilla dev up` starts one, JWT on TCP),
+    /// `None` when no `slurmrestd` binary was found.
+    pub fn restd_url(&self) -> Option<&str> {
+        self.cluster.restd_url.as_deref()
+    }
+
     /// The controller's TCP address.
     pub fn ctld_addr(&self) -> std::net::SocketAddr {
         self.cluster.ctld_addr

@@ -124,19 +124,7 @@ impl Restd {
         headers: &[(&str, &str)],
         body: Option<&str>,
     ) -> HttpReply {
-        let mut req =
-            format!("{method} {path} HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n");
-        for (k, v) in headers {
-            req.push_str(&format!("{k}: {v}\r\n"));
-        }
-        if let Some(b) = body {
-            req.push_str(&format!(
-                "Content-Type: application/json\r\nContent-Length: {}\r\n\r\n{b}",
-                b.len()
-            ));
-        } else {
-            req.push_str("\r\n");
-        }
+        let req = request_text(method, path, headers, body);
         let raw = match via {
             Via::Unix => exchange(UnixStream::connect(&self.unix).expect("unix connect"), &req),
             Via::Tcp => exchange(TcpStream::connect(self.tcp).expect("tcp connect"), &req),
@@ -148,6 +136,26 @@ impl Restd {
     pub fn get(&self, path: &str) -> HttpReply {
         self.call(Via::Unix, "GET", path, &[], None)
     }
+}
+
+/// One request to any HTTP server at `url` (`http://HOST:PORT`), as [`Restd::call`] makes it.
+pub fn http(url: &str, method: &str, path: &str, headers: &[(&str, &str)], body: Option<&str>) -> HttpReply {
+    let addr = url.strip_prefix("http://").unwrap_or(url).trim_end_matches('/');
+    let req = request_text(method, path, headers, body);
+    let raw = exchange(TcpStream::connect(addr).unwrap_or_else(|e| panic!("connect {addr}: {e}")), &req);
+    parse_reply(&raw).unwrap_or_else(|| panic!("bad HTTP answer: {raw:?}"))
+}
+
+fn request_text(method: &str, path: &str, headers: &[(&str, &str)], body: Option<&str>) -> String {
+    let mut req = format!("{method} {path} HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n");
+    for (k, v) in headers {
+        req.push_str(&format!("{k}: {v}\r\n"));
+    }
+    match body {
+        Some(b) => req.push_str(&format!("Content-Type: application/json\r\nContent-Length: {}\r\n\r\n{b}", b.len())),
+        None => req.push_str("\r\n"),
+    }
+    req
 }
 
 fn exchange<S: Read + Write>(mut s: S, req: &str) -> String {

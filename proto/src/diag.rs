@@ -164,6 +164,7 @@ const RPC_TYPES: &[(&str, u16)] = &[
     ("REQUEST_COMPLETE_JOB_ALLOCATION", 5017),
     ("REQUEST_JOB_REQUEUE", 5023),
     ("REQUEST_KILL_JOB", 5032),
+    ("REQUEST_AUTH_TOKEN", 5039),
     // slurmdbd's DBD_GET_JOBS_COND (slurmdbd_defs.h): sacct's query
     ("DBD_GET_JOBS_COND", 1444),
     // Flotilla's own

@@ -33,6 +33,7 @@ pub mod diag;
 pub mod errno;
 pub mod frame;
 pub mod jobview;
+pub mod jwt;
 pub mod msg;
 pub mod share;
 pub mod step;

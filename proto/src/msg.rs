@@ -1154,6 +1154,16 @@ pub enum Request {
     QueryShares(crate::share::ShareQuery),
     /// `sprio`: priority factors of pending jobs.
     QueryPriorities(crate::share::PrioQuery),
+    /// `scontrol token [username=] [lifespan=]`: a JSON Web Token ([`Response::Token`]),
+    /// Slurm's `REQUEST_AUTH_TOKEN`. Refused on a token-authenticated connection.
+    IssueToken {
+        /// The user the token is for; `None`: the caller. Another user's token is issued to
+        /// root and `SlurmUser` only.
+        username: Option<String>,
+        /// Seconds the token is valid; 0: the default (1800 s, capped by
+        /// `max_token_lifespan=`).
+        lifespan: i64,
+    },
 }
 
 impl Request {
@@ -1190,6 +1200,7 @@ impl Request {
             Request::AcctMgrChange(_) => "DBD_MODIFY_ASSOCS",
             Request::QueryShares(_) => "REQUEST_SHARE_INFO",
             Request::QueryPriorities(_) => "REQUEST_PRIORITY_FACTORS",
+            Request::IssueToken { .. } => "REQUEST_AUTH_TOKEN",
         }
     }
 }
@@ -1264,6 +1275,9 @@ pub enum Response {
     Shares(Vec<crate::share::ShareRow>),
     /// `sprio`'s answer.
     Priorities(crate::share::PrioReply),
+    /// Answer to [`Request::IssueToken`]: the token (compact JWS); `None` when the controller
+    /// has no `auth/jwt` key (Slurm answers a token request without a token then).
+    Token(Option<String>),
 }
 
 #[cfg(test)]

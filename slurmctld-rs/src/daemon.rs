@@ -175,6 +175,33 @@ pub fn node_addrs(conf: &ClusterConfig) -> std::collections::HashMap<String, Str
         .collect()
 }
 
+/// The `auth/jwt` key and token policy (`AuthAltTypes=auth/jwt`, `AuthAltParameters=`; the
+/// key defaults to `jwt_hs256.key` in the state directory, as Slurm's to
+/// `StateSaveLocation`). A key that cannot be used (missing, too short, readable by group or
+/// others) is logged and leaves tokens refused; the controller still serves everything else,
+/// so a bad key edit never keeps the cluster down (Slurm's slurmctld exits instead).
+pub fn jwt_conf(
+    conf: &ClusterConfig,
+    state_dir: &std::path::Path,
+) -> (Option<flotilla_proto::jwt::JwtKey>, flotilla_proto::jwt::IssuePolicy) {
+    use flotilla_proto::jwt;
+    let policy = jwt::IssuePolicy::parse(&conf.auth_alt_parameters);
+    if !conf.auth_alt_types.iter().any(|t| t == "auth/jwt") {
+        return (None, policy);
+    }
+    let path = jwt::key_path(&conf.auth_alt_parameters, &state_dir.to_string_lossy());
+    match jwt::JwtKey::load(&path) {
+        Ok(k) => {
+            tracing::info!(key = %path.display(), "auth/jwt: tokens accepted");
+            (Some(k), policy)
+        }
+        Err(e) => {
+            tracing::error!("auth/jwt: {e}; every token is refused until the key is fixed and the controller restarted");
+            (None, policy)
+        }
+    }
+}
+
 /// Starts the controller on the current tokio runtime.
 pub async fn start(cfg: DaemonConfig) -> anyhow::Result<Daemon> {
     // A full state disk at start is waited out here, not left to a restart loop: the
@@ -204,6 +231,7 @@ pub async fn start(cfg: DaemonConfig) -> anyhow::Result<Daemon> {
     let verifier = Verifier::new(cfg.key, flotilla_proto::auth::DEFAULT_TTL_S * 12, started.max(0) as u64);
     let mut shared = Shared::new(Some(tx), verifier, cfg.slurm_uid, cfg.host, auth_failures, limits, cfg.max_frame);
     shared.node_addrs = node_addrs(&cfg.cluster);
+    (shared.jwt, shared.jwt_policy) = jwt_conf(&cfg.cluster, &cfg.state_dir);
     let shared = Arc::new(shared);
     let mut tcp_addr = None;
     if let Some(addr) = cfg.listen {

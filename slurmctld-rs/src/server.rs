@@ -26,7 +26,8 @@
 
 use crate::ctld::{wall_now, Event, Ident, Reply};
 use flotilla_proto::errno::*;
-use flotilla_proto::frame::{peek_request_auth, PREAUTH_MAX_FRAME};
+use flotilla_proto::frame::{peek_request_auth, peek_token_auth, TokenAuth, PREAUTH_MAX_FRAME};
+use flotilla_proto::jwt::{may_act_as, IssuePolicy, JwtKey};
 use flotilla_proto::{
     decode_frame_max, encode_frame, negotiate, Frame, ProtoError, Request, Response, SlurmError, Verifier,
 };
@@ -122,6 +123,11 @@ pub struct Shared {
     pub node_addrs: HashMap<String, String>,
     /// Names of the users requests are for (never the name a command claims).
     pub user_names: crate::users::UserNames,
+    /// The `auth/jwt` key (`AuthAltTypes=auth/jwt`): verifies [`Frame::TokenRequest`]s and
+    /// signs `scontrol token`'s tokens. `None`: every token is refused.
+    pub jwt: Option<JwtKey>,
+    /// Who may get tokens, for how long (`AuthAltParameters=`).
+    pub jwt_policy: IssuePolicy,
     pools: Mutex<Pools>,
     /// KiB of large frame bodies being read ([`MAX_FRAME_BYTES_IN_FLIGHT`]).
     frame_budget: Arc<Semaphore>,
@@ -150,6 +156,8 @@ impl Shared {
             limits,
             node_addrs: HashMap::new(),
             user_names: crate::users::UserNames::new(),
+            jwt: None,
+            jwt_policy: IssuePolicy::default(),
             pools: Mutex::new(Pools::default()),
             frame_budget: Arc::new(Semaphore::new(MAX_FRAME_BYTES_IN_FLIGHT >> 10)),
             next_conn: AtomicU64::new(1),
@@ -517,12 +525,16 @@ async fn read_frame<R: AsyncRead + Unpin>(
         let large = len.is_some_and(|l| l > PREAUTH_MAX_FRAME);
         if large && rules.gate && verified.is_none() && buf.len() >= 4 + PREAUTH_MAX_FRAME {
             let l = len.unwrap_or(0);
-            match peek_request_auth(&buf[4..]) {
-                Some((id, auth)) => match authenticate(peer, auth.as_ref(), shared) {
-                    Ok(ident) => verified = Some(ident),
-                    Err(e) => return Err(ReadError::Auth(id, e)),
-                },
-                None => return Err(ProtoError::FrameTooLarge { len: l, max: PREAUTH_MAX_FRAME }.into()),
+            let checked = if let Some((id, auth)) = peek_request_auth(&buf[4..]) {
+                (id, authenticate(peer, auth.as_ref(), shared))
+            } else if let Some((id, auth)) = peek_token_auth(&buf[4..]) {
+                (id, authenticate_token(peer, &auth, shared).await)
+            } else {
+                return Err(ProtoError::FrameTooLarge { len: l, max: PREAUTH_MAX_FRAME }.into());
+            };
+            match checked {
+                (_, Ok(ident)) => verified = Some(ident),
+                (id, Err(e)) => return Err(ReadError::Auth(id, e)),
             }
         }
         if large && permit.is_none() && (!rules.gate || verified.is_some()) {
@@ -623,6 +635,82 @@ fn authenticate(peer: &Peer, auth: Option<&flotilla_proto::Credential>, shared: 
             }
         }
     }
+}
+
+/// Authenticates a [`Frame::TokenRequest`] (slurmrestd's `X-SLURM-USER-TOKEN`): the token
+/// must verify under the `auth/jwt` key ([`flotilla_proto::jwt`]) and name a user the password
+/// database knows; `auth.user_name` (`X-SLURM-USER-NAME`), when it names another user, is
+/// honoured only for a token of root or `SlurmUser` (Slurm's `auth_p_verify`). The identity
+/// is that user's, with that user's rights, whatever the peer is. Every refusal is answered
+/// with Slurm's bare `Protocol authentication error` (no hint for a forger); the reason is
+/// logged and counted with the other authentication failures.
+async fn authenticate_token(peer: &Peer, auth: &TokenAuth, shared: &Shared) -> Result<Ident, SlurmError> {
+    let refuse = |why: &dyn std::fmt::Display| {
+        shared.auth_failures.fetch_add(1, Ordering::Relaxed);
+        warn!(peer = %peer, header_user = %auth.user_name, "token refused: {why}");
+        SlurmError::new(SLURM_PROTOCOL_AUTHENTICATION_ERROR)
+    };
+    let Some(key) = &shared.jwt else {
+        return Err(refuse(&"auth/jwt is not configured (AuthAltTypes=auth/jwt)"));
+    };
+    let claims = key.verify(&auth.token, wall_now()).map_err(|e| refuse(&e))?;
+    let Some((uid, gid)) = shared.user_names.user(&claims.user).await else {
+        return Err(refuse(&format_args!("the token's user {} is unknown", claims.user)));
+    };
+    if auth.user_name.is_empty() || auth.user_name == claims.user {
+        return Ok(Ident { uid, gid, admin: shared.is_admin(uid) });
+    }
+    if !may_act_as(uid, shared.slurm_uid) {
+        return Err(refuse(&format_args!(
+            "attempt to authenticate as alternate user {} from non-SlurmUser {}",
+            auth.user_name, claims.user
+        )));
+    }
+    match shared.user_names.user(&auth.user_name).await {
+        Some((uid, gid)) => Ok(Ident { uid, gid, admin: shared.is_admin(uid) }),
+        None => Err(refuse(&format_args!("user {} is unknown", auth.user_name))),
+    }
+}
+
+/// `scontrol token` (Slurm's `_slurm_rpc_auth_token`): a token for the caller, or for
+/// `username` when the caller is root or `SlurmUser` (another user's name is otherwise
+/// `ESLURM_USER_ID_MISSING`); `disable_token_creation` leaves tokens to root and `SlurmUser`
+/// (`ESLURM_ACCESS_DENIED`); `max_token_lifespan=` caps what others may ask for
+/// (`ESLURM_INVALID_TIME_LIMIT`). `Token(None)` without a key, as Slurm answers then.
+async fn issue_token(ident: &Ident, username: Option<String>, lifespan: i64, shared: &Shared) -> Response {
+    let slurm_user = may_act_as(ident.uid, shared.slurm_uid);
+    let policy = shared.jwt_policy;
+    if policy.disabled && !slurm_user {
+        warn!(uid = ident.uid, "token refused: token creation disabled (AuthAltParameters=disable_token_creation)");
+        return Response::Error(SlurmError::new(ESLURM_ACCESS_DENIED));
+    }
+    let own = shared.user_names.name(ident.uid).await;
+    let user = match username {
+        Some(u) if slurm_user || u == own => u,
+        Some(u) => {
+            warn!(uid = ident.uid, "token refused: attempt to retrieve a token for a different user={u}");
+            return Response::Error(SlurmError::new(ESLURM_USER_ID_MISSING));
+        }
+        None if own == ident.uid.to_string() => {
+            warn!(uid = ident.uid, "token refused: the caller's uid has no user name");
+            return Response::Error(SlurmError::new(ESLURM_USER_ID_MISSING));
+        }
+        None => own,
+    };
+    let life = policy.lifespan(lifespan);
+    if !slurm_user && policy.max_lifespan_s.is_some_and(|m| life > m) {
+        warn!(uid = ident.uid, "token refused: lifespan {life} s exceeds max_token_lifespan");
+        return Response::Error(SlurmError::new(ESLURM_INVALID_TIME_LIMIT));
+    }
+    Response::Token(shared.jwt.as_ref().map(|k| k.issue(&user, wall_now(), life)))
+}
+
+/// How a request says who sent it.
+enum Auth {
+    /// A cluster credential (TCP) or nothing (Unix: the kernel says).
+    Credential(Option<flotilla_proto::Credential>),
+    /// A JSON Web Token (slurmrestd).
+    Token(TokenAuth),
 }
 
 /// Reads the next frame of a connection in `slot`: a pre-auth TCP connection is bounded by
@@ -737,7 +825,12 @@ where
         let frame = next_frame(&mut rd, &mut buf, &peer, &slot, accepted, &shared, &mut shutdown).await;
         let (id, auth, body, verified, _permit) = match frame {
             Ok(None) => return,
-            Ok(Some((Frame::Request { id, auth, body }, verified, permit))) => (id, auth, body, verified, permit),
+            Ok(Some((Frame::Request { id, auth, body }, verified, permit))) => {
+                (id, Auth::Credential(auth), body, verified, permit)
+            }
+            Ok(Some((Frame::TokenRequest { id, auth, body }, verified, permit))) => {
+                (id, Auth::Token(auth), body, verified, permit)
+            }
             Ok(Some((other, _, _))) => {
                 debug!(peer = %peer, "unexpected frame {:?}", std::mem::discriminant(&other));
                 let r = Frame::Response {
@@ -754,7 +847,13 @@ where
                 return;
             }
         };
-        let ident = match verified.map_or_else(|| authenticate(&peer, auth.as_ref(), &shared), Ok) {
+        let checked = match (verified, &auth) {
+            (Some(i), _) => Ok(i),
+            (None, Auth::Credential(c)) => authenticate(&peer, c.as_ref(), &shared),
+            (None, Auth::Token(t)) => authenticate_token(&peer, t, &shared).await,
+        };
+        let by_token = matches!(auth, Auth::Token(_));
+        let ident = match checked {
             Ok(i) => i,
             Err(e) => {
                 if write_frame(&mut wr, &Frame::Response { id, body: Response::Error(e) }).await.is_err() {
@@ -768,6 +867,14 @@ where
             close_after_answer = true;
         }
         let body: Reply = match body {
+            // A token stands for a user, not for a host or a daemon: it gets no credential
+            // (that would outlive it), no token (a leaked token would renew itself), and no
+            // node session.
+            Request::IssueCredential | Request::IssueToken { .. } | Request::Register(_) if by_token => {
+                warn!(peer = %peer, uid = ident.uid, "{} refused on a token-authenticated request", body.kind());
+                Response::Error(SlurmError::new(ESLURM_ACCESS_DENIED)).into()
+            }
+            Request::IssueToken { username, lifespan } => issue_token(&ident, username, lifespan, &shared).await.into(),
             Request::IssueCredential => match peer {
                 Peer::Unix { uid, gid, .. } => Response::Credential(shared.verifier.key().sign(
                     uid,
@@ -954,6 +1061,78 @@ mod tests {
         assert_eq!(user(name_the_user(sub(2001), &alice, &sh).await), crate::users::lookup(2001));
         let root = Ident { uid: 0, gid: 0, admin: true };
         assert_eq!(user(name_the_user(sub(2002), &root, &sh).await), crate::users::lookup(2002));
+    }
+
+    fn with_jwt(policy: IssuePolicy) -> Arc<Shared> {
+        let key = ClusterKey::from_bytes(&[5u8; 32]).unwrap();
+        let mut s = Shared::new(None, Verifier::new(key, 300, 0), 0, "h".into(), Arc::new(AtomicU64::new(0)), Limits::default(), 1 << 20);
+        s.jwt = Some(JwtKey::from_bytes(&[6u8; 32]).unwrap());
+        s.jwt_policy = policy;
+        Arc::new(s)
+    }
+
+    fn code(r: Result<Ident, SlurmError>) -> i32 {
+        r.map_or_else(|e| e.code, |i| panic!("accepted as {i:?}"))
+    }
+
+    /// A token stands for its user (`nobody`, uid 65534, and `root` are in every Debian
+    /// password database); only root's may name another user; every refusal is Slurm's bare
+    /// `Protocol authentication error` and counted.
+    #[tokio::test]
+    async fn a_token_authenticates_its_user_and_only_an_admin_token_acts_for_another() {
+        let sh = with_jwt(IssuePolicy::default());
+        let peer = Peer::Tcp("127.0.0.1:1".parse().unwrap());
+        let key = sh.jwt.clone().unwrap();
+        let now = wall_now();
+        let tok = |user: &str, header: &str| TokenAuth { user_name: header.into(), token: key.issue(user, now, 60) };
+        let nobody = authenticate_token(&peer, &tok("nobody", ""), &sh).await.unwrap();
+        assert_eq!((nobody.uid, nobody.admin), (65534, false));
+        let same = authenticate_token(&peer, &tok("nobody", "nobody"), &sh).await.unwrap();
+        assert_eq!(same.uid, 65534);
+        assert_eq!(code(authenticate_token(&peer, &tok("nobody", "root"), &sh).await), SLURM_PROTOCOL_AUTHENTICATION_ERROR);
+        let acting = authenticate_token(&peer, &tok("root", "nobody"), &sh).await.unwrap();
+        assert_eq!((acting.uid, acting.admin), (65534, false), "root's token acting for nobody has nobody's rights");
+        let root = authenticate_token(&peer, &tok("root", ""), &sh).await.unwrap();
+        assert!(root.admin);
+        let expired = TokenAuth { user_name: String::new(), token: key.issue("root", now - 100, 10) };
+        assert_eq!(code(authenticate_token(&peer, &expired, &sh).await), SLURM_PROTOCOL_AUTHENTICATION_ERROR);
+        let other = TokenAuth { user_name: String::new(), token: JwtKey::from_bytes(&[7u8; 32]).unwrap().issue("root", now, 60) };
+        let e = authenticate_token(&peer, &other, &sh).await.unwrap_err();
+        assert_eq!((e.code, e.messages.len()), (SLURM_PROTOCOL_AUTHENTICATION_ERROR, 0), "no reason told to the client");
+        assert_eq!(code(authenticate_token(&peer, &tok("no-such-user-flotilla", ""), &sh).await), SLURM_PROTOCOL_AUTHENTICATION_ERROR);
+        assert_eq!(sh.auth_failures.load(Ordering::Relaxed), 4);
+        let without = shared(Limits::default());
+        assert_eq!(code(authenticate_token(&peer, &tok("root", ""), &without).await), SLURM_PROTOCOL_AUTHENTICATION_ERROR);
+    }
+
+    /// `scontrol token`'s rules (`_slurm_rpc_auth_token`): another user's token for admins
+    /// only, `disable_token_creation`, `max_token_lifespan`, and no token without a key.
+    #[tokio::test]
+    async fn tokens_are_issued_by_slurms_rules() {
+        let user = Ident { uid: 65534, gid: 65534, admin: false };
+        let root = Ident { uid: 0, gid: 0, admin: true };
+        let err = |r: Response| match r {
+            Response::Error(e) => e.code,
+            r => panic!("issued: {r:?}"),
+        };
+        let claims = |sh: &Shared, r: Response| match r {
+            Response::Token(Some(t)) => sh.jwt.as_ref().unwrap().verify(&t, wall_now()).unwrap(),
+            r => panic!("no token: {r:?}"),
+        };
+        let sh = with_jwt(IssuePolicy { disabled: false, max_lifespan_s: Some(600) });
+        let own = claims(&sh, issue_token(&user, None, 0, &sh).await);
+        assert_eq!((own.user.as_str(), own.exp - own.iat.unwrap()), ("nobody", 600), "the default is capped by the maximum");
+        let named = claims(&sh, issue_token(&user, Some("nobody".into()), 60, &sh).await);
+        assert_eq!(named.exp - named.iat.unwrap(), 60);
+        assert_eq!(err(issue_token(&user, Some("root".into()), 0, &sh).await), ESLURM_USER_ID_MISSING);
+        assert_eq!(err(issue_token(&user, None, 601, &sh).await), ESLURM_INVALID_TIME_LIMIT);
+        let long = claims(&sh, issue_token(&root, Some("nobody".into()), 7200, &sh).await);
+        assert_eq!((long.user.as_str(), long.exp - long.iat.unwrap()), ("nobody", 7200), "admins are not capped");
+        let off = with_jwt(IssuePolicy { disabled: true, max_lifespan_s: None });
+        assert_eq!(err(issue_token(&user, None, 0, &off).await), ESLURM_ACCESS_DENIED);
+        let c = claims(&off, issue_token(&root, None, 0, &off).await);
+        assert_eq!(c.exp - c.iat.unwrap(), 1800);
+        assert_eq!(issue_token(&root, None, 0, &shared(Limits::default())).await, Response::Token(None));
     }
 
     /// Pools: a full pre-auth address evicts its oldest connection; Unix peers are capped

@@ -13,6 +13,8 @@ use std::sync::Mutex;
 #[derive(Debug, Default)]
 pub struct UserNames {
     cache: Mutex<HashMap<u32, String>>,
+    /// Name → (uid, primary gid), found entries only (a token's user, [`UserNames::user`]).
+    by_name: Mutex<HashMap<String, (u32, u32)>>,
 }
 
 impl UserNames {
@@ -30,6 +32,30 @@ impl UserNames {
         let name = tokio::task::spawn_blocking(move || lookup(uid)).await.unwrap_or_else(|_| uid.to_string());
         self.cache.lock().unwrap_or_else(|e| e.into_inner()).insert(uid, name.clone());
         name
+    }
+}
+
+impl UserNames {
+    /// The uid and primary gid of the user `name` from the password database (the user a
+    /// verified JSON Web Token names); `None` when it has no entry. Found entries are cached;
+    /// a miss is looked up again next time (only a holder of a valid token can ask).
+    pub async fn user(&self, name: &str) -> Option<(u32, u32)> {
+        if let Some(u) = self.by_name.lock().unwrap_or_else(|e| e.into_inner()).get(name) {
+            return Some(*u);
+        }
+        let owned = name.to_string();
+        let found = tokio::task::spawn_blocking(move || {
+            nix::unistd::User::from_name(&owned).ok().flatten().map(|u| (u.uid.as_raw(), u.gid.as_raw()))
+        })
+        .await
+        .ok()
+        .flatten()?;
+        let mut m = self.by_name.lock().unwrap_or_else(|e| e.into_inner());
+        if m.len() >= 65_536 {
+            m.clear();
+        }
+        m.insert(name.to_string(), found);
+        Some(found)
     }
 }
 
@@ -54,5 +80,8 @@ mod tests {
         assert_eq!(names.name(odd).await, odd.to_string());
         assert_eq!(names.cache.lock().unwrap().len(), 2, "both cached");
         assert_eq!(names.name(0).await, "root");
+        assert_eq!(names.user("root").await, Some((0, 0)));
+        assert_eq!(names.user("no-such-user-flotilla").await, None);
+        assert_eq!(names.by_name.lock().unwrap().len(), 1, "only found entries are cached");
     }
 }

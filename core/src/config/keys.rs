@@ -225,6 +225,13 @@ pub static KEYS: &[KeyDoc] = &[
         "Run time before a job may be preempted (Slurm time string, `time_str2secs`; `-1` = 0)."),
     key(Global, "DisableRootJobs", ValueType::Bool, Value("NO"),
         "No job may run as root (uid 0); refused with `Invalid user id`. Partitions may override."),
+    key(Global, "AuthAltTypes", ValueType::List, Unset,
+        "Alternative authentication: `auth/jwt` accepts JSON Web Tokens (HS256) from slurmrestd \
+         (`X-SLURM-USER-TOKEN`) and issues them (`scontrol token`)."),
+    key(Global, "AuthAltParameters", ValueType::String, Unset,
+        "Options of `auth/jwt`, comma-separated: `jwt_key=PATH` (the HS256 key: at least 32 bytes, \
+         readable by its owner only; default `StateSaveLocation/jwt_hs256.key`), \
+         `disable_token_creation` (only root and `SlurmUser` get tokens), `max_token_lifespan=SECONDS`."),
     key(Global, "PrivateData", ValueType::List, Unset,
         "What users other than root and `SlurmUser` may not see of others: `jobs` (squeue, scontrol show job, sacct, steps), `nodes` (sinfo, scontrol show node: refused), `partitions` (only partitions they may use); `accounts`, `cloud`, `events`, `reservations`, `usage`, `users` protect data Flotilla does not serve."),
     key(Global, "AccountingStorageEnforce", ValueType::List, Unset,
@@ -365,8 +372,6 @@ pub static SLURM_ONLY_KEYS: &[(Scope, &[&str])] = &[
             "AcctGatherNodeFreq",
             "AcctGatherProfileType",
             "AllowSpecResourcesUsage",
-            "AuthAltParameters",
-            "AuthAltTypes",
             "AuthInfo",
             "AuthType",
             "BackupAddr",

@@ -434,6 +434,13 @@ pub struct ClusterConfig {
     /// `PrivateData=` values, lower case (`jobs`, `nodes`, `partitions`, ...).
     #[serde(default)]
     pub private_data: Vec<String>,
+    /// `AuthAltTypes=` values, lower case: `auth/jwt` turns on JSON Web Tokens.
+    #[serde(default)]
+    pub auth_alt_types: Vec<String>,
+    /// `AuthAltParameters=` as written: `jwt_key=PATH`, `disable_token_creation`,
+    /// `max_token_lifespan=SECONDS`, comma-separated (read by the controller's token code).
+    #[serde(default)]
+    pub auth_alt_parameters: String,
     /// `AccountingStorageEnforce=` values, lower case (`associations`, `limits`, ...).
     #[serde(default)]
     pub accounting_storage_enforce: Vec<String>,

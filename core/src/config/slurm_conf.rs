@@ -461,6 +461,8 @@ impl Parser {
             "PreemptExemptTime" => c.preempt_exempt_time = Some(v.str().to_string()),
             "DisableRootJobs" => c.disable_root_jobs = v.flag(),
             "PrivateData" => c.private_data = lower_list(v.str()),
+            "AuthAltTypes" => c.auth_alt_types = lower_list(v.str()),
+            "AuthAltParameters" => c.auth_alt_parameters = v.str().to_string(),
             "AccountingStorageEnforce" => c.accounting_storage_enforce = lower_list(v.str()),
             "ServiceAccounts" => c.service_accounts = names_or_all(v.str()),
             "ServiceMaxPriority" => c.service_max_priority = u32::try_from(v.int()).unwrap_or(u32::MAX),

@@ -49,6 +49,7 @@ pub(super) fn class(req: &Request) -> Class {
         | Request::QueryPartitions
         | Request::Stats
         | Request::IssueCredential
+        | Request::IssueToken { .. }
         | Request::Register(_)
         | Request::Ping
         | Request::QuerySteps(_)

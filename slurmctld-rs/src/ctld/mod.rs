@@ -487,8 +487,12 @@ impl Controller {
             | Request::QueryServices { .. }
             | Request::QueryAlerts) => self.service_rpc(ident, r, now),
             // Job and accounting queries are answered by `handle` (encoded, or after the
-            // commit); credentials and registrations by the connection task.
-            Request::QueryJobs(_) | Request::IssueCredential | Request::Register(_) | Request::QueryAcct(_) => {
+            // commit); credentials, tokens and registrations by the connection task.
+            Request::QueryJobs(_)
+            | Request::IssueCredential
+            | Request::IssueToken { .. }
+            | Request::Register(_)
+            | Request::QueryAcct(_) => {
                 Response::Error(SlurmError::new(SLURM_UNEXPECTED_MSG_ERROR))
             }
         }
