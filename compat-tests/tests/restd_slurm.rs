@@ -234,3 +234,88 @@ fn nodes_partitions_diag_and_errors_answer_as_slurms_in_every_version() {
     assert_eq!(refused.status, 401, "{}", refused.body);
     check_models(&ck.seen).unwrap_or_else(|e| panic!("the slurmrestapi models refuse answers:\n{e}"));
 }
+
+/// The real `slurmrestapi` client (its `ApiClient` and `SlurmApi`, which read every answer into
+/// its models) against the cluster's own slurmrestd on TCP, authenticated with a token from
+/// `scontrol token` (`X-SLURM-USER-NAME`, `X-SLURM-USER-TOKEN`): submit, list, read, cancel,
+/// nodes, partitions, diag in each data_parser version; a bad token is refused with 401.
+const CLIENT_PY: &str = r##"
+import sys, time
+import slurmrestapi
+from slurmrestapi.api.slurm_api import SlurmApi
+from slurmrestapi.exceptions import ApiException
+import slurmrestapi.models as M
+
+url, user, token, work = sys.argv[1:5]
+
+def api_for(tok):
+    cfg = slurmrestapi.Configuration(host=url)
+    cfg.api_key["user"] = user
+    cfg.api_key["token"] = tok
+    return SlurmApi(slurmrestapi.ApiClient(cfg))
+
+api = api_for(token)
+for v in ["0041", "0042", "0043", "0044"]:
+    V = lambda n: getattr(M, f"V{v}{n}")
+    call = lambda n, *a, **k: getattr(api, f"slurm_v{v}_{n}")(*a, **k)
+    desc = V("JobDescMsg")(name=f"api-{v}", current_working_directory=work, environment=["PATH=/usr/bin:/bin"])
+    r = call("post_job_submit", V("JobSubmitReq")(script="#!/bin/sh\nsleep 300\n", job=desc))
+    assert not r.errors, r.errors
+    jid = r.job_id
+    assert jid and jid > 0, r
+    jobs = call("get_jobs")
+    assert any(j.job_id == jid for j in jobs.jobs), jobs
+    one = call("get_job", str(jid)).jobs[0]
+    assert (one.name, one.user_name) == (f"api-{v}", user), one
+    nodes = call("get_nodes").nodes
+    assert nodes and all(n.name for n in nodes), nodes
+    node = call("get_node", nodes[0].name).nodes
+    assert [n.name for n in node] == [nodes[0].name], node
+    parts = call("get_partitions").partitions
+    assert parts, parts
+    assert call("get_partition", parts[0].name).partitions[0].name == parts[0].name
+    d = call("get_diag").statistics
+    assert d.req_time.number > 0, d
+    call("delete_job", str(jid))
+    deadline = time.time() + 30
+    while call("get_job", str(jid)).jobs[0].job_state != ["CANCELLED"]:
+        assert time.time() < deadline, f"job {jid} not CANCELLED within 30 s"
+        time.sleep(0.05)
+    try:
+        call("get_job", "9999999")
+        raise AssertionError("an unknown job was found")
+    except ApiException as e:
+        assert e.status == 404, e
+    print(f"ok v{v}: job {jid}")
+try:
+    api_for(token[:-4] + "AAAA").slurm_v0042_get_jobs()
+    raise AssertionError("a forged token was taken")
+except ApiException as e:
+    assert e.status == 401, e
+print("ok bad token refused")
+"##;
+
+#[test]
+fn the_real_slurmrestapi_client_drives_jobs_over_tcp_with_a_token() {
+    flotilla_compat_tests::build_binaries();
+    let c = LocalCluster::start(None);
+    let url = c.restd_url().expect("flotilla dev up starts slurmrestd").to_string();
+    let work = c.dir().join("api-work");
+    std::fs::create_dir_all(&work).expect("work dir");
+    let o = c.run("scontrol", &["token"], &work);
+    let out = String::from_utf8_lossy(&o.stdout).into_owned();
+    assert!(o.status.success(), "scontrol token: {out}{}", String::from_utf8_lossy(&o.stderr));
+    let token = out.trim().strip_prefix("SLURM_JWT=").unwrap_or_else(|| panic!("{out:?}")).to_string();
+    let user = nix::unistd::User::from_uid(nix::unistd::getuid()).ok().flatten().expect("my user").name;
+    let dir = tempfile::tempdir().expect("temp dir");
+    let script = dir.path().join("client.py");
+    std::fs::write(&script, CLIENT_PY).expect("write the client script");
+    let o = std::process::Command::new(flotilla_compat_tests::restd::python())
+        .arg(&script)
+        .args([url.as_str(), user.as_str(), token.as_str(), &work.display().to_string()])
+        .output()
+        .expect("python runs");
+    let text = format!("{}{}", String::from_utf8_lossy(&o.stdout), String::from_utf8_lossy(&o.stderr));
+    assert!(o.status.success(), "the slurmrestapi client failed:\n{text}\nslurmrestd log:\n{}", std::fs::read_to_string(c.dir().join("slurmrestd.log")).unwrap_or_default());
+    assert_eq!(text.matches("ok v00").count(), 4, "{text}");
+}

@@ -126,13 +126,46 @@ pub fn user_name(uid: u32) -> String {
     user(&uid.to_string()).map_or_else(|| uid.to_string(), |w| w.user)
 }
 
+/// base64url without padding (a JWT's parts), `None` for another character.
+fn base64url(s: &str) -> Option<Vec<u8>> {
+    let val = |c: u8| match c {
+        b'A'..=b'Z' => Some(c - b'A'),
+        b'a'..=b'z' => Some(c - b'a' + 26),
+        b'0'..=b'9' => Some(c - b'0' + 52),
+        b'-' => Some(62),
+        b'_' => Some(63),
+        _ => None,
+    };
+    let mut out = Vec::with_capacity(s.len() * 3 / 4);
+    let (mut acc, mut bits) = (0u32, 0);
+    for c in s.trim_end_matches('=').bytes() {
+        acc = (acc << 6) | u32::from(val(c)?);
+        bits += 6;
+        if bits >= 8 {
+            bits -= 8;
+            out.push((acc >> bits) as u8);
+        }
+    }
+    Some(out)
+}
+
+/// The user a token names (its `sun` claim, else `username`), read without checking the signature: only to
+/// fill a submission's uid when no `X-SLURM-USER-NAME` came; the controller verifies the
+/// token and refuses a submission for another uid.
+fn token_user(token: &str) -> Option<String> {
+    let claims = base64url(token.split('.').nth(1)?)?;
+    let v: Value = serde_json::from_slice(&claims).ok()?;
+    v.get("sun").or_else(|| v.get("username")).and_then(Value::as_str).map(str::to_string)
+}
+
 /// Who a request is from as a submitter: slurmrestd's own user for `rest_auth/local`, the
-/// token's `X-SLURM-USER-NAME` for a token (the controller checks the token says so).
+/// token's `X-SLURM-USER-NAME` (else the user the token names) for a token; the controller
+/// checks that the token may act as them.
 pub fn caller(st: &AppState, a: &Authed) -> Result<Who, RestError> {
     let found = match &a.caller {
         crate::ctl::Caller::Local => user(&st.my_uid.to_string()),
         crate::ctl::Caller::Token(t) if !t.user_name.is_empty() => user(&t.user_name),
-        crate::ctl::Caller::Token(_) => None,
+        crate::ctl::Caller::Token(t) => token_user(&t.token).and_then(|n| user(&n)),
     };
     found.ok_or_else(|| {
         error(flotilla_proto::errno::ESLURM_USER_ID_MISSING, "the caller is not a user of this host", "caller")
@@ -167,6 +200,14 @@ pub fn op(v: ApiVersion, method: Method, path: &str, id: &str, summary: &'static
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_tokens_user_is_read() {
+        // {"alg":"HS256","typ":"JWT"} . {"exp":1,"iat":0,"sun":"alice"} . signature
+        let t = "eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9.eyJleHAiOjEsImlhdCI6MCwic3VuIjoiYWxpY2UifQ.x";
+        assert_eq!(token_user(t).as_deref(), Some("alice"));
+        assert_eq!(token_user("a.!!.c"), None);
+    }
 
     #[test]
     fn queries_decode() {
