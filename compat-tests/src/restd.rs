@@ -243,16 +243,42 @@ pub fn python() -> PathBuf {
 /// (`from_dict`: types, enums) is an error; the models are walked recursively, since pydantic
 /// itself ignores unknown keys. `Err` lists every problem.
 pub fn check_models(items: &[(String, serde_json::Value, String)]) -> Result<(), String> {
+    check_models_in(&python(), "slurmrestapi.models", items)
+}
+
+/// [`check_models`] for v0.0.38, against the `openapi-slurm-0-0-38-client` models
+/// (`openapi_client.models.V0038JobsResponse`, ...) of the `-38` venv ([`python38`]).
+pub fn check_models_38(items: &[(String, serde_json::Value, String)]) -> Result<(), String> {
+    check_models_in(&python38(), "openapi_client.models", items)
+}
+
+/// The `python` of the v0.0.38 client's venv: [`python_venv`]'s directory with `-38`
+/// appended (`compat-tests/rest-venv.sh` makes both); panics when it is missing.
+pub fn python38() -> PathBuf {
+    let base = python_venv().unwrap_or_else(|| {
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("..").join("target").join("rest-venv")
+    });
+    let d = PathBuf::from(format!("{}-38", base.display()));
+    let py = d.join("bin").join("python");
+    assert!(
+        py.is_file(),
+        "the v0.0.38 client's Python venv {} is missing: run compat-tests/rest-venv.sh",
+        d.display()
+    );
+    py
+}
+
+fn check_models_in(python: &Path, module: &str, items: &[(String, serde_json::Value, String)]) -> Result<(), String> {
     let input: Vec<serde_json::Value> = items
         .iter()
         .map(|(m, d, l)| serde_json::json!({"model": m, "doc": d, "label": l}))
         .collect();
     let dir = tempfile::tempdir().expect("temp dir");
     let script = dir.path().join("check_models.py");
-    std::fs::write(&script, CHECK_MODELS_PY).expect("write the checker");
+    std::fs::write(&script, CHECK_MODELS_PY.replace("slurmrestapi.models", module)).expect("write the checker");
     let data = dir.path().join("answers.json");
     std::fs::write(&data, serde_json::to_vec(&input).expect("json")).expect("write the answers");
-    let out = Command::new(python())
+    let out = Command::new(python)
         .arg(&script)
         .arg(&data)
         .output()

@@ -11,6 +11,7 @@ pub mod dp;
 pub mod meta;
 pub mod model;
 pub mod schema;
+pub mod v38;
 pub mod version;
 
 pub use meta::{ClientInfo, RestError, RestWarning};

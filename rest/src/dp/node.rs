@@ -45,7 +45,8 @@ pub fn node_state(n: &NodeInfo) -> Vec<&'static str> {
     out
 }
 
-fn gres(n: &NodeInfo) -> String {
+/// `gpu:h100:8` (Slurm's node `Gres`), empty without GPUs.
+pub fn gres(n: &NodeInfo) -> String {
     if n.gpus == 0 {
         return String::new();
     }
@@ -72,7 +73,7 @@ fn ranges(mask: u64, n: u32) -> String {
 }
 
 /// `gpu:h100:2(IDX:0-1)`, `gpu:h100:0(IDX:N/A)` when none is in use (Slurm's `GresUsed`).
-fn gres_used(n: &NodeInfo) -> String {
+pub fn gres_used(n: &NodeInfo) -> String {
     if n.gpus == 0 {
         return String::new();
     }
@@ -92,6 +93,19 @@ fn tres(cpus: u32, mem: u64, gpus: u32) -> String {
     t
 }
 
+/// A node's `tres` (`cpu=8,mem=1000M,gres/gpu=4`) or, `used`, its `tres_used` (empty when
+/// nothing is allocated, as Slurm's unset string).
+pub fn tres_of(n: &NodeInfo, used: bool) -> String {
+    if !used {
+        return tres(n.cpus, n.mem_mib, n.gpus);
+    }
+    let gpus = n.gpu_alloc_mask.count_ones();
+    if n.cpus_alloc == 0 && n.mem_alloc_mib == 0 && gpus == 0 {
+        return String::new();
+    }
+    tres(n.cpus_alloc, n.mem_alloc_mib, gpus)
+}
+
 /// The description of one node in `v`.
 pub fn node_model(v: ApiVersion) -> Model<NodeInfo, Ctx> {
     let _ = v;
@@ -109,12 +123,8 @@ pub fn node_model(v: ApiVersion) -> Model<NodeInfo, Ctx> {
         .opt("alloc_memory", i64_(), |n, _| Some(json!(n.mem_alloc_mib)))
         .opt("alloc_cpus", i32_(), |n, _| Some(json!(n.cpus_alloc)))
         .opt("alloc_idle_cpus", i32_(), |n, _| Some(json!(n.cpus.saturating_sub(n.cpus_alloc))))
-        .opt("tres_used", Schema::Str, |n, _| {
-            let gpus = n.gpu_alloc_mask.count_ones();
-            let idle = n.cpus_alloc == 0 && n.mem_alloc_mib == 0 && gpus == 0;
-            Some(json!(if idle { String::new() } else { tres(n.cpus_alloc, n.mem_alloc_mib, gpus) }))
-        })
-        .opt("tres", Schema::Str, |n, _| Some(json!(tres(n.cpus, n.mem_mib, n.gpus))))
+        .opt("tres_used", Schema::Str, |n, _| Some(json!(tres_of(n, true))))
+        .opt("tres", Schema::Str, |n, _| Some(json!(tres_of(n, false))))
 }
 
 /// The description of one partition in `v`. `state` is `UP` or `DOWN`; `DefaultTime` unset

@@ -10,20 +10,22 @@ use flotilla_rest::schema::{Method, Operation, Param, Schema};
 use flotilla_rest::{ApiVersion, RestError, RestWarning};
 use serde_json::Value;
 
-/// The HTTP status of error number `code` (`flotilla_rest::dp::http_status`), 401 for a
-/// refused credential as [`crate::reply::status_of`] says.
-pub fn status_for(code: i32) -> StatusCode {
+/// The HTTP status of error number `code` in `v` (`flotilla_rest::dp::http_status`, 22.05's
+/// `flotilla_rest::v38::http_status` for v0.0.38), 401 for a refused credential as
+/// [`crate::reply::status_of`] says.
+pub fn status_for(v: ApiVersion, code: i32) -> StatusCode {
     let e = SlurmError::new(code);
     if crate::reply::status_of(&e) == StatusCode::UNAUTHORIZED {
         return StatusCode::UNAUTHORIZED;
     }
-    StatusCode::from_u16(flotilla_rest::dp::http_status(code)).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR)
+    let n = if v.is_data_parser() { flotilla_rest::dp::http_status(code) } else { flotilla_rest::v38::http_status(code) };
+    StatusCode::from_u16(n).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR)
 }
 
 /// An answer of `v` with `body`'s keys (the answer's required keys, empty on failure),
 /// `errs` and `warns`; its status is the first error's, 200 without one.
 pub fn answer(st: &AppState, a: &Authed, v: ApiVersion, body: Value, errs: &[RestError], warns: &[RestWarning]) -> Reply {
-    let status = errs.first().map_or(StatusCode::OK, |e| status_for(e.error_number));
+    let status = errs.first().map_or(StatusCode::OK, |e| status_for(v, e.error_number));
     Reply::enveloped(status, v, &a.client, &st.cluster, body, errs, warns)
 }
 

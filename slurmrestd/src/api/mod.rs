@@ -7,6 +7,7 @@
 //! - [`nodes`]: `/slurm/vX/nodes`, `/node/{node_name}`, `/partitions`,
 //!   `/partition/{partition_name}`.
 //! - [`diag`]: the statistics, `/slurm/vX/diag`.
+//! - [`v38`]: the same families for v0.0.38 (Slurm 22.05's shapes).
 //!
 //! [`jobs`], [`nodes`] and [`diag`] serve the data_parser versions (v0.0.41–v0.0.44); their
 //! objects are `flotilla_rest::dp`'s. [`common`] holds what they share.
@@ -17,6 +18,7 @@ pub mod jobs;
 pub mod nodes;
 pub mod openapi;
 pub mod ping;
+pub mod v38;
 
 use crate::app::Shared;
 use axum::Router;
@@ -30,6 +32,7 @@ pub fn routes() -> Router<Shared> {
         .merge(jobs::routes())
         .merge(nodes::routes())
         .merge(diag::routes())
+        .merge(v38::routes())
 }
 
 /// The spec of every version and family served.
@@ -39,6 +42,7 @@ pub fn spec() -> Spec {
     s.merge(jobs::spec());
     s.merge(nodes::spec());
     s.merge(diag::spec());
+    s.merge(v38::spec());
     s
 }
 
