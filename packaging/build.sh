@@ -62,14 +62,14 @@ profile=${FLOTILLA_PKG_PROFILE:-release}
 say "cargo build --profile $profile (stripped)"
 export CARGO_PROFILE_RELEASE_STRIP=symbols
 CARGO_TARGET_DIR=$target cargo build --profile "$profile" --locked \
-  -p flotilla-commands -p flotilla-admin -p flotilla-slurmctld -p flotilla-slurmd --bins
+  -p flotilla-commands -p flotilla-admin -p flotilla-slurmctld -p flotilla-slurmd -p flotilla-slurmrestd --bins
 if [ "$profile" = release ]; then
   pkg_target=$target
 else
   built=$target/$([ "$profile" = dev ] && echo debug || echo "$profile")
   pkg_target=$target/pkg-$profile
   rm -rf "$pkg_target/release"; mkdir -p "$pkg_target/release"
-  for b in "${client_bins[@]}" slurmctld sackd slurmd; do
+  for b in "${client_bins[@]}" slurmctld sackd slurmrestd slurmd; do
     strip -o "$pkg_target/release/$b" "$built/$b"
   done
 fi

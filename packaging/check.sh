@@ -59,10 +59,12 @@ done
 expect_file "$client" /etc/slurm/slurm.conf -rw-r--r-- root/root
 expect_file "$controller" /usr/sbin/slurmctld -rwxr-xr-x root/root
 expect_file "$controller" /usr/sbin/sackd -rwxr-xr-x root/root
+expect_file "$controller" /usr/sbin/slurmrestd -rwxr-xr-x root/root
 for s in sql/*.sql; do
   expect_file "$controller" "/usr/share/flotilla/sql/$(basename "$s")" -rw-r--r-- root/root
 done
 expect_file "$controller" /etc/default/slurmctld -rw-r--r-- root/root
+expect_file "$controller" /etc/default/slurmrestd -rw-r--r-- root/root
 expect_file "$node" /usr/sbin/slurmd -rwxr-xr-x root/root
 expect_file "$node" /etc/default/slurmd -rw-r--r-- root/root
 expect_file "$node" /etc/slurm/cgroup.conf -rw-r--r-- root/root
@@ -70,6 +72,7 @@ unit_of() { contents "$1" | awk -v u="$2" '$3 ~ "/systemd/system/" u "$" {print 
 [ -n "$(unit_of "$controller" slurmctld.service)" ] || fail "controller has no slurmctld.service"
 [ -n "$(unit_of "$node" slurmd.service)" ] || fail "node has no slurmd.service"
 [ -n "$(unit_of "$controller" sackd.service)" ] || fail "controller has no sackd.service"
+[ -n "$(unit_of "$controller" slurmrestd.service)" ] || fail "controller has no slurmrestd.service"
 echo "ok files: ${#client_bins[@]} commands with man pages, daemons, units, defaults, migrations"
 
 tmp=$(mktemp -d)
@@ -80,6 +83,7 @@ for d in "$client" "$controller" "$node"; do
 done
 grep -qx /etc/slurm/slurm.conf "$tmp/flotilla-client.conffiles" || fail "slurm.conf is not a conffile"
 grep -qx /etc/default/slurmctld "$tmp/flotilla-controller.conffiles" || fail "/etc/default/slurmctld is not a conffile"
+grep -qx /etc/default/slurmrestd "$tmp/flotilla-controller.conffiles" || fail "/etc/default/slurmrestd is not a conffile"
 grep -qx /etc/default/slurmd "$tmp/flotilla-node.conffiles" || fail "/etc/default/slurmd is not a conffile"
 grep -qx /etc/slurm/cgroup.conf "$tmp/flotilla-node.conffiles" || fail "/etc/slurm/cgroup.conf is not a conffile"
 echo "ok conffiles"
@@ -87,6 +91,7 @@ for s in postinst postrm; do
   dpkg-deb --ctrl-tarfile "$controller" | tar -xO "./$s" | grep -c 'slurm.key' >/dev/null || fail "controller $s does not handle the key"
 done
 dpkg-deb --ctrl-tarfile "$controller" | tar -xO ./postinst | grep -c 'deb-systemd-helper' >/dev/null || fail "no systemd snippet in postinst"
+dpkg-deb --ctrl-tarfile "$controller" | tar -xO ./postinst | grep -c 'jwt_hs256.key' >/dev/null || fail "controller postinst does not make the auth/jwt key"
 
 echo "--- unpack into a temporary root (dpkg --root)"
 r=$tmp/root
@@ -96,7 +101,7 @@ touch "$r/var/lib/dpkg/status"
 # packages, hence --force-depends.
 dpkg --root="$r" --force-depends --log=/dev/null --unpack "$client" "$controller" "$node" > "$tmp/unpack.log"
 for b in "${client_bins[@]}"; do [ -x "$r/usr/bin/$b" ] || fail "$b not unpacked"; done
-[ -x "$r/usr/sbin/slurmctld" ] && [ -x "$r/usr/sbin/slurmd" ] || fail "daemons not unpacked"
+[ -x "$r/usr/sbin/slurmctld" ] && [ -x "$r/usr/sbin/slurmd" ] && [ -x "$r/usr/sbin/slurmrestd" ] || fail "daemons not unpacked"
 dpkg --root="$r" -l 'flotilla-*' | grep '^iU' || fail "dpkg --root did not record the packages"
 n=$(cat "$r"/var/lib/dpkg/info/flotilla-*.list | wc -l)
 echo "ok unpacked: $n paths recorded"
@@ -104,12 +109,12 @@ if command -v systemd-analyze > /dev/null && [ -f /lib/systemd/system/sysinit.ta
   # The units against the unpacked root (ExecStart binaries, keys, values); the host's
   # targets stand in for the ones the root lacks. Any message fails.
   cp -an /lib/systemd/system/*.target /lib/systemd/system/*.slice "$r/usr/lib/systemd/system/" 2>/dev/null || true
-  for u in slurmctld sackd slurmd; do
+  for u in slurmctld sackd slurmrestd slurmd; do
     msg=$(cd / && systemd-analyze verify --man=no --root="$r" "/usr/lib/systemd/system/$u.service" 2>&1) \
       || fail "systemd-analyze verify $u.service: $msg"
     [ -z "$msg" ] || fail "systemd-analyze verify $u.service: $msg"
   done
-  echo "ok systemd-analyze verify: slurmctld.service sackd.service slurmd.service"
+  echo "ok systemd-analyze verify: slurmctld.service sackd.service slurmrestd.service slurmd.service"
 else
   echo "SKIPPED: systemd-analyze verify (no systemd on this host)"
 fi
@@ -143,6 +148,10 @@ if [ ${#rpms[@]} -gt 0 ]; then
   rq -c "$rctl" | grep -cx /etc/default/slurmctld >/dev/null || fail "rpm: /etc/default/slurmctld not %config"
   rq -l "$rctl" | grep -cx /usr/lib/systemd/system/slurmctld.service >/dev/null || fail "rpm: no slurmctld.service"
   rq -l "$rctl" | grep -cx /usr/lib/systemd/system/sackd.service >/dev/null || fail "rpm: no sackd.service"
+  rq -l "$rctl" | grep -cx /usr/lib/systemd/system/slurmrestd.service >/dev/null || fail "rpm: no slurmrestd.service"
+  rq -l "$rctl" | grep -cx /usr/sbin/slurmrestd >/dev/null || fail "rpm: no /usr/sbin/slurmrestd"
+  rq -c "$rctl" | grep -cx /etc/default/slurmrestd >/dev/null || fail "rpm: /etc/default/slurmrestd not %config"
+  rq --scripts "$rctl" | grep -c 'jwt_hs256.key' >/dev/null || fail "rpm controller does not make the auth/jwt key"
   rq -l "$rnode" | grep -cx /usr/lib/systemd/system/slurmd.service >/dev/null || fail "rpm: no slurmd.service"
   rq --conflicts "$rclient" | grep -cx slurm >/dev/null || fail "rpm client does not conflict with slurm"
   rq --conflicts "$rctl" | grep -cx slurm-slurmctld >/dev/null || fail "rpm controller does not conflict with slurm-slurmctld"

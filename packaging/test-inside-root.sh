@@ -112,4 +112,26 @@ sed 's|^StateSaveLocation=.*|StateSaveLocation=/nonexistent|' /etc/slurm/slurm.c
 via_sackd=$(as_alice env SLURM_CONF=/tmp/login.conf squeue -h -t all -j "$id" -o '%T %u')
 [ "$via_sackd" = "COMPLETED alice" ] || { echo "squeue through sackd: '$via_sackd'" >&2; exit 1; }
 echo "ok squeue through sackd and TCP: $via_sackd"
+# The REST API from its unit (as the slurmrestd user, rest_auth/jwt on 127.0.0.1:6820): alice's
+# token from `scontrol token` pings the controller through it; a request without one is 401.
+start_unit slurmrestd
+rest() { # rest TOKEN: GET /slurm/v0.0.42/ping, the whole answer (bash's /dev/tcp: no curl here)
+  exec 3<>/dev/tcp/127.0.0.1/6820 || return 1
+  printf 'GET /slurm/v0.0.42/ping HTTP/1.1\r\nHost: localhost\r\nX-SLURM-USER-NAME: alice\r\n%sConnection: close\r\n\r\n' \
+    "${1:+X-SLURM-USER-TOKEN: $1\r\n}" >&3
+  cat <&3
+  exec 3<&-
+}
+for _ in $(seq 1 100); do (exec 3<>/dev/tcp/127.0.0.1/6820) 2>/dev/null && break; sleep 0.1; done
+tok=$(as_alice scontrol token | sed -n 's/^SLURM_JWT=//p')
+[ -n "$tok" ] || { echo "scontrol token gave no token" >&2; exit 1; }
+answer=$(rest "$tok")
+case "$answer" in
+  "HTTP/1.1 200"*'"pinged":"UP"'*) echo "ok REST ping with alice's token through slurmrestd.service" ;;
+  *) echo "REST ping with a token: $answer" >&2; exit 1 ;;
+esac
+case "$(rest "")" in
+  "HTTP/1.1 401"*) echo "ok REST without a token: 401" ;;
+  *) echo "REST without a token was not refused" >&2; exit 1 ;;
+esac
 echo "$id" > /flotilla-test/last-job

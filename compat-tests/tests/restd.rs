@@ -30,3 +30,87 @@ fn ping_answers_every_version_and_unauthenticated_tcp_is_refused() {
         "{spec}"
     );
 }
+
+/// Connections are capped per client (64 from one uid here; the 65th is closed unanswered,
+/// and a place freed is taken again), and a peer that sends no complete request head within
+/// the header deadline (10 s) is closed, idle or half-way through its headers.
+#[test]
+fn connections_are_capped_per_client_and_slow_peers_are_closed() {
+    use std::io::{Read, Write};
+    use std::os::unix::net::UnixStream;
+    use std::time::{Duration, Instant};
+    flotilla_compat_tests::build_binaries();
+    let c = LocalCluster::start(None);
+    let r = Restd::start(&c, &[], &[]);
+    let ping = b"GET /slurm/v0.0.42/ping HTTP/1.1\r\nHost: x\r\n\r\n";
+    // One answered request on a kept-alive connection: the answer's head and body.
+    let answered = |s: &mut UnixStream| -> bool {
+        if s.write_all(ping).is_err() {
+            return false;
+        }
+        let mut got = Vec::new();
+        let mut buf = [0u8; 4096];
+        while let Ok(n) = s.read(&mut buf) {
+            if n == 0 {
+                return false;
+            }
+            got.extend_from_slice(&buf[..n]);
+            let text = String::from_utf8_lossy(&got);
+            if let Some((head, body)) = text.split_once("\r\n\r\n") {
+                let len: usize = head
+                    .lines()
+                    .find_map(|l| l.to_ascii_lowercase().strip_prefix("content-length:").map(|v| v.trim().parse().unwrap()))
+                    .expect("content-length");
+                if body.len() >= len {
+                    return head.starts_with("HTTP/1.1 200");
+                }
+            }
+        }
+        false
+    };
+    let connect = || {
+        let s = UnixStream::connect(&r.unix).expect("connect");
+        s.set_read_timeout(Some(Duration::from_secs(30))).unwrap();
+        s
+    };
+    let mut held: Vec<UnixStream> = (0..64).map(|_| connect()).collect();
+    for (i, s) in held.iter_mut().enumerate() {
+        assert!(answered(s), "connection {i} within the cap");
+    }
+    let mut over = connect();
+    assert!(!answered(&mut over), "the 65th connection of one client is closed unanswered");
+    drop(held.pop());
+    let t0 = Instant::now();
+    loop {
+        if answered(&mut connect()) {
+            break;
+        }
+        assert!(t0.elapsed() < Duration::from_secs(10), "a freed place was never given again");
+    }
+    drop(held);
+
+    // Over TCP (another client, so none of the places above matter): an idle peer and one
+    // that sent half a request head are both closed by the deadline (the read ends: EOF or
+    // reset), while a complete request on a third connection is answered (401: no token).
+    let tcp = || {
+        let s = std::net::TcpStream::connect(r.tcp).expect("connect");
+        s.set_read_timeout(Some(Duration::from_secs(30))).unwrap();
+        s
+    };
+    let mut idle = tcp();
+    let mut half = tcp();
+    half.write_all(b"GET /slurm/v0.0.42/ping HTTP/1.1\r\nHost: x\r\n").unwrap();
+    let mut whole = tcp();
+    whole.write_all(b"GET /slurm/v0.0.42/ping HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n").unwrap();
+    let mut answer = String::new();
+    whole.read_to_string(&mut answer).expect("answered");
+    assert!(answer.starts_with("HTTP/1.1 401"), "{answer}");
+    for (what, s) in [("idle", &mut idle), ("half a head", &mut half)] {
+        let mut rest = Vec::new();
+        match s.read_to_end(&mut rest) {
+            Ok(_) => assert!(!String::from_utf8_lossy(&rest).contains("200 OK"), "{what}: answered"),
+            Err(e) if e.kind() == std::io::ErrorKind::ConnectionReset => {}
+            Err(e) => panic!("{what}: not closed within 30 s ({e})"),
+        }
+    }
+}

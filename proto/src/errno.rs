@@ -8,6 +8,8 @@ use serde::{Deserialize, Serialize};
 
 /// `SLURM_PROTOCOL_VERSION_ERROR`.
 pub const SLURM_PROTOCOL_VERSION_ERROR: i32 = 1005;
+/// `SLURM_ERROR`: a failure without a more precise code.
+pub const SLURM_ERROR: i32 = -1;
 /// `SLURM_PROTOCOL_AUTHENTICATION_ERROR`: a credential missing, forged, expired or replayed.
 pub const SLURM_PROTOCOL_AUTHENTICATION_ERROR: i32 = 1007;
 /// `SLURM_PROTOCOL_INSANE_MSG_LENGTH`: a frame over the maximum size.
@@ -95,6 +97,7 @@ pub const ESLURM_AUTH_EXPIRED: i32 = 6001;
 /// Slurm's text for an error code (`slurm_strerror`), for the codes Flotilla returns.
 pub fn strerror(code: i32) -> &'static str {
     match code {
+        SLURM_ERROR => "Unspecified error",
         SLURM_UNEXPECTED_MSG_ERROR => "Unexpected message received",
         SLURM_COMMUNICATIONS_CONNECTION_ERROR => "Communication connection failure",
         SLURM_PROTOCOL_VERSION_ERROR => "Protocol version has changed, re-link your code",

@@ -589,6 +589,9 @@ async fn write_reply<W: AsyncWrite + Unpin>(wr: &mut W, id: u64, reply: Reply) -
     }
 }
 
+/// Slurm's `NO_VAL`.
+const NO_VAL: u32 = 0xffff_fffe;
+
 /// A submission or service carries the name of the uid it is for, from the password
 /// database ([`crate::users`]), whatever name the command sent (the owner task refuses a uid
 /// that is not the caller's unless the caller is an admin). The uid is looked up only when
@@ -596,12 +599,22 @@ async fn write_reply<W: AsyncWrite + Unpin>(wr: &mut W, id: u64, reply: Reply) -
 /// NSS lookup of a uid the caller chose.
 async fn name_the_user(req: Request, ident: &Ident, shared: &Shared) -> Request {
     let may = |uid: u32| ident.admin || uid == ident.uid;
+    // An unset (`NO_VAL`) uid and gid is the caller's, as slurmctld fills an unset
+    // `user_id`/`group_id` from the request's authentication (slurmrestd's fleet API).
+    let caller = |uid: &mut u32, gid: &mut u32| {
+        if *uid == NO_VAL {
+            *uid = ident.uid;
+            *gid = ident.gid;
+        }
+    };
     match req {
         Request::SubmitJob(mut s) => {
+            caller(&mut s.uid, &mut s.gid);
             s.user = if may(s.uid) { shared.user_names.name(s.uid).await } else { String::new() };
             Request::SubmitJob(s)
         }
         Request::ServiceCreate(mut c) => {
+            caller(&mut c.uid, &mut c.gid);
             c.user = if may(c.uid) { shared.user_names.name(c.uid).await } else { String::new() };
             Request::ServiceCreate(c)
         }
@@ -1059,6 +1072,10 @@ mod tests {
         let alice = Ident { uid: 2001, gid: 2001, admin: false };
         assert_eq!(user(name_the_user(sub(0), &alice, &sh).await), "");
         assert_eq!(user(name_the_user(sub(2001), &alice, &sh).await), crate::users::lookup(2001));
+        match name_the_user(sub(NO_VAL), &alice, &sh).await {
+            Request::SubmitJob(s) => assert_eq!((s.uid, s.gid, s.user), (2001, 2001, crate::users::lookup(2001)), "NO_VAL is the caller"),
+            _ => unreachable!(),
+        }
         let root = Ident { uid: 0, gid: 0, admin: true };
         assert_eq!(user(name_the_user(sub(2002), &root, &sh).await), crate::users::lookup(2002));
     }

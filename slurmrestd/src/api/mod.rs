@@ -11,9 +11,11 @@
 //!
 //! [`jobs`], [`nodes`] and [`diag`] serve the data_parser versions (v0.0.41–v0.0.44); their
 //! objects are `flotilla_rest::dp`'s. [`common`] holds what they share.
+//! - [`fleet`]: the fleet's own `/flotilla/v1` (jobs, deployments, topology, alerts).
 
 pub mod common;
 pub mod diag;
+pub mod fleet;
 pub mod jobs;
 pub mod nodes;
 pub mod openapi;
@@ -33,6 +35,7 @@ pub fn routes() -> Router<Shared> {
         .merge(nodes::routes())
         .merge(diag::routes())
         .merge(v38::routes())
+        .merge(fleet::routes())
 }
 
 /// The spec of every version and family served.
@@ -43,6 +46,7 @@ pub fn spec() -> Spec {
     s.merge(nodes::spec());
     s.merge(diag::spec());
     s.merge(v38::spec());
+    s.merge(fleet::spec());
     s
 }
 

@@ -9,7 +9,7 @@ use anyhow::{bail, Context, Result};
 use flotilla_slurmrestd::app::{router, AppState};
 use flotilla_slurmrestd::auth::AuthModes;
 use flotilla_slurmrestd::ctl::{CtlClient, CtlTarget};
-use flotilla_slurmrestd::server::{bind, serve, Listen};
+use flotilla_slurmrestd::server::{bind, serve, Limits, Listen};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
@@ -208,7 +208,7 @@ fn run(opts: Opts) -> Result<()> {
         let app = router(st);
         let mut tasks = Vec::new();
         for b in bound {
-            tasks.push(tokio::spawn(serve(b, app.clone())));
+            tasks.push(tokio::spawn(serve(b, app.clone(), Limits::default())));
         }
         tracing::info!(listen = ?opts.listen, "slurmrestd ready");
         for t in tasks {
