@@ -431,6 +431,51 @@ fn v0038_answers_in_22_05s_shapes_and_its_client_drives_a_job() {
     let a = r.get(&p("diag/"));
     let d = ck.check(&a, "get", &p("diag/"), v, "V0038Diag");
     assert!(d["statistics"]["req_time"].as_i64().unwrap_or(0) > 0, "{d:#}");
+    // Against what real slurmrestd 22.05.8 answered on the reference (goldens-rest): every
+    // key Flotilla writes is one 22.05 writes, with a value of the same JSON type, and the
+    // error answers have its numbers and statuses.
+    let golden = |name: &str| -> Value {
+        let p = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("goldens-rest/v0.0.38").join(format!("{name}.json"));
+        serde_json::from_str(&std::fs::read_to_string(&p).unwrap_or_else(|e| panic!("{}: {e}", p.display()))).expect("json")
+    };
+    let kind = |v: &Value| match v {
+        Value::Number(_) => "number",
+        Value::String(_) => "string",
+        Value::Bool(_) => "bool",
+        Value::Array(_) => "array",
+        Value::Object(_) => "object",
+        Value::Null => "null",
+    };
+    let same_keys = |what: &str, ours: &Value, theirs: &Value| {
+        let bad: Vec<String> = ours
+            .as_object()
+            .expect("object")
+            .iter()
+            .filter_map(|(k, v)| match theirs.get(k) {
+                None => Some(format!("{k}: 22.05 has no such key")),
+                Some(t) if !t.is_null() && kind(t) != kind(v) => Some(format!("{k}: ours {v}, 22.05's {t}")),
+                Some(_) => None,
+            })
+            .collect();
+        assert!(bad.is_empty(), "{what}: {bad:#?}");
+    };
+    let a = r.get(&p("jobs/"));
+    same_keys("job", &a.json()["jobs"][0], &golden("job_2")["response"]["jobs"][0]);
+    same_keys("node", &n["nodes"][0], &golden("nodes")["response"]["nodes"][0]);
+    same_keys("partition", &parts["partitions"][0], &golden("partitions")["response"]["partitions"][0]);
+    same_keys("statistics", &d["statistics"], &golden("diag")["response"]["statistics"]);
+    for (name, path) in [("job_missing", "job/999999"), ("node_missing", "node/nosuch"), ("partition_missing", "partition/nosuch")] {
+        let g = golden(name);
+        let a = r.get(&p(path));
+        assert_eq!(u64::from(a.status), g["status"].as_u64().unwrap(), "{name}: {}", a.body);
+        let (ours, theirs) = (&a.json()["errors"][0], &g["response"]["errors"][0]);
+        let num = |e: &Value| e.get("error_number").or_else(|| e.get("errno")).and_then(Value::as_i64);
+        assert_eq!(num(ours), num(theirs), "{name}: ours {ours}, 22.05's {theirs}");
+    }
+    let a = r.call(Via::Unix, "DELETE", &p("job/999999"), &[], None);
+    let g = golden("job_cancel_missing");
+    assert_eq!(u64::from(a.status), g["status"].as_u64().unwrap(), "{}", a.body);
+    assert_eq!(a.json()["errors"][0]["error_number"], g["response"]["errors"][0]["error_number"]);
     ck.seen.retain(|(m, _, _)| !m.is_empty());
     flotilla_compat_tests::restd::check_models_38(&ck.seen)
         .unwrap_or_else(|e| panic!("the v0.0.38 client's models refuse answers:\n{e}"));

@@ -70,7 +70,8 @@ pub fn job_model() -> Model<JobInfo, Ctx> {
         .opt("job_state", Schema::Str, |j, _| j.state.map(|st| json!(st.as_str())))
         .opt("name", Schema::Str, |j, _| s(&j.name))
         .opt("nodes", Schema::Str, |j, _| s(&j.nodes))
-        .opt("nice", int(), |j, _| Some(json!(j.nice)))
+        // 22.05 writes null for no nice value (0): left out.
+        .opt("nice", int(), |j, _| (j.nice != 0).then(|| json!(j.nice)))
         .opt("cpus", int(), |j, _| Some(json!(j.num_cpus)))
         .opt("node_count", int(), |j, _| Some(json!(j.num_nodes)))
         .opt("tasks", int(), |j, _| Some(json!(j.num_tasks)))
@@ -114,7 +115,7 @@ pub fn node_model() -> Model<NodeInfo, Ctx> {
         .opt("real_memory", int(), |n, _| Some(json!(n.mem_mib)))
         .opt("reason", Schema::Str, |n, _| s(n.reason.as_deref().unwrap_or("")))
         .opt("tres", Schema::Str, |n, _| Some(json!(crate::dp::node::tres_of(n, false))))
-        .opt("tres_used", Schema::Str, |n, _| Some(json!(crate::dp::node::tres_of(n, true))))
+        .opt("tres_used", Schema::Str, |n, _| Some(crate::dp::node::tres_of(n, true)).filter(|t| !t.is_empty()).map(|t| json!(t)))
         .opt("alloc_cpus", i64_(), |n, _| Some(json!(n.cpus_alloc)))
         .opt("idle_cpus", i64_(), |n, _| Some(json!(n.cpus.saturating_sub(n.cpus_alloc))))
         .opt("alloc_memory", i64_(), |n, _| Some(json!(n.mem_alloc_mib)))
@@ -204,8 +205,7 @@ fn stats_model() -> Model<Diag, crate::dp::diag::Ctx> {
         .opt("bf_depth_mean", int(), |d, _| Some(json!(mean(d.bf_depth_sum, d.bf_cycle_counter))))
         .opt("bf_depth_mean_try", int(), |d, _| Some(json!(mean(d.bf_depth_try_sum, d.bf_cycle_counter))));
     int!("bf_cycle_max", bf_cycle_max);
-    int!("bf_last_depth", bf_last_depth);
-    int!("bf_last_depth_try", bf_last_depth_try);
+    // (The spec names bf_last_depth and bf_last_depth_try; 22.05's diag.c never writes them.)
     int!("bf_cycle_last", bf_cycle_last);
     int!("bf_queue_len", bf_queue_len);
     m = m.opt("bf_queue_len_mean", int(), |d, _| Some(json!(mean(d.bf_queue_len_sum, d.bf_cycle_counter))));

@@ -85,8 +85,19 @@ pub fn gres_used(n: &NodeInfo) -> String {
     }
 }
 
+/// Memory in MiB as Slurm's TRES strings write it (`convert_num_unit` with
+/// `CONVERT_NUM_UNIT_EXACT`): the largest unit that divides it exactly (`512000` → `500G`).
+fn mem_unit(mib: u64) -> String {
+    let (mut v, mut u) = (mib, 0);
+    while v >= 1024 && v % 1024 == 0 && u < 3 {
+        v /= 1024;
+        u += 1;
+    }
+    format!("{v}{}", ["M", "G", "T", "P"][u])
+}
+
 fn tres(cpus: u32, mem: u64, gpus: u32) -> String {
-    let mut t = format!("cpu={cpus},mem={mem}M");
+    let mut t = format!("cpu={cpus},mem={}", mem_unit(mem));
     if gpus > 0 {
         t.push_str(&format!(",gres/gpu={gpus}"));
     }
@@ -235,6 +246,7 @@ mod tests {
         n.gpu_alloc_mask = 0;
         assert_eq!(gres_used(&n), "gpu:h100:0(IDX:N/A)");
         assert_eq!(tres(8, 1000, 4), "cpu=8,mem=1000M,gres/gpu=4");
+        assert_eq!(tres(64, 512000, 0), "cpu=64,mem=500G");
     }
 
     #[test]
