@@ -250,9 +250,10 @@ import slurmrestapi.models as M
 
 url, user, token, work = sys.argv[1:5]
 
-def api_for(tok):
+def api_for(tok, with_user=True):
     cfg = slurmrestapi.Configuration(host=url)
-    cfg.api_key["user"] = user
+    if with_user:
+        cfg.api_key["user"] = user
     cfg.api_key["token"] = tok
     return SlurmApi(slurmrestapi.ApiClient(cfg))
 
@@ -289,6 +290,13 @@ for v in ["0041", "0042", "0043", "0044"]:
     except ApiException as e:
         assert e.status == 404, e
     print(f"ok v{v}: job {jid}")
+# A token alone (no X-SLURM-USER-NAME) submits as the user it names.
+solo = api_for(token, with_user=False)
+desc = M.V0042JobDescMsg(name="api-solo", current_working_directory=work, environment=["PATH=/usr/bin:/bin"])
+jid = solo.slurm_v0042_post_job_submit(M.V0042JobSubmitReq(script="#!/bin/sh\nsleep 300\n", job=desc)).job_id
+assert solo.slurm_v0042_get_job(str(jid)).jobs[0].user_name == user
+solo.slurm_v0042_delete_job(str(jid))
+print("ok token alone")
 try:
     api_for(token[:-4] + "AAAA").slurm_v0042_get_jobs()
     raise AssertionError("a forged token was taken")
@@ -320,6 +328,7 @@ fn the_real_slurmrestapi_client_drives_jobs_over_tcp_with_a_token() {
     let text = format!("{}{}", String::from_utf8_lossy(&o.stdout), String::from_utf8_lossy(&o.stderr));
     assert!(o.status.success(), "the slurmrestapi client failed:\n{text}\nslurmrestd log:\n{}", std::fs::read_to_string(c.dir().join("slurmrestd.log")).unwrap_or_default());
     assert_eq!(text.matches("ok v00").count(), 4, "{text}");
+    assert!(text.contains("ok token alone") && text.contains("ok bad token refused"), "{text}");
 }
 
 /// The v0.0.38 client (`openapi-slurm-0-0-38-client`) over TCP with a token: submit, read,
