@@ -158,6 +158,11 @@ fn nodes_partitions_diag_and_errors_answer_as_slurms_in_every_version() {
         assert_eq!(names, c.nodes().iter().map(String::as_str).collect::<Vec<_>>());
         assert_eq!(n["nodes"][0]["state"], json!(["IDLE"]), "{n:#}");
         assert!(n["nodes"][0]["cpus"].as_u64().unwrap() > 0);
+        // A query key Slurm does not know is ignored with its warning.
+        let a = r.get(&p("nodes/?nosuch=1"));
+        assert_eq!(a.status, 200, "{}", a.body);
+        let w = ck.check(&a, "get", &p("nodes/"), v, "{}OpenapiNodesResp");
+        assert!(w["warnings"][0]["description"].as_str().unwrap_or("").contains("nosuch"), "{w:#}");
         let a = r.get(&p(&format!("node/{first}")));
         assert_eq!(a.status, 200, "{}", a.body);
         let one = ck.check(&a, "get", &p("node/{node_name}"), v, "{}OpenapiNodesResp");

@@ -5,13 +5,15 @@
 //! `v0.0.4x_job_desc_msg`, answer `v0.0.4x_openapi_job_post_response`).
 //!
 //! A job description's keys are Slurm's `PARSER_ARRAY(JOB_DESC_MSG)`. Flotilla takes the ones
-//! it can honour ([`SUBMIT_KEYS`], [`UPDATE_KEYS`]) and refuses a description naming any
-//! other with `ESLURM_REST_FAIL_PARSING`, naming the key: a job must not run without a limit
-//! or a placement its author asked for. Numbers given as Slurm's `{set, infinite, number}`
-//! structs or as plain numbers are both taken, as Slurm's parsers take them.
+//! it can honour ([`SUBMIT_KEYS`], [`UPDATE_KEYS`]) and refuses a description naming another
+//! of Slurm's keys ([`SLURM_JOB_DESC_KEYS`]) with `ESLURM_REST_FAIL_PARSING`, naming the key:
+//! a job must not run without a limit or a placement its author asked for. A key Slurm does
+//! not know either is ignored with a warning, as Slurm's parser does. Numbers given as
+//! Slurm's `{set, infinite, number}` structs or as plain numbers are both taken, as Slurm's
+//! parsers take them.
 
 use super::{name, no_val, set, Width, ESLURM_REST_FAIL_PARSING, ESLURM_REST_INVALID_JOBS_DESC};
-use crate::meta::RestError;
+use crate::meta::{RestError, RestWarning};
 use crate::model::Model;
 use crate::schema::{array, opt, req, Components, IntFormat, Schema};
 use crate::version::ApiVersion;
@@ -72,6 +74,34 @@ pub const SUBMIT_KEYS: &[&str] = &[
     "user_id",
 ];
 
+/// Every key of Slurm's job description in v0.0.41–v0.0.44 (the `slurmrestapi` models'
+/// `job_desc_msg`): one of these that Flotilla cannot honour is refused; any other key is
+/// ignored with a warning, as Slurm's parser does (`parsing.c`: "Ignoring unknown field").
+pub const SLURM_JOB_DESC_KEYS: &[&str] = &[
+    "account", "account_gather_frequency", "admin_comment", "allocation_node_list",
+    "allocation_node_port", "argv", "array", "batch_features", "begin_time", "burst_buffer",
+    "cluster_constraint", "clusters", "comment", "constraints", "container", "container_id",
+    "contiguous", "core_specification", "cpu_binding", "cpu_binding_flags", "cpu_frequency",
+    "cpus_per_task", "cpus_per_tres", "crontab", "current_working_directory", "deadline",
+    "delay_boot", "dependency", "distribution", "distribution_plane_size", "end_time",
+    "environment", "excluded_nodes", "exclusive", "extra", "flags", "group_id", "hetjob_group",
+    "hold", "immediate", "job_id", "kill_on_node_fail", "kill_warning_delay", "kill_warning_flags",
+    "kill_warning_signal", "licenses", "mail_type", "mail_user", "maximum_cpus", "maximum_nodes",
+    "mcs_label", "memory_binding", "memory_binding_type", "memory_per_cpu", "memory_per_node",
+    "memory_per_tres", "minimum_boards_per_node", "minimum_cpus", "minimum_cpus_per_node",
+    "minimum_nodes", "minimum_sockets_per_board", "name", "network", "nice", "nodes",
+    "ntasks_per_tres", "oom_kill_step", "open_mode", "overcommit", "oversubscribe", "partition",
+    "power_flags", "prefer", "priority", "profile", "qos", "reboot", "requeue", "required_nodes",
+    "required_switches", "reservation", "reserve_ports", "resv_mpi_ports", "rlimits", "script",
+    "segment_size", "selinux_context", "shared", "site_factor", "sockets_per_node",
+    "spank_environment", "standard_error", "standard_input", "standard_output", "step_id", "tasks",
+    "tasks_per_board", "tasks_per_core", "tasks_per_node", "tasks_per_socket",
+    "temporary_disk_per_node", "thread_specification", "threads_per_core", "time_limit",
+    "time_minimum", "tres_bind", "tres_freq", "tres_per_job", "tres_per_node", "tres_per_socket",
+    "tres_per_task", "user_id", "wait_all_nodes", "wait_for_switch", "wckey", "x11",
+    "x11_magic_cookie", "x11_target_host", "x11_target_port",
+];
+
 /// The job description keys an update may use (`scontrol update job` fields).
 pub const UPDATE_KEYS: &[&str] = &[
     "account",
@@ -87,6 +117,14 @@ pub const UPDATE_KEYS: &[&str] = &[
     "time_limit",
     "tres_per_node",
 ];
+
+/// A key no Slurm version knows: ignored, with Slurm's warning.
+fn unknown(key: &str) -> RestWarning {
+    RestWarning {
+        description: format!("Ignoring unknown field \"{key}\" in job_desc_msg"),
+        source: key.to_string(),
+    }
+}
 
 fn bad(source: &str, what: String) -> RestError {
     RestError {
@@ -263,13 +301,15 @@ pub fn submission(body: &Value) -> Result<(&Map<String, Value>, Option<String>),
 /// `job.script`) for `who`. `user_id`/`group_id` in the description, by name or number, are
 /// resolved with `user`/`group`; the controller decides whether `who` may submit as them.
 /// A description without `current_working_directory` runs in the user's home directory.
+/// Answers the submission and the warnings for keys no Slurm version knows.
 pub fn submit_job(
     job: &Map<String, Value>,
     script: Option<String>,
     who: &Who,
     user: &dyn Fn(&str) -> Option<Who>,
     group: &dyn Fn(&str) -> Option<u32>,
-) -> Result<SubmitJob, RestError> {
+) -> Result<(SubmitJob, Vec<RestWarning>), RestError> {
+    let mut warns = Vec::new();
     let mut me = who.clone();
     let mut sj = SubmitJob::default();
     let mut gid = None;
@@ -346,6 +386,7 @@ pub fn submit_job(
                 let u = text(v, k)?;
                 me = user(&u).ok_or_else(|| bad(k, format!("{k}: unknown user {u}")))?;
             }
+            other if !SLURM_JOB_DESC_KEYS.contains(&other) => warns.push(unknown(other)),
             other => {
                 return Err(bad(other, format!("{other}: not supported by Flotilla's slurmrestd (supported: {})", SUBMIT_KEYS.join(", "))))
             }
@@ -368,7 +409,7 @@ pub fn submit_job(
     sj.uid = me.uid;
     sj.gid = gid.unwrap_or(me.gid);
     sj.user = me.user;
-    Ok(sj)
+    Ok((sj, warns))
 }
 
 fn strings_exact(v: &Value, key: &str) -> Result<Vec<String>, RestError> {
@@ -378,14 +419,20 @@ fn strings_exact(v: &Value, key: &str) -> Result<Vec<String>, RestError> {
     }
 }
 
-/// The changes of `POST /slurm/vX/job/{job_id}` (an update), in the description's order.
-pub fn job_changes(job: &Value) -> Result<Vec<JobChange>, RestError> {
+/// The changes of `POST /slurm/vX/job/{job_id}` (an update), in the description's order,
+/// and the warnings for keys no Slurm version knows.
+pub fn job_changes(job: &Value) -> Result<(Vec<JobChange>, Vec<RestWarning>), RestError> {
     let Some(o) = job.as_object() else {
         return Err(bad("job_desc_msg", "the body is not a JSON object".into()));
     };
     let mut out = Vec::new();
+    let mut warns = Vec::new();
     for (k, v) in o {
         let k = k.as_str();
+        if !SLURM_JOB_DESC_KEYS.contains(&k) {
+            warns.push(unknown(k));
+            continue;
+        }
         out.push(match k {
             "account" => JobChange::Account(text(v, k)?),
             "begin_time" => JobChange::Begin(match no_val_of(v, k)? {
@@ -416,7 +463,7 @@ pub fn job_changes(job: &Value) -> Result<Vec<JobChange>, RestError> {
     if out.is_empty() {
         return Err(bad("job_desc_msg", "nothing to update".into()));
     }
-    Ok(out)
+    Ok((out, warns))
 }
 
 /// The schema of the job description Flotilla takes (`v0.0.4x_job_desc_msg`: Slurm's keys
@@ -685,7 +732,8 @@ mod tests {
             "memory_per_node": 100, "required_nodes": ["n[1-2]"], "shared": ["none"],
         }});
         let (job, script) = submission(&body).unwrap();
-        let sj = submit_job(job, script, &who(), &no_user, &no_group).unwrap();
+        let (sj, warns) = submit_job(job, script, &who(), &no_user, &no_group).unwrap();
+        assert!(warns.is_empty());
         assert_eq!(sj.name.as_deref(), Some("x"));
         assert_eq!(sj.time_limit, Some(TimeLimitWire::Minutes(5)));
         assert_eq!(sj.environment[1], ("B".to_string(), "x=y".to_string()));
@@ -710,9 +758,16 @@ mod tests {
         assert_eq!(submission(&json!({})).unwrap_err().error_number, ESLURM_REST_INVALID_JOBS_DESC);
         assert!(job_changes(&json!({"licenses": "a"})).is_err());
         assert_eq!(
-            job_changes(&json!({"time_limit": {"set": false, "infinite": true}})).unwrap(),
+            job_changes(&json!({"time_limit": {"set": false, "infinite": true}})).unwrap().0,
             [JobChange::TimeLimit(TimeLimitWire::Unlimited)]
         );
+        // A key no Slurm knows is ignored with Slurm's warning.
+        let b3 = json!({"job": {"script": "x", "nmae": "a"}});
+        let (job, s) = submission(&b3).unwrap();
+        let (_, w) = submit_job(job, s, &who(), &no_user, &no_group).unwrap();
+        assert_eq!(w[0].source, "nmae");
+        let (c, w) = job_changes(&json!({"name": "x", "nmae": "y"})).unwrap();
+        assert_eq!((c.len(), w.len()), (1, 1));
     }
 
     #[test]

@@ -85,17 +85,13 @@ pub fn query_pairs(raw: Option<&str>) -> Vec<(String, String)> {
         .collect()
 }
 
-/// Checks that a query names only `known` keys: an unknown one is Slurm's
-/// `ESLURM_REST_INVALID_QUERY` ("Rejecting request. Failure parsing query.").
-pub fn only_keys(q: &[(String, String)], known: &[&str], source: &str) -> Result<(), RestError> {
-    match q.iter().find(|(k, _)| !known.contains(&k.as_str())) {
-        Some((k, _)) => Err(error(
-            flotilla_rest::dp::ESLURM_REST_INVALID_QUERY,
-            format!("Rejecting request. Failure parsing query: unknown key {k:?}"),
-            source,
-        )),
-        None => Ok(()),
-    }
+/// Warnings for the keys of a query other than `known`: ignored, as Slurm's parser ignores
+/// an unknown field ("Ignoring unknown field").
+pub fn only_keys(q: &[(String, String)], known: &[&str], source: &str) -> Vec<RestWarning> {
+    q.iter()
+        .filter(|(k, _)| !known.contains(&k.as_str()))
+        .map(|(k, _)| warning(format!("Ignoring unknown field \"{k}\" of the query"), source))
+        .collect()
 }
 
 /// Seconds since the epoch.

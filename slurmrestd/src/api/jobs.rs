@@ -88,19 +88,17 @@ async fn query(st: &Shared, a: &Authed, q: JobQuery) -> Result<Vec<JobInfo>, Res
 async fn get_jobs(State(st): State<Shared>, a: Authed, uri: Uri, RawQuery(raw): RawQuery) -> Reply {
     let v = version_of(uri.path());
     let q = query_pairs(raw.as_deref());
-    if let Err(e) = only_keys(&q, &["update_time", "flags"], "op_handler_jobs") {
-        return jobs_answer(&st, &a, v, &[], None, &[e], &[]);
-    }
+    let warns = only_keys(&q, &["update_time", "flags"], "op_handler_jobs");
     if let Some((_, t)) = q.iter().find(|(k, _)| k == "update_time") {
         if t.parse::<i64>().is_err() {
             let e = error(ESLURM_REST_INVALID_QUERY, format!("Rejecting request. Failure parsing query: update_time {t:?}"), "op_handler_jobs");
-            return jobs_answer(&st, &a, v, &[], None, &[e], &[]);
+            return jobs_answer(&st, &a, v, &[], None, &[e], &warns);
         }
     }
     let (jobs, bf) = tokio::join!(query(&st, &a, JobQuery { include_finished: true, ..JobQuery::default() }), last_backfill(&st, &a));
     match jobs {
-        Ok(j) => jobs_answer(&st, &a, v, &j, bf, &[], &[]),
-        Err(e) => jobs_answer(&st, &a, v, &[], None, &[e], &[]),
+        Ok(j) => jobs_answer(&st, &a, v, &j, bf, &[], &warns),
+        Err(e) => jobs_answer(&st, &a, v, &[], None, &[e], &warns),
     }
 }
 
@@ -169,17 +167,14 @@ async fn delete_job(State(st): State<Shared>, a: Authed, uri: Uri, Path(id): Pat
         Err(e) => return kill_answer(&st, &a, v, &[], &[e], &[]),
     };
     let q = query_pairs(raw.as_deref());
-    if let Err(e) = only_keys(&q, &["signal", "flags"], "_parse_job_delete") {
-        return kill_answer(&st, &a, v, &[], &[e], &[]);
-    }
-    let mut warns = Vec::new();
+    let mut warns = only_keys(&q, &["signal", "flags"], "_parse_job_delete");
     let signal = match q.iter().find(|(k, _)| k == "signal").map(|(_, s)| s.as_str()).filter(|s| !s.is_empty()) {
         None => 9,
         Some(s) => match signal_number(s) {
             Some(n) => n,
             None => {
                 let e = error(ESLURM_REST_INVALID_QUERY, format!("Unknown signal {s}"), "_parse_job_delete");
-                return kill_answer(&st, &a, v, &[], &[e], &[]);
+                return kill_answer(&st, &a, v, &[], &[e], &warns);
             }
         },
     };
@@ -225,7 +220,11 @@ async fn delete_job(State(st): State<Shared>, a: Authed, uri: Uri, Path(id): Pat
 }
 
 fn submit_answer(st: &Shared, a: &Authed, v: ApiVersion, s: Option<Submitted>, errs: &[RestError]) -> Reply {
-    answer(st, a, v, submit::submit_response(v, s), errs, &[])
+    submit_answer_w(st, a, v, s, errs, &[])
+}
+
+fn submit_answer_w(st: &Shared, a: &Authed, v: ApiVersion, s: Option<Submitted>, errs: &[RestError], warns: &[RestWarning]) -> Reply {
+    answer(st, a, v, submit::submit_response(v, s), errs, warns)
 }
 
 async fn post_submit(State(st): State<Shared>, a: Authed, uri: Uri, body: Bytes) -> Reply {
@@ -241,20 +240,23 @@ async fn post_submit(State(st): State<Shared>, a: Authed, uri: Uri, body: Bytes)
     let sj = submit::submission(&body).and_then(|(job, script)| {
         submit::submit_job(job, script, &who, &super::common::user, &super::common::group)
     });
-    let mut sj = match sj {
+    let (mut sj, warns) = match sj {
         Ok(s) => s,
         Err(e) => return submit_answer(&st, &a, v, None, &[e]),
     };
     sj.submit_host = nix::unistd::gethostname().map(|h| h.to_string_lossy().into_owned()).unwrap_or_default();
     match st.ctl.call(&a.caller, Request::SubmitJob(Box::new(sj))).await {
-        Ok(Response::Submitted(s)) => submit_answer(&st, &a, v, Some(Submitted { job_id: s.job_id }), &[]),
-        Ok(_) => submit_answer(&st, &a, v, None, &[error(flotilla_proto::errno::SLURM_UNEXPECTED_MSG_ERROR, "unexpected answer", "slurm_submit_batch_job()")]),
+        Ok(Response::Submitted(s)) => submit_answer_w(&st, &a, v, Some(Submitted { job_id: s.job_id }), &[], &warns),
+        Ok(_) => {
+            let e = error(flotilla_proto::errno::SLURM_UNEXPECTED_MSG_ERROR, "unexpected answer", "slurm_submit_batch_job()");
+            submit_answer_w(&st, &a, v, None, &[e], &warns)
+        }
         Err(e) => {
             let mut r = ctl_error(&e, "slurm_submit_batch_job()");
             if e.messages.is_empty() {
                 r.description = "Batch job submission failed".into();
             }
-            submit_answer(&st, &a, v, None, &[r])
+            submit_answer_w(&st, &a, v, None, &[r], &warns)
         }
     }
 }
@@ -281,7 +283,10 @@ async fn post_job(State(st): State<Shared>, a: Authed, uri: Uri, Path(id): Path<
         .map_err(|e| error(ESLURM_REST_FAIL_PARSING, format!("Rejecting request. Failure parsing job update request: {e}"), "_job_post_update"))
         .and_then(|b| submit::job_changes(&b));
     let changes = match changes {
-        Ok(c) => c,
+        Ok((c, w)) => {
+            warns.extend(w);
+            c
+        }
         Err(e) => return update_answer(&st, &a, v, &[], &[e], &warns),
     };
     let req = UpdateJob { job: JobRef::id(job_id), changes };

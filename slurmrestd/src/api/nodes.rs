@@ -21,31 +21,34 @@ use flotilla_proto::{NodeInfo, NodeQuery, PartitionInfo, Request, Response};
 use flotilla_rest::dp::node::{self, Ctx};
 use flotilla_rest::dp::{ESLURM_REST_INVALID_QUERY, VERSIONS};
 use flotilla_rest::schema::{IntFormat, Method, Schema};
-use flotilla_rest::{ApiVersion, Components, RestError, Spec};
+use flotilla_rest::{ApiVersion, Components, RestError, RestWarning, Spec};
 
 fn ctx(st: &Shared) -> Ctx {
     Ctx { cluster: st.cluster.clone() }
 }
 
-fn nodes_answer(st: &Shared, a: &Authed, v: ApiVersion, nodes: &[NodeInfo], errs: &[RestError]) -> Reply {
-    answer(st, a, v, node::nodes_response(v, nodes, &ctx(st), now()), errs, &[])
+fn nodes_answer(st: &Shared, a: &Authed, v: ApiVersion, nodes: &[NodeInfo], errs: &[RestError], warns: &[RestWarning]) -> Reply {
+    answer(st, a, v, node::nodes_response(v, nodes, &ctx(st), now()), errs, warns)
 }
 
-fn parts_answer(st: &Shared, a: &Authed, v: ApiVersion, parts: &[PartitionInfo], errs: &[RestError]) -> Reply {
-    answer(st, a, v, node::partitions_response(v, parts, &ctx(st), now()), errs, &[])
+fn parts_answer(st: &Shared, a: &Authed, v: ApiVersion, parts: &[PartitionInfo], errs: &[RestError], warns: &[RestWarning]) -> Reply {
+    answer(st, a, v, node::partitions_response(v, parts, &ctx(st), now()), errs, warns)
 }
 
-fn check_query(raw: Option<&str>, source: &str) -> Result<(), RestError> {
+/// Checks the query's `update_time`; keys other than `update_time` and `flags` are ignored
+/// with a warning each.
+fn check_query(raw: Option<&str>, source: &str) -> (Vec<RestWarning>, Option<RestError>) {
     let q = query_pairs(raw);
-    only_keys(&q, &["update_time", "flags"], source)?;
-    match q.iter().find(|(k, _)| k == "update_time") {
-        Some((_, t)) if t.parse::<i64>().is_err() => Err(error(
+    let warns = only_keys(&q, &["update_time", "flags"], source);
+    let err = match q.iter().find(|(k, _)| k == "update_time") {
+        Some((_, t)) if t.parse::<i64>().is_err() => Some(error(
             ESLURM_REST_INVALID_QUERY,
             format!("Rejecting request. Failure parsing query: update_time {t:?}"),
             source,
         )),
-        _ => Ok(()),
-    }
+        _ => None,
+    };
+    (warns, err)
 }
 
 async fn nodes(st: &Shared, a: &Authed, names: Vec<String>) -> Result<Vec<NodeInfo>, RestError> {
@@ -58,24 +61,26 @@ async fn nodes(st: &Shared, a: &Authed, names: Vec<String>) -> Result<Vec<NodeIn
 
 async fn get_nodes(State(st): State<Shared>, a: Authed, uri: Uri, RawQuery(raw): RawQuery) -> Reply {
     let v = version_of(uri.path());
-    if let Err(e) = check_query(raw.as_deref(), "_dump_nodes") {
-        return nodes_answer(&st, &a, v, &[], &[e]);
+    let (w, err) = check_query(raw.as_deref(), "_dump_nodes");
+    if let Some(e) = err {
+        return nodes_answer(&st, &a, v, &[], &[e], &w);
     }
     match nodes(&st, &a, Vec::new()).await {
-        Ok(n) => nodes_answer(&st, &a, v, &n, &[]),
-        Err(e) => nodes_answer(&st, &a, v, &[], &[e]),
+        Ok(n) => nodes_answer(&st, &a, v, &n, &[], &w),
+        Err(e) => nodes_answer(&st, &a, v, &[], &[e], &w),
     }
 }
 
 async fn get_node(State(st): State<Shared>, a: Authed, uri: Uri, Path(name): Path<String>, RawQuery(raw): RawQuery) -> Reply {
     let v = version_of(uri.path());
-    if let Err(e) = check_query(raw.as_deref(), "_dump_nodes") {
-        return nodes_answer(&st, &a, v, &[], &[e]);
+    let (w, err) = check_query(raw.as_deref(), "_dump_nodes");
+    if let Some(e) = err {
+        return nodes_answer(&st, &a, v, &[], &[e], &w);
     }
     match nodes(&st, &a, vec![name.clone()]).await {
-        Ok(n) if !n.is_empty() => nodes_answer(&st, &a, v, &n, &[]),
-        Ok(_) => nodes_answer(&st, &a, v, &[], &[error(ESLURM_INVALID_NODE_NAME, format!("Failure to query node {name}"), "_dump_nodes")]),
-        Err(e) => nodes_answer(&st, &a, v, &[], &[e]),
+        Ok(n) if !n.is_empty() => nodes_answer(&st, &a, v, &n, &[], &w),
+        Ok(_) => nodes_answer(&st, &a, v, &[], &[error(ESLURM_INVALID_NODE_NAME, format!("Failure to query node {name}"), "_dump_nodes")], &w),
+        Err(e) => nodes_answer(&st, &a, v, &[], &[e], &w),
     }
 }
 
@@ -89,26 +94,28 @@ async fn partitions(st: &Shared, a: &Authed) -> Result<Vec<PartitionInfo>, RestE
 
 async fn get_partitions(State(st): State<Shared>, a: Authed, uri: Uri, RawQuery(raw): RawQuery) -> Reply {
     let v = version_of(uri.path());
-    if let Err(e) = check_query(raw.as_deref(), "_dump_part") {
-        return parts_answer(&st, &a, v, &[], &[e]);
+    let (w, err) = check_query(raw.as_deref(), "_dump_part");
+    if let Some(e) = err {
+        return parts_answer(&st, &a, v, &[], &[e], &w);
     }
     match partitions(&st, &a).await {
-        Ok(p) => parts_answer(&st, &a, v, &p, &[]),
-        Err(e) => parts_answer(&st, &a, v, &[], &[e]),
+        Ok(p) => parts_answer(&st, &a, v, &p, &[], &w),
+        Err(e) => parts_answer(&st, &a, v, &[], &[e], &w),
     }
 }
 
 async fn get_partition(State(st): State<Shared>, a: Authed, uri: Uri, Path(name): Path<String>, RawQuery(raw): RawQuery) -> Reply {
     let v = version_of(uri.path());
-    if let Err(e) = check_query(raw.as_deref(), "_dump_part") {
-        return parts_answer(&st, &a, v, &[], &[e]);
+    let (w, err) = check_query(raw.as_deref(), "_dump_part");
+    if let Some(e) = err {
+        return parts_answer(&st, &a, v, &[], &[e], &w);
     }
     match partitions(&st, &a).await {
         Ok(p) => match p.into_iter().find(|p| p.name.eq_ignore_ascii_case(&name)) {
-            Some(p) => parts_answer(&st, &a, v, &[p], &[]),
-            None => parts_answer(&st, &a, v, &[], &[error(ESLURM_REST_INVALID_QUERY, format!("Unable to find partition {name}"), "_dump_part")]),
+            Some(p) => parts_answer(&st, &a, v, &[p], &[], &w),
+            None => parts_answer(&st, &a, v, &[], &[error(ESLURM_REST_INVALID_QUERY, format!("Unable to find partition {name}"), "_dump_part")], &w),
         },
-        Err(e) => parts_answer(&st, &a, v, &[], &[e]),
+        Err(e) => parts_answer(&st, &a, v, &[], &[e], &w),
     }
 }
 

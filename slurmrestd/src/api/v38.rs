@@ -146,8 +146,9 @@ async fn post_submit(State(st): State<Shared>, a: Authed, body: Bytes) -> Reply 
     };
     let sj = v38::to_data_parser(&job, false)
         .and_then(|m| submit::submit_job(&m, Some(script), &who, &super::common::user, &super::common::group));
+    // v0.0.38 answers carry no warnings: ignored keys go unsaid, as in 22.05.
     let mut sj = match sj {
-        Ok(s) => s,
+        Ok((s, _ignored)) => s,
         Err(e) => return fail(e),
     };
     sj.submit_host = nix::unistd::gethostname().map(|h| h.to_string_lossy().into_owned()).unwrap_or_default();
@@ -168,7 +169,7 @@ async fn post_job(State(st): State<Shared>, a: Authed, Path(id): Path<String>, b
         .and_then(|b| v38::to_data_parser(&b, true))
         .and_then(|m| submit::job_changes(&Value::Object(m)));
     let changes = match changes {
-        Ok(c) => c,
+        Ok((c, _ignored)) => c,
         Err(e) => return fail(e),
     };
     let r = st.ctl.call(&a.caller, Request::UpdateJob(UpdateJob { job: JobRef::id(jid), changes })).await;
