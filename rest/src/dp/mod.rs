@@ -42,7 +42,8 @@ pub fn rest_strerror(code: i32) -> Option<&'static str> {
 
 /// The HTTP status Slurm answers an error number with (`src/common/http.c`
 /// `http_status_errors`): 422 for an invalid query, 400 for a body that does not parse, 404
-/// for an unknown job id, 502 when the controller cannot be reached, 500 for the rest.
+/// for an unknown job id, 502 when the controller cannot be reached (504 on a timeout), 500
+/// for the rest.
 pub fn http_status(code: i32) -> u16 {
     match code {
         0 => 200,
@@ -50,8 +51,12 @@ pub fn http_status(code: i32) -> u16 {
         ESLURM_REST_FAIL_PARSING | ESLURM_REST_INVALID_JOBS_DESC => 400,
         // ESLURM_INVALID_JOB_ID
         2017 => 404,
-        // SLURM_COMMUNICATIONS_CONNECTION_ERROR and SLURMCTLD_COMMUNICATIONS_*
-        1001..=1004 | 1800..=1804 => 502,
+        // SLURM_COMMUNICATIONS_{CONNECTION,SEND,RECEIVE,SHUTDOWN}_ERROR,
+        // SLURMCTLD_COMMUNICATIONS_* (to BACKOFF), ESLURM_PROTOCOL_INCOMPLETE_PACKET,
+        // SLURM_PROTOCOL_SOCKET_ZERO_BYTES_SENT, ESLURM_DB_CONNECTION
+        1001..=1004 | 1800..=1804 | 5003 | 5005 | 7000 => 502,
+        // SLURM_PROTOCOL_SOCKET_IMPL_TIMEOUT
+        5004 => 504,
         _ => 500,
     }
 }
