@@ -232,6 +232,9 @@ pub async fn start(cfg: DaemonConfig) -> anyhow::Result<Daemon> {
     let mut shared = Shared::new(Some(tx), verifier, cfg.slurm_uid, cfg.host, auth_failures, limits, cfg.max_frame);
     shared.node_addrs = node_addrs(&cfg.cluster);
     (shared.jwt, shared.jwt_policy) = jwt_conf(&cfg.cluster, &cfg.state_dir);
+    shared.http = Arc::new(
+        crate::metrics::HttpGate::new(crate::metrics::MetricsConf::from_config(&cfg.cluster)).with_jwt(shared.jwt.clone(), cfg.slurm_uid),
+    );
     let shared = Arc::new(shared);
     let mut tcp_addr = None;
     if let Some(addr) = cfg.listen {

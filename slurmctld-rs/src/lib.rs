@@ -19,6 +19,7 @@ pub mod daemon;
 pub mod deps;
 pub mod job;
 pub mod limits;
+pub mod metrics;
 pub mod server;
 pub mod service;
 pub mod store;

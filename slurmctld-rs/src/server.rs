@@ -128,6 +128,8 @@ pub struct Shared {
     pub jwt: Option<JwtKey>,
     /// Who may get tokens, for how long (`AuthAltParameters=`).
     pub jwt_policy: IssuePolicy,
+    /// HTTP peers of the TCP port: metrics and health endpoints ([`crate::metrics`]).
+    pub http: Arc<crate::metrics::HttpGate>,
     pools: Mutex<Pools>,
     /// KiB of large frame bodies being read ([`MAX_FRAME_BYTES_IN_FLIGHT`]).
     frame_budget: Arc<Semaphore>,
@@ -158,6 +160,7 @@ impl Shared {
             user_names: crate::users::UserNames::new(),
             jwt: None,
             jwt_policy: IssuePolicy::default(),
+            http: Arc::new(crate::metrics::HttpGate::new(crate::metrics::MetricsConf::default())),
             pools: Mutex::new(Pools::default()),
             frame_budget: Arc::new(Semaphore::new(MAX_FRAME_BYTES_IN_FLIGHT >> 10)),
             next_conn: AtomicU64::new(1),
@@ -379,7 +382,29 @@ pub async fn serve_tcp(listener: TcpListener, shared: Arc<Shared>, mut shutdown:
         let slot = Slot::tcp(&shared, addr.ip().to_canonical());
         let shared = shared.clone();
         let shutdown = shutdown.clone();
-        tokio::spawn(connection(stream, Peer::Tcp(addr), slot, shared, shutdown));
+        tokio::spawn(sniff(stream, addr, slot, shared, shutdown));
+    }
+}
+
+/// Tells an HTTP peer ([`crate::metrics`]) from a proto peer by the connection's first byte
+/// ([`crate::metrics::looks_like_http`]), holding the pre-auth slot while it waits: a peer
+/// silent for [`PREAUTH_TIMEOUT`], or evicted meanwhile, is closed, as [`connection`] would.
+async fn sniff(stream: tokio::net::TcpStream, addr: SocketAddr, slot: Slot, shared: Arc<Shared>, shutdown: watch::Receiver<bool>) {
+    let mut first = [0u8; 1];
+    let (evicted, mut stop) = (slot.evicted.clone(), shutdown.clone());
+    let peeked = tokio::select! {
+        r = tokio::time::timeout(PREAUTH_TIMEOUT, stream.peek(&mut first)) => r,
+        _ = evicted.notified() => return,
+        _ = stop.changed() => return,
+    };
+    match peeked {
+        Ok(Ok(1..)) if crate::metrics::looks_like_http(first[0]) => {
+            drop(slot);
+            let (gate, tx) = (shared.http.clone(), shared.tx.clone());
+            crate::metrics::serve(stream, addr.ip().to_canonical(), gate, tx, shutdown).await;
+        }
+        Ok(Ok(1..)) => connection(stream, Peer::Tcp(addr), slot, shared, shutdown).await,
+        _ => debug!(peer = %addr, "connection closed before its first byte"),
     }
 }
 

@@ -441,6 +441,15 @@ pub struct ClusterConfig {
     /// `max_token_lifespan=SECONDS`, comma-separated (read by the controller's token code).
     #[serde(default)]
     pub auth_alt_parameters: String,
+    /// `MetricsType=` (Slurm 25.11): `Some("metrics/openmetrics")` serves the metrics.
+    #[serde(default)]
+    pub metrics_type: Option<String>,
+    /// `MetricsAuthUsers=` user names; `None`: unset.
+    #[serde(default)]
+    pub metrics_auth_users: Option<Vec<String>>,
+    /// `MetricsParameters=` values, lower case (`ignore_private_data`).
+    #[serde(default)]
+    pub metrics_parameters: Vec<String>,
     /// `AccountingStorageEnforce=` values, lower case (`associations`, `limits`, ...).
     #[serde(default)]
     pub accounting_storage_enforce: Vec<String>,

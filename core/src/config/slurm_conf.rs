@@ -463,6 +463,11 @@ impl Parser {
             "PrivateData" => c.private_data = lower_list(v.str()),
             "AuthAltTypes" => c.auth_alt_types = lower_list(v.str()),
             "AuthAltParameters" => c.auth_alt_parameters = v.str().to_string(),
+            "MetricsType" => c.metrics_type = Some(v.str().to_ascii_lowercase()),
+            "MetricsAuthUsers" => {
+                c.metrics_auth_users = Some(v.str().split(',').map(str::trim).filter(|s| !s.is_empty()).map(str::to_string).collect())
+            }
+            "MetricsParameters" => c.metrics_parameters = lower_list(v.str()),
             "AccountingStorageEnforce" => c.accounting_storage_enforce = lower_list(v.str()),
             "ServiceAccounts" => c.service_accounts = names_or_all(v.str()),
             "ServiceMaxPriority" => c.service_max_priority = u32::try_from(v.int()).unwrap_or(u32::MAX),

@@ -379,6 +379,7 @@ impl Controller {
         self.stats.last_cycle_us = us;
         self.stats.cycle_us_total += us;
         self.stats.max_cycle_us = self.stats.max_cycle_us.max(us);
+        self.stats.cycle_hist.observe_us(us);
         self.apply(ds, now);
         if self.opts.check_invariants {
             check_core_invariants(&self.sched);
@@ -449,6 +450,9 @@ impl Controller {
         }
         let rec = self.jobs.get_mut(&id).expect("job exists");
         info!(job = id, nodes = %compress_sorted(&names), "job started");
+        let eligible = rec.submit_time.max(rec.spec.begin_time.map_or(0, |b| b as i64));
+        let gpus: u64 = allocs.iter().map(|a| u64::from(a.part.gpus.count())).sum();
+        self.stats.queue_wait.observe(gpus, (now - eligible).max(0) as u64);
         rec.state = JobState::Running;
         rec.start_time = Some(now);
         rec.end_time = None;

@@ -37,6 +37,7 @@ mod diag;
 mod durability;
 mod job_rpcs;
 mod lifecycle;
+mod metrics;
 mod nodes;
 mod queries;
 mod services;
@@ -124,6 +125,15 @@ pub enum Event {
         conn: u64,
         /// Node name.
         node: String,
+    },
+    /// An HTTP peer asks for a metric set ([`crate::metrics`]): the owner counts, the
+    /// connection task renders. `kind: None` only asks whether the owner answers (`/readyz`).
+    /// Not a proto request: HTTP peers are not authenticated and have no [`Ident`].
+    Metrics {
+        /// Which set.
+        kind: Option<crate::metrics::MetricsKind>,
+        /// Answered at once, during the turn (it changes nothing).
+        reply: oneshot::Sender<Option<crate::metrics::Snapshot>>,
     },
 }
 
@@ -283,6 +293,10 @@ struct StatsAcc {
     commit_us_total: u64,
     batch_events_total: u64,
     rpc: BTreeMap<&'static str, u64>,
+    /// Scheduling cycle times since the start (`/metrics/scheduler`).
+    cycle_hist: crate::metrics::Histogram,
+    /// Queue waits of started jobs by gang size (`/metrics/scheduler`).
+    queue_wait: crate::metrics::QueueWait,
 }
 
 /// The controller state, owned by one task.
@@ -435,6 +449,9 @@ impl Controller {
                 self.replies.push((reply, resp.into()));
             }
             Event::NodeMsg { conn, node, msg } => self.node_msg(conn, &node, msg, now),
+            Event::Metrics { kind, reply } => {
+                let _ = reply.send(kind.map(|k| self.metrics_snapshot(k, now)));
+            }
             Event::NodeGone { conn, node } => {
                 if let Some(nid) = self.sched.cluster().node_id(&node) {
                     let rt = &mut self.nodes[nid.0 as usize];
