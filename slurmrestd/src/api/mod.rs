@@ -63,6 +63,20 @@ mod tests {
     }
 
     #[test]
+    fn families_that_share_a_component_define_it_alike() {
+        let specs = [super::ping::spec(), super::jobs::spec(), super::nodes::spec(), super::diag::spec(), super::v38::spec(), super::fleet::spec()];
+        let mut seen: std::collections::BTreeMap<&str, &Schema> = std::collections::BTreeMap::new();
+        for s in &specs {
+            for n in s.components.names() {
+                let def = s.components.get(n).unwrap();
+                if let Some(other) = seen.insert(n, def) {
+                    assert_eq!(other, def, "{n} is defined two ways");
+                }
+            }
+        }
+    }
+
+    #[test]
     fn the_spec_is_closed_and_error_answers_validate() {
         let s = super::spec();
         for op in &s.operations {
