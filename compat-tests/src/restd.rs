@@ -224,3 +224,201 @@ pub fn python_venv() -> Option<PathBuf> {
         });
     d.join("bin").join("python").is_file().then_some(d)
 }
+
+/// The `python` of the REST clients' venv ([`python_venv`]); panics saying how to make it
+/// when it is missing (a test that needs the real clients fails, it does not skip).
+pub fn python() -> PathBuf {
+    match python_venv() {
+        Some(d) => d.join("bin").join("python"),
+        None => panic!(
+            "the REST clients' Python venv is missing: run compat-tests/rest-venv.sh (or set \
+             FLOTILLA_REST_VENV to a venv with slurmrestapi==25.11.4.0)"
+        ),
+    }
+}
+
+/// Checks answers against the `slurmrestapi` client's pydantic models, strictly: each item is
+/// (model class, e.g. `V0042OpenapiJobInfoResp`; the JSON; a label for messages). A key the
+/// model does not declare, a required key missing, or a value the model refuses
+/// (`from_dict`: types, enums) is an error; the models are walked recursively, since pydantic
+/// itself ignores unknown keys. `Err` lists every problem.
+pub fn check_models(items: &[(String, serde_json::Value, String)]) -> Result<(), String> {
+    check_models_in(&python(), "slurmrestapi.models", items)
+}
+
+/// [`check_models`] for v0.0.38, against the `openapi-slurm-0-0-38-client` models
+/// (`openapi_client.models.V0038JobsResponse`, ...) of the `-38` venv ([`python38`]).
+pub fn check_models_38(items: &[(String, serde_json::Value, String)]) -> Result<(), String> {
+    check_models_in(&python38(), "openapi_client.models", items)
+}
+
+/// The `python` of the v0.0.38 client's venv: [`python_venv`]'s directory with `-38`
+/// appended (`compat-tests/rest-venv.sh` makes both); panics when it is missing.
+pub fn python38() -> PathBuf {
+    let base = python_venv().unwrap_or_else(|| {
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("..").join("target").join("rest-venv")
+    });
+    let d = PathBuf::from(format!("{}-38", base.display()));
+    let py = d.join("bin").join("python");
+    assert!(
+        py.is_file(),
+        "the v0.0.38 client's Python venv {} is missing: run compat-tests/rest-venv.sh",
+        d.display()
+    );
+    py
+}
+
+fn check_models_in(python: &Path, module: &str, items: &[(String, serde_json::Value, String)]) -> Result<(), String> {
+    let input: Vec<serde_json::Value> = items
+        .iter()
+        .map(|(m, d, l)| serde_json::json!({"model": m, "doc": d, "label": l}))
+        .collect();
+    let dir = tempfile::tempdir().expect("temp dir");
+    let script = dir.path().join("check_models.py");
+    std::fs::write(&script, CHECK_MODELS_PY.replace("slurmrestapi.models", module)).expect("write the checker");
+    let data = dir.path().join("answers.json");
+    std::fs::write(&data, serde_json::to_vec(&input).expect("json")).expect("write the answers");
+    let out = Command::new(python)
+        .arg(&script)
+        .arg(&data)
+        .output()
+        .expect("python runs");
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    if out.status.success() {
+        Ok(())
+    } else {
+        Err(text)
+    }
+}
+
+/// The model checker (see [`check_models`]).
+const CHECK_MODELS_PY: &str = r#"
+import json, sys, typing
+import slurmrestapi.models as M
+from pydantic import BaseModel
+
+def models_in(ann):
+    out = []
+    for a in typing.get_args(ann) or ():
+        out += models_in(a)
+    if isinstance(ann, type) and issubclass(ann, BaseModel):
+        out.append(ann)
+    return out
+
+def walk(cls, doc, path, errs):
+    if not isinstance(doc, dict):
+        errs.append(f"{path}: expected an object for {cls.__name__}, found {type(doc).__name__}")
+        return
+    fields = {(f.alias or n): f for n, f in cls.model_fields.items()}
+    for k in doc:
+        if k not in fields:
+            errs.append(f"{path}: key {k!r} is not in {cls.__name__}")
+    for k, f in fields.items():
+        if f.is_required() and k not in doc:
+            errs.append(f"{path}: required key {k!r} of {cls.__name__} missing")
+    for k, v in doc.items():
+        f = fields.get(k)
+        if f is None:
+            continue
+        subs = models_in(f.annotation)
+        if not subs:
+            continue
+        sub = subs[0]
+        if isinstance(v, list):
+            for i, x in enumerate(v):
+                walk(sub, x, f"{path}.{k}[{i}]", errs)
+        elif isinstance(v, dict) and typing.get_origin(f.annotation) is not dict:
+            walk(sub, v, f"{path}.{k}", errs)
+
+items = json.load(open(sys.argv[1]))
+bad = 0
+for it in items:
+    errs = []
+    cls = getattr(M, it["model"], None)
+    if cls is None:
+        errs.append(f"no model {it['model']}")
+    else:
+        walk(cls, it["doc"], "$", errs)
+        try:
+            cls.from_dict(it["doc"])
+        except Exception as e:
+            errs.append(f"from_dict: {e}")
+    if errs:
+        bad += 1
+        print(f"FAIL {it['label']} ({it['model']}):")
+        for e in errs:
+            print(f"  {e}")
+    else:
+        print(f"ok {it['label']} ({it['model']})")
+sys.exit(1 if bad else 0)
+"#;
+
+/// The served OpenAPI document's schemas (`components.schemas`) read back into
+/// [`flotilla_rest::Components`], to validate answers against what slurmrestd says it sends.
+/// Names are leaked (`&'static str`): a test reads one document.
+pub fn served_components(doc: &serde_json::Value) -> flotilla_rest::Components {
+    let mut c = flotilla_rest::Components::default();
+    let schemas = doc["components"]["schemas"].as_object().expect("components.schemas");
+    for (k, v) in schemas {
+        c.add(leak(k), schema_of(v));
+    }
+    c
+}
+
+fn leak(s: &str) -> &'static str {
+    Box::leak(s.to_string().into_boxed_str())
+}
+
+/// One OpenAPI schema as a [`flotilla_rest::Schema`] (the subset `Spec::to_openapi` writes).
+pub fn schema_of(v: &serde_json::Value) -> flotilla_rest::Schema {
+    use flotilla_rest::schema::{Field, IntFormat};
+    use flotilla_rest::Schema;
+    if let Some(r) = v.get("$ref").and_then(|r| r.as_str()) {
+        return Schema::Ref(leak(r.trim_start_matches("#/components/schemas/")));
+    }
+    if let Some(all) = v.get("allOf").and_then(|a| a.as_array()) {
+        return schema_of(&all[0]);
+    }
+    match v.get("type").and_then(|t| t.as_str()) {
+        Some("string") => match v.get("enum").and_then(|e| e.as_array()) {
+            Some(e) => Schema::Enum(e.iter().map(|w| leak(w.as_str().expect("word"))).collect()),
+            None => Schema::Str,
+        },
+        Some("integer") => Schema::Int(if v["format"] == "int32" { IntFormat::I32 } else { IntFormat::I64 }),
+        Some("number") => Schema::Num,
+        Some("boolean") => Schema::Bool,
+        Some("array") => Schema::Array(Box::new(schema_of(&v["items"]))),
+        Some("object") => match v.get("properties").and_then(|p| p.as_object()) {
+            Some(props) => {
+                let required: Vec<&str> = v["required"]
+                    .as_array()
+                    .map(|r| r.iter().filter_map(|x| x.as_str()).collect())
+                    .unwrap_or_default();
+                Schema::Object(
+                    props
+                        .iter()
+                        .map(|(k, p)| Field {
+                            name: leak(k),
+                            schema: schema_of(p),
+                            required: required.contains(&k.as_str()),
+                            description: "",
+                        })
+                        .collect(),
+                )
+            }
+            None => Schema::Map(Box::new(schema_of(&v["additionalProperties"]))),
+        },
+        _ => Schema::Any,
+    }
+}
+
+/// The schema of the answers of `method path` in the served document (`$ref` of its 200).
+pub fn answer_schema(doc: &serde_json::Value, method: &str, path: &str) -> flotilla_rest::Schema {
+    let s = &doc["paths"][path][method]["responses"]["200"]["content"]["application/json"]["schema"];
+    assert!(s.is_object(), "the served spec has no {method} {path}");
+    schema_of(s)
+}

@@ -7,8 +7,11 @@
 //! Pure: no I/O, no clock (callers pass `now`), no HTTP. `slurmrestd` adds the server; the
 //! commands add the printing.
 
+pub mod dp;
 pub mod meta;
+pub mod model;
 pub mod schema;
+pub mod v38;
 pub mod version;
 
 pub use meta::{ClientInfo, RestError, RestWarning};
