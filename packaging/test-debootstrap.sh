@@ -186,14 +186,14 @@ snapshot > "$work/after.txt"
 unexpected=()
 while read -r p; do
   case "$p" in
-    /etc/slurm|/etc/slurm/*|/etc/default/slurmctld|/etc/default/slurmd) continue ;;
+    /etc/slurm|/etc/slurm/*|/etc/default/slurmctld|/etc/default/slurmrestd|/etc/default/slurmd) continue ;;
     /var/spool/slurmctld|/var/spool/slurmctld/*|/var/spool/slurmd|/var/spool/slurmd/*) continue ;;
     /var/lib/systemd/deb-systemd-helper-*|/var/lib/systemd) continue ;;
     /usr/sbin/policy-rc.d|/flotilla-test|/flotilla-test/*) continue ;;  # this test's own
     # useradd's backups of the account files (the slurm user, and alice of this test).
     /etc/passwd-|/etc/group-|/etc/shadow-|/etc/gshadow-|/etc/subuid-|/etc/subgid-) continue ;;
     # debhelper masks the units of a removed (not purged) package: a link to /dev/null.
-    /etc/systemd/system/slurmctld.service|/etc/systemd/system/slurmd.service|/etc/systemd/system/sackd.service)
+    /etc/systemd/system/slurmctld.service|/etc/systemd/system/slurmd.service|/etc/systemd/system/sackd.service|/etc/systemd/system/slurmrestd.service)
       [ "$(readlink "$root$p")" = /dev/null ] && continue ;;
   esac
   owner=$(in_root dpkg -S "$p" 2>/dev/null | head -1 | cut -d: -f1 || true)
@@ -212,7 +212,7 @@ echo "ok removed; remaining: config $(ls "$root/etc/slurm" | tr '\n' ' '), state
 phase "apt-get purge: configuration and state go, the slurm user stays"
 in_root apt-get purge -y -q flotilla-client flotilla-controller flotilla-node > "$work/purge.log" 2>&1 \
   || { cat "$work/purge.log"; exit 1; }
-for p in /etc/slurm/slurm.conf /etc/default/slurmctld /etc/default/slurmd /etc/slurm/slurm.key \
+for p in /etc/slurm/slurm.conf /etc/default/slurmctld /etc/default/slurmrestd /etc/default/slurmd /etc/slurm/slurm.key \
          /var/spool/slurmctld /var/spool/slurmd; do
   [ ! -e "$root$p" ] || fail "$p left after purge"
 done
