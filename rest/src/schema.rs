@@ -365,14 +365,15 @@ impl Spec {
                 })
                 .collect();
             let content = json!({"application/json": {"schema": to_openapi(&op.response)}});
+            let failure = json!({"application/json": {"schema": self.failure_schema(&op.response)}});
             let mut o = json!({
                 "tags": [op.tag],
                 "summary": op.summary,
                 "operationId": op.operation_id,
                 "parameters": params,
                 "responses": {
-                    "200": {"description": "success", "content": content.clone()},
-                    "default": {"description": "an error", "content": content},
+                    "200": {"description": "success", "content": content},
+                    "default": {"description": "an error", "content": failure},
                 },
             });
             if let Some(b) = &op.body {
@@ -404,8 +405,31 @@ impl Spec {
                     "token": {"type": "apiKey", "in": "header", "name": "X-SLURM-USER-TOKEN"},
                 },
             },
-            "security": [{"user": [], "token": []}],
+            // A token names its user; the user name header is optional (slurmrestd's JWT
+            // auth reads the token's `sun` without it).
+            "security": [{"user": [], "token": []}, {"token": []}],
         })
+    }
+
+    /// The schema of an operation's failures (`default`): the success answer's keys, none
+    /// required — an error answer carries the envelope (`meta`, `errors`, `warnings`) and
+    /// whichever of the answer's keys there are data for — plus `errors` where the answer has
+    /// none (the fleet API's). Slurm's spec reuses the success schema, which its own error
+    /// answers (without the required keys) do not meet.
+    fn failure_schema(&self, response: &Schema) -> Value {
+        let fields = match response {
+            Schema::Ref(name) => match self.components.get(name) {
+                Some(Schema::Object(f)) => f.clone(),
+                _ => return to_openapi(response),
+            },
+            Schema::Object(f) => f.clone(),
+            _ => return to_openapi(response),
+        };
+        let mut relaxed: Vec<Field> = fields.into_iter().map(|f| Field { required: false, ..f }).collect();
+        if !relaxed.iter().any(|f| f.name == "errors") {
+            relaxed.push(opt("errors", array(Schema::Any)));
+        }
+        to_openapi(&Schema::Object(relaxed))
     }
 }
 

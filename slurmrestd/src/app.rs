@@ -89,6 +89,10 @@ impl FromRequestParts<Shared> for Authed {
                 };
                 tracing::info!(peer = %peer.source, "{detail}");
                 let e = SlurmError::with_message(ESLURM_AUTH_CRED_INVALID, detail);
+                // The fleet API has its own error shape (no Slurm envelope).
+                if parts.uri.path().starts_with("/flotilla/") {
+                    return Err(crate::api::fleet::refused(StatusCode::UNAUTHORIZED, &e).into_response());
+                }
                 let client = ClientInfo {
                     source: peer.source,
                     ..ClientInfo::default()

@@ -44,13 +44,24 @@ pub fn rest_strerror(code: i32) -> Option<&'static str> {
 /// `http_status_errors`): 422 for an invalid query, 400 for a body that does not parse, 404
 /// for an unknown job id, 502 when the controller cannot be reached (504 on a timeout), 500
 /// for the rest.
+///
+/// Where Slurm 25.11 answers 500 for what the request got wrong, this answers 4xx (a
+/// deviation, so that a server error always means the server's fault): an unknown node or
+/// partition is 404 like an unknown job, `ESLURM_ACCESS_DENIED` 403, an authentication
+/// failure 401, and the other request errors of Slurm's `ESLURM_*` range (2000–2999: an
+/// invalid partition, time limit, GRES, ... in a submission or an update) 400.
 pub fn http_status(code: i32) -> u16 {
     match code {
         0 => 200,
         ESLURM_REST_INVALID_QUERY => 422,
         ESLURM_REST_FAIL_PARSING | ESLURM_REST_INVALID_JOBS_DESC => 400,
-        // ESLURM_INVALID_JOB_ID
-        2017 => 404,
+        // ESLURM_INVALID_JOB_ID, ESLURM_INVALID_NODE_NAME, ESLURM_INVALID_PARTITION_NAME
+        2017 | 2018 | 2000 => 404,
+        // ESLURM_ACCESS_DENIED
+        2002 => 403,
+        // SLURM_PROTOCOL_AUTHENTICATION_ERROR, ESLURM_AUTH_CRED_INVALID, ESLURM_AUTH_EXPIRED
+        1007 | 6000 | 6001 => 401,
+        2001..=2999 => 400,
         // SLURM_COMMUNICATIONS_{CONNECTION,SEND,RECEIVE,SHUTDOWN}_ERROR,
         // SLURMCTLD_COMMUNICATIONS_* (to BACKOFF), ESLURM_PROTOCOL_INCOMPLETE_PACKET,
         // SLURM_PROTOCOL_SOCKET_ZERO_BYTES_SENT, ESLURM_DB_CONNECTION
@@ -273,10 +284,17 @@ mod tests {
     }
 
     #[test]
-    fn statuses_are_slurms() {
+    fn statuses_are_slurms_but_client_faults_are_never_5xx() {
         assert_eq!(http_status(2017), 404);
         assert_eq!(http_status(ESLURM_REST_INVALID_QUERY), 422);
         assert_eq!(http_status(1001), 502);
-        assert_eq!(http_status(2002), 500);
+        assert_eq!(http_status(5004), 504);
+        // Slurm 25.11: 500 for these; here the request's fault is 4xx.
+        assert_eq!(http_status(2018), 404, "unknown node");
+        assert_eq!(http_status(2000), 404, "unknown partition");
+        assert_eq!(http_status(2002), 403);
+        assert_eq!(http_status(2051), 400, "invalid time limit");
+        assert_eq!(http_status(1007), 401);
+        assert_eq!(http_status(-1), 500);
     }
 }

@@ -98,6 +98,12 @@ struct ScaleReq {
     desired_replicas: u32,
 }
 
+/// A refusal in the fleet API's error shape (authentication, from [`crate::app::Authed`]).
+pub fn refused(status: StatusCode, e: &SlurmError) -> Reply {
+    let description = if e.messages.is_empty() { e.text.clone() } else { e.messages.join("; ") };
+    error_reply(status, e.code, &e.text, &description)
+}
+
 fn error_reply(status: StatusCode, number: i32, error: &str, description: &str) -> Reply {
     Reply {
         status,
