@@ -41,7 +41,7 @@ pub struct Limits {
 
 impl Default for Limits {
     fn default() -> Limits {
-        Limits { connections: 4096, per_client: 64, header_timeout: Duration::from_secs(10) }
+        Limits { connections: 4096, per_client: 1024, header_timeout: Duration::from_secs(10) }
     }
 }
 

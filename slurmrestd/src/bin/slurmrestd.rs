@@ -22,6 +22,7 @@ struct Opts {
     group: Option<String>,
     verbose: u8,
     listen: Vec<Listen>,
+    limits: Limits,
 }
 
 const USAGE: &str = "Usage: slurmrestd [OPTIONS] [host]:port|unix:/path/to/socket ...
@@ -29,6 +30,9 @@ const USAGE: &str = "Usage: slurmrestd [OPTIONS] [host]:port|unix:/path/to/socke
   -f <file>     slurm.conf
   -g <group>    run as this group
   -h            this help
+  --max-connections <count>
+                connections served at once (also SLURMRESTD_MAX_CONNECTIONS, as Slurm
+                23.02+; default 4096); one client (address or uid) may hold 1024 of them
   -s <plugins>  OpenAPI plugins (every version is served)
   -t <count>    worker threads
   -u <user>     run as this user
@@ -47,7 +51,9 @@ fn parse(args: &[String]) -> Result<Option<Opts>> {
         group: None,
         verbose: 0,
         listen: Vec::new(),
+        limits: Limits::default(),
     };
+    let mut max_conns = std::env::var("SLURMRESTD_MAX_CONNECTIONS").ok();
     let mut i = 0;
     while i < args.len() {
         let a = args[i].as_str();
@@ -92,6 +98,8 @@ fn parse(args: &[String]) -> Result<Option<Opts>> {
                 val()?;
             }
             "-t" => o.threads = val()?.parse().context("-t needs a number")?,
+            "--max-connections" => max_conns = Some(val()?),
+            s if s.starts_with("--max-connections=") => max_conns = Some(s["--max-connections=".len()..].to_string()),
             "-u" => o.user = Some(val()?),
             "-g" => o.group = Some(val()?),
             s if s.starts_with('-') => bail!("unknown option {s}\n{USAGE}"),
@@ -101,6 +109,11 @@ fn parse(args: &[String]) -> Result<Option<Opts>> {
     }
     if o.listen.is_empty() {
         bail!("no listen address given\n{USAGE}");
+    }
+    if let Some(m) = max_conns {
+        let n: usize = m.trim().parse().ok().filter(|n| *n >= 1).with_context(|| format!("Invalid max connections: {m}"))?;
+        o.limits.connections = n;
+        o.limits.per_client = o.limits.per_client.min(n);
     }
     Ok(Some(o))
 }
@@ -208,7 +221,7 @@ fn run(opts: Opts) -> Result<()> {
         let app = router(st);
         let mut tasks = Vec::new();
         for b in bound {
-            tasks.push(tokio::spawn(serve(b, app.clone(), Limits::default())));
+            tasks.push(tokio::spawn(serve(b, app.clone(), opts.limits)));
         }
         tracing::info!(listen = ?opts.listen, "slurmrestd ready");
         for t in tasks {
