@@ -126,11 +126,19 @@ impl Conn {
     }
 }
 
+/// Controller connections in use at once; more calls wait for one (within the call
+/// deadline). Below the controller's pool for one non-admin uid on its socket (64): slurmrestd
+/// runs as its own unprivileged user, and a connection refused there is a failed call, while
+/// a wait here is only a later one (the owner task handles one request at a time anyway).
+pub const MAX_IN_USE: usize = 48;
+
 /// The pooled client. Cheap to share (`Arc`).
 pub struct CtlClient {
     target: CtlTarget,
     /// Idle connections: (over the Unix socket?, connection).
     idle: Mutex<Vec<(bool, Conn)>>,
+    /// Permits for connections in use ([`MAX_IN_USE`]).
+    in_use: tokio::sync::Semaphore,
 }
 
 impl std::fmt::Debug for CtlClient {
@@ -151,6 +159,7 @@ impl CtlClient {
         CtlClient {
             target,
             idle: Mutex::new(Vec::new()),
+            in_use: tokio::sync::Semaphore::new(MAX_IN_USE),
         }
     }
 
@@ -201,6 +210,7 @@ impl CtlClient {
             }
             _ => None,
         };
+        let _permit = self.in_use.acquire().await.map_err(|_| unreachable_ctl())?;
         for attempt in 0..2 {
             let pooled = self.take(unix);
             let fresh = pooled.is_none();
