@@ -24,13 +24,15 @@ trap 'scancel -u alice 2>/dev/null || true; kill $restd 2>/dev/null || true; rm 
 for _ in $(seq 1 100); do [ -S "$sock" ] && break; sleep 0.1; done
 body='{"script":"#!/bin/bash\ntrue\n","job":{"name":"b","hold":true,"current_working_directory":"/home/alice","environment":{"PATH":"/bin"}}}'
 t0=$(date +%s.%N)
+loops=()
 for w in $(seq 1 8); do
   (for _ in $(seq 1 $((n / 8))); do
      runuser -u alice -- curl -s -o /dev/null --unix-socket "$sock" -H 'Content-Type: application/json' \
        --data-binary "$body" http://localhost/slurm/v0.0.38/job/submit
    done) &
+  loops+=($!)
 done
-wait
+wait "${loops[@]}"   # not slurmrestd, which runs in the background too
 t1=$(date +%s.%N)
 have=$(squeue -h -u alice -o %A | wc -l)
 echo "reference: $have held jobs submitted through slurmrestd 22.05 in $(python3 -c "print('%.1f' % ($t1 - $t0))") s"
