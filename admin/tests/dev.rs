@@ -48,13 +48,18 @@ fn up_status_down(dir: &Path, config: Option<&Path>) -> String {
     let (rc, out, err) = flotilla(&args);
     assert_eq!(rc, 0, "up failed: {err}");
     let canon = std::fs::canonicalize(dir).unwrap();
-    assert_eq!(
-        out,
-        format!("export SLURM_CONF={}/slurm.conf\n", canon.display()),
-        "{err}"
-    );
+    let (conf_line, restd_line) = out.split_once('\n').unwrap_or((&out, ""));
+    assert_eq!(conf_line, format!("export SLURM_CONF={}/slurm.conf", canon.display()), "{err}");
+    // slurmrestd beside the daemons, JWT on a loopback port.
+    let url = restd_line
+        .strip_prefix("export FLOTILLA_RESTD_URL=http://127.0.0.1:")
+        .and_then(|p| p.strip_suffix('\n'))
+        .and_then(|p| p.parse::<u16>().ok())
+        .unwrap_or_else(|| panic!("no FLOTILLA_RESTD_URL line: {out:?}"));
+    assert!(std::net::TcpStream::connect(("127.0.0.1", url)).is_ok(), "slurmrestd listens on {url}");
     let (_, daemons) = dev::read_record(dir).unwrap();
-    assert_eq!(daemons.len(), 5);
+    assert_eq!(daemons.len(), 6);
+    assert_eq!(daemons.last().map(|d| d.kind.as_str()), Some("slurmrestd"));
     assert!(daemons.iter().all(|x| dev::alive(x.pid, x.start)));
     let (rc, status, err) = flotilla(&["dev", "status", "--dir", d]);
     assert_eq!(rc, 0, "status: {status}{err}");

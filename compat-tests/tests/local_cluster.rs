@@ -19,7 +19,9 @@ fn two_clusters_in_parallel_and_nothing_left() {
         assert_eq!(c.env()[0].1, c.slurm_conf().to_string_lossy());
     }
     let pids: Vec<i32> = a.pids().into_iter().chain(b.pids()).collect();
-    assert_eq!(pids.len(), 10);
+    // Per cluster: slurmctld, 4 slurmd, slurmrestd.
+    assert_eq!(pids.len(), 12);
+    assert_ne!(a.restd_url(), b.restd_url());
     let starts: Vec<u64> = pids
         .iter()
         .map(|p| dev::start_time(*p).expect("running"))

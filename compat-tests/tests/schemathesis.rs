@@ -16,9 +16,11 @@
 use flotilla_compat_tests::cluster::LocalCluster;
 use std::process::Command;
 
-fn schemathesis(url: &str, token: &str, filter: &[&str], checks: &str) -> (bool, String) {
+fn schemathesis(dir: &std::path::Path, url: &str, token: &str, filter: &[&str], checks: &str) -> (bool, String) {
     let bin = flotilla_compat_tests::restd::python().with_file_name("schemathesis");
+    // Its cache (`.schemathesis/`) goes to the cluster's temp dir, not the source tree.
     let o = Command::new(&bin)
+        .current_dir(dir)
         .args(["run", &format!("{url}/openapi/v3")])
         .args(["-H", "X-SLURM-USER-NAME: alice", "-H", &format!("X-SLURM-USER-TOKEN: {token}")])
         .args(filter)
@@ -48,13 +50,14 @@ fn schemathesis_finds_no_server_error_and_no_schema_violation() {
     let out = String::from_utf8_lossy(&o.stdout);
     let token = out.trim().strip_prefix("SLURM_JWT=").unwrap_or_else(|| panic!("scontrol token: {out}"));
     let (ok, text) = schemathesis(
+        c.dir(),
         &url,
         token,
         &["--exclude-path-regex", "v0\\.0\\.38"],
         "not_a_server_error,response_schema_conformance,content_type_conformance",
     );
     assert!(ok, "schemathesis (v0.0.41-44, slurmdb, fleet):\n{text}");
-    let (ok, text) = schemathesis(&url, token, &["--include-path-regex", "v0\\.0\\.38"], "response_schema_conformance,content_type_conformance");
+    let (ok, text) = schemathesis(c.dir(), &url, token, &["--include-path-regex", "v0\\.0\\.38"], "response_schema_conformance,content_type_conformance");
     assert!(ok, "schemathesis (v0.0.38):\n{text}");
     // The requests were authenticated and reached the controller as alice (not all refused
     // at the door, which would make the checks vacuous): sdiag's RPCs by user.
