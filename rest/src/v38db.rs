@@ -274,7 +274,8 @@ fn qos_model() -> Model<QosRow, Ctx> {
                 .preempt_mode
                 .split(',')
                 .map(|w| w.trim().to_ascii_uppercase())
-                .filter(|w| !w.is_empty() && w != "OFF")
+                // 22.05 lists no mode for `PREEMPT_MODE_OFF` (sacctmgr's `cluster`).
+                .filter(|w| !w.is_empty() && w != "OFF" && w != "CLUSTER")
                 .collect();
             let mut m = json!({"list": q.preempt, "mode": mode});
             if let Some(e) = q.preempt_exempt_s {

@@ -228,7 +228,7 @@ fn job_model(v: ApiVersion, p: &Parts, step: Schema) -> Model<AcctJob, Ctx> {
     let steps = step_model(v, p);
     let (tres_a, tres_m) = (tres_model(), tres_model());
     let short = assoc_short_model();
-    Model::new()
+    let mut m = Model::new()
         .opt("account", Schema::Str, |j: &AcctJob, _: &Ctx| Some(s(&j.account)))
         .opt(
             "comment",
@@ -294,9 +294,12 @@ fn job_model(v: ApiVersion, p: &Parts, step: Schema) -> Model<AcctJob, Ctx> {
         .opt("partition", Schema::Str, |j, _| Some(s(&j.partition)))
         .opt("qos", Schema::Str, |j, _| Some(s(&j.qos)))
         .opt("required", Schema::Object(vec![opt("CPUs", i32_())]), |j, _| Some(json!({"CPUs": j.req_cpus})))
-        .opt("kill_request_user", Schema::Str, |j, c| j.cancelled_by.map(|u| s(&name_of(&c.users, u))))
-        .opt("restart_cnt", i32_(), |j, _| Some(json!(j.restarts)))
-        .opt("state", Schema::Object(vec![opt("current", array(Schema::Str))]), |j, _| {
+        .opt("kill_request_user", Schema::Str, |j, c| j.cancelled_by.map(|u| s(&name_of(&c.users, u))));
+    // `restart_cnt` is v0.0.42's.
+    if v != ApiVersion::V0041 {
+        m = m.opt("restart_cnt", i32_(), |j, _| Some(json!(j.restarts)));
+    }
+    m.opt("state", Schema::Object(vec![opt("current", array(Schema::Str))]), |j, _| {
             Some(json!({"current": [j.state]}))
         })
         .opt("steps", array(step), move |j, c| {
@@ -377,12 +380,13 @@ fn float_no_val(v: ApiVersion, c: &mut Components) -> Schema {
 }
 
 /// The preemption modes Slurm's `QOS_PREEMPT_MODES` flags name (`GANG` and `SUSPEND` among
-/// them); Flotilla's `PreemptMode` words, upper-cased, `OFF` as Slurm's `DISABLED`.
+/// them); Flotilla's `PreemptMode` words, upper-cased. `OFF` and sacctmgr's `cluster` (the
+/// QOS' mode unset: `PREEMPT_MODE_OFF`, 0) are Slurm's `DISABLED`, the flag equal to 0.
 fn preempt_modes(m: &str) -> Vec<String> {
     m.split(',')
         .map(|w| w.trim().to_ascii_uppercase())
         .filter(|w| !w.is_empty())
-        .map(|w| if w == "OFF" { "DISABLED".to_string() } else { w })
+        .map(|w| if w == "OFF" || w == "CLUSTER" { "DISABLED".to_string() } else { w })
         .collect()
 }
 
