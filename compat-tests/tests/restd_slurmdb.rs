@@ -7,7 +7,8 @@
 //! (`restd::check_models`); the client itself over TCP with an `scontrol token` JWT for the
 //! jobs and the accounts. v0.0.38: each answer against the served schema and, key by key and
 //! type by type, against what real slurmrestd 22.05.8 answered on the reference cluster
-//! (`goldens-rest/v0.0.38/db_*.json`), error numbers and statuses included. Needs root
+//! (`goldens-rest/v0.0.38/db_*.json`), error numbers and statuses included; so is the real
+//! `sacct --json` (`sacct_json.json`). Needs root
 //! (`FLOTILLA_TEST_ROOT=1`): sacctmgr's changes are an administrator's.
 
 use flotilla_compat_tests::cluster::LocalCluster;
@@ -194,7 +195,7 @@ fn slurmdb_endpoints_answer_as_slurms_in_every_version() {
     let v = "v0.0.38";
     let p = |s: &str| format!("/slurmdb/{v}/{s}");
     for (golden, path, spec_path) in [
-        ("db_jobs", format!("jobs/?job_name=db-ok"), "jobs/"),
+        ("db_jobs", "jobs/?job_name=db-ok".to_string(), "jobs/"),
         ("db_job_3", format!("job/{fail}"), "job/{job_id}"),
         ("db_accounts", "accounts/".to_string(), "accounts/"),
         ("db_account_research", "account/physics".to_string(), "account/{account_name}"),
@@ -231,6 +232,15 @@ fn slurmdb_endpoints_answer_as_slurms_in_every_version() {
     let a = r.get(&p("diag/"));
     assert_eq!(a.status, 200, "{}", a.body);
     ck.check(&a, &p("diag/"), v, "");
+
+    // `sacct --json`: 22.05's job list with its envelope, as the recording of `sacct --json`.
+    let out = run_ok(&c, "sacct", &["--json", "-j", &format!("{ok},{fail}")], &w);
+    let ours: Value = serde_json::from_str(&out).unwrap_or_else(|e| panic!("sacct --json ({e}): {out}"));
+    assert_eq!(jobs_of(&ours), [ok, fail], "{ours:#}");
+    let g = golden38("sacct_json");
+    let bad = shape_differences("$", &ours, &g["stdout"]);
+    assert!(bad.is_empty(), "sacct --json: {bad:#?}\nours: {ours:#}");
+    assert_eq!(ours["jobs"][1]["exit_code"], json!({"status": "ERROR", "return_code": 3}));
 
     // The real client over TCP with a token.
     let url = c.restd_url().expect("flotilla dev up starts slurmrestd").to_string();
