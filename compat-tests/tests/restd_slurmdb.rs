@@ -12,7 +12,7 @@
 //! (`FLOTILLA_TEST_ROOT=1`): sacctmgr's changes are an administrator's.
 
 use flotilla_compat_tests::cluster::LocalCluster;
-use flotilla_compat_tests::restd::{answer_schema, check_models, golden38, served_components, shape_differences, HttpReply, Restd};
+use flotilla_compat_tests::restd::{answer_schema, check_models, golden38, served_components, shape_differences, HttpReply, Restd, Via};
 use flotilla_compat_tests::wait::wait_until;
 use serde_json::{json, Value};
 use std::process::Command;
@@ -232,6 +232,22 @@ fn slurmdb_endpoints_answer_as_slurms_in_every_version() {
     let a = r.get(&p("diag/"));
     assert_eq!(a.status, 200, "{}", a.body);
     ck.check(&a, &p("diag/"), v, "");
+
+    // A user who is not an operator (alice, with a token) is refused the configuration and the
+    // statistics, as 22.05 refused the recording's alice: 2002, HTTP 500, the lists still sent
+    // for the configuration.
+    let out = run_ok(&c, "scontrol", &["token", "username=alice"], &w);
+    let alice_token = out.trim().strip_prefix("SLURM_JWT=").unwrap_or_else(|| panic!("{out:?}")).to_string();
+    let as_alice = [("X-SLURM-USER-NAME", "alice"), ("X-SLURM-USER-TOKEN", alice_token.as_str())];
+    for (golden, path) in [("db_diag", "diag/"), ("db_config", "config")] {
+        let g = golden38(golden);
+        let a = r.call(Via::Tcp, "GET", &p(path), &as_alice, None);
+        assert_eq!(u64::from(a.status), g["status"].as_u64().unwrap(), "{golden} as alice: {}", a.body);
+        let ours = ck.check(&a, &p(path), v, "");
+        let bad = shape_differences("$", &ours, &g["response"]);
+        assert!(bad.is_empty(), "{golden} as alice: {bad:#?}\nours: {ours:#}");
+        assert_eq!(ours["errors"], g["response"]["errors"], "{golden} as alice");
+    }
 
     // `sacct --json`: 22.05's job list with its envelope, as the recording of `sacct --json`.
     let out = run_ok(&c, "sacct", &["--json", "-j", &format!("{ok},{fail}")], &w);
