@@ -83,7 +83,7 @@ const JOB_KEYS: [&str; 10] =
     ["users", "account", "partition", "job_name", "state", "qos", "node", "start_time", "end_time", "show_duplicates"];
 
 /// Slurm's other keys of the query: taken, not honoured (a warning each).
-const JOB_KEYS_IGNORED: [&str; 26] = [
+const JOB_KEYS_IGNORED: [&str; 24] = [
     "association",
     "cluster",
     "constraints",
@@ -108,8 +108,6 @@ const JOB_KEYS_IGNORED: [&str; 26] = [
     "reservation_id",
     "step",
     "wckey",
-    "id",
-    "update_time",
 ];
 
 fn csv(s: &str) -> Vec<String> {
