@@ -27,6 +27,7 @@ const O_IGNORED: u32 = 1002;
 const O_IGNORED_OPT: u32 = 1004;
 const O_NOCONVERT: u32 = 1005;
 const O_UNITS: u32 = 1006;
+const O_JSON: u32 = 1007;
 
 const fn c(ch: char) -> u32 {
     ch as u32
@@ -59,7 +60,7 @@ pub const LONGS: &[LongOpt] = &[
     lo("nnodes", HasArg::Required, c('i')),
     lo("ncpus", HasArg::Required, c('I')),
     lo("jobs", HasArg::Required, c('j')),
-    lo("json", HasArg::Optional, O_IGNORED_OPT),
+    lo("json", HasArg::Optional, O_JSON),
     lo("timelimit-min", HasArg::Required, c('k')),
     lo("timelimit-max", HasArg::Required, c('K')),
     lo("long", HasArg::No, c('l')),
@@ -653,6 +654,9 @@ pub struct Plan {
     pub units: Units,
     /// `-T/--truncate`.
     pub truncate: bool,
+    /// `--json`: the jobs as 22.05's `openapi/dbv0.0.38` answers them ([`json_text`]), not
+    /// the columns.
+    pub json: bool,
 }
 
 /// The outcome of parsing: a query to run, or an answer without one (help, errors).
@@ -699,8 +703,46 @@ pub fn run(args: &[String], io: &mut Io<'_>) -> i32 {
             return 1;
         }
     };
+    if plan.json {
+        io.out(&json_text(&jobs, &ctx.cluster, plan.query.now));
+        return 0;
+    }
     io.out(&render(&jobs, &plan.cols, &plan.layout, plan.noheader, plan.no_steps, &ctx));
     0
+}
+
+/// `sacct --json` as Slurm 22.05 prints it (`sacct/sacct.c` dumping through the
+/// `openapi/dbv0.0.38` plugin): `{meta, errors: [], jobs}`, each job the plugin's
+/// `dbv0.0.38_job` with its steps ([`flotilla_rest::v38db::job_model`]), whatever `--format`,
+/// `-X` or `-n` say (22.05 ignores them with `--json`). Group and canceller names come from
+/// the password and group databases.
+pub fn json_text(jobs: &[AcctJob], cluster: &str, now: i64) -> String {
+    let mut gids: Vec<u32> = jobs.iter().map(|j| j.gid).collect();
+    gids.sort_unstable();
+    gids.dedup();
+    let mut uids: Vec<u32> = jobs.iter().filter_map(|j| j.cancelled_by).collect();
+    uids.sort_unstable();
+    uids.dedup();
+    let group = |g: u32| {
+        nix::unistd::Group::from_gid(nix::unistd::Gid::from_raw(g)).ok().flatten().map_or_else(|| g.to_string(), |g| g.name)
+    };
+    let user = |u: u32| {
+        nix::unistd::User::from_uid(nix::unistd::Uid::from_raw(u)).ok().flatten().map_or_else(|| u.to_string(), |u| u.name)
+    };
+    let ctx = flotilla_rest::dp::db::Ctx {
+        cluster: cluster.to_string(),
+        now,
+        groups: gids.into_iter().map(|g| (g, group(g))).collect(),
+        users: uids.into_iter().map(|u| (u, user(u))).collect(),
+        data: Default::default(),
+    };
+    let v = flotilla_rest::ApiVersion::V0038;
+    let body = flotilla_rest::v38db::jobs_response(jobs, &ctx);
+    let mut doc = flotilla_rest::meta::envelope(v, &flotilla_rest::ClientInfo::default(), cluster, body, &[], &[]);
+    doc["meta"]["plugin"] = serde_json::json!({"type": "openapi/dbv0.0.38", "name": "Slurm OpenAPI DB v0.0.38"});
+    let mut text = serde_json::to_string_pretty(&doc).unwrap_or_default();
+    text.push('\n');
+    text
 }
 
 /// Parses sacct's command line (`args[0]` is the program) as user `uid` at time `now`.
@@ -721,6 +763,7 @@ pub fn parse(args: &[String], env: &dyn Fn(&str) -> Option<String>, uid: u32, no
     let mut field_list = String::new();
     let mut help = 0;
     let (mut truncate, mut units) = (false, Units::default());
+    let mut json = false;
     for o in &parsed.opts {
         let a = o.arg.as_deref().unwrap_or("");
         match o.id {
@@ -794,6 +837,8 @@ pub fn parse(args: &[String], env: &dyn Fn(&str) -> Option<String>, uid: u32, no
                 }
             },
             x if x == c('D') => q.duplicates = true,
+            // `--json[=data_parser]`: 22.05 has one shape, whatever is asked.
+            O_JSON => json = true,
             _ => {}
         }
     }
@@ -864,6 +909,7 @@ pub fn parse(args: &[String], env: &dyn Fn(&str) -> Option<String>, uid: u32, no
             no_steps,
             units,
             truncate,
+            json,
         })),
     }
 }
@@ -1032,5 +1078,56 @@ mod tests {
         assert_eq!(tres(None, 1, 0, 1500, 1), "cpu=1,mem=1500M,node=1");
         assert_eq!(tres_mem(600 * 1024), "600G");
         assert_eq!(tres_mem(1024 * 1024), "1T");
+    }
+
+    #[test]
+    fn json_prints_22_05s_job_list() {
+        let p = plan(&["--json", "-j", "7", "-o", "JobID"], 2001);
+        assert!(p.json);
+        assert!(plan(&["--json=v0.0.38"], 2001).json);
+        assert!(!plan(&["-j", "7"], 2001).json);
+        let j = AcctJob {
+            job_id: 7,
+            array_job_id: None,
+            array_task_id: None,
+            array_task_str: None,
+            name: "x".into(),
+            user: "alice".into(),
+            uid: 2001,
+            gid: 2001,
+            account: "research".into(),
+            qos: "normal".into(),
+            partition: "batch".into(),
+            state: "FAILED".into(),
+            cancelled_by: None,
+            exit_code: 3,
+            signal: 0,
+            submit_time: 100,
+            eligible_time: Some(100),
+            start_time: Some(101),
+            end_time: Some(105),
+            time_limit_min: Some(20),
+            nodes: "gpu01".into(),
+            alloc_nodes: 1,
+            alloc_cpus: 2,
+            alloc_gpus: 0,
+            alloc_mem_mib: 1024,
+            req_nodes: 1,
+            req_cpus: 2,
+            req_gpus: 0,
+            req_mem_mib: 1024,
+            restarts: 0,
+            work_dir: "/home/alice".into(),
+            comment: String::new(),
+            steps: Vec::new(),
+            show_job: true,
+        };
+        let doc: serde_json::Value = serde_json::from_str(&json_text(&[j], "oracle", 200)).unwrap();
+        assert_eq!(doc["errors"], serde_json::json!([]));
+        assert_eq!(doc["meta"]["plugin"]["type"], "openapi/dbv0.0.38");
+        let job = &doc["jobs"][0];
+        assert_eq!((job["job_id"].as_u64(), job["state"]["current"].as_str(), job["time"]["elapsed"].as_i64()), (Some(7), Some("FAILED"), Some(4)));
+        assert_eq!(job["exit_code"], serde_json::json!({"status": "ERROR", "return_code": 3}));
+        assert_eq!(job["cluster"], "oracle");
     }
 }

@@ -422,3 +422,51 @@ pub fn answer_schema(doc: &serde_json::Value, method: &str, path: &str) -> floti
     assert!(s.is_object(), "the served spec has no {method} {path}");
     schema_of(s)
 }
+
+/// A recording of real slurmrestd 22.05.8 (`compat-tests/goldens-rest/v0.0.38/NAME.json`:
+/// `method`, `path`, `user`, `status`, `response`).
+pub fn golden38(name: &str) -> serde_json::Value {
+    let p = Path::new(env!("CARGO_MANIFEST_DIR")).join("goldens-rest/v0.0.38").join(format!("{name}.json"));
+    let text = std::fs::read_to_string(&p).unwrap_or_else(|e| panic!("{}: {e}", p.display()));
+    serde_json::from_str(&text).unwrap_or_else(|e| panic!("{}: {e}", p.display()))
+}
+
+fn json_kind(v: &serde_json::Value) -> &'static str {
+    use serde_json::Value;
+    match v {
+        Value::Number(_) => "number",
+        Value::String(_) => "string",
+        Value::Bool(_) => "bool",
+        Value::Array(_) => "array",
+        Value::Object(_) => "object",
+        Value::Null => "null",
+    }
+}
+
+/// Where `ours` is not shaped as `theirs` (a recording of real Slurm), recursively: a key of
+/// ours that Slurm's object does not have, or a value of another JSON type than Slurm's
+/// (Slurm's `null` takes any type: it is Slurm's unset). Arrays compare their first items when
+/// both have one. Values themselves are not compared. Empty: the same shape.
+pub fn shape_differences(path: &str, ours: &serde_json::Value, theirs: &serde_json::Value) -> Vec<String> {
+    use serde_json::Value;
+    let mut out = Vec::new();
+    match (ours, theirs) {
+        (_, Value::Null) => {}
+        (Value::Object(o), Value::Object(t)) => {
+            for (k, v) in o {
+                match t.get(k) {
+                    None => out.push(format!("{path}.{k}: Slurm has no such key")),
+                    Some(tv) => out.extend(shape_differences(&format!("{path}.{k}"), v, tv)),
+                }
+            }
+        }
+        (Value::Array(o), Value::Array(t)) => {
+            if let (Some(a), Some(b)) = (o.first(), t.first()) {
+                out.extend(shape_differences(&format!("{path}[0]"), a, b));
+            }
+        }
+        (o, t) if json_kind(o) != json_kind(t) => out.push(format!("{path}: ours {o}, Slurm's {t}")),
+        _ => {}
+    }
+    out
+}

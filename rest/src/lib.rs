@@ -12,6 +12,7 @@ pub mod meta;
 pub mod model;
 pub mod schema;
 pub mod v38;
+pub mod v38db;
 pub mod version;
 
 pub use meta::{ClientInfo, RestError, RestWarning};

@@ -10,6 +10,7 @@
 //! inline there; v0.0.42 and later name them (`v0.0.42_uint32_no_val_struct`,
 //! `v0.0.42_job_info`, ...).
 
+pub mod db;
 pub mod diag;
 pub mod job;
 pub mod node;

@@ -9,6 +9,7 @@
 //!   `/partition/{partition_name}`.
 //! - [`diag`]: the statistics, `/slurm/vX/diag`.
 //! - [`v38`]: the same families for v0.0.38 (Slurm 22.05's shapes).
+//! - [`slurmdb`]: the accounting endpoints, `/slurmdb/vX/` (GET), every version.
 //!
 //! [`jobs`], [`nodes`] and [`diag`] serve the data_parser versions (v0.0.41–v0.0.44); their
 //! objects are `flotilla_rest::dp`'s. [`common`] holds what they share.
@@ -23,6 +24,7 @@ pub mod nodes;
 pub mod openapi;
 pub mod ping;
 pub mod v38;
+pub mod slurmdb;
 
 use crate::app::Shared;
 use axum::Router;
@@ -37,6 +39,7 @@ pub fn routes() -> Router<Shared> {
         .merge(nodes::routes())
         .merge(diag::routes())
         .merge(v38::routes())
+        .merge(slurmdb::routes())
         .merge(fleet::routes())
         .merge(health::routes())
 }
@@ -49,6 +52,7 @@ pub fn spec() -> Spec {
     s.merge(nodes::spec());
     s.merge(diag::spec());
     s.merge(v38::spec());
+    s.merge(slurmdb::spec());
     s.merge(fleet::spec());
     s
 }
@@ -67,7 +71,7 @@ mod tests {
 
     #[test]
     fn families_that_share_a_component_define_it_alike() {
-        let specs = [super::ping::spec(), super::jobs::spec(), super::nodes::spec(), super::diag::spec(), super::v38::spec(), super::fleet::spec()];
+        let specs = [super::ping::spec(), super::jobs::spec(), super::nodes::spec(), super::diag::spec(), super::v38::spec(), super::slurmdb::spec(), super::fleet::spec()];
         let mut seen: std::collections::BTreeMap<&str, &Schema> = std::collections::BTreeMap::new();
         for s in &specs {
             for n in s.components.names() {
