@@ -150,7 +150,7 @@ const PARTITION_KEYS: &[(&str, Unset)] = &[
     ("default_memory_per_cpu", N), ("default_memory_per_node", N), ("default_time_limit", N),
     ("denied_accounts", S), ("denied_qos", S), ("preemption_grace_time", I), ("maximum_cpus_per_node", N),
     ("maximum_memory_per_cpu", N), ("maximum_memory_per_node", N), ("maximum_nodes_per_job", N),
-    ("max_time_limit", N), ("name", S), ("nodes", S), ("over_time_limit", N), ("priority_job_factor", I),
+    ("max_time_limit", N), ("min nodes per job", I), ("name", S), ("nodes", S), ("over_time_limit", N), ("priority_job_factor", I),
     ("priority_tier", I), ("qos", S), ("state", S), ("total_cpus", I), ("total_nodes", I), ("tres", S),
 ];
 
@@ -342,12 +342,33 @@ fn node_tres(n: &NodeInfo) -> String {
     parts.join(",")
 }
 
-/// v0.0.38's `/partitions/` answer (Flotilla's `scontrol show partition --json`).
-pub fn partitions_doc(parts: &[PartitionInfo], cluster: &str) -> Doc {
+/// v0.0.38's `/partitions/` answer (Flotilla's `scontrol show partition --json`). `conf`:
+/// slurm.conf's nodes, for the partition's `tres` (22.05's `cpu=,mem=,node=,billing=,gres/gpu=`
+/// of its nodes). `min nodes per job` is 22.05's key, spaces included.
+pub fn partitions_doc(parts: &[PartitionInfo], cluster: &str, conf: &[NodeConfig]) -> Doc {
     let m = flotilla_rest::v38::partition_model();
     let keys = model_keys(&m);
     let ctx = flotilla_rest::dp::job::Ctx { cluster: cluster.to_string() };
-    let items = parts.iter().map(|p| ordered(&m.emit(p, &ctx), PARTITION_KEYS, &keys, &[])).collect();
+    let items = parts
+        .iter()
+        .map(|p| {
+            let names = flotilla_core::hostlist::expand(&p.nodes).unwrap_or_default();
+            let mem: u64 = conf.iter().filter(|c| names.contains(&c.name)).map(|c| c.real_memory_mib).sum();
+            let mut tres = format!("cpu={},mem={},node={},billing={}", p.total_cpus, tres_mem(mem), p.total_nodes, p.total_cpus);
+            if p.total_gpus > 0 {
+                let _ = write!(tres, ",gres/gpu={}", p.total_gpus);
+            }
+            let extra = [
+                // Slurm's UNLIMITED (flotilla has no per-partition maximums of these).
+                ("maximum_cpus_per_node", Doc::Int(-1)),
+                ("maximum_nodes_per_job", Doc::Int(-1)),
+                ("priority_job_factor", Doc::Int(1)),
+                ("priority_tier", Doc::Int(1)),
+                ("tres", Doc::Str(tres)),
+            ];
+            ordered(&m.emit(p, &ctx), PARTITION_KEYS, &keys, &extra)
+        })
+        .collect();
     envelope(&[], "partitions", items)
 }
 
@@ -483,7 +504,7 @@ pub fn show(what: Show, name: Option<&str>, mime: Mime, io: &mut crate::common::
                     errs.push(("Invalid partition name specified".into(), ESLURM_INVALID_PARTITION_NAME));
                 }
             }
-            (partitions_doc(&parts, &cluster), errs)
+            (partitions_doc(&parts, &cluster, &ctl.conf.nodes), errs)
         }
     };
     io.out(&render(&with_errors(doc, &errs), mime));
@@ -541,10 +562,13 @@ const DIAG_KEYS: &[&str] = &[
 /// one object per row of `sshare`'s table in its order, with `id`, `cluster`, `account`,
 /// `parent`, `user`, `partition` (null when the row has none), `raw_shares` (null for root,
 /// Slurm's `parent` value for `Fairshare=parent`), `norm_shares`, `raw_usage`, `norm_usage`,
-/// `effectv_usage`, `fairshare`, `level_fs` (null where sshare leaves the cell blank).
+/// `effectv_usage`, `fairshare`, `level_fs` (null where sshare leaves the cell blank or the
+/// value is not finite).
 pub fn shares_doc(rows: &[flotilla_proto::share::ShareRow]) -> Doc {
     let opt_s = |s: &Option<String>| s.as_ref().map_or(Doc::Null, |s| Doc::Str(s.clone()));
-    let opt_f = |f: Option<f64>| f.map_or(Doc::Null, Doc::Float);
+    // A non-finite value (sshare's `inf` of an account with no usage) is null: JSON has none.
+    let fl = |f: f64| if f.is_finite() { Doc::Float(f) } else { Doc::Null };
+    let opt_f = |f: Option<f64>| f.map_or(Doc::Null, fl);
     let items = rows
         .iter()
         .map(|r| {
@@ -556,10 +580,10 @@ pub fn shares_doc(rows: &[flotilla_proto::share::ShareRow]) -> Doc {
                 ("user".into(), opt_s(&r.user)),
                 ("partition".into(), opt_s(&r.partition)),
                 ("raw_shares".into(), r.raw_shares.map_or(Doc::Null, |v| if v == u32::MAX { Doc::s("parent") } else { Doc::Int(v.into()) })),
-                ("norm_shares".into(), Doc::Float(r.norm_shares)),
-                ("raw_usage".into(), Doc::Float(r.raw_usage)),
+                ("norm_shares".into(), fl(r.norm_shares)),
+                ("raw_usage".into(), fl(r.raw_usage)),
                 ("norm_usage".into(), opt_f(r.norm_usage)),
-                ("effectv_usage".into(), Doc::Float(r.effectv_usage)),
+                ("effectv_usage".into(), fl(r.effectv_usage)),
                 ("fairshare".into(), opt_f(r.fairshare)),
                 ("level_fs".into(), opt_f(r.level_fs)),
             ])
@@ -1019,6 +1043,48 @@ mod tests {
         let mut k = String::new();
         write_folded(&long, 4, false, &mut k);
         assert_eq!(k, long);
+    }
+
+    #[test]
+    fn shares_and_diag_documents() {
+        let r = flotilla_proto::share::ShareRow {
+            id: 3,
+            cluster: "c".into(),
+            account: "research".into(),
+            parent: Some("root".into()),
+            user: Some("alice".into()),
+            raw_shares: Some(u32::MAX),
+            norm_shares: 0.5,
+            ..Default::default()
+        };
+        let j = to_json(&shares_doc(&[r]));
+        let v: Value = serde_json::from_str(&j).unwrap();
+        assert_eq!(v["shares"][0]["raw_shares"], "parent");
+        assert_eq!(v["shares"][0]["user"], "alice");
+        assert_eq!(v["shares"][0]["partition"], Value::Null);
+        assert_eq!(v["shares"][0]["norm_shares"], 0.5);
+        assert!(j.starts_with("{\n  \"meta\": {"), "{j}");
+        let d = flotilla_proto::diag::Diag::default();
+        let doc = diag_doc(&d, &|_| None);
+        let Doc::Map(top) = &doc else { panic!() };
+        assert_eq!(top.iter().map(|(k, _)| k.as_str()).collect::<Vec<_>>(), ["meta", "errors", "statistics"]);
+        let Doc::Map(st) = &top[2].1 else { panic!() };
+        assert_eq!(st[0].0, "rpcs_by_message_type");
+        assert_eq!(st[1].0, "rpcs_by_user");
+        assert!(st.iter().any(|(k, _)| k == "bf_active"));
+    }
+
+    #[test]
+    fn partition_document() {
+        let p = PartitionInfo { name: "batch".into(), nodes: "n[1-2]".into(), default: true, up: true, total_nodes: 2, total_cpus: 8, total_gpus: 4, default_time_min: Some(60), max_time_min: Some(2880), ..Default::default() };
+        let v: Value = serde_json::from_str(&to_json(&partitions_doc(&[p], "c", &[]))).unwrap();
+        let p = &v["partitions"][0];
+        // (No slurm.conf nodes given: no memory.)
+        assert_eq!(p["tres"], "cpu=8,mem=0M,node=2,billing=8,gres/gpu=4");
+        assert_eq!(p["min nodes per job"], 0);
+        assert_eq!(p["flags"], serde_json::json!(["default"]));
+        assert_eq!(p["max_time_limit"], 2880);
+        assert_eq!(p["default_memory_per_cpu"], Value::Null);
     }
 
     #[test]

@@ -351,5 +351,57 @@ fn squeue_and_sinfo_json_and_yaml_match_slurm_22_05() {
     let f: Value = serde_json::from_str(&filtered).unwrap();
     assert_eq!(f["nodes"].as_array().map(Vec::len), Some(wn.len()), "-p does not filter --json");
 
+    // Flotilla's extensions (22.05's scontrol, sdiag and sshare reject --json: the goldens
+    // scontrol_show_*_json, sdiag_json, sshare_json record "unrecognized option").
+    for g in ["scontrol_show_job_json", "scontrol_show_node_json", "scontrol_show_partition_json", "sdiag_json", "sshare_json"] {
+        let g = golden(g);
+        assert_eq!(g["exit_code"], 1);
+        assert!(g["stderr"].as_str().unwrap().contains("unrecognized option '--json'"));
+    }
+    // scontrol --json show job: the same object as squeue's.
+    let (rc, text, err) = as_alice(&c, "scontrol", &["--json", "show", "job", &runner.to_string()], &w);
+    assert_eq!((rc, err.as_str()), (0, ""), "{text}");
+    let one: Value = serde_json::from_str(&text).expect("scontrol --json is JSON");
+    let all: Value = serde_json::from_str(&squeue_json()).unwrap();
+    let from_squeue = all["jobs"].as_array().unwrap().iter().find(|j| j["job_id"] == runner).unwrap().clone();
+    let mut d = Vec::new();
+    diff_object("runner", &one["jobs"][0], &from_squeue, &[], &work, &mut d);
+    assert!(d.is_empty(), "scontrol show job vs squeue: {d:?}");
+    let (rc, text, _) = as_alice(&c, "scontrol", &["--yaml", "show", "job", "999999"], &w);
+    assert_eq!(rc, 1, "an unknown job");
+    assert!(text.contains("!!str error: !!str Invalid job id specified\n"), "{text}");
+    // show node: sinfo's object; show partition: slurmrestd 22.05's /partition/batch answer.
+    let (rc, text, _) = as_alice(&c, "scontrol", &["--json", "show", "node", "gpu01"], &w);
+    assert_eq!(rc, 0, "{text}");
+    let node: Value = serde_json::from_str(&text).unwrap();
+    assert_eq!(node["nodes"].as_array().map(Vec::len), Some(1));
+    let mut d = Vec::new();
+    diff_object("gpu01", &node["nodes"][0], &wn[0], &[], &work, &mut d);
+    assert!(d.is_empty(), "scontrol show node gpu01 vs 22.05's: {d:?}");
+    let (rc, text, _) = as_alice(&c, "scontrol", &["--json", "show", "partition", "batch"], &w);
+    assert_eq!(rc, 0, "{text}");
+    let part: Value = serde_json::from_str(&text).unwrap();
+    let want = golden("partition_batch")["response"].clone();
+    assert_eq!(part["meta"], want["meta"]);
+    let mut d = Vec::new();
+    diff_object("batch", &part["partitions"][0], &want["partitions"][0], &[], &work, &mut d);
+    // (22.05's preemption_mode is PreemptMode's words; Flotilla's partition answer has none.)
+    d.retain(|x| !x.starts_with("batch.preemption_mode"));
+    assert!(d.is_empty(), "scontrol show partition batch vs 22.05's /partition/batch: {d:?}");
+    // sdiag --json: v0.0.38's diag answer's keys (the golden diag.json).
+    let (rc, text, _) = as_alice(&c, "sdiag", &["--json"], &w);
+    assert_eq!(rc, 0, "{text}");
+    let diag: Value = serde_json::from_str(&text).unwrap();
+    let want = golden("diag")["response"].clone();
+    assert_eq!(diag["meta"], want["meta"]);
+    for k in diag["statistics"].as_object().unwrap().keys() {
+        assert!(want["statistics"].get(k).is_some(), "sdiag --json's {k} is not 22.05's");
+    }
+    // sshare --json: Flotilla's document of sshare's rows.
+    let (rc, text, _) = as_alice(&c, "sshare", &["--json"], &w);
+    assert_eq!(rc, 0, "{text}");
+    let sh: Value = serde_json::from_str(&text).unwrap();
+    assert!(sh["shares"].as_array().unwrap().iter().any(|r| r["user"] == "alice" && r["account"] == "research"), "{text}");
+
     assert!(diffs.is_empty(), "{} differences from Slurm 22.05's documents:\n{}", diffs.len(), diffs.join("\n"));
 }
