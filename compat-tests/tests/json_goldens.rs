@@ -250,13 +250,13 @@ fn squeue_and_sinfo_json_and_yaml_match_slurm_22_05() {
         let v: Value = serde_json::from_str(text).unwrap_or(Value::Null);
         v["jobs"].as_array().and_then(|js| js.iter().find(|j| j["job_id"] == id)).map_or(String::new(), |j| j["job_state"].as_str().unwrap_or("").to_string())
     };
-    wait_until("the runner RUNNING", Duration::from_secs(30), || state_of(&squeue_json(), runner) == "RUNNING", || squeue_json());
+    wait_until("the runner RUNNING", Duration::from_secs(30), || state_of(&squeue_json(), runner) == "RUNNING", squeue_json);
     // The recording's update of job 1 and SIGKILL of job 3 (pending: a cancel).
     let (rc, _, err) = as_alice(&c, "scontrol", &["update", &format!("jobid={held}"), "comment=updated", "timelimit=20"], &w);
     assert_eq!(rc, 0, "scontrol update: {err}");
     let (rc, _, err) = as_alice(&c, "scancel", &[&after.to_string()], &w);
     assert_eq!(rc, 0, "scancel: {err}");
-    wait_until("the dependent job CANCELLED", Duration::from_secs(30), || state_of(&squeue_json(), after) == "CANCELLED", || squeue_json());
+    wait_until("the dependent job CANCELLED", Duration::from_secs(30), || state_of(&squeue_json(), after) == "CANCELLED", squeue_json);
 
     let mut diffs = Vec::new();
     // squeue --json.
