@@ -253,8 +253,38 @@ fn job_tres(j: &JobInfo) -> String {
 /// Group names by gid, for `group_name`.
 pub type GroupName<'a> = &'a dyn Fn(u32) -> Option<String>;
 
-/// `squeue --json`'s document: v0.0.38's `/jobs/` answer.
-pub fn jobs_doc(jobs: &[JobInfo], cluster: &str, group: GroupName<'_>) -> Doc {
+/// GPU indexes of a mask as Slurm's bitmap ranges (`0-1`, `0,2-3`).
+fn idx_ranges(mask: u64) -> String {
+    let mut out: Vec<String> = Vec::new();
+    let mut i = 0;
+    while i < 64 {
+        if mask >> i & 1 == 1 {
+            let start = i;
+            while i + 1 < 64 && mask >> (i + 1) & 1 == 1 {
+                i += 1;
+            }
+            out.push(if start == i { start.to_string() } else { format!("{start}-{i}") });
+        }
+        i += 1;
+    }
+    out.join(",")
+}
+
+/// 22.05's `gres_detail`: per allocated node, `gpu[:TYPE]:N(IDX:ranges)`; `gpu_type` gives a
+/// node's GPU model (slurm.conf's `Gres=gpu:TYPE:N`).
+fn gres_detail(j: &JobInfo, gpu_type: &dyn Fn(&str) -> Option<String>) -> Vec<Doc> {
+    j.gpu_alloc
+        .iter()
+        .filter(|(_, m)| *m != 0)
+        .map(|(node, m)| {
+            let t = gpu_type(node).map_or_else(String::new, |t| format!("{t}:"));
+            Doc::Str(format!("gpu:{t}{}(IDX:{})", m.count_ones(), idx_ranges(*m)))
+        })
+        .collect()
+}
+
+/// `squeue --json`'s document: v0.0.38's `/jobs/` answer. `gpu_type`: a node's GPU model.
+pub fn jobs_doc(jobs: &[JobInfo], cluster: &str, group: GroupName<'_>, gpu_type: &dyn Fn(&str) -> Option<String>) -> Doc {
     let m = flotilla_rest::v38::job_model();
     let keys = model_keys(&m);
     let ctx = flotilla_rest::dp::job::Ctx { cluster: cluster.to_string() };
@@ -273,6 +303,7 @@ pub fn jobs_doc(jobs: &[JobInfo], cluster: &str, group: GroupName<'_>) -> Doc {
                 ("batch_flag", Doc::Bool(true)),
                 ("flags", Doc::Seq(if ran { vec![Doc::s("JOB_WAS_RUNNING")] } else { Vec::new() })),
                 ("billable_tres", if ran { Doc::Float(f64::from(j.num_cpus)) } else { Doc::Null }),
+                ("gres_detail", Doc::Seq(gres_detail(j, gpu_type))),
                 ("group_name", Doc::Str(group(j.gid).unwrap_or_else(|| j.gid.to_string()))),
                 ("minimum_cpus_per_node", Doc::Int(j.cpus_per_task.max(1).into())),
                 // The flags the plugin loads jobs with.
@@ -389,6 +420,11 @@ pub fn render(d: &Doc, mime: Mime) -> String {
     }
 }
 
+/// The GPU model of node `name` in slurm.conf's nodes.
+pub fn conf_gpu_type(conf: &[NodeConfig], name: &str) -> Option<String> {
+    conf.iter().find(|c| c.name == name).and_then(|c| c.gpu_type.clone())
+}
+
 /// The group name of `gid` from the system's group database.
 pub fn group_name(gid: u32) -> Option<String> {
     nix::unistd::Group::from_gid(nix::unistd::Gid::from_raw(gid)).ok().flatten().map(|g| g.name)
@@ -473,7 +509,7 @@ pub fn show(what: Show, name: Option<&str>, mime: Mime, io: &mut crate::common::
             if name.is_some() && jobs.is_empty() && errs.is_empty() {
                 errs.push(("Invalid job id specified".into(), ESLURM_INVALID_JOB_ID));
             }
-            (jobs_doc(&jobs, &cluster, &group_name), errs)
+            (jobs_doc(&jobs, &cluster, &group_name, &|n| conf_gpu_type(&ctl.conf.nodes, n)), errs)
         }
         Show::Node => {
             let (mut nodes, mut errs) = match ctl.call(Request::QueryNodes(NodeQuery::default())) {
@@ -1088,6 +1124,16 @@ mod tests {
     }
 
     #[test]
+    fn gres_detail_as_slurm() {
+        assert_eq!(idx_ranges(0b11), "0-1");
+        assert_eq!(idx_ranges(0b1101), "0,2-3");
+        assert_eq!(idx_ranges(1 << 63), "63");
+        let j = JobInfo { gpu_alloc: vec![("a".into(), 0b11), ("b".into(), 0), ("c".into(), 0b100)], ..JobInfo::default() };
+        let t = |n: &str| (n == "a").then(|| "h100".to_string());
+        assert_eq!(gres_detail(&j, &t), vec![Doc::s("gpu:h100:2(IDX:0-1)"), Doc::s("gpu:1(IDX:2)")]);
+    }
+
+    #[test]
     fn tres_strings() {
         let j = JobInfo { num_cpus: 2, num_tasks: 2, cpus_per_task: 1, num_nodes: 1, mem_per_cpu_mib: Some(1024), gpus: 2, ..JobInfo::default() };
         assert_eq!(job_tres(&j), "cpu=2,mem=2G,node=1,billing=2,gres/gpu=2");
@@ -1098,7 +1144,7 @@ mod tests {
     #[test]
     fn jobs_doc_has_every_key_of_22_05_in_order() {
         let j = JobInfo { job_id: 7, name: "x".into(), gid: 5, ..JobInfo::default() };
-        let d = jobs_doc(&[j], "c", &|g| (g == 5).then(|| "grp".to_string()));
+        let d = jobs_doc(&[j], "c", &|g| (g == 5).then(|| "grp".to_string()), &|_| None);
         let Doc::Map(top) = &d else { panic!() };
         assert_eq!(top.iter().map(|(k, _)| k.as_str()).collect::<Vec<_>>(), ["meta", "errors", "jobs"]);
         let Doc::Seq(jobs) = &top[2].1 else { panic!() };

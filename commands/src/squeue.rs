@@ -232,7 +232,8 @@ pub fn run(args: &[String], io: &mut Io<'_>) -> i32 {
     // answer for every job; no other option filters or formats it.
     if let Some(mime) = p.mime {
         let (jobs, errs) = crate::json_out::query_jobs(&ctl);
-        let doc = crate::json_out::jobs_doc(&jobs, &ctl.conf.cluster_name, &crate::json_out::group_name);
+        let gpu_type = |n: &str| crate::json_out::conf_gpu_type(&ctl.conf.nodes, n);
+        let doc = crate::json_out::jobs_doc(&jobs, &ctl.conf.cluster_name, &crate::json_out::group_name, &gpu_type);
         io.out(&crate::json_out::render(&crate::json_out::with_errors(doc, &errs), mime));
         return 0;
     }

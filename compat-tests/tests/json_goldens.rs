@@ -69,7 +69,6 @@ const ALLOWED: &[(&str, &str, &str)] = &[
     ("*", "priority", "22.05's priority/basic numbers (4294901759 counting down) are not Flotilla's priorities"),
     ("held", "max_nodes", "22.05 keeps the REST request's `nodes: 1` as max_nodes; JobInfo has no maximum"),
     ("runner", "job_resources", "missing: Flotilla does not build 22.05's per-socket core map"),
-    ("runner", "gres_detail", "JobInfo has GPU masks but not the node's GPU type string Slurm prints"),
     ("after", "cpus", "22.05 writes null for a job never scheduled; Flotilla counts the CPUs asked"),
     ("after", "tasks", "as cpus"),
     ("after", "state_reason", "22.05 keeps Dependency after the cancel; Flotilla's reason then"),
