@@ -195,7 +195,12 @@ pub const PAGES: &[Page] = &[
             shorts: flotilla_commands::squeue::SHORTS,
             longs: flotilla_commands::squeue::LONGS,
         },
-        notes: &[],
+        notes: &[
+            ("json", "prints slurmrestd v0.0.38's jobs answer (GET /slurm/v0.0.38/jobs/) for every job, \
+                      as Slurm 22.05 does: JSON as its serializer writes it; every other option \
+                      is ignored"),
+            ("yaml", "the same document as --json, as Slurm 22.05's YAML serializer writes it"),
+        ],
     },
     Page {
         name: "scancel",
@@ -219,7 +224,11 @@ pub const PAGES: &[Page] = &[
             shorts: flotilla_commands::sinfo::SHORTS,
             longs: flotilla_commands::sinfo::LONGS,
         },
-        notes: &[],
+        notes: &[
+            ("json", "prints slurmrestd v0.0.38's nodes answer (GET /slurm/v0.0.38/nodes/) for every \
+                      node, as Slurm 22.05 does; every other option is ignored"),
+            ("yaml", "the same document as --json, in Slurm 22.05's YAML"),
+        ],
     },
     Page {
         name: "scontrol",
@@ -232,7 +241,11 @@ pub const PAGES: &[Page] = &[
             longs: flotilla_commands::scontrol::LONG_OPTIONS,
             short: flotilla_commands::scontrol::short_option,
         },
-        notes: &[],
+        notes: &[
+            ("json", "Flotilla's extension (Slurm 22.05's scontrol has no --json): show job, show node and \
+                      show partition print slurmrestd v0.0.38's jobs, nodes and partitions answers"),
+            ("yaml", "Flotilla's extension (not in Slurm 22.05): as --json, in YAML"),
+        ],
     },
     Page {
         name: "sshare",
@@ -249,7 +262,11 @@ pub const PAGES: &[Page] = &[
             shorts: flotilla_commands::sshare::SHORTS,
             longs: flotilla_commands::sshare::LONGS,
         },
-        notes: &[],
+        notes: &[
+            ("json", "Flotilla's extension (Slurm 22.05's sshare has no --json): the table's rows as a \
+                      shares[] list in the v0.0.38 envelope (meta, errors); Flotilla's document"),
+            ("yaml", "Flotilla's extension (not in Slurm 22.05): as --json, in YAML"),
+        ],
     },
     Page {
         name: "sprio",
@@ -282,7 +299,11 @@ pub const PAGES: &[Page] = &[
             shorts: flotilla_commands::sdiag::SHORTS,
             longs: flotilla_commands::sdiag::LONGS,
         },
-        notes: &[],
+        notes: &[
+            ("json", "Flotilla's extension (Slurm 22.05's sdiag has no --json): slurmrestd v0.0.38's diag \
+                      answer (GET /slurm/v0.0.38/diag/)"),
+            ("yaml", "Flotilla's extension (not in Slurm 22.05): as --json, in YAML"),
+        ],
     },
 ];
 

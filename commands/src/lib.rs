@@ -16,6 +16,7 @@ pub mod common;
 pub mod getopt;
 pub mod job_gres;
 pub mod jobfmt;
+pub mod json_out;
 pub mod sacct;
 pub mod sacctmgr;
 pub mod sacctmgr_show;

@@ -51,6 +51,8 @@ struct State {
     details: bool,
     future: bool,
     one_liner: bool,
+    /// `--json`/`--yaml` (Flotilla's; 22.05 has neither).
+    mime: Option<crate::json_out::Mime>,
 }
 
 struct Scontrol<'a, 'b> {
@@ -189,6 +191,8 @@ pub const LONG_OPTIONS: &[(&str, bool, char)] = &[
     ("future", false, 'F'),
     ("help", false, 'h'),
     ("hide", false, '\u{2}'),
+    // Flotilla: 22.05's scontrol has no --json/--yaml (it answers "unrecognized option").
+    ("json", false, '\u{5}'),
     ("local", false, '\u{3}'),
     ("oneliner", false, 'o'),
     ("quiet", false, 'Q'),
@@ -197,6 +201,7 @@ pub const LONG_OPTIONS: &[(&str, bool, char)] = &[
     ("usage", false, 'h'),
     ("verbose", false, 'v'),
     ("version", false, 'V'),
+    ("yaml", false, '\u{6}'),
 ];
 
 /// scontrol's `getopt_long` short options `"adhM:FoQu:vV"`: `Some(takes_argument)`.
@@ -368,6 +373,8 @@ impl Scontrol<'_, '_> {
                 self.state.details = false;
             }
             'o' => self.state.one_liner = true,
+            '\u{5}' => self.state.mime = Some(crate::json_out::Mime::Json),
+            '\u{6}' => self.state.mime = Some(crate::json_out::Mime::Yaml),
             'Q' => self.state.quiet = 1,
             'v' => self.state.quiet = -1,
             'V' => {
@@ -548,6 +555,15 @@ impl Scontrol<'_, '_> {
                     details: self.state.details,
                 };
                 let v = val.as_deref();
+                if let (Some(mime), "jobs" | "jobid" | "nodes" | "partitions" | "partitionname") = (self.state.mime, e) {
+                    let what = match e {
+                        "jobs" | "jobid" => crate::json_out::Show::Job,
+                        "nodes" => crate::json_out::Show::Node,
+                        _ => crate::json_out::Show::Partition,
+                    };
+                    self.state.exit_code = crate::json_out::show(what, v, mime, self.io);
+                    return Ok(());
+                }
                 self.state.exit_code = match e {
                     "jobs" | "jobid" => ctl::show_job(v, flags, self.io),
                     "nodes" => ctl::show_node(v, flags, self.io),

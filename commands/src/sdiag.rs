@@ -23,6 +23,8 @@ const fn c(ch: char) -> u32 {
     ch as u32
 }
 const O_USAGE: u32 = 0x100;
+const O_JSON: u32 = 0x101;
+const O_YAML: u32 = 0x102;
 
 /// sdiag's getopt string (Slurm 22.05 `opts.c`).
 pub const SHORTS: &str = "ahiM:rtTV";
@@ -38,6 +40,9 @@ pub const LONGS: &[LongOpt] = &[
     lo("sort-by-time2", HasArg::No, c('T')),
     lo("usage", HasArg::No, O_USAGE),
     lo("version", HasArg::No, c('V')),
+    // Flotilla: 22.05's sdiag has no --json/--yaml.
+    lo("json", HasArg::No, O_JSON),
+    lo("yaml", HasArg::No, O_YAML),
 ];
 
 const HELP: &str = "\
@@ -79,6 +84,7 @@ pub fn run(args: &[String], io: &mut Io<'_>) -> i32 {
         }
     };
     let (mut reset, mut sort) = (false, Sort::Count);
+    let mut mime = None;
     for o in &p.opts {
         match o.id {
             x if x == c('a') => reset = false,
@@ -94,6 +100,8 @@ pub fn run(args: &[String], io: &mut Io<'_>) -> i32 {
                 io.out(&format!("{}\n", crate::sbatch::VERSION_LINE));
                 return 0;
             }
+            O_JSON => mime = Some(crate::json_out::Mime::Json),
+            O_YAML => mime = Some(crate::json_out::Mime::Yaml),
             O_USAGE => {
                 io.out("Usage: sdiag [-M cluster] [-aritT]\n");
                 return 0;
@@ -114,7 +122,10 @@ pub fn run(args: &[String], io: &mut Io<'_>) -> i32 {
             0
         }
         Ok(Response::Diag(d)) => {
-            io.out(&render(&d, sort, &common::user_name));
+            match mime {
+                Some(m) => io.out(&crate::json_out::render(&crate::json_out::diag_doc(&d, &|u| Some(common::user_name(u))), m)),
+                None => io.out(&render(&d, sort, &common::user_name)),
+            }
             0
         }
         Ok(_) => {

@@ -17,11 +17,15 @@ const fn c(ch: char) -> u32 {
 const O_HELP: u32 = 1000;
 const O_IGNORED: u32 = 1001;
 const O_LARGEST: u32 = 1002;
+const O_JSON: u32 = 1003;
+const O_YAML: u32 = 1004;
 /// sinfo's getopt string (Slurm 22.05 `opts.c`).
 pub const SHORTS: &str = "adehi:lM:n:No:O:p:rRsS:t:TvV";
 /// sinfo's long options; ids are the short letter or an `O_*`.
 pub const LONGS: &[LongOpt] = &[
     lo("all", HasArg::No, c('a')),
+    lo("json", HasArg::No, O_JSON),
+    lo("yaml", HasArg::No, O_YAML),
     lo("dead", HasArg::No, c('d')),
     lo("exact", HasArg::No, c('e')),
     lo("noheader", HasArg::No, c('h')),
@@ -273,6 +277,7 @@ pub fn run(args: &[String], io: &mut Io<'_>) -> i32 {
     let (mut noheader, mut long, mut node_view, mut summarize, mut reasons) = (false, false, false, false, false);
     let (mut fmt, mut fmt2): (Option<String>, Option<String>) = (None, None);
     let mut largest = false;
+    let mut mime = None;
     let mut parts_f: Vec<String> = Vec::new();
     let mut states_f: Vec<String> = Vec::new();
     for o in &p.opts {
@@ -296,6 +301,8 @@ pub fn run(args: &[String], io: &mut Io<'_>) -> i32 {
                 return 0;
             }
             O_LARGEST => largest = true,
+            O_JSON => mime = Some(crate::json_out::Mime::Json),
+            O_YAML => mime = Some(crate::json_out::Mime::Yaml),
             _ => {}
         }
     }
@@ -306,6 +313,19 @@ pub fn run(args: &[String], io: &mut Io<'_>) -> i32 {
             return 1;
         }
     };
+    // 22.05 (`sinfo.c`, `data.c`): with --json/--yaml, sinfo prints v0.0.38's `/nodes/`
+    // answer for every node; no other option filters or formats it.
+    if let Some(mime) = mime {
+        let (nodes, errs) = match ctl.call(Request::QueryNodes(NodeQuery::default())) {
+            Ok(Response::Nodes(n)) => (n, Vec::new()),
+            Ok(Response::Error(e)) => (Vec::new(), vec![(e.text, e.code)]),
+            Ok(_) => (Vec::new(), Vec::new()),
+            Err(e) => (Vec::new(), crate::json_out::ctl_errors(&e)),
+        };
+        let doc = crate::json_out::nodes_doc(&nodes, &ctl.conf.cluster_name, &ctl.conf.nodes);
+        io.out(&crate::json_out::render(&crate::json_out::with_errors(doc, &errs), mime));
+        return 0;
+    }
     let parts = match ctl.call(Request::QueryPartitions) {
         Ok(Response::Partitions(p)) => p,
         _ => Vec::new(),

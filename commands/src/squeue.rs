@@ -26,7 +26,8 @@ const O_START: u32 = 1001;
 const O_HELP: u32 = 1002;
 const O_USAGE: u32 = 1003;
 const O_IGNORED: u32 = 1004;
-const O_IGNORED_ARG: u32 = 1005;
+const O_JSON: u32 = 1006;
+const O_YAML: u32 = 1007;
 
 const fn c(ch: char) -> u32 {
     ch as u32
@@ -75,8 +76,8 @@ pub const LONGS: &[LongOpt] = &[
     lo("users", HasArg::Required, c('u')),
     lo("verbose", HasArg::No, c('v')),
     lo("version", HasArg::No, c('V')),
-    lo("json", HasArg::Optional, O_IGNORED_ARG),
-    lo("yaml", HasArg::Optional, O_IGNORED_ARG),
+    lo("json", HasArg::No, O_JSON),
+    lo("yaml", HasArg::No, O_YAML),
 ];
 
 #[derive(Debug, Default)]
@@ -99,6 +100,7 @@ struct Params {
     accounts: Vec<String>,
     qos: Vec<String>,
     nodes: Vec<String>,
+    mime: Option<crate::json_out::Mime>,
 }
 
 /// Runs `squeue`; returns its exit status.
@@ -156,6 +158,8 @@ pub fn run(args: &[String], io: &mut Io<'_>) -> i32 {
                 return 0;
             }
             O_START => p.start = true,
+            O_JSON => p.mime = Some(crate::json_out::Mime::Json),
+            O_YAML => p.mime = Some(crate::json_out::Mime::Yaml),
             O_ME => p.users.push(common::my_uid()),
             x if x == c('j') => {
                 for id in a.split(',').filter(|s| !s.is_empty()) {
@@ -224,6 +228,15 @@ pub fn run(args: &[String], io: &mut Io<'_>) -> i32 {
             return 1;
         }
     };
+    // 22.05 (`squeue.c`, `data.c`): with --json/--yaml, squeue prints v0.0.38's `/jobs/`
+    // answer for every job; no other option filters or formats it.
+    if let Some(mime) = p.mime {
+        let (jobs, errs) = crate::json_out::query_jobs(&ctl);
+        let gpu_type = |n: &str| crate::json_out::conf_gpu_type(&ctl.conf.nodes, n);
+        let doc = crate::json_out::jobs_doc(&jobs, &ctl.conf.cluster_name, &crate::json_out::group_name, &gpu_type);
+        io.out(&crate::json_out::render(&crate::json_out::with_errors(doc, &errs), mime));
+        return 0;
+    }
     let q = JobQuery {
         jobs: p.job_ids.clone(),
         include_finished: true,

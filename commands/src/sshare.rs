@@ -16,6 +16,8 @@ const fn c(ch: char) -> u32 {
     ch as u32
 }
 const O_HELP: u32 = 1000;
+const O_JSON: u32 = 1001;
+const O_YAML: u32 = 1002;
 /// sshare's getopt string (Slurm 22.05 `sshare.c`).
 pub const SHORTS: &str = "aA:ehlM:no:pPqUu:t:vVm";
 /// sshare's long options.
@@ -35,6 +37,9 @@ pub const LONGS: &[LongOpt] = &[
     lo("Users", HasArg::No, c('U')),
     lo("verbose", HasArg::No, c('v')),
     lo("version", HasArg::No, c('V')),
+    // Flotilla: 22.05's sshare has no --json/--yaml.
+    lo("json", HasArg::No, O_JSON),
+    lo("yaml", HasArg::No, O_YAML),
     lo("help", HasArg::No, O_HELP),
     lo("usage", HasArg::No, O_HELP),
 ];
@@ -344,6 +349,7 @@ pub fn run(args: &[String], io: &mut Io<'_>) -> i32 {
     };
     let (mut all, mut users, mut accounts) = (false, Vec::new(), Vec::new());
     let mut format = String::new();
+    let mut mime = None;
     for opt in &p.opts {
         let a = opt.arg.clone().unwrap_or_default();
         match opt.id {
@@ -375,6 +381,8 @@ pub fn run(args: &[String], io: &mut Io<'_>) -> i32 {
                 io.out(&format!("{}\n", crate::sbatch::VERSION_LINE));
                 return 0;
             }
+            O_JSON => mime = Some(crate::json_out::Mime::Json),
+            O_YAML => mime = Some(crate::json_out::Mime::Yaml),
             O_HELP => {
                 io.out("Usage:  sshare [OPTION]\n");
                 return 0;
@@ -412,6 +420,10 @@ pub fn run(args: &[String], io: &mut Io<'_>) -> i32 {
             return 1;
         }
     };
+    if let Some(m) = mime {
+        io.out(&crate::json_out::render(&crate::json_out::shares_doc(&rows), m));
+        return 0;
+    }
     match render(&rows, &o) {
         Ok(s) => {
             io.out(&s);
