@@ -25,6 +25,7 @@ pub mod openapi;
 pub mod ping;
 pub mod v38;
 pub mod slurmdb;
+pub mod resv;
 
 use crate::app::Shared;
 use axum::Router;
@@ -42,6 +43,7 @@ pub fn routes() -> Router<Shared> {
         .merge(slurmdb::routes())
         .merge(fleet::routes())
         .merge(health::routes())
+        .merge(resv::routes())
 }
 
 /// The spec of every version and family served.
@@ -54,6 +56,7 @@ pub fn spec() -> Spec {
     s.merge(v38::spec());
     s.merge(slurmdb::spec());
     s.merge(fleet::spec());
+    s.merge(resv::spec());
     s
 }
 
