@@ -25,6 +25,7 @@ const O_DELIMITER: u32 = 1000;
 const O_NAME: u32 = 1001;
 const O_IGNORED: u32 = 1002;
 const O_IGNORED_OPT: u32 = 1004;
+const O_YAML: u32 = 1900;
 const O_NOCONVERT: u32 = 1005;
 const O_UNITS: u32 = 1006;
 const O_JSON: u32 = 1007;
@@ -89,7 +90,7 @@ pub const LONGS: &[LongOpt] = &[
     lo("wckeys", HasArg::Required, c('W')),
     lo("whole-hetjob", HasArg::Optional, O_IGNORED_OPT),
     lo("associations", HasArg::Required, c('x')),
-    lo("yaml", HasArg::Optional, O_IGNORED_OPT),
+    lo("yaml", HasArg::Optional, O_YAML),
 ];
 
 /// Slurm 22.05's sacct field table: name and default width (negative: left-aligned), in the
@@ -657,6 +658,9 @@ pub struct Plan {
     /// `--json`: the jobs as 22.05's `openapi/dbv0.0.38` answers them ([`json_text`]), not
     /// the columns.
     pub json: bool,
+    /// `--yaml`: the same document as `--json`, in 22.05's YAML ([`yaml_text`]). The last
+    /// of `--json` and `--yaml` wins, as 22.05's `sacct.c` keeps the last mime type asked.
+    pub yaml: bool,
 }
 
 /// The outcome of parsing: a query to run, or an answer without one (help, errors).
@@ -707,6 +711,10 @@ pub fn run(args: &[String], io: &mut Io<'_>) -> i32 {
         io.out(&json_text(&jobs, &ctx.cluster, plan.query.now));
         return 0;
     }
+    if plan.yaml {
+        io.out(&yaml_text(&jobs, &ctx.cluster, plan.query.now));
+        return 0;
+    }
     io.out(&render(&jobs, &plan.cols, &plan.layout, plan.noheader, plan.no_steps, &ctx));
     0
 }
@@ -717,6 +725,20 @@ pub fn run(args: &[String], io: &mut Io<'_>) -> i32 {
 /// `-X` or `-n` say (22.05 ignores them with `--json`). Group and canceller names come from
 /// the password and group databases.
 pub fn json_text(jobs: &[AcctJob], cluster: &str, now: i64) -> String {
+    let mut text = serde_json::to_string_pretty(&jobs_doc(jobs, cluster, now)).unwrap_or_default();
+    text.push('\n');
+    text
+}
+
+/// `sacct --yaml` as Slurm 22.05 prints it: [`json_text`]'s document through 22.05's YAML
+/// serializer (libyaml, every node tagged: [`crate::json_out::to_yaml`]), keys in the same
+/// order as `--json`'s.
+pub fn yaml_text(jobs: &[AcctJob], cluster: &str, now: i64) -> String {
+    crate::json_out::to_yaml(&crate::json_out::Doc::from_value(&jobs_doc(jobs, cluster, now)))
+}
+
+/// The document `--json` and `--yaml` print.
+fn jobs_doc(jobs: &[AcctJob], cluster: &str, now: i64) -> serde_json::Value {
     let mut gids: Vec<u32> = jobs.iter().map(|j| j.gid).collect();
     gids.sort_unstable();
     gids.dedup();
@@ -740,9 +762,7 @@ pub fn json_text(jobs: &[AcctJob], cluster: &str, now: i64) -> String {
     let body = flotilla_rest::v38db::jobs_response(jobs, &ctx);
     let mut doc = flotilla_rest::meta::envelope(v, &flotilla_rest::ClientInfo::default(), cluster, body, &[], &[]);
     doc["meta"]["plugin"] = serde_json::json!({"type": "openapi/dbv0.0.38", "name": "Slurm OpenAPI DB v0.0.38"});
-    let mut text = serde_json::to_string_pretty(&doc).unwrap_or_default();
-    text.push('\n');
-    text
+    doc
 }
 
 /// Parses sacct's command line (`args[0]` is the program) as user `uid` at time `now`.
@@ -763,7 +783,7 @@ pub fn parse(args: &[String], env: &dyn Fn(&str) -> Option<String>, uid: u32, no
     let mut field_list = String::new();
     let mut help = 0;
     let (mut truncate, mut units) = (false, Units::default());
-    let mut json = false;
+    let (mut json, mut yaml) = (false, false);
     for o in &parsed.opts {
         let a = o.arg.as_deref().unwrap_or("");
         match o.id {
@@ -838,7 +858,9 @@ pub fn parse(args: &[String], env: &dyn Fn(&str) -> Option<String>, uid: u32, no
             },
             x if x == c('D') => q.duplicates = true,
             // `--json[=data_parser]`: 22.05 has one shape, whatever is asked.
-            O_JSON => json = true,
+            O_JSON => (json, yaml) = (true, false),
+            // `--yaml[=data_parser]`: likewise.
+            O_YAML => (json, yaml) = (false, true),
             _ => {}
         }
     }
@@ -910,6 +932,7 @@ pub fn parse(args: &[String], env: &dyn Fn(&str) -> Option<String>, uid: u32, no
             units,
             truncate,
             json,
+            yaml,
         })),
     }
 }
@@ -1122,7 +1145,25 @@ mod tests {
             steps: Vec::new(),
             show_job: true,
         };
+        let y = yaml_text(std::slice::from_ref(&j), "oracle", 200);
         let doc: serde_json::Value = serde_json::from_str(&json_text(&[j], "oracle", 200)).unwrap();
+        // `--yaml`: the same document, libyaml's tagged block style as 22.05 writes it.
+        assert_eq!(y, crate::json_out::to_yaml(&crate::json_out::Doc::from_value(&doc)));
+        assert!(y.starts_with("%YAML 1.1\n--- !!map\n"), "{y}");
+        assert!(y.ends_with("\n...\n"), "{y}");
+        assert!(y.contains("\n!!str errors: !!seq []\n"), "{y}");
+        assert!(y.contains("\n!!str jobs: !!seq\n- !!map\n"), "{y}");
+        assert!(y.contains("\n  !!str job_id: !!int 7\n"), "{y}");
+        assert!(y.contains("\n  !!str cluster: !!str oracle\n"), "{y}");
+        let p = plan(&["--yaml", "-j", "7"], 2001);
+        assert!(p.yaml && !p.json);
+        assert!(plan(&["--yaml=v0.0.38"], 2001).yaml);
+        // The last of --json and --yaml wins.
+        let p = plan(&["--yaml", "--json"], 2001);
+        assert!(p.json && !p.yaml);
+        let p = plan(&["--json", "--yaml"], 2001);
+        assert!(p.yaml && !p.json);
+        assert!(!plan(&["-j", "7"], 2001).yaml);
         assert_eq!(doc["errors"], serde_json::json!([]));
         assert_eq!(doc["meta"]["plugin"]["type"], "openapi/dbv0.0.38");
         let job = &doc["jobs"][0];
