@@ -1,6 +1,7 @@
-//! slurmrestd's reservations and licenses, every version (v0.0.38, v0.0.41–v0.0.44), end to
-//! end: a local cluster, slurmrestd on its Unix socket. Flotilla has neither, so the lists
-//! are empty and a named reservation is Slurm's error for an unknown one.
+//! slurmrestd's reservations and licenses, every version (v0.0.38, v0.0.41–v0.0.44), and
+//! shares (v0.0.41–v0.0.44), end to end: a local cluster, slurmrestd on its Unix socket.
+//! Flotilla has no reservations or licenses, so those lists are empty and a named
+//! reservation is Slurm's error for an unknown one; shares are sshare's tree.
 //!
 //! Every answer is validated against the schema slurmrestd serves (`/openapi/v3`, strictly)
 //! and against the real clients' models (`slurmrestapi` 25.11.4; the v0.0.38 client for
@@ -35,7 +36,7 @@ impl Checker {
 }
 
 #[test]
-fn reservations_and_licenses_are_empty_in_every_version() {
+fn reservations_and_licenses_are_empty_and_shares_are_sshares_in_every_version() {
     flotilla_compat_tests::build_binaries();
     let c = LocalCluster::start(None);
     let r = Restd::start(&c, &[], &[]);
@@ -68,6 +69,19 @@ fn reservations_and_licenses_are_empty_in_every_version() {
         assert_eq!(a.status, 200, "{v}: {}", a.body);
         let j = ck.check(&a, "get", &p("licenses/"), &m("OpenapiLicensesResp"));
         assert_eq!((&j["licenses"], &j["errors"]), (&json!([]), &json!([])), "{j:#}");
+        // Shares: the fair-share tree sshare shows, root first.
+        let a = r.get(&p("shares"));
+        assert_eq!(a.status, 200, "{v}: {}", a.body);
+        let j = ck.check(&a, "get", &p("shares"), &m("OpenapiSharesResp"));
+        assert_eq!(j["errors"], json!([]), "{j:#}");
+        let rows = j["shares"]["shares"].as_array().expect("shares list").clone();
+        assert_eq!(rows.first().map(|r| &r["name"]), Some(&json!("root")), "{j:#}");
+        assert_eq!(rows[0]["type"], json!(["ASSOCIATION"]), "{j:#}");
+        let a = r.get(&p("shares?accounts=root&users=nobody-here&colour=blue"));
+        assert_eq!(a.status, 200, "{v}: {}", a.body);
+        let j = ck.check(&a, "get", &p("shares"), &m("OpenapiSharesResp"));
+        assert!(j["shares"]["shares"].as_array().unwrap().iter().all(|r| r["type"] == json!(["ASSOCIATION"])), "{j:#}");
+        assert!(j["warnings"][0]["description"].as_str().unwrap_or("").contains("colour"), "{j:#}");
     }
     check_models(&ck.seen).unwrap_or_else(|e| panic!("the slurmrestapi models refuse answers:\n{e}"));
 

@@ -26,6 +26,7 @@ pub mod ping;
 pub mod v38;
 pub mod slurmdb;
 pub mod resv;
+pub mod shares;
 
 use crate::app::Shared;
 use axum::Router;
@@ -44,6 +45,7 @@ pub fn routes() -> Router<Shared> {
         .merge(fleet::routes())
         .merge(health::routes())
         .merge(resv::routes())
+        .merge(shares::routes())
 }
 
 /// The spec of every version and family served.
@@ -57,6 +59,7 @@ pub fn spec() -> Spec {
     s.merge(slurmdb::spec());
     s.merge(fleet::spec());
     s.merge(resv::spec());
+    s.merge(shares::spec());
     s
 }
 
