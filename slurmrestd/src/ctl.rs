@@ -23,6 +23,9 @@ pub const MAX_ANSWER: usize = 256 << 20;
 /// How long one call may take, connect included, before it fails with
 /// `SLURM_COMMUNICATIONS_CONNECTION_ERROR`.
 pub const CALL_TIMEOUT: Duration = Duration::from_secs(60);
+/// A pooled connection idle this long is not reused (below the controller's 60 s idle
+/// timeout, after which it closes the connection).
+pub const MAX_IDLE_AGE: Duration = Duration::from_secs(45);
 /// Most idle connections kept open per kind.
 pub const MAX_IDLE: usize = 64;
 
@@ -135,8 +138,8 @@ pub const MAX_IN_USE: usize = 48;
 /// The pooled client. Cheap to share (`Arc`).
 pub struct CtlClient {
     target: CtlTarget,
-    /// Idle connections: (over the Unix socket?, connection).
-    idle: Mutex<Vec<(bool, Conn)>>,
+    /// Idle connections: (over the Unix socket?, connection, idle since).
+    idle: Mutex<Vec<(bool, Conn, std::time::Instant)>>,
     /// Permits for connections in use ([`MAX_IN_USE`]).
     in_use: tokio::sync::Semaphore,
 }
@@ -170,14 +173,17 @@ impl CtlClient {
 
     fn take(&self, unix: bool) -> Option<Conn> {
         let mut idle = self.idle.lock().unwrap_or_else(|e| e.into_inner());
-        let i = idle.iter().rposition(|(u, _)| *u == unix)?;
+        // The controller closes a command connection idle for its IDLE_TIMEOUT (60 s): one
+        // idle for MAX_IDLE_AGE is dropped rather than tried.
+        idle.retain(|(_, _, since)| since.elapsed() < MAX_IDLE_AGE);
+        let i = idle.iter().rposition(|(u, _, _)| *u == unix)?;
         Some(idle.swap_remove(i).1)
     }
 
     fn give_back(&self, unix: bool, c: Conn) {
         let mut idle = self.idle.lock().unwrap_or_else(|e| e.into_inner());
-        if idle.iter().filter(|(u, _)| *u == unix).count() < MAX_IDLE {
-            idle.push((unix, c));
+        if idle.iter().filter(|(u, _, _)| *u == unix).count() < MAX_IDLE {
+            idle.push((unix, c, std::time::Instant::now()));
         }
     }
 
@@ -212,7 +218,9 @@ impl CtlClient {
         };
         let _permit = self.in_use.acquire().await.map_err(|_| unreachable_ctl())?;
         for attempt in 0..2 {
-            let pooled = self.take(unix);
+            // The second try is always on a new connection: the other pooled ones may be as
+            // stale as the first (a controller restart closes them all).
+            let pooled = if attempt == 0 { self.take(unix) } else { None };
             let fresh = pooled.is_none();
             let mut conn = match pooled {
                 Some(c) => c,
@@ -246,10 +254,81 @@ impl CtlClient {
                     self.give_back(unix, conn);
                     return Ok(resp);
                 }
-                Err(_) if !fresh && attempt == 0 => continue,
+                Err(_) if !fresh && attempt == 0 => {
+                    self.idle.lock().unwrap_or_else(|e| e.into_inner()).retain(|(u, _, _)| *u != unix);
+                    continue;
+                }
                 Err(_) => return Err(unreachable_ctl()),
             }
         }
         Err(SlurmError::new(SLURM_UNEXPECTED_MSG_ERROR))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    use std::sync::Arc;
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+    /// A controller stand-in on a Unix socket: the hello, then `Pong` to every request, until
+    /// `close` fires (as the controller's idle timeout or a restart closes every connection).
+    async fn stand_in(path: PathBuf, close: Arc<tokio::sync::Notify>, open: Arc<AtomicUsize>) {
+        let l = tokio::net::UnixListener::bind(&path).unwrap();
+        loop {
+            let (mut s, _) = l.accept().await.unwrap();
+            let (close, open) = (close.clone(), open.clone());
+            open.fetch_add(1, Ordering::SeqCst);
+            tokio::spawn(async move {
+                let mut buf = Vec::new();
+                let mut chunk = [0u8; 4096];
+                loop {
+                    tokio::select! {
+                        n = s.read(&mut chunk) => match n {
+                            Ok(0) | Err(_) => break,
+                            Ok(n) => buf.extend_from_slice(&chunk[..n]),
+                        },
+                        _ = close.notified() => break,
+                    }
+                    while let Ok(Some((f, used))) = decode_frame_max(&buf, 1 << 20) {
+                        buf.drain(..used);
+                        let answer = match f {
+                            Frame::Hello(_) => Frame::HelloOk { version: flotilla_proto::frame::PROTOCOL_VERSION_MAX },
+                            Frame::Request { id, .. } | Frame::TokenRequest { id, .. } => Frame::Response { id, body: Response::Pong },
+                            _ => continue,
+                        };
+                        s.write_all(&encode_frame(&answer).unwrap()).await.unwrap();
+                    }
+                }
+                open.fetch_sub(1, Ordering::SeqCst);
+            });
+        }
+    }
+
+    /// Every pooled connection closed by the controller (a restart): the next call still
+    /// succeeds, on a new connection, however many stale ones the pool held.
+    #[tokio::test]
+    async fn stale_pooled_connections_do_not_fail_a_call() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("ctld.sock");
+        let (close, open) = (Arc::new(tokio::sync::Notify::new()), Arc::new(AtomicUsize::new(0)));
+        tokio::spawn(stand_in(path.clone(), close.clone(), open.clone()));
+        while !path.exists() {
+            tokio::task::yield_now().await;
+        }
+        let c = Arc::new(CtlClient::new(CtlTarget { unix: Some(path), tcp: "127.0.0.1:1".into(), auth_socket: "/nonexistent".into() }));
+        // Four calls at once leave four idle connections in the pool.
+        let calls: Vec<_> = (0..4).map(|_| { let c = c.clone(); tokio::spawn(async move { c.call(&Caller::Local, Request::Ping).await }) }).collect();
+        for t in calls {
+            assert_eq!(t.await.unwrap(), Ok(Response::Pong));
+        }
+        assert!(open.load(Ordering::SeqCst) >= 2, "several pooled connections");
+        close.notify_waiters();
+        while open.load(Ordering::SeqCst) > 0 {
+            tokio::task::yield_now().await;
+        }
+        assert_eq!(c.call(&Caller::Local, Request::Ping).await, Ok(Response::Pong));
+        assert_eq!(c.call(&Caller::Local, Request::Ping).await, Ok(Response::Pong));
     }
 }
