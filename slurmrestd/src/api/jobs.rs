@@ -85,20 +85,86 @@ async fn query(st: &Shared, a: &Authed, q: JobQuery) -> Result<Vec<JobInfo>, Res
     }
 }
 
-async fn get_jobs(State(st): State<Shared>, a: Authed, uri: Uri, RawQuery(raw): RawQuery) -> Reply {
+/// From this many jobs a list is written by [`spliced_jobs`]: in chunks on every core, off the
+/// async workers.
+const SPLICE_FROM: usize = 2048;
+
+/// A job list answer with the jobs' JSON made in parallel: `chunks` threads each turn a slice
+/// of `jobs` into JSON text; the answer is `{"jobs":[...],` followed by the rest of the
+/// envelope (`head`, the answer with no jobs, whose `jobs` key is dropped). The same
+/// document as [`Reply`]'s (JSON objects are unordered; `jobs` simply comes first).
+pub fn spliced_jobs(v: ApiVersion, jobs: &[JobInfo], ctx: &Ctx, head: Reply, chunks: usize) -> axum::response::Response {
+    use axum::response::IntoResponse;
+    let size = jobs.len().div_ceil(chunks.max(1)).max(1);
+    let parts: Vec<Vec<u8>> = std::thread::scope(|s| {
+        let handles: Vec<_> = jobs
+            .chunks(size)
+            .map(|c| {
+                s.spawn(move || {
+                    let m = job::model(v);
+                    let values: Vec<Value> = c.iter().map(|j| m.emit(j, ctx)).collect();
+                    serde_json::to_vec(&values).unwrap_or_else(|_| b"[]".to_vec())
+                })
+            })
+            .collect();
+        handles.into_iter().map(|h| h.join().unwrap_or_else(|_| b"[]".to_vec())).collect()
+    });
+    let mut body = head.body;
+    if let Some(m) = body.as_object_mut() {
+        m.remove("jobs");
+    }
+    let rest = serde_json::to_vec(&body).unwrap_or_else(|_| b"{}".to_vec());
+    let mut out = Vec::with_capacity(parts.iter().map(Vec::len).sum::<usize>() + rest.len() + 16);
+    out.extend_from_slice(b"{\"jobs\":[");
+    let mut first = true;
+    for p in &parts {
+        // Each part is `[...]`: its inside, comma-separated from the previous one's.
+        let inner = &p[1..p.len() - 1];
+        if inner.is_empty() {
+            continue;
+        }
+        if !first {
+            out.push(b',');
+        }
+        out.extend_from_slice(inner);
+        first = false;
+    }
+    out.push(b']');
+    if rest.len() > 2 {
+        out.push(b',');
+        out.extend_from_slice(&rest[1..]);
+    } else {
+        out.push(b'}');
+    }
+    out.push(b'\n');
+    let mut r = (head.status, out).into_response();
+    r.headers_mut().insert(axum::http::header::CONTENT_TYPE, axum::http::HeaderValue::from_static("application/json"));
+    r
+}
+
+async fn get_jobs(State(st): State<Shared>, a: Authed, uri: Uri, RawQuery(raw): RawQuery) -> axum::response::Response {
+    use axum::response::IntoResponse;
     let v = version_of(uri.path());
     let q = query_pairs(raw.as_deref());
     let warns = only_keys(&q, &["update_time", "flags"], "op_handler_jobs");
     if let Some((_, t)) = q.iter().find(|(k, _)| k == "update_time") {
         if t.parse::<i64>().is_err() {
             let e = error(ESLURM_REST_INVALID_QUERY, format!("Rejecting request. Failure parsing query: update_time {t:?}"), "op_handler_jobs");
-            return jobs_answer(&st, &a, v, &[], None, &[e], &warns);
+            return jobs_answer(&st, &a, v, &[], None, &[e], &warns).into_response();
         }
     }
     let (jobs, bf) = tokio::join!(query(&st, &a, JobQuery { include_finished: true, ..JobQuery::default() }), last_backfill(&st, &a));
     match jobs {
-        Ok(j) => jobs_answer(&st, &a, v, &j, bf, &[], &warns),
-        Err(e) => jobs_answer(&st, &a, v, &[], None, &[e], &warns),
+        Ok(j) if j.len() >= SPLICE_FROM => {
+            let head = jobs_answer(&st, &a, v, &[], bf, &[], &warns);
+            let ctx = ctx(&st);
+            let chunks = std::thread::available_parallelism().map_or(1, |n| n.get()).min(8);
+            tokio::task::spawn_blocking(move || spliced_jobs(v, &j, &ctx, head, chunks))
+                .await
+                .unwrap_or_else(|_| axum::http::StatusCode::INTERNAL_SERVER_ERROR.into_response())
+        }
+        Ok(j) => jobs_answer(&st, &a, v, &j, bf, &[], &warns).into_response(),
+        Err(e) => jobs_answer(&st, &a, v, &[], None, &[e], &warns).into_response(),
     }
 }
 
@@ -361,6 +427,30 @@ pub fn spec() -> Spec {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The spliced list is the same document as the plain one, in every version, whatever
+    /// the number of chunks (one job per chunk, more chunks than jobs, none).
+    #[tokio::test]
+    async fn a_spliced_job_list_is_the_plain_one() {
+        use axum::http::StatusCode;
+        let ctx = Ctx { cluster: "c".into() };
+        let jobs: Vec<JobInfo> = (1..=7).map(|i| JobInfo { job_id: i, name: format!("j{i}"), ..JobInfo::default() }).collect();
+        let client = flotilla_rest::ClientInfo::default();
+        let warns = [warning("w", "t")];
+        for v in VERSIONS {
+            for n in [0, 1, 3, 7] {
+                let plain = Reply::enveloped(StatusCode::OK, v, &client, "c", job::response(v, &jobs[..n], &ctx, Some(9), 5), &[], &warns).body;
+                for chunks in [1, 2, 3, 16] {
+                    let head = Reply::enveloped(StatusCode::OK, v, &client, "c", job::response(v, &[], &ctx, Some(9), 5), &[], &warns);
+                    let r = spliced_jobs(v, &jobs[..n], &ctx, head, chunks);
+                    assert_eq!(r.status(), StatusCode::OK);
+                    let bytes = axum::body::to_bytes(r.into_body(), usize::MAX).await.unwrap();
+                    let got: Value = serde_json::from_slice(&bytes).unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&bytes)));
+                    assert_eq!(got, plain, "{v:?} {n} jobs in {chunks} chunks");
+                }
+            }
+        }
+    }
 
     #[test]
     fn job_ids_parse_as_slurms() {
