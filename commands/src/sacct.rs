@@ -1111,9 +1111,6 @@ mod tests {
         assert!(!plan(&["-j", "7"], 2001).json);
         let j = AcctJob {
             job_id: 7,
-            array_job_id: None,
-            array_task_id: None,
-            array_task_str: None,
             name: "x".into(),
             user: "alice".into(),
             uid: 2001,
@@ -1122,9 +1119,7 @@ mod tests {
             qos: "normal".into(),
             partition: "batch".into(),
             state: "FAILED".into(),
-            cancelled_by: None,
             exit_code: 3,
-            signal: 0,
             submit_time: 100,
             eligible_time: Some(100),
             start_time: Some(101),
@@ -1133,17 +1128,13 @@ mod tests {
             nodes: "gpu01".into(),
             alloc_nodes: 1,
             alloc_cpus: 2,
-            alloc_gpus: 0,
             alloc_mem_mib: 1024,
             req_nodes: 1,
             req_cpus: 2,
-            req_gpus: 0,
             req_mem_mib: 1024,
-            restarts: 0,
             work_dir: "/home/alice".into(),
-            comment: String::new(),
-            steps: Vec::new(),
             show_job: true,
+            ..AcctJob::default()
         };
         let y = yaml_text(std::slice::from_ref(&j), "oracle", 200);
         let doc: serde_json::Value = serde_json::from_str(&json_text(&[j], "oracle", 200)).unwrap();

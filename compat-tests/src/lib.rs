@@ -84,6 +84,29 @@ pub fn build_binaries() {
     });
 }
 
+/// Whether a root test may run: with `FLOTILLA_TEST_ROOT=1` (CI) it must be root (else the
+/// test fails); without it, prints `SKIPPED: <what>; needs root (FLOTILLA_TEST_ROOT=1)` (CI
+/// fails on any root `SKIPPED:`) and answers false.
+pub fn root_tests(what: &str) -> bool {
+    if std::env::var("FLOTILLA_TEST_ROOT").as_deref() != Ok("1") {
+        eprintln!("SKIPPED: {what}; needs root (FLOTILLA_TEST_ROOT=1)");
+        return false;
+    }
+    assert!(nix::unistd::geteuid().is_root(), "FLOTILLA_TEST_ROOT=1 but not root");
+    true
+}
+
+/// Makes the user `name` with `uid` (and a home) unless it exists, as the reference cluster
+/// has its users (alice 2001, bob 2002). Panics when `useradd` fails.
+pub fn ensure_user(name: &str, uid: u32) {
+    let ok = Command::new("sh")
+        .arg("-c")
+        .arg(format!("id {name} >/dev/null 2>&1 || useradd -u {uid} -m -s /bin/bash {name}"))
+        .status()
+        .is_ok_and(|s| s.success());
+    assert!(ok, "useradd {name}");
+}
+
 /// The shared data directory: `$FLOTILLA_SHARED_DIR` if set, else `<workspace root>/../shared`.
 pub fn shared_dir() -> PathBuf {
     match std::env::var_os("FLOTILLA_SHARED_DIR") {

@@ -470,3 +470,47 @@ pub fn shape_differences(path: &str, ours: &serde_json::Value, theirs: &serde_js
     }
     out
 }
+
+/// The answers a test has seen: each validated against the schema slurmrestd serves for its
+/// operation (`/openapi/v3`, read back by [`served_components`] and applied strictly), and
+/// kept with the client model class that must read it ([`check_models`], [`check_models_38`]).
+#[derive(Debug)]
+pub struct Checker {
+    /// The served document.
+    pub spec: serde_json::Value,
+    /// Its schemas.
+    pub comps: flotilla_rest::Components,
+    /// (model class, answer, label) of every recorded answer.
+    pub seen: Vec<(String, serde_json::Value, String)>,
+}
+
+impl Checker {
+    /// Reads the spec `r` serves.
+    pub fn new(r: &Restd) -> Checker {
+        let spec = r.get("/openapi/v3").json();
+        let comps = served_components(&spec);
+        Checker { spec, comps, seen: Vec::new() }
+    }
+
+    /// Validates `a` (an answer of `method` on the spec's `path`) against the served schema
+    /// (panics with the reason) and records it for the model `class` (empty: not recorded,
+    /// for an answer without a model of its own). Answers the JSON.
+    pub fn check(&mut self, a: &HttpReply, method: &str, path: &str, class: &str) -> serde_json::Value {
+        let j = a.json();
+        let schema = answer_schema(&self.spec, method, path);
+        if let Err(e) = self.comps.validate(&j, &schema) {
+            panic!("{method} {path}: not as the served spec says: {e}\n{j:#}");
+        }
+        if !class.is_empty() {
+            self.seen.push((class.to_string(), j.clone(), format!("{method} {path} ({})", a.status)));
+        }
+        j
+    }
+
+    /// [`Checker::check`] with the model named for version `v`: `{}` in `model` becomes
+    /// `V0042` for `v0.0.42` (`{}OpenapiJobInfoResp`).
+    pub fn check_v(&mut self, a: &HttpReply, method: &str, path: &str, v: &str, model: &str) -> serde_json::Value {
+        let class = if model.is_empty() { String::new() } else { model.replace("{}", &format!("V00{}", &v[5..])) };
+        self.check(a, method, path, &class)
+    }
+}

@@ -198,12 +198,10 @@ fn yaml_item_keys(text: &str, list: &str) -> Vec<Vec<String>> {
 
 #[test]
 fn squeue_and_sinfo_json_and_yaml_match_slurm_22_05() {
-    if std::env::var("FLOTILLA_TEST_ROOT").as_deref() != Ok("1") {
-        eprintln!("SKIPPED: submits jobs as alice (2001) on a local cluster with the reference configuration; needs root (FLOTILLA_TEST_ROOT=1)");
+    if !flotilla_compat_tests::root_tests("submits jobs as alice (2001) on a local cluster with the reference configuration") {
         return;
     }
-    assert!(nix::unistd::geteuid().is_root(), "FLOTILLA_TEST_ROOT=1 but not root");
-    assert!(sh("id alice >/dev/null 2>&1 || useradd -u 2001 -m -s /bin/bash alice"), "useradd alice");
+    flotilla_compat_tests::ensure_user("alice", 2001);
     flotilla_compat_tests::build_binaries();
     let conf = tempfile::tempdir().unwrap();
     let refconf = flotilla_compat_tests::shared_dir().join("slurm-reference/conf");

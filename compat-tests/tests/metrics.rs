@@ -15,7 +15,7 @@ use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpStream};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 /// The metric sets' paths.
 const PATHS: [&str; 5] = ["/metrics/jobs", "/metrics/nodes", "/metrics/partitions", "/metrics/scheduler", "/metrics/jobs-users-accts"];
@@ -270,20 +270,15 @@ fn metrics_endpoints_agree_with_squeue_and_sinfo_and_prometheus_scrapes_them() {
     // successfully 60 times, none failed, and its view of the job counts is squeue's.
     let tmp = tempfile::tempdir().unwrap();
     let prom = start_prometheus(&prometheus, tmp.path(), ctld);
-    let t0 = Instant::now();
-    let deadline = Duration::from_secs(180);
-    loop {
+    let scraped_a_minute = || {
         let scrapes = prom.query("count_over_time(up[10m])");
         let worst = prom.query("min_over_time(up[10m])");
-        if let (Ok(s), Ok(w)) = (&scrapes, &worst) {
-            assert!(w.iter().all(|(_, v)| *v == 1.0), "a scrape failed: {w:?}\n{}", prom.diag());
-            if s.len() == PATHS.len() && s.iter().all(|(_, n)| *n >= 60.0) {
-                break;
-            }
-        }
-        assert!(t0.elapsed() < deadline, "Prometheus did not scrape every path 60 times in {deadline:?}: {scrapes:?}\n{}", prom.diag());
-        std::thread::sleep(Duration::from_millis(250));
-    }
+        let (Ok(s), Ok(w)) = (&scrapes, &worst) else { return false };
+        assert!(w.iter().all(|(_, v)| *v == 1.0), "a scrape failed: {w:?}\n{}", prom.diag());
+        s.len() == PATHS.len() && s.iter().all(|(_, n)| *n >= 60.0)
+    };
+    let diag = || format!("{:?}\n{}", prom.query("count_over_time(up[10m])"), prom.diag());
+    wait_until("Prometheus to scrape every path 60 times", Duration::from_secs(180), scraped_a_minute, diag);
     let got = prom.query("slurm_jobs_running").unwrap_or_else(|e| panic!("{e}\n{}", prom.diag()));
     assert_eq!(got, vec![("jobs".to_string(), running as f64)], "{}", prom.diag());
     let got = prom.query("slurm_jobs_pending").unwrap_or_else(|e| panic!("{e}\n{}", prom.diag()));

@@ -3,6 +3,7 @@
 
 use flotilla_compat_tests::cluster::LocalCluster;
 use flotilla_compat_tests::restd::{Restd, Via};
+use flotilla_compat_tests::wait::wait_until;
 
 #[test]
 fn ping_answers_every_version_and_unauthenticated_tcp_is_refused() {
@@ -37,11 +38,8 @@ fn ping_answers_every_version_and_unauthenticated_tcp_is_refused() {
     let ctld = nix::unistd::Pid::from_raw(c.pids()[0]);
     nix::sys::signal::kill(ctld, nix::sys::signal::Signal::SIGKILL).expect("kill slurmctld");
     // Dead (a zombie until reaped, its sockets closed) before the probe.
-    let t0 = std::time::Instant::now();
-    while std::fs::read_to_string(format!("/proc/{ctld}/stat")).is_ok_and(|s| !s.contains(") Z ")) {
-        assert!(t0.elapsed() < std::time::Duration::from_secs(10), "slurmctld did not die");
-        std::thread::sleep(std::time::Duration::from_millis(10));
-    }
+    let stat = || std::fs::read_to_string(format!("/proc/{ctld}/stat")).unwrap_or_default();
+    wait_until("slurmctld to die", std::time::Duration::from_secs(10), || stat().is_empty() || stat().contains(") Z "), stat);
     assert_eq!(r.get("/readyz").status, 503);
     assert_eq!(r.get("/livez").status, 204);
 }
@@ -54,7 +52,7 @@ fn ping_answers_every_version_and_unauthenticated_tcp_is_refused() {
 fn connections_are_capped_per_client_and_slow_peers_are_closed() {
     use std::io::{Read, Write};
     use std::os::unix::net::UnixStream;
-    use std::time::{Duration, Instant};
+    use std::time::Duration;
     flotilla_compat_tests::build_binaries();
     let c = LocalCluster::start(None);
     let r = Restd::start(&c, &["--max-connections", "64"], &[]);
@@ -96,13 +94,7 @@ fn connections_are_capped_per_client_and_slow_peers_are_closed() {
     let mut over = connect();
     assert!(!answered(&mut over), "the 65th connection is closed unanswered");
     drop(held.pop());
-    let t0 = Instant::now();
-    loop {
-        if answered(&mut connect()) {
-            break;
-        }
-        assert!(t0.elapsed() < Duration::from_secs(10), "a freed place was never given again");
-    }
+    wait_until("the freed place to be given again", Duration::from_secs(10), || answered(&mut connect()), || r.log_text());
     drop(held);
 
     // Over TCP (another client, so none of the places above matter): an idle peer and one
@@ -121,10 +113,7 @@ fn connections_are_capped_per_client_and_slow_peers_are_closed() {
         let _ = s.read_to_string(&mut answer);
         answer
     };
-    let t0 = Instant::now();
-    while !whole().starts_with("HTTP/1.1 401") {
-        assert!(t0.elapsed() < Duration::from_secs(10), "the places were never given back");
-    }
+    wait_until("the places to be given back", Duration::from_secs(10), || whole().starts_with("HTTP/1.1 401"), || r.log_text());
     let mut idle = tcp();
     let mut half = tcp();
     half.write_all(b"GET /slurm/v0.0.42/ping HTTP/1.1\r\nHost: x\r\n").unwrap();

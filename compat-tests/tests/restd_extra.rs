@@ -9,40 +9,17 @@
 //! (`goldens-rest/v0.0.38/{reservations,licenses}.json`).
 
 use flotilla_compat_tests::cluster::LocalCluster;
-use flotilla_compat_tests::restd::{
-    answer_schema, check_models, check_models_38, golden38, served_components, shape_differences, HttpReply, Restd,
-};
-use serde_json::{json, Value};
+use flotilla_compat_tests::restd::{check_models, check_models_38, golden38, shape_differences, Checker, Restd};
+use serde_json::json;
 
 const VERSIONS: [&str; 4] = ["v0.0.41", "v0.0.42", "v0.0.43", "v0.0.44"];
-
-struct Checker {
-    spec: Value,
-    comps: flotilla_rest::Components,
-    seen: Vec<(String, Value, String)>,
-}
-
-impl Checker {
-    /// Validates `a` against the served schema of `method path`; keeps it for `model`.
-    fn check(&mut self, a: &HttpReply, method: &str, path: &str, model: &str) -> Value {
-        let j = a.json();
-        let schema = answer_schema(&self.spec, method, path);
-        if let Err(e) = self.comps.validate(&j, &schema) {
-            panic!("{method} {path}: not as the served spec says: {e}\n{j:#}");
-        }
-        self.seen.push((model.to_string(), j.clone(), format!("{method} {path} ({})", a.status)));
-        j
-    }
-}
 
 #[test]
 fn reservations_and_licenses_are_empty_and_shares_are_sshares_in_every_version() {
     flotilla_compat_tests::build_binaries();
     let c = LocalCluster::start(None);
     let r = Restd::start(&c, &[], &[]);
-    let spec = r.get("/openapi/v3").json();
-    let comps = served_components(&spec);
-    let mut ck = Checker { spec, comps, seen: Vec::new() };
+    let mut ck = Checker::new(&r);
     for v in VERSIONS {
         let p = |s: &str| format!("/slurm/{v}/{s}");
         let m = |s: &str| format!("V00{}{s}", &v[5..]);

@@ -8,8 +8,9 @@
 use flotilla_compat_tests::cluster::LocalCluster;
 use flotilla_compat_tests::restd::{HttpReply, Restd, Via};
 use flotilla_rest::schema::Schema;
+use flotilla_compat_tests::wait::wait_until;
 use serde_json::{json, Value};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 fn valid(r: &HttpReply, schema: &'static str) -> Value {
     let v = r.json();
@@ -21,12 +22,8 @@ fn valid(r: &HttpReply, schema: &'static str) -> Value {
 }
 
 /// Waits (30 s at most, else fails) until `f` is true of a fresh answer.
-fn wait_for(what: &str, mut f: impl FnMut() -> bool) {
-    let t0 = Instant::now();
-    while !f() {
-        assert!(t0.elapsed() < Duration::from_secs(30), "timed out waiting for {what}");
-        std::thread::sleep(Duration::from_millis(100));
-    }
+fn wait_for(what: &str, f: impl FnMut() -> bool) {
+    wait_until(what, Duration::from_secs(30), f, String::new);
 }
 
 #[test]

@@ -8,42 +8,12 @@
 //! accepts it). Without that client's venv the test fails (`restd::python`).
 
 use flotilla_compat_tests::cluster::LocalCluster;
-use flotilla_compat_tests::restd::{answer_schema, check_models, served_components, HttpReply, Restd, Via};
+use flotilla_compat_tests::restd::{check_models, Checker, Restd, Via};
 use flotilla_compat_tests::wait::wait_until;
 use serde_json::{json, Value};
 use std::time::Duration;
 
 const VERSIONS: [&str; 4] = ["v0.0.41", "v0.0.42", "v0.0.43", "v0.0.44"];
-
-/// Answers seen, each validated against the served spec and kept for the Python models.
-struct Checker {
-    spec: Value,
-    comps: flotilla_rest::Components,
-    seen: Vec<(String, Value, String)>,
-}
-
-impl Checker {
-    fn new(r: &Restd) -> Checker {
-        let spec = r.get("/openapi/v3").json();
-        let comps = served_components(&spec);
-        Checker { spec, comps, seen: Vec::new() }
-    }
-
-    /// Validates `a` (answer of `method` on the spec's `path`) against the served schema and
-    /// records it for the model `model` (`V0042OpenapiJobInfoResp`, `{}` for the version).
-    fn check(&mut self, a: &HttpReply, method: &str, path: &str, v: &str, model: &str) -> Value {
-        let j = a.json();
-        let schema = answer_schema(&self.spec, method, path);
-        if let Err(e) = self.comps.validate(&j, &schema) {
-            panic!("{method} {path}: not as the served spec says: {e}\n{j:#}");
-        }
-        let class = model.replace("{}", &format!("V00{}", &v[5..]));
-        // (An answer without a model of its own, as v0.0.38's DELETE and update, is only
-        // checked against the served spec; `model` is empty for it.)
-        self.seen.push((class, j.clone(), format!("{method} {path} ({})", a.status)));
-        j
-    }
-}
 
 fn submit_body(dir: &std::path::Path, name: &str) -> String {
     json!({
@@ -73,7 +43,7 @@ fn a_job_is_submitted_listed_updated_and_cancelled_in_every_version() {
         let name = format!("rest-{v}");
         let a = r.call(Via::Unix, "POST", &p("job/submit"), &[], Some(&submit_body(&work, &name)));
         assert_eq!(a.status, 200, "{v} submit: {}", a.body);
-        let j = ck.check(&a, "post", &p("job/submit"), v, "{}OpenapiJobSubmitResponse");
+        let j = ck.check_v(&a, "post", &p("job/submit"), v, "{}OpenapiJobSubmitResponse");
         assert_eq!(j["errors"], json!([]), "{v}: {j}");
         assert_eq!(j["step_id"], "batch");
         let id = j["job_id"].as_u64().expect("job_id");
@@ -82,7 +52,7 @@ fn a_job_is_submitted_listed_updated_and_cancelled_in_every_version() {
         let job = |ck: &mut Checker| {
             let a = r.get(&p(&format!("job/{id}")));
             assert_eq!(a.status, 200, "{v} job/{id}: {}", a.body);
-            let j = ck.check(&a, "get", &p("job/{job_id}"), v, "{}OpenapiJobInfoResp");
+            let j = ck.check_v(&a, "get", &p("job/{job_id}"), v, "{}OpenapiJobInfoResp");
             j["jobs"][0].clone()
         };
         // Polled without checks (the answers after the wait are checked).
@@ -107,7 +77,7 @@ fn a_job_is_submitted_listed_updated_and_cancelled_in_every_version() {
         assert_eq!(one["exit_code"]["status"], json!(["PENDING"]));
         let a = r.get(&p("jobs/"));
         assert_eq!(a.status, 200, "{}", a.body);
-        let all = ck.check(&a, "get", &p("jobs/"), v, "{}OpenapiJobInfoResp");
+        let all = ck.check_v(&a, "get", &p("jobs/"), v, "{}OpenapiJobInfoResp");
         assert!(all["jobs"].as_array().unwrap().iter().any(|j| j["job_id"] == id), "{all:#}");
         assert_eq!(all["last_update"]["set"], true);
         let a = r.get(&p("jobs/?update_time=0"));
@@ -116,7 +86,7 @@ fn a_job_is_submitted_listed_updated_and_cancelled_in_every_version() {
         let upd = json!({"comment": format!("via {v}"), "name": format!("{name}-2")}).to_string();
         let a = r.call(Via::Unix, "POST", &p(&format!("job/{id}")), &[], Some(&upd));
         assert_eq!(a.status, 200, "{v} update: {}", a.body);
-        let u = ck.check(&a, "post", &p("job/{job_id}"), v, "{}OpenapiJobPostResponse");
+        let u = ck.check_v(&a, "post", &p("job/{job_id}"), v, "{}OpenapiJobPostResponse");
         assert_eq!(u["results"][0]["error_code"], 0, "{u:#}");
         let one = job(&mut ck);
         assert_eq!(one["comment"], format!("via {v}"));
@@ -124,7 +94,7 @@ fn a_job_is_submitted_listed_updated_and_cancelled_in_every_version() {
         // Cancel (DELETE: SIGKILL to the whole job).
         let a = r.call(Via::Unix, "DELETE", &p(&format!("job/{id}")), &[], None);
         assert_eq!(a.status, 200, "{v} delete: {}", a.body);
-        let k = ck.check(&a, "delete", &p("job/{job_id}"), v, if v == "v0.0.41" { "{}OpenapiResp" } else { "{}OpenapiKillJobResp" });
+        let k = ck.check_v(&a, "delete", &p("job/{job_id}"), v, if v == "v0.0.41" { "{}OpenapiResp" } else { "{}OpenapiKillJobResp" });
         assert_eq!(k["errors"], json!([]), "{k:#}");
         if v != "v0.0.41" {
             assert_eq!(k["status"][0]["job_id"]["number"], id);
@@ -153,7 +123,7 @@ fn nodes_partitions_diag_and_errors_answer_as_slurms_in_every_version() {
         let p = |s: &str| format!("/slurm/{v}/{s}");
         let a = r.get(&p("nodes/"));
         assert_eq!(a.status, 200, "{}", a.body);
-        let n = ck.check(&a, "get", &p("nodes/"), v, "{}OpenapiNodesResp");
+        let n = ck.check_v(&a, "get", &p("nodes/"), v, "{}OpenapiNodesResp");
         let names: Vec<&str> = n["nodes"].as_array().unwrap().iter().map(|x| x["name"].as_str().unwrap()).collect();
         assert_eq!(names, c.nodes().iter().map(String::as_str).collect::<Vec<_>>());
         assert_eq!(n["nodes"][0]["state"], json!(["IDLE"]), "{n:#}");
@@ -161,56 +131,56 @@ fn nodes_partitions_diag_and_errors_answer_as_slurms_in_every_version() {
         // A query key Slurm does not know is ignored with its warning.
         let a = r.get(&p("nodes/?nosuch=1"));
         assert_eq!(a.status, 200, "{}", a.body);
-        let w = ck.check(&a, "get", &p("nodes/"), v, "{}OpenapiNodesResp");
+        let w = ck.check_v(&a, "get", &p("nodes/"), v, "{}OpenapiNodesResp");
         assert!(w["warnings"][0]["description"].as_str().unwrap_or("").contains("nosuch"), "{w:#}");
         let a = r.get(&p(&format!("node/{first}")));
         assert_eq!(a.status, 200, "{}", a.body);
-        let one = ck.check(&a, "get", &p("node/{node_name}"), v, "{}OpenapiNodesResp");
+        let one = ck.check_v(&a, "get", &p("node/{node_name}"), v, "{}OpenapiNodesResp");
         assert_eq!(one["nodes"].as_array().map(Vec::len), Some(1));
         let a = r.get(&p("partitions/"));
         assert_eq!(a.status, 200, "{}", a.body);
-        let parts = ck.check(&a, "get", &p("partitions/"), v, "{}OpenapiPartitionResp");
+        let parts = ck.check_v(&a, "get", &p("partitions/"), v, "{}OpenapiPartitionResp");
         let part = parts["partitions"][0]["name"].as_str().expect("a partition").to_string();
         assert_eq!(parts["partitions"][0]["partition"]["state"], json!(["UP"]));
         let a = r.get(&p(&format!("partition/{}", part.to_uppercase())));
         assert_eq!(a.status, 200, "{}", a.body);
-        let one = ck.check(&a, "get", &p("partition/{partition_name}"), v, "{}OpenapiPartitionResp");
+        let one = ck.check_v(&a, "get", &p("partition/{partition_name}"), v, "{}OpenapiPartitionResp");
         assert_eq!(one["partitions"][0]["name"], part.as_str());
         let a = r.get(&p("diag/"));
         assert_eq!(a.status, 200, "{}", a.body);
-        let d = ck.check(&a, "get", &p("diag/"), v, "{}OpenapiDiagResp");
+        let d = ck.check_v(&a, "get", &p("diag/"), v, "{}OpenapiDiagResp");
         assert!(d["statistics"]["req_time"]["number"].as_i64().unwrap() > 0, "{d:#}");
         let types = d["statistics"]["rpcs_by_message_type"].as_array().unwrap();
         assert!(types.iter().any(|t| t["message_type"] == "REQUEST_NODE_INFO"), "{d:#}");
         // Errors, each with Slurm's number and HTTP status, still in the answer's shape.
         let a = r.get(&p("job/9999999"));
         assert_eq!(a.status, 404, "{}", a.body);
-        let e = ck.check(&a, "get", &p("job/{job_id}"), v, "{}OpenapiJobInfoResp");
+        let e = ck.check_v(&a, "get", &p("job/{job_id}"), v, "{}OpenapiJobInfoResp");
         assert_eq!(e["errors"][0]["error_number"], 2017, "{e:#}");
         assert_eq!(e["errors"][0]["error"], "Invalid job id specified");
         assert_eq!(e["jobs"], json!([]));
         let a = r.get(&p("job/notanumber"));
         assert_eq!(a.status, 422, "{}", a.body);
-        ck.check(&a, "get", &p("job/{job_id}"), v, "{}OpenapiJobInfoResp");
+        ck.check_v(&a, "get", &p("job/{job_id}"), v, "{}OpenapiJobInfoResp");
         let a = r.get(&p("partition/nosuch"));
         assert_eq!(a.status, 422, "{}", a.body);
-        let e = ck.check(&a, "get", &p("partition/{partition_name}"), v, "{}OpenapiPartitionResp");
+        let e = ck.check_v(&a, "get", &p("partition/{partition_name}"), v, "{}OpenapiPartitionResp");
         assert_eq!(e["errors"][0]["error_number"], 9000);
         // Slurm 25.11 answers 500 here; a client's unknown name is 404 (rest::dp::http_status).
         let a = r.get(&p("node/nosuch"));
         assert_eq!(a.status, 404, "{}", a.body);
-        let e = ck.check(&a, "get", &p("node/{node_name}"), v, "{}OpenapiNodesResp");
+        let e = ck.check_v(&a, "get", &p("node/{node_name}"), v, "{}OpenapiNodesResp");
         assert_eq!(e["errors"][0]["error_number"], 2018);
         let a = r.call(Via::Unix, "DELETE", &p("job/9999999?signal=NOPE"), &[], None);
         assert_eq!(a.status, 422, "{}", a.body);
         // Slurm 25.11: 500; a request error (ESLURM_* 2000-2999) is 400 here.
         let a = r.call(Via::Unix, "POST", &p("job/submit"), &[], Some(r#"{"job": {"name": "x"}}"#));
         assert_eq!(a.status, 400, "{}", a.body);
-        let e = ck.check(&a, "post", &p("job/submit"), v, "{}OpenapiJobSubmitResponse");
+        let e = ck.check_v(&a, "post", &p("job/submit"), v, "{}OpenapiJobSubmitResponse");
         assert_eq!(e["errors"][0]["error_number"], 2009, "{e:#}");
         let a = r.call(Via::Unix, "POST", &p("job/submit"), &[], Some(r#"{"script": "x", "job": {"licenses": "a"}}"#));
         assert_eq!(a.status, 400, "{}", a.body);
-        let e = ck.check(&a, "post", &p("job/submit"), v, "{}OpenapiJobSubmitResponse");
+        let e = ck.check_v(&a, "post", &p("job/submit"), v, "{}OpenapiJobSubmitResponse");
         assert_eq!(e["errors"][0]["source"], "licenses", "{e:#}");
         let a = r.call(Via::Unix, "POST", &p("job/submit"), &[], Some("not json"));
         assert_eq!(a.status, 400, "{}", a.body);
@@ -218,7 +188,7 @@ fn nodes_partitions_diag_and_errors_answer_as_slurms_in_every_version() {
         // Slurm's kill_jobs results; v0.0.41's answer is the error.
         let a = r.call(Via::Unix, "DELETE", &p("job/9999999"), &[], None);
         let model = if v == "v0.0.41" { "{}OpenapiResp" } else { "{}OpenapiKillJobResp" };
-        let k = ck.check(&a, "delete", &p("job/{job_id}"), v, model);
+        let k = ck.check_v(&a, "delete", &p("job/{job_id}"), v, model);
         if v == "v0.0.41" {
             assert_eq!(a.status, 404, "{}", a.body);
             assert_eq!(k["errors"][0]["error_number"], 2017);
@@ -394,7 +364,7 @@ fn v0038_answers_in_22_05s_shapes_and_its_client_drives_a_job() {
     .to_string();
     let a = r.call(Via::Unix, "POST", &p("job/submit"), &[], Some(&body));
     assert_eq!(a.status, 200, "{}", a.body);
-    let j = ck.check(&a, "post", &p("job/submit"), v, "V0038JobSubmissionResponse");
+    let j = ck.check_v(&a, "post", &p("job/submit"), v, "V0038JobSubmissionResponse");
     assert_eq!(j["step_id"], "BATCH");
     let id = j["job_id"].as_u64().expect("job_id");
     let last = std::cell::RefCell::new(Value::Null);
@@ -404,48 +374,48 @@ fn v0038_answers_in_22_05s_shapes_and_its_client_drives_a_job() {
     };
     wait_until("v0.0.38 job RUNNING", Duration::from_secs(30), || state_is("RUNNING"), || format!("{:#}", last.borrow()));
     let a = r.get(&p(&format!("job/{id}")));
-    let one = ck.check(&a, "get", &p("job/{job_id}"), v, "V0038JobsResponse")["jobs"][0].clone();
+    let one = ck.check_v(&a, "get", &p("job/{job_id}"), v, "V0038JobsResponse")["jobs"][0].clone();
     assert_eq!((one["name"].as_str(), one["time_limit"].as_i64()), (Some("rest-38"), Some(10)), "{one:#}");
     assert!(one["start_time"].as_i64().unwrap_or(0) > 0);
     let a = r.get(&p("jobs/"));
-    ck.check(&a, "get", &p("jobs/"), v, "V0038JobsResponse");
+    ck.check_v(&a, "get", &p("jobs/"), v, "V0038JobsResponse");
     let a = r.call(Via::Unix, "POST", &p(&format!("job/{id}")), &[], Some(r#"{"comment": "via 38"}"#));
     assert_eq!(a.status, 200, "{}", a.body);
-    ck.check(&a, "post", &p("job/{job_id}"), v, "");
+    ck.check_v(&a, "post", &p("job/{job_id}"), v, "");
     let a = r.get(&p(&format!("job/{id}")));
     assert_eq!(a.json()["jobs"][0]["comment"], "via 38");
     let a = r.call(Via::Unix, "DELETE", &p(&format!("job/{id}")), &[], None);
     assert_eq!(a.status, 200, "{}", a.body);
-    ck.check(&a, "delete", &p("job/{job_id}"), v, "");
+    ck.check_v(&a, "delete", &p("job/{job_id}"), v, "");
     wait_until("v0.0.38 job CANCELLED", Duration::from_secs(30), || state_is("CANCELLED"), || format!("{:#}", last.borrow()));
     // 22.05's statuses: 500 for an unknown job, 400 for a body that does not parse.
     let a = r.get(&p("job/9999999"));
     assert_eq!(a.status, 500, "{}", a.body);
-    let e = ck.check(&a, "get", &p("job/{job_id}"), v, "V0038JobsResponse");
+    let e = ck.check_v(&a, "get", &p("job/{job_id}"), v, "V0038JobsResponse");
     assert_eq!((e["errors"][0]["error_number"].as_i64(), e["errors"][0]["error"].as_str()), (Some(2017), Some("Invalid job id specified")));
     let a = r.call(Via::Unix, "POST", &p("job/submit"), &[], Some(r#"{"script": "x", "job": {"name": "x"}}"#));
     assert_eq!(a.status, 500, "{}", a.body);
-    assert_eq!(ck.check(&a, "post", &p("job/submit"), v, "V0038JobSubmissionResponse")["errors"][0]["error_number"], 2127);
+    assert_eq!(ck.check_v(&a, "post", &p("job/submit"), v, "V0038JobSubmissionResponse")["errors"][0]["error_number"], 2127);
     let a = r.call(Via::Unix, "POST", &p("job/submit"), &[], Some("nope"));
     assert_eq!(a.status, 400, "{}", a.body);
     // Nodes, partitions, diag.
     let a = r.get(&p("nodes/"));
-    let n = ck.check(&a, "get", &p("nodes/"), v, "V0038NodesResponse");
+    let n = ck.check_v(&a, "get", &p("nodes/"), v, "V0038NodesResponse");
     assert_eq!(n["nodes"].as_array().map(Vec::len), Some(c.nodes().len()));
     assert_eq!((n["nodes"][0]["state"].as_str(), &n["nodes"][0]["state_flags"]), (Some("idle"), &json!([])), "{n:#}");
     let a = r.get(&p(&format!("node/{}", c.nodes()[0])));
-    ck.check(&a, "get", &p("node/{node_name}"), v, "V0038NodesResponse");
+    ck.check_v(&a, "get", &p("node/{node_name}"), v, "V0038NodesResponse");
     let a = r.get(&p("node/nosuch"));
     assert_eq!(a.status, 500, "{}", a.body);
-    assert_eq!(ck.check(&a, "get", &p("node/{node_name}"), v, "V0038NodesResponse")["errors"][0]["error_number"], 2018);
+    assert_eq!(ck.check_v(&a, "get", &p("node/{node_name}"), v, "V0038NodesResponse")["errors"][0]["error_number"], 2018);
     let a = r.get(&p("partitions/"));
-    let parts = ck.check(&a, "get", &p("partitions/"), v, "V0038PartitionsResponse");
+    let parts = ck.check_v(&a, "get", &p("partitions/"), v, "V0038PartitionsResponse");
     let part = parts["partitions"][0]["name"].as_str().expect("a partition").to_string();
     assert_eq!(parts["partitions"][0]["state"], "UP");
     let a = r.get(&p(&format!("partition/{part}")));
-    ck.check(&a, "get", &p("partition/{partition_name}"), v, "V0038PartitionsResponse");
+    ck.check_v(&a, "get", &p("partition/{partition_name}"), v, "V0038PartitionsResponse");
     let a = r.get(&p("diag/"));
-    let d = ck.check(&a, "get", &p("diag/"), v, "V0038Diag");
+    let d = ck.check_v(&a, "get", &p("diag/"), v, "V0038Diag");
     assert!(d["statistics"]["req_time"].as_i64().unwrap_or(0) > 0, "{d:#}");
     // Against what real slurmrestd 22.05.8 answered on the reference (goldens-rest): every
     // key Flotilla writes is one 22.05 writes, with a value of the same JSON type, and the

@@ -12,46 +12,13 @@
 //! (`FLOTILLA_TEST_ROOT=1`): sacctmgr's changes are an administrator's.
 
 use flotilla_compat_tests::cluster::LocalCluster;
-use flotilla_compat_tests::restd::{answer_schema, check_models, golden38, served_components, shape_differences, HttpReply, Restd, Via};
+use flotilla_compat_tests::restd::{check_models, golden38, shape_differences, Checker, Restd, Via};
 use flotilla_compat_tests::wait::wait_until;
 use serde_json::{json, Value};
 use std::process::Command;
 use std::time::Duration;
 
 const VERSIONS: [&str; 4] = ["v0.0.41", "v0.0.42", "v0.0.43", "v0.0.44"];
-
-struct Checker {
-    spec: Value,
-    comps: flotilla_rest::Components,
-    seen: Vec<(String, Value, String)>,
-}
-
-impl Checker {
-    fn new(r: &Restd) -> Checker {
-        let spec = r.get("/openapi/v3").json();
-        let comps = served_components(&spec);
-        Checker { spec, comps, seen: Vec::new() }
-    }
-
-    /// Validates `a` (an answer of GET on the spec's `path`) against the served schema and,
-    /// unless `model` is empty, records it for that model (`{}` is `V0042` for `v`).
-    fn check(&mut self, a: &HttpReply, path: &str, v: &str, model: &str) -> Value {
-        let j = a.json();
-        let schema = answer_schema(&self.spec, "get", path);
-        if let Err(e) = self.comps.validate(&j, &schema) {
-            panic!("GET {path}: not as the served spec says: {e}\n{j:#}");
-        }
-        if !model.is_empty() {
-            let class = model.replace("{}", &format!("V00{}", &v[5..]));
-            self.seen.push((class, j.clone(), format!("GET {path} ({})", a.status)));
-        }
-        j
-    }
-}
-
-fn sh(cmd: &str) -> bool {
-    Command::new("sh").arg("-c").arg(cmd).status().is_ok_and(|s| s.success())
-}
 
 fn run_ok(c: &LocalCluster, name: &str, args: &[&str], cwd: &std::path::Path) -> String {
     let o = c.run(name, args, cwd);
@@ -96,12 +63,10 @@ for v in ["0041", "0042", "0043", "0044"]:
 
 #[test]
 fn slurmdb_endpoints_answer_as_slurms_in_every_version() {
-    if std::env::var("FLOTILLA_TEST_ROOT").as_deref() != Ok("1") {
-        eprintln!("SKIPPED: adds an account and a user with sacctmgr (an administrator's change); needs root (FLOTILLA_TEST_ROOT=1)");
+    if !flotilla_compat_tests::root_tests("adds an account and a user with sacctmgr (an administrator's change)") {
         return;
     }
-    assert!(nix::unistd::geteuid().is_root(), "FLOTILLA_TEST_ROOT=1 but not root");
-    assert!(sh("id alice >/dev/null 2>&1 || useradd -u 2001 -m -s /bin/bash alice"), "useradd alice");
+    flotilla_compat_tests::ensure_user("alice", 2001);
     flotilla_compat_tests::build_binaries();
     let c = LocalCluster::start(None);
     let r = Restd::start(&c, &[], &[]);
@@ -129,10 +94,10 @@ fn slurmdb_endpoints_answer_as_slurms_in_every_version() {
             a
         };
         // Jobs and their filters.
-        let j = ck.check(&get("jobs/"), &p("jobs/"), v, "{}OpenapiSlurmdbdJobsResp");
+        let j = ck.check_v(&get("jobs/"), "get", &p("jobs/"), v, "{}OpenapiSlurmdbdJobsResp");
         assert!(jobs_of(&j).contains(&ok) && jobs_of(&j).contains(&fail), "{j:#}");
         assert_eq!(j["meta"]["plugin"]["type"], "openapi/slurmdbd");
-        let one = ck.check(&get(&format!("job/{ok}")), &p("job/{job_id}"), v, "{}OpenapiSlurmdbdJobsResp");
+        let one = ck.check_v(&get(&format!("job/{ok}")), "get", &p("job/{job_id}"), v, "{}OpenapiSlurmdbdJobsResp");
         assert_eq!(jobs_of(&one), [ok]);
         let job = &one["jobs"][0];
         assert_eq!((job["name"].as_str(), job["exit_code"]["status"].clone()), (Some("db-ok"), json!(["SUCCESS"])), "{job:#}");
@@ -140,52 +105,52 @@ fn slurmdb_endpoints_answer_as_slurms_in_every_version() {
         assert!(job["time"]["start"].as_i64().unwrap_or(0) > 0 && job["time"]["end"].as_i64() >= job["time"]["start"].as_i64(), "{job:#}");
         assert_eq!(job["steps"][0]["step"]["id"], format!("{ok}.batch"), "{job:#}");
         assert_eq!(job["tres"]["allocated"][0]["type"], "cpu", "{job:#}");
-        let f = ck.check(&get("jobs/?job_name=db-fail"), &p("jobs/"), v, "{}OpenapiSlurmdbdJobsResp");
+        let f = ck.check_v(&get("jobs/?job_name=db-fail"), "get", &p("jobs/"), v, "{}OpenapiSlurmdbdJobsResp");
         assert_eq!(jobs_of(&f), [fail], "{f:#}");
         assert_eq!(f["jobs"][0]["exit_code"]["return_code"]["number"], 3, "{f:#}");
-        let f = ck.check(&get("jobs/?state=FAILED&users=root"), &p("jobs/"), v, "{}OpenapiSlurmdbdJobsResp");
+        let f = ck.check_v(&get("jobs/?state=FAILED&users=root"), "get", &p("jobs/"), v, "{}OpenapiSlurmdbdJobsResp");
         assert_eq!(jobs_of(&f), [fail], "{f:#}");
         // Nothing found: a success with Slurm's warning.
-        let none = ck.check(&get("jobs/?account=nosuch"), &p("jobs/"), v, "{}OpenapiSlurmdbdJobsResp");
+        let none = ck.check_v(&get("jobs/?account=nosuch"), "get", &p("jobs/"), v, "{}OpenapiSlurmdbdJobsResp");
         assert_eq!(none["jobs"], json!([]));
         assert_eq!(none["warnings"][0]["description"], "slurmdb_jobs_get() found nothing", "{none:#}");
-        let none = ck.check(&get("job/999999"), &p("job/{job_id}"), v, "{}OpenapiSlurmdbdJobsResp");
+        let none = ck.check_v(&get("job/999999"), "get", &p("job/{job_id}"), v, "{}OpenapiSlurmdbdJobsResp");
         assert_eq!(none["jobs"], json!([]));
         let a = r.get(&p("job/notanid"));
         assert_eq!(a.status, 422, "{}", a.body);
-        assert_eq!(ck.check(&a, &p("job/{job_id}"), v, "{}OpenapiSlurmdbdJobsResp")["errors"][0]["error_number"], 9000);
+        assert_eq!(ck.check_v(&a, "get", &p("job/{job_id}"), v, "{}OpenapiSlurmdbdJobsResp")["errors"][0]["error_number"], 9000);
         let a = r.get(&p("jobs/?start_time=soon"));
         assert_eq!(a.status, 422, "{}", a.body);
         // The accounting rows.
-        let accts = ck.check(&get("accounts/"), &p("accounts/"), v, "{}OpenapiAccountsResp");
+        let accts = ck.check_v(&get("accounts/"), "get", &p("accounts/"), v, "{}OpenapiAccountsResp");
         let names: Vec<&str> = accts["accounts"].as_array().unwrap().iter().filter_map(|a| a["name"].as_str()).collect();
         assert!(names.contains(&"physics") && names.contains(&"root"), "{accts:#}");
-        let one = ck.check(&get("account/physics"), &p("account/{account_name}"), v, "{}OpenapiAccountsResp");
+        let one = ck.check_v(&get("account/physics"), "get", &p("account/{account_name}"), v, "{}OpenapiAccountsResp");
         assert_eq!(one["accounts"].as_array().map(Vec::len), Some(1), "{one:#}");
         assert_eq!((one["accounts"][0]["organization"].as_str(), one["accounts"][0]["associations"][0]["account"].as_str()), (Some("science"), Some("physics")));
-        let none = ck.check(&get("account/nosuch"), &p("account/{account_name}"), v, "{}OpenapiAccountsResp");
+        let none = ck.check_v(&get("account/nosuch"), "get", &p("account/{account_name}"), v, "{}OpenapiAccountsResp");
         assert_eq!((none["accounts"].clone(), none["warnings"][0]["description"].as_str()), (json!([]), Some("slurmdb_accounts_get() found nothing")));
-        let users = ck.check(&get("users/"), &p("users/"), v, "{}OpenapiUsersResp");
+        let users = ck.check_v(&get("users/"), "get", &p("users/"), v, "{}OpenapiUsersResp");
         assert!(users["users"].as_array().unwrap().iter().any(|u| u["name"] == "alice"), "{users:#}");
-        let alice = ck.check(&get("user/alice"), &p("user/{name}"), v, "{}OpenapiUsersResp");
+        let alice = ck.check_v(&get("user/alice"), "get", &p("user/{name}"), v, "{}OpenapiUsersResp");
         assert_eq!(alice["users"][0]["default"]["account"], "physics", "{alice:#}");
         assert_eq!(alice["users"][0]["administrator_level"], json!(["None"]));
-        let assocs = ck.check(&get("associations/"), &p("associations/"), v, "{}OpenapiAssocsResp");
+        let assocs = ck.check_v(&get("associations/"), "get", &p("associations/"), v, "{}OpenapiAssocsResp");
         let mine: Vec<&Value> = assocs["associations"].as_array().unwrap().iter().filter(|a| a["user"] == "alice").collect();
         assert_eq!(mine.len(), 1, "{assocs:#}");
         assert_eq!((mine[0]["account"].as_str(), mine[0]["parent_account"].as_str(), mine[0]["is_default"].as_bool()), (Some("physics"), Some("physics"), Some(true)), "{assocs:#}");
-        let f = ck.check(&get("associations/?account=physics&user=alice"), &p("associations/"), v, "{}OpenapiAssocsResp");
+        let f = ck.check_v(&get("associations/?account=physics&user=alice"), "get", &p("associations/"), v, "{}OpenapiAssocsResp");
         assert_eq!(f["associations"].as_array().map(Vec::len), Some(1), "{f:#}");
-        let qos = ck.check(&get("qos/"), &p("qos/"), v, "{}OpenapiSlurmdbdQosResp");
+        let qos = ck.check_v(&get("qos/"), "get", &p("qos/"), v, "{}OpenapiSlurmdbdQosResp");
         assert!(qos["qos"].as_array().unwrap().iter().any(|q| q["name"] == "normal"), "{qos:#}");
-        let normal = ck.check(&get("qos/normal"), &p("qos/{qos}"), v, "{}OpenapiSlurmdbdQosResp");
+        let normal = ck.check_v(&get("qos/normal"), "get", &p("qos/{qos}"), v, "{}OpenapiSlurmdbdQosResp");
         assert_eq!((normal["qos"].as_array().map(Vec::len), normal["qos"][0]["id"].as_i64()), (Some(1), Some(1)), "{normal:#}");
-        let tres = ck.check(&get("tres/"), &p("tres/"), v, "{}OpenapiTresResp");
+        let tres = ck.check_v(&get("tres/"), "get", &p("tres/"), v, "{}OpenapiTresResp");
         assert_eq!(tres["TRES"][0], json!({"type": "cpu", "name": "", "id": 1, "count": 0}));
-        let conf = ck.check(&get("config"), &p("config"), v, "{}OpenapiSlurmdbdConfigResp");
+        let conf = ck.check_v(&get("config"), "get", &p("config"), v, "{}OpenapiSlurmdbdConfigResp");
         assert_eq!(conf["accounts"], accts["accounts"]);
         assert_eq!(conf["qos"], qos["qos"]);
-        let d = ck.check(&get("diag/"), &p("diag/"), v, "{}OpenapiSlurmdbdStatsResp");
+        let d = ck.check_v(&get("diag/"), "get", &p("diag/"), v, "{}OpenapiSlurmdbdStatsResp");
         assert!(d["statistics"]["RPCs"].as_array().is_some_and(|x| !x.is_empty()), "{d:#}");
         assert!(d["statistics"]["time_start"].as_i64().unwrap_or(0) > 0, "{d:#}");
     }
@@ -210,7 +175,7 @@ fn slurmdb_endpoints_answer_as_slurms_in_every_version() {
         let g = golden38(golden);
         let a = r.get(&p(&path));
         assert_eq!(u64::from(a.status), g["status"].as_u64().unwrap(), "{golden}: {}", a.body);
-        let ours = ck.check(&a, &p(spec_path), v, "");
+        let ours = ck.check_v(&a, "get", &p(spec_path), v, "");
         let bad = shape_differences("$", &ours, &g["response"]);
         assert!(bad.is_empty(), "{golden} ({path}): {bad:#?}\nours: {ours:#}");
         let num = |d: &Value| d["errors"][0]["error_number"].as_i64();
@@ -224,14 +189,14 @@ fn slurmdb_endpoints_answer_as_slurms_in_every_version() {
     // user who is not, as the recording, alice's, shows: 2002 and 500).
     let a = r.get(&p("config"));
     assert_eq!(a.status, 200, "{}", a.body);
-    let conf = ck.check(&a, &p("config"), v, "");
+    let conf = ck.check_v(&a, "get", &p("config"), v, "");
     let mut g = golden38("db_config")["response"].clone();
     g["errors"] = json!([]);
     let bad = shape_differences("$", &conf, &g);
     assert!(bad.is_empty(), "db_config: {bad:#?}\nours: {conf:#}");
     let a = r.get(&p("diag/"));
     assert_eq!(a.status, 200, "{}", a.body);
-    ck.check(&a, &p("diag/"), v, "");
+    ck.check_v(&a, "get", &p("diag/"), v, "");
 
     // A user who is not an operator (alice, with a token) is refused the configuration and the
     // statistics, as 22.05 refused the recording's alice: 2002, HTTP 500, the lists still sent
@@ -243,7 +208,7 @@ fn slurmdb_endpoints_answer_as_slurms_in_every_version() {
         let g = golden38(golden);
         let a = r.call(Via::Tcp, "GET", &p(path), &as_alice, None);
         assert_eq!(u64::from(a.status), g["status"].as_u64().unwrap(), "{golden} as alice: {}", a.body);
-        let ours = ck.check(&a, &p(path), v, "");
+        let ours = ck.check_v(&a, "get", &p(path), v, "");
         let bad = shape_differences("$", &ours, &g["response"]);
         assert!(bad.is_empty(), "{golden} as alice: {bad:#?}\nours: {ours:#}");
         assert_eq!(ours["errors"], g["response"]["errors"], "{golden} as alice");

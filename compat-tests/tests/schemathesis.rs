@@ -35,14 +35,10 @@ fn schemathesis(dir: &std::path::Path, url: &str, token: &str, filter: &[&str], 
 
 #[test]
 fn schemathesis_finds_no_server_error_and_no_schema_violation() {
-    if std::env::var("FLOTILLA_TEST_ROOT").as_deref() != Ok("1") {
-        eprintln!("SKIPPED: fuzzes the REST API as alice (2001) on a local cluster; needs root (FLOTILLA_TEST_ROOT=1)");
+    if !flotilla_compat_tests::root_tests("fuzzes the REST API as alice (2001) on a local cluster") {
         return;
     }
-    assert!(nix::unistd::geteuid().is_root(), "FLOTILLA_TEST_ROOT=1 but not root");
-    assert!(
-        Command::new("sh").args(["-c", "id alice >/dev/null 2>&1 || useradd -u 2001 -m -s /bin/bash alice"]).status().unwrap().success()
-    );
+    flotilla_compat_tests::ensure_user("alice", 2001);
     flotilla_compat_tests::build_binaries();
     let c = LocalCluster::start(None);
     let url = c.restd_url().expect("flotilla dev up starts slurmrestd").to_string();

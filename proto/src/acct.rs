@@ -58,7 +58,7 @@ pub struct AcctQuery {
 }
 
 /// One step of a job as accounted (`N.batch`, `N.extern`, `N.0`, ...).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
 pub struct AcctStep {
     /// Step name as stored (`batch`, `extern`, `0`, `1`, ...).
     pub step: String,
@@ -89,7 +89,7 @@ pub struct AcctStep {
 }
 
 /// One job's accounting record, the latest run (Slurm's sacct without `--duplicates`).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
 pub struct AcctJob {
     /// Raw job id (`JobIDRaw`).
     pub job_id: u64,

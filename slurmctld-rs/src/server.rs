@@ -25,6 +25,7 @@
 //! peers.
 
 use crate::ctld::{wall_now, Event, Ident, Reply};
+use flotilla_core::time::NO_VAL;
 use flotilla_proto::errno::*;
 use flotilla_proto::frame::{peek_request_auth, peek_token_auth, TokenAuth, PREAUTH_MAX_FRAME};
 use flotilla_proto::jwt::{may_act_as, IssuePolicy, JwtKey};
@@ -613,9 +614,6 @@ async fn write_reply<W: AsyncWrite + Unpin>(wr: &mut W, id: u64, reply: Reply) -
         }
     }
 }
-
-/// Slurm's `NO_VAL`.
-const NO_VAL: u32 = 0xffff_fffe;
 
 /// A submission or service carries the name of the uid it is for, from the password
 /// database ([`crate::users`]), whatever name the command sent (the owner task refuses a uid

@@ -600,9 +600,6 @@ mod tests {
     fn job() -> AcctJob {
         AcctJob {
             job_id: 4,
-            array_job_id: None,
-            array_task_id: None,
-            array_task_str: None,
             name: "j".into(),
             user: "alice".into(),
             uid: 2001,
@@ -611,41 +608,31 @@ mod tests {
             qos: "normal".into(),
             partition: "batch".into(),
             state: "COMPLETED".into(),
-            cancelled_by: None,
-            exit_code: 0,
-            signal: 0,
             submit_time: 10,
             eligible_time: Some(10),
             start_time: Some(11),
             end_time: Some(15),
-            time_limit_min: None,
             nodes: "n1".into(),
             alloc_nodes: 1,
             alloc_cpus: 2,
-            alloc_gpus: 0,
             alloc_mem_mib: 100,
             req_nodes: 1,
             req_cpus: 2,
-            req_gpus: 0,
             req_mem_mib: 100,
-            restarts: 0,
             work_dir: "/tmp".into(),
-            comment: String::new(),
             steps: vec![AcctStep {
                 step: "batch".into(),
                 state: "COMPLETED".into(),
-                exit_code: 0,
-                signal: 0,
                 start_time: Some(11),
                 end_time: Some(15),
                 nodes: "n1".into(),
                 cpus: 2,
-                gpus: 0,
                 mem_mib: 100,
                 nnodes: 1,
-                usage: None,
+                ..AcctStep::default()
             }],
             show_job: true,
+            ..AcctJob::default()
         }
     }
 

@@ -24,13 +24,15 @@
 //! caller's (as slurmctld does for an unset `user_id`).
 
 use crate::app::{Authed, Shared};
-use crate::reply::{status_of, Reply};
+use crate::reply::Reply;
 use axum::body::Bytes;
 use axum::extract::{Path, State};
 use axum::http::StatusCode;
 use axum::routing::{get, patch, post};
 use axum::Router;
-use flotilla_proto::errno::{ESLURM_INVALID_JOB_ID, SLURM_ERROR};
+// Slurm's `NO_VAL` ("unset"): here "the authenticated caller's uid/gid".
+use flotilla_core::time::NO_VAL;
+use flotilla_proto::errno::SLURM_ERROR;
 use flotilla_proto::{
     GpuCount, JobChange, JobFilter, JobInfo, JobQuery, JobRef, JobStateWire, NodeInfo, PartitionInfo, Request, Response,
     ServiceCreate, SlurmError, SubmitJob, TimeLimitWire, UpdateJob,
@@ -41,8 +43,6 @@ use serde::Deserialize;
 use serde_json::{json, Value};
 use std::collections::BTreeMap;
 
-/// Slurm's `NO_VAL`: "unset", here "the authenticated caller's uid/gid".
-const NO_VAL: u32 = 0xffff_fffe;
 
 /// `POST /flotilla/v1/jobs`.
 #[derive(Debug, Deserialize)]
@@ -98,10 +98,11 @@ struct ScaleReq {
     desired_replicas: u32,
 }
 
-/// A refusal in the fleet API's error shape (authentication, from [`crate::app::Authed`]).
+/// A refusal in the fleet API's error shape (authentication, from [`crate::app::Authed`]):
+/// the number, Slurm's text and the controller's messages as `reply::rest_error` gives them.
 pub fn refused(status: StatusCode, e: &SlurmError) -> Reply {
-    let description = if e.messages.is_empty() { e.text.clone() } else { e.messages.join("; ") };
-    error_reply(status, e.code, &e.text, &description)
+    let r = crate::reply::rest_error(e, "");
+    error_reply(status, r.error_number, &r.error, &r.description)
 }
 
 fn error_reply(status: StatusCode, number: i32, error: &str, description: &str) -> Reply {
@@ -116,17 +117,12 @@ fn bad_request(description: impl std::fmt::Display) -> Reply {
     error_reply(StatusCode::BAD_REQUEST, SLURM_ERROR, "Invalid request", &description.to_string())
 }
 
-/// A controller error: 401 for authentication, 404 for an unknown job or deployment, 400
-/// for what Slurm calls invalid input, 500 otherwise.
+/// A controller error with the status the data_parser versions give it
+/// ([`super::common::status_for`]: 401 authentication, 404 an unknown job, node or
+/// partition, 403 access, 400 other request errors, 502 the controller unreachable, 500
+/// otherwise).
 fn ctl_error(e: &SlurmError) -> Reply {
-    let status = match status_of(e) {
-        StatusCode::UNAUTHORIZED => StatusCode::UNAUTHORIZED,
-        _ if e.code == ESLURM_INVALID_JOB_ID => StatusCode::NOT_FOUND,
-        _ if (2000..3000).contains(&e.code) => StatusCode::BAD_REQUEST,
-        _ => StatusCode::INTERNAL_SERVER_ERROR,
-    };
-    let description = if e.messages.is_empty() { e.text.clone() } else { e.messages.join("; ") };
-    error_reply(status, e.code, &e.text, &description)
+    refused(super::common::status_for(flotilla_rest::ApiVersion::V0044, e.code), e)
 }
 
 fn parse<T: for<'de> Deserialize<'de>>(body: &Bytes) -> Result<T, Reply> {
