@@ -37,7 +37,19 @@ fn cgroup() -> &'static str {
     }
 }
 
+/// Fails naming the daemons `dev up` starts that were not built beside `flotilla` (each is an
+/// integration-tested binary of its package, so `cargo test --workspace` builds it).
+fn daemons_built() {
+    let bin = Path::new(env!("CARGO_BIN_EXE_flotilla")).parent().unwrap();
+    let missing: Vec<&str> = ["slurmctld", "slurmd", "slurmrestd"]
+        .into_iter()
+        .filter(|b| !bin.join(b).is_file())
+        .collect();
+    assert!(missing.is_empty(), "not built in {}: {missing:?}", bin.display());
+}
+
 fn up_status_down(dir: &Path, config: Option<&Path>) -> String {
+    daemons_built();
     let d = dir.to_str().unwrap();
     let mut args = vec!["dev", "up", "--dir", d, "--cgroup", cgroup()];
     let c;
