@@ -176,6 +176,7 @@ const RPC_TYPES: &[(&str, u16)] = &[
     ("REQUEST_SERVICE_INFO", 60006),
     ("REQUEST_ALERT_INFO", 60007),
     ("REQUEST_TURNS", 60008),
+    ("REQUEST_UPDATE_TIMES", 60009),
 ];
 
 #[cfg(test)]
@@ -206,6 +207,7 @@ mod tests {
             Request::QueryServices { ids: Vec::new() },
             Request::QueryAlerts,
             Request::QueryTurns,
+            Request::QueryUpdateTimes,
             Request::Diag,
             Request::DiagReset,
         ];

@@ -1017,6 +1017,33 @@ pub struct AlertInfo {
     pub message: String,
 }
 
+/// When the controller's jobs, nodes, partitions and reservations last changed as its
+/// queries show them (s since the epoch; Slurm's `last_job_update`, `last_node_update`,
+/// `last_part_update`, `last_resv_update`). A client holding an answer taken at `t` may skip
+/// a new one while the time is before `t` (Slurm's `update_time`: no change when
+/// `update_time - 1 >= last_update`, `_slurm_rpc_dump_jobs`). The times may be later than the
+/// change itself (never earlier): an answer is never called unchanged when it changed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+pub struct UpdateTimes {
+    /// Jobs: records, and what a scheduling cycle shows of pending jobs (reason, priority,
+    /// expected start).
+    pub jobs: i64,
+    /// Nodes: state, reason, allocations.
+    pub nodes: i64,
+    /// Partitions: their nodes' changes included.
+    pub partitions: i64,
+    /// Reservations (Flotilla has none: the controller's start).
+    pub reservations: i64,
+}
+
+impl UpdateTimes {
+    /// Whether data last changed at `last` is unchanged for a client asking with
+    /// `update_time` (Slurm's rule: `update_time - 1 >= last`).
+    pub fn unchanged(last: i64, update_time: i64) -> bool {
+        update_time.saturating_sub(1) >= last
+    }
+}
+
 /// sdiag-like counters.
 #[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
 pub struct Stats {
@@ -1164,6 +1191,9 @@ pub enum Request {
         /// `max_token_lifespan=`).
         lifespan: i64,
     },
+    /// When jobs, nodes, partitions and reservations last changed ([`Response::UpdateTimes`]):
+    /// slurmrestd's `update_time` queries.
+    QueryUpdateTimes,
 }
 
 impl Request {
@@ -1201,6 +1231,7 @@ impl Request {
             Request::QueryShares(_) => "REQUEST_SHARE_INFO",
             Request::QueryPriorities(_) => "REQUEST_PRIORITY_FACTORS",
             Request::IssueToken { .. } => "REQUEST_AUTH_TOKEN",
+            Request::QueryUpdateTimes => "REQUEST_UPDATE_TIMES",
         }
     }
 }
@@ -1278,6 +1309,8 @@ pub enum Response {
     /// Answer to [`Request::IssueToken`]: the token (compact JWS); `None` when the controller
     /// has no `auth/jwt` key (Slurm answers a token request without a token then).
     Token(Option<String>),
+    /// Answer to [`Request::QueryUpdateTimes`].
+    UpdateTimes(UpdateTimes),
 }
 
 #[cfg(test)]
@@ -1339,6 +1372,21 @@ mod tests {
         let bytes = postcard::to_allocvec(&resp).unwrap();
         assert_eq!(bytes[0], 18, "Turns is the 19th response, after Queue");
         assert_eq!(postcard::from_bytes::<Response>(&bytes).unwrap(), resp);
+    }
+
+    /// `QueryUpdateTimes` and `UpdateTimes` were appended after the token messages.
+    #[test]
+    fn update_time_messages_round_trip_and_are_appended() {
+        let req = postcard::to_allocvec(&Request::QueryUpdateTimes).unwrap();
+        let token = postcard::to_allocvec(&Request::IssueToken { username: None, lifespan: 0 }).unwrap();
+        assert_eq!(req[0], token[0] + 1);
+        assert_eq!(postcard::from_bytes::<Request>(&req).unwrap(), Request::QueryUpdateTimes);
+        let resp = Response::UpdateTimes(UpdateTimes { jobs: 5, nodes: 4, partitions: 4, reservations: 1 });
+        let bytes = postcard::to_allocvec(&resp).unwrap();
+        assert_eq!(bytes[0], postcard::to_allocvec(&Response::Token(None)).unwrap()[0] + 1);
+        assert_eq!(postcard::from_bytes::<Response>(&bytes).unwrap(), resp);
+        // Slurm's rule: a change in the second asked about counts as a change.
+        assert!(UpdateTimes::unchanged(100, 101) && !UpdateTimes::unchanged(100, 100));
     }
 
     #[test]

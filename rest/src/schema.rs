@@ -376,6 +376,11 @@ impl Spec {
                     "default": {"description": "an error", "content": failure},
                 },
             });
+            // An operation taking `update_time` may answer 304 Not Modified, without a body
+            // (slurmrestd's `_call_handler` on `SLURM_NO_CHANGE_IN_DATA`).
+            if op.params.iter().any(|p| p.name == "update_time" && !p.in_path) {
+                o["responses"]["304"] = json!({"description": "not modified since update_time"});
+            }
             if let Some(b) = &op.body {
                 o["requestBody"] = json!({
                     "required": true,

@@ -494,6 +494,46 @@ pub struct FlotillaSched {
     pub cycle: Histogram,
     /// Queue waits of the jobs started since the start, by gang size.
     pub wait: QueueWait,
+    /// Age of the oldest held reservation (s; 0 without one).
+    pub reservation_oldest_s: u64,
+    /// Running jobs backfilled on reserved GPUs (invariant 6: preempted when the reservation
+    /// completes).
+    pub backfill_jobs: u64,
+    /// GPUs those backfill jobs hold.
+    pub backfill_gpus: u64,
+    /// Preempted share of running training GPUs over the trailing hour (%).
+    pub budget_share_pct: u64,
+    /// The share above which a preemption warns (`budget_warn_pct`).
+    pub budget_warn_pct: u64,
+    /// The share above which a preemption pages instead (`budget_page_pct`).
+    pub budget_page_pct: u64,
+    /// Checkpoint bandwidth the preemption deadline assumes (bytes/s).
+    pub checkpoint_bw: u64,
+    /// Nodes the health policy quarantined, by cause ([`quarantine_cause`]), sorted by cause.
+    pub quarantined: Vec<(String, u64)>,
+}
+
+/// The cause of a quarantine, from its reason (`health/nvidia`'s texts): `Xid N`, `ECC`,
+/// `NVLink`, `RetiredPages`, `Temperature`, else `Other`.
+pub fn quarantine_cause(reason: &str) -> String {
+    if let Some(rest) = reason.strip_prefix("Xid ") {
+        let n: String = rest.chars().take_while(char::is_ascii_digit).collect();
+        if !n.is_empty() {
+            return format!("Xid {n}");
+        }
+    }
+    let cause = if reason.contains("ECC") {
+        "ECC"
+    } else if reason.contains("NVLink") {
+        "NVLink"
+    } else if reason.contains("retired pages") {
+        "RetiredPages"
+    } else if reason.starts_with("gpu ") && reason.contains(" C (limit ") {
+        "Temperature"
+    } else {
+        "Other"
+    };
+    cause.to_string()
 }
 
 /// What the owner task counted for one [`MetricsKind`].
@@ -506,7 +546,7 @@ pub enum Snapshot {
     /// `/metrics/partitions`.
     Partitions(Vec<PartitionFacts>),
     /// `/metrics/scheduler`: `sdiag`'s answer and Flotilla's numbers.
-    Scheduler(Box<Diag>, FlotillaSched),
+    Scheduler(Box<Diag>, Box<FlotillaSched>),
     /// `/metrics/jobs-users-accts`: by user name and by account, sorted by name.
     UsersAccounts(Vec<(String, JobCounts)>, Vec<(String, JobCounts)>),
 }
@@ -837,6 +877,32 @@ fn render_flotilla_sched(o: &mut Out, d: &Diag, f: &FlotillaSched) {
     }
     o.gauge("flotilla_pages", "Pages raised since the statistics were reset", d.flotilla.pages);
     o.gauge("flotilla_alerts", "Alerts other than pages raised since the statistics were reset", d.flotilla.alerts);
+    o.gauge("flotilla_reservation_oldest_age_seconds", "Age of the oldest held reservation, seconds (0 without one)", f.reservation_oldest_s);
+    o.gauge("flotilla_backfill_jobs_on_reserved", "Running jobs backfilled on GPUs a reservation holds", f.backfill_jobs);
+    o.gauge("flotilla_backfill_gpus_on_reserved", "GPUs of running jobs backfilled on a reservation's GPUs", f.backfill_gpus);
+    o.gauge(
+        "flotilla_preemption_budget_share_percent",
+        "Preempted share of running training GPUs over the trailing hour, percent",
+        f.budget_share_pct,
+    );
+    let name = "flotilla_preemption_budget_tier";
+    o.family(name, "gauge", "The preemption budget's tier now: free, warn (a preemption raises an alert) or page (only services below min_replicas may preempt, and a page is raised)");
+    let tier = if f.budget_share_pct > f.budget_page_pct {
+        "page"
+    } else if f.budget_share_pct > f.budget_warn_pct {
+        "warn"
+    } else {
+        "free"
+    };
+    for t in ["free", "warn", "page"] {
+        o.sample(name, &[("tier", t)], u8::from(t == tier));
+    }
+    o.gauge("flotilla_checkpoint_bandwidth_bytes_per_second", "Checkpoint bandwidth the preemption deadline assumes, bytes per second", f.checkpoint_bw);
+    let name = "flotilla_nodes_quarantined";
+    o.family(name, "gauge", "Nodes the GPU health policy quarantined, by cause (Xid N, ECC, NVLink, RetiredPages, Temperature, Other)");
+    for (cause, n) in &f.quarantined {
+        o.sample(name, &[("cause", cause)], n);
+    }
     let name = "flotilla_sched_cycle_seconds";
     o.family(name, "histogram", "Time of the scheduling cycles since the controller started, seconds");
     o.histogram(name, None, &f.cycle);
@@ -1297,6 +1363,22 @@ mod tests {
         }
     }
 
+    #[test]
+    fn quarantine_causes_from_the_health_policys_reasons() {
+        for (reason, cause) in [
+            ("Xid 79 on gpu 3: GPU has fallen off the bus", "Xid 79"),
+            ("Xid 48 on gpu 0: double-bit ECC error", "Xid 48"),
+            ("uncorrectable ECC errors on gpu 1: 2", "ECC"),
+            ("NVLink errors on gpu 2 link 1: 101 (limit 100)", "NVLink"),
+            ("retired pages pending on gpu 0: 1 (GPU reset needed)", "RetiredPages"),
+            ("gpu 5 at 97 C (limit 95 C)", "Temperature"),
+            ("Xid on gpu", "Other"),
+            ("admin said so", "Other"),
+        ] {
+            assert_eq!(quarantine_cause(reason), cause, "{reason}");
+        }
+    }
+
     /// The exact text for a small fixed state (golden: `tests/goldens/metrics/*.txt`,
     /// regenerated with `UPDATE_GOLDENS=1`).
     #[test]
@@ -1327,7 +1409,19 @@ mod tests {
             },
             ..Diag::default()
         };
-        let mut f = FlotillaSched { reservations: 1, reservation_gpus: 2, ..FlotillaSched::default() };
+        let mut f = FlotillaSched {
+            reservations: 1,
+            reservation_gpus: 2,
+            reservation_oldest_s: 95,
+            backfill_jobs: 1,
+            backfill_gpus: 2,
+            budget_share_pct: 12,
+            budget_warn_pct: 10,
+            budget_page_pct: 25,
+            checkpoint_bw: 200_000_000_000,
+            quarantined: vec![("ECC".into(), 1), ("Xid 79".into(), 2)],
+            ..FlotillaSched::default()
+        };
         f.cycle.observe_us(800);
         f.cycle.observe_us(2_200);
         f.wait.observe(8, 42);
@@ -1337,7 +1431,7 @@ mod tests {
             ("jobs", Snapshot::Jobs(jobs.clone())),
             ("nodes", Snapshot::Nodes(nodes, nc)),
             ("partitions", Snapshot::Partitions(vec![part])),
-            ("scheduler", Snapshot::Scheduler(Box::new(diag), f)),
+            ("scheduler", Snapshot::Scheduler(Box::new(diag), Box::new(f))),
             ("jobs-users-accts", ua),
         ];
         let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/goldens/metrics");

@@ -71,7 +71,7 @@ fn counts_agree_with_the_jobs_and_nodes_shown() {
 
     let nodes = render(&snapshot(&mut h, MetricsKind::Nodes));
     assert_eq!((sample(&nodes, "slurm_nodes"), sample(&nodes, "slurm_nodes_mixed"), sample(&nodes, "slurm_nodes_idle")), (2, 1, 1));
-    let busy = &h.job(running).nodes;
+    let busy = &h.job(running).nodes.clone();
     assert_eq!(sample(&nodes, &format!("slurm_node_cpus_alloc{{node=\"{busy}\"}}")), u64::from(cpus));
 
     let parts = render(&snapshot(&mut h, MetricsKind::Partitions));
@@ -87,6 +87,28 @@ fn counts_agree_with_the_jobs_and_nodes_shown() {
     assert_eq!(sample(&sched, "flotilla_queue_wait_seconds_count{gang_gpus=\"2-8\"}"), 1, "the 4-GPU job");
     assert_eq!(sample(&sched, "flotilla_queue_wait_seconds_count{gang_gpus=\"1\"}"), 1, "the job that failed");
     assert_eq!(sample(&sched, "flotilla_queue_wait_seconds_count{gang_gpus=\"9-64\"}"), 0);
+    assert_eq!(sample(&sched, "flotilla_reservation_oldest_age_seconds"), 0, "no reservation held");
+    assert_eq!(sample(&sched, "flotilla_backfill_jobs_on_reserved"), 0);
+    assert_eq!(sample(&sched, "flotilla_preemption_budget_share_percent"), 0);
+    assert_eq!(sample(&sched, "flotilla_preemption_budget_tier{tier=\"free\"}"), 1);
+    assert_eq!(sample(&sched, "flotilla_preemption_budget_tier{tier=\"page\"}"), 0);
+    assert!(!sched.contains("flotilla_nodes_quarantined{"), "{sched}");
+
+    // The idle node is quarantined (Xid 79): counted by its cause; an 8-GPU job then waits
+    // for the busy node's GPUs, holding a reservation whose age grows with the clock.
+    let idle = h.ctl().scheduler().cluster().nodes.iter().map(|n| n.name.clone()).find(|n| n != busy).unwrap();
+    h.health(&idle, HealthLevel::Quarantine, "Xid 79 on gpu 3: GPU has fallen off the bus");
+    h.turn();
+    let waits = h.submit(gpu_job(User::Alice, 8, Some(10), 0));
+    h.turn();
+    h.advance(30);
+    h.turn();
+    assert_eq!(h.job(waits).state, Some(JobStateWire::Pending));
+    let sched = render(&snapshot(&mut h, MetricsKind::Scheduler));
+    assert_eq!(sample(&sched, "flotilla_nodes_quarantined{cause=\"Xid 79\"}"), 1, "{sched}");
+    assert_eq!(sample(&sched, "flotilla_reservations_held"), 1, "{sched}");
+    let age = sample(&sched, "flotilla_reservation_oldest_age_seconds");
+    assert!((30..=31).contains(&age), "reservation age {age}");
 }
 
 #[test]

@@ -25,6 +25,15 @@ impl Reply {
         }
     }
 
+    /// 304 Not Modified, without a body: nothing changed since the query's `update_time`
+    /// (slurmrestd's answer to `SLURM_NO_CHANGE_IN_DATA`, RFC 7232 §4.1; `_call_handler`).
+    pub fn not_modified() -> Reply {
+        Reply {
+            status: StatusCode::NOT_MODIFIED,
+            body: Value::Null,
+        }
+    }
+
     /// `status` with the envelope of `version` around `body`'s keys and `errs`.
     pub fn enveloped(
         status: StatusCode,
@@ -93,6 +102,9 @@ pub fn rest_error(e: &SlurmError, source: &str) -> RestError {
 /// bytes and time for a large job list).
 impl IntoResponse for Reply {
     fn into_response(self) -> Response {
+        if self.status == StatusCode::NOT_MODIFIED {
+            return self.status.into_response();
+        }
         let mut bytes = serde_json::to_vec(&self.body).unwrap_or_default();
         bytes.push(b'\n');
         let mut r = (self.status, bytes).into_response();

@@ -55,6 +55,12 @@ impl Scheduler {
         }
     }
 
+    /// The checkpoint bandwidth the preemption deadline assumes now (bytes/s; the last
+    /// [`Event::StorageBandwidth`](super::Event::StorageBandwidth)).
+    pub fn storage_bandwidth(&self) -> u64 {
+        self.storage_bw
+    }
+
     /// Preempted share of running training GPUs over the trailing hour, in percent.
     pub fn preempted_share_pct(&self, now: Time) -> u32 {
         self.share_pct(now, 0)

@@ -373,6 +373,7 @@ impl Controller {
         let queue = self.sched.pending_len() as u64;
         let t = Instant::now();
         let ds = self.sched.cycle(now as u64);
+        self.update.cycled(now);
         let us = t.elapsed().as_micros() as u64;
         self.diag.cycle(us, queue, self.sched.reservations().len() as u64, now);
         self.stats.cycles += 1;
@@ -574,6 +575,7 @@ impl Controller {
                 self.batch.acct.insert(id);
             }
         }
+        self.update.committing(&self.batch, now);
         let batch = std::mem::take(&mut self.batch);
         let mut committed = true;
         if !batch.is_empty() {

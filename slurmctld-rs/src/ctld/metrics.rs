@@ -125,13 +125,35 @@ impl Controller {
             }
             MetricsKind::Scheduler => {
                 let res = self.sched.reservations();
+                let backfill: Vec<u64> = self
+                    .sched
+                    .running()
+                    .values()
+                    .filter(|r| !r.backfill_for.is_empty())
+                    .map(|r| u64::from(r.gpus()))
+                    .collect();
+                let mut quarantined: BTreeMap<String, u64> = BTreeMap::new();
+                for n in &self.sched.cluster().nodes {
+                    if let NodeAvail::Quarantined { reason } = &n.avail {
+                        *quarantined.entry(crate::metrics::quarantine_cause(reason)).or_default() += 1;
+                    }
+                }
+                let cfg = self.sched.config();
                 let f = FlotillaSched {
                     reservations: res.len() as u64,
                     reservation_gpus: res.iter().flat_map(|r| &r.gpus).map(|(_, m)| u64::from(m.count())).sum(),
                     cycle: self.stats.cycle_hist.clone(),
                     wait: self.stats.queue_wait.clone(),
+                    reservation_oldest_s: res.iter().map(|r| (now as u64).saturating_sub(r.created)).max().unwrap_or(0),
+                    backfill_jobs: backfill.len() as u64,
+                    backfill_gpus: backfill.iter().sum(),
+                    budget_share_pct: u64::from(self.sched.preempted_share_pct(now as u64)),
+                    budget_warn_pct: u64::from(cfg.budget_warn_pct),
+                    budget_page_pct: u64::from(cfg.budget_page_pct),
+                    checkpoint_bw: self.sched.storage_bandwidth(),
+                    quarantined: quarantined.into_iter().collect(),
                 };
-                Snapshot::Scheduler(Box::new(self.diag(now)), f)
+                Snapshot::Scheduler(Box::new(self.diag(now)), Box::new(f))
             }
             MetricsKind::UsersAccounts => {
                 let mut users: BTreeMap<&str, JobCounts> = BTreeMap::new();

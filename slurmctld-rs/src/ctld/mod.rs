@@ -43,6 +43,7 @@ mod queries;
 mod services;
 mod share;
 pub mod steps;
+mod update_times;
 
 /// Bit marking a core job id as a pending array task: `PROV | array_id << 20 | task`.
 const PROV: u64 = 1 << 62;
@@ -340,6 +341,8 @@ pub struct Controller {
     assoc: crate::assoc::AssocDb,
     /// When fair-share usage was last put in a batch (s), and whether it was empty then.
     usage_saved: Option<(i64, bool)>,
+    /// When jobs, nodes and partitions last changed ([`update_times`]).
+    update: update_times::Tracker,
 }
 
 /// Wall clock in seconds since the epoch (read only at the edge, here).
@@ -388,6 +391,7 @@ impl Controller {
             diag: diag::DiagAcc::default(),
             assoc,
             usage_saved: None,
+            update: update_times::Tracker::new(now),
         };
         c.apply_accounting();
         c.recover(now)?;
@@ -419,6 +423,7 @@ impl Controller {
             } => {
                 *self.stats.rpc.entry("REQUEST_JOB_INFO").or_default() += 1;
                 let t = std::time::Instant::now();
+                self.look_at_pending();
                 let resp = self.query_jobs_encoded(ident, &q, now);
                 self.diag.rpc("REQUEST_JOB_INFO", ident.uid, t.elapsed().as_micros() as u64);
                 self.answers.push((reply, resp));
@@ -472,7 +477,11 @@ impl Controller {
             Request::HoldRelease(h) => self.hold_release(ident, h, now),
             Request::Requeue(r) => self.requeue_rpc(ident, r, now),
             Request::UpdateJob(u) => self.update(ident, u, now),
-            Request::QueryQueue(q) => self.query_queue(ident, &q, now),
+            Request::QueryQueue(q) => {
+                self.look_at_pending();
+                self.query_queue(ident, &q, now)
+            }
+            Request::QueryUpdateTimes => Response::UpdateTimes(self.update_times()),
             // PrivateData=nodes: node state is for admins (Slurm's `_slurm_rpc_dump_nodes`).
             Request::QueryNodes(_) if self.opts.access.private.nodes && !ident.admin => {
                 Response::Error(SlurmError::new(ESLURM_ACCESS_DENIED))

@@ -375,6 +375,11 @@ impl Harness {
         self.node_says(node, NodeToCtl::JobExited(e));
     }
 
+    /// The node's health policy reports `verdict` with `reason` (reported next turn).
+    pub fn health(&mut self, node: &str, verdict: flotilla_proto::HealthLevel, reason: &str) {
+        self.node_says(node, NodeToCtl::Health { verdict, reason: reason.to_string(), events: Vec::new() });
+    }
+
     fn node_says(&mut self, node: &str, msg: NodeToCtl) {
         writeln!(self.inbox, "  > {node}: {}", describe_node_msg(&msg, T0)).unwrap();
         let conn = self.nodes[node].conn;

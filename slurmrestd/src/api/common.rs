@@ -29,6 +29,23 @@ pub fn answer(st: &AppState, a: &Authed, v: ApiVersion, body: Value, errs: &[Res
     Reply::enveloped(status, v, &a.client, &st.cluster, body, errs, warns)
 }
 
+/// The query's `update_time` (s), when it has one that is a number.
+pub fn update_time(q: &[(String, String)]) -> Option<i64> {
+    q.iter().find(|(k, _)| k == "update_time").and_then(|(_, t)| t.parse().ok())
+}
+
+/// Whether what `pick` names of the controller's [`flotilla_proto::UpdateTimes`] is
+/// unchanged for a query with `update_time` (Slurm's `slurm_load_*` answering
+/// `SLURM_NO_CHANGE_IN_DATA`). No `update_time`, or a controller that does not answer: false
+/// (the full answer follows, with its own error if any).
+pub async fn unchanged(st: &AppState, a: &Authed, update_time: Option<i64>, pick: fn(&flotilla_proto::UpdateTimes) -> i64) -> bool {
+    let Some(t) = update_time else { return false };
+    match st.ctl.call(&a.caller, flotilla_proto::Request::QueryUpdateTimes).await {
+        Ok(flotilla_proto::Response::UpdateTimes(u)) => flotilla_proto::UpdateTimes::unchanged(pick(&u), t),
+        _ => false,
+    }
+}
+
 /// The `errors[]` entry of a controller error `e` at `source`.
 pub fn ctl_error(e: &SlurmError, source: &str) -> RestError {
     rest_error(e, source)

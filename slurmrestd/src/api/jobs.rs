@@ -2,9 +2,9 @@
 //! `openapi/slurmctld` `jobs.c`:
 //!
 //! - `GET /slurm/vX/jobs` (query `update_time`, `flags`): every job the controller holds,
-//!   finished ones included (Slurm's `SHOW_ALL|SHOW_DETAIL`). Flotilla's controller keeps no
-//!   time of its last job change, so every query is answered as if something changed since
-//!   `update_time` (all jobs; `last_update` is now) — never Slurm's "no change" answer.
+//!   finished ones included (Slurm's `SHOW_ALL|SHOW_DETAIL`). When nothing changed since
+//!   `update_time` (the controller's [`flotilla_proto::UpdateTimes`]), 25.11's answer: no
+//!   jobs and the warning `No job changes since update_time[T]=TIME`, status 200.
 //! - `GET /slurm/vX/job/{job_id}`: one job; an unknown id is `ESLURM_INVALID_JOB_ID` (404).
 //!   `123_4` names the array `123` whole, with Slurm's warning.
 //! - `DELETE /slurm/vX/job/{job_id}` (query `signal`, default `KILL`; `flags`, default
@@ -15,7 +15,7 @@
 //!   job; answers `job_id`, `step_id` (`batch`), `job_submit_user_msg`.
 //! - `POST /slurm/vX/job/{job_id}` (body a job description): `scontrol update job`.
 
-use super::common::{answer, caller, ctl_error, error, now, only_keys, op, path_param, query_param, query_pairs, warning};
+use super::common::{answer, caller, ctl_error, error, now, only_keys, op, path_param, query_param, query_pairs, unchanged, update_time, warning};
 use crate::app::{both, version_of, Authed, Shared};
 use crate::reply::Reply;
 use axum::body::Bytes;
@@ -152,6 +152,16 @@ async fn get_jobs(State(st): State<Shared>, a: Authed, uri: Uri, RawQuery(raw): 
             let e = error(ESLURM_REST_INVALID_QUERY, format!("Rejecting request. Failure parsing query: update_time {t:?}"), "op_handler_jobs");
             return jobs_answer(&st, &a, v, &[], None, &[e], &warns).into_response();
         }
+    }
+    // 25.11's op_handler_jobs: no change since update_time is a success with a warning and
+    // no jobs (v0.0.38 answers 304 instead).
+    let ut = update_time(&q);
+    if unchanged(&st, &a, ut, |u| u.jobs).await {
+        let t = ut.unwrap_or_default();
+        let mut warns = warns;
+        let when = flotilla_core::time::fmt_time(t);
+        warns.push(warning(format!("No job changes since update_time[{t}]={when}"), "op_handler_jobs"));
+        return jobs_answer(&st, &a, v, &[], None, &[], &warns).into_response();
     }
     let (jobs, bf) = tokio::join!(query(&st, &a, JobQuery { include_finished: true, ..JobQuery::default() }), last_backfill(&st, &a));
     match jobs {

@@ -7,9 +7,12 @@
 //!   without case, as Slurm's `xstrcasecmp`): an unknown partition is
 //!   `ESLURM_REST_INVALID_QUERY` ("Unable to find partition", 422).
 //!
-//! As for jobs, `update_time` is accepted and every answer is a full one (`last_update`: now).
+//! `update_time`: nothing changed since is 304 Not Modified without a body for the node and
+//! partition lists and a named partition (25.11 passes `SLURM_NO_CHANGE_IN_DATA` from
+//! `slurm_load_node`/`slurm_load_partitions` up to `_call_handler`); otherwise a full answer
+//! (`last_update`: now).
 
-use super::common::{answer, ctl_error, error, now, only_keys, op, path_param, query_param, query_pairs};
+use super::common::{answer, ctl_error, error, now, only_keys, op, path_param, query_param, query_pairs, unchanged, update_time};
 use crate::app::{both, version_of, Authed, Shared};
 use crate::reply::Reply;
 use axum::extract::{Path, RawQuery, State};
@@ -65,6 +68,9 @@ async fn get_nodes(State(st): State<Shared>, a: Authed, uri: Uri, RawQuery(raw):
     if let Some(e) = err {
         return nodes_answer(&st, &a, v, &[], &[e], &w);
     }
+    if unchanged(&st, &a, update_time(&query_pairs(raw.as_deref())), |u| u.nodes).await {
+        return Reply::not_modified();
+    }
     match nodes(&st, &a, Vec::new()).await {
         Ok(n) => nodes_answer(&st, &a, v, &n, &[], &w),
         Err(e) => nodes_answer(&st, &a, v, &[], &[e], &w),
@@ -98,6 +104,9 @@ async fn get_partitions(State(st): State<Shared>, a: Authed, uri: Uri, RawQuery(
     if let Some(e) = err {
         return parts_answer(&st, &a, v, &[], &[e], &w);
     }
+    if unchanged(&st, &a, update_time(&query_pairs(raw.as_deref())), |u| u.partitions).await {
+        return Reply::not_modified();
+    }
     match partitions(&st, &a).await {
         Ok(p) => parts_answer(&st, &a, v, &p, &[], &w),
         Err(e) => parts_answer(&st, &a, v, &[], &[e], &w),
@@ -109,6 +118,9 @@ async fn get_partition(State(st): State<Shared>, a: Authed, uri: Uri, Path(name)
     let (w, err) = check_query(raw.as_deref(), "_dump_part");
     if let Some(e) = err {
         return parts_answer(&st, &a, v, &[], &[e], &w);
+    }
+    if unchanged(&st, &a, update_time(&query_pairs(raw.as_deref())), |u| u.partitions).await {
+        return Reply::not_modified();
     }
     match partitions(&st, &a).await {
         Ok(p) => match p.into_iter().find(|p| p.name.eq_ignore_ascii_case(&name)) {

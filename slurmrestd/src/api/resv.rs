@@ -15,13 +15,14 @@
 //!   answers `ESLURM_RESERVATION_INVALID` (status 500, as 22.05 answers every such error).
 //!
 //! `update_time` (reservations) is read as a number and refused otherwise
-//! (`ESLURM_REST_INVALID_QUERY`); every answer is the full (empty) list, never "no change".
+//! (`ESLURM_REST_INVALID_QUERY`); at or after the controller's start (when its reservations,
+//! none, last changed) the answer is 304 Not Modified without a body, in every version.
 //!
 //! The item schemas (`v0.0.4x_reservation_info`, `v0.0.4x_license`, `v0.0.38_reservation`,
 //! `v0.0.38_license`) are the `slurmrestapi` 25.11.4 / `openapi-slurm-0-0-38-client` models'
 //! fields; no item is ever sent.
 
-use super::common::{answer, error, only_keys, op, path_param, query_pairs};
+use super::common::{answer, error, only_keys, op, path_param, query_pairs, unchanged, update_time};
 use crate::app::{both, version_of, Authed, Shared};
 use crate::reply::Reply;
 use axum::extract::{Path, RawQuery, State};
@@ -169,6 +170,11 @@ fn check_query(v: ApiVersion, raw: Option<&str>, source: &str) -> (Result<(), Re
 
 async fn get_reservations(State(st): State<Shared>, a: Authed, uri: Uri, RawQuery(raw): RawQuery) -> Reply {
     let v = version_of(uri.path());
+    // Nothing changed since update_time: 304 (Flotilla has no reservations: they last
+    // changed when the controller started).
+    if unchanged(&st, &a, update_time(&query_pairs(raw.as_deref())), |u| u.reservations).await {
+        return Reply::not_modified();
+    }
     match check_query(v, raw.as_deref(), "op_handler_reservations") {
         (Ok(()), w) => answer(&st, &a, v, reservations_body(v), &[], &w),
         (Err(e), w) => answer(&st, &a, v, reservations_body(v), &[e], &w),
@@ -177,6 +183,9 @@ async fn get_reservations(State(st): State<Shared>, a: Authed, uri: Uri, RawQuer
 
 async fn get_reservation(State(st): State<Shared>, a: Authed, uri: Uri, Path(n): Path<String>, RawQuery(raw): RawQuery) -> Reply {
     let v = version_of(uri.path());
+    if unchanged(&st, &a, update_time(&query_pairs(raw.as_deref())), |u| u.reservations).await {
+        return Reply::not_modified();
+    }
     let (q, w) = check_query(v, raw.as_deref(), "_get_single_reservation");
     let e = match q {
         Err(e) => e,

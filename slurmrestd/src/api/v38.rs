@@ -6,7 +6,7 @@
 //! a signal to a job already done is a success, a submission needs `environment`. Objects
 //! are `flotilla_rest::v38`'s; the controller calls are the data_parser versions'.
 
-use super::common::{answer, caller, ctl_error, error, op, path_param, query_param, query_pairs, user_name, warning};
+use super::common::{answer, caller, ctl_error, error, op, path_param, query_param, query_pairs, unchanged, update_time, user_name, warning};
 use crate::app::{both, Authed, Shared};
 use crate::reply::Reply;
 use axum::body::Bytes;
@@ -54,6 +54,11 @@ async fn get_jobs(State(st): State<Shared>, a: Authed, RawQuery(raw): RawQuery) 
             let e = error(ESLURM_REST_INVALID_QUERY, format!("update_time {t:?} is not a time"), "_op_handler_jobs");
             return answer(&st, &a, V, v38::jobs_response(&[], &ctx(&st)), &[e], &[]);
         }
+    }
+    // 22.05: slurm_load_jobs' SLURM_NO_CHANGE_IN_DATA becomes 304 Not Modified, no body
+    // (`_op_handler_jobs`, `_call_handler`); the same for nodes, partitions, reservations.
+    if unchanged(&st, &a, update_time(&q), |u| u.jobs).await {
+        return Reply::not_modified();
     }
     match jobs(&st, &a, Vec::new()).await {
         Ok(j) => answer(&st, &a, V, v38::jobs_response(&j, &ctx(&st)), &[], &[]),
@@ -192,7 +197,10 @@ async fn nodes(st: &Shared, a: &Authed, names: Vec<String>) -> Result<Vec<flotil
     }
 }
 
-async fn get_nodes(State(st): State<Shared>, a: Authed) -> Reply {
+async fn get_nodes(State(st): State<Shared>, a: Authed, RawQuery(raw): RawQuery) -> Reply {
+    if unchanged(&st, &a, update_time(&query_pairs(raw.as_deref())), |u| u.nodes).await {
+        return Reply::not_modified();
+    }
     match nodes(&st, &a, Vec::new()).await {
         Ok(n) => answer(&st, &a, V, v38::nodes_response(&n, &ctx(&st)), &[], &[]),
         Err(e) => answer(&st, &a, V, v38::nodes_response(&[], &ctx(&st)), &[e], &[]),
@@ -215,14 +223,20 @@ async fn parts(st: &Shared, a: &Authed) -> Result<Vec<flotilla_proto::PartitionI
     }
 }
 
-async fn get_partitions(State(st): State<Shared>, a: Authed) -> Reply {
+async fn get_partitions(State(st): State<Shared>, a: Authed, RawQuery(raw): RawQuery) -> Reply {
+    if unchanged(&st, &a, update_time(&query_pairs(raw.as_deref())), |u| u.partitions).await {
+        return Reply::not_modified();
+    }
     match parts(&st, &a).await {
         Ok(p) => answer(&st, &a, V, v38::partitions_response(&p, &ctx(&st)), &[], &[]),
         Err(e) => answer(&st, &a, V, v38::partitions_response(&[], &ctx(&st)), &[e], &[]),
     }
 }
 
-async fn get_partition(State(st): State<Shared>, a: Authed, Path(name): Path<String>) -> Reply {
+async fn get_partition(State(st): State<Shared>, a: Authed, Path(name): Path<String>, RawQuery(raw): RawQuery) -> Reply {
+    if unchanged(&st, &a, update_time(&query_pairs(raw.as_deref())), |u| u.partitions).await {
+        return Reply::not_modified();
+    }
     let none = v38::partitions_response(&[], &ctx(&st));
     match parts(&st, &a).await {
         Ok(p) => match p.into_iter().find(|p| p.name == name) {
@@ -265,16 +279,17 @@ pub fn spec() -> Spec {
     v38::add_schemas(&mut c);
     let r = |n: &'static str| Schema::Ref(n);
     let job = || path_param("job_id", "Slurm Job ID");
+    let upd = || query_param("update_time", Schema::Int(IntFormat::I64), "Filter if changed since update_time. Use of this parameter can result in faster replies.");
     let ops = vec![
-        op(V, Method::Get, "jobs/", "get_jobs", "get list of jobs", vec![query_param("update_time", Schema::Int(IntFormat::I64), "Filter if changed since update_time. Use of this parameter can result in faster replies.")], None, r(NAMES[0])),
+        op(V, Method::Get, "jobs/", "get_jobs", "get list of jobs", vec![upd()], None, r(NAMES[0])),
         op(V, Method::Get, "job/{job_id}", "get_job", "get job info", vec![job()], None, r(NAMES[0])),
         op(V, Method::Delete, "job/{job_id}", "cancel_job", "cancel or signal job", vec![job(), query_param("signal", Schema::Str, "signal to send to job")], None, r(NAMES[7])),
         op(V, Method::Post, "job/{job_id}", "update_job", "update job", vec![job()], Some(r(NAMES[6])), r(NAMES[7])),
         op(V, Method::Post, "job/submit", "submit_job", "submit new job", vec![], Some(r(NAMES[5])), r(NAMES[4])),
-        op(V, Method::Get, "nodes/", "get_nodes", "get all node info", vec![], None, r(NAMES[1])),
+        op(V, Method::Get, "nodes/", "get_nodes", "get all node info", vec![upd()], None, r(NAMES[1])),
         op(V, Method::Get, "node/{node_name}", "get_node", "get node info", vec![path_param("node_name", "Slurm Node Name")], None, r(NAMES[1])),
-        op(V, Method::Get, "partitions/", "get_partitions", "get all partition info", vec![], None, r(NAMES[2])),
-        op(V, Method::Get, "partition/{partition_name}", "get_partition", "get partition info", vec![path_param("partition_name", "Slurm Partition Name")], None, r(NAMES[2])),
+        op(V, Method::Get, "partitions/", "get_partitions", "get all partition info", vec![upd()], None, r(NAMES[2])),
+        op(V, Method::Get, "partition/{partition_name}", "get_partition", "get partition info", vec![path_param("partition_name", "Slurm Partition Name"), upd()], None, r(NAMES[2])),
         op(V, Method::Get, "diag/", "diag", "get diagnostics", vec![], None, r(NAMES[3])),
     ];
     Spec { operations: ops, components: c }
