@@ -3,6 +3,8 @@
 //! - [`dev`]: `flotilla dev up|down|status`, a local development cluster (one `slurmctld` and
 //!   one `slurmd -N` per node on localhost); the end-to-end tests start their clusters with
 //!   the same code (`flotilla_compat_tests::cluster`).
+//! - [`emulate`]: `flotilla emulate`, one process holding many emulated node sessions that
+//!   speak `proto` as `slurmd` does (`flotilla dev up --emulate-nodes N` starts one).
 //! - [`demo`]: `flotilla demo`, the default local cluster running the example workload.
 //! - [`man`]: `flotilla man`, the man pages of the user commands from their parsers' tables.
 //! - `flotilla sim` drives `flotilla-sim` directly from the binary.
@@ -13,4 +15,5 @@
 
 pub mod demo;
 pub mod dev;
+pub mod emulate;
 pub mod man;
