@@ -1132,3 +1132,50 @@ pub fn status(dir: &Path) -> Result<(String, bool)> {
     }
     Ok((out, ok))
 }
+
+/// Restarts the cluster's controller as `kill` then start would: SIGTERM (SIGKILL after
+/// `grace`), then the same command line again (read from `/proc/<pid>/cmdline`), logging to the
+/// same file; the record is updated. Returns when the new process has been started (it
+/// recovers from its state database; callers wait for what they need, e.g. a scheduling
+/// cycle through `Request::QueryTurns`).
+///
+/// Errors: no running controller in the record, or the new one cannot be started.
+pub fn restart_controller(cluster: &mut DevCluster, grace: Duration) -> Result<()> {
+    let i = cluster
+        .daemons
+        .iter()
+        .position(|d| d.kind == "slurmctld" && alive(d.pid, d.start))
+        .context("no running slurmctld in this cluster")?;
+    let raw = std::fs::read(format!("/proc/{}/cmdline", cluster.daemons[i].pid)).context("the controller's command line")?;
+    let argv: Vec<std::ffi::OsString> = raw
+        .split(|b| *b == 0)
+        .filter(|a| !a.is_empty())
+        .map(|a| <std::ffi::OsStr as std::os::unix::ffi::OsStrExt>::from_bytes(a).to_os_string())
+        .collect();
+    let (prog, args) = argv.split_first().context("empty command line")?;
+    // Only the controller: the node daemons and their jobs keep running, as on a real restart.
+    let d = &mut cluster.daemons[i];
+    for (sig, wait) in [(Signal::SIGTERM, grace), (Signal::SIGKILL, Duration::from_secs(10))] {
+        if alive(d.pid, d.start) {
+            let _ = kill(Pid::from_raw(d.pid), sig);
+        }
+        let until = Instant::now() + wait;
+        while alive(d.pid, d.start) && Instant::now() < until {
+            if let Some(c) = &mut d.child {
+                let _ = c.try_wait();
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        }
+    }
+    if alive(d.pid, d.start) {
+        bail!("slurmctld (pid {}) did not stop", d.pid);
+    }
+    if let Some(mut c) = d.child.take() {
+        let _ = c.wait();
+    }
+    let mut cmd = Command::new(prog);
+    cmd.args(args);
+    cluster.daemons[i] = spawn(&cluster.dir, "slurmctld", "-", &mut cmd)?;
+    record(&cluster.dir, &cluster.daemons, Some(cluster.ctld_addr))?;
+    Ok(())
+}

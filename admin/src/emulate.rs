@@ -29,6 +29,9 @@
 //! `flotilla emulate` serves these on a Unix socket, one line per connection
 //! ([`serve_control`]); tests call [`Emulator::control`].
 //!
+//! With the controller on a loopback address, node `i` connects from 127.10.x.y (its own
+//! source address, as real nodes are distinct peers), else from the host's address.
+//!
 //! Boot epochs start at the emulator's start time in milliseconds, so an emulator restarted
 //! later registers every node with a new epoch (its jobs are gone: a reboot), and each reboot
 //! adds one.
@@ -47,7 +50,6 @@ use flotilla_proto::{
 };
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::tcp::{OwnedReadHalf, OwnedWriteHalf};
-use tokio::net::TcpStream;
 use tokio::sync::{mpsc, watch};
 use tokio::time::Instant;
 
@@ -348,6 +350,20 @@ pub fn job_env<'a>(bind: &'a Bind, key: &str) -> Option<&'a str> {
     (all || items.contains(&key)).then(|| submitted(key)).flatten()
 }
 
+/// The local address node `index` connects from when the controller is on a loopback
+/// address: its own address in 127.10.0.0/16 (`127.10.0.1` for the first), so that each
+/// emulated node is a peer of its own as a real node is (the controller's connection pools
+/// are per source address) and each has a full range of ephemeral ports. `None` otherwise.
+fn source_addr(ctld: SocketAddr, index: u64) -> Option<SocketAddr> {
+    match ctld {
+        SocketAddr::V4(a) if a.ip().is_loopback() && index < 65_534 => {
+            let n = index + 1;
+            Some(SocketAddr::from(([127, 10, (n >> 8) as u8, (n & 0xff) as u8], 0)))
+        }
+        _ => None,
+    }
+}
+
 /// A job's runtime (s, job time) from its environment or script, else `default`.
 pub fn runtime_of(bind: &Bind, default: f64) -> f64 {
     if let Some(v) = job_env(bind, RUNTIME_ENV).and_then(|v| v.trim().parse::<f64>().ok()) {
@@ -491,7 +507,11 @@ impl EmuNode {
 
     /// Connects, shakes hands and registers, as `slurmd` does.
     async fn connect(&mut self, sh: &Shared) -> Result<(FrameReader, OwnedWriteHalf)> {
-        let s = tokio::time::timeout(Duration::from_secs(10), TcpStream::connect(sh.ctld)).await??;
+        let sock = if sh.ctld.is_ipv4() { tokio::net::TcpSocket::new_v4()? } else { tokio::net::TcpSocket::new_v6()? };
+        if let Some(src) = source_addr(sh.ctld, self.index) {
+            sock.bind(src)?;
+        }
+        let s = tokio::time::timeout(Duration::from_secs(10), sock.connect(sh.ctld)).await??;
         let _ = s.set_nodelay(true);
         let (rd, mut wr) = s.into_split();
         let mut rd = FrameReader { rd, buf: Vec::new() };

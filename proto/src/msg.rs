@@ -1164,6 +1164,9 @@ pub enum Request {
         /// `max_token_lifespan=`).
         lifespan: i64,
     },
+    /// How long the controller's recent scheduling turns took (`flotilla bench scale`).
+    /// Answered with [`Response::TurnTimes`].
+    QueryTurnTimes,
 }
 
 impl Request {
@@ -1201,6 +1204,7 @@ impl Request {
             Request::QueryShares(_) => "REQUEST_SHARE_INFO",
             Request::QueryPriorities(_) => "REQUEST_PRIORITY_FACTORS",
             Request::IssueToken { .. } => "REQUEST_AUTH_TOKEN",
+            Request::QueryTurnTimes => "REQUEST_TURNS",
         }
     }
 }
@@ -1278,6 +1282,16 @@ pub enum Response {
     /// Answer to [`Request::IssueToken`]: the token (compact JWS); `None` when the controller
     /// has no `auth/jwt` key (Slurm answers a token request without a token then).
     Token(Option<String>),
+    /// Answer to [`Request::QueryTurnTimes`]: the durations (µs) of the controller's most
+    /// recent turns that ran a scheduling cycle (at most 4,096, oldest first), each from its
+    /// first event handled to its commit done and its replies and node messages sent, and
+    /// the cycles run since the controller started.
+    TurnTimes {
+        /// Durations, µs, oldest first.
+        turns_us: Vec<u64>,
+        /// Scheduling cycles since start (the last `turns_us.len()` of them are listed).
+        cycles: u64,
+    },
 }
 
 #[cfg(test)]
@@ -1338,6 +1352,18 @@ mod tests {
         let resp = Response::Turns { turns: 1 << 40, cycles: 7, cycle_due: true };
         let bytes = postcard::to_allocvec(&resp).unwrap();
         assert_eq!(bytes[0], 18, "Turns is the 19th response, after Queue");
+        assert_eq!(postcard::from_bytes::<Response>(&bytes).unwrap(), resp);
+    }
+
+    /// `QueryTurnTimes` and `TurnTimes` were appended after `IssueToken` and `Token`.
+    #[test]
+    fn turn_time_messages_are_appended() {
+        let req = postcard::to_allocvec(&Request::QueryTurnTimes).unwrap();
+        let token = postcard::to_allocvec(&Request::IssueToken { username: None, lifespan: 0 }).unwrap();
+        assert_eq!(req[0], token[0] + 1);
+        let resp = Response::TurnTimes { turns_us: vec![1, 250_000], cycles: 9 };
+        let bytes = postcard::to_allocvec(&resp).unwrap();
+        assert_eq!(bytes[0], postcard::to_allocvec(&Response::Token(None)).unwrap()[0] + 1);
         assert_eq!(postcard::from_bytes::<Response>(&bytes).unwrap(), resp);
     }
 

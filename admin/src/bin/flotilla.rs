@@ -29,6 +29,8 @@ enum Command {
     /// dependency chain, a preemptible checkpointing job and an inference service; prints
     /// squeue, sinfo and sacct and exits non-zero unless every outcome is as expected.
     Demo(DemoArgs),
+    /// Benchmarks of the real daemons (`scale`: the controller against emulated nodes).
+    Bench(BenchArgs),
     /// Emulated node daemons: one process holding many node sessions that register and speak
     /// to the controller as slurmd does, and "run" each job for its runtime without a
     /// process (`ctl` tells nodes to disconnect, reboot, go down or up, or fail a GPU).
@@ -39,6 +41,40 @@ enum Command {
         /// this command's subcommands.
         #[arg(long)]
         out: PathBuf,
+    },
+}
+
+#[derive(Debug, Args)]
+struct BenchArgs {
+    #[command(subcommand)]
+    command: BenchCommand,
+}
+
+#[derive(Debug, Subcommand)]
+enum BenchCommand {
+    /// The controller at scale against emulated nodes on this host: registration storm,
+    /// idle CPU, scheduling turn, job starts, squeue/sinfo/sacct, memory, recovery. Prints
+    /// `name: value (goal: ...) met|missed` per figure, then `N/M goals met`; exits non-zero
+    /// only when something went wrong (a count off, a node down, a requeue), not on a missed goal.
+    Scale {
+        /// Emulated nodes (8 GPUs each, pods of 32).
+        #[arg(long, default_value_t = 10_000)]
+        nodes: usize,
+        /// Pending jobs.
+        #[arg(long, default_value_t = 100_000)]
+        jobs: usize,
+        /// Running jobs (filling every GPU; default: half the pending jobs).
+        #[arg(long)]
+        running: Option<usize>,
+        /// The state directory (default: a new one under $TMPDIR, removed at the end).
+        #[arg(long)]
+        dir: Option<PathBuf>,
+        /// Where slurmctld, squeue, sinfo and sacct are (default: beside this executable).
+        #[arg(long)]
+        bin_dir: Option<PathBuf>,
+        /// Seconds of the idle CPU sample and of the turn-time window.
+        #[arg(long, default_value_t = 10)]
+        sample_s: u64,
     },
 }
 
@@ -66,9 +102,10 @@ struct EmulateArgs {
     /// The control socket (default `<dir>/emulator.sock`; none without `--dir`).
     #[arg(long)]
     control: Option<PathBuf>,
-    /// Heartbeat period of each node, ms (slurmd's default).
-    #[arg(long, default_value_t = 2000)]
-    heartbeat_ms: u64,
+    /// Heartbeat period of each node, ms; default: slurmd's for the cluster's size (2 s, up
+    /// to 5 s on large clusters).
+    #[arg(long)]
+    heartbeat_ms: Option<u64>,
     /// Runtime of a job that names none (`FLOTILLA_EMULATE_RUNTIME`, else a `sleep N` in its
     /// script), seconds of job time.
     #[arg(long, default_value_t = 60.0)]
@@ -285,7 +322,53 @@ fn main() -> Result<()> {
         Command::Dev(args) => dev(args),
         Command::Demo(args) => demo(args),
         Command::Emulate(args) => emulate(args),
+        Command::Bench(args) => bench(args),
         Command::Man { out } => man(&out),
+    }
+}
+
+/// `flotilla bench scale`.
+fn bench(a: BenchArgs) -> Result<()> {
+    use flotilla_admin::bench;
+    let BenchCommand::Scale { nodes, jobs, running, dir, bin_dir, sample_s } = a.command;
+    let cancel = cancel_on_signals()?;
+    let tmp;
+    let dir = match dir {
+        Some(d) => d,
+        None => {
+            tmp = TempDir::new()?;
+            tmp.0.clone()
+        }
+    };
+    let mut opts = bench::ScaleOptions::new(dir);
+    opts.nodes = nodes;
+    opts.jobs = jobs;
+    opts.running = running.unwrap_or(jobs / 2);
+    opts.bin_dir = bin_dir;
+    opts.sample = Duration::from_secs(sample_s);
+    let t0 = Instant::now();
+    let rep = bench::scale(&opts, cancel, &|s| eprintln!("[{:>6.1} s] {s}", t0.elapsed().as_secs_f64()))?;
+    print!("{rep}");
+    if !rep.failures.is_empty() {
+        bail!("{} check(s) failed", rep.failures.len());
+    }
+    Ok(())
+}
+
+/// A directory under $TMPDIR removed on drop.
+struct TempDir(PathBuf);
+
+impl TempDir {
+    fn new() -> Result<TempDir> {
+        let d = std::env::temp_dir().join(format!("flotilla-bench-{}-{}", std::process::id(), Instant::now().elapsed().as_nanos()));
+        std::fs::create_dir_all(&d)?;
+        Ok(TempDir(d))
+    }
+}
+
+impl Drop for TempDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
     }
 }
 
@@ -324,7 +407,7 @@ fn emulate(a: EmulateArgs) -> Result<()> {
                 ctld,
                 key,
                 nodes,
-                heartbeat: Duration::from_millis(a.heartbeat_ms.max(1)),
+                heartbeat: a.heartbeat_ms.map_or_else(|| flotilla_conf::default_heartbeat(conf.nodes.len()), |ms| Duration::from_millis(ms.max(1))),
                 default_runtime_s: a.runtime,
                 time_scale: a.time_scale,
             },

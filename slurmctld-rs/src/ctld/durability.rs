@@ -58,6 +58,7 @@ pub(super) fn class(req: &Request) -> Class {
         | Request::QueryAcct(_)
         | Request::QueryQueue(_)
         | Request::QueryTurns
+        | Request::QueryTurnTimes
         | Request::Diag
         | Request::DiagReset
         | Request::AcctMgrShow
