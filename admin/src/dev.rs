@@ -62,6 +62,22 @@ pub struct UpOptions {
     pub fast: bool,
     /// More `slurmctld` arguments, after the ones `up` gives (tests: `--minute-s 10`).
     pub ctld_args: Vec<String>,
+    /// Emulated nodes instead of one `slurmd` per node ([`crate::emulate`]); `None`: real
+    /// node daemons. Without `config`, the cluster is [`emulated_config`] with `nodes` nodes.
+    pub emulate: Option<Emulate>,
+    /// `flotilla emulate --heartbeat-ms` (emulated nodes; default 2000, `slurmd`'s).
+    pub emulate_args: Vec<String>,
+}
+
+/// Who runs the emulated nodes of a [`UpOptions::emulate`] cluster.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Emulate {
+    /// `up` starts a `flotilla emulate` process (recorded as `emulator`, stopped by `down`)
+    /// and waits until every node registered.
+    Process,
+    /// The caller runs the emulator (`flotilla bench scale` holds it in process): `up`
+    /// returns once the controller listens, without waiting for nodes.
+    Caller,
 }
 
 impl UpOptions {
@@ -77,6 +93,8 @@ impl UpOptions {
             bin_dir: None,
             fast: false,
             ctld_args: Vec::new(),
+            emulate: None,
+            emulate_args: Vec::new(),
         }
     }
 }
@@ -299,6 +317,51 @@ fn range(a: usize, b: usize) -> String {
     }
 }
 
+/// Nodes per pod (leaf switch) of [`emulated_config`], as in `examples/cluster-128`.
+pub const POD_NODES: usize = 32;
+
+/// The name of node `i` (1-based) of an emulated cluster of `nodes` nodes: `gpu` and at least
+/// three digits (`gpu001`, ..., `gpu10000` is `gpu10000` among `gpu00001`...).
+pub fn emulated_node_name(i: usize, nodes: usize) -> String {
+    let width = nodes.to_string().len().max(3);
+    format!("gpu{i:0width$}")
+}
+
+/// `examples/cluster-128` scaled to `nodes` nodes, for emulated nodes: pods of
+/// [`POD_NODES`] nodes × 8 H100 (2 × 32 cores, 1.9 TB schedulable), one leaf switch per pod
+/// under one spine, every `NodeAddr` 127.0.0.1; partitions `batch` (default, `any` topology)
+/// and `train` (`node` topology, higher tier) over every node; `MaxJobCount` 20 per node (at
+/// least 50,000, the example's), so 10,000 nodes hold 200,000 jobs. Returns the `slurm.conf`
+/// body and `topology.conf`.
+pub fn emulated_config(nodes: usize) -> (String, String) {
+    let nodes = nodes.max(1);
+    let name = |i: usize| emulated_node_name(i, nodes);
+    let range = |a: usize, b: usize| if a == b { name(a) } else { format!("gpu[{}-{}]", &name(a)[3..], &name(b)[3..]) };
+    let mut conf = format!(
+        "SchedulerType=sched/backfill\nSelectType=select/cons_tres\nSelectTypeParameters=CR_Core_Memory\n\
+         PriorityType=priority/multifactor\nTopologyPlugin=topology/tree\nGresTypes=gpu\nDefMemPerCPU=7500\n\
+         KillWait=30\nMinJobAge=300\nMaxJobCount={}\nMaxArraySize=10001\nSlurmdTimeout=300\n\
+         NodeName=DEFAULT Sockets=2 CoresPerSocket=32 ThreadsPerCore=1 RealMemory=1900000 Gres=gpu:h100:8 Features=h100,ib400 State=UNKNOWN\n",
+        (nodes * 20).max(50_000)
+    );
+    let pods = nodes.div_ceil(POD_NODES);
+    let mut topo = String::new();
+    for p in 0..pods {
+        let (a, b) = (p * POD_NODES + 1, ((p + 1) * POD_NODES).min(nodes));
+        let _ = writeln!(conf, "NodeName={} NodeAddr=127.0.0.1", range(a, b));
+        let _ = writeln!(topo, "SwitchName=leaf{} Nodes={}", p + 1, range(a, b));
+    }
+    if pods > 1 {
+        let _ = writeln!(topo, "SwitchName=spine Switches=leaf[1-{pods}]");
+    }
+    conf.push_str(
+        "PartitionName=DEFAULT State=UP MaxTime=7-00:00:00 DefaultTime=01:00:00\n\
+         PartitionName=batch Nodes=ALL Default=YES DefaultTopology=any PriorityTier=1\n\
+         PartitionName=train Nodes=ALL DefaultTopology=node PriorityTier=2 MaxTime=14-00:00:00\n",
+    );
+    (conf, topo)
+}
+
 /// Rewrites an existing `slurm.conf` for localhost: drops the keys of [`OVERRIDDEN`], and in
 /// `NodeName=` lines sets `NodeAddr=127.0.0.1` and drops `NodeHostname` (keeps `Port`, which
 /// Flotilla's node daemons never bind).
@@ -357,6 +420,10 @@ pub fn rewrite_config(text: &str) -> (String, String) {
 fn write_config(opts: &UpOptions, port: u16) -> Result<()> {
     let dir = &opts.dir;
     let (body, cluster, topo) = match &opts.config {
+        None if opts.emulate.is_some() => {
+            let (b, t) = emulated_config(opts.nodes);
+            (b, "emulated".to_string(), Some(t))
+        }
         None => {
             let (b, t) = default_config(opts.nodes, opts.gpus_per_node);
             std::fs::write(dir.join("cgroup.conf"), DEFAULT_CGROUP_CONF)?;
@@ -448,7 +515,7 @@ pub fn read_record(dir: &Path) -> Result<(Option<SocketAddr>, Vec<Daemon>)> {
 }
 
 fn spawn(dir: &Path, kind: &str, node: &str, cmd: &mut Command) -> Result<Daemon> {
-    let log_name = if kind == "slurmctld" || kind == "slurmrestd" {
+    let log_name = if kind == "slurmctld" || kind == "slurmrestd" || kind == "emulator" {
         format!("{kind}.log")
     } else {
         format!("slurmd-{node}.log")
@@ -560,7 +627,11 @@ pub fn up(opts: &UpOptions, cancel: &AtomicBool) -> Result<DevCluster> {
         flotilla_proto::jwt::JwtKey::generate(&jwt_key).map_err(|e| anyhow::anyhow!("{e}"))?;
     }
     let ctld_bin = find_bin("slurmctld", opts.bin_dir.as_deref())?;
-    let slurmd_bin = find_bin("slurmd", opts.bin_dir.as_deref())?;
+    let slurmd_bin = match opts.emulate {
+        None => find_bin("slurmd", opts.bin_dir.as_deref())?,
+        Some(Emulate::Process) => find_bin("flotilla", opts.bin_dir.as_deref())?,
+        Some(Emulate::Caller) => PathBuf::new(),
+    };
     let mut g = Guard {
         dir: &dir,
         daemons: Vec::new(),
@@ -654,7 +725,34 @@ pub fn up(opts: &UpOptions, cancel: &AtomicBool) -> Result<DevCluster> {
         flotilla_conf::load_from(&dir.join("slurm.conf")).map_err(|e| anyhow::anyhow!("{e}"))?;
     let scope = cgroup_scope(&dir, &cluster.cluster_name);
     let mut nodes = Vec::new();
-    for n in &cluster.nodes {
+    match opts.emulate {
+        Some(Emulate::Caller) => {
+            record(&dir, &g.daemons, Some(ctld_addr))?;
+            g.armed = false;
+            let daemons = std::mem::take(&mut g.daemons);
+            return Ok(DevCluster {
+                dir: dir.clone(),
+                ctld_addr,
+                nodes: cluster.nodes.iter().map(|n| n.name.clone()).collect(),
+                daemons,
+                cgroup_scope: scope,
+                restd_url: None,
+            });
+        }
+        Some(Emulate::Process) => {
+            let mut cmd = Command::new(&slurmd_bin);
+            cmd.args(["emulate", "--dir"]).arg(&dir);
+            if opts.fast {
+                cmd.args(["--heartbeat-ms", "200"]);
+            }
+            cmd.args(&opts.emulate_args);
+            g.daemons.push(spawn(&dir, "emulator", "-", &mut cmd)?);
+            record(&dir, &g.daemons, Some(ctld_addr))?;
+            nodes = cluster.nodes.iter().map(|n| n.name.clone()).collect();
+        }
+        None => {}
+    }
+    for n in cluster.nodes.iter().filter(|_| opts.emulate.is_none()) {
         check_cancel(cancel)?;
         let mut cmd = Command::new(&slurmd_bin);
         cmd.args(["-D", "-N", &n.name])
@@ -683,8 +781,8 @@ pub fn up(opts: &UpOptions, cancel: &AtomicBool) -> Result<DevCluster> {
         check_cancel(cancel)?;
         for d in &mut g.daemons {
             if let Some(st) = d.child.as_mut().and_then(|c| c.try_wait().ok().flatten()) {
-                let log = if d.kind == "slurmctld" {
-                    "slurmctld.log".to_string()
+                let log = if d.kind == "slurmctld" || d.kind == "emulator" {
+                    format!("{}.log", d.kind)
                 } else {
                     format!("slurmd-{}.log", d.node)
                 };
@@ -711,7 +809,7 @@ pub fn up(opts: &UpOptions, cancel: &AtomicBool) -> Result<DevCluster> {
                 if down.is_empty() {
                     break;
                 }
-                format!("not registered yet: {}", down.join(","))
+                format!("not registered yet: {} node(s): {}", down.len(), flotilla_core::hostlist::compress(&down))
             }
             Err(e) => format!("controller: {e}"),
         };
@@ -993,6 +1091,14 @@ pub fn status(dir: &Path) -> Result<(String, bool)> {
             addr.map_or_else(|| "port ?".into(), |a| format!("port {}", a.port()))
         } else if d.kind == "slurmrestd" {
             "REST API".into()
+        } else if d.kind == "emulator" {
+            match &nodes {
+                Some(Ok(v)) => {
+                    let up = v.iter().filter(|(_, st, nr)| !nr && !matches!(st.as_str(), "UNKNOWN" | "DOWN")).count();
+                    format!("emulated nodes, {up} of {} responding", v.len())
+                }
+                _ => "emulated nodes".into(),
+            }
         } else {
             match &nodes {
                 Some(Ok(v)) => v.iter().find(|(n, _, _)| *n == d.node).map_or_else(
@@ -1025,4 +1131,51 @@ pub fn status(dir: &Path) -> Result<(String, bool)> {
         }
     }
     Ok((out, ok))
+}
+
+/// Restarts the cluster's controller as `kill` then start would: SIGTERM (SIGKILL after
+/// `grace`), then the same command line again (read from `/proc/<pid>/cmdline`), logging to the
+/// same file; the record is updated. Returns when the new process has been started (it
+/// recovers from its state database; callers wait for what they need, e.g. a scheduling
+/// cycle through `Request::QueryTurns`).
+///
+/// Errors: no running controller in the record, or the new one cannot be started.
+pub fn restart_controller(cluster: &mut DevCluster, grace: Duration) -> Result<()> {
+    let i = cluster
+        .daemons
+        .iter()
+        .position(|d| d.kind == "slurmctld" && alive(d.pid, d.start))
+        .context("no running slurmctld in this cluster")?;
+    let raw = std::fs::read(format!("/proc/{}/cmdline", cluster.daemons[i].pid)).context("the controller's command line")?;
+    let argv: Vec<std::ffi::OsString> = raw
+        .split(|b| *b == 0)
+        .filter(|a| !a.is_empty())
+        .map(|a| <std::ffi::OsStr as std::os::unix::ffi::OsStrExt>::from_bytes(a).to_os_string())
+        .collect();
+    let (prog, args) = argv.split_first().context("empty command line")?;
+    // Only the controller: the node daemons and their jobs keep running, as on a real restart.
+    let d = &mut cluster.daemons[i];
+    for (sig, wait) in [(Signal::SIGTERM, grace), (Signal::SIGKILL, Duration::from_secs(10))] {
+        if alive(d.pid, d.start) {
+            let _ = kill(Pid::from_raw(d.pid), sig);
+        }
+        let until = Instant::now() + wait;
+        while alive(d.pid, d.start) && Instant::now() < until {
+            if let Some(c) = &mut d.child {
+                let _ = c.try_wait();
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        }
+    }
+    if alive(d.pid, d.start) {
+        bail!("slurmctld (pid {}) did not stop", d.pid);
+    }
+    if let Some(mut c) = d.child.take() {
+        let _ = c.wait();
+    }
+    let mut cmd = Command::new(prog);
+    cmd.args(args);
+    cluster.daemons[i] = spawn(&cluster.dir, "slurmctld", "-", &mut cmd)?;
+    record(&cluster.dir, &cluster.daemons, Some(cluster.ctld_addr))?;
+    Ok(())
 }

@@ -3,6 +3,9 @@
 //! - [`dev`]: `flotilla dev up|down|status`, a local development cluster (one `slurmctld` and
 //!   one `slurmd -N` per node on localhost); the end-to-end tests start their clusters with
 //!   the same code (`flotilla_compat_tests::cluster`).
+//! - [`emulate`]: `flotilla emulate`, one process holding many emulated node sessions that
+//!   speak `proto` as `slurmd` does (`flotilla dev up --emulate-nodes N` starts one).
+//! - [`bench`]: `flotilla bench scale`, the controller's figures at 10,000 emulated nodes.
 //! - [`demo`]: `flotilla demo`, the default local cluster running the example workload.
 //! - [`man`]: `flotilla man`, the man pages of the user commands from their parsers' tables.
 //! - `flotilla sim` drives `flotilla-sim` directly from the binary.
@@ -11,6 +14,8 @@
 //! `indicatif`, `clap_mangen` and `roff`; nothing in the workspace but the end-to-end tests
 //! depends on it. The rule and its test: ARCHITECTURE.md, "Dependency rule".
 
+pub mod bench;
 pub mod demo;
 pub mod dev;
+pub mod emulate;
 pub mod man;

@@ -19,6 +19,18 @@ use flotilla_core::config::{parse_cluster, ClusterConfig, ConfigError};
 use flotilla_core::quota::{parse_quota_conf, QuotaError, QuotaTree};
 use thiserror::Error;
 
+/// The node daemons' default heartbeat period for a cluster of `nodes` nodes: 2 s, longer
+/// on large clusters so that the controller hears at most 2,000 heartbeats a second in all
+/// (10,000 nodes: 5 s), and never longer than 5 s, well inside the 10 s a session must stay
+/// silent before another registration may replace it (`NODE_SESSION_LIVE_S`). A heartbeat is
+/// the node's full report, the reconciler's backstop: job ends and health verdicts go out at
+/// once, and a lost session is seen when its connection closes. Slurm's controller likewise
+/// pings nodes at an interval of its own (`SlurmdTimeout`/3) rather than per node.
+pub fn default_heartbeat(nodes: usize) -> std::time::Duration {
+    let ms = (nodes as u64 / 2).clamp(2_000, 5_000);
+    std::time::Duration::from_millis(ms)
+}
+
 /// Where `slurm.conf` is when no environment variable says otherwise.
 pub const DEFAULT_SLURM_CONF: &str = "/etc/slurm/slurm.conf";
 

@@ -345,6 +345,11 @@ pub struct Cluster {
     /// Available whole GPUs of each node as currently recorded in `index`.
     #[serde(skip)]
     index_key: Vec<u32>,
+    /// Node name -> index, built with `index` ([`Cluster::node_id`] is called for every
+    /// message of every node session: a scan of 10,000 names was most of an idle
+    /// controller's time). A `BTreeMap`: no hashing seed in the core.
+    #[serde(skip)]
+    by_name: std::collections::BTreeMap<String, u32>,
 }
 
 /// A description of one node used to build clusters directly (tests, simulator).
@@ -439,6 +444,7 @@ impl Cluster {
             partitions: Vec::new(),
             index: BTreeSet::new(),
             index_key: Vec::new(),
+            by_name: std::collections::BTreeMap::new(),
         };
         let mut pod_ids = std::collections::BTreeMap::new();
         for (i, s) in specs.iter().enumerate() {
@@ -518,8 +524,12 @@ impl Cluster {
         c
     }
 
-    /// Looks a node up by name.
+    /// Looks a node up by name: O(log nodes) through the name index, a scan when the index
+    /// is not built (a cluster read back with serde).
     pub fn node_id(&self, name: &str) -> Option<NodeId> {
+        if self.by_name.len() == self.nodes.len() {
+            return self.by_name.get(name).map(|&i| NodeId(i));
+        }
         self.nodes
             .iter()
             .position(|n| n.name == name)
@@ -570,6 +580,7 @@ impl Cluster {
     }
 
     fn rebuild_index(&mut self) {
+        self.by_name = self.nodes.iter().enumerate().map(|(i, n)| (n.name.clone(), i as u32)).collect();
         self.index.clear();
         self.index_key = vec![0; self.nodes.len()];
         for i in 0..self.nodes.len() {

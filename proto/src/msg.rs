@@ -1194,6 +1194,9 @@ pub enum Request {
     /// When jobs, nodes, partitions and reservations last changed ([`Response::UpdateTimes`]):
     /// slurmrestd's `update_time` queries.
     QueryUpdateTimes,
+    /// How long the controller's recent scheduling turns took (`flotilla bench scale`).
+    /// Answered with [`Response::TurnTimes`].
+    QueryTurnTimes,
 }
 
 impl Request {
@@ -1232,6 +1235,7 @@ impl Request {
             Request::QueryPriorities(_) => "REQUEST_PRIORITY_FACTORS",
             Request::IssueToken { .. } => "REQUEST_AUTH_TOKEN",
             Request::QueryUpdateTimes => "REQUEST_UPDATE_TIMES",
+            Request::QueryTurnTimes => "REQUEST_TURNS",
         }
     }
 }
@@ -1311,6 +1315,16 @@ pub enum Response {
     Token(Option<String>),
     /// Answer to [`Request::QueryUpdateTimes`].
     UpdateTimes(UpdateTimes),
+    /// Answer to [`Request::QueryTurnTimes`]: the durations (µs) of the controller's most
+    /// recent turns that ran a scheduling cycle (at most 4,096, oldest first), each from its
+    /// first event handled to its commit done and its replies and node messages sent, and
+    /// the cycles run since the controller started.
+    TurnTimes {
+        /// Durations, µs, oldest first.
+        turns_us: Vec<u64>,
+        /// Scheduling cycles since start (the last `turns_us.len()` of them are listed).
+        cycles: u64,
+    },
 }
 
 #[cfg(test)]
@@ -1387,6 +1401,18 @@ mod tests {
         assert_eq!(postcard::from_bytes::<Response>(&bytes).unwrap(), resp);
         // Slurm's rule: a change in the second asked about counts as a change.
         assert!(UpdateTimes::unchanged(100, 101) && !UpdateTimes::unchanged(100, 100));
+    }
+
+    /// `QueryTurnTimes` and `TurnTimes` were appended after `QueryUpdateTimes` and `UpdateTimes`.
+    #[test]
+    fn turn_time_messages_are_appended() {
+        let req = postcard::to_allocvec(&Request::QueryTurnTimes).unwrap();
+        let before = postcard::to_allocvec(&Request::QueryUpdateTimes).unwrap();
+        assert_eq!(req[0], before[0] + 1);
+        let resp = Response::TurnTimes { turns_us: vec![1, 250_000], cycles: 9 };
+        let bytes = postcard::to_allocvec(&resp).unwrap();
+        assert_eq!(bytes[0], postcard::to_allocvec(&Response::UpdateTimes(UpdateTimes::default())).unwrap()[0] + 1);
+        assert_eq!(postcard::from_bytes::<Response>(&bytes).unwrap(), resp);
     }
 
     #[test]

@@ -29,12 +29,106 @@ enum Command {
     /// dependency chain, a preemptible checkpointing job and an inference service; prints
     /// squeue, sinfo and sacct and exits non-zero unless every outcome is as expected.
     Demo(DemoArgs),
+    /// Benchmarks of the real daemons (`scale`: the controller against emulated nodes).
+    Bench(BenchArgs),
+    /// Emulated node daemons: one process holding many node sessions that register and speak
+    /// to the controller as slurmd does, and "run" each job for its runtime without a
+    /// process (`ctl` tells nodes to disconnect, reboot, go down or up, or fail a GPU).
+    Emulate(EmulateArgs),
     /// Write the man pages (section 1) of every command into a directory.
     Man {
         /// Output directory (created): `<command>.1` for each command, `flotilla-*.1` for
         /// this command's subcommands.
         #[arg(long)]
         out: PathBuf,
+    },
+}
+
+#[derive(Debug, Args)]
+struct BenchArgs {
+    #[command(subcommand)]
+    command: BenchCommand,
+}
+
+#[derive(Debug, Subcommand)]
+enum BenchCommand {
+    /// The controller at scale against emulated nodes on this host: registration storm,
+    /// idle CPU, scheduling turn, job starts, squeue/sinfo/sacct, memory, recovery. Prints
+    /// `name: value (goal: ...) met|missed` per figure, then `N/M goals met`; exits non-zero
+    /// only when something went wrong (a count off, a node down, a requeue), not on a missed goal.
+    Scale {
+        /// Emulated nodes (8 GPUs each, pods of 32).
+        #[arg(long, default_value_t = 10_000)]
+        nodes: usize,
+        /// Pending jobs.
+        #[arg(long, default_value_t = 100_000)]
+        jobs: usize,
+        /// Running jobs (filling every GPU; default: half the pending jobs).
+        #[arg(long)]
+        running: Option<usize>,
+        /// The state directory (default: a new one under $TMPDIR, removed at the end).
+        #[arg(long)]
+        dir: Option<PathBuf>,
+        /// Where slurmctld, squeue, sinfo and sacct are (default: beside this executable).
+        #[arg(long)]
+        bin_dir: Option<PathBuf>,
+        /// Seconds of the idle CPU sample and of the turn-time window.
+        #[arg(long, default_value_t = 10)]
+        sample_s: u64,
+    },
+}
+
+#[derive(Debug, Args)]
+#[command(args_conflicts_with_subcommands = true)]
+struct EmulateArgs {
+    #[command(subcommand)]
+    command: Option<EmulateCommand>,
+    /// A `flotilla dev up` state directory: its slurm.conf, slurm.key and controller address;
+    /// the control socket is `<dir>/emulator.sock`.
+    #[arg(long)]
+    dir: Option<PathBuf>,
+    /// slurm.conf whose nodes to emulate (default: `<dir>/slurm.conf`).
+    #[arg(short = 'f', long)]
+    conf: Option<PathBuf>,
+    /// The cluster key (default: `<dir>/slurm.key`, else /etc/slurm/slurm.key).
+    #[arg(long)]
+    key: Option<PathBuf>,
+    /// The controller's address HOST:PORT (default: the one `<dir>` records).
+    #[arg(long)]
+    ctld: Option<String>,
+    /// Only these nodes (a hostlist expression); default: every node of slurm.conf.
+    #[arg(long)]
+    nodes: Option<String>,
+    /// The control socket (default `<dir>/emulator.sock`; none without `--dir`).
+    #[arg(long)]
+    control: Option<PathBuf>,
+    /// Heartbeat period of each node, ms; default: slurmd's for the cluster's size (2 s, up
+    /// to 5 s on large clusters).
+    #[arg(long)]
+    heartbeat_ms: Option<u64>,
+    /// Runtime of a job that names none (`FLOTILLA_EMULATE_RUNTIME`, else a `sleep N` in its
+    /// script), seconds of job time.
+    #[arg(long, default_value_t = 60.0)]
+    runtime: f64,
+    /// Job seconds per real second (trace replay runs faster than real time).
+    #[arg(long, default_value_t = 1.0)]
+    time_scale: f64,
+}
+
+#[derive(Debug, Subcommand)]
+enum EmulateCommand {
+    /// Tell a running emulator's nodes something: `disconnect NODES [SECONDS]`, `reboot NODES`,
+    /// `down NODES`, `up NODES`, `fail NODES [REASON...]` (NODES: a hostlist expression).
+    Ctl {
+        /// The state directory (its `emulator.sock`).
+        #[arg(long)]
+        dir: Option<PathBuf>,
+        /// The control socket (instead of `--dir`).
+        #[arg(long)]
+        socket: Option<PathBuf>,
+        /// The command line.
+        #[arg(required = true, num_args = 1..)]
+        words: Vec<String>,
     },
 }
 
@@ -80,6 +174,10 @@ enum DevCommand {
         /// Seconds to wait for every node to register.
         #[arg(long, default_value_t = 60)]
         timeout: u64,
+        /// Emulate N nodes in one `flotilla emulate` process instead of running a slurmd
+        /// per node: `examples/cluster-128` scaled to N nodes (pods of 32 nodes x 8 GPUs).
+        #[arg(long, conflicts_with_all = ["config", "nodes"])]
+        emulate_nodes: Option<usize>,
     },
     /// Stop exactly what `up` started (SIGTERM, then SIGKILL after --grace seconds).
     Down {
@@ -223,8 +321,125 @@ fn main() -> Result<()> {
         Command::Sim(args) => sim(args),
         Command::Dev(args) => dev(args),
         Command::Demo(args) => demo(args),
+        Command::Emulate(args) => emulate(args),
+        Command::Bench(args) => bench(args),
         Command::Man { out } => man(&out),
     }
+}
+
+/// `flotilla bench scale`.
+fn bench(a: BenchArgs) -> Result<()> {
+    use flotilla_admin::bench;
+    let BenchCommand::Scale { nodes, jobs, running, dir, bin_dir, sample_s } = a.command;
+    let cancel = cancel_on_signals()?;
+    let tmp;
+    let dir = match dir {
+        Some(d) => d,
+        None => {
+            tmp = TempDir::new()?;
+            tmp.0.clone()
+        }
+    };
+    let mut opts = bench::ScaleOptions::new(dir);
+    opts.nodes = nodes;
+    opts.jobs = jobs;
+    opts.running = running.unwrap_or(jobs / 2);
+    opts.bin_dir = bin_dir;
+    opts.sample = Duration::from_secs(sample_s);
+    let t0 = Instant::now();
+    let rep = bench::scale(&opts, cancel, &|s| eprintln!("[{:>6.1} s] {s}", t0.elapsed().as_secs_f64()))?;
+    print!("{rep}");
+    if !rep.failures.is_empty() {
+        bail!("{} check(s) failed", rep.failures.len());
+    }
+    Ok(())
+}
+
+/// A directory under $TMPDIR removed on drop.
+struct TempDir(PathBuf);
+
+impl TempDir {
+    fn new() -> Result<TempDir> {
+        let d = std::env::temp_dir().join(format!("flotilla-bench-{}-{}", std::process::id(), Instant::now().elapsed().as_nanos()));
+        std::fs::create_dir_all(&d)?;
+        Ok(TempDir(d))
+    }
+}
+
+impl Drop for TempDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+/// `flotilla emulate`: runs the emulated nodes until SIGINT or SIGTERM; `flotilla emulate ctl`
+/// sends one control line.
+fn emulate(a: EmulateArgs) -> Result<()> {
+    use flotilla_admin::{dev, emulate};
+    if let Some(EmulateCommand::Ctl { dir, socket, words }) = a.command {
+        let socket = socket.unwrap_or_else(|| dir.unwrap_or_else(dev::default_dir).join("emulator.sock"));
+        println!("{}", emulate::send_control(&socket, &words.join(" "))?);
+        return Ok(());
+    }
+    let conf_path = a.conf.or_else(|| a.dir.as_ref().map(|d| d.join("slurm.conf"))).context("--conf or --dir is required")?;
+    let key_path = a
+        .key
+        .or_else(|| a.dir.as_ref().map(|d| d.join("slurm.key")))
+        .unwrap_or_else(|| "/etc/slurm/slurm.key".into());
+    let ctld: std::net::SocketAddr = match (&a.ctld, &a.dir) {
+        (Some(c), _) => std::net::ToSocketAddrs::to_socket_addrs(c.as_str())?.next().with_context(|| format!("--ctld {c}"))?,
+        (None, Some(d)) => dev::read_record(d)?.0.with_context(|| format!("{} records no controller address", d.display()))?,
+        (None, None) => bail!("--ctld or --dir is required"),
+    };
+    let conf = flotilla_conf::load_from(&conf_path).map_err(|e| anyhow::anyhow!("{e}"))?;
+    let key = flotilla_proto::ClusterKey::load(&key_path).map_err(|e| anyhow::anyhow!("{}: {e}", key_path.display()))?;
+    let nodes = emulate::EmulatorOptions::nodes_of(&conf, a.nodes.as_deref())?;
+    let limit = emulate::raise_fd_limit();
+    if (limit as usize) < nodes.len() + 64 {
+        bail!("{} nodes need {} open files; this process may open {limit} (ulimit -n)", nodes.len(), nodes.len() + 64);
+    }
+    let control = a.control.or_else(|| a.dir.as_ref().map(|d| d.join("emulator.sock")));
+    let n = nodes.len();
+    let rt = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;
+    rt.block_on(async move {
+        let emu = std::sync::Arc::new(emulate::Emulator::start(
+            emulate::EmulatorOptions {
+                ctld,
+                key,
+                nodes,
+                heartbeat: a.heartbeat_ms.map_or_else(|| flotilla_conf::default_heartbeat(conf.nodes.len()), |ms| Duration::from_millis(ms.max(1))),
+                default_runtime_s: a.runtime,
+                time_scale: a.time_scale,
+            },
+            &tokio::runtime::Handle::current(),
+        ));
+        if let Some(path) = &control {
+            let (emu, path) = (emu.clone(), path.clone());
+            tokio::spawn(async move {
+                if let Err(e) = emulate::serve_control(&path, emu).await {
+                    eprintln!("flotilla emulate: {e:#}");
+                }
+            });
+        }
+        eprintln!(
+            "flotilla emulate: {n} nodes registering with {ctld}{}",
+            control.as_ref().map_or(String::new(), |p| format!("; control socket {}", p.display()))
+        );
+        let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())?;
+        tokio::select! {
+            _ = tokio::signal::ctrl_c() => {}
+            _ = term.recv() => {}
+        }
+        emu.stop();
+        let s = emu.stats();
+        eprintln!(
+            "flotilla emulate: stopped; {} registrations, {} job launches, {} job ends",
+            emulate::EmuStats::get(&s.registrations),
+            emulate::EmuStats::get(&s.launches),
+            emulate::EmuStats::get(&s.exits)
+        );
+        Ok(())
+    })
 }
 
 /// Blocks SIGINT, SIGTERM and SIGHUP in every thread and lets one thread turn them into
@@ -286,6 +501,7 @@ fn dev(a: DevArgs) -> Result<()> {
             dir,
             cgroup,
             timeout,
+            emulate_nodes,
         } => {
             // SIGINT, SIGTERM and SIGHUP are taken by one thread, which asks `up` to stop
             // what it started. Children start with an empty mask (std resets it).
@@ -293,6 +509,10 @@ fn dev(a: DevArgs) -> Result<()> {
             let mut opts = dev::UpOptions::new(dir.unwrap_or_else(dev::default_dir));
             opts.config = config;
             opts.nodes = nodes;
+            if let Some(n) = emulate_nodes {
+                opts.nodes = n;
+                opts.emulate = Some(dev::Emulate::Process);
+            }
             opts.cgroup = cgroup;
             opts.timeout = Duration::from_secs(timeout);
             match dev::up(&opts, cancel) {

@@ -59,6 +59,7 @@ pub(super) fn class(req: &Request) -> Class {
         | Request::QueryQueue(_)
         | Request::QueryTurns
         | Request::QueryUpdateTimes
+        | Request::QueryTurnTimes
         | Request::Diag
         | Request::DiagReset
         | Request::AcctMgrShow

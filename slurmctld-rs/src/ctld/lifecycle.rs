@@ -161,6 +161,11 @@ impl Controller {
         let mut next_tick = tokio::time::Instant::now();
         let mut next_cycle: Option<tokio::time::Instant> = Some(next_tick);
         let mut last_cycle = tokio::time::Instant::now() - self.opts.debounce;
+        // The gap before an event-triggered cycle: the debounce, or as long as the last cycle
+        // took when that is longer, counted from its end, so that under a stream of events
+        // (a submission storm) cycles take at most about half of the owner's time and the
+        // other turns answer (Slurm's main scheduler likewise defers to `sched_min_interval`).
+        let mut gap = self.opts.debounce;
         let mut last_periodic = last_cycle;
         let mut events = Vec::with_capacity(1024);
         loop {
@@ -180,12 +185,13 @@ impl Controller {
                 }
             }
             let now = wall_now();
+            let started = Instant::now();
             let n_events = self.handle_all(&mut events, now);
             let inst = tokio::time::Instant::now();
             let due = Due {
                 tick: inst >= next_tick,
                 periodic: inst >= last_periodic + self.opts.sched_interval,
-                debounced: inst >= last_cycle + self.opts.debounce,
+                debounced: inst >= last_cycle + gap,
             };
             if due.tick {
                 next_tick = inst + self.opts.tick;
@@ -195,11 +201,14 @@ impl Controller {
             }
             let cycled = self.finish_turn(due, n_events, now);
             if cycled {
-                last_cycle = inst;
+                let end = tokio::time::Instant::now();
+                gap = self.opts.debounce.max(end - inst);
+                last_cycle = end;
+                self.record_turn_time(started);
             }
-            // A change the cycle has not seen yet wakes the loop when the debounce gap ends.
-            // While commits fail, the retry waits for the next tick or event instead.
-            next_cycle = (!cycled && self.sched_dirty && !self.degraded()).then(|| last_cycle + self.opts.debounce);
+            // A change the cycle has not seen yet wakes the loop when the gap ends. While
+            // commits fail, the retry waits for the next tick or event instead.
+            next_cycle = (!cycled && self.sched_dirty && !self.degraded()).then(|| last_cycle + gap);
         }
         info!("controller owner task stopped");
     }
@@ -211,8 +220,21 @@ impl Controller {
     /// Returns whether a scheduling cycle ran. [`Controller::run`] drives it from its timers;
     /// an in-process driver passes its own clock and `due`.
     pub fn turn(&mut self, mut events: Vec<Event>, now: i64, due: Due) -> bool {
+        let started = Instant::now();
         let n = self.handle_all(&mut events, now);
-        self.finish_turn(due, n, now)
+        let cycled = self.finish_turn(due, n, now);
+        if cycled {
+            self.record_turn_time(started);
+        }
+        cycled
+    }
+
+    /// Keeps the duration of a turn that ran a cycle (`Request::QueryTurnTimes`).
+    fn record_turn_time(&mut self, started: Instant) {
+        if self.turn_times.len() == super::TURN_TIMES_KEPT {
+            self.turn_times.pop_front();
+        }
+        self.turn_times.push_back(started.elapsed().as_micros() as u64);
     }
 
     /// Turns completed since the controller started (each commits at most one transaction).

@@ -49,6 +49,8 @@ mod update_times;
 const PROV: u64 = 1 << 62;
 /// SIGTERM.
 const SIGTERM: i32 = 15;
+/// Turn durations kept for `Request::QueryTurnTimes`.
+const TURN_TIMES_KEPT: usize = 4096;
 /// Most events handled in one turn (one transaction).
 const MAX_BATCH: usize = 8192;
 
@@ -335,6 +337,9 @@ pub struct Controller {
     acct_queries: Vec<(flotilla_proto::AcctQuery, oneshot::Sender<Reply>)>,
     /// Turns completed (see [`Controller::turns`]).
     turns: u64,
+    /// Durations (µs) of the most recent turns that ran a scheduling cycle, from the first
+    /// event handled to the effects sent ([`TURN_TIMES_KEPT`] at most; `Request::QueryTurnTimes`).
+    turn_times: std::collections::VecDeque<u64>,
     /// `sdiag`'s counters ([`diag`]).
     diag: diag::DiagAcc,
     /// The accounting database (`sacctmgr`).
@@ -388,6 +393,7 @@ impl Controller {
             svc: services::SvcState::default(),
             acct_queries: Vec::new(),
             turns: 0,
+            turn_times: std::collections::VecDeque::new(),
             diag: diag::DiagAcc::default(),
             assoc,
             usage_saved: None,
@@ -507,6 +513,10 @@ impl Controller {
             Request::QueryShares(q) => self.query_shares(&q),
             Request::QueryPriorities(q) => self.query_priorities(&q, now),
             Request::QueryTurns => Response::Turns { turns: self.turns, cycles: self.stats.cycles, cycle_due: self.sched_dirty },
+            Request::QueryTurnTimes => Response::TurnTimes {
+                turns_us: self.turn_times.iter().copied().collect(),
+                cycles: self.stats.cycles,
+            },
             r @ (Request::ServiceCreate(_)
             | Request::ServiceScale { .. }
             | Request::ServiceDelete { .. }

@@ -11,7 +11,7 @@
 //! [`flotilla_conf::cgroup`]),
 //! `--cgroup-scope NAME` (the cluster part of the job cgroups' paths, `<NAME>_<node>`;
 //! default ClusterName; `flotilla dev up` gives each local cluster its own),
-//! `--heartbeat-ms N` (default 2000), `--health nvml|fake:PATH|none` (GPU health source;
+//! `--heartbeat-ms N` (default 2000, longer on large clusters: [`flotilla_conf::default_heartbeat`]), `--health nvml|fake:PATH|none` (GPU health source;
 //! default `nvml` when NVML loads, else none with one log line; `fake:PATH` reads JSON-lines
 //! `HealthEvent`s appended to PATH, `%n` expanded, see [`flotilla_slurmd::health::fake::FileHealth`]),
 //! `--health-poll-ms N` (default 1000: how long one health poll waits for events).
@@ -184,7 +184,7 @@ fn main() -> anyhow::Result<()> {
         .map_or_else(|| PathBuf::from("/proc/sys/kernel/random/boot_id"), PathBuf::from);
     let mut cgroup = "auto".to_string();
     let mut cgroup_scope: Option<String> = None;
-    let mut heartbeat = Duration::from_millis(2000);
+    let mut heartbeat: Option<Duration> = None;
     let mut health: Option<String> = None;
     let mut health_poll = Duration::from_millis(1000);
     let mut verbose = 0;
@@ -202,7 +202,7 @@ fn main() -> anyhow::Result<()> {
             "--boot-id-file" => boot_id_file = val()?.into(),
             "--cgroup" => cgroup = val()?,
             "--cgroup-scope" => cgroup_scope = Some(val()?),
-            "--heartbeat-ms" => heartbeat = Duration::from_millis(val()?.parse()?),
+            "--heartbeat-ms" => heartbeat = Some(Duration::from_millis(val()?.parse()?)),
             "--health" => health = Some(val()?),
             "--health-poll-ms" => health_poll = Duration::from_millis(val()?.parse()?),
             "-h" | "--help" => {
@@ -239,6 +239,7 @@ fn main() -> anyhow::Result<()> {
         Some(n) => n,
         None => nix::unistd::gethostname()?.to_string_lossy().split('.').next().unwrap_or_default().to_string(),
     };
+    let cluster_nodes = cluster.nodes.len();
     let Some(nconf) = cluster.nodes.iter().find(|n| n.name == node) else {
         bail!("node {node} is not in {}", conf_path.display());
     };
@@ -306,7 +307,7 @@ fn main() -> anyhow::Result<()> {
         key,
         ctld,
         boot_id,
-        heartbeat,
+        heartbeat: heartbeat.unwrap_or_else(|| flotilla_conf::default_heartbeat(cluster_nodes)),
         self_exe: std::env::current_exe()?,
         cgroup,
         cgroups: std::sync::Arc::new(cgroups),
