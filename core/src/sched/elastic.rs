@@ -102,10 +102,7 @@ impl Scheduler {
         let mut room: BTreeMap<PartId, Room> = BTreeMap::new();
         for (_, _, id) in cands {
             let part = self.running[&id].spec.partition;
-            if !room.contains_key(&part) {
-                room.insert(part, self.room(part));
-            }
-            let r = &room[&part];
+            let r = &*room.entry(part).or_insert_with(|| self.room(part));
             if r.gpus == 0 {
                 continue;
             }
