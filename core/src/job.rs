@@ -122,6 +122,40 @@ pub struct JobSpec {
     /// QOS (`--qos`; else the association's `DefaultQOS`; else Slurm's `normal`).
     #[serde(default = "default_qos")]
     pub qos: String,
+    /// Elastic sizing (Flotilla `sbatch --elastic`): `request` is then the gang of `min` the
+    /// job starts as, and the core grows it up to `max` from capacity nobody else needs
+    /// ([`crate::sched`]'s `elastic` module). `None`: a rigid job.
+    #[serde(default)]
+    pub elastic: Option<Elastic>,
+}
+
+/// What an elastic job's size is counted in.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum ElasticUnit {
+    /// Nodes (`sbatch -N MIN-MAX --elastic`): each member is a node with the per-node shape of
+    /// the job's request; the job grows by whole members.
+    Nodes,
+    /// GPUs (`sbatch --gpus=MIN-MAX --elastic`): a GPU-granular job grows by GPUs inside its
+    /// topology set (on its node for `node`, in its pod for `pod`).
+    Gpus,
+}
+
+/// An elastic job's size range (torchrun's `--nnodes=MIN:MAX` is the model).
+///
+/// The job starts as a gang of `min` (its [`JobSpec::request`]); the part above `min` is
+/// borrowed capacity, grown `step` at a time (several steps in one round) and the first
+/// thing taken back. Sizes are in `unit`: nodes, or GPUs for a GPU-granular job.
+/// Invariants (admission checks them): `1 <= min <= max`, `step >= 1`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct Elastic {
+    /// What `min`, `max` and `step` count.
+    pub unit: ElasticUnit,
+    /// The size the job starts at and is never shrunk below.
+    pub min: u32,
+    /// The most it grows to (`scontrol update NumNodes=` sets a new one).
+    pub max: u32,
+    /// Growth granularity (`--elastic-step=K`; default 1): the job grows by multiples of it.
+    pub step: u32,
 }
 
 /// Slurm's default QOS name, `normal`.
@@ -160,6 +194,7 @@ impl JobSpec {
             dependency_pending: false,
             preempt_count: 0,
             qos: default_qos(),
+            elastic: None,
         }
     }
 }

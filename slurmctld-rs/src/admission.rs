@@ -388,6 +388,7 @@ pub fn admit(req: &SubmitJob, cluster: &Cluster, conf: &AdmissionConf, now: i64)
         dependency_pending: req.dependency.is_some(),
         preempt_count: 0,
         qos: req.qos.clone().filter(|q| !q.is_empty()).unwrap_or_else(|| flotilla_core::job::DEFAULT_QOS.into()),
+        elastic: None,
     };
     let array_tasks = array.as_ref().map(|(tasks, _)| tasks.as_slice());
     let record = pending_record(req, conf, spec, &partition.name, ntasks, array_tasks, now);

@@ -184,6 +184,7 @@ prop_compose! {
         preempt in (any::<bool>(), any::<u64>(), any::<u32>()),
         held in proptest::option::of(prop_oneof![Just(HoldKind::User), Just(HoldKind::Admin)]),
         dependency_pending in any::<bool>(),
+        elastic in proptest::option::of((any::<bool>(), any::<u32>(), any::<u32>(), any::<u32>())),
     ) -> JobSpec {
         JobSpec {
             id: JobId(ids.0),
@@ -202,6 +203,12 @@ prop_compose! {
             dependency_pending,
             preempt_count: preempt.2,
             qos: "normal".into(),
+            elastic: elastic.map(|(gpus, min, max, step)| flotilla_core::job::Elastic {
+                unit: if gpus { flotilla_core::job::ElasticUnit::Gpus } else { flotilla_core::job::ElasticUnit::Nodes },
+                min,
+                max,
+                step,
+            }),
         }
     }
 }

@@ -51,6 +51,9 @@ struct CycleState {
     /// What the running jobs use per association and QOS, for the accounting limits; counted
     /// at the first job that needs it and kept up to date as the cycle starts jobs.
     limits: Option<super::limits::LimitUsage>,
+    /// Some elastic job may hold a grown part that can be taken back (cleared once the
+    /// reclaim stage finds none, so a cycle without growth pays one scan).
+    any_grown: bool,
 }
 
 impl CycleState {
@@ -96,13 +99,14 @@ impl Scheduler {
         self.refresh(now, &mut out);
         let order = self.order(now);
         self.drop_stale(&order, &mut out);
-        let mut st = CycleState::default();
+        let mut st = CycleState { any_grown: true, ..CycleState::default() };
         for (key, id) in order {
             self.schedule_job(id, key, now, &mut st, &mut out);
         }
         if self.config.queue.may_defragment() {
             self.defragment(&st.waiting, now, &mut out);
         }
+        self.grow(now, &mut out);
         out
     }
 
@@ -211,10 +215,40 @@ impl Scheduler {
         // Reservations are sorted by rank: the ones above this job are a prefix.
         let n_above = self.reservations.iter().take_while(|r| outranks(&r.rank, &key)).count();
         let ControlFlow::Continue(detail) = self.place(c, n_above, now, st, out) else { return };
-        if self.backfill(c, n_above, now, st, out) || self.preempt_for(c, &detail, now, st, out) {
+        if self.backfill(c, n_above, now, st, out)
+            || self.reclaim(c, n_above, &detail, now, st, out)
+            || self.preempt_for(c, &detail, now, st, out)
+        {
             return;
         }
         self.reserve(c, detail, now, st, out);
+    }
+
+    /// The reclaim stage: take back elastic jobs' grown parts, newest first, when that alone
+    /// makes room for the job (the `elastic` module). Memoised per shape like placement;
+    /// counts against the cycle's preemption attempts. Writes `Shrink` decisions, a
+    /// reservation on the GPUs they free and the job's pending info. Returns true when
+    /// decided.
+    fn reclaim(&mut self, c: &Candidate, n_above: usize, detail: &Arc<str>, now: Time, st: &mut CycleState, out: &mut Vec<Decision>) -> bool {
+        let rkey = ShapeKey { part: c.part, shape: c.shape, blocked_by: n_above, backfill: Some(usize::MAX) };
+        if !st.any_grown || st.failed.contains_key(&rkey) {
+            return false;
+        }
+        if !self.running.values().any(|r| r.grown.iter().any(|g| g.shrinking.is_none())) {
+            st.any_grown = false;
+            return false;
+        }
+        if !st.take_preempt_attempt() {
+            return false;
+        }
+        if self.reclaim_for(c.id, c.key, now, out) {
+            let (est, nodes) = self.reservation_plan(c.id).map_or((None, Vec::new()), |(e, n)| (Some(e), n));
+            let reason = st.blocked_reason(c.part);
+            self.set_info(c.id, reason, Some(detail.clone()), est, nodes);
+            return true;
+        }
+        st.failed.entry(rkey).or_insert_with(|| Arc::from(""));
+        false
     }
 
     /// The complete-held-reservation stage for the job holding reservation `ri`.

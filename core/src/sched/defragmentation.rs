@@ -172,6 +172,8 @@ impl Scheduler {
             stopping: false,
             last_checkpoint: None,
             preempt_deadline: None,
+            grown: Vec::new(),
+            resized_at: None,
         };
         self.note_started(&run);
         self.running.insert(new, run);

@@ -15,49 +15,15 @@ impl Scheduler {
     pub fn check_invariants(&self) -> Result<(), String> {
         crate::cluster::check_accounting(&self.cluster, self.allocations().map(|a| &a.part))?;
         for (id, r) in &self.running {
-            // 2: all or nothing — the GPUs held are exactly what was asked.
-            let req = &r.spec.request;
-            let held: u32 = r.allocs.iter().map(|a| a.part.gpus.count()).sum();
-            let size = placement::node_size(&self.cluster, r.spec.partition);
-            let want = if req.exclusive {
-                r.allocs.len() as u32 * size
-            } else if let Some(gpn) = req.gpus_per_node {
-                gpn * r.allocs.len() as u32
+            if r.spec.elastic.is_some() {
+                // Elastic jobs: min <= size <= max inside the topology set (2 and 3).
+                self.check_elastic(*id, r)?;
             } else {
-                req.gpus
-            };
-            if held != want {
-                return Err(format!("job {id} holds {held} GPUs, asked for {want}"));
-            }
-            // 3: topology.
-            let nodes: BTreeSet<NodeId> = r.allocs.iter().map(|a| a.part.node).collect();
-            if nodes.len() != r.allocs.len() {
-                return Err(format!("job {id} has two allocations on one node"));
-            }
-            match req.topology {
-                TopologyKind::Node if req.gpus_per_node.is_none() => {
-                    if req.gpus <= size && nodes.len() > 1 {
-                        return Err(format!("node-topology job {id} spans nodes"));
-                    }
-                    if nodes.len() > 1 && r.allocs.iter().any(|a| a.part.gpus.count() != self.cluster.node(a.part.node).gpus) {
-                        return Err(format!("node-topology job {id} split a node"));
-                    }
-                }
-                TopologyKind::Pod => {
-                    let pods: BTreeSet<_> = nodes.iter().map(|n| self.cluster.node(*n).pod).collect();
-                    if pods.len() > 1 {
-                        return Err(format!("pod-topology job {id} spans pods"));
-                    }
-                }
-                _ => {}
+                self.check_rigid(*id, r)?;
             }
             // 8: nothing lives on a node whose epoch changed (requeue happens at once), and
             // nothing runs on a down node.
-            for a in &r.allocs {
-                if matches!(self.cluster.node(a.part.node).avail, NodeAvail::Down { .. }) {
-                    return Err(format!("job {id} holds an allocation on down node"));
-                }
-            }
+            self.check_on_up_nodes(*id, r)?;
             // 6: backfill on reserved GPUs ends before the fill estimate of each reservation
             // whose GPUs it uses.
             for res in &self.reservations {
@@ -71,6 +37,52 @@ impl Scheduler {
                 }
             }
         }
+        self.check_reservations()
+    }
+
+    /// Invariants 2 (all or nothing) and 3 (topology) for a rigid job.
+    fn check_rigid(&self, id: crate::job::JobId, r: &super::RunningJob) -> Result<(), String> {
+        // 2: all or nothing — the GPUs held are exactly what was asked.
+        let req = &r.spec.request;
+        let held: u32 = r.allocs.iter().map(|a| a.part.gpus.count()).sum();
+        let size = placement::node_size(&self.cluster, r.spec.partition);
+        let want = if req.exclusive {
+            r.allocs.len() as u32 * size
+        } else if let Some(gpn) = req.gpus_per_node {
+            gpn * r.allocs.len() as u32
+        } else {
+            req.gpus
+        };
+        if held != want {
+            return Err(format!("job {id} holds {held} GPUs, asked for {want}"));
+        }
+        // 3: topology.
+        let nodes: BTreeSet<NodeId> = r.allocs.iter().map(|a| a.part.node).collect();
+        if nodes.len() != r.allocs.len() {
+            return Err(format!("job {id} has two allocations on one node"));
+        }
+        match req.topology {
+            TopologyKind::Node if req.gpus_per_node.is_none() => {
+                if req.gpus <= size && nodes.len() > 1 {
+                    return Err(format!("node-topology job {id} spans nodes"));
+                }
+                if nodes.len() > 1 && r.allocs.iter().any(|a| a.part.gpus.count() != self.cluster.node(a.part.node).gpus) {
+                    return Err(format!("node-topology job {id} split a node"));
+                }
+            }
+            TopologyKind::Pod => {
+                let pods: BTreeSet<_> = nodes.iter().map(|n| self.cluster.node(*n).pod).collect();
+                if pods.len() > 1 {
+                    return Err(format!("pod-topology job {id} spans pods"));
+                }
+            }
+            _ => {}
+        }
+        Ok(())
+    }
+
+    /// Invariant 5: reservations sorted by rank and disjoint.
+    fn check_reservations(&self) -> Result<(), String> {
         // 5: reservations are sorted by rank and disjoint.
         for w in self.reservations.windows(2) {
             if !outranks(&w[0].rank, &w[1].rank) {
@@ -85,6 +97,16 @@ impl Scheduler {
                     return Err(format!("reservations overlap on node {}", self.cluster.node(n).name));
                 }
                 *s = s.union(g);
+            }
+        }
+        Ok(())
+    }
+
+    /// Invariant 8's half a job can break: no allocation on a down node.
+    fn check_on_up_nodes(&self, id: crate::job::JobId, r: &super::RunningJob) -> Result<(), String> {
+        for a in &r.allocs {
+            if matches!(self.cluster.node(a.part.node).avail, NodeAvail::Down { .. }) {
+                return Err(format!("job {id} holds an allocation on down node"));
             }
         }
         Ok(())

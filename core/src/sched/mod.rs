@@ -28,6 +28,7 @@
 
 mod cycle;
 mod defragmentation;
+mod elastic;
 mod eligibility;
 mod invariants;
 mod limits;
@@ -299,8 +300,8 @@ impl Scheduler {
                     self.enqueue(spec, &mut out);
                 }
             }
-            Event::NodeAvail { node, avail } => self.set_node_avail(node, avail, &mut out),
-            Event::NodeRegistered { node, boot_epoch } => self.register_node(node, boot_epoch, &mut out),
+            Event::NodeAvail { node, avail } => self.set_node_avail(node, avail, now, &mut out),
+            Event::NodeRegistered { node, boot_epoch } => self.register_node(node, boot_epoch, now, &mut out),
             Event::ServiceUpsert(spec) => {
                 self.services.insert(spec.id, spec);
             }
@@ -318,6 +319,8 @@ impl Scheduler {
                 }
             }
             Event::StorageBandwidth(bw) => self.set_storage_bandwidth(bw, &mut out),
+            Event::Shrunk { job, allocs } => self.shrunk(job, &allocs, now),
+            Event::Resize { job, size } => self.resize(job, size, now, &mut out),
         }
         out
     }
@@ -341,7 +344,7 @@ impl Scheduler {
 
     /// A node's availability changes (drain, down, quarantine, resume): jobs on a node that
     /// went down or was quarantined are requeued, and reservations on it are re-planned.
-    fn set_node_avail(&mut self, node: NodeId, avail: NodeAvail, out: &mut Vec<Decision>) {
+    fn set_node_avail(&mut self, node: NodeId, avail: NodeAvail, now: Time, out: &mut Vec<Decision>) {
         let requeue = match &avail {
             NodeAvail::Down { .. } => Some(RequeueReason::NodeDown(node)),
             NodeAvail::Quarantined { .. } => Some(RequeueReason::NodeQuarantined(node)),
@@ -349,7 +352,7 @@ impl Scheduler {
         };
         self.cluster.set_avail(node, avail);
         if let Some(reason) = requeue {
-            self.requeue_node(node, reason, out);
+            self.requeue_node(node, reason, now, out);
         }
         self.mark_dirty(node);
     }
@@ -357,11 +360,11 @@ impl Scheduler {
     /// A node daemon registered with `boot_epoch`: a changed epoch (after a known one, not
     /// 0) means the node rebooted and its jobs are gone, so they are requeued (invariant 8); a
     /// node of unknown availability comes up.
-    fn register_node(&mut self, node: NodeId, boot_epoch: u64, out: &mut Vec<Decision>) {
+    fn register_node(&mut self, node: NodeId, boot_epoch: u64, now: Time, out: &mut Vec<Decision>) {
         let old = self.cluster.node(node).boot_epoch;
         if old != boot_epoch {
             if old != 0 {
-                self.requeue_node(node, RequeueReason::NodeRebooted(node), out);
+                self.requeue_node(node, RequeueReason::NodeRebooted(node), now, out);
             }
             self.cluster.nodes[node.0 as usize].boot_epoch = boot_epoch;
         }
@@ -377,7 +380,9 @@ impl Scheduler {
         *self.shapes.entry(req.clone()).or_insert(next)
     }
 
-    fn requeue_node(&mut self, node: NodeId, reason: RequeueReason, out: &mut Vec<Decision>) {
+    /// The jobs on `node` lost it (`reason`): each is requeued, except an elastic job that
+    /// runs on without the node (a membership change, see the `elastic` module).
+    fn requeue_node(&mut self, node: NodeId, reason: RequeueReason, now: Time, out: &mut Vec<Decision>) {
         let victims: Vec<JobId> = self
             .running
             .iter()
@@ -385,6 +390,9 @@ impl Scheduler {
             .map(|(id, _)| *id)
             .collect();
         for id in victims {
+            if self.lose_node(id, node, &reason, now, out) {
+                continue;
+            }
             if let Some(r) = self.release_running(id) {
                 out.push(Decision::Requeue {
                     job: id,

@@ -13,8 +13,9 @@
 //! outside guarantees). A job whose QOS sets `PreemptExemptTime` is not preempted before it
 //! ran that long (nor, whatever its QOS, before `min_runtime_s`).
 
-use super::{AlertKind, Decision, Page, PageVictim, Rank, Reservation, Scheduler, ServiceId};
-use crate::cluster::{GpuMask, NodeAlloc, NodeId, Time};
+use super::elastic::Victim;
+use super::{AlertKind, Decision, Page, PageVictim, Rank, Scheduler, ServiceId};
+use crate::cluster::{NodeAlloc, NodeId, Time};
 use crate::job::{JobId, JobSpec};
 use crate::placement::{self, PlaceCtx};
 use std::collections::BTreeSet;
@@ -135,17 +136,9 @@ impl Scheduler {
         v.into_iter().map(|(_, _, _, std::cmp::Reverse(id))| id).collect()
     }
 
-    /// The per-node parts of `victims`' allocations.
-    fn parts_of(&self, victims: &[JobId]) -> Vec<NodeAlloc> {
-        victims
-            .iter()
-            .flat_map(|v| self.running[v].allocs.iter().map(|a| a.part.clone()))
-            .collect()
-    }
-
     /// Places `spec` as if `released` were free: they are given back to the cluster for the
     /// attempt and taken again after it (no copy of the cluster).
-    fn place_with_released(&mut self, spec: &JobSpec, rank: &Rank, released: &[NodeAlloc]) -> Option<Vec<NodeAlloc>> {
+    pub(super) fn place_with_released(&mut self, spec: &JobSpec, rank: &Rank, released: &[NodeAlloc]) -> Option<Vec<NodeAlloc>> {
         for p in released {
             self.cluster.give_back(p);
         }
@@ -169,45 +162,83 @@ impl Scheduler {
 
     /// The smallest prefix of the victim order that makes `spec` placeable in its topology,
     /// then minimised: victims the placement does not touch are dropped, and each remaining
-    /// one is dropped if the placement still works without it.
-    fn plan_victims(
+    /// one is dropped (last first, so whole jobs before grown parts) if the placement still
+    /// works without it.
+    pub(super) fn plan_victims(
         &mut self,
         spec: &JobSpec,
         rank: &Rank,
-        order: &[JobId],
-    ) -> Option<(Vec<JobId>, Vec<NodeAlloc>)> {
-        // Cheap bound first: the prefix must free at least the GPUs asked for.
-        let need = spec.request.gpus;
+        order: &[Victim],
+    ) -> Option<(Vec<Victim>, Vec<NodeAlloc>)> {
+        // Cheap bound first: with the usable free GPUs, the prefix must free at least the
+        // GPUs asked for.
+        let part = &self.cluster.partitions[spec.partition.0 as usize];
+        let free: u32 = part
+            .nodes
+            .iter()
+            .filter(|n| self.cluster.node(**n).avail.schedulable())
+            .map(|&n| self.cluster.node(n).free_gpus.minus(self.blocked_for(n, Some(rank), None)).count())
+            .sum();
+        let need = spec.request.gpus.saturating_sub(free);
+        // The shortest prefix freeing that many GPUs; then, placement being monotone in what
+        // is released, a galloping search for the shortest prefix that places: prefixes
+        // growing by 1, 2, 4, ... and a binary search in the last gap (O(log k) placement
+        // attempts for an answer of k victims, however long the order, which grown parts
+        // make long).
         let mut freed = 0u32;
-        let mut released: Vec<NodeAlloc> = Vec::new();
-        let mut found = None;
+        let mut lo = order.len();
         for (i, v) in order.iter().enumerate() {
-            let parts = self.parts_of(std::slice::from_ref(v));
-            freed += parts.iter().map(|p| p.gpus.count()).sum::<u32>();
-            released.extend(parts);
-            if freed < need {
-                continue;
-            }
-            if let Some(p) = self.place_with_released(spec, rank, &released) {
-                found = Some((i + 1, p));
+            // A whole job also frees its grown parts, counted already: count its base.
+            freed += match v {
+                Victim::Grown(..) => self.victim_parts(std::slice::from_ref(v)).iter().map(|p| p.gpus.count()).sum(),
+                Victim::Job(j) => self.running.get(j).map_or(0, |r| r.gpus() - r.grown_gpus()),
+            };
+            if freed >= need {
+                lo = i + 1;
                 break;
+            }
+        }
+        if order.is_empty() {
+            return None;
+        }
+        let try_prefix = |s: &mut Self, k: usize| {
+            let released = s.victim_parts(&order[..k]);
+            s.place_with_released(spec, rank, &released)
+        };
+        // Known: prefixes shorter than `lo` fail; find `hi` that places.
+        let (mut step, mut hi) = (1usize, lo.max(1));
+        let mut found = loop {
+            if let Some(p) = try_prefix(self, hi) {
+                break Some((hi, p));
+            }
+            if hi == order.len() {
+                return None;
+            }
+            lo = hi + 1;
+            hi = (hi + step).min(order.len());
+            step *= 2;
+        };
+        while lo < hi {
+            let mid = (lo + hi) / 2;
+            match try_prefix(self, mid) {
+                Some(p) => {
+                    found = Some((mid, p));
+                    hi = mid;
+                }
+                None => lo = mid + 1,
             }
         }
         let (prefix, placed) = found?;
         let nodes: BTreeSet<NodeId> = placed.iter().map(|p| p.node).collect();
-        let mut set: Vec<JobId> = order[..prefix]
-            .iter()
-            .filter(|v| self.running[*v].allocs.iter().any(|a| nodes.contains(&a.part.node)))
-            .copied()
-            .collect();
-        let parts = self.parts_of(&set);
+        let mut set: Vec<Victim> = order[..prefix].iter().filter(|v| self.victim_touches(v, &nodes)).cloned().collect();
+        let parts = self.victim_parts(&set);
         let mut best = self.place_with_released(spec, rank, &parts)?;
         let mut i = set.len();
         while i > 0 {
             i -= 1;
             let mut trial = set.clone();
             trial.remove(i);
-            let parts = self.parts_of(&trial);
+            let parts = self.victim_parts(&trial);
             if let Some(p) = self.place_with_released(spec, rank, &parts) {
                 set = trial;
                 best = p;
@@ -248,7 +279,7 @@ impl Scheduler {
     /// plus theirs, in bytes, over the measured bandwidth × `deadline_factor`, at least
     /// `min_deadline_s`; `None` when that passes `max_deadline_s` (too many checkpoints at
     /// once for the storage).
-    fn preemption_deadline_s(&self, victims: &[JobId]) -> Option<u64> {
+    pub(super) fn preemption_deadline_s(&self, victims: &[JobId]) -> Option<u64> {
         let inflight: u64 = self
             .running
             .values()
@@ -310,15 +341,28 @@ impl Scheduler {
             return false;
         }
         let preempts = self.qos_preempts(&spec).to_vec();
-        let order = self.victims(who, priority, &preempts, now);
-        if order.is_empty() {
+        let jobs = self.victims(who, priority, &preempts, now);
+        // Every grown part is taken back before any whole job (the `elastic` module).
+        let mut order = self.grown_victims();
+        if order.is_empty() && jobs.is_empty() {
             return false;
         }
-        let Some((victims, parts)) = self.plan_victims(&spec, &key, &order) else {
+        order.extend(jobs.into_iter().map(Victim::Job));
+        let Some((plan, parts)) = self.plan_victims(&spec, &key, &order) else {
             return false;
         };
+        let victims: Vec<JobId> = plan.iter().filter(|v| matches!(v, Victim::Job(_))).map(Victim::job).collect();
+        // Grown parts of a job preempted whole leave with it.
+        let shrinks: Vec<Victim> = plan.into_iter().filter(|v| matches!(v, Victim::Grown(..)) && !victims.contains(&v.job())).collect();
         if victims.is_empty() {
-            return false;
+            // Shrinking alone makes room (the reclaim stage had no attempt left, or a held
+            // reservation is being sped up).
+            if shrinks.is_empty() {
+                return false;
+            }
+            let fill = self.shrink_victims(&shrinks, Some(id), now, out);
+            self.hold_for(id, key, &parts, fill, now, out);
+            return true;
         }
         let Some(deadline_s) = self.preemption_deadline_s(&victims) else { return false };
         // The budget: the preempted share of running training over the trailing hour.
@@ -346,21 +390,10 @@ impl Scheduler {
             Preemptor::Service { service, .. } => Some(service),
             Preemptor::Guarantee | Preemptor::Qos => None,
         };
+        let fill = self.shrink_victims(&shrinks, Some(id), now, out).max(deadline);
         self.preempt_victims(&victims, id, for_service, deadline, now, out);
         // Hold the freed GPUs for the preemptor.
-        self.drop_reservation(id, out);
-        let mut gpus_held: Vec<(NodeId, GpuMask)> = parts.iter().map(|p| (p.node, p.gpus)).collect();
-        gpus_held.sort_by_key(|(n, _)| *n);
-        let r = Reservation {
-            job: id,
-            rank: key,
-            gpus: gpus_held,
-            est_fill: deadline,
-            created: now,
-            dirty: false,
-            preempting: true,
-        };
-        self.add_reservation(r, now, out);
+        self.hold_for(id, key, &parts, fill, now, out);
         true
     }
 

@@ -84,7 +84,9 @@ impl Scheduler {
                 for a in self.quotas.chain(sc) {
                     self.scope_used[a.0 as usize] += g;
                 }
-                by_scope.entry(sc).or_default().push((r.start, *id, g));
+                // An elastic job's grown part is always borrowed: only its base fills the
+                // guarantee.
+                by_scope.entry(sc).or_default().push((r.start, *id, g - r.grown_gpus()));
             }
         }
         let mut borrowed: BTreeMap<JobId, Time> = BTreeMap::new();
@@ -102,9 +104,10 @@ impl Scheduler {
         let cluster = &self.cluster;
         for (id, r) in self.running.iter_mut() {
             let b = borrowed.contains_key(id);
+            let grown: Vec<_> = r.grown.iter().flat_map(|g| g.allocs.iter().copied()).collect();
             for a in &mut r.allocs {
                 let pool = matches!(a.owner, Owner::Job(_)) && cluster.node(a.part.node).inference_pool;
-                a.borrowed = b || pool;
+                a.borrowed = b || pool || grown.contains(&a.id);
             }
         }
         self.borrowed = borrowed;
@@ -136,6 +139,19 @@ impl Scheduler {
             // The newest work of a scope is what exceeds its guarantee: it borrows from now.
             if self.scope_used.get(sc.0 as usize).copied().unwrap_or(0) > self.quotas.scope(sc).guaranteed_gpus {
                 self.borrowed.insert(spec.id, now);
+            }
+        }
+    }
+
+    /// Charges an elastic job's growth of `gpus` to its scopes (within a cycle; always
+    /// borrowed, so the borrow ledger is untouched).
+    pub(super) fn charge_growth(&mut self, spec: &JobSpec, gpus: u32) {
+        if let Some(sc) = self.quotas.scope_of(&spec.user, &spec.account) {
+            let chain: Vec<ScopeId> = self.quotas.chain(sc).collect();
+            for a in chain {
+                if let Some(u) = self.scope_used.get_mut(a.0 as usize) {
+                    *u += gpus;
+                }
             }
         }
     }

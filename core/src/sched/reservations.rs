@@ -138,6 +138,8 @@ impl Scheduler {
     pub(super) fn try_complete_reservation(&mut self, ri: usize, now: Time, out: &mut Vec<Decision>) -> bool {
         let r = self.reservations[ri].clone();
         let mut occupants: BTreeSet<JobId> = BTreeSet::new();
+        // Elastic jobs' grown parts on the reserved GPUs: shrunk when the fill comes.
+        let mut grown: Vec<super::elastic::Victim> = Vec::new();
         let mut busy_non_backfill = false;
         for &(n, g) in &r.gpus {
             let node = self.cluster.node(n);
@@ -150,16 +152,26 @@ impl Scheduler {
             }
             for (id, run) in &self.running {
                 if run.allocs.iter().any(|a| a.part.node == n && !a.part.gpus.intersect(g).is_empty()) {
-                    if run.backfill_for.is_empty() {
-                        busy_non_backfill = true;
-                    } else {
+                    if !run.backfill_for.is_empty() {
                         occupants.insert(*id);
+                    } else if let Some(ids) = self.grown_on(*id, n, g).filter(|_| !run.preempt_pending) {
+                        // Only the parts not already leaving.
+                        let ids: Vec<_> = ids.into_iter().filter(|a| run.grown.iter().any(|x| x.shrinking.is_none() && x.allocs.contains(a))).collect();
+                        if !ids.is_empty() {
+                            grown.push(super::elastic::Victim::Grown(*id, ids));
+                        }
+                    } else {
+                        busy_non_backfill = true;
                     }
                 }
             }
         }
         if busy_non_backfill {
             return false;
+        }
+        if !grown.is_empty() {
+            self.reservations[ri].est_fill = now;
+            self.shrink_victims(&grown, Some(r.job), now, out);
         }
         if !occupants.is_empty() {
             // The reservation fills now: no new backfill may start on its GPUs while its
@@ -180,6 +192,10 @@ impl Scheduler {
                     }
                 }
             }
+            return false;
+        }
+        if self.reservations[ri].gpus.iter().any(|&(n, g)| !self.cluster.node(n).free_gpus.contains_all(g)) {
+            // Grown parts still leaving.
             return false;
         }
         let Some(p) = self.pending.get(&r.job) else {
@@ -237,6 +253,12 @@ impl Scheduler {
     fn occupant_ends(&self, now: Time) -> BTreeMap<(NodeId, u32), Time> {
         let mut ends: BTreeMap<(NodeId, u32), Time> = BTreeMap::new();
         for run in self.running.values() {
+            // Grown parts of elastic jobs are taken back when a reservation fills: free now.
+            for a in run.allocs.iter().filter(|a| run.is_grown(a.id)) {
+                for g in a.part.gpus.iter() {
+                    ends.entry((a.part.node, g)).or_insert(now);
+                }
+            }
             let end = if !run.backfill_for.is_empty() {
                 now
             } else {
@@ -245,7 +267,7 @@ impl Scheduler {
                     .unwrap_or(Time::MAX)
                     .max(now)
             };
-            for a in &run.allocs {
+            for a in run.allocs.iter().filter(|a| !run.is_grown(a.id)) {
                 for g in a.part.gpus.iter() {
                     let e = ends.entry((a.part.node, g)).or_insert(end);
                     *e = (*e).max(end);

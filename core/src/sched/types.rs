@@ -285,6 +285,17 @@ pub enum RequeueReason {
     NodeQuarantined(NodeId),
 }
 
+/// Why a running job lost members without a shrink's notice ([`Decision::MembersLost`]).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub enum LossReason {
+    /// A node failed, rebooted or was quarantined under an elastic job that stays at or above
+    /// its `min`: a membership change, not a job failure.
+    Node(RequeueReason),
+    /// An operator's `scontrol update NumNodes=` released nodes of a rigid job (Slurm's
+    /// immediate release).
+    Resized,
+}
+
 /// Kind of alert.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub enum AlertKind {
@@ -445,6 +456,40 @@ pub enum Decision {
         /// One line for a human, with the numbers behind the alert.
         message: String,
     },
+    /// Elastic growth: `job` gains these allocations (already taken, borrowed), one round of
+    /// one or more steps. The driver starts the job's launch command on the new nodes as a
+    /// step and tells the job its new membership.
+    Grow {
+        /// The running elastic job.
+        job: JobId,
+        /// The added allocations, one per node.
+        allocs: Vec<Allocation>,
+    },
+    /// Take back grown allocations of elastic `job`: their tasks get SIGTERM now and SIGKILL
+    /// at `deadline`; they keep their GPUs until the driver reports [`Event::Shrunk`]. The job
+    /// runs on at its smaller size.
+    Shrink {
+        /// The running elastic job.
+        job: JobId,
+        /// The leaving allocations (a grown part, newest first taken).
+        allocs: Vec<AllocId>,
+        /// The pending job or replica the GPUs are for; `None` for an operator's new maximum.
+        for_job: Option<JobId>,
+        /// Kill time (s), as a preemption's: checkpoint bytes / bandwidth × factor, at least
+        /// the floor.
+        deadline: Time,
+    },
+    /// `job` lost these allocations at once and runs on (a failed node of an elastic job
+    /// still at or above its `min`; `scontrol update NumNodes=` shrinking a rigid job). They
+    /// are already released.
+    MembersLost {
+        /// The running job.
+        job: JobId,
+        /// The allocations gone.
+        allocs: Vec<Allocation>,
+        /// Why.
+        reason: LossReason,
+    },
 }
 
 /// Inputs to the core.
@@ -493,6 +538,24 @@ pub enum Event {
         node: NodeId,
         /// Its boot epoch.
         boot_epoch: u64,
+    },
+    /// Grown allocations of a [`Decision::Shrink`] have left (their tasks exited or were
+    /// killed): they are released. Also how a driver reports a grown part that failed to
+    /// start.
+    Shrunk {
+        /// The running elastic job.
+        job: JobId,
+        /// The allocations that left.
+        allocs: Vec<AllocId>,
+    },
+    /// `scontrol update JobId= NumNodes=`: an elastic job's new `max` (in its unit; grown
+    /// parts above it are shrunk, newest first, never below `min`), or a rigid running job's
+    /// new node count (nodes beyond it are released at once, the first ones kept, as Slurm's).
+    Resize {
+        /// The running job.
+        job: JobId,
+        /// New size: nodes, or GPUs for a GPU-granular elastic job.
+        size: u32,
     },
 }
 
@@ -584,6 +647,15 @@ pub struct SchedConfig {
     /// Whole nodes held back as relocation scratch; 0 = off ([`default_swap_pool`] gives the
     /// usual size).
     pub swap_pool_nodes: usize,
+    /// An elastic job grows at most once per this many seconds, counted from its start and
+    /// from each membership change (default 60 s): growth is rate-limited and batched, so
+    /// several new nodes join in one round.
+    #[serde(default = "default_elastic_grow_interval_s")]
+    pub elastic_grow_interval_s: u64,
+}
+
+fn default_elastic_grow_interval_s() -> u64 {
+    60
 }
 
 impl Default for SchedConfig {
@@ -603,6 +675,7 @@ impl Default for SchedConfig {
             budget_page_pct: 25,
             max_relocations: 2,
             swap_pool_nodes: 0,
+            elastic_grow_interval_s: default_elastic_grow_interval_s(),
         }
     }
 }
@@ -717,12 +790,58 @@ pub struct RunningJob {
     /// Deadline of a pending preemption (s).
     #[serde(default)]
     pub preempt_deadline: Option<Time>,
+    /// An elastic job's grown parts, oldest first: allocations above its `min`, borrowed and
+    /// the first thing taken back (newest first). Empty for rigid jobs.
+    #[serde(default)]
+    pub grown: Vec<Growth>,
+    /// When an elastic job's membership last changed (grown, shrunk, lost a node), s; growth
+    /// waits `elastic_grow_interval_s` after it (and after the start).
+    #[serde(default)]
+    pub resized_at: Option<Time>,
+}
+
+/// One round of an elastic job's growth: the allocations it added.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Growth {
+    /// The allocations added (ids into [`RunningJob::allocs`]).
+    pub allocs: Vec<AllocId>,
+    /// When they were added (s).
+    pub at: Time,
+    /// A shrink of this part has been decided: the kill deadline (s). The part keeps its GPUs
+    /// until the driver reports [`Event::Shrunk`].
+    pub shrinking: Option<Time>,
 }
 
 impl RunningJob {
     /// GPUs held (whole GPUs counted once per mask bit).
     pub fn gpus(&self) -> u32 {
         self.allocs.iter().map(|a| a.part.gpus.count()).sum()
+    }
+
+    /// True when allocation `id` belongs to a grown part (above an elastic job's `min`).
+    pub fn is_grown(&self, id: AllocId) -> bool {
+        self.grown.iter().any(|g| g.allocs.contains(&id))
+    }
+
+    /// GPUs held by grown parts (0 for a rigid job).
+    pub fn grown_gpus(&self) -> u32 {
+        self.allocs.iter().filter(|a| self.is_grown(a.id)).map(|a| a.part.gpus.count()).sum()
+    }
+
+    /// The job's current size in its elastic unit: distinct nodes for a node-granular (or
+    /// rigid) job, GPUs for a GPU-granular one.
+    pub fn size(&self) -> u32 {
+        match self.spec.elastic.map(|e| e.unit) {
+            Some(crate::job::ElasticUnit::Gpus) => self.gpus(),
+            // One allocation per member node (the core's invariant for node-granular jobs).
+            Some(crate::job::ElasticUnit::Nodes) => self.allocs.len() as u32,
+            None => {
+                let mut nodes: Vec<NodeId> = self.allocs.iter().map(|a| a.part.node).collect();
+                nodes.sort_unstable();
+                nodes.dedup();
+                nodes.len() as u32
+            }
+        }
     }
 
     /// The service this job is a replica of, if any.

@@ -15,7 +15,10 @@ pub fn scheduler(cluster: Cluster, queue: QueueMode) -> Scheduler {
         cluster,
         flotilla_plugins::placement("topo-bestfit").unwrap(),
         flotilla_plugins::priority("priority/basic").unwrap(),
-        SchedConfig { queue, ..SchedConfig::default() },
+        SchedConfig {
+            queue,
+            ..SchedConfig::default()
+        },
     )
 }
 
@@ -76,6 +79,23 @@ pub fn render(s: &Scheduler, decisions: &[Decision], now: Time) -> String {
                 )
                 .unwrap()
             }
+            Decision::Grow { job, allocs } => {
+                let parts: Vec<String> = allocs.iter().map(|a| format!("{}:{}", name(a.part.node), a.part.gpus)).collect();
+                write!(out, "grow job={job} {} (now {})", parts.join(","), size_of(s, *job)).unwrap();
+            }
+            Decision::Shrink { job, allocs, for_job, deadline } => {
+                let parts: Vec<String> = s
+                    .running()
+                    .get(job)
+                    .map(|r| r.allocs.iter().filter(|a| allocs.contains(&a.id)).map(|a| format!("{}:{}", name(a.part.node), a.part.gpus)).collect())
+                    .unwrap_or_default();
+                let for_job = for_job.map_or("scontrol".to_string(), |j| j.to_string());
+                write!(out, "shrink job={job} {} for={for_job} deadline=+{}s", parts.join(","), deadline - now).unwrap();
+            }
+            Decision::MembersLost { job, allocs, reason } => {
+                let parts: Vec<String> = allocs.iter().map(|a| format!("{}:{}", name(a.part.node), a.part.gpus)).collect();
+                write!(out, "members-lost job={job} {} {reason:?} (now {})", parts.join(","), size_of(s, *job)).unwrap();
+            }
             Decision::Page(p) => {
                 write!(
                     out,
@@ -100,16 +120,34 @@ pub fn render(s: &Scheduler, decisions: &[Decision], now: Time) -> String {
     out
 }
 
+/// A running job's size in its elastic unit and its nodes, e.g. `3 nodes n0001,n0002,n0003`.
+fn size_of(s: &Scheduler, job: flotilla_core::job::JobId) -> String {
+    let Some(r) = s.running().get(&job) else {
+        return "gone".into();
+    };
+    let unit = match r.spec.elastic.map(|e| e.unit) {
+        Some(flotilla_core::job::ElasticUnit::Gpus) => "GPUs",
+        _ => "nodes",
+    };
+    format!("{} {unit}", r.size())
+}
+
 /// Compares `actual` with the golden file `plugins/tests/goldens/<name>.txt`; with
 /// `UPDATE_GOLDENS=1` re-records it instead (review the diff).
 pub fn check_golden(name: &str, actual: &str) {
-    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/goldens").join(format!("{name}.txt"));
+    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/goldens")
+        .join(format!("{name}.txt"));
     if std::env::var("UPDATE_GOLDENS").as_deref() == Ok("1") {
         std::fs::write(&path, actual).unwrap();
         return;
     }
-    let expected = std::fs::read_to_string(&path)
-        .unwrap_or_else(|e| panic!("missing golden {} ({e}); record it with UPDATE_GOLDENS=1", path.display()));
+    let expected = std::fs::read_to_string(&path).unwrap_or_else(|e| {
+        panic!(
+            "missing golden {} ({e}); record it with UPDATE_GOLDENS=1",
+            path.display()
+        )
+    });
     if expected != actual {
         panic!(
             "golden {} differs (re-record with UPDATE_GOLDENS=1 and review the diff)\n--- expected\n{expected}\n--- actual\n{actual}",

@@ -93,6 +93,8 @@ impl Controller {
                         stopping: rec.service.is_some() && rec.stopping.is_some(),
                         last_checkpoint: rec.last_checkpoint_ack.map(|t| t.max(0) as u64),
                         preempt_deadline: preempting.and_then(|s| s.kill_at).map(|t| t.max(0) as u64),
+                        grown: Vec::new(),
+                        resized_at: None,
                     };
                     match rec.service {
                         Some(s) => self.sched.restore_replica(flotilla_core::sched::ServiceId(s), running),
@@ -440,6 +442,11 @@ impl Controller {
                     // Start the new replica, then drain the old one.
                     self.bind_replica(service, to, allocs, now);
                     self.stop_replica(from, now);
+                }
+                // Admission does not take elastic jobs yet, and the controller sends no
+                // resize: nothing decides these here.
+                Decision::Grow { job, .. } | Decision::Shrink { job, .. } | Decision::MembersLost { job, .. } => {
+                    error!(job = job.0, "elastic decision for a controller without elastic jobs");
                 }
             }
         }

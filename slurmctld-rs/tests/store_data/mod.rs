@@ -84,6 +84,7 @@ pub fn base(id: u64) -> JobRecord {
         dependency_pending: false,
         preempt_count: 0,
         qos: s("normal"),
+        elastic: None,
     };
     JobRecord {
         id,
@@ -179,6 +180,7 @@ pub fn full() -> JobRecord {
         dependency_pending: true,
         preempt_count: 2,
         qos: s("high"),
+        elastic: None,
     };
     let owner = Owner::Replica {
         service: ServiceId(1),

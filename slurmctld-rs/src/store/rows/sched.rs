@@ -4,7 +4,7 @@
 
 use flotilla_core::cluster::{GpuMask, NodeAlloc, NodeAvail, NodeId, PartId};
 use flotilla_core::config::TopologyKind;
-use flotilla_core::job::{HoldKind, JobId, JobSpec, Request};
+use flotilla_core::job::{Elastic, ElasticUnit, HoldKind, JobId, JobSpec, Request};
 use flotilla_core::sched::{AllocId, Allocation, Owner, ServiceId};
 use serde::{Deserialize, Serialize};
 
@@ -58,6 +58,60 @@ pub struct JobSpecRow {
     /// Times preempted.
     #[serde(rename = "preempt_count")]
     pub preempt_count: u32,
+    /// Elastic sizing (`sbatch --elastic`); absent for a rigid job (and in rows written
+    /// before elastic jobs).
+    #[serde(rename = "elastic", default, skip_serializing_if = "Option::is_none")]
+    pub elastic: Option<ElasticRow>,
+}
+
+/// An elastic job's size range ([`Elastic`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ElasticRow {
+    /// `Nodes` or `Gpus`.
+    #[serde(rename = "unit")]
+    pub unit: ElasticUnitRow,
+    /// Smallest size.
+    #[serde(rename = "min")]
+    pub min: u32,
+    /// Largest size.
+    #[serde(rename = "max")]
+    pub max: u32,
+    /// Growth step.
+    #[serde(rename = "step")]
+    pub step: u32,
+}
+
+/// What an elastic size counts ([`ElasticUnit`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub enum ElasticUnitRow {
+    /// Nodes.
+    #[serde(rename = "Nodes")]
+    Nodes,
+    /// GPUs.
+    #[serde(rename = "Gpus")]
+    Gpus,
+}
+
+impl From<Elastic> for ElasticRow {
+    fn from(e: Elastic) -> Self {
+        let Elastic { unit, min, max, step } = e;
+        let unit = match unit {
+            ElasticUnit::Nodes => ElasticUnitRow::Nodes,
+            ElasticUnit::Gpus => ElasticUnitRow::Gpus,
+        };
+        ElasticRow { unit, min, max, step }
+    }
+}
+
+impl From<ElasticRow> for Elastic {
+    fn from(e: ElasticRow) -> Self {
+        let ElasticRow { unit, min, max, step } = e;
+        let unit = match unit {
+            ElasticUnitRow::Nodes => ElasticUnit::Nodes,
+            ElasticUnitRow::Gpus => ElasticUnit::Gpus,
+        };
+        Elastic { unit, min, max, step }
+    }
 }
 
 /// Who holds a job ([`HoldKind`]).
@@ -343,6 +397,7 @@ impl From<&JobSpec> for JobSpecRow {
             preempt_count,
             // Stored once, as the record's `qos` ([`super::JobRow`]), which sets it back.
             qos: _,
+            elastic,
         } = s;
         JobSpecRow {
             id: id.0,
@@ -360,6 +415,7 @@ impl From<&JobSpec> for JobSpecRow {
             held: held.map(HoldRow::from),
             dependency_pending: *dependency_pending,
             preempt_count: *preempt_count,
+            elastic: elastic.map(ElasticRow::from),
         }
     }
 }
@@ -382,6 +438,7 @@ impl From<JobSpecRow> for JobSpec {
             held,
             dependency_pending,
             preempt_count,
+            elastic,
         } = s;
         JobSpec {
             id: JobId(id),
@@ -400,6 +457,7 @@ impl From<JobSpecRow> for JobSpec {
             dependency_pending,
             preempt_count,
             qos: flotilla_core::job::DEFAULT_QOS.to_string(),
+            elastic: elastic.map(Elastic::from),
         }
     }
 }
