@@ -5,6 +5,8 @@
 //!   the same code (`flotilla_compat_tests::cluster`).
 //! - [`demo`]: `flotilla demo`, the default local cluster running the example workload.
 //! - [`man`]: `flotilla man`, the man pages of the user commands from their parsers' tables.
+//! - [`pg`]: a throw-away PostgreSQL server in a directory (`flotilla dev up --ha`, and the
+//!   controller's tests, which include the file by path).
 //! - `flotilla sim` drives `flotilla-sim` directly from the binary.
 //!
 //! This is the only crate that depends on `flotilla-sim` (and through it `plotters`), on
@@ -14,3 +16,4 @@
 pub mod demo;
 pub mod dev;
 pub mod man;
+pub mod pg;
