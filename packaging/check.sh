@@ -62,6 +62,7 @@ expect_file "$controller" /usr/sbin/sackd -rwxr-xr-x root/root
 expect_file "$controller" /usr/sbin/slurmrestd -rwxr-xr-x root/root
 for s in sql/*.sql; do
   expect_file "$controller" "/usr/share/flotilla/sql/$(basename "$s")" -rw-r--r-- root/root
+  expect_file "$controller" "/usr/share/flotilla/sql/postgres/$(basename "$s")" -rw-r--r-- root/root
 done
 expect_file "$controller" /etc/default/slurmctld -rw-r--r-- root/root
 expect_file "$controller" /etc/default/slurmrestd -rw-r--r-- root/root

@@ -8,6 +8,8 @@
 //! - [`bench`]: `flotilla bench scale`, the controller's figures at 10,000 emulated nodes.
 //! - [`demo`]: `flotilla demo`, the default local cluster running the example workload.
 //! - [`man`]: `flotilla man`, the man pages of the user commands from their parsers' tables.
+//! - [`pg`]: a throw-away PostgreSQL server in a directory (`flotilla dev up --ha`, and the
+//!   controller's tests, which include the file by path).
 //! - `flotilla sim` drives `flotilla-sim` directly from the binary.
 //!
 //! This is the only crate that depends on `flotilla-sim` (and through it `plotters`), on
@@ -19,3 +21,4 @@ pub mod demo;
 pub mod dev;
 pub mod emulate;
 pub mod man;
+pub mod pg;

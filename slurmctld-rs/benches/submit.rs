@@ -6,13 +6,21 @@
 //! (default) submits `--hold` jobs as Slurm's bench.sh does (no scheduling cycle is triggered
 //! by them); `plain` submits jobs that can run (no node registers, so they stay pending, and
 //! every turn of the controller may run a debounced cycle over the growing queue).
+//!
+//! The same on SQLite (`synchronous=FULL`, then `NORMAL`) and on a PostgreSQL server the bench
+//! starts in a temp dir (`StateStorageType=state/postgres`, the server flushing its WAL at each
+//! commit: `fsync=on`, `synchronous_commit=on`), so the figures are ratios of one run. Without
+//! PostgreSQL installed its line says so.
+
+#[path = "../../admin/src/pg.rs"]
+mod pg;
 
 use flotilla_core::config::{ClusterConfig, ConfNodeState, NodeConfig, PartitionConfig, TopologyKind};
 use flotilla_proto::client::Client;
 use flotilla_proto::{ClusterKey, Request, Response, Role, SubmitJob};
 use flotilla_slurmctld::ctld::CtlOptions;
 use flotilla_slurmctld::daemon::{self, DaemonConfig};
-use flotilla_slurmctld::store::SyncMode;
+use flotilla_slurmctld::store::{PgConf, StorageConf, SyncMode};
 use std::net::SocketAddr;
 use std::time::Instant;
 
@@ -90,8 +98,9 @@ fn submit_loop(addr: SocketAddr, key: &ClusterKey, n: usize, hold: bool) {
     }
 }
 
-fn run(sync: SyncMode, label: &str, seq_jobs: usize, conc_jobs: usize, clients: usize, hold: bool) {
+fn run(storage: Option<StorageConf>, sync: SyncMode, label: &str, seq_jobs: usize, conc_jobs: usize, clients: usize, hold: bool) {
     let dir = tempfile::tempdir().unwrap();
+    let storage = storage.unwrap_or_else(|| StorageConf::Sqlite { dir: dir.path().join("state"), sync });
     let key = ClusterKey::generate(&dir.path().join("key")).unwrap();
     let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap();
     let d = rt
@@ -101,7 +110,7 @@ fn run(sync: SyncMode, label: &str, seq_jobs: usize, conc_jobs: usize, clients: 
             key: key.clone(),
             listen: Some("127.0.0.1:0".parse().unwrap()),
             socket: None,
-            sync,
+            storage,
             opts: CtlOptions::default(),
             max_conns: 4096,
             max_frame: flotilla_proto::DEFAULT_MAX_FRAME,
@@ -147,6 +156,21 @@ fn main() {
     let clients: usize = args.get(1).and_then(|a| a.parse().ok()).unwrap_or(64);
     let hold = args.get(2).is_none_or(|a| a != "plain");
     let what = if hold { "held jobs" } else { "plain jobs" };
-    run(SyncMode::Full, &format!("synchronous=FULL, {what}"), 2000, jobs, clients, hold);
-    run(SyncMode::Normal, &format!("synchronous=NORMAL, {what}"), 2000, jobs, clients, hold);
+    run(None, SyncMode::Full, &format!("SQLite synchronous=FULL, {what}"), 2000, jobs, clients, hold);
+    run(None, SyncMode::Normal, &format!("SQLite synchronous=NORMAL, {what}"), 2000, jobs, clients, hold);
+    if !pg::available() {
+        println!("PostgreSQL: not installed ({}), not measured", pg::pg_bin().display());
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let server = pg::LocalPg::start(&dir.path().join("pg"), 5432, true).unwrap();
+    let conf = PgConf {
+        host: server.socket_dir().display().to_string(),
+        port: server.port,
+        user: pg::ROLE.into(),
+        password: Some(server.password.clone()),
+        dbname: pg::DATABASE.into(),
+        call_timeout: std::time::Duration::from_secs(30),
+    };
+    run(Some(StorageConf::Postgres(conf)), SyncMode::Full, &format!("PostgreSQL fsync=on, {what}"), 2000, jobs, clients, hold);
 }

@@ -1,5 +1,5 @@
 //! Job accounting for `sacct`: what the controller writes into `acct_jobs` and `job_steps`
-//! (SQLite, `sql/0001_init.sql` + `sql/0002_acct.sql`) and how an accounting query reads
+//! (the state database, `sql/0001_init.sql` + `sql/0002_acct.sql`) and how an accounting query reads
 //! them back.
 //!
 //! One `acct_jobs` row per job id is the job's *latest record*, as Slurm's `sacct` shows it
@@ -22,7 +22,7 @@
 use crate::job::{JobRecord, JobState};
 use flotilla_core::hostlist::compress_sorted;
 use flotilla_proto::{AcctJob, AcctQuery, AcctStep};
-use rusqlite::{params, Connection};
+use crate::store::backend::{params, Backend, DbError, Param, Row};
 use std::collections::BTreeMap;
 
 /// What accounting keeps about a job beyond its record's scheduling fields. Stored inside the
@@ -239,72 +239,73 @@ fn i(v: u64) -> i64 {
     v as i64
 }
 
+/// The columns of `acct_jobs`, in the order [`write`] binds and [`read_row`] reads them.
+const ACCT_COLS: &[&str] = &[
+    "job_id", "array_job_id", "array_task_id", "name", "\"user\"", "uid", "account", "partition", "state", "exit_code",
+    "signal", "submit_time", "start_time", "end_time", "time_limit_min", "nodes", "alloc_cpus", "alloc_gpus",
+    "alloc_mem_mib", "restarts", "eligible_time", "cancelled_by", "gid", "qos", "alloc_nodes", "req_nodes", "req_cpus",
+    "req_gpus", "req_mem_mib", "batch_cpus", "batch_gpus", "batch_mem_mib", "work_dir", "comment", "array_task_str",
+];
+
 /// Writes accounting rows inside the commit's transaction: `rows` (snapshots taken at the
 /// event, e.g. a requeue) first, then `current` (rows of current records, which win when both
 /// name a job), then step rows.
-pub fn write(conn: &Connection, rows: &[AcctRow], current: &[AcctRow], steps: &[StepRow]) -> rusqlite::Result<()> {
-    let mut up = conn.prepare_cached(
-        "INSERT OR REPLACE INTO acct_jobs (job_id, array_job_id, array_task_id, name, user, uid, account, \
-         partition, state, exit_code, signal, submit_time, start_time, end_time, time_limit_min, nodes, \
-         alloc_cpus, alloc_gpus, alloc_mem_mib, restarts, eligible_time, cancelled_by, gid, qos, alloc_nodes, \
-         req_nodes, req_cpus, req_gpus, req_mem_mib, batch_cpus, batch_gpus, batch_mem_mib, work_dir, comment, \
-         array_task_str) \
-         VALUES (?1,?2,?3,?4,?5,?6,?7,?8,?9,?10,?11,?12,?13,?14,?15,?16,?17,?18,?19,?20,?21,?22,?23,?24,?25,?26,\
-         ?27,?28,?29,?30,?31,?32,?33,?34,?35)",
-    )?;
-    for r in rows.iter().chain(current) {
-        let j = &r.job;
-        up.execute(params![
-            i(j.job_id),
-            j.array_job_id.map(i),
-            j.array_task_id,
-            j.name,
-            j.user,
-            j.uid,
-            j.account,
-            j.partition,
-            j.state,
-            j.exit_code,
-            j.signal,
-            j.submit_time,
-            j.start_time,
-            j.end_time,
-            j.time_limit_min,
-            j.nodes,
-            j.alloc_cpus,
-            j.alloc_gpus,
-            i(j.alloc_mem_mib),
-            j.restarts,
-            j.eligible_time,
-            j.cancelled_by,
-            j.gid,
-            j.qos,
-            j.alloc_nodes,
-            j.req_nodes,
-            j.req_cpus,
-            j.req_gpus,
-            i(j.req_mem_mib),
-            r.batch.0,
-            r.batch.1,
-            i(r.batch.2),
-            j.work_dir,
-            j.comment,
-            j.array_task_str,
-        ])?;
-    }
-    crate::store::runs::write(conn, crate::store::runs::JOB_STEPS, steps)
+pub fn write(db: &dyn Backend, rows: &[AcctRow], current: &[AcctRow], steps: &[StepRow]) -> Result<(), DbError> {
+    let sql = db.dialect().replace("acct_jobs", ACCT_COLS, &["job_id"]);
+    let sets: Vec<Vec<Param<'_>>> = rows
+        .iter()
+        .chain(current)
+        .map(|r| {
+            let j = &r.job;
+            params![
+                i(j.job_id),
+                j.array_job_id.map(i),
+                j.array_task_id,
+                &j.name,
+                &j.user,
+                j.uid,
+                &j.account,
+                &j.partition,
+                &j.state,
+                j.exit_code,
+                j.signal,
+                j.submit_time,
+                j.start_time,
+                j.end_time,
+                j.time_limit_min,
+                &j.nodes,
+                j.alloc_cpus,
+                j.alloc_gpus,
+                i(j.alloc_mem_mib),
+                j.restarts,
+                j.eligible_time,
+                j.cancelled_by,
+                j.gid,
+                &j.qos,
+                j.alloc_nodes,
+                j.req_nodes,
+                j.req_cpus,
+                j.req_gpus,
+                i(j.req_mem_mib),
+                r.batch.0,
+                r.batch.1,
+                i(r.batch.2),
+                &j.work_dir,
+                &j.comment,
+                &j.array_task_str,
+            ]
+            .to_vec()
+        })
+        .collect();
+    db.exec_many(&sql, &sets)?;
+    crate::store::runs::write(db, crate::store::runs::JOB_STEPS, steps)
 }
 
-const JOB_COLS: &str = "job_id, array_job_id, array_task_id, name, user, uid, account, partition, state, exit_code, \
-     signal, submit_time, start_time, end_time, time_limit_min, nodes, alloc_cpus, alloc_gpus, alloc_mem_mib, \
-     restarts, eligible_time, cancelled_by, gid, qos, alloc_nodes, req_nodes, req_cpus, req_gpus, req_mem_mib, \
-     batch_cpus, batch_gpus, batch_mem_mib, work_dir, comment, array_task_str";
-
-fn read_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<AcctRow> {
+fn read_row(r: &Row) -> Result<AcctRow, DbError> {
     Ok(AcctRow {
         job: AcctJob {
-            job_id: r.get::<_, i64>(0)? as u64,
-            array_job_id: r.get::<_, Option<i64>>(1)?.map(|v| v as u64),
+            job_id: r.get::<i64>(0)? as u64,
+            array_job_id: r.get::<Option<i64>>(1)?.map(|v| v as u64),
             array_task_id: r.get(2)?,
             name: r.get(3)?,
             user: r.get(4)?,
@@ -321,7 +322,7 @@ fn read_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<AcctRow> {
             nodes: r.get(15)?,
             alloc_cpus: r.get(16)?,
             alloc_gpus: r.get(17)?,
-            alloc_mem_mib: r.get::<_, i64>(18)? as u64,
+            alloc_mem_mib: r.get::<i64>(18)? as u64,
             restarts: r.get(19)?,
             eligible_time: r.get(20)?,
             cancelled_by: r.get(21)?,
@@ -331,14 +332,14 @@ fn read_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<AcctRow> {
             req_nodes: r.get(25)?,
             req_cpus: r.get(26)?,
             req_gpus: r.get(27)?,
-            req_mem_mib: r.get::<_, i64>(28)? as u64,
+            req_mem_mib: r.get::<i64>(28)? as u64,
             work_dir: r.get(32)?,
             comment: r.get(33)?,
             array_task_str: r.get(34)?,
             steps: Vec::new(),
             show_job: true,
         },
-        batch: (r.get(29)?, r.get(30)?, r.get::<_, i64>(31)? as u64),
+        batch: (r.get(29)?, r.get(30)?, r.get::<i64>(31)? as u64),
     })
 }
 
@@ -406,8 +407,8 @@ fn hostnames(list: &str) -> Vec<String> {
 
 /// Answers an accounting query from the database: matching jobs (latest record per job id)
 /// with their steps, ordered by job id (array tasks by array id, then task).
-pub fn query(conn: &Connection, q: &AcctQuery) -> rusqlite::Result<Vec<AcctJob>> {
-    let mut sql = format!("SELECT {JOB_COLS} FROM acct_jobs");
+pub fn query(db: &dyn Backend, q: &AcctQuery) -> Result<Vec<AcctJob>, DbError> {
+    let mut sql = format!("SELECT {} FROM acct_jobs", ACCT_COLS.join(", "));
     let mut conds = Vec::new();
     if !q.uids.is_empty() {
         conds.push(format!("uid IN ({})", q.uids.iter().map(u32::to_string).collect::<Vec<_>>().join(",")));
@@ -431,12 +432,9 @@ pub fn query(conn: &Connection, q: &AcctQuery) -> rusqlite::Result<Vec<AcctJob>>
         sql.push_str(" WHERE ");
         sql.push_str(&conds.join(" AND "));
     }
-    let mut stmt = conn.prepare(&sql)?;
-    let rows = stmt.query_map([], read_row)?.collect::<Result<Vec<_>, _>>()?;
+    let rows = db.query(&sql, &[])?.iter().map(read_row).collect::<Result<Vec<_>, _>>()?;
     let want_nodes: Vec<String> = q.nodes.iter().flat_map(|n| hostnames(n)).collect();
-    let mut steps_stmt = conn.prepare_cached(
-        "SELECT step, state, exit_code, signal, start_time, end_time, nodes FROM job_steps WHERE job_id = ?1",
-    )?;
+    const STEPS: &str = "SELECT step, state, exit_code, signal, start_time, end_time, nodes FROM job_steps WHERE job_id = ?1";
     // Keyed (array or job id, task, job id, run): Slurm's order, a job's runs oldest first.
     let mut out: BTreeMap<(u64, u32, u64, u32), AcctJob> = BTreeMap::new();
     for row in rows {
@@ -451,8 +449,10 @@ pub fn query(conn: &Connection, q: &AcctQuery) -> rusqlite::Result<Vec<AcctJob>>
         {
             continue;
         }
-        let mut steps: Vec<AcctStep> = steps_stmt
-            .query_map([i(j.job_id)], |r| {
+        let mut steps: Vec<AcctStep> = db
+            .query(STEPS, &params![i(j.job_id)])?
+            .into_iter()
+            .map(|r| {
                 Ok(AcctStep {
                     step: r.get(0)?,
                     state: r.get(1)?,
@@ -467,9 +467,9 @@ pub fn query(conn: &Connection, q: &AcctQuery) -> rusqlite::Result<Vec<AcctJob>>
                     nnodes: 0,
                     usage: None,
                 })
-            })?
-            .collect::<Result<Vec<_>, _>>()?;
-        let mut usage = crate::store::runs::read_usage(conn, j.job_id)?;
+            })
+            .collect::<Result<Vec<_>, DbError>>()?;
+        let mut usage = crate::store::runs::read_usage(db, j.job_id)?;
         for s in &mut steps {
             s.usage = usage.remove(&s.step);
         }
@@ -508,7 +508,7 @@ pub fn query(conn: &Connection, q: &AcctQuery) -> rusqlite::Result<Vec<AcctJob>>
         if q.duplicates && j.restarts > 0 && j.show_job {
             // Earlier runs (`job_runs`, one row per ended run): the job's record with that
             // run's state, times, nodes and exit, and the steps that ran in it.
-            for r in crate::svcstore::runs(conn, j.job_id, j.restarts)? {
+            for r in crate::svcstore::runs(db, j.job_id, j.restarts)? {
                 let (start, end) = (r.start_time, r.end_time);
                 let mut e = j.clone();
                 e.state = r.state;

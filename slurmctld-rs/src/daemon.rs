@@ -5,7 +5,7 @@
 use crate::admission::AdmissionConf;
 use crate::ctld::{wall_now, Controller, CtlOptions};
 use crate::server::{self, Shared};
-use crate::store::{Store, SyncMode};
+use crate::store::{PgConf, StorageConf, Store, SyncMode};
 use anyhow::{anyhow, Context};
 use flotilla_core::cluster::Cluster;
 use flotilla_core::config::ClusterConfig;
@@ -22,7 +22,7 @@ use tokio::sync::{mpsc, watch};
 pub struct DaemonConfig {
     /// The cluster.
     pub cluster: ClusterConfig,
-    /// State directory (the SQLite database lives here).
+    /// State directory (the SQLite database lives here, the socket and the JWT key too).
     pub state_dir: PathBuf,
     /// The cluster key.
     pub key: ClusterKey,
@@ -30,8 +30,8 @@ pub struct DaemonConfig {
     pub listen: Option<SocketAddr>,
     /// Unix socket path (`None`: none).
     pub socket: Option<PathBuf>,
-    /// SQLite durability.
-    pub sync: SyncMode,
+    /// Where the state lives ([`storage_conf`]).
+    pub storage: StorageConf,
     /// Controller tunables (admission settings are filled in from `cluster`, except
     /// `admission.default_accounts`, kept as given).
     pub opts: CtlOptions,
@@ -138,7 +138,7 @@ pub fn controller(
     // job limits; quota.conf (`opts.quotas`) is imported into it at the first start only.
     // The controller builds the scheduler's accounting from it (`apply_accounting`).
     if let Some(e) = opts.quota_error.take() {
-        if crate::assoc::db::imported(store.conn()).map_err(|e| anyhow!("accounting database: {e}"))? {
+        if crate::assoc::db::imported(store.db()).map_err(|e| anyhow!("accounting database: {e}"))? {
             tracing::warn!("{e}: ignored: quota.conf was imported into the accounting database, which holds the associations now (sacctmgr)");
         } else {
             return Err(anyhow!("{e}"));
@@ -202,12 +202,44 @@ pub fn jwt_conf(
     }
 }
 
+/// Where the state lives, from slurm.conf's `StateStorage*` keys: SQLite in `state_dir` with
+/// `sync` (`state/sqlite`, the default), or the PostgreSQL database they name
+/// (`state/postgres`; the role defaults to `SlurmUser`, the password is read from
+/// `StateStoragePassFile`, which must be the controller user's and private to it; each call
+/// to the server waits at most `SlurmctldTimeout`, at least 5 s).
+///
+/// # Errors
+/// A password file that cannot be read or is readable by others.
+pub fn storage_conf(conf: &ClusterConfig, state_dir: &std::path::Path, sync: SyncMode) -> anyhow::Result<StorageConf> {
+    let s = &conf.state_storage;
+    if !s.is_postgres() {
+        return Ok(StorageConf::Sqlite {
+            dir: state_dir.to_path_buf(),
+            sync,
+        });
+    }
+    let password = match &s.pass_file {
+        Some(f) => Some(crate::store::postgres::read_password_file(std::path::Path::new(f))?),
+        None => None,
+    };
+    Ok(StorageConf::Postgres(PgConf {
+        host: s.host.clone(),
+        port: s.port,
+        user: s.user.clone().unwrap_or_else(|| conf.slurm_user.clone()),
+        password,
+        dbname: s.loc.clone(),
+        call_timeout: std::time::Duration::from_secs(conf.slurmctld_timeout_s.max(5)),
+    }))
+}
+
 /// Starts the controller on the current tokio runtime.
 pub async fn start(cfg: DaemonConfig) -> anyhow::Result<Daemon> {
     // A full state disk at start is waited out here, not left to a restart loop: the
-    // database cannot be opened (its WAL index needs room) until space returns.
+    // database cannot be opened (its WAL index needs room) until space returns. A PostgreSQL
+    // server not up yet is waited for the same way.
     let store = loop {
-        match Store::open(&cfg.state_dir, cfg.sync) {
+        let storage = cfg.storage.clone();
+        match tokio::task::spawn_blocking(move || Store::open_conf(&storage)).await? {
             Ok(s) => break s,
             Err(e) if e.may_recover() => {
                 tracing::error!("cannot open the state database: {e}; retrying in 5 s");

@@ -9,69 +9,75 @@
 //! benchmarks and development. Because commits are batched, FULL costs one fsync per batch,
 //! not per job.
 
+//! The controller's durable state: numbered migrations from `sql/` (SQLite) and
+//! `sql/postgres/` (PostgreSQL, the same numbers), one transaction per batch (group commit),
+//! and loading at start. The SQL connection is a [`Backend`]: SQLite's file in the state
+//! directory (the default, `StateStorageType=state/sqlite`) or a PostgreSQL database
+//! (`StateStorageType=state/postgres`, [`postgres`]); the logic here is written once for both.
+//!
+//! Durability on SQLite: WAL journal. `synchronous=FULL` (the default, [`SyncMode::Full`])
+//! fsyncs the WAL at every commit, so a reply sent after a commit ("Submitted batch job N")
+//! survives a power loss, not only `kill -9`. `synchronous=NORMAL` ([`SyncMode::Normal`])
+//! survives any crash of the controller process (the WAL is in the kernel's page cache once
+//! `write` returns) but may lose the last commits on an OS crash or power loss; it is offered
+//! for benchmarks and development. Because commits are batched, FULL costs one fsync per
+//! batch, not per job. On PostgreSQL a commit returns once the server has flushed its WAL
+//! (`synchronous_commit=on`, PostgreSQL's default).
+
 use crate::job::JobRecord;
+use backend::{params, query_value, Backend, DbError, Dialect, Param, Tx};
 use flotilla_core::sched::Allocation;
-use rusqlite::{params, Connection, OptionalExtension, Transaction};
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 
+pub mod backend;
 mod migrate;
+pub mod postgres;
 mod usage;
 pub mod rows;
 pub mod runs;
 
-/// One numbered migration: SQL from `sql/`, and for some a Rust step run after the SQL in the
-/// same transaction (rows rewritten, [`migrate`]).
+pub use postgres::PgConf;
+
+/// One numbered migration: SQL from `sql/` and `sql/postgres/`, and for some a Rust step run
+/// after the SQL in the same transaction (rows rewritten, [`migrate`]).
 struct Migration {
     version: u32,
-    sql: &'static str,
-    step: Option<fn(&Transaction<'_>) -> rusqlite::Result<()>>,
+    sqlite: &'static str,
+    postgres: &'static str,
+    step: Option<MigrationStep>,
+}
+
+/// A migration's Rust step, run inside its transaction.
+type MigrationStep = fn(&dyn Backend) -> Result<(), DbError>;
+
+macro_rules! migration {
+    ($v:expr, $file:literal, $step:expr) => {
+        Migration {
+            version: $v,
+            sqlite: include_str!(concat!("../../sql/", $file)),
+            postgres: include_str!(concat!("../../sql/postgres/", $file)),
+            step: $step,
+        }
+    };
 }
 
 /// Numbered migrations, applied in order, each in one transaction that also records its
-/// version in `schema_migrations`. There is no number 3; numbers are never reused.
+/// version in `schema_migrations`. There is no number 3; numbers are never reused. Each
+/// number has a file in both dialects with the same tables, columns and meaning.
 const MIGRATIONS: &[Migration] = &[
-    Migration {
-        version: 1,
-        sql: include_str!("../../sql/0001_init.sql"),
-        step: None,
-    },
-    Migration {
-        version: 2,
-        sql: include_str!("../../sql/0002_acct.sql"),
-        step: None,
-    },
-    Migration {
-        version: 4,
-        sql: include_str!("../../sql/0004_services.sql"),
-        step: None,
-    },
-    Migration {
-        version: 5,
-        sql: include_str!("../../sql/0005_row_format.sql"),
-        step: Some(migrate::rows_to_format_1),
-    },
-    Migration {
-        version: 6,
-        sql: include_str!("../../sql/0006_purge.sql"),
-        step: None,
-    },
-    Migration {
-        version: 7,
-        sql: include_str!("../../sql/0007_assoc.sql"),
-        step: None,
-    },
-    Migration {
-        version: 8,
-        sql: include_str!("../../sql/0008_usage.sql"),
-        step: None,
-    },
-    Migration {
-        version: 9,
-        sql: include_str!("../../sql/0009_usage.sql"),
-        step: None,
-    },
+    migration!(1, "0001_init.sql", None),
+    migration!(2, "0002_acct.sql", None),
+    migration!(4, "0004_services.sql", None),
+    migration!(5, "0005_row_format.sql", Some(migrate::rows_to_format_1)),
+    migration!(6, "0006_purge.sql", None),
+    migration!(7, "0007_assoc.sql", None),
+    migration!(8, "0008_usage.sql", None),
+    migration!(9, "0009_usage.sql", None),
 ];
+
+/// The highest migration number: the schema version a store of this controller has.
+pub const SCHEMA_VERSION: u32 = 9;
 
 /// SQLite `synchronous` setting.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -82,22 +88,36 @@ pub enum SyncMode {
     Full,
 }
 
+/// Where the state lives (slurm.conf's `StateStorageType`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum StorageConf {
+    /// `state/sqlite` (the default): `flotilla.db` in the state directory.
+    Sqlite {
+        /// The directory (`StateSaveLocation`).
+        dir: PathBuf,
+        /// Durability.
+        sync: SyncMode,
+    },
+    /// `state/postgres`: a PostgreSQL database.
+    Postgres(PgConf),
+}
+
 /// Store errors.
 #[derive(Debug, thiserror::Error)]
 pub enum StoreError {
-    /// SQLite failed.
-    #[error("state database {path}: {source}")]
-    Sqlite {
-        /// Database file.
-        path: PathBuf,
+    /// The database failed.
+    #[error("state database {at}: {source}")]
+    Db {
+        /// Database file or server.
+        at: String,
         /// Cause.
-        source: rusqlite::Error,
+        source: DbError,
     },
     /// A stored record cannot be read.
-    #[error("state database {path}: corrupt record: {message}")]
+    #[error("state database {at}: corrupt record: {message}")]
     Corrupt {
-        /// Database file.
-        path: PathBuf,
+        /// Database file or server.
+        at: String,
         /// What.
         message: String,
     },
@@ -114,22 +134,16 @@ pub enum StoreError {
 impl StoreError {
     /// Whether the error may go away without a new controller: the disk or its quota full
     /// (`SQLITE_FULL`), an I/O error (`SQLITE_IOERR`, which is also what SQLite reports for
-    /// `EDQUOT`), a file that cannot be opened or is read-only for now, a lock held. A
-    /// constraint violated (a GPU bound twice) or a corrupt database is not: the controller
+    /// `EDQUOT`), a file that cannot be opened or is read-only for now, a lock held; a
+    /// PostgreSQL server restarting, unreachable or out of space ([`DbError::may_recover`]).
+    /// A constraint violated (a GPU bound twice) or a corrupt database is not: the controller
     /// fails stop on those.
     pub fn may_recover(&self) -> bool {
-        use rusqlite::ErrorCode as C;
         match self {
-            StoreError::Sqlite {
-                source: rusqlite::Error::SqliteFailure(f, _),
-                ..
-            } => matches!(
-                f.code,
-                C::DiskFull | C::SystemIoFailure | C::CannotOpen | C::ReadOnly | C::DatabaseBusy | C::DatabaseLocked
-            ),
+            StoreError::Db { source, .. } => source.may_recover(),
             // ENOSPC, EDQUOT.
             StoreError::Dir { source, .. } => matches!(source.raw_os_error(), Some(28 | 122)),
-            _ => false,
+            StoreError::Corrupt { .. } => false,
         }
     }
 }
@@ -238,15 +252,17 @@ pub struct Loaded {
 /// The state database.
 #[derive(Debug)]
 pub struct Store {
-    conn: Connection,
-    path: PathBuf,
+    db: Box<dyn Backend>,
+    at: String,
     /// Commits fail as on a full disk ([`Store::set_commit_fault`]).
     commit_fault: std::cell::Cell<bool>,
 }
 
-fn i(v: u64) -> i64 {
-    v as i64
-}
+/// The columns of `jobs` a turn writes, in their parameter order.
+const JOB_COLS: &[&str] = &[
+    "id", "array_job_id", "array_task_id", "state", "\"user\"", "uid", "name", "partition", "submit_time", "start_time",
+    "end_time", "record", "format",
+];
 
 impl Store {
     /// Opens (creating if needed) `<dir>/flotilla.db` and applies pending migrations.
@@ -256,15 +272,12 @@ impl Store {
             source,
         })?;
         let path = dir.join("flotilla.db");
-        let conn = Connection::open(&path).map_err(|source| StoreError::Sqlite {
-            path: path.clone(),
-            source,
-        })?;
-        let mut s = Store {
-            conn,
-            path,
-            commit_fault: std::cell::Cell::new(false),
+        let at = path.display().to_string();
+        let e = |source: rusqlite::Error| StoreError::Db {
+            at: at.clone(),
+            source: source.into(),
         };
+        let conn = rusqlite::Connection::open(&path).map_err(e)?;
         let sync = match sync {
             SyncMode::Normal => "NORMAL",
             SyncMode::Full => "FULL",
@@ -272,9 +285,9 @@ impl Store {
         // Space freed by purged jobs goes back to the file system (incremental vacuum after
         // each purge, [`Store::commit`]); a new database is created so, an older one is
         // converted once (VACUUM), when the disk has room for the copy.
-        let fresh: i64 = s.conn.query_row("PRAGMA page_count", [], |r| r.get(0)).map_err(|e| s.err(e))?;
+        let fresh: i64 = conn.query_row("PRAGMA page_count", [], |r| r.get(0)).map_err(e)?;
         if fresh == 0 {
-            s.conn.execute_batch("PRAGMA auto_vacuum=INCREMENTAL;").map_err(|e| s.err(e))?;
+            conn.execute_batch("PRAGMA auto_vacuum=INCREMENTAL;").map_err(e)?;
         }
         // The WAL is truncated back to 16 MiB after a checkpoint, so that one large
         // transaction does not keep its size on disk.
@@ -282,15 +295,58 @@ impl Store {
             "PRAGMA journal_mode=WAL; PRAGMA synchronous={sync}; PRAGMA foreign_keys=ON; PRAGMA busy_timeout=5000; \
              PRAGMA journal_size_limit=16777216;"
         );
-        s.conn.execute_batch(&pragmas).map_err(|e| s.err(e))?;
-        s.migrate()?;
-        let mode: i64 = s.conn.query_row("PRAGMA auto_vacuum", [], |r| r.get(0)).map_err(|e| s.err(e))?;
+        conn.execute_batch(&pragmas).map_err(e)?;
+        let s = Store::over(Box::new(backend::Sqlite::new(conn, path.clone())))?;
+        let conn = s.sqlite().expect("a SQLite store");
+        let mode: i64 = conn.query_row("PRAGMA auto_vacuum", [], |r| r.get(0)).map_err(e)?;
         if mode != 2 {
-            if let Err(e) = s.conn.execute_batch("PRAGMA auto_vacuum=INCREMENTAL; VACUUM;") {
-                tracing::warn!(path = %s.path.display(), "cannot convert the state database to incremental vacuum: {e}");
+            if let Err(e) = conn.execute_batch("PRAGMA auto_vacuum=INCREMENTAL; VACUUM;") {
+                tracing::warn!(path = %path.display(), "cannot convert the state database to incremental vacuum: {e}");
             }
         }
         Ok(s)
+    }
+
+    /// Connects to the PostgreSQL database of `conf` and applies pending migrations.
+    ///
+    /// # Errors
+    /// The server cannot be reached, refuses the login, or a migration fails.
+    pub fn open_postgres(conf: &PgConf) -> Result<Store, StoreError> {
+        let pg = postgres::Postgres::connect(conf.clone()).map_err(|source| StoreError::Db {
+            at: conf.location(),
+            source,
+        })?;
+        Store::over(Box::new(pg))
+    }
+
+    /// Opens the store `conf` names ([`Store::open`] or [`Store::open_postgres`]).
+    ///
+    /// # Errors
+    /// Theirs.
+    pub fn open_conf(conf: &StorageConf) -> Result<Store, StoreError> {
+        match conf {
+            StorageConf::Sqlite { dir, sync } => Store::open(dir, *sync),
+            StorageConf::Postgres(pg) => Store::open_postgres(pg),
+        }
+    }
+
+    /// A store over an open connection: applies pending migrations.
+    fn over(db: Box<dyn Backend>) -> Result<Store, StoreError> {
+        let s = Store {
+            at: db.location(),
+            db,
+            commit_fault: std::cell::Cell::new(false),
+        };
+        s.migrate()?;
+        Ok(s)
+    }
+
+    /// The SQLite connection, when the store is SQLite.
+    fn sqlite(&self) -> Option<&rusqlite::Connection> {
+        (self.db.dialect() == Dialect::Sqlite).then(|| {
+            let any: &dyn std::any::Any = self.db.as_any();
+            any.downcast_ref::<backend::Sqlite>().expect("the SQLite backend").conn()
+        })
     }
 
     /// Deletes the rows of jobs that finished before `finished_before` (those [`Store::load`]
@@ -298,49 +354,26 @@ impl Store {
     /// every script row no job row names, then returns the freed pages to the file system.
     /// Accounting stays. Returns how many job rows went.
     ///
-    /// Errors: SQLite's (a full disk among them: the caller may go on, the rows stay).
+    /// Errors: the database's (a full disk among them: the caller may go on, the rows stay).
     pub fn purge_finished(&mut self, finished_before: i64) -> Result<usize, StoreError> {
-        let path = self.path.clone();
-        let e = |source| StoreError::Sqlite {
-            path: path.clone(),
-            source,
-        };
-        let tx = self.conn.transaction().map_err(e)?;
-        let n = tx
-            .execute(
+        let n = (|| {
+            let tx = Tx::begin(&*self.db)?;
+            let n = tx.db().exec(
                 "DELETE FROM jobs WHERE state NOT IN ('PENDING','RUNNING','COMPLETING') \
                  AND (end_time IS NULL OR end_time < ?1)",
-                [finished_before],
-            )
-            .map_err(e)?;
-        tx.execute(
-            "DELETE FROM job_scripts WHERE NOT EXISTS (SELECT 1 FROM jobs WHERE jobs.id = job_scripts.job_id) \
-             AND NOT EXISTS (SELECT 1 FROM jobs WHERE jobs.array_job_id = job_scripts.job_id)",
-            [],
-        )
-        .map_err(e)?;
-        tx.commit().map_err(e)?;
-        self.vacuum();
-        Ok(n)
-    }
-
-    /// Returns free pages to the file system (best effort: a failure is logged): the
-    /// incremental vacuum moves them to the end of the database and cuts it, the checkpoint
-    /// writes that into the database file and truncates the WAL.
-    fn vacuum(&self) {
-        let r = self
-            .conn
-            .prepare("PRAGMA incremental_vacuum")
-            .and_then(|mut st| {
-                // Each step frees pages; run it to its end.
-                let mut rows = st.query([])?;
-                while rows.next()?.is_some() {}
-                Ok(())
-            })
-            .and_then(|()| self.conn.query_row("PRAGMA wal_checkpoint(TRUNCATE)", [], |_| Ok(())));
-        if let Err(e) = r {
-            tracing::warn!(path = %self.path.display(), "incremental vacuum failed: {e}");
-        }
+                &params![finished_before],
+            )?;
+            tx.db().exec(
+                "DELETE FROM job_scripts WHERE NOT EXISTS (SELECT 1 FROM jobs WHERE jobs.id = job_scripts.job_id) \
+                 AND NOT EXISTS (SELECT 1 FROM jobs WHERE jobs.array_job_id = job_scripts.job_id)",
+                &[],
+            )?;
+            tx.commit()?;
+            Ok(n)
+        })()
+        .map_err(|e| self.err(e))?;
+        self.db.reclaim();
+        Ok(n as usize)
     }
 
     /// Makes every later commit fail (`fail`: true) with `SQLITE_FULL`, "database or disk is
@@ -350,54 +383,58 @@ impl Store {
         self.commit_fault.set(fail);
     }
 
-    /// SQLite's `auto_vacuum` mode (2: incremental, as [`Store::open`] sets it).
+    /// SQLite's `auto_vacuum` mode (2: incremental, as [`Store::open`] sets it); `None` on
+    /// PostgreSQL.
     ///
     /// Errors: the query's.
-    pub fn auto_vacuum(&self) -> Result<i64, StoreError> {
-        self.conn.query_row("PRAGMA auto_vacuum", [], |r| r.get(0)).map_err(|e| self.err(e))
+    pub fn auto_vacuum(&self) -> Result<Option<i64>, StoreError> {
+        match self.sqlite() {
+            Some(c) => c.query_row("PRAGMA auto_vacuum", [], |r| r.get(0)).map(Some).map_err(|e| self.err(e.into())),
+            None => Ok(None),
+        }
     }
 
     /// Bytes of scripts and environments held (`job_scripts`), for tests and statistics.
     ///
     /// Errors: the query's.
     pub fn script_bytes(&self) -> Result<u64, StoreError> {
-        self.conn
-            .query_row(
-                "SELECT COALESCE(SUM(LENGTH(CAST(script AS BLOB)) + LENGTH(CAST(environment AS BLOB))), 0) FROM job_scripts",
-                [],
-                |r| r.get::<_, i64>(0),
-            )
-            .map(|n| n.max(0) as u64)
-            .map_err(|e| self.err(e))
+        let d = self.db.dialect();
+        let sql = format!(
+            "SELECT CAST(COALESCE(SUM({} + {}), 0) AS BIGINT) FROM job_scripts",
+            d.octets("script"),
+            d.octets("environment")
+        );
+        query_value::<i64>(&*self.db, &sql, &[]).map(|n| n.max(0) as u64).map_err(|e| self.err(e))
     }
 
-    fn err(&self, source: rusqlite::Error) -> StoreError {
-        StoreError::Sqlite {
-            path: self.path.clone(),
+    fn err(&self, source: DbError) -> StoreError {
+        StoreError::Db {
+            at: self.at.clone(),
             source,
         }
     }
 
-    /// The connection (read-only uses: accounting queries, [`crate::acct::query`]).
-    pub fn conn(&self) -> &Connection {
-        &self.conn
+    /// The connection (read-only uses: accounting queries, [`crate::acct::query`]; and the
+    /// tests').
+    pub fn db(&self) -> &dyn Backend {
+        &*self.db
     }
 
-    /// The database file.
-    pub fn path(&self) -> &Path {
-        &self.path
+    /// The database file, or the PostgreSQL server and database (`postgres://...`).
+    pub fn location(&self) -> &str {
+        &self.at
     }
 
     /// Schema version (highest migration applied).
     pub fn schema_version(&self) -> Result<u32, StoreError> {
-        self.conn
-            .query_row("SELECT COALESCE(MAX(version), 0) FROM schema_migrations", [], |r| r.get(0))
+        query_value::<i64>(&*self.db, "SELECT CAST(COALESCE(MAX(version), 0) AS BIGINT) FROM schema_migrations", &[])
+            .map(|v| v as u32)
             .map_err(|e| self.err(e))
     }
 
-    fn migrate(&mut self) -> Result<(), StoreError> {
-        self.conn
-            .execute_batch("CREATE TABLE IF NOT EXISTS schema_migrations (version INTEGER PRIMARY KEY, applied_at INTEGER NOT NULL);")
+    fn migrate(&self) -> Result<(), StoreError> {
+        self.db
+            .batch("CREATE TABLE IF NOT EXISTS schema_migrations (version BIGINT PRIMARY KEY, applied_at BIGINT NOT NULL);")
             .map_err(|e| self.err(e))?;
         let current = self.schema_version()?;
         for m in MIGRATIONS {
@@ -408,22 +445,23 @@ impl Store {
             let now = std::time::SystemTime::now()
                 .duration_since(std::time::UNIX_EPOCH)
                 .map_or(0, |d| d.as_secs() as i64);
-            let path = self.path.clone();
-            let e = |source| StoreError::Sqlite {
-                path: path.clone(),
-                source,
+            let sql = match self.db.dialect() {
+                Dialect::Sqlite => m.sqlite,
+                Dialect::Postgres => m.postgres,
             };
-            let tx = self.conn.transaction().map_err(e)?;
-            tx.execute_batch(m.sql).map_err(e)?;
-            if let Some(step) = m.step {
-                step(&tx).map_err(e)?;
-            }
-            tx.execute(
-                "INSERT INTO schema_migrations (version, applied_at) VALUES (?1, ?2)",
-                params![version, now],
-            )
-            .map_err(e)?;
-            tx.commit().map_err(e)?;
+            (|| {
+                let tx = Tx::begin(&*self.db)?;
+                tx.db().batch(sql)?;
+                if let Some(step) = m.step {
+                    step(tx.db())?;
+                }
+                tx.db().exec(
+                    "INSERT INTO schema_migrations (version, applied_at) VALUES (?1, ?2)",
+                    &params![version, now],
+                )?;
+                tx.commit()
+            })()
+            .map_err(|e| self.err(e))?;
             tracing::info!(version, "applied state migration");
         }
         Ok(())
@@ -433,13 +471,11 @@ impl Store {
     /// newer controller): reading them with this one's row types could lose fields.
     fn check_formats(&self) -> Result<(), StoreError> {
         for table in ["jobs", "services", "nodes"] {
-            let newest: u32 = self
-                .conn
-                .query_row(&format!("SELECT COALESCE(MAX(format), 0) FROM {table}"), [], |r| r.get(0))
+            let newest: i64 = query_value(&*self.db, &format!("SELECT CAST(COALESCE(MAX(format), 0) AS BIGINT) FROM {table}"), &[])
                 .map_err(|e| self.err(e))?;
-            if newest > rows::FORMAT {
+            if newest > i64::from(rows::FORMAT) {
                 return Err(StoreError::Corrupt {
-                    path: self.path.clone(),
+                    at: self.at.clone(),
                     message: format!(
                         "{table} holds rows of format {newest}, newer than this controller's ({})",
                         rows::FORMAT
@@ -453,45 +489,40 @@ impl Store {
     /// Loads the state. Finished jobs are loaded when they ended at or after `finished_since`.
     pub fn load(&self, finished_since: i64) -> Result<Loaded, StoreError> {
         self.check_formats()?;
-        let next_job_id: i64 = self
-            .conn
-            .query_row("SELECT value FROM meta WHERE key = 'next_job_id'", [], |r| r.get(0))
-            .map_err(|e| self.err(e))?;
-        let mut stmt = self
-            .conn
-            .prepare(
+        let db = &*self.db;
+        let e = |e| self.err(e);
+        let next_job_id: i64 = query_value(db, "SELECT value FROM meta WHERE key = 'next_job_id'", &[]).map_err(e)?;
+        let rows = db
+            .query(
                 "SELECT id, record FROM jobs WHERE state IN ('PENDING','RUNNING','COMPLETING') \
                  OR end_time >= ?1 ORDER BY id",
+                &params![finished_since],
             )
-            .map_err(|e| self.err(e))?;
-        let rows = stmt
-            .query_map([finished_since], |r| Ok((r.get::<_, i64>(0)?, r.get::<_, String>(1)?)))
-            .map_err(|e| self.err(e))?;
-        let mut jobs = Vec::new();
+            .map_err(e)?;
+        let mut jobs = Vec::with_capacity(rows.len());
         for row in rows {
-            let (id, text) = row.map_err(|e| self.err(e))?;
+            let id: i64 = row.get(0).map_err(e)?;
+            let text: String = row.get(1).map_err(e)?;
             let rec = rows::job_from_json(&text).map_err(|e| StoreError::Corrupt {
-                path: self.path.clone(),
+                at: self.at.clone(),
                 message: format!("job {id}: {e}"),
             })?;
             jobs.push(rec);
         }
-        let mut stmt = self
-            .conn
-            .prepare("SELECT name, boot_epoch, avail FROM nodes ORDER BY name")
-            .map_err(|e| self.err(e))?;
-        let nodes = stmt
-            .query_map([], |r| {
+        let nodes = db
+            .query("SELECT name, boot_epoch, avail FROM nodes ORDER BY name", &[])
+            .map_err(e)?
+            .into_iter()
+            .map(|r| {
                 Ok(NodeRow {
                     name: r.get(0)?,
-                    boot_epoch: r.get::<_, i64>(1)? as u64,
+                    boot_epoch: r.get_u64_bits(1)?,
                     avail: r.get(2)?,
                 })
             })
-            .map_err(|e| self.err(e))?
-            .collect::<Result<Vec<_>, _>>()
-            .map_err(|e| self.err(e))?;
-        let svc = crate::svcstore::load(&self.conn).map_err(|e| self.err(e))?;
+            .collect::<Result<Vec<_>, DbError>>()
+            .map_err(e)?;
+        let svc = crate::svcstore::load(db).map_err(e)?;
         Ok(Loaded {
             next_job_id: next_job_id.max(1) as u64,
             jobs,
@@ -502,19 +533,16 @@ impl Store {
 
     /// The script and environment (JSON) of a job.
     pub fn script(&self, job_id: u64) -> Result<Option<(String, String)>, StoreError> {
-        self.conn
-            .query_row(
-                "SELECT script, environment FROM job_scripts WHERE job_id = ?1",
-                [i(job_id)],
-                |r| Ok((r.get(0)?, r.get(1)?)),
-            )
-            .optional()
-            .map_err(|e| self.err(e))
+        let row = self
+            .db
+            .query_opt("SELECT script, environment FROM job_scripts WHERE job_id = ?1", &params![job_id])
+            .map_err(|e| self.err(e))?;
+        row.map(|r| Ok((r.get(0)?, r.get(1)?))).transpose().map_err(|e| self.err(e))
     }
 
     /// The fair-share usage saved last (empty when none). Errors: the query's.
     pub fn load_usage(&self) -> Result<flotilla_core::fairshare::Usage, StoreError> {
-        usage::load(&self.conn).map_err(|e| self.err(e))
+        usage::load(&*self.db).map_err(|e| self.err(e))
     }
 
     /// Commits one batch in one transaction. `job` looks up a record by id.
@@ -528,105 +556,98 @@ impl Store {
         }
         if self.commit_fault.get() {
             let full = rusqlite::ffi::Error::new(rusqlite::ffi::SQLITE_FULL);
-            return Err(self.err(rusqlite::Error::SqliteFailure(full, Some("database or disk is full".into()))));
+            return Err(self.err(rusqlite::Error::SqliteFailure(full, Some("database or disk is full".into())).into()));
         }
-        let path = self.path.clone();
-        let e = |source| StoreError::Sqlite {
-            path: path.clone(),
-            source,
-        };
-        let tx = self.conn.transaction().map_err(e)?;
+        self.write_batch(batch, job).map_err(|e| self.err(e))?;
+        if !batch.purged.is_empty() {
+            self.db.reclaim();
+        }
+        Ok(())
+    }
+
+    fn write_batch<'a>(&self, batch: &WriteBatch, job: &dyn Fn(u64) -> Option<&'a JobRecord>) -> Result<(), DbError> {
+        let d = self.db.dialect();
+        let tx = Tx::begin(&*self.db)?;
+        let db = tx.db();
         if let Some(n) = batch.next_job_id {
-            tx.prepare_cached("UPDATE meta SET value = ?1 WHERE key = 'next_job_id'")
-                .and_then(|mut s| s.execute([i(n)]))
-                .map_err(e)?;
+            db.exec("UPDATE meta SET value = ?1 WHERE key = 'next_job_id'", &params![n])?;
         }
-        {
-            let mut ins = tx
-                .prepare_cached("INSERT OR IGNORE INTO job_scripts (job_id, script, environment) VALUES (?1, ?2, ?3)")
-                .map_err(e)?;
-            for (id, script, env) in &batch.scripts {
-                ins.execute(params![i(*id), script, env]).map_err(e)?;
-            }
-        }
-        {
-            let mut up = tx
-                .prepare_cached(
-                    "INSERT INTO jobs (id, array_job_id, array_task_id, state, user, uid, name, partition, \
-                     submit_time, start_time, end_time, record, format) \
-                     VALUES (?1,?2,?3,?4,?5,?6,?7,?8,?9,?10,?11,?12,?13) \
-                     ON CONFLICT(id) DO UPDATE SET array_job_id=excluded.array_job_id, \
-                     array_task_id=excluded.array_task_id, state=excluded.state, name=excluded.name, \
-                     partition=excluded.partition, start_time=excluded.start_time, \
-                     end_time=excluded.end_time, record=excluded.record, format=excluded.format",
-                )
-                .map_err(e)?;
-            for &id in &batch.jobs {
-                let Some(r) = job(id) else { continue };
-                let json = rows::job_to_json(r);
-                up.execute(params![
-                    i(r.id),
-                    r.array_job_id.map(i),
+        let scripts: Vec<Vec<Param<'_>>> =
+            batch.scripts.iter().map(|(id, script, env)| params![*id, script, env].to_vec()).collect();
+        db.exec_many(&d.insert_ignore("job_scripts", &["job_id", "script", "environment"]), &scripts)?;
+        let recs: Vec<(&JobRecord, String)> =
+            batch.jobs.iter().filter_map(|&id| job(id)).map(|r| (r, rows::job_to_json(r))).collect();
+        let sets: Vec<Vec<Param<'_>>> = recs
+            .iter()
+            .map(|(r, json)| {
+                params![
+                    r.id,
+                    r.array_job_id,
                     r.array_task_id,
                     r.state.as_str(),
-                    r.user,
+                    &r.user,
                     r.uid,
-                    r.name,
-                    r.partition,
+                    &r.name,
+                    &r.partition,
                     r.submit_time,
                     r.start_time,
                     r.end_time,
                     json,
                     rows::FORMAT
-                ])
-                .map_err(e)?;
-            }
-        }
-        write_allocs(&tx, &batch.allocs).map_err(e)?;
-        {
-            let mut up = tx
-                .prepare_cached(
-                    "INSERT OR REPLACE INTO nodes (name, boot_epoch, avail, updated_at, format) \
-                     VALUES (?1, ?2, ?3, strftime('%s','now'), ?4)",
-                )
-                .map_err(e)?;
-            for n in &batch.nodes {
-                up.execute(params![n.name, i(n.boot_epoch), n.avail, rows::FORMAT]).map_err(e)?;
-            }
-        }
+                ]
+                .to_vec()
+            })
+            .collect();
+        // The job's owner (`user`, `uid`) and submit time never change once written.
+        let upsert = format!(
+            "INSERT INTO jobs ({}) VALUES ({}) \
+             ON CONFLICT(id) DO UPDATE SET array_job_id=excluded.array_job_id, \
+             array_task_id=excluded.array_task_id, state=excluded.state, name=excluded.name, \
+             partition=excluded.partition, start_time=excluded.start_time, \
+             end_time=excluded.end_time, record=excluded.record, format=excluded.format",
+            JOB_COLS.join(", "),
+            (1..=JOB_COLS.len()).map(|i| format!("?{i}")).collect::<Vec<_>>().join(",")
+        );
+        db.exec_many(&upsert, &sets)?;
+        write_allocs(db, &batch.allocs)?;
+        let nodes: Vec<Vec<Param<'_>>> =
+            batch.nodes.iter().map(|n| params![&n.name, n.boot_epoch, &n.avail, rows::FORMAT].to_vec()).collect();
+        let node_sql = match d {
+            Dialect::Sqlite => "INSERT OR REPLACE INTO nodes (name, boot_epoch, avail, updated_at, format) \
+                 VALUES (?1, ?2, ?3, strftime('%s','now'), ?4)"
+                .to_string(),
+            Dialect::Postgres => format!(
+                "INSERT INTO nodes (name, boot_epoch, avail, updated_at, format) VALUES (?1, ?2, ?3, {}, ?4) \
+                 ON CONFLICT (name) DO UPDATE SET boot_epoch = EXCLUDED.boot_epoch, avail = EXCLUDED.avail, \
+                 updated_at = EXCLUDED.updated_at, format = EXCLUDED.format",
+                d.now_epoch()
+            ),
+        };
+        db.exec_many(&node_sql, &nodes)?;
         {
             let current: Vec<crate::acct::AcctRow> =
                 batch.acct.iter().filter_map(|&id| job(id)).filter_map(crate::acct::current_row).collect();
             let mut steps = batch.step_rows.clone();
             steps.extend(batch.steps.iter().filter_map(|&id| job(id)).filter_map(crate::acct::batch_step_row));
-            crate::acct::write(&tx, &batch.acct_rows, &current, &steps).map_err(e)?;
+            crate::acct::write(db, &batch.acct_rows, &current, &steps)?;
         }
-        runs::write_usage(&tx, &batch.usage).map_err(e)?;
-        crate::svcstore::commit(&tx, &batch.svc).map_err(e)?;
-        crate::assoc::db::write(&tx, &batch.assoc).map_err(e)?;
+        runs::write_usage(db, &batch.usage)?;
+        crate::svcstore::commit(db, &batch.svc)?;
+        crate::assoc::db::write(db, &batch.assoc)?;
         if let Some(u) = &batch.fair_usage {
-            usage::write(&tx, u).map_err(e)?;
+            usage::write(db, u)?;
         }
         if !batch.purged.is_empty() {
-            let mut del = tx.prepare_cached("DELETE FROM jobs WHERE id = ?1").map_err(e)?;
-            let mut dels = tx
-                .prepare_cached(
-                    "DELETE FROM job_scripts WHERE job_id = ?1 AND NOT EXISTS (SELECT 1 FROM jobs WHERE id = ?1) \
-                     AND NOT EXISTS (SELECT 1 FROM jobs WHERE array_job_id = ?1)",
-                )
-                .map_err(e)?;
-            for &(id, _) in &batch.purged {
-                del.execute([i(id)]).map_err(e)?;
-            }
-            for &(_, key) in &batch.purged {
-                dels.execute([i(key)]).map_err(e)?;
-            }
+            let ids: Vec<Vec<Param<'_>>> = batch.purged.iter().map(|&(id, _)| params![id].to_vec()).collect();
+            db.exec_many("DELETE FROM jobs WHERE id = ?1", &ids)?;
+            let keys: Vec<Vec<Param<'_>>> = batch.purged.iter().map(|&(_, key)| params![key].to_vec()).collect();
+            db.exec_many(
+                "DELETE FROM job_scripts WHERE job_id = ?1 AND NOT EXISTS (SELECT 1 FROM jobs WHERE id = ?1) \
+                 AND NOT EXISTS (SELECT 1 FROM jobs WHERE array_job_id = ?1)",
+                &keys,
+            )?;
         }
-        tx.commit().map_err(e)?;
-        if !batch.purged.is_empty() {
-            self.vacuum();
-        }
-        Ok(())
+        tx.commit()
     }
 
     /// The next `srun` step id of a job: one past the highest numeric step recorded (0 when
@@ -634,54 +655,54 @@ impl Store {
     ///
     /// Errors: the query's.
     pub fn next_step_id(&self, job_id: u64) -> Result<u32, StoreError> {
-        let max: Option<i64> = self
-            .conn
-            .query_row(
-                "SELECT MAX(CAST(step AS INTEGER)) FROM job_steps WHERE job_id = ?1 AND step GLOB '[0-9]*'",
-                params![job_id as i64],
-                |r| r.get(0),
-            )
-            .map_err(|e| self.err(e))?;
+        let sql = format!(
+            "SELECT CAST(MAX(CAST(step AS INTEGER)) AS BIGINT) FROM job_steps WHERE job_id = ?1 AND {}",
+            self.db.dialect().is_number("step")
+        );
+        let max: Option<i64> = query_value(&*self.db, &sql, &params![job_id]).map_err(|e| self.err(e))?;
         Ok(max.map_or(0, |m| (m + 1).max(0) as u32))
     }
-
 }
 
 /// Writes allocation changes in order: an insert adds the `allocations` row and, for whole
 /// GPUs, one `alloc_gpus` row per GPU (whose primary key refuses a GPU bound twice); a delete
-/// drops every row of the job. Errors: SQLite's (a GPU bound twice among them).
-fn write_allocs(tx: &Transaction<'_>, ops: &[AllocOp]) -> rusqlite::Result<()> {
-    let mut ins = tx.prepare_cached(
-        "INSERT INTO allocations (alloc_id, job_id, node, gpu_mask, gpu_milli, cpu_milli, mem_mib, created_at) \
-         VALUES (?1,?2,?3,?4,?5,?6,?7,?8)",
-    )?;
-    let mut gpu = tx.prepare_cached("INSERT INTO alloc_gpus (node, gpu, job_id) VALUES (?1, ?2, ?3)")?;
-    let mut del = tx.prepare_cached("DELETE FROM allocations WHERE job_id = ?1")?;
-    let mut delg = tx.prepare_cached("DELETE FROM alloc_gpus WHERE job_id = ?1")?;
-    for op in ops {
-        match op {
-            AllocOp::Insert { job_id, node, alloc } => {
-                ins.execute(params![
-                    i(alloc.id.0),
-                    i(*job_id),
-                    node,
-                    i(alloc.part.gpus.0),
-                    alloc.part.gpu_milli,
-                    i(alloc.part.cpu_milli),
-                    i(alloc.part.mem_mib),
-                    i(alloc.created_at)
-                ])?;
-                if alloc.part.gpu_milli >= flotilla_core::cluster::MILLI {
-                    for g in alloc.part.gpus.iter() {
-                        gpu.execute(params![node, g, i(*job_id)])?;
+/// drops every row of the job. Consecutive operations of one kind go out together. Errors: the
+/// database's (a GPU bound twice among them).
+fn write_allocs(db: &dyn Backend, ops: &[AllocOp]) -> Result<(), DbError> {
+    const INS: &str = "INSERT INTO allocations (alloc_id, job_id, node, gpu_mask, gpu_milli, cpu_milli, mem_mib, created_at) \
+         VALUES (?1,?2,?3,?4,?5,?6,?7,?8)";
+    const GPU: &str = "INSERT INTO alloc_gpus (node, gpu, job_id) VALUES (?1, ?2, ?3)";
+    for run in ops.chunk_by(|a, b| matches!(a, AllocOp::Insert { .. }) == matches!(b, AllocOp::Insert { .. })) {
+        let (mut ins, mut gpus, mut dels) = (Vec::new(), Vec::new(), Vec::new());
+        for op in run {
+            match op {
+                AllocOp::Insert { job_id, node, alloc } => {
+                    ins.push(
+                        params![
+                            alloc.id.0,
+                            *job_id,
+                            node,
+                            alloc.part.gpus.0,
+                            alloc.part.gpu_milli,
+                            alloc.part.cpu_milli,
+                            alloc.part.mem_mib,
+                            alloc.created_at
+                        ]
+                        .to_vec(),
+                    );
+                    if alloc.part.gpu_milli >= flotilla_core::cluster::MILLI {
+                        for g in alloc.part.gpus.iter() {
+                            gpus.push(params![node, g, *job_id].to_vec());
+                        }
                     }
                 }
-            }
-            AllocOp::DeleteJob(job_id) => {
-                del.execute([i(*job_id)])?;
-                delg.execute([i(*job_id)])?;
+                AllocOp::DeleteJob(job_id) => dels.push(params![*job_id].to_vec()),
             }
         }
+        db.exec_many(INS, &ins)?;
+        db.exec_many(GPU, &gpus)?;
+        db.exec_many("DELETE FROM allocations WHERE job_id = ?1", &dels)?;
+        db.exec_many("DELETE FROM alloc_gpus WHERE job_id = ?1", &dels)?;
     }
     Ok(())
 }

@@ -2,7 +2,7 @@
 //! written inside the controller's one transaction per batch ([`crate::store::Store::commit`])
 //! and read back at start.
 
-use rusqlite::{params, Connection, Transaction};
+use crate::store::backend::{params, Backend, DbError, Param};
 
 /// One alert or page as stored (and as handed to `AlertProgram`).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -93,60 +93,67 @@ fn i(v: u64) -> i64 {
 }
 
 /// Writes `b` inside `tx`.
-pub fn commit(tx: &Transaction<'_>, b: &SvcBatch) -> rusqlite::Result<()> {
+pub fn commit(tx: &dyn Backend, b: &SvcBatch) -> Result<(), DbError> {
+    let d = tx.dialect();
+    let upsert = d.replace("services", &["id", "name", "record", "format"], &["id"]);
     for op in &b.services {
         match op {
             ServiceOp::Upsert { id, name, record } => {
-                tx.prepare_cached("INSERT OR REPLACE INTO services (id, name, record, format) VALUES (?1, ?2, ?3, ?4)")?
-                    .execute(params![id, name, record, crate::store::rows::FORMAT])?;
+                tx.exec(&upsert, &params![*id, name, record, crate::store::rows::FORMAT])?;
             }
             ServiceOp::Delete(id) => {
-                tx.prepare_cached("DELETE FROM services WHERE id = ?1")?.execute([id])?;
+                tx.exec("DELETE FROM services WHERE id = ?1", &params![*id])?;
             }
         }
     }
+    let meta = d.replace("meta", &["key", "value"], &["key"]);
     if let Some(n) = b.next_service_id {
-        tx.prepare_cached("INSERT OR REPLACE INTO meta (key, value) VALUES ('next_service_id', ?1)")?
-            .execute([n])?;
+        tx.exec(&meta, &params!["next_service_id", n])?;
     }
     if let Some(n) = b.next_replica_id {
-        tx.prepare_cached("INSERT OR REPLACE INTO meta (key, value) VALUES ('next_replica_id', ?1)")?
-            .execute([i(n)])?;
+        tx.exec(&meta, &params!["next_replica_id", i(n)])?;
     }
-    for a in &b.alerts {
-        tx.prepare_cached(
-            "INSERT OR REPLACE INTO alerts (id, time, kind, job_id, service, message, decision) VALUES (?1,?2,?3,?4,?5,?6,?7)",
-        )?
-        .execute(params![i(a.id), a.time, a.kind, a.job_id.map(i), a.service, a.message, a.decision])?;
-    }
+    let alerts: Vec<Vec<Param<'_>>> = b
+        .alerts
+        .iter()
+        .map(|a| params![i(a.id), a.time, &a.kind, a.job_id.map(i), a.service, &a.message, &a.decision].to_vec())
+        .collect();
+    tx.exec_many(
+        &d.replace("alerts", &["id", "time", "kind", "job_id", "service", "message", "decision"], &["id"]),
+        &alerts,
+    )?;
     crate::store::runs::write(tx, crate::store::runs::JOB_RUNS, &b.runs)?;
     Ok(())
 }
 
 /// Loads services, sequences and recent alerts.
-pub fn load(conn: &Connection) -> rusqlite::Result<SvcLoaded> {
-    let meta = |k: &str| -> rusqlite::Result<Option<i64>> {
-        use rusqlite::OptionalExtension;
-        conn.query_row("SELECT value FROM meta WHERE key = ?1", [k], |r| r.get(0)).optional()
+pub fn load(db: &dyn Backend) -> Result<SvcLoaded, DbError> {
+    let meta = |k: &str| -> Result<Option<i64>, DbError> {
+        db.query_opt("SELECT value FROM meta WHERE key = ?1", &params![k])?.map(|r| r.get(0)).transpose()
     };
-    let services = conn
-        .prepare("SELECT id, record FROM services ORDER BY id")?
-        .query_map([], |r| Ok((r.get::<_, u32>(0)?, r.get::<_, String>(1)?)))?
-        .collect::<Result<Vec<_>, _>>()?;
-    let mut alerts = conn
-        .prepare("SELECT id, time, kind, job_id, service, message, decision FROM alerts ORDER BY id DESC LIMIT ?1")?
-        .query_map([ALERTS_KEPT as i64], |r| {
+    let services = db
+        .query("SELECT id, record FROM services ORDER BY id", &[])?
+        .into_iter()
+        .map(|r| Ok((r.get::<u32>(0)?, r.get::<String>(1)?)))
+        .collect::<Result<Vec<_>, DbError>>()?;
+    let mut alerts = db
+        .query(
+            "SELECT id, time, kind, job_id, service, message, decision FROM alerts ORDER BY id DESC LIMIT ?1",
+            &params![ALERTS_KEPT as i64],
+        )?
+        .into_iter()
+        .map(|r| {
             Ok(AlertRow {
-                id: r.get::<_, i64>(0)? as u64,
+                id: r.get::<i64>(0)? as u64,
                 time: r.get(1)?,
                 kind: r.get(2)?,
-                job_id: r.get::<_, Option<i64>>(3)?.map(|v| v as u64),
+                job_id: r.get::<Option<i64>>(3)?.map(|v| v as u64),
                 service: r.get(4)?,
                 message: r.get(5)?,
                 decision: r.get(6)?,
             })
-        })?
-        .collect::<Result<Vec<_>, _>>()?;
+        })
+        .collect::<Result<Vec<_>, DbError>>()?;
     alerts.reverse();
     Ok(SvcLoaded {
         services,
@@ -158,7 +165,7 @@ pub fn load(conn: &Connection) -> rusqlite::Result<SvcLoaded> {
 
 /// The runs of `job_id` before run `before` recorded so far, oldest first (`sacct
 /// --duplicates`: the runs before the job's current one).
-pub fn runs(conn: &Connection, job_id: u64, before: u32) -> rusqlite::Result<Vec<RunRow>> {
+pub fn runs(db: &dyn Backend, job_id: u64, before: u32) -> Result<Vec<RunRow>, DbError> {
     let t = crate::store::runs::JOB_RUNS;
-    crate::store::runs::read(conn, t, "job_id = ?1 AND run < ?2", "run", rusqlite::params![i(job_id), before])
+    crate::store::runs::read(db, t, "job_id = ?1 AND run < ?2", "run", &params![i(job_id), before])
 }

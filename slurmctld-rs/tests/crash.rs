@@ -2,8 +2,10 @@
 //! agents while the real `slurmctld` is killed with SIGKILL 20 times at seeded random moments
 //! and restarted on the same port and state directory. Afterwards: no acknowledged job is
 //! lost, none ran twice, no GPU was bound twice, and running jobs kept running (no agent was
-//! told to kill a job that nobody cancelled).
+//! told to kill a job that nobody cancelled). The same on SQLite (the default) and on a
+//! PostgreSQL server (`StateStorageType=state/postgres`).
 
+mod backends;
 mod common;
 
 use common::*;
@@ -19,7 +21,19 @@ const NODES: usize = 8;
 
 #[test]
 fn kill9_under_load_loses_nothing() {
-    let env = Arc::new(Env::new(NODES));
+    kill9_under_load(Arc::new(Env::new(NODES)), "SQLite");
+}
+
+#[test]
+fn kill9_under_load_loses_nothing_on_postgres() {
+    let Some(pg) = backends::TestPg::start("kill9_under_load_loses_nothing_on_postgres") else { return };
+    let env = Env::new(NODES);
+    env.set_storage(pg.keys());
+    kill9_under_load(Arc::new(env), "PostgreSQL");
+    drop(pg);
+}
+
+fn kill9_under_load(env: Arc<Env>, store: &str) {
     let extra = ["--tick-ms", "100", "--sched-interval-ms", "200", "--debounce-ms", "5"];
     let mut ctl = Ctl::start(&env, 0, &extra);
     eprintln!("log: {}", env.path("slurmctld.log").display());
@@ -133,7 +147,7 @@ fn kill9_under_load_loses_nothing() {
     assert_eq!(ids.len(), jobs.len());
     assert_eq!(ids.first(), Some(&1));
     eprintln!(
-        "crash test: {} jobs, {} controller kills, {} backfill preemptions, {} binds received, {:.1} s",
+        "crash test on {store}: {} jobs, {} controller kills, {} backfill preemptions, {} binds received, {:.1} s",
         jobs.len(),
         KILLS,
         l.kills.len(),

@@ -40,7 +40,8 @@ fn db_bytes(h: &Harness) -> u64 {
 
 /// Twelve held submissions of 1 MiB scripts, cancelled: their scripts stay while the jobs are
 /// visible (`MinJobAge`, 300 s), then leave the database with the job records, also after a
-/// restart; the database file gives the space back.
+/// restart; on SQLite the database file gives the space back (PostgreSQL's autovacuum does
+/// that on its own time).
 #[test]
 fn scripts_leave_the_store_with_the_job_after_min_job_age() {
     let mut h = Harness::two_nodes("state_scripts_purged_after_min_job_age");
@@ -53,7 +54,8 @@ fn scripts_leave_the_store_with_the_job_after_min_job_age() {
     let req = Request::CancelJob(CancelJob { jobs: ids.iter().map(|&i| JobRef::id(i)).collect(), ..CancelJob::default() });
     h.call(User::Alice, req);
     assert!(h.jobs().all(|j| j.state == Some(JobStateWire::Cancelled)));
-    assert_eq!(h.ctl().store().auto_vacuum().unwrap(), 2, "incremental vacuum");
+    let sqlite = !harness::on_postgres();
+    assert_eq!(h.ctl().store().auto_vacuum().unwrap(), sqlite.then_some(2), "incremental vacuum");
     let held = h.ctl().store().script_bytes().unwrap();
     let file_before = db_bytes(&h);
     assert!(held >= 12 << 20, "scripts kept while the jobs are visible: {held}");
@@ -64,7 +66,9 @@ fn scripts_leave_the_store_with_the_job_after_min_job_age() {
     assert_eq!(left, 0, "scripts and environments purged with the job records");
     let file_after = db_bytes(&h);
     eprintln!("script bytes: {held} before the purge, {left} after; database files: {file_before} -> {file_after} bytes");
-    assert!(file_after < file_before / 2, "space given back: {file_before} -> {file_after}");
+    if sqlite {
+        assert!(file_after < file_before / 2, "space given back: {file_before} -> {file_after}");
+    }
     h.restart();
     assert_eq!(h.ctl().store().script_bytes().unwrap(), 0);
     // Accounting stays (sacct still knows the jobs).

@@ -109,7 +109,7 @@ fn old_database_loads_every_job_identically() {
     assert_eq!(l.svc.alerts[0].job_id, Some(4));
 
     // The tables without JSON are as the version 4 store wrote them.
-    let runs = flotilla_slurmctld::svcstore::runs(store.conn(), 10, 3).unwrap();
+    let runs = flotilla_slurmctld::svcstore::runs(store.db(), 10, 3).unwrap();
     assert_eq!(runs.len(), 1);
     assert_eq!(
         (runs[0].step, runs[0].state.as_str(), runs[0].signal),
@@ -125,8 +125,8 @@ fn migration_rewrites_every_row_in_the_row_format_and_keeps_the_text() {
     let before = Connection::open(before_dir.path().join("flotilla.db")).unwrap();
     let dir = restore();
     let store = Store::open(dir.path(), SyncMode::Full).unwrap();
-    let versions: Vec<u32> = store
-        .conn()
+    let conn = Connection::open(dir.path().join("flotilla.db")).unwrap();
+    let versions: Vec<u32> = conn
         .prepare("SELECT version FROM schema_migrations ORDER BY version")
         .unwrap()
         .query_map([], |r| r.get(0))
@@ -141,7 +141,7 @@ fn migration_rewrites_every_row_in_the_row_format_and_keeps_the_text() {
         ("nodes", "name", "avail"),
     ] {
         let old = texts(&before, table, key, column);
-        let new = texts(store.conn(), table, key, column);
+        let new = texts(&conn, table, key, column);
         assert_eq!(
             old.keys().collect::<Vec<_>>(),
             new.keys().collect::<Vec<_>>(),
@@ -157,7 +157,7 @@ fn migration_rewrites_every_row_in_the_row_format_and_keeps_the_text() {
         }
     }
     // Job 1 lacked the defaulted fields: rewritten with them, and read as before.
-    let (text, _) = &texts(store.conn(), "jobs", "id", "record")["1"];
+    let (text, _) = &texts(&conn, "jobs", "id", "record")["1"];
     assert_eq!(text, &rows::job_to_json(&job1_as_read()));
     assert_eq!(rows::job_from_json(text).unwrap(), job1_as_read());
     let (old_text, _) = &texts(&before, "jobs", "id", "record")["1"];
@@ -182,9 +182,10 @@ fn a_row_the_legacy_decoder_cannot_read_stays_in_format_0_and_fails_as_before() 
         .unwrap();
     drop(conn);
     let store = Store::open(dir.path(), SyncMode::Full).unwrap();
-    let (_, format) = &texts(store.conn(), "jobs", "id", "record")["4"];
+    let conn = Connection::open(dir.path().join("flotilla.db")).unwrap();
+    let (_, format) = &texts(&conn, "jobs", "id", "record")["4"];
     assert_eq!(*format, Some(rows::FORMAT_LEGACY));
-    let (_, format) = &texts(store.conn(), "jobs", "id", "record")["3"];
+    let (_, format) = &texts(&conn, "jobs", "id", "record")["3"];
     assert_eq!(*format, Some(rows::FORMAT));
     let err = store.load(CUTOFF).unwrap_err().to_string();
     assert!(err.contains("corrupt record: job 4"), "{err}");

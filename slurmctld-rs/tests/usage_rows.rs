@@ -2,11 +2,13 @@
 //! kept per (job, step, node), a newer report replaces the older one, and the accounting query
 //! hands each step its usage combined over its nodes.
 
+mod backends;
+
 use flotilla_proto::{AcctJobRef, AcctQuery, StepUsage, Usage};
 use flotilla_slurmctld::acct;
+use flotilla_slurmctld::params;
 use flotilla_slurmctld::store::runs::{read_usage, write_usage};
-use flotilla_slurmctld::store::{Store, SyncMode};
-use rusqlite::params;
+use flotilla_slurmctld::store::Store;
 
 fn report(step: &str, node: &str, cpu: u64, rss: u64, done: bool) -> StepUsage {
     StepUsage {
@@ -22,9 +24,11 @@ fn report(step: &str, node: &str, cpu: u64, rss: u64, done: bool) -> StepUsage {
 
 #[test]
 fn reports_replace_per_node_and_combine_per_step() {
-    let dir = tempfile::tempdir().unwrap();
-    let store = Store::open(dir.path(), SyncMode::Full).unwrap();
-    let c = store.conn();
+    backends::on_both("reports_replace_per_node_and_combine_per_step", |open| check(&open()));
+}
+
+fn check(store: &Store) {
+    let c = store.db();
     write_usage(c, &[report("0", "gpu01", 1_000_000, 10 << 20, false)]).unwrap();
     // The end replaces the poll; the second node adds to it.
     write_usage(c, &[report("0", "gpu01", 3_000_000, 50 << 20, true), report("0", "gpu02", 2_000_000, 80 << 20, true)]).unwrap();
@@ -46,17 +50,17 @@ fn reports_replace_per_node_and_combine_per_step() {
     write_usage(c, &[report("0", "gpu01", 3_000_000, 50 << 20, true), report("0", "gpu02", 2_000_000, 80 << 20, true)]).unwrap();
 
     // The accounting query attaches it to the job's steps.
-    c.execute(
-        "INSERT INTO acct_jobs (job_id, name, user, uid, account, partition, state, exit_code, signal, submit_time, \
+    c.exec(
+        "INSERT INTO acct_jobs (job_id, name, \"user\", uid, account, partition, state, exit_code, signal, submit_time, \
          start_time, nodes, alloc_cpus, alloc_gpus, alloc_mem_mib, restarts, qos) \
          VALUES (7, 'j', 'alice', 2001, 'a', 'batch', 'RUNNING', 0, 0, 50, 60, 'gpu[01-02]', 2, 0, 0, 0, 'normal')",
-        [],
+        &[],
     )
     .unwrap();
     for step in ["batch", "0"] {
-        c.execute(
+        c.exec(
             "INSERT INTO job_steps (job_id, step, state, exit_code, signal, start_time, nodes) VALUES (7, ?1, 'RUNNING', 0, 0, 60, 'gpu01')",
-            params![step],
+            &params![step],
         )
         .unwrap();
     }

@@ -3,18 +3,23 @@
 
 use flotilla_core::assoc::AssocId;
 use flotilla_core::fairshare::{Usage, UsageConfig};
-use flotilla_slurmctld::store::{Store, SyncMode, WriteBatch};
+mod backends;
+
+use flotilla_slurmctld::store::{Store, WriteBatch};
 
 #[test]
 fn usage_round_trips_through_the_store_and_keeps_decaying() {
-    let dir = tempfile::tempdir().unwrap();
+    backends::on_both("usage_round_trips_through_the_store_and_keeps_decaying", check);
+}
+
+fn check(open: &dyn Fn() -> Store) {
     let mut usage = Usage::default();
     usage.raw.insert(AssocId(1), 3600.0 * 8.0);
     usage.raw.insert(AssocId(3), 1234.5);
     usage.last_update = Some(1_800_000_000);
     usage.last_reset = Some(1_799_000_000);
     {
-        let mut store = Store::open(dir.path(), SyncMode::Full).unwrap();
+        let mut store = open();
         assert_eq!(store.load_usage().unwrap(), Usage::default(), "nothing saved yet");
         let batch = WriteBatch { fair_usage: Some(usage.clone()), ..WriteBatch::default() };
         assert!(!batch.is_empty());
@@ -24,7 +29,7 @@ fn usage_round_trips_through_the_store_and_keeps_decaying() {
         fewer.raw.remove(&AssocId(3));
         store.commit(&WriteBatch { fair_usage: Some(fewer), ..WriteBatch::default() }, &|_| None).unwrap();
     }
-    let store = Store::open(dir.path(), SyncMode::Full).unwrap();
+    let store = open();
     let mut back = store.load_usage().unwrap();
     let mut want = usage.clone();
     want.raw.remove(&AssocId(3));

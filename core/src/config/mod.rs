@@ -383,6 +383,30 @@ pub struct SwitchConfig {
     pub switches_expr: String,
 }
 
+/// Where the controller's state lives (Flotilla's `StateStorage*` keys).
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+pub struct StateStorageConf {
+    /// `StateStorageType=`: `state/sqlite` (the default) or `state/postgres`.
+    pub storage_type: String,
+    /// `StateStorageHost=` (PostgreSQL): a host, or a directory holding the server's socket.
+    pub host: String,
+    /// `StateStoragePort=` (default 5432).
+    pub port: u16,
+    /// `StateStorageUser=`; `None`: `SlurmUser`.
+    pub user: Option<String>,
+    /// `StateStorageLoc=`: the database name (default `flotilla`).
+    pub loc: String,
+    /// `StateStoragePassFile=`: the password file, if any.
+    pub pass_file: Option<String>,
+}
+
+impl StateStorageConf {
+    /// Whether the state lives in PostgreSQL.
+    pub fn is_postgres(&self) -> bool {
+        self.storage_type == "state/postgres"
+    }
+}
+
 /// The typed cluster model read from `slurm.conf`, `gres.conf` and `topology.conf`.
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 pub struct ClusterConfig {
@@ -475,6 +499,16 @@ pub struct ClusterConfig {
     /// The `priority/multifactor` keys (`PriorityWeight*`, `PriorityDecayHalfLife`, ...).
     #[serde(default)]
     pub priority: PriorityConf,
+    /// `SlurmctldHost=` lines after the first: the backup controllers, `(host, address)`, in
+    /// order (the first line is `control_host`/`control_addr`).
+    #[serde(default)]
+    pub backup_controllers: Vec<(String, String)>,
+    /// `SlurmctldTimeout=` in seconds: the leader lease (default 6).
+    #[serde(default)]
+    pub slurmctld_timeout_s: u64,
+    /// The `StateStorage*` keys (Flotilla): where the controller's state lives.
+    #[serde(default)]
+    pub state_storage: StateStorageConf,
     /// Every key=value of the global section as read (keys in canonical case), for
     /// `scontrol show config` and for keys later issues pick up.
     pub raw: Vec<(String, String)>,

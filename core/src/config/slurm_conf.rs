@@ -424,6 +424,13 @@ impl Parser {
             "SlurmdPort" => c.slurmd_port = u16::try_from(v.int()).unwrap_or(u16::MAX),
             "SlurmUser" => c.slurm_user = v.str().to_string(),
             "StateSaveLocation" => c.state_save_location = v.str().to_string(),
+            "SlurmctldTimeout" => c.slurmctld_timeout_s = v.int(),
+            "StateStorageType" => c.state_storage.storage_type = v.str().to_ascii_lowercase(),
+            "StateStorageHost" => c.state_storage.host = v.str().to_string(),
+            "StateStoragePort" => c.state_storage.port = u16::try_from(v.int()).unwrap_or(u16::MAX),
+            "StateStorageUser" => c.state_storage.user = Some(v.str().to_string()),
+            "StateStorageLoc" => c.state_storage.loc = v.str().to_string(),
+            "StateStoragePassFile" => c.state_storage.pass_file = Some(v.str().to_string()),
             "SlurmdSpoolDir" => c.slurmd_spool_dir = v.str().to_string(),
             "DefMemPerCPU" => c.def_mem_per_cpu_mib = Some(v.int()),
             "KillWait" => c.kill_wait_s = v.int(),
@@ -570,6 +577,7 @@ impl Parser {
         if let Some((host, addr)) = self.ctl_hosts.first().cloned() {
             self.cfg.control_host = host;
             self.cfg.control_addr = addr;
+            self.cfg.backup_controllers = self.ctl_hosts[1..].to_vec();
         } else if let Some(host) = self.control_machine.take() {
             self.cfg.control_addr = self.control_addr.take().unwrap_or_else(|| host.clone());
             self.cfg.control_host = host;
@@ -1324,6 +1332,26 @@ mod tests {
     }
 
     #[test]
+    fn state_storage_keys_and_their_defaults() {
+        let c = parse("SlurmctldHost=a");
+        let s = &c.state_storage;
+        assert_eq!((s.storage_type.as_str(), s.host.as_str(), s.port, s.user.as_deref(), s.loc.as_str()), ("state/sqlite", "localhost", 5432, None, "flotilla"));
+        assert!(!s.is_postgres() && s.pass_file.is_none());
+        assert_eq!(c.slurmctld_timeout_s, 6);
+        let c = parse(
+            "SlurmctldHost=a\nStateStorageType=state/postgres\nStateStorageHost=/run/pg\nStateStoragePort=5433\n\
+             StateStorageUser=slurm\nStateStorageLoc=state\nStateStoragePassFile=/etc/slurm/state.pw\nSlurmctldTimeout=20",
+        );
+        let s = &c.state_storage;
+        assert!(s.is_postgres());
+        assert_eq!((s.host.as_str(), s.port, s.user.as_deref(), s.loc.as_str()), ("/run/pg", 5433, Some("slurm"), "state"));
+        assert_eq!(s.pass_file.as_deref(), Some("/etc/slurm/state.pw"));
+        assert_eq!(c.slurmctld_timeout_s, 20);
+        let e = err("StateStorageType=state/mysql");
+        assert!(e.contains("StateStorageType"), "{e}");
+    }
+
+    #[test]
     fn lenient_cases_warn() {
         let c = parse(
             "SlurmctldHost=a\nSlurmctldHost=b(10.0.0.2)\nControlMachine=old\nNodeName=n Gres=gpu:a100:4,gpu:h100:4\n\
@@ -1333,6 +1361,7 @@ mod tests {
             (c.control_host.as_str(), c.control_addr.as_str()),
             ("a", "a")
         );
+        assert_eq!(c.backup_controllers, vec![("b".to_string(), "10.0.0.2".to_string())], "the backups, in order");
         assert_eq!((c.nodes[0].gpus, c.nodes[0].gpu_type.as_deref()), (8, None));
         assert!(!c.partitions[0].default && c.partitions[1].default);
         assert_eq!(c.warnings.len(), 3, "{:?}", c.warnings);

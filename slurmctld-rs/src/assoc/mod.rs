@@ -209,13 +209,13 @@ impl AssocDb {
 /// committed before it returns.
 ///
 /// # Errors
-/// SQLite's.
+/// The database's.
 pub fn open(
     store: &crate::store::Store,
     cluster: &flotilla_core::config::ClusterConfig,
     quotas: &flotilla_core::quota::QuotaTree,
-) -> rusqlite::Result<AssocDb> {
-    let conn = store.conn();
+) -> Result<AssocDb, crate::store::backend::DbError> {
+    let conn = store.db();
     let mut db = AssocDb::from_data(&cluster.cluster_name, db::load(conn)?);
     let host = if cluster.control_addr.is_empty() { "127.0.0.1" } else { cluster.control_addr.as_str() };
     db.ensure_defaults(host, u32::from(cluster.slurmctld_port));
@@ -225,8 +225,8 @@ pub fn open(
     }
     let ops = db.take_ops();
     if !ops.is_empty() {
-        let tx = conn.unchecked_transaction()?;
-        db::write(&tx, &ops)?;
+        let tx = crate::store::backend::Tx::begin(conn)?;
+        db::write(tx.db(), &ops)?;
         tx.commit()?;
     }
     Ok(db)

@@ -188,6 +188,7 @@ fn main() -> anyhow::Result<()> {
     if let Some(t) = slurmd_timeout {
         opts.slurmd_timeout_s = t;
     }
+    let storage = daemon::storage_conf(&cluster, &state_dir, sync)?;
     let slurm_uid = daemon::uid_of(&cluster.slurm_user).unwrap_or(0);
     let host = nix::unistd::gethostname()
         .ok()
@@ -201,7 +202,7 @@ fn main() -> anyhow::Result<()> {
             key,
             listen: Some(listen),
             socket: Some(socket),
-            sync,
+            storage,
             opts,
             max_conns,
             max_frame,

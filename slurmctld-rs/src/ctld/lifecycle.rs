@@ -635,7 +635,7 @@ impl Controller {
             let _ = tx.send(r);
         }
         for (q, tx) in std::mem::take(&mut self.acct_queries) {
-            let r = match crate::acct::query(self.store.conn(), &q) {
+            let r = match crate::acct::query(self.store.db(), &q) {
                 Ok(jobs) => Response::Acct(jobs),
                 Err(e) => {
                     error!("accounting query failed: {e}");

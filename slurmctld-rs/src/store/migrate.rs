@@ -8,8 +8,8 @@
 //! `slurmctld-rs/tests/fixtures/store_v4.sql` checks it on a database written by the version 4
 //! store). Decoding into a row type and encoding it again never passes through a core type.
 
+use super::backend::{params, Backend, DbError, Value};
 use super::rows::{self, JobRow, NodeAvailRow, ServiceRow};
-use rusqlite::{params, Transaction};
 use serde::de::DeserializeOwned;
 use serde::Serialize;
 
@@ -23,28 +23,28 @@ pub struct Rewritten {
 }
 
 /// Rewrites the format 0 rows of `table`: `key` names the primary key column (TEXT or
-/// INTEGER), `column` the JSON column, `R` the row type. Errors: SQLite's.
+/// INTEGER), `column` the JSON column, `R` the row type. Errors: the database's.
 fn rewrite<R: DeserializeOwned + Serialize>(
-    tx: &Transaction<'_>,
+    tx: &dyn Backend,
     table: &str,
     key: &str,
     column: &str,
-) -> rusqlite::Result<Rewritten> {
-    let legacy: Vec<(rusqlite::types::Value, String)> = tx
-        .prepare(&format!(
-            "SELECT {key}, {column} FROM {table} WHERE format = ?1 ORDER BY {key}"
-        ))?
-        .query_map([rows::FORMAT_LEGACY], |r| Ok((r.get(0)?, r.get(1)?)))?
-        .collect::<Result<_, _>>()?;
-    let mut up = tx.prepare(&format!(
-        "UPDATE {table} SET {column} = ?1, format = ?2 WHERE {key} = ?3"
-    ))?;
+) -> Result<Rewritten, DbError> {
+    let legacy: Vec<(Value, String)> = tx
+        .query(
+            &format!("SELECT {key}, {column} FROM {table} WHERE format = ?1 ORDER BY {key}"),
+            &params![rows::FORMAT_LEGACY],
+        )?
+        .into_iter()
+        .map(|r| Ok((r.get(0)?, r.get(1)?)))
+        .collect::<Result<_, DbError>>()?;
+    let up = format!("UPDATE {table} SET {column} = ?1, format = ?2 WHERE {key} = ?3");
     let mut out = Rewritten::default();
     for (id, text) in legacy {
         match serde_json::from_str::<R>(&text) {
             Ok(row) => {
                 let json = serde_json::to_string(&row).expect("a store row serializes");
-                up.execute(params![json, rows::FORMAT, id])?;
+                tx.exec(&up, &params![&json, rows::FORMAT, id.as_param()])?;
                 out.rewritten += 1;
             }
             Err(e) => {
@@ -56,8 +56,8 @@ fn rewrite<R: DeserializeOwned + Serialize>(
     Ok(out)
 }
 
-/// Migration 5's step: jobs, services and nodes to format 1. Errors: SQLite's.
-pub(super) fn rows_to_format_1(tx: &Transaction<'_>) -> rusqlite::Result<()> {
+/// Migration 5's step: jobs, services and nodes to format 1. Errors: the database's.
+pub(super) fn rows_to_format_1(tx: &dyn Backend) -> Result<(), DbError> {
     let jobs = rewrite::<JobRow>(tx, "jobs", "id", "record")?;
     let services = rewrite::<ServiceRow>(tx, "services", "id", "record")?;
     let nodes = rewrite::<NodeAvailRow>(tx, "nodes", "name", "avail")?;

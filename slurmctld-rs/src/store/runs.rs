@@ -7,8 +7,7 @@
 //! And the steps' usage (`step_usage`, `sql/0009_usage.sql`): one row per (job, step, node),
 //! the node daemon's latest report.
 
-use rusqlite::types::{FromSql, ToSql};
-use rusqlite::{params, Connection};
+use super::backend::{params, Backend, DbError, FromValue, Param};
 
 /// One `job_steps` row (`K` = `String`, the default: the step's name) or one `job_runs` row
 /// (`K` = `u32`: the run; [`crate::svcstore::RunRow`]).
@@ -58,47 +57,69 @@ fn i(v: u64) -> i64 {
     i64::try_from(v).unwrap_or(i64::MAX)
 }
 
-/// Inserts or replaces `rows` in table `t`. Errors: SQLite's.
-pub fn write<K: ToSql>(conn: &Connection, t: StepTable, rows: &[StepRow<K>]) -> rusqlite::Result<()> {
+/// The key of a step table's row within its job: a step's name or a run's number.
+pub trait StepKey: FromValue {
+    /// As a statement parameter.
+    fn param(&self) -> Param<'_>;
+}
+
+impl StepKey for String {
+    fn param(&self) -> Param<'_> {
+        Param::Text(self)
+    }
+}
+
+impl StepKey for u32 {
+    fn param(&self) -> Param<'_> {
+        Param::from(*self)
+    }
+}
+
+/// Inserts or replaces `rows` in table `t`. Errors: the database's.
+pub fn write<K: StepKey>(db: &dyn Backend, t: StepTable, rows: &[StepRow<K>]) -> Result<(), DbError> {
     if rows.is_empty() {
         return Ok(());
     }
-    let mut st = conn.prepare_cached(&format!(
-        "INSERT OR REPLACE INTO {} (job_id, {}, state, exit_code, signal, start_time, end_time, nodes) \
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
-        t.table, t.key
-    ))?;
-    for r in rows {
-        st.execute(params![
-            i(r.job_id),
-            r.step,
-            r.state,
-            r.exit_code,
-            r.signal,
-            r.start_time,
-            r.end_time,
-            r.nodes
-        ])?;
-    }
-    Ok(())
+    let cols = ["job_id", t.key, "state", "exit_code", "signal", "start_time", "end_time", "nodes"];
+    let sql = db.dialect().replace(t.table, &cols, &["job_id", t.key]);
+    let sets: Vec<Vec<Param<'_>>> = rows
+        .iter()
+        .map(|r| {
+            vec![
+                Param::from(i(r.job_id)),
+                r.step.param(),
+                Param::from(&r.state),
+                Param::from(r.exit_code),
+                Param::from(r.signal),
+                Param::from(r.start_time),
+                Param::from(r.end_time),
+                Param::from(&r.nodes),
+            ]
+        })
+        .collect();
+    db.exec_many(&sql, &sets)
 }
 
 /// The rows of table `t` that `filter` (an SQL condition over its columns, with `params`)
-/// selects, in `order`. Errors: SQLite's.
-pub fn read<K: FromSql>(
-    conn: &Connection,
+/// selects, in `order`. Errors: the database's.
+pub fn read<K: StepKey>(
+    db: &dyn Backend,
     t: StepTable,
     filter: &str,
     order: &str,
-    params: &[&dyn ToSql],
-) -> rusqlite::Result<Vec<StepRow<K>>> {
-    conn.prepare_cached(&format!(
-        "SELECT job_id, {}, state, exit_code, signal, start_time, end_time, nodes FROM {} WHERE {filter} ORDER BY {order}",
-        t.key, t.table
-    ))?
-    .query_map(params, |r| {
+    params: &[Param<'_>],
+) -> Result<Vec<StepRow<K>>, DbError> {
+    db.query(
+        &format!(
+            "SELECT job_id, {}, state, exit_code, signal, start_time, end_time, nodes FROM {} WHERE {filter} ORDER BY {order}",
+            t.key, t.table
+        ),
+        params,
+    )?
+    .into_iter()
+    .map(|r| {
         Ok(StepRow {
-            job_id: r.get::<_, i64>(0)? as u64,
+            job_id: r.get::<i64>(0)? as u64,
             step: r.get(1)?,
             state: r.get(2)?,
             exit_code: r.get(3)?,
@@ -107,19 +128,43 @@ pub fn read<K: FromSql>(
             end_time: r.get(6)?,
             nodes: r.get(7)?,
         })
-    })?
+    })
     .collect()
 }
 
 /// Inserts or replaces the usage reports `rows` (`step_usage`, one row per job, step and
 /// node: a newer report replaces the older one), except that a poll taken no later than the
 /// step's end report (`done`) never replaces it: a node daemon may read a poll just before the
-/// step ends and send it just after the end. Errors: SQLite's.
-pub fn write_usage(conn: &Connection, rows: &[flotilla_proto::StepUsage]) -> rusqlite::Result<()> {
+/// step ends and send it just after the end. Errors: the database's.
+pub fn write_usage(db: &dyn Backend, rows: &[flotilla_proto::StepUsage]) -> Result<(), DbError> {
     if rows.is_empty() {
         return Ok(());
     }
-    let mut st = conn.prepare_cached(
+    let sets: Vec<Vec<Param<'_>>> = rows
+        .iter()
+        .map(|r| {
+            let u = &r.usage;
+            params![
+                i(r.job_id),
+                &r.step,
+                &r.node,
+                i(u.user_usec),
+                i(u.system_usec),
+                i(u.total_usec),
+                i(u.max_rss),
+                i(u.max_vmsize),
+                u.ntasks,
+                u.max_rss_task,
+                i(u.min_cpu_usec),
+                u.min_cpu_task,
+                i(u.energy_j),
+                r.done,
+                r.at
+            ]
+            .to_vec()
+        })
+        .collect();
+    db.exec_many(
         "INSERT INTO step_usage (job_id, step, node, user_usec, system_usec, total_usec, max_rss, \
          max_vmsize, ntasks, max_rss_task, min_cpu_usec, min_cpu_task, energy_j, done, at) \
          VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15) \
@@ -129,43 +174,25 @@ pub fn write_usage(conn: &Connection, rows: &[flotilla_proto::StepUsage]) -> rus
          min_cpu_usec = excluded.min_cpu_usec, min_cpu_task = excluded.min_cpu_task, energy_j = excluded.energy_j, \
          done = excluded.done, at = excluded.at \
          WHERE NOT (step_usage.done = 1 AND excluded.done = 0 AND excluded.at <= step_usage.at)",
-    )?;
-    for r in rows {
-        let u = &r.usage;
-        st.execute(params![
-            i(r.job_id),
-            r.step,
-            r.node,
-            i(u.user_usec),
-            i(u.system_usec),
-            i(u.total_usec),
-            i(u.max_rss),
-            i(u.max_vmsize),
-            u.ntasks,
-            u.max_rss_task,
-            i(u.min_cpu_usec),
-            u.min_cpu_task,
-            i(u.energy_j),
-            r.done,
-            r.at
-        ])?;
-    }
-    Ok(())
+        &sets,
+    )
 }
 
 /// The usage of every step of job `job_id`, combined over its nodes
-/// ([`flotilla_proto::StepStats::combine`]), by step name. Errors: SQLite's.
-pub fn read_usage(conn: &Connection, job_id: u64) -> rusqlite::Result<std::collections::BTreeMap<String, flotilla_proto::StepStats>> {
-    let mut st = conn.prepare_cached(
-        "SELECT step, node, user_usec, system_usec, total_usec, max_rss, max_vmsize, ntasks, max_rss_task, \
-         min_cpu_usec, min_cpu_task, energy_j, done FROM step_usage WHERE job_id = ?1 ORDER BY step, node",
-    )?;
-    let rows = st
-        .query_map([i(job_id)], |r| {
-            let u = |k: usize| r.get::<_, i64>(k).map(|v| v.max(0) as u64);
+/// ([`flotilla_proto::StepStats::combine`]), by step name. Errors: the database's.
+pub fn read_usage(db: &dyn Backend, job_id: u64) -> Result<std::collections::BTreeMap<String, flotilla_proto::StepStats>, DbError> {
+    let rows = db
+        .query(
+            "SELECT step, node, user_usec, system_usec, total_usec, max_rss, max_vmsize, ntasks, max_rss_task, \
+             min_cpu_usec, min_cpu_task, energy_j, done FROM step_usage WHERE job_id = ?1 ORDER BY step, node",
+            &params![i(job_id)],
+        )?
+        .into_iter()
+        .map(|r| {
+            let u = |k: usize| r.get::<i64>(k).map(|v| v.max(0) as u64);
             Ok((
-                r.get::<_, String>(0)?,
-                r.get::<_, String>(1)?,
+                r.get::<String>(0)?,
+                r.get::<String>(1)?,
                 flotilla_proto::Usage {
                     user_usec: u(2)?,
                     system_usec: u(3)?,
@@ -178,10 +205,10 @@ pub fn read_usage(conn: &Connection, job_id: u64) -> rusqlite::Result<std::colle
                     min_cpu_task: r.get(10)?,
                     energy_j: u(11)?,
                 },
-                r.get::<_, bool>(12)?,
+                r.get::<bool>(12)?,
             ))
-        })?
-        .collect::<rusqlite::Result<Vec<_>>>()?;
+        })
+        .collect::<Result<Vec<_>, DbError>>()?;
     let mut by_step: std::collections::BTreeMap<String, Vec<(String, flotilla_proto::Usage, bool)>> = Default::default();
     for (step, node, u, done) in rows {
         by_step.entry(step).or_default().push((node, u, done));

@@ -112,6 +112,15 @@ impl Env {
         self.dir.path().join(p)
     }
 
+    /// Points the controllers of this environment at another state store (slurm.conf's
+    /// `StateStorage*` keys; `backends::TestPg::keys` for a test's PostgreSQL server).
+    pub fn set_storage(&self, storage: flotilla_core::config::StateStorageConf) {
+        let path = self.path("cluster.json");
+        let mut c: ClusterConfig = serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+        c.state_storage = storage;
+        std::fs::write(&path, serde_json::to_string(&c).unwrap()).unwrap();
+    }
+
     /// A credential for `uid` (the test holds the cluster key, as sackd would).
     pub fn cred(&self, uid: u32) -> flotilla_proto::Credential {
         self.key.sign(uid, uid, "testhost", now(), 300)

@@ -13,7 +13,14 @@
 //! Everything is written to a transcript (turn, time, requests and replies, every message to
 //! a node, the jobs whose state changed) that a scenario compares with its golden file in
 //! `tests/goldens/` ([`check_golden`]; `UPDATE_GOLDENS=1` re-records it: review the diff).
+//!
+//! The store is SQLite in a temp dir, or with `FLOTILLA_TEST_STORE=postgres` a throw-away
+//! PostgreSQL server of the harness's own ([`backends::TestPg`]): the same scenarios, the same
+//! goldens, on the other backend (CI runs the harness's tests both ways).
 #![allow(dead_code)]
+
+#[path = "../backends/mod.rs"]
+pub mod backends;
 
 use flotilla_core::config::{no_includes, parse_cluster};
 use flotilla_proto::{
@@ -175,6 +182,13 @@ pub struct Harness {
     /// Inputs queued for the next turn, written under its header.
     inbox: String,
     log: String,
+    /// The PostgreSQL server of the store (`FLOTILLA_TEST_STORE=postgres`).
+    pg: Option<backends::TestPg>,
+}
+
+/// Whether the harness's store is PostgreSQL (`FLOTILLA_TEST_STORE=postgres`).
+pub fn on_postgres() -> bool {
+    std::env::var("FLOTILLA_TEST_STORE").is_ok_and(|v| v == "postgres")
 }
 
 impl Harness {
@@ -184,7 +198,9 @@ impl Harness {
         Harness::new_in(name, conf, opts, None)
     }
 
-    /// [`Harness::new`] with the store in `state` (`None`: a temp dir of its own).
+    /// [`Harness::new`] with the store in `state` (`None`: a temp dir of its own). A test that
+    /// names its state directory is about SQLite's file there: its store is SQLite even with
+    /// `FLOTILLA_TEST_STORE=postgres`.
     pub fn new_in(name: &str, conf: &str, opts: CtlOptions, state: Option<std::path::PathBuf>) -> Harness {
         let cluster = parse_cluster(("slurm.conf", conf), None, None, &mut no_includes).expect("slurm.conf parses");
         let dir = tempfile::tempdir().unwrap();
@@ -217,7 +233,11 @@ impl Harness {
             shown: BTreeMap::new(),
             inbox: String::new(),
             log: String::new(),
+            pg: None,
         };
+        if on_postgres() && h.state.is_none() {
+            h.pg = Some(backends::TestPg::start(name).expect("FLOTILLA_TEST_STORE=postgres needs PostgreSQL installed"));
+        }
         h.start();
         h
     }
@@ -232,7 +252,10 @@ impl Harness {
     }
 
     fn start(&mut self) {
-        let store = Store::open(self.state_dir(), SyncMode::Normal).unwrap();
+        let store = match &self.pg {
+            Some(pg) => pg.store(),
+            None => Store::open(self.state_dir(), SyncMode::Normal).unwrap(),
+        };
         let ctl = daemon::controller(&self.cluster, store, self.opts.clone(), Arc::new(AtomicU64::new(0)), self.now)
             .expect("controller starts");
         self.ctl = Some(ctl);

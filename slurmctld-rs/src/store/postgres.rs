@@ -1,0 +1,419 @@
+//! The store's PostgreSQL backend (`StateStorageType=state/postgres`): `tokio-postgres`, its
+//! connection driven by a thread of its own (a current-thread tokio runtime), its calls
+//! waited for on the caller's thread.
+//!
+//! Why a thread: the controller commits from its owner task synchronously, as with SQLite,
+//! and must not give the runtime's workers a database round trip to await. The driver thread
+//! owns the socket; the owner task sends requests down the client's channel and parks until
+//! the answers come, at most [`PgConf::call_timeout`] (then the connection is dropped: a
+//! server that stopped answering is a lost server). Statements of [`Backend::exec_many`] are
+//! all sent before the first answer is awaited (the driver pipelines them), so a turn of
+//! thousands of rows costs a few round trips, not thousands.
+//!
+//! A lost connection (the server restarted, a socket error) is reconnected at the next call;
+//! the transaction it held is gone, which the store sees as a failed commit it may retry
+//! ([`super::DbError::may_recover`]).
+
+use super::backend::{numbered_to_dollar, Backend, DbError, Dialect, Param, Row, Value};
+use std::cell::RefCell;
+use std::collections::HashMap;
+use std::future::Future;
+use std::path::{Path, PathBuf};
+use std::pin::Pin;
+use std::sync::Arc;
+use std::task::{Context, Poll, Wake, Waker};
+use std::time::{Duration, Instant};
+use tokio_postgres::types::{to_sql_checked, FromSql, IsNull, ToSql, Type};
+use tokio_postgres::{Client, Statement};
+
+/// Where the PostgreSQL state database is and how to log in (slurm.conf's `StateStorage*`
+/// keys).
+#[derive(Clone, PartialEq, Eq)]
+pub struct PgConf {
+    /// `StateStorageHost=`: a host name or address, or a directory holding the server's Unix
+    /// socket (a path starting with `/`, as libpq reads `host`).
+    pub host: String,
+    /// `StateStoragePort=` (default 5432; also names the Unix socket `.s.PGSQL.<port>`).
+    pub port: u16,
+    /// `StateStorageUser=`: the database role.
+    pub user: String,
+    /// The role's password (from `StateStoragePassFile=`), if any.
+    pub password: Option<String>,
+    /// `StateStorageLoc=`: the database name.
+    pub dbname: String,
+    /// How long one call waits for the server before the connection is given up (also the
+    /// connect timeout).
+    pub call_timeout: Duration,
+}
+
+impl std::fmt::Debug for PgConf {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("PgConf")
+            .field("host", &self.host)
+            .field("port", &self.port)
+            .field("user", &self.user)
+            .field("password", &self.password.as_ref().map(|_| "<hidden>"))
+            .field("dbname", &self.dbname)
+            .field("call_timeout", &self.call_timeout)
+            .finish()
+    }
+}
+
+impl PgConf {
+    /// `postgres://user@host:port/db` (never the password), for messages.
+    pub fn location(&self) -> String {
+        format!("postgres://{}@{}:{}/{}", self.user, self.host, self.port, self.dbname)
+    }
+
+    fn driver_config(&self) -> tokio_postgres::Config {
+        let mut c = tokio_postgres::Config::new();
+        if self.host.starts_with('/') {
+            c.host_path(&self.host);
+        } else {
+            c.host(&self.host);
+        }
+        c.port(self.port)
+            .user(&self.user)
+            .dbname(&self.dbname)
+            .application_name("slurmctld")
+            .connect_timeout(self.call_timeout);
+        if let Some(p) = &self.password {
+            c.password(p.as_bytes());
+        }
+        c
+    }
+}
+
+/// Errors reading a password file.
+#[derive(Debug, thiserror::Error)]
+pub enum PassFileError {
+    /// It cannot be read.
+    #[error("StateStoragePassFile {path}: {source}")]
+    Io {
+        /// The file.
+        path: PathBuf,
+        /// Cause.
+        source: std::io::Error,
+    },
+    /// Someone besides its owner may read it, or its owner is not the controller's user.
+    #[error("StateStoragePassFile {path}: {why}")]
+    Unsafe {
+        /// The file.
+        path: PathBuf,
+        /// What is wrong.
+        why: String,
+    },
+}
+
+/// Reads the database password from `path`: the first line, without its line end. The file
+/// must be a regular file owned by the controller's effective user and readable by no one
+/// else (mode `0600` or `0400`), as the cluster key; anything else is refused before the
+/// password is read.
+///
+/// # Errors
+/// [`PassFileError`].
+pub fn read_password_file(path: &Path) -> Result<String, PassFileError> {
+    use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
+    let io = |source| PassFileError::Io { path: path.to_path_buf(), source };
+    let f = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(nix::libc::O_NOFOLLOW)
+        .open(path)
+        .map_err(io)?;
+    let meta = f.metadata().map_err(io)?;
+    let unsafe_ = |why: String| PassFileError::Unsafe { path: path.to_path_buf(), why };
+    if !meta.is_file() {
+        return Err(unsafe_("not a regular file".into()));
+    }
+    let euid = nix::unistd::geteuid().as_raw();
+    if meta.uid() != euid {
+        return Err(unsafe_(format!("owned by uid {}, not by the controller's uid {euid}", meta.uid())));
+    }
+    if meta.mode() & 0o077 != 0 {
+        return Err(unsafe_(format!("mode {:04o}: group or others may access it (chmod 600)", meta.mode() & 0o7777)));
+    }
+    let mut text = String::new();
+    std::io::Read::read_to_string(&mut &f, &mut text).map_err(io)?;
+    Ok(text.lines().next().unwrap_or("").to_string())
+}
+
+impl ToSql for Param<'_> {
+    fn to_sql(&self, ty: &Type, out: &mut bytes::BytesMut) -> Result<IsNull, Box<dyn std::error::Error + Sync + Send>> {
+        let bad = || -> Box<dyn std::error::Error + Sync + Send> { format!("cannot bind {self:?} as {ty}").into() };
+        match *self {
+            Param::Null => Ok(IsNull::Yes),
+            Param::Int(i) => match *ty {
+                Type::INT8 => i.to_sql(ty, out),
+                Type::INT4 => i32::try_from(i).map_err(|_| bad())?.to_sql(ty, out),
+                Type::INT2 => i16::try_from(i).map_err(|_| bad())?.to_sql(ty, out),
+                Type::BOOL => (i != 0).to_sql(ty, out),
+                Type::FLOAT8 => (i as f64).to_sql(ty, out),
+                Type::TEXT | Type::VARCHAR | Type::BPCHAR | Type::NAME | Type::UNKNOWN => i.to_string().as_str().to_sql(ty, out),
+                _ => Err(bad()),
+            },
+            Param::Real(r) => match *ty {
+                Type::FLOAT8 => r.to_sql(ty, out),
+                Type::FLOAT4 => (r as f32).to_sql(ty, out),
+                _ => Err(bad()),
+            },
+            Param::Text(s) => match *ty {
+                Type::TEXT | Type::VARCHAR | Type::BPCHAR | Type::NAME | Type::UNKNOWN => s.to_sql(ty, out),
+                Type::INT8 => s.parse::<i64>().map_err(|_| bad())?.to_sql(ty, out),
+                _ => Err(bad()),
+            },
+        }
+    }
+
+    fn accepts(_: &Type) -> bool {
+        true
+    }
+
+    to_sql_checked!();
+}
+
+impl<'a> FromSql<'a> for Value {
+    fn from_sql(ty: &Type, raw: &'a [u8]) -> Result<Self, Box<dyn std::error::Error + Sync + Send>> {
+        Ok(match *ty {
+            Type::INT8 => Value::Int(i64::from_sql(ty, raw)?),
+            Type::INT4 => Value::Int(i64::from(i32::from_sql(ty, raw)?)),
+            Type::INT2 => Value::Int(i64::from(i16::from_sql(ty, raw)?)),
+            Type::OID => Value::Int(i64::from(u32::from_sql(ty, raw)?)),
+            Type::BOOL => Value::Int(i64::from(bool::from_sql(ty, raw)?)),
+            Type::FLOAT8 => Value::Real(f64::from_sql(ty, raw)?),
+            Type::FLOAT4 => Value::Real(f64::from(f32::from_sql(ty, raw)?)),
+            _ => Value::Text(<&str>::from_sql(ty, raw)?.to_string()),
+        })
+    }
+
+    fn from_sql_null(_: &Type) -> Result<Self, Box<dyn std::error::Error + Sync + Send>> {
+        Ok(Value::Null)
+    }
+
+    fn accepts(ty: &Type) -> bool {
+        matches!(
+            *ty,
+            Type::INT8 | Type::INT4 | Type::INT2 | Type::OID | Type::BOOL | Type::FLOAT8 | Type::FLOAT4
+        ) || <&str as FromSql>::accepts(ty)
+    }
+}
+
+/// Wakes the parked caller.
+struct Unpark(std::thread::Thread);
+
+impl Wake for Unpark {
+    fn wake(self: Arc<Self>) {
+        self.0.unpark();
+    }
+}
+
+/// Polls every future of `futs` to its end on this thread (all of them are polled once before
+/// any is waited for, so requests they send go out together), or gives up at `deadline`.
+fn wait_all<F: Future>(futs: Vec<F>, deadline: Instant, limit: Duration) -> Result<Vec<F::Output>, DbError> {
+    let waker = Waker::from(Arc::new(Unpark(std::thread::current())));
+    let mut cx = Context::from_waker(&waker);
+    let mut futs: Vec<Pin<Box<F>>> = futs.into_iter().map(Box::pin).collect();
+    let mut out: Vec<Option<F::Output>> = futs.iter().map(|_| None).collect();
+    let mut left = futs.len();
+    loop {
+        for (f, o) in futs.iter_mut().zip(out.iter_mut()) {
+            if o.is_none() {
+                if let Poll::Ready(v) = f.as_mut().poll(&mut cx) {
+                    *o = Some(v);
+                    left -= 1;
+                }
+            }
+        }
+        if left == 0 {
+            return Ok(out.into_iter().map(|o| o.expect("every future finished")).collect());
+        }
+        let now = Instant::now();
+        if now >= deadline {
+            return Err(DbError::Timeout(limit.as_secs()));
+        }
+        std::thread::park_timeout(deadline - now);
+    }
+}
+
+/// A live connection: the client, its prepared statements, and the thread driving it.
+struct Live {
+    client: Client,
+    stmts: HashMap<String, Statement>,
+}
+
+/// The PostgreSQL backend.
+pub struct Postgres {
+    conf: PgConf,
+    live: RefCell<Option<Live>>,
+}
+
+impl std::fmt::Debug for Postgres {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Postgres").field("conf", &self.conf).field("connected", &self.live.borrow().is_some()).finish()
+    }
+}
+
+impl Postgres {
+    /// A backend for `conf`, connected now.
+    ///
+    /// # Errors
+    /// The server cannot be reached or refuses the login.
+    pub fn connect(conf: PgConf) -> Result<Postgres, DbError> {
+        let pg = Postgres { conf, live: RefCell::new(None) };
+        pg.ensure()?;
+        Ok(pg)
+    }
+
+    /// The configuration.
+    pub fn conf(&self) -> &PgConf {
+        &self.conf
+    }
+
+    /// Connects on a new driver thread; waits at most the call timeout.
+    fn open(&self) -> Result<Live, DbError> {
+        let cfg = self.conf.driver_config();
+        let (tx, rx) = std::sync::mpsc::sync_channel(1);
+        let name = "slurmctld-pg".to_string();
+        std::thread::Builder::new()
+            .name(name)
+            .spawn(move || {
+                let rt = match tokio::runtime::Builder::new_current_thread().enable_all().build() {
+                    Ok(rt) => rt,
+                    Err(e) => {
+                        let _ = tx.send(Err(DbError::Connection(format!("cannot start the connection's runtime: {e}"))));
+                        return;
+                    }
+                };
+                rt.block_on(async move {
+                    match cfg.connect(tokio_postgres::NoTls).await {
+                        Ok((client, conn)) => {
+                            if tx.send(Ok(client)).is_ok() {
+                                if let Err(e) = conn.await {
+                                    tracing::warn!("PostgreSQL connection lost: {e}");
+                                }
+                            }
+                        }
+                        Err(e) => {
+                            let _ = tx.send(Err(DbError::Postgres(e)));
+                        }
+                    }
+                });
+            })
+            .map_err(|e| DbError::Connection(format!("cannot start the connection's thread: {e}")))?;
+        let wait = self.conf.call_timeout + Duration::from_secs(1);
+        let client = rx.recv_timeout(wait).map_err(|_| DbError::Timeout(wait.as_secs()))??;
+        Ok(Live { client, stmts: HashMap::new() })
+    }
+
+    /// Connects when there is no live connection.
+    fn ensure(&self) -> Result<(), DbError> {
+        if self.live.borrow().as_ref().is_some_and(|l| !l.client.is_closed()) {
+            return Ok(());
+        }
+        *self.live.borrow_mut() = None;
+        let live = self.open()?;
+        *self.live.borrow_mut() = Some(live);
+        Ok(())
+    }
+
+    /// Runs `f` on the live connection (connecting first if needed); drops the connection
+    /// when the call failed with it closed or timed out.
+    fn with<T>(&self, f: impl FnOnce(&mut Live, Instant) -> Result<T, DbError>) -> Result<T, DbError> {
+        self.ensure()?;
+        let deadline = Instant::now() + self.conf.call_timeout;
+        let mut guard = self.live.borrow_mut();
+        let live = guard.as_mut().expect("connected");
+        let r = f(live, deadline);
+        if r.is_err() && (live.client.is_closed() || matches!(r, Err(DbError::Timeout(_)))) {
+            *guard = None;
+        }
+        r
+    }
+
+    /// The prepared statement of `sql` (SQLite-numbered parameters), prepared once.
+    fn statement(&self, live: &mut Live, sql: &str, deadline: Instant) -> Result<Statement, DbError> {
+        if let Some(s) = live.stmts.get(sql) {
+            return Ok(s.clone());
+        }
+        let text = numbered_to_dollar(sql);
+        let st = wait_all(vec![live.client.prepare(&text)], deadline, self.conf.call_timeout)?
+            .pop()
+            .expect("one answer")?;
+        live.stmts.insert(sql.to_string(), st.clone());
+        Ok(st)
+    }
+}
+
+fn refs<'a>(p: &'a [Param<'a>]) -> Vec<&'a (dyn ToSql + Sync)> {
+    p.iter().map(|x| x as &(dyn ToSql + Sync)).collect()
+}
+
+impl Backend for Postgres {
+    fn dialect(&self) -> Dialect {
+        Dialect::Postgres
+    }
+
+    fn location(&self) -> String {
+        self.conf.location()
+    }
+
+    fn as_any(&self) -> &dyn std::any::Any {
+        self
+    }
+
+    fn exec(&self, sql: &str, params: &[Param<'_>]) -> Result<u64, DbError> {
+        let limit = self.conf.call_timeout;
+        self.with(|live, deadline| {
+            let st = self.statement(live, sql, deadline)?;
+            let p = refs(params);
+            Ok(wait_all(vec![live.client.execute(&st, &p)], deadline, limit)?.pop().expect("one answer")?)
+        })
+    }
+
+    fn exec_many(&self, sql: &str, sets: &[Vec<Param<'_>>]) -> Result<(), DbError> {
+        if sets.is_empty() {
+            return Ok(());
+        }
+        let limit = self.conf.call_timeout;
+        self.with(|live, deadline| {
+            let st = self.statement(live, sql, deadline)?;
+            let refs: Vec<Vec<&(dyn ToSql + Sync)>> = sets.iter().map(|p| refs(p)).collect();
+            let futs: Vec<_> = refs.iter().map(|p| live.client.execute(&st, p)).collect();
+            for r in wait_all(futs, deadline, limit)? {
+                r?;
+            }
+            Ok(())
+        })
+    }
+
+    fn query(&self, sql: &str, params: &[Param<'_>]) -> Result<Vec<Row>, DbError> {
+        let limit = self.conf.call_timeout;
+        self.with(|live, deadline| {
+            let st = self.statement(live, sql, deadline)?;
+            let p = refs(params);
+            let rows = wait_all(vec![live.client.query(&st, &p)], deadline, limit)?.pop().expect("one answer")?;
+            rows.iter()
+                .map(|r| (0..r.len()).map(|i| r.try_get::<_, Value>(i)).collect::<Result<Vec<_>, _>>().map(Row))
+                .collect::<Result<Vec<_>, _>>()
+                .map_err(DbError::Postgres)
+        })
+    }
+
+    fn batch(&self, sql: &str) -> Result<(), DbError> {
+        let limit = self.conf.call_timeout;
+        self.with(|live, deadline| Ok(wait_all(vec![live.client.batch_execute(sql)], deadline, limit)?.pop().expect("one answer")?))
+    }
+
+    fn begin(&self) -> Result<(), DbError> {
+        self.batch("BEGIN")
+    }
+
+    fn commit(&self) -> Result<(), DbError> {
+        self.batch("COMMIT")
+    }
+
+    fn rollback(&self) {
+        if self.live.borrow().is_some() {
+            let _ = self.batch("ROLLBACK");
+        }
+    }
+}
