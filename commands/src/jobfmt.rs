@@ -147,7 +147,8 @@ pub fn tres_per_node(j: &JobView<'_>) -> String {
         .join(",")
 }
 
-/// `%E`: `afterok:53(unfulfilled),afterany:54(unfulfilled)`, `(null)` when none.
+/// `%E`: `afterok:53(unfulfilled),afterany:54(unfulfilled)`, `(null)` when none; the
+/// controller keeps Slurm's form (`_depend_list2str`), joined by `?` when any item was.
 pub fn dependency_str(j: &JobView<'_>) -> String {
     let Some(d) = j.dependency.as_deref().filter(|d| !d.is_empty()) else {
         return "(null)".into();
@@ -166,7 +167,7 @@ pub fn dependency_str(j: &JobView<'_>) -> String {
             out.push(format!("{kind}:{id}{status}"));
         }
     }
-    out.join(",")
+    out.join(if d.contains('?') { "?" } else { "," })
 }
 
 /// `TRES=` / `tres-alloc`: `cpu=1,mem=1G,node=1,billing=1` (plus `gres/gpu=N` when GPUs).

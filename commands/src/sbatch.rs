@@ -268,13 +268,18 @@ fn main(args: &[String], io: &mut Io<'_>) -> Result<i32, Fatal> {
     let (script, argv_script, default_name) = read_script(&first, &cli.operands, io)?;
     // Second pass: directives, then the environment, then the command line again.
     let mut opts = Opts::default();
-    for words in directives(&script) {
-        let mut a = vec!["sbatch".to_string()];
-        a.extend(words);
-        let p = getopt_long("sbatch", &a[1..], SHORTS, LONGS).map_err(bad_option)?;
-        for o in &p.opts {
-            apply(&mut opts, o)?;
-        }
+    let file = if first.wrap.is_some() { "(null)" } else { cli.operands.first().map_or("(null)", String::as_str) };
+    let d = directives(&script, file)?;
+    if d.slurm_prefix {
+        io.err("sbatch: error: Change from #SLURM to #SBATCH in your script and verify the options are valid in sbatch\n");
+    }
+    let p = getopt_long("sbatch", &d.words, SHORTS, LONGS).map_err(bad_option)?;
+    // `_opt_batch_script`: a word that is not an option fails the submission.
+    if let Some(stray) = p.operands.first() {
+        return Err(Fatal { lines: vec![format!("sbatch: error: Invalid directive found in batch script: {stray}")], code: 255 });
+    }
+    for o in &p.opts {
+        apply(&mut opts, o)?;
     }
     for (var, long) in ENV_OPTS {
         if let Some(v) = (io.env)(var).filter(|v| !v.is_empty()) {
@@ -456,8 +461,12 @@ fn read_script(opts: &Opts, operands: &[String], io: &mut Io<'_>) -> Result<(Str
             Vec::new(),
         ),
     };
+    // Slurm 22.05 `sbatch.c` `_get_script_buffer`, in its order.
     if bytes.is_empty() {
         return Err(fatal("Batch script is empty!", 1));
+    }
+    if bytes.iter().all(u8::is_ascii_whitespace) {
+        return Err(fatal("Batch script contains only whitespace!", 1));
     }
     let text = String::from_utf8_lossy(&bytes).into_owned();
     if !text.starts_with("#!") {
@@ -471,75 +480,120 @@ fn read_script(opts: &Opts, operands: &[String], io: &mut Io<'_>) -> Result<(Str
         });
     }
     if text.contains('\0') {
-        return Err(fatal("The SBATCH script contains a NULL character, ignoring", 1));
+        return Err(Fatal {
+            lines: vec![
+                "sbatch: error: The Slurm controller does not allow scripts that".into(),
+                "sbatch: error: contain a NULL character '\\0'.".into(),
+            ],
+            code: 1,
+        });
+    }
+    if text.contains("\r\n") {
+        return Err(Fatal {
+            lines: vec![
+                "sbatch: error: Batch script contains DOS line breaks (\\r\\n)".into(),
+                "sbatch: error: instead of expected UNIX line breaks (\\n).".into(),
+            ],
+            code: 1,
+        });
     }
     Ok((text, args, name))
 }
 
-/// The option words of each `#SBATCH` directive, as Slurm's `_opt_batch_script` reads them:
-/// only lines starting with `#SBATCH` at column 0; other comment and blank lines are skipped;
-/// the first line with anything else (a command) ends the scan. Words are split like a shell
-/// word list (quotes removed, `\` escapes, an unquoted `#` starts a comment).
-pub fn directives(script: &str) -> Vec<Vec<String>> {
-    let mut out = Vec::new();
-    for line in script.lines().skip(1) {
-        if let Some(rest) = line.strip_prefix("#SBATCH") {
-            out.push(split_words(rest));
-            continue;
-        }
-        let first = line.trim_start().chars().next();
-        match first {
-            None | Some('#') => continue,
-            Some(_) => break,
-        }
-    }
-    out
+/// The directives of a batch script as Slurm 22.05's sbatch reads them (`src/sbatch/opt.c`
+/// `_opt_batch_script`): lines starting with `#SBATCH` (or, with one error message,
+/// `#SLURM`) at column 0, case-sensitive; other comment and blank lines are skipped; the first
+/// line with anything else (a command) ends the scan. Each directive's words come from
+/// [`get_argument`]; all of them form one option list.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Directives {
+    /// The option words, in order.
+    pub words: Vec<String>,
+    /// A `#SLURM` line was used (Slurm prints "Change from #SLURM to #SBATCH ...").
+    pub slurm_prefix: bool,
 }
 
-/// Slurm's `_get_argument` loop over one directive.
-fn split_words(s: &str) -> Vec<String> {
-    let mut words = Vec::new();
-    let mut chars = s.chars().peekable();
-    loop {
-        while chars.peek().is_some_and(|c| c.is_whitespace()) {
-            chars.next();
-        }
-        let Some(&first) = chars.peek() else { break };
-        if first == '#' {
-            break;
-        }
-        let mut w = String::new();
-        let mut quote: Option<char> = None;
-        let mut comment = false;
-        while let Some(&ch) = chars.peek() {
-            if quote.is_none() && ch.is_whitespace() {
-                break;
+/// Scans `script` (read from `file`, named in fatal errors) for its directives. Errors:
+/// Slurm's fatal `FILE: line N: Unmatched `"` in [REST]` and `Unexpected `:``, exit 1.
+pub fn directives(script: &str, file: &str) -> Result<Directives, Fatal> {
+    let mut out = Directives::default();
+    for (n, line) in script.split('\n').enumerate() {
+        let rest = if let Some(r) = line.strip_prefix("#SBATCH") {
+            r
+        } else if let Some(r) = line.strip_prefix("#SLURM") {
+            out.slurm_prefix = true;
+            r
+        } else {
+            match line.trim_start().chars().next() {
+                None | Some('#') => continue,
+                Some(_) => break,
             }
-            chars.next();
-            match (ch, quote) {
-                ('\\', _) => {
-                    if let Some(n) = chars.next() {
-                        w.push(n);
-                    }
-                }
-                (q, Some(open)) if q == open => quote = None,
-                (_, Some(_)) => w.push(ch),
-                ('"' | '\'', None) => quote = Some(ch),
-                ('#', None) => {
-                    comment = true;
-                    break;
-                }
-                _ => w.push(ch),
-            }
-        }
-        if !w.is_empty() || quote.is_some() {
-            words.push(w);
-        }
-        if comment {
-            break;
+        };
+        let mut rest = rest.trim_start();
+        while let Some((word, skipped)) = get_argument(file, n + 1, rest)? {
+            out.words.push(word);
+            rest = &rest[skipped..];
         }
     }
-    words
+    Ok(out)
+}
+
+/// One word of a directive (Slurm's `get_argument`): leading blanks skipped; quotes (`"` or
+/// `'`) group characters, blanks included, and are removed; a backslash takes the next
+/// character literally, except a blank, which still ends the word; an unquoted `#` ends the
+/// line (a comment). Returns the word and the bytes of `line` it used, `None` at the end.
+fn get_argument(file: &str, lineno: usize, line: &str) -> Result<Option<(String, usize)>, Fatal> {
+    let b = line.as_bytes();
+    let mut i = 0;
+    while i < b.len() && b[i].is_ascii_whitespace() {
+        i += 1;
+    }
+    if b.get(i) == Some(&b':') {
+        return Err(Fatal { lines: vec![format!("sbatch: fatal: {file}: line {lineno}: Unexpected `:` in [{line}]")], code: 1 });
+    }
+    if i == b.len() {
+        return Ok(None);
+    }
+    let mut word: Vec<u8> = Vec::new();
+    let mut any = false;
+    let (mut quote, mut escape) = (None::<u8>, false);
+    while i < b.len() && (quote.is_some() || !b[i].is_ascii_whitespace()) {
+        let c = b[i];
+        if escape {
+            escape = false;
+        } else if c == b'\\' {
+            escape = true;
+            i += 1;
+            continue;
+        } else if let Some(q) = quote {
+            if c == q {
+                quote = None;
+                i += 1;
+                continue;
+            }
+        } else if c == b'"' || c == b'\'' {
+            quote = Some(c);
+            i += 1;
+            continue;
+        } else if c == b'#' {
+            break;
+        }
+        word.push(c);
+        any = true;
+        i += 1;
+    }
+    if let Some(q) = quote {
+        return Err(Fatal {
+            lines: vec![format!("sbatch: fatal: {file}: line {lineno}: Unmatched `{}` in [{line}]", q as char)],
+            code: 1,
+        });
+    }
+    // Nothing copied (a comment, or only quotes): Slurm's `get_argument` returns no word,
+    // which ends the scan of the line.
+    if !any {
+        return Ok(None);
+    }
+    Ok(Some((String::from_utf8_lossy(&word).into_owned(), i)))
 }
 
 /// What `srun` and `salloc` send as the job's or step's environment: this process's own, with
@@ -563,7 +617,7 @@ pub fn apply(opts: &mut Opts, o: &Opt) -> Result<(), Fatal> {
     let a = arg(o);
     match o.id {
         x if x == c('A') => j.account = Some(a.into()),
-        x if x == c('a') => j.array = Some(parse_array(a).ok_or_else(|| fatal("Invalid --array specification", 255))?),
+        x if x == c('a') => j.array = Some(parse_array(a)),
         x if x == c('b') => j.begin = Some(parse_begin(a, common::now()).ok_or_else(|| fatal("Invalid time specification", 255))?),
         x if x == c('c') => j.cpus_per_task = Some(parse_count(a, "--cpus-per-task")?),
         x if x == c('C') => j.constraint = Some(a.into()),
@@ -751,31 +805,77 @@ pub fn parse_gpu_count(a: &str) -> GpuCount {
     }
 }
 
-/// `--array=0-5%2`, `1,3,5-9:2`.
-pub fn parse_array(a: &str) -> Option<ArraySpec> {
-    let (list, max) = match a.split_once('%') {
-        Some((l, m)) => (l, Some(m.parse().ok()?)),
-        None => (a, None),
+/// `strtol` of Slurm's parsers on `s`: leading blanks, a sign and the leading digits (0 when
+/// there are none), saturated on overflow; returns the value and the rest of `s`.
+fn strtol(s: &str) -> (i64, &str) {
+    let t = s.trim_start();
+    let (neg, body) = match t.as_bytes().first() {
+        Some(b'-') => (true, &t[1..]),
+        Some(b'+') => (false, &t[1..]),
+        _ => (false, t),
     };
-    let mut ranges = Vec::new();
-    for item in list.split(',') {
-        let (r, step) = match item.split_once(':') {
-            Some((r, s)) => (r, s.parse().ok()?),
-            None => (item, 1),
-        };
-        let (start, end) = match r.split_once('-') {
-            Some((s, e)) => (s.parse().ok()?, e.parse().ok()?),
-            None => {
-                let v = r.parse().ok()?;
-                (v, v)
-            }
-        };
-        ranges.push(ArrayRange { start, end, step });
+    let end = body.find(|c: char| !c.is_ascii_digit()).unwrap_or(body.len());
+    if end == 0 {
+        return (0, s);
     }
-    Some(ArraySpec {
-        ranges,
-        max_running: max,
-    })
+    let v = body[..end].parse::<i64>().unwrap_or(i64::MAX);
+    (if neg { -v } else { v }, &body[end..])
+}
+
+/// One comma-separated token of an array expression as Slurm 22.05's controller reads it
+/// (`job_mgr.c` `_parse_array_tok`): `[`/`]` around numbers are dropped, `N`, `N-M` or
+/// `N-M:S` followed by nothing or a `%` throttle; a step needs a range; negative or reversed
+/// ranges are invalid. `None`: invalid. The bounds (`MaxArraySize`, a step below it) are the
+/// controller's (`admission::array_indices`).
+fn array_token(tok: &str) -> Option<ArrayRange> {
+    let tok = tok.strip_prefix('[').unwrap_or(tok);
+    let (first, rest) = strtol(tok);
+    let rest = rest.strip_prefix(']').unwrap_or(rest);
+    let ends = |r: &str| r.is_empty() || r.starts_with('%');
+    let clamp = |v: i64| u32::try_from(v).unwrap_or(u32::MAX);
+    if first < 0 {
+        return None;
+    }
+    let (last, step) = match rest.strip_prefix('-') {
+        Some(r) => {
+            let (last, r) = strtol(r);
+            let r = r.strip_prefix(']').unwrap_or(r);
+            let step = match r.strip_prefix(':') {
+                Some(r) => {
+                    let (step, r) = strtol(r);
+                    let r = r.strip_prefix(']').unwrap_or(r);
+                    if !ends(r) || step <= 0 {
+                        return None;
+                    }
+                    step
+                }
+                None if ends(r) => 1,
+                None => return None,
+            };
+            if last < first {
+                return None;
+            }
+            (last, step)
+        }
+        None if ends(rest) => (first, 1),
+        None => return None,
+    };
+    Some(ArrayRange { start: clamp(first), end: clamp(last), step: clamp(step) })
+}
+
+/// `--array=0-5%2`, `1,3,5-9:2`, `[1-3]`, as Slurm 22.05 reads the string: sbatch sends it
+/// as written and the controller parses it (`job_mgr.c` `_valid_array_inx`,
+/// `_parse_array_tok`; the throttle `atoi` after the first `%`, none when not positive, in
+/// `_create_job_array`). So sbatch never refuses one itself: an expression the controller
+/// would refuse becomes a spec without ranges, which it refuses with "Invalid job array
+/// specification".
+pub fn parse_array(a: &str) -> ArraySpec {
+    let throttle = a.split_once('%').map(|(_, t)| strtol(t).0).filter(|&t| t > 0);
+    let ranges: Option<Vec<ArrayRange>> = a.split(',').filter(|t| !t.is_empty()).map(array_token).collect();
+    ArraySpec {
+        ranges: ranges.unwrap_or_default(),
+        max_running: throttle.map(|t| u32::try_from(t).unwrap_or(u32::MAX)),
+    }
 }
 
 /// `--signal=[{R|B}:]SIG[@secs]`.
@@ -808,18 +908,19 @@ mod tests {
     #[test]
     fn directives_as_slurm_reads_them() {
         // CONTRACT.md §A-4; goldens 0132-0135.
-        let d = directives(DIRECTIVES_SH);
-        assert_eq!(
-            d,
-            vec![
-                vec!["--job-name=early".to_string()],
-                vec!["-t".into(), "7".into()],
-                vec!["--partition=batch".into()],
-                vec!["--comment=quoted comment with spaces".into()],
-            ]
-        );
-        assert_eq!(split_words(" --a='x y' b\\ c #x"), vec!["--a=x y", "b c"]);
-        assert_eq!(split_words(" --array               0-2"), vec!["--array", "0-2"]);
+        let d = directives(DIRECTIVES_SH, "directives.sh").unwrap();
+        assert_eq!(d.words, vec!["--job-name=early", "-t", "7", "--partition=batch", "--comment=quoted comment with spaces"]);
+        assert!(!d.slurm_prefix);
+        let words = |s: &str| directives(&format!("#!/bin/sh\n#SBATCH{s}\n"), "t.sh").map(|d| d.words);
+        // goldens-extra a01: a backslash does not protect a blank; `#` inside a word ends it.
+        assert_eq!(words(" --a='x y' b\\ c #x").unwrap(), vec!["--a=x y", "b", "c"]);
+        assert_eq!(words(" -t 5#no space").unwrap(), vec!["-t", "5"]);
+        assert_eq!(words(" --comment='it''s'").unwrap(), vec!["--comment=its"]);
+        assert_eq!(words(" --array               0-2").unwrap(), vec!["--array", "0-2"]);
+        assert_eq!(words(" -J \"open").unwrap_err().lines, vec!["sbatch: fatal: t.sh: line 2: Unmatched `\"` in [ \"open]"]);
+        let d = directives("#!/bin/sh\n#SLURM -J x\n", "t.sh").unwrap();
+        assert!(d.slurm_prefix);
+        assert_eq!(d.words, vec!["-J", "x"]);
     }
 
     fn opts_of(words: &[&str]) -> Result<Opts, Fatal> {
@@ -830,6 +931,21 @@ mod tests {
             apply(&mut o, x)?;
         }
         Ok(o)
+    }
+
+    /// Slurm 22.05's `_parse_array_tok` on the expressions recorded in goldens-extra (a06).
+    #[test]
+    fn array_expressions_as_slurm_reads_them() {
+        let r = |s: u32, e: u32, st: u32| ArrayRange { start: s, end: e, step: st };
+        assert_eq!(parse_array("1-10:3").ranges, vec![r(1, 10, 3)]);
+        assert_eq!(parse_array("[1-3]").ranges, vec![r(1, 3, 1)]);
+        assert_eq!(parse_array("1,3,5-7").ranges, vec![r(1, 1, 1), r(3, 3, 1), r(5, 7, 1)]);
+        assert_eq!(parse_array("0-15%4").max_running, Some(4));
+        assert_eq!(parse_array("1-3%0").max_running, None, "a throttle of 0 is none");
+        for bad in ["5-1", "-1", "4:2", "1-5:0", "1-3x", "a"] {
+            assert!(parse_array(bad).ranges.is_empty(), "{bad} is refused by the controller");
+        }
+        assert_eq!(parse_array("1,,2").ranges, vec![r(1, 1, 1), r(2, 2, 1)], "empty tokens are skipped (strtok)");
     }
 
     #[test]

@@ -6,7 +6,7 @@
 
 use crate::common::{self, Ctl, Io};
 use crate::getopt::{getopt_long, lo, HasArg, LongOpt};
-use crate::squeue::parse_job_ref;
+use crate::squeue::{parse_job_ref_by, scancel_job_id};
 use flotilla_proto::errno::{ESLURM_ALREADY_DONE, ESLURM_INVALID_JOB_ID, ESLURM_JOB_FINISHED};
 use flotilla_proto::{CancelJob, JobFilter, Request, Response};
 
@@ -126,7 +126,7 @@ pub fn run(args: &[String], io: &mut Io<'_>) -> i32 {
         }
     }
     for id in &p.operands {
-        match parse_job_ref(id.split('.').next().unwrap_or(id)) {
+        match parse_job_ref_by(id.split('.').next().unwrap_or(id), scancel_job_id) {
             Some(r) => req.jobs.push(r),
             None => {
                 io.err(&format!("scancel: error: Invalid job id {id}\n"));

@@ -342,10 +342,16 @@ pub fn run(args: &[String], io: &mut Io<'_>) -> i32 {
 
 /// `123`, `123_4`, `123_[3-4]`.
 pub fn parse_job_ref(s: &str) -> Option<JobRef> {
+    parse_job_ref_by(s, squeue_job_id)
+}
+
+/// A job reference (`N`, `N_T`, `N_[list]`) whose job id part is read by `job_id` (each
+/// command has Slurm's own rule: [`squeue_job_id`], `scancel`'s).
+pub fn parse_job_ref_by(s: &str, job_id: fn(&str) -> Option<u64>) -> Option<JobRef> {
     match s.split_once('_') {
-        None => Some(JobRef::id(s.trim().parse().ok().filter(|&n| n > 0)?)),
+        None => Some(JobRef::id(job_id(s)?)),
         Some((id, tasks)) => {
-            let job_id = id.parse().ok().filter(|&n: &u64| n > 0)?;
+            let job_id = job_id(id)?;
             let t = tasks.trim_start_matches('[').trim_end_matches(']');
             let list = jobfmt::expand_task_str(t);
             if list.is_empty() {
@@ -356,6 +362,40 @@ pub fn parse_job_ref(s: &str) -> Option<JobRef> {
                 tasks: Some(list),
             })
         }
+    }
+}
+
+/// A job id of `squeue -j` as Slurm 22.05 reads it (`src/squeue/opts.c` `_build_job_list`):
+/// `strtol` (leading blanks, a sign, the leading digits; saturated on overflow) stored in a
+/// 32-bit `int`, refused when that is not positive. So `4294967295` (-1 as an int) and
+/// `4294967296` (0) are invalid, `4294967297` is job 1. `None`: "Invalid job id".
+pub fn squeue_job_id(s: &str) -> Option<u64> {
+    let int = strtol(s) as i32;
+    (int > 0).then_some(int as u64)
+}
+
+/// A job id of `scancel` as Slurm 22.05 reads it (`src/scancel/opt.c`
+/// `_xlate_job_step_ids`): `strtol` into a `long`, refused when not positive, then stored in
+/// a `uint32_t` (so `4294967296` is job 0, which names no job and is cancelled silently).
+pub fn scancel_job_id(s: &str) -> Option<u64> {
+    let long = strtol(s);
+    (long > 0).then_some(u64::from(long as u32))
+}
+
+/// C's `strtol` on `s`: leading blanks, a sign, the leading digits (0 when none), saturated
+/// at `LONG_MIN`/`LONG_MAX`.
+fn strtol(s: &str) -> i64 {
+    let t = s.trim_start();
+    let (neg, digits) = match t.as_bytes().first() {
+        Some(b'-') => (true, &t[1..]),
+        Some(b'+') => (false, &t[1..]),
+        _ => (false, t),
+    };
+    let end = digits.find(|c: char| !c.is_ascii_digit()).unwrap_or(digits.len());
+    match digits[..end].parse::<i64>() {
+        Ok(v) => if neg { -v } else { v },
+        Err(_) if end == 0 => 0,
+        Err(_) => if neg { i64::MIN } else { i64::MAX },
     }
 }
 
@@ -1065,6 +1105,22 @@ fn print_steps(p: &Params, rows: &[JobView<'_>], steps: &[flotilla_proto::step::
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn job_ids_read_as_slurm_s_32_bit_int() {
+        assert_eq!(squeue_job_id("74"), Some(74));
+        assert_eq!(squeue_job_id("4294967295"), None);
+        assert_eq!(squeue_job_id("4294967296"), None);
+        assert_eq!(squeue_job_id("4294967297"), Some(1));
+        assert_eq!(squeue_job_id("2147483648"), None);
+        assert_eq!(squeue_job_id("abc"), None);
+        assert_eq!(squeue_job_id("0"), None);
+        assert_eq!(squeue_job_id("12abc"), Some(12));
+        assert_eq!(squeue_job_id("99999999999999999999"), None, "saturated at LONG_MAX, -1 as an int");
+        assert_eq!(scancel_job_id("4294967296"), Some(0));
+        assert_eq!(scancel_job_id("4294967295"), Some(4294967295));
+        assert_eq!(scancel_job_id("-3"), None);
+    }
     use flotilla_proto::JobInfo;
 
     fn job(id: u64, state: JobStateWire, prio: u64) -> JobInfo {

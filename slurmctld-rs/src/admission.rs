@@ -214,15 +214,27 @@ pub fn check_shape(r: &Request, cluster: &Cluster, part: PartId) -> Result<(), S
     Ok(())
 }
 
-/// Expands and checks an array spec (Slurm: every index below `MaxArraySize`).
+/// The error of a dependency string Slurm refuses: "Job dependency problem", or "Requested
+/// operation not supported on this system" for `expand:` (`update_job_dependency`).
+pub fn dep_error(e: deps::DepError) -> SlurmError {
+    match e {
+        deps::DepError::Invalid => SlurmError::new(ESLURM_DEPENDENCY),
+        deps::DepError::NotSupported => SlurmError::new(ESLURM_NOT_SUPPORTED),
+    }
+}
+
+/// Expands and checks an array spec (Slurm 22.05 `job_mgr.c` `_valid_array_inx` and
+/// `_parse_array_tok`: every index below `MaxArraySize`, a step between 1 and
+/// `MaxArraySize - 1`, no reversed range; a spec without ranges is what sbatch sends for an
+/// expression Slurm's parser refuses). Errors: `ESLURM_INVALID_ARRAY`.
 pub fn array_indices(spec: &flotilla_proto::ArraySpec, max_array_size: u64) -> Result<Vec<u32>, SlurmError> {
     let bad = || SlurmError::new(ESLURM_INVALID_ARRAY);
-    if spec.ranges.is_empty() || spec.max_running == Some(0) {
+    if spec.ranges.is_empty() || max_array_size == 0 {
         return Err(bad());
     }
     let mut out = Vec::new();
     for r in &spec.ranges {
-        if r.step == 0 || r.end < r.start || u64::from(r.end) >= max_array_size {
+        if r.step == 0 || u64::from(r.step) >= max_array_size || r.end < r.start || u64::from(r.end) >= max_array_size {
             return Err(bad());
         }
         let mut i = r.start;
@@ -352,7 +364,8 @@ pub fn admit(req: &SubmitJob, cluster: &Cluster, conf: &AdmissionConf, now: i64)
     let array = match &req.array {
         Some(a) => Some((
             array_indices(a, conf.max_array_size).map_err(Reject::BeforeId)?,
-            a.max_running,
+            // A throttle of 0 is none (`_create_job_array` keeps only a positive one).
+            a.max_running.filter(|&m| m > 0),
         )),
         None => None,
     };
@@ -395,11 +408,8 @@ pub fn admit(req: &SubmitJob, cluster: &Cluster, conf: &AdmissionConf, now: i64)
     let _ = cpus_per_node;
     // After an id: dependency syntax, then node configuration.
     let dependency = match &req.dependency {
-        Some(d) if !d.trim().is_empty() => Some(deps::parse(d).map_err(|()| Reject::AfterId {
-            error: SlurmError::new(ESLURM_DEPENDENCY),
-            failed: None,
-        })?),
-        _ => None,
+        Some(d) => deps::parse(d).map_err(|e| Reject::AfterId { error: dep_error(e), failed: None })?,
+        None => None,
     };
     if let Err(msg) = satisfiable {
         let mut failed = record;

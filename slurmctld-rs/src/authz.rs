@@ -206,6 +206,17 @@ impl Access {
         self.private.jobs && !ident.admin
     }
 
+    /// The account a job of `user` that named `account` is charged to when associations are
+    /// not enforced (Slurm 22.05 `job_create` in `job_mgr.c`: with accounting and without
+    /// `AccountingStorageEnforce=associations`, an account the user has no association with
+    /// is replaced by the user's default account, "to avoid getting trash in the accounting
+    /// records"): `Some(default)` when that applies, else `None` (the account stands, or the
+    /// check of [`Access::check_account`] refuses it).
+    pub fn unassociated_account_fallback(&self, user: &str, account: &str, default: Option<&str>) -> Option<String> {
+        let fallback = !self.enforce_associations && !account.is_empty() && !self.associations.allows(user, account);
+        default.filter(|d| fallback && !d.is_empty()).map(str::to_string)
+    }
+
     /// The account check of a job or service of `user` charged to `account` (`""`: none).
     /// Errors: `ESLURM_INVALID_ACCOUNT`.
     pub fn check_account(&self, user: &str, account: &str) -> Result<(), SlurmError> {
@@ -425,9 +436,16 @@ mod tests {
         assert_eq!(a.check_account("alice", "other").unwrap_err().code, ESLURM_INVALID_ACCOUNT);
         assert_eq!(a.check_account("bob", "research").unwrap_err().code, ESLURM_INVALID_ACCOUNT);
         assert_eq!(a.check_account("bob", ""), Ok(()), "no association, no account: not enforced");
-        let e = Access { enforce_associations: true, ..a };
+        let e = Access { enforce_associations: true, ..a.clone() };
         assert_eq!(e.check_account("bob", "").unwrap_err().code, ESLURM_INVALID_ACCOUNT);
         assert_eq!(e.check_account("alice", ""), Ok(()));
+        // Not enforced: an unassociated account gives way to the user's default one (Slurm's
+        // job_create); enforced, or without a default, it stands (and is refused above).
+        assert_eq!(a.unassociated_account_fallback("alice", "other", Some("research")).as_deref(), Some("research"));
+        assert_eq!(a.unassociated_account_fallback("alice", "research", Some("research")), None);
+        assert_eq!(a.unassociated_account_fallback("alice", "other", None), None);
+        assert_eq!(a.unassociated_account_fallback("alice", "", Some("research")), None);
+        assert_eq!(e.unassociated_account_fallback("alice", "other", Some("research")), None);
     }
 
     #[test]

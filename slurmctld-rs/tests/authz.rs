@@ -89,9 +89,11 @@ fn forged_gid_is_refused() {
     h.check();
 }
 
-/// Accounts from `quota.conf` associations: alice (research) may not charge ops, neither at
-/// submission nor by `scontrol update`; a running job's account does not change (`Job is no
-/// longer pending execution`); with `AccountingStorageEnforce=associations` a user with no
+/// Accounts from `quota.conf` associations: alice (research) asking for ops at submission is
+/// charged to her default account instead (Slurm 22.05 `job_create` without
+/// `AccountingStorageEnforce=associations`; goldens-extra a11_unknown_account), and may not
+/// move a job to ops by `scontrol update`; a running job's account does not change (`Job is
+/// no longer pending execution`); with `AccountingStorageEnforce=associations` a user with no
 /// association is refused even without `-A`.
 #[test]
 fn accounts_need_an_association() {
@@ -99,12 +101,10 @@ fn accounts_need_an_association() {
     let mut h = with_quota("authz_accounts", TWO_NODES, quota);
     let mut j = job(User::Alice, None, 0);
     j.account = Some("ops".into());
-    let r = submit(&mut h, User::Alice, j.clone());
-    assert_eq!(
-        (code(&r), text(&r).as_str()),
-        (ESLURM_INVALID_ACCOUNT, "Invalid account or account/partition combination specified"),
-        "{r:?}"
-    );
+    let Response::Submitted(s) = submit(&mut h, User::Alice, j.clone()) else { panic!("an unassociated account falls back") };
+    assert_eq!(h.job(s.job_id).account, "research", "charged to alice's default account");
+    let r = h.call(User::Alice, Request::CancelJob(CancelJob { jobs: vec![JobRef::id(s.job_id)], ..CancelJob::default() }));
+    assert!(!matches!(r, Response::Error(_)), "{r:?}");
     j.account = Some("research".into());
     let running = h.submit(j.clone());
     assert_eq!(h.job(running).state, Some(JobStateWire::Running));
@@ -122,6 +122,14 @@ fn accounts_need_an_association() {
 
     let enforce = format!("AccountingStorageEnforce=associations\n{TWO_NODES}");
     let mut h = with_quota("authz_accounts_enforced", &enforce, "Account=research Users=alice\n");
+    let mut other = job(User::Alice, None, 0);
+    other.account = Some("ops".into());
+    let r = submit(&mut h, User::Alice, other);
+    assert_eq!(
+        (code(&r), text(&r).as_str()),
+        (ESLURM_INVALID_ACCOUNT, "Invalid account or account/partition combination specified"),
+        "enforced: no fallback: {r:?}"
+    );
     let r = submit(&mut h, User::Bob, job(User::Bob, None, 0));
     assert_eq!(code(&r), ESLURM_INVALID_ACCOUNT, "bob has no association: {r:?}");
     assert!(matches!(submit(&mut h, User::Alice, job(User::Alice, None, 0)), Response::Submitted(_)), "alice's default account");

@@ -6,8 +6,9 @@
 //! step Slurm prints no step suffix); `%j` the
 //! job id; `%N` the short host name of the batch host; `%n` the node index (0); `%s` the step
 //! (`batch`); `%t` the task (0); `%u` the user name; `%x` the job name. A number between `%`
-//! and the letter pads numeric values with zeros (`%5j` → `00044`). A pattern holding `\` is
-//! taken literally, backslashes removed. Unknown letters are kept as written.
+//! and the letter pads numeric values with zeros (`%5j` → `00044`, at most 10 digits). A
+//! pattern holding `\` is taken literally, backslashes removed. Unknown letters are kept as
+//! written. The rules are Slurm's `_create_batch_fname` ([`expand`]).
 
 /// Array task id Slurm shows for a job that is not an array task (NO_VAL - 1).
 pub const NO_ARRAY_TASK: u64 = 4_294_967_294;
@@ -36,64 +37,105 @@ pub fn default_pattern(is_array: bool) -> &'static str {
     }
 }
 
-fn pad(v: &str, width: Option<usize>, numeric: bool) -> String {
-    match width {
-        Some(w) if numeric && v.len() < w => format!("{}{v}", "0".repeat(w - v.len())),
-        _ => v.to_string(),
-    }
+/// Slurm's cap on a zero-padding width (`MAX_WIDTH` of `src/slurmd/common/fname.c`): `%12j`
+/// pads to 10 digits.
+pub const MAX_WIDTH: usize = 10;
+
+/// `v` zero-padded on the left to `width` digits (`%0*u`).
+fn pad(v: u64, width: usize) -> String {
+    format!("{v:0width$}")
 }
 
-/// Expands `pattern` with `vars`.
+/// Slurm's `remove_path_slashes`: a pattern holding a backslash is not expanded; each `\\`
+/// becomes one `\` and every other backslash is dropped. `None` when there is none.
+fn remove_path_slashes(pattern: &str) -> Option<String> {
+    if !pattern.contains('\\') {
+        return None;
+    }
+    let mut out = String::with_capacity(pattern.len());
+    let mut chars = pattern.chars().peekable();
+    while let Some(c) = chars.next() {
+        if c == '\\' {
+            if chars.peek() == Some(&'\\') {
+                out.push('\\');
+                chars.next();
+            }
+        } else {
+            out.push(c);
+        }
+    }
+    Some(out)
+}
+
+/// Expands `pattern` with `vars` as Slurm's batch step names its files
+/// (`src/slurmd/common/fname.c`: `fname_create`, `_create_batch_fname`, `_batch_path_check`):
+///
+/// - a pattern with a backslash is taken literally ([`remove_path_slashes`]);
+/// - `%%` is one `%`; a `%` at the end stays;
+/// - `%` then digits sets a zero-padding width (capped at [`MAX_WIDTH`]) for the numeric
+///   symbols `%a %A %j %J %n %t` (`%s` is `batch`, `%N %u %x` are never padded);
+/// - a letter Slurm does not know stays as written (`%q`); after a width, Slurm's scanner
+///   drops the `%` and all digits but the last (`%12q` gives `2q`, `a%12` gives `a2`).
 pub fn expand(pattern: &str, vars: &PatternVars<'_>) -> String {
-    if pattern.contains('\\') {
-        return pattern.replace('\\', "");
+    if let Some(literal) = remove_path_slashes(pattern) {
+        return literal;
     }
     let (array_job, task) = match vars.array {
         Some((a, t)) => (a, u64::from(t)),
         None => (vars.job_id, NO_ARRAY_TASK),
     };
-    let chars: Vec<char> = pattern.chars().collect();
+    let b: Vec<char> = pattern.chars().collect();
     let mut out = String::with_capacity(pattern.len() + 16);
-    let mut i = 0;
-    while i < chars.len() {
-        let c = chars[i];
-        if c != '%' {
-            out.push(c);
-            i += 1;
+    // `q`: where the text not yet copied starts; `p`: the scanner (as in Slurm).
+    let (mut q, mut p) = (0usize, 0usize);
+    while p < b.len() {
+        if b[p] != '%' {
+            p += 1;
             continue;
         }
-        // %[digits]letter
-        let mut j = i + 1;
-        while j < chars.len() && chars[j].is_ascii_digit() {
-            j += 1;
+        if b.get(p + 1) == Some(&'%') {
+            out.extend(&b[q..=p]);
+            p += 2;
+            q = p;
+            continue;
         }
-        let Some(&letter) = chars.get(j) else {
-            out.extend(&chars[i..]);
-            break;
-        };
-        let digits: String = chars[i + 1..j].iter().collect();
-        let width = digits.parse::<usize>().ok().map(|w| w.min(64));
+        p += 1;
+        let mut width = 0;
+        if b.get(p).is_some_and(char::is_ascii_digit) {
+            out.extend(&b[q..p - 1]);
+            let start = p;
+            while b.get(p).is_some_and(char::is_ascii_digit) {
+                p += 1;
+            }
+            let digits: String = b[start..p].iter().collect();
+            width = digits.parse::<usize>().map_or(MAX_WIDTH, |w| w.min(MAX_WIDTH));
+            q = p - 1;
+            if p == b.len() {
+                break;
+            }
+        }
+        let Some(&letter) = b.get(p) else { break };
         let value = match letter {
-            '%' if digits.is_empty() => Some(("%".to_string(), false)),
-            'A' => Some((array_job.to_string(), true)),
-            'a' => Some((task.to_string(), true)),
-            // In the batch step `%J` is the bare job id (CONTRACT.md §A-14: dask-jobqueue's
+            'a' => Some(pad(task, width)),
+            'A' => Some(pad(array_job, width)),
+            // The batch step has no step suffix for `%J` (CONTRACT.md §A-14: dask-jobqueue's
             // `-o dask-worker-%J.out` gives `dask-worker-<id>.out` on Slurm 22.05).
-            'J' => Some((vars.job_id.to_string(), true)),
-            'j' => Some((vars.job_id.to_string(), true)),
-            'N' => Some((vars.host.to_string(), false)),
-            'n' | 't' => Some(("0".to_string(), true)),
-            's' => Some(("batch".to_string(), false)),
-            'u' => Some((vars.user.to_string(), false)),
-            'x' => Some((vars.job_name.to_string(), false)),
+            'j' | 'J' => Some(pad(vars.job_id, width)),
+            'n' | 't' => Some(pad(0, width)),
+            'N' => Some(vars.host.to_string()),
+            's' => Some("batch".to_string()),
+            'u' => Some(vars.user.to_string()),
+            'x' => Some(vars.job_name.to_string()),
             _ => None,
         };
-        match value {
-            Some((v, numeric)) => out.push_str(&pad(&v, width, numeric)),
-            None => out.extend(&chars[i..=j]),
+        if let Some(v) = value {
+            out.extend(&b[q..p - 1]);
+            out.push_str(&v);
+            p += 1;
+            q = p;
         }
-        i = j + 1;
     }
+    out.extend(&b[q.min(b.len())..]);
     out
 }
 
@@ -140,7 +182,14 @@ mod tests {
         let v = plain(7, "n");
         assert_eq!(expand("x%", &v), "x%");
         assert_eq!(expand("%q%j", &v), "%q7");
-        assert_eq!(expand("%3q", &v), "%3q");
+        // After a width Slurm's scanner keeps only the last digit of an unknown symbol's.
+        assert_eq!(expand("%3q", &v), "3q");
+        assert_eq!(expand("%12q", &v), "2q");
+        assert_eq!(expand("a%12", &v), "a2");
+        assert_eq!(expand("%12j", &v), "0000000007", "widths are capped at 10");
+        assert_eq!(expand("%0j", &v), "7");
+        assert_eq!(expand("%%5j", &v), "%5j");
+        assert_eq!(expand("a\\\\b\\%j", &v), "a\\b%j", "a doubled backslash is one");
         assert_eq!(expand("%J.%s.%n.%t", &v), "7.batch.0.0");
         assert_eq!(expand("dask-worker-%J.err", &v), "dask-worker-7.err");
         assert_eq!(expand("%3J", &v), "007");

@@ -122,7 +122,9 @@ impl Controller {
         let mut results = Vec::new();
         for (id, dep) in &self.deps {
             let Some(rec) = self.jobs.get(id) else { continue };
-            if rec.state != JobState::Pending {
+            // Slurm tests a job's dependencies when it may be scheduled (`job_independent`):
+            // not while it is held, so a held job shows its dependency unfulfilled.
+            if rec.state != JobState::Pending || rec.spec.held.is_some() {
                 continue;
             }
             let blocked = dep.has_singleton()

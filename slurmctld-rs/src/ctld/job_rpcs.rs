@@ -20,7 +20,15 @@ use std::collections::BTreeSet;
 use tracing::{debug, info, info_span, warn};
 
 impl Controller {
-    pub(super) fn submit(&mut self, ident: Ident, s: SubmitJob, now: i64) -> Response {
+    pub(super) fn submit(&mut self, ident: Ident, mut s: SubmitJob, now: i64) -> Response {
+        if !self.sched.accounting().checks_jobs() {
+            let default = self.opts.admission.default_accounts.get(&s.user).map(String::as_str);
+            let named = s.account.as_deref().unwrap_or("");
+            if let Some(d) = self.opts.access.unassociated_account_fallback(&s.user, named, default) {
+                info!(user = %s.user, account = named, default = d, "account has no association for the user: using the default account");
+                s.account = Some(d);
+            }
+        }
         if let Err(e) = self.authorize_submission(ident, &s) {
             warn!(uid = ident.uid, claimed_uid = s.uid, claimed_gid = s.gid, code = e.code, "submission refused: {}", e.text);
             return Response::Error(e);
@@ -77,7 +85,10 @@ impl Controller {
                 // no event-triggered cycle for it (its hold shows at once; the periodic cycle
                 // refreshes its priority). `sbatch --hold` floods stay cheap (issue #6).
                 let inert = rec.spec.held.is_some() && !rec.is_array_meta() && a.dependency.is_none();
-                if let Some(d) = a.dependency {
+                if let Some(mut d) = a.dependency {
+                    // Slurm's form of it (`_depend_list2str`): a bare id of an array is `N_*`.
+                    d.resolve_arrays(|j| self.jobs.get(&j).is_some_and(|r| r.array_job_id == Some(j)));
+                    rec.dependency = Some(d.to_slurm_string());
                     self.deps.insert(id, d);
                 }
                 debug!(job = id, user = %rec.user, "job submitted");
@@ -649,16 +660,20 @@ fn apply_changes(
             }
             JobChange::Dependency(d) => {
                 need_pending(pending)?;
-                if d.trim().is_empty() {
-                    rec.dependency = None;
-                    rec.spec.dependency_pending = false;
-                    rec.reason = None;
-                    *new_dep = Some(None);
-                } else {
-                    let parsed = deps::parse(d).map_err(|()| SlurmError::new(ESLURM_DEPENDENCY))?;
-                    rec.dependency = Some(d.clone());
-                    rec.spec.dependency_pending = true;
-                    *new_dep = Some(Some(parsed));
+                match deps::parse(d).map_err(admission::dep_error)? {
+                    None => {
+                        rec.dependency = None;
+                        rec.spec.dependency_pending = false;
+                        rec.reason = None;
+                        *new_dep = Some(None);
+                    }
+                    // Slurm's `_depends_on_same_job`: a job may not depend on itself.
+                    Some(parsed) if parsed.names(rec.id) => return Err(SlurmError::new(ESLURM_DEPENDENCY)),
+                    Some(parsed) => {
+                        rec.dependency = Some(parsed.to_slurm_string());
+                        rec.spec.dependency_pending = true;
+                        *new_dep = Some(Some(parsed));
+                    }
                 }
             }
             JobChange::Begin(b) => {

@@ -60,7 +60,7 @@ impl Controller {
             match rec.state {
                 JobState::Pending => {
                     pending += 1;
-                    if let Some(d) = rec.dependency.as_deref().and_then(|d| deps::parse(d).ok()) {
+                    if let Some(d) = rec.dependency.as_deref().and_then(|d| deps::parse(d).ok().flatten()) {
                         self.deps.insert(rec.id, d);
                     }
                     if !rec.is_array_meta() {

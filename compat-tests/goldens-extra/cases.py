@@ -1,0 +1,278 @@
+"""The extra goldens' cases, by area of issue #23 (capture.py records them against real Slurm
+22.05; compat-tests/tests/extra_goldens.rs replays them against Flotilla). Each case is a bash
+snippet run after `. ./lib.sh` (helpers: sb, m, st, wst, wend, fin) in /home/<user>/x; it
+prints only what does not depend on job ids (they are masked as J1, J2, ... by `m`) and
+cancels its jobs (`fin`)."""
+
+SCRIPTS = {
+    "sleep.sh": "#!/bin/bash\nsleep ${1:-600}\n",
+    "true.sh": "#!/bin/bash\ntrue\n",
+}
+
+# Area a01: sbatch's script scanner and argument lexer (src/sbatch/opt.c: _get_argument,
+# _opt_batch_script / process_batch_script; sbatch.c: _get_script_buffer).
+def show(fmt="%j|%l|%k|%P"):
+    return "squeue -h -j $J1 -o '%s' | m\nfin" % fmt
+
+def script_case(name, body, args="", fmt="%j|%l|%k|%P", note=""):
+    return {"name": name, "cmd": "cat > t.sh <<'EOF'\n%sEOF\nsb --hold %s t.sh\n%s" % (body, args, show(fmt)), "note": note}
+
+A01 = [
+    script_case("stop_at_first_command", "#!/bin/bash\n#SBATCH -J before\necho hi\n#SBATCH -J after\n#SBATCH -t 9\n"),
+    script_case("blank_and_comment_lines_scanned", "#!/bin/bash\n\n# a comment\n\n#SBATCH -J deep\n   \n#SBATCH -t 3\ntrue\n"),
+    script_case("double_quoted_value", "#!/bin/bash\n#SBATCH -J \"two words\"\n#SBATCH --comment \"a # in quotes\"\ntrue\n"),
+    script_case("single_quoted_value", "#!/bin/bash\n#SBATCH --comment='it''s'\n#SBATCH -J 'x y'\ntrue\n"),
+    script_case("trailing_comment_after_value", "#!/bin/bash\n#SBATCH -J named # the name\n#SBATCH -t 5#no space\ntrue\n"),
+    script_case("lowercase_directive_ignored", "#!/bin/bash\n#sbatch -J lower\n#Sbatch -t 4\n#SBATCH -J upper\ntrue\n"),
+    script_case("two_options_one_line", "#!/bin/bash\n#SBATCH -J two -t 6 --comment=c1\ntrue\n"),
+    script_case("stray_word_in_directive", "#!/bin/bash\n#SBATCH -J one stray\n#SBATCH -t 8\ntrue\n"),
+    script_case("tab_after_directive", "#!/bin/bash\n#SBATCH\t-J tabbed\n#SBATCH  -t  4\ntrue\n"),
+    script_case("backslash_escape", "#!/bin/bash\n#SBATCH -J a\\ b\n#SBATCH --comment=x\\\"y\ntrue\n"),
+    script_case("slurm_prefix", "#!/bin/bash\n#SLURM -J slurmprefix\n#SBATCH -t 3\ntrue\n"),
+    script_case("cli_over_script", "#!/bin/bash\n#SBATCH -J script -t 9\ntrue\n", args="-J cli"),
+    {"name": "env_under_script", "cmd": "cat > t.sh <<'EOF'\n#!/bin/bash\n#SBATCH -J script\ntrue\nEOF\nSBATCH_JOB_NAME=env SBATCH_TIMELIMIT=7 sb --hold t.sh\n" + show()},
+    {"name": "env_under_cli", "cmd": "cat > t.sh <<'EOF'\n#!/bin/bash\ntrue\nEOF\nSBATCH_JOB_NAME=env sb --hold -J cli t.sh\n" + show()},
+    {"name": "no_interpreter_line", "cmd": "printf 'echo hi\\n#SBATCH -J x\\n' > t.sh\nsb --hold t.sh"},
+    {"name": "dos_line_breaks", "cmd": "printf '#!/bin/bash\\r\\necho hi\\r\\n' > t.sh\nsb --hold t.sh"},
+    {"name": "empty_script", "cmd": ": > t.sh\nsb --hold t.sh"},
+    {"name": "nul_byte", "cmd": "printf '#!/bin/bash\\necho a\\0b\\n' > t.sh\nsb --hold t.sh"},
+    {"name": "unmatched_quote", "cmd": "printf '#!/bin/bash\\n#SBATCH -J \"open\\ntrue\\n' > t.sh\nsb --hold t.sh\nsqueue -h -u alice -o '%j|%k' | m\nfin"},
+    {"name": "script_on_stdin", "cmd": "sb --hold <<'EOF'\n#!/bin/bash\n#SBATCH -J fromstdin\n#SBATCH -t 2\ntrue\nEOF\n" + show()},
+    {"name": "unknown_option_in_script", "cmd": "printf '#!/bin/bash\\n#SBATCH --bogus-flag\\ntrue\\n' > t.sh\nsb --hold t.sh"},
+    {"name": "wrap_with_script_args", "cmd": "sb --hold --wrap 'true' t.sh"},
+]
+
+# Area a02: output file name patterns (src/common/fd.c / slurmstepd io: expand_stdio_fields).
+def pat(name, pattern, extra=""):
+    return {"name": name, "cmd": "rm -rf o; mkdir o\nsb -o 'o/%s' %s --wrap true\nwend $J1\nls o | m\nfin" % (pattern, extra)}
+
+A02 = [
+    pat("job_user_name", "%j-%u-%x.out", "-J pn"),
+    pat("padded_job_id", "p%5j.out"),
+    pat("padding_cap", "q%12j.out"),
+    pat("percent_percent", "r%%j.out"),
+    pat("unknown_symbol", "s%q%j.out"),
+    pat("node_index_task", "t-%n-%t-%s.out"),
+    pat("backslash_disables", "u\\%j.out"),
+    pat("trailing_percent", "v%j%"),
+    pat("array_forms", "w-%A-%a-%3a.out", "--array=1-2"),
+    pat("node_name_and_host", "x-%N.out"),
+    pat("padding_zero_width", "y%0j.out"),
+    pat("array_id_plain_job", "z-%A-%a.out"),
+]
+
+# Area a03: exit status, end state and reason (slurmctld job_mgr.c: job_completion_logger,
+# _job_complete; src/common/slurm_protocol_defs.c: job_reason_string).
+def ends(name, wrap, extra=""):
+    return {"name": name, "cmd": "sb %s --wrap %s\nwend $J1\nscontrol show job $J1 | grep -oE '(JobState|Reason|ExitCode|DerivedExitCode)=[^ ]*' | m\nsqueue -h -t all -j $J1 -o '%%T|%%r' | m\nfin" % (extra, wrap)}
+
+A03 = [
+    ends("exit_0", "'exit 0'"),
+    ends("exit_3", "'exit 3'"),
+    ends("exit_255", "'exit 255'"),
+    ends("sigterm_self", "'kill -TERM $$'"),
+    ends("sigsegv_self", "'kill -SEGV $$'"),
+    ends("sigkill_self", "'kill -KILL $$'"),
+    ends("sigusr1_self", "'kill -USR1 $$'"),
+    ends("exit_129", "'exit 129'"),
+    {"name": "cancel_running", "cmd": "sb --wrap 'sleep 300'\nwst $J1 RUNNING\nscancel $J1\nwend $J1\nscontrol show job $J1 | grep -oE '(JobState|Reason|ExitCode)=[^ ]*' | m\nfin"},
+    {"name": "cancel_pending", "cmd": "sb --hold --wrap true\nscancel $J1\nwend $J1\nscontrol show job $J1 | grep -oE '(JobState|Reason|ExitCode)=[^ ]*' | m\nfin"},
+    ends("nonexistent_command", "'/no/such/program'"),
+]
+
+# Area a05: dependencies (slurmctld job_scheduler.c: update_job_dependency /
+# _parse_dependency_str / _depend_list2str).
+def dep(name, spec, pre="sb --hold --wrap true\nsb --hold --wrap true\n"):
+    return {"name": name, "cmd": pre + "sb --hold -d %s --wrap true || { fin; exit 0; }\nsqueue -h -j ${J[-1]} -o '%%E|%%r' 2>&1 | m\nscontrol show job ${J[-1]} 2>&1 | grep -o 'Dependency=.*' | m\nfin" % spec}
+
+A05 = [
+    dep("afterok_two", "afterok:$J1:$J2"),
+    dep("mixed_comma", "afterany:$J1,afternotok:$J2"),
+    dep("question_or", "afterok:$J1?afterany:$J2"),
+    dep("bare_ids", "$J1:$J2"),
+    dep("after_plus_minutes", "after:$J1+5:$J2"),
+    dep("singleton_and_after", "singleton,afterok:$J1"),
+    dep("unknown_type", "afterfoo:$J1"),
+    dep("missing_job", "afterok:999999"),
+    dep("aftercorr_array", "aftercorr:$J1", pre="sb --hold --array=1-3 --wrap true\n"),
+    dep("array_task_dep", "afterok:${J1}_2", pre="sb --hold --array=1-3 --wrap true\n"),
+    dep("empty_list_item", "afterok:$J1,,afterany:$J2"),
+    dep("dependency_on_self_typo", "afterok:"),
+    dep("expand_dep", "expand:$J1"),
+    dep("afterany_whole_array", "afterany:${J1}_*", pre="sb --hold --array=1-3 --wrap true\n"),
+]
+
+# Area a06: arrays (src/common/slurm_opt.c / sbatch: --array; slurmctld job_mgr.c:
+# _valid_array_inx, _copy_job_desc_to_job_record; slurm_protocol_defs.c / squeue print: array
+# task strings).
+def arr(name, spec, fmt="%i|%r"):
+    return {"name": name, "cmd": "sb --hold --array='%s' --wrap true || exit 0\nsqueue -h -j $J1 -o '%s' 2>&1 | m\nsqueue -h -r -j $J1 -o '%%i' 2>&1 | m | head -20\nfin" % (spec, fmt)}
+
+A06 = [
+    arr("step_range", "1-10:3"),
+    arr("list_and_range", "1,3,5-7"),
+    arr("throttle", "0-15%4"),
+    arr("reversed_range", "5-1"),
+    arr("negative", "-1"),
+    arr("too_large", "10001"),
+    arr("max_index", "10000"),
+    arr("brackets", "[1-3]"),
+    arr("step_without_range", "4:2"),
+    arr("zero_step", "1-5:0"),
+    arr("duplicates", "3,1,2,3"),
+    arr("throttle_zero", "1-3%0"),
+    arr("list_with_steps", "1-7:2,10"),
+    arr("single", "7"),
+]
+
+# Area a09: scontrol update of jobs (slurmctld job_mgr.c: update_job / _update_job;
+# scontrol/update_job.c: scontrol_update_job).
+def upd(name, change, user="alice", pre="sb --hold -t 60 --wrap true\n", fmt="%l|%j|%P|%y"):
+    return {"name": name, "user": user,
+            "cmd": pre + "scontrol update jobid=$J1 %s 2>&1 | m; echo \"rc=${PIPESTATUS[0]}\"\nsqueue -h -j $J1 -o '%s' | m\nfin" % (change, fmt)}
+
+A09 = [
+    upd("timelimit_plus", "TimeLimit=+30"),
+    upd("timelimit_minus", "TimeLimit=-10"),
+    upd("timelimit_days", "TimeLimit=1-0"),
+    upd("timelimit_minus_too_much", "TimeLimit=-90"),
+    upd("user_raises_limit_over_partition", "TimeLimit=3-0"),
+    upd("user_sets_priority", "Priority=100"),
+    upd("user_negative_nice", "Nice=-5"),
+    upd("user_nice", "Nice=50"),
+    upd("name_and_partition", "JobName=renamed Partition=debug"),
+    upd("bad_keyword", "Foo=bar"),
+    upd("bad_timelimit", "TimeLimit=abc"),
+    upd("running_timelimit_plus", "TimeLimit=+5", pre="sb -t 60 --wrap 'sleep 300'\nwst $J1 RUNNING\n"),
+    upd("running_partition", "Partition=debug", pre="sb -t 20 --wrap 'sleep 300'\nwst $J1 RUNNING\n"),
+    upd("running_numnodes", "NumNodes=2", pre="sb -t 20 --wrap 'sleep 300'\nwst $J1 RUNNING\n"),
+]
+
+# Area a10: priority and queue order (slurmctld job_mgr.c: set_job_prio, priority/basic;
+# squeue sort: sort_job_list).
+A10 = [
+    {"name": "held_priority_zero", "cmd": "sb --hold --wrap true\nsb --wrap true -w gpu01 -d afterok:$J1\nsqueue -h -j $J1,$J2 -o '%i|%Q|%r' | m\nfin"},
+    {"name": "held_sorts_last", "cmd": "sb -H --wrap true\nsb -d afterok:$J1 --wrap true\nsb -d afterok:$J1 --wrap true\nsqueue -h -u alice -o '%i|%r' | m\nfin"},
+    {"name": "release_restores", "cmd": "sb -H --wrap true\nsb -H --wrap true\nscontrol release $J1\nscontrol hold $J1\nscontrol release $J1\nsqueue -h -u alice -o '%i|%T' | m\np1=$(squeue -h -j $J1 -o %Q); echo \"p1 nonzero: $([ \"$p1\" -gt 0 ] && echo yes)\"\nfin"},
+    {"name": "consecutive_difference", "cmd": "sb -H --wrap true\nsb -d afterok:$J1 --wrap true\nsb -d afterok:$J1 --wrap true\np2=$(squeue -h -j $J2 -o %Q); p3=$(squeue -h -j $J3 -o %Q); echo $((p2 - p3))\nfin"},
+    {"name": "nice_difference", "cmd": "sb -H --wrap true\nsb -d afterok:$J1 --wrap true\nsb -d afterok:$J1 --nice=10 --wrap true\np2=$(squeue -h -j $J2 -o %Q); p3=$(squeue -h -j $J3 -o %Q); echo $((p2 - p3))\nsqueue -h -j $J2,$J3 -o '%i|%y' | m\nfin"},
+    {"name": "running_priority_shown", "cmd": "sb --wrap 'sleep 300'\nwst $J1 RUNNING\np=$(squeue -h -j $J1 -o %Q); echo \"running prio nonzero: $([ \"$p\" -gt 0 ] && echo yes)\"\nscontrol show job $J1 | grep -c 'Priority=0 '\nfin"},
+    {"name": "admin_hold_priority", "user": "root", "cmd": ". /home/alice/x/lib.sh\nsb --uid=alice --wrap true -H\nscontrol hold $J1\nsqueue -h -j $J1 -o '%Q|%r' | m\nscontrol release $J1\nsqueue -h -j $J1 -o '%r' | m\nfin"},
+    {"name": "exclusive_tres", "cmd": "sb --exclusive -w gpu03 --wrap 'sleep 300'\nwst $J1 RUNNING\nscontrol show job $J1 | grep -oE '(TRES|NumCPUs|MinMemoryNode|MinMemoryCPU)=[^ ]*' | m\nsqueue -h -j $J1 -o '%C|%m|%b' | m\nfin"},
+    {"name": "exclusive_gres_tres", "cmd": "sb --exclusive --gres=gpu:2 -w gpu03 --wrap 'sleep 300'\nwst $J1 RUNNING\nscontrol show job $J1 | grep -oE '(TRES|NumCPUs)=[^ ]*' | m\nfin"},
+    {"name": "hold_then_sort_with_nice", "cmd": "sb -H --wrap true\nsb -d afterok:$J1 --nice=100 --wrap true\nsb -d afterok:$J1 --wrap true\nsqueue -h -u alice -o '%i|%y' | m\nfin"},
+    {"name": "top_priority_sorting", "cmd": "sb -H --wrap true\nsb -d afterok:$J1 -p debug --wrap true\nsb -d afterok:$J1 -p batch --wrap true\nsqueue -h -u alice -o '%i|%P' | m\nsqueue -h -u alice -S P,-i -o '%i|%P' | m\nfin"},
+]
+
+# Area a11: accounts in output (slurmctld job_mgr.c: _get_job_parts / job_create with
+# assoc_mgr_fill_in_assoc: the user's default account).
+A11 = [
+    {"name": "squeue_default_account", "cmd": "sb --hold --wrap true\nsqueue -h -j $J1 -o '%a' | m\nfin"},
+    {"name": "scontrol_default_account", "cmd": "sb --hold --wrap true\nscontrol show job $J1 | grep -oE 'Account=[^ ]*'\nfin"},
+    {"name": "explicit_account", "cmd": "sb --hold -A research --wrap true\nsqueue -h -j $J1 -o '%a' | m\nfin"},
+    {"name": "unknown_account", "cmd": "sb --hold -A nosuch --wrap true || exit 0\nsqueue -h -j $J1 -o '%a' | m\nfin"},
+    {"name": "bob_default_account", "user": "bob", "cmd": "sb --hold --wrap true\nsqueue -h -j $J1 -o '%a|%u' | m\nfin"},
+    {"name": "squeue_O_account", "cmd": "sb --hold --wrap true\nsqueue -h -j $J1 -O account,username | m\nfin"},
+    {"name": "env_account", "cmd": "sb --wrap 'echo ACCT=$SLURM_JOB_ACCOUNT' -o acct.out\nwend $J1\ncat acct.out\nrm -f acct.out\nfin"},
+    {"name": "sacct_account", "cmd": "sb --wrap true\nwend $J1\nfor i in $(seq 100); do sacct -n -X -j $J1 -o State -P | grep -q COMPLETED && break; sleep 0.2; done\nsacct -n -X -j $J1 -o Account,State -P | m\nfin"},
+    {"name": "account_case", "cmd": "sb --hold -A RESEARCH --wrap true\nsqueue -h -j $J1 -o '%a' | m\nfin"},
+    {"name": "account_env_var", "cmd": "SBATCH_ACCOUNT=research sb --hold --wrap true\nsqueue -h -j $J1 -o '%a' | m\nfin"},
+]
+
+# Area a07: node states (src/common/slurm_protocol_defs.c: node_state_string,
+# node_state_string_compact; sinfo).
+# wnode: waits (120 s at most) until gpu04 responds (Slurm marks a node it resumed from DOWN
+# or FAIL not responding until its next ping).
+WNODE = "for i in $(seq 1200); do sinfo -h -N -n gpu04 -o %t | grep -q '[*]' || break; sleep 0.1; done\n"
+
+def ns(name, update, fmt="%N|%t|%T", opts="-N -n gpu04"):
+    o = ("-o '%s'" % fmt) if fmt else ""
+    return {"name": name, "user": "root",
+            "cmd": WNODE + "scontrol update nodename=gpu04 %s\nsinfo %s %s\nscontrol show node gpu04 | grep -oE '(State|Reason)=[^ ]*'\nscontrol update nodename=gpu04 state=resume 2>/dev/null\n" % (update, opts, o) + WNODE + "sinfo -h -N -n gpu04 -o '%t'"}
+
+A07 = [
+    ns("drain_idle", "state=drain reason=maint"),
+    ns("down", "state=down reason=broken"),
+    ns("fail", "state=fail reason=bad"),
+    ns("drain_long", "state=drain reason=m", opts="-N -l -n gpu04", fmt=""),
+    ns("sinfo_per_partition", "state=drain reason=m", opts="-N -n gpu01,gpu04", fmt="%N|%P|%t"),
+    ns("sinfo_summary_states", "state=drain reason=m", opts="", fmt="%P|%a|%D|%t"),
+    ns("node_filter_absent", "state=drain reason=m", opts="-N -n gpu09", fmt="%N|%t"),
+    ns("no_reason_drain", "state=drain"),
+    ns("resume_already_idle", "state=resume"),
+    {"name": "draining_with_job", "user": "root",
+     "cmd": WNODE + "j=$(sbatch --parsable --uid=alice -w gpu04 -t 5 --wrap 'sleep 300' -D /home/alice/x)\nfor i in $(seq 300); do [ \"$(squeue -h -j $j -o %T)\" = RUNNING ] && break; sleep 0.1; done\nscontrol update nodename=gpu04 state=drain reason=m\nsinfo -h -N -n gpu04 -o '%N|%t|%T'\nscancel $j\nfor i in $(seq 300); do [ -z \"$(squeue -h -j $j -t R,CG -o %T)\" ] && break; sleep 0.1; done\nsinfo -h -N -n gpu04 -o '%N|%t|%T'\nscontrol update nodename=gpu04 state=resume"},
+    {"name": "mixed_state", "user": "root",
+     "cmd": WNODE + "j=$(sbatch --parsable --uid=alice -w gpu04 -t 5 -n 2 --wrap 'sleep 300' -D /home/alice/x)\nfor i in $(seq 300); do [ \"$(squeue -h -j $j -o %T)\" = RUNNING ] && break; sleep 0.1; done\nsinfo -h -N -n gpu04 -o '%N|%t|%T|%C'\nscancel $j\nfor i in $(seq 300); do [ -z \"$(squeue -h -j $j -t R,CG -o %T)\" ] && break; sleep 0.1; done"},
+]
+
+# Area a04: GRES and TRES strings (src/common/gres.c, slurmctld: TresPerJob/TresPerNode;
+# squeue -O tres-per-*).
+def tres(name, opts):
+    return {"name": name, "cmd": "sb --hold %s --wrap true || exit 0\nsqueue -h -j $J1 -O tres-per-job:30,tres-per-node:30,tres-per-task:30,tres-per-socket:20 2>&1 | m\nscontrol show job $J1 | grep -oE '(TresPer[A-Za-z]*|NumNodes|NumTasks|TRES)=[^ ]*' | m\nfin" % opts}
+
+A04 = [
+    tres("gres_untyped", "--gres=gpu:2"),
+    tres("gres_typed", "--gres=gpu:h100:3"),
+    tres("gpus", "--gpus=5"),
+    tres("gpus_typed", "--gpus=h100:2"),
+    tres("gpus_per_node", "-N 2 --gpus-per-node=2"),
+    tres("gpus_per_task", "-n 3 --gpus-per-task=1"),
+    tres("gpus_and_gres", "--gpus=2 --gres=gpu:1"),
+    tres("gres_plain_gpu", "--gres=gpu"),
+    tres("gpus_per_socket", "--gpus-per-socket=1 --sockets-per-node=2"),
+    tres("gres_count_zero", "--gres=gpu:0"),
+    tres("bad_gres", "--gres=tpu:1"),
+    {"name": "gpu_indices_partly_used", "cmd": "sb -w gpu03 --gres=gpu:3 --wrap 'sleep 300'\nwst $J1 RUNNING\nsb -w gpu03 --gres=gpu:2 --wrap 'sleep 300'\nwst $J2 RUNNING\nscontrol show job -d $J2 | grep -oE '(Nodes=[^ ]* CPU_IDs=[^ ]* Mem=[^ ]* GRES=[^ ]*|JOB_GRES=[^ ]*)' | m\nfin"},
+    {"name": "cpu_ids_gpus_per_task", "cmd": "sb -w gpu03 -n 3 --gpus-per-task=1 --wrap 'sleep 300'\nwst $J1 RUNNING\nscontrol show job -d $J1 | grep -oE '(Nodes=[^ ]* CPU_IDs=[^ ]* Mem=[^ ]* GRES=[^ ]*|JOB_GRES=[^ ]*)' | m\nfin"},
+    {"name": "cuda_visible_unset_without_gpus", "cmd": "sb -o g.out --wrap 'echo \"CVD=${CUDA_VISIBLE_DEVICES-unset} JG=${SLURM_JOB_GPUS-unset}\"'\nwend $J1\ncat g.out; rm -f g.out\nfin"},
+]
+
+# Area a08: configuration files as Slurm's commands read them (src/common/parse_config.c,
+# read_config.c).
+def conf(name, body, cmd="scontrol show hostnames 'n[1-3]'"):
+    return {"name": name, "user": "root",
+            "cmd": "d=$(mktemp -d)\ncat > $d/slurm.conf <<'EOF'\n%sEOF\nSLURM_CONF=$d/slurm.conf %s 2>&1 | sed \"s|$d|DIR|g\"; echo \"rc=${PIPESTATUS[0]}\"\nrm -rf $d" % (body, cmd)}
+
+BASE = ("ClusterName=oracle\nSlurmctldHost=vm(127.0.0.1)\nSlurmctldPort=6817\nAuthType=auth/munge\n"
+        "CredType=cred/munge\nSelectType=select/cons_tres\nSelectTypeParameters=CR_Core_Memory\nGresTypes=gpu\n")
+NODE = "NodeName=gpu0[1-4] NodeAddr=127.0.0.1 Sockets=2 CoresPerSocket=32 RealMemory=512000 Gres=gpu:h100:8\n"
+PART = "PartitionName=batch Nodes=gpu0[1-4] Default=YES\n"
+
+A08 = [
+    conf("unknown_key", BASE + "FooBarKey=1\n" + NODE + PART),
+    conf("key_case", BASE.replace("ClusterName", "clustername") + NODE + PART),
+    conf("spaces_around_equals", BASE + "MaxJobCount = 100\n" + NODE + PART),
+    conf("line_continuation", BASE + "NodeName=gpu0[1-4] NodeAddr=127.0.0.1 \\\n  Sockets=2 CoresPerSocket=32 RealMemory=512000 Gres=gpu:h100:8\n" + PART),
+    conf("comment_hash_in_value", BASE + "# comment\nMaxJobCount=100 # trailing\n" + NODE + PART),
+    conf("include_missing", BASE + "Include /nonexistent/extra.conf\n" + NODE + PART),
+    conf("bad_value_type", BASE + "MaxJobCount=lots\n" + NODE + PART),
+    conf("nodename_default_only", BASE + "NodeName=DEFAULT Sockets=2 CoresPerSocket=32\nNodeName=gpu0[1-4] RealMemory=512000 Gres=gpu:h100:8\n" + PART),
+    conf("duplicate_key", BASE + "MaxJobCount=100\nMaxJobCount=200\n" + NODE + PART),
+    conf("missing_file", "", cmd="SLURM_CONF=/nonexistent/slurm.conf scontrol show hostnames 'n[1-2]'"),
+    conf("empty_value", BASE + "MaxJobCount=\n" + NODE + PART),
+    conf("hostnames_from_env", BASE + NODE + PART, cmd="SLURM_NODELIST='a[1-2],b3' scontrol show hostnames"),
+]
+
+# Area a12: job ids as Slurm tools parse them (src/common/slurm_protocol_defs.c /
+# slurm_xlate_job_id; squeue/scontrol/scancel id parsing).
+def jid(name, cmd):
+    return {"name": name, "cmd": cmd + " 2>&1; echo \"rc=$?\""}
+
+A12 = [
+    jid("squeue_max_u32", "squeue -h -j 4294967295"),
+    jid("scontrol_max_u32", "scontrol show job 4294967295"),
+    jid("scancel_max_u32", "scancel 4294967295"),
+    jid("scontrol_negative", "scontrol show job -5"),
+    jid("squeue_too_large", "squeue -j 4294967296"),
+    jid("squeue_letters", "squeue -j abc"),
+    jid("scancel_too_large", "scancel 4294967296"),
+    jid("scancel_unknown", "scancel 99999999"),
+    jid("scontrol_unknown", "scontrol show job 99999999"),
+    jid("scancel_array_bad", "scancel 123_abc"),
+]
+
+AREAS = [
+    ("a01", A01), ("a02", A02), ("a03", A03), ("a04", A04), ("a05", A05), ("a06", A06),
+    ("a07", A07), ("a08", A08), ("a09", A09), ("a10", A10), ("a11", A11), ("a12", A12),
+]
