@@ -1164,13 +1164,39 @@ pub enum Request {
         /// `max_token_lifespan=`).
         lifespan: i64,
     },
+    /// `sbatch --elastic`: a batch job that grows and shrinks between a minimum and a maximum
+    /// (Flotilla). Its own variant, as `SubmitJob` cannot change (postcard).
+    SubmitElastic(Box<SubmitElastic>),
+}
+
+/// An elastic submission: the job as `sbatch` builds it, and its elastic range.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+pub struct SubmitElastic {
+    /// The job; `-N MIN-MAX` (`nodes_min`, `nodes_max`) is its node range, or `--gpus=MIN`
+    /// (`gpus`) the minimum of a GPU-granular one.
+    pub job: SubmitJob,
+    /// What `--elastic` adds.
+    pub elastic: ElasticRequest,
+}
+
+/// `sbatch --elastic`'s options beyond the job's.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+pub struct ElasticRequest {
+    /// `--gpus=MIN-MAX`: MAX, for a GPU-granular job (the job's `gpus` is MIN); `None`: the job
+    /// is node-granular (`-N MIN-MAX`).
+    pub gpus_max: Option<u32>,
+    /// `--elastic-step=K` (nodes, or GPUs for a GPU-granular job); `None`: 1.
+    pub step: Option<u32>,
+    /// `--elastic-signal=SIG`: the signal number sent to the job's tasks on each membership
+    /// change; `None`: none.
+    pub signal: Option<i32>,
 }
 
 impl Request {
     /// The request's type name (RPC statistics, logs).
     pub fn kind(&self) -> &'static str {
         match self {
-            Request::SubmitJob(_) => "REQUEST_SUBMIT_BATCH_JOB",
+            Request::SubmitJob(_) | Request::SubmitElastic(_) => "REQUEST_SUBMIT_BATCH_JOB",
             Request::CancelJob(_) => "REQUEST_KILL_JOB",
             Request::HoldRelease(_) => "REQUEST_HOLD_RELEASE",
             Request::Requeue(_) => "REQUEST_JOB_REQUEUE",

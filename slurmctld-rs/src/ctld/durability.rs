@@ -64,6 +64,7 @@ pub(super) fn class(req: &Request) -> Class {
         | Request::QueryShares(_)
         | Request::QueryPriorities(_) => Class::Query,
         Request::SubmitJob(_)
+        | Request::SubmitElastic(_)
         | Request::HoldRelease(_)
         | Request::Requeue(_)
         | Request::UpdateJob(_)

@@ -21,6 +21,16 @@ use tracing::{debug, info, info_span, warn};
 
 impl Controller {
     pub(super) fn submit(&mut self, ident: Ident, s: SubmitJob, now: i64) -> Response {
+        self.submit_with(ident, s, None, now)
+    }
+
+    /// `sbatch --elastic`: [`Controller::submit`] with the elastic range
+    /// ([`admission::elastic_of`] checks it).
+    pub(super) fn submit_elastic(&mut self, ident: Ident, s: flotilla_proto::SubmitElastic, now: i64) -> Response {
+        self.submit_with(ident, s.job, Some(&s.elastic), now)
+    }
+
+    fn submit_with(&mut self, ident: Ident, s: SubmitJob, elastic: Option<&flotilla_proto::ElasticRequest>, now: i64) -> Response {
         if let Err(e) = self.authorize_submission(ident, &s) {
             warn!(uid = ident.uid, claimed_uid = s.uid, claimed_gid = s.gid, code = e.code, "submission refused: {}", e.text);
             return Response::Error(e);
@@ -29,7 +39,13 @@ impl Controller {
         if self.jobs.len() as u64 >= self.opts.max_job_count {
             return Response::Error(SlurmError::new(ESLURM_MAX_JOB_COUNT));
         }
-        match admission::admit(&s, self.sched.cluster(), &self.opts.admission, now) {
+        let admitted = admission::admit(&s, self.sched.cluster(), &self.opts.admission, now).and_then(|mut a| {
+            if let Some(e) = elastic {
+                admission::elastic_of(&s, e, self.sched.cluster(), &mut a.record).map_err(Reject::BeforeId)?;
+            }
+            Ok(a)
+        });
+        match admitted {
             Err(Reject::BeforeId(e)) => Response::Error(e),
             Err(Reject::AfterId { error, failed }) => {
                 let id = self.take_id();

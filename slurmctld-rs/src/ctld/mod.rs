@@ -468,6 +468,7 @@ impl Controller {
     fn rpc(&mut self, ident: Ident, req: Request, now: i64) -> Response {
         match req {
             Request::SubmitJob(s) => self.submit(ident, *s, now),
+            Request::SubmitElastic(s) => self.submit_elastic(ident, *s, now),
             Request::CancelJob(c) => self.cancel(ident, c, now),
             Request::HoldRelease(h) => self.hold_release(ident, h, now),
             Request::Requeue(r) => self.requeue_rpc(ident, r, now),
