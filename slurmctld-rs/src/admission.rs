@@ -347,9 +347,10 @@ fn pending_record(
 ///   shape; the request's GPUs must split evenly over MIN nodes (the per-node count is then
 ///   pinned, so every member has the same shape). Without a range, or MIN > MAX:
 ///   `ESLURM_INVALID_NODE_COUNT` (`Node count specification invalid`).
-/// - GPU-granular (`--gpus=MIN-MAX --elastic`): MIN..MAX GPUs; not with a node range or
-///   `--exclusive` (`ESLURM_INVALID_NODE_COUNT`), and a `node` job's MAX must fit one node
-///   (`ESLURM_REQUESTED_NODE_CONFIG_UNAVAILABLE`); MIN > MAX is `ESLURM_INVALID_GRES`.
+/// - GPU-granular (`--gpus=MIN-MAX --elastic`): MIN..MAX GPUs, grown on nodes the job does
+///   not hold; not with a node range or `--exclusive` (`ESLURM_INVALID_NODE_COUNT`), nor
+///   with `--topology=node` (it could never grow: `ESLURM_NOT_SUPPORTED`); MIN > MAX is
+///   `ESLURM_INVALID_GRES`.
 /// - `--elastic-step` of 0 or above MAX − MIN (when MAX > MIN): `ESLURM_INVALID_NODE_COUNT`.
 /// - an array of elastic jobs, or an interactive one: `ESLURM_NOT_SUPPORTED`.
 ///
@@ -371,12 +372,13 @@ pub fn elastic_of(req: &SubmitJob, e: &flotilla_proto::ElasticRequest, cluster: 
             if min == 0 || max < min {
                 return Err(SlurmError::with_message(ESLURM_INVALID_GRES, format!("invalid --gpus range {min}-{max}")));
             }
-            if r.topology == TopologyKind::Node && max > size {
+            if r.topology == TopologyKind::Node && max > min {
                 return Err(SlurmError::with_message(
-                    ESLURM_REQUESTED_NODE_CONFIG_UNAVAILABLE,
-                    format!("a node-topology elastic job grows inside one node: at most {size} GPUs"),
+                    ESLURM_NOT_SUPPORTED,
+                    "a GPU-granular elastic job grows on nodes it does not hold: use --topology=pod or any".to_string(),
                 ));
             }
+            let _ = size;
             (ElasticUnit::Gpus, min, max)
         }
         None => {
@@ -571,11 +573,11 @@ mod tests {
         assert_eq!(a.record.spec.request.gpus_per_node, Some(6));
         let odd = SubmitJob { gpus: Some(GpuCount { gpu_type: None, count: 5 }), ..total };
         assert_eq!(elastic(&odd, &plain), Err(ESLURM_INVALID_GRES));
-        // --gpus=2-8 --topology=node: GPU-granular inside a node.
+        // --gpus=2-8: GPU-granular, grown on other nodes (so never with --topology=node).
         let gpus = |min, topo: &str| SubmitJob { gpus: Some(GpuCount { gpu_type: None, count: min }), topology: Some(topo.into()), ..wrap() };
         let up_to = |max| ElasticRequest { gpus_max: Some(max), ..ElasticRequest::default() };
-        assert_eq!(elastic(&gpus(2, "node"), &up_to(8)), Ok(Elastic { unit: ElasticUnit::Gpus, min: 2, max: 8, step: 1 }));
-        assert_eq!(elastic(&gpus(2, "node"), &up_to(16)), Err(ESLURM_REQUESTED_NODE_CONFIG_UNAVAILABLE), "a node has 8");
+        assert_eq!(elastic(&gpus(2, "pod"), &up_to(8)), Ok(Elastic { unit: ElasticUnit::Gpus, min: 2, max: 8, step: 1 }));
+        assert_eq!(elastic(&gpus(2, "node"), &up_to(8)), Err(ESLURM_NOT_SUPPORTED));
         assert_eq!(elastic(&gpus(2, "any"), &up_to(16)).map(|e| e.max), Ok(16));
         assert_eq!(elastic(&gpus(4, "any"), &up_to(2)), Err(ESLURM_INVALID_GRES));
         let ranged = SubmitJob { nodes_min: Some(1), nodes_max: Some(2), ..gpus(2, "any") };
