@@ -160,6 +160,14 @@ pub enum AllocOp {
     },
     /// Every allocation of `job_id` is released.
     DeleteJob(u64),
+    /// `job_id`'s allocation on node `node` is released (an elastic job shrank, a node was
+    /// lost).
+    DeleteNode {
+        /// Job.
+        job_id: u64,
+        /// Node name.
+        node: String,
+    },
 }
 
 /// What one commit writes. Jobs are named by id; their records are looked up at commit.
@@ -680,6 +688,10 @@ fn write_allocs(tx: &Transaction<'_>, ops: &[AllocOp]) -> rusqlite::Result<()> {
             AllocOp::DeleteJob(job_id) => {
                 del.execute([i(*job_id)])?;
                 delg.execute([i(*job_id)])?;
+            }
+            AllocOp::DeleteNode { job_id, node } => {
+                tx.execute("DELETE FROM allocations WHERE job_id = ?1 AND node = ?2", params![i(*job_id), node])?;
+                tx.execute("DELETE FROM alloc_gpus WHERE job_id = ?1 AND node = ?2", params![i(*job_id), node])?;
             }
         }
     }

@@ -584,7 +584,15 @@ impl Controller {
             updated.push((id, rec, new_dep));
         }
         for (id, rec, new_dep) in updated {
+            let resize = (rec.state == JobState::Running)
+                .then(|| u.changes.iter().find_map(|c| if let JobChange::NumNodes(n) = c { Some(*n) } else { None }))
+                .flatten();
+            let core = rec.spec.id;
             self.jobs.insert(id, rec);
+            if let Some(size) = resize {
+                info!(job = id, size, "scontrol update NumNodes= on a running job");
+                self.core_event(CoreEvent::Resize { job: core, size }, now);
+            }
             match new_dep {
                 Some(Some(d)) => {
                     self.deps.insert(id, d);
@@ -650,6 +658,7 @@ fn apply_changes(
                 need_pending(pending)?;
                 change_gres(rec, g)?;
             }
+            JobChange::NumNodes(n) if rec.state == JobState::Running => running_num_nodes(rec, *n)?,
             JobChange::NumNodes(n) => {
                 need_pending(pending)?;
                 if *n == 0 {
@@ -709,10 +718,29 @@ fn apply_changes(
         }
     }
     // The shape after the changes passes admission's checks, as at submission.
-    if changes.iter().any(|c| matches!(c, JobChange::Gres(_) | JobChange::NumNodes(_) | JobChange::Partition(_))) {
+    if pending && changes.iter().any(|c| matches!(c, JobChange::Gres(_) | JobChange::NumNodes(_) | JobChange::Partition(_))) {
         admission::check_shape(&rec.spec.request, sched.cluster(), rec.spec.partition)?;
     }
     Ok(access_changed)
+}
+
+/// `scontrol update JobId= NumNodes=N` on a running job (Slurm 22.05 `_update_job`: a running
+/// job's node count may only go down, releasing nodes at once). For an elastic job N is its
+/// new maximum (at least its minimum; it may also go up), and growth above it is shrunk with
+/// notice; a GPU-granular elastic job has no node count to set (`ESLURM_NOT_SUPPORTED`). The
+/// core carries it out (`Event::Resize`, sent by [`Controller::update`]).
+fn running_num_nodes(rec: &mut JobRecord, n: u32) -> Result<(), SlurmError> {
+    use flotilla_core::job::ElasticUnit;
+    match rec.spec.elastic.as_mut() {
+        Some(e) if e.unit == ElasticUnit::Gpus => Err(SlurmError::new(ESLURM_NOT_SUPPORTED)),
+        Some(e) if n < e.min => Err(SlurmError::new(ESLURM_INVALID_NODE_COUNT)),
+        Some(e) => {
+            e.max = n;
+            Ok(())
+        }
+        None if n == 0 || n > rec.nodes.len() as u32 => Err(SlurmError::new(ESLURM_INVALID_NODE_COUNT)),
+        None => Ok(()),
+    }
 }
 
 /// `scontrol update job TimeLimit=`: a user may not raise a pending job's limit above its

@@ -35,6 +35,7 @@ mod acctmgr;
 mod arrays;
 mod diag;
 mod durability;
+mod elastic;
 mod job_rpcs;
 mod lifecycle;
 mod metrics;
@@ -469,6 +470,7 @@ impl Controller {
         match req {
             Request::SubmitJob(s) => self.submit(ident, *s, now),
             Request::SubmitElastic(s) => self.submit_elastic(ident, *s, now),
+            Request::QueryElastic { job_ids } => Response::Elastic(self.query_elastic(ident, &job_ids)),
             Request::CancelJob(c) => self.cancel(ident, c, now),
             Request::HoldRelease(h) => self.hold_release(ident, h, now),
             Request::Requeue(r) => self.requeue_rpc(ident, r, now),
@@ -599,6 +601,12 @@ fn reset_for_requeue(rec: &mut JobRecord, hold: bool) {
     rec.exit_signal = 0;
     rec.reason = None;
     rec.acct.eligible_time = None;
+    // An elastic job starts again at its minimum: a new run, a new history.
+    if let Some(e) = rec.elastic.as_mut() {
+        e.grown.clear();
+        e.resizes.clear();
+    }
+    rec.num_nodes = rec.spec.request.nodes.unwrap_or(rec.num_nodes);
     if hold {
         rec.spec.held = Some(HoldKind::User);
         rec.reason = Some(REQUEUE_HOLD_REASON.into());

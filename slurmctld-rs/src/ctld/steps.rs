@@ -208,6 +208,36 @@ pub fn layout(req: &StepRequest, offers: &[NodeOffer], job: JobDefaults) -> Resu
     })
 }
 
+impl StepTable {
+    /// Nodes left job `job_id` (an elastic shrink, a lost member): `keep[i]` says whether the
+    /// job's node `i` stays. The running steps' node indices follow the job's shorter node
+    /// list; a step's part on a leaving node is dropped (its tasks there are killed with the
+    /// job's processes on that node, and its srun reports them).
+    pub fn nodes_left(&mut self, job_id: u64, keep: &[bool]) {
+        let Some(t) = self.jobs.get_mut(&job_id) else { return };
+        // New index of each kept node.
+        let mut new_index = Vec::with_capacity(keep.len());
+        let mut next = 0usize;
+        for &k in keep {
+            new_index.push(k.then_some(next));
+            next += usize::from(k);
+        }
+        for s in t.running.values_mut() {
+            let mut nodes = Vec::new();
+            let mut cpus = Vec::new();
+            let mut gpus = Vec::new();
+            for ((&n, &c), &g) in s.nodes.iter().zip(&s.cpus).zip(&s.gpus) {
+                if let Some(Some(i)) = new_index.get(n) {
+                    nodes.push(*i);
+                    cpus.push(c);
+                    gpus.push(g);
+                }
+            }
+            (s.nodes, s.cpus, s.gpus) = (nodes, cpus, gpus);
+        }
+    }
+}
+
 impl Controller {
     /// `REQUEST_JOB_STEP_CREATE`: lays the step out, records it, and sends each node its
     /// `LaunchStep` (after the commit, with the reply).
@@ -468,6 +498,27 @@ impl Controller {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A step over a job's nodes 0, 1 and 3 after node 1 left: its part there is dropped and
+    /// node 3 is now the job's node 2.
+    #[test]
+    fn steps_follow_nodes_leaving_the_job() {
+        let mut t = StepTable::default();
+        let step = RunningStep {
+            name: "s".into(),
+            nodes: vec![0, 1, 3],
+            cpus: vec![1, 2, 3],
+            gpus: vec![1, 2, 4],
+            overlap: false,
+            ntasks: 3,
+            start_time: 0,
+        };
+        t.jobs.entry(7).or_default().running.insert(0, step);
+        t.nodes_left(7, &[true, false, true, true]);
+        let s = &t.jobs[&7].running[&0];
+        assert_eq!((s.nodes.clone(), s.cpus.clone(), s.gpus.clone()), (vec![0, 2], vec![1, 3], vec![1, 4]));
+        t.nodes_left(8, &[false]);
+    }
 
     fn offers(n: usize, cpus: u32, gpus: u64) -> Vec<NodeOffer> {
         (0..n)
