@@ -1,0 +1,218 @@
+//! Elastic jobs end to end on a local cluster (3 nodes × 8 fake GPUs, real daemons, cgroups on
+//! as root with `FLOTILLA_TEST_ROOT=1`): `sbatch -N 1-3 --elastic` starts at one node, grows
+//! into the free node, grows again when a rigid job ends, and shrinks back to its minimum when
+//! a rigid 2-node job needs the nodes; the rigid job starts and the elastic job keeps running.
+//! The job sees every change in its membership file (`FLOTILLA_NODES_FILE`, polled by the
+//! script as a torchrun agent would watch it), gets its rendezvous endpoint
+//! (`FLOTILLA_RDZV_ENDPOINT`) and range (`FLOTILLA_ELASTIC_NNODES`), and `scontrol show job`
+//! lists the resize history.
+//!
+//! The commands must be built beside the daemons (`cargo build -p flotilla-commands --bins
+//! -p flotilla-slurmctld -p flotilla-slurmd`; `cargo test --workspace` does it).
+
+use flotilla_compat_tests::cluster::LocalCluster;
+use flotilla_compat_tests::wait::wait_until;
+use std::path::{Path, PathBuf};
+use std::process::Output;
+use std::time::Duration;
+
+fn run(c: &LocalCluster, name: &str, args: &[&str], cwd: &Path) -> Output {
+    flotilla_compat_tests::bin_dir_with(&["sbatch", "squeue", "scontrol", "scancel"]);
+    c.run(name, args, cwd)
+}
+
+fn sbatch(c: &LocalCluster, w: &Path, file: &str, script: &str) -> u64 {
+    std::fs::write(w.join(file), script).unwrap();
+    let o = run(c, "sbatch", &["--parsable", file], w);
+    assert!(
+        o.status.success(),
+        "sbatch: {}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    String::from_utf8(o.stdout).unwrap().trim().parse().unwrap()
+}
+
+/// `squeue` state and node list of job `id`.
+fn state(c: &LocalCluster, w: &Path, id: u64) -> (String, String) {
+    let o = run(
+        c,
+        "squeue",
+        &["-t", "all", "-h", "-j", &id.to_string(), "-o", "%T %N"],
+        w,
+    );
+    let s = String::from_utf8_lossy(&o.stdout).trim().to_string();
+    let (a, b) = s.split_once(' ').unwrap_or((&s, ""));
+    (a.to_string(), b.to_string())
+}
+
+/// The lines the elastic job's watcher wrote: one per membership it saw, `N list`.
+fn seen(w: &Path) -> Vec<String> {
+    std::fs::read_to_string(w.join("members.txt"))
+        .unwrap_or_default()
+        .lines()
+        .map(str::to_string)
+        .collect()
+}
+
+/// A config directory: the default 3-node cluster, elastic jobs growing once a second.
+fn config(dir: &Path) -> PathBuf {
+    let (body, topo) = flotilla_admin::dev::default_config(3, 8);
+    let c = dir.join("conf");
+    std::fs::create_dir_all(&c).unwrap();
+    std::fs::write(
+        c.join("slurm.conf"),
+        format!("ClusterName=elastic\nElasticGrowInterval=1\n{body}"),
+    )
+    .unwrap();
+    std::fs::write(c.join("topology.conf"), topo).unwrap();
+    std::fs::write(
+        c.join("cgroup.conf"),
+        flotilla_admin::dev::DEFAULT_CGROUP_CONF,
+    )
+    .unwrap();
+    c
+}
+
+#[test]
+fn elastic_job_grows_into_free_nodes_and_shrinks_for_a_rigid_job() {
+    let tmp = tempfile::tempdir().unwrap();
+    let conf = config(tmp.path());
+    let c = LocalCluster::start(Some(&conf));
+    let w = c.dir().join("work");
+    std::fs::create_dir_all(&w).unwrap();
+    // Jobs run as the user that runs the test; the work directory must be hers.
+    let a = sbatch(&c, &w, "a.sh", "#!/bin/sh\n#SBATCH -N 1 --gres=gpu:8 -o a.out\nwhile [ ! -e stop_a ]; do sleep 0.1; done\n");
+    wait_until(
+        "the rigid job to start",
+        Duration::from_secs(30),
+        || state(&c, &w, a).0 == "RUNNING",
+        || format!("{:?}", state(&c, &w, a)),
+    );
+    // The watcher: the endpoint and range once, then every membership it sees.
+    let e = sbatch(
+        &c,
+        &w,
+        "e.sh",
+        r#"#!/bin/sh
+#SBATCH -N 1-3 --elastic --gres=gpu:8 -o e.out
+echo "$FLOTILLA_RDZV_ENDPOINT $FLOTILLA_ELASTIC_NNODES $SLURMD_NODENAME" > endpoint.txt
+last=
+while [ ! -e stop_e ]; do
+  now="$(wc -l < "$FLOTILLA_NODES_FILE") $(paste -sd, "$FLOTILLA_NODES_FILE")"
+  if [ "$now" != "$last" ]; then echo "$now" >> members.txt; last="$now"; fi
+  sleep 0.1
+done
+"#,
+    );
+    let wp: &Path = &w;
+    let count = |n: usize| {
+        move || {
+            seen(wp)
+                .last()
+                .is_some_and(|l| l.starts_with(&format!("{n} ")))
+        }
+    };
+    let diag = || {
+        format!(
+            "members seen {:?}, squeue {:?}\n{}",
+            seen(&w),
+            state(&c, &w, e),
+            String::from_utf8_lossy(
+                &run(&c, "scontrol", &["show", "job", &e.to_string()], &w).stdout
+            )
+        )
+    };
+    // It starts at 1, then grows into the free node.
+    wait_until(
+        "the elastic job to grow to 2 nodes",
+        Duration::from_secs(30),
+        count(2),
+        diag,
+    );
+    assert!(seen(&w)[0].starts_with("1 "), "{:?}", seen(&w));
+    let endpoint = std::fs::read_to_string(w.join("endpoint.txt")).unwrap();
+    let (rdzv, rest) = endpoint.trim().split_once(' ').unwrap();
+    assert_eq!(
+        rdzv.rsplit_once(':').map(|x| x.1),
+        Some((29400 + e % 1000).to_string().as_str()),
+        "{endpoint}"
+    );
+    let (range, first) = rest.split_once(' ').unwrap();
+    assert_eq!(range, "1:3");
+    assert!(
+        seen(&w)
+            .iter()
+            .all(|l| l.split(' ').nth(1).is_some_and(|m| m.starts_with(first))),
+        "the first node stays first: {:?}",
+        seen(&w)
+    );
+    // The rigid job ends: the elastic job takes its node too.
+    std::fs::write(w.join("stop_a"), "").unwrap();
+    wait_until(
+        "the elastic job to grow to 3 nodes",
+        Duration::from_secs(30),
+        count(3),
+        diag,
+    );
+    assert_eq!(state(&c, &w, e).1, "gpu[01-03]");
+    // A rigid 2-node job: the growth is taken back (SIGTERM, then the deadline), it starts,
+    // the elastic job runs on at its minimum.
+    let b = sbatch(&c, &w, "b.sh", "#!/bin/sh\n#SBATCH -N 2 --gres=gpu:8 -o b.out\nwhile [ ! -e stop_b ]; do sleep 0.1; done\n");
+    wait_until(
+        "the rigid 2-node job to start",
+        Duration::from_secs(60),
+        || state(&c, &w, b).0 == "RUNNING",
+        diag,
+    );
+    wait_until(
+        "the elastic job to see 1 member",
+        Duration::from_secs(30),
+        count(1),
+        diag,
+    );
+    let (st, nodes) = state(&c, &w, e);
+    assert_eq!(
+        (st.as_str(), nodes.as_str()),
+        ("RUNNING", first),
+        "{}",
+        diag()
+    );
+    let show =
+        String::from_utf8_lossy(&run(&c, "scontrol", &["show", "job", &e.to_string()], &w).stdout)
+            .to_string();
+    assert!(show.contains("Elastic=nodes MinSize=1 MaxSize=3"), "{show}");
+    let history = show
+        .lines()
+        .find_map(|l| l.trim().strip_prefix("ResizeHistory="))
+        .unwrap_or_default()
+        .to_string();
+    // `<time>:<change>:<nodes>:<count>,...`: the changes in order (the two grown nodes may
+    // leave in one change or two).
+    let mut changes: Vec<(usize, &str)> = ["grow", "shrink", "lost"]
+        .iter()
+        .flat_map(|k| {
+            history
+                .match_indices(&format!(":{k}:"))
+                .map(move |(i, _)| (i, *k))
+                .collect::<Vec<_>>()
+        })
+        .collect();
+    changes.sort();
+    let changes: Vec<&str> = changes.into_iter().map(|(_, k)| k).collect();
+    assert!(
+        changes.len() >= 3
+            && changes[..2] == ["grow", "grow"]
+            && changes[2..].iter().all(|k| *k == "shrink"),
+        "{show}"
+    );
+    std::fs::write(w.join("stop_e"), "").unwrap();
+    std::fs::write(w.join("stop_b"), "").unwrap();
+    for id in [e, b] {
+        wait_until(
+            "the jobs to end",
+            Duration::from_secs(30),
+            || state(&c, &w, id).0 == "COMPLETED",
+            || format!("{:?}", state(&c, &w, id)),
+        );
+    }
+}
