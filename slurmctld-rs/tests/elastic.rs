@@ -228,3 +228,74 @@ fn elastic_job_grows_shrinks_and_loses_a_node() {
     assert_eq!(nodes(&h, two).1, 1);
     h.check();
 }
+
+/// `scontrol update NumNodes=` on a grown elastic job: a count outside MIN..MAX is refused; a
+/// count below its size is its new MAX and the newest growth leaves with notice (SIGTERM now,
+/// SIGKILL and the release at the deadline); it does not grow past it again.
+#[test]
+fn num_nodes_lowers_the_maximum_of_a_grown_job() {
+    let mut h = Harness::new("elastic_num_nodes", FOUR_NODES, CtlOptions::default());
+    for n in ["gpu01", "gpu02", "gpu03", "gpu04"] {
+        h.register(n);
+    }
+    h.turn();
+    h.rpc(User::Alice, elastic(User::Alice, 1, 3, None));
+    h.turn();
+    let Some(Response::Submitted(s)) = h.replies().last().cloned() else {
+        panic!("submitted")
+    };
+    let id = s.job_id;
+    h.advance(60);
+    h.turn();
+    assert_eq!(nodes(&h, id).1, 3, "grown to MAX in one round");
+    let set = |n: u32| {
+        Request::UpdateJob(UpdateJob {
+            job: JobRef {
+                job_id: id,
+                tasks: None,
+            },
+            changes: vec![JobChange::NumNodes(n)],
+        })
+    };
+    for bad in [0, 4] {
+        match h.call(User::Alice, set(bad)) {
+            Response::Error(e) => assert_eq!(
+                e.code,
+                flotilla_proto::errno::ESLURM_INVALID_NODE_COUNT,
+                "{bad}"
+            ),
+            other => panic!("NumNodes={bad} accepted: {other:?}"),
+        }
+    }
+    assert!(matches!(
+        h.call(User::Alice, set(2)),
+        Response::JobResults(_)
+    ));
+    let termed: Vec<String> = h
+        .sent
+        .iter()
+        .filter(|(_, m)| matches!(m, CtlToNode::Signal { job_id, signal: 15, .. } if *job_id == id))
+        .map(|(n, _)| n.clone())
+        .collect();
+    assert_eq!(termed.len(), 1, "SIGTERM to one grown node: {:?}", h.sent);
+    assert_eq!(nodes(&h, id).1, 3, "until the deadline");
+    h.advance(10);
+    h.turn();
+    assert_eq!(nodes(&h, id).1, 2);
+    assert!(h
+        .sent
+        .contains(&(termed[0].clone(), CtlToNode::Kill { job_id: id })));
+    let e = info(&mut h, id);
+    assert_eq!(
+        (
+            e.max,
+            e.resizes.last().map(|r| (r.change.as_str(), r.num_nodes))
+        ),
+        (2, Some(("shrink", 2)))
+    );
+    // Free nodes, the interval passed: no growth above the new maximum.
+    h.advance(120);
+    h.turn();
+    assert_eq!(nodes(&h, id).1, 2);
+    h.check();
+}

@@ -726,14 +726,16 @@ fn apply_changes(
 
 /// `scontrol update JobId= NumNodes=N` on a running job (Slurm 22.05 `_update_job`: a running
 /// job's node count may only go down, releasing nodes at once). For an elastic job N is its
-/// new maximum (at least its minimum; it may also go up), and growth above it is shrunk with
-/// notice; a GPU-granular elastic job has no node count to set (`ESLURM_NOT_SUPPORTED`). The
-/// core carries it out (`Event::Resize`, sent by [`Controller::update`]).
+/// new maximum, within its range (`MIN <= N <= MAX`; as for any running job it never goes
+/// up, `ESLURM_INVALID_NODE_COUNT`), and growth above it is shrunk with notice (SIGTERM, the
+/// deadline, SIGKILL); a GPU-granular elastic job has no node count to set
+/// (`ESLURM_NOT_SUPPORTED`). The core carries it out (`Event::Resize`, sent by
+/// [`Controller::update`]).
 fn running_num_nodes(rec: &mut JobRecord, n: u32) -> Result<(), SlurmError> {
     use flotilla_core::job::ElasticUnit;
     match rec.spec.elastic.as_mut() {
         Some(e) if e.unit == ElasticUnit::Gpus => Err(SlurmError::new(ESLURM_NOT_SUPPORTED)),
-        Some(e) if n < e.min => Err(SlurmError::new(ESLURM_INVALID_NODE_COUNT)),
+        Some(e) if n < e.min || n > e.max => Err(SlurmError::new(ESLURM_INVALID_NODE_COUNT)),
         Some(e) => {
             e.max = n;
             Ok(())
