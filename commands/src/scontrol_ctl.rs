@@ -590,7 +590,9 @@ pub fn show_job(id: Option<&str>, flags: ShowFlags, io: &mut Io<'_>) -> i32 {
     for j in &list {
         let mut lines = job_record(j, flags, now, &gpu_types);
         if let Some(e) = elastic.get(&j.job_id) {
-            lines.extend(elastic_lines(e));
+            // Before the record's closing blank line.
+            let at = lines.len().saturating_sub(1);
+            lines.splice(at..at, elastic_lines(e));
         }
         if flags.one_liner {
             // Slurm joins the lines with one space, keeping their trailing blanks (golden

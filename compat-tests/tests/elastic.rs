@@ -4,8 +4,8 @@
 //! a rigid 2-node job needs the nodes; the rigid job starts and the elastic job keeps running.
 //! The job sees every change in its membership file (`FLOTILLA_NODES_FILE`, polled by the
 //! script as a torchrun agent would watch it), gets its rendezvous endpoint
-//! (`FLOTILLA_RDZV_ENDPOINT`) and range (`FLOTILLA_ELASTIC_NNODES`), and `scontrol show job`
-//! lists the resize history.
+//! (`FLOTILLA_RDZV_ENDPOINT`) and range (`FLOTILLA_ELASTIC_NNODES`), its `srun` step hears
+//! each change (`--elastic-signal=USR1`), and `scontrol show job` lists the resize history.
 //!
 //! The commands must be built beside the daemons (`cargo build -p flotilla-commands --bins
 //! -p flotilla-slurmctld -p flotilla-slurmd`; `cargo test --workspace` does it).
@@ -17,7 +17,7 @@ use std::process::Output;
 use std::time::Duration;
 
 fn run(c: &LocalCluster, name: &str, args: &[&str], cwd: &Path) -> Output {
-    flotilla_compat_tests::bin_dir_with(&["sbatch", "squeue", "scontrol", "scancel"]);
+    flotilla_compat_tests::bin_dir_with(&["sbatch", "squeue", "scontrol", "srun"]);
     c.run(name, args, cwd)
 }
 
@@ -94,14 +94,17 @@ fn elastic_job_grows_into_free_nodes_and_shrinks_for_a_rigid_job() {
         &w,
         "e.sh",
         r#"#!/bin/sh
-#SBATCH -N 1-3 --elastic --gres=gpu:8 -o e.out
+#SBATCH -N 1-3 --elastic --elastic-signal=USR1 --gres=gpu:8 -o e.out
 echo "$FLOTILLA_RDZV_ENDPOINT $FLOTILLA_ELASTIC_NNODES $SLURMD_NODENAME" > endpoint.txt
+# A step: it gets --elastic-signal on each change.
+srun -n 1 sh -c 'trap "echo changed >> signals.txt" USR1; echo up > step.txt; while [ ! -e stop_e ]; do sleep 0.1; done' &
 last=
 while [ ! -e stop_e ]; do
   now="$(wc -l < "$FLOTILLA_NODES_FILE") $(paste -sd, "$FLOTILLA_NODES_FILE")"
   if [ "$now" != "$last" ]; then echo "$now" >> members.txt; last="$now"; fi
   sleep 0.1
 done
+wait
 "#,
     );
     let wp: &Path = &w;
@@ -122,7 +125,13 @@ done
             )
         )
     };
-    // It starts at 1, then grows into the free node.
+    // It starts at 1 (its step running), then grows into the free node.
+    wait_until(
+        "the step to start",
+        Duration::from_secs(30),
+        || w.join("step.txt").exists(),
+        diag,
+    );
     wait_until(
         "the elastic job to grow to 2 nodes",
         Duration::from_secs(30),
@@ -204,6 +213,19 @@ done
             && changes[..2] == ["grow", "grow"]
             && changes[2..].iter().all(|k| *k == "shrink"),
         "{show}"
+    );
+    // The step on the first node hears every change (one signal per change).
+    let signals = || {
+        std::fs::read_to_string(w.join("signals.txt"))
+            .unwrap_or_default()
+            .lines()
+            .count()
+    };
+    wait_until(
+        "the step to hear every change",
+        Duration::from_secs(10),
+        || signals() == changes.len(),
+        || format!("{} signals for {changes:?}", signals()),
     );
     std::fs::write(w.join("stop_e"), "").unwrap();
     std::fs::write(w.join("stop_b"), "").unwrap();

@@ -424,6 +424,17 @@ impl Controller {
                 self.diag.rpc("REQUEST_JOB_INFO", ident.uid, t.elapsed().as_micros() as u64);
                 self.answers.push((reply, resp));
             }
+            // `scontrol show job`'s second half (Slurm answers the whole record in one
+            // REQUEST_JOB_INFO): not counted on its own, so that sdiag and the metrics read
+            // as they did before elastic jobs.
+            Event::Rpc {
+                req: Request::QueryElastic { job_ids },
+                reply,
+                ident,
+            } => {
+                let resp = Response::Elastic(self.query_elastic(ident, &job_ids));
+                self.answers.push((reply, resp.into()));
+            }
             Event::Rpc { ident, req, reply } => {
                 *self.stats.rpc.entry(req.kind()).or_default() += 1;
                 let (kind, t) = (req.kind(), std::time::Instant::now());
