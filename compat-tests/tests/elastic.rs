@@ -4,7 +4,8 @@
 //! a rigid 2-node job needs the nodes; the rigid job starts and the elastic job keeps running.
 //! The job sees every change in its membership file (`FLOTILLA_NODES_FILE`, polled by the
 //! script as a torchrun agent would watch it), gets its rendezvous endpoint
-//! (`FLOTILLA_RDZV_ENDPOINT`) and range (`FLOTILLA_ELASTIC_NNODES`), its `srun` step hears
+//! (`FLOTILLA_RDZV_ENDPOINT`) and range (`FLOTILLA_ELASTIC_NNODES`), its launch command (an
+//! `srun` step, one worker a node) is started on each node that joins and its worker 0 hears
 //! each change (`--elastic-signal=USR1`), and `scontrol show job` lists the resize history.
 //!
 //! The commands must be built beside the daemons (`cargo build -p flotilla-commands --bins
@@ -96,8 +97,9 @@ fn elastic_job_grows_into_free_nodes_and_shrinks_for_a_rigid_job() {
         r#"#!/bin/sh
 #SBATCH -N 1-3 --elastic --elastic-signal=USR1 --gres=gpu:8 -o e.out
 echo "$FLOTILLA_RDZV_ENDPOINT $FLOTILLA_ELASTIC_NNODES $SLURMD_NODENAME" > endpoint.txt
-# A step: it gets --elastic-signal on each change.
-srun -n 1 sh -c 'trap "echo changed >> signals.txt" USR1; echo up > step.txt; while [ ! -e stop_e ]; do sleep 0.1; done' &
+# The job's launch command: one worker a node, started on each node that joins; worker 0
+# notes each --elastic-signal.
+srun --ntasks-per-node=1 sh -c 'trap "[ \$SLURM_PROCID = 0 ] && echo changed >> signals.txt" USR1; echo "$SLURM_PROCID $SLURMD_NODENAME" >> workers.txt; while [ ! -e stop_e ]; do sleep 0.1; done' &
 last=
 while [ ! -e stop_e ]; do
   now="$(wc -l < "$FLOTILLA_NODES_FILE") $(paste -sd, "$FLOTILLA_NODES_FILE")"
@@ -105,6 +107,7 @@ while [ ! -e stop_e ]; do
   sleep 0.1
 done
 wait
+exit 0
 "#,
     );
     let wp: &Path = &w;
@@ -129,7 +132,7 @@ wait
     wait_until(
         "the step to start",
         Duration::from_secs(30),
-        || w.join("step.txt").exists(),
+        || w.join("workers.txt").exists(),
         diag,
     );
     wait_until(
@@ -164,6 +167,31 @@ wait
         diag,
     );
     assert_eq!(state(&c, &w, e).1, "gpu[01-03]");
+    // The launch command runs on every member: workers 0, 1, 2 on three nodes.
+    let workers = || std::fs::read_to_string(w.join("workers.txt")).unwrap_or_default();
+    wait_until(
+        "a worker on each node",
+        Duration::from_secs(30),
+        || workers().lines().count() == 3,
+        workers,
+    );
+    let mut on: Vec<String> = workers()
+        .lines()
+        .map(|l| l.split(' ').nth(1).unwrap_or_default().to_string())
+        .collect();
+    let mut ranks: Vec<String> = workers()
+        .lines()
+        .map(|l| l.split(' ').next().unwrap_or_default().to_string())
+        .collect();
+    on.sort();
+    ranks.sort();
+    assert_eq!(
+        (on, ranks),
+        (
+            vec!["gpu01".to_string(), "gpu02".into(), "gpu03".into()],
+            vec!["0".to_string(), "1".into(), "2".into()]
+        )
+    );
     // A rigid 2-node job: the growth is taken back (SIGTERM, then the deadline), it starts,
     // the elastic job runs on at its minimum.
     let b = sbatch(&c, &w, "b.sh", "#!/bin/sh\n#SBATCH -N 2 --gres=gpu:8 -o b.out\nwhile [ ! -e stop_b ]; do sleep 0.1; done\n");

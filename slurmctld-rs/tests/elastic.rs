@@ -299,3 +299,55 @@ fn num_nodes_lowers_the_maximum_of_a_grown_job() {
     assert_eq!(nodes(&h, id).1, 2);
     h.check();
 }
+
+/// A step over every member of an elastic job (its launch command) is started on the node
+/// that joins, with the same arguments: as many tasks as on its first node (one torchrun
+/// agent a node here), ids after the last, after the node's binding.
+#[test]
+fn growth_starts_the_jobs_step_on_the_new_node() {
+    let mut h = Harness::new("elastic_step", FOUR_NODES, CtlOptions::default());
+    for n in ["gpu01", "gpu02", "gpu03"] {
+        h.register(n);
+    }
+    h.turn();
+    h.rpc(User::Alice, elastic(User::Alice, 2, 3, None));
+    h.turn();
+    let Some(Response::Submitted(s)) = h.replies().last().cloned() else {
+        panic!("submitted")
+    };
+    let id = s.job_id;
+    let req = flotilla_proto::step::StepRequest {
+        job_id: id,
+        ntasks_per_node: Some(1),
+        name: "torchrun".into(),
+        argv: vec!["torchrun".into(), "--nnodes=2:3".into()],
+        srun_addr: "127.0.0.1:9".into(),
+        ..Default::default()
+    };
+    let Response::StepCreated(l) = h.call(User::Alice, Request::CreateStep(Box::new(req))) else {
+        panic!("step")
+    };
+    assert_eq!(l.tasks, vec![vec![0], vec![1]]);
+    // After the interval the job grows onto the third node (the fourth never registered).
+    h.advance(60);
+    h.turn();
+    assert_eq!(nodes(&h, id).1, 3);
+    let to_new: Vec<&CtlToNode> = h
+        .sent
+        .iter()
+        .filter(|(n, _)| n == "gpu03")
+        .map(|(_, m)| m)
+        .collect();
+    match to_new.as_slice() {
+        [CtlToNode::Launch { .. }, CtlToNode::LaunchStep(m)] => {
+            assert_eq!(m.argv, vec!["torchrun".to_string(), "--nnodes=2:3".into()]);
+            assert_eq!((m.node_index, m.layout.tasks[2].clone()), (2, vec![2]));
+            assert_eq!(
+                (m.layout.nodes[2].as_str(), m.task_gpus.clone()),
+                ("gpu03", vec![0xff])
+            );
+        }
+        other => panic!("{other:?}"),
+    }
+    h.check();
+}

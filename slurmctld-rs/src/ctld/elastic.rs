@@ -47,10 +47,13 @@ impl Controller {
             self.node_out.push((i, super::Outgoing::Bind(id)));
         }
         let rec = self.jobs.get_mut(&id).expect("job exists");
+        let old_len = rec.nodes.len();
         rec.allocs.extend(allocs);
         rec.nodes.extend(names.iter().cloned());
         info!(job = id, joined = %compress_sorted(&names), nodes = rec.nodes.len(), "elastic job grew");
         self.membership_changed(id, ResizeChange::Grow, names, now);
+        // After the binding (sent with the turn's node messages, before these).
+        self.extend_steps(id, old_len);
     }
 
     /// `Decision::Shrink`: SIGTERM to the job's processes on the leaving nodes; SIGKILL and
