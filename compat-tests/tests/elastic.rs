@@ -2,6 +2,10 @@
 //! as root with `FLOTILLA_TEST_ROOT=1`): `sbatch -N 1-3 --elastic` starts at one node, grows
 //! into the free node, grows again when a rigid job ends, and shrinks back to its minimum when
 //! a rigid 2-node job needs the nodes; the rigid job starts and the elastic job keeps running.
+//! Its launch command is a small Python stand-in for torchrun's agent (one a node, `srun`):
+//! rank 0 serves the rendezvous at `FLOTILLA_RDZV_ENDPOINT`, the agents on joining nodes
+//! connect to it, and it reports the world size it saw at each change (1, 2, 3, then down to
+//! 1 as the grown agents are stopped), surviving the grow and the shrink.
 //! The job sees every change in its membership file (`FLOTILLA_NODES_FILE`, polled by the
 //! script as a torchrun agent would watch it), gets its rendezvous endpoint
 //! (`FLOTILLA_RDZV_ENDPOINT`) and range (`FLOTILLA_ELASTIC_NNODES`), its launch command (an
@@ -55,6 +59,64 @@ fn seen(w: &Path) -> Vec<String> {
         .collect()
 }
 
+/// A stand-in for torchrun's elastic agent, one a node: rank 0 serves the rendezvous at
+/// `FLOTILLA_RDZV_ENDPOINT` and writes the world size (the agents connected to it) at each
+/// change to `world.txt`, and each `--elastic-signal` to `signals.txt`; every agent joins the
+/// rendezvous, notes itself in `workers.txt` and runs until `stop_e` exists.
+const AGENT: &str = r#"import os, signal, socket, threading, time
+host, port = os.environ["FLOTILLA_RDZV_ENDPOINT"].rsplit(":", 1)
+rank, me = int(os.environ["SLURM_PROCID"]), os.environ["SLURMD_NODENAME"]
+def changed(*_):
+    if rank == 0:
+        with open("signals.txt", "a") as f:
+            f.write("changed\n")
+signal.signal(signal.SIGUSR1, changed)
+if rank == 0:
+    srv = socket.socket()
+    srv.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    srv.bind(("", int(port)))
+    srv.listen(16)
+    members, lock = {}, threading.Lock()
+    def report():
+        with open("world.txt", "a") as f:
+            f.write("%d %s\n" % (len(members), ",".join(sorted(members))))
+    def serve(c):
+        name = c.recv(64).decode().strip()
+        with lock:
+            members[name] = c
+            report()
+        while c.recv(64):
+            pass
+        with lock:
+            del members[name]
+            report()
+    def accept():
+        while True:
+            c = srv.accept()[0]
+            threading.Thread(target=serve, args=(c,), daemon=True).start()
+    threading.Thread(target=accept, daemon=True).start()
+for _ in range(200):
+    try:
+        s = socket.create_connection((host, int(port)))
+        break
+    except OSError:
+        time.sleep(0.1)
+s.sendall(me.encode() + b"\n")
+with open("workers.txt", "a") as f:
+    f.write("%d %s\n" % (rank, me))
+while not os.path.exists("stop_e"):
+    time.sleep(0.1)
+"#;
+
+/// The world sizes rank 0's rendezvous saw, in order.
+fn world(w: &Path) -> Vec<usize> {
+    std::fs::read_to_string(w.join("world.txt"))
+        .unwrap_or_default()
+        .lines()
+        .filter_map(|l| l.split(' ').next()?.parse().ok())
+        .collect()
+}
+
 /// A config directory: the default 3-node cluster, elastic jobs growing once a second.
 fn config(dir: &Path) -> PathBuf {
     let (body, topo) = flotilla_admin::dev::default_config(3, 8);
@@ -81,6 +143,7 @@ fn elastic_job_grows_into_free_nodes_and_shrinks_for_a_rigid_job() {
     let c = LocalCluster::start(Some(&conf));
     let w = c.dir().join("work");
     std::fs::create_dir_all(&w).unwrap();
+    std::fs::write(w.join("agent.py"), AGENT).unwrap();
     // Jobs run as the user that runs the test; the work directory must be hers.
     let a = sbatch(&c, &w, "a.sh", "#!/bin/sh\n#SBATCH -N 1 --gres=gpu:8 -o a.out\nwhile [ ! -e stop_a ]; do sleep 0.1; done\n");
     wait_until(
@@ -97,9 +160,9 @@ fn elastic_job_grows_into_free_nodes_and_shrinks_for_a_rigid_job() {
         r#"#!/bin/sh
 #SBATCH -N 1-3 --elastic --elastic-signal=USR1 --gres=gpu:8 -o e.out
 echo "$FLOTILLA_RDZV_ENDPOINT $FLOTILLA_ELASTIC_NNODES $SLURMD_NODENAME" > endpoint.txt
-# The job's launch command: one worker a node, started on each node that joins; worker 0
-# notes each --elastic-signal.
-srun --ntasks-per-node=1 sh -c 'trap "[ \$SLURM_PROCID = 0 ] && echo changed >> signals.txt" USR1; echo "$SLURM_PROCID $SLURMD_NODENAME" >> workers.txt; while [ ! -e stop_e ]; do sleep 0.1; done' &
+# The job's launch command: one agent a node (a stand-in for torchrun's), started on each
+# node that joins.
+srun --ntasks-per-node=1 python3 agent.py &
 last=
 while [ ! -e stop_e ]; do
   now="$(wc -l < "$FLOTILLA_NODES_FILE") $(paste -sd, "$FLOTILLA_NODES_FILE")"
@@ -192,6 +255,13 @@ exit 0
             vec!["0".to_string(), "1".into(), "2".into()]
         )
     );
+    // Every agent joined rank 0's rendezvous at the exported endpoint.
+    wait_until(
+        "a world of 3",
+        Duration::from_secs(30),
+        || world(wp).last() == Some(&3),
+        || format!("{:?}", world(wp)),
+    );
     // A rigid 2-node job: the growth is taken back (SIGTERM, then the deadline), it starts,
     // the elastic job runs on at its minimum.
     let b = sbatch(&c, &w, "b.sh", "#!/bin/sh\n#SBATCH -N 2 --gres=gpu:8 -o b.out\nwhile [ ! -e stop_b ]; do sleep 0.1; done\n");
@@ -206,6 +276,19 @@ exit 0
         Duration::from_secs(30),
         count(1),
         diag,
+    );
+    // Rank 0's agent survived the shrink: the agents that left dropped out of its world.
+    wait_until(
+        "a world of 1",
+        Duration::from_secs(30),
+        || world(wp).last() == Some(&1),
+        || format!("{:?}", world(wp)),
+    );
+    let sizes = world(wp);
+    assert_eq!(sizes[..3], [1, 2, 3], "{sizes:?}");
+    assert!(
+        sizes[3..].windows(2).all(|p| p[1] == p[0] - 1) && sizes[3] == 2,
+        "{sizes:?}"
     );
     let (st, nodes) = state(&c, &w, e);
     assert_eq!(
