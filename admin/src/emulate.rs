@@ -642,7 +642,8 @@ impl EmuNode {
                     self.spec.name, s.layout.job_id, s.layout.step_id
                 ));
             }
-            CtlToNode::StopNotice { .. } | CtlToNode::SignalSteps { .. } => {}
+            // An emulated node runs no processes: no membership file to write.
+            CtlToNode::StopNotice { .. } | CtlToNode::SignalSteps { .. } | CtlToNode::Membership { .. } => {}
         }
     }
 

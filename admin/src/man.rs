@@ -64,7 +64,9 @@ pub const PAGES: &[Page] = &[
              standard input. Options come from #SBATCH lines in the script, then SBATCH_* \
              environment variables, then the command line, each overriding the one before.",
             "Flotilla adds --topology=node|pod|any (the topology set a job's GPUs must share), \
-             --preemptible and --checkpoint-bytes=N[KMGT].",
+             --preemptible, --checkpoint-bytes=N[KMGT] and elastic jobs: -N MIN-MAX --elastic \
+             (or --gpus=MIN-MAX --elastic) starts the job at MIN and grows it toward MAX into \
+             capacity nobody else needs, giving the growth back first (docs/elastic.md).",
         ],
         options: OptionTable::Getopt {
             shorts: flotilla_commands::sbatch::SHORTS,
@@ -74,6 +76,9 @@ pub const PAGES: &[Page] = &[
             ("topology", "Flotilla: the topology set all of the job's GPUs must share: node (one NVLink domain), pod (nodes under one leaf switch, from topology.conf) or any."),
             ("preemptible", "Flotilla: the job may be preempted (checkpointed and requeued) by inference services and by jobs reclaiming their quota guarantee."),
             ("checkpoint-bytes", "Flotilla: the size of the job's checkpoint (suffixes K, M, G, T), which prices its preemption against the checkpoint bandwidth budget."),
+            ("elastic", "Flotilla: an elastic job (torchrun --nnodes=MIN:MAX): -N MIN-MAX nodes, or --gpus=[type:]MIN-MAX GPUs, within its --topology set; it starts at MIN, grows into free capacity and is shrunk (never below MIN) before anything is preempted. Without --elastic, -N MIN-MAX keeps Slurm's meaning."),
+            ("elastic-step", "Flotilla: an elastic job grows and shrinks by multiples of K nodes (GPUs for --gpus=MIN-MAX); default 1."),
+            ("elastic-signal", "Flotilla: signal (name or number) sent to an elastic job's tasks on each membership change; default none."),
             ("wrap", "Run the given command line as the batch script (sh -c)."),
             ("parsable", "Print only the job id (and ;cluster)."),
         ],

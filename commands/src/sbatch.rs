@@ -3,7 +3,9 @@
 //! from a file, `--wrap`, or standard input; Slurm's messages and exit codes (255 for a bad
 //! option or value, 1 for a missing/invalid script and for everything the controller refuses).
 //!
-//! Flotilla options: `--topology=node|pod|any`, `--preemptible`, `--checkpoint-bytes=N[KMGT]`.
+//! Flotilla options: `--topology=node|pod|any`, `--preemptible`, `--checkpoint-bytes=N[KMGT]`,
+//! and elastic jobs: `--elastic` (with `-N MIN-MAX` or `--gpus=[type:]MIN-MAX`),
+//! `--elastic-step=K`, `--elastic-signal=SIG`, sent as `Request::SubmitElastic`.
 
 use crate::common::{self, Ctl, CtlError, Io};
 use crate::getopt::{getopt_long, lo, HasArg, LongOpt, Opt};
@@ -49,6 +51,9 @@ const O_NTASKS_PER_GPU: u32 = 1027;
 const O_DEADLINE: u32 = 1028;
 const O_PRIORITY: u32 = 1029;
 const O_EXPORT_FILE: u32 = 1030;
+const O_ELASTIC: u32 = 1031;
+const O_ELASTIC_STEP: u32 = 1032;
+const O_ELASTIC_SIGNAL: u32 = 1033;
 
 const fn c(ch: char) -> u32 {
     ch as u32
@@ -83,6 +88,9 @@ pub const LONGS: &[LongOpt] = &[
     lo("delay-boot", HasArg::Required, O_IGNORED_ARG),
     lo("dependency", HasArg::Required, c('d')),
     lo("distribution", HasArg::Required, c('m')),
+    lo("elastic", HasArg::No, O_ELASTIC),
+    lo("elastic-signal", HasArg::Required, O_ELASTIC_SIGNAL),
+    lo("elastic-step", HasArg::Required, O_ELASTIC_STEP),
     lo("error", HasArg::Required, c('e')),
     lo("exclude", HasArg::Required, c('x')),
     lo("exclusive", HasArg::Optional, O_EXCLUSIVE),
@@ -216,6 +224,11 @@ pub struct Opts {
     pub export: Option<String>,
     /// `--open-mode`.
     pub open_mode: Option<String>,
+    /// Flotilla `--elastic` with its `--gpus=MIN-MAX` maximum, `--elastic-step` and
+    /// `--elastic-signal`; sent as `Request::SubmitElastic` when `elastic` is set.
+    pub elastic: bool,
+    /// What `--elastic` adds to the job.
+    pub elastic_req: flotilla_proto::ElasticRequest,
 }
 
 /// An early end: the message(s) to print on stderr and the exit status.
@@ -335,8 +348,14 @@ fn main(args: &[String], io: &mut Io<'_>) -> Result<i32, Fatal> {
         umask: crate::sbatch_env::process_umask(),
     };
     job.environment = crate::sbatch_env::submit_environment(std::env::vars().collect(), &job, &ctx);
+    check_elastic(&opts)?;
     let ctl = Ctl::new(io.env).map_err(|e| submit_failed(&e))?;
-    let resp = ctl.call(Request::SubmitJob(Box::new(job))).map_err(|e| submit_failed(&e))?;
+    let req = if opts.elastic {
+        Request::SubmitElastic(Box::new(flotilla_proto::SubmitElastic { job, elastic: opts.elastic_req.clone() }))
+    } else {
+        Request::SubmitJob(Box::new(job))
+    };
+    let resp = ctl.call(req).map_err(|e| submit_failed(&e))?;
     match resp {
         Response::Submitted(s) => {
             if opts.parsable {
@@ -624,7 +643,13 @@ pub fn apply(opts: &mut Opts, o: &Opt) -> Result<(), Fatal> {
         x if x == c('d') => j.dependency = Some(a.into()),
         x if x == c('D') => opts.chdir = Some(a.into()),
         x if x == c('e') => j.stderr = Some(a.into()),
-        x if x == c('G') => j.gpus = Some(parse_gpu_count(a)),
+        x if x == c('G') => {
+            // `--gpus=[type:]MIN-MAX`: a GPU-granular elastic job's range (checked once all
+            // options are read: it needs `--elastic`).
+            let (g, max) = parse_gpu_range(a);
+            j.gpus = Some(g);
+            opts.elastic_req.gpus_max = max;
+        }
         x if x == c('H') => j.hold = true,
         x if x == c('i') => j.stdin = Some(a.into()),
         x if x == c('J') => j.name = Some(a.into()),
@@ -675,6 +700,12 @@ pub fn apply(opts: &mut Opts, o: &Opt) -> Result<(), Fatal> {
             j.topology = Some(a.into());
         }
         O_PREEMPTIBLE => j.preemptible = true,
+        O_ELASTIC => opts.elastic = true,
+        O_ELASTIC_STEP => opts.elastic_req.step = Some(parse_count(a, "--elastic-step")?),
+        O_ELASTIC_SIGNAL => {
+            let sig = crate::signals::parse(a).ok_or_else(|| fatal(format!("Invalid --elastic-signal specification: {a}"), 255))?;
+            opts.elastic_req.signal = Some(sig);
+        }
         O_CHECKPOINT_BYTES => {
             j.checkpoint_bytes =
                 Some(parse_bytes(a).ok_or_else(|| fatal(format!("Invalid --checkpoint-bytes specification: {a}"), 255))?)
@@ -803,6 +834,36 @@ pub fn parse_gpu_count(a: &str) -> GpuCount {
             },
         },
     }
+}
+
+/// `--gpus=[type:]N` or, for `--elastic`, `[type:]MIN-MAX`: the count (MIN) and the maximum.
+pub fn parse_gpu_range(a: &str) -> (GpuCount, Option<u32>) {
+    let (ty, n) = match a.rsplit_once(':') {
+        Some((t, n)) => (Some(t), n),
+        None => (None, a),
+    };
+    if let Some((lo, hi)) = n.split_once('-') {
+        if let (Ok(lo), Ok(hi)) = (lo.parse::<u32>(), hi.parse::<u32>()) {
+            return (GpuCount { gpu_type: ty.map(str::to_string), count: lo }, Some(hi));
+        }
+    }
+    (parse_gpu_count(a), None)
+}
+
+/// Checks what `--elastic` needs once every option is read: a `--gpus` range or
+/// `--elastic-step`/`--elastic-signal` without `--elastic` are refused (Slurm's gres error for
+/// the range, as its controller would refuse `--gpus=4-8`).
+fn check_elastic(opts: &Opts) -> Result<(), Fatal> {
+    if opts.elastic {
+        return Ok(());
+    }
+    if opts.elastic_req.gpus_max.is_some() {
+        return Err(fatal("Batch job submission failed: Invalid generic resource (gres) specification", 1));
+    }
+    if opts.elastic_req.step.is_some() || opts.elastic_req.signal.is_some() {
+        return Err(fatal("--elastic-step and --elastic-signal need --elastic", 255));
+    }
+    Ok(())
 }
 
 /// `strtol` of Slurm's parsers on `s`: leading blanks, a sign and the leading digits (0 when
@@ -974,6 +1035,34 @@ mod tests {
         assert!(o.job.preemptible);
         assert_eq!(o.job.checkpoint_bytes, Some(980 << 30));
         assert_eq!(opts_of(&["--topology=rack"]).unwrap_err().code, 255);
+    }
+
+    #[test]
+    fn elastic_options() {
+        // -N MIN-MAX --elastic, a step and a signal.
+        let o = opts_of(&["-N", "2-8", "--elastic", "--elastic-step=2", "--elastic-signal=USR1"]).unwrap();
+        assert!(o.elastic);
+        assert_eq!((o.job.nodes_min, o.job.nodes_max), (Some(2), Some(8)));
+        assert_eq!(o.elastic_req, flotilla_proto::ElasticRequest { gpus_max: None, step: Some(2), signal: Some(10) });
+        assert_eq!(check_elastic(&o), Ok(()));
+        // --gpus=[type:]MIN-MAX.
+        let o = opts_of(&["--gpus=h100:4-16", "--elastic"]).unwrap();
+        assert_eq!(o.job.gpus, Some(GpuCount { gpu_type: Some("h100".into()), count: 4 }));
+        assert_eq!(o.elastic_req.gpus_max, Some(16));
+        // Without --elastic, -N MIN-MAX keeps Slurm's meaning; a --gpus range is refused as
+        // Slurm refuses it, and the elastic options need --elastic.
+        let o = opts_of(&["-N", "2-8"]).unwrap();
+        assert!(!o.elastic);
+        assert_eq!(check_elastic(&o), Ok(()));
+        assert_eq!(
+            check_elastic(&opts_of(&["--gpus=4-8"]).unwrap()),
+            Err(fatal("Batch job submission failed: Invalid generic resource (gres) specification", 1))
+        );
+        assert_eq!(check_elastic(&opts_of(&["-N2-4", "--elastic-step=2"]).unwrap()).unwrap_err().code, 255);
+        assert_eq!(opts_of(&["--elastic-step=0"]).unwrap_err().code, 255);
+        assert_eq!(opts_of(&["--elastic-signal=NOPE"]).unwrap_err(), fatal("Invalid --elastic-signal specification: NOPE", 255));
+        // Plain --gpus counts are unchanged.
+        assert_eq!(parse_gpu_range("a100:2"), (GpuCount { gpu_type: Some("a100".into()), count: 2 }, None));
     }
 
     #[test]

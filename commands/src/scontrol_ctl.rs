@@ -477,6 +477,27 @@ pub fn flotilla_line(j: &JobInfo) -> Option<String> {
     Some(s)
 }
 
+/// Flotilla's lines of an elastic (or `NumNodes=`-resized) job in `scontrol show job`:
+/// `   Elastic=nodes MinSize=2 MaxSize=8 Step=1 Signal=10 GrownNodes=gpu[03-04]` and
+/// `   ResizeHistory=<time>:grow:gpu[03-04]:4,...` (`(null)` without changes).
+pub fn elastic_lines(e: &flotilla_proto::ElasticInfo) -> Vec<String> {
+    let mut l = Vec::new();
+    if !e.unit.is_empty() {
+        l.push(format!(
+            "   Elastic={} MinSize={} MaxSize={} Step={} Signal={} GrownNodes={}",
+            e.unit,
+            e.min,
+            e.max,
+            e.step,
+            e.signal.map_or_else(|| "None".to_string(), |s| s.to_string()),
+            if e.grown_nodes.is_empty() { "(null)" } else { e.grown_nodes.as_str() }
+        ));
+    }
+    let hist: Vec<String> = e.resizes.iter().map(|r| format!("{}:{}:{}:{}", fmt_time(r.time), r.change, r.nodes, r.num_nodes)).collect();
+    l.push(format!("   ResizeHistory={}", if hist.is_empty() { "(null)".to_string() } else { hist.join(",") }));
+    l
+}
+
 /// `scontrol show alerts`' record of one alert: `AlertId= Time= Kind= JobId= ServiceId=`,
 /// then `Message=` on its own line, a blank line after (`one_liner`: one line).
 pub fn alert_record(a: &flotilla_proto::AlertInfo, one_liner: bool) -> String {
@@ -559,8 +580,20 @@ pub fn show_job(id: Option<&str>, flags: ShowFlags, io: &mut Io<'_>) -> i32 {
             gpu_types = nodes.into_iter().filter_map(|n| Some((n.name, n.gpu_type?))).collect();
         }
     }
+    // Flotilla's elastic lines (a controller that does not know the request answers with an
+    // error: no lines).
+    let ids: Vec<u64> = list.iter().map(|j| j.job_id).collect();
+    let elastic: BTreeMap<u64, flotilla_proto::ElasticInfo> = match c.call(Request::QueryElastic { job_ids: ids }) {
+        Ok(Response::Elastic(e)) => e.into_iter().map(|e| (e.job_id, e)).collect(),
+        _ => BTreeMap::new(),
+    };
     for j in &list {
-        let lines = job_record(j, flags, now, &gpu_types);
+        let mut lines = job_record(j, flags, now, &gpu_types);
+        if let Some(e) = elastic.get(&j.job_id) {
+            // Before the record's closing blank line.
+            let at = lines.len().saturating_sub(1);
+            lines.splice(at..at, elastic_lines(e));
+        }
         if flags.one_liner {
             // Slurm joins the lines with one space, keeping their trailing blanks (golden
             // 0210 ends in `TresPerNode=gres:gpu:1 `: the record's last, empty line).
@@ -808,6 +841,27 @@ mod flotilla_field_tests {
             flotilla_line(&r).as_deref(),
             Some("   Topology=node Preemptible=YES PreemptCount=0 LastCheckpointAck=None Borrowed=YES ServiceId=3")
         );
+    }
+
+    #[test]
+    fn elastic_lines_show_range_grown_nodes_and_history() {
+        let mut e = flotilla_proto::ElasticInfo { job_id: 3, unit: "nodes".into(), min: 2, max: 8, step: 2, ..Default::default() };
+        assert_eq!(
+            elastic_lines(&e),
+            vec!["   Elastic=nodes MinSize=2 MaxSize=8 Step=2 Signal=None GrownNodes=(null)".to_string(), "   ResizeHistory=(null)".into()]
+        );
+        e.signal = Some(10);
+        e.grown_nodes = "gpu[03-04]".into();
+        e.resizes = vec![
+            flotilla_proto::ResizeInfo { time: 0, change: "grow".into(), nodes: "gpu[03-04]".into(), num_nodes: 4 },
+            flotilla_proto::ResizeInfo { time: 60, change: "lost".into(), nodes: "gpu04".into(), num_nodes: 3 },
+        ];
+        let l = elastic_lines(&e);
+        assert!(l[0].ends_with("Signal=10 GrownNodes=gpu[03-04]"), "{l:?}");
+        assert_eq!(l[1], format!("   ResizeHistory={}:grow:gpu[03-04]:4,{}:lost:gpu04:3", fmt_time(0), fmt_time(60)));
+        // A rigid job shrunk by NumNodes=: only its history.
+        let r = flotilla_proto::ElasticInfo { job_id: 4, resizes: e.resizes.clone(), ..Default::default() };
+        assert_eq!(elastic_lines(&r).len(), 1);
     }
 
     #[test]

@@ -329,6 +329,36 @@ enum Ev {
     Io(StepIo),
     Closed,
     Signal(i32),
+    /// A node that joined an elastic job runs its share of the step (its connection and its
+    /// index in the step's layout).
+    Joined(TcpStream, u32),
+}
+
+/// Reads the step's first frame from a new connection: the node index when it names this
+/// step with its key.
+fn hello(s: &TcpStream, job_id: u64, step_id: u32, key: &[u8]) -> Option<(TcpStream, u32)> {
+    let _ = s.set_nonblocking(false);
+    let _ = s.set_read_timeout(Some(Duration::from_secs(10)));
+    let mut r = s.try_clone().ok()?;
+    match read_msg::<_, StepIo>(&mut r) {
+        Ok(StepIo::Hello { job_id: j, step_id: st, io_key, node_index }) if j == job_id && st == step_id && io_key == key => {
+            let _ = r.set_read_timeout(None);
+            Some((r, node_index))
+        }
+        _ => None,
+    }
+}
+
+/// Forwards a node's frames to the main loop until it closes.
+fn read_node(mut r: TcpStream, tx: mpsc::Sender<Ev>) {
+    std::thread::spawn(move || {
+        while let Ok(m) = read_msg::<_, StepIo>(&mut r) {
+            if tx.send(Ev::Io(m)).is_err() {
+                return;
+            }
+        }
+        let _ = tx.send(Ev::Closed);
+    });
 }
 
 fn run_step(
@@ -419,26 +449,8 @@ fn run_step(
     while writers.len() < nnodes {
         match listener.accept() {
             Ok((s, _)) => {
-                let _ = s.set_nonblocking(false);
-                let _ = s.set_read_timeout(Some(Duration::from_secs(10)));
-                let mut r = match s.try_clone() {
-                    Ok(r) => r,
-                    Err(_) => continue,
-                };
-                match read_msg::<_, StepIo>(&mut r) {
-                    Ok(StepIo::Hello { job_id: j, step_id, io_key, .. }) if j == job_id && step_id == layout.step_id && io_key == key => {}
-                    _ => continue,
-                }
-                let _ = r.set_read_timeout(None);
-                let tx = tx.clone();
-                std::thread::spawn(move || {
-                    while let Ok(m) = read_msg::<_, StepIo>(&mut r) {
-                        if tx.send(Ev::Io(m)).is_err() {
-                            return;
-                        }
-                    }
-                    let _ = tx.send(Ev::Closed);
-                });
+                let Some((r, _)) = hello(&s, job_id, layout.step_id, &key) else { continue };
+                read_node(r, tx.clone());
                 open += 1;
                 writers.push(s);
             }
@@ -475,10 +487,28 @@ fn run_step(
             }
         });
     }
+    // Nodes that join later (an elastic job grew: the controller starts the step's workers
+    // there) connect as the first ones did.
+    if listener.set_nonblocking(false).is_ok() {
+        let tx = tx.clone();
+        let (step_id, key) = (layout.step_id, key.clone());
+        std::thread::spawn(move || {
+            for s in listener.incoming().flatten() {
+                if let Some((_, index)) = hello(&s, job_id, step_id, &key) {
+                    if tx.send(Ev::Joined(s, index)).is_err() {
+                        return;
+                    }
+                }
+            }
+        });
+    }
+    // Kept for the readers of nodes that join; the loop below ends on its own conditions.
+    let tx_late = tx.clone();
     drop(tx);
-    let ntasks = layout.ntasks() as usize;
+    let mut ntasks = layout.ntasks() as usize;
+    let per_node = layout.tasks.first().map_or(1, Vec::len);
     let width = ntasks.saturating_sub(1).to_string().len();
-    let node_of: BTreeMap<u32, String> = layout
+    let mut node_of: BTreeMap<u32, String> = layout
         .tasks
         .iter()
         .zip(&layout.nodes)
@@ -523,6 +553,21 @@ fn run_step(
                 io.err(&format!("srun: error: {node}: task {task}: {message}\n"));
             }
             Ev::Io(StepIo::Hello { .. }) => {}
+            // Only nodes beyond the step's layout join (an original node too late for the
+            // start counts as lost, as before).
+            Ev::Joined(s, index) if index as usize >= layout.nodes.len() => {
+                // Its tasks: as many as on the step's first node, ids after the last.
+                if let Ok(r) = s.try_clone() {
+                    read_node(r, tx_late.clone());
+                    open += 1;
+                    for t in ntasks..ntasks + per_node {
+                        node_of.insert(t as u32, format!("node{index}"));
+                    }
+                    ntasks += per_node;
+                    writers.push(s);
+                }
+            }
+            Ev::Joined(..) => {}
             Ev::Closed => open -= 1,
             Ev::Signal(sig) => {
                 for w in &mut writers {

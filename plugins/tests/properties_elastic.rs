@@ -132,7 +132,7 @@ fn elastic_spec(
 ) -> JobSpec {
     let topo = topology(topo);
     let (req, e) = if gpu_granular {
-        // 2..8 GPUs style: inside a node for `node`.
+        // 2..24 GPUs style (a `node` one, which admission refuses, never grows).
         let min = min * 2;
         let max = (min + extra * 2).min(if topo == TopologyKind::Node { 8 } else { 24 });
         (

@@ -484,7 +484,7 @@ fn scontrol_numnodes_sets_max_or_shrinks() {
     check_golden("elastic_scontrol_resize", &r.log);
 }
 
-/// A `pod` job grows only inside its pod; a GPU-granular `node` job only on its node.
+/// A `pod` job grows only inside its pod, node-granular or GPU-granular.
 #[test]
 fn growth_stays_inside_the_topology_set() {
     // Two pods of 3 nodes; pod0 has one more free node, pod1 three.
@@ -506,32 +506,20 @@ fn growth_stays_inside_the_topology_set() {
             r.s.running()[&JobId(9)].allocs[0].part.node.0 / 3 == run.allocs[0].part.node.0 / 3
         )
     );
-    // GPU-granular, node topology: 2..8 GPUs grows on its node only.
-    let mut g = Run::new(Cluster::uniform(2, 8, 2, 64, 512_000));
-    let mut spec = JobSpec::simple(1, 0, Request::gpus(2, Node), Some(3600));
-    spec.elastic = Some(Elastic {
-        unit: ElasticUnit::Gpus,
-        min: 2,
-        max: 8,
-        step: 2,
-    });
+    // GPU-granular, pod topology: 2..12 GPUs by 2 grows only in its pod, on nodes it does
+    // not hold: its pod's other node takes 8 more GPUs (4 steps), the other pod none.
+    let mut g = Run::new(Cluster::uniform(4, 8, 2, 64, 512_000));
+    let mut spec = JobSpec::simple(1, 0, Request::gpus(2, Pod), Some(3600));
+    spec.elastic = Some(Elastic { unit: ElasticUnit::Gpus, min: 2, max: 12, step: 2 });
     g.ev(Event::Submit(spec), 0);
-    g.ev(Event::Submit(job(2, 0, 4, Node, 60)), 0);
     g.cycle(0);
     let d = g.cycle(600);
     assert_eq!(count(&d, |x| matches!(x, Decision::Grow { .. })), 1);
     let run = &g.s.running()[&JobId(1)];
-    let nodes: std::collections::BTreeSet<_> = run.allocs.iter().map(|a| a.part.node).collect();
-    assert_eq!(nodes.len(), 1, "on its node only");
-    assert_eq!(
-        run.size(),
-        if run.allocs[0].part.node == g.s.running()[&JobId(2)].allocs[0].part.node {
-            4
-        } else {
-            8
-        }
-    );
-    r.log.push_str("--- GPU-granular, node topology\n");
+    let pods: std::collections::BTreeSet<_> = run.allocs.iter().map(|a| g.s.cluster().node(a.part.node).pod).collect();
+    assert_eq!(pods.len(), 1, "one pod");
+    assert_eq!(run.size(), 10);
+    r.log.push_str("--- GPU-granular, pod topology\n");
     r.log.push_str(&g.log);
     check_golden("elastic_topology", &r.log);
 }

@@ -599,6 +599,14 @@ pub enum CtlToNode {
         /// Signal number.
         signal: i32,
     },
+    /// An elastic job's members changed (Flotilla): the batch host rewrites the job's
+    /// membership file (`FLOTILLA_NODES_FILE`) with `nodes`, as the job's user.
+    Membership {
+        /// Job.
+        job_id: u64,
+        /// All nodes of the job now, first (rendezvous) node first, comma-separated.
+        nodes: String,
+    },
 }
 
 /// Why a running job is stopped ([`CtlToNode::StopNotice`]); the phrase `slurmstepd` prints
@@ -1197,13 +1205,80 @@ pub enum Request {
     /// How long the controller's recent scheduling turns took (`flotilla bench scale`).
     /// Answered with [`Response::TurnTimes`].
     QueryTurnTimes,
+    /// `sbatch --elastic`: a batch job that grows and shrinks between a minimum and a maximum
+    /// (Flotilla). Its own variant, as `SubmitJob` cannot change (postcard).
+    SubmitElastic(Box<SubmitElastic>),
+    /// `scontrol show job`: the elastic range and resize history of these jobs (those the
+    /// caller may see that are elastic or were resized), answered with [`Response::Elastic`].
+    QueryElastic {
+        /// Job ids.
+        job_ids: Vec<u64>,
+    },
+}
+
+/// An elastic job's range and membership changes, for `scontrol show job`.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+pub struct ElasticInfo {
+    /// Job id.
+    pub job_id: u64,
+    /// `nodes` or `gpus`; empty for a rigid job resized by `scontrol update NumNodes=`.
+    pub unit: String,
+    /// Smallest size.
+    pub min: u32,
+    /// Largest size.
+    pub max: u32,
+    /// Growth step.
+    pub step: u32,
+    /// `--elastic-signal` number.
+    pub signal: Option<i32>,
+    /// Nodes of the grown part (hostlist; empty: none).
+    pub grown_nodes: String,
+    /// Membership changes of the current run, oldest first.
+    pub resizes: Vec<ResizeInfo>,
+}
+
+/// One membership change ([`ElasticInfo::resizes`]).
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+pub struct ResizeInfo {
+    /// When (s since epoch).
+    pub time: i64,
+    /// `grow`, `shrink` or `lost`.
+    pub change: String,
+    /// The nodes that joined or left (hostlist).
+    pub nodes: String,
+    /// The job's node count after it.
+    pub num_nodes: u32,
+}
+
+/// An elastic submission: the job as `sbatch` builds it, and its elastic range.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+pub struct SubmitElastic {
+    /// The job; `-N MIN-MAX` (`nodes_min`, `nodes_max`) is its node range, or `--gpus=MIN`
+    /// (`gpus`) the minimum of a GPU-granular one.
+    pub job: SubmitJob,
+    /// What `--elastic` adds.
+    pub elastic: ElasticRequest,
+}
+
+/// `sbatch --elastic`'s options beyond the job's.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+pub struct ElasticRequest {
+    /// `--gpus=MIN-MAX`: MAX, for a GPU-granular job (the job's `gpus` is MIN); `None`: the job
+    /// is node-granular (`-N MIN-MAX`).
+    pub gpus_max: Option<u32>,
+    /// `--elastic-step=K` (nodes, or GPUs for a GPU-granular job); `None`: 1.
+    pub step: Option<u32>,
+    /// `--elastic-signal=SIG`: the signal number sent to the job's tasks on each membership
+    /// change; `None`: none.
+    pub signal: Option<i32>,
 }
 
 impl Request {
     /// The request's type name (RPC statistics, logs).
     pub fn kind(&self) -> &'static str {
         match self {
-            Request::SubmitJob(_) => "REQUEST_SUBMIT_BATCH_JOB",
+            Request::SubmitJob(_) | Request::SubmitElastic(_) => "REQUEST_SUBMIT_BATCH_JOB",
+            Request::QueryElastic { .. } => "REQUEST_ELASTIC_INFO",
             Request::CancelJob(_) => "REQUEST_KILL_JOB",
             Request::HoldRelease(_) => "REQUEST_HOLD_RELEASE",
             Request::Requeue(_) => "REQUEST_JOB_REQUEUE",
@@ -1325,6 +1400,8 @@ pub enum Response {
         /// Scheduling cycles since start (the last `turns_us.len()` of them are listed).
         cycles: u64,
     },
+    /// Answer to [`Request::QueryElastic`].
+    Elastic(Vec<ElasticInfo>),
 }
 
 #[cfg(test)]
@@ -1412,6 +1489,36 @@ mod tests {
         let resp = Response::TurnTimes { turns_us: vec![1, 250_000], cycles: 9 };
         let bytes = postcard::to_allocvec(&resp).unwrap();
         assert_eq!(bytes[0], postcard::to_allocvec(&Response::UpdateTimes(UpdateTimes::default())).unwrap()[0] + 1);
+        assert_eq!(postcard::from_bytes::<Response>(&bytes).unwrap(), resp);
+    }
+
+    /// The elastic messages were appended: every variant before them keeps its index.
+    #[test]
+    fn elastic_messages_round_trip_and_are_appended() {
+        let token = postcard::to_allocvec(&Request::QueryTurnTimes).unwrap()[0];
+        let sub = Request::SubmitElastic(Box::new(SubmitElastic {
+            job: SubmitJob { nodes_min: Some(2), nodes_max: Some(8), ..SubmitJob::default() },
+            elastic: ElasticRequest { gpus_max: None, step: Some(2), signal: Some(10) },
+        }));
+        let q = Request::QueryElastic { job_ids: vec![7] };
+        for (i, r) in [sub, q].iter().enumerate() {
+            let bytes = postcard::to_allocvec(r).unwrap();
+            assert_eq!(bytes[0], token + 1 + i as u8, "{r:?} appended after QueryTurnTimes");
+            assert_eq!(&postcard::from_bytes::<Request>(&bytes).unwrap(), r);
+        }
+        let last = postcard::to_allocvec(&Response::TurnTimes { turns_us: Vec::new(), cycles: 0 }).unwrap()[0];
+        let resp = Response::Elastic(vec![ElasticInfo {
+            job_id: 7,
+            unit: "nodes".into(),
+            min: 2,
+            max: 8,
+            step: 1,
+            signal: None,
+            grown_nodes: "gpu[03-04]".into(),
+            resizes: vec![ResizeInfo { time: 5, change: "grow".into(), nodes: "gpu[03-04]".into(), num_nodes: 4 }],
+        }]);
+        let bytes = postcard::to_allocvec(&resp).unwrap();
+        assert_eq!(bytes[0], last + 1, "Elastic appended after TurnTimes");
         assert_eq!(postcard::from_bytes::<Response>(&bytes).unwrap(), resp);
     }
 

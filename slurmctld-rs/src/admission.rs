@@ -340,6 +340,7 @@ fn pending_record(
         array_tasks: array_tasks.and_then(flotilla_proto::ArrayTasks::of),
         signal: req.signal.clone(),
         warn_sent: false,
+        elastic: None,
         interactive: req.interactive,
         last_checkpoint_ack: None,
         service: None,
@@ -349,6 +350,81 @@ fn pending_record(
         command: req.command.as_ref().map(|c| std::iter::once(c.as_str()).chain(req.argv.iter().map(String::as_str)).collect::<Vec<_>>().join(" ")),
         spec,
     }
+}
+
+/// `sbatch --elastic`: the elastic range of an admitted submission `req`, set on `rec`'s spec
+/// (and the signal on the record). Before a job id, as a bad `-N` is:
+///
+/// - node-granular (`-N MIN-MAX --elastic`): MIN..MAX nodes, each with the job's per-node
+///   shape; the request's GPUs must split evenly over MIN nodes (the per-node count is then
+///   pinned, so every member has the same shape). Without a range, or MIN > MAX:
+///   `ESLURM_INVALID_NODE_COUNT` (`Node count specification invalid`).
+/// - GPU-granular (`--gpus=MIN-MAX --elastic`): MIN..MAX GPUs, grown on nodes the job does
+///   not hold; not with a node range or `--exclusive` (`ESLURM_INVALID_NODE_COUNT`), nor
+///   with `--topology=node` (it could never grow: `ESLURM_NOT_SUPPORTED`); MIN > MAX is
+///   `ESLURM_INVALID_GRES`.
+/// - `--elastic-step` of 0 or above MAX − MIN (when MAX > MIN): `ESLURM_INVALID_NODE_COUNT`.
+/// - an array of elastic jobs, or an interactive one: `ESLURM_NOT_SUPPORTED`.
+///
+/// Without `--elastic`, `-N MIN-MAX` keeps Slurm's meaning (the size is fixed at start).
+pub fn elastic_of(req: &SubmitJob, e: &flotilla_proto::ElasticRequest, cluster: &Cluster, rec: &mut JobRecord) -> Result<(), SlurmError> {
+    use flotilla_core::job::{Elastic, ElasticUnit};
+    let bad_nodes = |m: &str| SlurmError::with_message(ESLURM_INVALID_NODE_COUNT, m.to_string());
+    if req.array.is_some() || req.interactive {
+        return Err(SlurmError::with_message(ESLURM_NOT_SUPPORTED, "--elastic is for single batch jobs".to_string()));
+    }
+    let size = flotilla_core::placement::node_size(cluster, rec.spec.partition);
+    let r = &mut rec.spec.request;
+    let (unit, min, max) = match e.gpus_max {
+        Some(max) => {
+            let min = r.gpus;
+            if req.nodes_max.is_some_and(|n| Some(n) != req.nodes_min) || req.exclusive {
+                return Err(bad_nodes("a GPU-granular elastic job (--gpus=MIN-MAX) takes no node range or --exclusive"));
+            }
+            if min == 0 || max < min {
+                return Err(SlurmError::with_message(ESLURM_INVALID_GRES, format!("invalid --gpus range {min}-{max}")));
+            }
+            if r.topology == TopologyKind::Node && max > min {
+                return Err(SlurmError::with_message(
+                    ESLURM_NOT_SUPPORTED,
+                    "a GPU-granular elastic job grows on nodes it does not hold: use --topology=pod or any".to_string(),
+                ));
+            }
+            let _ = size;
+            (ElasticUnit::Gpus, min, max)
+        }
+        None => {
+            let (Some(min), Some(max)) = (req.nodes_min.filter(|&n| n > 0), req.nodes_max) else {
+                return Err(bad_nodes("--elastic needs -N MIN-MAX or --gpus=MIN-MAX"));
+            };
+            if max < min {
+                return Err(bad_nodes("-N MIN-MAX with MIN above MAX"));
+            }
+            // Every member has the same per-node shape.
+            if !r.exclusive && r.gpus_per_node.is_none() && r.gpus > 0 {
+                if r.gpus % min != 0 {
+                    return Err(SlurmError::with_message(
+                        ESLURM_INVALID_GRES,
+                        format!("{} GPUs do not split evenly over {min} nodes", r.gpus),
+                    ));
+                }
+                r.gpus_per_node = Some(r.gpus / min);
+            }
+            r.nodes = Some(min);
+            (ElasticUnit::Nodes, min, max)
+        }
+    };
+    let step = e.step.unwrap_or(1);
+    if step == 0 || (max > min && step > max - min) {
+        return Err(bad_nodes("--elastic-step must be between 1 and MAX - MIN"));
+    }
+    rec.spec.elastic = Some(Elastic { unit, min, max, step });
+    rec.num_nodes = match unit {
+        ElasticUnit::Nodes => min,
+        ElasticUnit::Gpus => rec.num_nodes,
+    };
+    rec.elastic = Some(crate::job::ElasticRecord { signal: e.signal, ..Default::default() });
+    Ok(())
 }
 
 /// Admits a submission at `now` (s). The caller has checked the submitter may act as
@@ -470,6 +546,55 @@ mod tests {
             work_dir: "/home/alice/g".into(),
             ..SubmitJob::default()
         }
+    }
+
+    /// `sbatch --elastic` as admission sees it: the range on the spec, or the refusal's code.
+    fn elastic(r: &SubmitJob, e: &flotilla_proto::ElasticRequest) -> Result<flotilla_core::job::Elastic, i32> {
+        let c = oracle();
+        let Ok(mut a) = admit(r, &c, &conf(), 0) else { panic!("admitted") };
+        elastic_of(r, e, &c, &mut a.record).map_err(|e| e.code)?;
+        assert_eq!(a.record.elastic.as_ref().unwrap().signal, e.signal);
+        Ok(a.record.spec.elastic.unwrap())
+    }
+
+    #[test]
+    fn elastic_ranges_are_checked_before_an_id() {
+        use flotilla_core::job::{Elastic, ElasticUnit};
+        use flotilla_proto::ElasticRequest;
+        let nodes = |min, max: Option<u32>, gres: u64| SubmitJob {
+            nodes_min: Some(min),
+            nodes_max: max,
+            gres: vec![GresSpec { name: "gpu".into(), gpu_type: None, count: gres }],
+            ..wrap()
+        };
+        let plain = ElasticRequest::default();
+        // -N 2-4 --gres=gpu:8 --elastic: 2..4 nodes, step 1.
+        assert_eq!(elastic(&nodes(2, Some(4), 8), &plain), Ok(Elastic { unit: ElasticUnit::Nodes, min: 2, max: 4, step: 1 }));
+        let stepped = ElasticRequest { step: Some(2), signal: Some(10), ..ElasticRequest::default() };
+        assert_eq!(elastic(&nodes(2, Some(4), 8), &stepped).map(|e| e.step), Ok(2));
+        assert_eq!(elastic(&nodes(2, None, 8), &plain), Err(ESLURM_INVALID_NODE_COUNT), "no range");
+        assert_eq!(elastic(&nodes(2, Some(4), 8), &ElasticRequest { step: Some(3), ..plain.clone() }), Err(ESLURM_INVALID_NODE_COUNT));
+        assert_eq!(elastic(&nodes(2, Some(4), 8), &ElasticRequest { step: Some(0), ..plain.clone() }), Err(ESLURM_INVALID_NODE_COUNT));
+        // --gpus=12 over -N 2-3: 6 per node, pinned.
+        let total = SubmitJob { nodes_min: Some(2), nodes_max: Some(3), gpus: Some(GpuCount { gpu_type: None, count: 12 }), ..wrap() };
+        let c = oracle();
+        let mut a = admit(&total, &c, &conf(), 0).unwrap();
+        elastic_of(&total, &plain, &c, &mut a.record).unwrap();
+        assert_eq!(a.record.spec.request.gpus_per_node, Some(6));
+        let odd = SubmitJob { gpus: Some(GpuCount { gpu_type: None, count: 5 }), ..total };
+        assert_eq!(elastic(&odd, &plain), Err(ESLURM_INVALID_GRES));
+        // --gpus=2-8: GPU-granular, grown on other nodes (so never with --topology=node).
+        let gpus = |min, topo: &str| SubmitJob { gpus: Some(GpuCount { gpu_type: None, count: min }), topology: Some(topo.into()), ..wrap() };
+        let up_to = |max| ElasticRequest { gpus_max: Some(max), ..ElasticRequest::default() };
+        assert_eq!(elastic(&gpus(2, "pod"), &up_to(8)), Ok(Elastic { unit: ElasticUnit::Gpus, min: 2, max: 8, step: 1 }));
+        assert_eq!(elastic(&gpus(2, "node"), &up_to(8)), Err(ESLURM_NOT_SUPPORTED));
+        assert_eq!(elastic(&gpus(2, "any"), &up_to(16)).map(|e| e.max), Ok(16));
+        assert_eq!(elastic(&gpus(4, "any"), &up_to(2)), Err(ESLURM_INVALID_GRES));
+        let ranged = SubmitJob { nodes_min: Some(1), nodes_max: Some(2), ..gpus(2, "any") };
+        assert_eq!(elastic(&ranged, &up_to(8)), Err(ESLURM_INVALID_NODE_COUNT));
+        // Arrays are not elastic.
+        let array = SubmitJob { array: Some(ArraySpec { ranges: vec![ArrayRange { start: 0, end: 1, step: 1 }], max_running: None }), ..nodes(1, Some(2), 8) };
+        assert_eq!(elastic(&array, &plain), Err(ESLURM_NOT_SUPPORTED));
     }
 
     fn code(r: Result<Admitted, Reject>) -> (i32, bool, Vec<String>) {

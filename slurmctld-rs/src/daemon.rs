@@ -92,6 +92,9 @@ pub fn scheduler(
         queue.budget_page_pct = p;
         queue.budget_warn_pct = queue.budget_warn_pct.min(p);
     }
+    if let Some(s) = conf.elastic_grow_interval_s {
+        queue.elastic_grow_interval_s = s;
+    }
     let usage = flotilla_core::fairshare::UsageConfig::from_config(conf)?;
     let mut sched = Scheduler::new(cluster, placement, priority, queue);
     sched.set_usage_config(usage);

@@ -218,6 +218,57 @@ pub struct JobRecord {
     pub tres_per_job: Option<String>,
     /// `TresPerTask=` (`--gpus-per-task`), `gres:gpu[:type]:N`.
     pub tres_per_task: Option<String>,
+    /// The controller's side of an elastic job (`sbatch --elastic`); `None` for a rigid one.
+    pub elastic: Option<ElasticRecord>,
+}
+
+/// An elastic job's signal, grown parts and resize history (the range itself is the spec's
+/// [`flotilla_core::job::Elastic`]).
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct ElasticRecord {
+    /// `--elastic-signal`: the signal number sent to the job's tasks on each membership
+    /// change; `None`: none.
+    pub signal: Option<i32>,
+    /// The running job's grown parts as the core tracks them (restored at recovery).
+    pub grown: Vec<flotilla_core::sched::Growth>,
+    /// Membership changes of the current run, oldest first (`scontrol show job`'s
+    /// `ResizeHistory=`).
+    pub resizes: Vec<Resize>,
+}
+
+/// One membership change of an elastic (or `scontrol update NumNodes=`-shrunk) job.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Resize {
+    /// When (s since epoch).
+    pub time: i64,
+    /// What happened.
+    pub change: ResizeChange,
+    /// The nodes that joined or left.
+    pub nodes: Vec<String>,
+    /// The job's node count after it.
+    pub num_nodes: u32,
+}
+
+/// What a [`Resize`] was.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ResizeChange {
+    /// Grown into free capacity.
+    Grow,
+    /// Grown nodes given back (they left after SIGTERM, or were killed at the deadline).
+    Shrink,
+    /// Nodes lost without notice: a failed node, or `scontrol update NumNodes=`.
+    Lost,
+}
+
+impl ResizeChange {
+    /// The word `scontrol show job` prints.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ResizeChange::Grow => "grow",
+            ResizeChange::Shrink => "shrink",
+            ResizeChange::Lost => "lost",
+        }
+    }
 }
 
 /// `gres:gpu:4`, `gres:gpu:h100:4`: a GPU count as Slurm's `TresPer*` fields show it.

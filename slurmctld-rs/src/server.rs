@@ -636,6 +636,11 @@ async fn name_the_user(req: Request, ident: &Ident, shared: &Shared) -> Request 
             s.user = if may(s.uid) { shared.user_names.name(s.uid).await } else { String::new() };
             Request::SubmitJob(s)
         }
+        Request::SubmitElastic(mut s) => {
+            caller(&mut s.job.uid, &mut s.job.gid);
+            s.job.user = if may(s.job.uid) { shared.user_names.name(s.job.uid).await } else { String::new() };
+            Request::SubmitElastic(s)
+        }
         Request::ServiceCreate(mut c) => {
             caller(&mut c.uid, &mut c.gid);
             c.user = if may(c.uid) { shared.user_names.name(c.uid).await } else { String::new() };

@@ -174,6 +174,14 @@ pub enum AllocOp {
     },
     /// Every allocation of `job_id` is released.
     DeleteJob(u64),
+    /// `job_id`'s allocation on node `node` is released (an elastic job shrank, a node was
+    /// lost).
+    DeleteNode {
+        /// Job.
+        job_id: u64,
+        /// Node name.
+        node: String,
+    },
 }
 
 /// What one commit writes. Jobs are named by id; their records are looked up at commit.
@@ -666,14 +674,15 @@ impl Store {
 
 /// Writes allocation changes in order: an insert adds the `allocations` row and, for whole
 /// GPUs, one `alloc_gpus` row per GPU (whose primary key refuses a GPU bound twice); a delete
-/// drops every row of the job. Consecutive operations of one kind go out together. Errors: the
-/// database's (a GPU bound twice among them).
+/// drops every row of the job (or, for `DeleteNode`, of the job on that node). Consecutive
+/// operations of one kind go out together. Errors: the database's (a GPU bound twice among
+/// them).
 fn write_allocs(db: &dyn Backend, ops: &[AllocOp]) -> Result<(), DbError> {
     const INS: &str = "INSERT INTO allocations (alloc_id, job_id, node, gpu_mask, gpu_milli, cpu_milli, mem_mib, created_at) \
          VALUES (?1,?2,?3,?4,?5,?6,?7,?8)";
     const GPU: &str = "INSERT INTO alloc_gpus (node, gpu, job_id) VALUES (?1, ?2, ?3)";
     for run in ops.chunk_by(|a, b| matches!(a, AllocOp::Insert { .. }) == matches!(b, AllocOp::Insert { .. })) {
-        let (mut ins, mut gpus, mut dels) = (Vec::new(), Vec::new(), Vec::new());
+        let (mut ins, mut gpus, mut dels, mut node_dels) = (Vec::new(), Vec::new(), Vec::new(), Vec::new());
         for op in run {
             match op {
                 AllocOp::Insert { job_id, node, alloc } => {
@@ -697,12 +706,15 @@ fn write_allocs(db: &dyn Backend, ops: &[AllocOp]) -> Result<(), DbError> {
                     }
                 }
                 AllocOp::DeleteJob(job_id) => dels.push(params![*job_id].to_vec()),
+                AllocOp::DeleteNode { job_id, node } => node_dels.push(params![*job_id, node].to_vec()),
             }
         }
         db.exec_many(INS, &ins)?;
         db.exec_many(GPU, &gpus)?;
         db.exec_many("DELETE FROM allocations WHERE job_id = ?1", &dels)?;
         db.exec_many("DELETE FROM alloc_gpus WHERE job_id = ?1", &dels)?;
+        db.exec_many("DELETE FROM allocations WHERE job_id = ?1 AND node = ?2", &node_dels)?;
+        db.exec_many("DELETE FROM alloc_gpus WHERE job_id = ?1 AND node = ?2", &node_dels)?;
     }
     Ok(())
 }

@@ -359,6 +359,7 @@ prop_compose! {
             any::<bool>(),
         ),
         f in (any::<Option<i64>>(), any::<Option<u32>>(), acct(), opt_text(), opt_text(), opt_text()),
+        g in proptest::option::of(elastic_record()),
     ) -> JobRecord {
         JobRecord {
             id: a.0,
@@ -418,6 +419,40 @@ prop_compose! {
             command: f.3,
             tres_per_job: f.4,
             tres_per_task: f.5,
+            elastic: g,
+        }
+    }
+}
+
+prop_compose! {
+    fn elastic_record()(
+        signal in any::<Option<i32>>(),
+        grown in proptest::collection::vec(
+            (proptest::collection::vec(any::<u64>(), 0..3), any::<u64>(), any::<Option<u64>>()),
+            0..3,
+        ),
+        resizes in proptest::collection::vec((any::<i64>(), 0u8..3, texts(), any::<u32>()), 0..3),
+    ) -> flotilla_slurmctld::job::ElasticRecord {
+        use flotilla_slurmctld::job::{ElasticRecord, Resize, ResizeChange};
+        ElasticRecord {
+            signal,
+            grown: grown
+                .into_iter()
+                .map(|(allocs, at, shrinking)| flotilla_core::sched::Growth {
+                    allocs: allocs.into_iter().map(flotilla_core::sched::AllocId).collect(),
+                    at,
+                    shrinking,
+                })
+                .collect(),
+            resizes: resizes
+                .into_iter()
+                .map(|(time, c, nodes, num_nodes)| Resize {
+                    time,
+                    change: [ResizeChange::Grow, ResizeChange::Shrink, ResizeChange::Lost][c as usize],
+                    nodes,
+                    num_nodes,
+                })
+                .collect(),
         }
     }
 }

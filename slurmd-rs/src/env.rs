@@ -310,6 +310,37 @@ pub fn batch_env(
     env
 }
 
+/// Name of an elastic job's membership file in its `user/` directory (`FLOTILLA_NODES_FILE`).
+pub const NODES_FILE: &str = "nodes";
+
+/// First port of elastic jobs' rendezvous endpoints (torchrun's c10d default, 29400); a job
+/// gets `29400 + job_id % 1000` on its first node (`FLOTILLA_RDZV_ENDPOINT`).
+pub const RDZV_PORT_BASE: u16 = 29400;
+
+/// The rendezvous port of `bind`'s job when it is elastic (the controller put
+/// `FLOTILLA_ELASTIC_NNODES` or `FLOTILLA_ELASTIC_NGPUS`, `MIN:MAX`, in its environment).
+pub fn elastic_rdzv_port(bind: &Bind) -> Option<u16> {
+    bind.environment
+        .iter()
+        .any(|(k, _)| k == "FLOTILLA_ELASTIC_NNODES" || k == "FLOTILLA_ELASTIC_NGPUS")
+        .then(|| RDZV_PORT_BASE + (bind.job_id % 1000) as u16)
+}
+
+/// The membership file's text: one node name a line, in the job's order (first: the
+/// rendezvous node, `first` when given); `nodes` is a comma-separated list or a hostlist.
+pub fn nodes_file_text(nodes: &str, first: Option<&str>) -> String {
+    let mut names: Vec<String> = if nodes.contains('[') {
+        flotilla_core::hostlist::expand(nodes).unwrap_or_default()
+    } else {
+        nodes.split(',').filter(|n| !n.is_empty()).map(str::to_string).collect()
+    };
+    if let Some(i) = first.and_then(|f| names.iter().position(|n| n == f)) {
+        let n = names.remove(i);
+        names.insert(0, n);
+    }
+    names.iter().map(|n| format!("{n}\n")).collect()
+}
+
 /// `SLURM_TOPOLOGY_ADDR` and its pattern for `node` under `topology/tree`: the switches from
 /// the top down to the node (`spine.leaf1.gpu01`, `switch.switch.node`); just the node name
 /// (`node`) under any other topology plugin.
@@ -336,6 +367,17 @@ pub fn topology_addr(conf: &flotilla_core::config::ClusterConfig, node: &str) ->
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn membership_file_lists_the_first_node_first() {
+        assert_eq!(nodes_file_text("gpu[01-03]", Some("gpu02")), "gpu02\ngpu01\ngpu03\n");
+        assert_eq!(nodes_file_text("gpu03,gpu01", None), "gpu03\ngpu01\n");
+        let mut b = bind();
+        assert_eq!(elastic_rdzv_port(&b), None);
+        b.job_id = 1234;
+        b.environment.push(("FLOTILLA_ELASTIC_NNODES".into(), "2:4".into()));
+        assert_eq!(elastic_rdzv_port(&b), Some(29634));
+    }
 
     fn bind() -> Bind {
         Bind {

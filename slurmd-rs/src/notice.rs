@@ -123,9 +123,114 @@ pub fn append_as_user(path: &Path, writer: Option<&Writer>, text: &str) -> std::
     }
 }
 
+/// Replaces file `name` in directory `dir` with `text`, atomically, as `writer` (`None`: as
+/// this process, which is not root): a child becomes the user, opens `dir` itself
+/// (`O_DIRECTORY | O_NOFOLLOW`), writes `.<name>.new` there (`O_CREAT | O_TRUNC |
+/// O_NOFOLLOW`, mode 0644) and renames it over `name`, so a reader sees the old file or the
+/// new one, never a part, and the user's directory is only ever touched with her rights.
+/// Used for an elastic job's membership file (`FLOTILLA_NODES_FILE`).
+///
+/// Errors: `name` holds a `/` or a NUL, `dir` is not a directory the user may write, or a
+/// link; the write or the rename fails; no child could be started.
+#[allow(unsafe_code)]
+pub fn replace_as_user(dir: &Path, name: &str, writer: Option<&Writer>, text: &str) -> std::io::Result<()> {
+    use std::os::unix::ffi::OsStrExt;
+    let bad = || std::io::Error::new(std::io::ErrorKind::InvalidInput, "a NUL or a slash in the name");
+    if name.is_empty() || name.contains('/') {
+        return Err(bad());
+    }
+    let cdir = std::ffi::CString::new(dir.as_os_str().as_bytes().to_vec()).map_err(|_| bad())?;
+    let cname = std::ffi::CString::new(name).map_err(|_| bad())?;
+    let ctmp = std::ffi::CString::new(format!(".{name}.new")).map_err(|_| bad())?;
+    let groups: Vec<libc::gid_t> = match writer {
+        Some(w) if w.groups.is_empty() => vec![w.gid],
+        Some(w) => w.groups.clone(),
+        None => Vec::new(),
+    };
+    let bytes = text.as_bytes();
+    // SAFETY: fork(2); the child runs system calls only on data prepared above and leaves
+    // with `_exit` (as in `append_as_user`).
+    let pid = unsafe { libc::fork() };
+    if pid < 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    if pid == 0 {
+        // SAFETY: see above; this is the child.
+        unsafe {
+            let errno = || *libc::__errno_location();
+            if let Some(w) = writer {
+                if libc::setgroups(groups.len(), groups.as_ptr()) != 0 || libc::setgid(w.gid) != 0 || libc::setuid(w.uid) != 0 {
+                    libc::_exit(errno());
+                }
+            }
+            let dfd = libc::open(cdir.as_ptr(), libc::O_RDONLY | libc::O_DIRECTORY | libc::O_NOFOLLOW | libc::O_CLOEXEC);
+            if dfd < 0 {
+                libc::_exit(errno());
+            }
+            let fd = libc::openat(
+                dfd,
+                ctmp.as_ptr(),
+                libc::O_WRONLY | libc::O_CREAT | libc::O_TRUNC | libc::O_NOFOLLOW | libc::O_NONBLOCK | libc::O_CLOEXEC,
+                0o644,
+            );
+            if fd < 0 {
+                libc::_exit(errno());
+            }
+            let mut st: libc::stat = std::mem::zeroed();
+            if libc::fstat(fd, &mut st) != 0 {
+                libc::_exit(errno());
+            }
+            if st.st_mode & libc::S_IFMT != libc::S_IFREG {
+                libc::_exit(libc::EPERM);
+            }
+            let mut off = 0;
+            while off < bytes.len() {
+                let n = libc::write(fd, bytes[off..].as_ptr().cast(), bytes.len() - off);
+                if n < 0 {
+                    if errno() == libc::EINTR {
+                        continue;
+                    }
+                    libc::_exit(errno());
+                }
+                off += n as usize;
+            }
+            if libc::close(fd) != 0 || libc::renameat(dfd, ctmp.as_ptr(), dfd, cname.as_ptr()) != 0 {
+                libc::_exit(errno());
+            }
+            libc::_exit(0);
+        }
+    }
+    let status = loop {
+        match nix::sys::wait::waitpid(nix::unistd::Pid::from_raw(pid), None) {
+            Err(nix::errno::Errno::EINTR) => continue,
+            Err(e) => return Err(e.into()),
+            Ok(s) => break s,
+        }
+    };
+    match status {
+        nix::sys::wait::WaitStatus::Exited(_, 0) => Ok(()),
+        nix::sys::wait::WaitStatus::Exited(_, n) => Err(std::io::Error::from_raw_os_error(n)),
+        other => Err(std::io::Error::other(format!("the file writer ended with {other:?}"))),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The membership file is replaced whole; a link in place of the directory is refused.
+    #[test]
+    fn replace_writes_atomically_and_refuses_links() {
+        let d = tempfile::tempdir().unwrap();
+        replace_as_user(d.path(), "nodes", None, "gpu01\ngpu02\n").unwrap();
+        replace_as_user(d.path(), "nodes", None, "gpu01\n").unwrap();
+        assert_eq!(std::fs::read_to_string(d.path().join("nodes")).unwrap(), "gpu01\n");
+        assert!(!d.path().join(".nodes.new").exists());
+        let link = d.path().join("link");
+        std::os::unix::fs::symlink(d.path(), &link).unwrap();
+        assert!(replace_as_user(&link, "nodes", None, "x").is_err(), "a link to a directory is not followed");
+        assert!(replace_as_user(d.path(), "../x", None, "x").is_err());
+    }
 
     /// A FIFO in place of the output file is refused at once, not waited on.
     #[test]
@@ -186,5 +291,27 @@ mod tests {
         let e = append_as_user(&f, Some(&nobody), "x\n").unwrap_err();
         assert_eq!(e.kind(), std::io::ErrorKind::PermissionDenied, "{e}");
         assert_eq!(std::fs::read_to_string(&f).unwrap(), "root\n");
+    }
+
+    /// As root, the membership file is written by the user: in a directory the user owns it
+    /// is hers; in root's own directory (0755) nothing is written. Needs root.
+    #[test]
+    fn as_root_the_membership_file_is_the_users() {
+        if std::env::var("FLOTILLA_TEST_ROOT").as_deref() != Ok("1") || !nix::unistd::geteuid().is_root() {
+            println!("SKIPPED: set FLOTILLA_TEST_ROOT=1 and run as root to write as another user");
+            return;
+        }
+        use std::os::unix::fs::MetadataExt;
+        let d = tempfile::tempdir().unwrap();
+        std::fs::set_permissions(d.path(), std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+        let nobody = Writer { uid: 65534, gid: 65534, groups: Vec::new() };
+        assert!(replace_as_user(d.path(), "nodes", Some(&nobody), "x\n").is_err());
+        assert!(!d.path().join("nodes").exists() && !d.path().join(".nodes.new").exists());
+        let user = d.path().join("user");
+        std::fs::create_dir(&user).unwrap();
+        std::os::unix::fs::chown(&user, Some(65534), Some(65534)).unwrap();
+        replace_as_user(&user, "nodes", Some(&nobody), "gpu01\n").unwrap();
+        let m = std::fs::metadata(user.join("nodes")).unwrap();
+        assert_eq!((m.uid(), std::fs::read_to_string(user.join("nodes")).unwrap()), (65534, "gpu01\n".to_string()));
     }
 }

@@ -237,6 +237,8 @@ pub static KEYS: &[KeyDoc] = &[
         "Flotilla: program handed each alert/page decision as JSON on stdin."),
     key(Global, "PreemptExemptTime", ValueType::String, Value("00:10:00"),
         "Run time before a job may be preempted (Slurm time string, `time_str2secs`; `-1` = 0)."),
+    key(Global, "ElasticGrowInterval", ValueType::U32, Value("60"),
+        "Flotilla: seconds an elastic job (`sbatch --elastic`) waits after its start and after each membership change before it grows again; each growth takes as many steps as fit in one round."),
     key(Global, "DisableRootJobs", ValueType::Bool, Value("NO"),
         "No job may run as root (uid 0); refused with `Invalid user id`. Partitions may override."),
     key(Global, "AuthAltTypes", ValueType::List, Unset,

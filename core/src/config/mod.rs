@@ -452,6 +452,10 @@ pub struct ClusterConfig {
     /// it and refuses to start on a bad one); `None`: the design's 10 min.
     #[serde(default)]
     pub preempt_exempt_time: Option<String>,
+    /// `ElasticGrowInterval=` (Flotilla, seconds): an elastic job grows at most once per this
+    /// interval; `None`: the core's default (60 s).
+    #[serde(default)]
+    pub elastic_grow_interval_s: Option<u64>,
     /// `DisableRootJobs=YES`: no job may run as uid 0 (partitions may override).
     #[serde(default)]
     pub disable_root_jobs: bool,

@@ -466,6 +466,7 @@ impl Parser {
             }
             "AlertProgram" => c.alert_program = Some(v.str().to_string()),
             "PreemptExemptTime" => c.preempt_exempt_time = Some(v.str().to_string()),
+            "ElasticGrowInterval" => c.elastic_grow_interval_s = Some(v.int()),
             "DisableRootJobs" => c.disable_root_jobs = v.flag(),
             "PrivateData" => c.private_data = lower_list(v.str()),
             "AuthAltTypes" => c.auth_alt_types = lower_list(v.str()),
@@ -965,7 +966,8 @@ mod tests {
              SlurmUser=slurm\nDefMemPerCPU=1024\nKillWait=5\nMinJobAge=60\nMaxJobCount=20000\n\
              MaxArraySize=10001\nSelectType=select/cons_tres\nPriorityType=priority/multifactor\n\
              PreemptType=preempt/qos\nSchedulerType=sched/builtin\nTopologyPlugin=topology/tree\n\
-             StateSaveLocation=/s\nSlurmdSpoolDir=/d/%n\nAlertProgram=/usr/bin/page\nPreemptExemptTime=00:05:00\n",
+             StateSaveLocation=/s\nSlurmdSpoolDir=/d/%n\nAlertProgram=/usr/bin/page\nPreemptExemptTime=00:05:00\n\
+             ElasticGrowInterval=30\n",
         );
         assert_eq!(c.cluster_name, "oracle");
         assert_eq!(
@@ -985,7 +987,8 @@ mod tests {
         assert_eq!(c.slurmd_spool_dir, "/d/%n");
         assert_eq!(c.alert_program.as_deref(), Some("/usr/bin/page"));
         assert_eq!(c.preempt_exempt_time.as_deref(), Some("00:05:00"));
-        assert_eq!(c.raw.len(), 19);
+        assert_eq!(c.elastic_grow_interval_s, Some(30));
+        assert_eq!(c.raw.len(), 20);
         assert_eq!(
             c.raw[1],
             ("SlurmctldHost".to_string(), "vm(127.0.0.1)".to_string())

@@ -4,8 +4,9 @@
 //! - **Grow** (the last stage of a cycle): each running elastic job below its `max`, past
 //!   `elastic_grow_interval_s` since its start or last membership change and with no shrink
 //!   in flight, takes as many `step`s as fit in one round ([`Decision::Grow`]), inside its
-//!   topology set: a `pod` job only in its pod, a GPU-granular `node` job only on its node,
-//!   node-granular jobs by whole members on nodes they do not hold. Growth uses only GPUs
+//!   topology set (a `pod` job only in its pod) and on nodes it does not hold (one
+//!   allocation per node and job): node-granular jobs by whole members, GPU-granular ones by
+//!   `step` GPUs spread as `any`/`pod` requests are. Growth uses only GPUs
 //!   that are free and held by no reservation, after every pending job had its turn in the
 //!   cycle: it takes nothing a pending job needs now, nor anything a held reservation needs
 //!   by its fill time. Its GPUs count against the quota ceiling (`MaxGPUs`) and are always
@@ -238,14 +239,18 @@ impl Scheduler {
                 }
             }
             ElasticUnit::Gpus => {
+                // On nodes the job does not hold: each node of a job holds one allocation (the
+                // controller binds a node once), so a `node` job cannot grow.
                 req.gpus = steps * e.step;
                 match base.topology {
-                    TopologyKind::Node => {
-                        req.topology = TopologyKind::Node;
-                        req.required_nodes = vec![first];
+                    TopologyKind::Node => return None,
+                    TopologyKind::Pod => {
+                        req.required_nodes = pod_nodes().into_iter().filter(|n| !held.contains(n)).collect();
+                        if req.required_nodes.is_empty() {
+                            return None;
+                        }
                     }
-                    TopologyKind::Pod => req.required_nodes = pod_nodes(),
-                    TopologyKind::Any => {}
+                    TopologyKind::Any => req.excluded_nodes.extend(held.iter().copied()),
                 }
             }
         }
@@ -806,8 +811,8 @@ impl Scheduler {
             ));
         }
         let nodes: BTreeSet<NodeId> = r.allocs.iter().map(|a| a.part.node).collect();
-        if e.unit == ElasticUnit::Nodes && nodes.len() != r.allocs.len() {
-            return Err(format!("elastic job {id} has two members on one node"));
+        if nodes.len() != r.allocs.len() {
+            return Err(format!("elastic job {id} has two allocations on one node"));
         }
         for g in &r.grown {
             if g.allocs

@@ -833,7 +833,7 @@ impl RunningJob {
     pub fn size(&self) -> u32 {
         match self.spec.elastic.map(|e| e.unit) {
             Some(crate::job::ElasticUnit::Gpus) => self.gpus(),
-            // One allocation per member node (the core's invariant for node-granular jobs).
+            // One allocation per node (the core's invariant for elastic jobs).
             Some(crate::job::ElasticUnit::Nodes) => self.allocs.len() as u32,
             None => {
                 let mut nodes: Vec<NodeId> = self.allocs.iter().map(|a| a.part.node).collect();

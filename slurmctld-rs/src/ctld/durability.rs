@@ -64,8 +64,10 @@ pub(super) fn class(req: &Request) -> Class {
         | Request::DiagReset
         | Request::AcctMgrShow
         | Request::QueryShares(_)
-        | Request::QueryPriorities(_) => Class::Query,
+        | Request::QueryPriorities(_)
+        | Request::QueryElastic { .. } => Class::Query,
         Request::SubmitJob(_)
+        | Request::SubmitElastic(_)
         | Request::HoldRelease(_)
         | Request::Requeue(_)
         | Request::UpdateJob(_)
@@ -190,7 +192,7 @@ impl Controller {
             b.steps.remove(&rid);
             b.scripts.retain(|(j, _, _)| *j != rid);
             b.allocs.retain(|op| match op {
-                AllocOp::Insert { job_id, .. } | AllocOp::DeleteJob(job_id) => *job_id != rid,
+                AllocOp::Insert { job_id, .. } | AllocOp::DeleteJob(job_id) | AllocOp::DeleteNode { job_id, .. } => *job_id != rid,
             });
             b.step_rows.retain(|s| s.job_id != rid);
             b.acct_rows.retain(|a| a.job.job_id != rid);

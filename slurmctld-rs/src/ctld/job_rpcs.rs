@@ -20,7 +20,17 @@ use std::collections::BTreeSet;
 use tracing::{debug, info, info_span, warn};
 
 impl Controller {
-    pub(super) fn submit(&mut self, ident: Ident, mut s: SubmitJob, now: i64) -> Response {
+    pub(super) fn submit(&mut self, ident: Ident, s: SubmitJob, now: i64) -> Response {
+        self.submit_with(ident, s, None, now)
+    }
+
+    /// `sbatch --elastic`: [`Controller::submit`] with the elastic range
+    /// ([`admission::elastic_of`] checks it).
+    pub(super) fn submit_elastic(&mut self, ident: Ident, s: flotilla_proto::SubmitElastic, now: i64) -> Response {
+        self.submit_with(ident, s.job, Some(&s.elastic), now)
+    }
+
+    fn submit_with(&mut self, ident: Ident, mut s: SubmitJob, elastic: Option<&flotilla_proto::ElasticRequest>, now: i64) -> Response {
         if !self.sched.accounting().checks_jobs() {
             let default = self.opts.admission.default_accounts.get(&s.user).map(String::as_str);
             let named = s.account.as_deref().unwrap_or("");
@@ -37,7 +47,13 @@ impl Controller {
         if self.jobs.len() as u64 >= self.opts.max_job_count {
             return Response::Error(SlurmError::new(ESLURM_MAX_JOB_COUNT));
         }
-        match admission::admit(&s, self.sched.cluster(), &self.opts.admission, now) {
+        let admitted = admission::admit(&s, self.sched.cluster(), &self.opts.admission, now).and_then(|mut a| {
+            if let Some(e) = elastic {
+                admission::elastic_of(&s, e, self.sched.cluster(), &mut a.record).map_err(Reject::BeforeId)?;
+            }
+            Ok(a)
+        });
+        match admitted {
             Err(Reject::BeforeId(e)) => Response::Error(e),
             Err(Reject::AfterId { error, failed }) => {
                 let id = self.take_id();
@@ -579,7 +595,15 @@ impl Controller {
             updated.push((id, rec, new_dep));
         }
         for (id, rec, new_dep) in updated {
+            let resize = (rec.state == JobState::Running)
+                .then(|| u.changes.iter().find_map(|c| if let JobChange::NumNodes(n) = c { Some(*n) } else { None }))
+                .flatten();
+            let core = rec.spec.id;
             self.jobs.insert(id, rec);
+            if let Some(size) = resize {
+                info!(job = id, size, "scontrol update NumNodes= on a running job");
+                self.core_event(CoreEvent::Resize { job: core, size }, now);
+            }
             match new_dep {
                 Some(Some(d)) => {
                     self.deps.insert(id, d);
@@ -645,6 +669,7 @@ fn apply_changes(
                 need_pending(pending)?;
                 change_gres(rec, g)?;
             }
+            JobChange::NumNodes(n) if rec.state == JobState::Running => running_num_nodes(rec, *n)?,
             JobChange::NumNodes(n) => {
                 need_pending(pending)?;
                 if *n == 0 {
@@ -708,10 +733,31 @@ fn apply_changes(
         }
     }
     // The shape after the changes passes admission's checks, as at submission.
-    if changes.iter().any(|c| matches!(c, JobChange::Gres(_) | JobChange::NumNodes(_) | JobChange::Partition(_))) {
+    if pending && changes.iter().any(|c| matches!(c, JobChange::Gres(_) | JobChange::NumNodes(_) | JobChange::Partition(_))) {
         admission::check_shape(&rec.spec.request, sched.cluster(), rec.spec.partition)?;
     }
     Ok(access_changed)
+}
+
+/// `scontrol update JobId= NumNodes=N` on a running job (Slurm 22.05 `_update_job`: a running
+/// job's node count may only go down, releasing nodes at once). For an elastic job N is its
+/// new maximum, within its range (`MIN <= N <= MAX`; as for any running job it never goes
+/// up, `ESLURM_INVALID_NODE_COUNT`), and growth above it is shrunk with notice (SIGTERM, the
+/// deadline, SIGKILL); a GPU-granular elastic job has no node count to set
+/// (`ESLURM_NOT_SUPPORTED`). The core carries it out (`Event::Resize`, sent by
+/// [`Controller::update`]).
+fn running_num_nodes(rec: &mut JobRecord, n: u32) -> Result<(), SlurmError> {
+    use flotilla_core::job::ElasticUnit;
+    match rec.spec.elastic.as_mut() {
+        Some(e) if e.unit == ElasticUnit::Gpus => Err(SlurmError::new(ESLURM_NOT_SUPPORTED)),
+        Some(e) if n < e.min || n > e.max => Err(SlurmError::new(ESLURM_INVALID_NODE_COUNT)),
+        Some(e) => {
+            e.max = n;
+            Ok(())
+        }
+        None if n == 0 || n > rec.nodes.len() as u32 => Err(SlurmError::new(ESLURM_INVALID_NODE_COUNT)),
+        None => Ok(()),
+    }
 }
 
 /// `scontrol update job TimeLimit=`: a user may not raise a pending job's limit above its

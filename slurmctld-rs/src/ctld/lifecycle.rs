@@ -93,8 +93,8 @@ impl Controller {
                         stopping: rec.service.is_some() && rec.stopping.is_some(),
                         last_checkpoint: rec.last_checkpoint_ack.map(|t| t.max(0) as u64),
                         preempt_deadline: preempting.and_then(|s| s.kill_at).map(|t| t.max(0) as u64),
-                        grown: Vec::new(),
-                        resized_at: None,
+                        grown: rec.elastic.as_ref().map(|e| e.grown.clone()).unwrap_or_default(),
+                        resized_at: rec.elastic.as_ref().and_then(|e| e.resizes.last()).map(|r| r.time.max(0) as u64),
                     };
                     match rec.service {
                         Some(s) => self.sched.restore_replica(flotilla_core::sched::ServiceId(s), running),
@@ -276,6 +276,7 @@ impl Controller {
     /// daemons, finished jobs past `MinJobAge`.
     fn tick(&mut self, now: i64) {
         self.tick_jobs(now);
+        self.tick_shrinks(now);
         self.tick_nodes(now);
         self.purge_finished(now);
     }
@@ -443,11 +444,9 @@ impl Controller {
                     self.bind_replica(service, to, allocs, now);
                     self.stop_replica(from, now);
                 }
-                // Admission does not take elastic jobs yet, and the controller sends no
-                // resize: nothing decides these here.
-                Decision::Grow { job, .. } | Decision::Shrink { job, .. } | Decision::MembersLost { job, .. } => {
-                    error!(job = job.0, "elastic decision for a controller without elastic jobs");
-                }
+                Decision::Grow { job, allocs } => self.grow_job(job.0, allocs, now),
+                Decision::Shrink { job, allocs, deadline, .. } => self.shrink_job(job.0, &allocs, deadline, now),
+                Decision::MembersLost { job, allocs, reason } => self.members_lost(job.0, &allocs, &reason, now),
             }
         }
     }
@@ -565,7 +564,7 @@ impl Controller {
             user: rec.user.clone(),
             script,
             argv: rec.argv.clone(),
-            environment: serde_json::from_str(&env).unwrap_or_default(),
+            environment: elastic_env(serde_json::from_str(&env).unwrap_or_default(), rec.spec.elastic.as_ref()),
             work_dir: rec.work_dir.clone(),
             stdout: rec.stdout.clone(),
             stderr: rec.stderr.clone(),
@@ -664,4 +663,20 @@ impl Controller {
             }
         }
     }
+}
+
+/// An elastic job's environment gets its range as torchrun's `--nnodes=MIN:MAX` takes it:
+/// `FLOTILLA_ELASTIC_NNODES=2:4` (or `FLOTILLA_ELASTIC_NGPUS=` for a GPU-granular job); the
+/// batch host's daemon then adds `FLOTILLA_RDZV_ENDPOINT` and `FLOTILLA_NODES_FILE`. A rigid
+/// job's environment is left as it was submitted.
+fn elastic_env(mut env: Vec<(String, String)>, e: Option<&flotilla_core::job::Elastic>) -> Vec<(String, String)> {
+    if let Some(e) = e {
+        let key = match e.unit {
+            flotilla_core::job::ElasticUnit::Nodes => "FLOTILLA_ELASTIC_NNODES",
+            flotilla_core::job::ElasticUnit::Gpus => "FLOTILLA_ELASTIC_NGPUS",
+        };
+        env.retain(|(k, _)| k != "FLOTILLA_ELASTIC_NNODES" && k != "FLOTILLA_ELASTIC_NGPUS");
+        env.push((key.to_string(), format!("{}:{}", e.min, e.max)));
+    }
+    env
 }

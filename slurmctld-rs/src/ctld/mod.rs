@@ -35,6 +35,7 @@ mod acctmgr;
 mod arrays;
 mod diag;
 mod durability;
+mod elastic;
 mod job_rpcs;
 mod lifecycle;
 mod metrics;
@@ -434,6 +435,17 @@ impl Controller {
                 self.diag.rpc("REQUEST_JOB_INFO", ident.uid, t.elapsed().as_micros() as u64);
                 self.answers.push((reply, resp));
             }
+            // `scontrol show job`'s second half (Slurm answers the whole record in one
+            // REQUEST_JOB_INFO): not counted on its own, so that sdiag and the metrics read
+            // as they did before elastic jobs.
+            Event::Rpc {
+                req: Request::QueryElastic { job_ids },
+                reply,
+                ident,
+            } => {
+                let resp = Response::Elastic(self.query_elastic(ident, &job_ids));
+                self.answers.push((reply, resp.into()));
+            }
             Event::Rpc { ident, req, reply } => {
                 *self.stats.rpc.entry(req.kind()).or_default() += 1;
                 let (kind, t) = (req.kind(), std::time::Instant::now());
@@ -479,6 +491,8 @@ impl Controller {
     fn rpc(&mut self, ident: Ident, req: Request, now: i64) -> Response {
         match req {
             Request::SubmitJob(s) => self.submit(ident, *s, now),
+            Request::SubmitElastic(s) => self.submit_elastic(ident, *s, now),
+            Request::QueryElastic { job_ids } => Response::Elastic(self.query_elastic(ident, &job_ids)),
             Request::CancelJob(c) => self.cancel(ident, c, now),
             Request::HoldRelease(h) => self.hold_release(ident, h, now),
             Request::Requeue(r) => self.requeue_rpc(ident, r, now),
@@ -617,6 +631,12 @@ fn reset_for_requeue(rec: &mut JobRecord, hold: bool) {
     rec.exit_signal = 0;
     rec.reason = None;
     rec.acct.eligible_time = None;
+    // An elastic job starts again at its minimum: a new run, a new history.
+    if let Some(e) = rec.elastic.as_mut() {
+        e.grown.clear();
+        e.resizes.clear();
+    }
+    rec.num_nodes = rec.spec.request.nodes.unwrap_or(rec.num_nodes);
     if hold {
         rec.spec.held = Some(HoldKind::User);
         rec.reason = Some(REQUEUE_HOLD_REASON.into());

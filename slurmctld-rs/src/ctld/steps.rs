@@ -47,6 +47,9 @@ struct RunningStep {
     overlap: bool,
     ntasks: u32,
     start_time: i64,
+    /// An elastic job's step: its launch as sent to its first node (layout of every node it
+    /// ever ran on), to start it on the nodes that join ([`Controller::extend_steps`]).
+    launch: Option<Box<LaunchStep>>,
 }
 
 /// What one node of the job offers a step.
@@ -208,6 +211,36 @@ pub fn layout(req: &StepRequest, offers: &[NodeOffer], job: JobDefaults) -> Resu
     })
 }
 
+impl StepTable {
+    /// Nodes left job `job_id` (an elastic shrink, a lost member): `keep[i]` says whether the
+    /// job's node `i` stays. The running steps' node indices follow the job's shorter node
+    /// list; a step's part on a leaving node is dropped (its tasks there are killed with the
+    /// job's processes on that node, and its srun reports them).
+    pub fn nodes_left(&mut self, job_id: u64, keep: &[bool]) {
+        let Some(t) = self.jobs.get_mut(&job_id) else { return };
+        // New index of each kept node.
+        let mut new_index = Vec::with_capacity(keep.len());
+        let mut next = 0usize;
+        for &k in keep {
+            new_index.push(k.then_some(next));
+            next += usize::from(k);
+        }
+        for s in t.running.values_mut() {
+            let mut nodes = Vec::new();
+            let mut cpus = Vec::new();
+            let mut gpus = Vec::new();
+            for ((&n, &c), &g) in s.nodes.iter().zip(&s.cpus).zip(&s.gpus) {
+                if let Some(Some(i)) = new_index.get(n) {
+                    nodes.push(*i);
+                    cpus.push(c);
+                    gpus.push(g);
+                }
+            }
+            (s.nodes, s.cpus, s.gpus) = (nodes, cpus, gpus);
+        }
+    }
+}
+
 impl Controller {
     /// `REQUEST_JOB_STEP_CREATE`: lays the step out, records it, and sends each node its
     /// `LaunchStep` (after the commit, with the reply).
@@ -282,6 +315,7 @@ impl Controller {
             overlap: req.overlap,
             ntasks,
             start_time: now,
+            launch: None,
         };
         table.running.insert(step_id, running);
         let nodes_str = compress_sorted(&layout.nodes);
@@ -296,6 +330,7 @@ impl Controller {
             end_time: None,
             nodes: nodes_str,
         });
+        let elastic = rec.spec.elastic.is_some();
         let launch_base = LaunchStep {
             layout: layout.clone(),
             node_index: 0,
@@ -322,7 +357,55 @@ impl Controller {
             m.task_gpus = placed.task_gpus[k].clone();
             self.send(name, CtlToNode::LaunchStep(Box::new(m)));
         }
+        if elastic {
+            if let Some(s) = self.steps.jobs.get_mut(&req.job_id).and_then(|t| t.running.get_mut(&step_id)) {
+                let mut base = launch_base;
+                base.task_gpus = placed.task_gpus.first().cloned().unwrap_or_default();
+                s.launch = Some(Box::new(base));
+            }
+        }
         Response::StepCreated(layout)
+    }
+
+    /// An elastic job grew from `old_len` nodes: each of its steps that ran on every member
+    /// (the job's launch command, `srun torchrun ...`) is started on the nodes that joined,
+    /// with the same arguments, as workers of the same step: as many tasks on each new node
+    /// as on the step's first node, task ids after the step's last, each with the job's GPUs
+    /// on that node. The step's `srun` takes their connections as they come.
+    pub(super) fn extend_steps(&mut self, job_id: u64, old_len: usize) {
+        let Some(rec) = self.jobs.get(&job_id) else { return };
+        let names = rec.nodes.clone();
+        let cpus_per_node: Vec<u32> = rec.allocs.iter().map(|a| (a.part.cpu_milli / 1000) as u32).collect();
+        let gpus_per_node: Vec<u64> = rec.allocs.iter().map(|a| a.part.gpus.0).collect();
+        let Some(t) = self.steps.jobs.get_mut(&job_id) else { return };
+        let mut out = Vec::new();
+        for s in t.running.values_mut() {
+            let Some(base) = s.launch.as_mut() else { continue };
+            if s.nodes.len() != old_len {
+                continue;
+            }
+            let per_node = base.layout.tasks.first().map_or(1, |t| t.len() as u32);
+            let cpt = base.layout.cpus_per_task.max(1);
+            base.job_nodes = compress_sorted(&names);
+            base.job_cpus_per_node = cpus_per_node.clone();
+            for i in old_len..names.len() {
+                let first = base.layout.ntasks();
+                base.layout.nodes.push(names[i].clone());
+                base.layout.tasks.push((first..first + per_node).collect());
+                s.nodes.push(i);
+                s.cpus.push(if s.overlap { 0 } else { per_node * cpt });
+                s.gpus.push(0);
+                s.ntasks += per_node;
+                let mut m = (**base).clone();
+                m.node_index = (base.layout.nodes.len() - 1) as u32;
+                m.task_gpus = vec![gpus_per_node[i]; per_node as usize];
+                info!(job = job_id, step = m.layout.step_id, node = %names[i], tasks = per_node, "elastic step extended to a new member");
+                out.push((names[i].clone(), m));
+            }
+        }
+        for (n, m) in out {
+            self.send(&n, CtlToNode::LaunchStep(Box::new(m)));
+        }
     }
 
     /// `REQUEST_STEP_COMPLETE`: the step's row gets its end; its CPUs and GPUs are free.
@@ -468,6 +551,28 @@ impl Controller {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A step over a job's nodes 0, 1 and 3 after node 1 left: its part there is dropped and
+    /// node 3 is now the job's node 2.
+    #[test]
+    fn steps_follow_nodes_leaving_the_job() {
+        let mut t = StepTable::default();
+        let step = RunningStep {
+            name: "s".into(),
+            nodes: vec![0, 1, 3],
+            cpus: vec![1, 2, 3],
+            gpus: vec![1, 2, 4],
+            overlap: false,
+            ntasks: 3,
+            start_time: 0,
+            launch: None,
+        };
+        t.jobs.entry(7).or_default().running.insert(0, step);
+        t.nodes_left(7, &[true, false, true, true]);
+        let s = &t.jobs[&7].running[&0];
+        assert_eq!((s.nodes.clone(), s.cpus.clone(), s.gpus.clone()), (vec![0, 2], vec![1, 3], vec![1, 4]));
+        t.nodes_left(8, &[false]);
+    }
 
     fn offers(n: usize, cpus: u32, gpus: u64) -> Vec<NodeOffer> {
         (0..n)

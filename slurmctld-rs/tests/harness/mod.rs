@@ -540,7 +540,7 @@ impl Harness {
             CtlToNode::AckExits { job_ids } => {
                 self.nodes.get_mut(node).unwrap().unacked.retain(|e| !job_ids.contains(&e.job_id));
             }
-            CtlToNode::StopNotice { .. } | CtlToNode::SignalSteps { .. } | CtlToNode::LaunchStep(_) => {}
+            CtlToNode::StopNotice { .. } | CtlToNode::SignalSteps { .. } | CtlToNode::LaunchStep(_) | CtlToNode::Membership { .. } => {}
         }
     }
 
@@ -741,6 +741,23 @@ pub fn describe_request(r: &Request) -> String {
             c.name, c.gpus_per_replica, c.desired_replicas, c.min_replicas, c.max_replicas, c.priority
         ),
         Request::ServiceScale { id, replicas } => format!("sdeploy scale {id} --replicas={replicas}"),
+        Request::SubmitElastic(s) => {
+            let e = &s.elastic;
+            let mut out = describe_request(&Request::SubmitJob(Box::new(s.job.clone())));
+            let range = match (e.gpus_max, s.job.nodes_min, s.job.nodes_max) {
+                (Some(max), _, _) => format!(" --gpus={}-{max}", s.job.gpus.as_ref().map_or(0, |g| g.count)),
+                (None, Some(a), Some(b)) => format!(" -N {a}-{b}"),
+                _ => String::new(),
+            };
+            out = out.replacen("sbatch", &format!("sbatch --elastic{range}"), 1);
+            if let Some(k) = e.step {
+                write!(out, " --elastic-step={k}").unwrap();
+            }
+            if let Some(sig) = e.signal {
+                write!(out, " --elastic-signal={}", signame(sig)).unwrap();
+            }
+            out
+        }
         other => format!("{other:?}"),
     }
 }
@@ -813,6 +830,7 @@ pub fn describe_ctl_msg(m: &CtlToNode, t0: i64) -> String {
             format!("signal job {job_id} {}{}", signame(*signal), if *batch_only { " (batch step)" } else { "" })
         }
         CtlToNode::SignalSteps { job_id, signal } => format!("signal steps of job {job_id} {}", signame(*signal)),
+        CtlToNode::Membership { job_id, nodes } => format!("members of job {job_id}: {nodes}"),
         CtlToNode::Kill { job_id } => format!("kill job {job_id} (SIGKILL)"),
         CtlToNode::AckExits { job_ids } => format!("exits acknowledged {job_ids:?}"),
         CtlToNode::StopNotice { job_id, at, cause } => format!(

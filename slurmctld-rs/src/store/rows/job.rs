@@ -4,9 +4,9 @@
 
 use super::sched::{AllocationRow, JobSpecRow};
 use crate::acct::AcctInfo;
-use crate::job::{JobRecord, JobState, StopWhy, Stopping};
+use crate::job::{ElasticRecord, JobRecord, JobState, Resize, ResizeChange, StopWhy, Stopping};
 use flotilla_core::job::JobSpec;
-use flotilla_core::sched::Allocation;
+use flotilla_core::sched::{AllocId, Allocation, Growth};
 use flotilla_proto::{ArrayTasks, SignalSpec};
 use serde::{Deserialize, Serialize};
 
@@ -181,6 +181,124 @@ pub struct JobRow {
     /// `TresPerTask=`.
     #[serde(rename = "tres_per_task", default)]
     pub tres_per_task: Option<String>,
+    /// An elastic job's signal, grown parts and resize history; absent for a rigid job.
+    #[serde(rename = "elastic", default, skip_serializing_if = "Option::is_none")]
+    pub elastic: Option<ElasticRecordRow>,
+}
+
+/// [`ElasticRecord`].
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ElasticRecordRow {
+    /// `--elastic-signal` number.
+    #[serde(rename = "signal", default)]
+    pub signal: Option<i32>,
+    /// Grown parts: allocation ids, when (s), shrink deadline (s).
+    #[serde(rename = "grown", default)]
+    pub grown: Vec<GrowthRow>,
+    /// Resize history.
+    #[serde(rename = "resizes", default)]
+    pub resizes: Vec<ResizeRow>,
+}
+
+/// [`flotilla_core::sched::Growth`].
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct GrowthRow {
+    /// Allocation ids.
+    #[serde(rename = "allocs")]
+    pub allocs: Vec<u64>,
+    /// When grown (s).
+    #[serde(rename = "at")]
+    pub at: u64,
+    /// Shrink deadline (s), when shrinking.
+    #[serde(rename = "shrinking", default)]
+    pub shrinking: Option<u64>,
+}
+
+/// [`Resize`].
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ResizeRow {
+    /// When (s since epoch).
+    #[serde(rename = "time")]
+    pub time: i64,
+    /// `grow`, `shrink` or `lost`.
+    #[serde(rename = "change")]
+    pub change: ResizeChangeRow,
+    /// Nodes that joined or left.
+    #[serde(rename = "nodes")]
+    pub nodes: Vec<String>,
+    /// Node count after.
+    #[serde(rename = "num_nodes")]
+    pub num_nodes: u32,
+}
+
+/// [`ResizeChange`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub enum ResizeChangeRow {
+    /// Grown.
+    #[serde(rename = "grow")]
+    Grow,
+    /// Shrunk.
+    #[serde(rename = "shrink")]
+    Shrink,
+    /// Lost.
+    #[serde(rename = "lost")]
+    Lost,
+}
+
+impl From<&ElasticRecord> for ElasticRecordRow {
+    fn from(e: &ElasticRecord) -> Self {
+        let ElasticRecord { signal, grown, resizes } = e;
+        ElasticRecordRow {
+            signal: *signal,
+            grown: grown
+                .iter()
+                .map(|g| {
+                    let Growth { allocs, at, shrinking } = g;
+                    GrowthRow { allocs: allocs.iter().map(|a| a.0).collect(), at: *at, shrinking: *shrinking }
+                })
+                .collect(),
+            resizes: resizes
+                .iter()
+                .map(|r| {
+                    let Resize { time, change, nodes, num_nodes } = r;
+                    let change = match change {
+                        ResizeChange::Grow => ResizeChangeRow::Grow,
+                        ResizeChange::Shrink => ResizeChangeRow::Shrink,
+                        ResizeChange::Lost => ResizeChangeRow::Lost,
+                    };
+                    ResizeRow { time: *time, change, nodes: nodes.clone(), num_nodes: *num_nodes }
+                })
+                .collect(),
+        }
+    }
+}
+
+impl From<ElasticRecordRow> for ElasticRecord {
+    fn from(e: ElasticRecordRow) -> Self {
+        let ElasticRecordRow { signal, grown, resizes } = e;
+        ElasticRecord {
+            signal,
+            grown: grown
+                .into_iter()
+                .map(|g| {
+                    let GrowthRow { allocs, at, shrinking } = g;
+                    Growth { allocs: allocs.into_iter().map(AllocId).collect(), at, shrinking }
+                })
+                .collect(),
+            resizes: resizes
+                .into_iter()
+                .map(|r| {
+                    let ResizeRow { time, change, nodes, num_nodes } = r;
+                    let change = match change {
+                        ResizeChangeRow::Grow => ResizeChange::Grow,
+                        ResizeChangeRow::Shrink => ResizeChange::Shrink,
+                        ResizeChangeRow::Lost => ResizeChange::Lost,
+                    };
+                    Resize { time, change, nodes, num_nodes }
+                })
+                .collect(),
+        }
+    }
 }
 
 /// A job state, by its variant name (`"Pending"`, `"NodeFail"`; not Slurm's upper-case name).
@@ -568,6 +686,7 @@ impl From<&JobRecord> for JobRow {
             command,
             tres_per_job,
             tres_per_task,
+            elastic,
         } = r;
         JobRow {
             id: *id,
@@ -626,6 +745,7 @@ impl From<&JobRecord> for JobRow {
             command: command.clone(),
             tres_per_job: tres_per_job.clone(),
             tres_per_task: tres_per_task.clone(),
+            elastic: elastic.as_ref().map(ElasticRecordRow::from),
         }
     }
 }
@@ -689,6 +809,7 @@ impl From<JobRow> for JobRecord {
             command,
             tres_per_job,
             tres_per_task,
+            elastic,
         } = r;
         // The spec's QOS is the record's (stored once).
         let mut spec = JobSpec::from(spec);
@@ -750,6 +871,7 @@ impl From<JobRow> for JobRecord {
             command,
             tres_per_job,
             tres_per_task,
+            elastic: elastic.map(ElasticRecord::from),
         }
     }
 }

@@ -558,6 +558,7 @@ impl Daemon {
                     let n = self.steps.signal_job(job_id, signal);
                     info!(job = job_id, signal, tasks = n, "signal delivered to step tasks");
                 }
+                CtlToNode::Membership { job_id, nodes } => self.membership(job_id, &nodes),
             },
             Event::Health(verdict, events) => self.health(verdict, events),
         }
@@ -657,7 +658,16 @@ impl Daemon {
         chown(dir.script(), owner.0, owner.1)?;
 
         let ack = dir.checkpoint_ack().to_string_lossy().into_owned();
-        let env = env::batch_env(bind, details.as_ref(), &self.facts, &user, &ack);
+        let mut env = env::batch_env(bind, details.as_ref(), &self.facts, &user, &ack);
+        if let Some(port) = env::elastic_rdzv_port(bind) {
+            // An elastic job: its rendezvous endpoint on this, its first, node, and its
+            // membership file, written as the user before the script starts.
+            let file = dir.user_dir().join(env::NODES_FILE);
+            let writer = flotilla_slurmd::notice::Writer { uid: bind.uid, gid: bind.gid, groups: groups.clone() };
+            flotilla_slurmd::notice::replace_as_user(&dir.user_dir(), env::NODES_FILE, Some(&writer), &env::nodes_file_text(&bind.nodes, Some(&self.facts.node)))?;
+            env.push(("FLOTILLA_NODES_FILE".into(), file.to_string_lossy().into_owned()));
+            env.push(("FLOTILLA_RDZV_ENDPOINT".into(), format!("{}:{port}", self.host)));
+        }
         let vars = PatternVars {
             job_id: bind.job_id,
             array: bind.array,
@@ -732,6 +742,25 @@ impl Daemon {
             std::thread::sleep(Duration::from_millis(2));
         }
         Ok(())
+    }
+
+    /// An elastic job's members changed: its membership file on this, its batch, host is
+    /// rewritten as the job's user (never by root: the directory is the user's).
+    fn membership(&mut self, job_id: u64, nodes: &str) {
+        let Some(e) = self.jobs.iter().find(|((j, _), e)| *j == job_id && e.batch).map(|(_, e)| e) else {
+            debug!(job = job_id, "membership of a job whose batch host is elsewhere: ignored");
+            return;
+        };
+        let Ok(Some(jf)) = spool::read_json::<JobFile>(&e.dir.job_file()) else { return };
+        if !jf.env.iter().any(|(k, _)| k == "FLOTILLA_NODES_FILE") {
+            return;
+        }
+        let writer = flotilla_slurmd::notice::Writer { uid: jf.bind.uid, gid: jf.bind.gid, groups: jf.groups.clone() };
+        let text = env::nodes_file_text(nodes, None);
+        match flotilla_slurmd::notice::replace_as_user(&e.dir.user_dir(), env::NODES_FILE, Some(&writer), &text) {
+            Ok(()) => info!(job = job_id, nodes, "membership file rewritten"),
+            Err(err) => warn!(job = job_id, "membership file not written: {err}"),
+        }
     }
 
     fn signal(&mut self, job_id: u64, signal: i32, batch_only: bool) {
