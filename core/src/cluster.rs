@@ -350,6 +350,11 @@ pub struct Cluster {
     /// controller's time). A `BTreeMap`: no hashing seed in the core.
     #[serde(skip)]
     by_name: std::collections::BTreeMap<String, u32>,
+    /// The most GPUs on a node of each partition ([`Cluster::node_size`]), built with
+    /// `index`: the reserve stage asks it for every blocked job, and a scan of a
+    /// 10,000-node partition per job made a cycle over 100,000 pending jobs quadratic.
+    #[serde(skip)]
+    part_node_size: Vec<u32>,
 }
 
 /// A description of one node used to build clusters directly (tests, simulator).
@@ -435,8 +440,8 @@ impl Cluster {
         c
     }
 
-    /// Builds a cluster from node descriptions, with one partition `all` (default) holding every
-    /// node. Pods are created in order of first appearance.
+    /// Builds a cluster from node descriptions, without partitions (add them with
+    /// [`Cluster::add_partition`]). Pods are created in order of first appearance.
     pub fn from_specs(specs: &[NodeSpec]) -> Cluster {
         let mut c = Cluster {
             nodes: Vec::with_capacity(specs.len()),
@@ -445,6 +450,7 @@ impl Cluster {
             index: BTreeSet::new(),
             index_key: Vec::new(),
             by_name: std::collections::BTreeMap::new(),
+            part_node_size: Vec::new(),
         };
         let mut pod_ids = std::collections::BTreeMap::new();
         for (i, s) in specs.iter().enumerate() {
@@ -499,6 +505,9 @@ impl Cluster {
             default_topology: crate::config::TopologyKind::Any,
             sub_node_pool: false,
         });
+        if self.part_node_size.len() + 1 == self.partitions.len() {
+            self.part_node_size.push(self.scan_node_size(pid));
+        }
         pid
     }
 
@@ -579,8 +588,22 @@ impl Cluster {
             .count()
     }
 
+    /// The most GPUs on a node of partition `part` (0 for an empty one): the node size of
+    /// whole-node rules. O(1) through the index, a scan when it is not built.
+    pub fn node_size(&self, part: PartId) -> u32 {
+        if let Some(&n) = self.part_node_size.get(part.0 as usize).filter(|_| self.part_node_size.len() == self.partitions.len()) {
+            return n;
+        }
+        self.scan_node_size(part)
+    }
+
+    fn scan_node_size(&self, part: PartId) -> u32 {
+        self.partitions[part.0 as usize].nodes.iter().map(|&n| self.node(n).gpus).max().unwrap_or(0)
+    }
+
     fn rebuild_index(&mut self) {
         self.by_name = self.nodes.iter().enumerate().map(|(i, n)| (n.name.clone(), i as u32)).collect();
+        self.part_node_size = (0..self.partitions.len()).map(|p| self.scan_node_size(PartId(p as u32))).collect();
         self.index.clear();
         self.index_key = vec![0; self.nodes.len()];
         for i in 0..self.nodes.len() {
@@ -756,6 +779,36 @@ mod tests {
         // 3 GPUs: lowest indices.
         assert_eq!(free.choose(3, 8), Some(GpuMask(0b0001_1100)));
         assert_eq!(free.choose(7, 8), None);
+    }
+
+    #[test]
+    fn node_size_is_cached_per_partition_and_matches_a_scan() {
+        let spec = |name: &str, gpus: u32| NodeSpec {
+            name: name.into(),
+            gpus,
+            gpu_type: None,
+            cpu_milli: 64_000,
+            mem_mib: 1024,
+            pod: "p".into(),
+        };
+        let mut c = Cluster::from_specs(&[spec("a", 4), spec("b", 8), spec("c", 2), spec("d", 0)]);
+        let all = c.add_partition("all", (0..4).map(NodeId).collect(), true);
+        let small = c.add_partition("small", vec![NodeId(0), NodeId(2)], false);
+        let none = c.add_partition("cpu", vec![NodeId(3)], false);
+        let empty = c.add_partition("empty", vec![], false);
+        assert_eq!(c.part_node_size.len(), c.partitions.len(), "every partition cached");
+        for (p, want) in [(all, 8), (small, 4), (none, 0), (empty, 0)] {
+            assert_eq!(c.node_size(p), want);
+            assert_eq!(c.node_size(p), c.scan_node_size(p));
+        }
+        // A partition pushed without add_partition, or a cluster without its index (as
+        // deserialized), is scanned instead of read from a stale cache.
+        c.partitions.push(Partition { name: "raw".into(), nodes: vec![NodeId(1)], ..c.partitions[small.0 as usize].clone() });
+        assert_eq!(c.node_size(PartId(4)), 8);
+        assert_eq!(c.node_size(small), 4);
+        let mut bare = c.clone();
+        bare.part_node_size.clear();
+        assert_eq!(bare.node_size(all), 8);
     }
 
     #[test]
