@@ -290,12 +290,14 @@ impl Node {
 
     /// True when the node's GPUs may take the given model constraint (`None` = any model).
     pub fn gpu_type_ok(&self, allowed: &[String]) -> bool {
-        allowed.is_empty()
-            || self
-                .gpu_type
-                .as_deref()
-                .is_some_and(|t| allowed.iter().any(|a| a.eq_ignore_ascii_case(t)))
+        gpu_model_ok(self.gpu_type.as_deref(), allowed)
     }
+}
+
+/// Whether a node of GPU model `model` may run a job that accepts `allowed` (any when empty;
+/// names compare without case).
+fn gpu_model_ok(model: Option<&str>, allowed: &[String]) -> bool {
+    allowed.is_empty() || model.is_some_and(|t| allowed.iter().any(|a| a.eq_ignore_ascii_case(t)))
 }
 
 /// A pod: the nodes under one leaf switch (or one block).
@@ -355,6 +357,48 @@ pub struct Cluster {
     /// 10,000-node partition per job made a cycle over 100,000 pending jobs quadratic.
     #[serde(skip)]
     part_node_size: Vec<u32>,
+    /// The [`Capacity`] of each partition's nodes of each GPU model (the node's `gpu_type`
+    /// as configured, `None` for untyped), built with `index`: admission bounds every
+    /// submission by it, and a scan of a 10,000-node partition per submission was a tenth of
+    /// the controller's time in a submission storm.
+    #[serde(skip)]
+    part_caps: Vec<Vec<(Option<String>, Capacity)>>,
+}
+
+/// What the nodes of a partition (of the GPU models a job accepts) could ever give one job,
+/// whatever runs now: the bounds a submission is checked against before it may pend.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Capacity {
+    /// Nodes.
+    pub nodes: u32,
+    /// The most GPUs on one node.
+    pub max_gpus: u32,
+    /// GPUs on all of them.
+    pub total_gpus: u64,
+    /// The most CPUs on one node, in milli-CPUs.
+    pub max_cpu_milli: u64,
+    /// The most memory on one node, in MiB.
+    pub max_mem_mib: u64,
+}
+
+impl Capacity {
+    fn add(&mut self, n: &Node) {
+        self.merge(&Capacity {
+            nodes: 1,
+            max_gpus: n.gpus,
+            total_gpus: u64::from(n.gpus),
+            max_cpu_milli: n.cpu_milli,
+            max_mem_mib: n.mem_mib,
+        });
+    }
+
+    fn merge(&mut self, o: &Capacity) {
+        self.nodes += o.nodes;
+        self.max_gpus = self.max_gpus.max(o.max_gpus);
+        self.total_gpus += o.total_gpus;
+        self.max_cpu_milli = self.max_cpu_milli.max(o.max_cpu_milli);
+        self.max_mem_mib = self.max_mem_mib.max(o.max_mem_mib);
+    }
 }
 
 /// A description of one node used to build clusters directly (tests, simulator).
@@ -451,6 +495,7 @@ impl Cluster {
             index_key: Vec::new(),
             by_name: std::collections::BTreeMap::new(),
             part_node_size: Vec::new(),
+            part_caps: Vec::new(),
         };
         let mut pod_ids = std::collections::BTreeMap::new();
         for (i, s) in specs.iter().enumerate() {
@@ -507,6 +552,9 @@ impl Cluster {
         });
         if self.part_node_size.len() + 1 == self.partitions.len() {
             self.part_node_size.push(self.scan_node_size(pid));
+        }
+        if self.part_caps.len() + 1 == self.partitions.len() {
+            self.part_caps.push(self.caps_by_type(pid));
         }
         pid
     }
@@ -601,9 +649,45 @@ impl Cluster {
         self.partitions[part.0 as usize].nodes.iter().map(|&n| self.node(n).gpus).max().unwrap_or(0)
     }
 
+    /// The [`Capacity`] of partition `part`'s nodes whose GPU model is in `gpu_types` (any
+    /// model when empty; [`Node::gpu_type_ok`]). O(GPU models of the partition) through the
+    /// index, a scan of the partition when it is not built.
+    pub fn capacity(&self, part: PartId, gpu_types: &[String]) -> Capacity {
+        let mut cap = Capacity::default();
+        match self.part_caps.get(part.0 as usize).filter(|_| self.part_caps.len() == self.partitions.len()) {
+            Some(by_type) => {
+                for (ty, c) in by_type {
+                    // The predicate reads only the node's model: one node stands for its group.
+                    if gpu_model_ok(ty.as_deref(), gpu_types) {
+                        cap.merge(c);
+                    }
+                }
+            }
+            None => {
+                for &n in &self.partitions[part.0 as usize].nodes {
+                    let node = self.node(n);
+                    if node.gpu_type_ok(gpu_types) {
+                        cap.add(node);
+                    }
+                }
+            }
+        }
+        cap
+    }
+
+    fn caps_by_type(&self, part: PartId) -> Vec<(Option<String>, Capacity)> {
+        let mut by_type: std::collections::BTreeMap<Option<String>, Capacity> = std::collections::BTreeMap::new();
+        for &n in &self.partitions[part.0 as usize].nodes {
+            let node = self.node(n);
+            by_type.entry(node.gpu_type.clone()).or_default().add(node);
+        }
+        by_type.into_iter().collect()
+    }
+
     fn rebuild_index(&mut self) {
         self.by_name = self.nodes.iter().enumerate().map(|(i, n)| (n.name.clone(), i as u32)).collect();
         self.part_node_size = (0..self.partitions.len()).map(|p| self.scan_node_size(PartId(p as u32))).collect();
+        self.part_caps = (0..self.partitions.len()).map(|p| self.caps_by_type(PartId(p as u32))).collect();
         self.index.clear();
         self.index_key = vec![0; self.nodes.len()];
         for i in 0..self.nodes.len() {
@@ -809,6 +893,47 @@ mod tests {
         let mut bare = c.clone();
         bare.part_node_size.clear();
         assert_eq!(bare.node_size(all), 8);
+    }
+
+    proptest::proptest! {
+        /// The cached capacities of every partition, for any GPU models a job accepts, are
+        /// what a scan of the partition's nodes gives.
+        #[test]
+        fn capacity_from_the_cache_matches_a_scan(
+            nodes in proptest::collection::vec((0u32..=8, 0usize..4, 1u64..=128, 1u64..=4096), 1..40),
+            parts in proptest::collection::vec(proptest::collection::vec(proptest::bool::ANY, 40), 0..4),
+            asks in proptest::collection::vec(proptest::collection::vec(0usize..4, 0..3), 1..6),
+        ) {
+            let models = [None, Some("h100"), Some("H100"), Some("a100")];
+            let names = ["h100", "A100", "l4", "H100"];
+            let specs: Vec<NodeSpec> = nodes
+                .iter()
+                .enumerate()
+                .map(|(i, &(gpus, m, cpus, mem))| NodeSpec {
+                    name: format!("n{i}"),
+                    gpus,
+                    gpu_type: models[m].map(str::to_string),
+                    cpu_milli: cpus * 1000,
+                    mem_mib: mem,
+                    pod: format!("p{}", i / 8),
+                })
+                .collect();
+            let mut c = Cluster::from_specs(&specs);
+            for (k, member) in parts.iter().enumerate() {
+                let ids = (0..specs.len()).filter(|&i| member[i]).map(|i| NodeId(i as u32)).collect();
+                c.add_partition(&format!("part{k}"), ids, k == 0);
+            }
+            let mut bare = c.clone();
+            bare.part_caps.clear();
+            proptest::prop_assert_eq!(c.part_caps.len(), c.partitions.len());
+            for p in 0..c.partitions.len() {
+                for ask in &asks {
+                    let types: Vec<String> = ask.iter().map(|&a| names[a].to_string()).collect();
+                    let part = PartId(p as u32);
+                    proptest::prop_assert_eq!(c.capacity(part, &types), bare.capacity(part, &types));
+                }
+            }
+        }
     }
 
     #[test]
