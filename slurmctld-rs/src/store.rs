@@ -500,15 +500,12 @@ impl Store {
         })
     }
 
-    /// The script and environment (JSON) of a job.
+    /// The script and environment (JSON) of a job. Read for every node a job launches on:
+    /// the statement is prepared once and cached (`query_row` prepares it on every call).
     pub fn script(&self, job_id: u64) -> Result<Option<(String, String)>, StoreError> {
         self.conn
-            .query_row(
-                "SELECT script, environment FROM job_scripts WHERE job_id = ?1",
-                [i(job_id)],
-                |r| Ok((r.get(0)?, r.get(1)?)),
-            )
-            .optional()
+            .prepare_cached("SELECT script, environment FROM job_scripts WHERE job_id = ?1")
+            .and_then(|mut st| st.query_row([i(job_id)], |r| Ok((r.get(0)?, r.get(1)?))).optional())
             .map_err(|e| self.err(e))
     }
 
