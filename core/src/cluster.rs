@@ -258,12 +258,27 @@ pub struct Node {
     /// Count of live allocations by whole-GPU size (index = GPUs of the allocation, capped
     /// at 64); the node's shape affinity is derived from it.
     pub alloc_sizes: Vec<u32>,
+    /// Bit `s - 1` is set while `alloc_sizes[s] > 0` (`s` in 1..=64), kept by
+    /// [`Cluster::take`] and [`Cluster::give_back`]: [`Node::shape_affinity`] is asked for
+    /// every candidate node of every placement, and a scan of `alloc_sizes` there was two
+    /// thirds of a mass start's time (15,000 jobs on 3,000 nodes).
+    #[serde(default)]
+    size_mask: u64,
 }
 
 impl Node {
     /// The node's shape affinity: the GPU size of the allocations it hosts when they
     /// all have one size; `None` for a node without GPU allocations; `Some(0)` when mixed.
     pub fn shape_affinity(&self) -> Option<u32> {
+        match self.size_mask.count_ones() {
+            0 => None,
+            1 => Some(self.size_mask.trailing_zeros() + 1),
+            _ => Some(0),
+        }
+    }
+
+    /// [`Node::shape_affinity`] from `alloc_sizes` itself (the accounting check compares).
+    fn shape_affinity_scan(&self) -> Option<u32> {
         let mut found = None;
         for (size, &n) in self.alloc_sizes.iter().enumerate() {
             if n > 0 && size > 0 {
@@ -527,6 +542,7 @@ impl Cluster {
                 free_cpu_milli: s.cpu_milli,
                 free_mem_mib: s.mem_mib,
                 alloc_sizes: vec![0; 65],
+                size_mask: 0,
             });
         }
         c.rebuild_index();
@@ -747,7 +763,9 @@ impl Cluster {
         node.free_cpu_milli -= a.cpu_milli;
         node.free_mem_mib -= a.mem_mib;
         if a.gpu_milli == MILLI && !a.gpus.is_empty() {
-            node.alloc_sizes[a.gpus.count().min(64) as usize] += 1;
+            let size = a.gpus.count().min(64);
+            node.alloc_sizes[size as usize] += 1;
+            node.size_mask |= 1 << (size - 1);
         }
         self.reindex(a.node);
     }
@@ -767,8 +785,12 @@ impl Cluster {
         node.free_mem_mib += a.mem_mib;
         assert!(node.free_cpu_milli <= node.cpu_milli && node.free_mem_mib <= node.mem_mib);
         if a.gpu_milli == MILLI && !a.gpus.is_empty() {
-            let slot = &mut node.alloc_sizes[a.gpus.count().min(64) as usize];
+            let size = a.gpus.count().min(64);
+            let slot = &mut node.alloc_sizes[size as usize];
             *slot = slot.saturating_sub(1);
+            if *slot == 0 {
+                node.size_mask &= !(1 << (size - 1));
+            }
         }
         self.reindex(a.node);
     }
@@ -836,6 +858,9 @@ pub fn check_accounting<'a>(
         }
         if n.cpu_milli - cpu[i] != n.free_cpu_milli || n.mem_mib - mem[i] != n.free_mem_mib {
             return Err(format!("cpu/mem accounting of {} wrong", n.name));
+        }
+        if n.shape_affinity() != n.shape_affinity_scan() {
+            return Err(format!("size mask of {} is {:#x}, allocation sizes {:?}", n.name, n.size_mask, n.alloc_sizes));
         }
     }
     Ok(())
@@ -934,6 +959,35 @@ mod tests {
                 }
             }
         }
+    }
+
+    #[test]
+    fn shape_affinity_follows_takes_and_give_backs() {
+        let mut c = Cluster::uniform(1, 8, 1, 64, 512_000);
+        let alloc = |gpus: u64, gpu_milli: u32| NodeAlloc { node: NodeId(0), gpus: GpuMask(gpus), gpu_milli, cpu_milli: 1000, mem_mib: 1 };
+        let (a, b, one, share) = (alloc(0b11, MILLI), alloc(0b1100, MILLI), alloc(0b1_0000, MILLI), alloc(0b10_0000, 300));
+        let mut held = Vec::new();
+        let mut step = |c: &mut Cluster, x: &NodeAlloc, take: bool, want: Option<u32>| {
+            if take {
+                c.take(x);
+                held.push(x.clone());
+            } else {
+                c.give_back(x);
+                held.retain(|h| h != x);
+            }
+            let n = c.node(NodeId(0));
+            assert_eq!((n.shape_affinity(), n.shape_affinity_scan()), (want, want));
+            check_accounting(c, held.iter()).unwrap();
+        };
+        assert_eq!(c.node(NodeId(0)).shape_affinity(), None);
+        step(&mut c, &a, true, Some(2));
+        step(&mut c, &share, true, Some(2)); // a share has no whole-GPU size
+        step(&mut c, &b, true, Some(2));
+        step(&mut c, &one, true, Some(0));
+        step(&mut c, &a, false, Some(0));
+        step(&mut c, &one, false, Some(2));
+        step(&mut c, &b, false, None);
+        step(&mut c, &share, false, None);
     }
 
     #[test]
