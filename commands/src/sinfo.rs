@@ -264,6 +264,32 @@ fn o2(name: &str) -> Option<(&'static str, char)> {
     })
 }
 
+/// The nodes `-n`/`--nodes` names (Slurm 22.05 `sinfo/opts.c` option `'n'` and `sinfo.c`
+/// `_filter_out`): a hostlist expression; a node not in it is left out of every row, every
+/// partition still shows. A single name is asked of the controller alone
+/// (`slurm_load_node_single`), and an unknown one is "slurm_load_node: Invalid node name
+/// specified" with exit 1.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NodeFilter(std::collections::BTreeSet<String>);
+
+impl NodeFilter {
+    /// Parses the option's argument; `None` for an expression that is no hostlist (sinfo
+    /// prints "'ARG' invalid entry for --nodes" and exits 1).
+    pub fn parse(arg: &str) -> Option<NodeFilter> {
+        flotilla_core::hostlist::expand(arg).ok().map(|h| NodeFilter(h.into_iter().collect()))
+    }
+
+    /// The one node named, when exactly one is.
+    pub fn single(&self) -> Option<String> {
+        (self.0.len() == 1).then(|| self.0.iter().next().cloned()).flatten()
+    }
+
+    /// Whether node `name` is named.
+    pub fn contains(&self, name: &str) -> bool {
+        self.0.contains(name)
+    }
+}
+
 /// Runs `sinfo`; returns its exit status.
 pub fn run(args: &[String], io: &mut Io<'_>) -> i32 {
     let argv = args.get(1..).unwrap_or(&[]);
@@ -280,6 +306,7 @@ pub fn run(args: &[String], io: &mut Io<'_>) -> i32 {
     let mut mime = None;
     let mut parts_f: Vec<String> = Vec::new();
     let mut states_f: Vec<String> = Vec::new();
+    let mut nodes_f: Option<NodeFilter> = None;
     for o in &p.opts {
         let a = o.arg.clone().unwrap_or_default();
         match o.id {
@@ -291,6 +318,13 @@ pub fn run(args: &[String], io: &mut Io<'_>) -> i32 {
             x if x == c('o') => fmt = Some(a),
             x if x == c('O') => fmt2 = Some(a),
             x if x == c('p') => parts_f.extend(a.split(',').map(str::to_string)),
+            x if x == c('n') => match NodeFilter::parse(&a) {
+                Some(f) => nodes_f = Some(f),
+                None => {
+                    io.err(&format!("sinfo: error: '{a}' invalid entry for --nodes\n"));
+                    return 1;
+                }
+            },
             x if x == c('t') => states_f.extend(a.split(',').map(|s| s.to_ascii_lowercase())),
             x if x == c('V') => {
                 io.out(&format!("{}\n", crate::sbatch::VERSION_LINE));
@@ -335,7 +369,13 @@ pub fn run(args: &[String], io: &mut Io<'_>) -> i32 {
         io.out(&largest_table(&shown, noheader));
         return 0;
     }
-    let nodes = match ctl.call(Request::QueryNodes(NodeQuery::default())) {
+    // One node is asked for by name, as slurm_load_node_single does; a list filters all nodes.
+    let query = NodeQuery { names: nodes_f.as_ref().and_then(NodeFilter::single).into_iter().collect() };
+    let nodes = match ctl.call(Request::QueryNodes(query)) {
+        Ok(Response::Nodes(n)) if n.is_empty() && nodes_f.as_ref().is_some_and(|f| f.single().is_some()) => {
+            io.err(&format!("slurm_load_node: {}\n", flotilla_proto::errno::strerror(flotilla_proto::errno::ESLURM_INVALID_NODE_NAME)));
+            return 1;
+        }
         Ok(Response::Nodes(n)) => n,
         // PrivateData=nodes refuses a user's node query (Access/permission denied).
         Ok(Response::Error(e)) => {
@@ -348,11 +388,13 @@ pub fn run(args: &[String], io: &mut Io<'_>) -> i32 {
         }
         _ => Vec::new(),
     };
+    let name_ok = |n: &NodeInfo| nodes_f.as_ref().is_none_or(|f| f.contains(&n.name));
     let state_ok = |n: &NodeInfo| {
-        states_f.is_empty()
-            || states_f.iter().any(|s| {
-                *s == short_state(&n.state) || *s == long_state(&n.state) || (s == "drain" && n.state.starts_with("DRAIN"))
-            })
+        name_ok(n)
+            && (states_f.is_empty()
+                || states_f.iter().any(|s| {
+                    *s == short_state(&n.state) || *s == long_state(&n.state) || (s == "drain" && n.state.starts_with("DRAIN"))
+                }))
     };
     if reasons {
         let mut s = String::new();
@@ -360,7 +402,7 @@ pub fn run(args: &[String], io: &mut Io<'_>) -> i32 {
             s.push_str("REASON               USER      TIMESTAMP           NODELIST\n");
         }
         let mut groups: Vec<(String, Vec<String>)> = Vec::new();
-        for n in nodes.iter().filter(|n| n.reason.is_some()) {
+        for n in nodes.iter().filter(|n| n.reason.is_some() && name_ok(n)) {
             let r = n.reason.clone().unwrap_or_default();
             match groups.iter_mut().find(|(g, _)| *g == r) {
                 Some((_, v)) => v.push(n.name.clone()),
@@ -552,4 +594,21 @@ pub fn run(args: &[String], io: &mut Io<'_>) -> i32 {
     }
     io.out(&out);
     0
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn node_filter_expands_a_hostlist_and_knows_a_single_name() {
+        let f = NodeFilter::parse("gpu[001-003],cpu7").unwrap();
+        assert!(["gpu001", "gpu002", "gpu003", "cpu7"].iter().all(|n| f.contains(n)));
+        assert!(!f.contains("gpu004") && !f.contains("gpu"));
+        assert_eq!(f.single(), None);
+        assert_eq!(NodeFilter::parse("gpu[007]").unwrap().single().as_deref(), Some("gpu007"));
+        // Slurm's hostlist rules: a reversed range is no hostlist, an unclosed bracket one name.
+        assert_eq!(NodeFilter::parse("gpu[3-1]"), None);
+        assert_eq!(NodeFilter::parse("gpu[1-3").unwrap().single().as_deref(), Some("gpu]"));
+    }
 }

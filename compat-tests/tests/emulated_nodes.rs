@@ -65,8 +65,9 @@ impl Emu {
 
     /// `sinfo` state and reason of one node (`drained Xid ...`), first partition's line.
     fn node(&self, name: &str) -> String {
-        let out = self.out("sinfo", &["-h", "-N", "-o", "%N|%T|%E"]);
-        let line = out.lines().find(|l| l.split('|').next() == Some(name)).unwrap_or_else(|| panic!("no {name} in {out}"));
+        let out = self.out("sinfo", &["-h", "-N", "-n", name, "-o", "%N|%T|%E"]);
+        assert!(out.lines().all(|l| l.split('|').next() == Some(name)), "sinfo -n {name}: {out}");
+        let line = out.lines().next().unwrap_or_else(|| panic!("no {name} in {out}"));
         line.split_once('|').map_or("", |x| x.1).replace('|', " ").trim().to_string()
     }
 
@@ -131,6 +132,25 @@ fn emulated_nodes_register_run_jobs_and_report_their_ends() {
     e.wait_acct(cancelled, &format!("CANCELLED by {} 0:0", nix::unistd::getuid()));
     let nodes = e.out("sacct", &["-X", "-n", "-P", "-j", &two.to_string(), "-o", "nnodes"]);
     assert_eq!(nodes.trim(), "2");
+
+    // sinfo -n (Slurm 22.05 sinfo.c `_filter_out`): only the named nodes, in each of their
+    // partitions; one unknown name is the controller's "Invalid node name specified".
+    let parts = e.out("sinfo", &["-h", "-N", "-o", "%N %P"]).lines().filter(|l| l.starts_with("gpu002 ")).count();
+    assert!(parts >= 1);
+    let out = e.out("sinfo", &["-h", "-N", "-n", "gpu002", "-o", "%N %P"]);
+    assert_eq!(out.lines().count(), parts, "{out}");
+    assert!(out.lines().all(|l| l.starts_with("gpu002 ")), "{out}");
+    let out = e.out("sinfo", &["-h", "-N", "--nodes=gpu[040-041],gpu007", "-o", "%N"]);
+    let mut names: Vec<&str> = out.lines().collect();
+    names.dedup();
+    assert_eq!(names, ["gpu007", "gpu040", "gpu041"], "{out}");
+    let out = e.out("sinfo", &["-h", "-n", "gpu[001-004]", "-o", "%D %N"]);
+    assert!(out.lines().any(|l| l == "4 gpu[001-004]"), "{out}");
+    for (arg, err) in [("gpu999", "slurm_load_node: Invalid node name specified\n"), ("gpu[3-1]", "sinfo: error: 'gpu[3-1]' invalid entry for --nodes\n")] {
+        let o = e.c.run("sinfo", &["-N", "-n", arg], &e.work);
+        assert_eq!((o.status.code(), String::from_utf8_lossy(&o.stderr).as_ref()), (Some(1), err), "sinfo -n {arg}");
+        assert!(o.stdout.is_empty(), "sinfo -n {arg}: {}", String::from_utf8_lossy(&o.stdout));
+    }
 }
 
 #[test]

@@ -329,12 +329,7 @@ fn alloc_on(
 
 /// The node size used for whole-node rules: the most GPUs on a node of the partition.
 pub fn node_size(cluster: &Cluster, part: PartId) -> u32 {
-    cluster.partitions[part.0 as usize]
-        .nodes
-        .iter()
-        .map(|&n| cluster.node(n).gpus)
-        .max()
-        .unwrap_or(0)
+    cluster.node_size(part)
 }
 
 /// How a request breaks down into per-node parts.

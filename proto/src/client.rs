@@ -2,7 +2,9 @@
 
 use crate::auth::Credential;
 use crate::errno::SlurmError;
-use crate::frame::{encode_frame, read_frame, write_frame, Frame, Hello, ProtoError, TokenAuth, DEFAULT_MAX_FRAME};
+use crate::frame::{
+    encode_frame, read_frame, write_frame, Frame, Hello, ProtoError, TokenAuth, DEFAULT_MAX_FRAME, MAX_ANSWER_FRAME, PREAUTH_MAX_FRAME,
+};
 use crate::msg::{Request, Response, Role};
 use std::io::{Read, Write};
 use std::net::{TcpStream, ToSocketAddrs};
@@ -66,6 +68,22 @@ pub struct Client {
     max_frame: usize,
 }
 
+/// The largest frame (body bytes) a client in `role` reads after the handshake.
+///
+/// Only a command or tool ([`Role::Command`], [`Role::Tool`]) reads answers up to
+/// [`MAX_ANSWER_FRAME`]: it called the controller as an authenticated user (the kernel's peer
+/// credential on the Unix socket, a credential or token on TCP), and job lists, `sacct` and
+/// node lists grow with the cluster. A daemon's session (`slurmd`, `sackd`, the controller
+/// calling out) keeps [`DEFAULT_MAX_FRAME`], so that whatever answers at a configured address
+/// cannot make a root process take a gigabyte. The handshake answer, sent before either side
+/// has proved anything, is read with [`PREAUTH_MAX_FRAME`] in every role.
+pub fn answer_limit(role: Role) -> usize {
+    match role {
+        Role::Command | Role::Tool => MAX_ANSWER_FRAME,
+        Role::NodeDaemon | Role::Sackd | Role::Controller => DEFAULT_MAX_FRAME,
+    }
+}
+
 impl Client {
     /// Connects over TCP and shakes hands as `role`.
     pub fn connect_tcp(addr: impl ToSocketAddrs, role: Role) -> Result<Client, ClientError> {
@@ -83,12 +101,12 @@ impl Client {
     /// Shakes hands on an open stream.
     pub fn handshake(mut stream: Stream, role: Role) -> Result<Client, ClientError> {
         write_frame(&mut stream, &Frame::Hello(Hello::current(role)))?;
-        match read_frame(&mut stream, DEFAULT_MAX_FRAME)? {
+        match read_frame(&mut stream, PREAUTH_MAX_FRAME)? {
             Frame::HelloOk { version } => Ok(Client {
                 stream,
                 next_id: 1,
                 version,
-                max_frame: DEFAULT_MAX_FRAME,
+                max_frame: answer_limit(role),
             }),
             Frame::Refused(e) => Err(ClientError::Refused(e)),
             _ => Err(ClientError::Unexpected),
@@ -126,7 +144,7 @@ impl Client {
         bytes.extend_from_slice(&encode_frame(&Frame::Request { id: 1, auth, body })?);
         stream.write_all(&bytes).map_err(ProtoError::from)?;
         stream.flush().map_err(ProtoError::from)?;
-        let version = match read_frame(&mut stream, DEFAULT_MAX_FRAME)? {
+        let version = match read_frame(&mut stream, PREAUTH_MAX_FRAME)? {
             Frame::HelloOk { version } => version,
             Frame::Refused(e) => return Err(ClientError::Refused(e)),
             _ => return Err(ClientError::Unexpected),
@@ -135,7 +153,7 @@ impl Client {
             stream,
             next_id: 2,
             version,
-            max_frame: DEFAULT_MAX_FRAME,
+            max_frame: answer_limit(role),
         };
         loop {
             match c.recv()? {
@@ -253,5 +271,61 @@ mod tests {
             r => panic!("{r:?}"),
         }
         peer.join().unwrap().unwrap();
+    }
+
+    /// A peer that answers the hello, reads one request and answers it with an error whose
+    /// message is `len` bytes (a frame a little over `len`).
+    fn big_answer_peer(mut s: UnixStream, len: usize) -> std::thread::JoinHandle<()> {
+        std::thread::spawn(move || {
+            s.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+            let Ok(Frame::Hello(h)) = read_frame(&mut s, DEFAULT_MAX_FRAME) else { return };
+            write_frame(&mut s, &Frame::HelloOk { version: negotiate(&h).unwrap() }).unwrap();
+            let Ok(Frame::Request { id, .. }) = read_frame(&mut s, DEFAULT_MAX_FRAME) else { return };
+            let body = Response::Error(SlurmError::with_message(1, "x".repeat(len)));
+            // The client may hang up once it has read the length: ignore a broken pipe.
+            let _ = write_frame(&mut s, &Frame::Response { id, body });
+        })
+    }
+
+    #[test]
+    fn a_command_reads_an_answer_past_the_default_frame_limit() {
+        let (a, b) = UnixStream::pair().unwrap();
+        let len = DEFAULT_MAX_FRAME + 1024;
+        let peer = big_answer_peer(b, len);
+        match Client::call_once(Stream::Unix(a), Role::Command, None, Request::Ping) {
+            Ok(Response::Error(e)) => assert_eq!(e.messages.iter().map(String::len).collect::<Vec<_>>(), [len]),
+            r => panic!("{:?}", r.map(|_| ())),
+        }
+        peer.join().unwrap();
+    }
+
+    #[test]
+    fn a_daemon_session_keeps_the_default_frame_limit() {
+        let (a, b) = UnixStream::pair().unwrap();
+        let peer = big_answer_peer(b, DEFAULT_MAX_FRAME + 1024);
+        let mut c = Client::handshake(Stream::Unix(a), Role::NodeDaemon).unwrap();
+        match c.call(None, Request::Ping) {
+            Err(ClientError::Proto(ProtoError::FrameTooLarge { max, .. })) => assert_eq!(max, DEFAULT_MAX_FRAME),
+            r => panic!("{:?}", r.map(|_| ())),
+        }
+        drop(c);
+        peer.join().unwrap();
+    }
+
+    #[test]
+    fn a_handshake_answer_is_read_with_the_pre_auth_limit() {
+        for role in [Role::Command, Role::NodeDaemon] {
+            let (a, mut b) = UnixStream::pair().unwrap();
+            let peer = std::thread::spawn(move || {
+                let _ = read_frame(&mut b, DEFAULT_MAX_FRAME);
+                let refusal = SlurmError::with_message(1, "x".repeat(PREAUTH_MAX_FRAME));
+                let _ = write_frame(&mut b, &Frame::Refused(refusal));
+            });
+            match Client::handshake(Stream::Unix(a), role) {
+                Err(ClientError::Proto(ProtoError::FrameTooLarge { max, .. })) => assert_eq!(max, PREAUTH_MAX_FRAME),
+                r => panic!("{role:?}: {:?}", r.map(|_| ())),
+            }
+            peer.join().unwrap();
+        }
     }
 }

@@ -23,6 +23,13 @@ pub const DEFAULT_MAX_FRAME: usize = 16 << 20;
 /// credential with a 253-byte host name); 4 KiB leaves room. A larger frame is read only
 /// once the credential at its head has been verified.
 pub const PREAUTH_MAX_FRAME: usize = 4096;
+/// Maximum frame body (bytes) a command's or tool's [`crate::client::Client`] reads as an
+/// answer from the controller it called as an authenticated user: 1 GiB. Answers grow with
+/// the cluster — `sacct` over 150,000 jobs is about 30 MB, past [`DEFAULT_MAX_FRAME`] — and
+/// memory still grows with the bytes that arrive, not with the length announced
+/// ([`read_frame`]). Daemons' sessions keep [`DEFAULT_MAX_FRAME`] and every handshake answer
+/// [`PREAUTH_MAX_FRAME`] ([`crate::client::answer_limit`]).
+pub const MAX_ANSWER_FRAME: usize = 1 << 30;
 /// Oldest protocol version this build speaks.
 pub const PROTOCOL_VERSION_MIN: u16 = 1;
 /// Newest protocol version this build speaks.

@@ -45,7 +45,7 @@ pub use errno::SlurmError;
 pub use usage::{StepStats, StepUsage, Usage};
 pub use frame::{
     decode_frame, decode_frame_max, encode_frame, encode_response_frame, negotiate, peek_token_auth, read_frame, write_frame,
-    Frame, Hello, TokenAuth, ProtoError, DEFAULT_MAX_FRAME, PROTOCOL_VERSION_MAX, PROTOCOL_VERSION_MIN,
+    Frame, Hello, TokenAuth, ProtoError, DEFAULT_MAX_FRAME, MAX_ANSWER_FRAME, PROTOCOL_VERSION_MAX, PROTOCOL_VERSION_MIN,
 };
 pub use jobview::{FieldSet, GresView, JobField, JobView, QueueQuery, QueueReader, QueueRows, Str};
 pub use msg::*;

@@ -539,7 +539,8 @@ impl Store {
         })
     }
 
-    /// The script and environment (JSON) of a job.
+    /// The script and environment (JSON) of a job. Read for every node a job launches on:
+    /// both backends prepare the statement once and cache it.
     pub fn script(&self, job_id: u64) -> Result<Option<(String, String)>, StoreError> {
         let row = self
             .db
