@@ -474,7 +474,8 @@ impl<'a> Gang<'a> {
         self.busy = self.busy - u64::from(self.cur[i]) + u64::from(gpus);
         self.cur[i] = gpus;
         self.gen[i] += 1;
-        if let Some(e) = self.elastic[i] {
+        // A preempted job holds nothing (0 is not a size below MIN).
+        if let Some(e) = self.elastic[i].filter(|_| gpus > 0) {
             let (lo, hi) = (elastic_gpus(&e, e.min, self.size), elastic_gpus(&e, e.max, self.size));
             if gpus < lo || gpus > hi {
                 self.violations += 1;
