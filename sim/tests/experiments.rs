@@ -277,3 +277,27 @@ fn gang_elastic_replay_of_reduced_itp_stays_within_min_and_max() {
         assert_ne!(e.all.queue_mean_s, r.all.queue_mean_s, "{}", e.policy);
     }
 }
+
+#[test]
+fn gang_elastic_backfill_preempted_is_requeued_whole_and_restarts() {
+    // Two 8-GPU nodes, walltime = duration rounded up to an hour. Job 1 (8 GPUs, 30 min,
+    // limit 1 h) starts; job 2 (12 GPUs, rigid) reserves, estimated fill at 1 h; job 3
+    // (16 GPUs, elastic 1..2 nodes: at MIN it needs 2,400 s, limit 1 h) backfills on one
+    // node. Job 1 ends early: job 3 has no grown part to give back, so it is preempted whole
+    // (8 GPUs × 1,800 s = 4 GPU-hours lost), requeued, and restarts from the beginning.
+    let jobs = [
+        TraceJob { submit_s: 0, gpus: 8, duration_s: 1_800 },
+        TraceJob { submit_s: 0, gpus: 12, duration_s: 600 },
+        TraceJob { submit_s: 0, gpus: 16, duration_s: 1_200 },
+    ];
+    let opts = GangOptions { walltime_factor: 1.0, elastic_min_gpus: Some(16), ..gang_opts(&["flotilla"]) };
+    let r = gang::replay(&jobs, &[8, 8], "flotilla", 1.0, 1.0, &opts).unwrap();
+    assert_eq!(r.all.jobs, 3);
+    assert_eq!(r.backfill_preemptions, 1);
+    // Job 2 starts at 1,800 s and ends at 2,400 s; job 3 restarts then at MIN (no event
+    // after it to grow at) and ends at 4,800 s.
+    let big = r.by_gang_size.iter().find(|(k, _)| k == "9-64").unwrap().1.clone();
+    assert_eq!((big.queue_mean_s, big.jct_mean_s), ((1_800.0 + 2_400.0) / 2.0, (2_400.0 + 4_800.0) / 2.0));
+    assert!((r.lost_gpu_hours - 4.0).abs() < 1e-9, "{}", r.lost_gpu_hours);
+    assert_eq!(r.elastic_size_violations, 0);
+}
