@@ -22,6 +22,17 @@
 //! is the smallest number of 8-GPU nodes (a multiple of 4, and enough for its largest gang)
 //! that the unscaled trace loads at most to 1.0: N = max(⌈W / (8·T)⌉, ⌈max gang / 8⌉),
 //! rounded up to a multiple of 4. Philly keeps its real 552 machines.
+//!
+//! Elastic jobs (`GangOptions::elastic_min_gpus`, `flotilla sim gang --elastic-min-gpus N`):
+//! every job of at least N GPUs is elastic between half its size (rounded up) and its size,
+//! through `core::sched`'s elastic stages. A job of whole 8-GPU nodes counts in nodes (it
+//! starts on ⌈nodes/2⌉ and grows by whole nodes), any other one in GPUs (`any` topology).
+//! Work is conserved and scales linearly with size: a job holds `gpus × duration`
+//! GPU-seconds of work and does `size` GPU-seconds of it per second (an upper bound on real
+//! scaling, as ElasticFlow's simulator assumes), so its end moves at every grow and shrink.
+//! Its walltime request covers running at its minimum size throughout. A shrink is carried
+//! out at once (its tasks exit at SIGTERM; `Event::Shrunk` at the same time), as a backfill
+//! preemption is.
 
 use std::cmp::Reverse;
 use std::collections::{BTreeMap, BinaryHeap};
@@ -29,8 +40,8 @@ use std::path::Path;
 
 use flotilla_core::cluster::{Cluster, NodeId, NodeSpec, Time};
 use flotilla_core::config::TopologyKind;
-use flotilla_core::job::{JobId, JobSpec, Request};
-use flotilla_core::sched::{Decision, Event, Scheduler};
+use flotilla_core::job::{Elastic, ElasticUnit, JobId, JobSpec, Request};
+use flotilla_core::sched::{AllocId, Decision, Event, Scheduler};
 use serde::Serialize;
 
 use crate::progress::{run_parallel, Progress};
@@ -87,6 +98,9 @@ pub struct GangOptions {
     pub check_invariants: bool,
     /// Walltime request as a multiple of the real duration (before rounding up to an hour).
     pub walltime_factor: f64,
+    /// Jobs of at least this many GPUs are elastic between half their size and their size
+    /// (module doc); `None`: every job is a rigid gang.
+    pub elastic_min_gpus: Option<u32>,
 }
 
 impl Default for GangOptions {
@@ -102,6 +116,7 @@ impl Default for GangOptions {
             sample_s: 3600,
             check_invariants: cfg!(debug_assertions),
             walltime_factor: 2.0,
+            elastic_min_gpus: None,
         }
     }
 }
@@ -133,6 +148,26 @@ pub fn job_request(gpus: u32, size: u32) -> Request {
         TopologyKind::Any
     };
     Request::gpus(gpus, topology)
+}
+
+/// The elastic range of a job of `gpus` GPUs on a cluster whose largest node has `size` GPUs
+/// when jobs of at least `threshold` GPUs are elastic (module doc): half its size (rounded
+/// up) to its size, in nodes for a job of whole nodes, else in GPUs. `None`: rigid.
+pub fn elastic_of(gpus: u32, size: u32, threshold: Option<u32>) -> Option<Elastic> {
+    let t = threshold?;
+    if gpus < t.max(2) {
+        return None;
+    }
+    let (unit, n) = if size > 0 && gpus > size && gpus % size == 0 { (ElasticUnit::Nodes, gpus / size) } else { (ElasticUnit::Gpus, gpus) };
+    (n >= 2).then_some(Elastic { unit, min: n.div_ceil(2), max: n, step: 1 })
+}
+
+/// GPUs of an elastic job at size `n` of its unit on nodes of `size` GPUs.
+pub fn elastic_gpus(e: &Elastic, n: u32, size: u32) -> u32 {
+    match e.unit {
+        ElasticUnit::Nodes => n * size,
+        ElasticUnit::Gpus => n,
+    }
 }
 
 /// A cluster of nodes with the given GPU counts, pods of 32 nodes, 96 CPUs and 1 TiB each.
@@ -268,6 +303,17 @@ pub struct RunSummary {
     pub reservations: u64,
     /// Scheduling cycles run.
     pub cycles: u64,
+    /// Elastic jobs in the replay.
+    pub elastic_jobs: usize,
+    /// Growth rounds carried out (`Decision::Grow`).
+    pub grows: u64,
+    /// Shrinks for a pending job (`Decision::Shrink` with a `for_job`): grown parts given
+    /// back instead of a job waiting or a whole job stopping.
+    pub shrinks: u64,
+    /// Elastic jobs that reached their MAX at some point.
+    pub elastic_reached_max: usize,
+    /// Times the driver saw an elastic job below its MIN or above its MAX (must be 0).
+    pub elastic_size_violations: u64,
     /// Samples over time.
     #[serde(skip)]
     pub samples: Vec<Sample>,
@@ -335,6 +381,18 @@ struct Gang<'a> {
     next_sample: Time,
     last_t: Time,
     busy: u64,
+    /// Per job: its elastic range (`None`: rigid), GPUs held now, GPU-seconds of work left
+    /// as of `since`.
+    elastic: Vec<Option<Elastic>>,
+    cur: Vec<u32>,
+    left: Vec<u64>,
+    since: Vec<Time>,
+    /// GPUs of each grown allocation, to count a shrink's.
+    grown_gpus: BTreeMap<AllocId, u32>,
+    grows: u64,
+    shrinks: u64,
+    reached_max: Vec<bool>,
+    violations: u64,
 }
 
 impl<'a> Gang<'a> {
@@ -361,6 +419,15 @@ impl<'a> Gang<'a> {
             next_sample: 0,
             last_t: 0,
             busy: 0,
+            elastic: jobs.iter().map(|j| elastic_of(j.gpus, size, opts.elastic_min_gpus)).collect(),
+            cur: vec![0; jobs.len()],
+            left: vec![0; jobs.len()],
+            since: vec![0; jobs.len()],
+            grown_gpus: BTreeMap::new(),
+            grows: 0,
+            shrinks: 0,
+            reached_max: vec![false; jobs.len()],
+            violations: 0,
         };
         g.heap = jobs.iter().enumerate().map(|(i, j)| Reverse((g.arrival(j), Ev::Arrive(i)))).collect();
         g
@@ -372,10 +439,53 @@ impl<'a> Gang<'a> {
         ((j.submit_s - self.origin) as f64 * self.scale).round() as Time
     }
 
-    /// Job `i`'s spec: its trace request and the walltime limit.
+    /// Job `i`'s spec: its trace request and the walltime limit; an elastic job asks for its
+    /// minimum, with a walltime that covers running at it.
     fn spec(&self, i: usize) -> JobSpec {
         let j = &self.jobs[i];
-        JobSpec::simple(i as u64 + 1, self.arrival(j), job_request(j.gpus, self.size), Some(time_limit(j.duration_s, self.opts.walltime_factor)))
+        let Some(e) = self.elastic[i] else {
+            return JobSpec::simple(i as u64 + 1, self.arrival(j), job_request(j.gpus, self.size), Some(time_limit(j.duration_s, self.opts.walltime_factor)));
+        };
+        let min_gpus = elastic_gpus(&e, e.min, self.size);
+        let at_min = self.work(i).div_ceil(u64::from(min_gpus));
+        let request = match e.unit {
+            ElasticUnit::Nodes => Request::gpus(min_gpus, TopologyKind::Node),
+            ElasticUnit::Gpus => Request::gpus(min_gpus, TopologyKind::Any),
+        };
+        let mut spec = JobSpec::simple(i as u64 + 1, self.arrival(j), request, Some(time_limit(at_min, self.opts.walltime_factor)));
+        spec.elastic = Some(e);
+        spec
+    }
+
+    /// Job `i`'s work, GPU-seconds.
+    fn work(&self, i: usize) -> u64 {
+        u64::from(self.jobs[i].gpus) * self.jobs[i].duration_s
+    }
+
+    /// Counts job `i`'s work done up to `t` at its current size.
+    fn settle(&mut self, i: usize, t: Time) {
+        self.left[i] = self.left[i].saturating_sub(u64::from(self.cur[i]) * (t - self.since[i]));
+        self.since[i] = t;
+    }
+
+    /// Job `i` now holds `gpus` GPUs (work settled up to `t`): busy GPUs follow, its end is
+    /// rescheduled (older end events go stale) and an elastic job's size is checked.
+    fn resize(&mut self, i: usize, gpus: u32, t: Time) {
+        self.busy = self.busy - u64::from(self.cur[i]) + u64::from(gpus);
+        self.cur[i] = gpus;
+        self.gen[i] += 1;
+        // A preempted job holds nothing (0 is not a size below MIN).
+        if let Some(e) = self.elastic[i].filter(|_| gpus > 0) {
+            let (lo, hi) = (elastic_gpus(&e, e.min, self.size), elastic_gpus(&e, e.max, self.size));
+            if gpus < lo || gpus > hi {
+                self.violations += 1;
+            }
+            self.reached_max[i] |= gpus == hi;
+        }
+        if gpus > 0 {
+            let end = t + self.left[i].div_ceil(u64::from(gpus)).max(1);
+            self.heap.push(Reverse((end, Ev::End(i, self.gen[i]))));
+        }
     }
 
     /// Integrates busy GPUs up to `t` and takes the samples due.
@@ -413,7 +523,8 @@ impl<'a> Gang<'a> {
                 if g == self.gen[i] && self.end[i].is_none() && self.start[i].is_some() {
                     self.event(Event::JobEnded(JobId(i as u64 + 1)), t);
                     self.end[i] = Some(t);
-                    self.busy -= u64::from(self.jobs[i].gpus);
+                    self.busy -= u64::from(self.cur[i]);
+                    self.cur[i] = 0;
                 }
             }
         }
@@ -444,24 +555,50 @@ impl<'a> Gang<'a> {
         let mut requeued = false;
         for d in decisions {
             match d {
-                Decision::Bind { job, backfill_for, .. } => {
+                Decision::Bind { job, allocs, backfill_for } => {
                     let i = (job.0 - 1) as usize;
                     self.start[i] = Some(t);
-                    self.busy += u64::from(self.jobs[i].gpus);
                     if !backfill_for.is_empty() {
                         self.backfill_starts += 1;
                     }
-                    self.heap.push(Reverse((t + self.jobs[i].duration_s, Ev::End(i, self.gen[i]))));
+                    self.left[i] = self.work(i);
+                    self.since[i] = t;
+                    let gpus = allocs.iter().map(|a| a.part.gpus.count()).sum();
+                    self.resize(i, gpus, t);
                 }
                 Decision::PreemptBackfill { job, .. } => {
                     let i = (job.0 - 1) as usize;
-                    if let Some(s) = self.start[i].take() {
-                        self.lost += f64::from(self.jobs[i].gpus) * (t - s) as f64 / 3600.0;
-                        self.busy -= u64::from(self.jobs[i].gpus);
+                    if self.start[i].take().is_some() {
+                        self.settle(i, t);
+                        self.lost += (self.work(i) - self.left[i]) as f64 / 3600.0;
                     }
-                    self.gen[i] += 1;
+                    self.resize(i, 0, t);
                     self.preemptions += 1;
                     self.event(Event::Requeued(job), t);
+                    requeued = true;
+                }
+                Decision::Grow { job, allocs } => {
+                    let i = (job.0 - 1) as usize;
+                    self.settle(i, t);
+                    let mut gpus = self.cur[i];
+                    for a in &allocs {
+                        let g = a.part.gpus.count();
+                        self.grown_gpus.insert(a.id, g);
+                        gpus += g;
+                    }
+                    self.grows += 1;
+                    self.resize(i, gpus, t);
+                }
+                Decision::Shrink { job, allocs, for_job, .. } => {
+                    // Carried out at once: the leaving tasks exit at SIGTERM.
+                    let i = (job.0 - 1) as usize;
+                    self.settle(i, t);
+                    let gone: u32 = allocs.iter().map(|a| self.grown_gpus.remove(a).unwrap_or(0)).sum();
+                    if for_job.is_some() {
+                        self.shrinks += 1;
+                    }
+                    self.resize(i, self.cur[i] - gone, t);
+                    self.event(Event::Shrunk { job, allocs }, t);
                     requeued = true;
                 }
                 Decision::Reserve { .. } => self.reservations += 1,
@@ -513,6 +650,11 @@ impl<'a> Gang<'a> {
             lost_gpu_hours: self.lost,
             reservations: self.reservations,
             cycles: self.cycles,
+            elastic_jobs: self.elastic.iter().filter(|e| e.is_some()).count(),
+            grows: self.grows,
+            shrinks: self.shrinks,
+            elastic_reached_max: self.reached_max.iter().filter(|&&b| b).count(),
+            elastic_size_violations: self.violations,
             samples: self.samples,
         }
     }
@@ -541,6 +683,8 @@ pub struct GangReport {
     pub loads: Vec<f64>,
     /// Walltime request factor used.
     pub walltime_factor: f64,
+    /// Jobs of at least this many GPUs were elastic (`None`: all rigid).
+    pub elastic_min_gpus: Option<u32>,
 }
 
 /// Runs the experiment on an explicit job list and node list (fixtures, reduced runs).
@@ -585,6 +729,7 @@ pub fn run_with(workload: &str, jobs: &[TraceJob], node_gpus: &[u32], opts: &Gan
         policies: opts.policies.clone(),
         loads: opts.loads.clone(),
         walltime_factor: opts.walltime_factor,
+        elastic_min_gpus: opts.elastic_min_gpus,
     })
 }
 
@@ -647,6 +792,7 @@ impl GangReport {
             "work_gpu_hours": self.work_gpu_s / 3600.0,
             "native_offered_load": self.native_load,
             "walltime_factor": self.walltime_factor,
+            "elastic_min_gpus": self.elastic_min_gpus,
             "load_formula": "rho = sum(gpus*duration) / (cluster_gpus * arrival_span); arrivals scaled by native_load/rho",
             "policies": policies,
         })
@@ -655,15 +801,15 @@ impl GangReport {
     /// A plain-text table of the runs (all jobs and by gang size).
     pub fn table(&self) -> String {
         let mut s = format!(
-            "{} on {} GPUs ({:?} nodes by GPUs), native load {:.2}\n{:<9} {:>5} {:<5} {:>6} {:>10} {:>10} {:>10} {:>10} {:>10} {:>6} {:>6} {:>6}\n",
-            self.workload, self.total_gpus, self.nodes, self.native_load, "policy", "load", "gang", "jobs", "jct_mean", "jct_p95", "q_mean", "q_p50", "q_p95", "util%", "lp_n", "preem"
+            "{} on {} GPUs ({:?} nodes by GPUs), native load {:.2}\n{:<9} {:>5} {:<5} {:>6} {:>10} {:>10} {:>10} {:>10} {:>10} {:>6} {:>6} {:>6} {:>6} {:>6}\n",
+            self.workload, self.total_gpus, self.nodes, self.native_load, "policy", "load", "gang", "jobs", "jct_mean", "jct_p95", "q_mean", "q_p50", "q_p95", "util%", "lp_n", "preem", "grow", "shrink"
         );
         for r in &self.runs {
             let rows = std::iter::once(("all".to_string(), &r.all)).chain(r.by_gang_size.iter().map(|(k, v)| (k.clone(), v)));
             for (b, st) in rows {
                 s += &format!(
-                    "{:<9} {:>5.2} {:<5} {:>6} {:>10.0} {:>10.0} {:>10.0} {:>10.0} {:>10.0} {:>6.1} {:>6.2} {:>6}\n",
-                    r.policy, r.load, b, st.jobs, st.jct_mean_s, st.jct_p95_s, st.queue_mean_s, st.queue_p50_s, st.queue_p95_s, r.utilisation_pct, r.largest_node_mean, r.backfill_preemptions
+                    "{:<9} {:>5.2} {:<5} {:>6} {:>10.0} {:>10.0} {:>10.0} {:>10.0} {:>10.0} {:>6.1} {:>6.2} {:>6} {:>6} {:>6}\n",
+                    r.policy, r.load, b, st.jobs, st.jct_mean_s, st.jct_p95_s, st.queue_mean_s, st.queue_p50_s, st.queue_p95_s, r.utilisation_pct, r.largest_node_mean, r.backfill_preemptions, r.grows, r.shrinks
                 );
             }
         }
@@ -675,7 +821,7 @@ impl GangReport {
     pub fn write(&self, out: &Path) -> Result<(), SimError> {
         report::write_json(&out.join("summary.json"), &self.summary_json())?;
         let mut rows = vec![[
-            "policy", "load", "gang_size", "jobs", "jct_mean_s", "jct_p50_s", "jct_p95_s", "queue_mean_s", "queue_p50_s", "queue_p95_s", "queue_max_s", "utilisation_pct", "largest_placeable_node_mean", "free_nodes_mean", "backfill_starts", "backfill_preemptions", "lost_gpu_hours",
+            "policy", "load", "gang_size", "jobs", "jct_mean_s", "jct_p50_s", "jct_p95_s", "queue_mean_s", "queue_p50_s", "queue_p95_s", "queue_max_s", "utilisation_pct", "largest_placeable_node_mean", "free_nodes_mean", "backfill_starts", "backfill_preemptions", "lost_gpu_hours", "elastic_jobs", "grows", "shrinks",
         ]
         .iter()
         .map(|s| s.to_string())
@@ -702,6 +848,9 @@ impl GangReport {
                     r.backfill_starts.to_string(),
                     r.backfill_preemptions.to_string(),
                     format!("{:.2}", r.lost_gpu_hours),
+                    r.elastic_jobs.to_string(),
+                    r.grows.to_string(),
+                    r.shrinks.to_string(),
                 ]);
             }
         }

@@ -226,3 +226,78 @@ fn experiments_are_deterministic_byte_for_byte() {
     }
     std::fs::remove_dir_all(&dir).ok();
 }
+
+#[test]
+fn gang_elastic_job_starts_at_its_minimum_grows_and_gives_growth_back() {
+    // Two 8-GPU nodes. t=0: rigid job A (8 GPUs, 10,000 s). t=10: job B (16 GPUs, 10,000 s),
+    // elastic between 1 and 2 nodes. t=11,000: rigid job C (8 GPUs, 1,000 s).
+    let jobs = [
+        TraceJob { submit_s: 0, gpus: 8, duration_s: 10_000 },
+        TraceJob { submit_s: 10, gpus: 16, duration_s: 10_000 },
+        TraceJob { submit_s: 11_000, gpus: 8, duration_s: 1_000 },
+    ];
+    let rigid = gang::replay(&jobs, &[8, 8], "flotilla", 1.0, 1.0, &gang_opts(&["flotilla"])).unwrap();
+    // Rigid: B waits for A (9,990 s) and runs 10,000 s; C waits for B.
+    let b = |r: &gang::RunSummary| r.by_gang_size.iter().find(|(k, _)| k == "9-64").unwrap().1.clone();
+    assert_eq!((b(&rigid).queue_mean_s, b(&rigid).jct_mean_s), (9_990.0, 19_990.0));
+    assert_eq!((rigid.elastic_jobs, rigid.grows, rigid.shrinks), (0, 0, 0));
+    let opts = GangOptions { elastic_min_gpus: Some(16), ..gang_opts(&["flotilla"]) };
+    let el = gang::replay(&jobs, &[8, 8], "flotilla", 1.0, 1.0, &opts).unwrap();
+    // Elastic: B starts at once on one node (79,920 GPU-s done by t=10,000), grows to two
+    // when A ends, gives the second back to C at 11,000 (95,920 done), grows again when C
+    // ends at 12,000 (103,920 done) and ends at 12,000 + 56,080 / 16 = 15,505.
+    assert_eq!((b(&el).queue_mean_s, b(&el).jct_mean_s), (0.0, 15_495.0));
+    let c = el.by_gang_size.iter().find(|(k, _)| k == "5-8").unwrap().1.clone();
+    assert_eq!(c.jobs, 2);
+    assert_eq!(c.queue_mean_s, 0.0, "C starts at once on the grown node");
+    assert_eq!((el.elastic_jobs, el.grows, el.shrinks, el.elastic_reached_max), (1, 2, 1, 1));
+    assert_eq!(el.elastic_size_violations, 0);
+    assert_eq!(el.backfill_preemptions, 0);
+    assert!(el.utilisation_pct > rigid.utilisation_pct, "{} vs {}", el.utilisation_pct, rigid.utilisation_pct);
+}
+
+#[test]
+fn gang_elastic_replay_of_reduced_itp_stays_within_min_and_max() {
+    // The first 400 jobs of ITP cluster04 at load 0.9, jobs of 16 GPUs and more elastic;
+    // the core's invariants are checked after every cycle.
+    let jobs = traces().itp_cluster_jobs("cluster04").unwrap();
+    let jobs: Vec<TraceJob> = jobs.iter().take(400).map(|j| TraceJob { submit_s: j.submit_s, gpus: j.gpus, duration_s: j.duration_s }).collect();
+    let nodes = vec![8; gang::itp_nodes(&jobs) as usize];
+    let rigid = gang::run_with("itp/cluster04", &jobs, &nodes, &GangOptions { loads: vec![0.9], ..gang_opts(&["easy", "flotilla"]) }, &NoProgress).unwrap();
+    let opts = GangOptions { loads: vec![0.9], elastic_min_gpus: Some(16), ..gang_opts(&["easy", "flotilla"]) };
+    let el = gang::run_with("itp/cluster04", &jobs, &nodes, &opts, &NoProgress).unwrap();
+    for (r, e) in rigid.runs.iter().zip(&el.runs) {
+        eprintln!(
+            "{}: rigid q {:.0} jct {:.0} util {:.1} preempt {}; elastic({}) q {:.0} jct {:.0} util {:.1} preempt {} grows {} shrinks {} at max {}",
+            r.policy, r.all.queue_mean_s, r.all.jct_mean_s, r.utilisation_pct, r.backfill_preemptions, e.elastic_jobs, e.all.queue_mean_s, e.all.jct_mean_s, e.utilisation_pct, e.backfill_preemptions, e.grows, e.shrinks, e.elastic_reached_max
+        );
+        assert_eq!(e.all.jobs, 400, "{}", e.policy);
+        assert_eq!(e.elastic_size_violations, 0, "{}", e.policy);
+        assert!(e.elastic_jobs > 0 && e.grows > 0 && e.elastic_reached_max > 0, "{}", e.policy);
+        assert_ne!(e.all.queue_mean_s, r.all.queue_mean_s, "{}", e.policy);
+    }
+}
+
+#[test]
+fn gang_elastic_backfill_preempted_is_requeued_whole_and_restarts() {
+    // Two 8-GPU nodes, walltime = duration rounded up to an hour. Job 1 (8 GPUs, 30 min,
+    // limit 1 h) starts; job 2 (12 GPUs, rigid) reserves, estimated fill at 1 h; job 3
+    // (16 GPUs, elastic 1..2 nodes: at MIN it needs 2,400 s, limit 1 h) backfills on one
+    // node. Job 1 ends early: job 3 has no grown part to give back, so it is preempted whole
+    // (8 GPUs × 1,800 s = 4 GPU-hours lost), requeued, and restarts from the beginning.
+    let jobs = [
+        TraceJob { submit_s: 0, gpus: 8, duration_s: 1_800 },
+        TraceJob { submit_s: 0, gpus: 12, duration_s: 600 },
+        TraceJob { submit_s: 0, gpus: 16, duration_s: 1_200 },
+    ];
+    let opts = GangOptions { walltime_factor: 1.0, elastic_min_gpus: Some(16), ..gang_opts(&["flotilla"]) };
+    let r = gang::replay(&jobs, &[8, 8], "flotilla", 1.0, 1.0, &opts).unwrap();
+    assert_eq!(r.all.jobs, 3);
+    assert_eq!(r.backfill_preemptions, 1);
+    // Job 2 starts at 1,800 s and ends at 2,400 s; job 3 restarts then at MIN (no event
+    // after it to grow at) and ends at 4,800 s.
+    let big = r.by_gang_size.iter().find(|(k, _)| k == "9-64").unwrap().1.clone();
+    assert_eq!((big.queue_mean_s, big.jct_mean_s), ((1_800.0 + 2_400.0) / 2.0, (2_400.0 + 4_800.0) / 2.0));
+    assert!((r.lost_gpu_hours - 4.0).abs() < 1e-9, "{}", r.lost_gpu_hours);
+    assert_eq!(r.elastic_size_violations, 0);
+}

@@ -242,6 +242,10 @@ struct SimArgs {
     /// gang: walltime request as a multiple of the real duration (rounded up to an hour).
     #[arg(long, default_value_t = 2.0)]
     walltime_factor: f64,
+    /// gang: jobs of at least N GPUs are elastic between half their size and their size
+    /// (0 = every job rigid).
+    #[arg(long, default_value_t = 0)]
+    elastic_min_gpus: u32,
     /// gang, shared-fleet: keep only the first N jobs of the trace (0 = all).
     #[arg(long, default_value_t = 0)]
     max_jobs: usize,
@@ -591,6 +595,7 @@ fn sim(a: SimArgs) -> Result<()> {
                 loads: a.loads.clone(),
                 max_jobs: (a.max_jobs > 0).then_some(a.max_jobs),
                 walltime_factor: a.walltime_factor,
+                elastic_min_gpus: (a.elastic_min_gpus > 0).then_some(a.elastic_min_gpus),
                 jobs,
                 ..Default::default()
             };
