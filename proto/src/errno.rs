@@ -60,6 +60,8 @@ pub const ESLURM_ALREADY_DONE: i32 = 2021;
 pub const ESLURM_JOB_PENDING: i32 = 2024;
 /// `ESLURM_NOT_SUPPORTED`.
 pub const ESLURM_NOT_SUPPORTED: i32 = 2036;
+/// `ESLURM_JOB_HELD`.
+pub const ESLURM_JOB_HELD: i32 = 2042;
 /// `ESLURM_DEPENDENCY`.
 pub const ESLURM_DEPENDENCY: i32 = 2038;
 /// `ESLURM_INVALID_ACCOUNT`.
@@ -122,6 +124,7 @@ pub fn strerror(code: i32) -> &'static str {
         ESLURM_ALREADY_DONE => "Job/step already completing or completed",
         ESLURM_JOB_PENDING => "Job is pending execution",
         ESLURM_NOT_SUPPORTED => "Requested operation not supported on this system",
+        ESLURM_JOB_HELD => "Job is in held state, pending scheduler release",
         ESLURM_DEPENDENCY => "Job dependency problem",
         ESLURM_INVALID_ACCOUNT => "Invalid account or account/partition combination specified",
         ESLURM_INVALID_TIME_LIMIT => "Requested time limit is invalid (missing or exceeds some limit)",

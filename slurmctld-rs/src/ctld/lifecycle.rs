@@ -4,7 +4,7 @@
 
 use super::{check_core_invariants, prov_decode, reset_for_requeue, wall_now, Controller, Due, Event, Ident, Outgoing, MAX_BATCH, PROV};
 use crate::deps;
-use crate::job::{JobState, StopWhy};
+use crate::job::{JobRecord, JobState, StopWhy};
 use crate::store::AllocOp;
 use flotilla_core::cluster::{NodeAvail, NodeId};
 use flotilla_core::hostlist::compress_sorted;
@@ -54,6 +54,15 @@ impl Controller {
         let (mut pending, mut running) = (0, 0);
         let mut vanished = Vec::new();
         for mut rec in loaded.jobs {
+            // Priorities are not stored (see `store::rows`'s `JobRow`): a held job's is 0,
+            // an operator's stays, the others are numbered again below, in job id order.
+            rec.priority = if rec.spec.held.is_some() {
+                0
+            } else if rec.spec.base_priority != 0 {
+                rec.spec.base_priority
+            } else {
+                crate::job::PRIO_UNSET
+            };
             if let Some(p) = self.sched.cluster().partition_id(&rec.partition) {
                 rec.spec.partition = p;
             }
@@ -108,6 +117,18 @@ impl Controller {
                 self.array_metas.insert(rec.id);
             }
             self.jobs.insert(rec.id, rec);
+        }
+        // Slurm keeps `job_ptr->priority` in its state file and numbers on below the lowest
+        // (`_load_job_state`); Flotilla numbers the live jobs again in job id order, which
+        // keeps their order (nice and operator values aside).
+        let unnumbered: Vec<u64> = self
+            .jobs
+            .values()
+            .filter(|r| r.priority == crate::job::PRIO_UNSET && !r.state.is_finished())
+            .map(|r| r.id)
+            .collect();
+        for id in unnumbered {
+            self.number_job(id);
         }
         for id in vanished {
             self.node_vanished(id, now);
@@ -456,6 +477,7 @@ impl Controller {
         rec.state = JobState::Running;
         rec.start_time = Some(now);
         rec.end_time = None;
+        whole_node_tres(rec, &allocs);
         rec.allocs = allocs;
         rec.nodes = names;
         rec.stopping = None;
@@ -632,5 +654,21 @@ impl Controller {
                 let _ = s.tx.send(msg);
             }
         }
+    }
+}
+
+/// What an `--exclusive` job holds as Slurm's `select/cons_tres` allocates a whole node
+/// (22.05 `job_test` with `whole_node`, shown in `TRES=`, `AllocTRES` and `scontrol show job
+/// -d`'s `Mem=`): every GPU of its nodes (`gres/gpu=8` even for `--gres=gpu:2`) and, when its
+/// memory is per CPU (`--mem-per-cpu` or `DefMemPerCPU`), that per CPU of every CPU it got
+/// (64 CPUs x 1024 MiB = `mem=64G`). The core's allocation is already the whole node.
+fn whole_node_tres(rec: &mut JobRecord, allocs: &[Allocation]) {
+    if !rec.exclusive || allocs.is_empty() {
+        return;
+    }
+    rec.gpus = allocs.iter().map(|a| a.part.gpus.count()).sum();
+    if let Some(per_cpu) = rec.mem_per_cpu_mib {
+        let cpus = allocs.iter().map(|a| a.part.cpu_milli / 1000).max().unwrap_or(0);
+        rec.mem_per_node_mib = per_cpu * cpus;
     }
 }

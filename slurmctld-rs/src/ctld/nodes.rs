@@ -281,6 +281,9 @@ impl Controller {
             None if exit.signal != 0 || exit.exit_code != 0 => JobState::Failed,
             None => JobState::Completed,
         });
+        if let Some(r) = end_reason(rec.stopping.map(|s| s.why), exit) {
+            rec.reason = Some(r.to_string());
+        }
         info!(exit_code = exit.exit_code, signal = exit.signal, state = ?rec.end_state, "batch script ended");
         rec.completing_nodes = rec.nodes.iter().skip(1).cloned().collect();
         rec.state = JobState::Completing;
@@ -355,5 +358,20 @@ impl Controller {
         }
         self.dirty(id);
         self.sched_dirty = true;
+    }
+}
+
+/// The reason a job that ended keeps (Slurm 22.05 `job_mgr.c` `_job_complete` and
+/// `_job_timed_out`): `TimeLimit` for a time limit, `OutOfMemory`, `NonZeroExitCode` for a
+/// script that exited with a status, `JobLaunchFailure` for one a signal ended; none for a
+/// cancel, a requeue or a clean exit (the reason it had stays).
+fn end_reason(why: Option<StopWhy>, exit: &JobExit) -> Option<&'static str> {
+    match why {
+        Some(StopWhy::Timeout) => Some("TimeLimit"),
+        Some(_) => None,
+        None if exit.oom => Some("OutOfMemory"),
+        None if exit.exit_code != 0 => Some("NonZeroExitCode"),
+        None if exit.signal != 0 => Some("JobLaunchFailure"),
+        None => None,
     }
 }
