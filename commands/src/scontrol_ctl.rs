@@ -198,6 +198,15 @@ pub fn update(args: &[String], io: &mut Io<'_>) -> i32 {
                 }
             }
         }
+        // Slurm 22.05 `update_node.c` `scontrol_update_node`: DOWN, DRAIN and FAIL need a
+        // reason (states match as prefixes of three letters or more, case-insensitively).
+        let needs_reason = u.state.as_deref().is_some_and(|st| {
+            st.len() >= 3 && ["down", "drain", "fail"].iter().any(|w| w.len() >= st.len() && w[..st.len()].eq_ignore_ascii_case(st))
+        });
+        if needs_reason && u.reason.as_deref().is_none_or(str::is_empty) {
+            io.err("You must specify a reason when DOWNING or DRAINING a node. Request denied\n");
+            return 1;
+        }
         let Some(c) = ctl(io, "slurm_update") else { return 1 };
         return match c.call(Request::UpdateNode(u)) {
             Ok(_) => 0,

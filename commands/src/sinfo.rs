@@ -280,6 +280,9 @@ pub fn run(args: &[String], io: &mut Io<'_>) -> i32 {
     let mut mime = None;
     let mut parts_f: Vec<String> = Vec::new();
     let mut states_f: Vec<String> = Vec::new();
+    // `-n`/`--nodes`: only these nodes (a hostlist, the last `-n` wins; Slurm 22.05's
+    // `opts.c` and `sinfo.c` `_filter_out`).
+    let mut nodes_f: Option<Vec<String>> = None;
     for o in &p.opts {
         let a = o.arg.clone().unwrap_or_default();
         match o.id {
@@ -292,6 +295,13 @@ pub fn run(args: &[String], io: &mut Io<'_>) -> i32 {
             x if x == c('O') => fmt2 = Some(a),
             x if x == c('p') => parts_f.extend(a.split(',').map(str::to_string)),
             x if x == c('t') => states_f.extend(a.split(',').map(|s| s.to_ascii_lowercase())),
+            x if x == c('n') => match flotilla_core::hostlist::expand(&a) {
+                Ok(names) => nodes_f = Some(names),
+                Err(_) => {
+                    io.err(&format!("sinfo: error: '{a}' invalid entry for --nodes\n"));
+                    return 1;
+                }
+            },
             x if x == c('V') => {
                 io.out(&format!("{}\n", crate::sbatch::VERSION_LINE));
                 return 0;
@@ -335,7 +345,7 @@ pub fn run(args: &[String], io: &mut Io<'_>) -> i32 {
         io.out(&largest_table(&shown, noheader));
         return 0;
     }
-    let nodes = match ctl.call(Request::QueryNodes(NodeQuery::default())) {
+    let mut nodes = match ctl.call(Request::QueryNodes(NodeQuery::default())) {
         Ok(Response::Nodes(n)) => n,
         // PrivateData=nodes refuses a user's node query (Access/permission denied).
         Ok(Response::Error(e)) => {
@@ -348,6 +358,9 @@ pub fn run(args: &[String], io: &mut Io<'_>) -> i32 {
         }
         _ => Vec::new(),
     };
+    if let Some(names) = &nodes_f {
+        nodes.retain(|n| names.contains(&n.name));
+    }
     let state_ok = |n: &NodeInfo| {
         states_f.is_empty()
             || states_f.iter().any(|s| {
@@ -442,7 +455,7 @@ pub fn run(args: &[String], io: &mut Io<'_>) -> i32 {
             }
         }
         groups.sort_by_key(|g| std::cmp::Reverse(state_number(&g.nodes[0].state)));
-        if groups.is_empty() {
+        if groups.is_empty() && nodes_f.is_none() {
             // A partition none of whose nodes match still shows, with no nodes (`n/a`).
             groups.push(Row { part, nodes: Vec::new() });
         }

@@ -48,6 +48,8 @@ pub const ESLURM_NODES_BUSY: i32 = 2016;
 pub const ESLURM_INVALID_JOB_ID: i32 = 2017;
 /// `ESLURM_INVALID_NODE_NAME`.
 pub const ESLURM_INVALID_NODE_NAME: i32 = 2018;
+/// `ESLURM_INVALID_NODE_STATE`.
+pub const ESLURM_INVALID_NODE_STATE: i32 = 2028;
 /// `ESLURM_WRITING_TO_FILE`: the script and environment could not be saved (Slurm: a write
 /// into `StateSaveLocation` failed; Flotilla: the state database's commit failed, e.g. a
 /// full disk).
@@ -119,6 +121,7 @@ pub fn strerror(code: i32) -> &'static str {
         ESLURM_NODES_BUSY => "Requested nodes are busy",
         ESLURM_INVALID_JOB_ID => "Invalid job id specified",
         ESLURM_INVALID_NODE_NAME => "Invalid node name specified",
+        ESLURM_INVALID_NODE_STATE => "Invalid node state specified",
         ESLURM_WRITING_TO_FILE => "I/O error writing script/environment to file",
         ESLURM_TRANSITION_STATE_NO_UPDATE => "Job can not be altered now, try again later",
         ESLURM_ALREADY_DONE => "Job/step already completing or completed",

@@ -27,7 +27,7 @@ impl Controller {
             Err(e) => warn!("cannot purge finished jobs from the state database: {e}"),
         }
         let mut loaded = self.store.load(now - self.opts.min_job_age_s)?;
-        self.next_job_id = loaded.next_job_id;
+        self.next_job_id = loaded.next_job_id.max(self.opts.first_job_id);
         self.recover_services(std::mem::take(&mut loaded.svc), now);
         self.recover_usage(now)?;
         let mut known: HashSet<String> = HashSet::new();

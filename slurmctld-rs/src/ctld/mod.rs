@@ -185,6 +185,9 @@ pub struct CtlOptions {
     pub min_job_age_s: i64,
     /// `MaxJobCount`.
     pub max_job_count: u64,
+    /// `FirstJobId`: the first job id given (Slurm 22.05 `read_config.c`; the id counter
+    /// never goes below it, also after a restart).
+    pub first_job_id: u64,
     /// Admission settings.
     pub admission: AdmissionConf,
     /// Check the core's invariants after every cycle (fail stop on a violation).
@@ -233,6 +236,7 @@ impl Default for CtlOptions {
             kill_wait_s: 30,
             min_job_age_s: 300,
             max_job_count: 1_000_000,
+            first_job_id: 1,
             admission: AdmissionConf {
                 def_mem_per_cpu_mib: None,
                 max_array_size: 1001,
@@ -366,6 +370,7 @@ impl Controller {
         now: i64,
     ) -> Result<Controller, crate::store::StoreError> {
         let assoc = std::mem::take(&mut opts.assoc_db);
+        let first_job_id = opts.first_job_id.max(1);
         let n = sched.cluster().nodes.len();
         let mut c = Controller {
             sched,
@@ -377,7 +382,7 @@ impl Controller {
             deps: BTreeMap::new(),
             in_core_tasks: BTreeMap::new(),
             array_metas: BTreeSet::new(),
-            next_job_id: 1,
+            next_job_id: first_job_id,
             nodes: (0..n).map(|_| NodeRt::default()).collect(),
             batch: WriteBatch::default(),
             replies: Vec::new(),

@@ -37,13 +37,25 @@ impl Controller {
             }
         }
         let reason = u.reason.clone().unwrap_or_default();
-        let avail = match u.state.as_deref().map(str::to_ascii_uppercase).as_deref() {
+        let state = u.state.as_deref().map(str::to_ascii_uppercase);
+        let avail = match state.as_deref() {
             None => return Response::JobResults(Vec::new()),
             Some("DRAIN") => NodeAvail::Drain { reason },
             Some("DOWN") => NodeAvail::Down { reason },
             Some("RESUME" | "IDLE" | "UNDRAIN") => NodeAvail::Up,
             Some(_) => return Response::Error(SlurmError::new(ESLURM_NOT_SUPPORTED)),
         };
+        // Slurm 22.05 `node_mgr.c` `update_node` and `_valid_node_state_change`: RESUME only
+        // takes a node out of DOWN, DRAIN or FAIL (here also a quarantine or a node not
+        // registered yet); the other nodes named are updated, the answer is the error.
+        let mut invalid = false;
+        if state.as_deref() == Some("RESUME") {
+            ids.retain(|&id| {
+                let up = self.sched.cluster().node(id).avail == NodeAvail::Up;
+                invalid |= up;
+                !up
+            });
+        }
         for id in ids {
             info!(node = %self.sched.cluster().node(id).name, ?avail, "node availability updated by an admin");
             let d = self.sched.handle(CoreEvent::NodeAvail { node: id, avail: avail.clone() }, now as u64);
@@ -51,6 +63,9 @@ impl Controller {
             self.save_node(id);
         }
         self.sched_dirty = true;
+        if invalid {
+            return Response::Error(SlurmError::new(ESLURM_INVALID_NODE_STATE));
+        }
         Response::JobResults(Vec::new())
     }
 
