@@ -298,6 +298,71 @@ pub fn atoi(s: &str) -> i32 {
     }
 }
 
+/// Slurm 22.05's first step in a command, `slurm_conf_init` (`read_config.c`, called at the
+/// top of `scontrol.c`'s `main`): the configuration is read before anything else, and a file
+/// Slurm cannot read ends the command with its messages on stderr and exit status 1.
+/// Returns that status, or `None` when the configuration reads (or when the default
+/// `/etc/slurm/slurm.conf` is absent and neither `SLURM_CONF` nor `FLOTILLA_CONF` names a
+/// file: Flotilla's leniency, so that the commands that need no controller, `scontrol show
+/// hostnames`, still run on a host without a configuration; Slurm stops there too).
+///
+/// The messages are Slurm's (`parse_config.c`'s `s_p_parse_file`, `_parse_next_key`,
+/// `_handle_common` and `s_p_handle_uint32`, `read_config.c`'s `_validate_and_set_defaults`),
+/// each as `PROG: error: ...`, then `PROG: fatal: Unable to process configuration file`.
+pub fn conf_fatal(prog: &str, io: &mut Io<'_>) -> Option<i32> {
+    let named = ["SLURM_CONF", "FLOTILLA_CONF"].iter().any(|k| (io.env)(k).is_some_and(|v| !v.is_empty()));
+    let path = flotilla_conf::conf_path(io.env);
+    let e = match flotilla_conf::load_from(&path) {
+        Ok(_) => return None,
+        Err(flotilla_conf::ConfError::Io { source, .. }) if !named && source.kind() == std::io::ErrorKind::NotFound => {
+            return None
+        }
+        Err(e) => e,
+    };
+    for line in conf_error_lines(&e) {
+        io.err(&format!("{prog}: error: {line}\n"));
+    }
+    io.err(&format!("{prog}: fatal: Unable to process configuration file\n"));
+    Some(1)
+}
+
+/// Slurm's `error()` lines for a configuration that does not read (see [`conf_fatal`]).
+fn conf_error_lines(e: &flotilla_conf::ConfError) -> Vec<String> {
+    use flotilla_core::config::ConfigError;
+    let cannot_stat = |path: &str| {
+        format!("s_p_parse_file: cannot stat file {path}: No such file or directory, retrying in 1sec up to 60sec")
+    };
+    match e {
+        flotilla_conf::ConfError::Io { path, source } if source.kind() == std::io::ErrorKind::NotFound => {
+            // Slurm goes on with an empty configuration, which then lacks its one required key.
+            vec![cannot_stat(&path.display().to_string()), "ClusterName needs to be specified".into()]
+        }
+        flotilla_conf::ConfError::Config(ConfigError::UnknownKey { key, .. }) => {
+            vec![format!("_parse_next_key: Parsing error at unrecognized key: {key}")]
+        }
+        flotilla_conf::ConfError::Config(ConfigError::InvalidValue { at, key, value, .. }) if value.is_empty() => {
+            vec![format!("Parse error in file {} line {}: \"{key}=\"", at.file, at.line)]
+        }
+        flotilla_conf::ConfError::Config(ConfigError::InvalidValue { key, value, reason, .. })
+            if reason == "not a number" =>
+        {
+            vec![format!("{key} value ({value}) is not a valid number")]
+        }
+        flotilla_conf::ConfError::Config(ConfigError::InvalidValue { at, key, value, .. }) => {
+            vec![format!("Parse error in file {} line {}: \"{key}={value}\"", at.file, at.line)]
+        }
+        flotilla_conf::ConfError::Config(ConfigError::Include { at, path, reason }) => {
+            let mut v = Vec::new();
+            if reason.contains("No such file or directory") {
+                v.push(cannot_stat(path));
+            }
+            v.push(format!("\"Include\" failed in file {} line {}", at.file, at.line));
+            v
+        }
+        other => vec![other.to_string()],
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -321,5 +386,60 @@ mod tests {
         assert_eq!(field("abc", 5, false), "abc  ");
         assert_eq!(field("abcdef", 4, true), "abcd");
         assert_eq!(field("abc", 0, true), "abc");
+    }
+    /// Slurm 22.05.8's messages for files it cannot read (goldens-extra a08, recorded with
+    /// `scontrol show hostnames`): a missing named file, an unknown key, a bad number, an
+    /// empty value, a missing `Include`.
+    #[test]
+    fn conf_fatal_prints_slurms_messages() {
+        let d = tempfile::tempdir().unwrap();
+        let base = "ClusterName=c\nSlurmctldHost=h\nNodeName=n1 CPUs=4\nPartitionName=p Nodes=n1\n";
+        let run = |text: Option<&str>| {
+            let path = d.path().join("slurm.conf");
+            let _ = std::fs::remove_file(&path);
+            if let Some(t) = text {
+                std::fs::write(&path, t).unwrap();
+            }
+            let p = path.display().to_string();
+            let env = move |k: &str| (k == "SLURM_CONF").then(|| p.clone());
+            let (mut out, mut err) = (Vec::new(), Vec::new());
+            let code = conf_fatal("scontrol", &mut Io { out: &mut out, err: &mut err, env: &env, stdin: None });
+            assert!(out.is_empty());
+            (code, String::from_utf8(err).unwrap().replace(&d.path().display().to_string(), "DIR"))
+        };
+        let fatal = "scontrol: fatal: Unable to process configuration file\n";
+        assert_eq!(run(Some(base)), (None, String::new()));
+        assert_eq!(
+            run(Some(&format!("FooBarKey=1\n{base}"))),
+            (Some(1), format!("scontrol: error: _parse_next_key: Parsing error at unrecognized key: FooBarKey\n{fatal}"))
+        );
+        assert_eq!(
+            run(Some(&format!("{base}MaxJobCount=lots\n"))),
+            (Some(1), format!("scontrol: error: MaxJobCount value (lots) is not a valid number\n{fatal}"))
+        );
+        assert_eq!(
+            run(Some(&format!("{base}MaxJobCount=\n"))),
+            (Some(1), format!("scontrol: error: Parse error in file DIR/slurm.conf line 5: \"MaxJobCount=\"\n{fatal}"))
+        );
+        assert_eq!(
+            run(Some(&format!("{base}Include /nonexistent/x.conf\n"))),
+            (
+                Some(1),
+                format!(
+                    "scontrol: error: s_p_parse_file: cannot stat file /nonexistent/x.conf: No such file or directory, \
+                     retrying in 1sec up to 60sec\nscontrol: error: \"Include\" failed in file DIR/slurm.conf line 5\n{fatal}"
+                )
+            )
+        );
+        assert_eq!(
+            run(None),
+            (
+                Some(1),
+                format!(
+                    "scontrol: error: s_p_parse_file: cannot stat file DIR/slurm.conf: No such file or directory, \
+                     retrying in 1sec up to 60sec\nscontrol: error: ClusterName needs to be specified\n{fatal}"
+                )
+            )
+        );
     }
 }

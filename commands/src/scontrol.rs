@@ -720,6 +720,19 @@ mod tests {
         );
     }
 
+    /// Slurm 22.05's `scontrol_update_node` refuses DOWN, DRAIN and FAIL without a reason
+    /// before it asks the controller (goldens-extra 0708).
+    #[test]
+    fn node_down_or_drain_needs_a_reason() {
+        let denied = "You must specify a reason when DOWNING or DRAINING a node. Request denied\n";
+        for st in ["drain", "DOWN", "fai", "Drain"] {
+            let (out, err, code) = sc(&["update", "nodename=gpu04", &format!("state={st}")], &[]);
+            assert_eq!((out.as_str(), err.as_str(), code), ("", denied, 1), "{st}");
+            let (_, err, _) = sc(&["update", "nodename=gpu04", &format!("state={st}"), "reason="], &[]);
+            assert_eq!(err, denied, "{st} with an empty reason");
+        }
+    }
+
     #[test]
     fn hostnames_and_env_fallback() {
         assert_eq!(sc(&["show", "hostnames", "n[1-2]"], &[]).0, "n1\nn2\n");

@@ -198,6 +198,15 @@ pub fn update(args: &[String], io: &mut Io<'_>) -> i32 {
                 }
             }
         }
+        // Slurm 22.05 `update_node.c` `scontrol_update_node`: DOWN, DRAIN and FAIL need a
+        // reason (states match as prefixes of three letters or more, case-insensitively).
+        let needs_reason = u.state.as_deref().is_some_and(|st| {
+            st.len() >= 3 && ["down", "drain", "fail"].iter().any(|w| w.len() >= st.len() && w[..st.len()].eq_ignore_ascii_case(st))
+        });
+        if needs_reason && u.reason.as_deref().is_none_or(str::is_empty) {
+            io.err("You must specify a reason when DOWNING or DRAINING a node. Request denied\n");
+            return 1;
+        }
         let Some(c) = ctl(io, "slurm_update") else { return 1 };
         return match c.call(Request::UpdateNode(u)) {
             Ok(_) => 0,
@@ -218,13 +227,9 @@ pub fn update(args: &[String], io: &mut Io<'_>) -> i32 {
     let mut changes = Vec::new();
     for (k, v) in &pairs[1..] {
         let ch = match k.to_ascii_lowercase().as_str() {
-            "timelimit" => match flotilla_core::time::parse_time_limit(v) {
-                Ok(flotilla_core::time::TimeLimit::Unlimited) => JobChange::TimeLimit(TimeLimitWire::Unlimited),
-                Ok(flotilla_core::time::TimeLimit::Minutes(m)) => JobChange::TimeLimit(TimeLimitWire::Minutes(m)),
-                Err(_) => {
-                    io.err("scontrol: error: Invalid TimeLimit value\n");
-                    return 1;
-                }
+            "timelimit" => match time_limit_change(io, &job, v) {
+                Ok(t) => JobChange::TimeLimit(t),
+                Err(code) => return code,
             },
             "name" | "jobname" => JobChange::Name(v.clone()),
             "partition" => JobChange::Partition(v.clone()),
@@ -966,4 +971,54 @@ mod tests {
         let when = fmt_time(j.submit_time + 121);
         assert!(has(&j, &format!("EligibleTime={when}")) && has(&j, &format!("AccrueTime={when}")));
     }
+}
+
+/// `scontrol update jobid=N TimeLimit=V` as Slurm 22.05's scontrol reads it
+/// (`src/scontrol/update_job.c` `scontrol_update_job`): `+V`/`-V` add to or take from the
+/// job's current limit, which scontrol looks up first (`_get_job_time`); a decrement larger
+/// than the limit is refused there. Errors: Slurm's messages, exit status 1.
+fn time_limit_change(io: &mut Io<'_>, job: &JobRef, v: &str) -> Result<TimeLimitWire, i32> {
+    use flotilla_core::time::{parse_time_limit, TimeLimit};
+    let (sign, rest) = match v.as_bytes().first() {
+        Some(b'+') => (Some('+'), &v[1..]),
+        Some(b'-') => (Some('-'), &v[1..]),
+        _ => (None, v),
+    };
+    if sign.is_some() && rest.starts_with(['+', '-', '=']) {
+        io.err("scontrol: error: Invalid syntax, variations of +=- are not accepted.\n");
+        return Err(1);
+    }
+    let m = match parse_time_limit(rest) {
+        Ok(TimeLimit::Minutes(m)) => m,
+        Ok(TimeLimit::Unlimited) if sign.is_none() => return Ok(TimeLimitWire::Unlimited),
+        _ => {
+            io.err("scontrol: error: Invalid TimeLimit value\n");
+            return Err(1);
+        }
+    };
+    let Some(sign) = sign else { return Ok(TimeLimitWire::Minutes(m)) };
+    let Some(c) = ctl(io, "slurm_load_jobs") else { return Err(1) };
+    let q = JobQuery { jobs: vec![job.clone()], include_finished: true, ..JobQuery::default() };
+    let cur = match c.call(Request::QueryJobs(q)) {
+        Ok(Response::Jobs(j)) if j.len() == 1 => match j[0].time_limit {
+            Some(TimeLimitWire::Minutes(c)) => c,
+            _ => u32::MAX - 1,
+        },
+        Ok(Response::Jobs(j)) if j.len() > 1 => {
+            io.err("scontrol: error: TimeLimit increment/decrement not supported for job arrays\n");
+            return Err(1);
+        }
+        _ => {
+            io.err(&format!("scontrol: error: Job ID {} not found\n", job.job_id));
+            return Err(1);
+        }
+    };
+    if sign == '+' {
+        return Ok(TimeLimitWire::Minutes(cur.saturating_add(m)));
+    }
+    if m > cur {
+        io.err(&format!("scontrol: error: TimeLimit decrement larger than current time limit ({m} > {cur})\n"));
+        return Err(1);
+    }
+    Ok(TimeLimitWire::Minutes(cur - m))
 }

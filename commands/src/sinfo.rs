@@ -484,7 +484,7 @@ pub fn run(args: &[String], io: &mut Io<'_>) -> i32 {
             }
         }
         groups.sort_by_key(|g| std::cmp::Reverse(state_number(&g.nodes[0].state)));
-        if groups.is_empty() {
+        if groups.is_empty() && nodes_f.is_none() {
             // A partition none of whose nodes match still shows, with no nodes (`n/a`).
             groups.push(Row { part, nodes: Vec::new() });
         }

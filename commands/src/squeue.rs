@@ -515,8 +515,10 @@ impl SortKeys {
         SortKeys { keys }
     }
 
-    /// Sorts by the keys, first key first, equal rows in job-id order: what Slurm's stable
-    /// sorts, one per key from the last to the first over job-id order, give.
+    /// Sorts by the keys, first key first (Slurm's `sort_job_list`: one sort per key from the
+    /// last to the first, no key breaks ties), equal rows newest job first: the order Slurm
+    /// 22.05's squeue lists jobs that tie (goldens 0135 and 0169: held jobs 60 before 59),
+    /// the tasks of one array in task order (`-r` expands a record in place, 0190).
     fn sort(&self, rows: &mut [Row], key_vals: &[Key<'_>]) {
         rows.sort_by(|a, b| {
             for (i, (_, rev)) in self.keys.iter().enumerate() {
@@ -526,7 +528,7 @@ impl SortKeys {
                     return o;
                 }
             }
-            a.base.cmp(&b.base)
+            b.base.0.cmp(&a.base.0).then(a.base.1.cmp(&b.base.1)).then(a.base.2.cmp(&b.base.2))
         });
     }
 }
@@ -1175,9 +1177,9 @@ mod tests {
         ];
         rows[3].partition = "debug".into();
         assert_eq!(sorted_ids(&rows, "P,t,-p"), vec![58, 57, 53, 59]);
-        // Reversed and unknown keys; ties in job-id order.
+        // Reversed and unknown keys; ties newest first.
         assert_eq!(sorted_ids(&rows, "-i"), vec![59, 58, 57, 53]);
-        assert_eq!(sorted_ids(&rows, "t,Z"), vec![57, 58, 59, 53]);
+        assert_eq!(sorted_ids(&rows, "t,Z"), vec![59, 58, 57, 53]);
         assert_eq!(sorted_ids(&rows, "-P,p"), vec![59, 57, 58, 53]);
     }
 

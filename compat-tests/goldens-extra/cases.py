@@ -151,13 +151,14 @@ A09 = [
 # Area a10: priority and queue order (slurmctld job_mgr.c: set_job_prio, priority/basic;
 # squeue sort: sort_job_list).
 A10 = [
-    {"name": "held_priority_zero", "cmd": "sb --hold --wrap true\nsb --wrap true -w gpu01 -d afterok:$J1\nsqueue -h -j $J1,$J2 -o '%i|%Q|%r' | m\nfin"},
+    {"name": "held_priority_zero", "cmd": "sb --hold --wrap true\nsb --wrap true -w gpu01 -d afterok:$J1\nsqueue -h -j $J1,$J2 -o '%i|%Q|%r' | m | sed -E 's/\\|[1-9][0-9]*\\|/|nonzero|/'\nfin"},
     {"name": "held_sorts_last", "cmd": "sb -H --wrap true\nsb -d afterok:$J1 --wrap true\nsb -d afterok:$J1 --wrap true\nsqueue -h -u alice -o '%i|%r' | m\nfin"},
-    {"name": "release_restores", "cmd": "sb -H --wrap true\nsb -H --wrap true\nscontrol release $J1\nscontrol hold $J1\nscontrol release $J1\nsqueue -h -u alice -o '%i|%T' | m\np1=$(squeue -h -j $J1 -o %Q); echo \"p1 nonzero: $([ \"$p1\" -gt 0 ] && echo yes)\"\nfin"},
+    {"name": "release_restores", "cmd": "sb -H --wrap true\nsb -H -d afterok:$J1 --wrap true\nscontrol release $J2\nscontrol hold $J2\nsqueue -h -j $J2 -o '%i|%Q|%r' | m\nscontrol release $J2\nsqueue -h -u alice -o '%i|%T' | m\np=$(squeue -h -j $J2 -o %Q); echo \"J2 nonzero: $([ \"$p\" -gt 0 ] && echo yes)\"\nfin"},
     {"name": "consecutive_difference", "cmd": "sb -H --wrap true\nsb -d afterok:$J1 --wrap true\nsb -d afterok:$J1 --wrap true\np2=$(squeue -h -j $J2 -o %Q); p3=$(squeue -h -j $J3 -o %Q); echo $((p2 - p3))\nfin"},
     {"name": "nice_difference", "cmd": "sb -H --wrap true\nsb -d afterok:$J1 --wrap true\nsb -d afterok:$J1 --nice=10 --wrap true\np2=$(squeue -h -j $J2 -o %Q); p3=$(squeue -h -j $J3 -o %Q); echo $((p2 - p3))\nsqueue -h -j $J2,$J3 -o '%i|%y' | m\nfin"},
     {"name": "running_priority_shown", "cmd": "sb --wrap 'sleep 300'\nwst $J1 RUNNING\np=$(squeue -h -j $J1 -o %Q); echo \"running prio nonzero: $([ \"$p\" -gt 0 ] && echo yes)\"\nscontrol show job $J1 | grep -c 'Priority=0 '\nfin"},
-    {"name": "admin_hold_priority", "user": "root", "cmd": ". /home/alice/x/lib.sh\nsb --uid=alice --wrap true -H\nscontrol hold $J1\nsqueue -h -j $J1 -o '%Q|%r' | m\nscontrol release $J1\nsqueue -h -j $J1 -o '%r' | m\nfin"},
+    {"name": "admin_hold_priority", "user": "root", "cmd": ". /home/alice/x/lib.sh\nsb --uid=alice -H --wrap true -D /home/alice/x\nsb --uid=alice -d afterok:$J1 --wrap true -D /home/alice/x\nscontrol hold $J2\nsqueue -h -j $J2 -o '%Q|%r' | m\nscontrol release $J2\np=$(squeue -h -j $J2 -o %Q); echo \"J2 nonzero: $([ \"$p\" -gt 0 ] && echo yes)\"\nfin"},
+    {"name": "release_order", "cmd": "sb -H --wrap true\nsb -H -d afterok:$J1 --wrap true\nsb -d afterok:$J1 --wrap true\nscontrol release $J2\nsqueue -h -u alice -o '%i|%T' | m\np2=$(squeue -h -j $J2 -o %Q); p3=$(squeue -h -j $J3 -o %Q); echo $((p3 - p2))\nfin"},
     {"name": "exclusive_tres", "cmd": "sb --exclusive -w gpu03 --wrap 'sleep 300'\nwst $J1 RUNNING\nscontrol show job $J1 | grep -oE '(TRES|NumCPUs|MinMemoryNode|MinMemoryCPU)=[^ ]*' | m\nsqueue -h -j $J1 -o '%C|%m|%b' | m\nfin"},
     {"name": "exclusive_gres_tres", "cmd": "sb --exclusive --gres=gpu:2 -w gpu03 --wrap 'sleep 300'\nwst $J1 RUNNING\nscontrol show job $J1 | grep -oE '(TRES|NumCPUs)=[^ ]*' | m\nfin"},
     {"name": "hold_then_sort_with_nice", "cmd": "sb -H --wrap true\nsb -d afterok:$J1 --nice=100 --wrap true\nsb -d afterok:$J1 --wrap true\nsqueue -h -u alice -o '%i|%y' | m\nfin"},

@@ -196,6 +196,13 @@ fn extra_goldens() {
     for f in ["slurm.conf", "gres.conf", "topology.conf"] {
         std::fs::copy(refconf.join(f), confdir.join(f)).unwrap();
     }
+    // Job ids from 5000 (`FirstJobId`): `lib.sh`'s `m` writes every number equal to one of
+    // a case's job ids as `J<n>`, so small ids (a fresh cluster's 1, 2, ...) would take a
+    // case's own numbers (`rc=1`, a time limit of 90) for ids. Four digits, as the
+    // reference's ids were when the cases were recorded (`%5j` pads them with one zero).
+    let mut slurm_conf = std::fs::read_to_string(confdir.join("slurm.conf")).unwrap();
+    slurm_conf.push_str("FirstJobId=5000\n");
+    std::fs::write(confdir.join("slurm.conf"), slurm_conf).unwrap();
     std::fs::write(confdir.join("quota.conf"), QUOTA_CONF).unwrap();
     let cluster = LocalCluster::start_with(Some(&confdir), |o| {
         o.fast = false;

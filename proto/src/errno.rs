@@ -48,6 +48,8 @@ pub const ESLURM_NODES_BUSY: i32 = 2016;
 pub const ESLURM_INVALID_JOB_ID: i32 = 2017;
 /// `ESLURM_INVALID_NODE_NAME`.
 pub const ESLURM_INVALID_NODE_NAME: i32 = 2018;
+/// `ESLURM_INVALID_NODE_STATE`.
+pub const ESLURM_INVALID_NODE_STATE: i32 = 2028;
 /// `ESLURM_WRITING_TO_FILE`: the script and environment could not be saved (Slurm: a write
 /// into `StateSaveLocation` failed; Flotilla: the state database's commit failed, e.g. a
 /// full disk).
@@ -60,6 +62,8 @@ pub const ESLURM_ALREADY_DONE: i32 = 2021;
 pub const ESLURM_JOB_PENDING: i32 = 2024;
 /// `ESLURM_NOT_SUPPORTED`.
 pub const ESLURM_NOT_SUPPORTED: i32 = 2036;
+/// `ESLURM_JOB_HELD`.
+pub const ESLURM_JOB_HELD: i32 = 2042;
 /// `ESLURM_DEPENDENCY`.
 pub const ESLURM_DEPENDENCY: i32 = 2038;
 /// `ESLURM_INVALID_ACCOUNT`.
@@ -117,11 +121,13 @@ pub fn strerror(code: i32) -> &'static str {
         ESLURM_NODES_BUSY => "Requested nodes are busy",
         ESLURM_INVALID_JOB_ID => "Invalid job id specified",
         ESLURM_INVALID_NODE_NAME => "Invalid node name specified",
+        ESLURM_INVALID_NODE_STATE => "Invalid node state specified",
         ESLURM_WRITING_TO_FILE => "I/O error writing script/environment to file",
         ESLURM_TRANSITION_STATE_NO_UPDATE => "Job can not be altered now, try again later",
         ESLURM_ALREADY_DONE => "Job/step already completing or completed",
         ESLURM_JOB_PENDING => "Job is pending execution",
         ESLURM_NOT_SUPPORTED => "Requested operation not supported on this system",
+        ESLURM_JOB_HELD => "Job is in held state, pending scheduler release",
         ESLURM_DEPENDENCY => "Job dependency problem",
         ESLURM_INVALID_ACCOUNT => "Invalid account or account/partition combination specified",
         ESLURM_INVALID_TIME_LIMIT => "Requested time limit is invalid (missing or exceeds some limit)",

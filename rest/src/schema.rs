@@ -39,7 +39,9 @@ pub enum Schema {
 /// An integer's OpenAPI `format`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum IntFormat {
-    /// `int32`.
+    /// `int32`. Slurm's data_parser declares its unsigned 32-bit fields (`UINT32`,
+    /// `UINT32_NO_VAL`'s `number`) as `int32` and writes their whole range (priority/basic's
+    /// 4294901759), so a check accepts -2^31 ..= 2^32-1.
     I32,
     /// `int64`.
     I64,
@@ -142,7 +144,7 @@ impl Components {
                 None => bad("a string"),
             },
             Schema::Int(IntFormat::I32) => match v.as_i64() {
-                Some(i) if i32::try_from(i).is_ok() => Ok(()),
+                Some(i) if i32::try_from(i).is_ok() || u32::try_from(i).is_ok() => Ok(()),
                 _ => bad("an int32"),
             },
             Schema::Int(IntFormat::I64) => {

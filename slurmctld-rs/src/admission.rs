@@ -278,6 +278,9 @@ fn pending_record(
         array_task_id: None,
         array_pending: Vec::new(),
         array_max_running: None,
+        // Slurm 22.05 `job_mgr.c`: a job submitted held has priority 0; the others get the
+        // next number when the controller keeps them (`set_job_prio`).
+        priority: if req.hold { 0 } else { crate::job::PRIO_UNSET },
         state: JobState::Pending,
         reason: None,
         name: req.name.clone().unwrap_or_else(|| "sbatch".into()),

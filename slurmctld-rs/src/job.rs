@@ -75,6 +75,9 @@ pub enum StopWhy {
     },
 }
 
+/// [`JobRecord::priority`] of a job waiting for its number (Slurm's `NO_VAL`).
+pub const PRIO_UNSET: u32 = u32::MAX - 1;
+
 /// The notice a stop gives the job's nodes (what `slurmstepd` prints in the job's stderr).
 pub fn stop_cause(why: StopWhy) -> flotilla_proto::StopCause {
     use flotilla_proto::StopCause;
@@ -114,6 +117,11 @@ pub struct JobRecord {
     pub array_pending: Vec<u32>,
     /// `%N` throttle of the array.
     pub array_max_running: Option<u32>,
+    /// The job's priority as Slurm's `priority/basic` numbers it (`job_ptr->priority`, what
+    /// squeue `%Q` and `scontrol show job` print under it): 0 while held, [`PRIO_UNSET`] until
+    /// the controller gives it the next number ([`crate::ctld`]'s `set_job_prio`). Not
+    /// stored: at recovery the live jobs are numbered again in job id order.
+    pub priority: u32,
     /// State.
     pub state: JobState,
     /// A fixed reason (`BadConstraints`, `DependencyNeverSatisfied`, ...), overriding the

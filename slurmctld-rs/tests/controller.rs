@@ -93,6 +93,19 @@ fn submission_errors_and_ids() {
     h.check();
 }
 
+/// `FirstJobId` (`CtlOptions::first_job_id`): the first id given; a restart counts on from
+/// the stored counter, which is above it.
+#[test]
+fn first_job_id() {
+    let opts = CtlOptions { first_job_id: 5000, ..CtlOptions::default() };
+    let mut h = Harness::new("ctl_first_job_id", TWO_NODES, opts);
+    assert_eq!(h.submit(job(User::Alice, None, 0)), 5000);
+    assert_eq!(h.submit(job(User::Alice, None, 0)), 5001);
+    h.restart();
+    assert_eq!(h.submit(job(User::Alice, None, 0)), 5002);
+    h.check();
+}
+
 /// `scancel` of a pending job (CANCELLED at once, keeping the reason it waited for, as Slurm
 /// shows it), of a running job (stop notice and SIGTERM; CANCELLED when the node reports the
 /// end), and of a running job that ignores SIGTERM (SIGKILL after `KillWait`, 30 s).

@@ -367,6 +367,8 @@ prop_compose! {
             array_task_id: a.2,
             array_pending: a.3,
             array_max_running: a.4,
+            // Not stored (numbered again at recovery).
+            priority: flotilla_slurmctld::job::PRIO_UNSET,
             state: a.5,
             reason: a.6,
             name: a.7,

@@ -436,6 +436,9 @@ pub struct ClusterConfig {
     pub max_job_count: u64,
     /// `MaxArraySize=` (default 1001).
     pub max_array_size: u64,
+    /// `FirstJobId=` (default 1): where job ids start.
+    #[serde(default)]
+    pub first_job_id: u64,
     /// `SelectType=`, e.g. `select/cons_tres`; chooses the placement plugin.
     pub select_type: String,
     /// `PriorityType=`, e.g. `priority/multifactor`.

@@ -437,6 +437,7 @@ impl Parser {
             "MinJobAge" => c.min_job_age_s = v.int(),
             "MaxJobCount" => c.max_job_count = v.int(),
             "MaxArraySize" => c.max_array_size = v.int(),
+            "FirstJobId" => c.first_job_id = v.int(),
             "SelectType" => c.select_type = v.str().to_string(),
             "PriorityType" => c.priority_type = v.str().to_string(),
             "PreemptType" => c.preempt_type = v.str().to_string(),
@@ -964,7 +965,7 @@ mod tests {
         let c = parse(
             "ClusterName=oracle\nSlurmctldHost=vm(127.0.0.1)\nSlurmctldPort=7817-7818\nSlurmdPort=7818\n\
              SlurmUser=slurm\nDefMemPerCPU=1024\nKillWait=5\nMinJobAge=60\nMaxJobCount=20000\n\
-             MaxArraySize=10001\nSelectType=select/cons_tres\nPriorityType=priority/multifactor\n\
+             MaxArraySize=10001\nFirstJobId=5000\nSelectType=select/cons_tres\nPriorityType=priority/multifactor\n\
              PreemptType=preempt/qos\nSchedulerType=sched/builtin\nTopologyPlugin=topology/tree\n\
              StateSaveLocation=/s\nSlurmdSpoolDir=/d/%n\nAlertProgram=/usr/bin/page\nPreemptExemptTime=00:05:00\n\
              ElasticGrowInterval=30\n",
@@ -978,7 +979,7 @@ mod tests {
         assert_eq!(c.slurm_user, "slurm");
         assert_eq!(c.def_mem_per_cpu_mib, Some(1024));
         assert_eq!((c.kill_wait_s, c.min_job_age_s), (5, 60));
-        assert_eq!((c.max_job_count, c.max_array_size), (20000, 10001));
+        assert_eq!((c.max_job_count, c.max_array_size, c.first_job_id), (20000, 10001, 5000));
         assert_eq!(c.priority_type, "priority/multifactor");
         assert_eq!(c.preempt_type, "preempt/qos");
         assert_eq!(c.scheduler_type, "sched/builtin");
@@ -988,7 +989,7 @@ mod tests {
         assert_eq!(c.alert_program.as_deref(), Some("/usr/bin/page"));
         assert_eq!(c.preempt_exempt_time.as_deref(), Some("00:05:00"));
         assert_eq!(c.elastic_grow_interval_s, Some(30));
-        assert_eq!(c.raw.len(), 20);
+        assert_eq!(c.raw.len(), 21);
         assert_eq!(
             c.raw[1],
             ("SlurmctldHost".to_string(), "vm(127.0.0.1)".to_string())

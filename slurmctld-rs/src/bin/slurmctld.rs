@@ -185,6 +185,7 @@ fn main() -> anyhow::Result<()> {
     opts.kill_wait_s = kill_wait.unwrap_or(cluster.kill_wait_s as i64);
     opts.min_job_age_s = cluster.min_job_age_s as i64;
     opts.max_job_count = cluster.max_job_count.max(1);
+    opts.first_job_id = cluster.first_job_id.max(1);
     if let Some(t) = slurmd_timeout {
         opts.slurmd_timeout_s = t;
     }

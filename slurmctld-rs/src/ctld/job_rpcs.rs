@@ -493,14 +493,23 @@ impl Controller {
                         info!(job = id, uid = ident.uid, "hold of an admin-held job by its user: stays admin-held");
                         continue;
                     }
-                    HoldOp::Hold => rec.spec.held = Some(if ident.admin { HoldKind::Admin } else { HoldKind::User }),
-                    HoldOp::UserHold => rec.spec.held = Some(HoldKind::User),
+                    // Slurm's `_hold_job_rec`: priority 0; `_release_job_rec`: a new one.
+                    HoldOp::Hold => {
+                        rec.spec.held = Some(if ident.admin { HoldKind::Admin } else { HoldKind::User });
+                        rec.priority = 0;
+                    }
+                    HoldOp::UserHold => {
+                        rec.spec.held = Some(HoldKind::User);
+                        rec.priority = 0;
+                    }
                     HoldOp::Release => {
                         if rec.spec.held == Some(HoldKind::Admin) && !ident.admin {
                             error.get_or_insert(SlurmError::new(ESLURM_ACCESS_DENIED));
                             continue;
                         }
-                        rec.spec.held = None;
+                        if rec.spec.held.take().is_some() || rec.priority == 0 {
+                            rec.priority = crate::job::PRIO_UNSET;
+                        }
                     }
                 }
                 self.dirty(id);
@@ -654,14 +663,25 @@ fn apply_changes(
                 access_changed = true;
             }
             JobChange::Priority(p) => {
+                // Slurm 22.05 `_update_job`: a held job's priority is set by a release only.
+                if rec.spec.held.is_some() && *p != 0 {
+                    return Err(SlurmError::new(ESLURM_JOB_HELD));
+                }
                 if !ident.admin {
                     return Err(SlurmError::new(ESLURM_ACCESS_DENIED));
                 }
                 rec.spec.base_priority = *p;
+                // An operator's priority is the job's (Slurm's `direct_set_prio`).
+                rec.priority = *p;
             }
             JobChange::Nice(n) => {
                 if *n < 0 && !ident.admin {
                     return Err(SlurmError::new(ESLURM_ACCESS_DENIED));
+                }
+                // Slurm's `_update_job`: the priority moves by the change of nice.
+                if rec.priority > 0 && rec.priority < crate::job::PRIO_UNSET {
+                    let p = i64::from(rec.priority) - (i64::from(*n) - i64::from(rec.spec.nice));
+                    rec.priority = p.clamp(1, i64::from(crate::job::PRIO_UNSET - 1)) as u32;
                 }
                 rec.spec.nice = *n;
             }
@@ -671,6 +691,11 @@ fn apply_changes(
             }
             JobChange::NumNodes(n) if rec.state == JobState::Running => running_num_nodes(rec, *n)?,
             JobChange::NumNodes(n) => {
+                // Slurm 22.05 `_update_job`: a running job may only shrink (not supported
+                // here either), growing it is "not supported on this system".
+                if rec.state == JobState::Running && *n > rec.num_nodes {
+                    return Err(SlurmError::new(ESLURM_NOT_SUPPORTED));
+                }
                 need_pending(pending)?;
                 if *n == 0 {
                     return Err(SlurmError::new(ESLURM_INVALID_NODE_COUNT));

@@ -4,7 +4,7 @@
 
 use super::{check_core_invariants, prov_decode, reset_for_requeue, wall_now, Controller, Due, Event, Ident, Outgoing, MAX_BATCH, PROV};
 use crate::deps;
-use crate::job::{JobState, StopWhy};
+use crate::job::{JobRecord, JobState, StopWhy};
 use crate::store::AllocOp;
 use flotilla_core::cluster::{NodeAvail, NodeId};
 use flotilla_core::hostlist::compress_sorted;
@@ -27,7 +27,7 @@ impl Controller {
             Err(e) => warn!("cannot purge finished jobs from the state database: {e}"),
         }
         let mut loaded = self.store.load(now - self.opts.min_job_age_s)?;
-        self.next_job_id = loaded.next_job_id;
+        self.next_job_id = loaded.next_job_id.max(self.opts.first_job_id);
         self.recover_services(std::mem::take(&mut loaded.svc), now);
         self.recover_usage(now)?;
         let mut known: HashSet<String> = HashSet::new();
@@ -54,6 +54,15 @@ impl Controller {
         let (mut pending, mut running) = (0, 0);
         let mut vanished = Vec::new();
         for mut rec in loaded.jobs {
+            // Priorities are not stored (see `store::rows`'s `JobRow`): a held job's is 0,
+            // an operator's stays, the others are numbered again below, in job id order.
+            rec.priority = if rec.spec.held.is_some() {
+                0
+            } else if rec.spec.base_priority != 0 {
+                rec.spec.base_priority
+            } else {
+                crate::job::PRIO_UNSET
+            };
             if let Some(p) = self.sched.cluster().partition_id(&rec.partition) {
                 rec.spec.partition = p;
             }
@@ -110,6 +119,18 @@ impl Controller {
                 self.array_metas.insert(rec.id);
             }
             self.jobs.insert(rec.id, rec);
+        }
+        // Slurm keeps `job_ptr->priority` in its state file and numbers on below the lowest
+        // (`_load_job_state`); Flotilla numbers the live jobs again in job id order, which
+        // keeps their order (nice and operator values aside).
+        let unnumbered: Vec<u64> = self
+            .jobs
+            .values()
+            .filter(|r| r.priority == crate::job::PRIO_UNSET && !r.state.is_finished())
+            .map(|r| r.id)
+            .collect();
+        for id in unnumbered {
+            self.number_job(id);
         }
         for id in vanished {
             self.node_vanished(id, now);
@@ -485,6 +506,7 @@ impl Controller {
         rec.state = JobState::Running;
         rec.start_time = Some(now);
         rec.end_time = None;
+        whole_node_tres(rec, &allocs);
         rec.allocs = allocs;
         rec.nodes = names;
         rec.stopping = None;
@@ -679,4 +701,20 @@ fn elastic_env(mut env: Vec<(String, String)>, e: Option<&flotilla_core::job::El
         env.push((key.to_string(), format!("{}:{}", e.min, e.max)));
     }
     env
+}
+
+/// What an `--exclusive` job holds as Slurm's `select/cons_tres` allocates a whole node
+/// (22.05 `job_test` with `whole_node`, shown in `TRES=`, `AllocTRES` and `scontrol show job
+/// -d`'s `Mem=`): every GPU of its nodes (`gres/gpu=8` even for `--gres=gpu:2`) and, when its
+/// memory is per CPU (`--mem-per-cpu` or `DefMemPerCPU`), that per CPU of every CPU it got
+/// (64 CPUs x 1024 MiB = `mem=64G`). The core's allocation is already the whole node.
+fn whole_node_tres(rec: &mut JobRecord, allocs: &[Allocation]) {
+    if !rec.exclusive || allocs.is_empty() {
+        return;
+    }
+    rec.gpus = allocs.iter().map(|a| a.part.gpus.count()).sum();
+    if let Some(per_cpu) = rec.mem_per_cpu_mib {
+        let cpus = allocs.iter().map(|a| a.part.cpu_milli / 1000).max().unwrap_or(0);
+        rec.mem_per_node_mib = per_cpu * cpus;
+    }
 }

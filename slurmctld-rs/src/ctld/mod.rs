@@ -189,6 +189,9 @@ pub struct CtlOptions {
     pub min_job_age_s: i64,
     /// `MaxJobCount`.
     pub max_job_count: u64,
+    /// `FirstJobId`: the first job id given (Slurm 22.05 `read_config.c`; the id counter
+    /// never goes below it, also after a restart).
+    pub first_job_id: u64,
     /// Admission settings.
     pub admission: AdmissionConf,
     /// Check the core's invariants after every cycle (fail stop on a violation).
@@ -237,6 +240,7 @@ impl Default for CtlOptions {
             kill_wait_s: 30,
             min_job_age_s: 300,
             max_job_count: 1_000_000,
+            first_job_id: 1,
             admission: AdmissionConf {
                 def_mem_per_cpu_mib: None,
                 max_array_size: 1001,
@@ -349,7 +353,13 @@ pub struct Controller {
     usage_saved: Option<(i64, bool)>,
     /// When jobs, nodes and partitions last changed ([`update_times`]).
     update: update_times::Tracker,
+    /// The lowest priority given so far (Slurm's `lowest_prio`, from `TOP_PRIORITY`
+    /// `0xffff0000`; numbering starts again there at recovery): see `set_job_prio`.
+    lowest_prio: u32,
 }
+
+/// Slurm's `TOP_PRIORITY`: where priority/basic's numbering starts.
+const TOP_PRIORITY: u32 = 0xffff_0000;
 
 /// Wall clock in seconds since the epoch (read only at the edge, here).
 pub fn wall_now() -> i64 {
@@ -369,6 +379,7 @@ impl Controller {
         now: i64,
     ) -> Result<Controller, crate::store::StoreError> {
         let assoc = std::mem::take(&mut opts.assoc_db);
+        let first_job_id = opts.first_job_id.max(1);
         let n = sched.cluster().nodes.len();
         let mut c = Controller {
             sched,
@@ -376,10 +387,11 @@ impl Controller {
             opts,
             jobs: BTreeMap::new(),
             core_map: HashMap::new(),
+            lowest_prio: TOP_PRIORITY,
             deps: BTreeMap::new(),
             in_core_tasks: BTreeMap::new(),
             array_metas: BTreeSet::new(),
-            next_job_id: 1,
+            next_job_id: first_job_id,
             nodes: (0..n).map(|_| NodeRt::default()).collect(),
             batch: WriteBatch::default(),
             replies: Vec::new(),
@@ -557,6 +569,32 @@ impl Controller {
 
     fn dirty(&mut self, id: u64) {
         self.batch.jobs.insert(id);
+        self.set_job_prio(id);
+    }
+
+    /// Slurm 22.05's `set_job_prio` (`job_mgr.c`) with `priority/basic`'s `priority_p_set`:
+    /// a pending job without a priority ([`crate::job::PRIO_UNSET`]: just submitted, released
+    /// or requeued) gets one below every number given before, lowered further by its nice
+    /// (never below 1); the lowest number given moves down by one, nice aside. So under
+    /// `priority/basic` the first job is 4294901759 (`0xffff0000 - 1`), the next one less.
+    fn set_job_prio(&mut self, id: u64) {
+        if self.jobs.get(&id).is_some_and(|r| r.priority == crate::job::PRIO_UNSET && r.state == JobState::Pending) {
+            self.number_job(id);
+        }
+    }
+
+    /// Gives job `id` the next number of [`Controller::set_job_prio`] (whatever its state).
+    fn number_job(&mut self, id: u64) {
+        let Some(rec) = self.jobs.get_mut(&id) else { return };
+        let last = self.lowest_prio;
+        let mut p = if last >= 2 { i64::from(last) - 1 } else { 1 };
+        let offset = i64::from(rec.spec.nice);
+        if offset <= 0 || p > offset + 1 {
+            p -= offset;
+        }
+        rec.priority = p.clamp(1, i64::from(u32::MAX - 2)) as u32;
+        let relative = i64::from(rec.priority) + offset;
+        self.lowest_prio = relative.clamp(0, i64::from(u32::MAX)).min(i64::from(self.lowest_prio)) as u32;
     }
 
     fn send(&mut self, node: &str, msg: CtlToNode) {
@@ -637,8 +675,11 @@ fn reset_for_requeue(rec: &mut JobRecord, hold: bool) {
         e.resizes.clear();
     }
     rec.num_nodes = rec.spec.request.nodes.unwrap_or(rec.num_nodes);
+    // A requeued job gets a new priority (Slurm's requeue calls `set_job_prio`), 0 if held.
+    rec.priority = crate::job::PRIO_UNSET;
     if hold {
         rec.spec.held = Some(HoldKind::User);
         rec.reason = Some(REQUEUE_HOLD_REASON.into());
+        rec.priority = 0;
     }
 }

@@ -37,13 +37,25 @@ impl Controller {
             }
         }
         let reason = u.reason.clone().unwrap_or_default();
-        let avail = match u.state.as_deref().map(str::to_ascii_uppercase).as_deref() {
+        let state = u.state.as_deref().map(str::to_ascii_uppercase);
+        let avail = match state.as_deref() {
             None => return Response::JobResults(Vec::new()),
             Some("DRAIN") => NodeAvail::Drain { reason },
             Some("DOWN") => NodeAvail::Down { reason },
             Some("RESUME" | "IDLE" | "UNDRAIN") => NodeAvail::Up,
             Some(_) => return Response::Error(SlurmError::new(ESLURM_NOT_SUPPORTED)),
         };
+        // Slurm 22.05 `node_mgr.c` `update_node` and `_valid_node_state_change`: RESUME only
+        // takes a node out of DOWN, DRAIN or FAIL (here also a quarantine or a node not
+        // registered yet); the other nodes named are updated, the answer is the error.
+        let mut invalid = false;
+        if state.as_deref() == Some("RESUME") {
+            ids.retain(|&id| {
+                let up = self.sched.cluster().node(id).avail == NodeAvail::Up;
+                invalid |= up;
+                !up
+            });
+        }
         for id in ids {
             info!(node = %self.sched.cluster().node(id).name, ?avail, "node availability updated by an admin");
             let d = self.sched.handle(CoreEvent::NodeAvail { node: id, avail: avail.clone() }, now as u64);
@@ -51,6 +63,9 @@ impl Controller {
             self.save_node(id);
         }
         self.sched_dirty = true;
+        if invalid {
+            return Response::Error(SlurmError::new(ESLURM_INVALID_NODE_STATE));
+        }
         Response::JobResults(Vec::new())
     }
 
@@ -281,6 +296,9 @@ impl Controller {
             None if exit.signal != 0 || exit.exit_code != 0 => JobState::Failed,
             None => JobState::Completed,
         });
+        if let Some(r) = end_reason(rec.stopping.map(|s| s.why), exit) {
+            rec.reason = Some(r.to_string());
+        }
         info!(exit_code = exit.exit_code, signal = exit.signal, state = ?rec.end_state, "batch script ended");
         rec.completing_nodes = rec.nodes.iter().skip(1).cloned().collect();
         rec.state = JobState::Completing;
@@ -355,5 +373,20 @@ impl Controller {
         }
         self.dirty(id);
         self.sched_dirty = true;
+    }
+}
+
+/// The reason a job that ended keeps (Slurm 22.05 `job_mgr.c` `_job_complete` and
+/// `_job_timed_out`): `TimeLimit` for a time limit, `OutOfMemory`, `NonZeroExitCode` for a
+/// script that exited with a status, `JobLaunchFailure` for one a signal ended; none for a
+/// cancel, a requeue or a clean exit (the reason it had stays).
+fn end_reason(why: Option<StopWhy>, exit: &JobExit) -> Option<&'static str> {
+    match why {
+        Some(StopWhy::Timeout) => Some("TimeLimit"),
+        Some(_) => None,
+        None if exit.oom => Some("OutOfMemory"),
+        None if exit.exit_code != 0 => Some("NonZeroExitCode"),
+        None if exit.signal != 0 => Some("JobLaunchFailure"),
+        None => None,
     }
 }

@@ -52,6 +52,12 @@ impl Controller {
                         p.sched_nodes = Str::from(compress_sorted(&names));
                     }
                     p.priority = prio;
+                    // A hold the last cycle saw but since released: Slurm shows no reason
+                    // until its next pass (`_release_job_rec`: `WAIT_NO_REASON`).
+                    if rec.spec.held.is_none() && matches!(info.reason.as_str(), "JobHeldUser" | "JobHeldAdmin") {
+                        p.reason = Str::b("None");
+                        p.detail = None;
+                    }
                 }
                 None if rec.is_array_meta() => p.reason = Str::b("JobArrayTaskLimit"),
                 None => {}
@@ -101,6 +107,13 @@ impl Controller {
             sched_nodes,
             priority,
         } = self.pending_shown(rec, want, now);
+        // Under priority/basic (Slurm's default) every job shows its number, running and held
+        // ones too; other policies show what the last cycle ranked.
+        let priority = if self.sched.priority_name() == "priority/basic" {
+            if rec.priority == crate::job::PRIO_UNSET { 0 } else { u64::from(rec.priority) }
+        } else {
+            priority
+        };
         // A pending job shows when it is expected to start; without an estimate, its begin
         // time (`--begin`, a requeue's hold-off), as Slurm sets `start_time` to it. Either
         // way the end shown is that start plus the time limit.

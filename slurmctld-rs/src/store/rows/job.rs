@@ -635,6 +635,9 @@ impl From<&JobRecord> for JobRow {
             array_task_id,
             array_pending,
             array_max_running,
+            // Not stored: the controller numbers the live jobs again at recovery
+            // (`ctld::lifecycle`), as format 1 has no place for it.
+            priority: _,
             state,
             reason,
             name,
@@ -820,6 +823,7 @@ impl From<JobRow> for JobRecord {
             array_task_id,
             array_pending,
             array_max_running,
+            priority: crate::job::PRIO_UNSET,
             state: state.into(),
             reason,
             name,
