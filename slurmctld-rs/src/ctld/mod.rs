@@ -221,6 +221,11 @@ pub struct CtlOptions {
     pub assoc_db: crate::assoc::AssocDb,
     /// `AccountingStorageEnforce`.
     pub enforce: flotilla_core::assoc::Enforce,
+    /// The leader lease: how long a renewal keeps it (`SlurmctldTimeout`, [`crate::store::lease`]).
+    pub lease_ttl: Duration,
+    /// Where this controller listens (`host:port`), recorded with the lease for standbys and
+    /// commands to follow.
+    pub advertise: String,
 }
 
 impl Default for CtlOptions {
@@ -251,6 +256,8 @@ impl Default for CtlOptions {
             job_limits: None,
             assoc_db: Default::default(),
             enforce: Default::default(),
+            lease_ttl: Duration::from_secs(6),
+            advertise: String::new(),
         }
     }
 }
@@ -340,6 +347,14 @@ pub struct Controller {
     assoc: crate::assoc::AssocDb,
     /// When fair-share usage was last put in a batch (s), and whether it was empty then.
     usage_saved: Option<(i64, bool)>,
+}
+
+/// Another controller took the leader lease (`e` says who): this one must not write or send
+/// anything again. It steps down at once by failing stop (STYLE.md): the process ends, and
+/// restarted (systemd's `Restart=`, `flotilla dev up --ha`) it comes back as a standby.
+pub(crate) fn step_down(e: &crate::store::StoreError) -> ! {
+    tracing::error!("{e}: stepping down");
+    panic!("stepping down: {e}");
 }
 
 /// Wall clock in seconds since the epoch (read only at the edge, here).
