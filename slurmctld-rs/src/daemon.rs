@@ -388,6 +388,9 @@ pub async fn start(cfg: DaemonConfig) -> anyhow::Result<Daemon> {
     // One controller leads: the lease decides. A standby waits here; what reaches its
     // sockets meanwhile waits for it to lead.
     let store = take_lease(store, &opts, sqlite).await?;
+    // Every node message from here on carries the epoch (the owner task, which alone sends
+    // to nodes, starts below).
+    shared.epoch.store(store.epoch(), std::sync::atomic::Ordering::Release);
     let ctl = controller(&cfg.cluster, store, opts, auth_failures, wall_now())?;
     let owner = tokio::spawn(ctl.run(rx, shutdown_rx.clone()));
     tracing::info!(tcp = ?tcp_addr, socket = ?cfg.socket, "slurmctld listening");

@@ -135,6 +135,11 @@ pub struct Shared {
     /// KiB of large frame bodies being read ([`MAX_FRAME_BYTES_IN_FLIGHT`]).
     frame_budget: Arc<Semaphore>,
     next_conn: AtomicU64,
+    /// The leader lease's epoch this controller leads in, set once it took the lease (0
+    /// before): every message to a node goes out as [`Frame::ToNodeFenced`] with it, and the
+    /// node refuses it once it has seen a higher one ([`crate::store::lease`]). A controller
+    /// never regains a lease it lost (it steps down), so the epoch never changes once set.
+    pub epoch: AtomicU64,
 }
 
 impl Shared {
@@ -165,6 +170,7 @@ impl Shared {
             pools: Mutex::new(Pools::default()),
             frame_budget: Arc::new(Semaphore::new(MAX_FRAME_BYTES_IN_FLIGHT >> 10)),
             next_conn: AtomicU64::new(1),
+            epoch: AtomicU64::new(0),
         }
     }
 
@@ -1057,7 +1063,11 @@ async fn node_session<R, W>(
             },
             m = nrx.recv() => match m {
                 Some(m) => {
-                    if write_frame(&mut wr, &Frame::ToNode(m)).await.is_err() {
+                    let frame = match shared.epoch.load(Ordering::Acquire) {
+                        0 => Frame::ToNode(m),
+                        epoch => Frame::ToNodeFenced { epoch, msg: m },
+                    };
+                    if write_frame(&mut wr, &frame).await.is_err() {
                         break;
                     }
                 }

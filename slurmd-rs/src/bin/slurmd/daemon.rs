@@ -74,8 +74,9 @@ pub struct Options {
 /// What the owner handles.
 #[derive(Debug)]
 enum Event {
-    /// The controller pushed a message on session `gen`.
-    Ctl(u64, CtlToNode),
+    /// The controller pushed a message on session `gen`, from lease epoch `.1` (0: a plain
+    /// `Frame::ToNode`).
+    Ctl(u64, u64, CtlToNode),
     /// Session `gen` closed.
     Closed(u64),
     /// The health loop's verdict on one poll (never `Ignore`), with the poll's events.
@@ -102,6 +103,10 @@ pub struct Daemon {
     _spool_lock: nix::fcntl::Flock<std::fs::File>,
     opts: Options,
     epoch: u64,
+    /// The highest controller lease epoch seen ([`spool::CtldFence`]).
+    fence: spool::CtldFence,
+    /// Controller messages refused for an epoch below it.
+    refused: u64,
     facts: NodeFacts,
     host: String,
     jobs: BTreeMap<(u64, u32), Entry>,
@@ -193,6 +198,7 @@ impl Daemon {
         std::fs::set_permissions(&opts.spool, std::fs::Permissions::from_mode(0o755))?;
         std::fs::set_permissions(&jobs, std::fs::Permissions::from_mode(0o711))?;
         let (epoch, bumped) = spool::boot_epoch(&opts.spool, &opts.boot_id)?;
+        let fence = spool::CtldFence::load(&opts.spool)?;
         let (tx, rx) = mpsc::channel();
         let facts = NodeFacts {
             node: opts.node.clone(),
@@ -208,6 +214,8 @@ impl Daemon {
             _spool_lock: spool_lock,
             opts,
             epoch,
+            fence,
+            refused: 0,
             facts,
             host: short_hostname(),
             jobs: BTreeMap::new(),
@@ -414,7 +422,12 @@ impl Daemon {
             loop {
                 match flotilla_proto::read_frame(&mut r, flotilla_proto::DEFAULT_MAX_FRAME) {
                     Ok(Frame::ToNode(m)) => {
-                        if tx.send(Event::Ctl(gen, m)).is_err() {
+                        if tx.send(Event::Ctl(gen, 0, m)).is_err() {
+                            return;
+                        }
+                    }
+                    Ok(Frame::ToNodeFenced { epoch, msg }) => {
+                        if tx.send(Event::Ctl(gen, epoch, msg)).is_err() {
                             return;
                         }
                     }
@@ -531,8 +544,9 @@ impl Daemon {
                     self.next_connect = Instant::now() + Duration::from_millis(200);
                 }
             }
-            Event::Ctl(gen, _) if gen != self.gen => {}
-            Event::Ctl(_, msg) => match msg {
+            Event::Ctl(gen, ..) if gen != self.gen => {}
+            Event::Ctl(_, epoch, msg) if !self.admit(epoch, &msg) => {}
+            Event::Ctl(_, _, msg) => match msg {
                 CtlToNode::Bind(b) => self.launch(*b, None),
                 CtlToNode::Launch { bind, details } => self.launch(*bind, Some(*details)),
                 CtlToNode::Signal {
@@ -560,6 +574,31 @@ impl Daemon {
                 }
             },
             Event::Health(verdict, events) => self.health(verdict, events),
+        }
+    }
+
+    /// Whether a controller message of lease epoch `epoch` may be acted on: not when this
+    /// node has seen a higher epoch (the sender lost the lease; [`spool::CtldFence`]). Each
+    /// refusal is logged with the count so far.
+    fn admit(&mut self, epoch: u64, msg: &CtlToNode) -> bool {
+        match self.fence.admit(epoch) {
+            spool::Admit::Current => true,
+            spool::Admit::Newer { previous, saved } => {
+                info!(epoch, previous, "controller epoch raised: messages of older epochs are refused from now on");
+                if let Err(e) = saved {
+                    error!(epoch, "cannot store the controller epoch (kept in memory until a restart): {e}");
+                }
+                true
+            }
+            spool::Admit::Older { highest } => {
+                self.refused += 1;
+                warn!(
+                    "refused a message from controller epoch {epoch}, below the highest seen ({highest}): {} ({} refused since start)",
+                    describe(msg),
+                    self.refused
+                );
+                false
+            }
         }
     }
 
@@ -931,4 +970,17 @@ impl Daemon {
 
 fn libc_sigkill() -> i32 {
     nix::sys::signal::Signal::SIGKILL as i32
+}
+
+/// A controller message in a few words (job and kind), for the log.
+fn describe(m: &CtlToNode) -> String {
+    match m {
+        CtlToNode::Bind(b) | CtlToNode::Launch { bind: b, .. } => format!("launch of job {}", b.job_id),
+        CtlToNode::Signal { job_id, signal, .. } => format!("signal {signal} to job {job_id}"),
+        CtlToNode::Kill { job_id } => format!("kill of job {job_id}"),
+        CtlToNode::AckExits { job_ids } => format!("acknowledgement of the ends of jobs {job_ids:?}"),
+        CtlToNode::LaunchStep(l) => format!("launch of step {}.{}", l.layout.job_id, l.layout.step_id),
+        CtlToNode::StopNotice { job_id, .. } => format!("stop notice of job {job_id}"),
+        CtlToNode::SignalSteps { job_id, signal } => format!("signal {signal} to the steps of job {job_id}"),
+    }
 }
