@@ -159,6 +159,39 @@ impl Ctl {
         }
     }
 
+    /// The controllers of slurm.conf in its order (`SlurmctldHost=` lines: the primary, then
+    /// the backups), each as `(host name, address)`.
+    pub fn controllers(&self) -> Vec<(String, String)> {
+        let c = &self.conf;
+        let primary = (!c.control_host.is_empty() || !c.control_addr.is_empty()).then(|| {
+            let addr = if c.control_addr.is_empty() { c.control_host.clone() } else { c.control_addr.clone() };
+            (c.control_host.clone(), addr)
+        });
+        primary.into_iter().chain(c.backup_controllers.iter().cloned()).collect()
+    }
+
+    /// Whether the controller at `addr` (`SlurmctldPort`) answers a ping (Slurm's
+    /// `slurm_ping`): over TCP with a credential from `sackd`, else from the local
+    /// controller's socket; at most 10 s (Slurm's default `MessageTimeout`) to connect and as
+    /// long for the answer (a stopped controller is `DOWN`).
+    pub fn ping(&self, addr: &str) -> bool {
+        let timeout = std::time::Duration::from_secs(10);
+        let cred = fetch_credential(&self.auth_socket)
+            .ok()
+            .or_else(|| self.socket.as_deref().filter(|p| p.exists()).and_then(|p| fetch_credential(p).ok()));
+        let Some(cred) = cred else { return false };
+        let Ok(addrs) = std::net::ToSocketAddrs::to_socket_addrs(&(addr, self.conf.slurmctld_port)) else { return false };
+        addrs.into_iter().any(|a| {
+            let Ok(s) = std::net::TcpStream::connect_timeout(&a, timeout) else { return false };
+            let _ = s.set_read_timeout(Some(timeout));
+            let _ = s.set_nodelay(true);
+            matches!(
+                Client::call_once(flotilla_proto::client::Stream::Tcp(s), Role::Command, Some(cred.clone()), Request::Ping),
+                Ok(Response::Pong)
+            )
+        })
+    }
+
     /// Sends one request and returns the answer (`Response::Error` becomes `Err`).
     pub fn call(&self, req: Request) -> Result<Response, CtlError> {
         let resp = match self.socket.as_deref().filter(|p| p.exists()) {

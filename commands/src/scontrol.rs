@@ -487,6 +487,14 @@ impl Scontrol<'_, '_> {
                 self.state.exit_code = ctl::top(&argv[1..], self.io);
                 Ok(())
             }
+            Some("ping") => {
+                if argc > 1 {
+                    too_many(self);
+                } else {
+                    self.state.exit_code = ctl::ping(self.io);
+                }
+                Ok(())
+            }
             Some("token") => {
                 self.state.exit_code = ctl::token(&argv[1..], self.io);
                 Ok(())
@@ -718,6 +726,78 @@ mod tests {
             sc(&["-v", "-V"], &[]).0,
             "slurm-wlm 22.05.8\nslurm_api_version: 1443080, 22.5.8\n"
         );
+    }
+
+    /// `ping` against two controllers that answer (this test's peers: a controller that
+    /// answers the hello and the ping, a `sackd` that issues the credential) and one address
+    /// where nothing listens, as Slurm prints it.
+    #[test]
+    fn ping_reports_each_slurmctld_host_in_order() {
+        use flotilla_proto::{negotiate, read_frame, write_frame, ClusterKey, Frame, Request, Response, DEFAULT_MAX_FRAME};
+        use std::sync::atomic::{AtomicU32, Ordering};
+        use std::sync::Arc;
+        let dir = tempfile::tempdir().unwrap();
+        let key = ClusterKey::generate(&dir.path().join("slurm.key")).unwrap();
+        let ctl = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let port = ctl.local_addr().unwrap().port();
+        let pings = Arc::new(AtomicU32::new(0));
+        std::thread::spawn({
+            let pings = pings.clone();
+            move || {
+                for s in ctl.incoming() {
+                    let mut s = s.unwrap();
+                    let Ok(Frame::Hello(h)) = read_frame(&mut s, DEFAULT_MAX_FRAME) else { continue };
+                    write_frame(&mut s, &Frame::HelloOk { version: negotiate(&h).unwrap() }).unwrap();
+                    if let Ok(Frame::Request { id, auth: Some(_), body: Request::Ping }) = read_frame(&mut s, DEFAULT_MAX_FRAME) {
+                        pings.fetch_add(1, Ordering::SeqCst);
+                        write_frame(&mut s, &Frame::Response { id, body: Response::Pong }).unwrap();
+                    }
+                }
+            }
+        });
+        let sackd_path = dir.path().join("sackd.sock");
+        let sackd = std::os::unix::net::UnixListener::bind(&sackd_path).unwrap();
+        std::thread::spawn(move || {
+            for s in sackd.incoming() {
+                let mut s = s.unwrap();
+                let Ok(Frame::Hello(h)) = read_frame(&mut s, DEFAULT_MAX_FRAME) else { continue };
+                write_frame(&mut s, &Frame::HelloOk { version: negotiate(&h).unwrap() }).unwrap();
+                if let Ok(Frame::Request { id, body: Request::IssueCredential, .. }) = read_frame(&mut s, DEFAULT_MAX_FRAME) {
+                    let cred = key.sign(0, 0, "h", crate::common::now() as u64, 300);
+                    write_frame(&mut s, &Frame::Response { id, body: Response::Credential(cred) }).unwrap();
+                }
+            }
+        });
+        // ctl1 and ctl3 reach the peer; nothing listens on 127.0.0.2 (connection refused).
+        let conf = dir.path().join("slurm.conf");
+        std::fs::write(
+            &conf,
+            format!(
+                "ClusterName=c\nSlurmctldHost=ctl1(127.0.0.1)\nSlurmctldHost=ctl2(127.0.0.2)\n\
+                 SlurmctldHost=ctl3(127.0.0.1)\nSlurmctldPort={port}\n\
+                 NodeName=n1 CPUs=1 State=UNKNOWN\nPartitionName=p Nodes=n1 Default=YES\n"
+            ),
+        )
+        .unwrap();
+        let env = [("SLURM_CONF", conf.to_str().unwrap()), ("FLOTILLA_AUTH_SOCKET", sackd_path.to_str().unwrap())];
+        let (out, err, code) = sc(&["ping"], &env);
+        let mut want = "Slurmctld(primary) at ctl1 is UP\nSlurmctld(backup1) at ctl2 is DOWN\nSlurmctld(backup2) at ctl3 is UP\n".to_string();
+        if nix::unistd::getuid().is_root() {
+            want.push_str("*****************************************\n** RESTORE SLURMCTLD DAEMON TO SERVICE **\n*****************************************\n");
+        }
+        assert_eq!((out, err, code), (want, String::new(), 0));
+        assert_eq!(pings.load(Ordering::SeqCst), 2, "ctl1 and ctl3 were pinged");
+        assert_eq!(sc(&["ping", "x"], &env), (String::new(), "too many arguments for keyword:ping\n".into(), 1));
+        // Two controllers: the second is `backup`; none answering: exit status 1.
+        std::fs::write(
+            &conf,
+            "ClusterName=c\nSlurmctldHost=ctl1(127.0.0.2)\nSlurmctldHost=ctl2(127.0.0.2)\nSlurmctldPort=9\n\
+             NodeName=n1 CPUs=1 State=UNKNOWN\nPartitionName=p Nodes=n1 Default=YES\n",
+        )
+        .unwrap();
+        let (out, _, code) = sc(&["ping"], &env);
+        assert!(out.starts_with("Slurmctld(primary) at ctl1 is DOWN\nSlurmctld(backup) at ctl2 is DOWN\n"), "{out}");
+        assert_eq!(code, 1);
     }
 
     #[test]

@@ -1,5 +1,5 @@
 //! The parts of `scontrol` that talk to the controller: `show job|node|partition|topology`,
-//! `hold`, `uhold`, `release`, `requeue`, `requeuehold`, `update job|node`, `top`. Texts and
+//! `hold`, `uhold`, `release`, `requeue`, `requeuehold`, `update job|node`, `top`, `ping`. Texts and
 //! exit codes as Slurm 22.05's `scontrol` (e.g. `Invalid job id specified for job 999999`,
 //! `slurm_suspend error: ...` after a failed hold/release).
 //!
@@ -167,6 +167,38 @@ pub fn token(args: &[String], io: &mut Io<'_>) -> i32 {
     }
     io.err("Error fetching token\n");
     1
+}
+
+/// `ping` (Slurm 22.05 `scontrol.c`, `_ping_slurmctld`): one line per `SlurmctldHost=` in
+/// slurm.conf's order, `Slurmctld(primary) at HOST is UP` for the first, `(backup)` for the
+/// second when there are two, `(backupN)` for the N-th otherwise, `DOWN` for one that does not
+/// answer; when one is down and the caller is root, Slurm's `RESTORE SLURMCTLD DAEMON TO
+/// SERVICE` banner. The roles are slurm.conf's order, as Slurm prints them, not which
+/// controller leads now. Exit status 0 when one answered, else 1.
+pub fn ping(io: &mut Io<'_>) -> i32 {
+    let Some(ctl) = ctl(io, "slurm_load_ctl_conf") else { return 1 };
+    let hosts = ctl.controllers();
+    let up: Vec<bool> = hosts.iter().map(|(_, addr)| ctl.ping(addr)).collect();
+    let (text, code) = ping_report(&hosts, &up, common::my_uid() == 0);
+    io.out(&text);
+    code
+}
+
+/// The text and exit status of `ping` for controllers `hosts` of which `up` answered.
+fn ping_report(hosts: &[(String, String)], up: &[bool], root: bool) -> (String, i32) {
+    let mut out = String::new();
+    for (i, ((host, _), &up)) in hosts.iter().zip(up).enumerate() {
+        let mode = match i {
+            0 => "primary".to_string(),
+            1 if hosts.len() == 2 => "backup".to_string(),
+            _ => format!("backup{i}"),
+        };
+        out.push_str(&format!("Slurmctld({mode}) at {host} is {}\n", if up { "UP" } else { "DOWN" }));
+    }
+    if root && up.iter().any(|u| !u) {
+        out.push_str("*****************************************\n** RESTORE SLURMCTLD DAEMON TO SERVICE **\n*****************************************\n");
+    }
+    (out, if up.iter().any(|&u| u) { 0 } else { 1 })
 }
 
 /// `update ...`: a job (`JobId=`) or nodes (`NodeName=`).
