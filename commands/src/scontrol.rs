@@ -728,35 +728,34 @@ mod tests {
         );
     }
 
-    /// `ping` against two controllers that answer (this test's peers: a controller that
-    /// answers the hello and the ping, a `sackd` that issues the credential) and one address
-    /// where nothing listens, as Slurm prints it.
-    #[test]
-    fn ping_reports_each_slurmctld_host_in_order() {
-        use flotilla_proto::{negotiate, read_frame, write_frame, ClusterKey, Frame, Request, Response, DEFAULT_MAX_FRAME};
-        use std::sync::atomic::{AtomicU32, Ordering};
-        use std::sync::Arc;
-        let dir = tempfile::tempdir().unwrap();
-        let key = ClusterKey::generate(&dir.path().join("slurm.key")).unwrap();
-        let ctl = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-        let port = ctl.local_addr().unwrap().port();
-        let pings = Arc::new(AtomicU32::new(0));
-        std::thread::spawn({
-            let pings = pings.clone();
-            move || {
-                for s in ctl.incoming() {
-                    let mut s = s.unwrap();
-                    let Ok(Frame::Hello(h)) = read_frame(&mut s, DEFAULT_MAX_FRAME) else { continue };
-                    write_frame(&mut s, &Frame::HelloOk { version: negotiate(&h).unwrap() }).unwrap();
-                    if let Ok(Frame::Request { id, auth: Some(_), body: Request::Ping }) = read_frame(&mut s, DEFAULT_MAX_FRAME) {
-                        pings.fetch_add(1, Ordering::SeqCst);
-                        write_frame(&mut s, &Frame::Response { id, body: Response::Pong }).unwrap();
-                    }
+    use flotilla_proto::{negotiate, read_frame, write_frame, ClusterKey, Frame, Request, Response, DEFAULT_MAX_FRAME};
+    use std::sync::atomic::{AtomicU32, Ordering};
+    use std::sync::Arc;
+
+    /// A controller peer on `l` (this test's, not ours): answers the hello, then each
+    /// authenticated request with `answer`; counts the requests.
+    fn fake_ctld(l: std::net::TcpListener, answer: fn(&Request) -> Response) -> Arc<AtomicU32> {
+        let n = Arc::new(AtomicU32::new(0));
+        let count = n.clone();
+        std::thread::spawn(move || {
+            for s in l.incoming() {
+                let mut s = s.unwrap();
+                let Ok(Frame::Hello(h)) = read_frame(&mut s, DEFAULT_MAX_FRAME) else { continue };
+                write_frame(&mut s, &Frame::HelloOk { version: negotiate(&h).unwrap() }).unwrap();
+                if let Ok(Frame::Request { id, auth: Some(_), body }) = read_frame(&mut s, DEFAULT_MAX_FRAME) {
+                    count.fetch_add(1, Ordering::SeqCst);
+                    write_frame(&mut s, &Frame::Response { id, body: answer(&body) }).unwrap();
                 }
             }
         });
-        let sackd_path = dir.path().join("sackd.sock");
-        let sackd = std::os::unix::net::UnixListener::bind(&sackd_path).unwrap();
+        n
+    }
+
+    /// A `sackd` peer in `dir` that issues credentials signed with a new key; its socket.
+    fn fake_sackd(dir: &std::path::Path) -> std::path::PathBuf {
+        let key = ClusterKey::generate(&dir.join("slurm.key")).unwrap();
+        let path = dir.join("sackd.sock");
+        let sackd = std::os::unix::net::UnixListener::bind(&path).unwrap();
         std::thread::spawn(move || {
             for s in sackd.incoming() {
                 let mut s = s.unwrap();
@@ -768,17 +767,34 @@ mod tests {
                 }
             }
         });
+        path
+    }
+
+    fn pong(_: &Request) -> Response {
+        Response::Pong
+    }
+
+    fn conf_text(hosts: &[(&str, &str)], port: u16, extra: &str) -> String {
+        let mut c = "ClusterName=c\n".to_string();
+        for (h, a) in hosts {
+            c.push_str(&format!("SlurmctldHost={h}({a})\n"));
+        }
+        c + &format!("SlurmctldPort={port}\n{extra}NodeName=n1 CPUs=1 State=UNKNOWN\nPartitionName=p Nodes=n1 Default=YES\n")
+    }
+
+    /// `ping` against two controllers that answer (this test's peers: a controller that
+    /// answers the hello and the ping, a `sackd` that issues the credential) and one address
+    /// where nothing listens, as Slurm prints it.
+    #[test]
+    fn ping_reports_each_slurmctld_host_in_order() {
+        let dir = tempfile::tempdir().unwrap();
+        let ctl = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let port = ctl.local_addr().unwrap().port();
+        let pings = fake_ctld(ctl, pong);
+        let sackd_path = fake_sackd(dir.path());
         // ctl1 and ctl3 reach the peer; nothing listens on 127.0.0.2 (connection refused).
         let conf = dir.path().join("slurm.conf");
-        std::fs::write(
-            &conf,
-            format!(
-                "ClusterName=c\nSlurmctldHost=ctl1(127.0.0.1)\nSlurmctldHost=ctl2(127.0.0.2)\n\
-                 SlurmctldHost=ctl3(127.0.0.1)\nSlurmctldPort={port}\n\
-                 NodeName=n1 CPUs=1 State=UNKNOWN\nPartitionName=p Nodes=n1 Default=YES\n"
-            ),
-        )
-        .unwrap();
+        std::fs::write(&conf, conf_text(&[("ctl1", "127.0.0.1"), ("ctl2", "127.0.0.2"), ("ctl3", "127.0.0.1")], port, "")).unwrap();
         let env = [("SLURM_CONF", conf.to_str().unwrap()), ("FLOTILLA_AUTH_SOCKET", sackd_path.to_str().unwrap())];
         let (out, err, code) = sc(&["ping"], &env);
         let mut want = "Slurmctld(primary) at ctl1 is UP\nSlurmctld(backup1) at ctl2 is DOWN\nSlurmctld(backup2) at ctl3 is UP\n".to_string();
@@ -789,15 +805,53 @@ mod tests {
         assert_eq!(pings.load(Ordering::SeqCst), 2, "ctl1 and ctl3 were pinged");
         assert_eq!(sc(&["ping", "x"], &env), (String::new(), "too many arguments for keyword:ping\n".into(), 1));
         // Two controllers: the second is `backup`; none answering: exit status 1.
-        std::fs::write(
-            &conf,
-            "ClusterName=c\nSlurmctldHost=ctl1(127.0.0.2)\nSlurmctldHost=ctl2(127.0.0.2)\nSlurmctldPort=9\n\
-             NodeName=n1 CPUs=1 State=UNKNOWN\nPartitionName=p Nodes=n1 Default=YES\n",
-        )
-        .unwrap();
+        std::fs::write(&conf, conf_text(&[("ctl1", "127.0.0.2"), ("ctl2", "127.0.0.2")], 9, "")).unwrap();
         let (out, _, code) = sc(&["ping"], &env);
         assert!(out.starts_with("Slurmctld(primary) at ctl1 is DOWN\nSlurmctld(backup) at ctl2 is DOWN\n"), "{out}");
         assert_eq!(code, 1);
+    }
+
+    /// A command's request goes to the controller that leads: past one that cannot be reached
+    /// and one that answers as a standby; with none leading it gives up after one and a half
+    /// `SlurmctldTimeout` with Slurm's standby text.
+    #[test]
+    fn requests_follow_the_leader_past_unreachable_and_standby_controllers() {
+        fn standby(_: &Request) -> Response {
+            Response::Error(flotilla_proto::SlurmError::new(flotilla_proto::errno::ESLURM_IN_STANDBY_MODE))
+        }
+        fn leader(r: &Request) -> Response {
+            match r {
+                Request::QueryJobs(_) => Response::Jobs(Vec::new()),
+                _ => Response::Pong,
+            }
+        }
+        let dir = tempfile::tempdir().unwrap();
+        let first = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let port = first.local_addr().unwrap().port();
+        let second = std::net::TcpListener::bind(("127.0.0.3", port)).unwrap();
+        let standby_asked = fake_ctld(first, standby);
+        let leader_asked = fake_ctld(second, leader);
+        let sackd_path = fake_sackd(dir.path());
+        let conf = dir.path().join("slurm.conf");
+        // Nothing listens on 127.0.0.2; 127.0.0.1 is a standby; 127.0.0.3 leads.
+        std::fs::write(&conf, conf_text(&[("a", "127.0.0.2"), ("b", "127.0.0.1"), ("c", "127.0.0.3")], port, "SlurmctldTimeout=1\n")).unwrap();
+        let env = |k: &str| match k {
+            "SLURM_CONF" => Some(conf.display().to_string()),
+            "FLOTILLA_AUTH_SOCKET" => Some(sackd_path.display().to_string()),
+            _ => None,
+        };
+        let ctl = crate::common::Ctl::new(&env).unwrap();
+        let r = ctl.call(Request::QueryJobs(flotilla_proto::JobQuery::default()));
+        assert!(matches!(r, Ok(Response::Jobs(ref j)) if j.is_empty()), "{r:?}");
+        assert_eq!((standby_asked.load(Ordering::SeqCst), leader_asked.load(Ordering::SeqCst)), (1, 1));
+        // No leader: the standby's error, after the rounds of 1.5 s.
+        std::fs::write(&conf, conf_text(&[("a", "127.0.0.2"), ("b", "127.0.0.1")], port, "SlurmctldTimeout=1\n")).unwrap();
+        let ctl = crate::common::Ctl::new(&env).unwrap();
+        match ctl.call(Request::QueryJobs(flotilla_proto::JobQuery::default())) {
+            Err(crate::common::CtlError::Slurm(e)) => assert_eq!(e.text, "Slurm backup controller in standby mode"),
+            other => panic!("{other:?}"),
+        }
+        assert!(standby_asked.load(Ordering::SeqCst) >= 3, "asked in the first call, then again in the later rounds of the second");
     }
 
     #[test]

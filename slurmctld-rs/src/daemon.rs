@@ -364,6 +364,12 @@ pub async fn start(cfg: DaemonConfig) -> anyhow::Result<Daemon> {
     shared.http = Arc::new(
         crate::metrics::HttpGate::new(crate::metrics::MetricsConf::from_config(&cfg.cluster)).with_jwt(shared.jwt.clone(), cfg.slurm_uid),
     );
+    // With backup controllers (several `SlurmctldHost=` lines) a standby until the lease is
+    // taken (below): what reaches the sockets meanwhile is answered `ESLURM_IN_STANDBY_MODE`
+    // (pings excepted), and the commands try the next host. A lone controller (restarting,
+    // or waiting out a dead predecessor's lease) has no other to send them to: its requests
+    // wait for it to lead.
+    shared.standby = std::sync::atomic::AtomicBool::new(!cfg.cluster.backup_controllers.is_empty());
     let shared = Arc::new(shared);
     let mut tcp_addr = None;
     if let Some(addr) = cfg.listen {
@@ -385,12 +391,13 @@ pub async fn start(cfg: DaemonConfig) -> anyhow::Result<Daemon> {
             None => cfg.host.clone(),
         };
     }
-    // One controller leads: the lease decides. A standby waits here; what reaches its
-    // sockets meanwhile waits for it to lead.
+    // One controller leads: the lease decides. A standby waits here; with backups
+    // configured it answers only pings meanwhile (`Shared::standby`).
     let store = take_lease(store, &opts, sqlite).await?;
     // Every node message from here on carries the epoch (the owner task, which alone sends
     // to nodes, starts below).
     shared.epoch.store(store.epoch(), std::sync::atomic::Ordering::Release);
+    shared.standby.store(false, std::sync::atomic::Ordering::Release);
     let ctl = controller(&cfg.cluster, store, opts, auth_failures, wall_now())?;
     let owner = tokio::spawn(ctl.run(rx, shutdown_rx.clone()));
     tracing::info!(tcp = ?tcp_addr, socket = ?cfg.socket, "slurmctld listening");

@@ -140,6 +140,12 @@ pub struct Shared {
     /// node refuses it once it has seen a higher one ([`crate::store::lease`]). A controller
     /// never regains a lease it lost (it steps down), so the epoch never changes once set.
     pub epoch: AtomicU64,
+    /// A standby: this controller waits for the leader lease. It answers pings and issues
+    /// local credentials; every other request gets Slurm's `ESLURM_IN_STANDBY_MODE` (Slurm
+    /// 22.05 `backup.c`, `_background_process_msg`), so that clients try the next
+    /// `SlurmctldHost=` instead of waiting. Only with backup controllers configured; false
+    /// for `sackd` and once leading.
+    pub standby: std::sync::atomic::AtomicBool,
 }
 
 impl Shared {
@@ -171,6 +177,7 @@ impl Shared {
             frame_budget: Arc::new(Semaphore::new(MAX_FRAME_BYTES_IN_FLIGHT >> 10)),
             next_conn: AtomicU64::new(1),
             epoch: AtomicU64::new(0),
+            standby: std::sync::atomic::AtomicBool::new(false),
         }
     }
 
@@ -909,6 +916,10 @@ where
             close_after_answer = true;
         }
         let body: Reply = match body {
+            _ if shared.standby.load(Ordering::Acquire) && !matches!(body, Request::Ping | Request::IssueCredential) => {
+                warn!(peer = %peer, "Invalid RPC received {} while in standby mode", body.kind());
+                Response::Error(SlurmError::new(ESLURM_IN_STANDBY_MODE)).into()
+            }
             // A token stands for a user, not for a host or a daemon: it gets no credential
             // (that would outlive it), no token (a leaked token would renew itself), and no
             // node session.

@@ -25,7 +25,11 @@ fn ha_env(test: &str) -> Option<(Env, backends::TestPg)> {
     let pg = backends::TestPg::start(test)?;
     let env = Env::new(4);
     env.set_storage(pg.keys());
-    env.edit_cluster(|c| c.slurmctld_timeout_s = 2);
+    env.edit_cluster(|c| {
+        c.slurmctld_timeout_s = 2;
+        // Two SlurmctldHost lines (both controllers run here).
+        c.backup_controllers = vec![("b".into(), "127.0.0.1".into())];
+    });
     Some((env, pg))
 }
 
@@ -36,6 +40,21 @@ fn submit(env: &Env, addr: std::net::SocketAddr, n: usize) -> Vec<u64> {
             other => panic!("submission: {other:?}"),
         })
         .collect()
+}
+
+/// The TCP port process `pid` listens on: its socket inodes among `/proc/net/tcp`'s
+/// listening rows (a standby writes no address file: it has not taken the lease).
+fn listen_port(pid: u32) -> Option<u16> {
+    let inodes: std::collections::HashSet<String> = std::fs::read_dir(format!("/proc/{pid}/fd"))
+        .ok()?
+        .flatten()
+        .filter_map(|e| std::fs::read_link(e.path()).ok())
+        .filter_map(|l| l.to_str()?.strip_prefix("socket:[")?.strip_suffix(']').map(str::to_string))
+        .collect();
+    std::fs::read_to_string("/proc/net/tcp").ok()?.lines().skip(1).find_map(|l| {
+        let f: Vec<&str> = l.split_whitespace().collect();
+        (f.len() > 9 && f[3] == "0A" && inodes.contains(f[9])).then(|| u16::from_str_radix(f[1].split(':').nth(1)?, 16).ok())?
+    })
 }
 
 fn log_of(env: &Env, name: &str) -> String {
@@ -53,6 +72,20 @@ fn kill9_of_the_leader_hands_over_to_the_standby() {
         "b waits as a standby: {}",
         log_of(&env, "b")
     );
+    // The standby answers pings, and every other request with Slurm's standby error (the
+    // commands then try the next SlurmctldHost).
+    let mut port = None;
+    assert!(wait_for(20, || { port = listen_port(b.id()); port.is_some() }), "b listens");
+    let b_early: std::net::SocketAddr = ([127, 0, 0, 1], port.unwrap()).into();
+    assert!(matches!(call(&env, b_early, 2001, Request::Ping), Ok(Response::Pong)));
+    match call(&env, b_early, 2001, Request::QueryJobs(flotilla_proto::JobQuery::default())) {
+        Ok(Response::Error(e)) => assert_eq!(
+            (e.code, e.text.as_str()),
+            (flotilla_proto::errno::ESLURM_IN_STANDBY_MODE, "Slurm backup controller in standby mode")
+        ),
+        other => panic!("a standby answered a query: {other:?}"),
+    }
+    assert!(log_of(&env, "b").contains("Invalid RPC received REQUEST_JOB_INFO while in standby mode"), "{}", log_of(&env, "b"));
     let addr = Arc::new(Mutex::new(a.addr));
     let ledger = Arc::new(Mutex::new(Ledger::default()));
     let agents: Vec<Agent> = (1..=4).map(|i| Agent::spawn(&env, &format!("gpu{i:02}"), addr.clone(), ledger.clone())).collect();
@@ -64,6 +97,7 @@ fn kill9_of_the_leader_hands_over_to_the_standby() {
     let b = Ctl::wait_ready(&env, "b", b);
     let takeover = t.elapsed();
     *addr.lock().unwrap() = b.addr;
+    assert_eq!(b.addr, b_early, "the new leader serves on the port it listened on as a standby");
     acked.extend(submit(&env, b.addr, 40));
     assert!(
         wait_for(60, || {
