@@ -3,7 +3,9 @@
 //! launch, a kill, an acknowledgement — from a paused or cut-off old leader. The test plays
 //! the controllers itself on one socket (the frames a controller sends, each with the epoch
 //! the test chooses), so that old and new leaders can be interleaved at will; the node daemon
-//! and the jobs are real (cgroups on as root with `FLOTILLA_TEST_ROOT=1`).
+//! and the jobs are real (cgroups on as root with `FLOTILLA_TEST_ROOT=1`). And a node with
+//! two `SlurmctldHost=` lines registers with the one that leads, past a standby, and follows a
+//! failover with its running job.
 
 mod common;
 
@@ -144,5 +146,44 @@ fn a_node_refuses_every_message_of_an_older_controller_epoch_across_restarts() {
     assert_eq!(processes_with(&marker(7)).len(), 1, "job 7's process lives");
     // The leader's kill ends it.
     write_frame(&mut s, &fenced(4, CtlToNode::Kill { job_id: 7 })).unwrap();
+    assert_eq!(heartbeat_until(&mut s, |r| r.is_empty()), Vec::<u64>::new());
+}
+
+/// A node daemon with two `SlurmctldHost=` lines registers with the controller that leads: the
+/// first answers its registration as a standby (Slurm's `ESLURM_IN_STANDBY_MODE`), so it goes
+/// on to the second; when that one goes away (a failover), it comes back to the first, now
+/// leading, with its running job.
+#[test]
+fn a_node_registers_with_the_controller_that_leads() {
+    let first = TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = first.local_addr().unwrap().port();
+    let second = TcpListener::bind(("127.0.0.5", port)).unwrap();
+    let mut c = Cluster::configure(1, &format!("SlurmctldHost=backup(127.0.0.5)\nSlurmctldPort={port}\n"));
+    c.addr = first.local_addr().unwrap();
+    c.start_node(1);
+    // The first controller is a standby.
+    {
+        let (mut s, _) = first.accept().unwrap();
+        s.set_read_timeout(Some(Duration::from_secs(30))).unwrap();
+        let Frame::Hello(h) = read_frame(&mut s, DEFAULT_MAX_FRAME).unwrap() else { panic!("no hello") };
+        write_frame(&mut s, &Frame::HelloOk { version: negotiate(&h).unwrap() }).unwrap();
+        let Frame::Request { id, body: Request::Register(_), .. } = read_frame(&mut s, DEFAULT_MAX_FRAME).unwrap() else {
+            panic!("no registration")
+        };
+        let standby = flotilla_proto::SlurmError::new(flotilla_proto::errno::ESLURM_IN_STANDBY_MODE);
+        write_frame(&mut s, &Frame::Response { id, body: Response::Error(standby) }).unwrap();
+    }
+    // It registers with the second, which launches a job.
+    let (mut s, reg) = accept_session(&second);
+    assert!(reg.running.is_empty());
+    write_frame(&mut s, &fenced(1, CtlToNode::Bind(Box::new(bind(&c, 7, 0b1))))).unwrap();
+    heartbeat_until(&mut s, |r| runs(r, 7));
+    // The second goes away; the first now leads: the node registers there with its job.
+    drop(s);
+    drop(second);
+    let (mut s, reg) = accept_session(&first);
+    assert_eq!(reg.running.iter().map(|j| j.job_id).collect::<Vec<_>>(), vec![7], "{}", c.logs());
+    assert_eq!(c.log_lines("slurmd-gpu01.log", "the controller is a standby"), 1, "{}", c.logs());
+    write_frame(&mut s, &fenced(2, CtlToNode::Kill { job_id: 7 })).unwrap();
     assert_eq!(heartbeat_until(&mut s, |r| r.is_empty()), Vec::<u64>::new());
 }

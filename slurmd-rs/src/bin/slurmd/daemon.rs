@@ -47,8 +47,11 @@ pub struct Options {
     pub spool: PathBuf,
     /// Cluster key.
     pub key: ClusterKey,
-    /// Controller address.
+    /// Controller address (the first `SlurmctldHost=`, or `--ctld`).
     pub ctld: SocketAddr,
+    /// The backup controllers' addresses (the other `SlurmctldHost=` lines at
+    /// `SlurmctldPort`), tried in order after `ctld`.
+    pub backups: Vec<SocketAddr>,
     /// GPUs of the node (from `--fake-gpus` or gres.conf).
     pub gpus: u32,
     /// CPUs of the node.
@@ -115,6 +118,9 @@ pub struct Daemon {
     children: Vec<Child>,
     client: Option<Client>,
     gen: u64,
+    /// Which controller ([`Options::ctld`], then [`Options::backups`]) to try next: the one
+    /// that led last, until it cannot be reached or answers as a standby.
+    ctld_at: usize,
     next_connect: Instant,
     last_hb: Instant,
     tx: mpsc::Sender<Event>,
@@ -224,6 +230,7 @@ impl Daemon {
             children: Vec::new(),
             client: None,
             gen: 0,
+            ctld_at: 0,
             next_connect: Instant::now(),
             last_hb: Instant::now(),
             tx,
@@ -361,8 +368,20 @@ impl Daemon {
         }
     }
 
+    /// Moves on to the next controller (after one that cannot be reached or is a standby) and
+    /// tries it after `wait`; a full round without a leader waits at least 500 ms.
+    fn next_controller(&mut self, wait: Duration) {
+        let n = 1 + self.opts.backups.len();
+        self.ctld_at = (self.ctld_at + 1) % n;
+        let wait = if self.ctld_at == 0 { wait.max(Duration::from_millis(500)) } else { wait.min(Duration::from_millis(50)) };
+        self.next_connect = Instant::now() + wait;
+    }
+
     fn connect(&mut self) {
-        let addr = self.opts.ctld;
+        let addr = match self.ctld_at {
+            0 => self.opts.ctld,
+            i => self.opts.backups[i - 1],
+        };
         let mut c = match std::net::TcpStream::connect_timeout(&addr, Duration::from_secs(2)) {
             Ok(s) => {
                 let _ = s.set_nodelay(true);
@@ -371,14 +390,14 @@ impl Daemon {
                     Ok(c) => c,
                     Err(e) => {
                         debug!("handshake with {addr} failed: {e}");
-                        self.next_connect = Instant::now() + Duration::from_millis(500);
+                        self.next_controller(Duration::from_millis(500));
                         return;
                     }
                 }
             }
             Err(e) => {
                 debug!("cannot reach the controller at {addr}: {e}");
-                self.next_connect = Instant::now() + Duration::from_millis(500);
+                self.next_controller(Duration::from_millis(500));
                 return;
             }
         };
@@ -394,6 +413,12 @@ impl Daemon {
         let cred = self.opts.key.sign(0, 0, &self.host, now_s().max(0) as u64, 300);
         match c.call(Some(cred), Request::Register(reg)) {
             Ok(Response::Registered) => {}
+            // A standby (another controller leads): the next one, as Slurm's daemons do.
+            Ok(Response::Error(e)) if e.code == flotilla_proto::errno::ESLURM_IN_STANDBY_MODE => {
+                info!(ctld = %addr, "the controller is a standby ({}): trying the next SlurmctldHost", e.text);
+                self.next_controller(Duration::from_millis(500));
+                return;
+            }
             Ok(other) => {
                 error!("registration refused: {other:?}");
                 self.next_connect = Instant::now() + Duration::from_secs(2);
