@@ -228,6 +228,18 @@ impl Ctl {
         }
     }
 
+    /// Sends `req` to controller `i` of [`Ctl::controllers`] only (Slurm's
+    /// `slurm_open_controller_conn_spec`): `scontrol takeover` asks a given backup.
+    pub fn call_at(&self, i: usize, req: Request) -> Result<Response, CtlError> {
+        let hosts = self.controllers();
+        let Some((_, addr)) = hosts.get(i) else { return Err(CtlError::Connect) };
+        let addr = if i == 0 { self.tcp.clone() } else { format!("{addr}:{}", self.conf.slurmctld_port) };
+        match self.attempt(i, &addr, req) {
+            Attempt::NotReached => Err(CtlError::Connect),
+            Attempt::Done(r) => r,
+        }
+    }
+
     /// One try of `req` at controller `i` of [`Ctl::controllers`] (`addr`: `host:port`): the
     /// first through the local socket when it exists, else over TCP with a credential.
     fn attempt(&self, i: usize, addr: &str, req: Request) -> Attempt {

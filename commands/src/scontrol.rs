@@ -495,6 +495,10 @@ impl Scontrol<'_, '_> {
                 }
                 Ok(())
             }
+            Some("takeover") => {
+                self.state.exit_code = ctl::takeover(&argv[1..], self.io);
+                Ok(())
+            }
             Some("token") => {
                 self.state.exit_code = ctl::token(&argv[1..], self.io);
                 Ok(())
@@ -852,6 +856,36 @@ mod tests {
             other => panic!("{other:?}"),
         }
         assert!(standby_asked.load(Ordering::SeqCst) >= 3, "asked in the first call, then again in the later rounds of the second");
+    }
+
+    /// `takeover [INDEX]` asks backup INDEX (default 1) only, with Slurm's refusals.
+    #[test]
+    fn takeover_asks_the_backup_it_names() {
+        fn done(r: &Request) -> Response {
+            match r {
+                Request::Takeover => Response::Done,
+                _ => Response::Pong,
+            }
+        }
+        let dir = tempfile::tempdir().unwrap();
+        let backup = std::net::TcpListener::bind("127.0.0.6:0").unwrap();
+        let port = backup.local_addr().unwrap().port();
+        let asked = fake_ctld(backup, done);
+        let sackd_path = fake_sackd(dir.path());
+        let conf = dir.path().join("slurm.conf");
+        // The primary (nothing listens on 127.0.0.2) is never asked.
+        std::fs::write(&conf, conf_text(&[("a", "127.0.0.2"), ("b", "127.0.0.6"), ("c", "127.0.0.7")], port, "")).unwrap();
+        let env = [("SLURM_CONF", conf.to_str().unwrap()), ("FLOTILLA_AUTH_SOCKET", sackd_path.to_str().unwrap())];
+        assert_eq!(sc(&["takeover"], &env), (String::new(), String::new(), 0));
+        assert_eq!(sc(&["takeover", "1"], &env), (String::new(), String::new(), 0));
+        assert_eq!(asked.load(Ordering::SeqCst), 2);
+        assert_eq!(
+            sc(&["takeover", "2"], &env),
+            (String::new(), "slurm_takeover error: Unable to contact slurm controller (connect failure)\n".into(), 1)
+        );
+        assert_eq!(sc(&["takeover", "3"], &env), (String::new(), "takeover: invalid backup controller index (3)\n".into(), 1));
+        assert_eq!(sc(&["takeover", "0"], &env), (String::new(), "takeover: invalid backup controller index (0)\n".into(), 1));
+        assert_eq!(sc(&["takeover", "1", "2"], &env), (String::new(), "takeover: too many arguments\n".into(), 1));
     }
 
     #[test]

@@ -1,7 +1,7 @@
 //! The parts of `scontrol` that talk to the controller: `show job|node|partition|topology`,
-//! `hold`, `uhold`, `release`, `requeue`, `requeuehold`, `update job|node`, `top`, `ping`. Texts and
-//! exit codes as Slurm 22.05's `scontrol` (e.g. `Invalid job id specified for job 999999`,
-//! `slurm_suspend error: ...` after a failed hold/release).
+//! `hold`, `uhold`, `release`, `requeue`, `requeuehold`, `update job|node`, `top`, `ping`,
+//! `takeover`. Texts and exit codes as Slurm 22.05's `scontrol` (e.g. `Invalid job id
+//! specified for job 999999`, `slurm_suspend error: ...` after a failed hold/release).
 //!
 //! `show job` prints Slurm's record. Flotilla's own job fields (`Topology=`, `Preemptible=`,
 //! `PreemptCount=`, `LastCheckpointAck=`, `Borrowed=`, and `ServiceId=` for a replica) are
@@ -199,6 +199,46 @@ fn ping_report(hosts: &[(String, String)], up: &[bool], root: bool) -> (String, 
         out.push_str("*****************************************\n** RESTORE SLURMCTLD DAEMON TO SERVICE **\n*****************************************\n");
     }
     (out, if up.iter().any(|&u| u) { 0 } else { 1 })
+}
+
+/// `takeover [INDEX]` (Slurm 22.05 `scontrol.c` and `slurm_takeover`): asks backup controller
+/// INDEX (default 1: the second `SlurmctldHost=`) to take the leader lease now; the controller
+/// that led finds it lost at its next write and steps down. Root and `SlurmUser` only.
+/// Errors as Slurm's: `takeover: too many arguments`, `takeover: invalid backup controller
+/// index (N)`, `slurm_takeover error: <reason>` (exit status 1).
+pub fn takeover(args: &[String], io: &mut Io<'_>) -> i32 {
+    let Some(ctl) = ctl(io, "slurm_load_ctl_conf") else { return 1 };
+    let count = ctl.controllers().len();
+    let inx = match args {
+        [] if count < 1 => {
+            io.err("takeover: no backup controller defined\n");
+            return 1;
+        }
+        [] => 1,
+        [a] => {
+            let i = common::atoi(a);
+            if i < 1 || i as usize >= count {
+                io.err(&format!("takeover: invalid backup controller index ({i})\n"));
+                return 1;
+            }
+            i as usize
+        }
+        _ => {
+            io.err("takeover: too many arguments\n");
+            return 1;
+        }
+    };
+    match ctl.call_at(inx, Request::Takeover) {
+        Ok(Response::Done) => 0,
+        Ok(_) => {
+            io.err(&format!("slurm_takeover error: {}\n", strerror(SLURM_UNEXPECTED_MSG_ERROR)));
+            1
+        }
+        Err(e) => {
+            io.err(&format!("slurm_takeover error: {}\n", e.slurm().text));
+            1
+        }
+    }
 }
 
 /// `update ...`: a job (`JobId=`) or nodes (`NodeName=`).

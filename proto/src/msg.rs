@@ -1164,6 +1164,10 @@ pub enum Request {
         /// `max_token_lifespan=`).
         lifespan: i64,
     },
+    /// `scontrol takeover`: a standby controller takes the leader lease now, without waiting
+    /// for it to lapse (Slurm's `REQUEST_TAKEOVER`); the old leader's next write finds the
+    /// lease lost and it steps down. Root and `SlurmUser` only. [`Response::Done`].
+    Takeover,
 }
 
 impl Request {
@@ -1201,6 +1205,7 @@ impl Request {
             Request::QueryShares(_) => "REQUEST_SHARE_INFO",
             Request::QueryPriorities(_) => "REQUEST_PRIORITY_FACTORS",
             Request::IssueToken { .. } => "REQUEST_AUTH_TOKEN",
+            Request::Takeover => "REQUEST_TAKEOVER",
         }
     }
 }
@@ -1278,6 +1283,9 @@ pub enum Response {
     /// Answer to [`Request::IssueToken`]: the token (compact JWS); `None` when the controller
     /// has no `auth/jwt` key (Slurm answers a token request without a token then).
     Token(Option<String>),
+    /// Success of a request that answers nothing else (Slurm's `RESPONSE_SLURM_RC` with
+    /// `SLURM_SUCCESS`): [`Request::Takeover`].
+    Done,
 }
 
 #[cfg(test)]

@@ -190,11 +190,19 @@ pub fn holder_id() -> String {
 ///
 /// # Errors
 /// The store's, other than those [`crate::store::StoreError::may_recover`] waits out.
-pub async fn take_lease(store: Store, opts: &CtlOptions, force: bool) -> anyhow::Result<Store> {
+/// `takeover` (set by `scontrol takeover`, [`crate::server::Shared::takeover`]) makes a standby
+/// take the lease at its next try, as `force`: the leader's next write then finds it lost and
+/// the leader steps down.
+pub async fn take_lease(store: Store, opts: &CtlOptions, force: bool, takeover: &std::sync::atomic::AtomicBool) -> anyhow::Result<Store> {
     let holder = holder_id();
     let mut store = store;
     let mut said = None;
     loop {
+        let take = takeover.load(std::sync::atomic::Ordering::Acquire);
+        if take {
+            tracing::info!("takeover requested (scontrol takeover): taking the leader lease");
+        }
+        let force = force || take;
         let (s, r) = tokio::task::spawn_blocking({
             let (holder, addr, ttl) = (holder.clone(), opts.advertise.clone(), opts.lease_ttl);
             move || {
@@ -393,7 +401,7 @@ pub async fn start(cfg: DaemonConfig) -> anyhow::Result<Daemon> {
     }
     // One controller leads: the lease decides. A standby waits here; with backups
     // configured it answers only pings meanwhile (`Shared::standby`).
-    let store = take_lease(store, &opts, sqlite).await?;
+    let store = take_lease(store, &opts, sqlite, &shared.takeover).await?;
     // Every node message from here on carries the epoch (the owner task, which alone sends
     // to nodes, starts below).
     shared.epoch.store(store.epoch(), std::sync::atomic::Ordering::Release);

@@ -146,6 +146,8 @@ pub struct Shared {
     /// `SlurmctldHost=` instead of waiting. Only with backup controllers configured; false
     /// for `sackd` and once leading.
     pub standby: std::sync::atomic::AtomicBool,
+    /// `scontrol takeover` asked this standby to take the lease now (`daemon::take_lease`).
+    pub takeover: std::sync::atomic::AtomicBool,
 }
 
 impl Shared {
@@ -178,6 +180,7 @@ impl Shared {
             next_conn: AtomicU64::new(1),
             epoch: AtomicU64::new(0),
             standby: std::sync::atomic::AtomicBool::new(false),
+            takeover: std::sync::atomic::AtomicBool::new(false),
         }
     }
 
@@ -916,7 +919,7 @@ where
             close_after_answer = true;
         }
         let body: Reply = match body {
-            _ if shared.standby.load(Ordering::Acquire) && !matches!(body, Request::Ping | Request::IssueCredential) => {
+            _ if shared.standby.load(Ordering::Acquire) && !matches!(body, Request::Ping | Request::IssueCredential | Request::Takeover) => {
                 warn!(peer = %peer, "Invalid RPC received {} while in standby mode", body.kind());
                 Response::Error(SlurmError::new(ESLURM_IN_STANDBY_MODE)).into()
             }
@@ -940,6 +943,18 @@ where
                 Peer::Tcp(_) => Response::Error(SlurmError::new(ESLURM_ACCESS_DENIED)).into(),
             },
             Request::Ping => Response::Pong.into(),
+            // Slurm 22.05 `backup.c` (`_background_process_msg`): root and SlurmUser only; a
+            // controller that leads already has nothing to do.
+            Request::Takeover if !shared.is_admin(ident.uid) => Response::Error(SlurmError::new(ESLURM_ACCESS_DENIED)).into(),
+            Request::Takeover => {
+                if shared.standby.load(Ordering::Acquire) {
+                    info!(peer = %peer, uid = ident.uid, "Performing background RPC: REQUEST_TAKEOVER");
+                    shared.takeover.store(true, Ordering::Release);
+                } else {
+                    info!(peer = %peer, "REQUEST_TAKEOVER: this controller leads already");
+                }
+                Response::Done.into()
+            }
             Request::Register(reg) => match register_refusal(&peer, &ident, &reg, &shared).await {
                 Some(e) => Response::Error(e).into(),
                 None if !slot.promote_node() => {

@@ -174,3 +174,31 @@ fn a_zombie_leader_steps_down_without_committing() {
     assert_eq!(ids, want, "the zombie committed nothing");
     drop(b);
 }
+
+/// `scontrol takeover`'s request: the standby takes the lease at once (no waiting for it to
+/// lapse), the old leader finds it lost at its next write or renewal and ends, and the new
+/// leader serves what the old one acknowledged. Root and SlurmUser only.
+#[test]
+fn takeover_moves_the_lead_to_the_standby() {
+    let Some((env, _pg)) = ha_env("takeover_moves_the_lead_to_the_standby") else { return };
+    let extra = ["--tick-ms", "100", "--debounce-ms", "5"];
+    let mut a = Ctl::wait_ready(&env, "a", Ctl::spawn_named(&env, "a", 0, &extra));
+    let b = Ctl::spawn_named(&env, "b", 0, &extra);
+    assert!(wait_for(20, || log_of(&env, "b").contains("standby: another controller leads")), "b waits as a standby");
+    let mut port = None;
+    assert!(wait_for(20, || { port = listen_port(b.id()); port.is_some() }), "b listens");
+    let b_addr: std::net::SocketAddr = ([127, 0, 0, 1], port.unwrap()).into();
+    let before = submit(&env, a.addr, 5);
+    match call(&env, b_addr, 2001, Request::Takeover) {
+        Ok(Response::Error(e)) => assert_eq!(e.code, flotilla_proto::errno::ESLURM_ACCESS_DENIED),
+        other => panic!("a user's takeover: {other:?}"),
+    }
+    assert!(matches!(call(&env, b_addr, 0, Request::Takeover), Ok(Response::Done)));
+    let b = Ctl::wait_ready(&env, "b", b);
+    assert!(log_of(&env, "b").contains("takeover requested"), "{}", log_of(&env, "b"));
+    assert!(wait_for(20, || a.child.try_wait().unwrap().is_some()), "the old leader stepped down: {}", log_of(&env, "a"));
+    assert!(log_of(&env, "a").contains("lost the leader lease of epoch 1"), "{}", log_of(&env, "a"));
+    let jobs = all_jobs(&env, b.addr);
+    assert!(before.iter().all(|id| jobs.iter().any(|j| j.job_id == *id)), "the new leader has every acknowledged job");
+    a.kill9();
+}

@@ -52,6 +52,7 @@ pub(super) fn class(req: &Request) -> Class {
         | Request::IssueToken { .. }
         | Request::Register(_)
         | Request::Ping
+        | Request::Takeover
         | Request::QuerySteps(_)
         | Request::QueryServices { .. }
         | Request::QueryAlerts

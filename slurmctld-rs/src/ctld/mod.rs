@@ -519,8 +519,9 @@ impl Controller {
             | Request::QueryServices { .. }
             | Request::QueryAlerts) => self.service_rpc(ident, r, now),
             // Job and accounting queries are answered by `handle` (encoded, or after the
-            // commit); credentials, tokens and registrations by the connection task.
+            // commit); credentials, tokens, registrations and takeovers by the connection task.
             Request::QueryJobs(_)
+            | Request::Takeover
             | Request::IssueCredential
             | Request::IssueToken { .. }
             | Request::Register(_)
