@@ -126,7 +126,7 @@ impl LocalPg {
         let _ = std::fs::remove_file(&pwfile);
         pg.stopped = false;
         pg.opts = format!(
-            "-k {} -p {port} -c listen_addresses='' -c fsync={} -c max_connections=50 -c shared_buffers=32MB",
+            "-k {} -p {port} -c listen_addresses='' -c fsync={} -c max_connections=100 -c shared_buffers=32MB",
             pg.socket_dir().display(),
             if fsync { "on" } else { "off" }
         );

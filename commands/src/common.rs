@@ -14,6 +14,7 @@ use std::path::{Path, PathBuf};
 
 use flotilla_core::config::ClusterConfig;
 use flotilla_proto::client::{fetch_credential, Client};
+use flotilla_proto::errno::ESLURM_IN_STANDBY_MODE;
 use flotilla_proto::{Request, Response, Role, SlurmError};
 
 /// Where output goes and where the environment and standard input come from; lets tests run
@@ -159,21 +160,126 @@ impl Ctl {
         }
     }
 
+    /// The controllers of slurm.conf in its order (`SlurmctldHost=` lines: the primary, then
+    /// the backups), each as `(host name, address)`.
+    pub fn controllers(&self) -> Vec<(String, String)> {
+        let c = &self.conf;
+        let primary = (!c.control_host.is_empty() || !c.control_addr.is_empty()).then(|| {
+            let addr = if c.control_addr.is_empty() { c.control_host.clone() } else { c.control_addr.clone() };
+            (c.control_host.clone(), addr)
+        });
+        primary.into_iter().chain(c.backup_controllers.iter().cloned()).collect()
+    }
+
+    /// Whether the controller at `addr` (`SlurmctldPort`) answers a ping (Slurm's
+    /// `slurm_ping`): over TCP with a credential from `sackd`, else from the local
+    /// controller's socket; at most 10 s (Slurm's default `MessageTimeout`) to connect and as
+    /// long for the answer (a stopped controller is `DOWN`).
+    pub fn ping(&self, addr: &str) -> bool {
+        let timeout = std::time::Duration::from_secs(10);
+        let Some(cred) = self.credential() else { return false };
+        let Ok(addrs) = std::net::ToSocketAddrs::to_socket_addrs(&(addr, self.conf.slurmctld_port)) else { return false };
+        addrs.into_iter().any(|a| {
+            let Ok(s) = std::net::TcpStream::connect_timeout(&a, timeout) else { return false };
+            let _ = s.set_read_timeout(Some(timeout));
+            let _ = s.set_nodelay(true);
+            matches!(
+                Client::call_once(flotilla_proto::client::Stream::Tcp(s), Role::Command, Some(cred.clone()), Request::Ping),
+                Ok(Response::Pong)
+            )
+        })
+    }
+
     /// Sends one request and returns the answer (`Response::Error` becomes `Err`).
+    ///
+    /// With several `SlurmctldHost=` lines the controllers are tried in slurm.conf's order
+    /// and the one that leads answers (Slurm 22.05 `slurm_send_recv_controller_msg`): one that
+    /// cannot be reached, or answers `ESLURM_IN_STANDBY_MODE` (a standby), passes the request
+    /// to the next; after a round without a leader the round is tried again every half
+    /// `SlurmctldTimeout` (at least 1 s) for up to one and a half `SlurmctldTimeout` (a
+    /// takeover in progress), then the last answer is the error. A request is sent again only
+    /// when the controller tried before never got it (its connection failed) or refused it
+    /// as a standby, so nothing is submitted twice.
     pub fn call(&self, req: Request) -> Result<Response, CtlError> {
-        let resp = match self.socket.as_deref().filter(|p| p.exists()) {
-            // One call per connection, pipelined (hello and request in one write).
-            Some(sock) => Client::call_once_unix(sock, Role::Command, None, req).map_err(|_| CtlError::Connect)?,
-            None => {
-                let cred = fetch_credential(&self.auth_socket).map_err(|_| CtlError::Connect)?;
-                Client::call_once_tcp(self.tcp.as_str(), Role::Command, Some(cred), req).map_err(|_| CtlError::Connect)?
+        let hosts = self.controllers();
+        if hosts.len() <= 1 {
+            return match self.attempt(0, &self.tcp, req) {
+                Attempt::NotReached => Err(CtlError::Connect),
+                Attempt::Done(r) => r,
+            };
+        }
+        let timeout = std::time::Duration::from_secs(self.conf.slurmctld_timeout_s.max(1));
+        let deadline = std::time::Instant::now() + timeout * 3 / 2;
+        loop {
+            let mut last = Err(CtlError::Connect);
+            for (i, (_, addr)) in hosts.iter().enumerate() {
+                let addr = if i == 0 { self.tcp.clone() } else { format!("{addr}:{}", self.conf.slurmctld_port) };
+                match self.attempt(i, &addr, req.clone()) {
+                    Attempt::NotReached => {}
+                    Attempt::Done(Err(CtlError::Slurm(e))) if e.code == ESLURM_IN_STANDBY_MODE => last = Err(CtlError::Slurm(e)),
+                    Attempt::Done(r) => return r,
+                }
             }
-        };
-        match resp {
-            Response::Error(e) => Err(CtlError::Slurm(e)),
-            r => Ok(r),
+            let now = std::time::Instant::now();
+            if now >= deadline {
+                return last;
+            }
+            std::thread::sleep((timeout / 2).max(std::time::Duration::from_secs(1)).min(deadline - now));
         }
     }
+
+    /// Sends `req` to controller `i` of [`Ctl::controllers`] only (Slurm's
+    /// `slurm_open_controller_conn_spec`): `scontrol takeover` asks a given backup.
+    pub fn call_at(&self, i: usize, req: Request) -> Result<Response, CtlError> {
+        let hosts = self.controllers();
+        let Some((_, addr)) = hosts.get(i) else { return Err(CtlError::Connect) };
+        let addr = if i == 0 { self.tcp.clone() } else { format!("{addr}:{}", self.conf.slurmctld_port) };
+        match self.attempt(i, &addr, req) {
+            Attempt::NotReached => Err(CtlError::Connect),
+            Attempt::Done(r) => r,
+        }
+    }
+
+    /// One try of `req` at controller `i` of [`Ctl::controllers`] (`addr`: `host:port`): the
+    /// first through the local socket when it exists, else over TCP with a credential.
+    fn attempt(&self, i: usize, addr: &str, req: Request) -> Attempt {
+        let (stream, cred) = match self.socket.as_deref().filter(|p| i == 0 && p.exists()) {
+            Some(sock) => match std::os::unix::net::UnixStream::connect(sock) {
+                Ok(s) => (flotilla_proto::client::Stream::Unix(s), None),
+                Err(_) => return Attempt::NotReached,
+            },
+            None => {
+                let Some(cred) = self.credential() else { return Attempt::Done(Err(CtlError::Connect)) };
+                let Ok(mut addrs) = std::net::ToSocketAddrs::to_socket_addrs(addr) else { return Attempt::NotReached };
+                let Some(s) = addrs.find_map(|a| std::net::TcpStream::connect_timeout(&a, std::time::Duration::from_secs(10)).ok()) else {
+                    return Attempt::NotReached;
+                };
+                let _ = s.set_nodelay(true);
+                (flotilla_proto::client::Stream::Tcp(s), Some(cred))
+            }
+        };
+        // One call per connection, pipelined (hello and request in one write).
+        Attempt::Done(match Client::call_once(stream, Role::Command, cred, req) {
+            Err(_) => Err(CtlError::Connect),
+            Ok(Response::Error(e)) => Err(CtlError::Slurm(e)),
+            Ok(r) => Ok(r),
+        })
+    }
+
+    /// A credential for TCP: from `sackd`, else from the local controller's socket.
+    fn credential(&self) -> Option<flotilla_proto::Credential> {
+        fetch_credential(&self.auth_socket)
+            .ok()
+            .or_else(|| self.socket.as_deref().filter(|p| p.exists()).and_then(|p| fetch_credential(p).ok()))
+    }
+}
+
+/// What one try of a request at one controller came to.
+enum Attempt {
+    /// The controller could not be reached: the request was not sent.
+    NotReached,
+    /// Its answer, or the failure after the request was sent.
+    Done(Result<Response, CtlError>),
 }
 
 /// The real uid of this process.

@@ -487,6 +487,18 @@ impl Scontrol<'_, '_> {
                 self.state.exit_code = ctl::top(&argv[1..], self.io);
                 Ok(())
             }
+            Some("ping") => {
+                if argc > 1 {
+                    too_many(self);
+                } else {
+                    self.state.exit_code = ctl::ping(self.io);
+                }
+                Ok(())
+            }
+            Some("takeover") => {
+                self.state.exit_code = ctl::takeover(&argv[1..], self.io);
+                Ok(())
+            }
             Some("token") => {
                 self.state.exit_code = ctl::token(&argv[1..], self.io);
                 Ok(())
@@ -731,6 +743,162 @@ mod tests {
             let (_, err, _) = sc(&["update", "nodename=gpu04", &format!("state={st}"), "reason="], &[]);
             assert_eq!(err, denied, "{st} with an empty reason");
         }
+    }
+
+    use flotilla_proto::{negotiate, read_frame, write_frame, ClusterKey, Frame, Request, Response, DEFAULT_MAX_FRAME};
+    use std::sync::atomic::{AtomicU32, Ordering};
+    use std::sync::Arc;
+
+    /// A controller peer on `l` (this test's, not ours): answers the hello, then each
+    /// authenticated request with `answer`; counts the requests.
+    fn fake_ctld(l: std::net::TcpListener, answer: fn(&Request) -> Response) -> Arc<AtomicU32> {
+        let n = Arc::new(AtomicU32::new(0));
+        let count = n.clone();
+        std::thread::spawn(move || {
+            for s in l.incoming() {
+                let mut s = s.unwrap();
+                let Ok(Frame::Hello(h)) = read_frame(&mut s, DEFAULT_MAX_FRAME) else { continue };
+                write_frame(&mut s, &Frame::HelloOk { version: negotiate(&h).unwrap() }).unwrap();
+                if let Ok(Frame::Request { id, auth: Some(_), body }) = read_frame(&mut s, DEFAULT_MAX_FRAME) {
+                    count.fetch_add(1, Ordering::SeqCst);
+                    write_frame(&mut s, &Frame::Response { id, body: answer(&body) }).unwrap();
+                }
+            }
+        });
+        n
+    }
+
+    /// A `sackd` peer in `dir` that issues credentials signed with a new key; its socket.
+    fn fake_sackd(dir: &std::path::Path) -> std::path::PathBuf {
+        let key = ClusterKey::generate(&dir.join("slurm.key")).unwrap();
+        let path = dir.join("sackd.sock");
+        let sackd = std::os::unix::net::UnixListener::bind(&path).unwrap();
+        std::thread::spawn(move || {
+            for s in sackd.incoming() {
+                let mut s = s.unwrap();
+                let Ok(Frame::Hello(h)) = read_frame(&mut s, DEFAULT_MAX_FRAME) else { continue };
+                write_frame(&mut s, &Frame::HelloOk { version: negotiate(&h).unwrap() }).unwrap();
+                if let Ok(Frame::Request { id, body: Request::IssueCredential, .. }) = read_frame(&mut s, DEFAULT_MAX_FRAME) {
+                    let cred = key.sign(0, 0, "h", crate::common::now() as u64, 300);
+                    write_frame(&mut s, &Frame::Response { id, body: Response::Credential(cred) }).unwrap();
+                }
+            }
+        });
+        path
+    }
+
+    fn pong(_: &Request) -> Response {
+        Response::Pong
+    }
+
+    fn conf_text(hosts: &[(&str, &str)], port: u16, extra: &str) -> String {
+        let mut c = "ClusterName=c\n".to_string();
+        for (h, a) in hosts {
+            c.push_str(&format!("SlurmctldHost={h}({a})\n"));
+        }
+        c + &format!("SlurmctldPort={port}\n{extra}NodeName=n1 CPUs=1 State=UNKNOWN\nPartitionName=p Nodes=n1 Default=YES\n")
+    }
+
+    /// `ping` against two controllers that answer (this test's peers: a controller that
+    /// answers the hello and the ping, a `sackd` that issues the credential) and one address
+    /// where nothing listens, as Slurm prints it.
+    #[test]
+    fn ping_reports_each_slurmctld_host_in_order() {
+        let dir = tempfile::tempdir().unwrap();
+        let ctl = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let port = ctl.local_addr().unwrap().port();
+        let pings = fake_ctld(ctl, pong);
+        let sackd_path = fake_sackd(dir.path());
+        // ctl1 and ctl3 reach the peer; nothing listens on 127.0.0.2 (connection refused).
+        let conf = dir.path().join("slurm.conf");
+        std::fs::write(&conf, conf_text(&[("ctl1", "127.0.0.1"), ("ctl2", "127.0.0.2"), ("ctl3", "127.0.0.1")], port, "")).unwrap();
+        let env = [("SLURM_CONF", conf.to_str().unwrap()), ("FLOTILLA_AUTH_SOCKET", sackd_path.to_str().unwrap())];
+        let (out, err, code) = sc(&["ping"], &env);
+        let mut want = "Slurmctld(primary) at ctl1 is UP\nSlurmctld(backup1) at ctl2 is DOWN\nSlurmctld(backup2) at ctl3 is UP\n".to_string();
+        if nix::unistd::getuid().is_root() {
+            want.push_str("*****************************************\n** RESTORE SLURMCTLD DAEMON TO SERVICE **\n*****************************************\n");
+        }
+        assert_eq!((out, err, code), (want, String::new(), 0));
+        assert_eq!(pings.load(Ordering::SeqCst), 2, "ctl1 and ctl3 were pinged");
+        assert_eq!(sc(&["ping", "x"], &env), (String::new(), "too many arguments for keyword:ping\n".into(), 1));
+        // Two controllers: the second is `backup`; none answering: exit status 1.
+        std::fs::write(&conf, conf_text(&[("ctl1", "127.0.0.2"), ("ctl2", "127.0.0.2")], 9, "")).unwrap();
+        let (out, _, code) = sc(&["ping"], &env);
+        assert!(out.starts_with("Slurmctld(primary) at ctl1 is DOWN\nSlurmctld(backup) at ctl2 is DOWN\n"), "{out}");
+        assert_eq!(code, 1);
+    }
+
+    /// A command's request goes to the controller that leads: past one that cannot be reached
+    /// and one that answers as a standby; with none leading it gives up after one and a half
+    /// `SlurmctldTimeout` with Slurm's standby text.
+    #[test]
+    fn requests_follow_the_leader_past_unreachable_and_standby_controllers() {
+        fn standby(_: &Request) -> Response {
+            Response::Error(flotilla_proto::SlurmError::new(flotilla_proto::errno::ESLURM_IN_STANDBY_MODE))
+        }
+        fn leader(r: &Request) -> Response {
+            match r {
+                Request::QueryJobs(_) => Response::Jobs(Vec::new()),
+                _ => Response::Pong,
+            }
+        }
+        let dir = tempfile::tempdir().unwrap();
+        let first = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let port = first.local_addr().unwrap().port();
+        let second = std::net::TcpListener::bind(("127.0.0.3", port)).unwrap();
+        let standby_asked = fake_ctld(first, standby);
+        let leader_asked = fake_ctld(second, leader);
+        let sackd_path = fake_sackd(dir.path());
+        let conf = dir.path().join("slurm.conf");
+        // Nothing listens on 127.0.0.2; 127.0.0.1 is a standby; 127.0.0.3 leads.
+        std::fs::write(&conf, conf_text(&[("a", "127.0.0.2"), ("b", "127.0.0.1"), ("c", "127.0.0.3")], port, "SlurmctldTimeout=1\n")).unwrap();
+        let env = |k: &str| match k {
+            "SLURM_CONF" => Some(conf.display().to_string()),
+            "FLOTILLA_AUTH_SOCKET" => Some(sackd_path.display().to_string()),
+            _ => None,
+        };
+        let ctl = crate::common::Ctl::new(&env).unwrap();
+        let r = ctl.call(Request::QueryJobs(flotilla_proto::JobQuery::default()));
+        assert!(matches!(r, Ok(Response::Jobs(ref j)) if j.is_empty()), "{r:?}");
+        assert_eq!((standby_asked.load(Ordering::SeqCst), leader_asked.load(Ordering::SeqCst)), (1, 1));
+        // No leader: the standby's error, after the rounds of 1.5 s.
+        std::fs::write(&conf, conf_text(&[("a", "127.0.0.2"), ("b", "127.0.0.1")], port, "SlurmctldTimeout=1\n")).unwrap();
+        let ctl = crate::common::Ctl::new(&env).unwrap();
+        match ctl.call(Request::QueryJobs(flotilla_proto::JobQuery::default())) {
+            Err(crate::common::CtlError::Slurm(e)) => assert_eq!(e.text, "Slurm backup controller in standby mode"),
+            other => panic!("{other:?}"),
+        }
+        assert!(standby_asked.load(Ordering::SeqCst) >= 3, "asked in the first call, then again in the later rounds of the second");
+    }
+
+    /// `takeover [INDEX]` asks backup INDEX (default 1) only, with Slurm's refusals.
+    #[test]
+    fn takeover_asks_the_backup_it_names() {
+        fn done(r: &Request) -> Response {
+            match r {
+                Request::Takeover => Response::Done,
+                _ => Response::Pong,
+            }
+        }
+        let dir = tempfile::tempdir().unwrap();
+        let backup = std::net::TcpListener::bind("127.0.0.6:0").unwrap();
+        let port = backup.local_addr().unwrap().port();
+        let asked = fake_ctld(backup, done);
+        let sackd_path = fake_sackd(dir.path());
+        let conf = dir.path().join("slurm.conf");
+        // The primary (nothing listens on 127.0.0.2) is never asked.
+        std::fs::write(&conf, conf_text(&[("a", "127.0.0.2"), ("b", "127.0.0.6"), ("c", "127.0.0.7")], port, "")).unwrap();
+        let env = [("SLURM_CONF", conf.to_str().unwrap()), ("FLOTILLA_AUTH_SOCKET", sackd_path.to_str().unwrap())];
+        assert_eq!(sc(&["takeover"], &env), (String::new(), String::new(), 0));
+        assert_eq!(sc(&["takeover", "1"], &env), (String::new(), String::new(), 0));
+        assert_eq!(asked.load(Ordering::SeqCst), 2);
+        assert_eq!(
+            sc(&["takeover", "2"], &env),
+            (String::new(), "slurm_takeover error: Unable to contact slurm controller (connect failure)\n".into(), 1)
+        );
+        assert_eq!(sc(&["takeover", "3"], &env), (String::new(), "takeover: invalid backup controller index (3)\n".into(), 1));
+        assert_eq!(sc(&["takeover", "0"], &env), (String::new(), "takeover: invalid backup controller index (0)\n".into(), 1));
+        assert_eq!(sc(&["takeover", "1", "2"], &env), (String::new(), "takeover: too many arguments\n".into(), 1));
     }
 
     #[test]

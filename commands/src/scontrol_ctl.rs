@@ -1,7 +1,7 @@
 //! The parts of `scontrol` that talk to the controller: `show job|node|partition|topology`,
-//! `hold`, `uhold`, `release`, `requeue`, `requeuehold`, `update job|node`, `top`. Texts and
-//! exit codes as Slurm 22.05's `scontrol` (e.g. `Invalid job id specified for job 999999`,
-//! `slurm_suspend error: ...` after a failed hold/release).
+//! `hold`, `uhold`, `release`, `requeue`, `requeuehold`, `update job|node`, `top`, `ping`,
+//! `takeover`. Texts and exit codes as Slurm 22.05's `scontrol` (e.g. `Invalid job id
+//! specified for job 999999`, `slurm_suspend error: ...` after a failed hold/release).
 //!
 //! `show job` prints Slurm's record. Flotilla's own job fields (`Topology=`, `Preemptible=`,
 //! `PreemptCount=`, `LastCheckpointAck=`, `Borrowed=`, and `ServiceId=` for a replica) are
@@ -167,6 +167,78 @@ pub fn token(args: &[String], io: &mut Io<'_>) -> i32 {
     }
     io.err("Error fetching token\n");
     1
+}
+
+/// `ping` (Slurm 22.05 `scontrol.c`, `_ping_slurmctld`): one line per `SlurmctldHost=` in
+/// slurm.conf's order, `Slurmctld(primary) at HOST is UP` for the first, `(backup)` for the
+/// second when there are two, `(backupN)` for the N-th otherwise, `DOWN` for one that does not
+/// answer; when one is down and the caller is root, Slurm's `RESTORE SLURMCTLD DAEMON TO
+/// SERVICE` banner. The roles are slurm.conf's order, as Slurm prints them, not which
+/// controller leads now. Exit status 0 when one answered, else 1.
+pub fn ping(io: &mut Io<'_>) -> i32 {
+    let Some(ctl) = ctl(io, "slurm_load_ctl_conf") else { return 1 };
+    let hosts = ctl.controllers();
+    let up: Vec<bool> = hosts.iter().map(|(_, addr)| ctl.ping(addr)).collect();
+    let (text, code) = ping_report(&hosts, &up, common::my_uid() == 0);
+    io.out(&text);
+    code
+}
+
+/// The text and exit status of `ping` for controllers `hosts` of which `up` answered.
+fn ping_report(hosts: &[(String, String)], up: &[bool], root: bool) -> (String, i32) {
+    let mut out = String::new();
+    for (i, ((host, _), &up)) in hosts.iter().zip(up).enumerate() {
+        let mode = match i {
+            0 => "primary".to_string(),
+            1 if hosts.len() == 2 => "backup".to_string(),
+            _ => format!("backup{i}"),
+        };
+        out.push_str(&format!("Slurmctld({mode}) at {host} is {}\n", if up { "UP" } else { "DOWN" }));
+    }
+    if root && up.iter().any(|u| !u) {
+        out.push_str("*****************************************\n** RESTORE SLURMCTLD DAEMON TO SERVICE **\n*****************************************\n");
+    }
+    (out, if up.iter().any(|&u| u) { 0 } else { 1 })
+}
+
+/// `takeover [INDEX]` (Slurm 22.05 `scontrol.c` and `slurm_takeover`): asks backup controller
+/// INDEX (default 1: the second `SlurmctldHost=`) to take the leader lease now; the controller
+/// that led finds it lost at its next write and steps down. Root and `SlurmUser` only.
+/// Errors as Slurm's: `takeover: too many arguments`, `takeover: invalid backup controller
+/// index (N)`, `slurm_takeover error: <reason>` (exit status 1).
+pub fn takeover(args: &[String], io: &mut Io<'_>) -> i32 {
+    let Some(ctl) = ctl(io, "slurm_load_ctl_conf") else { return 1 };
+    let count = ctl.controllers().len();
+    let inx = match args {
+        [] if count < 1 => {
+            io.err("takeover: no backup controller defined\n");
+            return 1;
+        }
+        [] => 1,
+        [a] => {
+            let i = common::atoi(a);
+            if i < 1 || i as usize >= count {
+                io.err(&format!("takeover: invalid backup controller index ({i})\n"));
+                return 1;
+            }
+            i as usize
+        }
+        _ => {
+            io.err("takeover: too many arguments\n");
+            return 1;
+        }
+    };
+    match ctl.call_at(inx, Request::Takeover) {
+        Ok(Response::Done) => 0,
+        Ok(_) => {
+            io.err(&format!("slurm_takeover error: {}\n", strerror(SLURM_UNEXPECTED_MSG_ERROR)));
+            1
+        }
+        Err(e) => {
+            io.err(&format!("slurm_takeover error: {}\n", e.slurm().text));
+            1
+        }
+    }
 }
 
 /// `update ...`: a job (`JobId=`) or nodes (`NodeName=`).

@@ -60,6 +60,9 @@ pub const ESLURM_TRANSITION_STATE_NO_UPDATE: i32 = 2020;
 pub const ESLURM_ALREADY_DONE: i32 = 2021;
 /// `ESLURM_JOB_PENDING`.
 pub const ESLURM_JOB_PENDING: i32 = 2024;
+/// `ESLURM_IN_STANDBY_MODE`: a standby controller (one that does not hold the leader lease)
+/// answers every request but a ping so; the commands try the next `SlurmctldHost=`.
+pub const ESLURM_IN_STANDBY_MODE: i32 = 2027;
 /// `ESLURM_NOT_SUPPORTED`.
 pub const ESLURM_NOT_SUPPORTED: i32 = 2036;
 /// `ESLURM_JOB_HELD`.
@@ -102,6 +105,7 @@ pub const ESLURM_AUTH_EXPIRED: i32 = 6001;
 pub fn strerror(code: i32) -> &'static str {
     match code {
         SLURM_ERROR => "Unspecified error",
+        ESLURM_IN_STANDBY_MODE => "Slurm backup controller in standby mode",
         SLURM_UNEXPECTED_MSG_ERROR => "Unexpected message received",
         SLURM_COMMUNICATIONS_CONNECTION_ERROR => "Communication connection failure",
         SLURM_PROTOCOL_VERSION_ERROR => "Protocol version has changed, re-link your code",

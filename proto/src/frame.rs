@@ -138,6 +138,17 @@ pub enum Frame {
         /// The request.
         body: Request,
     },
+    /// Controller to node daemon, on a registered node session, from the controller that
+    /// leads in `epoch`: the leader lease's fencing token (`slurmctld`'s `store::lease`). A
+    /// node daemon remembers the highest epoch it has seen (kept in its spool across restarts)
+    /// and refuses a message of a lower one, so that a paused or cut-off old leader can launch,
+    /// kill or requeue nothing. A plain [`Frame::ToNode`] counts as epoch 0.
+    ToNodeFenced {
+        /// The sender's lease epoch (1 or more).
+        epoch: u64,
+        /// The message.
+        msg: CtlToNode,
+    },
 }
 
 /// A JSON Web Token and the user name sent with it (Slurm's `X-SLURM-USER-NAME` and
@@ -360,6 +371,20 @@ mod tests {
         two.extend_from_slice(&bytes);
         let (_, used) = decode_frame(&two).unwrap().unwrap();
         assert_eq!(used, bytes.len());
+    }
+
+    /// The fenced node message is a variant of its own at the end: the plain `ToNode` frame
+    /// is encoded as before (variant 5, then the message), the fenced one after every older
+    /// variant.
+    #[test]
+    fn fenced_node_messages_round_trip_after_the_older_frames() {
+        let kill = CtlToNode::Kill { job_id: 9 };
+        let plain = encode_frame(&Frame::ToNode(kill.clone())).unwrap();
+        assert_eq!(&plain[4..], &[5, 2, 9], "Frame::ToNode(Kill {{ job_id: 9 }}) as it always was");
+        let f = Frame::ToNodeFenced { epoch: 300, msg: kill };
+        let bytes = encode_frame(&f).unwrap();
+        assert_eq!(&bytes[4..], &[8, 0xac, 0x02, 2, 9], "variant 8, epoch 300 as a varint, then the message");
+        assert_eq!(decode_frame(&bytes).unwrap().unwrap().0, f);
     }
 
     #[test]

@@ -1214,6 +1214,10 @@ pub enum Request {
         /// Job ids.
         job_ids: Vec<u64>,
     },
+    /// `scontrol takeover`: a standby controller takes the leader lease now, without waiting
+    /// for it to lapse (Slurm's `REQUEST_TAKEOVER`); the old leader's next write finds the
+    /// lease lost and it steps down. Root and `SlurmUser` only. [`Response::Done`].
+    Takeover,
 }
 
 /// An elastic job's range and membership changes, for `scontrol show job`.
@@ -1311,6 +1315,7 @@ impl Request {
             Request::IssueToken { .. } => "REQUEST_AUTH_TOKEN",
             Request::QueryUpdateTimes => "REQUEST_UPDATE_TIMES",
             Request::QueryTurnTimes => "REQUEST_TURNS",
+            Request::Takeover => "REQUEST_TAKEOVER",
         }
     }
 }
@@ -1402,6 +1407,9 @@ pub enum Response {
     },
     /// Answer to [`Request::QueryElastic`].
     Elastic(Vec<ElasticInfo>),
+    /// Success of a request that answers nothing else (Slurm's `RESPONSE_SLURM_RC` with
+    /// `SLURM_SUCCESS`): [`Request::Takeover`].
+    Done,
 }
 
 #[cfg(test)]
@@ -1520,6 +1528,19 @@ mod tests {
         let bytes = postcard::to_allocvec(&resp).unwrap();
         assert_eq!(bytes[0], last + 1, "Elastic appended after TurnTimes");
         assert_eq!(postcard::from_bytes::<Response>(&bytes).unwrap(), resp);
+    }
+
+    /// `Takeover` and `Done` were appended after the elastic messages.
+    #[test]
+    fn takeover_messages_are_appended() {
+        let before = postcard::to_allocvec(&Request::QueryElastic { job_ids: Vec::new() }).unwrap()[0];
+        let bytes = postcard::to_allocvec(&Request::Takeover).unwrap();
+        assert_eq!(bytes[0], before + 1);
+        assert_eq!(postcard::from_bytes::<Request>(&bytes).unwrap(), Request::Takeover);
+        let before = postcard::to_allocvec(&Response::Elastic(Vec::new())).unwrap()[0];
+        let bytes = postcard::to_allocvec(&Response::Done).unwrap();
+        assert_eq!(bytes[0], before + 1);
+        assert_eq!(postcard::from_bytes::<Response>(&bytes).unwrap(), Response::Done);
     }
 
     #[test]

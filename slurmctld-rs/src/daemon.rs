@@ -5,7 +5,7 @@
 use crate::admission::AdmissionConf;
 use crate::ctld::{wall_now, Controller, CtlOptions};
 use crate::server::{self, Shared};
-use crate::store::{PgConf, StorageConf, Store, SyncMode};
+use crate::store::{Acquired, PgConf, StorageConf, Store, SyncMode};
 use anyhow::{anyhow, Context};
 use flotilla_core::cluster::Cluster;
 use flotilla_core::config::ClusterConfig;
@@ -56,6 +56,8 @@ pub struct Daemon {
     pub shutdown: watch::Sender<bool>,
     /// The owner task (ends after shutdown; a panic inside it is a broken invariant).
     pub owner: tokio::task::JoinHandle<()>,
+    /// The SQLite state directory's lock ([`lock_state_dir`]), held while this lives.
+    pub dir_lock: Option<nix::fcntl::Flock<std::fs::File>>,
 }
 
 /// Resolves a user name to a uid (`root` is 0 without a lookup).
@@ -147,8 +149,17 @@ pub fn controller(
             return Err(anyhow!("{e}"));
         }
     }
+    let mut store = store;
+    if store.lease().is_none() {
+        // In process (tests, tools): the lease is taken here; the daemon took it already
+        // ([`start`], which waits for it as a standby).
+        match store.acquire_lease(&holder_id(), &opts.advertise, opts.lease_ttl, false)? {
+            Acquired::Leader(epoch) => tracing::info!(epoch, "took the leader lease"),
+            Acquired::Held(row) => return Err(anyhow!("the leader lease is held by {} (epoch {})", row.holder, row.epoch)),
+        }
+    }
     let quotas = std::mem::take(&mut opts.quotas);
-    opts.assoc_db = crate::assoc::open(&store, cluster, &quotas).map_err(|e| anyhow!("accounting database: {e}"))?;
+    opts.assoc_db = crate::assoc::open(&mut store, cluster, &quotas).map_err(|e| anyhow!("accounting database: {e}"))?;
     opts.access = crate::authz::Access::from_config(cluster, Default::default(), &crate::authz::resolve_groups)?;
     // AccountingStorageEnforce, parsed once (authz::parse_enforce, which refuses what we
     // cannot honour).
@@ -164,6 +175,97 @@ pub fn controller(
             .map_err(|e| anyhow!("slurm.conf: {e}"))?,
     };
     Ok(Controller::new(sched, store, opts, auth_failures, now)?)
+}
+
+/// A name for this controller process in the lease: `host:pid:nanoseconds`, unique per
+/// process (a restarted controller is a new holder: it never inherits its predecessor's
+/// epoch).
+pub fn holder_id() -> String {
+    let host = nix::unistd::gethostname().ok().and_then(|h| h.into_string().ok()).unwrap_or_else(|| "localhost".into());
+    let nonce = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.subsec_nanos());
+    format!("{host}:{}:{nonce}", std::process::id())
+}
+
+/// Takes the leader lease for the controller about to start from `store`: at once when it is
+/// free, expired or its holder's session is gone; else this controller is a standby and waits,
+/// trying again every sixth of the lease, until the leader stops renewing it. `force`: the
+/// caller knows no other controller lives (it holds the SQLite state directory's lock).
+///
+/// # Errors
+/// The store's, other than those [`crate::store::StoreError::may_recover`] waits out.
+/// `takeover` (set by `scontrol takeover`, [`crate::server::Shared::takeover`]) makes a standby
+/// take the lease at its next try, as `force`: the leader's next write then finds it lost and
+/// the leader steps down.
+pub async fn take_lease(store: Store, opts: &CtlOptions, force: bool, takeover: &std::sync::atomic::AtomicBool) -> anyhow::Result<Store> {
+    let holder = holder_id();
+    let mut store = store;
+    let mut said = None;
+    loop {
+        let take = takeover.load(std::sync::atomic::Ordering::Acquire);
+        if take {
+            tracing::info!("takeover requested (scontrol takeover): taking the leader lease");
+        }
+        let force = force || take;
+        let (s, r) = tokio::task::spawn_blocking({
+            let (holder, addr, ttl) = (holder.clone(), opts.advertise.clone(), opts.lease_ttl);
+            move || {
+                let r = store.acquire_lease(&holder, &addr, ttl, force);
+                (store, r)
+            }
+        })
+        .await?;
+        store = s;
+        match r {
+            Ok(Acquired::Leader(epoch)) => {
+                tracing::info!(epoch, holder, "took the leader lease: this controller leads");
+                return Ok(store);
+            }
+            Ok(Acquired::Held(row)) => {
+                if said.as_ref() != Some(&row.holder) {
+                    tracing::info!(leader = %row.holder, addr = %row.addr, epoch = row.epoch, "standby: another controller leads; waiting for its lease to lapse");
+                    said = Some(row.holder.clone());
+                }
+            }
+            Err(e) if e.may_recover() => tracing::warn!("cannot read the leader lease: {e}; retrying"),
+            Err(e) => return Err(e.into()),
+        }
+        tokio::time::sleep((opts.lease_ttl / 6).max(std::time::Duration::from_millis(100))).await;
+    }
+}
+
+/// Holds `<state_dir>/slurmctld.lock` (an exclusive `flock`) for the life of the process: on
+/// SQLite, one controller per state directory; the lock is the kernel's, so it is free the
+/// moment its holder dies, and the next controller may take the lease at once. Waits while
+/// another live controller holds it. The lock is held while the returned value lives.
+///
+/// # Errors
+/// The lock file cannot be opened.
+pub async fn lock_state_dir(state_dir: &std::path::Path) -> anyhow::Result<nix::fcntl::Flock<std::fs::File>> {
+    use std::os::unix::fs::OpenOptionsExt;
+    std::fs::create_dir_all(state_dir).with_context(|| format!("state directory {}", state_dir.display()))?;
+    let path = state_dir.join("slurmctld.lock");
+    let f = std::fs::OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .mode(0o600)
+        .custom_flags(nix::libc::O_NOFOLLOW)
+        .open(&path)
+        .with_context(|| format!("lock file {}", path.display()))?;
+    let mut said = false;
+    loop {
+        match nix::fcntl::Flock::lock(f.try_clone()?, nix::fcntl::FlockArg::LockExclusiveNonblock) {
+            Ok(lock) => return Ok(lock),
+            Err((_, nix::errno::Errno::EWOULDBLOCK)) => {
+                if !said {
+                    tracing::info!(lock = %path.display(), "another slurmctld holds this state directory; waiting");
+                    said = true;
+                }
+                tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+            }
+            Err((_, e)) => return Err(anyhow!("lock file {}: {e}", path.display())),
+        }
+    }
 }
 
 /// Where each node's registrations must come from: `NodeAddr=`, which defaults to
@@ -237,6 +339,11 @@ pub fn storage_conf(conf: &ClusterConfig, state_dir: &std::path::Path, sync: Syn
 
 /// Starts the controller on the current tokio runtime.
 pub async fn start(cfg: DaemonConfig) -> anyhow::Result<Daemon> {
+    // On SQLite one controller per state directory: the directory's lock (taken before the
+    // database is opened and the socket there is bound) says the previous holder is dead, so
+    // the lease is taken at once.
+    let sqlite = matches!(cfg.storage, StorageConf::Sqlite { .. });
+    let dir_lock = if sqlite { Some(lock_state_dir(&cfg.state_dir).await?) } else { None };
     // A full state disk at start is waited out here, not left to a restart loop: the
     // database cannot be opened (its WAL index needs room) until space returns. A PostgreSQL
     // server not up yet is waited for the same way.
@@ -253,10 +360,8 @@ pub async fn start(cfg: DaemonConfig) -> anyhow::Result<Daemon> {
     };
     let started = wall_now();
     let auth_failures = Arc::new(AtomicU64::new(0));
-    let ctl = controller(&cfg.cluster, store, cfg.opts, auth_failures.clone(), wall_now())?;
     let (tx, rx) = mpsc::channel(65_536);
     let (shutdown, shutdown_rx) = watch::channel(false);
-    let owner = tokio::spawn(ctl.run(rx, shutdown_rx.clone()));
     let limits = server::Limits {
         tcp_commands: cfg.max_conns,
         node_sessions: 2 * cfg.cluster.nodes.len() + 16,
@@ -264,12 +369,18 @@ pub async fn start(cfg: DaemonConfig) -> anyhow::Result<Daemon> {
     };
     // The replay cache starts empty: credentials issued before this start are refused.
     let verifier = Verifier::new(cfg.key, flotilla_proto::auth::DEFAULT_TTL_S * 12, started.max(0) as u64);
-    let mut shared = Shared::new(Some(tx), verifier, cfg.slurm_uid, cfg.host, auth_failures, limits, cfg.max_frame);
+    let mut shared = Shared::new(Some(tx), verifier, cfg.slurm_uid, cfg.host.clone(), auth_failures.clone(), limits, cfg.max_frame);
     shared.node_addrs = node_addrs(&cfg.cluster);
     (shared.jwt, shared.jwt_policy) = jwt_conf(&cfg.cluster, &cfg.state_dir);
     shared.http = Arc::new(
         crate::metrics::HttpGate::new(crate::metrics::MetricsConf::from_config(&cfg.cluster)).with_jwt(shared.jwt.clone(), cfg.slurm_uid),
     );
+    // With backup controllers (several `SlurmctldHost=` lines) a standby until the lease is
+    // taken (below): what reaches the sockets meanwhile is answered `ESLURM_IN_STANDBY_MODE`
+    // (pings excepted), and the commands try the next host. A lone controller (restarting,
+    // or waiting out a dead predecessor's lease) has no other to send them to: its requests
+    // wait for it to lead.
+    shared.standby = std::sync::atomic::AtomicBool::new(!cfg.cluster.backup_controllers.is_empty());
     let shared = Arc::new(shared);
     let mut tcp_addr = None;
     if let Some(addr) = cfg.listen {
@@ -283,11 +394,29 @@ pub async fn start(cfg: DaemonConfig) -> anyhow::Result<Daemon> {
         let l = server::bind_unix(path).with_context(|| format!("binding {}", path.display()))?;
         tokio::spawn(server::serve_unix(l, shared.clone(), shutdown_rx.clone()));
     }
+    let mut opts = cfg.opts;
+    if opts.advertise.is_empty() {
+        opts.advertise = match tcp_addr {
+            Some(a) if a.ip().is_unspecified() => format!("{}:{}", cfg.host, a.port()),
+            Some(a) => a.to_string(),
+            None => cfg.host.clone(),
+        };
+    }
+    // One controller leads: the lease decides. A standby waits here; with backups
+    // configured it answers only pings meanwhile (`Shared::standby`).
+    let store = take_lease(store, &opts, sqlite, &shared.takeover).await?;
+    // Every node message from here on carries the epoch (the owner task, which alone sends
+    // to nodes, starts below).
+    shared.epoch.store(store.epoch(), std::sync::atomic::Ordering::Release);
+    shared.standby.store(false, std::sync::atomic::Ordering::Release);
+    let ctl = controller(&cfg.cluster, store, opts, auth_failures, wall_now())?;
+    let owner = tokio::spawn(ctl.run(rx, shutdown_rx.clone()));
     tracing::info!(tcp = ?tcp_addr, socket = ?cfg.socket, "slurmctld listening");
     Ok(Daemon {
         tcp_addr,
         shutdown,
         owner,
+        dir_lock,
     })
 }
 

@@ -135,6 +135,19 @@ pub struct Shared {
     /// KiB of large frame bodies being read ([`MAX_FRAME_BYTES_IN_FLIGHT`]).
     frame_budget: Arc<Semaphore>,
     next_conn: AtomicU64,
+    /// The leader lease's epoch this controller leads in, set once it took the lease (0
+    /// before): every message to a node goes out as [`Frame::ToNodeFenced`] with it, and the
+    /// node refuses it once it has seen a higher one ([`crate::store::lease`]). A controller
+    /// never regains a lease it lost (it steps down), so the epoch never changes once set.
+    pub epoch: AtomicU64,
+    /// A standby: this controller waits for the leader lease. It answers pings and issues
+    /// local credentials; every other request gets Slurm's `ESLURM_IN_STANDBY_MODE` (Slurm
+    /// 22.05 `backup.c`, `_background_process_msg`), so that clients try the next
+    /// `SlurmctldHost=` instead of waiting. Only with backup controllers configured; false
+    /// for `sackd` and once leading.
+    pub standby: std::sync::atomic::AtomicBool,
+    /// `scontrol takeover` asked this standby to take the lease now (`daemon::take_lease`).
+    pub takeover: std::sync::atomic::AtomicBool,
 }
 
 impl Shared {
@@ -165,6 +178,9 @@ impl Shared {
             pools: Mutex::new(Pools::default()),
             frame_budget: Arc::new(Semaphore::new(MAX_FRAME_BYTES_IN_FLIGHT >> 10)),
             next_conn: AtomicU64::new(1),
+            epoch: AtomicU64::new(0),
+            standby: std::sync::atomic::AtomicBool::new(false),
+            takeover: std::sync::atomic::AtomicBool::new(false),
         }
     }
 
@@ -908,6 +924,10 @@ where
             close_after_answer = true;
         }
         let body: Reply = match body {
+            _ if shared.standby.load(Ordering::Acquire) && !matches!(body, Request::Ping | Request::IssueCredential | Request::Takeover) => {
+                warn!(peer = %peer, "Invalid RPC received {} while in standby mode", body.kind());
+                Response::Error(SlurmError::new(ESLURM_IN_STANDBY_MODE)).into()
+            }
             // A token stands for a user, not for a host or a daemon: it gets no credential
             // (that would outlive it), no token (a leaked token would renew itself), and no
             // node session.
@@ -928,6 +948,18 @@ where
                 Peer::Tcp(_) => Response::Error(SlurmError::new(ESLURM_ACCESS_DENIED)).into(),
             },
             Request::Ping => Response::Pong.into(),
+            // Slurm 22.05 `backup.c` (`_background_process_msg`): root and SlurmUser only; a
+            // controller that leads already has nothing to do.
+            Request::Takeover if !shared.is_admin(ident.uid) => Response::Error(SlurmError::new(ESLURM_ACCESS_DENIED)).into(),
+            Request::Takeover => {
+                if shared.standby.load(Ordering::Acquire) {
+                    info!(peer = %peer, uid = ident.uid, "Performing background RPC: REQUEST_TAKEOVER");
+                    shared.takeover.store(true, Ordering::Release);
+                } else {
+                    info!(peer = %peer, "REQUEST_TAKEOVER: this controller leads already");
+                }
+                Response::Done.into()
+            }
             Request::Register(reg) => match register_refusal(&peer, &ident, &reg, &shared).await {
                 Some(e) => Response::Error(e).into(),
                 None if !slot.promote_node() => {
@@ -1062,7 +1094,11 @@ async fn node_session<R, W>(
             },
             m = nrx.recv() => match m {
                 Some(m) => {
-                    if write_frame(&mut wr, &Frame::ToNode(m)).await.is_err() {
+                    let frame = match shared.epoch.load(Ordering::Acquire) {
+                        0 => Frame::ToNode(m),
+                        epoch => Frame::ToNodeFenced { epoch, msg: m },
+                    };
+                    if write_frame(&mut wr, &frame).await.is_err() {
                         break;
                     }
                 }

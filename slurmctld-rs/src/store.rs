@@ -31,12 +31,14 @@ use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 
 pub mod backend;
+pub mod lease;
 mod migrate;
 pub mod postgres;
 mod usage;
 pub mod rows;
 pub mod runs;
 
+pub use lease::{Acquired, Lease, LeaseRow};
 pub use postgres::PgConf;
 
 /// One numbered migration: SQL from `sql/` and `sql/postgres/`, and for some a Rust step run
@@ -74,10 +76,11 @@ const MIGRATIONS: &[Migration] = &[
     migration!(7, "0007_assoc.sql", None),
     migration!(8, "0008_usage.sql", None),
     migration!(9, "0009_usage.sql", None),
+    migration!(10, "0010_lease.sql", None),
 ];
 
 /// The highest migration number: the schema version a store of this controller has.
-pub const SCHEMA_VERSION: u32 = 9;
+pub const SCHEMA_VERSION: u32 = 10;
 
 /// SQLite `synchronous` setting.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -121,6 +124,15 @@ pub enum StoreError {
         /// What.
         message: String,
     },
+    /// This controller's leader lease was taken by another ([`lease`]): it must not write
+    /// again and steps down.
+    #[error("lost the leader lease of epoch {epoch}: {now}")]
+    LeaseLost {
+        /// The epoch this controller held.
+        epoch: u64,
+        /// Who holds the lease now.
+        now: String,
+    },
     /// The state directory cannot be created.
     #[error("state directory {path}: {source}")]
     Dir {
@@ -143,7 +155,7 @@ impl StoreError {
             StoreError::Db { source, .. } => source.may_recover(),
             // ENOSPC, EDQUOT.
             StoreError::Dir { source, .. } => matches!(source.raw_os_error(), Some(28 | 122)),
-            StoreError::Corrupt { .. } => false,
+            StoreError::Corrupt { .. } | StoreError::LeaseLost { .. } => false,
         }
     }
 }
@@ -264,6 +276,19 @@ pub struct Store {
     at: String,
     /// Commits fail as on a full disk ([`Store::set_commit_fault`]).
     commit_fault: std::cell::Cell<bool>,
+    /// The leader lease held, whose epoch every commit checks ([`lease`]).
+    lease: Option<Lease>,
+    /// When the lease was last renewed (by a commit or a renewal).
+    fenced_at: Option<std::time::Instant>,
+    /// A test's clock for the lease ([`Store::set_lease_clock`]).
+    lease_clock: Option<String>,
+}
+
+impl Drop for Store {
+    /// A store dropped with its lease frees it (a controller stopped or restarted in process).
+    fn drop(&mut self) {
+        self.release_lease();
+    }
 }
 
 /// The columns of `jobs` a turn writes, in their parameter order.
@@ -344,6 +369,9 @@ impl Store {
             at: db.location(),
             db,
             commit_fault: std::cell::Cell::new(false),
+            lease: None,
+            fenced_at: None,
+            lease_clock: None,
         };
         s.migrate()?;
         Ok(s)
@@ -366,6 +394,9 @@ impl Store {
     pub fn purge_finished(&mut self, finished_before: i64) -> Result<usize, StoreError> {
         let n = (|| {
             let tx = Tx::begin(&*self.db)?;
+            if !self.fence(tx.db())? {
+                return Ok(None);
+            }
             let n = tx.db().exec(
                 "DELETE FROM jobs WHERE state NOT IN ('PENDING','RUNNING','COMPLETING') \
                  AND (end_time IS NULL OR end_time < ?1)",
@@ -377,9 +408,10 @@ impl Store {
                 &[],
             )?;
             tx.commit()?;
-            Ok(n)
+            Ok(Some(n))
         })()
         .map_err(|e| self.err(e))?;
+        let Some(n) = n else { return Err(self.lease_lost()) };
         self.db.reclaim();
         Ok(n as usize)
     }
@@ -440,7 +472,22 @@ impl Store {
             .map_err(|e| self.err(e))
     }
 
+    /// Applies pending migrations. On PostgreSQL several controllers may start at once on
+    /// one database: an advisory lock (held for the migration, released after) lets one
+    /// migrate while the others wait, then find nothing left to do. (On SQLite the state
+    /// directory's lock keeps a second controller out, [`crate::daemon::lock_state_dir`].)
     fn migrate(&self) -> Result<(), StoreError> {
+        const MIGRATION_LOCK: i64 = 0x666c_6f74_6d69; // "flotmi"
+        if self.db.dialect() == Dialect::Postgres {
+            self.db.query("SELECT pg_advisory_lock(?1)", &params![MIGRATION_LOCK]).map_err(|e| self.err(e))?;
+            let r = self.migrate_locked();
+            let _ = self.db.query("SELECT pg_advisory_unlock(?1)", &params![MIGRATION_LOCK]);
+            return r;
+        }
+        self.migrate_locked()
+    }
+
+    fn migrate_locked(&self) -> Result<(), StoreError> {
         self.db
             .batch("CREATE TABLE IF NOT EXISTS schema_migrations (version BIGINT PRIMARY KEY, applied_at BIGINT NOT NULL);")
             .map_err(|e| self.err(e))?;
@@ -554,7 +601,9 @@ impl Store {
         usage::load(&*self.db).map_err(|e| self.err(e))
     }
 
-    /// Commits one batch in one transaction. `job` looks up a record by id.
+    /// Commits one batch in one transaction. `job` looks up a record by id. With a lease
+    /// held, the transaction first checks (and renews) it: [`StoreError::LeaseLost`] when
+    /// another controller took it, and nothing is written.
     pub fn commit<'a>(
         &mut self,
         batch: &WriteBatch,
@@ -567,17 +616,28 @@ impl Store {
             let full = rusqlite::ffi::Error::new(rusqlite::ffi::SQLITE_FULL);
             return Err(self.err(rusqlite::Error::SqliteFailure(full, Some("database or disk is full".into())).into()));
         }
-        self.write_batch(batch, job).map_err(|e| self.err(e))?;
+        let started = std::time::Instant::now();
+        if !self.write_batch(batch, job).map_err(|e| self.err(e))? {
+            return Err(self.lease_lost());
+        }
+        if self.lease.is_some() {
+            self.fenced_at = Some(started);
+        }
         if !batch.purged.is_empty() {
             self.db.reclaim();
         }
         Ok(())
     }
 
-    fn write_batch<'a>(&self, batch: &WriteBatch, job: &dyn Fn(u64) -> Option<&'a JobRecord>) -> Result<(), DbError> {
+    /// Writes `batch` in one transaction after the lease's fence; `Ok(false)`: the fence
+    /// found the lease lost and nothing was written.
+    fn write_batch<'a>(&self, batch: &WriteBatch, job: &dyn Fn(u64) -> Option<&'a JobRecord>) -> Result<bool, DbError> {
         let d = self.db.dialect();
         let tx = Tx::begin(&*self.db)?;
         let db = tx.db();
+        if !self.fence(db)? {
+            return Ok(false);
+        }
         if let Some(n) = batch.next_job_id {
             db.exec("UPDATE meta SET value = ?1 WHERE key = 'next_job_id'", &params![n])?;
         }
@@ -656,7 +716,8 @@ impl Store {
                 &keys,
             )?;
         }
-        tx.commit()
+        tx.commit()?;
+        Ok(true)
     }
 
     /// The next `srun` step id of a job: one past the highest numeric step recorded (0 when

@@ -4,6 +4,8 @@
 //! Layout:
 //! - `boot_epoch`: `<epoch>\n<kernel boot id>\n`. The epoch is bumped when the kernel boot id
 //!   changed or the file is new (DESIGN.md §2 `boot_epoch`), kept across a plain restart.
+//! - `ctld_epoch`: `<epoch>\n`, the highest leader-lease epoch of a controller this node has
+//!   acted on ([`CtldFence`]); kept across restarts and reboots.
 //! - `slurmd.lock`: held (`flock`) by the daemon for its whole life: one daemon per spool.
 //! - `jobs/` (0711): `jobs/<job>.<run>/`: one allocation, mode 0700 ([`DIR_MODE`]; the batch
 //!   host's 0710 with the job's group, [`BATCH_DIR_MODE`]); every file in it 0600
@@ -150,6 +152,76 @@ pub fn boot_epoch(spool: &Path, boot_id: &str) -> Result<(u64, bool), SpoolError
     Ok((epoch, bumped))
 }
 
+/// The highest controller epoch this node has seen (`ctld_epoch` in the spool): the leader
+/// lease's fencing token that every controller message carries (`Frame::ToNodeFenced`; a
+/// plain `Frame::ToNode` counts as epoch 0). A message of a lower epoch than the highest seen
+/// comes from a controller that lost the lease (paused, cut off from the database, or not
+/// yet aware that a standby took over): the node refuses it, so such a controller can launch,
+/// kill or requeue nothing here. The epoch is stored before the first message of a new one is
+/// acted on, so a restarted daemon refuses the same old leader.
+#[derive(Debug)]
+pub struct CtldFence {
+    path: PathBuf,
+    highest: u64,
+}
+
+/// What [`CtldFence::admit`] decided about a message.
+#[derive(Debug)]
+pub enum Admit {
+    /// The epoch seen before: act on it.
+    Current,
+    /// A higher epoch than any seen (a new leader): act on it. `saved` is the result of
+    /// storing it (on an error the node keeps it in memory and acts: refusing the new leader
+    /// would stall the node, and only a restart loses it).
+    Newer {
+        /// The highest epoch seen before.
+        previous: u64,
+        /// Storing the new one.
+        saved: Result<(), SpoolError>,
+    },
+    /// Below the highest seen: refuse it.
+    Older {
+        /// The highest epoch seen.
+        highest: u64,
+    },
+}
+
+impl CtldFence {
+    /// Reads `<spool>/ctld_epoch` (0 when absent). Errors: it cannot be read, or holds no
+    /// number (the daemon does not start: it would forget which controllers are fenced).
+    pub fn load(spool: &Path) -> Result<CtldFence, SpoolError> {
+        let path = spool.join("ctld_epoch");
+        let highest = match std::fs::read_to_string(&path) {
+            Ok(t) => t.trim().parse::<u64>().map_err(|_| SpoolError::Corrupt {
+                path: path.clone(),
+                message: "not a controller epoch".into(),
+            })?,
+            Err(e) if e.kind() == io::ErrorKind::NotFound => 0,
+            Err(e) => return Err(io_err(&path)(e)),
+        };
+        Ok(CtldFence { path, highest })
+    }
+
+    /// The highest epoch seen.
+    pub fn highest(&self) -> u64 {
+        self.highest
+    }
+
+    /// Decides on a message of controller epoch `epoch`, storing it first when it is the
+    /// highest yet.
+    pub fn admit(&mut self, epoch: u64) -> Admit {
+        match epoch.cmp(&self.highest) {
+            std::cmp::Ordering::Equal => Admit::Current,
+            std::cmp::Ordering::Less => Admit::Older { highest: self.highest },
+            std::cmp::Ordering::Greater => {
+                let previous = std::mem::replace(&mut self.highest, epoch);
+                let saved = write_atomic(&self.path, format!("{epoch}\n").as_bytes());
+                Admit::Newer { previous, saved }
+            }
+        }
+    }
+}
+
 /// How a job's batch script ended (`exit.json`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ExitRecord {
@@ -248,6 +320,26 @@ pub fn parse_name(name: &str) -> Option<(u64, u32, bool)> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn controller_epochs_only_go_up_and_survive_a_restart() {
+        let d = tempfile::tempdir().unwrap();
+        let mut f = CtldFence::load(d.path()).unwrap();
+        assert_eq!(f.highest(), 0);
+        assert!(matches!(f.admit(0), Admit::Current), "a plain message before any epoch");
+        assert!(matches!(f.admit(2), Admit::Newer { previous: 0, saved: Ok(()) }));
+        assert!(matches!(f.admit(2), Admit::Current));
+        assert!(matches!(f.admit(1), Admit::Older { highest: 2 }));
+        assert!(matches!(f.admit(0), Admit::Older { highest: 2 }), "a plain message after epoch 2");
+        // A restarted daemon remembers.
+        let mut f = CtldFence::load(d.path()).unwrap();
+        assert_eq!(f.highest(), 2);
+        assert!(matches!(f.admit(1), Admit::Older { highest: 2 }));
+        assert!(matches!(f.admit(5), Admit::Newer { previous: 2, saved: Ok(()) }));
+        assert_eq!(std::fs::read_to_string(d.path().join("ctld_epoch")).unwrap(), "5\n");
+        std::fs::write(d.path().join("ctld_epoch"), "five").unwrap();
+        assert!(matches!(CtldFence::load(d.path()), Err(SpoolError::Corrupt { .. })));
+    }
 
     #[test]
     fn epoch_kept_on_restart_bumped_on_reboot() {

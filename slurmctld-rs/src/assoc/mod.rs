@@ -209,25 +209,25 @@ impl AssocDb {
 /// committed before it returns.
 ///
 /// # Errors
-/// The database's.
+/// The store's.
 pub fn open(
-    store: &crate::store::Store,
+    store: &mut crate::store::Store,
     cluster: &flotilla_core::config::ClusterConfig,
     quotas: &flotilla_core::quota::QuotaTree,
-) -> Result<AssocDb, crate::store::backend::DbError> {
-    let conn = store.db();
-    let mut db = AssocDb::from_data(&cluster.cluster_name, db::load(conn)?);
+) -> Result<AssocDb, crate::store::StoreError> {
+    let loaded = db::load(store.db()).map_err(|source| crate::store::StoreError::Db { at: store.location().into(), source })?;
+    let mut db = AssocDb::from_data(&cluster.cluster_name, loaded);
     let host = if cluster.control_addr.is_empty() { "127.0.0.1" } else { cluster.control_addr.as_str() };
     db.ensure_defaults(host, u32::from(cluster.slurmctld_port));
-    if !db::imported(conn)? {
+    let imported = db::imported(store.db()).map_err(|source| crate::store::StoreError::Db { at: store.location().into(), source })?;
+    if !imported {
         import::quota_tree(&mut db, quotas);
         db.record(AssocOp::Imported);
     }
     let ops = db.take_ops();
     if !ops.is_empty() {
-        let tx = crate::store::backend::Tx::begin(conn)?;
-        db::write(tx.db(), &ops)?;
-        tx.commit()?;
+        // Through the store's commit: fenced by the lease like every other write.
+        store.commit(&crate::store::WriteBatch { assoc: ops, ..Default::default() }, &|_| None)?;
     }
     Ok(db)
 }

@@ -190,6 +190,10 @@ fn main() -> anyhow::Result<()> {
         opts.slurmd_timeout_s = t;
     }
     let storage = daemon::storage_conf(&cluster, &state_dir, sync)?;
+    // 0: unset (a `--cluster-json` written without it): the default lease.
+    if cluster.slurmctld_timeout_s > 0 {
+        opts.lease_ttl = Duration::from_secs(cluster.slurmctld_timeout_s);
+    }
     let slurm_uid = daemon::uid_of(&cluster.slurm_user).unwrap_or(0);
     let host = nix::unistd::gethostname()
         .ok()

@@ -52,6 +52,7 @@ pub(super) fn class(req: &Request) -> Class {
         | Request::IssueToken { .. }
         | Request::Register(_)
         | Request::Ping
+        | Request::Takeover
         | Request::QuerySteps(_)
         | Request::QueryServices { .. }
         | Request::QueryAlerts
@@ -105,6 +106,9 @@ impl Controller {
     /// may cure it; else keep the batch for the next turn, take this turn's submissions out
     /// again and hold the turn's replies and node messages.
     pub(super) fn commit_failed(&mut self, batch: WriteBatch, e: StoreError, now: i64) {
+        if let StoreError::LeaseLost { .. } = e {
+            super::step_down(&e);
+        }
         if !e.may_recover() {
             // Fail stop (STYLE.md): restart recovers from the last commit.
             panic!("cannot commit controller state: {e}");

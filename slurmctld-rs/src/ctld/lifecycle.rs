@@ -289,6 +289,11 @@ impl Controller {
             self.persist_usage(now);
         }
         self.flush(n_events, now);
+        match self.store.renew_lease_if_due() {
+            Ok(()) => {}
+            Err(e) if e.may_recover() => warn!("cannot renew the leader lease: {e}"),
+            Err(e) => super::step_down(&e),
+        }
         self.turns += 1;
         cycle
     }
@@ -628,7 +633,8 @@ impl Controller {
         self.update.committing(&self.batch, now);
         let batch = std::mem::take(&mut self.batch);
         let mut committed = true;
-        if !batch.is_empty() {
+        let batch_empty = batch.is_empty();
+        if !batch_empty {
             let t = Instant::now();
             let jobs = &self.jobs;
             match self.store.commit(&batch, &|id| jobs.get(&id)) {
@@ -664,6 +670,18 @@ impl Controller {
                 }
             };
             let _ = tx.send(r.into());
+        }
+        if committed && batch_empty && !self.node_out.is_empty() {
+            // Nothing was committed this turn, so no fence checked the lease: a controller
+            // that lost it must not reach a node (the nodes refuse an older epoch as well).
+            match self.store.check_lease() {
+                Ok(()) => {}
+                Err(e) if e.may_recover() => {
+                    warn!("cannot check the leader lease before sending to nodes: {e}; held for the next turn");
+                    return;
+                }
+                Err(e) => super::step_down(&e),
+            }
         }
         let out = std::mem::take(&mut self.node_out);
         for (nid, o) in out {

@@ -228,6 +228,11 @@ pub struct CtlOptions {
     pub assoc_db: crate::assoc::AssocDb,
     /// `AccountingStorageEnforce`.
     pub enforce: flotilla_core::assoc::Enforce,
+    /// The leader lease: how long a renewal keeps it (`SlurmctldTimeout`, [`crate::store::lease`]).
+    pub lease_ttl: Duration,
+    /// Where this controller listens (`host:port`), recorded with the lease for standbys and
+    /// commands to follow.
+    pub advertise: String,
 }
 
 impl Default for CtlOptions {
@@ -259,6 +264,8 @@ impl Default for CtlOptions {
             job_limits: None,
             assoc_db: Default::default(),
             enforce: Default::default(),
+            lease_ttl: Duration::from_secs(6),
+            advertise: String::new(),
         }
     }
 }
@@ -360,6 +367,14 @@ pub struct Controller {
 
 /// Slurm's `TOP_PRIORITY`: where priority/basic's numbering starts.
 const TOP_PRIORITY: u32 = 0xffff_0000;
+
+/// Another controller took the leader lease (`e` says who): this one must not write or send
+/// anything again. It steps down at once by failing stop (STYLE.md): the process ends, and
+/// restarted (systemd's `Restart=`, `flotilla dev up --ha`) it comes back as a standby.
+pub(crate) fn step_down(e: &crate::store::StoreError) -> ! {
+    tracing::error!("{e}: stepping down");
+    panic!("stepping down: {e}");
+}
 
 /// Wall clock in seconds since the epoch (read only at the edge, here).
 pub fn wall_now() -> i64 {
@@ -549,8 +564,9 @@ impl Controller {
             | Request::QueryServices { .. }
             | Request::QueryAlerts) => self.service_rpc(ident, r, now),
             // Job and accounting queries are answered by `handle` (encoded, or after the
-            // commit); credentials, tokens and registrations by the connection task.
+            // commit); credentials, tokens, registrations and takeovers by the connection task.
             Request::QueryJobs(_)
+            | Request::Takeover
             | Request::IssueCredential
             | Request::IssueToken { .. }
             | Request::Register(_)

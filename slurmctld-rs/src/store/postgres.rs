@@ -181,6 +181,7 @@ impl<'a> FromSql<'a> for Value {
             Type::BOOL => Value::Int(i64::from(bool::from_sql(ty, raw)?)),
             Type::FLOAT8 => Value::Real(f64::from_sql(ty, raw)?),
             Type::FLOAT4 => Value::Real(f64::from(f32::from_sql(ty, raw)?)),
+            Type::VOID => Value::Null,
             _ => Value::Text(<&str>::from_sql(ty, raw)?.to_string()),
         })
     }
@@ -192,7 +193,7 @@ impl<'a> FromSql<'a> for Value {
     fn accepts(ty: &Type) -> bool {
         matches!(
             *ty,
-            Type::INT8 | Type::INT4 | Type::INT2 | Type::OID | Type::BOOL | Type::FLOAT8 | Type::FLOAT4
+            Type::INT8 | Type::INT4 | Type::INT2 | Type::OID | Type::BOOL | Type::FLOAT8 | Type::FLOAT4 | Type::VOID
         ) || <&str as FromSql>::accepts(ty)
     }
 }

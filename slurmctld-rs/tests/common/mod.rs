@@ -112,6 +112,14 @@ impl Env {
         self.dir.path().join(p)
     }
 
+    /// Changes the cluster configuration the controllers of this environment read.
+    pub fn edit_cluster(&self, f: impl FnOnce(&mut ClusterConfig)) {
+        let path = self.path("cluster.json");
+        let mut c: ClusterConfig = serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+        f(&mut c);
+        std::fs::write(&path, serde_json::to_string(&c).unwrap()).unwrap();
+    }
+
     /// Points the controllers of this environment at another state store (slurm.conf's
     /// `StateStorage*` keys; `backends::TestPg::keys` for a test's PostgreSQL server).
     pub fn set_storage(&self, storage: flotilla_core::config::StateStorageConf) {
@@ -151,20 +159,27 @@ pub struct Ctl {
 impl Ctl {
     /// Starts the binary; `port` 0 lets the OS choose (restarts pass the first port).
     pub fn start(env: &Env, port: u16, extra: &[&str]) -> Ctl {
-        let addr_file = env.path("ctld.addr");
+        let child = Ctl::spawn_named(env, "", port, extra);
+        Ctl::wait_ready(env, "", child)
+    }
+
+    /// Spawns controller `name` (its own state dir `state<name>`, socket, address file and
+    /// log `slurmctld<name>.log`) without waiting for it to lead ([`Ctl::wait_ready`]).
+    pub fn spawn_named(env: &Env, name: &str, port: u16, extra: &[&str]) -> Child {
+        let addr_file = env.path(&format!("ctld{name}.addr"));
         let _ = std::fs::remove_file(&addr_file);
-        let socket = env.path("ctld.sock");
+        let socket = env.path(&format!("ctld{name}.sock"));
         let log = std::fs::OpenOptions::new()
             .create(true)
             .append(true)
-            .open(env.path("slurmctld.log"))
+            .open(env.path(&format!("slurmctld{name}.log")))
             .unwrap();
-        let child = Command::new(env!("CARGO_BIN_EXE_slurmctld"))
+        Command::new(env!("CARGO_BIN_EXE_slurmctld"))
             .arg("-D")
             .arg("--cluster-json")
             .arg(env.path("cluster.json"))
             .arg("--state-dir")
-            .arg(env.path("state"))
+            .arg(env.path(&format!("state{name}")))
             .arg("--key")
             .arg(env.path("slurm.key"))
             .arg("--listen")
@@ -177,16 +192,23 @@ impl Ctl {
             .stdout(Stdio::null())
             .stderr(log)
             .spawn()
-            .expect("spawn slurmctld");
+            .expect("spawn slurmctld")
+    }
+
+    /// Waits until controller `name` (spawned by [`Ctl::spawn_named`]) leads and listens: its
+    /// address file appears (a standby writes it once it took the lease).
+    pub fn wait_ready(env: &Env, name: &str, child: Child) -> Ctl {
+        let addr_file = env.path(&format!("ctld{name}.addr"));
         let t0 = Instant::now();
         let addr = loop {
             if let Ok(s) = std::fs::read_to_string(&addr_file) {
                 break s.trim().parse().unwrap();
             }
-            assert!(t0.elapsed() < Duration::from_secs(20), "slurmctld did not start; see {}", env.path("slurmctld.log").display());
+            let log = env.path(&format!("slurmctld{name}.log"));
+            assert!(t0.elapsed() < Duration::from_secs(30), "slurmctld{name} did not start; see {}", log.display());
             std::thread::sleep(Duration::from_millis(5));
         };
-        Ctl { child, addr, socket }
+        Ctl { child, addr, socket: env.path(&format!("ctld{name}.sock")) }
     }
 
     pub fn kill9(&mut self) {
@@ -264,6 +286,10 @@ pub struct Ledger {
     pub launches: Vec<(String, flotilla_proto::step::LaunchStep)>,
     /// Stop notices received: (job, cause).
     pub notices: Vec<(u64, flotilla_proto::StopCause)>,
+    /// Messages received, by the controller lease epoch they carried (0: a plain
+    /// `Frame::ToNode`). The fake agents act on every one; the real `slurmd` refuses an epoch
+    /// below the highest it has seen.
+    pub by_epoch: std::collections::BTreeMap<u64, u64>,
 }
 
 struct RunningJob {
@@ -385,7 +411,14 @@ fn agent_main(
                     break;
                 }
                 Ok(Frame::Response { body, .. }) => panic!("registration of {node} refused: {body:?}"),
-                Ok(Frame::ToNode(m)) => handle_msg(&mut st, &node, m, &ledger),
+                Ok(Frame::ToNode(m)) => {
+                    *ledger.lock().unwrap().by_epoch.entry(0).or_default() += 1;
+                    handle_msg(&mut st, &node, m, &ledger);
+                }
+                Ok(Frame::ToNodeFenced { epoch, msg }) => {
+                    *ledger.lock().unwrap().by_epoch.entry(epoch).or_default() += 1;
+                    handle_msg(&mut st, &node, msg, &ledger);
+                }
                 Ok(_) => {}
                 Err(flotilla_proto::client::ClientError::Proto(flotilla_proto::ProtoError::Io(e)))
                     if matches!(e.kind(), std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut) => {}

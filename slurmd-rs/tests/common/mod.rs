@@ -66,6 +66,14 @@ impl Cluster {
 
     /// [`Cluster::start`] with `extra_conf` (whole lines) appended to slurm.conf's global keys.
     pub fn start_with(kill_wait_s: u32, extra_conf: &str, ctld_args: &[&str]) -> Cluster {
+        let mut c = Cluster::configure(kill_wait_s, extra_conf);
+        c.start_ctld(ctld_args);
+        c
+    }
+
+    /// The configuration of [`Cluster::start_with`] without a controller: the test plays the
+    /// controller itself at [`Cluster::addr`], which it sets before starting nodes.
+    pub fn configure(kill_wait_s: u32, extra_conf: &str) -> Cluster {
         let dir = tempfile::Builder::new().prefix("flt").tempdir_in("/tmp").unwrap();
         // The jobs of the non-root test run as another user: let them reach the temp dir.
         std::fs::set_permissions(dir.path(), std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
@@ -91,15 +99,13 @@ impl Cluster {
             "SwitchName=leaf1 Nodes=gpu[01-02]\nSwitchName=leaf2 Nodes=gpu[03-04]\nSwitchName=spine Switches=leaf[1-2]\n",
         )
         .unwrap();
-        let mut c = Cluster {
+        Cluster {
             dir,
             key,
             ctld: None,
             addr: "127.0.0.1:1".parse().unwrap(),
             nodes: Vec::new(),
-        };
-        c.start_ctld(ctld_args);
-        c
+        }
     }
 
     pub fn path(&self, p: &str) -> PathBuf {

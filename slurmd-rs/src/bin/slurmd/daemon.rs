@@ -47,8 +47,11 @@ pub struct Options {
     pub spool: PathBuf,
     /// Cluster key.
     pub key: ClusterKey,
-    /// Controller address.
+    /// Controller address (the first `SlurmctldHost=`, or `--ctld`).
     pub ctld: SocketAddr,
+    /// The backup controllers' addresses (the other `SlurmctldHost=` lines at
+    /// `SlurmctldPort`), tried in order after `ctld`.
+    pub backups: Vec<SocketAddr>,
     /// GPUs of the node (from `--fake-gpus` or gres.conf).
     pub gpus: u32,
     /// CPUs of the node.
@@ -74,8 +77,9 @@ pub struct Options {
 /// What the owner handles.
 #[derive(Debug)]
 enum Event {
-    /// The controller pushed a message on session `gen`.
-    Ctl(u64, CtlToNode),
+    /// The controller pushed a message on session `gen`, from lease epoch `.1` (0: a plain
+    /// `Frame::ToNode`).
+    Ctl(u64, u64, CtlToNode),
     /// Session `gen` closed.
     Closed(u64),
     /// The health loop's verdict on one poll (never `Ignore`), with the poll's events.
@@ -102,6 +106,10 @@ pub struct Daemon {
     _spool_lock: nix::fcntl::Flock<std::fs::File>,
     opts: Options,
     epoch: u64,
+    /// The highest controller lease epoch seen ([`spool::CtldFence`]).
+    fence: spool::CtldFence,
+    /// Controller messages refused for an epoch below it.
+    refused: u64,
     facts: NodeFacts,
     host: String,
     jobs: BTreeMap<(u64, u32), Entry>,
@@ -110,6 +118,9 @@ pub struct Daemon {
     children: Vec<Child>,
     client: Option<Client>,
     gen: u64,
+    /// Which controller ([`Options::ctld`], then [`Options::backups`]) to try next: the one
+    /// that led last, until it cannot be reached or answers as a standby.
+    ctld_at: usize,
     next_connect: Instant,
     last_hb: Instant,
     tx: mpsc::Sender<Event>,
@@ -193,6 +204,7 @@ impl Daemon {
         std::fs::set_permissions(&opts.spool, std::fs::Permissions::from_mode(0o755))?;
         std::fs::set_permissions(&jobs, std::fs::Permissions::from_mode(0o711))?;
         let (epoch, bumped) = spool::boot_epoch(&opts.spool, &opts.boot_id)?;
+        let fence = spool::CtldFence::load(&opts.spool)?;
         let (tx, rx) = mpsc::channel();
         let facts = NodeFacts {
             node: opts.node.clone(),
@@ -208,6 +220,8 @@ impl Daemon {
             _spool_lock: spool_lock,
             opts,
             epoch,
+            fence,
+            refused: 0,
             facts,
             host: short_hostname(),
             jobs: BTreeMap::new(),
@@ -216,6 +230,7 @@ impl Daemon {
             children: Vec::new(),
             client: None,
             gen: 0,
+            ctld_at: 0,
             next_connect: Instant::now(),
             last_hb: Instant::now(),
             tx,
@@ -353,8 +368,20 @@ impl Daemon {
         }
     }
 
+    /// Moves on to the next controller (after one that cannot be reached or is a standby) and
+    /// tries it after `wait`; a full round without a leader waits at least 500 ms.
+    fn next_controller(&mut self, wait: Duration) {
+        let n = 1 + self.opts.backups.len();
+        self.ctld_at = (self.ctld_at + 1) % n;
+        let wait = if self.ctld_at == 0 { wait.max(Duration::from_millis(500)) } else { wait.min(Duration::from_millis(50)) };
+        self.next_connect = Instant::now() + wait;
+    }
+
     fn connect(&mut self) {
-        let addr = self.opts.ctld;
+        let addr = match self.ctld_at {
+            0 => self.opts.ctld,
+            i => self.opts.backups[i - 1],
+        };
         let mut c = match std::net::TcpStream::connect_timeout(&addr, Duration::from_secs(2)) {
             Ok(s) => {
                 let _ = s.set_nodelay(true);
@@ -363,14 +390,14 @@ impl Daemon {
                     Ok(c) => c,
                     Err(e) => {
                         debug!("handshake with {addr} failed: {e}");
-                        self.next_connect = Instant::now() + Duration::from_millis(500);
+                        self.next_controller(Duration::from_millis(500));
                         return;
                     }
                 }
             }
             Err(e) => {
                 debug!("cannot reach the controller at {addr}: {e}");
-                self.next_connect = Instant::now() + Duration::from_millis(500);
+                self.next_controller(Duration::from_millis(500));
                 return;
             }
         };
@@ -386,6 +413,12 @@ impl Daemon {
         let cred = self.opts.key.sign(0, 0, &self.host, now_s().max(0) as u64, 300);
         match c.call(Some(cred), Request::Register(reg)) {
             Ok(Response::Registered) => {}
+            // A standby (another controller leads): the next one, as Slurm's daemons do.
+            Ok(Response::Error(e)) if e.code == flotilla_proto::errno::ESLURM_IN_STANDBY_MODE => {
+                info!(ctld = %addr, "the controller is a standby ({}): trying the next SlurmctldHost", e.text);
+                self.next_controller(Duration::from_millis(500));
+                return;
+            }
             Ok(other) => {
                 error!("registration refused: {other:?}");
                 self.next_connect = Instant::now() + Duration::from_secs(2);
@@ -414,7 +447,12 @@ impl Daemon {
             loop {
                 match flotilla_proto::read_frame(&mut r, flotilla_proto::DEFAULT_MAX_FRAME) {
                     Ok(Frame::ToNode(m)) => {
-                        if tx.send(Event::Ctl(gen, m)).is_err() {
+                        if tx.send(Event::Ctl(gen, 0, m)).is_err() {
+                            return;
+                        }
+                    }
+                    Ok(Frame::ToNodeFenced { epoch, msg }) => {
+                        if tx.send(Event::Ctl(gen, epoch, msg)).is_err() {
                             return;
                         }
                     }
@@ -531,8 +569,9 @@ impl Daemon {
                     self.next_connect = Instant::now() + Duration::from_millis(200);
                 }
             }
-            Event::Ctl(gen, _) if gen != self.gen => {}
-            Event::Ctl(_, msg) => match msg {
+            Event::Ctl(gen, ..) if gen != self.gen => {}
+            Event::Ctl(_, epoch, msg) if !self.admit(epoch, &msg) => {}
+            Event::Ctl(_, _, msg) => match msg {
                 CtlToNode::Bind(b) => self.launch(*b, None),
                 CtlToNode::Launch { bind, details } => self.launch(*bind, Some(*details)),
                 CtlToNode::Signal {
@@ -561,6 +600,31 @@ impl Daemon {
                 CtlToNode::Membership { job_id, nodes } => self.membership(job_id, &nodes),
             },
             Event::Health(verdict, events) => self.health(verdict, events),
+        }
+    }
+
+    /// Whether a controller message of lease epoch `epoch` may be acted on: not when this
+    /// node has seen a higher epoch (the sender lost the lease; [`spool::CtldFence`]). Each
+    /// refusal is logged with the count so far.
+    fn admit(&mut self, epoch: u64, msg: &CtlToNode) -> bool {
+        match self.fence.admit(epoch) {
+            spool::Admit::Current => true,
+            spool::Admit::Newer { previous, saved } => {
+                info!(epoch, previous, "controller epoch raised: messages of older epochs are refused from now on");
+                if let Err(e) = saved {
+                    error!(epoch, "cannot store the controller epoch (kept in memory until a restart): {e}");
+                }
+                true
+            }
+            spool::Admit::Older { highest } => {
+                self.refused += 1;
+                warn!(
+                    "refused a message from controller epoch {epoch}, below the highest seen ({highest}): {} ({} refused since start)",
+                    describe(msg),
+                    self.refused
+                );
+                false
+            }
         }
     }
 
@@ -960,4 +1024,18 @@ impl Daemon {
 
 fn libc_sigkill() -> i32 {
     nix::sys::signal::Signal::SIGKILL as i32
+}
+
+/// A controller message in a few words (job and kind), for the log.
+fn describe(m: &CtlToNode) -> String {
+    match m {
+        CtlToNode::Bind(b) | CtlToNode::Launch { bind: b, .. } => format!("launch of job {}", b.job_id),
+        CtlToNode::Signal { job_id, signal, .. } => format!("signal {signal} to job {job_id}"),
+        CtlToNode::Kill { job_id } => format!("kill of job {job_id}"),
+        CtlToNode::AckExits { job_ids } => format!("acknowledgement of the ends of jobs {job_ids:?}"),
+        CtlToNode::LaunchStep(l) => format!("launch of step {}.{}", l.layout.job_id, l.layout.step_id),
+        CtlToNode::StopNotice { job_id, .. } => format!("stop notice of job {job_id}"),
+        CtlToNode::SignalSteps { job_id, signal } => format!("signal {signal} to the steps of job {job_id}"),
+        CtlToNode::Membership { job_id, .. } => format!("membership change of job {job_id}"),
+    }
 }

@@ -4,7 +4,8 @@
 //! `-D` (foreground; Flotilla always stays in the foreground, as under systemd), `-v`.
 //! Flotilla flags: `--fake-gpus N` (development GPU inventory instead of gres.conf),
 //! `--spool DIR` (default `SlurmdSpoolDir` with `%n` expanded), `--ctld HOST:PORT` (or
-//! `FLOTILLA_CTLD_ADDR`; default `SlurmctldHost`'s address and `SlurmctldPort`), `--key FILE`
+//! `FLOTILLA_CTLD_ADDR`; default the first `SlurmctldHost`'s address and `SlurmctldPort`; the other
+//! `SlurmctldHost` lines are tried after it, in order, when it is unreachable or a standby), `--key FILE`
 //! (default `/etc/slurm/slurm.key`), `--boot-id-file PATH` (or `FLOTILLA_BOOT_ID_FILE`; default
 //! `/proc/sys/kernel/random/boot_id`), `--cgroup v1|v2|none|auto` (default `auto`: cgroup.conf's
 //! `CgroupPlugin`; cgroup.conf beside slurm.conf says what is constrained, see
@@ -259,6 +260,22 @@ fn main() -> anyhow::Result<()> {
         .with_context(|| format!("controller address {ctld}"))?
         .next()
         .with_context(|| format!("controller address {ctld} resolves to nothing"))?;
+    // The backup controllers, tried in order after the first (a name that does not resolve is
+    // left out, with a warning).
+    let backups: Vec<std::net::SocketAddr> = cluster
+        .backup_controllers
+        .iter()
+        .filter_map(|(host, addr)| {
+            let a = if addr.is_empty() { host } else { addr };
+            match (a.as_str(), cluster.slurmctld_port).to_socket_addrs().map(|mut i| i.next()) {
+                Ok(Some(sa)) => Some(sa),
+                _ => {
+                    tracing::warn!("backup controller {host} ({a}) does not resolve: left out");
+                    None
+                }
+            }
+        })
+        .collect();
     let key = ClusterKey::load(&key).with_context(|| format!("cluster key {}", key.display()))?;
     let boot_id = std::fs::read_to_string(&boot_id_file).with_context(|| format!("boot id {}", boot_id_file.display()))?;
     let gpus = fake_gpus.unwrap_or(nconf.gpus);
@@ -306,6 +323,7 @@ fn main() -> anyhow::Result<()> {
         spool,
         key,
         ctld,
+        backups,
         boot_id,
         heartbeat: heartbeat.unwrap_or_else(|| flotilla_conf::default_heartbeat(cluster_nodes)),
         self_exe: std::env::current_exe()?,

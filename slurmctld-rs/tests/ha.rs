@@ -1,0 +1,204 @@
+//! Two real `slurmctld` processes on one PostgreSQL state store (`StateStorageType=state/postgres`,
+//! `SlurmctldTimeout=2`): one leads, the other waits as a standby.
+//!
+//! - `kill -9` of the leader under load: the standby takes the lease (its holder's database
+//!   session is gone) and serves every acknowledged job; the fake node agents follow it and
+//!   every job runs once and completes.
+//! - A zombie leader: `SIGSTOP` past its lease; the standby takes over in a new epoch; after
+//!   `SIGCONT` the old leader finds its lease lost at its next fence and steps down (its
+//!   process ends) without committing anything, and a submission queued in its socket
+//!   while it slept is never acknowledged.
+//!
+//! Every message the (fake) node agents receive carries its sender's epoch
+//! (`Frame::ToNodeFenced`); `slurmd`'s refusal of older epochs is tested on the real daemon
+//! (`slurmd-rs/tests/fencing.rs`).
+
+mod backends;
+mod common;
+
+use common::*;
+use flotilla_proto::{read_frame, write_frame, Frame, Hello, JobStateWire, Request, Response, Role, DEFAULT_MAX_FRAME};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+fn ha_env(test: &str) -> Option<(Env, backends::TestPg)> {
+    let pg = backends::TestPg::start(test)?;
+    let env = Env::new(4);
+    env.set_storage(pg.keys());
+    env.edit_cluster(|c| {
+        c.slurmctld_timeout_s = 2;
+        // Two SlurmctldHost lines (both controllers run here).
+        c.backup_controllers = vec![("b".into(), "127.0.0.1".into())];
+    });
+    Some((env, pg))
+}
+
+fn submit(env: &Env, addr: std::net::SocketAddr, n: usize) -> Vec<u64> {
+    (0..n)
+        .map(|_| match call(env, addr, 2001, Request::SubmitJob(Box::new(job(2001, 300, 0)))) {
+            Ok(Response::Submitted(s)) => s.job_id,
+            other => panic!("submission: {other:?}"),
+        })
+        .collect()
+}
+
+/// The TCP port process `pid` listens on: its socket inodes among `/proc/net/tcp`'s
+/// listening rows (a standby writes no address file: it has not taken the lease).
+fn listen_port(pid: u32) -> Option<u16> {
+    let inodes: std::collections::HashSet<String> = std::fs::read_dir(format!("/proc/{pid}/fd"))
+        .ok()?
+        .flatten()
+        .filter_map(|e| std::fs::read_link(e.path()).ok())
+        .filter_map(|l| l.to_str()?.strip_prefix("socket:[")?.strip_suffix(']').map(str::to_string))
+        .collect();
+    std::fs::read_to_string("/proc/net/tcp").ok()?.lines().skip(1).find_map(|l| {
+        let f: Vec<&str> = l.split_whitespace().collect();
+        (f.len() > 9 && f[3] == "0A" && inodes.contains(f[9])).then(|| u16::from_str_radix(f[1].split(':').nth(1)?, 16).ok())?
+    })
+}
+
+fn log_of(env: &Env, name: &str) -> String {
+    std::fs::read_to_string(env.path(&format!("slurmctld{name}.log"))).unwrap_or_default()
+}
+
+#[test]
+fn kill9_of_the_leader_hands_over_to_the_standby() {
+    let Some((env, _pg)) = ha_env("kill9_of_the_leader_hands_over_to_the_standby") else { return };
+    let extra = ["--tick-ms", "100", "--debounce-ms", "5"];
+    let mut a = Ctl::wait_ready(&env, "a", Ctl::spawn_named(&env, "a", 0, &extra));
+    let b = Ctl::spawn_named(&env, "b", 0, &extra);
+    assert!(
+        wait_for(20, || log_of(&env, "b").contains("standby: another controller leads")),
+        "b waits as a standby: {}",
+        log_of(&env, "b")
+    );
+    // The standby answers pings, and every other request with Slurm's standby error (the
+    // commands then try the next SlurmctldHost).
+    let mut port = None;
+    assert!(wait_for(20, || { port = listen_port(b.id()); port.is_some() }), "b listens");
+    let b_early: std::net::SocketAddr = ([127, 0, 0, 1], port.unwrap()).into();
+    assert!(matches!(call(&env, b_early, 2001, Request::Ping), Ok(Response::Pong)));
+    match call(&env, b_early, 2001, Request::QueryJobs(flotilla_proto::JobQuery::default())) {
+        Ok(Response::Error(e)) => assert_eq!(
+            (e.code, e.text.as_str()),
+            (flotilla_proto::errno::ESLURM_IN_STANDBY_MODE, "Slurm backup controller in standby mode")
+        ),
+        other => panic!("a standby answered a query: {other:?}"),
+    }
+    assert!(log_of(&env, "b").contains("Invalid RPC received REQUEST_JOB_INFO while in standby mode"), "{}", log_of(&env, "b"));
+    let addr = Arc::new(Mutex::new(a.addr));
+    let ledger = Arc::new(Mutex::new(Ledger::default()));
+    let agents: Vec<Agent> = (1..=4).map(|i| Agent::spawn(&env, &format!("gpu{i:02}"), addr.clone(), ledger.clone())).collect();
+    let mut acked = submit(&env, a.addr, 40);
+    // Killed while jobs run (the first leader bound some).
+    assert!(wait_for(30, || !ledger.lock().unwrap().starts.is_empty()), "the first leader started jobs");
+    let t = Instant::now();
+    a.kill9();
+    let b = Ctl::wait_ready(&env, "b", b);
+    let takeover = t.elapsed();
+    *addr.lock().unwrap() = b.addr;
+    assert_eq!(b.addr, b_early, "the new leader serves on the port it listened on as a standby");
+    acked.extend(submit(&env, b.addr, 40));
+    assert!(
+        wait_for(60, || {
+            let jobs = all_jobs(&env, b.addr);
+            acked.iter().all(|id| jobs.iter().any(|j| j.job_id == *id && j.state == Some(JobStateWire::Completed)))
+        }),
+        "every acknowledged job completes under the new leader"
+    );
+    let l = ledger.lock().unwrap();
+    assert!(l.violations.is_empty(), "{:?}", l.violations);
+    for id in &acked {
+        assert_eq!(l.starts.get(&(*id, 0)).copied(), Some(1), "job {id} started once");
+    }
+    assert!(l.kills.is_empty(), "no running job was killed by the failover: {:?}", l.kills);
+    // Every message the nodes got carried its sender's lease epoch: a's 1, then b's 2.
+    let msg_epochs: Vec<u64> = l.by_epoch.keys().copied().collect();
+    assert_eq!(msg_epochs, vec![1, 2], "messages by epoch: {:?}", l.by_epoch);
+    let took = log_of(&env, "b").lines().filter(|l| l.contains("took the leader lease")).count();
+    assert_eq!(took, 1, "b took the lease once");
+    eprintln!("takeover after kill -9: {} ms (b's lease taken, state recovered, listening)", takeover.as_millis());
+    drop(l);
+    drop(agents);
+}
+
+#[test]
+fn a_zombie_leader_steps_down_without_committing() {
+    let Some((env, _pg)) = ha_env("a_zombie_leader_steps_down_without_committing") else { return };
+    let extra = ["--tick-ms", "100", "--debounce-ms", "5"];
+    let a = Ctl::wait_ready(&env, "a", Ctl::spawn_named(&env, "a", 0, &extra));
+    let b = Ctl::spawn_named(&env, "b", 0, &extra);
+    assert!(wait_for(20, || log_of(&env, "b").contains("standby: another controller leads")), "b waits as a standby");
+    let before = submit(&env, a.addr, 5);
+    let pid = nix::unistd::Pid::from_raw(a.child.id() as i32);
+    nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGSTOP).unwrap();
+    // Past the lease (2 s), b takes over in the next epoch and accepts work.
+    let b = Ctl::wait_ready(&env, "b", b);
+    let after = submit(&env, b.addr, 5);
+    assert!(after.iter().all(|id| !before.contains(id)), "ids go on from the committed ones");
+    // A submission sent to the zombie while it sleeps: the kernel completes the connection
+    // and queues the hello and the request in its socket before it resumes.
+    let mut zombie_conn = std::net::TcpStream::connect(a.addr).unwrap();
+    write_frame(&mut zombie_conn, &Frame::Hello(Hello::current(Role::Command))).unwrap();
+    let submit_frame = Frame::Request { id: 1, auth: Some(env.cred(2001)), body: Request::SubmitJob(Box::new(job(2001, 300, 0))) };
+    write_frame(&mut zombie_conn, &submit_frame).unwrap();
+    let zombie_call = std::thread::spawn(move || {
+        zombie_conn.set_read_timeout(Some(Duration::from_secs(30))).unwrap();
+        // Its answers until it closes the connection (it ends: fail-stop).
+        let mut answers = Vec::new();
+        while let Ok(f) = read_frame(&mut zombie_conn, DEFAULT_MAX_FRAME) {
+            answers.push(f);
+        }
+        answers
+    });
+    nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGCONT).unwrap();
+    let mut a = a;
+    assert!(
+        wait_for(20, || a.child.try_wait().unwrap().is_some()),
+        "the resumed leader stepped down (its process ended): {}",
+        log_of(&env, "a")
+    );
+    let alog = log_of(&env, "a");
+    assert!(alog.contains("lost the leader lease of epoch 1") && alog.contains("stepping down"), "{alog}");
+    let answers = zombie_call.join().unwrap();
+    assert!(
+        !answers.iter().any(|f| matches!(f, Frame::Response { body: Response::Submitted(_), .. })),
+        "the zombie acknowledged a submission it could not commit: {answers:?}"
+    );
+    // Everything acknowledged is with the new leader, and nothing else.
+    let jobs = all_jobs(&env, b.addr);
+    let mut ids: Vec<u64> = jobs.iter().map(|j| j.job_id).collect();
+    ids.sort_unstable();
+    let mut want: Vec<u64> = before.iter().chain(&after).copied().collect();
+    want.sort_unstable();
+    assert_eq!(ids, want, "the zombie committed nothing");
+    drop(b);
+}
+
+/// `scontrol takeover`'s request: the standby takes the lease at once (no waiting for it to
+/// lapse), the old leader finds it lost at its next write or renewal and ends, and the new
+/// leader serves what the old one acknowledged. Root and SlurmUser only.
+#[test]
+fn takeover_moves_the_lead_to_the_standby() {
+    let Some((env, _pg)) = ha_env("takeover_moves_the_lead_to_the_standby") else { return };
+    let extra = ["--tick-ms", "100", "--debounce-ms", "5"];
+    let mut a = Ctl::wait_ready(&env, "a", Ctl::spawn_named(&env, "a", 0, &extra));
+    let b = Ctl::spawn_named(&env, "b", 0, &extra);
+    assert!(wait_for(20, || log_of(&env, "b").contains("standby: another controller leads")), "b waits as a standby");
+    let mut port = None;
+    assert!(wait_for(20, || { port = listen_port(b.id()); port.is_some() }), "b listens");
+    let b_addr: std::net::SocketAddr = ([127, 0, 0, 1], port.unwrap()).into();
+    let before = submit(&env, a.addr, 5);
+    match call(&env, b_addr, 2001, Request::Takeover) {
+        Ok(Response::Error(e)) => assert_eq!(e.code, flotilla_proto::errno::ESLURM_ACCESS_DENIED),
+        other => panic!("a user's takeover: {other:?}"),
+    }
+    assert!(matches!(call(&env, b_addr, 0, Request::Takeover), Ok(Response::Done)));
+    let b = Ctl::wait_ready(&env, "b", b);
+    assert!(log_of(&env, "b").contains("takeover requested"), "{}", log_of(&env, "b"));
+    assert!(wait_for(20, || a.child.try_wait().unwrap().is_some()), "the old leader stepped down: {}", log_of(&env, "a"));
+    assert!(log_of(&env, "a").contains("lost the leader lease of epoch 1"), "{}", log_of(&env, "a"));
+    let jobs = all_jobs(&env, b.addr);
+    assert!(before.iter().all(|id| jobs.iter().any(|j| j.job_id == *id)), "the new leader has every acknowledged job");
+    a.kill9();
+}
