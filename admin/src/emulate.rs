@@ -239,6 +239,7 @@ impl Emulator {
                 finished: Vec::new(),
                 seen: std::collections::HashSet::new(),
                 health_unsent: Vec::new(),
+                ctld_epoch: 0,
             };
             rt.spawn(node.run(shared.clone(), rx, sd_rx.clone()));
         }
@@ -317,6 +318,9 @@ struct EmuNode {
     /// `(job, run)` bound during this boot (binds are idempotent).
     seen: std::collections::HashSet<(u64, u32)>,
     health_unsent: Vec<NodeToCtl>,
+    /// The highest leader epoch seen (`Frame::ToNodeFenced`), as slurmd keeps it: a message
+    /// of a lower epoch (a plain `ToNode` counts as 0) is refused. Kept in memory only.
+    ctld_epoch: u64,
 }
 
 /// Why a session ended.
@@ -568,7 +572,16 @@ impl EmuNode {
                 f = rd.next() => match f {
                     Ok(Frame::ToNode(m)) => {
                         EmuStats::inc(&sh.stats.frames_in);
-                        self.handle(sh, m, &mut out);
+                        if self.ctld_epoch == 0 {
+                            self.handle(sh, m, &mut out);
+                        }
+                    }
+                    Ok(Frame::ToNodeFenced { epoch, msg }) => {
+                        EmuStats::inc(&sh.stats.frames_in);
+                        if epoch >= self.ctld_epoch {
+                            self.ctld_epoch = epoch;
+                            self.handle(sh, msg, &mut out);
+                        }
                     }
                     Ok(_) => {}
                     Err(_) => return SessionEnd::Lost,

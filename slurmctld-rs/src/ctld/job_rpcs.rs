@@ -765,7 +765,8 @@ fn apply_changes(
 }
 
 /// `scontrol update JobId= NumNodes=N` on a running job (Slurm 22.05 `_update_job`: a running
-/// job's node count may only go down, releasing nodes at once). For an elastic job N is its
+/// job's node count may only go down, releasing nodes at once; growing a rigid one is
+/// `ESLURM_NOT_SUPPORTED`). For an elastic job N is its
 /// new maximum, within its range (`MIN <= N <= MAX`; as for any running job it never goes
 /// up, `ESLURM_INVALID_NODE_COUNT`), and growth above it is shrunk with notice (SIGTERM, the
 /// deadline, SIGKILL); a GPU-granular elastic job has no node count to set
@@ -780,7 +781,9 @@ fn running_num_nodes(rec: &mut JobRecord, n: u32) -> Result<(), SlurmError> {
             e.max = n;
             Ok(())
         }
-        None if n == 0 || n > rec.nodes.len() as u32 => Err(SlurmError::new(ESLURM_INVALID_NODE_COUNT)),
+        // Growing a running rigid job: "not supported on this system" (goldens-extra 0914).
+        None if n > rec.nodes.len() as u32 => Err(SlurmError::new(ESLURM_NOT_SUPPORTED)),
+        None if n == 0 => Err(SlurmError::new(ESLURM_INVALID_NODE_COUNT)),
         None => Ok(()),
     }
 }
