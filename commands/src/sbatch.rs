@@ -384,7 +384,6 @@ fn main(args: &[String], io: &mut Io<'_>) -> Result<i32, Fatal> {
     }
 }
 
-
 fn submit_failed(e: &CtlError) -> Fatal {
     let se = e.slurm();
     let mut lines: Vec<String> = se.messages.iter().map(|m| format!("sbatch: error: {m}")).collect();
@@ -866,23 +865,6 @@ fn check_elastic(opts: &Opts) -> Result<(), Fatal> {
     Ok(())
 }
 
-/// `strtol` of Slurm's parsers on `s`: leading blanks, a sign and the leading digits (0 when
-/// there are none), saturated on overflow; returns the value and the rest of `s`.
-fn strtol(s: &str) -> (i64, &str) {
-    let t = s.trim_start();
-    let (neg, body) = match t.as_bytes().first() {
-        Some(b'-') => (true, &t[1..]),
-        Some(b'+') => (false, &t[1..]),
-        _ => (false, t),
-    };
-    let end = body.find(|c: char| !c.is_ascii_digit()).unwrap_or(body.len());
-    if end == 0 {
-        return (0, s);
-    }
-    let v = body[..end].parse::<i64>().unwrap_or(i64::MAX);
-    (if neg { -v } else { v }, &body[end..])
-}
-
 /// One comma-separated token of an array expression as Slurm 22.05's controller reads it
 /// (`job_mgr.c` `_parse_array_tok`): `[`/`]` around numbers are dropped, `N`, `N-M` or
 /// `N-M:S` followed by nothing or a `%` throttle; a step needs a range; negative or reversed
@@ -890,7 +872,7 @@ fn strtol(s: &str) -> (i64, &str) {
 /// controller's (`admission::array_indices`).
 fn array_token(tok: &str) -> Option<ArrayRange> {
     let tok = tok.strip_prefix('[').unwrap_or(tok);
-    let (first, rest) = strtol(tok);
+    let (first, rest) = flotilla_core::cnum::strtol(tok);
     let rest = rest.strip_prefix(']').unwrap_or(rest);
     let ends = |r: &str| r.is_empty() || r.starts_with('%');
     let clamp = |v: i64| u32::try_from(v).unwrap_or(u32::MAX);
@@ -899,11 +881,11 @@ fn array_token(tok: &str) -> Option<ArrayRange> {
     }
     let (last, step) = match rest.strip_prefix('-') {
         Some(r) => {
-            let (last, r) = strtol(r);
+            let (last, r) = flotilla_core::cnum::strtol(r);
             let r = r.strip_prefix(']').unwrap_or(r);
             let step = match r.strip_prefix(':') {
                 Some(r) => {
-                    let (step, r) = strtol(r);
+                    let (step, r) = flotilla_core::cnum::strtol(r);
                     let r = r.strip_prefix(']').unwrap_or(r);
                     if !ends(r) || step <= 0 {
                         return None;
@@ -931,7 +913,7 @@ fn array_token(tok: &str) -> Option<ArrayRange> {
 /// would refuse becomes a spec without ranges, which it refuses with "Invalid job array
 /// specification".
 pub fn parse_array(a: &str) -> ArraySpec {
-    let throttle = a.split_once('%').map(|(_, t)| strtol(t).0).filter(|&t| t > 0);
+    let throttle = a.split_once('%').map(|(_, t)| flotilla_core::cnum::strtol(t).0).filter(|&t| t > 0);
     let ranges: Option<Vec<ArrayRange>> = a.split(',').filter(|t| !t.is_empty()).map(array_token).collect();
     ArraySpec {
         ranges: ranges.unwrap_or_default(),

@@ -370,7 +370,7 @@ pub fn parse_job_ref_by(s: &str, job_id: fn(&str) -> Option<u64>) -> Option<JobR
 /// 32-bit `int`, refused when that is not positive. So `4294967295` (-1 as an int) and
 /// `4294967296` (0) are invalid, `4294967297` is job 1. `None`: "Invalid job id".
 pub fn squeue_job_id(s: &str) -> Option<u64> {
-    let int = strtol(s) as i32;
+    let int = flotilla_core::cnum::strtol(s).0 as i32;
     (int > 0).then_some(int as u64)
 }
 
@@ -378,25 +378,8 @@ pub fn squeue_job_id(s: &str) -> Option<u64> {
 /// `_xlate_job_step_ids`): `strtol` into a `long`, refused when not positive, then stored in
 /// a `uint32_t` (so `4294967296` is job 0, which names no job and is cancelled silently).
 pub fn scancel_job_id(s: &str) -> Option<u64> {
-    let long = strtol(s);
+    let long = flotilla_core::cnum::strtol(s).0;
     (long > 0).then_some(u64::from(long as u32))
-}
-
-/// C's `strtol` on `s`: leading blanks, a sign, the leading digits (0 when none), saturated
-/// at `LONG_MIN`/`LONG_MAX`.
-fn strtol(s: &str) -> i64 {
-    let t = s.trim_start();
-    let (neg, digits) = match t.as_bytes().first() {
-        Some(b'-') => (true, &t[1..]),
-        Some(b'+') => (false, &t[1..]),
-        _ => (false, t),
-    };
-    let end = digits.find(|c: char| !c.is_ascii_digit()).unwrap_or(digits.len());
-    match digits[..end].parse::<i64>() {
-        Ok(v) => if neg { -v } else { v },
-        Err(_) if end == 0 => 0,
-        Err(_) => if neg { i64::MIN } else { i64::MAX },
-    }
 }
 
 fn default_state(s: JobStateWire) -> bool {
@@ -1056,7 +1039,6 @@ fn o2_value<'b>(f: O2, j: &'b JobView<'_>, now: i64, scratch: &'b mut String) ->
         O2::Preemptible => Cow::Borrowed(if j.preemptible { "YES" } else { "NO" }),
     }
 }
-
 
 /// `-s`: per running job, its `srun` steps (`N.0`, `N.1`, ... with the step's name and
 /// nodes), then its `.batch` step on its batch host.

@@ -324,6 +324,46 @@ pub fn hostname() -> String {
         .unwrap_or_else(|| "localhost".into())
 }
 
+/// Slurm's client commands; those Flotilla does not build get a failing stand-in in the golden
+/// replays ([`stub_commands`]), so that a case never measures the host's own Slurm (a
+/// reference Slurm runs beside the replays on development machines).
+pub const SLURM_COMMANDS: &[&str] = &[
+    "sacct", "sacctmgr", "salloc", "sattach", "sbatch", "sbcast", "scancel", "scontrol", "sdiag", "sinfo", "sprio",
+    "squeue", "sreport", "srun", "sshare", "sstat", "strigger", "seff",
+];
+
+/// Writes `<dir>/stubs/<cmd>` for each of [`SLURM_COMMANDS`] that `bins` lacks: it fails with
+/// status 127 like a missing command. `dir` and the stubs are made mode 755 so that the cases'
+/// users reach them. Returns the stubs' directory (to put on `PATH`).
+pub fn stub_commands(dir: &Path, bins: &Path) -> PathBuf {
+    use std::os::unix::fs::PermissionsExt;
+    let stubs = dir.join("stubs");
+    std::fs::create_dir_all(&stubs).unwrap();
+    for c in SLURM_COMMANDS.iter().filter(|c| !bins.join(c).is_file()) {
+        let p = stubs.join(c);
+        std::fs::write(&p, format!("#!/bin/sh\necho \"{c}: not built by Flotilla (the replay never runs the host's Slurm)\" >&2\nexit 127\n")).unwrap();
+        std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o755)).unwrap();
+    }
+    for d in [dir, &stubs] {
+        std::fs::set_permissions(d, std::fs::Permissions::from_mode(0o755)).unwrap();
+    }
+    stubs
+}
+
+/// A golden replay's `known_failures.txt`: `case<TAB>why` per line (`#` comments and blank
+/// lines skipped; a case without a reason maps to ""). A missing file is an empty list.
+pub fn read_list(path: &Path) -> BTreeMap<String, String> {
+    std::fs::read_to_string(path)
+        .unwrap_or_default()
+        .lines()
+        .filter(|l| !l.trim().is_empty() && !l.starts_with('#'))
+        .map(|l| match l.split_once('\t') {
+            Some((a, b)) => (a.trim().to_string(), b.trim().to_string()),
+            None => (l.trim().to_string(), String::new()),
+        })
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -369,3 +409,4 @@ mod tests {
         assert!(cases.windows(2).all(|w| w[0].seq < w[1].seq));
     }
 }
+

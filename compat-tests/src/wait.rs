@@ -19,12 +19,23 @@ use crate::cluster::LocalCluster;
 
 /// Waits until `f` is true, polling every 20 ms; after `timeout` fails the test with
 /// `timed out after {timeout:?} waiting for {what}` and `diag()` (log tails, last states).
-pub fn wait_until(what: &str, timeout: Duration, mut f: impl FnMut() -> bool, diag: impl Fn() -> String) {
+pub fn wait_until(what: &str, timeout: Duration, f: impl FnMut() -> bool, diag: impl Fn() -> String) {
+    if !poll_until(timeout, f) {
+        panic!("timed out after {timeout:?} waiting for {what}\n{}", diag());
+    }
+}
+
+/// [`wait_until`] for a caller that records a timeout instead of failing at once (a golden
+/// replay marks the case failed and goes on): true when `f` held within `timeout`.
+pub fn poll_until(timeout: Duration, mut f: impl FnMut() -> bool) -> bool {
     let t0 = Instant::now();
     while !f() {
-        assert!(t0.elapsed() < timeout, "timed out after {timeout:?} waiting for {what}\n{}", diag());
+        if t0.elapsed() >= timeout {
+            return false;
+        }
         std::thread::sleep(Duration::from_millis(20));
     }
+    true
 }
 
 /// The controller's counters (`Request::QueryTurns`): owner-loop turns and scheduling cycles

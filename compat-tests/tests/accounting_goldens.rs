@@ -58,12 +58,6 @@ const SCRIPTS: &[(&str, &str)] = &[
     ("steps.sh", "#!/bin/bash\nsrun sleep 600\n"),
 ];
 
-/// Slurm's client commands; those Flotilla does not build get a failing stand-in.
-const SLURM_COMMANDS: &[&str] = &[
-    "sacct", "sacctmgr", "salloc", "sattach", "sbatch", "sbcast", "scancel", "scontrol", "sdiag",
-    "sinfo", "sprio", "squeue", "sreport", "srun", "sshare", "sstat", "strigger", "seff",
-];
-
 const WAIT: Duration = Duration::from_secs(120);
 
 fn acct_dir() -> PathBuf {
@@ -414,29 +408,6 @@ for f in sorted(os.listdir(got_dir)):
 print(json.dumps(res))
 "#;
 
-fn read_list(path: &Path) -> BTreeMap<String, String> {
-    let text = std::fs::read_to_string(path).unwrap_or_default();
-    text.lines()
-        .filter(|l| !l.trim().is_empty() && !l.starts_with('#'))
-        .map(|l| match l.split_once('\t') {
-            Some((a, b)) => (a.trim().to_string(), b.trim().to_string()),
-            None => (l.trim().to_string(), String::new()),
-        })
-        .collect()
-}
-
-fn stub_commands(dir: &Path, bins: &Path) -> PathBuf {
-    let stubs = dir.join("stubs");
-    std::fs::create_dir_all(&stubs).unwrap();
-    for c in SLURM_COMMANDS.iter().filter(|c| !bins.join(c).is_file()) {
-        let p = stubs.join(c);
-        std::fs::write(&p, format!("#!/bin/sh\necho \"{c}: not built by Flotilla (the replay never runs the host's Slurm)\" >&2\nexit 127\n")).unwrap();
-        sh(&format!("chmod 755 {}", p.display()));
-    }
-    sh(&format!("chmod 755 {} {}", dir.display(), stubs.display()));
-    stubs
-}
-
 fn prepare_homes() {
     for (user, home) in [("alice", "/home/alice/g"), ("bob", "/home/bob/g")] {
         let _ = std::fs::remove_dir_all(home);
@@ -470,7 +441,7 @@ fn accounting_goldens() {
         .prefix("flt-acct-replay")
         .tempdir()
         .expect("tempdir");
-    let stubs = stub_commands(tmp.path(), &flotilla_compat_tests::bin_dir());
+    let stubs = flotilla_compat_tests::stub_commands(tmp.path(), &flotilla_compat_tests::bin_dir());
     let got_dir = tmp.path().join("got");
     std::fs::create_dir_all(&got_dir).unwrap();
     prepare_homes();
@@ -580,7 +551,7 @@ fn accounting_goldens() {
     );
     let res: BTreeMap<String, serde_json::Value> =
         serde_json::from_slice(&out.stdout).expect("driver json");
-    let known = read_list(&dir.join("known_failures.txt"));
+    let known = flotilla_compat_tests::read_list(&dir.join("known_failures.txt"));
     let (mut pass, mut unexpected, mut now_passing, mut report) =
         (0, Vec::new(), Vec::new(), String::new());
     for (name, r) in &res {

@@ -25,7 +25,8 @@ use std::collections::BTreeMap;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
-use std::time::{Duration, Instant};
+use flotilla_compat_tests::wait::{poll_until, wait_until};
+use std::time::Duration;
 
 /// The reference's accounting associations (`setup.sh`: alice and bob in account `research`,
 /// their default), as Flotilla's `quota.conf`.
@@ -40,25 +41,6 @@ fn sh(cmd: &str) -> bool {
 
 fn extra_dir() -> PathBuf {
     workspace_root().join("compat-tests").join("goldens-extra")
-}
-
-/// Slurm's client commands that may be installed on the host: the ones Flotilla does not
-/// build are stubbed so that a case never measures the host's own Slurm.
-const SLURM_COMMANDS: &[&str] = &[
-    "sacct", "sacctmgr", "salloc", "sattach", "sbatch", "sbcast", "scancel", "scontrol", "sdiag", "sinfo", "sprio",
-    "squeue", "sreport", "srun", "sshare", "sstat", "strigger",
-];
-
-fn stub_commands(dir: &Path, bins: &Path) -> PathBuf {
-    let stubs = dir.join("stubs");
-    std::fs::create_dir_all(&stubs).unwrap();
-    for c in SLURM_COMMANDS.iter().filter(|c| !bins.join(c).is_file()) {
-        let p = stubs.join(c);
-        std::fs::write(&p, format!("#!/bin/sh\necho \"{c}: not built by Flotilla\" >&2\nexit 127\n")).unwrap();
-        sh(&format!("chmod 755 {}", p.display()));
-    }
-    sh(&format!("chmod 755 {}", stubs.display()));
-    stubs
 }
 
 fn call(socket: &Path, req: Request) -> Option<Response> {
@@ -90,16 +72,14 @@ fn wait_idle(socket: &Path) -> Result<(), String> {
             Request::CancelJob(flotilla_proto::CancelJob { jobs: left.iter().map(|&i| JobRef::id(i)).collect(), ..Default::default() }),
         );
     }
-    let t0 = Instant::now();
-    loop {
-        let live = live_jobs(socket);
-        if live.is_empty() {
-            return Ok(());
-        }
-        if t0.elapsed() > Duration::from_secs(120) {
-            return Err(format!("jobs still live after 120 s: {live:?}"));
-        }
-        std::thread::sleep(Duration::from_millis(100));
+    let mut live = Vec::new();
+    if poll_until(Duration::from_secs(120), || {
+        live = live_jobs(socket);
+        live.is_empty()
+    }) {
+        Ok(())
+    } else {
+        Err(format!("jobs still live after 120 s: {live:?}"))
     }
 }
 
@@ -155,18 +135,6 @@ for f in sorted(os.listdir(got_dir)):
 print(json.dumps(res))
 "#;
 
-fn read_list(path: &Path) -> BTreeMap<String, String> {
-    std::fs::read_to_string(path)
-        .unwrap_or_default()
-        .lines()
-        .filter(|l| !l.trim().is_empty() && !l.starts_with('#'))
-        .map(|l| match l.split_once('\t') {
-            Some((a, b)) => (a.trim().to_string(), b.trim().to_string()),
-            None => (l.trim().to_string(), String::new()),
-        })
-        .collect()
-}
-
 #[test]
 fn extra_goldens() {
     if !flotilla_compat_tests::root_tests("the extra goldens run cases as alice (2001), bob (2002) and root") {
@@ -209,16 +177,13 @@ fn extra_goldens() {
         o.bin_dir = Some(flotilla_compat_tests::bin_dir());
     });
     let socket = cluster.socket();
-    let t0 = Instant::now();
-    loop {
-        if let Some(Response::Nodes(n)) = call(&socket, Request::QueryNodes(NodeQuery::default())) {
-            if n.len() == 4 && n.iter().all(|n| !n.not_responding && n.state == "IDLE") {
-                break;
-            }
-        }
-        assert!(t0.elapsed() < Duration::from_secs(30), "nodes did not register");
-        std::thread::sleep(Duration::from_millis(50));
-    }
+    wait_until(
+        "the 4 nodes to register IDLE",
+        Duration::from_secs(30),
+        || matches!(call(&socket, Request::QueryNodes(NodeQuery::default())),
+            Some(Response::Nodes(n)) if n.len() == 4 && n.iter().all(|n| !n.not_responding && n.state == "IDLE")),
+        || format!("{:?}", call(&socket, Request::QueryNodes(NodeQuery::default()))),
+    );
     for user in ["alice", "bob"] {
         let home = PathBuf::from(format!("/home/{user}/x"));
         let _ = std::fs::remove_dir_all(&home);
@@ -230,7 +195,7 @@ fn extra_goldens() {
         sh(&format!("chmod 755 {h}/*.sh; chown -R {user}:{user} {h}", h = home.display()));
     }
     let bins = flotilla_compat_tests::bin_dir();
-    let stubs = stub_commands(dir.path(), &bins);
+    let stubs = flotilla_compat_tests::stub_commands(dir.path(), &bins);
     let path_prefix = format!("{}:{}", bins.display(), stubs.display());
     let got_dir = dir.path().join("got");
     std::fs::create_dir_all(&got_dir).unwrap();
@@ -257,7 +222,7 @@ fn extra_goldens() {
         .expect("python3 runs");
     assert!(out.status.success(), "normalize driver failed: {}", String::from_utf8_lossy(&out.stderr));
     let res: BTreeMap<String, serde_json::Value> = serde_json::from_slice(&out.stdout).expect("driver json");
-    let known = read_list(&extra_dir().join("known_failures.txt"));
+    let known = flotilla_compat_tests::read_list(&extra_dir().join("known_failures.txt"));
     let (mut pass, mut unexpected, mut now_passing, mut report) = (0, Vec::new(), Vec::new(), String::new());
     for (name, r) in &res {
         let ok = r["ok"].as_bool().unwrap_or(false) && !wait_failures.contains_key(name);

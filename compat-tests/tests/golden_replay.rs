@@ -98,7 +98,7 @@ struct Harness {
     socket: PathBuf,
     conf: PathBuf,
     bin_dir: PathBuf,
-    /// Stand-ins that fail for the Slurm commands Flotilla does not build ([`stub_commands`]).
+    /// Stand-ins that fail for the Slurm commands Flotilla does not build ([`flotilla_compat_tests::stub_commands`]).
     stub_dir: PathBuf,
 }
 
@@ -447,38 +447,6 @@ impl Harness {
     }
 }
 
-/// Slurm's client commands that may be installed on the host (a reference Slurm runs beside
-/// the replay on development machines).
-const SLURM_COMMANDS: &[&str] = &[
-    "sacct", "sacctmgr", "salloc", "sattach", "sbatch", "sbcast", "scancel", "scontrol", "sdiag", "sinfo", "sprio",
-    "squeue", "sreport", "srun", "sshare", "sstat", "strigger",
-];
-
-/// Writes `<dir>/stubs/<cmd>` for each of [`SLURM_COMMANDS`] that `bins` lacks: it fails with
-/// status 127 like a missing command, so that a case never measures the host's own Slurm.
-fn stub_commands(dir: &Path, bins: &Path) -> PathBuf {
-    let stubs = dir.join("stubs");
-    std::fs::create_dir_all(&stubs).unwrap();
-    for c in SLURM_COMMANDS.iter().filter(|c| !bins.join(c).is_file()) {
-        let p = stubs.join(c);
-        std::fs::write(&p, format!("#!/bin/sh\necho \"{c}: not built by Flotilla (the replay never runs the host's Slurm)\" >&2\nexit 127\n")).unwrap();
-        sh(&format!("chmod 755 {}", p.display()));
-    }
-    sh(&format!("chmod 755 {}", stubs.display()));
-    stubs
-}
-
-fn read_list(path: &Path) -> BTreeMap<String, String> {
-    let text = std::fs::read_to_string(path).unwrap_or_default();
-    text.lines()
-        .filter(|l| !l.trim().is_empty() && !l.starts_with('#'))
-        .map(|l| match l.split_once('\t') {
-            Some((a, b)) => (a.trim().to_string(), b.trim().to_string()),
-            None => (l.trim().to_string(), String::new()),
-        })
-        .collect()
-}
-
 const DRIVER: &str = r#"
 import json, os, re, sys, fnmatch, difflib
 ref, gold_dir, got_dir, div_file, host = sys.argv[1:6]
@@ -547,7 +515,7 @@ fn golden_replay() {
         o.bin_dir = Some(flotilla_compat_tests::bin_dir());
         o.ctld_args = vec!["--minute-s".into(), MINUTE_S.to_string()];
     });
-    let stub_dir = stub_commands(dir.path(), &flotilla_compat_tests::bin_dir());
+    let stub_dir = flotilla_compat_tests::stub_commands(dir.path(), &flotilla_compat_tests::bin_dir());
     let h = Harness {
         dir,
         socket: cluster.socket(),
@@ -638,7 +606,7 @@ fn golden_replay() {
         .expect("python3 runs");
     assert!(out.status.success(), "normalize driver failed: {}", String::from_utf8_lossy(&out.stderr));
     let res: BTreeMap<String, serde_json::Value> = serde_json::from_slice(&out.stdout).expect("driver json");
-    let known = read_list(&here.join("known_failures.txt"));
+    let known = flotilla_compat_tests::read_list(&here.join("known_failures.txt"));
     let mut pass = 0;
     let mut unexpected = Vec::new();
     let mut now_passing = Vec::new();

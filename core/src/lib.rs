@@ -25,6 +25,7 @@
 
 pub mod assoc;
 pub mod cluster;
+pub mod cnum;
 pub mod config;
 pub mod fairshare;
 pub mod health;

@@ -113,31 +113,14 @@ pub enum DepError {
     NotSupported,
 }
 
-/// `strtol` as Slurm's parser uses it: the leading digits of `s` (after blanks and a sign)
-/// and the rest; 0 and `s` itself when there are none.
-fn strtol(s: &str) -> (i64, &str) {
-    let t = s.trim_start();
-    let (neg, body) = match t.as_bytes().first() {
-        Some(b'-') => (true, &t[1..]),
-        Some(b'+') => (false, &t[1..]),
-        _ => (false, t),
-    };
-    let end = body.find(|c: char| !c.is_ascii_digit()).unwrap_or(body.len());
-    if end == 0 {
-        return (0, s);
-    }
-    let v = body[..end].parse::<i64>().unwrap_or(i64::MAX);
-    (if neg { -v } else { v }, &body[end..])
-}
-
 /// A job id as `strtol` into Slurm's `uint32_t job_id`, then `_N`/`_*`.
 fn job_and_task(s: &str) -> (u64, DepTask, &str) {
-    let (id, rest) = strtol(s);
+    let (id, rest) = flotilla_core::cnum::strtol(s);
     let job = u64::from(id as u32);
     match rest.strip_prefix('_') {
         Some(r) if r.starts_with('*') => (job, DepTask::All, &r[1..]),
         Some(r) => {
-            let (t, r) = strtol(r);
+            let (t, r) = flotilla_core::cnum::strtol(r);
             (job, DepTask::One(t as u32), r)
         }
         None => (job, DepTask::Job, rest),
@@ -219,7 +202,7 @@ pub fn parse(s: &str) -> Result<Option<Dependency>, DepError> {
             }
             let mut r = r;
             if let Some(t) = r.strip_prefix('+') {
-                let (m, t) = strtol(t);
+                let (m, t) = flotilla_core::cnum::strtol(t);
                 if m <= 0 {
                     return Err(DepError::Invalid);
                 }

@@ -55,11 +55,7 @@ pub fn append_as_user(path: &Path, writer: Option<&Writer>, text: &str) -> std::
     use std::os::unix::ffi::OsStrExt;
     let cpath = std::ffi::CString::new(path.as_os_str().as_bytes().to_vec())
         .map_err(|_| std::io::Error::new(std::io::ErrorKind::InvalidInput, "a NUL in the path"))?;
-    let groups: Vec<libc::gid_t> = match writer {
-        Some(w) if w.groups.is_empty() => vec![w.gid],
-        Some(w) => w.groups.clone(),
-        None => Vec::new(),
-    };
+    let groups = writer_groups(writer);
     let bytes = text.as_bytes();
     // Exit codes of the child: 0 written, an errno otherwise, 255 when not a regular file.
     const NOT_A_FILE: i32 = 255;
@@ -73,11 +69,7 @@ pub fn append_as_user(path: &Path, writer: Option<&Writer>, text: &str) -> std::
         // SAFETY: see above; this is the child.
         unsafe {
             let errno = || *libc::__errno_location();
-            if let Some(w) = writer {
-                if libc::setgroups(groups.len(), groups.as_ptr()) != 0 || libc::setgid(w.gid) != 0 || libc::setuid(w.uid) != 0 {
-                    libc::_exit(errno());
-                }
-            }
+            become_writer(writer, &groups);
             let fd = libc::open(cpath.as_ptr(), libc::O_WRONLY | libc::O_APPEND | libc::O_NOCTTY | libc::O_NONBLOCK);
             if fd < 0 {
                 libc::_exit(errno());
@@ -91,27 +83,11 @@ pub fn append_as_user(path: &Path, writer: Option<&Writer>, text: &str) -> std::
             }
             let fl = libc::fcntl(fd, libc::F_GETFL);
             libc::fcntl(fd, libc::F_SETFL, fl & !libc::O_NONBLOCK);
-            let mut off = 0;
-            while off < bytes.len() {
-                let n = libc::write(fd, bytes[off..].as_ptr().cast(), bytes.len() - off);
-                if n < 0 {
-                    if errno() == libc::EINTR {
-                        continue;
-                    }
-                    libc::_exit(errno());
-                }
-                off += n as usize;
-            }
+            write_all_or_exit(fd, bytes);
             libc::_exit(0);
         }
     }
-    let status = loop {
-        match nix::sys::wait::waitpid(nix::unistd::Pid::from_raw(pid), None) {
-            Err(nix::errno::Errno::EINTR) => continue,
-            Err(e) => return Err(e.into()),
-            Ok(s) => break s,
-        }
-    };
+    let status = wait_child(pid)?;
     match status {
         nix::sys::wait::WaitStatus::Exited(_, 0) => Ok(()),
         nix::sys::wait::WaitStatus::Exited(_, NOT_A_FILE) => Err(std::io::Error::new(
@@ -142,11 +118,7 @@ pub fn replace_as_user(dir: &Path, name: &str, writer: Option<&Writer>, text: &s
     let cdir = std::ffi::CString::new(dir.as_os_str().as_bytes().to_vec()).map_err(|_| bad())?;
     let cname = std::ffi::CString::new(name).map_err(|_| bad())?;
     let ctmp = std::ffi::CString::new(format!(".{name}.new")).map_err(|_| bad())?;
-    let groups: Vec<libc::gid_t> = match writer {
-        Some(w) if w.groups.is_empty() => vec![w.gid],
-        Some(w) => w.groups.clone(),
-        None => Vec::new(),
-    };
+    let groups = writer_groups(writer);
     let bytes = text.as_bytes();
     // SAFETY: fork(2); the child runs system calls only on data prepared above and leaves
     // with `_exit` (as in `append_as_user`).
@@ -158,11 +130,7 @@ pub fn replace_as_user(dir: &Path, name: &str, writer: Option<&Writer>, text: &s
         // SAFETY: see above; this is the child.
         unsafe {
             let errno = || *libc::__errno_location();
-            if let Some(w) = writer {
-                if libc::setgroups(groups.len(), groups.as_ptr()) != 0 || libc::setgid(w.gid) != 0 || libc::setuid(w.uid) != 0 {
-                    libc::_exit(errno());
-                }
-            }
+            become_writer(writer, &groups);
             let dfd = libc::open(cdir.as_ptr(), libc::O_RDONLY | libc::O_DIRECTORY | libc::O_NOFOLLOW | libc::O_CLOEXEC);
             if dfd < 0 {
                 libc::_exit(errno());
@@ -183,34 +151,78 @@ pub fn replace_as_user(dir: &Path, name: &str, writer: Option<&Writer>, text: &s
             if st.st_mode & libc::S_IFMT != libc::S_IFREG {
                 libc::_exit(libc::EPERM);
             }
-            let mut off = 0;
-            while off < bytes.len() {
-                let n = libc::write(fd, bytes[off..].as_ptr().cast(), bytes.len() - off);
-                if n < 0 {
-                    if errno() == libc::EINTR {
-                        continue;
-                    }
-                    libc::_exit(errno());
-                }
-                off += n as usize;
-            }
+            write_all_or_exit(fd, bytes);
             if libc::close(fd) != 0 || libc::renameat(dfd, ctmp.as_ptr(), dfd, cname.as_ptr()) != 0 {
                 libc::_exit(errno());
             }
             libc::_exit(0);
         }
     }
-    let status = loop {
-        match nix::sys::wait::waitpid(nix::unistd::Pid::from_raw(pid), None) {
-            Err(nix::errno::Errno::EINTR) => continue,
-            Err(e) => return Err(e.into()),
-            Ok(s) => break s,
-        }
-    };
+    let status = wait_child(pid)?;
     match status {
         nix::sys::wait::WaitStatus::Exited(_, 0) => Ok(()),
         nix::sys::wait::WaitStatus::Exited(_, n) => Err(std::io::Error::from_raw_os_error(n)),
         other => Err(std::io::Error::other(format!("the file writer ended with {other:?}"))),
+    }
+}
+
+/// The supplementary groups a writer's child takes (its primary group when it has none).
+fn writer_groups(writer: Option<&Writer>) -> Vec<libc::gid_t> {
+    match writer {
+        Some(w) if w.groups.is_empty() => vec![w.gid],
+        Some(w) => w.groups.clone(),
+        None => Vec::new(),
+    }
+}
+
+/// In a forked child: becomes `writer` (supplementary groups, gid, then uid), or leaves with
+/// `_exit(errno)`. `None`: stays this process.
+///
+/// # Safety
+/// Only in the child of a fork: it calls only async-signal-safe functions.
+#[allow(unsafe_code)]
+unsafe fn become_writer(writer: Option<&Writer>, groups: &[libc::gid_t]) {
+    if let Some(w) = writer {
+        // SAFETY: plain system calls on prepared data (the caller's contract).
+        unsafe {
+            if libc::setgroups(groups.len(), groups.as_ptr()) != 0 || libc::setgid(w.gid) != 0 || libc::setuid(w.uid) != 0 {
+                libc::_exit(*libc::__errno_location());
+            }
+        }
+    }
+}
+
+/// In a forked child: writes all of `bytes` to `fd` (again on `EINTR`), or leaves with
+/// `_exit(errno)`.
+///
+/// # Safety
+/// Only in the child of a fork, `fd` open for writing.
+#[allow(unsafe_code)]
+unsafe fn write_all_or_exit(fd: libc::c_int, bytes: &[u8]) {
+    let mut off = 0;
+    while off < bytes.len() {
+        // SAFETY: `bytes[off..]` is valid for its length (the caller's contract otherwise).
+        unsafe {
+            let n = libc::write(fd, bytes[off..].as_ptr().cast(), bytes.len() - off);
+            if n < 0 {
+                if *libc::__errno_location() == libc::EINTR {
+                    continue;
+                }
+                libc::_exit(*libc::__errno_location());
+            }
+            off += n as usize;
+        }
+    }
+}
+
+/// Reaps child `pid` (again on `EINTR`). Errors: `waitpid`'s.
+fn wait_child(pid: libc::pid_t) -> std::io::Result<nix::sys::wait::WaitStatus> {
+    loop {
+        match nix::sys::wait::waitpid(nix::unistd::Pid::from_raw(pid), None) {
+            Err(nix::errno::Errno::EINTR) => continue,
+            Err(e) => return Err(e.into()),
+            Ok(s) => return Ok(s),
+        }
     }
 }
 
