@@ -474,24 +474,16 @@ pub fn query(db: &dyn Backend, q: &AcctQuery) -> Result<Vec<AcctJob>, DbError> {
             s.usage = usage.remove(&s.step);
         }
         let all_steps = steps.clone();
-        // A step started before the job's latest run belongs to an earlier run.
-        if let Some(st) = j.start_time {
+        let kept = crate::store::runs::run_steps(db, j.job_id, j.restarts)?;
+        if !kept.is_empty() {
+            // The record is a run that ended in a requeue (a held `REQUEUED` job): its own steps.
+            steps = kept.into_iter().map(acct_step).collect();
+        } else if let Some(st) = j.start_time {
+            // Steps of runs that ended before schema version 11 stayed in `job_steps`: one
+            // started before the job's latest run belongs to an earlier run.
             steps.retain(|s| s.start_time.is_none_or(|t| t >= st));
         }
-        for s in &mut steps {
-            s.nnodes = hostnames(&s.nodes).len() as u32;
-            if s.step == "batch" {
-                (s.cpus, s.gpus, s.mem_mib) = row.batch;
-            } else {
-                // Numbered steps: the job's allocation on the step's nodes is not recorded per
-                // step; the job's per-node share times the step's node count stands in.
-                let n = j.alloc_nodes.max(1);
-                s.cpus = (j.alloc_cpus / n).saturating_mul(s.nnodes);
-                s.gpus = (j.alloc_gpus / n).saturating_mul(s.nnodes);
-                s.mem_mib = (j.alloc_mem_mib / u64::from(n)).saturating_mul(u64::from(s.nnodes));
-            }
-        }
-        steps.sort_by_key(|s| step_rank(&s.step));
+        fill_step_tres(&mut steps, &j, row.batch);
         if let Some(names) = only_steps {
             steps.retain(|s| names.contains(&s.step));
             if steps.is_empty() {
@@ -517,11 +509,18 @@ pub fn query(db: &dyn Backend, q: &AcctQuery) -> Result<Vec<AcctJob>, DbError> {
                 (e.start_time, e.end_time) = (start, end);
                 e.nodes = r.nodes;
                 e.restarts = r.step;
-                e.steps = all_steps
-                    .iter()
-                    .filter(|s| s.start_time.is_some_and(|t| start.is_some_and(|st| t >= st) && end.is_none_or(|en| t <= en)))
-                    .cloned()
-                    .collect();
+                let kept = crate::store::runs::run_steps(db, j.job_id, r.step)?;
+                e.steps = if kept.is_empty() {
+                    // A run that ended before schema version 11: its steps by their times.
+                    all_steps
+                        .iter()
+                        .filter(|s| s.start_time.is_some_and(|t| start.is_some_and(|st| t >= st) && end.is_none_or(|en| t <= en)))
+                        .cloned()
+                        .collect()
+                } else {
+                    kept.into_iter().map(acct_step).collect()
+                };
+                fill_step_tres(&mut e.steps, &j, row.batch);
                 out.insert((key.0, key.1, key.2, r.step), e);
             }
         }
@@ -529,6 +528,43 @@ pub fn query(db: &dyn Backend, q: &AcctQuery) -> Result<Vec<AcctJob>, DbError> {
         out.insert((key.0, key.1, key.2, j.restarts), j);
     }
     Ok(out.into_values().collect())
+}
+
+/// A stored step row as `sacct` gets it, before [`fill_step_tres`] (no usage: the reports of
+/// an earlier run's steps are not kept apart from the next run's).
+fn acct_step(r: StepRow) -> AcctStep {
+    AcctStep {
+        step: r.step,
+        state: r.state,
+        exit_code: r.exit_code,
+        signal: r.signal,
+        start_time: r.start_time,
+        end_time: r.end_time,
+        nodes: r.nodes,
+        cpus: 0,
+        gpus: 0,
+        mem_mib: 0,
+        nnodes: 0,
+        usage: None,
+    }
+}
+
+/// Each step's node count and TRES, then Slurm's order ([`step_rank`]). The batch step gets
+/// the batch host's share (`batch`: CPUs, GPUs, MiB); numbered steps, whose allocation is not
+/// recorded per step, the job's per-node share times the step's node count.
+fn fill_step_tres(steps: &mut [AcctStep], j: &AcctJob, batch: (u32, u32, u64)) {
+    for s in steps.iter_mut() {
+        s.nnodes = hostnames(&s.nodes).len() as u32;
+        if s.step == "batch" {
+            (s.cpus, s.gpus, s.mem_mib) = batch;
+        } else {
+            let n = j.alloc_nodes.max(1);
+            s.cpus = (j.alloc_cpus / n).saturating_mul(s.nnodes);
+            s.gpus = (j.alloc_gpus / n).saturating_mul(s.nnodes);
+            s.mem_mib = (j.alloc_mem_mib / u64::from(n)).saturating_mul(u64::from(s.nnodes));
+        }
+    }
+    steps.sort_by_key(|s| step_rank(&s.step));
 }
 
 /// Slurm lists a job's steps `batch`, `extern`, then numbered steps in order.

@@ -77,10 +77,11 @@ const MIGRATIONS: &[Migration] = &[
     migration!(8, "0008_usage.sql", None),
     migration!(9, "0009_usage.sql", None),
     migration!(10, "0010_lease.sql", None),
+    migration!(11, "0011_run_steps.sql", None),
 ];
 
 /// The highest migration number: the schema version a store of this controller has.
-pub const SCHEMA_VERSION: u32 = 10;
+pub const SCHEMA_VERSION: u32 = 11;
 
 /// SQLite `synchronous` setting.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -213,9 +214,11 @@ pub struct WriteBatch {
     pub allocs: Vec<AllocOp>,
     /// Node rows.
     pub nodes: Vec<NodeRow>,
-    /// Step rows taken at the event (the batch step of a requeued run, `srun` steps), written
-    /// before `steps`'.
+    /// Step rows taken at the event (`srun` steps), written before `steps`'.
     pub step_rows: Vec<StepRow>,
+    /// Runs that ended in a requeue, in order: their steps move out of `job_steps` into
+    /// `job_run_steps` before this commit's step rows are written ([`runs::archive_run`]).
+    pub run_steps: Vec<runs::RunSteps>,
     /// Services, alerts and per-run accounting ([`crate::svcstore`]).
     pub svc: crate::svcstore::SvcBatch,
     /// Accounting rows taken at the event (a requeued run), written before `acct`'s.
@@ -247,6 +250,7 @@ impl WriteBatch {
             && self.allocs.is_empty()
             && self.nodes.is_empty()
             && self.step_rows.is_empty()
+            && self.run_steps.is_empty()
             && self.svc.is_empty()
             && self.acct_rows.is_empty()
             && self.purged.is_empty()
@@ -696,6 +700,9 @@ impl Store {
         {
             let current: Vec<crate::acct::AcctRow> =
                 batch.acct.iter().filter_map(|&id| job(id)).filter_map(crate::acct::current_row).collect();
+            for r in &batch.run_steps {
+                runs::archive_run(db, r)?;
+            }
             let mut steps = batch.step_rows.clone();
             steps.extend(batch.steps.iter().filter_map(|&id| job(id)).filter_map(crate::acct::batch_step_row));
             crate::acct::write(db, &batch.acct_rows, &current, &steps)?;

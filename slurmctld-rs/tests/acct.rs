@@ -174,6 +174,41 @@ fn requeued_run_is_accounted_requeued_until_it_runs_again() {
 }
 
 #[test]
+fn each_run_keeps_its_own_batch_step_when_the_job_runs_again_at_once() {
+    // Slurm keeps steps per job record: `sacct -D` shows a requeued run's batch step
+    // (`CANCELLED 0:15`, golden 0284) and the new run's own, even when the new run starts in
+    // the second the old one ended (the demo's preempted array tasks showed the new run's
+    // batch step, with no TRES, under the old run).
+    let env = Env::new(1);
+    let extra = ["--tick-ms", "100", "--sched-interval-ms", "200", "--debounce-ms", "5", "--minute-s", "1", "--requeue-holdoff", "0"];
+    let ctl = Ctl::start(&env, 0, &extra);
+    let addr = Arc::new(Mutex::new(ctl.addr));
+    let ledger = Arc::new(Mutex::new(Ledger::default()));
+    let _agent = Agent::spawn(&env, "gpu01", addr, ledger);
+    let a = ctl.addr;
+    let id = submit(&env, a, job(2001, 60_000, 0));
+    wait_acct(&env, a, id, "RUNNING");
+    let r = call(&env, a, 2001, Request::Requeue(RequeueJob { jobs: vec![JobRef::id(id)], hold: false }));
+    assert!(matches!(r, Ok(Response::JobResults(_))), "{r:?}");
+    let again = wait_for(20, || one(&env, a, id).is_some_and(|j| j.state == "RUNNING" && j.restarts == 1));
+    assert!(again, "job {id} never ran again: {:?}", one(&env, a, id));
+    let q = AcctQuery { duplicates: true, ..by_id(&[id]) };
+    let mut runs = acct(&env, a, 2001, q);
+    runs.retain(|r| r.job_id == id);
+    assert_eq!(runs.len(), 2, "{runs:#?}");
+    let (old, new) = (&runs[0], &runs[1]);
+    assert_eq!((old.state.as_str(), old.restarts, new.restarts), ("REQUEUED", 0, 1), "{runs:#?}");
+    for r in [old, new] {
+        assert_eq!(r.steps.iter().filter(|s| s.step == "batch").count(), 1, "one batch step per run: {r:#?}");
+    }
+    assert_eq!(batch(old), ("CANCELLED", 0, 15));
+    assert_eq!(batch(new), ("RUNNING", 0, 0));
+    let old_batch = old.steps.iter().find(|s| s.step == "batch").unwrap();
+    assert!(old_batch.cpus >= 1 && old_batch.end_time.is_some(), "{old_batch:?}");
+    assert!(old_batch.start_time <= old.end_time && old.end_time <= new.start_time, "{runs:#?}");
+}
+
+#[test]
 fn requeued_job_not_held_is_accounted_pending_at_once() {
     // Real Slurm 22.05: after `scontrol requeue` (no hold) sacct shows the job PENDING; the
     // REQUEUED run is an earlier record (`sacct -D`).

@@ -199,6 +199,7 @@ impl Controller {
                 AllocOp::Insert { job_id, .. } | AllocOp::DeleteJob(job_id) | AllocOp::DeleteNode { job_id, .. } => *job_id != rid,
             });
             b.step_rows.retain(|s| s.job_id != rid);
+            b.run_steps.retain(|r| r.job_id != rid);
             b.acct_rows.retain(|a| a.job.job_id != rid);
             self.node_out.retain(|(_, o)| !matches!(o, Outgoing::Bind(j) if *j == rid));
             self.stats.submitted = self.stats.submitted.saturating_sub(1);

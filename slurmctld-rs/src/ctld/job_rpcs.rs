@@ -434,12 +434,19 @@ impl Controller {
     }
 
     /// A run ends in a requeue: its accounting record becomes `run_state` (`REQUEUED` or
-    /// `PREEMPTED`; see [`crate::acct`]).
+    /// `PREEMPTED`; see [`crate::acct`]), and its steps (the batch step ended now, `srun` steps
+    /// ended in this turn and those already written) are kept under the run's number, apart
+    /// from the next run's ([`crate::store::runs::archive_run`]).
     pub(super) fn acct_requeued(&mut self, id: u64, now: i64, step_state: Option<&str>, run_state: &str) {
-        let (row, step) = crate::acct::requeued_rows(&self.jobs[&id], now, step_state, run_state);
+        let rec = &self.jobs[&id];
+        let run = rec.restarts;
+        let (row, step) = crate::acct::requeued_rows(rec, now, step_state, run_state);
         self.batch.acct_rows.push(row);
         self.batch.steps.remove(&id);
-        self.batch.step_rows.extend(step);
+        let (mut rows, others): (Vec<_>, Vec<_>) = std::mem::take(&mut self.batch.step_rows).into_iter().partition(|s| s.job_id == id);
+        self.batch.step_rows = others;
+        rows.extend(step);
+        self.batch.run_steps.push(crate::store::runs::RunSteps { job_id: id, run, rows });
     }
 
     pub(super) fn push_core_update(&mut self, id: u64, now: i64) {

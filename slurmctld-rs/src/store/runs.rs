@@ -4,6 +4,10 @@
 //! Both have the same eight columns; only the second one, the key within the job, differs in
 //! type (the step's name, TEXT; the run's number, INTEGER).
 //!
+//! The steps of a job's earlier runs (`job_run_steps`, `sql/0011_run_steps.sql`): a run that
+//! ends in a requeue takes its steps there ([`archive_run`]), so that the next run's steps,
+//! which reuse the names, never overwrite them.
+//!
 //! And the steps' usage (`step_usage`, `sql/0009_usage.sql`): one row per (job, step, node),
 //! the node daemon's latest report.
 
@@ -115,6 +119,82 @@ pub fn read<K: StepKey>(
             t.key, t.table
         ),
         params,
+    )?
+    .into_iter()
+    .map(|r| {
+        Ok(StepRow {
+            job_id: r.get::<i64>(0)? as u64,
+            step: r.get(1)?,
+            state: r.get(2)?,
+            exit_code: r.get(3)?,
+            signal: r.get(4)?,
+            start_time: r.get(5)?,
+            end_time: r.get(6)?,
+            nodes: r.get(7)?,
+        })
+    })
+    .collect()
+}
+
+/// The steps of one run that ended in a requeue: the run's number (the job's requeue count
+/// while it ran: `job_runs.run`) and the rows taken at its end that were not written yet (its
+/// batch step, `srun` steps that ended with it).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RunSteps {
+    /// Job id.
+    pub job_id: u64,
+    /// The run's number.
+    pub run: u32,
+    /// Rows of this run not yet in `job_steps`.
+    pub rows: Vec<StepRow>,
+}
+
+/// Moves a finished run's steps into `job_run_steps`: the job's `job_steps` rows (every one
+/// belongs to that run: the previous run's went at its own end, and the next run's are
+/// written after this in the same commit), then `r.rows`, which replace a row of the same
+/// name. Errors: the database's.
+pub fn archive_run(db: &dyn Backend, r: &RunSteps) -> Result<(), DbError> {
+    let (job, run) = (i(r.job_id), i64::from(r.run));
+    db.exec("DELETE FROM job_run_steps WHERE job_id = ?1 AND run = ?2", &params![job, run])?;
+    db.exec(
+        "INSERT INTO job_run_steps (job_id, run, step, state, exit_code, signal, start_time, end_time, nodes) \
+         SELECT job_id, CAST(?2 AS BIGINT), step, state, exit_code, signal, start_time, end_time, nodes \
+         FROM job_steps WHERE job_id = ?1",
+        &params![job, run],
+    )?;
+    db.exec("DELETE FROM job_steps WHERE job_id = ?1", &params![job])?;
+    if r.rows.is_empty() {
+        return Ok(());
+    }
+    let cols = ["job_id", "run", "step", "state", "exit_code", "signal", "start_time", "end_time", "nodes"];
+    let sql = db.dialect().replace("job_run_steps", &cols, &["job_id", "run", "step"]);
+    let sets: Vec<Vec<Param<'_>>> = r
+        .rows
+        .iter()
+        .map(|s| {
+            vec![
+                Param::from(job),
+                Param::from(run),
+                Param::from(&s.step),
+                Param::from(&s.state),
+                Param::from(s.exit_code),
+                Param::from(s.signal),
+                Param::from(s.start_time),
+                Param::from(s.end_time),
+                Param::from(&s.nodes),
+            ]
+        })
+        .collect();
+    db.exec_many(&sql, &sets)
+}
+
+/// The steps of run `run` of `job_id` kept in `job_run_steps` (empty for a run that ended
+/// before version 11 of the schema, or the current run). Errors: the database's.
+pub fn run_steps(db: &dyn Backend, job_id: u64, run: u32) -> Result<Vec<StepRow>, DbError> {
+    db.query(
+        "SELECT job_id, step, state, exit_code, signal, start_time, end_time, nodes FROM job_run_steps \
+         WHERE job_id = ?1 AND run = ?2 ORDER BY step",
+        &params![i(job_id), i64::from(run)],
     )?
     .into_iter()
     .map(|r| {
