@@ -655,8 +655,9 @@ impl EmuNode {
                     self.spec.name, s.layout.job_id, s.layout.step_id
                 ));
             }
-            // An emulated node runs no processes: no membership file to write.
-            CtlToNode::StopNotice { .. } | CtlToNode::SignalSteps { .. } | CtlToNode::Membership { .. } => {}
+            // An emulated node runs no processes: no membership file to write. It keeps its
+            // session while the controller process lives (no liveness timeout).
+            CtlToNode::StopNotice { .. } | CtlToNode::SignalSteps { .. } | CtlToNode::Membership { .. } | CtlToNode::Keepalive => {}
         }
     }
 

@@ -607,6 +607,13 @@ pub enum CtlToNode {
         /// All nodes of the job now, first (rendezvous) node first, comma-separated.
         nodes: String,
     },
+    /// The controller's session liveness (Flotilla): a leader sends it on every node session
+    /// right after the registration and then every third of `SlurmctldTimeout`, while its
+    /// leader lease is fresh. A node daemon that has had one on a session and then hears
+    /// nothing for one and a half `SlurmctldTimeout` leaves the session for the next
+    /// `SlurmctldHost` (a paused, hung or cut-off leader). It changes nothing on the node
+    /// (an older epoch's is refused like any other message).
+    Keepalive,
 }
 
 /// Why a running job is stopped ([`CtlToNode::StopNotice`]); the phrase `slurmstepd` prints
@@ -1541,6 +1548,18 @@ mod tests {
         let bytes = postcard::to_allocvec(&Response::Done).unwrap();
         assert_eq!(bytes[0], before + 1);
         assert_eq!(postcard::from_bytes::<Response>(&bytes).unwrap(), Response::Done);
+    }
+
+    /// `CtlToNode::Keepalive` was appended after `Membership`; the older messages are encoded
+    /// as before.
+    #[test]
+    fn keepalive_is_appended() {
+        let membership = CtlToNode::Membership { job_id: 1, nodes: "a".into() };
+        let before = postcard::to_allocvec(&membership).unwrap()[0];
+        assert_eq!(before, 8, "Membership is the ninth node message");
+        let bytes = postcard::to_allocvec(&CtlToNode::Keepalive).unwrap();
+        assert_eq!(bytes, vec![before + 1]);
+        assert_eq!(postcard::from_bytes::<CtlToNode>(&bytes).unwrap(), CtlToNode::Keepalive);
     }
 
     #[test]

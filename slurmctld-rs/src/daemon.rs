@@ -408,6 +408,8 @@ pub async fn start(cfg: DaemonConfig) -> anyhow::Result<Daemon> {
     // Every node message from here on carries the epoch (the owner task, which alone sends
     // to nodes, starts below).
     shared.epoch.store(store.epoch(), std::sync::atomic::Ordering::Release);
+    // Node sessions keep the nodes with this controller while its lease is fresh.
+    let _ = shared.lease.set(store.fence_watch());
     shared.standby.store(false, std::sync::atomic::Ordering::Release);
     let ctl = controller(&cfg.cluster, store, opts, auth_failures, wall_now())?;
     let owner = tokio::spawn(ctl.run(rx, shutdown_rx.clone()));

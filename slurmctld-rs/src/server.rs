@@ -30,7 +30,7 @@ use flotilla_proto::errno::*;
 use flotilla_proto::frame::{peek_request_auth, peek_token_auth, TokenAuth, PREAUTH_MAX_FRAME};
 use flotilla_proto::jwt::{may_act_as, IssuePolicy, JwtKey};
 use flotilla_proto::{
-    decode_frame_max, encode_frame, negotiate, Frame, ProtoError, Request, Response, SlurmError, Verifier,
+    decode_frame_max, encode_frame, negotiate, CtlToNode, Frame, ProtoError, Request, Response, SlurmError, Verifier,
 };
 use std::collections::{BTreeMap, HashMap};
 use std::net::{IpAddr, SocketAddr};
@@ -148,6 +148,10 @@ pub struct Shared {
     pub standby: std::sync::atomic::AtomicBool,
     /// `scontrol takeover` asked this standby to take the lease now (`daemon::take_lease`).
     pub takeover: std::sync::atomic::AtomicBool,
+    /// The leader lease's freshness, set once this controller leads: node sessions send
+    /// their keepalives only while it is fresh ([`node_keepalive`]). Unset (a controller in
+    /// process without a lease): always sent.
+    pub lease: std::sync::OnceLock<crate::store::FenceWatch>,
 }
 
 impl Shared {
@@ -181,7 +185,21 @@ impl Shared {
             epoch: AtomicU64::new(0),
             standby: std::sync::atomic::AtomicBool::new(false),
             takeover: std::sync::atomic::AtomicBool::new(false),
+            lease: std::sync::OnceLock::new(),
         }
+    }
+
+    /// How often a node session sends [`CtlToNode::Keepalive`]: a third of the lease
+    /// (`SlurmctldTimeout`), at least 100 ms; 2 s without a lease.
+    pub fn keepalive_every(&self) -> std::time::Duration {
+        let ttl = self.lease.get().and_then(|w| w.ttl()).unwrap_or(std::time::Duration::from_secs(6));
+        (ttl / 3).max(std::time::Duration::from_millis(100))
+    }
+
+    /// Whether a node session may send its keepalive now: the lease is fresh, or none is
+    /// held (a controller in process).
+    fn lease_fresh(&self) -> bool {
+        self.lease.get().is_none_or(|w| w.fresh())
     }
 
     fn is_admin(&self, uid: u32) -> bool {
@@ -1071,6 +1089,9 @@ async fn node_session<R, W>(
     // SlurmdTimeout judges a silent node), but each frame within its deadline.
     let peer = Peer::Unix { uid: 0, gid: 0, pid: 0 };
     let rules = Rules { max: shared.max_frame, gate: false, start_by: None };
+    // The first tick is at once: the node hears the keepalive right after its registration.
+    let mut keepalive = tokio::time::interval(shared.keepalive_every());
+    keepalive.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     loop {
         tokio::select! {
             f = read_frame(&mut rd, &mut buf, rules, &peer, &shared) => match f {
@@ -1094,16 +1115,17 @@ async fn node_session<R, W>(
             },
             m = nrx.recv() => match m {
                 Some(m) => {
-                    let frame = match shared.epoch.load(Ordering::Acquire) {
-                        0 => Frame::ToNode(m),
-                        epoch => Frame::ToNodeFenced { epoch, msg: m },
-                    };
-                    if write_frame(&mut wr, &frame).await.is_err() {
+                    if write_frame(&mut wr, &to_node(&shared, m)).await.is_err() {
                         break;
                     }
                 }
                 None => break,
             },
+            _ = keepalive.tick() => {
+                if shared.lease_fresh() && write_frame(&mut wr, &to_node(&shared, CtlToNode::Keepalive)).await.is_err() {
+                    break;
+                }
+            }
             _ = shutdown.changed() => break,
         }
     }
@@ -1111,6 +1133,15 @@ async fn node_session<R, W>(
     // it handles `NodeGone` — a restarted daemon's registration may overtake it.
     drop(nrx);
     let _ = tx.send(Event::NodeGone { conn, node }).await;
+}
+
+/// A message to a node as this controller sends it: with its lease epoch once it leads
+/// ([`Frame::ToNodeFenced`]), plain before.
+fn to_node(shared: &Shared, msg: CtlToNode) -> Frame {
+    match shared.epoch.load(Ordering::Acquire) {
+        0 => Frame::ToNode(msg),
+        epoch => Frame::ToNodeFenced { epoch, msg },
+    }
 }
 
 #[cfg(test)]

@@ -38,7 +38,7 @@ mod usage;
 pub mod rows;
 pub mod runs;
 
-pub use lease::{Acquired, Lease, LeaseRow};
+pub use lease::{Acquired, FenceWatch, Lease, LeaseRow};
 pub use postgres::PgConf;
 
 /// One numbered migration: SQL from `sql/` and `sql/postgres/`, and for some a Rust step run
@@ -284,6 +284,8 @@ pub struct Store {
     lease: Option<Lease>,
     /// When the lease was last renewed (by a commit or a renewal).
     fenced_at: Option<std::time::Instant>,
+    /// The same, for the server's node sessions ([`lease::FenceWatch`]).
+    fence_watch: lease::FenceWatch,
     /// A test's clock for the lease ([`Store::set_lease_clock`]).
     lease_clock: Option<String>,
 }
@@ -375,6 +377,7 @@ impl Store {
             commit_fault: std::cell::Cell::new(false),
             lease: None,
             fenced_at: None,
+            fence_watch: lease::FenceWatch::default(),
             lease_clock: None,
         };
         s.migrate()?;
@@ -625,7 +628,7 @@ impl Store {
             return Err(self.lease_lost());
         }
         if self.lease.is_some() {
-            self.fenced_at = Some(started);
+            self.fenced(started);
         }
         if !batch.purged.is_empty() {
             self.db.reclaim();

@@ -65,7 +65,46 @@ pub enum Acquired {
     Held(LeaseRow),
 }
 
+/// When the lease was last fenced (renewed by a commit or a renewal), and for how long a renewal
+/// keeps it, shared between the store's owner and the server's node sessions: a session sends
+/// its keepalives ([`flotilla_proto::CtlToNode::Keepalive`]) only while the lease is fresh, so
+/// that node daemons leave a leader that is paused, hung or cut off from the database (it
+/// cannot renew) and go on to the next `SlurmctldHost`. Clones share one value.
+#[derive(Debug, Clone, Default)]
+pub struct FenceWatch(std::sync::Arc<std::sync::Mutex<Option<(Instant, Duration)>>>);
+
+impl FenceWatch {
+    fn set(&self, at: Instant, ttl: Duration) {
+        *self.0.lock().unwrap_or_else(|p| p.into_inner()) = Some((at, ttl));
+    }
+
+    /// Whether the lease was fenced less than its length ago (by this process's monotonic
+    /// clock, from the start of the renewing transaction: a conservative view of the
+    /// database's expiry). False before the first fence.
+    pub fn fresh(&self) -> bool {
+        self.0.lock().unwrap_or_else(|p| p.into_inner()).is_some_and(|(at, ttl)| at.elapsed() < ttl)
+    }
+
+    /// The lease's length (`SlurmctldTimeout`), once a lease was taken.
+    pub fn ttl(&self) -> Option<Duration> {
+        self.0.lock().unwrap_or_else(|p| p.into_inner()).map(|(_, ttl)| ttl)
+    }
+}
+
 impl Store {
+    /// Records a fence of the lease held (started at `at`).
+    pub(super) fn fenced(&mut self, at: Instant) {
+        self.fenced_at = Some(at);
+        if let Some(l) = &self.lease {
+            self.fence_watch.set(at, l.ttl);
+        }
+    }
+
+    /// The lease's [`FenceWatch`] (shared: it follows every later fence of this store).
+    pub fn fence_watch(&self) -> FenceWatch {
+        self.fence_watch.clone()
+    }
+
     /// The database clock in milliseconds as an SQL expression (a test's clock instead when
     /// [`Store::set_lease_clock`] set one).
     fn now_ms(&self) -> String {
@@ -125,7 +164,7 @@ impl Store {
             Some(r) => {
                 let epoch = r.get_u64_bits(0).map_err(|e| self.err(e))?;
                 self.lease = Some(Lease { holder: holder.into(), epoch, ttl, addr: addr.into() });
-                self.fenced_at = Some(Instant::now());
+                self.fenced(Instant::now());
                 Ok(Acquired::Leader(epoch))
             }
             None => Ok(Acquired::Held(self.lease_row()?)),
@@ -200,7 +239,7 @@ impl Store {
         if !held {
             return Err(self.lease_lost());
         }
-        self.fenced_at = Some(started);
+        self.fenced(started);
         Ok(())
     }
 

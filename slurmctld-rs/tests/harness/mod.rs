@@ -540,7 +540,11 @@ impl Harness {
             CtlToNode::AckExits { job_ids } => {
                 self.nodes.get_mut(node).unwrap().unacked.retain(|e| !job_ids.contains(&e.job_id));
             }
-            CtlToNode::StopNotice { .. } | CtlToNode::SignalSteps { .. } | CtlToNode::LaunchStep(_) | CtlToNode::Membership { .. } => {}
+            CtlToNode::StopNotice { .. }
+            | CtlToNode::SignalSteps { .. }
+            | CtlToNode::LaunchStep(_)
+            | CtlToNode::Membership { .. }
+            | CtlToNode::Keepalive => {}
         }
     }
 
@@ -831,6 +835,7 @@ pub fn describe_ctl_msg(m: &CtlToNode, t0: i64) -> String {
         }
         CtlToNode::SignalSteps { job_id, signal } => format!("signal steps of job {job_id} {}", signame(*signal)),
         CtlToNode::Membership { job_id, nodes } => format!("members of job {job_id}: {nodes}"),
+        CtlToNode::Keepalive => "keepalive".into(),
         CtlToNode::Kill { job_id } => format!("kill job {job_id} (SIGKILL)"),
         CtlToNode::AckExits { job_ids } => format!("exits acknowledged {job_ids:?}"),
         CtlToNode::StopNotice { job_id, at, cause } => format!(

@@ -82,6 +82,8 @@ enum Event {
     Ctl(u64, u64, CtlToNode),
     /// Session `gen` closed.
     Closed(u64),
+    /// Session `gen`'s controller sent keepalives and then nothing for [`Daemon::liveness`].
+    Silent(u64),
     /// The health loop's verdict on one poll (never `Ignore`), with the poll's events.
     Health(HealthVerdict, Vec<HealthEvent>),
 }
@@ -259,6 +261,14 @@ impl Daemon {
         self.epoch
     }
 
+    /// How long a controller session may stay silent once its controller has sent a
+    /// keepalive ([`CtlToNode::Keepalive`], every third of `SlurmctldTimeout` while its
+    /// lease is fresh): one and a half `SlurmctldTimeout` (at least 1.5 s), long enough for
+    /// a standby to have taken the lapsed lease when the node moves on to it.
+    fn liveness(&self) -> Duration {
+        Duration::from_millis(self.opts.conf.slurmctld_timeout_s.max(1) * 1500)
+    }
+
     fn job_dirs(&self) -> Vec<(u64, u32, bool, PathBuf)> {
         let mut v = Vec::new();
         if let Ok(rd) = std::fs::read_dir(self.opts.spool.join("jobs")) {
@@ -385,7 +395,9 @@ impl Daemon {
         let mut c = match std::net::TcpStream::connect_timeout(&addr, Duration::from_secs(2)) {
             Ok(s) => {
                 let _ = s.set_nodelay(true);
-                let _ = s.set_read_timeout(Some(Duration::from_secs(10)));
+                // A controller that accepts but does not answer (paused: the kernel completes
+                // the connection) is left within the liveness limit, 2 to 10 s.
+                let _ = s.set_read_timeout(Some(self.liveness().clamp(Duration::from_secs(2), Duration::from_secs(10))));
                 match Client::handshake(Stream::Tcp(s), Role::NodeDaemon) {
                     Ok(c) => c,
                     Err(e) => {
@@ -442,25 +454,31 @@ impl Daemon {
         self.gen += 1;
         let gen = self.gen;
         let tx = self.tx.clone();
+        let liveness = self.liveness();
         std::thread::spawn(move || {
             let mut r = reader;
+            // Armed by the session's first keepalive: a controller that sends none (an older
+            // one) is never judged silent.
+            let mut armed = false;
+            let mut last = Instant::now();
             loop {
-                match flotilla_proto::read_frame(&mut r, flotilla_proto::DEFAULT_MAX_FRAME) {
-                    Ok(Frame::ToNode(m)) => {
-                        if tx.send(Event::Ctl(gen, 0, m)).is_err() {
-                            return;
-                        }
-                    }
-                    Ok(Frame::ToNodeFenced { epoch, msg }) => {
-                        if tx.send(Event::Ctl(gen, epoch, msg)).is_err() {
-                            return;
-                        }
-                    }
-                    Ok(_) => {}
+                let (epoch, msg) = match flotilla_proto::read_frame(&mut r, flotilla_proto::DEFAULT_MAX_FRAME) {
+                    Ok(Frame::ToNode(m)) => (0, m),
+                    Ok(Frame::ToNodeFenced { epoch, msg }) => (epoch, msg),
+                    Ok(_) => continue,
                     Err(_) => {
-                        let _ = tx.send(Event::Closed(gen));
+                        let silent = armed && last.elapsed() >= liveness;
+                        let _ = tx.send(if silent { Event::Silent(gen) } else { Event::Closed(gen) });
                         return;
                     }
+                };
+                last = Instant::now();
+                if matches!(msg, CtlToNode::Keepalive) && !armed {
+                    armed = true;
+                    let _ = r.set_read_timeout(Some(liveness));
+                }
+                if tx.send(Event::Ctl(gen, epoch, msg)).is_err() {
+                    return;
                 }
             }
         });
@@ -569,6 +587,16 @@ impl Daemon {
                     self.next_connect = Instant::now() + Duration::from_millis(200);
                 }
             }
+            Event::Silent(gen) => {
+                if gen == self.gen && self.client.is_some() {
+                    warn!(
+                        "no keepalive from the controller for {} ms (1.5 x SlurmctldTimeout): leaving it for the next SlurmctldHost",
+                        self.liveness().as_millis()
+                    );
+                    self.client = None;
+                    self.next_controller(Duration::ZERO);
+                }
+            }
             Event::Ctl(gen, ..) if gen != self.gen => {}
             Event::Ctl(_, epoch, msg) if !self.admit(epoch, &msg) => {}
             Event::Ctl(_, _, msg) => match msg {
@@ -598,6 +626,7 @@ impl Daemon {
                     info!(job = job_id, signal, tasks = n, "signal delivered to step tasks");
                 }
                 CtlToNode::Membership { job_id, nodes } => self.membership(job_id, &nodes),
+                CtlToNode::Keepalive => {}
             },
             Event::Health(verdict, events) => self.health(verdict, events),
         }
@@ -1037,5 +1066,6 @@ fn describe(m: &CtlToNode) -> String {
         CtlToNode::StopNotice { job_id, .. } => format!("stop notice of job {job_id}"),
         CtlToNode::SignalSteps { job_id, signal } => format!("signal {signal} to the steps of job {job_id}"),
         CtlToNode::Membership { job_id, .. } => format!("membership change of job {job_id}"),
+        CtlToNode::Keepalive => "keepalive".into(),
     }
 }

@@ -5,7 +5,8 @@
 //! Flotilla flags: `--fake-gpus N` (development GPU inventory instead of gres.conf),
 //! `--spool DIR` (default `SlurmdSpoolDir` with `%n` expanded), `--ctld HOST:PORT` (or
 //! `FLOTILLA_CTLD_ADDR`; default the first `SlurmctldHost`'s address and `SlurmctldPort`; the other
-//! `SlurmctldHost` lines are tried after it, in order, when it is unreachable or a standby), `--key FILE`
+//! `SlurmctldHost` lines are tried after it, in order, when it is unreachable or a standby, and
+//! when a leader that sent keepalives falls silent for 1.5 x `SlurmctldTimeout`), `--key FILE`
 //! (default `/etc/slurm/slurm.key`), `--boot-id-file PATH` (or `FLOTILLA_BOOT_ID_FILE`; default
 //! `/proc/sys/kernel/random/boot_id`), `--cgroup v1|v2|none|auto` (default `auto`: cgroup.conf's
 //! `CgroupPlugin`; cgroup.conf beside slurm.conf says what is constrained, see
