@@ -575,6 +575,23 @@ pub fn elastic_lines(e: &flotilla_proto::ElasticInfo) -> Vec<String> {
     l
 }
 
+/// A pending elastic job's `NumNodes=MIN-MAX` in its record's `lines` (a running one keeps
+/// its current count), as Slurm 22.05's `slurm_sprint_job_info` (src/api/job_info.c) prints
+/// a pending job's node range. Only a node-granular range: a GPU-granular job's is on its
+/// `Elastic=` line.
+pub fn elastic_node_range(lines: &mut [String], j: &JobInfo, e: &flotilla_proto::ElasticInfo) {
+    if j.state != Some(JobStateWire::Pending) || e.unit != "nodes" || e.max == 0 {
+        return;
+    }
+    let min = j.num_nodes.min(e.max);
+    for l in lines.iter_mut() {
+        if let Some(rest) = l.strip_prefix("   NumNodes=") {
+            let after = rest.split_once(' ').map_or("", |(_, a)| a);
+            *l = format!("   NumNodes={min}-{} {after}", e.max);
+        }
+    }
+}
+
 /// `scontrol show alerts`' record of one alert: `AlertId= Time= Kind= JobId= ServiceId=`,
 /// then `Message=` on its own line, a blank line after (`one_liner`: one line).
 pub fn alert_record(a: &flotilla_proto::AlertInfo, one_liner: bool) -> String {
@@ -667,6 +684,7 @@ pub fn show_job(id: Option<&str>, flags: ShowFlags, io: &mut Io<'_>) -> i32 {
     for j in &list {
         let mut lines = job_record(j, flags, now, &gpu_types);
         if let Some(e) = elastic.get(&j.job_id) {
+            elastic_node_range(&mut lines, j, e);
             // Before the record's closing blank line.
             let at = lines.len().saturating_sub(1);
             lines.splice(at..at, elastic_lines(e));
@@ -939,6 +957,27 @@ mod flotilla_field_tests {
         // A rigid job shrunk by NumNodes=: only its history.
         let r = flotilla_proto::ElasticInfo { job_id: 4, resizes: e.resizes.clone(), ..Default::default() };
         assert_eq!(elastic_lines(&r).len(), 1);
+    }
+
+    /// A pending node-granular elastic job shows `NumNodes=MIN-MAX` (Slurm's pending range);
+    /// running, its current count; a GPU-granular one its node count either way.
+    #[test]
+    fn num_nodes_shows_a_pending_elastic_range() {
+        let mut j = JobInfo { job_id: 3, num_nodes: 2, num_tasks: 1, state: Some(JobStateWire::Pending), ..JobInfo::default() };
+        let e = flotilla_proto::ElasticInfo { job_id: 3, unit: "nodes".into(), min: 2, max: 8, step: 1, ..Default::default() };
+        let num_nodes = |j: &JobInfo, e: &flotilla_proto::ElasticInfo| {
+            let mut lines = job_record(j, ShowFlags::default(), 0, &BTreeMap::new());
+            elastic_node_range(&mut lines, j, e);
+            lines.into_iter().find(|l| l.starts_with("   NumNodes=")).unwrap()
+        };
+        assert_eq!(num_nodes(&j, &e), "   NumNodes=2-8 NumCPUs=0 NumTasks=2 CPUs/Task=1 ReqB:S:C:T=0:0:*:*");
+        j.state = Some(JobStateWire::Running);
+        j.num_nodes = 5;
+        assert_eq!(num_nodes(&j, &e), "   NumNodes=5 NumCPUs=0 NumTasks=5 CPUs/Task=1 ReqB:S:C:T=0:0:*:*");
+        j.state = Some(JobStateWire::Pending);
+        j.num_nodes = 1;
+        let g = flotilla_proto::ElasticInfo { unit: "gpus".into(), min: 4, max: 16, ..e };
+        assert!(num_nodes(&j, &g).starts_with("   NumNodes=1 NumCPUs=0 "));
     }
 
     #[test]

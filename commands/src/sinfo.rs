@@ -5,11 +5,16 @@
 //! Flotilla: `-O LargestPlaceable` prints the partition's `largest_placeable`
 //! (`node=8,pod=24,any=204`: the largest GPU request that could start now inside one node,
 //! one pod, anywhere; DESIGN.md §2), and `--largest` prints it per partition as a table.
+//! Elastic growth counts as reclaimable (docs/elastic.md): `--largest` adds the partition's
+//! grown GPUs (`GROWN`) and the largest requests if they were taken back (`R_NODE`,
+//! `R_POD`, `R_ANY`); `-O LargestReclaimable` prints the latter as `-O LargestPlaceable`
+//! does, `-O GrownGpus` the former. Both come from `Request::QueryReclaimable`.
 
 use crate::common::{self, field, Ctl, Io};
 use crate::getopt::{getopt_long, lo, HasArg, LongOpt};
 use flotilla_core::time::{fmt_ctime, fmt_time, sinfo_time_limit, TimeLimit};
-use flotilla_proto::{NodeInfo, NodeQuery, PartitionInfo, Request, Response};
+use flotilla_proto::{LargestPlaceableWire, NodeInfo, NodeQuery, PartitionInfo, PartitionReclaim, Request, Response};
+use std::collections::BTreeMap;
 
 const fn c(ch: char) -> u32 {
     ch as u32
@@ -59,23 +64,56 @@ pub const LONGS: &[LongOpt] = &[
 /// (`node=8,pod=24,any=204`; `N/A` when the controller did not send it).
 pub fn largest_str(p: &PartitionInfo) -> String {
     p.largest_placeable
-        .map_or_else(|| "N/A".to_string(), |l| format!("node={},pod={},any={}", l.node, l.pod, l.any))
+        .map_or_else(|| "N/A".to_string(), |l| lp_str(&l))
+}
+
+/// `-O LargestReclaimable`: the partition's `largest_placeable` if elastic jobs gave back
+/// their growth (`node=8,pod=24,any=204`; `N/A` when the controller did not send it).
+pub fn reclaimable_str(r: Option<&PartitionReclaim>) -> String {
+    r.map_or_else(|| "N/A".to_string(), |r| lp_str(&r.largest_if_reclaimed))
+}
+
+fn lp_str(l: &LargestPlaceableWire) -> String {
+    format!("node={},pod={},any={}", l.node, l.pod, l.any)
 }
 
 /// `sinfo --largest`: per partition (the default marked `*`), the largest GPU request that
-/// could start now inside one node, one pod, and anywhere.
-pub fn largest_table(parts: &[PartitionInfo], noheader: bool) -> String {
+/// could start now inside one node, one pod, and anywhere (`NODE`, `POD`, `ANY`); the GPUs
+/// elastic jobs hold above their minimum (`GROWN`), and the largest requests if that growth
+/// were taken back (`R_NODE`, `R_POD`, `R_ANY`). `reclaim` is the controller's
+/// `Response::Reclaimable` by partition name (`N/A` for a partition it lacks).
+pub fn largest_table(parts: &[PartitionInfo], reclaim: &BTreeMap<String, PartitionReclaim>, noheader: bool) -> String {
     let mut out = String::new();
+    let line = |out: &mut String, cells: [&str; 8]| {
+        out.push_str(&field(cells[0], 9, false));
+        for c in &cells[1..] {
+            out.push(' ');
+            out.push_str(&field(c, 6, true));
+        }
+        out.push('\n');
+    };
     if !noheader {
-        out.push_str(&format!("{} {} {} {}\n", field("PARTITION", 9, false), field("NODE", 6, true), field("POD", 6, true), field("ANY", 6, true)));
+        line(&mut out, ["PARTITION", "NODE", "POD", "ANY", "GROWN", "R_NODE", "R_POD", "R_ANY"]);
     }
+    let na = || ["N/A".to_string(), "N/A".into(), "N/A".into()];
+    let three = |l: &LargestPlaceableWire| [l.node.to_string(), l.pod.to_string(), l.any.to_string()];
     for p in parts {
-        let (n, pod, any) = p
-            .largest_placeable
-            .map_or_else(|| ("N/A".into(), "N/A".into(), "N/A".into()), |l| (l.node.to_string(), l.pod.to_string(), l.any.to_string()));
-        out.push_str(&format!("{} {} {} {}\n", field(&part_name(p), 9, false), field(&n, 6, true), field(&pod, 6, true), field(&any, 6, true)));
+        let [n, pod, any] = p.largest_placeable.as_ref().map_or_else(na, three);
+        let r = reclaim.get(&p.name);
+        let grown = r.map_or_else(|| "N/A".to_string(), |r| r.grown_gpus.to_string());
+        let [rn, rpod, rany] = r.map_or_else(na, |r| three(&r.largest_if_reclaimed));
+        line(&mut out, [&part_name(p), &n, &pod, &any, &grown, &rn, &rpod, &rany]);
     }
     out
+}
+
+/// The controller's `Response::Reclaimable` by partition name (empty from a controller that
+/// does not answer it).
+fn load_reclaimable(ctl: &Ctl) -> BTreeMap<String, PartitionReclaim> {
+    match ctl.call(Request::QueryReclaimable) {
+        Ok(Response::Reclaimable(v)) => v.into_iter().map(|r| (r.name.clone(), r)).collect(),
+        _ => BTreeMap::new(),
+    }
 }
 
 /// Short state names (`%t`).
@@ -260,6 +298,8 @@ fn o2(name: &str) -> Option<(&'static str, char)> {
         "cpusload" => ("CPU_LOAD", 'O'),
         "freemem" => ("FREE_MEM", 'e'),
         "largestplaceable" => ("LARGEST_PLACEABLE", 'L'),
+        "largestreclaimable" => ("LARGEST_RECLAIMABLE", '~'),
+        "growngpus" => ("GROWN_GPUS", '+'),
         _ => return None,
     })
 }
@@ -366,7 +406,7 @@ pub fn run(args: &[String], io: &mut Io<'_>) -> i32 {
     };
     if largest {
         let shown: Vec<PartitionInfo> = parts.iter().filter(|p| parts_f.is_empty() || parts_f.contains(&p.name)).cloned().collect();
-        io.out(&largest_table(&shown, noheader));
+        io.out(&largest_table(&shown, &load_reclaimable(&ctl), noheader));
         return 0;
     }
     // One node is asked for by name, as slurm_load_node_single does; a list filters all nodes.
@@ -507,6 +547,7 @@ pub fn run(args: &[String], io: &mut Io<'_>) -> i32 {
             let right = rest.is_some_and(|r| r.starts_with('.'));
             cols.push((title, ch, width, right));
         }
+        let reclaim = if cols.iter().any(|c| matches!(c.1, '~' | '+')) { load_reclaimable(&ctl) } else { BTreeMap::new() };
         if !noheader {
             for (t, _, w, r) in &cols {
                 out.push_str(&field(t, *w, *r));
@@ -518,6 +559,8 @@ pub fn run(args: &[String], io: &mut Io<'_>) -> i32 {
                 let v = match ch {
                     'U' => row.nodes.first().map_or_else(|| "N/A".into(), |n| gres_used(n)),
                     'L' => largest_str(row.part),
+                    '~' => reclaimable_str(reclaim.get(&row.part.name)),
+                    '+' => reclaim.get(&row.part.name).map_or_else(|| "N/A".to_string(), |r| r.grown_gpus.to_string()),
                     _ => value(*ch, row, &ctl.conf).map(|x| x.1).unwrap_or_default(),
                 };
                 out.push_str(&field(&v, *w, *r));
@@ -608,5 +651,40 @@ mod tests {
         // Slurm's hostlist rules: a reversed range is no hostlist, an unclosed bracket one name.
         assert_eq!(NodeFilter::parse("gpu[3-1]"), None);
         assert_eq!(NodeFilter::parse("gpu[1-3").unwrap().single().as_deref(), Some("gpu]"));
+    }
+
+    /// `--largest` shows what is free now beside what elastic growth would free, and `N/A`
+    /// for a partition the controller sent nothing for; `-O LargestReclaimable` the latter.
+    #[test]
+    fn largest_table_shows_growth_as_reclaimable() {
+        let lp = |node, pod, any| Some(LargestPlaceableWire { node, pod, any });
+        let parts = vec![
+            PartitionInfo { name: "batch".into(), default: true, largest_placeable: lp(0, 0, 4), ..PartitionInfo::default() },
+            PartitionInfo { name: "debug".into(), largest_placeable: lp(8, 16, 16), ..PartitionInfo::default() },
+            PartitionInfo { name: "old".into(), ..PartitionInfo::default() },
+        ];
+        let batch = PartitionReclaim {
+            name: "batch".into(),
+            grown_gpus: 16,
+            largest_if_reclaimed: LargestPlaceableWire { node: 8, pod: 16, any: 20 },
+        };
+        let debug = PartitionReclaim {
+            name: "debug".into(),
+            grown_gpus: 0,
+            largest_if_reclaimed: LargestPlaceableWire { node: 8, pod: 16, any: 16 },
+        };
+        let reclaim: BTreeMap<String, PartitionReclaim> = [batch.clone(), debug].into_iter().map(|r| (r.name.clone(), r)).collect();
+        assert_eq!(
+            largest_table(&parts, &reclaim, false),
+            "\
+PARTITION   NODE    POD    ANY  GROWN R_NODE  R_POD  R_ANY
+batch*         0      0      4     16      8     16     20
+debug          8     16     16      0      8     16     16
+old          N/A    N/A    N/A    N/A    N/A    N/A    N/A
+"
+        );
+        assert_eq!(largest_table(&parts[1..2], &BTreeMap::new(), true), "debug          8     16     16    N/A    N/A    N/A    N/A\n");
+        assert_eq!(reclaimable_str(Some(&batch)), "node=8,pod=16,any=20");
+        assert_eq!(reclaimable_str(None), "N/A");
     }
 }

@@ -268,11 +268,23 @@ pub fn run(args: &[String], io: &mut Io<'_>) -> i32 {
     // where its line is and its sort keys (a decoded job is hundreds of bytes, 10,000 of them
     // megabytes of fresh memory). `-s` needs the jobs themselves.
     let now = common::now();
-    let renderer = match &p.format2 {
+    let mut renderer = match &p.format2 {
         Some(f2) if !p.steps => Some(Renderer::o2(f2, io)),
         _ if !p.steps => Some(Renderer::o(&fmt, io)),
         _ => None,
     };
+    // The elastic ranges of the jobs listed, when a column shows them (a first pass reads
+    // the job ids; a controller that does not know the request leaves them out).
+    if let Some(Renderer::O2(_, sizes)) = renderer.as_mut().filter(|r| r.needs_sizes()) {
+        let mut ids = Vec::new();
+        let (mut reader, mut j) = (answer.reader(&fields), JobView::default());
+        while let Some(Ok(())) = reader.next_into(&mut j) {
+            ids.push(j.job_id);
+        }
+        if let Ok(Response::Elastic(e)) = ctl.call(Request::QueryElastic { job_ids: ids }) {
+            *sizes = e.into_iter().map(|e| (e.job_id, e)).collect();
+        }
+    }
     let mut rows: Vec<Row> = Vec::with_capacity(answer.count.min(1 << 20) as usize);
     let mut key_vals: Vec<Key<'_>> = Vec::with_capacity(rows.capacity() * keys.keys.len());
     let mut lines = String::with_capacity(answer.bytes.len().min(64 << 20));
@@ -617,6 +629,8 @@ fn o2_fields(f: O2) -> &'static [JobField] {
         O2::Requeue => &[F::Requeue],
         O2::Topology => &[F::Topology],
         O2::Preemptible => &[F::Preemptible],
+        O2::MaxNodes | O2::MinNodes => &[F::JobId, F::NumNodes],
+        O2::Elastic => &[F::JobId],
     }
 }
 
@@ -855,9 +869,12 @@ fn render_o<'a>(fmt: &str, rows: impl Iterator<Item = JobView<'a>>, header: bool
 enum Renderer {
     /// `-o`.
     O(Vec<Piece>),
-    /// `-O`.
-    O2(Vec<Col>),
+    /// `-O`, and the elastic ranges its size columns read (by job id; [`Renderer::needs_sizes`]).
+    O2(Vec<Col>, Sizes),
 }
+
+/// Elastic jobs' ranges (`Request::QueryElastic`) by job id, for `-O MinNodes,MaxNodes,Elastic`.
+type Sizes = std::collections::BTreeMap<u64, flotilla_proto::ElasticInfo>;
 
 /// One `-O` column.
 struct Col {
@@ -903,7 +920,13 @@ impl Renderer {
             }
             cols.push(Col { title, f, width, right, suffix });
         }
-        Renderer::O2(cols)
+        Renderer::O2(cols, Sizes::new())
+    }
+
+    /// Whether a column reads jobs' elastic ranges (asked of the controller before the lines
+    /// are written).
+    fn needs_sizes(&self) -> bool {
+        matches!(self, Renderer::O2(cols, _) if cols.iter().any(|c| matches!(c.f, O2::MinNodes | O2::MaxNodes | O2::Elastic)))
     }
 
     /// Appends the line of `j` (the header when `None`) to `out`, fields padded in place (no
@@ -921,10 +944,10 @@ impl Renderer {
                     }
                 }
             }
-            Renderer::O2(cols) => {
+            Renderer::O2(cols, sizes) => {
                 for c in cols {
                     match j {
-                        Some(j) => common::push_field(out, &o2_value(c.f, j, now, scratch), c.width, c.right),
+                        Some(j) => common::push_field(out, &o2_value(c.f, j, sizes, now, scratch), c.width, c.right),
                         None => common::push_field(out, c.title, c.width, c.right),
                     }
                     out.push_str(&c.suffix);
@@ -992,6 +1015,9 @@ fn o2_field(name: &str) -> Option<(&'static str, O2)> {
         "requeue" => ("REQUEUE", O2::Requeue),
         "topology" => ("TOPOLOGY", O2::Topology),
         "preemptible" => ("PREEMPTIBLE", O2::Preemptible),
+        "maxnodes" => ("MAX_NODES", O2::MaxNodes),
+        "minnodes" => ("MIN_NODES", O2::MinNodes),
+        "elastic" => ("ELASTIC", O2::Elastic),
         _ => return None,
     };
     Some((title, f))
@@ -1009,9 +1035,34 @@ enum O2 {
     Requeue,
     Topology,
     Preemptible,
+    /// Slurm's `MaxNodes`; an elastic job's node maximum.
+    MaxNodes,
+    /// Flotilla's: an elastic job's node minimum.
+    MinNodes,
+    /// Flotilla's: an elastic job's unit and range (`nodes:2-8`, `gpus:4-16`).
+    Elastic,
 }
 
-fn o2_value<'b>(f: O2, j: &'b JobView<'_>, now: i64, scratch: &'b mut String) -> Cow<'b, str> {
+/// `-O MinNodes` / `MaxNodes` of `j`: an elastic job's node range (`max` for `MaxNodes`),
+/// else its node count, as Slurm 22.05's `_print_job_max_nodes` (src/squeue/print.c) prints
+/// `num_nodes` for a job without a maximum. A GPU-granular elastic job's range is in GPUs,
+/// so its node count is printed (its range is in `-O Elastic`).
+fn node_bound(j: &JobView<'_>, sizes: &Sizes, max: bool) -> String {
+    match sizes.get(&j.job_id) {
+        Some(e) if e.unit == "nodes" => if max { e.max } else { e.min }.to_string(),
+        _ => j.num_nodes.to_string(),
+    }
+}
+
+/// `-O Elastic` of `j`: `UNIT:MIN-MAX` for an elastic job, `N/A` for a rigid one.
+fn elastic_range(j: &JobView<'_>, sizes: &Sizes) -> String {
+    match sizes.get(&j.job_id) {
+        Some(e) if !e.unit.is_empty() => format!("{}:{}-{}", e.unit, e.min, e.max),
+        _ => "N/A".into(),
+    }
+}
+
+fn o2_value<'b>(f: O2, j: &'b JobView<'_>, sizes: &Sizes, now: i64, scratch: &'b mut String) -> Cow<'b, str> {
     match f {
         O2::Letter(ch) => o_field(ch, Some(j), now, scratch).map(|x| x.1).unwrap_or_default(),
         O2::TresAlloc => {
@@ -1037,6 +1088,9 @@ fn o2_value<'b>(f: O2, j: &'b JobView<'_>, now: i64, scratch: &'b mut String) ->
         O2::Requeue => u8::from(j.requeue).to_string().into(),
         O2::Topology => Cow::Borrowed(&j.topology),
         O2::Preemptible => Cow::Borrowed(if j.preemptible { "YES" } else { "NO" }),
+        O2::MaxNodes => node_bound(j, sizes, true).into(),
+        O2::MinNodes => node_bound(j, sizes, false).into(),
+        O2::Elastic => elastic_range(j, sizes).into(),
     }
 }
 
@@ -1149,6 +1203,45 @@ mod tests {
         assert_eq!(render(DEFAULT_FMT, &[]).0, "             JOBID PARTITION     NAME     USER ST       TIME  NODES NODELIST(REASON)\n");
     }
 
+    /// `-O NumNodes,MinNodes,MaxNodes,Elastic`: the current size beside an elastic job's
+    /// range (nodes, or GPUs with the node count for the node columns); a rigid job's node
+    /// count in both, `N/A` for its range.
+    #[test]
+    fn size_columns_show_current_and_elastic_range() {
+        let mut grown = job(7, JobStateWire::Running, 5);
+        grown.num_nodes = 3;
+        let mut pending = job(8, JobStateWire::Pending, 5);
+        pending.num_nodes = 2;
+        let mut by_gpu = job(9, JobStateWire::Running, 5);
+        by_gpu.num_nodes = 2;
+        let rigid = job(10, JobStateWire::Running, 5);
+        let e = |job_id, unit: &str, min, max| flotilla_proto::ElasticInfo { job_id, unit: unit.into(), min, max, ..Default::default() };
+        let (mut out, mut err) = (Vec::new(), Vec::new());
+        let env = |_: &str| None;
+        let mut io = Io { out: &mut out, err: &mut err, env: &env, stdin: None };
+        let mut r = Renderer::o2("JobId:5,NumNodes:.6,MinNodes:.10,MaxNodes:.10,Elastic:.14", &mut io);
+        assert!(r.needs_sizes());
+        assert!(!Renderer::o2("JobId,NumNodes", &mut io).needs_sizes());
+        if let Renderer::O2(_, sizes) = &mut r {
+            *sizes = [e(7, "nodes", 2, 8), e(8, "nodes", 2, 4), e(9, "gpus", 4, 16)].into_iter().map(|e| (e.job_id, e)).collect();
+        }
+        let mut text = String::new();
+        r.line(&mut text, None, 0, &mut String::new());
+        for j in [&grown, &pending, &by_gpu, &rigid] {
+            r.line(&mut text, Some(&JobView::from(j)), 0, &mut String::new());
+        }
+        assert_eq!(
+            text,
+            "\
+JOBID NODES MIN_NODES MAX_NODES       ELASTIC
+7         3         2         8     nodes:2-8
+8         2         2         4     nodes:2-4
+9         2         2         2     gpus:4-16
+10        1         1         1           N/A
+"
+        );
+    }
+
     #[test]
     fn default_sort_pending_first_then_priority() {
         let mut rows = vec![
@@ -1257,8 +1350,13 @@ mod tests {
             "numnodes", "numtasks", "partition", "priority", "qos", "reason", "reasonlist", "reqnodes",
             "exclnodes", "schednodes", "starttime", "state", "stderr", "stdout", "submittime", "timeleft",
             "timelimit", "timeused", "tres-alloc", "tres-per-node", "userid", "username", "workdir",
-            "restartcnt", "requeue", "topology", "preemptible",
+            "restartcnt", "requeue", "topology", "preemptible", "maxnodes", "minnodes", "elastic",
         ] {
+            // Every job elastic, so that the size columns read their job id too.
+            let sizes: Sizes = jobs
+                .iter()
+                .map(|j| (j.job_id, flotilla_proto::ElasticInfo { job_id: j.job_id, unit: "nodes".into(), min: 1, max: j.job_id as u32, ..Default::default() }))
+                .collect();
             let p = Params { format2: Some(format!("{name}:10")), ..Params::default() };
             let fields = needed_fields(&p, "", &keys);
             let (_, o2) = o2_field(name).expect(name);
@@ -1267,7 +1365,7 @@ mod tests {
                 let (sub, _) = QueueRows::decode_one(&fields, &rows.bytes).unwrap();
                 let (mut s1, mut s2) = (String::new(), String::new());
                 let full = JobView::from(j);
-                assert_eq!(o2_value(o2, &sub, now, &mut s1), o2_value(o2, &full, now, &mut s2), "-O {name} of job {}", j.job_id);
+                assert_eq!(o2_value(o2, &sub, &sizes, now, &mut s1), o2_value(o2, &full, &sizes, now, &mut s2), "-O {name} of job {}", j.job_id);
             }
         }
         for k in ["i", "A", "P", "t", "T", "p", "Q", "u", "U", "j", "S", "V", "e", "D", "C", "N", "a", "q", "r", "y", "l"] {

@@ -164,18 +164,38 @@ impl fmt::Display for LargestPlaceable {
 /// figures are the largest N that really fits: the free total F, or F − 1 when F is a node
 /// multiple that the whole free nodes cannot hold. O(nodes).
 pub fn largest_placeable(cluster: &Cluster, blocked: &dyn Fn(NodeId) -> Option<GpuMask>) -> LargestPlaceable {
+    largest_placeable_reclaiming(cluster, &|n| blocked(n).map(|b| (b, Reclaimed::default())))
+}
+
+/// What a node would get back if some of its allocations were released (the grown parts of
+/// elastic jobs: [`crate::sched::Scheduler::reclaimable_in`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Reclaimed {
+    /// Whole GPUs the released allocations hold.
+    pub gpus: GpuMask,
+    /// Milli-CPUs they hold.
+    pub cpu_milli: u64,
+}
+
+/// [`largest_placeable`] as it would be if each node got back what `view` says besides its
+/// free GPUs and CPUs: `view` gives a node's blocked GPUs and what it would get back, `None`
+/// leaving the node out. Blocked GPUs stay out even when reclaimed. O(nodes).
+pub fn largest_placeable_reclaiming(cluster: &Cluster, view: &dyn Fn(NodeId) -> Option<(GpuMask, Reclaimed)>) -> LargestPlaceable {
     let mut lp = LargestPlaceable::default();
     let mut pod_free = vec![0u32; cluster.pods.len()];
     let mut pod_whole = vec![0u32; cluster.pods.len()];
     let mut size = 0u32;
     let (mut all_free, mut all_whole) = (0u32, 0u32);
     for (i, n) in cluster.nodes.iter().enumerate() {
-        if !n.avail.schedulable() || n.free_cpu_milli == 0 || n.gpus == 0 {
+        if !n.avail.schedulable() || n.gpus == 0 {
             continue;
         }
-        let Some(blocked) = blocked(NodeId(i as u32)) else { continue };
+        let Some((blocked, back)) = view(NodeId(i as u32)) else { continue };
+        if n.free_cpu_milli + back.cpu_milli == 0 {
+            continue;
+        }
         size = size.max(n.gpus);
-        let free = n.free_gpus.minus(blocked).count();
+        let free = n.free_gpus.union(back.gpus).minus(blocked).count();
         lp.node = lp.node.max(free);
         pod_free[n.pod.0 as usize] += free;
         all_free += free;

@@ -10,7 +10,10 @@
 //! - no held reservation's fill time moves later because of growth: growth never takes a
 //!   GPU a reservation holds, and a reservation planned over grown GPUs counts them as free
 //!   (its fill is no later than the ends of the rigid work in its way);
-//! - shrinks only ever take grown allocations, in whole steps, never below MIN.
+//! - shrinks only ever take grown allocations, in whole steps, never below MIN;
+//! - what operators see as reclaimable (`Scheduler::reclaimable_in`, `sinfo --largest`, the
+//!   metrics) is the grown GPUs the scheduler may still take back, and the largest placeable
+//!   requests with them taken back are at least today's (equal when nothing is grown).
 
 use flotilla_core::cluster::{Cluster, NodeAvail, NodeId, PartId};
 use flotilla_core::config::TopologyKind;
@@ -407,6 +410,32 @@ fn check_cycle(s: &mut Scheduler, d: &[Decision], now: u64) -> Result<(), TestCa
             *est_fill <= bound,
             "reservation of job {job} fills at {est_fill}, later than its rigid occupants' {bound}"
         );
+    }
+    // Reclaimable growth per partition: the grown parts not shrinking of jobs without a
+    // preemption pending.
+    for p in 0..s.cluster().partitions.len() {
+        let part = PartId(p as u32);
+        let mut grown = 0u32;
+        for run in s.running().values() {
+            if run.spec.elastic.is_none() || run.preempt_pending {
+                continue;
+            }
+            for g in run.grown.iter().filter(|g| g.shrinking.is_none()) {
+                for a in run.allocs.iter().filter(|a| g.allocs.contains(&a.id)) {
+                    if s.cluster().node(a.part.node).partitions.contains(&part) {
+                        grown += a.part.gpus.count();
+                    }
+                }
+            }
+        }
+        let (now_lp, r) = (s.largest_placeable_in(part), s.reclaimable_in(part));
+        prop_assert_eq!(r.grown_gpus, grown, "reclaimable GPUs of partition {}", p);
+        for (a, b) in [(now_lp.node, r.largest.node), (now_lp.pod, r.largest.pod), (now_lp.any, r.largest.any)] {
+            prop_assert!(a <= b, "largest {now_lp} vs reclaimed {} with {grown} grown", r.largest);
+        }
+        if grown == 0 {
+            prop_assert_eq!(now_lp, r.largest);
+        }
     }
     // Whole-job preemption only when shrinking alone cannot make room.
     let mut preemptors: Vec<JobId> = d

@@ -1225,6 +1225,26 @@ pub enum Request {
     /// for it to lapse (Slurm's `REQUEST_TAKEOVER`); the old leader's next write finds the
     /// lease lost and it steps down. Root and `SlurmUser` only. [`Response::Done`].
     Takeover,
+    /// `sinfo --largest` / `-O LargestReclaimable` and the metrics: per partition, the GPUs
+    /// elastic jobs hold above their minimum and what would be placeable if that growth were
+    /// taken back (Flotilla). [`Response::Reclaimable`]. Its own variant, as `PartitionInfo`
+    /// cannot change (postcard).
+    QueryReclaimable,
+}
+
+/// One partition's elastic growth as [`Request::QueryReclaimable`] answers it.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+pub struct PartitionReclaim {
+    /// Partition name.
+    pub name: String,
+    /// GPUs that running elastic jobs hold above their minimum on the partition's nodes (the
+    /// grown parts not already being given back): what the scheduler takes back, newest
+    /// first, before it preempts any whole job.
+    pub grown_gpus: u32,
+    /// The largest GPU request that could start inside one node, one pod and anywhere if
+    /// every grown part were taken back (equal to `PartitionInfo::largest_placeable` when
+    /// nothing is grown).
+    pub largest_if_reclaimed: LargestPlaceableWire,
 }
 
 /// An elastic job's range and membership changes, for `scontrol show job`.
@@ -1323,6 +1343,7 @@ impl Request {
             Request::QueryUpdateTimes => "REQUEST_UPDATE_TIMES",
             Request::QueryTurnTimes => "REQUEST_TURNS",
             Request::Takeover => "REQUEST_TAKEOVER",
+            Request::QueryReclaimable => "REQUEST_RECLAIMABLE_INFO",
         }
     }
 }
@@ -1417,6 +1438,8 @@ pub enum Response {
     /// Success of a request that answers nothing else (Slurm's `RESPONSE_SLURM_RC` with
     /// `SLURM_SUCCESS`): [`Request::Takeover`].
     Done,
+    /// Answer to [`Request::QueryReclaimable`]: one entry per partition, in slurm.conf order.
+    Reclaimable(Vec<PartitionReclaim>),
 }
 
 #[cfg(test)]
@@ -1560,6 +1583,24 @@ mod tests {
         let bytes = postcard::to_allocvec(&CtlToNode::Keepalive).unwrap();
         assert_eq!(bytes, vec![before + 1]);
         assert_eq!(postcard::from_bytes::<CtlToNode>(&bytes).unwrap(), CtlToNode::Keepalive);
+    }
+
+    /// `QueryReclaimable` and `Reclaimable` were appended after `Takeover` and `Done`.
+    #[test]
+    fn reclaimable_messages_round_trip_and_are_appended() {
+        let before = postcard::to_allocvec(&Request::Takeover).unwrap()[0];
+        let bytes = postcard::to_allocvec(&Request::QueryReclaimable).unwrap();
+        assert_eq!(bytes[0], before + 1);
+        assert_eq!(postcard::from_bytes::<Request>(&bytes).unwrap(), Request::QueryReclaimable);
+        let before = postcard::to_allocvec(&Response::Done).unwrap()[0];
+        let resp = Response::Reclaimable(vec![PartitionReclaim {
+            name: "batch".into(),
+            grown_gpus: 16,
+            largest_if_reclaimed: LargestPlaceableWire { node: 8, pod: 16, any: 24 },
+        }]);
+        let bytes = postcard::to_allocvec(&resp).unwrap();
+        assert_eq!(bytes[0], before + 1);
+        assert_eq!(postcard::from_bytes::<Response>(&bytes).unwrap(), resp);
     }
 
     #[test]

@@ -403,6 +403,11 @@ pub struct PartitionFacts {
     /// Largest GPU request that could start now inside one node, one pod, anywhere
     /// (`sinfo -O LargestPlaceable`).
     pub largest_placeable: (u32, u32, u32),
+    /// GPUs elastic jobs hold above their minimum on the partition's nodes that may be taken
+    /// back (`sinfo --largest`'s `GROWN`).
+    pub elastic_reclaimable_gpus: u32,
+    /// `largest_placeable` if that growth were taken back (`sinfo -O LargestReclaimable`).
+    pub largest_if_reclaimed: (u32, u32, u32),
 }
 
 /// Durations bucketed by upper bounds in µs (cumulative since the start, never reset).
@@ -843,6 +848,28 @@ pub fn render(s: &Snapshot) -> String {
                     }
                 }
             }
+            if !parts.is_empty() {
+                let name = "flotilla_largest_placeable_if_reclaimed";
+                o.family(
+                    name,
+                    "gauge",
+                    "Largest GPU request that could start in the partition, inside one node, one pod, or anywhere, if elastic jobs gave back their growth above their minimum",
+                );
+                for p in parts {
+                    let (node, pod, any) = p.largest_if_reclaimed;
+                    for (topo, v) in [("node", node), ("pod", pod), ("any", any)] {
+                        o.sample(name, &[("partition", &p.name), ("topology", topo)], v);
+                    }
+                }
+            }
+            o.gauges(
+                "flotilla_elastic_reclaimable_gpus",
+                "GPUs elastic jobs hold above their minimum in the partition, taken back before any whole job is preempted",
+                "partition",
+                parts,
+                |p| &p.name,
+                |p| u64::from(p.elastic_reclaimable_gpus),
+            );
             o.gauges("flotilla_free_nodes_full", "Schedulable nodes of the partition with nothing allocated", "partition", parts, |p| &p.name, |p| {
                 p.nodes.free_full
             });
@@ -1396,6 +1423,8 @@ mod tests {
             jobs: jobs.clone(),
             nodes: nc.clone(),
             largest_placeable: (4, 6, 6),
+            elastic_reclaimable_gpus: 2,
+            largest_if_reclaimed: (4, 8, 8),
         };
         let diag = Diag {
             req_time: 1_700_000_100,

@@ -351,3 +351,90 @@ fn growth_starts_the_jobs_step_on_the_new_node() {
     }
     h.check();
 }
+
+/// The partition's reclaimable figures (`Request::QueryReclaimable`), as `sinfo --largest`
+/// and `-O LargestReclaimable` show them.
+fn reclaimable(h: &mut Harness) -> flotilla_proto::PartitionReclaim {
+    match h.call(User::Alice, Request::QueryReclaimable) {
+        Response::Reclaimable(mut v) => {
+            assert_eq!(v.len(), 1, "{v:?}");
+            v.pop().unwrap()
+        }
+        other => panic!("{other:?}"),
+    }
+}
+
+/// The partitions' metrics text (`/metrics/partitions`) and one sample of it.
+fn partition_metric(h: &mut Harness, series: &str) -> u64 {
+    use flotilla_slurmctld::metrics::{render, MetricsKind};
+    let (tx, mut rx) = tokio::sync::oneshot::channel();
+    let now = harness::T0 + h.at();
+    h.ctl_mut().handle(
+        flotilla_slurmctld::ctld::Event::Metrics {
+            kind: Some(MetricsKind::Partitions),
+            reply: tx,
+        },
+        now,
+    );
+    let text = render(&rx.try_recv().expect("answered").expect("a snapshot"));
+    text.lines()
+        .find_map(|l| l.strip_prefix(series).and_then(|r| r.strip_prefix(' ')))
+        .and_then(|v| v.parse().ok())
+        .unwrap_or_else(|| panic!("no {series} in:\n{text}"))
+}
+
+/// What operators see as reclaimable is the elastic job's growth: `QueryReclaimable` and the
+/// metrics report the grown GPUs (8 per grown node, from the job's grown nodes) and the
+/// largest request that would fit if they were taken back, beside `largest_placeable` (0 on
+/// the full partition); a grown part already being given back is no longer reclaimable.
+#[test]
+fn grown_gpus_are_reported_as_reclaimable() {
+    let mut h = Harness::new("elastic_reclaimable", FOUR_NODES, CtlOptions::default());
+    for n in ["gpu01", "gpu02", "gpu03", "gpu04"] {
+        h.register(n);
+    }
+    h.turn();
+    h.submit(gpus8(job(User::Bob, Some(6_000), 0)));
+    h.rpc(User::Alice, elastic(User::Alice, 1, 4, None));
+    h.turn();
+    let Some(Response::Submitted(s)) = h.replies().last().cloned() else {
+        panic!("submitted")
+    };
+    let id = s.job_id;
+    assert_eq!(nodes(&h, id).1, 1, "starts at MIN");
+    // Nothing grown: the reclaimable figures are today's.
+    let r = reclaimable(&mut h);
+    let lp = |node, pod, any| flotilla_proto::LargestPlaceableWire { node, pod, any };
+    let now = match h.call(User::Alice, Request::QueryPartitions) {
+        Response::Partitions(p) => p[0].largest_placeable.expect("computed"),
+        other => panic!("{other:?}"),
+    };
+    assert_eq!((r.name.as_str(), r.grown_gpus, r.largest_if_reclaimed), ("batch", 0, now));
+    assert_eq!(now.any, 16, "two free nodes");
+    // The job grows into both free nodes: 16 GPUs grown, nothing free now.
+    h.advance(60);
+    h.turn();
+    assert_eq!(nodes(&h, id).1, 3);
+    let grown_nodes = flotilla_core::hostlist::expand(&info(&mut h, id).grown_nodes).unwrap();
+    let r = reclaimable(&mut h);
+    assert_eq!(r.grown_gpus, 8 * grown_nodes.len() as u32, "the grown GPUs");
+    assert_eq!(r.grown_gpus, 16);
+    assert_eq!((r.largest_if_reclaimed.node, r.largest_if_reclaimed.any), (8, 16));
+    let series = |m: &str, topo: &str| format!("{m}{{partition=\"batch\",topology=\"{topo}\"}}");
+    assert_eq!(partition_metric(&mut h, "flotilla_elastic_reclaimable_gpus{partition=\"batch\"}"), 16);
+    assert_eq!(partition_metric(&mut h, &series("flotilla_largest_placeable", "any")), 0);
+    assert_eq!(partition_metric(&mut h, &series("flotilla_largest_placeable_if_reclaimed", "any")), 16);
+    assert_eq!(partition_metric(&mut h, &series("flotilla_largest_placeable_if_reclaimed", "node")), 8);
+    // A 2-node job takes the growth back: both grown nodes are leaving (held until the
+    // deadline) and no longer count as reclaimable.
+    let mut two = gpus8(job(User::Bob, Some(600), 0));
+    two.nodes_min = Some(2);
+    let two = h.submit(two);
+    assert_eq!(nodes(&h, id).1, 3, "the leaving members keep their nodes until the deadline");
+    assert_eq!(reclaimable(&mut h), flotilla_proto::PartitionReclaim { name: "batch".into(), grown_gpus: 0, largest_if_reclaimed: lp(0, 0, 0) });
+    assert_eq!(partition_metric(&mut h, "flotilla_elastic_reclaimable_gpus{partition=\"batch\"}"), 0);
+    h.advance(10);
+    h.turn();
+    assert_eq!(h.job(two).state, Some(flotilla_proto::JobStateWire::Running));
+    assert_eq!(reclaimable(&mut h).grown_gpus, 0);
+}

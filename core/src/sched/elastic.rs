@@ -29,10 +29,10 @@
 //!   `_update_job` releases them.
 
 use super::{
-    AllocId, Allocation, Decision, Growth, LossReason, Owner, Rank, RequeueReason, Reservation,
-    RunningJob, Scheduler,
+    AllocId, Allocation, Decision, Growth, LossReason, Owner, Rank, Reclaimable, RequeueReason,
+    Reservation, RunningJob, Scheduler,
 };
-use crate::cluster::{GpuMask, NodeAlloc, NodeId, PartId, Time};
+use crate::cluster::{GpuMask, NodeAlloc, NodeId, PartId, Time, MILLI};
 use crate::config::TopologyKind;
 use crate::job::{Elastic, ElasticUnit, JobId, JobSpec, Request};
 use crate::placement;
@@ -359,6 +359,43 @@ impl Scheduler {
         v.into_iter()
             .map(|((_, std::cmp::Reverse(id), _, _), c)| Victim::Grown(id, c))
             .collect()
+    }
+
+    /// Elastic growth in partition `part` as operators see it (`sinfo --largest`, the
+    /// metrics): the GPUs of the grown parts the scheduler may still take back on the
+    /// partition's nodes (those [`Scheduler::grown_victims`] lists: not already shrinking, of
+    /// jobs without a preemption pending) and the [`placement::LargestPlaceable`] the
+    /// partition would have if all of them were taken back (their GPUs and CPUs free again;
+    /// GPUs held by reservations and swap-pool nodes still left out, as in
+    /// [`Scheduler::largest_placeable_in`]). With nothing grown it equals
+    /// `largest_placeable_in(part)`. O(nodes + grown allocations).
+    pub fn reclaimable_in(&self, part: PartId) -> Reclaimable {
+        let in_part = |n: NodeId| self.cluster.node(n).partitions.contains(&part);
+        let mut back: BTreeMap<NodeId, placement::Reclaimed> = BTreeMap::new();
+        let mut grown_gpus = 0;
+        for a in self.victim_parts(&self.grown_victims()) {
+            if !in_part(a.node) {
+                continue;
+            }
+            grown_gpus += a.gpus.count();
+            let r = back.entry(a.node).or_default();
+            if a.gpu_milli >= MILLI {
+                r.gpus = r.gpus.union(a.gpus);
+            }
+            r.cpu_milli += a.cpu_milli;
+        }
+        let largest = placement::largest_placeable_reclaiming(&self.cluster, &|n: NodeId| {
+            (in_part(n) && !self.swap.contains(&n)).then(|| {
+                let held = self.held[n.0 as usize]
+                    .iter()
+                    .fold(GpuMask::EMPTY, |m, (_, g)| m.union(*g));
+                (held, back.get(&n).copied().unwrap_or_default())
+            })
+        });
+        Reclaimable {
+            grown_gpus,
+            largest,
+        }
     }
 
     /// The per-node parts `victims` free, each allocation once (a whole job's grown parts may

@@ -911,3 +911,12 @@ pub struct Reservation {
     pub preempting: bool,
 }
 
+/// Elastic growth in one partition ([`Scheduler::reclaimable_in`]): what operators see as
+/// reclaimable (`sinfo --largest`, `flotilla_elastic_reclaimable_gpus`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Reclaimable {
+    /// GPUs elastic jobs hold above their `min` that may still be taken back.
+    pub grown_gpus: u32,
+    /// The partition's largest placeable requests if all of them were taken back.
+    pub largest: crate::placement::LargestPlaceable,
+}

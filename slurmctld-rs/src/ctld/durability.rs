@@ -66,7 +66,8 @@ pub(super) fn class(req: &Request) -> Class {
         | Request::AcctMgrShow
         | Request::QueryShares(_)
         | Request::QueryPriorities(_)
-        | Request::QueryElastic { .. } => Class::Query,
+        | Request::QueryElastic { .. }
+        | Request::QueryReclaimable => Class::Query,
         Request::SubmitJob(_)
         | Request::SubmitElastic(_)
         | Request::HoldRelease(_)

@@ -104,11 +104,14 @@ impl Controller {
                         let mut nodes = NodeCounts::default();
                         p.nodes.iter().for_each(|n| nodes.add(&facts[n.0 as usize]));
                         let lp = self.largest_placeable_of(i);
+                        let (grown, lr) = self.reclaimable_of(i);
                         PartitionFacts {
                             name: p.name.clone(),
                             jobs: JobCounts::default(),
                             nodes,
                             largest_placeable: (lp.node, lp.pod, lp.any),
+                            elastic_reclaimable_gpus: grown,
+                            largest_if_reclaimed: (lr.node, lr.pod, lr.any),
                         }
                     })
                     .collect();

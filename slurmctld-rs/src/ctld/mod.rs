@@ -473,6 +473,16 @@ impl Controller {
                 let resp = Response::Elastic(self.query_elastic(ident, &job_ids));
                 self.answers.push((reply, resp.into()));
             }
+            // `sinfo --largest`'s second half (after REQUEST_PARTITION_INFO), not counted
+            // either.
+            Event::Rpc {
+                req: Request::QueryReclaimable,
+                reply,
+                ident,
+            } => {
+                let resp = Response::Reclaimable(self.query_reclaimable(ident));
+                self.answers.push((reply, resp.into()));
+            }
             Event::Rpc { ident, req, reply } => {
                 *self.stats.rpc.entry(req.kind()).or_default() += 1;
                 let (kind, t) = (req.kind(), std::time::Instant::now());
@@ -520,6 +530,7 @@ impl Controller {
             Request::SubmitJob(s) => self.submit(ident, *s, now),
             Request::SubmitElastic(s) => self.submit_elastic(ident, *s, now),
             Request::QueryElastic { job_ids } => Response::Elastic(self.query_elastic(ident, &job_ids)),
+            Request::QueryReclaimable => Response::Reclaimable(self.query_reclaimable(ident)),
             Request::CancelJob(c) => self.cancel(ident, c, now),
             Request::HoldRelease(h) => self.hold_release(ident, h, now),
             Request::Requeue(r) => self.requeue_rpc(ident, r, now),

@@ -309,6 +309,22 @@ impl Controller {
             .collect()
     }
 
+    /// `Request::QueryReclaimable`: per partition the caller may see (as
+    /// [`Self::query_partitions`]), its elastic growth that may be taken back.
+    pub(super) fn query_reclaimable(&self, ident: Ident) -> Vec<flotilla_proto::PartitionReclaim> {
+        self.sched
+            .cluster()
+            .partitions
+            .iter()
+            .enumerate()
+            .filter(|(_, p)| self.opts.access.sees_partition(ident, &p.name))
+            .map(|(i, p)| {
+                let (grown_gpus, largest_if_reclaimed) = self.reclaimable_of(i);
+                flotilla_proto::PartitionReclaim { name: p.name.clone(), grown_gpus, largest_if_reclaimed }
+            })
+            .collect()
+    }
+
     pub(super) fn stats(&self, now: i64) -> Stats {
         let s = &self.stats;
         Stats {

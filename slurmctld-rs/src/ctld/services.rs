@@ -410,4 +410,19 @@ impl Controller {
             any: lp.any,
         }
     }
+
+    /// Elastic growth of partition `i` (`sinfo --largest`, `-O LargestReclaimable`, the
+    /// metrics): the grown GPUs that may be taken back and the partition's
+    /// `largest_placeable` if they were (`Scheduler::reclaimable_in`).
+    pub(super) fn reclaimable_of(&self, i: usize) -> (u32, LargestPlaceableWire) {
+        let r = self.sched.reclaimable_in(PartId(i as u32));
+        (
+            r.grown_gpus,
+            LargestPlaceableWire {
+                node: r.largest.node,
+                pod: r.largest.pod,
+                any: r.largest.any,
+            },
+        )
+    }
 }
