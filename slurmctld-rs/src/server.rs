@@ -148,6 +148,9 @@ pub struct Shared {
     pub standby: std::sync::atomic::AtomicBool,
     /// `scontrol takeover` asked this standby to take the lease now (`daemon::take_lease`).
     pub takeover: std::sync::atomic::AtomicBool,
+    /// While a standby: the leader's `host:port` as the lease row names it
+    /// (`daemon::take_lease` keeps it), where HTTP peers are sent ([`Shared::standing`]).
+    pub leader: Mutex<Option<String>>,
 }
 
 impl Shared {
@@ -181,6 +184,17 @@ impl Shared {
             epoch: AtomicU64::new(0),
             standby: std::sync::atomic::AtomicBool::new(false),
             takeover: std::sync::atomic::AtomicBool::new(false),
+            leader: Mutex::new(None),
+        }
+    }
+
+    /// Whether this controller leads, for an HTTP peer ([`crate::metrics::Standing`]).
+    pub fn standing(&self) -> crate::metrics::Standing {
+        if self.standby.load(Ordering::Acquire) {
+            let leader = self.leader.lock().unwrap_or_else(|p| p.into_inner()).clone();
+            crate::metrics::Standing::Standby { leader }
+        } else {
+            crate::metrics::Standing::Leader
         }
     }
 
@@ -418,7 +432,8 @@ async fn sniff(stream: tokio::net::TcpStream, addr: SocketAddr, slot: Slot, shar
         Ok(Ok(1..)) if crate::metrics::looks_like_http(first[0]) => {
             drop(slot);
             let (gate, tx) = (shared.http.clone(), shared.tx.clone());
-            crate::metrics::serve(stream, addr.ip().to_canonical(), gate, tx, shutdown).await;
+            let standing: Arc<dyn Fn() -> crate::metrics::Standing + Send + Sync> = Arc::new(move || shared.standing());
+            crate::metrics::serve(stream, addr.ip().to_canonical(), gate, tx, standing, shutdown).await;
         }
         Ok(Ok(1..)) => connection(stream, Peer::Tcp(addr), slot, shared, shutdown).await,
         _ => debug!(peer = %addr, "connection closed before its first byte"),
