@@ -193,10 +193,13 @@ pub fn holder_id() -> String {
 ///
 /// # Errors
 /// The store's, other than those [`crate::store::StoreError::may_recover`] waits out.
-/// `takeover` (set by `scontrol takeover`, [`crate::server::Shared::takeover`]) makes a standby
-/// take the lease at its next try, as `force`: the leader's next write then finds it lost and
-/// the leader steps down.
-pub async fn take_lease(store: Store, opts: &CtlOptions, force: bool, takeover: &std::sync::atomic::AtomicBool) -> anyhow::Result<Store> {
+/// `shared.takeover` (set by `scontrol takeover`, [`crate::server::Shared::takeover`]) makes a
+/// standby take the lease at its next try, as `force`: the leader's next write then finds it
+/// lost and the leader steps down. While waiting, `shared.leader` names the lease holder's
+/// address (where the HTTP side sends metrics requests, [`crate::metrics::Standing`]).
+pub async fn take_lease(store: Store, opts: &CtlOptions, force: bool, shared: &Shared) -> anyhow::Result<Store> {
+    let takeover = &shared.takeover;
+    let set_leader = |addr: Option<String>| *shared.leader.lock().unwrap_or_else(|p| p.into_inner()) = addr;
     let holder = holder_id();
     let mut store = store;
     let mut said = None;
@@ -218,9 +221,11 @@ pub async fn take_lease(store: Store, opts: &CtlOptions, force: bool, takeover: 
         match r {
             Ok(Acquired::Leader(epoch)) => {
                 tracing::info!(epoch, holder, "took the leader lease: this controller leads");
+                set_leader(None);
                 return Ok(store);
             }
             Ok(Acquired::Held(row)) => {
+                set_leader(Some(row.addr.clone()));
                 if said.as_ref() != Some(&row.holder) {
                     tracing::info!(leader = %row.holder, addr = %row.addr, epoch = row.epoch, "standby: another controller leads; waiting for its lease to lapse");
                     said = Some(row.holder.clone());
@@ -404,7 +409,7 @@ pub async fn start(cfg: DaemonConfig) -> anyhow::Result<Daemon> {
     }
     // One controller leads: the lease decides. A standby waits here; with backups
     // configured it answers only pings meanwhile (`Shared::standby`).
-    let store = take_lease(store, &opts, sqlite, &shared.takeover).await?;
+    let store = take_lease(store, &opts, sqlite, &shared).await?;
     // Every node message from here on carries the epoch (the owner task, which alone sends
     // to nodes, starts below).
     shared.epoch.store(store.epoch(), std::sync::atomic::Ordering::Release);

@@ -10,6 +10,15 @@
 //! `/metrics/jobs`, `/metrics/nodes`, `/metrics/partitions`, `/metrics/scheduler`,
 //! `/metrics/jobs-users-accts` ([`MetricsKind`]). Anything else is 404 with Slurm's text.
 //!
+//! On a standby (a controller waiting for the leader lease, [`Standing::Standby`]), as Slurm
+//! 25.11's backup (`src/slurmctld/http.c`, `_metrics_redirect_to_primary` and `_req_readyz`):
+//! `/metrics` and every metric set answer `303 See Other` with `Location` the same path and
+//! query on the leader, or `503` with Slurm's text when the leader's address is not known;
+//! `/readyz` is 500 (not the primary); `/livez`, `/healthz` and `/` as on the leader. Slurm
+//! sends the client to the first `SlurmctldHost` (its primary always leads when up); here the
+//! leader is whichever controller holds the lease, so `Location` is the address the lease row
+//! names (`ha_lease.addr`, the leader's `host:port`), never this standby itself.
+//!
 //! What it must never do: block or slow the scheduler, or trust an HTTP peer. The owner task
 //! only *counts* (an [`Event::Metrics`] answered with a [`Snapshot`] of aggregated numbers,
 //! O(jobs + nodes), no text); the text is rendered here, in the connection's task. HTTP peers
@@ -1125,19 +1134,22 @@ impl HttpGate {
 
 /// Serves one HTTP/1.1 connection from `ip` until the peer closes it, it is evicted, its
 /// lifetime ends or the controller shuts down. `tx` is the owner task's inbox.
+/// `standing` says, at each request, whether this controller leads
+/// ([`crate::server::Shared::standing`]).
 pub async fn serve(
     stream: TcpStream,
     ip: IpAddr,
     gate: Arc<HttpGate>,
     tx: Option<mpsc::Sender<Event>>,
+    standing: Arc<dyn Fn() -> Standing + Send + Sync>,
     mut shutdown: watch::Receiver<bool>,
 ) {
     let slot = gate.admit(ip);
     let io = hyper_util::rt::TokioIo::new(stream);
     let svc_gate = gate.clone();
     let svc = hyper::service::service_fn(move |req| {
-        let (gate, tx) = (svc_gate.clone(), tx.clone());
-        async move { Ok::<_, Infallible>(answer(req, &gate, tx.as_ref()).await) }
+        let (gate, tx, now) = (svc_gate.clone(), tx.clone(), standing());
+        async move { Ok::<_, Infallible>(answer(req, &gate, tx.as_ref(), &now).await) }
     });
     let mut b = hyper::server::conn::http1::Builder::new();
     b.timer(hyper_util::rt::TokioTimer::new())
@@ -1202,8 +1214,53 @@ async fn ask_owner(tx: Option<&mpsc::Sender<Event>>, kind: Option<MetricsKind>) 
     tokio::time::timeout(OWNER_TIMEOUT, asked).await.ok().flatten()
 }
 
+/// What this controller is when an HTTP request comes.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Standing {
+    /// It holds the leader lease (or runs alone).
+    Leader,
+    /// It waits for the lease; `leader` is the lease holder's `host:port` when known.
+    Standby {
+        /// The leader's address, as its lease row names it.
+        leader: Option<String>,
+    },
+}
+
+/// Slurm's text when a standby does not know where the leader is (`http.c`).
+const NO_PRIMARY: &str = "slurmctld: primary mode controller address unavailable\n";
+
+/// A standby's answer to `path` (`query`: the URI's query, if any), or `None` when the
+/// request is answered as on the leader (Slurm 25.11 `_metrics_redirect_to_primary` for the
+/// metrics paths, `_req_readyz` for `/readyz`). Only paths that exist are sent on: an unknown
+/// one is still 404 here.
+fn standby_answer(standing: &Standing, path: &str, query: Option<&str>) -> Option<HttpResponse> {
+    let Standing::Standby { leader } = standing else { return None };
+    if path == "/readyz" {
+        return Some(respond(StatusCode::INTERNAL_SERVER_ERROR, None, String::new()));
+    }
+    if path != "/metrics" && MetricsKind::from_path(path).is_none() {
+        return None;
+    }
+    // An address without a port (a leader with no TCP listener) is no place to send anyone.
+    let Some(addr) = leader.as_deref().filter(|a| a.rsplit_once(':').is_some_and(|(h, p)| !h.is_empty() && p.parse::<u16>().is_ok())) else {
+        return Some(respond(StatusCode::SERVICE_UNAVAILABLE, Some(TEXT_TYPE), NO_PRIMARY.to_string()));
+    };
+    let mut location = format!("http://{addr}{path}");
+    if let Some(q) = query.filter(|q| !q.is_empty()) {
+        location.push('?');
+        location.push_str(q);
+    }
+    let Ok(v) = hyper::header::HeaderValue::from_str(&location) else {
+        return Some(respond(StatusCode::SERVICE_UNAVAILABLE, Some(TEXT_TYPE), NO_PRIMARY.to_string()));
+    };
+    debug!(%location, "HTTP metrics: standby sending 303 See Other to the leader");
+    let mut r = respond(StatusCode::SEE_OTHER, None, String::new());
+    r.headers_mut().insert(hyper::header::LOCATION, v);
+    Some(r)
+}
+
 /// The answer to one request.
-async fn answer(req: hyper::Request<Incoming>, gate: &HttpGate, tx: Option<&mpsc::Sender<Event>>) -> HttpResponse {
+async fn answer(req: hyper::Request<Incoming>, gate: &HttpGate, tx: Option<&mpsc::Sender<Event>>, standing: &Standing) -> HttpResponse {
     use hyper::body::Body as _;
     gate.requests.fetch_add(1, Ordering::Relaxed);
     let (method, path) = (req.method().clone(), req.uri().path().to_string());
@@ -1216,6 +1273,10 @@ async fn answer(req: hyper::Request<Incoming>, gate: &HttpGate, tx: Option<&mpsc
     }
     if method != Method::GET {
         return respond(StatusCode::NOT_FOUND, Some(TEXT_TYPE), error_body(&method, &path, "Invalid or unknown URL path"));
+    }
+    // A standby sends the metrics on to the leader before any token check, as Slurm's does.
+    if let Some(r) = standby_answer(standing, &path, req.uri().query()) {
+        return r;
     }
     if gate.conf.auth_required && (path == "/metrics" || MetricsKind::from_path(&path).is_some()) {
         if let Err(status) = gate.authorize(req.headers()).await {
@@ -1511,6 +1572,37 @@ mod tests {
         metrics_text(&gate, Some(&tx), MetricsKind::Jobs).await.expect("an answer");
         assert_eq!(gate.owner_asks.load(Ordering::Relaxed), 3, "counted again once the text is MAX_AGE old");
         assert!(metrics_text(&gate, None, MetricsKind::Scheduler).await.is_none(), "no owner (sackd): no text");
+    }
+
+    /// A standby: the metrics paths are sent to the leader (path and query kept), `/readyz` is
+    /// 500, the rest answered as on the leader; with no usable leader address, 503.
+    #[test]
+    fn a_standby_sends_metrics_to_the_leader() {
+        let leader = Standing::Standby { leader: Some("ctl-a:6817".into()) };
+        for (path, query, location) in [
+            ("/metrics", None, "http://ctl-a:6817/metrics"),
+            ("/metrics/jobs", None, "http://ctl-a:6817/metrics/jobs"),
+            ("/metrics/jobs-users-accts", Some("x=1&y=2"), "http://ctl-a:6817/metrics/jobs-users-accts?x=1&y=2"),
+            ("/metrics/scheduler", Some(""), "http://ctl-a:6817/metrics/scheduler"),
+        ] {
+            let r = standby_answer(&leader, path, query).expect("a standby's answer");
+            assert_eq!(r.status(), StatusCode::SEE_OTHER, "{path}");
+            assert_eq!(r.headers()[hyper::header::LOCATION], location, "{path}");
+        }
+        let r = standby_answer(&leader, "/readyz", None).expect("a standby's answer");
+        assert_eq!(r.status(), StatusCode::INTERNAL_SERVER_ERROR);
+        for path in ["/", "/livez", "/healthz", "/metrics/nope", "/x"] {
+            assert!(standby_answer(&leader, path, None).is_none(), "{path} is answered as on the leader");
+        }
+        for unknown in [None, Some(""), Some("ctl-a"), Some(":6817"), Some("ctl-a:port")] {
+            let s = Standing::Standby { leader: unknown.map(str::to_string) };
+            let r = standby_answer(&s, "/metrics/nodes", None).expect("a standby's answer");
+            assert_eq!(r.status(), StatusCode::SERVICE_UNAVAILABLE, "{unknown:?}");
+            assert!(r.headers().get(hyper::header::LOCATION).is_none());
+        }
+        for path in ["/metrics", "/metrics/jobs", "/readyz", "/livez"] {
+            assert!(standby_answer(&Standing::Leader, path, None).is_none(), "the leader answers {path} itself");
+        }
     }
 
     #[test]

@@ -152,6 +152,9 @@ pub struct Shared {
     /// their keepalives only while it is fresh ([`node_keepalive`]). Unset (a controller in
     /// process without a lease): always sent.
     pub lease: std::sync::OnceLock<crate::store::FenceWatch>,
+    /// While a standby: the leader's `host:port` as the lease row names it
+    /// (`daemon::take_lease` keeps it), where HTTP peers are sent ([`Shared::standing`]).
+    pub leader: Mutex<Option<String>>,
 }
 
 impl Shared {
@@ -186,6 +189,17 @@ impl Shared {
             standby: std::sync::atomic::AtomicBool::new(false),
             takeover: std::sync::atomic::AtomicBool::new(false),
             lease: std::sync::OnceLock::new(),
+            leader: Mutex::new(None),
+        }
+    }
+
+    /// Whether this controller leads, for an HTTP peer ([`crate::metrics::Standing`]).
+    pub fn standing(&self) -> crate::metrics::Standing {
+        if self.standby.load(Ordering::Acquire) {
+            let leader = self.leader.lock().unwrap_or_else(|p| p.into_inner()).clone();
+            crate::metrics::Standing::Standby { leader }
+        } else {
+            crate::metrics::Standing::Leader
         }
     }
 
@@ -436,7 +450,8 @@ async fn sniff(stream: tokio::net::TcpStream, addr: SocketAddr, slot: Slot, shar
         Ok(Ok(1..)) if crate::metrics::looks_like_http(first[0]) => {
             drop(slot);
             let (gate, tx) = (shared.http.clone(), shared.tx.clone());
-            crate::metrics::serve(stream, addr.ip().to_canonical(), gate, tx, shutdown).await;
+            let standing: Arc<dyn Fn() -> crate::metrics::Standing + Send + Sync> = Arc::new(move || shared.standing());
+            crate::metrics::serve(stream, addr.ip().to_canonical(), gate, tx, standing, shutdown).await;
         }
         Ok(Ok(1..)) => connection(stream, Peer::Tcp(addr), slot, shared, shutdown).await,
         _ => debug!(peer = %addr, "connection closed before its first byte"),

@@ -395,3 +395,63 @@ fn kill9_of_the_leader_again_and_again_under_concurrent_submissions() {
     stop.store(true, Ordering::Release);
     drop(agents);
 }
+
+/// `curl` (a real HTTP client) at `url`: the status code, the `Location` it was sent to (empty
+/// when none) and the body. `follow`: curl follows redirects (`-L`), as a scraper does.
+fn curl(url: &str, follow: bool) -> (u16, String, String) {
+    let mut cmd = std::process::Command::new("curl");
+    cmd.args(["-sS", "--max-time", "20", "-w", "\n%{http_code} %{redirect_url}"]);
+    if follow {
+        cmd.arg("-L");
+    }
+    let out = cmd.arg(url).output().expect("curl runs");
+    let text = String::from_utf8_lossy(&out.stdout).into_owned();
+    let (body, tail) = text.rsplit_once('\n').unwrap_or_else(|| panic!("curl {url}: {text} {}", String::from_utf8_lossy(&out.stderr)));
+    let (code, location) = tail.split_once(' ').unwrap_or((tail, ""));
+    (code.parse().unwrap_or_else(|_| panic!("curl {url}: {tail}")), location.to_string(), body.to_string())
+}
+
+/// The controller's HTTP side on a standby, as Slurm 25.11's backup (`src/slurmctld/http.c`):
+/// `/metrics` and the metric sets are `303 See Other` to the same path on the leader (a client
+/// that follows it gets the leader's numbers), `/readyz` is 500, `/livez` and `/healthz` 204;
+/// once the standby leads (`scontrol takeover`) it serves them itself, on the same port.
+#[test]
+fn a_standby_sends_http_peers_to_the_leader() {
+    let Some((env, _pg)) = ha_env("a_standby_sends_http_peers_to_the_leader") else { return };
+    env.edit_cluster(|c| c.metrics_type = Some("metrics/openmetrics".into()));
+    let extra = ["--tick-ms", "100", "--debounce-ms", "5"];
+    let mut a = Ctl::wait_ready(&env, "a", Ctl::spawn_named(&env, "a", 0, &extra));
+    let b = Ctl::spawn_named(&env, "b", 0, &extra);
+    assert!(wait_for(20, || log_of(&env, "b").contains("standby: another controller leads")), "b waits as a standby");
+    let mut port = None;
+    assert!(wait_for(20, || { port = listen_port(b.id()); port.is_some() }), "b listens");
+    let b_addr: std::net::SocketAddr = ([127, 0, 0, 1], port.unwrap()).into();
+    let submitted = submit(&env, a.addr, 3);
+    let (ua, ub) = (format!("http://{}", a.addr), format!("http://{b_addr}"));
+    for path in ["/metrics", "/metrics/jobs", "/metrics/nodes", "/metrics/partitions", "/metrics/scheduler", "/metrics/jobs-users-accts"] {
+        let (code, location, body) = curl(&format!("{ub}{path}"), false);
+        assert_eq!((code, location.as_str()), (303, format!("{ua}{path}").as_str()), "standby {path}: {body}");
+        assert!(body.is_empty(), "a redirect has no body: {body}");
+    }
+    let (code, location, _) = curl(&format!("{ub}/metrics/jobs?since=1"), false);
+    assert_eq!((code, location), (303, format!("{ua}/metrics/jobs?since=1")), "the query goes along");
+    // Followed, the redirect serves the leader's numbers.
+    let (code, _, body) = curl(&format!("{ub}/metrics/jobs"), true);
+    assert_eq!(code, 200, "{body}");
+    assert!(body.contains(&format!("\nslurm_jobs {}\n", submitted.len())), "the leader's count: {body}");
+    assert_eq!(curl(&format!("{ub}/readyz"), false).0, 500, "a standby is not ready (Slurm: not the primary)");
+    assert_eq!(curl(&format!("{ub}/livez"), false).0, 204);
+    assert_eq!(curl(&format!("{ub}/healthz"), false).0, 204);
+    assert_eq!(curl(&format!("{ub}/nope"), false).0, 404, "an unknown path is not sent on");
+    assert_eq!(curl(&format!("{ua}/readyz"), false).0, 204, "the leader is ready");
+    assert_eq!(curl(&format!("{ua}/metrics/jobs"), false).0, 200, "the leader serves its own");
+    // b leads: it serves on the port it listened on as a standby.
+    assert!(matches!(call(&env, b_addr, 0, Request::Takeover), Ok(Response::Done)));
+    let b = Ctl::wait_ready(&env, "b", b);
+    assert_eq!(b.addr, b_addr);
+    assert!(wait_for(20, || curl(&format!("{ub}/readyz"), false).0 == 204), "the new leader is ready");
+    let (code, location, body) = curl(&format!("{ub}/metrics/jobs"), false);
+    assert_eq!((code, location.as_str()), (200, ""), "{body}");
+    assert!(body.contains(&format!("\nslurm_jobs {}\n", submitted.len())), "the same jobs: {body}");
+    a.kill9();
+}
