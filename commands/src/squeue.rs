@@ -568,7 +568,7 @@ fn letter_fields(ch: char) -> &'static [JobField] {
         'a' => &[F::Account],
         'A' => &[F::JobId],
         'i' | 'F' | 'K' => &[F::JobId, F::ArrayJobId, F::ArrayTaskId, F::ArrayTaskStr],
-        'b' => &[F::Gres],
+        'b' => &[F::Gres, F::TresPerNode],
         'B' => &[F::State, F::BatchHost],
         'c' => &[F::NumCpus, F::NumNodes],
         'C' => &[F::NumCpus],
@@ -608,7 +608,7 @@ fn o2_fields(f: O2) -> &'static [JobField] {
     use JobField as F;
     match f {
         O2::Letter(ch) => letter_fields(ch),
-        O2::TresAlloc => &[F::State, F::NumCpus, F::MemPerNodeMib, F::NumNodes, F::Gpus],
+        O2::TresAlloc => &[F::State, F::NumCpus, F::MemPerNodeMib, F::MemPerCpuMib, F::Exclusive, F::NumNodes, F::Gpus],
         O2::NumTasks => &[F::NumTasks],
         O2::ExitCode => &[F::ExitCode, F::ExitSignal],
         O2::StdOut => &[F::Stdout],
@@ -617,6 +617,9 @@ fn o2_fields(f: O2) -> &'static [JobField] {
         O2::Requeue => &[F::Requeue],
         O2::Topology => &[F::Topology],
         O2::Preemptible => &[F::Preemptible],
+        O2::TresPerJob => &[F::TresPerJob],
+        O2::TresPerSocket => &[F::TresPerSocket],
+        O2::TresPerTask => &[F::TresPerTask],
     }
 }
 
@@ -984,7 +987,10 @@ fn o2_field(name: &str) -> Option<(&'static str, O2)> {
         "timelimit" => ("TIME_LIMIT", O2::Letter('l')),
         "timeused" => ("TIME", O2::Letter('M')),
         "tres-alloc" => ("TRES_ALLOC", O2::TresAlloc),
+        "tres-per-job" => ("TRES_PER_JOB", O2::TresPerJob),
         "tres-per-node" => ("TRES_PER_NODE", O2::Letter('b')),
+        "tres-per-socket" => ("TRES_PER_SOCKET", O2::TresPerSocket),
+        "tres-per-task" => ("TRES_PER_TASK", O2::TresPerTask),
         "userid" => ("UID", O2::Letter('U')),
         "username" => ("USER", O2::Letter('u')),
         "workdir" => ("WORK_DIR", O2::Letter('Z')),
@@ -1009,6 +1015,9 @@ enum O2 {
     Requeue,
     Topology,
     Preemptible,
+    TresPerJob,
+    TresPerSocket,
+    TresPerTask,
 }
 
 fn o2_value<'b>(f: O2, j: &'b JobView<'_>, now: i64, scratch: &'b mut String) -> Cow<'b, str> {
@@ -1021,7 +1030,7 @@ fn o2_value<'b>(f: O2, j: &'b JobView<'_>, now: i64, scratch: &'b mut String) ->
                 format!(
                     "cpu={},mem={},node={}",
                     j.num_cpus,
-                    jobfmt::mem_str(j.mem_per_node_mib * u64::from(nodes)),
+                    jobfmt::mem_str(jobfmt::pending_mem(j)),
                     nodes
                 )
                 .into()
@@ -1037,6 +1046,11 @@ fn o2_value<'b>(f: O2, j: &'b JobView<'_>, now: i64, scratch: &'b mut String) ->
         O2::Requeue => u8::from(j.requeue).to_string().into(),
         O2::Topology => Cow::Borrowed(&j.topology),
         O2::Preemptible => Cow::Borrowed(if j.preemptible { "YES" } else { "NO" }),
+        // Slurm 22.05 `squeue/print.c` `_print_job_tres_per_job` (and `_socket`, `_task`):
+        // the job's string as submitted, `N/A` without one.
+        O2::TresPerJob => Cow::Borrowed(j.tres_per_job.as_deref().unwrap_or("N/A")),
+        O2::TresPerSocket => Cow::Borrowed(j.tres_per_socket.as_deref().unwrap_or("N/A")),
+        O2::TresPerTask => Cow::Borrowed(j.tres_per_task.as_deref().unwrap_or("N/A")),
     }
 }
 
@@ -1256,7 +1270,8 @@ mod tests {
             "exit_code", "groupname", "jobarrayid", "jobid", "minmemory", "name", "nodelist", "numcpus",
             "numnodes", "numtasks", "partition", "priority", "qos", "reason", "reasonlist", "reqnodes",
             "exclnodes", "schednodes", "starttime", "state", "stderr", "stdout", "submittime", "timeleft",
-            "timelimit", "timeused", "tres-alloc", "tres-per-node", "userid", "username", "workdir",
+            "timelimit", "timeused", "tres-alloc", "tres-per-job", "tres-per-node", "tres-per-socket", "tres-per-task",
+            "userid", "username", "workdir",
             "restartcnt", "requeue", "topology", "preemptible",
         ] {
             let p = Params { format2: Some(format!("{name}:10")), ..Params::default() };
