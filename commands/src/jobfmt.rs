@@ -132,8 +132,12 @@ pub fn mem_str(mib: u64) -> String {
     }
 }
 
-/// `%b` (`gres:gpu:4`, `gres:gpu:h100:3`) or `N/A`.
+/// `%b` (`gres:gpu:4`, `gres:gpu:h100:3`) or `N/A`: the job's `TresPerNode` as submitted
+/// (`gres:gpu` for `--gres=gpu`, Slurm keeps the text), else written from its GRES.
 pub fn tres_per_node(j: &JobView<'_>) -> String {
+    if let Some(t) = j.tres_per_node.as_deref() {
+        return t.to_string();
+    }
     if j.gres.is_empty() {
         return "N/A".into();
     }
@@ -173,12 +177,21 @@ pub fn dependency_str(j: &JobView<'_>) -> String {
 /// `TRES=` / `tres-alloc`: `cpu=1,mem=1G,node=1,billing=1` (plus `gres/gpu=N` when GPUs).
 pub fn tres_str(j: &JobView<'_>) -> String {
     let nodes = j.num_nodes.max(1);
-    let mem = j.mem_per_node_mib * u64::from(nodes);
+    let mem = pending_mem(j);
     let mut s = format!("cpu={},mem={},node={},billing={}", j.num_cpus, mem_str(mem), nodes, j.num_cpus);
     if j.gpus > 0 {
         s.push_str(&format!(",gres/gpu={}", j.gpus));
     }
     s
+}
+
+/// Memory of `TRES=` (MiB): per node times nodes; while pending with memory per CPU, per
+/// CPU times the CPUs asked for (Slurm's request, goldens-extra 0407: 2 nodes, 1 CPU, 1G).
+pub fn pending_mem(j: &JobView<'_>) -> u64 {
+    match (state(j), j.mem_per_cpu_mib) {
+        (JobStateWire::Pending, Some(m)) if !j.exclusive => m * u64::from(j.num_cpus.max(1)),
+        _ => j.mem_per_node_mib * u64::from(j.num_nodes.max(1)),
+    }
 }
 
 /// Pending array tasks of a meta record expanded (`0-5%2` → 0..=5), for `squeue -r`.

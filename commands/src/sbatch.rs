@@ -54,6 +54,8 @@ const O_EXPORT_FILE: u32 = 1030;
 const O_ELASTIC: u32 = 1031;
 const O_ELASTIC_STEP: u32 = 1032;
 const O_ELASTIC_SIGNAL: u32 = 1033;
+const O_GPUS_PER_SOCKET: u32 = 1034;
+const O_SOCKETS_PER_NODE: u32 = 1035;
 
 const fn c(ch: char) -> u32 {
     ch as u32
@@ -103,7 +105,7 @@ pub const LONGS: &[LongOpt] = &[
     lo("gpu-freq", HasArg::Required, O_IGNORED_ARG),
     lo("gpus", HasArg::Required, c('G')),
     lo("gpus-per-node", HasArg::Required, O_GPUS_PER_NODE),
-    lo("gpus-per-socket", HasArg::Required, O_IGNORED_ARG),
+    lo("gpus-per-socket", HasArg::Required, O_GPUS_PER_SOCKET),
     lo("gpus-per-task", HasArg::Required, O_GPUS_PER_TASK),
     lo("gres", HasArg::Required, O_GRES),
     lo("gres-flags", HasArg::Required, O_IGNORED_ARG),
@@ -152,7 +154,7 @@ pub const LONGS: &[LongOpt] = &[
     lo("requeue", HasArg::No, O_REQUEUE),
     lo("reservation", HasArg::Required, O_IGNORED_ARG),
     lo("signal", HasArg::Required, O_SIGNAL),
-    lo("sockets-per-node", HasArg::Required, O_IGNORED_ARG),
+    lo("sockets-per-node", HasArg::Required, O_SOCKETS_PER_NODE),
     lo("spread-job", HasArg::No, O_IGNORED),
     lo("switches", HasArg::Required, O_IGNORED_ARG),
     lo("test-only", HasArg::No, O_TEST_ONLY),
@@ -185,6 +187,7 @@ const ENV_OPTS: &[(&str, &str)] = &[
     ("SBATCH_EXPORT", "export"),
     ("SBATCH_GPUS", "gpus"),
     ("SBATCH_GPUS_PER_NODE", "gpus-per-node"),
+    ("SBATCH_GPUS_PER_SOCKET", "gpus-per-socket"),
     ("SBATCH_GPUS_PER_TASK", "gpus-per-task"),
     ("SBATCH_GRES", "gres"),
     ("SBATCH_HOLD", "hold"),
@@ -229,6 +232,10 @@ pub struct Opts {
     pub elastic: bool,
     /// What `--elastic` adds to the job.
     pub elastic_req: flotilla_proto::ElasticRequest,
+    /// `--gpus-per-node` as given (for `TresPerNode=`).
+    pub gpus_per_node_text: Option<String>,
+    /// `--gres` as given (for `TresPerNode=`).
+    pub gres_text: Option<String>,
 }
 
 /// An early end: the message(s) to print on stderr and the exit status.
@@ -348,6 +355,7 @@ fn main(args: &[String], io: &mut Io<'_>) -> Result<i32, Fatal> {
         umask: crate::sbatch_env::process_umask(),
     };
     job.environment = crate::sbatch_env::submit_environment(std::env::vars().collect(), &job, &ctx);
+    job.tres_per_node = tres_per_node(opts.gpus_per_node_text.as_deref(), opts.gres_text.as_deref());
     check_elastic(&opts)?;
     let ctl = Ctl::new(io.env).map_err(|e| submit_failed(&e))?;
     let req = if opts.elastic {
@@ -669,12 +677,20 @@ pub fn apply(opts: &mut Opts, o: &Opt) -> Result<(), Fatal> {
         O_WRAP => opts.wrap = Some(a.into()),
         O_PARSABLE => opts.parsable = true,
         O_TEST_ONLY => j.test_only = true,
-        O_GRES => j.gres = parse_gres(a).ok_or_else(|| fatal("Invalid generic resource (gres) specification", 255))?,
+        O_GRES => {
+            j.gres = parse_gres(a).ok_or_else(|| fatal("Invalid generic resource (gres) specification", 255))?;
+            opts.gres_text = Some(a.into());
+        }
         O_MEM => j.mem_per_node_mib = Some(parse_mem(a).ok_or_else(|| fatal("Invalid --mem specification", 255))?),
         O_MEM_PER_CPU => {
             j.mem_per_cpu_mib = Some(parse_mem(a).ok_or_else(|| fatal("Invalid --mem-per-cpu specification", 255))?)
         }
-        O_GPUS_PER_NODE => j.gpus_per_node = Some(parse_gpu_count(a)),
+        O_GPUS_PER_NODE => {
+            j.gpus_per_node = Some(parse_gpu_count(a));
+            opts.gpus_per_node_text = Some(a.into());
+        }
+        O_GPUS_PER_SOCKET => j.gpus_per_socket = Some(parse_gpu_count(a)),
+        O_SOCKETS_PER_NODE => j.sockets_per_node = Some(parse_count(a, "--sockets-per-node")?),
         O_GPUS_PER_TASK => j.gpus_per_task = Some(parse_gpu_count(a)),
         O_EXCLUSIVE => j.exclusive = true,
         O_NICE => {
@@ -791,9 +807,29 @@ pub fn parse_bytes(a: &str) -> Option<u64> {
     n.checked_mul(mult)
 }
 
+/// `TresPerNode=` as Slurm 22.05's sbatch writes it (`slurm_opt.c`
+/// `slurm_opt_create_job_desc`): each comma-separated item of `--gpus-per-node` prefixed
+/// `gres:gpu:` (`proc_args.c` `xfmt_tres`), then `--gres` with `gres:` before each item
+/// that lacks it (`gres.c` `gres_prepend_tres_type`; `--gres=none` is no GRES). The text is
+/// kept as written: `--gres=gpu` is `gres:gpu`, `--gres=gpu:0` is `gres:gpu:0`.
+pub fn tres_per_node(gpus_per_node: Option<&str>, gres: Option<&str>) -> Option<String> {
+    let mut items: Vec<String> = Vec::new();
+    if let Some(g) = gpus_per_node.filter(|g| !g.is_empty()) {
+        items.extend(g.split(',').filter(|t| !t.is_empty()).map(|t| format!("gres:gpu:{t}")));
+    }
+    if let Some(g) = gres.filter(|g| !g.is_empty() && !g.eq_ignore_ascii_case("none")) {
+        let prefixed = format!("gres:{g}").replace(',', ",gres:").replace("gres:gres:", "gres:");
+        items.push(prefixed);
+    }
+    (!items.is_empty()).then(|| items.join(","))
+}
+
 /// `--gres=gpu:2,gpu:h100:3` (per node).
 pub fn parse_gres(a: &str) -> Option<Vec<GresSpec>> {
     let mut out = Vec::new();
+    if a.eq_ignore_ascii_case("none") {
+        return Some(out);
+    }
     for item in a.split(',').filter(|s| !s.is_empty()) {
         let item = item.strip_prefix("gres:").or_else(|| item.strip_prefix("gres/")).unwrap_or(item);
         let parts: Vec<&str> = item.split(':').collect();
@@ -1045,6 +1081,22 @@ mod tests {
         assert_eq!(opts_of(&["--elastic-signal=NOPE"]).unwrap_err(), fatal("Invalid --elastic-signal specification: NOPE", 255));
         // Plain --gpus counts are unchanged.
         assert_eq!(parse_gpu_range("a100:2"), (GpuCount { gpu_type: Some("a100".into()), count: 2 }, None));
+    }
+
+    #[test]
+    fn tres_per_node_as_sbatch_writes_it() {
+        // goldens-extra 0401, 0402, 0405, 0407, 0408, 0410.
+        assert_eq!(tres_per_node(None, Some("gpu:2")).as_deref(), Some("gres:gpu:2"));
+        assert_eq!(tres_per_node(None, Some("gpu")).as_deref(), Some("gres:gpu"));
+        assert_eq!(tres_per_node(None, Some("gpu:0")).as_deref(), Some("gres:gpu:0"));
+        assert_eq!(tres_per_node(Some("2"), None).as_deref(), Some("gres:gpu:2"));
+        assert_eq!(tres_per_node(Some("h100:1"), Some("gpu:h100:3,gres:gpu:1")).as_deref(), Some("gres:gpu:h100:1,gres:gpu:h100:3,gres:gpu:1"));
+        assert_eq!(tres_per_node(None, Some("none")), None);
+        assert_eq!(tres_per_node(None, None), None);
+        let o = opts_of(&["--gpus-per-socket=1", "--sockets-per-node=2", "--gres=none"]).unwrap();
+        assert_eq!(o.job.gpus_per_socket, Some(GpuCount { gpu_type: None, count: 1 }));
+        assert_eq!(o.job.sockets_per_node, Some(2));
+        assert!(o.job.gres.is_empty());
     }
 
     #[test]

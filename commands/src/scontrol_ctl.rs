@@ -464,9 +464,15 @@ pub fn job_record(j: &JobInfo, flags: ShowFlags, now: i64, gpu_types: &BTreeMap<
     if !pending && !j.batch_host.is_empty() {
         l.push(format!("   BatchHost={}", j.batch_host));
     }
+    // Slurm 22.05 `job_info.c` (`_sprint_range`): a pending job with a node maximum shows
+    // `MIN-MAX` (`-N 2` is `2-2`, goldens-extra 0405), the minimum capped at the maximum.
+    let num_nodes = if pending && j.max_nodes > 0 {
+        format!("{}-{}", j.num_nodes.min(j.max_nodes), j.max_nodes)
+    } else {
+        j.num_nodes.to_string()
+    };
     l.push(format!(
-        "   NumNodes={} NumCPUs={} NumTasks={} CPUs/Task={} ReqB:S:C:T=0:0:*:*",
-        j.num_nodes,
+        "   NumNodes={num_nodes} NumCPUs={} NumTasks={} CPUs/Task={} ReqB:S:C:T=0:0:*:*",
         j.num_cpus,
         // Without -n, one task per allocated node (golden 0124: --gpus=12 on 2 nodes).
         j.num_tasks.max(j.num_nodes).max(1),
@@ -509,13 +515,17 @@ pub fn job_record(j: &JobInfo, flags: ShowFlags, now: i64, gpu_types: &BTreeMap<
     l.push("   StdIn=/dev/null".into());
     l.push(format!("   StdOut={}", out_path(j, j.stdout.as_deref())));
     l.push("   Power=".into());
-    // Slurm's order: TresPerJob, TresPerNode, TresPerTask (goldens 0112, 0115, 0121).
+    // Slurm's order (`job_info.c` `slurm_sprint_job_info`): TresPerJob, TresPerNode,
+    // TresPerSocket, TresPerTask (goldens 0112, 0115, 0121, goldens-extra 0409).
     if let Some(t) = &j.tres_per_job {
         l.push(format!("   TresPerJob={t}"));
     }
     let tpn = jobfmt::tres_per_node(&v);
     if tpn != "N/A" {
         l.push(format!("   TresPerNode={tpn}"));
+    }
+    if let Some(t) = &j.tres_per_socket {
+        l.push(format!("   TresPerSocket={t}"));
     }
     if let Some(t) = &j.tres_per_task {
         l.push(format!("   TresPerTask={t}"));

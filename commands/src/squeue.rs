@@ -580,7 +580,7 @@ fn letter_fields(ch: char) -> &'static [JobField] {
         'a' => &[F::Account],
         'A' => &[F::JobId],
         'i' | 'F' | 'K' => &[F::JobId, F::ArrayJobId, F::ArrayTaskId, F::ArrayTaskStr],
-        'b' => &[F::Gres],
+        'b' => &[F::Gres, F::TresPerNode],
         'B' => &[F::State, F::BatchHost],
         'c' => &[F::NumCpus, F::NumNodes],
         'C' => &[F::NumCpus],
@@ -620,7 +620,7 @@ fn o2_fields(f: O2) -> &'static [JobField] {
     use JobField as F;
     match f {
         O2::Letter(ch) => letter_fields(ch),
-        O2::TresAlloc => &[F::State, F::NumCpus, F::MemPerNodeMib, F::NumNodes, F::Gpus],
+        O2::TresAlloc => &[F::State, F::NumCpus, F::MemPerNodeMib, F::MemPerCpuMib, F::Exclusive, F::NumNodes, F::Gpus],
         O2::NumTasks => &[F::NumTasks],
         O2::ExitCode => &[F::ExitCode, F::ExitSignal],
         O2::StdOut => &[F::Stdout],
@@ -629,8 +629,12 @@ fn o2_fields(f: O2) -> &'static [JobField] {
         O2::Requeue => &[F::Requeue],
         O2::Topology => &[F::Topology],
         O2::Preemptible => &[F::Preemptible],
-        O2::MaxNodes | O2::MinNodes => &[F::JobId, F::NumNodes],
+        O2::MaxNodes => &[F::JobId, F::NumNodes, F::MaxNodes],
+        O2::MinNodes => &[F::JobId, F::NumNodes],
         O2::Elastic => &[F::JobId],
+        O2::TresPerJob => &[F::TresPerJob],
+        O2::TresPerSocket => &[F::TresPerSocket],
+        O2::TresPerTask => &[F::TresPerTask],
     }
 }
 
@@ -1007,7 +1011,10 @@ fn o2_field(name: &str) -> Option<(&'static str, O2)> {
         "timelimit" => ("TIME_LIMIT", O2::Letter('l')),
         "timeused" => ("TIME", O2::Letter('M')),
         "tres-alloc" => ("TRES_ALLOC", O2::TresAlloc),
+        "tres-per-job" => ("TRES_PER_JOB", O2::TresPerJob),
         "tres-per-node" => ("TRES_PER_NODE", O2::Letter('b')),
+        "tres-per-socket" => ("TRES_PER_SOCKET", O2::TresPerSocket),
+        "tres-per-task" => ("TRES_PER_TASK", O2::TresPerTask),
         "userid" => ("UID", O2::Letter('U')),
         "username" => ("USER", O2::Letter('u')),
         "workdir" => ("WORK_DIR", O2::Letter('Z')),
@@ -1041,15 +1048,20 @@ enum O2 {
     MinNodes,
     /// Flotilla's: an elastic job's unit and range (`nodes:2-8`, `gpus:4-16`).
     Elastic,
+    TresPerJob,
+    TresPerSocket,
+    TresPerTask,
 }
 
 /// `-O MinNodes` / `MaxNodes` of `j`: an elastic job's node range (`max` for `MaxNodes`),
-/// else its node count, as Slurm 22.05's `_print_job_max_nodes` (src/squeue/print.c) prints
-/// `num_nodes` for a job without a maximum. A GPU-granular elastic job's range is in GPUs,
-/// so its node count is printed (its range is in `-O Elastic`).
+/// else for `MaxNodes` the job's `-N MIN-MAX` maximum, and its node count for a job without
+/// one, as Slurm 22.05's `_print_job_max_nodes` (src/squeue/print.c) prints `max_nodes` or,
+/// when 0, `num_nodes`. A GPU-granular elastic job's range is in GPUs, so its node count is
+/// printed (its range is in `-O Elastic`).
 fn node_bound(j: &JobView<'_>, sizes: &Sizes, max: bool) -> String {
     match sizes.get(&j.job_id) {
         Some(e) if e.unit == "nodes" => if max { e.max } else { e.min }.to_string(),
+        _ if max && j.max_nodes != 0 => j.max_nodes.to_string(),
         _ => j.num_nodes.to_string(),
     }
 }
@@ -1072,7 +1084,7 @@ fn o2_value<'b>(f: O2, j: &'b JobView<'_>, sizes: &Sizes, now: i64, scratch: &'b
                 format!(
                     "cpu={},mem={},node={}",
                     j.num_cpus,
-                    jobfmt::mem_str(j.mem_per_node_mib * u64::from(nodes)),
+                    jobfmt::mem_str(jobfmt::pending_mem(j)),
                     nodes
                 )
                 .into()
@@ -1091,6 +1103,11 @@ fn o2_value<'b>(f: O2, j: &'b JobView<'_>, sizes: &Sizes, now: i64, scratch: &'b
         O2::MaxNodes => node_bound(j, sizes, true).into(),
         O2::MinNodes => node_bound(j, sizes, false).into(),
         O2::Elastic => elastic_range(j, sizes).into(),
+        // Slurm 22.05 `squeue/print.c` `_print_job_tres_per_job` (and `_socket`, `_task`):
+        // the job's string as submitted, `N/A` without one.
+        O2::TresPerJob => Cow::Borrowed(j.tres_per_job.as_deref().unwrap_or("N/A")),
+        O2::TresPerSocket => Cow::Borrowed(j.tres_per_socket.as_deref().unwrap_or("N/A")),
+        O2::TresPerTask => Cow::Borrowed(j.tres_per_task.as_deref().unwrap_or("N/A")),
     }
 }
 
@@ -1349,7 +1366,8 @@ JOBID NODES MIN_NODES MAX_NODES       ELASTIC
             "exit_code", "groupname", "jobarrayid", "jobid", "minmemory", "name", "nodelist", "numcpus",
             "numnodes", "numtasks", "partition", "priority", "qos", "reason", "reasonlist", "reqnodes",
             "exclnodes", "schednodes", "starttime", "state", "stderr", "stdout", "submittime", "timeleft",
-            "timelimit", "timeused", "tres-alloc", "tres-per-node", "userid", "username", "workdir",
+            "timelimit", "timeused", "tres-alloc", "tres-per-job", "tres-per-node", "tres-per-socket", "tres-per-task",
+            "userid", "username", "workdir",
             "restartcnt", "requeue", "topology", "preemptible", "maxnodes", "minnodes", "elastic",
         ] {
             // Every job elastic, so that the size columns read their job id too.

@@ -227,6 +227,15 @@ A04 = [
     {"name": "gpu_indices_partly_used", "cmd": "sb -w gpu03 --gres=gpu:3 --wrap 'sleep 300'\nwst $J1 RUNNING\nsb -w gpu03 --gres=gpu:2 --wrap 'sleep 300'\nwst $J2 RUNNING\nscontrol show job -d $J2 | grep -oE '(Nodes=[^ ]* CPU_IDs=[^ ]* Mem=[^ ]* GRES=[^ ]*|JOB_GRES=[^ ]*)' | m\nfin"},
     {"name": "cpu_ids_gpus_per_task", "cmd": "sb -w gpu03 -n 3 --gpus-per-task=1 --wrap 'sleep 300'\nwst $J1 RUNNING\nscontrol show job -d $J1 | grep -oE '(Nodes=[^ ]* CPU_IDs=[^ ]* Mem=[^ ]* GRES=[^ ]*|JOB_GRES=[^ ]*)' | m\nfin"},
     {"name": "cuda_visible_unset_without_gpus", "cmd": "sb -o g.out --wrap 'echo \"CVD=${CUDA_VISIBLE_DEVICES-unset} JG=${SLURM_JOB_GPUS-unset}\"'\nwend $J1\ncat g.out; rm -f g.out\nfin"},
+    # gres.c _test_gres_cnt: how the GPU options must fit together and what they fix.
+    tres("gpus_not_multiple_of_gres", "--gpus=3 --gres=gpu:2"),
+    tres("gpus_per_socket_without_sockets", "--gpus-per-socket=1"),
+    tres("gpus_per_task_without_ntasks", "--gpus-per-task=1"),
+    tres("gpus_per_task_fixed_nodes", "-N 2 --gpus-per-task=1"),
+    tres("gpus_over_gpus_per_task", "--gpus=4 --gpus-per-task=2"),
+    tres("gpus_below_nodes", "-N 3 --gpus=2"),
+    tres("gres_none", "--gres=none"),
+    tres("gpus_per_node_over_nodes_range", "-N 1-3 --gpus=4 --gpus-per-node=2"),
 ]
 
 # Area a08: configuration files as Slurm's commands read them (src/common/parse_config.c,

@@ -14,6 +14,8 @@
 //! - [`cluster`]: nodes with a free [`cluster::GpuMask`], per-GPU shares, CPUs and memory;
 //!   pods; partitions.
 //! - [`job`]: what a job asks for ([`job::Request`], [`job::JobSpec`]).
+//! - [`gres`]: how `--gpus`, `--gres`, `--gpus-per-socket` and `--gpus-per-task` fit a
+//!   job's node, task and socket counts (Slurm's `_test_gres_cnt`).
 //! - [`placement`]: placement over topology sets behind the [`placement::PlacementPolicy`]
 //!   extension point, and [`placement::largest_placeable`].
 //! - [`assoc`]: the accounting model (associations, QOS, their limits, what is enforced).
@@ -28,6 +30,7 @@ pub mod cluster;
 pub mod cnum;
 pub mod config;
 pub mod fairshare;
+pub mod gres;
 pub mod health;
 pub mod hostlist;
 pub mod job;

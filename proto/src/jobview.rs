@@ -193,6 +193,9 @@ pub struct JobView<'a> {
     pub tres_per_job: Option<Str<'a>>,
     pub tres_per_task: Option<Str<'a>>,
     pub mem_per_cpu_mib: Option<u64>,
+    pub tres_per_node: Option<Str<'a>>,
+    pub tres_per_socket: Option<Str<'a>>,
+    pub max_nodes: u32,
 }
 
 impl<'a> JobView<'a> {
@@ -258,6 +261,9 @@ impl<'a> JobView<'a> {
             tres_per_job: own(self.tres_per_job),
             tres_per_task: own(self.tres_per_task),
             mem_per_cpu_mib: self.mem_per_cpu_mib,
+            tres_per_node: own(self.tres_per_node),
+            tres_per_socket: own(self.tres_per_socket),
+            max_nodes: self.max_nodes,
         }
     }
 }
@@ -324,6 +330,9 @@ impl<'a> From<&'a JobInfo> for JobView<'a> {
             tres_per_job: view(&j.tres_per_job),
             tres_per_task: view(&j.tres_per_task),
             mem_per_cpu_mib: j.mem_per_cpu_mib,
+            tres_per_node: view(&j.tres_per_node),
+            tres_per_socket: view(&j.tres_per_socket),
+            max_nodes: j.max_nodes,
         }
     }
 }
@@ -465,6 +474,7 @@ job_fields! {
     Comment => comment, PreemptCount => preempt_count, LastCheckpointAck => last_checkpoint_ack,
     Borrowed => borrowed, ServiceId => service_id, Command => command,
     TresPerJob => tres_per_job, TresPerTask => tres_per_task, MemPerCpuMib => mem_per_cpu_mib,
+    TresPerNode => tres_per_node, TresPerSocket => tres_per_socket, MaxNodes => max_nodes,
 }
 
 /// A set of [`JobField`]s (a bit per field).
@@ -612,7 +622,7 @@ mod tests {
         fn job_info()(
             ids in (any::<u64>(), proptest::option::of(any::<u64>()), proptest::option::of(any::<u32>())),
             strs in proptest::collection::vec(s(), 11),
-            opts in proptest::collection::vec(os(), 10),
+            opts in proptest::collection::vec(os(), 12),
             nums in proptest::collection::vec(any::<u32>(), 12),
             times in (any::<i64>(), proptest::option::of(any::<i64>()), proptest::option::of(any::<i64>()), proptest::option::of(any::<i64>())),
             flags in proptest::collection::vec(any::<bool>(), 6),
@@ -645,6 +655,7 @@ mod tests {
                 service_id: opts[6].as_ref().map(|s| s.len() as u32),
                 command: opts[7].clone(), tres_per_job: opts[8].clone(), tres_per_task: opts[9].clone(),
                 mem_per_cpu_mib: big.2.filter(|_| flags[5]),
+                tres_per_node: opts[10].clone(), tres_per_socket: opts[11].clone(), max_nodes: nums[0] ^ nums[1],
             }
         }
     }

@@ -180,6 +180,15 @@ pub struct SubmitJob {
     /// The batch script file as named on the command line, made absolute (Slurm's
     /// `Command=`, `sbatch` `search_path`); `None` for `--wrap` and a script read from stdin.
     pub command: Option<String>,
+    /// `--gpus-per-socket` (appended).
+    pub gpus_per_socket: Option<GpuCount>,
+    /// `--sockets-per-node` (appended).
+    pub sockets_per_node: Option<u32>,
+    /// `TresPerNode=` as the command wrote it (appended): `gres:gpu[:type]:N` of
+    /// `--gpus-per-node`, then each item of `--gres` prefixed `gres:` (`gres:gpu` for a bare
+    /// name), as Slurm 22.05's `slurm_opt_create_job_desc` and `gres_prepend_tres_type` form
+    /// it. `None` from a client that does not send it: the controller writes it from `gres`.
+    pub tres_per_node: Option<String>,
 }
 
 /// A job reference: `123`, `123_4`, `123_[0-5]`.
@@ -852,6 +861,14 @@ pub struct JobInfo {
     /// Memory per CPU (MiB) when memory was asked per CPU (`--mem-per-cpu`, `DefMemPerCPU`);
     /// `None` when asked per node (`--mem`): `MinMemoryCPU=` or `MinMemoryNode=`.
     pub mem_per_cpu_mib: Option<u64>,
+    /// `TresPerNode=` as submitted (appended; `None`: written from `gres`).
+    pub tres_per_node: Option<String>,
+    /// `TresPerSocket=` (`--gpus-per-socket`): `gres:gpu[:type]:N` (appended).
+    pub tres_per_socket: Option<String>,
+    /// The most nodes the job may get (Slurm's `max_nodes`; appended): `-N MIN[-MAX]`'s
+    /// MAX (MIN when no MAX), or the node count `--gpus` over a per-node GPU count implies;
+    /// 0 when not bounded. A pending job shows `NumNodes=MIN-MAX` when it is not 0.
+    pub max_nodes: u32,
 }
 
 /// A node as `sinfo`/`scontrol show node` need it.

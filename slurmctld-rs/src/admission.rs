@@ -13,6 +13,7 @@ use crate::deps::{self, Dependency};
 use crate::job::{JobRecord, JobState};
 use flotilla_core::cluster::{Cluster, NodeId, PartId};
 use flotilla_core::config::TopologyKind;
+use flotilla_core::gres;
 use flotilla_core::job::{HoldKind, JobId, JobSpec, Request};
 use flotilla_proto::errno::*;
 use flotilla_proto::{SlurmError, SubmitJob, TimeLimitWire};
@@ -65,38 +66,65 @@ fn node_config(msg: Option<&str>) -> SlurmError {
     }
 }
 
-/// The GPU demand of a submission: (GPUs per node, total GPUs, GPU type).
-type GpuDemand = (Option<u32>, Option<u32>, Option<String>);
-
 /// A built request: the core request, CPUs per node, tasks, and whether any node of the
 /// partition can ever satisfy it (else the message to show).
 pub type Built = (Request, u32, u32, Result<(), &'static str>);
 
+/// The GPU demand of a submission, as Slurm 22.05's `gres_job_state_validate` reads it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct GpuDemand {
+    /// GPUs per node (`--gres=gpu:N`, `--gpus-per-node`, or `--gpus-per-socket` times
+    /// `--sockets-per-node`).
+    per_node: Option<u32>,
+    /// GPUs in all (`--gpus`, or `--gpus-per-task` times the task count).
+    total: Option<u32>,
+    /// The GPU model asked for.
+    ty: Option<String>,
+    /// The job's node, task and socket counts as the GPU options fix them
+    /// ([`flotilla_core::gres::test_gres_cnt`]).
+    shape: gres::Shape,
+}
+
 fn gpu_demand(req: &SubmitJob) -> Result<GpuDemand, SlurmError> {
+    let invalid = || SlurmError::new(ESLURM_INVALID_GRES);
     let mut per_node: Option<u32> = None;
     let mut ty: Option<String> = None;
     for g in &req.gres {
         if g.name != "gpu" {
-            return Err(SlurmError::new(ESLURM_INVALID_GRES));
+            return Err(invalid());
         }
-        per_node = Some(u32::try_from(g.count).map_err(|_| SlurmError::new(ESLURM_INVALID_GRES))?);
+        per_node = Some(u32::try_from(g.count).map_err(|_| invalid())?);
         ty = g.gpu_type.clone();
     }
     if let Some(g) = &req.gpus_per_node {
         per_node = Some(g.count);
         ty = g.gpu_type.clone().or(ty);
     }
-    let mut total = None;
-    if let Some(g) = &req.gpus {
-        total = Some(g.count);
+    for g in [&req.gpus, &req.gpus_per_socket, &req.gpus_per_task].into_iter().flatten() {
         ty = g.gpu_type.clone().or(ty);
     }
-    if let Some(g) = &req.gpus_per_task {
-        let tasks = req.ntasks.unwrap_or(1).max(1);
-        total = Some(g.count.saturating_mul(tasks));
-        ty = g.gpu_type.clone().or(ty);
+    let counts = gres::GresCounts {
+        per_job: req.gpus.as_ref().map(|g| u64::from(g.count)),
+        per_node: per_node.map(u64::from),
+        per_socket: req.gpus_per_socket.as_ref().map(|g| u64::from(g.count)),
+        per_task: req.gpus_per_task.as_ref().map(|g| u64::from(g.count)),
+    };
+    let min_nodes = req.nodes_min.filter(|&n| n > 0);
+    let mut shape = gres::Shape {
+        num_tasks: req.ntasks,
+        min_nodes,
+        max_nodes: req.nodes_max.or(min_nodes),
+        ntasks_per_node: req.ntasks_per_node,
+        sockets_per_node: req.sockets_per_node,
+    };
+    let per_job = gres::test_gres_cnt(&counts, &mut shape).map_err(|e| SlurmError::with_message(ESLURM_INVALID_GRES, e.to_string()))?;
+    if per_node.is_none() {
+        if let (Some(s), Some(k)) = (counts.per_socket.filter(|&s| s > 0), shape.sockets_per_node) {
+            per_node = Some(u32::try_from(s.saturating_mul(u64::from(k))).map_err(|_| invalid())?);
+        }
     }
-    Ok((per_node, total, ty))
+    let total = per_job.map(|t| u32::try_from(t).map_err(|_| invalid())).transpose()?;
+    Ok(GpuDemand { per_node, total, ty, shape })
 }
 
 /// Builds the core request and checks it against the partition's nodes. Returns the request,
@@ -108,13 +136,17 @@ pub fn build_request(
     conf: &AdmissionConf,
 ) -> Result<Built, SlurmError> {
     let partition = &cluster.partitions[part.0 as usize];
-    let (per_node, total, ty) = gpu_demand(req)?;
-    let nodes_min = req.nodes_min.filter(|&n| n > 0);
+    let GpuDemand { per_node, total, ty, shape } = gpu_demand(req)?;
+    let nodes_min = shape.min_nodes;
     let node_count = nodes_min.unwrap_or(1);
     let cpt = req.cpus_per_task.unwrap_or(1).max(1);
-    let ntasks = req
-        .ntasks
-        .unwrap_or_else(|| node_count * req.ntasks_per_node.unwrap_or(1))
+    // Without `-n`, one task per node `-N` asked for; a node count only the GPU options
+    // fixed (`--gpus=2 --gres=gpu:1`) adds none: Slurm's request stays one CPU (its
+    // `min_cpus`, goldens-extra 0407, 0422), a task count they fixed counts (0419).
+    let user_nodes = req.nodes_min.filter(|&n| n > 0).unwrap_or(1);
+    let ntasks = shape
+        .num_tasks
+        .unwrap_or_else(|| user_nodes * req.ntasks_per_node.unwrap_or(1))
         .max(1);
     let tasks_per_node = match req.ntasks_per_node {
         Some(t) => t.max(1),
@@ -338,6 +370,11 @@ fn pending_record(
         acct: Default::default(),
         tres_per_job: req.gpus.as_ref().map(crate::job::gpu_tres),
         tres_per_task: req.gpus_per_task.as_ref().map(crate::job::gpu_tres),
+        tres_per_node: req.tres_per_node.clone(),
+        tres_per_socket: req.gpus_per_socket.as_ref().map(crate::job::gpu_tres),
+        // Slurm's `max_nodes` as `-N` and the GPU options fix it (`NumNodes=MIN-MAX` while
+        // pending); admission already accepted the GPU options.
+        max_nodes: gpu_demand(req).ok().and_then(|d| d.shape.max_nodes).unwrap_or(0),
         command: req.command.as_ref().map(|c| std::iter::once(c.as_str()).chain(req.argv.iter().map(String::as_str)).collect::<Vec<_>>().join(" ")),
         spec,
     }

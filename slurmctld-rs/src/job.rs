@@ -226,6 +226,14 @@ pub struct JobRecord {
     pub tres_per_job: Option<String>,
     /// `TresPerTask=` (`--gpus-per-task`), `gres:gpu[:type]:N`.
     pub tres_per_task: Option<String>,
+    /// `TresPerNode=` as submitted (`gres:gpu` for `--gres=gpu`); `None`: written from `gres`
+    /// (a client that did not send it, or a `Gres=` update).
+    pub tres_per_node: Option<String>,
+    /// `TresPerSocket=` (`--gpus-per-socket`), `gres:gpu[:type]:N`.
+    pub tres_per_socket: Option<String>,
+    /// Slurm's `max_nodes`: `-N`'s maximum (its minimum without one), or the node count
+    /// `--gpus` over a per-node GPU count implies; 0 when not bounded.
+    pub max_nodes: u32,
     /// The controller's side of an elastic job (`sbatch --elastic`); `None` for a rigid one.
     pub elastic: Option<ElasticRecord>,
 }

@@ -360,6 +360,7 @@ prop_compose! {
         ),
         f in (any::<Option<i64>>(), any::<Option<u32>>(), acct(), opt_text(), opt_text(), opt_text()),
         g in proptest::option::of(elastic_record()),
+        h in (opt_text(), opt_text(), any::<u32>()),
     ) -> JobRecord {
         JobRecord {
             id: a.0,
@@ -421,6 +422,9 @@ prop_compose! {
             command: f.3,
             tres_per_job: f.4,
             tres_per_task: f.5,
+            tres_per_node: h.0,
+            tres_per_socket: h.1,
+            max_nodes: h.2,
             elastic: g,
         }
     }

@@ -713,6 +713,8 @@ fn apply_changes(
                     r.gpus = g.checked_mul(*n).ok_or_else(|| SlurmError::new(ESLURM_INVALID_NODE_COUNT))?;
                 }
                 rec.num_nodes = *n;
+                // scontrol sends `NumNodes=N` as N-N (`get_resource_arg_range`).
+                rec.max_nodes = *n;
                 rec.gpus = rec.spec.request.gpus;
             }
             JobChange::Dependency(d) => {
@@ -843,5 +845,7 @@ fn change_gres(rec: &mut JobRecord, g: &[flotilla_proto::GresSpec]) -> Result<()
     r.gpu_types = types;
     rec.gpus = r.gpus;
     rec.gres = g.iter().map(|x| (x.name.clone(), x.gpu_type.clone(), x.count)).collect();
+    // `TresPerNode=` is written from the new GRES from now on.
+    rec.tres_per_node = None;
     Ok(())
 }

@@ -124,7 +124,15 @@ impl Controller {
         let num_cpus = pick!(
             NumCpus,
             if rec.allocs.is_empty() {
-                (rec.spec.request.cpu_milli_per_node / 1000) as u32 * rec.num_nodes.max(1)
+                // Pending: the CPUs the job asks for (Slurm's `min_cpus`): its tasks' CPUs,
+                // which a node count only GPU options fixed does not raise (goldens-extra
+                // 0407), or its nodes' CPUs when it takes whole nodes.
+                let per_nodes = (rec.spec.request.cpu_milli_per_node / 1000) as u32 * rec.num_nodes.max(1);
+                if rec.exclusive {
+                    per_nodes
+                } else {
+                    per_nodes.min(rec.ntasks.max(1).saturating_mul(rec.cpus_per_task.max(1)))
+                }
             } else {
                 rec.allocs.iter().map(|a| (a.part.cpu_milli / 1000) as u32).sum()
             }
@@ -197,6 +205,9 @@ impl Controller {
             tres_per_job: pick!(TresPerJob, rec.tres_per_job.as_deref().map(Str::b)),
             tres_per_task: pick!(TresPerTask, rec.tres_per_task.as_deref().map(Str::b)),
             mem_per_cpu_mib: pick!(MemPerCpuMib, rec.mem_per_cpu_mib),
+            tres_per_node: pick!(TresPerNode, rec.tres_per_node.as_deref().map(Str::b)),
+            tres_per_socket: pick!(TresPerSocket, rec.tres_per_socket.as_deref().map(Str::b)),
+            max_nodes: pick!(MaxNodes, rec.max_nodes),
         }
     }
 

@@ -145,6 +145,9 @@ pub fn base(id: u64) -> JobRecord {
         command: None,
         tres_per_job: None,
         tres_per_task: None,
+        tres_per_node: None,
+        tres_per_socket: None,
+        max_nodes: 0,
     }
 }
 
@@ -277,6 +280,11 @@ pub fn full() -> JobRecord {
         command: Some(s("/home/alice/run/train.sh --epochs 3")),
         tres_per_job: Some(s("gres:gpu:h100:16")),
         tres_per_task: Some(s("gres:gpu:1")),
+        // Left out of the stored JSON when unset, as `elastic`: the golden is format 1's
+        // (store_rows' round trip covers them set).
+        tres_per_node: None,
+        tres_per_socket: None,
+        max_nodes: 0,
     }
 }
 

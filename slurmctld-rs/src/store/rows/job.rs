@@ -10,6 +10,10 @@ use flotilla_core::sched::{AllocId, Allocation, Growth};
 use flotilla_proto::{ArrayTasks, SignalSpec};
 use serde::{Deserialize, Serialize};
 
+fn is_zero(n: &u32) -> bool {
+    *n == 0
+}
+
 /// A `jobs.record`: the controller's [`JobRecord`].
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct JobRow {
@@ -181,6 +185,15 @@ pub struct JobRow {
     /// `TresPerTask=`.
     #[serde(rename = "tres_per_task", default)]
     pub tres_per_task: Option<String>,
+    /// `TresPerNode=` as submitted.
+    #[serde(rename = "tres_per_node", default, skip_serializing_if = "Option::is_none")]
+    pub tres_per_node: Option<String>,
+    /// `TresPerSocket=`.
+    #[serde(rename = "tres_per_socket", default, skip_serializing_if = "Option::is_none")]
+    pub tres_per_socket: Option<String>,
+    /// Slurm's `max_nodes` (0: not bounded).
+    #[serde(rename = "max_nodes", default, skip_serializing_if = "is_zero")]
+    pub max_nodes: u32,
     /// An elastic job's signal, grown parts and resize history; absent for a rigid job.
     #[serde(rename = "elastic", default, skip_serializing_if = "Option::is_none")]
     pub elastic: Option<ElasticRecordRow>,
@@ -689,6 +702,9 @@ impl From<&JobRecord> for JobRow {
             command,
             tres_per_job,
             tres_per_task,
+            tres_per_node,
+            tres_per_socket,
+            max_nodes,
             elastic,
         } = r;
         JobRow {
@@ -748,6 +764,9 @@ impl From<&JobRecord> for JobRow {
             command: command.clone(),
             tres_per_job: tres_per_job.clone(),
             tres_per_task: tres_per_task.clone(),
+            tres_per_node: tres_per_node.clone(),
+            tres_per_socket: tres_per_socket.clone(),
+            max_nodes: *max_nodes,
             elastic: elastic.as_ref().map(ElasticRecordRow::from),
         }
     }
@@ -812,6 +831,9 @@ impl From<JobRow> for JobRecord {
             command,
             tres_per_job,
             tres_per_task,
+            tres_per_node,
+            tres_per_socket,
+            max_nodes,
             elastic,
         } = r;
         // The spec's QOS is the record's (stored once).
@@ -875,6 +897,9 @@ impl From<JobRow> for JobRecord {
             command,
             tres_per_job,
             tres_per_task,
+            tres_per_node,
+            tres_per_socket,
+            max_nodes,
             elastic: elastic.map(ElasticRecord::from),
         }
     }
