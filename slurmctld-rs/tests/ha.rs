@@ -250,25 +250,9 @@ fn kill9_of_the_leader_again_and_again_under_concurrent_submissions() {
     let (total, kills) = crash_size();
     let extra = ["--tick-ms", "100", "--debounce-ms", "5"];
     let names = ["a", "b"];
-    struct Kill(Vec<std::process::Child>);
-    impl Drop for Kill {
-        fn drop(&mut self) {
-            for c in &mut self.0 {
-                let _ = c.kill();
-                let _ = c.wait();
-            }
-        }
-    }
     let mut procs = Kill(vec![Ctl::spawn_named(&env, "a", 0, &extra)]);
     let mut a_addr = None;
-    assert!(
-        wait_for(30, || {
-            a_addr = std::fs::read_to_string(env.path("ctlda.addr")).ok().and_then(|s| s.trim().parse::<std::net::SocketAddr>().ok());
-            a_addr.is_some()
-        }),
-        "a leads: {}",
-        log_of(&env, "a")
-    );
+    assert!(wait_for(30, || { a_addr = leader_addr(&env, "a"); a_addr.is_some() }), "a leads: {}", log_of(&env, "a"));
     procs.0.push(Ctl::spawn_named(&env, "b", 0, &extra));
     let mut port = None;
     assert!(wait_for(20, || { port = listen_port(procs.0[1].id()); port.is_some() }), "b listens");
@@ -454,4 +438,99 @@ fn a_standby_sends_http_peers_to_the_leader() {
     assert_eq!((code, location.as_str()), (200, ""), "{body}");
     assert!(body.contains(&format!("\nslurm_jobs {}\n", submitted.len())), "the same jobs: {body}");
     a.kill9();
+}
+
+/// Controller processes, killed when the test ends.
+struct Kill(Vec<std::process::Child>);
+
+impl Drop for Kill {
+    fn drop(&mut self) {
+        for c in &mut self.0 {
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+    }
+}
+
+/// The address controller `name` wrote once it took the lease (`None` before).
+fn leader_addr(env: &Env, name: &str) -> Option<std::net::SocketAddr> {
+    std::fs::read_to_string(env.path(&format!("ctld{name}.addr"))).ok()?.trim().parse().ok()
+}
+
+/// The controller among `addrs` that leads now: the one that answers a job query (a standby
+/// answers `ESLURM_IN_STANDBY_MODE`, a dead one not at all).
+fn leader_of(env: &Env, addrs: &[std::net::SocketAddr]) -> Option<std::net::SocketAddr> {
+    let q = || Request::QueryJobs(flotilla_proto::JobQuery::default());
+    addrs.iter().copied().find(|a| matches!(call(env, *a, 0, q()), Ok(Response::Jobs(_))))
+}
+
+/// PostgreSQL restarted (a fast shutdown: every connection closed, then started again) under
+/// two controllers with jobs running: both controllers live on (each reconnects; the leader
+/// keeps or loses the lease as the database decides, and a controller that lost it steps down
+/// and is restarted as systemd's `Restart=` would), exactly one leads afterwards, and every
+/// acknowledged job, from before and after, completes once.
+#[test]
+fn postgres_restarted_under_two_controllers() {
+    let Some((env, mut pg)) = ha_env("postgres_restarted_under_two_controllers") else { return };
+    let extra = ["--tick-ms", "100", "--debounce-ms", "5"];
+    let names = ["a", "b"];
+    let mut procs = Kill(vec![Ctl::spawn_named(&env, "a", 0, &extra)]);
+    let mut a_addr = None;
+    assert!(wait_for(30, || { a_addr = leader_addr(&env, "a"); a_addr.is_some() }), "a leads: {}", log_of(&env, "a"));
+    let a_addr = a_addr.unwrap();
+    procs.0.push(Ctl::spawn_named(&env, "b", 0, &extra));
+    assert!(wait_for(20, || log_of(&env, "b").contains("standby: another controller leads")), "b waits as a standby");
+    let mut port = None;
+    assert!(wait_for(20, || { port = listen_port(procs.0[1].id()); port.is_some() }), "b listens");
+    let addrs = [a_addr, ([127, 0, 0, 1], port.unwrap()).into()];
+    let ports = [a_addr.port(), port.unwrap()];
+    let agent_addr = Arc::new(Mutex::new(a_addr));
+    let ledger = Arc::new(Mutex::new(Ledger::default()));
+    let agents: Vec<Agent> = (1..=4).map(|i| Agent::spawn(&env, &format!("gpu{i:02}"), agent_addr.clone(), ledger.clone())).collect();
+    let mut acked = submit(&env, a_addr, 20);
+    assert!(wait_for(30, || !ledger.lock().unwrap().starts.is_empty()), "jobs run");
+
+    pg.pg.stop("fast").unwrap();
+    // The database is away for a lease's length: the controllers wait for it.
+    std::thread::sleep(Duration::from_secs(2));
+    pg.pg.restart().unwrap();
+    let stop = std::sync::atomic::AtomicBool::new(false);
+    for _ in 0..20 {
+        acked.push(submit_following(&env, &addrs, &stop).expect("a controller took the submission"));
+    }
+    let mut restarted = Vec::new();
+    for (i, p) in procs.0.iter_mut().enumerate() {
+        if let Some(status) = p.try_wait().unwrap() {
+            eprintln!("{} ended ({status}): restarted as a standby", names[i]);
+            restarted.push(names[i]);
+            *p = Ctl::spawn_named(&env, names[i], ports[i], &extra);
+        }
+    }
+    let leader = leader_of(&env, &addrs).expect("a controller leads");
+    *agent_addr.lock().unwrap() = leader;
+    let mut jobs = Vec::new();
+    assert!(
+        wait_for(60, || {
+            jobs = all_jobs(&env, leader);
+            acked.iter().all(|id| jobs.iter().any(|j| j.job_id == *id && j.state == Some(JobStateWire::Completed)))
+        }),
+        "every acknowledged job completes: {} of {}\n{}\n{}",
+        acked.iter().filter(|id| jobs.iter().any(|j| j.job_id == **id && j.state == Some(JobStateWire::Completed))).count(),
+        acked.len(),
+        log_of(&env, "a"),
+        log_of(&env, "b")
+    );
+    let leaders: Vec<_> = addrs.iter().filter(|a| leader_of(&env, &[**a]).is_some()).collect();
+    assert_eq!(leaders, vec![&leader], "one controller leads");
+    for (i, p) in procs.0.iter_mut().enumerate() {
+        assert!(p.try_wait().unwrap().is_none(), "{} lives: {}", names[i], log_of(&env, names[i]));
+    }
+    let l = ledger.lock().unwrap();
+    assert!(l.violations.is_empty(), "{:?}", l.violations);
+    for id in &acked {
+        assert_eq!(l.starts.get(&(*id, 0)).copied(), Some(1), "job {id} started once");
+    }
+    eprintln!("PostgreSQL restarted: {} leads afterwards; restarted: {restarted:?}", if leader == addrs[0] { "a" } else { "b" });
+    drop(l);
+    drop(agents);
 }

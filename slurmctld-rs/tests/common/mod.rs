@@ -276,6 +276,8 @@ pub fn all_jobs(env: &Env, addr: SocketAddr) -> Vec<JobInfo> {
 pub struct Ledger {
     /// Starts of each (job, run) on its batch host.
     pub starts: HashMap<(u64, u32), u32>,
+    /// When each (job, run) first started on its batch host.
+    pub started_at: HashMap<(u64, u32), Instant>,
     /// Violations seen (a GPU bound twice, ...).
     pub violations: Vec<String>,
     /// Kill/Signal messages received for jobs still running.
@@ -505,6 +507,7 @@ fn handle_msg(st: &mut AgentState, node: &str, m: CtlToNode, ledger: &Mutex<Ledg
             }
             if b.batch_host {
                 *l.starts.entry((b.job_id, b.run)).or_default() += 1;
+                l.started_at.entry((b.job_id, b.run)).or_insert_with(Instant::now);
             }
             let ms = parse_tag(&b.script, "#FAKE_RUNTIME_MS=").unwrap_or(100) as u64;
             let exit = parse_tag(&b.script, "#FAKE_EXIT=").unwrap_or(0) as i32;
