@@ -56,6 +56,9 @@ pub struct ScaleOptions {
     pub sample: Duration,
     /// Submitting connections in parallel.
     pub clients: usize,
+    /// Run the controller with `--full-scan` (the old scheduling cycle) instead of the
+    /// incremental one.
+    pub full_scan: bool,
 }
 
 impl ScaleOptions {
@@ -69,6 +72,7 @@ impl ScaleOptions {
             bin_dir: None,
             sample: Duration::from_secs(10),
             clients: 32,
+            full_scan: false,
         }
     }
 }
@@ -306,6 +310,9 @@ pub fn scale(opts: &ScaleOptions, cancel: &AtomicBool, progress: &dyn Fn(&str)) 
     up.emulate = Some(Emulate::Caller);
     up.bin_dir = opts.bin_dir.clone();
     up.timeout = Duration::from_secs(120);
+    if opts.full_scan {
+        up.ctld_args.push("--full-scan".into());
+    }
     progress(&format!("starting slurmctld for {} emulated nodes", opts.nodes));
     let mut cluster = dev::up(&up, cancel)?;
     let result = run(opts, &shapes, &mut cluster, cancel, progress);

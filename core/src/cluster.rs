@@ -378,6 +378,11 @@ pub struct Cluster {
     /// the controller's time in a submission storm.
     #[serde(skip)]
     part_caps: Vec<Vec<(Option<String>, Capacity)>>,
+    /// Generation of the free resources and availability: bumped by every [`Cluster::take`],
+    /// [`Cluster::give_back`], [`Cluster::set_avail`] and [`Cluster::add_partition`]. The
+    /// scheduler's incremental cycle reuses a placement failure only while it is unchanged.
+    #[serde(skip)]
+    gen: u64,
 }
 
 /// What the nodes of a partition (of the GPU models a job accepts) could ever give one job,
@@ -511,6 +516,7 @@ impl Cluster {
             by_name: std::collections::BTreeMap::new(),
             part_node_size: Vec::new(),
             part_caps: Vec::new(),
+            gen: 0,
         };
         let mut pod_ids = std::collections::BTreeMap::new();
         for (i, s) in specs.iter().enumerate() {
@@ -551,6 +557,7 @@ impl Cluster {
 
     /// Adds a partition over the given nodes (tests and simulator); returns its id.
     pub fn add_partition(&mut self, name: &str, nodes: Vec<NodeId>, default: bool) -> PartId {
+        self.gen += 1;
         let pid = PartId(self.partitions.len() as u32);
         for &n in &nodes {
             self.nodes[n.0 as usize].partitions.push(pid);
@@ -741,9 +748,17 @@ impl Cluster {
             .map(|&(_, _, id)| NodeId(id))
     }
 
+    /// The generation of free resources and availability (see the field `gen`): equal
+    /// values mean no allocation was taken or given back and no availability set between
+    /// them.
+    pub fn gen(&self) -> u64 {
+        self.gen
+    }
+
     /// Takes the resources of one per-node allocation. Panics if they are not free: callers
     /// check feasibility first, and a violation is a broken invariant (fail stop).
     pub fn take(&mut self, a: &NodeAlloc) {
+        self.gen += 1;
         let node = &mut self.nodes[a.node.0 as usize];
         assert!(
             node.free_cpu_milli >= a.cpu_milli && node.free_mem_mib >= a.mem_mib,
@@ -772,6 +787,7 @@ impl Cluster {
 
     /// Returns the resources of one per-node allocation.
     pub fn give_back(&mut self, a: &NodeAlloc) {
+        self.gen += 1;
         let node = &mut self.nodes[a.node.0 as usize];
         for g in a.gpus.iter() {
             let used = &mut node.gpu_milli_used[g as usize];
@@ -797,6 +813,7 @@ impl Cluster {
 
     /// Sets a node's availability.
     pub fn set_avail(&mut self, id: NodeId, avail: NodeAvail) {
+        self.gen += 1;
         self.nodes[id.0 as usize].avail = avail;
     }
 }

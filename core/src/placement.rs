@@ -112,6 +112,13 @@ pub trait PlacementPolicy: fmt::Debug + Send + Sync {
         None
     }
 
+    /// True when scoring changes the policy's own state (a random generator advanced by every
+    /// draw). The scheduler's incremental cycle then runs every placement search, as the full
+    /// scan does: a search it skipped would change every later draw.
+    fn is_stateful(&self) -> bool {
+        false
+    }
+
     /// Chooses `n` whole GPUs among `avail` on `node`.
     fn pick_gpus(&self, node: &Node, avail: GpuMask, n: u32) -> Option<GpuMask> {
         avail.choose(n, node.gpus)

@@ -593,6 +593,9 @@ impl PlacementPolicy for RandomFit {
     fn score(&self, _: &PlaceCtx<'_>, _: NodeId, _: GpuMask, _: &NodeDemand<'_>) -> Score {
         Score::from(self.next() >> 2)
     }
+    fn is_stateful(&self) -> bool {
+        true
+    }
     fn pick_gpus(&self, _node: &flotilla_core::cluster::Node, avail: GpuMask, n: u32) -> Option<GpuMask> {
         lowest(avail, n)
     }

@@ -101,6 +101,9 @@ pub struct GangOptions {
     /// Jobs of at least this many GPUs are elastic between half their size and their size
     /// (module doc); `None`: every job is a rigid gang.
     pub elastic_min_gpus: Option<u32>,
+    /// Re-run every placement search every cycle (`Scheduler::set_full_scan`, the old cycle)
+    /// instead of the incremental cycle; the decisions are the same, only the time differs.
+    pub full_scan: bool,
 }
 
 impl Default for GangOptions {
@@ -117,6 +120,7 @@ impl Default for GangOptions {
             check_invariants: cfg!(debug_assertions),
             walltime_factor: 2.0,
             elastic_min_gpus: None,
+            full_scan: false,
         }
     }
 }
@@ -339,7 +343,8 @@ pub fn replay(jobs: &[TraceJob], node_gpus: &[u32], policy: &str, load: f64, sca
     let config = flotilla_plugins::queue(policy).ok_or_else(|| SimError::UnknownPolicy { name: policy.to_owned() })?;
     let placement = flotilla_plugins::placement(&opts.placement).ok_or_else(|| SimError::UnknownPolicy { name: opts.placement.clone() })?;
     let priority = flotilla_plugins::priority("priority/basic").expect("registered");
-    let sched = Scheduler::new(cluster, placement, priority, config);
+    let mut sched = Scheduler::new(cluster, placement, priority, config);
+    sched.set_full_scan(opts.full_scan);
     let mut g = Gang::new(sched, jobs, size, scale, opts);
     while let Some(Reverse((t, _))) = g.heap.peek().copied() {
         g.advance_to(t);

@@ -138,7 +138,8 @@ pub fn controller(
         Some(s) => Some(s),
         None => preempt_exempt_s(cluster)?,
     };
-    let sched = scheduler(cluster, exempt, opts.preempt_budget_pct)?;
+    let mut sched = scheduler(cluster, exempt, opts.preempt_budget_pct)?;
+    sched.set_full_scan(opts.full_scan);
     // The accounting database (crate::assoc) is the source of the associations, quotas and
     // job limits; quota.conf (`opts.quotas`) is imported into it at the first start only.
     // The controller builds the scheduler's accounting from it (`apply_accounting`).

@@ -75,6 +75,10 @@ enum BenchCommand {
         /// Seconds of the idle CPU sample and of the turn-time window.
         #[arg(long, default_value_t = 10)]
         sample_s: u64,
+        /// Run the controller with `slurmctld --full-scan` (the old cycle, which searches a
+        /// placement for every pending job every cycle) instead of the incremental cycle.
+        #[arg(long)]
+        full_scan: bool,
     },
 }
 
@@ -246,6 +250,14 @@ struct SimArgs {
     /// (0 = every job rigid).
     #[arg(long, default_value_t = 0)]
     elastic_min_gpus: u32,
+    /// gang: re-run every placement search every cycle (the full scan, the old cycle) instead
+    /// of the incremental cycle; same decisions, to compare the time.
+    #[arg(long)]
+    full_scan: bool,
+    /// gang: skip the check of the core's invariants after every cycle (on by default in
+    /// debug builds), for timing a debug build.
+    #[arg(long)]
+    no_invariant_checks: bool,
     /// gang, shared-fleet: keep only the first N jobs of the trace (0 = all).
     #[arg(long, default_value_t = 0)]
     max_jobs: usize,
@@ -334,7 +346,7 @@ fn main() -> Result<()> {
 /// `flotilla bench scale`.
 fn bench(a: BenchArgs) -> Result<()> {
     use flotilla_admin::bench;
-    let BenchCommand::Scale { nodes, jobs, running, dir, bin_dir, sample_s } = a.command;
+    let BenchCommand::Scale { nodes, jobs, running, dir, bin_dir, sample_s, full_scan } = a.command;
     let cancel = cancel_on_signals()?;
     let tmp;
     let dir = match dir {
@@ -350,6 +362,7 @@ fn bench(a: BenchArgs) -> Result<()> {
     opts.running = running.unwrap_or(jobs / 2);
     opts.bin_dir = bin_dir;
     opts.sample = Duration::from_secs(sample_s);
+    opts.full_scan = full_scan;
     let t0 = Instant::now();
     let rep = bench::scale(&opts, cancel, &|s| eprintln!("[{:>6.1} s] {s}", t0.elapsed().as_secs_f64()))?;
     print!("{rep}");
@@ -596,9 +609,13 @@ fn sim(a: SimArgs) -> Result<()> {
                 max_jobs: (a.max_jobs > 0).then_some(a.max_jobs),
                 walltime_factor: a.walltime_factor,
                 elastic_min_gpus: (a.elastic_min_gpus > 0).then_some(a.elastic_min_gpus),
+                full_scan: a.full_scan,
                 jobs,
                 ..Default::default()
             };
+            if a.no_invariant_checks {
+                opts.check_invariants = false;
+            }
             if !a.policies.is_empty() {
                 opts.policies = a.policies.clone();
             }

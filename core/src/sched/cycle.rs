@@ -2,6 +2,47 @@
 //! (priorities and eligibility), drop stale reservations, then for each eligible job in rank
 //! order the first of complete its held reservation | place | backfill | preempt | reserve
 //! that settles it, and last defragment.
+//!
+//! # The incremental cycle
+//!
+//! A cycle's cost is the placement searches of its place and backfill stages: each scores
+//! every candidate node. Within one cycle a failed search is memoised per request shape
+//! (`CycleState::failed`: resources only shrink inside a cycle). The incremental cycle (the
+//! default; [`Scheduler::set_full_scan`] turns it off) also keeps failed searches *across*
+//! cycles in `FitMemo`: a pending job whose search failed is not searched again while
+//! nothing the search reads has changed, and gets the kept failure (and its detail) instead.
+//!
+//! A search reads: the request shape, partition, pool class (replica, `--preemptible`),
+//! the number of reservations ranked above the job and, for backfill, how many of those end
+//! late enough to borrow from (all in `FitKey`); and the model — the nodes' free GPUs,
+//! shares, CPUs, memory and availability, the held reservations (their GPUs, ranks and
+//! estimated fills), the swap pool and the tie-break rank. The memo is stamped with the
+//! generation of the model (`Scheduler::fit_stamp`) and emptied when the stamp moves, so it
+//! is conservative: any change at all to what a search reads voids every kept failure, even
+//! one that only takes resources. The events that move the stamp:
+//!
+//! - resources taken or given back (`Cluster::take`/`give_back`): a bind, a job end, cancel,
+//!   requeue or preemption, a grow or shrink of an elastic job, a replica started or stopped,
+//!   a restored job or replica;
+//! - node availability set (drain, down, resume, quarantine, registration, restore) and a
+//!   node's boot epoch (`Event::NodeRegistered`, `restore_node`);
+//! - a reservation added, dropped, re-planned, taken from or completed (`rebuild_held`), or
+//!   its estimated fill moved to now when it starts to fill;
+//! - a new swap pool (`choose_swap`), a new tie-break rank (`set_tie_rank`);
+//! - a partition added; quotas, job limits or accounting replaced (conservatively: the
+//!   search does not read them).
+//!
+//! A placement policy with state of its own (`PlacementPolicy::is_stateful`: `random`
+//! advances its generator at every score) is searched every time.
+//!
+//! What is not memoised is evaluated every cycle exactly as by the full scan: priorities
+//! (a priority change moves the job's rank, hence the number of reservations above it and its
+//! key), eligibility (holds, dependencies, `--begin` time, partition state, required nodes),
+//! quota and accounting gates, reclaim, preemption (its budget and deadlines move with
+//! time), reservation planning and defragmentation. Within a cycle a kept failure is also
+//! written to the cycle's own memo, as the search would have, so later jobs of the shape see
+//! the same memo in both modes: decisions, pending reasons and details are identical to the
+//! full scan's (`plugins/tests/incremental.rs` compares every cycle on random workloads).
 
 use super::reservations::outranks;
 use super::{Decision, PendingInfo, Rank, Reason, Scheduler};
@@ -30,6 +71,29 @@ struct ShapeKey {
     blocked_by: usize,
     /// For a backfill attempt: how many of those it may borrow from.
     backfill: Option<usize>,
+}
+
+/// What a kept placement failure is keyed by: the cycle memo's key and the job's pool class
+/// (placement lets replicas and `--preemptible` jobs use inference-pool nodes).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub(super) struct FitKey {
+    shape: ShapeKey,
+    replica: bool,
+    preemptible: bool,
+}
+
+/// The incremental cycle's failed placement searches, kept across cycles (module doc). Only
+/// looked up by key, never iterated (determinism).
+#[derive(Debug, Default)]
+pub(super) struct FitMemo {
+    /// `Scheduler::fit_stamp` when the entries were recorded.
+    stamp: u64,
+    /// Failed searches with the detail of the place stage ("" for backfill).
+    failed: HashMap<FitKey, Arc<str>>,
+    /// Placement searches run by the place and backfill stages.
+    pub(super) searched: u64,
+    /// Searches answered from the memo instead.
+    pub(super) reused: u64,
 }
 
 /// What the per-job stages of one cycle share.
@@ -289,6 +353,12 @@ impl Scheduler {
         if let Some(detail) = st.failed.get(&shape) {
             return ControlFlow::Continue(detail.clone());
         }
+        let fit = self.fit_key(c, shape);
+        if let Some(detail) = self.kept_failure(fit) {
+            st.failed.insert(shape, detail.clone());
+            return ControlFlow::Continue(detail);
+        }
+        self.fit_memo.searched += 1;
         match self.try_place(now, &self.pending[&c.id].spec, Some(&c.key), None) {
             Ok(parts) => {
                 let spec = self.pending[&c.id].spec.clone();
@@ -306,6 +376,7 @@ impl Scheduler {
                 };
                 let d: Arc<str> = Arc::from(format!("{}; largest_placeable {}", nofit.detail, lp));
                 st.failed.insert(shape, d.clone());
+                self.keep_failure(fit, &d);
                 ControlFlow::Continue(d)
             }
         }
@@ -330,8 +401,15 @@ impl Scheduler {
         if allowed == 0 || st.failed.contains_key(&bkey) {
             return false;
         }
+        let fit = self.fit_key(c, bkey);
+        if let Some(d) = self.kept_failure(fit) {
+            st.failed.insert(bkey, d);
+            return false;
+        }
+        self.fit_memo.searched += 1;
         let Ok(parts) = self.try_place(now, &self.pending[&c.id].spec, Some(&c.key), Some(end)) else {
-            st.failed.entry(bkey).or_insert_with(|| Arc::from(""));
+            let d = st.failed.entry(bkey).or_insert_with(|| Arc::from("")).clone();
+            self.keep_failure(fit, &d);
             return false;
         };
         let mut users: BTreeSet<JobId> = BTreeSet::new();
@@ -405,6 +483,43 @@ impl Scheduler {
             }
         }
         self.set_info(c.id, reason, Some(detail), est, nodes);
+    }
+
+    /// The key under which the incremental cycle keeps a failed search of `c` with the cycle
+    /// memo key `shape`.
+    fn fit_key(&self, c: &Candidate, shape: ShapeKey) -> FitKey {
+        let preemptible = self.pending.get(&c.id).is_some_and(|p| p.spec.preemptible);
+        FitKey { shape, replica: self.replica_service.contains_key(&c.id), preemptible }
+    }
+
+    /// A failed search kept from an earlier cycle under `fit`, when the incremental cycle is
+    /// on and nothing a search reads has changed since (the memo is emptied otherwise).
+    fn kept_failure(&mut self, fit: FitKey) -> Option<Arc<str>> {
+        if self.full_scan || self.placement.is_stateful() {
+            return None;
+        }
+        let stamp = self.fit_stamp();
+        if self.fit_memo.stamp != stamp {
+            self.fit_memo.failed.clear();
+            self.fit_memo.stamp = stamp;
+            return None;
+        }
+        let d = self.fit_memo.failed.get(&fit).cloned()?;
+        self.fit_memo.reused += 1;
+        Some(d)
+    }
+
+    /// Keeps a failed search (incremental cycle only), stamped with the model's generation.
+    fn keep_failure(&mut self, fit: FitKey, detail: &Arc<str>) {
+        if self.full_scan || self.placement.is_stateful() {
+            return;
+        }
+        let stamp = self.fit_stamp();
+        if self.fit_memo.stamp != stamp {
+            self.fit_memo.failed.clear();
+            self.fit_memo.stamp = stamp;
+        }
+        self.fit_memo.failed.insert(fit, detail.clone());
     }
 
     /// The expected fill (s) and nodes of `job`'s reservation, if it holds one.

@@ -11,17 +11,20 @@ impl Scheduler {
     /// Holds back the swap pool: the first `swap_pool_nodes` wholly free GPU nodes (in node
     /// order, schedulable, no reservation on them), scratch space for relocations.
     pub(super) fn choose_swap(&mut self) {
-        self.swap.clear();
-        if self.config.swap_pool_nodes == 0 {
-            return;
+        let old = std::mem::take(&mut self.swap);
+        if self.config.swap_pool_nodes > 0 {
+            for (i, n) in self.cluster.nodes.iter().enumerate() {
+                if self.swap.len() == self.config.swap_pool_nodes {
+                    break;
+                }
+                if n.avail.schedulable() && n.gpus > 0 && n.is_idle() && self.held[i].is_empty() {
+                    self.swap.push(NodeId(i as u32));
+                }
+            }
         }
-        for (i, n) in self.cluster.nodes.iter().enumerate() {
-            if self.swap.len() == self.config.swap_pool_nodes {
-                break;
-            }
-            if n.avail.schedulable() && n.gpus > 0 && n.is_idle() && self.held[i].is_empty() {
-                self.swap.push(NodeId(i as u32));
-            }
+        // Placement reads the swap pool: a new one voids the incremental cycle's failures.
+        if old != self.swap {
+            self.touch_fit();
         }
     }
 

@@ -115,6 +115,15 @@ pub struct Scheduler {
     fair: crate::fairshare::FairTree,
     /// Usage changed since `fair` was computed (a leaving job's last charge).
     fair_stale: bool,
+    /// Re-run every placement search every cycle (the old cycle; `flotilla sim gang
+    /// --full-scan`); false: the incremental cycle (see the `cycle` module).
+    full_scan: bool,
+    /// Generation of what placement reads besides the cluster's free resources (held
+    /// reservations and their fills, the swap pool, the tie-break rank, node epochs); with
+    /// [`Cluster::gen`] it stamps the incremental cycle's failure memo.
+    fit_gen: u64,
+    /// Placement failures kept across cycles while nothing they read has changed.
+    fit_memo: cycle::FitMemo,
 }
 
 impl Scheduler {
@@ -162,6 +171,9 @@ impl Scheduler {
             usage: crate::fairshare::Usage::default(),
             fair: crate::fairshare::FairTree::default(),
             fair_stale: false,
+            full_scan: false,
+            fit_gen: 0,
+            fit_memo: cycle::FitMemo::default(),
         };
         s.has_inference_pool = s.cluster.nodes.iter().any(|n| n.inference_pool);
         s
@@ -176,6 +188,38 @@ impl Scheduler {
     /// Sets a per-node tie-break rank (a seeded permutation; the simulator's protocol).
     pub fn set_tie_rank(&mut self, rank: Option<Vec<u32>>) {
         self.tie_rank = rank;
+        self.touch_fit();
+    }
+
+    /// Chooses the cycle: `true` re-runs every placement search every cycle (the full scan,
+    /// kept to compare against: `flotilla sim gang --full-scan`); `false` (the default)
+    /// reuses a pending job's failed placement while nothing it read has changed (the
+    /// incremental cycle, see [`Scheduler::cycle`]). The decisions are the same either way.
+    pub fn set_full_scan(&mut self, full: bool) {
+        self.full_scan = full;
+        self.fit_memo = cycle::FitMemo::default();
+    }
+
+    /// True when every cycle re-runs every placement search ([`Scheduler::set_full_scan`]).
+    pub fn full_scan(&self) -> bool {
+        self.full_scan
+    }
+
+    /// Placement searches a cycle ran and reused since the scheduler was built:
+    /// `(searched, reused)`. The incremental cycle's effect, for benchmarks and tests.
+    pub fn placement_counts(&self) -> (u64, u64) {
+        (self.fit_memo.searched, self.fit_memo.reused)
+    }
+
+    /// Something placement reads (other than the cluster's free resources, which
+    /// [`Cluster::gen`] stamps) changed: failures kept by the incremental cycle are void.
+    pub(super) fn touch_fit(&mut self) {
+        self.fit_gen += 1;
+    }
+
+    /// The stamp of everything a placement search reads (see `cycle::FitMemo`).
+    pub(super) fn fit_stamp(&self) -> u64 {
+        self.fit_gen + self.cluster.gen()
     }
 
     /// The placement policy's name.
@@ -267,6 +311,7 @@ impl Scheduler {
         self.cluster.nodes[node.0 as usize].boot_epoch = boot_epoch;
         self.cluster.set_avail(node, avail);
         self.mark_dirty(node);
+        self.touch_fit();
     }
 
     /// Feeds one event that happened at `now` (s); returns the decisions it forces at once:
@@ -351,6 +396,7 @@ impl Scheduler {
             _ => None,
         };
         self.cluster.set_avail(node, avail);
+        self.touch_fit();
         if let Some(reason) = requeue {
             self.requeue_node(node, reason, now, out);
         }
@@ -372,6 +418,7 @@ impl Scheduler {
             self.cluster.set_avail(node, NodeAvail::Up);
         }
         self.mark_dirty(node);
+        self.touch_fit();
     }
 
     /// The id of a request shape; equal requests share one.

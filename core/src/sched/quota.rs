@@ -14,6 +14,7 @@ use std::collections::{BTreeMap, HashMap};
 impl Scheduler {
     /// Sets the account tree (quota.conf); empty turns quotas off.
     pub fn set_quotas(&mut self, quotas: QuotaTree) {
+        self.touch_fit();
         self.quotas = quotas;
         self.scope_used = vec![0; self.quotas.len()];
     }
@@ -21,6 +22,7 @@ impl Scheduler {
     /// Sets the tree whose `MaxJobs=` limits each user's running jobs in an association
     /// (Slurm's association `MaxJobs`; pending reason `AssocMaxJobsLimit`); empty: none.
     pub fn set_job_limits(&mut self, tree: QuotaTree) {
+        self.touch_fit();
         self.job_limits = tree;
     }
 
@@ -48,6 +50,7 @@ impl Scheduler {
     /// Sets the associations, QOS and enforcement (the accounting database's, as `sacctmgr`
     /// edits it); the default turns accounting off.
     pub fn set_accounting(&mut self, accounting: crate::assoc::Accounting) {
+        self.touch_fit();
         self.accounting = accounting;
         self.limit_cache.clear();
     }

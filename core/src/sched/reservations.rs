@@ -45,6 +45,7 @@ impl Scheduler {
 
     fn rebuild_held(&mut self) {
         self.lp_cache = None;
+        self.touch_fit();
         for h in &mut self.held {
             h.clear();
         }
@@ -171,6 +172,7 @@ impl Scheduler {
         }
         if !grown.is_empty() {
             self.reservations[ri].est_fill = now;
+            self.touch_fit();
             self.shrink_victims(&grown, Some(r.job), now, out);
         }
         if !occupants.is_empty() {
@@ -179,6 +181,7 @@ impl Scheduler {
             // and the reservation never completes). Every job borrowing from it (also CPU-only
             // work on its wholly held nodes) is preempted: its fill time has come (invariant 6).
             self.reservations[ri].est_fill = now;
+            self.touch_fit();
             for (id, run) in &self.running {
                 if run.backfill_for.contains(&r.job) {
                     occupants.insert(*id);

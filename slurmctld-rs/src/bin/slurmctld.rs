@@ -14,6 +14,8 @@
 //! may be preempted; overrides slurm.conf's `PreemptExemptTime`, default 10 min, DESIGN.md §5),
 //! `--preempt-budget-pct P` (the preemption budget's paging limit, default 25).
 //! `--requeue-holdoff S` (how long a requeued job waits before it may start; default 121),
+//! `--full-scan` (the old scheduling cycle, which searches a placement for every pending job
+//! every cycle; same decisions as the default incremental cycle, to compare their cost),
 //! Users' default accounts come from `quota.conf`
 //! beside `slurm.conf` ([`flotilla_slurmctld::conf::quota_tree`]), whose quotas the scheduler enforces.
 
@@ -91,6 +93,7 @@ fn parse_args() -> anyhow::Result<Option<Args>> {
             "--requeue-holdoff" => opts.requeue_holdoff_s = val()?.parse()?,
             "--max-conns" => max_conns = val()?.parse()?,
             "--max-frame" => max_frame = val()?.parse()?,
+            "--full-scan" => opts.full_scan = true,
             "-h" | "--help" => {
                 println!("usage: slurmctld [-D] [-f slurm.conf] [-v] [--state-dir DIR] [--key FILE] [--listen ADDR] [--socket PATH] [--addr-file FILE] [--cluster-json FILE] [--sync normal|full]");
                 return Ok(None);

@@ -233,6 +233,9 @@ pub struct CtlOptions {
     /// Where this controller listens (`host:port`), recorded with the lease for standbys and
     /// commands to follow.
     pub advertise: String,
+    /// `--full-scan`: the scheduler searches a placement for every pending job every cycle
+    /// (the old cycle, `Scheduler::set_full_scan`), to compare with the incremental one.
+    pub full_scan: bool,
 }
 
 impl Default for CtlOptions {
@@ -266,6 +269,7 @@ impl Default for CtlOptions {
             enforce: Default::default(),
             lease_ttl: Duration::from_secs(6),
             advertise: String::new(),
+            full_scan: false,
         }
     }
 }
