@@ -378,6 +378,11 @@ pub struct Cluster {
     /// the controller's time in a submission storm.
     #[serde(skip)]
     part_caps: Vec<Vec<(Option<String>, Capacity)>>,
+    /// Allocations taken or given back so far ([`Cluster::take`], [`Cluster::give_back`]):
+    /// a policy that summarises the whole cluster (GPU-model scarcity) recomputes its
+    /// summary only when this changed.
+    #[serde(skip)]
+    changes: u64,
 }
 
 /// What the nodes of a partition (of the GPU models a job accepts) could ever give one job,
@@ -511,6 +516,7 @@ impl Cluster {
             by_name: std::collections::BTreeMap::new(),
             part_node_size: Vec::new(),
             part_caps: Vec::new(),
+            changes: 0,
         };
         let mut pod_ids = std::collections::BTreeMap::new();
         for (i, s) in specs.iter().enumerate() {
@@ -767,7 +773,14 @@ impl Cluster {
             node.alloc_sizes[size as usize] += 1;
             node.size_mask |= 1 << (size - 1);
         }
+        self.changes += 1;
         self.reindex(a.node);
+    }
+
+    /// How many allocations were taken or given back since the cluster was built: equal
+    /// counts mean unchanged GPU, CPU and memory use.
+    pub fn changes(&self) -> u64 {
+        self.changes
     }
 
     /// Returns the resources of one per-node allocation.
@@ -792,6 +805,7 @@ impl Cluster {
                 node.size_mask &= !(1 << (size - 1));
             }
         }
+        self.changes += 1;
         self.reindex(a.node);
     }
 
