@@ -43,9 +43,20 @@ fn lex(keys: &[(u64, u64)]) -> Score {
 /// (whose GPU is then the one with the lowest ΔF, tightest on ties) and for CPU-only work. The
 /// other keys break its ties, where FGD draws a random node. Without a model the order is
 /// exactly the one above.
+///
+/// GPU-model scarcity (with a model only): a request that accepts any GPU model keeps away
+/// from nodes whose model is scarce now ([`Workload::scarce_now`]: the pods of the workload
+/// that *require* the model would need what is left of it). It is the first key after the
+/// sub-node pool, for whole GPUs and shares alike, so an untyped pod never takes a scarce
+/// model while a node of a common model fits, not even for an exact fill. Typed and CPU-only
+/// requests, and every request of a workload without typed shapes, are ordered as without it.
+/// One rule, no parameter; [`TopoBestFit::without_scarcity`] is the ablation. Figures:
+/// `bench/results/placement-scarcity.md`.
 #[derive(Debug, Default, Clone)]
 pub struct TopoBestFit {
     workload: Option<std::sync::Arc<Workload>>,
+    /// The GPU-model scarcity key is off ([`TopoBestFit::without_scarcity`]).
+    no_scarcity: bool,
 }
 
 /// Bias that makes the gradient key non-negative: a gradient is at most the free GPU milli of
@@ -60,7 +71,24 @@ impl TopoBestFit {
 
     /// With a workload model: the fragmentation gradient against it becomes a key.
     pub fn with_workload(workload: std::sync::Arc<Workload>) -> TopoBestFit {
-        TopoBestFit { workload: Some(workload) }
+        TopoBestFit { workload: Some(workload), no_scarcity: false }
+    }
+
+    /// The same policy without the GPU-model scarcity key (the ablation).
+    pub fn without_scarcity(self) -> TopoBestFit {
+        TopoBestFit { no_scarcity: true, ..self }
+    }
+
+    /// The scarcity key of placing `d` on `n` (0 or 1, smaller is better): 1 when `d` asks
+    /// for GPUs of any model and the node's model is scarce now for the workload
+    /// ([`Workload::scarce_now`]); 0 without a model, for typed and CPU-only requests.
+    fn scarce_key(&self, ctx: &PlaceCtx<'_>, n: &flotilla_core::cluster::Node, d: &NodeDemand<'_>) -> u64 {
+        match self.workload() {
+            Some(w) if !self.no_scarcity && d.gpus > 0 && d.gpu_types.is_empty() => {
+                u64::from(w.scarce_now(ctx.cluster, ctx.partition, n.gpu_type.as_deref()))
+            }
+            _ => 0,
+        }
     }
 
     /// The workload model, if any.
@@ -170,8 +198,10 @@ impl PlacementPolicy for TopoBestFit {
                 Some(u) if u > 0 => (0, u64::from(MILLI - u - d.gpu_milli)),
                 _ => (1, 0),
             };
+            let scarce = self.scarce_key(ctx, n, d);
             return lex(&[
                 (pool_key, 2),
+                (scarce, 2),
                 (grad, GRADIENT_BASE),
                 (strands, 1 << 8),
                 (breaks, 1 << 27),
@@ -198,8 +228,10 @@ impl PlacementPolicy for TopoBestFit {
         // CPUs pack too (cons_tres), so the busier node wins remaining ties.
         let cpu_left = (n.free_cpu_milli - d.cpu_milli.min(n.free_cpu_milli)) / 1000;
         let grad = self.workload().map_or(0, |w| TopoBestFit::gradient_key(w.gradient(n, d, lowest(avail, d.gpus), None)));
+        let scarce = self.scarce_key(ctx, n, d);
         lex(&[
             (pool_key, 2),
+            (scarce, 2),
             (exact, 2),
             (grad, GRADIENT_BASE),
             (strands, 1 << 8),
@@ -219,7 +251,7 @@ impl PlacementPolicy for TopoBestFit {
         if self.workload.is_some() {
             return None;
         }
-        Some(lex(&[(0, 2), (0, 2), (0, GRADIENT_BASE), (0, 1 << 8), (0, 1 << 27), (0, 2), (0, 2), (0, 65), (0, 1 << 20), (1, 1 << 16)]))
+        Some(lex(&[(0, 2), (0, 2), (0, 2), (0, GRADIENT_BASE), (0, 1 << 8), (0, 1 << 27), (0, 2), (0, 2), (0, 65), (0, 1 << 20), (1, 1 << 16)]))
     }
 
     fn pick_share_gpu_for(&self, node: &flotilla_core::cluster::Node, blocked: GpuMask, d: &NodeDemand<'_>) -> Option<u32> {
@@ -328,7 +360,26 @@ pub struct FgdTarget {
 pub struct Workload {
     targets: Vec<FgdTarget>,
     memo: std::sync::Mutex<FgdMemo>,
+    /// Memo of [`Workload::model_pressure`] by (partition, GPU model): the partition's GPUs
+    /// and the model's when it was computed (a changed count recomputes it) and the pressure.
+    pressure: std::sync::Mutex<PressureMemo>,
+    /// Memo of [`Workload::scarce_now`]: the free share of each GPU model of a partition at
+    /// one cluster state.
+    free: std::sync::Mutex<Option<FreeShares>>,
 }
+
+/// Free GPU milli of a partition by GPU model (lower-case) and in all, with the capacities,
+/// at the cluster state `(partition, Cluster::gen, nodes, GPUs)`.
+#[derive(Debug)]
+struct FreeShares {
+    key: (u32, u64, usize, u64),
+    by_model: std::collections::BTreeMap<String, (u64, u64)>,
+    all: (u64, u64),
+}
+
+/// [`Workload::model_pressure`]'s memo: (partition, lower-case model) -> ((partition's GPUs,
+/// model's GPUs), pressure).
+type PressureMemo = std::collections::BTreeMap<(u32, Option<String>), ((u64, u64), f64)>;
 
 /// A pod shape: (milli-CPUs, milli-GPUs per GPU, GPUs, GPU models).
 type Shape = (u64, u32, u32, Vec<String>);
@@ -351,7 +402,87 @@ impl Workload {
         Workload {
             targets,
             memo: std::sync::Mutex::new(FgdMemo::default()),
+            pressure: std::sync::Mutex::new(std::collections::BTreeMap::new()),
+            free: std::sync::Mutex::new(None),
         }
+    }
+
+    /// Whether GPU model `model` is scarce now in partition `part`: its free share (free GPU
+    /// milli over its GPU milli) is at most its [`Workload::model_pressure`] P times the
+    /// partition's free share. If the work still to come has the workload's mix and fills
+    /// what is free, the pods that require the model need P × (free share of the partition)
+    /// of its GPUs: while the model has more free, a pod that accepts any model may use it;
+    /// from there on, its GPUs are kept for those pods. A model with P ≥ 1 is always scarce,
+    /// one with P = 0 (or an untyped node) never. Counts schedulable nodes only; memoised per
+    /// cluster state ([`flotilla_core::cluster::Cluster::gen`]), recomputed in O(nodes)
+    /// after each change.
+    pub fn scarce_now(&self, cluster: &flotilla_core::cluster::Cluster, part: flotilla_core::cluster::PartId, model: Option<&str>) -> bool {
+        let Some(model) = model else { return false };
+        let p = self.model_pressure(cluster, part, Some(model));
+        if p <= 0.0 {
+            return false;
+        }
+        let all_gpus = cluster.capacity(part, &[]).total_gpus;
+        let key = (part.0, cluster.gen(), cluster.nodes.len(), all_gpus);
+        let mut memo = self.free.lock().unwrap_or_else(|e| e.into_inner());
+        if memo.as_ref().is_none_or(|m| m.key != key) {
+            let mut by_model: std::collections::BTreeMap<String, (u64, u64)> = std::collections::BTreeMap::new();
+            let mut all = (0u64, 0u64);
+            for &id in &cluster.partitions[part.0 as usize].nodes {
+                let n = cluster.node(id);
+                if !n.avail.schedulable() || n.gpus == 0 {
+                    continue;
+                }
+                let free: u64 = n.gpu_milli_used.iter().map(|&u| u64::from(MILLI - u)).sum();
+                let cap = u64::from(n.gpus) * u64::from(MILLI);
+                all.0 += free;
+                all.1 += cap;
+                if let Some(t) = &n.gpu_type {
+                    let e = by_model.entry(t.to_ascii_lowercase()).or_default();
+                    e.0 += free;
+                    e.1 += cap;
+                }
+            }
+            *memo = Some(FreeShares { key, by_model, all });
+        }
+        let m = memo.as_ref().expect("filled above");
+        let Some(&(free, cap)) = m.by_model.get(&model.to_ascii_lowercase()) else {
+            return false;
+        };
+        if cap == 0 || m.all.1 == 0 {
+            return false;
+        }
+        // free / cap <= p × all_free / all_cap, without dividing.
+        (free as f64) * (m.all.1 as f64) <= p * (m.all.0 as f64) * (cap as f64)
+    }
+
+    /// Scarcity of GPU model `model` for this workload in partition `part` of `cluster`
+    /// (dimensionless, ≥ 0): the share of the model's GPUs that pods *requiring* it would
+    /// claim when the workload's arrived GPU demand equals the partition's GPUs, each typed
+    /// shape spread over the models it accepts in proportion to their GPUs:
+    ///
+    /// P(m) = Σ_{t typed, m ∈ A_t} (w_t·g_t·μ_t / G(A_t)) / (Σ_t w_t·g_t·μ_t / G)
+    ///
+    /// over the targets t of the model (weight w_t, GPUs g_t, milli per GPU μ_t, accepted
+    /// models A_t), where G(A) is the partition's GPUs of the models in A and G all its GPUs.
+    /// 0 for an untyped node, a workload without typed shapes or without GPU demand; ≥ 1
+    /// means the typed pods alone would take every GPU of the model. The source is FGD's
+    /// workload model (Weng et al., USENIX ATC'23 §4: the target workload's popularity and
+    /// GPU-model constraints); the ratio is ours. Pure; memoised per (partition, model) and
+    /// recomputed when the partition's GPUs or the model's change.
+    pub fn model_pressure(&self, cluster: &flotilla_core::cluster::Cluster, part: flotilla_core::cluster::PartId, model: Option<&str>) -> f64 {
+        let Some(model) = model else { return 0.0 };
+        let all = cluster.capacity(part, &[]).total_gpus;
+        let own = cluster.capacity(part, std::slice::from_ref(&model.to_owned())).total_gpus;
+        let key = (part.0, Some(model.to_ascii_lowercase()));
+        if let Some(&(g, p)) = self.pressure.lock().unwrap_or_else(|e| e.into_inner()).get(&key) {
+            if g == (all, own) {
+                return p;
+            }
+        }
+        let p = pressure_of(&self.targets, model, all, &|types| cluster.capacity(part, types).total_gpus);
+        self.pressure.lock().unwrap_or_else(|e| e.into_inner()).insert(key, ((all, own), p));
+        p
     }
 
     /// The target workload of the FGD artifact from a list of pods, each `(cpu_milli,
@@ -472,6 +603,27 @@ impl Workload {
         }
         self.frag(node, node.free_cpu_milli.saturating_sub(d.cpu_milli), &left) - before
     }
+}
+
+/// [`Workload::model_pressure`] of `model` with `all` GPUs in the partition and `gpus_of`
+/// giving the GPUs of the models a list accepts.
+fn pressure_of(targets: &[FgdTarget], model: &str, all: u64, gpus_of: &dyn Fn(&[String]) -> u64) -> f64 {
+    let demand = |t: &FgdTarget| t.weight * f64::from(t.gpus) * f64::from(t.gpu_milli);
+    let total: f64 = targets.iter().map(demand).sum();
+    if total <= 0.0 || all == 0 {
+        return 0.0;
+    }
+    let mut typed = 0.0;
+    for t in targets {
+        if t.gpus == 0 || t.gpu_types.is_empty() || !t.gpu_types.iter().any(|a| a.eq_ignore_ascii_case(model)) {
+            continue;
+        }
+        let g = gpus_of(&t.gpu_types);
+        if g > 0 {
+            typed += demand(t) / g as f64;
+        }
+    }
+    typed / (total / all as f64)
 }
 
 /// Baseline: Fragmentation Gradient Descent (Weng et al., USENIX ATC'23; `ANCHORS.md` §A1,

@@ -166,12 +166,15 @@ pub fn workload(pods: &[OpenbPod]) -> Workload {
 /// Builds a policy of the experiment by name. FGD and ours (`topo-bestfit`) get the same
 /// workload model, the pod list's target workload; the random policy is seeded with the
 /// run's seed. `topo-bestfit-nomodel` (not run by default) is ours without the model, as
-/// `flotilla_plugins::placement("topo-bestfit")` builds it: the ablation.
+/// `flotilla_plugins::placement("topo-bestfit")` builds it: the ablation;
+/// `topo-bestfit-noscarcity` (not run by default) is ours with the model but without its
+/// GPU-model scarcity key ([`TopoBestFit::without_scarcity`]), the policy before it.
 pub fn make_policy(name: &str, pods: &[OpenbPod], seed: u64) -> Result<Box<dyn PlacementPolicy>, SimError> {
     Ok(match name {
         "fgd" => Box::new(Fgd::with_workload(Arc::new(workload(pods)))),
         "topo-bestfit" => Box::new(TopoBestFit::with_workload(Arc::new(workload(pods)))),
         "topo-bestfit-nomodel" => Box::new(TopoBestFit::new()),
+        "topo-bestfit-noscarcity" => Box::new(TopoBestFit::with_workload(Arc::new(workload(pods))).without_scarcity()),
         "random" => Box::new(RandomFit::new(seed)),
         other => flotilla_plugins::placement(other).ok_or_else(|| SimError::UnknownPolicy { name: other.to_owned() })?,
     })
