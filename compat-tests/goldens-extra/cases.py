@@ -236,6 +236,9 @@ A04 = [
     tres("gpus_below_nodes", "-N 3 --gpus=2"),
     tres("gres_none", "--gres=none"),
     tres("gpus_per_node_over_nodes_range", "-N 1-3 --gpus=4 --gpus-per-node=2"),
+    # TRES of a running job (typed request; AccountingStorageTRES=gres/gpu) and in sacct.
+    {"name": "alloc_tres_running_typed", "cmd": "sb -w gpu02 --gres=gpu:h100:2 --wrap 'sleep 300'\nwst $J1 RUNNING\nscontrol show job $J1 | grep -oE '(TRES|TresPerNode)=[^ ]*' | m\nsqueue -h -j $J1 -O tres-alloc:60,tres-per-node:30 | m\nfin"},
+    {"name": "sacct_alloc_tres", "cmd": "sb -w gpu02 --gres=gpu:2 --wrap true\nwend $J1\nsacct -n -X -j $J1 -o AllocTRES%60,ReqTRES%60 | m\nfin"},
 ]
 
 # Area a08: configuration files as Slurm's commands read them (src/common/parse_config.c,

@@ -58,8 +58,12 @@ pub fn time_limit(t: Option<TimeLimitWire>) -> Value {
     }
 }
 
-/// `gres:gpu:h100:4` per request, comma-separated (the controller's `TresPerNode`).
+/// `gres:gpu:h100:4` per request, comma-separated (the controller's `TresPerNode`): the text
+/// as submitted when the job has it (`gres:gpu` for `--gres=gpu`), else written from its GRES.
 fn tres_per_node(j: &JobInfo) -> String {
+    if let Some(t) = &j.tres_per_node {
+        return t.clone();
+    }
     j.gres
         .iter()
         .map(|g| match &g.gpu_type {
@@ -199,6 +203,11 @@ mod tests {
             assert_eq!(doc["jobs"][0]["exit_code"]["return_code"]["number"], 3);
             assert_eq!(doc["jobs"][0]["time_limit"]["infinite"], true);
             assert_eq!(doc["jobs"][0]["tres_per_node"], "gres:gpu:h100:2");
+            // The text as submitted wins (`--gres=gpu` is `gres:gpu`).
+            let k = JobInfo { tres_per_node: Some("gres:gpu".into()), ..j.clone() };
+            let body = response(v, std::slice::from_ref(&k), &Ctx { cluster: "c".into() }, None, 5);
+            let doc = crate::meta::envelope(v, &crate::ClientInfo::default(), "c", body, &[], &[]);
+            assert_eq!(doc["jobs"][0]["tres_per_node"], "gres:gpu");
         }
     }
 }
