@@ -18,6 +18,16 @@
 //! nothing).
 //!
 //! The same code starts the clusters of the end-to-end tests (`flotilla_compat_tests::cluster`).
+//!
+//! `--ha` ([`UpOptions::ha`]): high availability as a site runs it (docs/ha.md), on one host.
+//! A throw-away PostgreSQL in `<dir>/pg` ([`crate::pg::LocalPg`], Debian's `initdb`/`pg_ctl`,
+//! on a Unix socket there) holds the state; two controllers share it, the primary on
+//! 127.0.0.1 and the backup on 127.0.0.2 (two `SlurmctldHost=` lines with one
+//! `SlurmctldPort`, as Slurm has it: every loopback address reaches this host); the backup
+//! waits as a standby (state dir `<dir>/state-b`, socket `<dir>/state/slurmctld-b.sock`, log
+//! `slurmctld-b.log`). A `sackd` on `<dir>/state/sackd.sock` vouches for local users, so that
+//! commands reach whichever controller leads over TCP (printed as `export
+//! FLOTILLA_AUTH_SOCKET=...`). `down` stops the controllers, then PostgreSQL (fast shutdown).
 
 use std::fmt::Write as _;
 use std::io::Read as _;
@@ -67,6 +77,8 @@ pub struct UpOptions {
     pub emulate: Option<Emulate>,
     /// `flotilla emulate --heartbeat-ms` (emulated nodes; default 2000, `slurmd`'s).
     pub emulate_args: Vec<String>,
+    /// Two controllers on a PostgreSQL started in `<dir>/pg` (see the module documentation).
+    pub ha: bool,
 }
 
 /// Who runs the emulated nodes of a [`UpOptions::emulate`] cluster.
@@ -95,6 +107,7 @@ impl UpOptions {
             ctld_args: Vec::new(),
             emulate: None,
             emulate_args: Vec::new(),
+            ha: false,
         }
     }
 }
@@ -131,6 +144,10 @@ pub struct DevCluster {
     /// slurmrestd's URL (`http://127.0.0.1:PORT`; JWT on TCP, local auth on
     /// `<dir>/state/slurmrestd.sock`); `None` when no `slurmrestd` binary was found.
     pub restd_url: Option<String>,
+    /// `--ha`: the backup controller's address (127.0.0.2, the same port).
+    pub backup_addr: Option<SocketAddr>,
+    /// `--ha`: sackd's socket, where commands get credentials for TCP.
+    pub auth_socket: Option<PathBuf>,
 }
 
 impl DevCluster {
@@ -139,10 +156,13 @@ impl DevCluster {
         self.dir.join("slurm.conf")
     }
 
-    /// The lines a user needs: `export SLURM_CONF=...`, and `export FLOTILLA_RESTD_URL=...`
-    /// when slurmrestd runs.
+    /// The lines a user needs: `export SLURM_CONF=...`, `export FLOTILLA_AUTH_SOCKET=...`
+    /// with `--ha`, and `export FLOTILLA_RESTD_URL=...` when slurmrestd runs.
     pub fn export_line(&self) -> String {
         let mut s = format!("export SLURM_CONF={}", self.slurm_conf().display());
+        if let Some(a) = &self.auth_socket {
+            s.push_str(&format!("\nexport FLOTILLA_AUTH_SOCKET={}", a.display()));
+        }
         if let Some(u) = &self.restd_url {
             s.push_str(&format!("\nexport FLOTILLA_RESTD_URL={u}"));
         }
@@ -197,6 +217,21 @@ pub fn free_port() -> Result<u16> {
     Ok(TcpListener::bind("127.0.0.1:0")?.local_addr()?.port())
 }
 
+/// The backup controller's address with `--ha`: another loopback address, so that both
+/// controllers listen on the one `SlurmctldPort`.
+pub const BACKUP_IP: [u8; 4] = [127, 0, 0, 2];
+
+/// A port free on 127.0.0.1 and, with `ha`, on [`BACKUP_IP`] too.
+fn free_ports(ha: bool) -> Result<u16> {
+    for _ in 0..20 {
+        let port = free_port()?;
+        if !ha || TcpListener::bind(SocketAddr::from((BACKUP_IP, port))).is_ok() {
+            return Ok(port);
+        }
+    }
+    bail!("no port free on both 127.0.0.1 and 127.0.0.2")
+}
+
 fn hostname() -> String {
     nix::unistd::gethostname()
         .ok()
@@ -233,6 +268,13 @@ const OVERRIDDEN: &[&str] = &[
     "slurmdlogfile",
     "authalttypes",
     "authaltparameters",
+    "slurmctldtimeout",
+    "statestoragetype",
+    "statestoragehost",
+    "statestorageport",
+    "statestorageuser",
+    "statestorageloc",
+    "statestoragepassfile",
 ];
 
 /// The `cgroup.conf` `up` writes for the default cluster: GPUs outside a job's allocation are
@@ -265,18 +307,32 @@ pub fn cgroup_scope(dir: &Path, cluster: &str) -> String {
 /// The `auth/jwt` key `up` generates in `<dir>/state` (Slurm's default name there).
 const JWT_KEY: &str = flotilla_proto::jwt::DEFAULT_KEY_FILE;
 
-/// The header of the generated `slurm.conf`: where the controller and state are.
-fn header(dir: &Path, cluster: &str, port: u16) -> String {
+/// The header of the generated `slurm.conf`: where the controller and state are; `pg`: the
+/// `--ha` lines (the backup `SlurmctldHost`, `SlurmctldTimeout`, the `StateStorage*` keys).
+fn header(dir: &Path, cluster: &str, port: u16, pg: Option<&str>) -> String {
     let d = dir.display();
-    format!(
+    let mut s = format!(
         "# Written by `flotilla dev up`: a local cluster, every daemon on 127.0.0.1.\n\
          ClusterName={cluster}\nSlurmctldHost={host}(127.0.0.1)\nSlurmctldPort={port}\nSlurmUser={user}\n\
          StateSaveLocation={d}/state\nSlurmdSpoolDir={d}/spool/%n\n\
          AuthAltTypes=auth/jwt\nAuthAltParameters=jwt_key={d}/state/{JWT_KEY}\n",
         host = hostname(),
         user = user_name(),
-    )
+    );
+    if let Some(pg) = pg {
+        let [a, b, c, e] = BACKUP_IP;
+        let _ = write!(s, "SlurmctldHost={host}-b({a}.{b}.{c}.{e})\nSlurmctldTimeout={HA_TIMEOUT_S}\n{pg}", host = hostname());
+    }
+    s
 }
+
+/// `SlurmctldTimeout` of a `--ha` cluster (seconds): the leader lease.
+pub const HA_TIMEOUT_S: u64 = 6;
+
+/// `<dir>/pg`: the `--ha` cluster's PostgreSQL.
+const PG_DIR: &str = "pg";
+/// The number naming its socket (`.s.PGSQL.5432` in `<dir>/pg/server`; no TCP).
+const PG_PORT: u16 = 5432;
 
 /// The default cluster's `slurm.conf` body and `topology.conf`: `nodes` nodes named
 /// `gpu01...`, `gpus` GPUs each, two pods (leaf switches) under one spine.
@@ -415,9 +471,9 @@ pub fn rewrite_config(text: &str) -> (String, String) {
     (out, cluster)
 }
 
-/// Writes `slurm.conf` (controller on 127.0.0.1:`port`), `topology.conf`/`gres.conf` and the
-/// key into `dir`.
-fn write_config(opts: &UpOptions, port: u16) -> Result<()> {
+/// Writes `slurm.conf` (controller on 127.0.0.1:`port`; `pg`: the `--ha` storage lines),
+/// `topology.conf`/`gres.conf` and the key into `dir`.
+fn write_config(opts: &UpOptions, port: u16, pg: Option<&str>) -> Result<()> {
     let dir = &opts.dir;
     let (body, cluster, topo) = match &opts.config {
         None if opts.emulate.is_some() => {
@@ -447,7 +503,7 @@ fn write_config(opts: &UpOptions, port: u16) -> Result<()> {
     if let Some(t) = topo {
         std::fs::write(dir.join("topology.conf"), t)?;
     }
-    let text = format!("{}{body}", header(dir, &cluster, port));
+    let text = format!("{}{body}", header(dir, &cluster, port, pg));
     let tmp = dir.join("slurm.conf.tmp");
     std::fs::write(&tmp, text)?;
     std::fs::rename(&tmp, dir.join("slurm.conf"))?;
@@ -514,16 +570,20 @@ pub fn read_record(dir: &Path) -> Result<(Option<SocketAddr>, Vec<Daemon>)> {
     Ok((addr, daemons))
 }
 
+/// The log file of daemon `kind` for `node` (`-`: none; the backup controller's is `b`).
+fn log_name(kind: &str, node: &str) -> String {
+    match kind {
+        "slurmctld" | "sackd" if node != "-" => format!("{kind}-{node}.log"),
+        "slurmctld" | "slurmrestd" | "emulator" | "sackd" => format!("{kind}.log"),
+        _ => format!("slurmd-{node}.log"),
+    }
+}
+
 fn spawn(dir: &Path, kind: &str, node: &str, cmd: &mut Command) -> Result<Daemon> {
-    let log_name = if kind == "slurmctld" || kind == "slurmrestd" || kind == "emulator" {
-        format!("{kind}.log")
-    } else {
-        format!("slurmd-{node}.log")
-    };
     let log = std::fs::OpenOptions::new()
         .create(true)
         .append(true)
-        .open(dir.join(&log_name))?;
+        .open(dir.join(log_name(kind, node)))?;
     let child = cmd
         .stdin(Stdio::null())
         .stdout(log.try_clone()?)
@@ -550,8 +610,9 @@ pub fn log_tail(dir: &Path, name: &str, n: usize) -> String {
     lines[lines.len().saturating_sub(n)..].join("\n")
 }
 
-/// Queries the controller's nodes: `(name, state, not_responding)`.
-pub fn query_nodes(dir: &Path, addr: SocketAddr) -> Result<Vec<(String, String, bool)>> {
+/// Sends `req` to the controller at `addr` as this process's user (a credential signed with
+/// the cluster key in `dir`).
+fn call_ctld(dir: &Path, addr: SocketAddr, req: Request) -> Result<Response> {
     let key = ClusterKey::load(&dir.join("slurm.key")).map_err(|e| anyhow::anyhow!("{e}"))?;
     let mut c = Client::connect_tcp(addr, Role::Command).map_err(|e| anyhow::anyhow!("{e}"))?;
     if let Stream::Tcp(s) = c.stream() {
@@ -563,7 +624,12 @@ pub fn query_nodes(dir: &Path, addr: SocketAddr) -> Result<Vec<(String, String, 
         .duration_since(std::time::UNIX_EPOCH)?
         .as_secs();
     let cred = key.sign(uid, gid, &hostname(), now, 60);
-    match c.call(Some(cred), Request::QueryNodes(Default::default())) {
+    c.call(Some(cred), req).map_err(|e| anyhow::anyhow!("{e}"))
+}
+
+/// Queries the controller's nodes: `(name, state, not_responding)`.
+pub fn query_nodes(dir: &Path, addr: SocketAddr) -> Result<Vec<(String, String, bool)>> {
+    match call_ctld(dir, addr, Request::QueryNodes(Default::default())) {
         Ok(Response::Nodes(v)) => Ok(v
             .into_iter()
             .map(|n| (n.name, n.state, n.not_responding))
@@ -641,14 +707,33 @@ pub fn up(opts: &UpOptions, cancel: &AtomicBool) -> Result<DevCluster> {
         dir: dir.clone(),
         ..opts.clone()
     };
+    // --ha: PostgreSQL first (stopped last), recorded by its postmaster's pid.
+    let pg_lines = if opts.ha {
+        check_cancel(cancel)?;
+        let pg_dir = dir.join(PG_DIR);
+        // Throw-away: a server left by an earlier `up` in this directory is not running (no
+        // recorded daemon lives), and its data is not kept.
+        if pg_dir.exists() {
+            std::fs::remove_dir_all(&pg_dir).with_context(|| format!("removing {}", pg_dir.display()))?;
+        }
+        let pg = crate::pg::LocalPg::start(&pg_dir, PG_PORT, false).map_err(|e| anyhow::anyhow!("PostgreSQL: {e}"))?;
+        let pid = pg.pid().context("PostgreSQL's postmaster.pid")?;
+        g.daemons.push(Daemon { kind: "postgres".into(), node: "-".into(), pid, start: start_time(pid).unwrap_or(0), child: None });
+        let lines = pg.conf_lines();
+        pg.detach();
+        record(&dir, &g.daemons, None)?;
+        Some(lines)
+    } else {
+        None
+    };
 
     // The controller, on a port chosen by binding port 0; retried if someone took it meanwhile.
     let t0 = Instant::now();
     let addr_file = dir.join("ctld.addr");
     let mut ctld_addr = None;
     for _attempt in 0..5 {
-        let port = free_port()?;
-        write_config(&opts, port)?;
+        let port = free_ports(opts.ha)?;
+        write_config(&opts, port, pg_lines.as_deref())?;
         let _ = std::fs::remove_file(&addr_file);
         let mut cmd = Command::new(&ctld_bin);
         cmd.arg("-D")
@@ -719,6 +804,13 @@ pub fn up(opts: &UpOptions, cancel: &AtomicBool) -> Result<DevCluster> {
     }
     let ctld_addr = ctld_addr.context("slurmctld could not bind a free port after 5 tries")?;
     record(&dir, &g.daemons, Some(ctld_addr))?;
+    let (backup_addr, auth_socket) = if opts.ha {
+        let (b, a) = start_backup(&opts, &ctld_bin, &key_path, ctld_addr, &mut g.daemons, cancel, t0)?;
+        record(&dir, &g.daemons, Some(ctld_addr))?;
+        (Some(b), Some(a))
+    } else {
+        (None, None)
+    };
 
     // The node daemons.
     let cluster =
@@ -737,6 +829,8 @@ pub fn up(opts: &UpOptions, cancel: &AtomicBool) -> Result<DevCluster> {
                 daemons,
                 cgroup_scope: scope,
                 restd_url: None,
+                backup_addr,
+                auth_socket,
             });
         }
         Some(Emulate::Process) => {
@@ -781,11 +875,7 @@ pub fn up(opts: &UpOptions, cancel: &AtomicBool) -> Result<DevCluster> {
         check_cancel(cancel)?;
         for d in &mut g.daemons {
             if let Some(st) = d.child.as_mut().and_then(|c| c.try_wait().ok().flatten()) {
-                let log = if d.kind == "slurmctld" || d.kind == "emulator" {
-                    format!("{}.log", d.kind)
-                } else {
-                    format!("slurmd-{}.log", d.node)
-                };
+                let log = log_name(&d.kind, &d.node);
                 bail!(
                     "{} {} exited ({st}); {}/{log}:\n{}",
                     d.kind,
@@ -823,7 +913,7 @@ pub fn up(opts: &UpOptions, cancel: &AtomicBool) -> Result<DevCluster> {
         std::thread::sleep(Duration::from_millis(100));
     }
     // The REST API is an extra: the cluster runs without it (the reason is printed).
-    let restd_url = start_restd(&dir, opts.bin_dir.as_deref(), &mut g.daemons, opts.timeout).unwrap_or_else(|e| {
+    let restd_url = start_restd(&dir, opts.bin_dir.as_deref(), &mut g.daemons, opts.timeout, auth_socket.as_deref()).unwrap_or_else(|e| {
         eprintln!("flotilla dev up: slurmrestd not started: {e:#}");
         None
     });
@@ -837,14 +927,76 @@ pub fn up(opts: &UpOptions, cancel: &AtomicBool) -> Result<DevCluster> {
         daemons,
         cgroup_scope: scope,
         restd_url,
+        backup_addr,
+        auth_socket,
     })
+}
+
+/// `--ha`: starts `sackd` on `<dir>/state/sackd.sock` and the backup controller on
+/// [`BACKUP_IP`] at the primary's port, and waits until the backup answers a ping (as a
+/// standby: the primary leads). Returns the backup's address and sackd's socket.
+fn start_backup(
+    opts: &UpOptions,
+    ctld_bin: &Path,
+    key_path: &Path,
+    primary: SocketAddr,
+    daemons: &mut Vec<Daemon>,
+    cancel: &AtomicBool,
+    t0: Instant,
+) -> Result<(SocketAddr, PathBuf)> {
+    let dir = &opts.dir;
+    let sackd_bin = find_bin("sackd", opts.bin_dir.as_deref())?;
+    let auth_socket = dir.join("state").join("sackd.sock");
+    let _ = std::fs::remove_file(&auth_socket);
+    let mut cmd = Command::new(&sackd_bin);
+    cmd.arg("--socket").arg(&auth_socket).arg("--key").arg(key_path);
+    daemons.push(spawn(dir, "sackd", "-", &mut cmd)?);
+    let backup = SocketAddr::from((BACKUP_IP, primary.port()));
+    let mut cmd = Command::new(ctld_bin);
+    cmd.arg("-D")
+        .arg("-f")
+        .arg(dir.join("slurm.conf"))
+        .arg("--key")
+        .arg(key_path)
+        .arg("--state-dir")
+        .arg(dir.join("state-b"))
+        .arg("--listen")
+        .arg(backup.to_string())
+        .arg("--socket")
+        .arg(dir.join("state/slurmctld-b.sock"))
+        .arg("--addr-file")
+        .arg(dir.join("ctld-b.addr"))
+        .args(["--sync", "normal"]);
+    if opts.fast {
+        cmd.args(["--tick-ms", "100", "--sched-interval-ms", "100", "--debounce-ms", "5"]);
+    }
+    cmd.args(&opts.ctld_args);
+    daemons.push(spawn(dir, "slurmctld", "b", &mut cmd)?);
+    loop {
+        check_cancel(cancel)?;
+        let sackd_up = auth_socket.exists();
+        if sackd_up && matches!(call_ctld(dir, backup, Request::Ping), Ok(Response::Pong)) {
+            return Ok((backup, auth_socket));
+        }
+        for d in daemons.iter_mut().rev().take(2) {
+            if let Some(st) = d.child.as_mut().and_then(|c| c.try_wait().ok().flatten()) {
+                let log = log_name(&d.kind, &d.node);
+                bail!("{} exited ({st}); {}/{log}:\n{}", d.kind, dir.display(), log_tail(dir, &log, 20));
+            }
+        }
+        if t0.elapsed() > opts.timeout {
+            bail!("the backup controller did not answer within {:?}; {}/slurmctld-b.log:\n{}", opts.timeout, dir.display(), log_tail(dir, "slurmctld-b.log", 20));
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
 }
 
 /// Starts slurmrestd (`-a rest_auth/local,rest_auth/jwt`) on a free 127.0.0.1 port and on
 /// `<dir>/state/slurmrestd.sock`, and waits until its TCP port accepts. No `slurmrestd`
 /// binary beside the others: none is started (`None`). The port is retried if taken
 /// meanwhile.
-fn start_restd(dir: &Path, bin_dir: Option<&Path>, daemons: &mut Vec<Daemon>, timeout: Duration) -> Result<Option<String>> {
+/// `auth_socket`: where it gets credentials for controllers it reaches over TCP (`--ha`).
+fn start_restd(dir: &Path, bin_dir: Option<&Path>, daemons: &mut Vec<Daemon>, timeout: Duration, auth_socket: Option<&Path>) -> Result<Option<String>> {
     let Ok(bin) = find_bin("slurmrestd", bin_dir) else {
         return Ok(None);
     };
@@ -857,6 +1009,9 @@ fn start_restd(dir: &Path, bin_dir: Option<&Path>, daemons: &mut Vec<Daemon>, ti
             .arg(dir.join("slurm.conf"))
             .arg(format!("127.0.0.1:{port}"))
             .arg(format!("unix:{}", sock.display()));
+        if let Some(a) = auth_socket {
+            cmd.env("FLOTILLA_AUTH_SOCKET", a);
+        }
         daemons.push(spawn(dir, "slurmrestd", "-", &mut cmd)?);
         let t0 = Instant::now();
         loop {
@@ -946,7 +1101,8 @@ fn stop_daemons(dir: &Path, daemons: &mut [Daemon], grace: Duration) {
         std::thread::sleep(Duration::from_millis(20));
     };
     for &i in &order {
-        sig(&daemons[i], Signal::SIGTERM);
+        // PostgreSQL's fast shutdown is SIGINT (SIGTERM waits for every session to end).
+        sig(&daemons[i], if daemons[i].kind == "postgres" { Signal::SIGINT } else { Signal::SIGTERM });
     }
     wait(daemons, Instant::now() + grace);
     for &i in &order {
@@ -1087,8 +1243,15 @@ pub fn status(dir: &Path) -> Result<(String, bool)> {
     for d in &daemons {
         let up = alive(d.pid, d.start);
         ok &= up;
-        let what = if d.kind == "slurmctld" {
+        let what = if d.kind == "slurmctld" && d.node == "b" {
+            let [a, b, c, e] = BACKUP_IP;
+            addr.map_or_else(|| "backup".into(), |x| format!("backup, {a}.{b}.{c}.{e}:{}", x.port()))
+        } else if d.kind == "slurmctld" {
             addr.map_or_else(|| "port ?".into(), |a| format!("port {}", a.port()))
+        } else if d.kind == "postgres" {
+            "state store".into()
+        } else if d.kind == "sackd" {
+            "credentials".into()
         } else if d.kind == "slurmrestd" {
             "REST API".into()
         } else if d.kind == "emulator" {

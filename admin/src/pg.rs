@@ -253,6 +253,14 @@ impl LocalPg {
     }
 }
 
+impl LocalPg {
+    /// Leaves the server running past this value (its owner stops it later by its pid, as
+    /// `flotilla dev down` does).
+    pub fn detach(mut self) {
+        self.stopped = true;
+    }
+}
+
 impl Drop for LocalPg {
     fn drop(&mut self) {
         let _ = self.stop("fast");

@@ -205,3 +205,110 @@ fn interrupted_up_leaves_nothing() {
         assert_eq!(processes_in(t.path()), Vec::<String>::new());
     }
 }
+
+/// Runs command `run` (the commands' library, as its binary would) with environment `env`:
+/// exit status, stdout, stderr.
+fn command(run: fn(&[String], &mut flotilla_commands::common::Io<'_>) -> i32, args: &[&str], env: &[(String, String)]) -> (i32, String, String) {
+    let (mut out, mut err) = (Vec::new(), Vec::new());
+    let args: Vec<String> = args.iter().map(|a| a.to_string()).collect();
+    let getenv = |k: &str| env.iter().find(|(n, _)| n == k).map(|(_, v)| v.clone());
+    let rc = run(&args, &mut flotilla_commands::common::Io { out: &mut out, err: &mut err, env: &getenv, stdin: None });
+    (rc, String::from_utf8_lossy(&out).into_owned(), String::from_utf8_lossy(&err).into_owned())
+}
+
+/// Submits `--wrap true` and waits (at most 60 s) until the job completed; the job id.
+fn job_runs(env: &[(String, String)], dir: &Path) -> u64 {
+    let d = dir.to_str().unwrap();
+    let (rc, out, err) = command(flotilla_commands::sbatch::run, &["sbatch", "--parsable", "-D", d, "-o", "/dev/null", "--wrap", "true"], env);
+    assert_eq!(
+        rc,
+        0,
+        "sbatch: {out}{err}\nslurmctld.log:\n{}\nslurmctld-b.log:\n{}\nsackd.log:\n{}",
+        dev::log_tail(dir, "slurmctld.log", 15),
+        dev::log_tail(dir, "slurmctld-b.log", 15),
+        dev::log_tail(dir, "sackd.log", 5)
+    );
+    let id: u64 = out.trim().parse().unwrap_or_else(|_| panic!("sbatch --parsable: {out:?}"));
+    let getenv = |k: &str| env.iter().find(|(n, _)| n == k).map(|(_, v)| v.clone());
+    let ctl = flotilla_commands::common::Ctl::new(&getenv).unwrap();
+    let t0 = std::time::Instant::now();
+    loop {
+        let jobs = match ctl.call(flotilla_proto::Request::QueryJobs(flotilla_proto::JobQuery { include_finished: true, ..Default::default() })) {
+            Ok(flotilla_proto::Response::Jobs(v)) => v,
+            other => panic!("job query: {other:?}"),
+        };
+        let state = jobs.iter().find(|j| j.job_id == id).and_then(|j| j.state);
+        if state == Some(flotilla_proto::JobStateWire::Completed) {
+            return id;
+        }
+        assert!(t0.elapsed() < std::time::Duration::from_secs(60), "job {id} did not complete: {state:?}");
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+}
+
+/// `flotilla dev up --ha`: PostgreSQL in `<dir>/pg`, two controllers on it and sackd; the
+/// printed environment reaches the cluster, a job runs, `scontrol ping` shows the primary and
+/// the backup UP; after `scontrol takeover` the commands follow the new leader (a job runs
+/// again) and `down` stops every process, PostgreSQL included.
+#[test]
+fn up_ha_runs_two_controllers_on_postgres() {
+    if !flotilla_admin::pg::available() {
+        println!("SKIPPED: PostgreSQL is not installed ({})", flotilla_admin::pg::PG_BIN);
+        return;
+    }
+    daemons_built();
+    let bin = Path::new(env!("CARGO_BIN_EXE_flotilla")).parent().unwrap();
+    assert!(bin.join("sackd").is_file(), "sackd not built in {}", bin.display());
+    let t = tempfile::tempdir_in("/tmp").unwrap();
+    let d = t.path().to_str().unwrap();
+    let (rc, out, err) = flotilla(&["dev", "up", "--ha", "--dir", d, "--cgroup", cgroup()]);
+    assert_eq!(rc, 0, "up --ha failed: {err}");
+    // A failing assertion still stops the cluster (its temp dir goes with `t`).
+    struct Down<'a>(&'a str);
+    impl Drop for Down<'_> {
+        fn drop(&mut self) {
+            let _ = flotilla(&["dev", "down", "--dir", self.0, "--grace", "5"]);
+        }
+    }
+    let down = Down(d);
+    let canon = std::fs::canonicalize(t.path()).unwrap();
+    let lines: Vec<&str> = out.lines().collect();
+    assert_eq!(lines.first().copied(), Some(format!("export SLURM_CONF={}/slurm.conf", canon.display()).as_str()), "{out}");
+    assert_eq!(lines.get(1).copied(), Some(format!("export FLOTILLA_AUTH_SOCKET={}/state/sackd.sock", canon.display()).as_str()), "{out}");
+    assert!(lines.get(2).is_some_and(|l| l.starts_with("export FLOTILLA_RESTD_URL=http://127.0.0.1:")), "{out}");
+    let (_, daemons) = dev::read_record(t.path()).unwrap();
+    let kinds: Vec<&str> = daemons.iter().map(|x| x.kind.as_str()).collect();
+    assert_eq!(kinds, ["postgres", "slurmctld", "sackd", "slurmctld", "slurmd", "slurmd", "slurmd", "slurmd", "slurmrestd"], "{daemons:?}");
+    assert!(daemons.iter().all(|x| dev::alive(x.pid, x.start)));
+    let conf = std::fs::read_to_string(t.path().join("slurm.conf")).unwrap();
+    assert!(conf.contains("StateStorageType=state/postgres\n") && conf.contains("(127.0.0.2)\n"), "{conf}");
+    let env: Vec<(String, String)> = lines
+        .iter()
+        .filter_map(|l| l.strip_prefix("export ")?.split_once('='))
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect();
+    let host = conf.lines().find_map(|l| l.strip_prefix("SlurmctldHost=")?.split_once('(').map(|(h, _)| h.to_string())).unwrap();
+    let ping = |want: &str| {
+        let (rc, out, err) = command(flotilla_commands::scontrol::run, &["scontrol", "ping"], &env);
+        assert_eq!((rc, out.as_str()), (0, want), "scontrol ping: {err}");
+    };
+    job_runs(&env, t.path());
+    ping(&format!("Slurmctld(primary) at {host} is UP\nSlurmctld(backup) at {host}-b is UP\n"));
+    // The backup takes over; the old leader steps down (its process ends).
+    let (rc, out, err) = command(flotilla_commands::scontrol::run, &["scontrol", "takeover"], &env);
+    assert_eq!(rc, 0, "takeover: {out}{err}");
+    let primary = &daemons[1];
+    let t0 = std::time::Instant::now();
+    while dev::alive(primary.pid, primary.start) {
+        assert!(t0.elapsed() < std::time::Duration::from_secs(30), "the old leader did not step down");
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    job_runs(&env, t.path());
+    std::mem::forget(down);
+    let (rc, _, err) = flotilla(&["dev", "down", "--dir", d, "--grace", "5"]);
+    assert_eq!(rc, 0, "down: {err}");
+    for x in &daemons {
+        assert!(!dev::alive(x.pid, x.start), "{} {} pid {} still runs", x.kind, x.node, x.pid);
+    }
+    assert!(!t.path().join("pg/server/data/postmaster.pid").exists(), "PostgreSQL stopped cleanly");
+}

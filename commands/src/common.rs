@@ -13,7 +13,7 @@ use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
 
 use flotilla_core::config::ClusterConfig;
-use flotilla_proto::client::{fetch_credential, Client};
+use flotilla_proto::client::{fetch_credential, Client, LeaderSearch, Step};
 use flotilla_proto::errno::ESLURM_IN_STANDBY_MODE;
 use flotilla_proto::{Request, Response, Role, SlurmError};
 
@@ -161,14 +161,9 @@ impl Ctl {
     }
 
     /// The controllers of slurm.conf in its order (`SlurmctldHost=` lines: the primary, then
-    /// the backups), each as `(host name, address)`.
+    /// the backups), each as `(host name, address)` ([`ClusterConfig::controllers`]).
     pub fn controllers(&self) -> Vec<(String, String)> {
-        let c = &self.conf;
-        let primary = (!c.control_host.is_empty() || !c.control_addr.is_empty()).then(|| {
-            let addr = if c.control_addr.is_empty() { c.control_host.clone() } else { c.control_addr.clone() };
-            (c.control_host.clone(), addr)
-        });
-        primary.into_iter().chain(c.backup_controllers.iter().cloned()).collect()
+        self.conf.controllers()
     }
 
     /// Whether the controller at `addr` (`SlurmctldPort`) answers a ping (Slurm's
@@ -193,38 +188,33 @@ impl Ctl {
     /// Sends one request and returns the answer (`Response::Error` becomes `Err`).
     ///
     /// With several `SlurmctldHost=` lines the controllers are tried in slurm.conf's order
-    /// and the one that leads answers (Slurm 22.05 `slurm_send_recv_controller_msg`): one that
-    /// cannot be reached, or answers `ESLURM_IN_STANDBY_MODE` (a standby), passes the request
-    /// to the next; after a round without a leader the round is tried again every half
-    /// `SlurmctldTimeout` (at least 1 s) for up to one and a half `SlurmctldTimeout` (a
-    /// takeover in progress), then the last answer is the error. A request is sent again only
-    /// when the controller tried before never got it (its connection failed) or refused it
-    /// as a standby, so nothing is submitted twice.
+    /// and the one that leads answers, by [`LeaderSearch`]'s rule (Slurm 22.05
+    /// `slurm_send_recv_controller_msg`): one that cannot be reached, or answers
+    /// `ESLURM_IN_STANDBY_MODE` (a standby), passes the request to the next; rounds are
+    /// tried again for a while (a takeover in progress), then the last answer is the error.
+    /// A request is sent again only when the controller tried before never got it (its
+    /// connection failed) or refused it as a standby, so nothing is submitted twice.
     pub fn call(&self, req: Request) -> Result<Response, CtlError> {
         let hosts = self.controllers();
-        if hosts.len() <= 1 {
-            return match self.attempt(0, &self.tcp, req) {
-                Attempt::NotReached => Err(CtlError::Connect),
-                Attempt::Done(r) => r,
-            };
-        }
-        let timeout = std::time::Duration::from_secs(self.conf.slurmctld_timeout_s.max(1));
-        let deadline = std::time::Instant::now() + timeout * 3 / 2;
+        let timeout = std::time::Duration::from_secs(self.conf.slurmctld_timeout_s);
+        let mut search = LeaderSearch::new(hosts.len(), 0, timeout, std::time::Instant::now());
+        let mut last = Err(CtlError::Connect);
         loop {
-            let mut last = Err(CtlError::Connect);
-            for (i, (_, addr)) in hosts.iter().enumerate() {
-                let addr = if i == 0 { self.tcp.clone() } else { format!("{addr}:{}", self.conf.slurmctld_port) };
-                match self.attempt(i, &addr, req.clone()) {
-                    Attempt::NotReached => {}
-                    Attempt::Done(Err(CtlError::Slurm(e))) if e.code == ESLURM_IN_STANDBY_MODE => last = Err(CtlError::Slurm(e)),
-                    Attempt::Done(r) => return r,
+            match search.next(std::time::Instant::now()) {
+                Step::Try(i) => {
+                    let addr = match hosts.get(i) {
+                        Some((_, a)) if i > 0 => format!("{a}:{}", self.conf.slurmctld_port),
+                        _ => self.tcp.clone(),
+                    };
+                    match self.attempt(i, &addr, req.clone()) {
+                        Attempt::NotReached => {}
+                        Attempt::Done(Err(CtlError::Slurm(e))) if e.code == ESLURM_IN_STANDBY_MODE && hosts.len() > 1 => last = Err(CtlError::Slurm(e)),
+                        Attempt::Done(r) => return r,
+                    }
                 }
+                Step::Wait(d) => std::thread::sleep(d),
+                Step::GiveUp => return last,
             }
-            let now = std::time::Instant::now();
-            if now >= deadline {
-                return last;
-            }
-            std::thread::sleep((timeout / 2).max(std::time::Duration::from_secs(1)).min(deadline - now));
         }
     }
 

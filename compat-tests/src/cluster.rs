@@ -125,7 +125,8 @@ impl LocalCluster {
         self.cluster.ctld_addr
     }
 
-    /// The daemons' pids, controller first.
+    /// The daemons' pids in the order started: the controller first (with `ha`, PostgreSQL
+    /// first, then the primary controller).
     pub fn pids(&self) -> Vec<i32> {
         self.cluster.daemons.iter().map(|d| d.pid).collect()
     }

@@ -218,6 +218,77 @@ pub fn fetch_credential(socket: &Path) -> Result<Credential, ClientError> {
     }
 }
 
+/// Following the leader over several controllers (slurm.conf's `SlurmctldHost=` lines, in
+/// order), as Slurm 22.05's `slurm_send_recv_controller_msg` does: one copy of the rule for
+/// every client that asks a controller (the commands' `Ctl::call`, `slurmrestd`), each
+/// driving it with its own I/O, blocking or async.
+///
+/// The rule: try the controllers one after another, starting at `start` (slurm.conf's first
+/// for a command; the one that led last for a long-lived client); a controller that cannot be
+/// reached, or answers `ESLURM_IN_STANDBY_MODE` (a standby), passes the request to the next
+/// ([`Step::Try`]); the first other answer ends the search. After a round with no leader the
+/// round starts again after half `SlurmctldTimeout` (at least 1 s, [`Step::Wait`]) until one
+/// and a half `SlurmctldTimeout` have passed since the search began (a takeover in
+/// progress), then [`Step::GiveUp`] (the caller's last answer is its error). With one
+/// controller there is one try and no wait. The caller sends a request again only where the
+/// controller tried before never got it (it was not reached) or refused it as a standby, so
+/// nothing is done twice. Pure: the caller passes the time.
+#[derive(Debug, Clone)]
+pub struct LeaderSearch {
+    hosts: usize,
+    start: usize,
+    tried: usize,
+    round_wait: std::time::Duration,
+    deadline: std::time::Instant,
+}
+
+/// What to do next in a [`LeaderSearch`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Step {
+    /// Try controller `i` (an index into slurm.conf's order).
+    Try(usize),
+    /// Wait this long, then ask again.
+    Wait(std::time::Duration),
+    /// No controller led in time.
+    GiveUp,
+}
+
+impl LeaderSearch {
+    /// A search over `hosts` controllers from `start` (taken modulo `hosts`) with
+    /// `SlurmctldTimeout` = `slurmctld_timeout` (at least 1 s), begun at `now`.
+    pub fn new(hosts: usize, start: usize, slurmctld_timeout: std::time::Duration, now: std::time::Instant) -> LeaderSearch {
+        let timeout = slurmctld_timeout.max(std::time::Duration::from_secs(1));
+        LeaderSearch {
+            hosts: hosts.max(1),
+            start: start % hosts.max(1),
+            tried: 0,
+            round_wait: (timeout / 2).max(std::time::Duration::from_secs(1)),
+            deadline: now + timeout * 3 / 2,
+        }
+    }
+
+    /// One round only, no waiting (a readiness probe: is there a leader now?).
+    pub fn one_round(mut self, now: std::time::Instant) -> LeaderSearch {
+        self.deadline = now;
+        self
+    }
+
+    /// The next step at `now`, after the last [`Step::Try`] passed the request on (an answer
+    /// that ends the search ends it: the caller does not ask again).
+    pub fn next(&mut self, now: std::time::Instant) -> Step {
+        if self.tried < self.hosts {
+            let i = (self.start + self.tried) % self.hosts;
+            self.tried += 1;
+            return Step::Try(i);
+        }
+        if self.hosts == 1 || now >= self.deadline {
+            return Step::GiveUp;
+        }
+        self.tried = 0;
+        Step::Wait(self.round_wait.min(self.deadline - now))
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -246,6 +317,39 @@ mod tests {
             write_frame(&mut s, &Frame::Response { id: 1, body: Response::Pong }).unwrap();
             Ok((hello, req))
         })
+    }
+
+    #[test]
+    fn leader_search_one_controller_is_one_try() {
+        let t0 = std::time::Instant::now();
+        let mut s = LeaderSearch::new(1, 0, std::time::Duration::from_secs(6), t0);
+        assert_eq!(s.next(t0), Step::Try(0));
+        assert_eq!(s.next(t0), Step::GiveUp);
+    }
+
+    /// Rounds in order from `start`, half `SlurmctldTimeout` apart, for one and a half
+    /// `SlurmctldTimeout`; the last wait is cut to the deadline.
+    #[test]
+    fn leader_search_rounds_until_the_deadline() {
+        use std::time::Duration;
+        let t0 = std::time::Instant::now();
+        let mut s = LeaderSearch::new(3, 1, Duration::from_secs(4), t0);
+        assert_eq!([s.next(t0), s.next(t0), s.next(t0)], [Step::Try(1), Step::Try(2), Step::Try(0)]);
+        assert_eq!(s.next(t0), Step::Wait(Duration::from_secs(2)));
+        let t = t0 + Duration::from_secs(2);
+        assert_eq!([s.next(t), s.next(t), s.next(t)], [Step::Try(1), Step::Try(2), Step::Try(0)]);
+        let t = t0 + Duration::from_millis(5_500);
+        assert_eq!(s.next(t), Step::Wait(Duration::from_millis(500)), "cut to the deadline (6 s)");
+        let t = t0 + Duration::from_secs(6);
+        assert_eq!(s.next(t), Step::Try(1));
+        s.next(t);
+        s.next(t);
+        assert_eq!(s.next(t), Step::GiveUp);
+        // A short SlurmctldTimeout still waits 1 s between rounds; start wraps.
+        let mut s = LeaderSearch::new(2, 5, Duration::from_secs(0), t0);
+        assert_eq!([s.next(t0), s.next(t0), s.next(t0)], [Step::Try(1), Step::Try(0), Step::Wait(Duration::from_secs(1))]);
+        let mut s = LeaderSearch::new(2, 1, Duration::from_secs(6), t0).one_round(t0);
+        assert_eq!([s.next(t0), s.next(t0), s.next(t0)], [Step::Try(1), Step::Try(0), Step::GiveUp]);
     }
 
     #[test]

@@ -8,8 +8,14 @@
 //! which slurmrestd asks as itself: over the controller's Unix socket (the kernel names the
 //! uid) or, where that socket is not on this host, with a credential from the local
 //! credential daemon (`sackd`, `FLOTILLA_AUTH_SOCKET`).
+//!
+//! Several controllers (slurm.conf's `SlurmctldHost=` lines): a call follows the leader by
+//! the commands' rule ([`flotilla_proto::client::LeaderSearch`]): one that cannot be reached
+//! or answers `ESLURM_IN_STANDBY_MODE` passes the call to the next, rounds are tried again
+//! through a takeover; the next call starts at the controller that answered last.
 
-use flotilla_proto::errno::{SLURM_COMMUNICATIONS_CONNECTION_ERROR, SLURM_UNEXPECTED_MSG_ERROR};
+use flotilla_proto::client::{LeaderSearch, Step};
+use flotilla_proto::errno::{ESLURM_IN_STANDBY_MODE, SLURM_COMMUNICATIONS_CONNECTION_ERROR, SLURM_UNEXPECTED_MSG_ERROR};
 use flotilla_proto::{
     decode_frame_max, encode_frame, Frame, Hello, Request, Response, Role, SlurmError, TokenAuth,
 };
@@ -38,16 +44,31 @@ pub enum Caller {
     Token(TokenAuth),
 }
 
-/// Where the controller listens.
+/// Where the controllers listen.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct CtlTarget {
-    /// `StateSaveLocation/slurmctld.sock`, when it exists on this host.
+    /// `StateSaveLocation/slurmctld.sock`, when it exists on this host: the first
+    /// controller's, as the commands take it.
     pub unix: Option<PathBuf>,
-    /// `ControlAddr:SlurmctldPort`.
-    pub tcp: String,
+    /// The controllers in slurm.conf's order (`SlurmctldHost=` lines), each as (host name,
+    /// `address:SlurmctldPort`); at least one.
+    pub tcp: Vec<(String, String)>,
     /// The credential daemon's socket, for local callers over TCP.
     pub auth_socket: PathBuf,
+    /// `SlurmctldTimeout`: how long a call looks for a leader ([`LeaderSearch`]).
+    pub slurmctld_timeout: Duration,
 }
+
+impl CtlTarget {
+    /// One controller at `tcp` (`address:port`), and the Unix socket `unix`.
+    pub fn single(unix: Option<PathBuf>, tcp: &str, auth_socket: PathBuf) -> CtlTarget {
+        let host = tcp.rsplit_once(':').map_or(tcp, |(h, _)| h).to_string();
+        CtlTarget { unix, tcp: vec![(host, tcp.to_string())], auth_socket, slurmctld_timeout: Duration::from_secs(6) }
+    }
+}
+
+/// Which connection: controller `i` of [`CtlTarget::tcp`], and whether over the Unix socket.
+type Via = (usize, bool);
 
 enum Io {
     Unix(tokio::net::UnixStream),
@@ -61,11 +82,12 @@ struct Conn {
 }
 
 impl Conn {
-    async fn open(target: &CtlTarget, unix: bool) -> std::io::Result<Conn> {
+    async fn open(target: &CtlTarget, (i, unix): Via) -> std::io::Result<Conn> {
         let io = match (&target.unix, unix) {
             (Some(p), true) => Io::Unix(tokio::net::UnixStream::connect(p).await?),
             _ => {
-                let s = tokio::net::TcpStream::connect(target.tcp.as_str()).await?;
+                let addr = target.tcp.get(i).map_or("", |(_, a)| a.as_str());
+                let s = tokio::net::TcpStream::connect(addr).await?;
                 let _ = s.set_nodelay(true);
                 Io::Tcp(s)
             }
@@ -138,10 +160,21 @@ pub const MAX_IN_USE: usize = 48;
 /// The pooled client. Cheap to share (`Arc`).
 pub struct CtlClient {
     target: CtlTarget,
-    /// Idle connections: (over the Unix socket?, connection, idle since).
-    idle: Mutex<Vec<(bool, Conn, std::time::Instant)>>,
+    /// Idle connections: (to which controller, how, connection, idle since).
+    idle: Mutex<Vec<(Via, Conn, std::time::Instant)>>,
     /// Permits for connections in use ([`MAX_IN_USE`]).
     in_use: tokio::sync::Semaphore,
+    /// The controller that answered last (the leader as far as this client knows): the next
+    /// call starts there.
+    leader: std::sync::atomic::AtomicUsize,
+}
+
+/// What one try of a call at one controller came to.
+enum Tried {
+    /// It could not be reached: the call was not sent.
+    NotReached,
+    /// Its answer, or the failure after the call was sent.
+    Answered(Result<Response, SlurmError>),
 }
 
 impl std::fmt::Debug for CtlClient {
@@ -163,6 +196,7 @@ impl CtlClient {
             target,
             idle: Mutex::new(Vec::new()),
             in_use: tokio::sync::Semaphore::new(MAX_IN_USE),
+            leader: std::sync::atomic::AtomicUsize::new(0),
         }
     }
 
@@ -171,28 +205,53 @@ impl CtlClient {
         &self.target
     }
 
-    fn take(&self, unix: bool) -> Option<Conn> {
+    fn take(&self, via: Via) -> Option<Conn> {
         let mut idle = self.idle.lock().unwrap_or_else(|e| e.into_inner());
         // The controller closes a command connection idle for its IDLE_TIMEOUT (60 s): one
         // idle for MAX_IDLE_AGE is dropped rather than tried.
         idle.retain(|(_, _, since)| since.elapsed() < MAX_IDLE_AGE);
-        let i = idle.iter().rposition(|(u, _, _)| *u == unix)?;
+        let i = idle.iter().rposition(|(v, _, _)| *v == via)?;
         Some(idle.swap_remove(i).1)
     }
 
-    fn give_back(&self, unix: bool, c: Conn) {
+    fn give_back(&self, via: Via, c: Conn) {
         let mut idle = self.idle.lock().unwrap_or_else(|e| e.into_inner());
-        if idle.iter().filter(|(u, _, _)| *u == unix).count() < MAX_IDLE {
-            idle.push((unix, c, std::time::Instant::now()));
+        if idle.iter().filter(|(v, _, _)| *v == via).count() < MAX_IDLE {
+            idle.push((via, c, std::time::Instant::now()));
         }
     }
 
-    /// Sends `req` for `caller` and returns the controller's answer; `Response::Error`
-    /// becomes `Err`. A connection that fails is dropped and the call tried once more on a
-    /// new one (a pooled connection the controller closed while idle); an unreachable
-    /// controller is `SLURM_COMMUNICATIONS_CONNECTION_ERROR`.
+    /// Sends `req` for `caller` and returns the leading controller's answer;
+    /// `Response::Error` becomes `Err`. The controllers are tried by [`LeaderSearch`]'s rule,
+    /// from the one that answered last. At one controller, a connection that fails is
+    /// dropped and the call tried once more on a new one (a pooled connection the controller
+    /// closed while idle, or a controller restarted); a controller that cannot be reached is
+    /// passed over; none leading is `SLURM_COMMUNICATIONS_CONNECTION_ERROR` (or the last
+    /// standby's `ESLURM_IN_STANDBY_MODE`).
     pub async fn call(&self, caller: &Caller, req: Request) -> Result<Response, SlurmError> {
-        let r = tokio::time::timeout(CALL_TIMEOUT, self.call_inner(caller, req)).await;
+        self.call_with(caller, req, false).await
+    }
+
+    /// As [`CtlClient::call`], but one round over the controllers and no waiting: whether a
+    /// controller leads now (`slurmrestd`'s `/readyz`).
+    pub async fn call_now(&self, caller: &Caller, req: Request) -> Result<Response, SlurmError> {
+        self.call_with(caller, req, true).await
+    }
+
+    /// Sends `req` to controller `i` of [`CtlTarget::tcp`] only, leader or not (a ping of
+    /// each `SlurmctldHost`).
+    pub async fn call_at(&self, i: usize, caller: &Caller, req: Request) -> Result<Response, SlurmError> {
+        let _permit = self.in_use.acquire().await.map_err(|_| unreachable_ctl())?;
+        let r = tokio::time::timeout(CALL_TIMEOUT, self.try_at(i, caller, &req)).await;
+        match r {
+            Ok(Tried::Answered(Ok(Response::Error(e)))) | Ok(Tried::Answered(Err(e))) => Err(e),
+            Ok(Tried::Answered(Ok(r))) => Ok(r),
+            Ok(Tried::NotReached) | Err(_) => Err(unreachable_ctl()),
+        }
+    }
+
+    async fn call_with(&self, caller: &Caller, req: Request, now: bool) -> Result<Response, SlurmError> {
+        let r = tokio::time::timeout(CALL_TIMEOUT, self.call_inner(caller, req, now)).await;
         match r {
             Ok(Ok(Response::Error(e))) => Err(e),
             Ok(Ok(r)) => Ok(r),
@@ -201,67 +260,87 @@ impl CtlClient {
         }
     }
 
-    async fn call_inner(&self, caller: &Caller, req: Request) -> Result<Response, SlurmError> {
-        let unix = self.target.unix.as_ref().is_some_and(|p| p.exists());
+    async fn call_inner(&self, caller: &Caller, req: Request, now: bool) -> Result<Response, SlurmError> {
+        use std::sync::atomic::Ordering;
+        let _permit = self.in_use.acquire().await.map_err(|_| unreachable_ctl())?;
+        let hosts = self.target.tcp.len();
+        let t0 = std::time::Instant::now();
+        let mut search = LeaderSearch::new(hosts, self.leader.load(Ordering::Relaxed), self.target.slurmctld_timeout, t0);
+        if now {
+            search = search.one_round(t0);
+        }
+        let mut last = Err(unreachable_ctl());
+        loop {
+            match search.next(std::time::Instant::now()) {
+                Step::Try(i) => match self.try_at(i, caller, &req).await {
+                    Tried::NotReached => {}
+                    Tried::Answered(Ok(Response::Error(e))) if e.code == ESLURM_IN_STANDBY_MODE && hosts > 1 => last = Err(e),
+                    Tried::Answered(r) => {
+                        if r.is_ok() {
+                            self.leader.store(i, Ordering::Relaxed);
+                        }
+                        return r;
+                    }
+                },
+                Step::Wait(d) => tokio::time::sleep(d).await,
+                Step::GiveUp => return last,
+            }
+        }
+    }
+
+    /// One try of `req` at controller `i`: the first over the Unix socket when it exists.
+    async fn try_at(&self, i: usize, caller: &Caller, req: &Request) -> Tried {
+        let unix = i == 0 && self.target.unix.as_ref().is_some_and(|p| p.exists());
+        let via = (i, unix);
+        // A fresh credential for each controller tried: each keeps its own replay cache, and
+        // a standby that saw one may lead by the next round.
         let cred = match (caller, unix) {
             (Caller::Local, false) => {
                 let sock = self.target.auth_socket.clone();
-                let c = tokio::task::spawn_blocking(move || {
-                    flotilla_proto::client::fetch_credential(&sock)
-                })
-                .await
-                .map_err(|_| unreachable_ctl())?
-                .map_err(|_| unreachable_ctl())?;
-                Some(c)
+                let c = tokio::task::spawn_blocking(move || flotilla_proto::client::fetch_credential(&sock)).await;
+                match c {
+                    Ok(Ok(c)) => Some(c),
+                    _ => return Tried::Answered(Err(unreachable_ctl())),
+                }
             }
             _ => None,
         };
-        let _permit = self.in_use.acquire().await.map_err(|_| unreachable_ctl())?;
         for attempt in 0..2 {
             // The second try is always on a new connection: the other pooled ones may be as
             // stale as the first (a controller restart closes them all).
-            let pooled = if attempt == 0 { self.take(unix) } else { None };
+            let pooled = if attempt == 0 { self.take(via) } else { None };
             let fresh = pooled.is_none();
             let mut conn = match pooled {
                 Some(c) => c,
-                None => Conn::open(&self.target, unix)
-                    .await
-                    .map_err(|_| unreachable_ctl())?,
+                None => match Conn::open(&self.target, via).await {
+                    Ok(c) => c,
+                    Err(_) => return Tried::NotReached,
+                },
             };
             let req = req.clone();
             let r = match caller {
                 Caller::Local => {
                     let auth = cred.clone();
-                    conn.call(|id| Frame::Request {
-                        id,
-                        auth,
-                        body: req,
-                    })
-                    .await
+                    conn.call(|id| Frame::Request { id, auth, body: req }).await
                 }
                 Caller::Token(t) => {
                     let auth = t.clone();
-                    conn.call(|id| Frame::TokenRequest {
-                        id,
-                        auth,
-                        body: req,
-                    })
-                    .await
+                    conn.call(|id| Frame::TokenRequest { id, auth, body: req }).await
                 }
             };
             match r {
                 Ok(resp) => {
-                    self.give_back(unix, conn);
-                    return Ok(resp);
+                    self.give_back(via, conn);
+                    return Tried::Answered(Ok(resp));
                 }
                 Err(_) if !fresh && attempt == 0 => {
-                    self.idle.lock().unwrap_or_else(|e| e.into_inner()).retain(|(u, _, _)| *u != unix);
+                    self.idle.lock().unwrap_or_else(|e| e.into_inner()).retain(|(v, _, _)| *v != via);
                     continue;
                 }
-                Err(_) => return Err(unreachable_ctl()),
+                Err(_) => return Tried::Answered(Err(unreachable_ctl())),
             }
         }
-        Err(SlurmError::new(SLURM_UNEXPECTED_MSG_ERROR))
+        Tried::Answered(Err(SlurmError::new(SLURM_UNEXPECTED_MSG_ERROR)))
     }
 }
 
@@ -317,7 +396,7 @@ mod tests {
         while !path.exists() {
             tokio::task::yield_now().await;
         }
-        let c = Arc::new(CtlClient::new(CtlTarget { unix: Some(path), tcp: "127.0.0.1:1".into(), auth_socket: "/nonexistent".into() }));
+        let c = Arc::new(CtlClient::new(CtlTarget::single(Some(path), "127.0.0.1:1", "/nonexistent".into())));
         // Four calls at once leave four idle connections in the pool.
         let calls: Vec<_> = (0..4).map(|_| { let c = c.clone(); tokio::spawn(async move { c.call(&Caller::Local, Request::Ping).await }) }).collect();
         for t in calls {

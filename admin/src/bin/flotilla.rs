@@ -182,6 +182,11 @@ enum DevCommand {
         /// per node: `examples/cluster-128` scaled to N nodes (pods of 32 nodes x 8 GPUs).
         #[arg(long, conflicts_with_all = ["config", "nodes"])]
         emulate_nodes: Option<usize>,
+        /// High availability: a throw-away PostgreSQL in <dir>/pg (Debian's initdb/pg_ctl)
+        /// holding the state, a primary and a backup controller on it (127.0.0.1 and
+        /// 127.0.0.2), and sackd for credentials; prints FLOTILLA_AUTH_SOCKET too.
+        #[arg(long, conflicts_with = "emulate_nodes")]
+        ha: bool,
     },
     /// Stop exactly what `up` started (SIGTERM, then SIGKILL after --grace seconds).
     Down {
@@ -519,6 +524,7 @@ fn dev(a: DevArgs) -> Result<()> {
             cgroup,
             timeout,
             emulate_nodes,
+            ha,
         } => {
             // SIGINT, SIGTERM and SIGHUP are taken by one thread, which asks `up` to stop
             // what it started. Children start with an empty mask (std resets it).
@@ -532,6 +538,7 @@ fn dev(a: DevArgs) -> Result<()> {
             }
             opts.cgroup = cgroup;
             opts.timeout = Duration::from_secs(timeout);
+            opts.ha = ha;
             match dev::up(&opts, cancel) {
                 Ok(c) => {
                     println!("{}", c.export_line());

@@ -534,6 +534,19 @@ pub struct ClusterConfig {
     pub warnings: Vec<String>,
 }
 
+impl ClusterConfig {
+    /// The controllers in slurm.conf's order (its `SlurmctldHost=` lines: the primary, then
+    /// the backups), each as `(host name, address)` (the name where no address is given).
+    /// Empty when slurm.conf names none.
+    pub fn controllers(&self) -> Vec<(String, String)> {
+        let primary = (!self.control_host.is_empty() || !self.control_addr.is_empty()).then(|| {
+            let addr = if self.control_addr.is_empty() { self.control_host.clone() } else { self.control_addr.clone() };
+            (self.control_host.clone(), addr)
+        });
+        primary.into_iter().chain(self.backup_controllers.iter().cloned()).collect()
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -25,37 +25,48 @@ fn response_name(v: ApiVersion) -> &'static str {
     }
 }
 
+/// A controller's mode by its place in slurm.conf (Slurm 22.05 v0.0.38 `_op_handler_ping`,
+/// 25.11 data_parser `CONTROLLER_PING_MODE`): `primary`, `backup` when there are two, else
+/// `backup<i>`.
+fn mode(i: usize, count: usize) -> String {
+    match i {
+        0 => "primary".into(),
+        1 if count == 2 => "backup".into(),
+        i => format!("backup{i}"),
+    }
+}
+
+/// Every `SlurmctldHost` pinged in slurm.conf's order (Slurm's `ping_all_controllers`): a
+/// standby answers pings, so it is `UP` too.
 async fn ping(State(st): State<Shared>, a: Authed, uri: Uri) -> Reply {
     let v = crate::app::version_of(uri.path());
-    let host = st
-        .ctl
-        .target()
-        .tcp
-        .rsplit_once(':')
-        .map_or(String::new(), |(h, _)| h.to_string());
-    let t0 = Instant::now();
-    let r = st.ctl.call(&a.caller, Request::Ping).await;
-    let up = r.is_ok();
-    // A controller that answers with an error is up; only a refused caller is not told so.
-    if let Err(e) = &r {
-        if crate::reply::status_of(e) == StatusCode::UNAUTHORIZED {
-            let (client, cluster) = (&a.client, &st.cluster);
-            return Reply::slurm_error(StatusCode::UNAUTHORIZED, v, client, cluster, e, "slurm_ping");
+    let hosts = st.ctl.target().tcp.clone();
+    let mut pings = Vec::with_capacity(hosts.len());
+    for (i, (host, _)) in hosts.iter().enumerate() {
+        let t0 = Instant::now();
+        let r = st.ctl.call_at(i, &a.caller, Request::Ping).await;
+        let up = r.is_ok();
+        // A controller that answers with an error is up; only a refused caller is not told so.
+        if let Err(e) = &r {
+            if crate::reply::status_of(e) == StatusCode::UNAUTHORIZED {
+                let (client, cluster) = (&a.client, &st.cluster);
+                return Reply::slurm_error(StatusCode::UNAUTHORIZED, v, client, cluster, e, "slurm_ping");
+            }
         }
+        pings.push(if v.is_data_parser() {
+            json!({
+                "hostname": host,
+                "pinged": if up { "UP" } else { "DOWN" },
+                "latency": t0.elapsed().as_micros() as i64,
+                "mode_ok": up,
+                "responding": up,
+                "primary": i == 0,
+            })
+        } else {
+            json!({"hostname": host, "ping": if up { "UP" } else { "DOWN" }, "status": if up { 0 } else { -1 }, "mode": mode(i, hosts.len())})
+        });
     }
-    let body = if v.is_data_parser() {
-        json!({"pings": [{
-            "hostname": host,
-            "pinged": if up { "UP" } else { "DOWN" },
-            "latency": t0.elapsed().as_micros() as i64,
-            "mode_ok": up,
-            "responding": up,
-            "primary": true,
-        }]})
-    } else {
-        json!({"pings": [{"hostname": host, "ping": if up { "UP" } else { "DOWN" }, "status": if up { 0 } else { -1 }, "mode": "primary"}]})
-    };
-    Reply::enveloped(StatusCode::OK, v, &a.client, &st.cluster, body, &[], &[])
+    Reply::enveloped(StatusCode::OK, v, &a.client, &st.cluster, json!({"pings": pings}), &[], &[])
 }
 
 /// The routes, every version.

@@ -149,22 +149,38 @@ fn drop_privileges(user: Option<&str>, group: Option<&str>) -> Result<()> {
     Ok(())
 }
 
+/// Where the controllers are: slurm.conf's `SlurmctldHost=` lines in order at
+/// `SlurmctldPort` (the first at `ControlAddr`, or 127.0.0.1 without one, as the commands
+/// take it), the first's Unix socket in `StateSaveLocation`.
 fn target(conf: &flotilla_core::config::ClusterConfig) -> CtlTarget {
     let unix = (!conf.state_save_location.is_empty())
         .then(|| Path::new(&conf.state_save_location).join("slurmctld.sock"));
-    let host = if conf.control_addr.is_empty() {
+    let first = if conf.control_addr.is_empty() {
         "127.0.0.1"
     } else {
         conf.control_addr.as_str()
     };
+    let mut tcp: Vec<(String, String)> = conf
+        .controllers()
+        .into_iter()
+        .enumerate()
+        .map(|(i, (host, addr))| {
+            let addr = if i == 0 { first } else { addr.as_str() };
+            (host, format!("{addr}:{}", conf.slurmctld_port))
+        })
+        .collect();
+    if tcp.is_empty() {
+        tcp.push((first.to_string(), format!("{first}:{}", conf.slurmctld_port)));
+    }
     let auth_socket = std::env::var("FLOTILLA_AUTH_SOCKET")
         .ok()
         .filter(|s| !s.is_empty())
         .map_or_else(|| PathBuf::from("/run/slurm/sackd.sock"), PathBuf::from);
     CtlTarget {
         unix,
-        tcp: format!("{host}:{}", conf.slurmctld_port),
+        tcp,
         auth_socket,
+        slurmctld_timeout: std::time::Duration::from_secs(conf.slurmctld_timeout_s),
     }
 }
 
