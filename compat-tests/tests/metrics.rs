@@ -254,6 +254,19 @@ fn metrics_endpoints_agree_with_squeue_and_sinfo_and_prometheus_scrapes_them() {
     // entirely free.
     assert_eq!(sample(parts, "flotilla_largest_placeable{partition=\"batch\",topology=\"node\"}"), 4.0);
     assert_eq!(sample(parts, "flotilla_free_nodes_full{partition=\"batch\"}"), 1.0);
+    // No elastic job: nothing grown, and the figures if growth were taken back are today's
+    // (sinfo --largest's GROWN and R_ columns).
+    assert_eq!(sample(parts, "flotilla_elastic_reclaimable_gpus{partition=\"batch\"}"), 0.0);
+    let largest = lines_of(&c, "sinfo", &["--largest", "-h"]);
+    assert_eq!(largest.len(), 1, "{largest:?}");
+    let cols: Vec<f64> = largest[0].split_whitespace().skip(1).map(|v| v.parse().unwrap()).collect();
+    assert_eq!(cols[3], 0.0, "{largest:?}");
+    for (i, topo) in ["node", "pod", "any"].iter().enumerate() {
+        let now = sample(parts, &format!("flotilla_largest_placeable{{partition=\"batch\",topology=\"{topo}\"}}"));
+        let back = sample(parts, &format!("flotilla_largest_placeable_if_reclaimed{{partition=\"batch\",topology=\"{topo}\"}}"));
+        assert_eq!((now, back), (cols[i], cols[4 + i]), "{topo}: {largest:?}");
+        assert_eq!(now, back, "{topo}");
+    }
     let sched = &bodies["/metrics/scheduler"];
     let cycles = sample(sched, "slurm_schedule_cycle_cnt");
     assert!(cycles >= 1.0, "{sched}");

@@ -438,3 +438,48 @@ fn grown_gpus_are_reported_as_reclaimable() {
     assert_eq!(h.job(two).state, Some(flotilla_proto::JobStateWire::Running));
     assert_eq!(reclaimable(&mut h).grown_gpus, 0);
 }
+
+/// `scontrol update NumNodes=` on running jobs, as Slurm 22.05's `_update_job`: a rigid job
+/// may only shrink (growing it is "not supported", 0 an invalid count), and shrinks at once;
+/// a GPU-granular elastic job has no node count to set.
+#[test]
+fn num_nodes_refusals_on_running_jobs() {
+    use flotilla_proto::errno::{ESLURM_INVALID_NODE_COUNT, ESLURM_NOT_SUPPORTED};
+    let mut h = Harness::new("elastic_num_nodes_refusals", FOUR_NODES, CtlOptions::default());
+    for n in ["gpu01", "gpu02", "gpu03", "gpu04"] {
+        h.register(n);
+    }
+    h.turn();
+    let mut rigid = gpus8(job(User::Bob, Some(600), 0));
+    rigid.nodes_min = Some(2);
+    let rigid = h.submit(rigid);
+    let mut g = job(User::Alice, Some(600), 0);
+    g.gpus = Some(flotilla_proto::GpuCount { gpu_type: None, count: 2 });
+    g.topology = Some("any".into());
+    h.rpc(
+        User::Alice,
+        Request::SubmitElastic(Box::new(SubmitElastic {
+            job: g,
+            elastic: ElasticRequest { gpus_max: Some(4), step: None, signal: None },
+        })),
+    );
+    h.turn();
+    let by_gpu = match h.replies().last().cloned() {
+        Some(Response::Submitted(s)) => s.job_id,
+        other => panic!("GPU-granular elastic job refused: {other:?}"),
+    };
+    for id in [rigid, by_gpu] {
+        assert_eq!(h.job(id).state, Some(flotilla_proto::JobStateWire::Running), "job {id}");
+    }
+    let set = |job_id: u64, n: u32| Request::UpdateJob(UpdateJob { job: JobRef { job_id, tasks: None }, changes: vec![JobChange::NumNodes(n)] });
+    let code = |r: Response| match r {
+        Response::Error(e) => e.code,
+        other => panic!("accepted: {other:?}"),
+    };
+    assert_eq!(code(h.call(User::Bob, set(rigid, 3))), ESLURM_NOT_SUPPORTED, "a rigid job does not grow");
+    assert_eq!(code(h.call(User::Bob, set(rigid, 0))), ESLURM_INVALID_NODE_COUNT);
+    assert_eq!(code(h.call(User::Alice, set(by_gpu, 1))), ESLURM_NOT_SUPPORTED, "no node count to set");
+    assert!(matches!(h.call(User::Bob, set(rigid, 1)), Response::JobResults(_)));
+    h.turn();
+    assert_eq!(nodes(&h, rigid).1, 1, "shrunk at once");
+}
