@@ -313,17 +313,35 @@ pub fn batch_env(
 /// Name of an elastic job's membership file in its `user/` directory (`FLOTILLA_NODES_FILE`).
 pub const NODES_FILE: &str = "nodes";
 
-/// First port of elastic jobs' rendezvous endpoints (torchrun's c10d default, 29400); a job
-/// gets `29400 + job_id % 1000` on its first node (`FLOTILLA_RDZV_ENDPOINT`).
+/// First port of elastic jobs' rendezvous endpoints without `ElasticRdzvPort=` (torchrun's
+/// c10d default, 29400).
 pub const RDZV_PORT_BASE: u16 = 29400;
 
-/// The rendezvous port of `bind`'s job when it is elastic (the controller put
-/// `FLOTILLA_ELASTIC_NNODES` or `FLOTILLA_ELASTIC_NGPUS`, `MIN:MAX`, in its environment).
-pub fn elastic_rdzv_port(bind: &Bind) -> Option<u16> {
-    bind.environment
-        .iter()
-        .any(|(k, _)| k == "FLOTILLA_ELASTIC_NNODES" || k == "FLOTILLA_ELASTIC_NGPUS")
-        .then(|| RDZV_PORT_BASE + (bind.job_id % 1000) as u16)
+/// How many ports the endpoints use without `ElasticRdzvPortCount=`.
+pub const RDZV_PORT_COUNT: u16 = 1000;
+
+/// The rendezvous port of `bind`'s job on its first node (`FLOTILLA_RDZV_ENDPOINT`) when it
+/// is elastic (the controller put `FLOTILLA_ELASTIC_NNODES` or `FLOTILLA_ELASTIC_NGPUS`,
+/// `MIN:MAX`, in its environment): in the range of `count` ports from `base` (`count` 0 is
+/// 1; the range ends at 65535), `base + job_id % count`, or the next port of the range,
+/// wrapping, that is not in `taken` (the ports of the other elastic jobs this node is the
+/// first node of); the first choice when every port is taken.
+pub fn elastic_rdzv_port(bind: &Bind, base: u16, count: u16, taken: &[u16]) -> Option<u16> {
+    let elastic = bind.environment.iter().any(|(k, _)| k == "FLOTILLA_ELASTIC_NNODES" || k == "FLOTILLA_ELASTIC_NGPUS");
+    if !elastic {
+        return None;
+    }
+    let count = u64::from(count.max(1)).min(65_536 - u64::from(base));
+    let at = |k: u64| base + ((bind.job_id + k) % count) as u16;
+    Some((0..count).map(at).find(|p| !taken.contains(p)).unwrap_or_else(|| at(0)))
+}
+
+/// The port of a `FLOTILLA_RDZV_ENDPOINT` value (`host:port`).
+pub fn rdzv_port_of(env: &[(String, String)]) -> Option<u16> {
+    env.iter()
+        .find(|(k, _)| k == "FLOTILLA_RDZV_ENDPOINT")
+        .and_then(|(_, v)| v.rsplit_once(':'))
+        .and_then(|(_, p)| p.parse().ok())
 }
 
 /// The membership file's text: one node name a line, in the job's order (first: the
@@ -373,10 +391,30 @@ mod tests {
         assert_eq!(nodes_file_text("gpu[01-03]", Some("gpu02")), "gpu02\ngpu01\ngpu03\n");
         assert_eq!(nodes_file_text("gpu03,gpu01", None), "gpu03\ngpu01\n");
         let mut b = bind();
-        assert_eq!(elastic_rdzv_port(&b), None);
+        assert_eq!(elastic_rdzv_port(&b, RDZV_PORT_BASE, RDZV_PORT_COUNT, &[]), None);
         b.job_id = 1234;
         b.environment.push(("FLOTILLA_ELASTIC_NNODES".into(), "2:4".into()));
-        assert_eq!(elastic_rdzv_port(&b), Some(29634));
+        assert_eq!(elastic_rdzv_port(&b, RDZV_PORT_BASE, RDZV_PORT_COUNT, &[]), Some(29634));
+    }
+
+    /// Two elastic jobs 1000 ids apart with the same first node no longer share a port: the
+    /// second takes the next free one of the range, wrapping; a configured range is used.
+    #[test]
+    fn rendezvous_ports_skip_those_taken_on_the_node() {
+        let mut b = bind();
+        b.environment.push(("FLOTILLA_ELASTIC_NGPUS".into(), "2:8".into()));
+        b.job_id = 2234;
+        assert_eq!(elastic_rdzv_port(&b, RDZV_PORT_BASE, RDZV_PORT_COUNT, &[29634]), Some(29635));
+        assert_eq!(elastic_rdzv_port(&b, RDZV_PORT_BASE, RDZV_PORT_COUNT, &[29634, 29635]), Some(29636));
+        b.job_id = 999;
+        assert_eq!(elastic_rdzv_port(&b, RDZV_PORT_BASE, RDZV_PORT_COUNT, &[30399]), Some(29400), "wraps");
+        assert_eq!(elastic_rdzv_port(&b, 40000, 4, &[]), Some(40003));
+        assert_eq!(elastic_rdzv_port(&b, 40000, 2, &[40000, 40001]), Some(40001), "all taken: the first choice");
+        assert_eq!(elastic_rdzv_port(&b, 40000, 0, &[]), Some(40000), "a count of 0 is 1");
+        assert_eq!(elastic_rdzv_port(&b, 65_535, 1000, &[]), Some(65_535), "the range ends at 65535");
+        let env = vec![("FLOTILLA_RDZV_ENDPOINT".to_string(), "gpu01:29634".to_string())];
+        assert_eq!(rdzv_port_of(&env), Some(29634));
+        assert_eq!(rdzv_port_of(&[]), None);
     }
 
     fn bind() -> Bind {

@@ -459,6 +459,14 @@ pub struct ClusterConfig {
     /// interval; `None`: the core's default (60 s).
     #[serde(default)]
     pub elastic_grow_interval_s: Option<u64>,
+    /// `ElasticRdzvPort=` (Flotilla): first port of elastic jobs' rendezvous endpoints;
+    /// `None`: 29400.
+    #[serde(default)]
+    pub elastic_rdzv_port: Option<u16>,
+    /// `ElasticRdzvPortCount=` (Flotilla): how many ports from `elastic_rdzv_port`; `None`:
+    /// 1000.
+    #[serde(default)]
+    pub elastic_rdzv_port_count: Option<u16>,
     /// `DisableRootJobs=YES`: no job may run as uid 0 (partitions may override).
     #[serde(default)]
     pub disable_root_jobs: bool,

@@ -468,6 +468,8 @@ impl Parser {
             "AlertProgram" => c.alert_program = Some(v.str().to_string()),
             "PreemptExemptTime" => c.preempt_exempt_time = Some(v.str().to_string()),
             "ElasticGrowInterval" => c.elastic_grow_interval_s = Some(v.int()),
+            "ElasticRdzvPort" => c.elastic_rdzv_port = Some(u16::try_from(v.int()).unwrap_or(u16::MAX)),
+            "ElasticRdzvPortCount" => c.elastic_rdzv_port_count = Some(u16::try_from(v.int()).unwrap_or(u16::MAX)),
             "DisableRootJobs" => c.disable_root_jobs = v.flag(),
             "PrivateData" => c.private_data = lower_list(v.str()),
             "AuthAltTypes" => c.auth_alt_types = lower_list(v.str()),
@@ -989,6 +991,7 @@ mod tests {
         assert_eq!(c.alert_program.as_deref(), Some("/usr/bin/page"));
         assert_eq!(c.preempt_exempt_time.as_deref(), Some("00:05:00"));
         assert_eq!(c.elastic_grow_interval_s, Some(30));
+        assert_eq!((c.elastic_rdzv_port, c.elastic_rdzv_port_count), (Some(29400), Some(1000)), "the defaults");
         assert_eq!(c.raw.len(), 21);
         assert_eq!(
             c.raw[1],

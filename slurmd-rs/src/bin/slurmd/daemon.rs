@@ -752,7 +752,18 @@ impl Daemon {
 
         let ack = dir.checkpoint_ack().to_string_lossy().into_owned();
         let mut env = env::batch_env(bind, details.as_ref(), &self.facts, &user, &ack);
-        if let Some(port) = env::elastic_rdzv_port(bind) {
+        // The ports of the other elastic jobs this node is the first node of (their job files
+        // keep the environment they started with, across a daemon restart too).
+        let taken: Vec<u16> = self
+            .jobs
+            .values()
+            .filter(|e| e.batch)
+            .filter_map(|e| spool::read_json::<JobFile>(&e.dir.job_file()).ok().flatten())
+            .filter_map(|jf| env::rdzv_port_of(&jf.env))
+            .collect();
+        let conf = &self.opts.conf;
+        let (base, count) = (conf.elastic_rdzv_port.unwrap_or(env::RDZV_PORT_BASE), conf.elastic_rdzv_port_count.unwrap_or(env::RDZV_PORT_COUNT));
+        if let Some(port) = env::elastic_rdzv_port(bind, base, count, &taken) {
             // An elastic job: its rendezvous endpoint on this, its first, node, and its
             // membership file, written as the user before the script starts.
             let file = dir.user_dir().join(env::NODES_FILE);
