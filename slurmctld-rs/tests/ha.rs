@@ -217,14 +217,19 @@ fn crash_size() -> (usize, usize) {
 /// Submits one job, following the leader over `addrs` (a controller that cannot be reached or
 /// answers as a standby: the next, as the commands do). `Ok(id)` once a controller
 /// acknowledged it; a reply lost with its connection is tried again (the job may then exist
-/// twice, once unacknowledged: the commands do the same).
+/// twice, once unacknowledged: the commands do the same). A submission whose commit failed
+/// (the database away, or the first commit on a connection PostgreSQL closed when it
+/// restarted) is refused with Slurm's `ESLURM_WRITING_TO_FILE`: nothing was acknowledged or
+/// kept, and it is tried again as a user would.
 fn submit_following(env: &Env, addrs: &[std::net::SocketAddr], stop: &std::sync::atomic::AtomicBool) -> Option<u64> {
     let t0 = Instant::now();
     loop {
         for a in addrs {
             match call(env, *a, 2001, Request::SubmitJob(Box::new(job(2001, 200, 0)))) {
                 Ok(Response::Submitted(s)) => return Some(s.job_id),
-                Ok(Response::Error(e)) if e.code == flotilla_proto::errno::ESLURM_IN_STANDBY_MODE => {}
+                Ok(Response::Error(e))
+                    if e.code == flotilla_proto::errno::ESLURM_IN_STANDBY_MODE
+                        || e.code == flotilla_proto::errno::ESLURM_WRITING_TO_FILE => {}
                 Ok(other) => panic!("submission refused: {other:?}"),
                 Err(_) => {}
             }
