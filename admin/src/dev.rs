@@ -1305,6 +1305,8 @@ pub fn status(dir: &Path) -> Result<(String, bool)> {
             "credentials".into()
         } else if d.kind == "slurmrestd" {
             "REST API".into()
+        } else if d.kind == "supervisor" {
+            "restarts the controllers".into()
         } else if d.kind == "emulator" {
             match &nodes {
                 Some(Ok(v)) => {

@@ -308,6 +308,7 @@ fn up_ha_runs_two_controllers_on_postgres() {
             let p = ping();
             let leads = |x: &str, y: &str| status.0.contains(&format!("controller {x} answers (leader)\n")) && status.0.contains(&format!("controller {y} answers (standby)\n"));
             let leader = [(&a, &b), (&b, &a)].into_iter().find(|(x, y)| leads(x, y)).map(|(x, _)| x.clone());
+            assert!(status.0.contains(" running  restarts the controllers\n"), "{}", status.0);
             if let Some(l) = leader.filter(|_| now.pid != old && dev::alive(now.pid, now.start) && status.1 && p.1 == both_up) {
                 seen.extend(ids(dev::read_record(t.path()).unwrap().1));
                 return l;
