@@ -27,7 +27,9 @@
 //! waits as a standby (state dir `<dir>/state-b`, socket `<dir>/state/slurmctld-b.sock`, log
 //! `slurmctld-b.log`). A `sackd` on `<dir>/state/sackd.sock` vouches for local users, so that
 //! commands reach whichever controller leads over TCP (printed as `export
-//! FLOTILLA_AUTH_SOCKET=...`). `down` stops the controllers, then PostgreSQL (fast shutdown).
+//! FLOTILLA_AUTH_SOCKET=...`). Last, `up` starts a supervisor ([`supervise`], `flotilla dev
+//! supervise`) that restarts a controller that exits, as the systemd units' `Restart=` would.
+//! `down` stops the supervisor first, then the controllers, then PostgreSQL (fast shutdown).
 
 use std::fmt::Write as _;
 use std::io::Read as _;
