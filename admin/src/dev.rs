@@ -27,7 +27,9 @@
 //! waits as a standby (state dir `<dir>/state-b`, socket `<dir>/state/slurmctld-b.sock`, log
 //! `slurmctld-b.log`). A `sackd` on `<dir>/state/sackd.sock` vouches for local users, so that
 //! commands reach whichever controller leads over TCP (printed as `export
-//! FLOTILLA_AUTH_SOCKET=...`). `down` stops the controllers, then PostgreSQL (fast shutdown).
+//! FLOTILLA_AUTH_SOCKET=...`). Last, `up` starts a supervisor ([`supervise`], `flotilla dev
+//! supervise`) that restarts a controller that exits, as the systemd units' `Restart=` would.
+//! `down` stops the supervisor first, then the controllers, then PostgreSQL (fast shutdown).
 
 use std::fmt::Write as _;
 use std::io::Read as _;
@@ -574,7 +576,7 @@ pub fn read_record(dir: &Path) -> Result<(Option<SocketAddr>, Vec<Daemon>)> {
 fn log_name(kind: &str, node: &str) -> String {
     match kind {
         "slurmctld" | "sackd" if node != "-" => format!("{kind}-{node}.log"),
-        "slurmctld" | "slurmrestd" | "emulator" | "sackd" => format!("{kind}.log"),
+        "slurmctld" | "slurmrestd" | "emulator" | "sackd" | "supervisor" => format!("{kind}.log"),
         _ => format!("slurmd-{node}.log"),
     }
 }
@@ -918,6 +920,13 @@ pub fn up(opts: &UpOptions, cancel: &AtomicBool) -> Result<DevCluster> {
         None
     });
     record(&dir, &g.daemons, Some(ctld_addr))?;
+    if opts.ha {
+        // Last, once the record is complete: from now on only the supervisor rewrites it.
+        let mut cmd = Command::new(find_bin("flotilla", opts.bin_dir.as_deref())?);
+        cmd.args(["dev", "supervise", "--dir"]).arg(&dir);
+        g.daemons.push(spawn(&dir, "supervisor", "-", &mut cmd)?);
+        record(&dir, &g.daemons, Some(ctld_addr))?;
+    }
     g.armed = false;
     let daemons = std::mem::take(&mut g.daemons);
     Ok(DevCluster {
@@ -1077,9 +1086,11 @@ fn pgid_of(pid: i32) -> Option<i32> {
 /// SIGTERM to each live daemon (its process group when it leads one), then SIGKILL to what
 /// still runs after `grace`; then the same for the job supervisors' process groups. Reaps
 /// children this process started. Never signals a pid whose start time changed.
-fn stop_daemons(dir: &Path, daemons: &mut [Daemon], grace: Duration) {
-    // Node daemons first (so they start nothing more), then the controller.
-    let order: Vec<usize> = (0..daemons.len()).rev().collect();
+///
+/// A `--ha` cluster's supervisor ([`supervise`]) is stopped first, and waited for, so that it
+/// restarts nothing more; then the record is read again, since it names the controllers the
+/// supervisor restarted.
+fn stop_daemons(dir: &Path, daemons: &mut Vec<Daemon>, grace: Duration) {
     let sig = |d: &Daemon, s: Signal| {
         if alive(d.pid, d.start) {
             if pgid_of(d.pid) == Some(d.pid) {
@@ -1100,6 +1111,41 @@ fn stop_daemons(dir: &Path, daemons: &mut [Daemon], grace: Duration) {
         }
         std::thread::sleep(Duration::from_millis(20));
     };
+    let sup: Vec<usize> = (0..daemons.len()).filter(|&i| daemons[i].kind == "supervisor").collect();
+    if !sup.is_empty() {
+        let mut sups: Vec<Daemon> = sup.iter().rev().map(|&i| daemons.remove(i)).collect();
+        for d in &sups {
+            sig(d, Signal::SIGTERM);
+        }
+        wait(&mut sups, Instant::now() + grace);
+        for d in &sups {
+            sig(d, Signal::SIGKILL);
+        }
+        wait(&mut sups, Instant::now() + Duration::from_secs(5));
+        for d in &mut sups {
+            if let Some(mut c) = d.child.take() {
+                let _ = c.wait();
+            }
+        }
+        if let Ok((_, now)) = read_record(dir) {
+            for r in now {
+                if daemons.iter().any(|d| d.pid == r.pid && d.start == r.start) || r.kind == "supervisor" {
+                    continue;
+                }
+                match daemons.iter().position(|d| d.kind == r.kind && d.node == r.node && !alive(d.pid, d.start)) {
+                    Some(i) => {
+                        if let Some(mut c) = daemons[i].child.take() {
+                            let _ = c.try_wait();
+                        }
+                        daemons[i] = r;
+                    }
+                    None => daemons.push(r),
+                }
+            }
+        }
+    }
+    // Node daemons first (so they start nothing more), then the controller.
+    let order: Vec<usize> = (0..daemons.len()).rev().collect();
     for &i in &order {
         // PostgreSQL's fast shutdown is SIGINT (SIGTERM waits for every session to end).
         sig(&daemons[i], if daemons[i].kind == "postgres" { Signal::SIGINT } else { Signal::SIGTERM });
@@ -1239,7 +1285,14 @@ pub fn status(dir: &Path) -> Result<(String, bool)> {
     let (addr, daemons) = read_record(dir)?;
     let mut out = String::new();
     let mut ok = true;
-    let nodes = addr.map(|a| query_nodes(dir, a));
+    // With `--ha` either controller may lead: the nodes come from the one that answers (a
+    // standby refuses queries); each controller gets a line below.
+    let backup = addr.filter(|_| daemons.iter().any(|d| d.kind == "slurmctld" && d.node == "b")).map(|a| SocketAddr::from((BACKUP_IP, a.port())));
+    let answers: Vec<_> = addr.into_iter().chain(backup).map(|a| (a, query_nodes(dir, a))).collect();
+    let nodes = (!answers.is_empty()).then(|| match answers.iter().find(|(_, r)| r.is_ok()) {
+        Some((_, Ok(v))) => Ok(v.clone()),
+        _ => Err(anyhow::anyhow!("no controller answers")),
+    });
     for d in &daemons {
         let up = alive(d.pid, d.start);
         ok &= up;
@@ -1254,6 +1307,8 @@ pub fn status(dir: &Path) -> Result<(String, bool)> {
             "credentials".into()
         } else if d.kind == "slurmrestd" {
             "REST API".into()
+        } else if d.kind == "supervisor" {
+            "restarts the controllers".into()
         } else if d.kind == "emulator" {
             match &nodes {
                 Some(Ok(v)) => {
@@ -1280,19 +1335,28 @@ pub fn status(dir: &Path) -> Result<(String, bool)> {
             if up { "running" } else { "stopped" }
         );
     }
-    match (addr, &nodes) {
-        (Some(a), Some(Ok(_))) => {
-            let _ = writeln!(out, "controller {a} answers");
-        }
-        (Some(a), Some(Err(e))) => {
-            ok = false;
-            let _ = writeln!(out, "controller {a} does not answer: {e}");
-        }
-        _ => {
-            ok = false;
-            let _ = writeln!(out, "controller address not recorded");
+    if addr.is_none() {
+        ok = false;
+        let _ = writeln!(out, "controller address not recorded");
+    }
+    let ha = backup.is_some();
+    for (a, r) in &answers {
+        match r {
+            Ok(_) if ha => {
+                let _ = writeln!(out, "controller {a} answers (leader)");
+            }
+            Ok(_) => {
+                let _ = writeln!(out, "controller {a} answers");
+            }
+            Err(_) if ha && matches!(call_ctld(dir, *a, Request::Ping), Ok(Response::Pong)) => {
+                let _ = writeln!(out, "controller {a} answers (standby)");
+            }
+            Err(e) => {
+                let _ = writeln!(out, "controller {a} does not answer: {e}");
+            }
         }
     }
+    ok &= answers.iter().any(|(_, r)| r.is_ok());
     Ok((out, ok))
 }
 
@@ -1340,5 +1404,115 @@ pub fn restart_controller(cluster: &mut DevCluster, grace: Duration) -> Result<(
     cmd.args(args);
     cluster.daemons[i] = spawn(&cluster.dir, "slurmctld", "-", &mut cmd)?;
     record(&cluster.dir, &cluster.daemons, Some(cluster.ctld_addr))?;
+    Ok(())
+}
+
+/// `--ha`: how long the supervisor waits before it starts a controller that exited again
+/// (the units' `RestartSec=2s`).
+pub const RESTART_DELAY: Duration = Duration::from_secs(2);
+/// `--ha`: at most this many restarts of one controller in [`RESTART_INTERVAL`]; past that it
+/// stays down until `dev down` (the units' `StartLimitBurst=10`).
+pub const RESTART_BURST: usize = 10;
+/// The window of [`RESTART_BURST`] (the units' `StartLimitIntervalSec=300`).
+pub const RESTART_INTERVAL: Duration = Duration::from_secs(300);
+
+/// One controller the supervisor watches.
+struct Watched {
+    node: String,
+    argv: Vec<std::ffi::OsString>,
+    pid: i32,
+    start: u64,
+    child: Option<Child>,
+    down_since: Option<Instant>,
+    starts: std::collections::VecDeque<Instant>,
+    given_up: bool,
+}
+
+fn supervisor_log(msg: &str) {
+    let t = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_secs());
+    println!("[{:02}:{:02}:{:02}Z] {msg}", t / 3600 % 24, t / 60 % 60, t % 60);
+}
+
+/// `flotilla dev supervise` (started by `up --ha`, recorded as `supervisor`, log
+/// `<dir>/supervisor.log`): restarts each controller of the cluster in `dir` that exits, as
+/// systemd's `Restart=` does for the units (packaging/systemd/slurmctld.service): after
+/// [`RESTART_DELAY`], with the command line it had (read from `/proc` at the start), at most
+/// [`RESTART_BURST`] times in [`RESTART_INTERVAL`]. A leader that was killed or stepped down
+/// thus comes back as a standby. Each restart is written to the record (`<dir>/daemons`), which
+/// the supervisor alone rewrites while it runs. It does not see the exit status of the
+/// controllers `up` started (it is not their parent), so every exit counts as a failure.
+///
+/// Returns when `stop` becomes true (`dev down` sends SIGTERM and waits for it before it stops
+/// the controllers: a restart under way is finished and recorded first, never half done).
+/// Errors: no record, or a recorded controller whose command line cannot be read.
+pub fn supervise(dir: &Path, stop: &AtomicBool) -> Result<()> {
+    let dir = &std::fs::canonicalize(dir).with_context(|| format!("no cluster in {}", dir.display()))?;
+    let (_, daemons) = read_record(dir)?;
+    let mut ctls = Vec::new();
+    for d in daemons.iter().filter(|d| d.kind == "slurmctld") {
+        let raw = std::fs::read(format!("/proc/{}/cmdline", d.pid)).with_context(|| format!("slurmctld {} (pid {})'s command line", d.node, d.pid))?;
+        let argv: Vec<std::ffi::OsString> = raw
+            .split(|b| *b == 0)
+            .filter(|a| !a.is_empty())
+            .map(|a| <std::ffi::OsStr as std::os::unix::ffi::OsStrExt>::from_bytes(a).to_os_string())
+            .collect();
+        if argv.is_empty() || !alive(d.pid, d.start) {
+            bail!("slurmctld {} (pid {}) does not run", d.node, d.pid);
+        }
+        ctls.push(Watched { node: d.node.clone(), argv, pid: d.pid, start: d.start, child: None, down_since: None, starts: Default::default(), given_up: false });
+    }
+    supervisor_log(&format!(
+        "watching {} controller(s); restart after {:?}, at most {RESTART_BURST} in {:?}",
+        ctls.len(),
+        RESTART_DELAY,
+        RESTART_INTERVAL
+    ));
+    while !stop.load(Ordering::SeqCst) {
+        for c in &mut ctls {
+            let status = c.child.as_mut().and_then(|ch| ch.try_wait().ok().flatten());
+            if c.given_up || alive(c.pid, c.start) {
+                continue;
+            }
+            let Some(since) = c.down_since else {
+                let how = status.map_or_else(|| "exited".to_string(), |s| format!("exited ({s})"));
+                supervisor_log(&format!("slurmctld {} (pid {}) {how}; restarting in {:?}", c.node, c.pid, RESTART_DELAY));
+                c.down_since = Some(Instant::now());
+                continue;
+            };
+            if since.elapsed() < RESTART_DELAY {
+                continue;
+            }
+            while c.starts.front().is_some_and(|t| t.elapsed() > RESTART_INTERVAL) {
+                c.starts.pop_front();
+            }
+            if c.starts.len() >= RESTART_BURST {
+                supervisor_log(&format!("slurmctld {}: start limit hit ({RESTART_BURST} in {RESTART_INTERVAL:?}); not restarting", c.node));
+                c.given_up = true;
+                continue;
+            }
+            let mut cmd = Command::new(&c.argv[0]);
+            cmd.args(&c.argv[1..]);
+            match spawn(dir, "slurmctld", &c.node, &mut cmd) {
+                Ok(d) => {
+                    c.starts.push_back(Instant::now());
+                    c.down_since = None;
+                    (c.pid, c.start, c.child) = (d.pid, d.start, d.child);
+                    let (addr, mut rec) = read_record(dir)?;
+                    if let Some(r) = rec.iter_mut().find(|r| r.kind == "slurmctld" && r.node == c.node) {
+                        (r.pid, r.start) = (c.pid, c.start);
+                    }
+                    record(dir, &rec, addr)?;
+                    supervisor_log(&format!("slurmctld {} restarted (pid {}), start {} of at most {RESTART_BURST} in {RESTART_INTERVAL:?}", c.node, c.pid, c.starts.len()));
+                }
+                Err(e) => {
+                    supervisor_log(&format!("slurmctld {}: {e:#}; trying again in {RESTART_DELAY:?}", c.node));
+                    c.starts.push_back(Instant::now());
+                    c.down_since = Some(Instant::now());
+                }
+            }
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    supervisor_log("stopping (the controllers are left to `dev down`)");
     Ok(())
 }

@@ -249,7 +249,9 @@ fn job_runs(env: &[(String, String)], dir: &Path) -> u64 {
 /// `flotilla dev up --ha`: PostgreSQL in `<dir>/pg`, two controllers on it and sackd; the
 /// printed environment reaches the cluster, a job runs, `scontrol ping` shows the primary and
 /// the backup UP; after `scontrol takeover` the commands follow the new leader (a job runs
-/// again) and `down` stops every process, PostgreSQL included.
+/// again) and the supervisor restarts the stepped-down primary as a standby; `kill -9` of the
+/// leader (the backup, then the primary) makes the other lead and the killed one come back as
+/// a standby (ping both UP, a job runs); `down` stops every process, PostgreSQL included.
 #[test]
 fn up_ha_runs_two_controllers_on_postgres() {
     if !flotilla_admin::pg::available() {
@@ -278,7 +280,7 @@ fn up_ha_runs_two_controllers_on_postgres() {
     assert!(lines.get(2).is_some_and(|l| l.starts_with("export FLOTILLA_RESTD_URL=http://127.0.0.1:")), "{out}");
     let (_, daemons) = dev::read_record(t.path()).unwrap();
     let kinds: Vec<&str> = daemons.iter().map(|x| x.kind.as_str()).collect();
-    assert_eq!(kinds, ["postgres", "slurmctld", "sackd", "slurmctld", "slurmd", "slurmd", "slurmd", "slurmd", "slurmrestd"], "{daemons:?}");
+    assert_eq!(kinds, ["postgres", "slurmctld", "sackd", "slurmctld", "slurmd", "slurmd", "slurmd", "slurmd", "slurmrestd", "supervisor"], "{daemons:?}");
     assert!(daemons.iter().all(|x| dev::alive(x.pid, x.start)));
     let conf = std::fs::read_to_string(t.path().join("slurm.conf")).unwrap();
     assert!(conf.contains("StateStorageType=state/postgres\n") && conf.contains("(127.0.0.2)\n"), "{conf}");
@@ -288,27 +290,66 @@ fn up_ha_runs_two_controllers_on_postgres() {
         .map(|(k, v)| (k.to_string(), v.to_string()))
         .collect();
     let host = conf.lines().find_map(|l| l.strip_prefix("SlurmctldHost=")?.split_once('(').map(|(h, _)| h.to_string())).unwrap();
-    let ping = |want: &str| {
-        let (rc, out, err) = command(flotilla_commands::scontrol::run, &["scontrol", "ping"], &env);
-        assert_eq!((rc, out.as_str()), (0, want), "scontrol ping: {err}");
-    };
+    let ping = || command(flotilla_commands::scontrol::run, &["scontrol", "ping"], &env);
+    let both_up = format!("Slurmctld(primary) at {host} is UP\nSlurmctld(backup) at {host}-b is UP\n");
     job_runs(&env, t.path());
-    ping(&format!("Slurmctld(primary) at {host} is UP\nSlurmctld(backup) at {host}-b is UP\n"));
-    // The backup takes over; the old leader steps down (its process ends).
+    assert_eq!(ping(), (0, both_up.clone(), String::new()));
+    let port = conf.lines().find_map(|l| l.strip_prefix("SlurmctldPort=")).unwrap().to_string();
+    let (a, b) = (format!("127.0.0.1:{port}"), format!("127.0.0.2:{port}"));
+    let recorded = |node: &str| dev::read_record(t.path()).unwrap().1.into_iter().find(|x| x.kind == "slurmctld" && x.node == node).unwrap();
+    // Waits (at most 60 s) until the controller of `node` runs again under a pid other than
+    // `old`, `scontrol ping` shows both UP and `dev status` names one controller the leader and
+    // the other a standby; returns the leader's address.
+    let ids = |v: Vec<dev::Daemon>| v.into_iter().map(|x| (x.kind, x.node, x.pid, x.start)).collect::<Vec<_>>();
+    let mut seen = ids(dev::read_record(t.path()).unwrap().1);
+    let mut restarted = |node: &str, old: i32| -> String {
+        let t0 = std::time::Instant::now();
+        loop {
+            let now = recorded(node);
+            let status = dev::status(t.path()).unwrap();
+            let p = ping();
+            let leads = |x: &str, y: &str| status.0.contains(&format!("controller {x} answers (leader)\n")) && status.0.contains(&format!("controller {y} answers (standby)\n"));
+            let leader = [(&a, &b), (&b, &a)].into_iter().find(|(x, y)| leads(x, y)).map(|(x, _)| x.clone());
+            assert!(status.0.contains(" running  restarts the controllers\n"), "{}", status.0);
+            if let Some(l) = leader.filter(|_| now.pid != old && dev::alive(now.pid, now.start) && status.1 && p.1 == both_up) {
+                seen.extend(ids(dev::read_record(t.path()).unwrap().1));
+                return l;
+            }
+            assert!(
+                t0.elapsed() < std::time::Duration::from_secs(60),
+                "slurmctld {node} (pid {old}) not back: record pid {}; status:\n{}ping: {p:?}\nsupervisor.log:\n{}",
+                now.pid,
+                status.0,
+                dev::log_tail(t.path(), "supervisor.log", 10)
+            );
+            std::thread::sleep(std::time::Duration::from_millis(200));
+        }
+    };
+    // The backup takes over; the old leader steps down (its process ends) and the supervisor
+    // starts it again: it comes back as a standby (the backup holds the lease).
     let (rc, out, err) = command(flotilla_commands::scontrol::run, &["scontrol", "takeover"], &env);
     assert_eq!(rc, 0, "takeover: {out}{err}");
     let primary = &daemons[1];
-    let t0 = std::time::Instant::now();
-    while dev::alive(primary.pid, primary.start) {
-        assert!(t0.elapsed() < std::time::Duration::from_secs(30), "the old leader did not step down");
-        std::thread::sleep(std::time::Duration::from_millis(50));
-    }
+    assert_eq!(restarted("-", primary.pid), b, "the backup leads after the takeover");
     job_runs(&env, t.path());
+    // kill -9 the leader (now the backup): its database session ends with it, so the standby
+    // takes the lease at its next try (every SlurmctldTimeout/6 = 1 s), before the supervisor
+    // restarts the killed one (2 s), which comes back as a standby. Then the same with the
+    // primary leading: the backup takes over.
+    for (node, other) in [("b", &a), ("-", &b)] {
+        let leader = recorded(node);
+        nix::sys::signal::kill(nix::unistd::Pid::from_raw(leader.pid), nix::sys::signal::Signal::SIGKILL).unwrap();
+        assert_eq!(&restarted(node, leader.pid), other, "after kill -9 of slurmctld {node}, the other leads");
+        job_runs(&env, t.path());
+    }
+    let log = std::fs::read_to_string(t.path().join("supervisor.log")).unwrap();
+    assert_eq!(log.matches(" restarted (pid ").count(), 3, "{log}");
     std::mem::forget(down);
     let (rc, _, err) = flotilla(&["dev", "down", "--dir", d, "--grace", "5"]);
     assert_eq!(rc, 0, "down: {err}");
-    for x in &daemons {
-        assert!(!dev::alive(x.pid, x.start), "{} {} pid {} still runs", x.kind, x.node, x.pid);
+    for (kind, node, pid, start) in &seen {
+        assert!(!dev::alive(*pid, *start), "{kind} {node} pid {pid} still runs");
     }
+    assert_eq!(processes_in(t.path()), Vec::<String>::new());
     assert!(!t.path().join("pg/server/data/postmaster.pid").exists(), "PostgreSQL stopped cleanly");
 }

@@ -3,7 +3,8 @@
 //! Before and after `scontrol takeover`, `/slurm/v0.0.38/ping` pings every controller in
 //! slurm.conf's order (Slurm's `ping_all_controllers`), a job submitted over REST is
 //! accepted by whichever controller leads, and `/readyz` says ready; the jobs acknowledged
-//! before the takeover are still listed after it.
+//! before the takeover are still listed after it. The stepped-down primary is restarted by
+//! `dev up --ha`'s supervisor and pings UP again (as a standby: the backup still leads).
 
 use flotilla_compat_tests::cluster::LocalCluster;
 use flotilla_compat_tests::restd::Restd;
@@ -62,7 +63,12 @@ fn slurmrestd_follows_the_leader_across_a_takeover() {
     let before = submit(&r, c.dir(), "before");
     assert_eq!(r.get("/readyz").status, 204);
 
-    // The backup takes over; the old leader steps down and its process ends.
+    // The backup takes over; the old leader steps down and its process ends. `dev up --ha`'s
+    // supervisor would start it again after 2 s: it is paused (SIGSTOP) until the primary has
+    // been seen DOWN, so that the check does not race the restart.
+    let (_, recorded) = flotilla_admin::dev::read_record(c.dir()).unwrap();
+    let supervisor = nix::unistd::Pid::from_raw(recorded.iter().find(|d| d.kind == "supervisor").expect("a supervisor").pid);
+    nix::sys::signal::kill(supervisor, nix::sys::signal::Signal::SIGSTOP).unwrap();
     let primary_pid = c.pids()[1];
     let out = c.run("scontrol", &["takeover"], c.dir());
     assert!(out.status.success(), "scontrol takeover: {}", String::from_utf8_lossy(&out.stderr));
@@ -70,6 +76,10 @@ fn slurmrestd_follows_the_leader_across_a_takeover() {
     wait_until("the old leader steps down", Duration::from_secs(30), gone, || format!("pids {:?}", c.pids()));
 
     assert_eq!(pings(&r), ping("DOWN"), "the primary is gone, the backup leads");
+    nix::sys::signal::kill(supervisor, nix::sys::signal::Signal::SIGCONT).unwrap();
+    wait_until("the old leader is back as a standby", Duration::from_secs(60), || pings(&r) == ping("UP"), || {
+        format!("ping {}\nsupervisor.log:\n{}", pings(&r), flotilla_admin::dev::log_tail(c.dir(), "supervisor.log", 10))
+    });
     let after = submit(&r, c.dir(), "after");
     assert!(after > before, "ids go on: {before} then {after}");
     assert_eq!(r.get("/readyz").status, 204, "a leader answers");

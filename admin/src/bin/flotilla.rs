@@ -197,6 +197,13 @@ enum DevCommand {
         #[arg(long, default_value_t = 10)]
         grace: u64,
     },
+    /// `up --ha`'s controller supervisor: restarts a controller that exits (internal).
+    #[command(hide = true)]
+    Supervise {
+        /// The state directory.
+        #[arg(long)]
+        dir: PathBuf,
+    },
     /// Which daemons run (pid, node, port) and whether the controller answers.
     Status {
         /// The state directory.
@@ -556,6 +563,10 @@ fn dev(a: DevArgs) -> Result<()> {
             let n = dev::down(&dir, Duration::from_secs(grace))?;
             eprintln!("stopped {n} daemons of {}", dir.display());
             Ok(())
+        }
+        DevCommand::Supervise { dir } => {
+            let stop = cancel_on_signals()?;
+            dev::supervise(&dir, stop)
         }
         DevCommand::Status { dir } => {
             let (text, ok) = dev::status(&dir.unwrap_or_else(dev::default_dir))?;
