@@ -434,7 +434,6 @@ pub fn query(db: &dyn Backend, q: &AcctQuery) -> Result<Vec<AcctJob>, DbError> {
     }
     let rows = db.query(&sql, &[])?.iter().map(read_row).collect::<Result<Vec<_>, _>>()?;
     let want_nodes: Vec<String> = q.nodes.iter().flat_map(|n| hostnames(n)).collect();
-    const STEPS: &str = "SELECT step, state, exit_code, signal, start_time, end_time, nodes FROM job_steps WHERE job_id = ?1";
     // Keyed (array or job id, task, job id, run): Slurm's order, a job's runs oldest first.
     let mut out: BTreeMap<(u64, u32, u64, u32), AcctJob> = BTreeMap::new();
     for row in rows {
@@ -449,34 +448,24 @@ pub fn query(db: &dyn Backend, q: &AcctQuery) -> Result<Vec<AcctJob>, DbError> {
         {
             continue;
         }
-        let mut steps: Vec<AcctStep> = db
-            .query(STEPS, &params![i(j.job_id)])?
-            .into_iter()
-            .map(|r| {
-                Ok(AcctStep {
-                    step: r.get(0)?,
-                    state: r.get(1)?,
-                    exit_code: r.get(2)?,
-                    signal: r.get(3)?,
-                    start_time: r.get(4)?,
-                    end_time: r.get(5)?,
-                    nodes: r.get(6)?,
-                    cpus: 0,
-                    gpus: 0,
-                    mem_mib: 0,
-                    nnodes: 0,
-                    usage: None,
-                })
-            })
-            .collect::<Result<Vec<_>, DbError>>()?;
+        let mut steps: Vec<AcctStep> =
+            crate::store::runs::read(db, crate::store::runs::JOB_STEPS, "job_id = ?1", "step", &params![i(j.job_id)])?
+                .into_iter()
+                .map(acct_step)
+                .collect();
         let mut usage = crate::store::runs::read_usage(db, j.job_id)?;
         for s in &mut steps {
             s.usage = usage.remove(&s.step);
         }
         let all_steps = steps.clone();
-        let kept = crate::store::runs::run_steps(db, j.job_id, j.restarts)?;
+        // Only a record that is itself a run ended in a requeue (a held `REQUEUED` job) has its
+        // steps kept apart: the others need no second query.
+        let kept = if matches!(j.state.as_str(), "REQUEUED" | "PREEMPTED") {
+            crate::store::runs::run_steps(db, j.job_id, j.restarts)?
+        } else {
+            Vec::new()
+        };
         if !kept.is_empty() {
-            // The record is a run that ended in a requeue (a held `REQUEUED` job): its own steps.
             steps = kept.into_iter().map(acct_step).collect();
         } else if let Some(st) = j.start_time {
             // Steps of runs that ended before schema version 11 stayed in `job_steps`: one

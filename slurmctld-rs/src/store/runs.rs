@@ -51,6 +51,13 @@ pub const JOB_STEPS: StepTable = StepTable {
     key: "step",
 };
 
+/// `job_run_steps` (the steps of earlier runs), keyed within a run by `step`; its `run`
+/// column is filtered on ([`run_steps`]) and written by [`archive_run`].
+pub const JOB_RUN_STEPS: StepTable = StepTable {
+    table: "job_run_steps",
+    key: "step",
+};
+
 /// `job_runs`, keyed by `run` (INTEGER).
 pub const JOB_RUNS: StepTable = StepTable {
     table: "job_runs",
@@ -86,22 +93,23 @@ pub fn write<K: StepKey>(db: &dyn Backend, t: StepTable, rows: &[StepRow<K>]) ->
     }
     let cols = ["job_id", t.key, "state", "exit_code", "signal", "start_time", "end_time", "nodes"];
     let sql = db.dialect().replace(t.table, &cols, &["job_id", t.key]);
-    let sets: Vec<Vec<Param<'_>>> = rows
-        .iter()
-        .map(|r| {
-            vec![
-                Param::from(i(r.job_id)),
-                r.step.param(),
-                Param::from(&r.state),
-                Param::from(r.exit_code),
-                Param::from(r.signal),
-                Param::from(r.start_time),
-                Param::from(r.end_time),
-                Param::from(&r.nodes),
-            ]
-        })
-        .collect();
+    let sets: Vec<Vec<Param<'_>>> = rows.iter().map(step_params).collect();
     db.exec_many(&sql, &sets)
+}
+
+/// A row's statement parameters in the tables' column order: job id, key, state, exit code,
+/// signal, start, end, nodes.
+fn step_params<K: StepKey>(r: &StepRow<K>) -> Vec<Param<'_>> {
+    vec![
+        Param::from(i(r.job_id)),
+        r.step.param(),
+        Param::from(&r.state),
+        Param::from(r.exit_code),
+        Param::from(r.signal),
+        Param::from(r.start_time),
+        Param::from(r.end_time),
+        Param::from(&r.nodes),
+    ]
 }
 
 /// The rows of table `t` that `filter` (an SQL condition over its columns, with `params`)
@@ -167,22 +175,14 @@ pub fn archive_run(db: &dyn Backend, r: &RunSteps) -> Result<(), DbError> {
         return Ok(());
     }
     let cols = ["job_id", "run", "step", "state", "exit_code", "signal", "start_time", "end_time", "nodes"];
-    let sql = db.dialect().replace("job_run_steps", &cols, &["job_id", "run", "step"]);
+    let sql = db.dialect().replace(JOB_RUN_STEPS.table, &cols, &["job_id", "run", "step"]);
     let sets: Vec<Vec<Param<'_>>> = r
         .rows
         .iter()
         .map(|s| {
-            vec![
-                Param::from(job),
-                Param::from(run),
-                Param::from(&s.step),
-                Param::from(&s.state),
-                Param::from(s.exit_code),
-                Param::from(s.signal),
-                Param::from(s.start_time),
-                Param::from(s.end_time),
-                Param::from(&s.nodes),
-            ]
+            let mut p = step_params(s);
+            p.insert(1, Param::from(run));
+            p
         })
         .collect();
     db.exec_many(&sql, &sets)
@@ -191,25 +191,7 @@ pub fn archive_run(db: &dyn Backend, r: &RunSteps) -> Result<(), DbError> {
 /// The steps of run `run` of `job_id` kept in `job_run_steps` (empty for a run that ended
 /// before version 11 of the schema, or the current run). Errors: the database's.
 pub fn run_steps(db: &dyn Backend, job_id: u64, run: u32) -> Result<Vec<StepRow>, DbError> {
-    db.query(
-        "SELECT job_id, step, state, exit_code, signal, start_time, end_time, nodes FROM job_run_steps \
-         WHERE job_id = ?1 AND run = ?2 ORDER BY step",
-        &params![i(job_id), i64::from(run)],
-    )?
-    .into_iter()
-    .map(|r| {
-        Ok(StepRow {
-            job_id: r.get::<i64>(0)? as u64,
-            step: r.get(1)?,
-            state: r.get(2)?,
-            exit_code: r.get(3)?,
-            signal: r.get(4)?,
-            start_time: r.get(5)?,
-            end_time: r.get(6)?,
-            nodes: r.get(7)?,
-        })
-    })
-    .collect()
+    read(db, JOB_RUN_STEPS, "job_id = ?1 AND run = ?2", "step", &params![i(job_id), i64::from(run)])
 }
 
 /// Inserts or replaces the usage reports `rows` (`step_usage`, one row per job, step and
