@@ -41,6 +41,14 @@ fn wait_acct(env: &Env, addr: std::net::SocketAddr, id: u64, state: &str) -> Acc
     j.unwrap()
 }
 
+/// A controller started with `extra` and one fake node agent, `gpu01`.
+fn one_node(env: &Env, extra: &[&str]) -> (Ctl, Agent) {
+    let ctl = Ctl::start(env, 0, extra);
+    let addr = Arc::new(Mutex::new(ctl.addr));
+    let agent = Agent::spawn(env, "gpu01", addr, Arc::new(Mutex::new(Ledger::default())));
+    (ctl, agent)
+}
+
 /// (state, exit code, signal) of a job's batch step.
 fn batch(j: &AcctJob) -> (&str, i32, i32) {
     let s = j.steps.iter().find(|s| s.step == "batch").expect("batch step");
@@ -149,10 +157,7 @@ fn requeued_run_is_accounted_requeued_until_it_runs_again() {
     let env = Env::new(1);
     // No hold-off after the requeue (Slurm's is 121 s): the released job may run at once.
     let extra = ["--tick-ms", "100", "--sched-interval-ms", "200", "--debounce-ms", "5", "--minute-s", "1", "--requeue-holdoff", "0"];
-    let ctl = Ctl::start(&env, 0, &extra);
-    let addr = Arc::new(Mutex::new(ctl.addr));
-    let ledger = Arc::new(Mutex::new(Ledger::default()));
-    let _agent = Agent::spawn(&env, "gpu01", addr, ledger);
+    let (ctl, _agent) = one_node(&env, &extra);
     let a = ctl.addr;
     // Fill the node so that the requeued job cannot start again at once.
     let mut j = job(2001, 60_000, 0);
@@ -181,10 +186,7 @@ fn each_run_keeps_its_own_batch_step_when_the_job_runs_again_at_once() {
     // batch step, with no TRES, under the old run).
     let env = Env::new(1);
     let extra = ["--tick-ms", "100", "--sched-interval-ms", "200", "--debounce-ms", "5", "--minute-s", "1", "--requeue-holdoff", "0"];
-    let ctl = Ctl::start(&env, 0, &extra);
-    let addr = Arc::new(Mutex::new(ctl.addr));
-    let ledger = Arc::new(Mutex::new(Ledger::default()));
-    let _agent = Agent::spawn(&env, "gpu01", addr, ledger);
+    let (ctl, _agent) = one_node(&env, &extra);
     let a = ctl.addr;
     let id = submit(&env, a, job(2001, 60_000, 0));
     wait_acct(&env, a, id, "RUNNING");
@@ -214,10 +216,7 @@ fn requeued_job_not_held_is_accounted_pending_at_once() {
     // REQUEUED run is an earlier record (`sacct -D`).
     let env = Env::new(1);
     let extra = ["--tick-ms", "100", "--sched-interval-ms", "200", "--debounce-ms", "5", "--minute-s", "1"];
-    let ctl = Ctl::start(&env, 0, &extra);
-    let addr = Arc::new(Mutex::new(ctl.addr));
-    let ledger = Arc::new(Mutex::new(Ledger::default()));
-    let _agent = Agent::spawn(&env, "gpu01", addr, ledger);
+    let (ctl, _agent) = one_node(&env, &extra);
     let a = ctl.addr;
     let id = submit(&env, a, job(2001, 60_000, 0));
     wait_acct(&env, a, id, "RUNNING");
@@ -232,10 +231,7 @@ fn requeued_job_not_held_is_accounted_pending_at_once() {
 fn array_tasks_accounted_from_the_pending_remainder_to_their_own_records() {
     let env = Env::new(1);
     let extra = ["--tick-ms", "100", "--sched-interval-ms", "200", "--debounce-ms", "5", "--minute-s", "1"];
-    let ctl = Ctl::start(&env, 0, &extra);
-    let addr = Arc::new(Mutex::new(ctl.addr));
-    let ledger = Arc::new(Mutex::new(Ledger::default()));
-    let _agent = Agent::spawn(&env, "gpu01", addr, ledger);
+    let (ctl, _agent) = one_node(&env, &extra);
     let a = ctl.addr;
     let mut j = job(2001, 400, 0);
     j.array = Some(ArraySpec { ranges: vec![ArrayRange { start: 0, end: 2, step: 1 }], max_running: Some(1) });

@@ -182,12 +182,7 @@ fn a_zombie_leader_steps_down_without_committing() {
 fn takeover_moves_the_lead_to_the_standby() {
     let Some((env, _pg)) = ha_env("takeover_moves_the_lead_to_the_standby") else { return };
     let extra = ["--tick-ms", "100", "--debounce-ms", "5"];
-    let mut a = Ctl::wait_ready(&env, "a", Ctl::spawn_named(&env, "a", 0, &extra));
-    let b = Ctl::spawn_named(&env, "b", 0, &extra);
-    assert!(wait_for(20, || log_of(&env, "b").contains("standby: another controller leads")), "b waits as a standby");
-    let mut port = None;
-    assert!(wait_for(20, || { port = listen_port(b.id()); port.is_some() }), "b listens");
-    let b_addr: std::net::SocketAddr = ([127, 0, 0, 1], port.unwrap()).into();
+    let (mut a, b, b_addr) = leader_and_standby(&env, &extra);
     let before = submit(&env, a.addr, 5);
     match call(&env, b_addr, 2001, Request::Takeover) {
         Ok(Response::Error(e)) => assert_eq!(e.code, flotilla_proto::errno::ESLURM_ACCESS_DENIED),
@@ -212,6 +207,17 @@ fn crash_size() -> (usize, usize) {
     } else {
         (1000, 20)
     }
+}
+
+/// Controller `a` started and leading, then `b` started as its standby: (a, b's process, the
+/// address b listens on).
+fn leader_and_standby(env: &Env, extra: &[&str]) -> (Ctl, std::process::Child, std::net::SocketAddr) {
+    let a = Ctl::wait_ready(env, "a", Ctl::spawn_named(env, "a", 0, extra));
+    let b = Ctl::spawn_named(env, "b", 0, extra);
+    assert!(wait_for(20, || log_of(env, "b").contains("standby: another controller leads")), "b waits as a standby");
+    let mut port = None;
+    assert!(wait_for(20, || { port = listen_port(b.id()); port.is_some() }), "b listens");
+    (a, b, ([127, 0, 0, 1], port.unwrap()).into())
 }
 
 /// Submits one job, following the leader over `addrs` (a controller that cannot be reached or
@@ -273,7 +279,7 @@ fn kill9_of_the_leader_again_and_again_under_concurrent_submissions() {
     // How many submissions the clients may start: one share ahead of the next kill, so that
     // every kill falls among submissions in flight.
     let share = total / (kills + 1);
-    let allowed = Arc::new(AtomicUsize::new((2 * share).min(total)));
+    let allowed = Arc::new((Mutex::new((2 * share).min(total)), std::sync::Condvar::new()));
     let stop = Arc::new(AtomicBool::new(false));
     let env = Arc::new(env);
     let clients: Vec<_> = (0..4)
@@ -285,9 +291,14 @@ fn kill9_of_the_leader_again_and_again_under_concurrent_submissions() {
                 if n >= total {
                     return;
                 }
-                if n >= allowed.load(Ordering::Acquire) {
-                    std::thread::sleep(Duration::from_millis(5));
-                    continue;
+                {
+                    // Wait for the main thread to allow submission n (after the next kill).
+                    let (limit, moved) = &*allowed;
+                    let (guard, waited) = moved.wait_timeout_while(limit.lock().unwrap(), Duration::from_secs(120), |a| n >= *a).unwrap();
+                    drop(guard);
+                    if waited.timed_out() {
+                        return; // the main thread failed; its assertions say why
+                    }
                 }
                 if next.compare_exchange(n, n + 1, Ordering::AcqRel, Ordering::Acquire).is_err() {
                     continue;
@@ -328,7 +339,9 @@ fn kill9_of_the_leader_again_and_again_under_concurrent_submissions() {
         // Restarted as systemd's Restart= would: a standby on its port.
         procs.0[leader] = Ctl::spawn_named(&env, names[leader], ports[leader], &extra);
         leader = standby;
-        allowed.store(if k + 1 == kills { total } else { ((k + 3) * share).min(total) }, Ordering::Release);
+        let (limit, moved) = &*allowed;
+        *limit.lock().unwrap() = if k + 1 == kills { total } else { ((k + 3) * share).min(total) };
+        moved.notify_all();
     }
     for c in clients {
         c.join().unwrap();
@@ -409,12 +422,7 @@ fn a_standby_sends_http_peers_to_the_leader() {
     let Some((env, _pg)) = ha_env("a_standby_sends_http_peers_to_the_leader") else { return };
     env.edit_cluster(|c| c.metrics_type = Some("metrics/openmetrics".into()));
     let extra = ["--tick-ms", "100", "--debounce-ms", "5"];
-    let mut a = Ctl::wait_ready(&env, "a", Ctl::spawn_named(&env, "a", 0, &extra));
-    let b = Ctl::spawn_named(&env, "b", 0, &extra);
-    assert!(wait_for(20, || log_of(&env, "b").contains("standby: another controller leads")), "b waits as a standby");
-    let mut port = None;
-    assert!(wait_for(20, || { port = listen_port(b.id()); port.is_some() }), "b listens");
-    let b_addr: std::net::SocketAddr = ([127, 0, 0, 1], port.unwrap()).into();
+    let (mut a, b, b_addr) = leader_and_standby(&env, &extra);
     let submitted = submit(&env, a.addr, 3);
     let (ua, ub) = (format!("http://{}", a.addr), format!("http://{b_addr}"));
     for path in ["/metrics", "/metrics/jobs", "/metrics/nodes", "/metrics/partitions", "/metrics/scheduler", "/metrics/jobs-users-accts"] {
