@@ -201,8 +201,12 @@ fn interrupted_up_leaves_nothing() {
         } else {
             assert_eq!(st.code(), Some(130), "{st}");
         }
-        std::thread::sleep(std::time::Duration::from_millis(200));
-        assert_eq!(processes_in(t.path()), Vec::<String>::new());
+        let mut left = Vec::new();
+        let gone = wait_until(10, || {
+            left = processes_in(t.path());
+            left.is_empty()
+        });
+        assert!(gone, "processes left after an interrupted up: {left:?}");
     }
 }
 
@@ -231,17 +235,30 @@ fn job_runs(env: &[(String, String)], dir: &Path) -> u64 {
     let id: u64 = out.trim().parse().unwrap_or_else(|_| panic!("sbatch --parsable: {out:?}"));
     let getenv = |k: &str| env.iter().find(|(n, _)| n == k).map(|(_, v)| v.clone());
     let ctl = flotilla_commands::common::Ctl::new(&getenv).unwrap();
-    let t0 = std::time::Instant::now();
-    loop {
+    let mut state = None;
+    let done = wait_until(60, || {
         let jobs = match ctl.call(flotilla_proto::Request::QueryJobs(flotilla_proto::JobQuery { include_finished: true, ..Default::default() })) {
             Ok(flotilla_proto::Response::Jobs(v)) => v,
             other => panic!("job query: {other:?}"),
         };
-        let state = jobs.iter().find(|j| j.job_id == id).and_then(|j| j.state);
-        if state == Some(flotilla_proto::JobStateWire::Completed) {
-            return id;
+        state = jobs.iter().find(|j| j.job_id == id).and_then(|j| j.state);
+        state == Some(flotilla_proto::JobStateWire::Completed)
+    });
+    assert!(done, "job {id} did not complete: {state:?}");
+    id
+}
+
+/// Asks `done` every 100 ms until it says true (true) or `secs` seconds passed (false: the
+/// caller fails with what it saw).
+fn wait_until(secs: u64, mut done: impl FnMut() -> bool) -> bool {
+    let t0 = std::time::Instant::now();
+    loop {
+        if done() {
+            return true;
         }
-        assert!(t0.elapsed() < std::time::Duration::from_secs(60), "job {id} did not complete: {state:?}");
+        if t0.elapsed() >= std::time::Duration::from_secs(secs) {
+            return false;
+        }
         std::thread::sleep(std::time::Duration::from_millis(100));
     }
 }
