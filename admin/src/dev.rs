@@ -171,7 +171,8 @@ impl DevCluster {
         s
     }
 
-    /// Stops every daemon (and job supervisor) of this cluster; see [`stop_dir`].
+    /// Stops every daemon (and job supervisor) of this cluster, as [`down`] does from the state
+    /// dir.
     pub fn stop(&mut self, grace: Duration) {
         stop_daemons(&self.dir, &mut self.daemons, grace);
     }
@@ -420,9 +421,9 @@ pub fn emulated_config(nodes: usize) -> (String, String) {
     (conf, topo)
 }
 
-/// Rewrites an existing `slurm.conf` for localhost: drops the keys of [`OVERRIDDEN`], and in
-/// `NodeName=` lines sets `NodeAddr=127.0.0.1` and drops `NodeHostname` (keeps `Port`, which
-/// Flotilla's node daemons never bind).
+/// Rewrites an existing `slurm.conf` for localhost: drops the keys the dev cluster sets itself
+/// (the private list `OVERRIDDEN`), and in `NodeName=` lines sets `NodeAddr=127.0.0.1` and
+/// drops `NodeHostname` (keeps `Port`, which Flotilla's node daemons never bind).
 /// Returns the body and the cluster name.
 pub fn rewrite_config(text: &str) -> (String, String) {
     let mut out = String::new();
@@ -1263,7 +1264,8 @@ pub fn job_processes(dir: &Path) -> Vec<i32> {
     ours
 }
 
-/// Stops the cluster recorded in `dir` (see [`stop_daemons`]); removes only the record.
+/// Stops the cluster recorded in `dir` (supervisors first, then every recorded daemon, with
+/// `grace` between SIGTERM and SIGKILL); removes only the record.
 /// Returns how many recorded daemons were still running.
 pub fn down(dir: &Path, grace: Duration) -> Result<usize> {
     // Supervisors are recognised by the (canonical) spool path in their command line.
