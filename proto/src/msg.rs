@@ -617,9 +617,11 @@ pub enum CtlToNode {
         nodes: String,
     },
     /// The controller's session liveness (Flotilla): a leader sends it on every node session
-    /// right after the registration and then every third of `SlurmctldTimeout`, while its
-    /// leader lease is fresh. A node daemon that has had one on a session and then hears
-    /// nothing for one and a half `SlurmctldTimeout` leaves the session for the next
+    /// right after the registration and then whenever a third of `SlurmctldTimeout` passed
+    /// without any other message to that node, while its leader lease is fresh (a busy node
+    /// gets none: every message counts as liveness). A node daemon that has had one on a
+    /// session and then hears no message for one and a half `SlurmctldTimeout` leaves the
+    /// session for the next
     /// `SlurmctldHost` (a paused, hung or cut-off leader). It changes nothing on the node
     /// (an older epoch's is refused like any other message).
     Keepalive,

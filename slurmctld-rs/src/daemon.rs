@@ -340,6 +340,7 @@ pub fn storage_conf(conf: &ClusterConfig, state_dir: &std::path::Path, sync: Syn
         password,
         dbname: s.loc.clone(),
         call_timeout: std::time::Duration::from_secs(conf.slurmctld_timeout_s.max(5)),
+        pipeline: true,
     }))
 }
 

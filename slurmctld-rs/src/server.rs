@@ -1104,9 +1104,15 @@ async fn node_session<R, W>(
     // SlurmdTimeout judges a silent node), but each frame within its deadline.
     let peer = Peer::Unix { uid: 0, gid: 0, pid: 0 };
     let rules = Rules { max: shared.max_frame, gate: false, start_by: None };
-    // The first tick is at once: the node hears the keepalive right after its registration.
+    // The first tick is at once: the node hears the keepalive right after its registration
+    // (it arms the node's silence check). After that a keepalive goes out only when a third of
+    // the lease passed without any other message to the node: every message counts as
+    // liveness there, so a busy node gets none (5,000 frames/s fewer at 10,000 nodes). Each
+    // message the owner sends follows a turn that fenced or checked the lease, so it proves
+    // leadership as a keepalive does. A Pong is no such proof and restarts nothing.
     let mut keepalive = tokio::time::interval(shared.keepalive_every());
     keepalive.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    let mut armed = false;
     loop {
         tokio::select! {
             f = read_frame(&mut rd, &mut buf, rules, &peer, &shared) => match f {
@@ -1133,12 +1139,18 @@ async fn node_session<R, W>(
                     if write_frame(&mut wr, &to_node(&shared, m)).await.is_err() {
                         break;
                     }
+                    if armed {
+                        keepalive.reset();
+                    }
                 }
                 None => break,
             },
             _ = keepalive.tick() => {
-                if shared.lease_fresh() && write_frame(&mut wr, &to_node(&shared, CtlToNode::Keepalive)).await.is_err() {
-                    break;
+                if shared.lease_fresh() {
+                    if write_frame(&mut wr, &to_node(&shared, CtlToNode::Keepalive)).await.is_err() {
+                        break;
+                    }
+                    armed = true;
                 }
             }
             _ = shutdown.changed() => break,

@@ -25,7 +25,7 @@
 //! (`synchronous_commit=on`, PostgreSQL's default).
 
 use crate::job::JobRecord;
-use backend::{params, query_value, Backend, DbError, Dialect, Param, Tx};
+use backend::{params, query_value, Backend, DbError, Dialect, Param, Queue, Tx, TxFailure};
 use flotilla_core::sched::Allocation;
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
@@ -638,95 +638,38 @@ impl Store {
 
     /// Writes `batch` in one transaction after the lease's fence; `Ok(false)`: the fence
     /// found the lease lost and nothing was written.
+    ///
+    /// When the transaction failed because the connection was lost before its COMMIT was
+    /// sent (a PostgreSQL server restarted since the last turn: its client is closed, or BEGIN
+    /// fails on a dead socket), nothing of it was kept (the server rolls back the open
+    /// transaction of a session it loses), so it runs once more on a new connection. A
+    /// failure at the COMMIT itself has an unknown outcome and is never run again: the turn's
+    /// requests are refused as before.
     fn write_batch<'a>(&self, batch: &WriteBatch, job: &dyn Fn(u64) -> Option<&'a JobRecord>) -> Result<bool, DbError> {
-        let d = self.db.dialect();
-        let tx = Tx::begin(&*self.db)?;
-        let db = tx.db();
-        if !self.fence(db)? {
+        match self.write_batch_once(batch, job) {
+            Err(TxFailure::BeforeCommit(e)) if e.connection_lost() => {
+                tracing::warn!(at = %self.at, "the state database's connection was lost before the turn's COMMIT (nothing of it was kept): reconnecting and running it once more: {e}");
+                self.write_batch_once(batch, job).map_err(TxFailure::into_error)
+            }
+            r => r.map_err(TxFailure::into_error),
+        }
+    }
+
+    /// [`Store::write_batch`]'s one attempt: through [`Backend::run_fenced`] when the backend
+    /// pipelines (PostgreSQL: two round trips), else statement by statement.
+    fn write_batch_once<'a>(&self, batch: &WriteBatch, job: &dyn Fn(u64) -> Option<&'a JobRecord>) -> Result<bool, TxFailure> {
+        let before = TxFailure::BeforeCommit;
+        if self.db.pipelines() {
+            let queue = Queue::new(self.db.dialect());
+            write_rows(&queue, batch, job).map_err(before)?;
+            return self.db.run_fenced(self.fence_statement().as_ref(), &queue);
+        }
+        let tx = Tx::begin(&*self.db).map_err(before)?;
+        if !self.fence(tx.db()).map_err(before)? {
             return Ok(false);
         }
-        if let Some(n) = batch.next_job_id {
-            db.exec("UPDATE meta SET value = ?1 WHERE key = 'next_job_id'", &params![n])?;
-        }
-        let scripts: Vec<Vec<Param<'_>>> =
-            batch.scripts.iter().map(|(id, script, env)| params![*id, script, env].to_vec()).collect();
-        db.exec_many(&d.insert_ignore("job_scripts", &["job_id", "script", "environment"]), &scripts)?;
-        let recs: Vec<(&JobRecord, String)> =
-            batch.jobs.iter().filter_map(|&id| job(id)).map(|r| (r, rows::job_to_json(r))).collect();
-        let sets: Vec<Vec<Param<'_>>> = recs
-            .iter()
-            .map(|(r, json)| {
-                params![
-                    r.id,
-                    r.array_job_id,
-                    r.array_task_id,
-                    r.state.as_str(),
-                    &r.user,
-                    r.uid,
-                    &r.name,
-                    &r.partition,
-                    r.submit_time,
-                    r.start_time,
-                    r.end_time,
-                    json,
-                    rows::FORMAT
-                ]
-                .to_vec()
-            })
-            .collect();
-        // The job's owner (`user`, `uid`) and submit time never change once written.
-        let upsert = format!(
-            "INSERT INTO jobs ({}) VALUES ({}) \
-             ON CONFLICT(id) DO UPDATE SET array_job_id=excluded.array_job_id, \
-             array_task_id=excluded.array_task_id, state=excluded.state, name=excluded.name, \
-             partition=excluded.partition, start_time=excluded.start_time, \
-             end_time=excluded.end_time, record=excluded.record, format=excluded.format",
-            JOB_COLS.join(", "),
-            (1..=JOB_COLS.len()).map(|i| format!("?{i}")).collect::<Vec<_>>().join(",")
-        );
-        db.exec_many(&upsert, &sets)?;
-        write_allocs(db, &batch.allocs)?;
-        let nodes: Vec<Vec<Param<'_>>> =
-            batch.nodes.iter().map(|n| params![&n.name, n.boot_epoch, &n.avail, rows::FORMAT].to_vec()).collect();
-        let node_sql = match d {
-            Dialect::Sqlite => "INSERT OR REPLACE INTO nodes (name, boot_epoch, avail, updated_at, format) \
-                 VALUES (?1, ?2, ?3, strftime('%s','now'), ?4)"
-                .to_string(),
-            Dialect::Postgres => format!(
-                "INSERT INTO nodes (name, boot_epoch, avail, updated_at, format) VALUES (?1, ?2, ?3, {}, ?4) \
-                 ON CONFLICT (name) DO UPDATE SET boot_epoch = EXCLUDED.boot_epoch, avail = EXCLUDED.avail, \
-                 updated_at = EXCLUDED.updated_at, format = EXCLUDED.format",
-                d.now_epoch()
-            ),
-        };
-        db.exec_many(&node_sql, &nodes)?;
-        {
-            let current: Vec<crate::acct::AcctRow> =
-                batch.acct.iter().filter_map(|&id| job(id)).filter_map(crate::acct::current_row).collect();
-            for r in &batch.run_steps {
-                runs::archive_run(db, r)?;
-            }
-            let mut steps = batch.step_rows.clone();
-            steps.extend(batch.steps.iter().filter_map(|&id| job(id)).filter_map(crate::acct::batch_step_row));
-            crate::acct::write(db, &batch.acct_rows, &current, &steps)?;
-        }
-        runs::write_usage(db, &batch.usage)?;
-        crate::svcstore::commit(db, &batch.svc)?;
-        crate::assoc::db::write(db, &batch.assoc)?;
-        if let Some(u) = &batch.fair_usage {
-            usage::write(db, u)?;
-        }
-        if !batch.purged.is_empty() {
-            let ids: Vec<Vec<Param<'_>>> = batch.purged.iter().map(|&(id, _)| params![id].to_vec()).collect();
-            db.exec_many("DELETE FROM jobs WHERE id = ?1", &ids)?;
-            let keys: Vec<Vec<Param<'_>>> = batch.purged.iter().map(|&(_, key)| params![key].to_vec()).collect();
-            db.exec_many(
-                "DELETE FROM job_scripts WHERE job_id = ?1 AND NOT EXISTS (SELECT 1 FROM jobs WHERE id = ?1) \
-                 AND NOT EXISTS (SELECT 1 FROM jobs WHERE array_job_id = ?1)",
-                &keys,
-            )?;
-        }
-        tx.commit()?;
+        write_rows(tx.db(), batch, job).map_err(before)?;
+        tx.commit().map_err(TxFailure::AtCommit)?;
         Ok(true)
     }
 
@@ -742,6 +685,94 @@ impl Store {
         let max: Option<i64> = query_value(&*self.db, &sql, &params![job_id]).map_err(|e| self.err(e))?;
         Ok(max.map_or(0, |m| (m + 1).max(0) as u32))
     }
+}
+
+/// The statements of `batch` on `db` (inside a transaction, or a [`Queue`]), in an order
+/// that respects the tables' keys. `job` looks up a record by id. Errors: the database's.
+fn write_rows<'a>(db: &dyn Backend, batch: &WriteBatch, job: &dyn Fn(u64) -> Option<&'a JobRecord>) -> Result<(), DbError> {
+    let d = db.dialect();
+    if let Some(n) = batch.next_job_id {
+        db.exec("UPDATE meta SET value = ?1 WHERE key = 'next_job_id'", &params![n])?;
+    }
+    let scripts: Vec<Vec<Param<'_>>> =
+        batch.scripts.iter().map(|(id, script, env)| params![*id, script, env].to_vec()).collect();
+    db.exec_many(&d.insert_ignore("job_scripts", &["job_id", "script", "environment"]), &scripts)?;
+    let recs: Vec<(&JobRecord, String)> =
+        batch.jobs.iter().filter_map(|&id| job(id)).map(|r| (r, rows::job_to_json(r))).collect();
+    let sets: Vec<Vec<Param<'_>>> = recs
+        .iter()
+        .map(|(r, json)| {
+            params![
+                r.id,
+                r.array_job_id,
+                r.array_task_id,
+                r.state.as_str(),
+                &r.user,
+                r.uid,
+                &r.name,
+                &r.partition,
+                r.submit_time,
+                r.start_time,
+                r.end_time,
+                json,
+                rows::FORMAT
+            ]
+            .to_vec()
+        })
+        .collect();
+    // The job's owner (`user`, `uid`) and submit time never change once written.
+    let upsert = format!(
+        "INSERT INTO jobs ({}) VALUES ({}) \
+         ON CONFLICT(id) DO UPDATE SET array_job_id=excluded.array_job_id, \
+         array_task_id=excluded.array_task_id, state=excluded.state, name=excluded.name, \
+         partition=excluded.partition, start_time=excluded.start_time, \
+         end_time=excluded.end_time, record=excluded.record, format=excluded.format",
+        JOB_COLS.join(", "),
+        (1..=JOB_COLS.len()).map(|i| format!("?{i}")).collect::<Vec<_>>().join(",")
+    );
+    db.exec_many(&upsert, &sets)?;
+    write_allocs(db, &batch.allocs)?;
+    let nodes: Vec<Vec<Param<'_>>> =
+        batch.nodes.iter().map(|n| params![&n.name, n.boot_epoch, &n.avail, rows::FORMAT].to_vec()).collect();
+    let node_sql = match d {
+        Dialect::Sqlite => "INSERT OR REPLACE INTO nodes (name, boot_epoch, avail, updated_at, format) \
+             VALUES (?1, ?2, ?3, strftime('%s','now'), ?4)"
+            .to_string(),
+        Dialect::Postgres => format!(
+            "INSERT INTO nodes (name, boot_epoch, avail, updated_at, format) VALUES (?1, ?2, ?3, {}, ?4) \
+             ON CONFLICT (name) DO UPDATE SET boot_epoch = EXCLUDED.boot_epoch, avail = EXCLUDED.avail, \
+             updated_at = EXCLUDED.updated_at, format = EXCLUDED.format",
+            d.now_epoch()
+        ),
+    };
+    db.exec_many(&node_sql, &nodes)?;
+    {
+        let current: Vec<crate::acct::AcctRow> =
+            batch.acct.iter().filter_map(|&id| job(id)).filter_map(crate::acct::current_row).collect();
+        for r in &batch.run_steps {
+            runs::archive_run(db, r)?;
+        }
+        let mut steps = batch.step_rows.clone();
+        steps.extend(batch.steps.iter().filter_map(|&id| job(id)).filter_map(crate::acct::batch_step_row));
+        crate::acct::write(db, &batch.acct_rows, &current, &steps)?;
+    }
+    runs::write_usage(db, &batch.usage)?;
+    crate::svcstore::commit(db, &batch.svc)?;
+    crate::assoc::db::write(db, &batch.assoc)?;
+    if let Some(u) = &batch.fair_usage {
+        usage::write(db, u)?;
+    }
+    if !batch.purged.is_empty() {
+        let ids: Vec<Vec<Param<'_>>> = batch.purged.iter().map(|&(id, _)| params![id].to_vec()).collect();
+        db.exec_many("DELETE FROM jobs WHERE id = ?1", &ids)?;
+        let keys: Vec<Vec<Param<'_>>> = batch.purged.iter().map(|&(_, key)| params![key].to_vec()).collect();
+        db.exec_many(
+            "DELETE FROM job_scripts WHERE job_id = ?1 AND NOT EXISTS (SELECT 1 FROM jobs WHERE id = ?1) \
+             AND NOT EXISTS (SELECT 1 FROM jobs WHERE array_job_id = ?1)",
+            &keys,
+        )?;
+    }
+    Ok(())
 }
 
 /// Writes allocation changes in order: an insert adds the `allocations` row and, for whole

@@ -1,6 +1,8 @@
 //! The PostgreSQL store (`StateStorageType=state/postgres`) on a throw-away server: the
-//! password file's rules, a refused login, and a server restarted between commits (the commit
-//! that finds it gone fails as one the controller may retry, the next one reconnects).
+//! password file's rules, a refused login, and a server restarted between commits (a commit
+//! while it is down fails as one the controller may retry; once it is back, a turn whose
+//! connection is found lost before its COMMIT reconnects and runs again, and a transaction
+//! whose connection was lost never "commits" on a new one).
 
 mod backends;
 
@@ -73,6 +75,56 @@ fn a_restarted_server_fails_one_commit_then_is_reconnected() {
     assert!(store.commit(&batch(13), &|_| None).unwrap_err().may_recover());
     pg.pg.restart().unwrap();
     assert_eq!(store.load(0).unwrap().next_job_id, 12, "the failed commit left nothing");
+    // A restart between two turns costs no failed commit: the connection found lost before
+    // anything of the turn was kept is replaced and the turn runs.
+    pg.pg.stop("fast").unwrap();
+    pg.pg.restart().unwrap();
+    store.commit(&batch(14), &|_| None).unwrap();
+    assert_eq!(store.load(0).unwrap().next_job_id, 14);
+}
+
+/// The server ends the store's session (`pg_terminate_backend`, as a restart or an
+/// administrator does) just before a turn: the turn's BEGIN meets the dying session or a
+/// closed client; either way nothing of it was kept, so it runs again on a new connection and
+/// succeeds. Twenty times, with the lease held (the fence goes with the retried turn).
+#[test]
+fn a_turn_whose_connection_is_lost_before_its_commit_runs_again() {
+    let Some(pg) = TestPg::start("a_turn_whose_connection_is_lost_before_its_commit_runs_again") else { return };
+    let mut store = pg.store();
+    let admin = pg.store();
+    let ttl = std::time::Duration::from_secs(30);
+    assert!(matches!(
+        store.acquire_lease("a:1:x", "127.0.0.1:1", ttl, false).unwrap(),
+        flotilla_slurmctld::store::Acquired::Leader(1)
+    ));
+    let batch = |n: u64| WriteBatch { next_job_id: Some(n), ..WriteBatch::default() };
+    store.commit(&batch(10), &|_| None).unwrap();
+    for n in 11..31u64 {
+        let pid: i64 = store.db().query("SELECT CAST(pg_backend_pid() AS BIGINT)", &[]).unwrap()[0].get(0).unwrap();
+        let ended = admin.db().query("SELECT pg_terminate_backend(CAST(?1 AS INTEGER))", &flotilla_slurmctld::store::backend::params![pid]).unwrap();
+        assert!(ended[0].get::<bool>(0).unwrap(), "session {pid} ended");
+        store.commit(&batch(n), &|_| None).unwrap_or_else(|e| panic!("turn {n}, its session {pid} ended before it: {e}"));
+    }
+    assert_eq!(store.load(0).unwrap().next_job_id, 30);
+    assert_eq!(store.lease_row().unwrap().epoch, 1, "the same lease throughout");
+}
+
+/// A transaction whose connection is lost between its statements and its COMMIT fails at the
+/// COMMIT: the server rolled it back, and a COMMIT sent on a new connection would answer
+/// success for a transaction that no longer exists.
+#[test]
+fn a_connection_lost_inside_a_transaction_never_commits_on_a_new_one() {
+    let Some(mut pg) = TestPg::start("a_connection_lost_inside_a_transaction_never_commits_on_a_new_one") else { return };
+    let mut store = pg.store();
+    store.commit(&WriteBatch { next_job_id: Some(10), ..WriteBatch::default() }, &|_| None).unwrap();
+    let db = store.db();
+    db.begin().unwrap();
+    db.exec("UPDATE meta SET value = 99 WHERE key = 'next_job_id'", &[]).unwrap();
+    pg.pg.stop("fast").unwrap();
+    pg.pg.restart().unwrap();
+    let e = db.commit().unwrap_err();
+    assert!(e.connection_lost(), "{e}");
+    assert_eq!(store.load(0).unwrap().next_job_id, 10, "nothing of the lost transaction kept");
 }
 
 /// The two dialects' migrations (`sql/` and `sql/postgres/`) make the same tables with the

@@ -325,6 +325,24 @@ fn pg_message(e: &tokio_postgres::Error) -> String {
 }
 
 impl DbError {
+    /// Whether the connection to the server was found lost (closed, a socket error, the
+    /// server terminating the session as it shuts down): after a reconnect the same request
+    /// may succeed. Not a timeout (a server that does not answer may still hold the
+    /// session's locks) and never SQLite's.
+    pub fn connection_lost(&self) -> bool {
+        match self {
+            DbError::Connection(_) => true,
+            DbError::Postgres(e) => {
+                if let Some(c) = e.code() {
+                    let c = c.code();
+                    return c.starts_with("08") || matches!(c, "57P01" | "57P02" | "57P03");
+                }
+                e.is_closed() || std::error::Error::source(e).is_some_and(|s| s.is::<std::io::Error>())
+            }
+            DbError::Sqlite(_) | DbError::Timeout(_) | DbError::Type(_) => false,
+        }
+    }
+
     /// Whether the error may go away by itself (a full disk, an I/O error, a lock held, a
     /// database server restarting or unreachable), so that the controller waits and retries
     /// instead of failing stop. A constraint violated (a GPU bound twice) is not.
@@ -399,6 +417,27 @@ pub trait Backend: std::fmt::Debug + Send {
     /// incremental vacuum and a WAL checkpoint; PostgreSQL's autovacuum does it alone.
     fn reclaim(&self) {}
 
+    /// Whether a fenced transaction goes through [`Backend::run_fenced`] as a [`Queue`] of
+    /// statements sent together (PostgreSQL: a network round trip per flight) rather than
+    /// statement by statement inside [`Tx`] (SQLite: a call costs no round trip).
+    fn pipelines(&self) -> bool {
+        false
+    }
+
+    /// Runs one transaction: `fence` (a statement that must change exactly one row: the
+    /// lease's, [`super::lease`]), then the statements of `queue` in order; COMMIT when the
+    /// fence changed one row and every statement succeeded, ROLLBACK otherwise.
+    /// `Ok(false)`: the fence changed no row, nothing was kept.
+    ///
+    /// This default runs them one by one (every backend can); PostgreSQL sends BEGIN, the
+    /// fence and every statement in one flight, reads the fence's row count, then sends
+    /// COMMIT or ROLLBACK: two round trips per transaction.
+    ///
+    /// Errors: [`TxFailure`], which says whether COMMIT had been sent.
+    fn run_fenced(&self, fence: Option<&Queued>, queue: &Queue) -> Result<bool, TxFailure> {
+        run_stepwise(self, fence, queue)
+    }
+
     /// The first row of a query, if any.
     fn query_opt(&self, sql: &str, params: &[Param<'_>]) -> Result<Option<Row>, DbError> {
         Ok(self.query(sql, params)?.into_iter().next())
@@ -411,6 +450,154 @@ pub trait Backend: std::fmt::Debug + Send {
     {
         let row = self.query_opt(sql, params)?.ok_or_else(|| DbError::Type(format!("no row from {sql}")))?;
         row.get(0)
+    }
+}
+
+/// Where a transaction failed.
+#[derive(Debug)]
+pub enum TxFailure {
+    /// Before its COMMIT was sent: nothing of it was kept (a server rolls back the open
+    /// transaction of a connection it loses), so it may be run again.
+    BeforeCommit(DbError),
+    /// At its COMMIT: when the connection was lost then, whether it was kept is unknown, so it
+    /// must never be run again blindly.
+    AtCommit(DbError),
+}
+
+impl TxFailure {
+    /// The error.
+    pub fn into_error(self) -> DbError {
+        match self {
+            TxFailure::BeforeCommit(e) | TxFailure::AtCommit(e) => e,
+        }
+    }
+}
+
+/// One statement of a [`Queue`], with its own copy of its parameters.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Queued {
+    /// SQL (SQLite-numbered parameters).
+    pub sql: String,
+    /// Parameters.
+    pub params: Vec<Value>,
+}
+
+impl Queued {
+    /// A statement of `sql` with `params` copied.
+    pub fn new(sql: impl Into<String>, params: &[Param<'_>]) -> Queued {
+        Queued { sql: sql.into(), params: params.iter().map(Value::from).collect() }
+    }
+
+    /// Its parameters as [`Param`]s.
+    pub fn params(&self) -> Vec<Param<'_>> {
+        self.params.iter().map(Value::as_param).collect()
+    }
+}
+
+impl From<&Param<'_>> for Value {
+    fn from(p: &Param<'_>) -> Value {
+        match *p {
+            Param::Null => Value::Null,
+            Param::Int(i) => Value::Int(i),
+            Param::Real(r) => Value::Real(r),
+            Param::Text(s) => Value::Text(s.to_string()),
+        }
+    }
+}
+
+/// A transaction's writes recorded instead of run, for [`Backend::run_fenced`]: the store's
+/// writers (`acct::write`, `svcstore::commit`, ...) issue their statements on it as on a
+/// connection. A queued statement has not run yet: [`Backend::exec`] answers 0 rows, and
+/// reads ([`Backend::query`]) are refused (a transaction that must read before it writes is
+/// not queued).
+#[derive(Debug)]
+pub struct Queue {
+    dialect: Dialect,
+    stmts: std::cell::RefCell<Vec<Queued>>,
+}
+
+impl Queue {
+    /// An empty queue of statements in `dialect`.
+    pub fn new(dialect: Dialect) -> Queue {
+        Queue { dialect, stmts: std::cell::RefCell::new(Vec::new()) }
+    }
+
+    /// The statements, in the order they were issued.
+    pub fn statements(&self) -> std::cell::Ref<'_, Vec<Queued>> {
+        self.stmts.borrow()
+    }
+
+    fn refused(what: &str) -> DbError {
+        DbError::Type(format!("{what} inside a queued transaction (its statements have not run yet)"))
+    }
+}
+
+impl Backend for Queue {
+    fn dialect(&self) -> Dialect {
+        self.dialect
+    }
+
+    fn location(&self) -> String {
+        "a queued transaction".into()
+    }
+
+    fn as_any(&self) -> &dyn std::any::Any {
+        self
+    }
+
+    fn exec(&self, sql: &str, params: &[Param<'_>]) -> Result<u64, DbError> {
+        self.stmts.borrow_mut().push(Queued::new(sql, params));
+        Ok(0)
+    }
+
+    fn exec_many(&self, sql: &str, sets: &[Vec<Param<'_>>]) -> Result<(), DbError> {
+        self.stmts.borrow_mut().extend(sets.iter().map(|p| Queued::new(sql, p)));
+        Ok(())
+    }
+
+    fn query(&self, _: &str, _: &[Param<'_>]) -> Result<Vec<Row>, DbError> {
+        Err(Queue::refused("a read"))
+    }
+
+    fn batch(&self, _: &str) -> Result<(), DbError> {
+        Err(Queue::refused("a batch of SQL"))
+    }
+
+    fn begin(&self) -> Result<(), DbError> {
+        Err(Queue::refused("BEGIN"))
+    }
+
+    fn commit(&self) -> Result<(), DbError> {
+        Err(Queue::refused("COMMIT"))
+    }
+
+    fn rollback(&self) {}
+}
+
+/// [`Backend::run_fenced`] statement by statement, through the connection's own calls.
+pub(super) fn run_stepwise<B: Backend + ?Sized>(db: &B, fence: Option<&Queued>, queue: &Queue) -> Result<bool, TxFailure> {
+    db.begin().map_err(TxFailure::BeforeCommit)?;
+    let body = || -> Result<bool, DbError> {
+        if let Some(f) = fence {
+            if db.exec(&f.sql, &f.params())? != 1 {
+                return Ok(false);
+            }
+        }
+        for q in queue.statements().iter() {
+            db.exec(&q.sql, &q.params())?;
+        }
+        Ok(true)
+    };
+    match body() {
+        Ok(true) => db.commit().map(|()| true).map_err(TxFailure::AtCommit),
+        Ok(false) => {
+            db.rollback();
+            Ok(false)
+        }
+        Err(e) => {
+            db.rollback();
+            Err(TxFailure::BeforeCommit(e))
+        }
     }
 }
 
@@ -630,6 +817,31 @@ mod tests {
         assert!(r.get::<i64>(2).is_err(), "text into an integer");
         assert!(r.get::<i64>(9).is_err(), "no column");
         assert_eq!(r.get_u64_bits(3).unwrap(), u64::MAX);
+    }
+
+    /// A queued transaction: statements recorded in order (reads refused), then run after
+    /// the fence: committed when it changed one row, rolled back when it changed none.
+    #[test]
+    fn a_queue_runs_after_its_fence_or_not_at_all() {
+        let db = Sqlite::new(rusqlite::Connection::open_in_memory().unwrap(), "mem".into());
+        db.batch("CREATE TABLE lease (id INTEGER PRIMARY KEY, epoch INTEGER); INSERT INTO lease VALUES (1, 7); CREATE TABLE t (k INTEGER)")
+            .unwrap();
+        let q = Queue::new(Dialect::Sqlite);
+        assert_eq!(q.exec("INSERT INTO t (k) VALUES (?1)", &params![1i64]).unwrap(), 0, "not run yet");
+        q.exec_many("INSERT INTO t (k) VALUES (?1)", &[params![2i64].to_vec(), params![3i64].to_vec()]).unwrap();
+        assert!(q.query("SELECT k FROM t", &[]).is_err(), "a read inside a queue is refused");
+        assert_eq!(q.statements().len(), 3);
+        let count = || query_value::<i64>(&db, "SELECT COUNT(*) FROM t", &[]).unwrap();
+        assert_eq!(count(), 0);
+        let fence = |epoch: i64| Queued::new("UPDATE lease SET epoch = epoch WHERE id = 1 AND epoch = ?1", &params![epoch]);
+        assert!(!db.run_fenced(Some(&fence(6)), &q).unwrap(), "a lost fence keeps nothing");
+        assert_eq!(count(), 0);
+        assert!(db.run_fenced(Some(&fence(7)), &q).unwrap());
+        assert_eq!(count(), 3);
+        let bad = Queue::new(Dialect::Sqlite);
+        bad.exec("INSERT INTO nowhere (k) VALUES (1)", &[]).unwrap();
+        assert!(matches!(db.run_fenced(None, &bad), Err(TxFailure::BeforeCommit(_))));
+        assert_eq!(count(), 3);
     }
 
     #[test]

@@ -26,7 +26,7 @@
 //! guarding against split brain with the heartbeat file in the shared `StateSaveLocation`;
 //! here the database is the arbiter and the epoch fences every write and every node message.
 
-use super::backend::{params, DbError, Dialect, Tx};
+use super::backend::{params, DbError, Dialect, Queued, Tx};
 use super::{Store, StoreError};
 use std::time::{Duration, Instant};
 
@@ -189,13 +189,19 @@ impl Store {
     /// this store's. `Ok(false)`: no row changed, the lease is lost. Without a lease held (a
     /// store used by tests and tools, not by a controller) there is nothing to check.
     pub(super) fn fence(&self, db: &dyn super::Backend) -> Result<bool, DbError> {
-        let Some(l) = &self.lease else { return Ok(true) };
+        let Some(f) = self.fence_statement() else { return Ok(true) };
+        Ok(db.exec(&f.sql, &f.params())? == 1)
+    }
+
+    /// The fence's statement (it must change exactly one row), when a lease is held.
+    pub(super) fn fence_statement(&self) -> Option<Queued> {
+        let l = self.lease.as_ref()?;
         let sql = format!(
             "UPDATE ha_lease SET expires_at = {} + ?3, session = {} WHERE id = 1 AND holder = ?1 AND epoch = ?2",
             self.now_ms(),
             self.session()
         );
-        Ok(db.exec(&sql, &params![&l.holder, l.epoch, l.ttl.as_millis() as i64])? == 1)
+        Some(Queued::new(sql, &params![&l.holder, l.epoch, l.ttl.as_millis() as i64]))
     }
 
     /// The error of a lost lease: who holds it now, if the database says.

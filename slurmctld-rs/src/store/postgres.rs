@@ -14,8 +14,8 @@
 //! the transaction it held is gone, which the store sees as a failed commit it may retry
 //! ([`super::DbError::may_recover`]).
 
-use super::backend::{numbered_to_dollar, Backend, DbError, Dialect, Param, Row, Value};
-use std::cell::RefCell;
+use super::backend::{numbered_to_dollar, Backend, DbError, Dialect, Param, Queue, Queued, Row, TxFailure, Value};
+use std::cell::{Cell, RefCell};
 use std::collections::HashMap;
 use std::future::Future;
 use std::path::{Path, PathBuf};
@@ -44,6 +44,11 @@ pub struct PgConf {
     /// How long one call waits for the server before the connection is given up (also the
     /// connect timeout).
     pub call_timeout: Duration,
+    /// Send a turn's transaction in two flights ([`Backend::run_fenced`]): BEGIN, the lease's
+    /// fence and every write together, then COMMIT or ROLLBACK once the fence's row count is
+    /// read. `false`: one round trip per statement (and per statement kind of a batch), as
+    /// before; the submit bench's baseline. slurmctld always pipelines.
+    pub pipeline: bool,
 }
 
 impl std::fmt::Debug for PgConf {
@@ -55,6 +60,7 @@ impl std::fmt::Debug for PgConf {
             .field("password", &self.password.as_ref().map(|_| "<hidden>"))
             .field("dbname", &self.dbname)
             .field("call_timeout", &self.call_timeout)
+            .field("pipeline", &self.pipeline)
             .finish()
     }
 }
@@ -245,6 +251,10 @@ struct Live {
 pub struct Postgres {
     conf: PgConf,
     live: RefCell<Option<Live>>,
+    /// Between [`Backend::begin`] and [`Backend::commit`]/[`Backend::rollback`]: a connection
+    /// lost then is not replaced (its transaction is gone; a COMMIT on a new connection would
+    /// answer success for nothing), the calls fail until the transaction ends.
+    in_tx: Cell<bool>,
 }
 
 impl std::fmt::Debug for Postgres {
@@ -259,7 +269,7 @@ impl Postgres {
     /// # Errors
     /// The server cannot be reached or refuses the login.
     pub fn connect(conf: PgConf) -> Result<Postgres, DbError> {
-        let pg = Postgres { conf, live: RefCell::new(None) };
+        let pg = Postgres { conf, live: RefCell::new(None), in_tx: Cell::new(false) };
         pg.ensure()?;
         Ok(pg)
     }
@@ -305,12 +315,18 @@ impl Postgres {
         Ok(Live { client, stmts: HashMap::new() })
     }
 
-    /// Connects when there is no live connection.
+    /// Connects when there is no live connection (refused inside a transaction: its
+    /// connection was lost, and with it the transaction).
     fn ensure(&self) -> Result<(), DbError> {
         if self.live.borrow().as_ref().is_some_and(|l| !l.client.is_closed()) {
             return Ok(());
         }
         *self.live.borrow_mut() = None;
+        if self.in_tx.get() {
+            return Err(DbError::Connection(
+                "the connection to the PostgreSQL server was lost inside a transaction (the server rolled it back)".into(),
+            ));
+        }
         let live = self.open()?;
         *self.live.borrow_mut() = Some(live);
         Ok(())
@@ -405,16 +421,98 @@ impl Backend for Postgres {
     }
 
     fn begin(&self) -> Result<(), DbError> {
-        self.batch("BEGIN")
+        self.batch("BEGIN")?;
+        self.in_tx.set(true);
+        Ok(())
     }
 
     fn commit(&self) -> Result<(), DbError> {
-        self.batch("COMMIT")
+        let r = self.batch("COMMIT");
+        self.in_tx.set(false);
+        r
     }
 
     fn rollback(&self) {
         if self.live.borrow().is_some() {
             let _ = self.batch("ROLLBACK");
         }
+        self.in_tx.set(false);
+    }
+
+    fn pipelines(&self) -> bool {
+        self.conf.pipeline
+    }
+
+    fn run_fenced(&self, fence: Option<&Queued>, queue: &Queue) -> Result<bool, TxFailure> {
+        if !self.conf.pipeline {
+            return super::backend::run_stepwise(self, fence, queue);
+        }
+        let queued = queue.statements();
+        let stmts: Vec<&Queued> = fence.into_iter().chain(queued.iter()).collect();
+        self.ensure().map_err(TxFailure::BeforeCommit)?;
+        let deadline = Instant::now() + self.conf.call_timeout;
+        let mut guard = self.live.borrow_mut();
+        let live = guard.as_mut().expect("connected");
+        let r = self.flights(live, &stmts, fence.is_some(), deadline);
+        if let Err(TxFailure::BeforeCommit(e) | TxFailure::AtCommit(e)) = &r {
+            if live.client.is_closed() || matches!(e, DbError::Timeout(_)) {
+                *guard = None;
+            }
+        }
+        r
+    }
+}
+
+type Answer<'a> = Pin<Box<dyn Future<Output = Result<u64, tokio_postgres::Error>> + 'a>>;
+
+impl Postgres {
+    /// [`Backend::run_fenced`]'s two flights on `live`: statements not prepared yet are
+    /// prepared first (together: one more round trip, once per statement text); then BEGIN and
+    /// `stmts` (the fence first when `fenced`) go out together, their answers are read, and
+    /// COMMIT (the fence changed one row, nothing failed) or ROLLBACK goes out.
+    fn flights(&self, live: &mut Live, stmts: &[&Queued], fenced: bool, deadline: Instant) -> Result<bool, TxFailure> {
+        let limit = self.conf.call_timeout;
+        let before = TxFailure::BeforeCommit;
+        let mut new: Vec<&str> = stmts.iter().map(|q| q.sql.as_str()).filter(|s| !live.stmts.contains_key(*s)).collect();
+        new.sort_unstable();
+        new.dedup();
+        if !new.is_empty() {
+            let texts: Vec<_> = new.iter().map(|s| numbered_to_dollar(s)).collect();
+            let prepared = wait_all(texts.iter().map(|t| live.client.prepare(t)).collect(), deadline, limit).map_err(before)?;
+            for (sql, st) in new.iter().zip(prepared) {
+                live.stmts.insert((*sql).to_string(), st.map_err(|e| before(e.into()))?);
+            }
+        }
+        let sts: Vec<&Statement> = stmts.iter().map(|q| &live.stmts[&q.sql]).collect();
+        let params: Vec<Vec<Param<'_>>> = stmts.iter().map(|q| q.params()).collect();
+        let refs: Vec<Vec<&(dyn ToSql + Sync)>> = params.iter().map(|p| refs(p)).collect();
+        let client = &live.client;
+        let mut futs: Vec<Answer<'_>> = Vec::with_capacity(stmts.len() + 1);
+        futs.push(Box::pin(async move { client.batch_execute("BEGIN").await.map(|()| 0) }));
+        for (st, p) in sts.iter().zip(&refs) {
+            futs.push(Box::pin(client.execute(*st, p)));
+        }
+        let answers = wait_all(futs, deadline, limit).map_err(before)?;
+        // The fence's row count (answer 1, after BEGIN's), and the first error: statements
+        // after a failed one fail too (the transaction is aborted), the first says why.
+        let fence_rows = answers.get(1).and_then(|a| a.as_ref().ok().copied());
+        let failed = answers.into_iter().find_map(Result::err);
+        let rollback = |live: &Live| {
+            let _ = wait_all(vec![live.client.batch_execute("ROLLBACK")], deadline, limit);
+        };
+        if let Some(e) = failed {
+            rollback(live);
+            return Err(before(e.into()));
+        }
+        if fenced && fence_rows != Some(1) {
+            rollback(live);
+            return Ok(false);
+        }
+        wait_all(vec![live.client.batch_execute("COMMIT")], deadline, limit)
+            .map_err(TxFailure::AtCommit)?
+            .pop()
+            .expect("one answer")
+            .map_err(|e| TxFailure::AtCommit(e.into()))?;
+        Ok(true)
     }
 }

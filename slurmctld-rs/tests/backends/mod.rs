@@ -44,6 +44,7 @@ impl TestPg {
             password: Some(flotilla_slurmctld::store::postgres::read_password_file(&self.pg.password_file).unwrap()),
             dbname: pg::DATABASE.into(),
             call_timeout: Duration::from_secs(10),
+            pipeline: true,
         }
     }
 

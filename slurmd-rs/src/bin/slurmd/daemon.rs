@@ -261,9 +261,9 @@ impl Daemon {
         self.epoch
     }
 
-    /// How long a controller session may stay silent once its controller has sent a
-    /// keepalive ([`CtlToNode::Keepalive`], every third of `SlurmctldTimeout` while its
-    /// lease is fresh): one and a half `SlurmctldTimeout` (at least 1.5 s), long enough for
+    /// How long a controller session may stay silent (no message of any kind) once its
+    /// controller has sent a keepalive ([`CtlToNode::Keepalive`], sent while its lease is
+    /// fresh when a third of `SlurmctldTimeout` passed without another message): one and a half `SlurmctldTimeout` (at least 1.5 s), long enough for
     /// a standby to have taken the lapsed lease when the node moves on to it.
     fn liveness(&self) -> Duration {
         Duration::from_millis(self.opts.conf.slurmctld_timeout_s.max(1) * 1500)
@@ -462,9 +462,18 @@ impl Daemon {
             let mut armed = false;
             let mut last = Instant::now();
             loop {
+                // Every message of the controller counts as liveness, not only its keepalives:
+                // it sends those only when a third of the lease passed without another
+                // message to this node (a busy node hears none).
                 let (epoch, msg) = match flotilla_proto::read_frame(&mut r, flotilla_proto::DEFAULT_MAX_FRAME) {
                     Ok(Frame::ToNode(m)) => (0, m),
                     Ok(Frame::ToNodeFenced { epoch, msg }) => (epoch, msg),
+                    // Anything else (an answer) proves no leadership: it keeps the read
+                    // from timing out, so the silence is judged here too.
+                    Ok(_) if armed && last.elapsed() >= liveness => {
+                        let _ = tx.send(Event::Silent(gen));
+                        return;
+                    }
                     Ok(_) => continue,
                     Err(_) => {
                         let silent = armed && last.elapsed() >= liveness;
