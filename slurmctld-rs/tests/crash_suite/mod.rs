@@ -38,12 +38,22 @@ pub fn listen_port(pid: u32) -> Option<u16> {
         .ok()?
         .flatten()
         .filter_map(|e| std::fs::read_link(e.path()).ok())
-        .filter_map(|l| l.to_str()?.strip_prefix("socket:[")?.strip_suffix(']').map(str::to_string))
+        .filter_map(|l| {
+            l.to_str()?
+                .strip_prefix("socket:[")?
+                .strip_suffix(']')
+                .map(str::to_string)
+        })
         .collect();
-    std::fs::read_to_string("/proc/net/tcp").ok()?.lines().skip(1).find_map(|l| {
-        let f: Vec<&str> = l.split_whitespace().collect();
-        (f.len() > 9 && f[3] == "0A" && inodes.contains(f[9])).then(|| u16::from_str_radix(f[1].split(':').nth(1)?, 16).ok())?
-    })
+    std::fs::read_to_string("/proc/net/tcp")
+        .ok()?
+        .lines()
+        .skip(1)
+        .find_map(|l| {
+            let f: Vec<&str> = l.split_whitespace().collect();
+            (f.len() > 9 && f[3] == "0A" && inodes.contains(f[9]))
+                .then(|| u16::from_str_radix(f[1].split(':').nth(1)?, 16).ok())?
+        })
 }
 
 /// Controller `name`'s log.
@@ -53,7 +63,11 @@ pub fn log_of(env: &Env, name: &str) -> String {
 
 /// The address controller `name` wrote once it took the lease (`None` before).
 pub fn leader_addr(env: &Env, name: &str) -> Option<std::net::SocketAddr> {
-    std::fs::read_to_string(env.path(&format!("ctld{name}.addr"))).ok()?.trim().parse().ok()
+    std::fs::read_to_string(env.path(&format!("ctld{name}.addr")))
+        .ok()?
+        .trim()
+        .parse()
+        .ok()
 }
 
 /// The crash suite's size: (submissions, kills of the leader): the 1,000 across 20
@@ -70,7 +84,11 @@ pub fn crash_size() -> (usize, usize) {
 /// nodes' GPU bindings are checked.
 pub fn gpu_job(n: usize) -> flotilla_proto::SubmitJob {
     let mut j = job(2001, 200, 0);
-    j.gres = vec![GresSpec { name: "gpu".into(), gpu_type: None, count: 1 << (n % 4) }];
+    j.gres = vec![GresSpec {
+        name: "gpu".into(),
+        gpu_type: None,
+        count: 1 << (n % 4),
+    }];
     j
 }
 
@@ -102,7 +120,10 @@ pub fn submit_following(
         if stop.load(Ordering::Acquire) {
             return None;
         }
-        assert!(t0.elapsed() < Duration::from_secs(60), "no controller took a submission for 60 s");
+        assert!(
+            t0.elapsed() < Duration::from_secs(60),
+            "no controller took a submission for 60 s"
+        );
         std::thread::sleep(Duration::from_millis(50));
     }
 }
@@ -138,26 +159,58 @@ pub fn check_after_crashes(jobs: &[JobInfo], acked: &[u64], l: &Ledger) -> Count
     assert_eq!(unique.len(), acked.len(), "no job id acknowledged twice");
     let mut by_id = std::collections::HashMap::new();
     for j in jobs {
-        assert!(by_id.insert(j.job_id, j).is_none(), "job {} present twice", j.job_id);
+        assert!(
+            by_id.insert(j.job_id, j).is_none(),
+            "job {} present twice",
+            j.job_id
+        );
     }
-    assert!(l.violations.is_empty(), "GPU bound twice: {:?}", l.violations);
+    assert!(
+        l.violations.is_empty(),
+        "GPU bound twice: {:?}",
+        l.violations
+    );
     for id in acked {
-        let j = by_id.get(id).unwrap_or_else(|| panic!("acknowledged job {id} lost"));
-        assert_eq!(j.state, Some(JobStateWire::Completed), "job {id}: {:?} {}", j.state, j.reason);
+        let j = by_id
+            .get(id)
+            .unwrap_or_else(|| panic!("acknowledged job {id} lost"));
+        assert_eq!(
+            j.state,
+            Some(JobStateWire::Completed),
+            "job {id}: {:?} {}",
+            j.state,
+            j.reason
+        );
         for run in 0..=j.restarts {
-            assert_eq!(l.starts.get(&(*id, run)).copied(), Some(1), "job {id} run {run} started {:?} times", l.starts.get(&(*id, run)));
+            assert_eq!(
+                l.starts.get(&(*id, run)).copied(),
+                Some(1),
+                "job {id} run {run} started {:?} times",
+                l.starts.get(&(*id, run))
+            );
         }
     }
     for ((id, run), n) in &l.starts {
         assert_eq!(*n, 1, "job {id} run {run} started {n} times");
     }
     for (id, run) in &l.kills {
-        assert_eq!(l.starts.get(&(*id, run + 1)).copied(), Some(1), "job {id} run {run} was killed and never ran again");
+        assert_eq!(
+            l.starts.get(&(*id, run + 1)).copied(),
+            Some(1),
+            "job {id} run {run} was killed and never ran again"
+        );
     }
     let requeues: u32 = jobs.iter().map(|j| j.restarts).sum();
     // (A preempted job may finish on its own before the signal lands: requeued, not killed.)
-    assert!(l.kills.len() as u32 <= requeues, "every kill is a scheduler requeue: {} kills, {requeues} requeues", l.kills.len());
-    Counts { unacked: jobs.len().saturating_sub(acked.len()), requeues: requeues as usize }
+    assert!(
+        l.kills.len() as u32 <= requeues,
+        "every kill is a scheduler requeue: {} kills, {requeues} requeues",
+        l.kills.len()
+    );
+    Counts {
+        unacked: jobs.len().saturating_sub(acked.len()),
+        requeues: requeues as usize,
+    }
 }
 
 /// The controllers a crash suite kills.
@@ -197,31 +250,63 @@ pub fn kill9_again_and_again(env: Env, controllers: Controllers) -> Run {
     };
     let mut procs = Kill(vec![Ctl::spawn_named(&env, "a", 0, &extra)]);
     let mut a_addr = None;
-    assert!(wait_for(30, || { a_addr = leader_addr(&env, "a"); a_addr.is_some() }), "a leads: {}", log_of(&env, "a"));
+    assert!(
+        wait_for(30, || {
+            a_addr = leader_addr(&env, "a");
+            a_addr.is_some()
+        }),
+        "a leads: {}",
+        log_of(&env, "a")
+    );
     let mut ports = vec![a_addr.unwrap().port()];
     if controllers == Controllers::PostgresPair {
         procs.0.push(Ctl::spawn_named(&env, "b", 0, &extra));
         let mut port = None;
-        assert!(wait_for(20, || { port = listen_port(procs.0[1].id()); port.is_some() }), "b listens");
+        assert!(
+            wait_for(20, || {
+                port = listen_port(procs.0[1].id());
+                port.is_some()
+            }),
+            "b listens"
+        );
         ports.push(port.unwrap());
     }
     let mut leader = 0;
-    let addrs: Vec<std::net::SocketAddr> = ports.iter().map(|p| ([127, 0, 0, 1], *p).into()).collect();
+    let addrs: Vec<std::net::SocketAddr> =
+        ports.iter().map(|p| ([127, 0, 0, 1], *p).into()).collect();
 
     let agent_addr = Arc::new(Mutex::new(addrs[0]));
     let ledger = Arc::new(Mutex::new(Ledger::default()));
-    let agents: Vec<Agent> = (1..=4).map(|i| Agent::spawn(&env, &format!("gpu{i:02}"), agent_addr.clone(), ledger.clone())).collect();
+    let agents: Vec<Agent> = (1..=4)
+        .map(|i| {
+            Agent::spawn(
+                &env,
+                &format!("gpu{i:02}"),
+                agent_addr.clone(),
+                ledger.clone(),
+            )
+        })
+        .collect();
     let acked = Arc::new(Mutex::new(Vec::<u64>::new()));
     let next = Arc::new(AtomicUsize::new(0));
     // How many submissions the clients may start: one share ahead of the next kill, so that
     // every kill falls among submissions in flight.
     let share = total / (kills + 1);
-    let allowed = Arc::new((Mutex::new((2 * share).min(total)), std::sync::Condvar::new()));
+    let allowed = Arc::new((
+        Mutex::new((2 * share).min(total)),
+        std::sync::Condvar::new(),
+    ));
     let stop = Arc::new(AtomicBool::new(false));
     let env = Arc::new(env);
     let clients: Vec<_> = (0..4)
         .map(|_| {
-            let (env, addrs, acked, next, stop) = (env.clone(), addrs.clone(), acked.clone(), next.clone(), stop.clone());
+            let (env, addrs, acked, next, stop) = (
+                env.clone(),
+                addrs.clone(),
+                acked.clone(),
+                next.clone(),
+                stop.clone(),
+            );
             let allowed = allowed.clone();
             std::thread::spawn(move || loop {
                 let n = next.load(Ordering::Acquire);
@@ -231,13 +316,20 @@ pub fn kill9_again_and_again(env: Env, controllers: Controllers) -> Run {
                 {
                     // Wait for the main thread to allow submission n (after the next kill).
                     let (limit, moved) = &*allowed;
-                    let (guard, waited) = moved.wait_timeout_while(limit.lock().unwrap(), Duration::from_secs(120), |a| n >= *a).unwrap();
+                    let (guard, waited) = moved
+                        .wait_timeout_while(limit.lock().unwrap(), Duration::from_secs(120), |a| {
+                            n >= *a
+                        })
+                        .unwrap();
                     drop(guard);
                     if waited.timed_out() {
                         return; // the main thread failed; its assertions say why
                     }
                 }
-                if next.compare_exchange(n, n + 1, Ordering::AcqRel, Ordering::Acquire).is_err() {
+                if next
+                    .compare_exchange(n, n + 1, Ordering::AcqRel, Ordering::Acquire)
+                    .is_err()
+                {
                     continue;
                 }
                 if let Some(id) = submit_following(&env, &addrs, &stop, &gpu_job(n)) {
@@ -246,7 +338,11 @@ pub fn kill9_again_and_again(env: Env, controllers: Controllers) -> Run {
             })
         })
         .collect();
-    let mut seed = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_nanos() as u64 | 1;
+    let mut seed = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_nanos() as u64
+        | 1;
     eprintln!("crash suite ({controllers:?}): {total} submissions, {kills} kills, seed {seed}");
     let mut takeovers = Vec::new();
     for k in 0..kills {
@@ -285,7 +381,11 @@ pub fn kill9_again_and_again(env: Env, controllers: Controllers) -> Run {
         }
         leader = next_leader;
         let (limit, moved) = &*allowed;
-        *limit.lock().unwrap() = if k + 1 == kills { total } else { ((k + 3) * share).min(total) };
+        *limit.lock().unwrap() = if k + 1 == kills {
+            total
+        } else {
+            ((k + 3) * share).min(total)
+        };
         moved.notify_all();
     }
     for c in clients {
@@ -298,20 +398,30 @@ pub fn kill9_again_and_again(env: Env, controllers: Controllers) -> Run {
     assert!(
         wait_for(120, || {
             jobs = all_jobs(&env, leader_addr);
-            jobs.iter().all(|j| j.state.is_some_and(|s| s.is_finished()))
+            jobs.iter()
+                .all(|j| j.state.is_some_and(|s| s.is_finished()))
         }),
         "every job finishes under the last leader: {} of {} finished",
-        jobs.iter().filter(|j| j.state.is_some_and(|s| s.is_finished())).count(),
+        jobs.iter()
+            .filter(|j| j.state.is_some_and(|s| s.is_finished()))
+            .count(),
         jobs.len()
     );
     let counts = check_after_crashes(&jobs, &acked, &ledger.lock().unwrap());
     // Every node message carried its sender's epoch: one per leader (each sends a keepalive
     // at a registration), from 1 to the last leader's.
     let last = kills as u64 + 1;
-    assert!(wait_for(30, || ledger.lock().unwrap().by_epoch.contains_key(&last)), "the nodes reached the last leader");
+    assert!(
+        wait_for(30, || ledger.lock().unwrap().by_epoch.contains_key(&last)),
+        "the nodes reached the last leader"
+    );
     let l = ledger.lock().unwrap();
     let epochs: Vec<u64> = l.by_epoch.keys().copied().collect();
-    assert!(epochs.first() == Some(&1) && epochs.last() == Some(&last), "node messages by epoch: {:?}", l.by_epoch);
+    assert!(
+        epochs.first() == Some(&1) && epochs.last() == Some(&last),
+        "node messages by epoch: {:?}",
+        l.by_epoch
+    );
     let mut sorted = takeovers.clone();
     sorted.sort_unstable();
     eprintln!(
