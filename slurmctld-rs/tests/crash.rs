@@ -7,9 +7,10 @@
 
 mod backends;
 mod common;
+mod crash_suite;
 
 use common::*;
-use flotilla_proto::{GresSpec, JobStateWire, Request, Response};
+use flotilla_proto::{GresSpec, Request, Response};
 use rand::{Rng, SeedableRng};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
@@ -119,38 +120,17 @@ fn kill9_under_load(env: Arc<Env>, store: &str) {
     assert!(finished, "jobs still active: {not_done:?}");
 
     let l = ledger.lock().unwrap();
-    assert!(l.violations.is_empty(), "GPU bound twice: {:?}", l.violations);
-    let by_id: std::collections::HashMap<u64, &flotilla_proto::JobInfo> = jobs.iter().map(|j| (j.job_id, j)).collect();
-    // Kills: the scheduler preempts backfill jobs when a held reservation completes (by
-    // design); each such kill is followed by a requeue and the next run. A kill caused by a
-    // restart would leave a killed run without a successor.
-    for (id, run) in &l.kills {
-        assert_eq!(l.starts.get(&(*id, run + 1)).copied(), Some(1), "job {id} run {run} was killed and never ran again");
-    }
-    let requeues: u32 = jobs.iter().map(|j| j.restarts).sum();
-    // (A preempted job may finish on its own before the signal lands: requeued, not killed.)
-    assert!(l.kills.len() as u32 <= requeues, "every kill is a scheduler requeue");
-    for id in &acked {
-        let j = by_id.get(id).unwrap_or_else(|| panic!("acknowledged job {id} lost"));
-        assert_eq!(j.state, Some(JobStateWire::Completed), "job {id}: {:?} {}", j.state, j.reason);
-        for run in 0..=j.restarts {
-            assert_eq!(l.starts.get(&(*id, run)).copied(), Some(1), "job {id} run {run} started {:?} times", l.starts.get(&(*id, run)));
-        }
-    }
-    for ((id, run), n) in &l.starts {
-        assert_eq!(*n, 1, "job {id} run {run} started {n} times");
-    }
-    // Ids are unique and sequential from 1 (a job whose ack was lost may exist unacked).
-    let mut ids: Vec<u64> = jobs.iter().map(|j| j.job_id).collect();
-    ids.sort_unstable();
-    ids.dedup();
-    assert_eq!(ids.len(), jobs.len());
-    assert_eq!(ids.first(), Some(&1));
+    // The crash suite's checks (shared with ha.rs's suites): none lost, none acknowledged or
+    // started twice, no GPU bound twice, every kill a scheduler requeue.
+    let counts = crash_suite::check_after_crashes(&jobs, &acked, &l);
+    // Ids are sequential from 1 (a job whose ack was lost may exist unacked).
+    assert_eq!(jobs.iter().map(|j| j.job_id).min(), Some(1));
     eprintln!(
-        "crash test on {store}: {} jobs, {} controller kills, {} backfill preemptions, {} binds received, {:.1} s",
+        "crash test on {store}: {} jobs, {} controller kills, {} backfill preemptions, {} requeues, {} binds received, {:.1} s",
         jobs.len(),
         KILLS,
         l.kills.len(),
+        counts.requeues,
         l.binds,
         t_start.elapsed().as_secs_f64()
     );

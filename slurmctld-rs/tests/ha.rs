@@ -8,6 +8,10 @@
 //!   `SIGCONT` the old leader finds its lease lost at its next fence and steps down (its
 //!   process ends) without committing anything, and a submission queued in its socket
 //!   while it slept is never acknowledged.
+//! - The crash suite (`crash_suite`, shared with `crash.rs`'s checks): 1,000 submissions from
+//!   concurrent clients, the leader `kill -9`ed 20 times at random moments, GPU jobs running
+//!   on four nodes; on PostgreSQL with a standby taking over each time, and the same suite
+//!   with the same checks on one controller on SQLite restarted after each kill.
 //!
 //! Every message the (fake) node agents receive carries its sender's epoch
 //! (`Frame::ToNodeFenced`); `slurmd`'s refusal of older epochs is tested on the real daemon
@@ -15,8 +19,10 @@
 
 mod backends;
 mod common;
+mod crash_suite;
 
 use common::*;
+use crash_suite::{leader_addr, listen_port, log_of, submit_following, Controllers, Kill};
 use flotilla_proto::{read_frame, write_frame, Frame, Hello, JobStateWire, Request, Response, Role, DEFAULT_MAX_FRAME};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -40,25 +46,6 @@ fn submit(env: &Env, addr: std::net::SocketAddr, n: usize) -> Vec<u64> {
             other => panic!("submission: {other:?}"),
         })
         .collect()
-}
-
-/// The TCP port process `pid` listens on: its socket inodes among `/proc/net/tcp`'s
-/// listening rows (a standby writes no address file: it has not taken the lease).
-fn listen_port(pid: u32) -> Option<u16> {
-    let inodes: std::collections::HashSet<String> = std::fs::read_dir(format!("/proc/{pid}/fd"))
-        .ok()?
-        .flatten()
-        .filter_map(|e| std::fs::read_link(e.path()).ok())
-        .filter_map(|l| l.to_str()?.strip_prefix("socket:[")?.strip_suffix(']').map(str::to_string))
-        .collect();
-    std::fs::read_to_string("/proc/net/tcp").ok()?.lines().skip(1).find_map(|l| {
-        let f: Vec<&str> = l.split_whitespace().collect();
-        (f.len() > 9 && f[3] == "0A" && inodes.contains(f[9])).then(|| u16::from_str_radix(f[1].split(':').nth(1)?, 16).ok())?
-    })
-}
-
-fn log_of(env: &Env, name: &str) -> String {
-    std::fs::read_to_string(env.path(&format!("slurmctld{name}.log"))).unwrap_or_default()
 }
 
 #[test]
@@ -198,17 +185,6 @@ fn takeover_moves_the_lead_to_the_standby() {
     a.kill9();
 }
 
-/// The crash suite's size: (submissions, kills of the leader): the issue's 1,000 across 20
-/// kills (11 s in a dev build on a loaded 2-core machine). `FLOTILLA_HA_CRASH_SMALL=1`: 200
-/// across 4, for a quick look.
-fn crash_size() -> (usize, usize) {
-    if std::env::var("FLOTILLA_HA_CRASH_SMALL").as_deref() == Ok("1") {
-        (200, 4)
-    } else {
-        (1000, 20)
-    }
-}
-
 /// Controller `a` started and leading, then `b` started as its standby: (a, b's process, the
 /// address b listens on).
 fn leader_and_standby(env: &Env, extra: &[&str]) -> (Ctl, std::process::Child, std::net::SocketAddr) {
@@ -220,182 +196,23 @@ fn leader_and_standby(env: &Env, extra: &[&str]) -> (Ctl, std::process::Child, s
     (a, b, ([127, 0, 0, 1], port.unwrap()).into())
 }
 
-/// Submits one job, following the leader over `addrs` (a controller that cannot be reached or
-/// answers as a standby: the next, as the commands do). `Ok(id)` once a controller
-/// acknowledged it; a reply lost with its connection is tried again (the job may then exist
-/// twice, once unacknowledged: the commands do the same). A submission whose commit failed
-/// (the database away, or the first commit on a connection PostgreSQL closed when it
-/// restarted) is refused with Slurm's `ESLURM_WRITING_TO_FILE`: nothing was acknowledged or
-/// kept, and it is tried again as a user would.
-fn submit_following(env: &Env, addrs: &[std::net::SocketAddr], stop: &std::sync::atomic::AtomicBool) -> Option<u64> {
-    let t0 = Instant::now();
-    loop {
-        for a in addrs {
-            match call(env, *a, 2001, Request::SubmitJob(Box::new(job(2001, 200, 0)))) {
-                Ok(Response::Submitted(s)) => return Some(s.job_id),
-                Ok(Response::Error(e))
-                    if e.code == flotilla_proto::errno::ESLURM_IN_STANDBY_MODE
-                        || e.code == flotilla_proto::errno::ESLURM_WRITING_TO_FILE => {}
-                Ok(other) => panic!("submission refused: {other:?}"),
-                Err(_) => {}
-            }
-        }
-        if stop.load(std::sync::atomic::Ordering::Acquire) {
-            return None;
-        }
-        assert!(t0.elapsed() < Duration::from_secs(60), "no controller took a submission for 60 s");
-        std::thread::sleep(Duration::from_millis(50));
-    }
-}
-
-/// The crash suite: clients submit concurrently while the leader is `kill -9`ed again and
-/// again at random moments (a moment after it acknowledged its share of submissions); each
-/// killed controller is restarted at once on its port, as systemd's `Restart=` would, and
-/// comes back as a standby. Fake node agents run the jobs and follow the leader. After the
-/// dust settles: every acknowledged job is present exactly once and completes, no job id was
-/// acknowledged twice, no job started twice, no GPU was bound twice, no running job was killed.
+/// The crash suite ([`crash_suite::kill9_again_and_again`]) on two controllers sharing a
+/// PostgreSQL store: each killed leader's standby takes over, and the killed one is restarted
+/// as a standby.
 #[test]
 fn kill9_of_the_leader_again_and_again_under_concurrent_submissions() {
-    use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
     let Some((env, _pg)) = ha_env("kill9_of_the_leader_again_and_again_under_concurrent_submissions") else { return };
-    let (total, kills) = crash_size();
-    let extra = ["--tick-ms", "100", "--debounce-ms", "5"];
-    let names = ["a", "b"];
-    let mut procs = Kill(vec![Ctl::spawn_named(&env, "a", 0, &extra)]);
-    let mut a_addr = None;
-    assert!(wait_for(30, || { a_addr = leader_addr(&env, "a"); a_addr.is_some() }), "a leads: {}", log_of(&env, "a"));
-    procs.0.push(Ctl::spawn_named(&env, "b", 0, &extra));
-    let mut port = None;
-    assert!(wait_for(20, || { port = listen_port(procs.0[1].id()); port.is_some() }), "b listens");
-    let ports = [a_addr.unwrap().port(), port.unwrap()];
-    let mut leader = 0;
-    let addrs: Vec<std::net::SocketAddr> = ports.iter().map(|p| ([127, 0, 0, 1], *p).into()).collect();
+    crash_suite::kill9_again_and_again(env, Controllers::PostgresPair);
+}
 
-    let agent_addr = Arc::new(Mutex::new(addrs[0]));
-    let ledger = Arc::new(Mutex::new(Ledger::default()));
-    let agents: Vec<Agent> = (1..=4).map(|i| Agent::spawn(&env, &format!("gpu{i:02}"), agent_addr.clone(), ledger.clone())).collect();
-    let acked = Arc::new(Mutex::new(Vec::<u64>::new()));
-    let next = Arc::new(AtomicUsize::new(0));
-    // How many submissions the clients may start: one share ahead of the next kill, so that
-    // every kill falls among submissions in flight.
-    let share = total / (kills + 1);
-    let allowed = Arc::new((Mutex::new((2 * share).min(total)), std::sync::Condvar::new()));
-    let stop = Arc::new(AtomicBool::new(false));
-    let env = Arc::new(env);
-    let clients: Vec<_> = (0..4)
-        .map(|_| {
-            let (env, addrs, acked, next, stop) = (env.clone(), addrs.clone(), acked.clone(), next.clone(), stop.clone());
-            let allowed = allowed.clone();
-            std::thread::spawn(move || loop {
-                let n = next.load(Ordering::Acquire);
-                if n >= total {
-                    return;
-                }
-                {
-                    // Wait for the main thread to allow submission n (after the next kill).
-                    let (limit, moved) = &*allowed;
-                    let (guard, waited) = moved.wait_timeout_while(limit.lock().unwrap(), Duration::from_secs(120), |a| n >= *a).unwrap();
-                    drop(guard);
-                    if waited.timed_out() {
-                        return; // the main thread failed; its assertions say why
-                    }
-                }
-                if next.compare_exchange(n, n + 1, Ordering::AcqRel, Ordering::Acquire).is_err() {
-                    continue;
-                }
-                if let Some(id) = submit_following(&env, &addrs, &stop) {
-                    acked.lock().unwrap().push(id);
-                }
-            })
-        })
-        .collect();
-    // A moment: once the leader acknowledged its share and a random part (xorshift, seed
-    // printed) of the next share, with the rest of that share in flight.
-    let mut seed = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_nanos() as u64 | 1;
-    eprintln!("crash suite: {total} submissions, {kills} kills, seed {seed}");
-    let mut takeovers = Vec::new();
-    for k in 0..kills {
-        seed ^= seed << 13;
-        seed ^= seed >> 7;
-        seed ^= seed << 17;
-        let at = (k + 1) * share + (seed as usize) % (share / 2).max(1);
-        assert!(
-            wait_for(60, || acked.lock().unwrap().len() >= at),
-            "submissions go on (kill {k}): {} acknowledged",
-            acked.lock().unwrap().len()
-        );
-        let t = Instant::now();
-        let _ = procs.0[leader].kill();
-        let _ = procs.0[leader].wait();
-        let standby = 1 - leader;
-        assert!(
-            wait_for(30, || env.path(&format!("ctld{}.addr", names[standby])).exists()),
-            "{} took over after kill {k}: {}",
-            names[standby],
-            log_of(&env, names[standby])
-        );
-        takeovers.push(t.elapsed());
-        *agent_addr.lock().unwrap() = addrs[standby];
-        // Restarted as systemd's Restart= would: a standby on its port.
-        procs.0[leader] = Ctl::spawn_named(&env, names[leader], ports[leader], &extra);
-        leader = standby;
-        let (limit, moved) = &*allowed;
-        *limit.lock().unwrap() = if k + 1 == kills { total } else { ((k + 3) * share).min(total) };
-        moved.notify_all();
-    }
-    for c in clients {
-        c.join().unwrap();
-    }
-    let acked = acked.lock().unwrap().clone();
-    assert_eq!(acked.len(), total, "every submission was acknowledged once");
-    let unique: std::collections::HashSet<u64> = acked.iter().copied().collect();
-    assert_eq!(unique.len(), acked.len(), "no job id acknowledged twice");
-    let leader_addr = addrs[leader];
-    let mut jobs = Vec::new();
-    assert!(
-        wait_for(120, || {
-            jobs = all_jobs(&env, leader_addr);
-            acked.iter().all(|id| jobs.iter().any(|j| j.job_id == *id && j.state == Some(JobStateWire::Completed)))
-        }),
-        "every acknowledged job completes under the last leader: {} of {} completed",
-        acked.iter().filter(|id| jobs.iter().any(|j| j.job_id == **id && j.state == Some(JobStateWire::Completed))).count(),
-        acked.len()
-    );
-    for id in &acked {
-        assert_eq!(jobs.iter().filter(|j| j.job_id == *id).count(), 1, "job {id} present once");
-    }
-    let extra_jobs = jobs.len().saturating_sub(acked.len());
-    let l = ledger.lock().unwrap();
-    assert!(l.violations.is_empty(), "{:?}", l.violations);
-    for (&(id, run), &n) in &l.starts {
-        assert_eq!((run, n), (0, 1), "job {id} started once, in its first run");
-    }
-    for id in &acked {
-        assert!(l.starts.contains_key(&(*id, 0)), "job {id} started");
-    }
-    assert!(l.kills.is_empty(), "no running job was killed by a failover: {:?}", l.kills);
-    // Every node message carried its sender's epoch: one per leader (each sends a keepalive
-    // at a registration), from 1 to the last leader's.
-    drop(l);
-    let last = kills as u64 + 1;
-    assert!(wait_for(30, || ledger.lock().unwrap().by_epoch.contains_key(&last)), "the nodes reached the last leader");
-    let l = ledger.lock().unwrap();
-    let epochs: Vec<u64> = l.by_epoch.keys().copied().collect();
-    assert!(
-        epochs.first() == Some(&1) && epochs.last() == Some(&last),
-        "node messages by epoch: {:?}",
-        l.by_epoch
-    );
-    takeovers.sort_unstable();
-    eprintln!(
-        "crash suite: {total} acknowledged, {extra_jobs} unacknowledged duplicates (replies lost with the leader), \
-         takeover after kill -9: median {} ms, max {} ms over {kills}",
-        takeovers[takeovers.len() / 2].as_millis(),
-        takeovers.last().unwrap().as_millis()
-    );
-    drop(l);
-    stop.store(true, Ordering::Release);
-    drop(agents);
+/// The same crash suite, with the same checks, on one controller on SQLite (the embedded
+/// default): each kill is followed by a restart on its state directory and port, and the
+/// clients retry until it is back.
+#[test]
+fn kill9_of_a_lone_sqlite_controller_again_and_again_under_concurrent_submissions() {
+    let env = Env::new(4);
+    env.edit_cluster(|c| c.slurmctld_timeout_s = 2);
+    crash_suite::kill9_again_and_again(env, Controllers::LoneSqlite);
 }
 
 /// `curl` (a real HTTP client) at `url`: the status code, the `Location` it was sent to (empty
@@ -453,23 +270,6 @@ fn a_standby_sends_http_peers_to_the_leader() {
     a.kill9();
 }
 
-/// Controller processes, killed when the test ends.
-struct Kill(Vec<std::process::Child>);
-
-impl Drop for Kill {
-    fn drop(&mut self) {
-        for c in &mut self.0 {
-            let _ = c.kill();
-            let _ = c.wait();
-        }
-    }
-}
-
-/// The address controller `name` wrote once it took the lease (`None` before).
-fn leader_addr(env: &Env, name: &str) -> Option<std::net::SocketAddr> {
-    std::fs::read_to_string(env.path(&format!("ctld{name}.addr"))).ok()?.trim().parse().ok()
-}
-
 /// The controller among `addrs` that leads now: the one that answers a job query (a standby
 /// answers `ESLURM_IN_STANDBY_MODE`, a dead one not at all).
 fn leader_of(env: &Env, addrs: &[std::net::SocketAddr]) -> Option<std::net::SocketAddr> {
@@ -509,7 +309,7 @@ fn postgres_restarted_under_two_controllers() {
     pg.pg.restart().unwrap();
     let stop = std::sync::atomic::AtomicBool::new(false);
     for _ in 0..20 {
-        acked.push(submit_following(&env, &addrs, &stop).expect("a controller took the submission"));
+        acked.push(submit_following(&env, &addrs, &stop, &job(2001, 200, 0)).expect("a controller took the submission"));
     }
     let mut restarted = Vec::new();
     for (i, p) in procs.0.iter_mut().enumerate() {
