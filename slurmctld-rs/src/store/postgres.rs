@@ -215,20 +215,33 @@ impl Wake for Unpark {
 
 /// Polls every future of `futs` to its end on this thread (all of them are polled once before
 /// any is waited for, so requests they send go out together), or gives up at `deadline`.
+/// After that first round each wake polls from the first unfinished future on and stops at the
+/// first still pending: the server answers a connection's requests in order, so the later ones
+/// are not there either (a turn of hundreds of statements is not polled hundreds of times
+/// over).
 fn wait_all<F: Future>(futs: Vec<F>, deadline: Instant, limit: Duration) -> Result<Vec<F::Output>, DbError> {
     let waker = Waker::from(Arc::new(Unpark(std::thread::current())));
     let mut cx = Context::from_waker(&waker);
     let mut futs: Vec<Pin<Box<F>>> = futs.into_iter().map(Box::pin).collect();
     let mut out: Vec<Option<F::Output>> = futs.iter().map(|_| None).collect();
     let mut left = futs.len();
+    let (mut first, mut sent) = (0, false);
     loop {
-        for (f, o) in futs.iter_mut().zip(out.iter_mut()) {
+        for (f, o) in futs[first..].iter_mut().zip(out[first..].iter_mut()) {
             if o.is_none() {
-                if let Poll::Ready(v) = f.as_mut().poll(&mut cx) {
-                    *o = Some(v);
-                    left -= 1;
+                match f.as_mut().poll(&mut cx) {
+                    Poll::Ready(v) => {
+                        *o = Some(v);
+                        left -= 1;
+                    }
+                    Poll::Pending if sent => break,
+                    Poll::Pending => {}
                 }
             }
+        }
+        sent = true;
+        while out.get(first).is_some_and(Option::is_some) {
+            first += 1;
         }
         if left == 0 {
             return Ok(out.into_iter().map(|o| o.expect("every future finished")).collect());
