@@ -11,11 +11,14 @@
 //!   its two parts from the `recovered state` line: `load_ms` (the rows read from the
 //!   database and parsed) and `rebuild_ms` (the scheduler and tables rebuilt from them).
 //!
-//! The killed controller is restarted at once and is the next run's standby. Prints each run
-//! and the median per size; asserts only that each run ends (60 s).
+//! The killed controller is restarted at once and is the next run's standby, alternately
+//! with `--no-follow` (it reads the whole state at takeover: before) and following the
+//! store's job rows while it waits ([`flotilla_slurmctld::store::follow`]: after), so both
+//! are measured in one run. Prints each run and the medians per size and mode; asserts only
+//! that each run ends (60 s) with every job.
 //!
 //! `cargo bench -p flotilla-slurmctld --bench takeover --profile test [-- SIZE...]` (default
-//! 0 10000 50000; `RUNS=n` runs per size, default 3). Without PostgreSQL installed it says so
+//! 0 10000 50000; `RUNS=n` runs per size and mode, default 3). Without PostgreSQL installed it says so
 //! and measures nothing.
 
 #[path = "../tests/backends/mod.rs"]
@@ -152,6 +155,10 @@ fn wait(what: &str, mut f: impl FnMut() -> bool) {
     }
 }
 
+/// How a standby waits: `--no-follow` (reads the whole state at takeover: before) or following
+/// the store's job rows (after).
+const MODES: [(&str, &[&str]); 2] = [("reads all", &["--no-follow"]), ("follows", &[])];
+
 fn main() {
     let sizes: Vec<usize> = std::env::args()
         .skip(1)
@@ -179,33 +186,48 @@ fn main() {
             c.backup_controllers = vec![("b".into(), "127.0.0.1".into())];
         });
         let env = Arc::new(env);
-        let extra = ["--tick-ms", "100", "--debounce-ms", "5"];
+        let base = ["--tick-ms", "100", "--debounce-ms", "5"];
+        let args =
+            |mode: usize| -> Vec<&str> { base.iter().chain(MODES[mode].1).copied().collect() };
         let names = ["a", "b"];
-        let mut procs = crash_suite::Kill(vec![Ctl::spawn_named(&env, "a", 0, &extra)]);
+        let mut procs = crash_suite::Kill(vec![Ctl::spawn_named(&env, "a", 0, &args(0))]);
         wait("a leads", || leader_addr(&env, "a").is_some());
         let a_addr = leader_addr(&env, "a").unwrap();
         let t = Instant::now();
         fill(&env, a_addr, size);
         let filled = t.elapsed();
-        procs.0.push(Ctl::spawn_named(&env, "b", 0, &extra));
-        wait("b waits as a standby", || {
-            log_of(&env, "b").contains("standby: another controller leads")
-        });
-        let mut port = None;
-        wait("b listens", || {
-            port = listen_port(procs.0[1].id());
-            port.is_some()
-        });
-        let ports = [a_addr.port(), port.unwrap()];
+        let lines = |name: &str, what: &str| log_of(&env, name).matches(what).count();
+        // Run r's standby waits in mode r % 2: the modes alternate, in one run of the bench.
+        let start_standby = |procs: &mut crash_suite::Kill, i: usize, port: u16, mode: usize| {
+            let (standbys, follows) = (
+                lines(names[i], "standby: another controller leads"),
+                lines(names[i], "following the store"),
+            );
+            let child = Ctl::spawn_named(&env, names[i], port, &args(mode));
+            if procs.0.len() > i {
+                procs.0[i] = child;
+            } else {
+                procs.0.push(child);
+            }
+            let pid = procs.0[i].id();
+            wait("the standby waits", || {
+                listen_port(pid).is_some()
+                    && lines(names[i], "standby: another controller leads") > standbys
+                    && (mode == 0 || lines(names[i], "following the store") > follows)
+            });
+            listen_port(pid).unwrap()
+        };
+        let b_port = start_standby(&mut procs, 1, 0, 0);
+        let ports = [a_addr.port(), b_port];
         println!(
             "{size} jobs in the store (submitted in {:.1} s, {:.0}/s)",
             filled.as_secs_f64(),
             size as f64 / filled.as_secs_f64().max(1e-9)
         );
         let mut leader = 0;
-        let (mut takeovers, mut recoveries, mut loads, mut rebuilds) =
-            (Vec::new(), Vec::new(), Vec::new(), Vec::new());
-        for run in 0..runs {
+        let mut by_mode: [Vec<[Duration; 4]>; 2] = [Vec::new(), Vec::new()];
+        for run in 0..2 * runs {
+            let mode = run % 2;
             let standby = 1 - leader;
             let _ = std::fs::remove_file(env.path(&format!("ctld{}.addr", names[standby])));
             let killed = Instant::now();
@@ -220,52 +242,33 @@ fn main() {
             let jobs = all_jobs(&env, leader_addr(&env, names[standby]).unwrap()).len();
             assert_eq!(jobs, size, "run {run}: the new leader has every job");
             println!(
-                "  run {}: {} -> {}: takeover {}, recovery {} (load {}, rebuild {})",
+                "  run {}: {} -> {} ({}): takeover {}, recovery {} (load {}, rebuild {})",
                 run + 1,
                 names[leader],
                 names[standby],
+                MODES[mode].0,
                 ms(took),
                 ms(rec),
                 ms(load),
                 ms(rebuild)
             );
-            takeovers.push(took);
-            recoveries.push(rec);
-            loads.push(load);
-            rebuilds.push(rebuild);
-            let log = env.path(&format!("slurmctld{}.log", names[leader]));
-            let standby_lines = |p: &std::path::Path| {
-                std::fs::read_to_string(p)
-                    .unwrap_or_default()
-                    .matches("standby: another controller leads")
-                    .count()
-            };
-            let before = standby_lines(&log);
-            procs.0[leader] = Ctl::spawn_named(&env, names[leader], ports[leader], &extra);
-            wait("the restarted controller waits as a standby", || {
-                listen_port(procs.0[leader].id()).is_some() && standby_lines(&log) > before
-            });
+            by_mode[mode].push([took, rec, load, rebuild]);
+            start_standby(&mut procs, leader, ports[leader], (run + 1) % 2);
             leader = standby;
         }
-        table.push((
-            size,
-            median(takeovers),
-            median(recoveries),
-            median(loads),
-            median(rebuilds),
-        ));
+        let med = |m: usize, k: usize| median(by_mode[m].iter().map(|v| v[k]).collect());
+        table.push((size, [0, 1, 2, 3].map(|k| (med(0, k), med(1, k)))));
         drop(procs);
         drop(pg);
     }
-    println!("| jobs in the store | takeover (median of {runs}) | of which recovery | rows read and parsed | controller rebuilt |");
-    println!("|---|---|---|---|---|");
-    for (size, took, rec, load, rebuild) in table {
-        println!(
-            "| {size} | {} | {} | {} | {} |",
-            ms(took),
-            ms(rec),
-            ms(load),
-            ms(rebuild)
-        );
+    println!("medians of {runs} runs per standby mode (before: reads all at takeover; after: follows the store)");
+    println!("| jobs in the store | takeover before | after | recovery before | after | rows read and parsed before | after | controller rebuilt before | after |");
+    println!("|---|---|---|---|---|---|---|---|---|");
+    for (size, cols) in table {
+        let cells: Vec<String> = cols
+            .iter()
+            .map(|(b, a)| format!("{} | {}", ms(*b), ms(*a)))
+            .collect();
+        println!("| {size} | {} |", cells.join(" | "));
     }
 }

@@ -204,25 +204,49 @@ pub async fn take_lease(store: Store, opts: &CtlOptions, force: bool, shared: &S
     let holder = holder_id();
     let mut store = store;
     let mut said = None;
+    // While a standby, the job rows are followed ([`crate::store::follow`]): the takeover then
+    // reads only what changed since the last look.
+    let mut follower = (opts.follow_store && store.can_follow()).then(crate::store::follow::JobFollower::default);
+    let mut follow_said = false;
     loop {
         let take = takeover.load(std::sync::atomic::Ordering::Acquire);
         if take {
             tracing::info!("takeover requested (scontrol takeover): taking the leader lease");
         }
         let force = force || take;
-        let (s, r) = tokio::task::spawn_blocking({
+        let (s, f, r, followed) = tokio::task::spawn_blocking({
             let (holder, addr, ttl) = (holder.clone(), opts.advertise.clone(), opts.lease_ttl);
+            let mut follower = follower.take();
             move || {
                 let r = store.acquire_lease(&holder, &addr, ttl, force);
-                (store, r)
+                let followed = match (&r, follower.as_mut()) {
+                    (Ok(Acquired::Held(_)), Some(f)) => Some(store.follow_jobs(f)),
+                    _ => None,
+                };
+                (store, follower, r, followed)
             }
         })
         .await?;
-        store = s;
+        (store, follower) = (s, f);
+        match followed {
+            Some(Ok(n)) if !follow_said => {
+                tracing::info!(jobs = n.jobs, "standby: following the store's job rows");
+                follow_said = true;
+            }
+            Some(Err(e)) => {
+                // Followed anew from nothing at the next look (or read whole at takeover).
+                tracing::warn!("standby: cannot follow the store: {e}");
+                follower = Some(Default::default());
+            }
+            _ => {}
+        }
         match r {
             Ok(Acquired::Leader(epoch)) => {
                 tracing::info!(epoch, holder, "took the leader lease: this controller leads");
                 set_leader(None);
+                if let Some(f) = follower {
+                    store.set_follower(f);
+                }
                 return Ok(store);
             }
             Ok(Acquired::Held(row)) => {

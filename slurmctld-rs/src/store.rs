@@ -31,6 +31,7 @@ use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 
 pub mod backend;
+pub mod follow;
 pub mod lease;
 mod migrate;
 pub mod postgres;
@@ -288,6 +289,9 @@ pub struct Store {
     fence_watch: lease::FenceWatch,
     /// A test's clock for the lease ([`Store::set_lease_clock`]).
     lease_clock: Option<String>,
+    /// The job rows followed while this controller waited as a standby, for its recovery
+    /// ([`Store::set_follower`], [`Store::load_with`]).
+    follower: Option<follow::JobFollower>,
 }
 
 impl Drop for Store {
@@ -379,6 +383,7 @@ impl Store {
             fenced_at: None,
             fence_watch: lease::FenceWatch::default(),
             lease_clock: None,
+            follower: None,
         };
         s.migrate()?;
         Ok(s)
@@ -550,27 +555,35 @@ impl Store {
 
     /// Loads the state. Finished jobs are loaded when they ended at or after `finished_since`.
     pub fn load(&self, finished_since: i64) -> Result<Loaded, StoreError> {
+        self.load_with(finished_since, None)
+    }
+
+    /// Keeps `f`, the job rows followed while this controller was a standby, for
+    /// [`Store::take_follower`] at its recovery.
+    pub fn set_follower(&mut self, f: follow::JobFollower) {
+        self.follower = Some(f);
+    }
+
+    /// The follower kept by [`Store::set_follower`], once.
+    pub fn take_follower(&mut self) -> Option<follow::JobFollower> {
+        self.follower.take()
+    }
+
+    /// [`Store::load`], the jobs taken from `follower` (brought up to the store first,
+    /// [`Store::follow_jobs`]: only new and changed rows are read) when one is given.
+    pub fn load_with(&self, finished_since: i64, follower: Option<&mut follow::JobFollower>) -> Result<Loaded, StoreError> {
         self.check_formats()?;
         let db = &*self.db;
         let e = |e| self.err(e);
         let next_job_id: i64 = query_value(db, "SELECT value FROM meta WHERE key = 'next_job_id'", &[]).map_err(e)?;
-        let rows = db
-            .query(
-                "SELECT id, record FROM jobs WHERE state IN ('PENDING','RUNNING','COMPLETING') \
-                 OR end_time >= ?1 ORDER BY id",
-                &params![finished_since],
-            )
-            .map_err(e)?;
-        let mut jobs = Vec::with_capacity(rows.len());
-        for row in rows {
-            let id: i64 = row.get(0).map_err(e)?;
-            let text: String = row.get(1).map_err(e)?;
-            let rec = rows::job_from_json(&text).map_err(|e| StoreError::Corrupt {
-                at: self.at.clone(),
-                message: format!("job {id}: {e}"),
-            })?;
-            jobs.push(rec);
-        }
+        let jobs = match follower {
+            Some(f) => {
+                let n = self.follow_jobs(f)?;
+                tracing::info!(fetched = n.fetched, dropped = n.dropped, jobs = n.jobs, "job rows taken from the followed store");
+                f.jobs(finished_since)
+            }
+            None => self.load_jobs(finished_since)?,
+        };
         let nodes = db
             .query("SELECT name, boot_epoch, avail FROM nodes ORDER BY name", &[])
             .map_err(e)?
@@ -591,6 +604,30 @@ impl Store {
             nodes,
             svc,
         })
+    }
+
+    /// The jobs [`Store::load`] loads: not finished, or ended at or after `finished_since`.
+    fn load_jobs(&self, finished_since: i64) -> Result<Vec<JobRecord>, StoreError> {
+        let e = |e| self.err(e);
+        let rows = self
+            .db
+            .query(
+                "SELECT id, record FROM jobs WHERE state IN ('PENDING','RUNNING','COMPLETING') \
+                 OR end_time >= ?1 ORDER BY id",
+                &params![finished_since],
+            )
+            .map_err(e)?;
+        let mut jobs = Vec::with_capacity(rows.len());
+        for row in rows {
+            let id: i64 = row.get(0).map_err(e)?;
+            let text: String = row.get(1).map_err(e)?;
+            let rec = rows::job_from_json(&text).map_err(|e| StoreError::Corrupt {
+                at: self.at.clone(),
+                message: format!("job {id}: {e}"),
+            })?;
+            jobs.push(rec);
+        }
+        Ok(jobs)
     }
 
     /// The script and environment (JSON) of a job. Read for every node a job launches on:

@@ -215,6 +215,89 @@ fn kill9_of_a_lone_sqlite_controller_again_and_again_under_concurrent_submission
     crash_suite::kill9_again_and_again(env, Controllers::LoneSqlite);
 }
 
+/// A standby's view of the store ([`flotilla_slurmctld::store::follow`]): a follower brought up
+/// to the store at random moments while the leader works (jobs submitted with 1 to 8 GPUs,
+/// started and ended by the agents, cancelled pending or running, finished jobs purged past a
+/// 2 s `MinJobAge`, nodes drained and resumed) holds, whenever the store is still (the leader
+/// `SIGSTOP`ped), exactly the jobs a fresh recovery reads from the store, and recovering through
+/// it (`Store::load_with`) gives the same state as `Store::load`.
+#[test]
+fn a_followed_store_equals_a_fresh_recovery() {
+    use flotilla_proto::{CancelJob, GresSpec, JobRef, UpdateNode};
+    use rand::{Rng, SeedableRng};
+    let Some((env, pg)) = ha_env("a_followed_store_equals_a_fresh_recovery") else { return };
+    env.edit_cluster(|c| c.min_job_age_s = 2);
+    let extra = ["--tick-ms", "100", "--debounce-ms", "5"];
+    let a = Ctl::wait_ready(&env, "a", Ctl::spawn_named(&env, "a", 0, &extra));
+    let addr = Arc::new(Mutex::new(a.addr));
+    let ledger = Arc::new(Mutex::new(Ledger::default()));
+    let agents: Vec<Agent> = (1..=4).map(|i| Agent::spawn(&env, &format!("gpu{i:02}"), addr.clone(), ledger.clone())).collect();
+    let store = pg.store();
+    let mut follower = flotilla_slurmctld::store::follow::JobFollower::default();
+    let seed = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_nanos() as u64;
+    eprintln!("followed store: seed {seed}");
+    let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(seed);
+    let mut ids = Vec::new();
+    let (mut compared, mut dropped_seen) = (0, 0);
+    let pid = nix::unistd::Pid::from_raw(a.child.id() as i32);
+    for round in 0..12 {
+        for _ in 0..rng.random_range(0..25) {
+            let mut j = job(2001, rng.random_range(50..1500), 0);
+            j.gres = vec![GresSpec { name: "gpu".into(), gpu_type: None, count: 1 << rng.random_range(0..4) }];
+            match call(&env, a.addr, 2001, Request::SubmitJob(Box::new(j))) {
+                Ok(Response::Submitted(s)) => ids.push(s.job_id),
+                other => panic!("submission: {other:?}"),
+            }
+        }
+        for _ in 0..rng.random_range(0..4) {
+            if ids.is_empty() {
+                break;
+            }
+            let id = ids[rng.random_range(0..ids.len())];
+            let _ = call(&env, a.addr, 2001, Request::CancelJob(CancelJob { jobs: vec![JobRef::id(id)], ..CancelJob::default() }));
+        }
+        if rng.random_bool(0.3) {
+            let node = format!("gpu{:02}", rng.random_range(1..=4));
+            let state = if rng.random_bool(0.5) { "DRAIN" } else { "RESUME" };
+            let _ = call(
+                &env,
+                a.addr,
+                0,
+                Request::UpdateNode(UpdateNode { names: vec![node], state: Some(state.into()), reason: Some("followed".into()) }),
+            );
+        }
+        // A look while the leader works (the store changing under it), sometimes two.
+        for _ in 0..rng.random_range(1..3) {
+            std::thread::sleep(Duration::from_millis(rng.random_range(0..400)));
+            let n = store.follow_jobs(&mut follower).unwrap();
+            dropped_seen += n.dropped;
+        }
+        // Still: the leader stopped (nothing commits), the follower's look and a fresh load.
+        if rng.random_bool(0.5) || round == 11 {
+            nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGSTOP).unwrap();
+            let since = now() as i64 - rng.random_range(0..4);
+            store.follow_jobs(&mut follower).unwrap();
+            let fresh = store.load(since).unwrap();
+            let followed = follower.jobs(since);
+            let through = store.load_with(since, Some(&mut follower.clone())).unwrap();
+            let rows = store.db().query("SELECT COUNT(*) FROM jobs", &[]).unwrap()[0].get::<i64>(0).unwrap();
+            nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGCONT).unwrap();
+            assert_eq!(follower.len() as i64, rows, "round {round}: the follower holds every row, and no purged one");
+            assert_eq!(followed.len(), fresh.jobs.len(), "round {round}: the followed jobs are the store's");
+            for (f, s) in followed.iter().zip(&fresh.jobs) {
+                assert_eq!(f, s, "round {round}: job {} as followed and as stored", s.id);
+            }
+            assert_eq!(through.jobs, fresh.jobs, "round {round}: a recovery through the follower");
+            assert_eq!(through.next_job_id, fresh.next_job_id);
+            compared += 1;
+        }
+    }
+    assert!(ids.len() > 20, "the rounds submitted jobs");
+    eprintln!("followed store: {} jobs submitted, {compared} comparisons, {dropped_seen} purged jobs dropped by the follower", ids.len());
+    drop(agents);
+    drop(a);
+}
+
 /// `curl` (a real HTTP client) at `url`: the status code, the `Location` it was sent to (empty
 /// when none) and the body. `follow`: curl follows redirects (`-L`), as a scraper does.
 fn curl(url: &str, follow: bool) -> (u16, String, String) {

@@ -16,6 +16,8 @@
 //! `--requeue-holdoff S` (how long a requeued job waits before it may start; default 121),
 //! `--full-scan` (the old scheduling cycle, which searches a placement for every pending job
 //! every cycle; same decisions as the default incremental cycle, to compare their cost),
+//! `--no-follow` (a standby does not follow the store's job rows while it waits: it reads
+//! them all at takeover, as before; to compare, `benches/takeover.rs`),
 //! Users' default accounts come from `quota.conf`
 //! beside `slurm.conf` ([`flotilla_slurmctld::conf::quota_tree`]), whose quotas the scheduler enforces.
 
@@ -94,6 +96,7 @@ fn parse_args() -> anyhow::Result<Option<Args>> {
             "--max-conns" => max_conns = val()?.parse()?,
             "--max-frame" => max_frame = val()?.parse()?,
             "--full-scan" => opts.full_scan = true,
+            "--no-follow" => opts.follow_store = false,
             "-h" | "--help" => {
                 println!("usage: slurmctld [-D] [-f slurm.conf] [-v] [--state-dir DIR] [--key FILE] [--listen ADDR] [--socket PATH] [--addr-file FILE] [--cluster-json FILE] [--sync normal|full]");
                 return Ok(None);

@@ -33,7 +33,9 @@ impl Controller {
             Err(e) => warn!("cannot purge finished jobs from the state database: {e}"),
         }
         let t_load = Instant::now();
-        let mut loaded = self.store.load(now - self.opts.min_job_age_s)?;
+        // A standby that followed the store reads only the rows changed since its last look.
+        let mut follower = self.store.take_follower();
+        let mut loaded = self.store.load_with(now - self.opts.min_job_age_s, follower.as_mut())?;
         let t_rebuild = Instant::now();
         self.next_job_id = loaded.next_job_id.max(self.opts.first_job_id);
         self.recover_services(std::mem::take(&mut loaded.svc), now);

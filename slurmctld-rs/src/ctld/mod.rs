@@ -236,6 +236,10 @@ pub struct CtlOptions {
     /// `--full-scan`: the scheduler searches a placement for every pending job every cycle
     /// (the old cycle, `Scheduler::set_full_scan`), to compare with the incremental one.
     pub full_scan: bool,
+    /// A standby follows the store's job rows while it waits for the lease (PostgreSQL;
+    /// [`crate::store::follow`]), so that its takeover reads only what changed; `false`
+    /// (`--no-follow`): it reads everything at takeover, to compare.
+    pub follow_store: bool,
 }
 
 impl Default for CtlOptions {
@@ -270,6 +274,7 @@ impl Default for CtlOptions {
             lease_ttl: Duration::from_secs(6),
             advertise: String::new(),
             full_scan: false,
+            follow_store: true,
         }
     }
 }
