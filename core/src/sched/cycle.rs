@@ -51,6 +51,7 @@ use crate::config::TopologyKind;
 use crate::job::JobId;
 use crate::placement;
 use std::collections::{BTreeSet, HashMap};
+use std::hash::{BuildHasherDefault, Hasher};
 use std::ops::ControlFlow;
 use std::sync::Arc;
 
@@ -59,6 +60,47 @@ const MAX_PREEMPT_ATTEMPTS: usize = 16;
 
 /// Most blocked whole-node jobs one cycle offers to defragmentation.
 const MAX_DEFRAG_WAITING: usize = 4;
+
+/// A multiply-rotate hasher (the Fx hash of rustc and Firefox) for the memo keys: small
+/// integers the core makes itself, so SipHash's protection against chosen keys buys nothing
+/// and costs a few percent of a long queue's cycle. Fixed, so the maps are deterministic too
+/// (they are only ever looked up by key).
+#[derive(Debug, Default, Clone, Copy)]
+struct KeyHasher(u64);
+
+impl KeyHasher {
+    fn add(&mut self, word: u64) {
+        self.0 = (self.0.rotate_left(5) ^ word).wrapping_mul(0x51_7c_c1_b7_27_22_0a_95);
+    }
+}
+
+impl Hasher for KeyHasher {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+    fn write(&mut self, bytes: &[u8]) {
+        for chunk in bytes.chunks(8) {
+            let mut w = [0u8; 8];
+            w[..chunk.len()].copy_from_slice(chunk);
+            self.add(u64::from_le_bytes(w));
+        }
+    }
+    fn write_u8(&mut self, n: u8) {
+        self.add(u64::from(n));
+    }
+    fn write_u32(&mut self, n: u32) {
+        self.add(u64::from(n));
+    }
+    fn write_u64(&mut self, n: u64) {
+        self.add(n);
+    }
+    fn write_usize(&mut self, n: usize) {
+        self.add(n as u64);
+    }
+}
+
+/// A map keyed by memo keys, hashed with [`KeyHasher`].
+type KeyMap<K, V> = HashMap<K, V, BuildHasherDefault<KeyHasher>>;
 
 /// Memo key for a request shape that failed in this cycle: within a cycle resources only
 /// shrink, so a shape that failed against the same reservations fails again.
@@ -89,7 +131,7 @@ pub(super) struct FitMemo {
     /// `Scheduler::fit_stamp` when the entries were recorded.
     stamp: u64,
     /// Failed searches with the detail of the place stage ("" for backfill).
-    failed: HashMap<FitKey, Arc<str>>,
+    failed: KeyMap<FitKey, Arc<str>>,
     /// Placement searches run by the place and backfill stages.
     pub(super) searched: u64,
     /// Searches answered from the memo instead.
@@ -100,7 +142,7 @@ pub(super) struct FitMemo {
 #[derive(Debug, Default)]
 struct CycleState {
     /// Request shapes that failed this cycle, with the detail shown for jobs of that shape.
-    failed: HashMap<ShapeKey, Arc<str>>,
+    failed: KeyMap<ShapeKey, Arc<str>>,
     /// Preemption plans tried so far (at most [`MAX_PREEMPT_ATTEMPTS`]).
     preempt_attempts: usize,
     /// Blocked whole-node jobs, at most [`MAX_DEFRAG_WAITING`], for the defragment stage.
@@ -142,7 +184,8 @@ impl CycleState {
     }
 }
 
-/// The job the per-job stages are settling.
+/// The job the per-job stages are settling, with what they read of its spec (copied once,
+/// so the stages do not look the job up again).
 #[derive(Debug, Clone, Copy)]
 struct Candidate {
     id: JobId,
@@ -151,6 +194,12 @@ struct Candidate {
     part: PartId,
     /// Interned request shape.
     shape: u32,
+    /// Its time limit (s), what backfill reads.
+    time_limit: Option<u64>,
+    /// A service replica (the pool class of [`FitKey`]).
+    replica: bool,
+    /// `--preemptible` (the pool class of [`FitKey`]).
+    preemptible: bool,
 }
 
 impl Scheduler {
@@ -216,13 +265,22 @@ impl Scheduler {
     /// until one settles it.
     fn schedule_job(&mut self, id: JobId, key: Rank, now: Time, st: &mut CycleState, out: &mut Vec<Decision>) {
         let Some(p) = self.pending.get(&id) else { return };
-        let c = Candidate { id, key, part: p.spec.partition, shape: p.shape };
+        let replica = !self.replica_service.is_empty() && self.replica_service.contains_key(&id);
+        let c = Candidate {
+            id,
+            key,
+            part: p.spec.partition,
+            shape: p.shape,
+            time_limit: p.spec.time_limit_s,
+            replica,
+            preemptible: p.spec.preemptible,
+        };
         if self.config.queue.blocks_partition() && st.blocked_parts.contains(&c.part) {
             self.set_info(id, Reason::Priority, None, None, Vec::new());
             return;
         }
         // Quota ceiling: the scope or an ancestor would pass its MaxGPUs.
-        if !self.quotas.is_empty() && !self.replica_service.contains_key(&id) && self.over_max(&self.pending[&id].spec) {
+        if !self.quotas.is_empty() && !replica && self.over_max(&p.spec) {
             self.set_info(id, Reason::AssocGrpGRES, None, None, Vec::new());
             return;
         }
@@ -243,6 +301,10 @@ impl Scheduler {
                     self.record_start(u, &charge, &r.spec);
                 }
             }
+            return;
+        }
+        if self.job_limits.is_empty() {
+            self.settle(&c, now, st, out);
             return;
         }
         // Association MaxJobs: the user's running jobs in this account are at the limit.
@@ -277,7 +339,7 @@ impl Scheduler {
             self.drop_reservation(id, out);
         }
         // Reservations are sorted by rank: the ones above this job are a prefix.
-        let n_above = self.reservations.iter().take_while(|r| outranks(&r.rank, &key)).count();
+        let n_above = self.reservations.partition_point(|r| outranks(&r.rank, &key));
         let ControlFlow::Continue(detail) = self.place(c, n_above, now, st, out) else { return };
         if self.backfill(c, n_above, now, st, out)
             || self.reclaim(c, n_above, &detail, now, st, out)
@@ -394,7 +456,7 @@ impl Scheduler {
         if !self.config.queue.may_backfill() || n_above == 0 {
             return false;
         }
-        let Some(limit) = self.pending[&c.id].spec.time_limit_s else { return false };
+        let Some(limit) = c.time_limit else { return false };
         let end = now + limit;
         let allowed = self.reservations[..n_above].iter().filter(|r| end <= r.est_fill).count();
         let bkey = ShapeKey { part: c.part, shape: c.shape, blocked_by: n_above, backfill: Some(allowed) };
@@ -446,7 +508,7 @@ impl Scheduler {
             self.set_info(c.id, reason, Some(detail.clone()), est, nodes);
             return true;
         }
-        if !self.replica_service.contains_key(&c.id) {
+        if !c.replica {
             st.failed.entry(pkey).or_insert_with(|| Arc::from(""));
         }
         false
@@ -460,27 +522,36 @@ impl Scheduler {
     /// Writes the job's pending info: `Resources`/`Priority`, `detail`, and the planned
     /// reservation's expected start and nodes.
     fn reserve(&mut self, c: &Candidate, detail: Arc<str>, now: Time, st: &mut CycleState, out: &mut Vec<Decision>) {
+        let wants_resv = self.reservations.len() < self.config.queue.reservation_limit(self.config.max_reservations);
+        let blocks = self.config.queue.blocks_partition();
         let Some(p) = self.pending.get_mut(&c.id) else { return };
         p.failed_cycles = p.failed_cycles.saturating_add(1);
         let req = &p.spec.request;
         let reservable = !req.is_share() && req.gpus > 0;
-        let size = placement::node_size(&self.cluster, c.part);
-        if req.topology == TopologyKind::Node && req.gpus > 0 && req.gpus <= size && !req.is_share() && st.waiting.len() < MAX_DEFRAG_WAITING {
+        if req.topology == TopologyKind::Node
+            && req.gpus > 0
+            && !req.is_share()
+            && st.waiting.len() < MAX_DEFRAG_WAITING
+            && req.gpus <= placement::node_size(&self.cluster, c.part)
+        {
             st.waiting.push((c.id, c.key));
         }
         let reason = st.blocked_reason(c.part);
-        if self.config.queue.blocks_partition() {
+        if blocks {
             st.blocked_parts.insert(c.part);
         }
-        let wants_resv = self.reservations.len() < self.config.queue.reservation_limit(self.config.max_reservations);
+        if !(wants_resv && reservable) {
+            // The common case of a long queue: no reservation to plan, so the info is written
+            // through the lookup already made.
+            p.info = PendingInfo { reason, detail: Some(detail), expected_start: None, sched_nodes: Vec::new(), slurm_detail: None };
+            return;
+        }
         let mut est = None;
         let mut nodes = Vec::new();
-        if wants_resv && reservable {
-            if let Some(r) = self.plan_reservation(&self.pending[&c.id].spec, c.key, now) {
-                est = Some(r.est_fill);
-                nodes = r.gpus.iter().map(|(n, _)| *n).collect();
-                self.add_reservation(r, now, out);
-            }
+        if let Some(r) = self.plan_reservation(&self.pending[&c.id].spec, c.key, now) {
+            est = Some(r.est_fill);
+            nodes = r.gpus.iter().map(|(n, _)| *n).collect();
+            self.add_reservation(r, now, out);
         }
         self.set_info(c.id, reason, Some(detail), est, nodes);
     }
@@ -488,8 +559,7 @@ impl Scheduler {
     /// The key under which the incremental cycle keeps a failed search of `c` with the cycle
     /// memo key `shape`.
     fn fit_key(&self, c: &Candidate, shape: ShapeKey) -> FitKey {
-        let preemptible = self.pending.get(&c.id).is_some_and(|p| p.spec.preemptible);
-        FitKey { shape, replica: self.replica_service.contains_key(&c.id), preemptible }
+        FitKey { shape, replica: c.replica, preemptible: c.preemptible }
     }
 
     /// A failed search kept from an earlier cycle under `fit`, when the incremental cycle is

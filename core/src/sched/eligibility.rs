@@ -18,28 +18,22 @@ impl Scheduler {
     /// then lower id; a job holding a reservation keeps the rank its reservation froze.
     pub(super) fn order(&mut self, now: Time) -> Vec<(Rank, JobId)> {
         self.update_usage(now);
-        let totals = super::usage::Totals::of(&self.cluster, &self.accounting);
+        let uses_factors = self.priority.uses_factors();
+        let totals = if uses_factors { super::usage::Totals::of(&self.cluster, &self.accounting) } else { Default::default() };
+        let any_replica = !self.replica_service.is_empty();
         let mut order: Vec<(Rank, JobId)> = Vec::with_capacity(self.pending.len());
         for (id, p) in self.pending.iter_mut() {
             let part = &self.cluster.partitions[p.spec.partition.0 as usize];
-            let replica = self.replica_service.contains_key(id);
+            let replica = any_replica && self.replica_service.contains_key(id);
             p.priority = if replica {
                 SERVICE_PRIORITY_BASE + u64::from(p.spec.base_priority)
             } else {
-                self.priority.priority(PriorityInput {
-                    job: &p.spec,
-                    failed_cycles: p.failed_cycles,
-                    partition: part,
-                    now,
-                    factors: super::usage::factor_input(
-                        &self.accounting,
-                        &self.fair,
-                        &self.usage_config,
-                        &self.cluster,
-                        totals,
-                        &p.spec,
-                    ),
-                })
+                let factors = if uses_factors {
+                    super::usage::factor_input(&self.accounting, &self.fair, &self.usage_config, &self.cluster, totals, &p.spec)
+                } else {
+                    Default::default()
+                };
+                self.priority.priority(PriorityInput { job: &p.spec, failed_cycles: p.failed_cycles, partition: part, now, factors })
             };
             if let Some((reason, slurm_detail)) = ineligible(&self.cluster, &p.spec, part, replica, now) {
                 p.info = PendingInfo {
