@@ -132,10 +132,17 @@ pub(super) struct FitMemo {
     stamp: u64,
     /// Failed searches with the detail of the place stage ("" for backfill).
     failed: KeyMap<FitKey, Arc<str>>,
+    /// Reservation plans that found no GPUs (`plan_reservation` gave `None`), keyed like a
+    /// place search (`ShapeKey::backfill` `None`, `blocked_by` the reservations above).
+    plans: KeyMap<FitKey, ()>,
     /// Placement searches run by the place and backfill stages.
     pub(super) searched: u64,
     /// Searches answered from the memo instead.
     pub(super) reused: u64,
+    /// Reservation plans made by the reserve stage.
+    pub(super) planned: u64,
+    /// Plans answered from the memo instead (no GPUs).
+    pub(super) plans_reused: u64,
 }
 
 /// What the per-job stages of one cycle share.
@@ -184,22 +191,26 @@ impl CycleState {
     }
 }
 
-/// The job the per-job stages are settling, with what they read of its spec (copied once,
-/// so the stages do not look the job up again).
+/// An eligible job as the order stage ranks it, with what the per-job stages read of it
+/// (copied by the order stage, which visits every pending job anyway, so the stages do not
+/// look the job up again until they write to it).
 #[derive(Debug, Clone, Copy)]
-struct Candidate {
-    id: JobId,
+pub(super) struct Candidate {
+    pub(super) id: JobId,
     /// Its rank this cycle (frozen by its reservation, if it holds one).
-    key: Rank,
-    part: PartId,
+    pub(super) key: Rank,
+    pub(super) part: PartId,
     /// Interned request shape.
-    shape: u32,
+    pub(super) shape: u32,
     /// Its time limit (s), what backfill reads.
-    time_limit: Option<u64>,
+    pub(super) time_limit: Option<u64>,
     /// A service replica (the pool class of [`FitKey`]).
-    replica: bool,
+    pub(super) replica: bool,
     /// `--preemptible` (the pool class of [`FitKey`]).
-    preemptible: bool,
+    pub(super) preemptible: bool,
+    /// It held a reservation at the order stage. A job gains one only at its own turn, so
+    /// when false the settle stage need not look for one.
+    pub(super) held: bool,
 }
 
 impl Scheduler {
@@ -213,8 +224,8 @@ impl Scheduler {
         let order = self.order(now);
         self.drop_stale(&order, &mut out);
         let mut st = CycleState { any_grown: true, ..CycleState::default() };
-        for (key, id) in order {
-            self.schedule_job(id, key, now, &mut st, &mut out);
+        for c in order {
+            self.schedule_job(c, now, &mut st, &mut out);
         }
         if self.config.queue.may_defragment() {
             self.defragment(&st.waiting, now, &mut out);
@@ -236,8 +247,8 @@ impl Scheduler {
     /// The drop-stale stage. Reads the eligible jobs of `order` and the queue discipline.
     /// Writes the reservations: those of jobs no longer eligible (held meanwhile) are
     /// dropped, and all of them when the discipline re-plans every cycle (EASY's shadow).
-    fn drop_stale(&mut self, order: &[(Rank, JobId)], out: &mut Vec<Decision>) {
-        let eligible: BTreeSet<JobId> = order.iter().map(|(_, id)| *id).collect();
+    fn drop_stale(&mut self, order: &[Candidate], out: &mut Vec<Decision>) {
+        let eligible: BTreeSet<JobId> = order.iter().map(|c| c.id).collect();
         let stale: Vec<JobId> = self
             .reservations
             .iter()
@@ -263,24 +274,17 @@ impl Scheduler {
     /// job holding a clean reservation goes to [`Scheduler::complete_held_reservation`];
     /// otherwise (a dirty reservation is dropped first) place, backfill, preempt and reserve,
     /// until one settles it.
-    fn schedule_job(&mut self, id: JobId, key: Rank, now: Time, st: &mut CycleState, out: &mut Vec<Decision>) {
-        let Some(p) = self.pending.get(&id) else { return };
-        let replica = !self.replica_service.is_empty() && self.replica_service.contains_key(&id);
-        let c = Candidate {
-            id,
-            key,
-            part: p.spec.partition,
-            shape: p.shape,
-            time_limit: p.spec.time_limit_s,
-            replica,
-            preemptible: p.spec.preemptible,
-        };
+    ///
+    /// Only the job being settled leaves the pending jobs or gains a reservation during the
+    /// per-job stages, so `c`, taken at the order stage, still describes it.
+    fn schedule_job(&mut self, c: Candidate, now: Time, st: &mut CycleState, out: &mut Vec<Decision>) {
+        let id = c.id;
         if self.config.queue.blocks_partition() && st.blocked_parts.contains(&c.part) {
             self.set_info(id, Reason::Priority, None, None, Vec::new());
             return;
         }
         // Quota ceiling: the scope or an ancestor would pass its MaxGPUs.
-        if !self.quotas.is_empty() && !replica && self.over_max(&p.spec) {
+        if !self.quotas.is_empty() && !c.replica && self.pending.get(&id).is_some_and(|p| self.over_max(&p.spec)) {
             self.set_info(id, Reason::AssocGrpGRES, None, None, Vec::new());
             return;
         }
@@ -331,7 +335,7 @@ impl Scheduler {
     /// settles it.
     fn settle(&mut self, c: &Candidate, now: Time, st: &mut CycleState, out: &mut Vec<Decision>) {
         let (id, key) = (c.id, c.key);
-        if let Some(ri) = self.reservations.iter().position(|r| r.job == id) {
+        if let Some(ri) = c.held.then(|| self.reservations.iter().position(|r| r.job == id)).flatten() {
             if !self.reservations[ri].dirty {
                 self.complete_held_reservation(ri, c, now, st, out);
                 return;
@@ -548,7 +552,8 @@ impl Scheduler {
         }
         let mut est = None;
         let mut nodes = Vec::new();
-        if let Some(r) = self.plan_reservation(&self.pending[&c.id].spec, c.key, now) {
+        let n_above = self.reservations.partition_point(|r| outranks(&r.rank, &c.key));
+        if let Some(r) = self.plan_for(c, n_above, now) {
             est = Some(r.est_fill);
             nodes = r.gpus.iter().map(|(n, _)| *n).collect();
             self.add_reservation(r, now, out);
@@ -565,13 +570,7 @@ impl Scheduler {
     /// A failed search kept from an earlier cycle under `fit`, when the incremental cycle is
     /// on and nothing a search reads has changed since (the memo is emptied otherwise).
     fn kept_failure(&mut self, fit: FitKey) -> Option<Arc<str>> {
-        if self.full_scan || self.placement.is_stateful() {
-            return None;
-        }
-        let stamp = self.fit_stamp();
-        if self.fit_memo.stamp != stamp {
-            self.fit_memo.failed.clear();
-            self.fit_memo.stamp = stamp;
+        if self.full_scan || self.placement.is_stateful() || !self.fit_memo_current() {
             return None;
         }
         let d = self.fit_memo.failed.get(&fit).cloned()?;
@@ -584,12 +583,44 @@ impl Scheduler {
         if self.full_scan || self.placement.is_stateful() {
             return;
         }
-        let stamp = self.fit_stamp();
-        if self.fit_memo.stamp != stamp {
-            self.fit_memo.failed.clear();
-            self.fit_memo.stamp = stamp;
-        }
+        self.fit_memo_current();
         self.fit_memo.failed.insert(fit, detail.clone());
+    }
+
+    /// Empties the kept failures when the stamp of what they read has moved since they were
+    /// kept (and stamps the memo anew); true when they are still current.
+    fn fit_memo_current(&mut self) -> bool {
+        let stamp = self.fit_stamp();
+        if self.fit_memo.stamp == stamp {
+            return true;
+        }
+        self.fit_memo.failed.clear();
+        self.fit_memo.plans.clear();
+        self.fit_memo.stamp = stamp;
+        false
+    }
+
+    /// A reservation plan for `c` (`plan_reservation`), or `None` when it finds no GPUs. In
+    /// the incremental cycle a plan that found none is kept under `c`'s key with the
+    /// reservations above it (`n_above`) and not made again while the stamp is unchanged:
+    /// whether a plan finds GPUs depends only on the request and pool class, the nodes'
+    /// availability and sizes, the swap pool and the GPUs held by the reservations above
+    /// (`ready_nodes` offers every other GPU, busy or not, with the time it frees), all of
+    /// which move the stamp; not on the time, the free GPUs or the running jobs' ends.
+    fn plan_for(&mut self, c: &Candidate, n_above: usize, now: Time) -> Option<super::Reservation> {
+        let key = FitKey { shape: ShapeKey { part: c.part, shape: c.shape, blocked_by: n_above, backfill: None }, replica: c.replica, preemptible: c.preemptible };
+        let memo = !self.full_scan;
+        if memo && self.fit_memo_current() && self.fit_memo.plans.contains_key(&key) {
+            self.fit_memo.plans_reused += 1;
+            return None;
+        }
+        self.fit_memo.planned += 1;
+        let plan = self.plan_reservation(&self.pending[&c.id].spec, c.key, now);
+        if plan.is_none() && memo {
+            self.fit_memo_current();
+            self.fit_memo.plans.insert(key, ());
+        }
+        plan
     }
 
     /// The expected fill (s) and nodes of `job`'s reservation, if it holds one.

@@ -151,15 +151,21 @@ impl Scheduler {
             if node.free_gpus.contains_all(g) {
                 continue;
             }
-            for (id, run) in &self.running {
+            // The running jobs on the node (the per-node index, not a scan of every running
+            // job), in id order as the running map would list them.
+            let mut on_node: Vec<JobId> = self.node_jobs[n.0 as usize].iter().map(|(j, _)| *j).collect();
+            on_node.sort_unstable();
+            on_node.dedup();
+            for id in on_node {
+                let Some(run) = self.running.get(&id) else { continue };
                 if run.allocs.iter().any(|a| a.part.node == n && !a.part.gpus.intersect(g).is_empty()) {
                     if !run.backfill_for.is_empty() {
-                        occupants.insert(*id);
-                    } else if let Some(ids) = self.grown_on(*id, n, g).filter(|_| !run.preempt_pending) {
+                        occupants.insert(id);
+                    } else if let Some(ids) = self.grown_on(id, n, g).filter(|_| !run.preempt_pending) {
                         // Only the parts not already leaving.
                         let ids: Vec<_> = ids.into_iter().filter(|a| run.grown.iter().any(|x| x.shrinking.is_none() && x.allocs.contains(a))).collect();
                         if !ids.is_empty() {
-                            grown.push(super::elastic::Victim::Grown(*id, ids));
+                            grown.push(super::elastic::Victim::Grown(id, ids));
                         }
                     } else {
                         busy_non_backfill = true;
