@@ -344,6 +344,9 @@ impl Scheduler {
         }
         // Reservations are sorted by rank: the ones above this job are a prefix.
         let n_above = self.reservations.partition_point(|r| outranks(&r.rank, &key));
+        // Every change to the reservations moves `fit_gen` (`rebuild_held`): the reserve stage
+        // reuses the count while it has not moved.
+        let resv_gen = self.fit_gen;
         let ControlFlow::Continue(detail) = self.place(c, n_above, now, st, out) else { return };
         if self.backfill(c, n_above, now, st, out)
             || self.reclaim(c, n_above, &detail, now, st, out)
@@ -351,7 +354,7 @@ impl Scheduler {
         {
             return;
         }
-        self.reserve(c, detail, now, st, out);
+        self.reserve(c, detail, (n_above, resv_gen), now, st, out);
     }
 
     /// The reclaim stage: take back elastic jobs' grown parts, newest first, when that alone
@@ -525,7 +528,10 @@ impl Scheduler {
     /// reservation for a whole-GPU job when fewer than the discipline's limit are held.
     /// Writes the job's pending info: `Resources`/`Priority`, `detail`, and the planned
     /// reservation's expected start and nodes.
-    fn reserve(&mut self, c: &Candidate, detail: Arc<str>, now: Time, st: &mut CycleState, out: &mut Vec<Decision>) {
+    ///
+    /// `above` is the number of reservations ranked above the job and the `fit_gen` when it
+    /// was counted.
+    fn reserve(&mut self, c: &Candidate, detail: Arc<str>, above: (usize, u64), now: Time, st: &mut CycleState, out: &mut Vec<Decision>) {
         let wants_resv = self.reservations.len() < self.config.queue.reservation_limit(self.config.max_reservations);
         let blocks = self.config.queue.blocks_partition();
         let Some(p) = self.pending.get_mut(&c.id) else { return };
@@ -552,7 +558,7 @@ impl Scheduler {
         }
         let mut est = None;
         let mut nodes = Vec::new();
-        let n_above = self.reservations.partition_point(|r| outranks(&r.rank, &c.key));
+        let n_above = if self.fit_gen == above.1 { above.0 } else { self.reservations.partition_point(|r| outranks(&r.rank, &c.key)) };
         if let Some(r) = self.plan_for(c, n_above, now) {
             est = Some(r.est_fill);
             nodes = r.gpus.iter().map(|(n, _)| *n).collect();
