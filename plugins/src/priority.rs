@@ -187,6 +187,9 @@ impl PriorityPolicy for Basic {
     fn priority(&self, i: PriorityInput<'_>) -> u64 {
         u64::from(i.job.base_priority)
     }
+    fn uses_factors(&self) -> bool {
+        false
+    }
 }
 
 #[cfg(test)]

@@ -172,7 +172,7 @@ fn event_of(op: &Op, s: &Scheduler, now: u64, next_id: &mut u64, epochs: &mut [u
 
 /// Runs `ops` through both twins; fails at the first event or cycle where they differ.
 /// Returns the placement searches the incremental twin reused.
-fn compare(c: Cluster, queue: QueueMode, policy: &str, priority: &str, ops: &[Op]) -> Result<u64, TestCaseError> {
+fn compare(c: Cluster, queue: QueueMode, policy: &str, priority: &str, ops: &[Op]) -> Result<(u64, u64), TestCaseError> {
     let mut full = Twin::new(c.clone(), queue, policy, priority, true);
     let mut inc = Twin::new(c, queue, policy, priority, false);
     let n = full.s.cluster().nodes.len();
@@ -209,7 +209,8 @@ fn compare(c: Cluster, queue: QueueMode, policy: &str, priority: &str, ops: &[Op
         inc.s.check_invariants().map_err(|e| TestCaseError::fail(format!("step {step}: {e}")))?;
     }
     prop_assert_eq!(full.s.placement_counts().1, 0, "the full scan reused a search");
-    Ok(inc.s.placement_counts().1)
+    prop_assert_eq!(full.s.plan_counts().1, 0, "the full scan reused a reservation plan");
+    Ok((inc.s.placement_counts().1, inc.s.plan_counts().1))
 }
 
 #[test]
@@ -217,6 +218,7 @@ fn incremental_cycle_decides_exactly_as_the_full_scan() {
     // An explicit runner: PROPTEST_CASES does not apply (CI sets it to 10,000).
     let mut runner = TestRunner::new(Config { cases: 160, failure_persistence: None, ..Config::default() });
     let reused = std::cell::Cell::new(0u64);
+    let plans_reused = std::cell::Cell::new(0u64);
     let strategy = (
         cluster(),
         prop::collection::vec(op(), 1..70),
@@ -226,10 +228,14 @@ fn incremental_cycle_decides_exactly_as_the_full_scan() {
     );
     runner
         .run(&strategy, |(c, ops, queue, policy, priority)| {
-            reused.set(reused.get() + compare(c, queue, policy, priority, &ops)?);
+            let (searches, plans) = compare(c, queue, policy, priority, &ops)?;
+            reused.set(reused.get() + searches);
+            plans_reused.set(plans_reused.get() + plans);
             Ok(())
         })
         .unwrap();
     // The comparison means something only if the incremental cycle did skip searches.
     assert!(reused.get() > 100, "the incremental cycle reused only {} searches", reused.get());
+    eprintln!("reused: {} searches, {} reservation plans", reused.get(), plans_reused.get());
+    assert!(plans_reused.get() > 20, "the incremental cycle reused only {} reservation plans", plans_reused.get());
 }

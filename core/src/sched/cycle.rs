@@ -51,6 +51,7 @@ use crate::config::TopologyKind;
 use crate::job::JobId;
 use crate::placement;
 use std::collections::{BTreeSet, HashMap};
+use std::hash::{BuildHasherDefault, Hasher};
 use std::ops::ControlFlow;
 use std::sync::Arc;
 
@@ -59,6 +60,47 @@ const MAX_PREEMPT_ATTEMPTS: usize = 16;
 
 /// Most blocked whole-node jobs one cycle offers to defragmentation.
 const MAX_DEFRAG_WAITING: usize = 4;
+
+/// A multiply-rotate hasher (the Fx hash of rustc and Firefox) for the memo keys: small
+/// integers the core makes itself, so SipHash's protection against chosen keys buys nothing
+/// and costs a few percent of a long queue's cycle. Fixed, so the maps are deterministic too
+/// (they are only ever looked up by key).
+#[derive(Debug, Default, Clone, Copy)]
+struct KeyHasher(u64);
+
+impl KeyHasher {
+    fn add(&mut self, word: u64) {
+        self.0 = (self.0.rotate_left(5) ^ word).wrapping_mul(0x51_7c_c1_b7_27_22_0a_95);
+    }
+}
+
+impl Hasher for KeyHasher {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+    fn write(&mut self, bytes: &[u8]) {
+        for chunk in bytes.chunks(8) {
+            let mut w = [0u8; 8];
+            w[..chunk.len()].copy_from_slice(chunk);
+            self.add(u64::from_le_bytes(w));
+        }
+    }
+    fn write_u8(&mut self, n: u8) {
+        self.add(u64::from(n));
+    }
+    fn write_u32(&mut self, n: u32) {
+        self.add(u64::from(n));
+    }
+    fn write_u64(&mut self, n: u64) {
+        self.add(n);
+    }
+    fn write_usize(&mut self, n: usize) {
+        self.add(n as u64);
+    }
+}
+
+/// A map keyed by memo keys, hashed with [`KeyHasher`].
+type KeyMap<K, V> = HashMap<K, V, BuildHasherDefault<KeyHasher>>;
 
 /// Memo key for a request shape that failed in this cycle: within a cycle resources only
 /// shrink, so a shape that failed against the same reservations fails again.
@@ -89,18 +131,25 @@ pub(super) struct FitMemo {
     /// `Scheduler::fit_stamp` when the entries were recorded.
     stamp: u64,
     /// Failed searches with the detail of the place stage ("" for backfill).
-    failed: HashMap<FitKey, Arc<str>>,
+    failed: KeyMap<FitKey, Arc<str>>,
+    /// Reservation plans that found no GPUs (`plan_reservation` gave `None`), keyed like a
+    /// place search (`ShapeKey::backfill` `None`, `blocked_by` the reservations above).
+    plans: KeyMap<FitKey, ()>,
     /// Placement searches run by the place and backfill stages.
     pub(super) searched: u64,
     /// Searches answered from the memo instead.
     pub(super) reused: u64,
+    /// Reservation plans made by the reserve stage.
+    pub(super) planned: u64,
+    /// Plans answered from the memo instead (no GPUs).
+    pub(super) plans_reused: u64,
 }
 
 /// What the per-job stages of one cycle share.
 #[derive(Debug, Default)]
 struct CycleState {
     /// Request shapes that failed this cycle, with the detail shown for jobs of that shape.
-    failed: HashMap<ShapeKey, Arc<str>>,
+    failed: KeyMap<ShapeKey, Arc<str>>,
     /// Preemption plans tried so far (at most [`MAX_PREEMPT_ATTEMPTS`]).
     preempt_attempts: usize,
     /// Blocked whole-node jobs, at most [`MAX_DEFRAG_WAITING`], for the defragment stage.
@@ -142,15 +191,26 @@ impl CycleState {
     }
 }
 
-/// The job the per-job stages are settling.
+/// An eligible job as the order stage ranks it, with what the per-job stages read of it
+/// (copied by the order stage, which visits every pending job anyway, so the stages do not
+/// look the job up again until they write to it).
 #[derive(Debug, Clone, Copy)]
-struct Candidate {
-    id: JobId,
+pub(super) struct Candidate {
+    pub(super) id: JobId,
     /// Its rank this cycle (frozen by its reservation, if it holds one).
-    key: Rank,
-    part: PartId,
+    pub(super) key: Rank,
+    pub(super) part: PartId,
     /// Interned request shape.
-    shape: u32,
+    pub(super) shape: u32,
+    /// Its time limit (s), what backfill reads.
+    pub(super) time_limit: Option<u64>,
+    /// A service replica (the pool class of [`FitKey`]).
+    pub(super) replica: bool,
+    /// `--preemptible` (the pool class of [`FitKey`]).
+    pub(super) preemptible: bool,
+    /// It held a reservation at the order stage. A job gains one only at its own turn, so
+    /// when false the settle stage need not look for one.
+    pub(super) held: bool,
 }
 
 impl Scheduler {
@@ -164,8 +224,8 @@ impl Scheduler {
         let order = self.order(now);
         self.drop_stale(&order, &mut out);
         let mut st = CycleState { any_grown: true, ..CycleState::default() };
-        for (key, id) in order {
-            self.schedule_job(id, key, now, &mut st, &mut out);
+        for c in order {
+            self.schedule_job(c, now, &mut st, &mut out);
         }
         if self.config.queue.may_defragment() {
             self.defragment(&st.waiting, now, &mut out);
@@ -187,8 +247,8 @@ impl Scheduler {
     /// The drop-stale stage. Reads the eligible jobs of `order` and the queue discipline.
     /// Writes the reservations: those of jobs no longer eligible (held meanwhile) are
     /// dropped, and all of them when the discipline re-plans every cycle (EASY's shadow).
-    fn drop_stale(&mut self, order: &[(Rank, JobId)], out: &mut Vec<Decision>) {
-        let eligible: BTreeSet<JobId> = order.iter().map(|(_, id)| *id).collect();
+    fn drop_stale(&mut self, order: &[Candidate], out: &mut Vec<Decision>) {
+        let eligible: BTreeSet<JobId> = order.iter().map(|c| c.id).collect();
         let stale: Vec<JobId> = self
             .reservations
             .iter()
@@ -214,15 +274,17 @@ impl Scheduler {
     /// job holding a clean reservation goes to [`Scheduler::complete_held_reservation`];
     /// otherwise (a dirty reservation is dropped first) place, backfill, preempt and reserve,
     /// until one settles it.
-    fn schedule_job(&mut self, id: JobId, key: Rank, now: Time, st: &mut CycleState, out: &mut Vec<Decision>) {
-        let Some(p) = self.pending.get(&id) else { return };
-        let c = Candidate { id, key, part: p.spec.partition, shape: p.shape };
+    ///
+    /// Only the job being settled leaves the pending jobs or gains a reservation during the
+    /// per-job stages, so `c`, taken at the order stage, still describes it.
+    fn schedule_job(&mut self, c: Candidate, now: Time, st: &mut CycleState, out: &mut Vec<Decision>) {
+        let id = c.id;
         if self.config.queue.blocks_partition() && st.blocked_parts.contains(&c.part) {
             self.set_info(id, Reason::Priority, None, None, Vec::new());
             return;
         }
         // Quota ceiling: the scope or an ancestor would pass its MaxGPUs.
-        if !self.quotas.is_empty() && !self.replica_service.contains_key(&id) && self.over_max(&self.pending[&id].spec) {
+        if !self.quotas.is_empty() && !c.replica && self.pending.get(&id).is_some_and(|p| self.over_max(&p.spec)) {
             self.set_info(id, Reason::AssocGrpGRES, None, None, Vec::new());
             return;
         }
@@ -243,6 +305,10 @@ impl Scheduler {
                     self.record_start(u, &charge, &r.spec);
                 }
             }
+            return;
+        }
+        if self.job_limits.is_empty() {
+            self.settle(&c, now, st, out);
             return;
         }
         // Association MaxJobs: the user's running jobs in this account are at the limit.
@@ -269,7 +335,7 @@ impl Scheduler {
     /// settles it.
     fn settle(&mut self, c: &Candidate, now: Time, st: &mut CycleState, out: &mut Vec<Decision>) {
         let (id, key) = (c.id, c.key);
-        if let Some(ri) = self.reservations.iter().position(|r| r.job == id) {
+        if let Some(ri) = c.held.then(|| self.reservations.iter().position(|r| r.job == id)).flatten() {
             if !self.reservations[ri].dirty {
                 self.complete_held_reservation(ri, c, now, st, out);
                 return;
@@ -277,7 +343,10 @@ impl Scheduler {
             self.drop_reservation(id, out);
         }
         // Reservations are sorted by rank: the ones above this job are a prefix.
-        let n_above = self.reservations.iter().take_while(|r| outranks(&r.rank, &key)).count();
+        let n_above = self.reservations.partition_point(|r| outranks(&r.rank, &key));
+        // Every change to the reservations moves `fit_gen` (`rebuild_held`): the reserve stage
+        // reuses the count while it has not moved.
+        let resv_gen = self.fit_gen;
         let ControlFlow::Continue(detail) = self.place(c, n_above, now, st, out) else { return };
         if self.backfill(c, n_above, now, st, out)
             || self.reclaim(c, n_above, &detail, now, st, out)
@@ -285,7 +354,7 @@ impl Scheduler {
         {
             return;
         }
-        self.reserve(c, detail, now, st, out);
+        self.reserve(c, detail, (n_above, resv_gen), now, st, out);
     }
 
     /// The reclaim stage: take back elastic jobs' grown parts, newest first, when that alone
@@ -394,7 +463,7 @@ impl Scheduler {
         if !self.config.queue.may_backfill() || n_above == 0 {
             return false;
         }
-        let Some(limit) = self.pending[&c.id].spec.time_limit_s else { return false };
+        let Some(limit) = c.time_limit else { return false };
         let end = now + limit;
         let allowed = self.reservations[..n_above].iter().filter(|r| end <= r.est_fill).count();
         let bkey = ShapeKey { part: c.part, shape: c.shape, blocked_by: n_above, backfill: Some(allowed) };
@@ -446,7 +515,7 @@ impl Scheduler {
             self.set_info(c.id, reason, Some(detail.clone()), est, nodes);
             return true;
         }
-        if !self.replica_service.contains_key(&c.id) {
+        if !c.replica {
             st.failed.entry(pkey).or_insert_with(|| Arc::from(""));
         }
         false
@@ -459,28 +528,41 @@ impl Scheduler {
     /// reservation for a whole-GPU job when fewer than the discipline's limit are held.
     /// Writes the job's pending info: `Resources`/`Priority`, `detail`, and the planned
     /// reservation's expected start and nodes.
-    fn reserve(&mut self, c: &Candidate, detail: Arc<str>, now: Time, st: &mut CycleState, out: &mut Vec<Decision>) {
+    ///
+    /// `above` is the number of reservations ranked above the job and the `fit_gen` when it
+    /// was counted.
+    fn reserve(&mut self, c: &Candidate, detail: Arc<str>, above: (usize, u64), now: Time, st: &mut CycleState, out: &mut Vec<Decision>) {
+        let wants_resv = self.reservations.len() < self.config.queue.reservation_limit(self.config.max_reservations);
+        let blocks = self.config.queue.blocks_partition();
         let Some(p) = self.pending.get_mut(&c.id) else { return };
         p.failed_cycles = p.failed_cycles.saturating_add(1);
         let req = &p.spec.request;
         let reservable = !req.is_share() && req.gpus > 0;
-        let size = placement::node_size(&self.cluster, c.part);
-        if req.topology == TopologyKind::Node && req.gpus > 0 && req.gpus <= size && !req.is_share() && st.waiting.len() < MAX_DEFRAG_WAITING {
+        if req.topology == TopologyKind::Node
+            && req.gpus > 0
+            && !req.is_share()
+            && st.waiting.len() < MAX_DEFRAG_WAITING
+            && req.gpus <= placement::node_size(&self.cluster, c.part)
+        {
             st.waiting.push((c.id, c.key));
         }
         let reason = st.blocked_reason(c.part);
-        if self.config.queue.blocks_partition() {
+        if blocks {
             st.blocked_parts.insert(c.part);
         }
-        let wants_resv = self.reservations.len() < self.config.queue.reservation_limit(self.config.max_reservations);
+        if !(wants_resv && reservable) {
+            // The common case of a long queue: no reservation to plan, so the info is written
+            // through the lookup already made.
+            p.info = PendingInfo { reason, detail: Some(detail), expected_start: None, sched_nodes: Vec::new(), slurm_detail: None };
+            return;
+        }
         let mut est = None;
         let mut nodes = Vec::new();
-        if wants_resv && reservable {
-            if let Some(r) = self.plan_reservation(&self.pending[&c.id].spec, c.key, now) {
-                est = Some(r.est_fill);
-                nodes = r.gpus.iter().map(|(n, _)| *n).collect();
-                self.add_reservation(r, now, out);
-            }
+        let n_above = if self.fit_gen == above.1 { above.0 } else { self.reservations.partition_point(|r| outranks(&r.rank, &c.key)) };
+        if let Some(r) = self.plan_for(c, n_above, now) {
+            est = Some(r.est_fill);
+            nodes = r.gpus.iter().map(|(n, _)| *n).collect();
+            self.add_reservation(r, now, out);
         }
         self.set_info(c.id, reason, Some(detail), est, nodes);
     }
@@ -488,20 +570,13 @@ impl Scheduler {
     /// The key under which the incremental cycle keeps a failed search of `c` with the cycle
     /// memo key `shape`.
     fn fit_key(&self, c: &Candidate, shape: ShapeKey) -> FitKey {
-        let preemptible = self.pending.get(&c.id).is_some_and(|p| p.spec.preemptible);
-        FitKey { shape, replica: self.replica_service.contains_key(&c.id), preemptible }
+        FitKey { shape, replica: c.replica, preemptible: c.preemptible }
     }
 
     /// A failed search kept from an earlier cycle under `fit`, when the incremental cycle is
     /// on and nothing a search reads has changed since (the memo is emptied otherwise).
     fn kept_failure(&mut self, fit: FitKey) -> Option<Arc<str>> {
-        if self.full_scan || self.placement.is_stateful() {
-            return None;
-        }
-        let stamp = self.fit_stamp();
-        if self.fit_memo.stamp != stamp {
-            self.fit_memo.failed.clear();
-            self.fit_memo.stamp = stamp;
+        if self.full_scan || self.placement.is_stateful() || !self.fit_memo_current() {
             return None;
         }
         let d = self.fit_memo.failed.get(&fit).cloned()?;
@@ -514,12 +589,44 @@ impl Scheduler {
         if self.full_scan || self.placement.is_stateful() {
             return;
         }
-        let stamp = self.fit_stamp();
-        if self.fit_memo.stamp != stamp {
-            self.fit_memo.failed.clear();
-            self.fit_memo.stamp = stamp;
-        }
+        self.fit_memo_current();
         self.fit_memo.failed.insert(fit, detail.clone());
+    }
+
+    /// Empties the kept failures when the stamp of what they read has moved since they were
+    /// kept (and stamps the memo anew); true when they are still current.
+    fn fit_memo_current(&mut self) -> bool {
+        let stamp = self.fit_stamp();
+        if self.fit_memo.stamp == stamp {
+            return true;
+        }
+        self.fit_memo.failed.clear();
+        self.fit_memo.plans.clear();
+        self.fit_memo.stamp = stamp;
+        false
+    }
+
+    /// A reservation plan for `c` (`plan_reservation`), or `None` when it finds no GPUs. In
+    /// the incremental cycle a plan that found none is kept under `c`'s key with the
+    /// reservations above it (`n_above`) and not made again while the stamp is unchanged:
+    /// whether a plan finds GPUs depends only on the request and pool class, the nodes'
+    /// availability and sizes, the swap pool and the GPUs held by the reservations above
+    /// (`ready_nodes` offers every other GPU, busy or not, with the time it frees), all of
+    /// which move the stamp; not on the time, the free GPUs or the running jobs' ends.
+    fn plan_for(&mut self, c: &Candidate, n_above: usize, now: Time) -> Option<super::Reservation> {
+        let key = FitKey { shape: ShapeKey { part: c.part, shape: c.shape, blocked_by: n_above, backfill: None }, replica: c.replica, preemptible: c.preemptible };
+        let memo = !self.full_scan;
+        if memo && self.fit_memo_current() && self.fit_memo.plans.contains_key(&key) {
+            self.fit_memo.plans_reused += 1;
+            return None;
+        }
+        self.fit_memo.planned += 1;
+        let plan = self.plan_reservation(&self.pending[&c.id].spec, c.key, now);
+        if plan.is_none() && memo {
+            self.fit_memo_current();
+            self.fit_memo.plans.insert(key, ());
+        }
+        plan
     }
 
     /// The expected fill (s) and nodes of `job`'s reservation, if it holds one.

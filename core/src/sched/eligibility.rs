@@ -2,6 +2,7 @@
 //! Slurm pending reason of each job it skips.
 
 use super::services::SERVICE_PRIORITY_BASE;
+use super::cycle::Candidate;
 use super::{PendingInfo, PriorityInput, Rank, Reason, Scheduler};
 use crate::cluster::{Cluster, Partition, Time};
 use crate::job::{HoldKind, JobId, JobSpec};
@@ -14,32 +15,32 @@ impl Scheduler {
     /// each job's multifactor inputs, and the held reservations. Writes every pending job's `priority`
     /// (a replica's is [`SERVICE_PRIORITY_BASE`] plus its service's priority) and, for a job
     /// that may not be considered now, its pending info (see [`ineligible`]). Returns the
-    /// eligible jobs with their rank, best first: higher priority, then earlier submission,
-    /// then lower id; a job holding a reservation keeps the rank its reservation froze.
-    pub(super) fn order(&mut self, now: Time) -> Vec<(Rank, JobId)> {
+    /// eligible jobs as the per-job stages' candidates, with their rank, best first: higher
+    /// priority, then earlier submission, then lower id; a job holding a reservation keeps the
+    /// rank its reservation froze.
+    pub(super) fn order(&mut self, now: Time) -> Vec<Candidate> {
         self.update_usage(now);
-        let totals = super::usage::Totals::of(&self.cluster, &self.accounting);
-        let mut order: Vec<(Rank, JobId)> = Vec::with_capacity(self.pending.len());
+        let uses_factors = self.priority.uses_factors();
+        let totals = if uses_factors { super::usage::Totals::of(&self.cluster, &self.accounting) } else { Default::default() };
+        let any_replica = !self.replica_service.is_empty();
+        let mut order: Vec<Candidate> = Vec::with_capacity(self.pending.len());
+        // The held reservations' ranks by job, walked along the pending jobs (both ascending by
+        // id) instead of a search of the reservations per job.
+        let mut held: Vec<(JobId, Rank)> = self.reservations.iter().map(|r| (r.job, r.rank)).collect();
+        held.sort_by_key(|(j, _)| *j);
+        let mut next_held = 0;
         for (id, p) in self.pending.iter_mut() {
             let part = &self.cluster.partitions[p.spec.partition.0 as usize];
-            let replica = self.replica_service.contains_key(id);
+            let replica = any_replica && self.replica_service.contains_key(id);
             p.priority = if replica {
                 SERVICE_PRIORITY_BASE + u64::from(p.spec.base_priority)
             } else {
-                self.priority.priority(PriorityInput {
-                    job: &p.spec,
-                    failed_cycles: p.failed_cycles,
-                    partition: part,
-                    now,
-                    factors: super::usage::factor_input(
-                        &self.accounting,
-                        &self.fair,
-                        &self.usage_config,
-                        &self.cluster,
-                        totals,
-                        &p.spec,
-                    ),
-                })
+                let factors = if uses_factors {
+                    super::usage::factor_input(&self.accounting, &self.fair, &self.usage_config, &self.cluster, totals, &p.spec)
+                } else {
+                    Default::default()
+                };
+                self.priority.priority(PriorityInput { job: &p.spec, failed_cycles: p.failed_cycles, partition: part, now, factors })
             };
             if let Some((reason, slurm_detail)) = ineligible(&self.cluster, &p.spec, part, replica, now) {
                 p.info = PendingInfo {
@@ -51,15 +52,22 @@ impl Scheduler {
                 };
                 continue;
             }
-            let key = self
-                .reservations
-                .iter()
-                .find(|r| r.job == *id)
-                .map(|r| r.rank)
-                .unwrap_or((p.priority, p.spec.submit_time, *id));
-            order.push((key, *id));
+            while held.get(next_held).is_some_and(|(j, _)| j < id) {
+                next_held += 1;
+            }
+            let own = held.get(next_held).filter(|(j, _)| j == id).map(|(_, r)| *r);
+            order.push(Candidate {
+                id: *id,
+                key: own.unwrap_or((p.priority, p.spec.submit_time, *id)),
+                part: p.spec.partition,
+                shape: p.shape,
+                time_limit: p.spec.time_limit_s,
+                replica,
+                preemptible: p.spec.preemptible,
+                held: own.is_some(),
+            });
         }
-        order.sort_by_key(|(k, _)| (std::cmp::Reverse(k.0), k.1, k.2));
+        order.sort_by_key(|c| (std::cmp::Reverse(c.key.0), c.key.1, c.key.2));
         order
     }
 }

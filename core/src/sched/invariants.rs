@@ -14,6 +14,7 @@ impl Scheduler {
     /// tests and, in debug builds, the simulator.
     pub fn check_invariants(&self) -> Result<(), String> {
         crate::cluster::check_accounting(&self.cluster, self.allocations().map(|a| &a.part))?;
+        self.check_node_jobs()?;
         for (id, r) in &self.running {
             if r.spec.elastic.is_some() {
                 // Elastic jobs: min <= size <= max inside the topology set (2 and 3).
@@ -38,6 +39,25 @@ impl Scheduler {
             }
         }
         self.check_reservations()
+    }
+
+    /// The per-node index of running jobs (`node_jobs`, which reservation completion and
+    /// defragmentation read instead of scanning every running job) lists exactly the running
+    /// jobs with an allocation on each node.
+    fn check_node_jobs(&self) -> Result<(), String> {
+        let mut want: Vec<BTreeSet<crate::job::JobId>> = vec![BTreeSet::new(); self.node_jobs.len()];
+        for (id, r) in &self.running {
+            for a in &r.allocs {
+                want[a.part.node.0 as usize].insert(*id);
+            }
+        }
+        for (i, (w, have)) in want.iter().zip(&self.node_jobs).enumerate() {
+            let have: BTreeSet<crate::job::JobId> = have.iter().map(|(j, _)| *j).collect();
+            if *w != have {
+                return Err(format!("node {i}: running jobs indexed {have:?}, allocated {w:?}"));
+            }
+        }
+        Ok(())
     }
 
     /// Invariants 2 (all or nothing) and 3 (topology) for a rigid job.

@@ -211,6 +211,12 @@ impl Scheduler {
         (self.fit_memo.searched, self.fit_memo.reused)
     }
 
+    /// Reservation plans the reserve stage made, and plans that found no GPUs reused instead,
+    /// since the scheduler was built: `(planned, reused)` (see `cycle`'s module doc).
+    pub fn plan_counts(&self) -> (u64, u64) {
+        (self.fit_memo.planned, self.fit_memo.plans_reused)
+    }
+
     /// Something placement reads (other than the cluster's free resources, which
     /// [`Cluster::gen`] stamps) changed: failures kept by the incremental cycle are void.
     pub(super) fn touch_fit(&mut self) {

@@ -9,11 +9,44 @@ use crate::cluster::{GpuMask, NodeAlloc, NodeId, Time, MILLI};
 use crate::config::TopologyKind;
 use crate::job::{JobId, JobSpec};
 use crate::placement::{self, PlaceCtx};
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeSet;
 
 /// Orders rank keys: true when `a` outranks `b`.
 pub(super) fn outranks(a: &Rank, b: &Rank) -> bool {
     (std::cmp::Reverse(a.0), a.1, a.2) < (std::cmp::Reverse(b.0), b.1, b.2)
+}
+
+/// When the occupant of each GPU leaves (s), per node and GPU index (`Scheduler::
+/// occupant_ends`): one flat slot per GPU of the cluster, filled from the running jobs, read
+/// for every busy GPU of every candidate node of a reservation plan (a map keyed by (node,
+/// GPU) cost a tree search per read and an allocation per entry).
+struct OccupantEnds {
+    /// Index of each node's first GPU in `ends`.
+    first: Vec<usize>,
+    ends: Vec<Option<Time>>,
+}
+
+impl OccupantEnds {
+    /// No occupant on any GPU of `cluster`.
+    fn new(cluster: &crate::cluster::Cluster) -> OccupantEnds {
+        let mut first = Vec::with_capacity(cluster.nodes.len());
+        let mut total = 0usize;
+        for n in &cluster.nodes {
+            first.push(total);
+            total += n.gpus as usize;
+        }
+        OccupantEnds { first, ends: vec![None; total] }
+    }
+
+    /// The slot of GPU `g` of `node` (an allocation's GPU: below the node's count).
+    fn slot(&mut self, node: NodeId, g: u32) -> &mut Option<Time> {
+        &mut self.ends[self.first[node.0 as usize] + g as usize]
+    }
+
+    /// When the occupant of GPU `g` of `node` leaves; `None` when no running job holds it.
+    fn get(&self, node: NodeId, g: u32) -> Option<Time> {
+        self.ends[self.first[node.0 as usize] + g as usize]
+    }
 }
 
 impl Scheduler {
@@ -151,15 +184,21 @@ impl Scheduler {
             if node.free_gpus.contains_all(g) {
                 continue;
             }
-            for (id, run) in &self.running {
+            // The running jobs on the node (the per-node index, not a scan of every running
+            // job), in id order as the running map would list them.
+            let mut on_node: Vec<JobId> = self.node_jobs[n.0 as usize].iter().map(|(j, _)| *j).collect();
+            on_node.sort_unstable();
+            on_node.dedup();
+            for id in on_node {
+                let Some(run) = self.running.get(&id) else { continue };
                 if run.allocs.iter().any(|a| a.part.node == n && !a.part.gpus.intersect(g).is_empty()) {
                     if !run.backfill_for.is_empty() {
-                        occupants.insert(*id);
-                    } else if let Some(ids) = self.grown_on(*id, n, g).filter(|_| !run.preempt_pending) {
+                        occupants.insert(id);
+                    } else if let Some(ids) = self.grown_on(id, n, g).filter(|_| !run.preempt_pending) {
                         // Only the parts not already leaving.
                         let ids: Vec<_> = ids.into_iter().filter(|a| run.grown.iter().any(|x| x.shrinking.is_none() && x.allocs.contains(a))).collect();
                         if !ids.is_empty() {
-                            grown.push(super::elastic::Victim::Grown(*id, ids));
+                            grown.push(super::elastic::Victim::Grown(id, ids));
                         }
                     } else {
                         busy_non_backfill = true;
@@ -233,7 +272,7 @@ impl Scheduler {
 
     /// When each GPU of `node` becomes free (s), for reservation planning; `None` = held by a
     /// reservation ranked above, or never.
-    fn gpu_ready_times(&self, node: NodeId, rank: &Rank, now: Time, ends: &BTreeMap<(NodeId, u32), Time>) -> Vec<Option<Time>> {
+    fn gpu_ready_times(&self, node: NodeId, rank: &Rank, now: Time, ends: &OccupantEnds) -> Vec<Option<Time>> {
         let n = self.cluster.node(node);
         let above = self.blocked_for(node, Some(rank), None);
         (0..n.gpus)
@@ -243,7 +282,7 @@ impl Scheduler {
                 } else if n.free_gpus.contains(g) {
                     Some(now)
                 } else {
-                    ends.get(&(node, g)).copied().or(Some(Time::MAX))
+                    ends.get(node, g).or(Some(Time::MAX))
                 }
             })
             .collect()
@@ -253,13 +292,13 @@ impl Scheduler {
     /// (`assumed_unlimited_s` after its start for a job without one, else never), never
     /// before `now`. Backfill occupants leave when the fill completes, so they count as
     /// leaving `now`.
-    fn occupant_ends(&self, now: Time) -> BTreeMap<(NodeId, u32), Time> {
-        let mut ends: BTreeMap<(NodeId, u32), Time> = BTreeMap::new();
+    fn occupant_ends(&self, now: Time) -> OccupantEnds {
+        let mut ends = OccupantEnds::new(&self.cluster);
         for run in self.running.values() {
             // Grown parts of elastic jobs are taken back when a reservation fills: free now.
             for a in run.allocs.iter().filter(|a| run.is_grown(a.id)) {
                 for g in a.part.gpus.iter() {
-                    ends.entry((a.part.node, g)).or_insert(now);
+                    ends.slot(a.part.node, g).get_or_insert(now);
                 }
             }
             let end = if !run.backfill_for.is_empty() {
@@ -272,7 +311,7 @@ impl Scheduler {
             };
             for a in run.allocs.iter().filter(|a| !run.is_grown(a.id)) {
                 for g in a.part.gpus.iter() {
-                    let e = ends.entry((a.part.node, g)).or_insert(end);
+                    let e = ends.slot(a.part.node, g).get_or_insert(end);
                     *e = (*e).max(end);
                 }
             }
@@ -286,7 +325,7 @@ impl Scheduler {
     /// without the CPUs or memory asked for, nodes the request excludes or does not require,
     /// the swap pool, the inference pool for non-preemptible training, and GPUs held by
     /// reservations ranked above `rank`.
-    fn ready_nodes(&self, spec: &JobSpec, rank: &Rank, gpn: u32, now: Time, ends: &BTreeMap<(NodeId, u32), Time>) -> Vec<(Time, NodeId, GpuMask)> {
+    fn ready_nodes(&self, spec: &JobSpec, rank: &Rank, gpn: u32, now: Time, ends: &OccupantEnds) -> Vec<(Time, NodeId, GpuMask)> {
         let req = &spec.request;
         let part = &self.cluster.partitions[spec.partition.0 as usize];
         let mut v = Vec::new();

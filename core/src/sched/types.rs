@@ -755,6 +755,12 @@ pub trait PriorityPolicy: fmt::Debug + Send + Sync {
     fn name(&self) -> &str;
     /// Priority of a pending job.
     fn priority(&self, input: PriorityInput<'_>) -> u64;
+    /// Whether [`PriorityPolicy::priority`] reads [`PriorityInput::factors`]; a policy that
+    /// does not (`priority/basic`) is given the default inputs, which saves the order stage
+    /// an association and QOS lookup per pending job. Default: true.
+    fn uses_factors(&self) -> bool {
+        true
+    }
     /// The weighted factors behind [`PriorityPolicy::priority`] (`sprio`); `None` for a
     /// policy without factors.
     fn factors(&self, _input: PriorityInput<'_>) -> Option<PriorityFactors> {

@@ -10,7 +10,7 @@ use crate::job::{JobId, JobSpec};
 
 /// The totals the factors divide by, taken once per order stage: the cluster's nodes and
 /// CPUs (job size) and the largest association priority (association factor).
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone, Copy, Default)]
 pub(super) struct Totals {
     nodes: u32,
     cpus: u64,
