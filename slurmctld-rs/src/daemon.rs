@@ -220,7 +220,7 @@ pub async fn take_lease(store: Store, opts: &CtlOptions, force: bool, shared: &S
             move || {
                 let r = store.acquire_lease(&holder, &addr, ttl, force);
                 let followed = match (&r, follower.as_mut()) {
-                    (Ok(Acquired::Held(_)), Some(f)) => Some(store.follow_jobs(f)),
+                    (Ok(Acquired::Held(_)), Some(f)) => Some(store.follow_jobs_up_to(f, crate::store::follow::STANDBY_FETCH)),
                     _ => None,
                 };
                 (store, follower, r, followed)
@@ -229,7 +229,7 @@ pub async fn take_lease(store: Store, opts: &CtlOptions, force: bool, shared: &S
         .await?;
         (store, follower) = (s, f);
         match followed {
-            Some(Ok(n)) if !follow_said => {
+            Some(Ok(n)) if !follow_said && n.behind == 0 => {
                 tracing::info!(jobs = n.jobs, "standby: following the store's job rows");
                 follow_said = true;
             }

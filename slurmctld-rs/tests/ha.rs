@@ -238,7 +238,7 @@ fn a_followed_store_equals_a_fresh_recovery() {
     eprintln!("followed store: seed {seed}");
     let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(seed);
     let mut ids = Vec::new();
-    let (mut compared, mut dropped_seen) = (0, 0);
+    let (mut compared, mut dropped_seen, mut behind_seen) = (0, 0, 0);
     let pid = nix::unistd::Pid::from_raw(a.child.id() as i32);
     for round in 0..12 {
         for _ in 0..rng.random_range(0..25) {
@@ -266,11 +266,14 @@ fn a_followed_store_equals_a_fresh_recovery() {
                 Request::UpdateNode(UpdateNode { names: vec![node], state: Some(state.into()), reason: Some("followed".into()) }),
             );
         }
-        // A look while the leader works (the store changing under it), sometimes two.
+        // A look while the leader works (the store changing under it), sometimes two, some
+        // reading only a few of the changed rows (as a standby catching up does).
         for _ in 0..rng.random_range(1..3) {
             std::thread::sleep(Duration::from_millis(rng.random_range(0..400)));
-            let n = store.follow_jobs(&mut follower).unwrap();
+            let max = if rng.random_bool(0.5) { rng.random_range(1..10) } else { usize::MAX };
+            let n = store.follow_jobs_up_to(&mut follower, max).unwrap();
             dropped_seen += n.dropped;
+            behind_seen += n.behind;
         }
         // Still: the leader stopped (nothing commits), the follower's look and a fresh load.
         if rng.random_bool(0.5) || round == 11 {
@@ -293,7 +296,11 @@ fn a_followed_store_equals_a_fresh_recovery() {
         }
     }
     assert!(ids.len() > 20, "the rounds submitted jobs");
-    eprintln!("followed store: {} jobs submitted, {compared} comparisons, {dropped_seen} purged jobs dropped by the follower", ids.len());
+    eprintln!(
+        "followed store: {} jobs submitted, {compared} comparisons, {dropped_seen} purged jobs dropped by the follower, \
+         {behind_seen} changed rows left to a later look",
+        ids.len()
+    );
     drop(agents);
     drop(a);
 }
