@@ -35,6 +35,23 @@
 //! A placement policy with state of its own (`PlacementPolicy::is_stateful`: `random`
 //! advances its generator at every score) is searched every time.
 //!
+//! The reserve stage's plans are kept the same way (`FitMemo::plans`, same stamp): a plan
+//! that found no GPUs (`plan_reservation` gave `None`) is not made again for the same key
+//! (partition, shape, pool class, reservations above) while the stamp holds. Whether a plan
+//! finds GPUs depends only on the request, the nodes' availability and sizes, the swap pool
+//! and the GPUs the reservations above hold (`ready_nodes` offers every other GPU, busy or
+//! not); not on the time, the free GPUs or the running jobs' ends, so the stamp covers it.
+//!
+//! The per-job loop itself is kept cheap, since it still visits every eligible job every
+//! cycle: the order stage hands each job's [`Candidate`] (rank, partition, shape, time limit,
+//! pool class, whether it holds a reservation) to the stages, which look the job up only to
+//! write its pending info; the memo keys hash with a fixed multiply-rotate hasher
+//! ([`KeyHasher`]); a plan reads its GPUs' occupant ends from a flat slot per GPU. Not
+//! visiting an unchanged job at all (replaying last cycle's outcome from the first rank where
+//! anything changed) is not done: the order stage's priorities and eligibility, a job's
+//! failed-cycle count and the backfill key (`now` + time limit against each reservation's
+//! fill) move every cycle.
+//!
 //! What is not memoised is evaluated every cycle exactly as by the full scan: priorities
 //! (a priority change moves the job's rank, hence the number of reservations above it and its
 //! key), eligibility (holds, dependencies, `--begin` time, partition state, required nodes),
