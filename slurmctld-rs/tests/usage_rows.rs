@@ -73,4 +73,36 @@ fn check(store: &Store) {
     assert!(acct::query(c, &other).unwrap().is_empty());
     let normal = AcctQuery { qos: vec!["normal".into()], ..q };
     assert_eq!(acct::query(c, &normal).unwrap().len(), 1);
+
+    // A query over every job reads all jobs' steps and usage in one statement each: each job
+    // still gets its own, and a job with none gets none.
+    write_usage(c, &[StepUsage { job_id: 8, ..report("batch", "gpu03", 700_000, 1 << 20, true) }]).unwrap();
+    for (id, nodes) in [(8i64, "gpu03"), (9, "gpu04")] {
+        c.exec(
+            "INSERT INTO acct_jobs (job_id, name, \"user\", uid, account, partition, state, exit_code, signal, submit_time, \
+             start_time, nodes, alloc_cpus, alloc_gpus, alloc_mem_mib, restarts, qos) \
+             VALUES (?1, 'j', 'alice', 2001, 'a', 'batch', 'RUNNING', 0, 0, 50, 60, ?2, 1, 0, 0, 0, 'normal')",
+            &params![id, nodes],
+        )
+        .unwrap();
+    }
+    c.exec(
+        "INSERT INTO job_steps (job_id, step, state, exit_code, signal, start_time, nodes) VALUES (8, 'batch', 'RUNNING', 0, 0, 60, 'gpu03')",
+        &[],
+    )
+    .unwrap();
+    type Steps = Vec<(String, Option<u64>)>;
+    let all: Vec<(u64, Steps)> = acct::query(c, &AcctQuery::default())
+        .unwrap()
+        .iter()
+        .map(|j| (j.job_id, j.steps.iter().map(|s| (s.step.clone(), s.usage.as_ref().map(|u| u.total_usec))).collect()))
+        .collect();
+    assert_eq!(
+        all,
+        vec![
+            (7, vec![("batch".into(), Some(500_000)), ("0".into(), Some(5_000_000))]),
+            (8, vec![("batch".into(), Some(700_000))]),
+            (9, vec![]),
+        ]
+    );
 }

@@ -400,6 +400,17 @@ pub trait Backend: std::fmt::Debug + Send {
     /// Runs a query; returns every row.
     fn query(&self, sql: &str, params: &[Param<'_>]) -> Result<Vec<Row>, DbError>;
 
+    /// Runs a query and hands its rows to `each` in order. SQLite holds one row at a time
+    /// (`sacct` over 150,000 jobs keeps no 150,000 rows of values beside the jobs made of
+    /// them); the default collects them first ([`Backend::query`]). Errors: the database's,
+    /// or the first of `each`'s, which stops the query.
+    fn query_each(&self, sql: &str, params: &[Param<'_>], each: &mut dyn FnMut(Row) -> Result<(), DbError>) -> Result<(), DbError> {
+        for r in self.query(sql, params)? {
+            each(r)?;
+        }
+        Ok(())
+    }
+
     /// Runs several statements without parameters (a migration's SQL).
     fn batch(&self, sql: &str) -> Result<(), DbError>;
 
@@ -702,18 +713,26 @@ impl Backend for Sqlite {
     }
 
     fn query(&self, sql: &str, params: &[Param<'_>]) -> Result<Vec<Row>, DbError> {
+        let mut out = Vec::new();
+        self.query_each(sql, params, &mut |r| {
+            out.push(r);
+            Ok(())
+        })?;
+        Ok(out)
+    }
+
+    fn query_each(&self, sql: &str, params: &[Param<'_>], each: &mut dyn FnMut(Row) -> Result<(), DbError>) -> Result<(), DbError> {
         let mut st = self.conn.prepare_cached(sql)?;
         let n = st.column_count();
         let mut rows = st.query(rusqlite::params_from_iter(params.iter()))?;
-        let mut out = Vec::new();
         while let Some(r) = rows.next()? {
             let mut row = Vec::with_capacity(n);
             for i in 0..n {
                 row.push(sqlite_value(r.get_ref(i)?));
             }
-            out.push(Row(row));
+            each(Row(row))?;
         }
-        Ok(out)
+        Ok(())
     }
 
     fn batch(&self, sql: &str) -> Result<(), DbError> {
