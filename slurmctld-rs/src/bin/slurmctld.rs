@@ -16,6 +16,9 @@
 //! `--requeue-holdoff S` (how long a requeued job waits before it may start; default 121),
 //! `--full-scan` (the old scheduling cycle, which searches a placement for every pending job
 //! every cycle; same decisions as the default incremental cycle, to compare their cost),
+//! `--time-scale F` (test-only, for trace replay: the controller's clock starts at the wall
+//! clock and runs F times faster, F >= 1; the periods of `--tick-ms`, `--sched-interval-ms`
+//! and `--debounce-ms` are then controller time; see [`flotilla_slurmctld::clock`]),
 //! Users' default accounts come from `quota.conf`
 //! beside `slurm.conf` ([`flotilla_slurmctld::conf::quota_tree`]), whose quotas the scheduler enforces.
 
@@ -94,6 +97,10 @@ fn parse_args() -> anyhow::Result<Option<Args>> {
             "--max-conns" => max_conns = val()?.parse()?,
             "--max-frame" => max_frame = val()?.parse()?,
             "--full-scan" => opts.full_scan = true,
+            "--time-scale" => {
+                let f = flotilla_slurmctld::clock::ScaledClock::parse_factor(&val()?)?;
+                opts.clock = std::sync::Arc::new(flotilla_slurmctld::clock::ScaledClock::from_wall(f)?);
+            }
             "-h" | "--help" => {
                 println!("usage: slurmctld [-D] [-f slurm.conf] [-v] [--state-dir DIR] [--key FILE] [--listen ADDR] [--socket PATH] [--addr-file FILE] [--cluster-json FILE] [--sync normal|full]");
                 return Ok(None);

@@ -236,6 +236,9 @@ pub struct CtlOptions {
     /// `--full-scan`: the scheduler searches a placement for every pending job every cycle
     /// (the old cycle, `Scheduler::set_full_scan`), to compare with the incremental one.
     pub full_scan: bool,
+    /// Where the controller's time comes from ([`crate::clock`]): the wall clock, or a
+    /// scaled one for trace replay (`--time-scale`, test-only).
+    pub clock: Arc<dyn crate::clock::Clock>,
 }
 
 impl Default for CtlOptions {
@@ -270,6 +273,7 @@ impl Default for CtlOptions {
             lease_ttl: Duration::from_secs(6),
             advertise: String::new(),
             full_scan: false,
+            clock: Arc::new(crate::clock::RealClock),
         }
     }
 }
@@ -380,7 +384,8 @@ pub(crate) fn step_down(e: &crate::store::StoreError) -> ! {
     panic!("stepping down: {e}");
 }
 
-/// Wall clock in seconds since the epoch (read only at the edge, here).
+/// Wall clock in seconds since the epoch (read only at the edge, here): credentials and
+/// tokens. The controller's own time is [`CtlOptions::clock`]'s.
 pub fn wall_now() -> i64 {
     std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
