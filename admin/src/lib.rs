@@ -6,6 +6,8 @@
 //! - [`emulate`]: `flotilla emulate`, one process holding many emulated node sessions that
 //!   speak `proto` as `slurmd` does (`flotilla dev up --emulate-nodes N` starts one).
 //! - [`bench`]: `flotilla bench scale`, the controller's figures at 10,000 emulated nodes.
+//! - [`trace`]: `flotilla bench trace`, a real trace replayed through the controller and
+//!   emulated nodes on a scaled clock, side by side with the simulator.
 //! - [`demo`]: `flotilla demo`, the default local cluster running the example workload.
 //! - [`man`]: `flotilla man`, the man pages of the user commands from their parsers' tables.
 //! - [`pg`]: a throw-away PostgreSQL server in a directory (`flotilla dev up --ha`, and the
@@ -22,3 +24,4 @@ pub mod dev;
 pub mod emulate;
 pub mod man;
 pub mod pg;
+pub mod trace;

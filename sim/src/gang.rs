@@ -321,6 +321,11 @@ pub struct RunSummary {
     /// Samples over time.
     #[serde(skip)]
     pub samples: Vec<Sample>,
+    /// Per job, in arrival order: (arrival, start of its last run, end) in replay time (s);
+    /// `None` for a job that did not start or end (trace replay through the daemons compares
+    /// these, `flotilla bench trace`).
+    #[serde(skip)]
+    pub job_times: Vec<(Time, Option<Time>, Option<Time>)>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
@@ -639,6 +644,7 @@ impl<'a> Gang<'a> {
             .collect();
         let makespan = self.last_t.max(1);
         let n = self.samples.len().max(1) as f64;
+        let job_times = self.jobs.iter().enumerate().map(|(i, j)| (self.arrival(j), self.start[i], self.end[i])).collect();
         RunSummary {
             policy: policy.to_owned(),
             load,
@@ -661,6 +667,7 @@ impl<'a> Gang<'a> {
             elastic_reached_max: self.reached_max.iter().filter(|&&b| b).count(),
             elastic_size_violations: self.violations,
             samples: self.samples,
+            job_times,
         }
     }
 }

@@ -442,7 +442,11 @@ pub async fn start(cfg: DaemonConfig) -> anyhow::Result<Daemon> {
     // Node sessions keep the nodes with this controller while its lease is fresh.
     let _ = shared.lease.set(store.fence_watch());
     shared.standby.store(false, std::sync::atomic::Ordering::Release);
-    let ctl = controller(&cfg.cluster, store, opts, auth_failures, wall_now())?;
+    if opts.clock.scale() != 1.0 {
+        tracing::warn!(scale = opts.clock.scale(), "controller time runs faster than real time (--time-scale: trace replay only)");
+    }
+    let now = opts.clock.now();
+    let ctl = controller(&cfg.cluster, store, opts, auth_failures, now)?;
     let owner = tokio::spawn(ctl.run(rx, shutdown_rx.clone()));
     tracing::info!(tcp = ?tcp_addr, socket = ?cfg.socket, "slurmctld listening");
     Ok(Daemon {

@@ -13,6 +13,7 @@ pub mod acct;
 pub mod admission;
 pub mod assoc;
 pub mod authz;
+pub mod clock;
 pub mod conf;
 pub mod ctld;
 pub mod daemon;

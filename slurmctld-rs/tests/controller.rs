@@ -529,6 +529,43 @@ fn array_jobs_reach_the_core_before_and_after_a_restart() {
     h.check();
 }
 
+/// A two-node job whose second node confirms the kill more than `MinJobAge` after the batch
+/// script ended (a slow node; routine when trace replay runs the controller's clock fast) is
+/// accounted `COMPLETED` with its end: the turn that finalizes it does not purge it before its
+/// accounting record is written (it did, leaving the record `RUNNING` with no end); it is
+/// purged at the next tick.
+#[test]
+fn a_job_finalized_after_min_job_age_keeps_its_accounting() {
+    let mut h = Harness::two_nodes("ctl_late_completion");
+    let mut two = gpu_job(User::Alice, 8, Some(100), 0);
+    two.nodes_min = Some(2);
+    two.nodes_max = Some(2);
+    let id = h.submit(two);
+    h.advance(5);
+    h.turn();
+    assert_eq!(state(&h, id), JobStateWire::Running);
+    assert_eq!(h.runs_on("gpu02").len(), 1);
+    // The batch script ends; the controller kills the part on gpu02, which forgets it.
+    h.advance(100);
+    h.turn();
+    let ended = h.at();
+    assert_eq!(state(&h, id), JobStateWire::Completing);
+    assert!(h.runs_on("gpu02").is_empty());
+    // gpu02 says so only 400 s later (MinJobAge is 300 s).
+    h.advance(400);
+    h.heartbeat("gpu02");
+    h.turn();
+    let q = AcctQuery { jobs: vec![AcctJobRef { job_id: id, task: None, step: None }], ..AcctQuery::default() };
+    let Response::Acct(rows) = h.call(User::Root, Request::QueryAcct(q.clone())) else { panic!("accounting query failed") };
+    let row = rows.iter().find(|r| r.job_id == id).expect("accounted");
+    assert_eq!((row.state.as_str(), row.end_time), ("COMPLETED", Some(T0 + ended)), "{row:?}");
+    h.advance(1);
+    h.turn();
+    assert!(h.jobs().all(|j| j.job_id != id), "purged at the next tick");
+    let Response::Acct(rows) = h.call(User::Root, Request::QueryAcct(q)) else { panic!("accounting query failed") };
+    assert_eq!(rows.iter().find(|r| r.job_id == id).map(|r| r.state.as_str()), Some("COMPLETED"));
+}
+
 /// `squeue`'s query (`QueueQuery`: only the fields asked for) answers every field as the full
 /// job query does, for jobs running, pending on resources, held, waiting on a dependency and
 /// array remainders: the controller skips the work of the fields not asked for, never the

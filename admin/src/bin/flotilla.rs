@@ -80,6 +80,44 @@ enum BenchCommand {
         #[arg(long)]
         full_scan: bool,
     },
+    /// A real trace through the real daemons, side by side with the simulator: the ITP
+    /// cluster's jobs submitted through the controller's RPC at their arrival times to
+    /// emulated nodes, with the controller's clock running `--time-scale` times faster
+    /// (`slurmctld --time-scale`, test-only), then the queue-time distributions (p50, p90,
+    /// p99, mean, max per gang size) of both runs. Exits non-zero when a job did not end.
+    Trace {
+        /// The trace directory.
+        #[arg(long, default_value = "../shared/traces")]
+        traces: PathBuf,
+        /// Only `itp` (the ITP clusters' jobs).
+        #[arg(long, default_value = "itp")]
+        trace: String,
+        /// The ITP cluster.
+        #[arg(long, default_value = "cluster04")]
+        cluster: String,
+        /// Only the first N jobs (by arrival); default: all.
+        #[arg(long)]
+        jobs: Option<usize>,
+        /// Offered load, as `flotilla sim gang --loads`.
+        #[arg(long, default_value_t = 1.0)]
+        load: f64,
+        /// Queue policy (flotilla, easy, fifo).
+        #[arg(long, default_value = "flotilla")]
+        policy: String,
+        /// Controller seconds per real second (the full cluster04 trace takes about 5 minutes
+        /// at the default).
+        #[arg(long, default_value_t = 20_000.0)]
+        time_scale: f64,
+        /// Write report.md and jobs.csv (every job's times in both runs) here.
+        #[arg(long)]
+        out: Option<PathBuf>,
+        /// The state directory (default: a new one under $TMPDIR, removed at the end).
+        #[arg(long)]
+        dir: Option<PathBuf>,
+        /// Where slurmctld is (default: beside this executable).
+        #[arg(long)]
+        bin_dir: Option<PathBuf>,
+    },
 }
 
 #[derive(Debug, Args)]
@@ -355,10 +393,44 @@ fn main() -> Result<()> {
     }
 }
 
-/// `flotilla bench scale`.
+/// `flotilla bench scale` and `flotilla bench trace`.
 fn bench(a: BenchArgs) -> Result<()> {
     use flotilla_admin::bench;
-    let BenchCommand::Scale { nodes, jobs, running, dir, bin_dir, sample_s, full_scan } = a.command;
+    let (nodes, jobs, running, dir, bin_dir, sample_s, full_scan) = match a.command {
+        BenchCommand::Scale { nodes, jobs, running, dir, bin_dir, sample_s, full_scan } => (nodes, jobs, running, dir, bin_dir, sample_s, full_scan),
+        BenchCommand::Trace { traces, trace, cluster, jobs, load, policy, time_scale, out, dir, bin_dir } => {
+            if trace != "itp" {
+                bail!("--trace {trace}: only itp is replayed through the daemons");
+            }
+            let cancel = cancel_on_signals()?;
+            let tmp;
+            let dir = match dir {
+                Some(d) => d,
+                None => {
+                    tmp = TempDir::new()?;
+                    tmp.0.clone()
+                }
+            };
+            let mut opts = flotilla_admin::trace::TraceOptions::new(dir);
+            opts.traces = traces;
+            opts.cluster = cluster;
+            opts.jobs = jobs;
+            opts.load = load;
+            opts.policy = policy;
+            opts.time_scale = time_scale;
+            opts.bin_dir = bin_dir;
+            let t0 = Instant::now();
+            let rep = flotilla_admin::trace::trace(&opts, cancel, &|s| eprintln!("[{:>6.1} s] {s}", t0.elapsed().as_secs_f64()))?;
+            print!("{rep}");
+            if let Some(out) = out {
+                flotilla_admin::trace::write(&rep, &out)?;
+            }
+            if !rep.failures.is_empty() {
+                bail!("{} check(s) failed", rep.failures.len());
+            }
+            return Ok(());
+        }
+    };
     let cancel = cancel_on_signals()?;
     let tmp;
     let dir = match dir {

@@ -18,6 +18,9 @@
 //! every cycle; same decisions as the default incremental cycle, to compare their cost),
 //! `--no-follow` (a standby does not follow the store's job rows while it waits: it reads
 //! them all at takeover, as before; to compare, `benches/takeover.rs`),
+//! `--time-scale F` (test-only, for trace replay: the controller's clock starts at the wall
+//! clock and runs F times faster, F >= 1; the periods of `--tick-ms`, `--sched-interval-ms`
+//! and `--debounce-ms` are then controller time; see [`flotilla_slurmctld::clock`]),
 //! Users' default accounts come from `quota.conf`
 //! beside `slurm.conf` ([`flotilla_slurmctld::conf::quota_tree`]), whose quotas the scheduler enforces.
 
@@ -97,6 +100,10 @@ fn parse_args() -> anyhow::Result<Option<Args>> {
             "--max-frame" => max_frame = val()?.parse()?,
             "--full-scan" => opts.full_scan = true,
             "--no-follow" => opts.follow_store = false,
+            "--time-scale" => {
+                let f = flotilla_slurmctld::clock::ScaledClock::parse_factor(&val()?)?;
+                opts.clock = std::sync::Arc::new(flotilla_slurmctld::clock::ScaledClock::from_wall(f)?);
+            }
             "-h" | "--help" => {
                 println!("usage: slurmctld [-D] [-f slurm.conf] [-v] [--state-dir DIR] [--key FILE] [--listen ADDR] [--socket PATH] [--addr-file FILE] [--cluster-json FILE] [--sync normal|full]");
                 return Ok(None);

@@ -2,7 +2,7 @@
 //! timer work, the debounced scheduling cycle, one commit, then effects), and how the core's
 //! decisions are carried out (binds, requeues after a node loss).
 
-use super::{check_core_invariants, prov_decode, reset_for_requeue, wall_now, Controller, Due, Event, Ident, Outgoing, MAX_BATCH, PROV};
+use super::{check_core_invariants, prov_decode, reset_for_requeue, Controller, Due, Event, Ident, Outgoing, MAX_BATCH, PROV};
 use crate::deps;
 use crate::job::{JobRecord, JobState, StopWhy};
 use crate::store::AllocOp;
@@ -200,14 +200,17 @@ impl Controller {
     /// over every event waiting (at most 8192), with the timer work its tokio timers say is
     /// [`Due`], measured after the events are handled.
     pub async fn run(mut self, mut rx: mpsc::Receiver<Event>, mut shutdown: watch::Receiver<bool>) {
+        // The periods are in controller time: a scaled clock (trace replay) shortens them.
+        let clock = self.opts.clock.clone();
+        let (tick, sched_interval, debounce) = (clock.real(self.opts.tick), clock.real(self.opts.sched_interval), clock.real(self.opts.debounce));
         let mut next_tick = tokio::time::Instant::now();
         let mut next_cycle: Option<tokio::time::Instant> = Some(next_tick);
-        let mut last_cycle = tokio::time::Instant::now() - self.opts.debounce;
+        let mut last_cycle = tokio::time::Instant::now() - debounce;
         // The gap before an event-triggered cycle: the debounce, or as long as the last cycle
         // took when that is longer, counted from its end, so that under a stream of events
         // (a submission storm) cycles take at most about half of the owner's time and the
         // other turns answer (Slurm's main scheduler likewise defers to `sched_min_interval`).
-        let mut gap = self.opts.debounce;
+        let mut gap = debounce;
         let mut last_periodic = last_cycle;
         let mut events = Vec::with_capacity(1024);
         loop {
@@ -226,17 +229,17 @@ impl Controller {
                     Err(_) => break,
                 }
             }
-            let now = wall_now();
+            let now = clock.now();
             let started = Instant::now();
             let n_events = self.handle_all(&mut events, now);
             let inst = tokio::time::Instant::now();
             let due = Due {
                 tick: inst >= next_tick,
-                periodic: inst >= last_periodic + self.opts.sched_interval,
+                periodic: inst >= last_periodic + sched_interval,
                 debounced: inst >= last_cycle + gap,
             };
             if due.tick {
-                next_tick = inst + self.opts.tick;
+                next_tick = inst + tick;
             }
             if due.periodic {
                 last_periodic = inst;
@@ -244,7 +247,7 @@ impl Controller {
             let cycled = self.finish_turn(due, n_events, now);
             if cycled {
                 let end = tokio::time::Instant::now();
-                gap = self.opts.debounce.max(end - inst);
+                gap = debounce.max(end - inst);
                 last_cycle = end;
                 self.record_turn_time(started);
             }
@@ -425,10 +428,14 @@ impl Controller {
     /// their accounting stays.
     fn purge_finished(&mut self, now: i64) {
         let cutoff = now - self.opts.min_job_age_s;
+        // A job whose records this turn still writes (finalized in this turn: a multi-node
+        // job whose last node confirmed its end more than MinJobAge after the batch script
+        // ended) is purged at the next tick, once its accounting record is committed.
         let old: Vec<u64> = self
             .jobs
             .values()
             .filter(|r| r.state.is_finished() && r.end_time.is_some_and(|e| e < cutoff))
+            .filter(|r| !self.batch.acct.contains(&r.id) && !self.batch.steps.contains(&r.id))
             .map(|r| r.id)
             .collect();
         for id in old {

@@ -240,6 +240,9 @@ pub struct CtlOptions {
     /// [`crate::store::follow`]), so that its takeover reads only what changed; `false`
     /// (`--no-follow`): it reads everything at takeover, to compare.
     pub follow_store: bool,
+    /// Where the controller's time comes from ([`crate::clock`]): the wall clock, or a
+    /// scaled one for trace replay (`--time-scale`, test-only).
+    pub clock: Arc<dyn crate::clock::Clock>,
 }
 
 impl Default for CtlOptions {
@@ -275,6 +278,7 @@ impl Default for CtlOptions {
             advertise: String::new(),
             full_scan: false,
             follow_store: true,
+            clock: Arc::new(crate::clock::RealClock),
         }
     }
 }
@@ -385,7 +389,8 @@ pub(crate) fn step_down(e: &crate::store::StoreError) -> ! {
     panic!("stepping down: {e}");
 }
 
-/// Wall clock in seconds since the epoch (read only at the edge, here).
+/// Wall clock in seconds since the epoch (read only at the edge, here): credentials and
+/// tokens. The controller's own time is [`CtlOptions::clock`]'s.
 pub fn wall_now() -> i64 {
     std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
