@@ -380,6 +380,11 @@ impl AssocTree {
     /// else the user's partition-less one; `None` if the user has neither (the job is
     /// refused under `AccountingStorageEnforce=associations`).
     pub fn find(&self, user: &str, account: &str, partition: Option<&str>) -> Option<&Association> {
+        // The lookup key owns its strings: an empty tree (accounting off, every order stage
+        // asks for every pending job) is answered without building one.
+        if self.by_key.is_empty() {
+            return None;
+        }
         partition
             .and_then(|p| self.by_key.get(&Self::key(account, Some(user), Some(p))))
             .or_else(|| self.by_key.get(&Self::key(account, Some(user), None)))

@@ -67,7 +67,9 @@ impl Scheduler {
                 held: own.is_some(),
             });
         }
-        order.sort_by_key(|c| (std::cmp::Reverse(c.key.0), c.key.1, c.key.2));
+        // Every key ends with the job's own id (a held reservation froze the job's own rank),
+        // so no two are equal and an unstable sort gives the one order.
+        order.sort_unstable_by_key(|c| (std::cmp::Reverse(c.key.0), c.key.1, c.key.2));
         order
     }
 }
