@@ -398,6 +398,11 @@ pub fn job_record(j: &JobInfo, flags: ShowFlags, now: i64, gpu_types: &BTreeMap<
             (None, Some(s)) => head.push_str(&format!("ArrayTaskId={s} ")),
             _ => {}
         }
+        // `slurm_sprint_job_info`: the `%N` throttle of the array's pending remainder (its
+        // `array_max_tasks`; a started task's record has none).
+        if let Some(n) = j.array_task_str.as_deref().filter(|_| j.array_task_id.is_none()).and_then(|s| s.split_once('%')).map(|(_, n)| n) {
+            head.push_str(&format!("ArrayTaskThrottle={n} "));
+        }
     }
     head.push_str(&format!("JobName={}", j.name));
     l.push(head);
@@ -874,7 +879,11 @@ pub fn show_node(name: Option<&str>, flags: ShowFlags, io: &mut Io<'_>) -> i32 {
             "   ExtSensorsJoules=n/s ExtSensorsWatts=0 ExtSensorsTemp=n/s".into(),
         ];
         if let Some(r) = &n.reason {
-            lines.push(format!("   Reason={r} [root@{}]", fmt_time(now)));
+            // Slurm's `slurm_sprint_node_table`: `Reason=TEXT [USER@TIME]` from the node's
+            // `reason_uid` and `reason_time` (`Unknown` where not known).
+            let who = n.reason_uid.map_or_else(|| "Unknown".into(), crate::common::user_name);
+            let when = n.reason_time.map_or_else(|| "Unknown".into(), fmt_time);
+            lines.push(format!("   Reason={r} [{who}@{when}]"));
         }
         if flags.one_liner {
             // Joined with one space, trailing blanks kept (golden 0036: `CoresPerSocket=32  CPUAlloc`).

@@ -266,8 +266,10 @@ fn value(ch: char, r: &Row<'_>, conf: &flotilla_core::config::ClusterConfig) -> 
         'd' => ("TMP_DISK", "0".into()),
         'w' => ("WEIGHT", nconf.map_or(1, |x| x.weight).to_string()),
         'E' => ("REASON", n0.and_then(|n| n.reason.clone()).unwrap_or_else(|| "none".into())),
-        'H' => ("TIMESTAMP", "Unknown".into()),
-        'u' => ("USER", if n0.is_some_and(|n| n.reason.is_some()) { "root" } else { "Unknown" }.into()),
+        // Slurm's `reason_time` and `reason_uid` (sinfo `_print_timestamp`, `_print_user`):
+        // `Unknown` without them.
+        'H' => ("TIMESTAMP", n0.and_then(|n| n.reason_time).map_or_else(|| "Unknown".into(), fmt_time)),
+        'u' => ("USER", n0.and_then(|n| n.reason_uid).map_or_else(|| "Unknown".into(), common::user_name)),
         'X' => ("SOCKETS", nconf.map_or(0, |x| x.sockets).to_string()),
         'Y' => ("CORES", nconf.map_or(0, |x| x.cores_per_socket).to_string()),
         'Z' => ("THREADS", nconf.map_or(0, |x| x.threads_per_core).to_string()),
@@ -439,20 +441,23 @@ pub fn run(args: &[String], io: &mut Io<'_>) -> i32 {
         if !noheader {
             s.push_str("REASON               USER      TIMESTAMP           NODELIST\n");
         }
-        let mut groups: Vec<(String, Vec<String>)> = Vec::new();
+        // Nodes share a line when every printed field is the same (`%20E %9u %19H %N`):
+        // the reason, who set it and when.
+        type Key = (String, Option<u32>, Option<i64>);
+        let mut groups: Vec<(Key, Vec<String>)> = Vec::new();
         for n in nodes.iter().filter(|n| n.reason.is_some() && name_ok(n)) {
-            let r = n.reason.clone().unwrap_or_default();
-            match groups.iter_mut().find(|(g, _)| *g == r) {
+            let key = (n.reason.clone().unwrap_or_default(), n.reason_uid, n.reason_time);
+            match groups.iter_mut().find(|(g, _)| *g == key) {
                 Some((_, v)) => v.push(n.name.clone()),
-                None => groups.push((r, vec![n.name.clone()])),
+                None => groups.push((key, vec![n.name.clone()])),
             }
         }
-        for (r, names) in groups {
+        for ((r, uid, time), names) in groups {
             s.push_str(&format!(
                 "{} {} {} {}\n",
                 field(&r, 20, false),
-                field("root", 9, false),
-                fmt_time(common::now()),
+                field(&uid.map_or_else(|| "Unknown".into(), common::user_name), 9, false),
+                time.map_or_else(|| "Unknown".into(), fmt_time),
                 flotilla_core::hostlist::compress(&names)
             ));
         }

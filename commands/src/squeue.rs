@@ -15,6 +15,7 @@ use flotilla_core::time::{fmt_ctime, fmt_time};
 use flotilla_proto::errno::ESLURM_INVALID_JOB_ID;
 use flotilla_proto::{JobField, JobQuery, JobRef, JobStateWire, JobView, QueueQuery, QueueRows, Request, Response};
 use std::borrow::Cow;
+use std::collections::BTreeSet;
 
 const DEFAULT_FMT: &str = "%.18i %.9P %.8j %.8u %.2t %.10M %.6D %R";
 const LONG_FMT: &str = "%.18i %.9P %.8j %.8u %.8T %.10M %.9l %.6D %R";
@@ -311,6 +312,14 @@ pub fn run(args: &[String], io: &mut Io<'_>) -> i32 {
         if p.start && state(&j) != JobStateWire::Pending {
             continue;
         }
+        let partial;
+        let j = match partial_array(&p.job_ids, &j) {
+            Some(k) => {
+                partial = k;
+                &partial
+            }
+            None => &j,
+        };
         match (&j.array_task_str, j.array_task_id) {
             // `-r`: one row per pending task of an array's remainder.
             (Some(tasks), None) if p.array_unfold && j.array_job_id.is_some() => {
@@ -320,7 +329,7 @@ pub fn run(args: &[String], io: &mut Io<'_>) -> i32 {
                     rows.push(Row::render(&k, renderer, &mut lines, &keys, &mut key_vals, now, &mut scratch));
                 }
             }
-            _ => rows.push(Row::render(&j, renderer, &mut lines, &keys, &mut key_vals, now, &mut scratch)),
+            _ => rows.push(Row::render(j, renderer, &mut lines, &keys, &mut key_vals, now, &mut scratch)),
         }
     }
     if p.job_id_count == 1 && !any {
@@ -422,6 +431,38 @@ fn selected(p: &Params, j: &JobView<'_>) -> bool {
             let mine = flotilla_core::hostlist::expand(&j.nodes).unwrap_or_default();
             mine.iter().any(|n| p.nodes.contains(n))
         })
+}
+
+/// `-j` naming tasks of an array whose pending remainder is one record (Slurm 22.05
+/// `squeue/print.c` `_filter_job`, its `partial_array`): when the first `-j` entry that
+/// selects the record names a pending task of it (not the whole array), the record is shown
+/// with only the named pending tasks: one task as `A_T` (`-j 64_3` prints `64_3`), several as
+/// their ranges without the throttle (`64_[3-4]`). `None`: shown as it is.
+fn partial_array<'a>(refs: &[JobRef], j: &JobView<'a>) -> Option<JobView<'a>> {
+    let (Some(aid), Some(tasks)) = (j.array_job_id, j.array_task_str.as_deref()) else { return None };
+    if refs.is_empty() || j.array_task_id.is_some() {
+        return None;
+    }
+    let pending = jobfmt::expand_task_str(tasks);
+    // The first entry that selects the record decides (`_filter_job` stops at it).
+    let first = refs.iter().find(|r| match &r.tasks {
+        None => r.job_id == aid || r.job_id == j.job_id,
+        Some(ts) => r.job_id == aid && ts.iter().any(|t| pending.contains(t)),
+    })?;
+    first.tasks.as_ref()?;
+    let named: BTreeSet<u32> = refs
+        .iter()
+        .filter(|r| r.job_id == aid)
+        .flat_map(|r| r.tasks.iter().flatten().copied())
+        .filter(|t| pending.contains(t))
+        .collect();
+    let mut k = j.clone();
+    if named.len() == 1 {
+        (k.array_task_id, k.array_task_str) = (named.first().copied(), None);
+    } else {
+        k.array_task_str = Some(jobfmt::task_ranges(&named.into_iter().collect::<Vec<u32>>()).into());
+    }
+    Some(k)
 }
 
 /// A job squeue lists: where its line is, and where its sort keys are
@@ -604,6 +645,7 @@ fn letter_fields(ch: char) -> &'static [JobField] {
         'r' => &[F::Reason],
         'R' => &[F::State, F::Nodes, F::Reason],
         'S' => &[F::StartTime],
+        'V' => &[F::SubmitTime],
         't' | 'T' => &[F::State],
         'u' => &[F::User],
         'U' => &[F::Uid],
@@ -788,6 +830,8 @@ fn o_field<'b>(ch: char, j: Option<&'b JobView<'_>>, now: i64, scratch: &'b mut 
             }
         }
         'S' => t(j.start_time),
+        // `_print_job_submit_time`: the submission time as `slurm_make_time_str` writes it.
+        'V' => t(Some(j.submit_time)),
         't' => b(state(j).compact()),
         'T' => b(state(j).as_str()),
         'u' => b(&j.user),
@@ -1077,21 +1121,10 @@ fn elastic_range(j: &JobView<'_>, sizes: &Sizes) -> String {
 fn o2_value<'b>(f: O2, j: &'b JobView<'_>, sizes: &Sizes, now: i64, scratch: &'b mut String) -> Cow<'b, str> {
     match f {
         O2::Letter(ch) => o_field(ch, Some(j), now, scratch).map(|x| x.1).unwrap_or_default(),
-        O2::TresAlloc => {
-            if state(j) == JobStateWire::Pending {
-                // Slurm shows the requested TRES while pending, without billing.
-                let nodes = j.num_nodes.max(1);
-                format!(
-                    "cpu={},mem={},node={}",
-                    j.num_cpus,
-                    jobfmt::mem_str(jobfmt::pending_mem(j)),
-                    nodes
-                )
-                .into()
-            } else {
-                jobfmt::tres_str(j).into()
-            }
-        }
+        // `_print_job_tres_alloc`: the allocated TRES, else (pending) the requested ones,
+        // `scontrol`'s `TRES=` either way, billing included (golden 0175: a pending job's
+        // value cut at 20 characters is `cpu=1,mem=1G,node=1,`).
+        O2::TresAlloc => jobfmt::tres_str(j).into(),
         O2::NumTasks => j.num_tasks.to_string().into(),
         O2::ExitCode => format!("{}:{}", j.exit_code, j.exit_signal).into(),
         O2::StdOut => j.stdout.as_deref().map_or(Cow::Borrowed(""), Cow::Borrowed),
@@ -1160,6 +1193,26 @@ fn print_steps(p: &Params, rows: &[JobView<'_>], steps: &[flotilla_proto::step::
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Slurm's `_filter_job` `partial_array` (golden 0189: `squeue -j 64_3` prints `64_3`
+    /// for a task of the pending remainder `64_[0-5%2]`).
+    #[test]
+    fn named_tasks_of_a_pending_remainder_show_alone() {
+        let mut meta = JobView { job_id: 64, array_job_id: Some(64), ..JobView::default() };
+        meta.array_task_str = Some("2-5%2".into());
+        let refs = |s: &str| -> Vec<JobRef> { s.split(',').map(|r| parse_job_ref(r).unwrap()).collect() };
+        let shown = |s: &str| partial_array(&refs(s), &meta).map(|k| (k.array_task_id, k.array_task_str.map(|t| t.to_string())));
+        assert_eq!(shown("64_3"), Some((Some(3), None)));
+        assert_eq!(shown("64_3,64_5,64_4"), Some((None, Some("3-5".into()))), "several: their ranges, no throttle");
+        assert_eq!(shown("64_2,64_4"), Some((None, Some("2,4".into()))));
+        assert_eq!(shown("64_3,64_0"), Some((Some(3), None)), "a task not pending is not shown");
+        assert_eq!(shown("64"), None, "the whole array");
+        assert_eq!(shown("64,64_3"), None, "the first entry that selects it decides");
+        assert_eq!(shown("64_0,64_3"), Some((Some(3), None)), "an entry that does not select it does not decide");
+        assert_eq!(shown("65_3"), None);
+        let task = JobView { job_id: 70, array_job_id: Some(64), array_task_id: Some(1), ..JobView::default() };
+        assert!(partial_array(&refs("64_1"), &task).is_none(), "a task record is shown as it is");
+    }
 
     #[test]
     fn job_ids_read_as_slurm_s_32_bit_int() {

@@ -123,6 +123,9 @@ A06 = [
     arr("throttle_zero", "1-3%0"),
     arr("list_with_steps", "1-7:2,10"),
     arr("single", "7"),
+    # squeue -j naming tasks of the pending remainder (squeue/print.c _filter_job, partial_array).
+    {"name": "task_of_pending_remainder",
+     "cmd": "sb --hold --array='0-5%2' --wrap true\nsqueue -h -j ${J1}_3 -o '%i|%K|%F' | m\nsqueue -h -j ${J1}_3,${J1}_5,${J1}_4 -o '%i|%K' | m\nsqueue -h -j ${J1}_1,${J1}_3 -o '%i|%K' | m\nsqueue -h -j ${J1}_3,$J1 -o '%i' | m\nsqueue -h -j $J1,${J1}_3 -o '%i' | m\nfin"},
 ]
 
 # Area a09: scontrol update of jobs (slurmctld job_mgr.c: update_job / _update_job;
@@ -205,6 +208,9 @@ A07 = [
      "cmd": WNODE + "j=$(sbatch --parsable --uid=alice -w gpu04 -t 5 --wrap 'sleep 300' -D /home/alice/x)\nfor i in $(seq 300); do [ \"$(squeue -h -j $j -o %T)\" = RUNNING ] && break; sleep 0.1; done\nscontrol update nodename=gpu04 state=drain reason=m\nsinfo -h -N -n gpu04 -o '%N|%t|%T'\nscancel $j\nfor i in $(seq 300); do [ -z \"$(squeue -h -j $j -t R,CG -o %T)\" ] && break; sleep 0.1; done\nsinfo -h -N -n gpu04 -o '%N|%t|%T'\nscontrol update nodename=gpu04 state=resume"},
     {"name": "mixed_state", "user": "root",
      "cmd": WNODE + "j=$(sbatch --parsable --uid=alice -w gpu04 -t 5 -n 2 --wrap 'sleep 300' -D /home/alice/x)\nfor i in $(seq 300); do [ \"$(squeue -h -j $j -o %T)\" = RUNNING ] && break; sleep 0.1; done\nsinfo -h -N -n gpu04 -o '%N|%t|%T|%C'\nscancel $j\nfor i in $(seq 300); do [ -z \"$(squeue -h -j $j -t R,CG -o %T)\" ] && break; sleep 0.1; done"},
+    # The reason's user and time (node_mgr.c: reason_uid, reason_time; sinfo %u %H -R; scontrol).
+    {"name": "reason_user_time", "user": "root",
+     "cmd": WNODE + "sinfo -h -N -n gpu04 -o '%N|%E|%u|%H'\nscontrol update nodename=gpu04 state=drain reason='maint test'\nsinfo -h -N -n gpu04 -o '%N|%E|%u|%H'\nsinfo -R -h -n gpu04\nscontrol show node gpu04 | grep -E '^ *Reason='\nscontrol update nodename=gpu04 state=resume\n" + WNODE + "sinfo -h -N -n gpu04 -o '%N|%E|%u|%H'"},
 ]
 
 # Area a04: GRES and TRES strings (src/common/gres.c, slurmctld: TresPerJob/TresPerNode;

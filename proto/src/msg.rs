@@ -904,6 +904,12 @@ pub struct NodeInfo {
     pub pod: String,
     /// Boot epoch last registered.
     pub boot_epoch: u64,
+    /// When `reason` was set (Unix s; Slurm's `reason_time`, sinfo `%H`); `None` when there
+    /// is no reason or the controller does not know when it was set.
+    pub reason_time: Option<i64>,
+    /// Who set `reason` (Slurm's `reason_uid`, sinfo `%u`): the admin who drained or downed
+    /// the node, the controller's own user for a reason it set itself.
+    pub reason_uid: Option<u32>,
 }
 
 /// A partition as `sinfo`/`scontrol show partition` need it.
@@ -1491,7 +1497,7 @@ mod tests {
         assert_eq!(postcard::to_allocvec(&Request::Ping).unwrap()[0], 11);
         let resps = [
             Response::ServiceCreated { id: 3 },
-            Response::Services(vec![ServiceInfo { id: 3, replica_ids: vec![1 << 48], ..ServiceInfo::default() }]),
+            Response::Services(vec![ServiceInfo { id: 3, replica_ids: vec![5003], ..ServiceInfo::default() }]),
             Response::Alerts(vec![AlertInfo { id: 1, kind: "Page".into(), service_id: Some(3), ..AlertInfo::default() }]),
             Response::Partitions(vec![PartitionInfo {
                 name: "batch".into(),

@@ -119,8 +119,8 @@ pub struct JobRecord {
     pub array_max_running: Option<u32>,
     /// The job's priority as Slurm's `priority/basic` numbers it (`job_ptr->priority`, what
     /// squeue `%Q` and `scontrol show job` print under it): 0 while held, [`PRIO_UNSET`] until
-    /// the controller gives it the next number ([`crate::ctld`]'s `set_job_prio`). Not
-    /// stored: at recovery the live jobs are numbered again in job id order.
+    /// the controller gives it the next number ([`crate::ctld`]'s `set_job_prio`). Stored
+    /// with the record and kept across a restart, as Slurm's state file keeps it.
     pub priority: u32,
     /// State.
     pub state: JobState,

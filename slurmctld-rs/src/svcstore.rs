@@ -52,8 +52,6 @@ pub struct SvcBatch {
     pub services: Vec<ServiceOp>,
     /// New value of the service id sequence.
     pub next_service_id: Option<u32>,
-    /// New value of the replica id sequence.
-    pub next_replica_id: Option<u64>,
     /// New alerts.
     pub alerts: Vec<AlertRow>,
     /// Ended runs.
@@ -65,7 +63,6 @@ impl SvcBatch {
     pub fn is_empty(&self) -> bool {
         self.services.is_empty()
             && self.next_service_id.is_none()
-            && self.next_replica_id.is_none()
             && self.alerts.is_empty()
             && self.runs.is_empty()
     }
@@ -79,7 +76,9 @@ pub struct SvcLoaded {
     pub services: Vec<(u32, String)>,
     /// Next service id.
     pub next_service_id: u32,
-    /// Next replica id.
+    /// Next replica id as an older controller kept it (its replicas had ids from
+    /// `REPLICA_ID_BASE`); replicas now take job ids and the job id sequence, and this is
+    /// no longer written.
     pub next_replica_id: u64,
     /// The most recent alerts (at most [`ALERTS_KEPT`]), oldest first.
     pub alerts: Vec<AlertRow>,
@@ -109,9 +108,6 @@ pub fn commit(tx: &dyn Backend, b: &SvcBatch) -> Result<(), DbError> {
     let meta = d.replace("meta", &["key", "value"], &["key"]);
     if let Some(n) = b.next_service_id {
         tx.exec(&meta, &params!["next_service_id", n])?;
-    }
-    if let Some(n) = b.next_replica_id {
-        tx.exec(&meta, &params!["next_replica_id", i(n)])?;
     }
     let alerts: Vec<Vec<Param<'_>>> = b
         .alerts

@@ -315,7 +315,12 @@ fn dependency_chain() {
 /// service scaled to one replica. The budget's paging limit is 100 % (`--preempt-budget-pct`),
 /// so that preempting one of two training jobs is not paged instead.
 fn preemption_setup(name: &str, term: OnTerm) -> (Harness, u64, u32) {
-    let opts = CtlOptions { preempt_budget_pct: Some(100), ..CtlOptions::default() };
+    preemption_setup_from(name, term, 1)
+}
+
+/// [`preemption_setup`] with job ids from `first_job_id` (`FirstJobId`).
+fn preemption_setup_from(name: &str, term: OnTerm, first_job_id: u64) -> (Harness, u64, u32) {
+    let opts = CtlOptions { preempt_budget_pct: Some(100), first_job_id, ..CtlOptions::default() };
     let mut h = Harness::new(name, TWO_NODES, opts);
     h.register("gpu01");
     h.register("gpu02");
@@ -394,6 +399,80 @@ fn preemption_without_ack_is_killed_at_the_deadline() {
     h.turn_until(5, 1, |h| state(h, victim) == JobStateWire::Running);
     assert_eq!(h.runs_on(&node), vec![(victim, 1)]);
     h.check();
+}
+
+/// Slurm's `_load_job_state`: every job keeps its priority across a controller restart (the
+/// state file holds `job_ptr->priority`), running and pending, and numbering goes on below the
+/// lowest number kept. Job `a` is released after `b` and `c` were numbered, so it ranks below
+/// them; numbered again in job id order it would rank above.
+#[test]
+fn priorities_are_kept_across_a_restart() {
+    let mut h = Harness::two_nodes("ctl_priority_restart");
+    let mut j = gpu_job(User::Alice, 8, None, 0);
+    j.hold = true;
+    let a = h.submit(j);
+    let b = h.submit(gpu_job(User::Alice, 8, None, 0));
+    let c = h.submit(gpu_job(User::Alice, 8, None, 0));
+    h.call(User::Alice, hold(HoldOp::Release, a));
+    let d = h.submit(gpu_job(User::Alice, 8, None, 0));
+    let top: u64 = 0xffff_0000 - 1;
+    let prio = |h: &Harness| [a, b, c, d].map(|id| (state(h, id), h.job(id).priority));
+    let before = [
+        (JobStateWire::Pending, top - 2),
+        (JobStateWire::Running, top),
+        (JobStateWire::Running, top - 1),
+        (JobStateWire::Pending, top - 3),
+    ];
+    assert_eq!(prio(&h), before);
+    h.restart();
+    h.register("gpu01");
+    h.register("gpu02");
+    h.turn();
+    assert_eq!(prio(&h), before, "kept across the restart");
+    let e = h.submit(gpu_job(User::Alice, 8, None, 0));
+    assert_eq!(h.job(e).priority, top - 4, "numbered on below the lowest kept");
+}
+
+/// A replica's id is a job id of the controller's one sequence (Slurm's `get_next_job_id`:
+/// a uint32 from `FirstJobId` up, which tools that parse job ids as 32-bit read), not one of
+/// a private range above 2^48: the next id after the training jobs, named so in the budget
+/// alert. The state store keeps it across a restart (the replica runs on under the same id
+/// and is its service's), and the sequence goes on past it, for jobs and for the next
+/// replica alike.
+#[test]
+fn replica_ids_are_job_ids_kept_across_a_restart() {
+    let (mut h, victim, sid) = preemption_setup_from("ctl_replica_ids", OnTerm::AckCheckpoint, 5000);
+    assert_eq!(victim, 5001);
+    h.turn();
+    h.turn();
+    let replica = h.jobs().find(|j| j.service_id == Some(sid)).expect("a replica").job_id;
+    assert_eq!(replica, 5002, "the next job id after the two training jobs");
+    assert_eq!(state(&h, replica), JobStateWire::Running);
+    let alerts = match h.call(User::Root, Request::QueryAlerts) {
+        Response::Alerts(a) => a,
+        other => panic!("{other:?}"),
+    };
+    assert!(alerts.iter().any(|a| a.kind == "PreemptionBudgetWarn" && a.job_id == Some(replica)), "{alerts:?}");
+    assert!(alerts.iter().all(|a| a.job_id.is_none_or(|j| (5000..0x03ff_0000).contains(&j))), "{alerts:?}");
+    let services = |h: &mut Harness| match h.call(User::Root, Request::QueryServices { ids: vec![sid] }) {
+        Response::Services(s) => s,
+        other => panic!("{other:?}"),
+    };
+    assert_eq!(services(&mut h)[0].replica_ids, vec![replica]);
+
+    h.restart();
+    h.register("gpu01");
+    h.register("gpu02");
+    h.turn();
+    assert_eq!((state(&h, replica), h.job(replica).service_id), (JobStateWire::Running, Some(sid)), "kept across the restart");
+    assert_eq!(services(&mut h)[0].replica_ids, vec![replica]);
+    assert_eq!(h.submit(gpu_job(User::Alice, 0, Some(100), 0)), replica + 1, "job ids go on past the replica's");
+    h.call(User::Alice, Request::ServiceScale { id: sid, replicas: 2 });
+    h.turn_until(5, 1, |h| h.jobs().filter(|j| j.service_id == Some(sid)).count() == 2);
+    let mut ids: Vec<u64> = h.jobs().filter(|j| j.service_id == Some(sid)).map(|j| j.job_id).collect();
+    ids.sort_unstable();
+    assert_eq!(ids, vec![replica, replica + 2], "a new replica takes the next job id");
+    assert_eq!(h.submit(gpu_job(User::Alice, 0, Some(100), 0)), replica + 3);
 }
 
 /// A node reports a new boot epoch (it rebooted under its jobs): the core takes their

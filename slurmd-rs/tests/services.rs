@@ -140,7 +140,9 @@ fn service_scale_up_preempts_training_which_checkpoints_requeues_and_completes()
     let s = service(&c, sid);
     let replica = c.job(s.replica_ids[0]).expect("replica visible as a job");
     assert_eq!((replica.name.as_str(), replica.service_id, replica.gpus), ("llm", Some(sid), 4));
-    assert!(replica.job_id >= 1 << 48);
+    // A replica's id is a Slurm job id of the controller's sequence (a uint32 that 32-bit
+    // tools parse), after the training job's, not one of a private range.
+    assert!(replica.job_id > train && replica.job_id < 0x03ff_0000, "replica id {} after job {train}", replica.job_id);
     assert_eq!(replica.state, Some(JobStateWire::Running));
 
     // The preemption took 25 % of running training: the budget warning reached AlertProgram
@@ -150,7 +152,7 @@ fn service_scale_up_preempts_training_which_checkpoints_requeues_and_completes()
     let text = std::fs::read_to_string(&sink).unwrap();
     let first: serde_json::Value = serde_json::from_str(text.lines().next().unwrap()).unwrap();
     assert_eq!(first["kind"], "PreemptionBudgetWarn", "{first}");
-    assert_eq!(first["job_id"], serde_json::json!(1u64 << 48), "the alert names the replica: {first}");
+    assert_eq!(first["job_id"], serde_json::json!(replica.job_id), "the alert names the replica by its job id: {first}");
     assert!(first["decision"]["Alert"].is_object(), "{first}");
     match c.call(0, Request::QueryAlerts) {
         Ok(Response::Alerts(a)) => assert!(a.iter().any(|a| a.kind == "PreemptionBudgetWarn" && a.message.contains("25%")), "{a:?}"),

@@ -1,6 +1,8 @@
 //! Inference services: long-lived deployments whose replicas the core keeps at the target
 //! count, level-triggered. Replicas are job-like pending and running entries with ids from
-//! [`REPLICA_ID_BASE`] up; they are never preempted, and scaling up may preempt training.
+//! [`REPLICA_ID_BASE`] up, or from the driver's job id sequence
+//! ([`Scheduler::share_job_ids`]: the controller's case); they are never preempted, and
+//! scaling up may preempt training.
 
 use super::types::PendingJob;
 use super::{Decision, RunningJob, Scheduler, ServiceId, ServiceSpec, REPLICA_ID_BASE};
@@ -46,20 +48,40 @@ impl Scheduler {
     /// [`Scheduler::restore_running`] when they are not free.
     pub fn restore_replica(&mut self, service: ServiceId, job: RunningJob) {
         let id = job.spec.id;
-        self.next_replica = self.next_replica.max(id.0 + 1);
+        // Only an id of the range ids are handed out from moves the sequence on: a replica
+        // of an older state (from `REPLICA_ID_BASE`) restored while ids are job ids does not.
+        if (id.0 >= REPLICA_ID_BASE) == (self.next_replica >= REPLICA_ID_BASE) {
+            self.next_replica = self.next_replica.max(id.0 + 1);
+        }
         self.replica_service.insert(id, service);
         self.restore_running(job);
     }
 
-    /// The next replica id the core will hand out (from [`REPLICA_ID_BASE`] up).
+    /// The next replica id the core will hand out (from [`REPLICA_ID_BASE`] up, or the
+    /// driver's next job id after [`Scheduler::share_job_ids`]).
     pub fn next_replica_id(&self) -> u64 {
         self.next_replica
     }
 
     /// Replica ids start at `next` or above from now on (a restarted driver passes the
-    /// persisted sequence so a replica id is never reused).
+    /// persisted sequence so a replica id is never reused). Ids stay in the range they are
+    /// in: from [`REPLICA_ID_BASE`] up unless [`Scheduler::share_job_ids`] was called.
     pub fn set_next_replica_id(&mut self, next: u64) {
-        self.next_replica = self.next_replica.max(next).max(REPLICA_ID_BASE);
+        let floor = if self.next_replica < REPLICA_ID_BASE { 0 } else { REPLICA_ID_BASE };
+        self.next_replica = self.next_replica.max(next).max(floor);
+    }
+
+    /// Replicas get ids from the driver's job id sequence from now on, the next one `next`
+    /// (the driver's next free job id, below [`REPLICA_ID_BASE`]), so every id a Slurm tool
+    /// sees is a 32-bit Slurm job id. The driver keeps the two sequences one: each job id
+    /// it gives moves this one past it ([`Scheduler::set_next_replica_id`]), and it takes
+    /// [`Scheduler::next_replica_id`] back after the core made replicas.
+    ///
+    /// # Panics
+    /// If `next` is not below [`REPLICA_ID_BASE`].
+    pub fn share_job_ids(&mut self, next: u64) {
+        assert!(next < REPLICA_ID_BASE, "job id {next} is in the replica id range");
+        self.next_replica = next;
     }
 
     /// Bookkeeping when a running job or replica leaves.

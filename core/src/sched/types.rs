@@ -36,7 +36,10 @@ impl fmt::Display for ServiceId {
     }
 }
 
-/// Replica ids are job ids from this value up, so they never collide with Slurm job ids.
+/// Replica ids are job ids from this value up, so they never collide with the driver's job
+/// ids, unless the driver shares its job id sequence with the core
+/// ([`Scheduler::share_job_ids`](super::Scheduler::share_job_ids)), as the controller does:
+/// its replicas are Slurm job ids.
 pub const REPLICA_ID_BASE: u64 = 1 << 48;
 
 /// A long-lived inference deployment (DESIGN.md §2): each replica is one allocation of
@@ -418,7 +421,7 @@ pub enum Decision {
     BindReplica {
         /// The service the replica belongs to.
         service: ServiceId,
-        /// The replica's id (from [`REPLICA_ID_BASE`] up).
+        /// The replica's id (see [`REPLICA_ID_BASE`]).
         replica: JobId,
         /// Its allocations, one per node.
         allocs: Vec<Allocation>,
@@ -438,7 +441,7 @@ pub enum Decision {
         service: ServiceId,
         /// Replica to drain.
         from: JobId,
-        /// The new replica's id (a fresh one, from [`REPLICA_ID_BASE`] up).
+        /// The new replica's id (a fresh one, see [`REPLICA_ID_BASE`]).
         to: JobId,
         /// Where the new replica runs.
         allocs: Vec<Allocation>,

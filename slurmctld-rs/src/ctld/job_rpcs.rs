@@ -60,6 +60,11 @@ impl Controller {
                 if let Some(mut f) = failed {
                     f.id = id;
                     f.spec.id = JobId(id);
+                    // Refused by `_select_nodes_parts`, after `job_allocate` numbered it
+                    // (`set_job_prio`; a held job's priority is 0 and takes no number).
+                    if f.spec.held.is_none() && f.spec.base_priority == 0 {
+                        f.priority = self.next_prio(f.spec.nice);
+                    }
                     crate::acct::failed_at_submit(&mut f, now);
                     self.jobs.insert(id, *f);
                     self.dirty(id);
@@ -85,6 +90,10 @@ impl Controller {
                 rec.id = id;
                 rec.spec.id = JobId(id);
                 if s.test_only {
+                    // `job_allocate` numbers the record before `will_run` answers and purges it.
+                    if rec.spec.held.is_none() && rec.spec.base_priority == 0 {
+                        self.next_prio(rec.spec.nice);
+                    }
                     return self.test_only(id, &rec, now);
                 }
                 let env = serde_json::to_string(&s.environment).unwrap_or_else(|_| "[]".into());

@@ -49,6 +49,7 @@ impl Controller {
                     Err(_) => self.sched.cluster().node(id).avail.clone(),
                 };
                 self.sched.restore_node(id, row.boot_epoch, avail);
+                self.nodes[id.0 as usize].reason_set = crate::store::rows::reason_set_from_json(&row.avail);
                 known.insert(row.name.clone());
             }
         }
@@ -64,15 +65,20 @@ impl Controller {
         let (mut pending, mut running) = (0, 0);
         let mut vanished = Vec::new();
         for mut rec in loaded.jobs {
-            // Priorities are not stored (see `store::rows`'s `JobRow`): a held job's is 0,
-            // an operator's stays, the others are numbered again below, in job id order.
-            rec.priority = if rec.spec.held.is_some() {
-                0
-            } else if rec.spec.base_priority != 0 {
-                rec.spec.base_priority
-            } else {
-                crate::job::PRIO_UNSET
-            };
+            // Slurm's `_load_job_state` (`job_mgr.c`): a job keeps the priority its state
+            // file holds, and the lowest kept number that is not an operator's (one above 1)
+            // is where `set_job_prio` numbers on. A record written before priorities were
+            // kept has none: a held job's is 0, an operator's stays, the others are numbered
+            // again below, in job id order.
+            if rec.priority == crate::job::PRIO_UNSET {
+                if rec.spec.held.is_some() {
+                    rec.priority = 0;
+                } else if rec.spec.base_priority != 0 {
+                    rec.priority = rec.spec.base_priority;
+                }
+            } else if rec.priority > 1 && rec.spec.base_priority == 0 {
+                self.lowest_prio = self.lowest_prio.min(rec.priority);
+            }
             if let Some(p) = self.sched.cluster().partition_id(&rec.partition) {
                 rec.spec.partition = p;
             }
@@ -130,9 +136,8 @@ impl Controller {
             }
             self.jobs.insert(rec.id, rec);
         }
-        // Slurm keeps `job_ptr->priority` in its state file and numbers on below the lowest
-        // (`_load_job_state`); Flotilla numbers the live jobs again in job id order, which
-        // keeps their order (nice and operator values aside).
+        // Live jobs of an older record without a kept priority are numbered on below the
+        // lowest kept one, in job id order.
         let unnumbered: Vec<u64> = self
             .jobs
             .values()
@@ -418,6 +423,7 @@ impl Controller {
                     now as u64,
                 );
                 self.apply(ds, now);
+                self.reason_set(nid, None, now);
                 self.save_node(nid);
             }
         }
@@ -655,6 +661,7 @@ impl Controller {
 
     /// Commits the batch, then sends replies and node messages (decisions, then effects).
     fn flush(&mut self, events: u64, now: i64) {
+        self.sync_job_ids();
         let dirty: Vec<u64> = self.batch.jobs.iter().copied().collect();
         for id in dirty {
             // An array's pending remainder is accounted as `A_[tasks]`: rewritten as tasks

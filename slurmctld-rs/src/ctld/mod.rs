@@ -297,6 +297,9 @@ struct NodeRt {
     down_since: Option<i64>,
     marked_down: bool,
     jobs: BTreeSet<u64>,
+    /// When and by whom (uid) the node's reason was last set: Slurm's `reason_time` and
+    /// `reason_uid` (sinfo `%H`, `%u`, `-R`; scontrol's `Reason=... [user@time]`).
+    reason_set: Option<(i64, u32)>,
 }
 
 #[derive(Debug)]
@@ -601,11 +604,26 @@ impl Controller {
         }
     }
 
+    /// The next job id (Slurm's `get_next_job_id`, `job_mgr.c`: one sequence from
+    /// `FirstJobId` up). Replicas the core made take ids of the same sequence
+    /// (`Scheduler::share_job_ids`): the id given is past them, and they are past it.
     fn take_id(&mut self) -> u64 {
+        self.sync_job_ids();
         let id = self.next_job_id;
         self.next_job_id += 1;
         self.batch.next_job_id = Some(self.next_job_id);
+        self.sched.set_next_replica_id(self.next_job_id);
         id
+    }
+
+    /// Moves the job id sequence past the replica ids the core gave (persisted with the
+    /// turn's commit, so a restart never gives a replica's id again).
+    fn sync_job_ids(&mut self) {
+        let next = self.sched.next_replica_id();
+        if next > self.next_job_id && next < flotilla_core::sched::REPLICA_ID_BASE {
+            self.next_job_id = next;
+            self.batch.next_job_id = Some(next);
+        }
     }
 
     fn dirty(&mut self, id: u64) {
@@ -626,16 +644,28 @@ impl Controller {
 
     /// Gives job `id` the next number of [`Controller::set_job_prio`] (whatever its state).
     fn number_job(&mut self, id: u64) {
-        let Some(rec) = self.jobs.get_mut(&id) else { return };
+        let Some(nice) = self.jobs.get(&id).map(|r| r.spec.nice) else { return };
+        let p = self.next_prio(nice);
+        if let Some(rec) = self.jobs.get_mut(&id) {
+            rec.priority = p;
+        }
+    }
+
+    /// The next number of [`Controller::set_job_prio`] for a job of `nice`, taken. Slurm
+    /// takes one for every job record `job_allocate` creates, also for one it then refuses
+    /// (`--test-only`'s `will_run`, a node configuration no node satisfies): they move the
+    /// numbers of later jobs down as well.
+    fn next_prio(&mut self, nice: i32) -> u32 {
         let last = self.lowest_prio;
         let mut p = if last >= 2 { i64::from(last) - 1 } else { 1 };
-        let offset = i64::from(rec.spec.nice);
+        let offset = i64::from(nice);
         if offset <= 0 || p > offset + 1 {
             p -= offset;
         }
-        rec.priority = p.clamp(1, i64::from(u32::MAX - 2)) as u32;
-        let relative = i64::from(rec.priority) + offset;
+        let prio = p.clamp(1, i64::from(u32::MAX - 2)) as u32;
+        let relative = i64::from(prio) + offset;
         self.lowest_prio = relative.clamp(0, i64::from(u32::MAX)).min(i64::from(self.lowest_prio)) as u32;
+        prio
     }
 
     fn send(&mut self, node: &str, msg: CtlToNode) {

@@ -60,6 +60,7 @@ impl Controller {
             info!(node = %self.sched.cluster().node(id).name, ?avail, "node availability updated by an admin");
             let d = self.sched.handle(CoreEvent::NodeAvail { node: id, avail: avail.clone() }, now as u64);
             self.apply(d, now);
+            self.reason_set(id, Some(ident.uid), now);
             self.save_node(id);
         }
         self.sched_dirty = true;
@@ -117,8 +118,15 @@ impl Controller {
         self.batch.nodes.push(NodeRow {
             name: n.name.clone(),
             boot_epoch: n.boot_epoch,
-            avail: crate::store::rows::avail_to_json(&n.avail),
+            avail: crate::store::rows::avail_to_json_with(&n.avail, self.nodes[nid.0 as usize].reason_set),
         });
+    }
+
+    /// The node's reason was set now by `uid` (Slurm's `reason_time`, `reason_uid`: the
+    /// requester of `scontrol update`, else the controller's own user).
+    pub(super) fn reason_set(&mut self, nid: NodeId, uid: Option<u32>, now: i64) {
+        let uid = uid.unwrap_or_else(|| nix::unistd::geteuid().as_raw());
+        self.nodes[nid.0 as usize].reason_set = Some((now, uid));
     }
 
     pub(super) fn node_msg(&mut self, conn: u64, node: &str, msg: NodeToCtl, now: i64) {
@@ -188,6 +196,7 @@ impl Controller {
                     now as u64,
                 );
                 self.apply(ds, now);
+                self.reason_set(nid, None, now);
                 self.save_node(nid);
                 self.sched_dirty = true;
             }

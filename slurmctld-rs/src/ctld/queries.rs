@@ -274,6 +274,7 @@ impl Controller {
                     })
                     .to_string(), None),
                 };
+                let set = self.nodes[i].reason_set.filter(|_| reason.is_some());
                 NodeInfo {
                     name: n.name.clone(),
                     state,
@@ -289,6 +290,8 @@ impl Controller {
                     partitions: n.partitions.iter().map(|p| c.partitions[p.0 as usize].name.clone()).collect(),
                     pod: c.pods[n.pod.0 as usize].name.clone(),
                     boot_epoch: n.boot_epoch,
+                    reason_time: set.map(|s| s.0),
+                    reason_uid: set.map(|s| s.1),
                 }
             })
             .collect()

@@ -3,9 +3,11 @@
 //! per-run accounting rows, and alerts and pages (persisted, `scontrol show alerts`, handed
 //! to `AlertProgram`).
 //!
-//! A replica the core binds becomes a record in the job table with its replica id (from
-//! `REPLICA_ID_BASE`), the service's name as job name and the service command as batch
-//! script, and is launched on its node like any job; its end is reported to the core
+//! A replica the core binds becomes a record in the job table with its replica id (a job id:
+//! the core takes replica ids from the controller's job id sequence,
+//! `Scheduler::share_job_ids`, so squeue, scontrol, sacct and alerts show a 32-bit Slurm job
+//! id within `FirstJobId`..`MaxJobId`), the service's name as job name and the service
+//! command as batch script, and is launched on its node like any job; its end is reported to the core
 //! (`JobEnded`), which starts a replacement while the service wants it. Replicas are never
 //! requeued and have no time limit.
 
@@ -37,8 +39,6 @@ pub(super) struct SvcState {
     next_alert_id: u64,
     /// Alerts committed in this turn, as JSON for `AlertProgram` (sent after the commit).
     alert_out: Vec<String>,
-    /// Replica id sequence as last persisted.
-    next_replica_saved: u64,
 }
 
 fn svc_error(text: &str) -> SlurmError {
@@ -49,8 +49,12 @@ impl Controller {
     /// Restores services, sequences and recent alerts (before running replicas are restored).
     pub(super) fn recover_services(&mut self, l: SvcLoaded, now: i64) {
         self.svc.next_service_id = l.next_service_id.max(1);
-        self.sched.set_next_replica_id(l.next_replica_id);
-        self.svc.next_replica_saved = self.sched.next_replica_id();
+        // An older controller's replica sequence counted from `REPLICA_ID_BASE`; one below
+        // it (never written now) only moves the job id sequence on.
+        if l.next_replica_id < flotilla_core::sched::REPLICA_ID_BASE {
+            self.next_job_id = self.next_job_id.max(l.next_replica_id);
+        }
+        self.sched.share_job_ids(self.next_job_id);
         self.svc.next_alert_id = l.alerts.last().map_or(1, |a| a.id + 1);
         self.svc.alerts = l.alerts.into();
         for (id, text) in l.services {
@@ -232,11 +236,6 @@ impl Controller {
         let env = serde_json::to_string(&s.create.environment).unwrap_or_else(|_| "[]".into());
         self.batch.scripts.push((replica.0, replica_script(&s.create.command), env));
         self.jobs.insert(replica.0, rec);
-        let next = self.sched.next_replica_id();
-        if next != self.svc.next_replica_saved {
-            self.svc.next_replica_saved = next;
-            self.batch.svc.next_replica_id = Some(next);
-        }
         info!(service = service.0, replica = replica.0, "replica starting");
         self.bind_job(replica.0, allocs, now);
     }

@@ -36,7 +36,7 @@ mod service;
 
 pub use alert::{AlertDecisionRow, PageRow, PageVictimRow};
 pub use job::{AcctInfoRow, ArrayTasksRow, JobRow, JobStateRow, SignalSpecRow, StopWhyRow, StoppingRow};
-pub use sched::{AllocationRow, HoldRow, JobSpecRow, NodeAllocRow, NodeAvailRow, OwnerRow, RequestRow, TopologyRow};
+pub use sched::{AllocationRow, HoldRow, JobSpecRow, NodeAllocRow, NodeAvailRow, OwnerRow, ReasonSetRow, RequestRow, TopologyRow};
 pub use service::{ServiceCreateRow, ServiceRow};
 
 /// The record format the store writes (see the module doc for the history).
@@ -79,4 +79,14 @@ pub fn avail_to_json(a: &NodeAvail) -> String {
 /// Reads a `nodes.avail` (formats 0 and 1). Errors: the JSON's.
 pub fn avail_from_json(text: &str) -> Result<NodeAvail, serde_json::Error> {
     serde_json::from_str::<NodeAvailRow>(text).map(NodeAvail::from)
+}
+
+/// The `nodes.avail` text of `a` with when and by whom its reason was set (`(time, uid)`).
+pub fn avail_to_json_with(a: &NodeAvail, set: Option<(i64, u32)>) -> String {
+    to_json(&NodeAvailRow::with_set(a, set.map(|(time, uid)| ReasonSetRow { time, uid })))
+}
+
+/// When and by whom the reason of a `nodes.avail` was set (`(time, uid)`), where it says.
+pub fn reason_set_from_json(text: &str) -> Option<(i64, u32)> {
+    serde_json::from_str::<NodeAvailRow>(text).ok()?.reason_set().map(|s| (s.time, s.uid))
 }

@@ -197,6 +197,11 @@ pub struct JobRow {
     /// An elastic job's signal, grown parts and resize history; absent for a rigid job.
     #[serde(rename = "elastic", default, skip_serializing_if = "Option::is_none")]
     pub elastic: Option<ElasticRecordRow>,
+    /// `job_ptr->priority` (Slurm keeps it in its state file, `_dump_job_state`); absent
+    /// while the controller has not numbered the job, and in records written before it was
+    /// kept (the controller numbers those again at recovery).
+    #[serde(rename = "priority", default, skip_serializing_if = "Option::is_none")]
+    pub priority: Option<u32>,
 }
 
 /// [`ElasticRecord`].
@@ -648,9 +653,7 @@ impl From<&JobRecord> for JobRow {
             array_task_id,
             array_pending,
             array_max_running,
-            // Not stored: the controller numbers the live jobs again at recovery
-            // (`ctld::lifecycle`), as format 1 has no place for it.
-            priority: _,
+            priority,
             state,
             reason,
             name,
@@ -768,6 +771,7 @@ impl From<&JobRecord> for JobRow {
             tres_per_socket: tres_per_socket.clone(),
             max_nodes: *max_nodes,
             elastic: elastic.as_ref().map(ElasticRecordRow::from),
+            priority: (*priority != crate::job::PRIO_UNSET).then_some(*priority),
         }
     }
 }
@@ -835,6 +839,7 @@ impl From<JobRow> for JobRecord {
             tres_per_socket,
             max_nodes,
             elastic,
+            priority,
         } = r;
         // The spec's QOS is the record's (stored once).
         let mut spec = JobSpec::from(spec);
@@ -845,7 +850,7 @@ impl From<JobRow> for JobRecord {
             array_task_id,
             array_pending,
             array_max_running,
-            priority: crate::job::PRIO_UNSET,
+            priority: priority.unwrap_or(crate::job::PRIO_UNSET),
             state: state.into(),
             reason,
             name,

@@ -257,6 +257,10 @@ pub enum NodeAvailRow {
         /// Admin's reason.
         #[serde(rename = "reason")]
         reason: String,
+        /// When and by whom the reason was set ([`ReasonSetRow`]); absent in records
+        /// written before it was kept.
+        #[serde(rename = "set", default, skip_serializing_if = "Option::is_none")]
+        set: Option<ReasonSetRow>,
     },
     /// Down.
     #[serde(rename = "Down")]
@@ -264,6 +268,10 @@ pub enum NodeAvailRow {
         /// Why.
         #[serde(rename = "reason")]
         reason: String,
+        /// When and by whom the reason was set ([`ReasonSetRow`]); absent in records
+        /// written before it was kept.
+        #[serde(rename = "set", default, skip_serializing_if = "Option::is_none")]
+        set: Option<ReasonSetRow>,
     },
     /// Quarantined by the GPU health policy.
     #[serde(rename = "Quarantined")]
@@ -271,6 +279,10 @@ pub enum NodeAvailRow {
         /// The health event.
         #[serde(rename = "reason")]
         reason: String,
+        /// When and by whom the reason was set ([`ReasonSetRow`]); absent in records
+        /// written before it was kept.
+        #[serde(rename = "set", default, skip_serializing_if = "Option::is_none")]
+        set: Option<ReasonSetRow>,
     },
     /// Not registered yet.
     #[serde(rename = "Unknown")]
@@ -570,14 +582,41 @@ impl From<AllocationRow> for Allocation {
     }
 }
 
+/// When a node's reason was set and by whom (Slurm's `reason_time` and `reason_uid`, kept
+/// in its node state file).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ReasonSetRow {
+    /// Unix seconds.
+    #[serde(rename = "time")]
+    pub time: i64,
+    /// User id.
+    #[serde(rename = "uid")]
+    pub uid: u32,
+}
+
 impl From<&NodeAvail> for NodeAvailRow {
     fn from(a: &NodeAvail) -> Self {
+        NodeAvailRow::with_set(a, None)
+    }
+}
+
+impl NodeAvailRow {
+    /// `a` with when and by whom its reason was set (ignored for a state without a reason).
+    pub fn with_set(a: &NodeAvail, set: Option<ReasonSetRow>) -> Self {
         match a {
             NodeAvail::Up => NodeAvailRow::Up,
-            NodeAvail::Drain { reason } => NodeAvailRow::Drain { reason: reason.clone() },
-            NodeAvail::Down { reason } => NodeAvailRow::Down { reason: reason.clone() },
-            NodeAvail::Quarantined { reason } => NodeAvailRow::Quarantined { reason: reason.clone() },
+            NodeAvail::Drain { reason } => NodeAvailRow::Drain { reason: reason.clone(), set },
+            NodeAvail::Down { reason } => NodeAvailRow::Down { reason: reason.clone(), set },
+            NodeAvail::Quarantined { reason } => NodeAvailRow::Quarantined { reason: reason.clone(), set },
             NodeAvail::Unknown => NodeAvailRow::Unknown,
+        }
+    }
+
+    /// When and by whom the reason was set, where the record says.
+    pub fn reason_set(&self) -> Option<ReasonSetRow> {
+        match self {
+            NodeAvailRow::Drain { set, .. } | NodeAvailRow::Down { set, .. } | NodeAvailRow::Quarantined { set, .. } => *set,
+            NodeAvailRow::Up | NodeAvailRow::Unknown => None,
         }
     }
 }
@@ -586,9 +625,9 @@ impl From<NodeAvailRow> for NodeAvail {
     fn from(a: NodeAvailRow) -> Self {
         match a {
             NodeAvailRow::Up => NodeAvail::Up,
-            NodeAvailRow::Drain { reason } => NodeAvail::Drain { reason },
-            NodeAvailRow::Down { reason } => NodeAvail::Down { reason },
-            NodeAvailRow::Quarantined { reason } => NodeAvail::Quarantined { reason },
+            NodeAvailRow::Drain { reason, .. } => NodeAvail::Drain { reason },
+            NodeAvailRow::Down { reason, .. } => NodeAvail::Down { reason },
+            NodeAvailRow::Quarantined { reason, .. } => NodeAvail::Quarantined { reason },
             NodeAvailRow::Unknown => NodeAvail::Unknown,
         }
     }
