@@ -96,8 +96,8 @@ pub fn gpu_job(n: usize) -> flotilla_proto::SubmitJob {
 /// answers as a standby: the next, as the commands do). `Some(id)` once a controller
 /// acknowledged it; a reply lost with its connection is tried again (the job may then exist
 /// twice, once unacknowledged: the commands do the same). A submission whose commit failed
-/// (the database away, or the first commit on a connection PostgreSQL closed when it
-/// restarted) is refused with Slurm's `ESLURM_WRITING_TO_FILE`: nothing was acknowledged or
+/// (the database away, or a connection lost at its COMMIT, whose outcome is unknown; a
+/// connection lost before its COMMIT runs the turn again and refuses nothing) is refused with Slurm's `ESLURM_WRITING_TO_FILE`: nothing was acknowledged or
 /// kept, and it is tried again as a user would. `None` once `stop` is set.
 pub fn submit_following(
     env: &Env,
