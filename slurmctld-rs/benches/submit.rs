@@ -207,6 +207,7 @@ fn main() {
         dbname: pg::DATABASE.into(),
         call_timeout: std::time::Duration::from_secs(30),
         pipeline,
+        idle_in_transaction_timeout: None,
     };
     // Each run starts from an empty database (the controller would recover the last one's
     // jobs): the schema is dropped and made again by the next controller's migrations.

@@ -365,6 +365,7 @@ pub fn storage_conf(conf: &ClusterConfig, state_dir: &std::path::Path, sync: Syn
         dbname: s.loc.clone(),
         call_timeout: std::time::Duration::from_secs(conf.slurmctld_timeout_s.max(5)),
         pipeline: true,
+        idle_in_transaction_timeout: Some(std::time::Duration::from_secs(conf.slurmctld_timeout_s.max(2))),
     }))
 }
 

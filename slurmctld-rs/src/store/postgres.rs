@@ -50,6 +50,16 @@ pub struct PgConf {
     /// read. `false`: one round trip per statement (and per statement kind of a batch), as
     /// before; the submit bench's baseline. slurmctld always pipelines.
     pub pipeline: bool,
+    /// The server's `idle_in_transaction_session_timeout` for this controller's sessions
+    /// (`None`: the server's setting). A leader paused or cut off from the server in the middle
+    /// of a turn's transaction leaves it open on the server, holding the lease row's lock (the
+    /// fence's `UPDATE`), and a standby's lease take waits on that lock; through a partition the
+    /// server may not notice the dead client for hours (TCP keepalive). With this set, the
+    /// server ends such a session after that long idle inside its transaction (rolled back, the
+    /// lock released), so the standby can take the lapsed lease. slurmctld sets it to
+    /// `SlurmctldTimeout` (at least 2 s): a healthy controller is idle inside a transaction only
+    /// between reading the fence's row count and sending COMMIT.
+    pub idle_in_transaction_timeout: Option<Duration>,
 }
 
 impl std::fmt::Debug for PgConf {
@@ -62,6 +72,7 @@ impl std::fmt::Debug for PgConf {
             .field("dbname", &self.dbname)
             .field("call_timeout", &self.call_timeout)
             .field("pipeline", &self.pipeline)
+            .field("idle_in_transaction_timeout", &self.idle_in_transaction_timeout)
             .finish()
     }
 }
@@ -86,6 +97,9 @@ impl PgConf {
             .connect_timeout(self.call_timeout);
         if let Some(p) = &self.password {
             c.password(p.as_bytes());
+        }
+        if let Some(t) = self.idle_in_transaction_timeout {
+            c.options(format!("-c idle_in_transaction_session_timeout={}", t.as_millis().max(1)));
         }
         c
     }

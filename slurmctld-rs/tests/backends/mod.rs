@@ -45,6 +45,7 @@ impl TestPg {
             dbname: pg::DATABASE.into(),
             call_timeout: Duration::from_secs(10),
             pipeline: true,
+            idle_in_transaction_timeout: None,
         }
     }
 
