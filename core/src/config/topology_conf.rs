@@ -40,6 +40,11 @@ struct Topology {
     kind: Option<(&'static str, Location)>,
     /// The one warning for Slurm keys Flotilla does not use has been given.
     warned_unused: bool,
+    /// The node names slurm.conf defines, made at the first leaf (a set, so that reading a
+    /// leaf is linear in its nodes, not in nodes × the cluster's nodes).
+    defined: Option<std::collections::HashSet<String>>,
+    /// Each node already in a pod, with that pod's index in `pods`.
+    assigned: std::collections::HashMap<String, usize>,
 }
 
 /// Reads the text of `topology.conf` (named `source`) into `cfg`: replaces
@@ -172,6 +177,8 @@ impl Topology {
             }
             (Some((expr, at)), None) => {
                 let list = self.leaf_nodes(cfg, &value, &expr, &at)?;
+                let pod = self.pods.len();
+                self.assigned.extend(list.iter().map(|n| (n.clone(), pod)));
                 self.pods.push((
                     PodConfig {
                         name: value,
@@ -203,23 +210,25 @@ impl Topology {
 
     /// The nodes of leaf `value`'s `Nodes=` expression (written at `at`), each once: every
     /// one defined in slurm.conf and in no other pod.
-    fn leaf_nodes(&self, cfg: &ClusterConfig, value: &str, expr: &str, at: &Location) -> Result<Vec<String>, ConfigError> {
+    fn leaf_nodes(&mut self, cfg: &ClusterConfig, value: &str, expr: &str, at: &Location) -> Result<Vec<String>, ConfigError> {
         let names = expand(expr, "Nodes", at)?;
+        let defined = self.defined.get_or_insert_with(|| cfg.nodes.iter().map(|n| n.name.clone()).collect());
         let mut list: Vec<String> = Vec::new();
+        let mut seen = std::collections::HashSet::new();
         for name in names {
-            if !cfg.nodes.iter().any(|n| n.name == name) {
+            if !defined.contains(&name) {
                 return Err(ConfigError::Invalid {
                     at: at.clone(),
                     msg: format!("{value}: node `{name}' is not defined in slurm.conf"),
                 });
             }
-            if let Some((other, _)) = self.pods.iter().find(|(p, _)| p.nodes.contains(&name)) {
+            if let Some(&other) = self.assigned.get(&name) {
                 return Err(ConfigError::Invalid {
                     at: at.clone(),
-                    msg: format!("node `{name}' is in both {} and {value}", other.name),
+                    msg: format!("node `{name}' is in both {} and {value}", self.pods[other].0.name),
                 });
             }
-            if !list.contains(&name) {
+            if seen.insert(name.clone()) {
                 list.push(name);
             }
         }
@@ -261,10 +270,11 @@ fn block_sizes(value: &str, at: &Location) -> Result<Vec<u32>, ConfigError> {
 /// Each node in no leaf switch or block becomes a pod of its own, named after the node, with
 /// one warning (naming `source`) listing up to 8 of them.
 fn pods_for_lonely_nodes(cfg: &mut ClusterConfig, pods: &mut Vec<PodConfig>, source: &str) {
+    let in_pods: std::collections::HashSet<&str> = pods.iter().flat_map(|p| p.nodes.iter().map(String::as_str)).collect();
     let lonely: Vec<String> = cfg
         .nodes
         .iter()
-        .filter(|n| !pods.iter().any(|p| p.nodes.contains(&n.name)))
+        .filter(|n| !in_pods.contains(n.name.as_str()))
         .map(|n| n.name.clone())
         .collect();
     if lonely.is_empty() {
@@ -322,6 +332,15 @@ mod tests {
             "{:?}",
             c.warnings
         );
+    }
+
+    #[test]
+    fn a_node_named_twice_in_one_leaf_is_kept_once_in_order() {
+        let mut c = cluster();
+        apply_topology_conf(&mut c, "SwitchName=a Nodes=n2,n1,n2,n1\nSwitchName=b Nodes=n3", "t", &mut no_includes).unwrap();
+        assert_eq!(c.pods[0].nodes, ["n2", "n1"]);
+        assert_eq!(c.pods[1].nodes, ["n3"]);
+        assert_eq!(c.pods.len(), 5, "n4-n6 are pods of their own: {:?}", c.pods);
     }
 
     #[test]
