@@ -35,7 +35,6 @@ use std::net::SocketAddr;
 use std::os::unix::net::{UnixListener, UnixStream};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -120,8 +119,34 @@ fn leads(c: &Cluster, name: &str) -> bool {
 /// ones (as a partition that lasted longer than TCP's patience).
 struct Relay {
     dir: tempfile::TempDir,
-    cut: Arc<AtomicBool>,
-    stop: Arc<AtomicBool>,
+    gate: Arc<Gate>,
+}
+
+/// The relay's switch: cut or not, stopped or not; every change wakes whoever waits on it.
+#[derive(Default)]
+struct Gate {
+    /// (cut, stopped).
+    state: std::sync::Mutex<(bool, bool)>,
+    changed: std::sync::Condvar,
+}
+
+impl Gate {
+    fn set(&self, f: impl FnOnce(&mut (bool, bool))) {
+        f(&mut self.state.lock().unwrap());
+        self.changed.notify_all();
+    }
+
+    fn stopped(&self) -> bool {
+        self.state.lock().unwrap().1
+    }
+
+    /// Waits while the relay is cut (until it is mended or stops): whether it was cut.
+    fn hold_while_cut(&self) -> bool {
+        let st = self.state.lock().unwrap();
+        let was = st.0;
+        drop(self.changed.wait_while(st, |(cut, stop)| *cut && !*stop).unwrap());
+        was
+    }
 }
 
 impl Relay {
@@ -130,22 +155,21 @@ impl Relay {
         let dir = tempfile::tempdir().unwrap();
         let name = format!(".s.PGSQL.{port}");
         let listener = UnixListener::bind(dir.path().join(&name)).unwrap();
-        listener.set_nonblocking(true).unwrap();
         let upstream = socket_dir.join(name);
-        let (cut, stop) = (Arc::new(AtomicBool::new(false)), Arc::new(AtomicBool::new(false)));
-        let (c2, s2) = (cut.clone(), stop.clone());
+        let gate = Arc::new(Gate::default());
+        let g2 = gate.clone();
+        // Blocking accepts; Drop wakes the last one with a connection of its own.
         std::thread::spawn(move || {
-            while !s2.load(Ordering::Acquire) {
-                match listener.accept() {
-                    Ok((client, _)) => {
-                        let (upstream, cut, stop) = (upstream.clone(), c2.clone(), s2.clone());
-                        std::thread::spawn(move || relay_connection(client, &upstream, &cut, &stop));
-                    }
-                    Err(_) => std::thread::sleep(Duration::from_millis(10)),
+            for client in listener.incoming() {
+                if g2.stopped() {
+                    break;
                 }
+                let Ok(client) = client else { continue };
+                let (upstream, gate) = (upstream.clone(), g2.clone());
+                std::thread::spawn(move || relay_connection(client, &upstream, &gate));
             }
         });
-        Relay { dir, cut, stop }
+        Relay { dir, gate }
     }
 
     /// The directory to name as `StateStorageHost`.
@@ -154,33 +178,30 @@ impl Relay {
     }
 
     fn cut(&self) {
-        self.cut.store(true, Ordering::Release);
+        self.gate.set(|s| s.0 = true);
     }
 
     fn mend(&self) {
-        self.cut.store(false, Ordering::Release);
+        self.gate.set(|s| s.0 = false);
     }
 }
 
 impl Drop for Relay {
     fn drop(&mut self) {
-        self.stop.store(true, Ordering::Release);
+        self.gate.set(|s| s.1 = true);
+        // Wakes the accepting thread, which then sees the stop.
+        if let Ok(e) = std::fs::read_dir(self.dir.path()) {
+            for e in e.flatten() {
+                let _ = UnixStream::connect(e.path());
+            }
+        }
     }
-}
-
-/// Waits while the relay is cut (until it stops): whether it was cut.
-fn hold_while_cut(cut: &AtomicBool, stop: &AtomicBool) -> bool {
-    let was = cut.load(Ordering::Acquire);
-    while cut.load(Ordering::Acquire) && !stop.load(Ordering::Acquire) {
-        std::thread::sleep(Duration::from_millis(10));
-    }
-    was
 }
 
 /// One connection through the relay: held silent while cut, then passed on both ways until
 /// either side closes or the relay is cut (then held silent, and broken once mended).
-fn relay_connection(client: UnixStream, upstream: &PathBuf, cut: &AtomicBool, stop: &AtomicBool) {
-    if hold_while_cut(cut, stop) || stop.load(Ordering::Acquire) {
+fn relay_connection(client: UnixStream, upstream: &PathBuf, gate: &Gate) {
+    if gate.hold_while_cut() || gate.stopped() {
         return; // a connection made during the cut: its client gave up meanwhile
     }
     let Ok(server) = UnixStream::connect(upstream) else { return };
@@ -190,7 +211,7 @@ fn relay_connection(client: UnixStream, upstream: &PathBuf, cut: &AtomicBool, st
         from.set_read_timeout(Some(Duration::from_millis(20))).unwrap();
         let mut buf = vec![0u8; 64 * 1024];
         loop {
-            if stop.load(Ordering::Acquire) || hold_while_cut(cut, stop) {
+            if gate.stopped() || gate.hold_while_cut() {
                 break;
             }
             match from.read(&mut buf) {
