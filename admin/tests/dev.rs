@@ -320,27 +320,21 @@ fn up_ha_runs_two_controllers_on_postgres() {
     let ids = |v: Vec<dev::Daemon>| v.into_iter().map(|x| (x.kind, x.node, x.pid, x.start)).collect::<Vec<_>>();
     let mut seen = ids(dev::read_record(t.path()).unwrap().1);
     let mut restarted = |node: &str, old: i32| -> String {
-        let t0 = std::time::Instant::now();
-        loop {
+        let (mut leader_now, mut last) = (None, String::new());
+        let back = wait_until(60, || {
             let now = recorded(node);
             let status = dev::status(t.path()).unwrap();
             let p = ping();
             let leads = |x: &str, y: &str| status.0.contains(&format!("controller {x} answers (leader)\n")) && status.0.contains(&format!("controller {y} answers (standby)\n"));
             let leader = [(&a, &b), (&b, &a)].into_iter().find(|(x, y)| leads(x, y)).map(|(x, _)| x.clone());
             assert!(status.0.contains(" running  restarts the controllers\n"), "{}", status.0);
-            if let Some(l) = leader.filter(|_| now.pid != old && dev::alive(now.pid, now.start) && status.1 && p.1 == both_up) {
-                seen.extend(ids(dev::read_record(t.path()).unwrap().1));
-                return l;
-            }
-            assert!(
-                t0.elapsed() < std::time::Duration::from_secs(60),
-                "slurmctld {node} (pid {old}) not back: record pid {}; status:\n{}ping: {p:?}\nsupervisor.log:\n{}",
-                now.pid,
-                status.0,
-                dev::log_tail(t.path(), "supervisor.log", 10)
-            );
-            std::thread::sleep(std::time::Duration::from_millis(200));
-        }
+            leader_now = leader.filter(|_| now.pid != old && dev::alive(now.pid, now.start) && status.1 && p.1 == both_up);
+            last = format!("record pid {}; status:\n{}ping: {p:?}", now.pid, status.0);
+            leader_now.is_some()
+        });
+        assert!(back, "slurmctld {node} (pid {old}) not back: {last}\nsupervisor.log:\n{}", dev::log_tail(t.path(), "supervisor.log", 10));
+        seen.extend(ids(dev::read_record(t.path()).unwrap().1));
+        leader_now.unwrap()
     };
     // The backup takes over; the old leader steps down (its process ends) and the supervisor
     // starts it again: it comes back as a standby (the backup holds the lease).
