@@ -254,7 +254,9 @@ fn pct(sorted: &[u64], p: f64) -> u64 {
     sorted[i]
 }
 
-fn wait_for(cancel: &AtomicBool, what: &str, timeout: Duration, mut f: impl FnMut() -> Result<bool>) -> Result<Duration> {
+/// Polls `f` every 20 ms until it says done (the time it took), `cancel` is set, or `timeout`
+/// passes (an error naming `what`); also `bench trace`'s wait.
+pub(crate) fn wait_for(cancel: &AtomicBool, what: &str, timeout: Duration, mut f: impl FnMut() -> Result<bool>) -> Result<Duration> {
     let t0 = Instant::now();
     loop {
         if cancel.load(std::sync::atomic::Ordering::SeqCst) {

@@ -39,6 +39,7 @@ use flotilla_proto::{GpuCount, Request, Response, Role, SubmitJob, TimeLimitWire
 use flotilla_sim::gang::{self, GangOptions, TraceJob, BUCKETS};
 use flotilla_sim::traces::TraceDir;
 
+use crate::bench::wait_for;
 use crate::dev::{self, DevCluster, Emulate, UpOptions};
 use crate::emulate::{EmuStats, Emulator, EmulatorOptions};
 
@@ -736,27 +737,6 @@ fn all_idle(c: &DevCluster) -> Result<bool> {
     Ok(dev::query_nodes(&c.dir, c.ctld_addr)?
         .iter()
         .all(|(_, st, nr)| !*nr && !st.starts_with("DOWN") && st != "UNKNOWN"))
-}
-
-fn wait_for(
-    cancel: &AtomicBool,
-    what: &str,
-    timeout: Duration,
-    mut f: impl FnMut() -> Result<bool>,
-) -> Result<Duration> {
-    let t0 = Instant::now();
-    loop {
-        if cancel.load(std::sync::atomic::Ordering::SeqCst) {
-            bail!("interrupted while waiting for {what}");
-        }
-        if f()? {
-            return Ok(t0.elapsed());
-        }
-        if t0.elapsed() > timeout {
-            bail!("timed out after {timeout:?} waiting for {what}");
-        }
-        std::thread::sleep(Duration::from_millis(50));
-    }
 }
 
 /// Writes `report.md` and `jobs.csv` into `out` (created).

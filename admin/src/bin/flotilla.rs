@@ -403,14 +403,7 @@ fn bench(a: BenchArgs) -> Result<()> {
                 bail!("--trace {trace}: only itp is replayed through the daemons");
             }
             let cancel = cancel_on_signals()?;
-            let tmp;
-            let dir = match dir {
-                Some(d) => d,
-                None => {
-                    tmp = TempDir::new()?;
-                    tmp.0.clone()
-                }
-            };
+            let (dir, _tmp) = TempDir::or_given(dir)?;
             let mut opts = flotilla_admin::trace::TraceOptions::new(dir);
             opts.traces = traces;
             opts.cluster = cluster;
@@ -432,14 +425,7 @@ fn bench(a: BenchArgs) -> Result<()> {
         }
     };
     let cancel = cancel_on_signals()?;
-    let tmp;
-    let dir = match dir {
-        Some(d) => d,
-        None => {
-            tmp = TempDir::new()?;
-            tmp.0.clone()
-        }
-    };
+    let (dir, _tmp) = TempDir::or_given(dir)?;
     let mut opts = bench::ScaleOptions::new(dir);
     opts.nodes = nodes;
     opts.jobs = jobs;
@@ -460,6 +446,17 @@ fn bench(a: BenchArgs) -> Result<()> {
 struct TempDir(PathBuf);
 
 impl TempDir {
+    /// `dir`, or a new temporary directory with its guard (removed when the guard drops).
+    fn or_given(dir: Option<PathBuf>) -> Result<(PathBuf, Option<TempDir>)> {
+        Ok(match dir {
+            Some(d) => (d, None),
+            None => {
+                let t = TempDir::new()?;
+                (t.0.clone(), Some(t))
+            }
+        })
+    }
+
     fn new() -> Result<TempDir> {
         let d = std::env::temp_dir().join(format!("flotilla-bench-{}-{}", std::process::id(), Instant::now().elapsed().as_nanos()));
         std::fs::create_dir_all(&d)?;
