@@ -44,24 +44,6 @@ fn median(mut v: Vec<Duration>) -> Duration {
     v[v.len() / 2]
 }
 
-/// `text` without ANSI escapes (the daemon's `tracing` output colours its lines).
-fn plain(text: &str) -> String {
-    let mut out = String::with_capacity(text.len());
-    let mut chars = text.chars();
-    while let Some(ch) = chars.next() {
-        if ch == '\u{1b}' {
-            for e in chars.by_ref() {
-                if e.is_ascii_alphabetic() {
-                    break;
-                }
-            }
-        } else {
-            out.push(ch);
-        }
-    }
-    out
-}
-
 /// Seconds of the day of a log line's RFC 3339 timestamp (`2026-12-03T17:11:40.123456Z ...`).
 fn stamp(line: &str) -> Option<f64> {
     let t = line
@@ -83,7 +65,7 @@ fn stamp(line: &str) -> Option<f64> {
 /// the `slurmctld listening` line after it, and the `load_ms` and `rebuild_ms` of its
 /// `recovered state` line (the rows read and parsed; the controller rebuilt from them).
 fn recovery(env: &Env, name: &str) -> Option<(Duration, Duration, Duration)> {
-    let log = plain(&log_of(env, name));
+    let log = log_of(env, name);
     let lines: Vec<&str> = log.lines().collect();
     let took = lines
         .iter()

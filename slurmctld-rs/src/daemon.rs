@@ -413,6 +413,8 @@ pub async fn start(cfg: DaemonConfig) -> anyhow::Result<Daemon> {
     // or waiting out a dead predecessor's lease) has no other to send them to: its requests
     // wait for it to lead.
     shared.standby = std::sync::atomic::AtomicBool::new(!cfg.cluster.backup_controllers.is_empty());
+    // The keepalive period the nodes' silence check expects (both read it from slurm.conf).
+    shared.keepalive_every = cfg.cluster.keepalive().every;
     let shared = Arc::new(shared);
     let mut tcp_addr = None;
     if let Some(addr) = cfg.listen {

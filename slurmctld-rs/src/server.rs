@@ -155,6 +155,11 @@ pub struct Shared {
     /// While a standby: the leader's `host:port` as the lease row names it
     /// (`daemon::take_lease` keeps it), where HTTP peers are sent ([`Shared::standing`]).
     pub leader: Mutex<Option<String>>,
+    /// How long a node session waits without any other message to its node before it sends
+    /// [`CtlToNode::Keepalive`]: slurm.conf's rule ([`flotilla_core::config::ClusterConfig::keepalive`]:
+    /// a third of `SlurmdTimeout` with one controller, of `SlurmctldTimeout` with backups),
+    /// which the nodes' silence check follows. 2 s unless the daemon sets it.
+    pub keepalive_every: std::time::Duration,
 }
 
 impl Shared {
@@ -190,6 +195,7 @@ impl Shared {
             takeover: std::sync::atomic::AtomicBool::new(false),
             lease: std::sync::OnceLock::new(),
             leader: Mutex::new(None),
+            keepalive_every: std::time::Duration::from_secs(2),
         }
     }
 
@@ -201,13 +207,6 @@ impl Shared {
         } else {
             crate::metrics::Standing::Leader
         }
-    }
-
-    /// How often a node session sends [`CtlToNode::Keepalive`]: a third of the lease
-    /// (`SlurmctldTimeout`), at least 100 ms; 2 s without a lease.
-    pub fn keepalive_every(&self) -> std::time::Duration {
-        let ttl = self.lease.get().and_then(|w| w.ttl()).unwrap_or(std::time::Duration::from_secs(6));
-        (ttl / 3).max(std::time::Duration::from_millis(100))
     }
 
     /// Whether a node session may send its keepalive now: the lease is fresh, or none is
@@ -1105,14 +1104,19 @@ async fn node_session<R, W>(
     let peer = Peer::Unix { uid: 0, gid: 0, pid: 0 };
     let rules = Rules { max: shared.max_frame, gate: false, start_by: None };
     // The first tick is at once: the node hears the keepalive right after its registration
-    // (it arms the node's silence check). After that a keepalive goes out only when a third of
-    // the lease passed without any other message to the node: every message counts as
+    // (it arms the node's silence check). After that a keepalive goes out only when
+    // `keepalive_every` (slurm.conf's rule: Slurm's ping cadence with one controller, a third
+    // of the lease with backups) passed without any other message to the node: every message counts as
     // liveness there, so a busy node gets none (5,000 frames/s fewer at 10,000 nodes). Each
     // message the owner sends follows a turn that fenced or checked the lease, so it proves
     // leadership as a keepalive does. A Pong is no such proof and restarts nothing.
-    let mut keepalive = tokio::time::interval(shared.keepalive_every());
+    //
+    // The keepalive frame is encoded once per session (its epoch does not change once this
+    // controller leads; it is checked anyway), not once per tick.
+    let mut keepalive = tokio::time::interval(shared.keepalive_every);
     keepalive.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     let mut armed = false;
+    let mut keepalive_frame: Option<(u64, Vec<u8>)> = None;
     loop {
         tokio::select! {
             f = read_frame(&mut rd, &mut buf, rules, &peer, &shared) => match f {
@@ -1147,7 +1151,15 @@ async fn node_session<R, W>(
             },
             _ = keepalive.tick() => {
                 if shared.lease_fresh() {
-                    if write_frame(&mut wr, &to_node(&shared, CtlToNode::Keepalive)).await.is_err() {
+                    let epoch = shared.epoch.load(Ordering::Acquire);
+                    if keepalive_frame.as_ref().is_none_or(|(e, _)| *e != epoch) {
+                        match encode_frame(&to_node(&shared, CtlToNode::Keepalive)) {
+                            Ok(bytes) => keepalive_frame = Some((epoch, bytes)),
+                            Err(_) => break,
+                        }
+                    }
+                    let Some((_, bytes)) = &keepalive_frame else { break };
+                    if wr.write_all(bytes).await.is_err() {
                         break;
                     }
                     armed = true;

@@ -1,7 +1,9 @@
 //! A node session's keepalives (`CtlToNode::Keepalive`) from a real `slurmctld`: one right
-//! after the registration, then one only when a third of `SlurmctldTimeout` passed without
-//! any other message to the node. A busy node hears none (its messages are its liveness, as
-//! slurmd counts them); an idle one hears one every third of `SlurmctldTimeout`.
+//! after the registration, then one only when a keepalive period passed without any other
+//! message to the node. A busy node hears none (its messages are its liveness, as slurmd
+//! counts them); an idle one hears one a period. The period is slurm.conf's rule
+//! (`ClusterConfig::keepalive`): with one `SlurmctldHost` a third of `SlurmdTimeout` (Slurm's
+//! node ping cadence), with backups a third of `SlurmctldTimeout` (the lease).
 
 mod common;
 
@@ -23,13 +25,37 @@ fn recv(c: &mut Client) -> Option<(Instant, CtlToNode)> {
     }
 }
 
+/// One controller: the period is a third of `SlurmdTimeout` (3 s: 1 s); `SlurmctldTimeout`
+/// (60 s, a 20 s period if it counted) plays no part. Busy and idle as below.
 #[test]
-fn a_busy_node_hears_no_keepalive_an_idle_one_does() {
+fn one_controller_follows_slurmd_timeout() {
     let env = Env::new(1);
-    // Keepalives every third of 3 s: 1 s.
-    env.edit_cluster(|c| c.slurmctld_timeout_s = 3);
-    let period = Duration::from_secs(1);
-    let ctl = Ctl::start(&env, 0, &[]);
+    env.edit_cluster(|c| {
+        c.slurmctld_timeout_s = 60;
+        c.slurmd_timeout_s = Some(3);
+    });
+    busy_then_idle(&env, Duration::from_secs(1));
+}
+
+/// With a backup controller: the period is a third of the lease, `SlurmctldTimeout` (3 s: 1
+/// s), so that nodes leave a leader that lost it quickly; `SlurmdTimeout` (300 s, a 100 s
+/// period if it counted) plays no part.
+#[test]
+fn with_a_backup_the_lease_sets_the_cadence() {
+    let env = Env::new(1);
+    env.edit_cluster(|c| {
+        c.slurmctld_timeout_s = 3;
+        c.slurmd_timeout_s = Some(300);
+        c.backup_controllers = vec![("b".into(), "127.0.0.1".into())];
+    });
+    busy_then_idle(&env, Duration::from_secs(1));
+}
+
+/// A node registers with a controller of `env` whose keepalive period is `period`: it hears a
+/// keepalive right after its registration, none while busy (a message every 50 ms for four
+/// periods), then one a period while idle.
+fn busy_then_idle(env: &Env, period: Duration) {
+    let ctl = Ctl::start(env, 0, &[]);
     let mut c = Client::connect_tcp(ctl.addr, Role::NodeDaemon).unwrap();
     if let flotilla_proto::client::Stream::Tcp(s) = c.stream() {
         s.set_read_timeout(Some(Duration::from_millis(20))).unwrap();
@@ -53,7 +79,7 @@ fn a_busy_node_hears_no_keepalive_an_idle_one_does() {
     // for frames bunched on the way.
     let (mut acks, mut keepalives, mut last) = (0, 0, Instant::now());
     let busy = Instant::now();
-    let mut sent = Instant::now() - Duration::from_secs(1);
+    let mut sent = Instant::now() - period;
     while busy.elapsed() < 4 * period {
         if sent.elapsed() >= Duration::from_millis(50) {
             let exit = JobExit { job_id: 999_999, run: 0, exit_code: 0, signal: 0, oom: false, end_time: now() as i64 };
@@ -76,7 +102,7 @@ fn a_busy_node_hears_no_keepalive_an_idle_one_does() {
         }
     }
     assert!(acks >= 20, "the node was busy: {acks} acknowledgements in four periods");
-    eprintln!("busy for 4 s: {acks} acknowledgements, {keepalives} keepalives");
+    eprintln!("busy for four periods: {acks} acknowledgements, {keepalives} keepalives");
 
     // Idle: keepalives again, one a period.
     let idle = Instant::now();
@@ -85,7 +111,7 @@ fn a_busy_node_hears_no_keepalive_an_idle_one_does() {
         if let Some((at, CtlToNode::Keepalive)) = recv(&mut c) {
             heard.push(at);
         }
-        assert!(idle.elapsed() < Duration::from_secs(20), "an idle node heard {} keepalives in 20 s", heard.len());
+        assert!(idle.elapsed() < 20 * period, "an idle node heard {} keepalives in 20 periods", heard.len());
     }
     let gap = heard[2] - heard[1];
     assert!(gap >= period / 2 && gap <= 4 * period, "idle keepalives {} ms apart", gap.as_millis());

@@ -18,6 +18,7 @@
 
 use serde::{Deserialize, Serialize};
 use std::fmt;
+use std::time::Duration;
 use thiserror::Error;
 
 mod gres_conf;
@@ -521,6 +522,11 @@ pub struct ClusterConfig {
     /// `SlurmctldTimeout=` in seconds: the leader lease (default 6).
     #[serde(default)]
     pub slurmctld_timeout_s: u64,
+    /// `SlurmdTimeout=` in seconds (Slurm's default 300 where slurm.conf omits it; `None`
+    /// only in a cluster JSON written without it, read as 300): how long a node daemon may be
+    /// silent, and with one controller the keepalive period ([`ClusterConfig::keepalive`]).
+    #[serde(default)]
+    pub slurmd_timeout_s: Option<u64>,
     /// The `StateStorage*` keys (Flotilla): where the controller's state lives.
     #[serde(default)]
     pub state_storage: StateStorageConf,
@@ -542,7 +548,49 @@ pub struct ClusterConfig {
     pub warnings: Vec<String>,
 }
 
+/// The leading controller's keepalives to idle nodes ([`ClusterConfig::keepalive`]): both
+/// sides derive it from slurm.conf, so a node judges silence by the period its controller
+/// keeps.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Keepalive {
+    /// The controller sends an idle node a keepalive once this long passed without any other
+    /// message to it (any message counts: a busy node hears none).
+    pub every: Duration,
+    /// A node that heard nothing (no message of any kind) from its controller for this long,
+    /// after a first keepalive, leaves the session: for the next `SlurmctldHost` with
+    /// backups, to reconnect with one controller.
+    pub silence: Duration,
+}
+
 impl ClusterConfig {
+    /// The keepalive rule, by the number of `SlurmctldHost=` lines:
+    ///
+    /// - **One controller** (no backup): there is no takeover to detect, so the keepalive
+    ///   follows Slurm's node pings: every third of `SlurmdTimeout` (100 s when it is 0), as
+    ///   Slurm 22.05's `_slurmctld_background` (controller.c) sets `ping_interval` and
+    ///   `ping_nodes` (ping_nodes.c) pings only the nodes that did not answer within that
+    ///   time. The node's silence limit is three periods (`SlurmdTimeout`, or 300 s): the
+    ///   time after which Slurm's controller gives up on a silent node. At the default 300 s
+    ///   an idle node costs one frame every 100 s (10,000 nodes: 100 frames a second).
+    /// - **With backups** (a leader lease others wait on): every third of `SlurmctldTimeout`
+    ///   (6 s when 0), silence 1.5 `SlurmctldTimeout`, so that a node leaves a leader that
+    ///   lost its lease (it stops sending once the lease is stale) soon after a standby can
+    ///   have taken it, and failover stays fast.
+    ///
+    /// Every period is at least 100 ms.
+    pub fn keepalive(&self) -> Keepalive {
+        let floor = Duration::from_millis(100);
+        if self.backup_controllers.is_empty() {
+            match self.slurmd_timeout_s.unwrap_or(300) {
+                0 => Keepalive { every: Duration::from_secs(100), silence: Duration::from_secs(300) },
+                t => Keepalive { every: (Duration::from_secs(t) / 3).max(floor), silence: Duration::from_secs(t).max(3 * floor) },
+            }
+        } else {
+            let lease = Duration::from_secs(if self.slurmctld_timeout_s == 0 { 6 } else { self.slurmctld_timeout_s });
+            Keepalive { every: (lease / 3).max(floor), silence: (lease * 3 / 2).max(3 * floor / 2) }
+        }
+    }
+
     /// The controllers in slurm.conf's order (its `SlurmctldHost=` lines: the primary, then
     /// the backups), each as `(host name, address)` (the name where no address is given).
     /// Empty when slurm.conf names none.
@@ -559,6 +607,31 @@ impl ClusterConfig {
 mod tests {
     use super::*;
     use proptest::prelude::*;
+
+    /// One controller: Slurm's ping cadence (a third of `SlurmdTimeout`, 100 s when 0),
+    /// silence three periods; with backups: a third of `SlurmctldTimeout`, silence 1.5 times it.
+    #[test]
+    fn keepalive_follows_slurmd_timeout_alone_and_slurmctld_timeout_with_backups() {
+        let s = Duration::from_secs;
+        let ka = |backups: usize, ctld: u64, slurmd: Option<u64>| {
+            let c = ClusterConfig {
+                backup_controllers: (0..backups).map(|i| (format!("b{i}"), format!("10.0.0.{i}"))).collect(),
+                slurmctld_timeout_s: ctld,
+                slurmd_timeout_s: slurmd,
+                ..ClusterConfig::default()
+            };
+            let k = c.keepalive();
+            (k.every, k.silence)
+        };
+        assert_eq!(ka(0, 6, Some(300)), (s(100), s(300)), "Slurm's defaults, one controller");
+        assert_eq!(ka(0, 6, None), (s(100), s(300)), "a cluster JSON without SlurmdTimeout: 300");
+        assert_eq!(ka(0, 6, Some(0)), (s(100), s(300)), "SlurmdTimeout=0: Slurm pings every 100 s");
+        assert_eq!(ka(0, 60, Some(3)), (s(1), s(3)), "SlurmctldTimeout plays no part alone");
+        assert_eq!(ka(1, 6, Some(300)), (s(2), s(9)), "with a backup: the lease's third, 1.5 leases");
+        assert_eq!(ka(2, 3, Some(300)), (s(1), Duration::from_millis(4500)));
+        assert_eq!(ka(1, 0, None), (s(2), s(9)), "SlurmctldTimeout unset: the default 6 s lease");
+        assert_eq!(ka(0, 6, Some(1)), (s(1) / 3, s(1)), "SlurmdTimeout=1: a third of a second");
+    }
 
     fn words() -> impl Strategy<Value = String> {
         let piece = prop_oneof![

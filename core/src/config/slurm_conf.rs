@@ -425,6 +425,7 @@ impl Parser {
             "SlurmUser" => c.slurm_user = v.str().to_string(),
             "StateSaveLocation" => c.state_save_location = v.str().to_string(),
             "SlurmctldTimeout" => c.slurmctld_timeout_s = v.int(),
+            "SlurmdTimeout" => c.slurmd_timeout_s = Some(v.int()),
             "StateStorageType" => c.state_storage.storage_type = v.str().to_ascii_lowercase(),
             "StateStorageHost" => c.state_storage.host = v.str().to_string(),
             "StateStoragePort" => c.state_storage.port = u16::try_from(v.int()).unwrap_or(u16::MAX),
@@ -1345,6 +1346,8 @@ mod tests {
         assert_eq!((s.storage_type.as_str(), s.host.as_str(), s.port, s.user.as_deref(), s.loc.as_str()), ("state/sqlite", "localhost", 5432, None, "flotilla"));
         assert!(!s.is_postgres() && s.pass_file.is_none());
         assert_eq!(c.slurmctld_timeout_s, 6);
+        assert_eq!(c.slurmd_timeout_s, Some(300), "SlurmdTimeout: Slurm's default");
+        assert_eq!(parse("SlurmctldHost=a\nSlurmdTimeout=30").slurmd_timeout_s, Some(30));
         let c = parse(
             "SlurmctldHost=a\nStateStorageType=state/postgres\nStateStorageHost=/run/pg\nStateStoragePort=5433\n\
              StateStorageUser=slurm\nStateStorageLoc=state\nStateStoragePassFile=/etc/slurm/state.pw\nSlurmctldTimeout=20",

@@ -24,7 +24,8 @@ fn main() -> anyhow::Result<()> {
             other => bail!("unrecognized option '{other}'"),
         }
     }
-    tracing_subscriber::fmt().with_writer(std::io::stderr).init();
+    // Colour only on a terminal: a log file (systemd, `2>>file`) gets plain text.
+    tracing_subscriber::fmt().with_writer(std::io::stderr).with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr())).init();
     let key = ClusterKey::load(&key).with_context(|| format!("cluster key {}", key.display()))?;
     let host = nix::unistd::gethostname()
         .ok()

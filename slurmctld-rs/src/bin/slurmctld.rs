@@ -173,7 +173,8 @@ fn main() -> anyhow::Result<()> {
         1 => tracing::Level::DEBUG,
         _ => tracing::Level::TRACE,
     };
-    tracing_subscriber::fmt().with_max_level(level).with_writer(std::io::stderr).init();
+    // Colour only on a terminal: a log file (systemd, `2>>file`) gets plain text.
+    tracing_subscriber::fmt().with_max_level(level).with_writer(std::io::stderr).with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr())).init();
     let cluster = flotilla_slurmctld::conf::load(conf.as_deref(), cluster_json.as_deref())?;
     if cluster_json.is_none() {
         let path = conf.clone().unwrap_or_else(|| flotilla_conf::conf_path(&|k| std::env::var(k).ok()));
@@ -199,8 +200,13 @@ fn main() -> anyhow::Result<()> {
     opts.min_job_age_s = cluster.min_job_age_s as i64;
     opts.max_job_count = cluster.max_job_count.max(1);
     opts.first_job_id = cluster.first_job_id.max(1);
-    if let Some(t) = slurmd_timeout {
-        opts.slurmd_timeout_s = t;
+    // `--slurmd-timeout`, else slurm.conf's `SlurmdTimeout` (0: a disconnected node is never
+    // marked down for it, as Slurm's 0 disables the check).
+    match (slurmd_timeout, cluster.slurmd_timeout_s) {
+        (Some(t), _) => opts.slurmd_timeout_s = t,
+        (None, Some(0)) => opts.slurmd_timeout_s = i64::MAX,
+        (None, Some(t)) => opts.slurmd_timeout_s = i64::try_from(t).unwrap_or(i64::MAX),
+        (None, None) => {}
     }
     let storage = daemon::storage_conf(&cluster, &state_dir, sync)?;
     // 0: unset (a `--cluster-json` written without it): the default lease.

@@ -263,10 +263,14 @@ impl Daemon {
 
     /// How long a controller session may stay silent (no message of any kind) once its
     /// controller has sent a keepalive ([`CtlToNode::Keepalive`], sent while its lease is
-    /// fresh when a third of `SlurmctldTimeout` passed without another message): one and a half `SlurmctldTimeout` (at least 1.5 s), long enough for
-    /// a standby to have taken the lapsed lease when the node moves on to it.
+    /// fresh when a keepalive period passed without another message): slurm.conf's rule, the
+    /// same the controller derives its period from
+    /// ([`flotilla_core::config::ClusterConfig::keepalive`]). With backups one and a half
+    /// `SlurmctldTimeout`, long enough for a standby to have taken the lapsed lease when the
+    /// node moves on to it; with one controller `SlurmdTimeout` (three of Slurm's ping
+    /// periods), after which the node reconnects.
     fn liveness(&self) -> Duration {
-        Duration::from_millis(self.opts.conf.slurmctld_timeout_s.max(1) * 1500)
+        self.opts.conf.keepalive().silence
     }
 
     fn job_dirs(&self) -> Vec<(u64, u32, bool, PathBuf)> {
@@ -598,8 +602,9 @@ impl Daemon {
             }
             Event::Silent(gen) => {
                 if gen == self.gen && self.client.is_some() {
+                    let rule = if self.opts.conf.backup_controllers.is_empty() { "SlurmdTimeout" } else { "1.5 x SlurmctldTimeout" };
                     warn!(
-                        "no keepalive from the controller for {} ms (1.5 x SlurmctldTimeout): leaving it for the next SlurmctldHost",
+                        "no keepalive from the controller for {} ms ({rule}): leaving it for the next SlurmctldHost",
                         self.liveness().as_millis()
                     );
                     self.client = None;

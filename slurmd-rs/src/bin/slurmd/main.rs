@@ -6,7 +6,8 @@
 //! `--spool DIR` (default `SlurmdSpoolDir` with `%n` expanded), `--ctld HOST:PORT` (or
 //! `FLOTILLA_CTLD_ADDR`; default the first `SlurmctldHost`'s address and `SlurmctldPort`; the other
 //! `SlurmctldHost` lines are tried after it, in order, when it is unreachable or a standby, and
-//! when a leader that sent keepalives falls silent for 1.5 x `SlurmctldTimeout`), `--key FILE`
+//! when a leader that sent keepalives falls silent for 1.5 x `SlurmctldTimeout`; with one
+//! `SlurmctldHost` the same controller is reconnected after `SlurmdTimeout` of silence), `--key FILE`
 //! (default `/etc/slurm/slurm.key`), `--boot-id-file PATH` (or `FLOTILLA_BOOT_ID_FILE`; default
 //! `/proc/sys/kernel/random/boot_id`), `--cgroup v1|v2|none|auto` (default `auto`: cgroup.conf's
 //! `CgroupPlugin`; cgroup.conf beside slurm.conf says what is constrained, see
@@ -219,7 +220,8 @@ fn main() -> anyhow::Result<()> {
         1 => tracing::Level::DEBUG,
         _ => tracing::Level::TRACE,
     };
-    tracing_subscriber::fmt().with_max_level(level).with_writer(std::io::stderr).init();
+    // Colour only on a terminal: a log file (systemd, `2>>file`) gets plain text.
+    tracing_subscriber::fmt().with_max_level(level).with_writer(std::io::stderr).with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr())).init();
     if !matches!(cgroup.as_str(), "v1" | "v2" | "none" | "auto") {
         bail!("--cgroup {cgroup}: expected v1, v2, none or auto");
     }
