@@ -52,8 +52,14 @@ pub struct ScaleOptions {
     pub dir: PathBuf,
     /// Where `slurmctld`, `squeue`, `sinfo` and `sacct` are (`None`: [`dev::find_bin`]).
     pub bin_dir: Option<PathBuf>,
-    /// How long the idle CPU sample and the turn-time window last.
+    /// How long the turn-time window lasts (and the idle CPU sample at least).
     pub sample: Duration,
+    /// How long the idle CPU sample lasts; `None`: one keepalive period of the cluster's
+    /// slurm.conf (`ClusterConfig::keepalive`, 100 s at `SlurmdTimeout=300`), at least
+    /// `sample`. The nodes registered together, so their keepalives come in one burst a
+    /// period: a window of a whole period holds exactly one per node, a shorter one may
+    /// hold none.
+    pub idle: Option<Duration>,
     /// Submitting connections in parallel.
     pub clients: usize,
     /// Run the controller with `--full-scan` (the old scheduling cycle) instead of the
@@ -71,6 +77,7 @@ impl ScaleOptions {
             dir: dir.into(),
             bin_dir: None,
             sample: Duration::from_secs(10),
+            idle: None,
             clients: 32,
             full_scan: false,
         }
@@ -357,11 +364,12 @@ fn run(opts: &ScaleOptions, shapes: &[u64], cluster: &mut DevCluster, cancel: &A
         Ok(EmuStats::get(&es.sessions) == n && unhealthy_nodes(cluster)?.is_empty())
     })?;
     rep.notes.push(format!("{} nodes registered from cold in {:.1} s", opts.nodes, t_emu.elapsed().as_secs_f64()));
-    progress("nodes registered; sampling the idle controller");
+    let idle_window = opts.idle.unwrap_or_else(|| conf.keepalive().every.max(opts.sample));
+    progress(&format!("nodes registered; sampling the idle controller for {:.0} s", idle_window.as_secs_f64()));
     std::thread::sleep(Duration::from_secs(3));
     let pid = ctld_pid()?;
     let (c0, t0) = (cpu_s(pid)?, Instant::now());
-    std::thread::sleep(opts.sample);
+    std::thread::sleep(idle_window);
     let idle = (cpu_s(pid)? - c0) / t0.elapsed().as_secs_f64() * 100.0;
     let rss_idle = rss_kib(pid)?;
     rep.figures.push(Figure {

@@ -72,9 +72,13 @@ enum BenchCommand {
         /// Where slurmctld, squeue, sinfo and sacct are (default: beside this executable).
         #[arg(long)]
         bin_dir: Option<PathBuf>,
-        /// Seconds of the idle CPU sample and of the turn-time window.
+        /// Seconds of the turn-time window (and of the idle CPU sample at least).
         #[arg(long, default_value_t = 10)]
         sample_s: u64,
+        /// Seconds of the idle CPU sample (default: one keepalive period of the cluster's
+        /// slurm.conf, 100 s at `SlurmdTimeout=300`, at least `--sample-s`).
+        #[arg(long)]
+        idle_s: Option<u64>,
         /// Run the controller with `slurmctld --full-scan` (the old cycle, which searches a
         /// placement for every pending job every cycle) instead of the incremental cycle.
         #[arg(long)]
@@ -396,8 +400,10 @@ fn main() -> Result<()> {
 /// `flotilla bench scale` and `flotilla bench trace`.
 fn bench(a: BenchArgs) -> Result<()> {
     use flotilla_admin::bench;
-    let (nodes, jobs, running, dir, bin_dir, sample_s, full_scan) = match a.command {
-        BenchCommand::Scale { nodes, jobs, running, dir, bin_dir, sample_s, full_scan } => (nodes, jobs, running, dir, bin_dir, sample_s, full_scan),
+    let (nodes, jobs, running, dir, bin_dir, sample_s, idle_s, full_scan) = match a.command {
+        BenchCommand::Scale { nodes, jobs, running, dir, bin_dir, sample_s, idle_s, full_scan } => {
+            (nodes, jobs, running, dir, bin_dir, sample_s, idle_s, full_scan)
+        }
         BenchCommand::Trace { traces, trace, cluster, jobs, load, policy, time_scale, out, dir, bin_dir } => {
             if trace != "itp" {
                 bail!("--trace {trace}: only itp is replayed through the daemons");
@@ -432,6 +438,7 @@ fn bench(a: BenchArgs) -> Result<()> {
     opts.running = running.unwrap_or(jobs / 2);
     opts.bin_dir = bin_dir;
     opts.sample = Duration::from_secs(sample_s);
+    opts.idle = idle_s.map(Duration::from_secs);
     opts.full_scan = full_scan;
     let t0 = Instant::now();
     let rep = bench::scale(&opts, cancel, &|s| eprintln!("[{:>6.1} s] {s}", t0.elapsed().as_secs_f64()))?;
