@@ -83,10 +83,11 @@
 //! after it and may extend it.
 //!
 //! A skipped job's pending info and priority are what its last visit wrote (the priority
-//! policy is static); its failed-cycle count is kept lazily: `PendingJob::skip_base` is the
-//! count of skipped tails (`Replay::skips`) at its last visit, and the difference is added
-//! when it is next visited or its tail is dropped ([`Scheduler::failed_cycles`] reads it
-//! with the difference), so a skip costs O(1) for the whole tail.
+//! policy is static); its failed-cycle count is kept lazily: the tail keeps, per segment of
+//! jobs visited in one cycle, the count of skipped tails (`Replay::skips`) at that visit and
+//! which of them counted a failed cycle; the difference is added when the tail is next
+//! visited or dropped ([`Scheduler::failed_cycles`] reads it with the difference), so a
+//! skip costs O(1) for the whole tail and nothing is written to a job that is not visited.
 //!
 //! Skipping is on only where every input above is covered by those stamps: the incremental
 //! cycle, a static priority policy ([`super::PriorityPolicy::is_static`]: `priority/basic`;
@@ -339,6 +340,8 @@ pub(super) struct Tail {
     stamp: u64,
     /// The earliest time (s) at which a backfill key of its jobs would change.
     horizon: Time,
+    /// Its jobs by the cycle that last visited them, in order.
+    segs: Vec<Seg>,
     /// The stage state at `start` ...
     entry: Mark,
     /// ... with the failure memo then ...
@@ -346,6 +349,15 @@ pub(super) struct Tail {
     /// ... and at `end`, with the memo entries the run added.
     exit: Mark,
     added_failed: Vec<(ShapeKey, Arc<str>)>,
+}
+
+/// Consecutive jobs of a tail visited in the same cycle.
+#[derive(Debug)]
+pub(super) struct Seg {
+    /// `Replay::skips` after that cycle (`None` until the cycle records its tail).
+    base: Option<u64>,
+    /// Per job, in order: its visit counted a failed cycle.
+    bumped: Vec<bool>,
 }
 
 /// What a cycle keeps for the next one to replay (module doc, "Skipping unchanged jobs").
@@ -364,7 +376,7 @@ pub(super) struct Replay {
     /// A job of the tail was updated, or left the queue, since the tail was recorded.
     pub(super) tail_dirty: bool,
     /// Tails skipped since the scheduler was built: the clock of the lazy failed-cycle
-    /// counts (`PendingJob::skip_base`).
+    /// counts (`Seg::base`).
     skips: u64,
     /// Pending jobs the per-job stages visited.
     pub(super) visited: u64,
@@ -385,13 +397,21 @@ struct Run {
     stamp: u64,
     entry: Mark,
     horizon: Time,
-    /// Positions visited in the run, and whether the visit counted a failed cycle.
-    visited: Vec<(usize, bool)>,
+    /// Its jobs: a passed tail's segments, and one for the jobs this cycle visited.
+    segs: Vec<Seg>,
 }
 
 impl Run {
     fn at(start: usize, st: &CycleState, stamp: u64) -> Run {
-        Run { start, stamp, entry: st.mark(), horizon: Time::MAX, visited: Vec::new() }
+        Run { start, stamp, entry: st.mark(), horizon: Time::MAX, segs: Vec::new() }
+    }
+
+    /// A job visited this cycle joins the run.
+    fn visited(&mut self, bumped: bool) {
+        match self.segs.last_mut() {
+            Some(s) if s.base.is_none() => s.bumped.push(bumped),
+            _ => self.segs.push(Seg { base: None, bumped: vec![bumped] }),
+        }
     }
 }
 
@@ -455,7 +475,7 @@ impl Scheduler {
         };
         let mut st = CycleState { any_grown: true, horizon: Time::MAX, ..CycleState::default() };
         let mut tail = self.replay.tail.take();
-        let mut passed: Option<Tail> = None;
+        let mut passed: Option<(usize, usize)> = None;
         let mut run = Run::at(0, &st, self.fit_stamp());
         let mut i = 0;
         while i < order.len() {
@@ -466,10 +486,11 @@ impl Scheduler {
                     self.replay.skipped += (t.end - t.start) as u64;
                     run.horizon = run.horizon.min(t.horizon);
                     i = t.end;
-                    passed = Some(t);
+                    run.segs.extend(t.segs);
+                    passed = Some((t.start, t.end));
                     continue;
                 }
-                self.settle_lazy(&order[t.start..t.end]);
+                self.settle_lazy(&order[t.start..t.end], &t.segs);
             }
             let c = order[i];
             let before = (out.len(), self.fit_stamp(), st.preempt_attempts);
@@ -480,19 +501,25 @@ impl Scheduler {
             if replay {
                 if !c.held && before == (out.len(), self.fit_stamp(), st.preempt_attempts) {
                     run.horizon = run.horizon.min(st.horizon);
-                    run.visited.push((i, st.bumped));
+                    run.visited(st.bumped);
                 } else {
-                    run = Run::at(i + 1, &st, self.fit_stamp());
+                    let old = std::mem::replace(&mut run, Run::at(i + 1, &st, self.fit_stamp()));
+                    if let Some((a, b)) = passed.filter(|(a, _)| old.start <= *a) {
+                        // A passed tail left the run: its lazy counts are due now.
+                        let block: Vec<Seg> = old.segs.into_iter().filter(|s| s.base.is_some()).collect();
+                        self.settle_lazy(&order[a..b], &block);
+                        passed = None;
+                    }
                 }
             }
             i += 1;
         }
         if let Some(t) = tail {
             // Not reached (cannot happen: a kept tail lies inside the order).
-            self.settle_lazy(&order[t.start..t.end.min(order.len())]);
+            self.settle_lazy(&order[t.start..t.end.min(order.len())], &t.segs);
         }
         if replay {
-            self.record_tail(run, passed, &order, &st, now);
+            self.record_tail(run, &order, &st, now);
             self.replay.order = order;
         }
         if self.config.queue.may_defragment() {
@@ -532,7 +559,7 @@ impl Scheduler {
     fn forget_tail(&mut self) {
         if let Some(t) = self.replay.tail.take() {
             let order = std::mem::take(&mut self.replay.order);
-            self.settle_lazy(&order[t.start..t.end]);
+            self.settle_lazy(&order[t.start..t.end], &t.segs);
             self.replay.order = order;
         }
         self.replay.tail_dirty = false;
@@ -554,43 +581,65 @@ impl Scheduler {
         }
     }
 
-    /// Adds the tails skipped since each of `jobs` was last visited to its failed-cycle
-    /// count, and takes it out of the tail.
-    fn settle_lazy(&mut self, jobs: &[Candidate]) {
+    /// Adds the tails skipped since each of `jobs` (a tail, made of `segs`) was last visited
+    /// to its failed-cycle count. Free when none was skipped since.
+    fn settle_lazy(&mut self, jobs: &[Candidate], segs: &[Seg]) {
         let skips = self.replay.skips;
-        for c in jobs {
-            if let Some(p) = self.pending.get_mut(&c.id) {
-                p.in_tail = false;
-                if let Some(base) = p.skip_base.take() {
-                    p.failed_cycles = p.failed_cycles.saturating_add(u32::try_from(skips - base).unwrap_or(u32::MAX));
+        let mut at = 0;
+        for seg in segs {
+            let n = seg.bumped.len();
+            let lazy = seg.base.map_or(0, |b| u32::try_from(skips - b).unwrap_or(u32::MAX));
+            if lazy > 0 {
+                for (c, _) in jobs[at..at + n].iter().zip(&seg.bumped).filter(|(_, b)| **b) {
+                    if let Some(p) = self.pending.get_mut(&c.id) {
+                        p.failed_cycles = p.failed_cycles.saturating_add(lazy);
+                    }
                 }
             }
+            at += n;
         }
+    }
+
+    /// Where pending job `id` (`p`) stands in the kept tail: its segment and whether its
+    /// last visit counted a failed cycle; `None` when it is not in the tail. A tail job
+    /// holds no reservation, so its rank is its own `(priority, submit, id)`: a binary search
+    /// of the kept order.
+    pub(super) fn tail_position(&self, id: JobId, p: &super::PendingJob) -> Option<(&Seg, bool)> {
+        let t = self.replay.tail.as_ref()?;
+        let key = (std::cmp::Reverse(p.priority), p.spec.submit_time, id);
+        let at = self.replay.order.partition_point(|c| rank_key(c) < key);
+        if at < t.start || at >= t.end || self.replay.order[at].id != id {
+            return None;
+        }
+        let mut off = at - t.start;
+        for seg in &t.segs {
+            if off < seg.bumped.len() {
+                return Some((seg, seg.bumped[off]));
+            }
+            off -= seg.bumped.len();
+        }
+        None
     }
 
     /// A pending job's failed cycles, with the skipped tails not yet added.
-    pub(super) fn failed_cycles_of(&self, p: &super::PendingJob) -> u32 {
-        let lazy = p.skip_base.map_or(0, |b| u32::try_from(self.replay.skips - b).unwrap_or(u32::MAX));
+    pub(super) fn failed_cycles_of(&self, id: JobId, p: &super::PendingJob) -> u32 {
+        let lazy = match self.tail_position(id, p) {
+            Some((seg, true)) => seg.base.map_or(0, |b| u32::try_from(self.replay.skips - b).unwrap_or(u32::MAX)),
+            _ => 0,
+        };
         p.failed_cycles.saturating_add(lazy)
     }
 
-    /// Keeps the run of quiet visits that ends the order as the next cycle's tail. A tail
-    /// passed this cycle (`passed`) is part of it unless a visit after it was not quiet;
-    /// then its lazy counts are settled.
-    fn record_tail(&mut self, run: Run, passed: Option<Tail>, order: &[Candidate], st: &CycleState, now: Time) {
-        if let Some(t) = passed.as_ref().filter(|t| run.start > t.start) {
-            self.settle_lazy(&order[t.start..t.end]);
-        }
+    /// Keeps the run of quiet visits that ends the order as the next cycle's tail (a tail
+    /// passed this cycle is part of it when still in the run; it was settled otherwise).
+    fn record_tail(&mut self, mut run: Run, order: &[Candidate], st: &CycleState, now: Time) {
         self.replay.tail_dirty = false;
         if run.start >= order.len() {
             return;
         }
         let skips = self.replay.skips;
-        for &(i, bumped) in &run.visited {
-            if let Some(p) = self.pending.get_mut(&order[i].id) {
-                p.in_tail = true;
-                p.skip_base = bumped.then_some(skips);
-            }
+        for seg in &mut run.segs {
+            seg.base.get_or_insert(skips);
         }
         let from = run.entry.failed;
         self.replay.tail = Some(Tail {
@@ -599,6 +648,7 @@ impl Scheduler {
             at: now,
             stamp: run.stamp,
             horizon: run.horizon,
+            segs: run.segs,
             entry_failed: st.failed_between(0, from),
             added_failed: st.failed_between(from, st.failed_log.len()),
             entry: run.entry,

@@ -238,14 +238,14 @@ impl Scheduler {
     /// (the cycles its tail was skipped are added when it is next visited), so this is
     /// the count the full scan would show.
     pub fn failed_cycles(&self, job: JobId) -> Option<u32> {
-        self.pending.get(&job).map(|p| self.failed_cycles_of(p))
+        self.pending.get(&job).map(|p| self.failed_cycles_of(job, p))
     }
 
     /// Pending job `id` is about to enter, leave or change: the kept order is void, and so
     /// is the kept tail when the job belongs to it.
     pub(super) fn queue_changed(&mut self, id: JobId) {
         self.queue_gen += 1;
-        if self.pending.get(&id).is_some_and(|p| p.in_tail) {
+        if self.pending.get(&id).is_some_and(|p| self.tail_position(id, p).is_some()) {
             self.replay.tail_dirty = true;
         }
     }

@@ -880,18 +880,12 @@ pub(super) struct PendingJob {
     pub(super) info: PendingInfo,
     /// Priority computed in the last cycle (higher runs first).
     pub(super) priority: u64,
-    /// It belongs to the kept tail of unchanged jobs (`cycle::Replay`).
-    pub(super) in_tail: bool,
-    /// For a tail job whose visit counts a failed cycle: `Replay::skips` when it was last
-    /// visited. Each tail skipped since adds one failed cycle, added to `failed_cycles`
-    /// when the job is next visited (read through `Scheduler::failed_cycles_of`).
-    pub(super) skip_base: Option<u64>,
 }
 
 impl PendingJob {
     /// A job entering the queue (again): no failed cycles, no reason yet.
     pub(super) fn new(spec: JobSpec, shape: u32) -> PendingJob {
-        PendingJob { spec, shape, failed_cycles: 0, info: PendingInfo::default(), priority: 0, in_tail: false, skip_base: None }
+        PendingJob { spec, shape, failed_cycles: 0, info: PendingInfo::default(), priority: 0 }
     }
 }
 
