@@ -96,11 +96,14 @@
 //! limits or enforced accounting limits (their gates read usage that moves outside the
 //! stamp). [`Scheduler::visit_counts`] counts visited and skipped jobs.
 //!
-//! What is not memoised is evaluated every cycle exactly as by the full scan: priorities
-//! (a priority change moves the job's rank, hence the number of reservations above it and its
-//! key), eligibility (holds, dependencies, `--begin` time, partition state, required nodes),
-//! quota and accounting gates, reclaim, preemption (its budget and deadlines move with
-//! time), reservation planning and defragmentation. Within a cycle a kept failure is also
+//! Outside a skipped tail and a reused order, what is not memoised is evaluated every cycle
+//! exactly as by the full scan: priorities (a priority change moves the job's rank, hence
+//! the number of reservations above it and its key), eligibility (holds, dependencies,
+//! `--begin` time, partition state, required nodes), quota and accounting gates, reclaim,
+//! preemption (its budget and deadlines move with time), reservation planning and
+//! defragmentation. A visit that tries a preemption or a reclaim, completes or holds a
+//! reservation, or decides anything ends the quiet run, so a tail never holds one. Within a
+//! cycle a kept failure is also
 //! written to the cycle's own memo, as the search would have, so later jobs of the shape see
 //! the same memo in both modes: decisions, pending reasons and details are identical to the
 //! full scan's (`plugins/tests/incremental.rs` compares every cycle on random workloads).
