@@ -190,6 +190,9 @@ impl PriorityPolicy for Basic {
     fn uses_factors(&self) -> bool {
         false
     }
+    fn is_static(&self) -> bool {
+        true
+    }
 }
 
 #[cfg(test)]

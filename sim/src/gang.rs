@@ -326,6 +326,12 @@ pub struct RunSummary {
     /// these, `flotilla bench trace`).
     #[serde(skip)]
     pub job_times: Vec<(Time, Option<Time>, Option<Time>)>,
+    /// What the scheduler's cycles did: `(visited, skipped)` pending jobs
+    /// ([`Scheduler::visit_counts`]) and `(searched, reused)` placement searches
+    /// ([`Scheduler::placement_counts`]). Not in `summary.json`: the incremental cycle and the
+    /// full scan differ here by design, and nowhere else.
+    #[serde(skip)]
+    pub cycle_work: ((u64, u64), (u64, u64)),
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
@@ -666,6 +672,7 @@ impl<'a> Gang<'a> {
             shrinks: self.shrinks,
             elastic_reached_max: self.reached_max.iter().filter(|&&b| b).count(),
             elastic_size_violations: self.violations,
+            cycle_work: (self.sched.visit_counts(), self.sched.placement_counts()),
             samples: self.samples,
             job_times,
         }

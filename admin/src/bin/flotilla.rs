@@ -717,6 +717,13 @@ fn sim(a: SimArgs) -> Result<()> {
             progress.0.finish_and_clear();
             report.write(&a.out)?;
             print!("{}", report.table());
+            for r in &report.runs {
+                let ((visited, skipped), (searched, reused)) = r.cycle_work;
+                eprintln!(
+                    "cycle work {} load {}: pending jobs visited {visited}, skipped {skipped}; placement searches {searched}, reused {reused}",
+                    r.policy, r.load
+                );
+            }
         }
         Experiment::SharedFleet => {
             let opts = flotilla_sim::fleet::FleetOptions {

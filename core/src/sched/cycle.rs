@@ -42,21 +42,68 @@
 //! and the GPUs the reservations above hold (`ready_nodes` offers every other GPU, busy or
 //! not); not on the time, the free GPUs or the running jobs' ends, so the stamp covers it.
 //!
-//! The per-job loop itself is kept cheap, since it still visits every eligible job every
-//! cycle: the order stage hands each job's [`Candidate`] (rank, partition, shape, time limit,
-//! pool class, whether it holds a reservation) to the stages, which look the job up only to
-//! write its pending info; the memo keys hash with a fixed multiply-rotate hasher
-//! ([`KeyHasher`]); a plan reads its GPUs' occupant ends from a flat slot per GPU. Not
-//! visiting an unchanged job at all (replaying last cycle's outcome from the first rank where
-//! anything changed) is not done: the order stage's priorities and eligibility, a job's
-//! failed-cycle count and the backfill key (`now` + time limit against each reservation's
-//! fill) move every cycle.
+//! The per-job loop itself is kept cheap: the order stage hands each job's [`Candidate`]
+//! (rank, partition, shape, time limit, pool class, whether it holds a reservation) to the
+//! stages, which look the job up only to write its pending info; the memo keys hash with a
+//! fixed multiply-rotate hasher ([`KeyHasher`]); a plan reads its GPUs' occupant ends from a
+//! flat slot per GPU.
 //!
-//! What is not memoised is evaluated every cycle exactly as by the full scan: priorities
-//! (a priority change moves the job's rank, hence the number of reservations above it and its
-//! key), eligibility (holds, dependencies, `--begin` time, partition state, required nodes),
-//! quota and accounting gates, reclaim, preemption (its budget and deadlines move with
-//! time), reservation planning and defragmentation. Within a cycle a kept failure is also
+//! # Skipping unchanged jobs
+//!
+//! A job's visit depends on its candidate, the model (stamped as above), the stage state
+//! the jobs ranked above it leave ([`CycleState`]: the failure memo, the Resources/Priority
+//! marks and blocked partitions, the defragmentation list, the preemption attempts) and,
+//! through its backfill key, the time. When every one of those is as it was at its last
+//! visit, the visit would do exactly what it did then. Each cycle therefore keeps
+//! ([`Replay`]):
+//!
+//! - its order, stamped with `(queue_gen, fit_gen)`. The next cycle reuses it instead of
+//!   running the order stage (no job's priority or eligibility is read) when neither moved,
+//!   time did not run backwards and no `--begin` time was reached (the order stage notes
+//!   the earliest one ahead). `queue_gen` moves when a pending job enters, leaves or is
+//!   updated (submit, update — priority, hold, release, dependency —, cancel, requeue, bind,
+//!   a replica added or removed: [`Scheduler::queue_changed`]); `fit_gen` when a
+//!   reservation or a node's availability changes. Otherwise the order stage runs;
+//! - its *tail*: the run of consecutive jobs at the end of the order whose visits were
+//!   quiet (no decision, the model's stamp unchanged, no preemption attempt, no held
+//!   reservation: such a visit wrote only the job's pending info, its failed-cycle count and
+//!   the stage state), with the stage state at its start and end, the stamp, and its
+//!   *horizon*: the earliest time at which one of its jobs' backfill keys changes (a
+//!   reservation above it it may borrow from stops filling after its time limit ends:
+//!   `est_fill - limit + 1`).
+//!
+//! The next cycle visits the jobs ranked above the tail as usual. At the tail's first
+//! position it passes the whole tail without visiting a job when the model's stamp is the
+//! one recorded (nothing was taken, freed, drained, reserved... since), the stage state is
+//! equal to the recorded entry state, time has not run backwards and is before the horizon;
+//! the stage state then becomes the recorded exit state. Otherwise it visits the tail's jobs
+//! as usual. A new order keeps the tail when none of its jobs changed (a tail job updated or
+//! leaving marks it dirty) and its jobs stand together, in the same order, in the new one:
+//! jobs that arrive or leave above it only move it, and jobs that arrive below it are visited
+//! after it and may extend it.
+//!
+//! A skipped job's pending info and priority are what its last visit wrote (the priority
+//! policy is static); its failed-cycle count is kept lazily: the tail keeps, per segment of
+//! jobs visited in one cycle, the count of skipped tails (`Replay::skips`) at that visit and
+//! which of them counted a failed cycle; the difference is added when the tail is next
+//! visited or dropped ([`Scheduler::failed_cycles`] reads it with the difference), so a
+//! skip costs O(1) for the whole tail and nothing is written to a job that is not visited.
+//!
+//! Skipping is on only where every input above is covered by those stamps: the incremental
+//! cycle, a static priority policy ([`super::PriorityPolicy::is_static`]: `priority/basic`;
+//! under `priority/multifactor` age and failed cycles move every job's priority with time,
+//! so every cycle re-ranks), a stateless placement policy, and no quota tree, `MaxJobs=`
+//! limits or enforced accounting limits (their gates read usage that moves outside the
+//! stamp). [`Scheduler::visit_counts`] counts visited and skipped jobs.
+//!
+//! Outside a skipped tail and a reused order, what is not memoised is evaluated every cycle
+//! exactly as by the full scan: priorities (a priority change moves the job's rank, hence
+//! the number of reservations above it and its key), eligibility (holds, dependencies,
+//! `--begin` time, partition state, required nodes), quota and accounting gates, reclaim,
+//! preemption (its budget and deadlines move with time), reservation planning and
+//! defragmentation. A visit that tries a preemption or a reclaim, completes or holds a
+//! reservation, or decides anything ends the quiet run, so a tail never holds one. Within a
+//! cycle a kept failure is also
 //! written to the cycle's own memo, as the search would have, so later jobs of the shape see
 //! the same memo in both modes: decisions, pending reasons and details are identical to the
 //! full scan's (`plugins/tests/incremental.rs` compares every cycle on random workloads).
@@ -166,7 +213,15 @@ pub(super) struct FitMemo {
 #[derive(Debug, Default)]
 struct CycleState {
     /// Request shapes that failed this cycle, with the detail shown for jobs of that shape.
+    /// Entries are only added within a cycle (through [`CycleState::fail`]).
     failed: KeyMap<ShapeKey, Arc<str>>,
+    /// The keys of `failed` in the order they were added, so that a [`Mark`] is a length.
+    failed_log: Vec<ShapeKey>,
+    /// The earliest time (s) at which the backfill key of the job being visited would change
+    /// (`Time::MAX`: never): set by the backfill stage for the tail record.
+    horizon: Time,
+    /// The job being visited counted a failed cycle (the reserve stage).
+    bumped: bool,
     /// Preemption plans tried so far (at most [`MAX_PREEMPT_ATTEMPTS`]).
     preempt_attempts: usize,
     /// Blocked whole-node jobs, at most [`MAX_DEFRAG_WAITING`], for the defragment stage.
@@ -197,6 +252,60 @@ impl CycleState {
         }
     }
 
+    /// Records that the shape `key` failed with `detail`, unless it already has; returns
+    /// the detail kept for it.
+    fn fail(&mut self, key: ShapeKey, detail: impl FnOnce() -> Arc<str>) -> Arc<str> {
+        match self.failed.entry(key) {
+            std::collections::hash_map::Entry::Occupied(e) => e.get().clone(),
+            std::collections::hash_map::Entry::Vacant(e) => {
+                self.failed_log.push(key);
+                e.insert(detail()).clone()
+            }
+        }
+    }
+
+    /// Where the state stands now, cheaply (the failure memo as its length: it only grows).
+    fn mark(&self) -> Mark {
+        Mark {
+            failed: self.failed_log.len(),
+            preempt_attempts: self.preempt_attempts,
+            waiting: self.waiting.clone(),
+            blocked_parts: self.blocked_parts.clone(),
+            first_blocked: self.first_blocked.clone(),
+            any_grown: self.any_grown,
+        }
+    }
+
+    /// The failure memo's entries added in `from..to` of the log, with their details.
+    fn failed_between(&self, from: usize, to: usize) -> Vec<(ShapeKey, Arc<str>)> {
+        self.failed_log[from..to].iter().map(|k| (*k, self.failed[k].clone())).collect()
+    }
+
+    /// True when the state is the one `t` was entered with.
+    fn is_at(&self, t: &Tail) -> bool {
+        let m = &t.entry;
+        self.preempt_attempts == m.preempt_attempts
+            && self.any_grown == m.any_grown
+            && self.waiting == m.waiting
+            && self.blocked_parts == m.blocked_parts
+            && self.first_blocked == m.first_blocked
+            && self.failed.len() == t.entry_failed.len()
+            && t.entry_failed.iter().all(|(k, d)| self.failed.get(k) == Some(d))
+    }
+
+    /// Moves the state to the end of tail `t`, as visiting its jobs would (`is_at(t)` holds).
+    fn pass(&mut self, t: &Tail) {
+        for (k, d) in &t.added_failed {
+            self.failed.insert(*k, d.clone());
+            self.failed_log.push(*k);
+        }
+        self.preempt_attempts = t.exit.preempt_attempts;
+        self.any_grown = t.exit.any_grown;
+        self.waiting.clone_from(&t.exit.waiting);
+        self.blocked_parts.clone_from(&t.exit.blocked_parts);
+        self.first_blocked.clone_from(&t.exit.first_blocked);
+    }
+
     /// Counts one preemption attempt when the cycle still has one left; false otherwise.
     fn take_preempt_attempt(&mut self) -> bool {
         if self.preempt_attempts < MAX_PREEMPT_ATTEMPTS {
@@ -208,10 +317,116 @@ impl CycleState {
     }
 }
 
+/// The per-job stages' shared state at one point of a cycle ([`CycleState::mark`]).
+#[derive(Debug, Clone, Default)]
+struct Mark {
+    /// Length of the failure memo's log.
+    failed: usize,
+    preempt_attempts: usize,
+    waiting: Vec<(JobId, Rank)>,
+    blocked_parts: BTreeSet<PartId>,
+    first_blocked: BTreeSet<PartId>,
+    any_grown: bool,
+}
+
+/// A run of consecutive jobs of the order whose visits changed nothing but their own
+/// pending info, failed-cycle count and the cycle's [`CycleState`], recorded so that the
+/// next cycle may pass it without visiting them (module doc, "Skipping unchanged jobs").
+#[derive(Debug)]
+pub(super) struct Tail {
+    /// Its positions in the order: `start..end`.
+    start: usize,
+    end: usize,
+    /// When it was recorded (s): time must not run backwards.
+    at: Time,
+    /// `Scheduler::fit_stamp` at `start`: the model its jobs were tried against.
+    stamp: u64,
+    /// The earliest time (s) at which a backfill key of its jobs would change.
+    horizon: Time,
+    /// Its jobs by the cycle that last visited them, in order.
+    segs: Vec<Seg>,
+    /// The stage state at `start` ...
+    entry: Mark,
+    /// ... with the failure memo then ...
+    entry_failed: Vec<(ShapeKey, Arc<str>)>,
+    /// ... and at `end`, with the memo entries the run added.
+    exit: Mark,
+    added_failed: Vec<(ShapeKey, Arc<str>)>,
+}
+
+/// Consecutive jobs of a tail visited in the same cycle.
+#[derive(Debug)]
+pub(super) struct Seg {
+    /// `Replay::skips` after that cycle (`None` until the cycle records its tail).
+    base: Option<u64>,
+    /// Per job, in order: its visit counted a failed cycle.
+    bumped: Vec<bool>,
+}
+
+/// What a cycle keeps for the next one to replay (module doc, "Skipping unchanged jobs").
+#[derive(Debug)]
+pub(super) struct Replay {
+    /// The last cycle's order (its candidates, best first).
+    order: Vec<Candidate>,
+    /// `(queue_gen, fit_gen)` when that order was made; `None` when there is none.
+    order_stamp: Option<(u64, u64)>,
+    /// When it was made (s).
+    made: Time,
+    /// The earliest `--begin` time after `made` among the pending jobs (`Time::MAX`: none).
+    next_begin: Time,
+    /// The tail of `order` the next cycle may skip.
+    tail: Option<Tail>,
+    /// A job of the tail was updated, or left the queue, since the tail was recorded.
+    pub(super) tail_dirty: bool,
+    /// Tails skipped since the scheduler was built: the clock of the lazy failed-cycle
+    /// counts (`Seg::base`).
+    skips: u64,
+    /// Pending jobs the per-job stages visited.
+    pub(super) visited: u64,
+    /// Pending jobs passed in a skipped tail instead.
+    pub(super) skipped: u64,
+}
+
+impl Default for Replay {
+    fn default() -> Replay {
+        Replay { order: Vec::new(), order_stamp: None, made: 0, next_begin: Time::MAX, tail: None, tail_dirty: false, skips: 0, visited: 0, skipped: 0 }
+    }
+}
+
+/// The run of quiet visits the cycle is in, for the next cycle's tail.
+#[derive(Debug)]
+struct Run {
+    start: usize,
+    stamp: u64,
+    entry: Mark,
+    horizon: Time,
+    /// Its jobs: a passed tail's segments, and one for the jobs this cycle visited.
+    segs: Vec<Seg>,
+}
+
+impl Run {
+    fn at(start: usize, st: &CycleState, stamp: u64) -> Run {
+        Run { start, stamp, entry: st.mark(), horizon: Time::MAX, segs: Vec::new() }
+    }
+
+    /// A job visited this cycle joins the run.
+    fn visited(&mut self, bumped: bool) {
+        match self.segs.last_mut() {
+            Some(s) if s.base.is_none() => s.bumped.push(bumped),
+            _ => self.segs.push(Seg { base: None, bumped: vec![bumped] }),
+        }
+    }
+}
+
+/// The order stage's sort key of a candidate.
+fn rank_key(c: &Candidate) -> (std::cmp::Reverse<u64>, Time, JobId) {
+    (std::cmp::Reverse(c.key.0), c.key.1, c.key.2)
+}
+
 /// An eligible job as the order stage ranks it, with what the per-job stages read of it
 /// (copied by the order stage, which visits every pending job anyway, so the stages do not
 /// look the job up again until they write to it).
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(super) struct Candidate {
     pub(super) id: JobId,
     /// Its rank this cycle (frozen by its reservation, if it holds one).
@@ -238,17 +453,210 @@ impl Scheduler {
         let mut out = Vec::new();
         self.lp_cache = None;
         self.refresh(now, &mut out);
-        let order = self.order(now);
-        self.drop_stale(&order, &mut out);
-        let mut st = CycleState { any_grown: true, ..CycleState::default() };
-        for c in order {
+        let replay = self.may_replay();
+        if !replay {
+            self.forget_replay();
+        }
+        let r = &self.replay;
+        let reuse = replay && r.order_stamp == Some((self.queue_gen, self.fit_gen)) && now >= r.made && now < r.next_begin;
+        let order = if reuse {
+            // Nothing the order stage reads has moved: last cycle's order stands, and the
+            // reservations it left are all eligible (drop_stale dropped none then, or the
+            // stamp would have moved).
+            self.update_usage(now);
+            std::mem::take(&mut self.replay.order)
+        } else {
+            let stamp = (self.queue_gen, self.fit_gen);
+            let order = self.order(now);
+            self.drop_stale(&order, &mut out);
+            if replay {
+                self.relocate_tail(&order);
+                self.replay.order_stamp = Some(stamp);
+                self.replay.made = now;
+            }
+            order
+        };
+        let mut st = CycleState { any_grown: true, horizon: Time::MAX, ..CycleState::default() };
+        let mut tail = self.replay.tail.take();
+        let mut passed: Option<(usize, usize)> = None;
+        let mut run = Run::at(0, &st, self.fit_stamp());
+        let mut i = 0;
+        while i < order.len() {
+            if let Some(t) = tail.take_if(|t| t.start == i) {
+                if now >= t.at && now < t.horizon && self.fit_stamp() == t.stamp && st.is_at(&t) {
+                    st.pass(&t);
+                    self.replay.skips += 1;
+                    self.replay.skipped += (t.end - t.start) as u64;
+                    run.horizon = run.horizon.min(t.horizon);
+                    i = t.end;
+                    run.segs.extend(t.segs);
+                    passed = Some((t.start, t.end));
+                    continue;
+                }
+                self.settle_lazy(&order[t.start..t.end], &t.segs);
+            }
+            let c = order[i];
+            let before = (out.len(), self.fit_stamp(), st.preempt_attempts);
+            st.horizon = Time::MAX;
+            st.bumped = false;
             self.schedule_job(c, now, &mut st, &mut out);
+            self.replay.visited += 1;
+            if replay {
+                if !c.held && before == (out.len(), self.fit_stamp(), st.preempt_attempts) {
+                    run.horizon = run.horizon.min(st.horizon);
+                    run.visited(st.bumped);
+                } else {
+                    let old = std::mem::replace(&mut run, Run::at(i + 1, &st, self.fit_stamp()));
+                    if let Some((a, b)) = passed.filter(|(a, _)| old.start <= *a) {
+                        // A passed tail left the run: its lazy counts are due now.
+                        let block: Vec<Seg> = old.segs.into_iter().filter(|s| s.base.is_some()).collect();
+                        self.settle_lazy(&order[a..b], &block);
+                        passed = None;
+                    }
+                }
+            }
+            i += 1;
+        }
+        if let Some(t) = tail {
+            // Not reached (cannot happen: a kept tail lies inside the order).
+            self.settle_lazy(&order[t.start..t.end.min(order.len())], &t.segs);
+        }
+        if replay {
+            self.record_tail(run, &order, &st, now);
+            self.replay.order = order;
         }
         if self.config.queue.may_defragment() {
             self.defragment(&st.waiting, now, &mut out);
         }
         self.grow(now, &mut out);
         out
+    }
+
+    /// Whether this scheduler may keep its order and skip unchanged jobs: the incremental
+    /// cycle with a static priority policy, a stateless placement policy, and none of the
+    /// gates whose outcome moves with time or with usage outside the model's stamp (quotas,
+    /// `MaxJobs=` limits, enforced accounting limits).
+    fn may_replay(&self) -> bool {
+        !self.full_scan
+            && self.priority.is_static()
+            && !self.placement.is_stateful()
+            && self.quotas.is_empty()
+            && self.job_limits.is_empty()
+            && !self.accounting.checks_jobs()
+    }
+
+    /// The order stage found `at` (s) the earliest `--begin` still ahead.
+    pub(super) fn replay_next_begin(&mut self, at: Time) {
+        self.replay.next_begin = at;
+    }
+
+    /// Drops the kept order and tail, first adding the skipped cycles to the tail's
+    /// failed-cycle counts.
+    pub(super) fn forget_replay(&mut self) {
+        self.forget_tail();
+        self.replay.order = Vec::new();
+        self.replay.order_stamp = None;
+    }
+
+    /// Drops the kept tail (its lazy failed-cycle counts settled first).
+    fn forget_tail(&mut self) {
+        if let Some(t) = self.replay.tail.take() {
+            let order = std::mem::take(&mut self.replay.order);
+            self.settle_lazy(&order[t.start..t.end], &t.segs);
+            self.replay.order = order;
+        }
+        self.replay.tail_dirty = false;
+    }
+
+    /// A new order was made: the kept tail stays only if no job of it changed and its jobs
+    /// stand together, in the same order, in the new one (jobs that came or went above it
+    /// only move it).
+    fn relocate_tail(&mut self, order: &[Candidate]) {
+        let Some(t) = self.replay.tail.as_ref() else { return };
+        let old = &self.replay.order[t.start..t.end];
+        let at = order.partition_point(|c| rank_key(c) < rank_key(&old[0]));
+        if !self.replay.tail_dirty && order.get(at..at + old.len()) == Some(old) {
+            let t = self.replay.tail.as_mut().expect("checked");
+            t.end = at + (t.end - t.start);
+            t.start = at;
+        } else {
+            self.forget_tail();
+        }
+    }
+
+    /// Adds the tails skipped since each of `jobs` (a tail, made of `segs`) was last visited
+    /// to its failed-cycle count. Free when none was skipped since.
+    fn settle_lazy(&mut self, jobs: &[Candidate], segs: &[Seg]) {
+        let skips = self.replay.skips;
+        let mut at = 0;
+        for seg in segs {
+            let n = seg.bumped.len();
+            let lazy = seg.base.map_or(0, |b| u32::try_from(skips - b).unwrap_or(u32::MAX));
+            if lazy > 0 {
+                for (c, _) in jobs[at..at + n].iter().zip(&seg.bumped).filter(|(_, b)| **b) {
+                    if let Some(p) = self.pending.get_mut(&c.id) {
+                        p.failed_cycles = p.failed_cycles.saturating_add(lazy);
+                    }
+                }
+            }
+            at += n;
+        }
+    }
+
+    /// Where pending job `id` (`p`) stands in the kept tail: its segment and whether its
+    /// last visit counted a failed cycle; `None` when it is not in the tail. A tail job
+    /// holds no reservation, so its rank is its own `(priority, submit, id)`: a binary search
+    /// of the kept order.
+    pub(super) fn tail_position(&self, id: JobId, p: &super::PendingJob) -> Option<(&Seg, bool)> {
+        let t = self.replay.tail.as_ref()?;
+        let key = (std::cmp::Reverse(p.priority), p.spec.submit_time, id);
+        let at = self.replay.order.partition_point(|c| rank_key(c) < key);
+        if at < t.start || at >= t.end || self.replay.order[at].id != id {
+            return None;
+        }
+        let mut off = at - t.start;
+        for seg in &t.segs {
+            if off < seg.bumped.len() {
+                return Some((seg, seg.bumped[off]));
+            }
+            off -= seg.bumped.len();
+        }
+        None
+    }
+
+    /// A pending job's failed cycles, with the skipped tails not yet added.
+    pub(super) fn failed_cycles_of(&self, id: JobId, p: &super::PendingJob) -> u32 {
+        let lazy = match self.tail_position(id, p) {
+            Some((seg, true)) => seg.base.map_or(0, |b| u32::try_from(self.replay.skips - b).unwrap_or(u32::MAX)),
+            _ => 0,
+        };
+        p.failed_cycles.saturating_add(lazy)
+    }
+
+    /// Keeps the run of quiet visits that ends the order as the next cycle's tail (a tail
+    /// passed this cycle is part of it when still in the run; it was settled otherwise).
+    fn record_tail(&mut self, mut run: Run, order: &[Candidate], st: &CycleState, now: Time) {
+        self.replay.tail_dirty = false;
+        if run.start >= order.len() {
+            return;
+        }
+        let skips = self.replay.skips;
+        for seg in &mut run.segs {
+            seg.base.get_or_insert(skips);
+        }
+        let from = run.entry.failed;
+        self.replay.tail = Some(Tail {
+            start: run.start,
+            end: order.len(),
+            at: now,
+            stamp: run.stamp,
+            horizon: run.horizon,
+            segs: run.segs,
+            entry_failed: st.failed_between(0, from),
+            added_failed: st.failed_between(from, st.failed_log.len()),
+            entry: run.entry,
+            exit: st.mark(),
+        });
     }
 
     /// The refresh stage. Reads the running jobs, the account tree, the services and the
@@ -397,7 +805,7 @@ impl Scheduler {
             self.set_info(c.id, reason, Some(detail.clone()), est, nodes);
             return true;
         }
-        st.failed.entry(rkey).or_insert_with(|| Arc::from(""));
+        st.fail(rkey, || Arc::from(""));
         false
     }
 
@@ -441,7 +849,7 @@ impl Scheduler {
         }
         let fit = self.fit_key(c, shape);
         if let Some(detail) = self.kept_failure(fit) {
-            st.failed.insert(shape, detail.clone());
+            st.fail(shape, || detail.clone());
             return ControlFlow::Continue(detail);
         }
         self.fit_memo.searched += 1;
@@ -461,7 +869,7 @@ impl Scheduler {
                     }
                 };
                 let d: Arc<str> = Arc::from(format!("{}; largest_placeable {}", nofit.detail, lp));
-                st.failed.insert(shape, d.clone());
+                st.fail(shape, || d.clone());
                 self.keep_failure(fit, &d);
                 ControlFlow::Continue(d)
             }
@@ -482,19 +890,26 @@ impl Scheduler {
         }
         let Some(limit) = c.time_limit else { return false };
         let end = now + limit;
-        let allowed = self.reservations[..n_above].iter().filter(|r| end <= r.est_fill).count();
+        let mut allowed = 0;
+        for r in &self.reservations[..n_above] {
+            if end <= r.est_fill {
+                allowed += 1;
+                // From est_fill - limit + 1 on, the job no longer ends before this fill.
+                st.horizon = st.horizon.min(r.est_fill - limit + 1);
+            }
+        }
         let bkey = ShapeKey { part: c.part, shape: c.shape, blocked_by: n_above, backfill: Some(allowed) };
         if allowed == 0 || st.failed.contains_key(&bkey) {
             return false;
         }
         let fit = self.fit_key(c, bkey);
         if let Some(d) = self.kept_failure(fit) {
-            st.failed.insert(bkey, d);
+            st.fail(bkey, || d);
             return false;
         }
         self.fit_memo.searched += 1;
         let Ok(parts) = self.try_place(now, &self.pending[&c.id].spec, Some(&c.key), Some(end)) else {
-            let d = st.failed.entry(bkey).or_insert_with(|| Arc::from("")).clone();
+            let d = st.fail(bkey, || Arc::from(""));
             self.keep_failure(fit, &d);
             return false;
         };
@@ -533,7 +948,7 @@ impl Scheduler {
             return true;
         }
         if !c.replica {
-            st.failed.entry(pkey).or_insert_with(|| Arc::from(""));
+            st.fail(pkey, || Arc::from(""));
         }
         false
     }
@@ -553,6 +968,7 @@ impl Scheduler {
         let blocks = self.config.queue.blocks_partition();
         let Some(p) = self.pending.get_mut(&c.id) else { return };
         p.failed_cycles = p.failed_cycles.saturating_add(1);
+        st.bumped = true;
         let req = &p.spec.request;
         let reservable = !req.is_share() && req.gpus > 0;
         if req.topology == TopologyKind::Node

@@ -17,7 +17,8 @@ impl Scheduler {
     /// that may not be considered now, its pending info (see [`ineligible`]). Returns the
     /// eligible jobs as the per-job stages' candidates, with their rank, best first: higher
     /// priority, then earlier submission, then lower id; a job holding a reservation keeps the
-    /// rank its reservation froze.
+    /// rank its reservation froze. Notes the earliest `--begin` still ahead, until which the
+    /// order may be kept.
     pub(super) fn order(&mut self, now: Time) -> Vec<Candidate> {
         self.update_usage(now);
         let uses_factors = self.priority.uses_factors();
@@ -29,7 +30,11 @@ impl Scheduler {
         let mut held: Vec<(JobId, Rank)> = self.reservations.iter().map(|r| (r.job, r.rank)).collect();
         held.sort_by_key(|(j, _)| *j);
         let mut next_held = 0;
+        let mut next_begin = Time::MAX;
         for (id, p) in self.pending.iter_mut() {
+            if let Some(b) = p.spec.begin_time.filter(|b| *b > now) {
+                next_begin = next_begin.min(b);
+            }
             let part = &self.cluster.partitions[p.spec.partition.0 as usize];
             let replica = any_replica && self.replica_service.contains_key(id);
             p.priority = if replica {
@@ -70,6 +75,7 @@ impl Scheduler {
         // Every key ends with the job's own id (a held reservation froze the job's own rank),
         // so no two are equal and an unstable sort gives the one order.
         order.sort_unstable_by_key(|c| (std::cmp::Reverse(c.key.0), c.key.1, c.key.2));
+        self.replay_next_begin(next_begin);
         order
     }
 }

@@ -124,6 +124,12 @@ pub struct Scheduler {
     fit_gen: u64,
     /// Placement failures kept across cycles while nothing they read has changed.
     fit_memo: cycle::FitMemo,
+    /// Generation of the pending queue: bumped when a pending job enters, leaves or is
+    /// updated (`Scheduler::queue_changed`); with `fit_gen` it stamps the kept order.
+    queue_gen: u64,
+    /// Last cycle's order and the tail of unchanged jobs the next cycle may skip (the
+    /// `cycle` module doc, "Skipping unchanged jobs").
+    replay: cycle::Replay,
 }
 
 impl Scheduler {
@@ -174,6 +180,8 @@ impl Scheduler {
             full_scan: false,
             fit_gen: 0,
             fit_memo: cycle::FitMemo::default(),
+            queue_gen: 0,
+            replay: cycle::Replay::default(),
         };
         s.has_inference_pool = s.cluster.nodes.iter().any(|n| n.inference_pool);
         s
@@ -198,6 +206,7 @@ impl Scheduler {
     pub fn set_full_scan(&mut self, full: bool) {
         self.full_scan = full;
         self.fit_memo = cycle::FitMemo::default();
+        self.forget_replay();
     }
 
     /// True when every cycle re-runs every placement search ([`Scheduler::set_full_scan`]).
@@ -215,6 +224,30 @@ impl Scheduler {
     /// since the scheduler was built: `(planned, reused)` (see `cycle`'s module doc).
     pub fn plan_counts(&self) -> (u64, u64) {
         (self.fit_memo.planned, self.fit_memo.plans_reused)
+    }
+
+    /// Pending jobs the per-job stages visited, and pending jobs they skipped because
+    /// nothing they depend on had changed since their last visit, since the scheduler was
+    /// built: `(visited, skipped)` (see `cycle`'s module doc, "Skipping unchanged jobs").
+    pub fn visit_counts(&self) -> (u64, u64) {
+        (self.replay.visited, self.replay.skipped)
+    }
+
+    /// The cycles in which a pending job could not be placed (an input of the priority
+    /// policy); `None` for a job that is not pending. A skipped job's count is kept lazily
+    /// (the cycles its tail was skipped are added when it is next visited), so this is
+    /// the count the full scan would show.
+    pub fn failed_cycles(&self, job: JobId) -> Option<u32> {
+        self.pending.get(&job).map(|p| self.failed_cycles_of(job, p))
+    }
+
+    /// Pending job `id` is about to enter, leave or change: the kept order is void, and so
+    /// is the kept tail when the job belongs to it.
+    pub(super) fn queue_changed(&mut self, id: JobId) {
+        self.queue_gen += 1;
+        if self.pending.get(&id).is_some_and(|p| self.tail_position(id, p).is_some()) {
+            self.replay.tail_dirty = true;
+        }
     }
 
     /// Something placement reads (other than the cluster's free resources, which
@@ -333,6 +366,7 @@ impl Scheduler {
         match event {
             Event::Submit(spec) | Event::Update(spec) => self.enqueue(spec, &mut out),
             Event::Cancel(id) => {
+                self.queue_changed(id);
                 self.pending.remove(&id);
                 self.alerted.remove(&id);
                 self.drop_reservation(id, &mut out);
@@ -383,6 +417,7 @@ impl Scheduler {
         if self.running.contains_key(&id) {
             return;
         }
+        self.queue_changed(id);
         let shape = self.intern(&spec.request);
         let entry = self.pending.entry(id).or_insert_with(|| PendingJob::new(spec.clone(), shape));
         let shape_changed = entry.spec.request != spec.request || entry.spec.partition != spec.partition;
@@ -453,6 +488,7 @@ impl Scheduler {
                 });
                 let spec = r.spec;
                 let shape = self.intern(&spec.request);
+                self.queue_changed(id);
                 self.pending.insert(
                     id,
                     PendingJob::new(spec, shape),

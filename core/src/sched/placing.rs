@@ -104,6 +104,7 @@ impl Scheduler {
             });
             self.next_alloc += 1;
         }
+        self.queue_changed(spec.id);
         self.pending.remove(&spec.id);
         self.alerted.remove(&spec.id);
         let end = spec.time_limit_s.map(|l| now + l);

@@ -117,6 +117,7 @@ impl Scheduler {
                     js.account = spec.account.clone();
                     js.user = spec.user.clone();
                     js.base_priority = spec.priority;
+                    self.queue_changed(id);
                     self.replica_service.insert(id, spec.id);
                     let shape = self.intern(&js.request);
                     self.pending.insert(
@@ -130,6 +131,7 @@ impl Scheduler {
                     if surplus == 0 {
                         break;
                     }
+                    self.queue_changed(*id);
                     self.pending.remove(id);
                     self.replica_service.remove(id);
                     self.drop_reservation(*id, out);
@@ -145,6 +147,7 @@ impl Scheduler {
         for service in orphans {
             let (running, pending) = self.service_replicas(service);
             for id in pending {
+                self.queue_changed(id);
                 self.pending.remove(&id);
                 self.replica_service.remove(&id);
                 self.drop_reservation(id, out);

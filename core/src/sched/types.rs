@@ -764,6 +764,13 @@ pub trait PriorityPolicy: fmt::Debug + Send + Sync {
     fn uses_factors(&self) -> bool {
         true
     }
+    /// Whether [`PriorityPolicy::priority`] reads nothing but [`PriorityInput::job`] (not
+    /// `now`, the failed cycles, the partition or the factors), so a job's priority moves
+    /// only when its spec does. The cycle then keeps its order and skips unchanged jobs
+    /// (`priority/basic`). Default: false.
+    fn is_static(&self) -> bool {
+        false
+    }
     /// The weighted factors behind [`PriorityPolicy::priority`] (`sprio`); `None` for a
     /// policy without factors.
     fn factors(&self, _input: PriorityInput<'_>) -> Option<PriorityFactors> {

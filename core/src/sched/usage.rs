@@ -180,7 +180,7 @@ impl Scheduler {
         let part = self.cluster.partitions.get(p.spec.partition.0 as usize)?;
         let input = PriorityInput {
             job: &p.spec,
-            failed_cycles: p.failed_cycles,
+            failed_cycles: self.failed_cycles_of(job, p),
             partition: part,
             now,
             factors: factor_input(
