@@ -22,6 +22,14 @@
 //! Its exit code is `FLOTILLA_EMULATE_EXIT` (default 0). Runtimes are in the job's time:
 //! with `time_scale` S, a job of R seconds ends after R / S real seconds (trace replay).
 //!
+//! The end a node reports ([`JobExit::end_time`]) is read on the emulator's own job clock
+//! (the wall clock at the emulator's start, then S job seconds per real second): a script
+//! that ends by itself reports exactly its start on that clock plus its runtime, a killed one
+//! the clock's time of the kill. (The controller, like Slurm's, stamps its own time when the
+//! end reaches it; the node's time is informational.) [`Emulator::record_ends`] keeps, for
+//! a trace replay, the real instants of each batch script's launch and end report
+//! ([`EndTiming`]), from which `flotilla bench trace` measures the end latency.
+//!
 //! Nodes can be told ([`Control`]) to lose their connection (reconnecting after a pause with
 //! the same boot epoch and their jobs), to reboot (a new boot epoch, every job forgotten, as
 //! invariant 8 expects), to power off and on again (silent until `up`, then a new epoch), or
@@ -185,6 +193,26 @@ pub struct EmuStats {
     pub heartbeats: AtomicU64,
     /// Frames from the controller.
     pub frames_in: AtomicU64,
+    /// Batch-script ends with their real instants, while [`Emulator::record_ends`] is on.
+    ends: std::sync::Mutex<Option<Vec<EndTiming>>>,
+}
+
+/// A batch script's run on its emulated node, in real time (kept while
+/// [`Emulator::record_ends`] is on).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct EndTiming {
+    /// Job id.
+    pub job_id: u64,
+    /// Run (requeue count).
+    pub run: u32,
+    /// Its launch reached the node.
+    pub launched: std::time::Instant,
+    /// Its end was sent to the controller.
+    pub ended: std::time::Instant,
+    /// Signal that ended it (0: it ended by itself after its runtime).
+    pub signal: i32,
+    /// The end time the node reported ([`JobExit::end_time`], the emulator's job clock).
+    pub end_time: i64,
 }
 
 impl EmuStats {
@@ -222,6 +250,8 @@ impl Emulator {
             heartbeat: opts.heartbeat,
             default_runtime_s: opts.default_runtime_s,
             time_scale: if opts.time_scale > 0.0 { opts.time_scale } else { 1.0 },
+            clock_origin: wall_now(),
+            clock_start: Instant::now(),
             host,
             stats: stats.clone(),
         });
@@ -276,6 +306,20 @@ impl Emulator {
         Ok(txs.len())
     }
 
+    /// From now on, keeps every batch script's [`EndTiming`] (for a trace replay; off by
+    /// default, as a long-running emulator must not grow).
+    pub fn record_ends(&self) {
+        let mut e = self.stats.ends.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        e.get_or_insert_with(Vec::new);
+    }
+
+    /// The [`EndTiming`]s kept since [`Emulator::record_ends`] (taken: kept ones are not
+    /// returned again).
+    pub fn take_ends(&self) -> Vec<EndTiming> {
+        let mut e = self.stats.ends.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        e.as_mut().map(std::mem::take).unwrap_or_default()
+    }
+
     /// Stops every node task (their connections close).
     pub fn stop(&self) {
         let _ = self.shutdown.send(true);
@@ -295,8 +339,19 @@ struct Shared {
     heartbeat: Duration,
     default_runtime_s: f64,
     time_scale: f64,
+    /// The job clock: `clock_origin` (wall seconds) at `clock_start`, then `time_scale` job
+    /// seconds per real second.
+    clock_origin: i64,
+    clock_start: Instant,
     host: String,
     stats: Arc<EmuStats>,
+}
+
+impl Shared {
+    /// The job clock at `at` (s since the epoch, fractional).
+    fn job_time(&self, at: Instant) -> f64 {
+        self.clock_origin as f64 + at.saturating_duration_since(self.clock_start).as_secs_f64() * self.time_scale
+    }
 }
 
 #[derive(Debug)]
@@ -306,6 +361,11 @@ struct EmuJob {
     exit_code: i32,
     /// When the batch script "ends" (only the batch host's part ends by itself).
     end_at: Option<Instant>,
+    /// When its launch arrived.
+    launched: Instant,
+    /// The end it reports when it ends by itself: its start on the job clock plus its
+    /// runtime (s since the epoch).
+    end_stamp: i64,
 }
 
 #[derive(Debug)]
@@ -366,6 +426,12 @@ fn source_addr(ctld: SocketAddr, index: u64) -> Option<SocketAddr> {
         }
         _ => None,
     }
+}
+
+/// The end a script started at `start` (job clock, s since the epoch) reports after
+/// `runtime` s: their sum, in whole seconds (down).
+fn end_stamp(start: f64, runtime: f64) -> i64 {
+    (start + runtime.clamp(0.0, 1e12)).floor() as i64
 }
 
 /// A job's runtime (s, job time) from its environment or script, else `default`.
@@ -621,19 +687,33 @@ impl EmuNode {
         let due: Vec<(u64, u32)> = self.jobs.iter().filter(|(_, j)| j.end_at.is_some_and(|e| e <= now)).map(|(k, _)| *k).collect();
         for k in due {
             let j = self.jobs.remove(&k).expect("present");
-            self.end(sh, k, j.exit_code, 0, out);
+            self.end(sh, k, &j, j.exit_code, 0, out);
         }
     }
 
-    fn end(&mut self, sh: &Shared, (job_id, run): (u64, u32), exit_code: i32, signal: i32, out: &mut Vec<NodeToCtl>) {
+    /// The batch script of `job` ends with `exit_code` or `signal` (0: by itself, at its
+    /// `end_stamp`; else now on the job clock).
+    fn end(&mut self, sh: &Shared, (job_id, run): (u64, u32), job: &EmuJob, exit_code: i32, signal: i32, out: &mut Vec<NodeToCtl>) {
+        let now = Instant::now();
+        let end_time = if signal == 0 { job.end_stamp } else { sh.job_time(now).floor() as i64 };
         let exit = JobExit {
             job_id,
             run,
             exit_code,
             signal,
             oom: false,
-            end_time: wall_now(),
+            end_time,
         };
+        if let Some(v) = sh.stats.ends.lock().unwrap_or_else(std::sync::PoisonError::into_inner).as_mut() {
+            v.push(EndTiming {
+                job_id,
+                run,
+                launched: job.launched.into_std(),
+                ended: now.into_std(),
+                signal,
+                end_time,
+            });
+        }
         EmuStats::inc(&sh.stats.exits);
         self.finished.push(exit.clone());
         out.push(NodeToCtl::JobExited(exit));
@@ -667,15 +747,16 @@ impl EmuNode {
             return;
         }
         EmuStats::inc(&sh.stats.launches);
-        let end_at = b.batch_host.then(|| {
-            let real = runtime_of(b, sh.default_runtime_s) / sh.time_scale;
-            Instant::now() + Duration::from_secs_f64(real.min(1e9))
-        });
+        let now = Instant::now();
+        let runtime = runtime_of(b, sh.default_runtime_s);
+        let end_at = b.batch_host.then(|| now + Duration::from_secs_f64((runtime / sh.time_scale).min(1e9)));
         self.jobs.insert(key, EmuJob {
             gpu_mask: b.gpu_mask,
             batch: b.batch_host,
             exit_code: exit_code_of(b),
             end_at,
+            launched: now,
+            end_stamp: end_stamp(sh.job_time(now), runtime),
         });
     }
 
@@ -685,7 +766,7 @@ impl EmuNode {
         for k in keys {
             let j = self.jobs.remove(&k).expect("present");
             if j.batch {
-                self.end(sh, k, 0, signal, out);
+                self.end(sh, k, &j, 0, signal, out);
             }
         }
     }
@@ -792,6 +873,14 @@ mod tests {
             time_limit_s: None,
             partition: "batch".into(),
         }
+    }
+
+    #[test]
+    fn a_script_reports_its_start_plus_its_runtime_on_the_job_clock() {
+        assert_eq!(end_stamp(1_000.7, 30.0), 1_030);
+        assert_eq!(end_stamp(1_000.0, 2.5), 1_002);
+        assert_eq!(end_stamp(1_000.2, 0.0), 1_000);
+        assert_eq!(end_stamp(1_000.0, -5.0), 1_000, "a negative runtime ends at the start");
     }
 
     #[test]
