@@ -11,7 +11,11 @@
 //!   as `slurmd` treats binds; the batch host then reports [`NodeToCtl::JobExited`] and repeats
 //!   the end in heartbeats until `AckExits`.
 //! - `Kill`: the batch host reports the end with signal 9 (what `slurmd`'s supervisor writes
-//!   after killing the job); another node of the job forgets it.
+//!   after killing the job); another node of the job forgets it and sends a heartbeat at once
+//!   (without the job: the controller releases the node's part then), not at its next
+//!   period, as Slurm's `slurmd` sends `REQUEST_EPILOG_COMPLETE` as soon as a job's epilog
+//!   has run there (`_rpc_terminate_job` ends with `_epilog_complete`,
+//!   `src/slurmd/slurmd/req.c`).
 //! - `Signal` with SIGTERM or SIGKILL (a time limit, a cancel, a preemption): the job ends
 //!   with that signal, as a script without a trap would. Other signals are ignored.
 //! - `LaunchStep`: refused by logging it (no processes: `srun` steps are not emulated).
@@ -494,6 +498,15 @@ impl EmuNode {
             .collect()
     }
 
+    /// A full heartbeat: the boot epoch, the jobs running here, the ends not acknowledged.
+    fn heartbeat(&self) -> NodeToCtl {
+        NodeToCtl::Heartbeat {
+            boot_epoch: self.epoch,
+            running: self.running(),
+            finished: self.finished.clone(),
+        }
+    }
+
     /// A boot: the next epoch, nothing running, nothing remembered.
     fn reboot(&mut self) {
         self.epoch += 1;
@@ -727,7 +740,17 @@ impl EmuNode {
                     self.stop_job(sh, job_id, signal, out);
                 }
             }
-            CtlToNode::Kill { job_id } => self.stop_job(sh, job_id, SIGKILL, out),
+            CtlToNode::Kill { job_id } => {
+                let batch_here = self.jobs.iter().any(|(k, j)| k.0 == job_id && j.batch);
+                self.stop_job(sh, job_id, SIGKILL, out);
+                if !batch_here {
+                    // The release reported at once (Slurm's epilog-complete message), not at
+                    // the next heartbeat: at a scaled time a heartbeat period is hours of
+                    // the controller's time that the job's other nodes would stay allocated.
+                    EmuStats::inc(&sh.stats.heartbeats);
+                    out.push(self.heartbeat());
+                }
+            }
             CtlToNode::AckExits { job_ids } => self.finished.retain(|e| !job_ids.contains(&e.job_id)),
             CtlToNode::LaunchStep(s) => {
                 tracing_free_warn(&format!(
@@ -873,6 +896,85 @@ mod tests {
             time_limit_s: None,
             partition: "batch".into(),
         }
+    }
+
+    fn shared(scale: f64) -> Shared {
+        Shared {
+            ctld: "127.0.0.1:1".parse().unwrap(),
+            key: ClusterKey::from_bytes(&[7; 32]).unwrap(),
+            heartbeat: Duration::from_secs(1),
+            default_runtime_s: 1.0,
+            time_scale: scale,
+            clock_origin: 1_000_000,
+            clock_start: Instant::now(),
+            host: "h".into(),
+            stats: Arc::new(EmuStats::default()),
+        }
+    }
+
+    fn node() -> EmuNode {
+        EmuNode {
+            spec: NodeSpec {
+                name: "n1".into(),
+                gpus: 8,
+                cpus: 96,
+                mem_mib: 1,
+            },
+            index: 0,
+            epoch: 5,
+            jobs: BTreeMap::new(),
+            finished: Vec::new(),
+            seen: Default::default(),
+            health_unsent: Vec::new(),
+            ctld_epoch: 0,
+        }
+    }
+
+    #[test]
+    fn a_killed_part_is_released_at_once_and_ends_carry_the_job_clock() {
+        let sh = shared(100.0);
+        *sh.stats.ends.lock().unwrap() = Some(Vec::new());
+        let mut n = node();
+        // Job 1's batch script runs here (1 h), job 2 has its second node here.
+        n.launch(&sh, &bind("#!/bin/sh\nsleep 3600\n", &[]));
+        let mut b2 = bind("#!/bin/sh\nsleep 60\n", &[]);
+        b2.job_id = 2;
+        b2.batch_host = false;
+        n.launch(&sh, &b2);
+        let mut out = Vec::new();
+        n.handle(&sh, CtlToNode::Kill { job_id: 2 }, &mut out);
+        match out.as_slice() {
+            [NodeToCtl::Heartbeat { boot_epoch: 5, running, finished }] => {
+                assert_eq!(running.iter().map(|j| j.job_id).collect::<Vec<_>>(), vec![1]);
+                assert!(finished.is_empty());
+            }
+            other => panic!("a heartbeat without job 2 at once, not {other:?}"),
+        }
+        // Job 1 ends by itself: at its start on the job clock plus 3,600 s exactly.
+        let launched = n.jobs[&(1, 0)].launched;
+        n.jobs.get_mut(&(1, 0)).unwrap().end_at = Some(Instant::now());
+        out.clear();
+        n.end_due(&sh, &mut out);
+        let want = (sh.job_time(launched) + 3_600.0).floor() as i64;
+        match out.as_slice() {
+            [NodeToCtl::JobExited(e)] => assert_eq!((e.job_id, e.signal, e.end_time), (1, 0, want)),
+            other => panic!("{other:?}"),
+        }
+        // A batch script killed: its end (signal 9) at the kill's time, no extra heartbeat.
+        let mut b3 = bind("#!/bin/sh\nsleep 3600\n", &[]);
+        b3.job_id = 3;
+        n.launch(&sh, &b3);
+        out.clear();
+        n.handle(&sh, CtlToNode::Kill { job_id: 3 }, &mut out);
+        match out.as_slice() {
+            [NodeToCtl::JobExited(e)] => {
+                assert_eq!((e.job_id, e.signal), (3, 9));
+                assert!(e.end_time >= 1_000_000 && e.end_time < want, "{}", e.end_time);
+            }
+            other => panic!("{other:?}"),
+        }
+        let ends: Vec<(u64, i32)> = sh.stats.ends.lock().unwrap().as_ref().unwrap().iter().map(|e| (e.job_id, e.signal)).collect();
+        assert_eq!(ends, vec![(1, 0), (3, 9)]);
     }
 
     #[test]
