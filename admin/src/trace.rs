@@ -217,11 +217,46 @@ impl Dist {
     }
 }
 
+/// Mean idle GPUs while at least one job is pending: the integral of `total_gpus` − busy
+/// GPUs over the time some job has arrived and not yet started, divided by that time (s).
+/// `jobs`: (arrival, start, end, GPUs) in one clock; busy counts a job from its start to its
+/// end. NaN when no job ever waits.
+pub fn idle_while_pending(total_gpus: u64, jobs: &[(i64, i64, i64, u32)]) -> f64 {
+    // (time, pending change, busy change)
+    let mut ev: Vec<(i64, i64, i64)> = Vec::with_capacity(jobs.len() * 3);
+    for &(a, s, e, g) in jobs {
+        ev.push((a, 1, 0));
+        ev.push((s, -1, i64::from(g)));
+        ev.push((e, 0, -i64::from(g)));
+    }
+    ev.sort_unstable();
+    let (mut pending, mut busy) = (0i64, 0i64);
+    let (mut idle, mut waited) = (0f64, 0f64);
+    let mut last = ev.first().map_or(0, |e| e.0);
+    for (t, dp, db) in ev {
+        if pending > 0 {
+            let dt = (t - last) as f64;
+            idle += (total_gpus as f64 - busy as f64) * dt;
+            waited += dt;
+        }
+        last = t;
+        pending += dp;
+        busy += db;
+    }
+    if waited > 0.0 {
+        idle / waited
+    } else {
+        f64::NAN
+    }
+}
+
 /// The result of one run.
 #[derive(Debug, Default)]
 pub struct TraceReport {
     /// `itp/<cluster>`, jobs, nodes, load, policy, scale.
     pub title: String,
+    /// GPUs of the cluster.
+    pub total_gpus: u64,
     /// Every job, in arrival order.
     pub jobs: Vec<JobTimes>,
     /// Measurements without a comparison (real time taken, submission lag, cycles).
@@ -247,6 +282,31 @@ fn secs(v: f64) -> String {
 }
 
 impl TraceReport {
+    /// [`idle_while_pending`] of the simulation `run` (`None`: the controller): a job holds
+    /// its GPUs from its last start to its end (sim+hold: start + duration + the controller's
+    /// hold).
+    pub fn idle_gpus(&self, run: Option<SimRun>) -> f64 {
+        let held = |j: &JobTimes, s: u64| (s + j.duration_s + j.ctl_overrun().unwrap_or(0)) as i64;
+        let jobs: Vec<(i64, i64, i64, u32)> = self
+            .jobs
+            .iter()
+            .filter_map(|j| {
+                Some(match run {
+                    None => (j.ctl_submit, j.ctl_start?, j.ctl_end?, j.gpus),
+                    Some(SimRun::Trace) => (j.arrival as i64, j.sim_start? as i64, j.sim_end? as i64, j.gpus),
+                    Some(SimRun::Held) => (j.arrival as i64, j.held_start? as i64, held(j, j.held_start?), j.gpus),
+                    Some(SimRun::HeldSubmitted) => (
+                        j.held_sub_arrival as i64,
+                        j.held_sub_start? as i64,
+                        held(j, j.held_sub_start?),
+                        j.gpus,
+                    ),
+                })
+            })
+            .collect();
+        idle_while_pending(self.total_gpus, &jobs)
+    }
+
     /// Queue-time distributions per bucket: (bucket, simulator, controller, |difference| per
     /// job).
     pub fn distributions(&self) -> Vec<(&'static str, Dist, Dist, Dist)> {
@@ -574,6 +634,7 @@ pub fn trace(
             opts.time_scale
         ),
         failures,
+        total_gpus: nodes as u64 * 8,
         ..TraceReport::default()
     };
     notes.insert(
@@ -640,6 +701,13 @@ pub fn trace(
             ),
         );
     }
+    notes.push(format!(
+        "idle GPUs while a job is pending (mean): simulator {:.1}, with the controller's hold times {:.1}, with its hold and submit times {:.1}, controller {:.1}",
+        rep.idle_gpus(Some(SimRun::Trace)),
+        rep.idle_gpus(Some(SimRun::Held)),
+        rep.idle_gpus(Some(SimRun::HeldSubmitted)),
+        rep.idle_gpus(None)
+    ));
     rep.notes = notes;
     Ok(rep)
 }
@@ -1089,6 +1157,15 @@ mod tests {
         );
         assert_eq!(d.mean, 50.5);
         assert!(Dist::of(&[]).p50.is_nan());
+    }
+
+    #[test]
+    fn idle_gpus_count_only_while_a_job_waits() {
+        // 8 GPUs. A holds them 0-100; B waits 10-100 (nothing idle), runs 100-150; D waits
+        // 200-210 with all 8 idle, then runs on 4. Waiting: 100 s, idle GPU-seconds 80.
+        let jobs = [(0, 0, 100, 8), (10, 100, 150, 8), (200, 210, 220, 4)];
+        assert!((idle_while_pending(8, &jobs) - 0.8).abs() < 1e-12);
+        assert!(idle_while_pending(8, &[(0, 0, 10, 8)]).is_nan(), "nothing waited");
     }
 
     #[test]
