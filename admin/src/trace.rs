@@ -152,8 +152,12 @@ impl JobTimes {
     pub fn queue(&self, run: SimRun) -> Option<f64> {
         match run {
             SimRun::Trace => self.sim_queue(),
-            SimRun::Held => self.held_start.map(|s| s.saturating_sub(self.arrival) as f64),
-            SimRun::HeldSubmitted => self.held_sub_start.map(|s| s.saturating_sub(self.held_sub_arrival) as f64),
+            SimRun::Held => self
+                .held_start
+                .map(|s| s.saturating_sub(self.arrival) as f64),
+            SimRun::HeldSubmitted => self
+                .held_sub_start
+                .map(|s| s.saturating_sub(self.held_sub_arrival) as f64),
         }
     }
     /// How long the job held its GPUs on the controller beyond its duration (end − start −
@@ -293,8 +297,18 @@ impl TraceReport {
             .filter_map(|j| {
                 Some(match run {
                     None => (j.ctl_submit, j.ctl_start?, j.ctl_end?, j.gpus),
-                    Some(SimRun::Trace) => (j.arrival as i64, j.sim_start? as i64, j.sim_end? as i64, j.gpus),
-                    Some(SimRun::Held) => (j.arrival as i64, j.held_start? as i64, held(j, j.held_start?), j.gpus),
+                    Some(SimRun::Trace) => (
+                        j.arrival as i64,
+                        j.sim_start? as i64,
+                        j.sim_end? as i64,
+                        j.gpus,
+                    ),
+                    Some(SimRun::Held) => (
+                        j.arrival as i64,
+                        j.held_start? as i64,
+                        held(j, j.held_start?),
+                        j.gpus,
+                    ),
                     Some(SimRun::HeldSubmitted) => (
                         j.held_sub_arrival as i64,
                         j.held_sub_start? as i64,
@@ -373,7 +387,10 @@ impl fmt::Display for TraceReport {
         for (run, what) in [
             (SimRun::Trace, "simulator"),
             (SimRun::Held, "simulator with the controller's hold times"),
-            (SimRun::HeldSubmitted, "simulator with the controller's hold and submit times"),
+            (
+                SimRun::HeldSubmitted,
+                "simulator with the controller's hold and submit times",
+            ),
         ] {
             if run != SimRun::Trace && self.jobs.iter().all(|j| j.queue(run).is_none()) {
                 continue;
@@ -424,7 +441,11 @@ impl TraceReport {
 /// durations at least 1 s; and the cluster's size in 8-GPU nodes, [`gang::itp_nodes`] of
 /// the cluster's whole trace (as `flotilla sim gang --max-jobs`: a window of a few jobs does
 /// not size its own cluster). Errors: the trace cannot be read, or the cluster is unknown.
-pub fn trace_jobs(traces: &Path, cluster: &str, n: Option<usize>) -> Result<(Vec<TraceJob>, usize)> {
+pub fn trace_jobs(
+    traces: &Path,
+    cluster: &str,
+    n: Option<usize>,
+) -> Result<(Vec<TraceJob>, usize)> {
     let all = TraceDir::new(traces)
         .itp_cluster_jobs(cluster)
         .map_err(|e| anyhow::anyhow!("{e}"))?;
@@ -562,7 +583,10 @@ pub fn trace(
     }
     let (jobs, nodes) = trace_jobs(&opts.traces, &opts.cluster, opts.jobs)?;
     if nodes > MAX_NODES {
-        bail!("ITP cluster {} sizes {nodes} nodes (more than {MAX_NODES})", opts.cluster);
+        bail!(
+            "ITP cluster {} sizes {nodes} nodes (more than {MAX_NODES})",
+            opts.cluster
+        );
     }
     let node_gpus = vec![8u32; nodes];
     let total_gpus = nodes as f64 * 8.0;
@@ -672,11 +696,22 @@ pub fn trace(
     if rep.failures.is_empty() {
         progress("simulating again with the controller's hold times, then its submit times");
         let held = GangOptions {
-            extra_hold_s: rep.jobs.iter().map(|j| j.ctl_overrun().unwrap_or(0)).collect(),
+            extra_hold_s: rep
+                .jobs
+                .iter()
+                .map(|j| j.ctl_overrun().unwrap_or(0))
+                .collect(),
             ..gopts.clone()
         };
-        let r = gang::replay(&jobs, &node_gpus, &opts.policy, opts.load, arrival_scale, &held)
-            .map_err(|e| anyhow::anyhow!("{e}"))?;
+        let r = gang::replay(
+            &jobs,
+            &node_gpus,
+            &opts.policy,
+            opts.load,
+            arrival_scale,
+            &held,
+        )
+        .map_err(|e| anyhow::anyhow!("{e}"))?;
         let first = rep.jobs.iter().map(|j| j.ctl_submit).min().unwrap_or(0);
         let submitted: Vec<TraceJob> = jobs
             .iter()
@@ -801,7 +836,10 @@ fn submit_all(
         }
         handles
             .into_iter()
-            .map(|h| h.join().unwrap_or_else(|_| Err(anyhow::anyhow!("a submitter panicked"))))
+            .map(|h| {
+                h.join()
+                    .unwrap_or_else(|_| Err(anyhow::anyhow!("a submitter panicked")))
+            })
             .collect()
     });
     let mut sent = vec![Sent::default(); total];
@@ -995,7 +1033,12 @@ fn run(
         .map(|(j, c)| ((c.1 - first) - arrival(j) as i64) as f64)
         .collect();
     let lag = Dist::of(&lag);
-    let late = Dist::of(&sent.iter().map(|s| (s.sent - s.due).max(0.0)).collect::<Vec<_>>());
+    let late = Dist::of(
+        &sent
+            .iter()
+            .map(|s| (s.sent - s.due).max(0.0))
+            .collect::<Vec<_>>(),
+    );
     let rtt = Dist::of(&sent.iter().map(|s| s.answered - s.sent).collect::<Vec<_>>());
     let inversions = ids.windows(2).filter(|w| w[1] < w[0]).count();
     notes.push(format!(
@@ -1056,12 +1099,7 @@ fn run(
                 .filter_map(|(j, c)| end_split(c, j.duration_s, last.get(&c.0)?, t0, offset, f))
                 .collect();
             let part = |k: usize| {
-                let d = Dist::of(
-                    &split
-                        .iter()
-                        .map(|s| [s.0, s.1, s.2][k])
-                        .collect::<Vec<_>>(),
-                );
+                let d = Dist::of(&split.iter().map(|s| [s.0, s.1, s.2][k]).collect::<Vec<_>>());
                 format!(
                     "p50 {:.0}, p90 {:.0}, p99 {:.0} s ({:.1} / {:.1} / {:.1} ms real)",
                     d.p50,
@@ -1165,7 +1203,10 @@ mod tests {
         // 200-210 with all 8 idle, then runs on 4. Waiting: 100 s, idle GPU-seconds 80.
         let jobs = [(0, 0, 100, 8), (10, 100, 150, 8), (200, 210, 220, 4)];
         assert!((idle_while_pending(8, &jobs) - 0.8).abs() < 1e-12);
-        assert!(idle_while_pending(8, &[(0, 0, 10, 8)]).is_nan(), "nothing waited");
+        assert!(
+            idle_while_pending(8, &[(0, 0, 10, 8)]).is_nan(),
+            "nothing waited"
+        );
     }
 
     #[test]
@@ -1174,9 +1215,24 @@ mod tests {
         // 0.012 s, handled at 0.011 s: stamped 1,001. Job 2 sent at 0.500 s, answered at
         // 0.5004 s, stamped 1,050. Job 3 was restamped later (a requeue): 9,999.
         let sent = [
-            Sent { id: 1, due: 0.0, sent: 0.010, answered: 0.012 },
-            Sent { id: 2, due: 0.5, sent: 0.500, answered: 0.5004 },
-            Sent { id: 3, due: 0.6, sent: 0.600, answered: 0.601 },
+            Sent {
+                id: 1,
+                due: 0.0,
+                sent: 0.010,
+                answered: 0.012,
+            },
+            Sent {
+                id: 2,
+                due: 0.5,
+                sent: 0.500,
+                answered: 0.5004,
+            },
+            Sent {
+                id: 3,
+                due: 0.6,
+                sent: 0.600,
+                answered: 0.601,
+            },
         ];
         let (off, err) = clock_offset(&sent, &[1_001, 1_050, 9_999], 100.0).unwrap();
         // Bounds: lo = max(1001 − 1.2, 1050 − 50.04) = 999.96, hi = min(1002 − 1, 1051 − 50)

@@ -78,7 +78,10 @@ fn bench_trace_replays_300_jobs_through_the_daemons_and_the_simulator() {
         "{:?}",
         rep.notes
     );
-    assert!(rep.idle_gpus(None) >= 0.0, "some job waited on the controller");
+    assert!(
+        rep.idle_gpus(None) >= 0.0,
+        "some job waited on the controller"
+    );
     let d = rep.distributions();
     assert_eq!(d[0].0, "all");
     assert_eq!((d[0].1.n, d[0].2.n, d[0].3.n), (300, 300, 300));
