@@ -11,7 +11,11 @@
 //!   as `slurmd` treats binds; the batch host then reports [`NodeToCtl::JobExited`] and repeats
 //!   the end in heartbeats until `AckExits`.
 //! - `Kill`: the batch host reports the end with signal 9 (what `slurmd`'s supervisor writes
-//!   after killing the job); another node of the job forgets it.
+//!   after killing the job); another node of the job forgets it and sends a heartbeat at once
+//!   (without the job: the controller releases the node's part then), not at its next
+//!   period, as Slurm's `slurmd` sends `REQUEST_EPILOG_COMPLETE` as soon as a job's epilog
+//!   has run there (`_rpc_terminate_job` ends with `_epilog_complete`,
+//!   `src/slurmd/slurmd/req.c`).
 //! - `Signal` with SIGTERM or SIGKILL (a time limit, a cancel, a preemption): the job ends
 //!   with that signal, as a script without a trap would. Other signals are ignored.
 //! - `LaunchStep`: refused by logging it (no processes: `srun` steps are not emulated).
@@ -21,6 +25,14 @@
 //! fractional allowed), the first `sleep N` of its batch script, else the emulator's default.
 //! Its exit code is `FLOTILLA_EMULATE_EXIT` (default 0). Runtimes are in the job's time:
 //! with `time_scale` S, a job of R seconds ends after R / S real seconds (trace replay).
+//!
+//! The end a node reports ([`JobExit::end_time`]) is read on the emulator's own job clock
+//! (the wall clock at the emulator's start, then S job seconds per real second): a script
+//! that ends by itself reports exactly its start on that clock plus its runtime, a killed one
+//! the clock's time of the kill. (The controller, like Slurm's, stamps its own time when the
+//! end reaches it; the node's time is informational.) [`Emulator::record_ends`] keeps, for
+//! a trace replay, the real instants of each batch script's launch and end report
+//! ([`EndTiming`]), from which `flotilla bench trace` measures the end latency.
 //!
 //! Nodes can be told ([`Control`]) to lose their connection (reconnecting after a pause with
 //! the same boot epoch and their jobs), to reboot (a new boot epoch, every job forgotten, as
@@ -185,6 +197,26 @@ pub struct EmuStats {
     pub heartbeats: AtomicU64,
     /// Frames from the controller.
     pub frames_in: AtomicU64,
+    /// Batch-script ends with their real instants, while [`Emulator::record_ends`] is on.
+    ends: std::sync::Mutex<Option<Vec<EndTiming>>>,
+}
+
+/// A batch script's run on its emulated node, in real time (kept while
+/// [`Emulator::record_ends`] is on).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct EndTiming {
+    /// Job id.
+    pub job_id: u64,
+    /// Run (requeue count).
+    pub run: u32,
+    /// Its launch reached the node.
+    pub launched: std::time::Instant,
+    /// Its end was sent to the controller.
+    pub ended: std::time::Instant,
+    /// Signal that ended it (0: it ended by itself after its runtime).
+    pub signal: i32,
+    /// The end time the node reported ([`JobExit::end_time`], the emulator's job clock).
+    pub end_time: i64,
 }
 
 impl EmuStats {
@@ -222,6 +254,8 @@ impl Emulator {
             heartbeat: opts.heartbeat,
             default_runtime_s: opts.default_runtime_s,
             time_scale: if opts.time_scale > 0.0 { opts.time_scale } else { 1.0 },
+            clock_origin: wall_now(),
+            clock_start: Instant::now(),
             host,
             stats: stats.clone(),
         });
@@ -276,6 +310,20 @@ impl Emulator {
         Ok(txs.len())
     }
 
+    /// From now on, keeps every batch script's [`EndTiming`] (for a trace replay; off by
+    /// default, as a long-running emulator must not grow).
+    pub fn record_ends(&self) {
+        let mut e = self.stats.ends.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        e.get_or_insert_with(Vec::new);
+    }
+
+    /// The [`EndTiming`]s kept since [`Emulator::record_ends`] (taken: kept ones are not
+    /// returned again).
+    pub fn take_ends(&self) -> Vec<EndTiming> {
+        let mut e = self.stats.ends.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        e.as_mut().map(std::mem::take).unwrap_or_default()
+    }
+
     /// Stops every node task (their connections close).
     pub fn stop(&self) {
         let _ = self.shutdown.send(true);
@@ -295,8 +343,19 @@ struct Shared {
     heartbeat: Duration,
     default_runtime_s: f64,
     time_scale: f64,
+    /// The job clock: `clock_origin` (wall seconds) at `clock_start`, then `time_scale` job
+    /// seconds per real second.
+    clock_origin: i64,
+    clock_start: Instant,
     host: String,
     stats: Arc<EmuStats>,
+}
+
+impl Shared {
+    /// The job clock at `at` (s since the epoch, fractional).
+    fn job_time(&self, at: Instant) -> f64 {
+        self.clock_origin as f64 + at.saturating_duration_since(self.clock_start).as_secs_f64() * self.time_scale
+    }
 }
 
 #[derive(Debug)]
@@ -306,6 +365,11 @@ struct EmuJob {
     exit_code: i32,
     /// When the batch script "ends" (only the batch host's part ends by itself).
     end_at: Option<Instant>,
+    /// When its launch arrived.
+    launched: Instant,
+    /// The end it reports when it ends by itself: its start on the job clock plus its
+    /// runtime (s since the epoch).
+    end_stamp: i64,
 }
 
 #[derive(Debug)]
@@ -368,6 +432,12 @@ fn source_addr(ctld: SocketAddr, index: u64) -> Option<SocketAddr> {
     }
 }
 
+/// The end a script started at `start` (job clock, s since the epoch) reports after
+/// `runtime` s: their sum, in whole seconds (down).
+fn end_stamp(start: f64, runtime: f64) -> i64 {
+    (start + runtime.clamp(0.0, 1e12)).floor() as i64
+}
+
 /// A job's runtime (s, job time) from its environment or script, else `default`.
 pub fn runtime_of(bind: &Bind, default: f64) -> f64 {
     if let Some(v) = job_env(bind, RUNTIME_ENV).and_then(|v| v.trim().parse::<f64>().ok()) {
@@ -426,6 +496,15 @@ impl EmuNode {
                 gpu_mask: j.gpu_mask,
             })
             .collect()
+    }
+
+    /// A full heartbeat: the boot epoch, the jobs running here, the ends not acknowledged.
+    fn heartbeat(&self) -> NodeToCtl {
+        NodeToCtl::Heartbeat {
+            boot_epoch: self.epoch,
+            running: self.running(),
+            finished: self.finished.clone(),
+        }
     }
 
     /// A boot: the next epoch, nothing running, nothing remembered.
@@ -621,19 +700,33 @@ impl EmuNode {
         let due: Vec<(u64, u32)> = self.jobs.iter().filter(|(_, j)| j.end_at.is_some_and(|e| e <= now)).map(|(k, _)| *k).collect();
         for k in due {
             let j = self.jobs.remove(&k).expect("present");
-            self.end(sh, k, j.exit_code, 0, out);
+            self.end(sh, k, &j, j.exit_code, 0, out);
         }
     }
 
-    fn end(&mut self, sh: &Shared, (job_id, run): (u64, u32), exit_code: i32, signal: i32, out: &mut Vec<NodeToCtl>) {
+    /// The batch script of `job` ends with `exit_code` or `signal` (0: by itself, at its
+    /// `end_stamp`; else now on the job clock).
+    fn end(&mut self, sh: &Shared, (job_id, run): (u64, u32), job: &EmuJob, exit_code: i32, signal: i32, out: &mut Vec<NodeToCtl>) {
+        let now = Instant::now();
+        let end_time = if signal == 0 { job.end_stamp } else { sh.job_time(now).floor() as i64 };
         let exit = JobExit {
             job_id,
             run,
             exit_code,
             signal,
             oom: false,
-            end_time: wall_now(),
+            end_time,
         };
+        if let Some(v) = sh.stats.ends.lock().unwrap_or_else(std::sync::PoisonError::into_inner).as_mut() {
+            v.push(EndTiming {
+                job_id,
+                run,
+                launched: job.launched.into_std(),
+                ended: now.into_std(),
+                signal,
+                end_time,
+            });
+        }
         EmuStats::inc(&sh.stats.exits);
         self.finished.push(exit.clone());
         out.push(NodeToCtl::JobExited(exit));
@@ -647,7 +740,17 @@ impl EmuNode {
                     self.stop_job(sh, job_id, signal, out);
                 }
             }
-            CtlToNode::Kill { job_id } => self.stop_job(sh, job_id, SIGKILL, out),
+            CtlToNode::Kill { job_id } => {
+                let batch_here = self.jobs.iter().any(|(k, j)| k.0 == job_id && j.batch);
+                self.stop_job(sh, job_id, SIGKILL, out);
+                if !batch_here {
+                    // The release reported at once (Slurm's epilog-complete message), not at
+                    // the next heartbeat: at a scaled time a heartbeat period is hours of
+                    // the controller's time that the job's other nodes would stay allocated.
+                    EmuStats::inc(&sh.stats.heartbeats);
+                    out.push(self.heartbeat());
+                }
+            }
             CtlToNode::AckExits { job_ids } => self.finished.retain(|e| !job_ids.contains(&e.job_id)),
             CtlToNode::LaunchStep(s) => {
                 tracing_free_warn(&format!(
@@ -667,15 +770,16 @@ impl EmuNode {
             return;
         }
         EmuStats::inc(&sh.stats.launches);
-        let end_at = b.batch_host.then(|| {
-            let real = runtime_of(b, sh.default_runtime_s) / sh.time_scale;
-            Instant::now() + Duration::from_secs_f64(real.min(1e9))
-        });
+        let now = Instant::now();
+        let runtime = runtime_of(b, sh.default_runtime_s);
+        let end_at = b.batch_host.then(|| now + Duration::from_secs_f64((runtime / sh.time_scale).min(1e9)));
         self.jobs.insert(key, EmuJob {
             gpu_mask: b.gpu_mask,
             batch: b.batch_host,
             exit_code: exit_code_of(b),
             end_at,
+            launched: now,
+            end_stamp: end_stamp(sh.job_time(now), runtime),
         });
     }
 
@@ -685,7 +789,7 @@ impl EmuNode {
         for k in keys {
             let j = self.jobs.remove(&k).expect("present");
             if j.batch {
-                self.end(sh, k, 0, signal, out);
+                self.end(sh, k, &j, 0, signal, out);
             }
         }
     }
@@ -792,6 +896,93 @@ mod tests {
             time_limit_s: None,
             partition: "batch".into(),
         }
+    }
+
+    fn shared(scale: f64) -> Shared {
+        Shared {
+            ctld: "127.0.0.1:1".parse().unwrap(),
+            key: ClusterKey::from_bytes(&[7; 32]).unwrap(),
+            heartbeat: Duration::from_secs(1),
+            default_runtime_s: 1.0,
+            time_scale: scale,
+            clock_origin: 1_000_000,
+            clock_start: Instant::now(),
+            host: "h".into(),
+            stats: Arc::new(EmuStats::default()),
+        }
+    }
+
+    fn node() -> EmuNode {
+        EmuNode {
+            spec: NodeSpec {
+                name: "n1".into(),
+                gpus: 8,
+                cpus: 96,
+                mem_mib: 1,
+            },
+            index: 0,
+            epoch: 5,
+            jobs: BTreeMap::new(),
+            finished: Vec::new(),
+            seen: Default::default(),
+            health_unsent: Vec::new(),
+            ctld_epoch: 0,
+        }
+    }
+
+    #[test]
+    fn a_killed_part_is_released_at_once_and_ends_carry_the_job_clock() {
+        let sh = shared(100.0);
+        *sh.stats.ends.lock().unwrap() = Some(Vec::new());
+        let mut n = node();
+        // Job 1's batch script runs here (1 h), job 2 has its second node here.
+        n.launch(&sh, &bind("#!/bin/sh\nsleep 3600\n", &[]));
+        let mut b2 = bind("#!/bin/sh\nsleep 60\n", &[]);
+        b2.job_id = 2;
+        b2.batch_host = false;
+        n.launch(&sh, &b2);
+        let mut out = Vec::new();
+        n.handle(&sh, CtlToNode::Kill { job_id: 2 }, &mut out);
+        match out.as_slice() {
+            [NodeToCtl::Heartbeat { boot_epoch: 5, running, finished }] => {
+                assert_eq!(running.iter().map(|j| j.job_id).collect::<Vec<_>>(), vec![1]);
+                assert!(finished.is_empty());
+            }
+            other => panic!("a heartbeat without job 2 at once, not {other:?}"),
+        }
+        // Job 1 ends by itself: at its start on the job clock plus 3,600 s exactly.
+        let launched = n.jobs[&(1, 0)].launched;
+        n.jobs.get_mut(&(1, 0)).unwrap().end_at = Some(Instant::now());
+        out.clear();
+        n.end_due(&sh, &mut out);
+        let want = (sh.job_time(launched) + 3_600.0).floor() as i64;
+        match out.as_slice() {
+            [NodeToCtl::JobExited(e)] => assert_eq!((e.job_id, e.signal, e.end_time), (1, 0, want)),
+            other => panic!("{other:?}"),
+        }
+        // A batch script killed: its end (signal 9) at the kill's time, no extra heartbeat.
+        let mut b3 = bind("#!/bin/sh\nsleep 3600\n", &[]);
+        b3.job_id = 3;
+        n.launch(&sh, &b3);
+        out.clear();
+        n.handle(&sh, CtlToNode::Kill { job_id: 3 }, &mut out);
+        match out.as_slice() {
+            [NodeToCtl::JobExited(e)] => {
+                assert_eq!((e.job_id, e.signal), (3, 9));
+                assert!(e.end_time >= 1_000_000 && e.end_time < want, "{}", e.end_time);
+            }
+            other => panic!("{other:?}"),
+        }
+        let ends: Vec<(u64, i32)> = sh.stats.ends.lock().unwrap().as_ref().unwrap().iter().map(|e| (e.job_id, e.signal)).collect();
+        assert_eq!(ends, vec![(1, 0), (3, 9)]);
+    }
+
+    #[test]
+    fn a_script_reports_its_start_plus_its_runtime_on_the_job_clock() {
+        assert_eq!(end_stamp(1_000.7, 30.0), 1_030);
+        assert_eq!(end_stamp(1_000.0, 2.5), 1_002);
+        assert_eq!(end_stamp(1_000.2, 0.0), 1_000);
+        assert_eq!(end_stamp(1_000.0, -5.0), 1_000, "a negative runtime ends at the start");
     }
 
     #[test]

@@ -21,7 +21,10 @@
 //! GPU-seconds, G the GPUs, T the unscaled span) to get each requested ρ. ITP's cluster size
 //! is the smallest number of 8-GPU nodes (a multiple of 4, and enough for its largest gang)
 //! that the unscaled trace loads at most to 1.0: N = max(⌈W / (8·T)⌉, ⌈max gang / 8⌉),
-//! rounded up to a multiple of 4. Philly keeps its real 552 machines.
+//! rounded up to a multiple of 4, computed on the whole cluster's trace: `--max-jobs N` replays
+//! the first N jobs on that same cluster (cluster04: 64 nodes), never on one sized from the
+//! window (the first 10 jobs of cluster04 alone would size 472 nodes). Philly keeps its real
+//! 552 machines.
 //!
 //! Elastic jobs (`GangOptions::elastic_min_gpus`, `flotilla sim gang --elastic-min-gpus N`):
 //! every job of at least N GPUs is elastic between half its size (rounded up) and its size,
@@ -84,7 +87,7 @@ pub struct GangOptions {
     pub cluster: String,
     /// Offered loads.
     pub loads: Vec<f64>,
-    /// Keep only the first N jobs.
+    /// Keep only the first N jobs (on the whole trace's cluster).
     pub max_jobs: Option<usize>,
     /// Threads (results do not depend on it).
     pub jobs: usize,
@@ -104,6 +107,13 @@ pub struct GangOptions {
     /// Re-run every placement search every cycle (`Scheduler::set_full_scan`, the old cycle)
     /// instead of the incremental cycle; the decisions are the same, only the time differs.
     pub full_scan: bool,
+    /// Extra seconds each job holds its GPUs after its work is done, per job of the list
+    /// (missing entries: 0): a job started at `s` ends at `s + duration + extra` while its
+    /// walltime request stays that of `duration` (added to every run's end: meant for rigid
+    /// jobs). `flotilla bench trace` replays the trace a
+    /// second time with the controller's measured end latency per job to show how much of
+    /// the queue-time difference that latency makes. Empty: none (every other use).
+    pub extra_hold_s: Vec<u64>,
 }
 
 impl Default for GangOptions {
@@ -121,6 +131,7 @@ impl Default for GangOptions {
             walltime_factor: 2.0,
             elastic_min_gpus: None,
             full_scan: false,
+            extra_hold_s: Vec::new(),
         }
     }
 }
@@ -499,7 +510,8 @@ impl<'a> Gang<'a> {
             self.reached_max[i] |= gpus == hi;
         }
         if gpus > 0 {
-            let end = t + self.left[i].div_ceil(u64::from(gpus)).max(1);
+            let extra = self.opts.extra_hold_s.get(i).copied().unwrap_or(0);
+            let end = t + self.left[i].div_ceil(u64::from(gpus)).max(1) + extra;
             self.heap.push(Reverse((end, Ev::End(i, self.gen[i]))));
         }
     }
@@ -784,10 +796,11 @@ pub fn run(traces: &TraceDir, opts: &GangOptions, progress: &dyn Progress) -> Re
         }
     };
     jobs.sort_by_key(|j| j.submit_s);
+    // The cluster is the whole trace's (ITP: sized before the window is cut).
+    let node_gpus = if node_gpus.is_empty() { vec![8; itp_nodes(&jobs) as usize] } else { node_gpus };
     if let Some(n) = opts.max_jobs {
         jobs.truncate(n);
     }
-    let node_gpus = if node_gpus.is_empty() { vec![8; itp_nodes(&jobs) as usize] } else { node_gpus };
     run_with(&workload, &jobs, &node_gpus, opts, progress)
 }
 

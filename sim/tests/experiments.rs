@@ -164,6 +164,18 @@ fn gang_backfill_that_overstays_an_early_fill_is_preempted_and_requeued() {
 }
 
 #[test]
+fn an_extra_hold_delays_the_end_but_not_the_walltime_request() {
+    // One 8-GPU node, fifo. Job 1 (8 GPUs, 100 s) holds the node 50 s longer: job 2 (t=10)
+    // starts at 150 instead of 100; job 2, without an extra, ends at its start + duration.
+    let jobs = [TraceJob { submit_s: 0, gpus: 8, duration_s: 100 }, TraceJob { submit_s: 10, gpus: 8, duration_s: 100 }];
+    let plain = gang::replay(&jobs, &[8], "fifo", 1.0, 1.0, &gang_opts(&["fifo"])).unwrap();
+    assert_eq!(plain.job_times, vec![(0, Some(0), Some(100)), (10, Some(100), Some(200))]);
+    let opts = GangOptions { extra_hold_s: vec![50], ..gang_opts(&["fifo"]) };
+    let held = gang::replay(&jobs, &[8], "fifo", 1.0, 1.0, &opts).unwrap();
+    assert_eq!(held.job_times, vec![(0, Some(0), Some(150)), (10, Some(150), Some(250))]);
+}
+
+#[test]
 fn offered_load_scales_inter_arrivals() {
     let jobs = [
         TraceJob { submit_s: 0, gpus: 8, duration_s: 100 },

@@ -112,6 +112,10 @@ enum BenchCommand {
         /// at the default).
         #[arg(long, default_value_t = 20_000.0)]
         time_scale: f64,
+        /// Connections submitting the jobs (job i on connection i mod N), so that arrivals
+        /// reach the controller on time.
+        #[arg(long, default_value_t = 8)]
+        submitters: usize,
         /// Write report.md and jobs.csv (every job's times in both runs) here.
         #[arg(long)]
         out: Option<PathBuf>,
@@ -312,7 +316,8 @@ struct SimArgs {
     /// debug builds), for timing a debug build.
     #[arg(long)]
     no_invariant_checks: bool,
-    /// gang, shared-fleet: keep only the first N jobs of the trace (0 = all).
+    /// gang, shared-fleet: keep only the first N jobs of the trace (0 = all); gang replays
+    /// them on the whole trace's cluster.
     #[arg(long, default_value_t = 0)]
     max_jobs: usize,
     /// shared-fleet: keep only the first N DLRM instances (0 = all).
@@ -404,7 +409,7 @@ fn bench(a: BenchArgs) -> Result<()> {
         BenchCommand::Scale { nodes, jobs, running, dir, bin_dir, sample_s, idle_s, full_scan } => {
             (nodes, jobs, running, dir, bin_dir, sample_s, idle_s, full_scan)
         }
-        BenchCommand::Trace { traces, trace, cluster, jobs, load, policy, time_scale, out, dir, bin_dir } => {
+        BenchCommand::Trace { traces, trace, cluster, jobs, load, policy, time_scale, submitters, out, dir, bin_dir } => {
             if trace != "itp" {
                 bail!("--trace {trace}: only itp is replayed through the daemons");
             }
@@ -417,6 +422,7 @@ fn bench(a: BenchArgs) -> Result<()> {
             opts.load = load;
             opts.policy = policy;
             opts.time_scale = time_scale;
+            opts.submitters = submitters;
             opts.bin_dir = bin_dir;
             let t0 = Instant::now();
             let rep = flotilla_admin::trace::trace(&opts, cancel, &|s| eprintln!("[{:>6.1} s] {s}", t0.elapsed().as_secs_f64()))?;
