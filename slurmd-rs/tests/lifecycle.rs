@@ -174,3 +174,25 @@ fn signal_before_time_limit() {
     assert_eq!((j.state, j.exit_code), (Some(JobStateWire::Completed), 0), "{}", c.logs());
     assert_eq!(std::fs::read_to_string(work.join(format!("slurm-{id}.out"))).unwrap(), "got USR1\n");
 }
+
+/// A multi-node job's other node reports its part released as soon as it has killed it (a
+/// heartbeat at once, as Slurm's slurmd sends epilog-complete at the end of
+/// `_rpc_terminate_job`), not at its next heartbeat period. The nodes here beat every 10
+/// minutes: without the immediate report the job would stay COMPLETING, and the node
+/// allocated, that long, and the 30 s wait fails.
+#[test]
+fn a_multi_node_jobs_other_node_is_released_at_once() {
+    let mut c = Cluster::start(1, &[]);
+    c.heartbeat_ms = 600_000;
+    c.start_nodes(2);
+    let work = c.path("work");
+    std::fs::create_dir_all(&work).unwrap();
+    let mut s = job("#!/bin/sh\necho two nodes\n", &work);
+    s.nodes_min = Some(2);
+    s.nodes_max = Some(2);
+    let id = c.submit(s);
+    let j = c.wait_done(id, 30);
+    assert_eq!((j.state, j.exit_code, j.exit_signal), (Some(JobStateWire::Completed), 0, 0));
+    let idle = wait_for(30, || c.nodes().iter().filter(|n| n.state == "IDLE").count() == 2);
+    assert!(idle, "both nodes idle after the job: {:?}\n{}", c.nodes(), c.logs());
+}

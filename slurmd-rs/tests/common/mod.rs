@@ -56,6 +56,8 @@ pub struct Cluster {
     pub ctld: Option<Child>,
     pub addr: SocketAddr,
     pub nodes: Vec<(String, Option<Child>)>,
+    /// `slurmd --heartbeat-ms` of the nodes started after it is set (200 by default).
+    pub heartbeat_ms: u64,
 }
 
 impl Cluster {
@@ -105,6 +107,7 @@ impl Cluster {
             ctld: None,
             addr: "127.0.0.1:1".parse().unwrap(),
             nodes: Vec::new(),
+            heartbeat_ms: 200,
         }
     }
 
@@ -177,10 +180,11 @@ impl Cluster {
             .append(true)
             .open(self.path(&format!("slurmd-{name}.log")))
             .unwrap();
+        let heartbeat = self.heartbeat_ms.to_string();
         let child = Command::new(env!("CARGO_BIN_EXE_slurmd"))
             // Production mode as root (`FLOTILLA_TEST_ROOT=1`): cgroups on, each test cluster
             // in its own cgroup scope, since several run at once with the same node names.
-            .args(["-D", "-N", &name, "--fake-gpus", "8", "--heartbeat-ms", "200", "--cgroup", cgroup_mode()])
+            .args(["-D", "-N", &name, "--fake-gpus", "8", "--heartbeat-ms", &heartbeat, "--cgroup", cgroup_mode()])
             .arg("--cgroup-scope")
             .arg(self.cgroup_scope())
             // GPU health from a file the test appends to (never the host's NVML): see

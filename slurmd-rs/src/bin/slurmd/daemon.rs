@@ -927,6 +927,7 @@ impl Daemon {
         // Every process of the job here, daemonized ones too.
         self.opts.cgroups.kill_job(job_id);
         let keys: Vec<(u64, u32)> = self.jobs.keys().filter(|k| k.0 == job_id).copied().collect();
+        let mut released = false;
         for k in keys {
             if self.jobs[&k].batch {
                 let dir = self.jobs[&k].dir.clone();
@@ -939,7 +940,18 @@ impl Daemon {
                 self.opts.cgroups.release(job_id, k.1);
                 let _ = std::fs::remove_dir_all(&e.dir.0);
                 let _ = std::fs::write(e.dir.done_marker(), b"");
+                released = true;
             }
+        }
+        // A released part is reported at once (a heartbeat without the job, on which the
+        // controller frees this node's part), not at the next period: until then the job stays
+        // COMPLETING and this node's GPUs stay allocated. Slurm's slurmd does the same: its
+        // `_rpc_terminate_job` (src/slurmd/slurmd/req.c) ends by sending the epilog-complete
+        // message as soon as the job is gone from the node.
+        if released && self.client.is_some() {
+            self.last_hb = Instant::now();
+            let hb = NodeToCtl::Heartbeat { boot_epoch: self.epoch, running: self.running(), finished: self.finished.clone() };
+            self.send(hb);
         }
     }
 
