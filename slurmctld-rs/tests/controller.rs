@@ -693,3 +693,52 @@ fn queue_query_answers_each_field_as_the_job_query() {
         }
     }
 }
+
+/// An answer over many jobs walks the pending jobs' states beside the job table instead of
+/// looking each up (`ViewCtx::walk`): every job, pending on resources or held, an array
+/// remainder or running, shows the same alone (`scontrol show job ID`: looked up) as in the
+/// answer over all of them, and `squeue`'s answer with every field is the same again.
+#[test]
+fn answers_over_many_jobs_show_each_job_as_alone() {
+    let mut h = Harness::two_nodes("ctl_walk_pending");
+    let mut ids = Vec::new();
+    for i in 0..90u64 {
+        let mut j = gpu_job(if i % 2 == 0 { User::Alice } else { User::Bob }, 1 + i % 8, None, 0);
+        j.hold = i % 7 == 3;
+        if i % 11 == 5 {
+            j.array = Some(ArraySpec { ranges: vec![ArrayRange { start: 0, end: 3, step: 1 }], max_running: Some(1) });
+        }
+        ids.push(h.submit(j));
+    }
+    h.advance(5);
+    h.turn();
+    assert!(ids.iter().any(|&id| state(&h, id) == JobStateWire::Running));
+    assert!(ids.iter().any(|&id| state(&h, id) == JobStateWire::Pending && !matches!(h.job(id).reason.as_str(), "None" | "JobHeldUser")));
+    let all = JobQuery { include_finished: true, ..JobQuery::default() };
+    let Response::Jobs(listed) = h.call(User::Root, Request::QueryJobs(all.clone())) else { panic!("job query") };
+    h.rpc(User::Root, Request::QueryJobs(all.clone()));
+    h.rpc(User::Root, Request::QueryQueue(QueueQuery { query: all.clone(), fields: JobField::ALL.to_vec() }));
+    let mut alone = Vec::new();
+    for j in &listed {
+        let one = JobQuery { jobs: vec![JobRef::id(j.array_job_id.unwrap_or(j.job_id))], include_finished: true, ..JobQuery::default() };
+        h.rpc(User::Root, Request::QueryJobs(one));
+    }
+    h.turn_with(Due::NONE);
+    let replies = h.replies();
+    let Response::Jobs(full) = &replies[0] else { panic!("job query: {:?}", replies[0]) };
+    assert!(full.len() > 64, "enough jobs to walk: {}", full.len());
+    let Response::Queue(rows) = &replies[1] else { panic!("queue query: {:?}", replies[1]) };
+    let queued: Vec<JobInfo> = rows.iter(JobField::ALL).map(|v| v.unwrap().into_owned()).collect();
+    assert_eq!(&queued, full);
+    for r in &replies[2..] {
+        let Response::Jobs(some) = r else { panic!("job query: {r:?}") };
+        alone.extend(some.iter().cloned());
+    }
+    for j in full {
+        let same: Vec<&JobInfo> = alone.iter().filter(|a| a.job_id == j.job_id && a.array_task_id == j.array_task_id).collect();
+        assert!(!same.is_empty(), "job {} alone", j.job_id);
+        for a in same {
+            assert_eq!(a, j, "job {} alone vs among all", j.job_id);
+        }
+    }
+}

@@ -307,6 +307,13 @@ impl Scheduler {
         self.pending.get(&job).map(|p| (&p.info, p.priority))
     }
 
+    /// [`Scheduler::pending_state`] of every pending job, in job-id order: one walk instead of
+    /// a lookup per job (the controller's queue answers and its look at what a cycle changed
+    /// go over 100,000 pending jobs).
+    pub fn pending_states(&self) -> impl Iterator<Item = (JobId, &PendingInfo, u64)> + '_ {
+        self.pending.iter().map(|(id, p)| (*id, &p.info, p.priority))
+    }
+
     /// Every live allocation.
     pub fn allocations(&self) -> impl Iterator<Item = &Allocation> {
         self.running.values().flat_map(|r| r.allocs.iter())

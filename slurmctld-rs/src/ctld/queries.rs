@@ -6,7 +6,7 @@ use crate::job::{JobRecord, JobState};
 use flotilla_core::cluster::{GpuMask, NodeAvail};
 use flotilla_core::hostlist::compress_sorted;
 use flotilla_core::job::{HoldKind, JobId};
-use flotilla_core::sched::Scheduler;
+use flotilla_core::sched::{PendingInfo, Scheduler};
 use flotilla_proto::errno::*;
 use flotilla_proto::{
     FieldSet, JobFilter, JobQuery, JobRef, JobView, NodeInfo, NodeQuery, PartitionInfo, Response, SlurmError, Stats, Str,
@@ -22,7 +22,7 @@ impl Controller {
     /// one (`Dependency`, `BeginTime`); a hold at once, as in Slurm; and a reason the record
     /// carries (a requeue's hold, `DependencyNeverSatisfied`) over all of them. A job that is
     /// not pending shows `None` and nothing else.
-    fn pending_shown<'a>(&'a self, rec: &'a JobRecord, want: FieldSet, now: i64) -> PendingShown<'a> {
+    fn pending_shown<'a>(&'a self, rec: &'a JobRecord, want: FieldSet, now: i64, ctx: &mut ViewCtx<'a>) -> PendingShown<'a> {
         use flotilla_proto::JobField as F;
         let mut p = PendingShown {
             reason: Str::b("None"),
@@ -33,12 +33,13 @@ impl Controller {
         };
         let pending_fields = [F::Reason, F::ReasonDetail, F::SchedNodes, F::Priority, F::StartTime, F::EndTime];
         if rec.state == JobState::Pending && want.any(&pending_fields) {
-            let core_id = if rec.is_array_meta() {
-                self.in_core_tasks.get(&rec.id).and_then(|s| s.iter().next()).map(|&t| prov_id(rec.id, t))
+            let state = if rec.is_array_meta() {
+                let first = self.in_core_tasks.get(&rec.id).and_then(|s| s.iter().next());
+                first.and_then(|&t| self.sched.pending_state(JobId(prov_id(rec.id, t))))
             } else {
-                Some(rec.spec.id.0)
+                ctx.pending_state(rec.spec.id)
             };
-            match core_id.and_then(|c| self.sched.pending_state(JobId(c))) {
+            match state {
                 Some((info, prio)) => {
                     p.reason = match &info.slurm_detail {
                         // Slurm's `ReqNodeNotAvail, UnavailableNodes:gpu04`.
@@ -90,14 +91,23 @@ impl Controller {
     /// fields in `want` are filled (the others default): the rest of the record is not even
     /// read, and a record is a kilobyte of memory that is rarely in cache.
     pub(super) fn job_view<'a>(&'a self, rec: &'a JobRecord, want: FieldSet, now: i64) -> JobView<'a> {
+        let mut v = JobView::default();
+        self.fill_view(&mut v, rec, want, now, &mut ViewCtx::one(&self.sched));
+        v
+    }
+
+    /// [`Controller::job_view`] into `v`, which the caller keeps for every job of an answer:
+    /// only the fields in `want` are written, so a view that only ever receives those keeps
+    /// the others default (a view is a kilobyte; building, moving and dropping one per job
+    /// was a visible part of `squeue` over 150,000 jobs). `ctx` is the answer's.
+    pub(super) fn fill_view<'a>(&'a self, v: &mut JobView<'a>, rec: &'a JobRecord, want: FieldSet, now: i64, ctx: &mut ViewCtx<'a>) {
         use flotilla_proto::JobField as F;
-        macro_rules! pick {
-            ($f:ident, $e:expr) => {
-                if want.has(F::$f) {
-                    $e
-                } else {
-                    Default::default()
-                }
+        // `v.field = value` for each field in `want`; the others are not touched.
+        macro_rules! set {
+            ($($field:ident: $f:ident = $e:expr;)*) => {
+                $(if want.has(F::$f) {
+                    v.$field = $e;
+                })*
             };
         }
         let PendingShown {
@@ -106,10 +116,10 @@ impl Controller {
             expected,
             sched_nodes,
             priority,
-        } = self.pending_shown(rec, want, now);
+        } = self.pending_shown(rec, want, now, ctx);
         // Under priority/basic (Slurm's default) every job shows its number, running and held
         // ones too; other policies show what the last cycle ranked.
-        let priority = if self.sched.priority_name() == "priority/basic" {
+        let priority = if ctx.basic_priority {
             if rec.priority == crate::job::PRIO_UNSET { 0 } else { u64::from(rec.priority) }
         } else {
             priority
@@ -120,10 +130,8 @@ impl Controller {
         let shown_start = rec.start_time.or(expected).or_else(|| {
             (rec.state == JobState::Pending).then_some(rec.spec.begin_time.map(|b| b as i64)).flatten()
         });
-        let gpu_alloc = pick!(GpuAlloc, rec.allocs.iter().zip(&rec.nodes).map(|(a, n)| (Str::b(n), a.part.gpus.0)).collect());
-        let num_cpus = pick!(
-            NumCpus,
-            if rec.allocs.is_empty() {
+        if want.has(F::NumCpus) {
+            v.num_cpus = if rec.allocs.is_empty() {
                 // Pending: the CPUs the job asks for (Slurm's `min_cpus`): its tasks' CPUs,
                 // which a node count only GPU options fixed does not raise (goldens-extra
                 // 0407), or its nodes' CPUs when it takes whole nodes.
@@ -135,39 +143,38 @@ impl Controller {
                 }
             } else {
                 rec.allocs.iter().map(|a| (a.part.cpu_milli / 1000) as u32).sum()
-            }
-        );
-        JobView {
-            job_id: pick!(JobId, rec.id),
-            array_job_id: pick!(ArrayJobId, rec.array_job_id),
-            array_task_id: pick!(ArrayTaskId, if rec.is_array_meta() { None } else { rec.array_task_id }),
-            array_task_str: pick!(ArrayTaskStr, rec.array_task_str().map(Str::from)),
-            name: pick!(Name, Str::b(&rec.name)),
-            user: pick!(User, Str::b(&rec.user)),
-            uid: pick!(Uid, rec.uid),
-            gid: pick!(Gid, rec.gid),
-            account: pick!(Account, Str::b(&rec.account)),
-            partition: pick!(Partition, Str::b(&rec.partition)),
-            qos: pick!(Qos, Str::b(&rec.qos)),
-            state: pick!(State, Some(rec.state.to_wire())),
-            reason: pick!(Reason, reason),
-            reason_detail: pick!(ReasonDetail, detail),
-            priority: pick!(Priority, priority),
-            nice: pick!(Nice, rec.spec.nice),
-            submit_time: pick!(SubmitTime, rec.submit_time),
-            eligible_time: pick!(EligibleTime, rec.spec.begin_time.map(|b| b as i64)),
-            start_time: pick!(StartTime, shown_start),
-            end_time: pick!(EndTime, rec.end_time.or_else(|| shown_start.zip(rec.time_limit_min).map(|(s, l)| s + i64::from(l) * 60))),
-            time_limit: pick!(TimeLimit, Some(rec.time_limit_min.map_or(TimeLimitWire::Unlimited, TimeLimitWire::Minutes))),
-            nodes: pick!(Nodes, if rec.nodes.is_empty() { Str::default() } else { Str::from(compress_sorted(&rec.nodes)) }),
-            sched_nodes: pick!(SchedNodes, sched_nodes),
-            num_nodes: pick!(NumNodes, if rec.nodes.is_empty() { rec.num_nodes } else { rec.nodes.len() as u32 }),
-            num_cpus,
-            num_tasks: pick!(NumTasks, rec.ntasks),
-            cpus_per_task: pick!(CpusPerTask, rec.cpus_per_task),
-            mem_per_node_mib: pick!(MemPerNodeMib, rec.mem_per_node_mib),
-            gpus: pick!(Gpus, rec.gpus),
-            gres: pick!(Gres, rec
+            };
+        }
+        set! {
+            job_id: JobId = rec.id;
+            array_job_id: ArrayJobId = rec.array_job_id;
+            array_task_id: ArrayTaskId = if rec.is_array_meta() { None } else { rec.array_task_id };
+            array_task_str: ArrayTaskStr = rec.array_task_str().map(Str::from);
+            name: Name = Str::b(&rec.name);
+            user: User = Str::b(&rec.user);
+            uid: Uid = rec.uid;
+            gid: Gid = rec.gid;
+            account: Account = Str::b(&rec.account);
+            partition: Partition = Str::b(&rec.partition);
+            qos: Qos = Str::b(&rec.qos);
+            state: State = Some(rec.state.to_wire());
+            reason: Reason = reason;
+            reason_detail: ReasonDetail = detail;
+            priority: Priority = priority;
+            nice: Nice = rec.spec.nice;
+            submit_time: SubmitTime = rec.submit_time;
+            eligible_time: EligibleTime = rec.spec.begin_time.map(|b| b as i64);
+            start_time: StartTime = shown_start;
+            end_time: EndTime = rec.end_time.or_else(|| shown_start.zip(rec.time_limit_min).map(|(s, l)| s + i64::from(l) * 60));
+            time_limit: TimeLimit = Some(rec.time_limit_min.map_or(TimeLimitWire::Unlimited, TimeLimitWire::Minutes));
+            nodes: Nodes = if rec.nodes.is_empty() { Str::default() } else { Str::from(compress_sorted(&rec.nodes)) };
+            sched_nodes: SchedNodes = sched_nodes;
+            num_nodes: NumNodes = if rec.nodes.is_empty() { rec.num_nodes } else { rec.nodes.len() as u32 };
+            num_tasks: NumTasks = rec.ntasks;
+            cpus_per_task: CpusPerTask = rec.cpus_per_task;
+            mem_per_node_mib: MemPerNodeMib = rec.mem_per_node_mib;
+            gpus: Gpus = rec.gpus;
+            gres: Gres = rec
                 .gres
                 .iter()
                 .map(|(n, t, c)| flotilla_proto::GresView {
@@ -175,39 +182,39 @@ impl Controller {
                     gpu_type: t.as_deref().map(Str::b),
                     count: *c,
                 })
-                .collect()),
-            gpu_alloc,
-            work_dir: pick!(WorkDir, Str::b(&rec.work_dir)),
-            stdout: pick!(Stdout, rec.stdout.as_deref().map(Str::b)),
-            stderr: pick!(Stderr, rec.stderr.as_deref().map(Str::b)),
-            dependency: pick!(Dependency, rec.dependency.as_deref().map(Str::b)),
-            exit_code: pick!(ExitCode, rec.exit_code),
-            exit_signal: pick!(ExitSignal, rec.exit_signal),
-            restarts: pick!(Restarts, rec.restarts),
-            requeue: pick!(Requeue, rec.requeue),
-            batch_host: pick!(BatchHost, rec.nodes.first().map_or_else(Str::default, |n| Str::b(n))),
-            topology: pick!(Topology, Str::b(&rec.topology)),
-            preemptible: pick!(Preemptible, rec.spec.preemptible),
-            held: pick!(Held, rec.spec.held.is_some()),
-            exclusive: pick!(Exclusive, rec.exclusive),
-            required_nodes: pick!(RequiredNodes, rec.required_nodes.iter().map(|s| Str::b(s)).collect()),
-            excluded_nodes: pick!(ExcludedNodes, rec.excluded_nodes.iter().map(|s| Str::b(s)).collect()),
-            comment: pick!(Comment, rec.comment.as_deref().map(Str::b)),
-            preempt_count: pick!(PreemptCount, rec.spec.preempt_count),
-            last_checkpoint_ack: pick!(LastCheckpointAck, rec.last_checkpoint_ack),
-            borrowed: pick!(Borrowed, self
+                .collect();
+            gpu_alloc: GpuAlloc = rec.allocs.iter().zip(&rec.nodes).map(|(a, n)| (Str::b(n), a.part.gpus.0)).collect();
+            work_dir: WorkDir = Str::b(&rec.work_dir);
+            stdout: Stdout = rec.stdout.as_deref().map(Str::b);
+            stderr: Stderr = rec.stderr.as_deref().map(Str::b);
+            dependency: Dependency = rec.dependency.as_deref().map(Str::b);
+            exit_code: ExitCode = rec.exit_code;
+            exit_signal: ExitSignal = rec.exit_signal;
+            restarts: Restarts = rec.restarts;
+            requeue: Requeue = rec.requeue;
+            batch_host: BatchHost = rec.nodes.first().map_or_else(Str::default, |n| Str::b(n));
+            topology: Topology = Str::b(&rec.topology);
+            preemptible: Preemptible = rec.spec.preemptible;
+            held: Held = rec.spec.held.is_some();
+            exclusive: Exclusive = rec.exclusive;
+            required_nodes: RequiredNodes = rec.required_nodes.iter().map(|s| Str::b(s)).collect();
+            excluded_nodes: ExcludedNodes = rec.excluded_nodes.iter().map(|s| Str::b(s)).collect();
+            comment: Comment = rec.comment.as_deref().map(Str::b);
+            preempt_count: PreemptCount = rec.spec.preempt_count;
+            last_checkpoint_ack: LastCheckpointAck = rec.last_checkpoint_ack;
+            borrowed: Borrowed = self
                 .sched
                 .running()
                 .get(&rec.spec.id)
-                .is_some_and(|r| r.allocs.iter().any(|a| a.borrowed))),
-            service_id: pick!(ServiceId, rec.service),
-            command: pick!(Command, rec.command.as_deref().map(Str::b)),
-            tres_per_job: pick!(TresPerJob, rec.tres_per_job.as_deref().map(Str::b)),
-            tres_per_task: pick!(TresPerTask, rec.tres_per_task.as_deref().map(Str::b)),
-            mem_per_cpu_mib: pick!(MemPerCpuMib, rec.mem_per_cpu_mib),
-            tres_per_node: pick!(TresPerNode, rec.tres_per_node.as_deref().map(Str::b)),
-            tres_per_socket: pick!(TresPerSocket, rec.tres_per_socket.as_deref().map(Str::b)),
-            max_nodes: pick!(MaxNodes, rec.max_nodes),
+                .is_some_and(|r| r.allocs.iter().any(|a| a.borrowed));
+            service_id: ServiceId = rec.service;
+            command: Command = rec.command.as_deref().map(Str::b);
+            tres_per_job: TresPerJob = rec.tres_per_job.as_deref().map(Str::b);
+            tres_per_task: TresPerTask = rec.tres_per_task.as_deref().map(Str::b);
+            mem_per_cpu_mib: MemPerCpuMib = rec.mem_per_cpu_mib;
+            tres_per_node: TresPerNode = rec.tres_per_node.as_deref().map(Str::b);
+            tres_per_socket: TresPerSocket = rec.tres_per_socket.as_deref().map(Str::b);
+            max_nodes: MaxNodes = rec.max_nodes;
         }
     }
 
@@ -226,19 +233,33 @@ impl Controller {
     /// views of the records.
     pub(super) fn query_queue(&self, ident: Ident, q: &flotilla_proto::QueueQuery, now: i64) -> Response {
         let want = FieldSet::of(&q.fields);
-        match flotilla_proto::QueueRows::encode(&q.fields, self.query_matches(ident, &q.query).map(|r| self.job_view(r, want, now))) {
-            Ok(rows) => Response::Queue(rows),
-            Err(e) => {
+        // One view receives every job's fields in turn; the pending jobs' states are walked
+        // beside the records (both in job-id order) instead of looked up one by one, unless
+        // the query names its jobs (`squeue -j`: a few lookups).
+        let mut ctx = if q.query.jobs.is_empty() { ViewCtx::walk(&self.sched) } else { ViewCtx::one(&self.sched) };
+        let mut v = JobView::default();
+        let mut rows = flotilla_proto::QueueRows::default();
+        for r in self.query_matches(ident, &q.query) {
+            self.fill_view(&mut v, r, want, now, &mut ctx);
+            if let Err(e) = rows.push(&q.fields, &v) {
                 error!("cannot encode a queue query's answer: {e}");
-                Response::Error(SlurmError::new(ESLURM_INTERNAL))
+                return Response::Error(SlurmError::new(ESLURM_INTERNAL));
             }
         }
+        Response::Queue(rows)
     }
 
     /// `Response::Jobs` for `q`, encoded straight from views of the records.
     pub(super) fn query_jobs_encoded(&self, ident: Ident, q: &JobQuery, now: i64) -> Reply {
         let recs: Vec<&JobRecord> = self.query_matches(ident, q).collect();
-        match flotilla_proto::jobview::encode_jobs_response(recs.iter().map(|r| self.job_view(r, FieldSet::ALL, now))) {
+        // A walk over the pending jobs pays off over many views, not for `scontrol show job 5`.
+        let mut ctx = if recs.len() > WALK_FROM { ViewCtx::walk(&self.sched) } else { ViewCtx::one(&self.sched) };
+        let views = recs.iter().map(|r| {
+            let mut v = JobView::default();
+            self.fill_view(&mut v, r, FieldSet::ALL, now, &mut ctx);
+            v
+        });
+        match flotilla_proto::jobview::encode_jobs_response(views) {
             Ok(bytes) => Reply::Encoded(bytes),
             Err(e) => {
                 error!("cannot encode a job query's answer: {e}");
@@ -387,6 +408,52 @@ pub(super) fn matches_filter(rec: &JobRecord, f: &JobFilter, _sched: &Scheduler)
         && (f.partitions.is_empty() || f.partitions.contains(&rec.partition))
         && (f.accounts.is_empty() || f.accounts.contains(&rec.account))
         && (f.nodes.is_empty() || rec.nodes.iter().any(|n| f.nodes.contains(n)))
+}
+
+/// Answers over more jobs than this walk the pending jobs' states ([`ViewCtx::walk`]).
+const WALK_FROM: usize = 64;
+
+/// What the views of one answer share, worked out once: whether priority/basic shows every
+/// job's number, and the pending jobs' states. An answer over many jobs walks those states
+/// in job-id order beside the job table ([`ViewCtx::walk`]; a lookup per job was a visible
+/// part of `squeue` over 100,000 pending jobs); a view of one job looks its state up.
+pub(super) struct ViewCtx<'a> {
+    sched: &'a Scheduler,
+    basic_priority: bool,
+    /// The pending states not passed yet, and the last id asked for (`None`: look up).
+    walk: Option<(std::iter::Peekable<PendingStates<'a>>, Option<JobId>)>,
+}
+
+/// [`Scheduler::pending_states`], boxed to be kept in a [`ViewCtx`].
+type PendingStates<'a> = Box<dyn Iterator<Item = (JobId, &'a PendingInfo, u64)> + 'a>;
+
+impl<'a> ViewCtx<'a> {
+    /// For the view of one job (looks its pending state up).
+    pub(super) fn one(sched: &'a Scheduler) -> ViewCtx<'a> {
+        ViewCtx { sched, basic_priority: sched.priority_name() == "priority/basic", walk: None }
+    }
+
+    /// For views of jobs asked for mostly in ascending id order (an id lower than the last
+    /// one asked for is looked up: the answer is the same in any order).
+    pub(super) fn walk(sched: &'a Scheduler) -> ViewCtx<'a> {
+        let states: PendingStates<'a> = Box::new(sched.pending_states());
+        ViewCtx { walk: Some((states.peekable(), None)), ..ViewCtx::one(sched) }
+    }
+
+    /// [`Scheduler::pending_state`] of `id`.
+    fn pending_state(&mut self, id: JobId) -> Option<(&'a PendingInfo, u64)> {
+        let Some((states, last)) = self.walk.as_mut().filter(|(_, last)| last.is_none_or(|l| l <= id)) else {
+            return self.sched.pending_state(id);
+        };
+        *last = Some(id);
+        while let Some(&(at, info, prio)) = states.peek() {
+            if at >= id {
+                return (at == id).then_some((info, prio));
+            }
+            states.next();
+        }
+        None
+    }
 }
 
 /// The pending-only fields of a job's view ([`Controller::pending_shown`]).

@@ -21,7 +21,11 @@
 use super::Controller;
 use crate::store::WriteBatch;
 use flotilla_proto::UpdateTimes;
-use std::hash::{DefaultHasher, Hash, Hasher};
+use std::hash::{BuildHasher, Hash, Hasher};
+
+/// The pending jobs' fingerprint's seed (any fixed value: fingerprints are compared within
+/// one process only).
+const FINGERPRINT_SEED: u64 = 0x666c_6f74_696c_6c61;
 
 /// The times and what the lazy comparison last saw.
 #[derive(Debug, Default)]
@@ -69,12 +73,13 @@ impl Controller {
         if self.update.seen.is_some_and(|(c, _)| c == cycles) {
             return;
         }
-        let mut h = DefaultHasher::new();
-        for id in self.sched.pending_ids() {
-            if let Some((info, priority)) = self.sched.pending_state(id) {
-                (id.0, info.reason.as_str(), info.detail.as_deref(), &info.slurm_detail).hash(&mut h);
-                (info.expected_start, &info.sched_nodes, priority).hash(&mut h);
-            }
+        // One walk over the pending jobs (not a lookup each) with a fast fixed-seed hash:
+        // SipHash and a lookup per job were a visible part of each `squeue` at 100,000
+        // pending jobs (perf, bench/results/scale-queries.md).
+        let mut h = foldhash::quality::FixedState::with_seed(FINGERPRINT_SEED).build_hasher();
+        for (id, info, priority) in self.sched.pending_states() {
+            (id.0, info.reason.as_str(), info.detail.as_deref(), &info.slurm_detail).hash(&mut h);
+            (info.expected_start, &info.sched_nodes, priority).hash(&mut h);
         }
         let fp = h.finish();
         if self.update.seen.is_some_and(|(_, old)| old != fp) {
