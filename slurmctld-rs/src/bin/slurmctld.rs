@@ -199,6 +199,7 @@ fn main() -> anyhow::Result<()> {
     opts.min_job_age_s = cluster.min_job_age_s as i64;
     opts.max_job_count = cluster.max_job_count.max(1);
     opts.first_job_id = cluster.first_job_id.max(1);
+    opts.max_job_id = if cluster.max_job_id == 0 { flotilla_core::config::DEFAULT_MAX_JOB_ID } else { cluster.max_job_id };
     if let Some(t) = slurmd_timeout {
         opts.slurmd_timeout_s = t;
     }
