@@ -471,7 +471,19 @@ struct Row {
     line: std::ops::Range<usize>,
     /// Job-id order, under every `-S`: (array id or id, task, id).
     base: (u64, u32, u64),
+    /// The start time Slurm's squeue orders equal rows by ([`slurm_start`]).
+    started: Option<i64>,
     keys_at: usize,
+}
+
+/// The start time Slurm 22.05's squeue sorts by before its `-S` keys (`sort.c`
+/// `sort_jobs_by_start_time`, on the job records' `start_time`): a started job's start, a job
+/// that ended without starting (cancelled pending, failed at submission) its end (Slurm's
+/// `_job_signal` and `job_allocate` set both to the moment it ended), a pending job its
+/// expected start; `None` (Slurm's 0) when there is none.
+fn slurm_start(j: &JobView<'_>) -> Option<i64> {
+    let ended = state(j).is_finished() && j.start_time.is_none();
+    if ended { j.end_time } else { j.start_time }.filter(|&t| t != 0)
 }
 
 impl Row {
@@ -490,6 +502,7 @@ impl Row {
         Row {
             line,
             base: (j.array_job_id.unwrap_or(j.job_id), j.array_task_id.unwrap_or(0), j.job_id),
+            started: slurm_start(j),
             keys_at,
         }
     }
@@ -551,10 +564,16 @@ impl SortKeys {
         SortKeys { keys }
     }
 
-    /// Sorts by the keys, first key first (Slurm's `sort_job_list`: one sort per key from the
-    /// last to the first, no key breaks ties), equal rows newest job first: the order Slurm
-    /// 22.05's squeue lists jobs that tie (goldens 0135 and 0169: held jobs 60 before 59),
-    /// the tasks of one array in task order (`-r` expands a record in place, 0190).
+    /// Sorts by the keys, first key first (Slurm's `sort_job_list`: one stable sort per key
+    /// from the last to the first), rows equal in every key in the order Slurm 22.05's squeue
+    /// had them before those sorts (`sort_jobs_by_start_time`, glibc's stable merge sort
+    /// over the controller's list, oldest job first, with a comparison that puts a job
+    /// without a start time after every other): jobs with a start time latest start first,
+    /// equal starts oldest job first (golden 0199: held jobs cancelled together, 14..27,
+    /// after 41..43 cancelled later); then jobs without one newest first (the comparison
+    /// says "after" for two of them, so the merge reverses them: goldens 0135 and 0169, held
+    /// jobs 60 before 59), the tasks of one array in task order (`-r` expands a record in
+    /// place, 0190).
     fn sort(&self, rows: &mut [Row], key_vals: &[Key<'_>]) {
         rows.sort_by(|a, b| {
             for (i, (_, rev)) in self.keys.iter().enumerate() {
@@ -564,7 +583,12 @@ impl SortKeys {
                     return o;
                 }
             }
-            b.base.0.cmp(&a.base.0).then(a.base.1.cmp(&b.base.1)).then(a.base.2.cmp(&b.base.2))
+            match (a.started, b.started) {
+                (Some(x), Some(y)) => y.cmp(&x).then(a.base.cmp(&b.base)),
+                (Some(_), None) => std::cmp::Ordering::Less,
+                (None, Some(_)) => std::cmp::Ordering::Greater,
+                (None, None) => b.base.0.cmp(&a.base.0).then(a.base.1.cmp(&b.base.1)).then(a.base.2.cmp(&b.base.2)),
+            }
         });
     }
 }
@@ -576,7 +600,8 @@ fn needed_fields(p: &Params, fmt: &str, keys: &SortKeys) -> Vec<JobField> {
     if p.steps {
         return F::ALL.to_vec();
     }
-    let mut f = vec![F::JobId, F::ArrayJobId, F::ArrayTaskId, F::ArrayTaskStr, F::State];
+    // The start and end times always: equal rows are ordered by them (`slurm_start`).
+    let mut f = vec![F::JobId, F::ArrayJobId, F::ArrayTaskId, F::ArrayTaskStr, F::State, F::StartTime, F::EndTime];
     for (on, field) in [
         (!p.users.is_empty(), F::Uid),
         (!p.names.is_empty(), F::Name),
@@ -1326,6 +1351,33 @@ JOBID NODES MIN_NODES MAX_NODES       ELASTIC
         assert_eq!(sorted_ids(&rows, "-i"), vec![59, 58, 57, 53]);
         assert_eq!(sorted_ids(&rows, "t,Z"), vec![59, 58, 57, 53]);
         assert_eq!(sorted_ids(&rows, "-P,p"), vec![59, 57, 58, 53]);
+    }
+
+    /// Rows equal in every key: Slurm's order before its key sorts (golden 0199): jobs with
+    /// a start time (a job cancelled pending: its end) latest first, equal times oldest
+    /// first, then jobs without one newest first.
+    #[test]
+    fn ties_by_start_time_then_newest_without_one() {
+        let cancelled = |id: u64, at: i64| {
+            let mut j = job(id, JobStateWire::Cancelled, 0);
+            j.end_time = Some(at);
+            j
+        };
+        let rows = vec![
+            cancelled(14, 100),
+            cancelled(15, 100),
+            cancelled(41, 200),
+            cancelled(42, 200),
+            job(59, JobStateWire::Pending, 0),
+            job(60, JobStateWire::Pending, 0),
+        ];
+        // The pending ones sort apart by state; inside each state: the order above.
+        assert_eq!(sorted_ids(&rows, "P,t,-p"), vec![41, 42, 14, 15, 60, 59]);
+        let mut run = job(61, JobStateWire::Running, 0);
+        run.start_time = Some(150);
+        let mut all = rows.clone();
+        all.push(run);
+        assert_eq!(sorted_ids(&all, "P"), vec![41, 42, 61, 14, 15, 60, 59]);
     }
 
     /// The job ids of `rows` after squeue's sort by `spec`, through the rows squeue keeps

@@ -110,7 +110,9 @@ fn sdeploy_session_golden() {
     step(&["sdeploy", "show", "1"]);
     step(&["sdeploy", "show", "-o"]);
     step(&["sdeploy", "list"]);
-    step(&["squeue", "-h", "-o", "%.18i %.9P %.8j %.2t %.6D %R"]);
+    // By job id: the replicas tie in every default key, and Slurm's order for ties (latest
+    // start first, equal starts oldest first) depends on whether the scale crossed a second.
+    step(&["squeue", "-h", "-S", "i", "-o", "%.18i %.9P %.8j %.2t %.6D %R"]);
     step(&["sinfo", "-O", "Partition,LargestPlaceable"]);
     step(&["sinfo", "--largest"]);
     step(&["scontrol", "show", "alerts"]);

@@ -128,3 +128,24 @@ fn restored_replicas_count_and_ids_are_not_reused() {
     d.set_next_replica_id(REPLICA_ID_BASE + 3);
     assert_eq!(d.next_replica_id(), REPLICA_ID_BASE + 9);
 }
+
+/// Replicas drawing from the driver's job id space (`share_job_ids`) take Slurm's
+/// `get_next_job_id` ids: from the sequence, skipping ids the driver holds and the core's
+/// jobs, wrapping from `MaxJobId` (never given) to `FirstJobId`; none when all are in use.
+#[test]
+fn shared_job_ids_wrap_and_skip_ids_in_use() {
+    let mut s = sched(cluster());
+    s.share_job_ids(102, 100, 104);
+    s.hold_job_id(100);
+    assert_eq!(s.take_job_id(), Some(102));
+    s.hold_job_id(102);
+    event(&mut s, Event::ServiceUpsert(spec(2)), 0);
+    let mut ids = bound(&s.cycle(0));
+    ids.sort_unstable();
+    assert_eq!(ids, vec![101, 103], "103, then 100 (held) is skipped after the wrap");
+    assert_eq!(s.next_replica_id(), 102);
+    assert_eq!(s.take_job_id(), None, "every id of 100..104 is in use");
+    s.free_job_id(100);
+    assert_eq!(s.take_job_id(), Some(100));
+    s.check_invariants().unwrap();
+}

@@ -10,6 +10,8 @@ use serde::{Deserialize, Serialize};
 pub const SLURM_PROTOCOL_VERSION_ERROR: i32 = 1005;
 /// `SLURM_ERROR`: a failure without a more precise code.
 pub const SLURM_ERROR: i32 = -1;
+/// `EAGAIN` (errno 11): Slurm's answer when no job id is free (`_set_job_id`).
+pub const EAGAIN: i32 = 11;
 /// `SLURM_PROTOCOL_AUTHENTICATION_ERROR`: a credential missing, forged, expired or replayed.
 pub const SLURM_PROTOCOL_AUTHENTICATION_ERROR: i32 = 1007;
 /// `SLURM_PROTOCOL_INSANE_MSG_LENGTH`: a frame over the maximum size.
@@ -105,6 +107,7 @@ pub const ESLURM_AUTH_EXPIRED: i32 = 6001;
 pub fn strerror(code: i32) -> &'static str {
     match code {
         SLURM_ERROR => "Unspecified error",
+        EAGAIN => "Resource temporarily unavailable",
         ESLURM_IN_STANDBY_MODE => "Slurm backup controller in standby mode",
         SLURM_UNEXPECTED_MSG_ERROR => "Unexpected message received",
         SLURM_COMMUNICATIONS_CONNECTION_ERROR => "Communication connection failure",

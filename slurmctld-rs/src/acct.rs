@@ -6,8 +6,10 @@
 //! without `--duplicates`:
 //! - written at submission (a job is in sacct from the moment `sbatch` returns; clients poll
 //!   it right away, CONTRACT.md §A-7), when it becomes eligible, starts, ends or is cancelled;
-//! - a requeue writes the run's record as `REQUEUED` and that record stays until the job
-//!   starts again (Slurm records the next run only once the requeued job is eligible again);
+//! - a requeue writes the run's record as `REQUEUED` (kept in `job_runs`, `sacct -D`) and the
+//!   job's new record at once (`PENDING`); a query with a time window (`sacct` without `-j`)
+//!   shows a job's newest record *in the window*, so a requeued job that was not eligible
+//!   again shows its `REQUEUED` run there (goldens 0282, goldens-extra 1015/1016);
 //! - the job's `ExitCode` is the batch script's `status:signal`, except `0:0` for jobs
 //!   cancelled, timed out, requeued or preempted (their batch step carries the signal), and
 //!   `1:0` for a job that failed at submission (Slurm's `BadConstraints`).
@@ -134,14 +136,11 @@ pub fn requeued_rows(rec: &JobRecord, now: i64, step_state: Option<&str>, run_st
     (row, step)
 }
 
-/// The row a job's current record gives, or `None` while a requeued job is held (its
-/// `REQUEUED` row stands). Checked against real Slurm 22.05: a requeued job that is not held
-/// shows as `PENDING` in sacct at once (`-D` adds the `REQUEUED` run, from `job_runs`), while
-/// a `requeuehold` one keeps showing `REQUEUED` (golden 0282, job 54).
+/// The row a job's current record gives. A requeued job's record is `PENDING` at once, held
+/// or not (Slurm 22.05 writes the next run's record at the requeue: goldens-extra 1014,
+/// 1016 `sacct -j`); the `REQUEUED` run is an earlier record, which `sacct`'s time window
+/// shows in its place while the new record was never eligible ([`query`]).
 pub fn current_row(rec: &JobRecord) -> Option<AcctRow> {
-    if rec.restarts > 0 && rec.start_time.is_none() && rec.spec.held.is_some() {
-        return None;
-    }
     Some(job_row(rec))
 }
 
@@ -194,6 +193,7 @@ fn job_row(rec: &JobRecord) -> AcctRow {
     };
     let req_nodes = rec.num_nodes.max(1);
     let a = &rec.acct;
+    let ran = rec.start_time.is_some() || rec.restarts > 0;
     AcctRow {
         job: AcctJob {
             job_id: rec.id,
@@ -217,10 +217,12 @@ fn job_row(rec: &JobRecord) -> AcctRow {
             end_time: rec.end_time,
             time_limit_min: rec.time_limit_min,
             nodes: compress_sorted(&rec.nodes),
-            alloc_nodes: if rec.start_time.is_some() { a.alloc_nodes } else { 0 },
-            alloc_cpus: if rec.start_time.is_some() { a.alloc_cpus } else { 0 },
-            alloc_gpus: if rec.start_time.is_some() { a.alloc_gpus } else { 0 },
-            alloc_mem_mib: if rec.start_time.is_some() { a.alloc_mem_mib } else { 0 },
+            // A requeued job's record keeps its last run's allocation, which that run's
+            // record shows (`query`; a record that did not start shows none).
+            alloc_nodes: if ran { a.alloc_nodes } else { 0 },
+            alloc_cpus: if ran { a.alloc_cpus } else { 0 },
+            alloc_gpus: if ran { a.alloc_gpus } else { 0 },
+            alloc_mem_mib: if ran { a.alloc_mem_mib } else { 0 },
             req_nodes,
             req_cpus: cpus(rec.spec.request.cpu_milli_per_node).saturating_mul(req_nodes),
             req_gpus: rec.gpus,
@@ -422,10 +424,11 @@ pub fn query(db: &dyn Backend, q: &AcctQuery) -> Result<Vec<AcctJob>, DbError> {
         // The window's bound on the end, in SQL so that old records are not read at all
         // (`acct_jobs_end`); `in_window` applies the whole rule.
         if let Some(s) = q.start {
-            conds.push(format!("(end_time IS NULL OR end_time >= {s})"));
+            conds.push(format!("(end_time IS NULL OR end_time >= {s} OR restarts > 0)"));
         }
         if q.start.is_some() || q.end.is_some() {
-            conds.push("eligible_time IS NOT NULL".into());
+            // A requeued job's earlier runs may be in the window when its record is not.
+            conds.push("(eligible_time IS NOT NULL OR restarts > 0)".into());
         }
     }
     let conds = conds.join(" AND ");
@@ -453,7 +456,10 @@ pub fn query(db: &dyn Backend, q: &AcctQuery) -> Result<Vec<AcctJob>, DbError> {
     for row in rows {
         let mut j = row.job;
         let Some(only_steps) = selected(&j, q) else { continue };
-        if !in_window(&j, q)
+        // The record's own place in the window; a requeued job's earlier runs are checked
+        // one by one below.
+        let current_in = in_window(&j, q);
+        if !current_in && j.restarts == 0
             || !q.names.is_empty() && !q.names.contains(&j.name)
             || !q.partitions.is_empty() && !q.partitions.contains(&j.partition)
             || !q.accounts.is_empty() && !q.accounts.contains(&j.account)
@@ -496,18 +502,37 @@ pub fn query(db: &dyn Backend, q: &AcctQuery) -> Result<Vec<AcctJob>, DbError> {
             (Some(a), None) => (a, u32::MAX, j.job_id),
             _ => (j.job_id, 0, j.job_id),
         };
-        if q.duplicates && j.restarts > 0 && j.show_job {
+        // Earlier runs are records of their own: `-D` shows each one in the window; without
+        // it, Slurm's `sacct` keeps the newest record the window selected (as_mysql's
+        // `_cluster_get_jobs`: records in the window, newest first, one per job id), which is
+        // an earlier run when the current record is outside it (a requeued job cancelled
+        // before it was eligible again has no eligible time: golden 0282, jobs 54 and 57).
+        let earlier = j.restarts > 0 && j.show_job && (q.duplicates || !current_in);
+        if earlier {
             // Earlier runs (`job_runs`, one row per ended run): the job's record with that
-            // run's state, times, nodes and exit, and the steps that ran in it.
-            for r in crate::svcstore::runs(db, j.job_id, j.restarts)? {
+            // run's state, times, nodes and exit, and the steps that ran in it; newest first
+            // without `-D`, where only the first in the window is shown.
+            let mut runs = crate::svcstore::runs(db, j.job_id, j.restarts)?;
+            if !q.duplicates {
+                runs.reverse();
+            }
+            for r in runs {
                 let (start, end) = (r.start_time, r.end_time);
                 let mut e = j.clone();
+                // A run that ended in a requeue is accounted `0:0`, its batch step carries
+                // the signal (as `requeued_rows` writes it; golden 0282, jobs 54 and 57).
+                (e.exit_code, e.signal) =
+                    if matches!(r.state.as_str(), "REQUEUED" | "PREEMPTED") { (0, 0) } else { (r.exit_code, r.signal) };
                 e.state = r.state;
                 e.cancelled_by = None;
-                (e.exit_code, e.signal) = (r.exit_code, r.signal);
                 (e.start_time, e.end_time) = (start, end);
                 e.nodes = r.nodes;
                 e.restarts = r.step;
+                // A run that started was eligible by then (runs keep no eligible time).
+                e.eligible_time = e.eligible_time.filter(|&el| start.is_none_or(|st| el <= st)).or(start);
+                if !in_window(&e, q) {
+                    continue;
+                }
                 let kept = crate::store::runs::run_steps(db, j.job_id, r.step)?;
                 e.steps = if kept.is_empty() {
                     // A run that ended before schema version 11: its steps by their times.
@@ -521,10 +546,18 @@ pub fn query(db: &dyn Backend, q: &AcctQuery) -> Result<Vec<AcctJob>, DbError> {
                 };
                 fill_step_tres(&mut e.steps, &j, row.batch);
                 out.insert((key.0, key.1, key.2, r.step), e);
+                if !q.duplicates {
+                    break;
+                }
             }
         }
-        j.steps = steps;
-        out.insert((key.0, key.1, key.2, j.restarts), j);
+        if current_in {
+            if j.start_time.is_none() {
+                (j.alloc_nodes, j.alloc_cpus, j.alloc_gpus, j.alloc_mem_mib) = (0, 0, 0, 0);
+            }
+            j.steps = steps;
+            out.insert((key.0, key.1, key.2, j.restarts), j);
+        }
     }
     Ok(out.into_values().collect())
 }

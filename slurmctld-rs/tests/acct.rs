@@ -166,10 +166,16 @@ fn requeued_run_is_accounted_requeued_until_it_runs_again() {
     wait_acct(&env, a, id, "RUNNING");
     let r = call(&env, a, 2001, Request::Requeue(RequeueJob { jobs: vec![JobRef::id(id)], hold: true }));
     assert!(matches!(r, Ok(Response::JobResults(_))), "{r:?}");
-    let j = wait_acct(&env, a, id, "REQUEUED");
-    assert_eq!((j.exit_code, j.signal), (0, 0));
+    // `sacct -j`: the job's new record, pending (goldens-extra 1016); sacct's default window
+    // (no `-j`): the REQUEUED run, as the new record was never eligible.
+    wait_acct(&env, a, id, "PENDING");
+    let window = AcctQuery { start: Some(0), ..AcctQuery::default() };
+    let j = acct(&env, a, 2001, window.clone()).into_iter().find(|j| j.job_id == id).expect("the REQUEUED run in the window");
+    assert_eq!((j.state.as_str(), j.exit_code, j.signal, j.restarts), ("REQUEUED", 0, 0, 0));
     assert!(j.end_time.is_some() && j.start_time.is_some());
     assert_eq!(batch(&j), ("CANCELLED", 0, 15));
+    let dup = acct(&env, a, 2001, AcctQuery { duplicates: true, ..window });
+    assert_eq!(dup.iter().filter(|j| j.job_id == id).count(), 1, "-D: only the run in the window: {dup:#?}");
     // Released, it runs again: the new run is the record.
     let r = call(&env, a, 2001, Request::HoldRelease(HoldRelease { jobs: vec![JobRef::id(id)], op: HoldOp::Release }));
     assert!(matches!(r, Ok(Response::JobResults(_))), "{r:?}");
@@ -225,6 +231,17 @@ fn requeued_job_not_held_is_accounted_pending_at_once() {
     // Slurm's hold-off (121 s) keeps it pending for the rest of the test.
     let j = wait_acct(&env, a, id, "PENDING");
     assert_eq!(j.restarts, 1);
+    // Cancelled before it was eligible again (goldens-extra 1015, golden 0282 jobs 54 and
+    // 57): `sacct -j` shows the cancelled record, sacct's default window the REQUEUED run.
+    let r = call(&env, a, 2001, Request::CancelJob(CancelJob { jobs: vec![JobRef::id(id)], ..CancelJob::default() }));
+    assert!(matches!(r, Ok(Response::JobResults(_))), "{r:?}");
+    let j = wait_acct(&env, a, id, "CANCELLED");
+    assert_eq!(j.steps.iter().filter(|s| s.step == "batch").count(), 0, "the cancelled record ran no step: {j:#?}");
+    let window = AcctQuery { start: Some(0), ..AcctQuery::default() };
+    let w: Vec<AcctJob> = acct(&env, a, 2001, window).into_iter().filter(|j| j.job_id == id).collect();
+    assert_eq!(w.len(), 1, "{w:#?}");
+    assert_eq!((w[0].state.as_str(), w[0].restarts), ("REQUEUED", 0));
+    assert_eq!(batch(&w[0]), ("CANCELLED", 0, 15));
 }
 
 #[test]

@@ -106,6 +106,31 @@ fn first_job_id() {
     h.check();
 }
 
+/// `MaxJobId` (`CtlOptions::max_job_id`, Slurm's `get_next_job_id`): ids stay below it,
+/// wrap to `FirstJobId` and skip ids still in use (a finished job's until it is purged, also
+/// after a restart); with every id in use a submission is refused with Slurm's `EAGAIN`.
+#[test]
+fn max_job_id_wraps_and_skips_ids_in_use() {
+    let opts = CtlOptions { first_job_id: 100, max_job_id: 103, min_job_age_s: 60, ..CtlOptions::default() };
+    let mut h = Harness::new("ctl_max_job_id", TWO_NODES, opts);
+    let held = || SubmitJob { hold: true, ..job(User::Alice, None, 0) };
+    assert_eq!([h.submit(held()), h.submit(held()), h.submit(held())], [100, 101, 102]);
+    let refused = Response::Error(SlurmError::new(EAGAIN));
+    assert_eq!(h.call(User::Alice, Request::SubmitJob(Box::new(held()))), refused);
+    h.call(User::Alice, cancel(&[101]));
+    assert_eq!(h.call(User::Alice, Request::SubmitJob(Box::new(held()))), refused, "a finished job keeps its id");
+    h.advance(61);
+    h.turn_until(5, 1, |h| h.jobs().all(|j| j.job_id != 101));
+    assert_eq!(h.submit(held()), 101, "wrapped to FirstJobId: 100 is in use, 101 free again");
+    h.restart();
+    assert_eq!(h.call(User::Alice, Request::SubmitJob(Box::new(held()))), refused, "the ids in use are known after a restart");
+    h.call(User::Alice, cancel(&[100]));
+    h.advance(61);
+    h.turn_until(5, 1, |h| h.jobs().all(|j| j.job_id != 100));
+    assert_eq!(h.submit(held()), 100);
+    h.check();
+}
+
 /// `scancel` of a pending job (CANCELLED at once, keeping the reason it waited for, as Slurm
 /// shows it), of a running job (stop notice and SIGTERM; CANCELLED when the node reports the
 /// end), and of a running job that ignores SIGTERM (SIGKILL after `KillWait`, 30 s).

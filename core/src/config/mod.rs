@@ -126,6 +126,12 @@ pub enum ConfigError {
 /// named `default`; with it, see [`apply_topology_conf`] (nodes in no leaf switch or block
 /// each become a pod of their own).
 ///
+/// Slurm 22.05's default `MaxJobId` (`read_config.h` `DEFAULT_MAX_JOB_ID`): job ids stay
+/// below it.
+pub const DEFAULT_MAX_JOB_ID: u64 = 0x03ff_0000;
+/// The largest `MaxJobId` Slurm accepts (`slurm.h` `MAX_JOB_ID`; above it, it is reset to it).
+pub const MAX_JOB_ID: u64 = 0x03ff_ffff;
+
 /// Errors: the first [`ConfigError`] of any of the files.
 pub fn parse_cluster(
     slurm: (&str, &str),
@@ -440,6 +446,10 @@ pub struct ClusterConfig {
     /// `FirstJobId=` (default 1): where job ids start.
     #[serde(default)]
     pub first_job_id: u64,
+    /// `MaxJobId=` (default [`DEFAULT_MAX_JOB_ID`]; 0 here means the default): job ids stay
+    /// below it and wrap to `FirstJobId` (Slurm's `get_next_job_id`).
+    #[serde(default)]
+    pub max_job_id: u64,
     /// `SelectType=`, e.g. `select/cons_tres`; chooses the placement plugin.
     pub select_type: String,
     /// `PriorityType=`, e.g. `priority/multifactor`.

@@ -320,6 +320,8 @@ struct Parser {
     default_at: Vec<Location>,
     /// Names of the nodes built so far (for duplicate and partition checks).
     node_names: std::collections::HashSet<String>,
+    /// Where `FirstJobId` or `MaxJobId` was last set (for their check at the end).
+    job_id_at: Option<Location>,
 }
 
 impl Parser {
@@ -337,6 +339,7 @@ impl Parser {
             part_lines: Vec::new(),
             default_at: Vec::new(),
             node_names: std::collections::HashSet::new(),
+            job_id_at: None,
         };
         for s in table_defaults(Scope::Global) {
             p.apply_global(s.key, &s.val, &s.at);
@@ -409,7 +412,7 @@ impl Parser {
 
     /// Sets the field of global key `k`; returns false for a key this function does not know
     /// (a test checks every global key of the table is handled).
-    fn apply_global(&mut self, k: &KeyDoc, v: &Val, _at: &Location) -> bool {
+    fn apply_global(&mut self, k: &KeyDoc, v: &Val, at: &Location) -> bool {
         let c = &mut self.cfg;
         match k.name {
             "ClusterName" => c.cluster_name = v.str().to_string(),
@@ -438,7 +441,14 @@ impl Parser {
             "MinJobAge" => c.min_job_age_s = v.int(),
             "MaxJobCount" => c.max_job_count = v.int(),
             "MaxArraySize" => c.max_array_size = v.int(),
-            "FirstJobId" => c.first_job_id = v.int(),
+            "FirstJobId" => {
+                c.first_job_id = v.int();
+                self.job_id_at = Some(at.clone());
+            }
+            "MaxJobId" => {
+                c.max_job_id = v.int();
+                self.job_id_at = Some(at.clone());
+            }
             "SelectType" => c.select_type = v.str().to_string(),
             "PriorityType" => c.priority_type = v.str().to_string(),
             "PreemptType" => c.preempt_type = v.str().to_string(),
@@ -578,6 +588,30 @@ impl Parser {
         Ok(())
     }
 
+    /// `MaxJobId` and `FirstJobId` as Slurm 22.05 checks them (`read_config.c`
+    /// `_validate_and_set_defaults`): `MaxJobId` defaults to 0x03ff0000 and above
+    /// `MAX_JOB_ID` (0x03ffffff) is reset to it (a warning); `FirstJobId` above it is an
+    /// error (`FirstJobId > MaxJobId`); `MaxJobCount` is lowered to the number of ids.
+    fn job_id_space(&mut self) -> Result<(), ConfigError> {
+        let c = &mut self.cfg;
+        if c.max_job_id == 0 {
+            c.max_job_id = super::DEFAULT_MAX_JOB_ID;
+        }
+        let at = self.job_id_at.clone().unwrap_or(Location { file: "slurm.conf".into(), line: 0 });
+        if c.max_job_id > super::MAX_JOB_ID {
+            c.warnings.push(format!("{at}: MaxJobId can not exceed MAX_JOB_ID, resetting value"));
+            c.max_job_id = super::MAX_JOB_ID;
+        }
+        if c.first_job_id > c.max_job_id {
+            return Err(ConfigError::Invalid { at, msg: "FirstJobId > MaxJobId".into() });
+        }
+        let ids = c.max_job_id - c.first_job_id.max(1) + 1;
+        if c.max_job_count > ids {
+            c.max_job_count = ids;
+        }
+        Ok(())
+    }
+
     fn finish(mut self) -> Result<ClusterConfig, ConfigError> {
         if let Some((host, addr)) = self.ctl_hosts.first().cloned() {
             self.cfg.control_host = host;
@@ -587,6 +621,7 @@ impl Parser {
             self.cfg.control_addr = self.control_addr.take().unwrap_or_else(|| host.clone());
             self.cfg.control_host = host;
         }
+        self.job_id_space()?;
         for line in std::mem::take(&mut self.node_lines) {
             self.build_nodes(line)?;
         }

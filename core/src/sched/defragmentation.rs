@@ -144,10 +144,10 @@ impl Scheduler {
     /// Starts a new replica of `old`'s service on `parts` (a fresh replica id) and marks
     /// `old` stopping; the relocation frees a node for `for_job`.
     fn start_relocation(&mut self, old: JobId, parts: Vec<NodeAlloc>, for_job: JobId, now: Time, out: &mut Vec<Decision>) {
+        // Every job id in use: no relocation this cycle.
+        let Some(new) = self.take_job_id().map(JobId) else { return };
         let service = self.replica_service[&old];
         let mut js = self.running[&old].spec.clone();
-        let new = JobId(self.next_replica);
-        self.next_replica += 1;
         js.id = new;
         js.submit_time = now;
         self.replica_service.insert(new, service);

@@ -92,6 +92,8 @@ pub struct Scheduler {
     /// Which service each replica (pending or running) belongs to.
     replica_service: BTreeMap<JobId, ServiceId>,
     next_replica: u64,
+    /// The driver's job id space, when replicas draw from it ([`Scheduler::share_job_ids`]).
+    shared_ids: Option<services::SharedJobIds>,
     /// Preemptions over the trailing hour: (when, GPUs), for the budget.
     preempt_ledger: VecDeque<(Time, u32)>,
     /// Measured checkpoint bandwidth (bytes/s).
@@ -166,6 +168,7 @@ impl Scheduler {
             services: BTreeMap::new(),
             replica_service: BTreeMap::new(),
             next_replica: REPLICA_ID_BASE,
+            shared_ids: None,
             preempt_ledger: VecDeque::new(),
             storage_degraded: false,
             paged: BTreeMap::new(),

@@ -10,6 +10,17 @@ use crate::cluster::Time;
 use crate::job::{JobId, JobSpec};
 use std::collections::{BTreeMap, BTreeSet};
 
+/// The driver's job id space replicas draw from ([`Scheduler::share_job_ids`]).
+#[derive(Debug, Clone)]
+pub(super) struct SharedJobIds {
+    /// `FirstJobId`.
+    first: u64,
+    /// `MaxJobId` (never given).
+    max: u64,
+    /// Ids of the driver's records (finished ones too, until purged).
+    held: BTreeSet<u64>,
+}
+
 /// Priority every replica gets on top of its service's priority: inference is scheduled first.
 pub(super) const SERVICE_PRIORITY_BASE: u64 = 1 << 40;
 
@@ -65,23 +76,72 @@ impl Scheduler {
 
     /// Replica ids start at `next` or above from now on (a restarted driver passes the
     /// persisted sequence so a replica id is never reused). Ids stay in the range they are
-    /// in: from [`REPLICA_ID_BASE`] up unless [`Scheduler::share_job_ids`] was called.
+    /// in: from [`REPLICA_ID_BASE`] up unless [`Scheduler::share_job_ids`] was called. With
+    /// shared ids the sequence is one: `next` is where it stands (it may have wrapped).
     pub fn set_next_replica_id(&mut self, next: u64) {
+        if self.shared_ids.is_some() {
+            self.next_replica = next;
+            return;
+        }
         let floor = if self.next_replica < REPLICA_ID_BASE { 0 } else { REPLICA_ID_BASE };
         self.next_replica = self.next_replica.max(next).max(floor);
     }
 
-    /// Replicas get ids from the driver's job id sequence from now on, the next one `next`
-    /// (the driver's next free job id, below [`REPLICA_ID_BASE`]), so every id a Slurm tool
-    /// sees is a 32-bit Slurm job id. The driver keeps the two sequences one: each job id
-    /// it gives moves this one past it ([`Scheduler::set_next_replica_id`]), and it takes
-    /// [`Scheduler::next_replica_id`] back after the core made replicas.
+    /// Replicas get ids from the driver's job id space from now on, so that every id a Slurm
+    /// tool sees is a 32-bit Slurm job id: `first..max` (Slurm's `FirstJobId` and
+    /// `MaxJobId`, which is never given), the next one `next`. The driver takes its own ids
+    /// from the same sequence ([`Scheduler::take_job_id`]) and tells the core which ids its
+    /// records hold ([`Scheduler::hold_job_id`], [`Scheduler::free_job_id`]), so that after
+    /// the sequence wraps no id in use is given again.
     ///
     /// # Panics
-    /// If `next` is not below [`REPLICA_ID_BASE`].
-    pub fn share_job_ids(&mut self, next: u64) {
-        assert!(next < REPLICA_ID_BASE, "job id {next} is in the replica id range");
+    /// If `max` is above [`REPLICA_ID_BASE`] or `first` is not below it.
+    pub fn share_job_ids(&mut self, next: u64, first: u64, max: u64) {
+        assert!(max <= REPLICA_ID_BASE && first < max, "job id space {first}..{max} is not below the replica id range");
         self.next_replica = next;
+        self.shared_ids = Some(SharedJobIds { first, max, held: BTreeSet::new() });
+    }
+
+    /// The driver has a record with job id `id` (shared ids only; otherwise nothing).
+    pub fn hold_job_id(&mut self, id: u64) {
+        if let Some(s) = self.shared_ids.as_mut() {
+            s.held.insert(id);
+        }
+    }
+
+    /// The driver's record with job id `id` is gone: the id may be given again.
+    pub fn free_job_id(&mut self, id: u64) {
+        if let Some(s) = self.shared_ids.as_mut() {
+            s.held.remove(&id);
+        }
+    }
+
+    /// The next job id (Slurm 22.05's `get_next_job_id`, `job_mgr.c`): from the sequence, the
+    /// first id that no record of the driver holds and no job or replica of the core has,
+    /// wrapping from `MaxJobId` (never given) to `FirstJobId`; the sequence goes on after
+    /// it. `None` when every id of the space is in use (Slurm: "We have exhausted our supply
+    /// of valid job id values"). Without shared ids: the next replica id of the core's own
+    /// range.
+    pub fn take_job_id(&mut self) -> Option<u64> {
+        let Some(s) = self.shared_ids.as_ref() else {
+            let id = self.next_replica;
+            self.next_replica += 1;
+            return Some(id);
+        };
+        let (first, max) = (s.first, s.max);
+        let mut id = self.next_replica.max(first);
+        for _ in 0..(max - first) {
+            if id >= max {
+                id = first;
+            }
+            let used = s.held.contains(&id) || self.pending.contains_key(&JobId(id)) || self.running.contains_key(&JobId(id));
+            if !used {
+                self.next_replica = id + 1;
+                return Some(id);
+            }
+            id += 1;
+        }
+        None
     }
 
     /// Bookkeeping when a running job or replica leaves.
@@ -110,8 +170,8 @@ impl Scheduler {
             let have = running.len() + pending.len();
             if have < target {
                 for _ in have..target {
-                    let id = JobId(self.next_replica);
-                    self.next_replica += 1;
+                    // Every job id in use: the replica waits for one (next cycle).
+                    let Some(id) = self.take_job_id().map(JobId) else { break };
                     let mut js = JobSpec::simple(id.0, now, spec.replica.clone(), None);
                     js.partition = spec.partition;
                     js.account = spec.account.clone();

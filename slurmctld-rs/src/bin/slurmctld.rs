@@ -200,6 +200,7 @@ fn main() -> anyhow::Result<()> {
     opts.min_job_age_s = cluster.min_job_age_s as i64;
     opts.max_job_count = cluster.max_job_count.max(1);
     opts.first_job_id = cluster.first_job_id.max(1);
+    opts.max_job_id = if cluster.max_job_id == 0 { flotilla_core::config::DEFAULT_MAX_JOB_ID } else { cluster.max_job_id };
     // `--slurmd-timeout`, else slurm.conf's `SlurmdTimeout` (0: a disconnected node is never
     // marked down for it, as Slurm's 0 disables the check).
     match (slurmd_timeout, cluster.slurmd_timeout_s) {

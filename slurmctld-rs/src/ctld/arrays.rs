@@ -25,7 +25,17 @@ impl Controller {
         } else {
             let mut t = meta.clone();
             self.dirty(aid);
-            let nid = self.take_id();
+            // The core started the task already: with every job id in use it still gets a
+            // record, under the first free id at or above `MaxJobId` (a Slurm tool may not
+            // parse it; the error is logged).
+            let nid = self.take_id().unwrap_or_else(|| {
+                let mut id = self.opts.max_job_id;
+                while self.jobs.contains_key(&id) {
+                    id += 1;
+                }
+                tracing::error!(job = id, "every job id is in use: array task record above MaxJobId");
+                id
+            });
             t.id = nid;
             t.array_task_id = Some(task);
             t.array_pending = Vec::new();

@@ -19,6 +19,14 @@ use flotilla_proto::{
 use std::collections::BTreeSet;
 use tracing::{debug, info, info_span, warn};
 
+
+/// Every job id from `FirstJobId` to `MaxJobId` is in use: Slurm's `_set_job_id` fails with
+/// `EAGAIN` ("Resource temporarily unavailable") after logging "We have exhausted our supply
+/// of valid job id values".
+fn no_job_id() -> SlurmError {
+    tracing::error!("We have exhausted our supply of valid job id values (FirstJobId..MaxJobId)");
+    SlurmError::new(flotilla_proto::errno::EAGAIN)
+}
 impl Controller {
     pub(super) fn submit(&mut self, ident: Ident, s: SubmitJob, now: i64) -> Response {
         self.submit_with(ident, s, None, now)
@@ -56,7 +64,7 @@ impl Controller {
         match admitted {
             Err(Reject::BeforeId(e)) => Response::Error(e),
             Err(Reject::AfterId { error, failed }) => {
-                let id = self.take_id();
+                let Some(id) = self.take_id() else { return Response::Error(no_job_id()) };
                 if let Some(mut f) = failed {
                     f.id = id;
                     f.spec.id = JobId(id);
@@ -85,7 +93,7 @@ impl Controller {
                 if let Err(e) = checked {
                     return Response::Error(e);
                 }
-                let id = self.take_id();
+                let Some(id) = self.take_id() else { return Response::Error(no_job_id()) };
                 let mut rec = a.record;
                 rec.id = id;
                 rec.spec.id = JobId(id);

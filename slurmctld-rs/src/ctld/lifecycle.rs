@@ -134,6 +134,7 @@ impl Controller {
             if rec.is_array_meta() {
                 self.array_metas.insert(rec.id);
             }
+            self.sched.hold_job_id(rec.id);
             self.jobs.insert(rec.id, rec);
         }
         // Live jobs of an older record without a kept priority are numbered on below the
@@ -446,6 +447,7 @@ impl Controller {
             .collect();
         for id in old {
             if let Some(r) = self.jobs.remove(&id) {
+                self.sched.free_job_id(id);
                 self.core_map.remove(&r.spec.id.0);
                 self.batch.purged.push((id, r.array_job_id.unwrap_or(id)));
             }

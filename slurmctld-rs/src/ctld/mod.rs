@@ -192,6 +192,9 @@ pub struct CtlOptions {
     /// `FirstJobId`: the first job id given (Slurm 22.05 `read_config.c`; the id counter
     /// never goes below it, also after a restart).
     pub first_job_id: u64,
+    /// `MaxJobId`: job ids stay below it and wrap to `first_job_id`, skipping ids in use
+    /// (Slurm's `get_next_job_id`).
+    pub max_job_id: u64,
     /// Admission settings.
     pub admission: AdmissionConf,
     /// Check the core's invariants after every cycle (fail stop on a violation).
@@ -256,6 +259,7 @@ impl Default for CtlOptions {
             min_job_age_s: 300,
             max_job_count: 1_000_000,
             first_job_id: 1,
+            max_job_id: flotilla_core::config::DEFAULT_MAX_JOB_ID,
             admission: AdmissionConf {
                 def_mem_per_cpu_mib: None,
                 max_array_size: 1001,
@@ -604,23 +608,23 @@ impl Controller {
         }
     }
 
-    /// The next job id (Slurm's `get_next_job_id`, `job_mgr.c`: one sequence from
-    /// `FirstJobId` up). Replicas the core made take ids of the same sequence
-    /// (`Scheduler::share_job_ids`): the id given is past them, and they are past it.
-    fn take_id(&mut self) -> u64 {
+    /// The next job id for a record about to be made (Slurm's `get_next_job_id`, `job_mgr.c`):
+    /// one sequence from `FirstJobId`, wrapping from `MaxJobId` (never given) and skipping
+    /// ids in use, shared with the replicas the core makes ([`Scheduler::take_job_id`], see
+    /// `Scheduler::share_job_ids`), the id held until its record is purged. `None` when every
+    /// id is in use (Slurm refuses the submission with `EAGAIN`).
+    fn take_id(&mut self) -> Option<u64> {
+        let id = self.sched.take_job_id()?;
+        self.sched.hold_job_id(id);
         self.sync_job_ids();
-        let id = self.next_job_id;
-        self.next_job_id += 1;
-        self.batch.next_job_id = Some(self.next_job_id);
-        self.sched.set_next_replica_id(self.next_job_id);
-        id
+        Some(id)
     }
 
-    /// Moves the job id sequence past the replica ids the core gave (persisted with the
-    /// turn's commit, so a restart never gives a replica's id again).
+    /// The job id sequence where the core left it (past the replica ids it gave; persisted
+    /// with the turn's commit, so a restart goes on from there).
     fn sync_job_ids(&mut self) {
         let next = self.sched.next_replica_id();
-        if next > self.next_job_id && next < flotilla_core::sched::REPLICA_ID_BASE {
+        if next != self.next_job_id && next < flotilla_core::sched::REPLICA_ID_BASE {
             self.next_job_id = next;
             self.batch.next_job_id = Some(next);
         }
@@ -746,8 +750,10 @@ fn reset_for_requeue(rec: &mut JobRecord, hold: bool) {
         e.resizes.clear();
     }
     rec.num_nodes = rec.spec.request.nodes.unwrap_or(rec.num_nodes);
-    // A requeued job gets a new priority (Slurm's requeue calls `set_job_prio`), 0 if held.
-    rec.priority = crate::job::PRIO_UNSET;
+    // A requeued job keeps its priority, 0 if held: Slurm 22.05 renumbers none (neither
+    // `_job_requeue_op` nor the node-failure requeue of `kill_running_job_by_node_name`
+    // calls `set_job_prio`; golden 0241 shows job 54's number from before, goldens-extra
+    // 1013).
     if hold {
         rec.spec.held = Some(HoldKind::User);
         rec.reason = Some(REQUEUE_HOLD_REASON.into());

@@ -54,7 +54,7 @@ impl Controller {
         if l.next_replica_id < flotilla_core::sched::REPLICA_ID_BASE {
             self.next_job_id = self.next_job_id.max(l.next_replica_id);
         }
-        self.sched.share_job_ids(self.next_job_id);
+        self.sched.share_job_ids(self.next_job_id, self.opts.first_job_id.max(1), self.opts.max_job_id.max(self.opts.first_job_id.max(1) + 1));
         self.svc.next_alert_id = l.alerts.last().map_or(1, |a| a.id + 1);
         self.svc.alerts = l.alerts.into();
         for (id, text) in l.services {
@@ -235,6 +235,7 @@ impl Controller {
         let rec = s.replica_record(replica.0, s.template.spec.partition, now);
         let env = serde_json::to_string(&s.create.environment).unwrap_or_else(|_| "[]".into());
         self.batch.scripts.push((replica.0, replica_script(&s.create.command), env));
+        self.sched.hold_job_id(replica.0);
         self.jobs.insert(replica.0, rec);
         info!(service = service.0, replica = replica.0, "replica starting");
         self.bind_job(replica.0, allocs, now);
