@@ -109,6 +109,31 @@ pub fn time_used_str(j: &JobView<'_>, now: i64) -> String {
     squeue_secs(run_secs(j, now))
 }
 
+/// [`time_used_str`] written into `out` (which it clears first), for squeue's per-row
+/// rendering: no String per row. Byte-identical to [`squeue_secs`] (`_print_secs`).
+pub fn time_used_into(j: &JobView<'_>, now: i64, out: &mut String) {
+    squeue_secs_into(run_secs(j, now), out);
+}
+
+/// [`squeue_secs`] (squeue's `_print_secs`) written into `out`, which it clears first:
+/// `INVALID` when negative or over 365 days, else `M:SS`, `H:MM:SS` or `D-HH:MM:SS`.
+pub fn squeue_secs_into(secs: i64, out: &mut String) {
+    use std::fmt::Write as _;
+    out.clear();
+    if !(0..=365 * 24 * 3600).contains(&secs) {
+        out.push_str("INVALID");
+        return;
+    }
+    let (d, h, m, s) = (secs / 86_400, (secs / 3_600) % 24, (secs / 60) % 60, secs % 60);
+    let _ = if d != 0 {
+        write!(out, "{d}-{h:02}:{m:02}:{s:02}")
+    } else if h != 0 {
+        write!(out, "{h}:{m:02}:{s:02}")
+    } else {
+        write!(out, "{m}:{s:02}")
+    };
+}
+
 /// `%L`.
 pub fn time_left_str(j: &JobView<'_>, now: i64) -> String {
     match limit(j) {
@@ -242,6 +267,22 @@ pub fn expand_task_str(s: &str) -> Vec<u32> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The in-place `%M` writer prints exactly what core's `squeue_secs` does: every second
+    /// of the first two days, a stride over the year, and both sides of each cut-off.
+    #[test]
+    fn secs_written_in_place_match_squeue_secs() {
+        let year = 365 * 24 * 3600;
+        let edges = [-86_401, -1, 0, 59, 60, 3_599, 3_600, 86_399, 86_400, year - 1, year, year + 1, i64::MAX, i64::MIN];
+        let mut out = String::from("stale");
+        for secs in (0..2 * 86_400).chain((0..=year + 7_919).step_by(7_919)).chain(edges) {
+            squeue_secs_into(secs, &mut out);
+            assert_eq!(out, squeue_secs(secs), "{secs}");
+        }
+        let j = JobView { state: Some(JobStateWire::Running), start_time: Some(100), ..JobView::default() };
+        time_used_into(&j, 100 + 3_725, &mut out);
+        assert_eq!((out.as_str(), time_used_str(&j, 100 + 3_725).as_str()), ("1:02:05", "1:02:05"));
+    }
 
     #[test]
     fn ids_memory_dependencies() {

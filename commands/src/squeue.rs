@@ -836,7 +836,10 @@ fn o_field<'b>(ch: char, j: Option<&'b JobView<'_>>, now: i64, scratch: &'b mut 
         'l' => jobfmt::time_limit_str(j).into(),
         'L' => jobfmt::time_left_str(j, now).into(),
         'm' => jobfmt::mem_str(j.mem_per_node_mib / u64::from((j.num_cpus / j.num_nodes.max(1)).max(1))).into(),
-        'M' => jobfmt::time_used_str(j, now).into(),
+        'M' => {
+            jobfmt::time_used_into(j, now, scratch);
+            Cow::Borrowed(scratch.as_str())
+        }
         'n' => j.required_nodes.iter().map(|s| s.as_str()).collect::<Vec<_>>().join(",").into(),
         'N' => b(&j.nodes),
         'o' => or_null(&j.command),
