@@ -306,6 +306,55 @@ fn array_throttle() {
     h.check();
 }
 
+/// `scontrol update jobid=A_4 TimeLimit=3` on a pending task of a throttled array splits the
+/// task off into a record of its own under a new job id (Slurm's `update_job_str` ->
+/// `job_array_split`; golden 0236 -> 0252, where 64_4 ran as job 71 before 64_1): only that
+/// task's time limit changes, the array keeps its id and other tasks, and the split record
+/// counts against the `%2` throttle, taking a free slot before the array's own tasks.
+#[test]
+fn array_task_update_splits_it_off() {
+    let mut h = Harness::two_nodes("ctl_array_task_split");
+    let mut a = gpu_job(User::Alice, 1, Some(10), 0);
+    a.time_limit = Some(TimeLimitWire::Minutes(5));
+    a.array = Some(ArraySpec { ranges: vec![ArrayRange { start: 0, end: 5, step: 1 }], max_running: Some(2) });
+    let aid = h.submit(a);
+    let running = |h: &Harness| -> Vec<u32> {
+        let mut r: Vec<u32> = h
+            .jobs()
+            .filter(|j| j.array_job_id == Some(aid) && j.state == Some(JobStateWire::Running))
+            .filter_map(|j| j.array_task_id)
+            .collect();
+        r.sort_unstable();
+        r
+    };
+    h.turn_until(5, 1, |h| running(h) == vec![0, 1]);
+    let upd = UpdateJob { job: JobRef { job_id: aid, tasks: Some(vec![4]) }, changes: vec![JobChange::TimeLimit(TimeLimitWire::Minutes(3))] };
+    h.rpc(User::Alice, Request::UpdateJob(upd));
+    h.turn();
+    let split: Vec<&JobInfo> = h.jobs().filter(|j| j.array_job_id == Some(aid) && j.array_task_id == Some(4)).collect();
+    assert_eq!(split.len(), 1, "task 4 has a record of its own");
+    let sid = split[0].job_id;
+    assert_ne!(sid, aid, "the split task takes a new job id, the array keeps its own");
+    assert_eq!(split[0].time_limit, Some(TimeLimitWire::Minutes(3)));
+    assert_eq!(split[0].reason, "JobArrayTaskLimit");
+    assert_eq!(h.job(aid).time_limit, Some(TimeLimitWire::Minutes(5)), "the other tasks keep theirs");
+    let mut second = Vec::new();
+    let mut max_running = 0;
+    h.turn_until(40, 2, |h| {
+        let r = running(h);
+        max_running = max_running.max(r.len());
+        if second.is_empty() && !r.is_empty() && !r.contains(&0) && !r.contains(&1) {
+            second = r;
+        }
+        let tasks: Vec<&JobInfo> = h.jobs().filter(|j| j.array_job_id == Some(aid)).collect();
+        tasks.len() == 6 && tasks.iter().all(|j| j.state == Some(JobStateWire::Completed))
+    });
+    assert_eq!(max_running, 2, "throttle %2 counts the split record");
+    assert_eq!(second, vec![2, 4], "the split record takes a free slot before the array's task 3");
+    let ids: Vec<(u32, u64)> = h.jobs().filter(|j| j.array_job_id == Some(aid)).filter_map(|j| Some((j.array_task_id?, j.job_id))).collect();
+    assert!(ids.contains(&(4, sid)), "the split record keeps its id: {ids:?}");
+}
+
 /// A dependency chain: `afterok` waits (`Dependency`) and runs after its job completes;
 /// `afterok` on a job that fails is never satisfied (`DependencyNeverSatisfied`, pending for
 /// ever, as Slurm without `kill_invalid_depend`); `afternotok` on it runs.

@@ -7,7 +7,7 @@ use crate::deps::{DepStatus, DepTarget};
 use crate::job::{JobRecord, JobState};
 use flotilla_core::job::JobId;
 use flotilla_core::sched::Event as CoreEvent;
-use std::collections::{BTreeSet, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 impl Controller {
     pub(super) fn start_array_task(&mut self, aid: u64, task: u32, core: u64) -> u64 {
@@ -48,6 +48,42 @@ impl Controller {
         id
     }
 
+    /// Splits pending task `task` off array `aid` into a pending record of its own under a
+    /// new job id, as Slurm's `job_array_split` (`job_mgr.c`) does when `update_job_str`
+    /// updates some but not all of an array's pending tasks: the array keeps its id and its
+    /// other pending tasks; the task's record is a copy of the array's (priority, submit
+    /// time, request) with `array_task_id` set. It stays under the array's
+    /// `ArrayTaskThrottle` (Slurm's `job_array_start_test` counts every running task of the
+    /// array, split records included): `refresh_arrays` gives it to the core. Returns the new
+    /// id; `None` (nothing changed) when every job id is in use.
+    pub(super) fn split_array_task(&mut self, aid: u64, task: u32, now: i64) -> Option<u64> {
+        let nid = self.take_id()?;
+        if self.in_core_tasks.get_mut(&aid).is_some_and(|s| s.remove(&task)) {
+            self.core_event(CoreEvent::Cancel(JobId(prov_id(aid, task))), now);
+        }
+        let meta = self.jobs.get_mut(&aid).expect("array record exists");
+        meta.array_pending.retain(|&t| t != task);
+        let mut t = meta.clone();
+        t.id = nid;
+        t.array_task_id = Some(task);
+        t.array_pending = Vec::new();
+        t.array_max_running = None;
+        t.spec.id = JobId(nid);
+        self.jobs.insert(nid, t);
+        self.split_tasks.insert(nid, false);
+        self.dirty(aid);
+        self.dirty(nid);
+        self.sched_dirty = true;
+        tracing::info!(job = nid, array = aid, task, "array task split off into a record of its own");
+        Some(nid)
+    }
+
+    /// Whether the core has the pending record `id` (false only for a split task record the
+    /// throttle keeps out, see [`Controller::split_array_task`]).
+    pub(super) fn in_core(&self, id: u64) -> bool {
+        self.split_tasks.get(&id).copied().unwrap_or(true)
+    }
+
     pub(super) fn refresh_arrays(&mut self, now: i64) {
         // A record stops being a meta for good (its pending tasks only shrink) or is purged.
         let jobs = &self.jobs;
@@ -58,7 +94,8 @@ impl Controller {
             .filter(|id| self.jobs[id].state == JobState::Pending)
             .copied()
             .collect();
-        if metas.is_empty() {
+        self.split_tasks.retain(|id, _| jobs.get(id).is_some_and(|r| r.state == JobState::Pending));
+        if metas.is_empty() && self.split_tasks.values().all(|&in_core| in_core) {
             return;
         }
         let mut running: HashMap<u64, u32> = HashMap::new();
@@ -68,6 +105,37 @@ impl Controller {
                     *running.entry(a).or_default() += 1;
                 }
             }
+        }
+        // Split task records by array, in task order: at equal priority Slurm's queue
+        // (`sort_job_queue2`) puts them before the array's own pending tasks (whose entry has
+        // no task id), so they take the throttle's free slots first.
+        let mut split: BTreeMap<u64, Vec<(u32, u64)>> = BTreeMap::new();
+        for &id in self.split_tasks.keys() {
+            let r = &self.jobs[&id];
+            if let (Some(a), Some(t)) = (r.array_job_id, r.array_task_id) {
+                split.entry(a).or_default().push((t, id));
+            }
+        }
+        let mut want_split: BTreeSet<u64> = BTreeSet::new();
+        for (a, tasks) in &mut split {
+            tasks.sort_unstable();
+            let gated = metas.contains(a).then(|| self.jobs[a].array_max_running).flatten();
+            let free = gated.map_or(usize::MAX, |m| m.saturating_sub(running.get(a).copied().unwrap_or(0)) as usize);
+            want_split.extend(tasks.iter().take(free).map(|&(_, id)| id));
+            if gated.is_some() {
+                let taken = tasks.len().min(free) as u32;
+                *running.entry(*a).or_default() += taken;
+            }
+        }
+        let ids: Vec<(u64, bool)> = self.split_tasks.iter().map(|(&id, &c)| (id, c)).collect();
+        for (id, in_core) in ids {
+            let want = want_split.contains(&id);
+            if want && !in_core {
+                self.core_event(CoreEvent::Submit(self.jobs[&id].spec.clone()), now);
+            } else if !want && in_core {
+                self.core_event(CoreEvent::Cancel(JobId(id)), now);
+            }
+            self.split_tasks.insert(id, want);
         }
         for aid in metas {
             let rec = &self.jobs[&aid];

@@ -389,7 +389,9 @@ impl Controller {
                             }
                         } else {
                             let core = rec.spec.id;
-                            self.core_event(CoreEvent::Cancel(core), now);
+                            if self.in_core(id) {
+                                self.core_event(CoreEvent::Cancel(core), now);
+                            }
                         }
                         let rec = self.jobs.get_mut(&id).expect("resolved");
                         rec.state = JobState::Cancelled;
@@ -478,7 +480,7 @@ impl Controller {
                 sp.id = JobId(prov_id(id, t));
                 self.core_event(CoreEvent::Update(sp), now);
             }
-        } else {
+        } else if self.in_core(id) {
             let sp = rec.spec.clone();
             self.core_event(CoreEvent::Update(sp), now);
         }
@@ -615,7 +617,26 @@ impl Controller {
                 return Response::Error(SlurmError::new(ESLURM_USER_ID_MISSING));
             }
         }
-        let ids: BTreeSet<u64> = targets.iter().map(Target::id).collect();
+        // Slurm's `update_job_str` (`job_mgr.c`): an update of some but not all of an array's
+        // pending tasks splits each named task off into a record of its own first
+        // (`job_array_split`, a new job id; the split stays if the update then fails, as in
+        // Slurm); one naming every pending task updates the array's record.
+        let mut ids: BTreeSet<u64> = BTreeSet::new();
+        for t in &targets {
+            match t {
+                Target::Tasks(aid, tasks) if !self.jobs[aid].array_pending.iter().all(|p| tasks.contains(p)) => {
+                    for &task in tasks {
+                        let Some(nid) = self.split_array_task(*aid, task, now) else {
+                            return Response::Error(no_job_id());
+                        };
+                        ids.insert(nid);
+                    }
+                }
+                t => {
+                    ids.insert(t.id());
+                }
+            }
+        }
         let mut updated = Vec::new();
         for id in ids {
             let mut rec = self.jobs[&id].clone();

@@ -90,6 +90,10 @@ impl Controller {
                     }
                     if !rec.is_array_meta() {
                         self.core_event(CoreEvent::Submit(rec.spec.clone()), now);
+                        if rec.array_job_id.is_some_and(|a| a != rec.id) {
+                            // A pending task record of its own: the throttle decides again.
+                            self.split_tasks.insert(rec.id, true);
+                        }
                     }
                 }
                 JobState::Running | JobState::Completing

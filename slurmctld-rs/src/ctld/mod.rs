@@ -347,6 +347,10 @@ pub struct Controller {
     /// Ids of array metas (records with pending tasks), so that a cycle need not scan every
     /// job to find them (see `refresh_arrays`). A superset: ids leave it lazily.
     array_metas: BTreeSet<u64>,
+    /// Pending records of single array tasks (split off by an update, see
+    /// `split_array_task`, or recovered) with whether the core has them: the array's
+    /// `ArrayTaskThrottle` decides, in `refresh_arrays`. Not persisted (rebuilt at recovery).
+    split_tasks: BTreeMap<u64, bool>,
     next_job_id: u64,
     nodes: Vec<NodeRt>,
     batch: WriteBatch,
@@ -427,6 +431,7 @@ impl Controller {
             deps: BTreeMap::new(),
             in_core_tasks: BTreeMap::new(),
             array_metas: BTreeSet::new(),
+            split_tasks: BTreeMap::new(),
             next_job_id: first_job_id,
             nodes: (0..n).map(|_| NodeRt::default()).collect(),
             batch: WriteBatch::default(),

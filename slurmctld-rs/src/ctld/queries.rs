@@ -60,7 +60,7 @@ impl Controller {
                         p.detail = None;
                     }
                 }
-                None if rec.is_array_meta() => p.reason = Str::b("JobArrayTaskLimit"),
+                None if rec.is_array_meta() || !self.in_core(rec.id) => p.reason = Str::b("JobArrayTaskLimit"),
                 None => {}
             }
         }
