@@ -1081,15 +1081,19 @@ fn run(
             .collect::<Vec<_>>(),
     );
     let f = opts.time_scale;
-    notes.push(format!(
-        "end latency (controller end − start − duration, COMPLETED jobs): p50 {:.0}, p90 {:.0}, p99 {:.0} controller s = {:.1} / {:.1} / {:.1} ms real",
-        over.p50,
-        over.p90,
-        over.p99,
-        over.p50 / f * 1000.0,
-        over.p90 / f * 1000.0,
-        over.p99 / f * 1000.0
-    ));
+    // A distribution in controller seconds with its real milliseconds (÷ F).
+    let real = |d: &Dist| {
+        format!(
+            "p50 {:.0}, p90 {:.0}, p99 {:.0} s ({:.1} / {:.1} / {:.1} ms real)",
+            d.p50,
+            d.p90,
+            d.p99,
+            d.p50 / f * 1000.0,
+            d.p90 / f * 1000.0,
+            d.p99 / f * 1000.0
+        )
+    };
+    notes.push(format!("end latency (controller end − start − duration, COMPLETED jobs): {}", real(&over)));
     match clock_offset(&sent, &submits, f) {
         Some((offset, err)) => {
             let split: Vec<(f64, f64, f64)> = jobs
@@ -1098,18 +1102,7 @@ fn run(
                 .filter(|(_, c)| c.4 == "COMPLETED")
                 .filter_map(|(j, c)| end_split(c, j.duration_s, last.get(&c.0)?, t0, offset, f))
                 .collect();
-            let part = |k: usize| {
-                let d = Dist::of(&split.iter().map(|s| [s.0, s.1, s.2][k]).collect::<Vec<_>>());
-                format!(
-                    "p50 {:.0}, p90 {:.0}, p99 {:.0} s ({:.1} / {:.1} / {:.1} ms real)",
-                    d.p50,
-                    d.p90,
-                    d.p99,
-                    d.p50 / f * 1000.0,
-                    d.p90 / f * 1000.0,
-                    d.p99 / f * 1000.0
-                )
-            };
+            let part = |k: usize| real(&Dist::of(&split.iter().map(|s| [s.0, s.1, s.2][k]).collect::<Vec<_>>()));
             notes.push(format!(
                 "end latency split over {} jobs (clocks aligned within ±{:.0} controller s): start stamp → launch on the node {}; node timer beyond the duration {}; end report → controller's end stamp {}",
                 split.len(),

@@ -9,6 +9,18 @@ use flotilla_core::job::JobId;
 use flotilla_core::sched::Event as CoreEvent;
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 
+/// Array task `task`'s record of its own, made from a copy of its array's record: job id `id`,
+/// core id `core`, no pending remainder and no throttle (a started task's record and a task
+/// split off by an update alike).
+fn task_record(mut t: JobRecord, id: u64, task: u32, core: u64) -> JobRecord {
+    t.id = id;
+    t.array_task_id = Some(task);
+    t.array_pending = Vec::new();
+    t.array_max_running = None;
+    t.spec.id = JobId(core);
+    t
+}
+
 impl Controller {
     pub(super) fn start_array_task(&mut self, aid: u64, task: u32, core: u64) -> u64 {
         if let Some(s) = self.in_core_tasks.get_mut(&aid) {
@@ -23,7 +35,7 @@ impl Controller {
             meta.spec.id = JobId(core);
             aid
         } else {
-            let mut t = meta.clone();
+            let t = meta.clone();
             self.dirty(aid);
             // The core started the task already: with every job id in use it still gets a
             // record, under the first free id at or above `MaxJobId` (a Slurm tool may not
@@ -36,12 +48,7 @@ impl Controller {
                 tracing::error!(job = id, "every job id is in use: array task record above MaxJobId");
                 id
             });
-            t.id = nid;
-            t.array_task_id = Some(task);
-            t.array_pending = Vec::new();
-            t.array_max_running = None;
-            t.spec.id = JobId(core);
-            self.jobs.insert(nid, t);
+            self.jobs.insert(nid, task_record(t, nid, task, core));
             nid
         };
         self.core_map.insert(core, id);
@@ -63,12 +70,7 @@ impl Controller {
         }
         let meta = self.jobs.get_mut(&aid).expect("array record exists");
         meta.array_pending.retain(|&t| t != task);
-        let mut t = meta.clone();
-        t.id = nid;
-        t.array_task_id = Some(task);
-        t.array_pending = Vec::new();
-        t.array_max_running = None;
-        t.spec.id = JobId(nid);
+        let t = task_record(meta.clone(), nid, task, nid);
         self.jobs.insert(nid, t);
         self.split_tasks.insert(nid, false);
         self.dirty(aid);
