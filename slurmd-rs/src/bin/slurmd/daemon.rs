@@ -580,13 +580,7 @@ impl Daemon {
             }
             self.flush_usage();
             if self.client.is_some() && self.last_hb.elapsed() >= self.opts.heartbeat {
-                self.last_hb = Instant::now();
-                let hb = NodeToCtl::Heartbeat {
-                    boot_epoch: self.epoch,
-                    running: self.running(),
-                    finished: self.finished.clone(),
-                };
-                self.send(hb);
+                self.heartbeat();
             }
         }
     }
@@ -949,10 +943,16 @@ impl Daemon {
         // `_rpc_terminate_job` (src/slurmd/slurmd/req.c) ends by sending the epilog-complete
         // message as soon as the job is gone from the node.
         if released && self.client.is_some() {
-            self.last_hb = Instant::now();
-            let hb = NodeToCtl::Heartbeat { boot_epoch: self.epoch, running: self.running(), finished: self.finished.clone() };
-            self.send(hb);
+            self.heartbeat();
         }
+    }
+
+    /// Sends a heartbeat now (boot epoch, the jobs running here, the ends not acknowledged)
+    /// and restarts the period.
+    fn heartbeat(&mut self) {
+        self.last_hb = Instant::now();
+        let hb = NodeToCtl::Heartbeat { boot_epoch: self.epoch, running: self.running(), finished: self.finished.clone() };
+        self.send(hb);
     }
 
     fn ack_exits(&mut self, job_ids: &[u64]) {
