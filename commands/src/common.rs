@@ -347,11 +347,22 @@ pub fn push_field(out: &mut String, s: &str, width: usize, right: bool) {
     }
     let pad = width - n;
     if right {
-        out.extend(std::iter::repeat_n(' ', pad));
+        push_spaces(out, pad);
         out.push_str(s);
     } else {
         out.push_str(s);
-        out.extend(std::iter::repeat_n(' ', pad));
+        push_spaces(out, pad);
+    }
+}
+
+/// `n` spaces at the end of `out`, a slice at a time (not a `char` at a time: squeue pads
+/// eight columns of 150,000 lines).
+fn push_spaces(out: &mut String, mut n: usize) {
+    const SPACES: &str = "                                                                ";
+    while n > 0 {
+        let k = n.min(SPACES.len());
+        out.push_str(&SPACES[..k]);
+        n -= k;
     }
 }
 
@@ -472,6 +483,19 @@ mod tests {
                     push_field(&mut out, s, width, right);
                     assert_eq!(out, format!(">{}", field(s, width, right)), "{s:?} {width} {right}");
                 }
+            }
+        }
+    }
+
+    /// Padding is one space per missing character, also past the 64 one slice holds.
+    #[test]
+    fn padding_is_one_space_per_missing_character() {
+        for s in ["", "abc", "日本"] {
+            let n = s.chars().count();
+            for width in n.max(1)..=200 {
+                let pad = " ".repeat(width - n);
+                assert_eq!(field(s, width, true), format!("{pad}{s}"), "{s:?} {width}");
+                assert_eq!(field(s, width, false), format!("{s}{pad}"), "{s:?} {width}");
             }
         }
     }

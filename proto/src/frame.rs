@@ -26,10 +26,13 @@ pub const PREAUTH_MAX_FRAME: usize = 4096;
 /// Maximum frame body (bytes) a command's or tool's [`crate::client::Client`] reads as an
 /// answer from the controller it called as an authenticated user: 1 GiB. Answers grow with
 /// the cluster — `sacct` over 150,000 jobs is about 30 MB, past [`DEFAULT_MAX_FRAME`] — and
-/// memory still grows with the bytes that arrive, not with the length announced
-/// ([`read_frame`]). Daemons' sessions keep [`DEFAULT_MAX_FRAME`] and every handshake answer
-/// [`PREAUTH_MAX_FRAME`] ([`crate::client::answer_limit`]).
+/// memory past [`READ_RESERVE_MAX`] still grows with the bytes that arrive, not with the
+/// length announced ([`read_frame`]). Daemons' sessions keep [`DEFAULT_MAX_FRAME`] and every
+/// handshake answer [`PREAUTH_MAX_FRAME`] ([`crate::client::answer_limit`]).
 pub const MAX_ANSWER_FRAME: usize = 1 << 30;
+/// The most [`read_frame`] reserves for a frame's body before its bytes arrive: 16 MiB. A
+/// peer that announces more gets that much at first and more only as its bytes come.
+pub const READ_RESERVE_MAX: usize = 16 << 20;
 /// Oldest protocol version this build speaks.
 pub const PROTOCOL_VERSION_MIN: u16 = 1;
 /// Newest protocol version this build speaks.
@@ -284,8 +287,11 @@ pub fn read_frame<R: Read>(r: &mut R, max: usize) -> Result<Frame, ProtoError> {
     if len > max {
         return Err(ProtoError::FrameTooLarge { len, max });
     }
-    // Memory grows with the bytes that arrive, not with the length the peer announced.
-    let mut buf = prefix.to_vec();
+    // The announced length is reserved up to `READ_RESERVE_MAX` (one allocation, no doubling
+    // while a 10 MB answer arrives); beyond that memory grows with the bytes that arrive, not
+    // with the length the peer announced.
+    let mut buf = Vec::with_capacity(4 + len.min(READ_RESERVE_MAX));
+    buf.extend_from_slice(&prefix);
     let got = r.take(len as u64).read_to_end(&mut buf)?;
     if got < len {
         return Err(ProtoError::Decode("connection closed inside a frame".into()));
@@ -427,13 +433,25 @@ mod tests {
         assert!(hello.len() - 4 < PREAUTH_MAX_FRAME);
     }
 
-    /// The blocking reader allocates as bytes arrive: a peer announcing 16 MiB and sending
-    /// 10 bytes costs 10 bytes, and the short frame is an error.
+    /// A short frame is an error for the blocking reader, also one announcing more than it
+    /// reserves ([`READ_RESERVE_MAX`]; past that, memory grows as bytes arrive).
     #[test]
     fn blocking_read_of_a_short_frame() {
-        let mut bytes = (DEFAULT_MAX_FRAME as u32).to_be_bytes().to_vec();
-        bytes.extend_from_slice(&[0u8; 10]);
-        assert!(matches!(read_frame(&mut &bytes[..], DEFAULT_MAX_FRAME), Err(ProtoError::Decode(_))));
+        for len in [DEFAULT_MAX_FRAME, MAX_ANSWER_FRAME] {
+            let mut bytes = (len as u32).to_be_bytes().to_vec();
+            bytes.extend_from_slice(&[0u8; 10]);
+            assert!(matches!(read_frame(&mut &bytes[..], MAX_ANSWER_FRAME), Err(ProtoError::Decode(_))));
+        }
+    }
+
+    /// Frames shorter and longer than the reservation read whole.
+    #[test]
+    fn frames_past_the_reservation_read_whole() {
+        for n in [0, 1000, READ_RESERVE_MAX + 1000] {
+            let body = Response::Queue(crate::QueueRows { count: 0, bytes: vec![7; n] });
+            let frame = encode_frame(&Frame::Response { id: 3, body: body.clone() }).unwrap();
+            assert_eq!(read_frame(&mut &frame[..], MAX_ANSWER_FRAME).unwrap(), Frame::Response { id: 3, body });
+        }
     }
 
     #[test]
