@@ -248,7 +248,8 @@ impl Scheduler {
     /// is the kept tail when the job belongs to it.
     pub(super) fn queue_changed(&mut self, id: JobId) {
         self.queue_gen += 1;
-        if self.pending.get(&id).is_some_and(|p| self.tail_position(id, p).is_some()) {
+        // No kept tail (always so where skipping cannot apply): no lookup of the job.
+        if self.replay.has_tail() && self.pending.get(&id).is_some_and(|p| self.tail_position(id, p).is_some()) {
             self.replay.tail_dirty = true;
         }
     }
