@@ -13,7 +13,8 @@ impl Scheduler {
     /// First brings fair-share usage up to `now` (see `usage`). Reads the pending jobs'
     /// specs, their partitions, the required nodes' availability, the priority policy with
     /// each job's multifactor inputs, and the held reservations. Writes every pending job's `priority`
-    /// (a replica's is [`SERVICE_PRIORITY_BASE`] plus its service's priority) and, for a job
+    /// (a replica's is [`SERVICE_PRIORITY_BASE`] plus its service's priority), in the
+    /// incremental cycle its resolved accounting inputs (`PendingJob::acct`) and, for a job
     /// that may not be considered now, its pending info (see [`ineligible`]). Returns the
     /// eligible jobs as the per-job stages' candidates, with their rank, best first: higher
     /// priority, then earlier submission, then lower id; a job holding a reservation keeps the
