@@ -258,8 +258,9 @@ pub struct AssocTree {
     assocs: Vec<Association>,
     /// Id → index into `assocs`.
     index: BTreeMap<AssocId, usize>,
-    /// (account, user or "", partition or "") → id.
-    by_key: BTreeMap<(String, String, String), AssocId>,
+    /// account → user or "" → partition or "" → id: nested so that a lookup borrows its
+    /// key's strings (the order stage and the usage update ask for many jobs every cycle).
+    by_key: BTreeMap<String, BTreeMap<String, BTreeMap<String, AssocId>>>,
 }
 
 impl AssocTree {
@@ -302,18 +303,20 @@ impl AssocTree {
         let mut slots: Vec<Option<Association>> = assocs.drain(..).map(Some).collect();
         let assocs: Vec<Association> = order.iter().map(|&i| slots[i].take().expect("each once")).collect();
         let index: BTreeMap<AssocId, usize> = assocs.iter().enumerate().map(|(i, a)| (a.id, i)).collect();
-        let mut by_key = BTreeMap::new();
+        let mut by_key: BTreeMap<String, BTreeMap<String, BTreeMap<String, AssocId>>> = BTreeMap::new();
         for a in &assocs {
-            let key = Self::key(&a.account, a.user.as_deref(), a.partition.as_deref());
-            if by_key.insert(key, a.id).is_some() {
+            let users = by_key.entry(a.account.clone()).or_default();
+            let parts = users.entry(a.user.clone().unwrap_or_default()).or_default();
+            if parts.insert(a.partition.clone().unwrap_or_default(), a.id).is_some() {
                 return Err(AssocError::Duplicate(Self::describe(a)));
             }
         }
         Ok(AssocTree { assocs, index, by_key })
     }
 
-    fn key(account: &str, user: Option<&str>, partition: Option<&str>) -> (String, String, String) {
-        (account.to_string(), user.unwrap_or("").to_string(), partition.unwrap_or("").to_string())
+    /// The association keyed (account, user or "", partition or ""), without building a key.
+    fn lookup(&self, account: &str, user: &str, partition: &str) -> Option<AssocId> {
+        self.by_key.get(account)?.get(user)?.get(partition).copied()
     }
 
     fn describe(a: &Association) -> String {
@@ -372,7 +375,7 @@ impl AssocTree {
 
     /// The account association of `account` (partition-less), if it exists.
     pub fn account(&self, account: &str) -> Option<&Association> {
-        self.by_key.get(&Self::key(account, None, None)).and_then(|&id| self.get(id))
+        self.lookup(account, "", "").and_then(|id| self.get(id))
     }
 
     /// The association a job of `user` charging `account` in `partition` runs under, as
@@ -380,15 +383,8 @@ impl AssocTree {
     /// else the user's partition-less one; `None` if the user has neither (the job is
     /// refused under `AccountingStorageEnforce=associations`).
     pub fn find(&self, user: &str, account: &str, partition: Option<&str>) -> Option<&Association> {
-        // The lookup key owns its strings: an empty tree (accounting off, every order stage
-        // asks for every pending job) is answered without building one.
-        if self.by_key.is_empty() {
-            return None;
-        }
-        partition
-            .and_then(|p| self.by_key.get(&Self::key(account, Some(user), Some(p))))
-            .or_else(|| self.by_key.get(&Self::key(account, Some(user), None)))
-            .and_then(|&id| self.get(id))
+        let parts = self.by_key.get(account)?.get(user)?;
+        partition.and_then(|p| parts.get(p)).or_else(|| parts.get("")).and_then(|&id| self.get(id))
     }
 
     /// The index of `id` in [`AssocTree::assocs`] (parents before children), for per-
@@ -457,6 +453,60 @@ mod tests {
         assert_eq!(t.inherited(AssocId(1), |a| a.limits.max_jobs), None);
         assert_eq!(t.children(AssocId(2)).count(), 2);
         assert_eq!(t.ancestry(AssocId(4)).map(|a| a.id.0).collect::<Vec<_>>(), vec![4, 2, 1]);
+    }
+
+    proptest::proptest! {
+        #![proptest_config(proptest::test_runner::Config { cases: 256, ..Default::default() })]
+        /// `find` and `account` give what a scan of the associations gives by Slurm's rule:
+        /// the user's association for the partition, else its partition-less one.
+        #[test]
+        fn lookups_match_a_scan(
+            keys in proptest::collection::btree_set((0usize..3, 0usize..4, 0usize..3), 0..20),
+            queries in proptest::collection::vec((0usize..4, 0usize..5, 0usize..4), 1..30),
+        ) {
+            let (accounts, users, parts) = (["a", "b", "c", "zz"], ["", "u1", "u2", "u3", "nobody"], ["", "p", "q", "r"]);
+            let mut assocs = vec![assoc(1, None, "root", None)];
+            // Account associations first, so every user association has a parent.
+            let mut id = 1;
+            let mut account_id = BTreeMap::new();
+            for &(a, u, p) in &keys {
+                if u == 0 && p == 0 {
+                    id += 1;
+                    assocs.push(assoc(id, Some(1), accounts[a], None));
+                    account_id.insert(a, id);
+                }
+            }
+            for &(a, u, p) in &keys {
+                if u == 0 && p == 0 {
+                    continue;
+                }
+                let parent = *account_id.entry(a).or_insert_with(|| {
+                    id += 1;
+                    assocs.push(assoc(id, Some(1), accounts[a], None));
+                    id
+                });
+                if u == 0 {
+                    continue;
+                }
+                id += 1;
+                let mut x = assoc(id, Some(parent), accounts[a], Some(users[u]));
+                x.partition = (p > 0).then(|| parts[p].to_string());
+                assocs.push(x);
+            }
+            let t = AssocTree::new(assocs.clone()).unwrap();
+            let scan = |account: &str, user: &str, part: Option<&str>| {
+                assocs
+                    .iter()
+                    .find(|x| x.account == account && x.user.as_deref().unwrap_or("") == user && x.partition.as_deref() == part)
+                    .map(|x| x.id)
+            };
+            for (a, u, p) in queries {
+                let part = (p > 0).then_some(parts[p]);
+                let want = part.and_then(|p| scan(accounts[a], users[u], Some(p))).or_else(|| scan(accounts[a], users[u], None));
+                proptest::prop_assert_eq!(t.find(users[u], accounts[a], part).map(|x| x.id), want);
+                proptest::prop_assert_eq!(t.account(accounts[a]).map(|x| x.id), scan(accounts[a], "", None));
+            }
+        }
     }
 
     #[test]

@@ -840,23 +840,29 @@ pub fn check_accounting<'a>(
     cluster: &Cluster,
     allocs: impl Iterator<Item = &'a NodeAlloc>,
 ) -> Result<(), String> {
-    let mut milli: Vec<Vec<u32>> = cluster
-        .nodes
-        .iter()
-        .map(|n| vec![0; n.gpus as usize])
-        .collect();
+    // One flat table of milli-GPUs held (node i's GPUs from `first[i]`): the controller
+    // checks after every turn, and a table per node was one allocation per node each time.
+    let mut first = Vec::with_capacity(cluster.nodes.len() + 1);
+    let mut at = 0usize;
+    for n in &cluster.nodes {
+        first.push(at);
+        at += n.gpus as usize;
+    }
+    first.push(at);
+    let mut milli = vec![0u32; at];
     let mut cpu = vec![0u64; cluster.nodes.len()];
     let mut mem = vec![0u64; cluster.nodes.len()];
     for a in allocs {
         let i = a.node.0 as usize;
+        let gpus = &mut milli[first[i]..first[i + 1]];
         for g in a.gpus.iter() {
-            milli[i][g as usize] += a.gpu_milli;
+            gpus[g as usize] += a.gpu_milli;
         }
         cpu[i] += a.cpu_milli;
         mem[i] += a.mem_mib;
     }
     for (i, n) in cluster.nodes.iter().enumerate() {
-        for (g, &held) in milli[i].iter().enumerate() {
+        for (g, &held) in milli[first[i]..first[i + 1]].iter().enumerate() {
             if held > MILLI {
                 return Err(format!("gpu {g} of {} over-committed: {held}", n.name));
             }

@@ -94,7 +94,9 @@
 //! under `priority/multifactor` age and failed cycles move every job's priority with time,
 //! so every cycle re-ranks), a stateless placement policy, and no quota tree, `MaxJobs=`
 //! limits or enforced accounting limits (their gates read usage that moves outside the
-//! stamp). [`Scheduler::visit_counts`] counts visited and skipped jobs.
+//! stamp). Elsewhere the cycle keeps nothing for the next one: no order, no tail, no
+//! record per visit (the per-job stages run alone, and a queue change looks no job up for
+//! a tail). [`Scheduler::visit_counts`] counts visited and skipped jobs.
 //!
 //! Outside a skipped tail and a reused order, what is not memoised is evaluated every cycle
 //! exactly as by the full scan: priorities (a priority change moves the job's rank, hence
@@ -387,6 +389,13 @@ pub(super) struct Replay {
     pub(super) skipped: u64,
 }
 
+impl Replay {
+    /// Whether a tail is kept (never where skipping cannot apply).
+    pub(super) fn has_tail(&self) -> bool {
+        self.tail.is_some()
+    }
+}
+
 impl Default for Replay {
     fn default() -> Replay {
         Replay { order: Vec::new(), order_stamp: None, made: 0, next_begin: Time::MAX, tail: None, tail_dirty: false, skips: 0, visited: 0, skipped: 0 }
@@ -477,6 +486,15 @@ impl Scheduler {
             order
         };
         let mut st = CycleState { any_grown: true, horizon: Time::MAX, ..CycleState::default() };
+        if !replay {
+            // Nothing to keep for a next cycle: the per-job stages alone, with none of the
+            // bookkeeping below (the order stage's `--begin` note is one comparison per job).
+            for &c in &order {
+                self.schedule_job(c, now, &mut st, &mut out);
+            }
+            self.replay.visited += order.len() as u64;
+            return self.finish_cycle(&st, now, out);
+        }
         let mut tail = self.replay.tail.take();
         let mut passed: Option<(usize, usize)> = None;
         let mut run = Run::at(0, &st, self.fit_stamp());
@@ -501,18 +519,16 @@ impl Scheduler {
             st.bumped = false;
             self.schedule_job(c, now, &mut st, &mut out);
             self.replay.visited += 1;
-            if replay {
-                if !c.held && before == (out.len(), self.fit_stamp(), st.preempt_attempts) {
-                    run.horizon = run.horizon.min(st.horizon);
-                    run.visited(st.bumped);
-                } else {
-                    let old = std::mem::replace(&mut run, Run::at(i + 1, &st, self.fit_stamp()));
-                    if let Some((a, b)) = passed.filter(|(a, _)| old.start <= *a) {
-                        // A passed tail left the run: its lazy counts are due now.
-                        let block: Vec<Seg> = old.segs.into_iter().filter(|s| s.base.is_some()).collect();
-                        self.settle_lazy(&order[a..b], &block);
-                        passed = None;
-                    }
+            if !c.held && before == (out.len(), self.fit_stamp(), st.preempt_attempts) {
+                run.horizon = run.horizon.min(st.horizon);
+                run.visited(st.bumped);
+            } else {
+                let old = std::mem::replace(&mut run, Run::at(i + 1, &st, self.fit_stamp()));
+                if let Some((a, b)) = passed.filter(|(a, _)| old.start <= *a) {
+                    // A passed tail left the run: its lazy counts are due now.
+                    let block: Vec<Seg> = old.segs.into_iter().filter(|s| s.base.is_some()).collect();
+                    self.settle_lazy(&order[a..b], &block);
+                    passed = None;
                 }
             }
             i += 1;
@@ -521,10 +537,13 @@ impl Scheduler {
             // Not reached (cannot happen: a kept tail lies inside the order).
             self.settle_lazy(&order[t.start..t.end.min(order.len())], &t.segs);
         }
-        if replay {
-            self.record_tail(run, &order, &st, now);
-            self.replay.order = order;
-        }
+        self.record_tail(run, &order, &st, now);
+        self.replay.order = order;
+        self.finish_cycle(&st, now, out)
+    }
+
+    /// The stages after the per-job ones: defragment, then grow elastic jobs.
+    fn finish_cycle(&mut self, st: &CycleState, now: Time, mut out: Vec<Decision>) -> Vec<Decision> {
         if self.config.queue.may_defragment() {
             self.defragment(&st.waiting, now, &mut out);
         }

@@ -13,7 +13,8 @@ impl Scheduler {
     /// First brings fair-share usage up to `now` (see `usage`). Reads the pending jobs'
     /// specs, their partitions, the required nodes' availability, the priority policy with
     /// each job's multifactor inputs, and the held reservations. Writes every pending job's `priority`
-    /// (a replica's is [`SERVICE_PRIORITY_BASE`] plus its service's priority) and, for a job
+    /// (a replica's is [`SERVICE_PRIORITY_BASE`] plus its service's priority), in the
+    /// incremental cycle its resolved accounting inputs (`PendingJob::acct`) and, for a job
     /// that may not be considered now, its pending info (see [`ineligible`]). Returns the
     /// eligible jobs as the per-job stages' candidates, with their rank, best first: higher
     /// priority, then earlier submission, then lower id; a job holding a reservation keeps the
@@ -24,6 +25,7 @@ impl Scheduler {
         let uses_factors = self.priority.uses_factors();
         let totals = if uses_factors { super::usage::Totals::of(&self.cluster, &self.accounting) } else { Default::default() };
         let any_replica = !self.replica_service.is_empty();
+        let (acct_gen, full_scan) = (self.acct_gen, self.full_scan);
         let mut order: Vec<Candidate> = Vec::with_capacity(self.pending.len());
         // The held reservations' ranks by job, walked along the pending jobs (both ascending by
         // id) instead of a search of the reservations per job.
@@ -41,7 +43,19 @@ impl Scheduler {
                 SERVICE_PRIORITY_BASE + u64::from(p.spec.base_priority)
             } else {
                 let factors = if uses_factors {
-                    super::usage::factor_input(&self.accounting, &self.fair, &self.usage_config, &self.cluster, totals, &p.spec)
+                    // The incremental cycle resolves a job's association once per accounting
+                    // in force (`usage::JobAcct`); the full scan every cycle, to compare.
+                    let ja = match p.acct {
+                        Some(ja) if ja.gen == acct_gen && !full_scan => ja,
+                        _ => {
+                            let ja = super::usage::JobAcct::of(&self.accounting, &self.cluster, &p.spec, acct_gen);
+                            if !full_scan {
+                                p.acct = Some(ja);
+                            }
+                            ja
+                        }
+                    };
+                    super::usage::factor_input_with(ja, &self.fair, &self.usage_config, totals, &p.spec)
                 } else {
                     Default::default()
                 };

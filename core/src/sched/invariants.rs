@@ -44,18 +44,29 @@ impl Scheduler {
     /// The per-node index of running jobs (`node_jobs`, which reservation completion and
     /// defragmentation read instead of scanning every running job) lists exactly the running
     /// jobs with an allocation on each node.
+    /// Compared as sets of job ids per node, from one sorted list of (node, job) pairs (the
+    /// controller checks after every turn: a set per node was thousands of allocations).
     fn check_node_jobs(&self) -> Result<(), String> {
-        let mut want: Vec<BTreeSet<crate::job::JobId>> = vec![BTreeSet::new(); self.node_jobs.len()];
-        for (id, r) in &self.running {
-            for a in &r.allocs {
-                want[a.part.node.0 as usize].insert(*id);
-            }
-        }
-        for (i, (w, have)) in want.iter().zip(&self.node_jobs).enumerate() {
-            let have: BTreeSet<crate::job::JobId> = have.iter().map(|(j, _)| *j).collect();
-            if *w != have {
+        let mut want: Vec<(u32, crate::job::JobId)> = self.running.iter().flat_map(|(id, r)| r.allocs.iter().map(|a| (a.part.node.0, *id))).collect();
+        want.sort_unstable();
+        want.dedup();
+        let mut rest = want.as_slice();
+        let mut have: Vec<crate::job::JobId> = Vec::new();
+        for (i, index) in self.node_jobs.iter().enumerate() {
+            let n = rest.partition_point(|(node, _)| *node as usize == i);
+            let (here, after) = rest.split_at(n);
+            rest = after;
+            have.clear();
+            have.extend(index.iter().map(|(j, _)| *j));
+            have.sort_unstable();
+            have.dedup();
+            if !have.iter().eq(here.iter().map(|(_, j)| j)) {
+                let w: Vec<_> = here.iter().map(|(_, j)| *j).collect();
                 return Err(format!("node {i}: running jobs indexed {have:?}, allocated {w:?}"));
             }
+        }
+        if let Some((node, job)) = rest.first() {
+            return Err(format!("job {job} allocated on node {node}, which the index does not have"));
         }
         Ok(())
     }
@@ -77,6 +88,10 @@ impl Scheduler {
             return Err(format!("job {id} holds {held} GPUs, asked for {want}"));
         }
         // 3: topology.
+        if r.allocs.len() == 1 {
+            // One node: no two allocations on a node, no span (the common case, no set built).
+            return Ok(());
+        }
         let nodes: BTreeSet<NodeId> = r.allocs.iter().map(|a| a.part.node).collect();
         if nodes.len() != r.allocs.len() {
             return Err(format!("job {id} has two allocations on one node"));
@@ -130,5 +145,86 @@ impl Scheduler {
             }
         }
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::cluster::{Cluster, GpuMask, Node, NodeId};
+    use crate::config::TopologyKind;
+    use crate::job::{JobId, JobSpec, Request};
+    use crate::placement::{NodeDemand, PlaceCtx, PlacementPolicy, Score};
+    use crate::sched::{Decision, Event, PriorityInput, PriorityPolicy, SchedConfig, Scheduler};
+
+    /// Lowest node id first.
+    #[derive(Debug)]
+    struct Lowest;
+    impl PlacementPolicy for Lowest {
+        fn name(&self) -> &str {
+            "lowest"
+        }
+        fn score(&self, _: &PlaceCtx<'_>, node: NodeId, _: GpuMask, _: &NodeDemand<'_>) -> Score {
+            -Score::from(node.0)
+        }
+        fn pick_gpus(&self, node: &Node, avail: GpuMask, n: u32) -> Option<GpuMask> {
+            avail.choose(n, node.gpus)
+        }
+    }
+
+    #[derive(Debug)]
+    struct Flat;
+    impl PriorityPolicy for Flat {
+        fn name(&self) -> &str {
+            "flat"
+        }
+        fn priority(&self, _: PriorityInput<'_>) -> u64 {
+            0
+        }
+    }
+
+    /// Three 8-GPU nodes running a 2-GPU, a 4-GPU and a 16-GPU (two-node) job.
+    fn busy() -> Scheduler {
+        let mut s = Scheduler::new(Cluster::uniform(3, 8, 3, 64, 512_000), Box::new(Lowest), Box::new(Flat), SchedConfig::default());
+        for (id, gpus) in [(1u64, 2u32), (2, 4), (3, 16)] {
+            let _ = s.handle(Event::Submit(JobSpec::simple(id, 0, Request::gpus(gpus, TopologyKind::Any), Some(3600))), 0);
+        }
+        let d = s.cycle(0);
+        assert_eq!(d.iter().filter(|x| matches!(x, Decision::Bind { .. })).count(), 3, "{d:?}");
+        s.check_invariants().unwrap();
+        s
+    }
+
+    /// Each kind of damage to the model is reported (the checks run after every turn of the
+    /// controller, so they are kept cheap; they must still see these).
+    #[test]
+    fn damage_to_the_model_is_reported() {
+        let node_of = |s: &Scheduler, j: u64| s.running()[&JobId(j)].allocs[0].part.node.0 as usize;
+        type Damage = fn(&mut Scheduler, usize);
+        let damage: [(&str, Damage); 7] = [
+            ("milli-GPUs recorded", |s, n| s.cluster.nodes[n].gpu_milli_used[0] = 0),
+            ("free mask", |s, n| s.cluster.nodes[n].free_gpus = GpuMask::all(8)),
+            ("free CPUs", |s, n| s.cluster.nodes[n].free_cpu_milli += 1000),
+            ("free memory", |s, n| s.cluster.nodes[n].free_mem_mib -= 1),
+            ("index lost a job", |s, n| {
+                s.node_jobs[n].pop();
+            }),
+            ("index has a stranger", |s, n| s.node_jobs[n].push((JobId(99), 0))),
+            ("index moved a job", |s, n| {
+                let e = s.node_jobs[n].pop().unwrap();
+                s.node_jobs[(n + 1) % 3].push(e);
+            }),
+        ];
+        for (what, f) in damage {
+            let mut s = busy();
+            let n = node_of(&s, 1);
+            f(&mut s, n);
+            assert!(s.check_invariants().is_err(), "{what} not reported");
+        }
+        // A duplicate index entry is the same set: not an error (as before).
+        let mut s = busy();
+        let n = node_of(&s, 1);
+        let e = s.node_jobs[n][0];
+        s.node_jobs[n].push(e);
+        s.check_invariants().unwrap();
     }
 }

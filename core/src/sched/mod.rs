@@ -80,6 +80,9 @@ pub struct Scheduler {
     job_limits: crate::quota::QuotaTree,
     /// Associations, QOS and what is enforced (`sacctmgr`'s database); empty = accounting off.
     accounting: crate::assoc::Accounting,
+    /// Generation of `accounting`: moves at every [`Scheduler::set_accounting`]; stamps the
+    /// pending jobs' resolved accounting inputs (`PendingJob::acct`).
+    acct_gen: u64,
     /// What the accounting limits keep between cycles (built from `accounting`).
     limit_cache: limits::LimitCache,
     /// Borrow ledger: running jobs beyond their scope's guarantee and when they started to
@@ -162,6 +165,7 @@ impl Scheduler {
             quotas: crate::quota::QuotaTree::default(),
             job_limits: crate::quota::QuotaTree::default(),
             accounting: crate::assoc::Accounting::default(),
+            acct_gen: 0,
             limit_cache: limits::LimitCache::default(),
             borrowed: BTreeMap::new(),
             scope_used: Vec::new(),
@@ -248,7 +252,8 @@ impl Scheduler {
     /// is the kept tail when the job belongs to it.
     pub(super) fn queue_changed(&mut self, id: JobId) {
         self.queue_gen += 1;
-        if self.pending.get(&id).is_some_and(|p| self.tail_position(id, p).is_some()) {
+        // No kept tail (always so where skipping cannot apply): no lookup of the job.
+        if self.replay.has_tail() && self.pending.get(&id).is_some_and(|p| self.tail_position(id, p).is_some()) {
             self.replay.tail_dirty = true;
         }
     }
@@ -433,6 +438,7 @@ impl Scheduler {
         let shape_changed = entry.spec.request != spec.request || entry.spec.partition != spec.partition;
         entry.spec = spec;
         entry.shape = shape;
+        entry.acct = None;
         if shape_changed || entry.spec.held.is_some() {
             self.drop_reservation(id, out);
         }

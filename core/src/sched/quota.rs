@@ -52,6 +52,7 @@ impl Scheduler {
     pub fn set_accounting(&mut self, accounting: crate::assoc::Accounting) {
         self.touch_fit();
         self.accounting = accounting;
+        self.acct_gen += 1;
         self.limit_cache.clear();
     }
 

@@ -880,12 +880,16 @@ pub(super) struct PendingJob {
     pub(super) info: PendingInfo,
     /// Priority computed in the last cycle (higher runs first).
     pub(super) priority: u64,
+    /// Its multifactor accounting inputs as the order stage last resolved them (the
+    /// incremental cycle only; void when their generation is not the scheduler's
+    /// `acct_gen`, and cleared when the spec changes).
+    pub(super) acct: Option<super::usage::JobAcct>,
 }
 
 impl PendingJob {
     /// A job entering the queue (again): no failed cycles, no reason yet.
     pub(super) fn new(spec: JobSpec, shape: u32) -> PendingJob {
-        PendingJob { spec, shape, failed_cycles: 0, info: PendingInfo::default(), priority: 0 }
+        PendingJob { spec, shape, failed_cycles: 0, info: PendingInfo::default(), priority: 0, acct: None }
     }
 }
 

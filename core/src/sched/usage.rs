@@ -46,6 +46,37 @@ fn job_qos(acct: &Accounting, name: &str) -> (f64, f64) {
     }
 }
 
+/// What a job's multifactor inputs read of accounting: its association, that association's
+/// inherited `Priority` and its QOS priority factor. They move only with the accounting in
+/// force ([`Scheduler::set_accounting`]) or the job's spec (user, account, partition, QOS), so
+/// the order stage keeps them per pending job, stamped with the accounting's generation
+/// (`PendingJob::acct`), instead of resolving the association again every cycle (two lookups
+/// of owned string keys per job in a tree that is not empty).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub(super) struct JobAcct {
+    /// `Scheduler::acct_gen` when resolved.
+    pub(super) gen: u64,
+    /// The job's association ([`job_assoc`]).
+    pub(super) assoc: Option<AssocId>,
+    /// Its inherited `Priority` (0 when unset or without association).
+    pub(super) assoc_prio: u32,
+    /// The QOS priority factor in [0, 1] ([`job_qos`]).
+    pub(super) qos: f64,
+}
+
+impl JobAcct {
+    /// Resolves `spec`'s accounting inputs against `acct` (generation `gen`).
+    pub(super) fn of(acct: &Accounting, cluster: &Cluster, spec: &JobSpec, gen: u64) -> JobAcct {
+        let assoc = job_assoc(acct, cluster, spec);
+        JobAcct {
+            gen,
+            assoc,
+            assoc_prio: assoc.and_then(|id| acct.tree.inherited(id, |a| a.priority)).unwrap_or(0),
+            qos: job_qos(acct, &spec.qos).0,
+        }
+    }
+}
+
 /// The multifactor inputs of `spec` (see [`FactorInput`]).
 pub(super) fn factor_input(
     acct: &Accounting,
@@ -55,14 +86,17 @@ pub(super) fn factor_input(
     totals: Totals,
     spec: &JobSpec,
 ) -> FactorInput {
-    let assoc = job_assoc(acct, cluster, spec);
+    factor_input_with(JobAcct::of(acct, cluster, spec, 0), fair, config, totals, spec)
+}
+
+/// The multifactor inputs of `spec`, whose accounting inputs are `ja` (see [`FactorInput`]).
+pub(super) fn factor_input_with(ja: JobAcct, fair: &FairTree, config: &UsageConfig, totals: Totals, spec: &JobSpec) -> FactorInput {
     let max_assoc = totals.max_assoc_priority;
-    let assoc_prio = assoc.and_then(|id| acct.tree.inherited(id, |a| a.priority)).unwrap_or(0);
     let nodes = spec.request.nodes.unwrap_or(1).max(1);
     FactorInput {
-        fair_share: assoc.map_or(0.0, |id| fair.factor(id)),
-        assoc: if max_assoc > 0 { f64::from(assoc_prio) / f64::from(max_assoc) } else { 0.0 },
-        qos: job_qos(acct, &spec.qos).0,
+        fair_share: ja.assoc.map_or(0.0, |id| fair.factor(id)),
+        assoc: if max_assoc > 0 { f64::from(ja.assoc_prio) / f64::from(max_assoc) } else { 0.0 },
+        qos: ja.qos,
         partition: config.partition_factor(spec.partition.0 as usize),
         job_nodes: nodes,
         job_cpus: spec.request.cpu_milli_per_node.div_ceil(1000) * u64::from(nodes),
