@@ -148,6 +148,11 @@ A06 = [
      "cmd": "sb --begin=now+3600 --array='0-2' --wrap true\nscontrol hold ${J1}_1\n" + OWNH + "scontrol release ${J1}_1\nsqueue -h -r -j $J1 -o '%i %A %u' | awk -v j=$J1 '{print $1, ($2 == j ? \"own\" : \"new\"), $3}' | m | sort\nfin"},
     {"name": "hold_leaves_last_task",
      "cmd": "sb --begin=now+3600 --array='0-1' --wrap true\nscontrol hold ${J1}_0\n" + OWNH + "fin"},
+    # A requeued task waiting out its requeue delay holds no throttle slot
+    # (job_array_start_test counts running tasks): task 1 starts, leaving task 2 as the array
+    # record's.
+    {"name": "requeue_task_frees_its_slot",
+     "cmd": "sb -t 5 --array='0-2%1' --wrap 'sleep 300'\nwst ${J1}_0 RUNNING\nscontrol requeue ${J1}_0\nwst ${J1}_1 RUNNING\nsqueue -h -r -t PD,R -j $J1 -o '%i %A %T' | awk -v j=$J1 '{print $1, ($2 == j ? \"own\" : \"new\"), $3}' | m | sort\nfin"},
 ]
 
 # Area a09: scontrol update of jobs (slurmctld job_mgr.c: update_job / _update_job;
