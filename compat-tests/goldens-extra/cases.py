@@ -148,6 +148,10 @@ A06 = [
      "cmd": "sb --begin=now+3600 --array='0-2' --wrap true\nscontrol hold ${J1}_1\n" + OWNH + "scontrol release ${J1}_1\nsqueue -h -r -j $J1 -o '%i %A %u' | awk -v j=$J1 '{print $1, ($2 == j ? \"own\" : \"new\"), $3}' | m | sort\nfin"},
     {"name": "hold_leaves_last_task",
      "cmd": "sb --begin=now+3600 --array='0-1' --wrap true\nscontrol hold ${J1}_0\n" + OWNH + "fin"},
+    # scontrol requeue of a pending task does not split it (job_requeue2 finds the array
+    # record, _job_requeue_op refuses a pending job); requeuehold neither.
+    {"name": "requeue_pending_task",
+     "cmd": "sb --begin=now+3600 --array='0-2' --wrap true\nscontrol requeue ${J1}_1 2>&1 | m; echo \"rc=${PIPESTATUS[0]}\"\nscontrol requeuehold ${J1}_1 2>&1 | m; echo \"rc=${PIPESTATUS[0]}\"\n" + OWNH + "fin"},
     # A requeued task waiting out its requeue delay holds no throttle slot
     # (job_array_start_test counts running tasks): task 1 starts, leaving task 2 as the array
     # record's.
