@@ -445,6 +445,26 @@ fn hold_of_a_pending_array_task_splits_it_off() {
     h.turn_until(40, 5, |h| state(h, sid) == JobStateWire::Completed);
 }
 
+/// `scontrol requeue A_T` of a pending task: Slurm's `job_requeue2` finds the task in its
+/// array record and `_job_requeue_op` refuses that as pending; the answer names the record
+/// and all its pending tasks (`A_1-2: Job is pending execution`) and nothing is split.
+#[test]
+fn requeue_of_a_pending_array_task_is_refused_unsplit() {
+    let mut h = Harness::two_nodes("ctl_array_requeue_pending");
+    let aid = throttled_array(&mut h, 2, 1, None);
+    h.turn_until(5, 1, |h| running_tasks(h, aid) == vec![0]);
+    for hold in [false, true] {
+        let r = h.call(User::Alice, Request::Requeue(RequeueJob { jobs: vec![task_ref(aid, &[1])], hold }));
+        let Response::JobResults(rs) = r else { panic!("{r:?}") };
+        assert_eq!(rs.len(), 1);
+        assert_eq!(rs[0].job, task_ref(aid, &[1, 2]), "the answer names the array record's pending tasks");
+        assert_eq!(rs[0].error.as_ref().map(|e| e.code), Some(ESLURM_JOB_PENDING));
+    }
+    h.turn();
+    assert_eq!(h.job(aid).array_task_str.as_deref(), Some("1-2%1"), "nothing split");
+    assert_eq!(h.jobs().filter(|j| j.array_job_id == Some(aid)).count(), 2);
+}
+
 /// A requeued task's record waits for the array's throttle (Slurm's `job_array_start_test`
 /// tests every record with a task id): with `%1`, task 1 takes the slot while task 0 is held
 /// back after its requeue, and task 0 runs again only once task 1 has ended.

@@ -580,7 +580,7 @@ impl Controller {
 
     pub(super) fn requeue_rpc(&mut self, ident: Ident, r: RequeueJob, now: i64) -> Response {
         let mut results = Vec::new();
-        for (jref, targets) in self.targets(&r.jobs, &JobFilter::default()) {
+        for (mut jref, targets) in self.targets(&r.jobs, &JobFilter::default()) {
             let mut error = None;
             if targets.is_empty() {
                 error = Some(SlurmError::new(ESLURM_INVALID_JOB_ID));
@@ -598,10 +598,20 @@ impl Controller {
                 }
                 let state = self.jobs[&id].state;
                 match state {
+                    // Slurm's `job_requeue2`: a pending task is found in its array record
+                    // (`find_job_array_rec`), which `_job_requeue_op` refuses as pending: the
+                    // answer names the record and all its pending tasks (`_resp_array_add`,
+                    // `A_0-2: Job is pending execution`), nothing is split (goldens-extra 621).
+                    JobState::Pending if self.jobs[&id].is_array_meta() => {
+                        if error.is_none() {
+                            jref = JobRef { job_id: id, tasks: Some(self.jobs[&id].array_pending.clone()) };
+                            error = Some(SlurmError::new(ESLURM_JOB_PENDING));
+                        }
+                    }
                     JobState::Pending => {
                         if r.hold {
                             error.get_or_insert(SlurmError::new(ESLURM_JOB_PENDING));
-                        } else if !self.jobs[&id].is_array_meta() {
+                        } else {
                             let rec = self.jobs.get_mut(&id).expect("resolved");
                             rec.spec.begin_time = Some(requeue_begin(now, self.opts.requeue_holdoff_s));
                             self.dirty(id);
