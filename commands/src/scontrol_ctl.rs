@@ -58,6 +58,24 @@ fn ref_str(r: &JobRef) -> String {
     }
 }
 
+/// Task indices as Slurm's `bit_fmt` writes a task bitmap: sorted ranges, `0-2,5`.
+fn task_ranges(tasks: &[u32]) -> String {
+    let mut ts = tasks.to_vec();
+    ts.sort_unstable();
+    ts.dedup();
+    let mut parts: Vec<String> = Vec::new();
+    let mut i = 0;
+    while i < ts.len() {
+        let mut j = i;
+        while j + 1 < ts.len() && ts[j + 1] == ts[j] + 1 {
+            j += 1;
+        }
+        parts.push(if j > i { format!("{}-{}", ts[i], ts[j]) } else { ts[i].to_string() });
+        i = j + 1;
+    }
+    parts.join(",")
+}
+
 /// `hold`, `uhold`, `release`: exit status.
 pub fn hold_release(op: HoldOp, args: &[String], io: &mut Io<'_>) -> i32 {
     let jobs = match ids_of(args) {
@@ -111,7 +129,12 @@ pub fn requeue(hold: bool, args: &[String], io: &mut Io<'_>) -> i32 {
             let mut code = 0;
             for r in rs {
                 if let Some(e) = r.error {
-                    io.err(&format!("{} for job {}\n", e.text, ref_str(&r.job)));
+                    match &r.job.tasks {
+                        // Slurm's array-errors answer (`scontrol_requeue` over
+                        // `RESPONSE_JOB_ARRAY_ERRORS`): `A_<tasks>: <error>`.
+                        Some(ts) => io.err(&format!("{}_{}: {}\n", r.job.job_id, task_ranges(ts), e.text)),
+                        None => io.err(&format!("{} for job {}\n", e.text, ref_str(&r.job))),
+                    }
                     code = 1;
                 }
             }
@@ -930,6 +953,14 @@ pub fn show_topology(io: &mut Io<'_>) -> i32 {
 mod flotilla_field_tests {
     use super::*;
     use flotilla_core::time::days_from_civil;
+
+    /// Array-errors answers name tasks as Slurm's `bit_fmt` does.
+    #[test]
+    fn task_ranges_as_bit_fmt() {
+        assert_eq!(task_ranges(&[2, 0, 1]), "0-2");
+        assert_eq!(task_ranges(&[5, 1, 3, 2]), "1-3,5");
+        assert_eq!(task_ranges(&[7]), "7");
+    }
 
     #[test]
     fn flotilla_line_only_when_it_says_something() {

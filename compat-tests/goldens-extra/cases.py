@@ -105,6 +105,14 @@ A05 = [
 # Area a06: arrays (src/common/slurm_opt.c / sbatch: --array; slurmctld job_mgr.c:
 # _valid_array_inx, _copy_job_desc_to_job_record; slurm_protocol_defs.c / squeue print: array
 # task strings).
+# Every record of array J1 (`squeue -r`), sorted: its id, `own` when it has the array's job id
+# (%A), else `new`, its time limit and reason.
+OWN = "squeue -h -r -t PD,R -j $J1 -o '%i %A %l %r' | awk -v j=$J1 '{print $1, ($2 == j ? \"own\" : \"new\"), $3, $4}' | m | sort\n"
+# The same with the reason shown only when it is a hold (others wait for Slurm's next pass:
+# None until it, BeginTime after).
+OWNH = "squeue -h -r -t PD,R -j $J1 -o '%i %A %l %r' | awk -v j=$J1 '{print $1, ($2 == j ? \"own\" : \"new\"), $3, ($4 ~ /^JobHeld/ ? $4 : \"-\")}' | m | sort\n"
+
+
 def arr(name, spec, fmt="%i|%r"):
     return {"name": name, "cmd": "sb --hold --array='%s' --wrap true || exit 0\nsqueue -h -j $J1 -o '%s' 2>&1 | m\nsqueue -h -r -j $J1 -o '%%i' 2>&1 | m | head -20\nfin" % (spec, fmt)}
 
@@ -126,6 +134,29 @@ A06 = [
     # squeue -j naming tasks of the pending remainder (squeue/print.c _filter_job, partial_array).
     {"name": "task_of_pending_remainder",
      "cmd": "sb --hold --array='0-5%2' --wrap true\nsqueue -h -j ${J1}_3 -o '%i|%K|%F' | m\nsqueue -h -j ${J1}_3,${J1}_5,${J1}_4 -o '%i|%K' | m\nsqueue -h -j ${J1}_1,${J1}_3 -o '%i|%K' | m\nsqueue -h -j ${J1}_3,$J1 -o '%i' | m\nsqueue -h -j $J1,${J1}_3 -o '%i' | m\nfin"},
+    # job_mgr.c job_array_split: a split that leaves the array record with one pending task
+    # makes the record that task's (the array's id, `A_T`); a cancel does not
+    # (job_str_signal); hold/release of some pending tasks split them (update_job_str). `own`:
+    # the record has the array's id (%A), `new`: an id of its own.
+    {"name": "start_leaves_last_task",
+     "cmd": "sb -t 5 --array='0-2%1' --wrap 'sleep 300'\nwst ${J1}_0 RUNNING\nscancel ${J1}_0\nwst ${J1}_1 RUNNING\n" + OWN + "sleep 6\nscancel $J1\nwend $J1\nsqueue -h -t all -r -j $J1 -o '%i|%T|%r' | m | sort\nsacct -X -n -P -o JobID,State | m | grep '^J1_' | sort\nsacct -X -n -P -j $J1 -o JobID,State | m | sort\nfin"},
+    {"name": "cancel_leaves_last_task",
+     "cmd": "sb --hold --array='0-2%2' --wrap true\nscancel ${J1}_[0-1]\nsqueue -h -r -j $J1 -o '%i|%T|%r' | m\nsqueue -h -j $J1 -o '%i' | m\nfin"},
+    {"name": "update_leaves_last_task",
+     "cmd": "sb --hold -t 10 --array='0-1' --wrap true\nscontrol update jobid=${J1}_0 TimeLimit=3\n" + OWN + "fin"},
+    {"name": "hold_one_pending_task",
+     "cmd": "sb --begin=now+3600 --array='0-2' --wrap true\nscontrol hold ${J1}_1\n" + OWNH + "scontrol release ${J1}_1\nsqueue -h -r -j $J1 -o '%i %A %u' | awk -v j=$J1 '{print $1, ($2 == j ? \"own\" : \"new\"), $3}' | m | sort\nfin"},
+    {"name": "hold_leaves_last_task",
+     "cmd": "sb --begin=now+3600 --array='0-1' --wrap true\nscontrol hold ${J1}_0\n" + OWNH + "fin"},
+    # scontrol requeue of a pending task does not split it (job_requeue2 finds the array
+    # record, _job_requeue_op refuses a pending job); requeuehold neither.
+    {"name": "requeue_pending_task",
+     "cmd": "sb --begin=now+3600 --array='0-2' --wrap true\nscontrol requeue ${J1}_1 2>&1 | m; echo \"rc=${PIPESTATUS[0]}\"\nscontrol requeuehold ${J1}_1 2>&1 | m; echo \"rc=${PIPESTATUS[0]}\"\n" + OWNH + "fin"},
+    # A requeued task waiting out its requeue delay holds no throttle slot
+    # (job_array_start_test counts running tasks): task 1 starts, leaving task 2 as the array
+    # record's.
+    {"name": "requeue_task_frees_its_slot",
+     "cmd": "sb -t 5 --array='0-2%1' --wrap 'sleep 300'\nwst ${J1}_0 RUNNING\nscontrol requeue ${J1}_0\nwst ${J1}_1 RUNNING\nsqueue -h -r -t PD,R -j $J1 -o '%i %A %T' | awk -v j=$J1 '{print $1, ($2 == j ? \"own\" : \"new\"), $3}' | m | sort\nfin"},
 ]
 
 # Area a09: scontrol update of jobs (slurmctld job_mgr.c: update_job / _update_job;

@@ -355,6 +355,142 @@ fn array_task_update_splits_it_off() {
     assert!(ids.contains(&(4, sid)), "the split record keeps its id: {ids:?}");
 }
 
+/// The array's tasks that run, by task index.
+fn running_tasks(h: &Harness, aid: u64) -> Vec<u32> {
+    let mut r: Vec<u32> = h
+        .jobs()
+        .filter(|j| j.array_job_id == Some(aid) && j.state == Some(JobStateWire::Running))
+        .filter_map(|j| j.array_task_id)
+        .collect();
+    r.sort_unstable();
+    r
+}
+
+/// An array `0-{last}%{throttle}` of 1-GPU tasks that run `runtime_s` (`None`: until
+/// cancelled).
+fn throttled_array(h: &mut Harness, last: u32, throttle: u32, runtime_s: Option<i64>) -> u64 {
+    let mut a = gpu_job(User::Alice, 1, runtime_s, 0);
+    a.array = Some(ArraySpec { ranges: vec![ArrayRange { start: 0, end: last, step: 1 }], max_running: Some(throttle) });
+    h.submit(a)
+}
+
+fn task_ref(aid: u64, tasks: &[u32]) -> JobRef {
+    JobRef { job_id: aid, tasks: Some(tasks.to_vec()) }
+}
+
+/// Slurm's `job_array_split`: a started task that leaves the array record with one pending
+/// task makes the record that task's (`A_T`, the array's id, golden 0259's `64_2`), still
+/// under the throttle (`JobArrayTaskLimit`) and, written while the throttle holds it out,
+/// with no eligible time (`as_mysql_job_start`: INFINITE), so that sacct's time window
+/// leaves it out (golden 0282) while `sacct -j` shows it. A cancel that leaves one task keeps
+/// the array record (`job_str_signal` only shrinks it: `A_[T%N]`).
+#[test]
+fn array_record_left_with_one_task_is_that_tasks_record() {
+    let mut h = Harness::two_nodes("ctl_array_last_task");
+    let aid = throttled_array(&mut h, 3, 2, None);
+    h.turn_until(5, 1, |h| running_tasks(h, aid) == vec![0, 1]);
+    assert_eq!(h.job(aid).array_task_str.as_deref(), Some("2-3%2"));
+    // Task 0 ends: task 2 starts, and the array record is left with task 3.
+    let t0 = h.jobs().find(|j| j.array_job_id == Some(aid) && j.array_task_id == Some(0)).map(|j| j.job_id).expect("task 0");
+    h.rpc(User::Alice, cancel(&[t0]));
+    h.turn_until(40, 2, |h| running_tasks(h, aid) == vec![1, 2]);
+    h.turn();
+    let rec = h.job(aid);
+    assert_eq!((rec.array_task_id, rec.array_task_str.as_deref()), (Some(3), None), "the array record is task 3's: {rec:?}");
+    assert_eq!((rec.state, rec.reason.as_str()), (Some(JobStateWire::Pending), "JobArrayTaskLimit"));
+    assert_eq!(h.jobs().filter(|j| j.array_job_id == Some(aid) && j.array_task_id == Some(3)).count(), 1);
+    // Cancelled while the throttle holds it out: no row in a time window, one with -j.
+    h.rpc(User::Root, cancel(&[aid]));
+    h.turn_until(40, 2, |h| h.jobs().filter(|j| j.array_job_id == Some(aid)).all(|j| j.state != Some(JobStateWire::Running)));
+    let windowed = AcctQuery { start: Some(T0 - 3600), end: Some(h.at() + T0 + 10), now: h.at() + T0, ..AcctQuery::default() };
+    let Response::Acct(rows) = h.call(User::Root, Request::QueryAcct(windowed)) else { panic!("accounting query failed") };
+    let tasks: Vec<Option<u32>> = rows.iter().filter(|r| r.array_job_id == Some(aid)).map(|r| r.array_task_id).collect();
+    assert_eq!(tasks, vec![Some(0), Some(1), Some(2)], "no row for the task the throttle held out");
+    let by_id = AcctQuery { jobs: vec![AcctJobRef { job_id: aid, task: Some(3), step: None }], ..AcctQuery::default() };
+    let Response::Acct(rows) = h.call(User::Root, Request::QueryAcct(by_id)) else { panic!("accounting query failed") };
+    let row = rows.iter().find(|r| r.job_id == aid).expect("sacct -j shows it");
+    assert_eq!((row.array_task_id, row.state.as_str(), row.eligible_time), (Some(3), "CANCELLED", None));
+
+    // A cancel that leaves one pending task keeps the array record.
+    let bid = throttled_array(&mut h, 3, 2, None);
+    h.turn_until(5, 1, |h| running_tasks(h, bid) == vec![0, 1]);
+    h.rpc(User::Alice, Request::CancelJob(CancelJob { jobs: vec![task_ref(bid, &[3])], ..CancelJob::default() }));
+    h.turn();
+    let rec = h.job(bid);
+    assert_eq!((rec.array_task_id, rec.array_task_str.as_deref()), (None, Some("2%2")), "{rec:?}");
+}
+
+/// `scontrol hold A_T` of some of an array's pending tasks splits them off (Slurm's
+/// `scontrol_hold` is an update, `update_job_str` -> `job_array_split`): only the named task is
+/// held; the array record, left with one task, is that task's. A held task takes no throttle
+/// slot and runs once released.
+#[test]
+fn hold_of_a_pending_array_task_splits_it_off() {
+    let mut h = Harness::two_nodes("ctl_array_task_hold");
+    let aid = throttled_array(&mut h, 3, 2, Some(30));
+    h.turn_until(5, 1, |h| running_tasks(h, aid) == vec![0, 1]);
+    h.rpc(User::Alice, Request::HoldRelease(HoldRelease { jobs: vec![task_ref(aid, &[3])], op: HoldOp::Hold }));
+    h.turn();
+    let held: Vec<&JobInfo> = h.jobs().filter(|j| j.array_job_id == Some(aid) && j.array_task_id == Some(3)).collect();
+    assert_eq!(held.len(), 1, "task 3 has a record of its own");
+    let sid = held[0].job_id;
+    assert_ne!(sid, aid);
+    assert_eq!(held[0].reason, "JobHeldUser");
+    let rec = h.job(aid);
+    assert_eq!((rec.array_task_id, rec.reason.as_str()), (Some(2), "JobArrayTaskLimit"), "task 2 is not held: {rec:?}");
+    // Tasks 0 and 1 end: task 2 runs; held task 3 does not, though a slot is free.
+    h.turn_until(40, 5, |h| state(h, aid) == JobStateWire::Completed);
+    assert_eq!(state(&h, sid), JobStateWire::Pending);
+    h.rpc(User::Alice, Request::HoldRelease(HoldRelease { jobs: vec![task_ref(aid, &[3])], op: HoldOp::Release }));
+    h.turn_until(40, 5, |h| state(h, sid) == JobStateWire::Completed);
+}
+
+/// `scontrol requeue A_T` of a pending task: Slurm's `job_requeue2` finds the task in its
+/// array record and `_job_requeue_op` refuses that as pending; the answer names the record
+/// and all its pending tasks (`A_1-2: Job is pending execution`) and nothing is split.
+#[test]
+fn requeue_of_a_pending_array_task_is_refused_unsplit() {
+    let mut h = Harness::two_nodes("ctl_array_requeue_pending");
+    let aid = throttled_array(&mut h, 2, 1, None);
+    h.turn_until(5, 1, |h| running_tasks(h, aid) == vec![0]);
+    for hold in [false, true] {
+        let r = h.call(User::Alice, Request::Requeue(RequeueJob { jobs: vec![task_ref(aid, &[1])], hold }));
+        let Response::JobResults(rs) = r else { panic!("{r:?}") };
+        assert_eq!(rs.len(), 1);
+        assert_eq!(rs[0].job, task_ref(aid, &[1, 2]), "the answer names the array record's pending tasks");
+        assert_eq!(rs[0].error.as_ref().map(|e| e.code), Some(ESLURM_JOB_PENDING));
+    }
+    h.turn();
+    assert_eq!(h.job(aid).array_task_str.as_deref(), Some("1-2%1"), "nothing split");
+    assert_eq!(h.jobs().filter(|j| j.array_job_id == Some(aid)).count(), 2);
+}
+
+/// A requeued task's record waits for the array's throttle (Slurm's `job_array_start_test`
+/// tests every record with a task id): with `%1`, task 1 takes the slot while task 0 is held
+/// back after its requeue, and task 0 runs again only once task 1 has ended.
+#[test]
+fn requeued_array_task_waits_for_the_throttle() {
+    let mut h = Harness::two_nodes("ctl_array_requeue_throttle");
+    let aid = throttled_array(&mut h, 2, 1, Some(200));
+    h.turn_until(5, 1, |h| running_tasks(h, aid) == vec![0]);
+    let t0 = h.jobs().find(|j| j.array_job_id == Some(aid) && j.array_task_id == Some(0)).map(|j| j.job_id).expect("task 0");
+    h.rpc(User::Alice, requeue(t0, false));
+    let mut most = 0;
+    let mut order = Vec::new();
+    h.turn_until(200, 5, |h| {
+        let r = running_tasks(h, aid);
+        most = most.max(r.len());
+        if let Some(&t) = r.first() {
+            if order.last() != Some(&t) {
+                order.push(t);
+            }
+        }
+        h.jobs().filter(|j| j.array_job_id == Some(aid)).all(|j| j.state == Some(JobStateWire::Completed))
+    });
+    assert_eq!(most, 1, "never more than %1 running");
+    assert_eq!(order, vec![0, 1, 0, 2], "task 1 runs in task 0's hold-off, task 0 takes the next slot before task 2");
+}
+
 /// A dependency chain: `afterok` waits (`Dependency`) and runs after its job completes;
 /// `afterok` on a job that fails is never satisfied (`DependencyNeverSatisfied`, pending for
 /// ever, as Slurm without `kill_invalid_depend`); `afternotok` on it runs.

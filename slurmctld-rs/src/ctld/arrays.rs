@@ -29,12 +29,20 @@ impl Controller {
         let meta = self.jobs.get_mut(&aid).expect("array record exists");
         meta.array_pending.retain(|&t| t != task);
         let id = if meta.array_pending.is_empty() {
-            // The last task reuses the array's id.
+            // The last task reuses the array's id. The record keeps the array's throttle:
+            // Slurm's `job_array_post_sched` keeps `array_recs` (its `max_run_tasks`) on the
+            // array's record, which `job_array_start_test` reads for the array's other
+            // records (a requeued task).
             meta.array_task_id = Some(task);
-            meta.array_max_running = None;
             meta.spec.id = JobId(core);
             aid
         } else {
+            if meta.array_pending.len() == 1 {
+                // Slurm's `job_array_split` leaves the array record with one task: it
+                // becomes that task's record (see `array_record_to_task`), after this
+                // turn's binds (another bind of this cycle may be that very task).
+                self.last_task_splits.insert(aid);
+            }
             let t = meta.clone();
             self.dirty(aid);
             // The core started the task already: with every job id in use it still gets a
@@ -70,6 +78,7 @@ impl Controller {
         }
         let meta = self.jobs.get_mut(&aid).expect("array record exists");
         meta.array_pending.retain(|&t| t != task);
+        let last = meta.array_pending.len() == 1;
         let t = task_record(meta.clone(), nid, task, nid);
         self.jobs.insert(nid, t);
         self.split_tasks.insert(nid, false);
@@ -77,7 +86,84 @@ impl Controller {
         self.dirty(nid);
         self.sched_dirty = true;
         tracing::info!(job = nid, array = aid, task, "array task split off into a record of its own");
+        if last {
+            self.array_record_to_task(aid, now);
+        }
         Some(nid)
+    }
+
+    /// The array record `aid`, left with one pending task by a split (a task started by a
+    /// cycle, or split off by an update or a hold), becomes that task's pending record: it
+    /// keeps the array's id and shows as `A_T`, no longer `A_[T%N]`. Slurm's `job_array_split`
+    /// (`job_mgr.c`): when the pending record's task count falls to one it sets
+    /// `array_task_id` to the remaining task and calls `job_array_post_sched`, which frees
+    /// the task string and bitmap. A cancel that leaves one task does not (`job_str_signal`
+    /// only shrinks the bitmap), so this runs for splits only. The record stays under the
+    /// array's `ArrayTaskThrottle` (`job_array_start_test`): it joins `split_tasks`. The
+    /// core knows it by the task's provisional id, as it knew the task (which keeps the
+    /// reason the last cycle gave it, as Slurm's record keeps its `state_reason`).
+    pub(super) fn array_record_to_task(&mut self, aid: u64, now: i64) {
+        let Some(rec) = self.jobs.get_mut(&aid) else { return };
+        if rec.state != JobState::Pending || rec.array_pending.len() != 1 {
+            return;
+        }
+        let task = rec.array_pending[0];
+        let core = prov_id(aid, task);
+        rec.array_pending.clear();
+        rec.array_task_id = Some(task);
+        rec.spec.id = JobId(core);
+        let in_core = self.in_core_tasks.remove(&aid).unwrap_or_default();
+        for &t in in_core.iter().filter(|&&t| t != task) {
+            self.core_event(CoreEvent::Cancel(JobId(prov_id(aid, t))), now);
+        }
+        self.core_map.insert(core, aid);
+        self.split_tasks.insert(aid, in_core.contains(&task));
+        self.dirty(aid);
+        self.sched_dirty = true;
+        tracing::info!(job = aid, task, "array record left with one pending task: it is that task's record");
+    }
+
+    /// Carries out the conversions `start_array_task` noted in this turn
+    /// ([`Controller::array_record_to_task`]); called by `flush`, after every bind.
+    pub(super) fn settle_last_tasks(&mut self, now: i64) {
+        for aid in std::mem::take(&mut self.last_task_splits) {
+            self.array_record_to_task(aid, now);
+        }
+    }
+
+    /// Job `id` is pending again after a requeue. An array task's record waits for the
+    /// array's `ArrayTaskThrottle` as any of the array's records does (Slurm's
+    /// `job_array_start_test` tests every record with a task id against the array's
+    /// `max_run_tasks`): it joins `split_tasks` (`in_core`: the core kept it pending, as a
+    /// preemption or a node loss does), and `refresh_arrays` gives it to the core when the
+    /// throttle has room. Another job is submitted to the core unless it is there already.
+    pub(super) fn requeue_to_core(&mut self, id: u64, in_core: bool, now: i64) {
+        let rec = &self.jobs[&id];
+        if rec.array_task_id.is_some() && !rec.is_array_meta() {
+            self.split_tasks.insert(id, in_core);
+            self.sched_dirty = true;
+        } else if !in_core {
+            self.core_event(CoreEvent::Submit(rec.spec.clone()), now);
+        }
+    }
+
+    /// Arrays whose `ArrayTaskThrottle` is reached: as many of their tasks run (or complete)
+    /// as `%N` allows, so their pending records are held out (Slurm's `job_array_start_test`
+    /// sets their reason to `JobArrayTaskLimit`).
+    pub(super) fn throttled_arrays(&self) -> BTreeSet<u64> {
+        let mut running: HashMap<u64, u32> = HashMap::new();
+        for r in self.jobs.values() {
+            if let Some(a) = r.array_job_id {
+                if matches!(r.state, JobState::Running | JobState::Completing) {
+                    *running.entry(a).or_default() += 1;
+                }
+            }
+        }
+        running
+            .into_iter()
+            .filter(|(a, n)| self.jobs.get(a).and_then(|r| r.array_max_running).is_some_and(|m| *n >= m))
+            .map(|(a, _)| a)
+            .collect()
     }
 
     /// Whether the core has the pending record `id` (false only for a split task record the
@@ -97,7 +183,7 @@ impl Controller {
             .copied()
             .collect();
         self.split_tasks.retain(|id, _| jobs.get(id).is_some_and(|r| r.state == JobState::Pending));
-        if metas.is_empty() && self.split_tasks.values().all(|&in_core| in_core) {
+        if metas.is_empty() && self.split_tasks.is_empty() {
             return;
         }
         let mut running: HashMap<u64, u32> = HashMap::new();
@@ -114,6 +200,12 @@ impl Controller {
         let mut split: BTreeMap<u64, Vec<(u32, u64)>> = BTreeMap::new();
         for &id in self.split_tasks.keys() {
             let r = &self.jobs[&id];
+            // A record that cannot start yet (held, a dependency or a begin time, as a
+            // requeued task's) takes no free slot: Slurm's throttle counts running tasks
+            // only. It waits out of the core until it may start.
+            if !may_start(r, now) {
+                continue;
+            }
             if let (Some(a), Some(t)) = (r.array_job_id, r.array_task_id) {
                 split.entry(a).or_default().push((t, id));
             }
@@ -121,7 +213,9 @@ impl Controller {
         let mut want_split: BTreeSet<u64> = BTreeSet::new();
         for (a, tasks) in &mut split {
             tasks.sort_unstable();
-            let gated = metas.contains(a).then(|| self.jobs[a].array_max_running).flatten();
+            // The array record keeps the throttle after its tasks are split off or started
+            // (Slurm's `array_recs` on the array's record).
+            let gated = self.jobs.get(a).and_then(|r| r.array_max_running);
             let free = gated.map_or(usize::MAX, |m| m.saturating_sub(running.get(a).copied().unwrap_or(0)) as usize);
             want_split.extend(tasks.iter().take(free).map(|&(_, id)| id));
             if gated.is_some() {
@@ -135,7 +229,9 @@ impl Controller {
             if want && !in_core {
                 self.core_event(CoreEvent::Submit(self.jobs[&id].spec.clone()), now);
             } else if !want && in_core {
-                self.core_event(CoreEvent::Cancel(JobId(id)), now);
+                // Under the record's core id: a started task's record keeps its
+                // provisional one when it is requeued.
+                self.core_event(CoreEvent::Cancel(self.jobs[&id].spec.id), now);
             }
             self.split_tasks.insert(id, want);
         }
@@ -234,6 +330,12 @@ impl Controller {
             }
         }
     }
+}
+
+/// Whether pending record `r` may start at `now` but for resources and the throttle: not
+/// held, no dependency pending, its begin time come.
+pub(super) fn may_start(r: &JobRecord, now: i64) -> bool {
+    r.spec.held.is_none() && !r.spec.dependency_pending && r.spec.begin_time.is_none_or(|b| b as i64 <= now)
 }
 
 fn job_state_ok(s: JobState) -> DepTarget {

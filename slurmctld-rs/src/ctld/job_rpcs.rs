@@ -487,6 +487,28 @@ impl Controller {
         self.sched_dirty = true;
     }
 
+    /// The records an update of `targets` changes. Slurm's `update_job_str` (`job_mgr.c`):
+    /// an update of some but not all of an array's pending tasks splits each named task off
+    /// into a record of its own first (`job_array_split`, a new job id); one naming every
+    /// pending task updates the array's record. `scontrol hold` and `release` are updates
+    /// (of the priority, `scontrol_hold`), so they split the same way. Err: no job id free.
+    fn split_targets(&mut self, targets: &[Target], now: i64) -> Result<BTreeSet<u64>, SlurmError> {
+        let mut ids: BTreeSet<u64> = BTreeSet::new();
+        for t in targets {
+            match t {
+                Target::Tasks(aid, tasks) if !self.jobs[aid].array_pending.iter().all(|p| tasks.contains(p)) => {
+                    for &task in tasks {
+                        ids.insert(self.split_array_task(*aid, task, now).ok_or_else(no_job_id)?);
+                    }
+                }
+                t => {
+                    ids.insert(t.id());
+                }
+            }
+        }
+        Ok(ids)
+    }
+
     pub(super) fn hold_release(&mut self, ident: Ident, h: HoldRelease, now: i64) -> Response {
         let mut results = Vec::new();
         for (jref, targets) in self.targets(&h.jobs, &JobFilter::default()) {
@@ -494,13 +516,23 @@ impl Controller {
             if targets.is_empty() {
                 error = Some(SlurmError::new(ESLURM_INVALID_JOB_ID));
             }
+            let mut allowed = Vec::new();
             for t in targets {
-                let id = t.id();
-                if !self.owner_ok(ident, id) {
-                    warn!(job = id, uid = ident.uid, "hold/release of another user's job refused");
+                if self.owner_ok(ident, t.id()) {
+                    allowed.push(t);
+                } else {
+                    warn!(job = t.id(), uid = ident.uid, "hold/release of another user's job refused");
                     error.get_or_insert(SlurmError::new(ESLURM_USER_ID_MISSING));
+                }
+            }
+            let ids = match self.split_targets(&allowed, now) {
+                Ok(ids) => ids,
+                Err(e) => {
+                    results.push(JobResult { job: jref, error: Some(e) });
                     continue;
                 }
+            };
+            for id in ids {
                 let rec = self.jobs.get_mut(&id).expect("resolved");
                 if rec.state != JobState::Pending {
                     error.get_or_insert(SlurmError::new(ESLURM_JOB_NOT_PENDING));
@@ -548,7 +580,7 @@ impl Controller {
 
     pub(super) fn requeue_rpc(&mut self, ident: Ident, r: RequeueJob, now: i64) -> Response {
         let mut results = Vec::new();
-        for (jref, targets) in self.targets(&r.jobs, &JobFilter::default()) {
+        for (mut jref, targets) in self.targets(&r.jobs, &JobFilter::default()) {
             let mut error = None;
             if targets.is_empty() {
                 error = Some(SlurmError::new(ESLURM_INVALID_JOB_ID));
@@ -566,10 +598,20 @@ impl Controller {
                 }
                 let state = self.jobs[&id].state;
                 match state {
+                    // Slurm's `job_requeue2`: a pending task is found in its array record
+                    // (`find_job_array_rec`), which `_job_requeue_op` refuses as pending: the
+                    // answer names the record and all its pending tasks (`_resp_array_add`,
+                    // `A_0-2: Job is pending execution`), nothing is split (goldens-extra 621).
+                    JobState::Pending if self.jobs[&id].is_array_meta() => {
+                        if error.is_none() {
+                            jref = JobRef { job_id: id, tasks: Some(self.jobs[&id].array_pending.clone()) };
+                            error = Some(SlurmError::new(ESLURM_JOB_PENDING));
+                        }
+                    }
                     JobState::Pending => {
                         if r.hold {
                             error.get_or_insert(SlurmError::new(ESLURM_JOB_PENDING));
-                        } else if !self.jobs[&id].is_array_meta() {
+                        } else {
                             let rec = self.jobs.get_mut(&id).expect("resolved");
                             rec.spec.begin_time = Some(requeue_begin(now, self.opts.requeue_holdoff_s));
                             self.dirty(id);
@@ -593,8 +635,7 @@ impl Controller {
                     _ => {
                         let rec = self.jobs.get_mut(&id).expect("resolved");
                         reset_for_requeue(rec, r.hold);
-                        let spec = rec.spec.clone();
-                        self.core_event(CoreEvent::Submit(spec), now);
+                        self.requeue_to_core(id, false, now);
                         self.dirty(id);
                         self.stats.requeued += 1;
                         self.sched_dirty = true;
@@ -617,26 +658,11 @@ impl Controller {
                 return Response::Error(SlurmError::new(ESLURM_USER_ID_MISSING));
             }
         }
-        // Slurm's `update_job_str` (`job_mgr.c`): an update of some but not all of an array's
-        // pending tasks splits each named task off into a record of its own first
-        // (`job_array_split`, a new job id; the split stays if the update then fails, as in
-        // Slurm); one naming every pending task updates the array's record.
-        let mut ids: BTreeSet<u64> = BTreeSet::new();
-        for t in &targets {
-            match t {
-                Target::Tasks(aid, tasks) if !self.jobs[aid].array_pending.iter().all(|p| tasks.contains(p)) => {
-                    for &task in tasks {
-                        let Some(nid) = self.split_array_task(*aid, task, now) else {
-                            return Response::Error(no_job_id());
-                        };
-                        ids.insert(nid);
-                    }
-                }
-                t => {
-                    ids.insert(t.id());
-                }
-            }
-        }
+        // The split stays if the update then fails, as in Slurm.
+        let ids = match self.split_targets(&targets, now) {
+            Ok(ids) => ids,
+            Err(e) => return Response::Error(e),
+        };
         let mut updated = Vec::new();
         for id in ids {
             let mut rec = self.jobs[&id].clone();

@@ -90,8 +90,10 @@ impl Controller {
                     }
                     if !rec.is_array_meta() {
                         self.core_event(CoreEvent::Submit(rec.spec.clone()), now);
-                        if rec.array_job_id.is_some_and(|a| a != rec.id) {
-                            // A pending task record of its own: the throttle decides again.
+                        if rec.array_task_id.is_some() {
+                            // A pending task record of its own (split off, requeued, or the
+                            // array record left with its last task): the throttle decides
+                            // again.
                             self.split_tasks.insert(rec.id, true);
                         }
                     }
@@ -190,10 +192,9 @@ impl Controller {
             self.acct_requeued(id, now, Some("NODE_FAIL"), "REQUEUED");
             let rec = self.jobs.get_mut(&id).expect("job exists");
             reset_for_requeue(rec, false);
-            let spec = rec.spec.clone();
             self.stats.requeued += 1;
             info!(job = id, "requeued: its node is no longer configured");
-            self.core_event(CoreEvent::Submit(spec), now);
+            self.requeue_to_core(id, false, now);
         } else {
             let rec = self.jobs.get_mut(&id).expect("job exists");
             rec.state = JobState::NodeFail;
@@ -591,6 +592,8 @@ impl Controller {
         if rec.requeue {
             reset_for_requeue(rec, false);
             self.stats.requeued += 1;
+            // The core keeps it pending; an array task waits for its throttle.
+            self.requeue_to_core(id, true, now);
         } else {
             rec.state = JobState::NodeFail;
             rec.end_time = Some(now);
@@ -667,16 +670,32 @@ impl Controller {
 
     /// Commits the batch, then sends replies and node messages (decisions, then effects).
     fn flush(&mut self, events: u64, now: i64) {
+        self.settle_last_tasks(now);
         self.sync_job_ids();
         let dirty: Vec<u64> = self.batch.jobs.iter().copied().collect();
+        let throttled = if dirty.iter().any(|id| self.jobs.get(id).is_some_and(|r| r.state == JobState::Pending && r.array_job_id.is_some())) {
+            self.throttled_arrays()
+        } else {
+            Default::default()
+        };
         for id in dirty {
+            let Some(r) = self.jobs.get_mut(&id) else { continue };
+            // A pending record of an array its `ArrayTaskThrottle` holds out is written with
+            // no eligible time: Slurm's `as_mysql_job_start` gives a job whose reason is
+            // `WAIT_ARRAY_TASK_LIMIT` the eligible time INFINITE, which no `sacct` time
+            // window selects (golden 0282: no row for array 64's last pending task). It gets
+            // one again when it is written while the throttle has room, or at its start.
+            let held_out = r.state == JobState::Pending
+                && super::arrays::may_start(r, now)
+                && r.array_job_id.is_some_and(|a| throttled.contains(&a));
+            let rewrite = if held_out {
+                r.acct.eligible_time.take().is_some()
+            } else {
+                crate::acct::refresh_eligible(r, now)
+            };
             // An array's pending remainder is accounted as `A_[tasks]`: rewritten as tasks
             // start or are cancelled.
-            if self
-                .jobs
-                .get_mut(&id)
-                .is_some_and(|r| crate::acct::refresh_eligible(r, now) || r.is_array_meta())
-            {
+            if rewrite || r.is_array_meta() {
                 self.batch.acct.insert(id);
             }
         }

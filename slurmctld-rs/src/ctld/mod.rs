@@ -347,10 +347,16 @@ pub struct Controller {
     /// Ids of array metas (records with pending tasks), so that a cycle need not scan every
     /// job to find them (see `refresh_arrays`). A superset: ids leave it lazily.
     array_metas: BTreeSet<u64>,
-    /// Pending records of single array tasks (split off by an update, see
-    /// `split_array_task`, or recovered) with whether the core has them: the array's
-    /// `ArrayTaskThrottle` decides, in `refresh_arrays`. Not persisted (rebuilt at recovery).
+    /// Pending records of single array tasks (split off by an update or a hold, see
+    /// `split_array_task`; an array record left with its last task, see
+    /// `array_record_to_task`; a task requeued, see `requeue_to_core`; or recovered) with
+    /// whether the core has them: the array's `ArrayTaskThrottle` decides, in
+    /// `refresh_arrays`. Not persisted (rebuilt at recovery).
     split_tasks: BTreeMap<u64, bool>,
+    /// Arrays a started task left with one pending task in this turn: `flush` makes each
+    /// array record that task's record (`settle_last_tasks`), once every bind of the turn is
+    /// carried out.
+    last_task_splits: BTreeSet<u64>,
     next_job_id: u64,
     nodes: Vec<NodeRt>,
     batch: WriteBatch,
@@ -432,6 +438,7 @@ impl Controller {
             in_core_tasks: BTreeMap::new(),
             array_metas: BTreeSet::new(),
             split_tasks: BTreeMap::new(),
+            last_task_splits: BTreeSet::new(),
             next_job_id: first_job_id,
             nodes: (0..n).map(|_| NodeRt::default()).collect(),
             batch: WriteBatch::default(),

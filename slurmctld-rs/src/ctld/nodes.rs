@@ -353,13 +353,13 @@ impl Controller {
                 reset_for_requeue(rec, false);
                 rec.spec.preempt_count += 1;
                 self.stats.requeued += 1;
+                self.requeue_to_core(id, true, now);
             }
             Some(StopWhy::Requeue { hold }) => {
                 self.core_event(CoreEvent::JobEnded(core), now);
                 let rec = self.jobs.get_mut(&id).expect("job exists");
                 reset_for_requeue(rec, hold);
-                let spec = rec.spec.clone();
-                self.core_event(CoreEvent::Submit(spec), now);
+                self.requeue_to_core(id, false, now);
                 self.stats.requeued += 1;
             }
             _ => {

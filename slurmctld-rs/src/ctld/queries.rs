@@ -60,7 +60,11 @@ impl Controller {
                         p.detail = None;
                     }
                 }
-                None if rec.is_array_meta() || !self.in_core(rec.id) => p.reason = Str::b("JobArrayTaskLimit"),
+                // A task record out of the core waits for the throttle, or for what the
+                // lines below show (a hold, a dependency, a begin time).
+                None if rec.is_array_meta() || !self.in_core(rec.id) && super::arrays::may_start(rec, now) => {
+                    p.reason = Str::b("JobArrayTaskLimit")
+                }
                 None => {}
             }
         }
