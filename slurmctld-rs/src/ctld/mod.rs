@@ -351,6 +351,13 @@ pub struct Controller {
     /// `split_array_task`, or recovered) with whether the core has them: the array's
     /// `ArrayTaskThrottle` decides, in `refresh_arrays`. Not persisted (rebuilt at recovery).
     split_tasks: BTreeMap<u64, bool>,
+    /// Slurm's backfill plan of the pending records the core expects to start (record id ->
+    /// planned start and nodes, `Scheduler::backfill_plan`), what queries show as their
+    /// start and `SchedNodeList`; made again at the first query after each cycle
+    /// (`refresh_start_plan`). The cycle it was made after, and the last cycle's time.
+    start_plan: BTreeMap<u64, flotilla_core::sched::PlannedStart>,
+    start_plan_cycle: Option<u64>,
+    last_cycle_at: i64,
     next_job_id: u64,
     nodes: Vec<NodeRt>,
     batch: WriteBatch,
@@ -432,6 +439,9 @@ impl Controller {
             in_core_tasks: BTreeMap::new(),
             array_metas: BTreeSet::new(),
             split_tasks: BTreeMap::new(),
+            start_plan: BTreeMap::new(),
+            start_plan_cycle: None,
+            last_cycle_at: now,
             next_job_id: first_job_id,
             nodes: (0..n).map(|_| NodeRt::default()).collect(),
             batch: WriteBatch::default(),
@@ -484,6 +494,7 @@ impl Controller {
                 *self.stats.rpc.entry("REQUEST_JOB_INFO").or_default() += 1;
                 let t = std::time::Instant::now();
                 self.look_at_pending();
+                self.refresh_start_plan();
                 let resp = self.query_jobs_encoded(ident, &q, now);
                 self.diag.rpc("REQUEST_JOB_INFO", ident.uid, t.elapsed().as_micros() as u64);
                 self.answers.push((reply, resp));
@@ -563,6 +574,7 @@ impl Controller {
             Request::UpdateJob(u) => self.update(ident, u, now),
             Request::QueryQueue(q) => {
                 self.look_at_pending();
+                self.refresh_start_plan();
                 self.query_queue(ident, &q, now)
             }
             Request::QueryUpdateTimes => Response::UpdateTimes(self.update_times()),
