@@ -520,6 +520,30 @@ fn dependency_chain() {
     h.check();
 }
 
+/// A job cancelled while running has ended for its dependents at once, as Slurm's
+/// `_job_signal` makes it `CANCELLED` before its nodes are done: a job waiting `afterok` on
+/// it is `DependencyNeverSatisfied` while it is still being stopped (golden 0309: 67 after
+/// `scancel -u bob` cancelled 56), and a job waiting `afterany` on it may run.
+#[test]
+fn cancelled_running_job_ends_for_its_dependents_at_once() {
+    let mut h = Harness::two_nodes("ctl_cancel_ends_for_dependents");
+    let a = h.submit(on_term(gpu_job(User::Alice, 1, None, 0), OnTerm::Ignore));
+    let mut ok = gpu_job(User::Alice, 1, Some(5), 0);
+    ok.dependency = Some(format!("afterok:{a}"));
+    let ok = h.submit(ok);
+    let mut any = gpu_job(User::Alice, 1, Some(5), 0);
+    any.dependency = Some(format!("afterany:{a}"));
+    let any = h.submit(any);
+    h.turn_until(5, 1, |h| state(h, a) == JobStateWire::Running);
+    assert_eq!((h.job(ok).reason.as_str(), h.job(any).reason.as_str()), ("Dependency", "Dependency"));
+    h.rpc(User::Alice, cancel(&[a]));
+    h.turn();
+    h.turn();
+    assert_eq!(state(&h, a), JobStateWire::Running, "still being stopped (it ignores SIGTERM)");
+    assert_eq!(h.job(ok).reason.as_str(), "DependencyNeverSatisfied");
+    assert_ne!(h.job(any).reason.as_str(), "Dependency");
+}
+
 /// The setting of both preemption scenarios: a preemptible training job that checkpoints 4 TB
 /// (a 60 s deadline at the core's assumed bandwidth) on each node's 8 GPUs, and a 4-GPU
 /// service scaled to one replica. The budget's paging limit is 100 % (`--preempt-budget-pct`),

@@ -4,7 +4,7 @@
 
 use super::{prov_id, Controller};
 use crate::deps::{DepStatus, DepTarget};
-use crate::job::{JobRecord, JobState};
+use crate::job::{JobRecord, JobState, StopWhy};
 use flotilla_core::job::JobId;
 use flotilla_core::sched::Event as CoreEvent;
 use std::collections::{BTreeMap, BTreeSet, HashMap};
@@ -258,7 +258,7 @@ impl Controller {
     fn dep_target(&self, job: u64, task: Option<u32>) -> DepTarget {
         let Some(rec) = self.jobs.get(&job) else { return DepTarget::Unknown };
         if rec.array_job_id != Some(job) {
-            return job_state_ok(rec.state);
+            return dep_state(rec);
         }
         // An array: one task, or all of them.
         let members = self.jobs.values().filter(|j| j.array_job_id == Some(job));
@@ -276,7 +276,7 @@ impl Controller {
                 }
             }
             found = true;
-            match job_state_ok(m.state) {
+            match dep_state(m) {
                 DepTarget::Pending => any_pending = true,
                 DepTarget::Running => any_running = true,
                 DepTarget::Ended { ok } => all_ok &= ok,
@@ -336,6 +336,21 @@ impl Controller {
 /// held, no dependency pending, its begin time come.
 pub(super) fn may_start(r: &JobRecord, now: i64) -> bool {
     r.spec.held.is_none() && !r.spec.dependency_pending && r.spec.begin_time.is_none_or(|b| b as i64 <= now)
+}
+
+/// What a dependency sees of `r`: its state, except that a running job being stopped by a
+/// cancel or its time limit has ended unsuccessfully already. Slurm's `_job_signal` (scancel)
+/// and `job_timed_out` make it `CANCELLED`/`TIMEOUT` at once, `COMPLETING` only until its
+/// nodes are done, and `_test_job_dependency_common` tests `IS_JOB_COMPLETED`, which that
+/// is: a job waiting `afterok` on it is `DependencyNeverSatisfied` from the cancel on
+/// (golden 0309: 67 after `scancel -u bob` cancelled 56).
+fn dep_state(r: &JobRecord) -> DepTarget {
+    let stopped_for_good = r.stopping.is_some_and(|s| matches!(s.why, StopWhy::Cancel | StopWhy::Timeout));
+    if matches!(r.state, JobState::Running | JobState::Completing) && stopped_for_good {
+        DepTarget::Ended { ok: false }
+    } else {
+        job_state_ok(r.state)
+    }
 }
 
 fn job_state_ok(s: JobState) -> DepTarget {

@@ -441,6 +441,11 @@ impl Controller {
         info!(?why, "stopping running job: SIGTERM, SIGKILL after KillWait");
         let nodes = rec.nodes.clone();
         self.dirty(id);
+        // A cancel or a time limit ends the job for its dependents now (`dep_state`): their
+        // dependencies are tested again at the next cycle.
+        if matches!(why, StopWhy::Cancel | StopWhy::Timeout) && !self.deps.is_empty() {
+            self.sched_dirty = true;
+        }
         let cause = crate::job::stop_cause(why);
         for n in nodes {
             self.send(&n, CtlToNode::StopNotice { job_id: id, at: now, cause });
