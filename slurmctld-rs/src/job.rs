@@ -234,6 +234,13 @@ pub struct JobRecord {
     /// Slurm's `max_nodes`: `-N`'s maximum (its minimum without one), or the node count
     /// `--gpus` over a per-node GPU count implies; 0 when not bounded.
     pub max_nodes: u32,
+    /// `--sockets-per-node` (Slurm's `sockets_per_node`, `Socks/Node=`); 0 when not given.
+    pub sockets_per_node: u32,
+    /// The cores the current run holds on each of its nodes (node name -> core indices,
+    /// increasing), picked at its start by [`flotilla_core::cores::pick_cores`]; what
+    /// `scontrol show job -d` prints as `CPU_IDs=`. Empty while not running, and for a run
+    /// recovered from an older controller's record.
+    pub cores: std::collections::BTreeMap<String, Vec<u32>>,
     /// The controller's side of an elastic job (`sbatch --elastic`); `None` for a rigid one.
     pub elastic: Option<ElasticRecord>,
 }

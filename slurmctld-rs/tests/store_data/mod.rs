@@ -148,6 +148,8 @@ pub fn base(id: u64) -> JobRecord {
         tres_per_node: None,
         tres_per_socket: None,
         max_nodes: 0,
+        sockets_per_node: 0,
+        cores: Default::default(),
     }
 }
 
@@ -285,6 +287,8 @@ pub fn full() -> JobRecord {
         tres_per_node: None,
         tres_per_socket: None,
         max_nodes: 0,
+        sockets_per_node: 0,
+        cores: Default::default(),
     }
 }
 
