@@ -507,6 +507,8 @@ pub fn job_record(j: &JobInfo, flags: ShowFlags, now: i64, gpu_types: &BTreeMap<
     // Memory as asked: per CPU (`--mem-per-cpu`, `DefMemPerCPU`) or per node (`--mem`, 0127).
     let min_mem = match j.mem_per_cpu_mib {
         Some(m) => format!("MinMemoryCPU={}", jobfmt::mem_str(m)),
+        // `--mem=0` shows as asked (goldens-extra 1020), not the node memory it stands for.
+        None if j.mem_whole_node => "MinMemoryNode=0".to_string(),
         None => format!("MinMemoryNode={}", jobfmt::mem_str(j.mem_per_node_mib)),
     };
     l.push(format!("   MinCPUsNode={} {min_mem} MinTmpDiskNode=0", j.cpus_per_task.max(1)));

@@ -198,6 +198,7 @@ pub struct JobView<'a> {
     pub max_nodes: u32,
     pub cpu_ids: Vec<Str<'a>>,
     pub sockets_per_node: u32,
+    pub mem_whole_node: bool,
 }
 
 impl<'a> JobView<'a> {
@@ -268,6 +269,7 @@ impl<'a> JobView<'a> {
             max_nodes: self.max_nodes,
             cpu_ids: self.cpu_ids.into_iter().map(Str::into_string).collect(),
             sockets_per_node: self.sockets_per_node,
+            mem_whole_node: self.mem_whole_node,
         }
     }
 }
@@ -339,6 +341,7 @@ impl<'a> From<&'a JobInfo> for JobView<'a> {
             max_nodes: j.max_nodes,
             cpu_ids: j.cpu_ids.iter().map(|s| Str::b(s)).collect(),
             sockets_per_node: j.sockets_per_node,
+            mem_whole_node: j.mem_whole_node,
         }
     }
 }
@@ -481,7 +484,7 @@ job_fields! {
     Borrowed => borrowed, ServiceId => service_id, Command => command,
     TresPerJob => tres_per_job, TresPerTask => tres_per_task, MemPerCpuMib => mem_per_cpu_mib,
     TresPerNode => tres_per_node, TresPerSocket => tres_per_socket, MaxNodes => max_nodes,
-    CpuIds => cpu_ids, SocketsPerNode => sockets_per_node,
+    CpuIds => cpu_ids, SocketsPerNode => sockets_per_node, MemWholeNode => mem_whole_node,
 }
 
 /// A set of [`JobField`]s (a bit per field).
@@ -683,6 +686,7 @@ mod tests {
                 mem_per_cpu_mib: big.2.filter(|_| flags[5]),
                 tres_per_node: opts[10].clone(), tres_per_socket: opts[11].clone(), max_nodes: nums[0] ^ nums[1],
                 cpu_ids: req.iter().rev().cloned().collect(), sockets_per_node: nums[2] ^ nums[3],
+                mem_whole_node: flags[0] ^ flags[5],
             }
         }
     }

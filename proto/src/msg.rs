@@ -878,6 +878,9 @@ pub struct JobInfo {
     /// `--sockets-per-node` (Slurm's `sockets_per_node`, appended): `Socks/Node=`; 0 when
     /// not given (`*`).
     pub sockets_per_node: u32,
+    /// The job asked for all of each node's memory (`--mem=0`, appended): `MinMemoryNode=0`
+    /// as asked, while `mem_per_node_mib` is the memory that stands for.
+    pub mem_whole_node: bool,
 }
 
 /// A node as `sinfo`/`scontrol show node` need it.

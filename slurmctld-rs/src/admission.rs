@@ -380,6 +380,7 @@ fn pending_record(
         // pending); admission already accepted the GPU options.
         max_nodes: gpu_demand(req).ok().and_then(|d| d.shape.max_nodes).unwrap_or(0),
         sockets_per_node: req.sockets_per_node.unwrap_or(0),
+        mem_whole_node: req.mem_per_node_mib == Some(0),
         cores: Default::default(),
         command: req.command.as_ref().map(|c| std::iter::once(c.as_str()).chain(req.argv.iter().map(String::as_str)).collect::<Vec<_>>().join(" ")),
         spec,

@@ -426,6 +426,7 @@ prop_compose! {
             tres_per_socket: h.1,
             max_nodes: h.2,
             sockets_per_node: h.3,
+            mem_whole_node: h.3 % 2 == 1,
             cores: h.4,
             elastic: g,
         }

@@ -149,6 +149,7 @@ pub fn base(id: u64) -> JobRecord {
         tres_per_socket: None,
         max_nodes: 0,
         sockets_per_node: 0,
+        mem_whole_node: false,
         cores: Default::default(),
     }
 }
@@ -288,6 +289,7 @@ pub fn full() -> JobRecord {
         tres_per_socket: None,
         max_nodes: 0,
         sockets_per_node: 0,
+        mem_whole_node: false,
         cores: Default::default(),
     }
 }

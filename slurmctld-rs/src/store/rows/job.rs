@@ -15,6 +15,10 @@ fn is_zero(n: &u32) -> bool {
     *n == 0
 }
 
+fn is_false(b: &bool) -> bool {
+    !*b
+}
+
 /// A `jobs.record`: the controller's [`JobRecord`].
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct JobRow {
@@ -198,6 +202,9 @@ pub struct JobRow {
     /// `--sockets-per-node` (0: not given).
     #[serde(rename = "sockets_per_node", default, skip_serializing_if = "is_zero")]
     pub sockets_per_node: u32,
+    /// `--mem=0` (absent when not).
+    #[serde(rename = "mem_whole_node", default, skip_serializing_if = "is_false")]
+    pub mem_whole_node: bool,
     /// The cores the current run holds on each of its nodes (node name -> core indices);
     /// absent when none were picked (a record of an older controller).
     #[serde(rename = "cores", default, skip_serializing_if = "BTreeMap::is_empty")]
@@ -717,6 +724,7 @@ impl From<&JobRecord> for JobRow {
             tres_per_socket,
             max_nodes,
             sockets_per_node,
+            mem_whole_node,
             cores,
             elastic,
         } = r;
@@ -781,6 +789,7 @@ impl From<&JobRecord> for JobRow {
             tres_per_socket: tres_per_socket.clone(),
             max_nodes: *max_nodes,
             sockets_per_node: *sockets_per_node,
+            mem_whole_node: *mem_whole_node,
             cores: cores.clone(),
             elastic: elastic.as_ref().map(ElasticRecordRow::from),
             priority: (*priority != crate::job::PRIO_UNSET).then_some(*priority),
@@ -851,6 +860,7 @@ impl From<JobRow> for JobRecord {
             tres_per_socket,
             max_nodes,
             sockets_per_node,
+            mem_whole_node,
             cores,
             elastic,
             priority,
@@ -920,6 +930,7 @@ impl From<JobRow> for JobRecord {
             tres_per_socket,
             max_nodes,
             sockets_per_node,
+            mem_whole_node,
             cores,
             elastic: elastic.map(ElasticRecord::from),
         }
