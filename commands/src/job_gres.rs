@@ -11,10 +11,10 @@
 //! memory and GPUs (`GRES=gpu:h100:8(IDX:0-7)`), their names compressed as a hostlist. A job
 //! without GPUs shows `JOB_GRES=(null)` and an empty `GRES=`.
 //!
-//! Flotilla does not pin CPUs to cores, so `CPU_IDs` is the first `n` ids of the node
-//! (`0` for one CPU), which is what Slurm shows for one task alone on its node (goldens 0109
-//! `-c 4`, 0130 exclusive). Slurm spreads several tasks over the sockets (0121: `-n 4
-//! --gpus-per-task=1` gives `0-1,32-33`); that case is not reproduced.
+//! `CPU_IDs` are the CPU ids the controller picked for the job on the node as Slurm's
+//! select/cons_tres does (`flotilla_core::cores`: 0121's `-n 4 --gpus-per-task=1` is
+//! `0-1,32-33` on 2 x 32 cores); for a run the controller did not pick them (recovered from
+//! an older one), the node's first `n` ids.
 
 use crate::common::{gpu_name, ranges};
 
@@ -25,6 +25,8 @@ pub struct NodeGres {
     pub node: String,
     /// CPUs allocated on the node.
     pub cpus: u32,
+    /// `CPU_IDs=` as the controller picked them (`0-1,32-33`), if it did.
+    pub cpu_ids: Option<String>,
     /// Memory allocated on the node (MiB).
     pub mem_mib: u64,
     /// GPUs allocated (mask over the node's GPU indices).
@@ -43,14 +45,15 @@ pub fn lines(nodes: &[NodeGres]) -> Vec<String> {
         format!("   JOB_GRES={}", gpu_name(ty, total))
     }];
     let detail = |n: &NodeGres| -> String {
-        let cpus: Vec<u32> = (0..n.cpus.max(1)).collect();
+        let first: Vec<u32> = (0..n.cpus.max(1)).collect();
+        let cpus = n.cpu_ids.clone().unwrap_or_else(|| ranges(&first));
         let idx: Vec<u32> = (0..64).filter(|i| n.gpu_mask & (1u64 << i) != 0).collect();
         let gres = if idx.is_empty() {
             String::new()
         } else {
             format!("{}(IDX:{})", gpu_name(n.gpu_type.as_deref(), idx.len() as u32), ranges(&idx))
         };
-        format!("CPU_IDs={} Mem={} GRES={gres}", ranges(&cpus), n.mem_mib)
+        format!("CPU_IDs={cpus} Mem={} GRES={gres}", n.mem_mib)
     };
     let mut i = 0;
     while i < nodes.len() {
@@ -74,6 +77,7 @@ mod tests {
         NodeGres {
             node: node.into(),
             cpus,
+            cpu_ids: None,
             mem_mib: mem,
             gpu_mask: mask,
             gpu_type: Some("h100".into()),
@@ -106,5 +110,9 @@ mod tests {
         u.gpu_type = None;
         assert_eq!(lines(&[u]), ["   JOB_GRES=gpu:2", "     Nodes=a1 CPU_IDs=0 Mem=10 GRES=gpu:2(IDX:0,2)"]);
         assert_eq!(crate::common::ranges(&[0, 5, 7, 8, 9]), "0,5,7-9");
+        // 0121 -n 4 --gpus-per-task=1: the CPU ids the controller picked.
+        let mut p = n("gpu01", 4, 4096, 0xf);
+        p.cpu_ids = Some("0-1,32-33".into());
+        assert_eq!(lines(&[p])[1], "     Nodes=gpu01 CPU_IDs=0-1,32-33 Mem=4096 GRES=gpu:h100:4(IDX:0-3)");
     }
 }

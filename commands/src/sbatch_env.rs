@@ -11,7 +11,8 @@
 //! - `SLURM_UMASK` (octal, 4 digits) unless already set;
 //! - `SLURM_NTASKS` and `SLURM_NPROCS` (`-n`), `SLURM_CPUS_PER_TASK` (`-c`),
 //!   `SLURM_NTASKS_PER_NODE` (`--ntasks-per-node`), `SLURM_GPUS` (`-G/--gpus`),
-//!   `SLURM_GPUS_PER_NODE`, `SLURM_GPUS_PER_TASK` (`[type:]count`), `SLURM_JOB_DEPENDENCY`
+//!   `SLURM_GPUS_PER_NODE`, `SLURM_GPUS_PER_SOCKET`, `SLURM_GPUS_PER_TASK` (`[type:]count`;
+//!   `env.c` `set_env_from_opts`), `SLURM_JOB_DEPENDENCY`
 //!   (`-d`) — each only when the option was given, otherwise a value inherited from the
 //!   submitting environment stays, as in Slurm;
 //! - `SLURM_OPEN_MODE` = `a` or `t` (`--open-mode`), which the node daemon reads;
@@ -91,6 +92,9 @@ pub fn submit_environment(
     if let Some(g) = &job.gpus_per_node {
         set(&mut env, "SLURM_GPUS_PER_NODE", gpus(g));
     }
+    if let Some(g) = &job.gpus_per_socket {
+        set(&mut env, "SLURM_GPUS_PER_SOCKET", gpus(g));
+    }
     if let Some(g) = &job.gpus_per_task {
         set(&mut env, "SLURM_GPUS_PER_TASK", gpus(g));
     }
@@ -150,6 +154,7 @@ mod tests {
             ntasks_per_node: Some(1),
             gpus: Some(GpuCount { gpu_type: None, count: 4 }),
             gpus_per_node: Some(GpuCount { gpu_type: Some("h100".into()), count: 2 }),
+            gpus_per_socket: Some(GpuCount { gpu_type: None, count: 1 }),
             dependency: Some("afterok:7".into()),
             ..SubmitJob::default()
         };
@@ -166,6 +171,7 @@ mod tests {
             ("SLURM_NTASKS_PER_NODE", "1"),
             ("SLURM_GPUS", "4"),
             ("SLURM_GPUS_PER_NODE", "h100:2"),
+            ("SLURM_GPUS_PER_SOCKET", "1"),
             ("SLURM_JOB_DEPENDENCY", "afterok:7"),
             ("SLURM_OPEN_MODE", "a"),
             ("SLURM_EXPORT_ENV", "NONE"),

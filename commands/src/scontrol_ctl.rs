@@ -507,15 +507,19 @@ pub fn job_record(j: &JobInfo, flags: ShowFlags, now: i64, gpu_types: &BTreeMap<
         j.cpus_per_task.max(1)
     ));
     l.push(format!("   TRES={}", jobfmt::tres_str(&v)));
-    l.push("   Socks/Node=* NtasksPerN:B:S:C=0:0:*:* CoreSpec=*".into());
+    // `Socks/Node=` is `--sockets-per-node` (job_info.c: `*` when not given).
+    let socks = if j.sockets_per_node == 0 { "*".to_string() } else { j.sockets_per_node.to_string() };
+    l.push(format!("   Socks/Node={socks} NtasksPerN:B:S:C=0:0:*:* CoreSpec=*"));
     if flags.details && !pending && !j.gpu_alloc.is_empty() {
         let cpus = (j.num_cpus / j.num_nodes.max(1)).max(1);
         let nodes: Vec<crate::job_gres::NodeGres> = j
             .gpu_alloc
             .iter()
-            .map(|(node, mask)| crate::job_gres::NodeGres {
+            .enumerate()
+            .map(|(k, (node, mask))| crate::job_gres::NodeGres {
                 node: node.clone(),
                 cpus,
+                cpu_ids: j.cpu_ids.get(k).filter(|c| !c.is_empty()).cloned(),
                 mem_mib: j.mem_per_node_mib,
                 gpu_mask: *mask,
                 gpu_type: gpu_types.get(node).cloned(),
@@ -526,6 +530,8 @@ pub fn job_record(j: &JobInfo, flags: ShowFlags, now: i64, gpu_types: &BTreeMap<
     // Memory as asked: per CPU (`--mem-per-cpu`, `DefMemPerCPU`) or per node (`--mem`, 0127).
     let min_mem = match j.mem_per_cpu_mib {
         Some(m) => format!("MinMemoryCPU={}", jobfmt::mem_str(m)),
+        // `--mem=0` shows as asked (goldens-extra 1020), not the node memory it stands for.
+        None if j.mem_whole_node => "MinMemoryNode=0".to_string(),
         None => format!("MinMemoryNode={}", jobfmt::mem_str(j.mem_per_node_mib)),
     };
     l.push(format!("   MinCPUsNode={} {min_mem} MinTmpDiskNode=0", j.cpus_per_task.max(1)));

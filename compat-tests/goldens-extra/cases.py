@@ -201,6 +201,14 @@ A10 = [
     {"name": "requeue_sacct_in_holdoff", "cmd": "sb -t 10 --wrap 'sleep 300'\nwst $J1 RUNNING\nsa() { for i in $(seq 150); do s=$(sacct -n -X -j $J1 -o State -P); [ -n \"$s\" ] && [ \"$s\" != \"$1\" ] && break; sleep 0.2; done; sleep 3; sacct -n -X -j $J1 -o State -P; }\nscontrol requeue $J1\nsa RUNNING\nsacct -n -D -X -j $J1 -o State -P\nfin"},
     {"name": "requeue_cancel_pending_sacct", "cmd": "sb -t 10 --wrap 'sleep 300'\nwst $J1 RUNNING\nsa() { for i in $(seq 150); do s=$(sacct -n -X -j $J1 -o State -P); [ -n \"$s\" ] && [ \"$s\" != \"$1\" ] && break; sleep 0.2; done; sleep 3; sacct -n -X -j $J1 -o State -P; }\nscontrol requeue $J1\nsa RUNNING >/dev/null\nscancel $J1\nwend $J1\nsqueue -h -t all -j $J1 -o '%T|%r' | m\nsa PENDING\nsacct -n -j $J1 -o JobID,State,ExitCode -P | m\nsacct -n -X -o JobID,State -P | m | grep '^J1|'\nfin"},
     {"name": "requeuehold_sacct", "cmd": "sb -t 10 --wrap 'sleep 300'\nwst $J1 RUNNING\nsa() { for i in $(seq 150); do s=$(sacct -n -X -j $J1 -o State -P); [ -n \"$s\" ] && [ \"$s\" != \"$1\" ] && break; sleep 0.2; done; sleep 3; sacct -n -X -j $J1 -o State -P; }\nscontrol requeuehold $J1\nsa RUNNING\nsacct -n -X -o JobID,State -P | m | grep '^J1|'\nsacct -n -D -X -j $J1 -o State -P\nfin"},
+    # An --exclusive job's memory: select/cons_tres job_test.c _job_test (memory per CPU times
+    # every CPU of the node, per node as asked, the node's memory for --mem=0).
+    {"name": "exclusive_sacct_alloc_tres", "cmd": "sb --exclusive -w gpu03 --wrap true\nwend $J1\nfor i in $(seq 100); do sacct -n -X -j $J1 -o State -P | grep -q COMPLETED && break; sleep 0.2; done\n" "sacct -n -X -j $J1 -o AllocCPUS,AllocTRES%60,ReqTRES%60 | m\nfin"},
+    {"name": "exclusive_mem_per_node", "cmd": "sb --exclusive --mem=100G -w gpu03 --wrap 'sleep 300'\nwst $J1 RUNNING\nscontrol show job -d $J1 | grep -oE '(TRES|MinMemoryNode|MinMemoryCPU|CPU_IDs|Mem)=[^ ]*' | m\nfin"},
+    {"name": "exclusive_mem_per_cpu", "cmd": "sb --exclusive --mem-per-cpu=2G -w gpu03 --wrap 'sleep 300'\nwst $J1 RUNNING\nscontrol show job -d $J1 | grep -oE '(TRES|MinMemoryNode|MinMemoryCPU|CPU_IDs|Mem)=[^ ]*' | m\nfin"},
+    {"name": "exclusive_mem_zero", "cmd": "sb --exclusive --mem=0 -w gpu03 --wrap 'sleep 300'\nwst $J1 RUNNING\nscontrol show job -d $J1 | grep -oE '(TRES|MinMemoryNode|MinMemoryCPU|CPU_IDs|Mem)=[^ ]*' | m\nfin"},
+    {"name": "exclusive_ntasks_detail", "cmd": "sb --exclusive -n 2 -w gpu03 --wrap 'sleep 300'\nwst $J1 RUNNING\nscontrol show job -d $J1 | grep -oE '(NumCPUs|NumTasks|TRES|CPU_IDs|Mem|GRES)=[^ ]*' | m\nfin"},
+    {"name": "exclusive_sacct_mem_per_node", "cmd": "sb --exclusive --mem=100G -w gpu03 --wrap true\nwend $J1\nfor i in $(seq 100); do sacct -n -X -j $J1 -o State -P | grep -q COMPLETED && break; sleep 0.2; done\n" "sacct -n -X -j $J1 -o AllocCPUS,AllocTRES%60 | m\nfin"},
 ]
 
 # Area a11: accounts in output (slurmctld job_mgr.c: _get_job_parts / job_create with
@@ -250,6 +258,21 @@ A07 = [
 
 # Area a04: GRES and TRES strings (src/common/gres.c, slurmctld: TresPerJob/TresPerNode;
 # squeue -O tres-per-*).
+DETAIL = "scontrol show job -d $%s | grep -oE '(Nodes=[^ ]* CPU_IDs=[^ ]* Mem=[^ ]* GRES=[^ ]*|JOB_GRES=[^ ]*)' | m\n"
+
+
+def cpu_ids(name, opts, pre=None, pre2=None, node="gpu03", cancel_first=False):
+    """Jobs on `node` (the earlier ones first, running), then the last one's CPU_IDs/GRES."""
+    cmd, n = "", 0
+    for o in (pre, pre2, opts):
+        if o is None:
+            continue
+        n += 1
+        cmd += "sb -w %s %s --wrap 'sleep 300'\nwst $J%d RUNNING\n" % (node, o, n)
+        if cancel_first and n == 2:
+            cmd += "scancel $J1\nwend $J1\n"
+    return {"name": name, "cmd": cmd + DETAIL % ("J%d" % n) + "fin"}
+
 def tres(name, opts):
     return {"name": name, "cmd": "sb --hold %s --wrap true || exit 0\nsqueue -h -j $J1 -O tres-per-job:30,tres-per-node:30,tres-per-task:30,tres-per-socket:20 2>&1 | m\nscontrol show job $J1 | grep -oE '(TresPer[A-Za-z]*|NumNodes|NumTasks|TRES)=[^ ]*' | m\nfin" % opts}
 
@@ -280,6 +303,18 @@ A04 = [
     # TRES of a running job (typed request; AccountingStorageTRES=gres/gpu) and in sacct.
     {"name": "alloc_tres_running_typed", "cmd": "sb -w gpu02 --gres=gpu:h100:2 --wrap 'sleep 300'\nwst $J1 RUNNING\nscontrol show job $J1 | grep -oE '(TRES|TresPerNode)=[^ ]*' | m\nsqueue -h -j $J1 -O tres-alloc:60,tres-per-node:30 | m\nfin"},
     {"name": "sacct_alloc_tres", "cmd": "sb -w gpu02 --gres=gpu:2 --wrap true\nwend $J1\nsacct -n -X -j $J1 -o AllocTRES%60,ReqTRES%60 | m\nfin"},
+    # CPU_IDs as cons_tres picks cores (dist_tasks.c _cyclic_sync_core_bitmap: tasks of one
+    # CPU round-robin over the sockets, several CPUs per task packed per socket first) and
+    # GPU indices as gres_select_filter.c picks them (lowest free index without Links=).
+    cpu_ids("cpu_ids_ntasks4", "-n 4"),
+    cpu_ids("cpu_ids_cpus_per_task4", "-c 4"),
+    cpu_ids("cpu_ids_ntasks2_cpt24", "-n 2 -c 24"),
+    cpu_ids("cpu_ids_cpt40", "-c 40"),
+    cpu_ids("cpu_ids_second_job", "-n 2", pre="-n 3"),
+    cpu_ids("cpu_ids_after_packed_job", "-n 4", pre="-c 30"),
+    cpu_ids("cpu_ids_two_nodes", "-N 2 -n 4", node="gpu[03-04]"),
+    cpu_ids("gpu_indices_after_release", "--gres=gpu:4", pre="--gres=gpu:3", pre2="--gres=gpu:2", cancel_first=True),
+    {"name": "gpus_per_socket_running", "cmd": "sb -w gpu03 --gpus-per-socket=1 --sockets-per-node=2 -o s.out --wrap 'env | grep -E \"^SLURM_(GPUS_PER_SOCKET|SOCKETS_PER_NODE|JOB_GPUS|GPUS|CPUS_ON_NODE)=\" | sort; sleep 300'\nwst $J1 RUNNING\nfor i in $(seq 100); do [ -s s.out ] && break; sleep 0.1; done\nsleep 0.5\ncat s.out; rm -f s.out\n" + DETAIL % "J1" + "scontrol show job -d $J1 | grep -oE '(Socks/Node|NumCPUs|TRES|TresPerSocket)=[^ ]*' | m\nfin"},
 ]
 
 # Area a08: configuration files as Slurm's commands read them (src/common/parse_config.c,

@@ -13,6 +13,8 @@
 //!   typed [`config::ClusterConfig`].
 //! - [`cluster`]: nodes with a free [`cluster::GpuMask`], per-GPU shares, CPUs and memory;
 //!   pods; partitions.
+//! - [`cores`]: which cores of a node a job's CPUs are (`CPU_IDs=`), as Slurm's
+//!   `select/cons_tres` picks them.
 //! - [`job`]: what a job asks for ([`job::Request`], [`job::JobSpec`]).
 //! - [`gres`]: how `--gpus`, `--gres`, `--gpus-per-socket` and `--gpus-per-task` fit a
 //!   job's node, task and socket counts (Slurm's `_test_gres_cnt`).
@@ -29,6 +31,7 @@ pub mod assoc;
 pub mod cluster;
 pub mod cnum;
 pub mod config;
+pub mod cores;
 pub mod fairshare;
 pub mod gres;
 pub mod health;

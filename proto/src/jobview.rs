@@ -196,6 +196,9 @@ pub struct JobView<'a> {
     pub tres_per_node: Option<Str<'a>>,
     pub tres_per_socket: Option<Str<'a>>,
     pub max_nodes: u32,
+    pub cpu_ids: Vec<Str<'a>>,
+    pub sockets_per_node: u32,
+    pub mem_whole_node: bool,
 }
 
 impl<'a> JobView<'a> {
@@ -264,6 +267,9 @@ impl<'a> JobView<'a> {
             tres_per_node: own(self.tres_per_node),
             tres_per_socket: own(self.tres_per_socket),
             max_nodes: self.max_nodes,
+            cpu_ids: self.cpu_ids.into_iter().map(Str::into_string).collect(),
+            sockets_per_node: self.sockets_per_node,
+            mem_whole_node: self.mem_whole_node,
         }
     }
 }
@@ -333,6 +339,9 @@ impl<'a> From<&'a JobInfo> for JobView<'a> {
             tres_per_node: view(&j.tres_per_node),
             tres_per_socket: view(&j.tres_per_socket),
             max_nodes: j.max_nodes,
+            cpu_ids: j.cpu_ids.iter().map(|s| Str::b(s)).collect(),
+            sockets_per_node: j.sockets_per_node,
+            mem_whole_node: j.mem_whole_node,
         }
     }
 }
@@ -475,6 +484,7 @@ job_fields! {
     Borrowed => borrowed, ServiceId => service_id, Command => command,
     TresPerJob => tres_per_job, TresPerTask => tres_per_task, MemPerCpuMib => mem_per_cpu_mib,
     TresPerNode => tres_per_node, TresPerSocket => tres_per_socket, MaxNodes => max_nodes,
+    CpuIds => cpu_ids, SocketsPerNode => sockets_per_node, MemWholeNode => mem_whole_node,
 }
 
 /// A set of [`JobField`]s (a bit per field).
@@ -669,12 +679,14 @@ mod tests {
                 dependency: opts[4].clone(), exit_code: nums[8] as i32, exit_signal: nums[9] as i32,
                 restarts: nums[10], requeue: flags[0], batch_host: strs[9].clone(), topology: strs[10].clone(),
                 preemptible: flags[1], held: flags[2], exclusive: flags[3],
-                required_nodes: req, excluded_nodes: exc, comment: opts[5].clone(),
+                required_nodes: req.clone(), excluded_nodes: exc, comment: opts[5].clone(),
                 preempt_count: nums[11], last_checkpoint_ack: big.3, borrowed: flags[4],
                 service_id: opts[6].as_ref().map(|s| s.len() as u32),
                 command: opts[7].clone(), tres_per_job: opts[8].clone(), tres_per_task: opts[9].clone(),
                 mem_per_cpu_mib: big.2.filter(|_| flags[5]),
                 tres_per_node: opts[10].clone(), tres_per_socket: opts[11].clone(), max_nodes: nums[0] ^ nums[1],
+                cpu_ids: req.iter().rev().cloned().collect(), sockets_per_node: nums[2] ^ nums[3],
+                mem_whole_node: flags[0] ^ flags[5],
             }
         }
     }

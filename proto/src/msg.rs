@@ -871,6 +871,16 @@ pub struct JobInfo {
     /// MAX (MIN when no MAX), or the node count `--gpus` over a per-node GPU count implies;
     /// 0 when not bounded. A pending job shows `NumNodes=MIN-MAX` when it is not 0.
     pub max_nodes: u32,
+    /// `CPU_IDs=` of `scontrol show job -d` (appended): for each node of `gpu_alloc`, in its
+    /// order, the CPU ids the job holds there as Slurm prints them (`0-1,32-33`); an empty
+    /// string where the controller did not pick them (a run it recovered from an older one).
+    pub cpu_ids: Vec<String>,
+    /// `--sockets-per-node` (Slurm's `sockets_per_node`, appended): `Socks/Node=`; 0 when
+    /// not given (`*`).
+    pub sockets_per_node: u32,
+    /// The job asked for all of each node's memory (`--mem=0`, appended): `MinMemoryNode=0`
+    /// as asked, while `mem_per_node_mib` is the memory that stands for.
+    pub mem_whole_node: bool,
 }
 
 /// A node as `sinfo`/`scontrol show node` need it.

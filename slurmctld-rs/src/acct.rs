@@ -93,17 +93,29 @@ pub fn failed_at_submit(rec: &mut JobRecord, now: i64) {
 
 /// The run starts: keeps its allocation (the record's allocations are released at the end,
 /// the accounting keeps them).
+///
+/// Memory is what the job was given on each node, as Slurm's select/cons_tres sets
+/// `memory_allocated` (22.05 `cons_common/job_test.c` `_job_test`, after the node choice):
+/// per CPU times the node's CPUs it got, per node as asked, the node's memory for `--mem=0`.
+/// An `--exclusive` job holds the whole node in the core (no one else may use its memory),
+/// but was given only that ([`JobRecord::mem_per_node_mib`], set at its start: 64 CPUs x
+/// `DefMemPerCPU=1024` is `mem=64G` in `AllocTRES`, golden 0285), never more than the node's.
 pub fn on_start(rec: &mut JobRecord, now: i64) {
+    let exclusive = rec.exclusive.then_some(rec.mem_per_node_mib);
+    let mem = |x: &flotilla_core::sched::Allocation| match exclusive {
+        Some(m) => x.part.mem_mib.min(m),
+        None => x.part.mem_mib,
+    };
     let a = &mut rec.acct;
     a.eligible_time.get_or_insert(now);
     a.alloc_nodes = rec.allocs.len() as u32;
     a.alloc_cpus = rec.allocs.iter().fold(0u32, |n, x| n.saturating_add(cpus(x.part.cpu_milli)));
     a.alloc_gpus = rec.allocs.iter().fold(0u32, |n, x| n.saturating_add(x.part.gpus.count()));
-    a.alloc_mem_mib = rec.allocs.iter().fold(0u64, |n, x| n.saturating_add(x.part.mem_mib));
+    a.alloc_mem_mib = rec.allocs.iter().fold(0u64, |n, x| n.saturating_add(mem(x)));
     let first = rec.allocs.first();
     a.batch_cpus = first.map_or(0, |x| cpus(x.part.cpu_milli));
     a.batch_gpus = first.map_or(0, |x| x.part.gpus.count());
-    a.batch_mem_mib = first.map_or(0, |x| x.part.mem_mib);
+    a.batch_mem_mib = first.map_or(0, mem);
 }
 
 /// Whole CPUs of milli-CPUs, saturating (a request may ask for absurd amounts; accounting
@@ -192,6 +204,10 @@ fn job_row(rec: &JobRecord) -> AcctRow {
         _ => (rec.exit_code, rec.exit_signal),
     };
     let req_nodes = rec.num_nodes.max(1);
+    // `ReqTRES` is the request as submitted: an `--exclusive` job's record holds what it was
+    // given at its start (every GPU and CPU of the node, `whole_node_tres`), its request
+    // does not (goldens-extra 1017: `billing=1,cpu=1,mem=1G,node=1`).
+    let req_mem = if rec.exclusive { rec.spec.request.mem_mib_per_node } else { rec.mem_per_node_mib };
     let a = &rec.acct;
     let ran = rec.start_time.is_some() || rec.restarts > 0;
     AcctRow {
@@ -225,8 +241,8 @@ fn job_row(rec: &JobRecord) -> AcctRow {
             alloc_mem_mib: if ran { a.alloc_mem_mib } else { 0 },
             req_nodes,
             req_cpus: cpus(rec.spec.request.cpu_milli_per_node).saturating_mul(req_nodes),
-            req_gpus: rec.gpus,
-            req_mem_mib: rec.mem_per_node_mib.saturating_mul(u64::from(req_nodes)),
+            req_gpus: if rec.exclusive { rec.spec.request.gpus } else { rec.gpus },
+            req_mem_mib: req_mem.saturating_mul(u64::from(req_nodes)),
             restarts: rec.restarts,
             work_dir: rec.work_dir.clone(),
             comment: rec.comment.clone().unwrap_or_default(),

@@ -152,7 +152,11 @@ pub fn build_request(
         Some(t) => t.max(1),
         None => ntasks.div_ceil(node_count),
     };
-    let cpus_per_node = tasks_per_node.saturating_mul(cpt);
+    // `--sockets-per-node=S` takes at least one core on each of S sockets, so at least S
+    // CPUs a node (Slurm `_allocate_sc`, cons_common.c: `min_sockets` x `min_cores` = 1;
+    // goldens-extra 0433: one task with `--sockets-per-node=2` runs on CPUs 0,32, NumCPUs=2,
+    // while pending its request is still one CPU, 0409).
+    let cpus_per_node = tasks_per_node.saturating_mul(cpt).max(req.sockets_per_node.unwrap_or(0));
     let topology = match &req.topology {
         Some(t) => TopologyKind::parse(t).ok_or_else(|| {
             SlurmError::with_message(ESLURM_REQUESTED_NODE_CONFIG_UNAVAILABLE, format!("invalid topology specified: {t}"))
@@ -375,6 +379,9 @@ fn pending_record(
         // Slurm's `max_nodes` as `-N` and the GPU options fix it (`NumNodes=MIN-MAX` while
         // pending); admission already accepted the GPU options.
         max_nodes: gpu_demand(req).ok().and_then(|d| d.shape.max_nodes).unwrap_or(0),
+        sockets_per_node: req.sockets_per_node.unwrap_or(0),
+        mem_whole_node: req.mem_per_node_mib == Some(0),
+        cores: Default::default(),
         command: req.command.as_ref().map(|c| std::iter::once(c.as_str()).chain(req.argv.iter().map(String::as_str)).collect::<Vec<_>>().join(" ")),
         spec,
     }

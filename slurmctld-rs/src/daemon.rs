@@ -168,6 +168,14 @@ pub fn controller(
     if opts.alert_program.is_none() {
         opts.alert_program = cluster.alert_program.as_ref().map(PathBuf::from);
     }
+    // Nodes whose CPU count is their sockets x cores x threads (Slurm uses the layout only
+    // then; `CPUs=` alone describes no sockets).
+    opts.core_layouts = cluster
+        .nodes
+        .iter()
+        .filter(|n| n.sockets.saturating_mul(n.cores_per_socket).saturating_mul(n.threads_per_core) == n.cpus)
+        .map(|n| (n.name.clone(), flotilla_core::cores::CoreLayout::new(n.sockets, n.cores_per_socket, n.threads_per_core)))
+        .collect();
     opts.admission = AdmissionConf {
         def_mem_per_cpu_mib: cluster.def_mem_per_cpu_mib,
         max_array_size: cluster.max_array_size.max(1),

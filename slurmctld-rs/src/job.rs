@@ -234,6 +234,16 @@ pub struct JobRecord {
     /// Slurm's `max_nodes`: `-N`'s maximum (its minimum without one), or the node count
     /// `--gpus` over a per-node GPU count implies; 0 when not bounded.
     pub max_nodes: u32,
+    /// `--sockets-per-node` (Slurm's `sockets_per_node`, `Socks/Node=`); 0 when not given.
+    pub sockets_per_node: u32,
+    /// `--mem=0`: all of each node's memory, which `mem_per_node_mib` holds (Slurm keeps
+    /// `pn_min_memory` 0 and shows `MinMemoryNode=0`; goldens-extra 1020).
+    pub mem_whole_node: bool,
+    /// The cores the current run holds on each of its nodes (node name -> core indices,
+    /// increasing), picked at its start by [`flotilla_core::cores::pick_cores`]; what
+    /// `scontrol show job -d` prints as `CPU_IDs=`. Empty while not running, and for a run
+    /// recovered from an older controller's record.
+    pub cores: std::collections::BTreeMap<String, Vec<u32>>,
     /// The controller's side of an elastic job (`sbatch --elastic`); `None` for a rigid one.
     pub elastic: Option<ElasticRecord>,
 }

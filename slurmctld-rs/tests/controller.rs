@@ -976,3 +976,36 @@ fn answers_over_many_jobs_show_each_job_as_alone() {
         }
     }
 }
+
+/// The cores a job's CPUs are (`CPU_IDs=`) as Slurm's select/cons_tres picks them on the
+/// harness's 2 x 32-core nodes (`flotilla_core::cores`): one-CPU tasks round-robin over the
+/// sockets, skipping the cores other jobs hold (goldens-extra 0413, 0429); several CPUs per
+/// task packed on a socket (0426); kept across a restart; a finished job's cores free again.
+#[test]
+fn cores_are_picked_as_slurm_and_kept() {
+    let mut h = Harness::two_nodes("ctl_cores_picked");
+    let on_gpu01 = |ntasks: u32, cpt: u32| {
+        let mut j = job(User::Alice, None, 0);
+        j.ntasks = Some(ntasks);
+        j.cpus_per_task = Some(cpt);
+        j.required_nodes = vec!["gpu01".into()];
+        j
+    };
+    let a = h.submit(on_gpu01(3, 1));
+    let b = h.submit(on_gpu01(2, 1));
+    assert_eq!(h.job(a).cpu_ids, ["0-1,32"]);
+    assert_eq!(h.job(b).cpu_ids, ["2,33"]);
+    h.restart();
+    h.register("gpu01");
+    h.register("gpu02");
+    h.turn();
+    assert_eq!(h.job(b).cpu_ids, ["2,33"], "kept across a restart");
+    let c = h.submit(on_gpu01(1, 4));
+    assert_eq!(h.job(c).cpu_ids, ["3-6"]);
+    h.call(User::Alice, cancel(&[a]));
+    h.turn();
+    assert_eq!(state(&h, a), JobStateWire::Cancelled);
+    let d = h.submit(on_gpu01(2, 1));
+    assert_eq!(h.job(d).cpu_ids, ["0,32"], "the cancelled job's cores are free again");
+    h.check();
+}

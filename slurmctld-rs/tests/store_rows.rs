@@ -360,7 +360,7 @@ prop_compose! {
         ),
         f in (any::<Option<i64>>(), any::<Option<u32>>(), acct(), opt_text(), opt_text(), opt_text()),
         g in proptest::option::of(elastic_record()),
-        h in (opt_text(), opt_text(), any::<u32>()),
+        h in (opt_text(), opt_text(), any::<u32>(), any::<u32>(), proptest::collection::btree_map(text(), proptest::collection::vec(any::<u32>(), 0..4), 0..3)),
     ) -> JobRecord {
         JobRecord {
             id: a.0,
@@ -425,6 +425,9 @@ prop_compose! {
             tres_per_node: h.0,
             tres_per_socket: h.1,
             max_nodes: h.2,
+            sockets_per_node: h.3,
+            mem_whole_node: h.3 % 2 == 1,
+            cores: h.4,
             elastic: g,
         }
     }

@@ -12,7 +12,7 @@ use flotilla_core::job::JobId;
 use flotilla_core::sched::{Allocation, Decision, Event as CoreEvent, RequeueReason, RunningJob};
 use flotilla_proto::errno::*;
 use flotilla_proto::{Bind, CtlToNode, LaunchDetails, Response, SlurmError};
-use std::collections::HashSet;
+use std::collections::{BTreeMap, HashSet};
 use std::time::Instant;
 use tokio::sync::{mpsc, watch};
 use tracing::{error, info, info_span, warn};
@@ -547,7 +547,9 @@ impl Controller {
             self.nodes[i].jobs.insert(id);
             self.node_out.push((i, Outgoing::Bind(id)));
         }
+        let cores = self.pick_cores(id, &allocs, &names);
         let rec = self.jobs.get_mut(&id).expect("job exists");
+        rec.cores = cores;
         info!(job = id, nodes = %compress_sorted(&names), "job started");
         let eligible = rec.submit_time.max(rec.spec.begin_time.map_or(0, |b| b as i64));
         let gpus: u64 = allocs.iter().map(|a| u64::from(a.part.gpus.count())).sum();
@@ -569,6 +571,42 @@ impl Controller {
         self.batch.acct.insert(id);
         self.batch.steps.insert(id);
         self.stats.started += 1;
+    }
+
+    /// The cores job `id` gets on each node of `allocs` (named `names`), as Slurm's
+    /// select/cons_tres picks them ([`flotilla_core::cores::pick_cores`], after
+    /// `_cyclic_sync_core_bitmap`): the CPUs the scheduling core gave it there, among the
+    /// cores the node's other jobs do not hold; every core for an `--exclusive` job.
+    fn pick_cores(&self, id: u64, allocs: &[Allocation], names: &[String]) -> BTreeMap<String, Vec<u32>> {
+        let Some(rec) = self.jobs.get(&id) else { return BTreeMap::new() };
+        allocs
+            .iter()
+            .zip(names)
+            .map(|(a, n)| {
+                let layout = self.core_layout(n, a.part.node);
+                let used: Vec<u32> = self.nodes[a.part.node.0 as usize]
+                    .jobs
+                    .iter()
+                    .filter(|&&j| j != id)
+                    .filter_map(|j| self.jobs.get(j)?.cores.get(n))
+                    .flatten()
+                    .copied()
+                    .collect();
+                let cpus = u32::try_from(a.part.cpu_milli.div_ceil(1000)).unwrap_or(u32::MAX);
+                (n.clone(), flotilla_core::cores::pick_cores(layout, &used, cpus, rec.cpus_per_task, rec.exclusive))
+            })
+            .collect()
+    }
+
+    /// Node `name`'s sockets, cores and threads (slurm.conf), or one socket of its CPUs.
+    pub(super) fn core_layout(&self, name: &str, node: NodeId) -> flotilla_core::cores::CoreLayout {
+        match self.opts.core_layouts.get(name) {
+            Some(l) => *l,
+            None => {
+                let cpus = self.sched.cluster().node(node).cpu_milli / 1000;
+                flotilla_core::cores::CoreLayout::flat(u32::try_from(cpus).unwrap_or(u32::MAX))
+            }
+        }
     }
 
     fn core_requeued(&mut self, core: u64, reason: &RequeueReason, now: i64) {

@@ -246,6 +246,11 @@ pub struct CtlOptions {
     /// Where the controller's time comes from ([`crate::clock`]): the wall clock, or a
     /// scaled one for trace replay (`--time-scale`, test-only).
     pub clock: Arc<dyn crate::clock::Clock>,
+    /// Each configured node's sockets, cores and threads (slurm.conf), by node name: which
+    /// cores a job's CPUs are (`CPU_IDs=`, [`flotilla_core::cores`]). A node not here (or
+    /// whose `CPUs=` is not sockets x cores x threads) counts as one socket of single-thread
+    /// cores.
+    pub core_layouts: HashMap<String, flotilla_core::cores::CoreLayout>,
 }
 
 impl Default for CtlOptions {
@@ -283,6 +288,7 @@ impl Default for CtlOptions {
             full_scan: false,
             follow_store: true,
             clock: Arc::new(crate::clock::RealClock),
+            core_layouts: HashMap::new(),
         }
     }
 }
@@ -761,6 +767,7 @@ fn reset_for_requeue(rec: &mut JobRecord, hold: bool) {
     rec.end_time = None;
     rec.allocs.clear();
     rec.nodes.clear();
+    rec.cores.clear();
     rec.completing_nodes.clear();
     rec.stopping = None;
     rec.end_state = None;

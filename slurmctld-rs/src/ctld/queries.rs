@@ -290,6 +290,17 @@ impl Controller {
             tres_per_node: TresPerNode = rec.tres_per_node.as_deref().map(Str::b);
             tres_per_socket: TresPerSocket = rec.tres_per_socket.as_deref().map(Str::b);
             max_nodes: MaxNodes = rec.max_nodes;
+            cpu_ids: CpuIds = rec
+                .allocs
+                .iter()
+                .zip(&rec.nodes)
+                .map(|(a, n)| match rec.cores.get(n) {
+                    Some(c) => Str::from(flotilla_core::cores::ranges(&self.core_layout(n, a.part.node).cpu_ids(c))),
+                    None => Str::default(),
+                })
+                .collect();
+            sockets_per_node: SocketsPerNode = rec.sockets_per_node;
+            mem_whole_node: MemWholeNode = rec.mem_whole_node;
         }
     }
 

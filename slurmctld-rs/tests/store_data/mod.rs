@@ -148,6 +148,9 @@ pub fn base(id: u64) -> JobRecord {
         tres_per_node: None,
         tres_per_socket: None,
         max_nodes: 0,
+        sockets_per_node: 0,
+        mem_whole_node: false,
+        cores: Default::default(),
     }
 }
 
@@ -285,6 +288,9 @@ pub fn full() -> JobRecord {
         tres_per_node: None,
         tres_per_socket: None,
         max_nodes: 0,
+        sockets_per_node: 0,
+        mem_whole_node: false,
+        cores: Default::default(),
     }
 }
 

@@ -9,9 +9,14 @@ use flotilla_core::job::JobSpec;
 use flotilla_core::sched::{AllocId, Allocation, Growth};
 use flotilla_proto::{ArrayTasks, SignalSpec};
 use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
 
 fn is_zero(n: &u32) -> bool {
     *n == 0
+}
+
+fn is_false(b: &bool) -> bool {
+    !*b
 }
 
 /// A `jobs.record`: the controller's [`JobRecord`].
@@ -194,6 +199,16 @@ pub struct JobRow {
     /// Slurm's `max_nodes` (0: not bounded).
     #[serde(rename = "max_nodes", default, skip_serializing_if = "is_zero")]
     pub max_nodes: u32,
+    /// `--sockets-per-node` (0: not given).
+    #[serde(rename = "sockets_per_node", default, skip_serializing_if = "is_zero")]
+    pub sockets_per_node: u32,
+    /// `--mem=0` (absent when not).
+    #[serde(rename = "mem_whole_node", default, skip_serializing_if = "is_false")]
+    pub mem_whole_node: bool,
+    /// The cores the current run holds on each of its nodes (node name -> core indices);
+    /// absent when none were picked (a record of an older controller).
+    #[serde(rename = "cores", default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub cores: BTreeMap<String, Vec<u32>>,
     /// An elastic job's signal, grown parts and resize history; absent for a rigid job.
     #[serde(rename = "elastic", default, skip_serializing_if = "Option::is_none")]
     pub elastic: Option<ElasticRecordRow>,
@@ -708,6 +723,9 @@ impl From<&JobRecord> for JobRow {
             tres_per_node,
             tres_per_socket,
             max_nodes,
+            sockets_per_node,
+            mem_whole_node,
+            cores,
             elastic,
         } = r;
         JobRow {
@@ -770,6 +788,9 @@ impl From<&JobRecord> for JobRow {
             tres_per_node: tres_per_node.clone(),
             tres_per_socket: tres_per_socket.clone(),
             max_nodes: *max_nodes,
+            sockets_per_node: *sockets_per_node,
+            mem_whole_node: *mem_whole_node,
+            cores: cores.clone(),
             elastic: elastic.as_ref().map(ElasticRecordRow::from),
             priority: (*priority != crate::job::PRIO_UNSET).then_some(*priority),
         }
@@ -838,6 +859,9 @@ impl From<JobRow> for JobRecord {
             tres_per_node,
             tres_per_socket,
             max_nodes,
+            sockets_per_node,
+            mem_whole_node,
+            cores,
             elastic,
             priority,
         } = r;
@@ -905,6 +929,9 @@ impl From<JobRow> for JobRecord {
             tres_per_node,
             tres_per_socket,
             max_nodes,
+            sockets_per_node,
+            mem_whole_node,
+            cores,
             elastic: elastic.map(ElasticRecord::from),
         }
     }
