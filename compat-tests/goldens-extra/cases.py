@@ -78,6 +78,10 @@ A03 = [
     {"name": "cancel_running", "cmd": "sb --wrap 'sleep 300'\nwst $J1 RUNNING\nscancel $J1\nwend $J1\nscontrol show job $J1 | grep -oE '(JobState|Reason|ExitCode)=[^ ]*' | m\nfin"},
     {"name": "cancel_pending", "cmd": "sb --hold --wrap true\nscancel $J1\nwend $J1\nscontrol show job $J1 | grep -oE '(JobState|Reason|ExitCode)=[^ ]*' | m\nfin"},
     ends("nonexistent_command", "'/no/such/program'"),
+    # A running job stopped by scancel or scontrol requeue shows COMPLETING at once (slurmctld
+    # job_mgr.c: _job_signal, _job_requeue_op), not RUNNING until its processes are gone.
+    {"name": "cancel_running_shown_at_once", "cmd": "sb --wrap 'sleep 300'\nwst $J1 RUNNING\nscancel $J1\nsqueue -h -t all -j $J1 -o '%T|%t|%r' | m\nwend $J1\nsqueue -h -t all -j $J1 -o '%T|%t|%r' | m\nfin"},
+    {"name": "requeue_running_shown_at_once", "cmd": "sb --wrap 'sleep 300'\nwst $J1 RUNNING\nscontrol requeue $J1\nsqueue -h -t all -j $J1 -o '%T|%t|%r' | m\nwst $J1 PENDING\nsqueue -h -j $J1 -o '%T|%t|%r' | m\nfin"},
 ]
 
 # Area a05: dependencies (slurmctld job_scheduler.c: update_job_dependency /

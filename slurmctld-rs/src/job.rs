@@ -306,6 +306,22 @@ pub fn gpu_tres(g: &flotilla_proto::GpuCount) -> String {
 }
 
 impl JobRecord {
+    /// The state queries show (`squeue`, `scontrol show job`, the REST API, `squeue -t`'s
+    /// filter): a running job that `scancel`, its time limit or `scontrol requeue` is stopping
+    /// shows `COMPLETING` (`CG`) from the moment the stop is asked for, as Slurm gives it its
+    /// end state with the `JOB_COMPLETING` flag at once and only waits for its nodes
+    /// (`_job_signal` for a cancel, `_job_timed_out` for the time limit, `_job_requeue_op`
+    /// for a requeue, slurmctld job_mgr.c; `job_state_string` prints the flag first). The
+    /// record itself stays [`JobState::Running`] until the nodes report the job's processes
+    /// gone, so when the nodes are freed and what the scheduler decides do not change. A
+    /// preemption's stop (a grace time) still shows `RUNNING`, as in Slurm.
+    pub fn shown_state(&self) -> JobState {
+        match (self.state, self.stopping) {
+            (JobState::Running, Some(s)) if s.why != StopWhy::Preempt => JobState::Completing,
+            (state, _) => state,
+        }
+    }
+
     /// True when this record is an array's pending remainder.
     pub fn is_array_meta(&self) -> bool {
         !self.array_pending.is_empty()

@@ -153,7 +153,7 @@ fn cancel_pending_and_running() {
     h.turn();
     assert_eq!((state(&h, a), h.job(a).exit_signal), (JobStateWire::Cancelled, 15));
     h.call(User::Alice, cancel(&[b]));
-    assert_eq!(state(&h, b), JobStateWire::Running, "ignores SIGTERM");
+    assert_eq!(state(&h, b), JobStateWire::Completing, "ignores SIGTERM: being stopped, shown ending");
     h.advance(29);
     h.turn();
     assert!(sent_to(&h, "gpu02").is_empty(), "no SIGKILL before KillWait");
@@ -176,7 +176,7 @@ fn cancel_during_a_requeue_stop_ends_cancelled() {
     h.advance(5);
     h.call(User::Alice, requeue(j, false));
     h.turn();
-    assert_eq!(state(&h, j), JobStateWire::Running, "ignores SIGTERM: still stopping");
+    assert_eq!(state(&h, j), JobStateWire::Completing, "ignores SIGTERM: still stopping");
     let r = h.call(User::Alice, cancel(&[j]));
     assert_eq!(r, Response::JobResults(vec![JobResult { job: JobRef::id(j), error: None }]));
     h.advance(30);
@@ -189,6 +189,49 @@ fn cancel_during_a_requeue_stop_ends_cancelled() {
     assert_eq!(state(&h, j), JobStateWire::Cancelled, "does not come back after the hold-off");
     assert!(h.runs_on("gpu01").is_empty() && h.runs_on("gpu02").is_empty(), "ran again");
     h.check();
+}
+
+/// The ids of the jobs `squeue -t all -t <states>` selects.
+fn selected(h: &mut Harness, states: &[JobStateWire]) -> Vec<u64> {
+    let q = JobQuery {
+        filter: JobFilter { states: states.to_vec(), ..JobFilter::default() },
+        include_finished: true,
+        ..JobQuery::default()
+    };
+    match h.call(User::Root, Request::QueryJobs(q)) {
+        Response::Jobs(v) => v.iter().map(|j| j.job_id).collect(),
+        r => panic!("job query failed: {r:?}"),
+    }
+}
+
+/// A running job that `scancel` or `scontrol requeue` stops shows `COMPLETING` from the
+/// request on, as Slurm's `_job_signal` and `_job_requeue_op` give it its end with the
+/// completing flag at once (goldens-extra 0312/0313: `squeue` right after either prints
+/// COMPLETING); `squeue -t CG` selects it and `-t R` does not. Only the display changes: its
+/// node stays taken until the node reports the job gone (a waiting job does not start), then
+/// it is CANCELLED, or PENDING for the requeue.
+#[test]
+fn stopped_running_job_shows_completing_at_once() {
+    use JobStateWire::*;
+    let mut h = Harness::two_nodes("ctl_stopped_job_shows_completing");
+    let a = h.submit(on_term(gpu_job(User::Alice, 8, None, 0), OnTerm::Ignore));
+    let b = h.submit(on_term(gpu_job(User::Alice, 8, None, 0), OnTerm::Ignore));
+    let waiting = h.submit(gpu_job(User::Alice, 8, None, 0));
+    assert_eq!((state(&h, a), state(&h, b), state(&h, waiting)), (Running, Running, Pending));
+    h.call(User::Alice, cancel(&[a]));
+    assert_eq!(state(&h, a), Completing, "cancelled: ending at once");
+    h.call(User::Alice, requeue(b, false));
+    assert_eq!((state(&h, a), state(&h, b)), (Completing, Completing), "requeued: ending at once");
+    assert_eq!(h.job(b).reason.as_str(), "None");
+    assert_eq!(selected(&mut h, &[Completing]), vec![a, b]);
+    assert!(selected(&mut h, &[Running]).is_empty());
+    h.advance(29);
+    h.turn();
+    assert_eq!(state(&h, waiting), Pending, "the nodes are still taken");
+    h.advance(1);
+    h.turn_until(5, 1, |h| state(h, a) == Cancelled && state(h, b) == Pending);
+    assert_eq!(h.job(b).restarts, 1);
+    h.turn_until(5, 1, |h| state(h, waiting) == Running);
 }
 
 /// `sbatch --hold` shows `JobHeldUser` at once and never starts; `scontrol release` lets it
@@ -539,7 +582,7 @@ fn cancelled_running_job_ends_for_its_dependents_at_once() {
     h.rpc(User::Alice, cancel(&[a]));
     h.turn();
     h.turn();
-    assert_eq!(state(&h, a), JobStateWire::Running, "still being stopped (it ignores SIGTERM)");
+    assert_eq!(state(&h, a), JobStateWire::Completing, "still being stopped (it ignores SIGTERM)");
     assert_eq!(h.job(ok).reason.as_str(), "DependencyNeverSatisfied");
     assert_ne!(h.job(any).reason.as_str(), "Dependency");
 }
