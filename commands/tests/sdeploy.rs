@@ -122,7 +122,9 @@ fn sdeploy_session_golden() {
     step(&["sdeploy", "delete", "1"]);
     step(&["sdeploy", "list"]);
     let t0 = Instant::now();
-    while run(&conf, "squeue", &["-h", "-t", "R"]).1.contains("llm") {
+    // Until they have ended: a stopped replica shows COMPLETING (Slurm's `_job_signal`)
+    // while its node still holds its GPUs.
+    while run(&conf, "squeue", &["-h", "-t", "R,CG"]).1.contains("llm") {
         assert!(t0.elapsed() < Duration::from_secs(30), "replicas of a deleted service still run");
         std::thread::sleep(Duration::from_millis(100));
     }
