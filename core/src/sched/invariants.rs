@@ -150,41 +150,15 @@ impl Scheduler {
 
 #[cfg(test)]
 mod tests {
-    use crate::cluster::{Cluster, GpuMask, Node, NodeId};
+    use crate::cluster::{Cluster, GpuMask};
     use crate::config::TopologyKind;
     use crate::job::{JobId, JobSpec, Request};
-    use crate::placement::{NodeDemand, PlaceCtx, PlacementPolicy, Score};
-    use crate::sched::{Decision, Event, PriorityInput, PriorityPolicy, SchedConfig, Scheduler};
-
-    /// Lowest node id first.
-    #[derive(Debug)]
-    struct Lowest;
-    impl PlacementPolicy for Lowest {
-        fn name(&self) -> &str {
-            "lowest"
-        }
-        fn score(&self, _: &PlaceCtx<'_>, node: NodeId, _: GpuMask, _: &NodeDemand<'_>) -> Score {
-            -Score::from(node.0)
-        }
-        fn pick_gpus(&self, node: &Node, avail: GpuMask, n: u32) -> Option<GpuMask> {
-            avail.choose(n, node.gpus)
-        }
-    }
-
-    #[derive(Debug)]
-    struct Flat;
-    impl PriorityPolicy for Flat {
-        fn name(&self) -> &str {
-            "flat"
-        }
-        fn priority(&self, _: PriorityInput<'_>) -> u64 {
-            0
-        }
-    }
+    use crate::sched::test_policies::{Fifo, Lowest};
+    use crate::sched::{Decision, Event, SchedConfig, Scheduler};
 
     /// Three 8-GPU nodes running a 2-GPU, a 4-GPU and a 16-GPU (two-node) job.
     fn busy() -> Scheduler {
-        let mut s = Scheduler::new(Cluster::uniform(3, 8, 3, 64, 512_000), Box::new(Lowest), Box::new(Flat), SchedConfig::default());
+        let mut s = Scheduler::new(Cluster::uniform(3, 8, 3, 64, 512_000), Box::new(Lowest), Box::new(Fifo), SchedConfig::default());
         for (id, gpus) in [(1u64, 2u32), (2, 4), (3, 16)] {
             let _ = s.handle(Event::Submit(JobSpec::simple(id, 0, Request::gpus(gpus, TopologyKind::Any), Some(3600))), 0);
         }

@@ -37,6 +37,8 @@ mod preemption;
 mod quota;
 mod reservations;
 mod services;
+#[cfg(test)]
+mod test_policies;
 mod types;
 mod usage;
 

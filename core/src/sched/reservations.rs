@@ -465,38 +465,11 @@ impl Scheduler {
 
 #[cfg(test)]
 mod tests {
-    use crate::cluster::{Cluster, GpuMask, Node, NodeAlloc, NodeId, Time};
+    use crate::cluster::{Cluster, NodeAlloc, NodeId, Time};
     use crate::config::TopologyKind;
     use crate::job::{JobId, JobSpec, Request};
-    use crate::placement::{NodeDemand, PlaceCtx, PlacementPolicy, Score};
-    use crate::sched::{Decision, Event, PriorityInput, PriorityPolicy, SchedConfig, Scheduler, WillRun};
-
-    /// Lowest node id first, lowest GPUs first.
-    #[derive(Debug)]
-    struct Lowest;
-    impl PlacementPolicy for Lowest {
-        fn name(&self) -> &str {
-            "lowest"
-        }
-        fn score(&self, _: &PlaceCtx<'_>, node: NodeId, _: GpuMask, _: &NodeDemand<'_>) -> Score {
-            -Score::from(node.0)
-        }
-        fn pick_gpus(&self, node: &Node, avail: GpuMask, n: u32) -> Option<GpuMask> {
-            avail.choose(n, node.gpus)
-        }
-    }
-
-    /// Every job priority 0: rank by submit time.
-    #[derive(Debug)]
-    struct Fifo;
-    impl PriorityPolicy for Fifo {
-        fn name(&self) -> &str {
-            "fifo"
-        }
-        fn priority(&self, _: PriorityInput<'_>) -> u64 {
-            0
-        }
-    }
+    use crate::sched::test_policies::{Fifo, Lowest};
+    use crate::sched::{Decision, Event, SchedConfig, Scheduler, WillRun};
 
     /// Three 8-GPU nodes, each in its own pod.
     fn sched() -> Scheduler {
