@@ -368,17 +368,7 @@ fn push_spaces(out: &mut String, mut n: usize) {
 
 /// `0-3`, `0,5,7-9`: sorted indices as Slurm's ranges (GPU `IDX:`, `CPU_IDs=`, task lists).
 pub fn ranges(idx: &[u32]) -> String {
-    let mut parts = Vec::new();
-    let mut i = 0;
-    while i < idx.len() {
-        let mut k = i;
-        while k + 1 < idx.len() && idx[k + 1] == idx[k] + 1 {
-            k += 1;
-        }
-        parts.push(if k > i { format!("{}-{}", idx[i], idx[k]) } else { idx[i].to_string() });
-        i = k + 1;
-    }
-    parts.join(",")
+    flotilla_core::cores::ranges(idx)
 }
 
 /// A GPU GRES name with its count: `gpu:h100:4`, or `gpu:4` without a model.

@@ -222,17 +222,7 @@ pub fn pending_mem(j: &JobView<'_>) -> u64 {
 /// Task ids (ascending) as Slurm's `bit_fmt` writes a task bitmap: runs as `a-b`, others
 /// alone, comma-separated (`[3, 4, 5, 9]` → `3-5,9`).
 pub fn task_ranges(ids: &[u32]) -> String {
-    let mut out: Vec<String> = Vec::new();
-    let mut i = 0;
-    while i < ids.len() {
-        let mut k = i;
-        while k + 1 < ids.len() && ids[k + 1] == ids[k] + 1 {
-            k += 1;
-        }
-        out.push(if k > i { format!("{}-{}", ids[i], ids[k]) } else { ids[i].to_string() });
-        i = k + 1;
-    }
-    out.join(",")
+    crate::common::ranges(ids)
 }
 
 /// Pending array tasks of a meta record expanded (`0-5%2` → 0..=5), for `squeue -r`.

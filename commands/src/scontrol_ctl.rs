@@ -63,17 +63,7 @@ fn task_ranges(tasks: &[u32]) -> String {
     let mut ts = tasks.to_vec();
     ts.sort_unstable();
     ts.dedup();
-    let mut parts: Vec<String> = Vec::new();
-    let mut i = 0;
-    while i < ts.len() {
-        let mut j = i;
-        while j + 1 < ts.len() && ts[j + 1] == ts[j] + 1 {
-            j += 1;
-        }
-        parts.push(if j > i { format!("{}-{}", ts[i], ts[j]) } else { ts[i].to_string() });
-        i = j + 1;
-    }
-    parts.join(",")
+    common::ranges(&ts)
 }
 
 /// `hold`, `uhold`, `release`: exit status.
