@@ -296,10 +296,41 @@ pub fn read_frame<R: Read>(r: &mut R, max: usize) -> Result<Frame, ProtoError> {
     if got < len {
         return Err(ProtoError::Decode("connection closed inside a frame".into()));
     }
+    // `squeue`'s answer is a short head and then its rows' bytes up to the frame's end: they
+    // stay where they arrived (moved to the buffer's front) and become the answer's, instead
+    // of a copy into a second buffer as large (10+ MB of fresh pages at 150,000 jobs).
+    if let Some((id, count, at)) = queue_rows_at(&buf[4..]) {
+        buf.drain(..4 + at);
+        return Ok(Frame::Response { id, body: Response::Queue(crate::QueueRows { count, bytes: buf }) });
+    }
     match decode_frame_max(&buf, max)? {
         Some((f, _)) => Ok(f),
         None => Err(ProtoError::Decode("short frame".into())),
     }
+}
+
+/// For a frame body that is a `Frame::Response` of a `Response::Queue` whose rows' bytes run
+/// to the body's end (as [`encode_frame`] writes it): the id, the job count and where the
+/// rows' bytes start in `body`. `None` for anything else (which the full decode reads or
+/// refuses as before). Pure, never panics.
+fn queue_rows_at(body: &[u8]) -> Option<(u64, u64, usize)> {
+    static QUEUE_VARIANT: std::sync::OnceLock<Option<u32>> = std::sync::OnceLock::new();
+    let queue = (*QUEUE_VARIANT.get_or_init(|| {
+        let head = postcard::to_allocvec(&Response::Queue(crate::QueueRows::default())).ok()?;
+        postcard::take_from_bytes::<u32>(&head).ok().map(|(t, _)| t)
+    }))?;
+    let (tag, rest) = postcard::take_from_bytes::<u32>(body).ok()?;
+    if tag != RESPONSE_VARIANT {
+        return None;
+    }
+    let (id, rest) = postcard::take_from_bytes::<u64>(rest).ok()?;
+    let (variant, rest) = postcard::take_from_bytes::<u32>(rest).ok()?;
+    if variant != queue {
+        return None;
+    }
+    let (count, rest) = postcard::take_from_bytes::<u64>(rest).ok()?;
+    let (len, rest) = postcard::take_from_bytes::<usize>(rest).ok()?;
+    (rest.len() == len).then_some((id, count, body.len() - len))
 }
 
 #[cfg(test)]
@@ -441,6 +472,41 @@ mod tests {
             let mut bytes = (len as u32).to_be_bytes().to_vec();
             bytes.extend_from_slice(&[0u8; 10]);
             assert!(matches!(read_frame(&mut &bytes[..], MAX_ANSWER_FRAME), Err(ProtoError::Decode(_))));
+        }
+    }
+
+    /// `squeue`'s answer read in place is the answer the full decode gives, for any rows'
+    /// bytes, id and count; a cut or padded one is refused as before, and other responses
+    /// are decoded as before.
+    #[test]
+    fn queue_answers_read_in_place_as_decoded() {
+        for (id, count, n) in [(0, 0, 0), (3, 1, 1), (u64::MAX, 150_000, 127), (7, 2, 128), (9, u64::MAX, 70_000)] {
+            let bytes: Vec<u8> = (0..n).map(|i| (i * 31 % 251) as u8).collect();
+            let f = Frame::Response { id, body: Response::Queue(crate::QueueRows { count, bytes }) };
+            let frame = encode_frame(&f).unwrap();
+            assert!(queue_rows_at(&frame[4..]).is_some(), "read in place: {n} bytes");
+            assert_eq!(decode_frame(&frame).unwrap().unwrap().0, f);
+            assert_eq!(read_frame(&mut &frame[..], MAX_ANSWER_FRAME).unwrap(), f);
+            // One byte more or less than the rows announce: refused as the decode refuses it.
+            let mut long = frame.clone();
+            long.push(0);
+            let len = (long.len() - 4) as u32;
+            long[..4].copy_from_slice(&len.to_be_bytes());
+            assert!(queue_rows_at(&long[4..]).is_none());
+            assert!(matches!(read_frame(&mut &long[..], MAX_ANSWER_FRAME), Err(ProtoError::Decode(_))));
+            if n > 0 {
+                let mut short = frame.clone();
+                short.pop();
+                let len = (short.len() - 4) as u32;
+                short[..4].copy_from_slice(&len.to_be_bytes());
+                assert!(queue_rows_at(&short[4..]).is_none());
+                assert!(matches!(read_frame(&mut &short[..], MAX_ANSWER_FRAME), Err(ProtoError::Decode(_))));
+            }
+        }
+        for f in [Frame::Response { id: 4, body: Response::Pong }, Frame::Request { id: 5, auth: None, body: Request::Ping }] {
+            let frame = encode_frame(&f).unwrap();
+            assert!(queue_rows_at(&frame[4..]).is_none());
+            assert_eq!(read_frame(&mut &frame[..], MAX_ANSWER_FRAME).unwrap(), f);
         }
     }
 

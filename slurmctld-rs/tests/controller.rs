@@ -1020,6 +1020,44 @@ fn answers_over_many_jobs_show_each_job_as_alone() {
     }
 }
 
+/// A query that arrives while a turn runs is answered between the turn's phases (before its
+/// cycle), not after the turn's commit, and reads what the turn has handled so far: this
+/// turn's submission (pending: the cycle has not run), but not a cancellation that arrived
+/// before the query and is held for the next turn (no reply yet). Once that cancellation
+/// is replied to, a query answered during a later turn shows it (read-your-writes: an answer
+/// from a state older than a sent reply fails here).
+#[test]
+fn queries_answered_between_the_turns_phases() {
+    let mut h = Harness::two_nodes("ctl_answers_between_phases");
+    let k = h.submit(on_term(gpu_job(User::Alice, 8, None, 0), OnTerm::Ignore));
+    assert_eq!(state(&h, k), JobStateWire::Running);
+    h.rpc(User::Bob, Request::SubmitJob(Box::new(gpu_job(User::Bob, 8, None, 0))));
+    let all = || Request::QueryJobs(JobQuery { include_finished: true, ..JobQuery::default() });
+    let shown = |r: &Option<Response>| -> Vec<(u64, JobStateWire)> {
+        match r {
+            Some(Response::Jobs(v)) => v.iter().map(|j| (j.job_id, j.state.expect("a state"))).collect(),
+            other => panic!("job query: {other:?}"),
+        }
+    };
+    let during = h.turn_with_arrivals(vec![(User::Root, all()), (User::Alice, cancel(&[k])), (User::Root, all())]);
+    let Response::Submitted(s) = &h.replies()[0] else { panic!("submission: {:?}", h.replies()) };
+    let j = s.job_id;
+    assert_eq!(state(&h, j), JobStateWire::Running, "the turn's cycle started the submission");
+    let before_cycle = vec![(k, JobStateWire::Running), (j, JobStateWire::Pending)];
+    assert_eq!(shown(&during[0]), before_cycle, "answered before the cycle, with this turn's submission");
+    assert!(during[1].is_none(), "a change waits for the next turn: {:?}", during[1]);
+    assert_eq!(shown(&during[2]), before_cycle, "answered ahead of the held cancellation");
+    assert_eq!(state(&h, k), JobStateWire::Running);
+    // The next turn handles the held cancellation first and replies after its commit.
+    h.rpc(User::Root, all());
+    h.turn();
+    let replies = h.replies();
+    assert!(matches!(&replies[0], Response::JobResults(v) if v.iter().all(|r| r.error.is_none())), "{replies:?}");
+    assert_eq!(state(&h, k), JobStateWire::Completing, "ignores SIGTERM: being stopped, shown ending");
+    let after = h.turn_with_arrivals(vec![(User::Alice, all())]);
+    assert_eq!(shown(&after[0]), vec![(k, JobStateWire::Completing), (j, JobStateWire::Running)], "no answer older than a sent reply");
+}
+
 /// The cores a job's CPUs are (`CPU_IDs=`) as Slurm's select/cons_tres picks them on the
 /// harness's 2 x 32-core nodes (`flotilla_core::cores`): one-CPU tasks round-robin over the
 /// sockets, skipping the cores other jobs hold (goldens-extra 0413, 0429); several CPUs per

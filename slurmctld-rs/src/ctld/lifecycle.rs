@@ -2,7 +2,7 @@
 //! timer work, the debounced scheduling cycle, one commit, then effects), and how the core's
 //! decisions are carried out (binds, requeues after a node loss).
 
-use super::{check_core_invariants, prov_decode, reset_for_requeue, Controller, Due, Event, Ident, Outgoing, MAX_BATCH, PROV};
+use super::{answers_between_phases, check_core_invariants, prov_decode, reset_for_requeue, Controller, Due, Event, Ident, Inbox, Outgoing, MAX_BATCH, PROV};
 use crate::deps;
 use crate::job::{JobRecord, JobState, StopWhy};
 use crate::store::AllocOp;
@@ -224,15 +224,23 @@ impl Controller {
         let mut gap = debounce;
         let mut last_periodic = last_cycle;
         let mut events = Vec::with_capacity(1024);
+        // Events that arrived during the last turn and were not queries answered between its
+        // phases ([`Inbox`]): this turn handles them first, in their order, without waiting.
+        let mut held = Vec::new();
         loop {
-            let deadline = next_cycle.map_or(next_tick, |c| c.min(next_tick));
-            tokio::select! {
-                ev = rx.recv() => match ev {
-                    Some(e) => events.push(e),
-                    None => break,
-                },
-                _ = tokio::time::sleep_until(deadline) => {}
-                _ = shutdown.changed() => break,
+            std::mem::swap(&mut events, &mut held);
+            if events.is_empty() {
+                let deadline = next_cycle.map_or(next_tick, |c| c.min(next_tick));
+                tokio::select! {
+                    ev = rx.recv() => match ev {
+                        Some(e) => events.push(e),
+                        None => break,
+                    },
+                    _ = tokio::time::sleep_until(deadline) => {}
+                    _ = shutdown.changed() => break,
+                }
+            } else if shutdown.has_changed().unwrap_or(true) {
+                break;
             }
             while events.len() < MAX_BATCH {
                 match rx.try_recv() {
@@ -255,7 +263,7 @@ impl Controller {
             if due.periodic {
                 last_periodic = inst;
             }
-            let cycled = self.finish_turn(due, n_events, now);
+            let cycled = self.finish_turn(due, n_events, now, Some(&mut Inbox { rx: &mut rx, held: &mut held }));
             if cycled {
                 let end = tokio::time::Instant::now();
                 gap = debounce.max(end - inst);
@@ -278,11 +286,44 @@ impl Controller {
     pub fn turn(&mut self, mut events: Vec<Event>, now: i64, due: Due) -> bool {
         let started = Instant::now();
         let n = self.handle_all(&mut events, now);
-        let cycled = self.finish_turn(due, n, now);
+        let cycled = self.finish_turn(due, n, now, None);
         if cycled {
             self.record_turn_time(started);
         }
         cycled
+    }
+
+    /// [`Controller::turn`] with the events that arrive while it runs in `inbox.rx`: between
+    /// the turn's phases the read-only job, node and partition queries among them are
+    /// answered ([`Inbox`]) and the others are appended to `inbox.held`, which the caller
+    /// hands to the next turn first. [`Controller::run`] does this with its channel.
+    pub fn turn_answering(&mut self, mut events: Vec<Event>, inbox: &mut Inbox<'_>, now: i64, due: Due) -> bool {
+        let started = Instant::now();
+        let n = self.handle_all(&mut events, now);
+        let cycled = self.finish_turn(due, n, now, Some(inbox));
+        if cycled {
+            self.record_turn_time(started);
+        }
+        cycled
+    }
+
+    /// Between two phases of a turn: takes the events waiting in `inbox` (up to the batch
+    /// limit of held ones), answers the read-only job, node and partition queries among them
+    /// at once ([`answers_between_phases`]) and holds the rest, in order, for the next turn.
+    /// A query so answered reads the state as the turn has left it so far: every change
+    /// whose reply was sent (after an earlier commit) and this turn's own, which it shows
+    /// before their commit as an answer at the end of the events' phase always did; a held
+    /// change has had no reply yet, so nobody can have seen it.
+    fn answer_waiting(&mut self, inbox: &mut Inbox<'_>, now: i64) {
+        while inbox.held.len() < MAX_BATCH {
+            let Ok(e) = inbox.rx.try_recv() else { break };
+            if answers_between_phases(&e) {
+                self.handle(e, now);
+            } else {
+                inbox.held.push(e);
+            }
+        }
+        self.send_answers();
     }
 
     /// Keeps the duration of a turn that ran a cycle (`Request::QueryTurnTimes`).
@@ -308,7 +349,9 @@ impl Controller {
     }
 
     /// The rest of a turn after its events: timer work, the cycle, the commit and its effects.
-    fn finish_turn(&mut self, due: Due, n_events: u64, now: i64) -> bool {
+    /// With an `inbox`, the queries that arrived meanwhile are answered after the timer work
+    /// and after the cycle ([`Controller::answer_waiting`]), not after the commit.
+    fn finish_turn(&mut self, due: Due, n_events: u64, now: i64, mut inbox: Option<&mut Inbox<'_>>) -> bool {
         // Query answers (`squeue`, `sinfo`, `scontrol show`) were made as their events were
         // handled and wait for no commit: they leave now, not after this turn's cycle and
         // commit (at 10,000 nodes and 100,000 pending jobs a cycle takes hundreds of ms).
@@ -322,8 +365,20 @@ impl Controller {
         // While commits fail nothing new is bound (`durability`).
         let cycle = (due.periodic || (self.sched_dirty && due.debounced)) && !self.degraded();
         if cycle {
+            // A query that came during the events or the timer work does not wait for the cycle.
+            if let Some(inbox) = inbox.as_deref_mut() {
+                self.answer_waiting(inbox, now);
+            }
             self.schedule(now);
             self.persist_usage(now);
+            // Nor one that came during the cycle for the commit. An array whose last pending
+            // task the cycle started becomes that task's record first, as the commit would
+            // write it (`flush` settles again: nothing is left then), so that no answer
+            // shows the array between the two.
+            if let Some(inbox) = inbox {
+                self.settle_last_tasks(now);
+                self.answer_waiting(inbox, now);
+            }
         }
         self.flush(n_events, now);
         match self.store.renew_lease_if_due() {

@@ -141,6 +141,42 @@ pub enum Event {
     },
 }
 
+/// The events that arrive while a turn runs ([`Controller::turn_answering`]): between the
+/// turn's phases (after its timer work, after its cycle) the queries among them that read
+/// jobs, nodes or partitions ([`answers_between_phases`]) are answered at once, so that a
+/// `squeue` waits for at most the phase in progress, not for the rest of the turn and its
+/// commit; every other event goes to `held`, in order, for the next turn. Answering a query
+/// ahead of a held change keeps read-your-writes: a change is replied to only after the
+/// commit of the turn that handled it, so no client has seen a held one.
+#[derive(Debug)]
+pub struct Inbox<'a> {
+    /// Where the events arrive.
+    pub rx: &'a mut mpsc::Receiver<Event>,
+    /// Events taken from `rx` and not handled yet (the next turn's first).
+    pub held: &'a mut Vec<Event>,
+}
+
+/// Whether `e` is answered between a turn's phases ([`Inbox`]): the requests that read the
+/// job table, the nodes or the partitions and change nothing (`squeue`, `scontrol show job`
+/// and its elastic half, `sinfo` and its `--largest` half, `scontrol show node|partition`,
+/// `squeue -s`). Everything else (changes, node messages, `sacct`, which reads the committed
+/// database, and the counters tests and `sdiag` read) waits for the next turn.
+pub fn answers_between_phases(e: &Event) -> bool {
+    matches!(
+        e,
+        Event::Rpc {
+            req: Request::QueryQueue(_)
+                | Request::QueryJobs(_)
+                | Request::QueryElastic { .. }
+                | Request::QueryNodes(_)
+                | Request::QueryPartitions
+                | Request::QueryReclaimable
+                | Request::QuerySteps(_),
+            ..
+        }
+    )
+}
+
 /// The timer work due in one turn of the owner loop. [`Controller::run`] computes it from its
 /// tokio timers after the turn's events are handled; an in-process driver passes its own.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]

@@ -27,7 +27,7 @@ use flotilla_proto::{
     decode_frame, encode_response_frame, CtlToNode, Frame, JobExit, JobInfo, JobQuery, JobRef, NodeJob, NodeToCtl,
     Register, Request, Response, StopCause, SubmitJob,
 };
-use flotilla_slurmctld::ctld::{Controller, CtlOptions, Due, Event, Ident, Reply};
+use flotilla_slurmctld::ctld::{Controller, CtlOptions, Due, Event, Ident, Inbox, Reply};
 use flotilla_slurmctld::daemon;
 use flotilla_slurmctld::store::{Store, SyncMode};
 use std::collections::BTreeMap;
@@ -418,12 +418,61 @@ impl Harness {
     /// exits are this turn's node messages), then the controller's turn, then the replies, the
     /// nodes' reactions and the changed jobs are written down.
     pub fn turn_with(&mut self, due: Due) -> bool {
+        self.turn_inner(due, None)
+    }
+
+    /// One turn with everything due while `arriving` (requests in this order) come in, as
+    /// [`Controller::run`] sees them ([`Controller::turn_answering`] over an [`Inbox`]). The
+    /// reply each got during the turn (`None`: held for the next turn, where it is handled
+    /// first, before the requests queued with [`Harness::rpc`], and its reply is among that
+    /// turn's [`Harness::replies`], first).
+    pub fn turn_with_arrivals(&mut self, arriving: Vec<(User, Request)>) -> Vec<Option<Response>> {
+        let (tx, mut rx) = mpsc::channel(arriving.len().max(1));
+        let mut waiting = Vec::new();
+        for (who, req) in arriving {
+            writeln!(self.inbox, "  > {} (during the turn): {}", who.name(), describe_request(&req)).unwrap();
+            let (otx, orx) = oneshot::channel();
+            tx.try_send(Event::Rpc { ident: who.ident(), req, reply: otx }).expect("room for every arrival");
+            waiting.push(Pending { who: who.name().to_string(), rx: orx });
+        }
+        let mut held = Vec::new();
+        self.turn_inner(Due::ALL, Some(&mut Inbox { rx: &mut rx, held: &mut held }));
+        assert!(rx.try_recv().is_err(), "every arrival taken during the turn");
+        let mut answered = Vec::new();
+        let mut still = Vec::new();
+        for mut p in waiting {
+            match p.rx.try_recv() {
+                Ok(r) => {
+                    let r = decode_reply(r);
+                    writeln!(self.log, "  < {} (during the turn): {}", p.who, describe_response(&r)).unwrap();
+                    answered.push(Some(r));
+                }
+                Err(oneshot::error::TryRecvError::Empty) => {
+                    answered.push(None);
+                    still.push(p);
+                }
+                Err(e) => panic!("arrival dropped: {e}"),
+            }
+        }
+        assert_eq!(held.len(), still.len(), "each unanswered arrival held");
+        held.append(&mut self.events);
+        self.events = held;
+        still.append(&mut self.pending);
+        self.pending = still;
+        answered
+    }
+
+    fn turn_inner(&mut self, due: Due, inbox: Option<&mut Inbox<'_>>) -> bool {
         self.end_finished_runs();
         self.turn_no += 1;
         let events = std::mem::take(&mut self.events);
         let turns = self.ctl().turns();
         let now = self.now;
-        let cycled = self.ctl.as_mut().expect("running").turn(events, now, due);
+        let ctl = self.ctl.as_mut().expect("running");
+        let cycled = match inbox {
+            Some(inbox) => ctl.turn_answering(events, inbox, now, due),
+            None => ctl.turn(events, now, due),
+        };
         assert_eq!(self.ctl().turns(), turns + 1, "one turn counted");
         let mut what = Vec::new();
         if due.tick {
