@@ -661,6 +661,22 @@ pub fn run(args: &[String], io: &mut Io<'_>) -> i32 {
 mod tests {
     use super::*;
 
+    /// A failed node (Slurm 22.05 `node_state_string_compact`, sinfo.c `_update_sinfo`):
+    /// `fail`/`failg`, and in A/I/O/T idle when nothing runs on it, allocated when something
+    /// does, never `other` (goldens-extra 0714, 0719).
+    #[test]
+    fn failed_node_states_and_counts() {
+        let n = |state: &str, alloc: u32| NodeInfo { state: state.into(), cpus: 64, cpus_alloc: alloc, ..NodeInfo::default() };
+        let (idle, mixed, full) = (n("FAIL", 0), n("FAIL", 2), n("FAILING", 64));
+        assert_eq!((state_of(&idle, false), state_of(&mixed, true), state_of(&full, false)), ("fail".into(), "fail".into(), "failg".into()));
+        assert_eq!(state_of(&full, true), "failing");
+        assert_eq!(node_state_counts(&[&idle]), "0/1/0/1");
+        assert_eq!(node_state_counts(&[&mixed, &full]), "2/0/0/2");
+        assert_eq!(cpus_state(&[&idle]), "0/64/0/64");
+        assert_eq!(cpus_state(&[&mixed]), "2/62/0/64");
+        assert!(state_number("FAIL") > state_number("IDLE"), "sorted before idle nodes (0719)");
+    }
+
     #[test]
     fn node_filter_expands_a_hostlist_and_knows_a_single_name() {
         let f = NodeFilter::parse("gpu[001-003],cpu7").unwrap();
