@@ -737,7 +737,7 @@ pub fn show_job(id: Option<&str>, flags: ShowFlags, io: &mut Io<'_>) -> i32 {
 
 /// The node state as `scontrol show node` prints it (Slurm's `node_state_string_complete`):
 /// the base state and its flags, `MIXED+DRAIN` where `sinfo` says `draining` (golden 0213),
-/// `IDLE+DRAIN` where it says `drained`.
+/// `IDLE+DRAIN` where it says `drained`, `IDLE+FAIL` where it says `fail`.
 pub fn node_state_complete(n: &NodeInfo) -> String {
     match n.state.as_str() {
         "DRAINING" => {
@@ -745,6 +745,17 @@ pub fn node_state_complete(n: &NodeInfo) -> String {
             format!("{base}+DRAIN")
         }
         "DRAINED" => "IDLE+DRAIN".into(),
+        // The FAIL flag on the base state the allocations give (`IDLE+FAIL`, 0703).
+        "FAIL" | "FAILING" => {
+            let base = if n.cpus > 0 && n.cpus_alloc >= n.cpus {
+                "ALLOCATED"
+            } else if n.cpus_alloc > 0 || n.gpu_alloc_mask != 0 {
+                "MIXED"
+            } else {
+                "IDLE"
+            };
+            format!("{base}+FAIL")
+        }
         s => s.to_string(),
     }
 }
@@ -1062,6 +1073,10 @@ mod tests {
         // Golden 0213: draining with 1 of 64 CPUs in use.
         assert_eq!(node_state_complete(&n("DRAINING", 1)), "MIXED+DRAIN");
         assert_eq!(node_state_complete(&n("DRAINING", 64)), "ALLOCATED+DRAIN");
+        // Goldens-extra 0703: a failed idle node; FAILING only with every CPU allocated.
+        assert_eq!(node_state_complete(&n("FAIL", 0)), "IDLE+FAIL");
+        assert_eq!(node_state_complete(&n("FAIL", 2)), "MIXED+FAIL");
+        assert_eq!(node_state_complete(&n("FAILING", 64)), "ALLOCATED+FAIL");
         assert_eq!(node_state_complete(&n("DRAINED", 0)), "IDLE+DRAIN");
         assert_eq!(node_state_complete(&n("MIXED", 2)), "MIXED");
     }

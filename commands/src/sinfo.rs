@@ -124,6 +124,9 @@ fn short_state(s: &str) -> &'static str {
         "ALLOCATED" => "alloc",
         "DRAINING" => "drng",
         "DRAINED" => "drain",
+        // Slurm 22.05 `node_state_string_compact`: FAILG with every CPU allocated.
+        "FAIL" => "fail",
+        "FAILING" => "failg",
         "DOWN" => "down",
         _ => "unk",
     }
@@ -140,6 +143,9 @@ fn state_number(s: &str) -> u32 {
         "MIXED" => 5,
         "DRAINED" => 0x200 + 2,
         "DRAINING" => 0x200 + 3,
+        // FAIL, a flag (0x2000) on IDLE, MIXED or (FAILING) ALLOCATED.
+        "FAIL" => 0x2000 + 2,
+        "FAILING" => 0x2000 + 3,
         _ => 0,
     }
 }
@@ -206,12 +212,21 @@ fn cpus_state(nodes: &[&NodeInfo]) -> String {
     format!("{a}/{i}/{o}/{t}")
 }
 
+/// `%F`: allocated/idle/other/total nodes. A failed node is not `other` (Slurm 22.05
+/// sinfo.c `_update_sinfo` counts only DRAIN and DOWN there): idle, or allocated when busy.
 fn node_state_counts(nodes: &[&NodeInfo]) -> String {
     let (mut a, mut i, mut o) = (0, 0, 0);
     for n in nodes {
         match n.state.as_str() {
             "IDLE" if !n.not_responding => i += 1,
-            "MIXED" | "ALLOCATED" | "DRAINING" => a += 1,
+            "FAIL" if n.cpus_alloc == 0 && n.gpu_alloc_mask == 0 => {
+                if n.not_responding {
+                    o += 1
+                } else {
+                    i += 1
+                }
+            }
+            "MIXED" | "ALLOCATED" | "DRAINING" | "FAIL" | "FAILING" => a += 1,
             _ => o += 1,
         }
     }
@@ -645,6 +660,22 @@ pub fn run(args: &[String], io: &mut Io<'_>) -> i32 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A failed node (Slurm 22.05 `node_state_string_compact`, sinfo.c `_update_sinfo`):
+    /// `fail`/`failg`, and in A/I/O/T idle when nothing runs on it, allocated when something
+    /// does, never `other` (goldens-extra 0714, 0719).
+    #[test]
+    fn failed_node_states_and_counts() {
+        let n = |state: &str, alloc: u32| NodeInfo { state: state.into(), cpus: 64, cpus_alloc: alloc, ..NodeInfo::default() };
+        let (idle, mixed, full) = (n("FAIL", 0), n("FAIL", 2), n("FAILING", 64));
+        assert_eq!((state_of(&idle, false), state_of(&mixed, true), state_of(&full, false)), ("fail".into(), "fail".into(), "failg".into()));
+        assert_eq!(state_of(&full, true), "failing");
+        assert_eq!(node_state_counts(&[&idle]), "0/1/0/1");
+        assert_eq!(node_state_counts(&[&mixed, &full]), "2/0/0/2");
+        assert_eq!(cpus_state(&[&idle]), "0/64/0/64");
+        assert_eq!(cpus_state(&[&mixed]), "2/62/0/64");
+        assert!(state_number("FAIL") > state_number("IDLE"), "sorted before idle nodes (0719)");
+    }
 
     #[test]
     fn node_filter_expands_a_hostlist_and_knows_a_single_name() {

@@ -236,6 +236,22 @@ A11 = [
 # or FAIL not responding until its next ping).
 WNODE = "for i in $(seq 1200); do sinfo -h -N -n gpu04 -o %t | grep -q '[*]' || break; sleep 0.1; done\n"
 
+# Slurm 22.05's sinfo naming one node (`-n gpu04`, sinfo opts.c node_name_single) asks for that
+# node alone (REQUEST_NODE_INFO_SINGLE), which slurmctld answers without refreshing its select
+# plugin's per-node allocation (proc_req.c `_slurm_rpc_dump_node_single` leaves
+# `select_g_select_nodeinfo_set_all` out): the CPUs allocated, and sinfo's MIXED (sinfo.c
+# `_query_server`), are those of the last full node query (0711). The cases that print them
+# list every node and keep gpu04's line (ALL04).
+ALL04 = "sinfo -h -N -o '%s' | grep '^gpu04|'\n"
+
+
+def fail_job(name, opts):
+    """A running job on gpu04, then FAIL: the job runs on, sinfo/scontrol show the node;
+    after the job ends the node is FAIL on IDLE."""
+    return {"name": name, "user": "root",
+            "cmd": WNODE + "j=$(sbatch --parsable --uid=alice -w gpu04 -t 5 " + opts + " --wrap 'sleep 300' -D /home/alice/x)\nfor i in $(seq 300); do [ \"$(squeue -h -j $j -o %T)\" = RUNNING ] && break; sleep 0.1; done\nscontrol update nodename=gpu04 state=fail reason=bad\n" + ALL04 % "%N|%t|%T|%C|%F" + "scontrol show node gpu04 | grep -oE '(State|Reason)=[^ ]*'\nsqueue -h -j $j -o '%T'\nscancel $j\nfor i in $(seq 300); do [ -z \"$(squeue -h -j $j -t R,CG -o %T)\" ] && break; sleep 0.1; done\n" + ALL04 % "%N|%t|%T|%C" + "scontrol show node gpu04 | grep -oE 'State=[^ ]*'\nscontrol update nodename=gpu04 state=resume\n" + WNODE + "sinfo -h -N -n gpu04 -o '%t'"}
+
+
 def ns(name, update, fmt="%N|%t|%T", opts="-N -n gpu04"):
     o = ("-o '%s'" % fmt) if fmt else ""
     return {"name": name, "user": "root",
@@ -258,6 +274,23 @@ A07 = [
     # The reason's user and time (node_mgr.c: reason_uid, reason_time; sinfo %u %H -R; scontrol).
     {"name": "reason_user_time", "user": "root",
      "cmd": WNODE + "sinfo -h -N -n gpu04 -o '%N|%E|%u|%H'\nscontrol update nodename=gpu04 state=drain reason='maint test'\nsinfo -h -N -n gpu04 -o '%N|%E|%u|%H'\nsinfo -R -h -n gpu04\nscontrol show node gpu04 | grep -E '^ *Reason='\nscontrol update nodename=gpu04 state=resume\n" + WNODE + "sinfo -h -N -n gpu04 -o '%N|%E|%u|%H'"},
+    # The FAIL flag (node_mgr.c update_node; node_state_string/_compact: FAILING/FAILG only
+    # on an ALLOCATED node, DRAIN before FAIL; sinfo.c _update_sinfo counts FAIL as idle).
+    ns("fail_long", "state=fail reason=bad", opts="-N -l -n gpu04", fmt=""),
+    fail_job("fail_mixed_job", "-n 2"),
+    fail_job("fail_exclusive_job", "--exclusive"),
+    {"name": "fail_pending_job", "user": "root",
+     "cmd": WNODE + "scontrol update nodename=gpu04 state=fail reason=bad\nj=$(sbatch --parsable --uid=alice -w gpu04 -t 5 --wrap 'sleep 300' -D /home/alice/x)\nfor i in $(seq 100); do [ \"$(squeue -h -j $j -o %r)\" != None ] && break; sleep 0.1; done\nsqueue -h -j $j -o '%T|%r'\nscancel $j\nscontrol update nodename=gpu04 state=resume\n" + WNODE + "sinfo -h -N -n gpu04 -o '%t'"},
+    ns("fail_then_drain", "state=fail reason=bad\nscontrol update nodename=gpu04 state=drain reason=maint"),
+    ns("drain_then_fail", "state=drain reason=maint\nscontrol update nodename=gpu04 state=fail reason=bad"),
+    ns("fail_summary", "state=fail reason=bad", opts="", fmt="%P|%D|%t|%F|%C"),
+    ns("fail_filter_reason", "state=fail reason=bad", opts="-N -t fail", fmt="%N|%E|%u|%t"),
+    ns("fail_no_reason", "state=fail"),
+    {"name": "fail_resume_clears", "user": "root",
+     "cmd": WNODE + "scontrol update nodename=gpu04 state=fail reason=bad\nscontrol update nodename=gpu04 state=resume\n" + WNODE + "sinfo -h -N -n gpu04 -o '%N|%t|%E'\nscontrol show node gpu04 | grep -oE '(State|Reason)=[^ ]*'"},
+    # 0711 with a full node query: the allocation as it is (MIXED, 2 CPUs).
+    {"name": "mixed_state_full_query", "user": "root",
+     "cmd": WNODE + "j=$(sbatch --parsable --uid=alice -w gpu04 -t 5 -n 2 --wrap 'sleep 300' -D /home/alice/x)\nfor i in $(seq 300); do [ \"$(squeue -h -j $j -o %T)\" = RUNNING ] && break; sleep 0.1; done\n" + ALL04 % "%N|%t|%T|%C" + "scancel $j\nfor i in $(seq 300); do [ -z \"$(squeue -h -j $j -t R,CG -o %T)\" ] && break; sleep 0.1; done"},
 ]
 
 # Area a04: GRES and TRES strings (src/common/gres.c, slurmctld: TresPerJob/TresPerNode;

@@ -208,6 +208,14 @@ pub enum NodeAvail {
     },
     /// Configured but not registered yet (`State=UNKNOWN`/`FUTURE` until the daemon registers).
     Unknown,
+    /// Failing (`scontrol update state=FAIL`, Slurm's `NODE_STATE_FAIL` flag): as a drain,
+    /// running work continues and nothing new is placed, but shown `FAIL`/`FAILING` rather
+    /// than drained. Slurm 22.05 `node_mgr.c` `update_node` keeps DRAIN and FAIL exclusive
+    /// (setting one clears the other), so it is a state of its own here.
+    Fail {
+        /// Admin's reason (`Reason=`).
+        reason: String,
+    },
 }
 
 impl NodeAvail {

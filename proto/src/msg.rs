@@ -1144,7 +1144,7 @@ pub struct Stats {
 pub struct UpdateNode {
     /// Nodes, expanded.
     pub names: Vec<String>,
-    /// `State=`: `DRAIN`, `RESUME`, `DOWN`, `IDLE` (any case).
+    /// `State=`: `DRAIN`, `FAIL`, `RESUME`, `DOWN`, `IDLE` (any case).
     pub state: Option<String>,
     /// `Reason=`.
     pub reason: Option<String>,

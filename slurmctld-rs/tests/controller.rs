@@ -780,6 +780,61 @@ fn node_boot_epoch_change() {
     h.check();
 }
 
+fn update_node(name: &str, state: &str, reason: &str) -> Request {
+    Request::UpdateNode(UpdateNode { names: vec![name.into()], state: Some(state.into()), reason: Some(reason.into()) })
+}
+
+/// A node's state and reason as `scontrol show node` / `sinfo` get them.
+fn node_state(h: &mut Harness, name: &str) -> (String, Option<String>) {
+    match h.call(User::Root, Request::QueryNodes(NodeQuery { names: vec![name.into()] })) {
+        Response::Nodes(v) => (v[0].state.clone(), v[0].reason.clone()),
+        r => panic!("{r:?}"),
+    }
+}
+
+/// `scontrol update state=FAIL` (Slurm 22.05 `node_mgr.c` `update_node`,
+/// `node_state_string`): the failed node keeps its running job and takes no new one; it
+/// shows FAIL with the reason (FAILING only with every CPU allocated) until resumed; DRAIN and
+/// FAIL replace each other (goldens-extra 0703, 0713-0722).
+#[test]
+fn failed_node_keeps_its_jobs_and_takes_no_new_ones() {
+    use JobStateWire::*;
+    let mut h = Harness::two_nodes("ctl_failed_node");
+    let a = h.submit(gpu_job(User::Alice, 4, Some(100), 0));
+    assert_eq!(h.job(a).nodes, "gpu01");
+    let r = h.call(User::Root, update_node("gpu01", "fail", "bad"));
+    assert!(matches!(&r, Response::JobResults(v) if v.is_empty()), "{r:?}");
+    assert_eq!(node_state(&mut h, "gpu01"), ("FAIL".into(), Some("bad".into())), "MIXED+FAIL shows FAIL");
+    assert_eq!(state(&h, a), Running, "a failed node's job runs on");
+    let b = h.submit(gpu_job(User::Alice, 4, None, 0));
+    assert_eq!(h.job(b).nodes, "gpu02", "nothing new on the failed node");
+    let c = h.submit(gpu_job(User::Alice, 8, None, 0));
+    h.advance(100);
+    h.turn_until(5, 1, |h| state(h, a) == Completed);
+    h.turn();
+    assert_eq!(state(&h, c), Pending, "the idle failed node takes no new job");
+    assert_eq!(node_state(&mut h, "gpu01"), ("FAIL".into(), Some("bad".into())));
+    h.call(User::Root, update_node("gpu01", "resume", ""));
+    h.turn();
+    assert_eq!((state(&h, c), h.job(c).nodes.as_str()), (Running, "gpu01"), "resumed: takes work");
+    assert_eq!(node_state(&mut h, "gpu01").1, None, "resume clears the reason");
+    // Every CPU allocated: FAILING; a DRAIN replaces the FAIL and a FAIL the DRAIN.
+    h.call(User::Alice, cancel(&[b]));
+    h.turn_until(5, 1, |h| state(h, b) == Cancelled);
+    let mut x = job(User::Alice, None, 0);
+    x.exclusive = true;
+    let x = h.submit(x);
+    assert_eq!(h.job(x).nodes, "gpu02");
+    h.call(User::Root, update_node("gpu02", "fail", "bad"));
+    assert_eq!(node_state(&mut h, "gpu02"), ("FAILING".into(), Some("bad".into())));
+    h.call(User::Root, update_node("gpu02", "drain", "maint"));
+    assert_eq!(node_state(&mut h, "gpu02"), ("DRAINING".into(), Some("maint".into())));
+    h.call(User::Root, update_node("gpu02", "fail", "bad2"));
+    assert_eq!(node_state(&mut h, "gpu02"), ("FAILING".into(), Some("bad2".into())));
+    assert_eq!(state(&h, x), Running);
+    h.check();
+}
+
 /// A node whose daemon stays away for `SlurmdTimeout` (300 s) is marked down; its jobs are
 /// requeued as after a reboot (and, as there, may start again at once elsewhere).
 #[test]

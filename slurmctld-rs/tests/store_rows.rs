@@ -98,6 +98,12 @@ fn node_avail_json_is_format_0s() {
             },
             r#"{"Quarantined":{"reason":"XID 79"}}"#,
         ),
+        (
+            NodeAvail::Fail {
+                reason: "bad".into(),
+            },
+            r#"{"Fail":{"reason":"bad"}}"#,
+        ),
     ];
     for (avail, json) in cases {
         assert_eq!(rows::avail_to_json(&avail), json);

@@ -22,7 +22,7 @@ pub struct Ctx {
 }
 
 /// The node state words Flotilla reports (each in every version's `state` enum).
-const NODE_STATES: [&str; 7] = ["UNKNOWN", "DOWN", "IDLE", "ALLOCATED", "MIXED", "DRAIN", "NOT_RESPONDING"];
+const NODE_STATES: [&str; 8] = ["UNKNOWN", "DOWN", "IDLE", "ALLOCATED", "MIXED", "DRAIN", "FAIL", "NOT_RESPONDING"];
 
 /// A node's state as Slurm's flag array: the base state (`IDLE`, `MIXED`, `ALLOCATED`,
 /// `DOWN`, `UNKNOWN`) then its flags. `DRAINED` is `IDLE` + `DRAIN`; `DRAINING` is
@@ -37,6 +37,8 @@ pub fn node_state(n: &NodeInfo) -> Vec<&'static str> {
         "DOWN" => vec!["DOWN"],
         "DRAINED" => vec!["IDLE", "DRAIN"],
         "DRAINING" => vec![busy, "DRAIN"],
+        "FAIL" if n.cpus_alloc == 0 && n.gpu_alloc_mask == 0 => vec!["IDLE", "FAIL"],
+        "FAIL" | "FAILING" => vec![busy, "FAIL"],
         _ => vec!["UNKNOWN"],
     };
     if n.not_responding {

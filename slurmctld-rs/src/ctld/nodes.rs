@@ -23,7 +23,7 @@ use tracing::{debug, error, info, info_span, warn};
 pub const NODE_SESSION_LIVE_S: i64 = 10;
 
 impl Controller {
-    /// `scontrol update NodeName=`: drain, resume or down nodes (admins only, as Slurm).
+    /// `scontrol update NodeName=`: drain, fail, resume or down nodes (admins only, as Slurm).
     pub(super) fn update_node(&mut self, ident: Ident, u: flotilla_proto::UpdateNode, now: i64) -> Response {
         if !ident.admin {
             warn!(uid = ident.uid, "node update by a non-admin refused");
@@ -42,6 +42,10 @@ impl Controller {
             None => return Response::JobResults(Vec::new()),
             Some("DRAIN") => NodeAvail::Drain { reason },
             Some("DOWN") => NodeAvail::Down { reason },
+            // Slurm 22.05 `node_mgr.c` `update_node`: FAIL takes the node out of the
+            // available set (no new work, running jobs continue) and replaces a DRAIN, as a
+            // DRAIN replaces a FAIL (the two flags are cleared before either is set).
+            Some("FAIL") => NodeAvail::Fail { reason },
             Some("RESUME" | "IDLE" | "UNDRAIN") => NodeAvail::Up,
             Some(_) => return Response::Error(SlurmError::new(ESLURM_NOT_SUPPORTED)),
         };

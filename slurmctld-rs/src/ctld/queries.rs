@@ -300,6 +300,10 @@ impl Controller {
                     NodeAvail::Drain { reason } | NodeAvail::Quarantined { reason } => {
                         (if busy { "DRAINING" } else { "DRAINED" }.to_string(), Some(reason.clone()))
                     }
+                    // Slurm 22.05 `node_state_string`: a failed node is FAILING only while
+                    // every CPU is allocated (base ALLOCATED; a MIXED one stays FAIL), and
+                    // DRAIN, exclusive with FAIL in `update_node`, is checked first.
+                    NodeAvail::Fail { reason } => (if full { "FAILING" } else { "FAIL" }.to_string(), Some(reason.clone())),
                     NodeAvail::Unknown => ("UNKNOWN".to_string(), None),
                     NodeAvail::Up => ((if full {
                         "ALLOCATED"

@@ -245,7 +245,7 @@ pub struct NodeAllocRow {
 }
 
 /// A `nodes.avail`: a node's availability ([`NodeAvail`]): `"Up"`, `"Unknown"`, or
-/// `{"Drain":{"reason":...}}` (likewise `Down`, `Quarantined`).
+/// `{"Drain":{"reason":...}}` (likewise `Down`, `Quarantined`, `Fail`).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub enum NodeAvailRow {
     /// Up.
@@ -287,6 +287,16 @@ pub enum NodeAvailRow {
     /// Not registered yet.
     #[serde(rename = "Unknown")]
     Unknown,
+    /// Failing (`scontrol update state=FAIL`).
+    #[serde(rename = "Fail")]
+    Fail {
+        /// Admin's reason.
+        #[serde(rename = "reason")]
+        reason: String,
+        /// When and by whom the reason was set ([`ReasonSetRow`]).
+        #[serde(rename = "set", default, skip_serializing_if = "Option::is_none")]
+        set: Option<ReasonSetRow>,
+    },
 }
 
 impl From<HoldKind> for HoldRow {
@@ -609,13 +619,17 @@ impl NodeAvailRow {
             NodeAvail::Down { reason } => NodeAvailRow::Down { reason: reason.clone(), set },
             NodeAvail::Quarantined { reason } => NodeAvailRow::Quarantined { reason: reason.clone(), set },
             NodeAvail::Unknown => NodeAvailRow::Unknown,
+            NodeAvail::Fail { reason } => NodeAvailRow::Fail { reason: reason.clone(), set },
         }
     }
 
     /// When and by whom the reason was set, where the record says.
     pub fn reason_set(&self) -> Option<ReasonSetRow> {
         match self {
-            NodeAvailRow::Drain { set, .. } | NodeAvailRow::Down { set, .. } | NodeAvailRow::Quarantined { set, .. } => *set,
+            NodeAvailRow::Drain { set, .. }
+            | NodeAvailRow::Down { set, .. }
+            | NodeAvailRow::Quarantined { set, .. }
+            | NodeAvailRow::Fail { set, .. } => *set,
             NodeAvailRow::Up | NodeAvailRow::Unknown => None,
         }
     }
@@ -629,6 +643,7 @@ impl From<NodeAvailRow> for NodeAvail {
             NodeAvailRow::Down { reason, .. } => NodeAvail::Down { reason },
             NodeAvailRow::Quarantined { reason, .. } => NodeAvail::Quarantined { reason },
             NodeAvailRow::Unknown => NodeAvail::Unknown,
+            NodeAvailRow::Fail { reason, .. } => NodeAvail::Fail { reason },
         }
     }
 }
