@@ -223,6 +223,8 @@ fn stopped_running_job_shows_completing_at_once() {
     h.call(User::Alice, requeue(b, false));
     assert_eq!((state(&h, a), state(&h, b)), (Completing, Completing), "requeued: ending at once");
     assert_eq!(h.job(b).reason.as_str(), "None");
+    // `_job_requeue_op`: the run ended at the requeue (EndTime) while its node ends it.
+    assert_eq!(h.job(b).end_time, Some(h.at() + T0));
     assert_eq!(selected(&mut h, &[Completing]), vec![a, b]);
     assert!(selected(&mut h, &[Running]).is_empty());
     h.advance(29);
