@@ -1,7 +1,7 @@
 //! `scancel`, as Slurm 22.05's: ids (`123`, `123_4`, `123_[3-4]`), filters (`-u -n -t -p -A
 //! -w --me`), `-s/--signal` (names with or without `SIG`, numbers), `-b`, `-v`, `-Q`.
-//! An unknown or finished job is silent with exit 0 unless signalling (then `Kill job error
-//! on job id N: Invalid job id specified`, exit 1) or `-v`; another user's job is
+//! An unknown or finished job is silent with exit 0 unless signalling or filtering (then
+//! `Kill job error on job id N: Invalid job id specified`, exit 1) or `-v`; another user's job is
 //! `Access/permission denied`, exit 210 (the error code modulo 256, as Slurm exits).
 
 use crate::common::{self, Ctl, Io};
@@ -173,7 +173,9 @@ pub fn run(args: &[String], io: &mut Io<'_>) -> i32 {
         }
         let Some(e) = r.error else { continue };
         let quiet_kind = matches!(e.code, ESLURM_ALREADY_DONE | ESLURM_INVALID_JOB_ID | ESLURM_JOB_FINISHED);
-        if quiet_kind && signal.is_none() && !verbose {
+        // With a filter, scancel names a job it cannot find or that has ended
+        // (`_verify_job_ids`), exit status 1.
+        if quiet_kind && signal.is_none() && !verbose && !any_filter {
             continue;
         }
         if !quiet {
@@ -181,6 +183,8 @@ pub fn run(args: &[String], io: &mut Io<'_>) -> i32 {
         }
         if !(quiet_kind && signal.is_none()) {
             code = if signal.is_some() && quiet_kind { 1 } else { e.code % 256 };
+        } else if any_filter {
+            code = 1;
         }
     }
     code

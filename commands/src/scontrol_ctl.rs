@@ -40,10 +40,21 @@ fn ctl(io: &mut Io<'_>, what: &str) -> Option<Ctl> {
     }
 }
 
+/// Job references of scontrol's job list (Slurm's `_is_job_id`/`_next_job_id`): separated by
+/// commas outside brackets, so `12_[0,2,5]` is one reference.
 fn ids_of(args: &[String]) -> Result<Vec<JobRef>, String> {
     let mut out = Vec::new();
     for a in args {
-        for id in a.split(',').filter(|s| !s.is_empty()) {
+        let mut depth = 0i32;
+        let parts = a.split(|c: char| {
+            match c {
+                '[' => depth += 1,
+                ']' => depth -= 1,
+                _ => {}
+            }
+            c == ',' && depth == 0
+        });
+        for id in parts.filter(|s| !s.is_empty()) {
             out.push(parse_job_ref(id).ok_or_else(|| id.to_string())?);
         }
     }
@@ -104,7 +115,11 @@ pub fn hold_release(op: HoldOp, args: &[String], io: &mut Io<'_>) -> i32 {
     }
 }
 
-/// `requeue`, `requeuehold`.
+/// `requeue`, `requeuehold` (Slurm's `scontrol_requeue`): one request per job id named, as
+/// scontrol asks for each in turn. An answer for an array (results naming tasks, Slurm's
+/// `RESPONSE_JOB_ARRAY_ERRORS`) prints every outcome as `A_<tasks>: <error>` (a success as
+/// `No error`), unless it is one success; any other failure prints `<error> for job <id>`.
+/// Exit status 1 when anything was printed or failed.
 pub fn requeue(hold: bool, args: &[String], io: &mut Io<'_>) -> i32 {
     let jobs = match ids_of(args) {
         Ok(j) => j,
@@ -114,28 +129,35 @@ pub fn requeue(hold: bool, args: &[String], io: &mut Io<'_>) -> i32 {
         }
     };
     let Some(c) = ctl(io, "slurm_requeue") else { return 1 };
-    match c.call(Request::Requeue(RequeueJob { jobs, hold })) {
-        Ok(Response::JobResults(rs)) => {
-            let mut code = 0;
-            for r in rs {
-                if let Some(e) = r.error {
-                    match &r.job.tasks {
-                        // Slurm's array-errors answer (`scontrol_requeue` over
-                        // `RESPONSE_JOB_ARRAY_ERRORS`): `A_<tasks>: <error>`.
-                        Some(ts) => io.err(&format!("{}_{}: {}\n", r.job.job_id, task_ranges(ts), e.text)),
-                        None => io.err(&format!("{} for job {}\n", e.text, ref_str(&r.job))),
+    let mut code = 0;
+    for job in jobs {
+        match c.call(Request::Requeue(RequeueJob { jobs: vec![job], hold })) {
+            Ok(Response::JobResults(rs)) => {
+                let count = rs.len();
+                for r in rs {
+                    match (&r.job.tasks, r.error) {
+                        (Some(_), None) if count == 1 => {}
+                        (Some(ts), e) => {
+                            let text = e.map_or_else(|| strerror(0).to_string(), |e| e.text);
+                            io.err(&format!("{}_{}: {}\n", r.job.job_id, task_ranges(ts), text));
+                            code = 1;
+                        }
+                        (None, Some(e)) => {
+                            io.err(&format!("{} for job {}\n", e.text, ref_str(&r.job)));
+                            code = 1;
+                        }
+                        (None, None) => {}
                     }
-                    code = 1;
                 }
             }
-            code
-        }
-        Ok(_) => 0,
-        Err(e) => {
-            io.err(&format!("slurm_requeue error: {}\n", e.slurm().text));
-            1
+            Ok(_) => {}
+            Err(e) => {
+                io.err(&format!("slurm_requeue error: {}\n", e.slurm().text));
+                code = 1;
+            }
         }
     }
+    code
 }
 
 /// `top`: Flotilla has no queue reordering by users (Slurm's default, without
@@ -967,6 +989,21 @@ mod flotilla_field_tests {
         assert_eq!(task_ranges(&[2, 0, 1]), "0-2");
         assert_eq!(task_ranges(&[5, 1, 3, 2]), "1-3,5");
         assert_eq!(task_ranges(&[7]), "7");
+    }
+
+    /// scontrol's job list: commas outside brackets separate (`_is_job_id`), so the array
+    /// tasks `12_[0,2,5]` are one reference (goldens-extra 0627).
+    #[test]
+    fn job_list_commas_inside_brackets() {
+        let refs = ids_of(&["12_[0,2,5],13".to_string(), "14_1".to_string()]).expect("valid");
+        assert_eq!(
+            refs,
+            vec![
+                JobRef { job_id: 12, tasks: Some(vec![0, 2, 5]) },
+                JobRef::id(13),
+                JobRef { job_id: 14, tasks: Some(vec![1]) },
+            ]
+        );
     }
 
     #[test]

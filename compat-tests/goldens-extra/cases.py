@@ -66,6 +66,11 @@ A02 = [
 def ends(name, wrap, extra=""):
     return {"name": name, "cmd": "sb %s --wrap %s\nwend $J1\nscontrol show job $J1 | grep -oE '(JobState|Reason|ExitCode|DerivedExitCode)=[^ ]*' | m\nsqueue -h -t all -j $J1 -o '%%T|%%r' | m\nfin" % (extra, wrap)}
 
+# A job that ignores SIGTERM, running: a stop keeps it COMPLETING for KillWait (5 s).
+STOPPING = "sb -t 10 --wrap 'trap \"\" TERM; sleep 300'\nwst $J1 RUNNING\n"
+# near TIME LABEL: `LABEL now` when TIME is within 10 s of now, else `LABEL not now`.
+NEAR = "near() { local t; t=$(date -d \"$1\" +%s 2>/dev/null || echo 0); t=$(( t - $(date +%s) )); [ ${t#-} -le 10 ] && echo \"$2 now\" || echo \"$2 not now\"; }\n"
+
 A03 = [
     ends("exit_0", "'exit 0'"),
     ends("exit_3", "'exit 3'"),
@@ -82,6 +87,21 @@ A03 = [
     # job_mgr.c: _job_signal, _job_requeue_op), not RUNNING until its processes are gone.
     {"name": "cancel_running_shown_at_once", "cmd": "sb --wrap 'sleep 300'\nwst $J1 RUNNING\nscancel $J1\nsqueue -h -t all -j $J1 -o '%T|%t|%r' | m\nwend $J1\nsqueue -h -t all -j $J1 -o '%T|%t|%r' | m\nfin"},
     {"name": "requeue_running_shown_at_once", "cmd": "sb --wrap 'sleep 300'\nwst $J1 RUNNING\nscontrol requeue $J1\nsqueue -h -t all -j $J1 -o '%T|%t|%r' | m\nwst $J1 PENDING\nsqueue -h -j $J1 -o '%T|%t|%r' | m\nfin"},
+    # The stop is written to accounting at once and EndTime is the stop's time (job_mgr.c
+    # _job_signal / _job_timed_out / _job_requeue_op: end_time = now, job_completion_logger),
+    # while the node still ends the job (it ignores SIGTERM, so it stays COMPLETING KillWait s).
+    {"name": "cancel_running_accounted_at_once",
+     "cmd": STOPPING + "scancel $J1\nsqueue -h -t all -j $J1 -o '%T|%t|%r' | m\nsacct -n -X -P -j $J1 -o State,ExitCode | m\n" + NEAR + "near \"$(sacct -n -X -P -j $J1 -o End)\" sacct_end\nfin"},
+    {"name": "cancel_running_end_time_is_now",
+     "cmd": STOPPING + "scancel $J1\nscontrol show job $J1 | grep -o 'JobState=[^ ]* Reason=[^ ]*' | m\n" + NEAR + "near \"$(scontrol show job $J1 | grep -o 'EndTime=[^ ]*' | cut -d= -f2)\" end_time\nfin"},
+    {"name": "timeout_completing_at_once",
+     "cmd": "sb -t 1 --wrap 'trap \"\" TERM; sleep 300'\nwst $J1 RUNNING\nfor i in $(seq 1500); do [ \"$(st $J1)\" = COMPLETING ] && break; sleep 0.1; done\nsqueue -h -t all -j $J1 -o '%T|%t|%r' | m\nscontrol show job $J1 | grep -o 'JobState=[^ ]* Reason=[^ ]*' | m\nsacct -n -X -P -j $J1 -o State,ExitCode | m\n" + NEAR + "near \"$(sacct -n -X -P -j $J1 -o End)\" sacct_end\nfin"},
+    # scancel with a state filter and a job id checks the job first (scancel.c _verify_job_ids):
+    # a job being stopped for good has ended (IS_JOB_FINISHED), so it is an invalid job id.
+    {"name": "scancel_state_completing",
+     "cmd": STOPPING + "scancel $J1\nscancel -t R $J1 2>&1 | m; echo \"rc=${PIPESTATUS[0]}\"\nscancel -t CG $J1 2>&1 | m; echo \"rc=${PIPESTATUS[0]}\"\nsqueue -h -t all -j $J1 -o '%T|%t|%r' | m\nfin"},
+    {"name": "requeue_running_accounted_at_once",
+     "cmd": STOPPING + "scontrol requeue $J1\nsqueue -h -t all -j $J1 -o '%T|%t|%r' | m\nsacct -n -P -D -j $J1 -o State,ExitCode | m\nfin"},
 ]
 
 # Area a05: dependencies (slurmctld job_scheduler.c: update_job_dependency /
@@ -161,6 +181,18 @@ A06 = [
     # record's.
     {"name": "requeue_task_frees_its_slot",
      "cmd": "sb -t 5 --array='0-2%1' --wrap 'sleep 300'\nwst ${J1}_0 RUNNING\nscontrol requeue ${J1}_0\nwst ${J1}_1 RUNNING\nsqueue -h -r -t PD,R -j $J1 -o '%i %A %T' | awk -v j=$J1 '{print $1, ($2 == j ? \"own\" : \"new\"), $3}' | m | sort\nfin"},
+    # Every requeue naming an array or its tasks is answered per task in the array-errors form
+    # (job_mgr.c job_requeue2, _resp_array_add; scontrol_requeue prints `A_T: <error>`).
+    {"name": "requeue_array_running_and_pending",
+     "cmd": "sb -t 5 --array='0-2%1' --wrap 'sleep 300'\nwst ${J1}_0 RUNNING\nscontrol requeue $J1 2>&1 | m; echo \"rc=${PIPESTATUS[0]}\"\nfin"},
+    {"name": "requeue_missing_task",
+     "cmd": "sb --begin=now+3600 --array='0-2' --wrap true\nscontrol requeue ${J1}_7 2>&1 | m; echo \"rc=${PIPESTATUS[0]}\"\nfin"},
+    {"name": "requeue_no_requeue_tasks",
+     "cmd": "sb -t 5 --no-requeue --array='0-1' --wrap 'sleep 300'\nwst ${J1}_0 RUNNING\nwst ${J1}_1 RUNNING\nscontrol requeue ${J1}_0 2>&1 | m; echo \"rc=${PIPESTATUS[0]}\"\nscontrol requeue $J1 2>&1 | m; echo \"rc=${PIPESTATUS[0]}\"\nfin"},
+    {"name": "requeue_finished_array",
+     "cmd": "sb --array='0-1' --wrap true\nwend $J1\nscontrol requeuehold $J1 2>&1 | m; echo \"rc=${PIPESTATUS[0]}\"\nsqueue -h -r -t PD -j $J1 -o '%i %r' | m | sort\nfin"},
+    {"name": "requeue_task_list",
+     "cmd": "sb --begin=now+3600 --array='0-3' --wrap true\nscontrol requeue \"${J1}_[0,2,5]\" 2>&1 | m; echo \"rc=${PIPESTATUS[0]}\"\nfin"},
 ]
 
 # Area a09: scontrol update of jobs (slurmctld job_mgr.c: update_job / _update_job;

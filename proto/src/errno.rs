@@ -67,6 +67,8 @@ pub const ESLURM_JOB_PENDING: i32 = 2024;
 pub const ESLURM_IN_STANDBY_MODE: i32 = 2027;
 /// `ESLURM_NOT_SUPPORTED`.
 pub const ESLURM_NOT_SUPPORTED: i32 = 2036;
+/// `ESLURM_DISABLED`.
+pub const ESLURM_DISABLED: i32 = 2037;
 /// `ESLURM_JOB_HELD`.
 pub const ESLURM_JOB_HELD: i32 = 2042;
 /// `ESLURM_DEPENDENCY`.
@@ -106,6 +108,7 @@ pub const ESLURM_AUTH_EXPIRED: i32 = 6001;
 /// Slurm's text for an error code (`slurm_strerror`), for the codes Flotilla returns.
 pub fn strerror(code: i32) -> &'static str {
     match code {
+        0 => "No error",
         SLURM_ERROR => "Unspecified error",
         EAGAIN => "Resource temporarily unavailable",
         ESLURM_IN_STANDBY_MODE => "Slurm backup controller in standby mode",
@@ -134,6 +137,7 @@ pub fn strerror(code: i32) -> &'static str {
         ESLURM_ALREADY_DONE => "Job/step already completing or completed",
         ESLURM_JOB_PENDING => "Job is pending execution",
         ESLURM_NOT_SUPPORTED => "Requested operation not supported on this system",
+        ESLURM_DISABLED => "Requested operation is presently disabled",
         ESLURM_JOB_HELD => "Job is in held state, pending scheduler release",
         ESLURM_DEPENDENCY => "Job dependency problem",
         ESLURM_INVALID_ACCOUNT => "Invalid account or account/partition combination specified",

@@ -193,10 +193,13 @@ pub fn batch_step_row(rec: &JobRecord) -> Option<StepRow> {
 }
 
 fn job_row(rec: &JobRecord) -> AcctRow {
-    let state = match rec.state {
+    let state = match (rec.stopped_for_good(), rec.state) {
+        // A job stopped by `scancel` or its time limit is written as it ends at the stop
+        // (`JobRecord::stopped_for_good`), its nodes still ending it.
+        (Some(end), _) => end,
         // Slurm's accounting sees COMPLETING as still running.
-        JobState::Completing => JobState::Running,
-        s => s,
+        (None, JobState::Completing) => JobState::Running,
+        (None, s) => s,
     };
     let (exit_code, signal) = match state {
         JobState::Cancelled | JobState::Timeout | JobState::Preempted | JobState::NodeFail => (0, 0),

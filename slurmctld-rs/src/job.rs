@@ -322,6 +322,20 @@ impl JobRecord {
         }
     }
 
+    /// The end state a stop for good gives this record while its nodes still end it:
+    /// `CANCELLED` for `scancel`, `TIMEOUT` for the time limit; `None` for a record not being
+    /// stopped, or stopped for a requeue or a preemption (pending again afterwards). Slurm sets
+    /// that state with the `JOB_COMPLETING` flag, `end_time = now`, and writes the end to
+    /// accounting at the stop (`_job_signal`, `_job_timed_out`: `job_completion_logger`,
+    /// slurmctld job_mgr.c), so `sacct` and `EndTime=` show the stop at once.
+    pub fn stopped_for_good(&self) -> Option<JobState> {
+        match (self.state, self.stopping.map(|s| s.why)) {
+            (JobState::Running | JobState::Completing, Some(StopWhy::Cancel)) => Some(JobState::Cancelled),
+            (JobState::Running | JobState::Completing, Some(StopWhy::Timeout)) => Some(JobState::Timeout),
+            _ => None,
+        }
+    }
+
     /// True when this record is an array's pending remainder.
     pub fn is_array_meta(&self) -> bool {
         !self.array_pending.is_empty()

@@ -41,6 +41,17 @@ fn wait_acct(env: &Env, addr: std::net::SocketAddr, id: u64, state: &str) -> Acc
     j.unwrap()
 }
 
+/// Waits until a job is accounted `state` and its batch step has ended too: a job stopped by
+/// `scancel` or its time limit is accounted as ended at the stop, its batch step once the node
+/// reports the script's end (Slurm's `_job_signal`/`_job_timed_out`).
+fn wait_acct_ended(env: &Env, addr: std::net::SocketAddr, id: u64, state: &str) -> AcctJob {
+    let ended = |j: &AcctJob| j.state == state && j.steps.iter().any(|s| s.step == "batch" && s.state != "RUNNING");
+    let ok = wait_for(20, || one(env, addr, id).is_some_and(|j| ended(&j)));
+    let j = one(env, addr, id);
+    assert!(ok, "job {id} never accounted {state} with its batch step ended: {j:?}");
+    j.unwrap()
+}
+
 /// A controller started with `extra` and one fake node agent, `gpu01`.
 fn one_node(env: &Env, extra: &[&str]) -> (Ctl, Agent) {
     let ctl = Ctl::start(env, 0, extra);
@@ -99,12 +110,12 @@ fn accounted_from_submission_with_slurm_end_states_and_kept_across_restart() {
     assert_eq!(batch(&j), ("RUNNING", 0, 0), "batch step written when the script starts");
     let r = call(&env, a, 2001, Request::CancelJob(CancelJob { jobs: vec![JobRef::id(long)], ..CancelJob::default() }));
     assert!(matches!(r, Ok(Response::JobResults(_))), "{r:?}");
-    let j = wait_acct(&env, a, long, "CANCELLED");
+    let j = wait_acct_ended(&env, a, long, "CANCELLED");
     assert_eq!((j.cancelled_by, j.exit_code, j.signal), (Some(2001), 0, 0));
     assert_eq!(batch(&j), ("CANCELLED", 0, 15));
 
     // Time limit: TIMEOUT 0:0, batch CANCELLED 0:15 (CONTRACT.md §A-17).
-    let j = wait_acct(&env, a, tmo, "TIMEOUT");
+    let j = wait_acct_ended(&env, a, tmo, "TIMEOUT");
     assert_eq!((j.exit_code, j.signal, j.time_limit_min), (0, 0, Some(1)));
     assert_eq!(batch(&j), ("CANCELLED", 0, 15));
 

@@ -223,6 +223,8 @@ fn stopped_running_job_shows_completing_at_once() {
     h.call(User::Alice, requeue(b, false));
     assert_eq!((state(&h, a), state(&h, b)), (Completing, Completing), "requeued: ending at once");
     assert_eq!(h.job(b).reason.as_str(), "None");
+    // `_job_requeue_op`: the run ended at the requeue (EndTime) while its node ends it.
+    assert_eq!(h.job(b).end_time, Some(h.at() + T0));
     assert_eq!(selected(&mut h, &[Completing]), vec![a, b]);
     assert!(selected(&mut h, &[Running]).is_empty());
     h.advance(29);
@@ -232,6 +234,49 @@ fn stopped_running_job_shows_completing_at_once() {
     h.turn_until(5, 1, |h| state(h, a) == Cancelled && state(h, b) == Pending);
     assert_eq!(h.job(b).restarts, 1);
     h.turn_until(5, 1, |h| state(h, waiting) == Running);
+}
+
+fn acct_row(h: &mut Harness, id: u64) -> AcctJob {
+    let q = AcctQuery { jobs: vec![AcctJobRef { job_id: id, task: None, step: None }], ..AcctQuery::default() };
+    let Response::Acct(rows) = h.call(User::Root, Request::QueryAcct(q)) else { panic!("accounting query failed") };
+    rows.into_iter().find(|r| r.job_id == id).expect("an accounting row")
+}
+
+/// A running job stopped by `scancel` or by its time limit has ended at the stop, as Slurm's
+/// `_job_signal` and `_job_timed_out` end it (`end_time = now`, `job_completion_logger`;
+/// goldens-extra 0314-0316): while its node still ends it (it ignores SIGTERM), `sacct` shows
+/// it `CANCELLED` (by its canceller) or `TIMEOUT` with the stop as its end, `EndTime` is the
+/// stop's time (not start + limit) and a timed-out job's reason is `TimeLimit`; the node's
+/// later report of the end moves neither.
+#[test]
+fn stopped_job_is_accounted_and_ends_at_the_stop() {
+    use JobStateWire::*;
+    let mut h = Harness::two_nodes("ctl_stopped_job_ends_at_the_stop");
+    let mut a = on_term(gpu_job(User::Alice, 8, None, 0), OnTerm::Ignore);
+    a.time_limit = Some(TimeLimitWire::Minutes(10));
+    let a = h.submit(a);
+    let mut b = on_term(gpu_job(User::Alice, 8, None, 0), OnTerm::Ignore);
+    b.time_limit = Some(TimeLimitWire::Minutes(1));
+    let b = h.submit(b);
+    h.advance(5);
+    h.call(User::Alice, cancel(&[a]));
+    let stop_a = h.at() + T0;
+    assert_eq!((state(&h, a), h.job(a).end_time), (Completing, Some(stop_a)), "EndTime: the cancel's time");
+    let row = acct_row(&mut h, a);
+    assert_eq!((row.state.as_str(), row.end_time, row.exit_code, row.signal), ("CANCELLED", Some(stop_a), 0, 0));
+    assert_eq!(row.cancelled_by, Some(2001));
+    h.advance(55);
+    h.turn();
+    let stop_b = h.at() + T0;
+    assert_eq!((state(&h, b), h.job(b).reason.as_str(), h.job(b).end_time), (Completing, "TimeLimit", Some(stop_b)));
+    let row = acct_row(&mut h, b);
+    assert_eq!((row.state.as_str(), row.end_time), ("TIMEOUT", Some(stop_b)));
+    // After KillWait the nodes kill them; the end stays the stop's.
+    h.turn_until(40, 1, |h| state(h, a) == Cancelled && state(h, b) == Timeout);
+    assert_eq!((h.job(a).end_time, h.job(b).end_time), (Some(stop_a), Some(stop_b)));
+    let (ra, rb) = (acct_row(&mut h, a), acct_row(&mut h, b));
+    assert_eq!((ra.state.as_str(), ra.end_time, ra.cancelled_by), ("CANCELLED", Some(stop_a), Some(2001)));
+    assert_eq!((rb.state.as_str(), rb.end_time), ("TIMEOUT", Some(stop_b)));
 }
 
 /// `sbatch --hold` shows `JobHeldUser` at once and never starts; `scontrol release` lets it
@@ -506,6 +551,54 @@ fn requeue_of_a_pending_array_task_is_refused_unsplit() {
     h.turn();
     assert_eq!(h.job(aid).array_task_str.as_deref(), Some("1-2%1"), "nothing split");
     assert_eq!(h.jobs().filter(|j| j.array_job_id == Some(aid)).count(), 2);
+}
+
+/// The answers of a requeue, as (job reference, error code).
+fn requeue_answers(h: &mut Harness, jobs: Vec<JobRef>, hold: bool) -> Vec<(JobRef, Option<i32>)> {
+    let r = h.call(User::Alice, Request::Requeue(RequeueJob { jobs, hold }));
+    let Response::JobResults(rs) = r else { panic!("{r:?}") };
+    rs.into_iter().map(|r| (r.job, r.error.map(|e| e.code))).collect()
+}
+
+/// `scontrol requeue` naming an array (its id or its tasks) is answered per task in Slurm's
+/// array-errors form (`job_requeue2`, `_resp_array_add`, `_resp_array_xlate`; goldens-extra
+/// 0623-0627): one answer per outcome naming the tasks that had it, ordered by their first
+/// task, a success included when there are others; the pending array record answers for all
+/// its pending tasks, a task no record holds is an invalid job id; a `--no-requeue` task is
+/// refused (`_job_requeue_op`: `ESLURM_DISABLED`) and keeps running. A task named by its own
+/// job id is a plain job's answer.
+#[test]
+fn requeue_of_an_array_answers_per_task() {
+    let mut h = Harness::two_nodes("ctl_array_requeue_answers");
+    // Tasks that ignore SIGTERM: a requeued task stays stopping (KillWait) while the clock
+    // does not move, so no other task takes its slot meanwhile.
+    let mut a = on_term(gpu_job(User::Alice, 1, None, 0), OnTerm::Ignore);
+    a.array = Some(ArraySpec { ranges: vec![ArrayRange { start: 0, end: 2, step: 1 }], max_running: Some(1) });
+    let aid = h.submit(a);
+    h.turn_until(5, 1, |h| running_tasks(h, aid) == vec![0]);
+    let t0 = h.jobs().find(|j| j.array_job_id == Some(aid) && j.array_task_id == Some(0)).map(|j| j.job_id).expect("task 0");
+    assert_ne!(t0, aid);
+    assert_eq!(
+        requeue_answers(&mut h, vec![JobRef::id(aid)], false),
+        vec![(task_ref(aid, &[0]), None), (task_ref(aid, &[1, 2]), Some(ESLURM_JOB_PENDING))]
+    );
+    assert_eq!(
+        requeue_answers(&mut h, vec![task_ref(aid, &[2, 7])], false),
+        vec![(task_ref(aid, &[1, 2]), Some(ESLURM_JOB_PENDING)), (task_ref(aid, &[7]), Some(ESLURM_INVALID_JOB_ID))]
+    );
+    assert_eq!(requeue_answers(&mut h, vec![task_ref(aid, &[7])], false), vec![(task_ref(aid, &[7]), Some(ESLURM_INVALID_JOB_ID))]);
+    // Task 0 by its own id: a plain answer (it is being stopped already: nothing to do).
+    assert_eq!(requeue_answers(&mut h, vec![JobRef::id(t0)], false), vec![(JobRef::id(t0), None)]);
+
+    let mut n = gpu_job(User::Alice, 1, None, 0);
+    n.array = Some(ArraySpec { ranges: vec![ArrayRange { start: 0, end: 1, step: 1 }], max_running: None });
+    n.requeue = Some(false);
+    let nid = h.submit(n);
+    h.turn_until(5, 1, |h| running_tasks(h, nid) == vec![0, 1]);
+    assert_eq!(requeue_answers(&mut h, vec![task_ref(nid, &[0])], false), vec![(task_ref(nid, &[0]), Some(ESLURM_DISABLED))]);
+    assert_eq!(requeue_answers(&mut h, vec![JobRef::id(nid)], true), vec![(task_ref(nid, &[0, 1]), Some(ESLURM_DISABLED))]);
+    h.turn();
+    assert_eq!(running_tasks(&h, nid), vec![0, 1], "still running");
 }
 
 /// A requeued task's record waits for the array's throttle (Slurm's `job_array_start_test`

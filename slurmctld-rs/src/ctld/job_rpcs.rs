@@ -291,12 +291,25 @@ impl Controller {
 
     pub(super) fn cancel(&mut self, ident: Ident, c: CancelJob, now: i64) -> Response {
         let mut results = Vec::new();
+        // scancel with a filter and job ids checks the jobs it names first (Slurm's scancel.c
+        // `_verify_job_ids`, before `_filter_job_records`): a job not known or already ended,
+        // one stopped for good included (`IS_JOB_FINISHED` of `CANCELLED|COMPLETING`), is
+        // `Invalid job id specified`; a job known but not matching the filter is left alone
+        // without an error (goldens-extra 0317).
+        let verify = !c.jobs.is_empty() && c.filter != JobFilter::default();
+        let live = |rec: &JobRecord| !rec.state.is_finished() && rec.stopped_for_good().is_none();
         for (jref, targets) in self.targets(&c.jobs, &c.filter) {
             let mut error = None;
-            if targets.is_empty() {
+            if targets.is_empty()
+                && !(verify && self.resolve(&jref).iter().any(|t| self.jobs.get(&t.id()).is_some_and(live)))
+            {
                 error = Some(SlurmError::new(ESLURM_INVALID_JOB_ID));
             }
             for t in targets {
+                if verify && !live(&self.jobs[&t.id()]) {
+                    error.get_or_insert(SlurmError::new(ESLURM_INVALID_JOB_ID));
+                    continue;
+                }
                 if !self.owner_ok(ident, t.id()) {
                     warn!(job = t.id(), uid = ident.uid, "cancel of another user's job refused");
                     error.get_or_insert(SlurmError::new(ESLURM_ACCESS_DENIED));
@@ -420,6 +433,11 @@ impl Controller {
                         if rec.end_state == Some(JobState::Pending) {
                             rec.end_state = Some(JobState::Cancelled);
                         }
+                        // Ended at this cancel, as a cancel of a running job (`start_stop`).
+                        if rec.state == JobState::Running {
+                            rec.end_time = Some(now);
+                        }
+                        self.batch.acct.insert(id);
                         self.dirty(id);
                         info!(job = id, "job being stopped for a requeue cancelled: it ends cancelled");
                     }
@@ -439,6 +457,15 @@ impl Controller {
         });
         let _span = info_span!("job", job = id).entered();
         info!(?why, "stopping running job: SIGTERM, SIGKILL after KillWait");
+        if matches!(why, StopWhy::Cancel | StopWhy::Timeout) {
+            rec.end_time = Some(now);
+            if why == StopWhy::Timeout {
+                // `_job_timed_out` gives the reason at the stop (goldens-extra 0316).
+                rec.reason = Some("TimeLimit".into());
+            }
+            self.batch.acct.insert(id);
+        }
+        let rec = &self.jobs[&id];
         let nodes = rec.nodes.clone();
         self.dirty(id);
         // A cancel or a time limit ends the job for its dependents now (`dep_state`): their
@@ -583,73 +610,136 @@ impl Controller {
         Response::JobResults(results)
     }
 
+    /// `scontrol requeue` / `requeuehold` (Slurm's `job_requeue2`, slurmctld job_mgr.c). A
+    /// plain job, or an array task named by its own job id, is answered with one result
+    /// (scontrol: `<error> for job <id>`). A request naming an array (its id, or its tasks
+    /// `A_T`) is answered per task record, in Slurm's array-errors form (`_resp_array_add`,
+    /// `_resp_array_xlate`): one result per outcome, naming the array's tasks that had it
+    /// (a pending array record answers for all its pending tasks, a task that does not exist
+    /// is `Invalid job id specified`, a success is a result without an error); scontrol prints
+    /// each as `A_<tasks>: <error>` unless the answer is one success (goldens-extra 0621,
+    /// 0623-0627).
     pub(super) fn requeue_rpc(&mut self, ident: Ident, r: RequeueJob, now: i64) -> Response {
         let mut results = Vec::new();
-        for (mut jref, targets) in self.targets(&r.jobs, &JobFilter::default()) {
+        for (jref, targets) in self.targets(&r.jobs, &JobFilter::default()) {
+            let names_array =
+                jref.tasks.is_some() || self.jobs.get(&jref.job_id).is_some_and(|rec| rec.array_job_id == Some(jref.job_id));
+            if names_array {
+                results.extend(self.requeue_array(ident, &jref, targets, r.hold, now));
+                continue;
+            }
             let mut error = None;
             if targets.is_empty() {
                 error = Some(SlurmError::new(ESLURM_INVALID_JOB_ID));
             }
             for t in targets {
-                let id = t.id();
-                if !self.owner_ok(ident, id) {
-                    error.get_or_insert(SlurmError::new(ESLURM_ACCESS_DENIED));
-                    continue;
-                }
-                if self.jobs[&id].service.is_some() {
-                    // A replica belongs to its service: `sdeploy` scales it, `scancel` replaces it.
-                    error.get_or_insert(SlurmError::new(ESLURM_NOT_SUPPORTED));
-                    continue;
-                }
-                let state = self.jobs[&id].state;
-                match state {
-                    // Slurm's `job_requeue2`: a pending task is found in its array record
-                    // (`find_job_array_rec`), which `_job_requeue_op` refuses as pending: the
-                    // answer names the record and all its pending tasks (`_resp_array_add`,
-                    // `A_0-2: Job is pending execution`), nothing is split (goldens-extra 621).
-                    JobState::Pending if self.jobs[&id].is_array_meta() => {
-                        if error.is_none() {
-                            jref = JobRef { job_id: id, tasks: Some(self.jobs[&id].array_pending.clone()) };
-                            error = Some(SlurmError::new(ESLURM_JOB_PENDING));
-                        }
-                    }
-                    JobState::Pending => {
-                        if r.hold {
-                            error.get_or_insert(SlurmError::new(ESLURM_JOB_PENDING));
-                        } else {
-                            let rec = self.jobs.get_mut(&id).expect("resolved");
-                            rec.spec.begin_time = Some(requeue_begin(now, self.opts.requeue_holdoff_s));
-                            self.dirty(id);
-                            self.push_core_update(id, now);
-                            self.sched_dirty = true;
-                        }
-                    }
-                    JobState::Running => {
-                        if self.jobs[&id].stopping.is_none() {
-                            let rec = self.jobs.get_mut(&id).expect("resolved");
-                            rec.spec.begin_time = Some(requeue_begin(now, self.opts.requeue_holdoff_s));
-                            self.start_stop(id, StopWhy::Requeue { hold: r.hold }, now);
-                        }
-                    }
-                    JobState::Completing => {
-                        error.get_or_insert(SlurmError::new(ESLURM_TRANSITION_STATE_NO_UPDATE));
-                    }
-                    _ if self.jobs[&id].is_array_meta() => {
-                        error.get_or_insert(SlurmError::new(ESLURM_JOB_FINISHED));
-                    }
-                    _ => {
-                        let rec = self.jobs.get_mut(&id).expect("resolved");
-                        reset_for_requeue(rec, r.hold);
-                        self.requeue_to_core(id, false, now);
-                        self.dirty(id);
-                        self.stats.requeued += 1;
-                        self.sched_dirty = true;
-                    }
+                if let Err(e) = self.requeue_one(ident, t.id(), r.hold, now) {
+                    error.get_or_insert(e);
                 }
             }
             results.push(JobResult { job: jref, error });
         }
         Response::JobResults(results)
+    }
+
+    /// The array form of [`Self::requeue_rpc`]: every target requeued, the outcomes grouped
+    /// by error code and ordered by their first task.
+    fn requeue_array(&mut self, ident: Ident, jref: &JobRef, targets: Vec<Target>, hold: bool, now: i64) -> Vec<JobResult> {
+        let mut groups: Vec<(Option<i32>, BTreeSet<u32>)> = Vec::new();
+        let mut add = |code: Option<i32>, tasks: &[u32]| match groups.iter_mut().find(|(c, _)| *c == code) {
+            Some((_, set)) => set.extend(tasks.iter().copied()),
+            None => groups.push((code, tasks.iter().copied().collect())),
+        };
+        let mut covered = BTreeSet::new();
+        for t in targets {
+            let id = t.id();
+            let rec = &self.jobs[&id];
+            // A pending array record answers for all its pending tasks (`_resp_array_add`
+            // with the record's task bitmap).
+            let names: Vec<u32> = if rec.is_array_meta() {
+                rec.array_pending.clone()
+            } else {
+                rec.array_task_id.into_iter().collect()
+            };
+            covered.extend(names.iter().copied());
+            if let Target::Tasks(_, ts) = &t {
+                covered.extend(ts.iter().copied());
+            }
+            let code = self.requeue_one(ident, id, hold, now).err().map(|e| e.code);
+            add(code, &names);
+        }
+        // Named tasks that no record holds (`_resp_array_add_id`).
+        for &t in jref.tasks.iter().flatten() {
+            if !covered.contains(&t) {
+                add(Some(ESLURM_INVALID_JOB_ID), &[t]);
+            }
+        }
+        if groups.is_empty() {
+            groups.push((Some(ESLURM_INVALID_JOB_ID), BTreeSet::new()));
+        }
+        groups.sort_by_key(|(_, set)| set.first().copied());
+        groups
+            .into_iter()
+            .map(|(code, set)| JobResult {
+                job: JobRef { job_id: jref.job_id, tasks: Some(set.into_iter().collect()) },
+                error: code.map(SlurmError::new),
+            })
+            .collect()
+    }
+
+    /// Requeues one record (Slurm's `_job_requeue_op`): refused for another user's job, a
+    /// service replica, a job submitted with `--no-requeue` (`Requested operation is presently
+    /// disabled`) and a pending array record (`Job is pending execution`); a running job is
+    /// stopped and pending again once its nodes are done; a finished one is pending at once.
+    fn requeue_one(&mut self, ident: Ident, id: u64, hold: bool, now: i64) -> Result<(), SlurmError> {
+        if !self.owner_ok(ident, id) {
+            return Err(SlurmError::new(ESLURM_ACCESS_DENIED));
+        }
+        if self.jobs[&id].service.is_some() {
+            // A replica belongs to its service: `sdeploy` scales it, `scancel` replaces it.
+            return Err(SlurmError::new(ESLURM_NOT_SUPPORTED));
+        }
+        if !self.jobs[&id].requeue {
+            return Err(SlurmError::new(ESLURM_DISABLED));
+        }
+        let state = self.jobs[&id].state;
+        match state {
+            // Slurm's `job_requeue2`: a pending task is found in its array record
+            // (`find_job_array_rec`), which `_job_requeue_op` refuses as pending; nothing is
+            // split (goldens-extra 621).
+            JobState::Pending if self.jobs[&id].is_array_meta() => return Err(SlurmError::new(ESLURM_JOB_PENDING)),
+            JobState::Pending => {
+                if hold {
+                    return Err(SlurmError::new(ESLURM_JOB_PENDING));
+                }
+                let rec = self.jobs.get_mut(&id).expect("resolved");
+                rec.spec.begin_time = Some(requeue_begin(now, self.opts.requeue_holdoff_s));
+                self.dirty(id);
+                self.push_core_update(id, now);
+                self.sched_dirty = true;
+            }
+            JobState::Running => {
+                if self.jobs[&id].stopping.is_none() {
+                    let rec = self.jobs.get_mut(&id).expect("resolved");
+                    rec.spec.begin_time = Some(requeue_begin(now, self.opts.requeue_holdoff_s));
+                    // `_job_requeue_op` ends the run now (`end_time = now`): `EndTime=` shows the
+                    // requeue while the nodes end it; the next run clears it.
+                    rec.end_time = Some(now);
+                    self.start_stop(id, StopWhy::Requeue { hold }, now);
+                }
+            }
+            JobState::Completing => return Err(SlurmError::new(ESLURM_TRANSITION_STATE_NO_UPDATE)),
+            _ if self.jobs[&id].is_array_meta() => return Err(SlurmError::new(ESLURM_JOB_FINISHED)),
+            _ => {
+                let rec = self.jobs.get_mut(&id).expect("resolved");
+                reset_for_requeue(rec, hold);
+                self.requeue_to_core(id, false, now);
+                self.dirty(id);
+                self.stats.requeued += 1;
+                self.sched_dirty = true;
+            }
+        }
+        Ok(())
     }
 
     pub(super) fn update(&mut self, ident: Ident, u: UpdateJob, now: i64) -> Response {

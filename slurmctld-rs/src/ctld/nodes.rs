@@ -300,7 +300,9 @@ impl Controller {
         let _span = info_span!("job", job = rec.id).entered();
         rec.exit_code = exit.exit_code;
         rec.exit_signal = exit.signal;
-        rec.end_time = Some(now);
+        // A job stopped for good ended at its stop (Slurm's `_job_complete` leaves the
+        // `end_time` of a job already ended alone); any other ends now.
+        rec.end_time = Some(rec.end_time.filter(|_| rec.stopped_for_good().is_some()).unwrap_or(now));
         rec.end_state = Some(match rec.stopping.map(|s| s.why) {
             Some(StopWhy::Cancel) => JobState::Cancelled,
             Some(StopWhy::Timeout) => JobState::Timeout,
