@@ -517,6 +517,8 @@ enum Key<'a> {
     S(flotilla_proto::Str<'a>),
     Id(u64, Option<u32>),
     Limit(Option<u32>),
+    /// `S`: (no start time, start, then job-id order among jobs without one).
+    Start(u8, i64, u64, u32, u64),
 }
 
 impl<'a> Key<'a> {
@@ -531,7 +533,14 @@ impl<'a> Key<'a> {
             "u" => Key::S(j.user.clone()),
             "U" => Key::U(j.uid.into()),
             "j" => Key::S(j.name.clone()),
-            "S" => Key::I(j.start_time.unwrap_or(i64::MAX)),
+            // Slurm's `_sort_job_by_time_start` puts a job without a start time after every
+            // other, and says "after" for two of them: the sort reverses them, and so undoes
+            // the reversal of the pre-sort (`sort_jobs_by_start_time`, see
+            // [`SortKeys::sort`]): such jobs come oldest first (golden 0178: 59, 61, 63 ...).
+            "S" => match slurm_start(j) {
+                Some(t) => Key::Start(0, t, 0, 0, 0),
+                None => Key::Start(1, 0, j.array_job_id.unwrap_or(j.job_id), j.array_task_id.unwrap_or(0), j.job_id),
+            },
             "V" => Key::I(j.submit_time),
             "e" => Key::I(j.end_time.unwrap_or(i64::MAX)),
             "D" => Key::U(j.num_nodes.into()),
@@ -1381,6 +1390,20 @@ JOBID NODES MIN_NODES MAX_NODES       ELASTIC
         let mut all = rows.clone();
         all.push(run);
         assert_eq!(sorted_ids(&all, "P"), vec![41, 42, 61, 14, 15, 60, 59]);
+    }
+
+    /// `--start`'s sort (`S`, golden 0178): planned starts soonest first, then the jobs
+    /// without a start time oldest first (the `S` comparison reverses the pre-sort's order of
+    /// those, newest first).
+    #[test]
+    fn start_sort_puts_jobs_without_a_start_after_oldest_first() {
+        let at = |id: u64, t: Option<i64>| {
+            let mut j = job(id, JobStateWire::Pending, 0);
+            j.start_time = t;
+            j
+        };
+        let rows = vec![at(57, Some(300)), at(58, Some(200)), at(59, None), at(60, Some(900)), at(61, None), at(67, None)];
+        assert_eq!(sorted_ids(&rows, "S"), vec![58, 57, 60, 59, 61, 67]);
     }
 
     /// The job ids of `rows` after squeue's sort by `spec`, through the rows squeue keeps

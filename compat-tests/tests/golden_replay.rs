@@ -56,6 +56,25 @@ use std::time::{Duration, Instant};
 /// otherwise take a minute; every fill job's limit is ≥ 20 minutes = 200 s).
 const MINUTE_S: u32 = 10;
 
+/// Waits, if need be, until the wall clock is at second 1 to 40 of a minute, for the four fill
+/// jobs (cases 0145-0148, `sbatch_fill_*`: started one after the other within seconds) to start
+/// within one minute, after its first second, as they did in the recording (54-56 at
+/// 09:41:00-09:41:06). Slurm's backfill plan, which goldens 0178, 0209 and 0210 show, rounds
+/// absolute times down to `bf_resolution` (60 s; backfill.c `_attempt_backfill` rounds the
+/// map's first slot, `start_time` and `end_reserve` since the epoch), so its answer depends
+/// on where a minute boundary falls among those starts: with one between the starts of fill3
+/// and bobfill, Slurm too plans job 58 on gpu01, not gpu02 (the core's `backfill_map` tests
+/// show both cases). Waiting makes the replay replay the recorded case, not another one.
+fn start_within_a_minute() {
+    let since = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap_or_default();
+    let sec = since.as_secs_f64() % 60.0;
+    if !(1.0..=40.0).contains(&sec) {
+        // To second 1.2 of the next minute (or of this one, before its first second).
+        let to = if sec < 1.0 { 1.2 - sec } else { 61.2 - sec };
+        std::thread::sleep(Duration::from_secs_f64(to));
+    }
+}
+
 /// The reference's accounting associations (`setup.sh`: `sacctmgr add account research`,
 /// `sacctmgr add user alice,bob account=research`), as Flotilla's `quota.conf`.
 const QUOTA_CONF: &str = "# The reference cluster's accounting associations.\nAccount=research Users=alice,bob\n";
@@ -315,8 +334,11 @@ impl Harness {
     fn before(&self, case: &GoldenCase, ids: &Ids) -> Result<(), String> {
         let here = |recs: &[u64]| recs.iter().map(|&r| ids.here(r)).collect::<Vec<u64>>();
         match case.case.as_str() {
-            "sbatch_test_only_idle" | "sbatch_time_10" | "sbatch_plain" | "sbatch_outpat_single" | "sbatch_fill_A1_gpu4" => {
-                self.cancel_all()
+            "sbatch_test_only_idle" | "sbatch_time_10" | "sbatch_plain" | "sbatch_outpat_single" => self.cancel_all(),
+            "sbatch_fill_A1_gpu4" => {
+                self.cancel_all()?;
+                start_within_a_minute();
+                Ok(())
             }
             // The jobs of the output-pattern cases (0137-0140).
             "ls_output_files" => self.wait_done(&here(&[44, 45, 46, 47]), WAIT),
@@ -376,7 +398,22 @@ impl Harness {
                 None => Ok(()),
             },
             "sbatch_fill_A1_gpu4" | "sbatch_fill_A2_gpu4" | "sbatch_fill_A3_N2_gpu8" | "sbatch_fill_B1_bob_gpu8" => match id() {
-                Some(i) => self.wait_state(i, &[JobStateWire::Running], Duration::from_secs(60)),
+                Some(i) => {
+                    self.wait_state(i, &[JobStateWire::Running], Duration::from_secs(60))?;
+                    if name == "sbatch_fill_B1_bob_gpu8" {
+                        // The inputs of the backfill plan 0178/0209/0210 show (see
+                        // `start_within_a_minute`), for a run that differs.
+                        let fills = [ids.here(53), ids.here(54), ids.here(55), i];
+                        let starts: Vec<(u64, Option<i64>)> = self
+                            .jobs()
+                            .iter()
+                            .filter(|j| fills.contains(&j.job_id))
+                            .map(|j| (j.job_id, j.start_time))
+                            .collect();
+                        eprintln!("fill jobs' starts (id, s since the epoch): {starts:?}");
+                    }
+                    Ok(())
+                }
                 None => Ok(()),
             },
             // A requeued job is pending again once its run ended (the capture slept a second

@@ -24,8 +24,10 @@
 //! ordering and [`Scheduler::will_run`]; `quota` the account tree's usage and borrowing; `limits` the accounting limits
 //! (associations, QOS); `usage` fair-share usage and the multifactor inputs;
 //! `preemption` preemption as a budgeted protocol; `services` inference services;
-//! `defragmentation` the swap pool and replica relocation; `invariants` the checker.
+//! `defragmentation` the swap pool and replica relocation; `invariants` the checker;
+//! `backfill_map` Slurm's backfill plan of pending jobs' starts and nodes, for display.
 
+mod backfill_map;
 mod cycle;
 mod defragmentation;
 mod elastic;
@@ -42,6 +44,7 @@ mod test_policies;
 mod types;
 mod usage;
 
+pub use backfill_map::{PlannedStart, BF_MAX_JOB_ARRAY_RESV, BF_RESOLUTION_S, BF_WINDOW_S};
 pub use limits::{default_wall_min, submit_violation, SubmitCounts, Tres};
 pub use types::*;
 

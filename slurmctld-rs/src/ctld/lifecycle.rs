@@ -522,6 +522,7 @@ impl Controller {
         let queue = self.sched.pending_len() as u64;
         let t = Instant::now();
         let ds = self.sched.cycle(now as u64);
+        self.last_cycle_at = now;
         self.update.cycled(now);
         let us = t.elapsed().as_micros() as u64;
         self.diag.cycle(us, queue, self.sched.reservations().len() as u64, now);

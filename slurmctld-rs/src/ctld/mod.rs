@@ -399,6 +399,13 @@ pub struct Controller {
     /// array record that task's record (`settle_last_tasks`), once every bind of the turn is
     /// carried out.
     last_task_splits: BTreeSet<u64>,
+    /// Slurm's backfill plan of the pending records the core expects to start (record id ->
+    /// planned start and nodes, `Scheduler::backfill_plan`), what queries show as their
+    /// start and `SchedNodeList`; made again at the first query after each cycle
+    /// (`refresh_start_plan`). The cycle it was made after, and the last cycle's time.
+    start_plan: BTreeMap<u64, flotilla_core::sched::PlannedStart>,
+    start_plan_cycle: Option<u64>,
+    last_cycle_at: i64,
     next_job_id: u64,
     nodes: Vec<NodeRt>,
     batch: WriteBatch,
@@ -481,6 +488,9 @@ impl Controller {
             array_metas: BTreeSet::new(),
             split_tasks: BTreeMap::new(),
             last_task_splits: BTreeSet::new(),
+            start_plan: BTreeMap::new(),
+            start_plan_cycle: None,
+            last_cycle_at: now,
             next_job_id: first_job_id,
             nodes: (0..n).map(|_| NodeRt::default()).collect(),
             batch: WriteBatch::default(),
@@ -533,6 +543,7 @@ impl Controller {
                 *self.stats.rpc.entry("REQUEST_JOB_INFO").or_default() += 1;
                 let t = std::time::Instant::now();
                 self.look_at_pending();
+                self.refresh_start_plan();
                 let resp = self.query_jobs_encoded(ident, &q, now);
                 self.diag.rpc("REQUEST_JOB_INFO", ident.uid, t.elapsed().as_micros() as u64);
                 self.answers.push((reply, resp));
@@ -612,6 +623,7 @@ impl Controller {
             Request::UpdateJob(u) => self.update(ident, u, now),
             Request::QueryQueue(q) => {
                 self.look_at_pending();
+                self.refresh_start_plan();
                 self.query_queue(ident, &q, now)
             }
             Request::QueryUpdateTimes => Response::UpdateTimes(self.update_times()),

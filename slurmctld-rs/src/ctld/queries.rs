@@ -48,8 +48,14 @@ impl Controller {
                     };
                     p.detail = info.detail.as_deref().map(Str::b);
                     p.expected = info.expected_start.filter(|&t| t != u64::MAX).map(|t| t as i64);
-                    if !info.sched_nodes.is_empty() && want.has(F::SchedNodes) {
-                        let names: Vec<String> = info.sched_nodes.iter().map(|n| self.sched.cluster().node(*n).name.clone()).collect();
+                    let mut planned = &info.sched_nodes;
+                    // Shown as Slurm's backfill plans it (`refresh_start_plan`).
+                    if let Some(plan) = self.start_plan.get(&rec.id).filter(|_| info.expected_start.is_some()) {
+                        p.expected = Some(plan.start as i64);
+                        planned = &plan.nodes;
+                    }
+                    if !planned.is_empty() && want.has(F::SchedNodes) {
+                        let names: Vec<String> = planned.iter().map(|n| self.sched.cluster().node(*n).name.clone()).collect();
                         p.sched_nodes = Str::from(compress_sorted(&names));
                     }
                     p.priority = prio;
@@ -88,6 +94,68 @@ impl Controller {
             p.reason = Str::b(r);
         }
         p
+    }
+
+    /// Makes Slurm's backfill plan of the pending records again if a cycle ran since it was
+    /// last made: the records whose jobs the core expects to start (it holds a reservation
+    /// for them), in Slurm's queue order (priority, then submit time and id), each planned
+    /// once, a job array's pending record once per task as Slurm's backfill plans it (up to
+    /// `bf_max_job_array_resv` and its pending task count while fewer tasks than its
+    /// `ArrayTaskThrottle` run: `_attempt_backfill`'s `next_task`), at the last cycle's time.
+    /// The core's own reservations still decide what starts when; this is what queries show
+    /// as the records' expected start and `SchedNodeList` (`Scheduler::backfill_plan`).
+    pub(super) fn refresh_start_plan(&mut self) {
+        if self.start_plan_cycle == Some(self.stats.cycles) {
+            return;
+        }
+        self.start_plan_cycle = Some(self.stats.cycles);
+        self.start_plan.clear();
+        let basic = self.sched.priority_name() == "priority/basic";
+        // (queue order: priority, submit time, record; the core's job), one per record.
+        let mut queued: Vec<(std::cmp::Reverse<u64>, u64, u64, JobId)> = Vec::new();
+        let mut seen = std::collections::BTreeSet::new();
+        for (core, info, prio) in self.sched.pending_states() {
+            if info.expected_start.is_none() {
+                continue;
+            }
+            let Some(id) = super::prov_decode(core.0).map(|(aid, _)| aid).or_else(|| self.job_of_core(core.0)) else { continue };
+            let Some(rec) = self.jobs.get(&id) else { continue };
+            if !seen.insert(id) {
+                continue;
+            }
+            // Slurm's queue order (`sort_job_queue2`): priority (the record's number under
+            // priority/basic, as squeue shows it), then submit time and id.
+            let prio = if basic { u64::from(rec.priority) } else { prio };
+            queued.push((std::cmp::Reverse(prio), rec.submit_time.max(0) as u64, id, core));
+        }
+        if queued.is_empty() {
+            return;
+        }
+        queued.sort_unstable();
+        // One pass over the jobs for every array's throttle, only when an array is planned.
+        let throttled = if queued.iter().any(|q| self.jobs[&q.2].is_array_meta()) { self.throttled_arrays() } else { Default::default() };
+        let mut units = Vec::new();
+        let mut recs = Vec::new();
+        for (_, _, id, core) in queued {
+            let rec = &self.jobs[&id];
+            let times = if rec.is_array_meta() {
+                if throttled.contains(&id) {
+                    1
+                } else {
+                    (rec.array_pending.len() as u32).clamp(1, flotilla_core::sched::BF_MAX_JOB_ARRAY_RESV)
+                }
+            } else {
+                1
+            };
+            units.push((core, times));
+            recs.push(id);
+        }
+        let plan = self.sched.backfill_plan(&units, self.last_cycle_at.max(0) as u64);
+        for (id, p) in recs.into_iter().zip(plan) {
+            if let Some(p) = p {
+                self.start_plan.insert(id, p);
+            }
+        }
     }
 
     /// A job as queries show it at `now`, borrowing from its record and the scheduler:
