@@ -78,7 +78,7 @@ fn slurmrestd_follows_the_leader_across_a_takeover() {
     assert_eq!(pings(&r), ping("DOWN"), "the primary is gone, the backup leads");
     nix::sys::signal::kill(supervisor, nix::sys::signal::Signal::SIGCONT).unwrap();
     wait_until("the old leader is back as a standby", Duration::from_secs(60), || pings(&r) == ping("UP"), || {
-        format!("ping {}\nsupervisor.log:\n{}", pings(&r), flotilla_admin::dev::log_tail(c.dir(), "supervisor.log", 10))
+        format!("ping {}\nsupervisor.log:\n{}", pings(&r), flotilla_admin::dev::log_tail(c.dir(), "supervisor.log", 60))
     });
     let after = submit(&r, c.dir(), "after");
     assert!(after > before, "ids go on: {before} then {after}");
