@@ -627,6 +627,27 @@ fn requeued_array_task_waits_for_the_throttle() {
     assert_eq!(order, vec![0, 1, 0, 2], "task 1 runs in task 0's hold-off, task 0 takes the next slot before task 2");
 }
 
+/// A cancelled array task gives its `%N` slot back at the cancel, not when its node is done
+/// (Slurm's `_job_signal` -> `job_completion_logger` -> `_job_array_comp` decrements
+/// `tot_run_tasks`): with `%1`, task 1 starts while task 0 still ends on its node
+/// (`COMPLETING`, it ignores SIGTERM). A second `scancel` of the ending task, by root, leaves
+/// its canceller alice (`_job_signal` answers `ESLURM_ALREADY_DONE` to it).
+#[test]
+fn cancelled_array_task_frees_its_throttle_slot_at_the_cancel() {
+    let mut h = Harness::two_nodes("ctl_array_cancel_throttle");
+    let mut a = on_term(gpu_job(User::Alice, 1, None, 0), OnTerm::Ignore);
+    a.array = Some(ArraySpec { ranges: vec![ArrayRange { start: 0, end: 1, step: 1 }], max_running: Some(1) });
+    let aid = h.submit(a);
+    h.turn_until(5, 1, |h| running_tasks(h, aid) == vec![0]);
+    let t0 = h.jobs().find(|j| j.array_job_id == Some(aid) && j.array_task_id == Some(0)).map(|j| j.job_id).expect("task 0");
+    h.call(User::Alice, cancel(&[t0]));
+    assert_eq!(state(&h, t0), JobStateWire::Completing);
+    h.turn_until(5, 1, |h| running_tasks(h, aid) == vec![1]);
+    assert_eq!(state(&h, t0), JobStateWire::Completing, "task 0 still ends on its node");
+    h.call(User::Root, cancel(&[t0]));
+    assert_eq!(acct_row(&mut h, t0).cancelled_by, Some(2001), "the first canceller stays");
+}
+
 /// A dependency chain: `afterok` waits (`Dependency`) and runs after its job completes;
 /// `afterok` on a job that fails is never satisfied (`DependencyNeverSatisfied`, pending for
 /// ever, as Slurm without `kill_invalid_depend`); `afternotok` on it runs.

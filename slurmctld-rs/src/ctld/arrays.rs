@@ -154,7 +154,7 @@ impl Controller {
         let mut running: HashMap<u64, u32> = HashMap::new();
         for r in self.jobs.values() {
             if let Some(a) = r.array_job_id {
-                if matches!(r.state, JobState::Running | JobState::Completing) {
+                if holds_throttle_slot(r) {
                     *running.entry(a).or_default() += 1;
                 }
             }
@@ -189,7 +189,7 @@ impl Controller {
         let mut running: HashMap<u64, u32> = HashMap::new();
         for r in self.jobs.values() {
             if let Some(a) = r.array_job_id {
-                if matches!(r.state, JobState::Running | JobState::Completing) {
+                if holds_throttle_slot(r) {
                     *running.entry(a).or_default() += 1;
                 }
             }
@@ -330,6 +330,17 @@ impl Controller {
             }
         }
     }
+}
+
+/// Whether task record `r` counts against its array's `ArrayTaskThrottle`: it runs, and no
+/// cancel or time limit is stopping it. Slurm counts running tasks in the array's
+/// `tot_run_tasks` (`job_array_start`) and gives the slot back in `job_completion_logger`
+/// (`_job_array_comp`), which `_job_signal` and `_job_timed_out` call at the stop, not when
+/// the nodes are done: a cancelled task still ending on its node (`COMPLETING`) lets the
+/// next task start (golden 0259's run: `scancel 64_[3-4]` freed 64_4's slot and 64_1 took
+/// job id 73 before the next `sbatch`).
+fn holds_throttle_slot(r: &JobRecord) -> bool {
+    matches!(r.state, JobState::Running | JobState::Completing) && r.stopped_for_good().is_none()
 }
 
 /// Whether pending record `r` may start at `now` but for resources and the throttle: not

@@ -362,7 +362,10 @@ impl Controller {
     }
 
     fn cancel_target(&mut self, t: &Target, by: u32, now: i64) {
-        if let Some(rec) = self.jobs.get_mut(&t.id()) {
+        // Who cancelled a job is who stopped it first: a job a cancel or its time limit is
+        // already stopping is `CANCELLED|COMPLETING`/`TIMEOUT|COMPLETING` in Slurm, which
+        // `_job_signal` answers `ESLURM_ALREADY_DONE` without recording the requester again.
+        if let Some(rec) = self.jobs.get_mut(&t.id()).filter(|r| !r.state.is_finished() && r.stopped_for_good().is_none()) {
             rec.acct.cancelled_by = Some(by);
         }
         match t {
