@@ -226,7 +226,8 @@ pub fn tres_names(s: &str, tres: &BTreeMap<i64, String>) -> String {
 }
 
 /// Reads the site's accounting rows of cluster `cluster` from the database `conf` names
-/// (connect timeout 5 s, reads 10 s, SELECT only).
+/// (over TCP, also for `localhost`, where Slurm's MySQL client library takes the Unix socket;
+/// no TLS; connect timeout 5 s, reads 10 s, SELECT only).
 ///
 /// # Errors
 /// The connection's or a query's error (a missing table among them), as text that names the
