@@ -55,7 +55,8 @@ pub const DAEMONS_FILE: &str = "daemons";
 pub struct UpOptions {
     /// The state directory (created; must not hold a running cluster).
     pub dir: PathBuf,
-    /// A directory with `slurm.conf` (and optionally `gres.conf`, `topology.conf`, `cgroup.conf`, `quota.conf`) whose nodes,
+    /// A directory with `slurm.conf` (and optionally `gres.conf`, `topology.conf`, `cgroup.conf`, `quota.conf`,
+    /// `slurmdbd.conf`: a site's accounting database the controller imports at its first start) whose nodes,
     /// partitions and topology to run; `None`: the default cluster.
     pub config: Option<PathBuf>,
     /// Number of nodes of the default cluster (ignored with `config`).
@@ -493,7 +494,7 @@ fn write_config(opts: &UpOptions, port: u16, pg: Option<&str>) -> Result<()> {
             let text =
                 std::fs::read_to_string(&p).with_context(|| format!("reading {}", p.display()))?;
             let (b, c) = rewrite_config(&text);
-            for f in ["gres.conf", "topology.conf", "cgroup.conf", "quota.conf"] {
+            for f in ["gres.conf", "topology.conf", "cgroup.conf", "quota.conf", "slurmdbd.conf"] {
                 let from = src.join(f);
                 if from.is_file() {
                     std::fs::copy(&from, dir.join(f))

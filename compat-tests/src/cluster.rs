@@ -131,6 +131,18 @@ impl LocalCluster {
         self.cluster.daemons.iter().map(|d| d.pid).collect()
     }
 
+    /// Restarts the controller (SIGTERM, the same command line again: it recovers from its
+    /// state database; `dev::restart_controller`) and waits until it answers again (60 s).
+    /// Panics when it cannot.
+    pub fn restart_controller(&mut self) {
+        dev::restart_controller(&mut self.cluster, Duration::from_secs(10)).expect("restart the controller");
+        let t0 = std::time::Instant::now();
+        while dev::query_nodes(self.dir(), self.ctld_addr()).is_err() {
+            assert!(t0.elapsed() < Duration::from_secs(60), "the controller did not answer after its restart");
+            std::thread::sleep(Duration::from_millis(100));
+        }
+    }
+
     /// The nodes as the controller reports them: `(name, state, not_responding)`.
     pub fn query_nodes(&self) -> Vec<(String, String, bool)> {
         dev::query_nodes(self.dir(), self.ctld_addr()).expect("query the controller")

@@ -6,6 +6,7 @@
 //! Golden format: `shared/slurm-reference/README.md`.
 
 pub mod cluster;
+pub mod mariadb;
 pub mod restd;
 pub mod wait;
 

@@ -160,7 +160,7 @@ pub fn controller(
         }
     }
     let quotas = std::mem::take(&mut opts.quotas);
-    opts.assoc_db = crate::assoc::open(&mut store, cluster, &quotas).map_err(|e| anyhow!("accounting database: {e}"))?;
+    opts.assoc_db = crate::assoc::open(&mut store, cluster, &quotas, &opts.slurmdbd).map_err(|e| anyhow!("accounting database: {e}"))?;
     opts.access = crate::authz::Access::from_config(cluster, Default::default(), &crate::authz::resolve_groups)?;
     // AccountingStorageEnforce, parsed once (authz::parse_enforce, which refuses what we
     // cannot honour).

@@ -491,6 +491,8 @@ impl Parser {
             }
             "MetricsParameters" => c.metrics_parameters = lower_list(v.str()),
             "AccountingStorageEnforce" => c.accounting_storage_enforce = lower_list(v.str()),
+            // Read from `raw` by the controller (flotilla_slurmctld::assoc::slurmdbd::source).
+            "AccountingStorageType" => {}
             "ServiceAccounts" => c.service_accounts = names_or_all(v.str()),
             "ServiceMaxPriority" => c.service_max_priority = u32::try_from(v.int()).unwrap_or(u32::MAX),
             "ServiceMaxReplicas" => c.service_max_replicas = u32::try_from(v.int()).unwrap_or(u32::MAX),

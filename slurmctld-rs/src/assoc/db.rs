@@ -31,6 +31,9 @@ pub enum AssocOp {
     /// Record that `quota.conf` was imported (meta `quota_conf_imported`): it is not read
     /// again.
     Imported,
+    /// Record that a site's slurmdbd database was imported (meta `slurmdbd_imported`,
+    /// [`super::slurmdbd`]): it is not read again.
+    SlurmdbdImported,
 }
 
 fn list(v: &[String]) -> String {
@@ -92,6 +95,9 @@ pub fn write(tx: &dyn Backend, ops: &[AssocOp]) -> Result<(), DbError> {
             }
             AssocOp::Imported => {
                 tx.exec(&d.replace("meta", &["key", "value"], &["key"]), &params!["quota_conf_imported", 1i64])?;
+            }
+            AssocOp::SlurmdbdImported => {
+                tx.exec(&d.replace("meta", &["key", "value"], &["key"]), &params!["slurmdbd_imported", 1i64])?;
             }
         }
     }
@@ -165,6 +171,14 @@ fn u32_of(v: Option<i64>) -> Option<u32> {
 /// The database's.
 pub fn imported(db: &dyn Backend) -> Result<bool, DbError> {
     Ok(db.query_opt("SELECT value FROM meta WHERE key = 'quota_conf_imported'", &[])?.is_some())
+}
+
+/// Whether a site's slurmdbd database was imported already ([`super::slurmdbd`]).
+///
+/// # Errors
+/// The database's.
+pub fn slurmdbd_imported(db: &dyn Backend) -> Result<bool, DbError> {
+    Ok(db.query_opt("SELECT value FROM meta WHERE key = 'slurmdbd_imported'", &[])?.is_some())
 }
 
 fn rows<T>(db: &dyn Backend, sql: &str, f: impl Fn(&Row) -> Result<T, DbError>) -> Result<Vec<T>, DbError> {

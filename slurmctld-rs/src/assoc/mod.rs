@@ -18,6 +18,14 @@
 //! may charge. A change is written in the turn's transaction ([`db::write`]); while commits
 //! fail it is refused with `ESLURM_WRITING_TO_FILE` before it changes anything.
 //!
+//! **A site's Slurm accounting database** ([`slurmdbd`]): when `slurm.conf` says
+//! `AccountingStorageType=accounting_storage/slurmdbd` and `slurmdbd.conf` beside it names
+//! `StorageType=accounting_storage/mysql`, the first start that finds no associations here
+//! (beyond Slurm's default objects) copies that database's accounts, users, associations,
+//! default accounts, shares and limits of this `ClusterName` into this one, read-only, before
+//! `quota.conf` is applied on top; a failure is a warning and the controller starts without
+//! them (and tries again at its next start while it still holds none).
+//!
 //! `rpc` carries out `sacctmgr`'s changes with Slurm 22.05's texts.
 
 pub mod db;
@@ -25,6 +33,7 @@ pub mod import;
 pub mod model;
 pub mod rpc;
 mod rpc_delete;
+pub mod slurmdbd;
 mod rpc_modify;
 
 use db::AssocOp;
@@ -204,9 +213,10 @@ impl AssocDb {
     }
 }
 
-/// Loads the accounting database of `store` for `cluster`, creating the default objects and
-/// importing `quotas` (from `quota.conf`) at the first start; the rows this writes are
-/// committed before it returns.
+/// Loads the accounting database of `store` for `cluster`, creating the default objects,
+/// importing the site's slurmdbd database (`slurmdbd`, [`slurmdbd::source`]) while the store
+/// holds no associations of its own and it was not imported before, and `quotas` (from
+/// `quota.conf`) at the first start; the rows this writes are committed before it returns.
 ///
 /// # Errors
 /// The store's.
@@ -214,11 +224,19 @@ pub fn open(
     store: &mut crate::store::Store,
     cluster: &flotilla_core::config::ClusterConfig,
     quotas: &flotilla_core::quota::QuotaTree,
+    slurmdbd: &slurmdbd::Source,
 ) -> Result<AssocDb, crate::store::StoreError> {
     let loaded = db::load(store.db()).map_err(|source| crate::store::StoreError::Db { at: store.location().into(), source })?;
+    let only_defaults = loaded.assocs.iter().all(|a| a.account == "root" && (a.user.is_empty() || a.user == "root"));
     let mut db = AssocDb::from_data(&cluster.cluster_name, loaded);
     let host = if cluster.control_addr.is_empty() { "127.0.0.1" } else { cluster.control_addr.as_str() };
     db.ensure_defaults(host, u32::from(cluster.slurmctld_port));
+    let db_err = |source| crate::store::StoreError::Db { at: store.location().into(), source };
+    if let Some(src) = slurmdbd {
+        if only_defaults && !db::slurmdbd_imported(store.db()).map_err(db_err)? {
+            import_slurmdbd(&mut db, src);
+        }
+    }
     let imported = db::imported(store.db()).map_err(|source| crate::store::StoreError::Db { at: store.location().into(), source })?;
     if !imported {
         import::quota_tree(&mut db, quotas);
@@ -230,4 +248,33 @@ pub fn open(
         store.commit(&crate::store::WriteBatch { assoc: ops, ..Default::default() }, &|_| None)?;
     }
     Ok(db)
+}
+
+/// The one-way import of [`slurmdbd`]: logs the counts, or a warning with the cause.
+fn import_slurmdbd(db: &mut AssocDb, src: &Result<slurmdbd::StorageConf, String>) {
+    let conf = match src {
+        Ok(c) => c,
+        Err(e) => {
+            tracing::warn!("AccountingStorageType=accounting_storage/slurmdbd: {e}; starting without the site's associations");
+            return;
+        }
+    };
+    match slurmdbd::read(conf, &db.cluster) {
+        Ok(site) => {
+            let n = slurmdbd::apply(db, &site);
+            db.record(AssocOp::SlurmdbdImported);
+            tracing::info!(
+                accounts = n.accounts,
+                users = n.users,
+                associations = n.assocs,
+                qos = n.qos,
+                "imported cluster {}'s associations from slurmdbd's database {conf} (read-only, once; sacctmgr edits them from now on)",
+                db.cluster
+            );
+        }
+        Err(e) => tracing::warn!(
+            "could not import the associations of cluster {} from slurmdbd's database: {e}; starting without them (tried again at the next start)",
+            db.cluster
+        ),
+    }
 }

@@ -21,7 +21,8 @@
 //! `--time-scale F` (test-only, for trace replay: the controller's clock starts at the wall
 //! clock and runs F times faster, F >= 1; the periods of `--tick-ms`, `--sched-interval-ms`
 //! and `--debounce-ms` are then controller time; see [`flotilla_slurmctld::clock`]),
-//! Users' default accounts come from `quota.conf`
+//! Users' default accounts come from the accounting database (a site's slurmdbd database
+//! imported at the first start, `flotilla_slurmctld::assoc::slurmdbd`) and `quota.conf`
 //! beside `slurm.conf` ([`flotilla_slurmctld::conf::quota_tree`]), whose quotas the scheduler enforces.
 
 use anyhow::{bail, Context};
@@ -186,6 +187,9 @@ fn main() -> anyhow::Result<()> {
             }
             Err(e) => opts.quota_error = Some(format!("{e:#}")),
         }
+        // AccountingStorageType=accounting_storage/slurmdbd: the site's database named by
+        // slurmdbd.conf beside slurm.conf, imported once (assoc::slurmdbd).
+        opts.slurmdbd = flotilla_slurmctld::assoc::slurmdbd::source(&path, &cluster.raw);
     }
     for w in &cluster.warnings {
         tracing::warn!("{w}");

@@ -255,6 +255,10 @@ pub struct CtlOptions {
     /// to be imported), a warning once the accounting database has imported it (the database
     /// is the source of truth then, so a bad edit of the file cannot keep the controller down).
     pub quota_error: Option<String>,
+    /// The site's slurmdbd database to import at the first start
+    /// ([`crate::assoc::slurmdbd::source`]; `None`: slurm.conf does not name
+    /// `accounting_storage/slurmdbd`).
+    pub slurmdbd: crate::assoc::slurmdbd::Source,
     /// Authorisation rules (partitions' access keys, associations, `PrivateData`, services),
     /// assembled by [`crate::daemon::controller`] from slurm.conf and `quotas`.
     pub access: crate::authz::Access,
@@ -315,6 +319,7 @@ impl Default for CtlOptions {
             requeue_holdoff_s: 121,
             quotas: Default::default(),
             quota_error: None,
+            slurmdbd: None,
             access: Default::default(),
             job_limits: None,
             assoc_db: Default::default(),
