@@ -645,7 +645,8 @@ fn cancelled_array_task_frees_its_throttle_slot_at_the_cancel() {
     h.turn_until(5, 1, |h| running_tasks(h, aid) == vec![1]);
     assert_eq!(state(&h, t0), JobStateWire::Completing, "task 0 still ends on its node");
     h.call(User::Root, cancel(&[t0]));
-    assert_eq!(acct_row(&mut h, t0).cancelled_by, Some(2001), "the first canceller stays");
+    h.turn_until(60, 1, |h| state(h, t0) == JobStateWire::Cancelled);
+    assert_eq!(acct_row(&mut h, t0).cancelled_by, Some(2001), "the first canceller stays once the node is done");
 }
 
 /// A dependency chain: `afterok` waits (`Dependency`) and runs after its job completes;
