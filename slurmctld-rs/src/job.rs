@@ -336,6 +336,18 @@ impl JobRecord {
         }
     }
 
+    /// True while a run that `scontrol requeue` stopped is still being ended by its nodes
+    /// (the record Running, or Completing until every node is done). Slurm's `_job_requeue_op`
+    /// (job_mgr.c) ends the run at the requeue: `end_time = now` (left as it was for a job
+    /// already completing) and `job_completion_logger(job_ptr, true)` writes it to accounting
+    /// as `REQUEUED` at once, so `sacct` shows the run `REQUEUED`, ended at the requeue, while
+    /// its nodes still end it (goldens-extra 0318, 0319); the job's next record follows once
+    /// the nodes are done (`batch_requeue_fini`).
+    pub fn requeued_at_stop(&self) -> bool {
+matches!(self.state, JobState::Running | JobState::Completing)
+            && matches!(self.stopping.map(|s| s.why), Some(StopWhy::Requeue { .. }))
+    }
+
     /// True when this record is an array's pending remainder.
     pub fn is_array_meta(&self) -> bool {
         !self.array_pending.is_empty()
