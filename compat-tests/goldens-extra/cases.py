@@ -107,10 +107,18 @@ A03 = [
     # (batch_requeue_fini), and its next run's start and end in that record.
     {"name": "requeue_running_sacct_at_once",
      "cmd": STOPPING + "t0=$(date +%s)\nscontrol requeue $J1\nsacct -n -P -j $J1 -o State,ExitCode | m\nsacct -n -P -X -D -j $J1 -o State | m\ne=$(date -d \"$(sacct -n -X -P -D -j $J1 -o End | head -1)\" +%s 2>/dev/null || echo 0); d=$(( e - t0 )); [ $d -ge -1 ] && [ $d -le 2 ] && echo 'run end: at the requeue' || echo 'run end: not at the requeue'\nfin"},
+    # (The script says when it ignores SIGTERM, so that the batch step is killed by SIGKILL.)
     {"name": "requeue_running_sacct_after_end",
-     "cmd": STOPPING + "t0=$(date +%s)\nscontrol requeue $J1\nfor i in $(seq 1200); do s=$(st $J1); [ \"$s\" != COMPLETING ] && [ \"$s\" != RUNNING ] && break; sleep 0.1; done\nsqueue -h -t all -j $J1 -o '%T|%r' | m\nfor i in $(seq 150); do [ $(sacct -n -X -P -D -j $J1 -o State | wc -l) -ge 2 ] && break; sleep 0.1; done\nsacct -n -P -D -j $J1 -o State,ExitCode | m\nsacct -n -P -j $J1 -o State,ExitCode | m\ne=$(date -d \"$(sacct -n -X -P -D -j $J1 -o End | head -1)\" +%s 2>/dev/null || echo 0); d=$(( e - t0 )); [ $d -ge -1 ] && [ $d -le 2 ] && echo 'run end: at the requeue' || echo 'run end: not at the requeue'\nfin"},
+     "cmd": "rm -f trapped\nsb -t 10 --wrap 'trap \"\" TERM; touch trapped; sleep 300'\nwst $J1 RUNNING\nfor i in $(seq 600); do [ -e trapped ] && break; sleep 0.1; done\nt0=$(date +%s)\nscontrol requeue $J1\nfor i in $(seq 1200); do s=$(st $J1); [ \"$s\" != COMPLETING ] && [ \"$s\" != RUNNING ] && break; sleep 0.1; done\nsqueue -h -t all -j $J1 -o '%T|%r' | m\nfor i in $(seq 150); do [ $(sacct -n -X -P -D -j $J1 -o State | wc -l) -ge 2 ] && break; sleep 0.1; done\nsacct -n -P -D -j $J1 -o State,ExitCode | m\nsacct -n -P -j $J1 -o State,ExitCode | m\ne=$(date -d \"$(sacct -n -X -P -D -j $J1 -o End | head -1)\" +%s 2>/dev/null || echo 0); d=$(( e - t0 )); [ $d -ge -1 ] && [ $d -le 2 ] && echo 'run end: at the requeue' || echo 'run end: not at the requeue'\nfin\nrm -f trapped"},
     {"name": "requeue_running_next_run_rows",
      "cmd": "sb -t 10 --wrap 'sleep 300'\nwst $J1 RUNNING\nt0=$(date +%s)\nscontrol requeue $J1\nwst $J1 PENDING\nscontrol update jobid=$J1 starttime=now 2>&1 | m\nfor i in $(seq 1800); do [ \"$(st $J1)\" = RUNNING ] && break; sleep 0.1; done\nst $J1\nfor i in $(seq 150); do [ \"$(sacct -n -X -P -D -j $J1 -o State | tail -1)\" = RUNNING ] && break; sleep 0.1; done\nsacct -n -P -D -j $J1 -o State,ExitCode | m\nsacct -n -P -j $J1 -o State,ExitCode | m\ne=$(date -d \"$(sacct -n -X -P -D -j $J1 -o End | head -1)\" +%s 2>/dev/null || echo 0); d=$(( e - t0 )); [ $d -ge -1 ] && [ $d -le 2 ] && echo 'run end: at the requeue' || echo 'run end: not at the requeue'\nfin"},
+    # scancel's state filter compares the base state of jobs not finished (scancel.c
+    # _filter_job_records): a run being requeued is PENDING|COMPLETING, so -t CG and -t R leave
+    # it alone and -t PD cancels it; -t CG names no job at all.
+    {"name": "scancel_state_requeue_completing",
+     "cmd": STOPPING + "scontrol requeue $J1\nscancel -t CG $J1 2>&1 | m; echo \"rc=${PIPESTATUS[0]}\"\nscancel -t R $J1 2>&1 | m; echo \"rc=${PIPESTATUS[0]}\"\nsqueue -h -t all -j $J1 -o '%T|%r' | m\nscancel -t PD $J1 2>&1 | m; echo \"rc=${PIPESTATUS[0]}\"\nwend $J1\nsqueue -h -t all -j $J1 -o '%T' | m\nfin"},
+    {"name": "scancel_state_cg_by_user",
+     "cmd": STOPPING + "sb -t 10 --wrap 'trap \"\" TERM; sleep 300'\nwst $J2 RUNNING\nscancel $J1\nscancel -t CG -u alice 2>&1 | m; echo \"rc=${PIPESTATUS[0]}\"\nsqueue -h -t all -j $J1,$J2 -o '%i|%T' | m | sort\nfin"},
 ]
 
 # Area a05: dependencies (slurmctld job_scheduler.c: update_job_dependency /

@@ -348,6 +348,24 @@ matches!(self.state, JobState::Running | JobState::Completing)
             && matches!(self.stopping.map(|s| s.why), Some(StopWhy::Requeue { .. }))
     }
 
+    /// The state `scancel`'s filters compare (Slurm's scancel.c `_filter_job_records` and
+    /// `_verify_job_ids`): the base state, with jobs Slurm counts as finished left out
+    /// (`None`): ended records, a job stopped for good (`CANCELLED|COMPLETING`,
+    /// `TIMEOUT|COMPLETING`) and a record ending on its other nodes (its end state with the
+    /// completing flag). A run being requeued is `PENDING` (`_job_requeue_op` makes it
+    /// `PENDING|COMPLETING`), so `scancel -t PD` names it and `-t R` does not; as the base state
+    /// is never `COMPLETING`, `scancel -t CG` names no job.
+    pub fn scancel_state(&self) -> Option<JobState> {
+        if self.requeued_at_stop() {
+            return Some(JobState::Pending);
+        }
+        match self.state {
+            JobState::Pending => Some(JobState::Pending),
+            JobState::Running if self.stopped_for_good().is_none() => Some(JobState::Running),
+            _ => None,
+        }
+    }
+
     /// True when this record is an array's pending remainder.
     pub fn is_array_meta(&self) -> bool {
         !self.array_pending.is_empty()

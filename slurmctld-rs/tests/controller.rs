@@ -344,6 +344,39 @@ fn requeued_run_is_accounted_at_the_requeue() {
     assert_eq!(step.state.as_str(), "COMPLETED", "the run's batch step as it ended");
 }
 
+/// `scancel -t STATE` compares the base state of jobs that have not ended (scancel.c
+/// `_filter_job_records`; goldens-extra 0322, 0323): a run being requeued is pending (Slurm's
+/// `PENDING|COMPLETING`), so `-t CG` and `-t R` leave it alone and `-t PD` cancels it; `-t CG`
+/// names no job, a job being cancelled included.
+#[test]
+fn scancel_state_filter_compares_the_base_state() {
+    use JobStateWire::*;
+    let mut h = Harness::two_nodes("ctl_scancel_state_filter");
+    let a = h.submit(on_term(gpu_job(User::Alice, 8, None, 0), OnTerm::Ignore));
+    let b = h.submit(on_term(gpu_job(User::Alice, 8, None, 0), OnTerm::Ignore));
+    h.advance(5);
+    h.call(User::Alice, requeue(a, false));
+    h.call(User::Alice, cancel(&[b]));
+    let by_state = |ids: &[u64], st: JobStateWire| {
+        Request::CancelJob(CancelJob {
+            jobs: ids.iter().map(|&i| JobRef::id(i)).collect(),
+            filter: JobFilter { states: vec![st], ..JobFilter::default() },
+            ..CancelJob::default()
+        })
+    };
+    for st in [Completing, Running] {
+        let r = h.call(User::Alice, by_state(&[a], st));
+        assert!(matches!(&r, Response::JobResults(v) if v[0].error.is_none()), "{r:?}");
+        let r = h.call(User::Alice, by_state(&[], st));
+        assert!(matches!(&r, Response::JobResults(v) if v.is_empty()), "-t {st:?} names no job: {r:?}");
+    }
+    let row = acct_row(&mut h, a);
+    assert_eq!(row.state.as_str(), "REQUEUED", "left alone");
+    let r = h.call(User::Alice, by_state(&[a], Pending));
+    assert!(matches!(&r, Response::JobResults(v) if v[0].error.is_none()), "{r:?}");
+    h.turn_until(40, 1, |h| state(h, a) == Cancelled && state(h, b) == Cancelled);
+}
+
 /// `sbatch --hold` shows `JobHeldUser` at once and never starts; `scontrol release` lets it
 /// run. An admin hold (`scontrol hold` by root) cannot be released by its user.
 #[test]

@@ -289,6 +289,31 @@ impl Controller {
             .collect()
     }
 
+    /// The jobs `scancel` names: as [`Self::targets`], but its state filter compares
+    /// [`JobRecord::scancel_state`] (scancel.c `_filter_job_records`), not the state `squeue`
+    /// shows, and without job ids only jobs that have not ended count.
+    fn cancel_targets(&self, jobs: &[JobRef], filter: &JobFilter) -> Vec<(JobRef, Vec<Target>)> {
+        let others = JobFilter { states: Vec::new(), ..filter.clone() };
+        let matches = |rec: &JobRecord| {
+            matches_filter(rec, &others, &self.sched)
+                && (filter.states.is_empty() || rec.scancel_state().is_some_and(|s| filter.states.contains(&s.to_wire())))
+        };
+        if jobs.is_empty() {
+            return self
+                .jobs
+                .values()
+                .filter(|r| r.scancel_state().is_some() && matches(r))
+                .map(|r| (JobRef::id(r.id), vec![Target::Job(r.id)]))
+                .collect();
+        }
+        jobs.iter()
+            .map(|r| {
+                let t = self.resolve(r).into_iter().filter(|t| self.jobs.get(&t.id()).is_some_and(matches)).collect();
+                (r.clone(), t)
+            })
+            .collect()
+    }
+
     pub(super) fn cancel(&mut self, ident: Ident, c: CancelJob, now: i64) -> Response {
         let mut results = Vec::new();
         // scancel with a filter and job ids checks the jobs it names first (Slurm's scancel.c
@@ -297,8 +322,8 @@ impl Controller {
         // `Invalid job id specified`; a job known but not matching the filter is left alone
         // without an error (goldens-extra 0317).
         let verify = !c.jobs.is_empty() && c.filter != JobFilter::default();
-        let live = |rec: &JobRecord| !rec.state.is_finished() && rec.stopped_for_good().is_none();
-        for (jref, targets) in self.targets(&c.jobs, &c.filter) {
+        let live = |rec: &JobRecord| rec.scancel_state().is_some();
+        for (jref, targets) in self.cancel_targets(&c.jobs, &c.filter) {
             let mut error = None;
             if targets.is_empty()
                 && !(verify && self.resolve(&jref).iter().any(|t| self.jobs.get(&t.id()).is_some_and(live)))
