@@ -102,6 +102,23 @@ A03 = [
      "cmd": STOPPING + "scancel $J1\nscancel -t R $J1 2>&1 | m; echo \"rc=${PIPESTATUS[0]}\"\nscancel -t CG $J1 2>&1 | m; echo \"rc=${PIPESTATUS[0]}\"\nsqueue -h -t all -j $J1 -o '%T|%t|%r' | m\nfin"},
     {"name": "requeue_running_accounted_at_once",
      "cmd": STOPPING + "scontrol requeue $J1\nsqueue -h -t all -j $J1 -o '%T|%t|%r' | m\nsacct -n -P -D -j $J1 -o State,ExitCode | m\nfin"},
+    # The run's record is written at the requeue (REQUEUED, End = the requeue: _job_requeue_op
+    # -> job_completion_logger(job_ptr, true)); the job's next record once its nodes are done
+    # (batch_requeue_fini), and its next run's start and end in that record.
+    {"name": "requeue_running_sacct_at_once",
+     "cmd": STOPPING + "t0=$(date +%s)\nscontrol requeue $J1\nsacct -n -P -j $J1 -o State,ExitCode | m\nsacct -n -P -X -D -j $J1 -o State | m\ne=$(date -d \"$(sacct -n -X -P -D -j $J1 -o End | head -1)\" +%s 2>/dev/null || echo 0); d=$(( e - t0 )); [ $d -ge -1 ] && [ $d -le 2 ] && echo 'run end: at the requeue' || echo 'run end: not at the requeue'\nfin"},
+    # (The script says when it ignores SIGTERM, so that the batch step is killed by SIGKILL.)
+    {"name": "requeue_running_sacct_after_end",
+     "cmd": "rm -f trapped\nsb -t 10 --wrap 'trap \"\" TERM; touch trapped; sleep 300'\nwst $J1 RUNNING\nfor i in $(seq 600); do [ -e trapped ] && break; sleep 0.1; done\nt0=$(date +%s)\nscontrol requeue $J1\nfor i in $(seq 1200); do s=$(st $J1); [ \"$s\" != COMPLETING ] && [ \"$s\" != RUNNING ] && break; sleep 0.1; done\nsqueue -h -t all -j $J1 -o '%T|%r' | m\nfor i in $(seq 150); do [ $(sacct -n -X -P -D -j $J1 -o State | wc -l) -ge 2 ] && break; sleep 0.1; done\nsacct -n -P -D -j $J1 -o State,ExitCode | m\nsacct -n -P -j $J1 -o State,ExitCode | m\ne=$(date -d \"$(sacct -n -X -P -D -j $J1 -o End | head -1)\" +%s 2>/dev/null || echo 0); d=$(( e - t0 )); [ $d -ge -1 ] && [ $d -le 2 ] && echo 'run end: at the requeue' || echo 'run end: not at the requeue'\nfin\nrm -f trapped"},
+    {"name": "requeue_running_next_run_rows",
+     "cmd": "sb -t 10 --wrap 'sleep 300'\nwst $J1 RUNNING\nt0=$(date +%s)\nscontrol requeue $J1\nwst $J1 PENDING\nscontrol update jobid=$J1 starttime=now 2>&1 | m\nfor i in $(seq 1800); do [ \"$(st $J1)\" = RUNNING ] && break; sleep 0.1; done\nst $J1\nfor i in $(seq 150); do [ \"$(sacct -n -X -P -D -j $J1 -o State | tail -1)\" = RUNNING ] && break; sleep 0.1; done\nsacct -n -P -D -j $J1 -o State,ExitCode | m\nsacct -n -P -j $J1 -o State,ExitCode | m\ne=$(date -d \"$(sacct -n -X -P -D -j $J1 -o End | head -1)\" +%s 2>/dev/null || echo 0); d=$(( e - t0 )); [ $d -ge -1 ] && [ $d -le 2 ] && echo 'run end: at the requeue' || echo 'run end: not at the requeue'\nfin"},
+    # scancel's state filter compares the base state of jobs not finished (scancel.c
+    # _filter_job_records): a run being requeued is PENDING|COMPLETING, so -t CG and -t R leave
+    # it alone and -t PD cancels it; -t CG names no job at all.
+    {"name": "scancel_state_requeue_completing",
+     "cmd": STOPPING + "scontrol requeue $J1\nscancel -t CG $J1 2>&1 | m; echo \"rc=${PIPESTATUS[0]}\"\nscancel -t R $J1 2>&1 | m; echo \"rc=${PIPESTATUS[0]}\"\nsqueue -h -t all -j $J1 -o '%T|%r' | m\nscancel -t PD $J1 2>&1 | m; echo \"rc=${PIPESTATUS[0]}\"\nwend $J1\nsqueue -h -t all -j $J1 -o '%T' | m\nfin"},
+    {"name": "scancel_state_cg_by_user",
+     "cmd": STOPPING + "sb -t 10 --wrap 'trap \"\" TERM; sleep 300'\nwst $J2 RUNNING\nscancel $J1\nscancel -t CG -u alice 2>&1 | m; echo \"rc=${PIPESTATUS[0]}\"\nsqueue -h -t all -j $J1,$J2 -o '%i|%T' | m | sort\nfin"},
 ]
 
 # Area a05: dependencies (slurmctld job_scheduler.c: update_job_dependency /
@@ -193,6 +210,29 @@ A06 = [
      "cmd": "sb --array='0-1' --wrap true\nwend $J1\nscontrol requeuehold $J1 2>&1 | m; echo \"rc=${PIPESTATUS[0]}\"\nsqueue -h -r -t PD -j $J1 -o '%i %r' | m | sort\nfin"},
     {"name": "requeue_task_list",
      "cmd": "sb --begin=now+3600 --array='0-3' --wrap true\nscontrol requeue \"${J1}_[0,2,5]\" 2>&1 | m; echo \"rc=${PIPESTATUS[0]}\"\nfin"},
+    # The other forms scontrol requeue answers (job_mgr.c _job_requeue_op, job_requeue2): an
+    # ended array or task or job is requeued at once, a pending or held job is refused, a job
+    # being stopped is accepted (pending once its nodes are done), one being requeued is
+    # pending already, an allocation that is not a batch job is refused (ESLURM_BATCH_ONLY).
+    # Right after an ended job's requeue Slurm still shows the reason of its end until its next
+    # scheduler pass sets BeginTime (job_independent); Flotilla shows BeginTime at once, so the
+    # first three print the state only.
+    {"name": "requeue_array_all_ended",
+     "cmd": "sb --array='0-1' --wrap true\nwend $J1\nscontrol requeue $J1 2>&1 | m; echo \"rc=${PIPESTATUS[0]}\"\nsqueue -h -r -t all -j $J1 -o '%i %T' | m | sort\nfin"},
+    {"name": "requeue_finished_task",
+     "cmd": "sb --array='0-1' --wrap true\nwend $J1\nscontrol requeue ${J1}_1 2>&1 | m; echo \"rc=${PIPESTATUS[0]}\"\nsqueue -h -r -t all -j $J1 -o '%i %T' | m | sort\nfor i in $(seq 150); do [ $(sacct -n -X -P -D -j ${J1}_1 -o State | wc -l) -ge 2 ] && break; sleep 0.1; done\nsacct -n -P -X -D -j ${J1}_1 -o JobID,State,ExitCode | m\nfin"},
+    {"name": "requeue_finished_job",
+     "cmd": "sb --wrap true\nwend $J1\nscontrol requeue $J1 2>&1 | m; echo \"rc=${PIPESTATUS[0]}\"\nsqueue -h -t all -j $J1 -o '%T' | m\nfor i in $(seq 150); do [ $(sacct -n -X -P -D -j $J1 -o State | wc -l) -ge 2 ] && break; sleep 0.1; done\nsacct -n -P -X -D -j $J1 -o State,ExitCode | m\nfin"},
+    {"name": "requeue_pending_and_held",
+     "cmd": "sb --begin=now+3600 --wrap true\nsb --hold --wrap true\nscontrol requeue $J1 2>&1 | m; echo \"rc=${PIPESTATUS[0]}\"\nscontrol requeue $J2 2>&1 | m; echo \"rc=${PIPESTATUS[0]}\"\nscontrol requeuehold $J2 2>&1 | m; echo \"rc=${PIPESTATUS[0]}\"\nsqueue -h -j $J1,$J2 -o '%i|%T|%r' | m | sort\nfin"},
+    {"name": "requeue_cancelled_completing",
+     "cmd": STOPPING + "scancel $J1\nscontrol requeue $J1 2>&1 | m; echo \"rc=${PIPESTATUS[0]}\"\nsqueue -h -t all -j $J1 -o '%T|%r' | m\nfor i in $(seq 1200); do s=$(st $J1); [ \"$s\" != COMPLETING ] && [ \"$s\" != RUNNING ] && break; sleep 0.1; done\nsqueue -h -t all -j $J1 -o '%T|%r' | m\nfor i in $(seq 150); do [ $(sacct -n -X -P -D -j $J1 -o State | wc -l) -ge 2 ] && break; sleep 0.1; done\nsacct -n -P -X -D -j $J1 -o State,ExitCode | m\nfin"},
+    {"name": "requeue_twice_while_completing",
+     "cmd": STOPPING + "scontrol requeue $J1\nscontrol requeue $J1 2>&1 | m; echo \"rc=${PIPESTATUS[0]}\"\nscontrol requeuehold $J1 2>&1 | m; echo \"rc=${PIPESTATUS[0]}\"\nsqueue -h -t all -j $J1 -o '%T|%r' | m\nfor i in $(seq 1200); do s=$(st $J1); [ \"$s\" != COMPLETING ] && [ \"$s\" != RUNNING ] && break; sleep 0.1; done\nsqueue -h -t all -j $J1 -o '%T|%r' | m\nfin"},
+    {"name": "requeue_allocation",
+     "cmd": "rm -f sid\nsalloc -t 5 bash -c 'echo $SLURM_JOB_ID > sid; sleep 120' >/dev/null 2>&1 &\nfor i in $(seq 600); do [ -s sid ] && break; sleep 0.1; done\nJ+=(\"$(cat sid)\"); J1=${J[0]}\nscontrol requeue $J1 2>&1 | m; echo \"rc=${PIPESTATUS[0]}\"\nsqueue -h -t all -j $J1 -o '%T|%r' | m\nfin\nwait\nrm -f sid"},
+    {"name": "requeue_special_exit",
+     "cmd": "sb -t 10 --wrap 'sleep 300'\nwst $J1 RUNNING\nscontrol requeuehold State=SpecialExit $J1 2>&1 | m; echo \"rc=${PIPESTATUS[0]}\"\nfor i in $(seq 1200); do s=$(st $J1); [ \"$s\" != COMPLETING ] && [ \"$s\" != RUNNING ] && break; sleep 0.1; done\nsqueue -h -t all -j $J1 -o '%T|%t|%r' | m\nscontrol show job $J1 | grep -o 'JobState=[^ ]* Reason=[^ ]*' | m\nfin"},
 ]
 
 # Area a09: scontrol update of jobs (slurmctld job_mgr.c: update_job / _update_job;

@@ -73,6 +73,9 @@ pub const ESLURM_DISABLED: i32 = 2037;
 pub const ESLURM_JOB_HELD: i32 = 2042;
 /// `ESLURM_DEPENDENCY`.
 pub const ESLURM_DEPENDENCY: i32 = 2038;
+/// `ESLURM_BATCH_ONLY`: `scontrol requeue` of a job that is not a batch job (an `salloc`
+/// allocation; Slurm's `_job_requeue_op`, job_mgr.c).
+pub const ESLURM_BATCH_ONLY: i32 = 2039;
 /// `ESLURM_INVALID_ACCOUNT`.
 pub const ESLURM_INVALID_ACCOUNT: i32 = 2045;
 /// `ESLURM_INVALID_TIME_LIMIT`.
@@ -140,6 +143,7 @@ pub fn strerror(code: i32) -> &'static str {
         ESLURM_DISABLED => "Requested operation is presently disabled",
         ESLURM_JOB_HELD => "Job is in held state, pending scheduler release",
         ESLURM_DEPENDENCY => "Job dependency problem",
+        ESLURM_BATCH_ONLY => "Only batch jobs are accepted or processed",
         ESLURM_INVALID_ACCOUNT => "Invalid account or account/partition combination specified",
         ESLURM_INVALID_TIME_LIMIT => "Requested time limit is invalid (missing or exceeds some limit)",
         ESLURM_ACCOUNTING_POLICY => {

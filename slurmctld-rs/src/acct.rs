@@ -133,7 +133,9 @@ pub fn requeued_rows(rec: &JobRecord, now: i64, step_state: Option<&str>, run_st
     row.job.state = run_state.into();
     row.job.exit_code = 0;
     row.job.signal = 0;
-    row.job.end_time = Some(now);
+    // A run `scontrol requeue` stopped ended at the requeue (`_job_requeue_op`), not when its
+    // nodes were done; its batch step ends when it did.
+    row.job.end_time = Some(if rec.requeued_at_stop() { rec.end_time.unwrap_or(now) } else { now });
     row.job.cancelled_by = None;
     let step = rec.start_time.map(|st| StepRow {
         job_id: rec.id,
@@ -201,7 +203,11 @@ fn job_row(rec: &JobRecord) -> AcctRow {
         (None, JobState::Completing) => JobState::Running,
         (None, s) => s,
     };
+    // A run `scontrol requeue` stopped is written `REQUEUED` at the requeue, ended then
+    // (`JobRecord::requeued_at_stop`), `0:0` as every requeued run.
+    let requeued = rec.requeued_at_stop();
     let (exit_code, signal) = match state {
+        _ if requeued => (0, 0),
         JobState::Cancelled | JobState::Timeout | JobState::Preempted | JobState::NodeFail => (0, 0),
         JobState::Failed if rec.start_time.is_none() => (1, 0),
         _ => (rec.exit_code, rec.exit_signal),
@@ -226,7 +232,7 @@ fn job_row(rec: &JobRecord) -> AcctRow {
             account: rec.account.clone(),
             qos: rec.qos.clone(),
             partition: rec.partition.clone(),
-            state: state.as_str().to_string(),
+            state: if requeued { "REQUEUED".to_string() } else { state.as_str().to_string() },
             cancelled_by: if state == JobState::Cancelled { a.cancelled_by } else { None },
             exit_code,
             signal,
@@ -573,6 +579,16 @@ pub fn query(db: &dyn Backend, q: &AcctQuery) -> Result<Vec<AcctJob>, DbError> {
         if current_in {
             if j.start_time.is_none() {
                 (j.alloc_nodes, j.alloc_cpus, j.alloc_gpus, j.alloc_mem_mib) = (0, 0, 0, 0);
+            }
+            // A step not ended yet in a record that has ended takes the record's end and
+            // state (Slurm's as_mysql `_cluster_get_jobs`: `!step->end && job_ended`): the
+            // batch step of a run stopped by a requeue or a cancel reads `REQUEUED` /
+            // `CANCELLED` until its node reports it (goldens-extra 0318, 0319).
+            if let Some(end) = j.end_time {
+                for s in steps.iter_mut().filter(|s| s.end_time.is_none()) {
+                    s.end_time = Some(end);
+                    s.state.clone_from(&j.state);
+                }
             }
             j.steps = steps;
             out.insert((key.0, key.1, key.2, j.restarts), j);

@@ -336,6 +336,36 @@ impl JobRecord {
         }
     }
 
+    /// True while a run that `scontrol requeue` stopped is still being ended by its nodes
+    /// (the record Running, or Completing until every node is done). Slurm's `_job_requeue_op`
+    /// (job_mgr.c) ends the run at the requeue: `end_time = now` (left as it was for a job
+    /// already completing) and `job_completion_logger(job_ptr, true)` writes it to accounting
+    /// as `REQUEUED` at once, so `sacct` shows the run `REQUEUED`, ended at the requeue, while
+    /// its nodes still end it (goldens-extra 0318, 0319); the job's next record follows once
+    /// the nodes are done (`batch_requeue_fini`).
+    pub fn requeued_at_stop(&self) -> bool {
+matches!(self.state, JobState::Running | JobState::Completing)
+            && matches!(self.stopping.map(|s| s.why), Some(StopWhy::Requeue { .. }))
+    }
+
+    /// The state `scancel`'s filters compare (Slurm's scancel.c `_filter_job_records` and
+    /// `_verify_job_ids`): the base state, with jobs Slurm counts as finished left out
+    /// (`None`): ended records, a job stopped for good (`CANCELLED|COMPLETING`,
+    /// `TIMEOUT|COMPLETING`) and a record ending on its other nodes (its end state with the
+    /// completing flag). A run being requeued is `PENDING` (`_job_requeue_op` makes it
+    /// `PENDING|COMPLETING`), so `scancel -t PD` names it and `-t R` does not; as the base state
+    /// is never `COMPLETING`, `scancel -t CG` names no job.
+    pub fn scancel_state(&self) -> Option<JobState> {
+        if self.requeued_at_stop() {
+            return Some(JobState::Pending);
+        }
+        match self.state {
+            JobState::Pending => Some(JobState::Pending),
+            JobState::Running if self.stopped_for_good().is_none() => Some(JobState::Running),
+            _ => None,
+        }
+    }
+
     /// True when this record is an array's pending remainder.
     pub fn is_array_meta(&self) -> bool {
         !self.array_pending.is_empty()

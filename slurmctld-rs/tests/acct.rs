@@ -45,7 +45,9 @@ fn wait_acct(env: &Env, addr: std::net::SocketAddr, id: u64, state: &str) -> Acc
 /// `scancel` or its time limit is accounted as ended at the stop, its batch step once the node
 /// reports the script's end (Slurm's `_job_signal`/`_job_timed_out`).
 fn wait_acct_ended(env: &Env, addr: std::net::SocketAddr, id: u64, state: &str) -> AcctJob {
-    let ended = |j: &AcctJob| j.state == state && j.steps.iter().any(|s| s.step == "batch" && s.state != "RUNNING");
+    // Until the node reports the batch step's end, sacct shows it with the job's end state and
+    // no signal (a step not ended in a record that has ended, as_mysql `_cluster_get_jobs`).
+    let ended = |j: &AcctJob| j.state == state && j.steps.iter().any(|s| s.step == "batch" && s.state != "RUNNING" && s.signal != 0);
     let ok = wait_for(20, || one(env, addr, id).is_some_and(|j| ended(&j)));
     let j = one(env, addr, id);
     assert!(ok, "job {id} never accounted {state} with its batch step ended: {j:?}");

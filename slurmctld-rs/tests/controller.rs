@@ -279,6 +279,104 @@ fn stopped_job_is_accounted_and_ends_at_the_stop() {
     assert_eq!((rb.state.as_str(), rb.end_time), ("TIMEOUT", Some(stop_b)));
 }
 
+/// `scontrol requeue` of a running job ends its run at the requeue, as Slurm's
+/// `_job_requeue_op` does (`end_time = now`, `job_completion_logger(job_ptr, true)`;
+/// goldens-extra 0318-0320): while its node still ends it (it ignores SIGTERM), `sacct` shows
+/// the run `REQUEUED 0:0` ended at the requeue, its batch step `REQUEUED` too (a step not
+/// ended in an ended record); once the node is done the run keeps that end, its batch step
+/// the signal that ended it, and the job's next record is `PENDING`. The other forms (0631-
+/// 0633, 0630): a pending job or a run already being requeued is refused `Job is pending
+/// execution`; a job being cancelled is requeued (its run `REQUEUED`, ended at the cancel);
+/// a finished one is pending at once, its run rewritten `REQUEUED`.
+#[test]
+fn requeued_run_is_accounted_at_the_requeue() {
+    use JobStateWire::*;
+    let mut h = Harness::two_nodes("ctl_requeued_run_accounted_at_the_requeue");
+    let a = h.submit(on_term(gpu_job(User::Alice, 8, None, 0), OnTerm::Ignore));
+    let b = h.submit(on_term(gpu_job(User::Alice, 8, None, 0), OnTerm::Ignore));
+    h.advance(5);
+    let r = h.call(User::Alice, requeue(a, false));
+    assert!(matches!(&r, Response::JobResults(v) if v[0].error.is_none()), "{r:?}");
+    let at = h.at() + T0;
+    assert_eq!((state(&h, a), h.job(a).end_time), (Completing, Some(at)));
+    let row = acct_row(&mut h, a);
+    assert_eq!((row.state.as_str(), row.end_time, row.exit_code, row.signal), ("REQUEUED", Some(at), 0, 0));
+    let step = row.steps.iter().find(|s| s.step == "batch").expect("batch step");
+    assert_eq!((step.state.as_str(), step.end_time), ("REQUEUED", Some(at)), "a step not ended takes the record's");
+    // Requeued again while its node ends it: pending already.
+    let r = h.call(User::Alice, requeue(a, false));
+    assert!(matches!(&r, Response::JobResults(v) if v[0].error.as_ref().is_some_and(|e| e.code == ESLURM_JOB_PENDING)), "{r:?}");
+    // A job being cancelled is requeued: its run ended at the cancel, REQUEUED, by no one.
+    h.call(User::Alice, cancel(&[b]));
+    let cancelled_at = h.at() + T0;
+    h.advance(1);
+    let r = h.call(User::Alice, requeue(b, false));
+    assert!(matches!(&r, Response::JobResults(v) if v[0].error.is_none()), "{r:?}");
+    let row = acct_row(&mut h, b);
+    assert_eq!((row.state.as_str(), row.end_time, row.cancelled_by), ("REQUEUED", Some(cancelled_at), None));
+    // After KillWait the node kills both: pending again, the run's end kept.
+    h.turn_until(40, 1, |h| state(h, a) == Pending && state(h, b) == Pending);
+    let q = |id| AcctQuery { jobs: vec![AcctJobRef { job_id: id, task: None, step: None }], duplicates: true, ..AcctQuery::default() };
+    for (id, end) in [(a, at), (b, cancelled_at)] {
+        let Response::Acct(rows) = h.call(User::Root, Request::QueryAcct(q(id))) else { panic!("accounting query failed") };
+        let states: Vec<(&str, Option<i64>)> = rows.iter().map(|r| (r.state.as_str(), r.end_time)).collect();
+        assert_eq!(states, vec![("REQUEUED", Some(end)), ("PENDING", None)], "sacct -D -j {id}");
+        let step = rows[0].steps.iter().find(|s| s.step == "batch").expect("the run's batch step");
+        assert_eq!((step.state.as_str(), step.signal), ("CANCELLED", 9), "killed after KillWait");
+    }
+    // A pending job is refused, held or not.
+    let r = h.call(User::Alice, requeue(a, false));
+    assert!(matches!(&r, Response::JobResults(v) if v[0].error.as_ref().is_some_and(|e| e.code == ESLURM_JOB_PENDING)), "{r:?}");
+    let r = h.call(User::Alice, requeue(a, true));
+    assert!(matches!(&r, Response::JobResults(v) if v[0].error.as_ref().is_some_and(|e| e.code == ESLURM_JOB_PENDING)), "{r:?}");
+    // A finished job: pending at once; its run REQUEUED, ended at the requeue.
+    let c = h.submit(gpu_job(User::Alice, 8, Some(10), 0));
+    h.turn_until(30, 1, |h| state(h, c) == Completed);
+    h.advance(3);
+    let r = h.call(User::Alice, requeue(c, false));
+    assert!(matches!(&r, Response::JobResults(v) if v[0].error.is_none()), "{r:?}");
+    let at = h.at() + T0;
+    assert_eq!((state(&h, c), h.job(c).restarts), (Pending, 1));
+    let Response::Acct(rows) = h.call(User::Root, Request::QueryAcct(q(c))) else { panic!("accounting query failed") };
+    let states: Vec<(&str, Option<i64>)> = rows.iter().map(|r| (r.state.as_str(), r.end_time)).collect();
+    assert_eq!(states, vec![("REQUEUED", Some(at)), ("PENDING", None)], "sacct -D -j {c}");
+    let step = rows[0].steps.iter().find(|s| s.step == "batch").expect("the run's batch step");
+    assert_eq!(step.state.as_str(), "COMPLETED", "the run's batch step as it ended");
+}
+
+/// `scancel -t STATE` compares the base state of jobs that have not ended (scancel.c
+/// `_filter_job_records`; goldens-extra 0322, 0323): a run being requeued is pending (Slurm's
+/// `PENDING|COMPLETING`), so `-t CG` and `-t R` leave it alone and `-t PD` cancels it; `-t CG`
+/// names no job, a job being cancelled included.
+#[test]
+fn scancel_state_filter_compares_the_base_state() {
+    use JobStateWire::*;
+    let mut h = Harness::two_nodes("ctl_scancel_state_filter");
+    let a = h.submit(on_term(gpu_job(User::Alice, 8, None, 0), OnTerm::Ignore));
+    let b = h.submit(on_term(gpu_job(User::Alice, 8, None, 0), OnTerm::Ignore));
+    h.advance(5);
+    h.call(User::Alice, requeue(a, false));
+    h.call(User::Alice, cancel(&[b]));
+    let by_state = |ids: &[u64], st: JobStateWire| {
+        Request::CancelJob(CancelJob {
+            jobs: ids.iter().map(|&i| JobRef::id(i)).collect(),
+            filter: JobFilter { states: vec![st], ..JobFilter::default() },
+            ..CancelJob::default()
+        })
+    };
+    for st in [Completing, Running] {
+        let r = h.call(User::Alice, by_state(&[a], st));
+        assert!(matches!(&r, Response::JobResults(v) if v[0].error.is_none()), "{r:?}");
+        let r = h.call(User::Alice, by_state(&[], st));
+        assert!(matches!(&r, Response::JobResults(v) if v.is_empty()), "-t {st:?} names no job: {r:?}");
+    }
+    let row = acct_row(&mut h, a);
+    assert_eq!(row.state.as_str(), "REQUEUED", "left alone");
+    let r = h.call(User::Alice, by_state(&[a], Pending));
+    assert!(matches!(&r, Response::JobResults(v) if v[0].error.is_none()), "{r:?}");
+    h.turn_until(40, 1, |h| state(h, a) == Cancelled && state(h, b) == Cancelled);
+}
+
 /// `sbatch --hold` shows `JobHeldUser` at once and never starts; `scontrol release` lets it
 /// run. An admin hold (`scontrol hold` by root) cannot be released by its user.
 #[test]
@@ -349,9 +447,11 @@ fn requeue_and_requeuehold() {
     h.advance(61);
     h.turn();
     assert_eq!((state(&h, k), h.job(k).restarts), (JobStateWire::Running, 1));
-    // A finished job may be requeued too (Slurm: `scontrol requeue` of a COMPLETED job).
+    // A finished job may be requeued too (Slurm: `scontrol requeue` of a COMPLETED job): pending
+    // at once, held back as a requeued run (`batch_requeue_fini`; goldens-extra 0630).
     h.call(User::Alice, requeue(j, false));
-    assert_eq!((state(&h, j), h.job(j).restarts), (JobStateWire::Running, 2));
+    assert_eq!((state(&h, j), h.job(j).restarts), (JobStateWire::Pending, 2));
+    assert_eq!(h.job(j).eligible_time, Some(h.at() + T0 + 121));
     h.check();
 }
 
@@ -587,8 +687,9 @@ fn requeue_of_an_array_answers_per_task() {
         vec![(task_ref(aid, &[1, 2]), Some(ESLURM_JOB_PENDING)), (task_ref(aid, &[7]), Some(ESLURM_INVALID_JOB_ID))]
     );
     assert_eq!(requeue_answers(&mut h, vec![task_ref(aid, &[7])], false), vec![(task_ref(aid, &[7]), Some(ESLURM_INVALID_JOB_ID))]);
-    // Task 0 by its own id: a plain answer (it is being stopped already: nothing to do).
-    assert_eq!(requeue_answers(&mut h, vec![JobRef::id(t0)], false), vec![(JobRef::id(t0), None)]);
+    // Task 0 by its own id: a plain answer (it is being requeued already: pending in Slurm,
+    // `Job is pending execution`, goldens-extra 0633).
+    assert_eq!(requeue_answers(&mut h, vec![JobRef::id(t0)], false), vec![(JobRef::id(t0), Some(ESLURM_JOB_PENDING))]);
 
     let mut n = gpu_job(User::Alice, 1, None, 0);
     n.array = Some(ArraySpec { ranges: vec![ArrayRange { start: 0, end: 1, step: 1 }], max_running: None });

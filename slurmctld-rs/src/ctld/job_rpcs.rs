@@ -289,6 +289,31 @@ impl Controller {
             .collect()
     }
 
+    /// The jobs `scancel` names: as [`Self::targets`], but its state filter compares
+    /// [`JobRecord::scancel_state`] (scancel.c `_filter_job_records`), not the state `squeue`
+    /// shows, and without job ids only jobs that have not ended count.
+    fn cancel_targets(&self, jobs: &[JobRef], filter: &JobFilter) -> Vec<(JobRef, Vec<Target>)> {
+        let others = JobFilter { states: Vec::new(), ..filter.clone() };
+        let matches = |rec: &JobRecord| {
+            matches_filter(rec, &others, &self.sched)
+                && (filter.states.is_empty() || rec.scancel_state().is_some_and(|s| filter.states.contains(&s.to_wire())))
+        };
+        if jobs.is_empty() {
+            return self
+                .jobs
+                .values()
+                .filter(|r| r.scancel_state().is_some() && matches(r))
+                .map(|r| (JobRef::id(r.id), vec![Target::Job(r.id)]))
+                .collect();
+        }
+        jobs.iter()
+            .map(|r| {
+                let t = self.resolve(r).into_iter().filter(|t| self.jobs.get(&t.id()).is_some_and(matches)).collect();
+                (r.clone(), t)
+            })
+            .collect()
+    }
+
     pub(super) fn cancel(&mut self, ident: Ident, c: CancelJob, now: i64) -> Response {
         let mut results = Vec::new();
         // scancel with a filter and job ids checks the jobs it names first (Slurm's scancel.c
@@ -297,8 +322,8 @@ impl Controller {
         // `Invalid job id specified`; a job known but not matching the filter is left alone
         // without an error (goldens-extra 0317).
         let verify = !c.jobs.is_empty() && c.filter != JobFilter::default();
-        let live = |rec: &JobRecord| !rec.state.is_finished() && rec.stopped_for_good().is_none();
-        for (jref, targets) in self.targets(&c.jobs, &c.filter) {
+        let live = |rec: &JobRecord| rec.scancel_state().is_some();
+        for (jref, targets) in self.cancel_targets(&c.jobs, &c.filter) {
             let mut error = None;
             if targets.is_empty()
                 && !(verify && self.resolve(&jref).iter().any(|t| self.jobs.get(&t.id()).is_some_and(live)))
@@ -690,10 +715,17 @@ impl Controller {
             .collect()
     }
 
-    /// Requeues one record (Slurm's `_job_requeue_op`): refused for another user's job, a
-    /// service replica, a job submitted with `--no-requeue` (`Requested operation is presently
-    /// disabled`) and a pending array record (`Job is pending execution`); a running job is
-    /// stopped and pending again once its nodes are done; a finished one is pending at once.
+    /// Requeues one record (Slurm's `_job_requeue_op`, job_mgr.c), checked in its order:
+    /// refused for another user's job, a service replica, a job submitted with `--no-requeue`
+    /// (`Requested operation is presently disabled`), an allocation that is not a batch job
+    /// (`Only batch jobs are accepted or processed`, `ESLURM_BATCH_ONLY`), and a pending job,
+    /// held or not, or a run already being requeued (`Job is pending execution`; goldens-extra
+    /// 0631, 0633). A running job is stopped and pending again once its nodes are done; its
+    /// run is accounted `REQUEUED`, ended at the requeue, at once
+    /// ([`JobRecord::requeued_at_stop`]). A job being stopped for good (cancelled, timed out)
+    /// or ending on its other nodes is requeued the same way, its end kept (0632). A finished
+    /// one is pending at once, its record rewritten `REQUEUED`, ended at the requeue
+    /// (`job_completion_logger` then `batch_requeue_fini`; 0629, 0630).
     fn requeue_one(&mut self, ident: Ident, id: u64, hold: bool, now: i64) -> Result<(), SlurmError> {
         if !self.owner_ok(ident, id) {
             return Err(SlurmError::new(ESLURM_ACCESS_DENIED));
@@ -705,38 +737,67 @@ impl Controller {
         if !self.jobs[&id].requeue {
             return Err(SlurmError::new(ESLURM_DISABLED));
         }
-        let state = self.jobs[&id].state;
-        match state {
+        if self.jobs[&id].interactive {
+            return Err(SlurmError::new(ESLURM_BATCH_ONLY));
+        }
+        let rec = &self.jobs[&id];
+        let why = rec.stopping.map(|s| s.why);
+        match rec.state {
             // Slurm's `job_requeue2`: a pending task is found in its array record
             // (`find_job_array_rec`), which `_job_requeue_op` refuses as pending; nothing is
-            // split (goldens-extra 621).
-            JobState::Pending if self.jobs[&id].is_array_meta() => return Err(SlurmError::new(ESLURM_JOB_PENDING)),
-            JobState::Pending => {
-                if hold {
-                    return Err(SlurmError::new(ESLURM_JOB_PENDING));
-                }
-                let rec = self.jobs.get_mut(&id).expect("resolved");
-                rec.spec.begin_time = Some(requeue_begin(now, self.opts.requeue_holdoff_s));
-                self.dirty(id);
-                self.push_core_update(id, now);
-                self.sched_dirty = true;
+            // split (goldens-extra 621). A plain pending or held job likewise.
+            JobState::Pending => return Err(SlurmError::new(ESLURM_JOB_PENDING)),
+            // A run already being requeued or preempted is pending (with the completing flag)
+            // in Slurm.
+            JobState::Running | JobState::Completing if matches!(why, Some(StopWhy::Requeue { .. } | StopWhy::Preempt)) => {
+                return Err(SlurmError::new(ESLURM_JOB_PENDING))
             }
-            JobState::Running => {
-                if self.jobs[&id].stopping.is_none() {
-                    let rec = self.jobs.get_mut(&id).expect("resolved");
-                    rec.spec.begin_time = Some(requeue_begin(now, self.opts.requeue_holdoff_s));
+            JobState::Running | JobState::Completing => {
+                let stopping = why.is_some() || rec.state == JobState::Completing;
+                let holdoff = self.opts.requeue_holdoff_s;
+                let rec = self.jobs.get_mut(&id).expect("resolved");
+                rec.spec.begin_time = Some(requeue_begin(now, holdoff));
+                rec.acct.cancelled_by = None;
+                if stopping {
+                    // Being stopped for good, or ending on its other nodes: it ended already
+                    // (`end_time` kept for a completing job); the stop becomes a requeue.
+                    let at = rec.end_time.unwrap_or(now);
+                    rec.end_time = Some(at);
+                    rec.reason = None;
+                    let s = rec.stopping.get_or_insert(Stopping { why: StopWhy::Requeue { hold }, term_at: now, kill_sent: true, kill_at: None });
+                    s.why = StopWhy::Requeue { hold };
+                    if rec.state == JobState::Completing {
+                        rec.end_state = Some(JobState::Pending);
+                    }
+                    self.batch.acct.insert(id);
+                    self.dirty(id);
+                } else {
                     // `_job_requeue_op` ends the run now (`end_time = now`): `EndTime=` shows the
-                    // requeue while the nodes end it; the next run clears it.
+                    // requeue while the nodes end it, and accounting has the run `REQUEUED`.
                     rec.end_time = Some(now);
+                    self.batch.acct.insert(id);
                     self.start_stop(id, StopWhy::Requeue { hold }, now);
                 }
             }
-            JobState::Completing => return Err(SlurmError::new(ESLURM_TRANSITION_STATE_NO_UPDATE)),
-            _ if self.jobs[&id].is_array_meta() => return Err(SlurmError::new(ESLURM_JOB_FINISHED)),
+            _ if rec.is_array_meta() => return Err(SlurmError::new(ESLURM_JOB_FINISHED)),
             _ => {
+                // `_job_requeue_op` on a finished job: its record is ended now and written
+                // `REQUEUED` (`job_completion_logger`), then the next record starts
+                // (`batch_requeue_fini`); its steps stay with that run.
+                self.jobs.get_mut(&id).expect("resolved").end_time = Some(now);
+                self.record_run(id, "REQUEUED");
+                let rec = &self.jobs[&id];
+                let (row, _) = crate::acct::requeued_rows(rec, now, None, "REQUEUED");
+                let run = crate::store::runs::RunSteps { job_id: id, run: rec.restarts, rows: Vec::new() };
+                self.batch.acct_rows.push(row);
+                self.batch.steps.remove(&id);
+                self.batch.run_steps.push(run);
+                let holdoff = self.opts.requeue_holdoff_s;
                 let rec = self.jobs.get_mut(&id).expect("resolved");
                 reset_for_requeue(rec, hold);
+                rec.spec.begin_time = Some(requeue_begin(now, holdoff));
                 self.requeue_to_core(id, false, now);
+                self.batch.acct.insert(id);
                 self.dirty(id);
                 self.stats.requeued += 1;
                 self.sched_dirty = true;

@@ -300,9 +300,11 @@ impl Controller {
         let _span = info_span!("job", job = rec.id).entered();
         rec.exit_code = exit.exit_code;
         rec.exit_signal = exit.signal;
-        // A job stopped for good ended at its stop (Slurm's `_job_complete` leaves the
-        // `end_time` of a job already ended alone); any other ends now.
-        rec.end_time = Some(rec.end_time.filter(|_| rec.stopped_for_good().is_some()).unwrap_or(now));
+        // A job stopped for good, or a run stopped by a requeue, ended at its stop (Slurm's
+        // `_job_complete` leaves the `end_time` of a job already ended alone;
+        // `_job_requeue_op` set it at the requeue); any other ends now.
+        let ended_at_stop = rec.stopped_for_good().is_some() || rec.requeued_at_stop();
+        rec.end_time = Some(rec.end_time.filter(|_| ended_at_stop).unwrap_or(now));
         rec.end_state = Some(match rec.stopping.map(|s| s.why) {
             Some(StopWhy::Cancel) => JobState::Cancelled,
             Some(StopWhy::Timeout) => JobState::Timeout,
