@@ -344,7 +344,7 @@ impl JobRecord {
     /// its nodes still end it (goldens-extra 0318, 0319); the job's next record follows once
     /// the nodes are done (`batch_requeue_fini`).
     pub fn requeued_at_stop(&self) -> bool {
-matches!(self.state, JobState::Running | JobState::Completing)
+        matches!(self.state, JobState::Running | JobState::Completing)
             && matches!(self.stopping.map(|s| s.why), Some(StopWhy::Requeue { .. }))
     }
 

@@ -671,7 +671,7 @@ fn requeue_answers(h: &mut Harness, jobs: Vec<JobRef>, hold: bool) -> Vec<(JobRe
 fn requeue_of_an_array_answers_per_task() {
     let mut h = Harness::two_nodes("ctl_array_requeue_answers");
     // Tasks that ignore SIGTERM: a requeued task stays stopping (KillWait) while the clock
-    // does not move, so no other task takes its slot meanwhile.
+    // does not move; its slot is free at the requeue (`_job_array_comp`), so task 1 starts.
     let mut a = on_term(gpu_job(User::Alice, 1, None, 0), OnTerm::Ignore);
     a.array = Some(ArraySpec { ranges: vec![ArrayRange { start: 0, end: 2, step: 1 }], max_running: Some(1) });
     let aid = h.submit(a);
@@ -682,9 +682,10 @@ fn requeue_of_an_array_answers_per_task() {
         requeue_answers(&mut h, vec![JobRef::id(aid)], false),
         vec![(task_ref(aid, &[0]), None), (task_ref(aid, &[1, 2]), Some(ESLURM_JOB_PENDING))]
     );
+    h.turn_until(5, 1, |h| running_tasks(h, aid) == vec![1]);
     assert_eq!(
         requeue_answers(&mut h, vec![task_ref(aid, &[2, 7])], false),
-        vec![(task_ref(aid, &[1, 2]), Some(ESLURM_JOB_PENDING)), (task_ref(aid, &[7]), Some(ESLURM_INVALID_JOB_ID))]
+        vec![(task_ref(aid, &[2]), Some(ESLURM_JOB_PENDING)), (task_ref(aid, &[7]), Some(ESLURM_INVALID_JOB_ID))]
     );
     assert_eq!(requeue_answers(&mut h, vec![task_ref(aid, &[7])], false), vec![(task_ref(aid, &[7]), Some(ESLURM_INVALID_JOB_ID))]);
     // Task 0 by its own id: a plain answer (it is being requeued already: pending in Slurm,
@@ -748,6 +749,23 @@ fn cancelled_array_task_frees_its_throttle_slot_at_the_cancel() {
     h.call(User::Root, cancel(&[t0]));
     h.turn_until(60, 1, |h| state(h, t0) == JobStateWire::Cancelled);
     assert_eq!(acct_row(&mut h, t0).cancelled_by, Some(2001), "the first canceller stays once the node is done");
+}
+
+/// A requeued array task gives its `%N` slot back at the requeue as a cancelled one does
+/// (`_job_requeue_op` -> `job_completion_logger(job, true)` -> `_job_array_comp`): with `%1`,
+/// task 1 starts while task 0 still ends on its node.
+#[test]
+fn requeued_array_task_frees_its_throttle_slot_at_the_requeue() {
+    let mut h = Harness::two_nodes("ctl_array_requeue_frees_slot");
+    let mut a = on_term(gpu_job(User::Alice, 1, None, 0), OnTerm::Ignore);
+    a.array = Some(ArraySpec { ranges: vec![ArrayRange { start: 0, end: 1, step: 1 }], max_running: Some(1) });
+    let aid = h.submit(a);
+    h.turn_until(5, 1, |h| running_tasks(h, aid) == vec![0]);
+    let t0 = h.jobs().find(|j| j.array_job_id == Some(aid) && j.array_task_id == Some(0)).map(|j| j.job_id).expect("task 0");
+    h.call(User::Alice, requeue(t0, false));
+    assert_eq!(state(&h, t0), JobStateWire::Completing);
+    h.turn_until(5, 1, |h| running_tasks(h, aid) == vec![1]);
+    assert_eq!(state(&h, t0), JobStateWire::Completing, "task 0 still ends on its node");
 }
 
 /// A dependency chain: `afterok` waits (`Dependency`) and runs after its job completes;

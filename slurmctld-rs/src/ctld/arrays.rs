@@ -333,14 +333,14 @@ impl Controller {
 }
 
 /// Whether task record `r` counts against its array's `ArrayTaskThrottle`: it runs, and no
-/// cancel or time limit is stopping it. Slurm counts running tasks in the array's
+/// cancel, time limit or requeue is stopping it. Slurm counts running tasks in the array's
 /// `tot_run_tasks` (`job_array_start`) and gives the slot back in `job_completion_logger`
-/// (`_job_array_comp`), which `_job_signal` and `_job_timed_out` call at the stop, not when
-/// the nodes are done: a cancelled task still ending on its node (`COMPLETING`) lets the
-/// next task start (golden 0259's run: `scancel 64_[3-4]` freed 64_4's slot and 64_1 took
-/// job id 73 before the next `sbatch`).
+/// (`_job_array_comp`), which `_job_signal`, `_job_timed_out` and `_job_requeue_op` call at
+/// the stop, not when the nodes are done: a cancelled task still ending on its node
+/// (`COMPLETING`) lets the next task start (golden 0259's run: `scancel 64_[3-4]` freed
+/// 64_4's slot and 64_1 took job id 73 before the next `sbatch`).
 fn holds_throttle_slot(r: &JobRecord) -> bool {
-    matches!(r.state, JobState::Running | JobState::Completing) && r.stopped_for_good().is_none()
+    matches!(r.state, JobState::Running | JobState::Completing) && r.stopped_for_good().is_none() && !r.requeued_at_stop()
 }
 
 /// Whether pending record `r` may start at `now` but for resources and the throttle: not
