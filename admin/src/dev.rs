@@ -28,7 +28,8 @@
 //! `slurmctld-b.log`). A `sackd` on `<dir>/state/sackd.sock` vouches for local users, so that
 //! commands reach whichever controller leads over TCP (printed as `export
 //! FLOTILLA_AUTH_SOCKET=...`). Last, `up` starts a supervisor ([`supervise`], `flotilla dev
-//! supervise`) that restarts a controller that exits, as the systemd units' `Restart=` would.
+//! supervise`) that restarts a controller that exits, as the systemd units' `Restart=` would,
+//! and returns once the supervisor watches the controllers ([`wait_supervisor_ready`]).
 //! `down` stops the supervisor first, then the controllers, then PostgreSQL (fast shutdown).
 
 use std::fmt::Write as _;
@@ -926,8 +927,12 @@ pub fn up(opts: &UpOptions, cancel: &AtomicBool) -> Result<DevCluster> {
         // Last, once the record is complete: from now on only the supervisor rewrites it.
         let mut cmd = Command::new(find_bin("flotilla", opts.bin_dir.as_deref())?);
         cmd.args(["dev", "supervise", "--dir"]).arg(&dir);
+        let log = dir.join(log_name("supervisor", "-"));
+        let from = std::fs::metadata(&log).map_or(0, |m| m.len());
         g.daemons.push(spawn(&dir, "supervisor", "-", &mut cmd)?);
         record(&dir, &g.daemons, Some(ctld_addr))?;
+        let sup = g.daemons.last_mut().expect("just pushed");
+        wait_supervisor_ready(&dir, sup, from, cancel, opts.timeout)?;
     }
     g.armed = false;
     let daemons = std::mem::take(&mut g.daemons);
@@ -1436,6 +1441,35 @@ fn supervisor_log(msg: &str) {
     println!("[{:02}:{:02}:{:02}Z] {msg}", t / 3600 % 24, t / 60 % 60, t % 60);
 }
 
+/// What [`supervise`] writes once it has read the controllers' command lines.
+const SUPERVISOR_READY: &str = "] watching ";
+
+/// Waits until the supervisor `sup` (just started by `up`, its log `<dir>/supervisor.log`
+/// from byte `from` on) has read the controllers' command lines ([`SUPERVISOR_READY`]), so
+/// that a controller which exits as soon as `up` returns is restarted: a supervisor that first
+/// looked after that exit could not read the command line of a controller already gone, and
+/// ended with an error, leaving the cluster unsupervised. Errors: the supervisor exited, or
+/// was not ready within `timeout`, or `cancel`.
+fn wait_supervisor_ready(dir: &Path, sup: &mut Daemon, from: u64, cancel: &AtomicBool, timeout: Duration) -> Result<()> {
+    let name = log_name("supervisor", "-");
+    let t0 = Instant::now();
+    loop {
+        check_cancel(cancel)?;
+        let text = std::fs::read(dir.join(&name)).unwrap_or_default();
+        let new = text.get(from as usize..).unwrap_or_default();
+        if String::from_utf8_lossy(new).contains(SUPERVISOR_READY) {
+            return Ok(());
+        }
+        if let Some(st) = sup.child.as_mut().and_then(|c| c.try_wait().ok().flatten()) {
+            bail!("the supervisor exited ({st}); {}/{name}:\n{}", dir.display(), log_tail(dir, &name, 20));
+        }
+        if t0.elapsed() > timeout {
+            bail!("the supervisor was not ready within {timeout:?}; {}/{name}:\n{}", dir.display(), log_tail(dir, &name, 20));
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
 /// `flotilla dev supervise` (started by `up --ha`, recorded as `supervisor`, log
 /// `<dir>/supervisor.log`): restarts each controller of the cluster in `dir` that exits, as
 /// systemd's `Restart=` does for the units (packaging/systemd/slurmctld.service): after
@@ -1447,7 +1481,8 @@ fn supervisor_log(msg: &str) {
 ///
 /// Returns when `stop` becomes true (`dev down` sends SIGTERM and waits for it before it stops
 /// the controllers: a restart under way is finished and recorded first, never half done).
-/// Errors: no record, or a recorded controller whose command line cannot be read.
+/// Errors: no record, or a recorded controller whose command line cannot be read (one that
+/// is gone already: `up` therefore waits for the `watching` line before it returns).
 pub fn supervise(dir: &Path, stop: &AtomicBool) -> Result<()> {
     let dir = &std::fs::canonicalize(dir).with_context(|| format!("no cluster in {}", dir.display()))?;
     let (_, daemons) = read_record(dir)?;
@@ -1464,6 +1499,7 @@ pub fn supervise(dir: &Path, stop: &AtomicBool) -> Result<()> {
         }
         ctls.push(Watched { node: d.node.clone(), argv, pid: d.pid, start: d.start, child: None, down_since: None, starts: Default::default(), given_up: false });
     }
+    // The ready line `up` waits for (SUPERVISOR_READY).
     supervisor_log(&format!(
         "watching {} controller(s); restart after {:?}, at most {RESTART_BURST} in {:?}",
         ctls.len(),

@@ -364,3 +364,54 @@ fn up_ha_runs_two_controllers_on_postgres() {
     assert_eq!(processes_in(t.path()), Vec::<String>::new());
     assert!(!t.path().join("pg/server/data/postmaster.pid").exists(), "PostgreSQL stopped cleanly");
 }
+
+/// `up --ha` returns only once its supervisor has read the controllers' command lines, so a
+/// controller that exits as soon as `up` returns is restarted. Here the supervisor is paused
+/// (SIGSTOP) the moment `up` returns, the primary is killed, and the supervisor resumes
+/// (SIGCONT) once the primary is gone, as compat-tests' `restd_ha` does around a takeover.
+/// Before `up` waited, a supervisor still starting when paused looked only after the exit,
+/// could not read the gone controller's command line, and ended with an error (`Error: ...
+/// does not run` and anyhow's backtrace in `supervisor.log`), leaving the cluster
+/// unsupervised: the primary never came back.
+#[test]
+fn up_ha_supervisor_restarts_a_controller_gone_as_up_returns() {
+    use nix::sys::signal::{kill, Signal};
+    use nix::unistd::Pid;
+    if !flotilla_admin::pg::available() {
+        println!("SKIPPED: PostgreSQL is not installed ({})", flotilla_admin::pg::PG_BIN);
+        return;
+    }
+    daemons_built();
+    let t = tempfile::tempdir_in("/tmp").unwrap();
+    let mut o = dev::UpOptions::new(t.path());
+    o.ha = true;
+    o.fast = true;
+    o.nodes = 1;
+    o.cgroup = cgroup().into();
+    o.timeout = std::time::Duration::from_secs(60);
+    o.bin_dir = Some(Path::new(env!("CARGO_BIN_EXE_flotilla")).parent().unwrap().to_path_buf());
+    let never = std::sync::atomic::AtomicBool::new(false);
+    // A failing assertion still stops the cluster (the supervisor resumed first).
+    struct Stop(dev::DevCluster, Pid);
+    impl Drop for Stop {
+        fn drop(&mut self) {
+            let _ = kill(self.1, Signal::SIGCONT);
+            self.0.stop(std::time::Duration::from_secs(5));
+        }
+    }
+    let c = dev::up(&o, &never).unwrap_or_else(|e| panic!("up --ha: {e:#}"));
+    let sup = c.daemons.iter().find(|d| d.kind == "supervisor").expect("a supervisor").pid;
+    kill(Pid::from_raw(sup), Signal::SIGSTOP).unwrap();
+    let c = Stop(c, Pid::from_raw(sup));
+    let primary = c.0.daemons.iter().find(|d| d.kind == "slurmctld" && d.node == "-").expect("the primary");
+    let (old, old_start) = (primary.pid, primary.start);
+    kill(Pid::from_raw(old), Signal::SIGKILL).unwrap();
+    assert!(wait_until(30, || !dev::alive(old, old_start)), "slurmctld (pid {old}) still runs after SIGKILL");
+    kill(Pid::from_raw(sup), Signal::SIGCONT).unwrap();
+    let back = wait_until(60, || {
+        dev::read_record(t.path())
+            .is_ok_and(|(_, r)| r.iter().any(|d| d.kind == "slurmctld" && d.node == "-" && d.pid != old && dev::alive(d.pid, d.start)))
+    });
+    assert!(back, "slurmctld (pid {old}) not restarted; supervisor.log:\n{}", dev::log_tail(t.path(), "supervisor.log", 60));
+    drop(c);
+}
