@@ -65,6 +65,7 @@ pub const ALL_STATES: &[JobStateWire] = &[
     JobStateWire::OutOfMemory,
     JobStateWire::BootFail,
     JobStateWire::Deadline,
+    JobStateWire::SpecialExit,
 ];
 
 /// The state of a job (pending when the controller did not say).
@@ -98,7 +99,7 @@ pub fn time_limit_str(j: &JobView<'_>) -> String {
 /// Seconds a job has run at `now`.
 pub fn run_secs(j: &JobView<'_>, now: i64) -> i64 {
     match (state(j), j.start_time) {
-        (JobStateWire::Pending, _) | (_, None) => 0,
+        (JobStateWire::Pending | JobStateWire::SpecialExit, _) | (_, None) => 0,
         (JobStateWire::Running | JobStateWire::Completing | JobStateWire::Suspended, Some(s)) => (now - s).max(0),
         (_, Some(s)) => (j.end_time.unwrap_or(now) - s).max(0),
     }
@@ -214,7 +215,7 @@ pub fn tres_str(j: &JobView<'_>) -> String {
 /// CPU times the CPUs asked for (Slurm's request, goldens-extra 0407: 2 nodes, 1 CPU, 1G).
 pub fn pending_mem(j: &JobView<'_>) -> u64 {
     match (state(j), j.mem_per_cpu_mib) {
-        (JobStateWire::Pending, Some(m)) if !j.exclusive => m * u64::from(j.num_cpus.max(1)),
+        (JobStateWire::Pending | JobStateWire::SpecialExit, Some(m)) if !j.exclusive => m * u64::from(j.num_cpus.max(1)),
         _ => j.mem_per_node_mib * u64::from(j.num_nodes.max(1)),
     }
 }

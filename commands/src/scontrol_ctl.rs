@@ -119,19 +119,42 @@ pub fn hold_release(op: HoldOp, args: &[String], io: &mut Io<'_>) -> i32 {
 /// scontrol asks for each in turn. An answer for an array (results naming tasks, Slurm's
 /// `RESPONSE_JOB_ARRAY_ERRORS`) prints every outcome as `A_<tasks>: <error>` (a success as
 /// `No error`), unless it is one success; any other failure prints `<error> for job <id>`.
-/// Exit status 1 when anything was printed or failed.
+/// Exit status 1 when anything was printed or failed. `requeuehold` takes leading
+/// `State=SpecialExit` (or `State=SE`, any case, a name that starts so: scontrol's
+/// `parse_requeue_flags`) before the job ids: each is requeued held in the `SPECIAL_EXIT`
+/// state ([`Request::RequeueSpecialExit`]).
 pub fn requeue(hold: bool, args: &[String], io: &mut Io<'_>) -> i32 {
-    let jobs = match ids_of(args) {
-        Ok(j) => j,
-        Err(bad) => {
-            io.err(&format!("Invalid job id specified for job {bad}\n"));
-            return 1;
+    let flags = if hold { args.iter().take_while(|a| is_special_exit_flag(a)).count() } else { 0 };
+    let (special, args) = (flags > 0, &args[flags..]);
+    let mut conn: Option<Ctl> = None;
+    let mut code = 0;
+    // Each argument on its own (scontrol calls `scontrol_requeue[_hold]` per argument): one
+    // that is not a job id is reported and the others are still requeued (goldens-extra 0639).
+    for arg in args {
+        let jobs = match ids_of(std::slice::from_ref(arg)) {
+            Ok(j) => j,
+            Err(bad) => {
+                io.err(&format!("Invalid job id specified for job {bad}\n"));
+                code = 1;
+                continue;
+            }
+        };
+        if conn.is_none() {
+            conn = ctl(io, "slurm_requeue");
         }
-    };
-    let Some(c) = ctl(io, "slurm_requeue") else { return 1 };
+        let Some(c) = conn.as_ref() else { return 1 };
+        code |= requeue_jobs(c, jobs, hold, special, io);
+    }
+    code
+}
+
+/// The requests of one `requeue` argument; 1 when anything failed.
+fn requeue_jobs(c: &Ctl, jobs: Vec<JobRef>, hold: bool, special: bool, io: &mut Io<'_>) -> i32 {
     let mut code = 0;
     for job in jobs {
-        match c.call(Request::Requeue(RequeueJob { jobs: vec![job], hold })) {
+        let req = RequeueJob { jobs: vec![job], hold };
+        let req = if special { Request::RequeueSpecialExit(req) } else { Request::Requeue(req) };
+        match c.call(req) {
             Ok(Response::JobResults(rs)) => {
                 let count = rs.len();
                 for r in rs {
@@ -158,6 +181,14 @@ pub fn requeue(hold: bool, args: &[String], io: &mut Io<'_>) -> i32 {
         }
     }
     code
+}
+
+/// `State=SpecialExit` / `State=SE` (scontrol's `parse_requeue_flags`: `state=` in any case,
+/// then a value starting with `specialexit` or `se`).
+fn is_special_exit_flag(a: &str) -> bool {
+    let Some(v) = a.get(..6).filter(|k| k.eq_ignore_ascii_case("state=")).map(|_| &a[6..]) else { return false };
+    let starts = |p: &str| v.get(..p.len()).is_some_and(|h| h.eq_ignore_ascii_case(p));
+    starts("specialexit") || starts("se")
 }
 
 /// `top`: Flotilla has no queue reordering by users (Slurm's default, without
@@ -423,7 +454,7 @@ fn out_path(j: &JobInfo, p: Option<&str>) -> String {
 pub fn job_record(j: &JobInfo, flags: ShowFlags, now: i64, gpu_types: &BTreeMap<String, String>) -> Vec<String> {
     let v = flotilla_proto::JobView::from(j);
     let st = jobfmt::state(&v);
-    let pending = st == JobStateWire::Pending;
+    let pending = st.is_pending();
     let mut l = Vec::new();
     let mut head = format!("JobId={} ", j.job_id);
     if let Some(a) = j.array_job_id {
@@ -981,6 +1012,18 @@ pub fn show_topology(io: &mut Io<'_>) -> i32 {
 #[cfg(test)]
 mod flotilla_field_tests {
     use super::*;
+
+    /// scontrol's `parse_requeue_flags`: `State=` any case, the value a prefix match of
+    /// `specialexit` or `se`; anything else is a job id.
+    #[test]
+    fn special_exit_flag_forms() {
+        for a in ["State=SpecialExit", "state=se", "STATE=SE", "State=SEx", "State=specialexitnow"] {
+            assert!(is_special_exit_flag(a), "{a}");
+        }
+        for a in ["State=S", "State=Special", "State=", "SpecialExit", "12", "Stat=SE", "St\u{e9}te=SE"] {
+            assert!(!is_special_exit_flag(a), "{a}");
+        }
+    }
     use flotilla_core::time::days_from_civil;
 
     /// Array-errors answers name tasks as Slurm's `bit_fmt` does.

@@ -309,7 +309,7 @@ pub fn run(args: &[String], io: &mut Io<'_>) -> i32 {
             continue;
         };
         // `--start`: pending jobs only (not even rendered otherwise).
-        if p.start && state(&j) != JobStateWire::Pending {
+        if p.start && !state(&j).is_pending() {
             continue;
         }
         let partial;
@@ -406,7 +406,11 @@ pub fn scancel_job_id(s: &str) -> Option<u64> {
 fn default_state(s: JobStateWire) -> bool {
     matches!(
         s,
-        JobStateWire::Pending | JobStateWire::Running | JobStateWire::Completing | JobStateWire::Suspended
+        JobStateWire::Pending
+            | JobStateWire::Running
+            | JobStateWire::Completing
+            | JobStateWire::Suspended
+            | JobStateWire::SpecialExit
     )
 }
 
@@ -794,7 +798,7 @@ fn o_field<'b>(ch: char, j: Option<&'b JobView<'_>>, now: i64, scratch: &'b mut 
         _ => return None,
     };
     let Some(j) = j else { return Some((title, Cow::Borrowed(""))) };
-    let pending = state(j) == JobStateWire::Pending;
+    let pending = state(j).is_pending();
     let t = |x: Option<i64>| -> Cow<'b, str> { x.filter(|&v| v > 0).map_or(Cow::Borrowed("N/A"), |v| fmt_time(v).into()) };
     // Borrowed where the job holds the text already: 10,000 rows are 80,000 fields.
     let b = |s: &'b str| Cow::Borrowed(s);

@@ -233,6 +233,19 @@ A06 = [
      "cmd": "rm -f sid\nsalloc -t 5 bash -c 'echo $SLURM_JOB_ID > sid; sleep 120' >/dev/null 2>&1 &\nfor i in $(seq 600); do [ -s sid ] && break; sleep 0.1; done\nJ+=(\"$(cat sid)\"); J1=${J[0]}\nscontrol requeue $J1 2>&1 | m; echo \"rc=${PIPESTATUS[0]}\"\nsqueue -h -t all -j $J1 -o '%T|%r' | m\nfin\nwait\nrm -f sid"},
     {"name": "requeue_special_exit",
      "cmd": "sb -t 10 --wrap 'sleep 300'\nwst $J1 RUNNING\nscontrol requeuehold State=SpecialExit $J1 2>&1 | m; echo \"rc=${PIPESTATUS[0]}\"\nfor i in $(seq 1200); do s=$(st $J1); [ \"$s\" != COMPLETING ] && [ \"$s\" != RUNNING ] && break; sleep 0.1; done\nsqueue -h -t all -j $J1 -o '%T|%t|%r' | m\nscontrol show job $J1 | grep -o 'JobState=[^ ]* Reason=[^ ]*' | m\nfin"},
+    # State=SpecialExit on a finished job (pending at once): the short form, squeue's -t
+    # (SE and SPECIAL_EXIT match the flag, PD does not; listed by default), priority 0.
+    {"name": "special_exit_filters",
+     "cmd": "sb --wrap true\nwend $J1\nscontrol requeuehold state=se $J1 2>&1 | m; echo \"rc=${PIPESTATUS[0]}\"\nsqueue -h -t all -j $J1 -o '%T|%t|%r|%Q' | m\necho \"SE: $(squeue -h -t SE -o %i | m)\"\necho \"SPECIAL_EXIT: $(squeue -h -t special_exit -o %i | m)\"\necho \"PD: $(squeue -h -t PD -o %i | m)\"\necho \"default: $(squeue -h -o %i | m)\"\nfin"},
+    # `scontrol release` clears the flag (_release_job_rec): PENDING.
+    {"name": "special_exit_release",
+     "cmd": "sb --wrap true\nwend $J1\nscontrol requeuehold State=SpecialExit $J1\nscontrol release $J1 2>&1 | m; echo \"rc=${PIPESTATUS[0]}\"\nsqueue -h -t all -j $J1 -o '%T|%t' | m\nscontrol show job $J1 | grep -o 'JobState=[^ ]*' | m\nfin"},
+    # sacct: the state is stored without its flags (as_mysql_job_start: JOB_STATE_BASE).
+    {"name": "special_exit_sacct",
+     "cmd": "sb --wrap true\nwend $J1\nscontrol requeuehold State=SpecialExit $J1\nfor i in $(seq 150); do [ $(sacct -n -X -P -D -j $J1 -o State | wc -l) -ge 2 ] && break; sleep 0.1; done\nsacct -n -P -X -D -j $J1 -o State,ExitCode | m\nsacct -n -P -X -j $J1 -o State,ExitCode | m\nfin"},
+    # A State= value that is not SpecialExit ends the flags: it is taken for a job id.
+    {"name": "requeuehold_bad_state",
+     "cmd": "sb --wrap true\nwend $J1\nscontrol requeuehold State=Bogus $J1 2>&1 | m; echo \"rc=${PIPESTATUS[0]}\"\nsqueue -h -t all -j $J1 -o '%T' | m\nfin"},
 ]
 
 # Area a09: scontrol update of jobs (slurmctld job_mgr.c: update_job / _update_job;

@@ -238,6 +238,11 @@ pub enum JobStateWire {
     BootFail,
     /// `DEADLINE` (DL).
     Deadline,
+    /// `SPECIAL_EXIT` (SE): a pending job that `scontrol requeue[hold] State=SpecialExit`
+    /// requeued, held until released (Slurm's `JOB_SPECIAL_EXIT` flag on a pending job;
+    /// `job_state_string` prints it instead of `PENDING`). Pending in every other respect
+    /// ([`JobStateWire::is_pending`]).
+    SpecialExit,
 }
 
 impl JobStateWire {
@@ -258,6 +263,7 @@ impl JobStateWire {
             JobStateWire::OutOfMemory => "OUT_OF_MEMORY",
             JobStateWire::BootFail => "BOOT_FAIL",
             JobStateWire::Deadline => "DEADLINE",
+            JobStateWire::SpecialExit => "SPECIAL_EXIT",
         }
     }
 
@@ -278,14 +284,25 @@ impl JobStateWire {
             JobStateWire::OutOfMemory => "OOM",
             JobStateWire::BootFail => "BF",
             JobStateWire::Deadline => "DL",
+            JobStateWire::SpecialExit => "SE",
         }
+    }
+
+    /// True for a job waiting to run: `PENDING`, or pending with the special-exit flag
+    /// (Slurm's `IS_JOB_PENDING` tests the base state only).
+    pub fn is_pending(self) -> bool {
+        matches!(self, JobStateWire::Pending | JobStateWire::SpecialExit)
     }
 
     /// True for states a job never leaves.
     pub fn is_finished(self) -> bool {
         !matches!(
             self,
-            JobStateWire::Pending | JobStateWire::Running | JobStateWire::Suspended | JobStateWire::Completing
+            JobStateWire::Pending
+                | JobStateWire::Running
+                | JobStateWire::Suspended
+                | JobStateWire::Completing
+                | JobStateWire::SpecialExit
         )
     }
 }
@@ -1265,6 +1282,11 @@ pub enum Request {
     /// taken back (Flotilla). [`Response::Reclaimable`]. Its own variant, as `PartitionInfo`
     /// cannot change (postcard).
     QueryReclaimable,
+    /// `scontrol requeue|requeuehold State=SpecialExit JOB` (Slurm's `slurm_requeue2` with
+    /// `JOB_SPECIAL_EXIT` in its flags): [`Request::Requeue`], and the job, pending again, is
+    /// held in the `SPECIAL_EXIT` state until released. Its own variant, as `RequeueJob`
+    /// cannot change (postcard). Answered as `Requeue` is.
+    RequeueSpecialExit(RequeueJob),
 }
 
 /// One partition's elastic growth as [`Request::QueryReclaimable`] answers it.
@@ -1379,6 +1401,7 @@ impl Request {
             Request::QueryTurnTimes => "REQUEST_TURNS",
             Request::Takeover => "REQUEST_TAKEOVER",
             Request::QueryReclaimable => "REQUEST_RECLAIMABLE_INFO",
+            Request::RequeueSpecialExit(_) => "REQUEST_JOB_REQUEUE",
         }
     }
 }
@@ -1621,6 +1644,20 @@ mod tests {
     }
 
     /// `QueryReclaimable` and `Reclaimable` were appended after `Takeover` and `Done`.
+    /// `RequeueSpecialExit` follows `QueryReclaimable`, `SpecialExit` follows `Deadline`; the
+    /// older variants are encoded as before.
+    #[test]
+    fn special_exit_variants_are_appended() {
+        let before = postcard::to_allocvec(&Request::QueryReclaimable).unwrap()[0];
+        let req = Request::RequeueSpecialExit(RequeueJob { jobs: vec![JobRef { job_id: 7, tasks: None }], hold: true });
+        let bytes = postcard::to_allocvec(&req).unwrap();
+        assert_eq!(bytes[0], before + 1);
+        assert_eq!(postcard::from_bytes::<Request>(&bytes).unwrap(), req);
+        let deadline = postcard::to_allocvec(&JobStateWire::Deadline).unwrap()[0];
+        assert_eq!(postcard::to_allocvec(&JobStateWire::SpecialExit).unwrap(), vec![deadline + 1]);
+        assert!(JobStateWire::SpecialExit.is_pending() && !JobStateWire::SpecialExit.is_finished());
+    }
+
     #[test]
     fn reclaimable_messages_round_trip_and_are_appended() {
         let before = postcard::to_allocvec(&Request::Takeover).unwrap()[0];

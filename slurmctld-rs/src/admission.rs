@@ -367,6 +367,7 @@ fn pending_record(
         array_tasks: array_tasks.and_then(flotilla_proto::ArrayTasks::of),
         signal: req.signal.clone(),
         warn_sent: false,
+        special_exit: false,
         elastic: None,
         interactive: req.interactive,
         last_checkpoint_ack: None,

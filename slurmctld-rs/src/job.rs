@@ -211,6 +211,10 @@ pub struct JobRecord {
     pub signal: Option<flotilla_proto::SignalSpec>,
     /// The current run's `--signal` warning (without `B:`) went to its steps.
     pub warn_sent: bool,
+    /// Requeued with `State=SpecialExit` and not released since (Slurm's `JOB_SPECIAL_EXIT`
+    /// flag, set by `_job_requeue_op` and cleared by `_release_job_rec`, job_mgr.c): a
+    /// pending record shows `SPECIAL_EXIT` ([`JobRecord::shown_wire_state`]).
+    pub special_exit: bool,
     /// An interactive allocation (`salloc`): no batch script; ends when given back.
     pub interactive: bool,
     /// Last checkpoint the job acknowledged (s since epoch).
@@ -319,6 +323,18 @@ impl JobRecord {
         match (self.state, self.stopping) {
             (JobState::Running, Some(s)) if s.why != StopWhy::Preempt => JobState::Completing,
             (state, _) => state,
+        }
+    }
+
+    /// [`Self::shown_state`] on the wire: a pending record requeued with `State=SpecialExit`
+    /// shows `SPECIAL_EXIT` (`SE`) until released. Slurm keeps the flag on a pending job and
+    /// `job_state_string` prints it before the base state, after `COMPLETING` (so a run
+    /// still being ended shows `COMPLETING`); squeue's `-t` matches it by the flag only
+    /// (`-t SE`, not `-t PD`: squeue print.c `_filter_job`; goldens-extra 0635).
+    pub fn shown_wire_state(&self) -> JobStateWire {
+        match self.shown_state() {
+            JobState::Pending if self.special_exit => JobStateWire::SpecialExit,
+            s => s.to_wire(),
         }
     }
 

@@ -455,6 +455,45 @@ fn requeue_and_requeuehold() {
     h.check();
 }
 
+/// `scontrol requeuehold State=SpecialExit` (Slurm's `_job_requeue_op` with
+/// `JOB_SPECIAL_EXIT`): the run shows COMPLETING while its node ends it, then the job is
+/// `SPECIAL_EXIT` with `job requeued in held state` and priority 0 (goldens-extra 0635);
+/// `squeue -t SE` selects it and `-t PD` does not (squeue matches the flag); `scontrol
+/// release` clears the flag (`_release_job_rec`): PENDING, and it runs again once the
+/// hold-off passes. A finished job requeued so is `SPECIAL_EXIT` at once.
+#[test]
+fn requeuehold_special_exit_until_released() {
+    use JobStateWire::*;
+    let mut h = Harness::two_nodes("ctl_requeuehold_special_exit");
+    let j = h.submit(gpu_job(User::Alice, 8, None, 0));
+    h.advance(5);
+    let se = |id: u64| Request::RequeueSpecialExit(RequeueJob { jobs: vec![JobRef::id(id)], hold: true });
+    let r = h.call(User::Alice, se(j));
+    assert!(matches!(&r, Response::JobResults(v) if v.len() == 1 && v[0].error.is_none()), "{r:?}");
+    assert_eq!(state(&h, j), Completing, "the run is being ended");
+    h.turn();
+    let info = h.job(j);
+    assert_eq!((info.state, info.reason.as_str(), info.priority), (Some(SpecialExit), "job requeued in held state", 0));
+    assert_eq!(selected(&mut h, &[SpecialExit]), vec![j]);
+    assert_eq!(selected(&mut h, &[Pending]), Vec::<u64>::new(), "-t PD does not match a special exit");
+    h.advance(200);
+    h.turn();
+    assert_eq!(state(&h, j), SpecialExit, "held: does not run");
+    h.call(User::Alice, hold(HoldOp::Release, j));
+    assert_eq!((state(&h, j), h.job(j).restarts), (Running, 1), "released: pending, and its turn starts it");
+
+    // A finished job: pending at once, in the special exit state.
+    let k = h.submit(gpu_job(User::Alice, 8, Some(10), 0));
+    h.advance(11);
+    h.turn();
+    assert_eq!(state(&h, k), Completed);
+    h.call(User::Alice, se(k));
+    assert_eq!((state(&h, k), h.job(k).reason.as_str()), (SpecialExit, "job requeued in held state"));
+    // A pending one is refused as for any requeue.
+    let r = h.call(User::Alice, se(k));
+    assert!(matches!(&r, Response::JobResults(v) if v[0].error.as_ref().is_some_and(|e| e.code == ESLURM_JOB_PENDING)), "{r:?}");
+}
+
 /// A time limit (`-t 1`): at start + 60 s a stop notice (time limit) and SIGTERM; TIMEOUT.
 #[test]
 fn time_limit() {

@@ -366,7 +366,7 @@ prop_compose! {
         ),
         f in (any::<Option<i64>>(), any::<Option<u32>>(), acct(), opt_text(), opt_text(), opt_text()),
         g in proptest::option::of(elastic_record()),
-        h in (opt_text(), opt_text(), any::<u32>(), any::<u32>(), proptest::collection::btree_map(text(), proptest::collection::vec(any::<u32>(), 0..4), 0..3)),
+        h in (opt_text(), opt_text(), any::<u32>(), any::<u32>(), proptest::collection::btree_map(text(), proptest::collection::vec(any::<u32>(), 0..4), 0..3), any::<bool>()),
     ) -> JobRecord {
         JobRecord {
             id: a.0,
@@ -421,6 +421,7 @@ prop_compose! {
             array_tasks: e.6,
             signal: e.7,
             warn_sent: e.8,
+            special_exit: h.5,
             interactive: e.9,
             last_checkpoint_ack: f.0,
             service: f.1,

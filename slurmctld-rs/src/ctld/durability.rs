@@ -72,6 +72,7 @@ pub(super) fn class(req: &Request) -> Class {
         | Request::SubmitElastic(_)
         | Request::HoldRelease(_)
         | Request::Requeue(_)
+        | Request::RequeueSpecialExit(_)
         | Request::UpdateJob(_)
         | Request::UpdateNode(_)
         | Request::CreateStep(_)

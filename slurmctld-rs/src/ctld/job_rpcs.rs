@@ -628,6 +628,8 @@ impl Controller {
                         if rec.spec.held.take().is_some() || rec.priority == 0 {
                             rec.priority = crate::job::PRIO_UNSET;
                         }
+                        // `_release_job_rec` clears the special-exit flag: pending again.
+                        rec.special_exit = false;
                     }
                 }
                 self.dirty(id);
@@ -646,14 +648,17 @@ impl Controller {
     /// (a pending array record answers for all its pending tasks, a task that does not exist
     /// is `Invalid job id specified`, a success is a result without an error); scontrol prints
     /// each as `A_<tasks>: <error>` unless the answer is one success (goldens-extra 0621,
-    /// 0623-0627).
-    pub(super) fn requeue_rpc(&mut self, ident: Ident, r: RequeueJob, now: i64) -> Response {
+    /// 0623-0627). `special` (`State=SpecialExit`, [`Request::RequeueSpecialExit`]): each
+    /// job requeued is marked [`JobRecord::special_exit`] at once, as `_job_requeue_op` sets
+    /// `JOB_SPECIAL_EXIT` on the job's state (shown once the run has ended: `COMPLETING`
+    /// comes first), and held (priority 0, held by its user) until released.
+    pub(super) fn requeue_rpc(&mut self, ident: Ident, r: RequeueJob, special: bool, now: i64) -> Response {
         let mut results = Vec::new();
         for (jref, targets) in self.targets(&r.jobs, &JobFilter::default()) {
             let names_array =
                 jref.tasks.is_some() || self.jobs.get(&jref.job_id).is_some_and(|rec| rec.array_job_id == Some(jref.job_id));
             if names_array {
-                results.extend(self.requeue_array(ident, &jref, targets, r.hold, now));
+                results.extend(self.requeue_array(ident, &jref, targets, r.hold, special, now));
                 continue;
             }
             let mut error = None;
@@ -661,7 +666,7 @@ impl Controller {
                 error = Some(SlurmError::new(ESLURM_INVALID_JOB_ID));
             }
             for t in targets {
-                if let Err(e) = self.requeue_one(ident, t.id(), r.hold, now) {
+                if let Err(e) = self.requeue_one(ident, t.id(), r.hold, special, now) {
                     error.get_or_insert(e);
                 }
             }
@@ -672,7 +677,15 @@ impl Controller {
 
     /// The array form of [`Self::requeue_rpc`]: every target requeued, the outcomes grouped
     /// by error code and ordered by their first task.
-    fn requeue_array(&mut self, ident: Ident, jref: &JobRef, targets: Vec<Target>, hold: bool, now: i64) -> Vec<JobResult> {
+    fn requeue_array(
+        &mut self,
+        ident: Ident,
+        jref: &JobRef,
+        targets: Vec<Target>,
+        hold: bool,
+        special: bool,
+        now: i64,
+    ) -> Vec<JobResult> {
         let mut groups: Vec<(Option<i32>, BTreeSet<u32>)> = Vec::new();
         let mut add = |code: Option<i32>, tasks: &[u32]| match groups.iter_mut().find(|(c, _)| *c == code) {
             Some((_, set)) => set.extend(tasks.iter().copied()),
@@ -693,7 +706,7 @@ impl Controller {
             if let Target::Tasks(_, ts) = &t {
                 covered.extend(ts.iter().copied());
             }
-            let code = self.requeue_one(ident, id, hold, now).err().map(|e| e.code);
+            let code = self.requeue_one(ident, id, hold, special, now).err().map(|e| e.code);
             add(code, &names);
         }
         // Named tasks that no record holds (`_resp_array_add_id`).
@@ -726,7 +739,7 @@ impl Controller {
     /// or ending on its other nodes is requeued the same way, its end kept (0632). A finished
     /// one is pending at once, its record rewritten `REQUEUED`, ended at the requeue
     /// (`job_completion_logger` then `batch_requeue_fini`; 0629, 0630).
-    fn requeue_one(&mut self, ident: Ident, id: u64, hold: bool, now: i64) -> Result<(), SlurmError> {
+    fn requeue_one(&mut self, ident: Ident, id: u64, hold: bool, special: bool, now: i64) -> Result<(), SlurmError> {
         if !self.owner_ok(ident, id) {
             return Err(SlurmError::new(ESLURM_ACCESS_DENIED));
         }
@@ -742,6 +755,9 @@ impl Controller {
         }
         let rec = &self.jobs[&id];
         let why = rec.stopping.map(|s| s.why);
+        // `State=SpecialExit` holds the job too (priority 0, held by its user): scontrol asks
+        // for it with `requeuehold`'s flag.
+        let hold = hold || special;
         match rec.state {
             // Slurm's `job_requeue2`: a pending task is found in its array record
             // (`find_job_array_rec`), which `_job_requeue_op` refuses as pending; nothing is
@@ -802,6 +818,11 @@ impl Controller {
                 self.stats.requeued += 1;
                 self.sched_dirty = true;
             }
+        }
+        if special {
+            // `_job_requeue_op` sets `JOB_SPECIAL_EXIT` at the requeue; `_release_job_rec`
+            // clears it.
+            self.jobs.get_mut(&id).expect("resolved").special_exit = true;
         }
         Ok(())
     }

@@ -624,7 +624,8 @@ impl Controller {
             Request::QueryReclaimable => Response::Reclaimable(self.query_reclaimable(ident)),
             Request::CancelJob(c) => self.cancel(ident, c, now),
             Request::HoldRelease(h) => self.hold_release(ident, h, now),
-            Request::Requeue(r) => self.requeue_rpc(ident, r, now),
+            Request::Requeue(r) => self.requeue_rpc(ident, r, false, now),
+            Request::RequeueSpecialExit(r) => self.requeue_rpc(ident, r, true, now),
             Request::UpdateJob(u) => self.update(ident, u, now),
             Request::QueryQueue(q) => {
                 self.look_at_pending();

@@ -229,7 +229,7 @@ impl Controller {
             account: Account = Str::b(&rec.account);
             partition: Partition = Str::b(&rec.partition);
             qos: Qos = Str::b(&rec.qos);
-            state: State = Some(rec.shown_state().to_wire());
+            state: State = Some(rec.shown_wire_state());
             reason: Reason = reason;
             reason_detail: ReasonDetail = detail;
             priority: Priority = priority;
@@ -491,7 +491,7 @@ fn ref_matches(r: &JobRef, rec: &JobRecord) -> bool {
 pub(super) fn matches_filter(rec: &JobRecord, f: &JobFilter, _sched: &Scheduler) -> bool {
     (f.users.is_empty() || f.users.contains(&rec.user))
         && (f.names.is_empty() || f.names.contains(&rec.name))
-        && (f.states.is_empty() || f.states.contains(&rec.shown_state().to_wire()))
+        && (f.states.is_empty() || f.states.contains(&rec.shown_wire_state()))
         && (f.partitions.is_empty() || f.partitions.contains(&rec.partition))
         && (f.accounts.is_empty() || f.accounts.contains(&rec.account))
         && (f.nodes.is_empty() || rec.nodes.iter().any(|n| f.nodes.contains(n)))

@@ -169,6 +169,9 @@ pub struct JobRow {
     /// The current run's `--signal` warning went to its steps.
     #[serde(rename = "warn_sent", default)]
     pub warn_sent: bool,
+    /// Requeued with `State=SpecialExit`, not released (absent: false).
+    #[serde(rename = "special_exit", default, skip_serializing_if = "is_false")]
+    pub special_exit: bool,
     /// An interactive allocation (`salloc`).
     #[serde(rename = "interactive", default)]
     pub interactive: bool,
@@ -713,6 +716,7 @@ impl From<&JobRecord> for JobRow {
             array_tasks,
             signal,
             warn_sent,
+            special_exit,
             interactive,
             last_checkpoint_ack,
             service,
@@ -778,6 +782,7 @@ impl From<&JobRecord> for JobRow {
             array_tasks: array_tasks.map(ArrayTasksRow::from),
             signal: signal.as_ref().map(SignalSpecRow::from),
             warn_sent: *warn_sent,
+            special_exit: *special_exit,
             interactive: *interactive,
             last_checkpoint_ack: *last_checkpoint_ack,
             service: *service,
@@ -849,6 +854,7 @@ impl From<JobRow> for JobRecord {
             array_tasks,
             signal,
             warn_sent,
+            special_exit,
             interactive,
             last_checkpoint_ack,
             service,
@@ -919,6 +925,7 @@ impl From<JobRow> for JobRecord {
             array_tasks: array_tasks.map(ArrayTasks::from),
             signal: signal.map(SignalSpec::from),
             warn_sent,
+            special_exit,
             interactive,
             last_checkpoint_ack,
             service,
