@@ -51,6 +51,28 @@ impl LocalCluster {
             .expect("our command runs")
     }
 
+    /// Runs our command `prog` as `user` (`runuser`; `None`: root) in `cwd` with this cluster's
+    /// configuration, a PATH holding our binaries first, and nothing else of the caller's
+    /// environment.
+    pub fn run_as(&self, user: Option<&str>, prog: &str, args: &[&str], cwd: &Path) -> std::process::Output {
+        let bins = crate::bin_dir();
+        let mut cmd = match user {
+            Some(u) => {
+                let mut c = std::process::Command::new("runuser");
+                c.args(["-u", u, "--"]).arg(bins.join(prog));
+                c
+            }
+            None => std::process::Command::new(bins.join(prog)),
+        };
+        cmd.args(args)
+            .current_dir(cwd)
+            .env_clear()
+            .env("PATH", format!("{}:/usr/local/bin:/usr/bin:/bin:/usr/sbin:/sbin", bins.display()))
+            .envs(self.env())
+            .output()
+            .expect("the command runs")
+    }
+
     /// Starts the default cluster (4 nodes × 8 fake GPUs, 2 pods), or the nodes, partitions
     /// and topology of `config_dir`'s `slurm.conf`, and waits until every node registered.
     /// Panics with the reason (and log tails) when it cannot.
@@ -136,11 +158,13 @@ impl LocalCluster {
     /// Panics when it cannot.
     pub fn restart_controller(&mut self) {
         dev::restart_controller(&mut self.cluster, Duration::from_secs(10)).expect("restart the controller");
-        let t0 = std::time::Instant::now();
-        while dev::query_nodes(self.dir(), self.ctld_addr()).is_err() {
-            assert!(t0.elapsed() < Duration::from_secs(60), "the controller did not answer after its restart");
-            std::thread::sleep(Duration::from_millis(100));
-        }
+        let (dir, addr) = (self.dir().to_path_buf(), self.ctld_addr());
+        crate::wait::wait_until(
+            "the controller answers after its restart",
+            Duration::from_secs(60),
+            || dev::query_nodes(&dir, addr).is_ok(),
+            || dev::log_tail(&dir, "slurmctld.log", 20),
+        );
     }
 
     /// The nodes as the controller reports them: `(name, state, not_responding)`.

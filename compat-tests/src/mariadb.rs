@@ -6,7 +6,7 @@
 
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 /// A MariaDB server started in a directory.
 #[derive(Debug)]
@@ -94,21 +94,15 @@ impl LocalMariaDb {
             port,
             child,
         };
-        let t0 = Instant::now();
-        loop {
-            if db.sql("SELECT 1").is_ok() {
-                return Ok(db);
-            }
-            if let Ok(Some(status)) = db.child.try_wait() {
-                return Err(format!("mariadbd exited ({status}): {}", db.log_tail()));
-            }
-            if t0.elapsed() > Duration::from_secs(60) {
-                return Err(format!(
-                    "mariadbd did not answer within 60 s: {}",
-                    db.log_tail()
-                ));
-            }
-            std::thread::sleep(Duration::from_millis(100));
+        let mut exited = None;
+        let answered = crate::wait::poll_until(Duration::from_secs(60), || {
+            exited = db.child.try_wait().ok().flatten();
+            exited.is_some() || db.sql("SELECT 1").is_ok()
+        });
+        match exited {
+            Some(status) => Err(format!("mariadbd exited ({status}): {}", db.log_tail())),
+            None if answered => Ok(db),
+            None => Err(format!("mariadbd did not answer within 60 s: {}", db.log_tail())),
         }
     }
 
@@ -147,12 +141,8 @@ impl Drop for LocalMariaDb {
             nix::unistd::Pid::from_raw(self.child.id() as i32),
             nix::sys::signal::Signal::SIGTERM,
         );
-        let t0 = Instant::now();
-        while t0.elapsed() < Duration::from_secs(30) {
-            if let Ok(Some(_)) = self.child.try_wait() {
-                return;
-            }
-            std::thread::sleep(Duration::from_millis(50));
+        if crate::wait::poll_until(Duration::from_secs(30), || matches!(self.child.try_wait(), Ok(Some(_)))) {
+            return;
         }
         let _ = self.child.kill();
         let _ = self.child.wait();

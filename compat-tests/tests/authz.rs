@@ -5,31 +5,10 @@
 //! `uhold` then `release` (golden 0219's text). Needs root (`FLOTILLA_TEST_ROOT=1`).
 
 use flotilla_compat_tests::cluster::LocalCluster;
-use std::path::Path;
 use std::process::{Command, Output};
 
 fn sh(cmd: &str) -> bool {
     Command::new("sh").arg("-c").arg(cmd).status().is_ok_and(|s| s.success())
-}
-
-/// `prog args` as `user` (`None`: root) in `cwd`, with the cluster's environment.
-fn run(c: &LocalCluster, user: Option<&str>, prog: &str, args: &[&str], cwd: &Path) -> Output {
-    let bins = flotilla_compat_tests::bin_dir();
-    let mut cmd = match user {
-        Some(u) => {
-            let mut c = Command::new("runuser");
-            c.args(["-u", u, "--"]).arg(bins.join(prog));
-            c
-        }
-        None => Command::new(bins.join(prog)),
-    };
-    cmd.args(args)
-        .current_dir(cwd)
-        .env_clear()
-        .env("PATH", format!("{}:/usr/local/bin:/usr/bin:/bin:/usr/sbin:/sbin", bins.display()))
-        .envs(c.env())
-        .output()
-        .expect("the command runs")
 }
 
 fn text(o: &Output) -> (i32, String, String) {
@@ -75,36 +54,36 @@ fn access_keys_accounts_private_data_and_holds_as_real_users() {
     sh(&format!("chmod 1777 {}", w.display()));
 
     // RootOnly: alice may not submit there; root may.
-    let o = run(&c, Some("alice"), "sbatch", &["-p", "admins", "-o", "/dev/null", "--wrap", "true"], &w);
+    let o = c.run_as(Some("alice"), "sbatch", &["-p", "admins", "-o", "/dev/null", "--wrap", "true"], &w);
     assert_eq!(text(&o), (1, String::new(), "sbatch: error: Batch job submission failed: Access/permission denied\n".into()));
     // An account alice has no association with, associations enforced (without
     // `AccountingStorageEnforce=associations` Slurm 22.05 charges her default account
     // instead: goldens-extra a11).
-    let o = run(&c, Some("alice"), "sbatch", &["-A", "ops", "-o", "/dev/null", "--wrap", "true"], &w);
+    let o = c.run_as(Some("alice"), "sbatch", &["-A", "ops", "-o", "/dev/null", "--wrap", "true"], &w);
     assert_eq!(
         text(&o),
         (1, String::new(), "sbatch: error: Batch job submission failed: Invalid account or account/partition combination specified\n".into())
     );
 
     // Alice's held job: bob does not see it (PrivateData=jobs), root does.
-    let o = run(&c, Some("alice"), "sbatch", &["--parsable", "--hold", "-o", "/dev/null", "--wrap", "true"], &w);
+    let o = c.run_as(Some("alice"), "sbatch", &["--parsable", "--hold", "-o", "/dev/null", "--wrap", "true"], &w);
     let (rc, out, err) = text(&o);
     assert_eq!(rc, 0, "{err}");
     let id = out.trim().to_string();
-    let o = run(&c, Some("bob"), "squeue", &["-h", "-o", "%i"], &w);
+    let o = c.run_as(Some("bob"), "squeue", &["-h", "-o", "%i"], &w);
     assert_eq!(text(&o), (0, String::new(), String::new()), "bob sees no job of alice's");
-    let o = run(&c, None, "squeue", &["-h", "-o", "%i"], &w);
+    let o = c.run_as(None, "squeue", &["-h", "-o", "%i"], &w);
     assert_eq!(text(&o).1.trim(), id, "root sees it");
 
     // An admin hold: alice's uhold succeeds and changes nothing; her release is refused.
-    assert_eq!(text(&run(&c, None, "scontrol", &["hold", &id], &w)).0, 0);
-    assert_eq!(text(&run(&c, Some("alice"), "scontrol", &["uhold", &id], &w)).0, 0);
-    let o = run(&c, Some("alice"), "squeue", &["-h", "-j", &id, "-o", "%r"], &w);
+    assert_eq!(text(&c.run_as(None, "scontrol", &["hold", &id], &w)).0, 0);
+    assert_eq!(text(&c.run_as(Some("alice"), "scontrol", &["uhold", &id], &w)).0, 0);
+    let o = c.run_as(Some("alice"), "squeue", &["-h", "-j", &id, "-o", "%r"], &w);
     assert_eq!(text(&o).1, "JobHeldAdmin\n");
-    let o = run(&c, Some("alice"), "scontrol", &["release", &id], &w);
+    let o = c.run_as(Some("alice"), "scontrol", &["release", &id], &w);
     assert_eq!(
         text(&o),
         (1, String::new(), format!("Access/permission denied for job {id}\nslurm_suspend error: Access/permission denied\n"))
     );
-    assert_eq!(text(&run(&c, None, "scancel", &[&id], &w)).0, 0);
+    assert_eq!(text(&c.run_as(None, "scancel", &[&id], &w)).0, 0);
 }

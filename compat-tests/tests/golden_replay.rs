@@ -66,13 +66,12 @@ const MINUTE_S: u32 = 10;
 /// and bobfill, Slurm too plans job 58 on gpu01, not gpu02 (the core's `backfill_map` tests
 /// show both cases). Waiting makes the replay replay the recorded case, not another one.
 fn start_within_a_minute() {
-    let since = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap_or_default();
-    let sec = since.as_secs_f64() % 60.0;
-    if !(1.0..=40.0).contains(&sec) {
-        // To second 1.2 of the next minute (or of this one, before its first second).
-        let to = if sec < 1.0 { 1.2 - sec } else { 61.2 - sec };
-        std::thread::sleep(Duration::from_secs_f64(to));
-    }
+    let in_window = || {
+        let since = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap_or_default();
+        (1.0..=40.0).contains(&(since.as_secs_f64() % 60.0))
+    };
+    // At most the 21 s from second 40 to second 1 of the next minute.
+    flotilla_compat_tests::wait::wait_until("second 1-40 of a minute", Duration::from_secs(30), in_window, String::new);
 }
 
 /// The reference's accounting associations (`setup.sh`: `sacctmgr add account research`,

@@ -11,9 +11,10 @@
 
 use flotilla_compat_tests::cluster::LocalCluster;
 use flotilla_compat_tests::mariadb::{self, LocalMariaDb};
+use flotilla_compat_tests::wait::wait_until;
 use std::path::Path;
-use std::process::{Command, Output};
-use std::time::{Duration, Instant};
+use std::process::Command;
+use std::time::Duration;
 
 /// Slurm 22.05's tables as `accounting_storage_mysql.c` defines them (the columns the import
 /// reads and the ones around them), for ClusterName=oracle; our own statements.
@@ -78,34 +79,8 @@ fn sh(cmd: &str) -> bool {
         .is_ok_and(|s| s.success())
 }
 
-/// `prog args` as `user` (`None`: root) in `cwd`, with the cluster's environment.
-fn run(c: &LocalCluster, user: Option<&str>, prog: &str, args: &[&str], cwd: &Path) -> Output {
-    let bins = flotilla_compat_tests::bin_dir();
-    let mut cmd = match user {
-        Some(u) => {
-            let mut c = Command::new("runuser");
-            c.args(["-u", u, "--"]).arg(bins.join(prog));
-            c
-        }
-        None => Command::new(bins.join(prog)),
-    };
-    cmd.args(args)
-        .current_dir(cwd)
-        .env_clear()
-        .env(
-            "PATH",
-            format!(
-                "{}:/usr/local/bin:/usr/bin:/bin:/usr/sbin:/sbin",
-                bins.display()
-            ),
-        )
-        .envs(c.env())
-        .output()
-        .expect("the command runs")
-}
-
 fn ok(c: &LocalCluster, user: Option<&str>, prog: &str, args: &[&str], cwd: &Path) -> String {
-    let o = run(c, user, prog, args, cwd);
+    let o = c.run_as(user, prog, args, cwd);
     assert!(o.status.success(), "{prog} {args:?} as {user:?}: {o:?}");
     String::from_utf8(o.stdout).unwrap()
 }
@@ -138,17 +113,6 @@ fn conf_dir(port: u16) -> tempfile::TempDir {
 
 fn ctld_log(c: &LocalCluster) -> String {
     std::fs::read_to_string(c.dir().join("slurmctld.log")).unwrap_or_default()
-}
-
-fn wait_for(what: &str, mut f: impl FnMut() -> bool) {
-    let t0 = Instant::now();
-    while !f() {
-        assert!(
-            t0.elapsed() < Duration::from_secs(60),
-            "timed out waiting for {what}"
-        );
-        std::thread::sleep(Duration::from_millis(100));
-    }
 }
 
 #[test]
@@ -214,17 +178,22 @@ fn the_sites_slurmdbd_associations_are_imported_once() {
     );
     let show = ok(&c, Some("alice"), "scontrol", &["show", "job", &id], &w);
     assert!(show.contains(" Account=research "), "{show}");
-    wait_for("alice's job in sacct", || {
-        ok(
-            &c,
-            Some("alice"),
-            "sacct",
-            &["-n", "-P", "-X", "-j", &id, "-o", "Account"],
-            &w,
-        )
-        .trim()
-            == "research"
-    });
+    wait_until(
+        "alice's job in sacct",
+        Duration::from_secs(60),
+        || {
+            ok(
+                &c,
+                Some("alice"),
+                "sacct",
+                &["-n", "-P", "-X", "-j", &id, "-o", "Account"],
+                &w,
+            )
+            .trim()
+                == "research"
+        },
+        || ctld_log(&c),
+    );
     ok(&c, Some("alice"), "scancel", &[&id], &w);
     // bob: nlp (his is_def), also in the job's environment.
     let out = w.join("bob.out");
@@ -243,9 +212,12 @@ fn the_sites_slurmdbd_associations_are_imported_once() {
     )
     .trim()
     .to_string();
-    wait_for("bob's job output", || {
-        std::fs::read_to_string(&out).is_ok_and(|s| s.contains('\n'))
-    });
+    wait_until(
+        "bob's job output",
+        Duration::from_secs(60),
+        || std::fs::read_to_string(&out).is_ok_and(|s| s.contains('\n')),
+        || ctld_log(&c),
+    );
     assert_eq!(
         std::fs::read_to_string(&out).unwrap(),
         "acct=nlp\n",

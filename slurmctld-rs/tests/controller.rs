@@ -768,6 +768,17 @@ fn requeued_array_task_waits_for_the_throttle() {
     assert_eq!(order, vec![0, 1, 0, 2], "task 1 runs in task 0's hold-off, task 0 takes the next slot before task 2");
 }
 
+/// An array `0-1%1` of 1-GPU tasks that ignore SIGTERM, with task 0 running: returns the
+/// array's id and task 0's job id.
+fn array_of_two_under_one_slot(h: &mut Harness) -> (u64, u64) {
+    let mut a = on_term(gpu_job(User::Alice, 1, None, 0), OnTerm::Ignore);
+    a.array = Some(ArraySpec { ranges: vec![ArrayRange { start: 0, end: 1, step: 1 }], max_running: Some(1) });
+    let aid = h.submit(a);
+    h.turn_until(5, 1, |h| running_tasks(h, aid) == vec![0]);
+    let t0 = h.jobs().find(|j| j.array_job_id == Some(aid) && j.array_task_id == Some(0)).map(|j| j.job_id).expect("task 0");
+    (aid, t0)
+}
+
 /// A cancelled array task gives its `%N` slot back at the cancel, not when its node is done
 /// (Slurm's `_job_signal` -> `job_completion_logger` -> `_job_array_comp` decrements
 /// `tot_run_tasks`): with `%1`, task 1 starts while task 0 still ends on its node
@@ -776,11 +787,7 @@ fn requeued_array_task_waits_for_the_throttle() {
 #[test]
 fn cancelled_array_task_frees_its_throttle_slot_at_the_cancel() {
     let mut h = Harness::two_nodes("ctl_array_cancel_throttle");
-    let mut a = on_term(gpu_job(User::Alice, 1, None, 0), OnTerm::Ignore);
-    a.array = Some(ArraySpec { ranges: vec![ArrayRange { start: 0, end: 1, step: 1 }], max_running: Some(1) });
-    let aid = h.submit(a);
-    h.turn_until(5, 1, |h| running_tasks(h, aid) == vec![0]);
-    let t0 = h.jobs().find(|j| j.array_job_id == Some(aid) && j.array_task_id == Some(0)).map(|j| j.job_id).expect("task 0");
+    let (aid, t0) = array_of_two_under_one_slot(&mut h);
     h.call(User::Alice, cancel(&[t0]));
     assert_eq!(state(&h, t0), JobStateWire::Completing);
     h.turn_until(5, 1, |h| running_tasks(h, aid) == vec![1]);
@@ -796,11 +803,7 @@ fn cancelled_array_task_frees_its_throttle_slot_at_the_cancel() {
 #[test]
 fn requeued_array_task_frees_its_throttle_slot_at_the_requeue() {
     let mut h = Harness::two_nodes("ctl_array_requeue_frees_slot");
-    let mut a = on_term(gpu_job(User::Alice, 1, None, 0), OnTerm::Ignore);
-    a.array = Some(ArraySpec { ranges: vec![ArrayRange { start: 0, end: 1, step: 1 }], max_running: Some(1) });
-    let aid = h.submit(a);
-    h.turn_until(5, 1, |h| running_tasks(h, aid) == vec![0]);
-    let t0 = h.jobs().find(|j| j.array_job_id == Some(aid) && j.array_task_id == Some(0)).map(|j| j.job_id).expect("task 0");
+    let (aid, t0) = array_of_two_under_one_slot(&mut h);
     h.call(User::Alice, requeue(t0, false));
     assert_eq!(state(&h, t0), JobStateWire::Completing);
     h.turn_until(5, 1, |h| running_tasks(h, aid) == vec![1]);

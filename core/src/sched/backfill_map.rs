@@ -469,41 +469,23 @@ impl Scheduler {
 #[cfg(test)]
 mod tests {
     use super::PlannedStart;
-    use crate::cluster::{Cluster, GpuMask, Node, NodeAvail, NodeId, Time};
+    use crate::cluster::{Cluster, NodeAvail, NodeId, Time};
     use crate::config::TopologyKind;
     use crate::job::{JobId, JobSpec, Request};
-    use crate::placement::{NodeDemand, PlaceCtx, PlacementPolicy, Score};
-    use crate::sched::{Decision, Event, PriorityInput, PriorityPolicy, SchedConfig, Scheduler};
-
-    /// Lowest node id first, lowest GPUs first.
-    #[derive(Debug)]
-    struct Lowest;
-    impl PlacementPolicy for Lowest {
-        fn name(&self) -> &str {
-            "lowest"
-        }
-        fn score(&self, _: &PlaceCtx<'_>, node: NodeId, _: GpuMask, _: &NodeDemand<'_>) -> Score {
-            -Score::from(node.0)
-        }
-        fn pick_gpus(&self, node: &Node, avail: GpuMask, n: u32) -> Option<GpuMask> {
-            avail.choose(n, node.gpus)
-        }
-    }
-
-    /// Every job priority 0: rank by submit time.
-    #[derive(Debug)]
-    struct Fifo;
-    impl PriorityPolicy for Fifo {
-        fn name(&self) -> &str {
-            "fifo"
-        }
-        fn priority(&self, _: PriorityInput<'_>) -> u64 {
-            0
-        }
-    }
+    use crate::sched::test_policies::{Fifo, Lowest};
+    use crate::sched::{Decision, Event, SchedConfig, Scheduler};
 
     /// 2026-11-29T09:40:57Z, the start of golden 0178's first fill job.
     const T: Time = 1_795_945_257;
+
+    /// Golden 0178's gpu04 drained at `drain_at`, then its pending jobs submitted at
+    /// `submit_at` (none starts at its submission).
+    fn drain_gpu04_and_submit_pending(s: &mut Scheduler, drain_at: Time, submit_at: Time) {
+        let _ = s.handle(Event::NodeAvail { node: NodeId(3), avail: NodeAvail::Drain { reason: "test".into() } }, drain_at);
+        for (id, gpus, limit) in PENDING {
+            assert!(s.handle(Event::Submit(job(id, gpus, limit, None)), submit_at).is_empty());
+        }
+    }
 
     fn job(id: u64, gpus: u32, limit_min: u64, nodes: Option<u32>) -> JobSpec {
         let mut r = Request::gpus(gpus, TopologyKind::Any);
@@ -554,20 +536,7 @@ mod tests {
             run(&mut s, job(id, gpus, limit, nodes), at, on);
         }
         let last = starts[3];
-        let _ = s.handle(
-            Event::NodeAvail {
-                node: NodeId(3),
-                avail: NodeAvail::Drain {
-                    reason: "test".into(),
-                },
-            },
-            last + 1,
-        );
-        for (id, gpus, limit) in PENDING {
-            assert!(s
-                .handle(Event::Submit(job(id, gpus, limit, None)), last + 1)
-                .is_empty());
-        }
+        drain_gpu04_and_submit_pending(&mut s, last + 1, last + 1);
         let now = last + 2;
         let d = s.cycle(now);
         assert!(
@@ -646,20 +615,7 @@ mod tests {
         run(&mut s, job(54, 4, 30, None), T + 3, &[0]);
         run(&mut s, job(55, 16, 30, Some(2)), T + 6, &[2, 3]);
         run(&mut s, job(56, 8, 20, None), T + 9, &[1]);
-        let _ = s.handle(
-            Event::NodeAvail {
-                node: NodeId(3),
-                avail: NodeAvail::Drain {
-                    reason: "test".into(),
-                },
-            },
-            T + 10,
-        );
-        for (id, gpus, limit) in PENDING {
-            assert!(s
-                .handle(Event::Submit(job(id, gpus, limit, None)), T + 9)
-                .is_empty());
-        }
+        drain_gpu04_and_submit_pending(&mut s, T + 10, T + 9);
         let _ = s.cycle(T + 11);
         let once = s.backfill_plan(&[(JobId(57), 1), (JobId(58), 1), (JobId(64), 1)], T + 11);
         assert_eq!(once[2], want(T + 6 + 30 * 60, 0));
