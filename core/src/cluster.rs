@@ -139,14 +139,19 @@ impl GpuMask {
                 return Some(m);
             }
         }
+        self.lowest(n)
+    }
+
+    /// The `n` lowest-index GPUs of `self`; `None` if fewer than `n`. Slurm 22.05's choice
+    /// for a node whose gres.conf gives no `Links=` (`gres_select_filter.c` `_set_node_bits`
+    /// takes free GPUs in index order).
+    pub fn lowest(self, n: u32) -> Option<GpuMask> {
+        if self.count() < n {
+            return None;
+        }
         let mut out = 0u64;
-        let mut left = n;
-        for i in self.iter() {
-            if left == 0 {
-                break;
-            }
+        for i in self.iter().take(n as usize) {
             out |= 1u64 << i;
-            left -= 1;
         }
         Some(GpuMask(out))
     }
@@ -272,6 +277,11 @@ pub struct Node {
     /// thirds of a mass start's time (15,000 jobs on 3,000 nodes).
     #[serde(default)]
     size_mask: u64,
+    /// The GPUs are linked unevenly (gres.conf `Links=`): whole GPUs are picked in aligned
+    /// blocks ([`GpuMask::choose`]); otherwise the lowest free indices ([`GpuMask::lowest`]),
+    /// as Slurm 22.05. Nodes built from [`NodeSpec`]s start `false`.
+    #[serde(default)]
+    pub gpu_links: bool,
 }
 
 impl Node {
@@ -473,6 +483,7 @@ impl Cluster {
             let node = &mut c.nodes[i];
             node.weight = n.weight;
             node.features = n.features.clone();
+            node.gpu_links = n.gpu_links;
             node.avail = match n.state {
                 ConfNodeState::Down | ConfNodeState::Fail => NodeAvail::Down {
                     reason: "configured down".into(),
@@ -557,6 +568,7 @@ impl Cluster {
                 free_mem_mib: s.mem_mib,
                 alloc_sizes: vec![0; 65],
                 size_mask: 0,
+                gpu_links: false,
             });
         }
         c.rebuild_index();
@@ -906,6 +918,16 @@ mod tests {
         assert_eq!(GpuMask(0b1011_0111).to_string(), "0-2,4-5,7");
         assert_eq!(GpuMask::all(8).to_string(), "0-7");
         assert_eq!(GpuMask::EMPTY.to_string(), "");
+    }
+
+    #[test]
+    fn lowest_takes_the_lowest_free_indices_as_slurm() {
+        // Golden 0432 (goldens-extra): J2 holds 3-4, J1's 0-2 are free again; Slurm gives a
+        // 4-GPU job 0-2 and 5.
+        let free = GpuMask(0b1110_0111);
+        assert_eq!(free.lowest(4), Some(GpuMask(0b0010_0111)));
+        assert_eq!(free.lowest(0), Some(GpuMask::EMPTY));
+        assert_eq!(free.lowest(7), None);
     }
 
     #[test]

@@ -119,9 +119,14 @@ pub trait PlacementPolicy: fmt::Debug + Send + Sync {
         false
     }
 
-    /// Chooses `n` whole GPUs among `avail` on `node`.
+    /// Chooses `n` whole GPUs among `avail` on `node`: aligned blocks on a node whose GPUs
+    /// are linked unevenly ([`Node::gpu_links`]), else the lowest free indices, as Slurm.
     fn pick_gpus(&self, node: &Node, avail: GpuMask, n: u32) -> Option<GpuMask> {
-        avail.choose(n, node.gpus)
+        if node.gpu_links {
+            avail.choose(n, node.gpus)
+        } else {
+            avail.lowest(n)
+        }
     }
 
     /// Chooses the GPU for a fractional share of `milli`: by default the tightest GPU that

@@ -49,6 +49,7 @@ fn cluster() -> ClusterConfig {
             gpu_type: Some("h100".into()),
             gpu_files: vec![],
             gpu_cores: None,
+            gpu_links: false,
             gres: String::new(),
             weight: 1,
             features: vec![],

@@ -13,7 +13,10 @@
 //! - `NodeName` naming nodes slurm.conf does not define: those nodes are skipped with a
 //!   warning (one gres.conf is often shared by several clusters);
 //! - GRES other than `gpu` (`mps`, `shard`, `nic`, ...) are skipped with a warning;
-//! - `AutoDetect` is accepted and has no effect on the model (slurmd-rs probes GPUs itself).
+//! - `AutoDetect` is accepted and has no effect on the model (slurmd-rs probes GPUs itself);
+//! - `Links=` marks the node's GPUs as linked unevenly: the controller then picks a job's GPUs
+//!   in aligned blocks, else the lowest free indices as Slurm 22.05 does without `Links=`
+//!   ([`super::NodeConfig::gpu_links`]). Its values are not read.
 
 use super::keys::{self, KeyLookup, Scope};
 use super::lex::{self, IncludeResolver};
@@ -32,6 +35,8 @@ struct NodeGpus {
     files_incomplete: bool,
     cores: Vec<String>,
     ty: Option<String>,
+    /// Some line for the node gave `Links=`.
+    links: bool,
 }
 
 /// One gres.conf line's keys: each value with where it was written.
@@ -43,6 +48,8 @@ struct GresLine {
     file: Option<(String, Location)>,
     count: Option<(super::slurm_conf::Val, Location)>,
     cores: Option<String>,
+    /// `Links=` was given (its value is not read: see [`super::NodeConfig::gpu_links`]).
+    links: bool,
 }
 
 /// Warnings given once per key, however many lines repeat it.
@@ -141,6 +148,7 @@ fn read_line(cfg: &mut ClusterConfig, pairs: Vec<lex::Pair>, warned: &mut OnceWa
             "File" => line.file = Some(slot),
             "Count" => line.count = Some((val, slot.1)),
             "Cores" => line.cores = Some(slot.0),
+            "Links" => line.links = true,
             _ => {} // AutoDetect: accepted, no effect.
         }
     }
@@ -239,6 +247,7 @@ fn add_to_nodes(
         if let Some((t, _)) = &line.ty {
             g.ty.get_or_insert_with(|| t.clone());
         }
+        g.links |= line.links;
     }
     Ok(())
 }
@@ -275,6 +284,7 @@ fn settle_nodes(cfg: &mut ClusterConfig, per_node: Vec<NodeGpus>) -> Result<(), 
         }
         node.gpu_files = g.files;
         node.gpu_cores = (!g.cores.is_empty()).then(|| g.cores.join(","));
+        node.gpu_links = g.links;
         if node.gpu_type.is_none() {
             node.gpu_type = g.ty;
         }
@@ -290,6 +300,16 @@ mod tests {
     fn cluster() -> ClusterConfig {
         let text = "GresTypes=gpu\nNodeName=n[1-2] Gres=gpu:h100:8\nNodeName=cpu1\n";
         parse_slurm_conf(text, "slurm.conf", &mut no_includes).unwrap()
+    }
+
+    #[test]
+    fn links_mark_the_nodes_they_are_given_for() {
+        let mut c = cluster();
+        let text = "NodeName=n1 Name=gpu File=/dev/nvidia[0-7] Links=-1,2,2,2,0,0,0,0\nNodeName=n2 Name=gpu File=/dev/nvidia[0-7]\n";
+        apply_gres_conf(&mut c, text, "gres.conf", &mut no_includes).unwrap();
+        assert!(c.nodes[0].gpu_links);
+        assert!(!c.nodes[1].gpu_links);
+        assert!(c.warnings.is_empty(), "{:?}", c.warnings);
     }
 
     #[test]

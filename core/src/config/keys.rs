@@ -369,6 +369,8 @@ pub static KEYS: &[KeyDoc] = &[
     key(Gres, "Count", ValueType::U32, Derived("the number of File entries"),
         "GPUs the line describes; with `File=`, must equal the number of files."),
     key(Gres, "Cores", ValueType::String, Unset, "Cores close to these GPUs, as written (e.g. `0-31`)."),
+    key(Gres, "Links", ValueType::String, Unset,
+        "Given: the node's GPUs are linked unevenly and a job's GPUs are picked in aligned blocks (`{0-3}`, `{4-7}`, pairs); not given: the lowest free indices, as Slurm 22.05. The values are not read."),
     key(Gres, "AutoDetect", ValueType::Enum(AUTODETECT), Value("off"),
         "Accepted for compatibility; Flotilla's node daemon probes GPUs itself, config files are not changed by it."),
     // topology.conf.
@@ -613,7 +615,7 @@ pub static SLURM_ONLY_KEYS: &[(Scope, &[&str])] = &[
             "SuspendTimeout",
         ],
     ),
-    (Gres, &["Flags", "Links", "MultipleFiles"]),
+    (Gres, &["Flags", "MultipleFiles"]),
     (Topology, &["LinkSpeed"]),
 ];
 

@@ -246,6 +246,12 @@ pub struct NodeConfig {
     /// gres.conf lines give different values they are joined with `,` (their union);
     /// `None` when not given.
     pub gpu_cores: Option<String>,
+    /// gres.conf gave `Links=` for the node's GPUs: they are linked unevenly (pairs, islands),
+    /// and the controller picks a job's GPUs in aligned blocks; otherwise the lowest free
+    /// indices, as Slurm 22.05 (`gres_select_filter.c` `_set_node_bits` takes GPUs in index
+    /// order, by link count only when `Links=` is given).
+    #[serde(default)]
+    pub gpu_links: bool,
     /// All GRES of the node as written (`Gres=`), e.g. `gpu:h100:8`.
     pub gres: String,
     /// Scheduling weight (`Weight=`, default 1; lower is used first).

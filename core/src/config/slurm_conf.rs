@@ -829,6 +829,7 @@ impl Parser {
                 gpu_type: gpu_type.clone(),
                 gpu_files: Vec::new(),
                 gpu_cores: None,
+                gpu_links: false,
                 gres: gres.0.clone(),
                 weight,
                 features: features.clone(),

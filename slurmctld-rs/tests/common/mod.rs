@@ -37,6 +37,7 @@ pub fn cluster(n: usize) -> ClusterConfig {
             gpu_type: Some("h100".into()),
             gpu_files: Vec::new(),
             gpu_cores: None,
+            gpu_links: false,
             gres: "gpu:h100:8".into(),
             weight: 1,
             features: Vec::new(),
