@@ -39,38 +39,32 @@ impl LocalCluster {
     /// PATH holding our binaries first, `HOME` and the working directory `cwd`, and nothing
     /// else of the caller's environment.
     pub fn run(&self, name: &str, args: &[&str], cwd: &Path) -> std::process::Output {
-        let bins = crate::bin_dir();
-        std::process::Command::new(bins.join(name))
-            .args(args)
-            .current_dir(cwd)
-            .env_clear()
-            .env("PATH", format!("{}:/usr/local/bin:/usr/bin:/bin", bins.display()))
-            .env("HOME", cwd)
-            .envs(self.env())
-            .output()
-            .expect("our command runs")
+        self.command(None, name, cwd).args(args).env("HOME", cwd).output().expect("our command runs")
     }
 
-    /// Runs our command `prog` as `user` (`runuser`; `None`: root) in `cwd` with this cluster's
-    /// configuration, a PATH holding our binaries first, and nothing else of the caller's
-    /// environment.
-    pub fn run_as(&self, user: Option<&str>, prog: &str, args: &[&str], cwd: &Path) -> std::process::Output {
+    /// [`LocalCluster::run`] as `user` (`runuser`; `None`: root), without `HOME`.
+    pub fn run_as(&self, user: Option<&str>, name: &str, args: &[&str], cwd: &Path) -> std::process::Output {
+        self.command(user, name, cwd).args(args).output().expect("our command runs")
+    }
+
+    /// Our command `name` as `user` (`None`: this process's user) in `cwd`, with this
+    /// cluster's configuration and a PATH holding our binaries first, and nothing else of the
+    /// caller's environment.
+    fn command(&self, user: Option<&str>, name: &str, cwd: &Path) -> std::process::Command {
         let bins = crate::bin_dir();
         let mut cmd = match user {
             Some(u) => {
                 let mut c = std::process::Command::new("runuser");
-                c.args(["-u", u, "--"]).arg(bins.join(prog));
+                c.args(["-u", u, "--"]).arg(bins.join(name));
                 c
             }
-            None => std::process::Command::new(bins.join(prog)),
+            None => std::process::Command::new(bins.join(name)),
         };
-        cmd.args(args)
-            .current_dir(cwd)
+        cmd.current_dir(cwd)
             .env_clear()
             .env("PATH", format!("{}:/usr/local/bin:/usr/bin:/bin:/usr/sbin:/sbin", bins.display()))
-            .envs(self.env())
-            .output()
-            .expect("the command runs")
+            .envs(self.env());
+        cmd
     }
 
     /// Starts the default cluster (4 nodes × 8 fake GPUs, 2 pods), or the nodes, partitions

@@ -5,7 +5,8 @@ use crate::cluster::{GpuMask, Node, NodeId};
 use crate::placement::{NodeDemand, PlaceCtx, PlacementPolicy, Score};
 use crate::sched::{PriorityInput, PriorityPolicy};
 
-/// Lowest node id first, lowest GPUs first.
+/// Lowest node id first, GPUs as [`GpuMask::choose`] picks them (aligned blocks, whatever
+/// the node's `gpu_links`).
 #[derive(Debug)]
 pub(crate) struct Lowest;
 impl PlacementPolicy for Lowest {
