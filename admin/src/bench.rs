@@ -319,6 +319,9 @@ pub fn scale(opts: &ScaleOptions, cancel: &AtomicBool, progress: &dyn Fn(&str)) 
     up.emulate = Some(Emulate::Caller);
     up.bin_dir = opts.bin_dir.clone();
     up.timeout = Duration::from_secs(120);
+    // The controller's own capacity: no `batch_sched_delay` pacing between cycles (a site's
+    // slurm.conf may set it; Slurm's default 3 s only delays the starts it measures).
+    up.ctld_args.extend(["--batch-sched-delay-ms".into(), "0".into()]);
     if opts.full_scan {
         up.ctld_args.push("--full-scan".into());
     }

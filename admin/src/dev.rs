@@ -72,7 +72,8 @@ pub struct UpOptions {
     pub timeout: Duration,
     /// Where `slurmctld` and `slurmd` are; `None`: [`find_bin`].
     pub bin_dir: Option<PathBuf>,
-    /// Fast scheduling ticks (tests).
+    /// Fast scheduling ticks and no `batch_sched_delay` pacing (tests; without it the
+    /// controller paces its cycles as slurm.conf says, Slurm's 3 s by default).
     pub fast: bool,
     /// More `slurmctld` arguments, after the ones `up` gives (tests: `--minute-s 10`).
     pub ctld_args: Vec<String>,
@@ -763,6 +764,8 @@ pub fn up(opts: &UpOptions, cancel: &AtomicBool) -> Result<DevCluster> {
                 "100",
                 "--debounce-ms",
                 "5",
+                "--batch-sched-delay-ms",
+                "0",
             ]);
         }
         cmd.args(&opts.ctld_args);
@@ -984,7 +987,7 @@ fn start_backup(
         .arg(dir.join("ctld-b.addr"))
         .args(["--sync", "normal"]);
     if opts.fast {
-        cmd.args(["--tick-ms", "100", "--sched-interval-ms", "100", "--debounce-ms", "5"]);
+        cmd.args(["--tick-ms", "100", "--sched-interval-ms", "100", "--debounce-ms", "5", "--batch-sched-delay-ms", "0"]);
     }
     cmd.args(&opts.ctld_args);
     daemons.push(spawn(dir, "slurmctld", "b", &mut cmd)?);

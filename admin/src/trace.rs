@@ -634,6 +634,10 @@ pub fn trace(
         opts.time_scale.to_string(),
         "--slurmd-timeout".into(),
         slurmd_timeout.to_string(),
+        // The simulator runs a cycle at every event: so does this controller, without
+        // Slurm's `batch_sched_delay` pacing, so that the two runs compare like for like.
+        "--batch-sched-delay-ms".into(),
+        "0".into(),
     ];
     progress(&format!(
         "starting slurmctld --time-scale {} for {nodes} emulated nodes",

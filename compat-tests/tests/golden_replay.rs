@@ -11,17 +11,18 @@
 //! dir), and the waits of `capture_goldens.py` are repeated between cases, each on the event it
 //! needs (a job state, a reason, the batch script running, a scheduling cycle of the
 //! controller) and with a deadline: a wait that times out fails the test with what it waited
-//! for. After every case that can change the controller's state (sbatch, scancel, scontrol
-//! verbs) the replay waits until no scheduling cycle is due on the controller (the cycle the
-//! case asked for, if any, has run), so that what the next case sees does not depend on how
-//! fast it follows (array tasks, for one, take their ids when they start, in the cycle after
-//! their submission); a case that asked for no cycle costs no wait.
+//! for. Between cases the replay waits for nothing else (but two events the reference had
+//! reached, before `squeue_t_all_after_cancels` and `sbatch_sacct_ok`): the controller paces its scheduling
+//! cycles as Slurm's main scheduler does (`SchedulerParameters=batch_sched_delay`, Slurm's 3 s
+//! by default: a submission, a release or an update is decided at the next cycle, a job's
+//! end at once), so that what a case sees depends on that pacing as it did on the reference
+//! (array tasks, for one, take their ids when they start, at that cycle).
 //!
 //! Job ids by identity. The recordings name the jobs they submitted: a case's template
 //! (`scontrol show job {C_ok}`) uses the id that an earlier case's sbatch printed (`74`). Slurm
 //! and Flotilla give the same submission different ids where they number array tasks at
 //! different moments (Slurm at its next scheduling pass or when a pending task is updated,
-//! Flotilla when a task starts): from case 0263 on Flotilla's ids run one or two apart. So the
+//! Flotilla when a task starts, at its next cycle), so their ids may run apart. So the
 //! replay keeps, for every sbatch case that printed one id, the recorded id and the id Flotilla
 //! printed for the same case, after checking that the latter is a job the case created (absent
 //! before it, present after). Commands run with Flotilla's ids (the template with its symbols
@@ -42,7 +43,7 @@
 //! jobs); otherwise prints `SKIPPED: <reason>`.
 
 use flotilla_compat_tests::cluster::LocalCluster;
-use flotilla_compat_tests::wait::{wait_cycles, wait_settled};
+use flotilla_compat_tests::wait::wait_cycles;
 use flotilla_compat_tests::{goldens_dir, load_goldens, shared_dir, GoldenCase};
 use flotilla_proto::client::Client;
 use flotilla_proto::{JobInfo, JobQuery, JobRef, JobStateWire, NodeQuery, Request, Response, Role};
@@ -189,16 +190,6 @@ fn printed_id(stdout: &str) -> Option<u64> {
     t.strip_prefix("Submitted batch job ").unwrap_or(t).parse().ok()
 }
 
-/// True when `cmd` may change the controller's state: a submission, a cancel, an `scontrol`
-/// verb other than `show`.
-fn changes_state(cmd: &str) -> bool {
-    let scontrol_verb = ["hold", "uhold", "release", "requeue", "requeuehold", "update", "top", "suspend", "resume"];
-    cmd.contains("sbatch") || cmd.contains("scancel") || cmd.contains("srun") || cmd.contains("salloc") || {
-        let words: Vec<&str> = cmd.split_whitespace().collect();
-        words.windows(2).any(|w| w[0] == "scontrol" && scontrol_verb.contains(&w[1]))
-    }
-}
-
 /// How long the replay waits for anything (a state, a reason, a cycle) at most, unless a wait
 /// says otherwise.
 const WAIT: Duration = Duration::from_secs(120);
@@ -304,12 +295,6 @@ impl Harness {
         wait_cycles(&self.socket, 1, Duration::from_secs(30)).map(|_| ())
     }
 
-    /// Until no scheduling cycle is due on the controller: the cycles the cases so far asked
-    /// for have run (their starts, array task ids, reasons).
-    fn settle(&self) -> Result<(), String> {
-        wait_settled(&self.socket, Duration::from_secs(30)).map(|_| ())
-    }
-
     /// Cancels every job that has not finished and waits until all have.
     fn cancel_all(&self) -> Result<(), String> {
         let ids: BTreeSet<u64> = self
@@ -350,6 +335,11 @@ impl Harness {
                 self.cycle()
             }
             "sbatch_sacct_ok" => {
+                // Before this cancel_all Slurm had ended bob's 56 (`scancel -u bob`, 0261) and
+                // a pass had found 67's `afterok:56` never satisfied (0309 shows the reason);
+                // Flotilla's commands run faster than that end takes (9 ms against 70 ms):
+                // the replay waits for the event instead of racing it.
+                self.wait_reason(ids.here(67), &["None", "Dependency"], Duration::from_secs(30))?;
                 self.cancel_all()?;
                 self.cycle()
             }
@@ -363,6 +353,18 @@ impl Harness {
             "squeue_dependency_never_satisfied" => {
                 self.wait_done(&here(&[74, 75, 76, 79, 80, 81, 77]), WAIT)?;
                 self.wait_reason(ids.here(84), &["None", "Dependency"], Duration::from_secs(40))
+            }
+            // By this case Slurm had ended 64_4 (cancelled while running, 0253) and started
+            // 64_1 in the throttle slot it freed (`_slurm_rpc_epilog_complete` runs
+            // `schedule()` at once), all within the second of 0253. Flotilla does the same
+            // 30-100 ms after the cancel, which the five cases between may or may not
+            // outlast: the replay waits for that event instead of racing it.
+            "squeue_t_all_after_cancels" => {
+                let array = ids.here(64);
+                let task_1 = || self.jobs().into_iter().find(|j| j.array_job_id == Some(array) && j.array_task_id == Some(1));
+                self.wait(|| format!("task 1 of array {array} to run (is {:?})", task_1().map(|j| j.state)), Duration::from_secs(30), || {
+                    task_1().is_some_and(|j| j.state == Some(JobStateWire::Running))
+                })
             }
             // C_timeout.
             "scontrol_show_job_timeout" => self.wait_done(&here(&[78]), Duration::from_secs(200)),
@@ -603,11 +605,6 @@ fn golden_replay() {
         if let (Some(rec), Some(got)) = (recorded_id, printed_id(&out)) {
             if !known_before.contains(&got) && h.jobs().iter().any(|j| j.job_id == got) {
                 ids.here.insert(rec, got);
-            }
-        }
-        if changes_state(&cmd) {
-            if let Err(e) = h.settle() {
-                failed.push(format!("after it: {e}"));
             }
         }
         if let Err(e) = h.after(case, &out, &ids) {

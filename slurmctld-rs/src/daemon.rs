@@ -183,6 +183,12 @@ pub fn controller(
         max_script_size: crate::limits::max_script_size(cluster.scheduler_parameters.as_deref())
             .map_err(|e| anyhow!("slurm.conf: {e}"))?,
     };
+    if opts.batch_sched_delay.is_none() {
+        opts.batch_sched_delay = Some(std::time::Duration::from_secs(
+            crate::limits::batch_sched_delay(cluster.scheduler_parameters.as_deref())
+                .map_err(|e| anyhow!("slurm.conf: SchedulerParameters: {e}"))?,
+        ));
+    }
     Ok(Controller::new(sched, store, opts, auth_failures, now)?)
 }
 

@@ -48,6 +48,26 @@ pub fn max_script_size(scheduler_parameters: Option<&str>) -> Result<usize, Stri
     Ok(size)
 }
 
+/// Slurm 22.05's default `batch_sched_delay` (s).
+pub const DEFAULT_BATCH_SCHED_DELAY_S: u64 = 3;
+
+/// The `batch_sched_delay=N` of a `SchedulerParameters=` value (s), the default 3 s when
+/// unset or absent: how long after a scheduling cycle a cycle asked for by anything but a
+/// job's end may run ([`crate::ctld::CtlOptions::batch_sched_delay`]).
+///
+/// # Errors
+/// A value that is not a whole number of seconds.
+pub fn batch_sched_delay(scheduler_parameters: Option<&str>) -> Result<u64, String> {
+    let mut delay = DEFAULT_BATCH_SCHED_DELAY_S;
+    for opt in scheduler_parameters.unwrap_or_default().split(',') {
+        let Some((k, v)) = opt.trim().split_once('=') else { continue };
+        if k.trim().eq_ignore_ascii_case("batch_sched_delay") {
+            delay = v.trim().parse().map_err(|_| format!("Invalid batch_sched_delay: {v}"))?;
+        }
+    }
+    Ok(delay)
+}
+
 /// Refuses a batch script longer than `max` bytes with Slurm's `ESLURM_PATHNAME_TOO_LONG`
 /// ("Pathname of a file, directory or other parameter too long"; `sbatch` prints it after
 /// "Batch job submission failed: " and exits 1).
@@ -239,6 +259,14 @@ fn submit_counts<'a>(acct: &Accounting, assoc: AssocId, jobs: impl Iterator<Item
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn batch_sched_delay_reads_its_option_and_defaults_to_slurms_3_s() {
+        assert_eq!(super::batch_sched_delay(None), Ok(3));
+        assert_eq!(super::batch_sched_delay(Some("bf_interval=30,batch_sched_delay=0")), Ok(0));
+        assert_eq!(super::batch_sched_delay(Some("max_script_size=10")), Ok(3));
+        assert!(super::batch_sched_delay(Some("batch_sched_delay=x")).is_err());
+    }
+
     use super::*;
 
     #[test]

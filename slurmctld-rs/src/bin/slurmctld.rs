@@ -6,7 +6,10 @@
 //! (default `0.0.0.0:SlurmctldPort`), `--socket PATH` (default `<state-dir>/slurmctld.sock`),
 //! `--addr-file FILE` (write the bound TCP address there), `--cluster-json FILE` (a
 //! `ClusterConfig` as JSON instead of slurm.conf), `--sync normal|full`, `--tick-ms`,
-//! `--sched-interval-ms`, `--debounce-ms`, `--slurmd-timeout S`, `--kill-wait S`,
+//! `--sched-interval-ms`, `--debounce-ms`, `--batch-sched-delay-ms` (overrides slurm.conf's
+//! `SchedulerParameters=batch_sched_delay`, Slurm's default 3 s: how long after a scheduling
+//! cycle the next one asked for by anything but a job's end may run; test clusters give 0),
+//! `--slurmd-timeout S`, `--kill-wait S`,
 //! `--max-conns N` (most authenticated remote-command connections over TCP at once, default
 //! 1024; the other connection pools are `server::Limits`' defaults), `--max-frame BYTES`
 //! (largest frame from an authenticated peer; unauthenticated peers get
@@ -91,6 +94,7 @@ fn parse_args() -> anyhow::Result<Option<Args>> {
             "--tick-ms" => opts.tick = Duration::from_millis(val()?.parse()?),
             "--sched-interval-ms" => opts.sched_interval = Duration::from_millis(val()?.parse()?),
             "--debounce-ms" => opts.debounce = Duration::from_millis(val()?.parse()?),
+            "--batch-sched-delay-ms" => opts.batch_sched_delay = Some(Duration::from_millis(val()?.parse()?)),
             "--slurmd-timeout" => slurmd_timeout = Some(val()?.parse()?),
             "--kill-wait" => kill_wait = Some(val()?.parse()?),
             "--minute-s" => opts.minute_s = val()?.parse()?,

@@ -295,9 +295,18 @@ impl Controller {
     }
 
     pub(super) fn refresh_deps(&mut self, now: i64) {
+        let ids: Vec<u64> = self.deps.keys().copied().collect();
+        self.refresh_deps_of(&ids, now);
+    }
+
+    /// [`Self::refresh_deps`] for the jobs `ids` only: a submission tests its own at once, as
+    /// Slurm's `job_allocate` does through `job_independent` (`test_job_dependency`): a
+    /// dependency on a job that is not known (`afterok:999999`) is cleared there, so the
+    /// job is eligible from its submission (golden 0282: job 10 in `sacct`).
+    pub(super) fn refresh_deps_of(&mut self, ids: &[u64], now: i64) {
         let mut results = Vec::new();
-        for (id, dep) in &self.deps {
-            let Some(rec) = self.jobs.get(id) else { continue };
+        for id in ids {
+            let (Some(dep), Some(rec)) = (self.deps.get(id), self.jobs.get(id)) else { continue };
             // Slurm tests a job's dependencies when it may be scheduled (`job_independent`):
             // not while it is held, so a held job shows its dependency unfulfilled.
             if rec.state != JobState::Pending || rec.spec.held.is_some() {

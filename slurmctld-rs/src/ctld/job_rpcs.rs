@@ -126,7 +126,11 @@ impl Controller {
                 }
                 debug!(job = id, user = %rec.user, "job submitted");
                 self.jobs.insert(id, rec);
+                self.refresh_deps_of(&[id], now);
                 self.dirty(id);
+                if let Some(reason) = self.submit_reason(id, now) {
+                    self.reason_until_cycle.insert(id, reason);
+                }
                 self.batch.acct.insert(id);
                 self.sched_dirty |= !inert;
                 self.stats.submitted += 1;
@@ -630,6 +634,10 @@ impl Controller {
                         }
                         // `_release_job_rec` clears the special-exit flag: pending again.
                         rec.special_exit = false;
+                        // ... and sets `WAIT_NO_REASON` until the next pass.
+                        if rec.reason.is_none() {
+                            self.reason_until_cycle.insert(id, "None");
+                        }
                     }
                 }
                 self.dirty(id);
@@ -873,10 +881,75 @@ impl Controller {
                 }
                 None => {}
             }
+            if self.reason_cleared_by_update(id) {
+                self.reason_until_cycle.insert(id, "None");
+            }
             self.dirty(id);
             self.push_core_update(id, now);
         }
         Response::JobResults(vec![JobResult { job: u.job, error: None }])
+    }
+}
+
+impl Controller {
+    /// The reason Slurm 22.05's submission test gives a batch job (`job_allocate` with
+    /// `allocate=0`, which never starts it): for a job that may be considered now (not
+    /// held, no dependency left after `job_independent`, its begin time come; the others
+    /// show those reasons at once), `PartitionConfig` when it exceeds its partition's
+    /// `MaxTime` or nodes (`_select_nodes_parts` maps the limit's refusal to
+    /// `WAIT_PART_CONFIG`), else `Priority` when `_top_priority` finds a pending job of the
+    /// same partition that may be considered with a higher priority; `None` (no entry) for
+    /// the others. Shown until the next cycle evaluates the job (golden 0259: jobs 1, 5, 8
+    /// `PartitionConfig`, 2 and 10 `Priority`, cancelled before Slurm's first pass).
+    fn submit_reason(&self, id: u64, now: i64) -> Option<&'static str> {
+        let rec = &self.jobs[&id];
+        if rec.state != JobState::Pending || rec.is_array_meta() || rec.reason.is_some() || !super::arrays::may_start(rec, now) {
+            return None;
+        }
+        let part = &self.sched.cluster().partitions[rec.spec.partition.0 as usize];
+        let over_time = match (rec.spec.time_limit_s, part.max_time_min) {
+            (_, None) => false,
+            (None, Some(_)) => true,
+            (Some(t), Some(max)) => t > max * 60,
+        };
+        let over_nodes = rec.spec.request.nodes.is_some_and(|n| n as usize > part.nodes.len());
+        if over_time || over_nodes {
+            return Some("PartitionConfig");
+        }
+        // `part_policy_job_runnable_state`: a job a cycle found over its partition's limits
+        // does not count.
+        let over_limits = |j: JobId| {
+            self.sched.pending_info(j).is_some_and(|i| {
+                matches!(i.reason.as_str(), "PartitionTimeLimit" | "PartitionNodeLimit" | "PartitionDown" | "PartitionInactive")
+            })
+        };
+        let higher = self.sched.pending_ids().filter(|j| j.0 != id && !over_limits(*j)).filter_map(|j| self.jobs.get(&j.0)).any(|o| {
+            o.spec.partition == rec.spec.partition
+                && o.priority > rec.priority
+                && o.priority != crate::job::PRIO_UNSET
+                && o.reason.is_none()
+                && super::arrays::may_start(o, now)
+        });
+        higher.then_some("Priority")
+    }
+
+    /// Whether a successful update leaves pending job `id` with no reason until the next
+    /// cycle: Slurm's `_update_job` ends with `job_limits_check`, and sets `WAIT_NO_REASON`
+    /// when it passes, unless the job is held (or carries a reason of its own here: a
+    /// requeue's hold, `DependencyNeverSatisfied`); when the job exceeds its partition's
+    /// `MaxTime` or the partition is down the update succeeds and the reason stays as it was.
+    fn reason_cleared_by_update(&self, id: u64) -> bool {
+        let rec = &self.jobs[&id];
+        if rec.state != JobState::Pending || rec.spec.held.is_some() || rec.reason.is_some() {
+            return false;
+        }
+        let part = &self.sched.cluster().partitions[rec.spec.partition.0 as usize];
+        let over_time = match (rec.spec.time_limit_s, part.max_time_min) {
+            (_, None) => false,
+            (None, Some(_)) => true,
+            (Some(t), Some(max)) => t > max * 60,
+        };
+        part.up && !over_time
     }
 }
 

@@ -214,6 +214,7 @@ impl Controller {
         // The periods are in controller time: a scaled clock (trace replay) shortens them.
         let clock = self.opts.clock.clone();
         let (tick, sched_interval, debounce) = (clock.real(self.opts.tick), clock.real(self.opts.sched_interval), clock.real(self.opts.debounce));
+        let batch_sched_delay = clock.real(self.opts.batch_sched_delay.unwrap_or_default());
         let mut next_tick = tokio::time::Instant::now();
         let mut next_cycle: Option<tokio::time::Instant> = Some(next_tick);
         let mut last_cycle = tokio::time::Instant::now() - debounce;
@@ -252,10 +253,13 @@ impl Controller {
             let started = Instant::now();
             let n_events = self.handle_all(&mut events, now);
             let inst = tokio::time::Instant::now();
+            // Slurm's pacing of its scheduling pass (`CtlOptions::batch_sched_delay`): the
+            // periodic cycle too waits for it, unless a job ended.
+            let pace = self.cycle_pace(batch_sched_delay);
             let due = Due {
                 tick: inst >= next_tick,
-                periodic: inst >= last_periodic + sched_interval,
-                debounced: inst >= last_cycle + gap,
+                periodic: inst >= last_periodic + sched_interval && inst >= last_cycle + pace,
+                debounced: inst >= last_cycle + gap.max(pace),
             };
             if due.tick {
                 next_tick = inst + tick;
@@ -272,7 +276,8 @@ impl Controller {
             }
             // A change the cycle has not seen yet wakes the loop when the gap ends. While
             // commits fail, the retry waits for the next tick or event instead.
-            next_cycle = (!cycled && self.sched_dirty && !self.degraded()).then(|| last_cycle + gap);
+            let pace = self.cycle_pace(batch_sched_delay);
+            next_cycle = (!cycled && self.sched_dirty && !self.degraded()).then(|| last_cycle + gap.max(pace));
         }
         info!("controller owner task stopped");
     }
@@ -515,8 +520,20 @@ impl Controller {
         }
     }
 
+    /// How long after the last cycle the next may run besides the debounce gap: `delay`
+    /// ([`super::CtlOptions::batch_sched_delay`], in real time), or nothing after a job's end.
+    fn cycle_pace(&self, delay: std::time::Duration) -> std::time::Duration {
+        if self.job_ended_since_cycle {
+            std::time::Duration::ZERO
+        } else {
+            delay
+        }
+    }
+
     fn schedule(&mut self, now: i64) {
+        self.job_ended_since_cycle = false;
         self.sched_dirty = false;
+        self.reason_until_cycle.clear();
         self.refresh_arrays(now);
         self.refresh_deps(now);
         let queue = self.sched.pending_len() as u64;

@@ -217,6 +217,19 @@ pub struct CtlOptions {
     pub sched_interval: Duration,
     /// Minimum gap between event-triggered cycles.
     pub debounce: Duration,
+    /// `SchedulerParameters=batch_sched_delay`, or `slurmctld --batch-sched-delay-ms` when
+    /// `Some` ([`crate::daemon::controller`] fills a `None` from slurm.conf, Slurm's default
+    /// 3 s when unset; a `None` left, as in-process drivers have it, is zero): a cycle asked for by a submission, an update, a release, a
+    /// cancel or a node's change runs at the earliest this long after the last cycle; one
+    /// asked for by a job's end runs after the debounce gap. Slurm 22.05 never starts a
+    /// batch job inside its submission (`_slurm_rpc_submit_batch_job` calls `job_allocate`
+    /// with `allocate=0`: the job is only tested) nor an array (not `independent`);
+    /// `queue_job_scheduler()` leaves them to `schedule()`, which `_slurmctld_background`
+    /// runs when `batch_sched_delay` has passed since its last pass, and
+    /// `_slurm_rpc_epilog_complete` runs at once after a job's end. So a script's quick
+    /// submissions take their job ids before an array's started tasks take theirs, and a job
+    /// submitted behind others shows its submission's reason until that pass.
+    pub batch_sched_delay: Option<Duration>,
     /// `SlurmdTimeout` (s): a node daemon silent this long is marked down.
     pub slurmd_timeout_s: i64,
     /// `KillWait` (s): between SIGTERM and SIGKILL.
@@ -299,6 +312,7 @@ impl Default for CtlOptions {
             tick: Duration::from_secs(1),
             sched_interval: Duration::from_secs(1),
             debounce: Duration::from_millis(20),
+            batch_sched_delay: None,
             slurmd_timeout_s: 300,
             kill_wait_s: 30,
             min_job_age_s: 300,
@@ -424,6 +438,16 @@ pub struct Controller {
     /// of the uncommitted turns, held until a commit succeeds.
     degraded: Option<durability::Degraded>,
     sched_dirty: bool,
+    /// The reason of pending jobs submitted, released or updated since the last scheduling
+    /// cycle, shown until that cycle evaluates them: Slurm sets it outside its scheduler
+    /// pass and only the next pass sets another. A release or an update: `None`
+    /// (`_release_job_rec` and `_update_job`, `job_mgr.c`, set `WAIT_NO_REASON`; goldens
+    /// 0218, 0221, 0231); a submission: what `job_allocate`'s test of it found
+    /// ([`Controller::submit_reason`]). Not stored: a restarted controller runs a cycle first.
+    reason_until_cycle: BTreeMap<u64, &'static str>,
+    /// A job's batch script ended since the last cycle: the next cycle waits only for the
+    /// debounce gap, not for [`CtlOptions::batch_sched_delay`].
+    job_ended_since_cycle: bool,
     stats: StatsAcc,
     started_at: i64,
     auth_failures: Arc<AtomicU64>,
@@ -504,6 +528,8 @@ impl Controller {
             node_out: Vec::new(),
             degraded: None,
             sched_dirty: true,
+            reason_until_cycle: BTreeMap::new(),
+            job_ended_since_cycle: false,
             stats: StatsAcc::default(),
             started_at: now,
             auth_failures,

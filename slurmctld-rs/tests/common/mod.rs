@@ -189,6 +189,8 @@ impl Ctl {
             .arg(&socket)
             .arg("--addr-file")
             .arg(&addr_file)
+            // No `batch_sched_delay` pacing (Slurm's 3 s by default) unless `extra` asks.
+            .args(["--batch-sched-delay-ms", "0"])
             .args(extra)
             .stdout(Stdio::null())
             .stderr(log)

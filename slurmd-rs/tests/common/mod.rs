@@ -134,7 +134,7 @@ impl Cluster {
             .arg(self.path("ctld.sock"))
             .arg("--addr-file")
             .arg(&addr_file)
-            .args(["--tick-ms", "100", "--sched-interval-ms", "100", "--debounce-ms", "5", "--sync", "normal"])
+            .args(["--tick-ms", "100", "--sched-interval-ms", "100", "--debounce-ms", "5", "--batch-sched-delay-ms", "0", "--sync", "normal"])
             .args(extra)
             .stdout(Stdio::null())
             .stderr(log)
