@@ -29,7 +29,7 @@ use std::collections::{BTreeMap, HashSet};
 use std::net::SocketAddr;
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::{Command, Stdio};
 use std::sync::mpsc;
 use std::time::{Duration, Instant, SystemTime};
 use tracing::{debug, error, info, warn};
@@ -86,6 +86,10 @@ enum Event {
     Silent(u64),
     /// The health loop's verdict on one poll (never `Ignore`), with the poll's events.
     Health(HealthVerdict, Vec<HealthEvent>),
+    /// A batch supervisor this daemon started has exited (its waiter thread reaped it): the
+    /// loop polls the jobs at once, so a job's end is reported without waiting for the
+    /// loop's 50 ms timeout (Slurm's slurmstepd reports its end itself).
+    SupervisorExited,
 }
 
 #[derive(Debug)]
@@ -117,7 +121,9 @@ pub struct Daemon {
     jobs: BTreeMap<(u64, u32), Entry>,
     finished: Vec<JobExit>,
     seen: HashSet<(u64, u32)>,
-    children: Vec<Child>,
+    /// The pid of the last batch supervisor started (each is reaped by its own waiter
+    /// thread, which sends [`Event::SupervisorExited`]).
+    last_supervisor: Option<i32>,
     client: Option<Client>,
     gen: u64,
     /// Which controller ([`Options::ctld`], then [`Options::backups`]) to try next: the one
@@ -229,7 +235,7 @@ impl Daemon {
             jobs: BTreeMap::new(),
             finished: Vec::new(),
             seen: HashSet::new(),
-            children: Vec::new(),
+            last_supervisor: None,
             client: None,
             gen: 0,
             ctld_at: 0,
@@ -637,6 +643,8 @@ impl Daemon {
                 CtlToNode::Keepalive => {}
             },
             Event::Health(verdict, events) => self.health(verdict, events),
+            // The loop polls the jobs after every event.
+            Event::SupervisorExited => {}
         }
     }
 
@@ -694,7 +702,7 @@ impl Daemon {
                     dir,
                     stop_at: None,
                     ack_reported: false,
-                    supervisor: if batch { self.children.last().map(|c| c.id() as i32) } else { None },
+                    supervisor: if batch { self.last_supervisor } else { None },
                 });
             }
             Err(e) => {
@@ -835,18 +843,25 @@ impl Daemon {
             .stdout(log.try_clone()?)
             .stderr(log)
             .spawn()?;
-        self.children.push(child);
+        self.last_supervisor = Some(child.id() as i32);
+        let (exited_tx, exited) = mpsc::channel();
+        let tx = self.tx.clone();
+        std::thread::Builder::new().name("supervisor-wait".into()).spawn(move || {
+            let mut child = child;
+            let status = child.wait();
+            let _ = exited_tx.send(status);
+            let _ = tx.send(Event::SupervisorExited);
+        })?;
         // Wait until the supervisor holds its lock (or died), so that polls never take a
         // starting supervisor for a dead one.
         let t0 = Instant::now();
         while !stepd::alive(dir) {
-            if let Some(c) = self.children.last_mut() {
-                if let Ok(Some(status)) = c.try_wait() {
-                    if dir.exit().exists() {
-                        return Ok(());
-                    }
-                    anyhow::bail!("supervisor exited with {status}; see {}", dir.0.join("stepd.log").display());
+            if let Ok(status) = exited.try_recv() {
+                if dir.exit().exists() {
+                    return Ok(());
                 }
+                let status = status.map_or_else(|e| e.to_string(), |s| s.to_string());
+                anyhow::bail!("supervisor exited with {status}; see {}", dir.0.join("stepd.log").display());
             }
             if t0.elapsed() > Duration::from_secs(10) {
                 anyhow::bail!("supervisor did not start");
@@ -968,7 +983,6 @@ impl Daemon {
 
     /// Picks up ends and checkpoint acknowledgements; reaps supervisors.
     fn poll(&mut self) {
-        self.children.retain_mut(|c| !matches!(c.try_wait(), Ok(Some(_))));
         self.opts.cgroups.poll();
         let keys: Vec<(u64, u32)> = self.jobs.iter().filter(|(_, e)| e.batch).map(|(k, _)| *k).collect();
         for k in keys {
