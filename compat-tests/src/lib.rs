@@ -42,6 +42,12 @@ pub enum CompatError {
     Spawn(std::io::Error),
 }
 
+/// Runs `cmd` with `/bin/sh -c` (test set-up: users, directories, copies); true when it ran
+/// and exited 0.
+pub fn sh(cmd: &str) -> bool {
+    Command::new("/bin/sh").arg("-c").arg(cmd).status().is_ok_and(|s| s.success())
+}
+
 /// The workspace root (the directory holding `compat-tests/`).
 pub fn workspace_root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))

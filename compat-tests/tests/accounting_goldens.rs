@@ -67,14 +67,6 @@ fn acct_dir() -> PathBuf {
         .join("accounting")
 }
 
-fn sh(cmd: &str) -> bool {
-    Command::new("/bin/sh")
-        .arg("-c")
-        .arg(cmd)
-        .status()
-        .is_ok_and(|s| s.success())
-}
-
 /// The phase of a case (`phase` of its JSON; 1 when absent).
 fn phase_of(dir: &Path, case: &GoldenCase) -> u64 {
     let name = format!("{:04}_{}.json", case.seq, sanitize(&case.case));
@@ -137,7 +129,7 @@ impl Phase {
                 .unwrap_or(why.lines().next().unwrap_or(""))
                 .to_string()
         })?;
-        sh(&format!(
+        flotilla_compat_tests::sh(&format!(
             "chmod 755 {} {}",
             conf.path().display(),
             cluster.dir().display()
@@ -415,7 +407,7 @@ fn prepare_homes() {
         for (f, body) in SCRIPTS {
             std::fs::write(Path::new(home).join(f), body).unwrap();
         }
-        sh(&format!(
+        flotilla_compat_tests::sh(&format!(
             "chmod 755 {home}/*.sh; chown -R {user}:{user} {home}"
         ));
     }
@@ -430,7 +422,7 @@ fn accounting_goldens() {
         );
         return;
     }
-    if !sh("command -v python3 >/dev/null && command -v runuser >/dev/null && id alice >/dev/null 2>&1 && id bob >/dev/null 2>&1") {
+    if !flotilla_compat_tests::sh("command -v python3 >/dev/null && command -v runuser >/dev/null && id alice >/dev/null 2>&1 && id bob >/dev/null 2>&1") {
         eprintln!("SKIPPED: python3, runuser and the users alice and bob are needed (golden_replay creates them)");
         return;
     }

@@ -5,11 +5,7 @@
 //! `uhold` then `release` (golden 0219's text). Needs root (`FLOTILLA_TEST_ROOT=1`).
 
 use flotilla_compat_tests::cluster::LocalCluster;
-use std::process::{Command, Output};
-
-fn sh(cmd: &str) -> bool {
-    Command::new("sh").arg("-c").arg(cmd).status().is_ok_and(|s| s.success())
-}
+use std::process::Output;
 
 fn text(o: &Output) -> (i32, String, String) {
     (
@@ -26,9 +22,9 @@ fn access_keys_accounts_private_data_and_holds_as_real_users() {
         return;
     }
     assert!(nix::unistd::geteuid().is_root(), "FLOTILLA_TEST_ROOT=1 but not root");
-    assert!(sh("command -v runuser >/dev/null"), "runuser is needed");
+    assert!(flotilla_compat_tests::sh("command -v runuser >/dev/null"), "runuser is needed");
     for (name, uid) in [("alice", 2001), ("bob", 2002)] {
-        assert!(sh(&format!("id {name} >/dev/null 2>&1 || useradd -u {uid} -m -s /bin/bash {name}")), "useradd {name}");
+        assert!(flotilla_compat_tests::sh(&format!("id {name} >/dev/null 2>&1 || useradd -u {uid} -m -s /bin/bash {name}")), "useradd {name}");
     }
     flotilla_compat_tests::build_binaries();
     let conf = tempfile::tempdir().unwrap();
@@ -46,12 +42,12 @@ fn access_keys_accounts_private_data_and_holds_as_real_users() {
     )
     .unwrap();
     std::fs::write(conf.path().join("quota.conf"), "Account=research Users=alice,bob,root\nAccount=ops Users=root\n").unwrap();
-    sh(&format!("chmod 755 {}", conf.path().display()));
+    flotilla_compat_tests::sh(&format!("chmod 755 {}", conf.path().display()));
     let c = LocalCluster::start_with(Some(conf.path()), |_| {});
-    sh(&format!("chmod 755 {}", c.dir().display()));
+    flotilla_compat_tests::sh(&format!("chmod 755 {}", c.dir().display()));
     let w = c.dir().join("work");
     std::fs::create_dir_all(&w).unwrap();
-    sh(&format!("chmod 1777 {}", w.display()));
+    flotilla_compat_tests::sh(&format!("chmod 1777 {}", w.display()));
 
     // RootOnly: alice may not submit there; root may.
     let o = c.run_as(Some("alice"), "sbatch", &["-p", "admins", "-o", "/dev/null", "--wrap", "true"], &w);

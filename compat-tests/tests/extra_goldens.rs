@@ -35,10 +35,6 @@ const QUOTA_CONF: &str = "# The reference cluster's accounting associations.\nAc
 /// The job scripts the cases use (`cases.py`'s `SCRIPTS`).
 const SCRIPTS: &[(&str, &str)] = &[("sleep.sh", "#!/bin/bash\nsleep ${1:-600}\n"), ("true.sh", "#!/bin/bash\ntrue\n")];
 
-fn sh(cmd: &str) -> bool {
-    Command::new("/bin/sh").arg("-c").arg(cmd).status().is_ok_and(|s| s.success())
-}
-
 fn extra_dir() -> PathBuf {
     workspace_root().join("compat-tests").join("goldens-extra")
 }
@@ -140,7 +136,7 @@ fn extra_goldens() {
     if !flotilla_compat_tests::root_tests("the extra goldens run cases as alice (2001), bob (2002) and root") {
         return;
     }
-    if !sh("command -v python3 >/dev/null && command -v runuser >/dev/null") {
+    if !flotilla_compat_tests::sh("command -v python3 >/dev/null && command -v runuser >/dev/null") {
         eprintln!("SKIPPED: python3 and runuser are needed");
         return;
     }
@@ -157,7 +153,7 @@ fn extra_goldens() {
     assert!(!cases.is_empty(), "no extra goldens in {}", extra_dir().display());
 
     let dir = tempfile::Builder::new().prefix("flotilla-extra").tempdir().expect("tempdir");
-    sh(&format!("chmod 755 {}", dir.path().display()));
+    flotilla_compat_tests::sh(&format!("chmod 755 {}", dir.path().display()));
     let confdir = dir.path().join("conf");
     std::fs::create_dir_all(&confdir).unwrap();
     let refconf = shared_dir().join("slurm-reference").join("conf");
@@ -192,7 +188,7 @@ fn extra_goldens() {
         for (f, body) in SCRIPTS {
             std::fs::write(home.join(f), body).unwrap();
         }
-        sh(&format!("chmod 755 {h}/*.sh; chown -R {user}:{user} {h}", h = home.display()));
+        flotilla_compat_tests::sh(&format!("chmod 755 {h}/*.sh; chown -R {user}:{user} {h}", h = home.display()));
     }
     let bins = flotilla_compat_tests::bin_dir();
     let stubs = flotilla_compat_tests::stub_commands(dir.path(), &bins);

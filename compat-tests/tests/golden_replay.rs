@@ -91,17 +91,13 @@ const SCRIPTS: &[(&str, &str)] = &[
     ("badopt.sh", "#!/bin/bash\n#SBATCH --no-such-option\necho hi\n"),
 ];
 
-fn sh(cmd: &str) -> bool {
-    Command::new("/bin/sh").arg("-c").arg(cmd).status().is_ok_and(|s| s.success())
-}
-
 fn ensure_users() -> Result<(), String> {
     for (name, uid) in [("alice", 2001), ("bob", 2002)] {
         match nix::unistd::User::from_name(name) {
             Ok(Some(u)) if u.uid.as_raw() == uid => {}
             Ok(Some(u)) => return Err(format!("user {name} exists with uid {} (want {uid})", u.uid)),
             _ => {
-                if !sh(&format!(
+                if !flotilla_compat_tests::sh(&format!(
                     "getent group {uid} >/dev/null || groupadd -g {uid} {name}; useradd -u {uid} -g {uid} -m -d /home/{name} -s /bin/bash {name}"
                 )) {
                     return Err(format!("cannot create user {name}"));
@@ -528,7 +524,7 @@ fn golden_replay() {
         eprintln!("SKIPPED: the replay runs cases as alice (2001), bob (2002) and root and their jobs as them; it needs root");
         return;
     }
-    if !sh("command -v python3 >/dev/null && command -v runuser >/dev/null") {
+    if !flotilla_compat_tests::sh("command -v python3 >/dev/null && command -v runuser >/dev/null") {
         eprintln!("SKIPPED: python3 and runuser are needed");
         return;
     }
@@ -538,7 +534,7 @@ fn golden_replay() {
     }
     flotilla_compat_tests::build_binaries();
     let dir = tempfile::Builder::new().prefix("flotilla-replay").tempdir().expect("tempdir");
-    sh(&format!("chmod 755 {}", dir.path().display()));
+    flotilla_compat_tests::sh(&format!("chmod 755 {}", dir.path().display()));
     // The reference configuration, plus the accounting associations the reference made with
     // sacctmgr (alice and bob in account `research`, their default) as Flotilla's quota.conf.
     let confdir = dir.path().join("conf");
@@ -577,7 +573,7 @@ fn golden_replay() {
         for (f, body) in SCRIPTS {
             std::fs::write(Path::new(home).join(f), body).unwrap();
         }
-        sh(&format!("chmod 755 {home}/*.sh; chown -R {user}:{user} {home}"));
+        flotilla_compat_tests::sh(&format!("chmod 755 {home}/*.sh; chown -R {user}:{user} {home}"));
     }
     let got_dir = h.dir.path().join("got");
     std::fs::create_dir_all(&got_dir).unwrap();
@@ -623,7 +619,7 @@ fn golden_replay() {
     if std::env::var_os("FLOTILLA_REPLAY_KEEP").is_some() {
         let keep = std::env::temp_dir().join("flotilla-replay-cluster");
         let _ = std::fs::remove_dir_all(&keep);
-        sh(&format!("mkdir -p {k} && cp {d}/*.log {k}/", k = keep.display(), d = cluster.dir().display()));
+        flotilla_compat_tests::sh(&format!("mkdir -p {k} && cp {d}/*.log {k}/", k = keep.display(), d = cluster.dir().display()));
     }
     drop(cluster);
     let here = flotilla_compat_tests::workspace_root().join("compat-tests");
@@ -663,7 +659,7 @@ fn golden_replay() {
     if std::env::var_os("FLOTILLA_REPLAY_KEEP").is_some() {
         let keep = std::env::temp_dir().join("flotilla-replay-got");
         let _ = std::fs::remove_dir_all(&keep);
-        sh(&format!("cp -r {} {}", got_dir.display(), keep.display()));
+        flotilla_compat_tests::sh(&format!("cp -r {} {}", got_dir.display(), keep.display()));
     }
     eprintln!(
         "golden replay: {pass} of {} goldens pass ({} known failures listed); diffs in {}",

@@ -16,10 +16,6 @@ use std::path::Path;
 use std::process::Command;
 use std::time::Duration;
 
-fn sh(cmd: &str) -> bool {
-    Command::new("sh").arg("-c").arg(cmd).status().is_ok_and(|s| s.success())
-}
-
 /// Our command `name args` as alice in `cwd`: (exit code, stdout, stderr).
 fn as_alice(c: &LocalCluster, name: &str, args: &[&str], cwd: &Path) -> (i32, String, String) {
     let bin = flotilla_compat_tests::bin_dir().join(name);
@@ -208,17 +204,17 @@ fn squeue_and_sinfo_json_and_yaml_match_slurm_22_05() {
     for f in ["slurm.conf", "gres.conf", "topology.conf"] {
         std::fs::copy(refconf.join(f), conf.path().join(f)).unwrap();
     }
-    sh(&format!("chmod 755 {}", conf.path().display()));
+    flotilla_compat_tests::sh(&format!("chmod 755 {}", conf.path().display()));
     let c = LocalCluster::start_with(Some(conf.path()), |_| {});
     // The reference's association: alice in account research (its setup.sh).
     for args in [&["-i", "add", "account", "research"][..], &["-i", "add", "user", "alice", "account=research"][..]] {
         let o = c.run("sacctmgr", args, c.dir());
         assert!(o.status.success(), "sacctmgr {args:?}: {}", String::from_utf8_lossy(&o.stderr));
     }
-    sh(&format!("chmod 755 {}", c.dir().display()));
+    flotilla_compat_tests::sh(&format!("chmod 755 {}", c.dir().display()));
     let w = c.dir().join("work");
     std::fs::create_dir_all(&w).unwrap();
-    sh(&format!("chmod 1777 {}", w.display()));
+    flotilla_compat_tests::sh(&format!("chmod 1777 {}", w.display()));
     std::fs::write(w.join("sleep.sh"), "#!/bin/bash\nsleep 300\n").unwrap();
     std::fs::write(w.join("true.sh"), "#!/bin/bash\ntrue\n").unwrap();
     let work = w.display().to_string();

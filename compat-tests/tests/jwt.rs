@@ -18,10 +18,6 @@ use flotilla_proto::{Request, Response, Role};
 use std::path::Path;
 use std::process::Command;
 
-fn sh(cmd: &str) -> bool {
-    Command::new("sh").arg("-c").arg(cmd).status().is_ok_and(|s| s.success())
-}
-
 /// `scontrol args` as `user` (`None`: root): (exit status, stdout, stderr).
 fn scontrol(c: &LocalCluster, user: Option<&str>, args: &[&str], cwd: &Path) -> (i32, String, String) {
     let bin = flotilla_compat_tests::bin_dir().join("scontrol");
@@ -68,10 +64,10 @@ fn tokens_from_scontrol_authenticate_exactly_their_user_and_bad_tokens_are_refus
     flotilla_compat_tests::ensure_user("alice", 2001);
     flotilla_compat_tests::build_binaries();
     let c = LocalCluster::start(None);
-    sh(&format!("chmod 755 {}", c.dir().display()));
+    flotilla_compat_tests::sh(&format!("chmod 755 {}", c.dir().display()));
     let w = c.dir().join("work");
     std::fs::create_dir_all(&w).unwrap();
-    sh(&format!("chmod 1777 {}", w.display()));
+    flotilla_compat_tests::sh(&format!("chmod 1777 {}", w.display()));
     let url = c.restd_url().expect("flotilla dev up starts slurmrestd").to_string();
 
     // scontrol token, by Slurm's rules and with its texts.

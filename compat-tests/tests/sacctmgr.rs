@@ -10,10 +10,6 @@ use std::io::Write;
 use std::path::Path;
 use std::process::{Command, Output, Stdio};
 
-fn sh(cmd: &str) -> bool {
-    Command::new("sh").arg("-c").arg(cmd).status().is_ok_and(|s| s.success())
-}
-
 /// `sacctmgr args` as `user` (`None`: root) with `stdin`.
 fn sacctmgr(c: &LocalCluster, user: Option<&str>, args: &[&str], stdin: &str, cwd: &Path) -> (i32, String, String) {
     let bin = flotilla_compat_tests::bin_dir().join("sacctmgr");
@@ -48,19 +44,19 @@ fn sacctmgr_adds_shows_modifies_deletes_and_refuses_non_admins() {
         return;
     }
     assert!(nix::unistd::geteuid().is_root(), "FLOTILLA_TEST_ROOT=1 but not root");
-    assert!(sh("id alice >/dev/null 2>&1 || useradd -u 2001 -m -s /bin/bash alice"), "useradd alice");
+    assert!(flotilla_compat_tests::sh("id alice >/dev/null 2>&1 || useradd -u 2001 -m -s /bin/bash alice"), "useradd alice");
     flotilla_compat_tests::build_binaries();
     let conf = tempfile::tempdir().unwrap();
     let refconf = flotilla_compat_tests::shared_dir().join("slurm-reference/conf");
     for f in ["slurm.conf", "gres.conf", "topology.conf"] {
         std::fs::copy(refconf.join(f), conf.path().join(f)).unwrap();
     }
-    sh(&format!("chmod 755 {}", conf.path().display()));
+    flotilla_compat_tests::sh(&format!("chmod 755 {}", conf.path().display()));
     let c = LocalCluster::start_with(Some(conf.path()), |_| {});
-    sh(&format!("chmod 755 {}", c.dir().display()));
+    flotilla_compat_tests::sh(&format!("chmod 755 {}", c.dir().display()));
     let w = c.dir().join("work");
     std::fs::create_dir_all(&w).unwrap();
-    sh(&format!("chmod 1777 {}", w.display()));
+    flotilla_compat_tests::sh(&format!("chmod 1777 {}", w.display()));
     let slurm_conf = std::fs::read_to_string(c.slurm_conf()).unwrap();
     let cluster = slurm_conf
         .lines()

@@ -13,7 +13,6 @@ use flotilla_compat_tests::cluster::LocalCluster;
 use flotilla_compat_tests::mariadb::{self, LocalMariaDb};
 use flotilla_compat_tests::wait::wait_until;
 use std::path::Path;
-use std::process::Command;
 use std::time::Duration;
 
 /// Slurm 22.05's tables as `accounting_storage_mysql.c` defines them (the columns the import
@@ -71,14 +70,6 @@ INSERT INTO oracle_assoc_table (creation_time, deleted, is_def, id_assoc, user, 
 
 const PASSWORD: &str = "site-db-secret";
 
-fn sh(cmd: &str) -> bool {
-    Command::new("sh")
-        .arg("-c")
-        .arg(cmd)
-        .status()
-        .is_ok_and(|s| s.success())
-}
-
 fn ok(c: &LocalCluster, user: Option<&str>, prog: &str, args: &[&str], cwd: &Path) -> String {
     let o = c.run_as(user, prog, args, cwd);
     assert!(o.status.success(), "{prog} {args:?} as {user:?}: {o:?}");
@@ -107,7 +98,7 @@ fn conf_dir(port: u16) -> tempfile::TempDir {
         ),
     )
     .unwrap();
-    sh(&format!("chmod 755 {}", conf.path().display()));
+    flotilla_compat_tests::sh(&format!("chmod 755 {}", conf.path().display()));
     conf
 }
 
@@ -126,7 +117,7 @@ fn the_sites_slurmdbd_associations_are_imported_once() {
         mariadb::available(),
         "MariaDB is not installed (apt-get install mariadb-server; CI installs it)"
     );
-    assert!(sh("command -v runuser >/dev/null"), "runuser is needed");
+    assert!(flotilla_compat_tests::sh("command -v runuser >/dev/null"), "runuser is needed");
     flotilla_compat_tests::ensure_user("alice", 2001);
     flotilla_compat_tests::ensure_user("bob", 2002);
     flotilla_compat_tests::build_binaries();
@@ -143,10 +134,10 @@ fn the_sites_slurmdbd_associations_are_imported_once() {
 
     let conf = conf_dir(db.port);
     let mut c = LocalCluster::start_with(Some(conf.path()), |_| {});
-    sh(&format!("chmod 755 {}", c.dir().display()));
+    flotilla_compat_tests::sh(&format!("chmod 755 {}", c.dir().display()));
     let w = c.dir().join("work");
     std::fs::create_dir_all(&w).unwrap();
-    sh(&format!("chmod 1777 {}", w.display()));
+    flotilla_compat_tests::sh(&format!("chmod 1777 {}", w.display()));
     let log = ctld_log(&c);
     assert!(
         log.contains("accounts=3 users=2 associations=9 qos=1")
