@@ -184,10 +184,11 @@ pub fn controller(
             .map_err(|e| anyhow!("slurm.conf: {e}"))?,
     };
     if opts.batch_sched_delay.is_none() {
-        opts.batch_sched_delay = Some(std::time::Duration::from_secs(
-            crate::limits::batch_sched_delay(cluster.scheduler_parameters.as_deref())
-                .map_err(|e| anyhow!("slurm.conf: SchedulerParameters: {e}"))?,
-        ));
+        let (delay, warning) = crate::limits::batch_sched_delay(cluster.scheduler_parameters.as_deref());
+        if let Some(w) = warning {
+            tracing::error!("slurm.conf: SchedulerParameters: {w}");
+        }
+        opts.batch_sched_delay = Some(std::time::Duration::from_secs(delay));
     }
     Ok(Controller::new(sched, store, opts, auth_failures, now)?)
 }

@@ -51,21 +51,35 @@ pub fn max_script_size(scheduler_parameters: Option<&str>) -> Result<usize, Stri
 /// Slurm 22.05's default `batch_sched_delay` (s).
 pub const DEFAULT_BATCH_SCHED_DELAY_S: u64 = 3;
 
-/// The `batch_sched_delay=N` of a `SchedulerParameters=` value (s), the default 3 s when
-/// unset or absent: how long after a scheduling cycle a cycle asked for by anything but a
-/// job's end may run ([`crate::ctld::CtlOptions::batch_sched_delay`]).
-///
-/// # Errors
-/// A value that is not a whole number of seconds.
-pub fn batch_sched_delay(scheduler_parameters: Option<&str>) -> Result<u64, String> {
-    let mut delay = DEFAULT_BATCH_SCHED_DELAY_S;
-    for opt in scheduler_parameters.unwrap_or_default().split(',') {
-        let Some((k, v)) = opt.trim().split_once('=') else { continue };
-        if k.trim().eq_ignore_ascii_case("batch_sched_delay") {
-            delay = v.trim().parse().map_err(|_| format!("Invalid batch_sched_delay: {v}"))?;
-        }
+/// The `batch_sched_delay=N` of a `SchedulerParameters=` value (s), read as Slurm 22.05's
+/// `schedule()` (`job_scheduler.c`) reads it: the option found anywhere in the value, case
+/// aside, its number taken as `atoi` takes it (leading digits, `0` when there are none), and
+/// a negative number refused with `Invalid batch_sched_delay: N` (the warning returned,
+/// for the log) and the default 3 s used, as when the option is absent. How long after a
+/// scheduling cycle a cycle asked for by anything but a job's end may run
+/// ([`crate::ctld::CtlOptions::batch_sched_delay`]). A bad value never stops the daemon.
+pub fn batch_sched_delay(scheduler_parameters: Option<&str>) -> (u64, Option<String>) {
+    const KEY: &str = "batch_sched_delay=";
+    let params = scheduler_parameters.unwrap_or_default().to_ascii_lowercase();
+    let Some(at) = params.find(KEY) else { return (DEFAULT_BATCH_SCHED_DELAY_S, None) };
+    let n = atoi(&params[at + KEY.len()..]);
+    if n < 0 {
+        return (DEFAULT_BATCH_SCHED_DELAY_S, Some(format!("Invalid batch_sched_delay: {n}")));
     }
-    Ok(delay)
+    (n as u64, None)
+}
+
+/// C's `atoi` on `s`: leading white space, an optional sign, then the digits up to the
+/// first other character (0 when there are none; saturating instead of overflowing).
+fn atoi(s: &str) -> i64 {
+    let s = s.trim_start();
+    let (neg, digits) = match s.as_bytes().first() {
+        Some(b'-') => (true, &s[1..]),
+        Some(b'+') => (false, &s[1..]),
+        _ => (false, s),
+    };
+    let n = digits.bytes().take_while(u8::is_ascii_digit).fold(0i64, |n, d| n.saturating_mul(10).saturating_add(i64::from(d - b'0')));
+    if neg { -n } else { n }
 }
 
 /// Refuses a batch script longer than `max` bytes with Slurm's `ESLURM_PATHNAME_TOO_LONG`
@@ -260,11 +274,15 @@ fn submit_counts<'a>(acct: &Accounting, assoc: AssocId, jobs: impl Iterator<Item
 #[cfg(test)]
 mod tests {
     #[test]
-    fn batch_sched_delay_reads_its_option_and_defaults_to_slurms_3_s() {
-        assert_eq!(super::batch_sched_delay(None), Ok(3));
-        assert_eq!(super::batch_sched_delay(Some("bf_interval=30,batch_sched_delay=0")), Ok(0));
-        assert_eq!(super::batch_sched_delay(Some("max_script_size=10")), Ok(3));
-        assert!(super::batch_sched_delay(Some("batch_sched_delay=x")).is_err());
+    fn batch_sched_delay_reads_its_option_as_slurm_and_defaults_to_3_s() {
+        assert_eq!(super::batch_sched_delay(None), (3, None));
+        assert_eq!(super::batch_sched_delay(Some("bf_interval=30,batch_sched_delay=0")), (0, None));
+        assert_eq!(super::batch_sched_delay(Some("Batch_Sched_Delay=7,bf_continue")), (7, None));
+        assert_eq!(super::batch_sched_delay(Some("max_script_size=10")), (3, None));
+        // atoi: no digits is 0, trailing text is ignored; a negative number is refused.
+        assert_eq!(super::batch_sched_delay(Some("batch_sched_delay=x")), (0, None));
+        assert_eq!(super::batch_sched_delay(Some("batch_sched_delay=5s")), (5, None));
+        assert_eq!(super::batch_sched_delay(Some("batch_sched_delay=-2")), (3, Some("Invalid batch_sched_delay: -2".into())));
     }
 
     use super::*;
