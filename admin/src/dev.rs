@@ -332,6 +332,10 @@ fn header(dir: &Path, cluster: &str, port: u16, pg: Option<&str>) -> String {
     s
 }
 
+/// The controllers' arguments of a [`UpOptions::fast`] cluster: fast ticks and cycles, and
+/// no `batch_sched_delay` pacing.
+const FAST_CTLD_ARGS: [&str; 8] = ["--tick-ms", "100", "--sched-interval-ms", "100", "--debounce-ms", "5", "--batch-sched-delay-ms", "0"];
+
 /// `SlurmctldTimeout` of a `--ha` cluster (seconds): the leader lease.
 pub const HA_TIMEOUT_S: u64 = 6;
 
@@ -757,16 +761,7 @@ pub fn up(opts: &UpOptions, cancel: &AtomicBool) -> Result<DevCluster> {
             .arg(&addr_file)
             .args(["--sync", "normal"]);
         if opts.fast {
-            cmd.args([
-                "--tick-ms",
-                "100",
-                "--sched-interval-ms",
-                "100",
-                "--debounce-ms",
-                "5",
-                "--batch-sched-delay-ms",
-                "0",
-            ]);
+            cmd.args(FAST_CTLD_ARGS);
         }
         cmd.args(&opts.ctld_args);
         g.daemons.push(spawn(&dir, "slurmctld", "-", &mut cmd)?);
@@ -987,7 +982,7 @@ fn start_backup(
         .arg(dir.join("ctld-b.addr"))
         .args(["--sync", "normal"]);
     if opts.fast {
-        cmd.args(["--tick-ms", "100", "--sched-interval-ms", "100", "--debounce-ms", "5", "--batch-sched-delay-ms", "0"]);
+        cmd.args(FAST_CTLD_ARGS);
     }
     cmd.args(&opts.ctld_args);
     daemons.push(spawn(dir, "slurmctld", "b", &mut cmd)?);

@@ -365,6 +365,19 @@ pub struct Partition {
     pub sub_node_pool: bool,
 }
 
+impl Partition {
+    /// Whether a job of `time_limit_s` (seconds; `None`: no limit) is over this partition's
+    /// `MaxTime`: above it, or no limit where the partition has one (Slurm's
+    /// `job_limits_check`, `WAIT_PART_TIME_LIMIT`).
+    pub fn over_max_time(&self, time_limit_s: Option<u64>) -> bool {
+        match (time_limit_s, self.max_time_min) {
+            (_, None) => false,
+            (None, Some(_)) => true,
+            (Some(t), Some(max)) => t > max * 60,
+        }
+    }
+}
+
 /// The whole cluster: nodes, pods, partitions.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Cluster {

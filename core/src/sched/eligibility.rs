@@ -116,9 +116,7 @@ fn ineligible(cluster: &Cluster, spec: &JobSpec, part: &Partition, replica: bool
         Some(Reason::PartitionDown)
     } else if replica {
         None
-    } else if let (Some(limit), Some(max)) = (spec.time_limit_s, part.max_time_min) {
-        (limit > max * 60).then_some(Reason::PartitionTimeLimit)
-    } else if spec.time_limit_s.is_none() && part.max_time_min.is_some() {
+    } else if part.over_max_time(spec.time_limit_s) {
         Some(Reason::PartitionTimeLimit)
     } else {
         None

@@ -889,9 +889,7 @@ impl Controller {
         }
         Response::JobResults(vec![JobResult { job: u.job, error: None }])
     }
-}
 
-impl Controller {
     /// The reason Slurm 22.05's submission test gives a batch job (`job_allocate` with
     /// `allocate=0`, which never starts it): for a job that may be considered now (not
     /// held, no dependency left after `job_independent`, its begin time come; the others
@@ -907,13 +905,8 @@ impl Controller {
             return None;
         }
         let part = &self.sched.cluster().partitions[rec.spec.partition.0 as usize];
-        let over_time = match (rec.spec.time_limit_s, part.max_time_min) {
-            (_, None) => false,
-            (None, Some(_)) => true,
-            (Some(t), Some(max)) => t > max * 60,
-        };
         let over_nodes = rec.spec.request.nodes.is_some_and(|n| n as usize > part.nodes.len());
-        if over_time || over_nodes {
+        if part.over_max_time(rec.spec.time_limit_s) || over_nodes {
             return Some("PartitionConfig");
         }
         // `part_policy_job_runnable_state`: a job a cycle found over its partition's limits
@@ -944,12 +937,7 @@ impl Controller {
             return false;
         }
         let part = &self.sched.cluster().partitions[rec.spec.partition.0 as usize];
-        let over_time = match (rec.spec.time_limit_s, part.max_time_min) {
-            (_, None) => false,
-            (None, Some(_)) => true,
-            (Some(t), Some(max)) => t > max * 60,
-        };
-        part.up && !over_time
+        part.up && !part.over_max_time(rec.spec.time_limit_s)
     }
 }
 

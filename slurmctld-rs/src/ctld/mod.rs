@@ -219,8 +219,8 @@ pub struct CtlOptions {
     pub debounce: Duration,
     /// `SchedulerParameters=batch_sched_delay`, or `slurmctld --batch-sched-delay-ms` when
     /// `Some` ([`crate::daemon::controller`] fills a `None` from slurm.conf, Slurm's default
-    /// 3 s when unset; a `None` left, as in-process drivers have it, is zero): a cycle asked for by a submission, an update, a release, a
-    /// cancel or a node's change runs at the earliest this long after the last cycle; one
+    /// 3 s when unset; a `None` left, as in-process drivers have it, is zero): a cycle asked
+    /// for by a submission, an update, a release, a cancel or a node's change runs at the earliest this long after the last cycle; one
     /// asked for by a job's end runs after the debounce gap. Slurm 22.05 never starts a
     /// batch job inside its submission (`_slurm_rpc_submit_batch_job` calls `job_allocate`
     /// with `allocate=0`: the job is only tested) nor an array (not `independent`);

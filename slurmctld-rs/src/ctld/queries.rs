@@ -20,7 +20,8 @@ impl Controller {
     /// detail, `ReqNodeNotAvail, UnavailableNodes:gpu04`), its expected start and planned
     /// nodes and its priority; before a cycle has evaluated it, the reasons known without
     /// one (`Dependency`, `BeginTime`); the reason of a submission's test, or `None` after a
-    /// release or an update, until the next cycle ([`Controller::reason_until_cycle`]); a hold at once, as in Slurm; and a reason the record
+    /// release or an update, until the next cycle ([`Controller::reason_until_cycle`]); a hold
+    /// at once, as in Slurm; and a reason the record
     /// carries (a requeue's hold, `DependencyNeverSatisfied`) over all of them. A job that is
     /// not pending shows `None` and nothing else.
     fn pending_shown<'a>(&'a self, rec: &'a JobRecord, want: FieldSet, now: i64, ctx: &mut ViewCtx<'a>) -> PendingShown<'a> {
@@ -81,8 +82,7 @@ impl Controller {
             p.reason = Str::b(r);
             p.detail = None;
         }
-        let reset = unevaluated.is_some();
-        if rec.state == JobState::Pending && !reset && p.reason == "None" && want.has(F::Reason) {
+        if rec.state == JobState::Pending && unevaluated.is_none() && p.reason == "None" && want.has(F::Reason) {
             // Not evaluated by a cycle yet: the reasons known without one (a hold is below).
             if rec.spec.dependency_pending {
                 p.reason = Str::b("Dependency");
