@@ -1421,3 +1421,110 @@ fn cores_are_picked_as_slurm_and_kept() {
     assert_eq!(h.job(d).cpu_ids, ["0,32"], "the cancelled job's cores are free again");
     h.check();
 }
+
+/// Two partitions of one node each, for [`submission_reason_priority_matches_slurms_rule`].
+const TWO_PARTITIONS: &str = "\
+ClusterName=harness
+SlurmctldHost=localhost
+GresTypes=gpu
+PreemptExemptTime=0
+NodeName=gpu[01-02] Sockets=2 CoresPerSocket=32 ThreadsPerCore=1 RealMemory=512000 Gres=gpu:h100:8 State=UNKNOWN
+PartitionName=batch Nodes=gpu01 Default=YES DefaultTime=01:00:00 MaxTime=2-00:00:00 State=UP
+PartitionName=other Nodes=gpu02 DefaultTime=01:00:00 MaxTime=2-00:00:00 State=UP
+";
+
+/// The reason a submission shows until the next cycle (Slurm 22.05's `_top_priority` in
+/// `job_allocate`): `Priority` exactly when a pending job of its partition that may be
+/// considered (not held, no dependency or begin time to wait for, not over its partition's
+/// limits) has a higher priority, else `None`. The controller reads only the jobs of the
+/// partition ranked above the new one (an index kept across turns); this checks it against
+/// that rule applied to everything `squeue` shows, after random histories of submissions
+/// (two partitions, nice values, holds, begin times, dependencies), holds and releases,
+/// operator priority and partition updates, cancels and cycles. Seeded, so a failure names
+/// its seed and step.
+#[test]
+fn submission_reason_priority_matches_slurms_rule() {
+    use rand::{Rng, SeedableRng};
+    // Reasons of a pending job that may be considered (`may_start`, not over its
+    // partition's limits): what a cycle or a submission's own test shows for it.
+    let considered = |r: &str| matches!(r, "None" | "Priority" | "Resources" | "PartitionConfig");
+    let mut checked = (0, 0);
+    for seed in 0..6u64 {
+        let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(seed);
+        let mut h = Harness::new(&format!("ctl_submit_reason_{seed}"), TWO_PARTITIONS, CtlOptions::default());
+        h.register("gpu01");
+        h.register("gpu02");
+        h.turn();
+        let mut ids: Vec<u64> = Vec::new();
+        for step in 0..70 {
+            let pick = |rng: &mut rand_chacha::ChaCha8Rng, ids: &[u64]| ids[rng.random_range(0..ids.len())];
+            let op = if ids.is_empty() { 0 } else { rng.random_range(0..12) };
+            match op {
+                0..=4 => {
+                    let who = if rng.random_bool(0.3) { User::Root } else { User::Alice };
+                    let mut j = gpu_job(who, 8, Some(600), 0);
+                    j.partition = rng.random_bool(0.5).then(|| "other".to_string());
+                    j.nice = match rng.random_range(0..6) {
+                        0 => Some(5000),
+                        1 => Some(40),
+                        2 if who == User::Root => Some(-5000),
+                        _ => None,
+                    };
+                    j.hold = rng.random_bool(0.15);
+                    if rng.random_bool(0.1) {
+                        j.begin = Some(h.at() + 3600);
+                    }
+                    if !ids.is_empty() && rng.random_bool(0.1) {
+                        j.dependency = Some(format!("afterok:{}", pick(&mut rng, &ids)));
+                    }
+                    // Before the submission: what the rule sees.
+                    let others: Vec<(String, u64, String)> = h
+                        .jobs()
+                        .filter(|o| o.state == Some(JobStateWire::Pending) && o.array_task_str.is_none())
+                        .map(|o| (o.partition.clone(), o.priority, o.reason.clone()))
+                        .collect();
+                    h.rpc(who, Request::SubmitJob(Box::new(j)));
+                    h.turn_with(Due::NONE);
+                    let id = match h.replies().last() {
+                        Some(Response::Submitted(s)) => s.job_id,
+                        other => panic!("seed {seed} step {step}: submission refused: {other:?}"),
+                    };
+                    ids.push(id);
+                    let me = h.job(id);
+                    if considered(&me.reason) {
+                        let higher = others.iter().any(|(p, prio, r)| *p == me.partition && *prio > me.priority && considered(r));
+                        let want = if higher { "Priority" } else { "None" };
+                        assert_eq!(me.reason, want, "seed {seed} step {step}: job {id} ({} prio {}); pending before: {others:?}", me.partition, me.priority);
+                        checked.0 += usize::from(higher);
+                        checked.1 += 1;
+                    }
+                }
+                5 | 6 => {
+                    let op = if rng.random_bool(0.5) { HoldOp::Release } else { HoldOp::Hold };
+                    h.rpc(User::Root, hold(op, pick(&mut rng, &ids)));
+                    h.turn_with(Due::NONE);
+                }
+                7 => {
+                    let change = if rng.random_bool(0.5) {
+                        JobChange::Priority(rng.random_range(1..u32::MAX - 2))
+                    } else {
+                        JobChange::Partition(if rng.random_bool(0.5) { "batch" } else { "other" }.into())
+                    };
+                    let upd = UpdateJob { job: JobRef::id(pick(&mut rng, &ids)), changes: vec![change] };
+                    h.rpc(User::Root, Request::UpdateJob(upd));
+                    h.turn_with(Due::NONE);
+                }
+                8 => {
+                    h.rpc(User::Root, cancel(&[pick(&mut rng, &ids)]));
+                    h.turn_with(Due::NONE);
+                }
+                _ => {
+                    h.advance(rng.random_range(1..400));
+                    h.turn();
+                }
+            }
+        }
+    }
+    // Both answers were reached often enough for the comparison to mean something.
+    assert!(checked.0 >= 20 && checked.1 - checked.0 >= 20, "checked (Priority, all): {checked:?}");
+}

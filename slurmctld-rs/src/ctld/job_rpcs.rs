@@ -899,7 +899,7 @@ impl Controller {
     /// same partition that may be considered with a higher priority; `None` (no entry) for
     /// the others. Shown until the next cycle evaluates the job (golden 0259: jobs 1, 5, 8
     /// `PartitionConfig`, 2 and 10 `Priority`, cancelled before Slurm's first pass).
-    fn submit_reason(&self, id: u64, now: i64) -> Option<&'static str> {
+    fn submit_reason(&mut self, id: u64, now: i64) -> Option<&'static str> {
         let rec = &self.jobs[&id];
         if rec.state != JobState::Pending || rec.is_array_meta() || rec.reason.is_some() || !super::arrays::may_start(rec, now) {
             return None;
@@ -909,20 +909,42 @@ impl Controller {
         if part.over_max_time(rec.spec.time_limit_s) || over_nodes {
             return Some("PartitionConfig");
         }
-        // `part_policy_job_runnable_state`: a job a cycle found over its partition's limits
-        // does not count.
-        let over_limits = |j: JobId| {
-            self.sched.pending_info(j).is_some_and(|i| {
-                matches!(i.reason.as_str(), "PartitionTimeLimit" | "PartitionNodeLimit" | "PartitionDown" | "PartitionInactive")
-            })
-        };
-        let higher = self.sched.pending_ids().filter(|j| j.0 != id && !over_limits(*j)).filter_map(|j| self.jobs.get(&j.0)).any(|o| {
-            o.spec.partition == rec.spec.partition
-                && o.priority > rec.priority
+        // Candidates: the pending records of the partition ranked above the job
+        // (`prio_index`, highest first), each checked against its record as it is now.
+        let index = self.prio_index.get_or_insert_with(|| {
+            self.jobs.values().filter(|r| r.state == JobState::Pending && !r.is_array_meta()).map(super::prio_key).collect()
+        });
+        let part_id = rec.spec.partition.0;
+        let above = (part_id, std::cmp::Reverse(u32::MAX), 0)..(part_id, std::cmp::Reverse(rec.priority), 0);
+        let mut stale = Vec::new();
+        let mut higher = false;
+        for &key in index.range(above) {
+            let Some(o) = self.jobs.get(&key.2) else {
+                stale.push(key);
+                continue;
+            };
+            if o.state != JobState::Pending || super::prio_key(o) != key {
+                stale.push(key);
+                continue;
+            }
+            // Only jobs the core holds pending count, and (`part_policy_job_runnable_state`)
+            // not those a cycle found over their partition's limits.
+            let counts = self.sched.pending_info(JobId(o.id)).is_some_and(|i| {
+                !matches!(i.reason.as_str(), "PartitionTimeLimit" | "PartitionNodeLimit" | "PartitionDown" | "PartitionInactive")
+            });
+            if o.id != id
+                && counts
                 && o.priority != crate::job::PRIO_UNSET
                 && o.reason.is_none()
                 && super::arrays::may_start(o, now)
-        });
+            {
+                higher = true;
+                break;
+            }
+        }
+        for key in stale {
+            index.remove(&key);
+        }
         higher.then_some("Priority")
     }
 

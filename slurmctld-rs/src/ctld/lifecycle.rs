@@ -789,6 +789,11 @@ impl Controller {
         } else {
             Default::default()
         };
+        for &id in &dirty {
+            // After every change of the turn: the record's key as it is now.
+            self.index_prio(id);
+        }
+        self.trim_prio_index();
         for id in dirty {
             let Some(r) = self.jobs.get_mut(&id) else { continue };
             // A pending record of an array its `ArrayTaskThrottle` holds out is written with

@@ -31,6 +31,14 @@ use std::time::Duration;
 use tokio::sync::{mpsc, oneshot};
 use tracing::info;
 
+/// A key of [`Controller::prio_index`]: (partition, priority highest first, job id).
+type PrioKey = (u32, std::cmp::Reverse<u32>, u64);
+
+/// Pending record `rec`'s key in [`Controller::prio_index`].
+fn prio_key(rec: &JobRecord) -> PrioKey {
+    (rec.spec.partition.0, std::cmp::Reverse(rec.priority), rec.id)
+}
+
 mod acctmgr;
 mod arrays;
 mod diag;
@@ -445,6 +453,16 @@ pub struct Controller {
     /// 0218, 0221, 0231); a submission: what `job_allocate`'s test of it found
     /// ([`Controller::submit_reason`]). Not stored: a restarted controller runs a cycle first.
     reason_until_cycle: BTreeMap<u64, &'static str>,
+    /// Pending job records by (partition, priority, highest first, job id): the candidates of
+    /// [`Controller::submit_reason`]'s `Priority` test, so a submission reads only the jobs of
+    /// its partition ranked above it, not every pending job (a flood of submissions stays
+    /// linear). A superset: every pending record's current key is in it (put there when the
+    /// record is marked dirty, [`Controller::dirty`], and again when the turn's batch is
+    /// written, after every change of the turn); keys a record no longer has are checked
+    /// against the record when read, dropped then, and all at once when they outnumber the
+    /// pending jobs. `None`: not built yet (a new controller or one that restored its
+    /// records); built at its first use.
+    prio_index: Option<BTreeSet<PrioKey>>,
     /// A job's batch script ended since the last cycle: the next cycle waits only for the
     /// debounce gap, not for [`CtlOptions::batch_sched_delay`].
     job_ended_since_cycle: bool,
@@ -529,6 +547,7 @@ impl Controller {
             degraded: None,
             sched_dirty: true,
             reason_until_cycle: BTreeMap::new(),
+            prio_index: None,
             job_ended_since_cycle: false,
             stats: StatsAcc::default(),
             started_at: now,
@@ -731,6 +750,25 @@ impl Controller {
     fn dirty(&mut self, id: u64) {
         self.batch.jobs.insert(id);
         self.set_job_prio(id);
+        self.index_prio(id);
+    }
+
+    /// Drops [`Controller::prio_index`] when its keys outnumber twice the pending jobs (and
+    /// a floor): rebuilt at its next use from the records, so keys of jobs that left the
+    /// queue cost at most the pending jobs' own number.
+    fn trim_prio_index(&mut self) {
+        if self.prio_index.as_ref().is_some_and(|i| i.len() > 2 * self.sched.pending_len() + 4096) {
+            self.prio_index = None;
+        }
+    }
+
+    /// Puts pending record `id`'s current key into [`Controller::prio_index`] (when built).
+    fn index_prio(&mut self, id: u64) {
+        if let (Some(index), Some(rec)) = (self.prio_index.as_mut(), self.jobs.get(&id)) {
+            if rec.state == JobState::Pending && !rec.is_array_meta() {
+                index.insert(prio_key(rec));
+            }
+        }
     }
 
     /// Slurm 22.05's `set_job_prio` (`job_mgr.c`) with `priority/basic`'s `priority_p_set`:
