@@ -2,10 +2,12 @@
 //! job): sequential (one client, one connection) and concurrent (many clients; group commit
 //! batches their inserts into one transaction). Prints figures; asserts nothing.
 //!
-//! `cargo bench -p flotilla-slurmctld --bench submit [-- JOBS CLIENTS [held|plain]]`: `held`
-//! (default) submits `--hold` jobs as Slurm's bench.sh does (no scheduling cycle is triggered
-//! by them); `plain` submits jobs that can run (no node registers, so they stay pending, and
-//! every turn of the controller may run a debounced cycle over the growing queue).
+//! `cargo bench -p flotilla-slurmctld --bench submit [-- JOBS CLIENTS [held|plain|after-held]]`:
+//! `held` (default) submits `--hold` jobs as Slurm's bench.sh does (no scheduling cycle is
+//! triggered by them); `plain` submits jobs that can run (no node registers, so they stay
+//! pending, and every turn of the controller may run a debounced cycle over the growing
+//! queue); `after-held` submits JOBS held jobs, then times 300 plain ones one at a time
+//! (a submission's `Priority` test against a large queue; SQLite only).
 //!
 //! The same on SQLite (`synchronous=FULL`, then `NORMAL`) and on a PostgreSQL server the bench
 //! starts in a temp dir (`StateStorageType=state/postgres`, the server flushing its WAL at each
@@ -186,10 +188,75 @@ fn run(storage: Option<StorageConf>, sync: SyncMode, label: &str, seq_jobs: usiz
     drop(rt);
 }
 
+/// `after-held` mode: `jobs` held jobs (Slurm's bench.sh flood) over `clients` connections,
+/// then 300 plain jobs one at a time, each timed from request to reply. A plain submission
+/// is tested against the pending jobs of its partition ranked above it (Slurm's
+/// `_top_priority` in `job_allocate`, the `Priority` reason); the held jobs (priority 0)
+/// rank below every one of them, so this shows what the queue's size costs that test.
+/// SQLite `synchronous=NORMAL`; the scheduling pass paced as slurm.conf's default (3 s), so
+/// few of the timed turns run one.
+fn after_held(jobs: usize, clients: usize) {
+    let dir = tempfile::tempdir().unwrap();
+    let key = ClusterKey::generate(&dir.path().join("key")).unwrap();
+    let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap();
+    let d = rt
+        .block_on(daemon::start(DaemonConfig {
+            cluster: cluster(),
+            state_dir: dir.path().join("state"),
+            key: key.clone(),
+            listen: Some("127.0.0.1:0".parse().unwrap()),
+            socket: None,
+            storage: StorageConf::Sqlite { dir: dir.path().join("state"), sync: SyncMode::Normal },
+            opts: CtlOptions::default(),
+            max_conns: 4096,
+            max_frame: flotilla_proto::DEFAULT_MAX_FRAME,
+            slurm_uid: 0,
+            host: "bench".into(),
+        }))
+        .unwrap();
+    let addr = d.tcp_addr.unwrap();
+    let hs: Vec<_> = (0..clients)
+        .map(|_| {
+            let key = key.clone();
+            std::thread::spawn(move || submit_loop(addr, &key, jobs / clients, true))
+        })
+        .collect();
+    for h in hs {
+        h.join().unwrap();
+    }
+    let mut c = Client::connect_tcp(addr, Role::Command).unwrap();
+    let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_secs();
+    let mut times = Vec::new();
+    for _ in 0..300 {
+        let cred = key.sign(2001, 2001, "bench", now, 300);
+        let t = Instant::now();
+        match c.call(Some(cred), Request::SubmitJob(Box::new(job(false)))).unwrap() {
+            Response::Submitted(_) => {}
+            other => panic!("{other:?}"),
+        }
+        times.push(t.elapsed().as_secs_f64() * 1e3);
+    }
+    times.sort_by(f64::total_cmp);
+    let pct = |p: usize| times[(times.len() * p / 100).min(times.len() - 1)];
+    println!(
+        "SQLite synchronous=NORMAL, {} held jobs then 300 plain ones, one client: per plain submission median {:.2} ms, p90 {:.2} ms, max {:.2} ms",
+        jobs / clients * clients,
+        pct(50),
+        pct(90),
+        times[times.len() - 1]
+    );
+    let _ = d.shutdown.send(true);
+    drop(rt);
+}
+
 fn main() {
     let args: Vec<String> = std::env::args().skip(1).filter(|a| !a.starts_with('-')).collect();
     let jobs: usize = args.first().and_then(|a| a.parse().ok()).unwrap_or(20_000);
     let clients: usize = args.get(1).and_then(|a| a.parse().ok()).unwrap_or(64);
+    if args.get(2).is_some_and(|a| a == "after-held") {
+        after_held(jobs, clients);
+        return;
+    }
     let hold = args.get(2).is_none_or(|a| a != "plain");
     let what = if hold { "held jobs" } else { "plain jobs" };
     run(None, SyncMode::Full, &format!("SQLite synchronous=FULL, {what}"), 2000, jobs, clients, hold);
