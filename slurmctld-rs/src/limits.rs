@@ -235,17 +235,26 @@ pub fn check_access_update(acct: &Accounting, rec: &JobRecord) -> Result<(), Slu
 
 /// The jobs charged to `new`'s QOS, user and association chain. The association of each
 /// job is looked up only when a chain limit on job counts needs it.
+///
+/// Only the counts a limit reads are made: with no job-count limit on the job's QOS
+/// (`GrpSubmitJobs`, `MaxSubmitJobsPerUser`) nor on its association chain (`GrpSubmitJobs`,
+/// `MaxSubmitJobs`) no job is read at all, so a submission under
+/// `AccountingStorageEnforce=limits` without such limits costs nothing per job held.
 fn submit_counts<'a>(acct: &Accounting, assoc: AssocId, jobs: impl Iterator<Item = &'a JobRecord>, new: &JobRecord, tasks: u32) -> SubmitCounts {
     let tree = &acct.tree;
     let chain: Vec<AssocId> = tree.ancestry(assoc).map(|a| a.id).collect();
     let need_chain = tree.ancestry(assoc).any(|a| a.limits.grp_submit.is_some() || a.limits.max_submit_jobs.is_some());
+    let need_qos = acct.qos.get(&new.qos).is_some_and(|q| q.grp_submit.is_some() || q.max_submit_jobs_per_user.is_some());
     let mut c = SubmitCounts { chain: vec![0; chain.len()], new: tasks, ..SubmitCounts::default() };
+    if !need_qos && !need_chain {
+        return c;
+    }
     for r in jobs {
         let n = submit_count(r);
         if n == 0 {
             continue;
         }
-        if r.qos == new.qos {
+        if need_qos && r.qos == new.qos {
             c.qos += n;
             if r.user == new.user {
                 c.qos_user += n;
@@ -286,6 +295,57 @@ mod tests {
     }
 
     use super::*;
+
+    /// A submission under `AccountingStorageEnforce=limits` reads the jobs held only for the
+    /// job-count limits that need them (`submit_counts`): with none on its QOS or
+    /// association chain no job is read (the iterator given panics when read); with the
+    /// association's `MaxSubmitJobs=1` or the QOS's `MaxSubmitJobsPerUser=1` and one job of
+    /// the user pending, the submission is refused with the limit's reason.
+    #[test]
+    fn submission_reads_jobs_only_for_job_count_limits() {
+        use flotilla_core::assoc::{Association, AssocTree, Enforce, Qos};
+        let cluster = flotilla_core::cluster::Cluster::uniform(1, 8, 1, 64, 512_000);
+        let conf = crate::admission::AdmissionConf {
+            def_mem_per_cpu_mib: Some(1024),
+            max_array_size: 1001,
+            default_accounts: [("alice".to_string(), "research".to_string())].into(),
+            max_script_size: DEFAULT_MAX_SCRIPT_SIZE,
+        };
+        let req = flotilla_proto::SubmitJob {
+            script: "#!/bin/sh\ntrue\n".into(),
+            user: "alice".into(),
+            uid: 2001,
+            gid: 2001,
+            work_dir: "/tmp".into(),
+            ..flotilla_proto::SubmitJob::default()
+        };
+        let Ok(admitted) = crate::admission::admit(&req, &cluster, &conf, 0) else { panic!("admitted") };
+        let new = admitted.record;
+        let tree = |max_submit: Option<u32>| {
+            let mut alice = Association::new(AssocId(3), Some(AssocId(2)), "research", Some("alice"));
+            alice.limits.max_submit_jobs = max_submit;
+            AssocTree::new(vec![
+                Association::new(AssocId(1), None, "root", None),
+                Association::new(AssocId(2), Some(AssocId(1)), "research", None),
+                alice,
+            ])
+            .unwrap()
+        };
+        let enforce = Enforce { associations: true, limits: true, qos: false, safe: false };
+        let acct = |max_submit: Option<u32>, qos: Qos| Accounting { tree: tree(max_submit), qos: [("normal".to_string(), qos)].into(), enforce };
+        let mut held = new.clone();
+        held.id = 1;
+        held.qos = "normal".into();
+        held.spec.qos = "normal".into();
+        let unread = || [&held].into_iter().inspect(|_| panic!("a job was read without a job-count limit"));
+        assert_eq!(check_accounting(&acct(None, Qos::new("normal")), unread(), &mut new.clone(), false, 1), Ok(()));
+        let refused = |a: &Accounting| check_accounting(a, [&held].into_iter(), &mut new.clone(), false, 1).map_err(|e| e.messages.join(" "));
+        assert!(refused(&acct(Some(1), Qos::new("normal"))).unwrap_err().contains("AssocMaxSubmitJobLimit"));
+        let mut per_user = Qos::new("normal");
+        per_user.max_submit_jobs_per_user = Some(1);
+        assert!(refused(&acct(None, per_user)).unwrap_err().contains("QOSMaxSubmitJobPerUserLimit"));
+        assert_eq!(refused(&acct(Some(2), Qos::new("normal"))), Ok(()));
+    }
 
     #[test]
     fn max_script_size_from_scheduler_parameters() {
