@@ -97,16 +97,22 @@ fn job(hold: bool) -> SubmitJob {
     }
 }
 
-fn submit_loop(addr: SocketAddr, key: &ClusterKey, n: usize, hold: bool) {
+/// `n` jobs one after the other on one connection; each one's time from request to reply
+/// (ms).
+fn submit_loop(addr: SocketAddr, key: &ClusterKey, n: usize, hold: bool) -> Vec<f64> {
     let mut c = Client::connect_tcp(addr, Role::Command).unwrap();
     let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_secs();
+    let mut times = Vec::with_capacity(n);
     for _ in 0..n {
         let cred = key.sign(2001, 2001, "bench", now, 300);
+        let t = Instant::now();
         match c.call(Some(cred), Request::SubmitJob(Box::new(job(hold)))).unwrap() {
             Response::Submitted(_) => {}
             other => panic!("{other:?}"),
         }
+        times.push(t.elapsed().as_secs_f64() * 1e3);
     }
+    times
 }
 
 /// `squeue`'s query (the fields its default format `%.18i %.9P %.8j %.8u %.2t %.10M %.6D %R`
@@ -135,15 +141,15 @@ fn squeue(addr: SocketAddr, key: &ClusterKey) -> (f64, u64) {
     (times[times.len() / 2], listed)
 }
 
-fn run(storage: Option<StorageConf>, sync: SyncMode, label: &str, seq_jobs: usize, conc_jobs: usize, clients: usize, hold: bool) {
-    let dir = tempfile::tempdir().unwrap();
-    let storage = storage.unwrap_or_else(|| StorageConf::Sqlite { dir: dir.path().join("state"), sync });
-    let key = ClusterKey::generate(&dir.path().join("key")).unwrap();
+/// A controller over [`cluster`] on `storage` (state and key in `dir`), on its own runtime:
+/// the runtime (drop it after the shutdown), the daemon and its key.
+fn start(dir: &std::path::Path, storage: StorageConf) -> (tokio::runtime::Runtime, daemon::Daemon, ClusterKey) {
+    let key = ClusterKey::generate(&dir.join("key")).unwrap();
     let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap();
     let d = rt
         .block_on(daemon::start(DaemonConfig {
             cluster: cluster(),
-            state_dir: dir.path().join("state"),
+            state_dir: dir.join("state"),
             key: key.clone(),
             listen: Some("127.0.0.1:0".parse().unwrap()),
             socket: None,
@@ -155,21 +161,33 @@ fn run(storage: Option<StorageConf>, sync: SyncMode, label: &str, seq_jobs: usiz
             host: "bench".into(),
         }))
         .unwrap();
-    let addr = d.tcp_addr.unwrap();
-    let t = Instant::now();
-    submit_loop(addr, &key, seq_jobs, hold);
-    let seq = seq_jobs as f64 / t.elapsed().as_secs_f64();
-    let t = Instant::now();
+    (rt, d, key)
+}
+
+/// `n` jobs over `clients` connections at once (each `n / clients`); the jobs submitted.
+fn submit_concurrently(addr: SocketAddr, key: &ClusterKey, n: usize, clients: usize, hold: bool) -> usize {
     let hs: Vec<_> = (0..clients)
         .map(|_| {
             let key = key.clone();
-            std::thread::spawn(move || submit_loop(addr, &key, conc_jobs / clients, hold))
+            std::thread::spawn(move || submit_loop(addr, &key, n / clients, hold))
         })
         .collect();
     for h in hs {
         h.join().unwrap();
     }
-    let conc = (conc_jobs / clients * clients) as f64 / t.elapsed().as_secs_f64();
+    n / clients * clients
+}
+
+fn run(storage: Option<StorageConf>, sync: SyncMode, label: &str, seq_jobs: usize, conc_jobs: usize, clients: usize, hold: bool) {
+    let dir = tempfile::tempdir().unwrap();
+    let storage = storage.unwrap_or_else(|| StorageConf::Sqlite { dir: dir.path().join("state"), sync });
+    let (rt, d, key) = start(dir.path(), storage);
+    let addr = d.tcp_addr.unwrap();
+    let t = Instant::now();
+    submit_loop(addr, &key, seq_jobs, hold);
+    let seq = seq_jobs as f64 / t.elapsed().as_secs_f64();
+    let t = Instant::now();
+    let conc = submit_concurrently(addr, &key, conc_jobs, clients, hold) as f64 / t.elapsed().as_secs_f64();
     let stats = {
         let mut c = Client::connect_tcp(addr, Role::Command).unwrap();
         let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_secs();
@@ -190,57 +208,21 @@ fn run(storage: Option<StorageConf>, sync: SyncMode, label: &str, seq_jobs: usiz
 
 /// `after-held` mode: `jobs` held jobs (Slurm's bench.sh flood) over `clients` connections,
 /// then 300 plain jobs one at a time, each timed from request to reply. A plain submission
-/// is tested against the pending jobs of its partition ranked above it (Slurm's
+/// is tested against the pending jobs ranked above it (Slurm's
 /// `_top_priority` in `job_allocate`, the `Priority` reason); the held jobs (priority 0)
 /// rank below every one of them, so this shows what the queue's size costs that test.
 /// SQLite `synchronous=NORMAL`; the scheduling pass paced as slurm.conf's default (3 s), so
 /// few of the timed turns run one.
 fn after_held(jobs: usize, clients: usize) {
     let dir = tempfile::tempdir().unwrap();
-    let key = ClusterKey::generate(&dir.path().join("key")).unwrap();
-    let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap();
-    let d = rt
-        .block_on(daemon::start(DaemonConfig {
-            cluster: cluster(),
-            state_dir: dir.path().join("state"),
-            key: key.clone(),
-            listen: Some("127.0.0.1:0".parse().unwrap()),
-            socket: None,
-            storage: StorageConf::Sqlite { dir: dir.path().join("state"), sync: SyncMode::Normal },
-            opts: CtlOptions::default(),
-            max_conns: 4096,
-            max_frame: flotilla_proto::DEFAULT_MAX_FRAME,
-            slurm_uid: 0,
-            host: "bench".into(),
-        }))
-        .unwrap();
+    let (rt, d, key) = start(dir.path(), StorageConf::Sqlite { dir: dir.path().join("state"), sync: SyncMode::Normal });
     let addr = d.tcp_addr.unwrap();
-    let hs: Vec<_> = (0..clients)
-        .map(|_| {
-            let key = key.clone();
-            std::thread::spawn(move || submit_loop(addr, &key, jobs / clients, true))
-        })
-        .collect();
-    for h in hs {
-        h.join().unwrap();
-    }
-    let mut c = Client::connect_tcp(addr, Role::Command).unwrap();
-    let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_secs();
-    let mut times = Vec::new();
-    for _ in 0..300 {
-        let cred = key.sign(2001, 2001, "bench", now, 300);
-        let t = Instant::now();
-        match c.call(Some(cred), Request::SubmitJob(Box::new(job(false)))).unwrap() {
-            Response::Submitted(_) => {}
-            other => panic!("{other:?}"),
-        }
-        times.push(t.elapsed().as_secs_f64() * 1e3);
-    }
+    let held = submit_concurrently(addr, &key, jobs, clients, true);
+    let mut times = submit_loop(addr, &key, 300, false);
     times.sort_by(f64::total_cmp);
     let pct = |p: usize| times[(times.len() * p / 100).min(times.len() - 1)];
     println!(
-        "SQLite synchronous=NORMAL, {} held jobs then 300 plain ones, one client: per plain submission median {:.2} ms, p90 {:.2} ms, max {:.2} ms",
-        jobs / clients * clients,
+        "SQLite synchronous=NORMAL, {held} held jobs then 300 plain ones, one client: per plain submission median {:.2} ms, p90 {:.2} ms, max {:.2} ms",
         pct(50),
         pct(90),
         times[times.len() - 1]
