@@ -200,6 +200,49 @@ pub enum Reason {
 }
 
 impl Reason {
+    /// Whether a pending job with this reason may be considered by another job's
+    /// submission test (Slurm 22.05's `_top_priority` skips a job unless all three of
+    /// `acct_policy_job_runnable_state`, `misc_policy_job_runnable_state` and
+    /// `part_policy_job_runnable_state` hold). Not runnable: the partition's state and
+    /// limits, an invalid account or QOS, `ReqNodeNotAvail`, and the accounting limits of
+    /// Slurm's range `WAIT_QOS_GRP_CPU`..`WAIT_ASSOC_MAX_SUB_JOB` (CPU, memory, node, job,
+    /// submit and wall limits). The GRES, memory-per-job/user and billing limits Slurm added
+    /// after that range are not in it, so a job waiting on them still counts, as in Slurm.
+    pub fn runnable_state(self) -> bool {
+        use Reason::*;
+        !matches!(
+            self,
+            PartitionDown
+                | PartitionNodeLimit
+                | PartitionTimeLimit
+                | InvalidAccount
+                | InvalidQOS
+                | ReqNodeNotAvail
+                | QOSGrpCpuLimit
+                | QOSGrpJobsLimit
+                | QOSGrpMemLimit
+                | QOSGrpNodeLimit
+                | QOSGrpSubmitJobsLimit
+                | QOSMaxCpuPerJobLimit
+                | QOSMaxNodePerJobLimit
+                | QOSMaxWallDurationPerJobLimit
+                | QOSMaxCpuPerUserLimit
+                | QOSMaxJobsPerUserLimit
+                | QOSMaxNodePerUserLimit
+                | QOSMaxSubmitJobPerUserLimit
+                | AssocGrpCpuLimit
+                | AssocGrpJobsLimit
+                | AssocGrpMemLimit
+                | AssocGrpNodeLimit
+                | AssocGrpSubmitJobsLimit
+                | AssocMaxJobsLimit
+                | AssocMaxCpuPerJobLimit
+                | AssocMaxNodePerJobLimit
+                | AssocMaxWallDurationPerJobLimit
+                | AssocMaxSubmitJobLimit
+        )
+    }
+
     /// The text squeue shows.
     pub fn as_str(self) -> &'static str {
         match self {

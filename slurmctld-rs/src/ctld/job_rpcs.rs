@@ -895,9 +895,9 @@ impl Controller {
     /// held, no dependency left after `job_independent`, its begin time come; the others
     /// show those reasons at once), `PartitionConfig` when it exceeds its partition's
     /// `MaxTime` or nodes (`_select_nodes_parts` maps the limit's refusal to
-    /// `WAIT_PART_CONFIG`), else `Priority` when `_top_priority` finds a pending job of the
-    /// same partition that may be considered with a higher priority; `None` (no entry) for
-    /// the others. Shown until the next cycle evaluates the job (golden 0259: jobs 1, 5, 8
+    /// `WAIT_PART_CONFIG`), else `Priority` when `_top_priority` finds a pending job (of any
+    /// partition: Flotilla has no reservations) that may be considered with a higher
+    /// priority; `None` (no entry) for the others. Shown until the next cycle evaluates the job (golden 0259: jobs 1, 5, 8
     /// `PartitionConfig`, 2 and 10 `Priority`, cancelled before Slurm's first pass).
     fn submit_reason(&mut self, id: u64, now: i64) -> Option<&'static str> {
         let rec = &self.jobs[&id];
@@ -909,35 +909,27 @@ impl Controller {
         if part.over_max_time(rec.spec.time_limit_s) || over_nodes {
             return Some("PartitionConfig");
         }
-        // Candidates: the pending records of the partition ranked above the job
-        // (`prio_index`, highest first), each checked against its record as it is now.
+        // Candidates: the pending records ranked above the job (`prio_index`, highest
+        // first), each checked against its record as it is now. Slurm compares every
+        // partition: with no reservation on either job (Flotilla has none), `_top_priority`'s
+        // "same reservation" branch decides on priority alone before its partition test.
         let index = self.prio_index.get_or_insert_with(|| {
             self.jobs.values().filter(|r| r.state == JobState::Pending && !r.is_array_meta()).map(super::prio_key).collect()
         });
-        let part_id = rec.spec.partition.0;
-        let above = (part_id, std::cmp::Reverse(u32::MAX), 0)..(part_id, std::cmp::Reverse(rec.priority), 0);
+        let above = (std::cmp::Reverse(u32::MAX), 0)..(std::cmp::Reverse(rec.priority), 0);
         let mut stale = Vec::new();
         let mut higher = false;
         for &key in index.range(above) {
-            let Some(o) = self.jobs.get(&key.2) else {
+            let Some(o) = self.jobs.get(&key.1).filter(|o| o.state == JobState::Pending && super::prio_key(o) == key) else {
                 stale.push(key);
                 continue;
             };
-            if o.state != JobState::Pending || super::prio_key(o) != key {
-                stale.push(key);
-                continue;
-            }
-            // Only jobs the core holds pending count, and (`part_policy_job_runnable_state`)
-            // not those a cycle found over their partition's limits.
-            let counts = self.sched.pending_info(JobId(o.id)).is_some_and(|i| {
-                !matches!(i.reason.as_str(), "PartitionTimeLimit" | "PartitionNodeLimit" | "PartitionDown" | "PartitionInactive")
-            });
-            if o.id != id
-                && counts
-                && o.priority != crate::job::PRIO_UNSET
-                && o.reason.is_none()
-                && super::arrays::may_start(o, now)
-            {
+            // Only jobs the core holds pending count, in a runnable state (not waiting on
+            // their partition, an accounting limit, ...: `Reason::runnable_state`) and
+            // independent (no dependency or begin time left). The job itself is not in the
+            // range (its own priority is not above itself).
+            let runnable = self.sched.pending_info(JobId(o.id)).is_some_and(|i| i.reason.runnable_state());
+            if runnable && o.priority != crate::job::PRIO_UNSET && o.reason.is_none() && super::arrays::may_start(o, now) {
                 higher = true;
                 break;
             }

@@ -31,12 +31,12 @@ use std::time::Duration;
 use tokio::sync::{mpsc, oneshot};
 use tracing::info;
 
-/// A key of [`Controller::prio_index`]: (partition, priority highest first, job id).
-type PrioKey = (u32, std::cmp::Reverse<u32>, u64);
+/// A key of [`Controller::prio_index`]: (priority highest first, job id).
+type PrioKey = (std::cmp::Reverse<u32>, u64);
 
 /// Pending record `rec`'s key in [`Controller::prio_index`].
 fn prio_key(rec: &JobRecord) -> PrioKey {
-    (rec.spec.partition.0, std::cmp::Reverse(rec.priority), rec.id)
+    (std::cmp::Reverse(rec.priority), rec.id)
 }
 
 mod acctmgr;
@@ -453,10 +453,9 @@ pub struct Controller {
     /// 0218, 0221, 0231); a submission: what `job_allocate`'s test of it found
     /// ([`Controller::submit_reason`]). Not stored: a restarted controller runs a cycle first.
     reason_until_cycle: BTreeMap<u64, &'static str>,
-    /// Pending job records by (partition, priority, highest first, job id): the candidates of
-    /// [`Controller::submit_reason`]'s `Priority` test, so a submission reads only the jobs of
-    /// its partition ranked above it, not every pending job (a flood of submissions stays
-    /// linear). A superset: every pending record's current key is in it (put there when the
+    /// Pending job records by (priority, highest first, job id): the candidates of
+    /// [`Controller::submit_reason`]'s `Priority` test, so a submission reads only the jobs
+    /// ranked above it, not every pending job (a flood of submissions stays linear). A superset: every pending record's current key is in it (put there when the
     /// record is marked dirty, [`Controller::dirty`], and again when the turn's batch is
     /// written, after every change of the turn); keys a record no longer has are checked
     /// against the record when read, dropped then, and all at once when they outnumber the
