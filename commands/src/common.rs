@@ -306,6 +306,46 @@ pub fn uid_of(name: &str) -> Option<u32> {
     nix::unistd::User::from_name(name).ok().flatten().map(|u| u.uid.as_raw())
 }
 
+/// A uid from a user name, or from digits naming a uid the user database knows (Slurm
+/// 22.05 `uid.c` `uid_from_string`: the name first; a number as `strtol` reads it, whole,
+/// 0 to `INT_MAX`). `None`: neither.
+pub fn uid_from_string(name: &str) -> Option<u32> {
+    if let Ok(Some(u)) = nix::unistd::User::from_name(name) {
+        return Some(u.uid.as_raw());
+    }
+    let n = strtol_id(name)?;
+    nix::unistd::User::from_uid(nix::unistd::Uid::from_raw(n)).ok().flatten().map(|_| n)
+}
+
+/// A gid from a group name, or from digits naming a gid the group database knows (Slurm
+/// 22.05 `uid.c` `gid_from_string`, as [`uid_from_string`]).
+pub fn gid_from_string(name: &str) -> Option<u32> {
+    if let Ok(Some(g)) = nix::unistd::Group::from_name(name) {
+        return Some(g.gid.as_raw());
+    }
+    let n = strtol_id(name)?;
+    nix::unistd::Group::from_gid(nix::unistd::Gid::from_raw(n)).ok().flatten().map(|_| n)
+}
+
+/// A whole decimal number as `strtol` reads it (leading blanks and one sign allowed, nothing
+/// after the digits), 0 to `INT_MAX`.
+fn strtol_id(s: &str) -> Option<u32> {
+    let t = s.trim_start_matches([' ', '\t', '\n', '\r', '\x0b', '\x0c']);
+    let (neg, digits) = match t.as_bytes().first() {
+        Some(b'+') => (false, &t[1..]),
+        Some(b'-') => (true, &t[1..]),
+        _ => (false, t),
+    };
+    if digits.is_empty() || !digits.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    let v: u64 = digits.parse().unwrap_or(u64::MAX);
+    if v > i32::MAX as u64 || (neg && v != 0) {
+        return None;
+    }
+    Some(v as u32)
+}
+
 /// This host's name.
 pub fn hostname() -> String {
     nix::unistd::gethostname()
@@ -463,6 +503,27 @@ fn conf_error_lines(e: &flotilla_conf::ConfError) -> Vec<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// `--uid`/`--gid` digits as Slurm's `uid_from_string` reads them with `strtol`.
+    #[test]
+    fn ids_read_as_strtol_reads_them() {
+        assert_eq!(strtol_id("2001"), Some(2001));
+        assert_eq!(strtol_id("  +7"), Some(7));
+        assert_eq!(strtol_id("-0"), Some(0));
+        assert_eq!(strtol_id("-1"), None);
+        assert_eq!(strtol_id("12x"), None);
+        assert_eq!(strtol_id(""), None);
+        assert_eq!(strtol_id("+"), None);
+        assert_eq!(strtol_id("2147483647"), Some(2_147_483_647));
+        assert_eq!(strtol_id("2147483648"), None);
+        assert_eq!(strtol_id("99999999999999999999999"), None);
+        // A number must name a known user or group; a name comes first.
+        assert_eq!(uid_from_string("root"), Some(0));
+        assert_eq!(uid_from_string("0"), Some(0));
+        assert_eq!(gid_from_string("0"), Some(0));
+        assert_eq!(uid_from_string("no-such-user-here"), None);
+        assert_eq!(uid_from_string("2147483000"), None);
+    }
 
     #[test]
     fn push_field_is_field_appended() {

@@ -56,6 +56,8 @@ const O_ELASTIC_STEP: u32 = 1032;
 const O_ELASTIC_SIGNAL: u32 = 1033;
 const O_GPUS_PER_SOCKET: u32 = 1034;
 const O_SOCKETS_PER_NODE: u32 = 1035;
+const O_UID: u32 = 1036;
+const O_GID: u32 = 1037;
 
 const fn c(ch: char) -> u32 {
     ch as u32
@@ -100,7 +102,7 @@ pub const LONGS: &[LongOpt] = &[
     lo("export-file", HasArg::Required, O_EXPORT_FILE),
     lo("extra-node-info", HasArg::Required, c('B')),
     lo("get-user-env", HasArg::Optional, O_IGNORED_ARG),
-    lo("gid", HasArg::Required, O_IGNORED_ARG),
+    lo("gid", HasArg::Required, O_GID),
     lo("gpu-bind", HasArg::Required, O_IGNORED_ARG),
     lo("gpu-freq", HasArg::Required, O_IGNORED_ARG),
     lo("gpus", HasArg::Required, c('G')),
@@ -164,7 +166,7 @@ pub const LONGS: &[LongOpt] = &[
     lo("time-min", HasArg::Required, O_TIME_MIN),
     lo("tmp", HasArg::Required, O_IGNORED_ARG),
     lo("topology", HasArg::Required, O_TOPOLOGY),
-    lo("uid", HasArg::Required, O_IGNORED_ARG),
+    lo("uid", HasArg::Required, O_UID),
     lo("usage", HasArg::No, O_USAGE),
     lo("use-min-nodes", HasArg::No, O_IGNORED),
     lo("verbose", HasArg::No, c('v')),
@@ -236,6 +238,11 @@ pub struct Opts {
     pub gpus_per_node_text: Option<String>,
     /// `--gres` as given (for `TresPerNode=`).
     pub gres_text: Option<String>,
+    /// `--uid` and `--gid` (root only): the user and group the job is submitted as, the
+    /// invoking ones when unset (Slurm 22.05 `slurm_opt.c`: each defaults to `getuid()` and
+    /// `getgid()` separately, so `--uid` alone keeps root's group).
+    pub uid: Option<u32>,
+    pub gid: Option<u32>,
 }
 
 /// An early end: the message(s) to print on stderr and the exit status.
@@ -335,9 +342,10 @@ fn main(args: &[String], io: &mut Io<'_>) -> Result<i32, Fatal> {
         Some(d) => format!("{cwd}/{d}"),
         None => cwd.clone(),
     };
-    job.uid = common::my_uid();
-    job.gid = common::my_gid();
-    // `job.user` stays empty: the controller names the user from the uid it authenticated.
+    job.uid = opts.uid.unwrap_or_else(common::my_uid);
+    job.gid = opts.gid.unwrap_or_else(common::my_gid);
+    // `job.user` stays empty: the controller names the user from the uid (another than the
+    // one it authenticated only for an operator, `authz::valid_id`).
     job.submit_host = common::hostname();
     // Slurm 22.05 sbatch `opt.c` `_opt_verify`: --ntasks-per-node without -n asks for
     // nodes × ntasks-per-node tasks (SLURM_NTASKS in the job, srun's default task count).
@@ -658,6 +666,21 @@ pub fn apply(opts: &mut Opts, o: &Opt) -> Result<(), Fatal> {
             opts.elastic_req.gpus_max = max;
         }
         x if x == c('H') => j.hold = true,
+        // Slurm 22.05 `slurm_opt.c` `arg_set_uid`/`arg_set_gid`: root only (the real uid),
+        // a name or a known number.
+        O_UID | O_GID => {
+            let what = if o.id == O_UID { "uid" } else { "gid" };
+            if common::my_uid() != 0 {
+                return Err(fatal(format!("--{what} only permitted by root user"), 255));
+            }
+            let id = if o.id == O_UID { common::uid_from_string(a) } else { common::gid_from_string(a) };
+            let id = id.ok_or_else(|| fatal(format!("Invalid --{what} specification"), 255))?;
+            if o.id == O_UID {
+                opts.uid = Some(id);
+            } else {
+                opts.gid = Some(id);
+            }
+        }
         x if x == c('i') => j.stdin = Some(a.into()),
         x if x == c('J') => j.name = Some(a.into()),
         x if x == c('n') => j.ntasks = Some(parse_count(a, "--ntasks")?),

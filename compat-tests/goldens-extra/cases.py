@@ -40,6 +40,12 @@ A01 = [
     {"name": "script_on_stdin", "cmd": "sb --hold <<'EOF'\n#!/bin/bash\n#SBATCH -J fromstdin\n#SBATCH -t 2\ntrue\nEOF\n" + show()},
     {"name": "unknown_option_in_script", "cmd": "printf '#!/bin/bash\\n#SBATCH --bogus-flag\\ntrue\\n' > t.sh\nsb --hold t.sh"},
     {"name": "wrap_with_script_args", "cmd": "sb --hold --wrap 'true' t.sh"},
+    # --uid and --gid (slurm_opt.c arg_set_uid/arg_set_gid, uid.c uid_from_string): root
+    # only, a name or a known number; each defaults to the caller's own separately.
+    {"name": "uid_not_root", "cmd": "sbatch --uid=bob --wrap true; echo rc=$?\nsbatch --gid=alice --wrap true; echo rc=$?"},
+    {"name": "uid_unknown", "user": "root", "cmd": "sbatch --uid=nosuch --wrap true; echo rc=$?\nsbatch --uid=99999 --wrap true; echo rc=$?\nsbatch --gid=nosuch --wrap true; echo rc=$?"},
+    {"name": "uid_as_root", "user": "root", "cmd": ". /home/alice/x/lib.sh\nsb --uid=alice -H --wrap true -D /home/alice/x\nsb --uid=2002 --gid=alice -H --wrap true -D /home/bob/x\nsqueue -h -j $J1,$J2 -o '%i|%u|%g|%a' | m | sort\nscontrol show job $J1 | grep -oE '(UserId|GroupId)=[^ ]*'\nfin"},
+    {"name": "uid_in_script", "user": "root", "cmd": ". /home/alice/x/lib.sh\nprintf '#!/bin/bash\\n#SBATCH --uid=bob\\ntrue\\n' > /tmp/uid_in_script.sh\nsb -H -D /home/bob/x /tmp/uid_in_script.sh\nsqueue -h -j $J1 -o '%u|%g' | m\nrm -f /tmp/uid_in_script.sh\nfin"},
 ]
 
 # Area a02: output file name patterns (src/common/fd.c / slurmstepd io: expand_stdio_fields).
