@@ -304,6 +304,20 @@ A10 = [
     {"name": "exclusive_mem_zero", "cmd": "sb --exclusive --mem=0 -w gpu03 --wrap 'sleep 300'\nwst $J1 RUNNING\nscontrol show job -d $J1 | grep -oE '(TRES|MinMemoryNode|MinMemoryCPU|CPU_IDs|Mem)=[^ ]*' | m\nfin"},
     {"name": "exclusive_ntasks_detail", "cmd": "sb --exclusive -n 2 -w gpu03 --wrap 'sleep 300'\nwst $J1 RUNNING\nscontrol show job -d $J1 | grep -oE '(NumCPUs|NumTasks|TRES|CPU_IDs|Mem|GRES)=[^ ]*' | m\nfin"},
     {"name": "exclusive_sacct_mem_per_node", "cmd": "sb --exclusive --mem=100G -w gpu03 --wrap true\nwend $J1\nfor i in $(seq 100); do sacct -n -X -j $J1 -o State -P | grep -q COMPLETED && break; sleep 0.2; done\n" "sacct -n -X -j $J1 -o AllocCPUS,AllocTRES%60 | m\nfin"},
+    # A submission's reason before the next pass (job_mgr.c job_allocate, _top_priority): a
+    # higher-priority pending job shows `Priority` whatever its partition (two jobs without a
+    # reservation take the 'same reservation' branch, which compares priorities only); a job
+    # that is held, dependent, waiting for its begin time or stopped by a partition limit
+    # (job_independent, part_policy_job_runnable_state) does not count, nor one whose nice
+    # makes its priority lower. PartitionConfig at submission does not stop a job counting.
+    {"name": "submit_priority_other_partition", "cmd": "sb -p debug --wrap true\nsb -p batch --wrap true\nsqueue -h -u alice -o '%i|%P|%r' | m\nfin"},
+    {"name": "submit_priority_held_other", "cmd": "sb -H -p debug --wrap true\nsb -p batch --wrap true\nsqueue -h -u alice -o '%i|%P|%r' | m\nfin"},
+    {"name": "submit_priority_nice_other", "cmd": "sb --nice=100 -p debug --wrap true\nsb -p batch --wrap true\nsqueue -h -u alice -o '%i|%P|%r' | m\nfin"},
+    {"name": "submit_priority_part_config", "cmd": "sb -t 60 -p debug --wrap true\nsb -p batch --wrap true\nsqueue -h -u alice -o '%i|%P|%r' | m\nfin"},
+    {"name": "submit_priority_begin_other", "cmd": "sb --begin=now+1hour -p debug --wrap true\nsb -p batch --wrap true\nsqueue -h -u alice -o '%i|%P|%r' | m\nfin"},
+    {"name": "submit_priority_dependent_other", "cmd": "sb -H --wrap true\nsb -d afterok:$J1 -p debug --wrap true\nsb -p batch --wrap true\nsqueue -h -u alice -o '%i|%P|%r' | m\nfin"},
+    {"name": "submit_priority_same_partition", "cmd": "sb -p debug --wrap true\nsb -p debug --wrap true\nsb -p batch --wrap true\nsqueue -h -u alice -o '%i|%P|%r' | m\nfin"},
+    {"name": "submit_priority_other_user", "user": "root", "cmd": ". /home/alice/x/lib.sh\nsb --uid=alice -p debug --wrap true -D /home/alice/x\nsb --uid=bob -p batch --wrap true -D /home/bob/x\nsqueue -h -u alice,bob -o '%i|%u|%P|%r' | m\nfin"},
 ]
 
 # Area a11: accounts in output (slurmctld job_mgr.c: _get_job_parts / job_create with
