@@ -122,27 +122,168 @@ fn submit_count(r: &JobRecord) -> u32 {
     }
 }
 
+/// What one charge key holds: the jobs of a (user, account, partition, QOS) that count for
+/// the submit limits ([`submit_count`]), pending and running.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct ChargeKey {
+    pub user: String,
+    pub account: String,
+    pub partition: String,
+    pub qos: String,
+}
+
+impl ChargeKey {
+    fn of(r: &JobRecord) -> ChargeKey {
+        ChargeKey { user: r.user.clone(), account: r.account.clone(), partition: r.partition.clone(), qos: r.qos.clone() }
+    }
+
+    fn matches(&self, r: &JobRecord) -> bool {
+        self.user == r.user && self.account == r.account && self.partition == r.partition && self.qos == r.qos
+    }
+}
+
+/// The jobs each [`ChargeKey`] holds, kept across turns so that a submission under a
+/// job-count limit (`MaxSubmitJobs`, `GrpSubmitJobs`, `MaxSubmitJobsPerUser`) reads the
+/// distinct keys, not every job record in memory (finished ones included): a flood of
+/// submissions under such a limit stays linear (issue #21).
+///
+/// Built from the records at its first use ([`SubmitCharges::totals`]), not before: a
+/// controller with no such limit never builds it. Then each record the controller changes is
+/// marked ([`SubmitCharges::mark`], from `Controller::dirty` and wherever a record is
+/// removed) and recounted from the record as it is at the next [`SubmitCharges::settle`] (at
+/// the next use, and when the turn's batch is written): what a record was counted as is kept
+/// per job, so a recount moves exactly its jobs from the old key to the new one. Equal to a
+/// scan of the records ([`SubmitCharges::scan`]) after every settle; checked by the
+/// controller's property test.
+#[derive(Debug, Default)]
+pub struct SubmitCharges {
+    built: bool,
+    keys: Vec<ChargeKey>,
+    key_of: std::collections::HashMap<ChargeKey, u32>,
+    totals: Vec<u64>,
+    /// Per job id with jobs counted: (key index, jobs).
+    by_job: std::collections::HashMap<u64, (u32, u32)>,
+    /// Job ids changed since the last settle.
+    stale: Vec<u64>,
+}
+
+impl SubmitCharges {
+    /// Whether the charges were built (a submission needed them since the controller started).
+    #[must_use]
+    pub fn is_built(&self) -> bool {
+        self.built
+    }
+
+    /// Record `id` changed (or was removed): recounted at the next settle. Nothing is kept
+    /// before the charges are built.
+    pub fn mark(&mut self, id: u64) {
+        if self.built {
+            self.stale.push(id);
+        }
+    }
+
+    /// Forgets everything; built again at the next use.
+    pub fn forget(&mut self) {
+        *self = SubmitCharges::default();
+    }
+
+    /// Recounts the records marked since the last settle (nothing when not built). When the
+    /// keys that hold no job outnumber those that do (and a floor), the charges are
+    /// forgotten and built again at their next use, so keys of users gone cost nothing.
+    pub fn settle(&mut self, jobs: &std::collections::BTreeMap<u64, JobRecord>) {
+        if !self.built {
+            return;
+        }
+        let stale = std::mem::take(&mut self.stale);
+        for id in stale {
+            self.recount(id, jobs.get(&id));
+        }
+        if self.keys.len() > 4096 && 2 * self.totals.iter().filter(|n| **n > 0).count() < self.keys.len() {
+            self.forget();
+        }
+    }
+
+    fn recount(&mut self, id: u64, rec: Option<&JobRecord>) {
+        let n = rec.map_or(0, submit_count);
+        let old = self.by_job.get(&id).copied();
+        if let (Some((k, m)), Some(r)) = (old, rec) {
+            if m == n && self.keys[k as usize].matches(r) {
+                return;
+            }
+        }
+        if let Some((k, m)) = old {
+            self.totals[k as usize] -= u64::from(m);
+            self.by_job.remove(&id);
+        }
+        if let (Some(r), true) = (rec, n > 0) {
+            let key = ChargeKey::of(r);
+            let k = match self.key_of.get(&key) {
+                Some(k) => *k,
+                None => {
+                    let k = self.keys.len() as u32;
+                    self.keys.push(key.clone());
+                    self.key_of.insert(key, k);
+                    self.totals.push(0);
+                    k
+                }
+            };
+            self.totals[k as usize] += u64::from(n);
+            self.by_job.insert(id, (k, n));
+        }
+    }
+
+    /// The keys holding jobs and their jobs, after building (first use) or settling.
+    pub fn totals(&mut self, jobs: &std::collections::BTreeMap<u64, JobRecord>) -> impl Iterator<Item = (&ChargeKey, u64)> {
+        // Settling may forget everything (keys of users gone): built again then.
+        self.settle(jobs);
+        if !self.built {
+            self.built = true;
+            for (id, r) in jobs {
+                self.recount(*id, Some(r));
+            }
+        }
+        self.keys.iter().zip(self.totals.iter().copied()).filter(|(_, n)| *n > 0)
+    }
+
+    /// The same totals made by reading every record: what [`SubmitCharges::totals`] must
+    /// equal (for tests).
+    #[must_use]
+    pub fn scan<'a>(jobs: impl Iterator<Item = &'a JobRecord>) -> std::collections::BTreeMap<ChargeKey, u64> {
+        let mut m = std::collections::BTreeMap::new();
+        for r in jobs {
+            let n = submit_count(r);
+            if n > 0 {
+                *m.entry(ChargeKey::of(r)).or_insert(0) += u64::from(n);
+            }
+        }
+        m
+    }
+}
+
 /// Refuses a submission of `new` (not yet in `jobs`; `tasks` jobs: an array's task count,
 /// else 1) that would take its user past `MaxSubmitJobs` in its account, with Slurm's
 /// `ESLURM_ACCOUNTING_POLICY` ("Job violates accounting/QOS policy (job submit limit,
 /// user's size and/or time limits)") after the reason `AssocMaxSubmitJobLimit`, which `sbatch`
 /// prints first (Slurm 22.05 `acct_policy_validate`, from `job_mgr.c` `_job_create`, before a
-/// job id is used).
+/// job id is used). The jobs held come from `charges` (built at the first submission under
+/// such a limit).
 ///
 /// # Errors
 /// The error above.
-pub fn check_submit<'a>(
+pub fn check_submit(
     limits: Option<&dyn JobLimitSource>,
-    jobs: impl Iterator<Item = &'a JobRecord>,
+    charges: &mut SubmitCharges,
+    jobs: &std::collections::BTreeMap<u64, JobRecord>,
     new: &JobRecord,
     tasks: u32,
 ) -> Result<(), SlurmError> {
     let Some(max) = limits.and_then(|l| l.max_submit_jobs(&new.user, &new.account)) else { return Ok(()) };
-    let used: u32 = jobs
-        .filter(|r| r.user == new.user && r.account == new.account)
-        .map(submit_count)
+    let used: u64 = charges
+        .totals(jobs)
+        .filter(|(k, _)| k.user == new.user && k.account == new.account)
+        .map(|(_, n)| n)
         .sum();
-    if used.saturating_add(tasks) > max {
+    if used.saturating_add(u64::from(tasks)) > u64::from(max) {
         tracing::info!(user = %new.user, account = %new.account, used, max, "exceeded association limit: AssocMaxSubmitJobLimit");
         return Err(SlurmError::with_message(ESLURM_ACCOUNTING_POLICY, "AssocMaxSubmitJobLimit"));
     }
@@ -170,9 +311,10 @@ pub fn check_submit<'a>(
 ///
 /// # Errors
 /// The errors above.
-pub fn check_accounting<'a>(
+pub fn check_accounting(
     acct: &Accounting,
-    jobs: impl Iterator<Item = &'a JobRecord>,
+    charges: &mut SubmitCharges,
+    jobs: &std::collections::BTreeMap<u64, JobRecord>,
     new: &mut JobRecord,
     qos_given: bool,
     tasks: u32,
@@ -207,7 +349,7 @@ pub fn check_accounting<'a>(
     if !(e.limits || e.safe) {
         return Ok(());
     }
-    let counts = submit_counts(acct, assoc, jobs, new, tasks);
+    let counts = submit_counts(acct, assoc, charges, jobs, new, tasks);
     if let Some(r) = flotilla_core::sched::submit_violation(acct, &new.spec, assoc, qos, &counts) {
         tracing::info!(user = %new.user, account = %new.account, qos = %new.qos, "job submit: exceeded limit: {r}");
         return Err(SlurmError::with_message(ESLURM_ACCOUNTING_POLICY, r.as_str()));
@@ -233,14 +375,22 @@ pub fn check_access_update(acct: &Accounting, rec: &JobRecord) -> Result<(), Slu
     Ok(())
 }
 
-/// The jobs charged to `new`'s QOS, user and association chain. The association of each
-/// job is looked up only when a chain limit on job counts needs it.
+/// The jobs charged to `new`'s QOS, user and association chain, from the totals per
+/// [`ChargeKey`]; the association of each key is looked up only when a chain limit on job
+/// counts needs it.
 ///
 /// Only the counts a limit reads are made: with no job-count limit on the job's QOS
 /// (`GrpSubmitJobs`, `MaxSubmitJobsPerUser`) nor on its association chain (`GrpSubmitJobs`,
-/// `MaxSubmitJobs`) no job is read at all, so a submission under
+/// `MaxSubmitJobs`) the charges are not even built, so a submission under
 /// `AccountingStorageEnforce=limits` without such limits costs nothing per job held.
-fn submit_counts<'a>(acct: &Accounting, assoc: AssocId, jobs: impl Iterator<Item = &'a JobRecord>, new: &JobRecord, tasks: u32) -> SubmitCounts {
+fn submit_counts(
+    acct: &Accounting,
+    assoc: AssocId,
+    charges: &mut SubmitCharges,
+    jobs: &std::collections::BTreeMap<u64, JobRecord>,
+    new: &JobRecord,
+    tasks: u32,
+) -> SubmitCounts {
     let tree = &acct.tree;
     let chain: Vec<AssocId> = tree.ancestry(assoc).map(|a| a.id).collect();
     let need_chain = tree.ancestry(assoc).any(|a| a.limits.grp_submit.is_some() || a.limits.max_submit_jobs.is_some());
@@ -249,29 +399,26 @@ fn submit_counts<'a>(acct: &Accounting, assoc: AssocId, jobs: impl Iterator<Item
     if !need_qos && !need_chain {
         return c;
     }
-    for r in jobs {
-        let n = submit_count(r);
-        if n == 0 {
-            continue;
-        }
-        if need_qos && r.qos == new.qos {
-            c.qos += n;
-            if r.user == new.user {
-                c.qos_user += n;
+    let add = |x: &mut u32, n: u64| *x = x.saturating_add(u32::try_from(n).unwrap_or(u32::MAX));
+    for (k, n) in charges.totals(jobs) {
+        if need_qos && k.qos == new.qos {
+            add(&mut c.qos, n);
+            if k.user == new.user {
+                add(&mut c.qos_user, n);
             }
         }
         if !need_chain {
             continue;
         }
-        let Some(a) = tree.find(&r.user, &r.account, Some(&r.partition)) else { continue };
+        let Some(a) = tree.find(&k.user, &k.account, Some(&k.partition)) else { continue };
         if a.id == assoc {
-            c.own += n;
+            add(&mut c.own, n);
         }
         for anc in tree.ancestry(a.id) {
             if let Some(i) = chain.iter().position(|x| *x == anc.id) {
                 // Every ancestor from here up is in the chain too.
-                for k in &mut c.chain[i..] {
-                    *k += n;
+                for x in &mut c.chain[i..] {
+                    add(x, n);
                 }
                 break;
             }
@@ -296,13 +443,13 @@ mod tests {
 
     use super::*;
 
-    /// A submission under `AccountingStorageEnforce=limits` reads the jobs held only for the
+    /// A submission under `AccountingStorageEnforce=limits` counts the jobs held only for the
     /// job-count limits that need them (`submit_counts`): with none on its QOS or
-    /// association chain no job is read (the iterator given panics when read); with the
+    /// association chain the charges are not built; with the
     /// association's `MaxSubmitJobs=1` or the QOS's `MaxSubmitJobsPerUser=1` and one job of
     /// the user pending, the submission is refused with the limit's reason.
     #[test]
-    fn submission_reads_jobs_only_for_job_count_limits() {
+    fn submission_counts_jobs_only_for_job_count_limits() {
         use flotilla_core::assoc::{Association, AssocTree, Enforce, Qos};
         let cluster = flotilla_core::cluster::Cluster::uniform(1, 8, 1, 64, 512_000);
         let conf = crate::admission::AdmissionConf {
@@ -337,9 +484,14 @@ mod tests {
         held.id = 1;
         held.qos = "normal".into();
         held.spec.qos = "normal".into();
-        let unread = || [&held].into_iter().inspect(|_| panic!("a job was read without a job-count limit"));
-        assert_eq!(check_accounting(&acct(None, Qos::new("normal")), unread(), &mut new.clone(), false, 1), Ok(()));
-        let refused = |a: &Accounting| check_accounting(a, [&held].into_iter(), &mut new.clone(), false, 1).map_err(|e| e.messages.join(" "));
+        let jobs: std::collections::BTreeMap<u64, JobRecord> = [(1, held)].into();
+        let mut charges = SubmitCharges::default();
+        assert_eq!(check_accounting(&acct(None, Qos::new("normal")), &mut charges, &jobs, &mut new.clone(), false, 1), Ok(()));
+        assert!(!charges.is_built(), "the jobs were counted without a job-count limit");
+        let refused = |a: &Accounting| {
+            let mut charges = SubmitCharges::default();
+            check_accounting(a, &mut charges, &jobs, &mut new.clone(), false, 1).map_err(|e| e.messages.join(" "))
+        };
         assert!(refused(&acct(Some(1), Qos::new("normal"))).unwrap_err().contains("AssocMaxSubmitJobLimit"));
         let mut per_user = Qos::new("normal");
         per_user.max_submit_jobs_per_user = Some(1);

@@ -266,3 +266,144 @@ fn the_reference_enforcement_scenario_gives_slurms_errors_and_reasons() {
     assert_eq!(table, reference);
     h.check();
 }
+
+/// The jobs a submission is counted against (`MaxSubmitJobs`, `GrpSubmitJobs`,
+/// `MaxSubmitJobsPerUser`) are kept per (user, account, partition, QOS) across turns
+/// (`limits::SubmitCharges`), not counted from every record at each submission. After every
+/// step of random histories (alice and bob in two accounts, QOS with and without limits,
+/// held jobs, arrays with and without a throttle, cancels of jobs and of single array tasks,
+/// account and QOS updates of pending jobs, cycles that start, split and end jobs) the kept
+/// totals equal a count of every record, and each submission's verdict is the limits'
+/// verdict on what `squeue` shows (accepted exactly when no limit would be passed). Seeded,
+/// so a failure names its seed and step.
+#[test]
+fn submit_charges_match_a_count_of_every_record() {
+    use rand::{Rng, SeedableRng};
+    let acct = || {
+        let mut research = assoc(2, Some(1), "research", None);
+        research.qos = vec!["normal".into(), "high".into()];
+        research.limits.grp_submit = Some(9);
+        let mut other = assoc(3, Some(1), "other", None);
+        other.qos = vec!["normal".into(), "high".into()];
+        let mut alice = assoc(10, Some(2), "research", Some("alice"));
+        alice.limits.max_submit_jobs = Some(6);
+        let mut alice_other = assoc(12, Some(3), "other", Some("alice"));
+        alice_other.limits.max_submit_jobs = Some(4);
+        let assocs = vec![assoc(1, None, "root", None), research, other, alice, assoc(11, Some(2), "research", Some("bob")), alice_other, assoc(13, Some(3), "other", Some("bob"))];
+        let mut high = Qos::new("high");
+        high.max_submit_jobs_per_user = Some(3);
+        let mut normal = Qos::new("normal");
+        normal.grp_submit = Some(12);
+        Accounting {
+            tree: AssocTree::new(assocs).unwrap(),
+            qos: [("normal".to_string(), normal), ("high".to_string(), high)].into(),
+            enforce: Enforce { associations: true, limits: true, qos: true, safe: false },
+        }
+    };
+    // The jobs squeue shows as held against the limits: every pending or running job, a
+    // pending array remainder its tasks.
+    #[derive(Debug)]
+    struct Held {
+        user: String,
+        account: String,
+        qos: String,
+        jobs: u32,
+    }
+    let held = |h: &Harness| -> Vec<Held> {
+        h.jobs()
+            .filter(|j| matches!(j.state, Some(JobStateWire::Pending | JobStateWire::Running)))
+            .map(|j| {
+                let n = j.array_task_str.as_deref().map_or(1, |t| {
+                    let t = t.trim_start_matches('[').split('%').next().unwrap_or("").trim_end_matches(']');
+                    t.split(',')
+                        .map(|r| match r.split_once('-') {
+                            Some((a, b)) => b.parse::<u32>().unwrap() - a.parse::<u32>().unwrap() + 1,
+                            None => 1,
+                        })
+                        .sum()
+                });
+                Held { user: j.user.clone(), account: j.account.clone(), qos: j.qos.clone(), jobs: n }
+            })
+            .collect()
+    };
+    let mut verdicts = (0, 0);
+    for seed in 0..5u64 {
+        let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(seed);
+        let mut h = harness(&format!("acct_submit_charges_{seed}"), acct());
+        let mut ids: Vec<u64> = Vec::new();
+        for step in 0..80 {
+            let pick = |rng: &mut rand_chacha::ChaCha8Rng, ids: &[u64]| ids[rng.random_range(0..ids.len())];
+            let op = if ids.is_empty() { 0 } else { rng.random_range(0..10) };
+            match op {
+                0..=3 => {
+                    let who = if rng.random_bool(0.7) { User::Alice } else { User::Bob };
+                    let mut j = job(who, Some(rng.random_range(30..900)), 0);
+                    j.account = Some(if rng.random_bool(0.6) { "research" } else { "other" }.into());
+                    let account = j.account.clone().unwrap();
+                    j.qos = rng.random_bool(0.4).then(|| "high".into());
+                    j.gres = vec![GresSpec { name: "gpu".into(), gpu_type: None, count: rng.random_range(1..=8) }];
+                    j.hold = rng.random_bool(0.3);
+                    let tasks = if rng.random_bool(0.25) {
+                        let end = rng.random_range(1..4);
+                        j.array = Some(ArraySpec { ranges: vec![ArrayRange { start: 0, end, step: 1 }], max_running: rng.random_bool(0.5).then_some(1) });
+                        end + 1
+                    } else {
+                        1
+                    };
+                    // The limits' verdict on what squeue shows.
+                    let qos = j.qos.clone().unwrap_or_else(|| "normal".into());
+                    let before = held(&h);
+                    let sum = |f: &dyn Fn(&Held) -> bool| before.iter().filter(|x| f(x)).map(|x| x.jobs).sum::<u32>() + tasks;
+                    // alice's MaxSubmitJobs: 6 in research, 4 in other; research's
+                    // GrpSubmitJobs 9; high's MaxSubmitJobsPerUser 3; normal's GrpSubmitJobs 12.
+                    let own_max = match (who, account.as_str()) {
+                        (User::Alice, "research") => 6,
+                        (User::Alice, _) => 4,
+                        _ => u32::MAX,
+                    };
+                    let over = sum(&|x| x.user == who.name() && x.account == account) > own_max
+                        || (account == "research" && sum(&|x| x.account == "research") > 9)
+                        || (qos == "high" && sum(&|x| x.qos == "high" && x.user == who.name()) > 3)
+                        || (qos == "normal" && sum(&|x| x.qos == "normal") > 12);
+                    match h.call(who, Request::SubmitJob(Box::new(j))) {
+                        Response::Submitted(s) => {
+                            assert!(!over, "seed {seed} step {step}: accepted over a limit; held before: {before:?}");
+                            ids.push(s.job_id);
+                            verdicts.0 += 1;
+                        }
+                        Response::Error(e) => {
+                            assert_eq!(e.code, flotilla_proto::errno::ESLURM_ACCOUNTING_POLICY, "seed {seed} step {step}: {e:?}");
+                            assert!(over, "seed {seed} step {step}: refused ({e:?}) under every limit; held before: {before:?}");
+                            verdicts.1 += 1;
+                        }
+                        other => panic!("seed {seed} step {step}: {other:?}"),
+                    }
+                }
+                4 => {
+                    let id = pick(&mut rng, &ids);
+                    let tasks = rng.random_bool(0.5).then(|| vec![rng.random_range(0..4)]);
+                    h.call(User::Root, Request::CancelJob(CancelJob { jobs: vec![JobRef { job_id: id, tasks }], ..CancelJob::default() }));
+                }
+                5 | 6 => {
+                    let change = if rng.random_bool(0.5) {
+                        JobChange::Account(if rng.random_bool(0.5) { "research" } else { "other" }.into())
+                    } else {
+                        JobChange::Qos(if rng.random_bool(0.5) { "normal" } else { "high" }.into())
+                    };
+                    let upd = UpdateJob { job: JobRef::id(pick(&mut rng, &ids)), changes: vec![change] };
+                    h.call(User::Root, Request::UpdateJob(upd));
+                }
+                7 => {
+                    let op = if rng.random_bool(0.5) { HoldOp::Release } else { HoldOp::Hold };
+                    h.call(User::Root, Request::HoldRelease(HoldRelease { jobs: vec![JobRef::id(pick(&mut rng, &ids))], op }));
+                }
+                _ => {
+                    h.advance(rng.random_range(1..600));
+                    h.turn();
+                }
+            }
+            assert_eq!(h.ctl_mut().submit_charges_match_records(), Ok(true), "seed {seed} step {step}");
+        }
+    }
+    assert!(verdicts.0 >= 40 && verdicts.1 >= 20, "(accepted, refused): {verdicts:?}");
+}

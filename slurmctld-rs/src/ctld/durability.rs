@@ -185,6 +185,7 @@ impl Controller {
             .collect();
         for rid in ids {
             let Some(r) = self.jobs.remove(&rid) else { continue };
+            self.submit_charges.mark(rid);
             self.sched.free_job_id(rid);
             self.core_event(CoreEvent::Cancel(r.spec.id), now);
             self.core_map.retain(|_, v| *v != rid);

@@ -85,10 +85,10 @@ impl Controller {
             Ok(mut a) => {
                 let tasks = a.array.as_ref().map_or(1, |(t, _)| t.len() as u32);
                 let checked = if !self.sched.accounting().checks_jobs() {
-                    crate::limits::check_submit(self.opts.job_limits.as_deref(), self.jobs.values(), &a.record, tasks)
+                    crate::limits::check_submit(self.opts.job_limits.as_deref(), &mut self.submit_charges, &self.jobs, &a.record, tasks)
                 } else {
                     let qos_given = s.qos.as_deref().is_some_and(|q| !q.is_empty());
-                    crate::limits::check_accounting(self.sched.accounting(), self.jobs.values(), &mut a.record, qos_given, tasks)
+                    crate::limits::check_accounting(self.sched.accounting(), &mut self.submit_charges, &self.jobs, &mut a.record, qos_given, tasks)
                 };
                 if let Err(e) = checked {
                     return Response::Error(e);

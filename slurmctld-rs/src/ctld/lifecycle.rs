@@ -512,6 +512,7 @@ impl Controller {
             .collect();
         for id in old {
             if let Some(r) = self.jobs.remove(&id) {
+                self.submit_charges.mark(id);
                 self.sched.free_job_id(id);
                 self.core_map.remove(&r.spec.id.0);
                 self.batch.purged.push((id, r.array_job_id.unwrap_or(id)));
@@ -794,6 +795,7 @@ impl Controller {
             self.index_prio(id);
         }
         self.trim_prio_index();
+        self.submit_charges.settle(&self.jobs);
         for id in dirty {
             let Some(r) = self.jobs.get_mut(&id) else { continue };
             // A pending record of an array its `ArrayTaskThrottle` holds out is written with

@@ -462,6 +462,10 @@ pub struct Controller {
     /// pending jobs. `None`: not built yet (a new controller or one that restored its
     /// records); built at its first use.
     prio_index: Option<BTreeSet<PrioKey>>,
+    /// The jobs held per (user, account, partition, QOS) for the submit limits
+    /// ([`crate::limits::SubmitCharges`]): built at the first submission under a job-count
+    /// limit, then kept by [`Controller::dirty`] and the removals of records.
+    submit_charges: crate::limits::SubmitCharges,
     /// A job's batch script ended since the last cycle: the next cycle waits only for the
     /// debounce gap, not for [`CtlOptions::batch_sched_delay`].
     job_ended_since_cycle: bool,
@@ -547,6 +551,7 @@ impl Controller {
             sched_dirty: true,
             reason_until_cycle: BTreeMap::new(),
             prio_index: None,
+            submit_charges: crate::limits::SubmitCharges::default(),
             job_ended_since_cycle: false,
             stats: StatsAcc::default(),
             started_at: now,
@@ -748,6 +753,7 @@ impl Controller {
 
     fn dirty(&mut self, id: u64) {
         self.batch.jobs.insert(id);
+        self.submit_charges.mark(id);
         self.set_job_prio(id);
         self.index_prio(id);
     }
@@ -821,6 +827,26 @@ impl Controller {
     /// The state database (tests: what it holds).
     pub fn store(&self) -> &Store {
         &self.store
+    }
+
+    /// Tests: whether the submit limits' charges, once built, equal a count of every record
+    /// ([`crate::limits::SubmitCharges::scan`]); `Ok(false)` when not built. The error shows
+    /// both.
+    ///
+    /// # Errors
+    /// The two totals when they differ.
+    pub fn submit_charges_match_records(&mut self) -> Result<bool, String> {
+        if !self.submit_charges.is_built() {
+            return Ok(false);
+        }
+        let kept: BTreeMap<crate::limits::ChargeKey, u64> =
+            self.submit_charges.totals(&self.jobs).map(|(k, n)| (k.clone(), n)).collect();
+        let scanned = crate::limits::SubmitCharges::scan(self.jobs.values());
+        if kept == scanned {
+            Ok(true)
+        } else {
+            Err(format!("kept {kept:?}\nscan {scanned:?}"))
+        }
     }
 }
 
