@@ -2,12 +2,14 @@
 //! job): sequential (one client, one connection) and concurrent (many clients; group commit
 //! batches their inserts into one transaction). Prints figures; asserts nothing.
 //!
-//! `cargo bench -p flotilla-slurmctld --bench submit [-- JOBS CLIENTS [held|plain|after-held]]`:
+//! `cargo bench -p flotilla-slurmctld --bench submit [-- JOBS CLIENTS [held|plain|after-held|after-held-limited]]`:
 //! `held` (default) submits `--hold` jobs as Slurm's bench.sh does (no scheduling cycle is
 //! triggered by them); `plain` submits jobs that can run (no node registers, so they stay
 //! pending, and every turn of the controller may run a debounced cycle over the growing
 //! queue); `after-held` submits JOBS held jobs, then times 300 plain ones one at a time
-//! (a submission's `Priority` test against a large queue; SQLite only).
+//! (a submission's `Priority` test against a large queue; SQLite only);
+//! `after-held-limited` the same under a `MaxSubmitJobs` limit (quota.conf's, far above
+//! JOBS): each submission also counts the jobs its user holds.
 //!
 //! The same on SQLite (`synchronous=FULL`, then `NORMAL`) and on a PostgreSQL server the bench
 //! starts in a temp dir (`StateStorageType=state/postgres`, the server flushing its WAL at each
@@ -101,9 +103,10 @@ fn job(hold: bool) -> SubmitJob {
 /// (ms).
 fn submit_loop(addr: SocketAddr, key: &ClusterKey, n: usize, hold: bool) -> Vec<f64> {
     let mut c = Client::connect_tcp(addr, Role::Command).unwrap();
-    let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_secs();
     let mut times = Vec::with_capacity(n);
     for _ in 0..n {
+        // Signed now: a slow run outlives a credential's 300 s.
+        let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_secs();
         let cred = key.sign(2001, 2001, "bench", now, 300);
         let t = Instant::now();
         match c.call(Some(cred), Request::SubmitJob(Box::new(job(hold)))).unwrap() {
@@ -143,7 +146,7 @@ fn squeue(addr: SocketAddr, key: &ClusterKey) -> (f64, u64) {
 
 /// A controller over [`cluster`] on `storage` (state and key in `dir`), on its own runtime:
 /// the runtime (drop it after the shutdown), the daemon and its key.
-fn start(dir: &std::path::Path, storage: StorageConf) -> (tokio::runtime::Runtime, daemon::Daemon, ClusterKey) {
+fn start(dir: &std::path::Path, storage: StorageConf, opts: CtlOptions) -> (tokio::runtime::Runtime, daemon::Daemon, ClusterKey) {
     let key = ClusterKey::generate(&dir.join("key")).unwrap();
     let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap();
     let d = rt
@@ -154,7 +157,7 @@ fn start(dir: &std::path::Path, storage: StorageConf) -> (tokio::runtime::Runtim
             listen: Some("127.0.0.1:0".parse().unwrap()),
             socket: None,
             storage,
-            opts: CtlOptions::default(),
+            opts,
             max_conns: 4096,
             max_frame: flotilla_proto::DEFAULT_MAX_FRAME,
             slurm_uid: 0,
@@ -181,7 +184,7 @@ fn submit_concurrently(addr: SocketAddr, key: &ClusterKey, n: usize, clients: us
 fn run(storage: Option<StorageConf>, sync: SyncMode, label: &str, seq_jobs: usize, conc_jobs: usize, clients: usize, hold: bool) {
     let dir = tempfile::tempdir().unwrap();
     let storage = storage.unwrap_or_else(|| StorageConf::Sqlite { dir: dir.path().join("state"), sync });
-    let (rt, d, key) = start(dir.path(), storage);
+    let (rt, d, key) = start(dir.path(), storage, CtlOptions::default());
     let addr = d.tcp_addr.unwrap();
     let t = Instant::now();
     submit_loop(addr, &key, seq_jobs, hold);
@@ -212,17 +215,25 @@ fn run(storage: Option<StorageConf>, sync: SyncMode, label: &str, seq_jobs: usiz
 /// `_top_priority` in `job_allocate`, the `Priority` reason); the held jobs (priority 0)
 /// rank below every one of them, so this shows what the queue's size costs that test.
 /// SQLite `synchronous=NORMAL`; the scheduling pass paced as slurm.conf's default (3 s), so
-/// few of the timed turns run one.
-fn after_held(jobs: usize, clients: usize) {
+/// few of the timed turns run one. `limited`: under a `MaxSubmitJobs` of ten million jobs
+/// (every submission counts the jobs its user holds, `limits::check_submit`).
+fn after_held(jobs: usize, clients: usize, limited: bool) {
     let dir = tempfile::tempdir().unwrap();
-    let (rt, d, key) = start(dir.path(), StorageConf::Sqlite { dir: dir.path().join("state"), sync: SyncMode::Normal });
+    let mut opts = CtlOptions::default();
+    if limited {
+        opts.job_limits = Some(std::sync::Arc::new(MaxSubmitJobs(10_000_000)));
+    }
+    let (rt, d, key) = start(dir.path(), StorageConf::Sqlite { dir: dir.path().join("state"), sync: SyncMode::Normal }, opts);
     let addr = d.tcp_addr.unwrap();
+    let t = Instant::now();
     let held = submit_concurrently(addr, &key, jobs, clients, true);
+    let flood = held as f64 / t.elapsed().as_secs_f64();
     let mut times = submit_loop(addr, &key, 300, false);
     times.sort_by(f64::total_cmp);
     let pct = |p: usize| times[(times.len() * p / 100).min(times.len() - 1)];
     println!(
-        "SQLite synchronous=NORMAL, {held} held jobs then 300 plain ones, one client: per plain submission median {:.2} ms, p90 {:.2} ms, max {:.2} ms",
+        "SQLite synchronous=NORMAL, {held} held jobs ({flood:.0} jobs/s) then 300 plain ones, one client{}: per plain submission median {:.2} ms, p90 {:.2} ms, max {:.2} ms",
+        if limited { ", MaxSubmitJobs=10000000" } else { "" },
         pct(50),
         pct(90),
         times[times.len() - 1]
@@ -231,12 +242,22 @@ fn after_held(jobs: usize, clients: usize) {
     drop(rt);
 }
 
+/// Every user's `MaxSubmitJobs` in every account (quota.conf's limit, as a source).
+#[derive(Debug)]
+struct MaxSubmitJobs(u32);
+
+impl flotilla_slurmctld::limits::JobLimitSource for MaxSubmitJobs {
+    fn max_submit_jobs(&self, _user: &str, _account: &str) -> Option<u32> {
+        Some(self.0)
+    }
+}
+
 fn main() {
     let args: Vec<String> = std::env::args().skip(1).filter(|a| !a.starts_with('-')).collect();
     let jobs: usize = args.first().and_then(|a| a.parse().ok()).unwrap_or(20_000);
     let clients: usize = args.get(1).and_then(|a| a.parse().ok()).unwrap_or(64);
-    if args.get(2).is_some_and(|a| a == "after-held") {
-        after_held(jobs, clients);
+    if let Some(mode @ ("after-held" | "after-held-limited")) = args.get(2).map(String::as_str) {
+        after_held(jobs, clients, mode == "after-held-limited");
         return;
     }
     let hold = args.get(2).is_none_or(|a| a != "plain");
