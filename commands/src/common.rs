@@ -327,9 +327,10 @@ pub fn gid_from_string(name: &str) -> Option<u32> {
     nix::unistd::Group::from_gid(nix::unistd::Gid::from_raw(n)).ok().flatten().map(|_| n)
 }
 
-/// A whole decimal number as `strtol` reads it (leading blanks and one sign allowed, nothing
-/// after the digits), 0 to `INT_MAX`.
-fn strtol_id(s: &str) -> Option<u32> {
+/// A whole decimal number as C's `strtol` reads it: leading blanks and one sign allowed,
+/// nothing after the digits. `None`: not such a number; `Some(Err(negative))`: past `long`'s
+/// range, below or above.
+fn strtol_whole(s: &str) -> Option<Result<i64, bool>> {
     let t = s.trim_start_matches([' ', '\t', '\n', '\r', '\x0b', '\x0c']);
     let (neg, digits) = match t.as_bytes().first() {
         Some(b'+') => (false, &t[1..]),
@@ -339,11 +340,39 @@ fn strtol_id(s: &str) -> Option<u32> {
     if digits.is_empty() || !digits.bytes().all(|b| b.is_ascii_digit()) {
         return None;
     }
-    let v: u64 = digits.parse().unwrap_or(u64::MAX);
-    if v > i32::MAX as u64 || (neg && v != 0) {
-        return None;
+    Some(match digits.parse::<i64>() {
+        Ok(v) if neg => Ok(-v),
+        Ok(v) => Ok(v),
+        Err(_) => Err(neg),
+    })
+}
+
+/// A uid or gid as digits (`uid_from_string`'s `strtol` test): 0 to `INT_MAX`.
+fn strtol_id(s: &str) -> Option<u32> {
+    match strtol_whole(s)? {
+        Ok(v) if (0..=i64::from(i32::MAX)).contains(&v) => Some(v as u32),
+        _ => None,
     }
-    Some(v as u32)
+}
+
+/// Slurm 22.05's `parse_int` (`proc_args.c`), shared by sbatch, salloc and srun: the whole
+/// value as `strtol` reads it (leading blanks and a sign allowed, nothing after the digits),
+/// not negative, and above zero when `positive`. The error is Slurm's message, printed after
+/// the command's prefix with exit status 1 (its `exit(1)`, not the 255 of the options whose
+/// setter returns an error): `Invalid numeric value "VALUE" for OPTION.`, or for a value past
+/// `long`'s range `Numeric argument (9223372036854775807) to big for OPTION.`. A value past
+/// `int`'s range, which Slurm truncates and takes, is refused here as too big.
+///
+/// # Errors
+/// The message above.
+pub fn parse_int(a: &str, opt: &str, positive: bool) -> Result<i32, String> {
+    let invalid = || format!("Invalid numeric value \"{a}\" for {opt}.");
+    match strtol_whole(a) {
+        None | Some(Err(true)) => Err(invalid()),
+        Some(Err(false)) => Err(format!("Numeric argument ({}) to big for {opt}.", i64::MAX)),
+        Some(Ok(v)) if v < 0 || (positive && v == 0) => Err(invalid()),
+        Some(Ok(v)) => i32::try_from(v).map_err(|_| format!("Numeric argument ({v}) to big for {opt}.")),
+    }
 }
 
 /// This host's name.
@@ -523,6 +552,26 @@ mod tests {
         assert_eq!(gid_from_string("0"), Some(0));
         assert_eq!(uid_from_string("no-such-user-here"), None);
         assert_eq!(uid_from_string("2147483000"), None);
+    }
+
+    /// Slurm's `parse_int` (`proc_args.c`) on the values its users give; the messages are
+    /// those the reference printed (`sbatch -n x`, `--mincpus=0`, `-n '2 '`, `-n 9999...`).
+    #[test]
+    fn parse_int_reads_and_refuses_as_slurm() {
+        assert_eq!(parse_int("4", "--ntasks", true), Ok(4));
+        assert_eq!(parse_int(" 2", "--ntasks", true), Ok(2));
+        assert_eq!(parse_int("0", "--wait-all-nodes", false), Ok(0));
+        assert_eq!(parse_int("-0", "--wait-all-nodes", false), Ok(0));
+        assert_eq!(parse_int("x", "--ntasks", true), Err("Invalid numeric value \"x\" for --ntasks.".into()));
+        assert_eq!(parse_int("0", "--mincpus", true), Err("Invalid numeric value \"0\" for --mincpus.".into()));
+        assert_eq!(parse_int("-1", "--mincpus", true), Err("Invalid numeric value \"-1\" for --mincpus.".into()));
+        assert_eq!(parse_int("2 ", "--ntasks", true), Err("Invalid numeric value \"2 \" for --ntasks.".into()));
+        assert_eq!(parse_int("", "--mincpus", true), Err("Invalid numeric value \"\" for --mincpus.".into()));
+        assert_eq!(
+            parse_int("99999999999999999999", "--ntasks", true),
+            Err("Numeric argument (9223372036854775807) to big for --ntasks.".into())
+        );
+        assert_eq!(parse_int("-99999999999999999999", "--ntasks", true), Err("Invalid numeric value \"-99999999999999999999\" for --ntasks.".into()));
     }
 
     #[test]

@@ -58,6 +58,18 @@ const O_GPUS_PER_SOCKET: u32 = 1034;
 const O_SOCKETS_PER_NODE: u32 = 1035;
 const O_UID: u32 = 1036;
 const O_GID: u32 = 1037;
+const O_MINCPUS: u32 = 1038;
+const O_NTASKS_PER_CORE: u32 = 1039;
+const O_THREADS_PER_CORE: u32 = 1040;
+const O_CORES_PER_SOCKET: u32 = 1041;
+const O_THREAD_SPEC: u32 = 1042;
+const O_SWITCHES: u32 = 1043;
+const O_WAIT_ALL_NODES: u32 = 1044;
+const O_MAIL_TYPE: u32 = 1045;
+const O_TMP: u32 = 1046;
+const O_KILL_ON_INVALID_DEP: u32 = 1047;
+const O_GRES_FLAGS: u32 = 1048;
+const O_DELAY_BOOT: u32 = 1049;
 
 const fn c(ch: char) -> u32 {
     ch as u32
@@ -84,12 +96,12 @@ pub const LONGS: &[LongOpt] = &[
     lo("container", HasArg::Required, O_IGNORED_ARG),
     lo("contiguous", HasArg::No, O_IGNORED),
     lo("core-spec", HasArg::Required, c('S')),
-    lo("cores-per-socket", HasArg::Required, O_IGNORED_ARG),
+    lo("cores-per-socket", HasArg::Required, O_CORES_PER_SOCKET),
     lo("cpu-freq", HasArg::Required, O_IGNORED_ARG),
     lo("cpus-per-gpu", HasArg::Required, O_CPUS_PER_GPU),
     lo("cpus-per-task", HasArg::Required, c('c')),
     lo("deadline", HasArg::Required, O_DEADLINE),
-    lo("delay-boot", HasArg::Required, O_IGNORED_ARG),
+    lo("delay-boot", HasArg::Required, O_DELAY_BOOT),
     lo("dependency", HasArg::Required, c('d')),
     lo("distribution", HasArg::Required, c('m')),
     lo("elastic", HasArg::No, O_ELASTIC),
@@ -110,23 +122,23 @@ pub const LONGS: &[LongOpt] = &[
     lo("gpus-per-socket", HasArg::Required, O_GPUS_PER_SOCKET),
     lo("gpus-per-task", HasArg::Required, O_GPUS_PER_TASK),
     lo("gres", HasArg::Required, O_GRES),
-    lo("gres-flags", HasArg::Required, O_IGNORED_ARG),
+    lo("gres-flags", HasArg::Required, O_GRES_FLAGS),
     lo("help", HasArg::No, O_HELP),
     lo("hint", HasArg::Required, O_IGNORED_ARG),
     lo("hold", HasArg::No, c('H')),
     lo("ignore-pbs", HasArg::No, O_IGNORED),
     lo("input", HasArg::Required, c('i')),
     lo("job-name", HasArg::Required, c('J')),
-    lo("kill-on-invalid-dep", HasArg::Required, O_IGNORED_ARG),
+    lo("kill-on-invalid-dep", HasArg::Required, O_KILL_ON_INVALID_DEP),
     lo("licenses", HasArg::Required, c('L')),
-    lo("mail-type", HasArg::Required, O_IGNORED_ARG),
+    lo("mail-type", HasArg::Required, O_MAIL_TYPE),
     lo("mail-user", HasArg::Required, O_IGNORED_ARG),
     lo("mcs-label", HasArg::Required, O_IGNORED_ARG),
     lo("mem", HasArg::Required, O_MEM),
     lo("mem-bind", HasArg::Required, O_IGNORED_ARG),
     lo("mem-per-cpu", HasArg::Required, O_MEM_PER_CPU),
     lo("mem-per-gpu", HasArg::Required, O_MEM_PER_GPU),
-    lo("mincpus", HasArg::Required, O_IGNORED_ARG),
+    lo("mincpus", HasArg::Required, O_MINCPUS),
     lo("network", HasArg::Required, O_IGNORED_ARG),
     lo("nice", HasArg::Optional, O_NICE),
     lo("no-kill", HasArg::Optional, c('k')),
@@ -135,7 +147,7 @@ pub const LONGS: &[LongOpt] = &[
     lo("nodelist", HasArg::Required, c('w')),
     lo("nodes", HasArg::Required, c('N')),
     lo("ntasks", HasArg::Required, c('n')),
-    lo("ntasks-per-core", HasArg::Required, O_IGNORED_ARG),
+    lo("ntasks-per-core", HasArg::Required, O_NTASKS_PER_CORE),
     lo("ntasks-per-gpu", HasArg::Required, O_NTASKS_PER_GPU),
     lo("ntasks-per-node", HasArg::Required, O_NTASKS_PER_NODE),
     lo("ntasks-per-socket", HasArg::Required, O_IGNORED_ARG),
@@ -158,13 +170,13 @@ pub const LONGS: &[LongOpt] = &[
     lo("signal", HasArg::Required, O_SIGNAL),
     lo("sockets-per-node", HasArg::Required, O_SOCKETS_PER_NODE),
     lo("spread-job", HasArg::No, O_IGNORED),
-    lo("switches", HasArg::Required, O_IGNORED_ARG),
+    lo("switches", HasArg::Required, O_SWITCHES),
     lo("test-only", HasArg::No, O_TEST_ONLY),
-    lo("thread-spec", HasArg::Required, O_IGNORED_ARG),
-    lo("threads-per-core", HasArg::Required, O_IGNORED_ARG),
+    lo("thread-spec", HasArg::Required, O_THREAD_SPEC),
+    lo("threads-per-core", HasArg::Required, O_THREADS_PER_CORE),
     lo("time", HasArg::Required, c('t')),
     lo("time-min", HasArg::Required, O_TIME_MIN),
-    lo("tmp", HasArg::Required, O_IGNORED_ARG),
+    lo("tmp", HasArg::Required, O_TMP),
     lo("topology", HasArg::Required, O_TOPOLOGY),
     lo("uid", HasArg::Required, O_UID),
     lo("usage", HasArg::No, O_USAGE),
@@ -172,7 +184,7 @@ pub const LONGS: &[LongOpt] = &[
     lo("verbose", HasArg::No, c('v')),
     lo("version", HasArg::No, c('V')),
     lo("wait", HasArg::No, c('W')),
-    lo("wait-all-nodes", HasArg::Required, O_IGNORED_ARG),
+    lo("wait-all-nodes", HasArg::Required, O_WAIT_ALL_NODES),
     lo("wckey", HasArg::Required, O_IGNORED_ARG),
     lo("wrap", HasArg::Required, O_WRAP),
 ];
@@ -748,6 +760,9 @@ pub fn apply(opts: &mut Opts, o: &Opt) -> Result<(), Fatal> {
             j.checkpoint_bytes =
                 Some(parse_bytes(a).ok_or_else(|| fatal(format!("Invalid --checkpoint-bytes specification: {a}"), 255))?)
         }
+        // Checked as Slurm 22.05 checks them, then unused: Flotilla has no use for their
+        // values yet.
+        O_MINCPUS..=O_DELAY_BOOT => check_unused(o.id, a)?,
         // Accepted for compatibility; Flotilla has no use for them yet.
         _ => {}
     }
@@ -775,11 +790,70 @@ fn parse_time(a: &str, opt: &str) -> Result<TimeLimitWire, Fatal> {
 }
 
 fn parse_count(a: &str, opt: &str) -> Result<u32, Fatal> {
-    a.trim()
-        .parse::<u32>()
-        .ok()
-        .filter(|&n| n > 0)
-        .ok_or_else(|| fatal(format!("Invalid numeric value \"{a}\" for {opt}."), 255))
+    parse_int(a, opt, true).map(|n| n as u32)
+}
+
+/// The options sbatch checks and Flotilla does not use, by id, with their names.
+const CHECKED_UNUSED: &[(u32, &str)] = &[
+    (O_MINCPUS, "mincpus"),
+    (O_NTASKS_PER_CORE, "ntasks-per-core"),
+    (O_THREADS_PER_CORE, "threads-per-core"),
+    (O_CORES_PER_SOCKET, "cores-per-socket"),
+    (O_THREAD_SPEC, "thread-spec"),
+    (O_SWITCHES, "switches"),
+    (O_WAIT_ALL_NODES, "wait-all-nodes"),
+    (O_MAIL_TYPE, "mail-type"),
+    (O_TMP, "tmp"),
+    (O_KILL_ON_INVALID_DEP, "kill-on-invalid-dep"),
+    (O_GRES_FLAGS, "gres-flags"),
+    (O_DELAY_BOOT, "delay-boot"),
+];
+
+/// The value of an option Flotilla does not use, checked as Slurm 22.05's setter checks it
+/// (`slurm_opt.c`): counts with `parse_int` (`Invalid numeric value ...`, exit 1:
+/// `--mincpus`, `--ntasks-per-core`, `--threads-per-core`, `--cores-per-socket`,
+/// `--thread-spec`, `--switches` before any `@TIME`, `--wait-all-nodes`), the others
+/// against their setter's rule, refused with `Invalid --OPTION specification` and exit 255:
+/// `--wait-all-nodes` above 1, `--mail-type` ([`mail_type_valid`]), `--tmp` (a size, as
+/// `--mem`), `--kill-on-invalid-dep` (`yes` or `no`), `--gres-flags` (`disable-binding` or
+/// `enforce-binding`), `--delay-boot` (`time_str2secs`); any case where Slurm ignores it.
+fn check_unused(id: u32, a: &str) -> Result<(), Fatal> {
+    let name = CHECKED_UNUSED.iter().find(|(i, _)| *i == id).map_or("", |(_, n)| n);
+    let ok = match id {
+        O_MINCPUS | O_NTASKS_PER_CORE | O_THREADS_PER_CORE | O_CORES_PER_SOCKET | O_THREAD_SPEC => {
+            return parse_int(a, &format!("--{name}"), true).map(drop)
+        }
+        O_SWITCHES => return parse_int(a.split('@').next().unwrap_or(""), "--switches", true).map(drop),
+        O_WAIT_ALL_NODES => parse_int(a, "--wait-all-nodes", false)? <= 1,
+        O_MAIL_TYPE => mail_type_valid(a),
+        O_TMP => parse_mem(a).is_some(),
+        O_KILL_ON_INVALID_DEP => a.eq_ignore_ascii_case("yes") || a.eq_ignore_ascii_case("no"),
+        O_GRES_FLAGS => a.eq_ignore_ascii_case("disable-binding") || a.eq_ignore_ascii_case("enforce-binding"),
+        O_DELAY_BOOT => flotilla_core::time::time_str2secs(a).is_ok(),
+        _ => true,
+    };
+    if ok {
+        Ok(())
+    } else {
+        Err(fatal(format!("Invalid --{name} specification"), 255))
+    }
+}
+
+/// [`common::parse_int`] with sbatch's prefix and exit status 1.
+fn parse_int(a: &str, opt: &str, positive: bool) -> Result<i32, Fatal> {
+    common::parse_int(a, opt, positive).map_err(|m| fatal(m, 1))
+}
+
+/// Slurm 22.05's `parse_mail_type` (`proc_args.c`): a comma list of `NONE`, `BEGIN`, `END`,
+/// `FAIL`, `REQUEUE`, `ALL`, `INVALID_DEPEND`, `STAGE_OUT`, `TIME_LIMIT`, `TIME_LIMIT_90`,
+/// `_80`, `_50`, `ARRAY_TASKS` (any case); words it does not know are skipped, and the value
+/// is refused only when none is known.
+fn mail_type_valid(a: &str) -> bool {
+    const KNOWN: &[&str] = &[
+        "NONE", "ARRAY_TASKS", "BEGIN", "END", "FAIL", "INVALID_DEPEND", "REQUEUE", "ALL", "STAGE_OUT", "TIME_LIMIT", "TIME_LIMIT_90",
+        "TIME_LIMIT_80", "TIME_LIMIT_50",
+    ];
+    a.split(',').filter(|w| !w.is_empty()).any(|w| KNOWN.iter().any(|k| k.eq_ignore_ascii_case(w)))
 }
 
 /// `-N min[-max]`.
@@ -1100,7 +1174,7 @@ mod tests {
             Err(fatal("Batch job submission failed: Invalid generic resource (gres) specification", 1))
         );
         assert_eq!(check_elastic(&opts_of(&["-N2-4", "--elastic-step=2"]).unwrap()).unwrap_err().code, 255);
-        assert_eq!(opts_of(&["--elastic-step=0"]).unwrap_err().code, 255);
+        assert_eq!(opts_of(&["--elastic-step=0"]).unwrap_err().code, 1, "parse_int's exit status");
         assert_eq!(opts_of(&["--elastic-signal=NOPE"]).unwrap_err(), fatal("Invalid --elastic-signal specification: NOPE", 255));
         // Plain --gpus counts are unchanged.
         assert_eq!(parse_gpu_range("a100:2"), (GpuCount { gpu_type: Some("a100".into()), count: 2 }, None));

@@ -46,6 +46,7 @@ const O_HELP: u32 = 1010;
 const O_IGNORED_ARG: u32 = 1011;
 const O_IGNORED: u32 = 1012;
 const O_MPI: u32 = 1013;
+const O_MINCPUS: u32 = 1014;
 
 /// srun's getopt string (Slurm 22.05 `opt.c`); `+`: stop at the program name.
 pub const SHORTS: &str = "+A:b:B:c:C:d:D:e:EG:hHi:I::jJ:k::K::lL:m:M:n:N:o:Op:q:QsS:t:T:uvVw:W:x:XZ";
@@ -78,6 +79,7 @@ pub const LONGS: &[LongOpt] = &[
     lo("label", HasArg::No, c('l')),
     lo("mem", HasArg::Required, O_MEM),
     lo("mem-per-cpu", HasArg::Required, O_MEM_PER_CPU),
+    lo("mincpus", HasArg::Required, O_MINCPUS),
     lo("mpi", HasArg::Required, O_MPI),
     lo("no-kill", HasArg::Optional, c('k')),
     lo("nodelist", HasArg::Required, c('w')),
@@ -126,12 +128,9 @@ fn fatal(msg: impl Into<String>, code: i32) -> Fatal {
     }
 }
 
+/// A positive count as Slurm's `parse_int` reads it ([`crate::common::parse_int`]; exit 1).
 fn count(a: &str, opt: &str) -> Result<u32, Fatal> {
-    a.trim()
-        .parse::<u32>()
-        .ok()
-        .filter(|&n| n > 0)
-        .ok_or_else(|| fatal(format!("Invalid numeric value \"{a}\" for {opt}."), 255))
+    crate::common::parse_int(a, opt, true).map(|n| n as u32).map_err(|m| fatal(m, 1))
 }
 
 /// Runs `srun` with `args` (`args[0]` is the program name); returns its exit status.
@@ -224,6 +223,11 @@ fn parse(argv: &[String], env: &dyn Fn(&str) -> Option<String>) -> Result<(Opts,
             }
             x if [c('A'), c('C'), c('G'), c('p'), c('q'), c('t'), c('x')].contains(&x) => word(&mut o),
             O_GPUS_PER_NODE | O_GRES | O_MEM | O_MEM_PER_CPU => word(&mut o),
+            // Checked as Slurm's `parse_int`; an allocation option (sbatch's, unused there).
+            O_MINCPUS => {
+                count(&a, "--mincpus")?;
+                word(&mut o);
+            }
             // Accepted; no effect in Flotilla (-u: output is always forwarded as it comes).
             _ => {}
         }

@@ -46,6 +46,18 @@ A01 = [
     {"name": "uid_unknown", "user": "root", "cmd": "sbatch --uid=nosuch --wrap true; echo rc=$?\nsbatch --uid=99999 --wrap true; echo rc=$?\nsbatch --gid=nosuch --wrap true; echo rc=$?"},
     {"name": "uid_as_root", "user": "root", "cmd": ". /home/alice/x/lib.sh\nsb --uid=alice -H --wrap true -D /home/alice/x\nsb --uid=2002 --gid=alice -H --wrap true -D /home/bob/x\nsqueue -h -j $J1,$J2 -o '%i|%u|%g|%a' | m | sort\nscontrol show job $J1 | grep -oE '(UserId|GroupId)=[^ ]*'\nfin"},
     {"name": "uid_in_script", "user": "root", "cmd": ". /home/alice/x/lib.sh\nprintf '#!/bin/bash\\n#SBATCH --uid=bob\\ntrue\\n' > /tmp/uid_in_script.sh\nsb -H -D /home/bob/x /tmp/uid_in_script.sh\nsqueue -h -j $J1 -o '%u|%g' | m\nrm -f /tmp/uid_in_script.sh\nfin"},
+    # Option values sbatch checks though Flotilla does not use them (slurm_opt.c setters,
+    # proc_args.c parse_int: "Invalid numeric value" and exit 1; the setters' own errors exit
+    # 255) and srun's and salloc's counts (the same parse_int).
+    {"name": "numeric_values_refused", "cmd": "sbatch -H -n x --wrap true; echo rc=$?\nsbatch -H --cpus-per-task=-1 --wrap true; echo rc=$?\nsbatch -H --mincpus=0 --wrap true; echo rc=$?\nsbatch -H -n '2 ' --wrap true; echo rc=$?\nsbatch -H --ntasks-per-node=abc --wrap true; echo rc=$?"},
+    {"name": "numeric_value_too_big", "cmd": "sbatch -H -n 99999999999999999999 --wrap true; echo rc=$?\nsbatch -H -n -99999999999999999999 --wrap true; echo rc=$?"},
+    {"name": "numeric_options_unused", "cmd": "sbatch -H --ntasks-per-core=x --wrap true; echo rc=$?\nsbatch -H --threads-per-core=x --wrap true; echo rc=$?\nsbatch -H --cores-per-socket=x --wrap true; echo rc=$?\nsbatch -H --thread-spec=0 --wrap true; echo rc=$?\nsbatch -H --switches=x@5 --wrap true; echo rc=$?"},
+    {"name": "numeric_value_accepted", "cmd": "sb -H -n ' 2' --mincpus=+3 --wait-all-nodes=0 --switches=2@1:00 --wrap true\nfin"},
+    {"name": "mail_type_values", "cmd": "sbatch -H --mail-type=bogus --wrap true; echo rc=$?\nsbatch -H --mail-type=, --wrap true; echo rc=$?\nsb -H --mail-type=END,bogus --wrap true\nsb -H --mail-type=none,BEGIN --wrap true\nfin"},
+    {"name": "tmp_values", "cmd": "sbatch -H --tmp=abc --wrap true; echo rc=$?\nsbatch -H --tmp=5X --wrap true; echo rc=$?\nsbatch -H --tmp=-1 --wrap true; echo rc=$?\nsb -H --tmp=10G --wrap true\nfin"},
+    {"name": "flag_words", "cmd": "sbatch -H --kill-on-invalid-dep=maybe --wrap true; echo rc=$?\nsbatch -H --gres-flags=bogus --wrap true; echo rc=$?\nsb -H --kill-on-invalid-dep=YES --gres-flags=Enforce-Binding --wrap true\nfin"},
+    {"name": "wait_all_nodes_and_delay_boot", "cmd": "sbatch -H --wait-all-nodes=5 --wrap true; echo rc=$?\nsbatch -H --wait-all-nodes=x --wrap true; echo rc=$?\nsbatch -H --delay-boot=x --wrap true; echo rc=$?\nsbatch -H --delay-boot=1:2:3:4 --wrap true; echo rc=$?\nsb -H --wait-all-nodes=1 --delay-boot=1:00 --wrap true\nfin"},
+    {"name": "srun_salloc_counts", "cmd": "srun -n x true; echo rc=$?\nsrun --mincpus=0 true; echo rc=$?\nsalloc -n x true; echo rc=$?"},
 ]
 
 # Area a02: output file name patterns (src/common/fd.c / slurmstepd io: expand_stdio_fields).
