@@ -70,6 +70,7 @@ const O_TMP: u32 = 1046;
 const O_KILL_ON_INVALID_DEP: u32 = 1047;
 const O_GRES_FLAGS: u32 = 1048;
 const O_DELAY_BOOT: u32 = 1049;
+const O_RESERVATION: u32 = 1050;
 
 const fn c(ch: char) -> u32 {
     ch as u32
@@ -166,7 +167,7 @@ pub const LONGS: &[LongOpt] = &[
     lo("quiet", HasArg::No, c('Q')),
     lo("reboot", HasArg::No, O_IGNORED),
     lo("requeue", HasArg::No, O_REQUEUE),
-    lo("reservation", HasArg::Required, O_IGNORED_ARG),
+    lo("reservation", HasArg::Required, O_RESERVATION),
     lo("signal", HasArg::Required, O_SIGNAL),
     lo("sockets-per-node", HasArg::Required, O_SOCKETS_PER_NODE),
     lo("spread-job", HasArg::No, O_IGNORED),
@@ -196,6 +197,7 @@ const ENV_OPTS: &[(&str, &str)] = &[
     ("SBATCH_ARRAY_INX", "array"),
     ("SBATCH_CONSTRAINT", "constraint"),
     ("SBATCH_CPUS_PER_GPU", "cpus-per-gpu"),
+    ("SBATCH_DELAY_BOOT", "delay-boot"),
     ("SBATCH_DEBUG", "verbose"),
     ("SBATCH_EXCLUSIVE", "exclusive"),
     ("SBATCH_EXPORT", "export"),
@@ -204,6 +206,7 @@ const ENV_OPTS: &[(&str, &str)] = &[
     ("SBATCH_GPUS_PER_SOCKET", "gpus-per-socket"),
     ("SBATCH_GPUS_PER_TASK", "gpus-per-task"),
     ("SBATCH_GRES", "gres"),
+    ("SBATCH_GRES_FLAGS", "gres-flags"),
     ("SBATCH_HOLD", "hold"),
     ("SBATCH_JOB_NAME", "job-name"),
     ("SBATCH_MEM_PER_CPU", "mem-per-cpu"),
@@ -214,10 +217,15 @@ const ENV_OPTS: &[(&str, &str)] = &[
     ("SBATCH_PARTITION", "partition"),
     ("SBATCH_QOS", "qos"),
     ("SBATCH_REQUEUE", "requeue"),
+    ("SBATCH_RESERVATION", "reservation"),
+    ("SBATCH_REQ_SWITCH", "switches"),
     ("SBATCH_SIGNAL", "signal"),
+    ("SBATCH_THREAD_SPEC", "thread-spec"),
+    ("SBATCH_THREADS_PER_CORE", "threads-per-core"),
     ("SBATCH_TIMELIMIT", "time"),
     ("SBATCH_TIME_MIN", "time-min"),
     ("SBATCH_WAIT", "wait"),
+    ("SBATCH_WAIT_ALL_NODES", "wait-all-nodes"),
     ("SBATCH_WCKEY", "wckey"),
     ("SBATCH_TOPOLOGY", "topology"),
 ];
@@ -763,6 +771,8 @@ pub fn apply(opts: &mut Opts, o: &Opt) -> Result<(), Fatal> {
         // Checked as Slurm 22.05 checks them, then unused: Flotilla has no use for their
         // values yet.
         O_MINCPUS..=O_DELAY_BOOT => check_unused(o.id, a)?,
+        // The controller refuses a name: Flotilla has no advance reservations.
+        O_RESERVATION => j.reservation = Some(a.into()),
         // Accepted for compatibility; Flotilla has no use for them yet.
         _ => {}
     }

@@ -47,6 +47,7 @@ const O_IGNORED_ARG: u32 = 1011;
 const O_IGNORED: u32 = 1012;
 const O_MPI: u32 = 1013;
 const O_MINCPUS: u32 = 1014;
+const O_RESERVATION: u32 = 1015;
 
 /// srun's getopt string (Slurm 22.05 `opt.c`); `+`: stop at the program name.
 pub const SHORTS: &str = "+A:b:B:c:C:d:D:e:EG:hHi:I::jJ:k::K::lL:m:M:n:N:o:Op:q:QsS:t:T:uvVw:W:x:XZ";
@@ -91,6 +92,7 @@ pub const LONGS: &[LongOpt] = &[
     lo("overlap", HasArg::No, O_OVERLAP),
     lo("partition", HasArg::Required, c('p')),
     lo("qos", HasArg::Required, c('q')),
+    lo("reservation", HasArg::Required, O_RESERVATION),
     lo("quiet", HasArg::No, c('Q')),
     lo("time", HasArg::Required, c('t')),
     lo("unbuffered", HasArg::No, c('u')),
@@ -222,7 +224,7 @@ fn parse(argv: &[String], env: &dyn Fn(&str) -> Option<String>) -> Result<(Opts,
                 o.jobid = Some(a.split('.').next().unwrap_or("").parse().map_err(|_| fatal(format!("Invalid job id: {a}"), 255))?)
             }
             x if [c('A'), c('C'), c('G'), c('p'), c('q'), c('t'), c('x')].contains(&x) => word(&mut o),
-            O_GPUS_PER_NODE | O_GRES | O_MEM | O_MEM_PER_CPU => word(&mut o),
+            O_GPUS_PER_NODE | O_GRES | O_MEM | O_MEM_PER_CPU | O_RESERVATION => word(&mut o),
             // Checked as Slurm's `parse_int`; an allocation option (sbatch's, unused there).
             O_MINCPUS => {
                 count(&a, "--mincpus")?;

@@ -58,6 +58,12 @@ A01 = [
     {"name": "flag_words", "cmd": "sbatch -H --kill-on-invalid-dep=maybe --wrap true; echo rc=$?\nsbatch -H --gres-flags=bogus --wrap true; echo rc=$?\nsb -H --kill-on-invalid-dep=YES --gres-flags=Enforce-Binding --wrap true\nfin"},
     {"name": "wait_all_nodes_and_delay_boot", "cmd": "sbatch -H --wait-all-nodes=5 --wrap true; echo rc=$?\nsbatch -H --wait-all-nodes=x --wrap true; echo rc=$?\nsbatch -H --delay-boot=x --wrap true; echo rc=$?\nsbatch -H --delay-boot=1:2:3:4 --wrap true; echo rc=$?\nsb -H --wait-all-nodes=1 --delay-boot=1:00 --wrap true\nfin"},
     {"name": "srun_salloc_counts", "cmd": "srun -n x true; echo rc=$?\nsrun --mincpus=0 true; echo rc=$?\nsalloc -n x true; echo rc=$?"},
+    # --reservation (job_mgr.c _job_create: validate_job_resv after the job id and the
+    # dependency; an unknown name is ESLURM_RESERVATION_INVALID, the id used, no record).
+    {"name": "reservation_unknown", "cmd": "sbatch -H --reservation=nosuch --wrap true; echo rc=$?\nSBATCH_RESERVATION=r2 sbatch -H --wrap true; echo rc=$?\nprintf '#!/bin/bash\\n#SBATCH --reservation=r3\\ntrue\\n' > resv.sh\nsbatch -H resv.sh; echo rc=$?\nrm -f resv.sh"},
+    {"name": "reservation_uses_an_id", "cmd": "sb -H --wrap true\nsbatch -H --reservation=r1 --wrap true; echo rc=$?\nsb -H --wrap true\necho \"ids apart: $((J2 - J1))\"\nsqueue -h -t all -u alice -o '%i|%T' | m | grep '^J' | sort\nfin"},
+    {"name": "reservation_empty", "cmd": "sb -H --reservation= --wrap true\nsqueue -h -j $J1 -o '%T|%r' | m\nfin"},
+    {"name": "reservation_salloc_srun", "cmd": "salloc --reservation=foo true; echo rc=$?\nsrun --reservation=foo true; echo rc=$?"},
 ]
 
 # Area a02: output file name patterns (src/common/fd.c / slurmstepd io: expand_stdio_fields).

@@ -80,6 +80,10 @@ pub const ESLURM_BATCH_ONLY: i32 = 2039;
 pub const ESLURM_INVALID_ACCOUNT: i32 = 2045;
 /// `ESLURM_INVALID_TIME_LIMIT`.
 pub const ESLURM_INVALID_TIME_LIMIT: i32 = 2051;
+/// `ESLURM_RESERVATION_ACCESS`.
+pub const ESLURM_RESERVATION_ACCESS: i32 = 2052;
+/// `ESLURM_RESERVATION_INVALID`: a job names a reservation that does not exist.
+pub const ESLURM_RESERVATION_INVALID: i32 = 2053;
 /// `ESLURM_ACCOUNTING_POLICY`: an association or QOS limit (`MaxSubmitJobs`) refuses the
 /// job.
 pub const ESLURM_ACCOUNTING_POLICY: i32 = 2050;
@@ -146,6 +150,8 @@ pub fn strerror(code: i32) -> &'static str {
         ESLURM_BATCH_ONLY => "Only batch jobs are accepted or processed",
         ESLURM_INVALID_ACCOUNT => "Invalid account or account/partition combination specified",
         ESLURM_INVALID_TIME_LIMIT => "Requested time limit is invalid (missing or exceeds some limit)",
+        ESLURM_RESERVATION_ACCESS => "Access denied to requested reservation",
+        ESLURM_RESERVATION_INVALID => "Requested reservation is invalid",
         ESLURM_ACCOUNTING_POLICY => {
             "Job violates accounting/QOS policy (job submit limit, user's size and/or time limits)"
         }

@@ -189,6 +189,10 @@ pub struct SubmitJob {
     /// name), as Slurm 22.05's `slurm_opt_create_job_desc` and `gres_prepend_tres_type` form
     /// it. `None` from a client that does not send it: the controller writes it from `gres`.
     pub tres_per_node: Option<String>,
+    /// `--reservation` (appended): the advance reservation to run in. Flotilla has no
+    /// reservations, so a name is refused as Slurm refuses an unknown one; `None` or empty:
+    /// none asked for.
+    pub reservation: Option<String>,
 }
 
 /// A job reference: `123`, `123_4`, `123_[0-5]`.

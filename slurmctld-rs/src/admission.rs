@@ -523,6 +523,13 @@ pub fn admit(req: &SubmitJob, cluster: &Cluster, conf: &AdmissionConf, now: i64)
         Some(d) => deps::parse(d).map_err(|e| Reject::AfterId { error: dep_error(e), failed: None })?,
         None => None,
     };
+    // Then the reservation (Slurm 22.05 `_job_create`'s `validate_job_resv`, after the job id
+    // and the dependency, before the nodes are tested: the id is used, no record stays).
+    // Flotilla has no advance reservations, so every name is one Slurm does not know; an
+    // empty one asks for none.
+    if req.reservation.as_deref().is_some_and(|r| !r.is_empty()) {
+        return Err(Reject::AfterId { error: SlurmError::new(ESLURM_RESERVATION_INVALID), failed: None });
+    }
     if let Err(msg) = satisfiable {
         let mut failed = record;
         failed.state = JobState::Failed;
@@ -647,6 +654,26 @@ mod tests {
             gpu_type: ty.map(Into::into),
             count: n,
         }]
+    }
+
+    /// `--reservation`: Flotilla has no advance reservations, so a name is refused after the
+    /// id as Slurm refuses an unknown one (`validate_job_resv`), with no record kept; a
+    /// dependency error comes first (`_job_create`'s order), a request the nodes cannot
+    /// satisfy after; an empty name asks for none (goldens-extra 0136-0139).
+    #[test]
+    fn reservation_names_are_refused_after_the_id() {
+        let c = oracle();
+        let k = conf();
+        let resv = |r: &str| SubmitJob { reservation: Some(r.into()), ..wrap() };
+        let refused = admit(&resv("r1"), &c, &k, 0);
+        assert!(matches!(&refused, Err(Reject::AfterId { failed: None, .. })), "no record kept");
+        assert_eq!(code(refused), (ESLURM_RESERVATION_INVALID, true, vec![]));
+        assert_eq!(code(admit(&resv(""), &c, &k, 0)).0, 0);
+        assert_eq!(code(admit(&wrap(), &c, &k, 0)).0, 0);
+        let dep = SubmitJob { dependency: Some("bogus:1".into()), ..resv("r1") };
+        assert_eq!(code(admit(&dep, &c, &k, 0)).0, ESLURM_DEPENDENCY);
+        let big = SubmitJob { gres: gres(None, "gpu", 9), ..resv("r1") };
+        assert_eq!(code(admit(&big, &c, &k, 0)).0, ESLURM_RESERVATION_INVALID);
     }
 
     #[test]
