@@ -126,9 +126,13 @@ fn submit_count(r: &JobRecord) -> u32 {
 /// the submit limits ([`submit_count`]), pending and running.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct ChargeKey {
+    /// The job's user name.
     pub user: String,
+    /// Its account.
     pub account: String,
+    /// Its partition (the association is found per user, account and partition).
     pub partition: String,
+    /// Its QOS.
     pub qos: String,
 }
 
@@ -183,7 +187,7 @@ impl SubmitCharges {
     }
 
     /// Forgets everything; built again at the next use.
-    pub fn forget(&mut self) {
+    fn forget(&mut self) {
         *self = SubmitCharges::default();
     }
 
