@@ -689,17 +689,12 @@ pub fn apply(opts: &mut Opts, o: &Opt) -> Result<(), Fatal> {
         // Slurm 22.05 `slurm_opt.c` `arg_set_uid`/`arg_set_gid`: root only (the real uid),
         // a name or a known number.
         O_UID | O_GID => {
-            let what = if o.id == O_UID { "uid" } else { "gid" };
+            let (what, lookup, slot): (_, fn(&str) -> Option<u32>, _) =
+                if o.id == O_UID { ("uid", common::uid_from_string, &mut opts.uid) } else { ("gid", common::gid_from_string, &mut opts.gid) };
             if common::my_uid() != 0 {
                 return Err(fatal(format!("--{what} only permitted by root user"), 255));
             }
-            let id = if o.id == O_UID { common::uid_from_string(a) } else { common::gid_from_string(a) };
-            let id = id.ok_or_else(|| fatal(format!("Invalid --{what} specification"), 255))?;
-            if o.id == O_UID {
-                opts.uid = Some(id);
-            } else {
-                opts.gid = Some(id);
-            }
+            *slot = Some(lookup(a).ok_or_else(|| fatal(format!("Invalid --{what} specification"), 255))?);
         }
         x if x == c('i') => j.stdin = Some(a.into()),
         x if x == c('J') => j.name = Some(a.into()),
@@ -803,22 +798,6 @@ fn parse_count(a: &str, opt: &str) -> Result<u32, Fatal> {
     parse_int(a, opt, true).map(|n| n as u32)
 }
 
-/// The options sbatch checks and Flotilla does not use, by id, with their names.
-const CHECKED_UNUSED: &[(u32, &str)] = &[
-    (O_MINCPUS, "mincpus"),
-    (O_NTASKS_PER_CORE, "ntasks-per-core"),
-    (O_THREADS_PER_CORE, "threads-per-core"),
-    (O_CORES_PER_SOCKET, "cores-per-socket"),
-    (O_THREAD_SPEC, "thread-spec"),
-    (O_SWITCHES, "switches"),
-    (O_WAIT_ALL_NODES, "wait-all-nodes"),
-    (O_MAIL_TYPE, "mail-type"),
-    (O_TMP, "tmp"),
-    (O_KILL_ON_INVALID_DEP, "kill-on-invalid-dep"),
-    (O_GRES_FLAGS, "gres-flags"),
-    (O_DELAY_BOOT, "delay-boot"),
-];
-
 /// The value of an option Flotilla does not use, checked as Slurm 22.05's setter checks it
 /// (`slurm_opt.c`): counts with `parse_int` (`Invalid numeric value ...`, exit 1:
 /// `--mincpus`, `--ntasks-per-core`, `--threads-per-core`, `--cores-per-socket`,
@@ -828,7 +807,7 @@ const CHECKED_UNUSED: &[(u32, &str)] = &[
 /// `--mem`), `--kill-on-invalid-dep` (`yes` or `no`), `--gres-flags` (`disable-binding` or
 /// `enforce-binding`), `--delay-boot` (`time_str2secs`); any case where Slurm ignores it.
 fn check_unused(id: u32, a: &str) -> Result<(), Fatal> {
-    let name = CHECKED_UNUSED.iter().find(|(i, _)| *i == id).map_or("", |(_, n)| n);
+    let name = LONGS.iter().find(|l| l.id == id).map_or("", |l| l.name);
     let ok = match id {
         O_MINCPUS | O_NTASKS_PER_CORE | O_THREADS_PER_CORE | O_CORES_PER_SOCKET | O_THREAD_SPEC => {
             return parse_int(a, &format!("--{name}"), true).map(drop)
