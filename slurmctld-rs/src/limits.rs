@@ -165,6 +165,8 @@ pub struct SubmitCharges {
     keys: Vec<ChargeKey>,
     key_of: std::collections::HashMap<ChargeKey, u32>,
     totals: Vec<u64>,
+    /// How many of `totals` are above zero.
+    live: usize,
     /// Per job id with jobs counted: (key index, jobs).
     by_job: std::collections::HashMap<u64, (u32, u32)>,
     /// Job ids changed since the last settle.
@@ -176,6 +178,12 @@ impl SubmitCharges {
     #[must_use]
     pub fn is_built(&self) -> bool {
         self.built
+    }
+
+    /// How many keys hold jobs (kept as records are recounted; it decides when to forget).
+    #[must_use]
+    pub fn live(&self) -> usize {
+        self.live
     }
 
     /// Record `id` changed (or was removed): recounted at the next settle. Nothing is kept
@@ -202,7 +210,7 @@ impl SubmitCharges {
         for id in stale {
             self.recount(id, jobs.get(&id));
         }
-        if self.keys.len() > 4096 && 2 * self.totals.iter().filter(|n| **n > 0).count() < self.keys.len() {
+        if self.keys.len() > 4096 && 2 * self.live < self.keys.len() {
             self.forget();
         }
     }
@@ -217,6 +225,7 @@ impl SubmitCharges {
         }
         if let Some((k, m)) = old {
             self.totals[k as usize] -= u64::from(m);
+            self.live -= usize::from(self.totals[k as usize] == 0);
             self.by_job.remove(&id);
         }
         if let (Some(r), true) = (rec, n > 0) {
@@ -231,6 +240,7 @@ impl SubmitCharges {
                     k
                 }
             };
+            self.live += usize::from(self.totals[k as usize] == 0);
             self.totals[k as usize] += u64::from(n);
             self.by_job.insert(id, (k, n));
         }

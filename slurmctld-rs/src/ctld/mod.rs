@@ -830,8 +830,8 @@ impl Controller {
     }
 
     /// Tests: whether the submit limits' charges, once built, equal a count of every record
-    /// ([`crate::limits::SubmitCharges::scan`]); `Ok(false)` when not built. The error shows
-    /// both.
+    /// ([`crate::limits::SubmitCharges::scan`]), their count of keys holding jobs included;
+    /// `Ok(false)` when not built. The error shows both.
     ///
     /// # Errors
     /// The two totals when they differ.
@@ -842,10 +842,10 @@ impl Controller {
         let kept: BTreeMap<crate::limits::ChargeKey, u64> =
             self.submit_charges.totals(&self.jobs).map(|(k, n)| (k.clone(), n)).collect();
         let scanned = crate::limits::SubmitCharges::scan(self.jobs.values());
-        if kept == scanned {
+        if kept == scanned && kept.len() == self.submit_charges.live() {
             Ok(true)
         } else {
-            Err(format!("kept {kept:?}\nscan {scanned:?}"))
+            Err(format!("kept {kept:?} ({} live)\nscan {scanned:?}", self.submit_charges.live()))
         }
     }
 }
