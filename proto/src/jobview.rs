@@ -15,7 +15,7 @@
 //! fails when one changes without the other, `tests::fields_cover_the_view_in_order` when
 //! [`JobField`] misses one.
 
-use crate::msg::{GresSpec, JobInfo, JobStateWire, Response, TimeLimitWire};
+use crate::msg::{GresSpec, JobInfo, JobStateWire, NodeShape, Response, TimeLimitWire};
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use std::borrow::Cow;
 use std::fmt;
@@ -199,6 +199,7 @@ pub struct JobView<'a> {
     pub cpu_ids: Vec<Str<'a>>,
     pub sockets_per_node: u32,
     pub mem_whole_node: bool,
+    pub node_shape: NodeShape,
 }
 
 impl<'a> JobView<'a> {
@@ -270,6 +271,7 @@ impl<'a> JobView<'a> {
             cpu_ids: self.cpu_ids.into_iter().map(Str::into_string).collect(),
             sockets_per_node: self.sockets_per_node,
             mem_whole_node: self.mem_whole_node,
+            node_shape: self.node_shape,
         }
     }
 }
@@ -342,6 +344,7 @@ impl<'a> From<&'a JobInfo> for JobView<'a> {
             cpu_ids: j.cpu_ids.iter().map(|s| Str::b(s)).collect(),
             sockets_per_node: j.sockets_per_node,
             mem_whole_node: j.mem_whole_node,
+            node_shape: j.node_shape,
         }
     }
 }
@@ -485,6 +488,7 @@ job_fields! {
     TresPerJob => tres_per_job, TresPerTask => tres_per_task, MemPerCpuMib => mem_per_cpu_mib,
     TresPerNode => tres_per_node, TresPerSocket => tres_per_socket, MaxNodes => max_nodes,
     CpuIds => cpu_ids, SocketsPerNode => sockets_per_node, MemWholeNode => mem_whole_node,
+    NodeShape => node_shape,
 }
 
 /// A set of [`JobField`]s (a bit per field).
@@ -687,6 +691,15 @@ mod tests {
                 tres_per_node: opts[10].clone(), tres_per_socket: opts[11].clone(), max_nodes: nums[0] ^ nums[1],
                 cpu_ids: req.iter().rev().cloned().collect(), sockets_per_node: nums[2] ^ nums[3],
                 mem_whole_node: flags[0] ^ flags[5],
+                node_shape: NodeShape {
+                    ntasks_per_node: nums[4] ^ nums[5], ntasks_per_core: nums[6] ^ nums[7],
+                    cores_per_socket: nums[8] ^ nums[9], threads_per_core: nums[10] ^ nums[11],
+                    min_cpus: nums[0] ^ nums[2], tmp_disk_mib: big.0 ^ big.1,
+                    oversubscribe: {
+                        use crate::msg::Oversubscribe as O;
+                        [O::Unset, O::No, O::Yes, O::User, O::Mcs][nums[3] as usize % 5]
+                    },
+                },
             }
         }
     }

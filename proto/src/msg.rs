@@ -193,6 +193,66 @@ pub struct SubmitJob {
     /// reservations, so a name is refused as Slurm refuses an unknown one; `None` or empty:
     /// none asked for.
     pub reservation: Option<String>,
+    /// `--mincpus`, `--ntasks-per-core`, `-B`/`--cores-per-socket`/`--threads-per-core`
+    /// (after `--hint`), `--tmp` (appended); its `ntasks_per_node` is not read (the
+    /// controller takes `ntasks_per_node` above) and `min_cpus` is `--mincpus` as given.
+    pub node_shape: NodeShape,
+}
+
+/// What a job asks of each node beyond its tasks and CPUs, which Flotilla records and shows
+/// but does not place by (Slurm 22.05's `job_details`: `ntasks_per_node`, `pn_min_cpus`,
+/// `pn_min_tmp_disk` and the `multi_core_data` of `-B`/`--hint`). Each field 0 when not
+/// given, which `scontrol show job` and `squeue` print as `*` (or `0`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+pub struct NodeShape {
+    /// `--ntasks-per-node` (`NtasksPerN:B:S:C=` first field, 0 when not given).
+    pub ntasks_per_node: u32,
+    /// `--ntasks-per-core` (`NtasksPerN:B:S:C=` last field).
+    pub ntasks_per_core: u32,
+    /// `--cores-per-socket`, `-B *:C` or `--hint=memory_bound` (`ReqB:S:C:T=` third field,
+    /// squeue `%I`).
+    pub cores_per_socket: u32,
+    /// `--threads-per-core`, `-B *:*:T` or a `--hint` (`ReqB:S:C:T=` last field, squeue
+    /// `%J`).
+    pub threads_per_core: u32,
+    /// CPUs a node at least (`MinCPUsNode=`, squeue `%c`): in a submission `--mincpus` as
+    /// given, in a record Slurm's `pn_min_cpus` (`job_mgr.c` `_copy_job_desc_to_job_record`:
+    /// the largest of `--mincpus`, `-c`, and `-c` × `--ntasks-per-node` when more than one
+    /// task is asked for).
+    pub min_cpus: u32,
+    /// `--tmp` in MiB (`MinTmpDiskNode=`, squeue `%d`).
+    pub tmp_disk_mib: u64,
+    /// How the job asked to share its nodes (`OverSubscribe=`, squeue `%h`).
+    pub oversubscribe: Oversubscribe,
+}
+
+/// How a job asked to share its nodes: Slurm 22.05's `shared` (`JOB_SHARED_*`) from
+/// `--exclusive[=exclusive|oversubscribe|user|mcs]` and `-s`/`--oversubscribe`
+/// (`slurm_opt.c` `arg_set_exclusive`), the last given winning. `OverSubscribe=` shows `NO`,
+/// `YES`, `USER`, `MCS`, or for `Unset` `OK` (`NO` when the job is exclusive another way).
+/// Flotilla places `User` and `Mcs` jobs on whole nodes, as `No` (stricter than Slurm, which
+/// lets the same user's or MCS label's jobs share them), and `Yes` jobs as `Unset` (it does
+/// not oversubscribe CPUs).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+pub enum Oversubscribe {
+    /// Not asked for.
+    #[default]
+    Unset,
+    /// `--exclusive`.
+    No,
+    /// `-s`, `--oversubscribe`, `--exclusive=oversubscribe`.
+    Yes,
+    /// `--exclusive=user`.
+    User,
+    /// `--exclusive=mcs`.
+    Mcs,
+}
+
+impl NodeShape {
+    /// Nothing asked for (a store row omits it).
+    pub fn is_unset(&self) -> bool {
+        *self == NodeShape::default()
+    }
 }
 
 /// A job reference: `123`, `123_4`, `123_[0-5]`.
@@ -902,6 +962,8 @@ pub struct JobInfo {
     /// The job asked for all of each node's memory (`--mem=0`, appended): `MinMemoryNode=0`
     /// as asked, while `mem_per_node_mib` is the memory that stands for.
     pub mem_whole_node: bool,
+    /// What the job asked of each node (appended; `min_cpus` is Slurm's `pn_min_cpus`).
+    pub node_shape: NodeShape,
 }
 
 /// A node as `sinfo`/`scontrol show node` need it.

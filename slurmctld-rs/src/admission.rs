@@ -16,7 +16,7 @@ use flotilla_core::config::TopologyKind;
 use flotilla_core::gres;
 use flotilla_core::job::{HoldKind, JobId, JobSpec, Request};
 use flotilla_proto::errno::*;
-use flotilla_proto::{SlurmError, SubmitJob, TimeLimitWire};
+use flotilla_proto::{NodeShape, SlurmError, SubmitJob, TimeLimitWire};
 
 /// Site settings admission needs (from slurm.conf).
 #[derive(Debug, Clone)]
@@ -382,10 +382,27 @@ fn pending_record(
         max_nodes: gpu_demand(req).ok().and_then(|d| d.shape.max_nodes).unwrap_or(0),
         sockets_per_node: req.sockets_per_node.unwrap_or(0),
         mem_whole_node: req.mem_per_node_mib == Some(0),
+        node_shape: node_shape(req, ntasks),
         cores: Default::default(),
         command: req.command.as_ref().map(|c| std::iter::once(c.as_str()).chain(req.argv.iter().map(String::as_str)).collect::<Vec<_>>().join(" ")),
         spec,
     }
+}
+
+/// What the record keeps of `req`'s per-node options ([`NodeShape`]): as sent, with
+/// `ntasks_per_node` from the request and `min_cpus` Slurm 22.05's `pn_min_cpus`
+/// (`job_mgr.c` `_copy_job_desc_to_job_record`): the largest of `--mincpus`, `-c` (1 when not
+/// given), and `-c` × `--ntasks-per-node` when the job has more than one task (`ntasks`, as
+/// admission counted them). Flotilla places by tasks and CPUs per task, so `--mincpus` above
+/// them is shown and not enforced.
+fn node_shape(req: &SubmitJob, ntasks: u32) -> NodeShape {
+    let cpt = req.cpus_per_task.unwrap_or(1).max(1);
+    let per_node = req.ntasks_per_node.unwrap_or(0);
+    let mut min_cpus = req.node_shape.min_cpus.max(cpt);
+    if per_node > 0 && ntasks > 1 {
+        min_cpus = min_cpus.max(cpt.saturating_mul(per_node));
+    }
+    NodeShape { ntasks_per_node: per_node, min_cpus, ..req.node_shape }
 }
 
 /// `sbatch --elastic`: the elastic range of an admitted submission `req`, set on `rec`'s spec

@@ -243,6 +243,9 @@ pub struct JobRecord {
     /// `--mem=0`: all of each node's memory, which `mem_per_node_mib` holds (Slurm keeps
     /// `pn_min_memory` 0 and shows `MinMemoryNode=0`; goldens-extra 1020).
     pub mem_whole_node: bool,
+    /// Per-node options shown but not placed by (`--mincpus` as Slurm's `pn_min_cpus`,
+    /// `--ntasks-per-node`, `--ntasks-per-core`, `-B`, `--hint`, `--tmp`).
+    pub node_shape: flotilla_proto::NodeShape,
     /// The cores the current run holds on each of its nodes (node name -> core indices,
     /// increasing), picked at its start by [`flotilla_core::cores::pick_cores`]; what
     /// `scontrol show job -d` prints as `CPU_IDs=`. Empty while not running, and for a run

@@ -434,6 +434,15 @@ prop_compose! {
             max_nodes: h.2,
             sockets_per_node: h.3,
             mem_whole_node: h.3 % 2 == 1,
+            node_shape: flotilla_proto::NodeShape {
+                ntasks_per_node: h.2 % 5,
+                ntasks_per_core: h.3 % 3,
+                cores_per_socket: h.2 % 7,
+                threads_per_core: h.3 % 2,
+                min_cpus: h.2 % 11,
+                tmp_disk_mib: u64::from(h.3) * 1024,
+                oversubscribe: if h.2 % 3 == 0 { flotilla_proto::Oversubscribe::User } else { flotilla_proto::Oversubscribe::Unset },
+            },
             cores: h.4,
             elastic: g,
         }

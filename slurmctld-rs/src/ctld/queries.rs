@@ -306,6 +306,7 @@ impl Controller {
                 .collect();
             sockets_per_node: SocketsPerNode = rec.sockets_per_node;
             mem_whole_node: MemWholeNode = rec.mem_whole_node;
+            node_shape: NodeShape = rec.node_shape;
         }
     }
 

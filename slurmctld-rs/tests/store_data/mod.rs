@@ -151,6 +151,7 @@ pub fn base(id: u64) -> JobRecord {
         max_nodes: 0,
         sockets_per_node: 0,
         mem_whole_node: false,
+        node_shape: Default::default(),
         cores: Default::default(),
     }
 }
@@ -292,6 +293,7 @@ pub fn full() -> JobRecord {
         max_nodes: 0,
         sockets_per_node: 0,
         mem_whole_node: false,
+        node_shape: Default::default(),
         cores: Default::default(),
     }
 }

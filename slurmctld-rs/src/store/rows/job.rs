@@ -7,7 +7,7 @@ use crate::acct::AcctInfo;
 use crate::job::{ElasticRecord, JobRecord, JobState, Resize, ResizeChange, StopWhy, Stopping};
 use flotilla_core::job::JobSpec;
 use flotilla_core::sched::{AllocId, Allocation, Growth};
-use flotilla_proto::{ArrayTasks, SignalSpec};
+use flotilla_proto::{ArrayTasks, NodeShape, SignalSpec};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
@@ -208,6 +208,9 @@ pub struct JobRow {
     /// `--mem=0` (absent when not).
     #[serde(rename = "mem_whole_node", default, skip_serializing_if = "is_false")]
     pub mem_whole_node: bool,
+    /// Per-node options shown but not placed by (absent when none was given).
+    #[serde(rename = "node_shape", default, skip_serializing_if = "NodeShape::is_unset")]
+    pub node_shape: NodeShape,
     /// The cores the current run holds on each of its nodes (node name -> core indices);
     /// absent when none were picked (a record of an older controller).
     #[serde(rename = "cores", default, skip_serializing_if = "BTreeMap::is_empty")]
@@ -729,6 +732,7 @@ impl From<&JobRecord> for JobRow {
             max_nodes,
             sockets_per_node,
             mem_whole_node,
+            node_shape,
             cores,
             elastic,
         } = r;
@@ -795,6 +799,7 @@ impl From<&JobRecord> for JobRow {
             max_nodes: *max_nodes,
             sockets_per_node: *sockets_per_node,
             mem_whole_node: *mem_whole_node,
+            node_shape: *node_shape,
             cores: cores.clone(),
             elastic: elastic.as_ref().map(ElasticRecordRow::from),
             priority: (*priority != crate::job::PRIO_UNSET).then_some(*priority),
@@ -867,6 +872,7 @@ impl From<JobRow> for JobRecord {
             max_nodes,
             sockets_per_node,
             mem_whole_node,
+            node_shape,
             cores,
             elastic,
             priority,
@@ -938,6 +944,7 @@ impl From<JobRow> for JobRecord {
             max_nodes,
             sockets_per_node,
             mem_whole_node,
+            node_shape,
             cores,
             elastic: elastic.map(ElasticRecord::from),
         }
