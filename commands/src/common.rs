@@ -347,6 +347,30 @@ fn strtol_whole(s: &str) -> Option<Result<i64, bool>> {
     })
 }
 
+/// How many bytes of `s` C's `strtol(s, &end, 10)` reads: leading blanks, one sign and the
+/// digits after them; 0 when there are no digits (`end` is `s`).
+pub fn strtol_prefix_len(s: &str) -> usize {
+    let t = s.trim_start_matches([' ', '\t', '\n', '\r', '\x0b', '\x0c']);
+    let sign = usize::from(matches!(t.as_bytes().first(), Some(b'+' | b'-')));
+    let digits = t.as_bytes()[sign..].iter().take_while(|b| b.is_ascii_digit()).count();
+    if digits == 0 {
+        0
+    } else {
+        s.len() - t.len() + sign + digits
+    }
+}
+
+/// The value C's `strtol(s, NULL, 10)` (or `strtoll`) returns: the number [`strtol_prefix_len`]
+/// reads, 0 when none, clamped to `long`'s range.
+pub fn strtol_prefix(s: &str) -> i64 {
+    let n = strtol_prefix_len(s);
+    if n == 0 {
+        return 0;
+    }
+    let t = s[..n].trim_start_matches([' ', '\t', '\n', '\r', '\x0b', '\x0c']);
+    t.parse::<i64>().unwrap_or(if t.starts_with('-') { i64::MIN } else { i64::MAX })
+}
+
 /// A uid or gid as digits (`uid_from_string`'s `strtol` test): 0 to `INT_MAX`.
 fn strtol_id(s: &str) -> Option<u32> {
     match strtol_whole(s)? {

@@ -144,17 +144,50 @@ pub fn time_left_str(j: &JobView<'_>, now: i64) -> String {
     }
 }
 
-/// Slurm's memory size printing (`1G`, `500M`, `4G`): MiB with the largest exact unit.
+/// Slurm's memory size printing (`1G`, `500M`, `1.50G`): MiB as Slurm 22.05's
+/// `convert_num_unit` from `UNIT_MEGA` with `CONVERT_NUM_UNIT_EXACT` writes it (TRES strings,
+/// `MinMemoryNode=`, `MinTmpDiskNode=`, squeue `%d`): divided by 1024 while the value is at
+/// least 1024 and a multiple of 512, two decimals when that leaves a fraction.
 pub fn mem_str(mib: u64) -> String {
+    const UNITS: [&str; 5] = ["M", "G", "T", "P", "E"];
     if mib == 0 {
         return "0".into();
     }
-    if mib % (1024 * 1024) == 0 {
-        format!("{}T", mib / (1024 * 1024))
-    } else if mib % 1024 == 0 {
-        format!("{}G", mib / 1024)
+    let (mut n, mut unit) = (mib as f64, 0);
+    while n >= 1024.0 && (n as u64) % 512 == 0 && unit + 1 < UNITS.len() {
+        n /= 1024.0;
+        unit += 1;
+    }
+    if n.fract() == 0.0 {
+        format!("{}{}", n as u64, UNITS[unit])
     } else {
-        format!("{mib}M")
+        format!("{n:.2}{}", UNITS[unit])
+    }
+}
+
+/// `MinCPUsNode=` and squeue `%c`: Slurm's `pn_min_cpus` (the controller's
+/// [`flotilla_proto::NodeShape::min_cpus`]; a controller that does not send it: `-c`).
+pub fn min_cpus(j: &JobView<'_>) -> u32 {
+    if j.node_shape.min_cpus > 0 {
+        j.node_shape.min_cpus
+    } else {
+        j.cpus_per_task.max(1)
+    }
+}
+
+/// `OverSubscribe=` and squeue `%h` (job_info.c, print.c `_print_job_over_subscribe`): how
+/// the job asked to share its nodes ([`flotilla_proto::Oversubscribe`]); when it did not
+/// say, `NO` for a job exclusive another way (a partition's `OverSubscribe=EXCLUSIVE`), else
+/// `OK`.
+pub fn oversubscribe(j: &JobView<'_>) -> &'static str {
+    use flotilla_proto::Oversubscribe as O;
+    match j.node_shape.oversubscribe {
+        O::No => "NO",
+        O::Yes => "YES",
+        O::User => "USER",
+        O::Mcs => "MCS",
+        O::Unset if j.exclusive => "NO",
+        O::Unset => "OK",
     }
 }
 
@@ -290,6 +323,12 @@ mod tests {
         assert_eq!(job_id_str(&j), "64_3");
         assert_eq!(mem_str(1024), "1G");
         assert_eq!(mem_str(500), "500M");
+        // Reference: --mem=1536 and --tmp=1536 print 1.50G; 512000 (a node) 500G.
+        assert_eq!(mem_str(1536), "1.50G");
+        assert_eq!(mem_str(512_000), "500G");
+        assert_eq!(mem_str(1000), "1000M");
+        assert_eq!(mem_str(1024 * 1024), "1T");
+        assert_eq!(mem_str(1536 * 1024), "1.50T");
         j.dependency = Some("afterany:53:54,afterok:56".into());
         assert_eq!(
             dependency_str(&j),

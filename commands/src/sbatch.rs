@@ -71,6 +71,13 @@ const O_KILL_ON_INVALID_DEP: u32 = 1047;
 const O_GRES_FLAGS: u32 = 1048;
 const O_DELAY_BOOT: u32 = 1049;
 const O_RESERVATION: u32 = 1050;
+const O_HINT: u32 = 1051;
+const O_GET_USER_ENV: u32 = 1052;
+const O_PROFILE: u32 = 1053;
+const O_ACCTG_FREQ: u32 = 1054;
+const O_PROPAGATE: u32 = 1055;
+const O_GPU_BIND: u32 = 1056;
+const O_NTASKS_PER_SOCKET: u32 = 1057;
 
 const fn c(ch: char) -> u32 {
     ch as u32
@@ -82,7 +89,7 @@ pub const SHORTS: &str = "+a:A:b:B:c:C:d:D:e:F:G:hHi:IJ:k::L:m:M:n:N:o:Op:q:QsS:
 /// sbatch's long options (Slurm 22.05 `opt.c` plus Flotilla's); ids are the short letter or an `O_*`.
 pub const LONGS: &[LongOpt] = &[
     lo("account", HasArg::Required, c('A')),
-    lo("acctg-freq", HasArg::Required, O_IGNORED_ARG),
+    lo("acctg-freq", HasArg::Required, O_ACCTG_FREQ),
     lo("array", HasArg::Required, c('a')),
     lo("batch", HasArg::Required, O_IGNORED_ARG),
     lo("bb", HasArg::Required, O_IGNORED_ARG),
@@ -114,9 +121,9 @@ pub const LONGS: &[LongOpt] = &[
     lo("export", HasArg::Required, O_EXPORT),
     lo("export-file", HasArg::Required, O_EXPORT_FILE),
     lo("extra-node-info", HasArg::Required, c('B')),
-    lo("get-user-env", HasArg::Optional, O_IGNORED_ARG),
+    lo("get-user-env", HasArg::Optional, O_GET_USER_ENV),
     lo("gid", HasArg::Required, O_GID),
-    lo("gpu-bind", HasArg::Required, O_IGNORED_ARG),
+    lo("gpu-bind", HasArg::Required, O_GPU_BIND),
     lo("gpu-freq", HasArg::Required, O_IGNORED_ARG),
     lo("gpus", HasArg::Required, c('G')),
     lo("gpus-per-node", HasArg::Required, O_GPUS_PER_NODE),
@@ -125,7 +132,7 @@ pub const LONGS: &[LongOpt] = &[
     lo("gres", HasArg::Required, O_GRES),
     lo("gres-flags", HasArg::Required, O_GRES_FLAGS),
     lo("help", HasArg::No, O_HELP),
-    lo("hint", HasArg::Required, O_IGNORED_ARG),
+    lo("hint", HasArg::Required, O_HINT),
     lo("hold", HasArg::No, c('H')),
     lo("ignore-pbs", HasArg::No, O_IGNORED),
     lo("input", HasArg::Required, c('i')),
@@ -151,7 +158,7 @@ pub const LONGS: &[LongOpt] = &[
     lo("ntasks-per-core", HasArg::Required, O_NTASKS_PER_CORE),
     lo("ntasks-per-gpu", HasArg::Required, O_NTASKS_PER_GPU),
     lo("ntasks-per-node", HasArg::Required, O_NTASKS_PER_NODE),
-    lo("ntasks-per-socket", HasArg::Required, O_IGNORED_ARG),
+    lo("ntasks-per-socket", HasArg::Required, O_NTASKS_PER_SOCKET),
     lo("open-mode", HasArg::Required, O_OPEN_MODE),
     lo("output", HasArg::Required, c('o')),
     lo("overcommit", HasArg::No, c('O')),
@@ -161,8 +168,8 @@ pub const LONGS: &[LongOpt] = &[
     lo("power", HasArg::Required, O_IGNORED_ARG),
     lo("preemptible", HasArg::No, O_PREEMPTIBLE),
     lo("priority", HasArg::Required, O_PRIORITY),
-    lo("profile", HasArg::Required, O_IGNORED_ARG),
-    lo("propagate", HasArg::Optional, O_IGNORED_ARG),
+    lo("profile", HasArg::Required, O_PROFILE),
+    lo("propagate", HasArg::Optional, O_PROPAGATE),
     lo("qos", HasArg::Required, c('q')),
     lo("quiet", HasArg::No, c('Q')),
     lo("reboot", HasArg::No, O_IGNORED),
@@ -263,6 +270,14 @@ pub struct Opts {
     /// `getgid()` separately, so `--uid` alone keeps root's group).
     pub uid: Option<u32>,
     pub gid: Option<u32>,
+    /// `--hint` as given, checked and applied once every option is read ([`verify_node_options`]).
+    pub hint: Option<String>,
+    /// `-B` was given (Slurm's `extra_set`).
+    pub extra_set: bool,
+    /// `-S` and `--thread-spec`, each time one was given, by the name Slurm's warning uses.
+    pub core_spec: Vec<&'static str>,
+    /// `--propagate` (`ALL` when given without a value), checked once every option is read.
+    pub propagate: Option<String>,
 }
 
 /// An early end: the message(s) to print on stderr and the exit status.
@@ -345,6 +360,10 @@ fn main(args: &[String], io: &mut Io<'_>) -> Result<i32, Fatal> {
     for o in &cli.opts {
         apply(&mut opts, o)?;
     }
+    let hint_env = verify_node_options(&mut opts, io)?;
+    if let Some(p) = &opts.propagate {
+        check_propagate(p)?;
+    }
     let mut job = opts.job.clone();
     job.script = script;
     job.argv = argv_script;
@@ -367,13 +386,6 @@ fn main(args: &[String], io: &mut Io<'_>) -> Result<i32, Fatal> {
     // `job.user` stays empty: the controller names the user from the uid (another than the
     // one it authenticated only for an operator, `authz::valid_id`).
     job.submit_host = common::hostname();
-    // Slurm 22.05 sbatch `opt.c` `_opt_verify`: --ntasks-per-node without -n asks for
-    // nodes × ntasks-per-node tasks (SLURM_NTASKS in the job, srun's default task count).
-    if job.ntasks.is_none() {
-        if let Some(t) = job.ntasks_per_node {
-            job.ntasks = Some(job.nodes_min.unwrap_or(1).saturating_mul(t));
-        }
-    }
     let host = job.submit_host.clone();
     let ctx = crate::sbatch_env::SubmitContext {
         export: opts.export.as_deref(),
@@ -382,7 +394,10 @@ fn main(args: &[String], io: &mut Io<'_>) -> Result<i32, Fatal> {
         host: &host,
         umask: crate::sbatch_env::process_umask(),
     };
-    job.environment = crate::sbatch_env::submit_environment(std::env::vars().collect(), &job, &ctx);
+    // `verify_hint` sets `SLURM_HINT` in sbatch's own environment, which the job inherits.
+    let hinted = hint_env.is_some();
+    let vars = std::env::vars().filter(|(k, _)| !hinted || k != "SLURM_HINT").chain(hint_env).collect();
+    job.environment = crate::sbatch_env::submit_environment(vars, &job, &ctx);
     job.tres_per_node = tres_per_node(opts.gpus_per_node_text.as_deref(), opts.gres_text.as_deref());
     check_elastic(&opts)?;
     let ctl = Ctl::new(io.env).map_err(|e| submit_failed(&e))?;
@@ -730,20 +745,47 @@ pub fn apply(opts: &mut Opts, o: &Opt) -> Result<(), Fatal> {
         O_GPUS_PER_SOCKET => j.gpus_per_socket = Some(parse_gpu_count(a)),
         O_SOCKETS_PER_NODE => j.sockets_per_node = Some(parse_count(a, "--sockets-per-node")?),
         O_GPUS_PER_TASK => j.gpus_per_task = Some(parse_gpu_count(a)),
-        O_EXCLUSIVE => j.exclusive = true,
-        O_NICE => {
-            let n = match o.arg.as_deref() {
-                None => 100,
-                Some(v) => v.parse().map_err(|_| fatal("Invalid nice value, must be between -2147483645 and 2147483645", 255))?,
+        // `arg_set_exclusive`; `-s` is `--exclusive=oversubscribe`.
+        O_EXCLUSIVE => {
+            use flotilla_proto::Oversubscribe as S;
+            let share = match o.arg.as_deref().map(str::to_ascii_lowercase).as_deref() {
+                None | Some("exclusive") => S::No,
+                Some("oversubscribe") => S::Yes,
+                Some("user") => S::User,
+                Some("mcs") => S::Mcs,
+                Some(_) => return Err(fatal("Invalid --exclusive specification", 255)),
             };
-            j.nice = Some(n);
+            j.exclusive = share != S::Yes;
+            j.node_shape.oversubscribe = share;
+        }
+        x if x == c('s') => {
+            j.exclusive = false;
+            j.node_shape.oversubscribe = flotilla_proto::Oversubscribe::Yes;
+        }
+        // Slurm 22.05 `arg_set_nice`: `strtoll` of the value (no value: 100; digits not
+        // needed, `--nice=x` is 0), refused beyond ±(NICE_OFFSET - 3).
+        O_NICE => {
+            let n = match o.arg.as_deref().filter(|v| !v.is_empty()) {
+                None => 100,
+                Some(v) => common::strtol_prefix(v),
+            };
+            if n.unsigned_abs() > 2_147_483_645 {
+                return Err(fatal("Invalid --nice value, out of range (+/- 2147483645)", 255));
+            }
+            j.nice = Some(n as i32);
         }
         O_NTASKS_PER_NODE => j.ntasks_per_node = Some(parse_count(a, "--ntasks-per-node")?),
         O_REQUEUE => j.requeue = Some(true),
         O_NO_REQUEUE => j.requeue = Some(false),
         O_SIGNAL => j.signal = Some(parse_signal_spec(a).ok_or_else(|| fatal(format!("Invalid --signal specification: {a}"), 255))?),
         O_EXPORT => opts.export = Some(a.into()),
-        O_OPEN_MODE => opts.open_mode = Some(a.into()),
+        // `arg_set_open_mode`: the first letter, `a` or `t` (any case).
+        O_OPEN_MODE => {
+            if !matches!(a.bytes().next(), Some(b'a' | b'A' | b't' | b'T')) {
+                return Err(fatal("Invalid --open-mode specification", 255));
+            }
+            opts.open_mode = Some(a.into());
+        }
         O_COMMENT => j.comment = Some(a.into()),
         O_TIME_MIN => j.time_min = Some(parse_time(a, "--time-min")?),
         O_TOPOLOGY => {
@@ -762,6 +804,63 @@ pub fn apply(opts: &mut Opts, o: &Opt) -> Result<(), Fatal> {
         O_CHECKPOINT_BYTES => {
             j.checkpoint_bytes =
                 Some(parse_bytes(a).ok_or_else(|| fatal(format!("Invalid --checkpoint-bytes specification: {a}"), 255))?)
+        }
+        O_MINCPUS => j.node_shape.min_cpus = parse_count(a, "--mincpus")?,
+        O_NTASKS_PER_CORE => j.node_shape.ntasks_per_core = parse_count(a, "--ntasks-per-core")?,
+        O_THREADS_PER_CORE => j.node_shape.threads_per_core = parse_count(a, "--threads-per-core")?,
+        O_CORES_PER_SOCKET => j.node_shape.cores_per_socket = parse_count(a, "--cores-per-socket")?,
+        O_TMP => j.node_shape.tmp_disk_mib = parse_mem(a).ok_or_else(|| fatal("Invalid --tmp specification", 255))?,
+        x if x == c('B') => {
+            let (s, c, t) = parse_extra_node_info(a)?;
+            j.sockets_per_node = s;
+            j.node_shape.cores_per_socket = c.unwrap_or(0);
+            j.node_shape.threads_per_core = t.unwrap_or(0);
+            opts.extra_set = true;
+        }
+        // Slurm 22.05 `slurm_opt.c` `arg_set_core_spec` (`parse_int`, 0 allowed) and
+        // `arg_set_thread_spec`; Flotilla, like a site without `AllowSpecResourcesUsage`,
+        // then ignores them with a warning ([`verify_node_options`]).
+        x if x == c('S') => {
+            parse_int(a, "--core-spec", false)?;
+            opts.core_spec.push("-S");
+        }
+        O_THREAD_SPEC => {
+            parse_int(a, "--thread-spec", true)?;
+            opts.core_spec.push("--thread-spec");
+        }
+        O_HINT => opts.hint = Some(a.into()),
+        O_PROPAGATE => opts.propagate = Some(o.arg.clone().unwrap_or_else(|| "ALL".into())),
+        O_NTASKS_PER_SOCKET => drop(parse_count(a, "--ntasks-per-socket")?),
+        O_CPUS_PER_GPU => drop(parse_count(a, "--cpus-per-gpu")?),
+        O_NTASKS_PER_GPU => drop(parse_count(a, "--ntasks-per-gpu")?),
+        O_MEM_PER_GPU => drop(parse_mem(a).ok_or_else(|| fatal("Invalid --mem-per-gpu specification", 255))?),
+        O_GET_USER_ENV => {
+            // `arg_set_get_user_env`: `[TIMEOUT][S|L]`, after `strtol`'s number.
+            let rest = &a[common::strtol_prefix_len(a)..];
+            if !(rest.is_empty() || matches!(rest.as_bytes()[0], b's' | b'S' | b'l' | b'L')) {
+                return Err(fatal("Invalid --get-user-env specification", 255));
+            }
+        }
+        O_PROFILE => {
+            if !profile_valid(a) {
+                return Err(fatal(format!("invalid --profile={a} option"), 255));
+            }
+        }
+        O_ACCTG_FREQ => {
+            let bad: Vec<&str> = a.split(',').filter(|t| !t.is_empty() && !acctg_freq_valid(t)).collect();
+            if !bad.is_empty() {
+                return Err(Fatal {
+                    lines: bad.iter().map(|t| format!("sbatch: error: Invalid --acctg-freq specification: {t}")).collect(),
+                    code: 255,
+                });
+            }
+        }
+        O_GPU_BIND => {
+            if let Err(detail) = gpu_bind_valid(a) {
+                let mut lines: Vec<String> = detail.into_iter().map(|d| format!("sbatch: error: {d}")).collect();
+                lines.push(format!("sbatch: error: Invalid --gpu-bind argument: gpu:{a}"));
+                return Err(Fatal { lines, code: 255 });
+            }
         }
         // Checked as Slurm 22.05 checks them, then unused: Flotilla has no use for their
         // values yet.
@@ -800,22 +899,17 @@ fn parse_count(a: &str, opt: &str) -> Result<u32, Fatal> {
 
 /// The value of an option Flotilla does not use, checked as Slurm 22.05's setter checks it
 /// (`slurm_opt.c`): counts with `parse_int` (`Invalid numeric value ...`, exit 1:
-/// `--mincpus`, `--ntasks-per-core`, `--threads-per-core`, `--cores-per-socket`,
-/// `--thread-spec`, `--switches` before any `@TIME`, `--wait-all-nodes`), the others
-/// against their setter's rule, refused with `Invalid --OPTION specification` and exit 255:
-/// `--wait-all-nodes` above 1, `--mail-type` ([`mail_type_valid`]), `--tmp` (a size, as
-/// `--mem`), `--kill-on-invalid-dep` (`yes` or `no`), `--gres-flags` (`disable-binding` or
-/// `enforce-binding`), `--delay-boot` (`time_str2secs`); any case where Slurm ignores it.
+/// `--switches` before any `@TIME`, `--wait-all-nodes`), the others against their setter's
+/// rule, refused with `Invalid --OPTION specification` and exit 255: `--wait-all-nodes`
+/// above 1, `--mail-type` ([`mail_type_valid`]), `--kill-on-invalid-dep` (`yes` or `no`),
+/// `--gres-flags` (`disable-binding` or `enforce-binding`), `--delay-boot`
+/// (`time_str2secs`); any case where Slurm ignores it.
 fn check_unused(id: u32, a: &str) -> Result<(), Fatal> {
     let name = LONGS.iter().find(|l| l.id == id).map_or("", |l| l.name);
     let ok = match id {
-        O_MINCPUS | O_NTASKS_PER_CORE | O_THREADS_PER_CORE | O_CORES_PER_SOCKET | O_THREAD_SPEC => {
-            return parse_int(a, &format!("--{name}"), true).map(drop)
-        }
         O_SWITCHES => return parse_int(a.split('@').next().unwrap_or(""), "--switches", true).map(drop),
         O_WAIT_ALL_NODES => parse_int(a, "--wait-all-nodes", false)? <= 1,
         O_MAIL_TYPE => mail_type_valid(a),
-        O_TMP => parse_mem(a).is_some(),
         O_KILL_ON_INVALID_DEP => a.eq_ignore_ascii_case("yes") || a.eq_ignore_ascii_case("no"),
         O_GRES_FLAGS => a.eq_ignore_ascii_case("disable-binding") || a.eq_ignore_ascii_case("enforce-binding"),
         O_DELAY_BOOT => flotilla_core::time::time_str2secs(a).is_ok(),
@@ -826,6 +920,265 @@ fn check_unused(id: u32, a: &str) -> Result<(), Fatal> {
     } else {
         Err(fatal(format!("Invalid --{name} specification"), 255))
     }
+}
+
+/// `-B S[:C[:T]]` as Slurm 22.05 reads it (`proc_args.c` `verify_socket_core_thread_count`
+/// and `get_resource_arg_range`): up to three `:`-separated fields (more are ignored), each
+/// empty or `*` (any: `None`) or `MIN[-MAX]`, numbers as `strtol` reads them with an optional
+/// `k` (×1024) or `m` (×1048576) suffix; only MIN is kept. A bad field is fatal with exit 1:
+/// `Invalid numeric value "FIELD" for first arg of -B.` (`second`, `third`), or `Numeric
+/// argument (N) to big for ...` above `INT_MAX`.
+#[allow(clippy::type_complexity)]
+fn parse_extra_node_info(a: &str) -> Result<(Option<u32>, Option<u32>, Option<u32>), Fatal> {
+    let mut fields = a.splitn(4, ':');
+    let mut out = [None; 3];
+    for (k, what) in ["first", "second", "third"].into_iter().enumerate() {
+        let Some(f) = fields.next() else { break };
+        out[k] = resource_arg_min(f, &format!("{what} arg of -B"))?;
+    }
+    Ok((out[0], out[1], out[2]))
+}
+
+/// One field of `-B` (`get_resource_arg_range`): `None` for any (empty, `*`, or the range
+/// `1-INT_MAX` Slurm treats as any), else the minimum.
+fn resource_arg_min(f: &str, what: &str) -> Result<Option<u32>, Fatal> {
+    if f.is_empty() || f.starts_with('*') {
+        return Ok(None);
+    }
+    let invalid = || fatal(format!("Invalid numeric value \"{f}\" for {what}."), 1);
+    // strtol: leading blanks, a sign, the digits; then an optional k/m suffix.
+    let num = |s: &str| -> (i64, usize) {
+        let t = s.trim_start_matches([' ', '\t', '\n', '\r', '\x0b', '\x0c']);
+        let skipped = s.len() - t.len();
+        let (neg, rest, sign) = match t.as_bytes().first() {
+            Some(b'-') => (true, &t[1..], 1),
+            Some(b'+') => (false, &t[1..], 1),
+            _ => (false, t, 0),
+        };
+        let digits = rest.bytes().take_while(u8::is_ascii_digit).count();
+        if digits == 0 {
+            return (0, 0);
+        }
+        let v = rest[..digits].parse::<i64>().unwrap_or(i64::MAX);
+        let mut end = skipped + sign + digits;
+        let mut v = if neg { -v } else { v };
+        match s.as_bytes().get(end) {
+            Some(b'k' | b'K') => {
+                v = v.saturating_mul(1024);
+                end += 1;
+            }
+            Some(b'm' | b'M') => {
+                v = v.saturating_mul(1_048_576);
+                end += 1;
+            }
+            _ => {}
+        }
+        (v, end)
+    };
+    let (min, end) = num(f);
+    let rest = &f[end..];
+    if !(rest.is_empty() || rest.starts_with('-')) || min < 0 {
+        return Err(invalid());
+    }
+    if min > i64::from(i32::MAX) {
+        return Err(fatal(format!("Numeric argument ({min}) to big for {what}."), 1));
+    }
+    if let Some(hi) = rest.strip_prefix('-') {
+        let (max, end) = num(hi);
+        if !(hi[end..].is_empty() || hi[end..].starts_with('-')) || max <= 0 {
+            return Err(invalid());
+        }
+        if max > i64::from(i32::MAX) {
+            return Err(fatal(format!("Numeric argument ({max}) to big for {what}."), 1));
+        }
+        if min == 1 && max == i64::from(i32::MAX) {
+            return Ok(None);
+        }
+    }
+    Ok(Some(min as u32))
+}
+
+/// What Slurm 22.05's sbatch checks and derives once every option is read (`opt.c`
+/// `_opt_verify`), for the options of a node's shape:
+///
+/// 1. `-S` and `--thread-spec` (`slurm_opt.c` `_validate_spec_cores_options`): both given is
+///    fatal (`-S/--core-spec and --thred-spec options are mutually exclusive`, Slurm's
+///    spelling, exit 1); one is ignored with `Ignoring -S since it's not allowed by
+///    configuration (AllowSpecResourcesUsage = No)` on stderr, as a site without
+///    `AllowSpecResourcesUsage` does: Flotilla keeps no cores for the system.
+/// 2. `--hint` (`validate_hint_option`, `proc_args.c` `verify_hint`): ignored when
+///    `--ntasks-per-core`, `--threads-per-core` or `-B` is also given; else each word
+///    (split at commas not followed by a digit, any case) is `compute_bound` (sockets and
+///    cores any, one thread a core), `memory_bound` (one core a socket, one thread a core),
+///    `multithread` (threads any), `nomultithread` (one thread a core), or `help` (the list on
+///    stdout, exit 1); another word is `unrecognized --hint argument "W", see --hint=help`,
+///    exit 1. A good hint is exported to the job as `SLURM_HINT` (`hint_env`).
+/// 3. `--ntasks-per-node` without `-n`: that many tasks on each of `-N` nodes.
+/// 4. Else without `-n`, with `-N` (or `-w`) or `-B` and a fixed node count, one task per node
+///    times each of sockets, cores and threads that is set ("1 proc / min_[socket * core *
+///    thread] default").
+fn verify_node_options(opts: &mut Opts, io: &mut Io<'_>) -> Result<Option<(String, String)>, Fatal> {
+    if opts.core_spec.contains(&"-S") && opts.core_spec.contains(&"--thread-spec") {
+        return Err(Fatal {
+            lines: vec!["sbatch: fatal: -S/--core-spec and --thred-spec options are mutually exclusive".into()],
+            code: 1,
+        });
+    }
+    if let Some(last) = opts.core_spec.last() {
+        io.err(&format!("sbatch: error: Ignoring {last} since it's not allowed by configuration (AllowSpecResourcesUsage = No)\n"));
+    }
+    let j = &mut opts.job;
+    let mut hint_env = None;
+    let conflict = j.node_shape.ntasks_per_core > 0 || j.node_shape.threads_per_core > 0 || opts.extra_set;
+    if let (Some(h), false) = (&opts.hint, conflict) {
+        verify_hint(h, j, io)?;
+        hint_env = Some(("SLURM_HINT".to_string(), h.clone()));
+    }
+    // --ntasks-per-node without -n asks for nodes × ntasks-per-node tasks (SLURM_NTASKS in
+    // the job, srun's default task count), before the shape's count below.
+    if j.ntasks.is_none() {
+        if let Some(t) = j.ntasks_per_node {
+            j.ntasks = Some(j.nodes_min.unwrap_or(1).saturating_mul(t));
+        }
+    }
+    let nodes_set = j.nodes_min.is_some() || !j.required_nodes.is_empty();
+    let min_nodes = j.nodes_min.unwrap_or(0).max(j.required_nodes.len() as u32);
+    let fixed = j.nodes_max.is_none_or(|m| m == 0 || m == min_nodes);
+    if (nodes_set || opts.extra_set) && fixed && j.ntasks.is_none() {
+        let set: Vec<u32> =
+            [j.sockets_per_node.unwrap_or(0), j.node_shape.cores_per_socket, j.node_shape.threads_per_core].into_iter().filter(|&n| n > 0).collect();
+        if !set.is_empty() {
+            j.ntasks = Some(set.into_iter().fold(min_nodes.max(1), u32::saturating_mul));
+        }
+    }
+    Ok(hint_env)
+}
+
+/// Slurm 22.05's `verify_hint` (`proc_args.c`) on `h`, applied to `j`'s shape; see
+/// [`verify_node_options`].
+fn verify_hint(h: &str, j: &mut SubmitJob, io: &mut Io<'_>) -> Result<(), Fatal> {
+    let b = h.as_bytes();
+    let mut words = Vec::new();
+    let mut start = 0;
+    for (i, &ch) in b.iter().enumerate() {
+        if ch == b',' && !b.get(i + 1).is_some_and(u8::is_ascii_digit) {
+            words.push(&h[start..i]);
+            start = i + 1;
+        }
+    }
+    words.push(&h[start..]);
+    for w in words {
+        let shape = &mut j.node_shape;
+        match w.to_ascii_lowercase().as_str() {
+            "help" => {
+                io.out(HINT_HELP);
+                return Err(Fatal { lines: Vec::new(), code: 1 });
+            }
+            "compute_bound" => {
+                j.sockets_per_node = None;
+                shape.cores_per_socket = 0;
+                shape.threads_per_core = 1;
+            }
+            "memory_bound" => {
+                shape.cores_per_socket = 1;
+                shape.threads_per_core = 1;
+            }
+            // `ntasks_per_core` becomes INFINITE16, which Slurm shows as not set.
+            "multithread" => shape.threads_per_core = 0,
+            "nomultithread" => shape.threads_per_core = 1,
+            _ => return Err(fatal(format!("unrecognized --hint argument \"{w}\", see --hint=help"), 1)),
+        }
+    }
+    Ok(())
+}
+
+/// `--hint=help` (`proc_args.c` `verify_hint`).
+const HINT_HELP: &str = "Application hint options:
+    --hint=             Bind tasks according to application hints
+        compute_bound   use all cores in each socket
+        memory_bound    use only one core in each socket
+        [no]multithread [don't] use extra threads with in-core multi-threading
+        help            show this help message
+";
+
+/// Slurm 22.05's `acct_gather_profile_from_string` (`slurm_acct_gather_profile.c`): a value
+/// that contains (any case) `none`, `all`, `energy`, `task`, `lustre` or `network`.
+fn profile_valid(a: &str) -> bool {
+    let l = a.to_ascii_lowercase();
+    ["none", "all", "energy", "task", "lustre", "network"].iter().any(|w| l.contains(w))
+}
+
+/// One comma-separated item of `--acctg-freq` (`proc_args.c` `validate_acctg_freq`,
+/// `slurm_acct_gather.c` `acct_gather_parse_freq`): a number (the task frequency, as before
+/// the typed form), or somewhere in it `task=`, `energy=`, `network=` or `filesystem=`
+/// (any case) followed by a number; a number is what `strtol` reads, and -1 is none.
+fn acctg_freq_valid(t: &str) -> bool {
+    let num = |s: &str| common::strtol_prefix_len(s) > 0 && common::strtol_prefix(s) != -1;
+    let l = t.to_ascii_lowercase();
+    num(t) || ["task=", "energy=", "network=", "filesystem="].iter().any(|k| l.find(k).is_some_and(|i| num(&t[i + k.len()..])))
+}
+
+/// `--gpu-bind` as Slurm 22.05's `tres_bind_verify_cmdline` checks `gpu:VALUE`
+/// (`tres_bind.c` `_valid_gpu_bind`): after an optional `verbose,`, a value starting with
+/// `c` (closest) or `n` (none), `map_gpu:` decimal numbers, `mask_gpu:` hexadecimal ones
+/// (each optionally `0x`, `N*COUNT` repeats), `per_task:N` or `single:N` (any case).
+/// Refused: `Err` with Slurm's `Failed to validate ITEM, offending character is C` for a list
+/// item with a character that is not a digit.
+fn gpu_bind_valid(a: &str) -> Result<(), Option<String>> {
+    let v = if a.len() >= 8 && a[..8].eq_ignore_ascii_case("verbose,") { &a[8..] } else { a };
+    let has = |p: &str| v.len() >= p.len() && v.is_char_boundary(p.len()) && v[..p.len()].eq_ignore_ascii_case(p);
+    // `_valid_num`: strtol base 0 (0x hexadecimal, leading 0 octal), not negative.
+    let num = |s: &str| common::strtol_prefix(s) >= 0;
+    // `_valid_num_list`: each item's characters digits (hexadecimal ones after an optional
+    // `0x` for masks) or `*`, and after a `*` a decimal repeat count.
+    let list = |s: &str, hex: bool| -> Result<(), Option<String>> {
+        for t in s.split(',').filter(|t| !t.is_empty()) {
+            let t = if hex { t.strip_prefix("0x").unwrap_or(t) } else { t };
+            let ok = |c: char| c == '*' || if hex { c.is_ascii_hexdigit() } else { c.is_ascii_digit() };
+            if let Some(c) = t.chars().find(|&c| !ok(c)) {
+                return Err(Some(format!("Failed to validate {t}, offending character is {c}")));
+            }
+            if !t.split_once('*').is_none_or(|(_, r)| r.bytes().all(|b| b.is_ascii_digit())) {
+                return Err(None);
+            }
+        }
+        Ok(())
+    };
+    let yes = |b: bool| if b { Ok(()) } else { Err(None) };
+    if has("c") || has("n") {
+        Ok(())
+    } else if has("map_gpu:") {
+        list(&v[8..], false)
+    } else if has("mask_gpu:") {
+        list(&v[9..], true)
+    } else if has("per_task:") {
+        yes(num(&v[9..]))
+    } else if has("single:") {
+        yes(num(&v[7..]))
+    } else {
+        Err(None)
+    }
+}
+
+/// `sbatch.c` `_set_rlimit_env` over `--propagate` (`slurm_rlimits_info.c` `parse_rlimits`):
+/// `ALL`, `NONE`, or a list (commas or blanks) of `AS`, `CORE`, `CPU`, `DATA`, `FSIZE`,
+/// `MEMLOCK`, `NOFILE`, `NPROC`, `RSS`, `STACK`, each optionally `RLIMIT_`-prefixed (case
+/// matters). Refused: `Bad rlimit name: NAME` and `--propagate=VALUE is not valid.`, exit 1.
+fn check_propagate(p: &str) -> Result<(), Fatal> {
+    const NAMES: &[&str] = &["CPU", "FSIZE", "DATA", "STACK", "CORE", "RSS", "NPROC", "NOFILE", "MEMLOCK", "AS"];
+    if p == "ALL" || p == "NONE" {
+        return Ok(());
+    }
+    for t in p.split([',', ' ', '\t', '\n']).filter(|t| !t.is_empty()) {
+        let name = t.strip_prefix("RLIMIT_").unwrap_or(t);
+        if !NAMES.contains(&name) {
+            return Err(Fatal {
+                lines: vec![format!("sbatch: error: Bad rlimit name: {name}"), format!("sbatch: error: --propagate={p} is not valid.")],
+                code: 1,
+            });
+        }
+    }
+    Ok(())
 }
 
 /// [`common::parse_int`] with sbatch's prefix and exit status 1.
@@ -1096,6 +1449,129 @@ mod tests {
             apply(&mut o, x)?;
         }
         Ok(o)
+    }
+
+    /// Options plus `verify_node_options`: the shape, the stdout and stderr it printed, or
+    /// the failure.
+    fn verified(words: &[&str]) -> (Result<Opts, Fatal>, String, String) {
+        let (mut out, mut err) = (Vec::new(), Vec::new());
+        let env = |_: &str| None;
+        let r = opts_of(words).and_then(|mut o| {
+            let mut io = Io { out: &mut out, err: &mut err, env: &env, stdin: None };
+            verify_node_options(&mut o, &mut io).map(|_| o)
+        });
+        (r, String::from_utf8(out).unwrap(), String::from_utf8(err).unwrap())
+    }
+
+    /// `-B` as Slurm 22.05's `verify_socket_core_thread_count` reads it (goldens-extra
+    /// 0142, 0143).
+    #[test]
+    fn extra_node_info_fields() {
+        let b = |a: &str| parse_extra_node_info(a).map_err(|f| f.lines[0].clone());
+        assert_eq!(b("2"), Ok((Some(2), None, None)));
+        assert_eq!(b("2:4"), Ok((Some(2), Some(4), None)));
+        assert_eq!(b("*:4:1"), Ok((None, Some(4), Some(1))));
+        assert_eq!(b("1-2:3"), Ok((Some(1), Some(3), None)), "only the minimum is kept");
+        assert_eq!(b(":2"), Ok((None, Some(2), None)));
+        assert_eq!(b("1:2:1:9"), Ok((Some(1), Some(2), Some(1))), "a fourth field is ignored");
+        assert_eq!(b("2k"), Ok((Some(2048), None, None)));
+        assert_eq!(b("1-2147483647"), Ok((None, None, None)), "1 to INT_MAX is any");
+        assert_eq!(b("x"), Err("sbatch: error: Invalid numeric value \"x\" for first arg of -B.".into()));
+        assert_eq!(b("1-"), Err("sbatch: error: Invalid numeric value \"1-\" for first arg of -B.".into()));
+        assert_eq!(b("2:-1"), Err("sbatch: error: Invalid numeric value \"-1\" for second arg of -B.".into()));
+        assert_eq!(b("1:2:3x"), Err("sbatch: error: Invalid numeric value \"3x\" for third arg of -B.".into()));
+        assert_eq!(b("99999999999"), Err("sbatch: error: Numeric argument (99999999999) to big for first arg of -B.".into()));
+        assert_eq!(parse_extra_node_info("x").unwrap_err().code, 1);
+    }
+
+    /// `--hint`, `-S`/`--thread-spec` and the task count `-N`/`-B` imply, as Slurm 22.05's
+    /// sbatch `_opt_verify` derives them (goldens-extra 0140, 0141, 0146, 0147).
+    #[test]
+    fn node_options_verified() {
+        let shape = |w: &[&str]| {
+            let o = verified(w).0.unwrap();
+            (o.job.sockets_per_node, o.job.node_shape.cores_per_socket, o.job.node_shape.threads_per_core, o.job.ntasks)
+        };
+        assert_eq!(shape(&["--hint=memory_bound"]), (None, 1, 1, None));
+        assert_eq!(shape(&["--hint=NOMULTITHREAD"]), (None, 0, 1, None));
+        assert_eq!(shape(&["--sockets-per-node=2", "--hint=compute_bound"]), (None, 0, 1, None));
+        assert_eq!(shape(&["--hint=multithread,compute_bound"]), (None, 0, 1, None));
+        assert_eq!(shape(&["--hint=bogus", "--ntasks-per-core=1"]), (None, 0, 0, None), "ignored beside --ntasks-per-core");
+        assert_eq!(shape(&["-B", "2:4"]), (Some(2), 4, 0, Some(8)));
+        assert_eq!(shape(&["-N", "2", "--sockets-per-node=2", "--cores-per-socket=2"]), (Some(2), 2, 0, Some(8)));
+        assert_eq!(shape(&["-N", "1-2", "-B", "2"]), (Some(2), 0, 0, None), "a node range implies no count");
+        assert_eq!(shape(&["-N", "2", "-n", "3", "-B", "2"]), (Some(2), 0, 0, Some(3)));
+        assert_eq!(shape(&["--sockets-per-node=2"]), (Some(2), 0, 0, None), "without -N or -B no count");
+        assert_eq!(shape(&["-N", "2", "--ntasks-per-node=2", "--threads-per-core=1"]), (None, 0, 1, Some(4)));
+        let (r, out, _) = verified(&["--hint=compute_bound,bogus"]);
+        assert_eq!(r.unwrap_err(), fatal("unrecognized --hint argument \"bogus\", see --hint=help", 1));
+        assert!(out.is_empty());
+        let (r, out, _) = verified(&["--hint=help"]);
+        assert_eq!(r.unwrap_err(), Fatal { lines: Vec::new(), code: 1 });
+        assert_eq!(out, HINT_HELP);
+        let (r, _, err) = verified(&["-S", "2"]);
+        assert!(r.is_ok());
+        assert_eq!(err, "sbatch: error: Ignoring -S since it's not allowed by configuration (AllowSpecResourcesUsage = No)\n");
+        let (_, _, err) = verified(&["--thread-spec=1"]);
+        assert!(err.contains("Ignoring --thread-spec since"), "{err}");
+        let (r, _, _) = verified(&["-S", "2", "--thread-spec=1"]);
+        assert_eq!(r.unwrap_err().lines, vec!["sbatch: fatal: -S/--core-spec and --thred-spec options are mutually exclusive"]);
+        assert_eq!(verified(&["-S", "x"]).0.unwrap_err(), fatal("Invalid numeric value \"x\" for --core-spec.", 1));
+        assert!(verified(&["-S", "0"]).0.is_ok(), "-S takes 0");
+    }
+
+    /// Values of options Flotilla takes without using them, checked as Slurm 22.05's setters
+    /// check them (goldens-extra 0148-0154).
+    #[test]
+    fn unused_option_values() {
+        use flotilla_proto::Oversubscribe as S;
+        let err = |w: &[&str]| opts_of(w).map(drop).unwrap_err();
+        let share = |w: &[&str]| {
+            let o = opts_of(w).unwrap();
+            (o.job.exclusive, o.job.node_shape.oversubscribe)
+        };
+        assert_eq!(share(&["--exclusive=user"]), (true, S::User));
+        assert_eq!(share(&["--exclusive=MCS"]), (true, S::Mcs));
+        assert_eq!(share(&["-s"]), (false, S::Yes));
+        assert_eq!(share(&["--exclusive", "--oversubscribe"]), (false, S::Yes));
+        assert_eq!(share(&["--oversubscribe", "--exclusive"]), (true, S::No));
+        assert_eq!(err(&["--exclusive=bogus"]), fatal("Invalid --exclusive specification", 255));
+        let nice = |v: &str| opts_of(&[&format!("--nice={v}")]).map(|o| o.job.nice);
+        assert_eq!(nice("x"), Ok(Some(0)), "strtoll reads no digits: 0");
+        assert_eq!(nice("5x"), Ok(Some(5)));
+        assert_eq!(nice(""), Ok(Some(100)));
+        assert_eq!(nice(" 7"), Ok(Some(7)));
+        assert_eq!(nice("-2147483645"), Ok(Some(-2_147_483_645)));
+        assert_eq!(nice("2147483646").unwrap_err(), fatal("Invalid --nice value, out of range (+/- 2147483645)", 255));
+        assert_eq!(err(&["--open-mode=bogus"]), fatal("Invalid --open-mode specification", 255));
+        assert!(opts_of(&["--open-mode=Append", "--get-user-env=10L", "--get-user-env"]).is_ok());
+        assert_eq!(err(&["--get-user-env=5x"]), fatal("Invalid --get-user-env specification", 255));
+        assert_eq!(err(&["--profile=bogus"]), fatal("invalid --profile=bogus option", 255));
+        assert!(opts_of(&["--profile=TaskX", "--acctg-freq=30,ENERGY=5,network=0", "--acctg-freq=xfilesystem=7"]).is_ok());
+        assert_eq!(
+            err(&["--acctg-freq=task=30,energy=x,bogus"]).lines,
+            vec!["sbatch: error: Invalid --acctg-freq specification: energy=x", "sbatch: error: Invalid --acctg-freq specification: bogus"]
+        );
+        assert!(opts_of(&["--acctg-freq=-1"]).is_err(), "-1 is no frequency");
+        assert_eq!(err(&["--gpu-bind=map_gpu:0x1"]).lines, vec![
+            "sbatch: error: Failed to validate 0x1, offending character is x",
+            "sbatch: error: Invalid --gpu-bind argument: gpu:map_gpu:0x1",
+        ]);
+        for ok in ["closest", "none", "map_gpu:0,1", "mask_gpu:0x3,f", "map_gpu:1*2", "single:x", "verbose,closest", "Verbose,map_gpu:2"] {
+            assert!(opts_of(&[&format!("--gpu-bind={ok}")]).is_ok(), "{ok}");
+        }
+        for bad in ["bogus", "per_task:-1", "", "mask_gpu:z"] {
+            assert!(opts_of(&[&format!("--gpu-bind={bad}")]).is_err(), "{bad}");
+        }
+        assert_eq!(err(&["--cpus-per-gpu=0"]), fatal("Invalid numeric value \"0\" for --cpus-per-gpu.", 1));
+        assert_eq!(err(&["--ntasks-per-socket=x"]).code, 1);
+        assert_eq!(err(&["--mem-per-gpu=x"]), fatal("Invalid --mem-per-gpu specification", 255));
+        assert!(check_propagate("STACK,RLIMIT_CORE").is_ok() && check_propagate("ALL").is_ok() && check_propagate("NONE").is_ok());
+        assert_eq!(check_propagate("stack").unwrap_err().lines, vec![
+            "sbatch: error: Bad rlimit name: stack",
+            "sbatch: error: --propagate=stack is not valid.",
+        ]);
+        assert_eq!(opts_of(&["--propagate"]).unwrap().propagate.as_deref(), Some("ALL"));
     }
 
     /// Slurm 22.05's `_parse_array_tok` on the expressions recorded in goldens-extra (a06).

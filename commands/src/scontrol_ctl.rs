@@ -542,17 +542,27 @@ pub fn job_record(j: &JobInfo, flags: ShowFlags, now: i64, gpu_types: &BTreeMap<
     } else {
         j.num_nodes.to_string()
     };
+    // `ReqB:S:C:T=` and `NtasksPerN:B:S:C=` (job_info.c): boards and sockets-per-board are
+    // always 0 and `*` (Flotilla has no boards); a count not given is `*`.
+    let star = |n: u32| if n == 0 { "*".to_string() } else { n.to_string() };
+    let shape = &j.node_shape;
     l.push(format!(
-        "   NumNodes={num_nodes} NumCPUs={} NumTasks={} CPUs/Task={} ReqB:S:C:T=0:0:*:*",
+        "   NumNodes={num_nodes} NumCPUs={} NumTasks={} CPUs/Task={} ReqB:S:C:T=0:0:{}:{}",
         j.num_cpus,
         // Without -n, one task per allocated node (golden 0124: --gpus=12 on 2 nodes).
         j.num_tasks.max(j.num_nodes).max(1),
-        j.cpus_per_task.max(1)
+        j.cpus_per_task.max(1),
+        star(shape.cores_per_socket),
+        star(shape.threads_per_core)
     ));
     l.push(format!("   TRES={}", jobfmt::tres_str(&v)));
     // `Socks/Node=` is `--sockets-per-node` (job_info.c: `*` when not given).
     let socks = if j.sockets_per_node == 0 { "*".to_string() } else { j.sockets_per_node.to_string() };
-    l.push(format!("   Socks/Node={socks} NtasksPerN:B:S:C=0:0:*:* CoreSpec=*"));
+    l.push(format!(
+        "   Socks/Node={socks} NtasksPerN:B:S:C={}:0:*:{} CoreSpec=*",
+        shape.ntasks_per_node,
+        star(shape.ntasks_per_core)
+    ));
     if flags.details && !pending && !j.gpu_alloc.is_empty() {
         let cpus = (j.num_cpus / j.num_nodes.max(1)).max(1);
         let nodes: Vec<crate::job_gres::NodeGres> = j
@@ -577,11 +587,11 @@ pub fn job_record(j: &JobInfo, flags: ShowFlags, now: i64, gpu_types: &BTreeMap<
         None if j.mem_whole_node => "MinMemoryNode=0".to_string(),
         None => format!("MinMemoryNode={}", jobfmt::mem_str(j.mem_per_node_mib)),
     };
-    l.push(format!("   MinCPUsNode={} {min_mem} MinTmpDiskNode=0", j.cpus_per_task.max(1)));
+    l.push(format!("   MinCPUsNode={} {min_mem} MinTmpDiskNode={}", jobfmt::min_cpus(&v), jobfmt::mem_str(shape.tmp_disk_mib)));
     l.push("   Features=(null) DelayBoot=00:00:00".into());
     l.push(format!(
         "   OverSubscribe={} Contiguous=0 Licenses=(null) Network=(null)",
-        if j.exclusive { "NO" } else { "OK" }
+        jobfmt::oversubscribe(&v)
     ));
     l.push(format!("   Command={}", j.command.as_deref().unwrap_or("(null)")));
     l.push(format!("   WorkDir={}", j.work_dir));

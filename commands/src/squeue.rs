@@ -661,13 +661,16 @@ fn letter_fields(ch: char) -> &'static [JobField] {
         'i' | 'F' | 'K' => &[F::JobId, F::ArrayJobId, F::ArrayTaskId, F::ArrayTaskStr],
         'b' => &[F::Gres, F::TresPerNode],
         'B' => &[F::State, F::BatchHost],
-        'c' => &[F::NumCpus, F::NumNodes],
+        'c' => &[F::NodeShape, F::CpusPerTask],
+        'd' | 'I' | 'J' => &[F::NodeShape],
+        'H' => &[F::SocketsPerNode],
+        'z' => &[F::SocketsPerNode, F::NodeShape],
         'C' => &[F::NumCpus],
         'D' => &[F::NumNodes],
         'e' => &[F::EndTime],
         'E' => &[F::Dependency, F::Reason],
         'g' | 'G' => &[F::Gid],
-        'h' => &[F::Exclusive],
+        'h' => &[F::Exclusive, F::NodeShape],
         'j' => &[F::Name],
         'k' => &[F::Comment],
         'l' => &[F::TimeLimit],
@@ -707,6 +710,7 @@ fn o2_fields(f: O2) -> &'static [JobField] {
         O2::StdErr => &[F::Stderr],
         O2::Restarts => &[F::Restarts],
         O2::Requeue => &[F::Requeue],
+        O2::NtPerNode | O2::NtPerCore => &[F::NodeShape],
         O2::Topology => &[F::Topology],
         O2::Preemptible => &[F::Preemptible],
         O2::MaxNodes => &[F::JobId, F::NumNodes, F::MaxNodes],
@@ -803,6 +807,9 @@ fn o_field<'b>(ch: char, j: Option<&'b JobView<'_>>, now: i64, scratch: &'b mut 
     // Borrowed where the job holds the text already: 10,000 rows are 80,000 fields.
     let b = |s: &'b str| Cow::Borrowed(s);
     let or_null = |s: &'b Option<flotilla_proto::Str<'_>>| s.as_deref().map_or(Cow::Borrowed("(null)"), Cow::Borrowed);
+    // Counts as `convert_num_unit` from `UNIT_NONE`, exact (print.c: 2048 is `2K`).
+    let count = |n: u32| crate::usage_fmt::convert(f64::from(n), crate::usage_fmt::Units::default(), 1024.0, true);
+    let star = |n: u32| -> Cow<'b, str> { if n == 0 { Cow::Borrowed("*") } else { Cow::Owned(count(n)) } };
     // Computed values are written into the caller's `scratch` (no String per field).
     macro_rules! put {
         ($($arg:tt)*) => {{
@@ -827,9 +834,10 @@ fn o_field<'b>(ch: char, j: Option<&'b JobView<'_>>, now: i64, scratch: &'b mut 
                 b(&j.batch_host)
             }
         }
-        'c' => put!("{}", (j.num_cpus / j.num_nodes.max(1)).max(1)),
+        // Slurm's `pn_min_cpus` (print.c `_print_job_min_cpus`), not the CPUs a node holds.
+        'c' => count(jobfmt::min_cpus(j)).into(),
         'C' => put!("{}", j.num_cpus),
-        'd' => b("0"),
+        'd' => jobfmt::mem_str(j.node_shape.tmp_disk_mib).into(),
         'D' => put!("{}", j.num_nodes),
         'e' => t(j.end_time),
         'E' => jobfmt::dependency_str(j).into(),
@@ -837,8 +845,12 @@ fn o_field<'b>(ch: char, j: Option<&'b JobView<'_>>, now: i64, scratch: &'b mut 
         'F' => put!("{}", j.array_job_id.unwrap_or(j.job_id)),
         'g' => common::group_name(j.gid).into(),
         'G' => put!("{}", j.gid),
-        'h' => b(if j.exclusive { "NO" } else { "OK" }),
-        'H' | 'I' | 'J' => b("*"),
+        'h' => b(jobfmt::oversubscribe(j)),
+        // `--sockets-per-node`, `--cores-per-socket`, `--threads-per-core` (or `-B`), `*`
+        // when not given (print.c `_print_job_sockets` and friends).
+        'H' => star(j.sockets_per_node),
+        'I' => star(j.node_shape.cores_per_socket),
+        'J' => star(j.node_shape.threads_per_core),
         'j' => b(&j.name),
         'k' => or_null(&j.comment),
         'K' => match (j.array_task_id, &j.array_task_str) {
@@ -888,7 +900,7 @@ fn o_field<'b>(ch: char, j: Option<&'b JobView<'_>>, now: i64, scratch: &'b mut 
                 b(&j.sched_nodes)
             }
         }
-        'z' => b("*:*:*"),
+        'z' => format!("{}:{}:{}", star(j.sockets_per_node), star(j.node_shape.cores_per_socket), star(j.node_shape.threads_per_core)).into(),
         'Z' => b(&j.work_dir),
         _ => b(""),
     };
@@ -1104,6 +1116,11 @@ fn o2_field(name: &str) -> Option<(&'static str, O2)> {
         "username" => ("USER", O2::Letter('u')),
         "workdir" => ("WORK_DIR", O2::Letter('Z')),
         "restartcnt" => ("RESTARTCNT", O2::Restarts),
+        "sockets" => ("SOCKETS_PER_NODE", O2::Letter('H')),
+        "cores" => ("CORES_PER_SOCKET", O2::Letter('I')),
+        "threads" => ("THREADS_PER_CORE", O2::Letter('J')),
+        "ntpernode" => ("NTASKS_PER_NODE", O2::NtPerNode),
+        "ntpercore" => ("NTASKS_PER_CORE", O2::NtPerCore),
         "requeue" => ("REQUEUE", O2::Requeue),
         "topology" => ("TOPOLOGY", O2::Topology),
         "preemptible" => ("PREEMPTIBLE", O2::Preemptible),
@@ -1125,6 +1142,10 @@ enum O2 {
     StdErr,
     Restarts,
     Requeue,
+    /// `--ntasks-per-node` (0 when not given, print.c `_print_job_ntasks_per_node`).
+    NtPerNode,
+    /// `--ntasks-per-core` (`N/A` when not given).
+    NtPerCore,
     Topology,
     Preemptible,
     /// Slurm's `MaxNodes`; an elastic job's node maximum.
@@ -1172,6 +1193,11 @@ fn o2_value<'b>(f: O2, j: &'b JobView<'_>, sizes: &Sizes, now: i64, scratch: &'b
         O2::StdErr => j.stderr.as_deref().map_or(Cow::Borrowed(""), Cow::Borrowed),
         O2::Restarts => j.restarts.to_string().into(),
         O2::Requeue => u8::from(j.requeue).to_string().into(),
+        O2::NtPerNode => j.node_shape.ntasks_per_node.to_string().into(),
+        O2::NtPerCore => match j.node_shape.ntasks_per_core {
+            0 => "N/A".into(),
+            n => n.to_string().into(),
+        },
         O2::Topology => Cow::Borrowed(&j.topology),
         O2::Preemptible => Cow::Borrowed(if j.preemptible { "YES" } else { "NO" }),
         O2::MaxNodes => node_bound(j, sizes, true).into(),
