@@ -78,6 +78,7 @@ const O_ACCTG_FREQ: u32 = 1054;
 const O_PROPAGATE: u32 = 1055;
 const O_GPU_BIND: u32 = 1056;
 const O_NTASKS_PER_SOCKET: u32 = 1057;
+const O_MAIL_USER: u32 = 1058;
 
 const fn c(ch: char) -> u32 {
     ch as u32
@@ -140,7 +141,7 @@ pub const LONGS: &[LongOpt] = &[
     lo("kill-on-invalid-dep", HasArg::Required, O_KILL_ON_INVALID_DEP),
     lo("licenses", HasArg::Required, c('L')),
     lo("mail-type", HasArg::Required, O_MAIL_TYPE),
-    lo("mail-user", HasArg::Required, O_IGNORED_ARG),
+    lo("mail-user", HasArg::Required, O_MAIL_USER),
     lo("mcs-label", HasArg::Required, O_IGNORED_ARG),
     lo("mem", HasArg::Required, O_MEM),
     lo("mem-bind", HasArg::Required, O_IGNORED_ARG),
@@ -829,6 +830,11 @@ pub fn apply(opts: &mut Opts, o: &Opt) -> Result<(), Fatal> {
             opts.core_spec.push("--thread-spec");
         }
         O_HINT => opts.hint = Some(a.into()),
+        // `parse_mail_type`: refused only when no word is known.
+        O_MAIL_TYPE => {
+            j.mail_type = flotilla_proto::mail_type::parse(a).ok_or_else(|| fatal("Invalid --mail-type specification", 255))?
+        }
+        O_MAIL_USER => j.mail_user = Some(a.into()),
         O_PROPAGATE => opts.propagate = Some(o.arg.clone().unwrap_or_else(|| "ALL".into())),
         O_NTASKS_PER_SOCKET => drop(parse_count(a, "--ntasks-per-socket")?),
         O_CPUS_PER_GPU => drop(parse_count(a, "--cpus-per-gpu")?),
@@ -901,7 +907,7 @@ fn parse_count(a: &str, opt: &str) -> Result<u32, Fatal> {
 /// (`slurm_opt.c`): counts with `parse_int` (`Invalid numeric value ...`, exit 1:
 /// `--switches` before any `@TIME`, `--wait-all-nodes`), the others against their setter's
 /// rule, refused with `Invalid --OPTION specification` and exit 255: `--wait-all-nodes`
-/// above 1, `--mail-type` ([`mail_type_valid`]), `--kill-on-invalid-dep` (`yes` or `no`),
+/// above 1, `--kill-on-invalid-dep` (`yes` or `no`),
 /// `--gres-flags` (`disable-binding` or `enforce-binding`), `--delay-boot`
 /// (`time_str2secs`); any case where Slurm ignores it.
 fn check_unused(id: u32, a: &str) -> Result<(), Fatal> {
@@ -909,7 +915,6 @@ fn check_unused(id: u32, a: &str) -> Result<(), Fatal> {
     let ok = match id {
         O_SWITCHES => return parse_int(a.split('@').next().unwrap_or(""), "--switches", true).map(drop),
         O_WAIT_ALL_NODES => parse_int(a, "--wait-all-nodes", false)? <= 1,
-        O_MAIL_TYPE => mail_type_valid(a),
         O_KILL_ON_INVALID_DEP => a.eq_ignore_ascii_case("yes") || a.eq_ignore_ascii_case("no"),
         O_GRES_FLAGS => a.eq_ignore_ascii_case("disable-binding") || a.eq_ignore_ascii_case("enforce-binding"),
         O_DELAY_BOOT => flotilla_core::time::time_str2secs(a).is_ok(),
@@ -1186,17 +1191,6 @@ fn parse_int(a: &str, opt: &str, positive: bool) -> Result<i32, Fatal> {
     common::parse_int(a, opt, positive).map_err(|m| fatal(m, 1))
 }
 
-/// Slurm 22.05's `parse_mail_type` (`proc_args.c`): a comma list of `NONE`, `BEGIN`, `END`,
-/// `FAIL`, `REQUEUE`, `ALL`, `INVALID_DEPEND`, `STAGE_OUT`, `TIME_LIMIT`, `TIME_LIMIT_90`,
-/// `_80`, `_50`, `ARRAY_TASKS` (any case); words it does not know are skipped, and the value
-/// is refused only when none is known.
-fn mail_type_valid(a: &str) -> bool {
-    const KNOWN: &[&str] = &[
-        "NONE", "ARRAY_TASKS", "BEGIN", "END", "FAIL", "INVALID_DEPEND", "REQUEUE", "ALL", "STAGE_OUT", "TIME_LIMIT", "TIME_LIMIT_90",
-        "TIME_LIMIT_80", "TIME_LIMIT_50",
-    ];
-    a.split(',').filter(|w| !w.is_empty()).any(|w| KNOWN.iter().any(|k| k.eq_ignore_ascii_case(w)))
-}
 
 /// `-N min[-max]`.
 pub fn parse_nodes(a: &str) -> Option<(u32, Option<u32>)> {

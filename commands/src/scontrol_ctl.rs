@@ -617,6 +617,10 @@ pub fn job_record(j: &JobInfo, flags: ShowFlags, now: i64, gpu_types: &BTreeMap<
     if let Some(t) = &j.tres_per_task {
         l.push(format!("   TresPerTask={t}"));
     }
+    // job_info.c: only with a mail type and a user to mail.
+    if let (t @ 1.., Some(u)) = (j.mail_type, &j.mail_user) {
+        l.push(format!("   MailUser={u} MailType={}", flotilla_proto::mail_type::names(t)));
+    }
     if let Some(f) = flotilla_line(j) {
         l.push(f);
     }

@@ -89,6 +89,9 @@ A01 = [
     {"name": "propagate_values", "cmd": "sbatch -H --propagate=bogus --wrap true; echo rc=$?\nsbatch -H --propagate=stack --wrap true; echo rc=$?\nsbatch -H --propagate=STACK,bogus --wrap true; echo rc=$?\nsb -H --propagate=STACK,RLIMIT_CORE --wrap true\nsb -H --propagate --wrap true\nsb -H --propagate=NONE --wrap true\nfin"},
     {"name": "gpu_bind_values", "cmd": "for v in bogus closest none map_gpu:0,1 map_gpu:0x1 mask_gpu:0x3,f mask_gpu:z 'map_gpu:1*2' single:x per_task:-1 'verbose,closest' 'Verbose,map_gpu:2' ''; do sbatch -H \"--gpu-bind=$v\" --wrap true >/dev/null 2>/tmp/gb_err.$$; echo \"[$v] rc=$? $(cat /tmp/gb_err.$$)\"; done\nrm -f /tmp/gb_err.$$\nscancel -u alice"},
     {"name": "gpu_option_counts", "cmd": "sbatch -H --ntasks-per-socket=x --wrap true; echo rc=$?\nsbatch -H --cpus-per-gpu=0 --wrap true; echo rc=$?\nsbatch -H --ntasks-per-gpu=x --wrap true; echo rc=$?\nsbatch -H --mem-per-gpu=x --wrap true; echo rc=$?"},
+    # MailUser=/MailType= (job_info.c: a line after TresPerTask when a type is set;
+    # proc_args.c parse_mail_type/print_mail_type; job_mgr.c _get_mail_user).
+    {"name": "mail_shown", "cmd": "for o in --mail-type=END --mail-type=ALL '--mail-type=END,FAIL --mail-user=bob@x' --mail-user=bob --mail-type=NONE --mail-type=BEGIN,NONE,END --mail-type=TIME_LIMIT_50,ARRAY_TASKS,begin --mail-type=ALL,TIME_LIMIT,TIME_LIMIT_80,TIME_LIMIT_90 '--mail-type=END --gpus=1'; do sb -H $o --wrap true >/dev/null; j=${J[-1]}; echo \"[$o] $(scontrol show job $j | sed -n '/Power=/,$p' | grep -vE '^ *$' | tr -s ' ' | tr '\\n' ' ')\"; done\nfin"},
 ]
 
 # Area a02: output file name patterns (src/common/fd.c / slurmstepd io: expand_stdio_fields).

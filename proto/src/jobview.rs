@@ -200,6 +200,8 @@ pub struct JobView<'a> {
     pub sockets_per_node: u32,
     pub mem_whole_node: bool,
     pub node_shape: NodeShape,
+    pub mail_type: u16,
+    pub mail_user: Option<Str<'a>>,
 }
 
 impl<'a> JobView<'a> {
@@ -272,6 +274,8 @@ impl<'a> JobView<'a> {
             sockets_per_node: self.sockets_per_node,
             mem_whole_node: self.mem_whole_node,
             node_shape: self.node_shape,
+            mail_type: self.mail_type,
+            mail_user: own(self.mail_user),
         }
     }
 }
@@ -345,6 +349,8 @@ impl<'a> From<&'a JobInfo> for JobView<'a> {
             sockets_per_node: j.sockets_per_node,
             mem_whole_node: j.mem_whole_node,
             node_shape: j.node_shape,
+            mail_type: j.mail_type,
+            mail_user: view(&j.mail_user),
         }
     }
 }
@@ -488,7 +494,7 @@ job_fields! {
     TresPerJob => tres_per_job, TresPerTask => tres_per_task, MemPerCpuMib => mem_per_cpu_mib,
     TresPerNode => tres_per_node, TresPerSocket => tres_per_socket, MaxNodes => max_nodes,
     CpuIds => cpu_ids, SocketsPerNode => sockets_per_node, MemWholeNode => mem_whole_node,
-    NodeShape => node_shape,
+    NodeShape => node_shape, MailType => mail_type, MailUser => mail_user,
 }
 
 /// A set of [`JobField`]s (a bit per field).
@@ -700,6 +706,7 @@ mod tests {
                         [O::Unset, O::No, O::Yes, O::User, O::Mcs][nums[3] as usize % 5]
                     },
                 },
+                mail_type: nums[1] as u16, mail_user: opts[3].clone(),
             }
         }
     }

@@ -197,6 +197,11 @@ pub struct SubmitJob {
     /// (after `--hint`), `--tmp` (appended); its `ntasks_per_node` is not read (the
     /// controller takes `ntasks_per_node` above) and `min_cpus` is `--mincpus` as given.
     pub node_shape: NodeShape,
+    /// `--mail-type` as Slurm's `MAIL_*` bits ([`mail_type`], appended; 0: none).
+    pub mail_type: u16,
+    /// `--mail-user` (appended): who the mail goes to; the controller names the job's user
+    /// when a mail type is set without it.
+    pub mail_user: Option<String>,
 }
 
 /// What a job asks of each node beyond its tasks and CPUs, which Flotilla records and shows
@@ -964,6 +969,76 @@ pub struct JobInfo {
     pub mem_whole_node: bool,
     /// What the job asked of each node (appended; `min_cpus` is Slurm's `pn_min_cpus`).
     pub node_shape: NodeShape,
+    /// `--mail-type` bits (appended, [`mail_type`]; 0: none): `MailType=`.
+    pub mail_type: u16,
+    /// `MailUser=` (appended): `--mail-user`, or the job's user when a mail type was set.
+    pub mail_user: Option<String>,
+}
+
+/// Slurm 22.05's mail types (`slurm.h` `MAIL_*` bits) with `parse_mail_type` and
+/// `print_mail_type` (`proc_args.c`).
+pub mod mail_type {
+    /// The bits in the order `print_mail_type` names them.
+    pub const NAMES: [(u16, &str); 11] = [
+        (0x0040, "ARRAY_TASKS"),
+        (0x0400, "INVALID_DEPEND"),
+        (0x0001, "BEGIN"),
+        (0x0002, "END"),
+        (0x0004, "FAIL"),
+        (0x0008, "REQUEUE"),
+        (0x0080, "STAGE_OUT"),
+        (0x0200, "TIME_LIMIT_50"),
+        (0x0100, "TIME_LIMIT_80"),
+        (0x0020, "TIME_LIMIT_90"),
+        (0x0010, "TIME_LIMIT"),
+    ];
+    /// `ALL`: invalid dependency, begin, end, fail, requeue and stage-out.
+    pub const ALL: u16 = 0x0400 | 0x0001 | 0x0002 | 0x0004 | 0x0008 | 0x0080;
+
+    /// `--mail-type`'s value: comma-separated words in any case; `NONE` ends the list with
+    /// no type (0), `ALL` is [`ALL`], unknown words are skipped. `None` when no word is known
+    /// (Slurm's `INFINITE16`, which sbatch refuses).
+    pub fn parse(a: &str) -> Option<u16> {
+        let mut bits = 0u16;
+        for w in a.split(',').filter(|w| !w.is_empty()) {
+            if w.eq_ignore_ascii_case("NONE") {
+                return Some(0);
+            }
+            if w.eq_ignore_ascii_case("ALL") {
+                bits |= ALL;
+            } else if let Some((b, _)) = NAMES.iter().find(|(_, n)| n.eq_ignore_ascii_case(w)) {
+                bits |= b;
+            }
+        }
+        (bits != 0).then_some(bits)
+    }
+
+    /// `MailType=`: the names of `bits`, comma-separated, `NONE` for 0.
+    pub fn names(bits: u16) -> String {
+        if bits == 0 {
+            return "NONE".into();
+        }
+        NAMES.iter().filter(|(b, _)| bits & b != 0).map(|(_, n)| *n).collect::<Vec<_>>().join(",")
+    }
+
+    #[cfg(test)]
+    mod tests {
+        use super::*;
+
+        /// Goldens-extra 0155: the reference's MailType= for these values.
+        #[test]
+        fn parsed_and_named_as_slurm() {
+            let show = |a: &str| parse(a).map(names);
+            assert_eq!(show("END").as_deref(), Some("END"));
+            assert_eq!(show("ALL").as_deref(), Some("INVALID_DEPEND,BEGIN,END,FAIL,REQUEUE,STAGE_OUT"));
+            assert_eq!(show("TIME_LIMIT_50,ARRAY_TASKS,begin").as_deref(), Some("ARRAY_TASKS,BEGIN,TIME_LIMIT_50"));
+            assert_eq!(show("ALL,TIME_LIMIT").as_deref(), Some("INVALID_DEPEND,BEGIN,END,FAIL,REQUEUE,STAGE_OUT,TIME_LIMIT"));
+            assert_eq!(parse("BEGIN,NONE,END"), Some(0));
+            assert_eq!(parse("END,bogus"), parse("END"));
+            assert_eq!(parse("bogus"), None);
+            assert_eq!(parse(","), None);
+        }
+    }
 }
 
 /// A node as `sinfo`/`scontrol show node` need it.

@@ -383,6 +383,13 @@ fn pending_record(
         sockets_per_node: req.sockets_per_node.unwrap_or(0),
         mem_whole_node: req.mem_per_node_mib == Some(0),
         node_shape: node_shape(req, ntasks),
+        mail_type: req.mail_type,
+        // `job_mgr.c` `_get_mail_user`: the user's name when a type is set without a user.
+        mail_user: match (&req.mail_user, req.mail_type) {
+            (Some(u), _) if !u.is_empty() => Some(u.clone()),
+            (_, 0) => None,
+            _ => Some(req.user.clone()),
+        },
         cores: Default::default(),
         command: req.command.as_ref().map(|c| std::iter::once(c.as_str()).chain(req.argv.iter().map(String::as_str)).collect::<Vec<_>>().join(" ")),
         spec,

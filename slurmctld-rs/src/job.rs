@@ -246,6 +246,10 @@ pub struct JobRecord {
     /// Per-node options shown but not placed by (`--mincpus` as Slurm's `pn_min_cpus`,
     /// `--ntasks-per-node`, `--ntasks-per-core`, `-B`, `--hint`, `--tmp`).
     pub node_shape: flotilla_proto::NodeShape,
+    /// `--mail-type` bits (0: none; [`flotilla_proto::mail_type`]).
+    pub mail_type: u16,
+    /// `MailUser=`: `--mail-user`, else the user's name when a mail type is set.
+    pub mail_user: Option<String>,
     /// The cores the current run holds on each of its nodes (node name -> core indices,
     /// increasing), picked at its start by [`flotilla_core::cores::pick_cores`]; what
     /// `scontrol show job -d` prints as `CPU_IDs=`. Empty while not running, and for a run

@@ -430,7 +430,7 @@ prop_compose! {
             tres_per_job: f.4,
             tres_per_task: f.5,
             tres_per_node: h.0,
-            tres_per_socket: h.1,
+            tres_per_socket: h.1.clone(),
             max_nodes: h.2,
             sockets_per_node: h.3,
             mem_whole_node: h.3 % 2 == 1,
@@ -443,6 +443,8 @@ prop_compose! {
                 tmp_disk_mib: u64::from(h.3) * 1024,
                 oversubscribe: if h.2 % 3 == 0 { flotilla_proto::Oversubscribe::User } else { flotilla_proto::Oversubscribe::Unset },
             },
+            mail_type: (h.3 % 0x800) as u16,
+            mail_user: h.1.as_ref().map(|t| format!("{t}@x")),
             cores: h.4,
             elastic: g,
         }

@@ -307,6 +307,8 @@ impl Controller {
             sockets_per_node: SocketsPerNode = rec.sockets_per_node;
             mem_whole_node: MemWholeNode = rec.mem_whole_node;
             node_shape: NodeShape = rec.node_shape;
+            mail_type: MailType = rec.mail_type;
+            mail_user: MailUser = rec.mail_user.as_deref().map(Str::b);
         }
     }
 

@@ -152,6 +152,8 @@ pub fn base(id: u64) -> JobRecord {
         sockets_per_node: 0,
         mem_whole_node: false,
         node_shape: Default::default(),
+        mail_type: 0,
+        mail_user: None,
         cores: Default::default(),
     }
 }
@@ -294,6 +296,8 @@ pub fn full() -> JobRecord {
         sockets_per_node: 0,
         mem_whole_node: false,
         node_shape: Default::default(),
+        mail_type: 0,
+        mail_user: None,
         cores: Default::default(),
     }
 }

@@ -15,6 +15,10 @@ fn is_zero(n: &u32) -> bool {
     *n == 0
 }
 
+fn is_zero_u16(n: &u16) -> bool {
+    *n == 0
+}
+
 fn is_false(b: &bool) -> bool {
     !*b
 }
@@ -211,6 +215,12 @@ pub struct JobRow {
     /// Per-node options shown but not placed by (absent when none was given).
     #[serde(rename = "node_shape", default, skip_serializing_if = "NodeShape::is_unset")]
     pub node_shape: NodeShape,
+    /// `--mail-type` bits (absent when none).
+    #[serde(rename = "mail_type", default, skip_serializing_if = "is_zero_u16")]
+    pub mail_type: u16,
+    /// `MailUser=` (absent when none).
+    #[serde(rename = "mail_user", default, skip_serializing_if = "Option::is_none")]
+    pub mail_user: Option<String>,
     /// The cores the current run holds on each of its nodes (node name -> core indices);
     /// absent when none were picked (a record of an older controller).
     #[serde(rename = "cores", default, skip_serializing_if = "BTreeMap::is_empty")]
@@ -733,6 +743,8 @@ impl From<&JobRecord> for JobRow {
             sockets_per_node,
             mem_whole_node,
             node_shape,
+            mail_type,
+            mail_user,
             cores,
             elastic,
         } = r;
@@ -800,6 +812,8 @@ impl From<&JobRecord> for JobRow {
             sockets_per_node: *sockets_per_node,
             mem_whole_node: *mem_whole_node,
             node_shape: *node_shape,
+            mail_type: *mail_type,
+            mail_user: mail_user.clone(),
             cores: cores.clone(),
             elastic: elastic.as_ref().map(ElasticRecordRow::from),
             priority: (*priority != crate::job::PRIO_UNSET).then_some(*priority),
@@ -873,6 +887,8 @@ impl From<JobRow> for JobRecord {
             sockets_per_node,
             mem_whole_node,
             node_shape,
+            mail_type,
+            mail_user,
             cores,
             elastic,
             priority,
@@ -945,6 +961,8 @@ impl From<JobRow> for JobRecord {
             sockets_per_node,
             mem_whole_node,
             node_shape,
+            mail_type,
+            mail_user,
             cores,
             elastic: elastic.map(ElasticRecord::from),
         }
