@@ -79,6 +79,7 @@ const O_PROPAGATE: u32 = 1055;
 const O_GPU_BIND: u32 = 1056;
 const O_NTASKS_PER_SOCKET: u32 = 1057;
 const O_MAIL_USER: u32 = 1058;
+const O_SPREAD_JOB: u32 = 1059;
 
 const fn c(ch: char) -> u32 {
     ch as u32
@@ -178,7 +179,7 @@ pub const LONGS: &[LongOpt] = &[
     lo("reservation", HasArg::Required, O_RESERVATION),
     lo("signal", HasArg::Required, O_SIGNAL),
     lo("sockets-per-node", HasArg::Required, O_SOCKETS_PER_NODE),
-    lo("spread-job", HasArg::No, O_IGNORED),
+    lo("spread-job", HasArg::No, O_SPREAD_JOB),
     lo("switches", HasArg::Required, O_SWITCHES),
     lo("test-only", HasArg::No, O_TEST_ONLY),
     lo("thread-spec", HasArg::Required, O_THREAD_SPEC),
@@ -835,6 +836,26 @@ pub fn apply(opts: &mut Opts, o: &Opt) -> Result<(), Fatal> {
             j.mail_type = flotilla_proto::mail_type::parse(a).ok_or_else(|| fatal("Invalid --mail-type specification", 255))?
         }
         O_MAIL_USER => j.mail_user = Some(a.into()),
+        // `arg_set_kill_on_invalid_dep` sets a bit and clears none (yes then no sets both,
+        // and yes wins); `arg_set_gres_flags` replaces the binding bit.
+        O_KILL_ON_INVALID_DEP => {
+            use flotilla_proto::job_flags::{KILL_INV_DEP, NO_KILL_INV_DEP};
+            j.job_flags |= match a.to_ascii_lowercase().as_str() {
+                "yes" => KILL_INV_DEP,
+                "no" => NO_KILL_INV_DEP,
+                _ => return Err(fatal("Invalid --kill-on-invalid-dep specification", 255)),
+            };
+        }
+        O_GRES_FLAGS => {
+            use flotilla_proto::job_flags::{GRES_DISABLE_BIND, GRES_ENFORCE_BIND};
+            j.job_flags &= !(GRES_DISABLE_BIND | GRES_ENFORCE_BIND);
+            j.job_flags |= match a.to_ascii_lowercase().as_str() {
+                "disable-binding" => GRES_DISABLE_BIND,
+                "enforce-binding" => GRES_ENFORCE_BIND,
+                _ => return Err(fatal("Invalid --gres-flags specification", 255)),
+            };
+        }
+        O_SPREAD_JOB => j.job_flags |= flotilla_proto::job_flags::SPREAD_JOB,
         O_PROPAGATE => opts.propagate = Some(o.arg.clone().unwrap_or_else(|| "ALL".into())),
         O_NTASKS_PER_SOCKET => drop(parse_count(a, "--ntasks-per-socket")?),
         O_CPUS_PER_GPU => drop(parse_count(a, "--cpus-per-gpu")?),
@@ -907,16 +928,13 @@ fn parse_count(a: &str, opt: &str) -> Result<u32, Fatal> {
 /// (`slurm_opt.c`): counts with `parse_int` (`Invalid numeric value ...`, exit 1:
 /// `--switches` before any `@TIME`, `--wait-all-nodes`), the others against their setter's
 /// rule, refused with `Invalid --OPTION specification` and exit 255: `--wait-all-nodes`
-/// above 1, `--kill-on-invalid-dep` (`yes` or `no`),
-/// `--gres-flags` (`disable-binding` or `enforce-binding`), `--delay-boot`
+/// above 1, `--delay-boot`
 /// (`time_str2secs`); any case where Slurm ignores it.
 fn check_unused(id: u32, a: &str) -> Result<(), Fatal> {
     let name = LONGS.iter().find(|l| l.id == id).map_or("", |l| l.name);
     let ok = match id {
         O_SWITCHES => return parse_int(a.split('@').next().unwrap_or(""), "--switches", true).map(drop),
         O_WAIT_ALL_NODES => parse_int(a, "--wait-all-nodes", false)? <= 1,
-        O_KILL_ON_INVALID_DEP => a.eq_ignore_ascii_case("yes") || a.eq_ignore_ascii_case("no"),
-        O_GRES_FLAGS => a.eq_ignore_ascii_case("disable-binding") || a.eq_ignore_ascii_case("enforce-binding"),
         O_DELAY_BOOT => flotilla_core::time::time_str2secs(a).is_ok(),
         _ => true,
     };

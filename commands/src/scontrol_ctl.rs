@@ -602,6 +602,9 @@ pub fn job_record(j: &JobInfo, flags: ShowFlags, now: i64, gpu_types: &BTreeMap<
     l.push("   StdIn=/dev/null".into());
     l.push(format!("   StdOut={}", out_path(j, j.stdout.as_deref())));
     l.push("   Power=".into());
+    if let Some(f) = flotilla_proto::job_flags::line(j.job_flags) {
+        l.push(format!("   {f}"));
+    }
     // Slurm's order (`job_info.c` `slurm_sprint_job_info`): TresPerJob, TresPerNode,
     // TresPerSocket, TresPerTask (goldens 0112, 0115, 0121, goldens-extra 0409).
     if let Some(t) = &j.tres_per_job {

@@ -92,6 +92,9 @@ A01 = [
     # MailUser=/MailType= (job_info.c: a line after TresPerTask when a type is set;
     # proc_args.c parse_mail_type/print_mail_type; job_mgr.c _get_mail_user).
     {"name": "mail_shown", "cmd": "for o in --mail-type=END --mail-type=ALL '--mail-type=END,FAIL --mail-user=bob@x' --mail-user=bob --mail-type=NONE --mail-type=BEGIN,NONE,END --mail-type=TIME_LIMIT_50,ARRAY_TASKS,begin --mail-type=ALL,TIME_LIMIT,TIME_LIMIT_80,TIME_LIMIT_90 '--mail-type=END --gpus=1'; do sb -H $o --wrap true >/dev/null; j=${J[-1]}; echo \"[$o] $(scontrol show job $j | sed -n '/Power=/,$p' | grep -vE '^ *$' | tr -s ' ' | tr '\\n' ' ')\"; done\nfin"},
+    # Line 38 of scontrol show job (job_info.c): --gres-flags, --kill-on-invalid-dep and
+    # --spread-job bits, written one after the other.
+    {"name": "job_flags_line", "cmd": "for o in --gres-flags=enforce-binding '--gres-flags=enforce-binding --gres-flags=disable-binding' --kill-on-invalid-dep=yes '--kill-on-invalid-dep=yes --kill-on-invalid-dep=no' '--spread-job --gres-flags=Enforce-Binding --kill-on-invalid-dep=NO' --spread-job; do sb -H $o --wrap true >/dev/null; j=${J[-1]}; echo \"[$o] $(scontrol show job $j | sed -n '/Power=/,$p' | grep -vE '^ *$' | tr -s ' ' | tr '\\n' ' ')\"; done\nfin"},
 ]
 
 # Area a02: output file name patterns (src/common/fd.c / slurmstepd io: expand_stdio_fields).
@@ -193,6 +196,10 @@ A05 = [
     dep("dependency_on_self_typo", "afterok:"),
     dep("expand_dep", "expand:$J1"),
     dep("afterany_whole_array", "afterany:${J1}_*", pre="sb --hold --array=1-3 --wrap true\n"),
+    # --kill-on-invalid-dep (job_mgr.c handle_invalid_dependency, _kill_dependent): yes
+    # cancels a job whose dependency can never be met (yes wins over a later no), no or
+    # nothing leaves it pending, DependencyNeverSatisfied.
+    {"name": "kill_on_invalid_dep", "cmd": "sb --wrap false\nsb --kill-on-invalid-dep=yes -d afterok:$J1 --wrap true\nsb -d afterok:$J1 --wrap true\nsb --kill-on-invalid-dep=yes --kill-on-invalid-dep=no -d afterok:$J1 --wrap true\nsb --kill-on-invalid-dep=no -d afterok:$J1 --wrap true\nwst $J2 CANCELLED\nwst $J4 CANCELLED\nsqueue -h -t all -u alice -o '%i|%T|%r' | m | grep '^J' | sort\nscontrol show job $J2 | grep -oE '(JobState|Reason|Dependency|KillOInInvalidDependent)=[^ ]*' | m\nfin"},
 ]
 
 # Area a06: arrays (src/common/slurm_opt.c / sbatch: --array; slurmctld job_mgr.c:

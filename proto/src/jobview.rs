@@ -202,6 +202,7 @@ pub struct JobView<'a> {
     pub node_shape: NodeShape,
     pub mail_type: u16,
     pub mail_user: Option<Str<'a>>,
+    pub job_flags: u16,
 }
 
 impl<'a> JobView<'a> {
@@ -276,6 +277,7 @@ impl<'a> JobView<'a> {
             node_shape: self.node_shape,
             mail_type: self.mail_type,
             mail_user: own(self.mail_user),
+            job_flags: self.job_flags,
         }
     }
 }
@@ -351,6 +353,7 @@ impl<'a> From<&'a JobInfo> for JobView<'a> {
             node_shape: j.node_shape,
             mail_type: j.mail_type,
             mail_user: view(&j.mail_user),
+            job_flags: j.job_flags,
         }
     }
 }
@@ -494,16 +497,19 @@ job_fields! {
     TresPerJob => tres_per_job, TresPerTask => tres_per_task, MemPerCpuMib => mem_per_cpu_mib,
     TresPerNode => tres_per_node, TresPerSocket => tres_per_socket, MaxNodes => max_nodes,
     CpuIds => cpu_ids, SocketsPerNode => sockets_per_node, MemWholeNode => mem_whole_node,
-    NodeShape => node_shape, MailType => mail_type, MailUser => mail_user,
+    NodeShape => node_shape, MailType => mail_type, MailUser => mail_user, JobFlags => job_flags,
 }
 
-/// A set of [`JobField`]s (a bit per field).
+/// A set of [`JobField`]s (a bit per field; 128 bits, as there are more than 64 fields).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub struct FieldSet(u64);
+pub struct FieldSet(u128);
+
+// A field past the set's width would panic (shift overflow) at the first query.
+const _: () = assert!(JobField::ALL.len() <= 128);
 
 impl FieldSet {
     /// Every field.
-    pub const ALL: FieldSet = FieldSet(u64::MAX);
+    pub const ALL: FieldSet = FieldSet(u128::MAX);
 
     /// The set of `fields`.
     pub fn of(fields: &[JobField]) -> FieldSet {
@@ -706,7 +712,7 @@ mod tests {
                         [O::Unset, O::No, O::Yes, O::User, O::Mcs][nums[3] as usize % 5]
                     },
                 },
-                mail_type: nums[1] as u16, mail_user: opts[3].clone(),
+                mail_type: nums[1] as u16, mail_user: opts[3].clone(), job_flags: nums[2] as u16,
             }
         }
     }
@@ -748,7 +754,7 @@ mod tests {
                 prop_assert_eq!(set.has(*f), some.contains(f));
                 prop_assert!(FieldSet::ALL.has(*f));
             }
-            prop_assert!(JobField::ALL.len() <= 64, "a FieldSet holds 64 fields");
+            prop_assert!(JobField::ALL.len() <= 128, "a FieldSet holds 128 fields");
             let rows = QueueRows::encode(&some, [v.clone(), v.clone()].into_iter()).unwrap();
             // One job at a time into the same rows gives the same answer.
             let mut pushed = QueueRows::default();

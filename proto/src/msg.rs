@@ -202,6 +202,9 @@ pub struct SubmitJob {
     /// `--mail-user` (appended): who the mail goes to; the controller names the job's user
     /// when a mail type is set without it.
     pub mail_user: Option<String>,
+    /// [`job_flags`] bits the options set (appended): `--kill-on-invalid-dep`,
+    /// `--gres-flags`, `--spread-job`.
+    pub job_flags: u16,
 }
 
 /// What a job asks of each node beyond its tasks and CPUs, which Flotilla records and shows
@@ -973,6 +976,46 @@ pub struct JobInfo {
     pub mail_type: u16,
     /// `MailUser=` (appended): `--mail-user`, or the job's user when a mail type was set.
     pub mail_user: Option<String>,
+    /// [`job_flags`] bits (appended).
+    pub job_flags: u16,
+}
+
+/// Slurm 22.05's job `bit_flags` the submission options set (`slurm_opt.c`
+/// `arg_set_kill_on_invalid_dep`, `arg_set_gres_flags`, `--spread-job`), and the line
+/// `scontrol show job` prints for them (`job_info.c` line 38).
+pub mod job_flags {
+    /// `--kill-on-invalid-dep=yes`: cancel the job when its dependency can never be met.
+    pub const KILL_INV_DEP: u16 = 1;
+    /// `--kill-on-invalid-dep=no`: keep it pending (`DependencyNeverSatisfied`) even under
+    /// `SchedulerParameters=kill_invalid_depend`.
+    pub const NO_KILL_INV_DEP: u16 = 2;
+    /// `--gres-flags=disable-binding`.
+    pub const GRES_DISABLE_BIND: u16 = 4;
+    /// `--gres-flags=enforce-binding`.
+    pub const GRES_ENFORCE_BIND: u16 = 8;
+    /// `--spread-job`.
+    pub const SPREAD_JOB: u16 = 16;
+
+    /// The text after the line's indent, `None` without any of the flags: Slurm writes the
+    /// items one after the other without a separator.
+    pub fn line(bits: u16) -> Option<String> {
+        const ITEMS: [(u16, &str); 5] = [
+            (GRES_DISABLE_BIND, "GresEnforceBind=No"),
+            (GRES_ENFORCE_BIND, "GresEnforceBind=Yes"),
+            (KILL_INV_DEP, "KillOInInvalidDependent=Yes"),
+            (NO_KILL_INV_DEP, "KillOInInvalidDependent=No"),
+            (SPREAD_JOB, "SpreadJob=Yes"),
+        ];
+        let s: String = ITEMS.iter().filter(|(b, _)| bits & b != 0).map(|(_, t)| *t).collect();
+        (!s.is_empty()).then_some(s)
+    }
+
+    /// Whether a job whose dependency can never be met is cancelled (`job_mgr.c`
+    /// `handle_invalid_dependency`): its own yes, else not its own no, else the cluster's
+    /// `kill_invalid_depend`.
+    pub fn kills_on_invalid_dep(bits: u16, kill_invalid_depend: bool) -> bool {
+        bits & KILL_INV_DEP != 0 || (bits & NO_KILL_INV_DEP == 0 && kill_invalid_depend)
+    }
 }
 
 /// Slurm 22.05's mail types (`slurm.h` `MAIL_*` bits) with `parse_mail_type` and

@@ -182,6 +182,7 @@ pub fn controller(
         default_accounts: std::mem::take(&mut opts.admission.default_accounts),
         max_script_size: crate::limits::max_script_size(cluster.scheduler_parameters.as_deref())
             .map_err(|e| anyhow!("slurm.conf: {e}"))?,
+        kill_invalid_depend: crate::limits::scheduler_flag(cluster.scheduler_parameters.as_deref(), "kill_invalid_depend"),
     };
     if opts.batch_sched_delay.is_none() {
         let (delay, warning) = crate::limits::batch_sched_delay(cluster.scheduler_parameters.as_deref());

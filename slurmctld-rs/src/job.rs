@@ -250,6 +250,8 @@ pub struct JobRecord {
     pub mail_type: u16,
     /// `MailUser=`: `--mail-user`, else the user's name when a mail type is set.
     pub mail_user: Option<String>,
+    /// [`flotilla_proto::job_flags`] bits from the submission.
+    pub job_flags: u16,
     /// The cores the current run holds on each of its nodes (node name -> core indices,
     /// increasing), picked at its start by [`flotilla_core::cores::pick_cores`]; what
     /// `scontrol show job -d` prints as `CPU_IDs=`. Empty while not running, and for a run

@@ -839,6 +839,37 @@ fn dependency_chain() {
     h.check();
 }
 
+/// `SchedulerParameters=kill_invalid_depend` (Slurm 22.05 `job_mgr.c`
+/// `handle_invalid_dependency`, `_kill_dependent`): a job whose dependency can never be met is
+/// cancelled and keeps `DependencyNeverSatisfied`; one submitted `--kill-on-invalid-dep=no`
+/// stays pending; without the parameter `--kill-on-invalid-dep=yes` cancels (goldens-extra
+/// 0515, [`dependency_chain`] for neither).
+#[test]
+fn invalid_dependencies_cancel_as_asked() {
+    use flotilla_proto::job_flags::{KILL_INV_DEP, NO_KILL_INV_DEP};
+    let conf = format!("{TWO_NODES}SchedulerParameters=kill_invalid_depend\n");
+    for (name, conf, flags) in [
+        ("ctl_kill_invalid_depend", conf.as_str(), [0, NO_KILL_INV_DEP]),
+        ("ctl_kill_on_invalid_dep", TWO_NODES, [KILL_INV_DEP, 0]),
+    ] {
+        let mut h = Harness::new(name, conf, CtlOptions::default());
+        h.register("gpu01");
+        h.register("gpu02");
+        h.turn();
+        let f = h.submit(gpu_job(User::Alice, 1, Some(5), 1));
+        let [killed, kept] = flags.map(|bits| {
+            let mut j = gpu_job(User::Alice, 1, Some(5), 0);
+            j.dependency = Some(format!("afterok:{f}"));
+            j.job_flags = bits;
+            h.submit(j)
+        });
+        h.turn_until(10, 5, |h| state(h, killed) == JobStateWire::Cancelled);
+        assert_eq!(h.job(killed).reason.as_str(), "DependencyNeverSatisfied", "{name}");
+        assert_eq!((state(&h, kept), h.job(kept).reason.as_str()), (JobStateWire::Pending, "DependencyNeverSatisfied"), "{name}");
+        h.check();
+    }
+}
+
 /// A job cancelled while running has ended for its dependents at once, as Slurm's
 /// `_job_signal` makes it `CANCELLED` before its nodes are done: a job waiting `afterok` on
 /// it is `DependencyNeverSatisfied` while it is still being stopped (golden 0309: 67 after

@@ -444,6 +444,7 @@ prop_compose! {
                 oversubscribe: if h.2 % 3 == 0 { flotilla_proto::Oversubscribe::User } else { flotilla_proto::Oversubscribe::Unset },
             },
             mail_type: (h.3 % 0x800) as u16,
+            job_flags: (h.2 % 32) as u16,
             mail_user: h.1.as_ref().map(|t| format!("{t}@x")),
             cores: h.4,
             elastic: g,

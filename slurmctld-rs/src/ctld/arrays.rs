@@ -322,8 +322,14 @@ impl Controller {
                 });
             results.push((*id, dep.evaluate(&|j, t| self.dep_target(j, t), blocked)));
         }
+        let mut kill = Vec::new();
         for (id, st) in results {
             let rec = self.jobs.get_mut(&id).expect("present");
+            if st == DepStatus::Never
+                && flotilla_proto::job_flags::kills_on_invalid_dep(rec.job_flags, self.opts.admission.kill_invalid_depend)
+            {
+                kill.push(id);
+            }
             let pending = st != DepStatus::Satisfied;
             let reason = (st == DepStatus::Never).then(|| "DependencyNeverSatisfied".to_string());
             let changed = rec.spec.dependency_pending != pending || rec.reason != reason;
@@ -337,6 +343,9 @@ impl Controller {
                 self.dirty(id);
                 self.push_core_update(id, now);
             }
+        }
+        for id in kill {
+            self.kill_dependent(id, now);
         }
     }
 }

@@ -390,6 +390,20 @@ impl Controller {
         }
     }
 
+    /// Cancels pending job `id` whose dependency can never be met (Slurm 22.05 `job_mgr.c`
+    /// `handle_invalid_dependency` and `_kill_dependent`, under `--kill-on-invalid-dep=yes`
+    /// or `SchedulerParameters=kill_invalid_depend`): `CANCELLED`, reason
+    /// `DependencyNeverSatisfied`, no user named as the canceller.
+    pub(super) fn kill_dependent(&mut self, id: u64, now: i64) {
+        info!(job = id, "dependency can never be satisfied: cancelling the job");
+        self.cancel_target(&Target::Job(id), 0, now);
+        if let Some(rec) = self.jobs.get_mut(&id) {
+            rec.acct.cancelled_by = None;
+            rec.reason = Some("DependencyNeverSatisfied".into());
+        }
+        self.dirty(id);
+    }
+
     fn cancel_target(&mut self, t: &Target, by: u32, now: i64) {
         // Who cancelled a job is who stopped it first: a job a cancel or its time limit is
         // already stopping is `CANCELLED|COMPLETING`/`TIMEOUT|COMPLETING` in Slurm, which

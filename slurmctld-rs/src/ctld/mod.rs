@@ -332,6 +332,7 @@ impl Default for CtlOptions {
                 max_array_size: 1001,
                 default_accounts: Default::default(),
                 max_script_size: crate::limits::DEFAULT_MAX_SCRIPT_SIZE,
+                kill_invalid_depend: false,
             },
             check_invariants: true,
             minute_s: 60,

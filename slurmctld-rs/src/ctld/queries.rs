@@ -309,6 +309,7 @@ impl Controller {
             node_shape: NodeShape = rec.node_shape;
             mail_type: MailType = rec.mail_type;
             mail_user: MailUser = rec.mail_user.as_deref().map(Str::b);
+            job_flags: JobFlags = rec.job_flags;
         }
     }
 

@@ -154,6 +154,7 @@ pub fn base(id: u64) -> JobRecord {
         node_shape: Default::default(),
         mail_type: 0,
         mail_user: None,
+        job_flags: 0,
         cores: Default::default(),
     }
 }
@@ -298,6 +299,7 @@ pub fn full() -> JobRecord {
         node_shape: Default::default(),
         mail_type: 0,
         mail_user: None,
+        job_flags: 0,
         cores: Default::default(),
     }
 }

@@ -221,6 +221,9 @@ pub struct JobRow {
     /// `MailUser=` (absent when none).
     #[serde(rename = "mail_user", default, skip_serializing_if = "Option::is_none")]
     pub mail_user: Option<String>,
+    /// Submission bit flags (absent when none).
+    #[serde(rename = "job_flags", default, skip_serializing_if = "is_zero_u16")]
+    pub job_flags: u16,
     /// The cores the current run holds on each of its nodes (node name -> core indices);
     /// absent when none were picked (a record of an older controller).
     #[serde(rename = "cores", default, skip_serializing_if = "BTreeMap::is_empty")]
@@ -745,6 +748,7 @@ impl From<&JobRecord> for JobRow {
             node_shape,
             mail_type,
             mail_user,
+            job_flags,
             cores,
             elastic,
         } = r;
@@ -814,6 +818,7 @@ impl From<&JobRecord> for JobRow {
             node_shape: *node_shape,
             mail_type: *mail_type,
             mail_user: mail_user.clone(),
+            job_flags: *job_flags,
             cores: cores.clone(),
             elastic: elastic.as_ref().map(ElasticRecordRow::from),
             priority: (*priority != crate::job::PRIO_UNSET).then_some(*priority),
@@ -889,6 +894,7 @@ impl From<JobRow> for JobRecord {
             node_shape,
             mail_type,
             mail_user,
+            job_flags,
             cores,
             elastic,
             priority,
@@ -963,6 +969,7 @@ impl From<JobRow> for JobRecord {
             node_shape,
             mail_type,
             mail_user,
+            job_flags,
             cores,
             elastic: elastic.map(ElasticRecord::from),
         }
