@@ -211,7 +211,10 @@ pub struct SubmitJob {
 /// but does not place by (Slurm 22.05's `job_details`: `ntasks_per_node`, `pn_min_cpus`,
 /// `pn_min_tmp_disk` and the `multi_core_data` of `-B`/`--hint`). Each field 0 when not
 /// given, which `scontrol show job` and `squeue` print as `*` (or `0`).
+// `default`: a stored row written before a field was added still reads (a field missing
+// from it is not given); the wire (postcard) is positional and unaffected.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(default)]
 pub struct NodeShape {
     /// `--ntasks-per-node` (`NtasksPerN:B:S:C=` first field, 0 when not given).
     pub ntasks_per_node: u32,

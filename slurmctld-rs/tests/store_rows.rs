@@ -63,6 +63,17 @@ fn job_row_json_is_the_golden() {
     assert_eq!(rows::job_from_json(&compact).unwrap(), rec);
 }
 
+/// A row whose `node_shape` lacks fields (written before they were added) still reads, the
+/// missing ones not given: a controller must start on the state an older one wrote.
+#[test]
+fn node_shape_with_missing_fields_reads() {
+    let rec = store_data::full();
+    let mut v: serde_json::Value = serde_json::from_str(&rows::job_to_json(&rec)).unwrap();
+    v["node_shape"] = serde_json::json!({"min_cpus": 4, "tmp_disk_mib": 100});
+    let back = rows::job_from_json(&v.to_string()).unwrap();
+    assert_eq!(back.node_shape, flotilla_proto::NodeShape { min_cpus: 4, tmp_disk_mib: 100, ..Default::default() });
+}
+
 #[test]
 fn service_row_json_is_the_golden() {
     let svc = store_data::service();
