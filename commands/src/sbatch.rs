@@ -868,11 +868,7 @@ pub fn apply(opts: &mut Opts, o: &Opt) -> Result<(), Fatal> {
                 return Err(fatal("Invalid --get-user-env specification", 255));
             }
         }
-        O_PROFILE => {
-            if !profile_valid(a) {
-                return Err(fatal(format!("invalid --profile={a} option"), 255));
-            }
-        }
+        O_PROFILE if !profile_valid(a) => return Err(fatal(format!("invalid --profile={a} option"), 255)),
         O_ACCTG_FREQ => {
             let bad: Vec<&str> = a.split(',').filter(|t| !t.is_empty() && !acctg_freq_valid(t)).collect();
             if !bad.is_empty() {
@@ -891,7 +887,7 @@ pub fn apply(opts: &mut Opts, o: &Opt) -> Result<(), Fatal> {
         }
         // Checked as Slurm 22.05 checks them, then unused: Flotilla has no use for their
         // values yet.
-        O_MINCPUS..=O_DELAY_BOOT => check_unused(o.id, a)?,
+        O_SWITCHES | O_WAIT_ALL_NODES | O_DELAY_BOOT => check_unused(o.id, a)?,
         // The controller refuses a name: Flotilla has no advance reservations.
         O_RESERVATION => j.reservation = Some(a.into()),
         // Accepted for compatibility; Flotilla has no use for them yet.

@@ -67,7 +67,7 @@ fn xid_79_quarantines_the_node_and_requeues_its_job() {
         .collect();
     for id in ids {
         let j = c.wait_done(id, 60);
-        assert_eq!(j.state, Some(JobStateWire::Completed), "{j:?}");
+        assert_eq!(j.state, Some(JobStateWire::Completed), "{j:?}\n{}", c.logs());
         assert_ne!(j.nodes, first, "job {id} placed on the quarantined node");
     }
     let placed = std::fs::read_to_string(&placed).unwrap();
