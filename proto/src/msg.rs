@@ -259,13 +259,6 @@ pub enum Oversubscribe {
     Mcs,
 }
 
-impl NodeShape {
-    /// Nothing asked for (a store row omits it).
-    pub fn is_unset(&self) -> bool {
-        *self == NodeShape::default()
-    }
-}
-
 /// A job reference: `123`, `123_4`, `123_[0-5]`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct JobRef {
@@ -990,7 +983,7 @@ pub mod job_flags {
     /// `--kill-on-invalid-dep=yes`: cancel the job when its dependency can never be met.
     pub const KILL_INV_DEP: u16 = 1;
     /// `--kill-on-invalid-dep=no`: keep it pending (`DependencyNeverSatisfied`) even under
-    /// `SchedulerParameters=kill_invalid_depend`.
+    /// `DependencyParameters=kill_invalid_depend`.
     pub const NO_KILL_INV_DEP: u16 = 2;
     /// `--gres-flags=disable-binding`.
     pub const GRES_DISABLE_BIND: u16 = 4;

@@ -31,9 +31,6 @@ pub struct AdmissionConf {
     pub default_accounts: std::collections::BTreeMap<String, String>,
     /// `SchedulerParameters=max_script_size` (bytes; [`crate::limits::max_script_size`]).
     pub max_script_size: usize,
-    /// `SchedulerParameters=kill_invalid_depend`: a job whose dependency can never be met is
-    /// cancelled unless it asked `--kill-on-invalid-dep=no`.
-    pub kill_invalid_depend: bool,
 }
 
 /// An accepted submission, before it gets its id.
@@ -605,7 +602,6 @@ mod tests {
             max_array_size: 1001,
             default_accounts: [("alice".to_string(), "research".to_string())].into(),
             max_script_size: crate::limits::DEFAULT_MAX_SCRIPT_SIZE,
-            kill_invalid_depend: false,
         }
     }
 

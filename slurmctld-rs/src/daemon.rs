@@ -182,8 +182,10 @@ pub fn controller(
         default_accounts: std::mem::take(&mut opts.admission.default_accounts),
         max_script_size: crate::limits::max_script_size(cluster.scheduler_parameters.as_deref())
             .map_err(|e| anyhow!("slurm.conf: {e}"))?,
-        kill_invalid_depend: crate::limits::scheduler_flag(cluster.scheduler_parameters.as_deref(), "kill_invalid_depend"),
     };
+    // Slurm 22.05 `job_mgr.c` `init_depend_policy`: `DependencyParameters`, not
+    // `SchedulerParameters` (the reference ignores it there).
+    opts.kill_invalid_depend = crate::limits::has_option(cluster.dependency_parameters.as_deref(), "kill_invalid_depend");
     if opts.batch_sched_delay.is_none() {
         let (delay, warning) = crate::limits::batch_sched_delay(cluster.scheduler_parameters.as_deref());
         if let Some(w) = warning {

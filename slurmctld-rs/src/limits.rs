@@ -48,10 +48,10 @@ pub fn max_script_size(scheduler_parameters: Option<&str>) -> Result<usize, Stri
     Ok(size)
 }
 
-/// Whether `SchedulerParameters=` holds the option `name` (a word without a value, any case:
-/// `kill_invalid_depend`).
-pub fn scheduler_flag(scheduler_parameters: Option<&str>, name: &str) -> bool {
-    scheduler_parameters.is_some_and(|p| p.split(',').any(|o| o.trim().eq_ignore_ascii_case(name)))
+/// Whether a comma-separated `...Parameters=` value holds the option `name` (a word without
+/// a value, any case: `DependencyParameters=kill_invalid_depend`).
+pub fn has_option(parameters: Option<&str>, name: &str) -> bool {
+    parameters.is_some_and(|p| p.split(',').any(|o| o.trim().eq_ignore_ascii_case(name)))
 }
 
 /// Slurm 22.05's default `batch_sched_delay` (s).
@@ -477,7 +477,6 @@ mod tests {
             max_array_size: 1001,
             default_accounts: [("alice".to_string(), "research".to_string())].into(),
             max_script_size: DEFAULT_MAX_SCRIPT_SIZE,
-            kill_invalid_depend: false,
         };
         let req = flotilla_proto::SubmitJob {
             script: "#!/bin/sh\ntrue\n".into(),

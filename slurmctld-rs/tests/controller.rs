@@ -839,7 +839,7 @@ fn dependency_chain() {
     h.check();
 }
 
-/// `SchedulerParameters=kill_invalid_depend` (Slurm 22.05 `job_mgr.c`
+/// `DependencyParameters=kill_invalid_depend` (Slurm 22.05 `job_mgr.c` `init_depend_policy`,
 /// `handle_invalid_dependency`, `_kill_dependent`): a job whose dependency can never be met is
 /// cancelled and keeps `DependencyNeverSatisfied`; one submitted `--kill-on-invalid-dep=no`
 /// stays pending; without the parameter `--kill-on-invalid-dep=yes` cancels (goldens-extra
@@ -847,10 +847,14 @@ fn dependency_chain() {
 #[test]
 fn invalid_dependencies_cancel_as_asked() {
     use flotilla_proto::job_flags::{KILL_INV_DEP, NO_KILL_INV_DEP};
-    let conf = format!("{TWO_NODES}SchedulerParameters=kill_invalid_depend\n");
+    let conf = format!("{TWO_NODES}DependencyParameters=kill_invalid_depend\n");
+    // The reference (22.05) ignores the option in `SchedulerParameters`: a job that did not
+    // ask stays pending.
+    let ignored = format!("{TWO_NODES}SchedulerParameters=kill_invalid_depend\n");
     for (name, conf, flags) in [
         ("ctl_kill_invalid_depend", conf.as_str(), [0, NO_KILL_INV_DEP]),
         ("ctl_kill_on_invalid_dep", TWO_NODES, [KILL_INV_DEP, 0]),
+        ("ctl_kill_invalid_depend_not_scheduler", ignored.as_str(), [KILL_INV_DEP, 0]),
     ] {
         let mut h = Harness::new(name, conf, CtlOptions::default());
         h.register("gpu01");

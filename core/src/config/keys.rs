@@ -281,7 +281,9 @@ pub static KEYS: &[KeyDoc] = &[
     key(Global, "JobAcctGatherFrequency", ValueType::String, Value("30"),
         "Seconds between the node daemons' usage polls of running steps (`N`, or `task=N` among `energy=`, `network=`, `filesystem=`; 0: none), which `sstat` shows; every step's usage is also read at its end for `sacct`."),
     key(Global, "SchedulerParameters", ValueType::String, Unset,
-        "Comma-separated options; Flotilla uses `max_script_size=N` (bytes, default 4194304, at most 512 MiB: a larger batch script is refused) and `kill_invalid_depend` (a job whose dependency can never be met is cancelled unless it asked `--kill-on-invalid-dep=no`), the others are ignored."),
+        "Comma-separated options; Flotilla uses `max_script_size=N` (bytes, default 4194304, at most 512 MiB: a larger batch script is refused), the others are ignored."),
+    key(Global, "DependencyParameters", ValueType::String, Unset,
+        "Comma-separated options; Flotilla uses `kill_invalid_depend` (a job whose dependency can never be met is cancelled unless it asked `--kill-on-invalid-dep=no`), the others are ignored. Slurm 22.05 reads it here, not in `SchedulerParameters`."),
     // slurm.conf, NodeName lines.
     key(Node, "NodeName", ValueType::Hostlist, Unset,
         "Node names (hostlist); `DEFAULT` sets defaults for later lines; `ALL` is reserved."),
@@ -428,7 +430,6 @@ pub static SLURM_ONLY_KEYS: &[(Scope, &[&str])] = &[
             "DefCPUPerGPU",
             "DefMemPerGPU",
             "DefMemPerNode",
-            "DependencyParameters",
             "DownNodes",
             "EioTimeout",
             "EnforcePartLimits",

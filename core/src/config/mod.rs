@@ -528,6 +528,10 @@ pub struct ClusterConfig {
     /// `max_script_size=`); `None`: unset.
     #[serde(default)]
     pub scheduler_parameters: Option<String>,
+    /// `DependencyParameters=` as written (the controller reads `kill_invalid_depend`);
+    /// `None`: unset.
+    #[serde(default)]
+    pub dependency_parameters: Option<String>,
     /// The `priority/multifactor` keys (`PriorityWeight*`, `PriorityDecayHalfLife`, ...).
     #[serde(default)]
     pub priority: PriorityConf,

@@ -326,7 +326,7 @@ impl Controller {
         for (id, st) in results {
             let rec = self.jobs.get_mut(&id).expect("present");
             if st == DepStatus::Never
-                && flotilla_proto::job_flags::kills_on_invalid_dep(rec.job_flags, self.opts.admission.kill_invalid_depend)
+                && flotilla_proto::job_flags::kills_on_invalid_dep(rec.job_flags, self.opts.kill_invalid_depend)
             {
                 kill.push(id);
             }

@@ -347,7 +347,7 @@ impl Controller {
                 let r = match c.signal {
                     Some(sig) => self.signal_target(&t, sig, c.batch_only, c.full),
                     None => {
-                        self.cancel_target(&t, ident.uid, now);
+                        self.cancel_target(&t, Some(ident.uid), now);
                         Ok(())
                     }
                 };
@@ -392,23 +392,22 @@ impl Controller {
 
     /// Cancels pending job `id` whose dependency can never be met (Slurm 22.05 `job_mgr.c`
     /// `handle_invalid_dependency` and `_kill_dependent`, under `--kill-on-invalid-dep=yes`
-    /// or `SchedulerParameters=kill_invalid_depend`): `CANCELLED`, reason
-    /// `DependencyNeverSatisfied`, no user named as the canceller.
+    /// or `DependencyParameters=kill_invalid_depend`): `CANCELLED`, reason
+    /// `DependencyNeverSatisfied` (the reason it waited for, which a cancelled pending job
+    /// keeps), no user named as the canceller.
     pub(super) fn kill_dependent(&mut self, id: u64, now: i64) {
         info!(job = id, "dependency can never be satisfied: cancelling the job");
-        self.cancel_target(&Target::Job(id), 0, now);
-        if let Some(rec) = self.jobs.get_mut(&id) {
-            rec.acct.cancelled_by = None;
-            rec.reason = Some("DependencyNeverSatisfied".into());
-        }
-        self.dirty(id);
+        self.cancel_target(&Target::Job(id), None, now);
     }
 
-    fn cancel_target(&mut self, t: &Target, by: u32, now: i64) {
+    /// Cancels `t`; `by` is the uid that asked (none for the controller's own cancel).
+    fn cancel_target(&mut self, t: &Target, by: Option<u32>, now: i64) {
         // Who cancelled a job is who stopped it first: a job a cancel or its time limit is
         // already stopping is `CANCELLED|COMPLETING`/`TIMEOUT|COMPLETING` in Slurm, which
         // `_job_signal` answers `ESLURM_ALREADY_DONE` without recording the requester again.
-        if let Some(rec) = self.jobs.get_mut(&t.id()).filter(|r| !r.state.is_finished() && r.stopped_for_good().is_none()) {
+        if let (Some(by), Some(rec)) =
+            (by, self.jobs.get_mut(&t.id()).filter(|r| !r.state.is_finished() && r.stopped_for_good().is_none()))
+        {
             rec.acct.cancelled_by = Some(by);
         }
         match t {

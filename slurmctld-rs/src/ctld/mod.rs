@@ -238,6 +238,9 @@ pub struct CtlOptions {
     /// submissions take their job ids before an array's started tasks take theirs, and a job
     /// submitted behind others shows its submission's reason until that pass.
     pub batch_sched_delay: Option<Duration>,
+    /// `DependencyParameters=kill_invalid_depend`: a job whose dependency can never be met is
+    /// cancelled unless it asked `--kill-on-invalid-dep=no`.
+    pub kill_invalid_depend: bool,
     /// `SlurmdTimeout` (s): a node daemon silent this long is marked down.
     pub slurmd_timeout_s: i64,
     /// `KillWait` (s): between SIGTERM and SIGKILL.
@@ -321,6 +324,7 @@ impl Default for CtlOptions {
             sched_interval: Duration::from_secs(1),
             debounce: Duration::from_millis(20),
             batch_sched_delay: None,
+            kill_invalid_depend: false,
             slurmd_timeout_s: 300,
             kill_wait_s: 30,
             min_job_age_s: 300,
@@ -332,7 +336,6 @@ impl Default for CtlOptions {
                 max_array_size: 1001,
                 default_accounts: Default::default(),
                 max_script_size: crate::limits::DEFAULT_MAX_SCRIPT_SIZE,
-                kill_invalid_depend: false,
             },
             check_invariants: true,
             minute_s: 60,
