@@ -147,31 +147,20 @@ pub fn time_left_str(j: &JobView<'_>, now: i64) -> String {
 /// Slurm's memory size printing (`1G`, `500M`, `1.50G`): MiB as Slurm 22.05's
 /// `convert_num_unit` from `UNIT_MEGA` with `CONVERT_NUM_UNIT_EXACT` writes it (TRES strings,
 /// `MinMemoryNode=`, `MinTmpDiskNode=`, squeue `%d`): divided by 1024 while the value is at
-/// least 1024 and a multiple of 512, two decimals when that leaves a fraction.
+/// least 1024 and a multiple of 512, two decimals when that leaves a fraction. That is
+/// [`crate::usage_fmt::bytes`] of the same size in bytes (a MiB count divides exactly to MiB).
 pub fn mem_str(mib: u64) -> String {
-    const UNITS: [&str; 5] = ["M", "G", "T", "P", "E"];
-    if mib == 0 {
-        return "0".into();
-    }
-    let (mut n, mut unit) = (mib as f64, 0);
-    while n >= 1024.0 && (n as u64) % 512 == 0 && unit + 1 < UNITS.len() {
-        n /= 1024.0;
-        unit += 1;
-    }
-    if n.fract() == 0.0 {
-        format!("{}{}", n as u64, UNITS[unit])
-    } else {
-        format!("{n:.2}{}", UNITS[unit])
-    }
+    crate::usage_fmt::bytes(mib.saturating_mul(1 << 20), crate::usage_fmt::Units::default())
 }
 
 /// `MinCPUsNode=` and squeue `%c`: Slurm's `pn_min_cpus` (the controller's
-/// [`flotilla_proto::NodeShape::min_cpus`]; a controller that does not send it: `-c`).
-pub fn min_cpus(j: &JobView<'_>) -> u32 {
-    if j.node_shape.min_cpus > 0 {
-        j.node_shape.min_cpus
+/// [`flotilla_proto::NodeShape::min_cpus`]; a controller that does not send it: `-c`,
+/// `cpus_per_task`).
+pub fn min_cpus(shape: &flotilla_proto::NodeShape, cpus_per_task: u32) -> u32 {
+    if shape.min_cpus > 0 {
+        shape.min_cpus
     } else {
-        j.cpus_per_task.max(1)
+        cpus_per_task.max(1)
     }
 }
 

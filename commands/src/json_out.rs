@@ -305,7 +305,7 @@ pub fn jobs_doc(jobs: &[JobInfo], cluster: &str, group: GroupName<'_>, gpu_type:
                 ("billable_tres", if ran { Doc::Float(f64::from(j.num_cpus)) } else { Doc::Null }),
                 ("gres_detail", Doc::Seq(gres_detail(j, gpu_type))),
                 ("group_name", Doc::Str(group(j.gid).unwrap_or_else(|| j.gid.to_string()))),
-                ("minimum_cpus_per_node", Doc::Int(crate::jobfmt::min_cpus(&flotilla_proto::JobView::from(j)).into())),
+                ("minimum_cpus_per_node", Doc::Int(crate::jobfmt::min_cpus(&j.node_shape, j.cpus_per_task).into())),
                 // The flags the plugin loads jobs with.
                 ("show_flags", Doc::Seq(vec![Doc::s("SHOW_ALL"), Doc::s("SHOW_DETAIL"), Doc::s("SHOW_LOCAL")])),
                 ("tres_req_str", Doc::Str(tres.clone())),

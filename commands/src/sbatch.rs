@@ -965,22 +965,10 @@ fn resource_arg_min(f: &str, what: &str) -> Result<Option<u32>, Fatal> {
         return Ok(None);
     }
     let invalid = || fatal(format!("Invalid numeric value \"{f}\" for {what}."), 1);
-    // strtol: leading blanks, a sign, the digits; then an optional k/m suffix.
+    // strtol's number (0 and nothing read when there are no digits), then an optional k/m
+    // suffix, looked for even after no digits: `-B k` is 0 sockets on the reference.
     let num = |s: &str| -> (i64, usize) {
-        let t = s.trim_start_matches([' ', '\t', '\n', '\r', '\x0b', '\x0c']);
-        let skipped = s.len() - t.len();
-        let (neg, rest, sign) = match t.as_bytes().first() {
-            Some(b'-') => (true, &t[1..], 1),
-            Some(b'+') => (false, &t[1..], 1),
-            _ => (false, t, 0),
-        };
-        let digits = rest.bytes().take_while(u8::is_ascii_digit).count();
-        if digits == 0 {
-            return (0, 0);
-        }
-        let v = rest[..digits].parse::<i64>().unwrap_or(i64::MAX);
-        let mut end = skipped + sign + digits;
-        let mut v = if neg { -v } else { v };
+        let (mut v, mut end) = (common::strtol_prefix(s), common::strtol_prefix_len(s));
         match s.as_bytes().get(end) {
             Some(b'k' | b'K') => {
                 v = v.saturating_mul(1024);
@@ -1146,7 +1134,8 @@ fn acctg_freq_valid(t: &str) -> bool {
 fn gpu_bind_valid(a: &str) -> Result<(), Option<String>> {
     let v = if a.len() >= 8 && a[..8].eq_ignore_ascii_case("verbose,") { &a[8..] } else { a };
     let has = |p: &str| v.len() >= p.len() && v.is_char_boundary(p.len()) && v[..p.len()].eq_ignore_ascii_case(p);
-    // `_valid_num`: strtol base 0 (0x hexadecimal, leading 0 octal), not negative.
+    // `_valid_num`: not negative. Slurm reads it in base 0; base 10 gives the same sign
+    // except for a negative hexadecimal or octal (`-0x5`), which is taken here.
     let num = |s: &str| common::strtol_prefix(s) >= 0;
     // `_valid_num_list`: each item's characters digits (hexadecimal ones after an optional
     // `0x` for masks) or `*`, and after a `*` a decimal repeat count.
@@ -1483,6 +1472,8 @@ mod tests {
         assert_eq!(b(":2"), Ok((None, Some(2), None)));
         assert_eq!(b("1:2:1:9"), Ok((Some(1), Some(2), Some(1))), "a fourth field is ignored");
         assert_eq!(b("2k"), Ok((Some(2048), None, None)));
+        assert_eq!(b("k"), Ok((Some(0), None, None)), "strtol reads nothing, then the suffix: 0 (reference: 0:*:*)");
+        assert!(b("1-k").is_err(), "a maximum of 0 is refused");
         assert_eq!(b("1-2147483647"), Ok((None, None, None)), "1 to INT_MAX is any");
         assert_eq!(b("x"), Err("sbatch: error: Invalid numeric value \"x\" for first arg of -B.".into()));
         assert_eq!(b("1-"), Err("sbatch: error: Invalid numeric value \"1-\" for first arg of -B.".into()));

@@ -587,7 +587,7 @@ pub fn job_record(j: &JobInfo, flags: ShowFlags, now: i64, gpu_types: &BTreeMap<
         None if j.mem_whole_node => "MinMemoryNode=0".to_string(),
         None => format!("MinMemoryNode={}", jobfmt::mem_str(j.mem_per_node_mib)),
     };
-    l.push(format!("   MinCPUsNode={} {min_mem} MinTmpDiskNode={}", jobfmt::min_cpus(&v), jobfmt::mem_str(shape.tmp_disk_mib)));
+    l.push(format!("   MinCPUsNode={} {min_mem} MinTmpDiskNode={}", jobfmt::min_cpus(shape, j.cpus_per_task), jobfmt::mem_str(shape.tmp_disk_mib)));
     l.push("   Features=(null) DelayBoot=00:00:00".into());
     l.push(format!(
         "   OverSubscribe={} Contiguous=0 Licenses=(null) Network=(null)",

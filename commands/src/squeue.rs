@@ -835,7 +835,7 @@ fn o_field<'b>(ch: char, j: Option<&'b JobView<'_>>, now: i64, scratch: &'b mut 
             }
         }
         // Slurm's `pn_min_cpus` (print.c `_print_job_min_cpus`), not the CPUs a node holds.
-        'c' => count(jobfmt::min_cpus(j)).into(),
+        'c' => count(jobfmt::min_cpus(&j.node_shape, j.cpus_per_task)).into(),
         'C' => put!("{}", j.num_cpus),
         'd' => jobfmt::mem_str(j.node_shape.tmp_disk_mib).into(),
         'D' => put!("{}", j.num_nodes),

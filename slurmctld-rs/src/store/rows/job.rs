@@ -15,8 +15,9 @@ fn is_zero(n: &u32) -> bool {
     *n == 0
 }
 
-fn is_zero_u16(n: &u16) -> bool {
-    *n == 0
+/// A value as it was before it was given (a row omits it).
+fn is_default<T: Default + PartialEq>(v: &T) -> bool {
+    *v == T::default()
 }
 
 fn is_false(b: &bool) -> bool {
@@ -213,16 +214,16 @@ pub struct JobRow {
     #[serde(rename = "mem_whole_node", default, skip_serializing_if = "is_false")]
     pub mem_whole_node: bool,
     /// Per-node options shown but not placed by (absent when none was given).
-    #[serde(rename = "node_shape", default, skip_serializing_if = "NodeShape::is_unset")]
+    #[serde(rename = "node_shape", default, skip_serializing_if = "is_default")]
     pub node_shape: NodeShape,
     /// `--mail-type` bits (absent when none).
-    #[serde(rename = "mail_type", default, skip_serializing_if = "is_zero_u16")]
+    #[serde(rename = "mail_type", default, skip_serializing_if = "is_default")]
     pub mail_type: u16,
     /// `MailUser=` (absent when none).
     #[serde(rename = "mail_user", default, skip_serializing_if = "Option::is_none")]
     pub mail_user: Option<String>,
     /// Submission bit flags (absent when none).
-    #[serde(rename = "job_flags", default, skip_serializing_if = "is_zero_u16")]
+    #[serde(rename = "job_flags", default, skip_serializing_if = "is_default")]
     pub job_flags: u16,
     /// The cores the current run holds on each of its nodes (node name -> core indices);
     /// absent when none were picked (a record of an older controller).
