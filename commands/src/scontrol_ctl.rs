@@ -930,8 +930,8 @@ pub fn show_node(name: Option<&str>, flags: ShowFlags, io: &mut Io<'_>) -> i32 {
     let now = common::now();
     for n in &nodes {
         let conf = c.conf.nodes.iter().find(|x| x.name == n.name);
-        let (cores, sockets, threads, boards, addr, port, weight) = conf.map_or((0, 0, 1, 1, n.name.clone(), 0, 1), |x| {
-            (x.cores_per_socket, x.sockets, x.threads_per_core, x.boards, x.addr.clone(), x.port, x.weight)
+        let (cores, sockets, threads, boards, addr, port, weight, tmp_disk) = conf.map_or((0, 0, 1, 1, n.name.clone(), 0, 1, 0), |x| {
+            (x.cores_per_socket, x.sockets, x.threads_per_core, x.boards, x.addr.clone(), x.port, x.weight, x.tmp_disk_mib)
         });
         let gres = conf.map_or_else(String::new, |x| x.gres.clone());
         let mut state = node_state_complete(n);
@@ -962,7 +962,7 @@ pub fn show_node(name: Option<&str>, flags: ShowFlags, io: &mut Io<'_>) -> i32 {
                 "   RealMemory={} AllocMem={} FreeMem=0 Sockets={sockets} Boards={boards}",
                 n.mem_mib, n.mem_alloc_mib
             ),
-            format!("   State={state} ThreadsPerCore={threads} TmpDisk=0 Weight={weight} Owner=N/A MCS_label=N/A"),
+            format!("   State={state} ThreadsPerCore={threads} TmpDisk={tmp_disk} Weight={weight} Owner=N/A MCS_label=N/A"),
             format!("   Partitions={} ", n.partitions.join(",")),
             format!("   BootTime={} SlurmdStartTime={}", fmt_time(now), fmt_time(now)),
             format!("   LastBusyTime={}", fmt_time(now)),

@@ -278,7 +278,7 @@ fn value(ch: char, r: &Row<'_>, conf: &flotilla_core::config::ClusterConfig) -> 
         'e' => ("FREE_MEM", "0".into()),
         'C' => ("CPUS(A/I/O/T)", cpus_state(&r.nodes)),
         'F' => ("NODES(A/I/O/T)", node_state_counts(&r.nodes)),
-        'd' => ("TMP_DISK", "0".into()),
+        'd' => ("TMP_DISK", nconf.map_or(0, |x| x.tmp_disk_mib).to_string()),
         'w' => ("WEIGHT", nconf.map_or(1, |x| x.weight).to_string()),
         'E' => ("REASON", n0.and_then(|n| n.reason.clone()).unwrap_or_else(|| "none".into())),
         // Slurm's `reason_time` and `reason_uid` (sinfo `_print_timestamp`, `_print_user`):

@@ -95,6 +95,16 @@ A01 = [
     # Line 38 of scontrol show job (job_info.c): --gres-flags, --kill-on-invalid-dep and
     # --spread-job bits, written one after the other.
     {"name": "job_flags_line", "cmd": "for o in --gres-flags=enforce-binding '--gres-flags=enforce-binding --gres-flags=disable-binding' --kill-on-invalid-dep=yes '--kill-on-invalid-dep=yes --kill-on-invalid-dep=no' '--spread-job --gres-flags=Enforce-Binding --kill-on-invalid-dep=NO' --spread-job; do sb -H $o --wrap true >/dev/null; j=${J[-1]}; echo \"[$o] $(scontrol show job $j | sed -n '/Power=/,$p' | grep -vE '^ *$' | tr -s ' ' | tr '\\n' ' ')\"; done\nfin"},
+    # The node-configuration test at submission (node_scheduler.c _build_node_list, its
+    # messages from _set_err_msg; adjust_cpus_nppcu for --ntasks-per-core): CPUs, memory,
+    # temporary disk (the reference's nodes have no TmpDisk=), then sockets/cores/threads.
+    {"name": "node_config_refused", "cmd": "for o in --mincpus=65 --mincpus=64 '-B 3' --tmp=1 --cores-per-socket=33 --threads-per-core=2 '--ntasks-per-core=2 --mincpus=129' '--mincpus=65 --mem=600000' '-B 3 --tmp=5' '--mem=600000 --tmp=5' --sockets-per-node=3 '-p debug -B 3'; do echo \"[$o]\"; sb -t 5 $o --wrap true; done\nfin"},
+    # --mincpus takes CPUs (cons_common job_test.c: at least nodes x pn_min_cpus, handed out
+    # -c at a time by dist_tasks.c).
+    {"name": "mincpus_allocated", "cmd": "for o in --mincpus=4 '--mincpus=7 -c 2' '--mincpus=5 -N 2 --ntasks-per-node=2' '--mincpus=3 -c 2' '--mincpus=9 -n 2 -c 2'; do sb -t 5 $o --wrap 'sleep 600' >/dev/null; j=${J[-1]}; wst $j RUNNING; echo \"[$o] $(squeue -h -j $j -o '%C|%c|%D') $(scontrol show job $j | grep -oE 'NumCPUs=[^ ]*|MinCPUsNode=[^ ]*' | tr '\\n' ' ')\"; done\nfin"},
+    # A job submitted held is not tested against the nodes (node_scheduler.c select_nodes
+    # returns ESLURM_JOB_HELD for priority 0 before _build_node_list).
+    {"name": "held_not_tested", "cmd": "for o in --mincpus=65 '-B 3' --tmp=1 --mem=600000 '-c 65' --gres=gpu:9 --gres=gpu:a100:1; do sb -H -t 5 $o --wrap true >/dev/null; echo \"[$o] rc=$? $(squeue -h -j ${J[-1]} -o '%T|%r|%Q')\"; done\nfin"},
 ]
 
 # Area a02: output file name patterns (src/common/fd.c / slurmstepd io: expand_stdio_fields).

@@ -49,6 +49,7 @@ fn cluster() -> ClusterConfig {
             boards: 1,
             cpus: 64,
             real_memory_mib: 512_000,
+            tmp_disk_mib: 0,
             gpus: 8,
             gpu_type: Some("h100".into()),
             gpu_files: vec![],

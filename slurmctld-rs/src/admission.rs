@@ -31,6 +31,163 @@ pub struct AdmissionConf {
     pub default_accounts: std::collections::BTreeMap<String, String>,
     /// `SchedulerParameters=max_script_size` (bytes; [`crate::limits::max_script_size`]).
     pub max_script_size: usize,
+    /// The kinds of node slurm.conf describes, in the order first seen ([`node_kinds`]), for
+    /// the node-configuration test at submission ([`node_config_test`]). Empty: no test.
+    pub node_kinds: Vec<NodeKind>,
+}
+
+/// Nodes of one shape (Slurm's `config_record`: the nodes of a `NodeName=` line), as the
+/// node-configuration test reads them.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NodeKind {
+    /// The nodes of this shape.
+    pub nodes: Vec<NodeId>,
+    /// Partitions holding at least one of them.
+    pub partitions: Vec<PartId>,
+    /// `CPUs=`.
+    pub cpus: u32,
+    /// `Sockets=` (all boards).
+    pub sockets: u32,
+    /// `CoresPerSocket=`.
+    pub cores_per_socket: u32,
+    /// `ThreadsPerCore=`.
+    pub threads_per_core: u32,
+    /// `RealMemory=` (MiB).
+    pub mem_mib: u64,
+    /// `TmpDisk=` (MiB).
+    pub tmp_disk_mib: u64,
+}
+
+/// The node kinds of `nodes` (slurm.conf's, in order): nodes with the same CPUs, sockets,
+/// cores, threads, memory and temporary disk share a kind, listed where the first of them
+/// is. Nodes the core `cluster` does not know are left out.
+pub fn node_kinds(nodes: &[flotilla_core::config::NodeConfig], cluster: &Cluster) -> Vec<NodeKind> {
+    let mut kinds: Vec<NodeKind> = Vec::new();
+    for n in nodes {
+        let Some(id) = cluster.node_id(&n.name) else { continue };
+        let shape = (n.cpus, n.sockets, n.cores_per_socket, n.threads_per_core, n.real_memory_mib, n.tmp_disk_mib);
+        let i = match kinds.iter().position(|k| {
+            (k.cpus, k.sockets, k.cores_per_socket, k.threads_per_core, k.mem_mib, k.tmp_disk_mib) == shape
+        }) {
+            Some(i) => i,
+            None => {
+                kinds.push(NodeKind {
+                    nodes: Vec::new(),
+                    partitions: Vec::new(),
+                    cpus: n.cpus,
+                    sockets: n.sockets,
+                    cores_per_socket: n.cores_per_socket,
+                    threads_per_core: n.threads_per_core,
+                    mem_mib: n.real_memory_mib,
+                    tmp_disk_mib: n.tmp_disk_mib,
+                });
+                kinds.len() - 1
+            }
+        };
+        let k = &mut kinds[i];
+        k.nodes.push(id);
+        for p in &cluster.nodes[id.0 as usize].partitions {
+            if !k.partitions.contains(p) {
+                k.partitions.push(*p);
+            }
+        }
+    }
+    kinds
+}
+
+/// What a job asks of every node it gets, as the node-configuration test compares it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct PerNode {
+    /// Slurm's `pn_min_cpus` ([`node_shape`]).
+    pub min_cpus: u32,
+    /// `--cpus-per-task` (1 when not given).
+    pub cpus_per_task: u32,
+    /// `--ntasks-per-core` (0 when not given).
+    pub ntasks_per_core: u32,
+    /// Memory per node, or per CPU for `--mem-per-cpu` (MiB; 0 when none).
+    pub mem_mib: u64,
+    /// `--tmp` (MiB).
+    pub tmp_disk_mib: u64,
+    /// `--sockets-per-node` / `-B S` (0 when not given).
+    pub sockets: u32,
+    /// `--cores-per-socket` / `-B *:C` (0 when not given).
+    pub cores_per_socket: u32,
+    /// `--threads-per-core` / `-B *:*:T` (0 when not given).
+    pub threads_per_core: u32,
+}
+
+impl PerNode {
+    /// What record `rec` asks of each node, as admission built it.
+    pub fn of(rec: &JobRecord) -> PerNode {
+        PerNode {
+            min_cpus: rec.node_shape.min_cpus,
+            cpus_per_task: rec.cpus_per_task.max(1),
+            ntasks_per_core: rec.node_shape.ntasks_per_core,
+            mem_mib: rec.mem_per_cpu_mib.unwrap_or(rec.mem_per_node_mib),
+            tmp_disk_mib: rec.node_shape.tmp_disk_mib,
+            sockets: rec.sockets_per_node,
+            cores_per_socket: rec.node_shape.cores_per_socket,
+            threads_per_core: rec.node_shape.threads_per_core,
+        }
+    }
+}
+
+/// Whether pending record `rec` can never run in its partition: the node-configuration test
+/// ([`node_config_test`]) or the request's shape ([`check_shape`]) fails. Slurm's scheduling
+/// pass sets such a job's reason to `BadConstraints` and its priority to 0
+/// (`job_scheduler.c` `schedule`, on `ESLURM_REQUESTED_NODE_CONFIG_UNAVAILABLE`); it is how a
+/// job submitted held without the test (`-H --mincpus=65`) ends once released.
+pub fn never_runs(rec: &JobRecord, cluster: &Cluster, conf: &AdmissionConf) -> bool {
+    let part = rec.spec.partition;
+    node_config_test(&PerNode::of(rec), &conf.node_kinds, part, &rec.spec.request.excluded_nodes).is_err()
+        || check_shape(&rec.spec.request, cluster, part).is_err()
+}
+
+/// Slurm 22.05's node-configuration test (`node_scheduler.c` `_build_node_list`, its messages
+/// from `_set_err_msg`): a kind of node with nodes in partition `part` (not all of them in
+/// `excluded`) can take the job when all four hold — CPUs (`pn_min_cpus` at most the node's
+/// CPUs, or cores × `--ntasks-per-core` × `-c` when that is more: `adjust_cpus_nppcu`),
+/// memory, temporary disk, and sockets/cores/threads each at most the node's. When no kind
+/// can, the error names the first test the last such kind failed, in that order: `CPU count
+/// per node`, `Memory specification`, `Temporary disk specification`, `Socket, core and/or
+/// thread specification` `can not be satisfied`. Slurm runs it only for a job not held
+/// (`select_nodes` returns early for priority 0), so a held job is not tested. A partition
+/// none of `kinds` covers passes (other checks decide).
+pub fn node_config_test(
+    want: &PerNode,
+    kinds: &[NodeKind],
+    part: PartId,
+    excluded: &[NodeId],
+) -> Result<(), &'static str> {
+    let mut failed = None;
+    for k in kinds.iter().filter(|k| k.partitions.contains(&part)) {
+        if !excluded.is_empty() && k.nodes.iter().all(|n| excluded.contains(n)) {
+            continue;
+        }
+        let total_cores = k.sockets.saturating_mul(k.cores_per_socket);
+        let usable_cpus = if want.ntasks_per_core > 0 && want.ntasks_per_core != u32::from(u16::MAX) {
+            total_cores.saturating_mul(want.ntasks_per_core).saturating_mul(want.cpus_per_task).max(k.cpus)
+        } else {
+            k.cpus
+        };
+        let within = |asked: u32, has: u32| asked == 0 || asked <= has;
+        let msg = if want.min_cpus > usable_cpus {
+            "CPU count per node can not be satisfied"
+        } else if want.mem_mib > k.mem_mib {
+            "Memory specification can not be satisfied"
+        } else if want.tmp_disk_mib > k.tmp_disk_mib {
+            "Temporary disk specification can not be satisfied"
+        } else if !(within(want.sockets, k.sockets)
+            && within(want.cores_per_socket, k.cores_per_socket)
+            && within(want.threads_per_core, k.threads_per_core))
+        {
+            "Socket, core and/or thread specification can not be satisfied"
+        } else {
+            return Ok(());
+        };
+        failed = Some(msg);
+    }
+    failed.map_or(Ok(()), Err)
 }
 
 /// An accepted submission, before it gets its id.
@@ -157,6 +314,13 @@ pub fn build_request(
     // goldens-extra 0433: one task with `--sockets-per-node=2` runs on CPUs 0,32, NumCPUs=2,
     // while pending its request is still one CPU, 0409).
     let cpus_per_node = tasks_per_node.saturating_mul(cpt).max(req.sockets_per_node.unwrap_or(0));
+    // `--mincpus` above the tasks' CPUs takes that many CPUs a node, in whole tasks' worth
+    // of `-c` (Slurm 22.05 cons_common `job_test.c`: the job's CPUs are at least nodes x
+    // `pn_min_cpus`, then handed out `-c` at a time by `dist_tasks.c`; on the reference
+    // `--mincpus=4` runs on 4 CPUs, `--mincpus=7 -c 2` on 6, `--mincpus=5 -N 2
+    // --ntasks-per-node=2` on 10; goldens-extra 0158).
+    let min_cpus = node_shape(req, ntasks).min_cpus;
+    let cpus_per_node = cpus_per_node.max(min_cpus / cpt * cpt);
     let topology = match &req.topology {
         Some(t) => TopologyKind::parse(t).ok_or_else(|| {
             SlurmError::with_message(ESLURM_REQUESTED_NODE_CONFIG_UNAVAILABLE, format!("invalid topology specified: {t}"))
@@ -200,8 +364,20 @@ pub fn build_request(
         required_nodes,
         excluded_nodes,
     };
-    // Can any node of the partition ever satisfy it?
+    // Can any node of the partition ever satisfy it? First Slurm's node-configuration test
+    // (`_build_node_list`), then the GPUs the select plugin looks for.
+    let want = PerNode {
+        min_cpus,
+        cpus_per_task: cpt,
+        ntasks_per_core: req.node_shape.ntasks_per_core,
+        mem_mib: req.mem_per_node_mib.or(req.mem_per_cpu_mib).or(conf.def_mem_per_cpu_mib).unwrap_or(0),
+        tmp_disk_mib: req.node_shape.tmp_disk_mib,
+        sockets: req.sockets_per_node.unwrap_or(0),
+        cores_per_socket: req.node_shape.cores_per_socket,
+        threads_per_core: req.node_shape.threads_per_core,
+    };
     let satisfiable = (|| {
+        node_config_test(&want, &conf.node_kinds, part, &request.excluded_nodes)?;
         if gpus > 0 && cap.nodes == 0 {
             return Err("");
         }
@@ -555,7 +731,10 @@ pub fn admit(req: &SubmitJob, cluster: &Cluster, conf: &AdmissionConf, now: i64)
     if req.reservation.as_deref().is_some_and(|r| !r.is_empty()) {
         return Err(Reject::AfterId { error: SlurmError::new(ESLURM_RESERVATION_INVALID), failed: None });
     }
-    if let Err(msg) = satisfiable {
+    // A job submitted held is not tested against the nodes (Slurm's `select_nodes` returns
+    // `ESLURM_JOB_HELD` before `_build_node_list`): `-H --mincpus=65` is accepted and held
+    // on the reference (goldens-extra 0159).
+    if let (Err(msg), false) = (satisfiable, req.hold) {
         let mut failed = record;
         failed.state = JobState::Failed;
         failed.reason = Some("BadConstraints".into());
@@ -602,6 +781,7 @@ mod tests {
             max_array_size: 1001,
             default_accounts: [("alice".to_string(), "research".to_string())].into(),
             max_script_size: crate::limits::DEFAULT_MAX_SCRIPT_SIZE,
+            node_kinds: Vec::new(),
         }
     }
 
@@ -699,6 +879,116 @@ mod tests {
         assert_eq!(code(admit(&dep, &c, &k, 0)).0, ESLURM_DEPENDENCY);
         let big = SubmitJob { gres: gres(None, "gpu", 9), ..resv("r1") };
         assert_eq!(code(admit(&big, &c, &k, 0)).0, ESLURM_RESERVATION_INVALID);
+    }
+
+    /// The reference's nodes as one kind: 2 sockets x 32 cores x 1 thread, 512000 MiB, no
+    /// `TmpDisk=` (0), in both partitions.
+    fn oracle_kinds(c: &Cluster) -> Vec<NodeKind> {
+        vec![NodeKind {
+            nodes: (0..4).map(NodeId).collect(),
+            partitions: (0..c.partitions.len() as u32).map(PartId).collect(),
+            cpus: 64,
+            sockets: 2,
+            cores_per_socket: 32,
+            threads_per_core: 1,
+            mem_mib: 512_000,
+            tmp_disk_mib: 0,
+        }]
+    }
+
+    /// Slurm's node-configuration test and its messages, as the reference answers them
+    /// (goldens-extra 0157, 0159).
+    #[test]
+    fn node_configuration_test_at_submission() {
+        let c = oracle();
+        let k = AdmissionConf { node_kinds: oracle_kinds(&c), ..conf() };
+        let msg = |f: &dyn Fn(&mut SubmitJob)| {
+            let mut r = wrap();
+            f(&mut r);
+            code(admit(&r, &c, &k, 0))
+        };
+        let refused = |m: &str| (ESLURM_REQUESTED_NODE_CONFIG_UNAVAILABLE, true, vec![m.to_string()]);
+        let cpu = refused("CPU count per node can not be satisfied");
+        let mem = refused("Memory specification can not be satisfied");
+        let disk = refused("Temporary disk specification can not be satisfied");
+        let sct = refused("Socket, core and/or thread specification can not be satisfied");
+        assert_eq!(msg(&|r| r.node_shape.min_cpus = 65), cpu);
+        assert_eq!(msg(&|r| r.node_shape.min_cpus = 64), (0, false, vec![]));
+        assert_eq!(msg(&|r| r.sockets_per_node = Some(3)), sct);
+        assert_eq!(msg(&|r| r.node_shape.cores_per_socket = 33), sct);
+        assert_eq!(msg(&|r| r.node_shape.threads_per_core = 2), sct);
+        assert_eq!(msg(&|r| r.node_shape.tmp_disk_mib = 1), disk);
+        // In `_set_err_msg`'s order: CPUs, memory, disk, then sockets/cores/threads.
+        assert_eq!(
+            msg(&|r| {
+                r.node_shape.min_cpus = 65;
+                r.mem_per_node_mib = Some(600_000);
+            }),
+            cpu
+        );
+        assert_eq!(
+            msg(&|r| {
+                r.sockets_per_node = Some(3);
+                r.node_shape.tmp_disk_mib = 5;
+            }),
+            disk
+        );
+        assert_eq!(
+            msg(&|r| {
+                r.mem_per_node_mib = Some(600_000);
+                r.node_shape.tmp_disk_mib = 5;
+            }),
+            mem
+        );
+        // `--ntasks-per-core` counts the cores that many times over (`adjust_cpus_nppcu`).
+        assert_eq!(
+            msg(&|r| {
+                r.node_shape.ntasks_per_core = 2;
+                r.node_shape.min_cpus = 129;
+            }),
+            cpu
+        );
+        // Held: not tested at all, as `select_nodes` returns before `_build_node_list`.
+        for f in [
+            &(|r: &mut SubmitJob| r.node_shape.min_cpus = 65) as &dyn Fn(&mut SubmitJob),
+            &|r| r.sockets_per_node = Some(3),
+            &|r| r.mem_per_node_mib = Some(600_000),
+            &|r| r.gres = gres(None, "gpu", 9),
+            &|r| r.gres = gres(Some("a100"), "gpu", 1),
+        ] {
+            assert_eq!(
+                msg(&|r| {
+                    r.hold = true;
+                    f(r)
+                }),
+                (0, false, vec![])
+            );
+        }
+        // A kind whose nodes are all excluded is not looked at; with `TmpDisk=` on a node
+        // outside the partition the partition's nodes still fail.
+        let mut kinds = oracle_kinds(&c);
+        kinds.push(NodeKind { nodes: vec![NodeId(3)], partitions: vec![PartId(0)], tmp_disk_mib: 100, ..kinds[0].clone() });
+        kinds[0].nodes.truncate(3);
+        let want = PerNode { tmp_disk_mib: 50, min_cpus: 1, cpus_per_task: 1, ..Default::default() };
+        assert_eq!(node_config_test(&want, &kinds, PartId(0), &[]), Ok(()));
+        assert_eq!(node_config_test(&want, &kinds, PartId(1), &[]), Err("Temporary disk specification can not be satisfied"));
+        assert_eq!(node_config_test(&want, &kinds, PartId(0), &[NodeId(3)]), Err("Temporary disk specification can not be satisfied"));
+    }
+
+    /// `--mincpus` above the tasks' CPUs takes that many CPUs per node, in whole `-c` units
+    /// (the reference: `--mincpus=4` 4 CPUs, `--mincpus=7 -c 2` 6, `--mincpus=9 -n 2 -c 2` 8).
+    #[test]
+    fn mincpus_takes_cpus_in_whole_tasks() {
+        let c = oracle();
+        let k = conf();
+        for (mincpus, cpt, ntasks, want) in [(4, None, None, 4), (7, Some(2), None, 6), (9, Some(2), Some(2), 8), (3, Some(2), None, 2), (0, Some(3), Some(2), 6)] {
+            let mut r = wrap();
+            r.node_shape.min_cpus = mincpus;
+            r.cpus_per_task = cpt;
+            r.ntasks = ntasks;
+            let (_, cpus, _, _) = build_request(&r, &c, PartId(0), &k).unwrap();
+            assert_eq!(cpus, want, "--mincpus={mincpus} -c {cpt:?} -n {ntasks:?}");
+        }
     }
 
     #[test]

@@ -182,6 +182,7 @@ pub fn controller(
         default_accounts: std::mem::take(&mut opts.admission.default_accounts),
         max_script_size: crate::limits::max_script_size(cluster.scheduler_parameters.as_deref())
             .map_err(|e| anyhow!("slurm.conf: {e}"))?,
+        node_kinds: crate::admission::node_kinds(&cluster.nodes, sched.cluster()),
     };
     // Slurm 22.05 `job_mgr.c` `init_depend_policy`: `DependencyParameters`, not
     // `SchedulerParameters` (the reference ignores it there).

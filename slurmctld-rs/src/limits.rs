@@ -477,6 +477,7 @@ mod tests {
             max_array_size: 1001,
             default_accounts: [("alice".to_string(), "research".to_string())].into(),
             max_script_size: DEFAULT_MAX_SCRIPT_SIZE,
+            node_kinds: Vec::new(),
         };
         let req = flotilla_proto::SubmitJob {
             script: "#!/bin/sh\ntrue\n".into(),

@@ -874,6 +874,36 @@ fn invalid_dependencies_cancel_as_asked() {
     }
 }
 
+/// A job submitted held is not tested against the nodes (Slurm's `select_nodes` returns
+/// before `_build_node_list` for priority 0; goldens-extra 0159); released, one that can never
+/// run in its partition gets what Slurm's next pass gives it: `BadConstraints`, priority 0,
+/// still pending and never started, again after a second release. A hold then shows the hold.
+#[test]
+fn held_job_that_never_fits_is_bad_constraints_once_released() {
+    let mut h = Harness::two_nodes("ctl_held_never_fits");
+    let mut j = gpu_job(User::Alice, 1, Some(5), 0);
+    j.hold = true;
+    j.node_shape.min_cpus = 65;
+    let never = h.submit(j);
+    let mut j = gpu_job(User::Alice, 1, Some(5), 0);
+    j.hold = true;
+    let fits = h.submit(j);
+    h.turn();
+    assert_eq!((h.job(never).reason.as_str(), h.job(never).priority), ("JobHeldUser", 0));
+    h.rpc(User::Alice, hold(HoldOp::Release, fits));
+    h.call(User::Alice, hold(HoldOp::Release, never));
+    h.turn_until(5, 1, |h| state(h, fits) == JobStateWire::Running);
+    for _ in 0..2 {
+        let j = h.job(never);
+        assert_eq!((state(&h, never), j.reason.as_str(), j.priority), (JobStateWire::Pending, "BadConstraints", 0));
+        h.call(User::Alice, hold(HoldOp::Release, never));
+        h.turn();
+    }
+    h.call(User::Alice, hold(HoldOp::Hold, never));
+    assert_eq!(h.job(never).reason.as_str(), "JobHeldUser");
+    h.check();
+}
+
 /// A job cancelled while running has ended for its dependents at once, as Slurm's
 /// `_job_signal` makes it `CANCELLED` before its nodes are done: a job waiting `afterok` on
 /// it is `DependencyNeverSatisfied` while it is still being stopped (golden 0309: 67 after

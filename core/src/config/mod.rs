@@ -236,6 +236,10 @@ pub struct NodeConfig {
     pub cpus: u32,
     /// Memory in MiB (`RealMemory=`, default 1).
     pub real_memory_mib: u64,
+    /// Temporary disk space in MiB (`TmpDisk=`, default 0): a job's `--tmp` above every
+    /// node's is refused at submission (Slurm 22.05 `_build_node_list`).
+    #[serde(default)]
+    pub tmp_disk_mib: u64,
     /// GPUs on the node (from `Gres=gpu[:type]:N`).
     pub gpus: u32,
     /// GPU model (`Gres=gpu:h100:8` gives `h100`), if typed.

@@ -754,6 +754,7 @@ impl Parser {
         let mut threads = 1;
         let mut cpus = None;
         let mut mem = 1;
+        let mut tmp_disk = 0;
         let mut gres = (String::new(), line.at.clone());
         let mut weight = 1;
         let mut features = Vec::new();
@@ -768,6 +769,7 @@ impl Parser {
                 "ThreadsPerCore" => threads = small(),
                 "CPUs" => cpus = Some(small()),
                 "RealMemory" => mem = s.val.int(),
+                "TmpDisk" => tmp_disk = s.val.int(),
                 "Weight" => weight = small(),
                 "Gres" => gres = (s.raw.clone(), s.at.clone()),
                 "Features" => {
@@ -826,6 +828,7 @@ impl Parser {
                 threads_per_core: threads,
                 cpus,
                 real_memory_mib: mem,
+                tmp_disk_mib: tmp_disk,
                 gpus,
                 gpu_type: gpu_type.clone(),
                 gpu_files: Vec::new(),
@@ -1309,14 +1312,14 @@ mod tests {
     #[test]
     fn slurm_only_keys_warn_once_and_continue() {
         let c = parse(
-            "AuthType=auth/munge\nauthtype=auth/none\nNodeName=a TmpDisk=100 Reason=x\nNodeName=b TmpDisk=5\n\
+            "AuthType=auth/munge\nauthtype=auth/none\nNodeName=a MemSpecLimit=100 Reason=x TmpDisk=100\nNodeName=b MemSpecLimit=5\n\
              PartitionName=p Nodes=ALL OverSubscribe=NO\nDownNodes=a State=DOWN\nFrontendName=f\n",
         );
         assert_eq!(
             c.warnings,
             [
                 "slurm.conf:1: AuthType is a Slurm key Flotilla does not use yet; ignored",
-                "slurm.conf:3: TmpDisk is a Slurm key Flotilla does not use yet; ignored (on NodeName lines)",
+                "slurm.conf:3: MemSpecLimit is a Slurm key Flotilla does not use yet; ignored (on NodeName lines)",
                 "slurm.conf:3: Reason is a Slurm key Flotilla does not use yet; ignored (on NodeName lines)",
                 "slurm.conf:5: OverSubscribe is a Slurm key Flotilla does not use yet; ignored (on PartitionName lines)",
                 "slurm.conf:6: DownNodes lines are not used by Flotilla yet; ignored",
@@ -1324,6 +1327,8 @@ mod tests {
             ]
         );
         assert_eq!(c.nodes.len(), 2);
+        // `TmpDisk=` is read (MiB), 0 when not given.
+        assert_eq!((c.nodes[0].tmp_disk_mib, c.nodes[1].tmp_disk_mib), (100, 0));
         assert_eq!(c.raw[0], ("AuthType".to_string(), "auth/none".to_string()));
     }
 

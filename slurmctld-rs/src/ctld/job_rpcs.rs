@@ -615,8 +615,9 @@ impl Controller {
                     error.get_or_insert(SlurmError::new(ESLURM_JOB_NOT_PENDING));
                     continue;
                 }
-                if rec.reason.as_deref() == Some(REQUEUE_HOLD_REASON) {
-                    // A new hold shows as such; a release shows what the job waits for next.
+                if matches!(rec.reason.as_deref(), Some(REQUEUE_HOLD_REASON | "BadConstraints")) {
+                    // A new hold shows as such; a release shows what the job waits for next
+                    // (a job that can never run is tested again below).
                     rec.reason = None;
                 }
                 match h.op {
@@ -644,6 +645,16 @@ impl Controller {
                         }
                         if rec.spec.held.take().is_some() || rec.priority == 0 {
                             rec.priority = crate::job::PRIO_UNSET;
+                        }
+                        // A job that can never run in its partition (submitted held, it was
+                        // not tested against the nodes) gets what Slurm's next pass gives it:
+                        // reason `BadConstraints`, priority 0, and stays out of scheduling
+                        // (held by its user until released again).
+                        if rec.reason.is_none() && admission::never_runs(rec, self.sched.cluster(), &self.opts.admission) {
+                            info!(job = id, "released job can never run in its partition: BadConstraints");
+                            rec.spec.held = Some(HoldKind::User);
+                            rec.priority = 0;
+                            rec.reason = Some("BadConstraints".into());
                         }
                         // `_release_job_rec` clears the special-exit flag: pending again.
                         rec.special_exit = false;

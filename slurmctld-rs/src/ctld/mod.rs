@@ -336,6 +336,7 @@ impl Default for CtlOptions {
                 max_array_size: 1001,
                 default_accounts: Default::default(),
                 max_script_size: crate::limits::DEFAULT_MAX_SCRIPT_SIZE,
+                node_kinds: Vec::new(),
             },
             check_invariants: true,
             minute_s: 60,
