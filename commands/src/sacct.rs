@@ -17,7 +17,7 @@
 
 use crate::common::{self, Ctl, Io};
 use crate::getopt::{getopt_long, lo, HasArg, LongOpt};
-use flotilla_core::time::{fmt_time, mins2time_str, parse_time, secs2time_str};
+use flotilla_core::time::{fmt_time, mins2time_str, parse_time_spec, secs2time_str};
 use crate::usage_fmt::Units;
 use flotilla_proto::{AcctJob, AcctJobRef, AcctQuery, AcctStep, Request, Response, StepStats};
 
@@ -793,13 +793,15 @@ pub fn parse(args: &[String], env: &dyn Fn(&str) -> Option<String>, uid: u32, no
             x if x == c('e') => help = 2,
             x if x == c('h') => help = 1,
             x if x == c('U') => help = 3,
-            x if x == c('E') => match parse_time(a, now) {
-                Some(t) => q.end = Some(t),
-                None => return done_err(format!("sacct: error: Invalid time specification (pos=0): {a}\n")),
+            // sacct's `parse_time(optarg, 1)`: its own line, no prefix, exit 1.
+            x if x == c('E') => match parse_time_spec(a, now, true) {
+                Ok(t) => q.end = Some(t),
+                Err(pos) => return done_err(format!("Invalid time specification (pos={pos}): {a}\n")),
             },
-            x if x == c('S') => match parse_time(a, now) {
-                Some(t) => q.start = Some(t),
-                None => return done_err(format!("sacct: error: Invalid time specification (pos=0): {a}\n")),
+            // sacct's `parse_time(optarg, 1)`: its own line, no prefix, exit 1.
+            x if x == c('S') => match parse_time_spec(a, now, true) {
+                Ok(t) => q.start = Some(t),
+                Err(pos) => return done_err(format!("Invalid time specification (pos={pos}): {a}\n")),
             },
             x if x == c('j') => {
                 for id in a.split(',').filter(|s| !s.is_empty()) {

@@ -9,7 +9,7 @@
 
 use crate::common::{self, Ctl, CtlError, Io};
 use crate::getopt::{getopt_long, lo, HasArg, LongOpt, Opt};
-use flotilla_core::time::{fmt_time, parse_begin, parse_time_limit, TimeLimit};
+use flotilla_core::time::{fmt_time, parse_time_limit, parse_time_spec, TimeLimit};
 use flotilla_proto::errno::ESLURM_INVALID_GRES;
 use flotilla_proto::{
     ArrayRange, ArraySpec, GpuCount, GresSpec, JobQuery, JobRef, Request, Response, SignalSpec, SubmitJob,
@@ -689,7 +689,7 @@ pub fn apply(opts: &mut Opts, o: &Opt) -> Result<(), Fatal> {
     match o.id {
         x if x == c('A') => j.account = Some(a.into()),
         x if x == c('a') => j.array = Some(parse_array(a)),
-        x if x == c('b') => j.begin = Some(parse_begin(a, common::now()).ok_or_else(|| fatal("Invalid time specification", 255))?),
+        x if x == c('b') => j.begin = Some(time_spec(a, "--begin")?),
         x if x == c('c') => j.cpus_per_task = Some(parse_count(a, "--cpus-per-task")?),
         x if x == c('C') => j.constraint = Some(a.into()),
         x if x == c('d') => j.dependency = Some(a.into()),
@@ -888,6 +888,8 @@ pub fn apply(opts: &mut Opts, o: &Opt) -> Result<(), Fatal> {
         // Checked as Slurm 22.05 checks them, then unused: Flotilla has no use for their
         // values yet.
         O_SWITCHES | O_WAIT_ALL_NODES | O_DELAY_BOOT => check_unused(o.id, a)?,
+        // Read as Slurm reads it; Flotilla does not act on a deadline yet.
+        O_DEADLINE => drop(time_spec(a, "--deadline")?),
         // The controller refuses a name: Flotilla has no advance reservations.
         O_RESERVATION => j.reservation = Some(a.into()),
         // Accepted for compatibility; Flotilla has no use for them yet.
@@ -913,6 +915,24 @@ fn parse_time(a: &str, opt: &str) -> Result<TimeLimitWire, Fatal> {
         Ok(TimeLimit::Unlimited) => Ok(TimeLimitWire::Unlimited),
         Ok(TimeLimit::Minutes(m)) => Ok(TimeLimitWire::Minutes(m)),
         Err(_) => Err(fatal(format!("Invalid {opt} specification"), 255)),
+    }
+}
+
+/// `--begin`/`--deadline` (`slurm_opt.c` `arg_set_begin`, `arg_set_deadline`): Slurm's
+/// `parse_time` looking ahead ([`parse_time_spec`]); a time it refuses prints its own line,
+/// `Invalid time specification (pos=N): VALUE`, before `Invalid OPT specification` (exit
+/// 255), as does one that names no time (an empty value) without the first line.
+fn time_spec(a: &str, opt: &str) -> Result<i64, Fatal> {
+    match parse_time_spec(a, common::now(), false) {
+        Ok(t) if t != 0 => Ok(t),
+        r => {
+            let mut lines = Vec::new();
+            if let Err(pos) = r {
+                lines.push(format!("Invalid time specification (pos={pos}): {a}"));
+            }
+            lines.push(format!("sbatch: error: Invalid {opt} specification"));
+            Err(Fatal { lines, code: 255 })
+        }
     }
 }
 

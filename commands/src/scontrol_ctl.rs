@@ -14,7 +14,7 @@ use std::collections::BTreeMap;
 use crate::common::{self, Ctl, CtlError, Io};
 use crate::jobfmt;
 use crate::squeue::parse_job_ref;
-use flotilla_core::time::{fmt_time, mins2time_str, parse_begin, secs2time_str};
+use flotilla_core::time::{fmt_time, mins2time_str, parse_time_spec, secs2time_str};
 use flotilla_proto::errno::{strerror, ESLURM_ACCESS_DENIED, ESLURM_INVALID_JOB_ID, SLURM_UNEXPECTED_MSG_ERROR};
 use flotilla_proto::{
     HoldOp, HoldRelease, JobChange, JobInfo, JobQuery, JobRef, JobStateWire, NodeInfo, NodeQuery, PartitionInfo,
@@ -392,13 +392,29 @@ pub fn update(args: &[String], io: &mut Io<'_>) -> i32 {
             "qos" => JobChange::Qos(v.clone()),
             "comment" => JobChange::Comment(v.clone()),
             "topology" => JobChange::Topology(v.clone()),
-            "starttime" | "begintime" => JobChange::Begin(parse_begin(v, common::now())),
+            // Slurm 22.05 `update_job.c`: a time `parse_time` refuses (its line printed)
+            // or that names none changes nothing; one already past is now.
+            "starttime" | "begintime" => {
+                let now = common::now();
+                match parse_time_spec(v, now, false) {
+                    Ok(0) => continue,
+                    Ok(t) => JobChange::Begin(Some(t.max(now))),
+                    Err(pos) => {
+                        io.err(&format!("Invalid time specification (pos={pos}): {v}\n"));
+                        continue;
+                    }
+                }
+            }
             _ => {
                 io.err(&format!("Update of this parameter is not supported: {k}={v}\nRequest aborted\n"));
                 return 1;
             }
         };
         changes.push(ch);
+    }
+    if changes.is_empty() {
+        io.err("No changes specified\n");
+        return 1;
     }
     let Some(c) = ctl(io, "slurm_update") else { return 1 };
     let r = job.clone();

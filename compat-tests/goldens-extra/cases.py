@@ -105,6 +105,10 @@ A01 = [
     # A job submitted held is not tested against the nodes (node_scheduler.c select_nodes
     # returns ESLURM_JOB_HELD for priority 0 before _build_node_list).
     {"name": "held_not_tested", "cmd": "for o in --mincpus=65 '-B 3' --tmp=1 --mem=600000 '-c 65' --gres=gpu:9 --gres=gpu:a100:1; do sb -H -t 5 $o --wrap true >/dev/null; echo \"[$o] rc=$? $(squeue -h -j ${J[-1]} -o '%T|%r|%Q')\"; done\nfin"},
+    # Time specifications (parse_time.c parse_time; slurm_opt.c arg_set_begin and
+    # arg_set_deadline): parse_time's own line with the position, then sbatch's.
+    {"name": "begin_deadline_specs", "cmd": "for o in --begin=bogus --begin=now+x --begin=now+1h --begin= --begin=Today --deadline=bogus --deadline= --begin=now+1hourx --begin=now+1hour+ --begin=3pm --begin=25:00 '--begin=tomorrow now+1'; do echo \"[$o]\"; sb -H \"$o\" --wrap true; done\nsb -H '--begin=now + 1 hour' --wrap true\nsb -H --begin=2099-02-31T10:00 --wrap true\nscontrol show job $J2 | grep -oE 'EligibleTime=[^ ]*'\nfin"},
+    {"name": "sacct_time_specs", "cmd": "for v in bogus now+x now+1h Today 25:00 12:61 2026-13-01 13/01 uts5 3pm 'tomorrow now+1' now+1hour+; do sacct -S \"$v\" -n -X -o jobid >/dev/null 2>/tmp/st_err.$$; echo \"[$v] rc=$? $(cat /tmp/st_err.$$)\"; done\nrm -f /tmp/st_err.$$"},
 ]
 
 # Area a02: output file name patterns (src/common/fd.c / slurmstepd io: expand_stdio_fields).
@@ -338,6 +342,9 @@ A09 = [
     upd("running_timelimit_plus", "TimeLimit=+5", pre="sb -t 60 --wrap 'sleep 300'\nwst $J1 RUNNING\n"),
     upd("running_partition", "Partition=debug", pre="sb -t 20 --wrap 'sleep 300'\nwst $J1 RUNNING\n"),
     upd("running_numnodes", "NumNodes=2", pre="sb -t 20 --wrap 'sleep 300'\nwst $J1 RUNNING\n"),
+    # StartTime= (update_job.c: parse_time's line, no change counted; "No changes
+    # specified" when nothing else is changed).
+    {"name": "starttime_specs", "cmd": "sb -H -t 60 --wrap true\nfor v in bogus now+x '' Today; do scontrol update jobid=$J1 StartTime=\"$v\"; echo \"[$v] rc=$?\"; done\nscontrol update jobid=$J1 StartTime=bogus TimeLimit=5; echo rc=$?\nsqueue -h -j $J1 -o '%l'\nscontrol update jobid=$J1; echo rc=$?\nfin"},
 ]
 
 # Area a10: priority and queue order (slurmctld job_mgr.c: set_job_prio, priority/basic;

@@ -35,7 +35,7 @@ use std::fmt;
 
 pub mod calendar;
 
-pub use calendar::{civil, days_from_civil, fmt_ctime, fmt_time, parse_begin, parse_time};
+pub use calendar::{civil, days_from_civil, fmt_ctime, fmt_time, parse_begin, parse_time, parse_time_spec};
 
 /// Slurm's `INFINITE` (`0xffffffff`): the 32-bit value meaning "no limit" on the wire.
 pub const INFINITE: u32 = u32::MAX;

@@ -6,9 +6,9 @@
 //!   (squeue `%V %S %e`, scontrol `SubmitTime=`, sacct `Start`, the stop notice).
 //! - [`fmt_ctime`]: `ctime(3)` without the newline, `Sun Nov 29 09:19:57 2026` (the first
 //!   line of `squeue -l` / `sinfo -l`).
-//! - [`parse_begin`]: the forms of Slurm's `parse_time` that `sbatch --begin` and
-//!   `scontrol update StartTime=` accept; [`parse_time`]: those plus the `MM/DD[/YY]` family
-//!   that `sacct -S/-E` accepts.
+//! - [`parse_time_spec`]: Slurm's `parse_time`, with the position it reports an error at;
+//!   [`parse_begin`] (`sbatch --begin`, `scontrol update StartTime=`: the next such time)
+//!   and [`parse_time`] (`sacct -S/-E`: the last one) over it.
 //! - [`civil`], [`days_from_civil`]: the proleptic Gregorian calendar (Howard Hinnant's
 //!   algorithms), for both directions.
 
@@ -61,116 +61,330 @@ pub fn days_from_civil(y: i64, m: u32, d: u32) -> i64 {
     era * 146_097 + doe - 719_468
 }
 
-/// A time of `sbatch --begin` (and `scontrol update StartTime=`), seconds since the epoch,
-/// UTC, relative to `now` (seconds since the epoch): `now[{+|-}N[units]]` (units `s`, `m`, `h`,
-/// `d`, `w` and their long spellings; none is seconds), `today`, `midnight` (the next one),
-/// `tomorrow`, `noon` (the next one), `HH:MM[:SS]` (the next such time), and
-/// `YYYY-MM-DD[THH:MM[:SS]]`. Case-insensitive, surrounding blanks ignored.
+/// Slurm 22.05's time specification (`parse_time.c` `parse_time`), read as its scanner reads
+/// it, in UTC, relative to `now` (seconds since the epoch). The string is scanned left to
+/// right; blanks, `-` and an upper-case `T` separate tokens; the tokens are `today`,
+/// `tomorrow`, `midnight`, `noon`, `fika` (15:00), `teatime` (16:00) (lower case only where
+/// Slurm compares case-insensitively after the `T` test: `Today` fails at its `o`),
+/// `now[{+|-}COUNT[UNIT]]` (units spelled out: `seconds`, `minutes`, `hours`, `days`,
+/// `weeks` or their singulars; blanks allowed), `HH:MM[:SS][ ][am|pm]`, `YYYY-MM-DD`,
+/// `MMDD[YY]`, `MM/DD[/YY]`, `MM.DD[.YY]`; `utsSECONDS` alone (at least 1000000). A time
+/// without a date is the next one (today when `past`, as `sacct` asks); a date without a
+/// year is the next one (this year, or last year when `past` and its month is later).
 ///
-/// `None` for anything else (the commands print `Invalid time specification`).
-pub fn parse_begin(a: &str, now: i64) -> Option<i64> {
-    let s = a.trim().to_ascii_lowercase();
-    let midnight = now - now.rem_euclid(DAY);
-    if let Some(rest) = s.strip_prefix("now") {
-        if rest.is_empty() {
-            return Some(now);
-        }
-        // Slurm's parse_time: `now` then `+` or `-` and a count (`sacct -S now-1hours`).
-        let (sign, rest) = match rest.as_bytes()[0] {
-            b'+' => (1, &rest[1..]),
-            b'-' => (-1, &rest[1..]),
-            _ => return None,
+/// `Ok(0)` when nothing names a time (an empty string: Slurm's callers then print only
+/// their own `Invalid --begin specification`); `Err(pos)` with the position Slurm prints
+/// in `Invalid time specification (pos=N): S` (its own arithmetic, including where a
+/// `now` after another token puts it).
+pub fn parse_time_spec(s: &str, now: i64, past: bool) -> Result<i64, usize> {
+    let b = s.as_bytes();
+    // C string access: 0 at and past the end.
+    let at = |i: usize| b.get(i).copied().unwrap_or(0);
+    let starts = |i: usize, w: &str| b.len() >= i + w.len() && b[i..i + w.len()].eq_ignore_ascii_case(w.as_bytes());
+    let digit = |c: u8| c.is_ascii_digit();
+    let num = |c: u8| i64::from(c) - i64::from(b'0');
+    if starts(0, "uts") {
+        let rest = &s[3..];
+        let t = rest.trim_start();
+        let body = t.strip_prefix(['+', '-']).unwrap_or(t);
+        let ok = !body.is_empty() && body.bytes().all(|c| c.is_ascii_digit());
+        return match t.parse::<i64>() {
+            Ok(v) if ok && v >= 1_000_000 => Ok(v),
+            _ => Err(0),
         };
-        let split = rest.find(|c: char| !c.is_ascii_digit()).unwrap_or(rest.len());
-        let (n, unit) = rest.split_at(split);
-        let n: i64 = n.parse().ok()?;
-        let mult = match unit {
-            "" | "s" | "sec" | "secs" | "second" | "seconds" => 1,
-            "m" | "min" | "mins" | "minute" | "minutes" => 60,
-            "h" | "hour" | "hours" => 3600,
-            "d" | "day" | "days" => DAY,
-            "w" | "week" | "weeks" => 604_800,
-            _ => return None,
-        };
-        return Some(now + sign * n * mult);
     }
-    match s.as_str() {
-        "today" | "midnight" => return Some(if s == "today" { midnight } else { midnight + DAY }),
-        "tomorrow" => return Some(midnight + DAY),
-        "noon" => return Some(if now < midnight + 43_200 { midnight + 43_200 } else { midnight + DAY + 43_200 }),
+    let (ny, nmo, nd, nh, nmi, _) = civil(now);
+    let (mut hour, mut minute, mut second) = (-1i64, -1i64, 0i64);
+    // Month 0-11, year as `tm_year` (years since 1900); -1 when not given.
+    let (mut month, mut mday, mut year) = (-1i64, -1i64, -1i64);
+    let set_date = |t: i64, month: &mut i64, mday: &mut i64, year: &mut i64| {
+        let (y, mo, d, ..) = civil(t);
+        (*month, *mday, *year) = (i64::from(mo) - 1, i64::from(d), y - 1900);
+    };
+    let mut pos = 0usize;
+    while at(pos) != 0 && at(pos) != b'\n' {
+        let c = at(pos);
+        if c == b' ' || c == b'\t' || c == b'-' || c == b'T' {
+            pos += 1;
+            continue;
+        }
+        let fixed = [("midnight", 0), ("noon", 12), ("fika", 15), ("teatime", 16)];
+        if starts(pos, "today") {
+            set_date(now, &mut month, &mut mday, &mut year);
+            pos += 5;
+            continue;
+        }
+        if starts(pos, "tomorrow") {
+            set_date(now + DAY, &mut month, &mut mday, &mut year);
+            pos += 8;
+            continue;
+        }
+        if let Some((w, h)) = fixed.iter().find(|(w, _)| starts(pos, w)) {
+            (hour, minute, second) = (*h, 0, 0);
+            pos += w.len();
+            continue;
+        }
+        if starts(pos, "now") {
+            let mut delta = 0i64;
+            let mut i = pos + 3;
+            loop {
+                match at(i) {
+                    sign @ (b'+' | b'-') => {
+                        pos += i;
+                        delta = time_delta(b, &mut pos)?;
+                        if sign == b'-' {
+                            delta = -delta;
+                        }
+                        break;
+                    }
+                    b' ' | b'\t' => i += 1,
+                    0 | b'\n' => {
+                        pos += i - 1;
+                        break;
+                    }
+                    _ => return Err(pos + i),
+                }
+            }
+            let later = now + delta;
+            set_date(later, &mut month, &mut mday, &mut year);
+            let (_, _, _, h, mi, se) = civil(later);
+            (hour, minute, second) = (i64::from(h), i64::from(mi), i64::from(se));
+            pos += 1;
+            continue;
+        }
+        if !digit(c) {
+            return Err(pos);
+        }
+        if at(pos + 1) == b':' || at(pos + 2) == b':' {
+            // `HH:MM[:SS] [AM|PM]` (`_get_time`).
+            let mut o = pos;
+            let mut hr = num(at(o));
+            o += 1;
+            if at(o) != b':' {
+                if !digit(at(o)) {
+                    return Err(o);
+                }
+                hr = hr * 10 + num(at(o));
+                o += 1;
+            }
+            if hr > 23 {
+                return Err(o - 2);
+            }
+            if at(o) != b':' {
+                return Err(o);
+            }
+            o += 1;
+            let two = |o: &mut usize| -> Result<i64, usize> {
+                if !digit(at(*o)) {
+                    return Err(*o);
+                }
+                let mut v = num(at(*o));
+                *o += 1;
+                if !digit(at(*o)) {
+                    return Err(*o);
+                }
+                v = v * 10 + num(at(*o));
+                *o += 1;
+                Ok(v)
+            };
+            let mi = two(&mut o)?;
+            if mi > 59 {
+                return Err(o - 2);
+            }
+            let mut se = 0;
+            if at(o) == b':' {
+                o += 1;
+                se = two(&mut o)?;
+                if se > 59 {
+                    return Err(o - 2);
+                }
+            }
+            while at(o).is_ascii_whitespace() || at(o) == 0x0b {
+                o += 1;
+            }
+            if starts(o, "pm") {
+                hr += 12;
+                if hr > 23 {
+                    if hr == 24 {
+                        hr = 12;
+                    } else {
+                        return Err(o);
+                    }
+                }
+                o += 2;
+            } else if starts(o, "am") {
+                if hr > 11 {
+                    if hr == 12 {
+                        hr = 0;
+                    } else {
+                        return Err(o);
+                    }
+                }
+                o += 2;
+            }
+            (hour, minute, second) = (hr, mi, se);
+            pos = o;
+            continue;
+        }
+        // A date (`_get_date`): `YYYY-MM-DD`, or `MM[./]DD[./][YY]`.
+        let mut o = pos;
+        if b.len() >= o + 7 && at(o + 4) == b'-' && at(o + 7) == b'-' {
+            let mut yr = 0;
+            for _ in 0..4 {
+                if !digit(at(o)) {
+                    return Err(o);
+                }
+                yr = yr * 10 + num(at(o));
+                o += 1;
+            }
+            o += 1;
+            let mut mon = num(at(o));
+            o += 1;
+            if digit(at(o)) {
+                mon = mon * 10 + num(at(o));
+                o += 1;
+            }
+            if !(1..=12).contains(&mon) {
+                return Err(o - 2);
+            }
+            o += 1;
+            if !digit(at(o)) {
+                return Err(o);
+            }
+            let mut day = num(at(o));
+            o += 1;
+            if digit(at(o)) {
+                day = day * 10 + num(at(o));
+                o += 1;
+            }
+            if !(1..=31).contains(&day) {
+                return Err(o - 2);
+            }
+            (month, mday, year) = (mon - 1, day, yr - 1900);
+            pos = o;
+            continue;
+        }
+        let mut mon = num(at(o));
+        o += 1;
+        if digit(at(o)) {
+            mon = mon * 10 + num(at(o));
+            o += 1;
+        }
+        if !(1..=12).contains(&mon) {
+            return Err(o - 2);
+        }
+        if at(o) == b'.' || at(o) == b'/' {
+            o += 1;
+        }
+        if !digit(at(o)) {
+            return Err(o);
+        }
+        let mut day = num(at(o));
+        o += 1;
+        if digit(at(o)) {
+            day = day * 10 + num(at(o));
+            o += 1;
+        }
+        if !(1..=31).contains(&day) {
+            return Err(o - 2);
+        }
+        if at(o) == b'.' || at(o) == b'/' {
+            o += 1;
+        }
+        let mut yr = 0;
+        if digit(at(o)) {
+            yr = num(at(o));
+            o += 1;
+            if !digit(at(o)) {
+                return Err(o);
+            }
+            yr = yr * 10 + num(at(o));
+            o += 1;
+        }
+        (month, mday) = (mon - 1, day);
+        if yr != 0 {
+            year = yr + 100;
+        }
+        pos = o;
+    }
+    let (nmo, nd, nh, nmi) = (i64::from(nmo) - 1, i64::from(nd), i64::from(nh), i64::from(nmi));
+    match (hour, month) {
+        (-1, -1) => return Ok(0),
+        (-1, _) => (hour, minute) = (0, 0),
+        (_, -1) => {
+            let today = past || hour > nh || (hour == nh && minute > nmi);
+            set_date(if today { now } else { now + DAY }, &mut month, &mut mday, &mut year);
+        }
         _ => {}
     }
-    let hms = |t: &str| -> Option<i64> {
-        let p: Vec<&str> = t.split(':').collect();
-        let v: Vec<i64> = p.iter().map(|x| x.parse().ok()).collect::<Option<_>>()?;
-        match v.as_slice() {
-            [h, m] => Some(h * 3600 + m * 60),
-            [h, m, s] => Some(h * 3600 + m * 60 + s),
-            _ => None,
-        }
-    };
-    if let Some((d, t)) = s.split_once('t') {
-        let p: Vec<i64> = d.split('-').map(|x| x.parse().ok()).collect::<Option<_>>()?;
-        let [y, m, dd] = p.as_slice() else { return None };
-        return Some(days_from_civil(*y, *m as u32, *dd as u32) * DAY + hms(t)?);
-    }
-    if s.contains('-') {
-        let p: Vec<i64> = s.split('-').map(|x| x.parse().ok()).collect::<Option<_>>()?;
-        let [y, m, dd] = p.as_slice() else { return None };
-        return Some(days_from_civil(*y, *m as u32, *dd as u32) * DAY);
-    }
-    let t = hms(&s)?;
-    Some(if midnight + t > now { midnight + t } else { midnight + DAY + t })
-}
-
-/// Slurm's `parse_time` forms `sacct -S`/`-E` accept, seconds since the epoch, UTC, relative
-/// to `now`: those of [`parse_begin`] plus `MMDD[YY]`, `MM/DD[/YY]`, `MM.DD[.YY]` and
-/// `MM/DD[/YY]-HH:MM[:SS]` (a missing year is `now`'s; a two-digit year is 20YY).
-///
-/// `None` for anything else, or a month outside 1-12 or a day outside 1-31.
-pub fn parse_time(a: &str, now: i64) -> Option<i64> {
-    if let Some(t) = parse_begin(a, now) {
-        return Some(t);
-    }
-    let (date, time) = match a.split_once('-') {
-        Some((d, t)) => (d, Some(t)),
-        None => (a, None),
-    };
-    let (y_now, ..) = civil(now);
-    let parts: Vec<&str> = if date.contains('/') {
-        date.split('/').collect()
-    } else if date.contains('.') {
-        date.split('.').collect()
-    } else if date.len() == 4 || date.len() == 6 {
-        let (m, rest) = date.split_at(2);
-        let (d, y) = rest.split_at(2);
-        if y.is_empty() {
-            vec![m, d]
+    if year == -1 {
+        let this_year = ny - 1900;
+        year = if past {
+            if month > nmo { this_year - 1 } else { this_year }
+        } else if (month, mday, hour, minute) > (nmo, nd, nh, nmi) {
+            this_year
         } else {
-            vec![m, d, y]
-        }
-    } else {
-        return None;
-    };
-    let nums: Vec<i64> = parts.iter().map(|p| p.parse().ok()).collect::<Option<_>>()?;
-    let (m, d, y) = match nums.as_slice() {
-        [m, d] => (*m, *d, y_now),
-        [m, d, y] => (*m, *d, if *y < 100 { 2000 + y } else { *y }),
-        _ => return None,
-    };
-    if !(1..=12).contains(&m) || !(1..=31).contains(&d) {
-        return None;
-    }
-    let mut t = days_from_civil(y, m as u32, d as u32) * DAY;
-    if let Some(hms) = time {
-        let v: Vec<i64> = hms.split(':').map(|x| x.parse().ok()).collect::<Option<_>>()?;
-        t += match v.as_slice() {
-            [h, mi] => h * 3600 + mi * 60,
-            [h, mi, s] => h * 3600 + mi * 60 + s,
-            _ => return None,
+            this_year + 1
         };
     }
-    Some(t)
+    let days = days_from_civil(year + 1900, (month + 1) as u32, 1) + mday - 1;
+    Ok(days * DAY + hour * 3600 + minute * 60 + second)
+}
+
+/// `now`'s `+COUNT[UNIT]` (`_get_delta`): `pos` is at the sign; afterwards at the last
+/// character read. Units are spelled out; the count ends at the unit. No digit at all, or
+/// any other character: `Err` with the position Slurm prints.
+fn time_delta(b: &[u8], pos: &mut usize) -> Result<i64, usize> {
+    const UNITS: [(&str, i64); 10] = [
+        ("seconds", 1),
+        ("second", 1),
+        ("minutes", 60),
+        ("minute", 60),
+        ("hours", 3600),
+        ("hour", 3600),
+        ("days", DAY),
+        ("day", DAY),
+        ("weeks", 7 * DAY),
+        ("week", 7 * DAY),
+    ];
+    let at = |i: usize| b.get(i).copied().unwrap_or(0);
+    let (mut cnt, mut digits) = (0i64, 0);
+    let mut o = *pos + 1;
+    while at(o) != 0 && at(o) != b'\n' {
+        if at(o).is_ascii_whitespace() || at(o) == 0x0b {
+            o += 1;
+            continue;
+        }
+        if let Some((w, m)) = UNITS.iter().find(|(w, _)| b.len() >= o + w.len() && b[o..o + w.len()].eq_ignore_ascii_case(w.as_bytes())) {
+            o += w.len();
+            cnt = cnt.saturating_mul(*m);
+            break;
+        }
+        if at(o).is_ascii_digit() {
+            cnt = cnt.saturating_mul(10).saturating_add(i64::from(at(o) - b'0'));
+            digits += 1;
+            o += 1;
+            continue;
+        }
+        return Err(o - 1);
+    }
+    if digits == 0 {
+        return Err(*pos);
+    }
+    *pos = o - 1;
+    Ok(cnt)
+}
+
+/// A time of `sbatch --begin` (and `scontrol update StartTime=`), seconds since the epoch:
+/// [`parse_time_spec`] looking ahead. `None` when Slurm refuses it (or it names no time).
+pub fn parse_begin(a: &str, now: i64) -> Option<i64> {
+    parse_time_spec(a, now, false).ok().filter(|&t| t != 0)
+}
+
+/// A time of `sacct -S`/`-E`, seconds since the epoch: [`parse_time_spec`] looking back
+/// (sacct's `parse_time(optarg, 1)`). `None` when Slurm refuses it.
+pub fn parse_time(a: &str, now: i64) -> Option<i64> {
+    parse_time_spec(a, now, true).ok()
 }
 
 #[cfg(test)]
@@ -195,6 +409,56 @@ mod tests {
         assert_eq!(parse_time("now-30minutes", 10_000), Some(10_000 - 1800));
         assert_eq!(parse_begin("now*1", 1000), None);
         assert_eq!(parse_begin("2026-01-01T00:00:00", 0), Some(days_from_civil(2026, 1, 1) * DAY));
+    }
+
+    /// Slurm's `parse_time` as the reference answers it (`sacct -S`, `sbatch --begin`):
+    /// refusals with the position it prints, and the forms it accepts.
+    #[test]
+    fn slurm_time_specs() {
+        // 2026-12-05T08:30:00Z.
+        let day = days_from_civil(2026, 12, 5) * DAY;
+        let now = day + 8 * 3600 + 1800;
+        for (spec, pos) in [
+            ("bogus", 0),
+            ("now+x", 3),
+            ("now+1h", 4),
+            ("now+", 3),
+            ("Today", 1),
+            ("25:00", 0),
+            ("12:61", 3),
+            ("2026-13-01", 5),
+            ("13/01", 0),
+            ("uts5", 0),
+            ("3pm", 1),
+            ("now+1hourx", 9),
+            ("now+1hour+", 9),
+            // Slurm adds the index of the sign to the position `now` started at.
+            ("tomorrow now+1", 21),
+        ] {
+            assert_eq!(parse_time_spec(spec, now, true), Err(pos), "{spec}");
+        }
+        assert_eq!(parse_time_spec("", now, false), Ok(0));
+        assert_eq!(parse_time_spec("now + 1 hour", now, false), Ok(now + 3600));
+        assert_eq!(parse_time_spec("now+2days", now, false), Ok(now + 2 * DAY));
+        assert_eq!(parse_time_spec("now-1week", now, true), Ok(now - 7 * DAY));
+        assert_eq!(parse_time_spec("uts1700000000", now, false), Ok(1_700_000_000));
+        // A time without a date: the next one (tomorrow once past), today looking back.
+        assert_eq!(parse_time_spec("09:00", now, false), Ok(day + 9 * 3600));
+        assert_eq!(parse_time_spec("08:00", now, false), Ok(day + DAY + 8 * 3600));
+        assert_eq!(parse_time_spec("08:00", now, true), Ok(day + 8 * 3600));
+        assert_eq!(parse_time_spec("8:00 pm", now, false), Ok(day + 20 * 3600));
+        assert_eq!(parse_time_spec("12:00am", now, false), Ok(day + DAY));
+        assert_eq!(parse_time_spec("noon", now, false), Ok(day + 12 * 3600));
+        assert_eq!(parse_time_spec("teatime tomorrow", now, false), Ok(day + DAY + 16 * 3600));
+        assert_eq!(parse_time_spec("midnight", now, false), Ok(day + DAY));
+        assert_eq!(parse_time_spec("today", now, false), Ok(day));
+        // A date without a year: the next one, or looking back the last one.
+        assert_eq!(parse_time_spec("01/02", now, false), Ok(days_from_civil(2027, 1, 2) * DAY));
+        assert_eq!(parse_time_spec("01/02", now, true), Ok(days_from_civil(2026, 1, 2) * DAY));
+        // Looking back, only a later month is last year's (`12/25` in December is this one).
+        assert_eq!(parse_time_spec("12/25", now, true), Ok(days_from_civil(2026, 12, 25) * DAY));
+        assert_eq!(parse_time_spec("2026-02-31", now, false), Ok(days_from_civil(2026, 3, 3) * DAY));
+        assert_eq!(parse_time_spec("2026-12-05T10:11:12", now, false), Ok(day + 10 * 3600 + 11 * 60 + 12));
     }
 
     #[test]
