@@ -80,6 +80,10 @@ const O_GPU_BIND: u32 = 1056;
 const O_NTASKS_PER_SOCKET: u32 = 1057;
 const O_MAIL_USER: u32 = 1058;
 const O_SPREAD_JOB: u32 = 1059;
+const O_CPU_FREQ: u32 = 1060;
+const O_MEM_BIND: u32 = 1061;
+const O_GPU_FREQ: u32 = 1062;
+const O_POWER: u32 = 1063;
 
 const fn c(ch: char) -> u32 {
     ch as u32
@@ -107,7 +111,7 @@ pub const LONGS: &[LongOpt] = &[
     lo("contiguous", HasArg::No, O_IGNORED),
     lo("core-spec", HasArg::Required, c('S')),
     lo("cores-per-socket", HasArg::Required, O_CORES_PER_SOCKET),
-    lo("cpu-freq", HasArg::Required, O_IGNORED_ARG),
+    lo("cpu-freq", HasArg::Required, O_CPU_FREQ),
     lo("cpus-per-gpu", HasArg::Required, O_CPUS_PER_GPU),
     lo("cpus-per-task", HasArg::Required, c('c')),
     lo("deadline", HasArg::Required, O_DEADLINE),
@@ -126,7 +130,7 @@ pub const LONGS: &[LongOpt] = &[
     lo("get-user-env", HasArg::Optional, O_GET_USER_ENV),
     lo("gid", HasArg::Required, O_GID),
     lo("gpu-bind", HasArg::Required, O_GPU_BIND),
-    lo("gpu-freq", HasArg::Required, O_IGNORED_ARG),
+    lo("gpu-freq", HasArg::Required, O_GPU_FREQ),
     lo("gpus", HasArg::Required, c('G')),
     lo("gpus-per-node", HasArg::Required, O_GPUS_PER_NODE),
     lo("gpus-per-socket", HasArg::Required, O_GPUS_PER_SOCKET),
@@ -145,7 +149,7 @@ pub const LONGS: &[LongOpt] = &[
     lo("mail-user", HasArg::Required, O_MAIL_USER),
     lo("mcs-label", HasArg::Required, O_IGNORED_ARG),
     lo("mem", HasArg::Required, O_MEM),
-    lo("mem-bind", HasArg::Required, O_IGNORED_ARG),
+    lo("mem-bind", HasArg::Required, O_MEM_BIND),
     lo("mem-per-cpu", HasArg::Required, O_MEM_PER_CPU),
     lo("mem-per-gpu", HasArg::Required, O_MEM_PER_GPU),
     lo("mincpus", HasArg::Required, O_MINCPUS),
@@ -167,7 +171,7 @@ pub const LONGS: &[LongOpt] = &[
     lo("oversubscribe", HasArg::No, c('s')),
     lo("parsable", HasArg::No, O_PARSABLE),
     lo("partition", HasArg::Required, c('p')),
-    lo("power", HasArg::Required, O_IGNORED_ARG),
+    lo("power", HasArg::Required, O_POWER),
     lo("preemptible", HasArg::No, O_PREEMPTIBLE),
     lo("priority", HasArg::Required, O_PRIORITY),
     lo("profile", HasArg::Required, O_PROFILE),
@@ -280,6 +284,11 @@ pub struct Opts {
     pub core_spec: Vec<&'static str>,
     /// `--propagate` (`ALL` when given without a value), checked once every option is read.
     pub propagate: Option<String>,
+    /// `-m arbitrary` (or `hostfile`) was given: it needs `-w` (checked once every option is
+    /// read).
+    pub arbitrary: bool,
+    /// Warnings of the options read (`--power`), printed on stderr after each pass over them.
+    pub warnings: Vec<String>,
 }
 
 /// An early end: the message(s) to print on stderr and the exit status.
@@ -329,6 +338,9 @@ fn main(args: &[String], io: &mut Io<'_>) -> Result<i32, Fatal> {
         }
         apply(&mut first, o)?;
     }
+    for w in &first.warnings {
+        io.err(&format!("{w}\n"));
+    }
     let (script, argv_script, default_name) = read_script(&first, &cli.operands, io)?;
     // Second pass: directives, then the environment, then the command line again.
     let mut opts = Opts::default();
@@ -362,9 +374,16 @@ fn main(args: &[String], io: &mut Io<'_>) -> Result<i32, Fatal> {
     for o in &cli.opts {
         apply(&mut opts, o)?;
     }
+    for w in &opts.warnings {
+        io.err(&format!("{w}\n"));
+    }
     let hint_env = verify_node_options(&mut opts, io)?;
     if let Some(p) = &opts.propagate {
         check_propagate(p)?;
+    }
+    // `slurm_opt_create_job_desc`: an arbitrary distribution names its nodes.
+    if opts.arbitrary && opts.job.required_nodes.is_empty() {
+        return Err(fatal("With Arbitrary distribution you need to specify a nodelist or hostfile with the -w option", 1));
     }
     let mut job = opts.job.clone();
     job.script = script;
@@ -485,6 +504,11 @@ fn early(o: &Opt, io: &mut Io<'_>) -> Option<i32> {
         x if x == c('V') => {
             io.out(&format!("{VERSION_LINE}\n"));
             Some(0)
+        }
+        // `--mem-bind=help` (`slurm_verify_mem_bind`): the list on stdout, then the error exit.
+        O_MEM_BIND if matches!(mem_bind_check(o.arg.as_deref().unwrap_or("")), Ok(true)) => {
+            io.out(MEM_BIND_HELP);
+            Some(255)
         }
         O_HELP | O_USAGE => {
             io.out("Usage: sbatch [OPTIONS(0)...] [ : [OPTIONS(N)...]] script(0) [args(0)...]\n");
@@ -890,6 +914,34 @@ pub fn apply(opts: &mut Opts, o: &Opt) -> Result<(), Fatal> {
         O_SWITCHES | O_WAIT_ALL_NODES | O_DELAY_BOOT => check_unused(o.id, a)?,
         // Read as Slurm reads it; Flotilla does not act on a deadline yet.
         O_DEADLINE => drop(time_spec(a, "--deadline")?),
+        // Checked as Slurm 22.05 checks them; Flotilla sets no frequencies, memory binding,
+        // task distribution or power flags yet.
+        O_CPU_FREQ => {
+            if let Err(mut lines) = cpu_freq_check(a) {
+                lines.push("Invalid --cpu-freq argument".into());
+                return Err(Fatal { lines: lines.into_iter().map(|l| format!("sbatch: error: {l}")).collect(), code: 255 });
+            }
+        }
+        O_MEM_BIND => match mem_bind_check(a) {
+            Ok(false) => {}
+            Ok(true) => return Err(Fatal { lines: Vec::new(), code: 255 }),
+            Err(l) => return Err(fatal(l, 255)),
+        },
+        O_GPU_FREQ if !gpu_freq_valid(a) => return Err(fatal(format!("Invalid --gpu-freq argument: gpu:{a}"), 255)),
+        O_POWER => opts.warnings.extend(
+            a.split(',').filter(|t| !t.is_empty() && !t.eq_ignore_ascii_case("level")).map(|t| format!("sbatch: error: Ignoring unrecognized power option ({t})")),
+        ),
+        x if x == c('m') => match dist_check(a) {
+            Ok(arbitrary) => opts.arbitrary = arbitrary,
+            Err(plane) => {
+                let mut lines = Vec::new();
+                if plane {
+                    lines.push("sbatch: error: Invalid plane size or size not specified".to_string());
+                }
+                lines.push("sbatch: error: Invalid --distribution specification".into());
+                return Err(Fatal { lines, code: 255 });
+            }
+        },
         // The controller refuses a name: Flotilla has no advance reservations.
         O_RESERVATION => j.reservation = Some(a.into()),
         // Accepted for compatibility; Flotilla has no use for them yet.
@@ -1187,6 +1239,291 @@ fn gpu_bind_valid(a: &str) -> Result<(), Option<String>> {
         Err(None)
     }
 }
+
+/// `--cpu-freq=P1[-P2][:GOV]` as Slurm 22.05 checks it (`cpu_frequency.c`
+/// `cpu_freq_verify_cmdline`, `_cpu_freq_check_gov`, `_cpu_freq_check_freq`): P1 a governor
+/// (`co`nservative, `perf`ormance, `pow`ersave, `user`space, `onde`mand, `sche`dutil, by
+/// prefix, any case) or a frequency; P2 a frequency (kHz as `strtoul` reads it, or `lo`w,
+/// `med`ium, `hi`gh, `him1`/`highm1`), not below P1 as Slurm compares them (its synonyms
+/// are numbers above any kHz); GOV only after P2 and not after a governor; a governor must
+/// be one `CpuFreqGovernors` allows (Slurm's default: OnDemand, Performance, UserSpace;
+/// Flotilla does not read the key). `Err` holds the messages before `Invalid --cpu-freq
+/// argument`.
+fn cpu_freq_check(a: &str) -> Result<(), Vec<String>> {
+    const RANGE: u32 = 0x8000_0000;
+    const ALLOWED: u32 = 0x8400_0000 | 0x8200_0000 | 0x8080_0000;
+    let pre = |s: &str, p: &str| s.len() >= p.len() && s.is_char_boundary(p.len()) && s[..p.len()].eq_ignore_ascii_case(p);
+    let gov = |s: &str| -> u32 {
+        [("co", 0x8800_0000), ("perf", 0x8200_0000), ("pow", 0x8100_0000), ("user", 0x8080_0000), ("onde", 0x8400_0000), ("sche", 0x8040_0000)]
+            .iter()
+            .find(|(p, _)| pre(s, p))
+            .map_or(0, |&(_, g)| g)
+    };
+    let mut errors = Vec::new();
+    let freq = |s: &str, errors: &mut Vec<String>| -> u32 {
+        if pre(s, "lo") {
+            return 0x8000_0001;
+        } else if pre(s, "him1") || pre(s, "highm1") {
+            return 0x8000_0004;
+        } else if pre(s, "hi") {
+            return 0x8000_0003;
+        } else if pre(s, "med") {
+            return 0x8000_0002;
+        }
+        // `strtoul` base 10: leading blanks and a sign, then digits; 0 when none.
+        let t = s.trim_start();
+        let (neg, t) = match t.as_bytes().first() {
+            Some(b'-') => (true, &t[1..]),
+            Some(b'+') => (false, &t[1..]),
+            _ => (false, t),
+        };
+        let digits = &t[..t.bytes().take_while(u8::is_ascii_digit).count()];
+        let v = digits.parse::<u64>().map_or(if digits.is_empty() { 0 } else { u64::MAX }, |v| v);
+        let v = if neg { v.wrapping_neg() } else { v } as u32;
+        if v == 0 {
+            errors.push(format!("unrecognized --cpu-freq argument \"{s}\""));
+        }
+        v
+    };
+    // Split as Slurm splits: GOV after the first `:`; P1 before the first `-` of the whole
+    // value, P2 from there to the `:` (or to the end when the `:` comes first).
+    let colon = a.find(':');
+    let p3 = colon.map(|c| &a[c + 1..]);
+    let (p1, p2) = match a.find('-') {
+        Some(d) => (&a[..d], Some(match colon {
+            Some(c) if c > d => &a[d + 1..c],
+            _ => &a[d + 1..],
+        })),
+        None => (colon.map_or(a, |c| &a[..c]), None),
+    };
+    let mut governor = None;
+    let mut max = 0;
+    let result = (|| {
+        let g = gov(p1);
+        if g != 0 {
+            if let Some(p3) = p3 {
+                errors.push(format!("governor cannot be specified twice {p1}{{-}}:{p3} in --cpu-freq"));
+                return Err(());
+            }
+            governor = Some(g);
+        } else {
+            max = freq(p1, &mut errors);
+            if max == 0 {
+                return Err(());
+            }
+        }
+        if let Some(p2) = p2 {
+            let hi = freq(p2, &mut errors);
+            if hi == 0 {
+                return Err(());
+            }
+            if hi < max {
+                errors.push(format!("min cpu-frec ({p1}) must be < max cpu-freq ({p2})"));
+                return Err(());
+            }
+        }
+        if let Some(p3) = p3 {
+            if p2.is_none() {
+                errors.push(format!("gov on cpu-frec ({p3}) illegal without max"));
+                return Err(());
+            }
+            let g = gov(p3);
+            if g == 0 {
+                errors.push(format!("illegal governor: {p3} on --cpu-freq"));
+                return Err(());
+            }
+            governor = Some(g);
+        }
+        Ok(())
+    })();
+    let mut ok = result.is_ok();
+    if governor.is_some_and(|g| (g & ALLOWED) & !RANGE == 0) {
+        errors.push(format!("governor of {a} is not allowed in slurm.conf"));
+        ok = false;
+    }
+    if ok {
+        Ok(())
+    } else {
+        Err(errors)
+    }
+}
+
+/// `--mem-bind` as Slurm 22.05 checks it (`slurm_resource_info.c` `slurm_verify_mem_bind`,
+/// `_isvalue`, `_expand_mult`): words split at commas not followed by a value, each `help`,
+/// `p[refer]`, `[no]sort`, `q[uiet]`, `v[erbose]`, `no[ne]`, `rank`, `local` (any case), or
+/// `map_mem`/`mapmem`/`mask_mem`/`maskmem` with a `:` or `=` list of numbers (hexadecimal for
+/// masks, after an optional `0x`), each optionally `*COUNT`. `Ok(true)` for `help`; `Err`
+/// with Slurm's message.
+fn mem_bind_check(a: &str) -> Result<bool, String> {
+    let b = a.as_bytes();
+    let is_value = |i: usize| {
+        if b.get(i).is_some_and(u8::is_ascii_digit) {
+            return true;
+        }
+        let mut j = i;
+        while b.get(j).is_some_and(u8::is_ascii_hexdigit) {
+            j += 1;
+        }
+        matches!(b.get(j), None | Some(b','))
+    };
+    let mut words = Vec::new();
+    let mut start = 0;
+    for i in 0..b.len() {
+        if b[i] == b',' && !is_value(i + 1) {
+            words.push(&a[start..i]);
+            start = i + 1;
+        }
+    }
+    words.push(&a[start..]);
+    let pre = |s: &str, p: &str| s.len() >= p.len() && s.is_char_boundary(p.len()) && s[..p.len()].eq_ignore_ascii_case(p);
+    for w in words {
+        let is = |names: &[&str]| names.iter().any(|n| w.eq_ignore_ascii_case(n));
+        if is(&["help"]) {
+            return Ok(true);
+        } else if is(&["p", "prefer", "nosort", "sort", "q", "quiet", "v", "verbose", "no", "none", "rank", "local"]) {
+            continue;
+        }
+        let kind = if pre(w, "map_mem") || pre(w, "mapmem") {
+            "map_mem"
+        } else if pre(w, "mask_mem") || pre(w, "maskmem") {
+            "mask_mem"
+        } else {
+            return Err(format!("unrecognized --mem-bind argument \"{w}\""));
+        };
+        // `strsep(":=")` twice: the list is what lies between the first and second separator.
+        let list = w.split([':', '=']).nth(1).unwrap_or("");
+        if list.is_empty() {
+            return Err(format!("missing list for \"--mem-bind={kind}:<list>\""));
+        }
+        let mask = kind == "mask_mem";
+        for tok in list.split(',').filter(|t| !t.is_empty()) {
+            let tok = if mask { tok.strip_prefix("0x").unwrap_or(tok) } else { tok };
+            let ok = |c: char| if mask { c.is_ascii_hexdigit() } else { c.is_ascii_digit() };
+            let (num, count) = match tok.find('*') {
+                Some(i) => (&tok[..i], Some(&tok[i..])),
+                None => (tok, None),
+            };
+            if let Some(ast) = count {
+                if let Some(c) = ast[1..].chars().find(|c| !c.is_ascii_digit()) {
+                    return Err(format!("Failed to validate number: {ast}, the offending character is {c}"));
+                }
+                if ast[1..].parse::<i64>().map_or(true, |n| n <= 0) {
+                    return Err(format!("Invalid {kind} multiplier: {}", &ast[1..]));
+                }
+            }
+            if let Some(c) = num.chars().find(|&c| !ok(c)) {
+                return Err(format!("Failed to validate number: {num}, the offending character is {c}"));
+            }
+        }
+    }
+    Ok(false)
+}
+
+/// `--gpu-freq` as Slurm 22.05 checks it (`tres_frequency.c` `tres_freq_verify_cmdline` over
+/// `gpu:VALUE`, `_valid_gpu_freq`, `_test_val`): a comma list (empty items skipped, at least
+/// one) of `low`, `medium`, `high`, `highm1` (lower case), a decimal number, `verbose`, or
+/// `memory=` one of those values.
+fn gpu_freq_valid(a: &str) -> bool {
+    let val = |v: &str| match v.as_bytes().first() {
+        Some(c) if c.is_ascii_digit() => v.bytes().all(|c| c.is_ascii_digit()) && v.parse::<i64>().is_ok_and(|n| n < i64::MAX),
+        Some(_) => matches!(v, "low" | "medium" | "high" | "highm1"),
+        None => false,
+    };
+    // `strtok` on `;` first: every piece after the first must itself be `gpu:...`.
+    let mut pieces = a.split(';').filter(|p| !p.is_empty());
+    let check = |v: &str| {
+        let items: Vec<&str> = v.split(',').filter(|t| !t.is_empty()).collect();
+        !items.is_empty()
+            && items.iter().all(|t| match t.split_once('=') {
+                None => val(t) || *t == "verbose",
+                Some((k, v)) => k == "memory" && val(v),
+            })
+    };
+    let Some(first) = pieces.next() else { return false };
+    check(first) && pieces.all(|p| p.strip_prefix("gpu:").is_some_and(check))
+}
+
+/// `-m`/`--distribution` as Slurm 22.05 checks it (`proc_args.c` `verify_dist_type`,
+/// `_parse_plane_dist`, `_parse_dist_base`, `_parse_dist_flag`): `plane=SIZE` (1 to
+/// `INT_MAX`; the size may come from `SLURM_DIST_PLANESIZE`), or up to three `:`-separated
+/// levels of `block`, `cyclic`, `fcyclic` (below the first) or `*` (block, then cyclic, then
+/// the socket level's), `arbitrary` or `hostfile`, then an optional `,pack` or `,nopack`
+/// (which may also stand alone). `Ok(true)` for an arbitrary distribution; `Err(true)` for a
+/// bad plane size (its own message first).
+fn dist_check(a: &str) -> Result<bool, bool> {
+    let pre = |s: &str, p: &str| s.len() >= p.len() && s.is_char_boundary(p.len()) && s[..p.len()].eq_ignore_ascii_case(p);
+    if pre(a, "plane") {
+        let size = match a.find('=') {
+            Some(i) => Some(a[i + 1..].to_string()),
+            None => std::env::var("SLURM_DIST_PLANESIZE").ok().filter(|v| !v.is_empty()),
+        };
+        let ok = size.is_some_and(|v| v.parse::<i64>().is_ok_and(|n| n > 0 && n <= i64::from(i32::MAX)) && !v.starts_with('+') && !v.starts_with(' '));
+        return if ok { Ok(false) } else { Err(true) };
+    }
+    if a.is_empty() || a.starts_with(',') {
+        return Err(false);
+    }
+    let (base, flag) = match a.split_once(',') {
+        Some((b, f)) => (b, Some(f)),
+        None => (a, None),
+    };
+    let mut levels: Vec<String> = Vec::new();
+    let mut sock: Option<String> = None;
+    for (i, tok) in base.split(':').filter(|t| !t.is_empty()).enumerate() {
+        if i > 2 {
+            return Err(false);
+        }
+        let word = if tok == "*" {
+            match i {
+                0 => "block".to_string(),
+                1 => {
+                    sock = Some("cyclic".into());
+                    "cyclic".into()
+                }
+                _ => sock.clone().unwrap_or_default(),
+            }
+        } else {
+            if i == 1 {
+                sock = Some(tok.to_string());
+            }
+            tok.to_string()
+        };
+        levels.push(word.to_ascii_lowercase());
+    }
+    let out = levels.join(":");
+    let lv: Vec<&str> = levels.iter().map(String::as_str).collect();
+    let known = matches!(
+        lv.as_slice(),
+        ["block" | "cyclic" | "arbitrary" | "hostfile"]
+            | ["block" | "cyclic", "block" | "cyclic" | "fcyclic"]
+            | ["block" | "cyclic", "block" | "cyclic" | "fcyclic", "block" | "cyclic" | "fcyclic"]
+    );
+    let is_flag = |f: &str| f.eq_ignore_ascii_case("pack") || f.eq_ignore_ascii_case("nopack");
+    if !known && !is_flag(&out) {
+        return Err(false);
+    }
+    if flag.is_some_and(|f| !f.is_empty() && !is_flag(f)) {
+        return Err(false);
+    }
+    Ok(matches!(lv.as_slice(), ["arbitrary" | "hostfile"]))
+}
+
+/// The list `--mem-bind=help` prints (`slurm_print_mem_bind_help`).
+const MEM_BIND_HELP: &str = "Memory bind options:
+    --mem-bind=         Bind memory to locality domains (ldom)
+        nosort          avoid sorting pages at startup
+        sort            sort pages at startup
+        q[uiet]         quietly bind before task runs (default)
+        v[erbose]       verbosely report binding before task runs
+        no[ne]          don't bind tasks to memory (default)
+        rank            bind by task rank
+        local           bind to memory local to processor
+        map_mem:<list>  specify a memory binding for each task
+                        where <list> is <cpuid1>,<cpuid2>,...<cpuidN>
+        mask_mem:<list> specify a memory binding mask for each tasks
+                        where <list> is <mask1>,<mask2>,...<maskN>
+        help            show this help message
+";
 
 /// `sbatch.c` `_set_rlimit_env` over `--propagate` (`slurm_rlimits_info.c` `parse_rlimits`):
 /// `ALL`, `NONE`, or a list (commas or blanks) of `AS`, `CORE`, `CPU`, `DATA`, `FSIZE`,

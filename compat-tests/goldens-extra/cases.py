@@ -109,6 +109,13 @@ A01 = [
     # arg_set_deadline): parse_time's own line with the position, then sbatch's.
     {"name": "begin_deadline_specs", "cmd": "for o in --begin=bogus --begin=now+x --begin=now+1h --begin= --begin=Today --deadline=bogus --deadline= --begin=now+1hourx --begin=now+1hour+ --begin=3pm --begin=25:00 '--begin=tomorrow now+1'; do echo \"[$o]\"; sb -H \"$o\" --wrap true; done\nsb -H '--begin=now + 1 hour' --wrap true\nsb -H --begin=2099-02-31T10:00 --wrap true\nscontrol show job $J2 | grep -oE 'EligibleTime=[^ ]*'\nfin"},
     {"name": "sacct_time_specs", "cmd": "for v in bogus now+x now+1h Today 25:00 12:61 2026-13-01 13/01 uts5 3pm 'tomorrow now+1' now+1hour+; do sacct -S \"$v\" -n -X -o jobid >/dev/null 2>/tmp/st_err.$$; echo \"[$v] rc=$? $(cat /tmp/st_err.$$)\"; done\nrm -f /tmp/st_err.$$"},
+    # Values of options Flotilla reads and does not act on, as their setters check them:
+    # --cpu-freq (cpu_frequency.c cpu_freq_verify_cmdline), --mem-bind
+    # (slurm_resource_info.c slurm_verify_mem_bind), --gpu-freq (tres_frequency.c
+    # tres_freq_verify_cmdline), -m (proc_args.c verify_dist_type; arbitrary needs -w,
+    # slurm_opt_create_job_desc), --power (power_flags_id: warned once per pass over the
+    # options, twice from the command line).
+    {"name": "freq_bind_dist_power_values", "cmd": "for o in --cpu-freq=bogus --cpu-freq=low-high --cpu-freq=1000-2000:bogus --cpu-freq=performance --cpu-freq=Low --cpu-freq=100000 --cpu-freq=conservative --cpu-freq=2000-1000 --cpu-freq=perf:perf --cpu-freq=1000:perf --cpu-freq=low-high:ondemand --mem-bind=bogus --mem-bind=local --mem-bind=map_mem:0,1 --mem-bind=mask_mem:0x1 --mem-bind=map_mem: --mem-bind=map_mem:0*x --mem-bind=mask_mem:0xg --mem-bind=v,local,map_mem:1,2 --mem-bind=map_mem:1*0 --gpu-freq=bogus --gpu-freq=high --gpu-freq=memory=low,verbose --gpu-freq=1000 --gpu-freq= --gpu-freq=High --gpu-freq=memory=x -mbogus -mblock -mcyclic:cyclic -mblock:block:fcyclic -mplane=4 -mplane -marbitrary -mblock,pack '-m*:*:*' -mplane=0 -mblock,bogus -ma:b:c:d -mpack '-marbitrary -wgpu01' --power=x --power=level --power=a,level,b; do echo \"[$o]\"; sb -H $o --wrap true; done\nsbatch -H --mem-bind=help --wrap true; echo rc=$?\nprintf '#!/bin/bash\\n#SBATCH --power=x,y\\ntrue\\n' > pw.sh\nsb -H pw.sh\nfin"},
 ]
 
 # Area a02: output file name patterns (src/common/fd.c / slurmstepd io: expand_stdio_fields).
