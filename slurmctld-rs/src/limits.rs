@@ -54,6 +54,29 @@ pub fn has_option(parameters: Option<&str>, name: &str) -> bool {
     parameters.is_some_and(|p| p.split(',').any(|o| o.trim().eq_ignore_ascii_case(name)))
 }
 
+/// The exit codes of a `RequeueExit=`/`RequeueExitHold=` value, as Slurm 22.05's
+/// `_make_requeue_array` (`job_mgr.c`) reads it: the value as a hostlist range
+/// (`3,5-6`, read as `[3,5-6]`), each item a whole decimal number from 0 to 255; the others
+/// are left out, each with a warning (for the log), as is the whole value when it is not a
+/// range list.
+pub fn exit_codes(value: Option<&str>) -> (Box<[bool; 256]>, Vec<String>) {
+    let mut set = Box::new([false; 256]);
+    let mut warnings = Vec::new();
+    let Some(v) = value else { return (set, warnings) };
+    match flotilla_core::hostlist::expand(&format!("[{v}]")) {
+        Ok(items) => {
+            for t in items {
+                match t.parse::<u32>() {
+                    Ok(n) if n <= 255 && t.bytes().all(|b| b.is_ascii_digit()) => set[n as usize] = true,
+                    _ => warnings.push(format!("exit values: {v} ({t})")),
+                }
+            }
+        }
+        Err(_) => warnings.push(format!("exit values: {v}")),
+    }
+    (set, warnings)
+}
+
 /// Slurm 22.05's default `batch_sched_delay` (s).
 pub const DEFAULT_BATCH_SCHED_DELAY_S: u64 = 3;
 
@@ -449,6 +472,22 @@ fn submit_counts(
 
 #[cfg(test)]
 mod tests {
+    /// `RequeueExit=` values as `_make_requeue_array` reads them: ranges, 0-255, bad items
+    /// left out with a warning.
+    #[test]
+    fn requeue_exit_codes_read_as_slurm() {
+        let (set, w) = exit_codes(Some("3,5-6,255"));
+        let on: Vec<usize> = (0..256).filter(|&c| set[c]).collect();
+        assert_eq!((on, w.len()), (vec![3, 5, 6, 255], 0));
+        let (set, w) = exit_codes(Some("1,256"));
+        assert_eq!(((0..256).filter(|&c| set[c]).count(), w), (1, vec!["exit values: 1,256 (256)".to_string()]));
+        // Not a range list at all (Slurm's hostlist refuses `[1,256,x]`): nothing.
+        let (set, w) = exit_codes(Some("1,256,x"));
+        assert_eq!(((0..256).filter(|&c| set[c]).count(), w), (0, vec!["exit values: 1,256,x".to_string()]));
+        let (set, w) = exit_codes(None);
+        assert!(set.iter().all(|&b| !b) && w.is_empty());
+    }
+
     #[test]
     fn batch_sched_delay_reads_its_option_as_slurm_and_defaults_to_3_s() {
         assert_eq!(super::batch_sched_delay(None), (3, None));

@@ -494,6 +494,37 @@ fn requeuehold_special_exit_until_released() {
     assert!(matches!(&r, Response::JobResults(v) if v[0].error.as_ref().is_some_and(|e| e.code == ESLURM_JOB_PENDING)), "{r:?}");
 }
 
+/// `RequeueExit=3,5-6` and `RequeueExitHold=4` (Slurm 22.05 `job_hold_requeue`, as the
+/// reference shows them): a script exiting 3 or 5 is requeued (`PENDING`, `BeginTime` for the
+/// hold-off, one restart, `ExitCode=3:0` kept), one exiting 4 is requeued held in state
+/// `SPECIAL_EXIT` with reason `JobHeldUser` and priority 0, even submitted `--no-requeue`;
+/// one exiting 7 fails.
+#[test]
+fn requeue_exit_codes() {
+    use JobStateWire::*;
+    let conf = format!("{TWO_NODES}RequeueExit=3,5-6\nRequeueExitHold=4\n");
+    let mut h = Harness::new("ctl_requeue_exit", &conf, CtlOptions::default());
+    h.register("gpu01");
+    h.register("gpu02");
+    h.turn();
+    let again = h.submit(gpu_job(User::Alice, 1, Some(5), 3));
+    let mut j = gpu_job(User::Alice, 1, Some(5), 4);
+    j.requeue = Some(false);
+    let held = h.submit(j);
+    let failed = h.submit(gpu_job(User::Alice, 1, Some(5), 7));
+    let five = h.submit(gpu_job(User::Alice, 1, Some(5), 5));
+    h.turn_until(5, 1, |h| [again, held, failed, five].iter().all(|&j| state(h, j) == Running));
+    h.advance(6);
+    h.turn_until(5, 1, |h| state(h, failed) == Failed && state(h, again) == Pending && h.job(again).reason.as_str() == "BeginTime");
+    let a = h.job(again);
+    assert_eq!((a.state, a.reason.as_str(), a.restarts, a.exit_code), (Some(Pending), "BeginTime", 1, 3));
+    assert_eq!(state(&h, five), Pending);
+    let b = h.job(held);
+    assert_eq!((b.state, b.reason.as_str(), b.priority, b.restarts, b.exit_code), (Some(SpecialExit), "JobHeldUser", 0, 1, 4));
+    assert_eq!(h.job(failed).exit_code, 7);
+    h.check();
+}
+
 /// A time limit (`-t 1`): at start + 60 s a stop notice (time limit) and SIGTERM; TIMEOUT.
 #[test]
 fn time_limit() {

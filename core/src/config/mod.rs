@@ -536,6 +536,14 @@ pub struct ClusterConfig {
     /// `None`: unset.
     #[serde(default)]
     pub dependency_parameters: Option<String>,
+    /// `RequeueExit=` as written (exit codes, `3,5-6`): a batch job whose script exits with
+    /// one is requeued; `None`: unset.
+    #[serde(default)]
+    pub requeue_exit: Option<String>,
+    /// `RequeueExitHold=` as written: a batch job whose script exits with one is requeued,
+    /// held, in state `SPECIAL_EXIT`; `None`: unset.
+    #[serde(default)]
+    pub requeue_exit_hold: Option<String>,
     /// The `priority/multifactor` keys (`PriorityWeight*`, `PriorityDecayHalfLife`, ...).
     #[serde(default)]
     pub priority: PriorityConf,

@@ -499,6 +499,8 @@ impl Parser {
             "ServiceMaxGPUs" => c.service_max_gpus = u32::try_from(v.int()).unwrap_or(u32::MAX),
             "SchedulerParameters" => c.scheduler_parameters = Some(v.str().to_string()),
             "DependencyParameters" => c.dependency_parameters = Some(v.str().to_string()),
+            "RequeueExit" => c.requeue_exit = Some(v.str().to_string()),
+            "RequeueExitHold" => c.requeue_exit_hold = Some(v.str().to_string()),
             // Read from `raw` by the node daemons (flotilla_slurmd::usage::gather_frequency).
             "JobAcctGatherFrequency" => {}
             _ => return false,

@@ -241,6 +241,11 @@ pub struct CtlOptions {
     /// `DependencyParameters=kill_invalid_depend`: a job whose dependency can never be met is
     /// cancelled unless it asked `--kill-on-invalid-dep=no`.
     pub kill_invalid_depend: bool,
+    /// `RequeueExit=` and `RequeueExitHold=`: for each exit code 0-255, whether a batch job
+    /// whose script exits with it is requeued, and whether held (Slurm's `job_hold_requeue`).
+    pub requeue_exit: Box<[bool; 256]>,
+    /// See [`CtlOptions::requeue_exit`].
+    pub requeue_exit_hold: Box<[bool; 256]>,
     /// `SlurmdTimeout` (s): a node daemon silent this long is marked down.
     pub slurmd_timeout_s: i64,
     /// `KillWait` (s): between SIGTERM and SIGKILL.
@@ -325,6 +330,8 @@ impl Default for CtlOptions {
             debounce: Duration::from_millis(20),
             batch_sched_delay: None,
             kill_invalid_depend: false,
+            requeue_exit: Box::new([false; 256]),
+            requeue_exit_hold: Box::new([false; 256]),
             slurmd_timeout_s: 300,
             kill_wait_s: 30,
             min_job_age_s: 300,
@@ -458,6 +465,10 @@ pub struct Controller {
     /// 0218, 0221, 0231); a submission: what `job_allocate`'s test of it found
     /// ([`Controller::submit_reason`]). Not stored: a restarted controller runs a cycle first.
     reason_until_cycle: BTreeMap<u64, &'static str>,
+    /// Jobs being requeued for their exit code (`RequeueExit`, `RequeueExitHold`) until their
+    /// nodes are done: the code they exited with (kept, as Slurm keeps `ExitCode=`) and
+    /// whether held. Not kept across a restart (the requeue itself is, in the record).
+    exit_requeues: HashMap<u64, (i32, bool)>,
     /// Pending job records by (priority, highest first, job id): the candidates of
     /// [`Controller::submit_reason`]'s `Priority` test, so a submission reads only the jobs
     /// ranked above it, not every pending job (a flood of submissions stays linear). A superset: every pending record's current key is in it (put there when the
@@ -555,6 +566,7 @@ impl Controller {
             degraded: None,
             sched_dirty: true,
             reason_until_cycle: BTreeMap::new(),
+            exit_requeues: HashMap::new(),
             prio_index: None,
             submit_charges: crate::limits::SubmitCharges::default(),
             job_ended_since_cycle: false,

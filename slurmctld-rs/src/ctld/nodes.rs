@@ -3,7 +3,7 @@
 //! node, and `scontrol update nodename=`.
 
 use super::{reset_for_requeue, Controller, Ident, NodeSess, Outgoing};
-use crate::job::{JobState, StopWhy};
+use crate::job::{JobState, StopWhy, Stopping};
 use crate::store::{AllocOp, NodeRow};
 use flotilla_core::cluster::{NodeAvail, NodeId};
 use flotilla_core::sched::Event as CoreEvent;
@@ -300,6 +300,27 @@ impl Controller {
         let _span = info_span!("job", job = rec.id).entered();
         rec.exit_code = exit.exit_code;
         rec.exit_signal = exit.signal;
+        // `RequeueExit`/`RequeueExitHold` (Slurm 22.05 `job_hold_requeue` and
+        // `_set_job_requeue_exit_value`): a script that ended by itself with one of the codes
+        // (its `WEXITSTATUS`: 0 after a signal) is requeued as `scontrol requeue` would, even
+        // when submitted `--no-requeue`; held in state `SPECIAL_EXIT` for a hold code. The run
+        // ends `REQUEUED`; the job waits out the hold-off (`BeginTime`) and keeps its exit code.
+        if rec.stopping.is_none() && !rec.is_array_meta() {
+            let code = if exit.signal != 0 { 0 } else { exit.exit_code };
+            let hold = match usize::try_from(code).ok().filter(|&c| c < 256) {
+                Some(c) if self.opts.requeue_exit[c] => Some(false),
+                Some(c) if self.opts.requeue_exit_hold[c] => Some(true),
+                _ => None,
+            };
+            if let Some(hold) = hold {
+                info!(exit_code = code, hold, "requeued for its exit code (RequeueExit/RequeueExitHold)");
+                rec.stopping = Some(Stopping { why: StopWhy::Requeue { hold }, term_at: now, kill_sent: true, kill_at: None });
+                rec.spec.begin_time = Some(super::requeue_begin(now, self.opts.requeue_holdoff_s));
+                rec.special_exit = hold;
+                rec.acct.cancelled_by = None;
+                self.exit_requeues.insert(rec.id, (exit.exit_code, hold));
+            }
+        }
         // A job stopped for good, or a run stopped by a requeue, ended at its stop (Slurm's
         // `_job_complete` leaves the `end_time` of a job already ended alone;
         // `_job_requeue_op` set it at the requeue); any other ends now.
@@ -368,6 +389,14 @@ impl Controller {
                 self.core_event(CoreEvent::JobEnded(core), now);
                 let rec = self.jobs.get_mut(&id).expect("job exists");
                 reset_for_requeue(rec, hold);
+                if let Some((code, hold)) = self.exit_requeues.remove(&id) {
+                    // Requeued for its exit code: the code stays, and a hold shows as the
+                    // user's (`JobHeldUser`), not as a requeue's.
+                    rec.exit_code = code;
+                    if hold {
+                        rec.reason = None;
+                    }
+                }
                 self.requeue_to_core(id, false, now);
                 self.stats.requeued += 1;
             }
