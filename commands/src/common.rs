@@ -360,6 +360,17 @@ pub fn strtol_prefix_len(s: &str) -> usize {
     }
 }
 
+/// Slurm 22.05's `parse_uint16` (`proc_args.c`): `strtoll` must read the whole string (an
+/// empty one is 0), and the value be 0 to 65533 (below `NO_VAL16`).
+pub fn parse_uint16(s: &str) -> Option<u16> {
+    let n = strtol_prefix_len(s);
+    if n < s.len() {
+        return None;
+    }
+    let v = strtol_prefix(s);
+    (0..0xfffe).contains(&v).then_some(v as u16)
+}
+
 /// The value C's `strtol(s, NULL, 10)` (or `strtoll`) returns: the number [`strtol_prefix_len`]
 /// reads, 0 when none, clamped to `long`'s range.
 pub fn strtol_prefix(s: &str) -> i64 {

@@ -391,6 +391,23 @@ pub fn update(args: &[String], io: &mut Io<'_>) -> i32 {
             "account" => JobChange::Account(v.clone()),
             "qos" => JobChange::Qos(v.clone()),
             "comment" => JobChange::Comment(v.clone()),
+            // Slurm 22.05 `update_job.c`: `parse_mail_type`, a bad value aborts the request;
+            // `Requeue=` through `parse_uint16`.
+            "mailtype" => match flotilla_proto::mail_type::parse(v) {
+                Some(t) => JobChange::MailType(t),
+                None => {
+                    io.err(&format!("Invalid MailType: {v}\n"));
+                    return 1;
+                }
+            },
+            "mailuser" => JobChange::MailUser(v.clone()),
+            "requeue" => match crate::common::parse_uint16(v) {
+                Some(n) => JobChange::Requeue(n),
+                None => {
+                    io.err(&format!("scontrol: error: Invalid Requeue value: {v}\n"));
+                    return 1;
+                }
+            },
             "topology" => JobChange::Topology(v.clone()),
             // Slurm 22.05 `update_job.c`: a time `parse_time` refuses (its line printed)
             // or that names none changes nothing; one already past is now.

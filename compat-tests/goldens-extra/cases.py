@@ -352,6 +352,10 @@ A09 = [
     # StartTime= (update_job.c: parse_time's line, no change counted; "No changes
     # specified" when nothing else is changed).
     {"name": "starttime_specs", "cmd": "sb -H -t 60 --wrap true\nfor v in bogus now+x '' Today; do scontrol update jobid=$J1 StartTime=\"$v\"; echo \"[$v] rc=$?\"; done\nscontrol update jobid=$J1 StartTime=bogus TimeLimit=5; echo rc=$?\nsqueue -h -j $J1 -o '%l'\nscontrol update jobid=$J1; echo rc=$?\nfin"},
+    # MailType=, MailUser=, Requeue= (update_job.c: parse_mail_type, parse_uint16, a bad value
+    # aborts the request; job_mgr.c _update_job: on running jobs too, Requeue as MIN(n, 1),
+    # the mail user the job's user when none or empty).
+    {"name": "mail_and_requeue", "cmd": "sb -H -t 60 --wrap true\nfor kv in MailType=END Requeue=0 Requeue=x Requeue=2 Requeue=yes Requeue=-1 MailType=bogus MailType=NONE MailType=end,BEGIN MailUser=bob MailUser= 'MailType=ALL,TIME_LIMIT_80' 'Requeue=0 MailType=fail'; do scontrol update jobid=$J1 $kv; echo \"[$kv] rc=$? $(scontrol show job $J1 | grep -oE 'Requeue=[^ ]*|MailUser=[^ ]*|MailType=[^ ]*' | tr '\\n' ' ')\"; done\nsb -t 5 --wrap 'sleep 600' >/dev/null\nwst $J2 RUNNING\nscontrol update jobid=$J2 MailType=END Requeue=0 MailUser=bob; echo \"running rc=$? $(scontrol show job $J2 | grep -oE 'Requeue=[^ ]*|MailUser=[^ ]*|MailType=[^ ]*' | tr '\\n' ' ')\"\nfin"},
 ]
 
 # Area a10: priority and queue order (slurmctld job_mgr.c: set_job_prio, priority/basic;

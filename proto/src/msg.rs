@@ -466,6 +466,12 @@ pub enum JobChange {
     Comment(String),
     /// Flotilla `Topology=`.
     Topology(String),
+    /// `MailType=` ([`mail_type`] bits; 0 for `NONE`).
+    MailType(u16),
+    /// `MailUser=` (empty: the job's user).
+    MailUser(String),
+    /// `Requeue=` (0: no; any other number: yes, as Slurm's `MIN(requeue, 1)`).
+    Requeue(u16),
 }
 
 /// `scontrol update job`.

@@ -1100,6 +1100,16 @@ fn apply_changes(
                 access_changed = true;
             }
             JobChange::Comment(c) => rec.comment = Some(c.clone()),
+            // Slurm 22.05 `_update_job`: on pending and running jobs alike; the mail user of a
+            // job that had none, or an empty one, is the job's user (`_get_mail_user`).
+            JobChange::MailType(t) => {
+                rec.mail_type = *t;
+                if rec.mail_user.is_none() {
+                    rec.mail_user = Some(rec.user.clone());
+                }
+            }
+            JobChange::MailUser(u) => rec.mail_user = Some(if u.is_empty() { rec.user.clone() } else { u.clone() }),
+            JobChange::Requeue(n) => rec.requeue = *n != 0,
             JobChange::Topology(t) => {
                 need_pending(pending)?;
                 let k = flotilla_core::config::TopologyKind::parse(t)
