@@ -76,7 +76,7 @@ pub fn days_from_civil(y: i64, m: u32, d: u32) -> i64 {
 /// their own `Invalid --begin specification`); `Err(pos)` with the position Slurm prints
 /// in `Invalid time specification (pos=N): S` (its own arithmetic, including where a
 /// `now` after another token puts it).
-pub fn parse_time_spec(s: &str, now: i64, past: bool) -> Result<i64, usize> {
+pub fn parse_time_spec(s: &str, now: i64, past: bool) -> Result<i64, i64> {
     let b = s.as_bytes();
     // C string access: 0 at and past the end.
     let at = |i: usize| b.get(i).copied().unwrap_or(0);
@@ -142,7 +142,7 @@ pub fn parse_time_spec(s: &str, now: i64, past: bool) -> Result<i64, usize> {
                         pos += i - 1;
                         break;
                     }
-                    _ => return Err(pos + i),
+                    _ => return Err((pos + i) as i64),
                 }
             }
             let later = now + delta;
@@ -153,7 +153,7 @@ pub fn parse_time_spec(s: &str, now: i64, past: bool) -> Result<i64, usize> {
             continue;
         }
         if !digit(c) {
-            return Err(pos);
+            return Err(pos as i64);
         }
         if at(pos + 1) == b':' || at(pos + 2) == b':' {
             // `HH:MM[:SS] [AM|PM]` (`_get_time`).
@@ -162,26 +162,26 @@ pub fn parse_time_spec(s: &str, now: i64, past: bool) -> Result<i64, usize> {
             o += 1;
             if at(o) != b':' {
                 if !digit(at(o)) {
-                    return Err(o);
+                    return Err(o as i64);
                 }
                 hr = hr * 10 + num(at(o));
                 o += 1;
             }
             if hr > 23 {
-                return Err(o - 2);
+                return Err(o as i64 - 2);
             }
             if at(o) != b':' {
-                return Err(o);
+                return Err(o as i64);
             }
             o += 1;
-            let two = |o: &mut usize| -> Result<i64, usize> {
+            let two = |o: &mut usize| -> Result<i64, i64> {
                 if !digit(at(*o)) {
-                    return Err(*o);
+                    return Err(*o as i64);
                 }
                 let mut v = num(at(*o));
                 *o += 1;
                 if !digit(at(*o)) {
-                    return Err(*o);
+                    return Err(*o as i64);
                 }
                 v = v * 10 + num(at(*o));
                 *o += 1;
@@ -189,14 +189,14 @@ pub fn parse_time_spec(s: &str, now: i64, past: bool) -> Result<i64, usize> {
             };
             let mi = two(&mut o)?;
             if mi > 59 {
-                return Err(o - 2);
+                return Err(o as i64 - 2);
             }
             let mut se = 0;
             if at(o) == b':' {
                 o += 1;
                 se = two(&mut o)?;
                 if se > 59 {
-                    return Err(o - 2);
+                    return Err(o as i64 - 2);
                 }
             }
             while at(o).is_ascii_whitespace() || at(o) == 0x0b {
@@ -208,7 +208,7 @@ pub fn parse_time_spec(s: &str, now: i64, past: bool) -> Result<i64, usize> {
                     if hr == 24 {
                         hr = 12;
                     } else {
-                        return Err(o);
+                        return Err(o as i64);
                     }
                 }
                 o += 2;
@@ -217,7 +217,7 @@ pub fn parse_time_spec(s: &str, now: i64, past: bool) -> Result<i64, usize> {
                     if hr == 12 {
                         hr = 0;
                     } else {
-                        return Err(o);
+                        return Err(o as i64);
                     }
                 }
                 o += 2;
@@ -226,82 +226,62 @@ pub fn parse_time_spec(s: &str, now: i64, past: bool) -> Result<i64, usize> {
             pos = o;
             continue;
         }
-        // A date (`_get_date`): `YYYY-MM-DD`, or `MM[./]DD[./][YY]`.
+        // A date (`_get_date`): `YYYY-MM-DD`, or `MM[./]DD[./][YY]`. A month's first
+        // character is taken as a digit unchecked, as Slurm takes it; a day's must be one.
         let mut o = pos;
+        let field = |o: &mut usize, range: std::ops::RangeInclusive<i64>| -> Result<i64, i64> {
+            let mut v = num(at(*o));
+            *o += 1;
+            if digit(at(*o)) {
+                v = v * 10 + num(at(*o));
+                *o += 1;
+            }
+            // Slurm steps back two characters to report a value out of range.
+            if range.contains(&v) { Ok(v) } else { Err(*o as i64 - 2) }
+        };
+        let day = |o: &mut usize| -> Result<i64, i64> {
+            if !digit(at(*o)) {
+                return Err(*o as i64);
+            }
+            field(o, 1..=31)
+        };
+        let sep = |o: &mut usize| {
+            if at(*o) == b'.' || at(*o) == b'/' {
+                *o += 1;
+            }
+        };
         if b.len() >= o + 7 && at(o + 4) == b'-' && at(o + 7) == b'-' {
             let mut yr = 0;
             for _ in 0..4 {
                 if !digit(at(o)) {
-                    return Err(o);
+                    return Err(o as i64);
                 }
                 yr = yr * 10 + num(at(o));
                 o += 1;
             }
             o += 1;
-            let mut mon = num(at(o));
+            let mon = field(&mut o, 1..=12)?;
             o += 1;
-            if digit(at(o)) {
-                mon = mon * 10 + num(at(o));
-                o += 1;
-            }
-            if !(1..=12).contains(&mon) {
-                return Err(o - 2);
-            }
-            o += 1;
-            if !digit(at(o)) {
-                return Err(o);
-            }
-            let mut day = num(at(o));
-            o += 1;
-            if digit(at(o)) {
-                day = day * 10 + num(at(o));
-                o += 1;
-            }
-            if !(1..=31).contains(&day) {
-                return Err(o - 2);
-            }
-            (month, mday, year) = (mon - 1, day, yr - 1900);
+            let d = day(&mut o)?;
+            (month, mday, year) = (mon - 1, d, yr - 1900);
             pos = o;
             continue;
         }
-        let mut mon = num(at(o));
-        o += 1;
-        if digit(at(o)) {
-            mon = mon * 10 + num(at(o));
-            o += 1;
-        }
-        if !(1..=12).contains(&mon) {
-            return Err(o - 2);
-        }
-        if at(o) == b'.' || at(o) == b'/' {
-            o += 1;
-        }
-        if !digit(at(o)) {
-            return Err(o);
-        }
-        let mut day = num(at(o));
-        o += 1;
-        if digit(at(o)) {
-            day = day * 10 + num(at(o));
-            o += 1;
-        }
-        if !(1..=31).contains(&day) {
-            return Err(o - 2);
-        }
-        if at(o) == b'.' || at(o) == b'/' {
-            o += 1;
-        }
+        let mon = field(&mut o, 1..=12)?;
+        sep(&mut o);
+        let d = day(&mut o)?;
+        sep(&mut o);
         let mut yr = 0;
         if digit(at(o)) {
             yr = num(at(o));
             o += 1;
             if !digit(at(o)) {
-                return Err(o);
+                return Err(o as i64);
             }
             yr = yr * 10 + num(at(o));
             o += 1;
         }
-        (month, mday) = (mon - 1, day);
+        (month, mday) = (mon - 1, d);
         if yr != 0 {
             year = yr + 100;
         }
@@ -334,7 +314,7 @@ pub fn parse_time_spec(s: &str, now: i64, past: bool) -> Result<i64, usize> {
 /// `now`'s `+COUNT[UNIT]` (`_get_delta`): `pos` is at the sign; afterwards at the last
 /// character read. Units are spelled out; the count ends at the unit. No digit at all, or
 /// any other character: `Err` with the position Slurm prints.
-fn time_delta(b: &[u8], pos: &mut usize) -> Result<i64, usize> {
+fn time_delta(b: &[u8], pos: &mut usize) -> Result<i64, i64> {
     const UNITS: [(&str, i64); 10] = [
         ("seconds", 1),
         ("second", 1),
@@ -366,10 +346,10 @@ fn time_delta(b: &[u8], pos: &mut usize) -> Result<i64, usize> {
             o += 1;
             continue;
         }
-        return Err(o - 1);
+        return Err(o as i64 - 1);
     }
     if digits == 0 {
-        return Err(*pos);
+        return Err(*pos as i64);
     }
     *pos = o - 1;
     Ok(cnt)
@@ -434,6 +414,11 @@ mod tests {
             ("now+1hour+", 9),
             // Slurm adds the index of the sign to the position `now` started at.
             ("tomorrow now+1", 21),
+            // A one-digit month out of range steps back before the string's start.
+            ("0", -1),
+            ("0/5", -1),
+            ("tomorrow 0", 8),
+            ("9/0", 1),
         ] {
             assert_eq!(parse_time_spec(spec, now, true), Err(pos), "{spec}");
         }
