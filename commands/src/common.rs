@@ -360,6 +360,12 @@ pub fn strtol_prefix_len(s: &str) -> usize {
     }
 }
 
+/// Whether `s` starts with `prefix`, ASCII case aside (C's `strncasecmp(s, prefix,
+/// strlen(prefix)) == 0`, as Slurm's option setters match words by their first letters).
+pub fn starts_with_ci(s: &str, prefix: &str) -> bool {
+    s.len() >= prefix.len() && s.as_bytes()[..prefix.len()].eq_ignore_ascii_case(prefix.as_bytes())
+}
+
 /// Slurm 22.05's `parse_uint16` (`proc_args.c`): `strtoll` must read the whole string (an
 /// empty one is 0), and the value be 0 to 65533 (below `NO_VAL16`).
 pub fn parse_uint16(s: &str) -> Option<u16> {

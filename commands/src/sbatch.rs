@@ -1205,7 +1205,7 @@ fn acctg_freq_valid(t: &str) -> bool {
 /// item with a character that is not a digit.
 fn gpu_bind_valid(a: &str) -> Result<(), Option<String>> {
     let v = if a.len() >= 8 && a[..8].eq_ignore_ascii_case("verbose,") { &a[8..] } else { a };
-    let has = |p: &str| v.len() >= p.len() && v.is_char_boundary(p.len()) && v[..p.len()].eq_ignore_ascii_case(p);
+    let has = |p: &str| common::starts_with_ci(v, p);
     // `_valid_num`: not negative. Slurm reads it in base 0; base 10 gives the same sign
     // except for a negative hexadecimal or octal (`-0x5`), which is taken here.
     let num = |s: &str| common::strtol_prefix(s) >= 0;
@@ -1252,7 +1252,7 @@ fn gpu_bind_valid(a: &str) -> Result<(), Option<String>> {
 fn cpu_freq_check(a: &str) -> Result<(), Vec<String>> {
     const RANGE: u32 = 0x8000_0000;
     const ALLOWED: u32 = 0x8400_0000 | 0x8200_0000 | 0x8080_0000;
-    let pre = |s: &str, p: &str| s.len() >= p.len() && s.is_char_boundary(p.len()) && s[..p.len()].eq_ignore_ascii_case(p);
+    let pre = common::starts_with_ci;
     let gov = |s: &str| -> u32 {
         [("co", 0x8800_0000), ("perf", 0x8200_0000), ("pow", 0x8100_0000), ("user", 0x8080_0000), ("onde", 0x8400_0000), ("sche", 0x8040_0000)]
             .iter()
@@ -1375,7 +1375,7 @@ fn mem_bind_check(a: &str) -> Result<bool, String> {
         }
     }
     words.push(&a[start..]);
-    let pre = |s: &str, p: &str| s.len() >= p.len() && s.is_char_boundary(p.len()) && s[..p.len()].eq_ignore_ascii_case(p);
+    let pre = common::starts_with_ci;
     for w in words {
         let is = |names: &[&str]| names.iter().any(|n| w.eq_ignore_ascii_case(n));
         if is(&["help"]) {
@@ -1451,7 +1451,7 @@ fn gpu_freq_valid(a: &str) -> bool {
 /// (which may also stand alone). `Ok(true)` for an arbitrary distribution; `Err(true)` for a
 /// bad plane size (its own message first).
 fn dist_check(a: &str) -> Result<bool, bool> {
-    let pre = |s: &str, p: &str| s.len() >= p.len() && s.is_char_boundary(p.len()) && s[..p.len()].eq_ignore_ascii_case(p);
+    let pre = common::starts_with_ci;
     if pre(a, "plane") {
         let size = match a.find('=') {
             Some(i) => Some(a[i + 1..].to_string()),
