@@ -187,12 +187,15 @@ pub fn controller(
     // Slurm 22.05 `job_mgr.c` `init_depend_policy`: `DependencyParameters`, not
     // `SchedulerParameters` (the reference ignores it there).
     opts.kill_invalid_depend = crate::limits::has_option(cluster.dependency_parameters.as_deref(), "kill_invalid_depend");
-    for (set, value) in [(&mut opts.requeue_exit, &cluster.requeue_exit), (&mut opts.requeue_exit_hold, &cluster.requeue_exit_hold)] {
+    // `RequeueExitHold` first, so that `RequeueExit` wins for a code in both.
+    for (hold, value) in [(true, &cluster.requeue_exit_hold), (false, &cluster.requeue_exit)] {
         let (codes, warnings) = crate::limits::exit_codes(value.as_deref());
         for w in warnings {
             tracing::error!("slurm.conf: {w}");
         }
-        *set = codes;
+        for (slot, _) in opts.requeue_on_exit.iter_mut().zip(codes.iter()).filter(|(_, &on)| on) {
+            *slot = Some(hold);
+        }
     }
     if opts.batch_sched_delay.is_none() {
         let (delay, warning) = crate::limits::batch_sched_delay(cluster.scheduler_parameters.as_deref());

@@ -494,15 +494,16 @@ fn requeuehold_special_exit_until_released() {
     assert!(matches!(&r, Response::JobResults(v) if v[0].error.as_ref().is_some_and(|e| e.code == ESLURM_JOB_PENDING)), "{r:?}");
 }
 
-/// `RequeueExit=3,5-6` and `RequeueExitHold=4` (Slurm 22.05 `job_hold_requeue`, as the
+/// `RequeueExit=3,5-6` and `RequeueExitHold=4-5` (Slurm 22.05 `job_hold_requeue`, as the
 /// reference shows them): a script exiting 3 or 5 is requeued (`PENDING`, `BeginTime` for the
 /// hold-off, one restart, `ExitCode=3:0` kept), one exiting 4 is requeued held in state
 /// `SPECIAL_EXIT` with reason `JobHeldUser` and priority 0, even submitted `--no-requeue`;
-/// one exiting 7 fails.
+/// one exiting 7 fails; 5, in both lists, is requeued without a hold (`RequeueExit` is tested
+/// first in `_set_job_requeue_exit_value`).
 #[test]
 fn requeue_exit_codes() {
     use JobStateWire::*;
-    let conf = format!("{TWO_NODES}RequeueExit=3,5-6\nRequeueExitHold=4\n");
+    let conf = format!("{TWO_NODES}RequeueExit=3,5-6\nRequeueExitHold=4-5\n");
     let mut h = Harness::new("ctl_requeue_exit", &conf, CtlOptions::default());
     h.register("gpu01");
     h.register("gpu02");

@@ -241,11 +241,10 @@ pub struct CtlOptions {
     /// `DependencyParameters=kill_invalid_depend`: a job whose dependency can never be met is
     /// cancelled unless it asked `--kill-on-invalid-dep=no`.
     pub kill_invalid_depend: bool,
-    /// `RequeueExit=` and `RequeueExitHold=`: for each exit code 0-255, whether a batch job
-    /// whose script exits with it is requeued, and whether held (Slurm's `job_hold_requeue`).
-    pub requeue_exit: Box<[bool; 256]>,
-    /// See [`CtlOptions::requeue_exit`].
-    pub requeue_exit_hold: Box<[bool; 256]>,
+    /// `RequeueExit=` and `RequeueExitHold=` by exit code 0-255: whether a batch job whose
+    /// script exits with it is requeued (`Some`), and whether held (`Some(true)`; Slurm's
+    /// `job_hold_requeue`, where `RequeueExit` wins for a code in both).
+    pub requeue_on_exit: Box<[Option<bool>; 256]>,
     /// `SlurmdTimeout` (s): a node daemon silent this long is marked down.
     pub slurmd_timeout_s: i64,
     /// `KillWait` (s): between SIGTERM and SIGKILL.
@@ -330,8 +329,7 @@ impl Default for CtlOptions {
             debounce: Duration::from_millis(20),
             batch_sched_delay: None,
             kill_invalid_depend: false,
-            requeue_exit: Box::new([false; 256]),
-            requeue_exit_hold: Box::new([false; 256]),
+            requeue_on_exit: Box::new([None; 256]),
             slurmd_timeout_s: 300,
             kill_wait_s: 30,
             min_job_age_s: 300,

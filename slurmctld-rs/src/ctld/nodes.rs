@@ -307,11 +307,7 @@ impl Controller {
         // ends `REQUEUED`; the job waits out the hold-off (`BeginTime`) and keeps its exit code.
         if rec.stopping.is_none() && !rec.is_array_meta() {
             let code = if exit.signal != 0 { 0 } else { exit.exit_code };
-            let hold = match usize::try_from(code).ok().filter(|&c| c < 256) {
-                Some(c) if self.opts.requeue_exit[c] => Some(false),
-                Some(c) if self.opts.requeue_exit_hold[c] => Some(true),
-                _ => None,
-            };
+            let hold = usize::try_from(code).ok().and_then(|c| self.opts.requeue_on_exit.get(c).copied().flatten());
             if let Some(hold) = hold {
                 info!(exit_code = code, hold, "requeued for its exit code (RequeueExit/RequeueExitHold)");
                 rec.stopping = Some(Stopping { why: StopWhy::Requeue { hold }, term_at: now, kill_sent: true, kill_at: None });
