@@ -5,8 +5,10 @@
 //! 0064-0081): a bad partition, a bad GRES name or a bad array spec are refused before a job
 //! record exists (no id); a dependency syntax error consumes an id but leaves no record; a
 //! request no node of the partition can ever satisfy (too many GPUs per node, an unknown GPU
-//! type, too much memory, too many CPUs) consumes an id and leaves a `FAILED` record with
-//! reason `BadConstraints`. Limits Slurm checks only when `EnforcePartLimits` is set (`-N`
+//! type, too much memory, too many CPUs, temporary disk or sockets/cores/threads beyond every
+//! node's: Slurm's `_build_node_list`, [`node_config_test`]) consumes an id and leaves a
+//! `FAILED` record with reason `BadConstraints`, unless the job is submitted held (not tested,
+//! as in Slurm). Limits Slurm checks only when `EnforcePartLimits` is set (`-N`
 //! above the partition's node count, a time limit above `MaxTime`) are accepted and pend.
 
 use crate::deps::{self, Dependency};
@@ -44,6 +46,13 @@ pub struct NodeKind {
     pub nodes: Vec<NodeId>,
     /// Partitions holding at least one of them.
     pub partitions: Vec<PartId>,
+    /// What each of them has.
+    pub hw: NodeHardware,
+}
+
+/// What a node has, as the node-configuration test compares it (slurm.conf's NodeName keys).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct NodeHardware {
     /// `CPUs=`.
     pub cpus: u32,
     /// `Sockets=` (all boards).
@@ -65,25 +74,18 @@ pub fn node_kinds(nodes: &[flotilla_core::config::NodeConfig], cluster: &Cluster
     let mut kinds: Vec<NodeKind> = Vec::new();
     for n in nodes {
         let Some(id) = cluster.node_id(&n.name) else { continue };
-        let shape = (n.cpus, n.sockets, n.cores_per_socket, n.threads_per_core, n.real_memory_mib, n.tmp_disk_mib);
-        let i = match kinds.iter().position(|k| {
-            (k.cpus, k.sockets, k.cores_per_socket, k.threads_per_core, k.mem_mib, k.tmp_disk_mib) == shape
-        }) {
-            Some(i) => i,
-            None => {
-                kinds.push(NodeKind {
-                    nodes: Vec::new(),
-                    partitions: Vec::new(),
-                    cpus: n.cpus,
-                    sockets: n.sockets,
-                    cores_per_socket: n.cores_per_socket,
-                    threads_per_core: n.threads_per_core,
-                    mem_mib: n.real_memory_mib,
-                    tmp_disk_mib: n.tmp_disk_mib,
-                });
-                kinds.len() - 1
-            }
+        let hw = NodeHardware {
+            cpus: n.cpus,
+            sockets: n.sockets,
+            cores_per_socket: n.cores_per_socket,
+            threads_per_core: n.threads_per_core,
+            mem_mib: n.real_memory_mib,
+            tmp_disk_mib: n.tmp_disk_mib,
         };
+        let i = kinds.iter().position(|k| k.hw == hw).unwrap_or_else(|| {
+            kinds.push(NodeKind { nodes: Vec::new(), partitions: Vec::new(), hw });
+            kinds.len() - 1
+        });
         let k = &mut kinds[i];
         k.nodes.push(id);
         for p in &cluster.nodes[id.0 as usize].partitions {
@@ -164,22 +166,23 @@ pub fn node_config_test(
         if !excluded.is_empty() && k.nodes.iter().all(|n| excluded.contains(n)) {
             continue;
         }
-        let total_cores = k.sockets.saturating_mul(k.cores_per_socket);
+        let hw = &k.hw;
+        let total_cores = hw.sockets.saturating_mul(hw.cores_per_socket);
         let usable_cpus = if want.ntasks_per_core > 0 && want.ntasks_per_core != u32::from(u16::MAX) {
-            total_cores.saturating_mul(want.ntasks_per_core).saturating_mul(want.cpus_per_task).max(k.cpus)
+            total_cores.saturating_mul(want.ntasks_per_core).saturating_mul(want.cpus_per_task).max(hw.cpus)
         } else {
-            k.cpus
+            hw.cpus
         };
         let within = |asked: u32, has: u32| asked == 0 || asked <= has;
         let msg = if want.min_cpus > usable_cpus {
             "CPU count per node can not be satisfied"
-        } else if want.mem_mib > k.mem_mib {
+        } else if want.mem_mib > hw.mem_mib {
             "Memory specification can not be satisfied"
-        } else if want.tmp_disk_mib > k.tmp_disk_mib {
+        } else if want.tmp_disk_mib > hw.tmp_disk_mib {
             "Temporary disk specification can not be satisfied"
-        } else if !(within(want.sockets, k.sockets)
-            && within(want.cores_per_socket, k.cores_per_socket)
-            && within(want.threads_per_core, k.threads_per_core))
+        } else if !(within(want.sockets, hw.sockets)
+            && within(want.cores_per_socket, hw.cores_per_socket)
+            && within(want.threads_per_core, hw.threads_per_core))
         {
             "Socket, core and/or thread specification can not be satisfied"
         } else {
@@ -364,20 +367,9 @@ pub fn build_request(
         required_nodes,
         excluded_nodes,
     };
-    // Can any node of the partition ever satisfy it? First Slurm's node-configuration test
-    // (`_build_node_list`), then the GPUs the select plugin looks for.
-    let want = PerNode {
-        min_cpus,
-        cpus_per_task: cpt,
-        ntasks_per_core: req.node_shape.ntasks_per_core,
-        mem_mib: req.mem_per_node_mib.or(req.mem_per_cpu_mib).or(conf.def_mem_per_cpu_mib).unwrap_or(0),
-        tmp_disk_mib: req.node_shape.tmp_disk_mib,
-        sockets: req.sockets_per_node.unwrap_or(0),
-        cores_per_socket: req.node_shape.cores_per_socket,
-        threads_per_core: req.node_shape.threads_per_core,
-    };
+    // Can any node of the partition ever satisfy it? (After Slurm's node-configuration
+    // test, which [`admit`] runs on the record: the GPUs the select plugin looks for.)
     let satisfiable = (|| {
-        node_config_test(&want, &conf.node_kinds, part, &request.excluded_nodes)?;
         if gpus > 0 && cap.nodes == 0 {
             return Err("");
         }
@@ -577,8 +569,8 @@ fn pending_record(
 /// `ntasks_per_node` from the request and `min_cpus` Slurm 22.05's `pn_min_cpus`
 /// (`job_mgr.c` `_copy_job_desc_to_job_record`): the largest of `--mincpus`, `-c` (1 when not
 /// given), and `-c` × `--ntasks-per-node` when the job has more than one task (`ntasks`, as
-/// admission counted them). Flotilla places by tasks and CPUs per task, so `--mincpus` above
-/// them is shown and not enforced.
+/// admission counted them). [`build_request`] gives the job at least that many CPUs a node
+/// (in whole `-c` units) and [`node_config_test`] refuses it where no node has them.
 fn node_shape(req: &SubmitJob, ntasks: u32) -> NodeShape {
     let cpt = req.cpus_per_task.unwrap_or(1).max(1);
     let per_node = req.ntasks_per_node.unwrap_or(0);
@@ -734,6 +726,7 @@ pub fn admit(req: &SubmitJob, cluster: &Cluster, conf: &AdmissionConf, now: i64)
     // A job submitted held is not tested against the nodes (Slurm's `select_nodes` returns
     // `ESLURM_JOB_HELD` before `_build_node_list`): `-H --mincpus=65` is accepted and held
     // on the reference (goldens-extra 0159).
+    let satisfiable = node_config_test(&PerNode::of(&record), &conf.node_kinds, part, &record.spec.request.excluded_nodes).and(satisfiable);
     if let (Err(msg), false) = (satisfiable, req.hold) {
         let mut failed = record;
         failed.state = JobState::Failed;
@@ -887,12 +880,7 @@ mod tests {
         vec![NodeKind {
             nodes: (0..4).map(NodeId).collect(),
             partitions: (0..c.partitions.len() as u32).map(PartId).collect(),
-            cpus: 64,
-            sockets: 2,
-            cores_per_socket: 32,
-            threads_per_core: 1,
-            mem_mib: 512_000,
-            tmp_disk_mib: 0,
+            hw: NodeHardware { cpus: 64, sockets: 2, cores_per_socket: 32, threads_per_core: 1, mem_mib: 512_000, tmp_disk_mib: 0 },
         }]
     }
 
@@ -967,7 +955,7 @@ mod tests {
         // A kind whose nodes are all excluded is not looked at; with `TmpDisk=` on a node
         // outside the partition the partition's nodes still fail.
         let mut kinds = oracle_kinds(&c);
-        kinds.push(NodeKind { nodes: vec![NodeId(3)], partitions: vec![PartId(0)], tmp_disk_mib: 100, ..kinds[0].clone() });
+        kinds.push(NodeKind { nodes: vec![NodeId(3)], partitions: vec![PartId(0)], hw: NodeHardware { tmp_disk_mib: 100, ..kinds[0].hw } });
         kinds[0].nodes.truncate(3);
         let want = PerNode { tmp_disk_mib: 50, min_cpus: 1, cpus_per_task: 1, ..Default::default() };
         assert_eq!(node_config_test(&want, &kinds, PartId(0), &[]), Ok(()));
