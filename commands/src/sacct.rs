@@ -465,8 +465,9 @@ fn elapsed(start: Option<i64>, end: Option<i64>, now: i64) -> i64 {
 pub fn job_value(name: &str, j: &AcctJob, ctx: &Ctx) -> Option<String> {
     let started = j.start_time.is_some();
     let cpus = if started { j.alloc_cpus } else { j.req_cpus };
-    // Slurm's database: a job that ended without starting "started" when it ended.
-    let (start, end) = truncated(j.start_time.or(j.end_time), j.end_time, ctx);
+    // Slurm's database: a job that ended without starting "started" when it ended, except
+    // one ended past its deadline (`deadline_ok` logs its end with no start: `None`).
+    let (start, end) = truncated(j.start_time.or(j.end_time.filter(|_| j.state != "DEADLINE")), j.end_time, ctx);
     let el = elapsed(start, end, ctx.now);
     let (user, system, total) = job_cpu(j);
     Some(match name {

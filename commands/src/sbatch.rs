@@ -378,6 +378,12 @@ fn main(args: &[String], io: &mut Io<'_>) -> Result<i32, Fatal> {
         io.err(&format!("{w}\n"));
     }
     let hint_env = verify_node_options(&mut opts, io)?;
+    // `_opt_verify`: a deadline before the begin time can never be met.
+    if let (Some(d), Some(b)) = (opts.job.deadline, opts.job.begin) {
+        if d < b {
+            return Err(fatal("Incompatible begin and deadline time specification", 1));
+        }
+    }
     if let Some(p) = &opts.propagate {
         check_propagate(p)?;
     }
@@ -912,8 +918,7 @@ pub fn apply(opts: &mut Opts, o: &Opt) -> Result<(), Fatal> {
         // Checked as Slurm 22.05 checks them, then unused: Flotilla has no use for their
         // values yet.
         O_SWITCHES | O_WAIT_ALL_NODES | O_DELAY_BOOT => check_unused(o.id, a)?,
-        // Read as Slurm reads it; Flotilla does not act on a deadline yet.
-        O_DEADLINE => drop(time_spec(a, "--deadline")?),
+        O_DEADLINE => j.deadline = Some(time_spec(a, "--deadline")?),
         // Checked as Slurm 22.05 checks them; Flotilla sets no frequencies, memory binding,
         // task distribution or power flags yet.
         O_CPU_FREQ => {

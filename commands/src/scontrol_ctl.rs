@@ -307,6 +307,36 @@ pub fn takeover(args: &[String], io: &mut Io<'_>) -> i32 {
     }
 }
 
+/// The keys of `scontrol update job`, in the order Slurm 22.05's `update_job.c`
+/// (`scontrol_update_job`) tries them, each with the fewest leading characters that name it
+/// (`xstrncasecmp(tag, KEY, MAX(taglen, N))`).
+const UPDATE_JOB_KEYS: &[(&str, usize)] = &[
+    ("JobId", 3), ("AdminComment", 6), ("SiteFactor", 5), ("ArrayTaskThrottle", 10),
+    ("Comment", 3), ("Clusters", 8), ("ClusterFeatures", 8), ("DelayBoot", 5), ("TimeLimit", 5),
+    ("TimeMin", 5), ("Priority", 2), ("Nice", 2), ("CPUsPerTask", 9), ("CpusPerTres", 9),
+    ("NumCPUs", 6), ("NumTasks", 8), ("ReqProcs", 8), ("Requeue", 4), ("ReqNodes", 8),
+    ("NumNodes", 8), ("ReqSockets", 4), ("ReqCores", 4), ("TasksPerNode", 2), ("ReqThreads", 4),
+    ("MinCPUsNode", 4), ("MinMemoryNode", 10), ("MinMemoryCPU", 10), ("MinTmpDiskNode", 5),
+    ("Partition", 2), ("QOS", 2), ("ReservationName", 3), ("Name", 2), ("JobName", 4),
+    ("WCKey", 1), ("StdOut", 6), ("Switches", 5), ("wait-for-switch", 5), ("OverSubscribe", 2),
+    ("Shared", 2), ("Contiguous", 3), ("CoreSpec", 4), ("MemPerTres", 5), ("ThreadSpec", 4),
+    ("TresBind", 5), ("TresFreq", 5), ("TresPerJob", 8), ("TresPerNode", 8),
+    ("TresPerSocket", 8), ("TresPerTask", 8), ("ExcNodeList", 3), ("NodeList", 8),
+    ("ReqNodeList", 8), ("Features", 1), ("Prefer", 3), ("Gres", 2), ("Account", 1),
+    ("BurstBuffer", 1), ("Dependency", 1), ("Licenses", 1), ("EligibleTime", 2),
+    ("StartTime", 2), ("EndTime", 2), ("Reboot", 3), ("UserID", 3), ("Deadline", 3),
+    ("WorkDir", 2), ("MailType", 5), ("MailUser", 5),
+];
+
+/// The `scontrol update job` key `tag` names ([`UPDATE_JOB_KEYS`]): the first key of which
+/// it is a case-insensitive prefix at least that key's minimum long; `None` for none.
+fn update_key(tag: &str) -> Option<&'static str> {
+    UPDATE_JOB_KEYS
+        .iter()
+        .find(|(k, n)| tag.len() >= *n && tag.len() <= k.len() && k[..tag.len()].eq_ignore_ascii_case(tag))
+        .map(|(k, _)| *k)
+}
+
 /// `update ...`: a job (`JobId=`) or nodes (`NodeName=`).
 pub fn update(args: &[String], io: &mut Io<'_>) -> i32 {
     let pairs: Vec<(String, String)> = args
@@ -354,7 +384,7 @@ pub fn update(args: &[String], io: &mut Io<'_>) -> i32 {
             }
         };
     }
-    if !k0.eq_ignore_ascii_case("jobid") {
+    if update_key(&k0) != Some("JobId") {
         io.err(&format!("Update of this parameter is not supported: {k0}={v0}\nRequest aborted\n"));
         return 1;
     }
@@ -364,54 +394,77 @@ pub fn update(args: &[String], io: &mut Io<'_>) -> i32 {
     };
     let mut changes = Vec::new();
     for (k, v) in &pairs[1..] {
-        let ch = match k.to_ascii_lowercase().as_str() {
-            "timelimit" => match time_limit_change(io, &job, v) {
+        // Flotilla's own key, not in Slurm's table, is matched whole.
+        let key = update_key(k).or_else(|| k.eq_ignore_ascii_case("topology").then_some("Topology"));
+        let ch = match key.unwrap_or_default() {
+            "TimeLimit" => match time_limit_change(io, &job, v) {
                 Ok(t) => JobChange::TimeLimit(t),
                 Err(code) => return code,
             },
-            "name" | "jobname" => JobChange::Name(v.clone()),
-            "partition" => JobChange::Partition(v.clone()),
-            "priority" => match v.parse() {
+            // `time_str2mins`: a negative count other than INFINITE (-1) is refused; 0 clears.
+            "TimeMin" => match flotilla_core::time::time_str2mins(v) {
+                Ok(flotilla_core::time::SlurmDuration::Infinite) => JobChange::TimeMin(TimeLimitWire::Unlimited),
+                Ok(flotilla_core::time::SlurmDuration::Finite(m)) if m >= 0 => {
+                    JobChange::TimeMin(TimeLimitWire::Minutes(m as u32))
+                }
+                _ => {
+                    io.err("scontrol: error: Invalid TimeMin value\n");
+                    return 1;
+                }
+            },
+            // `parse_time`: a time it refuses (its line printed) or that names none changes
+            // nothing; the controller checks the rest.
+            "Deadline" => match parse_time_spec(v, common::now(), false) {
+                Ok(0) => continue,
+                Ok(t) => JobChange::Deadline(t),
+                Err(pos) => {
+                    io.err(&format!("Invalid time specification (pos={pos}): {v}\n"));
+                    continue;
+                }
+            },
+            "Name" | "JobName" => JobChange::Name(v.clone()),
+            "Partition" => JobChange::Partition(v.clone()),
+            "Priority" => match v.parse() {
                 Ok(p) => JobChange::Priority(p),
                 Err(_) => {
                     io.err("scontrol: error: Invalid Priority value\n");
                     return 1;
                 }
             },
-            "nice" => JobChange::Nice(v.parse().unwrap_or(0)),
-            "gres" | "tres-per-node" => match crate::sbatch::parse_gres(v) {
+            "Nice" => JobChange::Nice(v.parse().unwrap_or(0)),
+            "Gres" | "TresPerNode" => match crate::sbatch::parse_gres(v) {
                 Some(g) => JobChange::Gres(g),
                 None => {
                     io.err("scontrol: error: Invalid Gres value\n");
                     return 1;
                 }
             },
-            "numnodes" => JobChange::NumNodes(v.parse().unwrap_or(1)),
-            "dependency" => JobChange::Dependency(v.clone()),
-            "account" => JobChange::Account(v.clone()),
-            "qos" => JobChange::Qos(v.clone()),
-            "comment" => JobChange::Comment(v.clone()),
+            "NumNodes" | "ReqNodes" => JobChange::NumNodes(v.parse().unwrap_or(1)),
+            "Dependency" => JobChange::Dependency(v.clone()),
+            "Account" => JobChange::Account(v.clone()),
+            "QOS" => JobChange::Qos(v.clone()),
+            "Comment" => JobChange::Comment(v.clone()),
             // Slurm 22.05 `update_job.c`: `parse_mail_type`, a bad value aborts the request;
             // `Requeue=` through `parse_uint16`.
-            "mailtype" => match flotilla_proto::mail_type::parse(v) {
+            "MailType" => match flotilla_proto::mail_type::parse(v) {
                 Some(t) => JobChange::MailType(t),
                 None => {
                     io.err(&format!("Invalid MailType: {v}\n"));
                     return 1;
                 }
             },
-            "mailuser" => JobChange::MailUser(v.clone()),
-            "requeue" => match crate::common::parse_uint16(v) {
+            "MailUser" => JobChange::MailUser(v.clone()),
+            "Requeue" => match crate::common::parse_uint16(v) {
                 Some(n) => JobChange::Requeue(n),
                 None => {
                     io.err(&format!("scontrol: error: Invalid Requeue value: {v}\n"));
                     return 1;
                 }
             },
-            "topology" => JobChange::Topology(v.clone()),
+            "Topology" => JobChange::Topology(v.clone()),
             // Slurm 22.05 `update_job.c`: a time `parse_time` refuses (its line printed)
             // or that names none changes nothing; one already past is now.
-            "starttime" | "begintime" => {
+            "StartTime" | "EligibleTime" => {
                 let now = common::now();
                 match parse_time_spec(v, now, false) {
                     Ok(0) => continue,
@@ -528,9 +581,10 @@ pub fn job_record(j: &JobInfo, flags: ShowFlags, now: i64, gpu_types: &BTreeMap<
         l.push("   DerivedExitCode=0:0".into());
     }
     l.push(format!(
-        "   RunTime={} TimeLimit={} TimeMin=N/A",
+        "   RunTime={} TimeLimit={} TimeMin={}",
         secs2time_str(jobfmt::run_secs(&v, now)),
-        limit_str(j)
+        limit_str(j),
+        j.time_min.map_or_else(|| "N/A".into(), mins2time_str)
     ));
     // Not eligible yet: held without a begin time, or waiting on a dependency (golden 0211).
     // A job requeued with a hold keeps the begin time of its requeue (requeue + hold-off) as
@@ -547,9 +601,10 @@ pub fn job_record(j: &JobInfo, flags: ShowFlags, now: i64, gpu_types: &BTreeMap<
         if not_eligible { "Unknown".into() } else { fmt_time(held_until.unwrap_or(j.submit_time)) }
     ));
     l.push(format!(
-        "   StartTime={} EndTime={} Deadline=N/A",
+        "   StartTime={} EndTime={} Deadline={}",
         t_or(j.start_time, "Unknown"),
-        t_or(j.end_time, "Unknown")
+        t_or(j.end_time, "Unknown"),
+        t_or(j.deadline, "N/A")
     ));
     l.push(format!(
         "   SuspendTime=None SecsPreSuspend=0 LastSchedEval={} Scheduler=Main",

@@ -719,6 +719,8 @@ fn o2_fields(f: O2) -> &'static [JobField] {
         O2::TresPerJob => &[F::TresPerJob],
         O2::TresPerSocket => &[F::TresPerSocket],
         O2::TresPerTask => &[F::TresPerTask],
+        O2::Deadline => &[F::Deadline],
+        O2::TimeMin => &[F::TimeMin],
     }
 }
 
@@ -1127,6 +1129,8 @@ fn o2_field(name: &str) -> Option<(&'static str, O2)> {
         "maxnodes" => ("MAX_NODES", O2::MaxNodes),
         "minnodes" => ("MIN_NODES", O2::MinNodes),
         "elastic" => ("ELASTIC", O2::Elastic),
+        "deadline" => ("DEADLINE", O2::Deadline),
+        "mintime" => ("TIME_MIN", O2::TimeMin),
         _ => return None,
     };
     Some((title, f))
@@ -1135,6 +1139,8 @@ fn o2_field(name: &str) -> Option<(&'static str, O2)> {
 #[derive(Debug, Clone, Copy)]
 enum O2 {
     Letter(char),
+    Deadline,
+    TimeMin,
     TresAlloc,
     NumTasks,
     ExitCode,
@@ -1192,6 +1198,10 @@ fn o2_value<'b>(f: O2, j: &'b JobView<'_>, sizes: &Sizes, now: i64, scratch: &'b
         O2::StdOut => j.stdout.as_deref().map_or(Cow::Borrowed(""), Cow::Borrowed),
         O2::StdErr => j.stderr.as_deref().map_or(Cow::Borrowed(""), Cow::Borrowed),
         O2::Restarts => j.restarts.to_string().into(),
+        // `_print_job_deadline` (`_print_time`: `N/A` for none) and `_print_job_min_time`
+        // (`_print_secs` of the minutes, `0:00` for none).
+        O2::Deadline => j.deadline.map_or(Cow::Borrowed("N/A"), |d| fmt_time(d).into()),
+        O2::TimeMin => flotilla_core::time::squeue_secs(i64::from(j.time_min.unwrap_or(0)) * 60).into(),
         O2::Requeue => u8::from(j.requeue).to_string().into(),
         O2::NtPerNode => j.node_shape.ntasks_per_node.to_string().into(),
         O2::NtPerCore => match j.node_shape.ntasks_per_core {
@@ -1529,7 +1539,7 @@ JOBID NODES MIN_NODES MAX_NODES       ELASTIC
             "exclnodes", "schednodes", "starttime", "state", "stderr", "stdout", "submittime", "timeleft",
             "timelimit", "timeused", "tres-alloc", "tres-per-job", "tres-per-node", "tres-per-socket", "tres-per-task",
             "userid", "username", "workdir",
-            "restartcnt", "requeue", "topology", "preemptible", "maxnodes", "minnodes", "elastic",
+            "restartcnt", "requeue", "topology", "preemptible", "maxnodes", "minnodes", "elastic", "deadline", "mintime",
         ] {
             // Every job elastic, so that the size columns read their job id too.
             let sizes: Sizes = jobs

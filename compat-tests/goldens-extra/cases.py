@@ -116,6 +116,11 @@ A01 = [
     # slurm_opt_create_job_desc), --power (power_flags_id: warned once per pass over the
     # options, twice from the command line).
     {"name": "freq_bind_dist_power_values", "cmd": "for o in --cpu-freq=bogus --cpu-freq=low-high --cpu-freq=1000-2000:bogus --cpu-freq=performance --cpu-freq=Low --cpu-freq=100000 --cpu-freq=conservative --cpu-freq=2000-1000 --cpu-freq=perf:perf --cpu-freq=1000:perf --cpu-freq=low-high:ondemand --mem-bind=bogus --mem-bind=local --mem-bind=map_mem:0,1 --mem-bind=mask_mem:0x1 --mem-bind=map_mem: --mem-bind=map_mem:0*x --mem-bind=mask_mem:0xg --mem-bind=v,local,map_mem:1,2 --mem-bind=map_mem:1*0 --gpu-freq=bogus --gpu-freq=high --gpu-freq=memory=low,verbose --gpu-freq=1000 --gpu-freq= --gpu-freq=High --gpu-freq=memory=x -mbogus -mblock -mcyclic:cyclic -mblock:block:fcyclic -mplane=4 -mplane -marbitrary -mblock,pack '-m*:*:*' -mplane=0 -mblock,bogus -ma:b:c:d -mpack '-marbitrary -wgpu01' --power=x --power=level --power=a,level,b; do echo \"[$o]\"; sb -H $o --wrap true; done\nsbatch -H --mem-bind=help --wrap true; echo rc=$?\nprintf '#!/bin/bash\\n#SBATCH --power=x,y\\ntrue\\n' > pw.sh\nsb -H pw.sh\nfin"},
+    # --time-min and --deadline at submission (slurmctld job_mgr.c _valid_job_part: the
+    # minimum against MaxTime and -t, the deadline against now and now + the minimum; sbatch
+    # opt.c _opt_verify: a deadline before --begin; slurm_opt.c arg_set_time_min: 0 is
+    # INFINITE), then TimeMin= as kept (_job_create: 1 for a deadline without a time limit).
+    {"name": "deadline_time_min_submit", "cmd": "for o in --deadline=now-1hour '--begin=now+2hours --deadline=now+1hour' '--deadline=now+5minutes --time-min=10 -t 30' '--time-min=20 -t 10' '-p debug --time-min=40' '--time-min=0 -t 30' '--time-min=0 --deadline=now+1hour' '--time-min=2 -t 30' '-p debug --deadline=now+1hour' --deadline=now+1hour '--deadline=now+1hour -t 10 --time-min=5' --time-min=60; do echo \"[$o]\"; sb -H $o --wrap true >/dev/null && echo \"$(scontrol show job ${J[-1]} | grep -oE '(TimeLimit|TimeMin)=[^ ]*|Deadline=(N/A|[0-9]{4})' | tr '\\n' ' ')$(squeue -h -j ${J[-1]} -O mintime)\"; done\nfin"},
 ]
 
 # Area a02: output file name patterns (src/common/fd.c / slurmstepd io: expand_stdio_fields).
@@ -195,6 +200,20 @@ A03 = [
      "cmd": STOPPING + "scontrol requeue $J1\nscancel -t CG $J1 2>&1 | m; echo \"rc=${PIPESTATUS[0]}\"\nscancel -t R $J1 2>&1 | m; echo \"rc=${PIPESTATUS[0]}\"\nsqueue -h -t all -j $J1 -o '%T|%r' | m\nscancel -t PD $J1 2>&1 | m; echo \"rc=${PIPESTATUS[0]}\"\nwend $J1\nsqueue -h -t all -j $J1 -o '%T' | m\nfin"},
     {"name": "scancel_state_cg_by_user",
      "cmd": STOPPING + "sb -t 10 --wrap 'trap \"\" TERM; sleep 300'\nwst $J2 RUNNING\nscancel $J1\nscancel -t CG -u alice 2>&1 | m; echo \"rc=${PIPESTATUS[0]}\"\nsqueue -h -t all -j $J1,$J2 -o '%i|%T' | m | sort\nfin"},
+    # A pending job that can no longer end by its --deadline (job_scheduler.c deadline_ok, run
+    # by the scheduling passes): DEADLINE, reason DeadLine, exit code 1 (0:1 in scontrol; 1:0
+    # in sacct, as_mysql_job.c stores a 1 Slurm set as an exit status), started when it ended
+    # (sacct Start None, mostly: its record races the end); a held job or one waiting on a
+    # dependency is not tried (job_independent).
+    {"name": "deadline_missed",
+     "cmd": "sb -t 30 --deadline=now+5minutes --wrap 'sleep 100'\nwend $J1\nscontrol show job $J1 | grep -oE '(JobState|Reason|ExitCode|TimeLimit|TimeMin)=[^ ]*' | m\nsqueue -h -t all -j $J1 -o '%T|%t|%r|%l' | m\nfor i in $(seq 100); do [ -n \"$(sacct -n -X -P -j $J1 -o State)\" ] && break; sleep 0.1; done\nsacct -n -X -P -j $J1 -o State,ExitCode,Elapsed | m\n" + NEAR + "near \"$(scontrol show job $J1 | grep -o 'StartTime=[^ ]*' | cut -d= -f2)\" start_time\nnear \"$(squeue -h -t all -j $J1 -o %S)\" squeue_start\nfin"},
+    {"name": "deadline_held_dependency",
+     "cmd": "sb -t 30 --wrap 'sleep 300'\nwst $J1 RUNNING\nsb -t 30 --deadline=now+5minutes -d afterok:$J1 --wrap true\nsb -H -t 30 --deadline=now+5minutes --wrap true\nsb -t 30 --deadline=now+5minutes --wrap true\nwend $J4\nsqueue -h -t all -j $J2,$J3,$J4 -o '%i|%T|%r' | m | sort\nscontrol release $J3\nwend $J3\nsqueue -h -t all -j $J3 -o '%i|%T|%r' | m\nfin"},
+    # A job that starts with a deadline runs until it at most (job_scheduler.c schedule: the
+    # time limit becomes the minutes left when fewer; without -t the partition's DefaultTime,
+    # else MaxTime, is the limit cut).
+    {"name": "deadline_cuts_time_limit",
+     "cmd": "sb -t 30 --time-min=2 --deadline=now+330 --wrap 'sleep 300'\nsb -p debug --deadline=now+330 --wrap 'sleep 300'\nsb -t 3 --deadline=now+330 --wrap 'sleep 300'\nwst $J1 RUNNING\nwst $J2 RUNNING\nwst $J3 RUNNING\nfor j in $J1 $J2 $J3; do echo \"$(squeue -h -j $j -O jobid,timelimit,mintime | m | tr -s ' ') $(scontrol show job $j | grep -oE '(TimeLimit|TimeMin)=[^ ]*|Deadline=(N/A|[0-9]{4})' | tr '\\n' ' ')\"; done\nfin"},
 ]
 
 # Area a05: dependencies (slurmctld job_scheduler.c: update_job_dependency /
@@ -356,6 +375,16 @@ A09 = [
     # aborts the request; job_mgr.c _update_job: on running jobs too, Requeue as MIN(n, 1),
     # the mail user the job's user when none or empty).
     {"name": "mail_and_requeue", "cmd": "sb -H -t 60 --wrap true\nfor kv in MailType=END Requeue=0 Requeue=x Requeue=2 Requeue=yes Requeue=-1 MailType=bogus MailType=NONE MailType=end,BEGIN MailUser=bob MailUser= 'MailType=ALL,TIME_LIMIT_80' 'Requeue=0 MailType=fail'; do scontrol update jobid=$J1 $kv; echo \"[$kv] rc=$? $(scontrol show job $J1 | grep -oE 'Requeue=[^ ]*|MailUser=[^ ]*|MailType=[^ ]*' | tr '\\n' ' ')\"; done\nsb -t 5 --wrap 'sleep 600' >/dev/null\nwst $J2 RUNNING\nscontrol update jobid=$J2 MailType=END Requeue=0 MailUser=bob; echo \"running rc=$? $(scontrol show job $J2 | grep -oE 'Requeue=[^ ]*|MailUser=[^ ]*|MailType=[^ ]*' | tr '\\n' ' ')\"\nfin"},
+    # TimeMin= and Deadline= (update_job.c: time_str2mins, "Invalid TimeMin value"; parse_time,
+    # no change counted when it names none; job_mgr.c _update_job: a minimum above the time
+    # limit, or a limit below the minimum, is refused; TimeMin= of a running job and Deadline=
+    # of a running job change nothing; a deadline is an operator's, and not in the past).
+    {"name": "timemin_deadline", "cmd": "sb -H -t 30 --wrap true\nfor kv in TimeMin=10 TimeMin=40 TimeMin=bogus TimeLimit=5 TimeMin=0 TimeMin=-1 TimeMin=UNLIMITED TimeMin=7 TimeLimit=8 Deadline=now+1hour Deadline=bogus 'TimeMin=3 TimeLimit=2'; do scontrol update jobid=$J1 $kv 2>&1 | m; echo \"[$kv] rc=${PIPESTATUS[0]} $(scontrol show job $J1 | grep -oE '(TimeLimit|TimeMin)=[^ ]*|Deadline=(N/A|[0-9]{4})' | tr '\\n' ' ')\"; done\nsb -t 30 --wrap 'sleep 600' >/dev/null\nwst $J2 RUNNING\nscontrol update jobid=$J2 TimeMin=5 2>&1 | m; echo \"running rc=${PIPESTATUS[0]} $(scontrol show job $J2 | grep -oE '(TimeLimit|TimeMin)=[^ ]*|Deadline=(N/A|[0-9]{4})' | tr '\\n' ' ')\"\nfin"},
+    {"name": "deadline_by_operator", "user": "root", "cmd": ". /home/alice/x/lib.sh\nsb --uid=alice -H -t 30 --wrap true -D /home/alice/x\nfor kv in Deadline=now+1hour Deadline=now-1hour Deadline=now+3hours Deadline=bogus TimeMin=20; do scontrol update jobid=$J1 $kv 2>&1 | m; echo \"[$kv] rc=${PIPESTATUS[0]} $(scontrol show job $J1 | grep -oE '(TimeLimit|TimeMin)=[^ ]*|Deadline=(N/A|[0-9]{4})' | tr '\\n' ' ')\"; done\nsb --uid=alice -t 30 --wrap 'sleep 600' -D /home/alice/x >/dev/null\nwst $J2 RUNNING\nscontrol update jobid=$J2 Deadline=now+1hour 2>&1 | m; echo \"running rc=${PIPESTATUS[0]} $(scontrol show job $J2 | grep -oE 'Deadline=(N/A|[0-9]{4})')\"\nfin"},
+    # A key is any case-insensitive prefix of its name at least as long as Slurm's minimum,
+    # the first in update_job.c's order winning (TimeM is TimeMin, Ti is none, Na is Name,
+    # Job is JobId, P is none, Pa is Partition).
+    {"name": "key_prefixes", "cmd": "sb -H -t 30 --wrap true\nfor kv in TimeM=3 TimeL=20 Ti=5 timelimitx=5 Na=short JOBNAME=long Pr=5 Ni=5 Pa=debug P=batch Dep= Acc=research Comm=hello MailT=END MailU=bob Requ=0 StartT=now+1hour BeginTime=now Ex=gpu01; do scontrol update jobid=$J1 $kv 2>&1 | m; echo \"[$kv] rc=${PIPESTATUS[0]} $(squeue -h -j $J1 -o '%l|%j|%P|%y|%a|%k')\"; done\nscontrol update Job=$J1 TimeM=4; echo \"[Job=] rc=$? $(scontrol show job $J1 | grep -oE 'TimeMin=[^ ]*')\"\nfin"},
 ]
 
 # Area a10: priority and queue order (slurmctld job_mgr.c: set_job_prio, priority/basic;

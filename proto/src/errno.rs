@@ -105,6 +105,8 @@ pub const ESLURM_JOB_NOT_RUNNING: i32 = 2085;
 pub const ESLURM_INTERNAL: i32 = 2090;
 /// `ESLURM_INVALID_NICE`.
 pub const ESLURM_INVALID_NICE: i32 = 2123;
+/// `ESLURM_INVALID_TIME_MIN_LIMIT`.
+pub const ESLURM_INVALID_TIME_MIN_LIMIT: i32 = 2124;
 /// `ESLURM_GROUP_ID_MISSING` ("Invalid group id").
 pub const ESLURM_GROUP_ID_MISSING: i32 = 2113;
 /// `ESLURM_AUTH_CRED_INVALID`.
@@ -164,6 +166,7 @@ pub fn strerror(code: i32) -> &'static str {
         ESLURM_JOB_NOT_RUNNING => "Job is not running",
         ESLURM_INTERNAL => "Slurm internal error, contact system administrator",
         ESLURM_INVALID_NICE => "Invalid --nice value",
+        ESLURM_INVALID_TIME_MIN_LIMIT => "Invalid time-min specification (exceeds job's time or other limits)",
         ESLURM_GROUP_ID_MISSING => "Invalid group id",
         ESLURM_AUTH_CRED_INVALID => "Invalid authentication credential",
         ESLURM_AUTH_EXPIRED => "Authentication credential expired",

@@ -203,6 +203,8 @@ pub struct JobView<'a> {
     pub mail_type: u16,
     pub mail_user: Option<Str<'a>>,
     pub job_flags: u16,
+    pub time_min: Option<u32>,
+    pub deadline: Option<i64>,
 }
 
 impl<'a> JobView<'a> {
@@ -278,6 +280,8 @@ impl<'a> JobView<'a> {
             mail_type: self.mail_type,
             mail_user: own(self.mail_user),
             job_flags: self.job_flags,
+            time_min: self.time_min,
+            deadline: self.deadline,
         }
     }
 }
@@ -354,6 +358,8 @@ impl<'a> From<&'a JobInfo> for JobView<'a> {
             mail_type: j.mail_type,
             mail_user: view(&j.mail_user),
             job_flags: j.job_flags,
+            time_min: j.time_min,
+            deadline: j.deadline,
         }
     }
 }
@@ -498,6 +504,7 @@ job_fields! {
     TresPerNode => tres_per_node, TresPerSocket => tres_per_socket, MaxNodes => max_nodes,
     CpuIds => cpu_ids, SocketsPerNode => sockets_per_node, MemWholeNode => mem_whole_node,
     NodeShape => node_shape, MailType => mail_type, MailUser => mail_user, JobFlags => job_flags,
+    TimeMin => time_min, Deadline => deadline,
 }
 
 /// A set of [`JobField`]s (a bit per field; 128 bits, as there are more than 64 fields).
@@ -713,6 +720,7 @@ mod tests {
                     },
                 },
                 mail_type: nums[1] as u16, mail_user: opts[3].clone(), job_flags: nums[2] as u16,
+                time_min: big.2.map(|b| b as u32), deadline: big.3,
             }
         }
     }

@@ -205,6 +205,9 @@ pub struct SubmitJob {
     /// [`job_flags`] bits the options set (appended): `--kill-on-invalid-dep`,
     /// `--gres-flags`, `--spread-job`.
     pub job_flags: u16,
+    /// `--deadline`, resolved by the command (s since epoch; appended): the job is ended
+    /// `DEADLINE` when it can no longer finish by then (Slurm 22.05 `deadline_ok`).
+    pub deadline: Option<i64>,
 }
 
 /// What a job asks of each node beyond its tasks and CPUs, which Flotilla records and shows
@@ -472,6 +475,11 @@ pub enum JobChange {
     MailUser(String),
     /// `Requeue=` (0: no; any other number: yes, as Slurm's `MIN(requeue, 1)`).
     Requeue(u16),
+    /// `TimeMin=` (appended): minutes, `Minutes(0)` clearing it; `Unlimited` is Slurm's
+    /// INFINITE (`-1`, `UNLIMITED`), above any finite time limit.
+    TimeMin(TimeLimitWire),
+    /// `Deadline=` (appended; s since epoch): an operator's, of a job not running.
+    Deadline(i64),
 }
 
 /// `scontrol update job`.
@@ -980,6 +988,11 @@ pub struct JobInfo {
     pub mail_user: Option<String>,
     /// [`job_flags`] bits (appended).
     pub job_flags: u16,
+    /// `TimeMin=` in minutes (appended): `--time-min`, or 1 for a job with a deadline and no
+    /// time limit (Slurm 22.05 `_job_create`); `None`: `N/A`.
+    pub time_min: Option<u32>,
+    /// `Deadline=` (s since epoch; appended); `None`: `N/A`.
+    pub deadline: Option<i64>,
 }
 
 /// Slurm 22.05's job `bit_flags` the submission options set (`slurm_opt.c`

@@ -173,7 +173,7 @@ fn step_state_of(exit_code: i32, signal: i32) -> &'static str {
 pub fn batch_step_row(rec: &JobRecord) -> Option<StepRow> {
     let start = rec.start_time?;
     let (state, end) = match rec.state {
-        JobState::Pending => return None,
+        JobState::Pending | JobState::Deadline => return None,
         JobState::Running => ("RUNNING", None),
         JobState::Completing | JobState::Completed | JobState::Failed | JobState::Cancelled | JobState::Timeout => {
             (step_state_of(rec.exit_code, rec.exit_signal), rec.end_time)
@@ -209,7 +209,9 @@ fn job_row(rec: &JobRecord) -> AcctRow {
     let (exit_code, signal) = match state {
         _ if requeued => (0, 0),
         JobState::Cancelled | JobState::Timeout | JobState::Preempted | JobState::NodeFail => (0, 0),
-        JobState::Failed if rec.start_time.is_none() => (1, 0),
+        // Slurm's accounting stores an exit code of 1 that it set itself (a job failed before
+        // it ran, a missed deadline) as exit status 1, not as signal 1 (`as_mysql_job.c`).
+        JobState::Failed | JobState::Deadline if rec.start_time.is_none() => (1, 0),
         _ => (rec.exit_code, rec.exit_signal),
     };
     let req_nodes = rec.num_nodes.max(1);

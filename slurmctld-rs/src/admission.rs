@@ -559,6 +559,8 @@ fn pending_record(
             _ => Some(req.user.clone()),
         },
         job_flags: req.job_flags,
+        time_min: None,
+        deadline: req.deadline,
         cores: Default::default(),
         command: req.command.as_ref().map(|c| std::iter::once(c.as_str()).chain(req.argv.iter().map(String::as_str)).collect::<Vec<_>>().join(" ")),
         spec,
@@ -656,6 +658,82 @@ pub fn elastic_of(req: &SubmitJob, e: &flotilla_proto::ElasticRequest, cluster: 
     Ok(())
 }
 
+/// `--time-min` and `--deadline` against the partition, the job's time limit
+/// (`time_limit_min`, after the partition's `DefaultTime`; `None`: unlimited) and `now` (s),
+/// as Slurm 22.05's `_valid_job_part` checks them, before a job id is taken: a minimum above
+/// the partition's `MaxTime` or the job's limit is `ESLURM_INVALID_TIME_MIN_LIMIT`; a
+/// deadline already past is `ESLURM_INVALID_TIME_LIMIT` and one sooner than `now` plus the
+/// minimum `ESLURM_INVALID_TIME_MIN_LIMIT` (without `--time-min` the time limit is only
+/// checked at scheduling, [`deadline_missed`]). Returns the job's `TimeMin` in minutes: as
+/// given, or 1 for a job with a deadline, no time limit and no partition `DefaultTime`
+/// (`_job_create`).
+fn time_min_and_deadline(
+    req: &SubmitJob,
+    time_limit_min: Option<u32>,
+    partition: &flotilla_core::cluster::Partition,
+    now: i64,
+) -> Result<Option<u32>, SlurmError> {
+    // `--time-min=0` or `UNLIMITED` is INFINITE (`slurm_opt.c` `arg_set_time_min`), above
+    // any finite limit.
+    let time_min = match req.time_min {
+        Some(TimeLimitWire::Minutes(m)) => Some(m),
+        Some(TimeLimitWire::Unlimited) => {
+            if partition.max_time_min.is_some() || time_limit_min.is_some() {
+                return Err(SlurmError::new(ESLURM_INVALID_TIME_MIN_LIMIT));
+            }
+            None
+        }
+        None => None,
+    };
+    if let Some(m) = time_min {
+        if partition.max_time_min.is_some_and(|max| u64::from(m) > max) || time_limit_min.is_some_and(|l| m > l) {
+            return Err(SlurmError::new(ESLURM_INVALID_TIME_MIN_LIMIT));
+        }
+    }
+    if let Some(d) = req.deadline {
+        let after = |min: u32| d < now + i64::from(min) * 60;
+        if d < now {
+            return Err(SlurmError::new(ESLURM_INVALID_TIME_LIMIT));
+        }
+        if time_min.is_some_and(after) {
+            return Err(SlurmError::new(ESLURM_INVALID_TIME_MIN_LIMIT));
+        }
+        if time_min.is_none() && req.time_limit.is_none() && partition.default_time_min.is_none() {
+            return Ok(Some(1));
+        }
+    }
+    Ok(time_min)
+}
+
+/// Slurm 22.05's `deadline_ok` (`job_scheduler.c`), for a pending job at `now` (s): whether
+/// its `deadline` can no longer be met, because it falls before `now` plus the job's
+/// minimum time (`time_min`, when set and not 0), or else plus its time limit (minutes of
+/// `minute_s` seconds; an unlimited job is never late). Such a job is ended `DEADLINE`.
+pub fn deadline_missed(deadline: i64, time_min: Option<u32>, time_limit_min: Option<u32>, now: i64, minute_s: i64) -> bool {
+    match time_min.filter(|&m| m != 0).or(time_limit_min) {
+        Some(m) => deadline < now + i64::from(m) * minute_s,
+        None => false,
+    }
+}
+
+/// The time limit a job with `deadline` starts with at `now` (Slurm 22.05 `schedule()`):
+/// the minutes left until the deadline, when fewer than its own limit (or, for an unlimited
+/// job, than the partition's `DefaultTime`, else `MaxTime`); otherwise its own limit.
+pub fn limit_at_start(
+    deadline: i64,
+    time_limit_min: Option<u32>,
+    partition: &flotilla_core::cluster::Partition,
+    now: i64,
+    minute_s: i64,
+) -> Option<u32> {
+    let left = u32::try_from(((deadline - now) / minute_s.max(1)).max(0)).unwrap_or(u32::MAX);
+    if left == 0 {
+        return time_limit_min;
+    }
+    let cap = time_limit_min.or_else(|| partition.default_time_min.or(partition.max_time_min).map(|m| m.min(u64::from(u32::MAX)) as u32));
+    Some(cap.map_or(left, |c| c.min(left)))
+}
+
 /// Admits a submission at `now` (s). The caller has checked the submitter may act as
 /// `req.uid`.
 pub fn admit(req: &SubmitJob, cluster: &Cluster, conf: &AdmissionConf, now: i64) -> Result<Admitted, Reject> {
@@ -684,6 +762,7 @@ pub fn admit(req: &SubmitJob, cluster: &Cluster, conf: &AdmissionConf, now: i64)
             .or(partition.max_time_min)
             .map(|m| m.min(u64::from(u32::MAX - 2)) as u32),
     };
+    let time_min = time_min_and_deadline(req, time_limit_min, partition, now).map_err(Reject::BeforeId)?;
     let held = req.hold.then_some(HoldKind::User);
     let account = match req.account.as_deref() {
         Some(a) if !a.is_empty() => a.to_string(),
@@ -709,7 +788,8 @@ pub fn admit(req: &SubmitJob, cluster: &Cluster, conf: &AdmissionConf, now: i64)
         elastic: None,
     };
     let array_tasks = array.as_ref().map(|(tasks, _)| tasks.as_slice());
-    let record = pending_record(req, conf, spec, &partition.name, ntasks, array_tasks, now);
+    let mut record = pending_record(req, conf, spec, &partition.name, ntasks, array_tasks, now);
+    record.time_min = time_min;
     let _ = cpus_per_node;
     // After an id: dependency syntax, then node configuration.
     let dependency = match &req.dependency {
@@ -737,7 +817,6 @@ pub fn admit(req: &SubmitJob, cluster: &Cluster, conf: &AdmissionConf, now: i64)
             failed: Some(Box::new(failed)),
         });
     }
-    let mut record = record;
     if dependency.is_none() {
         record.spec.dependency_pending = false;
         record.dependency = None;

@@ -29,6 +29,9 @@ pub enum JobState {
     NodeFail,
     /// Killed by the OOM killer.
     OutOfMemory,
+    /// Ended while pending: it could no longer finish by its `--deadline` (Slurm's
+    /// `JOB_DEADLINE`, reason `DeadLine`).
+    Deadline,
 }
 
 impl JobState {
@@ -50,6 +53,7 @@ impl JobState {
             JobState::Preempted => JobStateWire::Preempted,
             JobState::NodeFail => JobStateWire::NodeFail,
             JobState::OutOfMemory => JobStateWire::OutOfMemory,
+            JobState::Deadline => JobStateWire::Deadline,
         }
     }
 
@@ -252,6 +256,13 @@ pub struct JobRecord {
     pub mail_user: Option<String>,
     /// [`flotilla_proto::job_flags`] bits from the submission.
     pub job_flags: u16,
+    /// `--time-min` in minutes (`TimeMin=`); 1 for a job with a deadline and neither a time
+    /// limit nor a partition `DefaultTime` (Slurm 22.05 `_job_create`).
+    pub time_min: Option<u32>,
+    /// `--deadline` (s since epoch): a pending job that can no longer end by then is ended
+    /// `DEADLINE`, and one that starts runs at most until then
+    /// ([`crate::ctld::Controller`]'s deadline check, Slurm's `deadline_ok`).
+    pub deadline: Option<i64>,
     /// The cores the current run holds on each of its nodes (node name -> core indices,
     /// increasing), picked at its start by [`flotilla_core::cores::pick_cores`]; what
     /// `scontrol show job -d` prints as `CPU_IDs=`. Empty while not running, and for a run

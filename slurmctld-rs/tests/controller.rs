@@ -526,6 +526,55 @@ fn requeue_exit_codes() {
     h.check();
 }
 
+/// `--deadline` and `--time-min` (Slurm 22.05 `_valid_job_part`, `deadline_ok`, `schedule()`):
+/// a deadline already past, or one sooner than now plus the minimum, is refused before a job id
+/// is taken; a pending job that can no longer end by its deadline ends `DEADLINE` (reason
+/// `DeadLine`, exit `0:1`) at the next cycle, a held one only once released; one that starts
+/// runs at most until the deadline, and `scontrol update TimeMin=` above the limit is refused.
+#[test]
+fn deadline() {
+    use JobStateWire::*;
+    let mut h = Harness::two_nodes("ctl_deadline");
+    let now = || T0;
+    let with = |t: u32, min: Option<u32>, deadline: i64| {
+        let mut j = gpu_job(User::Alice, 1, None, 0);
+        j.time_limit = Some(TimeLimitWire::Minutes(t));
+        j.time_min = min.map(TimeLimitWire::Minutes);
+        j.deadline = Some(deadline);
+        j
+    };
+    let refused = |h: &mut Harness, j: SubmitJob| match h.call(User::Alice, Request::SubmitJob(Box::new(j))) {
+        Response::Error(e) => e.code,
+        other => panic!("accepted: {other:?}"),
+    };
+    let t = now() + h.at();
+    assert_eq!(refused(&mut h, with(30, None, t - 60)), ESLURM_INVALID_TIME_LIMIT);
+    assert_eq!(refused(&mut h, with(30, Some(10), t + 300)), ESLURM_INVALID_TIME_MIN_LIMIT);
+    assert_eq!(refused(&mut h, with(10, Some(20), t + 3600)), ESLURM_INVALID_TIME_MIN_LIMIT);
+    let late = h.submit(with(30, None, t + 300));
+    let mut j = with(30, None, t + 300);
+    j.hold = true;
+    let held = h.submit(j);
+    let cut = h.submit(with(30, Some(2), t + 330));
+    h.turn_until(5, 1, |h| state(h, late) == Deadline && state(h, cut) == Running);
+    let l = h.job(late);
+    assert_eq!((l.reason.as_str(), l.exit_code, l.exit_signal, l.deadline), ("DeadLine", 0, 1, Some(t + 300)));
+    assert_eq!(l.start_time, l.end_time, "ended without starting: started when it ended");
+    assert_eq!((state(&h, held), h.job(held).reason.as_str()), (Pending, "JobHeldUser"));
+    let c = h.job(cut);
+    assert_eq!((c.time_limit, c.time_min), (Some(TimeLimitWire::Minutes(5)), Some(2)), "cut to the deadline");
+    let upd = |id, c| Request::UpdateJob(UpdateJob { job: JobRef::id(id), changes: vec![c] });
+    let r = h.call(User::Alice, upd(held, JobChange::TimeMin(TimeLimitWire::Minutes(40))));
+    assert_eq!(r, Response::Error(SlurmError::new(ESLURM_INVALID_TIME_MIN_LIMIT)));
+    let r = h.call(User::Alice, upd(held, JobChange::Deadline(t + 7200)));
+    assert_eq!(r, Response::Error(SlurmError::new(ESLURM_ACCESS_DENIED)), "a deadline is an operator's");
+    h.rpc(User::Alice, hold(HoldOp::Release, held));
+    h.turn_until(5, 1, |h| state(h, held) == Deadline);
+    h.advance(5 * 60);
+    h.turn_until(5, 1, |h| state(h, cut) == Timeout);
+    h.check();
+}
+
 /// A time limit (`-t 1`): at start + 60 s a stop notice (time limit) and SIGTERM; TIMEOUT.
 #[test]
 fn time_limit() {

@@ -456,6 +456,8 @@ prop_compose! {
             },
             mail_type: (h.3 % 0x800) as u16,
             job_flags: (h.2 % 32) as u16,
+            time_min: f.1.map(|m| m % 1000),
+            deadline: f.0.map(|d| d ^ 0x55),
             mail_user: h.1.as_ref().map(|t| format!("{t}@x")),
             cores: h.4,
             elastic: g,

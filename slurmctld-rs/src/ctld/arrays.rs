@@ -80,6 +80,9 @@ impl Controller {
         meta.array_pending.retain(|&t| t != task);
         let last = meta.array_pending.len() == 1;
         let t = task_record(meta.clone(), nid, task, nid);
+        if t.deadline.is_some() {
+            self.deadlines.insert(nid);
+        }
         self.jobs.insert(nid, t);
         self.split_tasks.insert(nid, false);
         self.dirty(aid);

@@ -125,6 +125,9 @@ impl Controller {
                     self.deps.insert(id, d);
                 }
                 debug!(job = id, user = %rec.user, "job submitted");
+                if rec.deadline.is_some() {
+                    self.deadlines.insert(id);
+                }
                 self.jobs.insert(id, rec);
                 self.refresh_deps_of(&[id], now);
                 self.dirty(id);
@@ -400,6 +403,64 @@ impl Controller {
         self.cancel_target(&Target::Job(id), None, now);
     }
 
+    /// Ends pending job `id` (an array's pending tasks with it) in `state` at `now`: out of
+    /// the core, its dependency dropped, its end written to accounting.
+    pub(super) fn end_pending(&mut self, id: u64, state: JobState, now: i64) {
+        let rec = &self.jobs[&id];
+        if rec.is_array_meta() {
+            for task in self.in_core_tasks.remove(&id).unwrap_or_default() {
+                self.core_event(CoreEvent::Cancel(JobId(prov_id(id, task))), now);
+            }
+        } else {
+            let core = rec.spec.id;
+            if self.in_core(id) {
+                self.core_event(CoreEvent::Cancel(core), now);
+            }
+        }
+        let rec = self.jobs.get_mut(&id).expect("job exists");
+        rec.state = state;
+        rec.end_time = Some(now);
+        self.deps.remove(&id);
+        self.batch.acct.insert(id);
+        self.dirty(id);
+        self.sched_dirty = true;
+    }
+
+    /// Pending jobs whose `--deadline` can no longer be met at `now` end `DEADLINE`, reason
+    /// `DeadLine`, exit code `0:1` (Slurm 22.05 `deadline_ok`, which its scheduling passes
+    /// run on each pending job with a deadline before trying it;
+    /// [`crate::admission::deadline_missed`]). Only the jobs in `self.deadlines` are looked
+    /// at; a finished job leaves the set (a running one stays: a requeue makes it pending).
+    pub(super) fn end_missed_deadlines(&mut self, now: i64) {
+        let mut missed = Vec::new();
+        self.deadlines.retain(|id| {
+            let Some(r) = self.jobs.get(id).filter(|r| !r.state.is_finished()) else { return false };
+            // Slurm's passes try only independent jobs (`job_independent`): not a held one,
+            // one before its begin time or one waiting on a dependency (goldens-extra 0325).
+            let waits = r.spec.held.is_some() || r.spec.dependency_pending || r.spec.begin_time.is_some_and(|b| b as i64 > now);
+            if r.state != JobState::Pending || waits {
+                return true;
+            }
+            let d = r.deadline.expect("only jobs with a deadline are in the set");
+            if crate::admission::deadline_missed(d, r.time_min, r.time_limit_min, now, self.opts.minute_s) {
+                missed.push(*id);
+                return false;
+            }
+            true
+        });
+        for id in missed {
+            info!(job = id, "pending job can no longer end by its deadline: DEADLINE");
+            let rec = self.jobs.get_mut(&id).expect("job exists");
+            rec.reason = Some("DeadLine".into());
+            rec.exit_code = 0;
+            rec.exit_signal = 1;
+            if rec.is_array_meta() {
+                rec.array_pending.clear();
+            }
+            self.end_pending(id, JobState::Deadline, now);
+        }
+    }
+
     /// Cancels `t`; `by` is the uid that asked (none for the controller's own cancel).
     fn cancel_target(&mut self, t: &Target, by: Option<u32>, now: i64) {
         // Who cancelled a job is who stopped it first: a job a cancel or its time limit is
@@ -435,30 +496,25 @@ impl Controller {
                 match state {
                     JobState::Pending => {
                         // A cancelled pending job keeps the reason it was waiting for, as in
-                        // Slurm (`squeue -t all`: `62 later CANCELLED BeginTime`).
+                        // Slurm (`squeue -t all`: `62 later CANCELLED BeginTime`). Its
+                        // dependency is tested first, as Slurm's pass after the end of the job
+                        // it depends on would have done by now (golden 0309: `depmulti
+                        // CANCELLED DependencyNeverSatisfied` right after that job's cancel);
+                        // that test may cancel it itself (`kill_invalid_depend`). Not for the
+                        // controller's own cancel (`by` none), which that one is.
+                        if by.is_some() {
+                            self.refresh_deps_of(&[id], now);
+                            if self.jobs[&id].state != JobState::Pending {
+                                return;
+                            }
+                        }
                         let last = self.job_view(&self.jobs[&id], FieldSet::of(&[flotilla_proto::JobField::Reason]), now).reason.into_string();
                         let rec = self.jobs.get_mut(&id).expect("resolved");
                         if last != "None" {
                             rec.reason = Some(last);
                         }
-                        if rec.is_array_meta() {
-                            for task in self.in_core_tasks.remove(&id).unwrap_or_default() {
-                                self.core_event(CoreEvent::Cancel(JobId(prov_id(id, task))), now);
-                            }
-                        } else {
-                            let core = rec.spec.id;
-                            if self.in_core(id) {
-                                self.core_event(CoreEvent::Cancel(core), now);
-                            }
-                        }
-                        let rec = self.jobs.get_mut(&id).expect("resolved");
-                        rec.state = JobState::Cancelled;
-                        rec.end_time = Some(now);
-                        self.deps.remove(&id);
-                        self.batch.acct.insert(id);
-                        self.dirty(id);
+                        self.end_pending(id, JobState::Cancelled, now);
                         self.stats.cancelled += 1;
-                        self.sched_dirty = true;
                         info!(job = id, "pending job cancelled");
                     }
                     JobState::Running if self.jobs[&id].stopping.is_none() => {
@@ -879,7 +935,7 @@ impl Controller {
         for id in ids {
             let mut rec = self.jobs[&id].clone();
             let mut new_dep: Option<Option<Dependency>> = None;
-            if let Err(e) = apply_changes(&mut rec, &u.changes, ident, &self.sched, &mut new_dep)
+            if let Err(e) = apply_changes(&mut rec, &u.changes, ident, &self.sched, &mut new_dep, now)
                 .and_then(|access_changed| self.authorize_update(ident, &rec, &u.changes, access_changed))
             {
                 return Response::Error(e);
@@ -891,6 +947,9 @@ impl Controller {
                 .then(|| u.changes.iter().find_map(|c| if let JobChange::NumNodes(n) = c { Some(*n) } else { None }))
                 .flatten();
             let core = rec.spec.id;
+            if rec.deadline.is_some() {
+                self.deadlines.insert(id);
+            }
             self.jobs.insert(id, rec);
             if let Some(size) = resize {
                 info!(job = id, size, "scontrol update NumNodes= on a running job");
@@ -991,6 +1050,7 @@ fn apply_changes(
     ident: Ident,
     sched: &Scheduler,
     new_dep: &mut Option<Option<Dependency>>,
+    now: i64,
 ) -> Result<bool, SlurmError> {
     let mut access_changed = false;
     let pending = rec.state == JobState::Pending;
@@ -998,9 +1058,46 @@ fn apply_changes(
     if rec.state.is_finished() {
         return Err(SlurmError::new(ESLURM_JOB_FINISHED));
     }
+    // A new time limit is checked against the minimum this update sets, else the job's.
+    let new_time_min = changes.iter().rev().find_map(|c| match c {
+        JobChange::TimeMin(t) => Some(*t),
+        _ => None,
+    });
     for ch in changes {
         match ch {
-            JobChange::TimeLimit(t) => change_time_limit(rec, *t, ident, sched)?,
+            JobChange::TimeLimit(t) => {
+                let time_min = match new_time_min {
+                    Some(TimeLimitWire::Minutes(m)) => Some(m),
+                    Some(TimeLimitWire::Unlimited) => Some(u32::MAX),
+                    None => rec.time_min,
+                };
+                change_time_limit(rec, *t, time_min, ident, sched)?
+            }
+            // Slurm 22.05 `_update_job`: of a pending job only (otherwise nothing changes);
+            // above the time limit `ESLURM_INVALID_TIME_MIN_LIMIT`; 0 clears it.
+            JobChange::TimeMin(t) if pending => {
+                let m = match t {
+                    TimeLimitWire::Minutes(m) => *m,
+                    TimeLimitWire::Unlimited => u32::MAX,
+                };
+                if rec.time_limit_min.is_some_and(|l| m > l) {
+                    return Err(SlurmError::new(ESLURM_INVALID_TIME_MIN_LIMIT));
+                }
+                rec.time_min = (m != 0 && m != u32::MAX).then_some(m);
+            }
+            JobChange::TimeMin(_) => {}
+            // `_update_job`: of a job not running (otherwise nothing changes); one already
+            // past is `ESLURM_INVALID_TIME_VALUE`, and only an operator sets one.
+            JobChange::Deadline(d) if rec.state != JobState::Running => {
+                if *d < now {
+                    return Err(SlurmError::new(ESLURM_INVALID_TIME_VALUE));
+                }
+                if !ident.admin {
+                    return Err(SlurmError::new(ESLURM_ACCESS_DENIED));
+                }
+                rec.deadline = Some(*d);
+            }
+            JobChange::Deadline(_) => {}
             JobChange::Name(n) => rec.name = n.clone(),
             JobChange::Partition(p) => {
                 need_pending(pending)?;
@@ -1151,12 +1248,25 @@ fn running_num_nodes(rec: &mut JobRecord, n: u32) -> Result<(), SlurmError> {
 }
 
 /// `scontrol update job TimeLimit=`: a user may not raise a pending job's limit above its
-/// partition's `MaxTime`, nor a running job's limit at all; an admin may do either.
-fn change_time_limit(rec: &mut JobRecord, t: TimeLimitWire, ident: Ident, sched: &Scheduler) -> Result<(), SlurmError> {
+/// partition's `MaxTime`, nor a running job's limit at all; an admin may do either. Below the
+/// job's minimum time (`time_min`, minutes) it is `ESLURM_INVALID_TIME_MIN_LIMIT`.
+fn change_time_limit(
+    rec: &mut JobRecord,
+    t: TimeLimitWire,
+    time_min: Option<u32>,
+    ident: Ident,
+    sched: &Scheduler,
+) -> Result<(), SlurmError> {
     let new = match t {
         TimeLimitWire::Unlimited => None,
         TimeLimitWire::Minutes(m) => Some(m),
     };
+    // `_update_job`: never below the job's minimum time.
+    if let (Some(n), Some(m)) = (new, time_min) {
+        if n < m {
+            return Err(SlurmError::new(ESLURM_INVALID_TIME_MIN_LIMIT));
+        }
+    }
     if !ident.admin {
         let above = |limit: Option<u64>| match (new, limit) {
             (_, None) => false,

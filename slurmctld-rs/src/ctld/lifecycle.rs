@@ -141,6 +141,9 @@ impl Controller {
                 self.array_metas.insert(rec.id);
             }
             self.sched.hold_job_id(rec.id);
+            if rec.deadline.is_some() && !rec.state.is_finished() {
+                self.deadlines.insert(rec.id);
+            }
             self.jobs.insert(rec.id, rec);
         }
         // Live jobs of an older record without a kept priority are numbered on below the
@@ -535,6 +538,7 @@ impl Controller {
         self.job_ended_since_cycle = false;
         self.sched_dirty = false;
         self.reason_until_cycle.clear();
+        self.end_missed_deadlines(now);
         self.refresh_arrays(now);
         self.refresh_deps(now);
         let queue = self.sched.pending_len() as u64;
@@ -630,6 +634,10 @@ impl Controller {
         rec.state = JobState::Running;
         rec.start_time = Some(now);
         rec.end_time = None;
+        if let Some(d) = rec.deadline {
+            let part = &self.sched.cluster().partitions[rec.spec.partition.0 as usize];
+            rec.time_limit_min = crate::admission::limit_at_start(d, rec.time_limit_min, part, now, self.opts.minute_s);
+        }
         whole_node_tres(rec, &allocs);
         rec.allocs = allocs;
         rec.nodes = names;

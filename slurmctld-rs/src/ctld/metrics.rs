@@ -24,6 +24,7 @@ fn base_of(s: JobState) -> BaseState {
         JobState::Preempted => BaseState::Preempted,
         JobState::NodeFail => BaseState::NodeFail,
         JobState::OutOfMemory => BaseState::OutOfMemory,
+        JobState::Deadline => BaseState::Deadline,
     }
 }
 

@@ -463,6 +463,10 @@ pub struct Controller {
     /// 0218, 0221, 0231); a submission: what `job_allocate`'s test of it found
     /// ([`Controller::submit_reason`]). Not stored: a restarted controller runs a cycle first.
     reason_until_cycle: BTreeMap<u64, &'static str>,
+    /// Unfinished jobs with a `--deadline`: the pending ones are checked before each
+    /// scheduling cycle ([`Controller::end_missed_deadlines`]); a job leaves the set at the
+    /// first check after it finished.
+    deadlines: BTreeSet<u64>,
     /// Jobs being requeued for their exit code (`RequeueExit`, `RequeueExitHold`) until their
     /// nodes are done: the code they exited with (kept, as Slurm keeps `ExitCode=`) and
     /// whether held. Not kept across a restart (the requeue itself is, in the record).
@@ -564,6 +568,7 @@ impl Controller {
             degraded: None,
             sched_dirty: true,
             reason_until_cycle: BTreeMap::new(),
+            deadlines: BTreeSet::new(),
             exit_requeues: HashMap::new(),
             prio_index: None,
             submit_charges: crate::limits::SubmitCharges::default(),

@@ -206,9 +206,13 @@ impl Controller {
         };
         // A pending job shows when it is expected to start; without an estimate, its begin
         // time (`--begin`, a requeue's hold-off), as Slurm sets `start_time` to it. Either
-        // way the end shown is that start plus the time limit.
-        let shown_start = rec.start_time.or(expected).or_else(|| {
-            (rec.state == JobState::Pending).then_some(rec.spec.begin_time.map(|b| b as i64)).flatten()
+        // way the end shown is that start plus the time limit. A job that ended without
+        // starting (cancelled while pending, past its deadline) started when it ended, as
+        // Slurm sets `start_time` then (`job_mgr.c` `_job_signal`, `deadline_ok`).
+        let shown_start = rec.start_time.or(expected).or_else(|| match rec.state {
+            JobState::Pending => rec.spec.begin_time.map(|b| b as i64),
+            s if s.is_finished() => rec.end_time,
+            _ => None,
         });
         if want.has(F::NumCpus) {
             v.num_cpus = if rec.allocs.is_empty() {
@@ -310,6 +314,8 @@ impl Controller {
             mail_type: MailType = rec.mail_type;
             mail_user: MailUser = rec.mail_user.as_deref().map(Str::b);
             job_flags: JobFlags = rec.job_flags;
+            time_min: TimeMin = rec.time_min;
+            deadline: Deadline = rec.deadline;
         }
     }
 

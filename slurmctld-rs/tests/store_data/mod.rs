@@ -155,6 +155,8 @@ pub fn base(id: u64) -> JobRecord {
         mail_type: 0,
         mail_user: None,
         job_flags: 0,
+        time_min: None,
+        deadline: None,
         cores: Default::default(),
     }
 }
@@ -300,6 +302,8 @@ pub fn full() -> JobRecord {
         mail_type: 0,
         mail_user: None,
         job_flags: 0,
+        time_min: None,
+        deadline: None,
         cores: Default::default(),
     }
 }

@@ -225,6 +225,12 @@ pub struct JobRow {
     /// Submission bit flags (absent when none).
     #[serde(rename = "job_flags", default, skip_serializing_if = "is_default")]
     pub job_flags: u16,
+    /// `--time-min` in minutes (absent when none).
+    #[serde(rename = "time_min", default, skip_serializing_if = "Option::is_none")]
+    pub time_min: Option<u32>,
+    /// `--deadline` (s since epoch; absent when none).
+    #[serde(rename = "deadline", default, skip_serializing_if = "Option::is_none")]
+    pub deadline: Option<i64>,
     /// The cores the current run holds on each of its nodes (node name -> core indices);
     /// absent when none were picked (a record of an older controller).
     #[serde(rename = "cores", default, skip_serializing_if = "BTreeMap::is_empty")]
@@ -387,6 +393,9 @@ pub enum JobStateRow {
     /// [`JobState::OutOfMemory`].
     #[serde(rename = "OutOfMemory")]
     OutOfMemory,
+    /// [`JobState::Deadline`].
+    #[serde(rename = "Deadline")]
+    Deadline,
 }
 
 /// A stop in progress ([`Stopping`]).
@@ -505,6 +514,7 @@ impl From<JobState> for JobStateRow {
             JobState::Preempted => JobStateRow::Preempted,
             JobState::NodeFail => JobStateRow::NodeFail,
             JobState::OutOfMemory => JobStateRow::OutOfMemory,
+            JobState::Deadline => JobStateRow::Deadline,
         }
     }
 }
@@ -522,6 +532,7 @@ impl From<JobStateRow> for JobState {
             JobStateRow::Preempted => JobState::Preempted,
             JobStateRow::NodeFail => JobState::NodeFail,
             JobStateRow::OutOfMemory => JobState::OutOfMemory,
+            JobStateRow::Deadline => JobState::Deadline,
         }
     }
 }
@@ -750,6 +761,8 @@ impl From<&JobRecord> for JobRow {
             mail_type,
             mail_user,
             job_flags,
+            time_min,
+            deadline,
             cores,
             elastic,
         } = r;
@@ -820,6 +833,8 @@ impl From<&JobRecord> for JobRow {
             mail_type: *mail_type,
             mail_user: mail_user.clone(),
             job_flags: *job_flags,
+            time_min: *time_min,
+            deadline: *deadline,
             cores: cores.clone(),
             elastic: elastic.as_ref().map(ElasticRecordRow::from),
             priority: (*priority != crate::job::PRIO_UNSET).then_some(*priority),
@@ -896,6 +911,8 @@ impl From<JobRow> for JobRecord {
             mail_type,
             mail_user,
             job_flags,
+            time_min,
+            deadline,
             cores,
             elastic,
             priority,
@@ -971,6 +988,8 @@ impl From<JobRow> for JobRecord {
             mail_type,
             mail_user,
             job_flags,
+            time_min,
+            deadline,
             cores,
             elastic: elastic.map(ElasticRecord::from),
         }
