@@ -96,6 +96,30 @@ pub fn time_limit_str(j: &JobView<'_>) -> String {
     squeue_time_limit(limit(j))
 }
 
+/// A job's required or excluded nodes (`lists`: node names, or hostlists as `scontrol
+/// update` kept them) as Slurm 22.05 shows its node bitmaps (`squeue %n`/`%x`) and writes a
+/// submission's lists (`_copy_nodelist_no_dup`): each node once, ranged (`gpu[01-02]`).
+pub fn node_list_normalized<S: AsRef<str>>(lists: &[S]) -> String {
+    let mut names: Vec<String> = lists
+        .iter()
+        .flat_map(|l| flotilla_core::hostlist::expand(l.as_ref()).unwrap_or_else(|_| vec![l.as_ref().to_string()]))
+        .collect();
+    names.sort();
+    names.dedup();
+    flotilla_core::hostlist::compress_sorted(&names)
+}
+
+/// `ReqNodeList=`/`ExcNodeList=` of `scontrol show job`: a list `scontrol update` set is
+/// shown as written (Slurm keeps the string), a submission's normalised
+/// ([`node_list_normalized`]); `(null)` for none.
+pub fn node_list_shown(list: &[String]) -> String {
+    match list {
+        [] => "(null)".into(),
+        [one] => one.clone(),
+        many => node_list_normalized(many),
+    }
+}
+
 /// Seconds a job has run at `now`.
 pub fn run_secs(j: &JobView<'_>, now: i64) -> i64 {
     match (state(j), j.start_time) {

@@ -462,6 +462,8 @@ pub fn update(args: &[String], io: &mut Io<'_>) -> i32 {
                 }
             },
             "Topology" => JobChange::Topology(v.clone()),
+            "ReqNodeList" | "NodeList" => JobChange::ReqNodeList(v.clone()),
+            "ExcNodeList" => JobChange::ExcNodeList(v.clone()),
             // Slurm 22.05 `update_job.c`: a time `parse_time` refuses (its line printed)
             // or that names none changes nothing; one already past is now.
             "StartTime" | "EligibleTime" => {
@@ -611,8 +613,7 @@ pub fn job_record(j: &JobInfo, flags: ShowFlags, now: i64, gpu_types: &BTreeMap<
         fmt_time(j.start_time.unwrap_or(j.submit_time))
     ));
     l.push(format!("   Partition={} AllocNode:Sid={}:0", j.partition, common::hostname()));
-    let req = if j.required_nodes.is_empty() { "(null)".to_string() } else { j.required_nodes.join(",") };
-    let exc = if j.excluded_nodes.is_empty() { "(null)".to_string() } else { j.excluded_nodes.join(",") };
+    let (req, exc) = (jobfmt::node_list_shown(&j.required_nodes), jobfmt::node_list_shown(&j.excluded_nodes));
     l.push(format!("   ReqNodeList={req} ExcNodeList={exc}"));
     if pending && !j.sched_nodes.is_empty() {
         // Slurm prints the planned nodes on the NodeList line (goldens 0208-0210).

@@ -385,6 +385,11 @@ A09 = [
     # the first in update_job.c's order winning (TimeM is TimeMin, Ti is none, Na is Name,
     # Job is JobId, P is none, Pa is Partition).
     {"name": "key_prefixes", "cmd": "sb -H -t 30 --wrap true\nfor kv in TimeM=3 TimeL=20 Ti=5 timelimitx=5 Na=short JOBNAME=long Pr=5 Ni=5 Pa=debug P=batch Dep= Acc=research Comm=hello MailT=END MailU=bob Requ=0 StartT=now+1hour BeginTime=now Ex=gpu01; do scontrol update jobid=$J1 $kv 2>&1 | m; echo \"[$kv] rc=${PIPESTATUS[0]} $(squeue -h -j $J1 -o '%l|%j|%P|%y|%a|%k')\"; done\nscontrol update Job=$J1 TimeM=4; echo \"[Job=] rc=$? $(scontrol show job $J1 | grep -oE 'TimeMin=[^ ]*')\"\nfin"},
+    # ReqNodeList=/NodeList=/ExcNodeList= (job_mgr.c _update_job: node_name2bitmap, an unknown
+    # name ESLURM_INVALID_NODE_NAME; pending jobs only, the excluded list as it is no change; a
+    # running job's ReqNodeList asks to shrink it to those of its nodes). scontrol shows the
+    # list as written, squeue the nodes; the job then runs on every required node.
+    {"name": "node_lists", "cmd": "sb -H -x gpu01,gpu02 --wrap true\nsb -t 5 --wrap 'sleep 300'\nscontrol show job $J1 | grep -oE 'ReqNodeList=[^ ]* ExcNodeList=[^ ]*'\nfor kv in ExcNodeList=gpu03,gpu04 'ExcNodeList=gpu[03-04]' ExcNodeList=gpu09 ReqNodeList=gpu02,gpu01 ExcNodeList= ReqNodeList= ReqNodeList=nosuch NodeList=gpu03 ExcNodeList=gpu04,gpu04 Exc=gpu01 'ExcNodeList=gpu[01-02' ReqNodeList=gpu04 'ReqNodeList=gpu04 ExcNodeList=gpu04'; do scontrol update jobid=$J1 $kv 2>&1 | m; echo \"[$kv] rc=${PIPESTATUS[0]} $(scontrol show job $J1 | grep -oE 'ReqNodeList=[^ ]* ExcNodeList=[^ ]*') $(squeue -h -j $J1 -o '%n|%x|%D')\"; done\nwst $J2 RUNNING\nN=$(squeue -h -j $J2 -o %N)\nfor kv in ExcNodeList=gpu04 ReqNodeList=$N ReqNodeList=gpu09 ReqNodeList=; do scontrol update jobid=$J2 $kv 2>&1 | m; echo \"[running ${kv%%=*}] rc=${PIPESTATUS[0]}\"; done\nsb -H -t 5 --wrap 'sleep 300' >/dev/null\nscontrol update jobid=$J3 ReqNodeList=gpu01,gpu02\nscontrol show job $J3 | grep -oE 'NumNodes=[^ ]*'\nscontrol release $J3\nwst $J3 RUNNING\nsqueue -h -j $J3 -o '%D|%N|%C'\nfin"},
 ]
 
 # Area a10: priority and queue order (slurmctld job_mgr.c: set_job_prio, priority/basic;

@@ -480,6 +480,11 @@ pub enum JobChange {
     TimeMin(TimeLimitWire),
     /// `Deadline=` (appended; s since epoch): an operator's, of a job not running.
     Deadline(i64),
+    /// `ReqNodeList=`/`NodeList=` (appended): node names as written (a hostlist; empty
+    /// clears), kept as written for `scontrol show job`.
+    ReqNodeList(String),
+    /// `ExcNodeList=` (appended), as [`JobChange::ReqNodeList`].
+    ExcNodeList(String),
 }
 
 /// `scontrol update job`.

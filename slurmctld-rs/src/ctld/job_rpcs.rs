@@ -1098,6 +1098,40 @@ fn apply_changes(
                 rec.deadline = Some(*d);
             }
             JobChange::Deadline(_) => {}
+            // Slurm 22.05 `_update_job`: of a pending job, the nodes it must use (all of them,
+            // its request's node count raised to theirs; `NumNodes=` shows the old count until
+            // it starts, as in Slurm) or may not use; an unknown name is
+            // `ESLURM_INVALID_NODE_NAME`, a job not pending `ESLURM_JOB_NOT_PENDING`, the
+            // excluded list as it is already changes nothing. Kept as written.
+            JobChange::ExcNodeList(v) if rec.excluded_nodes.join(",") == *v => {}
+            JobChange::ExcNodeList(v) => {
+                need_pending(pending)?;
+                rec.spec.request.excluded_nodes = node_ids(v, sched)?;
+                rec.excluded_nodes = (!v.is_empty()).then(|| v.clone()).into_iter().collect();
+            }
+            // Of a running job it asks to shrink it to those of its nodes: Flotilla keeps a
+            // job's nodes, so only all of them (no change) is accepted; a name it does not run
+            // on is `ESLURM_INVALID_NODE_NAME`, as is an empty list.
+            JobChange::ReqNodeList(v) if rec.state == JobState::Running => {
+                let ids = node_ids(v, sched)?;
+                let names: BTreeSet<&str> = ids.iter().map(|&i| sched.cluster().node(i).name.as_str()).collect();
+                if names.is_empty() || !names.iter().all(|n| rec.nodes.iter().any(|m| m == n)) {
+                    return Err(SlurmError::new(ESLURM_INVALID_NODE_NAME));
+                }
+                if names.len() != rec.nodes.len() {
+                    return Err(SlurmError::new(ESLURM_NOT_SUPPORTED));
+                }
+            }
+            JobChange::ReqNodeList(v) => {
+                need_pending(pending)?;
+                let ids = node_ids(v, sched)?;
+                let r = &mut rec.spec.request;
+                if (r.nodes.unwrap_or(1) as usize) < ids.len() {
+                    r.nodes = Some(ids.len() as u32);
+                }
+                r.required_nodes = ids;
+                rec.required_nodes = (!v.is_empty()).then(|| v.clone()).into_iter().collect();
+            }
             JobChange::Name(n) => rec.name = n.clone(),
             JobChange::Partition(p) => {
                 need_pending(pending)?;
@@ -1245,6 +1279,22 @@ fn running_num_nodes(rec: &mut JobRecord, n: u32) -> Result<(), SlurmError> {
         None if n == 0 => Err(SlurmError::new(ESLURM_INVALID_NODE_COUNT)),
         None => Ok(()),
     }
+}
+
+/// The nodes of hostlist `v` (empty: none), each known to the cluster, without repeats;
+/// otherwise `ESLURM_INVALID_NODE_NAME` (Slurm's `node_name2bitmap`).
+fn node_ids(v: &str, sched: &Scheduler) -> Result<Vec<flotilla_core::cluster::NodeId>, SlurmError> {
+    let invalid = || SlurmError::new(ESLURM_INVALID_NODE_NAME);
+    let names = flotilla_core::hostlist::expand(v).map_err(|_| invalid())?;
+    let mut ids = Vec::new();
+    for n in names.iter().filter(|n| !n.is_empty()) {
+        let id = sched.cluster().node_id(n).ok_or_else(invalid)?;
+        if !ids.contains(&id) {
+            ids.push(id);
+        }
+    }
+    ids.sort();
+    Ok(ids)
 }
 
 /// `scontrol update job TimeLimit=`: a user may not raise a pending job's limit above its
