@@ -377,6 +377,17 @@ pub fn parse_uint16(s: &str) -> Option<u16> {
     (0..0xfffe).contains(&v).then_some(v as u16)
 }
 
+/// Slurm 22.05's `parse_uint32` (`proc_args.c`): as [`parse_uint16`], the value 0 to
+/// 4294967293 (below `NO_VAL`).
+pub fn parse_uint32(s: &str) -> Option<u32> {
+    let n = strtol_prefix_len(s);
+    if n < s.len() {
+        return None;
+    }
+    let v = strtol_prefix(s);
+    (0..0xffff_fffe).contains(&v).then_some(v as u32)
+}
+
 /// The value C's `strtol(s, NULL, 10)` (or `strtoll`) returns: the number [`strtol_prefix_len`]
 /// reads, 0 when none, clamped to `long`'s range.
 pub fn strtol_prefix(s: &str) -> i64 {

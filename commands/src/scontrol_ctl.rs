@@ -464,6 +464,14 @@ pub fn update(args: &[String], io: &mut Io<'_>) -> i32 {
             "Topology" => JobChange::Topology(v.clone()),
             "ReqNodeList" | "NodeList" => JobChange::ReqNodeList(v.clone()),
             "ExcNodeList" => JobChange::ExcNodeList(v.clone()),
+            "WorkDir" => JobChange::WorkDir(v.clone()),
+            "MinTmpDiskNode" => match crate::common::parse_uint32(v) {
+                Some(n) => JobChange::MinTmpDiskNode(n),
+                None => {
+                    io.err(&format!("scontrol: error: Invalid MinTmpDiskNode value: {v}\n"));
+                    return 1;
+                }
+            },
             // Slurm 22.05 `update_job.c`: a time `parse_time` refuses (its line printed)
             // or that names none changes nothing; one already past is now.
             "StartTime" | "EligibleTime" => {

@@ -485,6 +485,10 @@ pub enum JobChange {
     ReqNodeList(String),
     /// `ExcNodeList=` (appended), as [`JobChange::ReqNodeList`].
     ExcNodeList(String),
+    /// `WorkDir=` (appended), as written.
+    WorkDir(String),
+    /// `MinTmpDiskNode=` (appended): MiB of temporary disk a node.
+    MinTmpDiskNode(u32),
 }
 
 /// `scontrol update job`.

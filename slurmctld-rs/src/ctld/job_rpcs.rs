@@ -1122,6 +1122,17 @@ fn apply_changes(
                     return Err(SlurmError::new(ESLURM_NOT_SUPPORTED));
                 }
             }
+            // `_update_job`: of a pending job (a running job's own directory is no change);
+            // kept as written, also a relative one, the launch's to open as the user.
+            JobChange::WorkDir(d) if rec.work_dir == *d => {}
+            JobChange::WorkDir(d) => {
+                need_pending(pending)?;
+                rec.work_dir = d.clone();
+            }
+            JobChange::MinTmpDiskNode(n) => {
+                need_pending(pending)?;
+                rec.node_shape.tmp_disk_mib = u64::from(*n);
+            }
             JobChange::ReqNodeList(v) => {
                 need_pending(pending)?;
                 let ids = node_ids(v, sched)?;
