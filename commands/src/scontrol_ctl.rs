@@ -646,8 +646,9 @@ pub fn job_record(j: &JobInfo, flags: ShowFlags, now: i64, gpu_types: &BTreeMap<
     l.push(format!(
         "   NumNodes={num_nodes} NumCPUs={} NumTasks={} CPUs/Task={} ReqB:S:C:T=0:0:{}:{}",
         j.num_cpus,
-        // Without -n, one task per allocated node (golden 0124: --gpus=12 on 2 nodes).
-        j.num_tasks.max(j.num_nodes).max(1),
+        // Without -n, one task per allocated node (golden 0124: --gpus=12 on 2 nodes); 0 is
+        // Slurm's `NO_VAL` (a job that ended without starting and was given no count).
+        if j.num_tasks == 0 { "N/A".to_string() } else { j.num_tasks.max(j.num_nodes).max(1).to_string() },
         j.cpus_per_task.max(1),
         star(shape.cores_per_socket),
         star(shape.threads_per_core)

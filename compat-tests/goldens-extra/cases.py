@@ -214,6 +214,10 @@ A03 = [
     # else MaxTime, is the limit cut).
     {"name": "deadline_cuts_time_limit",
      "cmd": "sb -t 30 --time-min=2 --deadline=now+330 --wrap 'sleep 300'\nsb -p debug --deadline=now+330 --wrap 'sleep 300'\nsb -t 3 --deadline=now+330 --wrap 'sleep 300'\nwst $J1 RUNNING\nwst $J2 RUNNING\nwst $J3 RUNNING\nfor j in $J1 $J2 $J3; do echo \"$(squeue -h -j $j -O jobid,timelimit,mintime | m | tr -s ' ') $(scontrol show job $j | grep -oE '(TimeLimit|TimeMin)=[^ ]*|Deadline=(N/A|[0-9]{4})' | tr '\\n' ' ')\"; done\nfin"},
+    # A job that ended without starting shows NumTasks=N/A unless a count was given
+    # (job_mgr.c _pack_default_job_details: num_tasks, else min_nodes while pending, else the
+    # allocated nodes, else NO_VAL).
+    {"name": "ended_pending_numtasks", "cmd": "sb -H --wrap true\nsb -H -n 2 --wrap true\nsb -H -N 2 --wrap true\nsb -H --ntasks-per-node=2 --wrap true\nscancel $J1 $J2 $J3 $J4\nwend $J1 $J2 $J3 $J4\nfor j in $J1 $J2 $J3 $J4; do scontrol show job $j | grep -oE '(JobState|NumNodes|NumCPUs|NumTasks)=[^ ]*' | tr '\\n' ' '; echo; done\nfin"},
 ]
 
 # Area a05: dependencies (slurmctld job_scheduler.c: update_job_dependency /

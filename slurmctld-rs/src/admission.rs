@@ -561,6 +561,7 @@ fn pending_record(
         job_flags: req.job_flags,
         time_min: None,
         deadline: req.deadline,
+        ntasks_given: req.ntasks.is_some(),
         cores: Default::default(),
         command: req.command.as_ref().map(|c| std::iter::once(c.as_str()).chain(req.argv.iter().map(String::as_str)).collect::<Vec<_>>().join(" ")),
         spec,

@@ -263,6 +263,9 @@ pub struct JobRecord {
     /// `DEADLINE`, and one that starts runs at most until then
     /// ([`crate::ctld::Controller`]'s deadline check, Slurm's `deadline_ok`).
     pub deadline: Option<i64>,
+    /// Whether the submission set the task count (`-n`, or sbatch's derived count): Slurm's
+    /// `num_tasks` set. A job that ended without starting shows `NumTasks=N/A` otherwise.
+    pub ntasks_given: bool,
     /// The cores the current run holds on each of its nodes (node name -> core indices,
     /// increasing), picked at its start by [`flotilla_core::cores::pick_cores`]; what
     /// `scontrol show job -d` prints as `CPU_IDs=`. Empty while not running, and for a run

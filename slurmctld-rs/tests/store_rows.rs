@@ -458,6 +458,7 @@ prop_compose! {
             job_flags: (h.2 % 32) as u16,
             time_min: f.1.map(|m| m % 1000),
             deadline: f.0.map(|d| d ^ 0x55),
+            ntasks_given: h.2 % 2 == 0,
             mail_user: h.1.as_ref().map(|t| format!("{t}@x")),
             cores: h.4,
             elastic: g,

@@ -254,7 +254,9 @@ impl Controller {
             nodes: Nodes = if rec.nodes.is_empty() { Str::default() } else { Str::from(compress_sorted(&rec.nodes)) };
             sched_nodes: SchedNodes = sched_nodes;
             num_nodes: NumNodes = if rec.nodes.is_empty() { rec.num_nodes } else { rec.nodes.len() as u32 };
-            num_tasks: NumTasks = rec.ntasks;
+            // Slurm's `num_tasks` of a job that ended without starting and was not given one
+            // is `NO_VAL` (`_pack_default_job_details`), `NumTasks=N/A`: sent as 0.
+            num_tasks: NumTasks = if !rec.ntasks_given && rec.state.is_finished() && rec.start_time.is_none() && rec.restarts == 0 { 0 } else { rec.ntasks };
             cpus_per_task: CpusPerTask = rec.cpus_per_task;
             mem_per_node_mib: MemPerNodeMib = rec.mem_per_node_mib;
             gpus: Gpus = rec.gpus;

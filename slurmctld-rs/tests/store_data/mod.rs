@@ -157,6 +157,7 @@ pub fn base(id: u64) -> JobRecord {
         job_flags: 0,
         time_min: None,
         deadline: None,
+        ntasks_given: false,
         cores: Default::default(),
     }
 }
@@ -304,6 +305,7 @@ pub fn full() -> JobRecord {
         job_flags: 0,
         time_min: None,
         deadline: None,
+        ntasks_given: false,
         cores: Default::default(),
     }
 }

@@ -231,6 +231,9 @@ pub struct JobRow {
     /// `--deadline` (s since epoch; absent when none).
     #[serde(rename = "deadline", default, skip_serializing_if = "Option::is_none")]
     pub deadline: Option<i64>,
+    /// Whether the submission set the task count (absent when not).
+    #[serde(rename = "ntasks_given", default, skip_serializing_if = "is_false")]
+    pub ntasks_given: bool,
     /// The cores the current run holds on each of its nodes (node name -> core indices);
     /// absent when none were picked (a record of an older controller).
     #[serde(rename = "cores", default, skip_serializing_if = "BTreeMap::is_empty")]
@@ -763,6 +766,7 @@ impl From<&JobRecord> for JobRow {
             job_flags,
             time_min,
             deadline,
+            ntasks_given,
             cores,
             elastic,
         } = r;
@@ -835,6 +839,7 @@ impl From<&JobRecord> for JobRow {
             job_flags: *job_flags,
             time_min: *time_min,
             deadline: *deadline,
+            ntasks_given: *ntasks_given,
             cores: cores.clone(),
             elastic: elastic.as_ref().map(ElasticRecordRow::from),
             priority: (*priority != crate::job::PRIO_UNSET).then_some(*priority),
@@ -913,6 +918,7 @@ impl From<JobRow> for JobRecord {
             job_flags,
             time_min,
             deadline,
+            ntasks_given,
             cores,
             elastic,
             priority,
@@ -990,6 +996,7 @@ impl From<JobRow> for JobRecord {
             job_flags,
             time_min,
             deadline,
+            ntasks_given,
             cores,
             elastic: elastic.map(ElasticRecord::from),
         }
