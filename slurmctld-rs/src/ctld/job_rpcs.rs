@@ -330,7 +330,23 @@ impl Controller {
         // without an error (goldens-extra 0317).
         let verify = !c.jobs.is_empty() && c.filter != JobFilter::default();
         let live = |rec: &JobRecord| rec.scancel_state().is_some();
-        for (jref, targets) in self.cancel_targets(&c.jobs, &c.filter) {
+        let all = self.cancel_targets(&c.jobs, &c.filter);
+        // The pending jobs' dependencies are tested before any is cancelled, as Slurm's pass
+        // after the end of a job they depend on would have by now (golden 0309: `depmulti
+        // CANCELLED DependencyNeverSatisfied` when the job it needs was cancelled by an
+        // earlier request), while a job this request cancels does not change the reason of
+        // another it cancels (`dep CANCELLED Dependency` when both go in one request). The
+        // test may cancel a job itself (`kill_invalid_depend`): it is then already ended.
+        let pending: Vec<u64> = all
+            .iter()
+            .flat_map(|(_, ts)| ts.iter())
+            .filter_map(|t| match t {
+                Target::Job(id) if self.jobs.get(id).is_some_and(|r| r.state == JobState::Pending) => Some(*id),
+                _ => None,
+            })
+            .collect();
+        self.refresh_deps_of(&pending, now);
+        for (jref, targets) in all {
             let mut error = None;
             if targets.is_empty()
                 && !(verify && self.resolve(&jref).iter().any(|t| self.jobs.get(&t.id()).is_some_and(live)))
@@ -496,18 +512,8 @@ impl Controller {
                 match state {
                     JobState::Pending => {
                         // A cancelled pending job keeps the reason it was waiting for, as in
-                        // Slurm (`squeue -t all`: `62 later CANCELLED BeginTime`). Its
-                        // dependency is tested first, as Slurm's pass after the end of the job
-                        // it depends on would have done by now (golden 0309: `depmulti
-                        // CANCELLED DependencyNeverSatisfied` right after that job's cancel);
-                        // that test may cancel it itself (`kill_invalid_depend`). Not for the
-                        // controller's own cancel (`by` none), which that one is.
-                        if by.is_some() {
-                            self.refresh_deps_of(&[id], now);
-                            if self.jobs[&id].state != JobState::Pending {
-                                return;
-                            }
-                        }
+                        // Slurm (`squeue -t all`: `62 later CANCELLED BeginTime`); `cancel`
+                        // has tested its dependency first.
                         let last = self.job_view(&self.jobs[&id], FieldSet::of(&[flotilla_proto::JobField::Reason]), now).reason.into_string();
                         let rec = self.jobs.get_mut(&id).expect("resolved");
                         if last != "None" {
