@@ -369,23 +369,23 @@ pub fn starts_with_ci(s: &str, prefix: &str) -> bool {
 /// Slurm 22.05's `parse_uint16` (`proc_args.c`): `strtoll` must read the whole string (an
 /// empty one is 0), and the value be 0 to 65533 (below `NO_VAL16`).
 pub fn parse_uint16(s: &str) -> Option<u16> {
-    let n = strtol_prefix_len(s);
-    if n < s.len() {
-        return None;
-    }
-    let v = strtol_prefix(s);
-    (0..0xfffe).contains(&v).then_some(v as u16)
+    parse_uint_below(s, 0xfffe).map(|v| v as u16)
 }
 
 /// Slurm 22.05's `parse_uint32` (`proc_args.c`): as [`parse_uint16`], the value 0 to
 /// 4294967293 (below `NO_VAL`).
 pub fn parse_uint32(s: &str) -> Option<u32> {
-    let n = strtol_prefix_len(s);
-    if n < s.len() {
+    parse_uint_below(s, 0xffff_fffe).map(|v| v as u32)
+}
+
+/// The `parse_uintNN` rule: `strtoll` reads the whole of `s` (an empty one is 0) and the
+/// value is at least 0 and below `no_val`.
+fn parse_uint_below(s: &str, no_val: i64) -> Option<i64> {
+    if strtol_prefix_len(s) < s.len() {
         return None;
     }
     let v = strtol_prefix(s);
-    (0..0xffff_fffe).contains(&v).then_some(v as u32)
+    (0..no_val).contains(&v).then_some(v)
 }
 
 /// The value C's `strtol(s, NULL, 10)` (or `strtoll`) returns: the number [`strtol_prefix_len`]

@@ -99,10 +99,10 @@ pub fn time_limit_str(j: &JobView<'_>) -> String {
 /// A job's required or excluded nodes (`lists`: node names, or hostlists as `scontrol
 /// update` kept them) as Slurm 22.05 shows its node bitmaps (`squeue %n`/`%x`) and writes a
 /// submission's lists (`_copy_nodelist_no_dup`): each node once, ranged (`gpu[01-02]`).
-pub fn node_list_normalized<S: AsRef<str>>(lists: &[S]) -> String {
+pub fn node_list_normalized<'s>(lists: impl IntoIterator<Item = &'s str>) -> String {
     let mut names: Vec<String> = lists
-        .iter()
-        .flat_map(|l| flotilla_core::hostlist::expand(l.as_ref()).unwrap_or_else(|_| vec![l.as_ref().to_string()]))
+        .into_iter()
+        .flat_map(|l| flotilla_core::hostlist::expand(l).unwrap_or_else(|_| vec![l.to_string()]))
         .collect();
     names.sort();
     names.dedup();
@@ -116,7 +116,7 @@ pub fn node_list_shown(list: &[String]) -> String {
     match list {
         [] => "(null)".into(),
         [one] => one.clone(),
-        many => node_list_normalized(many),
+        many => node_list_normalized(many.iter().map(String::as_str)),
     }
 }
 

@@ -337,6 +337,20 @@ fn update_key(tag: &str) -> Option<&'static str> {
         .map(|(k, _)| *k)
 }
 
+/// A time of `scontrol update job` (`StartTime=`, `Deadline=`) as Slurm 22.05's
+/// `update_job.c` reads it with `parse_time`: `None` (no change counted) for one it refuses,
+/// after printing its `Invalid time specification (pos=N)` line, and for one naming none.
+fn update_time(io: &mut Io<'_>, v: &str) -> Option<i64> {
+    match parse_time_spec(v, common::now(), false) {
+        Ok(0) => None,
+        Ok(t) => Some(t),
+        Err(pos) => {
+            io.err(&format!("Invalid time specification (pos={pos}): {v}\n"));
+            None
+        }
+    }
+}
+
 /// `update ...`: a job (`JobId=`) or nodes (`NodeName=`).
 pub fn update(args: &[String], io: &mut Io<'_>) -> i32 {
     let pairs: Vec<(String, String)> = args
@@ -394,103 +408,66 @@ pub fn update(args: &[String], io: &mut Io<'_>) -> i32 {
     };
     let mut changes = Vec::new();
     for (k, v) in &pairs[1..] {
+        // Each key gives a change, nothing (a time naming none), or aborts the request with
+        // Slurm's message and exit 1 (`update_job.c`: `exit_code = 1; return 0`).
+        let bad = |msg: String| Err::<JobChange, String>(msg);
+        let parsed = |o: Option<JobChange>, msg: String| o.ok_or(msg);
         // Flotilla's own key, not in Slurm's table, is matched whole.
         let key = update_key(k).or_else(|| k.eq_ignore_ascii_case("topology").then_some("Topology"));
         let ch = match key.unwrap_or_default() {
+            // The helper has printed its own message.
             "TimeLimit" => match time_limit_change(io, &job, v) {
-                Ok(t) => JobChange::TimeLimit(t),
+                Ok(t) => Ok(JobChange::TimeLimit(t)),
                 Err(code) => return code,
             },
             // `time_str2mins`: a negative count other than INFINITE (-1) is refused; 0 clears.
             "TimeMin" => match flotilla_core::time::time_str2mins(v) {
-                Ok(flotilla_core::time::SlurmDuration::Infinite) => JobChange::TimeMin(TimeLimitWire::Unlimited),
-                Ok(flotilla_core::time::SlurmDuration::Finite(m)) if m >= 0 => {
-                    JobChange::TimeMin(TimeLimitWire::Minutes(m as u32))
-                }
-                _ => {
-                    io.err("scontrol: error: Invalid TimeMin value\n");
-                    return 1;
-                }
+                Ok(flotilla_core::time::SlurmDuration::Infinite) => Ok(JobChange::TimeMin(TimeLimitWire::Unlimited)),
+                Ok(flotilla_core::time::SlurmDuration::Finite(m)) if m >= 0 => Ok(JobChange::TimeMin(TimeLimitWire::Minutes(m as u32))),
+                _ => bad("scontrol: error: Invalid TimeMin value\n".into()),
             },
-            // `parse_time`: a time it refuses (its line printed) or that names none changes
-            // nothing; the controller checks the rest.
-            "Deadline" => match parse_time_spec(v, common::now(), false) {
-                Ok(0) => continue,
-                Ok(t) => JobChange::Deadline(t),
-                Err(pos) => {
-                    io.err(&format!("Invalid time specification (pos={pos}): {v}\n"));
-                    continue;
-                }
+            // The controller checks the rest.
+            "Deadline" => match update_time(io, v) {
+                Some(t) => Ok(JobChange::Deadline(t)),
+                None => continue,
             },
-            "Name" | "JobName" => JobChange::Name(v.clone()),
-            "Partition" => JobChange::Partition(v.clone()),
-            "Priority" => match v.parse() {
-                Ok(p) => JobChange::Priority(p),
-                Err(_) => {
-                    io.err("scontrol: error: Invalid Priority value\n");
-                    return 1;
-                }
+            // One already past is now.
+            "StartTime" | "EligibleTime" => match update_time(io, v) {
+                Some(t) => Ok(JobChange::Begin(Some(t.max(common::now())))),
+                None => continue,
             },
-            "Nice" => JobChange::Nice(v.parse().unwrap_or(0)),
-            "Gres" | "TresPerNode" => match crate::sbatch::parse_gres(v) {
-                Some(g) => JobChange::Gres(g),
-                None => {
-                    io.err("scontrol: error: Invalid Gres value\n");
-                    return 1;
-                }
-            },
-            "NumNodes" | "ReqNodes" => JobChange::NumNodes(v.parse().unwrap_or(1)),
-            "Dependency" => JobChange::Dependency(v.clone()),
-            "Account" => JobChange::Account(v.clone()),
-            "QOS" => JobChange::Qos(v.clone()),
-            "Comment" => JobChange::Comment(v.clone()),
-            // Slurm 22.05 `update_job.c`: `parse_mail_type`, a bad value aborts the request;
-            // `Requeue=` through `parse_uint16`.
-            "MailType" => match flotilla_proto::mail_type::parse(v) {
-                Some(t) => JobChange::MailType(t),
-                None => {
-                    io.err(&format!("Invalid MailType: {v}\n"));
-                    return 1;
-                }
-            },
-            "MailUser" => JobChange::MailUser(v.clone()),
-            "Requeue" => match crate::common::parse_uint16(v) {
-                Some(n) => JobChange::Requeue(n),
-                None => {
-                    io.err(&format!("scontrol: error: Invalid Requeue value: {v}\n"));
-                    return 1;
-                }
-            },
-            "Topology" => JobChange::Topology(v.clone()),
-            "ReqNodeList" | "NodeList" => JobChange::ReqNodeList(v.clone()),
-            "ExcNodeList" => JobChange::ExcNodeList(v.clone()),
-            "WorkDir" => JobChange::WorkDir(v.clone()),
-            "MinTmpDiskNode" => match crate::common::parse_uint32(v) {
-                Some(n) => JobChange::MinTmpDiskNode(n),
-                None => {
-                    io.err(&format!("scontrol: error: Invalid MinTmpDiskNode value: {v}\n"));
-                    return 1;
-                }
-            },
-            // Slurm 22.05 `update_job.c`: a time `parse_time` refuses (its line printed)
-            // or that names none changes nothing; one already past is now.
-            "StartTime" | "EligibleTime" => {
-                let now = common::now();
-                match parse_time_spec(v, now, false) {
-                    Ok(0) => continue,
-                    Ok(t) => JobChange::Begin(Some(t.max(now))),
-                    Err(pos) => {
-                        io.err(&format!("Invalid time specification (pos={pos}): {v}\n"));
-                        continue;
-                    }
-                }
-            }
-            _ => {
-                io.err(&format!("Update of this parameter is not supported: {k}={v}\nRequest aborted\n"));
+            "Name" | "JobName" => Ok(JobChange::Name(v.clone())),
+            "Partition" => Ok(JobChange::Partition(v.clone())),
+            "Priority" => parsed(v.parse().ok().map(JobChange::Priority), "scontrol: error: Invalid Priority value\n".into()),
+            "Nice" => Ok(JobChange::Nice(v.parse().unwrap_or(0))),
+            "Gres" | "TresPerNode" => parsed(crate::sbatch::parse_gres(v).map(JobChange::Gres), "scontrol: error: Invalid Gres value\n".into()),
+            "NumNodes" | "ReqNodes" => Ok(JobChange::NumNodes(v.parse().unwrap_or(1))),
+            "Dependency" => Ok(JobChange::Dependency(v.clone())),
+            "Account" => Ok(JobChange::Account(v.clone())),
+            "QOS" => Ok(JobChange::Qos(v.clone())),
+            "Comment" => Ok(JobChange::Comment(v.clone())),
+            // Slurm 22.05 `update_job.c`: `parse_mail_type`; `Requeue=` through `parse_uint16`,
+            // `MinTmpDiskNode=` through `parse_uint32`.
+            "MailType" => parsed(flotilla_proto::mail_type::parse(v).map(JobChange::MailType), format!("Invalid MailType: {v}\n")),
+            "MailUser" => Ok(JobChange::MailUser(v.clone())),
+            "Requeue" => parsed(common::parse_uint16(v).map(JobChange::Requeue), format!("scontrol: error: Invalid Requeue value: {v}\n")),
+            "MinTmpDiskNode" => parsed(
+                common::parse_uint32(v).map(JobChange::MinTmpDiskNode),
+                format!("scontrol: error: Invalid MinTmpDiskNode value: {v}\n"),
+            ),
+            "Topology" => Ok(JobChange::Topology(v.clone())),
+            "ReqNodeList" | "NodeList" => Ok(JobChange::ReqNodeList(v.clone())),
+            "ExcNodeList" => Ok(JobChange::ExcNodeList(v.clone())),
+            "WorkDir" => Ok(JobChange::WorkDir(v.clone())),
+            _ => bad(format!("Update of this parameter is not supported: {k}={v}\nRequest aborted\n")),
+        };
+        match ch {
+            Ok(c) => changes.push(c),
+            Err(msg) => {
+                io.err(&msg);
                 return 1;
             }
-        };
-        changes.push(ch);
+        }
     }
     if changes.is_empty() {
         io.err("No changes specified\n");

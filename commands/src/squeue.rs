@@ -867,7 +867,7 @@ fn o_field<'b>(ch: char, j: Option<&'b JobView<'_>>, now: i64, scratch: &'b mut 
             jobfmt::time_used_into(j, now, scratch);
             Cow::Borrowed(scratch.as_str())
         }
-        'n' => jobfmt::node_list_normalized(&j.required_nodes.iter().map(|s| s.as_str()).collect::<Vec<_>>()).into(),
+        'n' => jobfmt::node_list_normalized(j.required_nodes.iter().map(|s| s.as_str())).into(),
         'N' => b(&j.nodes),
         'o' => or_null(&j.command),
         'O' => b("0"),
@@ -892,7 +892,7 @@ fn o_field<'b>(ch: char, j: Option<&'b JobView<'_>>, now: i64, scratch: &'b mut 
         'u' => b(&j.user),
         'U' => put!("{}", j.uid),
         'v' | 'w' | 'W' => b("(null)"),
-        'x' => jobfmt::node_list_normalized(&j.excluded_nodes.iter().map(|s| s.as_str()).collect::<Vec<_>>()).into(),
+        'x' => jobfmt::node_list_normalized(j.excluded_nodes.iter().map(|s| s.as_str())).into(),
         'X' => b("N/A"),
         'y' => put!("{}", j.nice),
         'Y' => {

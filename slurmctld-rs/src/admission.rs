@@ -674,23 +674,14 @@ fn time_min_and_deadline(
     partition: &flotilla_core::cluster::Partition,
     now: i64,
 ) -> Result<Option<u32>, SlurmError> {
-    // `--time-min=0` or `UNLIMITED` is INFINITE (`slurm_opt.c` `arg_set_time_min`), above
-    // any finite limit.
-    let time_min = match req.time_min {
-        Some(TimeLimitWire::Minutes(m)) => Some(m),
-        Some(TimeLimitWire::Unlimited) => {
-            if partition.max_time_min.is_some() || time_limit_min.is_some() {
-                return Err(SlurmError::new(ESLURM_INVALID_TIME_MIN_LIMIT));
-            }
-            None
-        }
-        None => None,
-    };
+    let time_min = req.time_min.map(time_min_minutes);
     if let Some(m) = time_min {
         if partition.max_time_min.is_some_and(|max| u64::from(m) > max) || time_limit_min.is_some_and(|l| m > l) {
             return Err(SlurmError::new(ESLURM_INVALID_TIME_MIN_LIMIT));
         }
     }
+    // An INFINITE minimum under no limit at all is none.
+    let time_min = time_min.filter(|&m| m != u32::MAX);
     if let Some(d) = req.deadline {
         let after = |min: u32| d < now + i64::from(min) * 60;
         if d < now {
@@ -704,6 +695,16 @@ fn time_min_and_deadline(
         }
     }
     Ok(time_min)
+}
+
+/// A minimum time (`--time-min`, `scontrol update TimeMin=`) in minutes, Slurm's INFINITE
+/// (`UNLIMITED`, `-1`; sbatch's `--time-min=0`, `slurm_opt.c` `arg_set_time_min`) as
+/// `u32::MAX`, above any finite time limit.
+pub fn time_min_minutes(t: TimeLimitWire) -> u32 {
+    match t {
+        TimeLimitWire::Minutes(m) => m,
+        TimeLimitWire::Unlimited => u32::MAX,
+    }
 }
 
 /// Slurm 22.05's `deadline_ok` (`job_scheduler.c`), for a pending job at `now` (s): whether

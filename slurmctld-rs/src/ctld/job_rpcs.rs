@@ -1072,20 +1072,13 @@ fn apply_changes(
     for ch in changes {
         match ch {
             JobChange::TimeLimit(t) => {
-                let time_min = match new_time_min {
-                    Some(TimeLimitWire::Minutes(m)) => Some(m),
-                    Some(TimeLimitWire::Unlimited) => Some(u32::MAX),
-                    None => rec.time_min,
-                };
+                let time_min = new_time_min.map(admission::time_min_minutes).or(rec.time_min);
                 change_time_limit(rec, *t, time_min, ident, sched)?
             }
             // Slurm 22.05 `_update_job`: of a pending job only (otherwise nothing changes);
             // above the time limit `ESLURM_INVALID_TIME_MIN_LIMIT`; 0 clears it.
             JobChange::TimeMin(t) if pending => {
-                let m = match t {
-                    TimeLimitWire::Minutes(m) => *m,
-                    TimeLimitWire::Unlimited => u32::MAX,
-                };
+                let m = admission::time_min_minutes(*t);
                 if rec.time_limit_min.is_some_and(|l| m > l) {
                     return Err(SlurmError::new(ESLURM_INVALID_TIME_MIN_LIMIT));
                 }
@@ -1104,6 +1097,17 @@ fn apply_changes(
                 rec.deadline = Some(*d);
             }
             JobChange::Deadline(_) => {}
+            // `_update_job`: of a pending job (a running job's own directory is no change);
+            // kept as written, also a relative one, the launch's to open as the user.
+            JobChange::WorkDir(d) if rec.work_dir == *d => {}
+            JobChange::WorkDir(d) => {
+                need_pending(pending)?;
+                rec.work_dir = d.clone();
+            }
+            JobChange::MinTmpDiskNode(n) => {
+                need_pending(pending)?;
+                rec.node_shape.tmp_disk_mib = u64::from(*n);
+            }
             // Slurm 22.05 `_update_job`: of a pending job, the nodes it must use (all of them,
             // its request's node count raised to theirs; `NumNodes=` shows the old count until
             // it starts, as in Slurm) or may not use; an unknown name is
@@ -1127,17 +1131,6 @@ fn apply_changes(
                 if names.len() != rec.nodes.len() {
                     return Err(SlurmError::new(ESLURM_NOT_SUPPORTED));
                 }
-            }
-            // `_update_job`: of a pending job (a running job's own directory is no change);
-            // kept as written, also a relative one, the launch's to open as the user.
-            JobChange::WorkDir(d) if rec.work_dir == *d => {}
-            JobChange::WorkDir(d) => {
-                need_pending(pending)?;
-                rec.work_dir = d.clone();
-            }
-            JobChange::MinTmpDiskNode(n) => {
-                need_pending(pending)?;
-                rec.node_shape.tmp_disk_mib = u64::from(*n);
             }
             JobChange::ReqNodeList(v) => {
                 need_pending(pending)?;
@@ -1303,14 +1296,13 @@ fn running_num_nodes(rec: &mut JobRecord, n: u32) -> Result<(), SlurmError> {
 fn node_ids(v: &str, sched: &Scheduler) -> Result<Vec<flotilla_core::cluster::NodeId>, SlurmError> {
     let invalid = || SlurmError::new(ESLURM_INVALID_NODE_NAME);
     let names = flotilla_core::hostlist::expand(v).map_err(|_| invalid())?;
-    let mut ids = Vec::new();
-    for n in names.iter().filter(|n| !n.is_empty()) {
-        let id = sched.cluster().node_id(n).ok_or_else(invalid)?;
-        if !ids.contains(&id) {
-            ids.push(id);
-        }
-    }
+    let mut ids = names
+        .iter()
+        .filter(|n| !n.is_empty())
+        .map(|n| sched.cluster().node_id(n).ok_or_else(invalid))
+        .collect::<Result<Vec<_>, _>>()?;
     ids.sort();
+    ids.dedup();
     Ok(ids)
 }
 
