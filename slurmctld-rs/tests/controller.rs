@@ -1303,6 +1303,20 @@ fn test_only_on_a_busy_cluster_names_the_node_that_frees_first() {
     h.check();
 }
 
+/// `--test-only` of a request no node can hold still gets an answer, even when its CPUs
+/// overflow a `u32` (found by the fuzz test: the count saturates, the RPC never panics).
+#[test]
+fn test_only_of_an_impossible_request_answers_without_overflow() {
+    let mut h = Harness::two_nodes("ctl_test_only_overflow");
+    for (nodes, ntasks, cpt) in [(Some(9), None, Some(u32::MAX)), (Some(2), Some(u32::MAX), Some(u32::MAX)), (None, None, Some(1 << 31))] {
+        let mut t = job(User::Alice, None, 0);
+        (t.nodes_min, t.ntasks, t.cpus_per_task, t.test_only) = (nodes, ntasks, cpt, true);
+        let r = h.call(User::Alice, Request::SubmitJob(Box::new(t)));
+        assert!(matches!(r, Response::TestOnly(_) | Response::Error(_)), "{r:?}");
+    }
+    h.check();
+}
+
 /// A submission that changes nothing a cycle decides (a held job) triggers no
 /// event-triggered cycle; one that does triggers one as soon as the debounce gap allows.
 #[test]

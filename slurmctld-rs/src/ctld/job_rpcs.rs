@@ -212,7 +212,10 @@ impl Controller {
         let (start, parts) = (w.start as i64, w.parts);
         let names: Vec<String> = parts.iter().map(|p| self.sched.cluster().node(p.node).name.clone()).collect();
         let cpus = if parts.is_empty() {
-            (rec.spec.request.cpu_milli_per_node / 1000) as u32 * rec.num_nodes.max(1)
+            // Saturating: a request no node can hold may ask for more than u32 CPUs.
+            u32::try_from(rec.spec.request.cpu_milli_per_node / 1000)
+                .unwrap_or(u32::MAX)
+                .saturating_mul(rec.num_nodes.max(1))
         } else {
             parts.iter().map(|p| (p.cpu_milli / 1000) as u32).sum()
         };
