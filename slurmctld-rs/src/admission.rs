@@ -306,7 +306,7 @@ pub fn build_request(
     let user_nodes = req.nodes_min.filter(|&n| n > 0).unwrap_or(1);
     let ntasks = shape
         .num_tasks
-        .unwrap_or_else(|| user_nodes * req.ntasks_per_node.unwrap_or(1))
+        .unwrap_or_else(|| user_nodes.saturating_mul(req.ntasks_per_node.unwrap_or(1)))
         .max(1);
     let tasks_per_node = match req.ntasks_per_node {
         Some(t) => t.max(1),
