@@ -428,12 +428,13 @@ fn main(args: &[String], io: &mut Io<'_>) -> Result<i32, Fatal> {
     job.tres_per_node = tres_per_node(opts.gpus_per_node_text.as_deref(), opts.gres_text.as_deref());
     check_elastic(&opts)?;
     let ctl = Ctl::new(io.env).map_err(|e| submit_failed(&e))?;
+    let test_only = job.test_only;
     let req = if opts.elastic {
         Request::SubmitElastic(Box::new(flotilla_proto::SubmitElastic { job, elastic: opts.elastic_req.clone() }))
     } else {
         Request::SubmitJob(Box::new(job))
     };
-    let resp = ctl.call(req).map_err(|e| submit_failed(&e))?;
+    let resp = ctl.call(req).map_err(|e| if test_only { will_run_failed(&e) } else { submit_failed(&e) })?;
     match resp {
         Response::Submitted(s) => {
             if opts.parsable {
@@ -471,6 +472,19 @@ fn submit_failed(e: &CtlError) -> Fatal {
     } else {
         lines.push(format!("sbatch: error: Batch job submission failed: {}", se.text));
     }
+    Fatal { lines, code: 1 }
+}
+
+/// A refused `--test-only` (Slurm 22.05 `sbatch.c`: `slurm_perror("allocation failure")`, exit
+/// 1); the controller's messages first, as for a submission. A GRES name error is the
+/// client's own check in Slurm and reads as [`submit_failed`] says it.
+fn will_run_failed(e: &CtlError) -> Fatal {
+    let se = e.slurm();
+    if se.code == ESLURM_INVALID_GRES {
+        return submit_failed(e);
+    }
+    let mut lines: Vec<String> = se.messages.iter().map(|m| format!("sbatch: error: {m}")).collect();
+    lines.push(format!("allocation failure: {}", se.text));
     Fatal { lines, code: 1 }
 }
 

@@ -121,6 +121,10 @@ A01 = [
     # opt.c _opt_verify: a deadline before --begin; slurm_opt.c arg_set_time_min: 0 is
     # INFINITE), then TimeMin= as kept (_job_create: 1 for a deadline without a time limit).
     {"name": "deadline_time_min_submit", "cmd": "for o in --deadline=now-1hour '--begin=now+2hours --deadline=now+1hour' '--deadline=now+5minutes --time-min=10 -t 30' '--time-min=20 -t 10' '-p debug --time-min=40' '--time-min=0 -t 30' '--time-min=0 --deadline=now+1hour' '--time-min=2 -t 30' '-p debug --deadline=now+1hour' --deadline=now+1hour '--deadline=now+1hour -t 10 --time-min=5' --time-min=60; do echo \"[$o]\"; sb -H $o --wrap true >/dev/null && echo \"$(scontrol show job ${J[-1]} | grep -oE '(TimeLimit|TimeMin)=[^ ]*|Deadline=(N/A|[0-9]{4})' | tr '\\n' ' ')$(squeue -h -j ${J[-1]} -O mintime)\"; done\nfin"},
+    # A refused --test-only (sbatch.c: slurm_perror("allocation failure"), exit 1): the
+    # controller's messages first; the ids it spends leave no job record (job_allocate
+    # purges a will-run job), unlike a refused submission's FAILED one.
+    {"name": "test_only_refused", "cmd": "sb -H --wrap true\nfor o in --gpus-per-node=9 '-p nosuch' --mincpus=65 -N9 --gres=foo:1 --gres=gpu:9; do echo \"[$o]\"; sbatch --test-only $o --wrap true; echo rc=$?; done\nsb -H --wrap true\necho \"ids spent: $((J2 - J1 - 1)) records: $(squeue -h -u alice -t all -o %i | awk -v a=$J1 -v b=$J2 '$1 > a && $1 < b' | wc -l)\"\nfin"},
 ]
 
 # Area a02: output file name patterns (src/common/fd.c / slurmstepd io: expand_stdio_fields).

@@ -1304,7 +1304,8 @@ fn test_only_on_a_busy_cluster_names_the_node_that_frees_first() {
 }
 
 /// `--test-only` of a request no node can hold still gets an answer, even when its CPUs
-/// overflow a `u32` (found by the fuzz test: the count saturates, the RPC never panics).
+/// overflow a `u32` (found by the fuzz test: the count saturates, the RPC never panics), and
+/// leaves no job record (Slurm purges a will-run job; goldens-extra 0164).
 #[test]
 fn test_only_of_an_impossible_request_answers_without_overflow() {
     let mut h = Harness::two_nodes("ctl_test_only_overflow");

@@ -65,6 +65,12 @@ impl Controller {
             Err(Reject::BeforeId(e)) => Response::Error(e),
             Err(Reject::AfterId { error, failed }) => {
                 let Some(id) = self.take_id() else { return Response::Error(no_job_id()) };
+                // `--test-only` (Slurm's will-run): the id is spent, the record purged (the
+                // reference keeps no FAILED job for it, as it does for a submission).
+                // Its node-list message ("CPU count per node can not be satisfied") is the
+                // submission's only: will-run answers with the code alone (goldens-extra 0164).
+                let failed = failed.filter(|_| !s.test_only);
+                let error = if s.test_only { SlurmError::new(error.code) } else { error };
                 if let Some(mut f) = failed {
                     f.id = id;
                     f.spec.id = JobId(id);
@@ -209,6 +215,9 @@ impl Controller {
     /// query ([`flotilla_core::sched::Scheduler::will_run`]); nothing is submitted.
     fn test_only(&self, id: u64, rec: &JobRecord, now: i64) -> Response {
         let w = self.sched.will_run(&rec.spec, now.max(0) as u64);
+        if !w.possible {
+            return Response::Error(SlurmError::new(ESLURM_REQUESTED_NODE_CONFIG_UNAVAILABLE));
+        }
         let (start, parts) = (w.start as i64, w.parts);
         let names: Vec<String> = parts.iter().map(|p| self.sched.cluster().node(p.node).name.clone()).collect();
         let cpus = if parts.is_empty() {
