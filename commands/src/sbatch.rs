@@ -1126,6 +1126,15 @@ fn verify_node_options(opts: &mut Opts, io: &mut Io<'_>) -> Result<Option<(Strin
         io.err(&format!("sbatch: error: Ignoring {last} since it's not allowed by configuration (AllowSpecResourcesUsage = No)\n"));
     }
     let j = &mut opts.job;
+    // `-w` raises the minimum node count to its distinct nodes; above `-N`'s maximum (a
+    // single `-N n` is n-n) Slurm 22.05 `_opt_verify` refuses: "invalid number of nodes".
+    if !j.required_nodes.is_empty() {
+        let named = j.required_nodes.iter().collect::<std::collections::BTreeSet<_>>().len() as u32;
+        let min = j.nodes_min.unwrap_or(0).max(named);
+        if let Some(max) = j.nodes_max.or(j.nodes_min).filter(|&m| m != 0 && m < min) {
+            return Err(Fatal { lines: vec![format!("sbatch: error: invalid number of nodes (-N {min}-{max})")], code: 1 });
+        }
+    }
     let mut hint_env = None;
     let conflict = j.node_shape.ntasks_per_core > 0 || j.node_shape.threads_per_core > 0 || opts.extra_set;
     if let (Some(h), false) = (&opts.hint, conflict) {

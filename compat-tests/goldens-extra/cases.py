@@ -125,6 +125,13 @@ A01 = [
     # controller's messages first; the ids it spends leave no job record (job_allocate
     # purges a will-run job), unlike a refused submission's FAILED one.
     {"name": "test_only_refused", "cmd": "sb -H --wrap true\nfor o in --gpus-per-node=9 '-p nosuch' --mincpus=65 -N9 --gres=foo:1 --gres=gpu:9; do echo \"[$o]\"; sbatch --test-only $o --wrap true; echo rc=$?; done\nsb -H --wrap true\necho \"ids spent: $((J2 - J1 - 1)) records: $(squeue -h -u alice -t all -o %i | awk -v a=$J1 -v b=$J2 '$1 > a && $1 < b' | wc -l)\"\nfin"},
+    # More nodes than the partition has, under EnforcePartLimits=NO: accepted, pending
+    # PartitionNodeLimit after the first cycle (job_mgr.c _part_access_check /
+    # job_limits_check); with more than the whole cluster, refused.
+    {"name": "nodes_over_partition", "cmd": "for o in -N5 '-N3 -p debug' '-N 2 -w gpu[01-03]' -N40; do sb -t 5 $o --wrap 'sleep 600' >/dev/null || { echo \"[$o] rc=$?\"; continue; }; for i in $(seq 50); do r=$(squeue -h -j ${J[-1]} -o '%T|%r|%D'); case $r in *PartitionConfig*|PENDING*None*) sleep 0.2;; *) break;; esac; done; echo \"[$o] $r\"; scancel ${J[-1]}; done\nfin"},
+    # A node range on an idle cluster takes as many nodes as it may (cons_tres job_test:
+    # up to the range's maximum, here the partition's 4).
+    {"name": "node_range_takes_free_nodes", "cmd": "sb -t 5 -N2-5 --wrap 'sleep 600' >/dev/null\nwst $J1 RUNNING\nsqueue -h -j $J1 -o '%T|%D'\nfin"},
 ]
 
 # Area a02: output file name patterns (src/common/fd.c / slurmstepd io: expand_stdio_fields).

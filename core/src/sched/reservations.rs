@@ -478,7 +478,7 @@ mod tests {
     use crate::config::TopologyKind;
     use crate::job::{JobId, JobSpec, Request};
     use crate::sched::test_policies::{Fifo, Lowest};
-    use crate::sched::{Decision, Event, SchedConfig, Scheduler, WillRun};
+    use crate::sched::{Decision, Event, Reason, SchedConfig, Scheduler, WillRun};
 
     /// Three 8-GPU nodes, each in its own pod.
     fn sched() -> Scheduler {
@@ -564,6 +564,24 @@ mod tests {
             submit_and_cycle(&mut s, job(id, 0, 8, None), 0);
         }
         assert_eq!(s.will_run(&job(9, 50, 8, Some(60)), 50), WillRun { start: 50, parts: Vec::new(), possible: true });
+    }
+
+    /// More nodes than the partition has: `PartitionNodeLimit`, no reservation, and the job
+    /// behind it is not held back (Slurm 22.05 `job_limits_check`).
+    #[test]
+    fn more_nodes_than_the_partition_waits_partition_node_limit_and_blocks_nothing() {
+        let mut s = sched();
+        let mut big = job(1, 0, 4, Some(60));
+        big.request.nodes = Some(4);
+        let d = submit_and_cycle(&mut s, big, 0);
+        assert!(d.is_empty(), "{d:?}");
+        assert_eq!(s.pending_info(JobId(1)).map(|i| i.reason), Some(Reason::PartitionNodeLimit));
+        let d = submit_and_cycle(&mut s, job(2, 0, 8, Some(60)), 0);
+        assert!(matches!(d.as_slice(), [Decision::Bind { .. }]), "{d:?}");
+        let mut three = job(3, 0, 3, Some(60));
+        three.request.nodes = Some(3);
+        submit_and_cycle(&mut s, three, 0);
+        assert_eq!(s.pending_info(JobId(3)).map(|i| i.reason), Some(Reason::Resources), "as many nodes as the partition has");
     }
 
     #[test]
