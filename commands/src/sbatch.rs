@@ -434,7 +434,7 @@ fn main(args: &[String], io: &mut Io<'_>) -> Result<i32, Fatal> {
     } else {
         Request::SubmitJob(Box::new(job))
     };
-    let resp = ctl.call(req).map_err(|e| if test_only { will_run_failed(&e) } else { submit_failed(&e) })?;
+    let resp = ctl.call(req).map_err(|e| refused(&e, test_only))?;
     match resp {
         Response::Submitted(s) => {
             if opts.parsable {
@@ -464,27 +464,22 @@ fn main(args: &[String], io: &mut Io<'_>) -> Result<i32, Fatal> {
 }
 
 fn submit_failed(e: &CtlError) -> Fatal {
-    let se = e.slurm();
-    let mut lines: Vec<String> = se.messages.iter().map(|m| format!("sbatch: error: {m}")).collect();
-    if se.code == ESLURM_INVALID_GRES {
-        // Slurm validates GRES names in the client and says so without the prefix.
-        lines.push(format!("sbatch: error: {}", se.text));
-    } else {
-        lines.push(format!("sbatch: error: Batch job submission failed: {}", se.text));
-    }
-    Fatal { lines, code: 1 }
+    refused(e, false)
 }
 
-/// A refused `--test-only` (Slurm 22.05 `sbatch.c`: `slurm_perror("allocation failure")`, exit
-/// 1); the controller's messages first, as for a submission. A GRES name error is the
-/// client's own check in Slurm and reads as [`submit_failed`] says it.
-fn will_run_failed(e: &CtlError) -> Fatal {
+/// A refused submission, or `--test-only` (Slurm 22.05 `sbatch.c`:
+/// `slurm_perror("allocation failure")`): the controller's messages, then the error; exit 1.
+fn refused(e: &CtlError, test_only: bool) -> Fatal {
     let se = e.slurm();
-    if se.code == ESLURM_INVALID_GRES {
-        return submit_failed(e);
-    }
     let mut lines: Vec<String> = se.messages.iter().map(|m| format!("sbatch: error: {m}")).collect();
-    lines.push(format!("allocation failure: {}", se.text));
+    lines.push(if se.code == ESLURM_INVALID_GRES {
+        // Slurm validates GRES names in the client and says so without the prefix.
+        format!("sbatch: error: {}", se.text)
+    } else if test_only {
+        format!("allocation failure: {}", se.text)
+    } else {
+        format!("sbatch: error: Batch job submission failed: {}", se.text)
+    });
     Fatal { lines, code: 1 }
 }
 

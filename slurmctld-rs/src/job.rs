@@ -333,6 +333,12 @@ pub fn gpu_tres(g: &flotilla_proto::GpuCount) -> String {
 }
 
 impl JobRecord {
+    /// The CPUs its request asks for on all its nodes (CPUs per node x nodes, at least one
+    /// node), saturating: a request no node can hold may ask for more than `u32` CPUs.
+    pub fn requested_node_cpus(&self) -> u32 {
+        u32::try_from(self.spec.request.cpu_milli_per_node / 1000).unwrap_or(u32::MAX).saturating_mul(self.num_nodes.max(1))
+    }
+
     /// The state queries show (`squeue`, `scontrol show job`, the REST API, `squeue -t`'s
     /// filter): a running job that `scancel`, its time limit or `scontrol requeue` is stopping
     /// shows `COMPLETING` (`CG`) from the moment the stop is asked for, as Slurm gives it its

@@ -1315,6 +1315,12 @@ fn test_only_of_an_impossible_request_answers_without_overflow() {
         let r = h.call(User::Alice, Request::SubmitJob(Box::new(t)));
         assert!(matches!(r, Response::TestOnly(_) | Response::Error(_)), "{r:?}");
     }
+    // More GPUs on a node than any node has: never (`admission::never_runs`, the rule that
+    // ends such a submitted job BadConstraints).
+    let mut t = job(User::Alice, None, 0);
+    (t.gres, t.test_only) = (gres(9), true);
+    let r = h.call(User::Alice, Request::SubmitJob(Box::new(t)));
+    assert_eq!(r, Response::Error(SlurmError::new(ESLURM_REQUESTED_NODE_CONFIG_UNAVAILABLE)));
     h.check();
 }
 

@@ -710,8 +710,7 @@ impl Scheduler {
         }
     }
 
-    /// The per-job stages for eligible job `id` of rank `key`: one asking for more nodes than
-    /// its partition has waits (`PartitionNodeLimit`), a job a blocked partition
+    /// The per-job stages for eligible job `id` of rank `key`: a job a blocked partition
     /// holds back waits (`Priority`), one over its quota ceiling waits (`AssocGrpGRES`), one
     /// over an accounting limit waits with Slurm's reason ([`super::limits`]), or without
     /// accounting one whose user runs quota.conf's `MaxJobs=` jobs in its account already
@@ -724,14 +723,6 @@ impl Scheduler {
     /// per-job stages, so `c`, taken at the order stage, still describes it.
     fn schedule_job(&mut self, c: Candidate, now: Time, st: &mut CycleState, out: &mut Vec<Decision>) {
         let id = c.id;
-        // More nodes than the partition has (accepted under Slurm's `EnforcePartLimits=NO`):
-        // it waits with `PartitionNodeLimit` (Slurm 22.05 `job_limits_check`, goldens-extra
-        // 0165) and blocks nothing.
-        let part_nodes = self.cluster.partitions[c.part.0 as usize].nodes.len();
-        if self.pending.get(&id).and_then(|p| p.spec.request.nodes).is_some_and(|n| n as usize > part_nodes) {
-            self.set_info(id, Reason::PartitionNodeLimit, None, None, Vec::new());
-            return;
-        }
         if self.config.queue.blocks_partition() && st.blocked_parts.contains(&c.part) {
             self.set_info(id, Reason::Priority, None, None, Vec::new());
             return;

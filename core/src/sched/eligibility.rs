@@ -98,8 +98,11 @@ impl Scheduler {
 /// considered at `now`, with the text Slurm appends to the reason; `None` when it is eligible.
 /// Checked in this order: a hold (`JobHeldUser`, `JobHeldAdmin`), unsatisfied dependencies
 /// (`Dependency`), `--begin` in the future (`BeginTime`), the partition down
-/// (`PartitionDown`), then, for jobs other than replicas, a time limit above the partition's
-/// `MaxTime` or no time limit where the partition has one (`PartitionTimeLimit`), and last a
+/// (`PartitionDown`), then, for jobs other than replicas, more nodes than the partition has
+/// (`PartitionNodeLimit`: accepted under `EnforcePartLimits=NO`, goldens-extra 0165; Slurm
+/// 22.05 `_part_access_check` tests the node count before the time), a time limit above the
+/// partition's `MaxTime` or no time limit where the partition has one (`PartitionTimeLimit`),
+/// and last a
 /// required node (`--nodelist`) that is not schedulable (`ReqNodeNotAvail`, detail
 /// `UnavailableNodes:<hostlist>`).
 fn ineligible(cluster: &Cluster, spec: &JobSpec, part: &Partition, replica: bool, now: Time) -> Option<(Reason, Option<String>)> {
@@ -116,6 +119,8 @@ fn ineligible(cluster: &Cluster, spec: &JobSpec, part: &Partition, replica: bool
         Some(Reason::PartitionDown)
     } else if replica {
         None
+    } else if spec.request.nodes.is_some_and(|n| n as usize > part.nodes.len()) {
+        Some(Reason::PartitionNodeLimit)
     } else if part.over_max_time(spec.time_limit_s) {
         Some(Reason::PartitionTimeLimit)
     } else {

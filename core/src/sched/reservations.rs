@@ -433,12 +433,11 @@ impl Scheduler {
     /// Jobs without a time limit never end here, so a job that only fits once they are gone
     /// gets no nodes and the latest known end. See [`WillRun`].
     pub fn will_run(&self, spec: &JobSpec, now: Time) -> WillRun {
-        let held = |n: NodeId| self.held[n.0 as usize].iter().fold(GpuMask::EMPTY, |m, (_, g)| m.union(*g));
-        let none = |_: NodeId| GpuMask::EMPTY;
-        let place_with = |cluster: &crate::cluster::Cluster, blocked: &dyn Fn(NodeId) -> GpuMask| {
+        let blocked = |n: NodeId| self.held[n.0 as usize].iter().fold(GpuMask::EMPTY, |m, (_, g)| m.union(*g));
+        let place_on = |cluster: &crate::cluster::Cluster| {
             let ctx = PlaceCtx {
                 cluster,
-                blocked,
+                blocked: &blocked,
                 tie_rank: self.tie_rank.as_deref(),
                 partition: spec.partition,
                 job_end: None,
@@ -446,9 +445,8 @@ impl Scheduler {
             };
             placement::place(&ctx, self.placement.as_ref(), &spec.request).ok()
         };
-        let place_on = |cluster: &crate::cluster::Cluster| place_with(cluster, &held);
         if let Some(parts) = place_on(&self.cluster) {
-            return WillRun { start: now, parts, possible: true };
+            return WillRun { start: now, parts };
         }
         let mut ends: Vec<(Time, &RunningJob)> = self.running.values().filter_map(|r| Some((r.end?, r))).collect();
         ends.sort_by_key(|(e, _)| *e);
@@ -458,17 +456,10 @@ impl Scheduler {
                 cluster.give_back(&a.part);
             }
             if let Some(parts) = place_on(&cluster) {
-                return WillRun { start: (*end).max(now), parts, possible: true };
+                return WillRun { start: (*end).max(now), parts };
             }
         }
-        // Would it fit once every job is gone and no reservation holds a GPU?
-        for r in self.running.values().filter(|r| r.end.is_none()) {
-            for a in &r.allocs {
-                cluster.give_back(&a.part);
-            }
-        }
-        let possible = place_with(&cluster, &none).is_some();
-        WillRun { start: ends.last().map_or(now, |(e, _)| *e).max(now), parts: Vec::new(), possible }
+        WillRun { start: ends.last().map_or(now, |(e, _)| *e).max(now), parts: Vec::new() }
     }
 }
 
@@ -555,15 +546,13 @@ mod tests {
         submit_and_cycle(&mut s, job(2, 0, 8, None), 0);
         submit_and_cycle(&mut s, job(3, 0, 8, None), 0);
         let w = s.will_run(&job(9, 50, 16, Some(60)), 50);
-        assert_eq!(w, WillRun { start: 3600, parts: Vec::new(), possible: true }, "two nodes never free");
-        // More GPUs on a node than any node has: never.
-        assert!(!s.will_run(&job(10, 50, 9, Some(60)), 50).possible);
+        assert_eq!(w, WillRun { start: 3600, parts: Vec::new() }, "two nodes never free");
         // Nothing with a limit: the answer is now.
         let mut s = sched();
         for id in 1..=3 {
             submit_and_cycle(&mut s, job(id, 0, 8, None), 0);
         }
-        assert_eq!(s.will_run(&job(9, 50, 8, Some(60)), 50), WillRun { start: 50, parts: Vec::new(), possible: true });
+        assert_eq!(s.will_run(&job(9, 50, 8, Some(60)), 50), WillRun { start: 50, parts: Vec::new() });
     }
 
     /// More nodes than the partition has: `PartitionNodeLimit`, no reservation, and the job

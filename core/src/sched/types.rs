@@ -947,9 +947,6 @@ pub struct WillRun {
     /// Where it would run, one part per node; empty when no fit was found (jobs without a
     /// time limit in the way, or a request the partition can never hold).
     pub parts: Vec<NodeAlloc>,
-    /// Whether the request fits the partition at all: on its nodes with every job gone and
-    /// no GPU held (false: Slurm's `ESLURM_REQUESTED_NODE_CONFIG_UNAVAILABLE`).
-    pub possible: bool,
 }
 
 /// The rank of a pending job or reservation: (priority, submit time in s, job id). Higher

@@ -214,17 +214,22 @@ impl Controller {
     /// `sbatch --test-only`: when and where the job would start, from the core's will-run
     /// query ([`flotilla_core::sched::Scheduler::will_run`]); nothing is submitted.
     fn test_only(&self, id: u64, rec: &JobRecord, now: i64) -> Response {
-        let w = self.sched.will_run(&rec.spec, now.max(0) as u64);
-        if !w.possible {
+        // A request no node of its partition can ever hold (`--gres=gpu:9`), which a
+        // submission accepts to end `BadConstraints` at the cycle, is refused at once; so is
+        // one for more nodes than the partition has, which a submission accepts to pend
+        // `PartitionNodeLimit` (goldens-extra 0164, 0165).
+        let cluster = self.sched.cluster();
+        let part_nodes = cluster.partitions[rec.spec.partition.0 as usize].nodes.len();
+        if admission::never_runs(rec, cluster, &self.opts.admission)
+            || rec.spec.request.nodes.is_some_and(|n| n as usize > part_nodes)
+        {
             return Response::Error(SlurmError::new(ESLURM_REQUESTED_NODE_CONFIG_UNAVAILABLE));
         }
+        let w = self.sched.will_run(&rec.spec, now.max(0) as u64);
         let (start, parts) = (w.start as i64, w.parts);
         let names: Vec<String> = parts.iter().map(|p| self.sched.cluster().node(p.node).name.clone()).collect();
         let cpus = if parts.is_empty() {
-            // Saturating: a request no node can hold may ask for more than u32 CPUs.
-            u32::try_from(rec.spec.request.cpu_milli_per_node / 1000)
-                .unwrap_or(u32::MAX)
-                .saturating_mul(rec.num_nodes.max(1))
+            rec.requested_node_cpus()
         } else {
             parts.iter().map(|p| (p.cpu_milli / 1000) as u32).sum()
         };

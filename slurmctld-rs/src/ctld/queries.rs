@@ -219,9 +219,7 @@ impl Controller {
                 // Pending: the CPUs the job asks for (Slurm's `min_cpus`): its tasks' CPUs,
                 // which a node count only GPU options fixed does not raise (goldens-extra
                 // 0407), or its nodes' CPUs when it takes whole nodes.
-                let per_nodes = u32::try_from(rec.spec.request.cpu_milli_per_node / 1000)
-                    .unwrap_or(u32::MAX)
-                    .saturating_mul(rec.num_nodes.max(1));
+                let per_nodes = rec.requested_node_cpus();
                 if rec.exclusive {
                     per_nodes
                 } else {
