@@ -480,6 +480,7 @@ pub fn job_value(name: &str, j: &AcctJob, ctx: &Ctx) -> Option<String> {
         "AllocTRES" if started => tres(Some(j.alloc_cpus), j.alloc_cpus, j.alloc_gpus, j.alloc_mem_mib, j.alloc_nodes),
         "Cluster" => ctx.cluster.clone(),
         "Comment" => j.comment.clone(),
+        "Constraints" => j.constraints.clone(),
         "CPUTime" => secs2time_str(el.saturating_mul(i64::from(cpus))),
         "CPUTimeRAW" => el.saturating_mul(i64::from(cpus)).to_string(),
         "DerivedExitCode" => "0:0".into(),

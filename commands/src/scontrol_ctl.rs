@@ -351,6 +351,15 @@ fn update_time(io: &mut Io<'_>, v: &str) -> Option<i64> {
     }
 }
 
+/// Slurm's `parse_uint64` (`strtoull` over the whole value, below `NO_VAL64`): decimal
+/// digits only, an empty value 0; `None` otherwise (a sign, a unit, an overflow).
+fn parse_uint64(s: &str) -> Option<u64> {
+    if s.is_empty() {
+        return Some(0);
+    }
+    s.bytes().all(|b| b.is_ascii_digit()).then(|| s.parse::<u64>().ok()).flatten().filter(|&v| v < u64::MAX - 1)
+}
+
 /// `update ...`: a job (`JobId=`) or nodes (`NodeName=`).
 pub fn update(args: &[String], io: &mut Io<'_>) -> i32 {
     let pairs: Vec<(String, String)> = args
@@ -369,11 +378,18 @@ pub fn update(args: &[String], io: &mut Io<'_>) -> i32 {
             names: flotilla_core::hostlist::expand(&v0).unwrap_or_else(|_| vec![v0.clone()]),
             state: None,
             reason: None,
+            features: None,
+            features_act: None,
         };
+        // Slurm 22.05 `update_node.c` `scontrol_update_node`: `ActiveFeatures` from 3
+        // letters, `Features` from 1 or `AvailableFeatures` from 3 (case-insensitive).
+        let prefix = |k: &str, key: &str, min: usize| k.len() >= min && k.len() <= key.len() && key[..k.len()].eq_ignore_ascii_case(k);
         for (k, v) in &pairs[1..] {
             match k.to_ascii_lowercase().as_str() {
                 "state" => u.state = Some(v.clone()),
                 "reason" => u.reason = Some(v.clone()),
+                _ if prefix(k, "ActiveFeatures", 3) => u.features_act = Some(v.clone()),
+                _ if prefix(k, "Features", 1) || prefix(k, "AvailableFeatures", 3) => u.features = Some(v.clone()),
                 _ => {
                     io.err(&format!("Update of this parameter is not supported: {k}={v}\nRequest aborted\n"));
                     return 1;
@@ -459,6 +475,11 @@ pub fn update(args: &[String], io: &mut Io<'_>) -> i32 {
             "ReqNodeList" | "NodeList" => Ok(JobChange::ReqNodeList(v.clone())),
             "ExcNodeList" => Ok(JobChange::ExcNodeList(v.clone())),
             "WorkDir" => Ok(JobChange::WorkDir(v.clone())),
+            "Features" => Ok(JobChange::Features(v.clone())),
+            // `parse_uint64`, `parse_uint16`: a bad value aborts the request.
+            "MinMemoryNode" => parsed(parse_uint64(v).map(JobChange::MinMemoryNode), format!("scontrol: error: Invalid MinMemoryNode value: {v}\n")),
+            "MinMemoryCPU" => parsed(parse_uint64(v).map(JobChange::MinMemoryCpu), format!("scontrol: error: Invalid MinMemoryCPU value: {v}\n")),
+            "MinCPUsNode" => parsed(common::parse_uint16(v).map(JobChange::MinCpusNode), format!("scontrol: error: Invalid MinCPUsNode value: {v}\n")),
             _ => bad(format!("Update of this parameter is not supported: {k}={v}\nRequest aborted\n")),
         };
         match ch {
@@ -663,7 +684,7 @@ pub fn job_record(j: &JobInfo, flags: ShowFlags, now: i64, gpu_types: &BTreeMap<
         None => format!("MinMemoryNode={}", jobfmt::mem_str(j.mem_per_node_mib)),
     };
     l.push(format!("   MinCPUsNode={} {min_mem} MinTmpDiskNode={}", jobfmt::min_cpus(shape, j.cpus_per_task), jobfmt::mem_str(shape.tmp_disk_mib)));
-    l.push("   Features=(null) DelayBoot=00:00:00".into());
+    l.push(format!("   Features={} DelayBoot=00:00:00", j.features.as_deref().unwrap_or("(null)")));
     l.push(format!(
         "   OverSubscribe={} Contiguous=0 Licenses=(null) Network=(null)",
         jobfmt::oversubscribe(&v)
@@ -1027,8 +1048,8 @@ pub fn show_node(name: Option<&str>, flags: ShowFlags, io: &mut Io<'_>) -> i32 {
         let mut lines = vec![
             format!("NodeName={} Arch=x86_64 CoresPerSocket={cores} ", n.name),
             format!("   CPUAlloc={} CPUEfctv={} CPUTot={} CPULoad=0.00", n.cpus_alloc, n.cpus, n.cpus),
-            "   AvailableFeatures=(null)".into(),
-            "   ActiveFeatures=(null)".into(),
+            format!("   AvailableFeatures={}", crate::sinfo::features(n)),
+            format!("   ActiveFeatures={}", crate::sinfo::shown(&n.features_act)),
             format!("   Gres={gres}"),
             format!("   NodeAddr={addr} NodeHostName={} Port={port} Version=22.05.8", n.name),
             // `OS=<sysname release version> `: Flotilla's nodes do not report their kernel.

@@ -268,6 +268,7 @@ mod tests {
             comment: String::new(),
             steps,
             show_job: true,
+            constraints: String::new(),
         }
     }
 

@@ -241,6 +241,16 @@ fn part_name(p: &PartitionInfo) -> String {
     }
 }
 
+/// A node's available features as sinfo and scontrol print them ([`shown`]).
+pub fn features(n: &NodeInfo) -> String {
+    shown(&n.features)
+}
+
+/// Features as sinfo and scontrol print them: as kept, `(null)` for none.
+pub fn shown(f: &Option<String>) -> String {
+    f.clone().unwrap_or_else(|| "(null)".into())
+}
+
 fn value(ch: char, r: &Row<'_>, conf: &flotilla_core::config::ClusterConfig) -> Option<(&'static str, String)> {
     let n0 = r.nodes.first();
     let nconf = n0.and_then(|n| conf.nodes.iter().find(|x| x.name == n.name));
@@ -268,8 +278,8 @@ fn value(ch: char, r: &Row<'_>, conf: &flotilla_core::config::ClusterConfig) -> 
         // `-O AllocMem` only (no `-o` letter): memory allocated on the node, MiB.
         '@' => ("ALLOCMEM", n0.map_or(0, |n| n.mem_alloc_mib).to_string()),
         'G' => ("GRES", n0.map_or_else(|| "(null)".into(), |n| gres(n))),
-        'f' => ("AVAIL_FEATURES", "(null)".into()),
-        'b' => ("ACTIVE_FEATURES", "(null)".into()),
+        'f' => ("AVAIL_FEATURES", n0.map_or_else(|| "(null)".into(), |n| features(n))),
+        'b' => ("ACTIVE_FEATURES", n0.map_or_else(|| "(null)".into(), |n| shown(&n.features_act))),
         'z' => (
             "S:C:T",
             nconf.map_or_else(|| "*:*:*".into(), |x| format!("{}:{}:{}", x.sockets, x.cores_per_socket, x.threads_per_core)),
@@ -494,6 +504,10 @@ pub fn run(args: &[String], io: &mut Io<'_>) -> i32 {
     // GRES in use splits rows only where it could be printed (the default formats, `-O`).
     let by_gres = fmt.is_none();
     let gu = |n: &NodeInfo| if by_gres { gres_used(n) } else { Default::default() };
+    // Nodes of different features share no row where features are printed (`%f`, `%b`:
+    // `_match_node_data`'s `MATCH_FLAG_FEATURES`, `MATCH_FLAG_FEATURES_ACT`).
+    let by_features = printed("fb");
+    let st = |n: &NodeInfo| if by_features { format!("{}\0{}\0{}", st(n), features(n), shown(&n.features_act)) } else { st(n) };
     let mut rows: Vec<Row<'_>> = Vec::new();
     if across_parts {
         let mut seen: Vec<&NodeInfo> = Vec::new();

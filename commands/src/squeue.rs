@@ -669,13 +669,14 @@ fn letter_fields(ch: char) -> &'static [JobField] {
         'D' => &[F::NumNodes],
         'e' => &[F::EndTime],
         'E' => &[F::Dependency, F::Reason],
+        'f' => &[F::Features],
         'g' | 'G' => &[F::Gid],
         'h' => &[F::Exclusive, F::NodeShape],
         'j' => &[F::Name],
         'k' => &[F::Comment],
         'l' => &[F::TimeLimit],
         'L' => &[F::TimeLimit, F::State, F::StartTime, F::EndTime],
-        'm' => &[F::MemPerNodeMib, F::NumCpus, F::NumNodes],
+        'm' => &[F::MemPerNodeMib, F::MemPerCpuMib, F::MemWholeNode],
         'M' => &[F::State, F::StartTime, F::EndTime],
         'n' => &[F::RequiredNodes],
         'N' => &[F::Nodes],
@@ -843,7 +844,7 @@ fn o_field<'b>(ch: char, j: Option<&'b JobView<'_>>, now: i64, scratch: &'b mut 
         'D' => put!("{}", j.num_nodes),
         'e' => t(j.end_time),
         'E' => jobfmt::dependency_str(j).into(),
-        'f' => b("(null)"),
+        'f' => or_null(&j.features),
         'F' => put!("{}", j.array_job_id.unwrap_or(j.job_id)),
         'g' => common::group_name(j.gid).into(),
         'G' => put!("{}", j.gid),
@@ -862,7 +863,13 @@ fn o_field<'b>(ch: char, j: Option<&'b JobView<'_>>, now: i64, scratch: &'b mut 
         },
         'l' => jobfmt::time_limit_str(j).into(),
         'L' => jobfmt::time_left_str(j, now).into(),
-        'm' => jobfmt::mem_str(j.mem_per_node_mib / u64::from((j.num_cpus / j.num_nodes.max(1)).max(1))).into(),
+        // Slurm's `pn_min_memory` as asked: per CPU, per node, or 0 for a whole node's
+        // (`--mem=0`, `MinMemoryNode=0`; goldens-extra 0923).
+        'm' => match (j.mem_whole_node, j.mem_per_cpu_mib) {
+            (true, _) => b("0"),
+            (false, Some(m)) => jobfmt::mem_str(m).into(),
+            (false, None) => jobfmt::mem_str(j.mem_per_node_mib).into(),
+        },
         'M' => {
             jobfmt::time_used_into(j, now, scratch);
             Cow::Borrowed(scratch.as_str())

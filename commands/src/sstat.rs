@@ -445,6 +445,7 @@ mod tests {
             comment: String::new(),
             steps,
             show_job: true,
+            constraints: String::new(),
         }
     }
 

@@ -17,6 +17,11 @@ def show(fmt="%j|%l|%k|%P"):
 def script_case(name, body, args="", fmt="%j|%l|%k|%P", note=""):
     return {"name": name, "cmd": "cat > t.sh <<'EOF'\n%sEOF\nsb --hold %s t.sh\n%s" % (body, args, show(fmt)), "note": note}
 
+# Node features for the --constraint cases: set by an admin at run time (node_mgr.c
+# update_node), cleared after.
+FEAT_ON = "scontrol update NodeName=gpu01 AvailableFeatures=ib,fast\nscontrol update NodeName=gpu02 AvailableFeatures=ib\nscontrol update NodeName=gpu03 AvailableFeatures=slow\n"
+FEAT_OFF = "scontrol update NodeName=gpu[01-04] ActiveFeatures= \nscontrol update NodeName=gpu[01-04] AvailableFeatures=\n"
+
 A01 = [
     script_case("stop_at_first_command", "#!/bin/bash\n#SBATCH -J before\necho hi\n#SBATCH -J after\n#SBATCH -t 9\n"),
     script_case("blank_and_comment_lines_scanned", "#!/bin/bash\n\n# a comment\n\n#SBATCH -J deep\n   \n#SBATCH -t 3\ntrue\n"),
@@ -132,6 +137,23 @@ A01 = [
     # A node range on an idle cluster takes as many nodes as it may (cons_tres job_test:
     # up to the range's maximum, here the partition's 4).
     {"name": "node_range_takes_free_nodes", "cmd": "sb -t 5 -N2-5 --wrap 'sleep 600' >/dev/null\nwst $J1 RUNNING\nsqueue -h -j $J1 -o '%T|%D'\nfin"},
+    # --constraint without node features (job_scheduler.c build_feature_list,
+    # _valid_feature_list, _valid_node_feature): a name no node has, or bad syntax, is
+    # ESLURM_INVALID_FEATURE after the id (no record stays); an empty one is kept as empty.
+    {"name": "constraint_without_features", "cmd": "sb -H --wrap true\nfor c in foo 'a|b' '((a))' '&a' 'a*2' '[a|b]'; do echo \"[$c]\"; sbatch -H -C \"$c\" --wrap true; echo rc=$?; done\nsb -H -C '' --wrap true\necho \"ids spent: $((J2 - J1 - 1)) records: $(squeue -h -u alice -t all -o %i | awk -v a=$J1 -v b=$J2 '$1 > a && $1 < b' | wc -l)\"\nscontrol show job $J2 | grep -oE 'Features=[^ ]*'\nsqueue -h -j $J1,$J2 -o '%i|%f|' | m\nfin"},
+    # --constraint with node features set by an admin (scontrol update NodeName=
+    # AvailableFeatures=): the names checked on every node (case-sensitive), a job placed only
+    # on nodes with its features (node_scheduler.c _match_feature: left to right, one level
+    # of parentheses; `,` kept as `&`), too few such nodes in the partition refused at
+    # submission with a FAILED record.
+    {"name": "constraint_node_features", "user": "root", "cmd": FEAT_ON + ". /home/alice/x/lib.sh\ncd /home/alice/x\nfor c in 'ib,fast' 'slow|fast&ib' '(slow|ib)&fast' 'fast|slow&ib' 'fast&'; do sb --uid=alice -t 5 -C \"$c\" --wrap 'sleep 300' >/dev/null; wst ${J[-1]} RUNNING; echo \"[$c] $(squeue -h -j ${J[-1]} -o '%f|%N')\"; done\nfor o in '-N3 -C ib' '-p debug -C slow' '-C slow&fast' '-C IB' '-C ib|nosuch'; do echo \"[$o]\"; sbatch --uid=alice -t 5 $o --wrap true; echo rc=$?; done\nsb --uid=alice -t 5 -N2 -C ib --wrap 'sleep 300' >/dev/null\nwst ${J[-1]} RUNNING\nsqueue -h -j ${J[-1]} -o '%f|%N|%D'\nsqueue -h -u alice -t all -o '%i|%T|%f' | awk -F'|' -v a=$J5 -v b=$J6 '$1 > a && $1 < b {print $2 \"|\" $3}'\nfin\n" + FEAT_OFF},
+    # Node counts and matching or (build_feature_list: `*N`, `[a|b]`), which Slurm places
+    # (node_scheduler.c _get_req_features): pending in Flotilla's list (refused there).
+    {"name": "constraint_counts_and_brackets", "user": "root", "cmd": FEAT_ON + ". /home/alice/x/lib.sh\ncd /home/alice/x\nfor o in \"-N2 -C ib*2\" \"-N2 -C [ib|slow]\" \"-C [ib*1&fast*1]\"; do sb --uid=alice -t 5 $o --wrap 'sleep 300' >/dev/null && { wst ${J[-1]} RUNNING; echo \"[$o] $(squeue -h -j ${J[-1]} -o '%f|%N|%D')\"; }; done\nfin\n" + FEAT_OFF},
+    # The constraint in accounting (sacct -o Constraints: the job table's `constraints`, as
+    # the job kept it; empty without one; slurmdbd fills it in after the end is shown, so the
+    # case waits for it).
+    {"name": "constraint_sacct", "user": "root", "cmd": FEAT_ON + ". /home/alice/x/lib.sh\ncd /home/alice/x\nsb --uid=alice -t 5 -C 'ib,fast' --wrap true >/dev/null\nsb --uid=alice -t 5 -C '' --wrap true >/dev/null\nsb --uid=alice -t 5 --wrap true >/dev/null\nsbatch --uid=alice -t 5 -N3 -C ib --wrap true; echo rc=$?\nsb --uid=alice -t 5 --wrap true >/dev/null\nwend $J1; wend $J2; wend $J3; wend $J4\nfor i in $(seq 100); do [ -n \"$(sacct -X -n -j $J1 -o constraints%20 | tr -d ' ')\" ] && break; sleep 0.2; done\nsacct -X -n -P -j $J1,$J2,$J3 -o jobid,state,constraints | m\nsacct -X -n -P -j $((J4 - 1)) -o state,constraints\nfin\n" + FEAT_OFF},
 ]
 
 # Area a02: output file name patterns (src/common/fd.c / slurmstepd io: expand_stdio_fields).
@@ -409,6 +431,14 @@ A09 = [
     # job_mgr.c _update_job: pending jobs only, a work directory kept as written, the same one
     # no change), with the output paths that follow the directory.
     {"name": "workdir_tmpdisk", "cmd": "sb -H -t 5 --wrap true\nsb -t 5 --wrap 'sleep 300'\nfor kv in WorkDir=/home/alice WorkDir=/nonexistent WorkDir=rel WorkDir= MinTmpDiskNode=100 MinTmpDiskNode=2G MinTmpDiskNode=x MinTmpDiskNode=-1 MinTmpDiskNode=0 'WorkDir=/tmp MinTmpD=7'; do scontrol update jobid=$J1 $kv 2>&1 | m; echo \"[$kv] rc=${PIPESTATUS[0]} $(scontrol show job $J1 | grep -oE '(WorkDir|MinTmpDiskNode|StdOut|StdErr)=[^ ]*' | m | tr '\\n' ' ')$(squeue -h -j $J1 -o '%d|%Z')\"; done\nwst $J2 RUNNING\nfor kv in WorkDir=/home/alice/x WorkDir=/tmp MinTmpDiskNode=5; do scontrol update jobid=$J2 $kv 2>&1 | m; echo \"[running $kv] rc=${PIPESTATUS[0]}\"; done\nfin"},
+    # Features= (update_job.c; job_mgr.c _update_job: the same text no change, else pending
+    # jobs only; empty clears to (null); a feature no node has ESLURM_INVALID_FEATURE).
+    {"name": "features", "user": "root", "cmd": FEAT_ON + ". /home/alice/x/lib.sh\ncd /home/alice/x\nsb --uid=alice -H -t 5 -C ib --wrap true >/dev/null\nsb --uid=alice -t 5 -C fast --wrap 'sleep 300' >/dev/null\nwst $J2 RUNNING\nfor kv in Features=nosuch Features=fast Features=slow,ib Features='(ib|slow)' Features= F=ib; do runuser -u alice -- scontrol update jobid=$J1 $kv 2>&1 | m; echo \"[$kv] rc=${PIPESTATUS[0]} $(scontrol show job $J1 | grep -oE 'Features=[^ ]*')|$(squeue -h -j $J1 -o %f)\"; done\nfor kv in Features=fast Features=ib; do runuser -u alice -- scontrol update jobid=$J2 $kv 2>&1 | m; echo \"[running $kv] rc=${PIPESTATUS[0]}\"; done\nfin\n" + FEAT_OFF},
+    # MinMemoryNode=, MinMemoryCPU=, MinCPUsNode= (update_job.c: parse_uint64/parse_uint16,
+    # "Invalid ... value"; job_mgr.c _update_job: pending jobs only, the same memory no change,
+    # MinMemoryCPU=0 is MinMemoryNode=0 (the node's memory), MinCPUsNode=0 no change, the
+    # CPUs a node N; nothing checked against the nodes until the job is considered).
+    {"name": "min_memory_cpus", "cmd": "sb -H -t 5 -n 2 --mem=1000 --wrap true >/dev/null\nsb -t 5 --wrap 'sleep 300' >/dev/null\nsb -H -t 5 --mem-per-cpu=300 --wrap true >/dev/null\nwst $J2 RUNNING\nfor kv in MinMemoryNode=2000 MinMemoryNode=x MinMemoryNode=2G MinMemoryNode=2000 MinMemoryNode=0 MinMemoryCPU=300 MinMemoryCPU=-1 'MinMemoryN=1500 MinCPUsNode=3' MinCPUsNode=4 MinCPUsNode=0 MinC=x; do scontrol update jobid=$J1 $kv 2>&1 | m; echo \"[$kv] rc=${PIPESTATUS[0]} $(scontrol show job $J1 | grep -oE '(NumCPUs|MinCPUsNode|MinMemory(Node|CPU)|TRES)=[^ ]*' | tr '\\n' ' ')$(squeue -h -j $J1 -o '%C|%c|%m')\"; done\nfor kv in MinMemoryCPU=300 MinMemoryC=0; do scontrol update jobid=$J3 $kv 2>&1 | m; echo \"[$kv] rc=${PIPESTATUS[0]} $(scontrol show job $J3 | grep -oE 'MinMemory(Node|CPU)=[^ ]*')|$(squeue -h -j $J3 -o '%m')\"; done\nfor kv in MinMemoryNode=500 MinMemoryCPU=100 MinCPUsNode=2 MinCPUsNode=0; do scontrol update jobid=$J2 $kv 2>&1 | m; echo \"[running $kv] rc=${PIPESTATUS[0]}\"; done\nscontrol update jobid=$J1 MinMemoryNode=999999999\nscontrol release $J1\nfor i in $(seq 100); do case $(squeue -h -j $J1 -o %r) in None|Priority|JobHeldUser) sleep 0.2;; *) break;; esac; done\nsqueue -h -j $J1 -o '%T|%r'\nfin"},
 ]
 
 # Area a10: priority and queue order (slurmctld job_mgr.c: set_job_prio, priority/basic;
@@ -530,6 +560,10 @@ A07 = [
     # 0711 with a full node query: the allocation as it is (MIXED, 2 CPUs).
     {"name": "mixed_state_full_query", "user": "root",
      "cmd": WNODE + "j=$(sbatch --parsable --uid=alice -w gpu04 -t 5 -n 2 --wrap 'sleep 300' -D /home/alice/x)\nfor i in $(seq 300); do [ \"$(squeue -h -j $j -o %T)\" = RUNNING ] && break; sleep 0.1; done\n" + ALL04 % "%N|%t|%T|%C" + "scancel $j\nfor i in $(seq 300); do [ -z \"$(squeue -h -j $j -t R,CG -o %T)\" ] && break; sleep 0.1; done"},
+    # AvailableFeatures=/ActiveFeatures= (update_node.c key prefixes; node_mgr.c update_node,
+    # _valid_features_act: the active ones a subset of the available ones, both the same
+    # when only the available ones are given), as scontrol show node and sinfo %f %b show them.
+    {"name": "node_features_update", "user": "root", "cmd": "for kv in 'AvailableFeatures=a,b' 'ActiveFeatures=a' 'ActiveFeatures=c' 'AvailableFeatures=b' 'Avail=b,c ActiveFeatures=c' 'F=x' 'Act=' 'Features='; do scontrol update NodeName=gpu04 $kv; echo \"[$kv] rc=$? $(scontrol show node gpu04 | grep -oE '(Available|Active)Features=[^ ]*' | tr '\\n' ' ')$(sinfo -h -N -n gpu04 -o '%f|%b')\"; done\nscontrol update NodeName=gpu[03-04] AvailableFeatures=z\nsinfo -h -o '%N|%f|%b' | sort\nscontrol update NodeName=gpu[03-04] ActiveFeatures= \nscontrol update NodeName=gpu[03-04] AvailableFeatures="},
 ]
 
 # Area a04: GRES and TRES strings (src/common/gres.c, slurmctld: TresPerJob/TresPerNode;

@@ -79,6 +79,7 @@ fn job(id: u64, name: &str, state: &str, (ec, sig): (i32, i32), start: i64, end:
         comment: String::new(),
         steps: vec![step(state_of_batch(ec, sig), (ec, sig), start, end)],
         show_job: true,
+        constraints: String::new(),
     }
 }
 

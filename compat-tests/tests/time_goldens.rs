@@ -185,6 +185,7 @@ fn sacct_timelimit(limit: TimeLimit) -> String {
         comment: String::new(),
         steps: Vec::new(),
         show_job: true,
+        constraints: String::new(),
     };
     let ctx = flotilla_commands::sacct::Ctx {
         now: 0,

@@ -62,6 +62,7 @@ fn job(id: u64, state: &str, steps: Vec<AcctStep>) -> AcctJob {
         comment: String::new(),
         steps,
         show_job: true,
+        constraints: String::new(),
     }
 }
 

@@ -7,6 +7,7 @@
 
 use crate::cluster::{NodeId, PartId, Time, MILLI};
 use crate::config::TopologyKind;
+use crate::features::Constraint;
 use serde::{Deserialize, Serialize};
 
 /// Slurm job id.
@@ -45,6 +46,9 @@ pub struct Request {
     pub required_nodes: Vec<NodeId>,
     /// Nodes the job must not use (`-x`).
     pub excluded_nodes: Vec<NodeId>,
+    /// Node features every node used must satisfy (`--constraint`; only constraints that
+    /// [`Constraint::per_node`] holds for: the controller refuses the others).
+    pub features: Option<Constraint>,
 }
 
 impl Default for Request {
@@ -61,6 +65,7 @@ impl Default for Request {
             exclusive: false,
             required_nodes: Vec::new(),
             excluded_nodes: Vec::new(),
+            features: None,
         }
     }
 }
@@ -73,6 +78,12 @@ impl Request {
             topology,
             ..Request::default()
         }
+    }
+
+    /// Whether a node with features `has` satisfies the job's `--constraint` (true without
+    /// one).
+    pub fn features_ok(&self, has: &[String]) -> bool {
+        self.features.as_ref().is_none_or(|c| c.matches(has))
     }
 
     /// GPU demand in milli-GPUs.

@@ -15,6 +15,8 @@
 //!   pods; partitions.
 //! - [`cores`]: which cores of a node a job's CPUs are (`CPU_IDs=`), as Slurm's
 //!   `select/cons_tres` picks them.
+//! - [`features`]: job constraints on node features (`--constraint`), parsed and matched as
+//!   Slurm does.
 //! - [`job`]: what a job asks for ([`job::Request`], [`job::JobSpec`]).
 //! - [`gres`]: how `--gpus`, `--gres`, `--gpus-per-socket` and `--gpus-per-task` fit a
 //!   job's node, task and socket counts (Slurm's `_test_gres_cnt`).
@@ -33,6 +35,7 @@ pub mod cnum;
 pub mod config;
 pub mod cores;
 pub mod fairshare;
+pub mod features;
 pub mod gres;
 pub mod health;
 pub mod hostlist;

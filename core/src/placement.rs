@@ -238,7 +238,7 @@ fn node_feasible(ctx: &PlaceCtx<'_>, req: &Request, id: NodeId, d: &NodeDemand<'
     if !n.avail.schedulable() || !n.partitions.contains(&ctx.partition) {
         return None;
     }
-    if req.excluded_nodes.contains(&id) {
+    if req.excluded_nodes.contains(&id) || !req.features_ok(&n.features) {
         return None;
     }
     if !req.required_nodes.is_empty() && !req.required_nodes.contains(&id) {

@@ -161,4 +161,6 @@ pub struct AcctJob {
     /// False when only some of its steps were asked for (`-j N.batch`): sacct then prints
     /// the steps without the job's line.
     pub show_job: bool,
+    /// `--constraint` as the job kept it (`Constraints`; empty for none; appended).
+    pub constraints: String,
 }

@@ -65,6 +65,12 @@ pub const ESLURM_JOB_PENDING: i32 = 2024;
 /// `ESLURM_IN_STANDBY_MODE`: a standby controller (one that does not hold the leader lease)
 /// answers every request but a ping so; the commands try the next `SlurmctldHost=`.
 pub const ESLURM_IN_STANDBY_MODE: i32 = 2027;
+/// `ESLURM_INVALID_FEATURE`: a `--constraint` Slurm refuses (syntax, or a feature no node
+/// has).
+pub const ESLURM_INVALID_FEATURE: i32 = 2029;
+/// `ESLURM_ACTIVE_FEATURE_NOT_SUBSET`: a node's active features must be among its
+/// available ones.
+pub const ESLURM_ACTIVE_FEATURE_NOT_SUBSET: i32 = 2031;
 /// `ESLURM_NOT_SUPPORTED`.
 pub const ESLURM_NOT_SUPPORTED: i32 = 2036;
 /// `ESLURM_DISABLED`.
@@ -145,6 +151,8 @@ pub fn strerror(code: i32) -> &'static str {
         ESLURM_TRANSITION_STATE_NO_UPDATE => "Job can not be altered now, try again later",
         ESLURM_ALREADY_DONE => "Job/step already completing or completed",
         ESLURM_JOB_PENDING => "Job is pending execution",
+        ESLURM_INVALID_FEATURE => "Invalid feature specification",
+        ESLURM_ACTIVE_FEATURE_NOT_SUBSET => "Active features not subset of available features",
         ESLURM_NOT_SUPPORTED => "Requested operation not supported on this system",
         ESLURM_DISABLED => "Requested operation is presently disabled",
         ESLURM_JOB_HELD => "Job is in held state, pending scheduler release",

@@ -205,6 +205,7 @@ pub struct JobView<'a> {
     pub job_flags: u16,
     pub time_min: Option<u32>,
     pub deadline: Option<i64>,
+    pub features: Option<Str<'a>>,
 }
 
 impl<'a> JobView<'a> {
@@ -282,6 +283,7 @@ impl<'a> JobView<'a> {
             job_flags: self.job_flags,
             time_min: self.time_min,
             deadline: self.deadline,
+            features: own(self.features),
         }
     }
 }
@@ -360,6 +362,7 @@ impl<'a> From<&'a JobInfo> for JobView<'a> {
             job_flags: j.job_flags,
             time_min: j.time_min,
             deadline: j.deadline,
+            features: view(&j.features),
         }
     }
 }
@@ -504,7 +507,7 @@ job_fields! {
     TresPerNode => tres_per_node, TresPerSocket => tres_per_socket, MaxNodes => max_nodes,
     CpuIds => cpu_ids, SocketsPerNode => sockets_per_node, MemWholeNode => mem_whole_node,
     NodeShape => node_shape, MailType => mail_type, MailUser => mail_user, JobFlags => job_flags,
-    TimeMin => time_min, Deadline => deadline,
+    TimeMin => time_min, Deadline => deadline, Features => features,
 }
 
 /// A set of [`JobField`]s (a bit per field; 128 bits, as there are more than 64 fields).
@@ -720,7 +723,7 @@ mod tests {
                     },
                 },
                 mail_type: nums[1] as u16, mail_user: opts[3].clone(), job_flags: nums[2] as u16,
-                time_min: big.2.map(|b| b as u32), deadline: big.3,
+                time_min: big.2.map(|b| b as u32), deadline: big.3, features: opts[4].clone(),
             }
         }
     }

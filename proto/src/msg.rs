@@ -489,6 +489,14 @@ pub enum JobChange {
     WorkDir(String),
     /// `MinTmpDiskNode=` (appended): MiB of temporary disk a node.
     MinTmpDiskNode(u32),
+    /// `Features=` (appended): the new `--constraint` as written; empty clears it.
+    Features(String),
+    /// `MinMemoryNode=` (appended): MiB a node; 0 is all of a node's memory (`--mem=0`).
+    MinMemoryNode(u64),
+    /// `MinMemoryCPU=` (appended): MiB a CPU; 0 is `MinMemoryNode=0`.
+    MinMemoryCpu(u64),
+    /// `MinCPUsNode=` (appended): CPUs a node at least; 0 changes nothing.
+    MinCpusNode(u16),
 }
 
 /// `scontrol update job`.
@@ -1002,6 +1010,8 @@ pub struct JobInfo {
     pub time_min: Option<u32>,
     /// `Deadline=` (s since epoch; appended); `None`: `N/A`.
     pub deadline: Option<i64>,
+    /// `Features=` (appended): `--constraint` as the job keeps it; `None`: `(null)`.
+    pub features: Option<String>,
 }
 
 /// Slurm 22.05's job `bit_flags` the submission options set (`slurm_opt.c`
@@ -1145,6 +1155,12 @@ pub struct NodeInfo {
     /// Who set `reason` (Slurm's `reason_uid`, sinfo `%u`): the admin who drained or downed
     /// the node, the controller's own user for a reason it set itself.
     pub reason_uid: Option<u32>,
+    /// Available features as shown (appended): slurm.conf's `Features=` or as `scontrol
+    /// update` set them, comma-separated; `AvailableFeatures=`, sinfo `%f`; `None`: `(null)`.
+    pub features: Option<String>,
+    /// Active features as shown (appended): what `--constraint` matches; `ActiveFeatures=`,
+    /// sinfo `%b`; `None`: `(null)`, `Some("")` once `scontrol update` emptied them.
+    pub features_act: Option<String>,
 }
 
 /// A partition as `sinfo`/`scontrol show partition` need it.
@@ -1365,7 +1381,7 @@ pub struct Stats {
 }
 
 /// `scontrol update NodeName=... State=... Reason=...` (root or `SlurmUser` only).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
 pub struct UpdateNode {
     /// Nodes, expanded.
     pub names: Vec<String>,
@@ -1373,6 +1389,10 @@ pub struct UpdateNode {
     pub state: Option<String>,
     /// `Reason=`.
     pub reason: Option<String>,
+    /// `AvailableFeatures=`/`Features=` (appended): comma-separated; empty clears.
+    pub features: Option<String>,
+    /// `ActiveFeatures=` (appended): comma-separated, a subset of the available ones.
+    pub features_act: Option<String>,
 }
 
 /// Requests. Append-only.

@@ -259,6 +259,7 @@ fn job_row(rec: &JobRecord) -> AcctRow {
             comment: rec.comment.clone().unwrap_or_default(),
             steps: Vec::new(),
             show_job: true,
+            constraints: rec.features.clone().unwrap_or_default(),
         },
         batch: (a.batch_cpus, a.batch_gpus, a.batch_mem_mib),
     }
@@ -274,6 +275,7 @@ const ACCT_COLS: &[&str] = &[
     "signal", "submit_time", "start_time", "end_time", "time_limit_min", "nodes", "alloc_cpus", "alloc_gpus",
     "alloc_mem_mib", "restarts", "eligible_time", "cancelled_by", "gid", "qos", "alloc_nodes", "req_nodes", "req_cpus",
     "req_gpus", "req_mem_mib", "batch_cpus", "batch_gpus", "batch_mem_mib", "work_dir", "comment", "array_task_str",
+    "constraints",
 ];
 
 /// Writes accounting rows inside the commit's transaction: `rows` (snapshots taken at the
@@ -322,6 +324,7 @@ pub fn write(db: &dyn Backend, rows: &[AcctRow], current: &[AcctRow], steps: &[S
                 &j.work_dir,
                 &j.comment,
                 &j.array_task_str,
+                &j.constraints,
             ]
             .to_vec()
         })
@@ -367,6 +370,7 @@ fn read_row(r: &Row) -> Result<AcctRow, DbError> {
             array_task_str: r.get(34)?,
             steps: Vec::new(),
             show_job: true,
+            constraints: r.get(35)?,
         },
         batch: (r.get(29)?, r.get(30)?, r.get::<i64>(31)? as u64),
     })
@@ -688,6 +692,7 @@ mod tests {
             comment: String::new(),
             steps: Vec::new(),
             show_job: true,
+            constraints: String::new(),
         }
     }
 

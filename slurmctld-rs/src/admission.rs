@@ -15,6 +15,7 @@ use crate::deps::{self, Dependency};
 use crate::job::{JobRecord, JobState};
 use flotilla_core::cluster::{Cluster, NodeId, PartId};
 use flotilla_core::config::TopologyKind;
+use flotilla_core::features::Constraint;
 use flotilla_core::gres;
 use flotilla_core::job::{HoldKind, JobId, JobSpec, Request};
 use flotilla_proto::errno::*;
@@ -141,8 +142,14 @@ impl PerNode {
 /// job submitted held without the test (`-H --mincpus=65`) ends once released.
 pub fn never_runs(rec: &JobRecord, cluster: &Cluster, conf: &AdmissionConf) -> bool {
     let part = rec.spec.partition;
-    node_config_test(&PerNode::of(rec), &conf.node_kinds, part, &rec.spec.request.excluded_nodes).is_err()
+    node_config_test(&PerNode::of(rec), &conf.node_kinds, part, &usable(&rec.spec.request, cluster)).is_err()
         || check_shape(&rec.spec.request, cluster, part).is_err()
+}
+
+/// Whether request `r` may use a node: not excluded (`-x`) and with the features its
+/// `--constraint` asks for.
+pub fn usable<'a>(r: &'a Request, cluster: &'a Cluster) -> impl Fn(NodeId) -> bool + 'a {
+    move |n| !r.excluded_nodes.contains(&n) && r.features_ok(&cluster.node(n).features)
 }
 
 /// Slurm 22.05's node-configuration test (`node_scheduler.c` `_build_node_list`, its messages
@@ -154,16 +161,17 @@ pub fn never_runs(rec: &JobRecord, cluster: &Cluster, conf: &AdmissionConf) -> b
 /// per node`, `Memory specification`, `Temporary disk specification`, `Socket, core and/or
 /// thread specification` `can not be satisfied`. Slurm runs it only for a job not held
 /// (`select_nodes` returns early for priority 0), so a held job is not tested. A partition
-/// none of `kinds` covers passes (other checks decide).
+/// none of `kinds` covers passes (other checks decide). Kinds with no node the job may use
+/// (`usable`: [`usable`], not excluded, with the features asked for) are skipped.
 pub fn node_config_test(
     want: &PerNode,
     kinds: &[NodeKind],
     part: PartId,
-    excluded: &[NodeId],
+    usable: &dyn Fn(NodeId) -> bool,
 ) -> Result<(), &'static str> {
     let mut failed = None;
     for k in kinds.iter().filter(|k| k.partitions.contains(&part)) {
-        if !excluded.is_empty() && k.nodes.iter().all(|n| excluded.contains(n)) {
+        if !k.nodes.iter().any(|n| usable(*n)) {
             continue;
         }
         let hw = &k.hw;
@@ -366,6 +374,8 @@ pub fn build_request(
         exclusive: req.exclusive,
         required_nodes,
         excluded_nodes,
+        // Set after the dependency ([`constraint`]), in Slurm's order of checks.
+        features: None,
     };
     // Can any node of the partition ever satisfy it? (After Slurm's node-configuration
     // test, which [`admit`] runs on the record: the GPUs the select plugin looks for.)
@@ -400,10 +410,66 @@ pub fn check_shape(r: &Request, cluster: &Cluster, part: PartId) -> Result<(), S
         || (r.gpus_per_node.is_none() && u64::from(r.gpus) > cap.total_gpus)
         || r.cpu_milli_per_node > cap.max_cpu_milli
         || r.mem_mib_per_node > cap.max_mem_mib;
-    if unavailable {
+    if unavailable || !features_fit(r, cluster, part) {
         return Err(SlurmError::new(ESLURM_REQUESTED_NODE_CONFIG_UNAVAILABLE));
     }
     Ok(())
+}
+
+/// Whether the nodes of partition `part` with the features request `r`'s `--constraint`
+/// asks for (true without one) can hold it: as many as its node count (unless that is more
+/// than the partition has, which pends as `PartitionNodeLimit`), its GPUs per node on one of
+/// them (of the model asked for), and its GPUs in all. Slurm 22.05's `_build_node_list` and
+/// `_pick_best_nodes` refuse a job otherwise with `ESLURM_REQUESTED_NODE_CONFIG_UNAVAILABLE`
+/// (reference: `-N3 -C ib` with 2 `ib` nodes, and `-p debug -C slow` with `slow` only outside
+/// `debug`, end `FAILED` at submission).
+pub fn features_fit(r: &Request, cluster: &Cluster, part: PartId) -> bool {
+    if r.features.is_none() {
+        return true;
+    }
+    let p = &cluster.partitions[part.0 as usize];
+    let ok = usable(r, cluster);
+    let (mut nodes, mut max_gpus, mut total_gpus) = (0usize, 0u32, 0u64);
+    for &id in &p.nodes {
+        if !ok(id) {
+            continue;
+        }
+        nodes += 1;
+        let n = cluster.node(id);
+        if n.gpu_type_ok(&r.gpu_types) {
+            max_gpus = max_gpus.max(n.gpus);
+            total_gpus += u64::from(n.gpus);
+        }
+    }
+    let want_nodes = r.nodes.unwrap_or(1).max(1) as usize;
+    (nodes >= want_nodes || want_nodes > p.nodes.len())
+        && nodes > 0
+        && r.gpus_per_node.is_none_or(|g| g <= max_gpus)
+        && (r.gpus_per_node.is_some() || u64::from(r.gpus) <= total_gpus)
+}
+
+/// The job's `--constraint` `text` checked as Slurm 22.05's `build_feature_list` and
+/// `_valid_feature_list` check it (after the dependency, before the reservation: an id is
+/// used and no record stays): the syntax, and every feature named on some node of the
+/// cluster (`_valid_node_feature`, any partition, case-sensitive); else
+/// `ESLURM_INVALID_FEATURE`. Node counts (`ib*2`) and matching or (`[a|b]`), which Slurm
+/// accepts, are refused with `ESLURM_NOT_SUPPORTED`: Flotilla's placement cannot honour
+/// them, and ignoring them would run the job on nodes it did not ask for. `Ok(None)` for a
+/// constraint naming nothing (`-C ''`).
+pub fn constraint(text: &str, cluster: &Cluster) -> Result<Option<Constraint>, SlurmError> {
+    let invalid = || SlurmError::new(ESLURM_INVALID_FEATURE);
+    let c = match Constraint::parse(text) {
+        Ok(Some(c)) => c,
+        Ok(None) => return Ok(None),
+        Err(_) => return Err(invalid()),
+    };
+    if !c.names().all(|f| cluster.nodes.iter().any(|n| n.features.iter().any(|h| h == f))) {
+        return Err(invalid());
+    }
+    if !c.per_node() {
+        return Err(SlurmError::new(ESLURM_NOT_SUPPORTED));
+    }
+    Ok(Some(c))
 }
 
 /// The error of a dependency string Slurm refuses: "Job dependency problem", or "Requested
@@ -561,6 +627,8 @@ fn pending_record(
         job_flags: req.job_flags,
         time_min: None,
         deadline: req.deadline,
+        min_cpus_set: None,
+        features: None,
         ntasks_given: req.ntasks.is_some(),
         cores: Default::default(),
         command: req.command.as_ref().map(|c| std::iter::once(c.as_str()).chain(req.argv.iter().map(String::as_str)).collect::<Vec<_>>().join(" ")),
@@ -802,13 +870,19 @@ pub fn admit(req: &SubmitJob, cluster: &Cluster, conf: &AdmissionConf, now: i64)
     // and the dependency, before the nodes are tested: the id is used, no record stays).
     // Flotilla has no advance reservations, so every name is one Slurm does not know; an
     // empty one asks for none.
+    if let Some(text) = &req.constraint {
+        record.spec.request.features = constraint(text, cluster).map_err(|error| Reject::AfterId { error, failed: None })?;
+        record.features = Some(flotilla_core::features::normalize(text));
+    }
     if req.reservation.as_deref().is_some_and(|r| !r.is_empty()) {
         return Err(Reject::AfterId { error: SlurmError::new(ESLURM_RESERVATION_INVALID), failed: None });
     }
     // A job submitted held is not tested against the nodes (Slurm's `select_nodes` returns
     // `ESLURM_JOB_HELD` before `_build_node_list`): `-H --mincpus=65` is accepted and held
     // on the reference (goldens-extra 0159).
-    let satisfiable = node_config_test(&PerNode::of(&record), &conf.node_kinds, part, &record.spec.request.excluded_nodes).and(satisfiable);
+    let satisfiable = node_config_test(&PerNode::of(&record), &conf.node_kinds, part, &usable(&record.spec.request, cluster))
+        .and(satisfiable)
+        .and(if features_fit(&record.spec.request, cluster, part) { Ok(()) } else { Err("") });
     if let (Err(msg), false) = (satisfiable, req.hold) {
         let mut failed = record;
         failed.state = JobState::Failed;
@@ -1039,9 +1113,9 @@ mod tests {
         kinds.push(NodeKind { nodes: vec![NodeId(3)], partitions: vec![PartId(0)], hw: NodeHardware { tmp_disk_mib: 100, ..kinds[0].hw } });
         kinds[0].nodes.truncate(3);
         let want = PerNode { tmp_disk_mib: 50, min_cpus: 1, cpus_per_task: 1, ..Default::default() };
-        assert_eq!(node_config_test(&want, &kinds, PartId(0), &[]), Ok(()));
-        assert_eq!(node_config_test(&want, &kinds, PartId(1), &[]), Err("Temporary disk specification can not be satisfied"));
-        assert_eq!(node_config_test(&want, &kinds, PartId(0), &[NodeId(3)]), Err("Temporary disk specification can not be satisfied"));
+        assert_eq!(node_config_test(&want, &kinds, PartId(0), &|_| true), Ok(()));
+        assert_eq!(node_config_test(&want, &kinds, PartId(1), &|_| true), Err("Temporary disk specification can not be satisfied"));
+        assert_eq!(node_config_test(&want, &kinds, PartId(0), &|n| n != NodeId(3)), Err("Temporary disk specification can not be satisfied"));
     }
 
     /// `--mincpus` above the tasks' CPUs takes that many CPUs per node, in whole `-c` units

@@ -263,6 +263,13 @@ pub struct JobRecord {
     /// `DEADLINE`, and one that starts runs at most until then
     /// ([`crate::ctld::Controller`]'s deadline check, Slurm's `deadline_ok`).
     pub deadline: Option<i64>,
+    /// The CPUs in all `scontrol update MinCPUsNode=N` asked for (N x the job's nodes then):
+    /// Slurm's `min_cpus` that update sets, shown as a pending job's `NumCPUs=` (a
+    /// submission's `--mincpus` is not: its `NumCPUs=` stays its tasks' CPUs).
+    pub min_cpus_set: Option<u32>,
+    /// `--constraint` as kept (`,` read as `&`) and shown (`Features=`, squeue `%f`); `None`
+    /// when not given (`(null)`), `Some("")` for an empty one (`Features=`).
+    pub features: Option<String>,
     /// Whether the submission set the task count (`-n`, or sbatch's derived count): Slurm's
     /// `num_tasks` set. A job that ended without starting shows `NumTasks=N/A` otherwise.
     pub ntasks_given: bool,

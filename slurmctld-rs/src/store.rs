@@ -79,10 +79,11 @@ const MIGRATIONS: &[Migration] = &[
     migration!(9, "0009_usage.sql", None),
     migration!(10, "0010_lease.sql", None),
     migration!(11, "0011_run_steps.sql", None),
+    migration!(12, "0012_constraints.sql", None),
 ];
 
 /// The highest migration number: the schema version a store of this controller has.
-pub const SCHEMA_VERSION: u32 = 11;
+pub const SCHEMA_VERSION: u32 = 12;
 
 /// SQLite `synchronous` setting.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -1203,7 +1203,7 @@ fn node_boot_epoch_change() {
 }
 
 fn update_node(name: &str, state: &str, reason: &str) -> Request {
-    Request::UpdateNode(UpdateNode { names: vec![name.into()], state: Some(state.into()), reason: Some(reason.into()) })
+    Request::UpdateNode(UpdateNode { names: vec![name.into()], state: Some(state.into()), reason: Some(reason.into()), ..Default::default() })
 }
 
 /// A node's state and reason as `scontrol show node` / `sinfo` get them.
@@ -1695,4 +1695,91 @@ fn submission_reason_priority_matches_slurms_rule() {
     }
     // Both answers were reached often enough for the comparison to mean something.
     assert!(checked.0 >= 20 && checked.1 - checked.0 >= 20, "checked (Priority, all): {checked:?}");
+}
+
+/// `--constraint` as Slurm 22.05 takes it (goldens-extra a01 `constraint_*`, recorded with
+/// node features set on the reference): a feature no node has, or bad syntax, is
+/// `ESLURM_INVALID_FEATURE` after the id (no record); no node of the partition (or too few)
+/// with the features is `ESLURM_REQUESTED_NODE_CONFIG_UNAVAILABLE` with a `FAILED` record; the
+/// job runs only on nodes with its features (`,` read as `&`, left to right), waits while they
+/// are busy, and `scontrol update Features=` changes a pending job's only.
+#[test]
+fn constraints_choose_nodes_by_feature() {
+    let conf = "\
+ClusterName=harness
+SlurmctldHost=localhost
+GresTypes=gpu
+NodeName=gpu01 Sockets=2 CoresPerSocket=32 ThreadsPerCore=1 RealMemory=512000 Gres=gpu:h100:8 Features=ib,fast State=UNKNOWN
+NodeName=gpu02 Sockets=2 CoresPerSocket=32 ThreadsPerCore=1 RealMemory=512000 Gres=gpu:h100:8 Features=ib State=UNKNOWN
+NodeName=gpu03 Sockets=2 CoresPerSocket=32 ThreadsPerCore=1 RealMemory=512000 Gres=gpu:h100:8 Features=slow State=UNKNOWN
+PartitionName=batch Nodes=gpu[01-03] Default=YES MaxTime=2-00:00:00 State=UP
+PartitionName=debug Nodes=gpu[01-02] MaxTime=30 State=UP
+";
+    let mut h = Harness::new("ctl_constraints", conf, CtlOptions::default());
+    for n in ["gpu01", "gpu02", "gpu03"] {
+        h.register(n);
+    }
+    h.turn();
+    let with = |c: &str, nodes: Option<u32>, part: Option<&str>, gpus: u64| {
+        let mut j = gpu_job(User::Alice, gpus, Some(100), 0);
+        (j.constraint, j.nodes_min, j.partition) = (Some(c.to_string()), nodes, part.map(str::to_string));
+        Request::SubmitJob(Box::new(j))
+    };
+    let err = |code| Response::Error(SlurmError::new(code));
+    for bad in ["foo", "ib|foo", "IB", "((ib))", "&ib", "(ib", "ib)"] {
+        assert_eq!(h.call(User::Alice, with(bad, None, None, 0)), err(ESLURM_INVALID_FEATURE), "{bad}");
+    }
+    assert_eq!(h.call(User::Alice, with("ib*2", None, None, 0)), err(ESLURM_NOT_SUPPORTED));
+    assert_eq!(h.call(User::Alice, with("[ib|fast]", None, None, 0)), err(ESLURM_NOT_SUPPORTED));
+    assert_eq!(h.call(User::Alice, with("ib", Some(3), None, 0)), err(ESLURM_REQUESTED_NODE_CONFIG_UNAVAILABLE));
+    assert_eq!(h.call(User::Alice, with("slow", None, Some("debug"), 0)), err(ESLURM_REQUESTED_NODE_CONFIG_UNAVAILABLE));
+    assert_eq!(h.call(User::Alice, with("slow&fast", None, None, 0)), err(ESLURM_REQUESTED_NODE_CONFIG_UNAVAILABLE));
+    // Every refusal used an id (12 so far); the three unavailable ones are kept FAILED.
+    let Response::Submitted(s) = h.call(User::Alice, with("ib,fast", None, None, 8)) else { panic!() };
+    let both = s.job_id;
+    assert_eq!(both, 13, "every refusal above used an id");
+    let Response::Submitted(s) = h.call(User::Alice, with("", None, None, 0)) else { panic!() };
+    let empty = s.job_id;
+    h.turn();
+    assert_eq!(h.job(11).state, Some(JobStateWire::Failed));
+    assert_eq!(h.job(11).features.as_deref(), Some("slow"));
+    assert!(h.jobs().all(|j| j.job_id > 9), "no record of the invalid or unsupported ones");
+    assert_eq!(h.job(both).nodes, "gpu01");
+    assert_eq!(h.job(both).features.as_deref(), Some("ib&fast"), "`,` is kept as `&`");
+    assert_eq!(h.job(empty).features.as_deref(), Some(""));
+    // gpu01's GPUs are taken: a `fast` job waits instead of running elsewhere, an
+    // `fast|slow&ib` one (left to right: (fast|slow)&ib) too, a `slow|fast` one runs on gpu03.
+    let Response::Submitted(s) = h.call(User::Alice, with("fast", None, None, 1)) else { panic!() };
+    let fast = s.job_id;
+    let Response::Submitted(s) = h.call(User::Alice, with("fast|slow&ib", None, None, 1)) else { panic!() };
+    let left = s.job_id;
+    let Response::Submitted(s) = h.call(User::Alice, with("slow|fast", None, None, 1)) else { panic!() };
+    let either = s.job_id;
+    let Response::Submitted(s) = h.call(User::Alice, with("ib", Some(2), None, 1)) else { panic!() };
+    let two = s.job_id;
+    h.turn();
+    assert_eq!(state(&h, fast), JobStateWire::Pending);
+    assert_eq!(state(&h, left), JobStateWire::Pending);
+    assert_eq!(h.job(either).nodes, "gpu03");
+    assert_eq!(state(&h, two), JobStateWire::Pending, "gpu01 has no GPU left for a 2-node ib job");
+    // Updates: a feature no node has is refused, an empty one clears, the same one on a
+    // running job changes nothing, another one on a running job is refused.
+    let upd = |id: u64, f: &str| Request::UpdateJob(UpdateJob { job: JobRef::id(id), changes: vec![JobChange::Features(f.into())] });
+    let refused = |r: Response| match r {
+        Response::JobResults(v) => v[0].error.clone().map(|e| e.code),
+        Response::Error(e) => Some(e.code),
+        _ => None,
+    };
+    assert_eq!(refused(h.call(User::Alice, upd(fast, "nope"))), Some(ESLURM_INVALID_FEATURE));
+    assert_eq!(refused(h.call(User::Alice, upd(both, "ib&fast"))), None);
+    assert_eq!(refused(h.call(User::Alice, upd(both, "ib"))), Some(ESLURM_JOB_NOT_PENDING));
+    assert_eq!(refused(h.call(User::Alice, upd(fast, "slow"))), None);
+    h.turn();
+    assert_eq!(h.job(fast).features.as_deref(), Some("slow"));
+    assert_eq!(h.job(fast).nodes, "gpu03", "runs once its constraint names a node with room");
+    assert_eq!(refused(h.call(User::Alice, upd(left, ""))), None);
+    h.turn();
+    assert_eq!(h.job(left).features, None);
+    assert_ne!(h.job(left).nodes, "", "no constraint left: runs anywhere");
+    h.check();
 }

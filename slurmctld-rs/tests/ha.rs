@@ -263,7 +263,7 @@ fn a_followed_store_equals_a_fresh_recovery() {
                 &env,
                 a.addr,
                 0,
-                Request::UpdateNode(UpdateNode { names: vec![node], state: Some(state.into()), reason: Some("followed".into()) }),
+                Request::UpdateNode(UpdateNode { names: vec![node], state: Some(state.into()), reason: Some("followed".into()), ..Default::default() }),
             );
         }
         // A look while the leader works (the store changing under it), sometimes two, some

@@ -174,6 +174,7 @@ prop_compose! {
         gpu_types in texts(),
         exclusive in any::<bool>(),
         nodes_in in (node_ids(), node_ids()),
+        features in proptest::sample::select(vec![None, Some("ib"), Some("(ib|fast)&a b"), Some("x&"), Some("a,b|c")]),
     ) -> Request {
         Request {
             gpus,
@@ -187,6 +188,8 @@ prop_compose! {
             exclusive,
             required_nodes: nodes_in.0,
             excluded_nodes: nodes_in.1,
+            // A row keeps the text and parses it again.
+            features: features.map(|f| flotilla_core::features::Constraint::parse(f).unwrap().unwrap()),
         }
     }
 }
@@ -458,6 +461,8 @@ prop_compose! {
             job_flags: (h.2 % 32) as u16,
             time_min: f.1.map(|m| m % 1000),
             deadline: f.0.map(|d| d ^ 0x55),
+            min_cpus_set: f.1.map(|m| m % 7),
+            features: h.1.clone(),
             ntasks_given: h.2 % 2 == 0,
             mail_user: h.1.as_ref().map(|t| format!("{t}@x")),
             cores: h.4,

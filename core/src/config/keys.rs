@@ -321,7 +321,7 @@ pub static KEYS: &[KeyDoc] = &[
         scope: Node,
         ty: ValueType::List,
         default: Unset,
-        doc: "Node features for `--constraint`.",
+        doc: "Node features for `--constraint` (`-C`): names joined by `&` (or `,`) and `|`, left to right, one level of parentheses, as Slurm 22.05 reads them; node counts (`ib*2`) and matching or (`[a|b]`) are refused (`Requested operation not supported on this system`) rather than ignored. `scontrol update NodeName= AvailableFeatures= ActiveFeatures=` changes them until the next restart, as in Slurm.",
     },
     key(Node, "State", ValueType::Enum(NODE_STATES), Value("UNKNOWN"), "Initial node state."),
     // slurm.conf, PartitionName lines.

@@ -257,7 +257,7 @@ impl Scheduler {
         };
         let mut base = vec![false; up.len()];
         for n in &part.nodes {
-            base[n.0 as usize] = up[n.0 as usize];
+            base[n.0 as usize] = up[n.0 as usize] && req.features_ok(&self.cluster.node(*n).features);
         }
         let mut start_res = now;
         for _ in 0..MAX_TRIES {

@@ -426,6 +426,11 @@ impl Scheduler {
             Event::StorageBandwidth(bw) => self.set_storage_bandwidth(bw, &mut out),
             Event::Shrunk { job, allocs } => self.shrunk(job, &allocs, now),
             Event::Resize { job, size } => self.resize(job, size, now, &mut out),
+            Event::NodeFeatures { node, features } => {
+                self.cluster.nodes[node.0 as usize].features = features;
+                self.touch_fit();
+                self.mark_dirty(node);
+            }
         }
         out
     }

@@ -339,7 +339,7 @@ impl Scheduler {
             if (n.inference_pool && !spec.preemptible && !self.replica_service.contains_key(&spec.id)) || self.swap.contains(&id) {
                 continue;
             }
-            if req.excluded_nodes.contains(&id) || (!req.required_nodes.is_empty() && !req.required_nodes.contains(&id)) {
+            if req.excluded_nodes.contains(&id) || (!req.required_nodes.is_empty() && !req.required_nodes.contains(&id)) || !req.features_ok(&n.features) {
                 continue;
             }
             if n.cpu_milli < req.cpu_milli_per_node || n.mem_mib < req.mem_mib_per_node {

@@ -603,6 +603,14 @@ pub enum Event {
         /// New size: nodes, or GPUs for a GPU-granular elastic job.
         size: u32,
     },
+    /// `scontrol update NodeName= ActiveFeatures=`: the features `--constraint` matches on
+    /// the node from now on (running jobs stay).
+    NodeFeatures {
+        /// The node.
+        node: NodeId,
+        /// Its features.
+        features: Vec<String>,
+    },
 }
 
 /// The queue discipline: how blocked jobs hold resources.

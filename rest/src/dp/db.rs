@@ -632,6 +632,7 @@ mod tests {
                 ..AcctStep::default()
             }],
             show_job: true,
+            constraints: String::new(),
             ..AcctJob::default()
         }
     }

@@ -1125,6 +1125,41 @@ fn apply_changes(
                 need_pending(pending)?;
                 rec.node_shape.tmp_disk_mib = u64::from(*n);
             }
+            // Slurm 22.05 `_update_job`: the constraint as it already is (the text compared as
+            // given, before `,` becomes `&`) changes nothing; else of a pending job only;
+            // empty clears it (`(null)`); else checked as at submission ([`admission::constraint`];
+            // Slurm answers every refusal `ESLURM_INVALID_FEATURE`).
+            // Slurm 22.05 `_update_job`: of a pending job only (checked first: the same value on
+            // a running job is refused too); the same memory as the job's no change;
+            // `MinMemoryCPU=0` is `MinMemoryNode=0` (all of a node's memory). Not checked
+            // against the nodes here: a job asking more than any node has pends
+            // `BadConstraints` once considered (goldens-extra 0923).
+            JobChange::MinMemoryNode(m) | JobChange::MinMemoryCpu(m) => {
+                need_pending(pending)?;
+                let per_cpu = matches!(ch, JobChange::MinMemoryCpu(_)) && *m > 0;
+                set_min_memory(rec, *m, per_cpu, sched);
+            }
+            // `_update_job`: 0 changes nothing (on any job); else of a pending job only, its
+            // CPUs a node at least that many (in whole `-c` units, as [`admission`] sizes a
+            // `--mincpus` job; Slurm's `NumCPUs=` is then N a node).
+            JobChange::MinCpusNode(0) => {}
+            JobChange::MinCpusNode(n) => {
+                need_pending(pending)?;
+                rec.node_shape.min_cpus = u32::from(*n);
+                rec.min_cpus_set = Some(u32::from(*n).saturating_mul(rec.num_nodes.max(1)));
+                resize_cpus(rec);
+            }
+            JobChange::Features(f) if rec.features.as_deref() == Some(f.as_str()) => {}
+            JobChange::Features(f) => {
+                need_pending(pending)?;
+                if f.is_empty() {
+                    rec.features = None;
+                    rec.spec.request.features = None;
+                } else {
+                    rec.spec.request.features = admission::constraint(f, sched.cluster())?;
+                    rec.features = Some(flotilla_core::features::normalize(f));
+                }
+            }
             // Slurm 22.05 `_update_job`: of a pending job, the nodes it must use (all of them,
             // its request's node count raised to theirs; `NumNodes=` shows the old count until
             // it starts, as in Slurm) or may not use; an unknown name is
@@ -1282,6 +1317,48 @@ fn apply_changes(
         admission::check_shape(&rec.spec.request, sched.cluster(), rec.spec.partition)?;
     }
     Ok(access_changed)
+}
+
+/// A pending job's memory set by `scontrol update`: `mib` a CPU (`per_cpu`) or a node (0:
+/// all of the memory of the partition's largest node, as `--mem=0` at submission); the same
+/// value as the job's changes nothing.
+fn set_min_memory(rec: &mut JobRecord, mib: u64, per_cpu: bool, sched: &Scheduler) {
+    let same = if per_cpu {
+        rec.mem_per_cpu_mib == Some(mib)
+    } else {
+        rec.mem_per_cpu_mib.is_none() && rec.mem_whole_node == (mib == 0) && (mib == 0 || rec.mem_per_node_mib == mib)
+    };
+    if same {
+        return;
+    }
+    let cpus = rec.spec.request.cpu_milli_per_node / 1000;
+    let r = &mut rec.spec.request;
+    r.mem_mib_per_node = match (per_cpu, mib) {
+        (true, m) => m.saturating_mul(cpus),
+        (false, 0) => sched.cluster().capacity(rec.spec.partition, &r.gpu_types).max_mem_mib,
+        (false, m) => m,
+    };
+    rec.mem_per_cpu_mib = per_cpu.then_some(mib);
+    rec.mem_whole_node = !per_cpu && mib == 0;
+    rec.mem_per_node_mib = r.mem_mib_per_node;
+}
+
+/// A pending job's CPUs a node after its `MinCPUsNode=` changed, as admission sizes them
+/// (`admission::build_request`): its tasks on a node times `-c` (at least its sockets), or
+/// `MinCPUsNode` in whole `-c` units when that is more; memory per CPU follows.
+fn resize_cpus(rec: &mut JobRecord) {
+    let cpt = rec.cpus_per_task.max(1);
+    let per_node = match rec.node_shape.ntasks_per_node {
+        0 => rec.ntasks.max(1).div_ceil(rec.num_nodes.max(1)),
+        t => t,
+    };
+    let cpus = per_node.saturating_mul(cpt).max(rec.sockets_per_node).max(rec.node_shape.min_cpus / cpt * cpt);
+    let r = &mut rec.spec.request;
+    r.cpu_milli_per_node = u64::from(cpus) * 1000;
+    if let Some(m) = rec.mem_per_cpu_mib {
+        r.mem_mib_per_node = m.saturating_mul(u64::from(cpus));
+        rec.mem_per_node_mib = r.mem_mib_per_node;
+    }
 }
 
 /// `scontrol update JobId= NumNodes=N` on a running job (Slurm 22.05 `_update_job`: a running

@@ -383,6 +383,11 @@ struct NodeRt {
     /// When and by whom (uid) the node's reason was last set: Slurm's `reason_time` and
     /// `reason_uid` (sinfo `%H`, `%u`, `-R`; scontrol's `Reason=... [user@time]`).
     reason_set: Option<(i64, u32)>,
+    /// The available and active features as `scontrol update` last set them (Slurm's
+    /// `features`, `features_act`: `None` is `(null)`; active ones emptied by an update are
+    /// `Some("")`); `None` while slurm.conf's `Features=` stand (both are the core node's).
+    /// Not kept across a restart, as in Slurm without `-R`.
+    shown_features: Option<(Option<String>, Option<String>)>,
 }
 
 #[derive(Debug)]

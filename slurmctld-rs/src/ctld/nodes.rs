@@ -36,6 +36,11 @@ impl Controller {
                 None => return Response::Error(SlurmError::new(ESLURM_INVALID_NODE_NAME)),
             }
         }
+        if u.features.is_some() || u.features_act.is_some() {
+            if let Err(e) = self.update_node_features(&ids, u.features.as_deref(), u.features_act.as_deref(), now) {
+                return Response::Error(e);
+            }
+        }
         let reason = u.reason.clone().unwrap_or_default();
         let state = u.state.as_deref().map(str::to_ascii_uppercase);
         let avail = match state.as_deref() {
@@ -72,6 +77,50 @@ impl Controller {
             return Response::Error(SlurmError::new(ESLURM_INVALID_NODE_STATE));
         }
         Response::JobResults(Vec::new())
+    }
+
+    /// `AvailableFeatures=` (`avail`) and `ActiveFeatures=` (`act`) of `scontrol update
+    /// NodeName=` on nodes `ids`, as Slurm 22.05's `node_mgr.c` `update_node` sets them
+    /// without a node_features plugin: the active ones (given, else the current ones) must be
+    /// a subset of the available ones (given, else the current ones), checked before either
+    /// changes, else `ESLURM_ACTIVE_FEATURE_NOT_SUBSET` and that node is left as it was; new
+    /// available features without active ones make both the same. Comma-separated; empty
+    /// clears. The active ones are what `--constraint` matches (the core's node features).
+    /// Like Slurm without `-R`, a restart goes back to slurm.conf's `Features=`.
+    fn update_node_features(&mut self, ids: &[NodeId], avail: Option<&str>, act: Option<&str>, now: i64) -> Result<(), SlurmError> {
+        let list = |s: &str| -> Vec<String> { s.split(',').filter(|f| !f.is_empty()).map(str::to_string).collect() };
+        let mut err = None;
+        for &id in ids {
+            let cur_act = self.sched.cluster().node(id).features.clone();
+            let shown = self.nodes[id.0 as usize].shown_features.clone();
+            let cur_avail = match &shown {
+                Some((a, _)) => a.as_deref().map(list).unwrap_or_default(),
+                None => cur_act.clone(),
+            };
+            let new_avail = avail.map(list).unwrap_or_else(|| cur_avail.clone());
+            let checked_act = act.map(list).unwrap_or_else(|| cur_act.clone());
+            if !checked_act.iter().all(|f| new_avail.contains(f)) {
+                warn!(node = %self.sched.cluster().node(id).name, "ActiveFeatures not a subset of AvailableFeatures: update refused");
+                err = Some(SlurmError::new(ESLURM_ACTIVE_FEATURE_NOT_SUBSET));
+                continue;
+            }
+            let (new_act, act_shown) = match (act, avail) {
+                (Some(a), _) => (list(a), Some(a.to_string())),
+                (None, Some(v)) => (new_avail.clone(), Some(v.to_string())),
+                (None, None) => (cur_act, shown.as_ref().map_or_else(|| (!cur_avail.is_empty()).then(|| cur_avail.join(",")), |s| s.1.clone())),
+            };
+            // The available ones: as given, `(null)` when emptied; else as they were.
+            let avail_shown = match avail {
+                Some(v) => (!v.is_empty()).then(|| v.to_string()),
+                None => shown.map_or_else(|| (!cur_avail.is_empty()).then(|| cur_avail.join(",")), |s| s.0),
+            };
+            info!(node = %self.sched.cluster().node(id).name, avail = %new_avail.join(","), active = %new_act.join(","), "node features updated by an admin");
+            self.nodes[id.0 as usize].shown_features = Some((avail_shown, act_shown));
+            let d = self.sched.handle(CoreEvent::NodeFeatures { node: id, features: new_act }, now as u64);
+            self.apply(d, now);
+        }
+        self.sched_dirty = true;
+        err.map_or(Ok(()), Err)
     }
 
     pub(super) fn node_register(&mut self, conn: u64, reg: Register, tx: mpsc::UnboundedSender<CtlToNode>, now: i64) -> Response {

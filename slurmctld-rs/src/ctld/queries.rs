@@ -220,7 +220,9 @@ impl Controller {
                 // which a node count only GPU options fixed does not raise (goldens-extra
                 // 0407), or its nodes' CPUs when it takes whole nodes.
                 let per_nodes = rec.requested_node_cpus();
-                if rec.exclusive {
+                if let Some(n) = rec.min_cpus_set {
+                    n
+                } else if rec.exclusive {
                     per_nodes
                 } else {
                     per_nodes.min(rec.ntasks.max(1).saturating_mul(rec.cpus_per_task.max(1)))
@@ -318,6 +320,7 @@ impl Controller {
             job_flags: JobFlags = rec.job_flags;
             time_min: TimeMin = rec.time_min;
             deadline: Deadline = rec.deadline;
+            features: Features = rec.features.as_deref().map(Str::b);
         }
     }
 
@@ -420,6 +423,8 @@ impl Controller {
                     boot_epoch: n.boot_epoch,
                     reason_time: set.map(|s| s.0),
                     reason_uid: set.map(|s| s.1),
+                    features: self.nodes[i].shown_features.as_ref().map_or_else(|| joined(&n.features), |s| s.0.clone()),
+                    features_act: self.nodes[i].shown_features.as_ref().map_or_else(|| joined(&n.features), |s| s.1.clone()),
                 }
             })
             .collect()
@@ -575,4 +580,9 @@ struct PendingShown<'a> {
     sched_nodes: Str<'a>,
     /// The job's priority as the last cycle ranked it.
     priority: u64,
+}
+
+/// Features as slurm.conf gives them: comma-joined, `None` for none.
+fn joined(f: &[String]) -> Option<String> {
+    (!f.is_empty()).then(|| f.join(","))
 }

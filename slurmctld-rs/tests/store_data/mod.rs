@@ -66,6 +66,7 @@ pub fn base(id: u64) -> JobRecord {
         exclusive: false,
         required_nodes: Vec::new(),
         excluded_nodes: Vec::new(),
+        features: None,
     };
     let spec = JobSpec {
         id: JobId(id),
@@ -157,6 +158,8 @@ pub fn base(id: u64) -> JobRecord {
         job_flags: 0,
         time_min: None,
         deadline: None,
+        min_cpus_set: None,
+        features: None,
         ntasks_given: false,
         cores: Default::default(),
     }
@@ -178,6 +181,7 @@ pub fn full() -> JobRecord {
         exclusive: true,
         required_nodes: vec![NodeId(0), NodeId(1)],
         excluded_nodes: vec![NodeId(4)],
+        features: None,
     };
     let spec = JobSpec {
         id: JobId(10),
@@ -305,6 +309,8 @@ pub fn full() -> JobRecord {
         job_flags: 0,
         time_min: None,
         deadline: None,
+        min_cpus_set: None,
+        features: None,
         ntasks_given: false,
         cores: Default::default(),
     }

@@ -231,6 +231,12 @@ pub struct JobRow {
     /// `--deadline` (s since epoch; absent when none).
     #[serde(rename = "deadline", default, skip_serializing_if = "Option::is_none")]
     pub deadline: Option<i64>,
+    /// CPUs in all an update's `MinCPUsNode=` asked for (absent when none).
+    #[serde(rename = "min_cpus_set", default, skip_serializing_if = "Option::is_none")]
+    pub min_cpus_set: Option<u32>,
+    /// `--constraint` as kept (absent when not given).
+    #[serde(rename = "features", default, skip_serializing_if = "Option::is_none")]
+    pub features: Option<String>,
     /// Whether the submission set the task count (absent when not).
     #[serde(rename = "ntasks_given", default, skip_serializing_if = "is_false")]
     pub ntasks_given: bool,
@@ -766,6 +772,8 @@ impl From<&JobRecord> for JobRow {
             job_flags,
             time_min,
             deadline,
+            min_cpus_set,
+            features,
             ntasks_given,
             cores,
             elastic,
@@ -839,6 +847,8 @@ impl From<&JobRecord> for JobRow {
             job_flags: *job_flags,
             time_min: *time_min,
             deadline: *deadline,
+            min_cpus_set: *min_cpus_set,
+            features: features.clone(),
             ntasks_given: *ntasks_given,
             cores: cores.clone(),
             elastic: elastic.as_ref().map(ElasticRecordRow::from),
@@ -918,6 +928,8 @@ impl From<JobRow> for JobRecord {
             job_flags,
             time_min,
             deadline,
+            min_cpus_set,
+            features,
             ntasks_given,
             cores,
             elastic,
@@ -996,6 +1008,8 @@ impl From<JobRow> for JobRecord {
             job_flags,
             time_min,
             deadline,
+            min_cpus_set,
+            features,
             ntasks_given,
             cores,
             elastic: elastic.map(ElasticRecord::from),

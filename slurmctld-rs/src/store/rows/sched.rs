@@ -2,6 +2,7 @@
 //! [`RequestRow`]), its allocations ([`AllocationRow`]) and a node's availability
 //! ([`NodeAvailRow`], a `nodes.avail`).
 
+use flotilla_core::features::Constraint;
 use flotilla_core::cluster::{GpuMask, NodeAlloc, NodeAvail, NodeId, PartId};
 use flotilla_core::config::TopologyKind;
 use flotilla_core::job::{Elastic, ElasticUnit, HoldKind, JobId, JobSpec, Request};
@@ -163,6 +164,9 @@ pub struct RequestRow {
     /// `-x` node indices.
     #[serde(rename = "excluded_nodes")]
     pub excluded_nodes: Vec<u32>,
+    /// `--constraint` as the job keeps it (absent: none).
+    #[serde(rename = "features", default, skip_serializing_if = "Option::is_none")]
+    pub features: Option<String>,
 }
 
 /// A declared topology ([`TopologyKind`]), by variant name (`"Node"`, `"Pod"`, `"Any"`).
@@ -351,6 +355,7 @@ impl From<&Request> for RequestRow {
             exclusive,
             required_nodes,
             excluded_nodes,
+            features,
         } = r;
         RequestRow {
             gpus: *gpus,
@@ -364,6 +369,7 @@ impl From<&Request> for RequestRow {
             exclusive: *exclusive,
             required_nodes: required_nodes.iter().map(|n| n.0).collect(),
             excluded_nodes: excluded_nodes.iter().map(|n| n.0).collect(),
+            features: features.as_ref().map(|c| c.text.clone()),
         }
     }
 }
@@ -382,6 +388,7 @@ impl From<RequestRow> for Request {
             exclusive,
             required_nodes,
             excluded_nodes,
+            features,
         } = r;
         Request {
             gpus,
@@ -395,6 +402,8 @@ impl From<RequestRow> for Request {
             exclusive,
             required_nodes: required_nodes.into_iter().map(NodeId).collect(),
             excluded_nodes: excluded_nodes.into_iter().map(NodeId).collect(),
+            // Written from a parsed constraint, so it parses again.
+            features: features.and_then(|t| Constraint::parse(&t).ok().flatten()),
         }
     }
 }
