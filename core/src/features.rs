@@ -288,6 +288,23 @@ mod tests {
         assert_eq!(normalize("a,b|c"), "a&b|c");
     }
 
+    proptest::proptest! {
+        /// Any text parses or is refused without a panic (the controller parses what users
+        /// send); what parses keeps its text and parses again to the same terms (a store row
+        /// holds the text), and a single name matches exactly the nodes that have it.
+        #[test]
+        fn any_text_parses_or_is_refused(s in "[a-c&|,()\\[\\]*0-9 -]{0,12}", has in proptest::collection::vec("[a-c]", 0..3)) {
+            if let Ok(Some(c)) = Constraint::parse(&s) {
+                proptest::prop_assert_eq!(&c.text, &normalize(&s));
+                proptest::prop_assert_eq!(Constraint::parse(&c.text), Ok(Some(c.clone())));
+                let _ = c.matches(&has);
+                if c.terms.len() == 1 {
+                    proptest::prop_assert_eq!(c.matches(&has), has.contains(&c.terms[0].name));
+                }
+            }
+        }
+    }
+
     #[test]
     fn left_to_right_without_precedence() {
         let c = |s: &str| parse(s).unwrap().unwrap();
