@@ -47,8 +47,9 @@ pub struct Request {
     /// Nodes the job must not use (`-x`).
     pub excluded_nodes: Vec<NodeId>,
     /// Node features every node used must satisfy (`--constraint`; only constraints that
-    /// [`Constraint::per_node`] holds for: the controller refuses the others).
-    pub features: Option<Constraint>,
+    /// [`Constraint::per_node`] holds for: the controller refuses the others). Boxed: most
+    /// jobs have none, and a request is copied and hashed per job.
+    pub features: Option<Box<Constraint>>,
 }
 
 impl Default for Request {

@@ -871,7 +871,7 @@ pub fn admit(req: &SubmitJob, cluster: &Cluster, conf: &AdmissionConf, now: i64)
     // Flotilla has no advance reservations, so every name is one Slurm does not know; an
     // empty one asks for none.
     if let Some(text) = &req.constraint {
-        record.spec.request.features = constraint(text, cluster).map_err(|error| Reject::AfterId { error, failed: None })?;
+        record.spec.request.features = constraint(text, cluster).map_err(|error| Reject::AfterId { error, failed: None })?.map(Box::new);
         record.features = Some(flotilla_core::features::normalize(text));
     }
     if req.reservation.as_deref().is_some_and(|r| !r.is_empty()) {

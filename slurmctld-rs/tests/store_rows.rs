@@ -189,7 +189,7 @@ prop_compose! {
             required_nodes: nodes_in.0,
             excluded_nodes: nodes_in.1,
             // A row keeps the text and parses it again.
-            features: features.map(|f| flotilla_core::features::Constraint::parse(f).unwrap().unwrap()),
+            features: features.map(|f| Box::new(flotilla_core::features::Constraint::parse(f).unwrap().unwrap())),
         }
     }
 }

@@ -1156,7 +1156,7 @@ fn apply_changes(
                     rec.features = None;
                     rec.spec.request.features = None;
                 } else {
-                    rec.spec.request.features = admission::constraint(f, sched.cluster())?;
+                    rec.spec.request.features = admission::constraint(f, sched.cluster())?.map(Box::new);
                     rec.features = Some(flotilla_core::features::normalize(f));
                 }
             }

@@ -403,7 +403,7 @@ impl From<RequestRow> for Request {
             required_nodes: required_nodes.into_iter().map(NodeId).collect(),
             excluded_nodes: excluded_nodes.into_iter().map(NodeId).collect(),
             // Written from a parsed constraint, so it parses again.
-            features: features.and_then(|t| Constraint::parse(&t).ok().flatten()),
+            features: features.and_then(|t| Constraint::parse(&t).ok().flatten()).map(Box::new),
         }
     }
 }
