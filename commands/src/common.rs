@@ -378,6 +378,12 @@ pub fn parse_uint32(s: &str) -> Option<u32> {
     parse_uint_below(s, 0xffff_fffe).map(|v| v as u32)
 }
 
+/// Slurm 22.05's `parse_uint64` (`proc_args.c`): as [`parse_uint16`], a value from 0 (read as
+/// a signed 64-bit number here: a sign or a unit is refused, as `2G` and `-1` are by Slurm).
+pub fn parse_uint64(s: &str) -> Option<u64> {
+    parse_uint_below(s, i64::MAX).map(|v| v as u64)
+}
+
 /// The `parse_uintNN` rule: `strtoll` reads the whole of `s` (an empty one is 0) and the
 /// value is at least 0 and below `no_val`.
 fn parse_uint_below(s: &str, no_val: i64) -> Option<i64> {

@@ -351,15 +351,6 @@ fn update_time(io: &mut Io<'_>, v: &str) -> Option<i64> {
     }
 }
 
-/// Slurm's `parse_uint64` (`strtoull` over the whole value, below `NO_VAL64`): decimal
-/// digits only, an empty value 0; `None` otherwise (a sign, a unit, an overflow).
-fn parse_uint64(s: &str) -> Option<u64> {
-    if s.is_empty() {
-        return Some(0);
-    }
-    s.bytes().all(|b| b.is_ascii_digit()).then(|| s.parse::<u64>().ok()).flatten().filter(|&v| v < u64::MAX - 1)
-}
-
 /// `update ...`: a job (`JobId=`) or nodes (`NodeName=`).
 pub fn update(args: &[String], io: &mut Io<'_>) -> i32 {
     let pairs: Vec<(String, String)> = args
@@ -477,8 +468,8 @@ pub fn update(args: &[String], io: &mut Io<'_>) -> i32 {
             "WorkDir" => Ok(JobChange::WorkDir(v.clone())),
             "Features" => Ok(JobChange::Features(v.clone())),
             // `parse_uint64`, `parse_uint16`: a bad value aborts the request.
-            "MinMemoryNode" => parsed(parse_uint64(v).map(JobChange::MinMemoryNode), format!("scontrol: error: Invalid MinMemoryNode value: {v}\n")),
-            "MinMemoryCPU" => parsed(parse_uint64(v).map(JobChange::MinMemoryCpu), format!("scontrol: error: Invalid MinMemoryCPU value: {v}\n")),
+            "MinMemoryNode" => parsed(common::parse_uint64(v).map(JobChange::MinMemoryNode), format!("scontrol: error: Invalid MinMemoryNode value: {v}\n")),
+            "MinMemoryCPU" => parsed(common::parse_uint64(v).map(JobChange::MinMemoryCpu), format!("scontrol: error: Invalid MinMemoryCPU value: {v}\n")),
             "MinCPUsNode" => parsed(common::parse_uint16(v).map(JobChange::MinCpusNode), format!("scontrol: error: Invalid MinCPUsNode value: {v}\n")),
             _ => bad(format!("Update of this parameter is not supported: {k}={v}\nRequest aborted\n")),
         };

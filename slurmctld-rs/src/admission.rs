@@ -320,18 +320,8 @@ pub fn build_request(
         Some(t) => t.max(1),
         None => ntasks.div_ceil(node_count),
     };
-    // `--sockets-per-node=S` takes at least one core on each of S sockets, so at least S
-    // CPUs a node (Slurm `_allocate_sc`, cons_common.c: `min_sockets` x `min_cores` = 1;
-    // goldens-extra 0433: one task with `--sockets-per-node=2` runs on CPUs 0,32, NumCPUs=2,
-    // while pending its request is still one CPU, 0409).
-    let cpus_per_node = tasks_per_node.saturating_mul(cpt).max(req.sockets_per_node.unwrap_or(0));
-    // `--mincpus` above the tasks' CPUs takes that many CPUs a node, in whole tasks' worth
-    // of `-c` (Slurm 22.05 cons_common `job_test.c`: the job's CPUs are at least nodes x
-    // `pn_min_cpus`, then handed out `-c` at a time by `dist_tasks.c`; on the reference
-    // `--mincpus=4` runs on 4 CPUs, `--mincpus=7 -c 2` on 6, `--mincpus=5 -N 2
-    // --ntasks-per-node=2` on 10; goldens-extra 0158).
     let min_cpus = node_shape(req, ntasks).min_cpus;
-    let cpus_per_node = cpus_per_node.max(min_cpus / cpt * cpt);
+    let cpus_per_node = node_cpus(tasks_per_node, cpt, req.sockets_per_node.unwrap_or(0), min_cpus);
     let topology = match &req.topology {
         Some(t) => TopologyKind::parse(t).ok_or_else(|| {
             SlurmError::with_message(ESLURM_REQUESTED_NODE_CONFIG_UNAVAILABLE, format!("invalid topology specified: {t}"))
@@ -395,6 +385,22 @@ pub fn build_request(
         Ok(())
     })();
     Ok((request, cpus_per_node, ntasks, satisfiable))
+}
+
+/// CPUs a node of a job with `tasks` tasks a node of `cpt` CPUs each, `sockets` sockets a
+/// node (`--sockets-per-node`, 0 when not given) and Slurm's `pn_min_cpus` `min_cpus`:
+/// - `--sockets-per-node=S` takes at least one core on each of S sockets, so at least S CPUs
+///   a node (Slurm `_allocate_sc`, cons_common.c: `min_sockets` x `min_cores` = 1;
+///   goldens-extra 0433: one task with `--sockets-per-node=2` runs on CPUs 0,32, NumCPUs=2,
+///   while pending its request is still one CPU, 0409);
+/// - `--mincpus` (or `MinCPUsNode=`) above the tasks' CPUs takes that many CPUs a node, in
+///   whole tasks' worth of `-c` (Slurm 22.05 cons_common `job_test.c`: the job's CPUs are at
+///   least nodes x `pn_min_cpus`, then handed out `-c` at a time by `dist_tasks.c`; on the
+///   reference `--mincpus=4` runs on 4 CPUs, `--mincpus=7 -c 2` on 6, `--mincpus=5 -N 2
+///   --ntasks-per-node=2` on 10; goldens-extra 0158).
+pub fn node_cpus(tasks: u32, cpt: u32, sockets: u32, min_cpus: u32) -> u32 {
+    let cpt = cpt.max(1);
+    tasks.saturating_mul(cpt).max(sockets).max(min_cpus / cpt * cpt)
 }
 
 /// Re-checks a request changed by `scontrol update` (`Gres=`, `NumNodes=`, `Partition=`)

@@ -1344,15 +1344,13 @@ fn set_min_memory(rec: &mut JobRecord, mib: u64, per_cpu: bool, sched: &Schedule
 }
 
 /// A pending job's CPUs a node after its `MinCPUsNode=` changed, as admission sizes them
-/// (`admission::build_request`): its tasks on a node times `-c` (at least its sockets), or
-/// `MinCPUsNode` in whole `-c` units when that is more; memory per CPU follows.
+/// ([`admission::node_cpus`]); memory per CPU follows.
 fn resize_cpus(rec: &mut JobRecord) {
-    let cpt = rec.cpus_per_task.max(1);
     let per_node = match rec.node_shape.ntasks_per_node {
         0 => rec.ntasks.max(1).div_ceil(rec.num_nodes.max(1)),
         t => t,
     };
-    let cpus = per_node.saturating_mul(cpt).max(rec.sockets_per_node).max(rec.node_shape.min_cpus / cpt * cpt);
+    let cpus = admission::node_cpus(per_node, rec.cpus_per_task, rec.sockets_per_node, rec.node_shape.min_cpus);
     let r = &mut rec.spec.request;
     r.cpu_milli_per_node = u64::from(cpus) * 1000;
     if let Some(m) = rec.mem_per_cpu_mib {

@@ -104,15 +104,14 @@ impl Controller {
                 err = Some(SlurmError::new(ESLURM_ACTIVE_FEATURE_NOT_SUBSET));
                 continue;
             }
-            let (new_act, act_shown) = match (act, avail) {
-                (Some(a), _) => (list(a), Some(a.to_string())),
-                (None, Some(v)) => (new_avail.clone(), Some(v.to_string())),
-                (None, None) => (cur_act, shown.as_ref().map_or_else(|| (!cur_avail.is_empty()).then(|| cur_avail.join(",")), |s| s.1.clone())),
-            };
+            // The active ones: as given, else the available ones given (the caller passes one
+            // at least), shown as written (`Some("")` once emptied).
+            let new_act = act.map_or_else(|| new_avail.clone(), list);
+            let act_shown = act.or(avail).map(str::to_string);
             // The available ones: as given, `(null)` when emptied; else as they were.
             let avail_shown = match avail {
                 Some(v) => (!v.is_empty()).then(|| v.to_string()),
-                None => shown.map_or_else(|| (!cur_avail.is_empty()).then(|| cur_avail.join(",")), |s| s.0),
+                None => shown.map_or_else(|| super::queries::joined(&cur_avail), |s| s.0),
             };
             info!(node = %self.sched.cluster().node(id).name, avail = %new_avail.join(","), active = %new_act.join(","), "node features updated by an admin");
             self.nodes[id.0 as usize].shown_features = Some((avail_shown, act_shown));

@@ -583,6 +583,6 @@ struct PendingShown<'a> {
 }
 
 /// Features as slurm.conf gives them: comma-joined, `None` for none.
-fn joined(f: &[String]) -> Option<String> {
+pub(super) fn joined(f: &[String]) -> Option<String> {
     (!f.is_empty()).then(|| f.join(","))
 }
