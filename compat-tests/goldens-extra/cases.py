@@ -154,6 +154,17 @@ A01 = [
     # the job kept it; empty without one; slurmdbd fills it in after the end is shown, so the
     # case waits for it).
     {"name": "constraint_sacct", "user": "root", "cmd": FEAT_ON + ". /home/alice/x/lib.sh\ncd /home/alice/x\nsb --uid=alice -t 5 -C 'ib,fast' --wrap true >/dev/null\nsb --uid=alice -t 5 -C '' --wrap true >/dev/null\nsb --uid=alice -t 5 --wrap true >/dev/null\nsbatch --uid=alice -t 5 -N3 -C ib --wrap true; echo rc=$?\nsb --uid=alice -t 5 --wrap true >/dev/null\nwend $J1; wend $J2; wend $J3; wend $J4\nfor i in $(seq 100); do [ -n \"$(sacct -X -n -j $J1 -o constraints%20 | tr -d ' ')\" ] && break; sleep 0.2; done\nsacct -X -n -P -j $J1,$J2,$J3 -o jobid,state,constraints | m\nsacct -X -n -P -j $((J4 - 1)) -o state,constraints\nfin\n" + FEAT_OFF},
+    # A node range takes the free nodes up to its maximum (cons_tres job_test.c: the
+    # selection grows toward max_nodes while nodes are free), here 3 of 4 with gpu04 held;
+    # the count then is the job's: NumNodes, NumTasks (one a node without -n), TRES, the
+    # batch step's SLURM_NNODES, SLURM_TASKS_PER_NODE, SLURM_JOB_CPUS_PER_NODE.
+    {"name": "node_range_partly_free", "cmd": "rm -f r.env\nprintf '#!/bin/bash\\nenv | grep -E \"^SLURM_(NNODES|JOB_NUM_NODES|NTASKS|NPROCS|TASKS_PER_NODE|JOB_CPUS_PER_NODE|JOB_NODELIST)=\" | sort > r.env.tmp; mv r.env.tmp r.env\\nsleep 600\\n' > r.sh\nsb -t 5 -N1 -w gpu04 --exclusive --wrap 'sleep 600' >/dev/null\nwst $J1 RUNNING\nsb -t 5 -N2-5 -o /dev/null r.sh >/dev/null\nwst $J2 RUNNING\nsqueue -h -j $J2 -o '%T|%D|%C|%N'\nscontrol show job $J2 | grep -oE '(NumNodes|NumCPUs|NumTasks|TRES)=[^ ]*'\nfor i in $(seq 100); do [ -s r.env ] && break; sleep 0.1; done\ncat r.env\nfin"},
+    # A held node range shows its range and its request (NumNodes=2-5, one CPU); released, it
+    # runs on the free nodes; sacct keeps the request (ReqTRES node=2) beside what it got.
+    {"name": "node_range_held_then_run", "cmd": "sb -t 5 -H -N2-5 --wrap 'sleep 600' >/dev/null\nscontrol show job $J1 | grep -oE '(NumNodes|NumCPUs|NumTasks|TRES)=[^ ]*'\nsqueue -h -j $J1 -o '%T|%D|%C'\nscontrol release $J1\nwst $J1 RUNNING\nsqueue -h -j $J1 -o '%T|%D|%C|%N'\nscontrol show job $J1 | grep -oE '(NumNodes|NumCPUs|NumTasks|TRES)=[^ ]*'\nscancel $J1\nwend $J1\nfor i in $(seq 100); do [ \"$(sacct -X -n -j $J1 -o state%20 | tr -d ' ')\" = CANCELLED+ ] && break; sleep 0.2; done\nsacct -X -n -P -j $J1 -o NNodes,NCPUS,ReqTRES,AllocTRES,NodeList\nfin"},
+    # A node range with GPUs on each node: every node taken brings its GPUs (TresPerNode
+    # gres:gpu:2, TRES gres/gpu=6 on 3 nodes).
+    {"name": "node_range_gpus_per_node", "cmd": "sb -t 5 -N1-3 --gpus-per-node=2 --wrap 'sleep 600' >/dev/null\nwst $J1 RUNNING\nsqueue -h -j $J1 -o '%T|%D|%C|%b|%N'\nscontrol show job $J1 | grep -oE '(NumNodes|NumCPUs|TRES)=[^ ]*'\nfin"},
 ]
 
 # Area a02: output file name patterns (src/common/fd.c / slurmstepd io: expand_stdio_fields).

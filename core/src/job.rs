@@ -28,8 +28,14 @@ pub struct Request {
     /// Milli-GPUs held on each GPU: 1000 for whole GPUs, less for a share of one GPU (then
     /// `gpus` must be 1).
     pub gpu_milli: u32,
-    /// Exact number of nodes (`-N`), if given.
+    /// Exact number of nodes (`-N`), if given; a node range's minimum.
     pub nodes: Option<u32>,
+    /// A node range's maximum (`-N MIN-MAX`, Slurm's `max_nodes`), above `nodes`: the job
+    /// starts on as many nodes up to it as fit then ([`crate::placement::place_range`]).
+    /// Only for requests whose nodes are alike (no GPUs, or GPUs per node); `None`: exactly
+    /// `nodes`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub nodes_max: Option<u32>,
     /// GPUs on each node (`--gpus-per-node`, or `--gres=gpu:N` with `-N`), if given.
     pub gpus_per_node: Option<u32>,
     /// Milli-CPUs needed on each node used.
@@ -58,6 +64,7 @@ impl Default for Request {
             gpus: 0,
             gpu_milli: MILLI,
             nodes: None,
+            nodes_max: None,
             gpus_per_node: None,
             cpu_milli_per_node: 1000,
             mem_mib_per_node: 0,

@@ -435,6 +435,40 @@ pub fn place(ctx: &PlaceCtx<'_>, policy: &dyn PlacementPolicy, req: &Request) ->
     })
 }
 
+/// [`place`] for a node range (`-N MIN-MAX`: [`Request::nodes_max`] above `nodes`): the
+/// placement on the most nodes up to the maximum that fit now, never fewer than the minimum.
+/// Slurm 22.05's select/cons_tres grows a selection that meets `min_nodes` toward
+/// `max_nodes` while nodes have room (`job_test.c` `_eval_nodes`; on the reference `-N2-5`
+/// runs on all 4 idle nodes, on 3 with the fourth held: goldens-extra 0166, 0171–0173).
+/// More nodes are never easier to place than fewer, so the count is found by bisection:
+/// at most ⌈log2(MAX−MIN+1)⌉ placements beyond [`place`]'s, and only for a range that fits.
+/// Where a placement policy breaks that order, a smaller count than possible is taken,
+/// never an invalid one. Errors: [`place`]'s at the minimum.
+pub fn place_range(ctx: &PlaceCtx<'_>, policy: &dyn PlacementPolicy, req: &Request) -> Result<Vec<NodeAlloc>, NoFit> {
+    let at_min = place(ctx, policy, req)?;
+    let (Some(min), Some(max)) = (req.nodes, req.nodes_max) else { return Ok(at_min) };
+    let (mut lo, mut hi, mut best) = (min, max, at_min);
+    while lo < hi {
+        let mid = lo + (hi - lo).div_ceil(2);
+        match place(ctx, policy, &with_nodes(req, mid)) {
+            Ok(p) => (lo, best) = (mid, p),
+            Err(_) => hi = mid - 1,
+        }
+    }
+    Ok(best)
+}
+
+/// `req` on exactly `n` nodes, its GPUs per node taken on each.
+fn with_nodes(req: &Request, n: u32) -> Request {
+    let mut r = req.clone();
+    r.nodes = Some(n);
+    r.nodes_max = None;
+    if let Some(g) = r.gpus_per_node {
+        r.gpus = g.saturating_mul(n);
+    }
+    r
+}
+
 fn describe_shape(req: &Request, shape: &Shape, size: u32) -> String {
     let scope = match req.topology {
         TopologyKind::Pod => " in one pod",
@@ -729,6 +763,70 @@ mod tests {
         // Without a rank: node id order.
         let p = place(&ctx(&c, None), &Flat, &Request::gpus(8, TopologyKind::Node)).unwrap();
         assert_eq!(p[0].node, NodeId(0));
+    }
+
+    /// `-N MIN-MAX` with `gpus_per_node` (none when 0) on `c`.
+    fn range(min: u32, max: u32, gpn: u32) -> Request {
+        Request {
+            gpus: gpn * min,
+            nodes: Some(min),
+            nodes_max: Some(max),
+            gpus_per_node: (gpn > 0).then_some(gpn),
+            ..Request::default()
+        }
+    }
+
+    #[test]
+    fn a_node_range_takes_the_nodes_that_fit_up_to_its_maximum() {
+        let mut c = Cluster::uniform(4, 8, 4, 64, 512_000);
+        // All 4 idle: -N2-5 takes 4, -N1-3 takes 3, -N2-2 (no range) 2.
+        assert_eq!(place_range(&ctx(&c, None), &ById, &range(2, 5, 0)).unwrap().len(), 4);
+        assert_eq!(place_range(&ctx(&c, None), &ById, &range(1, 3, 2)).unwrap().len(), 3);
+        assert_eq!(place_range(&ctx(&c, None), &ById, &range(2, 2, 0)).unwrap().len(), 2);
+        // One node without room for 2 GPUs: 3 nodes, each with its 2 GPUs.
+        let p = place(&ctx(&c, None), &ById, &Request::gpus(7, TopologyKind::Node)).unwrap();
+        c.take(&p[0]);
+        let p = place_range(&ctx(&c, None), &ById, &range(1, 4, 2)).unwrap();
+        assert_eq!(p.len(), 3);
+        assert!(p.iter().all(|a| a.gpus.count() == 2 && a.node != NodeId(3)), "{p:?}");
+        // Below the minimum: the minimum's error.
+        let e = place_range(&ctx(&c, None), &ById, &range(4, 5, 2)).unwrap_err();
+        assert_eq!(e.detail, place(&ctx(&c, None), &ById, &with_nodes(&range(4, 5, 2), 4)).unwrap_err().detail);
+    }
+
+    proptest::proptest! {
+        /// On any occupancy, a node range's placement has between MIN and MAX nodes, all
+        /// distinct, each with the per-node GPUs; it is at MAX or one node more does not fit
+        /// (the count is the largest that fits); and it fails exactly when MIN does not fit.
+        #[test]
+        fn a_node_range_is_the_largest_count_that_fits(
+            used in proptest::collection::vec(0u32..=8, 6),
+            min in 1u32..=6,
+            extra in 0u32..=6,
+            gpn in 0u32..=4,
+        ) {
+            let mut c = Cluster::uniform(6, 8, 6, 64, 512_000);
+            for (i, &u) in used.iter().enumerate() {
+                if u > 0 {
+                    c.take(&NodeAlloc { node: NodeId(i as u32), gpus: GpuMask::all(u), gpu_milli: MILLI, cpu_milli: u64::from(u) * 8000, mem_mib: 0 });
+                }
+            }
+            let req = range(min, min + extra, gpn);
+            let ctx = ctx(&c, None);
+            match place_range(&ctx, &ById, &req) {
+                Ok(p) => {
+                    let n = p.len() as u32;
+                    proptest::prop_assert!(n >= min && n <= min + extra);
+                    let nodes: std::collections::BTreeSet<_> = p.iter().map(|a| a.node).collect();
+                    proptest::prop_assert_eq!(nodes.len(), p.len());
+                    proptest::prop_assert!(p.iter().all(|a| a.gpus.count() == gpn));
+                    if n < min + extra {
+                        proptest::prop_assert!(place(&ctx, &ById, &with_nodes(&req, n + 1)).is_err());
+                    }
+                }
+                Err(_) => proptest::prop_assert!(place(&ctx, &ById, &with_nodes(&req, min)).is_err()),
+            }
+        }
     }
 
     #[test]

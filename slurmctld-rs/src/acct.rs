@@ -214,7 +214,9 @@ fn job_row(rec: &JobRecord) -> AcctRow {
         JobState::Failed | JobState::Deadline if rec.start_time.is_none() => (1, 0),
         _ => (rec.exit_code, rec.exit_signal),
     };
-    let req_nodes = rec.num_nodes.max(1);
+    // A node range asked for its minimum, whatever it got (`ReqTRES` `node=2` for `-N2-5`).
+    let req_nodes = if rec.spec.request.nodes_max.is_some() { rec.spec.request.nodes.unwrap_or(1) } else { rec.num_nodes }.max(1);
+    let one_task = rec.one_task_request();
     // `ReqTRES` is the request as submitted: an `--exclusive` job's record holds what it was
     // given at its start (every GPU and CPU of the node, `whole_node_tres`), its request
     // does not (goldens-extra 1017: `billing=1,cpu=1,mem=1G,node=1`).
@@ -251,9 +253,13 @@ fn job_row(rec: &JobRecord) -> AcctRow {
             alloc_gpus: if ran { a.alloc_gpus } else { 0 },
             alloc_mem_mib: if ran { a.alloc_mem_mib } else { 0 },
             req_nodes,
-            req_cpus: cpus(rec.spec.request.cpu_milli_per_node).saturating_mul(req_nodes),
-            req_gpus: if rec.exclusive { rec.spec.request.gpus } else { rec.gpus },
-            req_mem_mib: req_mem.saturating_mul(u64::from(req_nodes)),
+            req_cpus: if one_task { rec.cpus_per_task.max(1) } else { cpus(rec.spec.request.cpu_milli_per_node).saturating_mul(req_nodes) },
+            req_gpus: if rec.exclusive || rec.spec.request.nodes_max.is_some() { rec.spec.request.gpus } else { rec.gpus },
+            // One task's memory per CPU when only its CPUs were asked for (`mem=1G`).
+            req_mem_mib: match rec.mem_per_cpu_mib {
+                Some(m) if one_task && !rec.exclusive => m.saturating_mul(u64::from(rec.cpus_per_task.max(1))),
+                _ => req_mem.saturating_mul(u64::from(req_nodes)),
+            },
             restarts: rec.restarts,
             work_dir: rec.work_dir.clone(),
             comment: rec.comment.clone().unwrap_or_default(),

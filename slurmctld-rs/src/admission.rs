@@ -352,10 +352,18 @@ pub fn build_request(
         (_, Some(t)) if t > 0 => (t, nodes_min, None),
         _ => (0, nodes_min, None),
     };
+    // A node range takes the nodes that fit at its start, up to its maximum (Slurm 22.05
+    // cons_tres; [`Request::nodes_max`]), when its nodes are alike: no task count to spread
+    // over them (`-n`), no GPUs or GPUs on each node. Others start at the minimum.
+    let nodes_max = match (nodes, shape.max_nodes) {
+        (Some(min), Some(max)) if max > min && req.ntasks.is_none() && (gpus == 0 || gpus_per_node.is_some()) => Some(max),
+        _ => None,
+    };
     let request = Request {
         gpus,
         gpu_milli: flotilla_core::cluster::MILLI,
         nodes,
+        nodes_max,
         gpus_per_node,
         cpu_milli_per_node: u64::from(cpus_per_node) * 1000,
         mem_mib_per_node: mem_per_node,
@@ -681,6 +689,8 @@ pub fn elastic_of(req: &SubmitJob, e: &flotilla_proto::ElasticRequest, cluster: 
     }
     let size = flotilla_core::placement::node_size(cluster, rec.spec.partition);
     let r = &mut rec.spec.request;
+    // An elastic job starts at its minimum and grows while it runs.
+    r.nodes_max = None;
     let (unit, min, max) = match e.gpus_max {
         Some(max) => {
             let min = r.gpus;

@@ -340,6 +340,34 @@ pub fn gpu_tres(g: &flotilla_proto::GpuCount) -> String {
 }
 
 impl JobRecord {
+    /// Whether the job is a node range (`-N MIN-MAX`) for which sbatch set no task count
+    /// (no `-n`, no `--ntasks-per-node`): Slurm 22.05's sbatch derives one from the nodes only
+    /// for a fixed count (`opt.c` `_opt_verify`), so the job's `min_cpus` stays one task's
+    /// CPUs (`-N2-5` pending: `NumCPUs=1`, `TRES=cpu=1,mem=1G,node=2`; sacct's `ReqTRES` the
+    /// same after its start; goldens-extra 0172).
+    pub fn one_task_request(&self) -> bool {
+        !self.ntasks_given && self.node_shape.ntasks_per_node == 0 && self.max_nodes > self.spec.request.nodes.unwrap_or(1)
+    }
+
+    /// A node range's start on `n` nodes ([`flotilla_core::job::Request::nodes_max`]): its
+    /// node count is what it got, and without `-n` so is its task count (its tasks a node
+    /// times `n`: `NumTasks=4` for `-N2-5` on 4 nodes, Slurm's `_eval_nodes` count), and so
+    /// are its GPUs when they are per node (`gres/gpu=6` for `-N1-3 --gpus-per-node=2`). A
+    /// requeue calls it with the minimum. Other jobs are left as they are.
+    pub fn set_range_nodes(&mut self, n: u32) {
+        if self.spec.request.nodes_max.is_none() || n == 0 {
+            return;
+        }
+        if !self.ntasks_given {
+            let per_node = self.ntasks.div_ceil(self.num_nodes.max(1)).max(1);
+            self.ntasks = per_node.saturating_mul(n);
+        }
+        if let Some(g) = self.spec.request.gpus_per_node {
+            self.gpus = g.saturating_mul(n);
+        }
+        self.num_nodes = n;
+    }
+
     /// The CPUs its request asks for on all its nodes (CPUs per node x nodes, at least one
     /// node), saturating: a request no node can hold may ask for more than `u32` CPUs.
     pub fn requested_node_cpus(&self) -> u32 {

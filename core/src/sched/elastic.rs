@@ -214,6 +214,7 @@ impl Scheduler {
         let mut req = Request {
             topology: TopologyKind::Any,
             nodes: None,
+            nodes_max: None,
             gpus_per_node: None,
             ..base.clone()
         };

@@ -66,9 +66,9 @@ impl Scheduler {
                     req.excluded_nodes.push(NodeId(n));
                 }
             }
-            return placement::place(&ctx, self.placement.as_ref(), &req);
+            return placement::place_range(&ctx, self.placement.as_ref(), &req);
         }
-        placement::place(&ctx, self.placement.as_ref(), &spec.request)
+        placement::place_range(&ctx, self.placement.as_ref(), &spec.request)
     }
 
     pub(super) fn bind(&mut self, spec: &JobSpec, parts: Vec<NodeAlloc>, backfill_for: Vec<JobId>, now: Time, out: &mut Vec<Decision>) {

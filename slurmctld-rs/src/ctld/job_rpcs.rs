@@ -1245,6 +1245,7 @@ fn apply_changes(
                 }
                 let r = &mut rec.spec.request;
                 r.nodes = Some(*n);
+                r.nodes_max = None;
                 if let Some(g) = r.gpus_per_node {
                     r.gpus = g.checked_mul(*n).ok_or_else(|| SlurmError::new(ESLURM_INVALID_NODE_COUNT))?;
                 }

@@ -936,6 +936,10 @@ fn reset_for_requeue(rec: &mut JobRecord, hold: bool) {
         e.grown.clear();
         e.resizes.clear();
     }
+    // A node range starts again at its minimum, and takes what fits at its next start.
+    if let Some(min) = rec.spec.request.nodes {
+        rec.set_range_nodes(min);
+    }
     rec.num_nodes = rec.spec.request.nodes.unwrap_or(rec.num_nodes);
     // A requeued job keeps its priority, 0 if held: Slurm 22.05 renumbers none (neither
     // `_job_requeue_op` nor the node-failure requeue of `kill_running_job_by_node_name`

@@ -222,6 +222,8 @@ impl Controller {
                 let per_nodes = rec.requested_node_cpus();
                 if let Some(n) = rec.min_cpus_set {
                     n
+                } else if rec.one_task_request() {
+                    rec.cpus_per_task.max(1)
                 } else if rec.exclusive {
                     per_nodes
                 } else {

@@ -140,6 +140,9 @@ pub struct RequestRow {
     /// `-N`.
     #[serde(rename = "nodes")]
     pub nodes: Option<u32>,
+    /// A node range's maximum (absent: exactly `nodes`).
+    #[serde(rename = "nodes_max", default, skip_serializing_if = "Option::is_none")]
+    pub nodes_max: Option<u32>,
     /// GPUs on each node.
     #[serde(rename = "gpus_per_node")]
     pub gpus_per_node: Option<u32>,
@@ -347,6 +350,7 @@ impl From<&Request> for RequestRow {
             gpus,
             gpu_milli,
             nodes,
+            nodes_max,
             gpus_per_node,
             cpu_milli_per_node,
             mem_mib_per_node,
@@ -361,6 +365,7 @@ impl From<&Request> for RequestRow {
             gpus: *gpus,
             gpu_milli: *gpu_milli,
             nodes: *nodes,
+            nodes_max: *nodes_max,
             gpus_per_node: *gpus_per_node,
             cpu_milli_per_node: *cpu_milli_per_node,
             mem_mib_per_node: *mem_mib_per_node,
@@ -380,6 +385,7 @@ impl From<RequestRow> for Request {
             gpus,
             gpu_milli,
             nodes,
+            nodes_max,
             gpus_per_node,
             cpu_milli_per_node,
             mem_mib_per_node,
@@ -394,6 +400,7 @@ impl From<RequestRow> for Request {
             gpus,
             gpu_milli,
             nodes,
+            nodes_max,
             gpus_per_node,
             cpu_milli_per_node,
             mem_mib_per_node,
