@@ -337,6 +337,50 @@ fn update_key(tag: &str) -> Option<&'static str> {
         .map(|(k, _)| *k)
 }
 
+/// `NumNodes=` as Slurm 22.05's `get_resource_arg_range` (`proc_args.c`) reads a requested
+/// node count: `MIN` (the maximum unchanged: `None`), `MIN-MAX`, each a decimal number with an
+/// optional `k`/`m` (x1024, x1048576) suffix; empty or `*` is 1 to `INT_MAX`. A value with
+/// other characters, a negative minimum or a maximum below 1 is refused, as is one above
+/// `INT_MAX`, with Slurm's message.
+fn node_count_arg(v: &str) -> Result<(u32, Option<u32>), String> {
+    const WHAT: &str = "requested node count";
+    if v.is_empty() || v.starts_with('*') {
+        return Ok((1, Some(i32::MAX as u32)));
+    }
+    let invalid = || format!("scontrol: error: Invalid numeric value \"{v}\" for {WHAT}.\n");
+    // One number with its suffix: (value, the rest).
+    let number = |s: &str| -> (i64, usize) {
+        let n = common::strtol_prefix_len(s);
+        let mut val = common::strtol_prefix(&s[..n]);
+        let mut used = n;
+        match s.as_bytes().get(n) {
+            Some(b'k' | b'K') => (val, used) = (val.saturating_mul(1024), n + 1),
+            Some(b'm' | b'M') => (val, used) = (val.saturating_mul(1_048_576), n + 1),
+            _ => {}
+        }
+        (val, used)
+    };
+    let check = |val: i64, rest: &str, least: i64| -> Result<u32, String> {
+        if !(rest.is_empty() || rest.starts_with('-')) || val < least {
+            Err(invalid())
+        } else if val > i64::from(i32::MAX) {
+            Err(format!("scontrol: error: Numeric argument ({val}) to big for {WHAT}.\n"))
+        } else {
+            Ok(val as u32)
+        }
+    };
+    let (val, used) = number(v);
+    let min = check(val, &v[used..], 0)?;
+    let rest = &v[used..];
+    if rest.is_empty() {
+        return Ok((min, None));
+    }
+    let tail = &rest[1..];
+    let (val, used) = number(tail);
+    let max = check(val, &tail[used..], 1)?;
+    Ok((min, Some(max)))
+}
+
 /// A time of `scontrol update job` (`StartTime=`, `Deadline=`) as Slurm 22.05's
 /// `update_job.c` reads it with `parse_time`: `None` (no change counted) for one it refuses,
 /// after printing its `Invalid time specification (pos=N)` line, and for one naming none.
@@ -448,7 +492,16 @@ pub fn update(args: &[String], io: &mut Io<'_>) -> i32 {
             "Priority" => parsed(v.parse().ok().map(JobChange::Priority), "scontrol: error: Invalid Priority value\n".into()),
             "Nice" => Ok(JobChange::Nice(v.parse().unwrap_or(0))),
             "Gres" | "TresPerNode" => parsed(crate::sbatch::parse_gres(v).map(JobChange::Gres), "scontrol: error: Invalid Gres value\n".into()),
-            "NumNodes" | "ReqNodes" => Ok(JobChange::NumNodes(v.parse().unwrap_or(1))),
+            // A value `get_resource_arg_range` refuses ends the command, with nothing sent and
+            // exit status 0 (Slurm 22.05 `update_job.c` returns its result).
+            "NumNodes" | "ReqNodes" => match node_count_arg(v) {
+                Ok((min, None)) => Ok(JobChange::NumNodes(min)),
+                Ok((min, Some(max))) => Ok(JobChange::NodeRange { min, max }),
+                Err(msg) => {
+                    io.err(&msg);
+                    return 0;
+                }
+            },
             "Dependency" => Ok(JobChange::Dependency(v.clone())),
             "Account" => Ok(JobChange::Account(v.clone())),
             "QOS" => Ok(JobChange::Qos(v.clone())),
@@ -1245,6 +1298,27 @@ mod flotilla_field_tests {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn node_counts_as_get_resource_arg_range_reads_them() {
+        assert_eq!(node_count_arg("3"), Ok((3, None)));
+        assert_eq!(node_count_arg("2-4"), Ok((2, Some(4))));
+        assert_eq!(node_count_arg("2-5k"), Ok((2, Some(5120))));
+        assert_eq!(node_count_arg("1m"), Ok((1_048_576, None)));
+        assert_eq!(node_count_arg("0"), Ok((0, None)));
+        assert_eq!(node_count_arg("4-2"), Ok((4, Some(2))), "the controller refuses it");
+        assert_eq!(node_count_arg(""), Ok((1, Some(i32::MAX as u32))));
+        assert_eq!(node_count_arg("*"), Ok((1, Some(i32::MAX as u32))));
+        for bad in ["abc", "2-", "2-0", "-1", "3x", "2-4x", "1-abc"] {
+            assert_eq!(
+                node_count_arg(bad),
+                Err(format!("scontrol: error: Invalid numeric value \"{bad}\" for requested node count.\n")),
+                "{bad}"
+            );
+        }
+        assert_eq!(node_count_arg("3m"), Ok((3_145_728, None)));
+        assert!(node_count_arg("4096m").unwrap_err().contains("Numeric argument (4294967296) to big"));
+    }
 
     #[test]
     fn node_states_with_flags() {

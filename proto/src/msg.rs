@@ -497,6 +497,9 @@ pub enum JobChange {
     MinMemoryCpu(u64),
     /// `MinCPUsNode=` (appended): CPUs a node at least; 0 changes nothing.
     MinCpusNode(u16),
+    /// `NumNodes=MIN-MAX` (appended): a pending job's node range (`NumNodes=N` is
+    /// [`JobChange::NumNodes`], which keeps the maximum).
+    NodeRange { min: u32, max: u32 },
 }
 
 /// `scontrol update job`.

@@ -368,6 +368,23 @@ impl JobRecord {
         self.num_nodes = n;
     }
 
+    /// The CPUs the job asks for (Slurm's `min_cpus`, a pending job's `NumCPUs=`): what an
+    /// update set; else its tasks' CPUs, which a node count only GPU options fixed does not
+    /// raise (goldens-extra 0407), one task's for a node range without a task count
+    /// ([`JobRecord::one_task_request`]), or its nodes' CPUs when it takes whole nodes.
+    pub fn requested_cpus(&self) -> u32 {
+        let per_nodes = self.requested_node_cpus();
+        if let Some(n) = self.min_cpus_set {
+            n
+        } else if self.one_task_request() {
+            self.cpus_per_task.max(1)
+        } else if self.exclusive {
+            per_nodes
+        } else {
+            per_nodes.min(self.ntasks.max(1).saturating_mul(self.cpus_per_task.max(1)))
+        }
+    }
+
     /// The CPUs its request asks for on all its nodes (CPUs per node x nodes, at least one
     /// node), saturating: a request no node can hold may ask for more than `u32` CPUs.
     pub fn requested_node_cpus(&self) -> u32 {

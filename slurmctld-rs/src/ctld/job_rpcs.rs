@@ -1240,19 +1240,11 @@ fn apply_changes(
                     return Err(SlurmError::new(ESLURM_NOT_SUPPORTED));
                 }
                 need_pending(pending)?;
-                if *n == 0 {
-                    return Err(SlurmError::new(ESLURM_INVALID_NODE_COUNT));
-                }
-                let r = &mut rec.spec.request;
-                r.nodes = Some(*n);
-                r.nodes_max = None;
-                if let Some(g) = r.gpus_per_node {
-                    r.gpus = g.checked_mul(*n).ok_or_else(|| SlurmError::new(ESLURM_INVALID_NODE_COUNT))?;
-                }
-                rec.num_nodes = *n;
-                // scontrol sends `NumNodes=N` as N-N (`get_resource_arg_range`).
-                rec.max_nodes = *n;
-                rec.gpus = rec.spec.request.gpus;
+                set_pending_nodes(rec, *n, None)?;
+            }
+            JobChange::NodeRange { min, max } => {
+                need_pending(pending)?;
+                set_pending_nodes(rec, *min, Some(*max))?;
             }
             JobChange::Dependency(d) => {
                 need_pending(pending)?;
@@ -1314,7 +1306,7 @@ fn apply_changes(
         }
     }
     // The shape after the changes passes admission's checks, as at submission.
-    if pending && changes.iter().any(|c| matches!(c, JobChange::Gres(_) | JobChange::NumNodes(_) | JobChange::Partition(_))) {
+    if pending && changes.iter().any(|c| matches!(c, JobChange::Gres(_) | JobChange::NumNodes(_) | JobChange::NodeRange { .. } | JobChange::Partition(_))) {
         admission::check_shape(&rec.spec.request, sched.cluster(), rec.spec.partition)?;
     }
     Ok(access_changed)
@@ -1436,6 +1428,41 @@ fn change_time_limit(
     }
     rec.time_limit_min = new;
     rec.spec.time_limit_s = new.map(|m| u64::from(m) * 60);
+    Ok(())
+}
+
+/// A pending job's node count set by `scontrol update NumNodes=MIN[-MAX]`, as Slurm 22.05's
+/// `_update_job` resets `min_nodes` and `max_nodes`: `max` `None` (`NumNodes=N`) keeps the
+/// job's maximum (0: not bounded). A minimum below 1, or a bounded maximum below the
+/// minimum, is `ESLURM_INVALID_NODE_COUNT` and changes nothing (on the reference a `-N1` job
+/// refuses `NumNodes=3`, a `-N2-5` one takes it as `3-5`; goldens-extra 0924). The task count
+/// is at least the new minimum, and so the CPUs asked for; the request is a node range ([`JobRecord::set_range_nodes`])
+/// when its nodes are alike, as at submission.
+fn set_pending_nodes(rec: &mut JobRecord, min: u32, max: Option<u32>) -> Result<(), SlurmError> {
+    let max = max.unwrap_or(rec.max_nodes);
+    if min == 0 || (max != 0 && max < min) {
+        return Err(SlurmError::new(ESLURM_INVALID_NODE_COUNT));
+    }
+    let r = &mut rec.spec.request;
+    let gpus = match r.gpus_per_node {
+        Some(g) => g.checked_mul(min).ok_or_else(|| SlurmError::new(ESLURM_INVALID_NODE_COUNT))?,
+        None => r.gpus,
+    };
+    r.nodes = Some(min);
+    r.gpus = gpus;
+    r.nodes_max = (max > min && !rec.ntasks_given && (gpus == 0 || r.gpus_per_node.is_some()) && rec.spec.elastic.is_none()).then_some(max);
+    // `min_cpus` rises to the tasks' CPUs (or `pn_min_cpus` a node) if they are more; it
+    // never falls (`_update_job`: NumNodes=3 of a `-N2-5` job shows NumCPUs=3).
+    let before = rec.requested_cpus();
+    let cpt = rec.cpus_per_task.max(1);
+    rec.num_nodes = min;
+    rec.max_nodes = max;
+    rec.ntasks = rec.ntasks.max(min);
+    rec.gpus = gpus;
+    let want = rec.ntasks.saturating_mul(cpt).max(rec.node_shape.min_cpus.max(cpt).saturating_mul(min));
+    if want > before {
+        rec.min_cpus_set = Some(want);
+    }
     Ok(())
 }
 

@@ -216,19 +216,7 @@ impl Controller {
         });
         if want.has(F::NumCpus) {
             v.num_cpus = if rec.allocs.is_empty() {
-                // Pending: the CPUs the job asks for (Slurm's `min_cpus`): its tasks' CPUs,
-                // which a node count only GPU options fixed does not raise (goldens-extra
-                // 0407), or its nodes' CPUs when it takes whole nodes.
-                let per_nodes = rec.requested_node_cpus();
-                if let Some(n) = rec.min_cpus_set {
-                    n
-                } else if rec.one_task_request() {
-                    rec.cpus_per_task.max(1)
-                } else if rec.exclusive {
-                    per_nodes
-                } else {
-                    per_nodes.min(rec.ntasks.max(1).saturating_mul(rec.cpus_per_task.max(1)))
-                }
+                rec.requested_cpus()
             } else {
                 rec.allocs.iter().map(|a| (a.part.cpu_milli / 1000) as u32).sum()
             };
