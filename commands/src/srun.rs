@@ -114,6 +114,8 @@ struct Opts {
     export: Option<String>,
     chdir: Option<String>,
     quiet: bool,
+    /// `-N MIN-MAX`'s maximum, above the minimum (`step.nodes`).
+    nodes_max: Option<u32>,
 }
 
 /// What ends `srun` early: lines for stderr and the exit status.
@@ -187,8 +189,9 @@ fn parse(argv: &[String], env: &dyn Fn(&str) -> Option<String>) -> Result<(Opts,
                 word(&mut o);
             }
             x if x == c('N') => {
-                let (min, _) = crate::sbatch::parse_nodes(&a).ok_or_else(|| fatal(format!("\"{a}\" is not a valid node count"), 255))?;
+                let (min, max) = crate::sbatch::parse_nodes(&a).ok_or_else(|| fatal(format!("\"{a}\" is not a valid node count"), 255))?;
                 o.step.nodes = Some(min);
+                o.nodes_max = max.filter(|&m| m > min);
                 word(&mut o);
             }
             x if x == c('c') => {
@@ -277,8 +280,20 @@ fn main(args: &[String], io: &mut Io<'_>) -> Result<i32, Fatal> {
     // Inside the job, commands must find the controller even without SLURM_* variables.
     environment.retain(|(k, _)| k != "FLOTILLA_CONF");
     environment.push(("FLOTILLA_CONF".into(), conf_path.clone()));
+    // A node range's step runs on as many of the allocation's nodes as the range allows
+    // (Slurm 22.05 step_mgr: the step's `max_nodes` bounds a selection of every usable node):
+    // an `srun -N2-5` that made a 4-node allocation runs 4 tasks.
+    let job_nodes = |j: Option<&flotilla_proto::JobInfo>| j.map(|j| j.num_nodes).or_else(|| (io.env)("SLURM_JOB_NUM_NODES").and_then(|v| v.trim().parse().ok()));
+    let range_nodes = |o: &mut Opts, n: Option<u32>| {
+        if let (Some(min), Some(max), Some(n)) = (o.step.nodes, o.nodes_max, n) {
+            o.step.nodes = Some(n.clamp(min, max));
+        }
+    };
     let (job_id, own) = match env_job {
-        Some(id) => (id, false),
+        Some(id) => {
+            range_nodes(&mut o, job_nodes(None));
+            (id, false)
+        }
         None => {
             let mut opts = crate::sbatch::parse_options(&o.alloc_words).map_err(|f| Fatal {
                 lines: f.lines.into_iter().map(|l| l.replacen("sbatch", "srun", 1)).collect(),
@@ -294,6 +309,7 @@ fn main(args: &[String], io: &mut Io<'_>) -> Result<i32, Fatal> {
             job.environment = environment.clone();
             match alloc::allocate(&ctl, opts.job, "srun", io) {
                 Ok(j) => {
+                    range_nodes(&mut o, job_nodes(Some(&j)));
                     for (k, v) in alloc::alloc_env(&j, &ctl.conf.cluster_name, &conf_path, o.step.ntasks.is_some()) {
                         environment.retain(|(ek, _)| *ek != k);
                         environment.push((k, v));

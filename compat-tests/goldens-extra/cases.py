@@ -165,6 +165,9 @@ A01 = [
     # A node range with GPUs on each node: every node taken brings its GPUs (TresPerNode
     # gres:gpu:2, TRES gres/gpu=6 on 3 nodes).
     {"name": "node_range_gpus_per_node", "cmd": "sb -t 5 -N1-3 --gpus-per-node=2 --wrap 'sleep 600' >/dev/null\nwst $J1 RUNNING\nsqueue -h -j $J1 -o '%T|%D|%C|%b|%N'\nscontrol show job $J1 | grep -oE '(NumNodes|NumCPUs|TRES)=[^ ]*'\nfin"},
+    # A node range through srun and salloc: the allocation takes the free nodes (4 of 4, 3 of
+    # 1-3), and its steps run one task a node on all of them.
+    {"name": "node_range_srun_salloc", "cmd": "srun -t 5 -N2-5 bash -c 'echo $SLURM_NNODES $SLURM_NTASKS $SLURM_JOB_NUM_NODES $SLURM_STEP_NUM_NODES $SLURM_STEP_NUM_TASKS' | sort | uniq -c\nsalloc -t 5 -N1-3 bash -c 'echo $SLURM_NNODES $SLURM_JOB_NUM_NODES; srun hostname | wc -l' 2>&1 | grep -v '^salloc:'"},
 ]
 
 # Area a02: output file name patterns (src/common/fd.c / slurmstepd io: expand_stdio_fields).

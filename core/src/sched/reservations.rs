@@ -496,6 +496,21 @@ mod tests {
     }
 
     #[test]
+    fn a_node_range_starts_on_the_free_nodes_in_its_first_cycle() {
+        let mut s = sched();
+        // One node's CPUs all taken: -N1-5 of CPU-only work binds the other two at once.
+        let busy = Request { cpu_milli_per_node: 64_000, nodes: Some(1), required_nodes: vec![crate::cluster::NodeId(0)], ..Request::default() };
+        let d = submit_and_cycle(&mut s, JobSpec::simple(1, 0, busy, Some(600)), 0);
+        assert!(matches!(&d[..], [Decision::Bind { .. }]), "{d:?}");
+        let range = Request { nodes: Some(1), nodes_max: Some(5), ..Request::default() };
+        let d = submit_and_cycle(&mut s, JobSpec::simple(2, 1, range, Some(600)), 1);
+        match &d[..] {
+            [Decision::Bind { allocs, .. }] => assert_eq!(allocs.len(), 2, "{allocs:?}"),
+            _ => panic!("{d:?}"),
+        }
+    }
+
+    #[test]
     fn a_job_that_fits_starts_now_where_the_policy_places_it() {
         let mut s = sched();
         submit_and_cycle(&mut s, job(1, 0, 8, Some(3600)), 0);

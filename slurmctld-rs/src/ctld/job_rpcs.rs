@@ -142,6 +142,7 @@ impl Controller {
                 }
                 self.batch.acct.insert(id);
                 self.sched_dirty |= !inert;
+                self.allocation_asked |= !inert && self.jobs[&id].interactive;
                 self.stats.submitted += 1;
                 Response::Submitted(Submitted { job_id: id })
             }

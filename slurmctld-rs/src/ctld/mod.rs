@@ -492,6 +492,10 @@ pub struct Controller {
     /// A job's batch script ended since the last cycle: the next cycle waits only for the
     /// debounce gap, not for [`CtlOptions::batch_sched_delay`].
     job_ended_since_cycle: bool,
+    /// An `srun`/`salloc` allocation was asked for since the last cycle: Slurm 22.05's
+    /// `job_allocate` tries to place an allocation at once (`allocate` set, not only a test
+    /// as for a batch job), so the next cycle waits only for the debounce gap too.
+    allocation_asked: bool,
     stats: StatsAcc,
     started_at: i64,
     auth_failures: Arc<AtomicU64>,
@@ -578,6 +582,7 @@ impl Controller {
             prio_index: None,
             submit_charges: crate::limits::SubmitCharges::default(),
             job_ended_since_cycle: false,
+            allocation_asked: false,
             stats: StatsAcc::default(),
             started_at: now,
             auth_failures,
