@@ -416,6 +416,12 @@ fn agent_main(
                     std::thread::sleep(Duration::from_millis(20));
                     break;
                 }
+                // The address points at a controller that has not taken the lease yet (a
+                // failover in progress): again, as slurmd moves on from a standby.
+                Ok(Frame::Response { body: Response::Error(e), .. }) if e.code == flotilla_proto::errno::ESLURM_IN_STANDBY_MODE => {
+                    std::thread::sleep(Duration::from_millis(20));
+                    break;
+                }
                 Ok(Frame::Response { body, .. }) => panic!("registration of {node} refused: {body:?}"),
                 Ok(Frame::ToNode(m)) => {
                     *ledger.lock().unwrap().by_epoch.entry(0).or_default() += 1;
