@@ -411,14 +411,12 @@ fn agent_main(
             }
             match c.recv() {
                 Ok(Frame::Response { body: Response::Registered, .. }) => registered = true,
-                // The previous session of this agent is not seen closed yet: try again.
-                Ok(Frame::Response { body: Response::Error(e), .. }) if e.messages.iter().any(|m| m.contains("live session")) => {
-                    std::thread::sleep(Duration::from_millis(20));
-                    break;
-                }
-                // The address points at a controller that has not taken the lease yet (a
-                // failover in progress): again, as slurmd moves on from a standby.
-                Ok(Frame::Response { body: Response::Error(e), .. }) if e.code == flotilla_proto::errno::ESLURM_IN_STANDBY_MODE => {
+                // The previous session of this agent is not seen closed yet, or the address
+                // points at a controller that has not taken the lease yet (a failover in
+                // progress; slurmd moves on from a standby): try again.
+                Ok(Frame::Response { body: Response::Error(e), .. })
+                    if e.code == flotilla_proto::errno::ESLURM_IN_STANDBY_MODE || e.messages.iter().any(|m| m.contains("live session")) =>
+                {
                     std::thread::sleep(Duration::from_millis(20));
                     break;
                 }
