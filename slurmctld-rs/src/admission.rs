@@ -352,11 +352,8 @@ pub fn build_request(
         (_, Some(t)) if t > 0 => (t, nodes_min, None),
         _ => (0, nodes_min, None),
     };
-    // A node range takes the nodes that fit at its start, up to its maximum (Slurm 22.05
-    // cons_tres; [`Request::nodes_max`]), when its nodes are alike: no task count to spread
-    // over them (`-n`), no GPUs or GPUs on each node. Others start at the minimum.
     let nodes_max = match (nodes, shape.max_nodes) {
-        (Some(min), Some(max)) if max > min && req.ntasks.is_none() && (gpus == 0 || gpus_per_node.is_some()) => Some(max),
+        (Some(min), Some(max)) => range_max(min, max, req.ntasks.is_some(), gpus, gpus_per_node),
         _ => None,
     };
     let request = Request {
@@ -393,6 +390,14 @@ pub fn build_request(
         Ok(())
     })();
     Ok((request, cpus_per_node, ntasks, satisfiable))
+}
+
+/// A node range's [`Request::nodes_max`]: `max` when the range takes the nodes that fit at
+/// its start (Slurm 22.05 cons_tres), i.e. above `min` with nodes alike — no task count to
+/// spread over them (`ntasks_given`: `-n`), no GPUs (`gpus` 0) or GPUs on each node. Others
+/// start at the minimum (`None`). The rule of submissions and of `NumNodes=` updates.
+pub fn range_max(min: u32, max: u32, ntasks_given: bool, gpus: u32, gpus_per_node: Option<u32>) -> Option<u32> {
+    (max > min && !ntasks_given && (gpus == 0 || gpus_per_node.is_some())).then_some(max)
 }
 
 /// CPUs a node of a job with `tasks` tasks a node of `cpt` CPUs each, `sockets` sockets a

@@ -142,7 +142,7 @@ impl Controller {
                 }
                 self.batch.acct.insert(id);
                 self.sched_dirty |= !inert;
-                self.allocation_asked |= !inert && self.jobs[&id].interactive;
+                self.cycle_unpaced |= !inert && self.jobs[&id].interactive;
                 self.stats.submitted += 1;
                 Response::Submitted(Submitted { job_id: id })
             }
@@ -1437,8 +1437,8 @@ fn change_time_limit(
 /// job's maximum (0: not bounded). A minimum below 1, or a bounded maximum below the
 /// minimum, is `ESLURM_INVALID_NODE_COUNT` and changes nothing (on the reference a `-N1` job
 /// refuses `NumNodes=3`, a `-N2-5` one takes it as `3-5`; goldens-extra 0924). The task count
-/// is at least the new minimum, and so the CPUs asked for; the request is a node range ([`JobRecord::set_range_nodes`])
-/// when its nodes are alike, as at submission.
+/// is at least the new minimum, and so the CPUs asked for; the request is a node range when
+/// its nodes are alike ([`admission::range_max`]), as at submission.
 fn set_pending_nodes(rec: &mut JobRecord, min: u32, max: Option<u32>) -> Result<(), SlurmError> {
     let max = max.unwrap_or(rec.max_nodes);
     if min == 0 || (max != 0 && max < min) {
@@ -1451,7 +1451,7 @@ fn set_pending_nodes(rec: &mut JobRecord, min: u32, max: Option<u32>) -> Result<
     };
     r.nodes = Some(min);
     r.gpus = gpus;
-    r.nodes_max = (max > min && !rec.ntasks_given && (gpus == 0 || r.gpus_per_node.is_some()) && rec.spec.elastic.is_none()).then_some(max);
+    r.nodes_max = admission::range_max(min, max, rec.ntasks_given, gpus, r.gpus_per_node).filter(|_| rec.spec.elastic.is_none());
     // `min_cpus` rises to the tasks' CPUs (or `pn_min_cpus` a node) if they are more; it
     // never falls (`_update_job`: NumNodes=3 of a `-N2-5` job shows NumCPUs=3).
     let before = rec.requested_cpus();

@@ -528,7 +528,7 @@ impl Controller {
     /// ([`super::CtlOptions::batch_sched_delay`], in real time), or nothing after a job's end
     /// or an interactive allocation's request.
     fn cycle_pace(&self, delay: std::time::Duration) -> std::time::Duration {
-        if self.job_ended_since_cycle || self.allocation_asked {
+        if self.cycle_unpaced {
             std::time::Duration::ZERO
         } else {
             delay
@@ -536,8 +536,7 @@ impl Controller {
     }
 
     fn schedule(&mut self, now: i64) {
-        self.job_ended_since_cycle = false;
-        self.allocation_asked = false;
+        self.cycle_unpaced = false;
         self.sched_dirty = false;
         self.reason_until_cycle.clear();
         self.end_missed_deadlines(now);

@@ -489,13 +489,11 @@ pub struct Controller {
     /// ([`crate::limits::SubmitCharges`]): built at the first submission under a job-count
     /// limit, then kept by [`Controller::dirty`] and the removals of records.
     submit_charges: crate::limits::SubmitCharges,
-    /// A job's batch script ended since the last cycle: the next cycle waits only for the
-    /// debounce gap, not for [`CtlOptions::batch_sched_delay`].
-    job_ended_since_cycle: bool,
-    /// An `srun`/`salloc` allocation was asked for since the last cycle: Slurm 22.05's
-    /// `job_allocate` tries to place an allocation at once (`allocate` set, not only a test
-    /// as for a batch job), so the next cycle waits only for the debounce gap too.
-    allocation_asked: bool,
+    /// The next cycle waits only for the debounce gap, not for
+    /// [`CtlOptions::batch_sched_delay`]: since the last cycle a job's batch script ended, or
+    /// an `srun`/`salloc` allocation was asked for (Slurm 22.05's `job_allocate` tries to
+    /// place an allocation at once: `allocate` set, not only a test as for a batch job).
+    cycle_unpaced: bool,
     stats: StatsAcc,
     started_at: i64,
     auth_failures: Arc<AtomicU64>,
@@ -581,8 +579,7 @@ impl Controller {
             exit_requeues: HashMap::new(),
             prio_index: None,
             submit_charges: crate::limits::SubmitCharges::default(),
-            job_ended_since_cycle: false,
-            allocation_asked: false,
+            cycle_unpaced: false,
             stats: StatsAcc::default(),
             started_at: now,
             auth_failures,

@@ -382,7 +382,7 @@ impl Controller {
             rec.reason = Some(r.to_string());
         }
         info!(exit_code = exit.exit_code, signal = exit.signal, state = ?rec.end_state, "batch script ended");
-        self.job_ended_since_cycle = true;
+        self.cycle_unpaced = true;
         rec.completing_nodes = rec.nodes.iter().skip(1).cloned().collect();
         rec.state = JobState::Completing;
         let others = rec.completing_nodes.clone();
