@@ -168,6 +168,9 @@ A01 = [
     # A node range through srun and salloc: the allocation takes the free nodes (4 of 4, 3 of
     # 1-3), and its steps run one task a node on all of them.
     {"name": "node_range_srun_salloc", "cmd": "srun -t 5 -N2-5 bash -c 'echo $SLURM_NNODES $SLURM_NTASKS $SLURM_JOB_NUM_NODES $SLURM_STEP_NUM_NODES $SLURM_STEP_NUM_TASKS' | sort | uniq -c\nsalloc -t 5 -N1-3 bash -c 'echo $SLURM_NNODES $SLURM_JOB_NUM_NODES; srun hostname | wc -l' 2>&1 | grep -v '^salloc:'"},
+    # Inside an allocation, a step's node range takes the allocation's nodes up to its
+    # maximum (step_mgr: 2 of 3 for -N1-2, all 3 for -N2-5).
+    {"name": "node_range_steps_in_allocation", "cmd": "salloc -t 5 -N3 bash -c 'srun -N1-2 hostname | wc -l; srun -N2-5 hostname | wc -l' 2>&1 | grep -v '^salloc:'"},
 ]
 
 # Area a02: output file name patterns (src/common/fd.c / slurmstepd io: expand_stdio_fields).
@@ -459,6 +462,9 @@ A09 = [
     # maximum: exit 1, nothing changed); the task count and CPUs rise with the minimum, and a
     # released range takes the free nodes up to its maximum.
     {"name": "numnodes_update", "cmd": "sb -H -N1 --wrap true >/dev/null\nfor v in 2-4 3 abc 4-2 0 2- 5; do scontrol update jobid=$J1 NumNodes=$v 2>&1 | m; echo \"[$v] rc=${PIPESTATUS[0]} $(scontrol show job $J1 | grep -oE '(NumNodes|NumTasks)=[^ ]*' | tr '\\n' ' ')\"; done\nsb -H -t 5 --wrap 'sleep 300' >/dev/null\nsb -H -t 5 -N2-5 --wrap 'sleep 300' >/dev/null\nscontrol update jobid=$J2 NumNodes=2-3\nscontrol update jobid=$J3 NumNodes=3\nfor j in $J2 $J3; do scontrol show job $j | grep -oE '(NumNodes|NumCPUs|NumTasks)=[^ ]*' | tr '\\n' ' '; echo; done\nscontrol release $J2\nwst $J2 RUNNING\nsqueue -h -j $J2 -o '%T|%D|%C'\nscancel $J2\nwend $J2\nscontrol release $J3\nwst $J3 RUNNING\nsqueue -h -j $J3 -o '%T|%D|%C'\nscontrol show job $J3 | grep -oE '(NumNodes|NumCPUs|NumTasks)=[^ ]*' | tr '\\n' ' '; echo\nfin"},
+    # A node range on a running job is refused whole (_update_job: max_nodes of a job not
+    # pending is ESLURM_JOB_NOT_PENDING), its node count unchanged.
+    {"name": "numnodes_range_running", "cmd": "sb -t 5 -N2 --wrap 'sleep 300' >/dev/null\nwst $J1 RUNNING\nfor v in 1-2 2-3; do scontrol update jobid=$J1 NumNodes=$v 2>&1 | m; echo \"[$v] rc=${PIPESTATUS[0]} $(squeue -h -j $J1 -o '%T|%D')\"; done\nfin"},
 ]
 
 # Area a10: priority and queue order (slurmctld job_mgr.c: set_job_prio, priority/basic;
