@@ -148,6 +148,32 @@ pub fn requeue(hold: bool, args: &[String], io: &mut Io<'_>) -> i32 {
     code
 }
 
+/// Prints the answer of a request on jobs as scontrol does (`scontrol_requeue`,
+/// `scontrol_update_job`): an answer for an array (results naming tasks, Slurm's
+/// `RESPONSE_JOB_ARRAY_ERRORS`) prints every outcome as `A_<tasks>: <error>` (a success as
+/// `No error`) unless it is one success; a job's error prints `<error> for job <id>`. 1 when
+/// anything was printed.
+fn job_results(rs: Vec<flotilla_proto::JobResult>, io: &mut Io<'_>) -> i32 {
+    let count = rs.len();
+    let mut code = 0;
+    for r in rs {
+        match (&r.job.tasks, r.error) {
+            (Some(_), None) if count == 1 => {}
+            (Some(ts), e) => {
+                let text = e.map_or_else(|| strerror(0).to_string(), |e| e.text);
+                io.err(&format!("{}_{}: {}\n", r.job.job_id, task_ranges(ts), text));
+                code = 1;
+            }
+            (None, Some(e)) => {
+                io.err(&format!("{} for job {}\n", e.text, ref_str(&r.job)));
+                code = 1;
+            }
+            (None, None) => {}
+        }
+    }
+    code
+}
+
 /// The requests of one `requeue` argument; 1 when anything failed.
 fn requeue_jobs(c: &Ctl, jobs: Vec<JobRef>, hold: bool, special: bool, io: &mut Io<'_>) -> i32 {
     let mut code = 0;
@@ -155,24 +181,7 @@ fn requeue_jobs(c: &Ctl, jobs: Vec<JobRef>, hold: bool, special: bool, io: &mut 
         let req = RequeueJob { jobs: vec![job], hold };
         let req = if special { Request::RequeueSpecialExit(req) } else { Request::Requeue(req) };
         match c.call(req) {
-            Ok(Response::JobResults(rs)) => {
-                let count = rs.len();
-                for r in rs {
-                    match (&r.job.tasks, r.error) {
-                        (Some(_), None) if count == 1 => {}
-                        (Some(ts), e) => {
-                            let text = e.map_or_else(|| strerror(0).to_string(), |e| e.text);
-                            io.err(&format!("{}_{}: {}\n", r.job.job_id, task_ranges(ts), text));
-                            code = 1;
-                        }
-                        (None, Some(e)) => {
-                            io.err(&format!("{} for job {}\n", e.text, ref_str(&r.job)));
-                            code = 1;
-                        }
-                        (None, None) => {}
-                    }
-                }
-            }
+            Ok(Response::JobResults(rs)) => code |= job_results(rs, io),
             Ok(_) => {}
             Err(e) => {
                 io.err(&format!("slurm_requeue error: {}\n", e.slurm().text));
@@ -524,6 +533,12 @@ pub fn update(args: &[String], io: &mut Io<'_>) -> i32 {
             "MinMemoryNode" => parsed(common::parse_uint64(v).map(JobChange::MinMemoryNode), format!("scontrol: error: Invalid MinMemoryNode value: {v}\n")),
             "MinMemoryCPU" => parsed(common::parse_uint64(v).map(JobChange::MinMemoryCpu), format!("scontrol: error: Invalid MinMemoryCPU value: {v}\n")),
             "MinCPUsNode" => parsed(common::parse_uint16(v).map(JobChange::MinCpusNode), format!("scontrol: error: Invalid MinCPUsNode value: {v}\n")),
+            // `update_job.c`: `strtoll` into an `int` (a wrapped value, anything after the
+            // digits ignored, none is 0: no throttle); a negative one aborts the request.
+            "ArrayTaskThrottle" => match flotilla_core::cnum::strtol(v).0 as i32 {
+                t if t < 0 => bad("scontrol: error: Invalid ArrayTaskThrottle value\n".into()),
+                t => Ok(JobChange::ArrayThrottle(t as u32)),
+            },
             _ => bad(format!("Update of this parameter is not supported: {k}={v}\nRequest aborted\n")),
         };
         match ch {
@@ -541,16 +556,7 @@ pub fn update(args: &[String], io: &mut Io<'_>) -> i32 {
     let Some(c) = ctl(io, "slurm_update") else { return 1 };
     let r = job.clone();
     match c.call(Request::UpdateJob(UpdateJob { job, changes })) {
-        Ok(Response::JobResults(rs)) => {
-            let mut code = 0;
-            for x in rs {
-                if let Some(e) = x.error {
-                    io.err(&format!("{} for job {}\n", e.text, ref_str(&x.job)));
-                    code = 1;
-                }
-            }
-            code
-        }
+        Ok(Response::JobResults(rs)) => job_results(rs, io),
         Ok(_) => 0,
         Err(e) => {
             io.err(&format!("{} for job {}\n", e.slurm().text, ref_str(&r)));
@@ -602,10 +608,10 @@ pub fn job_record(j: &JobInfo, flags: ShowFlags, now: i64, gpu_types: &BTreeMap<
             (None, Some(s)) => head.push_str(&format!("ArrayTaskId={s} ")),
             _ => {}
         }
-        // `slurm_sprint_job_info`: the `%N` throttle of the array's pending remainder (its
-        // `array_max_tasks`; a started task's record has none).
-        if let Some(n) = j.array_task_str.as_deref().filter(|_| j.array_task_id.is_none()).and_then(|s| s.split_once('%')).map(|(_, n)| n) {
-            head.push_str(&format!("ArrayTaskThrottle={n} "));
+        // `slurm_sprint_job_info`: the array's `%N` throttle (its `array_max_tasks`), on
+        // every record of the array while its first record is kept.
+        if j.array_throttle > 0 {
+            head.push_str(&format!("ArrayTaskThrottle={} ", j.array_throttle));
         }
     }
     head.push_str(&format!("JobName={}", j.name));

@@ -399,6 +399,26 @@ A06 = [
     # A State= value that is not SpecialExit ends the flags: it is taken for a job id.
     {"name": "requeuehold_bad_state",
      "cmd": "sb --wrap true\nwend $J1\nscontrol requeuehold State=Bogus $J1 2>&1 | m; echo \"rc=${PIPESTATUS[0]}\"\nsqueue -h -t all -j $J1 -o '%T' | m\nfin"},
+    # scontrol update ArrayTaskThrottle= (job_mgr.c _update_job: the array's max_run_tasks,
+    # kept by its first record; update_job.c: strtoll, a negative value refused): raised on a
+    # running array, more tasks start; every record of the array shows it (pack_job packs the
+    # first record's max_run_tasks for the others).
+    {"name": "update_throttle_raise",
+     "cmd": "sb -t 5 --array='1-4%1' --wrap 'sleep 300'\nwst ${J1}_1 RUNNING\nscontrol show job $J1 | grep -oE 'ArrayTaskId=[^ ]*( ArrayTaskThrottle=[^ ]*)?' | sort\nscontrol update jobid=$J1 ArrayTaskThrottle=3 2>&1 | m; echo \"rc=${PIPESTATUS[0]}\"\nfor i in $(seq 600); do [ $(squeue -h -r -t R -j $J1 | wc -l) -ge 3 ] && break; sleep 0.1; done\nsqueue -h -r -j $J1 -o '%i|%T|%r' | m | sort\nscontrol show job $J1 | grep -oE 'ArrayTaskId=[^ ]*( ArrayTaskThrottle=[^ ]*)?' | sort\nfin"},
+    # The values: negative refused by scontrol, letters are 0 (no throttle), digits then
+    # letters their number, empty 0; a pending task named alone is split off and keeps the
+    # array's throttle; a job that is no array takes the other changes.
+    {"name": "update_throttle_values",
+     "cmd": "sb --hold -t 5 --array='1-4%2' --wrap true\nfor v in -1 abc 2x ''; do scontrol update jobid=$J1 ArrayTaskThrottle=$v 2>&1 | m; echo \"[$v] rc=${PIPESTATUS[0]}\"; scontrol show job $J1 | grep -oE 'ArrayTaskId=[^ ]*( ArrayTaskThrottle=[^ ]*)?' | sort; done\nscontrol update jobid=${J1}_4 ArrayTaskThrottle=3 2>&1 | m; echo \"rc=${PIPESTATUS[0]}\"\nscontrol show job $J1 | grep -oE 'ArrayTaskId=[^ ]*( ArrayTaskThrottle=[^ ]*)?' | sort\nsb --hold -t 5 --wrap true\nscontrol update jobid=$J2 ArrayTaskThrottle=2 TimeLimit=4 2>&1 | m; echo \"rc=${PIPESTATUS[0]}\"\nsqueue -h -j $J2 -o '%l' | m\nfin"},
+    # An update of a whole array goes record by record (update_job_str): the ended task is
+    # refused, the others changed; scontrol prints every outcome (A_1: ..., A_2-4: No error)
+    # and exits 1. A task named alone that ended: its error in the same form.
+    {"name": "update_array_mixed_results",
+     "cmd": "sb -t 5 --array='1-4%2' --wrap '[ $SLURM_ARRAY_TASK_ID = 1 ] || sleep 300'\nwst ${J1}_1 COMPLETED\nwst ${J1}_3 RUNNING\nscontrol update jobid=$J1 TimeLimit=3 2>&1 | m; echo \"rc=${PIPESTATUS[0]}\"\nsqueue -h -r -t all -j $J1 -o '%i|%T|%l' | m | sort\nscontrol update jobid=${J1}_1 TimeLimit=2 2>&1 | m; echo \"rc=${PIPESTATUS[0]}\"\nscontrol update jobid=\"${J1}_[2,9]\" TimeLimit=2 2>&1 | m; echo \"rc=${PIPESTATUS[0]}\"\nscontrol update jobid=$J1 Partition=nope 2>&1 | m; echo \"rc=${PIPESTATUS[0]}\"\nsqueue -h -r -t all -j $J1 -o '%i|%T|%l|%P' | m | sort\nfin"},
+    # The array's first record ended (its last task to start, task 2, ended at once): it takes
+    # the throttle and nothing else, with success; the running task takes the time limit.
+    {"name": "update_throttle_ended_first_record",
+     "cmd": "sb -t 5 --array='1-2' --wrap '[ $SLURM_ARRAY_TASK_ID = 2 ] || sleep 300'\nwst ${J1}_2 COMPLETED\nwst ${J1}_1 RUNNING\nscontrol update jobid=$J1 ArrayTaskThrottle=5 TimeLimit=2 2>&1 | m; echo \"rc=${PIPESTATUS[0]}\"\nsqueue -h -r -t all -j $J1 -o '%i|%A|%T|%l' | awk -v j=$J1 -F'|' '{print $1, ($2 == j ? \"own\" : \"new\"), $3, $4}' | m | sort\nscontrol show job $J1 | grep -oE 'ArrayTaskId=[^ ]*( ArrayTaskThrottle=[^ ]*)?' | sort\nfin"},
 ]
 
 # Area a09: scontrol update of jobs (slurmctld job_mgr.c: update_job / _update_job;

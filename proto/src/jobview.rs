@@ -206,6 +206,7 @@ pub struct JobView<'a> {
     pub time_min: Option<u32>,
     pub deadline: Option<i64>,
     pub features: Option<Str<'a>>,
+    pub array_throttle: u32,
 }
 
 impl<'a> JobView<'a> {
@@ -284,6 +285,7 @@ impl<'a> JobView<'a> {
             time_min: self.time_min,
             deadline: self.deadline,
             features: own(self.features),
+            array_throttle: self.array_throttle,
         }
     }
 }
@@ -363,6 +365,7 @@ impl<'a> From<&'a JobInfo> for JobView<'a> {
             time_min: j.time_min,
             deadline: j.deadline,
             features: view(&j.features),
+            array_throttle: j.array_throttle,
         }
     }
 }
@@ -508,6 +511,7 @@ job_fields! {
     CpuIds => cpu_ids, SocketsPerNode => sockets_per_node, MemWholeNode => mem_whole_node,
     NodeShape => node_shape, MailType => mail_type, MailUser => mail_user, JobFlags => job_flags,
     TimeMin => time_min, Deadline => deadline, Features => features,
+    ArrayThrottle => array_throttle,
 }
 
 /// A set of [`JobField`]s (a bit per field; 128 bits, as there are more than 64 fields).
@@ -724,6 +728,7 @@ mod tests {
                 },
                 mail_type: nums[1] as u16, mail_user: opts[3].clone(), job_flags: nums[2] as u16,
                 time_min: big.2.map(|b| b as u32), deadline: big.3, features: opts[4].clone(),
+                array_throttle: nums[5] ^ nums[6],
             }
         }
     }

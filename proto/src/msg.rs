@@ -500,6 +500,9 @@ pub enum JobChange {
     /// `NumNodes=MIN-MAX` (appended): a pending job's node range (`NumNodes=N` is
     /// [`JobChange::NumNodes`], which keeps the maximum).
     NodeRange { min: u32, max: u32 },
+    /// `ArrayTaskThrottle=` (appended): the array's `%N` (0: none). Changes the array's first
+    /// record only, whatever its state; any other record takes it as no change.
+    ArrayThrottle(u32),
 }
 
 /// `scontrol update job`.
@@ -1015,6 +1018,10 @@ pub struct JobInfo {
     pub deadline: Option<i64>,
     /// `Features=` (appended): `--constraint` as the job keeps it; `None`: `(null)`.
     pub features: Option<String>,
+    /// The array's `ArrayTaskThrottle` (appended; 0: none): the `%N` its first record keeps,
+    /// shown on every record of the array (Slurm 22.05 `pack_job` packs the array head's
+    /// `max_run_tasks` for a task's record too); 0 for a job that is not an array's.
+    pub array_throttle: u32,
 }
 
 /// Slurm 22.05's job `bit_flags` the submission options set (`slurm_opt.c`

@@ -798,46 +798,13 @@ impl Controller {
         special: bool,
         now: i64,
     ) -> Vec<JobResult> {
-        let mut groups: Vec<(Option<i32>, BTreeSet<u32>)> = Vec::new();
-        let mut add = |code: Option<i32>, tasks: &[u32]| match groups.iter_mut().find(|(c, _)| *c == code) {
-            Some((_, set)) => set.extend(tasks.iter().copied()),
-            None => groups.push((code, tasks.iter().copied().collect())),
-        };
-        let mut covered = BTreeSet::new();
+        let mut outcomes = Vec::new();
         for t in targets {
             let id = t.id();
-            let rec = &self.jobs[&id];
-            // A pending array record answers for all its pending tasks (`_resp_array_add`
-            // with the record's task bitmap).
-            let names: Vec<u32> = if rec.is_array_meta() {
-                rec.array_pending.clone()
-            } else {
-                rec.array_task_id.into_iter().collect()
-            };
-            covered.extend(names.iter().copied());
-            if let Target::Tasks(_, ts) = &t {
-                covered.extend(ts.iter().copied());
-            }
-            let code = self.requeue_one(ident, id, hold, special, now).err().map(|e| e.code);
-            add(code, &names);
+            let names = answers_for(&self.jobs[&id]);
+            outcomes.push((names, self.requeue_one(ident, id, hold, special, now).err().map(|e| e.code)));
         }
-        // Named tasks that no record holds (`_resp_array_add_id`).
-        for &t in jref.tasks.iter().flatten() {
-            if !covered.contains(&t) {
-                add(Some(ESLURM_INVALID_JOB_ID), &[t]);
-            }
-        }
-        if groups.is_empty() {
-            groups.push((Some(ESLURM_INVALID_JOB_ID), BTreeSet::new()));
-        }
-        groups.sort_by_key(|(_, set)| set.first().copied());
-        groups
-            .into_iter()
-            .map(|(code, set)| JobResult {
-                job: JobRef { job_id: jref.job_id, tasks: Some(set.into_iter().collect()) },
-                error: code.map(SlurmError::new),
-            })
-            .collect()
+        array_results(jref, outcomes)
     }
 
     /// Requeues one record (Slurm's `_job_requeue_op`, job_mgr.c), checked in its order:
@@ -939,9 +906,16 @@ impl Controller {
         Ok(())
     }
 
+    /// `scontrol update job` (Slurm's `update_job_str`, job_mgr.c). A plain job, or an array
+    /// task named by its own job id, is answered with one result (scontrol: `<error> for job
+    /// <id>`). An array named by its id or its tasks (`A_T`) is updated record by record, each
+    /// on its own (one refused leaves the others updated), and answered in the array-errors
+    /// form ([`array_results`]): e.g. `A_1: Job has already finished` and `A_2-4: No error`
+    /// for an array whose first task ended (goldens-extra 0642).
     pub(super) fn update(&mut self, ident: Ident, u: UpdateJob, now: i64) -> Response {
+        let names_array = u.job.tasks.is_some() || self.jobs.get(&u.job.job_id).is_some_and(|r| r.array_job_id == Some(u.job.job_id));
         let targets = self.resolve(&u.job);
-        if targets.is_empty() {
+        if targets.is_empty() && !names_array {
             return Response::Error(SlurmError::new(ESLURM_INVALID_JOB_ID));
         }
         for t in &targets {
@@ -955,46 +929,62 @@ impl Controller {
             Ok(ids) => ids,
             Err(e) => return Response::Error(e),
         };
-        let mut updated = Vec::new();
-        for id in ids {
-            let mut rec = self.jobs[&id].clone();
-            let mut new_dep: Option<Option<Dependency>> = None;
-            if let Err(e) = apply_changes(&mut rec, &u.changes, ident, &self.sched, &mut new_dep, now)
-                .and_then(|access_changed| self.authorize_update(ident, &rec, &u.changes, access_changed))
-            {
-                return Response::Error(e);
-            }
-            updated.push((id, rec, new_dep));
+        if !names_array {
+            let outcome = ids.into_iter().try_for_each(|id| self.update_one(ident, id, &u.changes, now));
+            return match outcome {
+                Ok(()) => Response::JobResults(vec![JobResult { job: u.job, error: None }]),
+                Err(e) => Response::Error(e),
+            };
         }
-        for (id, rec, new_dep) in updated {
-            let resize = (rec.state == JobState::Running)
-                .then(|| u.changes.iter().find_map(|c| if let JobChange::NumNodes(n) = c { Some(*n) } else { None }))
-                .flatten();
-            let core = rec.spec.id;
-            if rec.deadline.is_some() {
-                self.deadlines.insert(id);
-            }
-            self.jobs.insert(id, rec);
-            if let Some(size) = resize {
-                info!(job = id, size, "scontrol update NumNodes= on a running job");
-                self.core_event(CoreEvent::Resize { job: core, size }, now);
-            }
-            match new_dep {
-                Some(Some(d)) => {
-                    self.deps.insert(id, d);
-                }
-                Some(None) => {
-                    self.deps.remove(&id);
-                }
-                None => {}
-            }
-            if self.reason_cleared_by_update(id) {
-                self.reason_until_cycle.insert(id, "None");
-            }
-            self.dirty(id);
-            self.push_core_update(id, now);
+        let outcomes = ids
+            .into_iter()
+            .map(|id| {
+                let names = answers_for(&self.jobs[&id]);
+                (names, self.update_one(ident, id, &u.changes, now).err().map(|e| e.code))
+            })
+            .collect();
+        Response::JobResults(array_results(&u.job, outcomes))
+    }
+
+    /// Updates one record: the changes checked on a copy ([`apply_changes`],
+    /// [`Controller::authorize_update`]), then kept, all or none.
+    fn update_one(&mut self, ident: Ident, id: u64, changes: &[JobChange], now: i64) -> Result<(), SlurmError> {
+        let mut rec = self.jobs[&id].clone();
+        let mut new_dep: Option<Option<Dependency>> = None;
+        let access_changed = apply_changes(&mut rec, changes, ident, &self.sched, &mut new_dep, now)?;
+        self.authorize_update(ident, &rec, changes, access_changed)?;
+        let resize = (rec.state == JobState::Running)
+            .then(|| changes.iter().find_map(|c| if let JobChange::NumNodes(n) = c { Some(*n) } else { None }))
+            .flatten();
+        let core = rec.spec.id;
+        if rec.deadline.is_some() {
+            self.deadlines.insert(id);
         }
-        Response::JobResults(vec![JobResult { job: u.job, error: None }])
+        self.jobs.insert(id, rec);
+        if let Some(size) = resize {
+            info!(job = id, size, "scontrol update NumNodes= on a running job");
+            self.core_event(CoreEvent::Resize { job: core, size }, now);
+        }
+        match new_dep {
+            Some(Some(d)) => {
+                self.deps.insert(id, d);
+            }
+            Some(None) => {
+                self.deps.remove(&id);
+            }
+            None => {}
+        }
+        if self.reason_cleared_by_update(id) {
+            self.reason_until_cycle.insert(id, "None");
+        }
+        self.dirty(id);
+        self.push_core_update(id, now);
+        // A new throttle decides which of the array's tasks the next cycle sees
+        // (`refresh_arrays`), whatever the state of the record that keeps it.
+        if changes.iter().any(|c| matches!(c, JobChange::ArrayThrottle(_))) {
+            self.sched_dirty = true;
+        }
+        Ok(())
     }
 
     /// The reason Slurm 22.05's submission test gives a batch job (`job_allocate` with
@@ -1062,6 +1052,52 @@ impl Controller {
     }
 }
 
+/// The tasks record `rec` answers for in an array-errors answer: a pending array record all
+/// its pending tasks (Slurm's `_resp_array_add` with the record's task bitmap), any other
+/// record its own task.
+fn answers_for(rec: &JobRecord) -> Vec<u32> {
+    if rec.is_array_meta() {
+        rec.array_pending.clone()
+    } else {
+        rec.array_task_id.into_iter().collect()
+    }
+}
+
+/// Slurm's answer to an operation on an array named by its id or its tasks (`A_T`;
+/// `_resp_array_add`, `_resp_array_add_id`, `_resp_array_xlate` in job_mgr.c): `outcomes`,
+/// each record's tasks ([`answers_for`]) with its error code (`None`: done), grouped by code,
+/// each group naming its tasks, ordered by their first task; a task `jref` names that no
+/// record holds is `Invalid job id specified`. scontrol prints every group as
+/// `A_<tasks>: <error>` unless the answer is one success.
+fn array_results(jref: &JobRef, outcomes: Vec<(Vec<u32>, Option<i32>)>) -> Vec<JobResult> {
+    let mut groups: Vec<(Option<i32>, BTreeSet<u32>)> = Vec::new();
+    let mut add = |code: Option<i32>, tasks: &[u32]| match groups.iter_mut().find(|(c, _)| *c == code) {
+        Some((_, set)) => set.extend(tasks.iter().copied()),
+        None => groups.push((code, tasks.iter().copied().collect())),
+    };
+    let mut covered = BTreeSet::new();
+    for (names, code) in outcomes {
+        covered.extend(names.iter().copied());
+        add(code, &names);
+    }
+    for &t in jref.tasks.iter().flatten() {
+        if !covered.contains(&t) {
+            add(Some(ESLURM_INVALID_JOB_ID), &[t]);
+        }
+    }
+    if groups.is_empty() {
+        groups.push((Some(ESLURM_INVALID_JOB_ID), BTreeSet::new()));
+    }
+    groups.sort_by_key(|(_, set)| set.first().copied());
+    groups
+        .into_iter()
+        .map(|(code, set)| JobResult {
+            job: JobRef { job_id: jref.job_id, tasks: Some(set.into_iter().collect()) },
+            error: code.map(SlurmError::new),
+        })
+        .collect()
+}
+
 /// Applies `scontrol update` changes to a copy of a record, with Slurm's permission rules: a
 /// user may change only pending jobs (a running job's time limit may only go down), may not
 /// raise a time limit above the partition's `MaxTime`, and may not set `Priority` or a
@@ -1079,6 +1115,16 @@ fn apply_changes(
     let mut access_changed = false;
     let pending = rec.state == JobState::Pending;
     let need_pending = |p: bool| if p { Ok(()) } else { Err(SlurmError::new(ESLURM_JOB_NOT_PENDING)) };
+    // Slurm 22.05 `_update_job`: `ArrayTaskThrottle=` sets the `max_run_tasks` of the record
+    // that keeps the array's (its first), before the ended-job test: that record, ended, takes
+    // it and nothing else, with success (goldens-extra 0643); other records ignore it.
+    let throttle = changes.iter().rev().find_map(|c| if let JobChange::ArrayThrottle(t) = c { Some(*t) } else { None });
+    if let Some(t) = throttle.filter(|_| rec.array_job_id == Some(rec.id)) {
+        rec.array_max_running = (t > 0).then_some(t);
+        if rec.state.is_finished() {
+            return Ok(false);
+        }
+    }
     if rec.state.is_finished() {
         return Err(SlurmError::new(ESLURM_JOB_FINISHED));
     }
@@ -1297,6 +1343,7 @@ fn apply_changes(
             }
             JobChange::MailUser(u) => rec.mail_user = Some(if u.is_empty() { rec.user.clone() } else { u.clone() }),
             JobChange::Requeue(n) => rec.requeue = *n != 0,
+            JobChange::ArrayThrottle(_) => {}
             JobChange::Topology(t) => {
                 need_pending(pending)?;
                 let k = flotilla_core::config::TopologyKind::parse(t)

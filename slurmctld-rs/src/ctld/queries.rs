@@ -311,6 +311,11 @@ impl Controller {
             time_min: TimeMin = rec.time_min;
             deadline: Deadline = rec.deadline;
             features: Features = rec.features.as_deref().map(Str::b);
+            // The array's first record keeps the throttle (a record of its own id).
+            array_throttle: ArrayThrottle = rec
+                .array_job_id
+                .and_then(|a| if a == rec.id { rec.array_max_running } else { self.jobs.get(&a).and_then(|h| h.array_max_running) })
+                .unwrap_or(0);
         }
     }
 
