@@ -91,28 +91,29 @@ pub fn hold_release(op: HoldOp, args: &[String], io: &mut Io<'_>) -> i32 {
         return 1;
     }
     let Some(c) = ctl(io, "slurm_suspend") else { return 1 };
-    match c.call(Request::HoldRelease(HoldRelease { jobs, op })) {
-        Ok(Response::JobResults(rs)) => {
-            let mut code = 0;
-            let mut last = None;
-            for r in rs {
-                if let Some(e) = r.error {
-                    io.err(&format!("{} for job {}\n", e.text, ref_str(&r.job)));
-                    last = Some(e.text);
-                    code = 1;
+    // `scontrol_hold`: one request per job id, in turn; an array's outcomes as
+    // [`job_results`] prints them; a job's error `<error> for job <id>`, and the last of those
+    // once more after all (`slurm_perror("slurm_suspend error")` in scontrol.c).
+    let (mut code, mut last) = (0, None);
+    for job in jobs {
+        match c.call(Request::HoldRelease(HoldRelease { jobs: vec![job], op })) {
+            Ok(Response::JobResults(rs)) => {
+                if let Some(e) = rs.iter().filter(|r| r.job.tasks.is_none()).filter_map(|r| r.error.as_ref()).last() {
+                    last = Some(e.text.clone());
                 }
+                code |= job_results(rs, io);
             }
-            if let Some(t) = last {
-                io.err(&format!("slurm_suspend error: {t}\n"));
+            Ok(_) => {}
+            Err(e) => {
+                io.err(&format!("slurm_suspend error: {}\n", e.slurm().text));
+                return 1;
             }
-            code
-        }
-        Ok(_) => 0,
-        Err(e) => {
-            io.err(&format!("slurm_suspend error: {}\n", e.slurm().text));
-            1
         }
     }
+    if let Some(t) = last {
+        io.err(&format!("slurm_suspend error: {t}\n"));
+    }
+    code
 }
 
 /// `requeue`, `requeuehold` (Slurm's `scontrol_requeue`): one request per job id named, as

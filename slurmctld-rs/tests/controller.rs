@@ -401,9 +401,18 @@ fn hold_and_release() {
     assert!(matches!(&r, Response::JobResults(v) if v[0].error.as_ref().is_some_and(|e| e.code == ESLURM_ACCESS_DENIED)), "{r:?}");
     h.call(User::Root, hold(HoldOp::Release, p));
     assert_eq!((state(&h, p), h.job(p).reason.as_str()), (JobStateWire::Pending, "Resources"));
-    // Holding a running job is refused (it is not pending).
+    // A running job held keeps running, priority 0 and `JobHeldUser` shown (Slurm 22.05
+    // `_update_job`, goldens-extra 0644); released, it is numbered again at once.
     let r = h.call(User::Alice, hold(HoldOp::Hold, held));
-    assert!(matches!(&r, Response::JobResults(v) if v[0].error.as_ref().is_some_and(|e| e.code == ESLURM_JOB_NOT_PENDING)), "{r:?}");
+    assert!(matches!(&r, Response::JobResults(v) if v[0].error.is_none()), "{r:?}");
+    h.turn();
+    let j = h.job(held);
+    assert_eq!((j.state, j.reason.as_str(), j.priority), (Some(JobStateWire::Running), "JobHeldUser", 0));
+    h.call(User::Alice, hold(HoldOp::Release, held));
+    h.turn();
+    let j = h.job(held);
+    assert_eq!((j.state, j.reason.as_str()), (Some(JobStateWire::Running), "None"));
+    assert!(j.priority > 0, "released: numbered again");
     h.check();
 }
 

@@ -666,20 +666,29 @@ impl Controller {
         Ok(ids)
     }
 
+    /// `scontrol hold`, `uhold` and `release` (Slurm's `scontrol_hold`: an update of the
+    /// priority, `_update_job`). A plain job, or an array task named by its own job id, is
+    /// answered with one result; an array named by its id or its tasks record by record in the
+    /// array-errors form ([`array_results`]; e.g. `A_1: Job has already finished` and
+    /// `A_2-4: No error` for an array whose first task ended, goldens-extra 0645).
     pub(super) fn hold_release(&mut self, ident: Ident, h: HoldRelease, now: i64) -> Response {
         let mut results = Vec::new();
         for (jref, targets) in self.targets(&h.jobs, &JobFilter::default()) {
+            let names_array =
+                jref.tasks.is_some() || self.jobs.get(&jref.job_id).is_some_and(|rec| rec.array_job_id == Some(jref.job_id));
             let mut error = None;
-            if targets.is_empty() {
+            if targets.is_empty() && !names_array {
                 error = Some(SlurmError::new(ESLURM_INVALID_JOB_ID));
             }
             let mut allowed = Vec::new();
+            let mut outcomes = Vec::new();
             for t in targets {
                 if self.owner_ok(ident, t.id()) {
                     allowed.push(t);
                 } else {
                     warn!(job = t.id(), uid = ident.uid, "hold/release of another user's job refused");
                     error.get_or_insert(SlurmError::new(ESLURM_USER_ID_MISSING));
+                    outcomes.push((answers_for(&self.jobs[&t.id()]), Some(ESLURM_USER_ID_MISSING)));
                 }
             }
             let ids = match self.split_targets(&allowed, now) {
@@ -690,66 +699,87 @@ impl Controller {
                 }
             };
             for id in ids {
-                let rec = self.jobs.get_mut(&id).expect("resolved");
-                if rec.state != JobState::Pending {
-                    error.get_or_insert(SlurmError::new(ESLURM_JOB_NOT_PENDING));
-                    continue;
+                let names = answers_for(&self.jobs[&id]);
+                let outcome = self.hold_one(ident, id, h.op, now);
+                if let Err(e) = &outcome {
+                    error.get_or_insert(e.clone());
                 }
-                if matches!(rec.reason.as_deref(), Some(REQUEUE_HOLD_REASON | "BadConstraints")) {
-                    // A new hold shows as such; a release shows what the job waits for next
-                    // (a job that can never run is tested again below).
-                    rec.reason = None;
-                }
-                match h.op {
-                    // A user's hold or uhold of a job an admin holds leaves the admin hold as
-                    // it is (Slurm 22.05 `_update_job`: a priority already 0 is "set to its
-                    // current value"; only an operator turns one hold into the other), so
-                    // `uhold` then `release` cannot lift it (goldens 0219, 0226).
-                    HoldOp::Hold | HoldOp::UserHold if rec.spec.held == Some(HoldKind::Admin) && !ident.admin => {
-                        info!(job = id, uid = ident.uid, "hold of an admin-held job by its user: stays admin-held");
-                        continue;
-                    }
-                    // Slurm's `_hold_job_rec`: priority 0; `_release_job_rec`: a new one.
-                    HoldOp::Hold => {
-                        rec.spec.held = Some(if ident.admin { HoldKind::Admin } else { HoldKind::User });
-                        rec.priority = 0;
-                    }
-                    HoldOp::UserHold => {
-                        rec.spec.held = Some(HoldKind::User);
-                        rec.priority = 0;
-                    }
-                    HoldOp::Release => {
-                        if rec.spec.held == Some(HoldKind::Admin) && !ident.admin {
-                            error.get_or_insert(SlurmError::new(ESLURM_ACCESS_DENIED));
-                            continue;
-                        }
-                        if rec.spec.held.take().is_some() || rec.priority == 0 {
-                            rec.priority = crate::job::PRIO_UNSET;
-                        }
-                        // A job that can never run in its partition (submitted held, it was
-                        // not tested against the nodes) gets what Slurm's next pass gives it:
-                        // reason `BadConstraints`, priority 0, and stays out of scheduling
-                        // (held by its user until released again).
-                        if rec.reason.is_none() && admission::never_runs(rec, self.sched.cluster(), &self.opts.admission) {
-                            info!(job = id, "released job can never run in its partition: BadConstraints");
-                            rec.spec.held = Some(HoldKind::User);
-                            rec.priority = 0;
-                            rec.reason = Some("BadConstraints".into());
-                        }
-                        // `_release_job_rec` clears the special-exit flag: pending again.
-                        rec.special_exit = false;
-                        // ... and sets `WAIT_NO_REASON` until the next pass.
-                        if rec.reason.is_none() {
-                            self.reason_until_cycle.insert(id, "None");
-                        }
-                    }
-                }
-                self.dirty(id);
-                self.push_core_update(id, now);
+                outcomes.push((names, outcome.err().map(|e| e.code)));
             }
-            results.push(JobResult { job: jref, error });
+            if names_array {
+                results.extend(array_results(&jref, outcomes));
+            } else {
+                results.push(JobResult { job: jref, error });
+            }
         }
         Response::JobResults(results)
+    }
+
+    /// Holds or releases one record ([`Controller::hold_release`]).
+    fn hold_one(&mut self, ident: Ident, id: u64, op: HoldOp, now: i64) -> Result<(), SlurmError> {
+        let rec = self.jobs.get_mut(&id).expect("resolved");
+        // `_update_job`: a priority of a job not ended; a running job held shows `JobHeldUser`
+        // while it runs and keeps running (goldens-extra 0644).
+        if rec.state.is_finished() || rec.state == JobState::Completing {
+            return Err(SlurmError::new(ESLURM_JOB_FINISHED));
+        }
+        let running = rec.state == JobState::Running;
+        if matches!(rec.reason.as_deref(), Some(REQUEUE_HOLD_REASON | "BadConstraints")) {
+            // A new hold shows as such; a release shows what the job waits for next
+            // (a job that can never run is tested again below).
+            rec.reason = None;
+        }
+        match op {
+            // A user's hold or uhold of a job an admin holds leaves the admin hold as
+            // it is (Slurm 22.05 `_update_job`: a priority already 0 is "set to its
+            // current value"; only an operator turns one hold into the other), so
+            // `uhold` then `release` cannot lift it (goldens 0219, 0226).
+            HoldOp::Hold | HoldOp::UserHold if rec.spec.held == Some(HoldKind::Admin) && !ident.admin => {
+                info!(job = id, uid = ident.uid, "hold of an admin-held job by its user: stays admin-held");
+                return Ok(());
+            }
+            // Slurm's `_hold_job_rec`: priority 0; `_release_job_rec`: a new one.
+            HoldOp::Hold => {
+                rec.spec.held = Some(if ident.admin { HoldKind::Admin } else { HoldKind::User });
+                rec.priority = 0;
+            }
+            HoldOp::UserHold => {
+                rec.spec.held = Some(HoldKind::User);
+                rec.priority = 0;
+            }
+            HoldOp::Release => {
+                if rec.spec.held == Some(HoldKind::Admin) && !ident.admin {
+                    return Err(SlurmError::new(ESLURM_ACCESS_DENIED));
+                }
+                if rec.spec.held.take().is_some() || rec.priority == 0 {
+                    rec.priority = crate::job::PRIO_UNSET;
+                }
+                // A job that can never run in its partition (submitted held, it was
+                // not tested against the nodes) gets what Slurm's next pass gives it:
+                // reason `BadConstraints`, priority 0, and stays out of scheduling
+                // (held by its user until released again).
+                if !running && rec.reason.is_none() && admission::never_runs(rec, self.sched.cluster(), &self.opts.admission) {
+                    info!(job = id, "released job can never run in its partition: BadConstraints");
+                    rec.spec.held = Some(HoldKind::User);
+                    rec.priority = 0;
+                    rec.reason = Some("BadConstraints".into());
+                }
+                // `_release_job_rec` clears the special-exit flag: pending again.
+                rec.special_exit = false;
+                // ... and sets `WAIT_NO_REASON` until the next pass.
+                if rec.reason.is_none() && !running {
+                    self.reason_until_cycle.insert(id, "None");
+                }
+                // `set_job_prio`: a running job is numbered at once (a pending one by the next
+                // cycle, [`Controller::set_job_prio`]).
+                if running && rec.priority == crate::job::PRIO_UNSET {
+                    self.number_job(id);
+                }
+            }
+        }
+        self.dirty(id);
+        self.push_core_update(id, now);
+        Ok(())
     }
 
     /// `scontrol requeue` / `requeuehold` (Slurm's `job_requeue2`, slurmctld job_mgr.c). A

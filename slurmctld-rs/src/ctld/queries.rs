@@ -90,8 +90,9 @@ impl Controller {
                 p.reason = Str::b("BeginTime");
             }
         }
-        if rec.state == JobState::Pending {
-            // A hold shows at once, as in Slurm, not after the next scheduling cycle.
+        if matches!(rec.state, JobState::Pending | JobState::Running) {
+            // A hold shows at once, as in Slurm, not after the next scheduling cycle; a
+            // running job held shows it while it runs (`_update_job` sets `state_reason`).
             match rec.spec.held {
                 Some(HoldKind::User) => p.reason = Str::b("JobHeldUser"),
                 Some(HoldKind::Admin) => p.reason = Str::b("JobHeldAdmin"),
