@@ -529,6 +529,7 @@ pub fn update(args: &[String], io: &mut Io<'_>) -> i32 {
             "ReqNodeList" | "NodeList" => Ok(JobChange::ReqNodeList(v.clone())),
             "ExcNodeList" => Ok(JobChange::ExcNodeList(v.clone())),
             "WorkDir" => Ok(JobChange::WorkDir(v.clone())),
+            "StdOut" => Ok(JobChange::StdOut(v.clone())),
             "Features" => Ok(JobChange::Features(v.clone())),
             // `parse_uint64`, `parse_uint16`: a bad value aborts the request.
             "MinMemoryNode" => parsed(common::parse_uint64(v).map(JobChange::MinMemoryNode), format!("scontrol: error: Invalid MinMemoryNode value: {v}\n")),

@@ -496,6 +496,10 @@ A09 = [
     # A node range on a running job is refused whole (_update_job: max_nodes of a job not
     # pending is ESLURM_JOB_NOT_PENDING), its node count unchanged.
     {"name": "numnodes_range_running", "cmd": "sb -t 5 -N2 --wrap 'sleep 300' >/dev/null\nwst $J1 RUNNING\nfor v in 1-2 2-3; do scontrol update jobid=$J1 NumNodes=$v 2>&1 | m; echo \"[$v] rc=${PIPESTATUS[0]} $(squeue -h -j $J1 -o '%T|%D')\"; done\nfin"},
+    # StdOut= (job_mgr.c _update_job): of a pending job, kept as written (StdErr follows it
+    # when the job named none); the job writes there; the same name on a running job changes
+    # nothing, another is refused.
+    {"name": "stdout_update", "cmd": "rm -f a.out b-*.out\nsb --hold -o a.out -t 5 --wrap 'echo hi'\nscontrol update jobid=$J1 StdOut=b-%j.out 2>&1 | m; echo \"rc=${PIPESTATUS[0]}\"\nscontrol show job $J1 | grep -E 'StdErr|StdOut' | m\nscontrol release $J1\nwend $J1\nls a.out b-*.out 2>&1 | m; cat b-*.out\nsb -t 5 -o /dev/null --wrap 'sleep 300'\nwst $J2 RUNNING\nscontrol update jobid=$J2 StdOut=/dev/null 2>&1 | m; echo \"rc=${PIPESTATUS[0]}\"\nscontrol update jobid=$J2 StdOut=c.out 2>&1 | m; echo \"rc=${PIPESTATUS[0]}\"\nsb --hold -t 5 --wrap true\nscontrol update jobid=$J3 StdOut= 2>&1 | m; echo \"rc=${PIPESTATUS[0]}\"\nscontrol show job $J3 | grep -E 'StdErr|StdOut' | m\nrm -f b-*.out\nfin"},
 ]
 
 # Area a10: priority and queue order (slurmctld job_mgr.c: set_job_prio, priority/basic;

@@ -503,6 +503,9 @@ pub enum JobChange {
     /// `ArrayTaskThrottle=` (appended): the array's `%N` (0: none). Changes the array's first
     /// record only, whatever its state; any other record takes it as no change.
     ArrayThrottle(u32),
+    /// `StdOut=` (appended): the output file name pattern as written (relative to the job's
+    /// working directory), of a pending job.
+    StdOut(String),
 }
 
 /// `scontrol update job`.

@@ -1198,6 +1198,13 @@ fn apply_changes(
                 need_pending(pending)?;
                 rec.work_dir = d.clone();
             }
+            // `_update_job`: the pattern as it already is changes nothing; else of a pending job
+            // only, kept as written (the launch opens it as the user; goldens-extra 0926).
+            JobChange::StdOut(o) if rec.stdout.as_deref() == Some(o.as_str()) => {}
+            JobChange::StdOut(o) => {
+                need_pending(pending)?;
+                rec.stdout = Some(o.clone());
+            }
             JobChange::MinTmpDiskNode(n) => {
                 need_pending(pending)?;
                 rec.node_shape.tmp_disk_mib = u64::from(*n);
