@@ -41,7 +41,8 @@ fn ctl(io: &mut Io<'_>, what: &str) -> Option<Ctl> {
 }
 
 /// Job references of scontrol's job list (Slurm's `_is_job_id`/`_next_job_id`): separated by
-/// commas outside brackets, so `12_[0,2,5]` is one reference.
+/// commas or blanks outside brackets, so `12_[0,2,5]` is one reference. Err: the argument
+/// holding one that is no job reference, whole (scontrol names it so).
 fn ids_of(args: &[String]) -> Result<Vec<JobRef>, String> {
     let mut out = Vec::new();
     for a in args {
@@ -52,10 +53,10 @@ fn ids_of(args: &[String]) -> Result<Vec<JobRef>, String> {
                 ']' => depth -= 1,
                 _ => {}
             }
-            c == ',' && depth == 0
+            (c == ',' || c == ' ') && depth == 0
         });
         for id in parts.filter(|s| !s.is_empty()) {
-            out.push(parse_job_ref(id).ok_or_else(|| id.to_string())?);
+            out.push(parse_job_ref(id).ok_or_else(|| a.to_string())?);
         }
     }
     Ok(out)
@@ -463,10 +464,17 @@ pub fn update(args: &[String], io: &mut Io<'_>) -> i32 {
         io.err(&format!("Update of this parameter is not supported: {k0}={v0}\nRequest aborted\n"));
         return 1;
     }
-    let Some(job) = parse_job_ref(&v0) else {
-        io.err(&format!("Invalid job id specified for job {v0}\n"));
-        return 1;
+    // Several jobs (`JobId=12,13`) are updated in turn, one request each (Slurm's
+    // `scontrol_update_job` over `_next_job_id`); a relative `TimeLimit=` is taken from the
+    // first (`_get_job_time` reads the first id of the list).
+    let jobs = match ids_of(std::slice::from_ref(&v0)) {
+        Ok(j) if !j.is_empty() => j,
+        _ => {
+            io.err(&format!("Invalid job id specified for job {v0}\n"));
+            return 1;
+        }
     };
+    let job = jobs[0].clone();
     let mut changes = Vec::new();
     for (k, v) in &pairs[1..] {
         // Each key gives a change, nothing (a time naming none), or aborts the request with
@@ -556,15 +564,19 @@ pub fn update(args: &[String], io: &mut Io<'_>) -> i32 {
         return 1;
     }
     let Some(c) = ctl(io, "slurm_update") else { return 1 };
-    let r = job.clone();
-    match c.call(Request::UpdateJob(UpdateJob { job, changes })) {
-        Ok(Response::JobResults(rs)) => job_results(rs, io),
-        Ok(_) => 0,
-        Err(e) => {
-            io.err(&format!("{} for job {}\n", e.slurm().text, ref_str(&r)));
-            1
-        }
+    let mut code = 0;
+    for job in jobs {
+        let r = job.clone();
+        code |= match c.call(Request::UpdateJob(UpdateJob { job, changes: changes.clone() })) {
+            Ok(Response::JobResults(rs)) => job_results(rs, io),
+            Ok(_) => 0,
+            Err(e) => {
+                io.err(&format!("{} for job {}\n", e.slurm().text, ref_str(&r)));
+                1
+            }
+        };
     }
+    code
 }
 
 fn t_or(t: Option<i64>, none: &str) -> String {

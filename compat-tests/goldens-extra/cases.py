@@ -500,6 +500,10 @@ A09 = [
     # when the job named none); the job writes there; the same name on a running job changes
     # nothing, another is refused.
     {"name": "stdout_update", "cmd": "rm -f a.out b-*.out\nsb --hold -o a.out -t 5 --wrap 'echo hi'\nscontrol update jobid=$J1 StdOut=b-%j.out 2>&1 | m; echo \"rc=${PIPESTATUS[0]}\"\nscontrol show job $J1 | grep -E 'StdErr|StdOut' | m\nscontrol release $J1\nwend $J1\nls a.out b-*.out 2>&1 | m; cat b-*.out\nsb -t 5 -o /dev/null --wrap 'sleep 300'\nwst $J2 RUNNING\nscontrol update jobid=$J2 StdOut=/dev/null 2>&1 | m; echo \"rc=${PIPESTATUS[0]}\"\nscontrol update jobid=$J2 StdOut=c.out 2>&1 | m; echo \"rc=${PIPESTATUS[0]}\"\nsb --hold -t 5 --wrap true\nscontrol update jobid=$J3 StdOut= 2>&1 | m; echo \"rc=${PIPESTATUS[0]}\"\nscontrol show job $J3 | grep -E 'StdErr|StdOut' | m\nrm -f b-*.out\nfin"},
+    # A list of jobs (update_job.c _is_job_id, _next_job_id: commas or blanks): each updated
+    # in turn, one refused (an unknown id) leaving the others updated; a list with a word is
+    # refused whole, named whole.
+    {"name": "update_job_list", "cmd": "sb --hold -t 5 --wrap true\nsb --hold -t 5 --wrap true\nscontrol update jobid=$J1,$J2 TimeLimit=3 2>&1 | m; echo \"rc=${PIPESTATUS[0]}\"\nsqueue -h -j $J1,$J2 -o '%i|%l' | m | sort\nscontrol update jobid=$J1,99999999 TimeLimit=2 2>&1 | m; echo \"rc=${PIPESTATUS[0]}\"\nsqueue -h -j $J1,$J2 -o '%i|%l' | m | sort\nscontrol update jobid=\"$J1 $J2\" TimeLimit=4 2>&1 | m; echo \"rc=${PIPESTATUS[0]}\"\nsqueue -h -j $J1,$J2 -o '%i|%l' | m | sort\nscontrol update jobid=$J1,x TimeLimit=1 2>&1 | m; echo \"rc=${PIPESTATUS[0]}\"\nsqueue -h -j $J1,$J2 -o '%i|%l' | m | sort\nfin"},
 ]
 
 # Area a10: priority and queue order (slurmctld job_mgr.c: set_job_prio, priority/basic;
