@@ -406,6 +406,42 @@ fn update_time(io: &mut Io<'_>, v: &str) -> Option<i64> {
     }
 }
 
+/// Whether `JobId=` names one job a `NumNodes=` update may resize (Slurm 22.05
+/// `update_job.c` `_is_single_job`): `N` or `N_T` and nothing else, a job that exists, and
+/// not an array of several records named by its id; otherwise its error is printed.
+fn single_job(io: &mut Io<'_>, v: &str) -> bool {
+    let n = common::strtol_prefix_len(v);
+    let id = common::strtol_prefix(&v[..n]);
+    let mut rest = &v[n..];
+    let mut task = None;
+    if let Some(r) = rest.strip_prefix('_') {
+        let m = common::strtol_prefix_len(r);
+        task = Some(common::strtol_prefix(&r[..m]));
+        rest = &r[m..];
+    }
+    if !rest.is_empty() {
+        io.err(&format!("scontrol: error: Invalid job ID {v}\n"));
+        return false;
+    }
+    let Some(c) = ctl(io, "slurm_load_jobs") else { return false };
+    // `slurm_load_job` of the job id (`(uint32_t)strtol`): every record of an array.
+    let q = JobQuery { jobs: vec![JobRef::id(u64::from(id as u32))], include_finished: true, ..JobQuery::default() };
+    let refused = match c.call(Request::QueryJobs(q)) {
+        Ok(Response::Jobs(j)) if j.is_empty() => Some(strerror(ESLURM_INVALID_JOB_ID).to_string()),
+        Ok(Response::Jobs(j)) if j.len() > 1 && task.is_none() => {
+            io.err("scontrol: error: Job resizing not supported for job arrays\n");
+            return false;
+        }
+        Ok(_) => None,
+        Err(e) => Some(e.slurm().text),
+    };
+    if let Some(text) = refused {
+        io.err(&format!("scontrol: error: Could not load state information for job {v}: {text}\n"));
+        return false;
+    }
+    true
+}
+
 /// `update ...`: a job (`JobId=`) or nodes (`NodeName=`).
 pub fn update(args: &[String], io: &mut Io<'_>) -> i32 {
     let pairs: Vec<(String, String)> = args
@@ -476,6 +512,7 @@ pub fn update(args: &[String], io: &mut Io<'_>) -> i32 {
     };
     let job = jobs[0].clone();
     let mut changes = Vec::new();
+    let mut size_only = false;
     for (k, v) in &pairs[1..] {
         // Each key gives a change, nothing (a time naming none), or aborts the request with
         // Slurm's message and exit 1 (`update_job.c`: `exit_code = 1; return 0`).
@@ -512,6 +549,12 @@ pub fn update(args: &[String], io: &mut Io<'_>) -> i32 {
             "Gres" | "TresPerNode" => parsed(crate::sbatch::parse_gres(v).map(JobChange::Gres), "scontrol: error: Invalid Gres value\n".into()),
             // A value `get_resource_arg_range` refuses ends the command, with nothing sent and
             // exit status 0 (Slurm 22.05 `update_job.c` returns its result).
+            // `ALL` asks for no change (Slurm sends `min_nodes` INFINITE, which `_update_job`
+            // takes as none) but is an update all the same.
+            "NumNodes" | "ReqNodes" if v.eq_ignore_ascii_case("ALL") => {
+                size_only = true;
+                continue;
+            }
             "NumNodes" | "ReqNodes" => match node_count_arg(v) {
                 Ok((min, None)) => Ok(JobChange::NumNodes(min)),
                 Ok((min, Some(max))) => Ok(JobChange::NodeRange { min, max }),
@@ -559,8 +602,12 @@ pub fn update(args: &[String], io: &mut Io<'_>) -> i32 {
             }
         }
     }
-    if changes.is_empty() {
+    if changes.is_empty() && !size_only {
         io.err("No changes specified\n");
+        return 1;
+    }
+    let resize = pairs[1..].iter().any(|(k, _)| matches!(update_key(k), Some("NumNodes" | "ReqNodes")));
+    if resize && !single_job(io, &v0) {
         return 1;
     }
     let Some(c) = ctl(io, "slurm_update") else { return 1 };
