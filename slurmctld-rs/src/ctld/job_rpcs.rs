@@ -644,6 +644,13 @@ impl Controller {
         self.sched_dirty = true;
     }
 
+    /// Whether `r` names an array (its tasks, or the id of an array's first record), which
+    /// Slurm answers in the array-errors form ([`array_results`]); a task named by its own job
+    /// id is a plain job (`update_job_str`, `job_requeue2`).
+    fn names_array(&self, r: &JobRef) -> bool {
+        r.tasks.is_some() || self.jobs.get(&r.job_id).is_some_and(|rec| rec.array_job_id == Some(r.job_id))
+    }
+
     /// The records an update of `targets` changes. Slurm's `update_job_str` (`job_mgr.c`):
     /// an update of some but not all of an array's pending tasks splits each named task off
     /// into a record of its own first (`job_array_split`, a new job id); one naming every
@@ -674,8 +681,7 @@ impl Controller {
     pub(super) fn hold_release(&mut self, ident: Ident, h: HoldRelease, now: i64) -> Response {
         let mut results = Vec::new();
         for (jref, targets) in self.targets(&h.jobs, &JobFilter::default()) {
-            let names_array =
-                jref.tasks.is_some() || self.jobs.get(&jref.job_id).is_some_and(|rec| rec.array_job_id == Some(jref.job_id));
+            let names_array = self.names_array(&jref);
             let mut error = None;
             if targets.is_empty() && !names_array {
                 error = Some(SlurmError::new(ESLURM_INVALID_JOB_ID));
@@ -797,8 +803,7 @@ impl Controller {
     pub(super) fn requeue_rpc(&mut self, ident: Ident, r: RequeueJob, special: bool, now: i64) -> Response {
         let mut results = Vec::new();
         for (jref, targets) in self.targets(&r.jobs, &JobFilter::default()) {
-            let names_array =
-                jref.tasks.is_some() || self.jobs.get(&jref.job_id).is_some_and(|rec| rec.array_job_id == Some(jref.job_id));
+            let names_array = self.names_array(&jref);
             if names_array {
                 results.extend(self.requeue_array(ident, &jref, targets, r.hold, special, now));
                 continue;
@@ -943,7 +948,7 @@ impl Controller {
     /// form ([`array_results`]): e.g. `A_1: Job has already finished` and `A_2-4: No error`
     /// for an array whose first task ended (goldens-extra 0642).
     pub(super) fn update(&mut self, ident: Ident, u: UpdateJob, now: i64) -> Response {
-        let names_array = u.job.tasks.is_some() || self.jobs.get(&u.job.job_id).is_some_and(|r| r.array_job_id == Some(u.job.job_id));
+        let names_array = self.names_array(&u.job);
         let targets = self.resolve(&u.job);
         if targets.is_empty() && !names_array {
             return Response::Error(SlurmError::new(ESLURM_INVALID_JOB_ID));
