@@ -99,7 +99,7 @@ pub fn hold_release(op: HoldOp, args: &[String], io: &mut Io<'_>) -> i32 {
     for job in jobs {
         match c.call(Request::HoldRelease(HoldRelease { jobs: vec![job], op })) {
             Ok(Response::JobResults(rs)) => {
-                if let Some(e) = rs.iter().filter(|r| r.job.tasks.is_none()).filter_map(|r| r.error.as_ref()).last() {
+                if let Some(e) = rs.iter().filter(|r| r.job.tasks.is_none()).filter_map(|r| r.error.as_ref()).next_back() {
                     last = Some(e.text.clone());
                 }
                 code |= job_results(rs, io);
