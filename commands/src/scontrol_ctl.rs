@@ -41,11 +41,15 @@ fn ctl(io: &mut Io<'_>, what: &str) -> Option<Ctl> {
 }
 
 /// Job references of scontrol's job list (Slurm's `_is_job_id`/`_next_job_id`): separated by
-/// commas or blanks outside brackets, so `12_[0,2,5]` is one reference. Err: the argument
+/// commas or blanks outside brackets, so `12_[0,2,5]` is one reference and `[12-14]` three
+/// jobs. Err: the argument
 /// holding one that is no job reference, whole (scontrol names it so).
 fn ids_of(args: &[String]) -> Result<Vec<JobRef>, String> {
     let mut out = Vec::new();
     for a in args {
+        if !is_job_list(a) {
+            return Err(a.to_string());
+        }
         let mut depth = 0i32;
         let parts = a.split(|c: char| {
             match c {
@@ -56,10 +60,46 @@ fn ids_of(args: &[String]) -> Result<Vec<JobRef>, String> {
             (c == ',' || c == ' ') && depth == 0
         });
         for id in parts.filter(|s| !s.is_empty()) {
-            out.push(parse_job_ref(id).ok_or_else(|| a.to_string())?);
+            // `_next_job_id`: a job id written as a range (`[12-14]`, `[12,14]`; a bracket
+            // before any `_`) is every id of it, each with the reference's task part.
+            let under = id.find('_');
+            match id.find('[').filter(|&b| under.is_none_or(|u| b < u)) {
+                Some(_) => {
+                    let (ids, tasks) = id.split_at(under.unwrap_or(id.len()));
+                    let expanded = flotilla_core::hostlist::expand(ids).map_err(|_| a.to_string())?;
+                    for n in expanded {
+                        out.push(parse_job_ref(&format!("{n}{tasks}")).ok_or_else(|| a.to_string())?);
+                    }
+                }
+                None => out.push(parse_job_ref(id).ok_or_else(|| a.to_string())?),
+            }
         }
     }
     Ok(out)
+}
+
+/// Whether `s` is a list of job ids as Slurm 22.05's `_is_job_id` (`update_job.c`) accepts
+/// it: digits, one `_` and one `+` a reference, brackets balanced, `-` only inside brackets
+/// or after the `_`, references separated by commas or blanks outside brackets.
+fn is_job_list(s: &str) -> bool {
+    let (mut plus, mut under, mut depth) = (false, false, 0i32);
+    for c in s.chars() {
+        match c {
+            '+' if plus => return false,
+            '+' => plus = true,
+            '_' if under => return false,
+            '_' => under = true,
+            '[' => depth += 1,
+            ']' => depth -= 1,
+            '-' if depth == 0 && !under => return false,
+            '-' => {}
+            ',' | ' ' if depth == 0 => (plus, under) = (false, false),
+            ',' | ' ' => {}
+            c if c.is_ascii_digit() => {}
+            _ => return false,
+        }
+    }
+    depth == 0
 }
 
 fn ref_str(r: &JobRef) -> String {
@@ -1365,6 +1405,23 @@ mod flotilla_field_tests {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// scontrol's job lists as `_is_job_id` reads them: a word, a stray `-`, a second `_` or
+    /// `+` in one reference, or unbalanced brackets make the whole list invalid; ranges of ids
+    /// are every id (goldens-extra 0927, 0929).
+    #[test]
+    fn job_lists_as_slurm_reads_them() {
+        for ok in ["12", "12_[0,2,5]", "12,13", "12 13", "[12-14]", "12_3-5", "[12,14]_1", "12+1"] {
+            assert!(is_job_list(ok), "{ok}");
+        }
+        for bad in ["12x", "1-3", "12__3", "[12", "12+1+2", "12;13", "[12-14] 1x"] {
+            assert!(!is_job_list(bad), "{bad}");
+        }
+        let ids = |s: &str| ids_of(&[s.to_string()]).map(|v| v.iter().map(|r| (r.job_id, r.tasks.clone())).collect::<Vec<_>>());
+        assert_eq!(ids("[12-14]"), Ok(vec![(12, None), (13, None), (14, None)]));
+        assert_eq!(ids("[12,14]_1 15"), Ok(vec![(12, Some(vec![1])), (14, Some(vec![1])), (15, None)]));
+        assert_eq!(ids("12,x"), Err("12,x".to_string()), "named whole");
+    }
 
     #[test]
     fn node_counts_as_get_resource_arg_range_reads_them() {

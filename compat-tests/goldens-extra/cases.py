@@ -508,6 +508,10 @@ A09 = [
     # array of several records are refused before anything is sent; NumNodes=ALL asks for no
     # change (min_nodes INFINITE, job_mgr.c _update_job) and succeeds.
     {"name": "numnodes_single_job", "cmd": "sb -H -N1 -t 5 --wrap true\nsb -H -t 5 --array=1-2 --wrap true\nfor id in $J1 $J2 ${J2}_1 $J1,$J2 99999999 \"${J2}_[1,2]\"; do scontrol update jobid=$id NumNodes=1 2>&1 | m; echo \"[$id] rc=${PIPESTATUS[0]}\" | m; done\nscontrol update jobid=$J1 NumNodes=ALL 2>&1 | m; echo \"rc=${PIPESTATUS[0]}\"\nscontrol show job $J1 | grep -oE '(NumNodes|TimeLimit)=[^ ]*' | tr '\\n' ' '; echo\nscontrol update jobid=$J1 NumNodes=all TimeLimit=3 2>&1 | m; echo \"rc=${PIPESTATUS[0]}\"\nscontrol show job $J1 | grep -oE '(NumNodes|TimeLimit)=[^ ]*' | tr '\\n' ' '; echo\nscontrol update jobid=$J2 NumNodes=1 2>&1 | m; echo \"rc=${PIPESTATUS[0]}\"\nfin"},
+    # Job ids written as a range in scontrol's job lists (update_job.c _next_job_id: a
+    # bracket before any `_` is a hostlist of ids): update and hold take every job of it; a
+    # list with a word is refused whole.
+    {"name": "job_id_range", "cmd": "sb --hold -t 5 --wrap true\nsb --hold -t 5 --wrap true\nscontrol update jobid=[$J1-$J2] TimeLimit=3 2>&1 | m; echo \"rc=${PIPESTATUS[0]}\"\nsqueue -h -j $J1,$J2 -o '%i|%l|%r' | m | sort\nscontrol update jobid=\"[$J1,$J2]\" TimeLimit=2 2>&1 | m; echo \"rc=${PIPESTATUS[0]}\"\nsqueue -h -j $J1,$J2 -o '%i|%l|%r' | m | sort\nscontrol hold [$J1-$J2] 2>&1 | m; echo \"rc=${PIPESTATUS[0]}\"\nsqueue -h -j $J1,$J2 -o '%i|%l|%r' | m | sort\nscontrol update jobid=\"[$J1-$J2] 1x\" TimeLimit=1 2>&1 | m; echo \"rc=${PIPESTATUS[0]}\"\nsqueue -h -j $J1,$J2 -o '%i|%l|%r' | m | sort\nfin"},
 ]
 
 # Area a10: priority and queue order (slurmctld job_mgr.c: set_job_prio, priority/basic;
