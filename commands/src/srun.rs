@@ -283,7 +283,6 @@ fn main(args: &[String], io: &mut Io<'_>) -> Result<i32, Fatal> {
     // A node range's step runs on as many of the allocation's nodes as the range allows
     // (Slurm 22.05 step_mgr: the step's `max_nodes` bounds a selection of every usable node):
     // an `srun -N2-5` that made a 4-node allocation runs 4 tasks.
-    let job_nodes = |j: Option<&flotilla_proto::JobInfo>| j.map(|j| j.num_nodes).or_else(|| (io.env)("SLURM_JOB_NUM_NODES").and_then(|v| v.trim().parse().ok()));
     let range_nodes = |o: &mut Opts, n: Option<u32>| {
         if let (Some(min), Some(max), Some(n)) = (o.step.nodes, o.nodes_max, n) {
             o.step.nodes = Some(n.clamp(min, max));
@@ -291,7 +290,7 @@ fn main(args: &[String], io: &mut Io<'_>) -> Result<i32, Fatal> {
     };
     let (job_id, own) = match env_job {
         Some(id) => {
-            range_nodes(&mut o, job_nodes(None));
+            range_nodes(&mut o, (io.env)("SLURM_JOB_NUM_NODES").and_then(|v| v.trim().parse().ok()));
             (id, false)
         }
         None => {
@@ -309,7 +308,7 @@ fn main(args: &[String], io: &mut Io<'_>) -> Result<i32, Fatal> {
             job.environment = environment.clone();
             match alloc::allocate(&ctl, opts.job, "srun", io) {
                 Ok(j) => {
-                    range_nodes(&mut o, job_nodes(Some(&j)));
+                    range_nodes(&mut o, Some(j.num_nodes));
                     for (k, v) in alloc::alloc_env(&j, &ctl.conf.cluster_name, &conf_path, o.step.ntasks.is_some()) {
                         environment.retain(|(ek, _)| *ek != k);
                         environment.push((k, v));

@@ -430,6 +430,10 @@ A06 = [
     # left out: None until the next pass, then JobArrayTaskLimit, a race.)
     {"name": "hold_array_mixed_results",
      "cmd": "sb -t 5 --array='1-4%2' --wrap '[ $SLURM_ARRAY_TASK_ID = 1 ] || sleep 300'\nwst ${J1}_1 COMPLETED\nwst ${J1}_3 RUNNING\nscontrol hold $J1 2>&1 | m; echo \"rc=${PIPESTATUS[0]}\"\nsqueue -h -r -t all -j $J1 -o '%i|%T|%r' | m | sort\nscontrol release $J1 2>&1 | m; echo \"rc=${PIPESTATUS[0]}\"\nscontrol hold ${J1}_1 2>&1 | m; echo \"rc=${PIPESTATUS[0]}\"\nscontrol hold ${J1}_2 2>&1 | m; echo \"rc=${PIPESTATUS[0]}\"\nscontrol hold \"${J1}_[3,9]\" 2>&1 | m; echo \"rc=${PIPESTATUS[0]}\"\nscontrol uhold ${J1}_4 2>&1 | m; echo \"rc=${PIPESTATUS[0]}\"\nsqueue -h -r -t all -j $J1 -o '%i|%T|%r' | m | sort\nscontrol release ${J1}_4 ${J1}_2 2>&1 | m; echo \"rc=${PIPESTATUS[0]}\"\nsqueue -h -r -t all -j $J1 -o '%i|%T|%r' | awk -F'|' '{print $1 \"|\" $2 \"|\" ($2 == \"PENDING\" ? \"-\" : $3)}' | m | sort\nfin"},
+    # Another user's array (job_mgr.c _update_job checks the owner record by record): hold,
+    # release and update answer in the array-errors form, A_1-3: Invalid user id.
+    {"name": "other_users_array", "user": "root",
+     "cmd": ". /home/alice/x/lib.sh\nsb --uid=alice -H --array=1-3 -t 5 --wrap true -D /home/alice/x\nfor c in \"hold $J1\" \"release ${J1}_2\" \"update jobid=$J1 TimeLimit=3\"; do runuser -u bob -- scontrol $c 2>&1 | m; echo \"rc=${PIPESTATUS[0]}\"; done\nsqueue -h -r -j $J1 -o '%i|%l|%r' | m | sort\nfin"},
 ]
 
 # Area a09: scontrol update of jobs (slurmctld job_mgr.c: update_job / _update_job;

@@ -644,6 +644,30 @@ impl Controller {
         self.sched_dirty = true;
     }
 
+    /// `targets` split into those `ident` may change and the refusals of the others
+    /// (`Invalid user id`, each record with the tasks it answers for: Slurm's `_update_job`
+    /// checks the owner record by record, `A_1-3: Invalid user id` for another user's array).
+    fn owned_targets(&self, ident: Ident, targets: Vec<Target>) -> (Vec<Target>, Vec<Outcome>) {
+        let mut refused = Vec::new();
+        let allowed = targets
+            .into_iter()
+            .filter(|t| {
+                let ok = self.owner_ok(ident, t.id());
+                if !ok {
+                    warn!(job = t.id(), uid = ident.uid, "change of another user's job refused");
+                    // Named pending tasks answer for themselves (Slurm splits them off first).
+                    let names = match t {
+                        Target::Tasks(_, ts) => ts.clone(),
+                        Target::Job(id) => answers_for(&self.jobs[id]),
+                    };
+                    refused.push((names, Some(ESLURM_USER_ID_MISSING)));
+                }
+                ok
+            })
+            .collect();
+        (allowed, refused)
+    }
+
     /// Whether `r` names an array (its tasks, or the id of an array's first record), which
     /// Slurm answers in the array-errors form ([`array_results`]); a task named by its own job
     /// id is a plain job (`update_job_str`, `job_requeue2`).
@@ -682,21 +706,7 @@ impl Controller {
         let mut results = Vec::new();
         for (jref, targets) in self.targets(&h.jobs, &JobFilter::default()) {
             let names_array = self.names_array(&jref);
-            let mut error = None;
-            if targets.is_empty() && !names_array {
-                error = Some(SlurmError::new(ESLURM_INVALID_JOB_ID));
-            }
-            let mut allowed = Vec::new();
-            let mut outcomes = Vec::new();
-            for t in targets {
-                if self.owner_ok(ident, t.id()) {
-                    allowed.push(t);
-                } else {
-                    warn!(job = t.id(), uid = ident.uid, "hold/release of another user's job refused");
-                    error.get_or_insert(SlurmError::new(ESLURM_USER_ID_MISSING));
-                    outcomes.push((answers_for(&self.jobs[&t.id()]), Some(ESLURM_USER_ID_MISSING)));
-                }
-            }
+            let (allowed, mut outcomes) = self.owned_targets(ident, targets);
             let ids = match self.split_targets(&allowed, now) {
                 Ok(ids) => ids,
                 Err(e) => {
@@ -706,17 +716,9 @@ impl Controller {
             };
             for id in ids {
                 let names = answers_for(&self.jobs[&id]);
-                let outcome = self.hold_one(ident, id, h.op, now);
-                if let Err(e) = &outcome {
-                    error.get_or_insert(e.clone());
-                }
-                outcomes.push((names, outcome.err().map(|e| e.code)));
+                outcomes.push((names, self.hold_one(ident, id, h.op, now).err().map(|e| e.code)));
             }
-            if names_array {
-                results.extend(array_results(&jref, outcomes));
-            } else {
-                results.push(JobResult { job: jref, error });
-            }
+            results.extend(job_answer(jref, names_array, outcomes));
         }
         Response::JobResults(results)
     }
@@ -804,42 +806,15 @@ impl Controller {
         let mut results = Vec::new();
         for (jref, targets) in self.targets(&r.jobs, &JobFilter::default()) {
             let names_array = self.names_array(&jref);
-            if names_array {
-                results.extend(self.requeue_array(ident, &jref, targets, r.hold, special, now));
-                continue;
-            }
-            let mut error = None;
-            if targets.is_empty() {
-                error = Some(SlurmError::new(ESLURM_INVALID_JOB_ID));
-            }
+            let mut outcomes = Vec::new();
             for t in targets {
-                if let Err(e) = self.requeue_one(ident, t.id(), r.hold, special, now) {
-                    error.get_or_insert(e);
-                }
+                let id = t.id();
+                let names = answers_for(&self.jobs[&id]);
+                outcomes.push((names, self.requeue_one(ident, id, r.hold, special, now).err().map(|e| e.code)));
             }
-            results.push(JobResult { job: jref, error });
+            results.extend(job_answer(jref, names_array, outcomes));
         }
         Response::JobResults(results)
-    }
-
-    /// The array form of [`Self::requeue_rpc`]: every target requeued, the outcomes grouped
-    /// by error code and ordered by their first task.
-    fn requeue_array(
-        &mut self,
-        ident: Ident,
-        jref: &JobRef,
-        targets: Vec<Target>,
-        hold: bool,
-        special: bool,
-        now: i64,
-    ) -> Vec<JobResult> {
-        let mut outcomes = Vec::new();
-        for t in targets {
-            let id = t.id();
-            let names = answers_for(&self.jobs[&id]);
-            outcomes.push((names, self.requeue_one(ident, id, hold, special, now).err().map(|e| e.code)));
-        }
-        array_results(jref, outcomes)
     }
 
     /// Requeues one record (Slurm's `_job_requeue_op`, job_mgr.c), checked in its order:
@@ -953,14 +928,12 @@ impl Controller {
         if targets.is_empty() && !names_array {
             return Response::Error(SlurmError::new(ESLURM_INVALID_JOB_ID));
         }
-        for t in &targets {
-            if !self.owner_ok(ident, t.id()) {
-                warn!(job = t.id(), uid = ident.uid, "update of another user's job refused");
-                return Response::Error(SlurmError::new(ESLURM_USER_ID_MISSING));
-            }
+        let (allowed, refused) = self.owned_targets(ident, targets);
+        if !names_array && !refused.is_empty() {
+            return Response::Error(SlurmError::new(ESLURM_USER_ID_MISSING));
         }
         // The split stays if the update then fails, as in Slurm.
-        let ids = match self.split_targets(&targets, now) {
+        let ids = match self.split_targets(&allowed, now) {
             Ok(ids) => ids,
             Err(e) => return Response::Error(e),
         };
@@ -971,13 +944,11 @@ impl Controller {
                 Err(e) => Response::Error(e),
             };
         }
-        let outcomes = ids
-            .into_iter()
-            .map(|id| {
-                let names = answers_for(&self.jobs[&id]);
-                (names, self.update_one(ident, id, &u.changes, now).err().map(|e| e.code))
-            })
-            .collect();
+        let mut outcomes = refused;
+        for id in ids {
+            let names = answers_for(&self.jobs[&id]);
+            outcomes.push((names, self.update_one(ident, id, &u.changes, now).err().map(|e| e.code)));
+        }
         Response::JobResults(array_results(&u.job, outcomes))
     }
 
@@ -1098,13 +1069,28 @@ fn answers_for(rec: &JobRecord) -> Vec<u32> {
     }
 }
 
+/// One record's outcome in an answer: the tasks it answers for ([`answers_for`]) and its
+/// error code (`None`: done).
+type Outcome = (Vec<u32>, Option<i32>);
+
+/// The answer for one job reference of a request on jobs: an array's in the array-errors
+/// form ([`array_results`]); a plain job's one result, its first refusal (`Invalid job id
+/// specified` when it named no record).
+fn job_answer(jref: JobRef, names_array: bool, outcomes: Vec<Outcome>) -> Vec<JobResult> {
+    if names_array {
+        return array_results(&jref, outcomes);
+    }
+    let code = if outcomes.is_empty() { Some(ESLURM_INVALID_JOB_ID) } else { outcomes.into_iter().find_map(|(_, c)| c) };
+    vec![JobResult { job: jref, error: code.map(SlurmError::new) }]
+}
+
 /// Slurm's answer to an operation on an array named by its id or its tasks (`A_T`;
 /// `_resp_array_add`, `_resp_array_add_id`, `_resp_array_xlate` in job_mgr.c): `outcomes`,
 /// each record's tasks ([`answers_for`]) with its error code (`None`: done), grouped by code,
 /// each group naming its tasks, ordered by their first task; a task `jref` names that no
 /// record holds is `Invalid job id specified`. scontrol prints every group as
 /// `A_<tasks>: <error>` unless the answer is one success.
-fn array_results(jref: &JobRef, outcomes: Vec<(Vec<u32>, Option<i32>)>) -> Vec<JobResult> {
+fn array_results(jref: &JobRef, outcomes: Vec<Outcome>) -> Vec<JobResult> {
     let mut groups: Vec<(Option<i32>, BTreeSet<u32>)> = Vec::new();
     let mut add = |code: Option<i32>, tasks: &[u32]| match groups.iter_mut().find(|(c, _)| *c == code) {
         Some((_, set)) => set.extend(tasks.iter().copied()),
