@@ -702,6 +702,9 @@ A04 = [
     cpu_ids("cpu_ids_two_nodes", "-N 2 -n 4", node="gpu[03-04]"),
     cpu_ids("gpu_indices_after_release", "--gres=gpu:4", pre="--gres=gpu:3", pre2="--gres=gpu:2", cancel_first=True),
     {"name": "gpus_per_socket_running", "cmd": "sb -w gpu03 --gpus-per-socket=1 --sockets-per-node=2 -o s.out --wrap 'env | grep -E \"^SLURM_(GPUS_PER_SOCKET|SOCKETS_PER_NODE|JOB_GPUS|GPUS|CPUS_ON_NODE)=\" | sort; sleep 300'\nwst $J1 RUNNING\nfor i in $(seq 100); do [ -s s.out ] && break; sleep 0.1; done\nsleep 0.5\ncat s.out; rm -f s.out\n" + DETAIL % "J1" + "scontrol show job -d $J1 | grep -oE '(Socks/Node|NumCPUs|TRES|TresPerSocket)=[^ ]*' | m\nfin"},
+    # `-n` alone over more CPUs than a node has: spread over nodes (cons_tres), as many as
+    # the tasks need; above the partition's node count it waits (PartitionConfig).
+    {"name": "ntasks_spread_over_nodes", "cmd": "sb -p batch -n 100 --wrap 'sleep 300'\nwst $J1 RUNNING\nsqueue -h -j $J1 -o '%C|%D|%T' | m\nscontrol show job $J1 | grep -oE '(NumNodes|NumCPUs|NumTasks|CPUs/Task)=[^ ]*' | m\nsb -H -p batch -n 3 -c 40 --wrap true\nsqueue -h -j $J2 -o '%C|%D|%r' | m\nscontrol show job $J2 | grep -oE '(NumNodes|NumCPUs|NumTasks|CPUs/Task)=[^ ]*' | m\nsb -p debug -n 200 --wrap true\nsqueue -h -j $J3 -o '%C|%D|%r' | m\nfin"},
 ]
 
 # Area a08: configuration files as Slurm's commands read them (src/common/parse_config.c,

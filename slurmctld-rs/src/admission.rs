@@ -305,9 +305,13 @@ pub fn build_request(
 ) -> Result<Built, SlurmError> {
     let partition = &cluster.partitions[part.0 as usize];
     let GpuDemand { per_node, total, ty, shape } = gpu_demand(req)?;
-    let nodes_min = shape.min_nodes;
-    let node_count = nodes_min.unwrap_or(1);
     let cpt = req.cpus_per_task.unwrap_or(1).max(1);
+    let gpu_types: Vec<String> = ty.into_iter().collect();
+    // The partition's nodes of the models asked for, from the cluster's cache (a scan of a
+    // 10,000-node partition per submission was a tenth of the controller's time).
+    let cap = cluster.capacity(part, &gpu_types);
+    let nodes_min = shape.min_nodes.or_else(|| tasks_nodes(shape.num_tasks, req.ntasks_per_node, cpt, cap.max_cpu_milli));
+    let node_count = nodes_min.unwrap_or(1);
     // Without `-n`, one task per node `-N` asked for; a node count only the GPU options
     // fixed (`--gpus=2 --gres=gpu:1`) adds none: Slurm's request stays one CPU (its
     // `min_cpus`, goldens-extra 0407, 0422), a task count they fixed counts (0419).
@@ -336,10 +340,6 @@ pub fn build_request(
     };
     let required_nodes = resolve(&req.required_nodes)?;
     let excluded_nodes = resolve(&req.excluded_nodes)?;
-    let gpu_types: Vec<String> = ty.into_iter().collect();
-    // The partition's nodes of the models asked for, from the cluster's cache (a scan of a
-    // 10,000-node partition per submission was a tenth of the controller's time).
-    let cap = cluster.capacity(part, &gpu_types);
     let max_node_mem = cap.max_mem_mib;
     let mem_per_node = match (req.mem_per_node_mib, req.mem_per_cpu_mib, conf.def_mem_per_cpu_mib) {
         (Some(0), _, _) => max_node_mem,
@@ -390,6 +390,23 @@ pub fn build_request(
         Ok(())
     })();
     Ok((request, cpus_per_node, ntasks, satisfiable))
+}
+
+/// The node count of a job that gives a task count and nothing that fixes its nodes (no
+/// `-N`, no `--ntasks-per-node`, no GPU option that sets it): `None` while the tasks fit one
+/// node of the partition (`max_cpu_milli`, its largest), else as many nodes as the tasks
+/// need at the most tasks of `cpus_per_task` CPUs one such node holds. Slurm 22.05 spreads
+/// such a job over nodes (cons_tres fills a node's CPUs, then the next): `sbatch -n 100` on
+/// 64-CPU nodes runs on 2, `-n 3 -c 40` on 3, and `-n 200` in a partition of 2 such nodes
+/// waits with `PartitionConfig` on 4, as a `-N 4` would (checked on the reference,
+/// goldens-extra 0434). The tasks spread evenly here (50 + 50 where Slurm has 64 + 36:
+/// the uneven split is 0431, pending).
+fn tasks_nodes(num_tasks: Option<u32>, ntasks_per_node: Option<u32>, cpus_per_task: u32, max_cpu_milli: u64) -> Option<u32> {
+    let per_node = u32::try_from(max_cpu_milli / 1000 / u64::from(cpus_per_task.max(1))).unwrap_or(u32::MAX);
+    match (num_tasks, ntasks_per_node) {
+        (Some(n), None) if per_node >= 1 && n > per_node => Some(n.div_ceil(per_node)),
+        _ => None,
+    }
 }
 
 /// A node range's [`Request::nodes_max`]: `max` when the range takes the nodes that fit at
@@ -1248,6 +1265,36 @@ mod tests {
         let a = admit(&r, &c, &k, 0).unwrap().record;
         assert_eq!((a.tres_per_job, a.tres_per_task.as_deref()), (None, Some("gres:gpu:1")));
         assert!(a.gres.is_empty());
+    }
+
+    /// `-n` alone over one node's CPUs is spread over as many nodes as the tasks need, as
+    /// Slurm does (goldens-extra 0434); a task wider than a node stays refused.
+    #[test]
+    fn task_count_alone_spreads_over_nodes() {
+        assert_eq!(tasks_nodes(Some(64), None, 1, 64_000), None);
+        assert_eq!(tasks_nodes(Some(100), None, 1, 64_000), Some(2));
+        assert_eq!(tasks_nodes(Some(3), None, 40, 64_000), Some(3));
+        assert_eq!(tasks_nodes(Some(200), None, 1, 64_000), Some(4));
+        assert_eq!(tasks_nodes(Some(100), Some(50), 1, 64_000), None, "--ntasks-per-node sets the layout");
+        assert_eq!(tasks_nodes(Some(2), None, 65, 64_000), None);
+        assert_eq!(tasks_nodes(None, None, 1, 64_000), None);
+        let c = oracle();
+        let k = AdmissionConf { node_kinds: oracle_kinds(&c), ..conf() };
+        let mut r = wrap();
+        r.ntasks = Some(100);
+        let a = admit(&r, &c, &k, 100).unwrap();
+        assert_eq!((a.record.spec.request.nodes, a.record.spec.request.cpu_milli_per_node), (Some(2), 50_000));
+        r.cpus_per_task = Some(65);
+        assert_eq!(
+            code(admit(&r, &c, &k, 0)),
+            (ESLURM_REQUESTED_NODE_CONFIG_UNAVAILABLE, true, vec!["CPU count per node can not be satisfied".into()])
+        );
+        // Above the partition's node count (debug: 2 nodes) it is accepted and waits, as `-N 4`.
+        let mut r = wrap();
+        r.ntasks = Some(200);
+        r.partition = Some("debug".into());
+        let a = admit(&r, &c, &k, 100).unwrap();
+        assert_eq!(a.record.spec.request.nodes, Some(4));
     }
 
     #[test]
