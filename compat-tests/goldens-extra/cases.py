@@ -559,6 +559,10 @@ A10 = [
     {"name": "submit_priority_dependent_other", "cmd": "sb -H --wrap true\nsb -d afterok:$J1 -p debug --wrap true\nsb -p batch --wrap true\nsqueue -h -u alice -o '%i|%P|%r' | m\nfin"},
     {"name": "submit_priority_same_partition", "cmd": "sb -p debug --wrap true\nsb -p debug --wrap true\nsb -p batch --wrap true\nsqueue -h -u alice -o '%i|%P|%r' | m\nfin"},
     {"name": "submit_priority_other_user", "user": "root", "cmd": ". /home/alice/x/lib.sh\nsb --uid=alice -p debug --wrap true -D /home/alice/x\nsb --uid=bob -p batch --wrap true -D /home/bob/x\nsqueue -h -u alice,bob -o '%i|%u|%P|%r' | m\nfin"},
+    # A partition that is down (State=DOWN: submit, not schedule) skips the partition's node
+    # count test that makes an up one's too-large job wait (PartitionNodeLimit): the job's
+    # test against the partition's nodes fails for good, and the submission is refused.
+    {"name": "down_partition_node_count", "user": "root", "cmd": ". /home/alice/x/lib.sh\nscontrol update PartitionName=debug State=DOWN\nsb --uid=alice -p debug -N 3 --wrap true -D /home/alice/x\nsb --uid=alice -p debug -N 2 --wrap true -D /home/alice/x\nsb --uid=alice -p debug -n 200 --wrap true -D /home/alice/x\nsqueue -h -u alice -o '%i|%P|%D|%r' | m\nscontrol update PartitionName=debug State=UP\nsb --uid=alice -p debug -N 3 --wrap true -D /home/alice/x\nsqueue -h -u alice -o '%i|%P|%D' | m\nfin"},
 ]
 
 # Area a11: accounts in output (slurmctld job_mgr.c: _get_job_parts / job_create with
