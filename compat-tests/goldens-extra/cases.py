@@ -171,6 +171,11 @@ A01 = [
     # Inside an allocation, a step's node range takes the allocation's nodes up to its
     # maximum (step_mgr: 2 of 3 for -N1-2, all 3 for -N2-5).
     {"name": "node_range_steps_in_allocation", "cmd": "salloc -t 5 -N3 bash -c 'srun -N1-2 hostname | wc -l; srun -N2-5 hostname | wc -l' 2>&1 | grep -v '^salloc:'"},
+    # Tasks that do not fit the nodes asked for fail the select plugin's test without a
+    # message of their own; a node's own minimum (-c, --ntasks-per-node x -c) above every
+    # node's CPUs names the CPUs (node_scheduler.c _set_err_msg); -w with more tasks than
+    # the node holds adds nodes.
+    {"name": "tasks_over_the_nodes_asked", "cmd": "sb -N1 -n 65 --wrap true\nsb -N2 -n 129 --wrap true\nsb --ntasks-per-node=65 -n 65 --wrap true\nsb -N1 -n 33 -c 2 --wrap true\nsb -N1 --ntasks-per-node=33 -c 2 --wrap true\nsb -H -w gpu01 -n 65 --wrap true\nsqueue -h -u alice -o '%C|%D|%r' | m\nfin"},
 ]
 
 # Area a02: output file name patterns (src/common/fd.c / slurmstepd io: expand_stdio_fields).

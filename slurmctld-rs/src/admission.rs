@@ -382,7 +382,11 @@ pub fn build_request(
             return Err("");
         }
         if u64::from(cpus_per_node) > cap.max_cpu_milli / 1000 {
-            return Err("CPU count per node can not be satisfied");
+            // Slurm names the CPUs only when a node must hold more than it has on its own
+            // (`pn_min_cpus`: `-c`, `--ntasks-per-node` times `-c`, `--mincpus`;
+            // node_scheduler.c `_set_err_msg`); tasks that do not fit the nodes the job asked
+            // for (`-N1 -n 65`) fail the select plugin's test, which adds no message.
+            return Err(if u64::from(min_cpus) > cap.max_cpu_milli / 1000 { "CPU count per node can not be satisfied" } else { "" });
         }
         if mem_per_node > max_node_mem {
             return Err("Memory specification can not be satisfied");
@@ -1094,6 +1098,13 @@ mod tests {
         let disk = refused("Temporary disk specification can not be satisfied");
         let sct = refused("Socket, core and/or thread specification can not be satisfied");
         assert_eq!(msg(&|r| r.node_shape.min_cpus = 65), cpu);
+        // Tasks that do not fit the nodes asked for: no message (goldens-extra 0176 `-N1 -n 65`);
+        // a node's own minimum over its CPUs: the message (`--ntasks-per-node=65`).
+        let generic = (ESLURM_REQUESTED_NODE_CONFIG_UNAVAILABLE, true, vec![]);
+        assert_eq!(msg(&|r| (r.nodes_min, r.ntasks) = (Some(1), Some(65))), generic);
+        assert_eq!(msg(&|r| (r.nodes_min, r.ntasks, r.cpus_per_task) = (Some(1), Some(33), Some(2))), generic);
+        assert_eq!(msg(&|r| (r.ntasks_per_node, r.ntasks) = (Some(65), Some(65))), cpu);
+        assert_eq!(msg(&|r| (r.nodes_min, r.ntasks_per_node, r.cpus_per_task) = (Some(1), Some(33), Some(2))), cpu);
         assert_eq!(msg(&|r| r.node_shape.min_cpus = 64), (0, false, vec![]));
         assert_eq!(msg(&|r| r.sockets_per_node = Some(3)), sct);
         assert_eq!(msg(&|r| r.node_shape.cores_per_socket = 33), sct);
