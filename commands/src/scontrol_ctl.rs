@@ -41,25 +41,16 @@ fn ctl(io: &mut Io<'_>, what: &str) -> Option<Ctl> {
 }
 
 /// Job references of scontrol's job list (Slurm's `_is_job_id`/`_next_job_id`): separated by
-/// commas or blanks outside brackets, so `12_[0,2,5]` is one reference and `[12-14]` three
-/// jobs. Err: the argument
-/// holding one that is no job reference, whole (scontrol names it so).
+/// commas or blanks outside brackets ([`list_refs`]), so `12_[0,2,5]` is one reference and
+/// `[12-14]` three jobs. Err: the argument holding one that is no job reference
+/// ([`is_job_ref`]), whole (scontrol names it so).
 fn ids_of(args: &[String]) -> Result<Vec<JobRef>, String> {
     let mut out = Vec::new();
     for a in args {
         if !is_job_list(a) {
             return Err(a.to_string());
         }
-        let mut depth = 0i32;
-        let parts = a.split(|c: char| {
-            match c {
-                '[' => depth += 1,
-                ']' => depth -= 1,
-                _ => {}
-            }
-            (c == ',' || c == ' ') && depth == 0
-        });
-        for id in parts.filter(|s| !s.is_empty()) {
+        for id in list_refs(a) {
             // `_next_job_id`: a job id written as a range (`[12-14]`, `[12,14]`; a bracket
             // before any `_`) is every id of it, each with the reference's task part.
             let under = id.find('_');
@@ -78,12 +69,33 @@ fn ids_of(args: &[String]) -> Result<Vec<JobRef>, String> {
     Ok(out)
 }
 
+/// The references of job list `s`: its pieces between commas or blanks outside brackets,
+/// empty ones left out.
+fn list_refs(s: &str) -> impl Iterator<Item = &str> {
+    let mut depth = 0i32;
+    s.split(move |c: char| {
+        match c {
+            '[' => depth += 1,
+            ']' => depth -= 1,
+            _ => {}
+        }
+        (c == ',' || c == ' ') && depth == 0
+    })
+    .filter(|r| !r.is_empty())
+}
+
 /// Whether `s` is a list of job ids as Slurm 22.05's `_is_job_id` (`update_job.c`) accepts
-/// it: digits, one `_` and one `+` a reference, brackets balanced, `-` only inside brackets
-/// or after the `_`, references separated by commas or blanks outside brackets.
+/// it: every reference of it ([`list_refs`]) one [`is_job_ref`] accepts.
 fn is_job_list(s: &str) -> bool {
+    list_refs(s).all(is_job_ref)
+}
+
+/// Whether `r` is one job reference as `_is_job_id` accepts it: digits, one `_` and one `+`,
+/// brackets balanced (commas and blanks only inside them), `-` only inside brackets or after
+/// the `_`.
+fn is_job_ref(r: &str) -> bool {
     let (mut plus, mut under, mut depth) = (false, false, 0i32);
-    for c in s.chars() {
+    for c in r.chars() {
         match c {
             '+' if plus => return false,
             '+' => plus = true,
@@ -93,7 +105,7 @@ fn is_job_list(s: &str) -> bool {
             ']' => depth -= 1,
             '-' if depth == 0 && !under => return false,
             '-' => {}
-            ',' | ' ' if depth == 0 => (plus, under) = (false, false),
+            ',' | ' ' if depth == 0 => return false,
             ',' | ' ' => {}
             c if c.is_ascii_digit() => {}
             _ => return false,
@@ -552,7 +564,8 @@ pub fn update(args: &[String], io: &mut Io<'_>) -> i32 {
     };
     let job = jobs[0].clone();
     let mut changes = Vec::new();
-    let mut size_only = false;
+    // `NumNodes=` resizes one job ([`single_job`]); its `ALL` is an update without a change.
+    let resize = pairs[1..].iter().any(|(k, _)| matches!(update_key(k), Some("NumNodes" | "ReqNodes")));
     for (k, v) in &pairs[1..] {
         // Each key gives a change, nothing (a time naming none), or aborts the request with
         // Slurm's message and exit 1 (`update_job.c`: `exit_code = 1; return 0`).
@@ -591,10 +604,7 @@ pub fn update(args: &[String], io: &mut Io<'_>) -> i32 {
             // exit status 0 (Slurm 22.05 `update_job.c` returns its result).
             // `ALL` asks for no change (Slurm sends `min_nodes` INFINITE, which `_update_job`
             // takes as none) but is an update all the same.
-            "NumNodes" | "ReqNodes" if v.eq_ignore_ascii_case("ALL") => {
-                size_only = true;
-                continue;
-            }
+            "NumNodes" | "ReqNodes" if v.eq_ignore_ascii_case("ALL") => continue,
             "NumNodes" | "ReqNodes" => match node_count_arg(v) {
                 Ok((min, None)) => Ok(JobChange::NumNodes(min)),
                 Ok((min, Some(max))) => Ok(JobChange::NodeRange { min, max }),
@@ -642,11 +652,10 @@ pub fn update(args: &[String], io: &mut Io<'_>) -> i32 {
             }
         }
     }
-    if changes.is_empty() && !size_only {
+    if changes.is_empty() && !resize {
         io.err("No changes specified\n");
         return 1;
     }
-    let resize = pairs[1..].iter().any(|(k, _)| matches!(update_key(k), Some("NumNodes" | "ReqNodes")));
     if resize && !single_job(io, &v0) {
         return 1;
     }

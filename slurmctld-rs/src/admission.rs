@@ -397,7 +397,10 @@ pub fn build_request(
 }
 
 /// The node count of a job that gives a task count and nothing that fixes its nodes (no
-/// `-N`, no `--ntasks-per-node`, no GPU option that sets it): `None` while the tasks fit one
+/// `-N`, no GPU option that sets it; not with `--ntasks-per-node`, from which Slurm derives
+/// a count of its own that Flotilla does not derive yet: `-n 100 --ntasks-per-node=50` shows
+/// `NumNodes=2 NumCPUs=100` on the reference and gets one node of 50 CPUs here, as before
+/// this function): `None` while the tasks fit one
 /// node of the partition (`max_cpu_milli`, its largest), else as many nodes as the tasks
 /// need at the most tasks of `cpus_per_task` CPUs one such node holds. Slurm 22.05 spreads
 /// such a job over nodes (cons_tres fills a node's CPUs, then the next): `sbatch -n 100` on
@@ -1286,7 +1289,7 @@ mod tests {
         assert_eq!(tasks_nodes(Some(100), None, 1, 64_000), Some(2));
         assert_eq!(tasks_nodes(Some(3), None, 40, 64_000), Some(3));
         assert_eq!(tasks_nodes(Some(200), None, 1, 64_000), Some(4));
-        assert_eq!(tasks_nodes(Some(100), Some(50), 1, 64_000), None, "--ntasks-per-node sets the layout");
+        assert_eq!(tasks_nodes(Some(100), Some(50), 1, 64_000), None, "--ntasks-per-node: not derived here (see the doc)");
         assert_eq!(tasks_nodes(Some(2), None, 65, 64_000), None);
         assert_eq!(tasks_nodes(None, None, 1, 64_000), None);
         let c = oracle();

@@ -648,21 +648,17 @@ impl Controller {
     /// (`Invalid user id`, each record with the tasks it answers for: Slurm's `_update_job`
     /// checks the owner record by record, `A_1-3: Invalid user id` for another user's array).
     fn owned_targets(&self, ident: Ident, targets: Vec<Target>) -> (Vec<Target>, Vec<Outcome>) {
-        let mut refused = Vec::new();
-        let allowed = targets
+        let (allowed, others): (Vec<Target>, Vec<Target>) = targets.into_iter().partition(|t| self.owner_ok(ident, t.id()));
+        let refused = others
             .into_iter()
-            .filter(|t| {
-                let ok = self.owner_ok(ident, t.id());
-                if !ok {
-                    warn!(job = t.id(), uid = ident.uid, "change of another user's job refused");
-                    // Named pending tasks answer for themselves (Slurm splits them off first).
-                    let names = match t {
-                        Target::Tasks(_, ts) => ts.clone(),
-                        Target::Job(id) => answers_for(&self.jobs[id]),
-                    };
-                    refused.push((names, Some(ESLURM_USER_ID_MISSING)));
-                }
-                ok
+            .map(|t| {
+                warn!(job = t.id(), uid = ident.uid, "change of another user's job refused");
+                // Named pending tasks answer for themselves (Slurm splits them off first).
+                let names = match t {
+                    Target::Tasks(_, ts) => ts,
+                    Target::Job(id) => answers_for(&self.jobs[&id]),
+                };
+                (names, Some(ESLURM_USER_ID_MISSING))
             })
             .collect();
         (allowed, refused)
