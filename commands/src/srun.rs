@@ -116,6 +116,8 @@ struct Opts {
     quiet: bool,
     /// `-N MIN-MAX`'s maximum, above the minimum (`step.nodes`).
     nodes_max: Option<u32>,
+    /// Slurm's warnings about counts given together ([`reconcile_counts`]), printed first.
+    notes: Vec<String>,
 }
 
 /// What ends `srun` early: lines for stderr and the exit status.
@@ -202,10 +204,8 @@ fn parse(argv: &[String], env: &dyn Fn(&str) -> Option<String>) -> Result<(Opts,
                 o.step.nodelist = flotilla_core::hostlist::expand(&a).map_err(|_| fatal(format!("Invalid node name specified: {a}"), 255))?;
                 word(&mut o);
             }
-            O_NTASKS_PER_NODE => {
-                o.step.ntasks_per_node = Some(count(&a, "--ntasks-per-node")?);
-                word(&mut o);
-            }
+            // Its allocation word follows [`reconcile_counts`], which may drop it.
+            O_NTASKS_PER_NODE => o.step.ntasks_per_node = Some(count(&a, "--ntasks-per-node")?),
             O_GPUS_PER_TASK => {
                 let g = crate::sbatch::parse_gpu_count(&a);
                 o.step.gpus_per_task = Some(g.count);
@@ -241,7 +241,59 @@ fn parse(argv: &[String], env: &dyn Fn(&str) -> Option<String>) -> Result<(Opts,
         // The input environment variable stands for -n (srun(1) "INPUT ENVIRONMENT").
         o.step.ntasks = env("SLURM_NTASKS").and_then(|v| v.parse().ok()).filter(|&n| n > 0 && o.step.nodes.is_none());
     }
+    o.notes = reconcile_counts(&mut o, env);
+    if let Some(t) = o.step.ntasks_per_node {
+        o.alloc_words.push(format!("--ntasks-per-node={t}"));
+    }
     Ok((o, p.operands))
+}
+
+/// Slurm 22.05 srun's reconciliation of a node count and a task count given together
+/// (libsrun/opt.c `_opt_verify`). The nodes are `-N`'s minimum, at least `-w`'s nodes, or
+/// inside an allocation its `SLURM_JOB_NUM_NODES`; the tasks `-n` (or `SLURM_NTASKS` as
+/// [`parse`] reads it). Fewer tasks than nodes lower the nodes to the tasks ("can't run 2
+/// processes on 3 nodes, setting nnodes to 2": `srun -n 2` in a 3-node job; the controller
+/// lays a step out on no more nodes than tasks anyway); a `--ntasks-per-node` (or
+/// `SLURM_NTASKS_PER_NODE`, which sbatch exports) other than tasks / nodes is dropped, with
+/// a warning when the tasks exceed it: a plain `srun` in `sbatch -n 10 --ntasks-per-node=4`
+/// (3 nodes) runs its 10 tasks 4 + 3 + 3 after "can't honor --ntasks-per-node set to 4 ...",
+/// `srun -n 2` in `-N 2 --ntasks-per-node=3` drops it silently (checked on the reference,
+/// goldens-extra 0435). Returns the warnings, without `srun: `.
+fn reconcile_counts(o: &mut Opts, env: &dyn Fn(&str) -> Option<String>) -> Vec<String> {
+    let num = |k: &str| env(k).and_then(|v| v.trim().parse::<u32>().ok()).filter(|&n| n > 0);
+    let mut notes = Vec::new();
+    let Some(ntasks) = o.step.ntasks.filter(|&n| n > 0) else {
+        return notes;
+    };
+    let listed = {
+        let mut names: Vec<&String> = o.step.nodelist.iter().collect();
+        names.sort();
+        names.dedup();
+        names.len() as u32
+    };
+    let Some(mut nodes) = o.step.nodes.or_else(|| num("SLURM_JOB_NUM_NODES")).map(|n| n.max(listed)).or((listed > 0).then_some(listed)) else {
+        return notes;
+    };
+    o.nodes_max = o.nodes_max.map(|m| m.min(ntasks));
+    if ntasks < nodes {
+        notes.push(format!("Warning: can't run {ntasks} processes on {nodes} nodes, setting nnodes to {ntasks}"));
+        nodes = ntasks;
+        if o.step.nodes.is_some_and(|n| n > ntasks) {
+            o.step.nodes = Some(ntasks);
+            o.alloc_words.push(format!("--nodes={ntasks}"));
+        }
+    }
+    o.nodes_max = o.nodes_max.filter(|&m| o.step.nodes.is_some_and(|n| m > n));
+    let per_node = o.step.ntasks_per_node.or_else(|| num("SLURM_NTASKS_PER_NODE"));
+    if let Some(p) = per_node.filter(|&p| p != ntasks / nodes) {
+        if ntasks > p {
+            notes.push(format!(
+                "Warning: can't honor --ntasks-per-node set to {p} which doesn't match the requested tasks {ntasks} with the number of requested nodes {nodes}. Ignoring --ntasks-per-node."
+            ));
+        }
+        o.step.ntasks_per_node = None;
+    }
+    notes
 }
 
 fn main(args: &[String], io: &mut Io<'_>) -> Result<i32, Fatal> {
@@ -256,6 +308,10 @@ fn main(args: &[String], io: &mut Io<'_>) -> Result<i32, Fatal> {
         }
         Err(f) => return Err(f),
     };
+    // Printed even with `-Q` (as Slurm's srun does: checked on the reference).
+    for n in &o.notes {
+        io.err(&format!("srun: {n}\n"));
+    }
     if program.is_empty() {
         return Err(Fatal {
             lines: vec!["srun: fatal: No command given to execute.".into()],
@@ -683,6 +739,49 @@ mod tests {
         assert_eq!(o.step.ntasks, Some(4));
         let e = parse(&["--bogus".to_string()], &env).unwrap_err();
         assert_eq!((e.lines[0].as_str(), e.code), ("srun: unrecognized option '--bogus'", 255));
+    }
+
+    /// Counts given together, as Slurm's srun reconciles them (goldens-extra 0435).
+    #[test]
+    fn counts_reconciled() {
+        let run = |args: &[&str], vars: &[(&str, &str)]| {
+            let vars: Vec<(String, String)> = vars.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
+            let env = move |k: &str| vars.iter().find(|(n, _)| n == k).map(|(_, v)| v.clone());
+            let a: Vec<String> = args.iter().chain(&["prog"]).map(|s| s.to_string()).collect();
+            parse(&a, &env).unwrap().0
+        };
+        let batch = [("SLURM_NTASKS", "10"), ("SLURM_JOB_NUM_NODES", "3"), ("SLURM_NTASKS_PER_NODE", "4")];
+        let o = run(&[], &batch);
+        assert_eq!(
+            o.notes,
+            ["Warning: can't honor --ntasks-per-node set to 4 which doesn't match the requested tasks 10 with the number of requested nodes 3. Ignoring --ntasks-per-node."]
+        );
+        assert_eq!((o.step.ntasks, o.step.ntasks_per_node), (Some(10), None));
+        // Matching counts: nothing said, the option kept (and asked of an allocation).
+        let o = run(&["-n", "8", "-N", "2", "--ntasks-per-node=4"], &[]);
+        assert!(o.notes.is_empty());
+        assert_eq!(o.step.ntasks_per_node, Some(4));
+        assert!(o.alloc_words.contains(&"--ntasks-per-node=4".to_string()));
+        // Fewer tasks than it: dropped silently.
+        let o = run(&["-n", "2"], &[("SLURM_JOB_NUM_NODES", "2"), ("SLURM_NTASKS_PER_NODE", "3")]);
+        assert!(o.notes.is_empty());
+        assert_eq!(o.step.ntasks_per_node, None);
+        // Fewer tasks than nodes: the nodes come down to the tasks, then the option is checked.
+        let o = run(&["-n", "2"], &[("SLURM_JOB_NUM_NODES", "3")]);
+        assert_eq!(o.notes, ["Warning: can't run 2 processes on 3 nodes, setting nnodes to 2"]);
+        let o = run(&["-N", "3", "-n", "2", "--ntasks-per-node=4"], &[]);
+        assert_eq!(o.notes[0], "Warning: can't run 2 processes on 3 nodes, setting nnodes to 2");
+        assert_eq!(o.notes.len(), 1, "2 tasks do not exceed 4: dropped silently");
+        assert_eq!(o.step.nodes, Some(2));
+        assert!(!o.alloc_words.iter().any(|w| w.starts_with("--ntasks-per-node")));
+        assert_eq!(o.alloc_words.last().map(String::as_str), Some("--nodes=2"));
+        // No node count (an allocation of srun's own without -N): nothing to reconcile.
+        let o = run(&["-n", "10", "--ntasks-per-node=4"], &[]);
+        assert!(o.notes.is_empty());
+        assert_eq!(o.step.ntasks_per_node, Some(4));
+        // -w's nodes count as nodes.
+        let o = run(&["-n", "1", "-w", "gpu01,gpu02"], &[]);
+        assert_eq!(o.notes, ["Warning: can't run 1 processes on 2 nodes, setting nnodes to 1"]);
     }
 
     #[test]

@@ -714,6 +714,9 @@ A04 = [
     # `-n` alone over more CPUs than a node has: spread over nodes (cons_tres), as many as
     # the tasks need; above the partition's node count it waits (PartitionConfig).
     {"name": "ntasks_spread_over_nodes", "cmd": "sb -p batch -n 100 --wrap 'sleep 300'\nwst $J1 RUNNING\nsqueue -h -j $J1 -o '%C|%D|%T' | m\nscontrol show job $J1 | grep -oE '(NumNodes|NumCPUs|NumTasks|CPUs/Task)=[^ ]*' | m\nsb -H -p batch -n 3 -c 40 --wrap true\nsqueue -h -j $J2 -o '%C|%D|%r' | m\nscontrol show job $J2 | grep -oE '(NumNodes|NumCPUs|NumTasks|CPUs/Task)=[^ ]*' | m\nsb -p debug -n 200 --wrap true\nsqueue -h -j $J3 -o '%C|%D|%r' | m\nfin"},
+    # srun's counts given together (libsrun/opt.c _opt_verify): fewer tasks than nodes (-N,
+    # -w or the allocation's) lower the nodes with a warning, printed even with -Q.
+    {"name": "srun_fewer_tasks_than_nodes", "cmd": "rm -f o1\nsb -p batch -N 3 -o o1 --wrap 'srun -n 2 printenv SLURMD_NODENAME | sort; srun -n 1 -w gpu01,gpu02 printenv SLURMD_NODENAME; srun -Q -n 2 true; srun -n 2 --ntasks-per-node=3 true; srun -N 3 -n 2 true'\nwend $J1\ncat o1 | m\nfin"},
 ]
 
 # Area a08: configuration files as Slurm's commands read them (src/common/parse_config.c,
