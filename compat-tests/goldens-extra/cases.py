@@ -717,6 +717,11 @@ A04 = [
     # srun's counts given together (libsrun/opt.c _opt_verify): fewer tasks than nodes (-N,
     # -w or the allocation's) lower the nodes with a warning, printed even with -Q.
     {"name": "srun_fewer_tasks_than_nodes", "cmd": "rm -f o1\nsb -p batch -N 3 -o o1 --wrap 'srun -n 2 printenv SLURMD_NODENAME | sort; srun -n 1 -w gpu01,gpu02 printenv SLURMD_NODENAME; srun -Q -n 2 true; srun -n 2 --ntasks-per-node=3 true; srun -N 3 -n 2 true'\nwend $J1\ncat o1 | m\nfin"},
+    # --ntasks-per-node with -n and no -N: ceil(n / per node) nodes of that many tasks each,
+    # the task count then that many a node (node_scheduler.c build_node_details); the batch
+    # script keeps -n, and srun drops the option that no longer matches (libsrun/opt.c);
+    # more tasks than the nodes asked for hold is refused; a range takes its maximum.
+    {"name": "ntasks_per_node_sets_nodes", "cmd": "rm -f o1\nsb -p batch -n 10 --ntasks-per-node=4 -o o1 --wrap 'echo $SLURM_NTASKS $SLURM_NNODES $SLURM_TASKS_PER_NODE $SLURM_JOB_CPUS_PER_NODE; srun printenv SLURMD_NODENAME | sort | uniq -c; sleep 300'\nwst $J1 RUNNING\nsqueue -h -j $J1 -o '%C|%D|%T' | m\nscontrol show job $J1 | grep -oE '(NumNodes|NumCPUs|NumTasks)=[^ ]*' | m\nfor i in $(seq 100); do [ \"$(cat o1 2>/dev/null | wc -l)\" -ge 5 ] && break; sleep 0.1; done\ncat o1 | m\nsb -p batch -n 3 --ntasks-per-node=4 --wrap 'sleep 300'\nwst $J2 RUNNING\nscontrol show job $J2 | grep -oE '(NumNodes|NumCPUs|NumTasks)=[^ ]*' | m\nsb -p batch -N 2 -n 10 --ntasks-per-node=4 --wrap true\nsb -p batch -N 2-4 -n 4 --ntasks-per-node=2 --wrap 'sleep 300'\nwst $J3 RUNNING\nsqueue -h -j $J3 -o '%C|%D|%T' | m\nscontrol show job $J3 | grep -oE '(NumNodes|NumCPUs|NumTasks)=[^ ]*' | m\nfin"},
 ]
 
 # Area a08: configuration files as Slurm's commands read them (src/common/parse_config.c,

@@ -353,7 +353,7 @@ pub fn build_request(
         _ => (0, nodes_min, None),
     };
     let nodes_max = match (nodes, shape.max_nodes) {
-        (Some(min), Some(max)) => range_max(min, max, req.ntasks.is_some(), gpus, gpus_per_node),
+        (Some(min), Some(max)) => range_max(min, max, req.ntasks.is_some() && req.ntasks_per_node.is_none(), gpus, gpus_per_node),
         _ => None,
     };
     let request = Request {
@@ -391,37 +391,49 @@ pub fn build_request(
         if mem_per_node > max_node_mem {
             return Err("Memory specification can not be satisfied");
         }
+        // `--ntasks-per-node` caps each node's tasks: more tasks than the most nodes the job
+        // may take hold (`-N 2 -n 10 --ntasks-per-node=4`) fail the select plugin's test
+        // (cons_tres `_eval_nodes`: at most that many tasks a node), which adds no message;
+        // a range's maximum counts (`-N 2-4 -n 10 --ntasks-per-node=4` runs on 4 nodes).
+        if let (Some(p), Some(n)) = (req.ntasks_per_node.filter(|&p| p > 0), req.ntasks) {
+            if u64::from(n) > u64::from(p) * u64::from(shape.max_nodes.or(nodes).unwrap_or(1)) {
+                return Err("");
+            }
+        }
         Ok(())
     })();
     Ok((request, cpus_per_node, ntasks, satisfiable))
 }
 
 /// The node count of a job that gives a task count and nothing that fixes its nodes (no
-/// `-N`, no GPU option that sets it; not with `--ntasks-per-node`, from which Slurm derives
-/// a count of its own that Flotilla does not derive yet: `-n 100 --ntasks-per-node=50` shows
-/// `NumNodes=2 NumCPUs=100` on the reference and gets one node of 50 CPUs here, as before
-/// this function): `None` while the tasks fit one
-/// node of the partition (`max_cpu_milli`, its largest), else as many nodes as the tasks
-/// need at the most tasks of `cpus_per_task` CPUs one such node holds. Slurm 22.05 spreads
-/// such a job over nodes (cons_tres fills a node's CPUs, then the next): `sbatch -n 100` on
-/// 64-CPU nodes runs on 2, `-n 3 -c 40` on 3, and `-n 200` in a partition of 2 such nodes
-/// waits with `PartitionConfig` on 4, as a `-N 4` would (checked on the reference,
-/// goldens-extra 0434). The tasks spread evenly here (50 + 50 where Slurm has 64 + 36:
-/// the uneven split is 0431, pending).
+/// `-N`, no GPU option that sets it): `None` while the tasks fit one node, else as many
+/// nodes as the tasks need at the most tasks a node holds — `--ntasks-per-node` when given,
+/// else the tasks of `cpus_per_task` CPUs one node of the partition's largest CPU count
+/// (`max_cpu_milli`) holds. Slurm 22.05 spreads such a job over nodes (cons_tres fills a
+/// node's CPUs, then the next): `sbatch -n 100` on 64-CPU nodes runs on 2, `-n 3 -c 40` on
+/// 3, and `-n 200` in a partition of 2 such nodes waits with `PartitionConfig` on 4, as a
+/// `-N 4` would (checked on the reference, goldens-extra 0434). With `--ntasks-per-node=P`
+/// the job asks for ceil(n / P) nodes of P tasks each (`-n 10 --ntasks-per-node=4` runs on
+/// 3 nodes of 4 CPUs, `-n 100 --ntasks-per-node=50` on 2, goldens-extra 0436; until its
+/// first scheduling attempt Slurm shows such a job on floor(n / P) nodes, job_mgr.c
+/// `pack_job`, and afterwards on its estimate, which Flotilla shows throughout). Without
+/// it the tasks spread evenly here (50 + 50 where Slurm has 64 + 36: 0431, pending).
 fn tasks_nodes(num_tasks: Option<u32>, ntasks_per_node: Option<u32>, cpus_per_task: u32, max_cpu_milli: u64) -> Option<u32> {
-    let per_node = u32::try_from(max_cpu_milli / 1000 / u64::from(cpus_per_task.max(1))).unwrap_or(u32::MAX);
-    match (num_tasks, ntasks_per_node) {
-        (Some(n), None) if per_node >= 1 && n > per_node => Some(n.div_ceil(per_node)),
-        _ => None,
-    }
+    let per_node = match ntasks_per_node.filter(|&p| p > 0) {
+        Some(p) => p,
+        None => u32::try_from(max_cpu_milli / 1000 / u64::from(cpus_per_task.max(1))).unwrap_or(u32::MAX),
+    };
+    num_tasks.filter(|&n| per_node >= 1 && n > per_node).map(|n| n.div_ceil(per_node))
 }
 
 /// A node range's [`Request::nodes_max`]: `max` when the range takes the nodes that fit at
 /// its start (Slurm 22.05 cons_tres), i.e. above `min` with nodes alike — no task count to
-/// spread over them (`ntasks_given`: `-n`), no GPUs (`gpus` 0) or GPUs on each node. Others
-/// start at the minimum (`None`). The rule of submissions and of `NumNodes=` updates.
-pub fn range_max(min: u32, max: u32, ntasks_given: bool, gpus: u32, gpus_per_node: Option<u32>) -> Option<u32> {
-    (max > min && !ntasks_given && (gpus == 0 || gpus_per_node.is_some())).then_some(max)
+/// spread over them (`tasks_spread`: `-n` without `--ntasks-per-node`; with it each node
+/// runs that many tasks, and `-N 2-4 -n 4 --ntasks-per-node=2` runs on 4 nodes, 8 tasks, on
+/// the reference), no GPUs (`gpus` 0) or GPUs on each node. Others start at the minimum
+/// (`None`). The rule of submissions and of `NumNodes=` updates.
+pub fn range_max(min: u32, max: u32, tasks_spread: bool, gpus: u32, gpus_per_node: Option<u32>) -> Option<u32> {
+    (max > min && !tasks_spread && (gpus == 0 || gpus_per_node.is_some())).then_some(max)
 }
 
 /// CPUs a node of a job with `tasks` tasks a node of `cpt` CPUs each, `sockets` sockets a
@@ -1108,6 +1120,12 @@ mod tests {
         assert_eq!(msg(&|r| (r.nodes_min, r.ntasks, r.cpus_per_task) = (Some(1), Some(33), Some(2))), generic);
         assert_eq!(msg(&|r| (r.ntasks_per_node, r.ntasks) = (Some(65), Some(65))), cpu);
         assert_eq!(msg(&|r| (r.nodes_min, r.ntasks_per_node, r.cpus_per_task) = (Some(1), Some(33), Some(2))), cpu);
+        // More tasks than --ntasks-per-node on the most nodes the job may take: no message
+        // (goldens-extra 0436 `-N 2 -n 10 --ntasks-per-node=4`); a range's maximum counts.
+        assert_eq!(msg(&|r| (r.nodes_min, r.ntasks, r.ntasks_per_node) = (Some(2), Some(10), Some(4))), generic);
+        assert_eq!(msg(&|r| (r.nodes_min, r.ntasks, r.ntasks_per_node) = (Some(3), Some(10), Some(4))), (0, false, vec![]));
+        assert_eq!(msg(&|r| (r.nodes_min, r.nodes_max, r.ntasks, r.ntasks_per_node) = (Some(2), Some(4), Some(10), Some(4))), (0, false, vec![]));
+        assert_eq!(msg(&|r| (r.ntasks, r.ntasks_per_node) = (Some(10), Some(4))), (0, false, vec![]));
         assert_eq!(msg(&|r| r.node_shape.min_cpus = 64), (0, false, vec![]));
         assert_eq!(msg(&|r| r.sockets_per_node = Some(3)), sct);
         assert_eq!(msg(&|r| r.node_shape.cores_per_socket = 33), sct);
@@ -1289,7 +1307,11 @@ mod tests {
         assert_eq!(tasks_nodes(Some(100), None, 1, 64_000), Some(2));
         assert_eq!(tasks_nodes(Some(3), None, 40, 64_000), Some(3));
         assert_eq!(tasks_nodes(Some(200), None, 1, 64_000), Some(4));
-        assert_eq!(tasks_nodes(Some(100), Some(50), 1, 64_000), None, "--ntasks-per-node: not derived here (see the doc)");
+        assert_eq!(tasks_nodes(Some(100), Some(50), 1, 64_000), Some(2));
+        assert_eq!(tasks_nodes(Some(10), Some(4), 1, 64_000), Some(3));
+        assert_eq!(tasks_nodes(Some(10), Some(4), 2, 64_000), Some(3), "--ntasks-per-node counts tasks, not CPUs");
+        assert_eq!(tasks_nodes(Some(3), Some(4), 1, 64_000), None);
+        assert_eq!(tasks_nodes(Some(8), Some(4), 1, 64_000), Some(2));
         assert_eq!(tasks_nodes(Some(2), None, 65, 64_000), None);
         assert_eq!(tasks_nodes(None, None, 1, 64_000), None);
         let c = oracle();

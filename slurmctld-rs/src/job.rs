@@ -368,6 +368,19 @@ impl JobRecord {
         self.num_nodes = n;
     }
 
+    /// A start on `n` nodes: [`JobRecord::set_range_nodes`], then with `--ntasks-per-node`
+    /// the task count is that many on each node it got (Slurm 22.05 `build_node_details`,
+    /// node_scheduler.c): `-n 10 --ntasks-per-node=4` runs on 3 nodes with `NumTasks=12`,
+    /// `-n 3 --ntasks-per-node=4` on one with `NumTasks=4` (the batch script's
+    /// `SLURM_NTASKS` keeps the count asked for; goldens-extra 0436).
+    pub fn set_start_nodes(&mut self, n: u32) {
+        self.set_range_nodes(n);
+        let per_node = self.node_shape.ntasks_per_node;
+        if per_node > 0 && n > 0 {
+            self.ntasks = per_node.saturating_mul(n);
+        }
+    }
+
     /// The CPUs the job asks for (Slurm's `min_cpus`, a pending job's `NumCPUs=`): what an
     /// update set; else its tasks' CPUs, which a node count only GPU options fixed does not
     /// raise (goldens-extra 0407), one task's for a node range without a task count

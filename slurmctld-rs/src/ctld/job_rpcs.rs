@@ -1522,7 +1522,7 @@ fn set_pending_nodes(rec: &mut JobRecord, min: u32, max: Option<u32>) -> Result<
     };
     r.nodes = Some(min);
     r.gpus = gpus;
-    r.nodes_max = admission::range_max(min, max, rec.ntasks_given, gpus, r.gpus_per_node).filter(|_| rec.spec.elastic.is_none());
+    r.nodes_max = admission::range_max(min, max, rec.ntasks_given && rec.node_shape.ntasks_per_node == 0, gpus, r.gpus_per_node).filter(|_| rec.spec.elastic.is_none());
     // `min_cpus` rises to the tasks' CPUs (or `pn_min_cpus` a node) if they are more; it
     // never falls (`_update_job`: NumNodes=3 of a `-N2-5` job shows NumCPUs=3).
     let before = rec.requested_cpus();

@@ -640,7 +640,7 @@ impl Controller {
             rec.time_limit_min = crate::admission::limit_at_start(d, rec.time_limit_min, part, now, self.opts.minute_s);
         }
         whole_node_tres(rec, &allocs);
-        rec.set_range_nodes(allocs.len() as u32);
+        rec.set_start_nodes(allocs.len() as u32);
         rec.allocs = allocs;
         rec.nodes = names;
         rec.stopping = None;
