@@ -494,7 +494,63 @@ fn single_job(io: &mut Io<'_>, v: &str) -> bool {
     true
 }
 
-/// `update ...`: a job (`JobId=`) or nodes (`NodeName=`).
+/// Whether `tag` names `key`: a case-insensitive prefix of it, `min` letters or more (Slurm's
+/// `xstrncasecmp(tag, key, MAX(len, min))`).
+fn abbrev(tag: &str, key: &str, min: usize) -> bool {
+    tag.len() >= min && tag.len() <= key.len() && key[..tag.len()].eq_ignore_ascii_case(tag)
+}
+
+/// `update PartitionName=NAME State=STATE`, as Slurm 22.05's scontrol reads it
+/// (update_part.c `scontrol_parse_part_options`, `scontrol_update_part`): tags and `State=`
+/// values are case-insensitive prefixes (`st=d` is `State=DOWN`); a word without `=`, a bad
+/// state or a key Flotilla does not update (Slurm's other partition keys among them: they
+/// change through slurm.conf here) aborts with Slurm's messages and `slurm_update error: No
+/// error`; no name, or no change, is refused without it. Exit 1 on any error.
+fn update_partition(args: &[String], io: &mut Io<'_>) -> i32 {
+    let mut u = flotilla_proto::UpdatePartition::default();
+    let (mut named, mut changes) = (false, 0);
+    for a in args {
+        let Some((k, v)) = a.split_once('=') else {
+            io.err(&format!("scontrol: error: Invalid input: {a}  Request aborted\nslurm_update error: No error\n"));
+            return 1;
+        };
+        if abbrev(k, "PartitionName", 2) {
+            u.name = v.to_string();
+            named = true;
+        } else if abbrev(k, "State", 2) {
+            let word = ["INACTIVE", "DOWN", "UP", "DRAIN"].into_iter().find(|w| !v.is_empty() && abbrev(v, w, 1));
+            let Some(word) = word else {
+                io.err(&format!(
+                    "scontrol: error: Invalid input: {a}\nscontrol: error: Acceptable State values are UP, DOWN, DRAIN and INACTIVE\nslurm_update error: No error\n"
+                ));
+                return 1;
+            };
+            u.state = Some(word.to_string());
+        } else {
+            io.err(&format!("scontrol: error: Update of this parameter is not supported: {a}\n\nscontrol: error: Request aborted\nslurm_update error: No error\n"));
+            return 1;
+        }
+        changes += 1;
+    }
+    if !named {
+        io.err("scontrol: error: PartitionName must be given.\n");
+        return 1;
+    }
+    if changes <= 1 {
+        io.err("scontrol: error: No changes specified\n");
+        return 1;
+    }
+    let Some(c) = ctl(io, "slurm_update") else { return 1 };
+    match c.call(Request::UpdatePartition(u)) {
+        Ok(_) => 0,
+        Err(e) => {
+            io.err(&format!("slurm_update error: {}\n", e.slurm().text));
+            1
+        }
+    }
+}
+
+/// `update ...`: a job (`JobId=`), nodes (`NodeName=`) or a partition (`PartitionName=`).
 pub fn update(args: &[String], io: &mut Io<'_>) -> i32 {
     let pairs: Vec<(String, String)> = args
         .iter()
@@ -547,6 +603,12 @@ pub fn update(args: &[String], io: &mut Io<'_>) -> i32 {
                 1
             }
         };
+    }
+    // Slurm 22.05 `_update_it`: a `PartitionName` tag anywhere (3 letters or more) names a
+    // partition update, unless a job is named.
+    let tag = |a: &String| a.split_once('=').map_or(a.as_str(), |(k, _)| k).to_string();
+    if update_key(&k0) != Some("JobId") && args.iter().any(|a| abbrev(&tag(a), "PartitionName", 3)) {
+        return update_partition(args, io);
     }
     if update_key(&k0) != Some("JobId") {
         io.err(&format!("Update of this parameter is not supported: {k0}={v0}\nRequest aborted\n"));
@@ -1098,6 +1160,7 @@ pub fn show_partition(name: Option<&str>, flags: ShowFlags, io: &mut Io<'_>) -> 
         }
     };
     let sel: Vec<&PartitionInfo> = parts.iter().filter(|p| name.is_none_or(|n| p.name == n)).collect();
+    let states = common::partition_states(&c, &parts);
     if sel.is_empty() {
         match name {
             Some(n) => {
@@ -1135,7 +1198,7 @@ pub fn show_partition(name: Option<&str>, flags: ShowFlags, io: &mut Io<'_>) -> 
             "   OverTimeLimit=NONE PreemptMode=OFF".into(),
             format!(
                 "   State={} TotalCPUs={} TotalNodes={} SelectTypeParameters=NONE",
-                if p.up { "UP" } else { "DOWN" },
+                common::partition_state(p, &states),
                 p.total_cpus,
                 p.total_nodes
             ),

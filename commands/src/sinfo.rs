@@ -172,6 +172,8 @@ fn format_chars(f: &str) -> impl Iterator<Item = char> + '_ {
 
 struct Row<'a> {
     part: &'a PartitionInfo,
+    /// The partition's `State=` word ([`common::partition_state`]).
+    state: &'a str,
     nodes: Vec<&'a NodeInfo>,
 }
 
@@ -263,7 +265,8 @@ fn value(ch: char, r: &Row<'_>, conf: &flotilla_core::config::ClusterConfig) -> 
             "PRIO_TIER",
             conf.partitions.iter().find(|p| p.name == r.part.name).map_or(1, |p| p.priority_tier).to_string(),
         ),
-        'a' => ("AVAIL", if r.part.up { "up" } else { "down" }.into()),
+        // up, down, drain, inactive (`inact` in the default format's five columns).
+        'a' => ("AVAIL", r.state.to_ascii_lowercase()),
         'l' => (
             "TIMELIMIT",
             sinfo_time_limit(r.part.max_time_min.map_or(TimeLimit::Unlimited, |m| TimeLimit::Minutes(m as u32))),
@@ -431,6 +434,7 @@ pub fn run(args: &[String], io: &mut Io<'_>) -> i32 {
         Ok(Response::Partitions(p)) => p,
         _ => Vec::new(),
     };
+    let states = common::partition_states(&ctl, &parts);
     if largest {
         let shown: Vec<PartitionInfo> = parts.iter().filter(|p| parts_f.is_empty() || parts_f.contains(&p.name)).cloned().collect();
         io.out(&largest_table(&shown, &load_reclaimable(&ctl), noheader));
@@ -526,7 +530,7 @@ pub fn run(args: &[String], io: &mut Io<'_>) -> i32 {
                     (st(g.nodes[0]), gu(g.nodes[0]), by_host.then(|| g.nodes[0].name.clone())) == key
                 }) {
                     Some(g) => g.nodes.push(n),
-                    None => groups.push(Row { part, nodes: vec![n] }),
+                    None => groups.push(Row { part, state: common::partition_state(part, &states), nodes: vec![n] }),
                 }
             }
             groups.sort_by_key(|g| std::cmp::Reverse(state_number(&g.nodes[0].state)));
@@ -537,12 +541,12 @@ pub fn run(args: &[String], io: &mut Io<'_>) -> i32 {
         let members: Vec<&NodeInfo> = nodes.iter().filter(|n| n.partitions.contains(&part.name) && state_ok(n)).collect();
         if node_view {
             for n in members {
-                rows.push(Row { part, nodes: vec![n] });
+                rows.push(Row { part, state: common::partition_state(part, &states), nodes: vec![n] });
             }
             continue;
         }
         if summarize {
-            rows.push(Row { part, nodes: members });
+            rows.push(Row { part, state: common::partition_state(part, &states), nodes: members });
             continue;
         }
         let mut groups: Vec<Row<'_>> = Vec::new();
@@ -552,13 +556,13 @@ pub fn run(args: &[String], io: &mut Io<'_>) -> i32 {
                 (st(g.nodes[0]), gu(g.nodes[0]), by_host.then(|| g.nodes[0].name.clone())) == key
             }) {
                 Some(g) => g.nodes.push(n),
-                None => groups.push(Row { part, nodes: vec![n] }),
+                None => groups.push(Row { part, state: common::partition_state(part, &states), nodes: vec![n] }),
             }
         }
         groups.sort_by_key(|g| std::cmp::Reverse(state_number(&g.nodes[0].state)));
         if groups.is_empty() && nodes_f.is_none() {
             // A partition none of whose nodes match still shows, with no nodes (`n/a`).
-            groups.push(Row { part, nodes: Vec::new() });
+            groups.push(Row { part, state: common::partition_state(part, &states), nodes: Vec::new() });
         }
         rows.extend(groups);
     }
@@ -649,7 +653,7 @@ pub fn run(args: &[String], io: &mut Io<'_>) -> i32 {
                     let rr = match row {
                         Some(r) => r,
                         None => {
-                            dummy = Row { part: &parts[0], nodes: Vec::new() };
+                            dummy = Row { part: &parts[0], state: common::partition_state(&parts[0], &states), nodes: Vec::new() };
                             &dummy
                         }
                     };

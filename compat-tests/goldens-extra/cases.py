@@ -568,6 +568,13 @@ A10 = [
     # count test that makes an up one's too-large job wait (PartitionNodeLimit): the job's
     # test against the partition's nodes fails for good, and the submission is refused.
     {"name": "down_partition_node_count", "user": "root", "cmd": ". /home/alice/x/lib.sh\nscontrol update PartitionName=debug State=DOWN\nsb --uid=alice -p debug -N 3 --wrap true -D /home/alice/x\nsb --uid=alice -p debug -N 2 --wrap true -D /home/alice/x\nsb --uid=alice -p debug -n 200 --wrap true -D /home/alice/x\nsqueue -h -u alice -o '%i|%P|%D|%r' | m\nscontrol update PartitionName=debug State=UP\nsb --uid=alice -p debug -N 3 --wrap true -D /home/alice/x\nsqueue -h -u alice -o '%i|%P|%D' | m\nfin"},
+    # Partition states set at run time (update_part.c scontrol_parse_part_options; job_mgr.c
+    # _alt_part_test, PARTITION_SUBMIT/PARTITION_SCHED): DRAIN and INACTIVE refuse new jobs
+    # before an id, DOWN takes them and starts none, INACTIVE holds them PartitionInactive,
+    # DRAIN runs them; sinfo's AVAIL and scontrol's State= follow.
+    {"name": "partition_state_update", "user": "root", "cmd": ". /home/alice/x/lib.sh\nfor st in DRAIN INACTIVE DOWN; do scontrol update PartitionName=debug State=$st; echo \"$st rc=$? $(sinfo -h -p debug -o %a) $(scontrol show partition debug | grep -oE 'State=[A-Z]+')\"; sb --uid=alice -p debug -t 1 --wrap 'sleep 60' -D /home/alice/x; done\nfor i in $(seq 100); do [ \"$(squeue -h -j $J1 -o %r)\" = PartitionDown ] && break; sleep 0.1; done\nsqueue -h -j $J1 -o '%P|%T|%r' | m\nscontrol update PartitionName=debug State=INACTIVE\nfor i in $(seq 100); do [ \"$(squeue -h -j $J1 -o %r)\" = PartitionInactive ] && break; sleep 0.1; done\nsqueue -h -j $J1 -o '%P|%T|%r' | m\nscontrol update PartitionName=debug State=DRAIN\nwst $J1 RUNNING\nsqueue -h -j $J1 -o '%P|%T' | m\nscontrol update PartitionName=debug State=UP\nsinfo -h -p debug -o %a\nfin"},
+    {"name": "partition_update_errors", "user": "root", "cmd": "for a in 'PartitionName=debug Foo=1' 'PartitionName=debug' 'PartitionName=debug State=' 'PartitionName=debug State=BOGUS' 'PartitionName=debug junk' 'PartitionName=nosuch State=UP' 'State=dr PartitionName=debug' 'Part=debug st=i' 'PartitionName=debug sta=u'; do scontrol update $a; echo \"[$a] rc=$? $(scontrol show partition debug | grep -oE 'State=[A-Z]+')\"; done\nscontrol update PartitionName=debug State=UP"},
+    {"name": "partition_update_not_admin", "cmd": "scontrol update PartitionName=debug State=DOWN; echo rc=$?\nscontrol show partition debug | grep -oE 'State=[A-Z]+'"},
 ]
 
 # Area a11: accounts in output (slurmctld job_mgr.c: _get_job_parts / job_create with

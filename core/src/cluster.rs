@@ -342,6 +342,51 @@ pub struct Pod {
     pub nodes: Vec<NodeId>,
 }
 
+/// A partition's `State=` (slurm.conf, `scontrol update PartitionName= State=`; Slurm 22.05's
+/// `PARTITION_UP`, `_DOWN`, `_DRAIN`, `_INACTIVE`): `UP` takes and schedules jobs, `DOWN`
+/// takes them and schedules none (`PartitionDown`), `DRAIN` schedules the jobs it has and
+/// refuses new ones, `INACTIVE` does neither (`PartitionInactive`); a refused submission gets
+/// `ESLURM_PARTITION_NOT_AVAIL` (job_mgr.c `_alt_part_test`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+pub enum PartitionState {
+    /// `UP`.
+    #[default]
+    Up,
+    /// `DOWN`.
+    Down,
+    /// `DRAIN`.
+    Drain,
+    /// `INACTIVE`.
+    Inactive,
+}
+
+impl PartitionState {
+    /// slurm.conf's word (case-insensitive, whole); `None` for another.
+    pub fn parse(s: &str) -> Option<Self> {
+        [Self::Up, Self::Down, Self::Drain, Self::Inactive].into_iter().find(|st| st.as_str().eq_ignore_ascii_case(s))
+    }
+
+    /// `UP`, `DOWN`, `DRAIN`, `INACTIVE`: `scontrol show partition`'s `State=`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Up => "UP",
+            Self::Down => "DOWN",
+            Self::Drain => "DRAIN",
+            Self::Inactive => "INACTIVE",
+        }
+    }
+
+    /// Whether its pending jobs may start (`UP`, `DRAIN`: Slurm's `PARTITION_SCHED`).
+    pub fn schedules(self) -> bool {
+        matches!(self, Self::Up | Self::Drain)
+    }
+
+    /// Whether it takes new jobs (`UP`, `DOWN`: Slurm's `PARTITION_SUBMIT`).
+    pub fn accepts(self) -> bool {
+        matches!(self, Self::Up | Self::Down)
+    }
+}
+
 /// A partition as the scheduler sees it.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Partition {
@@ -355,8 +400,8 @@ pub struct Partition {
     pub max_time_min: Option<u64>,
     /// Default time limit in minutes; `None` = the partition's max.
     pub default_time_min: Option<u64>,
-    /// Up (accepting and scheduling jobs).
-    pub up: bool,
+    /// `State=`: whether the partition takes new jobs and schedules its own.
+    pub state: PartitionState,
     /// `PriorityTier=`.
     pub priority_tier: u32,
     /// Flotilla `DefaultTopology=`.
@@ -526,7 +571,8 @@ impl Cluster {
                 default: p.default,
                 max_time_min: p.max_time_min,
                 default_time_min: p.default_time_min,
-                up: p.state_up,
+                // Another word is not `UP`: no job of it starts (as before the four states).
+                state: PartitionState::parse(&p.state).unwrap_or(PartitionState::Down),
                 priority_tier: p.priority_tier,
                 default_topology: p.default_topology,
                 sub_node_pool: p.sub_node_pool,
@@ -601,7 +647,7 @@ impl Cluster {
             default,
             max_time_min: None,
             default_time_min: None,
-            up: true,
+            state: PartitionState::Up,
             priority_tier: 1,
             default_topology: crate::config::TopologyKind::Any,
             sub_node_pool: false,

@@ -39,6 +39,8 @@ pub const ESLURM_MAX_JOB_COUNT: i32 = 2007;
 pub const ESLURM_JOB_SCRIPT_MISSING: i32 = 2009;
 /// `ESLURM_USER_ID_MISSING` ("Invalid user id").
 pub const ESLURM_USER_ID_MISSING: i32 = 2010;
+/// `ESLURM_PARTITION_NOT_AVAIL`: a submission to a `DRAIN` or `INACTIVE` partition.
+pub const ESLURM_PARTITION_NOT_AVAIL: i32 = 2070;
 /// `ESLURM_PATHNAME_TOO_LONG`: a string of the submission over its limit (the batch script
 /// over `SchedulerParameters=max_script_size`).
 pub const ESLURM_PATHNAME_TOO_LONG: i32 = 2012;
@@ -133,6 +135,7 @@ pub fn strerror(code: i32) -> &'static str {
         SLURM_PROTOCOL_INSANE_MSG_LENGTH => "Insane message length",
         SLURM_PROTOCOL_AUTHENTICATION_ERROR => "Protocol authentication error",
         ESLURM_INVALID_PARTITION_NAME => "Invalid partition name specified",
+        ESLURM_PARTITION_NOT_AVAIL => "Required partition not available (inactive or drain)",
         ESLURM_DEFAULT_PARTITION_NOT_SET => "No partition specified or system default partition",
         ESLURM_ACCESS_DENIED => "Access/permission denied",
         ESLURM_JOB_MISSING_REQUIRED_PARTITION_GROUP => "User's group not permitted to use this partition",

@@ -1528,6 +1528,32 @@ pub enum Request {
     /// held in the `SPECIAL_EXIT` state until released. Its own variant, as `RequeueJob`
     /// cannot change (postcard). Answered as `Requeue` is.
     RequeueSpecialExit(RequeueJob),
+    /// `scontrol update PartitionName= State=` (root or `SlurmUser` only). Answered
+    /// `JobResults` (empty) or `Error`.
+    UpdatePartition(UpdatePartition),
+    /// The partitions' `State=` words (`DRAIN`, `INACTIVE` beside `UP`, `DOWN`), one per
+    /// partition the caller may see, in slurm.conf order: [`Response::PartitionStates`].
+    /// Asked after [`Request::QueryPartitions`] when one is not up (its `up` is false), as
+    /// `PartitionInfo` cannot change (postcard).
+    QueryPartitionStates,
+}
+
+/// `scontrol update PartitionName=... State=...`.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+pub struct UpdatePartition {
+    /// The partition.
+    pub name: String,
+    /// `State=`: `UP`, `DOWN`, `DRAIN` or `INACTIVE`.
+    pub state: Option<String>,
+}
+
+/// One partition's `State=` as [`Request::QueryPartitionStates`] answers it.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+pub struct PartitionStateInfo {
+    /// Partition name.
+    pub name: String,
+    /// `UP`, `DOWN`, `DRAIN` or `INACTIVE`.
+    pub state: String,
 }
 
 /// One partition's elastic growth as [`Request::QueryReclaimable`] answers it.
@@ -1643,6 +1669,8 @@ impl Request {
             Request::Takeover => "REQUEST_TAKEOVER",
             Request::QueryReclaimable => "REQUEST_RECLAIMABLE_INFO",
             Request::RequeueSpecialExit(_) => "REQUEST_JOB_REQUEUE",
+            Request::UpdatePartition(_) => "REQUEST_UPDATE_PARTITION",
+            Request::QueryPartitionStates => "REQUEST_PARTITION_INFO",
         }
     }
 }
@@ -1739,6 +1767,8 @@ pub enum Response {
     Done,
     /// Answer to [`Request::QueryReclaimable`]: one entry per partition, in slurm.conf order.
     Reclaimable(Vec<PartitionReclaim>),
+    /// Answer to [`Request::QueryPartitionStates`].
+    PartitionStates(Vec<PartitionStateInfo>),
 }
 
 #[cfg(test)]
@@ -1897,6 +1927,24 @@ mod tests {
         let deadline = postcard::to_allocvec(&JobStateWire::Deadline).unwrap()[0];
         assert_eq!(postcard::to_allocvec(&JobStateWire::SpecialExit).unwrap(), vec![deadline + 1]);
         assert!(JobStateWire::SpecialExit.is_pending() && !JobStateWire::SpecialExit.is_finished());
+    }
+
+    /// `UpdatePartition` and `QueryPartitionStates` follow `RequeueSpecialExit`,
+    /// `PartitionStates` follows `Reclaimable`.
+    #[test]
+    fn partition_state_messages_are_appended() {
+        let req = Request::RequeueSpecialExit(RequeueJob { jobs: vec![], hold: false });
+        let before = postcard::to_allocvec(&req).unwrap()[0];
+        let up = Request::UpdatePartition(UpdatePartition { name: "debug".into(), state: Some("DRAIN".into()) });
+        let bytes = postcard::to_allocvec(&up).unwrap();
+        assert_eq!(bytes[0], before + 1);
+        assert_eq!(postcard::from_bytes::<Request>(&bytes).unwrap(), up);
+        assert_eq!(postcard::to_allocvec(&Request::QueryPartitionStates).unwrap(), vec![before + 2]);
+        let before = postcard::to_allocvec(&Response::Reclaimable(vec![])).unwrap()[0];
+        let resp = Response::PartitionStates(vec![PartitionStateInfo { name: "debug".into(), state: "DRAIN".into() }]);
+        let bytes = postcard::to_allocvec(&resp).unwrap();
+        assert_eq!(bytes[0], before + 1);
+        assert_eq!(postcard::from_bytes::<Response>(&bytes).unwrap(), resp);
     }
 
     #[test]

@@ -391,6 +391,14 @@ pub fn build_request(
         if mem_per_node > max_node_mem {
             return Err("Memory specification can not be satisfied");
         }
+        // A partition that starts nothing (`DOWN`, `INACTIVE`) skips the partition limits
+        // that let an oversized job wait (Slurm 22.05 `_part_access_check` tests them only
+        // with `PARTITION_SCHED`), and the select plugin's test refuses more nodes than it
+        // has: `-N 3` or `-n 200` in a down 2-node partition (goldens-extra 1031; up, they
+        // wait `PartitionConfig`).
+        if !partition.state.schedules() && nodes.is_some_and(|n| n as usize > partition.nodes.len()) {
+            return Err("");
+        }
         // `--ntasks-per-node` caps each node's tasks: more tasks than the most nodes the job
         // may take hold (`-N 2 -n 10 --ntasks-per-node=4`) fail the select plugin's test
         // (cons_tres `_eval_nodes`: at most that many tasks a node), which adds no message;
@@ -569,8 +577,18 @@ pub fn array_indices(spec: &flotilla_proto::ArraySpec, max_array_size: u64) -> R
 
 /// The partition a submission names, or the default one. Errors (before an id): an unknown
 /// name, `ESLURM_INVALID_PARTITION_NAME` with Slurm's message; none named and no default,
-/// `ESLURM_DEFAULT_PARTITION_NOT_SET`.
+/// `ESLURM_DEFAULT_PARTITION_NOT_SET`; a partition that takes no new jobs (`DRAIN`,
+/// `INACTIVE`), `ESLURM_PARTITION_NOT_AVAIL` (Slurm 22.05 `_alt_part_test`, before the job
+/// id: on the reference the next submission gets the next id).
 fn partition_of(req: &SubmitJob, cluster: &Cluster) -> Result<PartId, Reject> {
+    let part = named_partition(req, cluster)?;
+    if !cluster.partitions[part.0 as usize].state.accepts() {
+        return Err(Reject::BeforeId(SlurmError::new(ESLURM_PARTITION_NOT_AVAIL)));
+    }
+    Ok(part)
+}
+
+fn named_partition(req: &SubmitJob, cluster: &Cluster) -> Result<PartId, Reject> {
     match &req.partition {
         Some(p) => cluster.partition_id(p).ok_or_else(|| {
             Reject::BeforeId(SlurmError::with_message(
@@ -964,6 +982,7 @@ pub fn admit(req: &SubmitJob, cluster: &Cluster, conf: &AdmissionConf, now: i64)
 #[cfg(test)]
 mod tests {
     use super::*;
+    use flotilla_core::cluster::PartitionState;
     use flotilla_proto::{ArrayRange, ArraySpec, GpuCount, GresSpec};
 
     /// The reference cluster of the goldens: gpu[01-04], 64 CPUs, 512000 MiB, 8 h100 each;
@@ -1097,6 +1116,32 @@ mod tests {
     }
 
     /// Slurm's node-configuration test and its messages, as the reference answers them
+    /// A partition that takes no new jobs (`DRAIN`, `INACTIVE`) refuses them before an id;
+    /// one that starts none (`DOWN`, `INACTIVE`) refuses more nodes than it has rather than
+    /// letting them wait (goldens-extra 1031, 1032).
+    #[test]
+    fn partition_state_at_submission() {
+        let mut c = oracle();
+        let k = AdmissionConf { node_kinds: oracle_kinds(&c), ..conf() };
+        let debug = c.partition_id("debug").unwrap();
+        let generic = (ESLURM_REQUESTED_NODE_CONFIG_UNAVAILABLE, true, vec![]);
+        let not_avail = (ESLURM_PARTITION_NOT_AVAIL, false, vec![]);
+        for (state, one, three) in [
+            (PartitionState::Up, (0, false, vec![]), (0, false, vec![])),
+            (PartitionState::Down, (0, false, vec![]), generic.clone()),
+            (PartitionState::Drain, not_avail.clone(), not_avail.clone()),
+            (PartitionState::Inactive, not_avail.clone(), not_avail.clone()),
+        ] {
+            c.partitions[debug.0 as usize].state = state;
+            let sub = |nodes: u32| {
+                let mut r = wrap();
+                (r.partition, r.nodes_min, r.time_limit) = (Some("debug".into()), Some(nodes), Some(TimeLimitWire::Minutes(5)));
+                code(admit(&r, &c, &k, 0))
+            };
+            assert_eq!((sub(1), sub(3)), (one, three), "{state:?}");
+        }
+    }
+
     /// (goldens-extra 0157, 0159).
     #[test]
     fn node_configuration_test_at_submission() {

@@ -97,8 +97,8 @@ impl Scheduler {
 /// Why `spec` (a job of partition `part`; `replica` for a service replica) may not be
 /// considered at `now`, with the text Slurm appends to the reason; `None` when it is eligible.
 /// Checked in this order: a hold (`JobHeldUser`, `JobHeldAdmin`), unsatisfied dependencies
-/// (`Dependency`), `--begin` in the future (`BeginTime`), the partition down
-/// (`PartitionDown`), then, for jobs other than replicas, more nodes than the partition has
+/// (`Dependency`), `--begin` in the future (`BeginTime`), the partition down or inactive
+/// (`PartitionDown`, `PartitionInactive`; a drained one schedules), then, for jobs other than replicas, more nodes than the partition has
 /// (`PartitionNodeLimit`: accepted under `EnforcePartLimits=NO`, goldens-extra 0165; Slurm
 /// 22.05 `_part_access_check` tests the node count before the time), a time limit above the
 /// partition's `MaxTime` or no time limit where the partition has one (`PartitionTimeLimit`),
@@ -115,8 +115,8 @@ fn ineligible(cluster: &Cluster, spec: &JobSpec, part: &Partition, replica: bool
         Some(Reason::Dependency)
     } else if spec.begin_time.is_some_and(|b| b > now) {
         Some(Reason::BeginTime)
-    } else if !part.up {
-        Some(Reason::PartitionDown)
+    } else if let Some(r) = Reason::of_partition(part.state) {
+        Some(r)
     } else if replica {
         None
     } else if spec.request.nodes.is_some_and(|n| n as usize > part.nodes.len()) {
@@ -140,4 +140,48 @@ fn ineligible(cluster: &Cluster, spec: &JobSpec, part: &Partition, replica: bool
         return None;
     }
     Some((Reason::ReqNodeNotAvail, Some(format!("UnavailableNodes:{}", crate::hostlist::compress(&down)))))
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::cluster::{Cluster, PartId, PartitionState};
+    use crate::config::TopologyKind;
+    use crate::job::{JobId, JobSpec, Request};
+    use crate::sched::test_policies::{Fifo, Lowest};
+    use crate::sched::{Decision, Event, Reason, SchedConfig, Scheduler};
+
+    /// A partition's state decides, from the next cycle on, whether its jobs start (`UP`,
+    /// `DRAIN`) or wait (`PartitionDown`, `PartitionInactive`; goldens-extra 1032).
+    #[test]
+    fn partition_state_gates_its_jobs() {
+        let mut s = Scheduler::new(Cluster::uniform(1, 8, 1, 64, 512_000), Box::new(Lowest), Box::new(Fifo), SchedConfig::default());
+        let part = PartId(0);
+        let reason = |s: &Scheduler| s.pending_info(JobId(1)).map(|i| i.reason);
+        assert!(s.handle(Event::PartitionState { part, state: PartitionState::Down }, 0).is_empty());
+        assert!(s.handle(Event::Submit(JobSpec::simple(1, 0, Request::gpus(8, TopologyKind::Node), Some(60))), 0).is_empty());
+        assert!(s.cycle(0).is_empty());
+        assert_eq!(reason(&s), Some(Reason::PartitionDown));
+        assert!(s.handle(Event::PartitionState { part, state: PartitionState::Inactive }, 1).is_empty());
+        assert!(s.cycle(1).is_empty());
+        assert_eq!(reason(&s), Some(Reason::PartitionInactive));
+        assert!(!Reason::PartitionInactive.runnable_state());
+        assert!(s.handle(Event::PartitionState { part, state: PartitionState::Drain }, 2).is_empty());
+        let d = s.cycle(2);
+        assert!(matches!(d.as_slice(), [Decision::Bind { .. }]), "{d:?}");
+        s.check_invariants().unwrap();
+    }
+
+    /// slurm.conf's words, and what each state lets through (Slurm's `PARTITION_SUBMIT`,
+    /// `PARTITION_SCHED`).
+    #[test]
+    fn partition_state_words() {
+        use PartitionState::*;
+        for (word, st, schedules, accepts) in [("UP", Up, true, true), ("down", Down, false, true), ("Drain", Drain, true, false), ("INACTIVE", Inactive, false, false)] {
+            assert_eq!(PartitionState::parse(word), Some(st));
+            assert_eq!(st.as_str(), word.to_ascii_uppercase());
+            assert_eq!((st.schedules(), st.accepts()), (schedules, accepts), "{word}");
+            assert_eq!(Reason::of_partition(st).is_none(), schedules);
+        }
+        assert_eq!(PartitionState::parse("inact"), None);
+    }
 }

@@ -431,6 +431,13 @@ impl Scheduler {
                 self.touch_fit();
                 self.mark_dirty(node);
             }
+            Event::PartitionState { part, state } => {
+                if let Some(p) = self.cluster.partitions.get_mut(part.0 as usize) {
+                    p.state = state;
+                    // The next cycle orders its jobs anew (eligibility reads the state).
+                    self.touch_fit();
+                }
+            }
         }
         out
     }

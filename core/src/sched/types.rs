@@ -116,7 +116,7 @@ pub enum Reason {
     BeginTime,
     /// `PartitionTimeLimit`: the time limit exceeds the partition's `MaxTime`.
     PartitionTimeLimit,
-    /// `PartitionDown`: the partition's `State=` is not `UP`.
+    /// `PartitionDown`: the partition's `State=` is `DOWN`.
     PartitionDown,
     /// `PartitionNodeLimit`: the partition cannot ever provide the nodes or GPUs asked for.
     PartitionNodeLimit,
@@ -197,6 +197,8 @@ pub enum Reason {
     AssocGrpSubmitJobsLimit,
     /// `AssocMaxSubmitJobLimit`: (at submission) the user holds the association's `MaxSubmitJobs=` jobs.
     AssocMaxSubmitJobLimit,
+    /// `PartitionInactive`: the partition's `State=` is `INACTIVE`.
+    PartitionInactive,
 }
 
 impl Reason {
@@ -213,6 +215,7 @@ impl Reason {
         !matches!(
             self,
             PartitionDown
+                | PartitionInactive
                 | PartitionNodeLimit
                 | PartitionTimeLimit
                 | InvalidAccount
@@ -241,6 +244,17 @@ impl Reason {
                 | AssocMaxWallDurationPerJobLimit
                 | AssocMaxSubmitJobLimit
         )
+    }
+
+    /// Why a job of a partition in `state` waits on it: `PartitionDown` (`DOWN`),
+    /// `PartitionInactive` (`INACTIVE`); `None` for one that schedules (`UP`, `DRAIN`).
+    pub fn of_partition(state: crate::cluster::PartitionState) -> Option<Reason> {
+        use crate::cluster::PartitionState as S;
+        match state {
+            S::Up | S::Drain => None,
+            S::Down => Some(Reason::PartitionDown),
+            S::Inactive => Some(Reason::PartitionInactive),
+        }
     }
 
     /// The text squeue shows.
@@ -294,6 +308,7 @@ impl Reason {
             Reason::QOSMaxSubmitJobPerUserLimit => "QOSMaxSubmitJobPerUserLimit",
             Reason::AssocGrpSubmitJobsLimit => "AssocGrpSubmitJobsLimit",
             Reason::AssocMaxSubmitJobLimit => "AssocMaxSubmitJobLimit",
+            Reason::PartitionInactive => "PartitionInactive",
         }
     }
 }
@@ -610,6 +625,14 @@ pub enum Event {
         node: NodeId,
         /// Its features.
         features: Vec<String>,
+    },
+    /// `scontrol update PartitionName= State=`: the partition's state from now on (its
+    /// pending jobs start, or wait `PartitionDown`/`PartitionInactive`; running jobs stay).
+    PartitionState {
+        /// The partition.
+        part: PartId,
+        /// Its state.
+        state: crate::cluster::PartitionState,
     },
 }
 

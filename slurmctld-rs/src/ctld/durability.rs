@@ -67,7 +67,8 @@ pub(super) fn class(req: &Request) -> Class {
         | Request::QueryShares(_)
         | Request::QueryPriorities(_)
         | Request::QueryElastic { .. }
-        | Request::QueryReclaimable => Class::Query,
+        | Request::QueryReclaimable
+        | Request::QueryPartitionStates => Class::Query,
         Request::SubmitJob(_)
         | Request::SubmitElastic(_)
         | Request::HoldRelease(_)
@@ -75,6 +76,7 @@ pub(super) fn class(req: &Request) -> Class {
         | Request::RequeueSpecialExit(_)
         | Request::UpdateJob(_)
         | Request::UpdateNode(_)
+        | Request::UpdatePartition(_)
         | Request::CreateStep(_)
         | Request::ServiceCreate(_)
         | Request::ServiceScale { .. }

@@ -1043,14 +1043,15 @@ impl Controller {
     /// cycle: Slurm's `_update_job` ends with `job_limits_check`, and sets `WAIT_NO_REASON`
     /// when it passes, unless the job is held (or carries a reason of its own here: a
     /// requeue's hold, `DependencyNeverSatisfied`); when the job exceeds its partition's
-    /// `MaxTime` or the partition is down the update succeeds and the reason stays as it was.
+    /// `MaxTime` or the partition is down or inactive the update succeeds and the reason stays
+    /// as it was.
     fn reason_cleared_by_update(&self, id: u64) -> bool {
         let rec = &self.jobs[&id];
         if rec.state != JobState::Pending || rec.spec.held.is_some() || rec.reason.is_some() {
             return false;
         }
         let part = &self.sched.cluster().partitions[rec.spec.partition.0 as usize];
-        part.up && !part.over_max_time(rec.spec.time_limit_s)
+        part.state.schedules() && !part.over_max_time(rec.spec.time_limit_s)
     }
 }
 

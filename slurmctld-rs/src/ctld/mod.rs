@@ -48,6 +48,7 @@ mod job_rpcs;
 mod lifecycle;
 mod metrics;
 mod nodes;
+mod partitions;
 mod queries;
 mod services;
 mod share;
@@ -178,6 +179,7 @@ pub fn answers_between_phases(e: &Event) -> bool {
                 | Request::QueryElastic { .. }
                 | Request::QueryNodes(_)
                 | Request::QueryPartitions
+                | Request::QueryPartitionStates
                 | Request::QueryReclaimable
                 | Request::QuerySteps(_),
             ..
@@ -650,6 +652,16 @@ impl Controller {
                 let resp = Response::Reclaimable(self.query_reclaimable(ident));
                 self.answers.push((reply, resp.into()));
             }
+            // The partitions' states (after REQUEST_PARTITION_INFO when one is not up), not
+            // counted either.
+            Event::Rpc {
+                req: Request::QueryPartitionStates,
+                reply,
+                ident,
+            } => {
+                let resp = Response::PartitionStates(self.query_partition_states(ident));
+                self.answers.push((reply, resp.into()));
+            }
             Event::Rpc { ident, req, reply } => {
                 *self.stats.rpc.entry(req.kind()).or_default() += 1;
                 let (kind, t) = (req.kind(), std::time::Instant::now());
@@ -718,6 +730,8 @@ impl Controller {
             Request::Stats => Response::Stats(self.stats(now)),
             Request::Ping => Response::Pong,
             Request::UpdateNode(u) => self.update_node(ident, u, now),
+            Request::UpdatePartition(u) => self.update_partition(ident, u, now),
+            Request::QueryPartitionStates => Response::PartitionStates(self.query_partition_states(ident)),
             Request::CreateStep(r) => self.create_step(ident, *r, now),
             Request::StepComplete(c) => self.step_complete(ident, c, now),
             Request::QuerySteps(q) => Response::Steps(self.query_steps(ident, &q)),

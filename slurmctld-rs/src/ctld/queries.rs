@@ -6,7 +6,7 @@ use crate::job::{JobRecord, JobState};
 use flotilla_core::cluster::{GpuMask, NodeAvail};
 use flotilla_core::hostlist::compress_sorted;
 use flotilla_core::job::{HoldKind, JobId};
-use flotilla_core::sched::{PendingInfo, Scheduler};
+use flotilla_core::sched::{PendingInfo, Reason, Scheduler};
 use flotilla_proto::errno::*;
 use flotilla_proto::{
     FieldSet, JobFilter, JobQuery, JobRef, JobView, NodeInfo, NodeQuery, PartitionInfo, Response, SlurmError, Stats, Str,
@@ -88,6 +88,9 @@ impl Controller {
                 p.reason = Str::b("Dependency");
             } else if rec.spec.begin_time.is_some_and(|b| b as i64 > now) {
                 p.reason = Str::b("BeginTime");
+            } else if let Some(r) = Reason::of_partition(self.sched.cluster().partitions[rec.spec.partition.0 as usize].state) {
+                // Slurm sets it at submission (`PartitionDown` at once, goldens-extra 1031).
+                p.reason = Str::b(r.as_str());
             }
         }
         if matches!(rec.state, JobState::Pending | JobState::Running) {
@@ -441,7 +444,7 @@ impl Controller {
                     default: p.default,
                     max_time_min: p.max_time_min,
                     default_time_min: p.default_time_min,
-                    up: p.up,
+                    up: p.state == flotilla_core::cluster::PartitionState::Up,
                     total_nodes: p.nodes.len() as u32,
                     total_cpus: p.nodes.iter().map(|n| (c.node(*n).cpu_milli / 1000) as u32).sum(),
                     total_gpus: p.nodes.iter().map(|n| c.node(*n).gpus).sum(),

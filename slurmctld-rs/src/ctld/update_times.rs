@@ -47,6 +47,11 @@ impl Tracker {
         }
     }
 
+    /// A partition changed at `now` (`scontrol update PartitionName=`).
+    pub(super) fn partitions_changed(&mut self, now: i64) {
+        self.times.partitions = self.times.partitions.max(now);
+    }
+
     /// A scheduling cycle ran at `now`.
     pub(super) fn cycled(&mut self, now: i64) {
         self.last_cycle_at = now;
