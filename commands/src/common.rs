@@ -272,7 +272,6 @@ enum Attempt {
     Done(Result<Response, CtlError>),
 }
 
-/// The real uid of this process.
 /// The `State=` word of each partition of `parts` that is not up (`DOWN`, `DRAIN`,
 /// `INACTIVE`), asked of the controller only when one is not (`PartitionInfo` says up or
 /// not); by name. A controller that cannot answer leaves them `DOWN`.
@@ -296,6 +295,7 @@ pub fn partition_state<'a>(p: &flotilla_proto::PartitionInfo, states: &'a std::c
     }
 }
 
+/// The real uid of this process.
 pub fn my_uid() -> u32 {
     nix::unistd::getuid().as_raw()
 }

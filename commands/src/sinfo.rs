@@ -434,12 +434,12 @@ pub fn run(args: &[String], io: &mut Io<'_>) -> i32 {
         Ok(Response::Partitions(p)) => p,
         _ => Vec::new(),
     };
-    let states = common::partition_states(&ctl, &parts);
     if largest {
         let shown: Vec<PartitionInfo> = parts.iter().filter(|p| parts_f.is_empty() || parts_f.contains(&p.name)).cloned().collect();
         io.out(&largest_table(&shown, &load_reclaimable(&ctl), noheader));
         return 0;
     }
+    let states = common::partition_states(&ctl, &parts);
     // One node is asked for by name, as slurm_load_node_single does; a list filters all nodes.
     let query = NodeQuery { names: nodes_f.as_ref().and_then(NodeFilter::single).into_iter().collect() };
     // An unknown single name loads no node: the header alone, exit 0, as 22.05 prints it

@@ -335,7 +335,7 @@ pub static KEYS: &[KeyDoc] = &[
     key(Partition, "DefaultTime", ValueType::Time, Derived("MaxTime"),
         "Time limit of jobs that give none."),
     key(Partition, "State", ValueType::Enum(PARTITION_STATES), Value("UP"),
-        "UP accepts and runs jobs; DOWN accepts but does not start; DRAIN runs but refuses; INACTIVE neither."),
+        "UP accepts and runs jobs; DOWN accepts but does not start (`PartitionDown`); DRAIN runs but refuses new jobs (`Required partition not available (inactive or drain)`); INACTIVE neither (`PartitionInactive`). `scontrol update PartitionName=NAME State=...` changes it until the controller restarts."),
     key(Partition, "PriorityTier", ValueType::U16, Value("1"),
         "Jobs of a higher tier are considered first (and may preempt, with PreemptType=preempt/partition_prio)."),
     key(Partition, "PriorityJobFactor", ValueType::U16, Value("1"),
