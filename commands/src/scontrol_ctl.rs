@@ -396,7 +396,7 @@ const UPDATE_JOB_KEYS: &[(&str, usize)] = &[
 fn update_key(tag: &str) -> Option<&'static str> {
     UPDATE_JOB_KEYS
         .iter()
-        .find(|(k, n)| tag.len() >= *n && tag.len() <= k.len() && k[..tag.len()].eq_ignore_ascii_case(tag))
+        .find(|(k, n)| abbrev(tag, k, *n))
         .map(|(k, _)| *k)
 }
 
@@ -573,13 +573,12 @@ pub fn update(args: &[String], io: &mut Io<'_>) -> i32 {
         };
         // Slurm 22.05 `update_node.c` `scontrol_update_node`: `ActiveFeatures` from 3
         // letters, `Features` from 1 or `AvailableFeatures` from 3 (case-insensitive).
-        let prefix = |k: &str, key: &str, min: usize| k.len() >= min && k.len() <= key.len() && key[..k.len()].eq_ignore_ascii_case(k);
         for (k, v) in &pairs[1..] {
             match k.to_ascii_lowercase().as_str() {
                 "state" => u.state = Some(v.clone()),
                 "reason" => u.reason = Some(v.clone()),
-                _ if prefix(k, "ActiveFeatures", 3) => u.features_act = Some(v.clone()),
-                _ if prefix(k, "Features", 1) || prefix(k, "AvailableFeatures", 3) => u.features = Some(v.clone()),
+                _ if abbrev(k, "ActiveFeatures", 3) => u.features_act = Some(v.clone()),
+                _ if abbrev(k, "Features", 1) || abbrev(k, "AvailableFeatures", 3) => u.features = Some(v.clone()),
                 _ => {
                     io.err(&format!("Update of this parameter is not supported: {k}={v}\nRequest aborted\n"));
                     return 1;
@@ -606,8 +605,7 @@ pub fn update(args: &[String], io: &mut Io<'_>) -> i32 {
     }
     // Slurm 22.05 `_update_it`: a `PartitionName` tag anywhere (3 letters or more) names a
     // partition update, unless a job is named.
-    let tag = |a: &String| a.split_once('=').map_or(a.as_str(), |(k, _)| k).to_string();
-    if update_key(&k0) != Some("JobId") && args.iter().any(|a| abbrev(&tag(a), "PartitionName", 3)) {
+    if update_key(&k0) != Some("JobId") && pairs.iter().any(|(k, _)| abbrev(k, "PartitionName", 3)) {
         return update_partition(args, io);
     }
     if update_key(&k0) != Some("JobId") {

@@ -14,7 +14,7 @@ use crate::common::{self, field, Ctl, Io};
 use crate::getopt::{getopt_long, lo, HasArg, LongOpt};
 use flotilla_core::time::{fmt_ctime, fmt_time, sinfo_time_limit, TimeLimit};
 use flotilla_proto::{LargestPlaceableWire, NodeInfo, NodeQuery, PartitionInfo, PartitionReclaim, Request, Response};
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 
 const fn c(ch: char) -> u32 {
     ch as u32
@@ -172,8 +172,6 @@ fn format_chars(f: &str) -> impl Iterator<Item = char> + '_ {
 
 struct Row<'a> {
     part: &'a PartitionInfo,
-    /// The partition's `State=` word ([`common::partition_state`]).
-    state: &'a str,
     nodes: Vec<&'a NodeInfo>,
 }
 
@@ -253,7 +251,9 @@ pub fn shown(f: &Option<String>) -> String {
     f.clone().unwrap_or_else(|| "(null)".into())
 }
 
-fn value(ch: char, r: &Row<'_>, conf: &flotilla_core::config::ClusterConfig) -> Option<(&'static str, String)> {
+/// Field `ch` of row `r`: its header and text. `states`: the partitions' `State=` words
+/// ([`common::partition_states`]).
+fn value(ch: char, r: &Row<'_>, conf: &flotilla_core::config::ClusterConfig, states: &HashMap<String, String>) -> Option<(&'static str, String)> {
     let n0 = r.nodes.first();
     let nconf = n0.and_then(|n| conf.nodes.iter().find(|x| x.name == n.name));
     let names: Vec<String> = r.nodes.iter().map(|n| n.name.clone()).collect();
@@ -266,7 +266,7 @@ fn value(ch: char, r: &Row<'_>, conf: &flotilla_core::config::ClusterConfig) -> 
             conf.partitions.iter().find(|p| p.name == r.part.name).map_or(1, |p| p.priority_tier).to_string(),
         ),
         // up, down, drain, inactive (`inact` in the default format's five columns).
-        'a' => ("AVAIL", r.state.to_ascii_lowercase()),
+        'a' => ("AVAIL", common::partition_state(r.part, states).to_ascii_lowercase()),
         'l' => (
             "TIMELIMIT",
             sinfo_time_limit(r.part.max_time_min.map_or(TimeLimit::Unlimited, |m| TimeLimit::Minutes(m as u32))),
@@ -530,7 +530,7 @@ pub fn run(args: &[String], io: &mut Io<'_>) -> i32 {
                     (st(g.nodes[0]), gu(g.nodes[0]), by_host.then(|| g.nodes[0].name.clone())) == key
                 }) {
                     Some(g) => g.nodes.push(n),
-                    None => groups.push(Row { part, state: common::partition_state(part, &states), nodes: vec![n] }),
+                    None => groups.push(Row { part, nodes: vec![n] }),
                 }
             }
             groups.sort_by_key(|g| std::cmp::Reverse(state_number(&g.nodes[0].state)));
@@ -541,12 +541,12 @@ pub fn run(args: &[String], io: &mut Io<'_>) -> i32 {
         let members: Vec<&NodeInfo> = nodes.iter().filter(|n| n.partitions.contains(&part.name) && state_ok(n)).collect();
         if node_view {
             for n in members {
-                rows.push(Row { part, state: common::partition_state(part, &states), nodes: vec![n] });
+                rows.push(Row { part, nodes: vec![n] });
             }
             continue;
         }
         if summarize {
-            rows.push(Row { part, state: common::partition_state(part, &states), nodes: members });
+            rows.push(Row { part, nodes: members });
             continue;
         }
         let mut groups: Vec<Row<'_>> = Vec::new();
@@ -556,13 +556,13 @@ pub fn run(args: &[String], io: &mut Io<'_>) -> i32 {
                 (st(g.nodes[0]), gu(g.nodes[0]), by_host.then(|| g.nodes[0].name.clone())) == key
             }) {
                 Some(g) => g.nodes.push(n),
-                None => groups.push(Row { part, state: common::partition_state(part, &states), nodes: vec![n] }),
+                None => groups.push(Row { part, nodes: vec![n] }),
             }
         }
         groups.sort_by_key(|g| std::cmp::Reverse(state_number(&g.nodes[0].state)));
         if groups.is_empty() && nodes_f.is_none() {
             // A partition none of whose nodes match still shows, with no nodes (`n/a`).
-            groups.push(Row { part, state: common::partition_state(part, &states), nodes: Vec::new() });
+            groups.push(Row { part, nodes: Vec::new() });
         }
         rows.extend(groups);
     }
@@ -599,7 +599,7 @@ pub fn run(args: &[String], io: &mut Io<'_>) -> i32 {
                     'L' => largest_str(row.part),
                     '~' => reclaimable_str(reclaim.get(&row.part.name)),
                     '+' => reclaim.get(&row.part.name).map_or_else(|| "N/A".to_string(), |r| r.grown_gpus.to_string()),
-                    _ => value(*ch, row, &ctl.conf).map(|x| x.1).unwrap_or_default(),
+                    _ => value(*ch, row, &ctl.conf, &states).map(|x| x.1).unwrap_or_default(),
                 };
                 out.push_str(&field(&v, *w, *r));
             }
@@ -653,11 +653,11 @@ pub fn run(args: &[String], io: &mut Io<'_>) -> i32 {
                     let rr = match row {
                         Some(r) => r,
                         None => {
-                            dummy = Row { part: &parts[0], state: common::partition_state(&parts[0], &states), nodes: Vec::new() };
+                            dummy = Row { part: &parts[0], nodes: Vec::new() };
                             &dummy
                         }
                     };
-                    let (t, v) = value(*ch, rr, &ctl.conf).unwrap_or(("", String::new()));
+                    let (t, v) = value(*ch, rr, &ctl.conf, &states).unwrap_or(("", String::new()));
                     s.push_str(&field(if row.is_some() { &v } else { t }, *w, *r));
                 }
             }

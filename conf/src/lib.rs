@@ -224,7 +224,7 @@ mod tests {
             panic!("{:?}", c.partitions)
         };
         assert_eq!(batch.name, "batch");
-        assert!(batch.default && batch.state_up);
+        assert!(batch.default && batch.state == "UP");
         assert_eq!(
             (batch.max_time_min, batch.default_time_min),
             (Some(2 * 24 * 60), Some(60))

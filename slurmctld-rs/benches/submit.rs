@@ -71,7 +71,6 @@ fn cluster() -> ClusterConfig {
             default: true,
             max_time_min: None,
             default_time_min: Some(60),
-            state_up: true,
             state: "UP".into(),
             priority_tier: 1,
             priority_job_factor: 1,

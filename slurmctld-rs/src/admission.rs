@@ -1115,7 +1115,6 @@ mod tests {
         }]
     }
 
-    /// Slurm's node-configuration test and its messages, as the reference answers them
     /// A partition that takes no new jobs (`DRAIN`, `INACTIVE`) refuses them before an id;
     /// one that starts none (`DOWN`, `INACTIVE`) refuses more nodes than it has rather than
     /// letting them wait (goldens-extra 1031, 1032).
@@ -1142,6 +1141,7 @@ mod tests {
         }
     }
 
+    /// Slurm's node-configuration test and its messages, as the reference answers them
     /// (goldens-extra 0157, 0159).
     #[test]
     fn node_configuration_test_at_submission() {

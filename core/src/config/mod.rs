@@ -281,8 +281,6 @@ pub struct PartitionConfig {
     pub max_time_min: Option<u64>,
     /// Default time limit in minutes (`DefaultTime=`); `None` means the partition's `MaxTime`.
     pub default_time_min: Option<u64>,
-    /// `State=UP` (true) or `DOWN`/`DRAIN`/`INACTIVE` (false).
-    pub state_up: bool,
     /// The state as written, upper case (`UP`, `DOWN`, `DRAIN`, `INACTIVE`).
     pub state: String,
     /// `PriorityTier=` (default 1).

@@ -859,7 +859,6 @@ impl Parser {
             default: false,
             max_time_min: None,
             default_time_min: None,
-            state_up: true,
             state: "UP".to_string(),
             priority_tier: 1,
             priority_job_factor: 1,
@@ -910,10 +909,7 @@ impl Parser {
                     p.default_time_min = s.val.opt();
                     default_time_at = Some(s.at.clone());
                 }
-                "State" => {
-                    p.state = s.val.str().to_string();
-                    p.state_up = p.state == "UP";
-                }
+                "State" => p.state = s.val.str().to_string(),
                 "PriorityTier" => p.priority_tier = small(),
                 "PriorityJobFactor" => p.priority_job_factor = small(),
                 "Priority" => {
@@ -1226,7 +1222,7 @@ mod tests {
         assert_eq!(old.nodes, ["n3", "n4"]);
         assert_eq!((old.priority_tier, old.priority_job_factor), (9, 9));
         assert_eq!((old.max_time_min, old.max_nodes), (None, None));
-        assert_eq!((old.state.as_str(), old.state_up), ("DRAIN", false));
+        assert_eq!((old.state.as_str(), old.state == "UP"), ("DRAIN", false));
         assert_eq!(
             (x.max_time_min, x.default_time_min),
             (Some(36 * 60), Some(91))

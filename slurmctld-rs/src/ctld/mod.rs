@@ -642,24 +642,17 @@ impl Controller {
                 let resp = Response::Elastic(self.query_elastic(ident, &job_ids));
                 self.answers.push((reply, resp.into()));
             }
-            // `sinfo --largest`'s second half (after REQUEST_PARTITION_INFO), not counted
-            // either.
+            // Second halves of REQUEST_PARTITION_INFO, not counted either: `sinfo --largest`'s
+            // reclaimable growth, and the states of partitions that are not up.
             Event::Rpc {
-                req: Request::QueryReclaimable,
+                req: req @ (Request::QueryReclaimable | Request::QueryPartitionStates),
                 reply,
                 ident,
             } => {
-                let resp = Response::Reclaimable(self.query_reclaimable(ident));
-                self.answers.push((reply, resp.into()));
-            }
-            // The partitions' states (after REQUEST_PARTITION_INFO when one is not up), not
-            // counted either.
-            Event::Rpc {
-                req: Request::QueryPartitionStates,
-                reply,
-                ident,
-            } => {
-                let resp = Response::PartitionStates(self.query_partition_states(ident));
+                let resp = match req {
+                    Request::QueryReclaimable => Response::Reclaimable(self.query_reclaimable(ident)),
+                    _ => Response::PartitionStates(self.query_partition_states(ident)),
+                };
                 self.answers.push((reply, resp.into()));
             }
             Event::Rpc { ident, req, reply } => {

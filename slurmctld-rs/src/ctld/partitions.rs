@@ -38,15 +38,11 @@ impl Controller {
         Response::JobResults(Vec::new())
     }
 
-    /// `Request::QueryPartitionStates`: the partitions the caller may see (as
-    /// `query_partitions`), each with its `State=` word.
+    /// `Request::QueryPartitionStates`: the partitions the caller may see
+    /// ([`Controller::visible_partitions`]), each with its `State=` word.
     pub(super) fn query_partition_states(&self, ident: Ident) -> Vec<PartitionStateInfo> {
-        self.sched
-            .cluster()
-            .partitions
-            .iter()
-            .filter(|p| self.opts.access.sees_partition(ident, &p.name))
-            .map(|p| PartitionStateInfo { name: p.name.clone(), state: p.state.as_str().to_string() })
+        self.visible_partitions(ident)
+            .map(|(_, p)| PartitionStateInfo { name: p.name.clone(), state: p.state.as_str().to_string() })
             .collect()
     }
 }

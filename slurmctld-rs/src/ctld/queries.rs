@@ -429,13 +429,16 @@ impl Controller {
             .collect()
     }
 
-    /// Under `PrivateData=partitions` a user sees only the partitions they may use.
+    /// The partitions `ident` may see, with their index, in slurm.conf order: under
+    /// `PrivateData=partitions` a user sees only the partitions they may use.
+    pub(super) fn visible_partitions(&self, ident: Ident) -> impl Iterator<Item = (usize, &flotilla_core::cluster::Partition)> {
+        self.sched.cluster().partitions.iter().enumerate().filter(move |(_, p)| self.opts.access.sees_partition(ident, &p.name))
+    }
+
+    /// The partitions `ident` may see ([`Self::visible_partitions`]).
     pub(super) fn query_partitions(&self, ident: Ident) -> Vec<PartitionInfo> {
         let c = self.sched.cluster();
-        c.partitions
-            .iter()
-            .enumerate()
-            .filter(|(_, p)| self.opts.access.sees_partition(ident, &p.name))
+        self.visible_partitions(ident)
             .map(|(i, p)| {
                 let names: Vec<String> = p.nodes.iter().map(|n| c.node(*n).name.clone()).collect();
                 PartitionInfo {
@@ -458,12 +461,7 @@ impl Controller {
     /// `Request::QueryReclaimable`: per partition the caller may see (as
     /// [`Self::query_partitions`]), its elastic growth that may be taken back.
     pub(super) fn query_reclaimable(&self, ident: Ident) -> Vec<flotilla_proto::PartitionReclaim> {
-        self.sched
-            .cluster()
-            .partitions
-            .iter()
-            .enumerate()
-            .filter(|(_, p)| self.opts.access.sees_partition(ident, &p.name))
+        self.visible_partitions(ident)
             .map(|(i, p)| {
                 let (grown_gpus, largest_if_reclaimed) = self.reclaimable_of(i);
                 flotilla_proto::PartitionReclaim { name: p.name.clone(), grown_gpus, largest_if_reclaimed }

@@ -52,7 +52,6 @@ pub fn cluster(n: usize) -> ClusterConfig {
         default,
         max_time_min: Some(max),
         default_time_min: def,
-        state_up: true,
         state: "UP".into(),
         priority_tier: 1,
         priority_job_factor: 1,
