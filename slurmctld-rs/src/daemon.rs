@@ -197,6 +197,11 @@ pub fn controller(
             *slot = Some(hold);
         }
     }
+    let (bf_max_job_test, warning) = crate::limits::bf_max_job_test(cluster.scheduler_parameters.as_deref());
+    if let Some(w) = warning {
+        tracing::error!("slurm.conf: SchedulerParameters: {w}");
+    }
+    opts.bf_max_job_test = bf_max_job_test;
     if opts.batch_sched_delay.is_none() {
         let (delay, warning) = crate::limits::batch_sched_delay(cluster.scheduler_parameters.as_deref());
         if let Some(w) = warning {

@@ -98,6 +98,26 @@ pub fn batch_sched_delay(scheduler_parameters: Option<&str>) -> (u64, Option<Str
     (n as u64, None)
 }
 
+/// The `bf_max_job_test=N` of a `SchedulerParameters=` value, as Slurm 22.05's backfill
+/// plugin reads it (`backfill.c` `_load_config`): found anywhere in the value, case aside,
+/// read with `atoi`; a number below 1 or above 1,000,000 is refused with `Invalid
+/// SchedulerParameters bf_max_job_test: N` (the warning returned, for the log) and the
+/// default 500 used, as when the option is absent. How many jobs the backfill plan that
+/// queries show tests ([`flotilla_core::sched::Scheduler::backfill_plan`]).
+pub fn bf_max_job_test(scheduler_parameters: Option<&str>) -> (u32, Option<String>) {
+    const KEY: &str = "bf_max_job_test=";
+    const MAX: i64 = 1_000_000;
+    let default = flotilla_core::sched::BF_MAX_JOB_TEST;
+    let params = scheduler_parameters.unwrap_or_default().to_ascii_lowercase();
+    let Some(at) = params.find(KEY) else { return (default, None) };
+    // `atoi` stores into an `int`: a number past it wraps as C's conversion does.
+    let n = i64::from(atoi(&params[at + KEY.len()..]) as i32);
+    if !(1..=MAX).contains(&n) {
+        return (default, Some(format!("Invalid SchedulerParameters bf_max_job_test: {n}")));
+    }
+    (n as u32, None)
+}
+
 /// C's `atoi` on `s`: leading white space, an optional sign, then the digits up to the
 /// first other character (0 when there are none; saturating instead of overflowing).
 fn atoi(s: &str) -> i64 {
@@ -557,6 +577,24 @@ mod tests {
         per_user.max_submit_jobs_per_user = Some(1);
         assert!(refused(&acct(None, per_user)).unwrap_err().contains("QOSMaxSubmitJobPerUserLimit"));
         assert_eq!(refused(&acct(Some(2), Qos::new("normal"))), Ok(()));
+    }
+
+    /// `bf_max_job_test=`: Slurm's default 500 when absent, the number when 1 to 1,000,000
+    /// (anywhere in the value, any case, `atoi`'s digits), the default and Slurm's message
+    /// otherwise.
+    #[test]
+    fn bf_max_job_test_from_scheduler_parameters() {
+        assert_eq!(bf_max_job_test(None), (500, None));
+        assert_eq!(bf_max_job_test(Some("batch_sched_delay=5")), (500, None));
+        assert_eq!(bf_max_job_test(Some("bf_max_job_test=2000")), (2000, None));
+        assert_eq!(bf_max_job_test(Some("max_script_size=9,BF_Max_Job_Test=7x,bf_window=60")), (7, None));
+        assert_eq!(bf_max_job_test(Some("bf_max_job_test=1000000")), (1_000_000, None));
+        for (v, n) in [("0", 0), ("-3", -3), ("1000001", 1_000_001), ("x", 0)] {
+            assert_eq!(
+                bf_max_job_test(Some(&format!("bf_max_job_test={v}"))),
+                (500, Some(format!("Invalid SchedulerParameters bf_max_job_test: {n}")))
+            );
+        }
     }
 
     #[test]

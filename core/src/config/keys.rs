@@ -281,7 +281,7 @@ pub static KEYS: &[KeyDoc] = &[
     key(Global, "JobAcctGatherFrequency", ValueType::String, Value("30"),
         "Seconds between the node daemons' usage polls of running steps (`N`, or `task=N` among `energy=`, `network=`, `filesystem=`; 0: none), which `sstat` shows; every step's usage is also read at its end for `sacct`."),
     key(Global, "SchedulerParameters", ValueType::String, Unset,
-        "Comma-separated options; Flotilla uses `max_script_size=N` (bytes, default 4194304, at most 512 MiB: a larger batch script is refused), the others are ignored."),
+        "Comma-separated options; Flotilla uses `max_script_size=N` (bytes, default 4194304, at most 512 MiB: a larger batch script is refused), `batch_sched_delay=N` (s, default 3) and `bf_max_job_test=N` (default 500, 1 to 1000000: how many jobs the backfill plan behind `squeue --start` and `StartTime=` tests), the others are ignored."),
     key(Global, "DependencyParameters", ValueType::String, Unset,
         "Comma-separated options; Flotilla uses `kill_invalid_depend` (a job whose dependency can never be met is cancelled unless it asked `--kill-on-invalid-dep=no`), the others are ignored. Slurm 22.05 reads it here, not in `SchedulerParameters`."),
     key(Global, "RequeueExit", ValueType::String, Unset,

@@ -27,6 +27,10 @@
 //! - A job array's pending record is planned once per task, up to `bf_max_job_array_resv`
 //!   (20) and the array's pending task count, while its throttle is not reached: the record
 //!   shows the last plan (the caller passes the count, see [`Scheduler::backfill_plan`]).
+//! - At most `bf_max_job_test` jobs (500 by default) are tested: a job counts when it
+//!   reaches the will-run test (each task of an array once), and once that many have, the
+//!   jobs after them are not planned (`_attempt_backfill` stops at the next job it takes
+//!   from the queue: `bf_max_job_test: limit of N reached`).
 
 use super::Scheduler;
 use crate::cluster::{NodeId, Time, MILLI};
@@ -39,6 +43,8 @@ pub const BF_RESOLUTION_S: Time = 60;
 pub const BF_WINDOW_S: Time = 86_400;
 /// Slurm's `bf_max_job_array_resv` default: at most this many tasks of one array planned.
 pub const BF_MAX_JOB_ARRAY_RESV: u32 = 20;
+/// Slurm's `bf_max_job_test` default (`DEF_BF_MAX_JOB_TEST`): jobs tested per plan.
+pub const BF_MAX_JOB_TEST: u32 = 500;
 /// The will-run test's first grouping window of job ends (s, `_will_run_test`).
 const WILL_RUN_WINDOW_S: Time = 30;
 /// A limit for a job and partition without one (Slurm's `YEAR_MINUTES`, in s).
@@ -167,13 +173,15 @@ impl Scheduler {
     /// window). A unit is a pending job and how many times to plan it: 1 for a job, the
     /// number of tasks Slurm plans for a job array's pending record (see the module doc);
     /// the last plan is the one returned. Jobs not pending give `None` and take nothing.
+    /// Once `max_job_test` jobs have reached the will-run test, the units after them give
+    /// `None` (Slurm's `bf_max_job_test`, see the module doc).
     ///
     /// Slurm 22.05 `_attempt_backfill` (backfill.c) with `_add_reservation` and
     /// `_test_resv_overlap`, and `_will_run_test` (select/cons_common/job_test.c); nodes
     /// chosen as `_eval_nodes_topo` (select/cons_tres/job_test.c) picks them for a job
     /// without required nodes: the leaf switch (pod) with the most usable nodes, the first
     /// on a tie, its nodes in order, then other nodes in order.
-    pub fn backfill_plan(&self, units: &[(JobId, u32)], now: Time) -> Vec<Option<PlannedStart>> {
+    pub fn backfill_plan(&self, units: &[(JobId, u32)], now: Time, max_job_test: u32) -> Vec<Option<PlannedStart>> {
         let nodes = &self.cluster.nodes;
         let up: Vec<bool> = nodes.iter().map(|n| n.avail.schedulable()).collect();
         let begin = now / BF_RESOLUTION_S * BF_RESOLUTION_S;
@@ -204,13 +212,17 @@ impl Scheduler {
             .map(|(id, r)| (r.end.unwrap_or(Time::MAX), *id))
             .collect();
         ends.sort_unstable();
+        let mut tested = 0u32;
         units
             .iter()
             .map(|&(id, times)| {
+                if tested >= max_job_test {
+                    return None;
+                }
                 let spec = &self.pending.get(&id)?.spec;
                 let mut shown = None;
                 for _ in 0..times.max(1) {
-                    match self.plan_one(&mut map, spec, &up, &free, &ends, now, window_end) {
+                    match self.plan_one(&mut map, spec, &up, &free, &ends, now, window_end, &mut tested) {
                         Some(p) => shown = Some(p),
                         None => break,
                     }
@@ -221,7 +233,7 @@ impl Scheduler {
     }
 
     /// One reservation of `spec` in the map (the body of `_attempt_backfill`'s loop for one
-    /// job, `TRY_LATER` included).
+    /// job, `TRY_LATER` included); `tested` counts it when it first reaches the will-run test.
     #[allow(clippy::too_many_arguments)]
     fn plan_one(
         &self,
@@ -232,7 +244,9 @@ impl Scheduler {
         ends: &[(Time, JobId)],
         now: Time,
         window_end: Time,
+        tested: &mut u32,
     ) -> Option<PlannedStart> {
+        let mut counted = false;
         let req = &spec.request;
         let part = self.cluster.partitions.get(spec.partition.0 as usize)?;
         let size = placement::node_size(&self.cluster, spec.partition);
@@ -294,6 +308,10 @@ impl Scheduler {
             {
                 None
             } else {
+                if !counted {
+                    counted = true;
+                    *tested += 1;
+                }
                 self.bf_will_run(&avail, &demand, free, ends, now)
             };
             let Some((mut start, chosen)) = found else {
@@ -468,7 +486,7 @@ impl Scheduler {
 
 #[cfg(test)]
 mod tests {
-    use super::PlannedStart;
+    use super::{PlannedStart, BF_MAX_JOB_TEST};
     use crate::cluster::{Cluster, NodeAvail, NodeId, Time};
     use crate::config::TopologyKind;
     use crate::job::{JobId, JobSpec, Request};
@@ -520,6 +538,11 @@ mod tests {
     /// and one cycle run; returns the plan of the pending jobs (array 64 as six tasks) at the
     /// cycle's time, two seconds after the last start.
     fn plan_golden(starts: [Time; 4]) -> Vec<Option<PlannedStart>> {
+        plan_golden_max(starts, BF_MAX_JOB_TEST)
+    }
+
+    /// [`plan_golden`] with a `bf_max_job_test` of `max_job_test`.
+    fn plan_golden_max(starts: [Time; 4], max_job_test: u32) -> Vec<Option<PlannedStart>> {
         let mut s = Scheduler::new(
             Cluster::uniform(4, 8, 2, 64, 512_000),
             Box::new(Lowest),
@@ -547,7 +570,7 @@ mod tests {
             .iter()
             .map(|&(id, ..)| (JobId(id), if id == 64 { 6 } else { 1 }))
             .collect();
-        s.backfill_plan(&units, now)
+        s.backfill_plan(&units, now, max_job_test)
     }
 
     fn want(start: Time, node: u32) -> Option<PlannedStart> {
@@ -601,6 +624,29 @@ mod tests {
         assert_eq!(plan, golden_plan(T + 9));
     }
 
+    /// `bf_max_job_test`: the first jobs are planned as without a limit and the others not at
+    /// all. A job counts when it is tested and the limit is looked at when the next job is
+    /// taken, so the array (the third job, six tasks planned, six tests) is planned whole
+    /// under a limit of 3 and takes the count to 8: a limit of 3 to 8 plans three jobs, 9
+    /// plans 68 as well (9 tests), 10 all five.
+    #[test]
+    fn plans_at_most_bf_max_job_test_jobs() {
+        let starts = [T, T + 3, T + 6, T + 9];
+        let full = plan_golden(starts);
+        assert!(full.iter().all(Option::is_some));
+        for limit in 1..=10u32 {
+            let planned = match limit {
+                1 | 2 => limit as usize,
+                3..=8 => 3,
+                9 => 4,
+                _ => 5,
+            };
+            let some = plan_golden_max(starts, limit);
+            assert_eq!(some[..planned], full[..planned], "limit {limit}");
+            assert!(some[planned..].iter().all(Option::is_none), "limit {limit}: {some:?}");
+        }
+    }
+
     /// Planned once, the array's record lands on the first node to free up: the five other
     /// tasks are what push it to 10:21:00 in golden 0178.
     #[test]
@@ -617,7 +663,7 @@ mod tests {
         run(&mut s, job(56, 8, 20, None), T + 9, &[1]);
         drain_gpu04_and_submit_pending(&mut s, T + 10, T + 9);
         let _ = s.cycle(T + 11);
-        let once = s.backfill_plan(&[(JobId(57), 1), (JobId(58), 1), (JobId(64), 1)], T + 11);
+        let once = s.backfill_plan(&[(JobId(57), 1), (JobId(58), 1), (JobId(64), 1)], T + 11, BF_MAX_JOB_TEST);
         assert_eq!(once[2], want(T + 6 + 30 * 60, 0));
     }
 
@@ -681,7 +727,7 @@ mod tests {
         );
         run(&mut s, job(1, 8, 30, None), T, &[0]);
         assert!(s.handle(Event::Submit(job(2, 4, 10, None)), T).is_empty());
-        let plan = s.backfill_plan(&[(JobId(2), 1), (JobId(1), 1), (JobId(9), 1)], T + 1);
+        let plan = s.backfill_plan(&[(JobId(2), 1), (JobId(1), 1), (JobId(9), 1)], T + 1, BF_MAX_JOB_TEST);
         assert_eq!(
             plan,
             vec![

@@ -44,7 +44,7 @@ mod test_policies;
 mod types;
 mod usage;
 
-pub use backfill_map::{PlannedStart, BF_MAX_JOB_ARRAY_RESV, BF_RESOLUTION_S, BF_WINDOW_S};
+pub use backfill_map::{PlannedStart, BF_MAX_JOB_ARRAY_RESV, BF_MAX_JOB_TEST, BF_RESOLUTION_S, BF_WINDOW_S};
 pub use limits::{default_wall_min, submit_violation, SubmitCounts, Tres};
 pub use types::*;
 

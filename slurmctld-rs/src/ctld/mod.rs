@@ -240,6 +240,9 @@ pub struct CtlOptions {
     /// submissions take their job ids before an array's started tasks take theirs, and a job
     /// submitted behind others shows its submission's reason until that pass.
     pub batch_sched_delay: Option<Duration>,
+    /// `SchedulerParameters=bf_max_job_test=N`: how many jobs the backfill plan that queries
+    /// show tests (Slurm's default 500; `refresh_start_plan`).
+    pub bf_max_job_test: u32,
     /// `DependencyParameters=kill_invalid_depend`: a job whose dependency can never be met is
     /// cancelled unless it asked `--kill-on-invalid-dep=no`.
     pub kill_invalid_depend: bool,
@@ -330,6 +333,7 @@ impl Default for CtlOptions {
             sched_interval: Duration::from_secs(1),
             debounce: Duration::from_millis(20),
             batch_sched_delay: None,
+            bf_max_job_test: flotilla_core::sched::BF_MAX_JOB_TEST,
             kill_invalid_depend: false,
             requeue_on_exit: Box::new([None; 256]),
             slurmd_timeout_s: 300,

@@ -113,7 +113,9 @@ impl Controller {
     /// for them), in Slurm's queue order (priority, then submit time and id), each planned
     /// once, a job array's pending record once per task as Slurm's backfill plans it (up to
     /// `bf_max_job_array_resv` and its pending task count while fewer tasks than its
-    /// `ArrayTaskThrottle` run: `_attempt_backfill`'s `next_task`), at the last cycle's time.
+    /// `ArrayTaskThrottle` run: `_attempt_backfill`'s `next_task`), at the last cycle's time,
+    /// until `bf_max_job_test` jobs were tested (a record after them shows the core's own
+    /// expected start, as one the plan finds no start for).
     /// The core's own reservations still decide what starts when; this is what queries show
     /// as the records' expected start and `SchedNodeList` (`Scheduler::backfill_plan`).
     pub(super) fn refresh_start_plan(&mut self) {
@@ -162,7 +164,7 @@ impl Controller {
             units.push((core, times));
             recs.push(id);
         }
-        let plan = self.sched.backfill_plan(&units, self.last_cycle_at.max(0) as u64);
+        let plan = self.sched.backfill_plan(&units, self.last_cycle_at.max(0) as u64, self.opts.bf_max_job_test);
         for (id, p) in recs.into_iter().zip(plan) {
             if let Some(p) = p {
                 self.start_plan.insert(id, p);
