@@ -195,6 +195,17 @@ impl Ctl {
     /// A request is sent again only when the controller tried before never got it (its
     /// connection failed) or refused it as a standby, so nothing is submitted twice.
     pub fn call(&self, req: Request) -> Result<Response, CtlError> {
+        self.call_with_parts(req, None)
+    }
+
+    /// [`Ctl::call`] for a request answered in parts ([`Request::QueryQueueParts`]): each
+    /// part goes to `on_part` as it arrives (only from the controller that leads: a standby
+    /// refuses before any), and the last answer is returned.
+    pub fn call_parts(&self, req: Request, on_part: &mut dyn FnMut(flotilla_proto::QueueRows)) -> Result<Response, CtlError> {
+        self.call_with_parts(req, Some(on_part))
+    }
+
+    fn call_with_parts(&self, req: Request, mut on_part: Option<&mut dyn FnMut(flotilla_proto::QueueRows)>) -> Result<Response, CtlError> {
         let hosts = self.controllers();
         let timeout = std::time::Duration::from_secs(self.conf.slurmctld_timeout_s);
         let mut search = LeaderSearch::new(hosts.len(), 0, timeout, std::time::Instant::now());
@@ -206,7 +217,11 @@ impl Ctl {
                         Some((_, a)) if i > 0 => format!("{a}:{}", self.conf.slurmctld_port),
                         _ => self.tcp.clone(),
                     };
-                    match self.attempt(i, &addr, req.clone()) {
+                    let part = match &mut on_part {
+                        Some(f) => Some(&mut **f as &mut dyn FnMut(flotilla_proto::QueueRows)),
+                        None => None,
+                    };
+                    match self.attempt(i, &addr, req.clone(), part) {
                         Attempt::NotReached => {}
                         Attempt::Done(Err(CtlError::Slurm(e))) if e.code == ESLURM_IN_STANDBY_MODE && hosts.len() > 1 => last = Err(CtlError::Slurm(e)),
                         Attempt::Done(r) => return r,
@@ -224,7 +239,7 @@ impl Ctl {
         let hosts = self.controllers();
         let Some((_, addr)) = hosts.get(i) else { return Err(CtlError::Connect) };
         let addr = if i == 0 { self.tcp.clone() } else { format!("{addr}:{}", self.conf.slurmctld_port) };
-        match self.attempt(i, &addr, req) {
+        match self.attempt(i, &addr, req, None) {
             Attempt::NotReached => Err(CtlError::Connect),
             Attempt::Done(r) => r,
         }
@@ -232,7 +247,7 @@ impl Ctl {
 
     /// One try of `req` at controller `i` of [`Ctl::controllers`] (`addr`: `host:port`): the
     /// first through the local socket when it exists, else over TCP with a credential.
-    fn attempt(&self, i: usize, addr: &str, req: Request) -> Attempt {
+    fn attempt(&self, i: usize, addr: &str, req: Request, on_part: Option<&mut dyn FnMut(flotilla_proto::QueueRows)>) -> Attempt {
         let (stream, cred) = match self.socket.as_deref().filter(|p| i == 0 && p.exists()) {
             Some(sock) => match std::os::unix::net::UnixStream::connect(sock) {
                 Ok(s) => (flotilla_proto::client::Stream::Unix(s), None),
@@ -249,7 +264,7 @@ impl Ctl {
             }
         };
         // One call per connection, pipelined (hello and request in one write).
-        Attempt::Done(match Client::call_once(stream, Role::Command, cred, req) {
+        Attempt::Done(match Client::call_once_parts(stream, Role::Command, cred, req, on_part) {
             Err(_) => Err(CtlError::Connect),
             Ok(Response::Error(e)) => Err(CtlError::Slurm(e)),
             Ok(r) => Ok(r),

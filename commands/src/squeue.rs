@@ -12,7 +12,7 @@ use crate::common::{self, field, Ctl, CtlError, Io};
 use crate::getopt::{getopt_long, lo, HasArg, LongOpt};
 use crate::jobfmt::{self, state};
 use flotilla_core::time::{fmt_ctime, fmt_time};
-use flotilla_proto::errno::ESLURM_INVALID_JOB_ID;
+use flotilla_proto::errno::{ESLURM_INVALID_JOB_ID, SLURM_UNEXPECTED_MSG_ERROR};
 use flotilla_proto::{JobField, JobQuery, JobRef, JobStateWire, JobView, QueueQuery, QueueRows, Request, Response};
 use std::borrow::Cow;
 use std::collections::BTreeSet;
@@ -257,14 +257,6 @@ pub fn run(args: &[String], io: &mut Io<'_>) -> i32 {
         }
     });
     let fields = needed_fields(&p, &fmt, &keys);
-    let answer = match ctl.call(Request::QueryQueue(QueueQuery { query: q, fields: fields.clone() })) {
-        Ok(Response::Queue(rows)) => rows,
-        Ok(_) => QueueRows::default(),
-        Err(e) => {
-            io.err(&format!("slurm_load_jobs error: {}\n", e.slurm().text));
-            return 1;
-        }
-    };
     // One pass decodes, filters and writes each selected job's line into `lines`; a row keeps
     // where its line is and its sort keys (a decoded job is hundreds of bytes, 10,000 of them
     // megabytes of fresh memory). `-s` needs the jobs themselves.
@@ -274,69 +266,61 @@ pub fn run(args: &[String], io: &mut Io<'_>) -> i32 {
         _ if !p.steps => Some(Renderer::o(&fmt, io)),
         _ => None,
     };
-    // The elastic ranges of the jobs listed, when a column shows them (a first pass reads
-    // the job ids; a controller that does not know the request leaves them out).
-    if let Some(Renderer::O2(_, sizes)) = renderer.as_mut().filter(|r| r.needs_sizes()) {
-        let mut ids = Vec::new();
-        let (mut reader, mut j) = (answer.reader(&fields), JobView::default());
-        while let Some(Ok(())) = reader.next_into(&mut j) {
-            ids.push(j.job_id);
-        }
-        if let Ok(Response::Elastic(e)) = ctl.call(Request::QueryElastic { job_ids: ids }) {
-            *sizes = e.into_iter().map(|e| (e.job_id, e)).collect();
-        }
-    }
-    let mut rows: Vec<Row> = Vec::with_capacity(answer.count.min(1 << 20) as usize);
-    let mut key_vals: Vec<Key<'_>> = Vec::with_capacity(rows.capacity() * keys.keys.len());
-    let mut lines = String::with_capacity(answer.bytes.len().min(64 << 20));
-    let mut for_steps: Vec<JobView<'_>> = Vec::new();
-    let mut any = false;
-    let mut reader = answer.reader(&fields);
-    // One view receives every job's fields in turn (only those fields: the rest stay default).
-    let mut j = JobView::default();
-    let mut scratch = String::new();
-    while let Some(r) = reader.next_into(&mut j) {
-        if r.is_err() {
-            io.err(&format!("slurm_load_jobs error: {}\n", CtlError::Connect.slurm().text));
-            return 1;
-        }
-        any = true;
-        if !selected(&p, &j) {
-            continue;
-        }
-        let Some(renderer) = &renderer else {
-            for_steps.push(j.clone());
-            continue;
+    let query = QueueQuery { query: q, fields: fields.clone() };
+    let load_error = |e: CtlError, io: &mut Io<'_>| {
+        io.err(&format!("slurm_load_jobs error: {}\n", e.slurm().text));
+        1
+    };
+    // The elastic ranges of the jobs listed, when a column shows them: every job id first
+    // (a controller that does not know the request leaves them out), so the answer comes
+    // whole. Otherwise it comes in parts, each taken while the controller encodes the next.
+    let mut whole = None;
+    if renderer.as_ref().is_none_or(Renderer::needs_sizes) {
+        let answer = match ctl.call(Request::QueryQueue(query.clone())) {
+            Ok(Response::Queue(rows)) => rows,
+            Ok(_) => QueueRows::default(),
+            Err(e) => return load_error(e, io),
         };
-        // `--start`: pending jobs only (not even rendered otherwise).
-        if p.start && !state(&j).is_pending() {
-            continue;
-        }
-        let partial;
-        let j = match partial_array(&p.job_ids, &j) {
-            Some(k) => {
-                partial = k;
-                &partial
+        if let Some(Renderer::O2(_, sizes)) = renderer.as_mut() {
+            let mut ids = Vec::new();
+            let (mut reader, mut j) = (answer.reader(&fields), JobView::default());
+            while let Some(Ok(())) = reader.next_into(&mut j) {
+                ids.push(j.job_id);
             }
-            None => &j,
-        };
-        match (&j.array_task_str, j.array_task_id) {
-            // `-r`: one row per pending task of an array's remainder.
-            (Some(tasks), None) if p.array_unfold && j.array_job_id.is_some() => {
-                for t in jobfmt::expand_task_str(tasks) {
-                    let mut k = j.clone();
-                    (k.array_task_id, k.array_task_str) = (Some(t), None);
-                    rows.push(Row::render(&k, renderer, &mut lines, &keys, &mut key_vals, now, &mut scratch));
+            if let Ok(Response::Elastic(e)) = ctl.call(Request::QueryElastic { job_ids: ids }) {
+                *sizes = e.into_iter().map(|e| (e.job_id, e)).collect();
+            }
+        }
+        whole = Some(answer);
+    }
+    let kept = std::cell::OnceCell::new();
+    let mut acc = Taken::new(&p, &fields, renderer.as_ref(), &keys, now, &kept);
+    match whole {
+        Some(answer) => acc.take(answer),
+        None => match ctl.call_parts(Request::QueryQueueParts(query.clone()), &mut |part| acc.take(part)) {
+            Ok(Response::Queue(rows)) => acc.take(rows),
+            Ok(_) => {}
+            // A controller older than the request refuses it before any part: asked whole.
+            Err(CtlError::Slurm(e)) if e.code == SLURM_UNEXPECTED_MSG_ERROR && kept.get().is_none() => {
+                match ctl.call(Request::QueryQueue(query)) {
+                    Ok(Response::Queue(rows)) => acc.take(rows),
+                    Ok(_) => {}
+                    Err(e) => return load_error(e, io),
                 }
             }
-            _ => rows.push(Row::render(j, renderer, &mut lines, &keys, &mut key_vals, now, &mut scratch)),
-        }
+            Err(e) => return load_error(e, io),
+        },
+    }
+    let Taken { mut rows, key_vals, lines, for_steps, any, failed, .. } = acc;
+    if failed {
+        io.err(&format!("slurm_load_jobs error: {}\n", CtlError::Connect.slurm().text));
+        return 1;
     }
     if p.job_id_count == 1 && !any {
         io.err(&format!("slurm_load_jobs error: {}\n", flotilla_proto::errno::strerror(ESLURM_INVALID_JOB_ID)));
         return 1;
     }
-    let Some(renderer) = renderer else {
+    let Some(renderer) = renderer.as_ref() else {
         let steps = match ctl.call(Request::QuerySteps(JobQuery::default())) {
             Ok(Response::Steps(s)) => s,
             _ => Vec::new(),
@@ -359,6 +343,108 @@ pub fn run(args: &[String], io: &mut Io<'_>) -> i32 {
         io.out(&lines[r.line.clone()]);
     }
     0
+}
+
+/// An answer's parts as they arrive, kept (the rows borrow their strings from them) one
+/// after the other: each holds the cell of the next, so that a part is added behind the
+/// others while they are borrowed.
+struct Kept {
+    rows: QueueRows,
+    next: std::cell::OnceCell<Box<Kept>>,
+}
+
+/// What squeue takes from the answer's parts, in order: each selected job's line and sort
+/// keys (or, for `-s`, the job), whether any job came, and whether a part did not decode.
+struct Taken<'a, 'p> {
+    p: &'p Params,
+    fields: &'p [JobField],
+    renderer: Option<&'p Renderer>,
+    keys: &'p SortKeys,
+    now: i64,
+    /// The cell the next part goes in.
+    tail: &'a std::cell::OnceCell<Box<Kept>>,
+    rows: Vec<Row>,
+    key_vals: Vec<Key<'a>>,
+    lines: String,
+    for_steps: Vec<JobView<'a>>,
+    any: bool,
+    failed: bool,
+    /// One view receives every job's fields in turn (only those fields: the rest stay default).
+    j: JobView<'a>,
+    scratch: String,
+}
+
+impl<'a, 'p: 'a> Taken<'a, 'p> {
+    fn new(p: &'p Params, fields: &'p [JobField], renderer: Option<&'p Renderer>, keys: &'p SortKeys, now: i64, first: &'a std::cell::OnceCell<Box<Kept>>) -> Self {
+        Taken {
+            p,
+            fields,
+            renderer,
+            keys,
+            now,
+            tail: first,
+            rows: Vec::new(),
+            key_vals: Vec::new(),
+            lines: String::new(),
+            for_steps: Vec::new(),
+            any: false,
+            failed: false,
+            j: JobView::default(),
+            scratch: String::new(),
+        }
+    }
+
+    /// Keeps `part` behind the others and takes its jobs (nothing after a part that did not
+    /// decode).
+    fn take(&mut self, part: QueueRows) {
+        if self.failed {
+            return;
+        }
+        let cell = self.tail;
+        let kept = cell.get_or_init(|| Box::new(Kept { rows: part, next: std::cell::OnceCell::new() }));
+        self.tail = &kept.next;
+        let (p, keys, now) = (self.p, self.keys, self.now);
+        let mut reader = kept.rows.reader(self.fields);
+        while let Some(r) = reader.next_into(&mut self.j) {
+            if r.is_err() {
+                self.failed = true;
+                return;
+            }
+            self.any = true;
+            let j = &self.j;
+            if !selected(p, j) {
+                continue;
+            }
+            let Some(renderer) = self.renderer else {
+                self.for_steps.push(j.clone());
+                continue;
+            };
+            // `--start`: pending jobs only (not even rendered otherwise).
+            if p.start && !state(j).is_pending() {
+                continue;
+            }
+            let partial;
+            let j = match partial_array(&p.job_ids, j) {
+                Some(k) => {
+                    partial = k;
+                    &partial
+                }
+                None => j,
+            };
+            let (lines, key_vals, scratch) = (&mut self.lines, &mut self.key_vals, &mut self.scratch);
+            match (&j.array_task_str, j.array_task_id) {
+                // `-r`: one row per pending task of an array's remainder.
+                (Some(tasks), None) if p.array_unfold && j.array_job_id.is_some() => {
+                    for t in jobfmt::expand_task_str(tasks) {
+                        let mut k = j.clone();
+                        (k.array_task_id, k.array_task_str) = (Some(t), None);
+                        self.rows.push(Row::render(&k, renderer, lines, keys, key_vals, now, scratch));
+                    }
+                }
+                _ => self.rows.push(Row::render(j, renderer, lines, keys, key_vals, now, scratch)),
+            }
+        }
+    }
 }
 
 /// `123`, `123_4`, `123_[3-4]`.

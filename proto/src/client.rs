@@ -139,7 +139,24 @@ impl Client {
 
     /// One pipelined call on an open stream (see [`Client::call_once_unix`]): hello and request
     /// (id 1) written together, then the handshake answer and the response read in order.
-    pub fn call_once(mut stream: Stream, role: Role, auth: Option<Credential>, body: Request) -> Result<Response, ClientError> {
+    pub fn call_once(stream: Stream, role: Role, auth: Option<Credential>, body: Request) -> Result<Response, ClientError> {
+        Client::call_once_parts(stream, role, auth, body, None)
+    }
+
+    /// [`Client::call_once`] for a request answered in parts ([`Request::QueryQueueParts`]):
+    /// each [`Response::QueuePart`] goes to `on_part` as it arrives, and the last frame (a
+    /// `Response::Queue`, or an error) is returned. Without `on_part`, a part is returned as
+    /// any answer is.
+    ///
+    /// Errors: as [`Client::call_once`]; a connection lost between two parts is an error
+    /// after the parts before it were handed over.
+    pub fn call_once_parts(
+        mut stream: Stream,
+        role: Role,
+        auth: Option<Credential>,
+        body: Request,
+        mut on_part: Option<&mut dyn FnMut(crate::QueueRows)>,
+    ) -> Result<Response, ClientError> {
         let mut bytes = encode_frame(&Frame::Hello(Hello::current(role)))?;
         bytes.extend_from_slice(&encode_frame(&Frame::Request { id: 1, auth, body })?);
         stream.write_all(&bytes).map_err(ProtoError::from)?;
@@ -156,9 +173,10 @@ impl Client {
             max_frame: answer_limit(role),
         };
         loop {
-            match c.recv()? {
-                Frame::Response { id, body } if id == 1 || id == 0 => return Ok(body),
-                Frame::Response { .. } => continue,
+            match (c.recv()?, on_part.as_deref_mut()) {
+                (Frame::Response { id: 1, body: Response::QueuePart(rows) }, Some(f)) => f(rows),
+                (Frame::Response { id, body }, _) if id == 1 || id == 0 => return Ok(body),
+                (Frame::Response { .. }, _) => continue,
                 _ => return Err(ClientError::Unexpected),
             }
         }

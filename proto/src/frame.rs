@@ -299,9 +299,11 @@ pub fn read_frame<R: Read>(r: &mut R, max: usize) -> Result<Frame, ProtoError> {
     // `squeue`'s answer is a short head and then its rows' bytes up to the frame's end: they
     // stay where they arrived (moved to the buffer's front) and become the answer's, instead
     // of a copy into a second buffer as large (10+ MB of fresh pages at 150,000 jobs).
-    if let Some((id, count, at)) = queue_rows_at(&buf[4..]) {
+    if let Some((id, count, at, part)) = queue_rows_at(&buf[4..]) {
         buf.drain(..4 + at);
-        return Ok(Frame::Response { id, body: Response::Queue(crate::QueueRows { count, bytes: buf }) });
+        let rows = crate::QueueRows { count, bytes: buf };
+        let body = if part { Response::QueuePart(rows) } else { Response::Queue(rows) };
+        return Ok(Frame::Response { id, body });
     }
     match decode_frame_max(&buf, max)? {
         Some((f, _)) => Ok(f),
@@ -309,15 +311,19 @@ pub fn read_frame<R: Read>(r: &mut R, max: usize) -> Result<Frame, ProtoError> {
     }
 }
 
-/// For a frame body that is a `Frame::Response` of a `Response::Queue` whose rows' bytes run
-/// to the body's end (as [`encode_frame`] writes it): the id, the job count and where the
-/// rows' bytes start in `body`. `None` for anything else (which the full decode reads or
-/// refuses as before). Pure, never panics.
-fn queue_rows_at(body: &[u8]) -> Option<(u64, u64, usize)> {
-    static QUEUE_VARIANT: std::sync::OnceLock<Option<u32>> = std::sync::OnceLock::new();
-    let queue = (*QUEUE_VARIANT.get_or_init(|| {
-        let head = postcard::to_allocvec(&Response::Queue(crate::QueueRows::default())).ok()?;
-        postcard::take_from_bytes::<u32>(&head).ok().map(|(t, _)| t)
+/// For a frame body that is a `Frame::Response` of a `Response::Queue` or
+/// `Response::QueuePart` whose rows' bytes run to the body's end (as [`encode_frame`] writes
+/// it): the id, the job count, where the rows' bytes start in `body`, and whether it is a
+/// part. `None` for anything else (which the full decode reads or refuses as before). Pure,
+/// never panics.
+fn queue_rows_at(body: &[u8]) -> Option<(u64, u64, usize, bool)> {
+    static VARIANTS: std::sync::OnceLock<Option<(u32, u32)>> = std::sync::OnceLock::new();
+    let (queue, part) = (*VARIANTS.get_or_init(|| {
+        let tag = |r: &Response| {
+            let head = postcard::to_allocvec(r).ok()?;
+            postcard::take_from_bytes::<u32>(&head).ok().map(|(t, _)| t)
+        };
+        Some((tag(&Response::Queue(crate::QueueRows::default()))?, tag(&Response::QueuePart(crate::QueueRows::default()))?))
     }))?;
     let (tag, rest) = postcard::take_from_bytes::<u32>(body).ok()?;
     if tag != RESPONSE_VARIANT {
@@ -325,12 +331,12 @@ fn queue_rows_at(body: &[u8]) -> Option<(u64, u64, usize)> {
     }
     let (id, rest) = postcard::take_from_bytes::<u64>(rest).ok()?;
     let (variant, rest) = postcard::take_from_bytes::<u32>(rest).ok()?;
-    if variant != queue {
+    if variant != queue && variant != part {
         return None;
     }
     let (count, rest) = postcard::take_from_bytes::<u64>(rest).ok()?;
     let (len, rest) = postcard::take_from_bytes::<usize>(rest).ok()?;
-    (rest.len() == len).then_some((id, count, body.len() - len))
+    (rest.len() == len).then_some((id, count, body.len() - len, variant == part))
 }
 
 #[cfg(test)]
@@ -475,14 +481,16 @@ mod tests {
         }
     }
 
-    /// `squeue`'s answer read in place is the answer the full decode gives, for any rows'
-    /// bytes, id and count; a cut or padded one is refused as before, and other responses
+    /// `squeue`'s answer (whole or a part) read in place is the answer the full decode gives,
+    /// for any rows' bytes, id and count; a cut or padded one is refused as before, and other responses
     /// are decoded as before.
     #[test]
     fn queue_answers_read_in_place_as_decoded() {
-        for (id, count, n) in [(0, 0, 0), (3, 1, 1), (u64::MAX, 150_000, 127), (7, 2, 128), (9, u64::MAX, 70_000)] {
+        let cases = [(0, 0, 0), (3, 1, 1), (u64::MAX, 150_000, 127), (7, 2, 128), (9, u64::MAX, 70_000)];
+        for ((id, count, n), part) in cases.into_iter().flat_map(|c| [(c, false), (c, true)]) {
             let bytes: Vec<u8> = (0..n).map(|i| (i * 31 % 251) as u8).collect();
-            let f = Frame::Response { id, body: Response::Queue(crate::QueueRows { count, bytes }) };
+            let rows = crate::QueueRows { count, bytes };
+            let f = Frame::Response { id, body: if part { Response::QueuePart(rows) } else { Response::Queue(rows) } };
             let frame = encode_frame(&f).unwrap();
             assert!(queue_rows_at(&frame[4..]).is_some(), "read in place: {n} bytes");
             assert_eq!(decode_frame(&frame).unwrap().unwrap().0, f);

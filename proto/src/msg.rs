@@ -1536,6 +1536,12 @@ pub enum Request {
     /// Asked after [`Request::QueryPartitions`] when one is not up (its `up` is false), as
     /// `PartitionInfo` cannot change (postcard).
     QueryPartitionStates,
+    /// [`Request::QueryQueue`] answered in parts as the controller encodes them, so that
+    /// `squeue` reads and prints the first jobs while the controller encodes the rest: zero or
+    /// more [`Response::QueuePart`] frames, then one [`Response::Queue`] with the last jobs
+    /// (or an `Error`), all with the request's id. The jobs, read part after part, are those
+    /// `QueryQueue` answers in one frame, in the same order.
+    QueryQueueParts(crate::QueueQuery),
 }
 
 /// `scontrol update PartitionName=... State=...`.
@@ -1671,6 +1677,7 @@ impl Request {
             Request::RequeueSpecialExit(_) => "REQUEST_JOB_REQUEUE",
             Request::UpdatePartition(_) => "REQUEST_UPDATE_PARTITION",
             Request::QueryPartitionStates => "REQUEST_PARTITION_INFO",
+            Request::QueryQueueParts(_) => "REQUEST_JOB_INFO",
         }
     }
 }
@@ -1769,6 +1776,9 @@ pub enum Response {
     Reclaimable(Vec<PartitionReclaim>),
     /// Answer to [`Request::QueryPartitionStates`].
     PartitionStates(Vec<PartitionStateInfo>),
+    /// Some jobs of the answer to [`Request::QueryQueueParts`]: more follow in the next frame
+    /// with the same id (the last as a [`Response::Queue`]).
+    QueuePart(crate::QueueRows),
 }
 
 #[cfg(test)]
@@ -1917,6 +1927,21 @@ mod tests {
     /// `QueryReclaimable` and `Reclaimable` were appended after `Takeover` and `Done`.
     /// `RequeueSpecialExit` follows `QueryReclaimable`, `SpecialExit` follows `Deadline`; the
     /// older variants are encoded as before.
+    /// `QueryQueueParts` follows `QueryPartitionStates`, `QueuePart` follows `PartitionStates`.
+    #[test]
+    fn queue_part_messages_are_appended() {
+        let before = postcard::to_allocvec(&Request::QueryPartitionStates).unwrap()[0];
+        let req = Request::QueryQueueParts(crate::QueueQuery { query: JobQuery::default(), fields: vec![crate::JobField::JobId] });
+        let bytes = postcard::to_allocvec(&req).unwrap();
+        assert_eq!(bytes[0], before + 1);
+        assert_eq!(postcard::from_bytes::<Request>(&bytes).unwrap(), req);
+        let before = postcard::to_allocvec(&Response::PartitionStates(vec![])).unwrap()[0];
+        let resp = Response::QueuePart(crate::QueueRows { count: 1, bytes: vec![7] });
+        let bytes = postcard::to_allocvec(&resp).unwrap();
+        assert_eq!(bytes[0], before + 1);
+        assert_eq!(postcard::from_bytes::<Response>(&bytes).unwrap(), resp);
+    }
+
     #[test]
     fn special_exit_variants_are_appended() {
         let before = postcard::to_allocvec(&Request::QueryReclaimable).unwrap()[0];

@@ -660,6 +660,12 @@ async fn write_reply<W: AsyncWrite + Unpin>(wr: &mut W, id: u64, reply: Reply) -
             wr.write_all(&flotilla_proto::encode_response_frame(id, &body)?).await?;
             Ok(())
         }
+        Reply::Parts(mut parts) => {
+            while let Some(body) = parts.recv().await {
+                write_frame(wr, &Frame::Response { id, body }).await?;
+            }
+            Ok(())
+        }
     }
 }
 
@@ -1094,7 +1100,7 @@ async fn node_session<R, W>(
         return;
     }
     let Ok(resp) = orx.await else { return };
-    let ok = resp == Reply::Msg(Response::Registered);
+    let ok = matches!(resp, Reply::Msg(Response::Registered));
     if write_reply(&mut wr, id, resp).await.is_err() || !ok {
         return;
     }

@@ -11,7 +11,7 @@ mod harness;
 
 use flotilla_proto::errno::*;
 use flotilla_proto::*;
-use flotilla_slurmctld::ctld::{CtlOptions, Due};
+use flotilla_slurmctld::ctld::{CtlOptions, Due, Reply};
 use harness::*;
 
 fn gres(n: u64) -> Vec<GresSpec> {
@@ -1476,6 +1476,39 @@ fn queue_query_answers_each_field_as_the_job_query() {
             assert_eq!(f.encode(g, Vec::new()).unwrap(), want, "{f:?} of job {}: {g:?} vs {j:?}", j.job_id);
         }
     }
+}
+
+/// `squeue`'s answer in parts (`QueryQueueParts`) is the whole answer (`QueryQueue`) cut where
+/// the rows pass the part's size: the parts' rows, in order, are the whole answer's bytes and
+/// jobs, every part but the last is a `QueuePart` (none empty), and an answer this large
+/// (300 jobs of 1000-byte comments, every field: about 320 KiB) comes in three or more.
+#[test]
+fn queue_answer_in_parts_is_the_whole_answer_cut() {
+    let mut h = Harness::two_nodes("ctl_queue_parts");
+    for i in 0..300u64 {
+        let mut j = job(if i % 2 == 0 { User::Alice } else { User::Bob }, None, 0);
+        j.hold = true;
+        j.comment = Some(format!("{i:0>1000}"));
+        h.submit(j);
+    }
+    let q = QueueQuery { query: JobQuery { include_finished: true, ..JobQuery::default() }, fields: JobField::ALL.to_vec() };
+    let Reply::Msg(Response::Queue(whole)) = h.raw_reply(User::Root, Request::QueryQueue(q.clone())) else { panic!("whole answer") };
+    assert_eq!(whole.count, 300);
+    let Reply::Parts(mut parts) = h.raw_reply(User::Root, Request::QueryQueueParts(q)) else { panic!("not in parts") };
+    let (mut cut, mut last) = (Vec::new(), None);
+    while let Ok(r) = parts.try_recv() {
+        assert!(last.is_none(), "nothing after the last part");
+        match r {
+            Response::QueuePart(rows) => cut.push(rows),
+            Response::Queue(rows) => last = Some(rows),
+            other => panic!("part: {other:?}"),
+        }
+    }
+    assert!(cut.len() >= 2, "{} parts before the last", cut.len());
+    assert!(cut.iter().all(|p| p.count > 0), "no empty part");
+    cut.push(last.expect("the last part"));
+    assert_eq!(cut.iter().map(|p| p.count).sum::<u64>(), whole.count);
+    assert_eq!(cut.iter().flat_map(|p| p.bytes.iter().copied()).collect::<Vec<u8>>(), whole.bytes);
 }
 
 /// An answer over many jobs walks the pending jobs' states beside the job table instead of

@@ -58,6 +58,7 @@ pub(super) fn class(req: &Request) -> Class {
         | Request::QueryAlerts
         | Request::QueryAcct(_)
         | Request::QueryQueue(_)
+        | Request::QueryQueueParts(_)
         | Request::QueryTurns
         | Request::QueryUpdateTimes
         | Request::QueryTurnTimes

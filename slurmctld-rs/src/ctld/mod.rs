@@ -85,13 +85,17 @@ pub struct Ident {
 
 /// An answer to a request: a message, or a `Response` already encoded (postcard) by the owner
 /// task — job queries are encoded from borrowed views ([`flotilla_proto::jobview`]) instead of
-/// being built as owned `JobInfo`s first.
-#[derive(Debug, Clone, PartialEq)]
+/// being built as owned `JobInfo`s first — or an answer in parts.
+#[derive(Debug)]
 pub enum Reply {
     /// A message, encoded by the connection task.
     Msg(Response),
     /// The postcard encoding of a `Response`.
     Encoded(Vec<u8>),
+    /// Messages the owner task sends while it makes them, one frame each, in order, until it
+    /// drops the sender ([`flotilla_proto::Request::QueryQueueParts`]: the parts, then the
+    /// last `Queue`).
+    Parts(mpsc::UnboundedReceiver<Response>),
 }
 
 impl From<Response> for Reply {
@@ -165,6 +169,17 @@ pub struct Inbox<'a> {
     pub held: &'a mut Vec<Event>,
 }
 
+/// Runs `f` on this thread as blocking work when it is a worker of a multi-threaded tokio
+/// runtime ([`tokio::task::block_in_place`]: the worker's queued tasks move to another thread,
+/// and tasks `f` wakes are run by the other workers meanwhile); otherwise (an in-process
+/// driver, a single-threaded runtime) just runs it.
+fn off_worker<R>(f: impl FnOnce() -> R) -> R {
+    match tokio::runtime::Handle::try_current() {
+        Ok(h) if h.runtime_flavor() == tokio::runtime::RuntimeFlavor::MultiThread => tokio::task::block_in_place(f),
+        _ => f(),
+    }
+}
+
 /// Whether `e` is answered between a turn's phases ([`Inbox`]): the requests that read the
 /// job table, the nodes or the partitions and change nothing (`squeue`, `scontrol show job`
 /// and its elastic half, `sinfo` and its `--largest` half, `scontrol show node|partition`,
@@ -175,6 +190,7 @@ pub fn answers_between_phases(e: &Event) -> bool {
         e,
         Event::Rpc {
             req: Request::QueryQueue(_)
+                | Request::QueryQueueParts(_)
                 | Request::QueryJobs(_)
                 | Request::QueryElastic { .. }
                 | Request::QueryNodes(_)
@@ -635,6 +651,31 @@ impl Controller {
                 self.diag.rpc("REQUEST_JOB_INFO", ident.uid, t.elapsed().as_micros() as u64);
                 self.answers.push((reply, resp));
             }
+            // `squeue`'s answer in parts: the connection task writes each as it comes (the
+            // reply leaves now, not with the phase's other answers), so that squeue reads the
+            // first jobs while the rest are encoded.
+            Event::Rpc {
+                req: Request::QueryQueueParts(q),
+                reply,
+                ident,
+            } => {
+                let kind = "REQUEST_JOB_INFO";
+                *self.stats.rpc.entry(kind).or_default() += 1;
+                let t = std::time::Instant::now();
+                self.look_at_pending();
+                self.refresh_start_plan();
+                let (tx, rx) = mpsc::unbounded_channel();
+                // Off the runtime's worker: a task woken from a worker waits in that worker's
+                // own slot until the running task (this one, encoding) yields, so the parts
+                // would leave only after the last is made. Woken from elsewhere, the other
+                // worker writes each as it comes.
+                off_worker(|| {
+                    if reply.send(Reply::Parts(rx)).is_ok() {
+                        self.query_queue_parts(ident, &q, now, &tx);
+                    }
+                });
+                self.diag.rpc(kind, ident.uid, t.elapsed().as_micros() as u64);
+            }
             // `scontrol show job`'s second half (Slurm answers the whole record in one
             // REQUEST_JOB_INFO): not counted on its own, so that sdiag and the metrics read
             // as they did before elastic jobs.
@@ -757,6 +798,7 @@ impl Controller {
             // Job and accounting queries are answered by `handle` (encoded, or after the
             // commit); credentials, tokens, registrations and takeovers by the connection task.
             Request::QueryJobs(_)
+            | Request::QueryQueueParts(_)
             | Request::Takeover
             | Request::IssueCredential
             | Request::IssueToken { .. }

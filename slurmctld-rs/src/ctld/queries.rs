@@ -339,6 +339,35 @@ impl Controller {
     /// `squeue`'s query: the fields asked for of each job `q.query` selects, encoded from
     /// views of the records.
     pub(super) fn query_queue(&self, ident: Ident, q: &flotilla_proto::QueueQuery, now: i64) -> Response {
+        match self.encode_queue(ident, q, now, usize::MAX, &mut |_| true) {
+            Ok(rows) => Response::Queue(rows),
+            Err(e) => e,
+        }
+    }
+
+    /// [`Controller::query_queue`] in parts ([`flotilla_proto::Request::QueryQueueParts`]):
+    /// every [`QUEUE_PART_BYTES`] of rows go to `tx` as a `QueuePart` as soon as they are
+    /// encoded, the rest as the last `Queue` (or an `Error`). Stops early when the connection
+    /// is gone (`tx` closed).
+    pub(super) fn query_queue_parts(&self, ident: Ident, q: &flotilla_proto::QueueQuery, now: i64, tx: &tokio::sync::mpsc::UnboundedSender<Response>) {
+        let last = match self.encode_queue(ident, q, now, QUEUE_PART_BYTES, &mut |rows| tx.send(Response::QueuePart(rows)).is_ok()) {
+            Ok(rows) => Response::Queue(rows),
+            Err(e) => e,
+        };
+        let _ = tx.send(last);
+    }
+
+    /// The rows of `squeue`'s query `q`: each time they reach `part_bytes`, they go to `part`
+    /// (which says whether to go on), and the rows after the last part are returned.
+    /// Errors: an encoding failure, as the `Response` to send.
+    fn encode_queue(
+        &self,
+        ident: Ident,
+        q: &flotilla_proto::QueueQuery,
+        now: i64,
+        part_bytes: usize,
+        part: &mut dyn FnMut(flotilla_proto::QueueRows) -> bool,
+    ) -> Result<flotilla_proto::QueueRows, Response> {
         let want = FieldSet::of(&q.fields);
         // One view receives every job's fields in turn; the pending jobs' states are walked
         // beside the records (both in job-id order) instead of looked up one by one, unless
@@ -350,10 +379,16 @@ impl Controller {
             self.fill_view(&mut v, r, want, now, &mut ctx);
             if let Err(e) = rows.push(&q.fields, &v) {
                 error!("cannot encode a queue query's answer: {e}");
-                return Response::Error(SlurmError::new(ESLURM_INTERNAL));
+                return Err(Response::Error(SlurmError::new(ESLURM_INTERNAL)));
+            }
+            if rows.bytes.len() >= part_bytes {
+                let next = flotilla_proto::QueueRows { count: 0, bytes: Vec::with_capacity(part_bytes + part_bytes / 8) };
+                if !part(std::mem::replace(&mut rows, next)) {
+                    break;
+                }
             }
         }
-        Response::Queue(rows)
+        Ok(rows)
     }
 
     /// `Response::Jobs` for `q`, encoded straight from views of the records.
@@ -523,6 +558,11 @@ pub(super) fn matches_filter(rec: &JobRecord, f: &JobFilter, _sched: &Scheduler)
 
 /// Answers over more jobs than this walk the pending jobs' states ([`ViewCtx::walk`]).
 const WALK_FROM: usize = 64;
+
+/// The rows' bytes of one part of `squeue`'s answer ([`Controller::query_queue_parts`]):
+/// about 2,500 jobs of the default format, a millisecond or two of encoding, so that squeue
+/// starts on the first jobs at once and the frames stay small beside the whole answer.
+const QUEUE_PART_BYTES: usize = 128 << 10;
 
 /// What the views of one answer share, worked out once: whether priority/basic shows every
 /// job's number, and the pending jobs' states. An answer over many jobs walks those states

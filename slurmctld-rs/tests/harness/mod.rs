@@ -611,6 +611,16 @@ impl Harness {
         self.node_says(node, NodeToCtl::JobExited(e));
     }
 
+    /// The owner task's reply to `req` from `who` as it is made (a message, an encoded one,
+    /// or the parts of one), in a turn without timer work or cycle.
+    pub fn raw_reply(&mut self, who: User, req: Request) -> Reply {
+        let (tx, mut rx) = oneshot::channel();
+        let now = self.now;
+        let ctl = self.ctl.as_mut().expect("running");
+        ctl.turn(vec![Event::Rpc { ident: who.ident(), req, reply: tx }], now, Due::NONE);
+        rx.try_recv().expect("answered in the turn")
+    }
+
     /// Queries every job (as `squeue -t all` would) in a turn without timer work, and writes
     /// the jobs whose line changed.
     fn snapshot(&mut self) {
@@ -681,6 +691,21 @@ fn running_of(n: &FakeNode) -> Vec<NodeJob> {
 fn decode_reply(r: Reply) -> Response {
     match r {
         Reply::Msg(m) => m,
+        // An answer in parts (made whole by the time the turn that handled it ended): the
+        // rows of every part, in order, as one `Queue`; an error ends it.
+        Reply::Parts(mut parts) => {
+            let mut all = flotilla_proto::QueueRows::default();
+            while let Ok(r) = parts.try_recv() {
+                match r {
+                    Response::QueuePart(rows) | Response::Queue(rows) => {
+                        all.count += rows.count;
+                        all.bytes.extend_from_slice(&rows.bytes);
+                    }
+                    other => return other,
+                }
+            }
+            Response::Queue(all)
+        }
         Reply::Encoded(body) => {
             let frame = encode_response_frame(0, &body).expect("frames");
             match decode_frame(&frame) {
