@@ -217,10 +217,7 @@ impl Ctl {
                         Some((_, a)) if i > 0 => format!("{a}:{}", self.conf.slurmctld_port),
                         _ => self.tcp.clone(),
                     };
-                    let part = match &mut on_part {
-                        Some(f) => Some(&mut **f as &mut dyn FnMut(flotilla_proto::QueueRows)),
-                        None => None,
-                    };
+                    let part = on_part.as_mut().map(|f| &mut **f as &mut dyn FnMut(flotilla_proto::QueueRows));
                     match self.attempt(i, &addr, req.clone(), part) {
                         Attempt::NotReached => {}
                         Attempt::Done(Err(CtlError::Slurm(e))) if e.code == ESLURM_IN_STANDBY_MODE && hosts.len() > 1 => last = Err(CtlError::Slurm(e)),

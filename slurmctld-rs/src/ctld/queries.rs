@@ -340,8 +340,8 @@ impl Controller {
     /// views of the records.
     pub(super) fn query_queue(&self, ident: Ident, q: &flotilla_proto::QueueQuery, now: i64) -> Response {
         match self.encode_queue(ident, q, now, usize::MAX, &mut |_| true) {
-            Ok(rows) => Response::Queue(rows),
-            Err(e) => e,
+            Some(rows) => Response::Queue(rows),
+            None => Response::Error(SlurmError::new(ESLURM_INTERNAL)),
         }
     }
 
@@ -351,15 +351,15 @@ impl Controller {
     /// is gone (`tx` closed).
     pub(super) fn query_queue_parts(&self, ident: Ident, q: &flotilla_proto::QueueQuery, now: i64, tx: &tokio::sync::mpsc::UnboundedSender<Response>) {
         let last = match self.encode_queue(ident, q, now, QUEUE_PART_BYTES, &mut |rows| tx.send(Response::QueuePart(rows)).is_ok()) {
-            Ok(rows) => Response::Queue(rows),
-            Err(e) => e,
+            Some(rows) => Response::Queue(rows),
+            None => Response::Error(SlurmError::new(ESLURM_INTERNAL)),
         };
         let _ = tx.send(last);
     }
 
     /// The rows of `squeue`'s query `q`: each time they reach `part_bytes`, they go to `part`
-    /// (which says whether to go on), and the rows after the last part are returned.
-    /// Errors: an encoding failure, as the `Response` to send.
+    /// (which says whether to go on), and the rows after the last part are returned; `None`
+    /// when a job does not encode (logged).
     fn encode_queue(
         &self,
         ident: Ident,
@@ -367,7 +367,7 @@ impl Controller {
         now: i64,
         part_bytes: usize,
         part: &mut dyn FnMut(flotilla_proto::QueueRows) -> bool,
-    ) -> Result<flotilla_proto::QueueRows, Response> {
+    ) -> Option<flotilla_proto::QueueRows> {
         let want = FieldSet::of(&q.fields);
         // One view receives every job's fields in turn; the pending jobs' states are walked
         // beside the records (both in job-id order) instead of looked up one by one, unless
@@ -379,7 +379,7 @@ impl Controller {
             self.fill_view(&mut v, r, want, now, &mut ctx);
             if let Err(e) = rows.push(&q.fields, &v) {
                 error!("cannot encode a queue query's answer: {e}");
-                return Err(Response::Error(SlurmError::new(ESLURM_INTERNAL)));
+                return None;
             }
             if rows.bytes.len() >= part_bytes {
                 let next = flotilla_proto::QueueRows { count: 0, bytes: Vec::with_capacity(part_bytes + part_bytes / 8) };
@@ -388,7 +388,7 @@ impl Controller {
                 }
             }
         }
-        Ok(rows)
+        Some(rows)
     }
 
     /// `Response::Jobs` for `q`, encoded straight from views of the records.
