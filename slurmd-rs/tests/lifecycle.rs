@@ -166,9 +166,11 @@ fn signal_before_time_limit() {
     std::fs::create_dir_all(&work).unwrap();
     let script = "#!/bin/bash\ntrap 'echo got USR1; exit 0' USR1\nwhile true; do sleep 0.1; done\n";
     let mut s = job(script, &work);
-    // 2 minutes, USR1 at 119 s before the end: about 1 s after the start.
+    // 2 minutes, USR1 at 118 s before the end: 1 to 2 s after the start (times are whole
+    // seconds: at 119 s a job started late in a second got it within milliseconds, before
+    // bash had set its trap, and died of it).
     s.time_limit = Some(flotilla_proto::TimeLimitWire::Minutes(2));
-    s.signal = Some(flotilla_proto::SignalSpec { signal: 10, secs_before: 119, batch_only: true });
+    s.signal = Some(flotilla_proto::SignalSpec { signal: 10, secs_before: 118, batch_only: true });
     let id = c.submit(s);
     let j = c.wait_done(id, 30);
     assert_eq!((j.state, j.exit_code), (Some(JobStateWire::Completed), 0), "{}", c.logs());
