@@ -638,24 +638,11 @@ impl Controller {
                 }
                 self.acct_queries.push((q, reply));
             }
+            // The job queries (Slurm's REQUEST_JOB_INFO): `scontrol show job` encoded from
+            // views, `squeue`'s fields whole or in parts, each after a look at the pending jobs
+            // and with the backfill plan their start times show.
             Event::Rpc {
-                req: Request::QueryJobs(q),
-                reply,
-                ident,
-            } => {
-                *self.stats.rpc.entry("REQUEST_JOB_INFO").or_default() += 1;
-                let t = std::time::Instant::now();
-                self.look_at_pending();
-                self.refresh_start_plan();
-                let resp = self.query_jobs_encoded(ident, &q, now);
-                self.diag.rpc("REQUEST_JOB_INFO", ident.uid, t.elapsed().as_micros() as u64);
-                self.answers.push((reply, resp));
-            }
-            // `squeue`'s answer in parts: the connection task writes each as it comes (the
-            // reply leaves now, not with the phase's other answers), so that squeue reads the
-            // first jobs while the rest are encoded.
-            Event::Rpc {
-                req: Request::QueryQueueParts(q),
+                req: req @ (Request::QueryJobs(_) | Request::QueryQueue(_) | Request::QueryQueueParts(_)),
                 reply,
                 ident,
             } => {
@@ -664,16 +651,25 @@ impl Controller {
                 let t = std::time::Instant::now();
                 self.look_at_pending();
                 self.refresh_start_plan();
-                let (tx, rx) = mpsc::unbounded_channel();
-                // Off the runtime's worker: a task woken from a worker waits in that worker's
-                // own slot until the running task (this one, encoding) yields, so the parts
-                // would leave only after the last is made. Woken from elsewhere, the other
-                // worker writes each as it comes.
-                off_worker(|| {
-                    if reply.send(Reply::Parts(rx)).is_ok() {
-                        self.query_queue_parts(ident, &q, now, &tx);
+                match req {
+                    // In parts: the connection task writes each as it comes (the reply leaves
+                    // now, not with the phase's other answers), so that squeue reads the first
+                    // jobs while the rest are encoded. Off the runtime's worker: a task woken
+                    // from a worker waits in that worker's own slot until the running task
+                    // (this one, encoding) yields, so the parts would leave only after the
+                    // last is made; woken from elsewhere, the other worker writes each.
+                    Request::QueryQueueParts(q) => {
+                        let (tx, rx) = mpsc::unbounded_channel();
+                        off_worker(|| {
+                            if reply.send(Reply::Parts(rx)).is_ok() {
+                                self.query_queue_parts(ident, &q, now, &tx);
+                            }
+                        });
                     }
-                });
+                    Request::QueryJobs(q) => self.answers.push((reply, self.query_jobs_encoded(ident, &q, now))),
+                    Request::QueryQueue(q) => self.answers.push((reply, self.query_queue(ident, &q, now).into())),
+                    _ => self.answers.push((reply, Response::Error(SlurmError::new(SLURM_UNEXPECTED_MSG_ERROR)).into())),
+                }
                 self.diag.rpc(kind, ident.uid, t.elapsed().as_micros() as u64);
             }
             // `scontrol show job`'s second half (Slurm answers the whole record in one
@@ -746,18 +742,11 @@ impl Controller {
         match req {
             Request::SubmitJob(s) => self.submit(ident, *s, now),
             Request::SubmitElastic(s) => self.submit_elastic(ident, *s, now),
-            Request::QueryElastic { job_ids } => Response::Elastic(self.query_elastic(ident, &job_ids)),
-            Request::QueryReclaimable => Response::Reclaimable(self.query_reclaimable(ident)),
             Request::CancelJob(c) => self.cancel(ident, c, now),
             Request::HoldRelease(h) => self.hold_release(ident, h, now),
             Request::Requeue(r) => self.requeue_rpc(ident, r, false, now),
             Request::RequeueSpecialExit(r) => self.requeue_rpc(ident, r, true, now),
             Request::UpdateJob(u) => self.update(ident, u, now),
-            Request::QueryQueue(q) => {
-                self.look_at_pending();
-                self.refresh_start_plan();
-                self.query_queue(ident, &q, now)
-            }
             Request::QueryUpdateTimes => Response::UpdateTimes(self.update_times()),
             // PrivateData=nodes: node state is for admins (Slurm's `_slurm_rpc_dump_nodes`).
             Request::QueryNodes(_) if self.opts.access.private.nodes && !ident.admin => {
@@ -769,7 +758,6 @@ impl Controller {
             Request::Ping => Response::Pong,
             Request::UpdateNode(u) => self.update_node(ident, u, now),
             Request::UpdatePartition(u) => self.update_partition(ident, u, now),
-            Request::QueryPartitionStates => Response::PartitionStates(self.query_partition_states(ident)),
             Request::CreateStep(r) => self.create_step(ident, *r, now),
             Request::StepComplete(c) => self.step_complete(ident, c, now),
             Request::QuerySteps(q) => Response::Steps(self.query_steps(ident, &q)),
@@ -795,10 +783,15 @@ impl Controller {
             | Request::ServiceDelete { .. }
             | Request::QueryServices { .. }
             | Request::QueryAlerts) => self.service_rpc(ident, r, now),
-            // Job and accounting queries are answered by `handle` (encoded, or after the
-            // commit); credentials, tokens, registrations and takeovers by the connection task.
+            // Job and accounting queries and the uncounted second halves of others are
+            // answered by `handle` (encoded, in parts, or after the commit); credentials,
+            // tokens, registrations and takeovers by the connection task.
             Request::QueryJobs(_)
+            | Request::QueryQueue(_)
             | Request::QueryQueueParts(_)
+            | Request::QueryElastic { .. }
+            | Request::QueryReclaimable
+            | Request::QueryPartitionStates
             | Request::Takeover
             | Request::IssueCredential
             | Request::IssueToken { .. }
