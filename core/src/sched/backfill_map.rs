@@ -219,6 +219,7 @@ impl Scheduler {
             .collect();
         ends.sort_unstable();
         let mut tested = 0u32;
+        let horizon = if cut { window_end } else { Time::MAX };
         units
             .iter()
             .map(|&(id, times)| {
@@ -228,7 +229,6 @@ impl Scheduler {
                 let spec = &self.pending.get(&id)?.spec;
                 let mut shown = None;
                 for _ in 0..times.max(1) {
-                    let horizon = if cut { window_end } else { Time::MAX };
                     match self.plan_one(&mut map, spec, &up, &free, &ends, now, window_end, &mut tested, horizon) {
                         Some(p) => shown = Some(p),
                         None => break,
