@@ -403,6 +403,11 @@ impl<'a, 'p: 'a> Taken<'a, 'p> {
         let cell = self.tail;
         let kept = cell.get_or_init(|| Box::new(Kept { rows: part, next: std::cell::OnceCell::new() }));
         self.tail = &kept.next;
+        // Room for the part's rows and lines at once (a line is about as long as a job's
+        // fields), as one answer's sizes reserved it before the parts.
+        self.rows.reserve(kept.rows.count.min(1 << 20) as usize);
+        self.key_vals.reserve(kept.rows.count.min(1 << 20) as usize * self.keys.keys.len());
+        self.lines.reserve(kept.rows.bytes.len());
         let (p, keys, now) = (self.p, self.keys, self.now);
         let mut reader = kept.rows.reader(self.fields);
         while let Some(r) = reader.next_into(&mut self.j) {
