@@ -287,7 +287,7 @@ fn gres_detail(j: &JobInfo, gpu_type: &dyn Fn(&str) -> Option<String>) -> Vec<Do
 pub fn jobs_doc(jobs: &[JobInfo], cluster: &str, group: GroupName<'_>, gpu_type: &dyn Fn(&str) -> Option<String>) -> Doc {
     let m = flotilla_rest::v38::job_model();
     let keys = model_keys(&m);
-    let ctx = flotilla_rest::dp::job::Ctx { cluster: cluster.to_string() };
+    let ctx = flotilla_rest::dp::job::Ctx { cluster: cluster.to_string(), ..Default::default() };
     let items = jobs
         .iter()
         .map(|j| {
@@ -323,7 +323,7 @@ pub fn jobs_doc(jobs: &[JobInfo], cluster: &str, group: GroupName<'_>, gpu_type:
 pub fn nodes_doc(nodes: &[NodeInfo], cluster: &str, conf: &[NodeConfig]) -> Doc {
     let m = flotilla_rest::v38::node_model();
     let keys = model_keys(&m);
-    let ctx = flotilla_rest::dp::job::Ctx { cluster: cluster.to_string() };
+    let ctx = flotilla_rest::dp::job::Ctx { cluster: cluster.to_string(), ..Default::default() };
     let (major, minor, micro) = flotilla_rest::version::SLURM_RELEASE;
     let items = nodes
         .iter()
@@ -376,10 +376,11 @@ fn node_tres(n: &NodeInfo) -> String {
 /// v0.0.38's `/partitions/` answer (Flotilla's `scontrol show partition --json`). `conf`:
 /// slurm.conf's nodes, for the partition's `tres` (22.05's `cpu=,mem=,node=,billing=,gres/gpu=`
 /// of its nodes). `min nodes per job` is 22.05's key, spaces included.
-pub fn partitions_doc(parts: &[PartitionInfo], cluster: &str, conf: &[NodeConfig]) -> Doc {
+pub fn partitions_doc(parts: &[PartitionInfo], states: &std::collections::HashMap<String, String>, cluster: &str, conf: &[NodeConfig]) -> Doc {
     let m = flotilla_rest::v38::partition_model();
     let keys = model_keys(&m);
-    let ctx = flotilla_rest::dp::job::Ctx { cluster: cluster.to_string() };
+    let partition_states = states.iter().map(|(k, v)| (k.clone(), v.clone())).collect();
+    let ctx = flotilla_rest::dp::job::Ctx { cluster: cluster.to_string(), partition_states };
     let items = parts
         .iter()
         .map(|p| {
@@ -540,7 +541,8 @@ pub fn show(what: Show, name: Option<&str>, mime: Mime, io: &mut crate::common::
                     errs.push(("Invalid partition name specified".into(), ESLURM_INVALID_PARTITION_NAME));
                 }
             }
-            (partitions_doc(&parts, &cluster, &ctl.conf.nodes), errs)
+            let states = crate::common::partition_states(&ctl, &parts);
+            (partitions_doc(&parts, &states, &cluster, &ctl.conf.nodes), errs)
         }
     };
     io.out(&render(&with_errors(doc, &errs), mime));
@@ -1113,7 +1115,10 @@ mod tests {
     #[test]
     fn partition_document() {
         let p = PartitionInfo { name: "batch".into(), nodes: "n[1-2]".into(), default: true, up: true, total_nodes: 2, total_cpus: 8, total_gpus: 4, default_time_min: Some(60), max_time_min: Some(2880), ..Default::default() };
-        let v: Value = serde_json::from_str(&to_json(&partitions_doc(&[p], "c", &[]))).unwrap();
+        let old = PartitionInfo { name: "old".into(), ..Default::default() };
+        let states = [("old".to_string(), "INACTIVE".to_string())].into_iter().collect();
+        let v: Value = serde_json::from_str(&to_json(&partitions_doc(&[p, old], &states, "c", &[]))).unwrap();
+        assert_eq!((v["partitions"][0]["state"].as_str(), v["partitions"][1]["state"].as_str()), (Some("UP"), Some("INACTIVE")));
         let p = &v["partitions"][0];
         // (No slurm.conf nodes given: no memory.)
         assert_eq!(p["tres"], "cpu=8,mem=0M,node=2,billing=8,gres/gpu=4");

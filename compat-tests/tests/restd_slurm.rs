@@ -197,6 +197,23 @@ fn nodes_partitions_diag_and_errors_answer_as_slurms_in_every_version() {
             assert_eq!(k["status"][0]["error"]["code"], 2017, "{k:#}");
         }
     }
+    // A partition that is not up shows its own word (`scontrol update State=DRAIN`), not DOWN,
+    // in every version and in 22.05's v0.0.38 (`partitions.c`).
+    let a = r.get(&format!("/slurm/{}/partitions/", VERSIONS[0]));
+    let part = a.json()["partitions"][0]["name"].as_str().expect("a partition").to_string();
+    let o = c.run("scontrol", &["update", &format!("PartitionName={part}"), "State=DRAIN"], c.dir());
+    assert!(o.status.success(), "scontrol update State=DRAIN: {}", String::from_utf8_lossy(&o.stderr));
+    for v in VERSIONS {
+        let path = format!("/slurm/{v}/partitions/");
+        let parts = ck.check_v(&r.get(&path), "get", &path, v, "{}OpenapiPartitionResp");
+        assert_eq!(parts["partitions"][0]["partition"]["state"], json!(["DRAIN"]), "{v}: {parts:#}");
+        let path = format!("/slurm/{v}/partition/{part}");
+        let one = r.get(&path).json();
+        assert_eq!(one["partitions"][0]["partition"]["state"], json!(["DRAIN"]), "{v}: {one:#}");
+    }
+    // (v0.0.38's models are another client's: its answers are checked in the v0.0.38 test.)
+    let parts = r.get("/slurm/v0.0.38/partitions/").json();
+    assert_eq!(parts["partitions"][0]["state"], "DRAIN", "{parts:#}");
     // The model check itself refuses what it must (a misspelt key, a required key missing, a
     // word outside an enum), so that its passing above means something.
     let nv = json!({"set": true, "infinite": false, "number": 1});

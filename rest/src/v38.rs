@@ -133,7 +133,7 @@ pub fn partition_model() -> Model<PartitionInfo, Ctx> {
         .opt("max_time_limit", i64_(), |p, _| Some(json!(p.max_time_min.map_or(-1, |m| m as i64))))
         .opt("name", Schema::Str, |p, _| s(&p.name))
         .opt("nodes", Schema::Str, |p, _| s(&p.nodes))
-        .opt("state", Schema::Str, |p, _| s(if p.up { "UP" } else { "DOWN" }))
+        .opt("state", Schema::Str, |p, c| s(crate::dp::node::partition_state(p, &c.partition_states)))
         .opt("total_cpus", int(), |p, _| Some(json!(p.total_cpus)))
         .opt("total_nodes", int(), |p, _| Some(json!(p.total_nodes)))
 }
@@ -429,7 +429,8 @@ mod tests {
     fn every_answer_validates() {
         let mut c = Components::default();
         add_schemas(&mut c);
-        let ctx = Ctx { cluster: "c".into() };
+        let mut ctx = Ctx { cluster: "c".into(), ..Ctx::default() };
+        ctx.partition_states.insert("old".into(), "DRAIN".into());
         let j = JobInfo { job_id: 3, state: Some(JobStateWire::Running), exit_code: 2, exit_signal: 0, ..JobInfo::default() };
         let n = NodeInfo { name: "n1".into(), state: "DRAINED".into(), cpus: 4, ..NodeInfo::default() };
         let p = PartitionInfo { name: "batch".into(), default: true, up: true, ..PartitionInfo::default() };
@@ -440,9 +441,11 @@ mod tests {
         let d = env(nodes_response(&[n], &ctx));
         c.validate(&d, &Schema::Ref(NAMES[1])).unwrap();
         assert_eq!((d["nodes"][0]["state"].as_str(), &d["nodes"][0]["state_flags"]), (Some("idle"), &json!(["DRAIN"])));
-        let d = env(partitions_response(&[p], &ctx));
+        let old = PartitionInfo { name: "old".into(), ..PartitionInfo::default() };
+        let d = env(partitions_response(&[p, old], &ctx));
         c.validate(&d, &Schema::Ref(NAMES[2])).unwrap();
         assert_eq!((d["partitions"][0]["max_time_limit"].as_i64(), &d["partitions"][0]["flags"]), (Some(-1), &json!(["default"])));
+        assert_eq!((d["partitions"][0]["state"].as_str(), d["partitions"][1]["state"].as_str()), (Some("UP"), Some("DRAIN")));
         let d = env(diag_response(&Diag::default(), &crate::dp::diag::Ctx::default()));
         c.validate(&d, &Schema::Ref(NAMES[3])).unwrap();
         c.validate(&env(submit_response(Some(4))), &Schema::Ref(NAMES[4])).unwrap();

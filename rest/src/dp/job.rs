@@ -19,6 +19,9 @@ use serde_json::{json, Value};
 pub struct Ctx {
     /// `ClusterName` (`cluster`).
     pub cluster: String,
+    /// `State=` of each partition that is not up, by name (`DOWN`, `DRAIN`, `INACTIVE`: the
+    /// controller's `QueryPartitionStates`); a partition not up and not here is `DOWN`.
+    pub partition_states: std::collections::BTreeMap<String, String>,
 }
 
 /// The job states Flotilla reports (each is a word of every version's `job_state` enum).
@@ -196,7 +199,7 @@ mod tests {
         for v in super::super::VERSIONS {
             let mut c = Components::default();
             let r = add_response(v, &mut c);
-            let body = response(v, std::slice::from_ref(&j), &Ctx { cluster: "c".into() }, None, 5);
+            let body = response(v, std::slice::from_ref(&j), &Ctx { cluster: "c".into(), ..Ctx::default() }, None, 5);
             let doc = crate::meta::envelope(v, &crate::ClientInfo::default(), "c", body, &[], &[]);
             c.validate(&doc, &r).unwrap();
             assert_eq!(doc["jobs"][0]["job_state"], json!(["COMPLETED"]));
@@ -205,7 +208,7 @@ mod tests {
             assert_eq!(doc["jobs"][0]["tres_per_node"], "gres:gpu:h100:2");
             // The text as submitted wins (`--gres=gpu` is `gres:gpu`).
             let k = JobInfo { tres_per_node: Some("gres:gpu".into()), ..j.clone() };
-            let body = response(v, std::slice::from_ref(&k), &Ctx { cluster: "c".into() }, None, 5);
+            let body = response(v, std::slice::from_ref(&k), &Ctx { cluster: "c".into(), ..Ctx::default() }, None, 5);
             let doc = crate::meta::envelope(v, &crate::ClientInfo::default(), "c", body, &[], &[]);
             assert_eq!(doc["jobs"][0]["tres_per_node"], "gres:gpu");
         }

@@ -19,7 +19,23 @@ use serde_json::{json, Value};
 pub struct Ctx {
     /// `ClusterName`.
     pub cluster: String,
+    /// `State=` of each partition that is not up, by name (`DOWN`, `DRAIN`, `INACTIVE`: the
+    /// controller's `QueryPartitionStates`); a partition not up and not here is `DOWN`.
+    pub partition_states: std::collections::BTreeMap<String, String>,
 }
+
+/// A partition's state word as `slurmrestd` shows it (`partitions.c`'s `state`, the data
+/// parser's `PARTITION_STATES`): `UP`, else its word in `states`, `DOWN` without one.
+pub fn partition_state<'a>(p: &PartitionInfo, states: &'a std::collections::BTreeMap<String, String>) -> &'a str {
+    if p.up {
+        "UP"
+    } else {
+        states.get(&p.name).map_or("DOWN", String::as_str)
+    }
+}
+
+/// The partition state words of every version's enum (the data parser's `PARTITION_STATES`).
+const PARTITION_STATES: [&str; 5] = ["INACTIVE", "UNKNOWN", "UP", "DOWN", "DRAIN"];
 
 /// The node state words Flotilla reports (each in every version's `state` enum).
 const NODE_STATES: [&str; 8] = ["UNKNOWN", "DOWN", "IDLE", "ALLOCATED", "MIXED", "DRAIN", "FAIL", "NOT_RESPONDING"];
@@ -162,8 +178,8 @@ pub fn partition_model(v: ApiVersion) -> Model<PartitionInfo, Ctx> {
         .opt("name", Schema::Str, |p, _| Some(json!(p.name)))
         .opt(
             "partition",
-            Schema::Object(vec![opt("state", array(Schema::Enum(vec!["UP", "DOWN"])))]),
-            |p, _| Some(json!({"state": [if p.up { "UP" } else { "DOWN" }]})),
+            Schema::Object(vec![opt("state", array(Schema::Enum(PARTITION_STATES.to_vec())))]),
+            |p, c| Some(json!({"state": [partition_state(p, &c.partition_states)]})),
         )
 }
 
@@ -253,17 +269,22 @@ mod tests {
 
     #[test]
     fn nodes_and_partitions_validate_in_every_version() {
-        let ctx = Ctx { cluster: "c".into() };
+        let mut ctx = Ctx { cluster: "c".into(), ..Ctx::default() };
+        ctx.partition_states.insert("old".into(), "INACTIVE".into());
         let p = PartitionInfo { name: "batch".into(), up: true, max_time_min: None, default_time_min: Some(5), ..PartitionInfo::default() };
+        let old = PartitionInfo { name: "old".into(), ..PartitionInfo::default() };
+        let down = PartitionInfo { name: "down".into(), ..PartitionInfo::default() };
         for v in super::super::VERSIONS {
             let mut c = Components::default();
             let r = add_nodes_response(v, &mut c);
             let d = crate::meta::envelope(v, &crate::ClientInfo::default(), "c", nodes_response(v, &[node("IDLE")], &ctx, 1), &[], &[]);
             c.validate(&d, &r).unwrap();
             let r = add_partitions_response(v, &mut c);
-            let d = crate::meta::envelope(v, &crate::ClientInfo::default(), "c", partitions_response(v, std::slice::from_ref(&p), &ctx, 1), &[], &[]);
+            let d = crate::meta::envelope(v, &crate::ClientInfo::default(), "c", partitions_response(v, &[p.clone(), old.clone(), down.clone()], &ctx, 1), &[], &[]);
             c.validate(&d, &r).unwrap();
             assert_eq!(d["partitions"][0]["maximums"]["time"]["infinite"], true);
+            let states: Vec<_> = (0..3).map(|i| d["partitions"][i]["partition"]["state"].clone()).collect();
+            assert_eq!(states, [json!(["UP"]), json!(["INACTIVE"]), json!(["DOWN"])], "{v:?}");
         }
     }
 }

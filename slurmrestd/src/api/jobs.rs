@@ -60,7 +60,7 @@ fn parse_job_id(s: &str) -> Result<(u64, Option<u32>, bool), RestError> {
 }
 
 fn ctx(st: &Shared) -> Ctx {
-    Ctx { cluster: st.cluster.clone() }
+    Ctx { cluster: st.cluster.clone(), ..Ctx::default() }
 }
 
 /// `last_backfill`: when the last backfill cycle ran (the controller's statistics), `None`
@@ -443,7 +443,7 @@ mod tests {
     #[tokio::test]
     async fn a_spliced_job_list_is_the_plain_one() {
         use axum::http::StatusCode;
-        let ctx = Ctx { cluster: "c".into() };
+        let ctx = Ctx { cluster: "c".into(), ..Ctx::default() };
         let jobs: Vec<JobInfo> = (1..=7).map(|i| JobInfo { job_id: i, name: format!("j{i}"), ..JobInfo::default() }).collect();
         let client = flotilla_rest::ClientInfo::default();
         let warns = [warning("w", "t")];

@@ -27,15 +27,32 @@ use flotilla_rest::schema::{IntFormat, Method, Schema};
 use flotilla_rest::{ApiVersion, Components, RestError, RestWarning, Spec};
 
 fn ctx(st: &Shared) -> Ctx {
-    Ctx { cluster: st.cluster.clone() }
+    Ctx { cluster: st.cluster.clone(), ..Ctx::default() }
+}
+
+/// Partition states by name: the `State=` word of each partition that is not up.
+pub(crate) type PartStates = std::collections::BTreeMap<String, String>;
+
+/// The `State=` word of each partition of `parts` that is not up (`DOWN`, `DRAIN`,
+/// `INACTIVE`), asked of the controller only when one is not (`PartitionInfo` says only up
+/// or not); a controller that cannot answer leaves them `DOWN`.
+pub(crate) async fn partition_states(st: &Shared, a: &Authed, parts: &[PartitionInfo]) -> PartStates {
+    if parts.iter().all(|p| p.up) {
+        return PartStates::new();
+    }
+    match st.ctl.call(&a.caller, Request::QueryPartitionStates).await {
+        Ok(Response::PartitionStates(s)) => s.into_iter().map(|s| (s.name, s.state)).collect(),
+        _ => PartStates::new(),
+    }
 }
 
 fn nodes_answer(st: &Shared, a: &Authed, v: ApiVersion, nodes: &[NodeInfo], errs: &[RestError], warns: &[RestWarning]) -> Reply {
     answer(st, a, v, node::nodes_response(v, nodes, &ctx(st), now()), errs, warns)
 }
 
-fn parts_answer(st: &Shared, a: &Authed, v: ApiVersion, parts: &[PartitionInfo], errs: &[RestError], warns: &[RestWarning]) -> Reply {
-    answer(st, a, v, node::partitions_response(v, parts, &ctx(st), now()), errs, warns)
+fn parts_answer(st: &Shared, a: &Authed, v: ApiVersion, parts: &[PartitionInfo], states: PartStates, errs: &[RestError], warns: &[RestWarning]) -> Reply {
+    let ctx = Ctx { partition_states: states, ..ctx(st) };
+    answer(st, a, v, node::partitions_response(v, parts, &ctx, now()), errs, warns)
 }
 
 /// Checks the query's `update_time`; keys other than `update_time` and `flags` are ignored
@@ -90,10 +107,13 @@ async fn get_node(State(st): State<Shared>, a: Authed, uri: Uri, Path(name): Pat
     }
 }
 
-async fn partitions(st: &Shared, a: &Authed) -> Result<Vec<PartitionInfo>, RestError> {
+async fn partitions(st: &Shared, a: &Authed) -> Result<(Vec<PartitionInfo>, PartStates), RestError> {
     match st.ctl.call(&a.caller, Request::QueryPartitions).await {
-        Ok(Response::Partitions(p)) => Ok(p),
-        Ok(_) => Ok(Vec::new()),
+        Ok(Response::Partitions(p)) => {
+            let states = partition_states(st, a, &p).await;
+            Ok((p, states))
+        }
+        Ok(_) => Ok(Default::default()),
         Err(e) => Err(ctl_error(&e, "slurm_load_partitions()")),
     }
 }
@@ -102,14 +122,14 @@ async fn get_partitions(State(st): State<Shared>, a: Authed, uri: Uri, RawQuery(
     let v = version_of(uri.path());
     let (w, err) = check_query(raw.as_deref(), "_dump_part");
     if let Some(e) = err {
-        return parts_answer(&st, &a, v, &[], &[e], &w);
+        return parts_answer(&st, &a, v, &[], PartStates::new(), &[e], &w);
     }
     if unchanged(&st, &a, update_time(&query_pairs(raw.as_deref())), |u| u.partitions).await {
         return Reply::not_modified();
     }
     match partitions(&st, &a).await {
-        Ok(p) => parts_answer(&st, &a, v, &p, &[], &w),
-        Err(e) => parts_answer(&st, &a, v, &[], &[e], &w),
+        Ok((p, states)) => parts_answer(&st, &a, v, &p, states, &[], &w),
+        Err(e) => parts_answer(&st, &a, v, &[], PartStates::new(), &[e], &w),
     }
 }
 
@@ -117,17 +137,17 @@ async fn get_partition(State(st): State<Shared>, a: Authed, uri: Uri, Path(name)
     let v = version_of(uri.path());
     let (w, err) = check_query(raw.as_deref(), "_dump_part");
     if let Some(e) = err {
-        return parts_answer(&st, &a, v, &[], &[e], &w);
+        return parts_answer(&st, &a, v, &[], PartStates::new(), &[e], &w);
     }
     if unchanged(&st, &a, update_time(&query_pairs(raw.as_deref())), |u| u.partitions).await {
         return Reply::not_modified();
     }
     match partitions(&st, &a).await {
-        Ok(p) => match p.into_iter().find(|p| p.name.eq_ignore_ascii_case(&name)) {
-            Some(p) => parts_answer(&st, &a, v, &[p], &[], &w),
-            None => parts_answer(&st, &a, v, &[], &[error(ESLURM_REST_INVALID_QUERY, format!("Unable to find partition {name}"), "_dump_part")], &w),
+        Ok((p, states)) => match p.into_iter().find(|p| p.name.eq_ignore_ascii_case(&name)) {
+            Some(p) => parts_answer(&st, &a, v, &[p], states, &[], &w),
+            None => parts_answer(&st, &a, v, &[], PartStates::new(), &[error(ESLURM_REST_INVALID_QUERY, format!("Unable to find partition {name}"), "_dump_part")], &w),
         },
-        Err(e) => parts_answer(&st, &a, v, &[], &[e], &w),
+        Err(e) => parts_answer(&st, &a, v, &[], PartStates::new(), &[e], &w),
     }
 }
 

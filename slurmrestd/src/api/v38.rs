@@ -25,7 +25,7 @@ use serde_json::{json, Value};
 const V: ApiVersion = ApiVersion::V0038;
 
 fn ctx(st: &Shared) -> Ctx {
-    Ctx { cluster: st.cluster.clone() }
+    Ctx { cluster: st.cluster.clone(), ..Ctx::default() }
 }
 
 /// A path's job id: a number, 0 and non-numbers refused as 22.05's `slurm_xlate_job_id`
@@ -215,10 +215,14 @@ async fn get_node(State(st): State<Shared>, a: Authed, Path(name): Path<String>)
     }
 }
 
-async fn parts(st: &Shared, a: &Authed) -> Result<Vec<flotilla_proto::PartitionInfo>, RestError> {
+/// The partitions, and a context that knows the state of those not up.
+async fn parts(st: &Shared, a: &Authed) -> Result<(Vec<flotilla_proto::PartitionInfo>, Ctx), RestError> {
     match st.ctl.call(&a.caller, Request::QueryPartitions).await {
-        Ok(Response::Partitions(p)) => Ok(p),
-        Ok(_) => Ok(Vec::new()),
+        Ok(Response::Partitions(p)) => {
+            let partition_states = super::nodes::partition_states(st, a, &p).await;
+            Ok((p, Ctx { partition_states, ..ctx(st) }))
+        }
+        Ok(_) => Ok((Vec::new(), ctx(st))),
         Err(e) => Err(ctl_error(&e, "slurm_load_partitions")),
     }
 }
@@ -228,7 +232,7 @@ async fn get_partitions(State(st): State<Shared>, a: Authed, RawQuery(raw): RawQ
         return Reply::not_modified();
     }
     match parts(&st, &a).await {
-        Ok(p) => answer(&st, &a, V, v38::partitions_response(&p, &ctx(&st)), &[], &[]),
+        Ok((p, c)) => answer(&st, &a, V, v38::partitions_response(&p, &c), &[], &[]),
         Err(e) => answer(&st, &a, V, v38::partitions_response(&[], &ctx(&st)), &[e], &[]),
     }
 }
@@ -239,8 +243,8 @@ async fn get_partition(State(st): State<Shared>, a: Authed, Path(name): Path<Str
     }
     let none = v38::partitions_response(&[], &ctx(&st));
     match parts(&st, &a).await {
-        Ok(p) => match p.into_iter().find(|p| p.name == name) {
-            Some(p) => answer(&st, &a, V, v38::partitions_response(&[p], &ctx(&st)), &[], &[]),
+        Ok((p, c)) => match p.into_iter().find(|p| p.name == name) {
+            Some(p) => answer(&st, &a, V, v38::partitions_response(&[p], &c), &[], &[]),
             None => answer(&st, &a, V, none, &[error(ESLURM_INVALID_PARTITION_NAME, format!("Unable to find partition {name}"), "slurm_load_partitions")], &[]),
         },
         Err(e) => answer(&st, &a, V, none, &[e], &[]),
