@@ -46,6 +46,9 @@ pub const ESLURM_PARTITION_NOT_AVAIL: i32 = 2070;
 pub const ESLURM_PATHNAME_TOO_LONG: i32 = 2012;
 /// `ESLURM_REQUESTED_NODE_CONFIG_UNAVAILABLE`.
 pub const ESLURM_REQUESTED_NODE_CONFIG_UNAVAILABLE: i32 = 2014;
+/// `ESLURM_REQUESTED_PART_CONFIG_UNAVAILABLE`: an update of a job whose partition is
+/// `INACTIVE` (job_mgr.c `_update_job` after `job_limits_check`); the update is kept.
+pub const ESLURM_REQUESTED_PART_CONFIG_UNAVAILABLE: i32 = 2015;
 /// `ESLURM_NODES_BUSY` (a step waits for CPUs or GPUs other steps hold).
 pub const ESLURM_NODES_BUSY: i32 = 2016;
 /// `ESLURM_INVALID_JOB_ID`.
@@ -146,6 +149,7 @@ pub fn strerror(code: i32) -> &'static str {
         ESLURM_USER_ID_MISSING => "Invalid user id",
         ESLURM_PATHNAME_TOO_LONG => "Pathname of a file, directory or other parameter too long",
         ESLURM_REQUESTED_NODE_CONFIG_UNAVAILABLE => "Requested node configuration is not available",
+        ESLURM_REQUESTED_PART_CONFIG_UNAVAILABLE => "Requested partition configuration not available now",
         ESLURM_NODES_BUSY => "Requested nodes are busy",
         ESLURM_INVALID_JOB_ID => "Invalid job id specified",
         ESLURM_INVALID_NODE_NAME => "Invalid node name specified",

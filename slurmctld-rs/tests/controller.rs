@@ -416,6 +416,42 @@ fn hold_and_release() {
     h.check();
 }
 
+/// A job whose partition is `INACTIVE`: a release, an update and a hold are each made and
+/// answered "Requested partition configuration not available now" (Slurm 22.05 `_update_job`
+/// ends with `job_limits_check`, after the changes); the released job shows
+/// `PartitionInactive` at once. With the partition `UP` again the same calls succeed.
+#[test]
+fn updates_in_an_inactive_partition_are_kept_and_answered_an_error() {
+    let mut h = Harness::two_nodes("ctl_inactive_partition_updates");
+    let mut j = job(User::Alice, Some(10), 0);
+    j.hold = true;
+    let id = h.submit(j);
+    let state_of = |st: &str| Request::UpdatePartition(UpdatePartition { name: "batch".into(), state: Some(st.into()) });
+    let r = h.call(User::Root, state_of("INACTIVE"));
+    assert!(matches!(&r, Response::JobResults(v) if v.is_empty()), "{r:?}");
+    let refused = |r: &Response| matches!(r, Response::JobResults(v) if v[0].error.as_ref().is_some_and(|e| e.code == ESLURM_REQUESTED_PART_CONFIG_UNAVAILABLE));
+    let r = h.call(User::Alice, hold(HoldOp::Release, id));
+    assert!(refused(&r), "{r:?}");
+    let j = h.job(id);
+    assert_eq!((j.state, j.reason.as_str()), (Some(JobStateWire::Pending), "PartitionInactive"), "released");
+    assert!(j.priority > 0, "released: {}", j.priority);
+    let comment = |c: &str| Request::UpdateJob(UpdateJob { job: JobRef::id(id), changes: vec![JobChange::Comment(c.into())] });
+    let r = h.call(User::Alice, comment("kept"));
+    assert!(matches!(&r, Response::Error(e) if e.code == ESLURM_REQUESTED_PART_CONFIG_UNAVAILABLE), "{r:?}");
+    assert_eq!(h.job(id).comment.as_deref(), Some("kept"));
+    let r = h.call(User::Alice, hold(HoldOp::Hold, id));
+    assert!(refused(&r), "{r:?}");
+    assert_eq!((h.job(id).reason.as_str(), h.job(id).priority), ("JobHeldUser", 0));
+    h.call(User::Root, state_of("UP"));
+    let r = h.call(User::Alice, comment("up"));
+    assert!(matches!(&r, Response::JobResults(v) if v[0].error.is_none()), "{r:?}");
+    let r = h.call(User::Alice, hold(HoldOp::Release, id));
+    assert!(matches!(&r, Response::JobResults(v) if v[0].error.is_none()), "{r:?}");
+    h.turn();
+    assert_eq!(state(&h, id), JobStateWire::Running);
+    h.check();
+}
+
 /// `scontrol requeue` of a running job: stop notice (requeued) and SIGTERM; when the node
 /// reports the end the job is PENDING again, held back 121 s (Slurm's `cred_expire` + 1,
 /// reason `BeginTime`), and then runs again as run 1. `scontrol requeuehold`: pending with

@@ -740,7 +740,7 @@ impl Controller {
             // `uhold` then `release` cannot lift it (goldens 0219, 0226).
             HoldOp::Hold | HoldOp::UserHold if rec.spec.held == Some(HoldKind::Admin) && !ident.admin => {
                 info!(job = id, uid = ident.uid, "hold of an admin-held job by its user: stays admin-held");
-                return Ok(());
+                return self.partition_limits_check(id);
             }
             // Slurm's `_hold_job_rec`: priority 0; `_release_job_rec`: a new one.
             HoldOp::Hold => {
@@ -783,7 +783,29 @@ impl Controller {
         }
         self.dirty(id);
         self.push_core_update(id, now);
-        Ok(())
+        self.partition_limits_check(id)
+    }
+
+    /// The end of Slurm 22.05's `_update_job` (job_mgr.c), which every hold, release and
+    /// `scontrol update` of a job goes through once its changes are made: `job_limits_check`
+    /// tests the job against its partition, and a job in an `INACTIVE` partition is answered
+    /// `ESLURM_REQUESTED_PART_CONFIG_UNAVAILABLE` ("Requested partition configuration not
+    /// available now"), the changes kept (a release releases; scontrol prints the error for
+    /// the job), and a pending job not held shows `PartitionInactive` at once (a release's
+    /// `WAIT_NO_REASON` replaced). The partition's `MaxTime` and node count are tested first
+    /// and their failures are no error, so a job over either gets none; a `DOWN` or `DRAIN`
+    /// partition is none.
+    fn partition_limits_check(&mut self, id: u64) -> Result<(), SlurmError> {
+        let rec = &self.jobs[&id];
+        let part = &self.sched.cluster().partitions[rec.spec.partition.0 as usize];
+        let over_nodes = rec.spec.request.nodes.is_some_and(|n| n as usize > part.nodes.len());
+        if part.state != flotilla_core::cluster::PartitionState::Inactive || part.over_max_time(rec.spec.time_limit_s) || over_nodes {
+            return Ok(());
+        }
+        if rec.state == JobState::Pending && rec.spec.held.is_none() && rec.reason.is_none() {
+            self.reason_until_cycle.insert(id, "PartitionInactive");
+        }
+        Err(SlurmError::new(ESLURM_REQUESTED_PART_CONFIG_UNAVAILABLE))
     }
 
     /// `scontrol requeue` / `requeuehold` (Slurm's `job_requeue2`, slurmctld job_mgr.c). A
@@ -986,7 +1008,7 @@ impl Controller {
         if changes.iter().any(|c| matches!(c, JobChange::ArrayThrottle(_))) {
             self.sched_dirty = true;
         }
-        Ok(())
+        self.partition_limits_check(id)
     }
 
     /// The reason Slurm 22.05's submission test gives a batch job (`job_allocate` with
@@ -1043,8 +1065,9 @@ impl Controller {
     /// cycle: Slurm's `_update_job` ends with `job_limits_check`, and sets `WAIT_NO_REASON`
     /// when it passes, unless the job is held (or carries a reason of its own here: a
     /// requeue's hold, `DependencyNeverSatisfied`); when the job exceeds its partition's
-    /// `MaxTime` or the partition is down or inactive the update succeeds and the reason stays
-    /// as it was.
+    /// `MaxTime` or the partition is down the update succeeds and the reason stays as it was;
+    /// an inactive one keeps the update and answers an error
+    /// ([`Controller::partition_limits_check`]), the reason as it was.
     fn reason_cleared_by_update(&self, id: u64) -> bool {
         let rec = &self.jobs[&id];
         if rec.state != JobState::Pending || rec.spec.held.is_some() || rec.reason.is_some() {
