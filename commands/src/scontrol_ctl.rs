@@ -500,12 +500,15 @@ fn abbrev(tag: &str, key: &str, min: usize) -> bool {
     tag.len() >= min && tag.len() <= key.len() && key[..tag.len()].eq_ignore_ascii_case(tag)
 }
 
-/// `update PartitionName=NAME State=STATE`, as Slurm 22.05's scontrol reads it
-/// (update_part.c `scontrol_parse_part_options`, `scontrol_update_part`): tags and `State=`
-/// values are case-insensitive prefixes (`st=d` is `State=DOWN`); a word without `=`, a bad
-/// state or a key Flotilla does not update (Slurm's other partition keys among them: they
-/// change through slurm.conf here) aborts with Slurm's messages and `slurm_update error: No
-/// error`; no name, or no change, is refused without it. Exit 1 on any error.
+/// `update PartitionName=NAME State=STATE MaxTime=T DefaultTime=T`, as Slurm 22.05's
+/// scontrol reads it (update_part.c `scontrol_parse_part_options`, `scontrol_update_part`):
+/// tags and `State=` values are case-insensitive prefixes (`st=d` is `State=DOWN`, `MaxT=`
+/// `MaxTime=`, `DefaultT=` `DefaultTime=`); a time is read by `time_str2mins` (`UNLIMITED`
+/// and `INFINITE` too) and a negative or unreadable one is `Invalid input MaxTime=...`; a
+/// word without `=`, a bad state or value, or a key Flotilla does not update (Slurm's other
+/// partition keys among them: they change through slurm.conf here) aborts with Slurm's
+/// messages and `slurm_update error: No error`; no name, or no change, is refused without
+/// it. Exit 1 on any error.
 fn update_partition(args: &[String], io: &mut Io<'_>) -> i32 {
     let mut u = flotilla_proto::UpdatePartition::default();
     let (mut named, mut changes) = (false, 0);
@@ -514,9 +517,25 @@ fn update_partition(args: &[String], io: &mut Io<'_>) -> i32 {
             io.err(&format!("scontrol: error: Invalid input: {a}  Request aborted\nslurm_update error: No error\n"));
             return 1;
         };
+        // `time_str2mins`: minutes, `INFINITE` for `UNLIMITED`/`INFINITE`, negative refused.
+        let minutes = |v: &str| match flotilla_core::time::time_str2mins(v) {
+            Ok(flotilla_core::time::SlurmDuration::Infinite) => Some(TimeLimitWire::Unlimited),
+            Ok(flotilla_core::time::SlurmDuration::Finite(m)) if m >= 0 => Some(TimeLimitWire::Minutes(m as u32)),
+            _ => None,
+        };
         if abbrev(k, "PartitionName", 2) {
             u.name = v.to_string();
             named = true;
+        } else if abbrev(k, "MaxTime", 4) || abbrev(k, "DefaultTime", 8) {
+            let Some(t) = minutes(v) else {
+                io.err(&format!("scontrol: error: Invalid input {a}\nslurm_update error: No error\n"));
+                return 1;
+            };
+            if abbrev(k, "MaxTime", 4) {
+                u.max_time = Some(t);
+            } else {
+                u.default_time = Some(t);
+            }
         } else if abbrev(k, "State", 2) {
             let word = ["INACTIVE", "DOWN", "UP", "DRAIN"].into_iter().find(|w| !v.is_empty() && abbrev(v, w, 1));
             let Some(word) = word else {

@@ -1544,13 +1544,18 @@ pub enum Request {
     QueryQueueParts(crate::QueueQuery),
 }
 
-/// `scontrol update PartitionName=... State=...`.
+/// `scontrol update PartitionName=... State=... MaxTime=... DefaultTime=...`.
 #[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
 pub struct UpdatePartition {
     /// The partition.
     pub name: String,
     /// `State=`: `UP`, `DOWN`, `DRAIN` or `INACTIVE`.
     pub state: Option<String>,
+    /// `MaxTime=` (appended): minutes, or `UNLIMITED`.
+    pub max_time: Option<TimeLimitWire>,
+    /// `DefaultTime=` (appended): minutes, or `UNLIMITED`; the controller ignores one above
+    /// the partition's `MaxTime` (after this update's).
+    pub default_time: Option<TimeLimitWire>,
 }
 
 /// One partition's `State=` as [`Request::QueryPartitionStates`] answers it.
@@ -1960,11 +1965,20 @@ mod tests {
     fn partition_state_messages_are_appended() {
         let req = Request::RequeueSpecialExit(RequeueJob { jobs: vec![], hold: false });
         let before = postcard::to_allocvec(&req).unwrap()[0];
-        let up = Request::UpdatePartition(UpdatePartition { name: "debug".into(), state: Some("DRAIN".into()) });
+        let up = Request::UpdatePartition(UpdatePartition { name: "debug".into(), state: Some("DRAIN".into()), ..UpdatePartition::default() });
         let bytes = postcard::to_allocvec(&up).unwrap();
         assert_eq!(bytes[0], before + 1);
         assert_eq!(postcard::from_bytes::<Request>(&bytes).unwrap(), up);
         assert_eq!(postcard::to_allocvec(&Request::QueryPartitionStates).unwrap(), vec![before + 2]);
+        // The times are appended to the update: the state's bytes come first, unchanged.
+        let times = Request::UpdatePartition(UpdatePartition {
+            max_time: Some(TimeLimitWire::Minutes(10)),
+            default_time: Some(TimeLimitWire::Unlimited),
+            ..match &up { Request::UpdatePartition(u) => u.clone(), _ => unreachable!() }
+        });
+        let longer = postcard::to_allocvec(&times).unwrap();
+        assert_eq!(&longer[..bytes.len() - 2], &bytes[..bytes.len() - 2]);
+        assert_eq!(postcard::from_bytes::<Request>(&longer).unwrap(), times);
         let before = postcard::to_allocvec(&Response::Reclaimable(vec![])).unwrap()[0];
         let resp = Response::PartitionStates(vec![PartitionStateInfo { name: "debug".into(), state: "DRAIN".into() }]);
         let bytes = postcard::to_allocvec(&resp).unwrap();

@@ -426,7 +426,7 @@ fn updates_in_an_inactive_partition_are_kept_and_answered_an_error() {
     let mut j = job(User::Alice, Some(10), 0);
     j.hold = true;
     let id = h.submit(j);
-    let state_of = |st: &str| Request::UpdatePartition(UpdatePartition { name: "batch".into(), state: Some(st.into()) });
+    let state_of = |st: &str| Request::UpdatePartition(UpdatePartition { name: "batch".into(), state: Some(st.into()), ..UpdatePartition::default() });
     let r = h.call(User::Root, state_of("INACTIVE"));
     assert!(matches!(&r, Response::JobResults(v) if v.is_empty()), "{r:?}");
     let refused = |r: &Response| matches!(r, Response::JobResults(v) if v[0].error.as_ref().is_some_and(|e| e.code == ESLURM_REQUESTED_PART_CONFIG_UNAVAILABLE));

@@ -171,6 +171,31 @@ mod tests {
         s.check_invariants().unwrap();
     }
 
+    /// `scontrol update PartitionName= MaxTime= DefaultTime=` (goldens-extra 1036): a pending
+    /// job over the new `MaxTime` waits `PartitionTimeLimit` from the next cycle and starts
+    /// once it is raised; a `DefaultTime` above the `MaxTime` is ignored, one within it kept.
+    #[test]
+    fn partition_times_gate_their_jobs_and_bound_the_default() {
+        let mut s = Scheduler::new(Cluster::uniform(1, 8, 1, 64, 512_000), Box::new(Lowest), Box::new(Fifo), SchedConfig::default());
+        let part = PartId(0);
+        let reason = |s: &Scheduler| s.pending_info(JobId(1)).map(|i| i.reason);
+        let times = |max: Option<Option<u64>>, default: Option<Option<u64>>| Event::PartitionTimes { part, max_time_min: max, default_time_min: default };
+        assert!(s.handle(times(Some(Some(10)), None), 0).is_empty());
+        assert!(s.handle(Event::Submit(JobSpec::simple(1, 0, Request::gpus(8, TopologyKind::Node), Some(20 * 60))), 0).is_empty());
+        assert!(s.cycle(0).is_empty());
+        assert_eq!(reason(&s), Some(Reason::PartitionTimeLimit));
+        // Above the MaxTime: ignored; within it: kept; UNLIMITED under a MaxTime: ignored.
+        assert!(s.handle(times(None, Some(Some(40))), 1).is_empty());
+        assert_eq!(s.cluster().partitions[0].default_time_min, None);
+        assert!(s.handle(times(Some(Some(30)), Some(Some(5))), 1).is_empty());
+        assert_eq!((s.cluster().partitions[0].max_time_min, s.cluster().partitions[0].default_time_min), (Some(30), Some(5)));
+        assert!(s.handle(times(None, Some(None)), 1).is_empty());
+        assert_eq!(s.cluster().partitions[0].default_time_min, Some(5));
+        let d = s.cycle(2);
+        assert!(matches!(d.as_slice(), [Decision::Bind { .. }]), "{d:?}");
+        s.check_invariants().unwrap();
+    }
+
     /// slurm.conf's words, and what each state lets through (Slurm's `PARTITION_SUBMIT`,
     /// `PARTITION_SCHED`).
     #[test]

@@ -438,6 +438,25 @@ impl Scheduler {
                     self.touch_fit();
                 }
             }
+            Event::PartitionTimes { part, max_time_min, default_time_min } => {
+                if let Some(p) = self.cluster.partitions.get_mut(part.0 as usize) {
+                    if let Some(m) = max_time_min {
+                        p.max_time_min = m;
+                    }
+                    if let Some(d) = default_time_min {
+                        let above = match (d, p.max_time_min) {
+                            (_, None) => false,
+                            (None, Some(_)) => true,
+                            (Some(d), Some(m)) => d > m,
+                        };
+                        if !above {
+                            p.default_time_min = d;
+                        }
+                    }
+                    // Eligibility reads `MaxTime` (`PartitionTimeLimit`): every job anew.
+                    self.touch_fit();
+                }
+            }
         }
         out
     }

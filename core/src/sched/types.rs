@@ -634,6 +634,20 @@ pub enum Event {
         /// Its state.
         state: crate::cluster::PartitionState,
     },
+    /// `scontrol update PartitionName= MaxTime= DefaultTime=`: the partition's limits from
+    /// now on (minutes; `Some(None)`: `UNLIMITED`; `None`: unchanged). Pending jobs over the
+    /// new `MaxTime` wait `PartitionTimeLimit`; running jobs keep their limits; the default
+    /// applies to later submissions. A `DefaultTime` above the `MaxTime` (after this event's)
+    /// is ignored, as Slurm 22.05's `update_part` (partition_mgr.c) ignores it.
+    PartitionTimes {
+        /// The partition.
+        part: PartId,
+        /// Its new `MaxTime`.
+        max_time_min: Option<Option<u64>>,
+        /// Its new `DefaultTime` (`Some(None)`: `UNLIMITED`, kept as no default, which is
+        /// the same limit under an unlimited `MaxTime`).
+        default_time_min: Option<Option<u64>>,
+    },
 }
 
 /// The queue discipline: how blocked jobs hold resources.
