@@ -287,23 +287,13 @@ enum Attempt {
 /// The `State=` word of each partition of `parts` that is not up (`DOWN`, `DRAIN`,
 /// `INACTIVE`), asked of the controller only when one is not (`PartitionInfo` says up or
 /// not); by name. A controller that cannot answer leaves them `DOWN`.
-pub fn partition_states(ctl: &Ctl, parts: &[flotilla_proto::PartitionInfo]) -> std::collections::HashMap<String, String> {
+pub fn partition_states(ctl: &Ctl, parts: &[flotilla_proto::PartitionInfo]) -> std::collections::BTreeMap<String, String> {
     if parts.iter().all(|p| p.up) {
         return Default::default();
     }
     match ctl.call(flotilla_proto::Request::QueryPartitionStates) {
         Ok(flotilla_proto::Response::PartitionStates(s)) => s.into_iter().map(|s| (s.name, s.state)).collect(),
         _ => Default::default(),
-    }
-}
-
-/// Partition `p`'s `State=` word: `UP`, or its word in `states` ([`partition_states`]),
-/// `DOWN` when it has none.
-pub fn partition_state<'a>(p: &flotilla_proto::PartitionInfo, states: &'a std::collections::HashMap<String, String>) -> &'a str {
-    if p.up {
-        "UP"
-    } else {
-        states.get(&p.name).map_or("DOWN", String::as_str)
     }
 }
 

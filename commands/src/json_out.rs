@@ -376,10 +376,9 @@ fn node_tres(n: &NodeInfo) -> String {
 /// v0.0.38's `/partitions/` answer (Flotilla's `scontrol show partition --json`). `conf`:
 /// slurm.conf's nodes, for the partition's `tres` (22.05's `cpu=,mem=,node=,billing=,gres/gpu=`
 /// of its nodes). `min nodes per job` is 22.05's key, spaces included.
-pub fn partitions_doc(parts: &[PartitionInfo], states: &std::collections::HashMap<String, String>, cluster: &str, conf: &[NodeConfig]) -> Doc {
+pub fn partitions_doc(parts: &[PartitionInfo], partition_states: std::collections::BTreeMap<String, String>, cluster: &str, conf: &[NodeConfig]) -> Doc {
     let m = flotilla_rest::v38::partition_model();
     let keys = model_keys(&m);
-    let partition_states = states.iter().map(|(k, v)| (k.clone(), v.clone())).collect();
     let ctx = flotilla_rest::dp::job::Ctx { cluster: cluster.to_string(), partition_states };
     let items = parts
         .iter()
@@ -542,7 +541,7 @@ pub fn show(what: Show, name: Option<&str>, mime: Mime, io: &mut crate::common::
                 }
             }
             let states = crate::common::partition_states(&ctl, &parts);
-            (partitions_doc(&parts, &states, &cluster, &ctl.conf.nodes), errs)
+            (partitions_doc(&parts, states, &cluster, &ctl.conf.nodes), errs)
         }
     };
     io.out(&render(&with_errors(doc, &errs), mime));
@@ -1117,7 +1116,7 @@ mod tests {
         let p = PartitionInfo { name: "batch".into(), nodes: "n[1-2]".into(), default: true, up: true, total_nodes: 2, total_cpus: 8, total_gpus: 4, default_time_min: Some(60), max_time_min: Some(2880), ..Default::default() };
         let old = PartitionInfo { name: "old".into(), ..Default::default() };
         let states = [("old".to_string(), "INACTIVE".to_string())].into_iter().collect();
-        let v: Value = serde_json::from_str(&to_json(&partitions_doc(&[p, old], &states, "c", &[]))).unwrap();
+        let v: Value = serde_json::from_str(&to_json(&partitions_doc(&[p, old], states, "c", &[]))).unwrap();
         assert_eq!((v["partitions"][0]["state"].as_str(), v["partitions"][1]["state"].as_str()), (Some("UP"), Some("INACTIVE")));
         let p = &v["partitions"][0];
         // (No slurm.conf nodes given: no memory.)

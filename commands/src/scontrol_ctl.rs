@@ -500,6 +500,16 @@ fn abbrev(tag: &str, key: &str, min: usize) -> bool {
     tag.len() >= min && tag.len() <= key.len() && key[..tag.len()].eq_ignore_ascii_case(tag)
 }
 
+/// A partition's `MaxTime=`/`DefaultTime=` as update_part.c reads it with `time_str2mins`:
+/// minutes, `UNLIMITED`/`INFINITE`; `None` for a negative or unreadable one.
+fn partition_minutes(v: &str) -> Option<TimeLimitWire> {
+    match flotilla_core::time::time_str2mins(v) {
+        Ok(flotilla_core::time::SlurmDuration::Infinite) => Some(TimeLimitWire::Unlimited),
+        Ok(flotilla_core::time::SlurmDuration::Finite(m)) => u32::try_from(m).ok().map(TimeLimitWire::Minutes),
+        Err(_) => None,
+    }
+}
+
 /// `update PartitionName=NAME State=STATE MaxTime=T DefaultTime=T`, as Slurm 22.05's
 /// scontrol reads it (update_part.c `scontrol_parse_part_options`, `scontrol_update_part`):
 /// tags and `State=` values are case-insensitive prefixes (`st=d` is `State=DOWN`, `MaxT=`
@@ -517,25 +527,22 @@ fn update_partition(args: &[String], io: &mut Io<'_>) -> i32 {
             io.err(&format!("scontrol: error: Invalid input: {a}  Request aborted\nslurm_update error: No error\n"));
             return 1;
         };
-        // `time_str2mins`: minutes, `INFINITE` for `UNLIMITED`/`INFINITE`, negative refused.
-        let minutes = |v: &str| match flotilla_core::time::time_str2mins(v) {
-            Ok(flotilla_core::time::SlurmDuration::Infinite) => Some(TimeLimitWire::Unlimited),
-            Ok(flotilla_core::time::SlurmDuration::Finite(m)) if m >= 0 => Some(TimeLimitWire::Minutes(m as u32)),
-            _ => None,
+        let time_slot = if abbrev(k, "MaxTime", 4) {
+            Some(&mut u.max_time)
+        } else if abbrev(k, "DefaultTime", 8) {
+            Some(&mut u.default_time)
+        } else {
+            None
         };
         if abbrev(k, "PartitionName", 2) {
             u.name = v.to_string();
             named = true;
-        } else if abbrev(k, "MaxTime", 4) || abbrev(k, "DefaultTime", 8) {
-            let Some(t) = minutes(v) else {
+        } else if let Some(slot) = time_slot {
+            let Some(t) = partition_minutes(v) else {
                 io.err(&format!("scontrol: error: Invalid input {a}\nslurm_update error: No error\n"));
                 return 1;
             };
-            if abbrev(k, "MaxTime", 4) {
-                u.max_time = Some(t);
-            } else {
-                u.default_time = Some(t);
-            }
+            *slot = Some(t);
         } else if abbrev(k, "State", 2) {
             let word = ["INACTIVE", "DOWN", "UP", "DRAIN"].into_iter().find(|w| !v.is_empty() && abbrev(v, w, 1));
             let Some(word) = word else {
@@ -1215,7 +1222,7 @@ pub fn show_partition(name: Option<&str>, flags: ShowFlags, io: &mut Io<'_>) -> 
             "   OverTimeLimit=NONE PreemptMode=OFF".into(),
             format!(
                 "   State={} TotalCPUs={} TotalNodes={} SelectTypeParameters=NONE",
-                common::partition_state(p, &states),
+                p.state_word(&states),
                 p.total_cpus,
                 p.total_nodes
             ),

@@ -14,7 +14,7 @@ use crate::common::{self, field, Ctl, Io};
 use crate::getopt::{getopt_long, lo, HasArg, LongOpt};
 use flotilla_core::time::{fmt_ctime, fmt_time, sinfo_time_limit, TimeLimit};
 use flotilla_proto::{LargestPlaceableWire, NodeInfo, NodeQuery, PartitionInfo, PartitionReclaim, Request, Response};
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeMap;
 
 const fn c(ch: char) -> u32 {
     ch as u32
@@ -253,7 +253,7 @@ pub fn shown(f: &Option<String>) -> String {
 
 /// Field `ch` of row `r`: its header and text. `states`: the partitions' `State=` words
 /// ([`common::partition_states`]).
-fn value(ch: char, r: &Row<'_>, conf: &flotilla_core::config::ClusterConfig, states: &HashMap<String, String>) -> Option<(&'static str, String)> {
+fn value(ch: char, r: &Row<'_>, conf: &flotilla_core::config::ClusterConfig, states: &BTreeMap<String, String>) -> Option<(&'static str, String)> {
     let n0 = r.nodes.first();
     let nconf = n0.and_then(|n| conf.nodes.iter().find(|x| x.name == n.name));
     let names: Vec<String> = r.nodes.iter().map(|n| n.name.clone()).collect();
@@ -266,7 +266,7 @@ fn value(ch: char, r: &Row<'_>, conf: &flotilla_core::config::ClusterConfig, sta
             conf.partitions.iter().find(|p| p.name == r.part.name).map_or(1, |p| p.priority_tier).to_string(),
         ),
         // up, down, drain, inactive (`inact` in the default format's five columns).
-        'a' => ("AVAIL", common::partition_state(r.part, states).to_ascii_lowercase()),
+        'a' => ("AVAIL", r.part.state_word(states).to_ascii_lowercase()),
         'l' => (
             "TIMELIMIT",
             sinfo_time_limit(r.part.max_time_min.map_or(TimeLimit::Unlimited, |m| TimeLimit::Minutes(m as u32))),

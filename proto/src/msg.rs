@@ -31,6 +31,16 @@ pub enum TimeLimitWire {
     Minutes(u32),
 }
 
+impl TimeLimitWire {
+    /// The minutes; `None` for `UNLIMITED`.
+    pub fn minutes(self) -> Option<u32> {
+        match self {
+            Self::Unlimited => None,
+            Self::Minutes(m) => Some(m),
+        }
+    }
+}
+
 /// One GRES request (`--gres=gpu:h100:4` gives name `gpu`, type `h100`, count 4), per node.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct GresSpec {
@@ -1202,6 +1212,18 @@ pub struct PartitionInfo {
     /// The largest GPU request that could start now in this partition, per topology level
     /// (`None` from a controller that does not compute it).
     pub largest_placeable: Option<LargestPlaceableWire>,
+}
+
+impl PartitionInfo {
+    /// Its `State=` word: `UP`, or its word in `states` (by name, the answer of
+    /// [`Request::QueryPartitionStates`] for the partitions not up), `DOWN` when it has none.
+    pub fn state_word<'a>(&self, states: &'a std::collections::BTreeMap<String, String>) -> &'a str {
+        if self.up {
+            "UP"
+        } else {
+            states.get(&self.name).map_or("DOWN", String::as_str)
+        }
+    }
 }
 
 /// The largest request (GPUs) that could start now inside one node, one pod, and anywhere

@@ -133,7 +133,7 @@ pub fn partition_model() -> Model<PartitionInfo, Ctx> {
         .opt("max_time_limit", i64_(), |p, _| Some(json!(p.max_time_min.map_or(-1, |m| m as i64))))
         .opt("name", Schema::Str, |p, _| s(&p.name))
         .opt("nodes", Schema::Str, |p, _| s(&p.nodes))
-        .opt("state", Schema::Str, |p, c| s(crate::dp::node::partition_state(p, &c.partition_states)))
+        .opt("state", Schema::Str, |p, c| s(p.state_word(&c.partition_states)))
         .opt("total_cpus", int(), |p, _| Some(json!(p.total_cpus)))
         .opt("total_nodes", int(), |p, _| Some(json!(p.total_nodes)))
 }

@@ -33,6 +33,13 @@ fn cancel(ids: &[u64]) -> Request {
     Request::CancelJob(CancelJob { jobs: ids.iter().map(|&i| JobRef::id(i)).collect(), ..CancelJob::default() })
 }
 
+/// `sbatch --hold` of a 10 s job of `who`.
+fn held_job(who: User) -> SubmitJob {
+    let mut j = job(who, Some(10), 0);
+    j.hold = true;
+    j
+}
+
 fn hold(op: HoldOp, id: u64) -> Request {
     Request::HoldRelease(HoldRelease { jobs: vec![JobRef::id(id)], op })
 }
@@ -382,9 +389,7 @@ fn scancel_state_filter_compares_the_base_state() {
 #[test]
 fn hold_and_release() {
     let mut h = Harness::two_nodes("ctl_hold_and_release");
-    let mut j = job(User::Alice, Some(10), 0);
-    j.hold = true;
-    let held = h.submit(j);
+    let held = h.submit(held_job(User::Alice));
     assert_eq!((state(&h, held), h.job(held).reason.as_str()), (JobStateWire::Pending, "JobHeldUser"));
     h.advance(60);
     h.turn();
@@ -423,9 +428,7 @@ fn hold_and_release() {
 #[test]
 fn updates_in_an_inactive_partition_are_kept_and_answered_an_error() {
     let mut h = Harness::two_nodes("ctl_inactive_partition_updates");
-    let mut j = job(User::Alice, Some(10), 0);
-    j.hold = true;
-    let id = h.submit(j);
+    let id = h.submit(held_job(User::Alice));
     let state_of = |st: &str| Request::UpdatePartition(UpdatePartition { name: "batch".into(), state: Some(st.into()), ..UpdatePartition::default() });
     let r = h.call(User::Root, state_of("INACTIVE"));
     assert!(matches!(&r, Response::JobResults(v) if v.is_empty()), "{r:?}");

@@ -443,15 +443,8 @@ impl Scheduler {
                     if let Some(m) = max_time_min {
                         p.max_time_min = m;
                     }
-                    if let Some(d) = default_time_min {
-                        let above = match (d, p.max_time_min) {
-                            (_, None) => false,
-                            (None, Some(_)) => true,
-                            (Some(d), Some(m)) => d > m,
-                        };
-                        if !above {
-                            p.default_time_min = d;
-                        }
+                    if let Some(d) = default_time_min.filter(|d| !p.over_max_time(d.map(|m| m * 60))) {
+                        p.default_time_min = d;
                     }
                     // Eligibility reads `MaxTime` (`PartitionTimeLimit`): every job anew.
                     self.touch_fit();

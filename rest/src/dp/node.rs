@@ -24,17 +24,8 @@ pub struct Ctx {
     pub partition_states: std::collections::BTreeMap<String, String>,
 }
 
-/// A partition's state word as `slurmrestd` shows it (`partitions.c`'s `state`, the data
-/// parser's `PARTITION_STATES`): `UP`, else its word in `states`, `DOWN` without one.
-pub fn partition_state<'a>(p: &PartitionInfo, states: &'a std::collections::BTreeMap<String, String>) -> &'a str {
-    if p.up {
-        "UP"
-    } else {
-        states.get(&p.name).map_or("DOWN", String::as_str)
-    }
-}
-
-/// The partition state words of every version's enum (the data parser's `PARTITION_STATES`).
+/// The partition state words of every version's enum (the data parser's `PARTITION_STATES`;
+/// a partition shows [`PartitionInfo::state_word`], as `partitions.c` shows its `state`).
 const PARTITION_STATES: [&str; 5] = ["INACTIVE", "UNKNOWN", "UP", "DOWN", "DRAIN"];
 
 /// The node state words Flotilla reports (each in every version's `state` enum).
@@ -179,7 +170,7 @@ pub fn partition_model(v: ApiVersion) -> Model<PartitionInfo, Ctx> {
         .opt(
             "partition",
             Schema::Object(vec![opt("state", array(Schema::Enum(PARTITION_STATES.to_vec())))]),
-            |p, c| Some(json!({"state": [partition_state(p, &c.partition_states)]})),
+            |p, c| Some(json!({"state": [p.state_word(&c.partition_states)]})),
         )
 }
 

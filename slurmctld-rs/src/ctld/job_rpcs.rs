@@ -798,8 +798,7 @@ impl Controller {
     fn partition_limits_check(&mut self, id: u64) -> Result<(), SlurmError> {
         let rec = &self.jobs[&id];
         let part = &self.sched.cluster().partitions[rec.spec.partition.0 as usize];
-        let over_nodes = rec.spec.request.nodes.is_some_and(|n| n as usize > part.nodes.len());
-        if part.state != flotilla_core::cluster::PartitionState::Inactive || part.over_max_time(rec.spec.time_limit_s) || over_nodes {
+        if part.state != flotilla_core::cluster::PartitionState::Inactive || over_partition_limits(rec, part) {
             return Ok(());
         }
         if rec.state == JobState::Pending && rec.spec.held.is_none() && rec.reason.is_none() {
@@ -1025,9 +1024,7 @@ impl Controller {
         if rec.state != JobState::Pending || rec.is_array_meta() || rec.reason.is_some() || !super::arrays::may_start(rec, now) {
             return None;
         }
-        let part = &self.sched.cluster().partitions[rec.spec.partition.0 as usize];
-        let over_nodes = rec.spec.request.nodes.is_some_and(|n| n as usize > part.nodes.len());
-        if part.over_max_time(rec.spec.time_limit_s) || over_nodes {
+        if over_partition_limits(rec, &self.sched.cluster().partitions[rec.spec.partition.0 as usize]) {
             return Some("PartitionConfig");
         }
         // Candidates: the pending records ranked above the job (`prio_index`, highest
@@ -1076,6 +1073,13 @@ impl Controller {
         let part = &self.sched.cluster().partitions[rec.spec.partition.0 as usize];
         part.state.schedules() && !part.over_max_time(rec.spec.time_limit_s)
     }
+}
+
+/// Whether job `rec` is over its partition's `MaxTime` or node count: what Slurm's
+/// `_part_access_check` finds first in `job_limits_check` (`WAIT_PART_TIME_LIMIT`,
+/// `WAIT_PART_NODE_LIMIT`), and what its submission test maps to `PartitionConfig`.
+fn over_partition_limits(rec: &JobRecord, part: &flotilla_core::cluster::Partition) -> bool {
+    part.over_max_time(rec.spec.time_limit_s) || rec.spec.request.nodes.is_some_and(|n| n as usize > part.nodes.len())
 }
 
 /// The tasks record `rec` answers for in an array-errors answer: a pending array record all
@@ -1497,10 +1501,7 @@ fn change_time_limit(
     ident: Ident,
     sched: &Scheduler,
 ) -> Result<(), SlurmError> {
-    let new = match t {
-        TimeLimitWire::Unlimited => None,
-        TimeLimitWire::Minutes(m) => Some(m),
-    };
+    let new = t.minutes();
     // `_update_job`: never below the job's minimum time.
     if let (Some(n), Some(m)) = (new, time_min) {
         if n < m {

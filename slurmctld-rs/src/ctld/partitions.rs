@@ -38,10 +38,7 @@ impl Controller {
             self.sched_dirty = true;
         }
         if u.max_time.is_some() || u.default_time.is_some() {
-            let minutes = |t: TimeLimitWire| match t {
-                TimeLimitWire::Unlimited => None,
-                TimeLimitWire::Minutes(m) => Some(u64::from(m)),
-            };
+            let minutes = |t: TimeLimitWire| t.minutes().map(u64::from);
             let (max_time_min, default_time_min) = (u.max_time.map(minutes), u.default_time.map(minutes));
             info!(partition = %u.name, ?max_time_min, ?default_time_min, uid = ident.uid, "partition times updated by an admin");
             let d = self.sched.handle(CoreEvent::PartitionTimes { part, max_time_min, default_time_min }, now as u64);
