@@ -8,7 +8,7 @@ use crate::common::{self, Ctl, Io};
 use crate::getopt::{getopt_long, lo, HasArg, LongOpt};
 use crate::squeue::{parse_job_ref_by, scancel_job_id};
 use flotilla_proto::errno::{ESLURM_ALREADY_DONE, ESLURM_INVALID_JOB_ID, ESLURM_JOB_FINISHED};
-use flotilla_proto::{CancelJob, JobFilter, Request, Response};
+use flotilla_proto::{CancelJob, JobFilter, JobRef, Request, Response};
 
 const fn c(ch: char) -> u32 {
     ch as u32
@@ -126,10 +126,10 @@ pub fn run(args: &[String], io: &mut Io<'_>) -> i32 {
         }
     }
     for id in &p.operands {
-        match parse_job_ref_by(id.split('.').next().unwrap_or(id), scancel_job_id) {
-            Some(r) => req.jobs.push(r),
-            None => {
-                io.err(&format!("scancel: error: Invalid job id {id}\n"));
+        match scancel_operand(id) {
+            Ok(refs) => req.jobs.extend(refs),
+            Err(bad) => {
+                io.err(&format!("scancel: error: Invalid job id {bad}\n"));
                 return 1;
             }
         }
@@ -188,4 +188,68 @@ pub fn run(args: &[String], io: &mut Io<'_>) -> i32 {
         }
     }
     code
+}
+
+/// One operand of scancel as Slurm 22.05 reads it (`src/scancel/opt.c`
+/// `_xlate_job_step_ids`): a job id read with `strtol` (not positive: invalid); then
+/// `_[LIST]` (which must end the operand; no step), `_*` (every task), `_N` (one task) or
+/// `+N` (a hetjob component, taken as the whole job); then `.N`, a step (read with `strtol`,
+/// not negative; scancel here cancels the job it names); then `,` and another operand, or
+/// the end. Anything else: `Err` with the text Slurm names in "Invalid job id TEXT" (the
+/// remaining operand, from the id that failed).
+pub fn scancel_operand(arg: &str) -> Result<Vec<JobRef>, String> {
+    use flotilla_core::cnum::strtol;
+    let mut out = Vec::new();
+    let mut cur = arg;
+    loop {
+        let bad = || cur.to_string();
+        let (job, mut rest) = strtol(cur);
+        if job <= 0 {
+            return Err(bad());
+        }
+        let job_id = u64::from(job as u32);
+        if let Some(list) = rest.strip_prefix("_[") {
+            match list.find(']') {
+                Some(e) if e + 1 == list.len() => {}
+                _ => return Err(bad()),
+            }
+            return match parse_job_ref_by(cur, scancel_job_id) {
+                Some(r) => {
+                    out.push(r);
+                    Ok(out)
+                }
+                None => Err(bad()),
+            };
+        }
+        let mut r = JobRef::id(job_id);
+        if let Some(t) = rest.strip_prefix("_*") {
+            rest = t;
+        } else if let Some(t) = rest.strip_prefix('_') {
+            let (task, after) = strtol(t);
+            if task < 0 {
+                return Err(bad());
+            }
+            r.tasks = Some(vec![u32::try_from(task).unwrap_or(u32::MAX)]);
+            rest = after;
+        } else if let Some(t) = rest.strip_prefix('+') {
+            let (comp, after) = strtol(t);
+            if comp < 0 {
+                return Err(bad());
+            }
+            rest = after;
+        }
+        if let Some(t) = rest.strip_prefix('.') {
+            let (step, after) = strtol(t);
+            if step < 0 {
+                return Err(bad());
+            }
+            rest = after;
+        }
+        out.push(r);
+        match rest.strip_prefix(',') {
+            Some(next) => cur = next,
+            None if rest.is_empty() => return Ok(out),
+            None => return Err(bad()),
+        }
+    }
 }

@@ -164,7 +164,7 @@ pub fn run(args: &[String], io: &mut Io<'_>) -> i32 {
             O_ME => p.users.push(common::my_uid()),
             x if x == c('j') => {
                 for id in a.split(',').filter(|s| !s.is_empty()) {
-                    match parse_job_ref(id) {
+                    match squeue_operand(id) {
                         Some(r) => {
                             p.job_ids.push(r);
                             p.job_id_count += 1;
@@ -316,7 +316,20 @@ pub fn run(args: &[String], io: &mut Io<'_>) -> i32 {
         io.err(&format!("slurm_load_jobs error: {}\n", CtlError::Connect.slurm().text));
         return 1;
     }
-    if p.job_id_count == 1 && !any {
+    // Slurm loads the one job named (`slurm_load_job`) and filters its tasks after: a task
+    // it does not have shows nothing, with no error (goldens-extra 1211).
+    let job_known = |r: &JobRef| {
+        let q = QueueQuery {
+            query: JobQuery {
+                jobs: vec![JobRef::id(r.job_id)],
+                include_finished: true,
+                ..JobQuery::default()
+            },
+            fields: Vec::new(),
+        };
+        matches!(ctl.call(Request::QueryQueue(q)), Ok(Response::Queue(rows)) if rows.count > 0)
+    };
+    if p.job_id_count == 1 && !any && !p.job_ids.first().is_some_and(|r| r.tasks.is_some() && job_known(r)) {
         io.err(&format!("slurm_load_jobs error: {}\n", flotilla_proto::errno::strerror(ESLURM_INVALID_JOB_ID)));
         return 1;
     }
@@ -455,6 +468,20 @@ impl<'a, 'p: 'a> Taken<'a, 'p> {
 /// `123`, `123_4`, `123_[3-4]`.
 pub fn parse_job_ref(s: &str) -> Option<JobRef> {
     parse_job_ref_by(s, squeue_job_id)
+}
+
+/// One id of `squeue -j` as Slurm 22.05 reads it (`src/squeue/opts.c` `_build_job_list`):
+/// the job id by [`squeue_job_id`] (`None`: "Invalid job id"); then, after a `_`, one array
+/// task read with `strtol`, so no digits there is task 0 (`12_[1-3]` asks for task 0 of job
+/// 12, and matches nothing); anything else after the id is ignored (`12x` is job 12).
+pub fn squeue_operand(s: &str) -> Option<JobRef> {
+    let id = squeue_job_id(s)?;
+    let (_, rest) = flotilla_core::cnum::strtol(s);
+    let tasks = rest.strip_prefix('_').map(|t| {
+        let task = flotilla_core::cnum::strtol(t).0 as i32;
+        u32::try_from(task).map_or_else(|_| Vec::new(), |t| vec![t])
+    });
+    Some(JobRef { job_id: id, tasks })
 }
 
 /// A job reference (`N`, `N_T`, `N_[list]`) whose job id part is read by `job_id` (each
@@ -1689,5 +1716,27 @@ JOBID NODES MIN_NODES MAX_NODES       ELASTIC
         assert_eq!(parse_job_ref("64_3").unwrap().tasks, Some(vec![3]));
         assert_eq!(parse_job_ref("64_[3-4]").unwrap().tasks, Some(vec![3, 4]));
         assert_eq!(parse_job_ref("abc"), None);
+        // squeue -j itself reads one task after `_` with strtol (goldens-extra 1211).
+        assert_eq!(squeue_operand("64_3").unwrap().tasks, Some(vec![3]));
+        assert_eq!(squeue_operand("64_[3-4]").unwrap().tasks, Some(vec![0]));
+        assert_eq!(squeue_operand("12_[1-"), Some(JobRef { job_id: 12, tasks: Some(vec![0]) }));
+        assert_eq!(squeue_operand("12x"), Some(JobRef::id(12)));
+        assert_eq!(squeue_operand("0"), None);
+    }
+
+    /// scancel's operands (`_xlate_job_step_ids`; goldens-extra 1212).
+    #[test]
+    fn scancel_operands() {
+        use crate::scancel::scancel_operand;
+        assert_eq!(scancel_operand("12.abc"), Err("12.abc".into()));
+        assert_eq!(scancel_operand("12.3"), Ok(vec![JobRef::id(12)]));
+        assert_eq!(scancel_operand("12x"), Err("12x".into()));
+        assert_eq!(scancel_operand("12,13_2"), Ok(vec![JobRef::id(12), JobRef { job_id: 13, tasks: Some(vec![2]) }]));
+        assert_eq!(scancel_operand("12,abc"), Err("abc".into()));
+        assert_eq!(scancel_operand("12_*"), Ok(vec![JobRef::id(12)]));
+        assert_eq!(scancel_operand("12_[1-3]").unwrap()[0].tasks, Some(vec![1, 2, 3]));
+        assert_eq!(scancel_operand("12_[1-3]x"), Err("12_[1-3]x".into()));
+        assert_eq!(scancel_operand("0"), Err("0".into()));
+        assert_eq!(scancel_operand("12.-1"), Err("12.-1".into()));
     }
 }

@@ -195,6 +195,15 @@ A02 = [
     pat("node_name_and_host", "x-%N.out"),
     pat("padding_zero_width", "y%0j.out"),
     pat("array_id_plain_job", "z-%A-%a.out"),
+    # Added at stop 51 (src/common/fd.c / slurm_opt.c expand_stdio_fields).
+    pat("jobstep_J", "b-%J.out"),
+    pat("width_on_name_user", "e-%5x-%3u.out", "-J nm"),
+    pat("nonarray_padded_a", "f-%4a-%8A.out"),
+    pat("node_on_named_host", "g-%N-%n-%t.out", "-w gpu02"),
+    pat("name_with_space", "h-%x.out", "-J 'a b'"),
+    pat("width_leading_zero", "i%09j.out"),
+    {"name": "error_separate", "cmd": "rm -rf o; mkdir o\nsb -o 'o/o-%j.out' -e 'o/e-%j.err' --wrap 'echo x; echo y >&2'\nwend $J1\nls o | m\ncat o/o-*.out o/e-*.err\nfin"},
+    {"name": "missing_output_dir", "cmd": "rm -rf nodir\nsb -o nodir/x.out --wrap true\nwend $J1\nscontrol show job $J1 | grep -oE '(JobState|Reason|ExitCode|DerivedExitCode)=[^ ]*' | m\nsqueue -h -t all -j $J1 -o '%T|%r' | m\nfin"},
 ]
 
 # Area a03: exit status, end state and reason (slurmctld job_mgr.c: job_completion_logger,
@@ -299,6 +308,16 @@ A05 = [
     # cancels a job whose dependency can never be met (yes wins over a later no), no or
     # nothing leaves it pending, DependencyNeverSatisfied.
     {"name": "kill_on_invalid_dep", "cmd": "sb --wrap false\nsb --kill-on-invalid-dep=yes -d afterok:$J1 --wrap true\nsb -d afterok:$J1 --wrap true\nsb --kill-on-invalid-dep=yes --kill-on-invalid-dep=no -d afterok:$J1 --wrap true\nsb --kill-on-invalid-dep=no -d afterok:$J1 --wrap true\nwst $J2 CANCELLED\nwst $J4 CANCELLED\nsqueue -h -t all -u alice -o '%i|%T|%r' | m | grep '^J' | sort\nscontrol show job $J2 | grep -oE '(JobState|Reason|Dependency|KillOInInvalidDependent)=[^ ]*' | m\nfin"},
+    # Added at stop 51.
+    dep("duplicate_ids", "afterok:$J1:$J1"),
+    dep("after_plus_zero", "after:$J1+0"),
+    dep("uppercase_type", "AFTEROK:$J1"),
+    dep("array_task_range", "afterok:${J1}_[1-2]", pre="sb --hold --array=1-3 --wrap true\n"),
+    dep("after_plus_bad", "after:$J1+x"),
+    dep("comma_and_question_mixed", "afterok:$J1?afterany:$J2,afternotok:$J1"),
+    dep("singleton_alone", "singleton"),
+    dep("trailing_colon", "afterok:$J1:"),
+    dep("burstbuffer", "afterburstbuffer:$J1"),
 ]
 
 # Area a06: arrays (src/common/slurm_opt.c / sbatch: --array; slurmctld job_mgr.c:
@@ -598,6 +617,12 @@ A11 = [
     {"name": "sacct_account", "cmd": "sb --wrap true\nwend $J1\nfor i in $(seq 100); do sacct -n -X -j $J1 -o State -P | grep -q COMPLETED && break; sleep 0.2; done\nsacct -n -X -j $J1 -o Account,State -P | m\nfin"},
     {"name": "account_case", "cmd": "sb --hold -A RESEARCH --wrap true\nsqueue -h -j $J1 -o '%a' | m\nfin"},
     {"name": "account_env_var", "cmd": "SBATCH_ACCOUNT=research sb --hold --wrap true\nsqueue -h -j $J1 -o '%a' | m\nfin"},
+    # Added at stop 51.
+    {"name": "script_account_directive", "cmd": "printf '#!/bin/bash\\n#SBATCH -A research\\ntrue\\n' > t.sh\nsb --hold t.sh\nsqueue -h -j $J1 -o '%a' | m\nfin"},
+    {"name": "squeue_filter_account", "cmd": "sb --hold --wrap true\nsb --hold -A research --wrap true\nsqueue -h -A research -u alice -o '%i|%a' | m\nfin"},
+    {"name": "update_account", "cmd": "sb --hold --wrap true\nscontrol update jobid=$J1 Account=research; echo rc=$?\nsqueue -h -j $J1 -o '%a' | m\nscontrol update jobid=$J1 Account=nosuch; echo rc=$?\nsqueue -h -j $J1 -o '%a' | m\nfin"},
+    {"name": "other_users_account", "user": "bob", "cmd": "sb --hold -A research --wrap true\nsqueue -h -j ${J[-1]} -o '%a|%u' 2>&1 | m\nfin"},
+    {"name": "empty_account", "cmd": "sb --hold -A '' --wrap true\nsqueue -h -j ${J[-1]} -o '%a' 2>&1 | m\nfin"},
 ]
 
 # Area a07: node states (src/common/slurm_protocol_defs.c: node_state_string,
@@ -763,6 +788,19 @@ A08 = [
     conf("missing_file", "", cmd="SLURM_CONF=/nonexistent/slurm.conf scontrol show hostnames 'n[1-2]'"),
     conf("empty_value", BASE + "MaxJobCount=\n" + NODE + PART),
     conf("hostnames_from_env", BASE + NODE + PART, cmd="SLURM_NODELIST='a[1-2],b3' scontrol show hostnames"),
+    # Added at stop 51.
+    conf("key_without_value", BASE + "MaxJobCount\n" + NODE + PART),
+    conf("tab_separated_pairs", BASE + "MaxJobCount=100\tMinJobAge=10\n" + NODE + PART),
+    conf("bad_bool", BASE + NODE + "PartitionName=batch Nodes=gpu0[1-4] Default=MAYBE\n"),
+    conf("hostnames_reversed_range", BASE + NODE + PART, cmd="scontrol show hostnames 'n[3-1]'"),
+    conf("hostlist_compress", BASE + NODE + PART, cmd="scontrol show hostlist n1,n2,n3,m5,n10"),
+    conf("hostnames_padded", BASE + NODE + PART, cmd="scontrol show hostnames 'n[08-11]'"),
+    conf("nodename_default_later", BASE + NODE + "NodeName=DEFAULT Sockets=4\n" + PART),
+    conf("unterminated_bracket", BASE + NODE + PART, cmd="scontrol show hostnames 'n[1-3'"),
+    conf("two_keys_one_line", BASE + "MaxJobCount=100 MinJobAge=10\n" + NODE + PART),
+    conf("unknown_key_on_node_line", BASE + "NodeName=gpu0[1-4] NodeAddr=127.0.0.1 Bogus=1 Sockets=2\n" + PART),
+    conf("bad_number_on_node_line", BASE + "NodeName=gpu0[1-4] Sockets=two RealMemory=5\n" + PART),
+    conf("stray_word_on_node_line", BASE + "NodeName=gpu0[1-4] Sockets=2  stray \n" + PART),
 ]
 
 # Area a12: job ids as Slurm tools parse them (src/common/slurm_protocol_defs.c /
@@ -781,6 +819,15 @@ A12 = [
     jid("scancel_unknown", "scancel 99999999"),
     jid("scontrol_unknown", "scontrol show job 99999999"),
     jid("scancel_array_bad", "scancel 123_abc"),
+    # Added at stop 51.
+    {"name": "squeue_array_bad_bracket", "cmd": "sb --hold --array=1-3 --wrap true\nsqueue -h -j \"${J1}_[1-\" -o '%i|%T' | m; echo rc=${PIPESTATUS[0]}\nsqueue -h -j \"${J1}_[2-3]\" -o '%i|%T' | m\nsqueue -h -j \"${J1}_2x\" -o '%i|%T' | m\nfin"},
+    jid("scancel_step_bad", "scancel 12.abc"),
+    jid("squeue_zero", "squeue -h -j 0"),
+    jid("scontrol_hold_unknown", "scontrol hold 99999999"),
+    jid("sacct_bad_id", "sacct -n -j abc"),
+    jid("scontrol_plus_sign", "scontrol show job +99999999"),
+    jid("squeue_lone_comma", "squeue -h -j ,"),
+    jid("scancel_zero", "scancel 0"),
 ]
 
 AREAS = [
