@@ -28,6 +28,10 @@ pub enum DepKind {
     AfterCorr,
     /// `singleton`: no earlier job of the same user and name is active.
     Singleton,
+    /// `afterburstbuffer`: the job has ended and its burst buffer is staged out; Flotilla has
+    /// no burst buffers (Slurm without a burst buffer plugin: staged out at once), so this is
+    /// `afterany`.
+    AfterBurstBuffer,
 }
 
 impl DepKind {
@@ -40,6 +44,7 @@ impl DepKind {
             DepKind::AfterNotOk => "afternotok",
             DepKind::AfterCorr => "aftercorr",
             DepKind::Singleton => "singleton",
+            DepKind::AfterBurstBuffer => "afterburstbuffer",
         }
     }
 }
@@ -127,6 +132,56 @@ fn job_and_task(s: &str) -> (u64, DepTask, &str) {
     }
 }
 
+/// Task lists in brackets written out as single tasks, as Slurm 22.05's `_xlate_array_dep`
+/// does before it parses a dependency: `after:123_[4-5,7]` is `after:123_4:123_5:123_7`. The
+/// job id is the run of digits just before `_[`; the list is numbers and `a-b` ranges joined
+/// by `,` (tasks in ascending order, each once). `None` for a list that is not closed, is
+/// empty, or does not read (the dependency is then refused).
+fn xlate_array_dep(s: &str) -> Option<String> {
+    let mut out = String::with_capacity(s.len());
+    let mut digits_from: Option<usize> = None;
+    let mut i = 0;
+    let b = s.as_bytes();
+    while i < b.len() {
+        let c = b[i];
+        if c.is_ascii_digit() {
+            digits_from.get_or_insert(i);
+            out.push(c as char);
+            i += 1;
+        } else if c == b'_' && b.get(i + 1) == Some(&b'[') && digits_from.is_some() {
+            let job = &s[digits_from.take()?..i];
+            let close = s[i + 2..].find(']')? + i + 2;
+            let mut tasks = std::collections::BTreeSet::new();
+            for item in s[i + 2..close].split(',') {
+                let (a, z) = item.split_once('-').unwrap_or((item, item));
+                let (a, z): (u32, u32) = (a.parse().ok()?, z.parse().ok()?);
+                if a > z {
+                    return None;
+                }
+                tasks.extend(a..=z);
+            }
+            let mut first = true;
+            for t in tasks {
+                if first {
+                    out.push_str(&format!("_{t}"));
+                    first = false;
+                } else {
+                    out.push_str(&format!(":{job}_{t}"));
+                }
+            }
+            if first {
+                return None;
+            }
+            i = close + 1;
+        } else {
+            digits_from = None;
+            out.push(c as char);
+            i += 1;
+        }
+    }
+    Some(out)
+}
+
 /// Slurm's `_parse_depend_state`: an optional `(state)` suffix, which must be closed.
 fn skip_state(s: &str) -> Result<&str, DepError> {
     match s.strip_prefix('(') {
@@ -141,6 +196,13 @@ pub fn parse(s: &str) -> Result<Option<Dependency>, DepError> {
     if s.is_empty() || s == "0" {
         return Ok(None);
     }
+    let expanded;
+    let s = if s.contains("_[") {
+        expanded = xlate_array_dep(s).ok_or(DepError::Invalid)?;
+        expanded.as_str()
+    } else {
+        s
+    };
     let mut items: Vec<DepItem> = Vec::new();
     let mut any = false;
     let push = |items: &mut Vec<DepItem>, it: DepItem| {
@@ -187,6 +249,8 @@ pub fn parse(s: &str) -> Result<Option<Dependency>, DepError> {
             "aftercorr" => DepKind::AfterCorr,
             "afterany" => DepKind::AfterAny,
             "afterok" => DepKind::AfterOk,
+            // Slurm compares only the first 11 characters of `afterburstbuffer:`.
+            w if w.starts_with("afterburstb") => DepKind::AfterBurstBuffer,
             "after" => DepKind::After,
             "expand" => return Err(DepError::NotSupported),
             _ => return Err(DepError::Invalid),
@@ -251,7 +315,9 @@ impl Dependency {
                 (DepKind::After, DepTarget::Pending) => DepStatus::Waiting,
                 (DepKind::After, _) => DepStatus::Satisfied,
                 (_, DepTarget::Pending | DepTarget::Running) => DepStatus::Waiting,
-                (DepKind::AfterAny | DepKind::AfterCorr, DepTarget::Ended { .. }) => DepStatus::Satisfied,
+                (DepKind::AfterAny | DepKind::AfterCorr | DepKind::AfterBurstBuffer, DepTarget::Ended { .. }) => {
+                    DepStatus::Satisfied
+                }
                 (DepKind::AfterOk, DepTarget::Ended { ok }) => {
                     if ok {
                         DepStatus::Satisfied
@@ -362,6 +428,14 @@ mod tests {
         assert_eq!(p("after:7+5:8").to_slurm_string(), "after:7+5,after:8+5", "minutes carry to the next id");
         assert_eq!(p("AfterOK:5_2?afternotok:7+10").to_slurm_string(), "afterok:5_2?afternotok:7+10");
         assert_eq!(p("afterany:9_*").to_slurm_string(), "afterany:9_*");
+        // Task lists in brackets (goldens-extra 0519) and afterburstbuffer (0524).
+        assert_eq!(p("afterok:9_[1-2]").to_slurm_string(), "afterok:9_1,afterok:9_2");
+        assert_eq!(p("after:9_[3,1-2]+5").to_slurm_string(), "after:9_1,after:9_2,after:9_3+5");
+        assert_eq!(parse("afterok:9_[1-"), Err(DepError::Invalid));
+        assert_eq!(parse("afterok:9_[2-1]"), Err(DepError::Invalid));
+        assert_eq!(parse("afterok:9_[]"), Err(DepError::Invalid));
+        assert_eq!(p("afterburstbuffer:9").to_slurm_string(), "afterburstbuffer:9");
+        assert_eq!(p("AfterBurstBxyz:9").to_slurm_string(), "afterburstbuffer:9");
         assert_eq!(p("12,13").to_slurm_string(), "afterany:12,afterany:13");
         assert_eq!(p("afterok:3(unfulfilled),afterok:3").to_slurm_string(), "afterok:3", "duplicates dropped");
         assert_eq!(p("singleton,afterok:4").to_slurm_string(), "singleton,afterok:4");
