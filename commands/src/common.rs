@@ -575,6 +575,20 @@ pub fn conf_fatal(prog: &str, io: &mut Io<'_>) -> Option<i32> {
     Some(1)
 }
 
+/// Slurm's message for a value that is not a number (`parse_value.c`): a 16-bit key's
+/// (`s_p_handle_uint16`) quotes the value, the others' put it in parentheses.
+fn not_a_number(key: &str, value: &str) -> String {
+    use flotilla_core::config::keys::{lookup, KeyLookup, Scope, ValueType};
+    let short = [Scope::Global, Scope::Node, Scope::Partition]
+        .into_iter()
+        .any(|scope| matches!(lookup(scope, key), KeyLookup::Used(k) if matches!(k.ty, ValueType::U16)));
+    if short {
+        format!("{key} value \"{value}\" is not a valid number")
+    } else {
+        format!("{key} value ({value}) is not a valid number")
+    }
+}
+
 /// Slurm's `error()` lines for a configuration that does not read (see [`conf_fatal`]).
 fn conf_error_lines(e: &flotilla_conf::ConfError) -> Vec<String> {
     use flotilla_core::config::ConfigError;
@@ -589,13 +603,33 @@ fn conf_error_lines(e: &flotilla_conf::ConfError) -> Vec<String> {
         flotilla_conf::ConfError::Config(ConfigError::UnknownKey { key, .. }) => {
             vec![format!("_parse_next_key: Parsing error at unrecognized key: {key}")]
         }
+        flotilla_conf::ConfError::Config(ConfigError::Leftover { at, text }) => {
+            vec![format!("Parse error in file {} line {}: \"{text}\"", at.file, at.line)]
+        }
+        // A bad pair on a NodeName/PartitionName line: the value handler's own message
+        // (`parse_value.c` `s_p_handle_boolean`, `s_p_handle_uint32`; `s_p_parse_line` for an
+        // unknown key), then the rest of the line Slurm did not read (goldens-extra 0815).
+        flotilla_conf::ConfError::Config(ConfigError::InLine { error, at, leftover }) => {
+            let mut v = match &**error {
+                ConfigError::UnknownKey { key, .. } => vec![format!("Parsing error at unrecognized key: {key}")],
+                ConfigError::InvalidValue { key, value, reason, .. } if reason == "expected YES or NO" => {
+                    vec![format!("\"{value}\" is not a valid option for \"{key}\"")]
+                }
+                ConfigError::InvalidValue { key, value, reason, .. } if reason == "not a number" => {
+                    vec![not_a_number(key, value)]
+                }
+                _ => Vec::new(),
+            };
+            v.push(format!("Parse error in file {} line {}: \"{leftover}\"", at.file, at.line));
+            v
+        }
         flotilla_conf::ConfError::Config(ConfigError::InvalidValue { at, key, value, .. }) if value.is_empty() => {
             vec![format!("Parse error in file {} line {}: \"{key}=\"", at.file, at.line)]
         }
         flotilla_conf::ConfError::Config(ConfigError::InvalidValue { key, value, reason, .. })
             if reason == "not a number" =>
         {
-            vec![format!("{key} value ({value}) is not a valid number")]
+            vec![not_a_number(key, value)]
         }
         flotilla_conf::ConfError::Config(ConfigError::InvalidValue { at, key, value, .. }) => {
             vec![format!("Parse error in file {} line {}: \"{key}={value}\"", at.file, at.line)]
@@ -723,6 +757,27 @@ mod tests {
         assert_eq!(
             run(Some(&format!("{base}MaxJobCount=\n"))),
             (Some(1), format!("scontrol: error: Parse error in file DIR/slurm.conf line 5: \"MaxJobCount=\"\n{fatal}"))
+        );
+        // One key per line outside NodeName/PartitionName lines; what is left is quoted with
+        // its blanks (goldens-extra 0813, 0814, 0821).
+        assert_eq!(
+            run(Some(&format!("{base}MaxJobCount=100\tMinJobAge=10\n"))),
+            (Some(1), format!("scontrol: error: Parse error in file DIR/slurm.conf line 5: \"\tMinJobAge=10\"\n{fatal}"))
+        );
+        assert_eq!(
+            run(Some(&format!("{base}MaxJobCount\n"))),
+            (Some(1), format!("scontrol: error: Parse error in file DIR/slurm.conf line 5: \"MaxJobCount\"\n{fatal}"))
+        );
+        // A bad pair on a node line: its own message, then the rest of the line (0815, 0823).
+        assert_eq!(
+            run(Some(&base.replace("NodeName=n1", "NodeName=n1 Sockets=two RealMemory=5"))),
+            (
+                Some(1),
+                format!(
+                    "scontrol: error: Sockets value \"two\" is not a valid number\nscontrol: error: Parse error in file \
+                     DIR/slurm.conf line 3: \" Sockets=two RealMemory=5 CPUs=4\"\n{fatal}"
+                )
+            )
         );
         assert_eq!(
             run(Some(&format!("{base}Include /nonexistent/x.conf\n"))),

@@ -30,12 +30,29 @@ pub(crate) struct Pair {
     pub key: String,
     pub value: String,
     pub at: Location,
+    /// Byte offset in the record's `text` just after the previous pair's value (0 for the
+    /// first pair): where Slurm's leftover starts when it stops before this pair.
+    pub from: usize,
 }
 
 /// One logical line that holds at least one pair.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct Record {
     pub pairs: Vec<Pair>,
+    /// The logical line (comments removed, continued lines joined), as Slurm quotes it.
+    pub text: String,
+    /// Where the logical line starts (Slurm numbers a continued line by its first line).
+    pub at: Location,
+}
+
+impl Record {
+    /// The text Slurm reports as not read when it stops before pair `i` (`parse_config.c`
+    /// `s_p_parse_file`: `Parse error in file F line N: "TEXT"`): the rest of the line from
+    /// just after the pair before it, blanks included.
+    pub fn leftover(&self, i: usize) -> String {
+        let from = self.pairs.get(i).map_or(self.text.len(), |p| p.from);
+        self.text[from..].to_string()
+    }
 }
 
 /// Splits `text` into records, following `Include` through `include`.
@@ -143,7 +160,11 @@ fn process_logical(
     }
     let pairs = tokenize(logical, starts, first_line, source)?;
     if !pairs.is_empty() {
-        out.push(Record { pairs });
+        out.push(Record {
+            pairs,
+            text: logical.to_string(),
+            at: Location::new(source, first_line),
+        });
     }
     Ok(())
 }
@@ -170,6 +191,7 @@ fn tokenize(
         p
     };
     loop {
+        let from = pos;
         pos = skip_ws(pos);
         if pos >= bytes.len() {
             break;
@@ -182,15 +204,12 @@ fn tokenize(
         let key = &logical[key_start..pos];
         pos = skip_ws(pos);
         if key.is_empty() || pos >= bytes.len() || bytes[pos] != b'=' {
-            let token_end = logical[key_start..]
-                .find(char::is_whitespace)
-                .map_or(logical.len(), |e| key_start + e);
-            return Err(ConfigError::Syntax {
-                at,
-                msg: format!(
-                    "expected key=value, found `{}'",
-                    &logical[key_start..token_end]
-                ),
+            // Slurm's key=value expression does not match here: it reports the rest of
+            // the line from the end of the last pair it read (`_parse_next_key`,
+            // `s_p_parse_line`), numbered by the logical line's first line.
+            return Err(ConfigError::Leftover {
+                at: Location::new(source, first_line),
+                text: logical[from..].to_string(),
             });
         }
         pos = skip_ws(pos + 1);
@@ -215,6 +234,7 @@ fn tokenize(
             key: key.to_string(),
             value: value.to_string(),
             at,
+            from,
         });
     }
     Ok(pairs)
@@ -290,10 +310,12 @@ mod tests {
     #[test]
     fn token_without_equals_is_an_error_with_line() {
         let err = records("A=1\nbogus line", "f.conf", &mut no_includes).unwrap_err();
-        assert_eq!(
-            err.to_string(),
-            "f.conf:2: expected key=value, found `bogus'"
-        );
+        assert_eq!(err.to_string(), "f.conf:2: Parse error: \"bogus line\"");
+        // After a pair, the leftover starts where that pair's value ends (blanks kept).
+        let err = records("A=1\nN=x  Y=2 bad # c\n", "f.conf", &mut no_includes).unwrap_err();
+        assert_eq!(err, ConfigError::Leftover { at: Location::new("f.conf", 2), text: " bad ".into() });
+        let r = &records("A=1 \tB=2", "f.conf", &mut no_includes).unwrap()[0];
+        assert_eq!((r.leftover(0), r.leftover(1)), ("A=1 \tB=2".to_string(), " \tB=2".to_string()));
     }
 
     #[test]
@@ -306,7 +328,7 @@ mod tests {
         let err = got.unwrap_err();
         assert_eq!(
             err.to_string(),
-            "/etc/slurm/extra.conf:2: expected key=value, found `bad'"
+            "/etc/slurm/extra.conf:2: Parse error: \"bad\""
         );
         let mut resolver =
             |_: &str| -> Result<(String, String), String> { Ok(("x".into(), "B=2".into())) };

@@ -68,6 +68,30 @@ pub enum ConfigError {
         /// What is wrong.
         msg: String,
     },
+    /// Text Slurm does not read as `key=value` (a word without `=`), or a second pair on
+    /// the line of a key that takes the whole line (every key but `NodeName`,
+    /// `PartitionName` and the other line keys): Slurm's `Parse error in file F line N:
+    /// "TEXT"` (`parse_config.c` `s_p_parse_file`), TEXT the rest of the line from the end
+    /// of the last pair read.
+    #[error("{at}: Parse error: \"{text}\"")]
+    Leftover {
+        /// File and first line of the logical line.
+        at: Location,
+        /// The text not read, as Slurm quotes it.
+        text: String,
+    },
+    /// An error in a pair after the first of a `NodeName=` or `PartitionName=` line: Slurm
+    /// reports `error` and then the rest of the line from just after the pair before it
+    /// (`s_p_parse_line` stops there; `s_p_parse_file` quotes the leftover).
+    #[error("{error}")]
+    InLine {
+        /// The pair's own error.
+        error: Box<ConfigError>,
+        /// Where the logical line starts.
+        at: Location,
+        /// The text Slurm quotes as not read.
+        leftover: String,
+    },
     /// A key neither Flotilla nor Slurm knows (in this file and kind of line).
     #[error("{at}: unknown key `{key}'")]
     UnknownKey {

@@ -300,7 +300,7 @@ pub fn parse_slurm_conf(
     let records = lex::records(text, source, include)?;
     let mut p = Parser::new();
     for rec in records {
-        p.record(rec.pairs)?;
+        p.record(rec)?;
     }
     p.finish()
 }
@@ -354,9 +354,17 @@ impl Parser {
         }
     }
 
-    fn record(&mut self, pairs: Vec<Pair>) -> Result<(), ConfigError> {
-        let mut iter = pairs.into_iter();
-        while let Some(pair) = iter.next() {
+    fn record(&mut self, rec: lex::Record) -> Result<(), ConfigError> {
+        // A key other than a line key takes the whole line: a second pair is Slurm's parse
+        // error (`_parse_next_key` reads one pair; `s_p_parse_file` quotes the rest).
+        let second = (rec.pairs.len() > 1).then(|| ConfigError::Leftover {
+            at: rec.at.clone(),
+            text: rec.leftover(1),
+        });
+        let text = rec.text.clone();
+        let at = rec.at.clone();
+        let mut iter = rec.pairs.into_iter();
+        if let Some(pair) = iter.next() {
             match keys::lookup(Scope::Global, &pair.key) {
                 KeyLookup::Unknown => {
                     let section = if pair.key.eq_ignore_ascii_case("NodeName") {
@@ -367,7 +375,7 @@ impl Parser {
                         None
                     };
                     match section {
-                        Some(scope) => return self.section(scope, pair, iter.collect()),
+                        Some(scope) => return self.section(scope, pair, iter.collect(), (&text, &at)),
                         None => {
                             return Err(ConfigError::UnknownKey {
                                 at: pair.at,
@@ -387,6 +395,9 @@ impl Parser {
                     if matches!(name, "DownNodes" | "FrontendName" | "NodeSet") {
                         return Ok(());
                     }
+                    if let Some(e) = second {
+                        return Err(e);
+                    }
                 }
                 KeyLookup::Used(k) => {
                     let val = check_value(k, &pair.value, &pair.at)?;
@@ -396,6 +407,9 @@ impl Parser {
                         self.raw(k.name, &pair.value);
                     }
                     self.apply_global(k, &val, &pair.at);
+                    if let Some(e) = second {
+                        return Err(e);
+                    }
                 }
             }
         }
@@ -508,15 +522,26 @@ impl Parser {
         true
     }
 
-    fn section(&mut self, scope: Scope, head: Pair, rest: Vec<Pair>) -> Result<(), ConfigError> {
+    /// A `NodeName=` or `PartitionName=` line: `head` that pair, `rest` the others, `line`
+    /// the logical line's text and start (for the leftover Slurm quotes after an error).
+    fn section(&mut self, scope: Scope, head: Pair, rest: Vec<Pair>, line: (&str, &Location)) -> Result<(), ConfigError> {
+        let in_line = |e: ConfigError, from: usize| ConfigError::InLine {
+            error: Box::new(e),
+            at: line.1.clone(),
+            leftover: line.0[from..].to_string(),
+        };
         let mut settings = Vec::new();
         for pair in rest {
             match keys::lookup(scope, &pair.key) {
                 KeyLookup::Unknown => {
-                    return Err(ConfigError::UnknownKey {
-                        at: pair.at,
-                        key: pair.key,
-                    });
+                    let from = pair.from;
+                    return Err(in_line(
+                        ConfigError::UnknownKey {
+                            at: pair.at,
+                            key: pair.key,
+                        },
+                        from,
+                    ));
                 }
                 KeyLookup::SlurmOnly(name) => {
                     let what =
@@ -533,7 +558,7 @@ impl Parser {
                     });
                 }
                 KeyLookup::Used(k) => {
-                    let val = check_value(k, &pair.value, &pair.at)?;
+                    let val = check_value(k, &pair.value, &pair.at).map_err(|e| in_line(e, pair.from))?;
                     settings.push(Setting {
                         key: k,
                         raw: pair.value,
