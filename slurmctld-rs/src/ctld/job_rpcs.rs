@@ -974,6 +974,26 @@ impl Controller {
     fn update_one(&mut self, ident: Ident, id: u64, changes: &[JobChange], now: i64) -> Result<(), SlurmError> {
         let mut rec = self.jobs[&id].clone();
         let mut new_dep: Option<Option<Dependency>> = None;
+        // An account the job's user has no association with, when associations are not
+        // enforced, is the user's default account, as at submission (Slurm 22.05
+        // `_update_job` takes the association `_retrieve_new_assoc` finds, which falls back
+        // to the default one; goldens-extra 1113).
+        let fallback: Vec<JobChange>;
+        let changes = if self.sched.accounting().checks_jobs() {
+            changes
+        } else {
+            let default = self.opts.admission.default_accounts.get(&rec.user).map(String::as_str);
+            fallback = changes
+                .iter()
+                .map(|c| match c {
+                    JobChange::Account(a) => JobChange::Account(
+                        self.opts.access.unassociated_account_fallback(&rec.user, a, default).unwrap_or_else(|| a.clone()),
+                    ),
+                    other => other.clone(),
+                })
+                .collect();
+            &fallback
+        };
         let access_changed = apply_changes(&mut rec, changes, ident, &self.sched, &mut new_dep, now)?;
         self.authorize_update(ident, &rec, changes, access_changed)?;
         let resize = (rec.state == JobState::Running)
