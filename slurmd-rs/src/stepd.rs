@@ -231,11 +231,17 @@ fn cstring(s: &str) -> std::ffi::CString {
 
 /// In the forked child: join the batch step's cgroup, become the user, set up files, exec the
 /// script. Never returns.
-fn exec_job(dir: &JobDir, job: &JobFile, cgroup: Option<&dyn JobCgroup>) -> ! {
+fn exec_job(dir: &JobDir, job: &JobFile, cgroup: Option<&dyn JobCgroup>, launch: std::os::fd::OwnedFd) -> ! {
     use nix::unistd::{Gid, Uid};
     let fail = |msg: String| -> ! {
         let _ = writeln!(std::io::stderr(), "slurmstepd: error: {msg}");
         std::process::exit(1);
+    };
+    // An output file that cannot be opened is a launch failure (`ESLURMD_IO_ERROR`), told
+    // to the supervisor through `launch` (closed by a successful exec).
+    let io_fail = |msg: String| -> ! {
+        let _ = nix::unistd::write(&launch, &ESLURMD_IO_ERROR.to_le_bytes());
+        fail(msg)
     };
     // First, so that nothing of the job runs outside its cgroup.
     if let Some(cg) = cgroup {
@@ -284,7 +290,7 @@ fn exec_job(dir: &JobDir, job: &JobFile, cgroup: Option<&dyn JobCgroup>) -> ! {
     let open_waiting = |p: &str| outdir::open_waiting_for_dir(Path::new(p), outdir::OUTPUT_DIR_WAIT, outdir::POLL, open);
     let out = match open_waiting(&job.stdout) {
         Ok(f) => f,
-        Err(e) => fail(format!("Could not open stdout file {}: {e}", job.stdout)),
+        Err(e) => io_fail(format!("Could not open stdout file {}: {e}", job.stdout)),
     };
     // A stderr that cannot be opened fails the job as a stdout does (its output would
     // otherwise land in the supervisor's root-owned log).
@@ -293,7 +299,7 @@ fn exec_job(dir: &JobDir, job: &JobFile, cgroup: Option<&dyn JobCgroup>) -> ! {
     } else {
         match open_waiting(&job.stderr) {
             Ok(f) => Some(f),
-            Err(e) => fail(format!("Could not open stderr file {}: {e}", job.stderr)),
+            Err(e) => io_fail(format!("Could not open stderr file {}: {e}", job.stderr)),
         }
     };
     if let Err(e) = nix::unistd::dup2_stdout(&out) {
@@ -368,19 +374,46 @@ fn reset_signals() {
     let _ = nix::sys::signal::sigprocmask(SigmaskHow::SIG_SETMASK, Some(&SigSet::empty()), None);
 }
 
-/// Forks the job. The supervisor is single-threaded, so the child may allocate.
+/// Slurm's `ESLURMD_IO_ERROR` (4021, `slurm_errno.h`): slurmstepd could not open the batch
+/// script's output files. Slurm 22.05 sends it as the job's return code, which its tools
+/// decode as a wait status: signal 4021 & 0x7f = 53, so the job ends `FAILED`,
+/// `JobLaunchFailure`, `ExitCode=0:53` (`job_mgr.c` `job_complete`, WIFSIGNALED;
+/// goldens-extra 0220).
+const ESLURMD_IO_ERROR: i32 = 4021;
+
+/// Forks the job. The supervisor is single-threaded, so the child may allocate. Returns the
+/// child and the read end of its launch report: empty when the script was executed, else the
+/// Slurm error number (4 bytes, little-endian) of a launch failure.
 #[allow(unsafe_code)]
-fn fork_job(dir: &JobDir, job: &JobFile, cgroup: Option<&dyn JobCgroup>) -> Result<Pid, StepdError> {
+fn fork_job(dir: &JobDir, job: &JobFile, cgroup: Option<&dyn JobCgroup>) -> Result<(Pid, std::fs::File), StepdError> {
+    let (report_r, report_w) = nix::unistd::pipe2(nix::fcntl::OFlag::O_CLOEXEC).map_err(|source| StepdError::Sys {
+        what: "pipe".into(),
+        source,
+    })?;
     // SAFETY: the supervisor runs no other thread (it is started with `--stepd` before any
     // thread is created), so the child of fork() may allocate and run ordinary Rust code.
     match unsafe { nix::unistd::fork() } {
-        Ok(nix::unistd::ForkResult::Parent { child }) => Ok(child),
-        Ok(nix::unistd::ForkResult::Child) => exec_job(dir, job, cgroup),
+        Ok(nix::unistd::ForkResult::Parent { child }) => {
+            drop(report_w);
+            Ok((child, std::fs::File::from(report_r)))
+        }
+        Ok(nix::unistd::ForkResult::Child) => {
+            drop(report_r);
+            exec_job(dir, job, cgroup, report_w)
+        }
         Err(source) => Err(StepdError::Sys {
             what: "fork".into(),
             source,
         }),
     }
+}
+
+/// The launch failure the child reported, read once it has exited (so the pipe holds all it
+/// will ever hold): Slurm's error number, or `None` when the script was executed.
+fn launch_failure(mut report: std::fs::File) -> Option<i32> {
+    use std::io::Read;
+    let mut b = [0u8; 4];
+    report.read_exact(&mut b).ok().map(|()| i32::from_le_bytes(b))
 }
 
 /// The supervisor's main: runs the job of `dir` to its end. `cgroup`: the job's cgroups when
@@ -423,7 +456,7 @@ pub fn run(dir: &Path, cgroup: Option<StepdCgroups>) -> Result<(), StepdError> {
         what: "nonblocking socket".into(),
         source,
     })?;
-    let main = fork_job(&dir, &job, cgroup.as_ref().map(|c| c.batch.as_ref()))?;
+    let (main, launch_report) = fork_job(&dir, &job, cgroup.as_ref().map(|c| c.batch.as_ref()))?;
     // `--signal=B:SIG@T` is the batch shell's, delivered here; without `B:` the controller
     // sends it to the job's steps.
     let signal_at = job.details.as_ref().and_then(|d| d.signal.as_ref()).filter(|s| s.batch_only).and_then(|s| {
@@ -458,6 +491,13 @@ pub fn run(dir: &Path, cgroup: Option<StepdCgroups>) -> Result<(), StepdError> {
             break s;
         }
         std::thread::sleep(Duration::from_millis(10));
+    };
+    // A launch failure's error number stands for the status, decoded as Slurm's tools decode
+    // it (see `ESLURMD_IO_ERROR`).
+    let status = match launch_failure(launch_report) {
+        Some(code) if code & 0x7f != 0 => (0, code & 0x7f),
+        Some(code) => ((code >> 8) & 0xff, 0),
+        None => status,
     };
     st.kill_rest();
     let oom = st.cgroup.as_ref().and_then(|c| c.job.oom_killed().ok()).unwrap_or(false);

@@ -71,5 +71,11 @@ fn launches_as_the_submitting_user() {
     s.user = "alice".into();
     let id = c.submit(s);
     let j = c.wait_done(id, 30);
-    assert_eq!((j.state, j.exit_code), (Some(JobStateWire::Failed), 1), "{}", c.logs());
+    // A launch failure, as Slurm 22.05 shows it (ESLURMD_IO_ERROR read as a wait status).
+    assert_eq!(
+        (j.state, j.exit_code, j.exit_signal, j.reason.as_str()),
+        (Some(JobStateWire::Failed), 0, 53, "JobLaunchFailure"),
+        "{}",
+        c.logs()
+    );
 }

@@ -229,7 +229,13 @@ fn batch_output_directory_swapped_for_a_root_directory() {
     std::os::unix::fs::symlink(&rootdir, &link).unwrap();
     std::os::unix::fs::lchown(&link, Some(alice.0), Some(alice.1)).unwrap();
     let j = c.wait_done(id, 60);
-    assert_eq!((j.state, j.exit_code), (Some(JobStateWire::Failed), 1), "{}", c.logs());
+    // A launch failure, as Slurm 22.05 shows it (ESLURMD_IO_ERROR read as a wait status).
+    assert_eq!(
+        (j.state, j.exit_code, j.exit_signal, j.reason.as_str()),
+        (Some(JobStateWire::Failed), 0, 53, "JobLaunchFailure"),
+        "{}",
+        c.logs()
+    );
     let left: Vec<_> = std::fs::read_dir(&rootdir).unwrap().flatten().map(|e| e.path()).collect();
     assert!(left.is_empty(), "nothing created in the root directory: {left:?}");
 }
