@@ -157,6 +157,93 @@ fn long_state(s: &str) -> String {
     }
 }
 
+/// One state of `sinfo -t` (Slurm 22.05 `sinfo/opts.c` `_node_state_id`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum StateSel {
+    /// A base state (`enum node_states`: UNKNOWN 0, DOWN 1, IDLE 2, ALLOCATED 3, "?" 4,
+    /// MIXED 5, FUTURE 6).
+    Base(u32),
+    /// `DRAIN`: any node with the drain flag.
+    Drain,
+    /// `DRAINED`: drained and not running anything.
+    Drained,
+    /// `DRAINING`: drained and still running jobs.
+    Draining,
+    /// `NO_RESPOND`.
+    NoRespond,
+    /// `FAIL`.
+    Fail,
+    /// A flag Flotilla's nodes never carry (`PLANNED`, `RESERVED`, `COMPLETING`, power and
+    /// reboot states, `MAINT`, `CLOUD`, `PERFCTRS`): valid, matches no node.
+    Never,
+}
+
+/// The states Slurm lists after "valid states:" (`_node_state_list`).
+const VALID_NODE_STATES: &str = "unknown,down,idle,allocated,?,mixed,future,drain,drained,draining,no_respond,reserved,\
+perfctrs,cloud,completing,powering_down,powered_down,power_down,powering_up,fail,maint,reboot,reboot^,unknown";
+
+/// A `-t` word as `_node_state_id` reads it: case-insensitive, a word that begins one of
+/// the names (so `dr` is `DRAIN`, `d` is `DOWN`), the base states first (long or compact
+/// name), then the flags in Slurm's order. `None`: "Bad state string".
+fn state_sel(word: &str) -> Option<StateSel> {
+    let w = word.to_ascii_uppercase();
+    let begins = |name: &str| name.starts_with(w.as_str());
+    let bases = [("UNKNOWN", "UNK"), ("DOWN", "DOWN"), ("IDLE", "IDLE"), ("ALLOCATED", "ALLOC"), ("?", "?"), ("MIXED", "MIX"), ("FUTURE", "FUTR")];
+    if let Some(i) = bases.iter().position(|(l, c)| begins(l) || begins(c)) {
+        return Some(StateSel::Base(i as u32));
+    }
+    let flags: [(&[&str], StateSel); 17] = [
+        (&["PLANNED", "PLND"], StateSel::Never),
+        (&["DRAIN"], StateSel::Drain),
+        (&["DRAINED"], StateSel::Drained),
+        (&["RESV", "RESERVED"], StateSel::Never),
+        (&["PERFCTRS", "NPC"], StateSel::Never),
+        (&["DRAINING", "DRNG"], StateSel::Draining),
+        (&["COMPLETING", "COMP"], StateSel::Never),
+        (&["NO_RESPOND"], StateSel::NoRespond),
+        (&["POWERING_DOWN", "POWRN_DN"], StateSel::Never),
+        (&["POWERED_DOWN", "POWERED_DN"], StateSel::Never),
+        (&["POWER_DOWN", "POW_DN"], StateSel::Never),
+        (&["POWERING_UP", "POW_UP"], StateSel::Never),
+        (&["FAIL"], StateSel::Fail),
+        (&["MAINT"], StateSel::Never),
+        (&["REBOOT_REQUESTED", "BOOT^"], StateSel::Never),
+        (&["REBOOT_ISSUED", "BOOT"], StateSel::Never),
+        (&["CLOUD"], StateSel::Never),
+    ];
+    flags.iter().find(|(names, _)| names.iter().any(|n| begins(n))).map(|(_, sel)| *sel)
+}
+
+/// Whether node `n` is in state `sel`, as sinfo's `_filter_out` tests it: `DRAIN` any drain
+/// flag, `DRAINED`/`DRAINING` as the state names them, `ALLOCATED` any allocated CPU (so
+/// mixed, draining and failing nodes too), another base state the node's base state (a
+/// drained idle node is `IDLE`).
+fn in_state(sel: StateSel, n: &NodeInfo) -> bool {
+    let s = n.state.as_str();
+    let some_alloc = n.cpus_alloc > 0;
+    let base = match s {
+        "IDLE" | "DRAINED" => 2,
+        "FAIL" if some_alloc => 5,
+        "FAIL" => 2,
+        "MIXED" => 5,
+        "ALLOCATED" | "FAILING" => 3,
+        "DRAINING" if n.cpus_alloc < n.cpus => 5,
+        "DRAINING" => 3,
+        "DOWN" => 1,
+        _ => 0,
+    };
+    match sel {
+        StateSel::Drain => matches!(s, "DRAINED" | "DRAINING"),
+        StateSel::Drained => s == "DRAINED",
+        StateSel::Draining => s == "DRAINING",
+        StateSel::NoRespond => n.not_responding,
+        StateSel::Fail => matches!(s, "FAIL" | "FAILING"),
+        StateSel::Never => false,
+        StateSel::Base(3) => some_alloc,
+        StateSel::Base(b) => base == b,
+    }
+}
+
 /// One `%` spec: letter, width, right-justified.
 type Spec = (char, usize, bool);
 
@@ -375,7 +462,9 @@ pub fn run(args: &[String], io: &mut Io<'_>) -> i32 {
     let mut largest = false;
     let mut mime = None;
     let mut parts_f: Vec<String> = Vec::new();
-    let mut states_f: Vec<String> = Vec::new();
+    // `-t`: the states, and whether all must hold (`&` in the list) or one.
+    let mut states_f: Vec<StateSel> = Vec::new();
+    let mut states_and = false;
     let mut nodes_f: Option<NodeFilter> = None;
     for o in &p.opts {
         let a = o.arg.clone().unwrap_or_default();
@@ -395,7 +484,22 @@ pub fn run(args: &[String], io: &mut Io<'_>) -> i32 {
                     return 1;
                 }
             },
-            x if x == c('t') => states_f.extend(a.split(',').map(|s| s.to_ascii_lowercase())),
+            x if x == c('t') => {
+                if a.eq_ignore_ascii_case("all") {
+                    states_f.clear();
+                    continue;
+                }
+                states_and = a.contains('&');
+                for w in a.split([',', '&']).filter(|w| !w.is_empty()) {
+                    match state_sel(w) {
+                        Some(sel) => states_f.push(sel),
+                        None => {
+                            io.err(&format!("sinfo: error: Bad state string: \"{w}\"\nsinfo: error: valid states: {VALID_NODE_STATES}\n"));
+                            return 1;
+                        }
+                    }
+                }
+            }
             x if x == c('V') => {
                 io.out(&format!("{}\n", crate::sbatch::VERSION_LINE));
                 return 0;
@@ -457,15 +561,23 @@ pub fn run(args: &[String], io: &mut Io<'_>) -> i32 {
         }
         _ => Vec::new(),
     };
+    // `-R` is a state filter, `down,fail,drain` unless `-t` gave one, and a format; with
+    // `-o`/`-O` that format is the user's (Slurm 22.05 `sinfo/opts.c`; goldens-extra 0726).
+    let reasons_default = reasons && fmt.is_none() && fmt2.is_none();
+    if reasons && !reasons_default && states_f.is_empty() {
+        states_f = vec![StateSel::Base(1), StateSel::Fail, StateSel::Drain];
+    }
     let name_ok = |n: &NodeInfo| nodes_f.as_ref().is_none_or(|f| f.contains(&n.name));
     let state_ok = |n: &NodeInfo| {
         name_ok(n)
             && (states_f.is_empty()
-                || states_f.iter().any(|s| {
-                    *s == short_state(&n.state) || *s == long_state(&n.state) || (s == "drain" && n.state.starts_with("DRAIN"))
-                }))
+                || if states_and {
+                    states_f.iter().all(|s| in_state(*s, n))
+                } else {
+                    states_f.iter().any(|s| in_state(*s, n))
+                })
     };
-    if reasons {
+    if reasons_default {
         let mut s = String::new();
         if !noheader {
             s.push_str("REASON               USER      TIMESTAMP           NODELIST\n");
