@@ -370,6 +370,31 @@ pub fn takeover(args: &[String], io: &mut Io<'_>) -> i32 {
     }
 }
 
+/// Whether `scontrol update NodeName=... State=WORD` names a state, as `scontrol_update_node`
+/// compares it (`xstrncasecmp(NAME, WORD, MAX(len, 3))`: WORD of 3 letters or more that
+/// begins NAME, or NAME itself): its own words, then the base state names.
+fn node_state_word_ok(word: &str) -> bool {
+    let names = [
+        ("NoResp", 3), ("CANCEL_REBOOT", 3), ("DRAIN", 3), ("FAIL", 3), ("FUTURE", 3), ("RESUME", 3),
+        ("POWER_DOWN_ASAP", 12), ("POWER_DOWN_FORCE", 12), ("POWER_DOWN", 7), ("POWER_UP", 7), ("UNDRAIN", 3),
+        ("UNKNOWN", 3), ("DOWN", 3), ("IDLE", 3), ("ALLOCATED", 3), ("?", 3), ("MIXED", 3),
+    ];
+    // `strncasecmp` on C strings: past its end a string reads as NUL, and equal NULs end it.
+    let at = |s: &str, i: usize| s.as_bytes().get(i).map_or(0, u8::to_ascii_lowercase);
+    names.iter().any(|(name, n)| {
+        for i in 0..word.len().max(*n) {
+            let (a, b) = (at(name, i), at(word, i));
+            if a != b {
+                return false;
+            }
+            if a == 0 {
+                return true;
+            }
+        }
+        true
+    })
+}
+
 /// The keys of `scontrol update job`, in the order Slurm 22.05's `update_job.c`
 /// (`scontrol_update_job`) tries them, each with the fewest leading characters that name it
 /// (`xstrncasecmp(tag, KEY, MAX(taglen, N))`).
@@ -611,6 +636,15 @@ pub fn update(args: &[String], io: &mut Io<'_>) -> i32 {
                 }
             }
         }
+        // Slurm 22.05 `update_node.c` `scontrol_update_node`: a state must be one of its
+        // words, else the update is aborted before anything is sent (goldens-extra 0728).
+        if let Some(st) = u.state.as_deref().filter(|st| !node_state_word_ok(st)) {
+            io.err(&format!(
+                "Invalid input: state={st}\nRequest aborted\nValid states are: NoResp DRAIN FAIL FUTURE RESUME POWER_DOWN \
+                 POWER_UP UNDRAIN\nNot all states are valid given a node's prior state\n"
+            ));
+            return 1;
+        }
         // Slurm 22.05 `update_node.c` `scontrol_update_node`: DOWN, DRAIN and FAIL need a
         // reason (states match as prefixes of three letters or more, case-insensitively).
         let needs_reason = u.state.as_deref().is_some_and(|st| {
@@ -674,6 +708,12 @@ pub fn update(args: &[String], io: &mut Io<'_>) -> i32 {
             // The controller checks the rest.
             "Deadline" => match update_time(io, v) {
                 Some(t) => Ok(JobChange::Deadline(t)),
+                None => continue,
+            },
+            // Slurm 22.05 `update_job.c`: `parse_time`, sent as it is (the controller
+            // refuses one already past).
+            "EndTime" => match update_time(io, v) {
+                Some(t) => Ok(JobChange::EndTime(t)),
                 None => continue,
             },
             // One already past is now.
@@ -1505,6 +1545,17 @@ mod tests {
     /// scontrol's job lists as `_is_job_id` reads them: a word, a stray `-`, a second `_` or
     /// `+` in one reference, or unbalanced brackets make the whole list invalid; ranges of ids
     /// are every id (goldens-extra 0927, 0929).
+    /// `State=` words as `scontrol_update_node` takes them (goldens-extra 0728).
+    #[test]
+    fn node_state_words() {
+        for w in ["resume", "RES", "drain", "undrain", "idle", "down", "noresp", "power_down", "POWER_DOWN_ASAP", "fut", "?", "mixed"] {
+            assert!(node_state_word_ok(w), "{w}");
+        }
+        for w in ["sideways", "re", "dr", "power", "resumed", "", "idl3"] {
+            assert!(!node_state_word_ok(w), "{w}");
+        }
+    }
+
     #[test]
     fn job_lists_as_slurm_reads_them() {
         for ok in ["12", "12_[0,2,5]", "12,13", "12 13", "[12-14]", "12_3-5", "[12,14]_1", "12+1"] {

@@ -282,6 +282,15 @@ A03 = [
     # (job_mgr.c _pack_default_job_details: num_tasks, else min_nodes while pending, else the
     # allocated nodes, else NO_VAL).
     {"name": "ended_pending_numtasks", "cmd": "sb -H --wrap true\nsb -H -n 2 --wrap true\nsb -H -N 2 --wrap true\nsb -H --ntasks-per-node=2 --wrap true\nscancel $J1 $J2 $J3 $J4\nwend $J1 $J2 $J3 $J4\nfor j in $J1 $J2 $J3 $J4; do scontrol show job $j | grep -oE '(JobState|NumNodes|NumCPUs|NumTasks)=[^ ]*' | tr '\\n' ' '; echo; done\nfin"},
+    # Added at stop 51.
+    {"name": "sacct_exit_fields", "cmd": "sb --wrap 'exit 7'\nwend $J1\nfor i in $(seq 100); do sacct -n -X -j $J1 -o State -P | grep -q FAILED && break; sleep 0.2; done\nsacct -n -X -j $J1 -o State,ExitCode,DerivedExitCode -P | m\nfin"},
+    {"name": "step_failure_job_ok", "cmd": "sb --wrap 'srun false; true'\nwend $J1\nscontrol show job $J1 | grep -oE '(JobState|Reason|ExitCode|DerivedExitCode)=[^ ]*' | m\nfin"},
+    {"name": "step_signal_derived", "cmd": "sb --wrap 'srun bash -c \"kill -9 \\$\\$\"; exit 0'\nwend $J1\nscontrol show job $J1 | grep -oE '(JobState|ExitCode|DerivedExitCode)=[^ ]*' | m\nfin"},
+    ends("exit_137", "'exit 137'"),
+    ends("sigabrt_self", "'ulimit -c 0; kill -ABRT $$'"),
+    {"name": "sacct_cancelled_exit", "cmd": "sb --wrap 'sleep 300'\nwst $J1 RUNNING\nscancel $J1\nwend $J1\nfor i in $(seq 100); do sacct -n -X -j $J1 -o State -P | grep -q CANCELLED && break; sleep 0.2; done\nsacct -n -X -j $J1 -o State,ExitCode -P | m\nfin"},
+    {"name": "failed_step_sacct_rows", "cmd": "sb --wrap 'srun false; exit 2'\nwend $J1\nfor i in $(seq 100); do sacct -n -j $J1 -o State -P | grep -q FAILED && break; sleep 0.2; done\nsleep 1\nsacct -n -j $J1 -o JobID,State,ExitCode -P | sed \"s/^$J1/J1/\"\nfin"},
+    ends("exit_in_subshell_signal", "'bash -c \"kill -TERM \\$\\$\"'"),
 ]
 
 # Area a05: dependencies (slurmctld job_scheduler.c: update_job_dependency /
@@ -540,6 +549,10 @@ A09 = [
     # bracket before any `_` is a hostlist of ids): update and hold take every job of it; a
     # list with a word is refused whole.
     {"name": "job_id_range", "cmd": "sb --hold -t 5 --wrap true\nsb --hold -t 5 --wrap true\nscontrol update jobid=[$J1-$J2] TimeLimit=3 2>&1 | m; echo \"rc=${PIPESTATUS[0]}\"\nsqueue -h -j $J1,$J2 -o '%i|%l|%r' | m | sort\nscontrol update jobid=\"[$J1,$J2]\" TimeLimit=2 2>&1 | m; echo \"rc=${PIPESTATUS[0]}\"\nsqueue -h -j $J1,$J2 -o '%i|%l|%r' | m | sort\nscontrol hold [$J1-$J2] 2>&1 | m; echo \"rc=${PIPESTATUS[0]}\"\nsqueue -h -j $J1,$J2 -o '%i|%l|%r' | m | sort\nscontrol update jobid=\"[$J1-$J2] 1x\" TimeLimit=1 2>&1 | m; echo \"rc=${PIPESTATUS[0]}\"\nsqueue -h -j $J1,$J2 -o '%i|%l|%r' | m | sort\nfin"},
+    # Added at stop 51.
+    upd("endtime_pending", "EndTime=now+1hour", fmt="%i|%l"),
+    {"name": "comment_and_name_running", "cmd": "sb -t 5 --wrap 'sleep 300'\nwst $J1 RUNNING\nscontrol update jobid=$J1 Comment=c1; echo rc=$?\nscontrol update jobid=$J1 Name=newname; echo rc=$?\nsqueue -h -j $J1 -o '%j|%k' | m\nfin"},
+    {"name": "endtime_running", "cmd": "sb -t 60 --wrap 'sleep 300'\nwst $J1 RUNNING\nscontrol update jobid=$J1 EndTime=now+10minutes 2>&1 | m; echo rc=${PIPESTATUS[0]}\nsqueue -h -j $J1 -o '%l' | m\nscontrol update jobid=$J1 EndTime=now+2hours 2>&1 | m; echo rc=${PIPESTATUS[0]}\nsqueue -h -j $J1 -o '%l' | m\nscontrol update jobid=$J1 EndTime=2001-01-01T00:00:00 2>&1 | m; echo rc=${PIPESTATUS[0]}\nfin"},
 ]
 
 # Area a10: priority and queue order (slurmctld job_mgr.c: set_job_prio, priority/basic;
@@ -690,6 +703,11 @@ A07 = [
     # _valid_features_act: the active ones a subset of the available ones, both the same
     # when only the available ones are given), as scontrol show node and sinfo %f %b show them.
     {"name": "node_features_update", "user": "root", "cmd": "for kv in 'AvailableFeatures=a,b' 'ActiveFeatures=a' 'ActiveFeatures=c' 'AvailableFeatures=b' 'Avail=b,c ActiveFeatures=c' 'F=x' 'Act=' 'Features='; do scontrol update NodeName=gpu04 $kv; echo \"[$kv] rc=$? $(scontrol show node gpu04 | grep -oE '(Available|Active)Features=[^ ]*' | tr '\\n' ' ')$(sinfo -h -N -n gpu04 -o '%f|%b')\"; done\nscontrol update NodeName=gpu[03-04] AvailableFeatures=z\nsinfo -h -o '%N|%f|%b' | sort\nscontrol update NodeName=gpu[03-04] ActiveFeatures= \nscontrol update NodeName=gpu[03-04] AvailableFeatures="},
+    # Added at stop 51.
+    {"name": "sinfo_state_filter", "user": "root", "cmd": WNODE + "scontrol update nodename=gpu04 state=drain reason=maint\nsinfo -h -t drain -o '%N|%T'\nsinfo -h -t idle -N -o '%N|%T' | sort -u\nsinfo -h -t drained,down -N -o '%N|%T'\nsinfo -h -t bogus -o '%N' 2>&1; echo rc=$?\nscontrol update nodename=gpu04 state=resume\n" + WNODE + "sinfo -h -N -n gpu04 -o '%t'"},
+    {"name": "sinfo_R_format", "user": "root", "cmd": WNODE + "scontrol update nodename=gpu04 state=drain reason='disk bad'\nsinfo -R -h -o '%E|%N|%T|%t'\nscontrol update nodename=gpu04 state=resume\n" + WNODE + "sinfo -h -N -n gpu04 -o '%t'"},
+    ns("down_reason_required", "state=down"),
+    ns("bad_state_word", "state=sideways"),
 ]
 
 # Area a04: GRES and TRES strings (src/common/gres.c, slurmctld: TresPerJob/TresPerNode;

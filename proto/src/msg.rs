@@ -516,6 +516,9 @@ pub enum JobChange {
     /// `StdOut=` (appended): the output file name pattern as written (relative to the job's
     /// working directory), of a pending job.
     StdOut(String),
+    /// `EndTime=` (appended): when a running job is to end (s since the epoch); its time
+    /// limit follows.
+    EndTime(i64),
 }
 
 /// `scontrol update job`.

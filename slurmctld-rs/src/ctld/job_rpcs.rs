@@ -1226,6 +1226,7 @@ fn apply_changes(
                 rec.deadline = Some(*d);
             }
             JobChange::Deadline(_) => {}
+            JobChange::EndTime(end) => set_end_time(rec, *end, ident, now)?,
             // `_update_job`: of a pending job (a running job's own directory is no change);
             // kept as written, also a relative one, the launch's to open as the user.
             JobChange::WorkDir(d) if rec.work_dir == *d => {}
@@ -1545,6 +1546,36 @@ fn change_time_limit(
     }
     rec.time_limit_min = new;
     rec.spec.time_limit_s = new.map(|m| u64::from(m) * 60);
+    Ok(())
+}
+
+/// `scontrol update EndTime=` as Slurm 22.05's `_update_job` takes it: of a running job only
+/// (`ESLURM_JOB_NOT_RUNNING`, also while it is being stopped), not in the past
+/// (`ESLURM_INVALID_TIME_VALUE`); a user may only bring the end closer
+/// (`ESLURM_ACCESS_DENIED`), an operator may also move it later. The time limit moves by the
+/// difference rounded to the nearest minute (`time_limit += (delta + 30) / 60`); Flotilla's end
+/// of a run is its start plus its limit, so the new end is that, within 30 s of the one asked
+/// (Slurm keeps the exact second). A job without a limit ends a year after its start, as
+/// Slurm's `end_time` for `INFINITE`.
+fn set_end_time(rec: &mut JobRecord, end: i64, ident: Ident, now: i64) -> Result<(), SlurmError> {
+    const YEAR_S: i64 = 365 * 24 * 3600;
+    let start = match (rec.state, rec.start_time) {
+        (JobState::Running, Some(s)) if rec.stopping.is_none() => s,
+        _ => return Err(SlurmError::new(ESLURM_JOB_NOT_RUNNING)),
+    };
+    if end < now {
+        return Err(SlurmError::new(ESLURM_INVALID_TIME_VALUE));
+    }
+    let limit_s = rec.time_limit_min.map_or(YEAR_S, |m| i64::from(m) * 60);
+    let current = start + limit_s;
+    if !ident.admin && end >= current {
+        return Err(SlurmError::new(ESLURM_ACCESS_DENIED));
+    }
+    // C's integer division, toward zero, as Rust's.
+    let minutes = (limit_s / 60 + (end - current + 30) / 60).clamp(0, i64::from(u32::MAX - 1));
+    let m = minutes as u32;
+    rec.time_limit_min = Some(m);
+    rec.spec.time_limit_s = Some(u64::from(m) * 60);
     Ok(())
 }
 
