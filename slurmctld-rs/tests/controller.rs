@@ -641,6 +641,44 @@ fn time_limit() {
     h.check();
 }
 
+/// `scontrol update EndTime=` (Slurm 22.05 `_update_job`): a job not running refuses it; a
+/// user brings a running job's end closer (its 60 min limit becomes 11: the difference
+/// rounded to the minute) but not later; an operator moves it later; one in the past is
+/// refused; the job then times out at its new limit.
+#[test]
+fn end_time() {
+    let mut h = Harness::two_nodes("ctl_end_time");
+    let end = |id: u64, t: i64| Request::UpdateJob(UpdateJob { job: JobRef::id(id), changes: vec![JobChange::EndTime(t)] });
+    let code = |r: Response| match r {
+        Response::Error(e) => Some(e.code),
+        Response::JobResults(v) => v[0].error.as_ref().map(|e| e.code),
+        other => panic!("{other:?}"),
+    };
+    let held = h.submit(held_job(User::Alice));
+    let r = h.call(User::Alice, end(held, T0 + 600));
+    assert_eq!(code(r), Some(ESLURM_JOB_NOT_RUNNING));
+    let mut j = job(User::Alice, None, 0);
+    j.time_limit = Some(TimeLimitWire::Minutes(60));
+    let id = h.submit(j);
+    assert_eq!(state(&h, id), JobStateWire::Running);
+    h.advance(10);
+    let t = T0 + h.at();
+    assert_eq!(code(h.call(User::Alice, end(id, t + 600))), None);
+    assert_eq!(h.job(id).time_limit, Some(TimeLimitWire::Minutes(11)));
+    assert_eq!(code(h.call(User::Alice, end(id, t + 7200))), Some(ESLURM_ACCESS_DENIED));
+    assert_eq!(code(h.call(User::Root, end(id, t - 60))), Some(ESLURM_INVALID_TIME_VALUE));
+    assert_eq!(code(h.call(User::Root, end(id, t + 1200))), None);
+    assert_eq!(h.job(id).time_limit, Some(TimeLimitWire::Minutes(20)));
+    h.advance(20 * 60 - 11);
+    h.turn();
+    assert_eq!(state(&h, id), JobStateWire::Running);
+    h.advance(1);
+    h.turn();
+    h.turn();
+    assert_eq!(state(&h, id), JobStateWire::Timeout);
+    h.check();
+}
+
 /// An array with a throttle (`--array=0-5%2`): at most two tasks run at once; each started task
 /// gets a job id of its own, the last one the array's id.
 #[test]
