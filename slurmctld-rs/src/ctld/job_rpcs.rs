@@ -39,13 +39,8 @@ impl Controller {
     }
 
     fn submit_with(&mut self, ident: Ident, mut s: SubmitJob, elastic: Option<&flotilla_proto::ElasticRequest>, now: i64) -> Response {
-        if !self.sched.accounting().checks_jobs() {
-            let default = self.opts.admission.default_accounts.get(&s.user).map(String::as_str);
-            let named = s.account.as_deref().unwrap_or("");
-            if let Some(d) = self.opts.access.unassociated_account_fallback(&s.user, named, default) {
-                info!(user = %s.user, account = named, default = d, "account has no association for the user: using the default account");
-                s.account = Some(d);
-            }
+        if let Some(d) = self.account_fallback(&s.user, s.account.as_deref().unwrap_or("")) {
+            s.account = Some(d);
         }
         if let Err(e) = self.authorize_submission(ident, &s) {
             warn!(uid = ident.uid, claimed_uid = s.uid, claimed_gid = s.gid, code = e.code, "submission refused: {}", e.text);
@@ -969,6 +964,20 @@ impl Controller {
         Response::JobResults(array_results(&u.job, outcomes))
     }
 
+    /// The account a job of `user` naming `named` is charged to instead, when associations
+    /// are not enforced and `user` has none with `named`: the user's default account (Slurm
+    /// 22.05 `job_create` and `_update_job`'s `_retrieve_new_assoc`; goldens-extra 1104, 1113).
+    /// `None`: `named` stands (or the access checks refuse it).
+    fn account_fallback(&self, user: &str, named: &str) -> Option<String> {
+        if self.sched.accounting().checks_jobs() {
+            return None;
+        }
+        let default = self.opts.admission.default_accounts.get(user).map(String::as_str);
+        let d = self.opts.access.unassociated_account_fallback(user, named, default)?;
+        info!(user, account = named, default = %d, "account has no association for the user: using the default account");
+        Some(d)
+    }
+
     /// Updates one record: the changes checked on a copy ([`apply_changes`],
     /// [`Controller::authorize_update`]), then kept, all or none.
     fn update_one(&mut self, ident: Ident, id: u64, changes: &[JobChange], now: i64) -> Result<(), SlurmError> {
@@ -979,20 +988,16 @@ impl Controller {
         // `_update_job` takes the association `_retrieve_new_assoc` finds, which falls back
         // to the default one; goldens-extra 1113).
         let fallback: Vec<JobChange>;
-        let changes = if self.sched.accounting().checks_jobs() {
-            changes
-        } else {
-            let default = self.opts.admission.default_accounts.get(&rec.user).map(String::as_str);
-            fallback = changes
-                .iter()
-                .map(|c| match c {
-                    JobChange::Account(a) => JobChange::Account(
-                        self.opts.access.unassociated_account_fallback(&rec.user, a, default).unwrap_or_else(|| a.clone()),
-                    ),
-                    other => other.clone(),
-                })
-                .collect();
-            &fallback
+        let named = changes.iter().find_map(|c| if let JobChange::Account(a) = c { Some(a.as_str()) } else { None });
+        let changes = match named.and_then(|a| self.account_fallback(&rec.user, a)) {
+            Some(d) => {
+                fallback = changes
+                    .iter()
+                    .map(|c| if matches!(c, JobChange::Account(_)) { JobChange::Account(d.clone()) } else { c.clone() })
+                    .collect();
+                &fallback
+            }
+            None => changes,
         };
         let access_changed = apply_changes(&mut rec, changes, ident, &self.sched, &mut new_dep, now)?;
         self.authorize_update(ident, &rec, changes, access_changed)?;
