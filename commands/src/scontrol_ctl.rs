@@ -416,6 +416,25 @@ const UPDATE_JOB_KEYS: &[(&str, usize)] = &[
     ("WorkDir", 2), ("MailType", 5), ("MailUser", 5),
 ];
 
+/// Slurm's `CORE_SPEC_THREAD`: a `core_spec` counting threads (`ThreadSpec=`).
+const CORE_SPEC_THREAD: u16 = 0x8000;
+
+/// A value Slurm 22.05's `update_job.c` reads as `YES` (1) or `NO` (0) when it is a prefix
+/// of either, one letter or more, case-insensitively, else through `parse_uint16`
+/// (`OverSubscribe=`, `Contiguous=`, `Reboot=`); `None` for anything else.
+fn yes_no_uint16(v: &str) -> Option<u16> {
+    if abbrev(v, "YES", 1) {
+        Some(1)
+    } else if abbrev(v, "NO", 1) {
+        Some(0)
+    } else {
+        common::parse_uint16(v)
+    }
+}
+
+/// The largest `SiteFactor=` scontrol sends, either way (Slurm's `NICE_OFFSET - 3`).
+const SITE_FACTOR_MAX: u64 = 0x8000_0000 - 3;
+
 /// The `scontrol update job` key `tag` names ([`UPDATE_JOB_KEYS`]): the first key of which
 /// it is a case-insensitive prefix at least that key's minimum long; `None` for none.
 fn update_key(tag: &str) -> Option<&'static str> {
@@ -431,11 +450,16 @@ fn update_key(tag: &str) -> Option<&'static str> {
 /// other characters, a negative minimum or a maximum below 1 is refused, as is one above
 /// `INT_MAX`, with Slurm's message.
 fn node_count_arg(v: &str) -> Result<(u32, Option<u32>), String> {
-    const WHAT: &str = "requested node count";
+    resource_range_arg(v, "requested node count")
+}
+
+/// Slurm 22.05's `get_resource_arg_range` (`proc_args.c`) for the count `what` names in its
+/// messages (`requested node count`, `NumCPUs`): see [`node_count_arg`].
+fn resource_range_arg(v: &str, what: &str) -> Result<(u32, Option<u32>), String> {
     if v.is_empty() || v.starts_with('*') {
         return Ok((1, Some(i32::MAX as u32)));
     }
-    let invalid = || format!("scontrol: error: Invalid numeric value \"{v}\" for {WHAT}.\n");
+    let invalid = || format!("scontrol: error: Invalid numeric value \"{v}\" for {what}.\n");
     // One number with its suffix: (value, the rest).
     let number = |s: &str| -> (i64, usize) {
         let n = common::strtol_prefix_len(s);
@@ -452,7 +476,7 @@ fn node_count_arg(v: &str) -> Result<(u32, Option<u32>), String> {
         if !(rest.is_empty() || rest.starts_with('-')) || val < least {
             Err(invalid())
         } else if val > i64::from(i32::MAX) {
-            Err(format!("scontrol: error: Numeric argument ({val}) to big for {WHAT}.\n"))
+            Err(format!("scontrol: error: Numeric argument ({val}) to big for {what}.\n"))
         } else {
             Ok(val as u32)
         }
@@ -686,19 +710,83 @@ pub fn update(args: &[String], io: &mut Io<'_>) -> i32 {
     let mut changes = Vec::new();
     // `NumNodes=` resizes one job ([`single_job`]); its `ALL` is an update without a change.
     let resize = pairs[1..].iter().any(|(k, _)| matches!(update_key(k), Some("NumNodes" | "ReqNodes")));
-    for (k, v) in &pairs[1..] {
+    for (written, v) in &pairs[1..] {
         // Each key gives a change, nothing (a time naming none), or aborts the request with
         // Slurm's message and exit 1 (`update_job.c`: `exit_code = 1; return 0`).
         let bad = |msg: String| Err::<JobChange, String>(msg);
         let parsed = |o: Option<JobChange>, msg: String| o.ok_or(msg);
+        // Slurm 22.05 `scontrol_update_job`: a sign just before `=` (`Tag+=V`, `Tag-=V`) is not
+        // part of the key; TimeLimit and AdminComment take it, any other key refuses it once
+        // its value is read (goldens-extra 0936).
+        let (k, sign) = match written.as_bytes().last() {
+            Some(&c @ (b'+' | b'-')) if written.len() > 1 => (&written[..written.len() - 1], Some(c as char)),
+            _ => (written.as_str(), None),
+        };
         // Flotilla's own key, not in Slurm's table, is matched whole.
         let key = update_key(k).or_else(|| k.eq_ignore_ascii_case("topology").then_some("Topology"));
+        let takes_sign = matches!(key, Some("TimeLimit" | "AdminComment"));
         let ch = match key.unwrap_or_default() {
+            "TimeLimit" if sign.is_some() && v.starts_with(['+', '-']) => {
+                bad("scontrol: error: Invalid syntax, variations of +=- are not accepted.\n".into())
+            }
             // The helper has printed its own message.
-            "TimeLimit" => match time_limit_change(io, &job, v) {
+            "TimeLimit" => match time_limit_change(io, &job, &format!("{}{v}", sign.map(String::from).unwrap_or_default())) {
                 Ok(t) => Ok(JobChange::TimeLimit(t)),
                 Err(code) => return code,
             },
+            // `+=V` is sent whole (the controller keeps it so); `-=` is refused.
+            "AdminComment" if sign == Some('-') => bad("scontrol: error: Invalid syntax, AdminComment can not be subtracted from.\n".into()),
+            "AdminComment" if sign == Some('+') => Ok(JobChange::AdminComment(format!("+={v}"))),
+            "AdminComment" => Ok(JobChange::AdminComment(v.clone())),
+            // `strtoll`, within ±(NICE_OFFSET − 3).
+            "SiteFactor" => match flotilla_core::cnum::strtol(v).0 {
+                f if f.unsigned_abs() > SITE_FACTOR_MAX => {
+                    bad(format!("scontrol: error: SiteFactor value out of range (+/- {SITE_FACTOR_MAX}). Value ignored\n"))
+                }
+                f => Ok(JobChange::SiteFactor(f as i32)),
+            },
+            // `get_resource_arg_range` (its own message first), then a minimum below 1 or a
+            // maximum below it; the maximum is not kept.
+            "NumCPUs" => match resource_range_arg(v, "NumCPUs") {
+                Ok((min, max)) if min >= 1 && max.is_none_or(|m| m >= min) => Ok(JobChange::NumCpus(min)),
+                Ok(_) => bad(format!("scontrol: error: Invalid NumCPUs value: {v}\n")),
+                Err(msg) => bad(format!("{msg}scontrol: error: Invalid NumCPUs value: {v}\n")),
+            },
+            "NumTasks" | "ReqProcs" => parsed(common::parse_uint32(v).map(JobChange::NumTasks), format!("scontrol: error: Invalid NumTasks value: {v}\n")),
+            "ReqCores" => parsed(common::parse_uint16(v).map(JobChange::CoresPerSocket), format!("scontrol: error: Invalid ReqCores value: {v}\n")),
+            "ReqSockets" => parsed(common::parse_uint16(v).map(JobChange::SocketsPerNode), format!("scontrol: error: Invalid ReqSockets value: {v}\n")),
+            "ReqThreads" => parsed(common::parse_uint16(v).map(JobChange::ThreadsPerCore), format!("scontrol: error: Invalid ReqThreads value: {v}\n")),
+            "TasksPerNode" => parsed(common::parse_uint16(v).map(JobChange::TasksPerNode), format!("scontrol: error: Invalid TasksPerNode value: {v}\n")),
+            "CPUsPerTask" => parsed(common::parse_uint16(v).map(JobChange::CpusPerTask), format!("scontrol: error: Invalid CPUsPerTask value: {v}\n")),
+            // `YES`/`NO` (any prefix, one letter or more), else `parse_uint16`.
+            "OverSubscribe" | "Shared" => parsed(yes_no_uint16(v).map(JobChange::Shared), format!("scontrol: error: Invalid OverSubscribe value: {v}\n")),
+            "Contiguous" => parsed(yes_no_uint16(v).map(JobChange::Contiguous), format!("scontrol: error: Invalid Contiguous value: {v}\n")),
+            "Reboot" => parsed(yes_no_uint16(v).map(JobChange::Reboot), format!("scontrol: error: Invalid reboot value: {v}\n")),
+            // `time_str2secs` (a bare number is minutes); INFINITE is kept as such.
+            "DelayBoot" => match flotilla_core::time::time_str2secs(v) {
+                Ok(flotilla_core::time::SlurmDuration::Infinite) => Ok(JobChange::DelayBoot(u32::MAX)),
+                Ok(flotilla_core::time::SlurmDuration::Finite(s)) if s >= 0 => Ok(JobChange::DelayBoot(s as u32)),
+                _ => bad("scontrol: error: Invalid DelayBoot value\n".into()),
+            },
+            // `-1` or `*` clears it; threads are marked with `CORE_SPEC_THREAD`.
+            "CoreSpec" | "ThreadSpec" => {
+                let thread = if key == Some("ThreadSpec") { CORE_SPEC_THREAD } else { 0 };
+                match v.as_str() {
+                    "-1" | "*" => Ok(JobChange::CoreSpec(u16::MAX)),
+                    _ => parsed(
+                        common::parse_uint16(v).map(|n| JobChange::CoreSpec(n | thread)),
+                        format!("scontrol: error: Invalid {} value: {v}\n", key.unwrap_or_default()),
+                    ),
+                }
+            }
+            "WCKey" => Ok(JobChange::WcKey(v.clone())),
+            "Licenses" => Ok(JobChange::Licenses(v.clone())),
+            "ReservationName" => Ok(JobChange::Reservation(v.clone())),
+            "BurstBuffer" => Ok(JobChange::BurstBuffer(v.clone())),
+            // Names whose jobs a `JobName=` update selects in Slurm; here only checked, no
+            // change counted (`update_cnt` is not raised).
+            "UserID" if common::uid_from_string(v).is_none() => bad(format!("Invalid UserID: {v}\nRequest aborted\n")),
+            "UserID" => continue,
             // `time_str2mins`: a negative count other than INFINITE (-1) is refused; 0 clears.
             "TimeMin" => match flotilla_core::time::time_str2mins(v) {
                 Ok(flotilla_core::time::SlurmDuration::Infinite) => Ok(JobChange::TimeMin(TimeLimitWire::Unlimited)),
@@ -768,7 +856,11 @@ pub fn update(args: &[String], io: &mut Io<'_>) -> i32 {
                 t if t < 0 => bad("scontrol: error: Invalid ArrayTaskThrottle value\n".into()),
                 t => Ok(JobChange::ArrayThrottle(t as u32)),
             },
-            _ => bad(format!("Update of this parameter is not supported: {k}={v}\nRequest aborted\n")),
+            _ => bad(format!("Update of this parameter is not supported: {written}={v}\nRequest aborted\n")),
+        };
+        let ch = match ch {
+            Ok(_) if sign.is_some() && !takes_sign => bad(format!("scontrol: error: Option {written}={v} does not accept [+|-]= syntax\n")),
+            ch => ch,
         };
         match ch {
             Ok(c) => changes.push(c),
@@ -933,7 +1025,8 @@ pub fn job_record(j: &JobInfo, flags: ShowFlags, now: i64, gpu_types: &BTreeMap<
         // Without -n, one task per allocated node (golden 0124: --gpus=12 on 2 nodes); 0 is
         // Slurm's `NO_VAL` (a job that ended without starting and was given no count).
         if j.num_tasks == 0 { "N/A".to_string() } else { j.num_tasks.max(j.num_nodes).max(1).to_string() },
-        j.cpus_per_task.max(1),
+        // As the job keeps it: `CPUsPerTask=0` shows 0 (goldens-extra 0937).
+        j.cpus_per_task,
         star(shape.cores_per_socket),
         star(shape.threads_per_core)
     ));
@@ -970,13 +1063,21 @@ pub fn job_record(j: &JobInfo, flags: ShowFlags, now: i64, gpu_types: &BTreeMap<
         None => format!("MinMemoryNode={}", jobfmt::mem_str(j.mem_per_node_mib)),
     };
     l.push(format!("   MinCPUsNode={} {min_mem} MinTmpDiskNode={}", jobfmt::min_cpus(shape, j.cpus_per_task), jobfmt::mem_str(shape.tmp_disk_mib)));
-    l.push(format!("   Features={} DelayBoot=00:00:00", j.features.as_deref().unwrap_or("(null)")));
+    l.push(format!(
+        "   Features={} DelayBoot={}",
+        j.features.as_deref().unwrap_or("(null)"),
+        flotilla_core::time::secs2time_str(i64::from(j.delay_boot_s))
+    ));
     l.push(format!(
         "   OverSubscribe={} Contiguous=0 Licenses=(null) Network=(null)",
         jobfmt::oversubscribe(&v)
     ));
     l.push(format!("   Command={}", j.command.as_deref().unwrap_or("(null)")));
     l.push(format!("   WorkDir={}", j.work_dir));
+    // Slurm 22.05 `slurm_sprint_job_info`: AdminComment, then Comment, each with a blank.
+    if let Some(c) = &j.admin_comment {
+        l.push(format!("   AdminComment={c} "));
+    }
     if let Some(c) = &j.comment {
         l.push(format!("   Comment={c} "));
     }
@@ -1500,7 +1601,7 @@ mod flotilla_field_tests {
     /// running, its current count; a GPU-granular one its node count either way.
     #[test]
     fn num_nodes_shows_a_pending_elastic_range() {
-        let mut j = JobInfo { job_id: 3, num_nodes: 2, num_tasks: 1, state: Some(JobStateWire::Pending), ..JobInfo::default() };
+        let mut j = JobInfo { job_id: 3, num_nodes: 2, num_tasks: 1, cpus_per_task: 1, state: Some(JobStateWire::Pending), ..JobInfo::default() };
         let e = flotilla_proto::ElasticInfo { job_id: 3, unit: "nodes".into(), min: 2, max: 8, step: 1, ..Default::default() };
         let num_nodes = |j: &JobInfo, e: &flotilla_proto::ElasticInfo| {
             let mut lines = job_record(j, ShowFlags::default(), 0, &BTreeMap::new());

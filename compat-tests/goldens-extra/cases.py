@@ -553,6 +553,27 @@ A09 = [
     upd("endtime_pending", "EndTime=now+1hour", fmt="%i|%l"),
     {"name": "comment_and_name_running", "cmd": "sb -t 5 --wrap 'sleep 300'\nwst $J1 RUNNING\nscontrol update jobid=$J1 Comment=c1; echo rc=$?\nscontrol update jobid=$J1 Name=newname; echo rc=$?\nsqueue -h -j $J1 -o '%j|%k' | m\nfin"},
     {"name": "endtime_running", "cmd": "sb -t 60 --wrap 'sleep 300'\nwst $J1 RUNNING\nscontrol update jobid=$J1 EndTime=now+10minutes 2>&1 | m; echo rc=${PIPESTATUS[0]}\nsqueue -h -j $J1 -o '%l' | m\nscontrol update jobid=$J1 EndTime=now+2hours 2>&1 | m; echo rc=${PIPESTATUS[0]}\nsqueue -h -j $J1 -o '%l' | m\nscontrol update jobid=$J1 EndTime=2001-01-01T00:00:00 2>&1 | m; echo rc=${PIPESTATUS[0]}\nfin"},
+    # Added at stop 52. NumCPUs=, NumTasks=/ReqProcs=, ReqCores= (update_job.c:
+    # get_resource_arg_range, parse_uint32, parse_uint16, "Invalid ... value"; job_mgr.c
+    # _update_job: min_cpus, num_tasks and cores_per_socket of a pending job only, a task
+    # count below 1 ESLURM_BAD_TASK_COUNT; the CPUs shown follow NumCPUs, not the task count).
+    {"name": "cpus_tasks_cores", "cmd": "sb -H -t 5 --wrap true >/dev/null\nfor kv in NumCPUs=4 NumCPUs=0 NumCPUs=x NumCPUs=3-2 NumTasks=3 NumTasks=0 NumTasks=x ReqProcs=2 ReqCores=2 ReqCores=x NumCPUs=1; do scontrol update jobid=$J1 $kv 2>&1 | m; echo \"[$kv] rc=${PIPESTATUS[0]} $(scontrol show job $J1 | grep -oE '(NumCPUs|NumTasks|ReqB:S:C:T)=[^ ]*' | tr '\\n' ' ')$(squeue -h -j $J1 -o '%C|%I')\"; done\nsb -t 5 --wrap 'sleep 300' >/dev/null\nwst $J2 RUNNING\nfor kv in NumTasks=2 NumTasks=1 NumCPUs=2 NumCPUs=1 ReqCores=1; do scontrol update jobid=$J2 $kv 2>&1 | m; echo \"[running $kv] rc=${PIPESTATUS[0]} $(squeue -h -j $J2 -o '%C|%D')\"; done\nfin"},
+    # The task count an update set is the job's at its start (SLURM_NTASKS), its CPUs those
+    # of its tasks.
+    {"name": "numtasks_then_start", "cmd": "rm -f nt.out\nsb -H -t 5 -o nt.out --wrap 'echo NT=$SLURM_NTASKS CPN=$SLURM_CPUS_ON_NODE'\nscontrol update jobid=$J1 NumTasks=4; echo rc=$?\nscontrol release $J1\nwend $J1\ncat nt.out\nscontrol show job $J1 | grep -oE '(NumCPUs|NumTasks)=[^ ]*' | tr '\\n' ' '; echo\nrm -f nt.out\nfin"},
+    # AdminComment= and SiteFactor= (update_job.c: AdminComment takes `+=` whole and refuses
+    # `-=`; SiteFactor strtoll within +/- (NICE_OFFSET - 3); job_mgr.c _update_job: both an
+    # operator's, ESLURM_ACCESS_DENIED for a user; job_info.c: `AdminComment=` after WorkDir).
+    {"name": "admin_comment_site_factor", "user": "root", "cmd": ". /home/alice/x/lib.sh\nsb --uid=alice -H -t 5 --wrap true -D /home/alice/x\nfor kv in AdminComment=hello SiteFactor=10; do runuser -u alice -- scontrol update jobid=$J1 $kv 2>&1 | m; echo \"[alice $kv] rc=${PIPESTATUS[0]}\"; done\nfor kv in AdminComment=hello 'AdminComment+=more' AdminComment-=x Admin=short SiteFactor=10 SiteFactor=2147483645 SiteFactor=-5 SiteF=x; do scontrol update jobid=$J1 \"$kv\" 2>&1 | m; echo \"[$kv] rc=${PIPESTATUS[0]} $(scontrol show job $J1 | grep -oE 'AdminComment=[^ ]*')|$(squeue -h -j $J1 -o %Q)\"; done\nscontrol show job $J1 | grep -A1 WorkDir | m\nfin"},
+    # A key written with a sign before `=` (update_job.c: `tag+=`/`tag-=`): TimeLimit takes it
+    # as relative, AdminComment `+=`; any other key, once its value is read, "Option ... does
+    # not accept [+|-]= syntax"; an unknown key is not supported.
+    {"name": "sign_syntax", "cmd": "sb -H -t 30 --wrap true\nfor kv in Comment+=x Name-=y TimeLimit+=5 TimeLimit-=10 TimeLimit+=+5 Foo+=1 NumTasks+=x Partition+=debug; do scontrol update jobid=$J1 \"$kv\" 2>&1 | m; echo \"[$kv] rc=${PIPESTATUS[0]} $(squeue -h -j $J1 -o '%l|%k|%j')\"; done\nfin"},
+    # The shape keys (update_job.c: TasksPerNode, ReqSockets, ReqThreads, CPUsPerTask through
+    # parse_uint16; job_mgr.c _update_job: of a pending job only) and a few others, on a pending
+    # and on a running job.
+    {"name": "shape_keys", "cmd": "sb -H -t 5 -n 2 --wrap true >/dev/null\nfor kv in TasksPerNode=2 TasksPerNode=x ReqSockets=1 ReqSockets=x ReqThreads=1 CPUsPerTask=2 CPUsPerTask=x CPUsPerTask=0 OverSubscribe=yes Shared=no OverSubscribe=bogus Contiguous=1 Contiguous=x; do scontrol update jobid=$J1 $kv 2>&1 | m; echo \"[$kv] rc=${PIPESTATUS[0]} $(scontrol show job $J1 | grep -oE '(NumCPUs|NumTasks|CPUs/Task|ReqB:S:C:T|Socks/Node|NtasksPerN:B:S:C|OverSubscribe|Contiguous)=[^ ]*' | tr '\\n' ' ')$(squeue -h -j $J1 -o '%C|%c|%z|%h')\"; done\nsb -t 5 --wrap 'sleep 300' >/dev/null\nwst $J2 RUNNING\nfor kv in TasksPerNode=1 CPUsPerTask=1 ReqSockets=1 OverSubscribe=yes Contiguous=0; do scontrol update jobid=$J2 $kv 2>&1 | m; echo \"[running $kv] rc=${PIPESTATUS[0]}\"; done\nfin"},
+    {"name": "other_keys", "cmd": "sb -H -t 5 --wrap true >/dev/null\nfor kv in DelayBoot=5 DelayBoot=x Reboot=yes Reboot=no Reboot=x WCKey=w1 Licenses=foo CoreSpec=1 ThreadSpec=1 ReservationName=nosuch ReservationName= UserID=bob UserID=nosuchuser BurstBuffer=x; do scontrol update jobid=$J1 $kv 2>&1 | m; echo \"[$kv] rc=${PIPESTATUS[0]} $(scontrol show job $J1 | grep -oE '(DelayBoot|Reboot|WCKey|Licenses|CoreSpec|Reservation|Prefer|UserId|Features)=[^ ]*' | m | tr '\\n' ' ')\"; done\nfin"},
 ]
 
 # Area a10: priority and queue order (slurmctld job_mgr.c: set_job_prio, priority/basic;

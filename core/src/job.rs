@@ -124,6 +124,10 @@ pub struct JobSpec {
     pub base_priority: u32,
     /// `--nice` (positive lowers priority).
     pub nice: i32,
+    /// An operator's `scontrol update SiteFactor=` (Slurm's `site_factor` less its
+    /// `NICE_OFFSET`): added to the priority by `priority/multifactor`, ignored by
+    /// `priority/basic`, as in Slurm 22.05 (`priority_multifactor.c`). 0 when never set.
+    pub site_factor: i32,
     /// Time limit in seconds; `None` = unlimited.
     pub time_limit_s: Option<u64>,
     /// The resources asked for (GPUs, shape, topology, CPUs, memory).
@@ -205,6 +209,7 @@ impl JobSpec {
             begin_time: None,
             base_priority: 0,
             nice: 0,
+            site_factor: 0,
             time_limit_s,
             request,
             preemptible: false,

@@ -125,7 +125,8 @@ impl Multifactor {
     }
 
     /// Flotilla's own terms: 1,000,000 + base + age per minute + tier + failed cycles +
-    /// preemptions.
+    /// preemptions (an operator's `SiteFactor=` is added to them by the caller, with its
+    /// sign).
     fn flotilla_terms(&self, i: &PriorityInput<'_>) -> u64 {
         let w = &self.weights;
         let age_min = i.now.saturating_sub(i.job.submit_time) / 60;
@@ -147,16 +148,15 @@ impl PriorityPolicy for Multifactor {
         let f = self.slurm_factors(&i);
         let slurm = (f.age + f.assoc + f.fairshare + f.job_size + f.partition + f.qos) as u64;
         let total = self.flotilla_terms(&i) + slurm;
-        if i.job.nice >= 0 {
-            total.saturating_sub(i.job.nice as u64)
-        } else {
-            total + i.job.nice.unsigned_abs() as u64
-        }
+        // Slurm 22.05 `_get_priority_internal`: the site factor is added, the nice value
+        // taken away, unweighted; never below 0.
+        let signed = i64::try_from(total).unwrap_or(i64::MAX) + i64::from(i.job.site_factor) - i64::from(i.job.nice);
+        signed.max(0) as u64
     }
 
     fn factors(&self, i: PriorityInput<'_>) -> Option<PriorityFactors> {
         let mut f = self.slurm_factors(&i);
-        f.site = self.flotilla_terms(&i) as f64;
+        f.site = self.flotilla_terms(&i) as f64 + f64::from(i.job.site_factor);
         Some(f)
     }
 
@@ -225,5 +225,28 @@ mod tests {
         let mut nice = low.clone();
         nice.nice = 500;
         assert!(p(&nice, 0, &c.partitions[0], 0) < p(&low, 0, &c.partitions[0], 0));
+    }
+
+    #[test]
+    fn site_factor_is_added_by_multifactor_only() {
+        let c = Cluster::uniform(1, 8, 1, 64, 1024);
+        let part = &c.partitions[0];
+        let job = JobSpec::simple(1, 0, Request::gpus(1, TopologyKind::Node), Some(60));
+        fn input<'a>(job: &'a JobSpec, partition: &'a flotilla_core::cluster::Partition) -> PriorityInput<'a> {
+            PriorityInput { job, failed_cycles: 0, partition, now: 0, factors: Default::default() }
+        }
+        let m = Multifactor::default();
+        let base = m.priority(input(&job, part));
+        for site in [10, -5, 1_000] {
+            let mut j = job.clone();
+            j.site_factor = site;
+            assert_eq!(m.priority(input(&j, part)) as i64, base as i64 + i64::from(site), "{site}");
+            assert_eq!(m.factors(input(&j, part)).unwrap().site, m.factors(input(&job, part)).unwrap().site + f64::from(site));
+            assert_eq!(Basic.priority(input(&j, part)), Basic.priority(input(&job, part)), "priority/basic ignores it");
+        }
+        // Never below 0.
+        let mut j = job.clone();
+        j.site_factor = i32::MIN + 3;
+        assert_eq!(m.priority(input(&j, part)), 0);
     }
 }

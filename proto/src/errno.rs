@@ -104,6 +104,12 @@ pub const ESLURM_INVALID_TIME_VALUE: i32 = 2054;
 pub const ESLURM_INVALID_QOS: i32 = 2066;
 /// `ESLURM_INVALID_GRES`.
 pub const ESLURM_INVALID_GRES: i32 = 2072;
+/// `ESLURM_BAD_TASK_COUNT`.
+pub const ESLURM_BAD_TASK_COUNT: i32 = 2025;
+/// `ESLURM_INVALID_CPU_COUNT`.
+pub const ESLURM_INVALID_CPU_COUNT: i32 = 2069;
+/// `ESLURM_INVALID_LICENSES`.
+pub const ESLURM_INVALID_LICENSES: i32 = 2048;
 /// `ESLURM_JOB_NOT_PENDING`.
 pub const ESLURM_JOB_NOT_PENDING: i32 = 2073;
 /// `ESLURM_INVALID_ARRAY`.
@@ -175,6 +181,9 @@ pub fn strerror(code: i32) -> &'static str {
         ESLURM_INVALID_TIME_VALUE => "Invalid time specified",
         ESLURM_INVALID_QOS => "Invalid qos specification",
         ESLURM_INVALID_GRES => "Invalid generic resource (gres) specification",
+        ESLURM_BAD_TASK_COUNT => "Task count specification invalid",
+        ESLURM_INVALID_CPU_COUNT => "CPU count specification invalid",
+        ESLURM_INVALID_LICENSES => "Invalid license specification",
         ESLURM_JOB_NOT_PENDING => "Job is no longer pending execution",
         ESLURM_INVALID_ARRAY => "Invalid job array specification",
         ESLURM_JOB_FINISHED => "Job has already finished",

@@ -207,6 +207,8 @@ pub struct JobView<'a> {
     pub deadline: Option<i64>,
     pub features: Option<Str<'a>>,
     pub array_throttle: u32,
+    pub admin_comment: Option<Str<'a>>,
+    pub delay_boot_s: u32,
 }
 
 impl<'a> JobView<'a> {
@@ -286,6 +288,8 @@ impl<'a> JobView<'a> {
             deadline: self.deadline,
             features: own(self.features),
             array_throttle: self.array_throttle,
+            admin_comment: own(self.admin_comment),
+            delay_boot_s: self.delay_boot_s,
         }
     }
 }
@@ -366,6 +370,8 @@ impl<'a> From<&'a JobInfo> for JobView<'a> {
             deadline: j.deadline,
             features: view(&j.features),
             array_throttle: j.array_throttle,
+            admin_comment: view(&j.admin_comment),
+            delay_boot_s: j.delay_boot_s,
         }
     }
 }
@@ -511,7 +517,8 @@ job_fields! {
     CpuIds => cpu_ids, SocketsPerNode => sockets_per_node, MemWholeNode => mem_whole_node,
     NodeShape => node_shape, MailType => mail_type, MailUser => mail_user, JobFlags => job_flags,
     TimeMin => time_min, Deadline => deadline, Features => features,
-    ArrayThrottle => array_throttle,
+    ArrayThrottle => array_throttle, AdminComment => admin_comment,
+    DelayBoot => delay_boot_s,
 }
 
 /// A set of [`JobField`]s (a bit per field; 128 bits, as there are more than 64 fields).
@@ -728,7 +735,8 @@ mod tests {
                 },
                 mail_type: nums[1] as u16, mail_user: opts[3].clone(), job_flags: nums[2] as u16,
                 time_min: big.2.map(|b| b as u32), deadline: big.3, features: opts[4].clone(),
-                array_throttle: nums[5] ^ nums[6],
+                array_throttle: nums[5] ^ nums[6], admin_comment: opts[6].clone(),
+                delay_boot_s: nums[7] ^ nums[8],
             }
         }
     }

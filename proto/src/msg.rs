@@ -519,6 +519,47 @@ pub enum JobChange {
     /// `EndTime=` (appended): when a running job is to end (s since the epoch); its time
     /// limit follows.
     EndTime(i64),
+    /// `NumCPUs=` (appended): the CPUs a pending job asks for in all (Slurm's `min_cpus`), at
+    /// least 1.
+    NumCpus(u32),
+    /// `NumTasks=`/`ReqProcs=` (appended): a pending job's task count, at least 1.
+    NumTasks(u32),
+    /// `ReqCores=` (appended): a pending job's `--cores-per-socket` (0 allowed).
+    CoresPerSocket(u16),
+    /// `AdminComment=` (appended): an operator's comment on the job, as written (`+=x` kept
+    /// whole, as Slurm 22.05 keeps it).
+    AdminComment(String),
+    /// `SiteFactor=` (appended): an operator's addition to the job's priority under
+    /// `priority/multifactor` (Slurm's `site_factor` less `NICE_OFFSET`), within
+    /// ±(2^31 − 3).
+    SiteFactor(i32),
+    /// `TasksPerNode=` (appended): an operator's `--ntasks-per-node` of a pending job.
+    TasksPerNode(u16),
+    /// `ReqSockets=` (appended): a pending job's `--sockets-per-node`.
+    SocketsPerNode(u16),
+    /// `ReqThreads=` (appended): a pending job's `--threads-per-core`.
+    ThreadsPerCore(u16),
+    /// `CPUsPerTask=` (appended): a pending job's `--cpus-per-task` (0 allowed, as in Slurm).
+    CpusPerTask(u16),
+    /// `OverSubscribe=`/`Shared=` (appended): an operator's; non-zero shares the nodes.
+    Shared(u16),
+    /// `Contiguous=` (appended): non-zero asks for contiguous nodes.
+    Contiguous(u16),
+    /// `DelayBoot=` (appended): seconds (`u32::MAX`: INFINITE).
+    DelayBoot(u32),
+    /// `Reboot=` (appended): an operator's; non-zero reboots the nodes before the job.
+    Reboot(u16),
+    /// `WCKey=` (appended).
+    WcKey(String),
+    /// `Licenses=` (appended): as written; empty asks for none.
+    Licenses(String),
+    /// `CoreSpec=`/`ThreadSpec=` (appended): Slurm's `core_spec` (`0x8000` marks threads,
+    /// `u16::MAX` clears it).
+    CoreSpec(u16),
+    /// `ReservationName=` (appended): empty leaves none.
+    Reservation(String),
+    /// `BurstBuffer=` (appended).
+    BurstBuffer(String),
 }
 
 /// `scontrol update job`.
@@ -852,6 +893,11 @@ pub struct LaunchDetails {
     pub signal: Option<SignalSpec>,
     /// An interactive allocation (`salloc`): no batch script runs; the node only records it.
     pub interactive: bool,
+    /// The job's task count when one was asked for (`-n`, `scontrol update NumTasks=`;
+    /// Slurm's `num_tasks` in the batch launch); 0 when none (appended; absent in older
+    /// spool files).
+    #[serde(default)]
+    pub ntasks: u32,
 }
 
 /// Answer to `SubmitJob`.
@@ -1038,6 +1084,10 @@ pub struct JobInfo {
     /// shown on every record of the array (Slurm 22.05 `pack_job` packs the array head's
     /// `max_run_tasks` for a task's record too); 0 for a job that is not an array's.
     pub array_throttle: u32,
+    /// `AdminComment=` (appended): an operator's comment; `None` when never set (no line).
+    pub admin_comment: Option<String>,
+    /// `DelayBoot=` (appended): seconds (`u32::MAX`: INFINITE); 0 when never set.
+    pub delay_boot_s: u32,
 }
 
 /// Slurm 22.05's job `bit_flags` the submission options set (`slurm_opt.c`

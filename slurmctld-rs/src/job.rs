@@ -273,6 +273,12 @@ pub struct JobRecord {
     /// Whether the submission set the task count (`-n`, or sbatch's derived count): Slurm's
     /// `num_tasks` set. A job that ended without starting shows `NumTasks=N/A` otherwise.
     pub ntasks_given: bool,
+    /// `scontrol update AdminComment=` (an operator's; Slurm's `admin_comment`), shown by
+    /// `scontrol show job` after `WorkDir=`; `None` when never set.
+    pub admin_comment: Option<String>,
+    /// `scontrol update DelayBoot=` (s; `u32::MAX`: INFINITE), shown as `DelayBoot=`; `None`
+    /// when never set (00:00:00).
+    pub delay_boot_s: Option<u32>,
     /// The cores the current run holds on each of its nodes (node name -> core indices,
     /// increasing), picked at its start by [`flotilla_core::cores::pick_cores`]; what
     /// `scontrol show job -d` prints as `CPU_IDs=`. Empty while not running, and for a run

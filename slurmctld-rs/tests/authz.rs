@@ -267,6 +267,50 @@ fn update_cannot_wrap_or_escape_the_shape_checks() {
     h.check();
 }
 
+/// The keys of `scontrol update` that are an operator's (Slurm 22.05 `_update_job`;
+/// goldens-extra 0935, 0937, 0938): a user is refused `AdminComment=`, `SiteFactor=`,
+/// `TasksPerNode=`, `OverSubscribe=`, `Reboot=` and `Contiguous=` on a pending job; root sets
+/// the first three; what Flotilla does not do (rebooting for a job, contiguous nodes) is not
+/// supported even for root, and specialized cores are nobody's (no
+/// `AllowSpecResourcesUsage`). The counts a user may change are checked for 0.
+#[test]
+fn operator_only_update_keys() {
+    use JobChange as C;
+    let mut h = Harness::two_nodes("authz_operator_keys");
+    let mut j = job(User::Alice, None, 0);
+    j.hold = true;
+    let id = h.submit(j);
+    for ch in [C::AdminComment("x".into()), C::SiteFactor(10), C::TasksPerNode(2), C::Shared(1), C::Reboot(1), C::Contiguous(0), C::CoreSpec(1)] {
+        let r = h.call(User::Alice, update(id, vec![ch.clone()]));
+        assert_eq!(code(&r), ESLURM_ACCESS_DENIED, "{ch:?}: {r:?}");
+    }
+    assert_eq!(h.job(id).admin_comment, None, "nothing changed");
+    let r = h.call(User::Root, update(id, vec![C::AdminComment("hello".into()), C::SiteFactor(-5), C::TasksPerNode(2)]));
+    assert_eq!(code(&r), 0, "{r:?}");
+    let info = h.job(id);
+    assert_eq!((info.admin_comment.as_deref(), info.node_shape.ntasks_per_node), (Some("hello"), 2));
+    for (ch, want) in [
+        (C::Reboot(1), ESLURM_NOT_SUPPORTED),
+        (C::Contiguous(1), ESLURM_NOT_SUPPORTED),
+        (C::CoreSpec(1), ESLURM_ACCESS_DENIED),
+        (C::Reboot(0), 0),
+        (C::Contiguous(0), 0),
+        (C::Licenses("foo".into()), ESLURM_INVALID_LICENSES),
+        (C::Reservation("r1".into()), ESLURM_RESERVATION_INVALID),
+        (C::BurstBuffer(String::new()), ESLURM_NOT_SUPPORTED),
+    ] {
+        let r = h.call(User::Root, update(id, vec![ch.clone()]));
+        assert_eq!(code(&r), want, "root {ch:?}: {r:?}");
+    }
+    for (ch, want) in [(C::NumCpus(0), ESLURM_INVALID_CPU_COUNT), (C::NumTasks(0), ESLURM_BAD_TASK_COUNT), (C::NumCpus(4), 0), (C::NumTasks(3), 0)] {
+        let r = h.call(User::Alice, update(id, vec![ch.clone()]));
+        assert_eq!(code(&r), want, "alice {ch:?}: {r:?}");
+    }
+    let info = h.job(id);
+    assert_eq!((info.num_cpus, info.num_tasks), (4, 3));
+    h.check();
+}
+
 /// Services: a user without `ServiceAccounts` cannot create one (replicas never end, outrank
 /// training, preempt others); with it, priority, replicas and GPUs are capped per user and
 /// replicas get the partition's `MaxTime`; an admin is not capped.

@@ -226,7 +226,14 @@ pub fn batch_env(
         _ => vec![bind.cpus; nnodes],
     };
     let cpt = details.map_or(1, |d| d.cpus_per_task.max(1));
-    let tasks: Vec<u32> = cpus_per_node.iter().map(|c| (c / cpt).max(1)).collect();
+    // Slurm 22.05 `env_array_for_batch_job`: the job's task count when it has one (on one
+    // node all of them there, more tasks than CPUs included: `scontrol update NumTasks=4` of a
+    // one-CPU job, goldens-extra 0934), else what each node's CPUs hold.
+    let ntasks = details.map_or(0, |d| d.ntasks);
+    let tasks: Vec<u32> = match cpus_per_node.len() {
+        1 if ntasks > 0 => vec![ntasks],
+        _ => cpus_per_node.iter().map(|c| (c / cpt).max(1)).collect(),
+    };
     let id = bind.job_id.to_string();
 
     let gpus = gpu_indices(bind.gpu_mask);
@@ -284,6 +291,11 @@ pub fn batch_env(
     set(&mut env, "SLURM_NODEID", "0");
     set(&mut env, "SLURM_NODELIST", bind.nodes.clone());
     set(&mut env, "SLURM_NODE_ALIASES", "(null)");
+    // Appended, not overwritten: sbatch's own `-n` value stays (`env_array_append_fmt`).
+    if ntasks > 0 {
+        set_default(&mut env, "SLURM_NPROCS", ntasks.to_string());
+        set_default(&mut env, "SLURM_NTASKS", ntasks.to_string());
+    }
     set_default(&mut env, "SLURM_PRIO_PROCESS", "0");
     set(&mut env, "SLURM_PROCID", "0");
     if bind.run > 0 {
@@ -482,6 +494,7 @@ mod tests {
             array_tasks: None,
             signal: None,
             interactive: false,
+            ntasks: 0,
         };
         let env = batch_env(&bind(), Some(&d), &facts(), &UserInfo::default(), "/x/ack");
         for (k, v) in [
@@ -520,6 +533,15 @@ mod tests {
         };
         let env = batch_env(&b, Some(&d), &facts(), &UserInfo::default(), "");
         assert_eq!(get(&env, "SLURM_TASKS_PER_NODE"), Some("64"));
+        assert_eq!(get(&env, "SLURM_NTASKS"), None, "no task count asked for");
+        // A task count (an update's NumTasks=4 on one CPU): all its tasks on the node, and
+        // SLURM_NTASKS/SLURM_NPROCS unless sbatch's environment has them already.
+        let d4 = LaunchDetails { cpus_per_node: vec![1], ntasks: 4, ..d.clone() };
+        let env = batch_env(&b, Some(&d4), &facts(), &UserInfo::default(), "");
+        assert_eq!((get(&env, "SLURM_NTASKS"), get(&env, "SLURM_NPROCS"), get(&env, "SLURM_TASKS_PER_NODE")), (Some("4"), Some("4"), Some("4")));
+        let mut b2 = b.clone();
+        b2.environment.push(("SLURM_NTASKS".into(), "2".into()));
+        assert_eq!(get(&batch_env(&b2, Some(&d4), &facts(), &UserInfo::default(), ""), "SLURM_NTASKS"), Some("2"));
         assert_eq!(get(&env, "SLURM_RESTART_COUNT"), Some("2"));
         assert_eq!(get(&env, "SLURM_MEM_PER_NODE"), Some("4096"));
         assert_eq!(get(&env, "CUDA_VISIBLE_DEVICES"), None);

@@ -1274,6 +1274,136 @@ fn apply_changes(
                 rec.min_cpus_set = Some(u32::from(*n).saturating_mul(rec.num_nodes.max(1)));
                 resize_cpus(rec);
             }
+            // Slurm 22.05 `_update_job`: `min_cpus` of a pending job only (checked first), at
+            // least 1 (`ESLURM_INVALID_CPU_COUNT`); shown as `NumCPUs=` and `%C`, and its nodes
+            // hold at least that many CPUs between them (goldens-extra 0933).
+            JobChange::NumCpus(n) => {
+                need_pending(pending)?;
+                if *n == 0 {
+                    return Err(SlurmError::new(ESLURM_INVALID_CPU_COUNT));
+                }
+                rec.min_cpus_set = Some(*n);
+                resize_cpus(rec);
+            }
+            // `_update_job`: `num_tasks` of a pending job only, at least 1
+            // (`ESLURM_BAD_TASK_COUNT`); its CPUs stay as they are (the tasks share them:
+            // `SLURM_NTASKS=4` on one CPU, goldens-extra 0934).
+            JobChange::NumTasks(n) => {
+                need_pending(pending)?;
+                if *n == 0 {
+                    return Err(SlurmError::new(ESLURM_BAD_TASK_COUNT));
+                }
+                rec.ntasks = *n;
+                rec.ntasks_given = true;
+            }
+            // `_update_job`: `cores_per_socket` of a pending job only (0 included).
+            JobChange::CoresPerSocket(c) => {
+                need_pending(pending)?;
+                rec.node_shape.cores_per_socket = u32::from(*c);
+            }
+            // `_update_job`: an operator's (`validate_super_user`; checked before anything
+            // else there, and here all or nothing), on a job in any state but ended.
+            JobChange::AdminComment(c) => {
+                if !ident.admin {
+                    return Err(SlurmError::new(ESLURM_ACCESS_DENIED));
+                }
+                rec.admin_comment = Some(c.clone());
+            }
+            // `_update_job`: an operator's; its effect is the priority plugin's.
+            JobChange::SiteFactor(f) => {
+                if !ident.admin {
+                    return Err(SlurmError::new(ESLURM_ACCESS_DENIED));
+                }
+                rec.spec.site_factor = *f;
+            }
+            // Slurm 22.05 `_update_job` (goldens-extra 0937): of a pending job only (checked
+            // first); `ntasks_per_node` an operator's (`ESLURM_ACCESS_DENIED` for a user).
+            JobChange::TasksPerNode(n) => {
+                need_pending(pending)?;
+                if !ident.admin {
+                    return Err(SlurmError::new(ESLURM_ACCESS_DENIED));
+                }
+                rec.node_shape.ntasks_per_node = u32::from(*n);
+                resize_cpus(rec);
+            }
+            JobChange::SocketsPerNode(n) => {
+                need_pending(pending)?;
+                rec.sockets_per_node = u32::from(*n);
+            }
+            JobChange::ThreadsPerCore(n) => {
+                need_pending(pending)?;
+                rec.node_shape.threads_per_core = u32::from(*n);
+            }
+            // The CPUs shown (`min_cpus`) stay as they were; the tasks' CPUs follow the new
+            // count when the job is placed.
+            JobChange::CpusPerTask(n) => {
+                need_pending(pending)?;
+                if u32::from(*n) != rec.cpus_per_task {
+                    rec.min_cpus_set = Some(rec.requested_cpus());
+                    rec.cpus_per_task = u32::from(*n);
+                    resize_cpus(rec);
+                }
+            }
+            // An operator's: non-zero lets the job share its nodes, 0 takes that back.
+            JobChange::Shared(n) => {
+                use flotilla_proto::Oversubscribe as O;
+                need_pending(pending)?;
+                if !ident.admin {
+                    return Err(SlurmError::new(ESLURM_ACCESS_DENIED));
+                }
+                match (*n, rec.node_shape.oversubscribe) {
+                    (0, O::Yes) => rec.node_shape.oversubscribe = O::Unset,
+                    (0, _) => {}
+                    (_, _) => rec.node_shape.oversubscribe = O::Yes,
+                }
+            }
+            // A user may only lower it, an operator set it. Flotilla places no job on
+            // contiguous nodes (every job's is 0): a user is refused, an operator's 0 is no
+            // change and any other value not supported.
+            JobChange::Contiguous(n) => {
+                need_pending(pending)?;
+                if !ident.admin {
+                    return Err(SlurmError::new(ESLURM_ACCESS_DENIED));
+                }
+                if *n != 0 {
+                    return Err(SlurmError::new(ESLURM_NOT_SUPPORTED));
+                }
+            }
+            // `_update_job`: on any job, unchecked; shown as `DelayBoot=`.
+            JobChange::DelayBoot(secs) => rec.delay_boot_s = Some(*secs),
+            // An operator's (checked first), of a pending job. Flotilla does not reboot nodes
+            // for a job: `Reboot=0` is no change, any other value not supported.
+            JobChange::Reboot(n) => {
+                if !ident.admin {
+                    return Err(SlurmError::new(ESLURM_ACCESS_DENIED));
+                }
+                need_pending(pending)?;
+                if *n != 0 {
+                    return Err(SlurmError::new(ESLURM_NOT_SUPPORTED));
+                }
+            }
+            // `update_job_wckey`: of a pending job. Flotilla keeps no WCKeys (sbatch's
+            // `--wckey` is accepted and dropped too; `AccountingStorageEnforce=wckeys` is
+            // refused at start), so the key is accepted and not kept, as Slurm without
+            // `TrackWCKey` shows nothing of it.
+            JobChange::WcKey(_) => need_pending(pending)?,
+            // `license_validate`: Flotilla has no licenses, so asking for any is invalid;
+            // none (empty) is the job's already.
+            JobChange::Licenses(l) if l.is_empty() => {}
+            JobChange::Licenses(_) => return Err(SlurmError::new(ESLURM_INVALID_LICENSES)),
+            // Specialized cores are an operator's with `AllowSpecResourcesUsage`, which
+            // Flotilla does not offer: refused for everyone, of a pending job.
+            JobChange::CoreSpec(_) => {
+                need_pending(pending)?;
+                return Err(SlurmError::new(ESLURM_ACCESS_DENIED));
+            }
+            // Flotilla has no advance reservations: none (empty) is the job's already, any
+            // name is invalid.
+            JobChange::Reservation(r) if r.is_empty() => {}
+            JobChange::Reservation(_) => return Err(SlurmError::new(ESLURM_RESERVATION_INVALID)),
+            // `_update_job`: a burst buffer can only be cleared from an ended job, which
+            // this function never gets to.
+            JobChange::BurstBuffer(_) => return Err(SlurmError::new(ESLURM_NOT_SUPPORTED)),
             JobChange::Features(f) if rec.features.as_deref() == Some(f.as_str()) => {}
             JobChange::Features(f) => {
                 need_pending(pending)?;
@@ -1462,14 +1592,17 @@ fn set_min_memory(rec: &mut JobRecord, mib: u64, per_cpu: bool, sched: &Schedule
     rec.mem_per_node_mib = r.mem_mib_per_node;
 }
 
-/// A pending job's CPUs a node after its `MinCPUsNode=` changed, as admission sizes them
-/// ([`admission::node_cpus`]); memory per CPU follows.
+/// A pending job's CPUs a node after its `MinCPUsNode=` or `NumCPUs=` changed, as admission
+/// sizes them ([`admission::node_cpus`]), at least its `NumCPUs=` spread over its nodes;
+/// memory per CPU follows.
 fn resize_cpus(rec: &mut JobRecord) {
     let per_node = match rec.node_shape.ntasks_per_node {
         0 => rec.ntasks.max(1).div_ceil(rec.num_nodes.max(1)),
         t => t,
     };
-    let cpus = admission::node_cpus(per_node, rec.cpus_per_task, rec.sockets_per_node, rec.node_shape.min_cpus);
+    // The CPUs an update's `NumCPUs=` asked for, spread over the job's nodes.
+    let asked = rec.min_cpus_set.map_or(0, |n| n.div_ceil(rec.num_nodes.max(1)));
+    let cpus = admission::node_cpus(per_node, rec.cpus_per_task, rec.sockets_per_node, rec.node_shape.min_cpus).max(asked);
     let r = &mut rec.spec.request;
     r.cpu_milli_per_node = u64::from(cpus) * 1000;
     if let Some(m) = rec.mem_per_cpu_mib {

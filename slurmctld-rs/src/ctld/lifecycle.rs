@@ -780,6 +780,7 @@ impl Controller {
             array_tasks: rec.array_tasks,
             signal: rec.signal.clone(),
             interactive: rec.interactive,
+            ntasks: if rec.ntasks_given { rec.ntasks } else { 0 },
         }
     }
 

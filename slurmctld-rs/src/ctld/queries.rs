@@ -322,6 +322,8 @@ impl Controller {
                 .array_job_id
                 .and_then(|a| if a == rec.id { rec.array_max_running } else { self.jobs.get(&a).and_then(|h| h.array_max_running) })
                 .unwrap_or(0);
+            admin_comment: AdminComment = rec.admin_comment.as_deref().map(Str::b);
+            delay_boot_s: DelayBoot = rec.delay_boot_s.unwrap_or(0);
         }
     }
 

@@ -78,6 +78,7 @@ pub fn base(id: u64) -> JobRecord {
         begin_time: None,
         base_priority: 0,
         nice: 0,
+        site_factor: 0,
         time_limit_s: None,
         request,
         preemptible: false,
@@ -162,6 +163,8 @@ pub fn base(id: u64) -> JobRecord {
         min_cpus_set: None,
         features: None,
         ntasks_given: false,
+        admin_comment: None,
+        delay_boot_s: None,
         cores: Default::default(),
     }
 }
@@ -194,6 +197,7 @@ pub fn full() -> JobRecord {
         begin_time: Some((T0 - 800) as u64),
         base_priority: 7,
         nice: -3,
+        site_factor: 0,
         time_limit_s: Some(7200),
         request,
         preemptible: true,
@@ -314,6 +318,8 @@ pub fn full() -> JobRecord {
         min_cpus_set: None,
         features: None,
         ntasks_given: false,
+        admin_comment: None,
+        delay_boot_s: None,
         cores: Default::default(),
     }
 }

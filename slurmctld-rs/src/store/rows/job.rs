@@ -252,6 +252,12 @@ pub struct JobRow {
     /// kept (the controller numbers those again at recovery).
     #[serde(rename = "priority", default, skip_serializing_if = "Option::is_none")]
     pub priority: Option<u32>,
+    /// An operator's `AdminComment=` (absent when none).
+    #[serde(rename = "admin_comment", default, skip_serializing_if = "Option::is_none")]
+    pub admin_comment: Option<String>,
+    /// `DelayBoot=` in seconds (absent when never set).
+    #[serde(rename = "delay_boot_s", default, skip_serializing_if = "Option::is_none")]
+    pub delay_boot_s: Option<u32>,
 }
 
 /// [`ElasticRecord`].
@@ -775,6 +781,8 @@ impl From<&JobRecord> for JobRow {
             min_cpus_set,
             features,
             ntasks_given,
+            admin_comment,
+            delay_boot_s,
             cores,
             elastic,
         } = r;
@@ -853,6 +861,8 @@ impl From<&JobRecord> for JobRow {
             cores: cores.clone(),
             elastic: elastic.as_ref().map(ElasticRecordRow::from),
             priority: (*priority != crate::job::PRIO_UNSET).then_some(*priority),
+            admin_comment: admin_comment.clone(),
+            delay_boot_s: *delay_boot_s,
         }
     }
 }
@@ -934,6 +944,8 @@ impl From<JobRow> for JobRecord {
             cores,
             elastic,
             priority,
+            admin_comment,
+            delay_boot_s,
         } = r;
         // The spec's QOS is the record's (stored once).
         let mut spec = JobSpec::from(spec);
@@ -1011,6 +1023,8 @@ impl From<JobRow> for JobRecord {
             min_cpus_set,
             features,
             ntasks_given,
+            admin_comment,
+            delay_boot_s,
             cores,
             elastic: elastic.map(ElasticRecord::from),
         }

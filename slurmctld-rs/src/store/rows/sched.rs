@@ -9,6 +9,11 @@ use flotilla_core::job::{Elastic, ElasticUnit, HoldKind, JobId, JobSpec, Request
 use flotilla_core::sched::{AllocId, Allocation, Owner, ServiceId};
 use serde::{Deserialize, Serialize};
 
+/// Whether an `i32` field is 0 (left out of a row).
+fn is_zero(v: &i32) -> bool {
+    *v == 0
+}
+
 /// The core's view of a job ([`JobSpec`]). `partition` is the partition's index when the
 /// record was written; the controller re-resolves it by the record's partition name. The
 /// spec's `qos` is not a field here: it is the record's `qos` ([`super::JobRow`] sets it).
@@ -38,6 +43,9 @@ pub struct JobSpecRow {
     /// `--nice`.
     #[serde(rename = "nice")]
     pub nice: i32,
+    /// An operator's `SiteFactor=` (absent when 0).
+    #[serde(rename = "site_factor", default, skip_serializing_if = "is_zero")]
+    pub site_factor: i32,
     /// Time limit (s); `None`: unlimited.
     #[serde(rename = "time_limit_s")]
     pub time_limit_s: Option<u64>,
@@ -426,6 +434,7 @@ impl From<&JobSpec> for JobSpecRow {
             begin_time,
             base_priority,
             nice,
+            site_factor,
             time_limit_s,
             request,
             preemptible,
@@ -446,6 +455,7 @@ impl From<&JobSpec> for JobSpecRow {
             begin_time: *begin_time,
             base_priority: *base_priority,
             nice: *nice,
+            site_factor: *site_factor,
             time_limit_s: *time_limit_s,
             request: request.into(),
             preemptible: *preemptible,
@@ -469,6 +479,7 @@ impl From<JobSpecRow> for JobSpec {
             begin_time,
             base_priority,
             nice,
+            site_factor,
             time_limit_s,
             request,
             preemptible,
@@ -487,6 +498,7 @@ impl From<JobSpecRow> for JobSpec {
             begin_time,
             base_priority,
             nice,
+            site_factor,
             time_limit_s,
             request: request.into(),
             preemptible,
