@@ -387,6 +387,13 @@ impl JobRecord {
         }
     }
 
+    /// Sets the time limit (minutes; `None`: unlimited) in both places that keep it: the
+    /// record's (shown) and the spec's the core schedules with (seconds).
+    pub fn set_time_limit(&mut self, minutes: Option<u32>) {
+        self.time_limit_min = minutes;
+        self.spec.time_limit_s = minutes.map(|m| u64::from(m) * 60);
+    }
+
     /// The CPUs the job asks for (Slurm's `min_cpus`, a pending job's `NumCPUs=`): what an
     /// update set; else its tasks' CPUs, which a node count only GPU options fixed does not
     /// raise (goldens-extra 0407), one task's for a node range without a task count

@@ -405,8 +405,7 @@ pub fn check_accounting(
     }
     if new.spec.time_limit_s.is_none() {
         if let Some(m) = flotilla_core::sched::default_wall_min(acct, assoc, qos) {
-            new.time_limit_min = Some(m);
-            new.spec.time_limit_s = Some(u64::from(m) * 60);
+            new.set_time_limit(Some(m));
         }
     }
     if !(e.limits || e.safe) {

@@ -1682,8 +1682,7 @@ fn change_time_limit(
             return Err(SlurmError::new(ESLURM_ACCESS_DENIED));
         }
     }
-    rec.time_limit_min = new;
-    rec.spec.time_limit_s = new.map(|m| u64::from(m) * 60);
+    rec.set_time_limit(new);
     Ok(())
 }
 
@@ -1711,9 +1710,7 @@ fn set_end_time(rec: &mut JobRecord, end: i64, ident: Ident, now: i64) -> Result
     }
     // C's integer division, toward zero, as Rust's.
     let minutes = (limit_s / 60 + (end - current + 30) / 60).clamp(0, i64::from(u32::MAX - 1));
-    let m = minutes as u32;
-    rec.time_limit_min = Some(m);
-    rec.spec.time_limit_s = Some(u64::from(m) * 60);
+    rec.set_time_limit(Some(minutes as u32));
     Ok(())
 }
 

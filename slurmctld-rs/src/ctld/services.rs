@@ -137,8 +137,7 @@ impl Controller {
         if !ident.admin {
             let max = self.sched.cluster().partitions[t.spec.partition.0 as usize].max_time_min;
             let min = max.map(|m| m.min(u64::from(u32::MAX - 2)) as u32);
-            rec.template.time_limit_min = min;
-            rec.template.spec.time_limit_s = min.map(|m| u64::from(m) * 60);
+            rec.template.set_time_limit(min);
         }
         Ok(())
     }
