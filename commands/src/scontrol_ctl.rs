@@ -432,7 +432,8 @@ fn yes_no_uint16(v: &str) -> Option<u16> {
     }
 }
 
-/// The largest `SiteFactor=` scontrol sends, either way (Slurm's `NICE_OFFSET - 3`).
+/// The largest `SiteFactor=` or `Nice=` scontrol sends, either way (Slurm's
+/// `NICE_OFFSET - 3`).
 const SITE_FACTOR_MAX: u64 = 0x8000_0000 - 3;
 
 /// The `scontrol update job` key `tag` names ([`UPDATE_JOB_KEYS`]): the first key of which
@@ -708,9 +709,27 @@ pub fn update(args: &[String], io: &mut Io<'_>) -> i32 {
     };
     let job = jobs[0].clone();
     let mut changes = Vec::new();
+    // Slurm 22.05 `scontrol_update_job`: a word without `=` is `Nice` (nice 100), else the key
+    // of the word after it (`TimeLimit 30`); a last word alone is refused.
+    let mut rest: Vec<(String, String)> = Vec::new();
+    let mut words = args[1..].iter();
+    while let Some(a) = words.next() {
+        match (a.split_once('='), words.as_slice().first()) {
+            (Some((k, v)), _) => rest.push((k.to_string(), v.to_string())),
+            (None, _) if abbrev(a, "Nice", 2) => rest.push(("Nice".into(), "100".into())),
+            (None, Some(v)) => {
+                rest.push((a.clone(), v.clone()));
+                words.next();
+            }
+            (None, None) => {
+                io.err(&format!("Invalid input: {a}\nRequest aborted\n"));
+                return 1;
+            }
+        }
+    }
     // `NumNodes=` resizes one job ([`single_job`]); its `ALL` is an update without a change.
-    let resize = pairs[1..].iter().any(|(k, _)| matches!(update_key(k), Some("NumNodes" | "ReqNodes")));
-    for (written, v) in &pairs[1..] {
+    let resize = rest.iter().any(|(k, _)| matches!(update_key(k), Some("NumNodes" | "ReqNodes")));
+    for (written, v) in &rest {
         // Each key gives a change, nothing (a time naming none), or aborts the request with
         // Slurm's message and exit 1 (`update_job.c`: `exit_code = 1; return 0`).
         let bad = |msg: String| Err::<JobChange, String>(msg);
@@ -812,7 +831,13 @@ pub fn update(args: &[String], io: &mut Io<'_>) -> i32 {
             "Name" | "JobName" => Ok(JobChange::Name(v.clone())),
             "Partition" => Ok(JobChange::Partition(v.clone())),
             "Priority" => parsed(v.parse().ok().map(JobChange::Priority), "scontrol: error: Invalid Priority value\n".into()),
-            "Nice" => Ok(JobChange::Nice(v.parse().unwrap_or(0))),
+            // `strtoll` (digits as far as they go), within ±(NICE_OFFSET − 3).
+            "Nice" => match flotilla_core::cnum::strtol(v).0 {
+                n if n.unsigned_abs() > SITE_FACTOR_MAX => {
+                    bad(format!("scontrol: error: Nice value out of range (+/- {SITE_FACTOR_MAX}). Value ignored\n"))
+                }
+                n => Ok(JobChange::Nice(n as i32)),
+            },
             "Gres" | "TresPerNode" => parsed(crate::sbatch::parse_gres(v).map(JobChange::Gres), "scontrol: error: Invalid Gres value\n".into()),
             // A value `get_resource_arg_range` refuses ends the command, with nothing sent and
             // exit status 0 (Slurm 22.05 `update_job.c` returns its result).

@@ -574,6 +574,10 @@ A09 = [
     # and on a running job.
     {"name": "shape_keys", "cmd": "sb -H -t 5 -n 2 --wrap true >/dev/null\nfor kv in TasksPerNode=2 TasksPerNode=x ReqSockets=1 ReqSockets=x ReqThreads=1 CPUsPerTask=2 CPUsPerTask=x CPUsPerTask=0 OverSubscribe=yes Shared=no OverSubscribe=bogus Contiguous=1 Contiguous=x; do scontrol update jobid=$J1 $kv 2>&1 | m; echo \"[$kv] rc=${PIPESTATUS[0]} $(scontrol show job $J1 | grep -oE '(NumCPUs|NumTasks|CPUs/Task|ReqB:S:C:T|Socks/Node|NtasksPerN:B:S:C|OverSubscribe|Contiguous)=[^ ]*' | tr '\\n' ' ')$(squeue -h -j $J1 -o '%C|%c|%z|%h')\"; done\nsb -t 5 --wrap 'sleep 300' >/dev/null\nwst $J2 RUNNING\nfor kv in TasksPerNode=1 CPUsPerTask=1 ReqSockets=1 OverSubscribe=yes Contiguous=0; do scontrol update jobid=$J2 $kv 2>&1 | m; echo \"[running $kv] rc=${PIPESTATUS[0]}\"; done\nfin"},
     {"name": "other_keys", "cmd": "sb -H -t 5 --wrap true >/dev/null\nfor kv in DelayBoot=5 DelayBoot=x Reboot=yes Reboot=no Reboot=x WCKey=w1 Licenses=foo CoreSpec=1 ThreadSpec=1 ReservationName=nosuch ReservationName= UserID=bob UserID=nosuchuser BurstBuffer=x; do scontrol update jobid=$J1 $kv 2>&1 | m; echo \"[$kv] rc=${PIPESTATUS[0]} $(scontrol show job $J1 | grep -oE '(DelayBoot|Reboot|WCKey|Licenses|CoreSpec|Reservation|Prefer|UserId|Features)=[^ ]*' | m | tr '\\n' ' ')\"; done\nfin"},
+    # Words without `=` (update_job.c: `Nice` alone is nice 100, another word takes the next
+    # as its value, a last one alone is "Invalid input"); Nice= read with strtoll, within
+    # +/- (NICE_OFFSET - 3).
+    {"name": "words_and_nice", "cmd": "sb -H -t 5 --wrap true >/dev/null\nfor kv in Nice Nice=5x Nice=2147483646 'TimeLimit 7' 'Comment hello' Comment; do scontrol update jobid=$J1 $kv 2>&1 | m; echo \"[$kv] rc=${PIPESTATUS[0]} $(squeue -h -j $J1 -o '%y|%l|%k')\"; done\nfin"},
 ]
 
 # Area a10: priority and queue order (slurmctld job_mgr.c: set_job_prio, priority/basic;
