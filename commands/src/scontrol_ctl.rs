@@ -434,7 +434,7 @@ fn yes_no_uint16(v: &str) -> Option<u16> {
 
 /// The largest `SiteFactor=` or `Nice=` scontrol sends, either way (Slurm's
 /// `NICE_OFFSET - 3`).
-const SITE_FACTOR_MAX: u64 = 0x8000_0000 - 3;
+const NICE_OFFSET_MAX: u64 = 0x8000_0000 - 3;
 
 /// The `scontrol update job` key `tag` names ([`UPDATE_JOB_KEYS`]): the first key of which
 /// it is a case-insensitive prefix at least that key's minimum long; `None` for none.
@@ -759,8 +759,8 @@ pub fn update(args: &[String], io: &mut Io<'_>) -> i32 {
             "AdminComment" => Ok(JobChange::AdminComment(v.clone())),
             // `strtoll`, within ±(NICE_OFFSET − 3).
             "SiteFactor" => match flotilla_core::cnum::strtol(v).0 {
-                f if f.unsigned_abs() > SITE_FACTOR_MAX => {
-                    bad(format!("scontrol: error: SiteFactor value out of range (+/- {SITE_FACTOR_MAX}). Value ignored\n"))
+                f if f.unsigned_abs() > NICE_OFFSET_MAX => {
+                    bad(format!("scontrol: error: SiteFactor value out of range (+/- {NICE_OFFSET_MAX}). Value ignored\n"))
                 }
                 f => Ok(JobChange::SiteFactor(f as i32)),
             },
@@ -833,8 +833,8 @@ pub fn update(args: &[String], io: &mut Io<'_>) -> i32 {
             "Priority" => parsed(v.parse().ok().map(JobChange::Priority), "scontrol: error: Invalid Priority value\n".into()),
             // `strtoll` (digits as far as they go), within ±(NICE_OFFSET − 3).
             "Nice" => match flotilla_core::cnum::strtol(v).0 {
-                n if n.unsigned_abs() > SITE_FACTOR_MAX => {
-                    bad(format!("scontrol: error: Nice value out of range (+/- {SITE_FACTOR_MAX}). Value ignored\n"))
+                n if n.unsigned_abs() > NICE_OFFSET_MAX => {
+                    bad(format!("scontrol: error: Nice value out of range (+/- {NICE_OFFSET_MAX}). Value ignored\n"))
                 }
                 n => Ok(JobChange::Nice(n as i32)),
             },
