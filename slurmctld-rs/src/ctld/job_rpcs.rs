@@ -1185,6 +1185,8 @@ fn apply_changes(
     let mut access_changed = false;
     let pending = rec.state == JobState::Pending;
     let need_pending = |p: bool| if p { Ok(()) } else { Err(SlurmError::new(ESLURM_JOB_NOT_PENDING)) };
+    // Slurm's `validate_operator`/`validate_super_user` for the keys that are an operator's.
+    let need_operator = || if ident.admin { Ok(()) } else { Err(SlurmError::new(ESLURM_ACCESS_DENIED)) };
     // Slurm 22.05 `_update_job`: `ArrayTaskThrottle=` sets the `max_run_tasks` of the record
     // that keeps the array's (its first), before the ended-job test: that record, ended, takes
     // it and nothing else, with success (goldens-extra 0643); other records ignore it.
@@ -1225,9 +1227,7 @@ fn apply_changes(
                 if *d < now {
                     return Err(SlurmError::new(ESLURM_INVALID_TIME_VALUE));
                 }
-                if !ident.admin {
-                    return Err(SlurmError::new(ESLURM_ACCESS_DENIED));
-                }
+                need_operator()?;
                 rec.deadline = Some(*d);
             }
             JobChange::Deadline(_) => {}
@@ -1304,25 +1304,19 @@ fn apply_changes(
             // `_update_job`: an operator's (`validate_super_user`; checked before anything
             // else there, and here all or nothing), on a job in any state but ended.
             JobChange::AdminComment(c) => {
-                if !ident.admin {
-                    return Err(SlurmError::new(ESLURM_ACCESS_DENIED));
-                }
+                need_operator()?;
                 rec.admin_comment = Some(c.clone());
             }
             // `_update_job`: an operator's; its effect is the priority plugin's.
             JobChange::SiteFactor(f) => {
-                if !ident.admin {
-                    return Err(SlurmError::new(ESLURM_ACCESS_DENIED));
-                }
+                need_operator()?;
                 rec.spec.site_factor = *f;
             }
             // Slurm 22.05 `_update_job` (goldens-extra 0937): of a pending job only (checked
             // first); `ntasks_per_node` an operator's (`ESLURM_ACCESS_DENIED` for a user).
             JobChange::TasksPerNode(n) => {
                 need_pending(pending)?;
-                if !ident.admin {
-                    return Err(SlurmError::new(ESLURM_ACCESS_DENIED));
-                }
+                need_operator()?;
                 rec.node_shape.ntasks_per_node = u32::from(*n);
                 resize_cpus(rec);
             }
@@ -1348,9 +1342,7 @@ fn apply_changes(
             JobChange::Shared(n) => {
                 use flotilla_proto::Oversubscribe as O;
                 need_pending(pending)?;
-                if !ident.admin {
-                    return Err(SlurmError::new(ESLURM_ACCESS_DENIED));
-                }
+                need_operator()?;
                 match (*n, rec.node_shape.oversubscribe) {
                     (0, O::Yes) => rec.node_shape.oversubscribe = O::Unset,
                     (0, _) => {}
@@ -1362,9 +1354,7 @@ fn apply_changes(
             // change and any other value not supported.
             JobChange::Contiguous(n) => {
                 need_pending(pending)?;
-                if !ident.admin {
-                    return Err(SlurmError::new(ESLURM_ACCESS_DENIED));
-                }
+                need_operator()?;
                 if *n != 0 {
                     return Err(SlurmError::new(ESLURM_NOT_SUPPORTED));
                 }
@@ -1374,9 +1364,7 @@ fn apply_changes(
             // An operator's (checked first), of a pending job. Flotilla does not reboot nodes
             // for a job: `Reboot=0` is no change, any other value not supported.
             JobChange::Reboot(n) => {
-                if !ident.admin {
-                    return Err(SlurmError::new(ESLURM_ACCESS_DENIED));
-                }
+                need_operator()?;
                 need_pending(pending)?;
                 if *n != 0 {
                     return Err(SlurmError::new(ESLURM_NOT_SUPPORTED));
@@ -1465,9 +1453,7 @@ fn apply_changes(
                 if rec.spec.held.is_some() && *p != 0 {
                     return Err(SlurmError::new(ESLURM_JOB_HELD));
                 }
-                if !ident.admin {
-                    return Err(SlurmError::new(ESLURM_ACCESS_DENIED));
-                }
+                need_operator()?;
                 rec.spec.base_priority = *p;
                 // An operator's priority is the job's (Slurm's `direct_set_prio`).
                 rec.priority = *p;
