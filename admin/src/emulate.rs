@@ -760,7 +760,11 @@ impl EmuNode {
             }
             // An emulated node runs no processes: no membership file to write. It keeps its
             // session while the controller process lives (no liveness timeout).
-            CtlToNode::StopNotice { .. } | CtlToNode::SignalSteps { .. } | CtlToNode::Membership { .. } | CtlToNode::Keepalive => {}
+            CtlToNode::StopNotice { .. }
+            | CtlToNode::SignalSteps { .. }
+            | CtlToNode::SignalStep { .. }
+            | CtlToNode::Membership { .. }
+            | CtlToNode::Keepalive => {}
         }
     }
 

@@ -8,7 +8,7 @@
 //! controller (not even finished) is Slurm's `slurm_load_jobs error: Invalid job id
 //! specified`, exit 1.
 
-use crate::common::{self, field, Ctl, CtlError, Io};
+use crate::common::{self, Ctl, CtlError, Io};
 use crate::getopt::{getopt_long, lo, HasArg, LongOpt};
 use crate::jobfmt::{self, state};
 use flotilla_core::time::{fmt_ctime, fmt_time};
@@ -1042,6 +1042,12 @@ enum Piece {
 /// Parses an `-o` format as squeue's `_parse_format`; invalid specs become text and are
 /// reported once each.
 fn parse_o(fmt: &str, io: &mut Io<'_>) -> Vec<Piece> {
+    parse_pieces(fmt, |ch| o_field(ch, None, 0, &mut String::new()).is_some(), "job", io)
+}
+
+/// An `-o` format's pieces: `valid` says which letters are fields; any other is reported
+/// (`Invalid WHAT format specification: X`) and kept as text.
+fn parse_pieces(fmt: &str, valid: impl Fn(char) -> bool, what: &str, io: &mut Io<'_>) -> Vec<Piece> {
     let mut out = Vec::new();
     let mut tokens = fmt.split('%');
     if let Some(first) = tokens.next() {
@@ -1066,13 +1072,13 @@ fn parse_o(fmt: &str, io: &mut Io<'_>) -> Vec<Piece> {
             continue;
         };
         let rest: String = chars.collect();
-        if o_field(ch, None, 0, &mut String::new()).is_some() {
+        if valid(ch) {
             out.push(Piece::Field { ch, width, right });
             if !rest.is_empty() {
                 out.push(Piece::Text(rest));
             }
         } else {
-            io.err(&format!("squeue: error: Invalid job format specification: {ch}\n"));
+            io.err(&format!("squeue: error: Invalid {what} format specification: {ch}\n"));
             out.push(Piece::Text(format!("%{tok}")));
         }
     }
@@ -1346,22 +1352,77 @@ fn o2_value<'b>(f: O2, j: &'b JobView<'_>, sizes: &Sizes, now: i64, scratch: &'b
     }
 }
 
+/// A step as `-s` prints it.
+struct StepLine<'a> {
+    id: String,
+    name: &'a str,
+    partition: &'a str,
+    user: &'a str,
+    uid: u32,
+    start: i64,
+    used: String,
+    nodes: &'a str,
+    ntasks: u32,
+}
+
+/// The title of step field `ch` of an `-o` format under `-s` (Slurm 22.05 `squeue/opts.c`
+/// `parse_format` with `step_flag`, `print.c` `_print_step_*`); `None`: not a step field.
+/// (`%b`, vestigial in 22.05, is not offered.)
+fn step_title(ch: char) -> Option<&'static str> {
+    Some(match ch {
+        'A' => "TASKS",
+        'i' => "STEPID",
+        'j' => "NAME",
+        'l' => "TIME_LIMIT",
+        'M' => "TIME",
+        'N' => "NODELIST",
+        'P' => "PARTITION",
+        'S' => "START_TIME",
+        'U' => "UID",
+        'u' => "USER",
+        _ => return None,
+    })
+}
+
+/// The value of step field `ch` ([`step_title`]). A step's own time limit is none
+/// (`UNLIMITED`: srun steps here take none of their own).
+fn step_value(ch: char, s: &StepLine<'_>) -> String {
+    match ch {
+        'A' => s.ntasks.to_string(),
+        'i' => s.id.clone(),
+        'j' => s.name.to_string(),
+        'l' => "UNLIMITED".into(),
+        'M' => s.used.clone(),
+        'N' => s.nodes.to_string(),
+        'P' => s.partition.to_string(),
+        'S' => flotilla_core::time::fmt_time(s.start),
+        'U' => s.uid.to_string(),
+        _ => s.user.to_string(),
+    }
+}
+
 /// `-s`: per running job, its `srun` steps (`N.0`, `N.1`, ... with the step's name and
-/// nodes), then its `.batch` step on its batch host.
+/// nodes), then its `.batch` step on its batch host, each as `-o` says (else
+/// `%.15i %.8j %.9P %.8u %.9M %N`).
 fn print_steps(p: &Params, rows: &[JobView<'_>], steps: &[flotilla_proto::step::StepInfo], io: &mut Io<'_>, now: i64) {
-    let mut s = String::new();
     let fmt = p.format.clone().unwrap_or_else(|| STEP_FMT.into());
-    let _ = fmt;
+    let pieces = parse_pieces(&fmt, |ch| step_title(ch).is_some(), "job step", io);
+    let mut s = String::new();
+    let line = |s: &mut String, st: Option<&StepLine<'_>>| {
+        for piece in &pieces {
+            match piece {
+                Piece::Text(t) => s.push_str(t),
+                Piece::Field { ch, width, right } => match st {
+                    Some(st) => common::push_field(s, &step_value(*ch, st), *width, *right),
+                    // Slurm's START_TIME title is left-justified whatever the format says.
+                    None => common::push_field(s, step_title(*ch).unwrap_or(""), *width, *right && *ch != 'S'),
+                },
+            }
+        }
+        s.push('\n');
+    };
     if !p.noheader {
-        s.push_str(&format!(
-            "{} {} {} {} {} {}\n",
-            field("STEPID", 15, true),
-            field("NAME", 8, true),
-            field("PARTITION", 9, true),
-            field("USER", 8, true),
-            field("TIME", 9, true),
-            "NODELIST"
-        ));
+        line(&mut s, None);
     }
     let mut running: Vec<&JobView<'_>> = rows.iter().filter(|j| state(j) == JobStateWire::Running).collect();
     running.sort_by_key(|j| (j.partition.clone(), j.job_id));
@@ -1369,25 +1430,31 @@ fn print_steps(p: &Params, rows: &[JobView<'_>], steps: &[flotilla_proto::step::
         let mut mine: Vec<&flotilla_proto::step::StepInfo> = steps.iter().filter(|st| st.job_id == j.job_id).collect();
         mine.sort_by_key(|st| st.step_id);
         for st in mine {
-            s.push_str(&format!(
-                "{} {} {} {} {} {}\n",
-                field(&format!("{}.{}", jobfmt::job_id_str(j), st.step_id), 15, true),
-                field(&st.name, 8, true),
-                field(&st.partition, 9, true),
-                field(&st.user, 8, true),
-                field(&flotilla_core::time::squeue_secs((now - st.start_time).max(0)), 9, true),
-                st.nodes
-            ));
+            let l = StepLine {
+                id: format!("{}.{}", jobfmt::job_id_str(j), st.step_id),
+                name: &st.name,
+                partition: &st.partition,
+                user: &st.user,
+                uid: j.uid,
+                start: st.start_time,
+                used: flotilla_core::time::squeue_secs((now - st.start_time).max(0)),
+                nodes: &st.nodes,
+                ntasks: st.ntasks,
+            };
+            line(&mut s, Some(&l));
         }
-        s.push_str(&format!(
-            "{} {} {} {} {} {}\n",
-            field(&format!("{}.batch", jobfmt::job_id_str(j)), 15, true),
-            field("batch", 8, true),
-            field(&j.partition, 9, true),
-            field(&j.user, 8, true),
-            field(&jobfmt::time_used_str(j, now), 9, true),
-            j.batch_host
-        ));
+        let l = StepLine {
+            id: format!("{}.batch", jobfmt::job_id_str(j)),
+            name: "batch",
+            partition: &j.partition,
+            user: &j.user,
+            uid: j.uid,
+            start: j.start_time.unwrap_or(now),
+            used: jobfmt::time_used_str(j, now),
+            nodes: &j.batch_host,
+            ntasks: 1,
+        };
+        line(&mut s, Some(&l));
     }
     io.out(&s);
 }
@@ -1729,12 +1796,12 @@ JOBID NODES MIN_NODES MAX_NODES       ELASTIC
     fn scancel_operands() {
         use crate::scancel::scancel_operand;
         assert_eq!(scancel_operand("12.abc"), Err("12.abc".into()));
-        assert_eq!(scancel_operand("12.3"), Ok(vec![JobRef::id(12)]));
+        assert_eq!(scancel_operand("12.3"), Ok(vec![(JobRef::id(12), Some(3))]));
         assert_eq!(scancel_operand("12x"), Err("12x".into()));
-        assert_eq!(scancel_operand("12,13_2"), Ok(vec![JobRef::id(12), JobRef { job_id: 13, tasks: Some(vec![2]) }]));
+        assert_eq!(scancel_operand("12,13_2.0"), Ok(vec![(JobRef::id(12), None), (JobRef { job_id: 13, tasks: Some(vec![2]) }, Some(0))]));
         assert_eq!(scancel_operand("12,abc"), Err("abc".into()));
-        assert_eq!(scancel_operand("12_*"), Ok(vec![JobRef::id(12)]));
-        assert_eq!(scancel_operand("12_[1-3]").unwrap()[0].tasks, Some(vec![1, 2, 3]));
+        assert_eq!(scancel_operand("12_*"), Ok(vec![(JobRef::id(12), None)]));
+        assert_eq!(scancel_operand("12_[1-3]").unwrap()[0].0.tasks, Some(vec![1, 2, 3]));
         assert_eq!(scancel_operand("12_[1-3]x"), Err("12_[1-3]x".into()));
         assert_eq!(scancel_operand("0"), Err("0".into()));
         assert_eq!(scancel_operand("12.-1"), Err("12.-1".into()));

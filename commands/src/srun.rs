@@ -615,6 +615,7 @@ fn run_step(
         }
         let _ = sink.flush();
     };
+    let mut aborted = false;
     while exits.len() < ntasks && open > 0 {
         let Ok(ev) = rx.recv() else { break };
         match ev {
@@ -628,6 +629,15 @@ fn run_step(
             Ev::Io(StepIo::LaunchFailed { task, message }) => {
                 let node = node_of.get(&task).cloned().unwrap_or_default();
                 io.err(&format!("srun: error: {node}: task {task}: {message}\n"));
+            }
+            // `scancel JOB.STEP` (Slurm's srun, `step_launch.c`: the notice of each node's
+            // slurmstepd, and its own line once, when the controller tells it the step ended).
+            Ev::Io(StepIo::Cancelled { notice, wait_s }) => {
+                io.err(&String::from_utf8_lossy(&notice));
+                if !aborted {
+                    aborted = true;
+                    io.err(&format!("srun: Job step aborted: Waiting up to {wait_s} seconds for job step to finish.\n"));
+                }
             }
             Ev::Io(StepIo::Hello { .. }) => {}
             // Only nodes beyond the step's layout join (an original node too late for the

@@ -291,6 +291,14 @@ A03 = [
     {"name": "sacct_cancelled_exit", "cmd": "sb --wrap 'sleep 300'\nwst $J1 RUNNING\nscancel $J1\nwend $J1\nfor i in $(seq 100); do sacct -n -X -j $J1 -o State -P | grep -q CANCELLED && break; sleep 0.2; done\nsacct -n -X -j $J1 -o State,ExitCode -P | m\nfin"},
     {"name": "failed_step_sacct_rows", "cmd": "sb --wrap 'srun false; exit 2'\nwend $J1\nfor i in $(seq 100); do sacct -n -j $J1 -o State -P | grep -q FAILED && break; sleep 0.2; done\nsleep 1\nsacct -n -j $J1 -o JobID,State,ExitCode -P | sed \"s/^$J1/J1/\"\nfin"},
     ends("exit_in_subshell_signal", "'bash -c \"kill -TERM \\$\\$\"'"),
+    # Added at stop 53. scancel of a step (scancel.c _cancel_step_id: SIGKILL unless -s,
+    # slurm_kill_job_step; step_mgr.c job_step_signal): the step ends, its job goes on; the
+    # step's errors (_verify_job_ids for a job not found, ESLURM_INVALID_JOB_ID for a step not
+    # found; a pending job's step is passed over). The step's output is sorted: srun's
+    # lines and the tasks' come in either order.
+    {"name": "scancel_step_running", "cmd": "rm -f step.out\nsb -t 5 -o step.out --wrap 'srun sleep 300; echo srun_rc=$?; sleep 300'\nwst $J1 RUNNING\nfor i in $(seq 300); do squeue -h -s -j $J1 -o %i | grep -q '\\.0$' && break; sleep 0.1; done\nscancel $J1.0; echo rc=$?\nfor i in $(seq 600); do grep -q srun_rc= step.out && break; sleep 0.1; done\nst $J1\nms < step.out | sort\nsqueue -h -s -j $J1 -o %i | ms\nfin\nfor i in $(seq 100); do sacct -n -j $J1 -o JobID -P | grep -q '\\.0$' && break; sleep 0.2; done\n# Flotilla keeps no canceller of a step (Slurm: CANCELLED by UID): not compared.\nsacct -n -j $J1 -o JobID,State,ExitCode -P | ms | sed -E 's/^(J1\\.0\\|CANCELLED) by [0-9]+/\\1/'\nrm -f step.out"},
+    {"name": "scancel_step_errors", "cmd": "sb -H -t 5 --wrap true\nsb -t 5 --wrap 'sleep 300'\nsb -t 5 --wrap true\nwst $J2 RUNNING\nwend $J3\nfor id in $J1.0 $J2.0 $J2.3 $J3.0 99999999.0 $J1.0,$J2.1 $J2.0,$J3; do scancel $id 2>&1 | ms; echo \"[$id] rc=${PIPESTATUS[0]}\" | ms; echo \"$(st $J1) $(st $J2)\"; done\nfin"},
+    {"name": "scancel_step_signal", "cmd": "rm -f sig.out\nsb -t 5 -o sig.out --wrap 'srun bash -c \"trap \\\"echo usr1; exit 3\\\" USR1; while :; do sleep 0.2; done\"; echo srun_rc=$?; sleep 300'\nwst $J1 RUNNING\nfor i in $(seq 300); do squeue -h -s -j $J1 -o %i | grep -q '\\.0$' && break; sleep 0.1; done\nsleep 0.5\nscancel -s USR1 $J1.0; echo rc=$?\nfor i in $(seq 600); do grep -q srun_rc= sig.out && break; sleep 0.1; done\nst $J1\nms < sig.out | sort\nsqueue -h -s -j $J1 -o %i | ms\nfin\nrm -f sig.out"},
 ]
 
 # Area a05: dependencies (slurmctld job_scheduler.c: update_job_dependency /

@@ -42,6 +42,14 @@ m() {
     }'
 }
 
+# ms: stdin to stdout as m, and a job id before a step's `.` (`5012.0`, `5012.batch`), which m
+# leaves as a decimal, written J<n> as well.
+ms() {
+  local s= i
+  for i in "${!J[@]}"; do s+="s/(^|[^0-9])${J[$i]}\\.([0-9]|batch|extern)/\\1J$((i + 1)).\\2/g;"; done
+  m | sed -E "$s"
+}
+
 # st ID: the job's state as squeue prints it (%T), all states included.
 st() { squeue -h -t all -j "$1" -o %T 2>/dev/null | head -1; }
 

@@ -804,6 +804,22 @@ pub enum CtlToNode {
     /// `SlurmctldHost` (a paused, hung or cut-off leader). It changes nothing on the node
     /// (an older epoch's is refused like any other message).
     Keepalive,
+    /// Deliver a signal to the tasks of one step of the job on this node (`scancel
+    /// JOB.STEP`); the job's other steps and its batch shell are left alone.
+    SignalStep {
+        /// Job.
+        job_id: u64,
+        /// Step.
+        step_id: u32,
+        /// Signal number.
+        signal: i32,
+        /// A cancel (SIGKILL): when the controller decided it (seconds since the epoch), for
+        /// the notice the step's `srun` prints (`*** STEP 78.0 ON gpu01 CANCELLED AT ... ***`).
+        cancelled_at: Option<i64>,
+        /// A cancel: how long `srun` says it waits for the step's end (`KillWait` + 2 s, as
+        /// Slurm's srun words it: `Job step aborted: Waiting up to 7 seconds ...`).
+        wait_s: u32,
+    },
 }
 
 /// Why a running job is stopped ([`CtlToNode::StopNotice`]); the phrase `slurmstepd` prints
@@ -1617,6 +1633,21 @@ pub enum Request {
     /// (or an `Error`), all with the request's id. The jobs, read part after part, are those
     /// `QueryQueue` answers in one frame, in the same order.
     QueryQueueParts(crate::QueueQuery),
+    /// `scancel JOB.STEP` (Slurm's `slurm_kill_job_step`, `REQUEST_CANCEL_JOB_STEP`): the
+    /// signal (`None`: SIGKILL, the step cancelled) to the tasks of one running step of a
+    /// running job; the job goes on. [`Response::JobResults`] with one result, or `Error`.
+    SignalStep(SignalStep),
+}
+
+/// [`Request::SignalStep`].
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SignalStep {
+    /// The job (an array task by its array id and task).
+    pub job: JobRef,
+    /// The step.
+    pub step_id: u32,
+    /// `scancel -s`: this signal; `None` cancels the step (SIGKILL).
+    pub signal: Option<i32>,
 }
 
 /// `scontrol update PartitionName=... State=... MaxTime=... DefaultTime=...`.
@@ -1758,6 +1789,7 @@ impl Request {
             Request::UpdatePartition(_) => "REQUEST_UPDATE_PARTITION",
             Request::QueryPartitionStates => "REQUEST_PARTITION_INFO",
             Request::QueryQueueParts(_) => "REQUEST_JOB_INFO",
+            Request::SignalStep(_) => "REQUEST_CANCEL_JOB_STEP",
         }
     }
 }

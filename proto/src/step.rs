@@ -223,6 +223,16 @@ pub enum StepIo {
         /// Why.
         message: String,
     },
+    /// The step was cancelled (`scancel JOB.STEP`), before its tasks are killed: `srun`
+    /// writes `notice` (the node's `*** STEP ... CANCELLED AT ... ***` line) to its standard
+    /// error, and once for the step `srun: Job step aborted: Waiting up to WAIT_S seconds for
+    /// job step to finish.`
+    Cancelled {
+        /// The node's notice line, with its newline.
+        notice: Vec<u8>,
+        /// Seconds.
+        wait_s: u32,
+    },
 }
 
 /// `srun` → node daemon on a step I/O connection. Append-only.

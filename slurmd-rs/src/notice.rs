@@ -28,6 +28,18 @@ pub fn stop_notice(node: &str, multiple_slurmd: bool, job_id: u64, at: i64, caus
     )
 }
 
+/// The notice (with its newline) a step cancelled by `scancel JOB.STEP` gets on its `srun`'s
+/// standard error (Slurm 22.05 `slurmstepd/req.c` `_handle_signal_container`, for a step):
+/// `slurmstepd-gpu01: error: *** STEP 78.0 ON gpu01 CANCELLED AT 2026-11-29T09:42:38 ***`.
+pub fn step_cancel_notice(node: &str, multiple_slurmd: bool, job_id: u64, step_id: u32, at: i64) -> String {
+    let prog = if multiple_slurmd {
+        format!("slurmstepd-{node}")
+    } else {
+        "slurmstepd".to_string()
+    };
+    format!("{prog}: error: *** STEP {job_id}.{step_id} ON {node} CANCELLED AT {} ***\n", flotilla_core::time::fmt_time(at))
+}
+
 /// Who appends the notice: the job's user, as which a root supervisor writes it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Writer {
@@ -270,6 +282,17 @@ mod tests {
         );
         assert!(stop_notice("n1", false, 5, at, StopCause::Preempted).ends_with(" DUE TO PREEMPTION ***\n"));
         assert!(stop_notice("n1", false, 5, at, StopCause::Requeued).ends_with(" DUE TO JOB REQUEUE ***\n"));
+    }
+
+    #[test]
+    fn the_reference_step_cancel_notice() {
+        // goldens-extra 0336: step 0 of a job on gpu01 cancelled by scancel JOB.0.
+        let at = 1_795_945_358;
+        assert_eq!(
+            step_cancel_notice("gpu01", true, 73, 0, at),
+            "slurmstepd-gpu01: error: *** STEP 73.0 ON gpu01 CANCELLED AT 2026-11-29T09:42:38 ***\n"
+        );
+        assert_eq!(step_cancel_notice("n1", false, 5, 2, at), "slurmstepd: error: *** STEP 5.2 ON n1 CANCELLED AT 2026-11-29T09:42:38 ***\n");
     }
 
     #[test]

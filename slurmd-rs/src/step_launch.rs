@@ -65,12 +65,27 @@ pub struct StepRegistry(
     Arc<NodeCgroups>,
     Arc<Mutex<BTreeMap<u64, usize>>>,
     crate::usage::Outbox,
+    Arc<Mutex<BTreeMap<(u64, u32), StepHandle>>>,
 );
+
+/// A running step's link to its `srun` and how to signal its tasks (every process of its
+/// cgroup when confined, else every live task's process group), for `scancel JOB.STEP`.
+#[derive(Clone)]
+struct StepHandle {
+    sink: Sink,
+    signal: Arc<dyn Fn(i32) + Send + Sync>,
+}
+
+impl std::fmt::Debug for StepHandle {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("StepHandle")
+    }
+}
 
 impl StepRegistry {
     /// A registry whose steps are confined by `cgroups`.
     pub fn with_cgroups(cgroups: Arc<NodeCgroups>) -> StepRegistry {
-        StepRegistry(Arc::default(), cgroups, Arc::default(), crate::usage::Outbox::default())
+        StepRegistry(Arc::default(), cgroups, Arc::default(), crate::usage::Outbox::default(), Arc::default())
     }
 
     /// The usage reports of ended steps, for the daemon to send ([`crate::usage::Outbox`]).
@@ -120,6 +135,21 @@ impl StepRegistry {
         for &g in m.get(&key).into_iter().flatten() {
             signal_group(g, signal);
         }
+    }
+
+    /// `scancel JOB.STEP`: `signal` to every task of step `step_id` of `job_id` here;
+    /// `cancel` (the node's notice line and the seconds `srun` says it waits) first goes to the
+    /// step's `srun` ([`StepIo::Cancelled`]), ahead of the tasks' exits. `false`: no such step
+    /// runs here.
+    pub fn signal_one(&self, job_id: u64, step_id: u32, signal: i32, cancel: Option<(Vec<u8>, u32)>) -> bool {
+        let Some(h) = self.4.lock().expect("registry lock").get(&(job_id, step_id)).cloned() else {
+            return false;
+        };
+        if let Some((notice, wait_s)) = cancel {
+            let _ = send(&h.sink, &StepIo::Cancelled { notice, wait_s });
+        }
+        (h.signal)(signal);
+        true
     }
 
     /// Steps with running tasks here.
@@ -739,6 +769,7 @@ fn run_step(msg: &LaunchStep, facts: &NodeFacts, host: &str, registry: &StepRegi
     // srun → tasks: signals and standard input; srun gone: kill the tasks.
     {
         let cgroup = cgroup.clone();
+        let steps_table = Arc::clone(&registry.4);
         let registry = registry.clone();
         // Every process of the step when confined, else every live task's process group.
         let signal_step = move |sig: i32| match &cgroup {
@@ -748,6 +779,8 @@ fn run_step(msg: &LaunchStep, facts: &NodeFacts, host: &str, registry: &StepRegi
             None => registry.signal_step(key, sig),
         };
         let kill_step = signal_step.clone();
+        let handle = StepHandle { sink: sink.clone(), signal: Arc::new(signal_step.clone()) };
+        steps_table.lock().expect("registry lock").insert(key, handle);
         let r = std::thread::Builder::new().name(format!("step-{}.{}-srun", key.0, key.1)).spawn(move || {
             let mut stdins = Some(stdins);
             loop {
@@ -851,6 +884,7 @@ fn run_step(msg: &LaunchStep, facts: &NodeFacts, host: &str, registry: &StepRegi
         registry.1.end_step(key.0, key.1);
     }
     info!(job = key.0, step = key.1, "step tasks ended");
+    registry.4.lock().expect("registry lock").remove(&key);
     shut(&sink);
     Ok(())
 }

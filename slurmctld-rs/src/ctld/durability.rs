@@ -82,9 +82,11 @@ pub(super) fn class(req: &Request) -> Class {
         | Request::ServiceCreate(_)
         | Request::ServiceScale { .. }
         | Request::AcctMgrChange(_) => Class::NewWork,
-        Request::CancelJob(_) | Request::StepComplete(_) | Request::ReleaseAllocation(_) | Request::ServiceDelete { .. } => {
-            Class::Ending
-        }
+        Request::CancelJob(_)
+        | Request::SignalStep(_)
+        | Request::StepComplete(_)
+        | Request::ReleaseAllocation(_)
+        | Request::ServiceDelete { .. } => Class::Ending,
     }
 }
 

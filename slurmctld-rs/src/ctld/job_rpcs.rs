@@ -239,7 +239,7 @@ impl Controller {
     }
 
     /// Jobs a reference names: record ids, and pending tasks of array records.
-    fn resolve(&self, r: &JobRef) -> Vec<Target> {
+    pub(super) fn resolve(&self, r: &JobRef) -> Vec<Target> {
         let mut out = Vec::new();
         let Some(rec) = self.jobs.get(&r.job_id) else {
             // A started task named by its array id and index only.

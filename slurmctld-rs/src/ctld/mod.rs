@@ -743,6 +743,7 @@ impl Controller {
             Request::SubmitJob(s) => self.submit(ident, *s, now),
             Request::SubmitElastic(s) => self.submit_elastic(ident, *s, now),
             Request::CancelJob(c) => self.cancel(ident, c, now),
+            Request::SignalStep(s) => self.signal_step(ident, s, now),
             Request::HoldRelease(h) => self.hold_release(ident, h, now),
             Request::Requeue(r) => self.requeue_rpc(ident, r, false, now),
             Request::RequeueSpecialExit(r) => self.requeue_rpc(ident, r, true, now),

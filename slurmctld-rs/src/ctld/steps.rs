@@ -24,6 +24,9 @@ use std::collections::BTreeMap;
 use tracing::info;
 
 /// The steps of running jobs, as the controller holds them.
+/// The signal that cancels a step (Linux's SIGKILL).
+const SIGKILL: i32 = 9;
+
 #[derive(Debug, Default)]
 pub struct StepTable {
     jobs: BTreeMap<u64, JobSteps>,
@@ -47,6 +50,8 @@ struct RunningStep {
     overlap: bool,
     ntasks: u32,
     start_time: i64,
+    /// `scancel JOB.STEP` sent it SIGKILL: it ends `CANCELLED` however its srun saw it end.
+    cancelled: bool,
     /// An elastic job's step: its launch as sent to its first node (layout of every node it
     /// ever ran on), to start it on the nodes that join ([`Controller::extend_steps`]).
     launch: Option<Box<LaunchStep>>,
@@ -315,6 +320,7 @@ impl Controller {
             overlap: req.overlap,
             ntasks,
             start_time: now,
+            cancelled: false,
             launch: None,
         };
         table.running.insert(step_id, running);
@@ -408,6 +414,47 @@ impl Controller {
         }
     }
 
+    /// `scancel JOB.STEP` ([`flotilla_proto::SignalStep`]; Slurm 22.05 `step_mgr.c`
+    /// `job_step_signal`): the signal (SIGKILL when none is given) to the tasks of one running
+    /// step, on its nodes; a cancelled step ends `CANCELLED`. Errors, in Slurm's order: the job
+    /// not known `ESLURM_INVALID_JOB_ID`; another user's `ESLURM_USER_ID_MISSING`; ended or
+    /// ending `ESLURM_ALREADY_DONE`; not running `ESLURM_TRANSITION_STATE_NO_UPDATE`; no such
+    /// running step `ESLURM_INVALID_JOB_ID`.
+    pub(super) fn signal_step(&mut self, ident: Ident, s: flotilla_proto::SignalStep, now: i64) -> Response {
+        let job_id = match self.resolve(&s.job).as_slice() {
+            [super::Target::Job(id)] => *id,
+            [super::Target::Tasks(..)] => return Self::step_result(s.job, Some(ESLURM_TRANSITION_STATE_NO_UPDATE)),
+            _ => return Self::step_result(s.job, Some(ESLURM_INVALID_JOB_ID)),
+        };
+        let rec = &self.jobs[&job_id];
+        if !ident.admin && rec.uid != ident.uid {
+            return Self::step_result(s.job, Some(ESLURM_USER_ID_MISSING));
+        }
+        if rec.state.is_finished() || rec.state == JobState::Completing || rec.stopping.is_some() {
+            return Self::step_result(s.job, Some(ESLURM_ALREADY_DONE));
+        }
+        if rec.state != JobState::Running {
+            return Self::step_result(s.job, Some(ESLURM_TRANSITION_STATE_NO_UPDATE));
+        }
+        let signal = s.signal.unwrap_or(SIGKILL);
+        let Some(step) = self.steps.jobs.get_mut(&job_id).and_then(|t| t.running.get_mut(&s.step_id)) else {
+            return Self::step_result(s.job, Some(ESLURM_INVALID_JOB_ID));
+        };
+        step.cancelled |= signal == SIGKILL;
+        info!(job = job_id, step = s.step_id, signal, uid = ident.uid, "signal to a step");
+        let nodes: Vec<String> = step.nodes.iter().filter_map(|&i| rec.nodes.get(i).cloned()).collect();
+        let cancelled_at = (signal == SIGKILL).then_some(now);
+        let wait_s = u32::try_from(self.opts.kill_wait_s.saturating_add(2)).unwrap_or(u32::MAX);
+        for n in nodes {
+            self.send(&n, CtlToNode::SignalStep { job_id, step_id: s.step_id, signal, cancelled_at, wait_s });
+        }
+        Self::step_result(s.job, None)
+    }
+
+    fn step_result(job: flotilla_proto::JobRef, error: Option<i32>) -> Response {
+        Response::JobResults(vec![flotilla_proto::JobResult { job, error: error.map(SlurmError::new) }])
+    }
+
     /// `REQUEST_STEP_COMPLETE`: the step's row gets its end; its CPUs and GPUs are free.
     pub(super) fn step_complete(&mut self, ident: Ident, c: StepComplete, now: i64) -> Response {
         let Some(rec) = self.jobs.get(&c.job_id) else {
@@ -423,7 +470,7 @@ impl Controller {
         // A step its job's scancel killed is CANCELLED, however its srun saw it end (golden
         // 0219 of the accounting recordings: srun's report of the signal comes before the
         // job's end).
-        let cancelled = rec.stopping.is_some_and(|s| s.why == crate::job::StopWhy::Cancel);
+        let cancelled = s.cancelled || rec.stopping.is_some_and(|s| s.why == crate::job::StopWhy::Cancel);
         let state = if cancelled && (c.signal != 0 || c.exit_code != 0) {
             "CANCELLED"
         } else if c.signal != 0 || c.exit_code != 0 {
@@ -458,7 +505,7 @@ impl Controller {
                 step: id.to_string(),
                 state: "CANCELLED".into(),
                 exit_code: 0,
-                signal: 9,
+                signal: SIGKILL,
                 start_time: Some(s.start_time),
                 end_time: Some(now),
                 nodes: compress_sorted(&nodes),
@@ -565,6 +612,7 @@ mod tests {
             overlap: false,
             ntasks: 3,
             start_time: 0,
+            cancelled: false,
             launch: None,
         };
         t.jobs.entry(7).or_default().running.insert(0, step);

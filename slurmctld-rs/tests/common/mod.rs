@@ -549,7 +549,7 @@ fn handle_msg(st: &mut AgentState, node: &str, m: CtlToNode, ledger: &Mutex<Ledg
             }
         }
         // The fake agent runs no step tasks: nothing to signal.
-        CtlToNode::SignalSteps { .. } | CtlToNode::Membership { .. } | CtlToNode::Keepalive => {}
+        CtlToNode::SignalSteps { .. } | CtlToNode::SignalStep { .. } | CtlToNode::Membership { .. } | CtlToNode::Keepalive => {}
         CtlToNode::Kill { job_id } => {
             if let Some(r) = st.running.remove(&job_id) {
                 if r.batch_host {

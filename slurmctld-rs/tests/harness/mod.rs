@@ -591,6 +591,7 @@ impl Harness {
             }
             CtlToNode::StopNotice { .. }
             | CtlToNode::SignalSteps { .. }
+            | CtlToNode::SignalStep { .. }
             | CtlToNode::LaunchStep(_)
             | CtlToNode::Membership { .. }
             | CtlToNode::Keepalive => {}
@@ -908,6 +909,7 @@ pub fn describe_ctl_msg(m: &CtlToNode, t0: i64) -> String {
             format!("signal job {job_id} {}{}", signame(*signal), if *batch_only { " (batch step)" } else { "" })
         }
         CtlToNode::SignalSteps { job_id, signal } => format!("signal steps of job {job_id} {}", signame(*signal)),
+        CtlToNode::SignalStep { job_id, step_id, signal, .. } => format!("signal step {job_id}.{step_id} {}", signame(*signal)),
         CtlToNode::Membership { job_id, nodes } => format!("members of job {job_id}: {nodes}"),
         CtlToNode::Keepalive => "keepalive".into(),
         CtlToNode::Kill { job_id } => format!("kill job {job_id} (SIGKILL)"),

@@ -639,6 +639,14 @@ impl Daemon {
                     let n = self.steps.signal_job(job_id, signal);
                     info!(job = job_id, signal, tasks = n, "signal delivered to step tasks");
                 }
+                CtlToNode::SignalStep { job_id, step_id, signal, cancelled_at, wait_s } => {
+                    // Several daemons on one host (Slurm's multiple-slurmd): the node is not the host.
+                    let multiple = self.opts.node != self.host;
+                    let notice = cancelled_at
+                        .map(|at| flotilla_slurmd::notice::step_cancel_notice(&self.opts.node, multiple, job_id, step_id, at));
+                    let found = self.steps.signal_one(job_id, step_id, signal, notice.map(|n| (n.into_bytes(), wait_s)));
+                    info!(job = job_id, step = step_id, signal, found, "signal to a step");
+                }
                 CtlToNode::Membership { job_id, nodes } => self.membership(job_id, &nodes),
                 CtlToNode::Keepalive => {}
             },
@@ -1116,6 +1124,7 @@ fn describe(m: &CtlToNode) -> String {
         CtlToNode::LaunchStep(l) => format!("launch of step {}.{}", l.layout.job_id, l.layout.step_id),
         CtlToNode::StopNotice { job_id, .. } => format!("stop notice of job {job_id}"),
         CtlToNode::SignalSteps { job_id, signal } => format!("signal {signal} to the steps of job {job_id}"),
+        CtlToNode::SignalStep { job_id, step_id, signal, .. } => format!("signal {signal} to step {job_id}.{step_id}"),
         CtlToNode::Membership { job_id, .. } => format!("membership change of job {job_id}"),
         CtlToNode::Keepalive => "keepalive".into(),
     }
