@@ -155,6 +155,8 @@ pub fn run(args: &[String], io: &mut Io<'_>) -> i32 {
     let signal = req.signal;
     let mut code = 0;
     let mut steps = Vec::new();
+    // Ids named: only they are cancelled (a filter narrows them); none: the filter's jobs.
+    let named = !ops.is_empty();
     if ops.iter().any(|(_, s)| s.is_some()) {
         // A step named: every id is checked against the jobs first (Slurm's scancel loads them
         // and runs `_verify_job_ids`), each one not found named, exit status 1 at least.
@@ -182,7 +184,7 @@ pub fn run(args: &[String], io: &mut Io<'_>) -> i32 {
     } else {
         req.jobs = ops.into_iter().map(|(r, _)| r).collect();
     }
-    let results = if req.jobs.is_empty() && !any_filter {
+    let results = if req.jobs.is_empty() && (named || !any_filter) {
         Vec::new()
     } else {
         match ctl.call(Request::CancelJob(req)) {
