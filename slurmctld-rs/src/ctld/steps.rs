@@ -23,10 +23,10 @@ use flotilla_proto::{CtlToNode, JobQuery, Response, SlurmError};
 use std::collections::BTreeMap;
 use tracing::info;
 
-/// The steps of running jobs, as the controller holds them.
 /// The signal that cancels a step (Linux's SIGKILL).
 const SIGKILL: i32 = 9;
 
+/// The steps of running jobs, as the controller holds them.
 #[derive(Debug, Default)]
 pub struct StepTable {
     jobs: BTreeMap<u64, JobSteps>,
