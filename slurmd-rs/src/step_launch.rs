@@ -65,8 +65,28 @@ pub struct StepRegistry(
     Arc<NodeCgroups>,
     Arc<Mutex<BTreeMap<u64, usize>>>,
     crate::usage::Outbox,
-    Arc<Mutex<BTreeMap<(u64, u32), StepHandle>>>,
+    Arc<Mutex<StepSignals>>,
 );
+
+/// What `scancel JOB.STEP` needs of this node's steps: the running steps' handles, and the
+/// signals that came for a step before its tasks started here (the controller's message can
+/// overtake the launch thread), delivered as the step starts.
+#[derive(Debug, Default)]
+struct StepSignals {
+    running: BTreeMap<(u64, u32), StepHandle>,
+    early: BTreeMap<(u64, u32), Vec<EarlySignal>>,
+}
+
+/// A signal for a step not started here yet: when it came, the signal, and a cancel's notice.
+type EarlySignal = (std::time::Instant, i32, Option<(Vec<u8>, u32)>);
+
+/// Most signals kept for steps not started here yet (a step that never starts here leaves
+/// its entry until its job ends here or [`EARLY_SIGNAL_TTL`] passes).
+const MAX_EARLY_SIGNALS: usize = 1024;
+
+/// How long a signal for a step not started here yet is kept: 60 s (a launch that has not
+/// started its tasks by then has failed; srun gives up sooner).
+const EARLY_SIGNAL_TTL: std::time::Duration = std::time::Duration::from_secs(60);
 
 /// A running step's link to its `srun` and how to signal its tasks (every process of its
 /// cgroup when confined, else every live task's process group), for `scancel JOB.STEP`.
@@ -139,17 +159,49 @@ impl StepRegistry {
 
     /// `scancel JOB.STEP`: `signal` to every task of step `step_id` of `job_id` here;
     /// `cancel` (the node's notice line and the seconds `srun` says it waits) first goes to the
-    /// step's `srun` ([`StepIo::Cancelled`]), ahead of the tasks' exits. `false`: no such step
-    /// runs here.
+    /// step's `srun` ([`StepIo::Cancelled`]), ahead of the tasks' exits. A step whose tasks
+    /// have not started here yet gets it as they start. `false`: no such step runs here (yet).
     pub fn signal_one(&self, job_id: u64, step_id: u32, signal: i32, cancel: Option<(Vec<u8>, u32)>) -> bool {
-        let Some(h) = self.4.lock().expect("registry lock").get(&(job_id, step_id)).cloned() else {
-            return false;
+        let h = {
+            let mut t = self.4.lock().expect("registry lock");
+            match t.running.get(&(job_id, step_id)) {
+                Some(h) => h.clone(),
+                None => {
+                    t.early.retain(|_, v| {
+                        v.retain(|e| e.0.elapsed() < EARLY_SIGNAL_TTL);
+                        !v.is_empty()
+                    });
+                    if t.early.values().map(Vec::len).sum::<usize>() < MAX_EARLY_SIGNALS {
+                        t.early.entry((job_id, step_id)).or_default().push((std::time::Instant::now(), signal, cancel));
+                    }
+                    return false;
+                }
+            }
         };
-        if let Some((notice, wait_s)) = cancel {
-            let _ = send(&h.sink, &StepIo::Cancelled { notice, wait_s });
-        }
-        (h.signal)(signal);
+        deliver(&h, signal, cancel);
         true
+    }
+
+    /// The step `key` started its tasks here: from now on [`StepRegistry::signal_one`] reaches
+    /// it; the signals that came for it before are delivered now, in order.
+    fn step_running(&self, key: (u64, u32), h: StepHandle) {
+        let early = {
+            let mut t = self.4.lock().expect("registry lock");
+            t.running.insert(key, h.clone());
+            t.early.remove(&key).unwrap_or_default()
+        };
+        for (at, signal, cancel) in early {
+            if at.elapsed() < EARLY_SIGNAL_TTL {
+                info!(job = key.0, step = key.1, signal, "a signal that came before the step started");
+                deliver(&h, signal, cancel);
+            }
+        }
+    }
+
+    /// Job `job_id` ended here: signals kept for its steps that never started are dropped
+    /// (a requeued run's steps start their ids again).
+    pub fn forget_job(&self, job_id: u64) {
+        self.4.lock().expect("registry lock").early.retain(|k, _| k.0 != job_id);
     }
 
     /// Steps with running tasks here.
@@ -184,6 +236,14 @@ impl StepRegistry {
             }
         }
     }
+}
+
+/// A cancel's notice to the step's `srun`, then the signal to its tasks.
+fn deliver(h: &StepHandle, signal: i32, cancel: Option<(Vec<u8>, u32)>) {
+    if let Some((notice, wait_s)) = cancel {
+        let _ = send(&h.sink, &StepIo::Cancelled { notice, wait_s });
+    }
+    (h.signal)(signal);
 }
 
 fn signal_group(pgid: i32, signal: i32) {
@@ -769,7 +829,7 @@ fn run_step(msg: &LaunchStep, facts: &NodeFacts, host: &str, registry: &StepRegi
     // srun → tasks: signals and standard input; srun gone: kill the tasks.
     {
         let cgroup = cgroup.clone();
-        let steps_table = Arc::clone(&registry.4);
+        let step_signals = registry.clone();
         let registry = registry.clone();
         // Every process of the step when confined, else every live task's process group.
         let signal_step = move |sig: i32| match &cgroup {
@@ -780,7 +840,7 @@ fn run_step(msg: &LaunchStep, facts: &NodeFacts, host: &str, registry: &StepRegi
         };
         let kill_step = signal_step.clone();
         let handle = StepHandle { sink: sink.clone(), signal: Arc::new(signal_step.clone()) };
-        steps_table.lock().expect("registry lock").insert(key, handle);
+        step_signals.step_running(key, handle);
         let r = std::thread::Builder::new().name(format!("step-{}.{}-srun", key.0, key.1)).spawn(move || {
             let mut stdins = Some(stdins);
             loop {
@@ -884,7 +944,7 @@ fn run_step(msg: &LaunchStep, facts: &NodeFacts, host: &str, registry: &StepRegi
         registry.1.end_step(key.0, key.1);
     }
     info!(job = key.0, step = key.1, "step tasks ended");
-    registry.4.lock().expect("registry lock").remove(&key);
+    registry.4.lock().expect("registry lock").running.remove(&key);
     shut(&sink);
     Ok(())
 }
@@ -1017,6 +1077,39 @@ mod tests {
         assert!(r.step_started(8), "another job's are counted apart");
         r.step_ended(7);
         assert!(r.step_started(7));
+    }
+
+    /// `scancel JOB.STEP` before the step's tasks started here: the signal (and a cancel's
+    /// notice, ahead of it on srun's connection) reaches the step as it starts; another job's
+    /// step gets nothing, and an ended job's kept signals are dropped.
+    #[test]
+    fn a_signal_before_the_step_started_reaches_it_as_it_starts() {
+        let r = StepRegistry::default();
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let stream = TcpStream::connect(listener.local_addr().unwrap()).unwrap();
+        let (mut srun, _) = listener.accept().unwrap();
+        let got: Arc<Mutex<Vec<i32>>> = Arc::default();
+        let handle = |got: &Arc<Mutex<Vec<i32>>>, stream: TcpStream| {
+            let got = Arc::clone(got);
+            StepHandle {
+                sink: Arc::new(SrunLink { stream: Mutex::new(stream), dead: Default::default() }),
+                signal: Arc::new(move |s| got.lock().unwrap().push(s)),
+            }
+        };
+        assert!(!r.signal_one(5, 0, 9, Some((b"notice\n".to_vec(), 7))), "not started yet");
+        assert!(!r.signal_one(6, 0, 10, None));
+        r.forget_job(6);
+        r.step_running((5, 0), handle(&got, stream.try_clone().unwrap()));
+        assert_eq!(*got.lock().unwrap(), vec![9]);
+        match read_msg::<_, StepIo>(&mut srun).unwrap() {
+            StepIo::Cancelled { notice, wait_s } => assert_eq!((notice, wait_s), (b"notice\n".to_vec(), 7)),
+            m => panic!("{m:?}"),
+        }
+        assert!(r.signal_one(5, 0, 10, None), "running: delivered at once");
+        assert_eq!(*got.lock().unwrap(), vec![9, 10]);
+        let other: Arc<Mutex<Vec<i32>>> = Arc::default();
+        r.step_running((6, 0), handle(&other, stream));
+        assert!(other.lock().unwrap().is_empty(), "job 6's kept signal was dropped with its end");
     }
 
     #[test]

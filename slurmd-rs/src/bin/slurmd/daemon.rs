@@ -941,6 +941,7 @@ impl Daemon {
 
     fn kill(&mut self, job_id: u64) {
         self.steps.signal_job(job_id, libc_sigkill());
+        self.steps.forget_job(job_id);
         // Every process of the job here, daemonized ones too.
         self.opts.cgroups.kill_job(job_id);
         let keys: Vec<(u64, u32)> = self.jobs.keys().filter(|k| k.0 == job_id).copied().collect();
