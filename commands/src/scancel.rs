@@ -197,10 +197,7 @@ pub fn run(args: &[String], io: &mut Io<'_>) -> i32 {
         }
     };
     for r in results {
-        let id = match &r.job.tasks {
-            Some(t) if t.len() == 1 => format!("{}_{}", r.job.job_id, t[0]),
-            _ => r.job.job_id.to_string(),
-        };
+        let id = operand_id(&r.job);
         if verbose {
             match signal {
                 Some(s) => io.err(&format!("scancel: Signal {s} to job {id}\n")),
@@ -274,19 +271,13 @@ fn verify_operand(r: &JobRef, jobs: &[flotilla_proto::JobInfo]) -> Option<(u64, 
         Some(ts) => {
             j.array_job_id == Some(r.job_id)
                 && (j.array_task_id.is_some_and(|t| ts.contains(&t))
-                    || j.array_task_str.as_deref().is_some_and(|s| ts.iter().any(|&t| task_in(s, t))))
+                    || j.array_task_str.as_deref().is_some_and(|s| {
+                        let pending = crate::jobfmt::expand_task_str(s);
+                        ts.iter().any(|t| pending.contains(t))
+                    }))
         }
     })?;
     Some((found.job_id, found.state.is_some_and(JobStateWire::is_pending)))
-}
-
-/// Whether task `t` is in an array's pending-task list as squeue prints it (`0-5%2`, `1,3`).
-fn task_in(list: &str, t: u32) -> bool {
-    let list = list.split('%').next().unwrap_or("");
-    list.split(',').any(|p| match p.split_once('-') {
-        Some((a, b)) => a.parse::<u32>().is_ok_and(|a| a <= t) && b.parse::<u32>().is_ok_and(|b| t <= b),
-        None => p.parse::<u32>() == Ok(t),
-    })
 }
 
 /// One operand of scancel as Slurm 22.05 reads it (`src/scancel/opt.c`
