@@ -16,13 +16,9 @@ use std::path::Path;
 /// The notice line (with its newline) for job `job_id` stopped on `node` at `at` (seconds
 /// since the epoch) for `cause`; `multiple_slurmd`: the program name carries the node name.
 pub fn stop_notice(node: &str, multiple_slurmd: bool, job_id: u64, at: i64, cause: StopCause) -> String {
-    let prog = if multiple_slurmd {
-        format!("slurmstepd-{node}")
-    } else {
-        "slurmstepd".to_string()
-    };
     format!(
-        "{prog}: error: *** JOB {job_id} ON {node} CANCELLED AT {}{} ***\n",
+        "{}: error: *** JOB {job_id} ON {node} CANCELLED AT {}{} ***\n",
+        prog(node, multiple_slurmd),
         flotilla_core::time::fmt_time(at),
         cause.phrase()
     )
@@ -32,12 +28,18 @@ pub fn stop_notice(node: &str, multiple_slurmd: bool, job_id: u64, at: i64, caus
 /// standard error (Slurm 22.05 `slurmstepd/req.c` `_handle_signal_container`, for a step):
 /// `slurmstepd-gpu01: error: *** STEP 78.0 ON gpu01 CANCELLED AT 2026-11-29T09:42:38 ***`.
 pub fn step_cancel_notice(node: &str, multiple_slurmd: bool, job_id: u64, step_id: u32, at: i64) -> String {
-    let prog = if multiple_slurmd {
+    let prog = prog(node, multiple_slurmd);
+    format!("{prog}: error: *** STEP {job_id}.{step_id} ON {node} CANCELLED AT {} ***\n", flotilla_core::time::fmt_time(at))
+}
+
+/// The notices' program name: `slurmstepd-<node>` when several node daemons share the host,
+/// else `slurmstepd`.
+fn prog(node: &str, multiple_slurmd: bool) -> String {
+    if multiple_slurmd {
         format!("slurmstepd-{node}")
     } else {
         "slurmstepd".to_string()
-    };
-    format!("{prog}: error: *** STEP {job_id}.{step_id} ON {node} CANCELLED AT {} ***\n", flotilla_core::time::fmt_time(at))
+    }
 }
 
 /// Who appends the notice: the job's user, as which a root supervisor writes it.

@@ -640,8 +640,7 @@ impl Daemon {
                     info!(job = job_id, signal, tasks = n, "signal delivered to step tasks");
                 }
                 CtlToNode::SignalStep { job_id, step_id, signal, cancelled_at, wait_s } => {
-                    // Several daemons on one host (Slurm's multiple-slurmd): the node is not the host.
-                    let multiple = self.opts.node != self.host;
+                    let multiple = self.multiple_slurmd();
                     let notice = cancelled_at
                         .map(|at| flotilla_slurmd::notice::step_cancel_notice(&self.opts.node, multiple, job_id, step_id, at));
                     let found = self.steps.signal_one(job_id, step_id, signal, notice.map(|n| (n.into_bytes(), wait_s)));
@@ -926,10 +925,13 @@ impl Daemon {
 
     /// Has the supervisor of the job's batch script write slurmstepd's stop notice into the
     /// job's stderr file.
+    /// Several daemons on one host (Slurm's multiple-slurmd): the node is not the host.
+    fn multiple_slurmd(&self) -> bool {
+        self.opts.node != self.host
+    }
+
     fn stop_notice(&mut self, job_id: u64, at: i64, cause: flotilla_proto::StopCause) {
-        // Several daemons on one host (Slurm's multiple-slurmd): the node is not the host.
-        let multiple = self.opts.node != self.host;
-        let text = flotilla_slurmd::notice::stop_notice(&self.opts.node, multiple, job_id, at, cause);
+        let text = flotilla_slurmd::notice::stop_notice(&self.opts.node, self.multiple_slurmd(), job_id, at, cause);
         for e in self.jobs.iter().filter(|(k, e)| k.0 == job_id && e.batch).map(|(_, e)| e) {
             match stepd::send_command(&e.dir, &format!("notice {}", text.trim_end())) {
                 Ok(a) if a == "ok" => debug!(job = job_id, "stop notice written"),
