@@ -483,12 +483,12 @@ pub fn job_value(name: &str, j: &AcctJob, ctx: &Ctx) -> Option<String> {
         "Constraints" => j.constraints.clone(),
         "CPUTime" => secs2time_str(el.saturating_mul(i64::from(cpus))),
         "CPUTimeRAW" => el.saturating_mul(i64::from(cpus)).to_string(),
-        "DerivedExitCode" => "0:0".into(),
+        "DerivedExitCode" => format!("{}:{}", j.derived_exit.0, j.derived_exit.1),
         "Elapsed" => secs2time_str(el),
         "ElapsedRaw" => el.to_string(),
         "Eligible" => date(j.eligible_time),
         "End" => date(end),
-        "ExitCode" => format!("{}:{}", j.exit_code, j.signal),
+        "ExitCode" => exit_code_str(j.exit_code, j.signal),
         "GID" => j.gid.to_string(),
         "Group" => common::group_name(j.gid),
         "JobID" => job_id_str(j),
@@ -508,10 +508,7 @@ pub fn job_value(name: &str, j: &AcctJob, ctx: &Ctx) -> Option<String> {
             Some(t) => fmt_time(t),
             None => "Unknown".into(),
         },
-        "State" => match j.cancelled_by {
-            Some(uid) if j.state == "CANCELLED" => format!("CANCELLED by {uid}"),
-            _ => j.state.clone(),
-        },
+        "State" => state_str(&j.state, j.cancelled_by),
         "Submit" => fmt_time(j.submit_time),
         "Suspended" => secs2time_str(0),
         "Timelimit" => j.time_limit_min.map_or_else(|| "UNLIMITED".into(), mins2time_str),
@@ -551,7 +548,7 @@ pub fn step_value(name: &str, j: &AcctJob, s: &AcctStep, ctx: &Ctx) -> Option<St
         "ElapsedRaw" => el.to_string(),
         "Eligible" | "Start" | "Submit" => date(start),
         "End" => date(s.end_time),
-        "ExitCode" => format!("{}:{}", s.exit_code, s.signal),
+        "ExitCode" => exit_code_str(s.exit_code, s.signal),
         "JobID" => format!("{}.{}", job_id_str(j), s.step),
         "JobIDRaw" => format!("{}.{}", j.job_id, s.step),
         "JobName" => match s.step.as_str() {
@@ -561,10 +558,28 @@ pub fn step_value(name: &str, j: &AcctJob, s: &AcctStep, ctx: &Ctx) -> Option<St
         "NNodes" => s.nnodes.to_string(),
         "NodeList" => s.nodes.clone(),
         "QOS" => j.qos.clone(),
-        "State" => s.state.clone(),
+        "State" => state_str(&s.state, s.cancelled_by),
         "Suspended" => secs2time_str(0),
         _ => return None,
     })
+}
+
+/// The `ExitCode` field of a job or a step, `status:signal`, a status of 128 or more less 128
+/// (Slurm 22.05 `sacct/print.c` `PRINT_EXITCODE`: a shell's `128 + signal` shows as the
+/// signal's number, in the status place; `DerivedExitCode` is printed as it is).
+fn exit_code_str(status: i32, signal: i32) -> String {
+    let status = if status >= 128 { status - 128 } else { status };
+    format!("{status}:{signal}")
+}
+
+/// The `State` field of a job or a step: `CANCELLED by <uid>` when it was cancelled and the
+/// canceller is known (Slurm 22.05 `sacct/print.c` `PRINT_STATE`: the job's or the step's
+/// `requid`), else the state's name.
+fn state_str(state: &str, cancelled_by: Option<u32>) -> String {
+    match cancelled_by {
+        Some(uid) if state == "CANCELLED" => format!("CANCELLED by {uid}"),
+        _ => state.to_string(),
+    }
 }
 
 /// Formats the records as sacct prints them (header included unless `noheader`).
@@ -961,6 +976,20 @@ mod tests {
             Parsed::Query(p) => *p,
             other => panic!("{v:?}: {other:?}"),
         }
+    }
+
+    /// `ExitCode` loses 128 from a status of 128 up (a shell's `128 + signal`; goldens-extra
+    /// 0341: a batch script ending with srun's 138 shows `10:0`); `State` names the canceller
+    /// of a cancelled job or step only.
+    #[test]
+    fn exit_code_and_state_as_slurm_prints_them() {
+        assert_eq!(exit_code_str(138, 0), "10:0");
+        assert_eq!(exit_code_str(128, 0), "0:0");
+        assert_eq!(exit_code_str(127, 0), "127:0");
+        assert_eq!(exit_code_str(0, 9), "0:9");
+        assert_eq!(state_str("CANCELLED", Some(2001)), "CANCELLED by 2001");
+        assert_eq!(state_str("CANCELLED", None), "CANCELLED");
+        assert_eq!(state_str("FAILED", Some(2001)), "FAILED");
     }
 
     #[test]

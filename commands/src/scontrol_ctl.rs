@@ -989,7 +989,7 @@ pub fn job_record(j: &JobInfo, flags: ShowFlags, now: i64, gpu_types: &BTreeMap<
         j.exit_signal
     ));
     if flags.details {
-        l.push("   DerivedExitCode=0:0".into());
+        l.push(format!("   DerivedExitCode={}:{}", j.derived_exit.0, j.derived_exit.1));
     }
     l.push(format!(
         "   RunTime={} TimeLimit={} TimeMin={}",

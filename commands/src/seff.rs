@@ -269,6 +269,7 @@ mod tests {
             steps,
             show_job: true,
             constraints: String::new(),
+            derived_exit: (0, 0),
         }
     }
 
@@ -286,6 +287,7 @@ mod tests {
             mem_mib: 2048,
             nnodes: 1,
             usage: Some(StepStats { total_usec, max_rss, ntasks: 1, ..StepStats::default() }),
+            cancelled_by: None,
         }
     }
 

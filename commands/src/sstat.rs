@@ -406,6 +406,7 @@ mod tests {
             mem_mib: 0,
             nnodes: 2,
             usage,
+            cancelled_by: None,
         }
     }
 
@@ -446,6 +447,7 @@ mod tests {
             steps,
             show_job: true,
             constraints: String::new(),
+            derived_exit: (0, 0),
         }
     }
 

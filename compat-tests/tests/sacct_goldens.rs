@@ -80,6 +80,7 @@ fn job(id: u64, name: &str, state: &str, (ec, sig): (i32, i32), start: i64, end:
         steps: vec![step(state_of_batch(ec, sig), (ec, sig), start, end)],
         show_job: true,
         constraints: String::new(),
+        derived_exit: (0, 0),
     }
 }
 
@@ -107,6 +108,7 @@ fn step(state: &str, (ec, sig): (i32, i32), start: i64, end: i64) -> AcctStep {
         mem_mib: 1024,
         nnodes: 1,
         usage: None,
+        cancelled_by: None,
     }
 }
 

@@ -186,6 +186,7 @@ fn sacct_timelimit(limit: TimeLimit) -> String {
         steps: Vec::new(),
         show_job: true,
         constraints: String::new(),
+        derived_exit: (0, 0),
     };
     let ctx = flotilla_commands::sacct::Ctx {
         now: 0,

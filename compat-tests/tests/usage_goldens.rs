@@ -63,6 +63,7 @@ fn job(id: u64, state: &str, steps: Vec<AcctStep>) -> AcctJob {
         steps,
         show_job: true,
         constraints: String::new(),
+        derived_exit: (0, 0),
     }
 }
 
@@ -80,6 +81,7 @@ fn step(name: &str, state: &str, usage: Option<StepStats>) -> AcctStep {
         mem_mib: 1024,
         nnodes: 1,
         usage,
+        cancelled_by: None,
     }
 }
 

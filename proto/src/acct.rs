@@ -86,6 +86,10 @@ pub struct AcctStep {
     /// report (sacct prints the usage fields blank, as for a step Slurm has no stats of).
     #[serde(default)]
     pub usage: Option<crate::usage::StepStats>,
+    /// Who cancelled it with `scancel JOB.STEP` (`CANCELLED by <uid>`); `None` for a step
+    /// that ended by itself or with its job (appended).
+    #[serde(default)]
+    pub cancelled_by: Option<u32>,
 }
 
 /// One job's accounting record, the latest run (Slurm's sacct without `--duplicates`).
@@ -163,4 +167,8 @@ pub struct AcctJob {
     pub show_job: bool,
     /// `--constraint` as the job kept it (`Constraints`; empty for none; appended).
     pub constraints: String,
+    /// `DerivedExitCode`: the highest exit code of its srun steps when it ended, `(status,
+    /// signal)` (appended).
+    #[serde(default)]
+    pub derived_exit: (i32, i32),
 }

@@ -209,6 +209,7 @@ pub struct JobView<'a> {
     pub array_throttle: u32,
     pub admin_comment: Option<Str<'a>>,
     pub delay_boot_s: u32,
+    pub derived_exit: (i32, i32),
 }
 
 impl<'a> JobView<'a> {
@@ -290,6 +291,7 @@ impl<'a> JobView<'a> {
             array_throttle: self.array_throttle,
             admin_comment: own(self.admin_comment),
             delay_boot_s: self.delay_boot_s,
+            derived_exit: self.derived_exit,
         }
     }
 }
@@ -372,6 +374,7 @@ impl<'a> From<&'a JobInfo> for JobView<'a> {
             array_throttle: j.array_throttle,
             admin_comment: view(&j.admin_comment),
             delay_boot_s: j.delay_boot_s,
+            derived_exit: j.derived_exit,
         }
     }
 }
@@ -518,7 +521,7 @@ job_fields! {
     NodeShape => node_shape, MailType => mail_type, MailUser => mail_user, JobFlags => job_flags,
     TimeMin => time_min, Deadline => deadline, Features => features,
     ArrayThrottle => array_throttle, AdminComment => admin_comment,
-    DelayBoot => delay_boot_s,
+    DelayBoot => delay_boot_s, DerivedExit => derived_exit,
 }
 
 /// A set of [`JobField`]s (a bit per field; 128 bits, as there are more than 64 fields).
@@ -737,6 +740,7 @@ mod tests {
                 time_min: big.2.map(|b| b as u32), deadline: big.3, features: opts[4].clone(),
                 array_throttle: nums[5] ^ nums[6], admin_comment: opts[6].clone(),
                 delay_boot_s: nums[7] ^ nums[8],
+                derived_exit: (nums[9] as i32, nums[10] as i32),
             }
         }
     }

@@ -1104,6 +1104,9 @@ pub struct JobInfo {
     pub admin_comment: Option<String>,
     /// `DelayBoot=` (appended): seconds (`u32::MAX`: INFINITE); 0 when never set.
     pub delay_boot_s: u32,
+    /// `DerivedExitCode=` (appended; `scontrol show job -d`): the highest exit code of the
+    /// job's srun steps so far, `(status, signal)`.
+    pub derived_exit: (i32, i32),
 }
 
 /// Slurm 22.05's job `bit_flags` the submission options set (`slurm_opt.c`

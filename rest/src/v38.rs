@@ -60,6 +60,8 @@ pub fn job_model() -> Model<JobInfo, Ctx> {
         .opt("command", Schema::Str, |j, _| s(j.command.as_deref().unwrap_or("")))
         .opt("comment", Schema::Str, |j, _| s(j.comment.as_deref().unwrap_or("")))
         .opt("dependency", Schema::Str, |j, _| s(j.dependency.as_deref().unwrap_or("")))
+        // The highest exit code of its srun steps so far, a raw wait status as `exit_code`.
+        .opt("derived_exit_code", int(), |j, _| Some(json!((j.derived_exit.0 << 8) | (j.derived_exit.1 & 0x7f))))
         .opt("eligible_time", i64_(), |j, _| j.eligible_time.map(|t| json!(t)))
         .opt("end_time", i64_(), |j, _| j.end_time.map(|t| json!(t)))
         .opt("excluded_nodes", Schema::Str, |j, _| s(&j.excluded_nodes.join(",")))

@@ -154,11 +154,7 @@ pub fn job_model() -> Model<AcctJob, Ctx> {
         .opt("comment", Schema::Object(vec![opt("job", Schema::Str)]), |j, _| {
             Some(if j.comment.is_empty() { json!({}) } else { json!({"job": j.comment}) })
         })
-        .opt("derived_exit_code", exit_schema(), |j, _| {
-            let worst = j.steps.iter().map(|st| (st.exit_code, st.signal)).max().unwrap_or((0, 0));
-            let (c, sg) = worst.max((j.exit_code, j.signal));
-            Some(exit(c, sg))
-        })
+        .opt("derived_exit_code", exit_schema(), |j, _| Some(exit(j.derived_exit.0, j.derived_exit.1)))
         .opt("exit_code", exit_schema(), |j, _| Some(exit(j.exit_code, j.signal)))
         .opt("group", Schema::Str, |j, c| s(&name_of(&c.groups, j.gid)))
         .opt("job_id", int(), |j, _| Some(json!(j.job_id)))

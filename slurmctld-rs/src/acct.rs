@@ -50,6 +50,34 @@ pub struct AcctInfo {
     pub batch_gpus: u32,
     /// Memory on the batch host (MiB).
     pub batch_mem_mib: u64,
+    /// The job's derived exit code as the controller has it (`scontrol show job -d`
+    /// `DerivedExitCode=`): the highest wait status ([`wait_status`]) of its srun steps so
+    /// far, batch and extern steps left out (Slurm 22.05 `step_mgr.c`
+    /// `_internal_step_complete`); 0 for none. Kept over a requeue, as Slurm's `derived_ec`.
+    pub derived_ec: i32,
+    /// The derived exit code the accounting record holds: [`Self::derived_ec`] as it was when
+    /// the job ended (Slurm writes the job's database row at its end, `job_completion_logger`;
+    /// a step that ends later, such as one its job's `scancel` killed, changes only the
+    /// controller's value: goldens-extra `a03_derived_exit_code`).
+    pub acct_derived_ec: i32,
+}
+
+/// A wait status as Slurm keeps an exit code (`status << 8`, or the signal that ended it):
+/// the order in which [`AcctInfo::derived_ec`] takes the highest.
+pub fn wait_status(exit_code: i32, signal: i32) -> i32 {
+    if signal != 0 {
+        signal & 0x7f
+    } else {
+        (exit_code & 0xff) << 8
+    }
+}
+
+/// A wait status ([`wait_status`]) as Slurm prints an exit code: `(status, signal)`.
+pub fn exit_pair(status: i32) -> (i32, i32) {
+    match status & 0x7f {
+        0 => ((status >> 8) & 0xff, 0),
+        sig => (0, sig),
+    }
 }
 
 /// One `acct_jobs` row.
@@ -146,6 +174,7 @@ pub fn requeued_rows(rec: &JobRecord, now: i64, step_state: Option<&str>, run_st
         start_time: Some(st),
         end_time: Some(now),
         nodes: rec.nodes.first().cloned().unwrap_or_default(),
+        requid: None,
     });
     (row, step)
 }
@@ -191,6 +220,7 @@ pub fn batch_step_row(rec: &JobRecord) -> Option<StepRow> {
         start_time: Some(start),
         end_time: end,
         nodes: rec.nodes.first().cloned().unwrap_or_default(),
+        requid: None,
     })
 }
 
@@ -266,6 +296,7 @@ fn job_row(rec: &JobRecord) -> AcctRow {
             steps: Vec::new(),
             show_job: true,
             constraints: rec.features.clone().unwrap_or_default(),
+            derived_exit: exit_pair(a.acct_derived_ec),
         },
         batch: (a.batch_cpus, a.batch_gpus, a.batch_mem_mib),
     }
@@ -281,7 +312,7 @@ const ACCT_COLS: &[&str] = &[
     "signal", "submit_time", "start_time", "end_time", "time_limit_min", "nodes", "alloc_cpus", "alloc_gpus",
     "alloc_mem_mib", "restarts", "eligible_time", "cancelled_by", "gid", "qos", "alloc_nodes", "req_nodes", "req_cpus",
     "req_gpus", "req_mem_mib", "batch_cpus", "batch_gpus", "batch_mem_mib", "work_dir", "comment", "array_task_str",
-    "constraints",
+    "constraints", "derived_ec",
 ];
 
 /// Writes accounting rows inside the commit's transaction: `rows` (snapshots taken at the
@@ -331,6 +362,7 @@ pub fn write(db: &dyn Backend, rows: &[AcctRow], current: &[AcctRow], steps: &[S
                 &j.comment,
                 &j.array_task_str,
                 &j.constraints,
+                wait_status(j.derived_exit.0, j.derived_exit.1),
             ]
             .to_vec()
         })
@@ -377,6 +409,7 @@ fn read_row(r: &Row) -> Result<AcctRow, DbError> {
             steps: Vec::new(),
             show_job: true,
             constraints: r.get(35)?,
+            derived_exit: exit_pair(r.get(36)?),
         },
         batch: (r.get(29)?, r.get(30)?, r.get::<i64>(31)? as u64),
     })
@@ -625,6 +658,7 @@ fn acct_step(r: StepRow) -> AcctStep {
         mem_mib: 0,
         nnodes: 0,
         usage: None,
+        cancelled_by: r.requid,
     }
 }
 
@@ -699,6 +733,21 @@ mod tests {
             steps: Vec::new(),
             show_job: true,
             constraints: String::new(),
+            derived_exit: (0, 0),
+        }
+    }
+
+    /// The derived exit code takes the highest wait status: any non-zero exit status ranks
+    /// above any signal (goldens-extra 0341: steps `7:0`, `1:0`, `0:11` derive `7:0`; steps
+    /// `0:11`, `0:10` derive `0:11`), and prints back as it came.
+    #[test]
+    fn wait_status_ranks_exit_statuses_above_signals() {
+        assert!(wait_status(1, 0) > wait_status(0, 11));
+        assert!(wait_status(7, 0) > wait_status(1, 0));
+        assert!(wait_status(0, 11) > wait_status(0, 10));
+        assert!(wait_status(0, 0) < wait_status(0, 1));
+        for pair in [(0, 0), (7, 0), (255, 0), (0, 9), (0, 15)] {
+            assert_eq!(exit_pair(wait_status(pair.0, pair.1)), pair);
         }
     }
 

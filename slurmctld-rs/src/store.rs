@@ -80,10 +80,11 @@ const MIGRATIONS: &[Migration] = &[
     migration!(10, "0010_lease.sql", None),
     migration!(11, "0011_run_steps.sql", None),
     migration!(12, "0012_constraints.sql", None),
+    migration!(13, "0013_exit_details.sql", None),
 ];
 
 /// The highest migration number: the schema version a store of this controller has.
-pub const SCHEMA_VERSION: u32 = 12;
+pub const SCHEMA_VERSION: u32 = 13;
 
 /// SQLite `synchronous` setting.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

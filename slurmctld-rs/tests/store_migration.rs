@@ -78,7 +78,7 @@ fn expected_loaded() -> Vec<JobRecord> {
 fn old_database_loads_every_job_identically() {
     let dir = restore();
     let store = Store::open(dir.path(), SyncMode::Full).unwrap();
-    assert_eq!(store.schema_version().unwrap(), 12);
+    assert_eq!(store.schema_version().unwrap(), flotilla_slurmctld::store::SCHEMA_VERSION);
     let l = store.load(CUTOFF).unwrap();
     assert_eq!(l.next_job_id, 11);
     let want = expected_loaded();
@@ -133,7 +133,7 @@ fn migration_rewrites_every_row_in_the_row_format_and_keeps_the_text() {
         .unwrap()
         .collect::<Result<_, _>>()
         .unwrap();
-    assert_eq!(versions, vec![1, 2, 4, 5, 6, 7, 8, 9, 10, 11, 12]);
+    assert_eq!(versions, vec![1, 2, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13]);
 
     for (table, key, column) in [
         ("jobs", "id", "record"),
@@ -170,7 +170,7 @@ fn migration_rewrites_every_row_in_the_row_format_and_keeps_the_text() {
 
     // Opening again applies nothing and changes nothing.
     let again = Store::open(dir.path(), SyncMode::Full).unwrap();
-    assert_eq!(again.schema_version().unwrap(), 12);
+    assert_eq!(again.schema_version().unwrap(), flotilla_slurmctld::store::SCHEMA_VERSION);
     assert_eq!(again.load(0).unwrap().jobs, all.jobs);
 }
 
@@ -232,10 +232,18 @@ fn controller_restarted_on_an_old_database_keeps_its_running_and_pending_jobs() 
     let version: u32 = db
         .query_row("SELECT MAX(version) FROM schema_migrations", [], |r| r.get(0))
         .unwrap();
-    assert_eq!(version, 12);
+    assert_eq!(version, 13);
     // Version 12: accounting rows written before it have no constraint.
     let (rows, empty): (i64, i64) = db
         .query_row("SELECT COUNT(*), COUNT(*) FILTER (WHERE constraints = '') FROM acct_jobs", [], |r| Ok((r.get(0)?, r.get(1)?)))
         .unwrap();
     assert!(rows > 0 && rows == empty, "{rows} accounting rows, {empty} without a constraint");
+    // Version 13: accounting rows written before it have a derived exit code of 0, step rows
+    // no canceller.
+    let zero: i64 = db.query_row("SELECT COUNT(*) FROM acct_jobs WHERE derived_ec = 0", [], |r| r.get(0)).unwrap();
+    assert_eq!(zero, rows);
+    let (steps, nobody): (i64, i64) = db
+        .query_row("SELECT COUNT(*), COUNT(*) FILTER (WHERE requid IS NULL) FROM job_steps", [], |r| Ok((r.get(0)?, r.get(1)?)))
+        .unwrap();
+    assert!(steps > 0 && steps == nobody, "{steps} step rows, {nobody} without a canceller");
 }

@@ -299,6 +299,7 @@ prop_compose! {
     fn acct()(
         a in (any::<Option<i64>>(), any::<Option<u32>>(), any::<u32>(), any::<u32>(), any::<u32>()),
         b in (any::<u64>(), any::<u32>(), any::<u32>(), any::<u64>()),
+        d in (any::<i32>(), any::<i32>()),
     ) -> AcctInfo {
         AcctInfo {
             eligible_time: a.0,
@@ -310,6 +311,8 @@ prop_compose! {
             batch_cpus: b.1,
             batch_gpus: b.2,
             batch_mem_mib: b.3,
+            derived_ec: d.0,
+            acct_derived_ec: d.1,
         }
     }
 }

@@ -258,11 +258,8 @@ fn job_model(v: ApiVersion, p: &Parts, step: Schema) -> Model<AcctJob, Ctx> {
             Some(short.emit(&a, &()))
         })
         .opt("cluster", Schema::Str, |_, c| Some(s(&c.cluster)))
-        // Slurm's derived exit code is the highest of the steps'; the job's own otherwise.
-        .opt("derived_exit_code", exit_code(v), |j, _| {
-            let worst = j.steps.iter().map(|st| (st.exit_code, st.signal)).max().unwrap_or((0, 0));
-            Some(exit_code_value(Some(worst.max((j.exit_code, j.signal)))))
-        })
+        // The highest exit code of the job's srun steps when it ended (`AcctJob::derived_exit`).
+        .opt("derived_exit_code", exit_code(v), |j, _| Some(exit_code_value(Some(j.derived_exit))))
         .opt(
             "time",
             Schema::Object(vec![

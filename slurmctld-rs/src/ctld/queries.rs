@@ -324,6 +324,7 @@ impl Controller {
                 .unwrap_or(0);
             admin_comment: AdminComment = rec.admin_comment.as_deref().map(Str::b);
             delay_boot_s: DelayBoot = rec.delay_boot_s.unwrap_or(0);
+            derived_exit: DerivedExit = crate::acct::exit_pair(rec.acct.derived_ec);
         }
     }
 

@@ -298,6 +298,7 @@ impl Controller {
             start_time: rec.start_time,
             end_time: rec.end_time,
             nodes: compress_sorted(&rec.nodes),
+            requid: None,
         });
     }
 

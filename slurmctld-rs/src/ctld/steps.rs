@@ -50,8 +50,10 @@ struct RunningStep {
     overlap: bool,
     ntasks: u32,
     start_time: i64,
-    /// `scancel JOB.STEP` sent it SIGKILL: it ends `CANCELLED` however its srun saw it end.
-    cancelled: bool,
+    /// The uid whose `scancel JOB.STEP` sent it SIGKILL (the last one; Slurm 22.05
+    /// `step_mgr.c` `_step_signal` keeps it as the step's `requid`): it ends `CANCELLED`
+    /// however its srun saw it end, and `sacct` shows `CANCELLED by <uid>`.
+    cancelled_by: Option<u32>,
     /// An elastic job's step: its launch as sent to its first node (layout of every node it
     /// ever ran on), to start it on the nodes that join ([`Controller::extend_steps`]).
     launch: Option<Box<LaunchStep>>,
@@ -320,7 +322,7 @@ impl Controller {
             overlap: req.overlap,
             ntasks,
             start_time: now,
-            cancelled: false,
+            cancelled_by: None,
             launch: None,
         };
         table.running.insert(step_id, running);
@@ -335,6 +337,7 @@ impl Controller {
             start_time: Some(now),
             end_time: None,
             nodes: nodes_str,
+            requid: None,
         });
         let elastic = rec.spec.elastic.is_some();
         let launch_base = LaunchStep {
@@ -440,7 +443,9 @@ impl Controller {
         let Some(step) = self.steps.jobs.get_mut(&job_id).and_then(|t| t.running.get_mut(&s.step_id)) else {
             return Self::step_result(s.job, Some(ESLURM_INVALID_JOB_ID));
         };
-        step.cancelled |= signal == SIGKILL;
+        if signal == SIGKILL {
+            step.cancelled_by = Some(ident.uid);
+        }
         info!(job = job_id, step = s.step_id, signal, uid = ident.uid, "signal to a step");
         let nodes: Vec<String> = step.nodes.iter().filter_map(|&i| rec.nodes.get(i).cloned()).collect();
         let cancelled_at = (signal == SIGKILL).then_some(now);
@@ -455,9 +460,10 @@ impl Controller {
         Response::JobResults(vec![flotilla_proto::JobResult { job, error: error.map(SlurmError::new) }])
     }
 
-    /// `REQUEST_STEP_COMPLETE`: the step's row gets its end; its CPUs and GPUs are free.
+    /// `REQUEST_STEP_COMPLETE`: the step's row gets its end; its CPUs and GPUs are free; its
+    /// exit code goes into the job's derived exit code when it is the highest so far.
     pub(super) fn step_complete(&mut self, ident: Ident, c: StepComplete, now: i64) -> Response {
-        let Some(rec) = self.jobs.get(&c.job_id) else {
+        let Some(rec) = self.jobs.get_mut(&c.job_id) else {
             return Response::Error(SlurmError::new(ESLURM_INVALID_JOB_ID));
         };
         if !ident.admin && rec.uid != ident.uid {
@@ -467,18 +473,34 @@ impl Controller {
             // Already ended with its job (or unknown): nothing to change.
             return Response::JobResults(Vec::new());
         };
-        // A step its job's scancel killed is CANCELLED, however its srun saw it end (golden
+        // A step a signal ended is CANCELLED, one that exited non-zero FAILED (Slurm 22.05
+        // `as_mysql_job.c` `as_mysql_step_complete`; goldens-extra `a03_derived_exit_code`);
+        // a step its job's scancel killed is CANCELLED, however its srun saw it end (golden
         // 0219 of the accounting recordings: srun's report of the signal comes before the
         // job's end).
-        let cancelled = s.cancelled || rec.stopping.is_some_and(|s| s.why == crate::job::StopWhy::Cancel);
-        let state = if cancelled && (c.signal != 0 || c.exit_code != 0) {
+        let cancelled = s.cancelled_by.is_some() || rec.stopping.is_some_and(|s| s.why == crate::job::StopWhy::Cancel);
+        let state = if c.signal != 0 || (cancelled && c.exit_code != 0) {
             "CANCELLED"
-        } else if c.signal != 0 || c.exit_code != 0 {
+        } else if c.exit_code != 0 {
             "FAILED"
         } else {
             "COMPLETED"
         };
         info!(job = c.job_id, step = c.step_id, exit_code = c.exit_code, signal = c.signal, state, "step ended");
+        // The job's derived exit code (Slurm 22.05 `step_mgr.c` `_internal_step_complete`:
+        // the highest wait status of its srun steps); the accounting record's only while the
+        // job has not ended (its database row was written at its end).
+        let status = crate::acct::wait_status(c.exit_code, c.signal);
+        if status > rec.acct.derived_ec {
+            rec.acct.derived_ec = status;
+            let ended = rec.state.is_finished() || rec.state == JobState::Completing || rec.stopping.is_some();
+            if !ended {
+                rec.acct.acct_derived_ec = status;
+                self.batch.acct.insert(c.job_id);
+            }
+            self.dirty(c.job_id);
+        }
+        let rec = &self.jobs[&c.job_id];
         let nodes: Vec<String> = s.nodes.iter().filter_map(|&i| rec.nodes.get(i).cloned()).collect();
         self.batch.step_rows.push(StepRow {
             job_id: c.job_id,
@@ -489,6 +511,7 @@ impl Controller {
             start_time: Some(s.start_time),
             end_time: Some(now),
             nodes: compress_sorted(&nodes),
+            requid: s.cancelled_by.filter(|_| state == "CANCELLED"),
         });
         Response::JobResults(Vec::new())
     }
@@ -509,6 +532,7 @@ impl Controller {
                 start_time: Some(s.start_time),
                 end_time: Some(now),
                 nodes: compress_sorted(&nodes),
+                requid: s.cancelled_by,
             });
         }
     }
@@ -612,7 +636,7 @@ mod tests {
             overlap: false,
             ntasks: 3,
             start_time: 0,
-            cancelled: false,
+            cancelled_by: None,
             launch: None,
         };
         t.jobs.entry(7).or_default().running.insert(0, step);

@@ -34,6 +34,10 @@ pub struct StepRow<K = String> {
     pub end_time: Option<i64>,
     /// Nodes (hostlist, or the batch host).
     pub nodes: String,
+    /// Who killed the step with `scancel JOB.STEP` (Slurm's step `requid`: `sacct` shows
+    /// `CANCELLED by <uid>`); `None`: nobody, and always for a run (`job_runs` has no such
+    /// column: a run's canceller is its job's).
+    pub requid: Option<u32>,
 }
 
 /// A table of step rows: its name and the name of its key column.
@@ -43,12 +47,15 @@ pub struct StepTable {
     pub table: &'static str,
     /// Key column within a job.
     pub key: &'static str,
+    /// Whether it has the `requid` column (`sql/0013_exit_details.sql`: the step tables).
+    pub requid: bool,
 }
 
 /// `job_steps`, keyed by `step` (TEXT).
 pub const JOB_STEPS: StepTable = StepTable {
     table: "job_steps",
     key: "step",
+    requid: true,
 };
 
 /// `job_run_steps` (the steps of earlier runs), keyed within a run by `step`; its `run`
@@ -56,12 +63,14 @@ pub const JOB_STEPS: StepTable = StepTable {
 pub const JOB_RUN_STEPS: StepTable = StepTable {
     table: "job_run_steps",
     key: "step",
+    requid: true,
 };
 
 /// `job_runs`, keyed by `run` (INTEGER).
 pub const JOB_RUNS: StepTable = StepTable {
     table: "job_runs",
     key: "run",
+    requid: false,
 };
 
 fn i(v: u64) -> i64 {
@@ -91,16 +100,19 @@ pub fn write<K: StepKey>(db: &dyn Backend, t: StepTable, rows: &[StepRow<K>]) ->
     if rows.is_empty() {
         return Ok(());
     }
-    let cols = ["job_id", t.key, "state", "exit_code", "signal", "start_time", "end_time", "nodes"];
+    let mut cols = vec!["job_id", t.key, "state", "exit_code", "signal", "start_time", "end_time", "nodes"];
+    if t.requid {
+        cols.push("requid");
+    }
     let sql = db.dialect().replace(t.table, &cols, &["job_id", t.key]);
-    let sets: Vec<Vec<Param<'_>>> = rows.iter().map(step_params).collect();
+    let sets: Vec<Vec<Param<'_>>> = rows.iter().map(|r| step_params(r, t.requid)).collect();
     db.exec_many(&sql, &sets)
 }
 
 /// A row's statement parameters in the tables' column order: job id, key, state, exit code,
-/// signal, start, end, nodes.
-fn step_params<K: StepKey>(r: &StepRow<K>) -> Vec<Param<'_>> {
-    vec![
+/// signal, start, end, nodes, then (`requid`: a step table) the canceller.
+fn step_params<K: StepKey>(r: &StepRow<K>, requid: bool) -> Vec<Param<'_>> {
+    let mut p = vec![
         Param::from(i(r.job_id)),
         r.step.param(),
         Param::from(&r.state),
@@ -109,7 +121,11 @@ fn step_params<K: StepKey>(r: &StepRow<K>) -> Vec<Param<'_>> {
         Param::from(r.start_time),
         Param::from(r.end_time),
         Param::from(&r.nodes),
-    ]
+    ];
+    if requid {
+        p.push(Param::from(r.requid.map(i64::from)));
+    }
+    p
 }
 
 /// The rows of table `t` that `filter` (an SQL condition over its columns, with `params`)
@@ -124,8 +140,10 @@ pub fn read<K: StepKey>(
     let mut out = Vec::new();
     db.query_each(
         &format!(
-            "SELECT job_id, {}, state, exit_code, signal, start_time, end_time, nodes FROM {} WHERE {filter} ORDER BY {order}",
-            t.key, t.table
+            "SELECT job_id, {}, state, exit_code, signal, start_time, end_time, nodes, {} FROM {} WHERE {filter} ORDER BY {order}",
+            t.key,
+            if t.requid { "requid" } else { "NULL" },
+            t.table
         ),
         params,
         &mut |r| {
@@ -138,6 +156,7 @@ pub fn read<K: StepKey>(
                 start_time: r.get(5)?,
                 end_time: r.get(6)?,
                 nodes: r.get(7)?,
+                requid: r.get(8)?,
             });
             Ok(())
         },
@@ -166,8 +185,8 @@ pub fn archive_run(db: &dyn Backend, r: &RunSteps) -> Result<(), DbError> {
     let (job, run) = (i(r.job_id), i64::from(r.run));
     db.exec("DELETE FROM job_run_steps WHERE job_id = ?1 AND run = ?2", &params![job, run])?;
     db.exec(
-        "INSERT INTO job_run_steps (job_id, run, step, state, exit_code, signal, start_time, end_time, nodes) \
-         SELECT job_id, CAST(?2 AS BIGINT), step, state, exit_code, signal, start_time, end_time, nodes \
+        "INSERT INTO job_run_steps (job_id, run, step, state, exit_code, signal, start_time, end_time, nodes, requid) \
+         SELECT job_id, CAST(?2 AS BIGINT), step, state, exit_code, signal, start_time, end_time, nodes, requid \
          FROM job_steps WHERE job_id = ?1",
         &params![job, run],
     )?;
@@ -175,13 +194,13 @@ pub fn archive_run(db: &dyn Backend, r: &RunSteps) -> Result<(), DbError> {
     if r.rows.is_empty() {
         return Ok(());
     }
-    let cols = ["job_id", "run", "step", "state", "exit_code", "signal", "start_time", "end_time", "nodes"];
+    let cols = ["job_id", "run", "step", "state", "exit_code", "signal", "start_time", "end_time", "nodes", "requid"];
     let sql = db.dialect().replace(JOB_RUN_STEPS.table, &cols, &["job_id", "run", "step"]);
     let sets: Vec<Vec<Param<'_>>> = r
         .rows
         .iter()
         .map(|s| {
-            let mut p = step_params(s);
+            let mut p = step_params(s, true);
             p.insert(1, Param::from(run));
             p
         })

@@ -298,6 +298,8 @@ pub fn full() -> JobRecord {
             batch_cpus: 32,
             batch_gpus: 8,
             batch_mem_mib: 256_000,
+            derived_ec: 0,
+            acct_derived_ec: 0,
         },
         command: Some(s("/home/alice/run/train.sh --epochs 3")),
         tres_per_job: Some(s("gres:gpu:h100:16")),

@@ -20,6 +20,10 @@ fn is_default<T: Default + PartialEq>(v: &T) -> bool {
     *v == T::default()
 }
 
+fn is_zero_i32(n: &i32) -> bool {
+    *n == 0
+}
+
 fn is_false(b: &bool) -> bool {
     !*b
 }
@@ -483,6 +487,12 @@ pub struct AcctInfoRow {
     /// Memory on the batch host (MiB).
     #[serde(rename = "batch_mem_mib")]
     pub batch_mem_mib: u64,
+    /// Derived exit code, a wait status (`status << 8` or the signal); absent: 0.
+    #[serde(rename = "derived_ec", default, skip_serializing_if = "is_zero_i32")]
+    pub derived_ec: i32,
+    /// The derived exit code of the accounting record; absent: 0.
+    #[serde(rename = "acct_derived_ec", default, skip_serializing_if = "is_zero_i32")]
+    pub acct_derived_ec: i32,
 }
 
 /// Array bounds (the wire's [`ArrayTasks`]).
@@ -620,6 +630,8 @@ impl From<&AcctInfo> for AcctInfoRow {
             batch_cpus,
             batch_gpus,
             batch_mem_mib,
+            derived_ec,
+            acct_derived_ec,
         } = *a;
         AcctInfoRow {
             eligible_time,
@@ -631,6 +643,8 @@ impl From<&AcctInfo> for AcctInfoRow {
             batch_cpus,
             batch_gpus,
             batch_mem_mib,
+            derived_ec,
+            acct_derived_ec,
         }
     }
 }
@@ -647,6 +661,8 @@ impl From<AcctInfoRow> for AcctInfo {
             batch_cpus,
             batch_gpus,
             batch_mem_mib,
+            derived_ec,
+            acct_derived_ec,
         } = a;
         AcctInfo {
             eligible_time,
@@ -658,6 +674,8 @@ impl From<AcctInfoRow> for AcctInfo {
             batch_cpus,
             batch_gpus,
             batch_mem_mib,
+            derived_ec,
+            acct_derived_ec,
         }
     }
 }
