@@ -178,7 +178,14 @@ pub fn run(args: &[String], io: &mut Io<'_>) -> i32 {
                     io.err(&format!("scancel: error: Kill job error on {kind} {}{step}: Invalid job id specified\n", operand_id(&r)));
                 }
                 (Some(_), None) => req.jobs.push(r),
-                (Some(found), Some(s)) => steps.push((r, found, s)),
+                // A filter narrows the named steps too: a step of a job it leaves out is passed
+                // over without a word (Slurm's scancel filters the jobs it loaded,
+                // `_filter_job_records`, before `_cancel_step_id`).
+                (Some(found), Some(s)) => {
+                    if !any_filter || jobs.iter().find(|j| j.job_id == found.0).is_some_and(|j| filter_admits(j, &req.filter)) {
+                        steps.push((r, found, s));
+                    }
+                }
             }
         }
     } else {
@@ -250,6 +257,18 @@ pub fn run(args: &[String], io: &mut Io<'_>) -> i32 {
         }
     }
     code.max(step_code % 256)
+}
+
+/// Whether job `j` passes every filter of `f` (Slurm 22.05 `scancel.c` `_filter_job_records`:
+/// user, name, state as shown, partition, account, and a node of the job among `-w`'s).
+fn filter_admits(j: &flotilla_proto::JobInfo, f: &JobFilter) -> bool {
+    let on_node = || flotilla_core::hostlist::expand(&j.nodes).unwrap_or_default().iter().any(|n| f.nodes.contains(n));
+    (f.users.is_empty() || f.users.contains(&j.user))
+        && (f.names.is_empty() || f.names.contains(&j.name))
+        && (f.states.is_empty() || j.state.is_some_and(|s| f.states.contains(&s)))
+        && (f.partitions.is_empty() || f.partitions.contains(&j.partition))
+        && (f.accounts.is_empty() || f.accounts.contains(&j.account))
+        && (f.nodes.is_empty() || on_node())
 }
 
 /// How scancel names an operand in its messages: `ID`, or `ID_TASK` for one array task.
@@ -377,5 +396,31 @@ mod tests {
         assert_eq!(at(10, Some(6)), None);
         assert_eq!(operand_id(&JobRef { job_id: 10, tasks: Some(vec![4]) }), "10_4");
         assert_eq!(operand_id(&JobRef::id(10)), "10");
+    }
+
+    /// Every filter must pass; a node filter matches any node of the job's hostlist.
+    #[test]
+    fn filters_admit_a_job_as_scancel_filters_its_records() {
+        let mut j = job(5, JobStateWire::Running);
+        (j.user, j.name, j.partition, j.account, j.nodes) = ("alice".into(), "wrap".into(), "batch".into(), "research".into(), "gpu[01-02]".into());
+        let f = |edit: fn(&mut JobFilter)| {
+            let mut f = JobFilter::default();
+            edit(&mut f);
+            filter_admits(&j, &f)
+        };
+        assert!(f(|_| {}));
+        assert!(f(|f| f.users = vec!["bob".into(), "alice".into()]));
+        assert!(!f(|f| f.users = vec!["bob".into()]));
+        assert!(f(|f| f.names = vec!["wrap".into()]));
+        assert!(!f(|f| f.partitions = vec!["debug".into()]));
+        assert!(!f(|f| f.accounts = vec!["other".into()]));
+        assert!(f(|f| f.states = vec![JobStateWire::Running]));
+        assert!(!f(|f| f.states = vec![JobStateWire::Pending]));
+        assert!(f(|f| f.nodes = vec!["gpu02".into()]));
+        assert!(!f(|f| f.nodes = vec!["gpu03".into()]));
+        assert!(!f(|f| {
+            f.names = vec!["wrap".into()];
+            f.users = vec!["bob".into()];
+        }));
     }
 }
