@@ -585,6 +585,10 @@ impl Scontrol<'_, '_> {
                 };
                 Ok(())
             }
+            Some("steps") => {
+                self.state.exit_code = ctl::show_step(val.as_deref(), self.state.one_liner, self.io);
+                Ok(())
+            }
             Some("config") => {
                 self.state.exit_code = crate::scontrol_config::show_config(val.as_deref(), self.io);
                 Ok(())

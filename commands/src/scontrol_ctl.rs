@@ -1535,9 +1535,181 @@ pub fn show_topology(io: &mut Io<'_>) -> i32 {
     0
 }
 
+/// `scontrol show step[s] [ID]`'s operand as Slurm 22.05's `scontrol_print_step` reads it:
+/// the job id with `strtol` (no digits: 0, every job), then `_TASK` (an array task) or `.STEP`
+/// (`strtol` again, so `.batch` is step 0); `(job, task, step)`.
+pub fn step_operand(s: &str) -> (u32, Option<u32>, Option<u32>) {
+    fn strtol(s: &str) -> (u32, &str) {
+        let t = s.trim_start();
+        let (neg, digits) = match t.as_bytes().first() {
+            Some(b'-') => (true, &t[1..]),
+            Some(b'+') => (false, &t[1..]),
+            _ => (false, t),
+        };
+        let n = digits.bytes().take_while(u8::is_ascii_digit).count();
+        if n == 0 {
+            return (0, s);
+        }
+        let v = digits[..n].parse::<i64>().unwrap_or(i64::MAX);
+        // `(uint32_t)strtol(...)`: a long cut to its low 32 bits.
+        let v = if neg { v.wrapping_neg() } else { v };
+        (v as u32, &digits[n..])
+    }
+    let (job, rest) = strtol(s);
+    if let Some(t) = rest.strip_prefix('_') {
+        (job, Some(strtol(t).0), None)
+    } else if let Some(st) = rest.strip_prefix('.') {
+        (job, None, Some(strtol(st).0))
+    } else {
+        (job, None, None)
+    }
+}
+
+/// One step as `scontrol show step` prints it (Slurm 22.05 `job_step_info.c`
+/// `slurm_sprint_job_step_info`): `id` its `StepId=` (`J.S`, `A_T.S`, `J.batch`).
+struct StepShown<'a> {
+    id: String,
+    uid: u32,
+    start: i64,
+    partition: &'a str,
+    nodes: &'a str,
+    cpus: u32,
+    ntasks: u32,
+    name: &'a str,
+    /// `None`: the batch step (`TRES=(null)`, no `Dist=`, no srun).
+    srun: Option<(&'a flotilla_proto::step::StepInfo, u32)>,
+}
+
+fn sprint_step(s: &StepShown<'_>, one_liner: bool) -> String {
+    let end = if one_liner { " " } else { "\n   " };
+    let nnodes = flotilla_core::hostlist::expand(s.nodes).map_or(0, |v| v.len());
+    let mut out = format!("StepId={} UserId={} StartTime={} TimeLimit=UNLIMITED", s.id, s.uid, fmt_time(s.start));
+    out.push_str(&format!("{end}State=RUNNING Partition={} NodeList={}", s.partition, s.nodes));
+    out.push_str(&format!("{end}Nodes={nnodes} CPUs={} Tasks={} Name={} Network=(null)", s.cpus, s.ntasks, s.name));
+    match s.srun {
+        Some((st, nnodes)) => {
+            let mut tres = format!("cpu={},mem={},node={nnodes}", st.cpus, jobfmt::mem_str(st.mem_mib));
+            if st.gpus > 0 {
+                tres.push_str(&format!(",gres/gpu={}", st.gpus));
+            }
+            // srun's default distribution (22.05 `opt.c`/`step_launch`): cyclic when there are no
+            // more tasks than nodes, block otherwise.
+            let dist = if st.ntasks <= nnodes { "Cyclic" } else { "Block" };
+            out.push_str(&format!("{end}TRES={tres}{end}ResvPorts=(null){end}CPUFreqReq=Default Dist={dist}"));
+            out.push_str(&format!("{end}SrunHost:Pid={}:{}", st.srun_host, st.srun_pid));
+        }
+        None => out.push_str(&format!("{end}TRES=(null){end}ResvPorts=(null){end}CPUFreqReq=Default{end}SrunHost:Pid=(null):0")),
+    }
+    out.push_str(if one_liner { "\n" } else { "\n\n" });
+    out
+}
+
+/// `scontrol show step[s] [ID]` (Slurm 22.05 `info_job.c` `scontrol_print_step`): the running
+/// steps of the jobs `ID` names ([`step_operand`]; none or a job id of 0: every job), each
+/// job's batch step first, then its srun steps; `Job step J.S not found` (stdout, exit 1)
+/// when a job named has none that match, `slurm_get_job_steps error: Invalid job id
+/// specified` when it is not known, `No job steps in the system` when nothing runs.
+pub fn show_step(id: Option<&str>, one_liner: bool, io: &mut Io<'_>) -> i32 {
+    let (job, task, step) = id.map_or((0, None, None), step_operand);
+    let Some(c) = ctl(io, "slurm_get_job_steps") else { return 1 };
+    let refs = if job == 0 { Vec::new() } else { vec![JobRef::id(u64::from(job))] };
+    let q = JobQuery { jobs: refs.clone(), include_finished: true, ..JobQuery::default() };
+    let fail = |io: &mut Io<'_>, e: CtlError| {
+        io.err(&format!("slurm_get_job_steps error: {}\n", e.slurm().text));
+        1
+    };
+    let mut jobs = match c.call(Request::QueryJobs(q)) {
+        Ok(Response::Jobs(j)) => j,
+        Ok(_) => Vec::new(),
+        Err(e) => return fail(io, e),
+    };
+    if job != 0 {
+        // The record of that id (an array's tasks have their own).
+        jobs.retain(|j| j.job_id == u64::from(job));
+        if jobs.is_empty() {
+            io.err(&format!("slurm_get_job_steps error: {}\n", strerror(ESLURM_INVALID_JOB_ID)));
+            return 1;
+        }
+    }
+    let steps = match c.call(Request::QuerySteps(JobQuery { jobs: refs, ..JobQuery::default() })) {
+        Ok(Response::Steps(s)) => s,
+        Ok(_) => Vec::new(),
+        Err(e) => return fail(io, e),
+    };
+    jobs.retain(|j| j.state == Some(JobStateWire::Running) && task.is_none_or(|t| j.array_task_id == Some(t)));
+    jobs.sort_by_key(|j| j.job_id);
+    let mut out = String::new();
+    for j in &jobs {
+        let prefix = match (j.array_job_id, j.array_task_id) {
+            (Some(a), Some(t)) => format!("{a}_{t}"),
+            _ => j.job_id.to_string(),
+        };
+        // `.batch` reads as step 0 (strtol), so the batch step shows only without a step.
+        if step.is_none() && !j.batch_host.is_empty() {
+            let b = StepShown {
+                id: format!("{prefix}.batch"),
+                uid: j.uid,
+                start: j.start_time.unwrap_or(0),
+                partition: &j.partition,
+                nodes: &j.batch_host,
+                cpus: 0,
+                ntasks: 1,
+                name: "batch",
+                srun: None,
+            };
+            out.push_str(&sprint_step(&b, one_liner));
+        }
+        let mut mine: Vec<&flotilla_proto::step::StepInfo> =
+            steps.iter().filter(|s| s.job_id == j.job_id && step.is_none_or(|n| s.step_id == n)).collect();
+        mine.sort_by_key(|s| s.step_id);
+        for st in mine {
+            let nnodes = flotilla_core::hostlist::expand(&st.nodes).map_or(0, |v| v.len()) as u32;
+            let s = StepShown {
+                id: format!("{prefix}.{}", st.step_id),
+                uid: st.uid,
+                start: st.start_time,
+                partition: &st.partition,
+                nodes: &st.nodes,
+                cpus: st.cpus,
+                ntasks: st.ntasks,
+                name: &st.name,
+                srun: Some((st, nnodes)),
+            };
+            out.push_str(&sprint_step(&s, one_liner));
+        }
+    }
+    if out.is_empty() {
+        if id.is_some() {
+            // `log_build_step_id_str` without the job: nothing for no step, `Invalid` for job 0.
+            let step = if job == 0 { "Invalid".to_string() } else { step.map_or(String::new(), |s| s.to_string()) };
+            match task {
+                Some(t) => io.out(&format!("Job step {job}_{t}.{step} not found\n")),
+                None => io.out(&format!("Job step {job}.{step} not found\n")),
+            }
+            return 1;
+        }
+        io.out("No job steps in the system\n");
+        return 0;
+    }
+    io.out(&out);
+    0
+}
+
 #[cfg(test)]
 mod flotilla_field_tests {
     use super::*;
+
+    /// `scontrol_print_step`'s `strtol` reading: `.batch` is step 0, no digits job 0.
+    #[test]
+    fn step_operands_read_as_strtol_does() {
+        assert_eq!(step_operand("12.3"), (12, None, Some(3)));
+        assert_eq!(step_operand("12.batch"), (12, None, Some(0)));
+        assert_eq!(step_operand("12"), (12, None, None));
+        assert_eq!(step_operand("12_4"), (12, Some(4), None));
+        assert_eq!(step_operand("abc"), (0, None, None));
+        assert_eq!(step_operand("-1"), (u32::MAX, None, None));
+        assert_eq!(step_operand("12x.3"), (12, None, None));
+    }
 
     /// scontrol's `parse_requeue_flags`: `State=` any case, the value a prefix match of
     /// `specialexit` or `se`; anything else is a job id.

@@ -467,6 +467,8 @@ fn run_step(
     o.step.environment = environment;
     o.step.work_dir = work_dir;
     o.step.srun_addr = format!("{}:{port}", own_address(ctl));
+    o.step.srun_host = nix::unistd::gethostname().ok().and_then(|h| h.into_string().ok()).unwrap_or_default();
+    o.step.srun_pid = std::process::id();
     o.step.io_key = key.clone();
     o.step.uid = common::my_uid();
     o.step.gid = common::my_gid();

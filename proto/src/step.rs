@@ -62,6 +62,13 @@ pub struct StepRequest {
     pub uid: u32,
     /// Gid of `srun`.
     pub gid: u32,
+    /// The host `srun` runs on (its node name; appended): `scontrol show step`'s
+    /// `SrunHost:Pid=`.
+    #[serde(default)]
+    pub srun_host: String,
+    /// `srun`'s process id (appended; 0: not given).
+    #[serde(default)]
+    pub srun_pid: u32,
 }
 
 /// The controller's answer to [`StepRequest`] (`RESPONSE_JOB_STEP_CREATE`).
@@ -164,6 +171,25 @@ pub struct StepInfo {
     pub nodes: String,
     /// Tasks.
     pub ntasks: u32,
+    /// The job's uid (appended).
+    #[serde(default)]
+    pub uid: u32,
+    /// CPUs the step holds over its nodes (0 for an `--overlap` step; appended).
+    #[serde(default)]
+    pub cpus: u32,
+    /// Memory the step counts (MiB; appended): its CPUs times the job's memory per CPU, or
+    /// the job's memory per node times its nodes; 0 for an `--overlap` step.
+    #[serde(default)]
+    pub mem_mib: u64,
+    /// Whole GPUs the step holds over its nodes (appended).
+    #[serde(default)]
+    pub gpus: u32,
+    /// `srun`'s host and process id ([`StepRequest::srun_host`]; appended).
+    #[serde(default)]
+    pub srun_host: String,
+    /// `srun`'s process id (appended).
+    #[serde(default)]
+    pub srun_pid: u32,
 }
 
 /// `salloc` (or `srun` outside an allocation) gives its allocation back

@@ -54,6 +54,8 @@ struct RunningStep {
     /// `step_mgr.c` `_step_signal` keeps it as the step's `requid`): it ends `CANCELLED`
     /// however its srun saw it end, and `sacct` shows `CANCELLED by <uid>`.
     cancelled_by: Option<u32>,
+    /// `srun`'s host and process id (`scontrol show step` `SrunHost:Pid=`).
+    srun: (String, u32),
     /// An elastic job's step: its launch as sent to its first node (layout of every node it
     /// ever ran on), to start it on the nodes that join ([`Controller::extend_steps`]).
     launch: Option<Box<LaunchStep>>,
@@ -323,6 +325,7 @@ impl Controller {
             ntasks,
             start_time: now,
             cancelled_by: None,
+            srun: (req.srun_host.clone(), req.srun_pid),
             launch: None,
         };
         table.running.insert(step_id, running);
@@ -555,6 +558,14 @@ impl Controller {
             }
             for (&step_id, s) in &t.running {
                 let nodes: Vec<String> = s.nodes.iter().filter_map(|&i| rec.nodes.get(i).cloned()).collect();
+                let cpus: u32 = s.cpus.iter().sum();
+                // The step's memory as Slurm counts it in its TRES: per CPU of the job times
+                // its CPUs, else the job's per node times its nodes (none when it overlaps).
+                let mem_mib = match rec.mem_per_cpu_mib {
+                    _ if s.overlap => 0,
+                    Some(m) => m.saturating_mul(u64::from(cpus)),
+                    None => rec.mem_per_node_mib.saturating_mul(s.nodes.len() as u64),
+                };
                 out.push(StepInfo {
                     job_id,
                     step_id,
@@ -566,6 +577,12 @@ impl Controller {
                     start_time: s.start_time,
                     nodes: compress_sorted(&nodes),
                     ntasks: s.ntasks,
+                    uid: rec.uid,
+                    cpus,
+                    mem_mib,
+                    gpus: s.gpus.iter().map(|g| g.count_ones()).sum(),
+                    srun_host: s.srun.0.clone(),
+                    srun_pid: s.srun.1,
                 });
             }
         }
@@ -637,6 +654,7 @@ mod tests {
             ntasks: 3,
             start_time: 0,
             cancelled_by: None,
+            srun: (String::new(), 0),
             launch: None,
         };
         t.jobs.entry(7).or_default().running.insert(0, step);
