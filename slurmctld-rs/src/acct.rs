@@ -58,7 +58,9 @@ pub struct AcctInfo {
     /// The derived exit code the accounting record holds: [`Self::derived_ec`] as it was when
     /// the job ended (Slurm writes the job's database row at its end, `job_completion_logger`;
     /// a step that ends later, such as one its job's `scancel` killed, changes only the
-    /// controller's value: goldens-extra `a03_derived_exit_code`).
+    /// controller's value: seen on the reference, `scontrol` `0:15` and `sacct` `0:0`; not in
+    /// goldens-extra 0341, as here the node's report of the job's end can come before srun's
+    /// report of that step).
     pub acct_derived_ec: i32,
 }
 
