@@ -1577,7 +1577,7 @@ struct StepShown<'a> {
     ntasks: u32,
     name: &'a str,
     /// `None`: the batch step (`TRES=(null)`, no `Dist=`, no srun).
-    srun: Option<(&'a flotilla_proto::step::StepInfo, u32)>,
+    srun: Option<&'a flotilla_proto::step::StepInfo>,
 }
 
 fn sprint_step(s: &StepShown<'_>, one_liner: bool) -> String {
@@ -1587,14 +1587,14 @@ fn sprint_step(s: &StepShown<'_>, one_liner: bool) -> String {
     out.push_str(&format!("{end}State=RUNNING Partition={} NodeList={}", s.partition, s.nodes));
     out.push_str(&format!("{end}Nodes={nnodes} CPUs={} Tasks={} Name={} Network=(null)", s.cpus, s.ntasks, s.name));
     match s.srun {
-        Some((st, nnodes)) => {
+        Some(st) => {
             let mut tres = format!("cpu={},mem={},node={nnodes}", st.cpus, jobfmt::mem_str(st.mem_mib));
             if st.gpus > 0 {
                 tres.push_str(&format!(",gres/gpu={}", st.gpus));
             }
             // srun's default distribution (22.05 `opt.c`/`step_launch`): cyclic when there are no
             // more tasks than nodes, block otherwise.
-            let dist = if st.ntasks <= nnodes { "Cyclic" } else { "Block" };
+            let dist = if st.ntasks as usize <= nnodes { "Cyclic" } else { "Block" };
             out.push_str(&format!("{end}TRES={tres}{end}ResvPorts=(null){end}CPUFreqReq=Default Dist={dist}"));
             out.push_str(&format!("{end}SrunHost:Pid={}:{}", st.srun_host, st.srun_pid));
         }
@@ -1663,7 +1663,6 @@ pub fn show_step(id: Option<&str>, one_liner: bool, io: &mut Io<'_>) -> i32 {
             steps.iter().filter(|s| s.job_id == j.job_id && step.is_none_or(|n| s.step_id == n)).collect();
         mine.sort_by_key(|s| s.step_id);
         for st in mine {
-            let nnodes = flotilla_core::hostlist::expand(&st.nodes).map_or(0, |v| v.len()) as u32;
             let s = StepShown {
                 id: format!("{prefix}.{}", st.step_id),
                 uid: st.uid,
@@ -1673,7 +1672,7 @@ pub fn show_step(id: Option<&str>, one_liner: bool, io: &mut Io<'_>) -> i32 {
                 cpus: st.cpus,
                 ntasks: st.ntasks,
                 name: &st.name,
-                srun: Some((st, nnodes)),
+                srun: Some(st),
             };
             out.push_str(&sprint_step(&s, one_liner));
         }
@@ -1698,6 +1697,50 @@ pub fn show_step(id: Option<&str>, one_liner: bool, io: &mut Io<'_>) -> i32 {
 #[cfg(test)]
 mod flotilla_field_tests {
     use super::*;
+
+    /// A step's record as goldens-extra 0343 shows it (one node count for `Nodes=`, `node=`
+    /// and the distribution), and the batch step's.
+    #[test]
+    fn step_records_print_as_slurm_s() {
+        let st = flotilla_proto::step::StepInfo {
+            job_id: 7,
+            step_id: 0,
+            name: "stp".into(),
+            partition: "batch".into(),
+            start_time: 0,
+            nodes: "gpu[01-02]".into(),
+            ntasks: 3,
+            uid: 2001,
+            cpus: 3,
+            mem_mib: 3072,
+            srun_host: "vm".into(),
+            srun_pid: 42,
+            ..Default::default()
+        };
+        let shown = |st: &flotilla_proto::step::StepInfo, srun: bool| StepShown {
+            id: "7.0".into(),
+            uid: 2001,
+            start: 0,
+            partition: "batch",
+            nodes: if srun { "gpu[01-02]" } else { "gpu01" },
+            cpus: if srun { st.cpus } else { 0 },
+            ntasks: if srun { st.ntasks } else { 1 },
+            name: if srun { "stp" } else { "batch" },
+            srun: None,
+        };
+        let mut s = shown(&st, true);
+        s.srun = Some(&st);
+        let out = sprint_step(&s, true);
+        assert!(out.contains(" Nodes=2 CPUs=3 Tasks=3 Name=stp Network=(null) TRES=cpu=3,mem=3G,node=2 "), "{out}");
+        assert!(out.ends_with(" CPUFreqReq=Default Dist=Block SrunHost:Pid=vm:42\n"), "{out}");
+        let one = flotilla_proto::step::StepInfo { nodes: "gpu01".into(), ntasks: 1, ..st.clone() };
+        let mut s = shown(&one, true);
+        s.nodes = "gpu01";
+        s.srun = Some(&one);
+        assert!(sprint_step(&s, true).contains("node=1 ResvPorts=(null) CPUFreqReq=Default Dist=Cyclic "));
+        let batch = sprint_step(&shown(&st, false), false);
+        assert!(batch.ends_with("\n   TRES=(null)\n   ResvPorts=(null)\n   CPUFreqReq=Default\n   SrunHost:Pid=(null):0\n\n"), "{batch}");
+    }
 
     /// `scontrol_print_step`'s `strtol` reading: `.batch` is step 0, no digits job 0.
     #[test]
