@@ -8,6 +8,27 @@
 
 use serde::{Deserialize, Serialize};
 
+/// A process's end as a wait status, the way Slurm keeps a job's or step's exit code: the
+/// exit status in bits 8–15 (`status << 8`), or, for a process a signal ended, the signal in
+/// bits 0–6 (the exit status is then not kept). `exit_code` is read modulo 256 and `signal`
+/// modulo 128, as `waitpid` reports them; the order of the results is the order in which
+/// Slurm's derived exit code takes the highest (`step_mgr.c` `_internal_step_complete`).
+pub fn wait_status(exit_code: i32, signal: i32) -> i32 {
+    if signal != 0 {
+        signal & 0x7f
+    } else {
+        (exit_code & 0xff) << 8
+    }
+}
+
+/// A wait status ([`wait_status`]) as Slurm prints an exit code: `(status, signal)`.
+pub fn exit_pair(status: i32) -> (i32, i32) {
+    match status & 0x7f {
+        0 => ((status >> 8) & 0xff, 0),
+        sig => (0, sig),
+    }
+}
+
 /// A job named in `sacct -j`: `N`, `N_T` (array task), `N.S` / `N_T.S` (one step).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct AcctJobRef {

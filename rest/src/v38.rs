@@ -15,6 +15,7 @@ use crate::model::Model;
 use crate::schema::{array, opt, req, Components, Field, IntFormat, Schema};
 use crate::version::ApiVersion;
 use crate::RestError;
+use flotilla_proto::acct::wait_status;
 use flotilla_proto::diag::{Diag, RpcTypeStat, RpcUserStat};
 use flotilla_proto::{JobInfo, NodeInfo, PartitionInfo, TimeLimitWire};
 use serde_json::{json, Map, Value};
@@ -61,12 +62,12 @@ pub fn job_model() -> Model<JobInfo, Ctx> {
         .opt("comment", Schema::Str, |j, _| s(j.comment.as_deref().unwrap_or("")))
         .opt("dependency", Schema::Str, |j, _| s(j.dependency.as_deref().unwrap_or("")))
         // The highest exit code of its srun steps so far, a raw wait status as `exit_code`.
-        .opt("derived_exit_code", int(), |j, _| Some(json!((j.derived_exit.0 << 8) | (j.derived_exit.1 & 0x7f))))
+        .opt("derived_exit_code", int(), |j, _| Some(json!(wait_status(j.derived_exit.0, j.derived_exit.1))))
         .opt("eligible_time", i64_(), |j, _| j.eligible_time.map(|t| json!(t)))
         .opt("end_time", i64_(), |j, _| j.end_time.map(|t| json!(t)))
         .opt("excluded_nodes", Schema::Str, |j, _| s(&j.excluded_nodes.join(",")))
         // Slurm's raw wait status: the exit code in bits 8-15, the signal below.
-        .opt("exit_code", int(), |j, _| Some(json!((j.exit_code << 8) | (j.exit_signal & 0x7f))))
+        .opt("exit_code", int(), |j, _| Some(json!(wait_status(j.exit_code, j.exit_signal))))
         .opt("group_id", int(), |j, _| Some(json!(j.gid)))
         .opt("job_id", int(), |j, _| Some(json!(j.job_id)))
         .opt("job_state", Schema::Str, |j, _| j.state.map(|st| json!(st.as_str())))

@@ -64,23 +64,7 @@ pub struct AcctInfo {
     pub acct_derived_ec: i32,
 }
 
-/// A wait status as Slurm keeps an exit code (`status << 8`, or the signal that ended it):
-/// the order in which [`AcctInfo::derived_ec`] takes the highest.
-pub fn wait_status(exit_code: i32, signal: i32) -> i32 {
-    if signal != 0 {
-        signal & 0x7f
-    } else {
-        (exit_code & 0xff) << 8
-    }
-}
-
-/// A wait status ([`wait_status`]) as Slurm prints an exit code: `(status, signal)`.
-pub fn exit_pair(status: i32) -> (i32, i32) {
-    match status & 0x7f {
-        0 => ((status >> 8) & 0xff, 0),
-        sig => (0, sig),
-    }
-}
+pub use flotilla_proto::acct::{exit_pair, wait_status};
 
 /// One `acct_jobs` row.
 #[derive(Debug, Clone, PartialEq, Eq)]
