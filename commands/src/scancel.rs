@@ -153,6 +153,7 @@ pub fn run(args: &[String], io: &mut Io<'_>) -> i32 {
         }
     };
     let signal = req.signal;
+    let step_filter = req.filter.clone();
     let mut code = 0;
     let mut steps = Vec::new();
     // Ids named: only they are cancelled (a filter narrows them); none: the filter's jobs.
@@ -180,12 +181,8 @@ pub fn run(args: &[String], io: &mut Io<'_>) -> i32 {
                 (Some(_), None) => req.jobs.push(r),
                 // A filter narrows the named steps too: a step of a job it leaves out is passed
                 // over without a word (Slurm's scancel filters the jobs it loaded,
-                // `_filter_job_records`, before `_cancel_step_id`).
-                (Some(found), Some(s)) => {
-                    if !any_filter || jobs.iter().find(|j| j.job_id == found.0).is_some_and(|j| filter_admits(j, &req.filter)) {
-                        steps.push((r, found, s));
-                    }
-                }
+                // `_filter_job_records`, before `_cancel_step_id`); the controller applies it.
+                (Some(found), Some(s)) => steps.push((r, found, s)),
             }
         }
     } else {
@@ -235,18 +232,21 @@ pub fn run(args: &[String], io: &mut Io<'_>) -> i32 {
             continue;
         }
         let id = operand_id(&r);
+        let req = SignalStep { job: JobRef::id(job_id), step_id: step, signal, filter: step_filter.clone() };
+        let err = match ctl.call(Request::SignalStep(req)) {
+            // No result: the filter left the job out (the controller compares the states
+            // scancel's filter does), passed over without a word.
+            Ok(Response::JobResults(r)) if r.is_empty() => continue,
+            Ok(Response::JobResults(r)) => r.into_iter().find_map(|r| r.error),
+            Ok(_) => None,
+            Err(e) => Some(e.slurm()),
+        };
         if verbose {
             match signal {
                 Some(s) => io.err(&format!("scancel: Signal {s} to step {id}.{step}\n")),
                 None => io.err(&format!("scancel: Terminating step {id}.{step}\n")),
             }
         }
-        let req = SignalStep { job: JobRef::id(job_id), step_id: step, signal };
-        let err = match ctl.call(Request::SignalStep(req)) {
-            Ok(Response::JobResults(r)) => r.into_iter().find_map(|r| r.error),
-            Ok(_) => None,
-            Err(e) => Some(e.slurm()),
-        };
         let Some(e) = err else { continue };
         let kill = signal.is_none_or(|s| s == 9);
         if verbose || e.code != ESLURM_ALREADY_DONE {
@@ -257,18 +257,6 @@ pub fn run(args: &[String], io: &mut Io<'_>) -> i32 {
         }
     }
     code.max(step_code % 256)
-}
-
-/// Whether job `j` passes every filter of `f` (Slurm 22.05 `scancel.c` `_filter_job_records`:
-/// user, name, state as shown, partition, account, and a node of the job among `-w`'s).
-fn filter_admits(j: &flotilla_proto::JobInfo, f: &JobFilter) -> bool {
-    let on_node = || flotilla_core::hostlist::expand(&j.nodes).unwrap_or_default().iter().any(|n| f.nodes.contains(n));
-    (f.users.is_empty() || f.users.contains(&j.user))
-        && (f.names.is_empty() || f.names.contains(&j.name))
-        && (f.states.is_empty() || j.state.is_some_and(|s| f.states.contains(&s)))
-        && (f.partitions.is_empty() || f.partitions.contains(&j.partition))
-        && (f.accounts.is_empty() || f.accounts.contains(&j.account))
-        && (f.nodes.is_empty() || on_node())
 }
 
 /// How scancel names an operand in its messages: `ID`, or `ID_TASK` for one array task.
@@ -396,31 +384,5 @@ mod tests {
         assert_eq!(at(10, Some(6)), None);
         assert_eq!(operand_id(&JobRef { job_id: 10, tasks: Some(vec![4]) }), "10_4");
         assert_eq!(operand_id(&JobRef::id(10)), "10");
-    }
-
-    /// Every filter must pass; a node filter matches any node of the job's hostlist.
-    #[test]
-    fn filters_admit_a_job_as_scancel_filters_its_records() {
-        let mut j = job(5, JobStateWire::Running);
-        (j.user, j.name, j.partition, j.account, j.nodes) = ("alice".into(), "wrap".into(), "batch".into(), "research".into(), "gpu[01-02]".into());
-        let f = |edit: fn(&mut JobFilter)| {
-            let mut f = JobFilter::default();
-            edit(&mut f);
-            filter_admits(&j, &f)
-        };
-        assert!(f(|_| {}));
-        assert!(f(|f| f.users = vec!["bob".into(), "alice".into()]));
-        assert!(!f(|f| f.users = vec!["bob".into()]));
-        assert!(f(|f| f.names = vec!["wrap".into()]));
-        assert!(!f(|f| f.partitions = vec!["debug".into()]));
-        assert!(!f(|f| f.accounts = vec!["other".into()]));
-        assert!(f(|f| f.states = vec![JobStateWire::Running]));
-        assert!(!f(|f| f.states = vec![JobStateWire::Pending]));
-        assert!(f(|f| f.nodes = vec!["gpu02".into()]));
-        assert!(!f(|f| f.nodes = vec!["gpu03".into()]));
-        assert!(!f(|f| {
-            f.names = vec!["wrap".into()];
-            f.users = vec!["bob".into()];
-        }));
     }
 }

@@ -1651,6 +1651,11 @@ pub struct SignalStep {
     pub step_id: u32,
     /// `scancel -s`: this signal; `None` cancels the step (SIGKILL).
     pub signal: Option<i32>,
+    /// scancel's filters (appended; `-u`, `-n`, `-t`, `-p`, `-A`, `-w`): a job they leave out
+    /// is passed over without a word (Slurm 22.05 scancel.c `_filter_job_records` before
+    /// `_cancel_step_id`), answered with no result; empty: no filter.
+    #[serde(default)]
+    pub filter: JobFilter,
 }
 
 /// `scontrol update PartitionName=... State=... MaxTime=... DefaultTime=...`.

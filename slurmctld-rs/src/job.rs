@@ -459,6 +459,15 @@ impl JobRecord {
         }
     }
 
+    /// True once the record's run is over or being ended: finished, completing on its nodes,
+    /// or stopped (cancelled, timed out, preempted, requeued) and waiting for its nodes. A step
+    /// can no longer be signalled then (Slurm 22.05 `job_step_signal`: `ESLURM_ALREADY_DONE`),
+    /// and a step's end no longer changes the job's accounting record (written at the job's
+    /// end).
+    pub fn run_ending(&self) -> bool {
+        self.state.is_finished() || self.state == JobState::Completing || self.stopping.is_some()
+    }
+
     /// True while a run that `scontrol requeue` stopped is still being ended by its nodes
     /// (the record Running, or Completing until every node is done). Slurm's `_job_requeue_op`
     /// (job_mgr.c) ends the run at the requeue: `end_time = now` (left as it was for a job

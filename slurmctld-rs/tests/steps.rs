@@ -90,6 +90,17 @@ fn steps_are_laid_out_launched_recorded_and_numbered() {
     // squeue -s sees both.
     let Response::Steps(st) = call(&env, ctl.addr, 2001, Request::QuerySteps(JobQuery::default())).unwrap() else { panic!() };
     assert_eq!(st.iter().map(|s| (s.step_id, s.name.as_str(), s.ntasks)).collect::<Vec<_>>(), [(0, "train", 8), (1, "train", 1)]);
+    // scancel's filters go with a step's signal: a job they leave out is passed over (no
+    // result), one they admit is signalled.
+    let user = all_jobs(&env, ctl.addr).into_iter().find(|j| j.job_id == id).unwrap().user;
+    let sig = |users: Vec<String>| {
+        let filter = JobFilter { users, ..JobFilter::default() };
+        let s = SignalStep { job: JobRef::id(id), step_id: 1, signal: Some(10), filter };
+        call(&env, ctl.addr, 2001, Request::SignalStep(s)).unwrap()
+    };
+    assert_eq!(sig(vec!["nobody-else".into()]), Response::JobResults(Vec::new()));
+    let Response::JobResults(r) = sig(vec![user]) else { panic!() };
+    assert_eq!((r.len(), r[0].error.clone()), (1, None));
     // Step 0 ends with its worst task's status; its resources are free again.
     let done = StepComplete { job_id: id, step_id: 0, exit_code: 2, signal: 0 };
     call(&env, ctl.addr, 2001, Request::StepComplete(done)).unwrap();
@@ -106,6 +117,26 @@ fn steps_are_laid_out_launched_recorded_and_numbered() {
     let c = CancelJob { jobs: vec![JobRef::id(id)], ..CancelJob::default() };
     call(&env, ctl.addr, 2001, Request::CancelJob(c)).unwrap();
     assert!(wait_for(20, || rows(&env, id).iter().any(|r| r.0 == "2" && r.1 == "CANCELLED")), "{:?}", rows(&env, id));
+    let step2 = |env: &Env| rows(env, id).into_iter().find(|r| r.0 == "2").unwrap();
+    assert_eq!((step2(&env).2, step2(&env).3), (0, 9), "recorded at the job's end, before any report");
+    let derived = |env: &Env| all_jobs(env, ctl.addr).into_iter().find(|j| j.job_id == id).unwrap().derived_exit;
+    assert_eq!(derived(&env), (2, 0), "step 0's");
+    // srun's report after the job's end (the node daemon's report of the job's end came
+    // first): it replaces the record, as Slurm's step completion does before its
+    // cleanup_completing, and counts in the job's derived exit code (3:0 ranks above 2:0).
+    let late = StepComplete { job_id: id, step_id: 2, exit_code: 3, signal: 0 };
+    call(&env, ctl.addr, 2001, Request::StepComplete(late)).unwrap();
+    assert_eq!(step2(&env), ("2".into(), "CANCELLED".into(), 3, 0, step2(&env).4), "its job's scancel killed it");
+    assert_eq!(derived(&env), (3, 0));
+    // A second report for it is too late: nothing changes.
+    let again = StepComplete { job_id: id, step_id: 2, exit_code: 4, signal: 0 };
+    call(&env, ctl.addr, 2001, Request::StepComplete(again)).unwrap();
+    assert_eq!((step2(&env).2, derived(&env)), (3, (3, 0)));
+    // A report for a step the controller never had changes nothing.
+    let unknown = StepComplete { job_id: id, step_id: 7, exit_code: 3, signal: 0 };
+    call(&env, ctl.addr, 2001, Request::StepComplete(unknown)).unwrap();
+    assert!(rows(&env, id).iter().all(|r| r.0 != "7"));
+    assert_eq!(derived(&env), (3, 0));
 }
 
 #[test]

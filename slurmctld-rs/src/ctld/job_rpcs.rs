@@ -313,11 +313,7 @@ impl Controller {
     /// [`JobRecord::scancel_state`] (scancel.c `_filter_job_records`), not the state `squeue`
     /// shows, and without job ids only jobs that have not ended count.
     fn cancel_targets(&self, jobs: &[JobRef], filter: &JobFilter) -> Vec<(JobRef, Vec<Target>)> {
-        let others = JobFilter { states: Vec::new(), ..filter.clone() };
-        let matches = |rec: &JobRecord| {
-            matches_filter(rec, &others, &self.sched)
-                && (filter.states.is_empty() || rec.scancel_state().is_some_and(|s| filter.states.contains(&s.to_wire())))
-        };
+        let matches = |rec: &JobRecord| self.cancel_filter_admits(rec, filter);
         if jobs.is_empty() {
             return self
                 .jobs
@@ -332,6 +328,15 @@ impl Controller {
                 (r.clone(), t)
             })
             .collect()
+    }
+
+    /// Whether scancel's `filter` admits `rec` (scancel.c `_filter_job_records`): as
+    /// [`matches_filter`], but `-t` compares [`JobRecord::scancel_state`], not the state
+    /// `squeue` shows.
+    pub(super) fn cancel_filter_admits(&self, rec: &JobRecord, filter: &JobFilter) -> bool {
+        let others = JobFilter { states: Vec::new(), ..filter.clone() };
+        matches_filter(rec, &others, &self.sched)
+            && (filter.states.is_empty() || rec.scancel_state().is_some_and(|s| filter.states.contains(&s.to_wire())))
     }
 
     pub(super) fn cancel(&mut self, ident: Ident, c: CancelJob, now: i64) -> Response {

@@ -405,6 +405,7 @@ impl Controller {
         self.tick_shrinks(now);
         self.tick_nodes(now);
         self.purge_finished(now);
+        self.expire_ended_steps(now);
     }
 
     /// Running jobs at `now`: past the time limit, SIGTERM (`TIMEOUT`); stopping and past

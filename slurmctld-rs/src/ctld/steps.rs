@@ -30,6 +30,28 @@ const SIGKILL: i32 = 9;
 #[derive(Debug, Default)]
 pub struct StepTable {
     jobs: BTreeMap<u64, JobSteps>,
+    /// Steps their job's end recorded before their `srun` reported, by (job, step): the
+    /// report, when it comes in time, replaces that record ([`EndedStep`]).
+    ended: BTreeMap<(u64, u32), EndedStep>,
+}
+
+/// A step recorded `CANCELLED` (SIGKILL) when its job ended for good while it still ran.
+/// Slurm 22.05 keeps a job's step records until its completing phase ends
+/// (`job_scheduler.c` `cleanup_completing` → `step_mgr.c` `delete_step_records`), and the
+/// step's own completion report, which comes before that, is what the database gets: a step
+/// killed with its cancelled job ends `CANCELLED 0:15` and counts in the job's derived exit
+/// code as `scontrol` shows it (goldens-extra `a03_derived_exit_code`). Here the node daemon's
+/// report of the job's end can come before `srun`'s report of the step, so the step's record
+/// is written at once (a crash loses nothing) and kept here until `until` (`KillWait` + 2 s
+/// after the job's end) for `srun`'s report to correct it.
+#[derive(Debug)]
+struct EndedStep {
+    start_time: i64,
+    end_time: i64,
+    nodes: String,
+    cancelled_by: Option<u32>,
+    /// Until when a report is taken (Unix seconds).
+    until: i64,
 }
 
 #[derive(Debug, Default)]
@@ -59,6 +81,21 @@ struct RunningStep {
     /// An elastic job's step: its launch as sent to its first node (layout of every node it
     /// ever ran on), to start it on the nodes that join ([`Controller::extend_steps`]).
     launch: Option<Box<LaunchStep>>,
+}
+
+/// A step's end state from its report: a signal ended it `CANCELLED`, a non-zero exit
+/// `FAILED`, else `COMPLETED` (Slurm 22.05 `as_mysql_job.c` `as_mysql_step_complete`;
+/// goldens-extra `a03_derived_exit_code`); a step cancelled (its own `scancel J.S`, or its
+/// job's scancel) that did not exit 0 is `CANCELLED` however its srun saw it end (golden 0219
+/// of the accounting recordings: srun's report of the signal comes before the job's end).
+fn step_end_state(exit_code: i32, signal: i32, cancelled: bool) -> &'static str {
+    if signal != 0 || (cancelled && exit_code != 0) {
+        "CANCELLED"
+    } else if exit_code != 0 {
+        "FAILED"
+    } else {
+        "COMPLETED"
+    }
 }
 
 /// What one node of the job offers a step.
@@ -265,6 +302,10 @@ impl Controller {
             JobState::Pending => return Response::Error(SlurmError::new(ESLURM_JOB_PENDING)),
             _ => return Response::Error(SlurmError::new(ESLURM_ALREADY_DONE)),
         }
+        if !self.steps.jobs.contains_key(&req.job_id) {
+            // A new run: what is left of an earlier one's steps is not its.
+            self.steps.ended.retain(|k, _| k.0 != req.job_id);
+        }
         let table = self.steps.jobs.entry(req.job_id).or_default();
         if table.next == 0 && table.running.is_empty() {
             // After a controller restart, continue after the steps already recorded.
@@ -425,7 +466,8 @@ impl Controller {
     /// step, on its nodes; a cancelled step ends `CANCELLED`. Errors, in Slurm's order: the job
     /// not known `ESLURM_INVALID_JOB_ID`; another user's `ESLURM_USER_ID_MISSING`; ended or
     /// ending `ESLURM_ALREADY_DONE`; not running `ESLURM_TRANSITION_STATE_NO_UPDATE`; no such
-    /// running step `ESLURM_INVALID_JOB_ID`.
+    /// running step `ESLURM_INVALID_JOB_ID`. A job scancel's filters leave out is passed over:
+    /// no result, nothing signalled (scancel.c `_filter_job_records`).
     pub(super) fn signal_step(&mut self, ident: Ident, s: flotilla_proto::SignalStep, now: i64) -> Response {
         let job_id = match self.resolve(&s.job).as_slice() {
             [super::Target::Job(id)] => *id,
@@ -433,10 +475,13 @@ impl Controller {
             _ => return Self::step_result(s.job, Some(ESLURM_INVALID_JOB_ID)),
         };
         let rec = &self.jobs[&job_id];
+        if !self.cancel_filter_admits(rec, &s.filter) {
+            return Response::JobResults(Vec::new());
+        }
         if !ident.admin && rec.uid != ident.uid {
             return Self::step_result(s.job, Some(ESLURM_USER_ID_MISSING));
         }
-        if rec.state.is_finished() || rec.state == JobState::Completing || rec.stopping.is_some() {
+        if rec.run_ending() {
             return Self::step_result(s.job, Some(ESLURM_ALREADY_DONE));
         }
         if rec.state != JobState::Running {
@@ -473,22 +518,10 @@ impl Controller {
             return Response::Error(SlurmError::new(ESLURM_ACCESS_DENIED));
         }
         let Some(s) = self.steps.jobs.get_mut(&c.job_id).and_then(|t| t.running.remove(&c.step_id)) else {
-            // Already ended with its job (or unknown): nothing to change.
-            return Response::JobResults(Vec::new());
+            return self.late_step_complete(c);
         };
-        // A step a signal ended is CANCELLED, one that exited non-zero FAILED (Slurm 22.05
-        // `as_mysql_job.c` `as_mysql_step_complete`; goldens-extra `a03_derived_exit_code`);
-        // a step its job's scancel killed is CANCELLED, however its srun saw it end (golden
-        // 0219 of the accounting recordings: srun's report of the signal comes before the
-        // job's end).
         let cancelled = s.cancelled_by.is_some() || rec.stopping.is_some_and(|s| s.why == crate::job::StopWhy::Cancel);
-        let state = if c.signal != 0 || (cancelled && c.exit_code != 0) {
-            "CANCELLED"
-        } else if c.exit_code != 0 {
-            "FAILED"
-        } else {
-            "COMPLETED"
-        };
+        let state = step_end_state(c.exit_code, c.signal, cancelled);
         info!(job = c.job_id, step = c.step_id, exit_code = c.exit_code, signal = c.signal, state, "step ended");
         // The job's derived exit code (Slurm 22.05 `step_mgr.c` `_internal_step_complete`:
         // the highest wait status of its srun steps); the accounting record's only while the
@@ -496,8 +529,7 @@ impl Controller {
         let status = crate::acct::wait_status(c.exit_code, c.signal);
         if status > rec.acct.derived_ec {
             rec.acct.derived_ec = status;
-            let ended = rec.state.is_finished() || rec.state == JobState::Completing || rec.stopping.is_some();
-            if !ended {
+            if !rec.run_ending() {
                 rec.acct.acct_derived_ec = status;
                 self.batch.acct.insert(c.job_id);
             }
@@ -519,13 +551,61 @@ impl Controller {
         Response::JobResults(Vec::new())
     }
 
-    /// The job ended (or is ending): its running steps end with it, `CANCELLED` (Slurm
-    /// records a step killed with its job so).
+    /// A step's report after its job's end recorded it ([`EndedStep`]): in time, the report
+    /// replaces that record (its end time stays the job's) and its wait status counts in the
+    /// job's derived exit code as `scontrol` shows it (the accounting record's was written
+    /// when the job ended); late, or for a step never known, nothing changes.
+    fn late_step_complete(&mut self, c: StepComplete) -> Response {
+        let Some(e) = self.steps.ended.remove(&(c.job_id, c.step_id)) else {
+            return Response::JobResults(Vec::new());
+        };
+        let Some(rec) = self.jobs.get_mut(&c.job_id) else {
+            return Response::JobResults(Vec::new());
+        };
+        let job_cancelled = rec.state == JobState::Cancelled
+            || rec.end_state == Some(JobState::Cancelled)
+            || rec.stopping.is_some_and(|s| s.why == crate::job::StopWhy::Cancel);
+        let cancelled = e.cancelled_by.is_some() || job_cancelled;
+        let state = step_end_state(c.exit_code, c.signal, cancelled);
+        info!(job = c.job_id, step = c.step_id, exit_code = c.exit_code, signal = c.signal, state, "step ended (reported after its job's end)");
+        let status = crate::acct::wait_status(c.exit_code, c.signal);
+        if status > rec.acct.derived_ec {
+            rec.acct.derived_ec = status;
+            self.dirty(c.job_id);
+        }
+        self.batch.step_rows.push(StepRow {
+            job_id: c.job_id,
+            step: c.step_id.to_string(),
+            state: state.into(),
+            exit_code: c.exit_code,
+            signal: c.signal,
+            start_time: Some(e.start_time),
+            end_time: Some(e.end_time),
+            nodes: e.nodes,
+            requid: e.cancelled_by.filter(|_| state == "CANCELLED"),
+        });
+        Response::JobResults(Vec::new())
+    }
+
+    /// The job ended (or is ending): its running steps end with it, `CANCELLED` by SIGKILL
+    /// (Slurm records a step killed with its job so). When the job ended for good (not a run
+    /// that a requeue ends, whose steps move to `job_run_steps`), each is kept a while for
+    /// its `srun`'s report ([`EndedStep`]).
     pub(super) fn end_steps(&mut self, job_id: u64, now: i64) {
         let Some(t) = self.steps.jobs.remove(&job_id) else { return };
-        let names: Vec<String> = self.jobs.get(&job_id).map(|r| r.nodes.clone()).unwrap_or_default();
+        let rec = self.jobs.get(&job_id);
+        let names: Vec<String> = rec.map(|r| r.nodes.clone()).unwrap_or_default();
+        let requeued = rec
+            .and_then(|r| r.stopping)
+            .is_some_and(|s| matches!(s.why, crate::job::StopWhy::Preempt | crate::job::StopWhy::Requeue { .. }));
+        let until = now.saturating_add(self.opts.kill_wait_s).saturating_add(2);
         for (id, s) in t.running {
             let nodes: Vec<String> = s.nodes.iter().filter_map(|&i| names.get(i).cloned()).collect();
+            let nodes = compress_sorted(&nodes);
+            if !requeued {
+                let e = EndedStep { start_time: s.start_time, end_time: now, nodes: nodes.clone(), cancelled_by: s.cancelled_by, until };
+                self.steps.ended.insert((job_id, id), e);
+            }
             self.batch.step_rows.push(StepRow {
                 job_id,
                 step: id.to_string(),
@@ -534,10 +614,15 @@ impl Controller {
                 signal: SIGKILL,
                 start_time: Some(s.start_time),
                 end_time: Some(now),
-                nodes: compress_sorted(&nodes),
+                nodes,
                 requid: s.cancelled_by,
             });
         }
+    }
+
+    /// Forgets the [`EndedStep`]s whose time for a report has passed at `now`.
+    pub(super) fn expire_ended_steps(&mut self, now: i64) {
+        self.steps.ended.retain(|_, e| e.until > now);
     }
 
     /// `squeue -s`: the running steps of the jobs `q` names (all when it names none).
