@@ -499,7 +499,8 @@ pub fn job_value(name: &str, j: &AcctJob, ctx: &Ctx) -> Option<String> {
         "NodeList" => j.nodes.clone(),
         "Partition" => j.partition.clone(),
         "QOS" => j.qos.clone(),
-        "Reason" => "None".into(),
+        // Slurm's `state_reason_prev` (sacct/print.c `PRINT_REASON`, jobs only).
+        "Reason" => j.reason_prev.clone().unwrap_or_else(|| "None".into()),
         "ReqCPUS" => j.req_cpus.to_string(),
         "ReqMem" => crate::usage_fmt::mib_in_units(j.req_mem_mib, ctx.units).unwrap_or_else(|| tres_mem(j.req_mem_mib)),
         "ReqNodes" => j.req_nodes.to_string(),

@@ -270,6 +270,7 @@ mod tests {
             show_job: true,
             constraints: String::new(),
             derived_exit: (0, 0),
+            reason_prev: None,
         }
     }
 

@@ -448,6 +448,7 @@ mod tests {
             show_job: true,
             constraints: String::new(),
             derived_exit: (0, 0),
+            reason_prev: None,
         }
     }
 

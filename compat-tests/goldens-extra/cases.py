@@ -318,11 +318,14 @@ A03 = [
     # fewer CPUs than their job has, --overlap steps and GPU steps are left out: Slurm 22.05
     # gives a step all its job's CPUs on a node unless --exact, and srun takes SLURM_GPUS.)
     {"name": "scontrol_show_step", "cmd": "X='s/StartTime=[^ ]+/StartTime=T/; s/SrunHost:Pid=[^ (]+:[0-9]+/SrunHost:Pid=H:P/'\nstep0() { for i in $(seq 300); do squeue -h -s -j $1 -o %i | grep -q '\\.0$' && break; sleep 0.1; done; }\nsb -t 5 -o /dev/null -N2 -n3 --wrap 'srun -n3 --job-name=stp sleep 300'\nwst $J1 RUNNING; step0 $J1\nscontrol show step $J1.0 | ms | sed -E \"$X\"\nscontrol -o show steps $J1 | ms | sed -E \"$X\"\nscontrol show step $J1.batch | ms | sed -E \"$X\" | head -1\nscontrol show step $J1.5 | ms; echo rc=${PIPESTATUS[0]}\nscancel $J1; wend $J1\nsb -t 5 -o /dev/null -n2 --wrap 'srun -n2 sleep 300'\nwst $J2 RUNNING; step0 $J2\nscontrol show step $J2.0 | ms | sed -E \"$X\"\nscancel $J2; wend $J2\nsb -H --wrap true\nscontrol show step $J3 | m; echo rc=${PIPESTATUS[0]}\nscontrol show step 99999999.0; echo rc=$?\nscontrol show step $J2 | m; echo rc=${PIPESTATUS[0]}\nfin"},
-    # A step still running when its job is cancelled (step_mgr.c: the step's own completion,
-    # which comes before the job's cleanup_completing/delete_step_records, is what is kept):
-    # the step ends CANCELLED 0:15 in sacct, and its status counts in the derived exit code
-    # scontrol shows, not in the job's accounting record (written at the job's end).
-    {"name": "cancel_job_running_step", "cmd": "sb -t 5 -o /dev/null --wrap 'srun true; srun sleep 300'\nwst $J1 RUNNING\nfor i in $(seq 300); do squeue -h -s -j $J1 -o %i | grep -q '\\.1$' && break; sleep 0.1; done\nscancel $J1\nwend $J1\nfor i in $(seq 100); do sacct -n -j $J1.1 -o ExitCode -P | grep -q '^0:15$' && break; sleep 0.2; done\nsacct -n -j $J1 -o JobID,State,ExitCode,DerivedExitCode -P | ms\nscontrol show job -d $J1 | grep -oE '(JobState|ExitCode|DerivedExitCode)=[^ ]*' | m\nfin"},
+    # sacct's Reason (sacct/print.c PRINT_REASON: the job's state_reason_prev, which
+    # job_scheduler.c build_job_queue sets on each pass to a pending job's reason unless it is
+    # None, Priority or Resources, and which goes to the database with the job's start): a
+    # held job released after a pass saw it (sdiag's count of scheduling cycles marks a
+    # pass), a job that waited on a dependency, one that started at once, and a requeued job
+    # (cleared at the requeue; its new run waits out its begin time). (A job still pending is
+    # left out: its record gets the value when slurmctld's database-index thread sends it.)
+    {"name": "sacct_reason", "cmd": "sb -H --wrap true\nsb -t 5 -o /dev/null --wrap 'sleep 3'\nsb -d afterok:$J2 -o /dev/null --wrap true\nsb -o /dev/null --wrap true\nc=$(sdiag | awk '/Total cycles/ {print $3; exit}')\nfor i in $(seq 600); do [ \"$(sdiag | awk '/Total cycles/ {print $3; exit}')\" != \"$c\" ] && break; sleep 0.1; done\nscontrol release $J1\nwend $J1 $J2 $J3 $J4\nsacct -n -X -j $J1,$J2,$J3,$J4 -o JobID,State,Reason -P | m\nsb -t 5 -o /dev/null --wrap 'sleep 300'\nwst $J5 RUNNING\nscontrol requeue $J5\nfor i in $(seq 3000); do [ \"$(sacct -n -X -D -j $J5 -o State -P | tr '\\n' ' ')\" = 'REQUEUED RUNNING ' ] && break; sleep 0.1; done\nsacct -n -X -D -j $J5 -o JobID,State,Reason -P | m\nfin"},
 ]
 
 # Area a05: dependencies (slurmctld job_scheduler.c: update_job_dependency /

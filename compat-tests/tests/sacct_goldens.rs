@@ -81,6 +81,7 @@ fn job(id: u64, name: &str, state: &str, (ec, sig): (i32, i32), start: i64, end:
         show_job: true,
         constraints: String::new(),
         derived_exit: (0, 0),
+        reason_prev: None,
     }
 }
 

@@ -187,6 +187,7 @@ fn sacct_timelimit(limit: TimeLimit) -> String {
         show_job: true,
         constraints: String::new(),
         derived_exit: (0, 0),
+        reason_prev: None,
     };
     let ctx = flotilla_commands::sacct::Ctx {
         now: 0,

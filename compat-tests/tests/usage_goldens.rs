@@ -64,6 +64,7 @@ fn job(id: u64, state: &str, steps: Vec<AcctStep>) -> AcctJob {
         show_job: true,
         constraints: String::new(),
         derived_exit: (0, 0),
+        reason_prev: None,
     }
 }
 

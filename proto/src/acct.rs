@@ -192,4 +192,8 @@ pub struct AcctJob {
     /// signal)` (appended).
     #[serde(default)]
     pub derived_exit: (i32, i32),
+    /// `Reason`: the last pending reason other than `None`, `Priority` and `Resources` the
+    /// job had before it started (Slurm's `state_reason_prev`); `None` for none (appended).
+    #[serde(default)]
+    pub reason_prev: Option<String>,
 }

@@ -62,6 +62,11 @@ pub struct AcctInfo {
     /// goldens-extra 0341, as here the node's report of the job's end can come before srun's
     /// report of that step).
     pub acct_derived_ec: i32,
+    /// The last pending reason other than `None`, `Priority` and `Resources` the scheduler
+    /// gave the job before its current run started (Slurm 22.05's `state_reason_prev_db`, set
+    /// by `build_job_queue` on each pass and sent to the database with the job's start; cleared
+    /// at a requeue): `sacct -o Reason`. `None` for none, and for a job that has not started.
+    pub reason_prev: Option<flotilla_core::sched::Reason>,
 }
 
 pub use flotilla_proto::acct::{exit_pair, wait_status};
@@ -161,6 +166,7 @@ pub fn requeued_rows(rec: &JobRecord, now: i64, step_state: Option<&str>, run_st
         end_time: Some(now),
         nodes: rec.nodes.first().cloned().unwrap_or_default(),
         requid: None,
+        reason_prev: None,
     });
     (row, step)
 }
@@ -207,6 +213,7 @@ pub fn batch_step_row(rec: &JobRecord) -> Option<StepRow> {
         end_time: end,
         nodes: rec.nodes.first().cloned().unwrap_or_default(),
         requid: None,
+        reason_prev: None,
     })
 }
 
@@ -283,6 +290,7 @@ fn job_row(rec: &JobRecord) -> AcctRow {
             show_job: true,
             constraints: rec.features.clone().unwrap_or_default(),
             derived_exit: exit_pair(a.acct_derived_ec),
+            reason_prev: a.reason_prev.map(|r| r.as_str().to_string()),
         },
         batch: (a.batch_cpus, a.batch_gpus, a.batch_mem_mib),
     }
@@ -298,7 +306,7 @@ const ACCT_COLS: &[&str] = &[
     "signal", "submit_time", "start_time", "end_time", "time_limit_min", "nodes", "alloc_cpus", "alloc_gpus",
     "alloc_mem_mib", "restarts", "eligible_time", "cancelled_by", "gid", "qos", "alloc_nodes", "req_nodes", "req_cpus",
     "req_gpus", "req_mem_mib", "batch_cpus", "batch_gpus", "batch_mem_mib", "work_dir", "comment", "array_task_str",
-    "constraints", "derived_ec",
+    "constraints", "derived_ec", "state_reason_prev",
 ];
 
 /// Writes accounting rows inside the commit's transaction: `rows` (snapshots taken at the
@@ -349,6 +357,7 @@ pub fn write(db: &dyn Backend, rows: &[AcctRow], current: &[AcctRow], steps: &[S
                 &j.array_task_str,
                 &j.constraints,
                 wait_status(j.derived_exit.0, j.derived_exit.1),
+                j.reason_prev.as_deref().unwrap_or(""),
             ]
             .to_vec()
         })
@@ -396,6 +405,7 @@ fn read_row(r: &Row) -> Result<AcctRow, DbError> {
             show_job: true,
             constraints: r.get(35)?,
             derived_exit: exit_pair(r.get(36)?),
+            reason_prev: Some(r.get::<String>(37)?).filter(|s| !s.is_empty()),
         },
         batch: (r.get(29)?, r.get(30)?, r.get::<i64>(31)? as u64),
     })
@@ -584,6 +594,7 @@ pub fn query(db: &dyn Backend, q: &AcctQuery) -> Result<Vec<AcctJob>, DbError> {
                 (e.start_time, e.end_time) = (start, end);
                 e.nodes = r.nodes;
                 e.restarts = r.step;
+                e.reason_prev = r.reason_prev;
                 // A run that started was eligible by then (runs keep no eligible time).
                 e.eligible_time = e.eligible_time.filter(|&el| start.is_none_or(|st| el <= st)).or(start);
                 if !in_window(&e, q) {
@@ -720,6 +731,7 @@ mod tests {
             show_job: true,
             constraints: String::new(),
             derived_exit: (0, 0),
+            reason_prev: None,
         }
     }
 

@@ -81,10 +81,11 @@ const MIGRATIONS: &[Migration] = &[
     migration!(11, "0011_run_steps.sql", None),
     migration!(12, "0012_constraints.sql", None),
     migration!(13, "0013_exit_details.sql", None),
+    migration!(14, "0014_reason_prev.sql", None),
 ];
 
 /// The highest migration number: the schema version a store of this controller has.
-pub const SCHEMA_VERSION: u32 = 13;
+pub const SCHEMA_VERSION: u32 = 14;
 
 /// SQLite `synchronous` setting.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

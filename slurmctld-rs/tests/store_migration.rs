@@ -133,7 +133,7 @@ fn migration_rewrites_every_row_in_the_row_format_and_keeps_the_text() {
         .unwrap()
         .collect::<Result<_, _>>()
         .unwrap();
-    assert_eq!(versions, vec![1, 2, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13]);
+    assert_eq!(versions, vec![1, 2, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14]);
 
     for (table, key, column) in [
         ("jobs", "id", "record"),
@@ -232,7 +232,7 @@ fn controller_restarted_on_an_old_database_keeps_its_running_and_pending_jobs() 
     let version: u32 = db
         .query_row("SELECT MAX(version) FROM schema_migrations", [], |r| r.get(0))
         .unwrap();
-    assert_eq!(version, 13);
+    assert_eq!(version, flotilla_slurmctld::store::SCHEMA_VERSION);
     // Version 12: accounting rows written before it have no constraint.
     let (rows, empty): (i64, i64) = db
         .query_row("SELECT COUNT(*), COUNT(*) FILTER (WHERE constraints = '') FROM acct_jobs", [], |r| Ok((r.get(0)?, r.get(1)?)))
@@ -246,4 +246,7 @@ fn controller_restarted_on_an_old_database_keeps_its_running_and_pending_jobs() 
         .query_row("SELECT COUNT(*), COUNT(*) FILTER (WHERE requid IS NULL) FROM job_steps", [], |r| Ok((r.get(0)?, r.get(1)?)))
         .unwrap();
     assert!(steps > 0 && steps == nobody, "{steps} step rows, {nobody} without a canceller");
+    // Version 14: accounting rows written before it keep no pending reason.
+    let none: i64 = db.query_row("SELECT COUNT(*) FROM acct_jobs WHERE state_reason_prev = ''", [], |r| r.get(0)).unwrap();
+    assert_eq!(none, rows);
 }

@@ -299,7 +299,7 @@ prop_compose! {
     fn acct()(
         a in (any::<Option<i64>>(), any::<Option<u32>>(), any::<u32>(), any::<u32>(), any::<u32>()),
         b in (any::<u64>(), any::<u32>(), any::<u32>(), any::<u64>()),
-        d in (any::<i32>(), any::<i32>()),
+        d in (any::<i32>(), any::<i32>(), any::<bool>()),
     ) -> AcctInfo {
         AcctInfo {
             eligible_time: a.0,
@@ -313,6 +313,7 @@ prop_compose! {
             batch_mem_mib: b.3,
             derived_ec: d.0,
             acct_derived_ec: d.1,
+            reason_prev: d.2.then_some(flotilla_core::sched::Reason::Dependency),
         }
     }
 }

@@ -1005,7 +1005,7 @@ impl Scheduler {
         if !(wants_resv && reservable) {
             // The common case of a long queue: no reservation to plan, so the info is written
             // through the lookup already made.
-            p.info = PendingInfo { reason, detail: Some(detail), expected_start: None, sched_nodes: Vec::new(), slurm_detail: None };
+            p.set_info(PendingInfo { reason, detail: Some(detail), expected_start: None, sched_nodes: Vec::new(), slurm_detail: None });
             return;
         }
         let mut est = None;
@@ -1090,13 +1090,13 @@ impl Scheduler {
     /// Sets a pending job's info after a stage (no Slurm detail: only eligibility sets one).
     fn set_info(&mut self, id: JobId, reason: Reason, detail: Option<Arc<str>>, est: Option<Time>, nodes: Vec<NodeId>) {
         if let Some(p) = self.pending.get_mut(&id) {
-            p.info = PendingInfo {
+            p.set_info(PendingInfo {
                 reason,
                 detail,
                 expected_start: est,
                 sched_nodes: nodes,
                 slurm_detail: None,
-            };
+            });
         }
     }
 }

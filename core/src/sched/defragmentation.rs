@@ -177,6 +177,7 @@ impl Scheduler {
             preempt_deadline: None,
             grown: Vec::new(),
             resized_at: None,
+            reason_prev: None,
         };
         self.note_started(&run);
         self.running.insert(new, run);

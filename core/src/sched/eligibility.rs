@@ -62,13 +62,13 @@ impl Scheduler {
                 self.priority.priority(PriorityInput { job: &p.spec, failed_cycles: p.failed_cycles, partition: part, now, factors })
             };
             if let Some((reason, slurm_detail)) = ineligible(&self.cluster, &p.spec, part, replica, now) {
-                p.info = PendingInfo {
+                p.set_info(PendingInfo {
                     reason,
                     detail: None,
                     expected_start: None,
                     sched_nodes: Vec::new(),
                     slurm_detail,
-                };
+                });
                 continue;
             }
             while held.get(next_held).is_some_and(|(j, _)| j < id) {
@@ -168,6 +168,31 @@ mod tests {
         assert!(s.handle(Event::PartitionState { part, state: PartitionState::Drain }, 2).is_empty());
         let d = s.cycle(2);
         assert!(matches!(d.as_slice(), [Decision::Bind { .. }]), "{d:?}");
+        s.check_invariants().unwrap();
+    }
+
+    /// A job's last notable pending reason goes with it to its run (Slurm's
+    /// `state_reason_prev_db`, `sacct -o Reason`): `PartitionDown` for a job that waited on a
+    /// down partition, nothing for one that waited only for resources (`Resources`,
+    /// `Priority` and `None` are not kept).
+    #[test]
+    fn a_started_job_keeps_its_last_notable_reason() {
+        let mut s = Scheduler::new(Cluster::uniform(1, 8, 1, 64, 512_000), Box::new(Lowest), Box::new(Fifo), SchedConfig::default());
+        let part = PartId(0);
+        let prev = |s: &Scheduler, id: u64| s.running().get(&JobId(id)).map(|r| r.reason_prev);
+        assert!(s.handle(Event::PartitionState { part, state: PartitionState::Down }, 0).is_empty());
+        assert!(s.handle(Event::Submit(JobSpec::simple(1, 0, Request::gpus(8, TopologyKind::Node), Some(60))), 0).is_empty());
+        assert!(s.cycle(0).is_empty());
+        assert!(s.handle(Event::PartitionState { part, state: PartitionState::Up }, 1).is_empty());
+        assert!(s.handle(Event::Submit(JobSpec::simple(2, 1, Request::gpus(8, TopologyKind::Node), Some(60))), 1).is_empty());
+        let d = s.cycle(1);
+        assert!(d.iter().any(|d| matches!(d, Decision::Bind { job: JobId(1), .. })), "{d:?}");
+        assert_eq!(prev(&s, 1), Some(Some(Reason::PartitionDown)));
+        assert!(s.pending_info(JobId(2)).is_some_and(|i| matches!(i.reason, Reason::Resources | Reason::Priority)));
+        let _ = s.handle(Event::JobEnded(JobId(1)), 2);
+        let d = s.cycle(2);
+        assert!(d.iter().any(|d| matches!(d, Decision::Bind { job: JobId(2), .. })), "{d:?}");
+        assert_eq!(prev(&s, 2), Some(None));
         s.check_invariants().unwrap();
     }
 

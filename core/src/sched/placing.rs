@@ -105,7 +105,7 @@ impl Scheduler {
             self.next_alloc += 1;
         }
         self.queue_changed(spec.id);
-        self.pending.remove(&spec.id);
+        let reason_prev = self.pending.remove(&spec.id).and_then(|p| p.reason_prev);
         self.alerted.remove(&spec.id);
         let end = spec.time_limit_s.map(|l| now + l);
         match service {
@@ -131,6 +131,7 @@ impl Scheduler {
             preempt_deadline: None,
             grown: Vec::new(),
             resized_at: None,
+            reason_prev,
         };
         self.note_started(&run);
         self.running.insert(spec.id, run);

@@ -902,6 +902,12 @@ pub struct RunningJob {
     /// waits `elastic_grow_interval_s` after it (and after the start).
     #[serde(default)]
     pub resized_at: Option<Time>,
+    /// The last pending reason it had other than `None`, `Priority` and `Resources`
+    /// ([`PendingJob::set_info`]; Slurm's `state_reason_prev_db`, which the job's accounting
+    /// record gets when it starts and `sacct -o Reason` shows); `None` for none. A requeued
+    /// job starts again without one, as Slurm clears it at a requeue.
+    #[serde(default)]
+    pub reason_prev: Option<Reason>,
 }
 
 /// One round of an elastic job's growth: the allocations it added.
@@ -972,12 +978,26 @@ pub(super) struct PendingJob {
     /// incremental cycle only; void when their generation is not the scheduler's
     /// `acct_gen`, and cleared when the spec changes).
     pub(super) acct: Option<super::usage::JobAcct>,
+    /// The last reason a cycle gave it other than `None`, `Priority` and `Resources`
+    /// ([`RunningJob::reason_prev`]).
+    pub(super) reason_prev: Option<Reason>,
 }
 
 impl PendingJob {
     /// A job entering the queue (again): no failed cycles, no reason yet.
+    /// Sets what a cycle found, keeping the last reason worth recording in accounting:
+    /// Slurm 22.05's `state_reason_prev_db` (`job_scheduler.c` `build_job_queue`, on every
+    /// scheduling pass, takes a pending job's reason when it is not `None`, `Priority` or
+    /// `Resources`; `sacct -o Reason` shows it).
+    pub(super) fn set_info(&mut self, info: PendingInfo) {
+        if !matches!(info.reason, Reason::None | Reason::Priority | Reason::Resources) {
+            self.reason_prev = Some(info.reason);
+        }
+        self.info = info;
+    }
+
     pub(super) fn new(spec: JobSpec, shape: u32) -> PendingJob {
-        PendingJob { spec, shape, failed_cycles: 0, info: PendingInfo::default(), priority: 0, acct: None }
+        PendingJob { spec, shape, failed_cycles: 0, info: PendingInfo::default(), priority: 0, acct: None, reason_prev: None }
     }
 }
 

@@ -126,6 +126,8 @@ impl Controller {
                         preempt_deadline: preempting.and_then(|s| s.kill_at).map(|t| t.max(0) as u64),
                         grown: rec.elastic.as_ref().map(|e| e.grown.clone()).unwrap_or_default(),
                         resized_at: rec.elastic.as_ref().and_then(|e| e.resizes.last()).map(|r| r.time.max(0) as u64),
+                        // (Read at the start only, into the accounting record.)
+                        reason_prev: None,
                     };
                     match rec.service {
                         Some(s) => self.sched.restore_replica(flotilla_core::sched::ServiceId(s), running),
@@ -627,8 +629,12 @@ impl Controller {
             self.node_out.push((i, Outgoing::Bind(id)));
         }
         let cores = self.pick_cores(id, &allocs, &names);
+        let reason_prev = self.sched.running().get(&JobId(core)).and_then(|r| r.reason_prev);
         let rec = self.jobs.get_mut(&id).expect("job exists");
         rec.cores = cores;
+        // What the accounting record gets with the job's start (Slurm's `job_start` sends
+        // `state_reason_prev_db`): `sacct -o Reason`.
+        rec.acct.reason_prev = reason_prev;
         info!(job = id, nodes = %compress_sorted(&names), "job started");
         let eligible = rec.submit_time.max(rec.spec.begin_time.map_or(0, |b| b as i64));
         let gpus: u64 = allocs.iter().map(|a| u64::from(a.part.gpus.count())).sum();

@@ -980,6 +980,9 @@ fn reset_for_requeue(rec: &mut JobRecord, hold: bool) {
     rec.exit_signal = 0;
     rec.reason = None;
     rec.acct.eligible_time = None;
+    // Slurm's `_job_requeue_op`/`job_requeue` clear `state_reason_prev_db` (the requeued
+    // run's accounting row keeps the value it had).
+    rec.acct.reason_prev = None;
     // An elastic job starts again at its minimum: a new run, a new history.
     if let Some(e) = rec.elastic.as_mut() {
         e.grown.clear();

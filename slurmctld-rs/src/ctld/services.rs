@@ -299,6 +299,7 @@ impl Controller {
             end_time: rec.end_time,
             nodes: compress_sorted(&rec.nodes),
             requid: None,
+            reason_prev: rec.acct.reason_prev.map(|r| r.as_str().to_string()),
         });
     }
 

@@ -382,6 +382,7 @@ impl Controller {
             end_time: None,
             nodes: nodes_str,
             requid: None,
+            reason_prev: None,
         });
         let elastic = rec.spec.elastic.is_some();
         let launch_base = LaunchStep {
@@ -547,6 +548,7 @@ impl Controller {
             end_time: Some(now),
             nodes: compress_sorted(&nodes),
             requid: s.cancelled_by.filter(|_| state == "CANCELLED"),
+            reason_prev: None,
         });
         Response::JobResults(Vec::new())
     }
@@ -583,6 +585,7 @@ impl Controller {
             end_time: Some(e.end_time),
             nodes: e.nodes,
             requid: e.cancelled_by.filter(|_| state == "CANCELLED"),
+            reason_prev: None,
         });
         Response::JobResults(Vec::new())
     }
@@ -616,6 +619,7 @@ impl Controller {
                 end_time: Some(now),
                 nodes,
                 requid: s.cancelled_by,
+                reason_prev: None,
             });
         }
     }

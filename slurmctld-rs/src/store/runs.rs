@@ -38,6 +38,10 @@ pub struct StepRow<K = String> {
     /// `CANCELLED by <uid>`); `None`: nobody, and always for a run (`job_runs` has no such
     /// column: a run's canceller is its job's).
     pub requid: Option<u32>,
+    /// A run's pending reason before it started (`sacct -D -o Reason` of an earlier run:
+    /// [`crate::acct::AcctInfo::reason_prev`] as it was); `None` for none, and always for a
+    /// step (only `job_runs` has the column).
+    pub reason_prev: Option<String>,
 }
 
 /// A table of step rows: its name and the name of its key column.
@@ -49,6 +53,8 @@ pub struct StepTable {
     pub key: &'static str,
     /// Whether it has the `requid` column (`sql/0013_exit_details.sql`: the step tables).
     pub requid: bool,
+    /// Whether it has the `state_reason_prev` column (`sql/0014_reason_prev.sql`: `job_runs`).
+    pub reason: bool,
 }
 
 /// `job_steps`, keyed by `step` (TEXT).
@@ -56,6 +62,7 @@ pub const JOB_STEPS: StepTable = StepTable {
     table: "job_steps",
     key: "step",
     requid: true,
+    reason: false,
 };
 
 /// `job_run_steps` (the steps of earlier runs), keyed within a run by `step`; its `run`
@@ -64,6 +71,7 @@ pub const JOB_RUN_STEPS: StepTable = StepTable {
     table: "job_run_steps",
     key: "step",
     requid: true,
+    reason: false,
 };
 
 /// `job_runs`, keyed by `run` (INTEGER).
@@ -71,6 +79,7 @@ pub const JOB_RUNS: StepTable = StepTable {
     table: "job_runs",
     key: "run",
     requid: false,
+    reason: true,
 };
 
 fn i(v: u64) -> i64 {
@@ -104,14 +113,18 @@ pub fn write<K: StepKey>(db: &dyn Backend, t: StepTable, rows: &[StepRow<K>]) ->
     if t.requid {
         cols.push("requid");
     }
+    if t.reason {
+        cols.push("state_reason_prev");
+    }
     let sql = db.dialect().replace(t.table, &cols, &["job_id", t.key]);
-    let sets: Vec<Vec<Param<'_>>> = rows.iter().map(|r| step_params(r, t.requid)).collect();
+    let sets: Vec<Vec<Param<'_>>> = rows.iter().map(|r| step_params(r, t)).collect();
     db.exec_many(&sql, &sets)
 }
 
 /// A row's statement parameters in the tables' column order: job id, key, state, exit code,
-/// signal, start, end, nodes, then (`requid`: a step table) the canceller.
-fn step_params<K: StepKey>(r: &StepRow<K>, requid: bool) -> Vec<Param<'_>> {
+/// signal, start, end, nodes, then the canceller where `t` has the column, then the pending
+/// reason where it has that one.
+fn step_params<K: StepKey>(r: &StepRow<K>, t: StepTable) -> Vec<Param<'_>> {
     let mut p = vec![
         Param::from(i(r.job_id)),
         r.step.param(),
@@ -122,8 +135,11 @@ fn step_params<K: StepKey>(r: &StepRow<K>, requid: bool) -> Vec<Param<'_>> {
         Param::from(r.end_time),
         Param::from(&r.nodes),
     ];
-    if requid {
+    if t.requid {
         p.push(Param::from(r.requid.map(i64::from)));
+    }
+    if t.reason {
+        p.push(Param::from(r.reason_prev.as_deref().unwrap_or("")));
     }
     p
 }
@@ -140,9 +156,10 @@ pub fn read<K: StepKey>(
     let mut out = Vec::new();
     db.query_each(
         &format!(
-            "SELECT job_id, {}, state, exit_code, signal, start_time, end_time, nodes, {} FROM {} WHERE {filter} ORDER BY {order}",
+            "SELECT job_id, {}, state, exit_code, signal, start_time, end_time, nodes, {}, {} FROM {} WHERE {filter} ORDER BY {order}",
             t.key,
             if t.requid { "requid" } else { "NULL" },
+            if t.reason { "state_reason_prev" } else { "''" },
             t.table
         ),
         params,
@@ -157,6 +174,7 @@ pub fn read<K: StepKey>(
                 end_time: r.get(6)?,
                 nodes: r.get(7)?,
                 requid: r.get(8)?,
+                reason_prev: Some(r.get::<String>(9)?).filter(|s| !s.is_empty()),
             });
             Ok(())
         },
@@ -200,7 +218,7 @@ pub fn archive_run(db: &dyn Backend, r: &RunSteps) -> Result<(), DbError> {
         .rows
         .iter()
         .map(|s| {
-            let mut p = step_params(s, true);
+            let mut p = step_params(s, JOB_RUN_STEPS);
             p.insert(1, Param::from(run));
             p
         })

@@ -300,6 +300,7 @@ pub fn full() -> JobRecord {
             batch_mem_mib: 256_000,
             derived_ec: 0,
             acct_derived_ec: 0,
+            reason_prev: None,
         },
         command: Some(s("/home/alice/run/train.sh --epochs 3")),
         tres_per_job: Some(s("gres:gpu:h100:16")),

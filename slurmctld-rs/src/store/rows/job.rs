@@ -493,6 +493,9 @@ pub struct AcctInfoRow {
     /// The derived exit code of the accounting record; absent: 0.
     #[serde(rename = "acct_derived_ec", default, skip_serializing_if = "is_zero_i32")]
     pub acct_derived_ec: i32,
+    /// The last notable pending reason before the run (`sacct -o Reason`); absent: none.
+    #[serde(rename = "reason_prev", default, skip_serializing_if = "Option::is_none")]
+    pub reason_prev: Option<flotilla_core::sched::Reason>,
 }
 
 /// Array bounds (the wire's [`ArrayTasks`]).
@@ -632,6 +635,7 @@ impl From<&AcctInfo> for AcctInfoRow {
             batch_mem_mib,
             derived_ec,
             acct_derived_ec,
+            reason_prev,
         } = *a;
         AcctInfoRow {
             eligible_time,
@@ -645,6 +649,7 @@ impl From<&AcctInfo> for AcctInfoRow {
             batch_mem_mib,
             derived_ec,
             acct_derived_ec,
+            reason_prev,
         }
     }
 }
@@ -663,6 +668,7 @@ impl From<AcctInfoRow> for AcctInfo {
             batch_mem_mib,
             derived_ec,
             acct_derived_ec,
+            reason_prev,
         } = a;
         AcctInfo {
             eligible_time,
@@ -676,6 +682,7 @@ impl From<AcctInfoRow> for AcctInfo {
             batch_mem_mib,
             derived_ec,
             acct_derived_ec,
+            reason_prev,
         }
     }
 }
