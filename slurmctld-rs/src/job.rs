@@ -468,6 +468,15 @@ impl JobRecord {
         self.state.is_finished() || self.state == JobState::Completing || self.stopping.is_some()
     }
 
+    /// True when `scancel` stopped the job: while it is being stopped, while its nodes end it,
+    /// and once it ended `CANCELLED`. Its steps that did not exit 0 end `CANCELLED`, however
+    /// their srun saw them end ([`crate::ctld`]'s step completion).
+    pub fn cancelled_by_scancel(&self) -> bool {
+        self.state == JobState::Cancelled
+            || self.end_state == Some(JobState::Cancelled)
+            || self.stopping.is_some_and(|s| s.why == StopWhy::Cancel)
+    }
+
     /// True while a run that `scontrol requeue` stopped is still being ended by its nodes
     /// (the record Running, or Completing until every node is done). Slurm's `_job_requeue_op`
     /// (job_mgr.c) ends the run at the requeue: `end_time = now` (left as it was for a job

@@ -2,7 +2,7 @@
 //! cancellation), hold and release, requeue, and `scontrol update job` with Slurm's
 //! permission rules.
 
-use super::queries::matches_filter;
+use super::queries::{matches_filter, matches_filter_but_state};
 use super::{prov_id, requeue_begin, reset_for_requeue, Controller, Ident, Target, REQUEUE_HOLD_REASON, SIGTERM};
 use crate::admission::{self, Reject};
 use crate::authz;
@@ -334,8 +334,7 @@ impl Controller {
     /// [`matches_filter`], but `-t` compares [`JobRecord::scancel_state`], not the state
     /// `squeue` shows.
     pub(super) fn cancel_filter_admits(&self, rec: &JobRecord, filter: &JobFilter) -> bool {
-        let others = JobFilter { states: Vec::new(), ..filter.clone() };
-        matches_filter(rec, &others, &self.sched)
+        matches_filter_but_state(rec, filter)
             && (filter.states.is_empty() || rec.scancel_state().is_some_and(|s| filter.states.contains(&s.to_wire())))
     }
 

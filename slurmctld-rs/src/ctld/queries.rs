@@ -551,9 +551,13 @@ fn ref_matches(r: &JobRef, rec: &JobRecord) -> bool {
 }
 
 pub(super) fn matches_filter(rec: &JobRecord, f: &JobFilter, _sched: &Scheduler) -> bool {
+    (f.states.is_empty() || f.states.contains(&rec.shown_wire_state())) && matches_filter_but_state(rec, f)
+}
+
+/// [`matches_filter`] without its state filter (which `scancel` compares differently).
+pub(super) fn matches_filter_but_state(rec: &JobRecord, f: &JobFilter) -> bool {
     (f.users.is_empty() || f.users.contains(&rec.user))
         && (f.names.is_empty() || f.names.contains(&rec.name))
-        && (f.states.is_empty() || f.states.contains(&rec.shown_wire_state()))
         && (f.partitions.is_empty() || f.partitions.contains(&rec.partition))
         && (f.accounts.is_empty() || f.accounts.contains(&rec.account))
         && (f.nodes.is_empty() || rec.nodes.iter().any(|n| f.nodes.contains(n)))

@@ -512,21 +512,36 @@ impl Controller {
     /// `REQUEST_STEP_COMPLETE`: the step's row gets its end; its CPUs and GPUs are free; its
     /// exit code goes into the job's derived exit code when it is the highest so far.
     pub(super) fn step_complete(&mut self, ident: Ident, c: StepComplete, now: i64) -> Response {
-        let Some(rec) = self.jobs.get_mut(&c.job_id) else {
+        let Some(rec) = self.jobs.get(&c.job_id) else {
             return Response::Error(SlurmError::new(ESLURM_INVALID_JOB_ID));
         };
         if !ident.admin && rec.uid != ident.uid {
             return Response::Error(SlurmError::new(ESLURM_ACCESS_DENIED));
         }
         let Some(s) = self.steps.jobs.get_mut(&c.job_id).and_then(|t| t.running.remove(&c.step_id)) else {
-            return self.late_step_complete(c);
+            // Ended with its job: srun's report replaces that record while it is kept
+            // ([`EndedStep`]); late, or for a step never known, nothing changes.
+            if let Some(e) = self.steps.ended.remove(&(c.job_id, c.step_id)) {
+                // (Its end time stays the job's end.)
+                self.record_step_end(&c, e.cancelled_by, (e.start_time, e.end_time), e.nodes);
+            }
+            return Response::JobResults(Vec::new());
         };
-        let cancelled = s.cancelled_by.is_some() || rec.stopping.is_some_and(|s| s.why == crate::job::StopWhy::Cancel);
-        let state = step_end_state(c.exit_code, c.signal, cancelled);
+        let nodes: Vec<String> = s.nodes.iter().filter_map(|&i| rec.nodes.get(i).cloned()).collect();
+        self.record_step_end(&c, s.cancelled_by, (s.start_time, now), compress_sorted(&nodes));
+        Response::JobResults(Vec::new())
+    }
+
+    /// A step's end as its report `c` gives it: its row (`start`, `end`, `nodes`; the
+    /// canceller kept when it ends `CANCELLED`), and its wait status into the job's derived
+    /// exit code (Slurm 22.05 `step_mgr.c` `_internal_step_complete`: the highest of its srun
+    /// steps) — the accounting record's too only while the job's run has not ended (its
+    /// database row was written at its end; a step its job's cancel killed moves only
+    /// `scontrol`'s value).
+    fn record_step_end(&mut self, c: &StepComplete, cancelled_by: Option<u32>, (start, end): (i64, i64), nodes: String) {
+        let rec = self.jobs.get_mut(&c.job_id).expect("job exists");
+        let state = step_end_state(c.exit_code, c.signal, cancelled_by.is_some() || rec.cancelled_by_scancel());
         info!(job = c.job_id, step = c.step_id, exit_code = c.exit_code, signal = c.signal, state, "step ended");
-        // The job's derived exit code (Slurm 22.05 `step_mgr.c` `_internal_step_complete`:
-        // the highest wait status of its srun steps); the accounting record's only while the
-        // job has not ended (its database row was written at its end).
         let status = crate::acct::wait_status(c.exit_code, c.signal);
         if status > rec.acct.derived_ec {
             rec.acct.derived_ec = status;
@@ -536,58 +551,18 @@ impl Controller {
             }
             self.dirty(c.job_id);
         }
-        let rec = &self.jobs[&c.job_id];
-        let nodes: Vec<String> = s.nodes.iter().filter_map(|&i| rec.nodes.get(i).cloned()).collect();
         self.batch.step_rows.push(StepRow {
             job_id: c.job_id,
             step: c.step_id.to_string(),
             state: state.into(),
             exit_code: c.exit_code,
             signal: c.signal,
-            start_time: Some(s.start_time),
-            end_time: Some(now),
-            nodes: compress_sorted(&nodes),
-            requid: s.cancelled_by.filter(|_| state == "CANCELLED"),
+            start_time: Some(start),
+            end_time: Some(end),
+            nodes,
+            requid: cancelled_by.filter(|_| state == "CANCELLED"),
             reason_prev: None,
         });
-        Response::JobResults(Vec::new())
-    }
-
-    /// A step's report after its job's end recorded it ([`EndedStep`]): in time, the report
-    /// replaces that record (its end time stays the job's) and its wait status counts in the
-    /// job's derived exit code as `scontrol` shows it (the accounting record's was written
-    /// when the job ended); late, or for a step never known, nothing changes.
-    fn late_step_complete(&mut self, c: StepComplete) -> Response {
-        let Some(e) = self.steps.ended.remove(&(c.job_id, c.step_id)) else {
-            return Response::JobResults(Vec::new());
-        };
-        let Some(rec) = self.jobs.get_mut(&c.job_id) else {
-            return Response::JobResults(Vec::new());
-        };
-        let job_cancelled = rec.state == JobState::Cancelled
-            || rec.end_state == Some(JobState::Cancelled)
-            || rec.stopping.is_some_and(|s| s.why == crate::job::StopWhy::Cancel);
-        let cancelled = e.cancelled_by.is_some() || job_cancelled;
-        let state = step_end_state(c.exit_code, c.signal, cancelled);
-        info!(job = c.job_id, step = c.step_id, exit_code = c.exit_code, signal = c.signal, state, "step ended (reported after its job's end)");
-        let status = crate::acct::wait_status(c.exit_code, c.signal);
-        if status > rec.acct.derived_ec {
-            rec.acct.derived_ec = status;
-            self.dirty(c.job_id);
-        }
-        self.batch.step_rows.push(StepRow {
-            job_id: c.job_id,
-            step: c.step_id.to_string(),
-            state: state.into(),
-            exit_code: c.exit_code,
-            signal: c.signal,
-            start_time: Some(e.start_time),
-            end_time: Some(e.end_time),
-            nodes: e.nodes,
-            requid: e.cancelled_by.filter(|_| state == "CANCELLED"),
-            reason_prev: None,
-        });
-        Response::JobResults(Vec::new())
     }
 
     /// The job ended (or is ending): its running steps end with it, `CANCELLED` by SIGKILL
