@@ -670,8 +670,7 @@ fn run_step(
         exits.entry(t).or_insert((0, 9));
     }
     let code = report(&exits, &node_of, io);
-    let worst = exits.values().map(|&(c, s)| (c, s)).max_by_key(|&(c, s)| if s != 0 { 128 + s } else { c });
-    let (exit_code, signal) = worst.unwrap_or((0, 0));
+    let (exit_code, signal) = flotilla_proto::step::worst_end(exits.values().copied()).unwrap_or((0, 0));
     let _ = ctl.call(Request::StepComplete(StepComplete {
         job_id,
         step_id: layout.step_id,

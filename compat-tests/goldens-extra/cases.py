@@ -326,6 +326,12 @@ A03 = [
     # (cleared at the requeue; its new run waits out its begin time). (A job still pending is
     # left out: its record gets the value when slurmctld's database-index thread sends it.)
     {"name": "sacct_reason", "cmd": "sb -H --wrap true\nsb -t 5 -o /dev/null --wrap 'sleep 3'\nsb -d afterok:$J2 -o /dev/null --wrap true\nsb -o /dev/null --wrap true\nc=$(sdiag | awk '/Total cycles/ {print $3; exit}')\nfor i in $(seq 600); do [ \"$(sdiag | awk '/Total cycles/ {print $3; exit}')\" != \"$c\" ] && break; sleep 0.1; done\nscontrol release $J1\nwend $J1 $J2 $J3 $J4\nsacct -n -X -j $J1,$J2,$J3,$J4 -o JobID,State,Reason -P | m\nsb -t 5 -o /dev/null --wrap 'sleep 300'\nwst $J5 RUNNING\nscontrol requeue $J5\nfor i in $(seq 3000); do [ \"$(sacct -n -X -D -j $J5 -o State -P | tr '\\n' ' ')\" = 'REQUEUED RUNNING ' ] && break; sleep 0.1; done\nsacct -n -X -D -j $J5 -o JobID,State,Reason -P | m\nfin"},
+    # A step still running when its job is cancelled (step_mgr.c: the step's own completion,
+    # each node's slurmstepd reporting, comes before the job's cleanup_completing /
+    # delete_step_records, and is what is kept): the step ends CANCELLED 0:15 in sacct, and
+    # its status counts in the derived exit code scontrol shows, not in the job's accounting
+    # record (written at the job's end).
+    {"name": "cancel_job_running_step", "cmd": "sb -t 5 -o /dev/null --wrap 'srun true; srun sleep 300'\nwst $J1 RUNNING\nfor i in $(seq 300); do squeue -h -s -j $J1 -o %i | grep -q '\\.1$' && break; sleep 0.1; done\nscancel $J1\nwend $J1\nfor i in $(seq 100); do sacct -n -j $J1.1 -o ExitCode -P | grep -q '^0:15$' && break; sleep 0.2; done\nsacct -n -j $J1 -o JobID,State,ExitCode,DerivedExitCode -P | ms\nscontrol show job -d $J1 | grep -oE '(JobState|ExitCode|DerivedExitCode)=[^ ]*' | m\nfin"},
 ]
 
 # Area a05: dependencies (slurmctld job_scheduler.c: update_job_dependency /

@@ -135,6 +135,15 @@ pub struct LaunchStep {
     pub io_key: Vec<u8>,
 }
 
+/// The worst of a step's task ends `(exit code, signal)`, each ranked as a shell's status: its
+/// exit code, or 128 + the signal that ended it. `srun` ranks every task of its step
+/// so, each node daemon its own tasks ([`crate::StepUsage::exit`]) and the controller the
+/// nodes' reports: the highest over the nodes is the highest over the tasks. `None` without
+/// any.
+pub fn worst_end(ends: impl IntoIterator<Item = (i32, i32)>) -> Option<(i32, i32)> {
+    ends.into_iter().max_by_key(|&(c, s)| if s != 0 { 128 + s } else { c })
+}
+
 /// `srun` reports a step's end (`REQUEST_STEP_COMPLETE`).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct StepComplete {
@@ -306,6 +315,15 @@ pub fn read_msg<R: Read, T: DeserializeOwned>(r: &mut R) -> std::io::Result<T> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn worst_end_ranks_as_a_shell_status() {
+        assert_eq!(worst_end([]), None);
+        assert_eq!(worst_end([(0, 0), (3, 0), (1, 0)]), Some((3, 0)));
+        assert_eq!(worst_end([(127, 0), (0, 15), (0, 9), (2, 0)]), Some((0, 15)));
+        assert_eq!(worst_end([(255, 0), (0, 15)]), Some((255, 0)));
+        assert_eq!(worst_end([(0, 0)]), Some((0, 0)));
+    }
 
     #[test]
     fn io_frames_round_trip_and_bound() {

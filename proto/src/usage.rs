@@ -51,6 +51,13 @@ pub struct StepUsage {
     pub done: bool,
     /// When measured (s since the epoch).
     pub at: i64,
+    /// An `srun` step's end on that node (the `done` report): its worst task end there as
+    /// `(exit code, signal)` ([`crate::step::worst_end`]; a task that could not start counts
+    /// as exit code 2) — the node's part of Slurm's `REQUEST_STEP_COMPLETE`
+    /// (`slurmstepd` `mgr.c` `_get_exit_code`); `None` for polls, the batch and extern steps
+    /// (appended).
+    #[serde(default)]
+    pub exit: Option<(i32, i32)>,
 }
 
 /// A step's usage over all its nodes, as sacct prints it (Slurm's `slurmdb_stats_t`).

@@ -164,3 +164,83 @@ fn an_interactive_allocation_ends_when_given_back() {
     assert!(ok, "{:?}", all_jobs(&env, ctl.addr));
     assert!(ledger.lock().unwrap().violations.is_empty());
 }
+
+/// The node daemons' reports of a step's end (`StepUsage::exit`, each node's part of Slurm's
+/// `REQUEST_STEP_COMPLETE`): a step ends once every node it runs on has reported, with the
+/// worst of them; a report from a node it does not run on changes nothing; `srun`'s report
+/// after that changes nothing; a step its job's end recorded takes them as `srun`'s report.
+#[test]
+fn a_step_ends_when_every_node_of_it_reported() {
+    let env = Env::new(2);
+    let (ctl, ledger, _agents) = setup(&env);
+    let mut j = job(2001, 600_000, 0);
+    j.nodes_min = Some(2);
+    j.ntasks_per_node = Some(2);
+    let Response::Submitted(s) = call(&env, ctl.addr, 2001, Request::SubmitJob(Box::new(j))).unwrap() else { panic!() };
+    let id = s.job_id;
+    running(&env, &ctl, id);
+    let req = StepRequest { job_id: id, argv: vec!["true".into()], srun_addr: "127.0.0.1:9".into(), ..StepRequest::default() };
+    let l0 = step(&env, &ctl, 2001, req.clone()).unwrap();
+    let l1 = step(&env, &ctl, 2001, StepRequest { ntasks: Some(1), overlap: true, ..req.clone() }).unwrap();
+    let l2 = step(&env, &ctl, 2001, StepRequest { overlap: true, ..req.clone() }).unwrap();
+    assert_eq!((l0.nodes.len(), l1.nodes.len(), l2.nodes.len()), (2, 1, 2));
+    let report = |node: &str, step: u32, exit: (i32, i32)| {
+        let u = StepUsage {
+            job_id: id,
+            run: 0,
+            step: step.to_string(),
+            node: node.into(),
+            usage: Usage::default(),
+            done: true,
+            at: now() as i64,
+            exit: Some(exit),
+        };
+        ledger.lock().unwrap().to_send.push((node.to_string(), NodeToCtl::StepUsage(u)));
+    };
+    // The report's usage row, written in the same commit as the step's end if it ended one.
+    let usage_seen = |step: u32, node: &str| {
+        let db = rusqlite::Connection::open(state_dir_db(&env)).unwrap();
+        let n: i64 = db
+            .query_row(
+                "SELECT COUNT(*) FROM step_usage WHERE job_id = ?1 AND step = ?2 AND node = ?3",
+                rusqlite::params![id as i64, step.to_string(), node],
+                |r| r.get(0),
+            )
+            .unwrap();
+        n > 0
+    };
+    let row = |step: u32| rows(&env, id).into_iter().find(|r| r.0 == step.to_string()).unwrap();
+    // One of step 0's two nodes: it still runs.
+    report(&l0.nodes[0], 0, (1, 0));
+    assert!(wait_for(20, || usage_seen(0, &l0.nodes[0])), "the first node's report");
+    assert_eq!(row(0).1, "RUNNING");
+    // Step 1 runs on one node: the other's report is not its end.
+    let other = l0.nodes.iter().find(|n| **n != l1.nodes[0]).unwrap().clone();
+    report(&other, 1, (0, 0));
+    assert!(wait_for(20, || usage_seen(1, &other)), "the other node's report");
+    assert_eq!(row(1).1, "RUNNING");
+    // The second node: step 0 ends with the worst of the two.
+    report(&l0.nodes[1], 0, (3, 0));
+    assert!(wait_for(20, || row(0).1 != "RUNNING"), "{:?}", rows(&env, id));
+    assert_eq!(row(0), ("0".into(), "FAILED".into(), 3, 0, "gpu[01-02]".into()));
+    // srun's report, after that: nothing changes.
+    let late = StepComplete { job_id: id, step_id: 0, exit_code: 4, signal: 0 };
+    call(&env, ctl.addr, 2001, Request::StepComplete(late)).unwrap();
+    let derived = || all_jobs(&env, ctl.addr).into_iter().find(|j| j.job_id == id).unwrap().derived_exit;
+    assert_eq!((row(0).2, derived()), (3, (3, 0)));
+    report(&l1.nodes[0], 1, (0, 0));
+    assert!(wait_for(20, || row(1).1 == "COMPLETED"), "{:?}", rows(&env, id));
+    // Step 2 still runs when the job is cancelled: recorded CANCELLED 0:9 at the job's end,
+    // then its nodes' reports (its tasks killed by the cancel's SIGTERM) replace that.
+    let c = CancelJob { jobs: vec![JobRef::id(id)], ..CancelJob::default() };
+    call(&env, ctl.addr, 2001, Request::CancelJob(c)).unwrap();
+    assert!(wait_for(20, || row(2).1 == "CANCELLED"), "{:?}", rows(&env, id));
+    assert_eq!((row(2).2, row(2).3), (0, 9));
+    report(&l2.nodes[0], 2, (0, 15));
+    assert!(wait_for(20, || usage_seen(2, &l2.nodes[0])), "the first node's report");
+    assert_eq!((row(2).2, row(2).3), (0, 9), "one node of two");
+    report(&l2.nodes[1], 2, (0, 15));
+    assert!(wait_for(20, || row(2).3 == 15), "{:?}", rows(&env, id));
+    assert_eq!(row(2), ("2".into(), "CANCELLED".into(), 0, 15, "gpu[01-02]".into()));
+    assert_eq!(derived(), (3, 0), "0:15 ranks below 3:0");
+}

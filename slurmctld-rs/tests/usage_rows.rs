@@ -19,6 +19,7 @@ fn report(step: &str, node: &str, cpu: u64, rss: u64, done: bool) -> StepUsage {
         usage: Usage { user_usec: cpu, total_usec: cpu, max_rss: rss, ntasks: 1, ..Usage::default() },
         done,
         at: 100,
+        exit: None,
     }
 }
 

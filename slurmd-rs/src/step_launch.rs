@@ -869,6 +869,8 @@ fn run_step(msg: &LaunchStep, facts: &NodeFacts, host: &str, registry: &StepRegi
     let peaks = (cgroup.is_none()).then(|| crate::usage::PeakSampler::start(tasks.iter().map(|t| (t.id, t.pgid)).collect()));
     let mut task_usage: Vec<(u32, flotilla_proto::Usage)> = Vec::new();
     let ntasks = tasks.len();
+    // Each task's end here; a task that could not start ended with exit code 2 (`fail`).
+    let mut ends: Vec<(i32, i32)> = vec![(2, 0); here.len().saturating_sub(ntasks)];
     // The last task's exit waits for the step's usage report to go out (see below).
     let mut last_exit: Option<StepIo> = None;
     for (i, mut t) in tasks.into_iter().enumerate() {
@@ -897,6 +899,7 @@ fn run_step(msg: &LaunchStep, facts: &NodeFacts, host: &str, registry: &StepRegi
             },
             Err(_) => (0, libc::SIGKILL),
         };
+        ends.push((exit_code, signal));
         let exit = StepIo::TaskExit { task: t.id, exit_code, signal };
         if i + 1 == ntasks {
             last_exit = Some(exit);
@@ -929,6 +932,7 @@ fn run_step(msg: &LaunchStep, facts: &NodeFacts, host: &str, registry: &StepRegi
             usage,
             done: true,
             at: crate::stepd::wall_now(),
+            exit: flotilla_proto::step::worst_end(ends.iter().copied()),
         });
         // srun reports the step complete once it has every task's exit: the usage goes to the
         // controller first (bounded: a controller away does not hold srun).

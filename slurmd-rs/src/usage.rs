@@ -415,7 +415,7 @@ mod tests {
     #[test]
     fn outbox_numbers_and_waits_for_the_send() {
         let o = Outbox::default();
-        let r = StepUsage { job_id: 1, run: 0, step: "0".into(), node: "n".into(), usage: Usage::default(), done: true, at: 0 };
+        let r = StepUsage { job_id: 1, run: 0, step: "0".into(), node: "n".into(), usage: Usage::default(), done: true, at: 0, exit: None };
         let (a, b) = (o.push(r.clone()), o.push(r));
         assert_eq!((a, b), (0, 1));
         assert!(!o.wait_sent(a, Duration::from_millis(10)), "not sent yet");

@@ -206,14 +206,15 @@ impl Controller {
             }
             NodeToCtl::CheckpointAck { job_id, run, at } => self.checkpoint_ack(job_id, run, at, now),
             NodeToCtl::Health { verdict, reason, events } => self.node_health(nid, verdict, reason, &events, now),
-            NodeToCtl::StepUsage(u) => self.step_usage(nid, u),
+            NodeToCtl::StepUsage(u) => self.step_usage(nid, u, now),
         }
     }
 
     /// A node's report of what a step used there: recorded (`step_usage`) when the job is
     /// known and ran on that node, under the node's own name whatever the report says; the
-    /// batch step's only for the job's current run.
-    fn step_usage(&mut self, nid: NodeId, mut u: flotilla_proto::StepUsage) {
+    /// batch step's only for the job's current run. The last report of an `srun` step on a
+    /// node carries the step's end there ([`Controller::node_step_end`]).
+    fn step_usage(&mut self, nid: NodeId, mut u: flotilla_proto::StepUsage, now: i64) {
         let name = self.sched.cluster().node(nid).name.clone();
         let Some(rec) = self.jobs.get(&u.job_id) else { return };
         if !rec.nodes.contains(&name) || u.step == "batch" && u.run != rec.restarts {
@@ -221,7 +222,12 @@ impl Controller {
             return;
         }
         u.node = name;
+        let end = u.exit.zip(u.step.parse::<u32>().ok()).filter(|_| u.done);
+        let (job_id, node) = (u.job_id, u.node.clone());
         self.batch.usage.push(u);
+        if let Some((exit, step_id)) = end {
+            self.node_step_end(job_id, step_id, node, exit, now);
+        }
     }
 
     /// A node's GPU health verdict. Quarantine: the node is drained with the reason (persisted

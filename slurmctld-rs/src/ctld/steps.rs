@@ -43,13 +43,18 @@ pub struct StepTable {
 /// code as `scontrol` shows it (goldens-extra `a03_derived_exit_code`). Here the node daemon's
 /// report of the job's end can come before `srun`'s report of the step, so the step's record
 /// is written at once (a crash loses nothing) and kept here until `until` (`KillWait` + 2 s
-/// after the job's end) for `srun`'s report to correct it.
+/// after the job's end) for the step's own report to correct it: `srun`'s, or its nodes' (as
+/// Slurm's slurmstepd reports it, the node daemon outlives an `srun` killed with its job).
 #[derive(Debug)]
 struct EndedStep {
     start_time: i64,
     end_time: i64,
     nodes: String,
     cancelled_by: Option<u32>,
+    /// The step's nodes.
+    node_names: Vec<String>,
+    /// Those that reported its end there, as in [`RunningStep`].
+    node_ends: BTreeMap<String, (i32, i32)>,
     /// Until when a report is taken (Unix seconds).
     until: i64,
 }
@@ -81,6 +86,9 @@ struct RunningStep {
     /// An elastic job's step: its launch as sent to its first node (layout of every node it
     /// ever ran on), to start it on the nodes that join ([`Controller::extend_steps`]).
     launch: Option<Box<LaunchStep>>,
+    /// The nodes that reported the step's end there, with their worst task end
+    /// ([`Controller::node_step_end`]).
+    node_ends: BTreeMap<String, (i32, i32)>,
 }
 
 /// A step's end state from its report: a signal ended it `CANCELLED`, a non-zero exit
@@ -368,6 +376,7 @@ impl Controller {
             cancelled_by: None,
             srun: (req.srun_host.clone(), req.srun_pid),
             launch: None,
+            node_ends: BTreeMap::new(),
         };
         table.running.insert(step_id, running);
         let nodes_str = compress_sorted(&layout.nodes);
@@ -578,10 +587,18 @@ impl Controller {
             .is_some_and(|s| matches!(s.why, crate::job::StopWhy::Preempt | crate::job::StopWhy::Requeue { .. }));
         let until = now.saturating_add(self.opts.kill_wait_s).saturating_add(2);
         for (id, s) in t.running {
-            let nodes: Vec<String> = s.nodes.iter().filter_map(|&i| names.get(i).cloned()).collect();
-            let nodes = compress_sorted(&nodes);
+            let node_names: Vec<String> = s.nodes.iter().filter_map(|&i| names.get(i).cloned()).collect();
+            let nodes = compress_sorted(&node_names);
             if !requeued {
-                let e = EndedStep { start_time: s.start_time, end_time: now, nodes: nodes.clone(), cancelled_by: s.cancelled_by, until };
+                let e = EndedStep {
+                    start_time: s.start_time,
+                    end_time: now,
+                    nodes: nodes.clone(),
+                    cancelled_by: s.cancelled_by,
+                    node_names,
+                    node_ends: s.node_ends,
+                    until,
+                };
                 self.steps.ended.insert((job_id, id), e);
             }
             self.batch.step_rows.push(StepRow {
@@ -597,6 +614,46 @@ impl Controller {
                 reason_prev: None,
             });
         }
+    }
+
+    /// A node's report of step `step_id`'s end there (`exit`, its worst task end; Slurm 22.05
+    /// `step_mgr.c` `step_partial_comp`, each node's slurmstepd reporting): once every node of
+    /// the step has reported, the step ends with the worst of them (`_internal_step_complete`)
+    /// — its CPUs and GPUs free, its row written — and `srun`'s report, which follows, finds
+    /// it ended. A step its job's end recorded ([`EndedStep`]) takes them as `srun`'s report.
+    /// A report from a node the step does not run on changes nothing.
+    pub(super) fn node_step_end(&mut self, job_id: u64, step_id: u32, node: String, exit: (i32, i32), now: i64) {
+        let Some(rec) = self.jobs.get(&job_id) else { return };
+        if let Some(s) = self.steps.jobs.get_mut(&job_id).and_then(|t| t.running.get_mut(&step_id)) {
+            let on: Vec<String> = s.nodes.iter().filter_map(|&i| rec.nodes.get(i).cloned()).collect();
+            if !on.contains(&node) {
+                return;
+            }
+            s.node_ends.insert(node, exit);
+            if !on.iter().all(|n| s.node_ends.contains_key(n)) {
+                return;
+            }
+            let (exit_code, signal) = flotilla_proto::step::worst_end(s.node_ends.values().copied()).unwrap_or_default();
+            let cancelled_by = s.cancelled_by;
+            let start = s.start_time;
+            self.steps.jobs.get_mut(&job_id).expect("present").running.remove(&step_id);
+            let c = StepComplete { job_id, step_id, exit_code, signal };
+            self.record_step_end(&c, cancelled_by, (start, now), compress_sorted(&on));
+            return;
+        }
+        let Some(e) = self.steps.ended.get_mut(&(job_id, step_id)) else { return };
+        if !e.node_names.contains(&node) {
+            return;
+        }
+        e.node_ends.insert(node, exit);
+        if !e.node_names.iter().all(|n| e.node_ends.contains_key(n)) {
+            return;
+        }
+        let e = self.steps.ended.remove(&(job_id, step_id)).expect("present");
+        let (exit_code, signal) = flotilla_proto::step::worst_end(e.node_ends.values().copied()).unwrap_or_default();
+        let c = StepComplete { job_id, step_id, exit_code, signal };
+        // (Its end time stays the job's end.)
+        self.record_step_end(&c, e.cancelled_by, (e.start_time, e.end_time), e.nodes);
     }
 
     /// Forgets the [`EndedStep`]s whose time for a report has passed at `now`.
@@ -720,6 +777,7 @@ mod tests {
             cancelled_by: None,
             srun: (String::new(), 0),
             launch: None,
+            node_ends: BTreeMap::new(),
         };
         t.jobs.entry(7).or_default().running.insert(0, step);
         t.nodes_left(7, &[true, false, true, true]);

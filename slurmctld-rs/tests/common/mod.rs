@@ -295,6 +295,9 @@ pub struct Ledger {
     /// `Frame::ToNode`). The fake agents act on every one; the real `slurmd` refuses an epoch
     /// below the highest it has seen.
     pub by_epoch: std::collections::BTreeMap<u64, u64>,
+    /// Messages a test has the agent of a node send (node, message), in order, once it is
+    /// registered.
+    pub to_send: Vec<(String, NodeToCtl)>,
 }
 
 struct RunningJob {
@@ -440,6 +443,15 @@ fn agent_main(
             let mut ok = true;
             for e in newly {
                 ok &= c.send(&Frame::FromNode(NodeToCtl::JobExited(e))).is_ok();
+            }
+            let mine: Vec<NodeToCtl> = {
+                let mut l = ledger.lock().unwrap();
+                let (mine, rest) = std::mem::take(&mut l.to_send).into_iter().partition(|(n, _)| *n == node);
+                l.to_send = rest;
+                mine.into_iter().map(|(_, m)| m).collect()
+            };
+            for m in mine {
+                ok &= c.send(&Frame::FromNode(m)).is_ok();
             }
             if last_hb.elapsed() > Duration::from_millis(100) {
                 last_hb = Instant::now();

@@ -1029,6 +1029,7 @@ impl Daemon {
                         usage,
                         done: true,
                         at: r.end_time,
+                        exit: None,
                     });
                     self.flush_usage();
                 }
@@ -1091,20 +1092,20 @@ impl Daemon {
         if self.opts.cgroups.confined() {
             for (job_id, run, step, name) in self.opts.cgroups.running_steps() {
                 if let Some(usage) = self.opts.cgroups.usage_of(&name) {
-                    reports.push(StepUsage { job_id, run, step, node: node.clone(), usage, done: false, at });
+                    reports.push(StepUsage { job_id, run, step, node: node.clone(), usage, done: false, at, exit: None });
                 }
             }
         } else {
             for (&(job_id, run), e) in &self.jobs {
                 let Some(pid) = e.supervisor else { continue };
                 let usage = flotilla_slurmd::usage::procs_usage(&stepd::descendants(pid));
-                reports.push(StepUsage { job_id, run, step: "batch".into(), node: node.clone(), usage, done: false, at });
+                reports.push(StepUsage { job_id, run, step: "batch".into(), node: node.clone(), usage, done: false, at, exit: None });
             }
             for ((job_id, step), leaders) in self.steps.step_groups() {
                 let mut usage = flotilla_slurmd::usage::procs_usage(&leaders);
                 usage.ntasks = leaders.len() as u32;
                 let step = step.to_string();
-                reports.push(StepUsage { job_id, run: 0, step, node: node.clone(), usage, done: false, at });
+                reports.push(StepUsage { job_id, run: 0, step, node: node.clone(), usage, done: false, at, exit: None });
             }
         }
         for r in reports {
