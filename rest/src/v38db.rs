@@ -164,7 +164,11 @@ pub fn job_model() -> Model<AcctJob, Ctx> {
         .opt("partition", Schema::Str, |j, _| s(&j.partition))
         .opt("qos", Schema::Str, |j, _| s(&j.qos))
         .opt("required", Schema::Object(vec![opt("CPUs", int())]), |j, _| Some(json!({"CPUs": j.req_cpus})))
-        .opt("state", Schema::Object(vec![opt("current", Schema::Str)]), |j, _| Some(json!({"current": j.state})))
+        // `state.reason`: the record's `state_reason_prev` (22.05 `dbv0.0.38/parse.c`
+        // `state/reason`, through `job_reason_string`: `None` for none), as `sacct -o Reason`.
+        .opt("state", Schema::Object(vec![opt("current", Schema::Str), opt("reason", Schema::Str)]), |j, _| {
+            Some(json!({"current": j.state, "reason": j.reason_prev.as_deref().unwrap_or("None")}))
+        })
         .opt("steps", array(Schema::Ref("dbv0.0.38_job_step")), move |j, c| {
             let all = j.steps.iter().map(|st| steps.emit(&StepOf { job_id: j.job_id, step: st.clone() }, c));
             Some(Value::Array(all.collect()))
