@@ -19,13 +19,28 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 use std::time::{Duration, Instant};
 
-fn wait_file(p: &Path, secs: u64) -> String {
+/// Waits for a marker file (`touch`) to exist; fails after `secs`.
+fn wait_file(p: &Path, secs: u64) {
     let t0 = Instant::now();
     while !p.exists() {
         assert!(t0.elapsed() < Duration::from_secs(secs), "{} never appeared", p.display());
         std::thread::sleep(Duration::from_millis(100));
     }
-    std::fs::read_to_string(p).unwrap()
+}
+
+/// Waits for file `p` to hold a whole line (a shell's `echo x > p` creates the file empty
+/// before it writes); returns its text; fails after `secs`.
+fn wait_line(p: &Path, secs: u64) -> String {
+    let t0 = Instant::now();
+    loop {
+        if let Ok(s) = std::fs::read_to_string(p) {
+            if s.ends_with('\n') {
+                return s;
+            }
+        }
+        assert!(t0.elapsed() < Duration::from_secs(secs), "{} never held a line", p.display());
+        std::thread::sleep(Duration::from_millis(100));
+    }
 }
 
 fn work(c: &LocalCluster) -> PathBuf {
@@ -201,7 +216,7 @@ fn salloc_runs_a_command_and_srun_allocates_outside_a_job() {
                 .unwrap()
         }
     });
-    let rid = wait_file(&w.join("salloc.id"), 30);
+    let rid = wait_line(&w.join("salloc.id"), 30);
     let o = checked_run(&c, "scancel", &[rid.trim()], &w);
     assert!(o.status.success());
     let o = child.join().unwrap();
@@ -272,8 +287,8 @@ while [ ! -e shell.txt ]; do sleep 0.1; done
     wait_file(&w.join("ready"), 30);
     let o = checked_run(&c, "scancel", &["--signal=USR1", &id.to_string()], &w);
     assert!(o.status.success(), "{o:?}");
-    assert_eq!(wait_file(&w.join("task.txt"), 30), "task\n");
-    assert_eq!(wait_file(&w.join("after.txt"), 30), "srun=0\n");
+    assert_eq!(wait_line(&w.join("task.txt"), 30), "task\n");
+    assert_eq!(wait_line(&w.join("after.txt"), 30), "srun=0\n");
     // A USR1 that reached the shell while srun ran is written before after.txt (bash runs the
     // trap when the foreground command returns, before the next command).
     assert!(!w.join("shell.txt").exists(), "the batch shell got the signal too");
@@ -281,7 +296,7 @@ while [ ! -e shell.txt ]; do sleep 0.1; done
     // through the same path, came before this USR2: the shell saw USR2 only.
     let o = checked_run(&c, "scancel", &["-b", "--signal=USR2", &id.to_string()], &w);
     assert!(o.status.success(), "{o:?}");
-    wait_file(&w.join("shell.txt"), 30);
+    wait_line(&w.join("shell.txt"), 30);
     assert_eq!(wait_finished(&c, &w, id), "COMPLETED");
     assert_eq!(read(&w, "shell.txt"), "usr2\n", "the batch shell got the first signal too");
 }
@@ -303,8 +318,8 @@ srun sh -c 'trap "echo task > task.txt; exit 0" USR1; while :; do sleep 0.1; don
 echo "srun=$?" > after.txt
 "#,
     );
-    assert_eq!(wait_file(&w.join("task.txt"), 30), "task\n");
-    assert_eq!(wait_file(&w.join("after.txt"), 30), "srun=0\n");
+    assert_eq!(wait_line(&w.join("task.txt"), 30), "task\n");
+    assert_eq!(wait_line(&w.join("after.txt"), 30), "srun=0\n");
     // The script ends after srun: once the shell is gone, every signal it got was trapped.
     assert_eq!(wait_finished(&c, &w, id), "COMPLETED");
     assert!(!w.join("shell.txt").exists(), "the batch shell got the warning signal");
