@@ -106,6 +106,19 @@ fn step_end_state(exit_code: i32, signal: i32, cancelled: bool) -> &'static str 
     }
 }
 
+/// Takes node `node`'s report `exit` of a step on nodes `on` into `ends` (the reports so far;
+/// a node not in `on` is passed over); the worst of them once every node in `on` reported.
+fn all_nodes_ended(ends: &mut BTreeMap<String, (i32, i32)>, on: &[String], node: String, exit: (i32, i32)) -> Option<(i32, i32)> {
+    if !on.contains(&node) {
+        return None;
+    }
+    ends.insert(node, exit);
+    if !on.iter().all(|n| ends.contains_key(n)) {
+        return None;
+    }
+    flotilla_proto::step::worst_end(ends.values().copied())
+}
+
 /// What one node of the job offers a step.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct NodeOffer {
@@ -626,31 +639,16 @@ impl Controller {
         let Some(rec) = self.jobs.get(&job_id) else { return };
         if let Some(s) = self.steps.jobs.get_mut(&job_id).and_then(|t| t.running.get_mut(&step_id)) {
             let on: Vec<String> = s.nodes.iter().filter_map(|&i| rec.nodes.get(i).cloned()).collect();
-            if !on.contains(&node) {
-                return;
-            }
-            s.node_ends.insert(node, exit);
-            if !on.iter().all(|n| s.node_ends.contains_key(n)) {
-                return;
-            }
-            let (exit_code, signal) = flotilla_proto::step::worst_end(s.node_ends.values().copied()).unwrap_or_default();
-            let cancelled_by = s.cancelled_by;
-            let start = s.start_time;
+            let Some((exit_code, signal)) = all_nodes_ended(&mut s.node_ends, &on, node, exit) else { return };
+            let (cancelled_by, start) = (s.cancelled_by, s.start_time);
             self.steps.jobs.get_mut(&job_id).expect("present").running.remove(&step_id);
             let c = StepComplete { job_id, step_id, exit_code, signal };
             self.record_step_end(&c, cancelled_by, (start, now), compress_sorted(&on));
             return;
         }
         let Some(e) = self.steps.ended.get_mut(&(job_id, step_id)) else { return };
-        if !e.node_names.contains(&node) {
-            return;
-        }
-        e.node_ends.insert(node, exit);
-        if !e.node_names.iter().all(|n| e.node_ends.contains_key(n)) {
-            return;
-        }
+        let Some((exit_code, signal)) = all_nodes_ended(&mut e.node_ends, &e.node_names, node, exit) else { return };
         let e = self.steps.ended.remove(&(job_id, step_id)).expect("present");
-        let (exit_code, signal) = flotilla_proto::step::worst_end(e.node_ends.values().copied()).unwrap_or_default();
         let c = StepComplete { job_id, step_id, exit_code, signal };
         // (Its end time stays the job's end.)
         self.record_step_end(&c, e.cancelled_by, (e.start_time, e.end_time), e.nodes);
