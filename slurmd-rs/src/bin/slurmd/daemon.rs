@@ -868,7 +868,12 @@ impl Daemon {
                     return Ok(());
                 }
                 let status = status.map_or_else(|e| e.to_string(), |s| s.to_string());
-                anyhow::bail!("supervisor exited with {status}; see {}", dir.0.join("stepd.log").display());
+                // The job's directory (and its log) goes with the failed launch: its last
+                // lines go into this error.
+                let log = std::fs::read_to_string(dir.0.join("stepd.log")).unwrap_or_default();
+                let tail: Vec<&str> = log.lines().rev().take(8).collect();
+                let tail: Vec<&str> = tail.into_iter().rev().collect();
+                anyhow::bail!("supervisor exited with {status}; its log ends: {}", tail.join(" | "));
             }
             if t0.elapsed() > Duration::from_secs(10) {
                 anyhow::bail!("supervisor did not start");
