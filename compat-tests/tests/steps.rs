@@ -21,26 +21,19 @@ use std::time::{Duration, Instant};
 
 /// Waits for a marker file (`touch`) to exist; fails after `secs`.
 fn wait_file(p: &Path, secs: u64) {
-    let t0 = Instant::now();
-    while !p.exists() {
-        assert!(t0.elapsed() < Duration::from_secs(secs), "{} never appeared", p.display());
-        std::thread::sleep(Duration::from_millis(100));
-    }
+    wait_until(&format!("{} to exist", p.display()), Duration::from_secs(secs), || p.exists(), String::new);
 }
 
 /// Waits for file `p` to hold a whole line (a shell's `echo x > p` creates the file empty
 /// before it writes); returns its text; fails after `secs`.
 fn wait_line(p: &Path, secs: u64) -> String {
-    let t0 = Instant::now();
-    loop {
-        if let Ok(s) = std::fs::read_to_string(p) {
-            if s.ends_with('\n') {
-                return s;
-            }
-        }
-        assert!(t0.elapsed() < Duration::from_secs(secs), "{} never held a line", p.display());
-        std::thread::sleep(Duration::from_millis(100));
-    }
+    let mut text = String::new();
+    let read = || {
+        text = std::fs::read_to_string(p).unwrap_or_default();
+        text.ends_with('\n')
+    };
+    wait_until(&format!("a line in {}", p.display()), Duration::from_secs(secs), read, String::new);
+    text
 }
 
 fn work(c: &LocalCluster) -> PathBuf {
