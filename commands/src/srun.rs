@@ -48,6 +48,8 @@ const O_IGNORED: u32 = 1012;
 const O_MPI: u32 = 1013;
 const O_MINCPUS: u32 = 1014;
 const O_RESERVATION: u32 = 1015;
+const O_EXACT: u32 = 1016;
+const O_WHOLE: u32 = 1017;
 
 /// srun's getopt string (Slurm 22.05 `opt.c`); `+`: stop at the program name.
 pub const SHORTS: &str = "+A:b:B:c:C:d:D:e:EG:hHi:I::jJ:k::K::lL:m:M:n:N:o:Op:q:QsS:t:T:uvVw:W:x:XZ";
@@ -62,6 +64,7 @@ pub const LONGS: &[LongOpt] = &[
     lo("cpus-per-task", HasArg::Required, c('c')),
     lo("distribution", HasArg::Required, c('m')),
     lo("error", HasArg::Required, c('e')),
+    lo("exact", HasArg::No, O_EXACT),
     lo("exclude", HasArg::Required, c('x')),
     lo("exclusive", HasArg::Optional, O_EXCLUSIVE),
     lo("export", HasArg::Required, O_EXPORT),
@@ -100,6 +103,7 @@ pub const LONGS: &[LongOpt] = &[
     lo("verbose", HasArg::No, c('v')),
     lo("version", HasArg::No, c('V')),
     lo("wait", HasArg::Required, c('W')),
+    lo("whole", HasArg::No, O_WHOLE),
     lo("x11", HasArg::Optional, O_IGNORED),
 ];
 
@@ -118,6 +122,8 @@ struct Opts {
     nodes_max: Option<u32>,
     /// Slurm's warnings about counts given together ([`reconcile_counts`]), printed first.
     notes: Vec<String>,
+    /// `--whole` (Slurm 22.05's default anyway; refused with `--exact`).
+    whole: bool,
 }
 
 /// What ends `srun` early: lines for stderr and the exit status.
@@ -200,6 +206,8 @@ fn parse(argv: &[String], env: &dyn Fn(&str) -> Option<String>) -> Result<(Opts,
                 o.step.cpus_per_task = Some(count(&a, "--cpus-per-task")?);
                 word(&mut o);
             }
+            O_EXACT => o.step.exact = true,
+            O_WHOLE => o.whole = true,
             x if x == c('w') => {
                 o.step.nodelist = flotilla_core::hostlist::expand(&a).map_err(|_| fatal(format!("Invalid node name specified: {a}"), 255))?;
                 word(&mut o);
@@ -212,7 +220,11 @@ fn parse(argv: &[String], env: &dyn Fn(&str) -> Option<String>) -> Result<(Opts,
                 word(&mut o);
             }
             O_OVERLAP => o.step.overlap = true,
-            O_EXCLUSIVE => o.step.exclusive = true,
+            // `--exclusive` (or `=exclusive`) implies `--exact` (slurm_opt.c arg_set_exclusive).
+            O_EXCLUSIVE => {
+                o.step.exclusive = true;
+                o.step.exact |= opt.arg.as_deref().is_none_or(|v| v.eq_ignore_ascii_case("exclusive"));
+            }
             x if x == c('l') => o.label = true,
             x if x == c('o') => o.step.stdout = Some(a),
             x if x == c('e') => o.step.stderr = Some(a),
@@ -241,6 +253,12 @@ fn parse(argv: &[String], env: &dyn Fn(&str) -> Option<String>) -> Result<(Opts,
         // The input environment variable stands for -n (srun(1) "INPUT ENVIRONMENT").
         o.step.ntasks = env("SLURM_NTASKS").and_then(|v| v.parse().ok()).filter(|&n| n > 0 && o.step.nodes.is_none());
     }
+    if o.step.exact && o.whole {
+        // srun/libsrun/opt.c _opt_verify (before -c implies --exact, which --whole does not stop).
+        return Err(fatal("--exact and --whole are mutually exclusive.", 1));
+    }
+    // -c implies --exact (libsrun/launch.c, where the step request is built).
+    o.step.exact |= o.step.cpus_per_task.is_some();
     o.notes = reconcile_counts(&mut o, env);
     if let Some(t) = o.step.ntasks_per_node {
         o.alloc_words.push(format!("--ntasks-per-node={t}"));
@@ -503,7 +521,8 @@ fn run_step(
         }
     };
     if waited && !o.quiet {
-        io.err(&format!("srun: Step created for StepId={job_id}.{}\n", layout.step_id));
+        // libsrun/launch.c launch_common_create_job_step, after a wait.
+        io.err(&format!("srun: Step created for job {job_id}\n"));
     }
     let (tx, rx) = mpsc::channel::<Ev>();
     {
@@ -728,6 +747,22 @@ fn signal_text(s: i32) -> &'static str {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn exact_and_whole() {
+        let env = |_: &str| None;
+        let p = |args: &[&str]| parse(&args.iter().map(|s| s.to_string()).collect::<Vec<_>>(), &env);
+        let exact = |args: &[&str]| p(args).unwrap().0.step.exact;
+        assert!(!exact(&["prog"]), "Slurm 22.05's default is --whole");
+        assert!(!exact(&["--whole", "prog"]));
+        assert!(exact(&["--exact", "prog"]));
+        assert!(exact(&["-c", "2", "prog"]), "-c implies --exact");
+        assert!(exact(&["-c", "2", "--whole", "prog"]), "even with --whole (checked on the reference)");
+        assert!(exact(&["--exclusive", "prog"]));
+        assert!(!exact(&["--exclusive=user", "prog"]));
+        let e = p(&["--exact", "--whole", "prog"]).unwrap_err();
+        assert_eq!((e.lines, e.code), (vec!["srun: error: --exact and --whole are mutually exclusive.".to_string()], 1));
+    }
 
     #[test]
     fn task_ranges() {

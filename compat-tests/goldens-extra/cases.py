@@ -331,7 +331,18 @@ A03 = [
     # delete_step_records, and is what is kept): the step ends CANCELLED 0:15 in sacct, and
     # its status counts in the derived exit code scontrol shows, not in the job's accounting
     # record (written at the job's end).
-    {"name": "cancel_job_running_step", "cmd": "sb -t 5 -o /dev/null --wrap 'srun true; srun sleep 300'\nwst $J1 RUNNING\nfor i in $(seq 300); do squeue -h -s -j $J1 -o %i | grep -q '\\.1$' && break; sleep 0.1; done\nscancel $J1\nwend $J1\nfor i in $(seq 100); do sacct -n -j $J1.1 -o ExitCode -P | grep -q '^0:15$' && break; sleep 0.2; done\nsacct -n -j $J1 -o JobID,State,ExitCode,DerivedExitCode -P | ms\nscontrol show job -d $J1 | grep -oE '(JobState|ExitCode|DerivedExitCode)=[^ ]*' | m\nfin"},
+    {"name": "cancel_job_running_step", "cmd": "sb -t 5 -o /dev/null --wrap 'srun true; srun sleep 300'\nwst $J1 RUNNING\nfor i in $(seq 300); do squeue -h -s -j $J1 -o %i | grep -q '\\.1$' && break; sleep 0.1; done\nscancel $J1\nwend $J1\nfor i in $(seq 100); do sacct -n -j $J1.1 -o ExitCode -P | grep -q '^0:15$' && break; sleep 0.2; done\nsacct -n -j $J1 -o JobID,State,ExitCode,DerivedExitCode -P | ms\nscontrol show job -d $J1 | grep -oE '(JobState|ExitCode|DerivedExitCode)=[^ ]*' | m\nfin"},    # A step's CPUs (Slurm 22.05's --whole default: srun/libsrun/launch.c
+    # _create_job_step_create_message sets SSF_WHOLE unless --exact, which -c and --exclusive
+    # imply; step_mgr.c _pick_step_nodes leaves out a node where another step holds CPUs,
+    # _step_alloc_lps gives the step every CPU of the job there): a second step waits for the
+    # first (srun's "step creation temporarily disabled"); each holds the job's 4 CPUs.
+    {"name": "step_whole_cpus", "cmd": "rm -f a.flag w.out\ncat > w.sh <<'EOF'\n#!/bin/bash\nsrun -n1 bash -c 'touch a.flag; sleep 2' &\nwhile [ ! -e a.flag ]; do sleep 0.1; done\nscontrol show step $SLURM_JOB_ID.0 | grep -oE '(NumCPUs|TRES)=[^ ]*'\nsrun -n1 true; echo rc=$?\nwait\nEOF\nsb -N1 -n4 -t 5 -o w.out w.sh\nwend $J1\nms < w.out\nsacct -n -j $J1 -o JobID,AllocCPUS,AllocTRES -P | ms\nfin\nrm -f a.flag w.out w.sh"},
+    # --exact steps (and -c, which implies it) hold their tasks' CPUs and run side by side; a
+    # whole step waits while any of them runs on its node.
+    {"name": "step_exact_cpus", "cmd": "rm -f a.flag w.out\ncat > w.sh <<'EOF'\n#!/bin/bash\nsrun --exact -n1 bash -c 'touch a.flag; sleep 3' &\nwhile [ ! -e a.flag ]; do sleep 0.1; done\nscontrol show step $SLURM_JOB_ID.0 | grep -oE '(NumCPUs|TRES)=[^ ]*'\nsrun --exact -n2 true; echo exact rc=$?\nsrun -c2 -n1 true; echo c2 rc=$?\nsrun -n1 true; echo whole rc=$?\nwait\nEOF\nsb -N1 -n4 -t 5 -o w.out w.sh\nwend $J1\nms < w.out\nsacct -n -j $J1 -o JobID,AllocCPUS,AllocTRES -P | ms\nfin\nrm -f a.flag w.out w.sh"},
+    # A whole step goes to a node of the job no other step uses (_pick_step_nodes clears the
+    # busy ones from the nodes it may pick); one that needs every node waits.
+    {"name": "step_whole_other_node", "cmd": "rm -f a.flag w.out\ncat > w.sh <<'EOF'\n#!/bin/bash\nsrun -N1 -n1 bash -c 'touch a.flag; sleep 3' &\nwhile [ ! -e a.flag ]; do sleep 0.1; done\nsrun -N1 -n1 true; echo one rc=$?\nsrun -N2 -n2 true; echo two rc=$?\nwait\nEOF\nsb -N2 --ntasks-per-node=2 -t 5 -o w.out w.sh\nwend $J1\nms < w.out\nsacct -n -j $J1 -o JobID,NNodes,AllocCPUS,AllocTRES -P | ms\na=$(sacct -n -j $J1.0 -o NodeList -P); b=$(sacct -n -j $J1.1 -o NodeList -P)\n[ -n \"$a\" ] && [ \"$a\" != \"$b\" ] && echo steps 0 and 1 on different nodes\nfin\nrm -f a.flag w.out w.sh"},
 ]
 
 # Area a05: dependencies (slurmctld job_scheduler.c: update_job_dependency /

@@ -38,7 +38,8 @@ pub struct StepRequest {
     pub nodelist: Vec<String>,
     /// `--gpus-per-task`: each task gets this many of its node's GPUs of the job, its own.
     pub gpus_per_task: Option<u32>,
-    /// `--exclusive`: the step's CPUs (and GPUs) are its own (Slurm 22.05's default).
+    /// `--exclusive`: the step's CPUs (and GPUs) are its own (Slurm 22.05's default); implies
+    /// [`StepRequest::exact`].
     pub exclusive: bool,
     /// `--overlap`: the step shares CPUs and GPUs with the other steps.
     pub overlap: bool,
@@ -69,6 +70,12 @@ pub struct StepRequest {
     /// `srun`'s process id (appended; 0: not given).
     #[serde(default)]
     pub srun_pid: u32,
+    /// `--exact` (appended; `-c` and `--exclusive` imply it): the step holds only its tasks'
+    /// CPUs on each node. Without it (Slurm 22.05's `--whole` default, `SSF_WHOLE`) the step
+    /// holds all of the job's CPUs on each of its nodes and takes no node where another step
+    /// holds CPUs.
+    #[serde(default)]
+    pub exact: bool,
 }
 
 /// The controller's answer to [`StepRequest`] (`RESPONSE_JOB_STEP_CREATE`).

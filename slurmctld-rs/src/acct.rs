@@ -167,6 +167,7 @@ pub fn requeued_rows(rec: &JobRecord, now: i64, step_state: Option<&str>, run_st
         nodes: rec.nodes.first().cloned().unwrap_or_default(),
         requid: None,
         reason_prev: None,
+        alloc: None,
     });
     (row, step)
 }
@@ -214,6 +215,7 @@ pub fn batch_step_row(rec: &JobRecord) -> Option<StepRow> {
         nodes: rec.nodes.first().cloned().unwrap_or_default(),
         requid: None,
         reason_prev: None,
+        alloc: None,
     })
 }
 
@@ -650,9 +652,10 @@ fn acct_step(r: StepRow) -> AcctStep {
         start_time: r.start_time,
         end_time: r.end_time,
         nodes: r.nodes,
-        cpus: 0,
+        // (0 CPUs: not recorded; [`fill_step_tres`] counts the job's.)
+        cpus: r.alloc.map_or(0, |a| a.0),
         gpus: 0,
-        mem_mib: 0,
+        mem_mib: r.alloc.map_or(0, |a| a.1),
         nnodes: 0,
         usage: None,
         cancelled_by: r.requid,
@@ -660,8 +663,10 @@ fn acct_step(r: StepRow) -> AcctStep {
 }
 
 /// Each step's node count and TRES, then Slurm's order ([`step_rank`]). The batch step gets
-/// the batch host's share (`batch`: CPUs, GPUs, MiB); numbered steps, whose allocation is not
-/// recorded per step, the job's per-node share times the step's node count.
+/// the batch host's share (`batch`: CPUs, GPUs, MiB); a numbered step its recorded CPUs and
+/// memory (all of the job's CPUs on its nodes, or its tasks' with `--exact`: Slurm 22.05
+/// `step_mgr.c` `_step_alloc_lps`); GPUs, and the CPUs and memory of a row that has none
+/// recorded, are the job's per-node share times the step's node count.
 fn fill_step_tres(steps: &mut [AcctStep], j: &AcctJob, batch: (u32, u32, u64)) {
     for s in steps.iter_mut() {
         s.nnodes = hostnames(&s.nodes).len() as u32;
@@ -669,9 +674,11 @@ fn fill_step_tres(steps: &mut [AcctStep], j: &AcctJob, batch: (u32, u32, u64)) {
             (s.cpus, s.gpus, s.mem_mib) = batch;
         } else {
             let n = j.alloc_nodes.max(1);
-            s.cpus = (j.alloc_cpus / n).saturating_mul(s.nnodes);
             s.gpus = (j.alloc_gpus / n).saturating_mul(s.nnodes);
-            s.mem_mib = (j.alloc_mem_mib / u64::from(n)).saturating_mul(u64::from(s.nnodes));
+            if s.cpus == 0 {
+                s.cpus = (j.alloc_cpus / n).saturating_mul(s.nnodes);
+                s.mem_mib = (j.alloc_mem_mib / u64::from(n)).saturating_mul(u64::from(s.nnodes));
+            }
         }
     }
     steps.sort_by_key(|s| step_rank(&s.step));

@@ -82,10 +82,11 @@ const MIGRATIONS: &[Migration] = &[
     migration!(12, "0012_constraints.sql", None),
     migration!(13, "0013_exit_details.sql", None),
     migration!(14, "0014_reason_prev.sql", None),
+    migration!(15, "0015_step_cpus.sql", None),
 ];
 
 /// The highest migration number: the schema version a store of this controller has.
-pub const SCHEMA_VERSION: u32 = 14;
+pub const SCHEMA_VERSION: u32 = 15;
 
 /// SQLite `synchronous` setting.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -133,7 +133,7 @@ fn migration_rewrites_every_row_in_the_row_format_and_keeps_the_text() {
         .unwrap()
         .collect::<Result<_, _>>()
         .unwrap();
-    assert_eq!(versions, vec![1, 2, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14]);
+    assert_eq!(versions, vec![1, 2, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15]);
 
     for (table, key, column) in [
         ("jobs", "id", "record"),
@@ -249,4 +249,9 @@ fn controller_restarted_on_an_old_database_keeps_its_running_and_pending_jobs() 
     // Version 14: accounting rows written before it keep no pending reason.
     let none: i64 = db.query_row("SELECT COUNT(*) FROM acct_jobs WHERE state_reason_prev = ''", [], |r| r.get(0)).unwrap();
     assert_eq!(none, rows);
+    // Version 15: step rows written before it have no CPUs or memory (sacct counts the job's).
+    let unknown: i64 = db
+        .query_row("SELECT COUNT(*) FROM job_steps WHERE alloc_cpus IS NULL AND alloc_mem_mib IS NULL", [], |r| r.get(0))
+        .unwrap();
+    assert_eq!(unknown, steps);
 }

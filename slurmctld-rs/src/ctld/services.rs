@@ -300,6 +300,7 @@ impl Controller {
             nodes: compress_sorted(&rec.nodes),
             requid: None,
             reason_prev: rec.acct.reason_prev.map(|r| r.as_str().to_string()),
+            alloc: None,
         });
     }
 

@@ -7,10 +7,12 @@
 //! layout ([`layout`]) is a pure function of the request and what the job holds.
 //!
 //! Rules (Slurm 22.05 `srun(1)`): tasks are laid out in blocks (consecutive task ids per
-//! node), as evenly as possible over the step's nodes; a step's CPUs (tasks × CPUs per task)
-//! and, with `--gpus-per-task`, its GPUs are its own while it runs unless it or the other step
-//! was created with `--overlap`; a step that could fit once others end waits
-//! (`ESLURM_NODES_BUSY`, srun retries); one that can never fit in the job fails with
+//! node), as evenly as possible over the step's nodes; a step's CPUs and, with
+//! `--gpus-per-task`, its GPUs are its own while it runs unless it or the other step was
+//! created with `--overlap`. Its CPUs on a node are all of the job's there (Slurm 22.05's
+//! `--whole` default: it takes no node where another step holds CPUs), or with `--exact`
+//! (which `-c` implies) its tasks × CPUs per task. A step that could fit once others end
+//! waits (`ESLURM_NODES_BUSY`, srun retries); one that can never fit in the job fails with
 //! `More processors requested than permitted`.
 
 use super::{Controller, Ident};
@@ -50,6 +52,8 @@ struct EndedStep {
     start_time: i64,
     end_time: i64,
     nodes: String,
+    /// The step's CPUs and memory ([`RunningStep`]'s `alloc`).
+    alloc: (u32, u64),
     cancelled_by: Option<u32>,
     /// The step's nodes.
     node_names: Vec<String>,
@@ -70,8 +74,13 @@ struct RunningStep {
     name: String,
     /// Indices into the job's nodes.
     nodes: Vec<usize>,
-    /// CPUs held on each of those nodes (0 when overlapping).
+    /// CPUs held on each of those nodes (0 when overlapping; the job's there unless `exact`).
     cpus: Vec<u32>,
+    /// `--exact` (or `-c`): it holds its tasks' CPUs, not all of the job's on its nodes.
+    exact: bool,
+    /// The step's CPUs over its nodes, held or not, and its memory in MiB (its TRES `cpu=`
+    /// and `mem=` in `sacct`: [`step_mem_mib`]).
+    alloc: (u32, u64),
     /// GPUs held on each of those nodes (0 when overlapping or no `--gpus-per-task`).
     gpus: Vec<u64>,
     overlap: bool,
@@ -119,6 +128,17 @@ fn all_nodes_ended(ends: &mut BTreeMap<String, (i32, i32)>, on: &[String], node:
     flotilla_proto::step::worst_end(ends.values().copied())
 }
 
+/// A step's memory in MiB as Slurm 22.05 counts it in its TRES (`step_mgr.c`
+/// `_step_alloc_lps`, checked on the reference): the job's memory per CPU times the step's
+/// `cpus`, else the job's per node times its `nodes` (a 1-CPU `--exact` step of a `--mem=8G`
+/// job has `mem=8G`).
+fn step_mem_mib(mem_per_cpu: Option<u64>, mem_per_node: u64, cpus: u32, nodes: usize) -> u64 {
+    match mem_per_cpu {
+        Some(m) => m.saturating_mul(u64::from(cpus)),
+        None => mem_per_node.saturating_mul(nodes as u64),
+    }
+}
+
 /// What one node of the job offers a step.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct NodeOffer {
@@ -156,9 +176,18 @@ pub struct Placed {
     pub task_gpus: Vec<Vec<u64>>,
     /// GPUs the step holds per node (`--gpus-per-task`).
     pub held_gpus: Vec<u64>,
+    /// The step's CPUs per node: the job's there, or with `--exact` its tasks × CPUs per
+    /// task (held from other steps unless `--overlap`).
+    pub cpus: Vec<u32>,
 }
 
 /// Lays a step out over the job's nodes (`offers`, in allocation order).
+///
+/// Which nodes (Slurm 22.05 `step_mgr.c` `_pick_step_nodes`): all of `-w`, else the first
+/// ones in the job's order among those the step may take now (a `--whole` step a node where
+/// no other step holds CPUs, an `--exact` one a node with CPUs free for a task), then the
+/// others; the chosen ones in the job's order. What a step holds (`_step_alloc_lps`): the
+/// job's CPUs on each node unless `--exact`.
 ///
 /// Errors (Slurm's codes): `ESLURM_REQUESTED_NODE_CONFIG_UNAVAILABLE` for a `-w` node that is
 /// not the job's or a node count the job or `-w` cannot give; `ESLURM_TOO_MANY_REQUESTED_CPUS`
@@ -167,8 +196,14 @@ pub struct Placed {
 /// steps hold what it needs.
 pub fn layout(req: &StepRequest, offers: &[NodeOffer], job: JobDefaults) -> Result<Placed, SlurmError> {
     let err = SlurmError::new;
+    let cpt = req.cpus_per_task.unwrap_or(job.cpus_per_task).max(1);
+    let whole = !req.exact && !req.overlap;
+    // Whether a node can take a task of the step now.
+    let usable = |o: &NodeOffer| req.overlap || if whole { o.held_cpus == 0 } else { o.cpus.saturating_sub(o.held_cpus) >= cpt };
     let candidates: Vec<usize> = if req.nodelist.is_empty() {
-        (0..offers.len()).collect()
+        let (mut free, busy): (Vec<usize>, Vec<usize>) = (0..offers.len()).partition(|&i| usable(&offers[i]));
+        free.extend(busy);
+        free
     } else {
         let mut v = Vec::new();
         for (i, o) in offers.iter().enumerate() {
@@ -184,7 +219,6 @@ pub fn layout(req: &StepRequest, offers: &[NodeOffer], job: JobDefaults) -> Resu
     if candidates.is_empty() {
         return Err(err(ESLURM_REQUESTED_NODE_CONFIG_UNAVAILABLE));
     }
-    let cpt = req.cpus_per_task.unwrap_or(job.cpus_per_task).max(1);
     let tpn = req.ntasks_per_node.filter(|&t| t > 0);
     let nodes_req = req.nodes.filter(|&n| n > 0);
     if nodes_req.is_some_and(|n| n as usize > candidates.len()) {
@@ -205,7 +239,8 @@ pub fn layout(req: &StepRequest, offers: &[NodeOffer], job: JobDefaults) -> Resu
     };
     // Fewer tasks than nodes: one task per node on the first ones (srun warns and shrinks).
     nnodes = nnodes.min(ntasks as usize).max(1);
-    let chosen: Vec<usize> = candidates[..nnodes].to_vec();
+    let mut chosen: Vec<usize> = candidates[..nnodes].to_vec();
+    chosen.sort_unstable();
     let counts: Vec<u32> = match tpn {
         Some(t) => {
             if ntasks > t.saturating_mul(nnodes as u32) {
@@ -231,15 +266,17 @@ pub fn layout(req: &StepRequest, offers: &[NodeOffer], job: JobDefaults) -> Resu
     let mut busy = false;
     let mut task_gpus = Vec::with_capacity(nnodes);
     let mut held_gpus = Vec::with_capacity(nnodes);
+    let mut cpus = Vec::with_capacity(nnodes);
     for (&i, &c) in chosen.iter().zip(&counts) {
         let o = &offers[i];
         let need = c.saturating_mul(cpt);
         if need > o.cpus {
             return Err(err(ESLURM_TOO_MANY_REQUESTED_CPUS));
         }
-        if !req.overlap && need > o.cpus.saturating_sub(o.held_cpus) {
+        if !req.overlap && (if whole { o.held_cpus > 0 } else { need > o.cpus.saturating_sub(o.held_cpus) }) {
             busy = true;
         }
+        cpus.push(if req.exact { need } else { o.cpus });
         match req.gpus_per_task.filter(|&g| g > 0) {
             Some(g) => {
                 let want = c.saturating_mul(g) as usize;
@@ -275,6 +312,7 @@ pub fn layout(req: &StepRequest, offers: &[NodeOffer], job: JobDefaults) -> Resu
         cpus_per_task: cpt,
         task_gpus,
         held_gpus,
+        cpus,
     })
 }
 
@@ -332,13 +370,25 @@ impl Controller {
             // After a controller restart, continue after the steps already recorded.
             table.next = self.store.next_step_id(req.job_id).unwrap_or(0);
         }
+        // The job's CPUs on each node as Slurm counts them: its tasks laid out over its nodes,
+        // the first ones taking one more when they do not divide evenly (select/cons_tres:
+        // `-N2 -n3` has 2 and 1, `SLURM_JOB_CPUS_PER_NODE=2,1`; goldens-extra
+        // `a03_scontrol_show_step`), where Flotilla's allocation holds the larger count on
+        // each node.
+        let n = rec.allocs.len() as u32;
+        let uneven = rec.ntasks_given && !rec.exclusive && n > 1 && rec.ntasks % n != 0;
+        let slurm_cpus = |i: usize| match uneven {
+            true => (rec.ntasks / n + u32::from((i as u32) < rec.ntasks % n)).saturating_mul(rec.cpus_per_task.max(1)),
+            false => u32::MAX,
+        };
         let mut offers: Vec<NodeOffer> = rec
             .nodes
             .iter()
             .zip(&rec.allocs)
-            .map(|(n, a)| NodeOffer {
+            .enumerate()
+            .map(|(i, (n, a))| NodeOffer {
                 name: n.clone(),
-                cpus: (a.part.cpu_milli / 1000) as u32,
+                cpus: ((a.part.cpu_milli / 1000) as u32).min(slurm_cpus(i)),
                 gpus: a.part.gpus.0,
                 held_cpus: 0,
                 held_gpus: 0,
@@ -374,14 +424,14 @@ impl Controller {
             cpus_per_task: placed.cpus_per_task,
         };
         let ntasks = layout.ntasks();
+        let step_cpus: u32 = placed.cpus.iter().sum();
+        let alloc = (step_cpus, step_mem_mib(rec.mem_per_cpu_mib, rec.mem_per_node_mib, step_cpus, placed.nodes.len()));
         let running = RunningStep {
             name: req.name.clone(),
             nodes: placed.nodes.clone(),
-            cpus: placed
-                .counts
-                .iter()
-                .map(|c| if req.overlap { 0 } else { c * placed.cpus_per_task })
-                .collect(),
+            cpus: placed.cpus.iter().map(|&c| if req.overlap { 0 } else { c }).collect(),
+            exact: req.exact,
+            alloc,
             gpus: placed.held_gpus.clone(),
             overlap: req.overlap,
             ntasks,
@@ -405,6 +455,7 @@ impl Controller {
             nodes: nodes_str,
             requid: None,
             reason_prev: None,
+            alloc: Some(alloc),
         });
         let elastic = rec.spec.elastic.is_some();
         let launch_base = LaunchStep {
@@ -453,6 +504,7 @@ impl Controller {
         let names = rec.nodes.clone();
         let cpus_per_node: Vec<u32> = rec.allocs.iter().map(|a| (a.part.cpu_milli / 1000) as u32).collect();
         let gpus_per_node: Vec<u64> = rec.allocs.iter().map(|a| a.part.gpus.0).collect();
+        let (mem_per_cpu, mem_per_node) = (rec.mem_per_cpu_mib, rec.mem_per_node_mib);
         let Some(t) = self.steps.jobs.get_mut(&job_id) else { return };
         let mut out = Vec::new();
         for s in t.running.values_mut() {
@@ -469,7 +521,10 @@ impl Controller {
                 base.layout.nodes.push(names[i].clone());
                 base.layout.tasks.push((first..first + per_node).collect());
                 s.nodes.push(i);
-                s.cpus.push(if s.overlap { 0 } else { per_node * cpt });
+                let cpus = if s.exact { per_node * cpt } else { cpus_per_node[i] };
+                s.cpus.push(if s.overlap { 0 } else { cpus });
+                s.alloc.0 += cpus;
+                s.alloc.1 = step_mem_mib(mem_per_cpu, mem_per_node, s.alloc.0, s.nodes.len());
                 s.gpus.push(0);
                 s.ntasks += per_node;
                 let mut m = (**base).clone();
@@ -545,22 +600,22 @@ impl Controller {
             // ([`EndedStep`]); late, or for a step never known, nothing changes.
             if let Some(e) = self.steps.ended.remove(&(c.job_id, c.step_id)) {
                 // (Its end time stays the job's end.)
-                self.record_step_end(&c, e.cancelled_by, (e.start_time, e.end_time), e.nodes);
+                self.record_step_end(&c, e.cancelled_by, (e.start_time, e.end_time), (e.nodes, e.alloc));
             }
             return Response::JobResults(Vec::new());
         };
         let nodes: Vec<String> = s.nodes.iter().filter_map(|&i| rec.nodes.get(i).cloned()).collect();
-        self.record_step_end(&c, s.cancelled_by, (s.start_time, now), compress_sorted(&nodes));
+        self.record_step_end(&c, s.cancelled_by, (s.start_time, now), (compress_sorted(&nodes), s.alloc));
         Response::JobResults(Vec::new())
     }
 
-    /// A step's end as its report `c` gives it: its row (`start`, `end`, `nodes`; the
+    /// A step's end as its report `c` gives it: its row (`start`, `end`, `nodes`, its `alloc`; the
     /// canceller kept when it ends `CANCELLED`), and its wait status into the job's derived
     /// exit code (Slurm 22.05 `step_mgr.c` `_internal_step_complete`: the highest of its srun
     /// steps) — the accounting record's too only while the job's run has not ended (its
     /// database row was written at its end; a step its job's cancel killed moves only
     /// `scontrol`'s value).
-    fn record_step_end(&mut self, c: &StepComplete, cancelled_by: Option<u32>, (start, end): (i64, i64), nodes: String) {
+    fn record_step_end(&mut self, c: &StepComplete, cancelled_by: Option<u32>, (start, end): (i64, i64), (nodes, alloc): (String, (u32, u64))) {
         let rec = self.jobs.get_mut(&c.job_id).expect("job exists");
         let state = step_end_state(c.exit_code, c.signal, cancelled_by.is_some() || rec.cancelled_by_scancel());
         info!(job = c.job_id, step = c.step_id, exit_code = c.exit_code, signal = c.signal, state, "step ended");
@@ -584,6 +639,7 @@ impl Controller {
             nodes,
             requid: cancelled_by.filter(|_| state == "CANCELLED"),
             reason_prev: None,
+            alloc: Some(alloc),
         });
     }
 
@@ -607,6 +663,7 @@ impl Controller {
                     start_time: s.start_time,
                     end_time: now,
                     nodes: nodes.clone(),
+                    alloc: s.alloc,
                     cancelled_by: s.cancelled_by,
                     node_names,
                     node_ends: s.node_ends,
@@ -625,6 +682,7 @@ impl Controller {
                 nodes,
                 requid: s.cancelled_by,
                 reason_prev: None,
+                alloc: Some(s.alloc),
             });
         }
     }
@@ -640,10 +698,10 @@ impl Controller {
         if let Some(s) = self.steps.jobs.get_mut(&job_id).and_then(|t| t.running.get_mut(&step_id)) {
             let on: Vec<String> = s.nodes.iter().filter_map(|&i| rec.nodes.get(i).cloned()).collect();
             let Some((exit_code, signal)) = all_nodes_ended(&mut s.node_ends, &on, node, exit) else { return };
-            let (cancelled_by, start) = (s.cancelled_by, s.start_time);
+            let (cancelled_by, start, alloc) = (s.cancelled_by, s.start_time, s.alloc);
             self.steps.jobs.get_mut(&job_id).expect("present").running.remove(&step_id);
             let c = StepComplete { job_id, step_id, exit_code, signal };
-            self.record_step_end(&c, cancelled_by, (start, now), compress_sorted(&on));
+            self.record_step_end(&c, cancelled_by, (start, now), (compress_sorted(&on), alloc));
             return;
         }
         let Some(e) = self.steps.ended.get_mut(&(job_id, step_id)) else { return };
@@ -651,7 +709,7 @@ impl Controller {
         let e = self.steps.ended.remove(&(job_id, step_id)).expect("present");
         let c = StepComplete { job_id, step_id, exit_code, signal };
         // (Its end time stays the job's end.)
-        self.record_step_end(&c, e.cancelled_by, (e.start_time, e.end_time), e.nodes);
+        self.record_step_end(&c, e.cancelled_by, (e.start_time, e.end_time), (e.nodes, e.alloc));
     }
 
     /// Forgets the [`EndedStep`]s whose time for a report has passed at `now`.
@@ -768,6 +826,8 @@ mod tests {
             name: "s".into(),
             nodes: vec![0, 1, 3],
             cpus: vec![1, 2, 3],
+            exact: true,
+            alloc: (6, 6144),
             gpus: vec![1, 2, 4],
             overlap: false,
             ntasks: 3,
@@ -854,6 +914,7 @@ mod tests {
             cpt in proptest::option::of(1u32..4),
             gpt in proptest::option::of(1u32..4),
             overlap in proptest::bool::ANY,
+            exact in proptest::bool::ANY,
             job_ntasks in 1u32..20,
         ) {
             let mask = if gpus == 0 { 0 } else { (1u64 << gpus) - 1 };
@@ -873,6 +934,7 @@ mod tests {
                 cpus_per_task: cpt,
                 gpus_per_task: gpt,
                 overlap,
+                exact,
                 ..StepRequest::default()
             };
             let job = JobDefaults { ntasks: job_ntasks, cpus_per_task: 1 };
@@ -897,6 +959,12 @@ mod tests {
                     if !overlap {
                         proptest::prop_assert!(need <= o.cpus - o.held_cpus);
                     }
+                    // A whole step takes only nodes no other step holds CPUs on (unless it
+                    // overlaps), and all the job's CPUs there; an exact one its tasks'.
+                    if !exact && !overlap {
+                        proptest::prop_assert_eq!(o.held_cpus, 0);
+                    }
+                    proptest::prop_assert_eq!(p.cpus[k], if exact { need } else { o.cpus });
                     if let Some(g) = gpt {
                         let mut seen = 0u64;
                         for &m in &p.task_gpus[k] {
@@ -952,8 +1020,38 @@ mod tests {
         // Held by another step: busy, unless overlapping.
         let mut held = o.clone();
         held[0].held_cpus = 2;
+        held[1].held_cpus = 2;
         let one = StepRequest { ntasks: Some(1), ..Default::default() };
         assert_eq!(layout(&one, &held, JOB).unwrap_err().code, ESLURM_NODES_BUSY);
-        assert!(layout(&StepRequest { overlap: true, ..one }, &held, JOB).is_ok());
+        assert!(layout(&StepRequest { overlap: true, ..one.clone() }, &held, JOB).is_ok());
+        // One node held: a one-task step goes to the other; one on that node (-w) waits.
+        held[1].held_cpus = 0;
+        assert_eq!(layout(&one, &held, JOB).unwrap().nodes, [1]);
+        let on_first = StepRequest {
+            nodelist: vec!["gpu01".into()],
+            ..one.clone()
+        };
+        assert_eq!(layout(&on_first, &held, JOB).unwrap_err().code, ESLURM_NODES_BUSY);
+    }
+
+    /// Slurm 22.05's `--whole` default: a step holds all of the job's CPUs on its nodes and
+    /// waits while another holds any there; `--exact` steps share a node's CPUs (goldens-extra
+    /// `a03_step_whole_cpus`, `a03_step_exact_cpus`).
+    #[test]
+    fn whole_and_exact_steps() {
+        let mut o = offers(1, 4, 0);
+        let one = StepRequest { ntasks: Some(1), ..Default::default() };
+        let exact = StepRequest { exact: true, ..one.clone() };
+        assert_eq!(layout(&one, &o, JOB).unwrap().cpus, [4]);
+        assert_eq!(layout(&exact, &o, JOB).unwrap().cpus, [1]);
+        o[0].held_cpus = 1;
+        assert_eq!(layout(&one, &o, JOB).unwrap_err().code, ESLURM_NODES_BUSY);
+        let two = StepRequest { ntasks: Some(2), ..exact.clone() };
+        assert_eq!(layout(&two, &o, JOB).unwrap().cpus, [2]);
+        let c2 = StepRequest { cpus_per_task: Some(2), ..exact.clone() };
+        assert_eq!(layout(&c2, &o, JOB).unwrap().cpus, [2]);
+        o[0].held_cpus = 3;
+        assert_eq!(layout(&c2, &o, JOB).unwrap_err().code, ESLURM_NODES_BUSY);
+        assert_eq!(layout(&exact, &o, JOB).unwrap().cpus, [1]);
     }
 }

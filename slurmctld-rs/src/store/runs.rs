@@ -42,6 +42,10 @@ pub struct StepRow<K = String> {
     /// [`crate::acct::AcctInfo::reason_prev`] as it was); `None` for none, and always for a
     /// step (only `job_runs` has the column).
     pub reason_prev: Option<String>,
+    /// An `srun` step's CPUs over its nodes and its memory in MiB (`alloc_cpus`,
+    /// `alloc_mem_mib`, `sql/0015_step_cpus.sql`: its TRES `cpu=`, `mem=`); `None`: not
+    /// recorded (the batch step, a row from before version 15), and always for a run.
+    pub alloc: Option<(u32, u64)>,
 }
 
 /// A table of step rows: its name and the name of its key column.
@@ -55,6 +59,9 @@ pub struct StepTable {
     pub requid: bool,
     /// Whether it has the `state_reason_prev` column (`sql/0014_reason_prev.sql`: `job_runs`).
     pub reason: bool,
+    /// Whether it has the `alloc_cpus` and `alloc_mem_mib` columns (`sql/0015_step_cpus.sql`:
+    /// the step tables).
+    pub alloc: bool,
 }
 
 /// `job_steps`, keyed by `step` (TEXT).
@@ -63,6 +70,7 @@ pub const JOB_STEPS: StepTable = StepTable {
     key: "step",
     requid: true,
     reason: false,
+    alloc: true,
 };
 
 /// `job_run_steps` (the steps of earlier runs), keyed within a run by `step`; its `run`
@@ -72,6 +80,7 @@ pub const JOB_RUN_STEPS: StepTable = StepTable {
     key: "step",
     requid: true,
     reason: false,
+    alloc: true,
 };
 
 /// `job_runs`, keyed by `run` (INTEGER).
@@ -80,6 +89,7 @@ pub const JOB_RUNS: StepTable = StepTable {
     key: "run",
     requid: false,
     reason: true,
+    alloc: false,
 };
 
 fn i(v: u64) -> i64 {
@@ -116,6 +126,9 @@ pub fn write<K: StepKey>(db: &dyn Backend, t: StepTable, rows: &[StepRow<K>]) ->
     if t.reason {
         cols.push("state_reason_prev");
     }
+    if t.alloc {
+        cols.extend(["alloc_cpus", "alloc_mem_mib"]);
+    }
     let sql = db.dialect().replace(t.table, &cols, &["job_id", t.key]);
     let sets: Vec<Vec<Param<'_>>> = rows.iter().map(|r| step_params(r, t)).collect();
     db.exec_many(&sql, &sets)
@@ -123,7 +136,7 @@ pub fn write<K: StepKey>(db: &dyn Backend, t: StepTable, rows: &[StepRow<K>]) ->
 
 /// A row's statement parameters in the tables' column order: job id, key, state, exit code,
 /// signal, start, end, nodes, then the canceller where `t` has the column, then the pending
-/// reason where it has that one.
+/// reason where it has that one, then the CPUs and memory where it has them.
 fn step_params<K: StepKey>(r: &StepRow<K>, t: StepTable) -> Vec<Param<'_>> {
     let mut p = vec![
         Param::from(i(r.job_id)),
@@ -141,6 +154,10 @@ fn step_params<K: StepKey>(r: &StepRow<K>, t: StepTable) -> Vec<Param<'_>> {
     if t.reason {
         p.push(Param::from(r.reason_prev.as_deref().unwrap_or("")));
     }
+    if t.alloc {
+        p.push(Param::from(r.alloc.map(|a| i64::from(a.0))));
+        p.push(Param::from(r.alloc.map(|a| i(a.1))));
+    }
     p
 }
 
@@ -156,10 +173,11 @@ pub fn read<K: StepKey>(
     let mut out = Vec::new();
     db.query_each(
         &format!(
-            "SELECT job_id, {}, state, exit_code, signal, start_time, end_time, nodes, {}, {} FROM {} WHERE {filter} ORDER BY {order}",
+            "SELECT job_id, {}, state, exit_code, signal, start_time, end_time, nodes, {}, {}, {} FROM {} WHERE {filter} ORDER BY {order}",
             t.key,
             if t.requid { "requid" } else { "NULL" },
             if t.reason { "state_reason_prev" } else { "''" },
+            if t.alloc { "alloc_cpus, alloc_mem_mib" } else { "NULL, NULL" },
             t.table
         ),
         params,
@@ -175,6 +193,10 @@ pub fn read<K: StepKey>(
                 nodes: r.get(7)?,
                 requid: r.get(8)?,
                 reason_prev: Some(r.get::<String>(9)?).filter(|s| !s.is_empty()),
+                alloc: match (r.get::<Option<i64>>(10)?, r.get::<Option<i64>>(11)?) {
+                    (Some(c), Some(m)) => Some((u32::try_from(c).unwrap_or(u32::MAX), u64::try_from(m).unwrap_or(0))),
+                    _ => None,
+                },
             });
             Ok(())
         },
@@ -203,8 +225,8 @@ pub fn archive_run(db: &dyn Backend, r: &RunSteps) -> Result<(), DbError> {
     let (job, run) = (i(r.job_id), i64::from(r.run));
     db.exec("DELETE FROM job_run_steps WHERE job_id = ?1 AND run = ?2", &params![job, run])?;
     db.exec(
-        "INSERT INTO job_run_steps (job_id, run, step, state, exit_code, signal, start_time, end_time, nodes, requid) \
-         SELECT job_id, CAST(?2 AS BIGINT), step, state, exit_code, signal, start_time, end_time, nodes, requid \
+        "INSERT INTO job_run_steps (job_id, run, step, state, exit_code, signal, start_time, end_time, nodes, requid, alloc_cpus, alloc_mem_mib) \
+         SELECT job_id, CAST(?2 AS BIGINT), step, state, exit_code, signal, start_time, end_time, nodes, requid, alloc_cpus, alloc_mem_mib \
          FROM job_steps WHERE job_id = ?1",
         &params![job, run],
     )?;
@@ -212,7 +234,7 @@ pub fn archive_run(db: &dyn Backend, r: &RunSteps) -> Result<(), DbError> {
     if r.rows.is_empty() {
         return Ok(());
     }
-    let cols = ["job_id", "run", "step", "state", "exit_code", "signal", "start_time", "end_time", "nodes", "requid"];
+    let cols = ["job_id", "run", "step", "state", "exit_code", "signal", "start_time", "end_time", "nodes", "requid", "alloc_cpus", "alloc_mem_mib"];
     let sql = db.dialect().replace(JOB_RUN_STEPS.table, &cols, &["job_id", "run", "step"]);
     let sets: Vec<Vec<Param<'_>>> = r
         .rows
