@@ -253,6 +253,16 @@ fn parse(argv: &[String], env: &dyn Fn(&str) -> Option<String>) -> Result<(Opts,
         // The input environment variable stands for -n (srun(1) "INPUT ENVIRONMENT").
         o.step.ntasks = env("SLURM_NTASKS").and_then(|v| v.parse().ok()).filter(|&n| n > 0 && o.step.nodes.is_none());
     }
+    // Input environment (libsrun/opt.c env_vars: below the command line; flags set by any
+    // value).
+    if o.step.cpus_per_task.is_none() {
+        if let Some(v) = env("SRUN_CPUS_PER_TASK") {
+            o.step.cpus_per_task = Some(count(&v, "--cpus-per-task")?);
+            o.alloc_words.push(format!("--cpus-per-task={v}"));
+        }
+    }
+    o.step.exact |= env("SLURM_EXACT").is_some();
+    o.step.overlap |= env("SLURM_OVERLAP").is_some();
     if o.step.exact && o.whole {
         // srun/libsrun/opt.c _opt_verify (before -c implies --exact, which --whole does not stop).
         return Err(fatal("--exact and --whole are mutually exclusive.", 1));
@@ -762,6 +772,19 @@ mod tests {
         assert!(!exact(&["--exclusive=user", "prog"]));
         let e = p(&["--exact", "--whole", "prog"]).unwrap_err();
         assert_eq!((e.lines, e.code), (vec!["srun: error: --exact and --whole are mutually exclusive.".to_string()], 1));
+        // The input environment.
+        let env = |k: &str| match k {
+            "SLURM_EXACT" | "SLURM_OVERLAP" => Some(String::new()),
+            "SRUN_CPUS_PER_TASK" => Some("3".into()),
+            _ => None,
+        };
+        let (o, _) = parse(&["prog".to_string()], &env).unwrap();
+        assert!(o.step.exact && o.step.overlap);
+        assert_eq!(o.step.cpus_per_task, Some(3));
+        let (o, _) = parse(&["-c", "2", "prog"].map(String::from), &env).unwrap();
+        assert_eq!(o.step.cpus_per_task, Some(2), "the command line wins");
+        let only_c = |k: &str| (k == "SRUN_CPUS_PER_TASK").then(|| "2".to_string());
+        assert!(parse(&["prog".to_string()], &only_c).unwrap().0.step.exact, "SRUN_CPUS_PER_TASK implies --exact as -c does");
     }
 
     #[test]
